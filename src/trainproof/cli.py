@@ -1,0 +1,249 @@
+"""The ``trainproof`` command line: click options -> the layers -> printed output -> exit code.
+
+Exit codes (every command): 0 judged, no FAIL (WARN allowed) · 1 at least one FAIL about
+the run · 2 could not judge (missing/unreadable/empty input, no loss, NOT-CHECKED, bad
+option or configuration, internal error).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from . import __version__
+from .aliases import MappingError, parse_map_option
+from .api import read_runlog
+from .config import ConfigError, load_config
+from .discover import group_runs, walk
+from .findings import Report, exit_code
+from .formats import ReadError, detect, format_names
+from .render import json as render_json
+from .render import text as render_text
+from .rules.engine import error_report, judge_runlog
+from .rules.registry import all_rules, get
+
+
+class UsageFailure(Exception):
+    """A bad option, path or configuration: one line on stderr, exit 2."""
+
+
+def _stdout() -> Console:
+    return Console(soft_wrap=not sys.stdout.isatty(), highlight=False)
+
+
+def _fail_usage(ctx_json: bool, command: str, message: str) -> None:
+    if ctx_json:
+        click.echo(render_json.dumps(render_json.document([], command, error=message)))
+    click.echo(f"trainproof: {message}", err=True)
+    sys.exit(2)
+
+
+def common_options(fn):
+    """Options shared by the commands that read logs."""
+    opts = [
+        click.option("--format", "fmt", type=click.Choice(["auto", *format_names()]), default="auto",
+                     show_default=True, help="Log format; auto sniffs the content."),
+        click.option("--map", "maps", multiple=True, metavar="CANON=COLUMN",
+                     help="Read a canonical metric from a column, e.g. --map loss=train_mse (repeatable)."),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON document (see the published schema)."),
+        click.option("--mute", multiple=True, metavar="TP-ID", help="Do not run this rule (repeatable)."),
+        click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="TOML file with [tool.trainproof] settings (default: nearest pyproject.toml)."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def _setup(command: str, as_json: bool, maps, mute, config_path):
+    try:
+        overrides = parse_map_option(maps)
+        cfg = load_config(config_path, extra_mute=mute)
+    except (MappingError, ConfigError) as e:
+        _fail_usage(as_json, command, str(e))
+    return overrides, cfg
+
+
+def _emit(reports: list[Report], command: str, as_json: bool, summary: bool, extra: dict | None = None,
+          error: str | None = None) -> None:
+    if as_json:
+        click.echo(render_json.dumps(render_json.document(reports, command, error=error, extra=extra)))
+    else:
+        render_text.render(_stdout(), reports, summary=summary)
+        if error:
+            click.echo(f"trainproof: {error}", err=True)
+    sys.exit(exit_code(reports, error))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="trainproof")
+@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+def cli(debug: bool) -> None:
+    """A deterministic linter for ML training runs.
+
+    Exit codes: 0 judged, no FAIL (WARN allowed); 1 at least one FAIL about the run;
+    2 could not judge (unreadable input, no loss, NOT-CHECKED, bad option, internal error).
+    """
+
+
+@cli.command()
+@click.argument("logfile", type=click.Path(path_type=Path))
+@common_options
+def epoch(logfile: Path, fmt: str, maps, as_json: bool, mute, config_path) -> None:
+    """Judge one training log (HF trainer_state.json, JSONL or CSV)."""
+    overrides, cfg = _setup("epoch", as_json, maps, mute, config_path)
+    try:
+        run = read_runlog(logfile, fmt, overrides)
+    except (ReadError, MappingError) as e:
+        rep = error_report(str(logfile), str(e), None if fmt == "auto" else fmt)
+        _emit([rep], "epoch", as_json, summary=False, error=str(e))
+        return
+    _emit([judge_runlog(run, cfg.thresholds, cfg.mute)], "epoch", as_json, summary=False)
+
+
+#: File names that are logs whatever their content; unreadable ones are listed by doctor.
+_LOG_NAMES = ("trainer_state.json", "metrics.csv", "metrics.jsonl", "trainer_log.jsonl", "training.log")
+
+
+def _looks_like_log_name(p: Path) -> bool:
+    name = p.name.lower()
+    return name in _LOG_NAMES or name.endswith((".jsonl", ".ndjson", ".jsonl.gz"))
+
+
+class _LazyProgress:
+    """A progress bar on stderr that appears only on a terminal and after a moment."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.t0 = time.monotonic()
+        self.bar = None
+        self.task = None
+        self.enabled = sys.stderr.isatty() and total > 1
+
+    def advance(self, done: int, label: str) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None and time.monotonic() - self.t0 > 0.5:
+            from rich.progress import Progress
+
+            self.bar = Progress(console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("judging", total=self.total)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done, description=label[-40:])
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path), default=".")
+@common_options
+def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path) -> None:
+    """Find every training log under PATH (default: .) and judge each run."""
+    overrides, cfg = _setup("doctor", as_json, maps, mute, config_path)
+    if not path.exists():
+        _emit([], "doctor", as_json, summary=True, error=f"no such file or directory: {path}")
+        return
+    candidates = group_runs(walk(path))
+    reports: list[Report] = []
+    ignored = 0
+    progress = _LazyProgress(len(candidates))
+    for i, cand in enumerate(candidates):
+        progress.advance(i, str(cand.path))
+        try:
+            detect(cand.path, fmt)
+        except ReadError as e:
+            if _looks_like_log_name(cand.path) or "LFS pointer" in str(e):
+                reports.append(error_report(str(cand.path), str(e)))
+            else:
+                ignored += 1
+            continue
+        try:
+            run = read_runlog(cand.path, fmt, overrides)
+        except (ReadError, MappingError) as e:
+            reports.append(error_report(str(cand.path), str(e)))
+            continue
+        if run.format in ("jsonl", "csv") and not run.mapping:
+            ignored += 1  # a data table, not a metrics log: no column means a metric
+            continue
+        rep = judge_runlog(run, cfg.thresholds, cfg.mute)
+        rep.snapshots = [str(p) for p in cand.snapshots]
+        if cand.snapshots:
+            rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; judged the most complete")
+        reports.append(rep)
+    progress.close()
+    error = None if reports else f"no training logs found under {path}"
+    _emit(reports, "doctor", as_json, summary=True, extra={"ignored_files": ignored}, error=error)
+
+
+@cli.command("rules")
+@click.argument("rule_id", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the rule list as JSON.")
+def rules_cmd(rule_id: str | None, as_json: bool) -> None:
+    """List every rule, or print the full documentation of RULE_ID."""
+    import json
+
+    if rule_id:
+        r = get(rule_id)
+        if r is None:
+            click.echo(f"trainproof: unknown rule id {rule_id!r} (see `trainproof rules`)", err=True)
+            sys.exit(2)
+        if as_json:
+            click.echo(json.dumps(_rule_dict(r), indent=2))
+        else:
+            click.echo(r.doc_markdown("#"))
+        return
+    rules = all_rules()
+    if as_json:
+        click.echo(json.dumps([_rule_dict(r) for r in rules], indent=2))
+        return
+    t = Table(title="trainproof rules")
+    for col in ("id", "level", "group", "summary"):
+        t.add_column(col)
+    for r in rules:
+        t.add_row(r.id, r.level.value, r.group, escape(r.summary))
+    _stdout().print(t)
+
+
+def _rule_dict(r) -> dict:
+    return {
+        "id": r.id, "level": r.level.value, "group": r.group, "summary": r.summary,
+        "detects": r.detects, "why": r.why, "not_mean": r.not_mean, "causes": r.causes, "try": r.try_,
+        "hint": r.hint, "needs": [{"series": list(n.names), "min_points": n.min_points} for n in r.needs],
+        "thresholds": list(r.thresholds), "source": r.source,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI, turning every unexpected error into one line and exit 2."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or bool(os.environ.get("TRAINPROOF_DEBUG"))
+    try:
+        rv = cli.main(args=args, prog_name="trainproof", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("trainproof: aborted", err=True)
+        sys.exit(2)
+    except SystemExit:
+        raise
+    except BrokenPipeError:
+        sys.exit(2)
+    except Exception as e:  # noqa: BLE001 - the contract: one line, exit 2
+        if debug:
+            raise
+        click.echo(f"trainproof: internal error: {type(e).__name__}: {e} (run with --debug for a traceback)",
+                   err=True)
+        sys.exit(2)
+    sys.exit(rv if isinstance(rv, int) else 0)

@@ -1,0 +1,94 @@
+"""``doctor``'s walk: find every training log under a folder and group it into runs.
+
+The walk prunes version-control folders, virtual environments, package caches and
+``node_modules``; follows symlinked folders but never the same folder twice (no loops);
+and looks only at files whose name or extension a training log can have. Hugging Face
+output folders hold ``checkpoint-N/trainer_state.json`` snapshots that are prefixes of
+the same run: only the most complete one (the top-level ``trainer_state.json`` if there
+is one, else the highest ``N``) is judged, and the others are listed as folded in.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Folder names never descended into.
+PRUNE_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
+    ".cache", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".ipynb_checkpoints",
+    "site-packages", ".eggs", ".idea", ".vscode",
+})
+#: File suffixes that can hold a training log (also with a trailing ``.gz``).
+LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".log", ".txt", ".out"})
+
+_CKPT = re.compile(r"checkpoint-(\d+)$")
+
+
+@dataclass
+class Candidate:
+    """A file to judge, and the checkpoint snapshots folded into it."""
+
+    path: Path
+    snapshots: list[Path] = field(default_factory=list)
+
+
+def _is_venv(dirpath: str, filenames: list[str]) -> bool:
+    return "pyvenv.cfg" in filenames
+
+
+def _log_like(name: str) -> bool:
+    low = name.lower()
+    if low.endswith(".gz"):
+        low = low[:-3]
+    return os.path.splitext(low)[1] in LOG_SUFFIXES
+
+
+def walk(root: Path) -> list[Path]:
+    """Every log-like file under ``root`` (sorted), pruning and avoiding symlink loops."""
+    if root.is_file():
+        return [root]
+    out: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen or _is_venv(dirpath, filenames):
+            dirnames[:] = []
+            continue
+        seen.add(key)
+        dirnames[:] = sorted(d for d in dirnames if d not in PRUNE_DIRS and not d.endswith(".egg-info"))
+        for f in sorted(filenames):
+            if _log_like(f):
+                out.append(Path(dirpath) / f)
+    return sorted(out)
+
+
+def group_runs(files: list[Path]) -> list[Candidate]:
+    """Fold ``checkpoint-N/trainer_state.json`` snapshots into one candidate per run."""
+    groups: dict[Path, list[tuple[int, Path]]] = {}
+    top: dict[Path, Path] = {}
+    rest: list[Candidate] = []
+    for p in files:
+        if p.name == "trainer_state.json":
+            m = _CKPT.match(p.parent.name)
+            if m:
+                groups.setdefault(p.parent.parent, []).append((int(m.group(1)), p))
+                continue
+            top[p.parent] = p
+        rest.append(Candidate(p))
+    by_path = {c.path: c for c in rest}
+    for out_dir, snaps in groups.items():
+        snaps.sort()
+        if out_dir in top:
+            by_path[top[out_dir]].snapshots = [p for _, p in snaps]
+        else:
+            chosen = snaps[-1][1]
+            c = Candidate(chosen, [p for _, p in snaps[:-1]])
+            by_path[chosen] = c
+    return sorted(by_path.values(), key=lambda c: str(c.path))

@@ -1,0 +1,82 @@
+"""Readers, one module per log format, and the content sniffing that picks one.
+
+Each reader module exposes ``name``, ``description``, ``sniff(path, head_text) -> bool``
+and ``read(path, state) -> Iterator[Record]``; ``state`` has ``meta`` (dict) and ``notes``
+(list) that the reader fills while it streams. A reader raises :class:`ReadError` with a
+one-line reason when the input is not readable as its format. Readers know bytes and
+formats only: no rules, thresholds or output.
+
+To add a format, add a module and list it in :data:`READERS` (order = sniffing priority).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..runlog import Record
+from . import csv as csv_reader
+from . import hf, jsonl
+from ._io import ReadError, check_readable_file, describe_head, head_text, is_lfs_pointer, read_head
+
+__all__ = ["READERS", "ReadError", "ReadState", "detect", "format_names", "open_log", "get_reader"]
+
+#: Sniffing order: the most specific formats first.
+READERS = (hf, jsonl, csv_reader)
+
+
+@dataclass
+class ReadState:
+    """What a reader learns besides records: declared intent and notes."""
+
+    meta: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def format_names() -> list[str]:
+    return [r.name for r in READERS]
+
+
+def get_reader(name: str):
+    for r in READERS:
+        if r.name == name:
+            return r
+    raise ReadError(f"unknown format {name!r}; known: {', '.join(format_names())}")
+
+
+def detect(path: Path, fmt: str = "auto"):
+    """Pick the reader for ``path``: by content unless ``fmt`` names one.
+
+    Raises:
+        ReadError: missing, unreadable, empty, an LFS pointer, or no reader recognises it.
+    """
+    check_readable_file(path)
+    head = read_head(path)
+    if not head.strip():
+        raise ReadError(f"{path} is empty")
+    if is_lfs_pointer(head):
+        raise ReadError(f"{path} is a Git LFS pointer, not data (run `git lfs pull` to fetch the file)")
+    if fmt != "auto":
+        return get_reader(fmt)
+    text = head_text(head)
+    for r in READERS:
+        if r.sniff(path, text):
+            return r
+    raise ReadError(
+        f"{path}: not a training log trainproof can read (tried {', '.join(format_names())}); "
+        f"it starts with: {describe_head(text)}"
+    )
+
+
+def open_log(path: Path, fmt: str = "auto") -> tuple[str, Iterator[Record], ReadState]:
+    """Detect the format and start streaming.
+
+    Returns:
+        ``(format_name, records, state)``; ``state`` is complete once ``records`` is exhausted.
+
+    Raises:
+        ReadError: see :func:`detect`; the iterator itself may raise it too.
+    """
+    reader = detect(path, fmt)
+    state = ReadState()
+    return reader.name, reader.read(path, state), state

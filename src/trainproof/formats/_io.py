@@ -1,0 +1,108 @@
+"""Opening log files the same way for every reader: encodings, gzip, LFS pointers, heads."""
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import os
+import stat
+from pathlib import Path
+from typing import IO
+
+HEAD_BYTES = 65536
+_GZIP_MAGIC = b"\x1f\x8b"
+_LFS_PREFIX = b"version https://git-lfs.github.com/spec/"
+
+
+class ReadError(Exception):
+    """The input cannot be read as a training log. ``str(err)`` is a one-line reason."""
+
+
+def check_readable_file(path: Path) -> os.stat_result:
+    """Stat ``path`` and raise :class:`ReadError` unless it is a readable regular file."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise ReadError(f"no such file: {path}") from None
+    except PermissionError:
+        raise ReadError(f"permission denied: {path}") from None
+    except OSError as e:
+        raise ReadError(f"cannot open {path}: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ReadError(f"{path} is a directory (use `trainproof doctor` to judge every log under it)")
+    if not stat.S_ISREG(st.st_mode):
+        raise ReadError(f"{path} is not a regular file")
+    if not os.access(path, os.R_OK):
+        raise ReadError(f"permission denied: {path}")
+    return st
+
+
+def _raw_open(path: Path) -> IO[bytes]:
+    f = open(path, "rb")
+    magic = f.read(2)
+    f.seek(0)
+    if magic == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+    return f
+
+
+def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
+    """The first ``n`` bytes of the (decompressed) file.
+
+    Raises:
+        ReadError: the file cannot be opened or its gzip stream is corrupt.
+    """
+    try:
+        with _raw_open(path) as f:
+            return f.read(n)
+    except (OSError, EOFError) as e:
+        raise ReadError(f"cannot read {path}: {e}") from None
+
+
+def is_lfs_pointer(head: bytes) -> bool:
+    """True when the bytes are a Git LFS pointer file rather than the file's content."""
+    return head.startswith(_LFS_PREFIX) and len(head) < 1024
+
+
+def encoding_of(head: bytes) -> str:
+    """Text encoding from the byte-order mark; UTF-8 when there is none."""
+    if head.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    return "utf-8"
+
+
+def head_text(head: bytes) -> str:
+    """Decode a head of bytes for sniffing (undecodable bytes replaced)."""
+    enc = encoding_of(head)
+    text = head.decode(enc, errors="replace")
+    return text.lstrip("\ufeff")
+
+
+def open_text(path: Path, newline: str | None = None) -> IO[str]:
+    """Open a (possibly gzip-compressed) text log for streaming.
+
+    The encoding comes from the byte-order mark (UTF-8 without one); undecodable bytes are
+    replaced rather than fatal, so one bad byte never hides the rest of a log.
+
+    Raises:
+        ReadError: the file cannot be opened.
+    """
+    try:
+        raw = _raw_open(path)
+        enc = encoding_of(raw.read(4))
+        raw.seek(0)
+    except OSError as e:
+        raise ReadError(f"cannot read {path}: {e}") from None
+    return io.TextIOWrapper(raw, encoding=enc, errors="replace", newline=newline)
+
+
+def describe_head(text: str) -> str:
+    """A short printable excerpt of the first non-blank line, for error messages."""
+    for line in text.splitlines():
+        s = line.strip()
+        if s:
+            s = "".join(ch if ch.isprintable() else "?" for ch in s)
+            return s[:60] + ("…" if len(s) > 60 else "")
+    return "(blank)"

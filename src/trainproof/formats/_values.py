@@ -1,0 +1,37 @@
+"""Turning parsed JSON values into the record model's numbers."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+def flatten_numeric(obj: Mapping, prefix: str = "", out: dict | None = None) -> dict[str, float]:
+    """Flatten nested dicts to ``a/b`` keys, keeping only numbers.
+
+    ``int`` and ``float`` become ``float`` (NaN and ±Inf kept). Booleans, strings, lists
+    and nulls are absent: a non-number is never read as 0 or 1.
+    """
+    if out is None:
+        out = {}
+    for k, v in obj.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, bool) or v is None:
+            continue
+        if isinstance(v, (int, float)):
+            try:
+                out[key] = float(v)
+            except OverflowError:  # an integer too large for a float
+                out[key] = float("inf") if v > 0 else float("-inf")
+        elif isinstance(v, Mapping):
+            flatten_numeric(v, key + "/", out)
+    return out
+
+
+def as_step(v: object) -> float | None:
+    """A JSON value as a step number, or ``None`` when it is not a finite number."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if f == f and f not in (float("inf"), float("-inf")) else None

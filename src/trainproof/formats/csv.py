@@ -1,0 +1,145 @@
+"""Delimited metric tables: CSV, semicolon- or tab-separated.
+
+Dialects that occur in the wild and are handled here:
+
+* PyTorch Lightning ``CSVLogger`` ``metrics.csv``: one row per ``log_metrics`` call, the
+  union of all columns, empty cells for keys not logged in that row; several rows share a
+  step (train, validation, learning-rate monitor).
+* Keras ``CSVLogger`` (often named ``training.log``): ``epoch,…`` header, no step column,
+  epoch is the x axis; a run resumed with ``append=True`` repeats the header mid-file,
+  possibly with a different column set. The repeated header resets the column mapping.
+* W&B chart exports: ``Step``/``_step`` column, ``<run> - train/loss`` columns and
+  ``… __MIN`` / ``… __MAX`` companion columns (kept as raw series, never the metric).
+
+Empty cells and non-numeric cells are absent values, never 0. A row whose field count
+differs from its header cannot be mapped to columns and is skipped, with a note.
+"""
+from __future__ import annotations
+
+import csv
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from .. import aliases
+from ..runlog import Record
+from ._io import open_text
+
+name = "csv"
+description = "CSV/TSV metric table (Lightning, Keras, W&B export, pandas)"
+
+_DELIMS = (",", "\t", ";")
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return False
+
+
+def _delimiter(line: str) -> str | None:
+    counts = [(line.count(d), -i, d) for i, d in enumerate(_DELIMS)]
+    best = max(counts)
+    return best[2] if best[0] > 0 else None
+
+
+def _looks_like_header(cells: list[str]) -> bool:
+    named = [c.strip() for c in cells if c.strip()]
+    if not named or len(named) * 2 < len(cells):
+        return False
+    return not any(_is_number(c) for c in named)
+
+
+def sniff(path: Path, head: str) -> bool:
+    """A header row of names followed by a row with the same field count and a number."""
+    lines = [ln for ln in head.splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return False
+    if head.lstrip().startswith(("{", "[")):
+        return False
+    d = _delimiter(lines[0])
+    if d is None:
+        return False
+    rows = list(csv.reader(lines[:3], delimiter=d))
+    header = rows[0]
+    if len(header) < 2 or not _looks_like_header(header):
+        return False
+    if any(len(c) > 200 for c in header):
+        return False
+    row = rows[1]
+    return len(row) == len(header) and any(c.strip() and _is_number(c) for c in row)
+
+
+def read(path: Path, state) -> Iterator[Record]:
+    """Stream one record per data row."""
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    with open_text(path, newline="") as f:
+        first = ""
+        for first in f:
+            if first.strip():
+                break
+        delim = _delimiter(first) or ","
+        f.seek(0)
+        reader = csv.reader(f, delimiter=delim)
+        header: list[str] | None = None
+        step_idx: int | None = None
+        bad_rows: list[int] = []
+        bad_shape = ""
+        header_changes: list[str] = []
+        prev_end = 0
+        for row in reader:
+            start = prev_end + 1
+            prev_end = reader.line_num
+            if not row or not any(c.strip() for c in row):
+                continue
+            if header is None or (
+                _looks_like_header(row)
+                and (row[0].strip() == header[0] or set(c.strip() for c in row) & set(header))
+            ):
+                new = [c.strip() for c in row]
+                if header is not None:
+                    added = [c for c in new if c not in header]
+                    removed = [c for c in header if c not in new]
+                    change = ""
+                    if added or removed:
+                        change = "; column set changed (" + ", ".join(
+                            [f"+{c}" for c in added] + [f"-{c}" for c in removed]
+                        ) + ")"
+                    header_changes.append(f"header repeated at line {start}{change}")
+                header = new
+                sk = aliases.step_key(header)
+                step_idx = header.index(sk) if sk is not None else None
+                continue
+            if len(row) != len(header):
+                if len(row) == len(header) + 1 and not row[-1].strip():
+                    row = row[:-1]  # a trailing delimiter
+                else:
+                    if not bad_rows:
+                        bad_shape = f"{len(row)} fields under a {len(header)}-field header"
+                    bad_rows.append(start)
+                    continue
+            values: dict[str, float] = {}
+            step = None
+            for i, cell in enumerate(row):
+                c = cell.strip()
+                if not c:
+                    continue
+                try:
+                    v = float(c)
+                except ValueError:
+                    continue
+                if i == step_idx:
+                    if v == v and abs(v) != float("inf"):
+                        step = v
+                    continue
+                values[header[i]] = v
+            yield Record(step, values, start)
+    state.notes.extend(header_changes)
+    if bad_rows:
+        shown = ", ".join(str(n) for n in bad_rows[:5]) + (" …" if len(bad_rows) > 5 else "")
+        state.notes.append(
+            f"skipped {len(bad_rows)} row(s) whose field count does not match the header "
+            f"(first: {bad_shape}; lines {shown}): their columns cannot be known, so they were not guessed"
+        )

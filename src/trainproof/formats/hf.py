@@ -1,0 +1,216 @@
+"""Hugging Face Trainer ``trainer_state.json``.
+
+The file is one JSON object whose ``log_history`` list holds one entry per ``Trainer.log``
+call. Training entries carry ``loss``, ``grad_norm``, ``learning_rate``, ``epoch`` and
+``step``; evaluation entries carry ``eval_*`` keys; the final summary entry
+(``train_runtime``, ``train_loss``, ``total_flos``, …) is a run average, kept in
+``meta["summary"]`` and never read as a step's loss.
+
+The object is read in chunks: each top-level value and each ``log_history`` entry is
+decoded on its own, so memory grows with the largest entry, not with the file. Python's
+``json`` writes ``NaN``, ``Infinity`` and ``-Infinity``; they are values, not errors.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..runlog import Record
+from ._io import ReadError, open_text
+from ._values import as_step, flatten_numeric
+
+name = "hf"
+description = "Hugging Face Trainer trainer_state.json"
+
+#: Top-level keys kept as the run's declared intent.
+META_KEYS = (
+    "max_steps",
+    "num_train_epochs",
+    "logging_steps",
+    "eval_steps",
+    "save_steps",
+    "train_batch_size",
+    "best_metric",
+    "best_global_step",
+    "best_model_checkpoint",
+    "global_step",
+)
+#: Keys that mark the end-of-training summary entry.
+SUMMARY_KEYS = ("train_runtime", "total_flos")
+
+_CHUNK = 1 << 20
+_WS = " \t\r\n"
+_DECODER = json.JSONDecoder()
+
+
+def sniff(path: Path, head: str) -> bool:
+    """A JSON object with a ``log_history`` key (or HF's ``global_step`` bookkeeping)."""
+    s = head.lstrip()
+    if not s.startswith("{"):
+        return False
+    if '"log_history"' in s:
+        return True
+    first = s.split("\n", 1)[0].strip()
+    try:  # one complete object on the first line is a JSONL record, not this format
+        json.loads(first)
+        return False
+    except ValueError:
+        pass
+    return '"global_step"' in s and '"is_world_process_zero"' in s
+
+
+class _Truncated(Exception):
+    pass
+
+
+class _Scanner:
+    """Decode one JSON value at a time from a text stream, counting lines."""
+
+    def __init__(self, f) -> None:
+        self.f = f
+        self.buf = ""
+        self.pos = 0
+        self.line = 1
+        self.eof = False
+        self.consumed = 0  # characters dropped from the front of buf
+
+    def _more(self) -> bool:
+        if self.eof:
+            return False
+        chunk = self.f.read(max(_CHUNK, len(self.buf)))
+        if not chunk:
+            self.eof = True
+            return False
+        if self.pos > _CHUNK:
+            self.consumed += self.pos
+            self.buf = self.buf[self.pos:]
+            self.pos = 0
+        self.buf += chunk
+        return True
+
+    def _advance(self, to: int) -> None:
+        self.line += self.buf.count("\n", self.pos, to)
+        self.pos = to
+
+    def skip_ws(self) -> None:
+        while True:
+            b, p, n = self.buf, self.pos, len(self.buf)
+            while p < n and b[p] in _WS:
+                p += 1
+            self._advance(p)
+            if p < n or not self._more():
+                return
+
+    def peek(self) -> str:
+        self.skip_ws()
+        return self.buf[self.pos] if self.pos < len(self.buf) else ""
+
+    def expect(self, chars: str) -> str:
+        c = self.peek()
+        if not c:
+            raise _Truncated(f"file ends at line {self.line}, expected {chars!r}")
+        if c not in chars:
+            raise ReadError(f"not valid JSON at line {self.line}: expected {chars!r}, found {c!r}")
+        self._advance(self.pos + 1)
+        return c
+
+    def value(self):
+        self.skip_ws()
+        while True:
+            try:
+                obj, end = _DECODER.raw_decode(self.buf, self.pos)
+            except RecursionError:
+                raise ReadError(f"JSON nested too deeply at line {self.line}") from None
+            except json.JSONDecodeError as e:
+                if self._more():
+                    continue
+                if self.pos >= len(self.buf) or e.pos >= len(self.buf) - 1:
+                    raise _Truncated(f"file ends inside a value that starts at line {self.line}") from None
+                raise ReadError(f"not valid JSON at line {self.line}: {e.msg}") from None
+            if end >= len(self.buf) and self._more():
+                continue  # a number may continue in the next chunk
+            start_line = self.line
+            self._advance(end)
+            return obj, start_line
+
+    def remaining_bytes(self) -> int:
+        rest = len(self.buf) - self.pos
+        while self._more():
+            rest = len(self.buf) - self.pos
+        return max(rest, 0)
+
+
+def read(path: Path, state) -> Iterator[Record]:
+    """Stream the ``log_history`` entries of a ``trainer_state.json`` as records.
+
+    Raises:
+        ReadError: not a JSON object, or ``log_history`` is not a list.
+    """
+    with open_text(path) as f:
+        sc = _Scanner(f)
+        seen_history = False
+        summary: dict = {}
+        try:
+            if sc.peek() != "{":
+                raise ReadError("not a trainer_state.json: the file is not a JSON object")
+            sc.expect("{")
+            if sc.peek() == "}":
+                sc.expect("}")
+                raise ReadError("trainer_state.json is an empty object (no log_history)")
+            while True:
+                key, _ = sc.value()
+                if not isinstance(key, str):
+                    raise ReadError(f"not valid JSON at line {sc.line}: object key is not a string")
+                sc.expect(":")
+                if key == "log_history":
+                    seen_history = True
+                    if sc.peek() != "[":
+                        val, ln = sc.value()
+                        raise ReadError(
+                            f"log_history at line {ln} is {type(val).__name__}, not a list"
+                        )
+                    yield from _entries(sc, state, summary)
+                else:
+                    val, _ = sc.value()
+                    if key in META_KEYS and (val is None or isinstance(val, (int, float, str))):
+                        state.meta[key] = val
+                if sc.expect(",}") == "}":
+                    break
+        except _Truncated as e:
+            if not seen_history:
+                raise ReadError(f"torn trainer_state.json: {e}") from None
+            state.notes.append(f"torn file: {e}; everything before it was read")
+        if summary:
+            state.meta["summary"] = summary
+        if not seen_history:
+            raise ReadError("trainer_state.json has no log_history")
+
+
+def _entries(sc: _Scanner, state, summary: dict) -> Iterator[Record]:
+    sc.expect("[")
+    if sc.peek() == "]":
+        sc.expect("]")
+        return
+    skipped = 0
+    while True:
+        try:
+            entry, line = sc.value()
+        except ReadError as e:
+            rest = sc.remaining_bytes()
+            state.notes.append(f"log_history: {e}; the remaining {rest} characters were not read")
+            raise _Truncated("inside log_history") from None
+        if isinstance(entry, dict):
+            values = flatten_numeric(entry)
+            if any(k in entry for k in SUMMARY_KEYS):
+                summary.update(values)
+            else:
+                step = as_step(entry.get("step"))
+                values.pop("step", None)
+                yield Record(step, values, line)
+        else:
+            skipped += 1
+        if sc.expect(",]") == "]":
+            break
+    if skipped:
+        state.notes.append(f"log_history: {skipped} entries are not objects and were skipped")

@@ -1,0 +1,79 @@
+"""JSON Lines metric logs: one JSON object per line.
+
+Covers hand-rolled ``metrics.jsonl`` loggers, LLaMA-Factory's ``trainer_log.jsonl``
+(step key ``current_steps``), and anything else that writes one object per line. Nested
+objects flatten to ``outer/inner`` keys. Lines that are not JSON objects (banners, a torn
+last line of a killed run) are skipped and counted in the notes.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from .. import aliases
+from ..runlog import Record
+from ._io import open_text
+from ._values import as_step, flatten_numeric
+
+name = "jsonl"
+description = "JSON Lines (one metrics object per line)"
+
+_SNIFF_LINES = 20
+
+
+def sniff(path: Path, head: str) -> bool:
+    """At least one of the first lines is a JSON object and most ``{`` lines parse."""
+    lines = [ln.strip() for ln in head.splitlines()]
+    if len(head) >= 65536 and lines:
+        lines = lines[:-1]  # the head may cut the last line
+    lines = [ln for ln in lines if ln][:_SNIFF_LINES]
+    objs = tried = 0
+    for ln in lines:
+        if not ln.startswith("{"):
+            continue
+        tried += 1
+        try:
+            if isinstance(json.loads(ln), dict):
+                objs += 1
+        except (ValueError, RecursionError):
+            pass
+    return objs >= 1 and objs * 2 >= tried
+
+
+def read(path: Path, state) -> Iterator[Record]:
+    """Stream one record per JSON-object line."""
+    skipped = 0
+    first_skipped = None
+    last_bad = False
+    last_line = 0
+    with open_text(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            s = raw.strip()
+            if not s:
+                continue
+            last_line = lineno
+            obj = None
+            if s.startswith("{"):
+                try:
+                    obj = json.loads(s)
+                except (ValueError, RecursionError):
+                    obj = None
+            if not isinstance(obj, dict):
+                skipped += 1
+                last_bad = True
+                if first_skipped is None:
+                    first_skipped = lineno
+                continue
+            last_bad = False
+            values = flatten_numeric(obj)
+            key = aliases.step_key(values.keys())
+            step = None
+            if key is not None:
+                step = as_step(values.pop(key))
+            yield Record(step, values, lineno)
+    if skipped:
+        msg = f"skipped {skipped} line(s) that are not JSON objects (first at line {first_skipped})"
+        if last_bad:
+            msg += f"; the last line ({last_line}) is incomplete or not JSON (a run killed mid-write?)"
+        state.notes.append(msg)

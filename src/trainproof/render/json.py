@@ -1,0 +1,35 @@
+"""The ``--json`` document (schema: ``trainproof/schema/report.schema.json``).
+
+The document is deterministic: the same reports give the same bytes. Non-finite numbers
+are written as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (strict JSON).
+"""
+from __future__ import annotations
+
+import json
+
+from ..findings import Report, worst_verdict
+
+#: Version of the JSON document's schema. Adding optional fields is a minor change;
+#: removing or renaming a field, or changing its meaning, is a major one (CONTRACTS.md).
+SCHEMA_VERSION = "1.0"
+
+
+def document(reports: list[Report], command: str, error: str | None = None, extra: dict | None = None) -> dict:
+    from .. import __version__
+
+    worst = worst_verdict(reports)
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "trainproof_version": __version__,
+        "command": command,
+        "reports": [r.to_dict() for r in reports],
+        "worst_verdict": worst.value if worst is not None else None,
+        "error": error,
+    }
+    if extra:
+        doc.update(extra)
+    return doc
+
+
+def dumps(doc: dict) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)

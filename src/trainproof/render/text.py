@@ -1,0 +1,88 @@
+"""Human-readable output with rich. Colour only on a terminal; ``NO_COLOR`` is honoured."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..findings import Level, Report
+
+_STYLE = {
+    Level.FAIL: "bold red",
+    Level.WARN: "yellow",
+    Level.PASS: "green",
+    Level.NOT_CHECKED: "magenta",
+    Level.INFO: "cyan",
+}
+_ORDER = {Level.FAIL: 0, Level.WARN: 1, Level.NOT_CHECKED: 2, Level.PASS: 3}
+
+CLOSING_NOTE = (
+    "A PASS says the curve shows none of the failures above; it cannot tell whether the run "
+    "learned the right thing (a run on shuffled labels can look healthy). Compare against a "
+    "known-good baseline to catch that."
+)
+
+
+def _fmt_step(x) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() else f"{x:.4g}"
+
+
+def render_report(console: Console, r: Report) -> None:
+    v = r.verdict
+    console.print(f"[bold]{escape(r.file)}[/bold]")
+    if r.error is not None:
+        console.print(f"  [{_STYLE[v]}]{v.value}[/] could not read: {escape(r.error)}")
+        return
+    rng = f", steps {_fmt_step(r.step_range[0])}–{_fmt_step(r.step_range[1])}" if r.step_range else ""
+    console.print(f"  format {r.format}, {r.records} records{rng}")
+    if r.mapping:
+        console.print("  metrics: " + escape(", ".join(
+            f"{k}←{m['source']}" if m["source"] != k else k for k, m in sorted(r.mapping.items()))))
+    for s in r.snapshots:
+        console.print(f"  folded snapshot: {escape(s)}")
+    console.print(f"  verdict: [{_STYLE[v]}]{v.value}[/]")
+    for f in r.findings:
+        where = ""
+        if f.step is not None:
+            where = f" (step {_fmt_step(f.step)}" + (f", line {f.line}" if f.line is not None else "") + ")"
+        console.print(f"  [{_STYLE.get(f.level, '')}]{f.level.value:<5}[/] {f.id}: {escape(f.message)}{escape(where)}")
+        if f.evidence:
+            console.print(f"        {escape(f.evidence)}")
+        if f.hint and f.level in (Level.FAIL, Level.WARN):
+            console.print(f"        [dim]{escape(f.hint)}[/dim]")
+    skipped = [f"{k} ({s.reason})" for k, s in r.skipped.items()]
+    if skipped and not any(f.id in ("TP-PASS", "TP-NOT-CHECKED") for f in r.findings):
+        console.print(f"  [dim]skipped: {escape(', '.join(skipped))}[/dim]")
+    for n in r.notes:
+        console.print(f"  [yellow]note:[/yellow] {escape(n)}")
+
+
+def render(console: Console, reports: list[Report], summary: bool = False, unread: bool = True) -> None:
+    """Print reports; with ``summary``, a worst-first table first (doctor)."""
+    ordered = sorted(reports, key=lambda r: (_ORDER[r.verdict], r.file)) if summary else reports
+    if summary and reports:
+        t = Table(title="trainproof doctor", show_lines=False)
+        t.add_column("verdict")
+        t.add_column("run")
+        t.add_column("format")
+        t.add_column("records", justify="right")
+        t.add_column("findings")
+        for r in ordered:
+            ids = sorted({f.id for f in r.findings if f.level in (Level.FAIL, Level.WARN)})
+            t.add_row(f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]", escape(r.file), r.format or "-",
+                      str(r.records), escape(", ".join(ids) or (r.error or "")[:60]))
+        console.print(t)
+        console.print()
+    for r in ordered:
+        if r.error is None or not summary:
+            render_report(console, r)
+            console.print()
+    errors = [r for r in ordered if r.error is not None]
+    if summary and errors and unread:
+        console.print("[bold]Looked like logs but could not be read:[/bold]")
+        for r in errors:
+            console.print(f"  {escape(r.file)}: {escape(r.error)}")
+        console.print()
+    if any(r.verdict is Level.PASS for r in reports):
+        console.print(f"[dim]{escape(CLOSING_NOTE)}[/dim]")

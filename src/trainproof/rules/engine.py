@@ -1,0 +1,142 @@
+"""The engine: runs every registered rule on a RunLog and builds its Report.
+
+The engine, not the rule, decides whether a rule runs: a rule whose needed series is
+missing is skipped as ``absent``, one with too few finite points as ``too_few_points``,
+one whose data it cannot judge (non-positive values for a ratio rule, a constant series
+where variation is needed) as ``degenerate``, and a muted one as ``muted``. A skipped
+check is never reported as passed.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..findings import Finding, Level, Report, Skip
+from ..runlog import RunLog, Series
+from .registry import Need, Rule, all_rules, get
+from .thresholds import DEFAULT, Thresholds
+from ._fmt import num
+
+
+class Context:
+    """What a rule's check sees: the run, the thresholds, and a finding factory."""
+
+    def __init__(self, run: RunLog, th: Thresholds, rule: Rule) -> None:
+        self.run = run
+        self.th = th
+        self.rule = rule
+
+    def series(self, name: str) -> Series:
+        """The named series (raw values, NaN/Inf kept). The engine guarantees it exists
+        when the rule declared it in ``needs``."""
+        return self.run.series[name]
+
+    def has(self, name: str) -> bool:
+        return name in self.run.series
+
+    def finding(self, message: str, evidence: str = "", data: dict | None = None,
+                step: float | None = None, line: int | None = None) -> Finding:
+        r = self.rule
+        return Finding(
+            id=r.id, level=r.level, message=message, evidence=evidence, data=dict(data or {}),
+            step=step, line=None if line is None else int(line), source=r.source, hint=r.hint,
+        )
+
+
+def _min_points(need: Need, th: Thresholds) -> int:
+    mp = need.min_points
+    return int(getattr(th, mp)) if isinstance(mp, str) else int(mp)
+
+
+def _skip_reason(rule: Rule, run: RunLog, th: Thresholds) -> Skip | None:
+    for need in rule.needs:
+        present = [s for s in need.names if s in run.series]
+        if not present:
+            return Skip("absent", "no " + " or ".join(need.names) + " series in the log")
+        s = run.series[present[0]]
+        vals = s.values[np.isfinite(s.values)]
+        mp = _min_points(need, th)
+        if vals.size < mp:
+            return Skip("too_few_points", f"{s.name} has {vals.size} finite points; needs {mp}")
+        if need.positive and vals.size and np.any(vals <= 0):
+            return Skip("degenerate", f"{s.name} has values <= 0, so ratios of its levels mean nothing")
+        if need.varying and vals.size and np.all(vals == vals[0]):
+            return Skip("degenerate", f"{s.name} is constant ({num(vals[0])})")
+    return None
+
+
+def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()) -> Report:
+    """Run every single-run rule on ``run``.
+
+    Returns:
+        A :class:`Report` whose verdict is FAIL, WARN or PASS when at least one check ran,
+        NOT-CHECKED (``TP-NOT-CHECKED``) when none could, and carries ``TP-NO-RECORDS`` or
+        ``TP-NO-LOSS`` when there was nothing to judge.
+    """
+    mute = set(mute)
+    report = Report(
+        file=run.path, format=run.format, records=run.records, step_range=run.step_range,
+        mapping={k: dict(v) for k, v in run.mapping.items()}, notes=list(run.notes), meta=dict(run.meta),
+    )
+    if run.records == 0:
+        report.findings.append(_outcome("TP-NO-RECORDS", "no records could be read from the log",
+                                        "the file holds no logged rows with numbers"))
+        return report
+    if "loss" not in run.series and "eval_loss" not in run.series:
+        keys = sorted(run.series)
+        shown = ", ".join(keys[:15]) + (" …" if len(keys) > 15 else "")
+        report.findings.append(_outcome(
+            "TP-NO-LOSS", "no loss series found: nothing to judge",
+            f"metrics in the log: {shown or '(none)'}; name the loss column with --map loss=COLUMN",
+            data={"metrics": keys},
+        ))
+        return report
+
+    trend_ran = False
+    for rule in all_rules():
+        if rule.is_outcome or rule.source != "single_run":
+            continue
+        if rule.id in mute:
+            report.skipped[rule.id] = Skip("muted", "muted by configuration or --mute")
+            continue
+        skip = _skip_reason(rule, run, th)
+        if skip is not None:
+            report.skipped[rule.id] = skip
+            continue
+        ctx = Context(run, th, rule)
+        report.findings.extend(rule.check(ctx) or ())
+        report.ran.append(rule.id)
+        trend_ran |= rule.verdict_bearing
+
+    if not any(f.level in (Level.FAIL, Level.WARN) for f in report.findings):
+        skipped = "; ".join(f"{k} ({v.reason})" for k, v in report.skipped.items())
+        if trend_ran:
+            report.findings.append(_outcome(
+                "TP-PASS", f"no check fired ({len(report.ran)} ran, {len(report.skipped)} skipped)",
+                f"ran: {', '.join(report.ran)}" + (f". skipped: {skipped}" if skipped else ""),
+                data={"ran": list(report.ran), "skipped": sorted(report.skipped)},
+            ))
+        else:
+            why = "; ".join(f"{k}: {v.detail}" for k, v in report.skipped.items()
+                            if get(k) is not None and get(k).verdict_bearing)
+            report.findings.append(_outcome(
+                "TP-NOT-CHECKED", "no trend check could run: the run is not judged",
+                why + (f". Also skipped: {skipped}" if skipped else ""),
+                data={"ran": list(report.ran), "skipped": sorted(report.skipped)},
+            ))
+    return report
+
+
+def _outcome(rule_id: str, message: str, evidence: str = "", data: dict | None = None) -> Finding:
+    r = get(rule_id)
+    assert r is not None, rule_id
+    return Finding(id=r.id, level=r.level, message=message, evidence=evidence,
+                   data=dict(data or {}), source=r.source, hint=r.hint)
+
+
+def error_report(path: str, reason: str, fmt: str | None = None) -> Report:
+    """A report for an input that could not be read (``TP-READ-ERROR``, exit 2)."""
+    rep = Report(file=path, format=fmt, error=reason)
+    rep.findings.append(_outcome("TP-READ-ERROR", "the log could not be read", reason))
+    return rep

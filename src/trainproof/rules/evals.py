@@ -1,0 +1,54 @@
+"""Rules on the evaluation loss."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..findings import Level
+from ._fmt import num, step
+from .registry import Need, rule
+
+
+@rule(
+    "TP-OVERFIT", Level.WARN, "eval", "eval loss rises after its minimum while the train loss keeps falling",
+    needs=[Need("eval_loss", "overfit_min_evals"), Need("loss", 2)],
+    thresholds=["overfit_min_evals", "overfit_ratio", "overfit_tail_evals", "overfit_evals_after_min"],
+    detects=(
+        "At least 4 evaluations; the median of the last 3 eval losses is above 1.2x the eval minimum, with at "
+        "least 3 evaluations after the minimum, while the train loss at the end is below the train loss around "
+        "the best evaluation."
+    ),
+    why="Past the eval minimum the model memorises the training set; the checkpoint at the best step generalises better than the last one.",
+    not_mean="A single bad evaluation is not overfitting (the median of the last 3 ignores it); an eval loss that rises together with the train loss is a divergence, not this.",
+    causes="Too many epochs for the data size, too little regularisation (dropout, weight decay), a learning rate that stays high too long, a train set much smaller than the model's capacity.",
+    try_="Keep the checkpoint at the best eval step (load_best_model_at_end), add early stopping, more data or regularisation, or fewer epochs.",
+)
+def check_overfit(ctx):
+    th = ctx.th
+    ev = ctx.series("eval_loss").finite()
+    tr = ctx.series("loss").finite()
+    j = int(np.argmin(ev.values))
+    best = float(ev.values[j])
+    after = len(ev) - 1 - j
+    if after < th.overfit_evals_after_min or best <= 0:
+        return
+    tail = float(np.median(ev.values[-th.overfit_tail_evals:]))
+    if tail <= th.overfit_ratio * best:
+        return
+    best_step = ev.steps[j]
+    before = tr.values[tr.steps <= best_step]
+    w = max(1, min(5, tr.values.size // 4))
+    train_at_best = float(np.median(before[-w:])) if before.size else float(np.median(tr.values[:w]))
+    train_end = float(np.median(tr.values[-w:]))
+    if train_end >= train_at_best:
+        return
+    ckpt = ctx.run.meta.get("best_model_checkpoint")
+    extra = f" The log's best checkpoint is {ckpt}." if isinstance(ckpt, str) and ckpt else ""
+    yield ctx.finding(
+        f"overfitting: eval loss is {tail / best:.2f}x its minimum at step {step(best_step)}",
+        f"eval loss reached its minimum {num(best)} at step {step(best_step)} (line {int(ev.lines[j])}); the median "
+        f"of the last {th.overfit_tail_evals} evaluations is {num(tail)} ({after} evaluations after the minimum), "
+        f"while the train loss fell from {num(train_at_best)} to {num(train_end)}.{extra}",
+        {"best_step": best_step, "eval_min": best, "eval_tail_median": tail, "ratio": tail / best,
+         "evals_after_min": after, "train_at_best": train_at_best, "train_end": train_end},
+        step=best_step, line=ev.lines[j],
+    )

@@ -1,0 +1,138 @@
+"""Rules on the gradient norm: non-finite norms, skipped overflow steps, zero gradients, spikes."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..findings import Level
+from ._fmt import num, step
+from ._stats import improvement, runs_of
+from .registry import Need, rule
+
+
+def _nonfinite_runs(ctx):
+    """Runs of consecutive non-finite gradient norms, split into sustained and isolated."""
+    g = ctx.series("grad_norm")
+    bad = ~np.isfinite(g.values)
+    runs = runs_of(bad)
+    n = len(g)
+    sustained, isolated = [], []
+    for start, length in runs:
+        if length >= ctx.th.nan_grad_sustained_points or length == n:
+            sustained.append((start, length))
+        else:
+            isolated.append((start, length))
+    return g, bad, sustained, isolated
+
+
+@rule(
+    "TP-NAN-GRAD", Level.FAIL, "nan", "the gradient norm is non-finite on a sustained run of steps",
+    needs=[Need("grad_norm", 1)], thresholds=["nan_grad_sustained_points"],
+    detects="Gradient norms that are NaN or Inf on 3 or more consecutive logged points, or on every logged point.",
+    why="A loss scaler skips one overflowing step and recovers; a norm that stays non-finite means the weights or the loss are already NaN, whatever the logged loss says.",
+    not_mean="An isolated non-finite norm followed by finite ones is the mixed-precision loss scaler at work (TP-GRAD-OVERFLOW-SKIPPED), not this.",
+    causes="NaN weights after an overflow, a learning rate far too high, fp16 without a loss scaler, a custom loss that produces NaN on some batches.",
+    try_="Resume from the last checkpoint before the first non-finite norm with a lower learning rate, gradient clipping, and bf16 or a GradScaler.",
+)
+def check_nan_grad(ctx):
+    g, bad, sustained, _ = _nonfinite_runs(ctx)
+    if not sustained:
+        return
+    start, length = sustained[0]
+    total = int(bad.sum())
+    to_end = start + length == len(g)
+    yield ctx.finding(
+        f"gradient norm is non-finite from step {step(g.steps[start])}"
+        + (" to the end of the log" if to_end else f" for {length} logged points"),
+        f"{total} of {len(g)} logged gradient norms are NaN/Inf; the first sustained run starts at step "
+        f"{step(g.steps[start])} (line {int(g.lines[start])}) and lasts {length} points"
+        + (", every later entry is non-finite." if to_end else f", until step {step(g.steps[start + length - 1])}."),
+        {"first_step": g.steps[start], "run_length": length, "nonfinite": total, "points": len(g),
+         "to_end": to_end},
+        step=g.steps[start], line=g.lines[start],
+    )
+
+
+@rule(
+    "TP-GRAD-OVERFLOW-SKIPPED", Level.WARN, "nan", "isolated non-finite gradient norms (loss scaler skipped steps)",
+    needs=[Need("grad_norm", 1)], thresholds=["nan_grad_sustained_points"],
+    detects="Non-finite gradient norms on fewer than 3 consecutive logged points, each followed by finite ones, when no sustained run exists.",
+    why="With fp16 a loss scaler skips the optimizer step when gradients overflow and lowers its scale; a few of these are normal, many mean the scale keeps collapsing.",
+    not_mean="It does not mean the run is broken; losses and norms around these steps are finite.",
+    causes="fp16 mixed precision with a dynamic loss scaler meeting an overflowing batch; a spike in the loss.",
+    try_="Nothing if it is rare; if it recurs, use bf16, clip gradients, or lower the learning rate.",
+)
+def check_overflow_skipped(ctx):
+    g, bad, sustained, isolated = _nonfinite_runs(ctx)
+    if sustained or not isolated:
+        return
+    first = isolated[0][0]
+    total = int(bad.sum())
+    steps = [step(g.steps[s]) for s, _ in isolated[:5]]
+    yield ctx.finding(
+        f"{total} isolated non-finite gradient norm(s): the loss scaler skipped steps",
+        f"{total} of {len(g)} logged gradient norms are NaN/Inf, in {len(isolated)} isolated run(s) of fewer than "
+        f"{ctx.th.nan_grad_sustained_points} points, each followed by finite norms (steps {', '.join(steps)}"
+        + (" …" if len(isolated) > 5 else "") + ").",
+        {"nonfinite": total, "points": len(g), "runs": len(isolated), "first_step": g.steps[first]},
+        step=g.steps[first], line=g.lines[first],
+    )
+
+
+@rule(
+    "TP-ZERO-GRAD", Level.FAIL, "zero", "every gradient norm is exactly 0.0 and the loss did not improve",
+    needs=[Need("grad_norm", "zero_min_points"), Need("loss", 2)],
+    thresholds=["zero_min_points", "dead_window", "dead_min_improvement"],
+    detects="Every finite gradient norm (at least 5) is exactly 0.0 while the loss did not improve by 5%.",
+    why="With zero gradients the optimizer cannot change the weights: every step is wasted.",
+    not_mean="It does not fire on small but non-zero norms (those are TP-VANISHING-GRAD territory), nor when the loss improved (a logger that reports 0 for a norm it did not compute).",
+    causes="Every parameter frozen (requires_grad=False), the graph severed (detach, no_grad, a .item() in the loss), every label masked so the loss is a constant.",
+    try_="Count the parameters with requires_grad=True, check the loss has a grad_fn, and that labels are not all ignored.",
+)
+def check_zero_grad(ctx):
+    g = ctx.series("grad_norm").finite()
+    if not np.all(g.values == 0):
+        return
+    loss = ctx.series("loss").finite()
+    w = min(ctx.th.dead_window, max(1, loss.values.size // 2))
+    first, last, rel = improvement(loss.values, w)
+    if rel >= ctx.th.dead_min_improvement:
+        return
+    yield ctx.finding(
+        "gradient norm is exactly 0.0 at every logged step",
+        f"all {len(g)} finite gradient norms are exactly 0.0 (steps {step(g.steps[0])}–{step(g.steps[-1])}); "
+        f"the loss went from {num(first)} to {num(last)} (median of {w} points at each end).",
+        {"points": len(g), "loss_first": first, "loss_last": last},
+        step=g.steps[0], line=g.lines[0],
+    )
+
+
+@rule(
+    "TP-GRAD-SPIKE", Level.WARN, "spike", "a gradient norm more than 10x the run's median",
+    needs=[Need("grad_norm", "min_value_points")], thresholds=["grad_spike_factor", "min_value_points"],
+    detects="Finite gradient norms above 10x the median norm of the run, ignoring the first logged norm.",
+    why="A spike is one step that moved the weights far more than the others; repeated spikes often precede divergence.",
+    not_mean="It does not mean the run diverged: the loss may absorb a spike (gradient clipping caps the update). The first logged norm is ignored because large norms at the start are normal.",
+    causes="An outlier batch (very long sequence, corrupt sample), a learning rate near the edge of stability, no gradient clipping.",
+    try_="Enable gradient clipping (max_grad_norm 1.0), inspect the batches at the spike steps, and lower the learning rate if spikes recur.",
+)
+def check_grad_spike(ctx):
+    g = ctx.series("grad_norm").finite()
+    if len(g) < 2:
+        return
+    vals, steps, lines = g.values[1:], g.steps[1:], g.lines[1:]
+    med = float(np.median(vals))
+    if med <= 0:
+        return
+    spikes = vals > ctx.th.grad_spike_factor * med
+    if not spikes.any():
+        return
+    i = int(np.argmax(np.where(spikes, vals, -np.inf)))
+    count = int(spikes.sum())
+    yield ctx.finding(
+        f"gradient norm spikes to {num(vals[i])} at step {step(steps[i])} ({vals[i] / med:.0f}x the median)",
+        f"{count} logged gradient norm(s) exceed {num(ctx.th.grad_spike_factor)}x the median {num(med)}; "
+        f"the largest is {num(vals[i])} at step {step(steps[i])} (line {int(lines[i])}).",
+        {"count": count, "max": vals[i], "max_step": steps[i], "median": med,
+         "factor": ctx.th.grad_spike_factor},
+        step=steps[i], line=lines[i],
+    )

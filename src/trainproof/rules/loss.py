@@ -1,0 +1,221 @@
+"""Rules on the train loss: non-finite values, exact zeros, flatness, divergence, no progress."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..findings import Level
+from ._fmt import num, pct, step
+from ._stats import block_medians, end_window, improvement, noise_sigma, runs_of, smoothing_block
+from .registry import Need, rule
+
+
+def _grad_at(ctx, steps: np.ndarray) -> tuple[int, int, int]:
+    """(points, non-finite, exactly zero) of the gradient norm at the given steps."""
+    if not ctx.has("grad_norm"):
+        return 0, 0, 0
+    g = ctx.series("grad_norm")
+    m = np.isin(g.steps, steps)
+    vals = g.values[m]
+    return int(vals.size), int((~np.isfinite(vals)).sum()), int((vals == 0).sum())
+
+
+def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
+    n, nonfinite, zero = _grad_at(ctx, steps)
+    if n == 0:
+        return "", {}
+    data = {"grad_norm_points": n, "grad_norm_nonfinite": nonfinite, "grad_norm_zero": zero}
+    if nonfinite == n:
+        return (f" The gradient norm is NaN/Inf at all {n} of these steps: the loss was NaN and "
+                "the logger replaced it with 0 (HF's logging_nan_inf_filter does this), so this "
+                "is a hidden NaN, not convergence."), data
+    if nonfinite:
+        return (f" The gradient norm is NaN/Inf at {nonfinite} of {n} of these steps: at least "
+                "part of the zero loss is a NaN hidden by the logger."), data
+    if zero == n:
+        return f" The gradient norm is exactly 0 at all {n} of these steps: nothing is being learned.", data
+    return f" The gradient norm is finite and non-zero at these steps ({n} points).", data
+
+
+@rule(
+    "TP-NAN", Level.FAIL, "nan", "a logged loss is NaN or ±Inf",
+    needs=[Need("loss", 1)],
+    detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log.",
+    why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",
+    not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite.",
+    causes="A learning rate too high for the model, fp16 overflow without a loss scaler, a log of 0 or division by zero in a custom loss, bad input data (NaN features, empty targets).",
+    try_="Lower the learning rate or add warm-up, enable gradient clipping, use bf16 or a GradScaler for fp16, and check the batch at the first non-finite step for NaN inputs.",
+)
+def check_nan(ctx):
+    s = ctx.series("loss")
+    bad = ~np.isfinite(s.values)
+    if not bad.any():
+        return
+    i = int(np.flatnonzero(bad)[0])
+    count = int(bad.sum())
+    kinds = []
+    for label, m in (("NaN", np.isnan(s.values)), ("+Inf", np.isposinf(s.values)), ("-Inf", np.isneginf(s.values))):
+        if m.any():
+            kinds.append(f"{int(m.sum())} {label}")
+    yield ctx.finding(
+        f"loss is non-finite from step {step(s.steps[i])}",
+        f"{count} of {len(s)} logged losses are non-finite ({', '.join(kinds)}); the first is at step "
+        f"{step(s.steps[i])} (line {int(s.lines[i])}).",
+        {"first_step": s.steps[i], "count": count, "points": len(s)},
+        step=s.steps[i], line=s.lines[i],
+    )
+
+
+@rule(
+    "TP-ZERO-LOSS", Level.FAIL, "zero", "every finite loss is exactly 0.0",
+    needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points"],
+    detects="A train loss that is exactly 0.0 (compared with ==, never a tolerance) at every finite logged point.",
+    why="A real loss is almost never exactly zero; an exact zero from the first log means the loss is not computed on anything.",
+    not_mean="It does not mean the model fits the data perfectly. Near-zero but non-zero losses (RL objectives, tiny-loss tasks) do not trigger it.",
+    causes="Every label masked to the ignore index (-100), an empty or fully padded batch, no trainable parameters, a loss hidden by a logging filter that replaces NaN with 0.",
+    try_="Check that labels are not all -100 after your collator, that the model has parameters with requires_grad=True, and look at the gradient norm in the same steps (NaN means a hidden NaN).",
+)
+def check_zero_loss(ctx):
+    s = ctx.series("loss").finite()
+    if not np.all(s.values == 0):
+        return
+    clause, gdata = _grad_clause(ctx, s.steps)
+    yield ctx.finding(
+        "loss is exactly 0.0 at every logged step",
+        f"all {len(s)} finite losses are exactly 0.0 (steps {step(s.steps[0])}–{step(s.steps[-1])})." + clause,
+        {"points": len(s), "first_step": s.steps[0], "last_step": s.steps[-1], **gdata},
+        step=s.steps[0], line=s.lines[0],
+    )
+
+
+@rule(
+    "TP-ZERO-LOSS-ONSET", Level.FAIL, "zero", "loss was positive, then exactly 0.0 to the end",
+    needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points"],
+    detects="A loss that was positive earlier in the run and is exactly 0.0 on the last 5 or more logged points.",
+    why="A sudden exact zero is almost always a NaN hidden by the logger (HF's logging_nan_inf_filter averages over a window of NaNs to exactly 0.0) or a batch pipeline that stopped producing labels.",
+    not_mean="It does not mean the model converged: convergence approaches zero, it does not land on it exactly.",
+    causes="NaN losses replaced by 0 in the logger, labels that became fully masked (a truncation or packing bug), a data loader that started yielding empty batches.",
+    try_="Look at the gradient norm from the onset step (NaN there confirms a hidden NaN); rerun with logging_nan_inf_filter=False to see the true loss; resume from a checkpoint before the onset with a lower learning rate.",
+)
+def check_zero_loss_onset(ctx):
+    s = ctx.series("loss").finite()
+    zero = s.values == 0
+    if zero.all() or not zero[-1]:
+        return
+    runs = runs_of(zero)
+    start, length = runs[-1]
+    if length < ctx.th.zero_min_points or not np.any(s.values[:start] > 0):
+        return
+    clause, gdata = _grad_clause(ctx, s.steps[start:])
+    yield ctx.finding(
+        f"loss drops to exactly 0.0 at step {step(s.steps[start])} and stays there",
+        f"the last {length} of {len(s)} finite losses are exactly 0.0, from step {step(s.steps[start])} "
+        f"(line {int(s.lines[start])}); before that the loss was {num(s.values[start - 1])}." + clause,
+        {"onset_step": s.steps[start], "zero_points": length, "points": len(s),
+         "loss_before": s.values[start - 1], **gdata},
+        step=s.steps[start], line=s.lines[start],
+    )
+
+
+@rule(
+    "TP-FLAT", Level.FAIL, "shape", "the loss does not move at all",
+    needs=[Need("loss", "min_trend_points", positive=True)], thresholds=["min_trend_points", "flat_rel_std"],
+    verdict_bearing=True,
+    detects="A loss whose relative variation (standard deviation / mean over every finite point) is below 0.1%.",
+    why="A training loss always moves a little from batch to batch; a loss constant to three significant digits means the model's output does not depend on the updates.",
+    not_mean="It does not flag a slowly improving or a noisy loss; those vary far more than 0.1%.",
+    causes="Frozen parameters, a zero learning rate, a model that predicts a constant (collapsed output, dead ReLUs), a loss computed on a constant tensor.",
+    try_="Check that the optimizer holds the trainable parameters and the learning rate is non-zero; print the gradient norm; overfit one batch to confirm the model can learn.",
+)
+def check_flat(ctx):
+    s = ctx.series("loss").finite()
+    mean = float(np.mean(s.values))
+    rel = float(np.std(s.values)) / mean
+    if rel >= ctx.th.flat_rel_std:
+        return
+    yield ctx.finding(
+        "loss is flat: it does not change over the run",
+        f"over {len(s)} points (steps {step(s.steps[0])}–{step(s.steps[-1])}) the loss has mean {num(mean)} "
+        f"and std/mean {num(rel)}, below {num(ctx.th.flat_rel_std)}.",
+        {"points": len(s), "mean": mean, "rel_std": rel, "threshold": ctx.th.flat_rel_std},
+        step=s.steps[0], line=s.lines[0],
+    )
+
+
+@rule(
+    "TP-DIVERGE", Level.FAIL, "shape", "the run ends well above the best loss level it reached",
+    needs=[Need("loss", "min_trend_points", positive=True)],
+    thresholds=["min_trend_points", "diverge_ratio", "diverge_noise_z", "diverge_start_points"],
+    verdict_bearing=True,
+    detects=(
+        "A run whose end level (median of its last 10% of points, at least 3) is more than 1.5x the best "
+        "level it held, and higher than that level by more than 3 noise standard deviations. The best "
+        "level is the lowest of: the medians of consecutive blocks of 5% of the run (at least 3 points), "
+        "and the starting level (median of the first 2 points)."
+    ),
+    why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
+    not_mean="A single deep dip is not a level (a block median ignores it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging.",
+    causes="A learning rate too high (often revealed after warm-up ends), no gradient clipping, fp16 overflow handled by skipping steps, a data-order change late in the run.",
+    try_="Resume from the checkpoint at the best step with a lower peak learning rate, longer warm-up or gradient clipping (max_grad_norm 1.0).",
+)
+def check_diverge(ctx):
+    s = ctx.series("loss").finite()
+    v = s.values
+    n = v.size
+    th = ctx.th
+    block = smoothing_block(n)
+    meds, centres = block_medians(v, block)
+    k = max(1, min(th.diverge_start_points, n))
+    start_level = float(np.median(v[:k]))
+    j = int(np.argmin(meds))
+    best, best_idx = float(meds[j]), int(centres[j])
+    if start_level < best:
+        best, best_idx = start_level, 0
+    w = end_window(n)
+    end = float(np.median(v[-w:]))
+    sigma = noise_sigma(v)
+    if best <= 0 or end <= th.diverge_ratio * best or (end - best) <= th.diverge_noise_z * sigma:
+        return
+    ratio = end / best
+    through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
+    where = "its starting level" if best_idx == 0 else f"the level it held around step {step(s.steps[best_idx])}"
+    ckpt = ctx.run.meta.get("best_model_checkpoint")
+    extra = f" The log's best checkpoint is {ckpt}." if isinstance(ckpt, str) and ckpt else ""
+    yield ctx.finding(
+        f"loss diverged: the run ends {ratio:.2f}x above {where}",
+        f"end level {num(end)} (median of the last {w} points, steps {step(s.steps[-w])}–{step(s.steps[-1])}) is "
+        f"{ratio:.2f}x the best level {num(best)} at step {step(s.steps[best_idx])} ({pct(through)} through the run); "
+        f"threshold {num(th.diverge_ratio)}x, noise std {num(sigma)}.{extra}",
+        {"end_level": end, "best_level": best, "best_step": s.steps[best_idx], "ratio": ratio,
+         "end_window": w, "block": block, "noise_std": sigma, "best_fraction": through,
+         "threshold": th.diverge_ratio},
+        step=s.steps[best_idx], line=s.lines[best_idx],
+    )
+
+
+@rule(
+    "TP-DEAD-RUN", Level.FAIL, "shape", "the loss did not improve over the run",
+    needs=[Need("loss", "dead_min_points", positive=True)],
+    thresholds=["dead_min_points", "dead_window", "dead_min_improvement"],
+    verdict_bearing=True,
+    detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points).",
+    why="A run that ends where it started has spent its compute without learning.",
+    not_mean="It does not flag runs that are already converged at the start because they resumed from a good checkpoint; read the evidence with the run's history in mind.",
+    causes="A zero or far too small learning rate, frozen parameters, a model already at its floor (resumed run), labels unrelated to inputs.",
+    try_="Check the learning rate actually applied (schedulers, DeepSpeed configs), that the optimizer holds the trainable parameters, and that one batch can be overfit.",
+)
+def check_dead_run(ctx):
+    s = ctx.series("loss").finite()
+    w = ctx.th.dead_window
+    first, last, rel = improvement(s.values, w)
+    if rel >= ctx.th.dead_min_improvement:
+        return
+    change = f"improved only {pct(rel)}" if rel >= 0 else f"ended {pct(-rel)} higher than it started"
+    yield ctx.finding(
+        f"loss did not improve: it {change}",
+        f"median of the first {w} losses {num(first)} (steps {step(s.steps[0])}–{step(s.steps[w - 1])}), "
+        f"median of the last {w} {num(last)} (steps {step(s.steps[-w])}–{step(s.steps[-1])}): "
+        f"{pct(rel)} improvement, below {pct(ctx.th.dead_min_improvement)}.",
+        {"first_median": first, "last_median": last, "improvement": rel, "window": w,
+         "threshold": ctx.th.dead_min_improvement},
+        step=s.steps[-1], line=s.lines[-1],
+    )

@@ -1,0 +1,167 @@
+"""The rule registry: every ``TP-*`` id is declared once, with its documentation.
+
+A rule is a function decorated with :func:`rule`. The decorator records the id (stable
+forever), the default level, the check group, the series the rule needs and how many
+points, a one-line summary and the documentation sections (what it detects, why it
+matters, what it does NOT mean, likely causes, what to try). The engine
+(:mod:`trainproof.rules.engine`) decides from ``needs`` whether the rule runs; the
+function only sees data it can judge and yields :class:`~trainproof.findings.Finding`
+objects through ``ctx.finding``.
+
+Outcome ids (``TP-PASS``, ``TP-NOT-CHECKED``, ``TP-NO-LOSS``, …) are declared with
+:func:`outcome`: they have documentation but no check function.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..findings import Level
+
+DOC_SECTIONS = (
+    ("detects", "What it detects"),
+    ("why", "Why it matters"),
+    ("not_mean", "What it does NOT mean"),
+    ("causes", "Likely causes"),
+    ("try_", "What to try"),
+)
+
+
+@dataclass(frozen=True)
+class Need:
+    """A series a rule needs.
+
+    Attributes:
+        series: canonical name, or a tuple of names of which any one will do.
+        min_points: minimum number of finite points; an int, or the name of a threshold.
+        positive: the rule is a ratio of loss levels: every finite value must be > 0,
+            else the rule is skipped as ``degenerate``.
+        varying: skipped as ``degenerate`` when every finite value is the same.
+    """
+
+    series: str | tuple[str, ...]
+    min_points: int | str = 1
+    positive: bool = False
+    varying: bool = False
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.series,) if isinstance(self.series, str) else tuple(self.series)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One ``TP-*`` id and everything about it."""
+
+    id: str
+    level: Level
+    group: str
+    summary: str
+    detects: str
+    why: str
+    not_mean: str
+    causes: str
+    try_: str
+    needs: tuple[Need, ...] = ()
+    thresholds: tuple[str, ...] = ()
+    verdict_bearing: bool = False
+    source: str = "single_run"
+    check: Callable | None = field(default=None, compare=False)
+
+    @property
+    def is_outcome(self) -> bool:
+        return self.check is None
+
+    @property
+    def hint(self) -> str:
+        """Short remediation hint: likely causes, then what to try (first sentences)."""
+        return f"Likely: {_first_sentence(self.causes)} Try: {_first_sentence(self.try_)}"
+
+    def doc_markdown(self, heading: str = "###") -> str:
+        parts = [f"{heading} {self.id} — {self.summary}", ""]
+        parts.append(f"Level **{self.level.value}** · group `{self.group}`" + (
+            " · needs " + ", ".join(_need_text(n) for n in self.needs) if self.needs else ""))
+        if self.thresholds:
+            parts.append("· thresholds " + ", ".join(f"`{t}`" for t in self.thresholds))
+        parts.append("")
+        for attr, title in DOC_SECTIONS:
+            parts.append(f"**{title}.** {getattr(self, attr)}")
+            parts.append("")
+        return "\n".join(parts).rstrip() + "\n"
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    for i, ch in enumerate(text):
+        if ch == "." and (i + 1 == len(text) or text[i + 1] == " "):
+            return text[: i + 1]
+    return text
+
+
+def _need_text(n: Need) -> str:
+    names = " or ".join(f"`{s}`" for s in n.names)
+    mp = n.min_points
+    return f"{names} (≥ {mp} points)" if mp != 1 else names
+
+
+REGISTRY: dict[str, Rule] = {}
+
+
+def _register(r: Rule) -> Rule:
+    if not r.id.startswith("TP-"):
+        raise ValueError(f"rule id must start with TP-: {r.id}")
+    if r.id in REGISTRY:
+        raise ValueError(f"duplicate rule id {r.id}")
+    REGISTRY[r.id] = r
+    return r
+
+
+def rule(
+    id: str,
+    level: Level,
+    group: str,
+    summary: str,
+    *,
+    detects: str,
+    why: str,
+    not_mean: str,
+    causes: str,
+    try_: str,
+    needs: Iterable[Need] = (),
+    thresholds: Iterable[str] = (),
+    verdict_bearing: bool = False,
+    source: str = "single_run",
+):
+    """Register the decorated ``check(ctx)`` generator as rule ``id``."""
+
+    def deco(fn: Callable) -> Callable:
+        _register(
+            Rule(
+                id=id, level=level, group=group, summary=summary, detects=detects, why=why,
+                not_mean=not_mean, causes=causes, try_=try_, needs=tuple(needs),
+                thresholds=tuple(thresholds), verdict_bearing=verdict_bearing,
+                source=source, check=fn,
+            )
+        )
+        return fn
+
+    return deco
+
+
+def outcome(id: str, level: Level, group: str, summary: str, **docs: str) -> Rule:
+    """Register an outcome id (documentation only, emitted by the engine or the CLI)."""
+    return _register(Rule(id=id, level=level, group=group, summary=summary, **docs))
+
+
+def all_rules() -> list[Rule]:
+    from . import load_all
+
+    load_all()
+    return list(REGISTRY.values())
+
+
+def get(rule_id: str) -> Rule | None:
+    from . import load_all
+
+    load_all()
+    return REGISTRY.get(rule_id)

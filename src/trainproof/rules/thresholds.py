@@ -1,0 +1,137 @@
+"""Every number the single-run rules compare against, with the reason for its value.
+
+Each threshold can be overridden by name from ``[tool.trainproof]`` in pyproject.toml
+(``[tool.trainproof.thresholds]`` or directly under ``[tool.trainproof]``) or from a file
+given with ``--config``. An unknown name is an error, never ignored.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+class ThresholdError(ValueError):
+    """An override names no threshold, or gives a value of the wrong type or range."""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The rules' thresholds. Units: ratios are plain multiples, shares are in [0, 1],
+    counts are numbers of logged points (not training steps)."""
+
+    # --- minimum lengths -------------------------------------------------------------
+    # Shape rules (flatness, divergence) judge a curve; below 8 logged points a curve is a
+    # handful of noisy samples (8 = a 3-point starting block, a 3-point end window and
+    # room between them). Short Keras runs log one point per epoch, and 8 epochs is a
+    # common length, so the bar is not set higher.
+    min_trend_points: int = 8
+    # Value rules on gradient norms and learning rate need a few points so that one
+    # warm-up or start-up value is not "every value".
+    min_value_points: int = 5
+
+    # --- flatness ----------------------------------------------------------------------
+    # std/mean of the loss below 0.1% means the loss is constant to three significant
+    # digits over the whole run: nothing is being learned (a frozen model, a constant
+    # prediction). Healthy noisy runs sit at 1%..30%.
+    flat_rel_std: float = 0.001
+
+    # --- divergence --------------------------------------------------------------------
+    # The run's end level (median of its last window) must exceed the best level it held
+    # by this factor (the value the foundation issue sets). Measured on the 27 healthy
+    # HF/JSONL/CSV runs of the shared corpus: end/best is at most 1.24, except one
+    # Whisper fine-tune whose loss ends near 0.01 (1.60, see the noise gate below); the
+    # diverged runs there sit at 3.2-5.3.
+    diverge_ratio: float = 1.5
+    # ... and by this many noise standard deviations (robust point-to-point noise,
+    # 1.4826 * MAD of first differences / sqrt(2)), so that a noisy curve whose smoothed
+    # minimum is an ordinary low swing is not called diverging. Measured on the same runs:
+    # (end - best)/noise is at most 1.0 for healthy runs and at least 25 for diverged ones.
+    diverge_noise_z: float = 3.0
+    # The starting level is the median of the first 2 points: a run that blows up right
+    # after its first logs did hold that level, but a single low first point (a one-point
+    # dip) is averaged with the next one rather than taken as a level.
+    diverge_start_points: int = 2
+
+    # --- dead run ----------------------------------------------------------------------
+    # Median of the last 5 vs the first 5 losses; under 5% relative improvement over the
+    # whole run means the optimiser is not making progress (the values the foundation
+    # issue specifies).
+    dead_window: int = 5
+    dead_min_improvement: float = 0.05
+    # Two non-overlapping windows of 5.
+    dead_min_points: int = 10
+
+    # --- exactly-zero values -----------------------------------------------------------
+    # Exact zero is compared with ==, never a tolerance. 5 points so that one logging
+    # artefact does not make "every value".
+    zero_min_points: int = 5
+
+    # --- gradients -----------------------------------------------------------------------
+    # A gradient norm 10x the run's median is a spike (clipping thresholds are usually set
+    # at a few times the typical norm). The first logged norm is ignored: large norms at
+    # the first log are normal (measured on the corpus: most files).
+    grad_spike_factor: float = 10.0
+    # Non-finite gradient norms on 3 or more consecutive logged points are not the loss
+    # scaler skipping a step (it halves the scale and recovers on the next step).
+    nan_grad_sustained_points: int = 3
+
+    # --- learning rate -----------------------------------------------------------------
+    # lr <= 0 on 99% of logged points: the optimiser never moved the weights. Over 10%:
+    # a real share of the run was wasted (warm-up starts at 0 and schedules end at 0, so
+    # one or two edge points are normal).
+    zero_lr_fail_share: float = 0.99
+    zero_lr_warn_share: float = 0.10
+
+    # --- throughput --------------------------------------------------------------------
+    # The median step time of the last 20% of the run more than 3x that of the first half.
+    step_cliff_factor: float = 3.0
+    step_cliff_tail_share: float = 0.2
+    # Data loading takes more than half of each step: the accelerator waits on the input
+    # pipeline.
+    loader_bound_share: float = 0.5
+
+    # --- overfitting -------------------------------------------------------------------
+    # At least 4 evaluations; the median of the last 3 above 1.2x the eval minimum, with
+    # at least 3 evaluations after it, while the train loss kept falling.
+    overfit_min_evals: int = 4
+    overfit_ratio: float = 1.2
+    overfit_tail_evals: int = 3
+    overfit_evals_after_min: int = 3
+
+    def with_overrides(self, overrides: Mapping[str, object]) -> "Thresholds":
+        """A copy with some values replaced.
+
+        Raises:
+            ThresholdError: unknown name, non-numeric value, or a negative value.
+        """
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        clean: dict[str, object] = {}
+        for key, val in overrides.items():
+            if key not in fields:
+                raise ThresholdError(
+                    f"unknown threshold {key!r}; known: {', '.join(sorted(fields))}"
+                )
+            want = fields[key].type
+            if isinstance(val, bool) or not isinstance(val, (int, float)):
+                raise ThresholdError(f"threshold {key!r} must be a number, got {val!r}")
+            if want in ("int", int):
+                if not float(val).is_integer():
+                    raise ThresholdError(f"threshold {key!r} must be a whole number, got {val!r}")
+                val = int(val)
+            else:
+                val = float(val)
+            if val < 0:
+                raise ThresholdError(f"threshold {key!r} must not be negative, got {val!r}")
+            clean[key] = val
+        return dataclasses.replace(self, **clean)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+DEFAULT = Thresholds()
+
+
+def names() -> list[str]:
+    return [f.name for f in dataclasses.fields(Thresholds)]

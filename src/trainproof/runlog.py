@@ -1,0 +1,221 @@
+"""The record stream and its columns: :class:`Record`, :class:`Series`, :class:`RunLog`.
+
+Readers yield :class:`Record` objects; :func:`build_runlog` turns that stream into a
+:class:`RunLog` holding one numpy column per metric. Canonical metrics (``loss``,
+``eval_loss``, ``lr``, …, see :mod:`trainproof.aliases`) are stored under their canonical
+name; every other metric keeps its raw key.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import aliases
+
+
+@dataclass
+class Record:
+    """One logged row.
+
+    Attributes:
+        step: training step, or ``None`` when the row carries none (the record index
+            or the epoch is used then, see :func:`build_runlog`).
+        values: raw metric key -> float. Non-numbers are absent, never 0; NaN and ±Inf
+            are kept.
+        line: 1-based source line (text formats) or record index (binary formats).
+    """
+
+    step: float | None
+    values: dict[str, float]
+    line: int
+
+
+@dataclass
+class Series:
+    """One metric as parallel numpy arrays, sorted by step, one value per step.
+
+    Attributes:
+        name: canonical name, or the raw key for unmapped metrics.
+        key: the raw key the values came from.
+        steps: float64 array of steps (strictly increasing).
+        values: float64 array; NaN and ±Inf are kept.
+        lines: int64 array of source lines.
+    """
+
+    name: str
+    key: str
+    steps: np.ndarray
+    values: np.ndarray
+    lines: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def finite_mask(self) -> np.ndarray:
+        return np.isfinite(self.values)
+
+    def finite(self) -> "Series":
+        """The same series restricted to its finite values."""
+        m = self.finite_mask
+        return Series(self.name, self.key, self.steps[m], self.values[m], self.lines[m])
+
+
+@dataclass
+class RunLog:
+    """A run read from one log (or one run directory).
+
+    Attributes:
+        path: the input path as given.
+        format: reader name.
+        series: metric name -> :class:`Series`.
+        meta: declared intent read from the log (e.g. ``max_steps``, ``best_global_step``).
+        notes: what the reader or normalizer dropped, merged or rewrote.
+        mapping: canonical -> ``{"source", "ignored", "how"}`` (see :func:`aliases.resolve`).
+        records: number of records read.
+        step_range: ``(first, last)`` step over all records, or ``None``.
+    """
+
+    path: str
+    format: str
+    series: dict[str, Series] = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    mapping: dict = field(default_factory=dict)
+    records: int = 0
+    step_range: tuple[float, float] | None = None
+
+    def get(self, name: str) -> Series | None:
+        return self.series.get(name)
+
+
+class _Column:
+    __slots__ = ("rec", "vals")
+
+    def __init__(self) -> None:
+        self.rec: list[int] = []
+        self.vals: list[float] = []
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a == b) | (np.isnan(a) & np.isnan(b))
+
+
+def build_runlog(
+    records: Iterable[Record],
+    path: str,
+    fmt: str,
+    meta: Mapping | None = None,
+    notes: Iterable[str] = (),
+    overrides: Mapping[str, str] | None = None,
+) -> RunLog:
+    """Collect a record stream into a :class:`RunLog`.
+
+    The x axis of a record is its ``step``; records without one take the last step seen
+    before them. A log in which no record has a step uses its ``epoch`` column as the x
+    axis when it has one (Keras ``CSVLogger``), else the record index. Each series is
+    sorted by step (stable); when a step is logged twice for the same metric the later
+    write wins and, if the values differ, a note says so (a resumed or interleaved run).
+
+    Args:
+        records: the reader's stream.
+        path, fmt: where it came from.
+        meta, notes: the reader's meta and notes (copied).
+        overrides: ``--map`` choices, canonical -> raw key.
+
+    Raises:
+        aliases.MappingError: an override names a column the log does not have.
+    """
+    cols: dict[str, _Column] = {}
+    rec_steps: list[float] = []
+    rec_lines: list[int] = []
+    last_step = math.nan
+    n = 0
+    for rec in records:
+        if rec.step is not None and math.isfinite(rec.step):
+            last_step = float(rec.step)
+            rec_steps.append(last_step)
+        else:
+            rec_steps.append(last_step)
+        rec_lines.append(rec.line)
+        for k, v in rec.values.items():
+            c = cols.get(k)
+            if c is None:
+                c = cols[k] = _Column()
+            c.rec.append(n)
+            c.vals.append(v)
+        n += 1
+
+    steps_all = np.asarray(rec_steps, dtype=np.float64)
+    lines_all = np.asarray(rec_lines, dtype=np.int64)
+    out_notes = list(notes)
+    mapping = aliases.resolve(cols.keys(), overrides)
+
+    if n and np.all(np.isnan(steps_all)):
+        epoch_key = mapping.get("epoch", {}).get("source")
+        steps_all = np.arange(n, dtype=np.float64)
+        if epoch_key is not None:
+            ec = cols[epoch_key]
+            ev = np.asarray(ec.vals, dtype=np.float64)
+            if len(ec.rec) == n and np.all(np.isfinite(ev)):
+                steps_all = ev
+                out_notes.append("no step column: the epoch is the x axis")
+    elif n:
+        # Records before the first step carry no step of their own: use the first one.
+        first = np.flatnonzero(~np.isnan(steps_all))[0]
+        steps_all[:first] = steps_all[first]
+
+    source_to_name = {m["source"]: canon for canon, m in mapping.items()}
+    series: dict[str, Series] = {}
+    rewritten: list[str] = []
+    for key in sorted(cols):
+        c = cols[key]
+        idx = np.asarray(c.rec, dtype=np.int64)
+        vals = np.asarray(c.vals, dtype=np.float64)
+        st = steps_all[idx]
+        ln = lines_all[idx]
+        order = np.argsort(st, kind="stable")
+        st, vals, ln = st[order], vals[order], ln[order]
+        if st.size > 1:
+            dup_next = st[1:] == st[:-1]
+            if dup_next.any():
+                keep = np.ones(st.size, dtype=bool)
+                keep[:-1] = ~dup_next  # keep the last write of each step
+                if not np.all(_same(vals[:-1][dup_next], vals[1:][dup_next])):
+                    rewritten.append(key)
+                st, vals, ln = st[keep], vals[keep], ln[keep]
+        name = source_to_name.get(key)
+        if name is None:
+            # An unmapped raw key never shadows a canonical name (possible after --map).
+            name = key if key not in aliases.CANONICAL else f"raw:{key}"
+        series[name] = Series(name, key, st, vals, ln)
+
+    if rewritten:
+        out_notes.append(
+            "steps logged more than once with different values (a resumed or interleaved run); "
+            "the later write was kept for: " + ", ".join(rewritten[:10])
+            + (f" and {len(rewritten) - 10} more" if len(rewritten) > 10 else "")
+        )
+    for canon, m in sorted(mapping.items()):
+        if m["ignored"]:
+            out_notes.append(
+                f"{canon}: read from {m['source']!r}; also present: "
+                + ", ".join(repr(k) for k in m["ignored"][:5])
+                + (f" and {len(m['ignored']) - 5} more" if len(m["ignored"]) > 5 else "")
+            )
+    step_range = None
+    if n:
+        step_range = (float(np.nanmin(steps_all)), float(np.nanmax(steps_all)))
+    return RunLog(
+        path=path,
+        format=fmt,
+        series=series,
+        meta=dict(meta or {}),
+        notes=out_notes,
+        mapping=mapping,
+        records=n,
+        step_range=step_range,
+    )

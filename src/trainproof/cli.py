@@ -34,7 +34,10 @@ class UsageFailure(Exception):
 
 
 def _stdout() -> Console:
-    return Console(soft_wrap=not sys.stdout.isatty(), highlight=False)
+    tty = sys.stdout.isatty()
+    # A pipe or a CI log has no width; 120 columns keep the doctor table readable there.
+    width = None if tty or os.environ.get("COLUMNS") else 120
+    return Console(soft_wrap=not tty, highlight=False, width=width)
 
 
 def _fail_usage(ctx_json: bool, command: str, message: str) -> None:
@@ -102,7 +105,7 @@ def epoch(logfile: Path, fmt: str, maps, as_json: bool, mute, config_path) -> No
         run = read_runlog(logfile, fmt, overrides)
     except (ReadError, MappingError) as e:
         rep = error_report(str(logfile), str(e), None if fmt == "auto" else fmt)
-        _emit([rep], "epoch", as_json, summary=False, error=str(e))
+        _emit([rep], "epoch", as_json, summary=False, error=f"{logfile}: {e}")
         return
     _emit([judge_runlog(run, cfg.thresholds, cfg.mute)], "epoch", as_json, summary=False)
 
@@ -171,8 +174,8 @@ def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path) -> None
         except (ReadError, MappingError) as e:
             reports.append(error_report(str(cand.path), str(e)))
             continue
-        if run.format in ("jsonl", "csv") and not run.mapping:
-            ignored += 1  # a data table, not a metrics log: no column means a metric
+        if run.format in ("jsonl", "csv") and not run.mapping and not run.explicit_steps:
+            ignored += 1  # a data table, not a metrics log: no step and no known metric
             continue
         rep = judge_runlog(run, cfg.thresholds, cfg.mute)
         rep.snapshots = [str(p) for p in cand.snapshots]
@@ -187,9 +190,16 @@ def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path) -> None
 @cli.command("rules")
 @click.argument("rule_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the rule list as JSON.")
-def rules_cmd(rule_id: str | None, as_json: bool) -> None:
+@click.option("--markdown", is_flag=True, help="Print RULES.md (every rule and threshold, documented).")
+def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool) -> None:
     """List every rule, or print the full documentation of RULE_ID."""
     import json
+
+    if markdown:
+        from .rules.docs import rules_markdown
+
+        click.echo(rules_markdown(), nl=False)
+        return
 
     if rule_id:
         r = get(rule_id)

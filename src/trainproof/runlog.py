@@ -87,6 +87,7 @@ class RunLog:
     mapping: dict = field(default_factory=dict)
     records: int = 0
     step_range: tuple[float, float] | None = None
+    explicit_steps: bool = False
 
     def get(self, name: str) -> Series | None:
         return self.series.get(name)
@@ -154,7 +155,8 @@ def build_runlog(
     out_notes = list(notes)
     mapping = aliases.resolve(cols.keys(), overrides)
 
-    if n and np.all(np.isnan(steps_all)):
+    explicit_steps = bool(n) and not np.all(np.isnan(steps_all))
+    if n and not explicit_steps:
         epoch_key = mapping.get("epoch", {}).get("source")
         steps_all = np.arange(n, dtype=np.float64)
         if epoch_key is not None:
@@ -218,4 +220,5 @@ def build_runlog(
         mapping=mapping,
         records=n,
         step_range=step_range,
+        explicit_steps=explicit_steps,
     )

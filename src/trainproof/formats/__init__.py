@@ -53,9 +53,9 @@ def detect(path: Path, fmt: str = "auto"):
     check_readable_file(path)
     head = read_head(path)
     if not head.strip():
-        raise ReadError(f"{path} is empty")
+        raise ReadError("empty file")
     if is_lfs_pointer(head):
-        raise ReadError(f"{path} is a Git LFS pointer, not data (run `git lfs pull` to fetch the file)")
+        raise ReadError("a Git LFS pointer, not data (run `git lfs pull` to fetch the file)")
     if fmt != "auto":
         return get_reader(fmt)
     text = head_text(head)
@@ -63,7 +63,7 @@ def detect(path: Path, fmt: str = "auto"):
         if r.sniff(path, text):
             return r
     raise ReadError(
-        f"{path}: not a training log trainproof can read (tried {', '.join(format_names())}); "
+        f"not a training log trainproof can read (tried {', '.join(format_names())}); "
         f"it starts with: {describe_head(text)}"
     )
 

@@ -6,6 +6,7 @@ import gzip
 import io
 import os
 import stat
+import zlib
 from pathlib import Path
 from typing import IO
 
@@ -23,18 +24,44 @@ def check_readable_file(path: Path) -> os.stat_result:
     try:
         st = path.stat()
     except FileNotFoundError:
-        raise ReadError(f"no such file: {path}") from None
+        raise ReadError("no such file") from None
     except PermissionError:
-        raise ReadError(f"permission denied: {path}") from None
+        raise ReadError("permission denied") from None
     except OSError as e:
-        raise ReadError(f"cannot open {path}: {e.strerror or e}") from None
+        raise ReadError(f"cannot open: {e.strerror or e}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise ReadError(f"{path} is a directory (use `trainproof doctor` to judge every log under it)")
+        raise ReadError("is a directory (use `trainproof doctor` to judge every log under it)")
     if not stat.S_ISREG(st.st_mode):
-        raise ReadError(f"{path} is not a regular file")
+        raise ReadError("not a regular file")
     if not os.access(path, os.R_OK):
-        raise ReadError(f"permission denied: {path}")
+        raise ReadError("permission denied")
     return st
+
+
+class _GzipFile(gzip.GzipFile):
+    """A gzip stream whose corruption is a :class:`ReadError` wherever it shows.
+
+    A bad deflate block raises ``zlib.error`` (not an ``OSError``) and may sit far past the
+    head that sniffing read, so every read path converts it here, once for all readers.
+    """
+
+    def _guard(self, fn, *args):
+        try:
+            return fn(*args)
+        except (OSError, EOFError, zlib.error) as e:
+            raise ReadError(f"corrupt gzip stream: {e}") from None
+
+    def read(self, size=-1):
+        return self._guard(super().read, size)
+
+    def read1(self, size=-1):
+        return self._guard(super().read1, size)
+
+    def peek(self, n=0):
+        return self._guard(super().peek, n)
+
+    def readline(self, size=-1):
+        return self._guard(super().readline, size)
 
 
 def _raw_open(path: Path) -> IO[bytes]:
@@ -42,7 +69,7 @@ def _raw_open(path: Path) -> IO[bytes]:
     magic = f.read(2)
     f.seek(0)
     if magic == _GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+        return _GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
     return f
 
 
@@ -56,7 +83,7 @@ def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
         with _raw_open(path) as f:
             return f.read(n)
     except (OSError, EOFError) as e:
-        raise ReadError(f"cannot read {path}: {e}") from None
+        raise ReadError(f"cannot read: {e}") from None
 
 
 def is_lfs_pointer(head: bytes) -> bool:
@@ -94,7 +121,7 @@ def open_text(path: Path, newline: str | None = None) -> IO[str]:
         enc = encoding_of(raw.read(4))
         raw.seek(0)
     except OSError as e:
-        raise ReadError(f"cannot read {path}: {e}") from None
+        raise ReadError(f"cannot read: {e}") from None
     return io.TextIOWrapper(raw, encoding=enc, errors="replace", newline=newline)
 
 

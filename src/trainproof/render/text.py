@@ -63,11 +63,11 @@ def render(console: Console, reports: list[Report], summary: bool = False, unrea
     ordered = sorted(reports, key=lambda r: (_ORDER[r.verdict], r.file)) if summary else reports
     if summary and reports:
         t = Table(title="trainproof doctor", show_lines=False)
-        t.add_column("verdict")
-        t.add_column("run")
-        t.add_column("format")
-        t.add_column("records", justify="right")
-        t.add_column("findings")
+        t.add_column("verdict", no_wrap=True)
+        t.add_column("run", overflow="fold", ratio=3)
+        t.add_column("format", no_wrap=True)
+        t.add_column("records", justify="right", no_wrap=True)
+        t.add_column("findings", overflow="fold", ratio=2)
         for r in ordered:
             ids = sorted({f.id for f in r.findings if f.level in (Level.FAIL, Level.WARN)})
             t.add_row(f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]", escape(r.file), r.format or "-",

@@ -57,8 +57,10 @@ def _skip_reason(rule: Rule, run: RunLog, th: Thresholds) -> Skip | None:
         s = run.series[present[0]]
         vals = s.values[np.isfinite(s.values)]
         mp = _min_points(need, th)
-        if vals.size < mp:
-            return Skip("too_few_points", f"{s.name} has {vals.size} finite points; needs {mp}")
+        counted = vals.size if need.finite else s.values.size
+        if counted < mp:
+            kind = "finite points" if need.finite else "points"
+            return Skip("too_few_points", f"{s.name} has {counted} {kind}; needs {mp}")
         if need.positive and vals.size and np.any(vals <= 0):
             return Skip("degenerate", f"{s.name} has values <= 0, so ratios of its levels mean nothing")
         if need.varying and vals.size and np.all(vals == vals[0]):

@@ -26,7 +26,7 @@ def _nonfinite_runs(ctx):
 
 @rule(
     "TP-NAN-GRAD", Level.FAIL, "nan", "the gradient norm is non-finite on a sustained run of steps",
-    needs=[Need("grad_norm", 1)], thresholds=["nan_grad_sustained_points"],
+    needs=[Need("grad_norm", 1, finite=False)], thresholds=["nan_grad_sustained_points"],
     detects="Gradient norms that are NaN or Inf on 3 or more consecutive logged points, or on every logged point.",
     why="A loss scaler skips one overflowing step and recovers; a norm that stays non-finite means the weights or the loss are already NaN, whatever the logged loss says.",
     not_mean="An isolated non-finite norm followed by finite ones is the mixed-precision loss scaler at work (TP-GRAD-OVERFLOW-SKIPPED), not this.",
@@ -54,7 +54,7 @@ def check_nan_grad(ctx):
 
 @rule(
     "TP-GRAD-OVERFLOW-SKIPPED", Level.WARN, "nan", "isolated non-finite gradient norms (loss scaler skipped steps)",
-    needs=[Need("grad_norm", 1)], thresholds=["nan_grad_sustained_points"],
+    needs=[Need("grad_norm", 1, finite=False)], thresholds=["nan_grad_sustained_points"],
     detects="Non-finite gradient norms on fewer than 3 consecutive logged points, each followed by finite ones, when no sustained run exists.",
     why="With fp16 a loss scaler skips the optimizer step when gradients overflow and lowers its scale; a few of these are normal, many mean the scale keeps collapsing.",
     not_mean="It does not mean the run is broken; losses and norms around these steps are finite.",

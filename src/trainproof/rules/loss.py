@@ -38,7 +38,7 @@ def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
 
 @rule(
     "TP-NAN", Level.FAIL, "nan", "a logged loss is NaN or ±Inf",
-    needs=[Need("loss", 1)],
+    needs=[Need("loss", 1, finite=False)],
     detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log.",
     why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",
     not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite.",

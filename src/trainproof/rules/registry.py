@@ -37,12 +37,15 @@ class Need:
         positive: the rule is a ratio of loss levels: every finite value must be > 0,
             else the rule is skipped as ``degenerate``.
         varying: skipped as ``degenerate`` when every finite value is the same.
+        finite: count only finite points toward ``min_points`` (rules about NaN/Inf
+            themselves set this to False: an all-NaN series is exactly what they judge).
     """
 
     series: str | tuple[str, ...]
     min_points: int | str = 1
     positive: bool = False
     varying: bool = False
+    finite: bool = True
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -99,8 +102,12 @@ def _first_sentence(text: str) -> str:
 
 
 def _need_text(n: Need) -> str:
+    from .thresholds import DEFAULT
+
     names = " or ".join(f"`{s}`" for s in n.names)
     mp = n.min_points
+    if isinstance(mp, str):
+        return f"{names} (≥ {getattr(DEFAULT, mp)} points, `{mp}`)"
     return f"{names} (≥ {mp} points)" if mp != 1 else names
 
 

@@ -1,0 +1,83 @@
+"""Shared test helpers: writing small logs, running the CLI, validating --json output."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from trainproof.cli import cli
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+SCHEMA = json.loads((REPO / "src" / "trainproof" / "schema" / "report.schema.json").read_text())
+
+
+def validate_doc(doc: dict) -> dict:
+    """Validate a --json document against the published schema and return it."""
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+def run_cli(*args: str, input: str | None = None):
+    """Run the CLI in-process; returns (exit_code, stdout, stderr, parsed_json_or_None)."""
+    runner = CliRunner()
+    res = runner.invoke(cli, list(args), input=input, catch_exceptions=False)
+    out = res.stdout
+    doc = None
+    if "--json" in args and out.strip().startswith("{"):
+        doc = validate_doc(json.loads(out))
+    return res.exit_code, out, res.stderr, doc
+
+
+def run_subprocess(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120):
+    """Run ``python -m trainproof`` as a real process."""
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run([sys.executable, "-m", "trainproof", *args], capture_output=True, text=True,
+                       cwd=cwd, env=e, timeout=timeout)
+    return p
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    return path
+
+
+def write_hf(path: Path, rows: list[dict], **top) -> Path:
+    """A trainer_state.json the way HF writes it (indent=2, sorted keys)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {"global_step": int(rows[-1].get("step", 0)) if rows else 0, "is_world_process_zero": True,
+             "log_history": rows, "max_steps": top.pop("max_steps", 0), **top}
+    path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def healthy_rows(n: int = 60, seed: int = 0, every: int = 10) -> list[dict]:
+    """A decaying noisy loss with warm-up-free constant lr and finite grad norms."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        step = (i + 1) * every
+        loss = 0.8 + 1.5 * math.exp(-i / (n / 4)) + 0.04 * rng.standard_normal()
+        rows.append({"step": step, "loss": float(loss), "learning_rate": 1e-4,
+                     "grad_norm": float(0.5 + 0.1 * rng.random()), "epoch": round(step / (n * every), 4)})
+    return rows
+
+
+@pytest.fixture
+def shared() -> Path:
+    if not (SHARED / "corpus" / "MANIFEST.tsv").exists():
+        pytest.skip("../shared is absent")
+    return SHARED

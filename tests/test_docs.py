@@ -1,0 +1,47 @@
+"""RULES.md is the registry, both ways; README gives the commands CI runs."""
+from __future__ import annotations
+
+import re
+
+from trainproof.rules.docs import rules_markdown
+from trainproof.rules.registry import DOC_SECTIONS, all_rules
+from trainproof.rules.thresholds import names as threshold_names
+
+from conftest import REPO
+
+
+def test_rules_md_is_generated_from_the_registry():
+    assert (REPO / "RULES.md").read_text(encoding="utf-8") == rules_markdown(), (
+        "RULES.md is stale: run `trainproof rules --markdown > RULES.md`")
+
+
+def test_every_documented_id_exists_and_every_rule_is_documented():
+    text = (REPO / "RULES.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^### (TP-[A-Z0-9-]+) ", text, flags=re.M))
+    registered = {r.id for r in all_rules()}
+    assert documented == registered
+    for name in threshold_names():
+        assert f"`{name}`" in text
+
+
+def test_every_rule_has_every_doc_section_and_a_hint():
+    for r in all_rules():
+        for attr, _ in DOC_SECTIONS:
+            assert len(getattr(r, attr).strip()) > 10, (r.id, attr)
+        assert r.hint.startswith("Likely:")
+
+
+def test_readme_states_install_run_and_test_commands():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert 'pip install -e ".[dev]"' in readme
+    assert "trainproof doctor examples" in readme
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    test_cmd = re.search(r"^TEST_COMMAND='(.+)'$", ci, flags=re.M).group(1)
+    assert test_cmd in readme, "README must give exactly the test command .ci/run runs"
+
+
+def test_contracts_and_changelog_exist():
+    contracts = (REPO / "CONTRACTS.md").read_text(encoding="utf-8")
+    for word in ("Exit codes", "schema_version", "stable"):
+        assert word in contracts
+    assert (REPO / "CHANGELOG.md").read_text(encoding="utf-8").startswith("# Changelog")

@@ -1,0 +1,122 @@
+"""doctor: the walk, pruning, symlink loops, checkpoint snapshots, unreadable files, exit codes."""
+from __future__ import annotations
+
+import json
+import os
+
+from trainproof.discover import group_runs, walk
+
+from conftest import healthy_rows, run_cli, write_hf, write_jsonl
+
+
+def _tree(tmp_path):
+    root = tmp_path / "runs"
+    write_jsonl(root / "a" / "metrics.jsonl", healthy_rows(seed=1))
+    bad = healthy_rows(seed=2)
+    for r in bad:
+        r["learning_rate"] = 0.0
+    write_jsonl(root / "b" / "metrics.jsonl", bad)
+    return root
+
+
+def test_doctor_judges_every_run_worst_first(tmp_path):
+    root = _tree(tmp_path)
+    code, out, _, doc = run_cli("doctor", str(root), "--json")
+    assert code == 1
+    files = {os.path.relpath(r["file"], root): r["verdict"] for r in doc["reports"]}
+    assert files == {"a/metrics.jsonl": "PASS", "b/metrics.jsonl": "FAIL"}
+    code, out, _, _ = run_cli("doctor", str(root))
+    assert out.index("b/metrics.jsonl") < out.index("a/metrics.jsonl")  # worst first in the table
+
+
+def test_doctor_default_path_is_cwd(tmp_path, monkeypatch):
+    root = _tree(tmp_path)
+    monkeypatch.chdir(root)
+    code, _, _, doc = run_cli("doctor", "--json")
+    assert code == 1 and len(doc["reports"]) == 2
+
+
+def test_doctor_prunes_venvs_git_node_modules(tmp_path):
+    root = _tree(tmp_path)
+    for d in (".git", "node_modules", "__pycache__", ".venv", "myenv"):
+        write_jsonl(root / d / "metrics.jsonl", healthy_rows())
+    (root / "myenv" / "pyvenv.cfg").write_text("home = /usr\n")
+    found = {os.path.relpath(p, root) for p in walk(root)}
+    assert found == {"a/metrics.jsonl", "b/metrics.jsonl"}
+
+
+def test_doctor_survives_symlink_loops(tmp_path):
+    root = _tree(tmp_path)
+    os.symlink(root, root / "a" / "loop")
+    os.symlink(root / "a", root / "b" / "again")
+    found = walk(root)
+    assert len(found) == 2  # each real folder visited once
+    code, _, _, doc = run_cli("doctor", str(root), "--json")
+    assert code == 1 and len(doc["reports"]) == 2
+
+
+def test_checkpoint_snapshots_fold_into_the_most_complete(tmp_path):
+    out = tmp_path / "out"
+    rows = healthy_rows(60)
+    write_hf(out / "checkpoint-200" / "trainer_state.json", rows[:20])
+    write_hf(out / "checkpoint-400" / "trainer_state.json", rows[:40])
+    write_hf(out / "checkpoint-600" / "trainer_state.json", rows)
+    cands = group_runs(walk(out))
+    assert len(cands) == 1
+    assert cands[0].path.parent.name == "checkpoint-600"
+    assert [p.parent.name for p in cands[0].snapshots] == ["checkpoint-200", "checkpoint-400"]
+    code, _, _, doc = run_cli("doctor", str(out), "--json")
+    rep = doc["reports"][0]
+    assert len(doc["reports"]) == 1 and rep["records"] == 60 and len(rep["snapshots"]) == 2
+    # A top-level trainer_state.json is the final state: it wins over every checkpoint.
+    write_hf(out / "trainer_state.json", rows)
+    cands = group_runs(walk(out))
+    assert len(cands) == 1 and cands[0].path == out / "trainer_state.json" and len(cands[0].snapshots) == 3
+
+
+def test_unreadable_logs_are_listed_and_exit_2(tmp_path):
+    root = _tree(tmp_path)
+    for r in root.glob("*/metrics.jsonl"):  # make both runs healthy so only the read failures count
+        write_jsonl(r, healthy_rows())
+    (root / "c").mkdir()
+    (root / "c" / "trainer_state.json").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 10\n")
+    (root / "d").mkdir()
+    (root / "d" / "trainer_state.json").write_text("")
+    (root / "notes.txt").write_text("just some notes, not a log\n")
+    code, out, _, doc = run_cli("doctor", str(root), "--json")
+    assert code == 2
+    errs = {os.path.relpath(r["file"], root): r["error"] for r in doc["reports"] if r["error"]}
+    assert set(errs) == {"c/trainer_state.json", "d/trainer_state.json"}
+    assert "LFS pointer" in errs["c/trainer_state.json"] and "empty" in errs["d/trainer_state.json"]
+    code, out, _, _ = run_cli("doctor", str(root))
+    assert "could not be read" in out and "notes.txt" not in out
+
+
+def test_data_files_are_not_mistaken_for_logs(tmp_path):
+    root = _tree(tmp_path)
+    write_jsonl(root / "data" / "train.jsonl", [{"text": f"sample {i}", "label": i % 2} for i in range(50)])
+    code, _, _, doc = run_cli("doctor", str(root), "--json")
+    assert all("data/train.jsonl" not in r["file"] for r in doc["reports"])
+    assert doc["ignored_files"] == 1
+
+
+def test_empty_directory_is_exit_2(tmp_path):
+    code, _, err, doc = run_cli("doctor", str(tmp_path), "--json")
+    assert code == 2 and "no training logs found" in doc["error"]
+
+
+def test_missing_path_is_exit_2(tmp_path):
+    code, _, err, _ = run_cli("doctor", str(tmp_path / "nope"))
+    assert code == 2 and "no such file" in err
+
+
+def test_unreadable_permission_file(tmp_path):
+    if os.geteuid() == 0:
+        import pytest
+        pytest.skip("root can read any file")
+    root = _tree(tmp_path)
+    p = root / "a" / "metrics.jsonl"
+    p.chmod(0)
+    code, _, _, doc = run_cli("doctor", str(root), "--json")
+    assert any(r["error"] and "permission" in r["error"] for r in doc["reports"])

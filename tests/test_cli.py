@@ -215,3 +215,24 @@ def test_examples_doctor_through_console_script(tmp_path):
         "lr_hot/metrics.csv": "FAIL", "lr_hot/metrics.jsonl": "FAIL",
         "lr_zero/metrics.csv": "FAIL", "lr_zero/metrics.jsonl": "FAIL",
     }
+
+
+def test_colour_on_a_tty_and_none_with_no_color(tmp_path):
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("script") is None:
+        pytest.skip("util-linux `script` is needed to give the CLI a terminal")
+    rows = healthy_rows()
+    for r in rows:
+        r["learning_rate"] = 0.0
+    p = write_jsonl(tmp_path / "m.jsonl", rows)
+    cmd = f"{sys.executable} -m trainproof epoch {p}"
+    colour = re.compile(r"\x1b\[[0-9;]*3[0-7](;[0-9]+)*m|\x1b\[[0-9;]*;3[0-7]m|\x1b\[3[0-7]m")
+    tty = subprocess.run(["script", "-qc", cmd, "/dev/null"], capture_output=True, text=True)
+    assert colour.search(tty.stdout), "a terminal gets colour"
+    env = {**__import__("os").environ, "NO_COLOR": "1"}
+    plain = subprocess.run(["script", "-qc", cmd, "/dev/null"], capture_output=True, text=True, env=env)
+    assert "FAIL" in plain.stdout and not colour.search(plain.stdout)

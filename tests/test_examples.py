@@ -31,11 +31,18 @@ def test_rig_trains_and_reproduces_the_verdicts(tmp_path):
     proc = subprocess.run([sys.executable, str(REPO / "examples" / "rig" / "train_tiny.py"), "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
+    from trainproof.rules.registry import get
+
     for config, verdict in EXPECTED.items():
         for name in ("metrics.jsonl", "metrics.csv"):
             rep = judge(tmp_path / config / name)
-            assert rep.verdict.value == verdict, (config, name, rep.ids())
+            # step_time is real wall-clock time: on a loaded machine a timing WARN
+            # (group "speed") may appear; every other finding is fixed by the seed.
+            judged = [f for f in rep.findings if f.level.value in ("FAIL", "WARN") and get(f.id).group != "speed"]
+            worst = "FAIL" if any(f.level.value == "FAIL" for f in judged) else ("WARN" if judged else "PASS")
+            assert worst == verdict, (config, name, rep.ids())
+            assert EXPECTED_IDS[config] <= {f.id for f in judged}
         # JSONL and CSV carry the same rows: the same findings, at the same steps
-        a = [(f.id, f.step) for f in judge(tmp_path / config / "metrics.jsonl").findings if f.level.value != "INFO"]
-        b = [(f.id, f.step) for f in judge(tmp_path / config / "metrics.csv").findings if f.level.value != "INFO"]
+        a = [(f.id, f.step, f.data) for f in judge(tmp_path / config / "metrics.jsonl").findings]
+        b = [(f.id, f.step, f.data) for f in judge(tmp_path / config / "metrics.csv").findings]
         assert a == b

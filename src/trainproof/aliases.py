@@ -113,8 +113,16 @@ def _compile() -> dict[str, list[tuple[int, object]]]:
 _TABLE = _compile()
 
 
+#: W&B export companion columns: the band around a smoothed chart, never the metric.
+_WANDB_BAND = ("__min", "__max")
+
+
 def _alias_rank(canon: str, raw: str) -> int | None:
     """Rank of the first alias of ``canon`` matching ``raw``, or ``None``."""
+    if raw.lower().endswith(_WANDB_BAND):
+        # Checked before matching: a regex alias such as ``lr-.+`` would match
+        # "run - lr-AdamW__MIN" and could win the tie-break over the real column.
+        return None
     names = [raw.lower()]
     if " - " in raw:  # W&B chart export: "<run> - train/loss"
         names.append(raw.rsplit(" - ", 1)[1].strip().lower())
@@ -164,6 +172,8 @@ def parse_map_option(items: Iterable[str]) -> dict[str, str]:
             raise MappingError(
                 f"--map: unknown canonical name {canon!r}; known: {', '.join(CANONICAL)}"
             )
+        if canon in out and out[canon] != col:
+            raise MappingError(f"--map {canon} given twice ({out[canon]!r} and {col!r})")
         out[canon] = col
     return out
 
@@ -179,7 +189,8 @@ def resolve(raw_keys: Iterable[str], overrides: Mapping[str, str] | None = None)
         canonical -> ``{"source": raw_key, "ignored": [other candidates], "how": "alias"|"map"}``.
 
     Raises:
-        MappingError: when an override names a column the log does not have.
+        MappingError: when an override names a column the log does not have, or a column
+            another override already took.
     """
     keys = sorted(set(raw_keys))
     overrides = dict(overrides or {})
@@ -189,6 +200,11 @@ def resolve(raw_keys: Iterable[str], overrides: Mapping[str, str] | None = None)
         if col not in keys:
             near = ", ".join(keys[:30]) or "(none)"
             raise MappingError(f"--map {canon}={col}: the log has no column {col!r}; columns: {near}")
+        if col in taken:
+            # One column feeds one series: a second name for it would leave the first
+            # canonical metric mapped in ``mapping`` but missing from the RunLog's series.
+            other = next(c for c, m in out.items() if m["source"] == col)
+            raise MappingError(f"--map {canon}={col}: column {col!r} is already mapped to {other}")
         out[canon] = {"source": col, "ignored": [], "how": "map"}
         taken.add(col)
     for canon in CANONICAL:

@@ -1,7 +1,23 @@
 """Turning parsed JSON values into the record model's numbers."""
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+
+
+def _int_or_float(s: str) -> int | float:
+    # Python refuses to parse integers of more than 4300 digits (a ValueError that is not
+    # a JSONDecodeError); such a number reads as the float it rounds to (±inf), the same
+    # value :func:`flatten_numeric` gives an integer too large for a float.
+    try:
+        return int(s)
+    except ValueError:
+        return float(s)
+
+
+#: The JSON decoder every reader uses: ``NaN``/``Infinity`` tokens allowed, huge integers
+#: read as floats instead of raising.
+JSON = json.JSONDecoder(parse_int=_int_or_float)
 
 
 def flatten_numeric(obj: Mapping, prefix: str = "", out: dict | None = None) -> dict[str, float]:

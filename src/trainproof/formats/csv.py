@@ -12,7 +12,8 @@ Dialects that occur in the wild and are handled here:
   ``… __MIN`` / ``… __MAX`` companion columns (kept as raw series, never the metric).
 
 Empty cells and non-numeric cells are absent values, never 0. A row whose field count
-differs from its header cannot be mapped to columns and is skipped, with a note.
+differs from its header cannot be mapped to columns and is skipped, with a note. A table
+whose first row is data rather than names is a :class:`ReadError`: no column is guessed.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from .. import aliases
 from ..runlog import Record
-from ._io import open_text
+from ._io import ReadError, open_text
 
 name = "csv"
 description = "CSV/TSV metric table (Lightning, Keras, W&B export, pandas)"
@@ -52,6 +53,23 @@ def _looks_like_header(cells: list[str]) -> bool:
     return not any(_is_number(c) for c in named)
 
 
+def _is_new_header(row: list[str], header: list[str]) -> bool:
+    """A mid-file row that starts a new column mapping (a resumed or concatenated log).
+
+    It shares a name or its first column with the current header, or it is a row of
+    distinct names, each with a letter: mapping the rows under it to the old header by
+    position would put values under the wrong names. Placeholder rows (``-,-,-``,
+    ``N/A,N/A``) repeat one token and stay data rows.
+    """
+    if not _looks_like_header(row):
+        return False
+    cells = [c.strip() for c in row]
+    if cells[0] == header[0] or set(cells) & set(header):
+        return True
+    named = [c for c in cells if c]
+    return len(set(named)) == len(named) and all(any(ch.isalpha() for ch in c) for c in named)
+
+
 def sniff(path: Path, head: str) -> bool:
     """A header row of names followed by a row with the same field count and a number."""
     lines = [ln for ln in head.splitlines() if ln.strip()]
@@ -69,6 +87,8 @@ def sniff(path: Path, head: str) -> bool:
     if any(len(c) > 200 for c in header):
         return False
     row = rows[1]
+    if len(row) == len(header) + 1 and not row[-1].strip():
+        row = row[:-1]  # a trailing delimiter, as :func:`read` accepts
     return len(row) == len(header) and any(c.strip() and _is_number(c) for c in row)
 
 
@@ -94,10 +114,11 @@ def read(path: Path, state) -> Iterator[Record]:
             prev_end = reader.line_num
             if not row or not any(c.strip() for c in row):
                 continue
-            if header is None or (
-                _looks_like_header(row)
-                and (row[0].strip() == header[0] or set(c.strip() for c in row) & set(header))
-            ):
+            if header is None and not _looks_like_header(row):
+                # Columns named after the first row's numbers would be invented names.
+                shown = delim.join(c.strip() for c in row)[:60]
+                raise ReadError(f"no header row: line {start} is data ({shown}), so the columns have no names")
+            if header is None or _is_new_header(row, header):
                 new = [c.strip() for c in row]
                 if header is not None:
                     added = [c for c in new if c not in header]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..runlog import Record
 from ._io import ReadError, open_text
-from ._values import as_step, flatten_numeric
+from ._values import JSON, as_step, flatten_numeric
 
 name = "hf"
 description = "Hugging Face Trainer trainer_state.json"
@@ -41,7 +41,8 @@ SUMMARY_KEYS = ("train_runtime", "total_flos")
 
 _CHUNK = 1 << 20
 _WS = " \t\r\n"
-_DECODER = json.JSONDecoder()
+_DECODER = JSON
+_STRUCTURE = ',:[]{}" \t\r\n'
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -62,6 +63,19 @@ def sniff(path: Path, head: str) -> bool:
 
 class _Truncated(Exception):
     pass
+
+
+def _ends_in_tear(buf: str, e: json.JSONDecodeError) -> bool:
+    """At end of input: did decoding fail because the text stops, not because it is wrong?
+
+    The decoder reports an unterminated string at the string's start, and a cut literal or
+    number (``tr``, ``-Inf``, ``1.5e-``, ``\\u12``) at the token's start, so "the error is at
+    the end" is not enough: the error is a tear when nothing but the last token follows it.
+    """
+    if e.msg.startswith("Unterminated string"):
+        return True
+    tail = buf[e.pos:].rstrip(_WS)
+    return not any(c in _STRUCTURE for c in tail)
 
 
 class _Scanner:
@@ -125,9 +139,11 @@ class _Scanner:
             except json.JSONDecodeError as e:
                 if self._more():
                     continue
-                if self.pos >= len(self.buf) or e.pos >= len(self.buf) - 1:
+                if self.pos >= len(self.buf) or _ends_in_tear(self.buf, e):
                     raise _Truncated(f"file ends inside a value that starts at line {self.line}") from None
                 raise ReadError(f"not valid JSON at line {self.line}: {e.msg}") from None
+            except ValueError as e:  # anything else the decoder refuses is bad data, not a crash
+                raise ReadError(f"not valid JSON at line {self.line}: {e}") from None
             if end >= len(self.buf) and self._more():
                 continue  # a number may continue in the next chunk
             start_line = self.line
@@ -164,16 +180,18 @@ def read(path: Path, state) -> Iterator[Record]:
                     raise ReadError(f"not valid JSON at line {sc.line}: object key is not a string")
                 sc.expect(":")
                 if key == "log_history":
-                    seen_history = True
                     if sc.peek() != "[":
+                        # A tear inside (or right before) a log_history that is not a list
+                        # leaves nothing to read: that is an error, not a torn tail.
                         val, ln = sc.value()
                         raise ReadError(
                             f"log_history at line {ln} is {type(val).__name__}, not a list"
                         )
+                    seen_history = True
                     yield from _entries(sc, state, summary)
                 else:
                     val, _ = sc.value()
-                    if key in META_KEYS and (val is None or isinstance(val, (int, float, str))):
+                    if key in META_KEYS and not isinstance(val, bool) and (val is None or isinstance(val, (int, float, str))):
                         state.meta[key] = val
                 if sc.expect(",}") == "}":
                     break
@@ -181,6 +199,11 @@ def read(path: Path, state) -> Iterator[Record]:
             if not seen_history:
                 raise ReadError(f"torn trainer_state.json: {e}") from None
             state.notes.append(f"torn file: {e}; everything before it was read")
+        except ReadError as e:
+            if not seen_history:
+                raise
+            # log_history was read whole; only the bookkeeping after it is damaged.
+            state.notes.append(f"after log_history: {e}; the rest of the file was not read")
         if summary:
             state.meta["summary"] = summary
         if not seen_history:

@@ -7,14 +7,13 @@ last line of a killed run) are skipped and counted in the notes.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 from .. import aliases
 from ..runlog import Record
 from ._io import open_text
-from ._values import as_step, flatten_numeric
+from ._values import JSON, as_step, flatten_numeric
 
 name = "jsonl"
 description = "JSON Lines (one metrics object per line)"
@@ -34,7 +33,7 @@ def sniff(path: Path, head: str) -> bool:
             continue
         tried += 1
         try:
-            if isinstance(json.loads(ln), dict):
+            if isinstance(JSON.decode(ln), dict):
                 objs += 1
         except (ValueError, RecursionError):
             pass
@@ -56,7 +55,7 @@ def read(path: Path, state) -> Iterator[Record]:
             obj = None
             if s.startswith("{"):
                 try:
-                    obj = json.loads(s)
+                    obj = JSON.decode(s)
                 except (ValueError, RecursionError):
                     obj = None
             if not isinstance(obj, dict):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 
@@ -44,6 +45,33 @@ def block_medians(values: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarra
     if not meds:
         return np.array([np.median(values)]), np.array([n // 2])
     return np.concatenate(meds), np.concatenate(centres)
+
+
+def block_sizes(n: int, block: int) -> np.ndarray:
+    """Number of points behind each median :func:`block_medians` returns for ``n`` values."""
+    full = n // block
+    rest = n - full * block
+    sizes = [block] * full + ([rest] if rest >= 3 else [])
+    return np.array(sizes or [n], dtype=np.int64)
+
+
+def level_se(sigma: float, points: int) -> float:
+    """Standard error of a level read from ``points`` values with point noise ``sigma``.
+
+    A median of 3 or more points costs a factor 1.2533 (sqrt(pi/2)) over a mean; the
+    median of 1 or 2 points is the point or the mean of the two.
+    """
+    points = max(1, int(points))
+    return sigma / math.sqrt(points) * (1.2533 if points >= 3 else 1.0)
+
+
+def expected_min_shift(k: int) -> float:
+    """How far below their common level the lowest of ``k`` noisy estimates sits on
+    average, in standard errors (Blom's approximation of the expected maximum of ``k``
+    standard normals; 0 for a single estimate)."""
+    if k <= 1:
+        return 0.0
+    return NormalDist().inv_cdf((k - 0.375) / (k + 0.25))
 
 
 def noise_sigma(values: np.ndarray) -> float:

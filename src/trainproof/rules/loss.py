@@ -1,11 +1,14 @@
 """Rules on the train loss: non-finite values, exact zeros, flatness, divergence, no progress."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..findings import Level
 from ._fmt import num, pct, step
-from ._stats import block_medians, end_window, improvement, noise_sigma, runs_of, smoothing_block
+from ._stats import (block_medians, block_sizes, end_window, expected_min_shift, improvement, level_se,
+                     noise_sigma, runs_of, smoothing_block)
 from .registry import Need, rule
 
 
@@ -141,6 +144,29 @@ def check_flat(ctx):
     )
 
 
+#: Points (at least) behind the level right after the first point, against which a lone
+#: first point is judged: enough that one noisy neighbour does not decide it.
+LEAD_POINTS = 5
+
+
+def _lone_start_cut(ratio: float, k: int) -> float:
+    """How far (as a multiple) the level right after a lone first point must sit above it
+    for that point to count as the starting level.
+
+    The starting level is read from the first ``k`` points, so a single low first point is
+    averaged with what follows rather than taken as a level: the median of the point and
+    ``k - 1`` values at the level after it. The point still counts when even that median
+    is ``ratio`` below the level after it: for k = 1 the multiple is the ratio itself, for
+    k = 2 it is ratio / (2 - ratio) (3x for the default 1.5), and for k >= 3 the median
+    ignores the lone point.
+    """
+    if k <= 1:
+        return ratio
+    if k == 2 and ratio < 2:
+        return ratio / (2 - ratio)
+    return math.inf
+
+
 @rule(
     "TP-DIVERGE", Level.FAIL, "shape", "the run ends well above the best loss level it reached",
     needs=[Need("loss", "min_trend_points", positive=True)],
@@ -148,12 +174,15 @@ def check_flat(ctx):
     verdict_bearing=True,
     detects=(
         "A run whose end level (median of its last 10% of points, at least 3) is more than 1.5x the best "
-        "level it held, and higher than that level by more than 3 noise standard deviations. The best "
-        "level is the lowest of: the medians of consecutive blocks of 5% of the run (at least 3 points), "
-        "and the starting level (median of the first 2 points)."
+        "level it held, and above it by more than 3 standard errors of the two levels (noise measured on "
+        "the log of the loss; a block minimum also allows for the lowest of several tied blocks sitting "
+        "low by chance). The best level is the lowest of: the medians of consecutive blocks of 5% of the "
+        "run (at least 3 points); the starting level, the higher of the first 2 points when they agree "
+        "within the noise; and the first point alone, when the run right after it (median of the next 5 "
+        "points) sits more than 3x above it."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
-    not_mean="A single deep dip is not a level (a block median ignores it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging.",
+    not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging.",
     causes="A learning rate too high (often revealed after warm-up ends), no gradient clipping, fp16 overflow handled by skipping steps, a data-order change late in the run.",
     try_="Resume from the checkpoint at the best step with a lower peak learning rate, longer warm-up or gradient clipping (max_grad_norm 1.0).",
 )
@@ -162,31 +191,64 @@ def check_diverge(ctx):
     v = s.values
     n = v.size
     th = ctx.th
+    ratio_th, z = th.diverge_ratio, th.diverge_noise_z
+    # Loss noise scales with the loss, and the rule compares ratios of levels: measure the
+    # noise on the log of the loss so a level and its uncertainty share one scale.
+    sigma = noise_sigma(np.log(v))
     block = smoothing_block(n)
     meds, centres = block_medians(v, block)
-    k = max(1, min(th.diverge_start_points, n))
-    start_level = float(np.median(v[:k]))
+    sizes = block_sizes(n, block)
     j = int(np.argmin(meds))
-    best, best_idx = float(meds[j]), int(centres[j])
-    if start_level < best:
-        best, best_idx = start_level, 0
+    best, best_idx, best_points, from_start = float(meds[j]), int(centres[j]), int(sizes[j]), False
+    # The starting level: the first k points, when they agree within the noise, held the
+    # highest of them (a run that blows up right after its first logs did hold it) ...
+    k = max(1, int(th.diverge_start_points))
+    head = np.log(v[:k])
+    if head.size == k and float(np.ptp(head)) <= z * math.sqrt(2) * sigma:
+        start = float(np.max(v[:k]))
+        if start < best:
+            best, best_idx, best_points, from_start = start, 0, k, True
+    # ... or a lone first point, when the run right after it sits so far above it that
+    # averaging it with what follows still leaves it a level below.
+    lead_vals = v[1:1 + max(LEAD_POINTS, block)]
+    cut = _lone_start_cut(ratio_th, k)
+    if v[0] < best and lead_vals.size >= 3 and math.isfinite(cut):
+        lead = float(np.median(lead_vals))
+        # one standard error of margin: the level after the point is itself an estimate
+        if math.log(lead / v[0]) - math.log(cut) > level_se(sigma, lead_vals.size):
+            best, best_idx, best_points, from_start = float(v[0]), 0, 1, True
     w = end_window(n)
     end = float(np.median(v[-w:]))
-    sigma = noise_sigma(v)
-    if best <= 0 or end <= th.diverge_ratio * best or (end - best) <= th.diverge_noise_z * sigma:
+    if best <= 0 or end <= ratio_th * best:
+        return
+    # A starting level rests on one or two points: it is given a single point's noise, so
+    # that a one-point dip next to an ordinary low swing is not taken for a held level.
+    se_best = level_se(sigma, 1 if from_start else best_points)
+    gate = z * math.hypot(se_best, level_se(sigma, w))
+    if not from_start:
+        # The lowest of several block medians at one level sits below that level by chance;
+        # count the blocks statistically tied with the minimum and allow for that shift.
+        tied = int(np.sum(np.log(meds) - math.log(best) <= z * math.sqrt(2) * se_best))
+        gate += expected_min_shift(tied) * se_best
+    gap = math.log(end / best)
+    if gap <= gate:
         return
     ratio = end / best
     through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
     where = "its starting level" if best_idx == 0 else f"the level it held around step {step(s.steps[best_idx])}"
     ckpt = ctx.run.meta.get("best_model_checkpoint")
     extra = f" The log's best checkpoint is {ckpt}." if isinstance(ckpt, str) and ckpt else ""
+    held = ("its first point" if best_points == 1 else f"median of its first {best_points} points") if from_start \
+        else f"median of {best_points} points"
     yield ctx.finding(
         f"loss diverged: the run ends {ratio:.2f}x above {where}",
         f"end level {num(end)} (median of the last {w} points, steps {step(s.steps[-w])}–{step(s.steps[-1])}) is "
-        f"{ratio:.2f}x the best level {num(best)} at step {step(s.steps[best_idx])} ({pct(through)} through the run); "
-        f"threshold {num(th.diverge_ratio)}x, noise std {num(sigma)}.{extra}",
+        f"{ratio:.2f}x the best level {num(best)} ({held}) at step {step(s.steps[best_idx])} "
+        f"({pct(through)} through the run); threshold {num(ratio_th)}x, relative noise {num(sigma)}, "
+        f"log gap {num(gap)} against a noise gate of {num(gate)}.{extra}",
         {"end_level": end, "best_level": best, "best_step": s.steps[best_idx], "ratio": ratio,
-         "end_window": w, "block": block, "noise_std": sigma, "best_fraction": through,
+         "end_window": w, "block": block, "best_points": best_points, "from_start": from_start,
+         "noise_std": sigma, "log_gap": gap, "noise_gate": gate, "best_fraction": through,
          "threshold": th.diverge_ratio},
         step=s.steps[best_idx], line=s.lines[best_idx],
     )

@@ -41,16 +41,24 @@ class Thresholds:
     # by this factor (the value the foundation issue sets). Measured on the 27 healthy
     # HF/JSONL/CSV runs of the shared corpus: end/best is at most 1.24, except one
     # Whisper fine-tune whose loss ends near 0.01 (1.60, see the noise gate below); the
-    # diverged runs there sit at 3.2-5.3.
+    # diverged runs there sit at 5.2-5.5.
     diverge_ratio: float = 1.5
-    # ... and by this many noise standard deviations (robust point-to-point noise,
-    # 1.4826 * MAD of first differences / sqrt(2)), so that a noisy curve whose smoothed
-    # minimum is an ordinary low swing is not called diverging. Measured on the same runs:
-    # (end - best)/noise is at most 1.0 for healthy runs and at least 25 for diverged ones.
+    # ... and by this many standard errors of the two levels, so that a noisy curve whose
+    # smoothed minimum is an ordinary low swing is not called diverging. The noise is the
+    # robust point-to-point noise of the log of the loss (1.4826 * MAD of first differences
+    # / sqrt(2)): loss noise scales with the loss, and the rule compares ratios of levels.
+    # A level read from m points has standard error noise * 1.2533 / sqrt(m) (a median),
+    # so a long run's levels are sharp and a short run's are not; a block minimum is also
+    # allowed the shift by which the lowest of the blocks tied with it falls below their
+    # common level by chance. Measured on the same runs: log(end/best) is at most 0.46 of
+    # this gate for healthy runs and at least 19 times it for diverged ones.
     diverge_noise_z: float = 3.0
-    # The starting level is the median of the first 2 points: a run that blows up right
-    # after its first logs did hold that level, but a single low first point (a one-point
-    # dip) is averaged with the next one rather than taken as a level.
+    # The starting level is the first 2 points: a run that blows up right after its first
+    # logs did hold that level (the higher of the two, when they agree within the noise),
+    # but a single low first point (a one-point dip) is averaged with what follows rather
+    # than taken as a level. What follows is read as the median of the next 5 points (or
+    # block), not one noisy neighbour, so a lone first point counts only when the run
+    # right after it sits 3x above it (the median of the two is then still 1.5x below).
     diverge_start_points: int = 2
 
     # --- dead run ----------------------------------------------------------------------

@@ -1,0 +1,331 @@
+"""The gradient-norm and learning-rate rules on hand-made series: TP-NAN-GRAD,
+TP-GRAD-OVERFLOW-SKIPPED, TP-ZERO-GRAD, TP-GRAD-SPIKE, TP-ZERO-LR, TP-ZERO-LR-PARTIAL.
+
+The n-th logged point (0-based) sits at step ``10 * (n + 1)`` and source line ``n + 1``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from trainproof.findings import Level
+from trainproof.rules.engine import judge_runlog
+from trainproof.runlog import Record, build_runlog
+
+
+def make_run(**cols):
+    length = max(len(c) for c in cols.values())
+    recs = []
+    for i in range(length):
+        vals = {k: float(c[i]) for k, c in cols.items() if i < len(c) and c[i] is not None}
+        recs.append(Record(float(10 * (i + 1)), vals, i + 1))
+    return build_runlog(recs, "x.jsonl", "jsonl")
+
+
+def judge(**cols):
+    return judge_runlog(make_run(**cols))
+
+
+def one(rep, rule_id):
+    found = [f for f in rep.findings if f.id == rule_id]
+    assert len(found) == 1, (rule_id, rep.ids())
+    return found[0]
+
+
+def step_of(i: int) -> float:
+    return float(10 * (i + 1))
+
+
+def healthy_loss(n, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0.0, 1.0, n)
+    return (0.5 + 2.5 * np.exp(-5 * t)) * np.exp(0.02 * rng.standard_normal(n))
+
+
+def healthy_grad(n, seed=0):
+    rng = np.random.default_rng(seed + 100)
+    return 0.5 * np.exp(0.1 * rng.standard_normal(n))
+
+
+# --- TP-NAN-GRAD / TP-GRAD-OVERFLOW-SKIPPED -------------------------------------------
+
+def test_nan_grad_three_consecutive_nonfinite_norms_fail():
+    g = list(healthy_grad(40))
+    g[10:13] = [math.nan, math.inf, math.nan]
+    rep = judge(loss=healthy_loss(40), grad_norm=g)
+    f = one(rep, "TP-NAN-GRAD")
+    assert f.level is Level.FAIL and rep.verdict is Level.FAIL
+    assert f.data["first_step"] == step_of(10) and f.data["run_length"] == 3
+    assert f.data["nonfinite"] == 3 and f.data["points"] == 40 and f.data["to_end"] is False
+    assert (f.step, f.line) == (step_of(10), 11)
+    assert "TP-GRAD-OVERFLOW-SKIPPED" not in rep.ids()
+
+
+def test_nan_grad_to_the_end_of_the_log():
+    g = list(healthy_grad(30))
+    g[25:] = [math.nan] * 5
+    f = one(judge(loss=healthy_loss(30), grad_norm=g), "TP-NAN-GRAD")
+    assert f.data["to_end"] is True and f.data["run_length"] == 5
+    assert "to the end of the log" in f.message
+
+
+@pytest.mark.parametrize("n", [1, 2, 6])
+def test_nan_grad_on_every_step_fails_however_short(n):
+    rep = judge(loss=[2.0] * n, grad_norm=[math.inf] * n)
+    f = one(rep, "TP-NAN-GRAD")
+    assert f.data["run_length"] == n and f.data["nonfinite"] == n and f.data["to_end"] is True
+    assert rep.verdict is Level.FAIL
+
+
+def test_nan_grad_isolated_nonfinite_norm_is_a_skipped_step_warning_never_a_fail():
+    loss = healthy_loss(50)
+    g = list(healthy_grad(50))
+    g[20] = math.inf
+    rep = judge(loss=loss, grad_norm=g)
+    assert "TP-NAN-GRAD" not in rep.ids()
+    w = one(rep, "TP-GRAD-OVERFLOW-SKIPPED")
+    assert w.level is Level.WARN
+    assert w.data["nonfinite"] == 1 and w.data["runs"] == 1 and w.data["first_step"] == step_of(20)
+    assert (w.step, w.line) == (step_of(20), 21)
+    assert rep.verdict is Level.WARN
+    assert all(f.level is not Level.FAIL for f in rep.findings)
+
+
+def test_nan_grad_two_consecutive_and_scattered_isolated_norms_stay_warnings():
+    g = list(healthy_grad(60))
+    for i in (5, 6, 30, 47):
+        g[i] = math.nan
+    rep = judge(loss=healthy_loss(60), grad_norm=g)
+    assert "TP-NAN-GRAD" not in rep.ids()
+    w = one(rep, "TP-GRAD-OVERFLOW-SKIPPED")
+    assert w.data["nonfinite"] == 4 and w.data["runs"] == 3 and w.data["first_step"] == step_of(5)
+
+
+def test_nan_grad_one_sustained_run_makes_the_isolated_ones_part_of_the_fail():
+    g = list(healthy_grad(60))
+    g[5] = math.nan
+    g[30:34] = [math.nan] * 4
+    rep = judge(loss=healthy_loss(60), grad_norm=g)
+    f = one(rep, "TP-NAN-GRAD")
+    assert f.data["first_step"] == step_of(30) and f.data["nonfinite"] == 5
+    assert "TP-GRAD-OVERFLOW-SKIPPED" not in rep.ids()
+
+
+def test_nan_grad_threshold_override_changes_what_is_sustained():
+    from trainproof.rules.thresholds import DEFAULT
+
+    g = list(healthy_grad(40))
+    g[10:12] = [math.nan, math.nan]
+    run = make_run(loss=healthy_loss(40), grad_norm=g)
+    assert "TP-NAN-GRAD" not in judge_runlog(run).ids()
+    rep = judge_runlog(run, DEFAULT.with_overrides({"nan_grad_sustained_points": 2}))
+    assert one(rep, "TP-NAN-GRAD").data["run_length"] == 2
+
+
+def test_nan_grad_all_finite_norms_fire_nothing():
+    rep = judge(loss=healthy_loss(40), grad_norm=healthy_grad(40))
+    assert not {"TP-NAN-GRAD", "TP-GRAD-OVERFLOW-SKIPPED"} & set(rep.ids())
+    assert {"TP-NAN-GRAD", "TP-GRAD-OVERFLOW-SKIPPED"} <= set(rep.ran)
+    assert rep.verdict is Level.PASS
+
+
+# --- TP-ZERO-GRAD ---------------------------------------------------------------------
+
+def test_zero_grad_every_norm_exactly_zero_and_a_loss_that_does_not_improve_fails():
+    rng = np.random.default_rng(0)
+    loss = 2.3 * np.exp(0.01 * rng.standard_normal(20))
+    rep = judge(loss=loss, grad_norm=[0.0] * 20)
+    f = one(rep, "TP-ZERO-GRAD")
+    assert f.level is Level.FAIL
+    assert f.data["points"] == 20
+    assert f.data["loss_first"] == pytest.approx(float(np.median(loss[:5])))
+    assert f.data["loss_last"] == pytest.approx(float(np.median(loss[-5:])))
+    assert (f.step, f.line) == (step_of(0), 1)
+
+
+def test_zero_grad_ignores_nonfinite_norms_and_counts_negative_zero():
+    g = [0.0, -0.0, math.nan, 0.0, 0.0, -0.0]
+    f = one(judge(loss=[2.0] * 6, grad_norm=g), "TP-ZERO-GRAD")
+    assert f.data["points"] == 5
+
+
+def test_zero_grad_with_an_improving_loss_does_not_fire():
+    rep = judge(loss=healthy_loss(20), grad_norm=[0.0] * 20)
+    assert "TP-ZERO-GRAD" not in rep.ids() and "TP-ZERO-GRAD" in rep.ran
+
+
+@pytest.mark.parametrize("tiny", [1e-12, 1e-30])
+def test_zero_grad_tiny_nonzero_norms_do_not_fire(tiny):
+    rep = judge(loss=[2.0] * 20, grad_norm=[tiny] * 20)
+    assert "TP-ZERO-GRAD" not in rep.ids()
+
+
+def test_zero_grad_one_nonzero_norm_breaks_every():
+    assert "TP-ZERO-GRAD" not in judge(loss=[2.0] * 20, grad_norm=[0.0] * 19 + [0.1]).ids()
+
+
+def test_zero_grad_needs_five_norms():
+    rep = judge(loss=[2.0] * 20, grad_norm=[0.0] * 4)
+    assert rep.skipped["TP-ZERO-GRAD"].reason == "too_few_points"
+    assert "TP-ZERO-GRAD" not in rep.ids()
+
+
+# --- TP-GRAD-SPIKE --------------------------------------------------------------------
+
+def test_grad_spike_a_norm_fifty_times_the_median_warns_at_its_step():
+    g = list(healthy_grad(50))
+    g[30] = 25.0
+    rep = judge(loss=healthy_loss(50), grad_norm=g)
+    f = one(rep, "TP-GRAD-SPIKE")
+    assert f.level is Level.WARN and rep.verdict is Level.WARN
+    med = float(np.median(g[1:]))
+    assert f.data["median"] == pytest.approx(med)
+    assert f.data["max"] == 25.0 and f.data["max_step"] == step_of(30) and f.data["count"] == 1
+    assert f.data["factor"] == 10.0
+    assert (f.step, f.line) == (step_of(30), 31)
+
+
+def test_grad_spike_reports_the_largest_of_several():
+    g = list(healthy_grad(50))
+    g[10], g[40] = 8.0, 30.0
+    f = one(judge(loss=healthy_loss(50), grad_norm=g), "TP-GRAD-SPIKE")
+    assert f.data["count"] == 2 and f.data["max"] == 30.0 and f.step == step_of(40)
+
+
+def test_grad_spike_a_huge_first_norm_alone_does_not_fire():
+    g = list(healthy_grad(50))
+    g[0] = 5000.0
+    rep = judge(loss=healthy_loss(50), grad_norm=g)
+    assert "TP-GRAD-SPIKE" not in rep.ids() and "TP-GRAD-SPIKE" in rep.ran
+    # ... but the same value on the second point does
+    g2 = list(healthy_grad(50))
+    g2[1] = 5000.0
+    assert one(judge(loss=healthy_loss(50), grad_norm=g2), "TP-GRAD-SPIKE").step == step_of(1)
+
+
+def test_grad_spike_nine_times_the_median_does_not_fire():
+    g = [1.0] * 50
+    g[25] = 9.0
+    assert "TP-GRAD-SPIKE" not in judge(loss=healthy_loss(50), grad_norm=g).ids()
+    g[25] = 10.5
+    assert one(judge(loss=healthy_loss(50), grad_norm=g), "TP-GRAD-SPIKE").data["max"] == 10.5
+
+
+def test_grad_spike_a_noisy_but_bounded_norm_does_not_fire():
+    rng = np.random.default_rng(7)
+    g = 0.5 * np.exp(0.5 * rng.standard_normal(500))  # heavy but bounded: < 10x the median
+    assert np.max(g[1:]) < 10 * np.median(g[1:])
+    assert "TP-GRAD-SPIKE" not in judge(loss=healthy_loss(500), grad_norm=g).ids()
+
+
+def test_grad_spike_needs_five_norms():
+    rep = judge(loss=healthy_loss(20), grad_norm=[0.5, 0.5, 0.5, 50.0])
+    assert rep.skipped["TP-GRAD-SPIKE"].reason == "too_few_points"
+
+
+# --- TP-ZERO-LR -----------------------------------------------------------------------
+
+def test_zero_lr_everywhere_fails_and_counts_no_negatives():
+    rep = judge(loss=healthy_loss(30), lr=[0.0] * 30)
+    f = one(rep, "TP-ZERO-LR")
+    assert f.level is Level.FAIL and rep.verdict is Level.FAIL
+    assert f.data == {"nonpositive": 30, "negative": 0, "points": 30, "share": 1.0}
+    assert (f.step, f.line) == (step_of(0), 1)
+    assert "negative" not in f.evidence
+    assert "TP-ZERO-LR-PARTIAL" not in rep.ids()
+
+
+def test_zero_lr_negative_learning_rates_are_counted_as_negative():
+    f = one(judge(loss=healthy_loss(20), lr=[-1e-4] * 15 + [0.0] * 5), "TP-ZERO-LR")
+    assert f.data["negative"] == 15 and f.data["nonpositive"] == 20
+    assert "15 of them negative" in f.evidence
+
+
+def test_zero_lr_fail_boundary_99_of_100():
+    lr99 = [0.0] * 99 + [1e-4]
+    f = one(judge(loss=healthy_loss(100), lr=lr99), "TP-ZERO-LR")
+    assert f.data["share"] == pytest.approx(0.99)
+    lr98 = [0.0] * 98 + [1e-4] * 2
+    rep = judge(loss=healthy_loss(100), lr=lr98)
+    assert "TP-ZERO-LR" not in rep.ids()
+    assert one(rep, "TP-ZERO-LR-PARTIAL").data["share"] == pytest.approx(0.98)
+
+
+def test_zero_lr_needs_five_points():
+    rep = judge(loss=healthy_loss(20), lr=[0.0] * 4)
+    assert rep.skipped["TP-ZERO-LR"].reason == "too_few_points"
+    assert rep.skipped["TP-ZERO-LR-PARTIAL"].reason == "too_few_points"
+
+
+# --- TP-ZERO-LR-PARTIAL ---------------------------------------------------------------
+
+def test_zero_lr_partial_a_third_of_the_run_at_zero_warns():
+    lr = [1e-4] * 40 + [0.0] * 20  # the schedule reached 0 two thirds of the way through
+    rep = judge(loss=healthy_loss(60), lr=lr)
+    f = one(rep, "TP-ZERO-LR-PARTIAL")
+    assert f.level is Level.WARN and rep.verdict is Level.WARN
+    assert f.data["nonpositive"] == 20 and f.data["negative"] == 0
+    assert f.data["share"] == pytest.approx(1 / 3) and f.data["first_step"] == step_of(40)
+    assert (f.step, f.line) == (step_of(40), 41)
+    assert "all exactly 0, none negative" in f.evidence
+    assert "TP-ZERO-LR" not in rep.ids()
+
+
+def test_zero_lr_partial_says_how_many_were_negative():
+    lr = [1e-4] * 40 + [-1e-5] * 7 + [0.0] * 13
+    f = one(judge(loss=healthy_loss(60), lr=lr), "TP-ZERO-LR-PARTIAL")
+    assert f.data["negative"] == 7 and f.data["nonpositive"] == 20
+    assert "7 negative, the rest exactly 0" in f.evidence
+
+
+def test_zero_lr_partial_exactly_ten_percent_does_not_fire_eleven_does():
+    rep = judge(loss=healthy_loss(100), lr=[0.0] * 10 + [1e-4] * 90)
+    assert "TP-ZERO-LR-PARTIAL" not in rep.ids() and "TP-ZERO-LR-PARTIAL" in rep.ran
+    rep = judge(loss=healthy_loss(100), lr=[0.0] * 11 + [1e-4] * 89)
+    assert one(rep, "TP-ZERO-LR-PARTIAL").data["nonpositive"] == 11
+
+
+def _warmup_lr(n):
+    return list(np.linspace(0.0, 1e-4, n))  # starts at exactly 0 and rises
+
+
+def _linear_decay_lr(n):
+    return list(np.linspace(1e-4, 0.0, n))  # ends at exactly 0
+
+
+@pytest.mark.parametrize("n", [5, 6, 9, 12, 60])
+@pytest.mark.parametrize("shape", ["warmup_start", "decay_end", "both"])
+def test_zero_lr_a_single_zero_at_warmup_start_or_schedule_end_fires_nothing(n, shape):
+    if shape == "warmup_start":
+        lr = _warmup_lr(n)
+    elif shape == "decay_end":
+        lr = _linear_decay_lr(n)
+    else:
+        lr = [0.0] + [1e-4] * (n - 2) + [0.0]
+    assert sum(x <= 0 for x in lr) == (2 if shape == "both" else 1)
+    rep = judge(loss=healthy_loss(n + 10), lr=lr)
+    assert not {"TP-ZERO-LR", "TP-ZERO-LR-PARTIAL"} & set(rep.ids()), rep.ids()
+    assert {"TP-ZERO-LR", "TP-ZERO-LR-PARTIAL"} <= set(rep.ran)
+
+
+def test_zero_lr_partial_two_zeros_at_the_start_of_a_short_log_are_a_stretch_not_an_edge():
+    rep = judge(loss=healthy_loss(20), lr=[0.0, 0.0] + [1e-4] * 4)
+    f = one(rep, "TP-ZERO-LR-PARTIAL")
+    assert f.data["nonpositive"] == 2 and f.data["edge_zeros"] == 0
+
+
+def test_zero_lr_partial_a_negative_first_lr_is_not_an_edge_zero():
+    rep = judge(loss=healthy_loss(20), lr=[-1e-4] + [1e-4] * 5)
+    f = one(rep, "TP-ZERO-LR-PARTIAL")
+    assert f.data["negative"] == 1 and f.data["edge_zeros"] == 0
+
+
+def test_zero_lr_partial_edge_zeros_are_not_counted_but_are_reported():
+    lr = [0.0] + [1e-4] * 6 + [0.0, 0.0, 1e-4]  # an edge zero and a 2-point gap inside
+    f = one(judge(loss=healthy_loss(20), lr=lr), "TP-ZERO-LR-PARTIAL")
+    assert f.data["nonpositive"] == 3 and f.data["edge_zeros"] == 1
+    assert f.data["counted_share"] == pytest.approx(0.2)
+    assert f.data["first_step"] == step_of(0)
+    assert "not counted" in f.evidence

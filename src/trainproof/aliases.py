@@ -44,6 +44,12 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "loss_step",
         "Loss/train",
         "train/loss_step",
+        "epoch_loss",  # Keras TensorBoard callback
+        "TrainIterStats/loss",  # Coqui's event files
+        # Coqui GAN models (VITS, HiFi-GAN) log no single loss: loss_0 is the
+        # discriminator's total, loss_1 the generator's (the model being trained).
+        "loss_1",
+        "TrainIterStats/loss_1",
         "train_loss_epoch",
     ),
     # Multi-dataset HF evaluation (``eval_<name>_loss``) only when no plain eval loss.
@@ -57,6 +63,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "Loss/val",
         "val_loss_epoch",
         "validation/loss",
+        "eval/avg_loss",  # Coqui's EVALUATION block
+        "EvalStats/avg_loss",
+        "eval/avg_loss_1",
+        "EvalStats/avg_loss_1",
         "re:eval_(.+)_loss",
     ),
     "lr": (
@@ -64,9 +74,14 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "learning_rate",
         "train/learning_rate",
         "train/lr",
+        "current_lr",  # Coqui
+        "current_lr_1",  # Coqui GAN: the generator's optimizer
+        "TrainIterStats/current_lr",
+        "TrainIterStats/current_lr_1",
         "re:lr-.+",  # Lightning LearningRateMonitor: lr-<OptimizerName>
     ),
-    "grad_norm": ("grad_norm", "train/grad_norm", "gradient_norm", "total_norm", "gnorm"),
+    "grad_norm": ("grad_norm", "train/grad_norm", "gradient_norm", "total_norm", "gnorm",
+                  "grad_norm_1", "TrainIterStats/grad_norm", "TrainIterStats/grad_norm_1"),
     "epoch": ("epoch", "train/epoch"),
     "time": ("time", "wall_time", "_timestamp", "timestamp"),
     "step_time": ("step_time", "train/step_time", "iter_time", "batch_time", "time/step"),

@@ -2,7 +2,8 @@
 
 Each reader module exposes ``name``, ``description``, ``sniff(path, head_text) -> bool``
 and ``read(path, state) -> Iterator[Record]``; ``state`` has ``meta`` (dict) and ``notes``
-(list) that the reader fills while it streams. A reader raises :class:`ReadError` with a
+(list) that the reader fills while it streams. A reader that reads a run directory (several
+files of one run) also exposes ``sniff_dir(path) -> bool``. A reader raises :class:`ReadError` with a
 one-line reason when the input is not readable as its format. Readers know bytes and
 formats only: no rules, thresholds or output.
 
@@ -16,13 +17,13 @@ from pathlib import Path
 
 from ..runlog import Record
 from . import csv as csv_reader
-from . import hf, jsonl
+from . import coqui, console, hf, jsonl, mlflow, tfevents
 from ._io import ReadError, check_readable_file, describe_head, head_text, is_lfs_pointer, read_head
 
 __all__ = ["READERS", "ReadError", "ReadState", "detect", "format_names", "open_log", "get_reader"]
 
 #: Sniffing order: the most specific formats first.
-READERS = (hf, jsonl, csv_reader)
+READERS = (tfevents, hf, jsonl, csv_reader, coqui, mlflow, console)
 
 
 @dataclass
@@ -50,6 +51,14 @@ def detect(path: Path, fmt: str = "auto"):
     Raises:
         ReadError: missing, unreadable, empty, an LFS pointer, or no reader recognises it.
     """
+    if path.is_dir():
+        for r in READERS:
+            sniff_dir = getattr(r, "sniff_dir", None)
+            if sniff_dir is not None and fmt in ("auto", r.name) and sniff_dir(path):
+                return r
+        if fmt != "auto":
+            get_reader(fmt)  # an unknown name is its own error
+            raise ReadError(f"is a directory that holds no {fmt} run")
     check_readable_file(path)
     head = read_head(path)
     if not head.strip():

@@ -1,0 +1,215 @@
+"""The few protobuf fields of a TensorBoard ``Event`` that carry scalars.
+
+This layer knows the protobuf wire format and the field numbers of ``Event``,
+``Summary``, ``Summary.Value``, ``SummaryMetadata`` and ``TensorProto`` (from
+TensorFlow's ``event.proto``, ``summary.proto`` and ``tensor.proto``); it does not import
+protobuf, tensorboard or tensorflow. It does not know files or runs.
+
+A scalar is either ``Summary.Value.simple_value`` (TF1, tensorboardX, and
+``torch.utils.tensorboard`` by default) or a one-element numeric ``tensor`` whose tag's
+``metadata.plugin_data.plugin_name`` is ``"scalars"`` (TF2 ``tf.summary.scalar`` and
+``add_scalar(new_style=True)``). Writers store the metadata only with the first value of a
+tag, so the caller keeps the plugin name per tag (``plugins``). Everything else
+(histograms, images, audio, text, graphs, hparams, ``file_version``) is skipped.
+"""
+from __future__ import annotations
+
+import struct
+
+_F32 = struct.Struct("<f")
+_F64 = struct.Struct("<d")
+_E16 = struct.Struct("<e")
+
+# TensorFlow DataType enum values (types.proto) that can hold a scalar metric.
+DT_FLOAT, DT_DOUBLE, DT_INT32, DT_UINT8, DT_INT16, DT_INT8 = 1, 2, 3, 4, 5, 6
+DT_INT64, DT_BOOL, DT_BFLOAT16, DT_UINT16, DT_HALF, DT_UINT32, DT_UINT64 = 9, 10, 14, 17, 19, 22, 23
+_CONTENT = {
+    DT_FLOAT: "<f", DT_DOUBLE: "<d", DT_INT32: "<i", DT_UINT8: "<B", DT_INT16: "<h", DT_INT8: "<b",
+    DT_INT64: "<q", DT_UINT16: "<H", DT_HALF: "<e", DT_UINT32: "<I", DT_UINT64: "<Q",
+}
+
+
+class ProtoError(ValueError):
+    """The payload is not a well-formed Event message."""
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        if i >= len(b):
+            raise ProtoError("truncated varint")
+        x = b[i]
+        i += 1
+        result |= (x & 0x7F) << shift
+        if x < 0x80:
+            return result, i
+        shift += 7
+        if shift > 70:
+            raise ProtoError("varint too long")
+
+
+def _fields(b: bytes):
+    """Yield ``(field_number, wire_type, value)``: int for varints, bytes for
+    length-delimited fields, raw 4/8 bytes for fixed32/fixed64."""
+    i, n = 0, len(b)
+    while i < n:
+        key, i = _varint(b, i)
+        field, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = _varint(b, i)
+        elif wt == 2:
+            ln, i = _varint(b, i)
+            if i + ln > n:
+                raise ProtoError("length-delimited field runs past the message")
+            v = b[i:i + ln]
+            i += ln
+        elif wt == 5:
+            if i + 4 > n:
+                raise ProtoError("truncated fixed32")
+            v = b[i:i + 4]
+            i += 4
+        elif wt == 1:
+            if i + 8 > n:
+                raise ProtoError("truncated fixed64")
+            v = b[i:i + 8]
+            i += 8
+        else:
+            raise ProtoError(f"unsupported wire type {wt}")
+        yield field, wt, v
+
+
+def _signed64(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _plugin_name(meta: bytes) -> str | None:
+    for f, wt, v in _fields(meta):
+        if f == 1 and wt == 2:  # plugin_data
+            for f2, wt2, v2 in _fields(v):
+                if f2 == 1 and wt2 == 2:
+                    return v2.decode("utf-8", "replace")
+    return None
+
+
+def _packed(v, wt: int, fmt: str, size: int) -> list:
+    if wt == 2:
+        if size:
+            return [x[0] for x in struct.iter_unpack(fmt, v)] if len(v) % size == 0 else []
+        out, i = [], 0
+        while i < len(v):
+            x, i = _varint(v, i)
+            out.append(x)
+        return out
+    if wt == 0:
+        return [v]
+    return [struct.unpack(fmt, v)[0]]
+
+
+def tensor_scalar(t: bytes) -> float | None:
+    """The value of a one-element numeric ``TensorProto``, else ``None``."""
+    dtype = 0
+    elements = 1
+    content = None
+    vals: list = []
+    for f, wt, v in _fields(t):
+        if f == 1 and wt == 0:
+            dtype = v
+        elif f == 2 and wt == 2:  # tensor_shape
+            for f2, wt2, v2 in _fields(v):
+                if f2 == 2 and wt2 == 2:  # dim
+                    size = 1
+                    for f3, wt3, v3 in _fields(v2):
+                        if f3 == 1 and wt3 == 0:
+                            size = _signed64(v3)
+                    elements *= size
+                elif f2 == 3 and wt2 == 0 and v2:  # unknown_rank
+                    return None
+        elif f == 4 and wt == 2:
+            content = v
+        elif f == 5:
+            vals = _packed(v, wt, "<f", 4)
+        elif f == 6:
+            vals = _packed(v, wt, "<d", 8)
+        elif f in (7, 10, 16, 17, 11):  # int_val, int64_val, uint32_val, uint64_val, bool_val
+            raw = _packed(v, wt, "", 0)
+            if f == 10:
+                raw = [_signed64(x) for x in raw]
+            elif f == 7:
+                raw = [x - (1 << 64) if x >= 1 << 63 else x for x in raw]
+            vals = raw
+        elif f == 13:  # half_val: the 16 bits of a half (or bfloat16) in an int32
+            bits = _packed(v, wt, "", 0)
+            if dtype == DT_BFLOAT16:
+                vals = [_F32.unpack(struct.pack("<I", (x & 0xFFFF) << 16))[0] for x in bits]
+            else:
+                vals = [_E16.unpack(struct.pack("<H", x & 0xFFFF))[0] for x in bits]
+    if elements != 1 or dtype in (0, 7, 8, 18, 20, 21):  # invalid, string, complex, resource, variant
+        return None
+    if content is not None and dtype in _CONTENT:
+        fmt = _CONTENT[dtype]
+        if len(content) != struct.calcsize(fmt):
+            return None
+        return float(struct.unpack(fmt, content)[0])
+    if content is not None and dtype == DT_BFLOAT16 and len(content) == 2:
+        return _F32.unpack(b"\x00\x00" + content)[0]
+    if dtype == DT_BOOL:
+        return None  # a boolean is not a metric
+    if len(vals) == 1:
+        return float(vals[0])
+    return None
+
+
+def parse_event(payload: bytes, plugins: dict[str, str]) -> tuple[float, int, list[tuple[str, float]]]:
+    """Decode one Event.
+
+    Args:
+        payload: the serialized Event.
+        plugins: tag -> plugin name, updated from the metadata seen (writers store it
+            only with a tag's first value).
+
+    Returns:
+        ``(wall_time, step, [(tag, value), ...])`` with the scalar values of the event.
+
+    Raises:
+        ProtoError: the payload is not a well-formed message.
+    """
+    wall = 0.0
+    step = 0
+    out: list[tuple[str, float]] = []
+    summary = None
+    for f, wt, v in _fields(payload):
+        if f == 1 and wt == 1:
+            wall = _F64.unpack(v)[0]
+        elif f == 2 and wt == 0:
+            step = _signed64(v)
+        elif f == 5 and wt == 2:
+            summary = v
+    if summary is not None:
+        for f, wt, v in _fields(summary):
+            if f != 1 or wt != 2:
+                continue
+            tag = ""
+            simple = None
+            tensor = None
+            meta = None
+            for f2, wt2, v2 in _fields(v):
+                if f2 == 1 and wt2 == 2:
+                    tag = v2.decode("utf-8", "replace")
+                elif f2 == 2 and wt2 == 5:
+                    simple = _F32.unpack(v2)[0]
+                elif f2 == 8 and wt2 == 2:
+                    tensor = v2
+                elif f2 == 9 and wt2 == 2:
+                    meta = v2
+            if meta is not None and tag not in plugins:
+                name = _plugin_name(meta)
+                if name is not None:
+                    plugins[tag] = name
+            if simple is not None:
+                out.append((tag, simple))
+            elif tensor is not None and plugins.get(tag) == "scalars":
+                val = tensor_scalar(tensor)
+                if val is not None:
+                    out.append((tag, val))
+    return wall, step, out

@@ -1,0 +1,70 @@
+"""MLflow file store: ``mlruns/<experiment>/<run>/metrics/<name>``.
+
+Each metric is one file (names with ``/`` become sub-folders); each line is
+``<unix_ms> <value> <step>``. A run directory (the folder holding ``metrics/``) is one
+run; a single metric file can also be read on its own, named after the file.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..runlog import Record
+from ._io import ReadError, open_text
+
+name = "mlflow"
+description = "MLflow file store (mlruns/<experiment>/<run>/metrics/<name>)"
+
+_LINE = re.compile(r"^\s*(\d{9,16})\s+(\S+)\s+(-?\d+)\s*$")
+
+
+def sniff_dir(path: Path) -> bool:
+    """A run folder: it has a ``metrics/`` folder holding at least one file."""
+    m = path / "metrics"
+    return m.is_dir() and any(p.is_file() for p in m.rglob("*"))
+
+
+def sniff(path: Path, head: str) -> bool:
+    """Every line of the head is ``timestamp value step``."""
+    lines = [ln for ln in head.splitlines() if ln.strip()]
+    if len(head) >= 65536 and lines:
+        lines = lines[:-1]
+    return bool(lines) and all(_LINE.match(ln) for ln in lines[:50])
+
+
+def _metric_files(run: Path) -> list[tuple[str, Path]]:
+    base = run / "metrics"
+    return sorted((p.relative_to(base).as_posix(), p) for p in base.rglob("*") if p.is_file())
+
+
+def _read_metric(key: str, p: Path, state) -> Iterator[Record]:
+    bad = 0
+    with open_text(p) as f:
+        for lineno, raw in enumerate(f, 1):
+            m = _LINE.match(raw)
+            if not m:
+                if raw.strip():
+                    bad += 1
+                continue
+            try:
+                val = float(m.group(2))
+            except ValueError:
+                bad += 1
+                continue
+            yield Record(float(m.group(3)), {key: val}, lineno)
+    if bad:
+        state.notes.append(f"metrics/{key}: skipped {bad} line(s) that are not 'timestamp value step'")
+
+
+def read(path: Path, state) -> Iterator[Record]:
+    """Yield one record per metric line."""
+    if path.is_dir():
+        files = _metric_files(path)
+        if not files:
+            raise ReadError("no metric files under metrics/")
+        state.meta["metric_files"] = [k for k, _ in files]
+    else:
+        files = [(path.name, path)]
+    for key, p in files:
+        yield from _read_metric(key, p, state)

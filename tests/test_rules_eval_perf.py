@@ -238,3 +238,10 @@ def test_info_alone_is_not_a_verdict():
     assert "TP-THROUGHPUT" in rep.ran
     assert rep.verdict is Level.NOT_CHECKED
     assert "TP-NOT-CHECKED" in rep.ids() and "TP-PASS" not in rep.ids()
+
+
+def test_step_cliff_needs_ten_points():
+    short = judge_runlog(make_run(loss=np.linspace(2, 1, 8), step_time=[0.1] * 6 + [1.0] * 2))
+    assert short.skipped["TP-STEP-CLIFF"].reason == "too_few_points"
+    long = judge_runlog(make_run(loss=np.linspace(2, 1, 10), step_time=[0.1] * 8 + [1.0] * 2))
+    assert "TP-STEP-CLIFF" in long.ids()

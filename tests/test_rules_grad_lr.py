@@ -329,3 +329,20 @@ def test_zero_lr_partial_edge_zeros_are_not_counted_but_are_reported():
     assert f.data["counted_share"] == pytest.approx(0.2)
     assert f.data["first_step"] == step_of(0)
     assert "not counted" in f.evidence
+
+
+@pytest.mark.parametrize("tail", [1, 2])
+def test_trailing_nonfinite_norms_are_not_called_recovered(tail):
+    rep = judge(loss=np.linspace(2, 1, 60), grad_norm=[0.5] * (60 - tail) + [math.nan] * tail)
+    f = one(rep, "TP-GRAD-OVERFLOW-SKIPPED")
+    assert f.data["at_end"] is True
+    assert "not yet followed by a finite norm" in f.evidence
+    assert "0 followed by finite norms" in f.evidence
+    assert "TP-NAN-GRAD" not in rep.ids()
+
+
+def test_isolated_nonfinite_norm_in_the_middle_is_recovered():
+    g = [0.5] * 60
+    g[30] = math.inf
+    f = one(judge(loss=np.linspace(2, 1, 60), grad_norm=g), "TP-GRAD-OVERFLOW-SKIPPED")
+    assert f.data["at_end"] is False and "1 followed by finite norms" in f.evidence

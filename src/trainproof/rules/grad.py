@@ -68,12 +68,19 @@ def check_overflow_skipped(ctx):
     first = isolated[0][0]
     total = int(bad.sum())
     steps = [step(g.steps[s]) for s, _ in isolated[:5]]
+    # A short run at the very end has no finite norm after it yet: it may be the start of
+    # a sustained run, so the evidence says so rather than calling it recovered.
+    at_end = isolated[-1][0] + isolated[-1][1] == len(g)
+    recovered = len(isolated) - int(at_end)
+    tail = (f"; the last {isolated[-1][1]} at the end of the log, not yet followed by a finite norm"
+            if at_end else "")
     yield ctx.finding(
         f"{total} isolated non-finite gradient norm(s): the loss scaler skipped steps",
-        f"{total} of {len(g)} logged gradient norms are NaN/Inf, in {len(isolated)} isolated run(s) of fewer than "
-        f"{ctx.th.nan_grad_sustained_points} points, each followed by finite norms (steps {', '.join(steps)}"
-        + (" …" if len(isolated) > 5 else "") + ").",
-        {"nonfinite": total, "points": len(g), "runs": len(isolated), "first_step": g.steps[first]},
+        f"{total} of {len(g)} logged gradient norms are NaN/Inf, in {len(isolated)} run(s) of fewer than "
+        f"{ctx.th.nan_grad_sustained_points} points (steps {', '.join(steps)}"
+        + (" …" if len(isolated) > 5 else "") + f"); {recovered} followed by finite norms{tail}.",
+        {"nonfinite": total, "points": len(g), "runs": len(isolated), "first_step": g.steps[first],
+         "at_end": at_end},
         step=g.steps[first], line=g.lines[first],
     )
 

@@ -10,9 +10,9 @@ from .registry import Need, rule
 
 @rule(
     "TP-STEP-CLIFF", Level.WARN, "speed", "steps became much slower late in the run",
-    needs=[Need("step_time", "min_trend_points")],
-    thresholds=["step_cliff_factor", "step_cliff_tail_share", "min_trend_points"],
-    detects="The median step time of the last 20% of the run is more than 3x that of the first half.",
+    needs=[Need("step_time", "step_cliff_min_points")],
+    thresholds=["step_cliff_factor", "step_cliff_tail_share", "step_cliff_min_points"],
+    detects="The median step time of the last 20% of the run is more than 3x that of the first half (at least 10 points).",
     why="A run that slows down threefold costs three times the GPU hours for the rest of its steps.",
     not_mean="It does not judge the model; the loss may be fine.",
     causes="A data loader slowing down (growing file reads, memory pressure, swapping), thermal throttling, a checkpoint or eval hook running inside the step, sequence lengths growing with curriculum.",

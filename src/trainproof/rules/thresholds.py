@@ -95,6 +95,8 @@ class Thresholds:
     # The median step time of the last 20% of the run more than 3x that of the first half.
     step_cliff_factor: float = 3.0
     step_cliff_tail_share: float = 0.2
+    # 10 points: the last 20% is then at least 2 points, so one slow step is not a cliff.
+    step_cliff_min_points: int = 10
     # Data loading takes more than half of each step: the accelerator waits on the input
     # pipeline.
     loader_bound_share: float = 0.5

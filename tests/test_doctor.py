@@ -98,7 +98,8 @@ def test_data_files_are_not_mistaken_for_logs(tmp_path):
     write_jsonl(root / "data" / "train.jsonl", [{"text": f"sample {i}", "label": i % 2} for i in range(50)])
     code, _, _, doc = run_cli("doctor", str(root), "--json")
     assert all("data/train.jsonl" not in r["file"] for r in doc["reports"])
-    assert doc["ignored_files"] == 1
+    assert [os.path.relpath(i["file"], root) for i in doc["ignored"]] == ["data/train.jsonl"]
+    assert "data table" in doc["ignored"][0]["reason"]
 
 
 def test_empty_directory_is_exit_2(tmp_path):

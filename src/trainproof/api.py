@@ -6,9 +6,11 @@ from pathlib import Path
 
 from .aliases import MappingError
 from .findings import Report
-from .formats import ReadError, open_log
+from .discover import group_runs, walk
+from .formats import NotALog, ReadError, open_log
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
+from collections.abc import Callable
 from .runlog import RunLog, build_runlog
 
 
@@ -45,3 +47,54 @@ def judge(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None
     except (ReadError, MappingError) as e:
         return error_report(str(path), str(e), None if fmt == "auto" else fmt)
     return judge_runlog(run, thresholds, mute)
+
+
+#: File names that are logs whatever their content; unreadable ones are reported.
+_LOG_NAMES = ("trainer_state.json", "metrics.csv", "metrics.jsonl", "trainer_log.jsonl", "training.log",
+              "trainer_0_log.txt")
+
+
+def _looks_like_log_name(p: Path) -> bool:
+    name = p.name.lower()
+    return name in _LOG_NAMES or name.endswith((".jsonl", ".ndjson", ".jsonl.gz")) or "tfevents" in name
+
+
+def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None,
+           mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT,
+           progress: Callable[[int, int, str], None] | None = None) -> tuple[list[Report], list[dict]]:
+    """Find every training log under ``root`` and judge each run.
+
+    Returns:
+        ``(reports, ignored)``: one report per run (unreadable logs as error reports) and
+        ``{"file", "reason"}`` for each file that was looked at and is not a training log
+        (a data table, an event file without scalars, a file no reader recognises).
+    """
+    candidates = group_runs(walk(Path(root)))
+    reports: list[Report] = []
+    ignored: list[dict] = []
+    for i, cand in enumerate(candidates):
+        if progress is not None:
+            progress(i, len(candidates), str(cand.path))
+        try:
+            run = read_runlog(cand.path, fmt, mapping)
+        except NotALog as e:
+            if _looks_like_log_name(cand.path):
+                reports.append(error_report(str(cand.path), str(e)))
+            else:
+                ignored.append({"file": str(cand.path), "reason": str(e)})
+            continue
+        except (ReadError, MappingError) as e:
+            reports.append(error_report(str(cand.path), str(e)))
+            continue
+        if run.format in ("jsonl", "csv") and not run.mapping and not run.explicit_steps:
+            ignored.append({"file": str(cand.path), "reason": "a data table: no step column and no known metric"})
+            continue
+        if run.format == "tfevents" and run.records == 0:
+            ignored.append({"file": str(cand.path), "reason": "an event file without scalars (hparams, text, graphs or profiles only)"})
+            continue
+        rep = judge_runlog(run, thresholds, mute)
+        rep.snapshots = [str(p) for p in cand.snapshots]
+        if cand.snapshots:
+            rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; judged the most complete")
+        reports.append(rep)
+    return reports, ignored

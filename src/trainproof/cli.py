@@ -18,11 +18,11 @@ from rich.table import Table
 
 from . import __version__
 from .aliases import MappingError, parse_map_option
+from .api import doctor as api_doctor
 from .api import read_runlog
 from .config import ConfigError, load_config
-from .discover import group_runs, walk
 from .findings import Report, exit_code
-from .formats import ReadError, detect, format_names
+from .formats import ReadError, format_names
 from .render import json as render_json
 from .render import text as render_text
 from .rules.engine import error_report, judge_runlog
@@ -110,28 +110,19 @@ def epoch(logfile: Path, fmt: str, maps, as_json: bool, mute, config_path) -> No
     _emit([judge_runlog(run, cfg.thresholds, cfg.mute)], "epoch", as_json, summary=False)
 
 
-#: File names that are logs whatever their content; unreadable ones are listed by doctor.
-_LOG_NAMES = ("trainer_state.json", "metrics.csv", "metrics.jsonl", "trainer_log.jsonl", "training.log")
-
-
-def _looks_like_log_name(p: Path) -> bool:
-    name = p.name.lower()
-    return name in _LOG_NAMES or name.endswith((".jsonl", ".ndjson", ".jsonl.gz"))
-
-
 class _LazyProgress:
     """A progress bar on stderr that appears only on a terminal and after a moment."""
 
-    def __init__(self, total: int) -> None:
-        self.total = total
+    def __init__(self) -> None:
         self.t0 = time.monotonic()
         self.bar = None
         self.task = None
-        self.enabled = sys.stderr.isatty() and total > 1
+        self.enabled = sys.stderr.isatty()
 
-    def advance(self, done: int, label: str) -> None:
-        if not self.enabled:
+    def advance(self, done: int, total: int, label: str) -> None:
+        if not self.enabled or total < 2:
             return
+        self.total = total
         if self.bar is None and time.monotonic() - self.t0 > 0.5:
             from rich.progress import Progress
 
@@ -155,36 +146,13 @@ def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path) -> None
     if not path.exists():
         _emit([], "doctor", as_json, summary=True, error=f"no such file or directory: {path}")
         return
-    candidates = group_runs(walk(path))
-    reports: list[Report] = []
-    ignored = 0
-    progress = _LazyProgress(len(candidates))
-    for i, cand in enumerate(candidates):
-        progress.advance(i, str(cand.path))
-        try:
-            detect(cand.path, fmt)
-        except ReadError as e:
-            if _looks_like_log_name(cand.path) or "LFS pointer" in str(e):
-                reports.append(error_report(str(cand.path), str(e)))
-            else:
-                ignored += 1
-            continue
-        try:
-            run = read_runlog(cand.path, fmt, overrides)
-        except (ReadError, MappingError) as e:
-            reports.append(error_report(str(cand.path), str(e)))
-            continue
-        if run.format in ("jsonl", "csv") and not run.mapping and not run.explicit_steps:
-            ignored += 1  # a data table, not a metrics log: no step and no known metric
-            continue
-        rep = judge_runlog(run, cfg.thresholds, cfg.mute)
-        rep.snapshots = [str(p) for p in cand.snapshots]
-        if cand.snapshots:
-            rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; judged the most complete")
-        reports.append(rep)
+    progress = _LazyProgress()
+    reports, ignored = api_doctor(path, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance)
     progress.close()
     error = None if reports else f"no training logs found under {path}"
-    _emit(reports, "doctor", as_json, summary=True, extra={"ignored_files": ignored}, error=error)
+    if ignored and not as_json and reports:
+        click.echo(f"({len(ignored)} file(s) looked at were not training logs; --json lists them)", err=True)
+    _emit(reports, "doctor", as_json, summary=True, extra={"ignored": ignored}, error=error)
 
 
 @cli.command("rules")

@@ -2,7 +2,8 @@
 
 The walk prunes version-control folders, virtual environments, package caches and
 ``node_modules``; follows symlinked folders but never the same folder twice (no loops);
-and looks only at files whose name or extension a training log can have. Hugging Face
+and looks only at files whose name or extension a training log can have (plus
+TensorBoard event files and MLflow run folders). Hugging Face
 output folders hold ``checkpoint-N/trainer_state.json`` snapshots that are prefixes of
 the same run: only the most complete one (the top-level ``trainer_state.json`` if there
 is one, else the highest ``N``) is judged, and the others are listed as folded in.
@@ -45,8 +46,16 @@ def _log_like(name: str) -> bool:
     return os.path.splitext(low)[1] in LOG_SUFFIXES
 
 
+def _is_mlflow_run(dirpath: str, dirnames: list[str], filenames: list[str]) -> bool:
+    return "metrics" in dirnames and ("meta.yaml" in filenames or "params" in dirnames or "tags" in dirnames)
+
+
 def walk(root: Path) -> list[Path]:
-    """Every log-like file under ``root`` (sorted), pruning and avoiding symlink loops."""
+    """Every log-like path under ``root`` (sorted), pruning and avoiding symlink loops.
+
+    Files are returned by name (a log suffix, or ``tfevents`` in the name); an MLflow run
+    folder (``metrics/`` beside ``meta.yaml``) is returned as the folder itself.
+    """
     if root.is_file():
         return [root]
     out: list[Path] = []
@@ -62,26 +71,41 @@ def walk(root: Path) -> list[Path]:
             dirnames[:] = []
             continue
         seen.add(key)
+        if _is_mlflow_run(dirpath, dirnames, filenames):
+            out.append(Path(dirpath))
+            dirnames[:] = []
+            continue
         dirnames[:] = sorted(d for d in dirnames if d not in PRUNE_DIRS and not d.endswith(".egg-info"))
         for f in sorted(filenames):
-            if _log_like(f):
+            if _log_like(f) or "tfevents" in f:
                 out.append(Path(dirpath) / f)
     return sorted(out)
 
 
-def group_runs(files: list[Path]) -> list[Candidate]:
-    """Fold ``checkpoint-N/trainer_state.json`` snapshots into one candidate per run."""
+def group_runs(paths: list[Path]) -> list[Candidate]:
+    """One candidate per run.
+
+    * ``checkpoint-N/trainer_state.json`` snapshots fold into the most complete one.
+    * Event files in one folder are the shards of one run (a resumed run writes a new
+      file): the folder is the candidate; a lone event file is its own candidate.
+    """
     groups: dict[Path, list[tuple[int, Path]]] = {}
     top: dict[Path, Path] = {}
+    events: dict[Path, list[Path]] = {}
     rest: list[Candidate] = []
-    for p in files:
+    for p in paths:
         if p.name == "trainer_state.json":
             m = _CKPT.match(p.parent.name)
             if m:
                 groups.setdefault(p.parent.parent, []).append((int(m.group(1)), p))
                 continue
             top[p.parent] = p
+        elif "tfevents" in p.name and p.is_file():
+            events.setdefault(p.parent, []).append(p)
+            continue
         rest.append(Candidate(p))
+    for folder, shards in events.items():
+        rest.append(Candidate(shards[0] if len(shards) == 1 else folder))
     by_path = {c.path: c for c in rest}
     for out_dir, snaps in groups.items():
         snaps.sort()

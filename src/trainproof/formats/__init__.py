@@ -18,9 +18,9 @@ from pathlib import Path
 from ..runlog import Record
 from . import csv as csv_reader
 from . import coqui, console, hf, jsonl, mlflow, tfevents
-from ._io import ReadError, check_readable_file, describe_head, head_text, is_lfs_pointer, read_head
+from ._io import NotALog, ReadError, check_readable_file, describe_head, head_text, is_lfs_pointer, read_head
 
-__all__ = ["READERS", "ReadError", "ReadState", "detect", "format_names", "open_log", "get_reader"]
+__all__ = ["READERS", "NotALog", "ReadError", "ReadState", "detect", "format_names", "open_log", "get_reader"]
 
 #: Sniffing order: the most specific formats first.
 READERS = (tfevents, hf, jsonl, csv_reader, coqui, mlflow, console)
@@ -59,6 +59,7 @@ def detect(path: Path, fmt: str = "auto"):
         if fmt != "auto":
             get_reader(fmt)  # an unknown name is its own error
             raise ReadError(f"is a directory that holds no {fmt} run")
+        raise NotALog("is a directory that holds no run (use `trainproof doctor` to judge every log under it)")
     check_readable_file(path)
     head = read_head(path)
     if not head.strip():
@@ -71,7 +72,7 @@ def detect(path: Path, fmt: str = "auto"):
     for r in READERS:
         if r.sniff(path, text):
             return r
-    raise ReadError(
+    raise NotALog(
         f"not a training log trainproof can read (tried {', '.join(format_names())}); "
         f"it starts with: {describe_head(text)}"
     )

@@ -19,6 +19,10 @@ class ReadError(Exception):
     """The input cannot be read as a training log. ``str(err)`` is a one-line reason."""
 
 
+class NotALog(ReadError):
+    """No reader recognises the content: the file is not a training log we know."""
+
+
 def check_readable_file(path: Path) -> os.stat_result:
     """Stat ``path`` and raise :class:`ReadError` unless it is a readable regular file."""
     try:

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, step
+from ._checkpoint import best_checkpoint
 from .registry import Need, rule
 
 
@@ -41,14 +42,13 @@ def check_overfit(ctx):
     train_end = float(np.median(tr.values[-w:]))
     if train_end >= train_at_best:
         return
-    ckpt = ctx.run.meta.get("best_model_checkpoint")
-    extra = f" The log's best checkpoint is {ckpt}." if isinstance(ckpt, str) and ckpt else ""
+    extra, ckpt_data = best_checkpoint(ctx.run)
     yield ctx.finding(
         f"overfitting: eval loss is {tail / best:.2f}x its minimum at step {step(best_step)}",
         f"eval loss reached its minimum {num(best)} at step {step(best_step)} (line {int(ev.lines[j])}); the median "
         f"of the last {th.overfit_tail_evals} evaluations is {num(tail)} ({after} evaluations after the minimum), "
         f"while the train loss fell from {num(train_at_best)} to {num(train_end)}.{extra}",
         {"best_step": best_step, "eval_min": best, "eval_tail_median": tail, "ratio": tail / best,
-         "evals_after_min": after, "train_at_best": train_at_best, "train_end": train_end},
+         "evals_after_min": after, "train_at_best": train_at_best, "train_end": train_end, **ckpt_data},
         step=best_step, line=ev.lines[j],
     )

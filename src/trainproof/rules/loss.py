@@ -9,6 +9,7 @@ from ..findings import Level
 from ._fmt import num, pct, step
 from ._stats import (block_medians, block_sizes, end_window, expected_min_shift, improvement, level_se,
                      noise_sigma, runs_of, smoothing_block)
+from ._checkpoint import best_checkpoint
 from .registry import Need, rule
 
 
@@ -236,8 +237,7 @@ def check_diverge(ctx):
     ratio = end / best
     through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
     where = "its starting level" if best_idx == 0 else f"the level it held around step {step(s.steps[best_idx])}"
-    ckpt = ctx.run.meta.get("best_model_checkpoint")
-    extra = f" The log's best checkpoint is {ckpt}." if isinstance(ckpt, str) and ckpt else ""
+    extra, ckpt_data = best_checkpoint(ctx.run)
     held = ("its first point" if best_points == 1 else f"median of its first {best_points} points") if from_start \
         else f"median of {best_points} points"
     yield ctx.finding(
@@ -249,7 +249,7 @@ def check_diverge(ctx):
         {"end_level": end, "best_level": best, "best_step": s.steps[best_idx], "ratio": ratio,
          "end_window": w, "block": block, "best_points": best_points, "from_start": from_start,
          "noise_std": sigma, "log_gap": gap, "noise_gate": gate, "best_fraction": through,
-         "threshold": th.diverge_ratio},
+         "threshold": th.diverge_ratio, **ckpt_data},
         step=s.steps[best_idx], line=s.lines[best_idx],
     )
 

@@ -76,6 +76,33 @@ def healthy_rows(n: int = 60, seed: int = 0, every: int = 10) -> list[dict]:
     return rows
 
 
+def make_run(**cols):
+    """A RunLog whose n-th record has step 10*(n+1), line n+1 and the n-th value of each
+    column (``None`` = the metric is absent from that record)."""
+    from trainproof.runlog import Record, build_runlog
+
+    length = max(len(c) for c in cols.values())
+    recs = []
+    for i in range(length):
+        vals = {k: float(c[i]) for k, c in cols.items() if i < len(c) and c[i] is not None}
+        recs.append(Record(float(10 * (i + 1)), vals, i + 1))
+    return build_runlog(recs, "x.jsonl", "jsonl")
+
+
+def judge_cols(**cols):
+    """Judge a :func:`make_run` RunLog with the default thresholds."""
+    from trainproof.rules.engine import judge_runlog
+
+    return judge_runlog(make_run(**cols))
+
+
+def one(rep, rule_id):
+    """The single finding ``rule_id`` of a report (fails unless exactly one)."""
+    found = [f for f in rep.findings if f.id == rule_id]
+    assert len(found) == 1, (rule_id, rep.ids())
+    return found[0]
+
+
 @pytest.fixture
 def shared() -> Path:
     if not (SHARED / "corpus" / "MANIFEST.tsv").exists():

@@ -1,7 +1,6 @@
 """[tool.trainproof] configuration: mute, threshold overrides, unknown keys are errors."""
 from __future__ import annotations
 
-import os
 
 import pytest
 

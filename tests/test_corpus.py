@@ -3,7 +3,6 @@ explained, no FAIL on a file labelled healthy. Skips where ../shared is absent."
 from __future__ import annotations
 
 import csv
-import json
 import os
 
 import pytest

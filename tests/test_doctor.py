@@ -1,7 +1,6 @@
 """doctor: the walk, pruning, symlink loops, checkpoint snapshots, unreadable files, exit codes."""
 from __future__ import annotations
 
-import json
 import os
 
 from trainproof.discover import group_runs, walk

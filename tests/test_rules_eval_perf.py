@@ -13,15 +13,9 @@ from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
 from trainproof.runlog import Record, build_runlog
 
+from conftest import make_run, one
 
-def make_run(**cols):
-    """One record per index: step 10*(i+1), line i+1 (``None`` = absent from that record)."""
-    length = max(len(c) for c in cols.values())
-    recs = []
-    for i in range(length):
-        vals = {k: float(c[i]) for k, c in cols.items() if i < len(c) and c[i] is not None}
-        recs.append(Record(float(10 * (i + 1)), vals, i + 1))
-    return build_runlog(recs, "x.jsonl", "jsonl")
+
 
 
 def run_with_evals(train_loss, eval_loss, eval_every):
@@ -43,10 +37,6 @@ def run_with_evals(train_loss, eval_loss, eval_every):
     return build_runlog(recs, "trainer_state.json", "hf"), evals
 
 
-def one(rep, rule_id):
-    found = [f for f in rep.findings if f.id == rule_id]
-    assert len(found) == 1, (rule_id, rep.ids())
-    return found[0]
 
 
 def falling(n, seed=0, lo=0.2, hi=2.5):

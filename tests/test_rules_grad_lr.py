@@ -12,26 +12,14 @@ import pytest
 
 from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
-from trainproof.runlog import Record, build_runlog
+
+from conftest import make_run, judge_cols as judge, one
 
 
-def make_run(**cols):
-    length = max(len(c) for c in cols.values())
-    recs = []
-    for i in range(length):
-        vals = {k: float(c[i]) for k, c in cols.items() if i < len(c) and c[i] is not None}
-        recs.append(Record(float(10 * (i + 1)), vals, i + 1))
-    return build_runlog(recs, "x.jsonl", "jsonl")
 
 
-def judge(**cols):
-    return judge_runlog(make_run(**cols))
 
 
-def one(rep, rule_id):
-    found = [f for f in rep.findings if f.id == rule_id]
-    assert len(found) == 1, (rule_id, rep.ids())
-    return found[0]
 
 
 def step_of(i: int) -> float:

@@ -15,30 +15,16 @@ import pytest
 
 from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
-from trainproof.runlog import Record, build_runlog
+
+from conftest import make_run, judge_cols as judge, one
 
 
 # --- helpers --------------------------------------------------------------------------
 
-def make_run(**cols):
-    """A RunLog whose n-th record has step 10*(n+1), line n+1 and the n-th value of each
-    column (``None`` = the metric is absent from that record)."""
-    length = max(len(c) for c in cols.values())
-    recs = []
-    for i in range(length):
-        vals = {k: float(c[i]) for k, c in cols.items() if i < len(c) and c[i] is not None}
-        recs.append(Record(float(10 * (i + 1)), vals, i + 1))
-    return build_runlog(recs, "x.jsonl", "jsonl")
 
 
-def judge(**cols):
-    return judge_runlog(make_run(**cols))
 
 
-def one(rep, rule_id):
-    found = [f for f in rep.findings if f.id == rule_id]
-    assert len(found) == 1, (rule_id, rep.ids())
-    return found[0]
 
 
 def step_of(i: int) -> float:

@@ -118,7 +118,7 @@ def tensor_scalar(t: bytes) -> float | None:
         elif f == 2 and wt == 2:  # tensor_shape
             for f2, wt2, v2 in _fields(v):
                 if f2 == 2 and wt2 == 2:  # dim
-                    size = 1
+                    size = 0  # proto3 omits a zero size: an empty Dim is a zero-length axis
                     for f3, wt3, v3 in _fields(v2):
                         if f3 == 1 and wt3 == 0:
                             size = _signed64(v3)

@@ -38,11 +38,17 @@ def masked_crc(data: bytes) -> int:
 
 @dataclass
 class Tail:
-    """How reading ended: ``reason`` is ``None`` for a clean end of file."""
+    """How reading ended: ``reason`` is ``None`` for a clean end of file.
+
+    ``bad_framing`` is true when a record header itself is not TFRecord framing (its
+    length checksum fails, or the length is implausible): at the first record that means
+    the file is not TFRecord at all, unlike a torn or corrupt record of a real one.
+    """
 
     reason: str | None = None
     dropped_bytes: int = 0
     records: int = 0
+    bad_framing: bool = False
 
 
 def records(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[bytes]:
@@ -71,11 +77,13 @@ def records(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[bytes]:
         length, len_crc = _HEADER.unpack_from(buf, pos)
         if verify and masked_crc(buf[pos:pos + 8]) != len_crc:
             tail.reason = f"record {n + 1}: the length checksum does not match (corrupt or not a TFRecord file)"
+            tail.bad_framing = True
             tail.dropped_bytes = avail + _remaining(f)
             tail.records = n
             return
         if length > MAX_RECORD:
             tail.reason = f"record {n + 1}: implausible length {length}"
+            tail.bad_framing = True
             tail.dropped_bytes = avail + _remaining(f)
             tail.records = n
             return

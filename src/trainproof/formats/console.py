@@ -34,8 +34,11 @@ description = "console capture: HF Trainer log dicts or 'Epoch N ... Loss: x' li
 _DICT = re.compile(r"\{'(?:loss|eval_[A-Za-z0-9_]+|train_runtime|learning_rate|grad_norm|epoch)'\s*:[^{}]*\}")
 _BARE = re.compile(r"(?<=[:\[,\s])(-?inf|nan)(?=\s*[,}\]])")
 _EPOCH_LINE = re.compile(r"\bepoch\b\s*[\[:]?\s*(\d+)\s*(?:/\s*(\d+))?\s*\]?", re.I)
-_PAIR = re.compile(r"([A-Za-z][A-Za-z0-9_ ./-]{0,40}?)\s*[:=]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))\s*%?",
-                   re.I)
+# A name is up to six words, each starting with a letter ("Train Loss", "val/loss"), so a
+# value printed without a separator before it ("lr 0.001 Loss: 0.5", "Step 200 Loss: 2.3")
+# is not swallowed into the next name.
+_PAIR = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z][A-Za-z0-9_]*(?:[ ./-][A-Za-z][A-Za-z0-9_]*){0,5})\s*[:=]\s*"
+                   r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))\s*%?", re.I)
 
 
 def _dict_values(text: str) -> dict | None:
@@ -50,7 +53,10 @@ def _dict_values(text: str) -> dict | None:
         if not isinstance(k, str) or isinstance(v, bool):
             continue
         if isinstance(v, (int, float)):
-            out[k] = float(v)
+            try:
+                out[k] = float(v)
+            except OverflowError:  # an integer literal too large for a float
+                out[k] = float("inf") if v > 0 else float("-inf")
         elif isinstance(v, str):
             try:
                 out[k] = float(v)

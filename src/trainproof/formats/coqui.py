@@ -7,7 +7,9 @@ A train step block starts with a header line and lists one metric per line::
          | > loss_mel: 19.08429  (23.57030)             current value (running average)
 
 An ``EVALUATION`` block lists averages (``| > avg_loss: 1.70513 (-0.03757)``); they are
-read as ``eval/<name>`` at the last global step seen. Colour codes (ANSI escapes) are
+read as ``eval/<name>`` at the last global step seen (per-batch ``--> STEP: k`` values
+printed with ``print_eval`` are not). A block ends at the first line that is neither a
+``| >`` metric nor a ``-->`` sub-header. Colour codes (ANSI escapes) are
 stripped first: the trainer colours values green/red inside the fields. Values may be
 plain floats, ``tensor(…)`` reprs, ``nan`` or ``inf``. ``BEST MODEL`` and ``CHECKPOINT``
 lines are kept as meta (path and step), with the epochs and steps per epoch the log
@@ -28,10 +30,16 @@ description = "Coqui Trainer text log (trainer_0_log.txt)"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _STEP = re.compile(r"STEP:\s*(\d+)\s*/\s*(\d+)\s*--\s*GLOBAL_STEP:\s*(\d+)")
 _METRIC = re.compile(r"^\s*\|\s*>\s*([^:]+?)\s*:\s*(.*)$")
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)", re.I)
+# The lookahead keeps a word that merely starts like a number ("info", "nano", "12abc")
+# from reading as one.
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![A-Za-z0-9_])",
+                     re.I)
 _EPOCH = re.compile(r">\s*EPOCH:\s*(\d+)\s*/\s*(\d+)")
-_BEST = re.compile(r">\s*BEST MODEL\s*:\s*(\S+)")
-_CKPT = re.compile(r">\s*CHECKPOINT\s*:\s*(\S+)")
+# The path runs to the end of the line: Colab's "/content/drive/My Drive/…" has a space.
+_BEST = re.compile(r">\s*BEST MODEL\s*:\s*(\S.*?)\s*$")
+_CKPT = re.compile(r">\s*CHECKPOINT\s*:\s*(\S.*?)\s*$")
+#: ``print_eval``'s per-batch header inside an EVALUATION block (no ``/n`` and no GLOBAL_STEP).
+_EVAL_BATCH = re.compile(r"-->\s*STEP:\s*\d+\s*$")
 _STEP_IN_NAME = re.compile(r"_(\d+)\.(?:pth|pt|ckpt)(?:\.tar)?$")
 
 
@@ -66,6 +74,8 @@ def read(path: Path, state) -> Iterator[Record]:
     start_line = 0
     best: list[dict] = []
     last_ckpt = None
+    in_batch = False  # inside a per-batch eval step, whose values are not the averages
+    eval_seen = False  # an "> EVALUATION" header since the last train step block
     with open_text(path) as f:
         for lineno, raw in enumerate(f, 1):
             line = ANSI.sub("", raw)
@@ -73,23 +83,49 @@ def read(path: Path, state) -> Iterator[Record]:
             if m:
                 if values and mode:
                     yield Record(step, values, start_line)
-                values, mode, start_line = {}, "train", lineno
+                values, mode, start_line, in_batch, eval_seen = {}, "train", lineno, False, False
                 step = float(m.group(3))
                 state.meta["steps_per_epoch"] = int(m.group(2))
                 continue
             if "> EVALUATION" in line:
                 if values and mode:
                     yield Record(step, values, start_line)
-                values, mode, start_line = {}, "eval", lineno
+                values, mode, start_line, in_batch, eval_seen = {}, "eval", lineno, False, True
+                continue
+            if "EVAL PERFORMANCE" in line and mode != "eval":
+                # Outside an open evaluation block this header either follows an evaluation
+                # whose block a foreign line closed (a stdout capture: the model's own prints
+                # during test sentences) and reopens it, or, with no evaluation at all
+                # (run_eval=False), lists train averages, which are not step values.
+                if values and mode:
+                    yield Record(step, values, start_line)
+                values, in_batch = {}, False
+                mode, start_line = ("eval", lineno) if eval_seen else (None, start_line)
                 continue
             if mode is not None:
                 mm = _METRIC.match(line)
                 if mm:
                     v = parse_value(mm.group(2))
-                    if v is not None:
+                    if v is not None and not in_batch:
                         key = mm.group(1).strip()
                         values[key if mode == "train" else f"eval/{key}"] = v
                     continue
+                s = line.strip()
+                if mode == "eval" and _EVAL_BATCH.search(s):
+                    in_batch = True
+                    continue
+                if "EVAL PERFORMANCE" in s:
+                    in_batch = False
+                    continue
+                # A block is its header, ``| >`` lines and ``-->`` sub-headers; any other
+                # line ends it, so a banner printed after it (a resumed run appending
+                # "| > Num. of GPUs: 1" …) is not read as its metrics. Older trainers print
+                # epoch averages under "--> TRAIN PERFORMACE" (sic): not the last step's
+                # values, so that header ends the step block too.
+                if (s and not s.startswith(("|", "-->"))) or "TRAIN PERFORMA" in s:
+                    if values:
+                        yield Record(step, values, start_line)
+                    values, mode = {}, None
             em = _EPOCH.search(line)
             if em:
                 if values and mode:

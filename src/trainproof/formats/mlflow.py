@@ -26,9 +26,10 @@ def sniff_dir(path: Path) -> bool:
 
 
 def sniff(path: Path, head: str) -> bool:
-    """Every line of the head is ``timestamp value step``."""
+    """Every complete line of the head is ``timestamp value step``."""
     lines = [ln for ln in head.splitlines() if ln.strip()]
-    if len(head) >= 65536 and lines:
+    if not head.endswith(("\n", "\r")) and len(lines) > 1:
+        # The last line is unfinished: cut by the head, or still being written (a live run).
         lines = lines[:-1]
     return bool(lines) and all(_LINE.match(ln) for ln in lines[:50])
 
@@ -38,7 +39,7 @@ def _metric_files(run: Path) -> list[tuple[str, Path]]:
     return sorted((p.relative_to(base).as_posix(), p) for p in base.rglob("*") if p.is_file())
 
 
-def _read_metric(key: str, p: Path, state) -> Iterator[Record]:
+def _read_metric(key: str, p: Path, state, label: str) -> Iterator[Record]:
     bad = 0
     with open_text(p) as f:
         for lineno, raw in enumerate(f, 1):
@@ -54,7 +55,7 @@ def _read_metric(key: str, p: Path, state) -> Iterator[Record]:
                 continue
             yield Record(float(m.group(3)), {key: val}, lineno)
     if bad:
-        state.notes.append(f"metrics/{key}: skipped {bad} line(s) that are not 'timestamp value step'")
+        state.notes.append(f"{label}: skipped {bad} line(s) that are not 'timestamp value step'")
 
 
 def read(path: Path, state) -> Iterator[Record]:
@@ -67,4 +68,5 @@ def read(path: Path, state) -> Iterator[Record]:
     else:
         files = [(path.name, path)]
     for key, p in files:
-        yield from _read_metric(key, p, state)
+        # The note names the file as the user knows it: metrics/<name> inside a run folder.
+        yield from _read_metric(key, p, state, f"metrics/{key}" if path.is_dir() else p.name)

@@ -1,0 +1,395 @@
+"""The console-capture reader (trainproof.formats.console), and gzip across text readers.
+
+Captures are written the way the programs print them: HF Trainer's ``ProgressCallback``
+prints ``str(logs)`` (a Python dict repr) into tqdm's progress text, which redraws with
+``\\r`` and moves between bars with ``ESC[A``; hand-written loops print ``Epoch …`` lines,
+sometimes through ``logging``.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import run_cli
+from trainproof.api import doctor, judge, read_runlog
+from trainproof.formats import NotALog, ReadError, console, detect
+
+UP = "\x1b[A"
+
+
+def bar(i: int, n: int) -> str:
+    pct = int(100 * i / n)
+    return f"\r{pct:3d}%|{'█' * (pct // 10):<10}| {i}/{n} [00:{i:02d}<00:{n - i:02d},  1.00it/s]"
+
+
+def preamble() -> str:
+    return ("nohup: ignoring input\n"
+            "2026-01-17 00:35:19.060261: E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:9261] "
+            "Unable to register cuDNN factory\n"
+            "INFO:__main__:Transformers version: 4.57.6\n"
+            "trainable params: 20,185,088 || all params: 3,106,123,776 || trainable%: 0.6498\n")
+
+
+def hf_capture(train: list[dict], evals: dict[int, dict], summary: dict | None, n: int | None = None) -> str:
+    """A nohup capture: tqdm redraws with ``\\r``; each log dict is printed into the bar's line."""
+    n = n or len(train)
+    out = io.StringIO()
+    out.write(preamble())
+    out.write(bar(0, n))
+    for i, logs in enumerate(train, 1):
+        out.write(bar(i, n))
+        out.write(str(logs) + "\n")
+        if i in evals:
+            # The evaluation bar is drawn below and erased with cursor-up codes.
+            for j in range(3):
+                out.write(f"\n{bar(j, 3)}{UP}")
+            out.write(f"\n                                   {UP}\n")
+            out.write(bar(i, n) + str(evals[i]) + "\n")
+    if summary is not None:
+        out.write(str(summary) + "\n")
+    out.write(bar(n, n) + "\n")
+    return out.getvalue()
+
+
+def physical_lines(text: str) -> list[str]:
+    """Lines as the reader numbers them: split at \\n, \\r\\n and lone \\r (universal newlines)."""
+    return re.split(r"\r\n|\r|\n", text)
+
+
+def train_rows(n: int = 6) -> list[dict]:
+    return [{"loss": round(2.5 - 0.2 * i, 4), "grad_norm": 0.5 + i / 100, "learning_rate": 2e-05 * (i + 1),
+             "epoch": round((i + 1) / n, 2)} for i in range(n)]
+
+
+# --------------------------------------------------------------------------- HF Trainer dicts
+
+
+def test_hf_trainer_capture_dicts_inside_progress_text(tmp_path: Path) -> None:
+    rows = train_rows(6)
+    evals = {3: {"eval_loss": 1.9, "eval_runtime": 12.5, "eval_samples_per_second": 8.0, "epoch": 0.5},
+             6: {"eval_loss": 1.7, "eval_runtime": 12.4, "eval_samples_per_second": 8.1, "epoch": 1.0}}
+    summary = {"train_runtime": 39860.6586, "train_samples_per_second": 1.407, "train_steps_per_second": 0.044,
+               "train_loss": 1.3628681462714476, "epoch": 1.0}
+    text = hf_capture(rows, evals, summary)
+    assert UP in text and "\r" in text
+    p = tmp_path / "nohup.out"
+    p.write_text(text, encoding="utf-8")
+    run = read_runlog(p)
+    assert run.format == "console"
+    loss = run.get("loss")
+    assert loss.steps.tolist() == [1, 2, 3, 4, 5, 6]  # no 'step' key: the running count of train dicts
+    assert loss.values.tolist() == [r["loss"] for r in rows]
+    assert run.get("lr").key == "learning_rate"
+    assert run.get("lr").values.tolist() == [r["learning_rate"] for r in rows]
+    assert run.get("grad_norm").values.tolist() == [r["grad_norm"] for r in rows]
+    ev = run.get("eval_loss")
+    assert ev.steps.tolist() == [3, 6] and ev.values.tolist() == [1.9, 1.7]  # the last train dict's step
+    assert run.get("eval_runtime").values.tolist() == [12.5, 12.4]
+    # The summary is meta, not a record: train_loss there is not a point of the loss curve.
+    assert run.meta["summary"] == summary
+    assert run.records == 8
+    lines = physical_lines(text)
+    for ln, r in zip(loss.lines.tolist(), rows):
+        assert lines[ln - 1].endswith(str(r))
+    for ln in ev.lines.tolist():
+        assert "{'eval_loss'" in lines[ln - 1]
+
+
+def test_quoted_numbers_newer_transformers(tmp_path: Path) -> None:
+    text = ("{'loss': '1.234', 'grad_norm': '0.56', 'learning_rate': '2e-05', 'epoch': '0.1'}\n"
+            "{'loss': '1.1', 'grad_norm': '0.5', 'learning_rate': '1.8e-05', 'epoch': '0.2', 'note': 'warmup'}\n"
+            "{'eval_loss': '1.05', 'epoch': '0.2'}\n")
+    p = tmp_path / "train.log"
+    p.write_text(text)
+    run = read_runlog(p)
+    assert run.get("loss").values.tolist() == [1.234, 1.1]
+    assert run.get("lr").values.tolist() == [2e-05, 1.8e-05]
+    assert run.get("eval_loss").values.tolist() == [1.05]
+    assert "note" not in run.series  # a string that is not a number is absent, not 0
+
+
+def test_bare_nan_and_inf(tmp_path: Path) -> None:
+    text = ("{'loss': 1.5, 'grad_norm': 2.0, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+            "{'loss': nan, 'grad_norm': inf, 'learning_rate': 1e-05, 'epoch': 0.2}\n"
+            "{'loss': -inf, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.3}\n"
+            "{'eval_loss': nan, 'epoch': 0.3}\n")
+    p = tmp_path / "train.log"
+    p.write_text(text)
+    run = read_runlog(p)
+    loss = run.get("loss").values
+    assert loss[0] == 1.5 and np.isnan(loss[1]) and loss[2] == -math.inf
+    gn = run.get("grad_norm").values
+    assert gn[1] == math.inf and np.isnan(gn[2])
+    assert np.isnan(run.get("eval_loss").values[0])
+
+
+def test_nan_loss_capture_fails_through_the_cli(tmp_path: Path) -> None:
+    rows = train_rows(30)
+    for r in rows[-4:]:
+        r["loss"] = float("nan")  # str() prints a bare nan, as HF does
+    p = tmp_path / "nohup.out"
+    p.write_text(hf_capture(rows, {}, None), encoding="utf-8")
+    assert "'loss': nan" in p.read_text()
+    code, out, err, doc = run_cli("epoch", str(p), "--json")
+    assert code == 1
+    rep = doc["reports"][0]
+    assert rep["format"] == "console" and rep["verdict"] == "FAIL"
+    assert next(f for f in rep["findings"] if f["id"] == "TP-NAN")["step"] == 27
+
+
+def test_step_key_when_present(tmp_path: Path) -> None:
+    text = ("{'loss': 2.0, 'learning_rate': 1e-4, 'step': 50}\n"
+            "{'loss': 1.5, 'learning_rate': 1e-4, 'step': 100}\n"
+            "{'eval_loss': 1.7, 'step': 100}\n"
+            "{'loss': 1.25, 'learning_rate': 1e-4, 'step': 150}\n"
+            "{'eval_loss': 1.6}\n")
+    p = tmp_path / "train.log"
+    p.write_text(text)
+    run = read_runlog(p)
+    assert run.get("loss").steps.tolist() == [50, 100, 150]
+    assert run.get("eval_loss").steps.tolist() == [100, 150]
+    assert "step" not in run.series
+
+
+def test_literal_eval_never_executes_code(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    text = ("{'loss': 2.0, 'epoch': 0.1}\n"
+            f"{{'loss': __import__('pathlib').Path({str(marker)!r}).touch(), 'epoch': 0.2}}\n"
+            "{'loss': float('nan'), 'epoch': 0.3}\n"
+            "{'loss': 1.0, 'epoch': 0.4}\n")
+    p = tmp_path / "train.log"
+    p.write_text(text)
+    run = read_runlog(p)
+    assert not marker.exists()
+    # The dicts holding calls are not data; the count of train dicts skips them.
+    assert run.get("loss").values.tolist() == [2.0, 1.0]
+    assert run.get("loss").lines.tolist() == [1, 4]
+    assert run.get("epoch").values.tolist() == [0.1, 0.4]
+
+
+def test_integer_too_large_for_a_float_reads_as_infinity(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("{'loss': 1" + "0" * 400 + ", 'epoch': 0.1}\n{'loss': 1.0, 'epoch': 0.2}\n"
+                 "{'loss': -1" + "0" * 400 + ", 'epoch': 0.3}\n")
+    run = read_runlog(p)
+    assert run.get("loss").values.tolist() == [math.inf, 1.0, -math.inf]
+
+
+def test_two_dicts_on_one_line(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_text(f"{bar(1, 2)}{{'loss': 2.0, 'epoch': 0.5}}{bar(2, 2)}{{'loss': 1.0, 'epoch': 1.0}}\n"
+                 .replace("\r", " "))
+    run = read_runlog(p)
+    assert run.get("loss").values.tolist() == [2.0, 1.0]
+    assert run.get("loss").lines.tolist() == [1, 1]
+
+
+# --------------------------------------------------------------------------- hand-written epoch lines
+
+
+def test_epoch_slash_total_pipe_loss_lines(tmp_path: Path) -> None:
+    lines = ["Using device: cuda", "Loading data..."]
+    lines += [f"Epoch {e}/200 | Loss: {0.6924 - e / 1000:.4f}" for e in range(1, 11)]
+    lines += ["", "Test Accuracy: 0.81", "Test Loss: 0.45"]
+    p = tmp_path / "training.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = read_runlog(p)
+    assert run.format == "console"
+    loss = run.get("loss")
+    assert loss.steps.tolist() == list(range(1, 11))
+    assert loss.values.tolist() == [round(0.6924 - e / 1000, 4) for e in range(1, 11)]
+    assert loss.lines.tolist() == list(range(3, 13))
+    assert set(run.series) == {"loss"}  # the test block after training is not an epoch line
+
+
+def test_logging_epoch_lines_with_train_and_val_metrics(tmp_path: Path) -> None:
+    lines = ["2025-04-24 21:17:40,001 - INFO - Class distribution: {0: 120, 1: 98}"]
+    for e in range(1, 6):
+        lines.append(f"2025-04-24 21:17:{50 + e},828 - INFO - Epoch [{e}/50], Train Loss: {2.0 - e / 10:.4f}, "
+                     f"Train Acc: {20 + e:.2f}%, Val Loss: {1.9 - e / 20:.4f}, Val Acc: {17 + e:.2f}%")
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = read_runlog(p)
+    assert run.get("loss").key == "train_loss"
+    assert run.get("loss").steps.tolist() == [1, 2, 3, 4, 5]
+    assert run.get("loss").values.tolist() == [1.9, 1.8, 1.7, 1.6, 1.5]
+    assert run.get("eval_loss").key == "val_loss"
+    assert run.get("eval_loss").values.tolist() == [1.85, 1.8, 1.75, 1.7, 1.65]
+    assert run.get("train_acc").values.tolist() == [21.0, 22.0, 23.0, 24.0, 25.0]  # the % sign is dropped
+    assert run.get("val_acc").values.tolist() == [18.0, 19.0, 20.0, 21.0, 22.0]
+
+
+def test_restarted_runs_in_one_capture(tmp_path: Path) -> None:
+    lines = [f"Epoch [{e}/3], Train Loss: {1.0 + e:.1f}, Val Loss: 2.0" for e in (1, 2, 3)]
+    lines += ["Class distribution: {0: 10}"]
+    lines += [f"Epoch [{e}/3], Train Loss: {e / 10:.1f}, Val Loss: 1.0" for e in (1, 2)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = read_runlog(p)
+    assert run.get("loss").steps.tolist() == [1, 2, 3]
+    assert run.get("loss").values.tolist() == [0.1, 0.2, 4.0]  # the later run's epochs 1-2 win
+    assert any("logged more than once" in n for n in run.notes)
+
+
+@pytest.mark.parametrize(
+    ("line", "want"),
+    [
+        ("Epoch 1 Step 200 Loss: 0.5", {"loss": 0.5}),
+        ("Epoch 2 | lr 0.001 Loss: 0.4", {"loss": 0.4}),
+        ("epoch 3: loss=0.25 acc=0.9", {"loss": 0.25, "acc": 0.9}),
+        ("Epoch 4 - loss: 0.5 - val_loss: 0.4", {"loss": 0.5, "val_loss": 0.4}),
+        ("Epoch 5, lr: 1e-4, train/loss: 0.3", {"lr": 1e-4, "train_loss": 0.3}),
+    ],
+)
+def test_epoch_line_pairs(tmp_path: Path, line: str, want: dict) -> None:
+    p = tmp_path / "train.log"
+    p.write_text(line + "\n")
+    run = read_runlog(p, "console")
+    got = {s.key: s.values.tolist()[0] for s in run.series.values()}
+    assert got == want
+
+
+def test_epoch_line_without_a_loss_is_not_a_record(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("Epoch 1/3 | Loss: 0.9\nEpoch 2/3 starting, lr: 0.01\nEpoch 2/3 | Loss: 0.8\n")
+    run = read_runlog(p)
+    assert run.records == 2
+    assert "lr" not in run.series
+
+
+# --------------------------------------------------------------------------- not a training log
+
+
+def test_capture_without_training_lines_is_exit_2(tmp_path: Path) -> None:
+    text = ("INFO 10-06 08:52:33 [__init__.py:241] Automatically detected platform cuda.\n"
+            "\x1b[1;36m(EngineCore pid=1)\x1b[0m INFO Loading weights took 2.1 s\n"
+            "| Task | Version | Metric | Value |\n|------|---------|--------|-------|\n"
+            "| gsm8k | 3 | exact_match | 0.41 |\n"
+            "Traceback (most recent call last):\nBrokenPipeError: [Errno 32] Broken pipe\n")
+    p = tmp_path / "eval-3489209.out"
+    p.write_text(text)
+    with pytest.raises(NotALog, match="not a training log"):
+        read_runlog(p)
+    rep = judge(p)
+    assert rep.verdict.value == "NOT-CHECKED" and "not a training log" in rep.error
+    code, out, err, _ = run_cli("epoch", str(p))
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert "not a training log trainproof can read" in line and "it starts with: INFO 10-06" in line
+
+
+def test_console_format_forced_on_a_capture_without_records(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("starting\nepoch 1 done\nbye\n")
+    run = read_runlog(p, "console")
+    assert run.records == 0
+    code, _, _, doc = run_cli("epoch", str(p), "--format", "console", "--json")
+    assert code == 2 and doc["reports"][0]["findings"][0]["id"] == "TP-NO-RECORDS"
+
+
+def test_sniff(tmp_path: Path) -> None:
+    assert console.sniff(tmp_path / "x", "noise\n 10%|█ | 1/10 {'loss': 1.0, 'epoch': 0.1}\n")
+    assert console.sniff(tmp_path / "x", "Epoch 1/5 | Loss: 0.5\n")
+    assert not console.sniff(tmp_path / "x", "Epoch 1/5 finished\n{'lr': 0.1}\n")
+    assert not console.sniff(tmp_path / "x", "")
+
+
+# --------------------------------------------------------------------------- fuzz
+
+
+_piece = st.one_of(
+    st.text(max_size=20),
+    st.sampled_from(["{'loss': ", "nan", "inf", "-inf", "'1.5'", "}", "{", ", 'epoch': ", "Epoch ", "/", " | Loss: ",
+                     "\r", "\n", UP, "1e999", "10" * 30, "(", ")", "'step': ", "{'eval_loss': ", "{'train_runtime': "]),
+    st.floats(allow_nan=True).map(repr),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(_piece, max_size=40))
+def test_arbitrary_console_text_reads_or_raises_read_error(tmp_path: Path, parts: list[str]) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("".join(parts), encoding="utf-8", errors="surrogatepass")
+    for fmt in ("auto", "console"):
+        try:
+            run = read_runlog(p, fmt)
+        except ReadError:
+            continue
+        for s in run.series.values():
+            assert np.all(np.diff(s.steps) > 0)
+
+
+# --------------------------------------------------------------------------- gzip across text readers
+
+
+def test_gzip_console_capture(tmp_path: Path) -> None:
+    p = tmp_path / "nohup.out.gz"
+    p.write_bytes(gzip.compress(hf_capture(train_rows(4), {}, None).encode()))
+    assert detect(p) is console
+    assert read_runlog(p).get("loss").values.tolist() == [r["loss"] for r in train_rows(4)]
+
+
+def test_doctor_reads_gzip_logs_of_every_text_format(tmp_path: Path) -> None:
+    rows = [{"step": s, "loss": 2.0 - s / 100} for s in range(1, 41)]
+    (tmp_path / "a").mkdir()
+    jsonl_text = "".join(json.dumps(r) + "\n" for r in rows)
+    (tmp_path / "a" / "metrics.jsonl.gz").write_bytes(gzip.compress(jsonl_text.encode()))
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["step", "train_loss"])
+    w.writerows([[r["step"], r["loss"]] for r in rows])
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "metrics.csv.gz").write_bytes(gzip.compress(buf.getvalue().encode()))
+    coqui_text = "".join(f"   --> STEP: {s}/40 -- GLOBAL_STEP: {s}\n     | > loss: {2.0 - s / 100}  (1.0)\n\n"
+                         for s in range(1, 41))
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "trainer_0_log.txt.gz").write_bytes(gzip.compress(coqui_text.encode()))
+    reports, ignored = doctor(tmp_path)
+    got = {Path(r.file).relative_to(tmp_path).as_posix(): r for r in reports}
+    assert set(got) == {"a/metrics.jsonl.gz", "b/metrics.csv.gz", "c/trainer_0_log.txt.gz"}
+    assert {k: r.format for k, r in got.items()} == {"a/metrics.jsonl.gz": "jsonl", "b/metrics.csv.gz": "csv",
+                                                     "c/trainer_0_log.txt.gz": "coqui"}
+    for r in got.values():
+        assert r.records == 40 and r.error is None and r.judged
+    assert not ignored
+
+
+# --------------------------------------------------------------------------- corpus (skips without ../shared)
+
+
+def test_corpus_hf_nohup_matches_a_direct_parse(shared: Path) -> None:
+    import ast
+
+    p = shared / "corpus" / "console" / "console-hf-qwen3-qlora-nohup" / "training.log"
+    text = p.read_text(encoding="utf-8")
+    want = [ast.literal_eval(m) for m in re.findall(r"\{'loss':[^{}]*\}", text)]
+    want_eval = [ast.literal_eval(m) for m in re.findall(r"\{'eval_loss':[^{}]*\}", text)]
+    run = read_runlog(p)
+    assert run.get("loss").values.tolist() == [float(d["loss"]) for d in want]
+    assert run.get("eval_loss").values.tolist() == [float(d["eval_loss"]) for d in want_eval]
+    assert run.meta["summary"]["train_runtime"] == 39860.6586
+
+
+def test_corpus_epoch_lines(shared: Path) -> None:
+    p = shared / "corpus" / "console" / "console-epoch-loss-lines" / "training.log"
+    want = [float(m) for m in re.findall(r"Epoch \d+/\d+ \| Loss: ([0-9.]+)", p.read_text())]
+    run = read_runlog(p)
+    assert len(want) == 200
+    assert run.get("loss").values.tolist() == want
+
+
+def test_corpus_eval_only_slurm_output_is_not_a_log(shared: Path) -> None:
+    (p,) = (shared / "corpus" / "console" / "console-slurm-vllm-eval-no-train").iterdir()
+    code, out, err, doc = run_cli("epoch", str(p), "--json")
+    assert code == 2
+    assert "not a training log" in doc["error"]

@@ -1,0 +1,214 @@
+"""The MLflow file-store reader (trainproof.formats.mlflow).
+
+The store is written by hand in the layout MLflow's ``FileStore`` uses:
+``mlruns/<experiment id>/meta.yaml`` and ``mlruns/<experiment id>/<run id>/{meta.yaml,
+metrics/, params/, tags/}``; one file per metric (a ``/`` in the name is a sub-folder), one
+``<unix ms> <value> <step>`` line per logged value, values written with ``str(float)``.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from trainproof.api import doctor, read_runlog
+from trainproof.formats import NotALog, ReadError, detect, mlflow
+
+RUN_ID = "cb0096518b0e4c66a94428555f05420b"
+T0 = 1_664_364_007_310
+
+
+def metric_line(i: int, value: float, step: int) -> str:
+    return f"{T0 + 1000 * i} {value} {step}\n"  # MLflow writes str(float): nan, inf, 1e-05
+
+
+def make_store(root: Path, metrics: dict[str, list[tuple[float, int]]], exp: str = "0",
+               run_id: str = RUN_ID) -> Path:
+    """An mlruns/ tree with one run; returns the run folder."""
+    exp_dir = root / "mlruns" / exp
+    exp_dir.mkdir(parents=True, exist_ok=True)
+    (exp_dir / "meta.yaml").write_text(f"artifact_location: file:///x/mlruns/{exp}\nexperiment_id: '{exp}'\n"
+                                       "lifecycle_stage: active\nname: Default\n")
+    run = exp_dir / run_id
+    for sub in ("metrics", "params", "tags", "artifacts"):
+        (run / sub).mkdir(parents=True, exist_ok=True)
+    (run / "meta.yaml").write_text(f"run_id: {run_id}\nexperiment_id: '{exp}'\nstatus: 3\nlifecycle_stage: active\n")
+    (run / "params" / "lr").write_text("0.001")
+    (run / "tags" / "mlflow.runName").write_text("bright-fox-42")
+    for name, points in metrics.items():
+        f = run / "metrics" / name
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("".join(metric_line(i, v, s) for i, (v, s) in enumerate(points)))
+    return run
+
+
+def healthy_points(n: int = 40) -> list[tuple[float, int]]:
+    return [(2.0 * math.exp(-s / 10) + 0.3, s) for s in range(n)]
+
+
+# --------------------------------------------------------------------------- run folders
+
+
+def test_run_folder_with_nested_metric_names(tmp_path: Path) -> None:
+    run_dir = make_store(tmp_path, {
+        "loss": [(2.5, 0), (1.75, 1), (1.25, 2)],
+        "train/lr": [(1e-05, 0), (2e-05, 1), (3e-05, 2)],
+        "val_loss": [(2.0, 1)],
+        "accuracy": [(0.5, 0), (0.6, 2)],
+    })
+    assert detect(run_dir) is mlflow
+    run = read_runlog(run_dir)
+    assert run.format == "mlflow"
+    assert run.meta["metric_files"] == ["accuracy", "loss", "train/lr", "val_loss"]
+    loss = run.get("loss")
+    assert loss.steps.tolist() == [0, 1, 2] and loss.values.tolist() == [2.5, 1.75, 1.25]
+    assert loss.lines.tolist() == [1, 2, 3]  # line within the metric's own file
+    lr = run.get("lr")
+    assert lr.key == "train/lr" and lr.values.tolist() == [1e-05, 2e-05, 3e-05]
+    assert run.get("eval_loss").key == "val_loss" and run.get("eval_loss").steps.tolist() == [1]
+    assert run.get("accuracy").steps.tolist() == [0, 2]
+    assert not run.notes
+
+
+def test_epoch_command_on_a_run_folder(tmp_path: Path) -> None:
+    run_dir = make_store(tmp_path, {"loss": healthy_points(), "lr": [(1e-3, s) for s in range(40)]})
+    code, out, err, doc = run_cli("epoch", str(run_dir), "--json")
+    assert code == 0
+    (rep,) = doc["reports"]
+    assert rep["format"] == "mlflow" and rep["verdict"] == "PASS"
+    assert rep["records"] == 80
+    assert rep["mapping"]["loss"]["source"] == "loss" and rep["mapping"]["lr"]["source"] == "lr"
+
+
+def test_non_finite_values_are_kept_and_fail_the_run(tmp_path: Path) -> None:
+    pts = healthy_points(30) + [(math.nan, 30), (math.inf, 31), (-math.inf, 32)]
+    run_dir = make_store(tmp_path, {"loss": pts})
+    assert "nan 30" in (run_dir / "metrics" / "loss").read_text()
+    run = read_runlog(run_dir)
+    v = run.get("loss").values
+    assert np.isnan(v[30]) and v[31] == math.inf and v[32] == -math.inf
+    code, _, _, doc = run_cli("epoch", str(run_dir), "--json")
+    assert code == 1
+    assert next(f for f in doc["reports"][0]["findings"] if f["id"] == "TP-NAN")["step"] == 30
+
+
+def test_bad_lines_are_skipped_and_noted(tmp_path: Path) -> None:
+    run_dir = make_store(tmp_path, {"loss": [(1.0, 0), (0.5, 1)], "train/lr": [(0.1, 0)]})
+    f = run_dir / "metrics" / "loss"
+    f.write_text(f.read_text() + "this is not a metric line\n\n" + metric_line(9, 0.25, 2)
+                 + f"{T0} 0.5\n" + f"{T0} abc 3\n" + f"{T0} 0.1 4")  # torn last line has no newline
+    run = read_runlog(run_dir)
+    loss = run.get("loss")
+    assert loss.steps.tolist() == [0, 1, 2, 4]
+    assert loss.values.tolist() == [1.0, 0.5, 0.25, 0.1]
+    assert loss.lines.tolist() == [1, 2, 5, 8]  # the blank line 4 counts, and is not "bad"
+    assert run.notes == ["metrics/loss: skipped 3 line(s) that are not 'timestamp value step'"]
+
+
+def test_steps_logged_twice_later_wins(tmp_path: Path) -> None:
+    run_dir = make_store(tmp_path, {"loss": [(1.0, 0), (0.9, 1), (0.8, 1), (0.7, 2)]})
+    run = read_runlog(run_dir)
+    assert run.get("loss").values.tolist() == [1.0, 0.8, 0.7]
+    assert any("logged more than once" in n for n in run.notes)
+
+
+def test_folder_with_empty_metrics_is_not_a_run(tmp_path: Path) -> None:
+    run_dir = make_store(tmp_path, {})
+    with pytest.raises(NotALog, match="holds no run"):
+        read_runlog(run_dir)
+    with pytest.raises(ReadError, match="holds no mlflow run"):
+        read_runlog(run_dir, "mlflow")
+    code, _, err, _ = run_cli("epoch", str(run_dir))
+    assert code == 2 and "holds no run" in err
+
+
+def test_empty_metric_files_are_no_records(tmp_path: Path) -> None:
+    run_dir = make_store(tmp_path, {"loss": []})
+    run = read_runlog(run_dir)
+    assert run.records == 0
+    code, _, _, doc = run_cli("epoch", str(run_dir), "--json")
+    assert code == 2 and doc["reports"][0]["findings"][0]["id"] == "TP-NO-RECORDS"
+
+
+# --------------------------------------------------------------------------- single metric files
+
+
+def test_single_metric_file_named_after_the_file(tmp_path: Path) -> None:
+    run_dir = make_store(tmp_path, {"loss": healthy_points(5), "train/lr": [(1e-3, 0)]})
+    p = run_dir / "metrics" / "loss"
+    assert detect(p) is mlflow
+    run = read_runlog(p)
+    assert run.format == "mlflow"
+    assert run.get("loss").key == "loss"
+    assert run.get("loss").values.tolist() == [v for v, _ in healthy_points(5)]
+    nested = read_runlog(run_dir / "metrics" / "train" / "lr")
+    assert nested.get("lr").key == "lr" and nested.get("lr").values.tolist() == [1e-3]
+
+
+def test_single_file_being_written_has_a_torn_last_line(tmp_path: Path) -> None:
+    p = tmp_path / "loss"
+    p.write_text(metric_line(0, 1.0, 0) + metric_line(1, 0.9, 1) + f"{T0 + 5000} 0.8")
+    run = read_runlog(p)  # still recognised: only the unfinished line fails to match
+    assert run.get("loss").values.tolist() == [1.0, 0.9]
+    assert run.notes == ["loss: skipped 1 line(s) that are not 'timestamp value step'"]
+
+
+def test_single_line_metric_file(tmp_path: Path) -> None:
+    p = tmp_path / "loss"
+    p.write_text(f"{T0} 3.2727866172790527 0")  # no trailing newline, one value
+    run = read_runlog(p)
+    assert run.get("loss").values.tolist() == [3.2727866172790527]
+    code, _, _, doc = run_cli("epoch", str(p), "--json")
+    assert code == 2  # one point: nothing can be judged
+    assert doc["reports"][0]["verdict"] == "NOT-CHECKED"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["step,loss\n1,2.0\n", "1664364007310,0.5,1\n", "16643 0.5 1\n", "1664364007310 0.5 1.5\n",
+     "1664364007310 0.5 1\nnot a metric\n1664364007310 0.4 2\n"],
+    ids=["csv", "commas", "short-timestamp", "float-step", "junk-in-the-middle"],
+)
+def test_sniff_rejects(tmp_path: Path, text: str) -> None:
+    assert not mlflow.sniff(tmp_path / "loss", text)
+
+
+def test_sniff_accepts_a_head_cut_mid_line(tmp_path: Path) -> None:
+    head = "".join(metric_line(i, 0.5, i) for i in range(5000))[:65536]
+    assert not head.endswith("\n")
+    assert mlflow.sniff(tmp_path / "loss", head)
+
+
+# --------------------------------------------------------------------------- doctor
+
+
+def test_doctor_finds_run_folders(tmp_path: Path) -> None:
+    a = make_store(tmp_path, {"loss": healthy_points(), "lr": [(1e-3, s) for s in range(40)]})
+    b = make_store(tmp_path, {"loss": healthy_points(30) + [(math.nan, 30)]}, run_id="0123456789abcdef")
+    c = make_store(tmp_path, {"loss": healthy_points()}, exp="7", run_id="feedface")
+    reports, ignored = doctor(tmp_path)
+    by = {r.file: r for r in reports}
+    assert set(by) == {str(a), str(b), str(c)}
+    assert all(r.format == "mlflow" for r in reports)
+    assert by[str(a)].verdict.value == "PASS" and by[str(b)].verdict.value == "FAIL"
+    # The metric files inside a run folder are not judged again one by one.
+    assert not any("metrics" in r.file for r in reports)
+    assert not ignored
+    code, out, err, doc = run_cli("doctor", str(tmp_path), "--json")
+    assert code == 1
+    assert sorted(r["file"] for r in doc["reports"]) == sorted(map(str, (a, b, c)))
+
+
+# --------------------------------------------------------------------------- corpus (skips without ../shared)
+
+
+def test_corpus_single_value_loss(shared: Path) -> None:
+    p = shared / "corpus" / "mlflow" / "mlflow-single-value-loss" / "loss"
+    ts, val, step = p.read_text().split()
+    run = read_runlog(p)
+    assert run.format == "mlflow"
+    assert run.get("loss").values.tolist() == [float(val)]
+    assert run.get("loss").steps.tolist() == [float(step)]

@@ -410,3 +410,15 @@ def test_corpus_tables_match_csv_module(path: Path) -> None:
     assert np.all(np.isfinite(loss.values)) or "nan" in path.name
     if "step" not in header:
         assert loss.steps.tolist() == [float(r[header.index("epoch")]) for r in data]
+
+
+def test_sniff_survives_a_quote_that_swallows_the_line_breaks(tmp_path):
+    # Found by Hypothesis: csv.reader joins the quoted lines into one row.
+    from trainproof.formats import csv as csv_reader
+
+    assert csv_reader.sniff(tmp_path / "x.csv", '\t"\n\x00') is False
+    p = tmp_path / "x.csv"
+    p.write_bytes(b'\t"\n\x00')
+    from trainproof.api import judge
+
+    assert judge(p).error is not None

@@ -8,6 +8,7 @@ name; every other metric keeps its raw key.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -31,6 +32,28 @@ class Record:
     step: float | None
     values: dict[str, float]
     line: int
+
+
+@dataclass
+class Columns:
+    """A batch of one metric's points, for readers that decode columns rather than rows
+    (binary formats with one scalar per record): the same meaning as one :class:`Record`
+    per point, at a fraction of the memory.
+
+    Attributes:
+        key: raw metric key.
+        steps: float64 array of steps.
+        values: float64 array (NaN and ±Inf kept).
+        lines: int64 array of record indices (or source lines).
+    """
+
+    key: str
+    steps: np.ndarray
+    values: np.ndarray
+    lines: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.values.shape[0])
 
 
 @dataclass
@@ -97,8 +120,9 @@ class _Column:
     __slots__ = ("rec", "vals")
 
     def __init__(self) -> None:
-        self.rec: list[int] = []
-        self.vals: list[float] = []
+        # Typed arrays: 16 bytes a point instead of two Python objects.
+        self.rec = array("q")
+        self.vals = array("d")
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -106,7 +130,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def build_runlog(
-    records: Iterable[Record],
+    records: Iterable[Record | Columns],
     path: str,
     fmt: str,
     meta: Mapping | None = None,
@@ -120,6 +144,8 @@ def build_runlog(
     axis when it has one (Keras ``CSVLogger``), else the record index. Each series is
     sorted by step (stable); when a step is logged twice for the same metric the later
     write wins and, if the values differ, a note says so (a resumed or interleaved run).
+    :class:`Columns` batches carry their own steps; for one key, rows from records come
+    before column batches, which keep their stream order.
 
     Args:
         records: the reader's stream.
@@ -131,11 +157,17 @@ def build_runlog(
         aliases.MappingError: an override names a column the log does not have.
     """
     cols: dict[str, _Column] = {}
-    rec_steps: list[float] = []
-    rec_lines: list[int] = []
+    batches: dict[str, list[Columns]] = {}
+    rec_steps = array("d")
+    rec_lines = array("q")
     last_step = math.nan
     n = 0
+    n_batched = 0
     for rec in records:
+        if type(rec) is Columns:
+            batches.setdefault(rec.key, []).append(rec)
+            n_batched += len(rec)
+            continue
         if rec.step is not None and math.isfinite(rec.step):
             last_step = float(rec.step)
             rec_steps.append(last_step)
@@ -150,12 +182,12 @@ def build_runlog(
             c.vals.append(v)
         n += 1
 
-    steps_all = np.asarray(rec_steps, dtype=np.float64)
-    lines_all = np.asarray(rec_lines, dtype=np.int64)
+    steps_all = np.frombuffer(rec_steps, dtype=np.float64).copy() if n else np.empty(0)
+    lines_all = np.frombuffer(rec_lines, dtype=np.int64) if n else np.empty(0, dtype=np.int64)
     out_notes = list(notes)
-    mapping = aliases.resolve(cols.keys(), overrides)
+    mapping = aliases.resolve(set(cols) | set(batches), overrides)
 
-    explicit_steps = bool(n) and not np.all(np.isnan(steps_all))
+    explicit_steps = (bool(n) and not np.all(np.isnan(steps_all))) or n_batched > 0
     if n and not explicit_steps:
         epoch_key = mapping.get("epoch", {}).get("source")
         steps_all = np.arange(n, dtype=np.float64)
@@ -165,22 +197,34 @@ def build_runlog(
             if len(ec.rec) == n and np.all(np.isfinite(ev)):
                 steps_all = ev
                 out_notes.append("no step column: the epoch is the x axis")
-    elif n:
-        # Records before the first step carry no step of their own: use the first one.
-        first = np.flatnonzero(~np.isnan(steps_all))[0]
-        steps_all[:first] = steps_all[first]
+    elif n and np.isnan(steps_all).any():
+        # Records before the first step carry no step of their own: use the first one
+        # (the record index when no record has a step but column batches do).
+        known = np.flatnonzero(~np.isnan(steps_all))
+        if known.size:
+            steps_all[: known[0]] = steps_all[known[0]]
+        else:
+            steps_all = np.arange(n, dtype=np.float64)
 
     source_to_name = {m["source"]: canon for canon, m in mapping.items()}
     series: dict[str, Series] = {}
     rewritten: list[str] = []
-    for key in sorted(cols):
-        c = cols[key]
-        idx = np.asarray(c.rec, dtype=np.int64)
-        vals = np.asarray(c.vals, dtype=np.float64)
-        st = steps_all[idx]
-        ln = lines_all[idx]
-        order = np.argsort(st, kind="stable")
-        st, vals, ln = st[order], vals[order], ln[order]
+    for key in sorted(set(cols) | set(batches)):
+        parts = []
+        c = cols.get(key)
+        if c is not None:
+            idx = np.frombuffer(c.rec, dtype=np.int64)
+            parts.append((steps_all[idx], np.frombuffer(c.vals, dtype=np.float64), lines_all[idx]))
+        for b in batches.get(key, ()):
+            parts.append((np.asarray(b.steps, dtype=np.float64), np.asarray(b.values, dtype=np.float64),
+                          np.asarray(b.lines, dtype=np.int64)))
+        if len(parts) == 1:
+            st, vals, ln = parts[0]
+        else:
+            st, vals, ln = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        if st.size > 1 and not np.all(st[1:] >= st[:-1]):
+            order = np.argsort(st, kind="stable")
+            st, vals, ln = st[order], vals[order], ln[order]
         if st.size > 1:
             dup_next = st[1:] == st[:-1]
             if dup_next.any():
@@ -209,8 +253,10 @@ def build_runlog(
                 + (f" and {len(m['ignored']) - 5} more" if len(m["ignored"]) > 5 else "")
             )
     step_range = None
-    if n:
-        step_range = (float(np.nanmin(steps_all)), float(np.nanmax(steps_all)))
+    ends = [(float(np.nanmin(steps_all)), float(np.nanmax(steps_all)))] if n else []
+    ends += [(float(b.steps.min()), float(b.steps.max())) for bs in batches.values() for b in bs if len(b)]
+    if ends:
+        step_range = (min(e[0] for e in ends), max(e[1] for e in ends))
     return RunLog(
         path=path,
         format=fmt,
@@ -218,7 +264,7 @@ def build_runlog(
         meta=dict(meta or {}),
         notes=out_notes,
         mapping=mapping,
-        records=n,
+        records=n + n_batched,
         step_range=step_range,
         explicit_steps=explicit_steps,
     )

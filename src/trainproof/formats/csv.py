@@ -81,6 +81,8 @@ def sniff(path: Path, head: str) -> bool:
     if d is None:
         return False
     rows = list(csv.reader(lines[:3], delimiter=d))
+    if len(rows) < 2:  # a quoted field swallowed the line breaks
+        return False
     header = rows[0]
     if len(header) < 2 or not _looks_like_header(header):
         return False

@@ -800,3 +800,27 @@ def test_corpus_json_output_validates(shared: Path) -> None:
         code, out, err, doc = run_cli("epoch", str(p), "--json")
         assert code in (0, 1, 2)
         json.dumps(doc)  # validated against the schema by run_cli
+
+
+def test_keras_train_validation_folders_are_one_run(tmp_path):
+    # Keras' TensorBoard callback layout: <log_dir>/train and <log_dir>/validation, both
+    # logging `epoch_loss` (written here with a real SummaryWriter, one per folder).
+    from torch.utils.tensorboard import SummaryWriter
+
+    from trainproof.api import doctor, read_runlog
+
+    log_dir = tmp_path / "logs"
+    for sub, losses in (("train", [1.2, 0.9, 0.7, 0.6, 0.5, 0.45, 0.4, 0.38]),
+                        ("validation", [1.1, 0.95, 0.8, 0.75, 0.72, 0.7, 0.69, 0.69])):
+        w = SummaryWriter(str(log_dir / sub))
+        for epoch, v in enumerate(losses):
+            w.add_scalar("epoch_loss", v, epoch)
+        w.close()
+    run = read_runlog(log_dir)
+    assert run.format == "tfevents"
+    assert run.mapping["loss"]["source"] == "epoch_loss"
+    assert run.mapping["eval_loss"]["source"] == "validation/epoch_loss"
+    assert run.series["eval_loss"].values[-1] == pytest.approx(0.69, rel=1e-6)
+    reports, _ = doctor(tmp_path)
+    assert [r.file for r in reports] == [str(log_dir)]
+    assert reports[0].verdict.value == "PASS"

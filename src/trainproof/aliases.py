@@ -63,6 +63,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "Loss/val",
         "val_loss_epoch",
         "validation/loss",
+        "validation/epoch_loss",  # Keras TensorBoard callback (validation/ folder)
         "eval/avg_loss",  # Coqui's EVALUATION block
         "EvalStats/avg_loss",
         "eval/avg_loss_1",

@@ -32,6 +32,8 @@ def read_runlog(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] 
     run = build_runlog(records, str(path), name, {}, (), mapping)
     run.meta.update(state.meta)
     run.notes[:0] = state.notes
+    if state.drops:
+        run.meta["dropped"] = list(state.drops)
     return run
 
 

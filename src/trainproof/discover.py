@@ -71,11 +71,11 @@ def walk(root: Path) -> list[Path]:
             dirnames[:] = []
             continue
         seen.add(key)
+        skip = set(PRUNE_DIRS)
         if _is_mlflow_run(dirpath, dirnames, filenames):
             out.append(Path(dirpath))
-            dirnames[:] = []
-            continue
-        dirnames[:] = sorted(d for d in dirnames if d not in PRUNE_DIRS and not d.endswith(".egg-info"))
+            skip |= {"metrics", "params", "tags"}  # read as the run; artifacts/ may hold more logs
+        dirnames[:] = sorted(d for d in dirnames if d not in skip and not d.endswith(".egg-info"))
         for f in sorted(filenames):
             if _log_like(f) or "tfevents" in f:
                 out.append(Path(dirpath) / f)
@@ -104,6 +104,16 @@ def group_runs(paths: list[Path]) -> list[Candidate]:
             events.setdefault(p.parent, []).append(p)
             continue
         rest.append(Candidate(p))
+    keras: dict[Path, list[Path]] = {}
+    for folder in list(events):
+        # Keras' TensorBoard callback: <log_dir>/train/ and <log_dir>/validation/ are one run.
+        if folder.name in ("train", "validation"):
+            keras.setdefault(folder.parent, []).append(folder)
+    for log_dir, splits in keras.items():
+        if any(f.name == "train" for f in splits) and log_dir not in events:
+            for f in splits:
+                del events[f]
+            rest.append(Candidate(log_dir))
     for folder, shards in events.items():
         rest.append(Candidate(shards[0] if len(shards) == 1 else folder))
     by_path = {c.path: c for c in rest}

@@ -28,10 +28,21 @@ READERS = (tfevents, hf, jsonl, csv_reader, coqui, mlflow, console)
 
 @dataclass
 class ReadState:
-    """What a reader learns besides records: declared intent and notes."""
+    """What a reader learns besides records: declared intent, notes, and what it dropped.
+
+    ``drops`` lists the input a reader could not use (torn tails, unparseable lines or
+    rows, damaged shards), each as a note; the engine reports them as ``TP-DATA-DROPPED``
+    so a verdict never silently rests on part of a log.
+    """
 
     meta: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    drops: list[str] = field(default_factory=list)
+
+    def drop(self, note: str) -> None:
+        """Record that part of the input was not read, and why (also a note)."""
+        self.notes.append(note)
+        self.drops.append(note)
 
 
 def format_names() -> list[str]:

@@ -14,6 +14,7 @@ tag, so the caller keeps the plugin name per tag (``plugins``). Everything else
 """
 from __future__ import annotations
 
+import re
 import struct
 
 _F32 = struct.Struct("<f")
@@ -213,3 +214,49 @@ def parse_event(payload: bytes, plugins: dict[str, str]) -> tuple[float, int, li
                 if val is not None:
                     out.append((tag, val))
     return wall, step, out
+
+
+# The event torch.utils.tensorboard / tensorboardX write for add_scalar: wall_time (1),
+# step (2, omitted when 0), summary (5) holding one value (tag 1, simple_value 2), every
+# length under 128. Checking that layout byte by byte skips the general decoder for the
+# common case; any other layout returns None and falls back to parse_event.
+_WALL = struct.Struct("<d").unpack_from
+_VALUE = _F32.unpack_from
+
+
+def parse_simple(p: bytes) -> tuple[float, int, bytes, float] | None:
+    """``(wall_time, step, tag_bytes, value)`` for a one-``simple_value`` event in the
+    standard layout, else ``None`` (the caller then uses :func:`parse_event`)."""
+    n = len(p)
+    if n < 20 or p[0] != 0x09:
+        return None
+    i = 9
+    step = 0
+    if p[9] == 0x10:
+        b = p[10]
+        i = 11
+        if b < 0x80:
+            step = b
+        else:
+            step = b & 0x7F
+            shift = 7
+            while True:
+                if i >= n:
+                    return None
+                b = p[i]
+                i += 1
+                step |= (b & 0x7F) << shift
+                if b < 0x80:
+                    break
+                shift += 7
+                if shift > 63:
+                    return None
+            if step >= 1 << 63:
+                step -= 1 << 64
+    if n - i < 11:
+        return None
+    lt = n - i - 11
+    if (p[i] != 0x2A or p[i + 1] != lt + 9 or p[i + 2] != 0x0A or p[i + 3] != lt + 7
+            or p[i + 4] != 0x0A or p[i + 5] != lt or p[n - 5] != 0x15):
+        return None
+    return _WALL(p, 1)[0], step, p[i + 6:n - 5], _VALUE(p, n - 4)[0]

@@ -162,7 +162,7 @@ def read(path: Path, state) -> Iterator[Record]:
     state.notes.extend(header_changes)
     if bad_rows:
         shown = ", ".join(str(n) for n in bad_rows[:5]) + (" …" if len(bad_rows) > 5 else "")
-        state.notes.append(
+        state.drop(
             f"skipped {len(bad_rows)} row(s) whose field count does not match the header "
             f"(first: {bad_shape}; lines {shown}): their columns cannot be known, so they were not guessed"
         )

@@ -198,12 +198,12 @@ def read(path: Path, state) -> Iterator[Record]:
         except _Truncated as e:
             if not seen_history:
                 raise ReadError(f"torn trainer_state.json: {e}") from None
-            state.notes.append(f"torn file: {e}; everything before it was read")
+            state.drop(f"torn file: {e}; everything before it was read")
         except ReadError as e:
             if not seen_history:
                 raise
             # log_history was read whole; only the bookkeeping after it is damaged.
-            state.notes.append(f"after log_history: {e}; the rest of the file was not read")
+            state.drop(f"after log_history: {e}; the rest of the file was not read")
         if summary:
             state.meta["summary"] = summary
         if not seen_history:
@@ -221,7 +221,7 @@ def _entries(sc: _Scanner, state, summary: dict) -> Iterator[Record]:
             entry, line = sc.value()
         except ReadError as e:
             rest = sc.remaining_bytes()
-            state.notes.append(f"log_history: {e}; the remaining {rest} characters were not read")
+            state.drop(f"log_history: {e}; the remaining {rest} characters were not read")
             raise _Truncated("inside log_history") from None
         if isinstance(entry, dict):
             values = flatten_numeric(entry)
@@ -236,4 +236,4 @@ def _entries(sc: _Scanner, state, summary: dict) -> Iterator[Record]:
         if sc.expect(",]") == "]":
             break
     if skipped:
-        state.notes.append(f"log_history: {skipped} entries are not objects and were skipped")
+        state.drop(f"log_history: {skipped} entries are not objects and were skipped")

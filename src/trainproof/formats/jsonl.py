@@ -75,4 +75,4 @@ def read(path: Path, state) -> Iterator[Record]:
         msg = f"skipped {skipped} line(s) that are not JSON objects (first at line {first_skipped})"
         if last_bad:
             msg += f"; the last line ({last_line}) is incomplete or not JSON (a run killed mid-write?)"
-        state.notes.append(msg)
+        state.drop(msg)

@@ -55,7 +55,7 @@ def _read_metric(key: str, p: Path, state, label: str) -> Iterator[Record]:
                 continue
             yield Record(float(m.group(3)), {key: val}, lineno)
     if bad:
-        state.notes.append(f"{label}: skipped {bad} line(s) that are not 'timestamp value step'")
+        state.drop(f"{label}: skipped {bad} line(s) that are not 'timestamp value step'")
 
 
 def read(path: Path, state) -> Iterator[Record]:

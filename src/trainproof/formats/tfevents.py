@@ -14,12 +14,15 @@ Lightning's ``hp_metric`` placeholder (``-1`` at step 0) is not a metric and is 
 from __future__ import annotations
 
 import struct
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..runlog import Record
+import numpy as np
+
+from ..runlog import Columns
 from . import _tfrecord
-from ._event_proto import ProtoError, parse_event
+from ._event_proto import ProtoError, parse_event, parse_simple
 from ._io import ReadError
 
 name = "tfevents"
@@ -32,9 +35,26 @@ def is_event_file(p: Path) -> bool:
     return "tfevents" in p.name
 
 
+#: Keras' TensorBoard callback writes ``<log_dir>/train/`` and ``<log_dir>/validation/``,
+#: both with ``epoch_loss``: read together, the validation tags get this prefix.
+KERAS_SPLITS = (("train", ""), ("validation", "validation/"))
+
+
+def run_files(path: Path) -> list[tuple[Path, str]]:
+    """``(event file, tag prefix)`` of the run at ``path``: a file, a folder of event
+    files, or a Keras log folder with ``train/`` and ``validation/`` sub-folders."""
+    if not path.is_dir():
+        return [(path, "")]
+    files = [(p, "") for p in shards(path)]
+    if not files:
+        for sub, prefix in KERAS_SPLITS:
+            files += [(p, prefix) for p in shards(path / sub)]
+    return files
+
+
 def sniff_dir(path: Path) -> bool:
-    """A run directory: it holds event files directly."""
-    return bool(shards(path))
+    """A run directory: event files directly inside, or Keras' train/validation split."""
+    return bool(run_files(path))
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -60,35 +80,92 @@ def shards(d: Path) -> list[Path]:
         return []
 
 
-def _read_file(path: Path, state, shard_no: int, out: list) -> _tfrecord.Tail:
+class _TagColumns:
+    """One tag's scalars as typed arrays (about 32 bytes a scalar while reading)."""
+
+    __slots__ = ("steps", "values", "lines", "walls", "shards")
+
+    def __init__(self) -> None:
+        self.steps = array("d")
+        self.values = array("d")
+        self.lines = array("q")
+        self.walls = array("d")
+        self.shards = array("l")
+
+
+def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], merge: bool = False,
+               prefix: str = "") -> _tfrecord.Tail:
+    """Read one event file into ``out``; with ``merge`` also keep wall time and file
+    number per scalar (needed to interleave several files of one run); ``prefix`` is put
+    before every tag (Keras' validation folder)."""
     plugins: dict[str, str] = {}
     tail = _tfrecord.Tail()
     bad_events = 0
     scalars = 0
     ignored: set[str] = set()
+    # The standard add_scalar event is decoded by parse_simple, keyed by the tag's bytes
+    # (decoded once per tag); everything else goes through parse_event. Local names: this
+    # loop runs once per scalar.
+    fast = parse_simple
+    by_bytes: dict[bytes, _TagColumns | None] = {}
+    idx = 0
+
+    def columns(tag: str) -> _TagColumns | None:
+        if tag in IGNORED_TAGS:
+            ignored.add(tag)
+            return None
+        c = out.get(prefix + tag)
+        if c is None:
+            c = out[prefix + tag] = _TagColumns()
+        return c
+
     try:
         with open(path, "rb") as f:
-            for idx, payload in enumerate(_tfrecord.records(f, tail), 1):
-                try:
-                    wall, step, values = parse_event(payload, plugins)
-                except (ProtoError, struct.error, ValueError, OverflowError):
-                    bad_events += 1
-                    continue
-                for tag, val in values:
-                    if tag in IGNORED_TAGS:
-                        ignored.add(tag)
-                    else:
-                        out.append((wall, shard_no, idx, step, tag, val))
+            for batch in _tfrecord.record_batches(f, tail):
+                for payload in batch:
+                    idx += 1
+                    hit = fast(payload)
+                    if hit is not None:
+                        wall, step, tag_b, val = hit
+                        try:
+                            c = by_bytes[tag_b]
+                        except KeyError:
+                            c = by_bytes[tag_b] = columns(tag_b.decode("utf-8", "replace"))
+                        if c is None:
+                            continue
+                        c.steps.append(step)
+                        c.values.append(val)
+                        c.lines.append(idx)
+                        if merge:
+                            c.walls.append(wall)
+                            c.shards.append(shard_no)
+                        scalars += 1
+                        continue
+                    try:
+                        wall, step, values = parse_event(payload, plugins)
+                    except (ProtoError, struct.error, ValueError, OverflowError):
+                        bad_events += 1
+                        continue
+                    for tag, val in values:
+                        c = columns(tag)
+                        if c is None:
+                            continue
+                        c.steps.append(step)
+                        c.values.append(val)
+                        c.lines.append(idx)
+                        if merge:
+                            c.walls.append(wall)
+                            c.shards.append(shard_no)
                         scalars += 1
     except OSError as e:
         raise ReadError(f"cannot read {path.name}: {e.strerror or e}") from None
     if tail.reason is not None and tail.records > 0:
-        state.notes.append(
+        state.drop(
             f"{path.name}: reading stopped after {tail.records} records: {tail.reason}; "
             f"{tail.dropped_bytes} bytes dropped"
         )
     if bad_events:
-        state.notes.append(f"{path.name}: {bad_events} records are not valid Event messages and were skipped")
+        state.drop(f"{path.name}: {bad_events} records are not valid Event messages and were skipped")
     if tail.records and not scalars:
         # Says why a valid event file gives no records, rather than leaving "no records"
         # unexplained.
@@ -109,15 +186,16 @@ def _unreadable(tail: _tfrecord.Tail) -> str:
     return f"no complete event record: {tail.reason}"
 
 
-def read(path: Path, state) -> Iterator[Record]:
-    """Yield one record per scalar, in wall-time order across the run's event files."""
-    files = shards(path) if path.is_dir() else [path]
-    if not files:
+def read(path: Path, state) -> Iterator[Columns]:
+    """Yield one column batch per tag; across a run's event files, in wall-time order."""
+    listed = run_files(path)
+    if not listed:
         raise ReadError("no TensorBoard event files in this directory")
-    scalars: list = []
+    files = [p for p, _ in listed]
+    cols: dict[str, _TagColumns] = {}
     unreadable: list[tuple[Path, str]] = []
-    for i, p in enumerate(files):
-        tail = _read_file(p, state, i, scalars)
+    for i, (p, prefix) in enumerate(listed):
+        tail = _read_file(p, state, i, cols, merge=len(files) > 1, prefix=prefix)
         if tail.reason is not None and tail.records == 0:
             unreadable.append((p, _unreadable(tail)))
     if len(unreadable) == len(files):
@@ -127,10 +205,19 @@ def read(path: Path, state) -> Iterator[Record]:
         raise ReadError(why if len(files) == 1 else f"{p.name}: {why}")
     # In a run directory one damaged shard does not hide the others; it is noted.
     for p, why in unreadable:
-        state.notes.append(f"{p.name}: skipped, {why}")
+        state.drop(f"{p.name}: skipped, {why}")
     if len(files) > 1:
-        scalars.sort(key=lambda s: (s[0], s[1], s[2]))  # wall time, then file order
         state.notes.append(f"merged {len(files)} event files of one run in wall-time order")
-    state.meta["event_files"] = [p.name for p in files]
-    for wall, _shard, idx, step, tag, val in scalars:
-        yield Record(float(step), {tag: val}, idx)
+    state.meta["event_files"] = [p.relative_to(path).as_posix() if path.is_dir() else p.name for p in files]
+    for tag in sorted(cols):
+        c = cols.pop(tag)
+        steps = np.frombuffer(c.steps, dtype=np.float64)
+        values = np.frombuffer(c.values, dtype=np.float64)
+        lines = np.frombuffer(c.lines, dtype=np.int64)
+        if len(files) > 1:
+            # Wall time, then file order, then record order: for a step logged twice the
+            # later write comes last, and the normalizer keeps the last.
+            order = np.lexsort((lines, np.asarray(c.shards, dtype=np.int64),
+                                np.frombuffer(c.walls, dtype=np.float64)))
+            steps, values, lines = steps[order], values[order], lines[order]
+        yield Columns(tag, steps, values, lines)

@@ -54,8 +54,10 @@ def render_report(console: Console, r: Report) -> None:
     skipped = [f"{k} ({s.reason})" for k, s in r.skipped.items()]
     if skipped and not any(f.id in ("TP-PASS", "TP-NOT-CHECKED") for f in r.findings):
         console.print(f"  [dim]skipped: {escape(', '.join(skipped))}[/dim]")
+    dropped = set(r.meta.get("dropped") or ())  # already shown as TP-DATA-DROPPED
     for n in r.notes:
-        console.print(f"  [yellow]note:[/yellow] {escape(n)}")
+        if n not in dropped:
+            console.print(f"  [yellow]note:[/yellow] {escape(n)}")
 
 
 def render(console: Console, reports: list[Report], summary: bool = False, unread: bool = True) -> None:

@@ -97,7 +97,7 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
 
     trend_ran = False
     for rule in all_rules():
-        if rule.is_outcome or rule.source != "single_run":
+        if rule.is_outcome or rule.source not in ("single_run", "reader"):
             continue
         if rule.id in mute:
             report.skipped[rule.id] = Skip("muted", "muted by configuration or --mute")

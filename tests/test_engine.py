@@ -15,7 +15,7 @@ from trainproof.rules.registry import all_rules, get
 from trainproof.rules.thresholds import DEFAULT, ThresholdError, Thresholds
 from trainproof.runlog import Record, build_runlog
 
-SINGLE_RUN = [r.id for r in all_rules() if not r.is_outcome and r.source == "single_run"]
+SINGLE_RUN = [r.id for r in all_rules() if not r.is_outcome and r.source in ("single_run", "reader")]
 TREND = {r.id for r in all_rules() if r.verdict_bearing}
 
 
@@ -58,7 +58,8 @@ def test_pass_lists_what_ran_and_what_was_skipped_with_typed_reasons():
     assert rep.ids() == ["TP-PASS"] and rep.verdict is Level.PASS
     f = rep.findings[0]
     assert f.level is Level.PASS
-    assert rep.ran == ["TP-NAN", "TP-ZERO-LOSS", "TP-ZERO-LOSS-ONSET", "TP-FLAT", "TP-DIVERGE", "TP-DEAD-RUN"]
+    assert rep.ran == ["TP-NAN", "TP-ZERO-LOSS", "TP-ZERO-LOSS-ONSET", "TP-FLAT", "TP-DIVERGE", "TP-DEAD-RUN",
+                       "TP-DATA-DROPPED"]
     assert f.data["ran"] == rep.ran
     assert f.data["skipped"] == sorted(rep.skipped)
     # loss only: every rule on another series is skipped because that series is absent

@@ -50,7 +50,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
         # discriminator's total, loss_1 the generator's (the model being trained).
         "loss_1",
         "TrainIterStats/loss_1",
+        # Epoch aggregates, only when nothing per step exists.
         "train_loss_epoch",
+        "TrainEpochStats/avg_loss",
+        "TrainEpochStats/avg_loss_1",
     ),
     # Multi-dataset HF evaluation (``eval_<name>_loss``) only when no plain eval loss.
     "eval_loss": (
@@ -66,6 +69,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "validation/epoch_loss",  # Keras TensorBoard callback (validation/ folder)
         "eval/avg_loss",  # Coqui's EVALUATION block
         "EvalStats/avg_loss",
+        "EvalStats/loss",
         "eval/avg_loss_1",
         "EvalStats/avg_loss_1",
         "re:eval_(.+)_loss",

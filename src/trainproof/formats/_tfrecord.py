@@ -26,7 +26,7 @@ import numpy as np
 _MASK_DELTA = 0xA282EAD8
 _HEADER = struct.Struct("<QI")
 _CRC = struct.Struct("<I")
-_CHUNK = 1 << 22
+_CHUNK = 1 << 20
 #: A length larger than this is not a real event (TensorBoard events are small); it is
 #: treated as corruption rather than an allocation request.
 MAX_RECORD = 1 << 30

@@ -101,12 +101,12 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
     plugins: dict[str, str] = {}
     tail = _tfrecord.Tail()
     bad_events = 0
-    scalars = 0
     ignored: set[str] = set()
     # The standard add_scalar event is decoded by parse_simple, keyed by the tag's bytes
     # (decoded once per tag); everything else goes through parse_event. Local names: this
     # loop runs once per scalar.
     fast = parse_simple
+    before = sum(len(c.values) for c in out.values())
     by_bytes: dict[bytes, _TagColumns | None] = {}
     idx = 0
 
@@ -139,7 +139,6 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
                         if merge:
                             c.walls.append(wall)
                             c.shards.append(shard_no)
-                        scalars += 1
                         continue
                     try:
                         wall, step, values = parse_event(payload, plugins)
@@ -156,7 +155,6 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
                         if merge:
                             c.walls.append(wall)
                             c.shards.append(shard_no)
-                        scalars += 1
     except OSError as e:
         raise ReadError(f"cannot read {path.name}: {e.strerror or e}") from None
     if tail.reason is not None and tail.records > 0:
@@ -166,6 +164,7 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
         )
     if bad_events:
         state.drop(f"{path.name}: {bad_events} records are not valid Event messages and were skipped")
+    scalars = sum(len(c.values) for c in out.values()) - before
     if tail.records and not scalars:
         # Says why a valid event file gives no records, rather than leaving "no records"
         # unexplained.

@@ -99,7 +99,8 @@ def cli(debug: bool) -> None:
 @click.argument("logfile", type=click.Path(path_type=Path))
 @common_options
 def epoch(logfile: Path, fmt: str, maps, as_json: bool, mute, config_path) -> None:
-    """Judge one training log (HF trainer_state.json, JSONL or CSV)."""
+    """Judge one training log: a file (HF trainer_state.json, TensorBoard event file, JSONL,
+    CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow run folder."""
     overrides, cfg = _setup("epoch", as_json, maps, mute, config_path)
     try:
         run = read_runlog(logfile, fmt, overrides)

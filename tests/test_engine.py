@@ -48,7 +48,7 @@ def blow_up(n=60, seed=0):
 
 
 def test_the_trend_checks_are_flat_diverge_and_dead_run():
-    assert TREND == {"TP-FLAT", "TP-DIVERGE", "TP-DEAD-RUN"}
+    assert TREND == {"TP-FLAT", "TP-DIVERGE", "TP-DEAD-RUN", "TP-RL-DEAD-POLICY"}
 
 
 # --- TP-PASS and the ran / skipped lists ----------------------------------------------
@@ -63,8 +63,9 @@ def test_pass_lists_what_ran_and_what_was_skipped_with_typed_reasons():
     assert f.data["ran"] == rep.ran
     assert f.data["skipped"] == sorted(rep.skipped)
     # loss only: every rule on another series is skipped because that series is absent
+    # (and the RL-only rules because this is a supervised objective)
     assert {k: v.reason for k, v in rep.skipped.items()} == {
-        k: "absent" for k in SINGLE_RUN if k not in rep.ran}
+        k: ("objective: supervised" if k.startswith("TP-RL-") else "absent") for k in SINGLE_RUN if k not in rep.ran}
     assert rep.skipped["TP-GRAD-SPIKE"].detail == "no grad_norm series in the log"
     assert "ran: TP-NAN, TP-ZERO-LOSS" in f.evidence and "TP-GRAD-SPIKE (absent)" in f.evidence
     assert exit_code([rep]) == 0
@@ -83,7 +84,8 @@ def test_every_single_run_rule_either_ran_or_was_skipped_never_both():
         rep = judge_runlog(run)
         assert not set(rep.ran) & set(rep.skipped)
         assert set(rep.ran) | set(rep.skipped) == set(SINGLE_RUN)
-        assert all(v.reason in ("absent", "too_few_points", "degenerate", "muted") for v in rep.skipped.values())
+        assert all(v.reason in ("absent", "too_few_points", "degenerate", "muted", "objective: supervised")
+                   for v in rep.skipped.values())
 
 
 def test_too_few_points_is_a_typed_skip_with_the_counts():
@@ -94,11 +96,13 @@ def test_too_few_points_is_a_typed_skip_with_the_counts():
     assert "TP-DIVERGE" not in rep.ran
 
 
-def test_non_finite_points_do_not_count_toward_the_minimum():
+def test_non_finite_points_make_the_shape_rules_degenerate_and_do_not_count():
     loss = list(healthy(9))
     loss[4] = math.nan
     rep = judge_runlog(make_run(loss=loss))
-    assert "TP-FLAT" in rep.ran  # 8 finite points: enough
+    # 8 finite points would be enough, but a curve with a hole is not judged for shape
+    assert rep.skipped["TP-FLAT"].reason == "degenerate"
+    assert rep.skipped["TP-FLAT"].detail == "loss has 1 non-finite value(s); the NaN/Inf rules judge them"
     loss[5] = math.inf
     rep = judge_runlog(make_run(loss=loss))
     assert rep.skipped["TP-FLAT"].reason == "too_few_points"
@@ -189,8 +193,10 @@ def test_a_muted_rule_is_skipped_as_muted_and_never_fires():
     assert "TP-NAN" not in rep.ids()
     assert "TP-NAN" not in rep.ran
     assert rep.skipped["TP-NAN"].reason == "muted"
-    assert rep.verdict is Level.PASS
-    assert "TP-NAN" in one(rep, "TP-PASS").data["skipped"]
+    # the shape rules do not judge a curve with holes, so nothing judges this run now
+    assert rep.verdict is Level.NOT_CHECKED
+    assert rep.skipped["TP-DIVERGE"].reason == "degenerate"
+    assert "TP-NAN" in one(rep, "TP-NOT-CHECKED").data["skipped"]
 
 
 def test_muting_a_rule_whose_series_is_absent_still_says_muted():
@@ -226,7 +232,8 @@ def test_a_report_with_non_finite_values_is_strict_json():
     g = [0.5] * 40
     g[20:24] = [math.nan] * 4
     rep = judge_runlog(make_run(loss=loss, grad_norm=g))
-    assert {"TP-NAN", "TP-NAN-GRAD", "TP-DIVERGE"} <= set(rep.ids())
+    assert {"TP-NAN", "TP-NAN-GRAD"} <= set(rep.ids())
+    assert rep.skipped["TP-DIVERGE"].reason == "degenerate"  # a curve with holes
     text = json.dumps(rep.to_dict(), allow_nan=False)
     back = json.loads(text)
     assert back["verdict"] == "FAIL"
@@ -302,7 +309,7 @@ def test_judging_the_same_runlog_twice_gives_identical_reports(seed):
     assert a == b
     assert json.dumps(a, sort_keys=True) == json.dumps(judge_runlog(_busy_run(seed)).to_dict(), sort_keys=True)
     ids = [f["id"] for f in a["findings"]]
-    assert {"TP-NAN", "TP-DIVERGE", "TP-GRAD-SPIKE", "TP-GRAD-OVERFLOW-SKIPPED", "TP-ZERO-LR-PARTIAL"} <= set(ids)
+    assert {"TP-NAN", "TP-GRAD-SPIKE", "TP-GRAD-OVERFLOW-SKIPPED", "TP-ZERO-LR-PARTIAL"} <= set(ids)
 
 
 def test_findings_follow_registry_order():

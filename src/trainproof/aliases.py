@@ -28,6 +28,8 @@ CANONICAL = (
     "gpu_util",
     "update_ratio",
     "throughput",
+    "kl",
+    "reward",
 )
 
 #: canonical name -> ordered aliases. Earlier aliases win over later ones.
@@ -93,6 +95,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "loader_time": ("loader_time", "data_time", "train/data_time", "time/data"),
     "gpu_util": ("gpu_util", "gpu_utilization", "system/gpu.0.gpu"),
     "update_ratio": ("update_ratio", "update_to_weight_ratio"),
+    # RL and preference objectives (TRL GRPO/PPO/DPO): the policy's KL to the reference
+    # model and the mean reward.
+    "kl": ("kl", "objective/kl", "train/kl", "policy/kl", "ppo/policy/kl"),
+    "reward": ("reward", "train/reward", "objective/scores", "rewards/mean", "env/reward_mean",
+               "rollout/ep_rew_mean", "train/rewards/margins", "rewards/margins"),
     "throughput": (
         "throughput",
         "samples_per_second",

@@ -15,6 +15,7 @@ import numpy as np
 from ..findings import Finding, Level, Report, Skip
 from ..runlog import RunLog, Series
 from .registry import Need, Rule, all_rules, get
+from .objective import detect_objective
 from .thresholds import DEFAULT, Thresholds
 from ._fmt import num
 
@@ -61,6 +62,9 @@ def _skip_reason(rule: Rule, run: RunLog, th: Thresholds) -> Skip | None:
         if counted < mp:
             kind = "finite points" if need.finite else "points"
             return Skip("too_few_points", f"{s.name} has {counted} {kind}; needs {mp}")
+        if need.all_finite and vals.size < s.values.size:
+            bad = s.values.size - vals.size
+            return Skip("degenerate", f"{s.name} has {bad} non-finite value(s); the NaN/Inf rules judge them")
         if need.positive and vals.size and np.any(vals <= 0):
             return Skip("degenerate", f"{s.name} has values <= 0, so ratios of its levels mean nothing")
         if need.varying and vals.size and np.all(vals == vals[0]):
@@ -96,11 +100,19 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
         return report
 
     trend_ran = False
+    objective, because = detect_objective(run)
+    report.meta["objective"] = objective
     for rule in all_rules():
         if rule.is_outcome or rule.source not in ("single_run", "reader"):
             continue
         if rule.id in mute:
             report.skipped[rule.id] = Skip("muted", "muted by configuration or --mute")
+            continue
+        if objective not in rule.objectives:
+            report.skipped[rule.id] = Skip(
+                f"objective: {objective}",
+                f"the log is an {objective.upper()} objective ({', '.join(because[:3])}): "
+                "its loss is not expected to fall, so the loss-shape rules do not apply")
             continue
         skip = _skip_reason(rule, run, th)
         if skip is not None:

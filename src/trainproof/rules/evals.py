@@ -11,7 +11,7 @@ from .registry import Need, rule
 
 @rule(
     "TP-OVERFIT", Level.WARN, "eval", "eval loss rises after its minimum while the train loss keeps falling",
-    needs=[Need("eval_loss", "overfit_min_evals"), Need("loss", 2)],
+    needs=[Need("eval_loss", "overfit_min_evals", all_finite=True), Need("loss", 2)],
     thresholds=["overfit_min_evals", "overfit_ratio", "overfit_tail_evals", "overfit_evals_after_min"],
     detects=(
         "At least 4 evaluations; the median of the last 3 eval losses is above 1.2x the eval minimum, with at "

@@ -77,6 +77,7 @@ def check_nan(ctx):
     not_mean="It does not mean the model fits the data perfectly. Near-zero but non-zero losses (RL objectives, tiny-loss tasks) do not trigger it.",
     causes="Every label masked to the ignore index (-100), an empty or fully padded batch, no trainable parameters, a loss hidden by a logging filter that replaces NaN with 0.",
     try_="Check that labels are not all -100 after your collator, that the model has parameters with requires_grad=True, and look at the gradient norm in the same steps (NaN means a hidden NaN).",
+    objectives=("supervised",),
 )
 def check_zero_loss(ctx):
     s = ctx.series("loss").finite()
@@ -99,6 +100,7 @@ def check_zero_loss(ctx):
     not_mean="It does not mean the model converged: convergence approaches zero, it does not land on it exactly.",
     causes="NaN losses replaced by 0 in the logger, labels that became fully masked (a truncation or packing bug), a data loader that started yielding empty batches.",
     try_="Look at the gradient norm from the onset step (NaN there confirms a hidden NaN); rerun with logging_nan_inf_filter=False to see the true loss; resume from a checkpoint before the onset with a lower learning rate.",
+    objectives=("supervised",),
 )
 def check_zero_loss_onset(ctx):
     s = ctx.series("loss").finite()
@@ -122,13 +124,14 @@ def check_zero_loss_onset(ctx):
 
 @rule(
     "TP-FLAT", Level.FAIL, "shape", "the loss does not move at all",
-    needs=[Need("loss", "min_trend_points", positive=True)], thresholds=["min_trend_points", "flat_rel_std"],
+    needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)], thresholds=["min_trend_points", "flat_rel_std"],
     verdict_bearing=True,
     detects="A loss whose relative variation (standard deviation / mean over every finite point) is below 0.1%.",
     why="A training loss always moves a little from batch to batch; a loss constant to three significant digits means the model's output does not depend on the updates.",
     not_mean="It does not flag a slowly improving or a noisy loss; those vary far more than 0.1%.",
     causes="Frozen parameters, a zero learning rate, a model that predicts a constant (collapsed output, dead ReLUs), a loss computed on a constant tensor.",
     try_="Check that the optimizer holds the trainable parameters and the learning rate is non-zero; print the gradient norm; overfit one batch to confirm the model can learn.",
+    objectives=("supervised",),
 )
 def check_flat(ctx):
     s = ctx.series("loss").finite()
@@ -170,7 +173,7 @@ def _lone_start_cut(ratio: float, k: int) -> float:
 
 @rule(
     "TP-DIVERGE", Level.FAIL, "shape", "the run ends well above the best loss level it reached",
-    needs=[Need("loss", "min_trend_points", positive=True)],
+    needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
     thresholds=["min_trend_points", "diverge_ratio", "diverge_noise_z", "diverge_start_points"],
     verdict_bearing=True,
     detects=(
@@ -186,6 +189,7 @@ def _lone_start_cut(ratio: float, k: int) -> float:
     not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging.",
     causes="A learning rate too high (often revealed after warm-up ends), no gradient clipping, fp16 overflow handled by skipping steps, a data-order change late in the run.",
     try_="Resume from the checkpoint at the best step with a lower peak learning rate, longer warm-up or gradient clipping (max_grad_norm 1.0).",
+    objectives=("supervised",),
 )
 def check_diverge(ctx):
     s = ctx.series("loss").finite()
@@ -256,7 +260,7 @@ def check_diverge(ctx):
 
 @rule(
     "TP-DEAD-RUN", Level.FAIL, "shape", "the loss did not improve over the run",
-    needs=[Need("loss", "dead_min_points", positive=True)],
+    needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
     thresholds=["dead_min_points", "dead_window", "dead_min_improvement"],
     verdict_bearing=True,
     detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points).",
@@ -264,6 +268,7 @@ def check_diverge(ctx):
     not_mean="It does not flag runs that are already converged at the start because they resumed from a good checkpoint; read the evidence with the run's history in mind.",
     causes="A zero or far too small learning rate, frozen parameters, a model already at its floor (resumed run), labels unrelated to inputs.",
     try_="Check the learning rate actually applied (schedulers, DeepSpeed configs), that the optimizer holds the trainable parameters, and that one batch can be overfit.",
+    objectives=("supervised",),
 )
 def check_dead_run(ctx):
     s = ctx.series("loss").finite()

@@ -39,6 +39,8 @@ class Need:
         varying: skipped as ``degenerate`` when every finite value is the same.
         finite: count only finite points toward ``min_points`` (rules about NaN/Inf
             themselves set this to False: an all-NaN series is exactly what they judge).
+        all_finite: skipped as ``degenerate`` when any value is NaN or ±Inf: the shape of
+            a curve with holes is not judged (the NaN rules judge the holes).
     """
 
     series: str | tuple[str, ...]
@@ -46,6 +48,7 @@ class Need:
     positive: bool = False
     varying: bool = False
     finite: bool = True
+    all_finite: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -69,6 +72,7 @@ class Rule:
     thresholds: tuple[str, ...] = ()
     verdict_bearing: bool = False
     source: str = "single_run"
+    objectives: tuple[str, ...] = ("supervised", "rl")
     check: Callable | None = field(default=None, compare=False)
 
     @property
@@ -86,6 +90,9 @@ class Rule:
             " · needs " + ", ".join(_need_text(n) for n in self.needs) if self.needs else ""))
         if self.thresholds:
             parts.append("· thresholds " + ", ".join(f"`{t}`" for t in self.thresholds))
+        if set(self.objectives) != {"supervised", "rl"} and not self.is_outcome:
+            parts.append("· objectives " + ", ".join(f"`{o}`" for o in self.objectives)
+                         + " (skipped as `objective: …` on the others)")
         parts.append("")
         for attr, title in DOC_SECTIONS:
             parts.append(f"**{title}.** {getattr(self, attr)}")
@@ -138,8 +145,14 @@ def rule(
     thresholds: Iterable[str] = (),
     verdict_bearing: bool = False,
     source: str = "single_run",
+    objectives: Iterable[str] = ("supervised", "rl"),
 ):
-    """Register the decorated ``check(ctx)`` generator as rule ``id``."""
+    """Register the decorated ``check(ctx)`` generator as rule ``id``.
+
+    ``objectives`` lists the kinds of training objective the rule can judge (see
+    :mod:`trainproof.rules.objective`); on any other the engine skips it with the typed
+    reason ``objective: <kind>``.
+    """
 
     def deco(fn: Callable) -> Callable:
         _register(
@@ -147,7 +160,7 @@ def rule(
                 id=id, level=level, group=group, summary=summary, detects=detects, why=why,
                 not_mean=not_mean, causes=causes, try_=try_, needs=tuple(needs),
                 thresholds=tuple(thresholds), verdict_bearing=verdict_bearing,
-                source=source, check=fn,
+                source=source, objectives=tuple(objectives), check=fn,
             )
         )
         return fn

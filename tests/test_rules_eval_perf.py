@@ -59,7 +59,9 @@ def test_overfit_eval_rises_after_its_minimum_while_train_falls():
     assert (f.step, f.line) == (best_step, best_line)
     assert f.data["eval_min"] == 0.9 and f.data["evals_after_min"] == 7
     assert f.data["eval_tail_median"] == pytest.approx(1.5)
-    assert f.data["ratio"] == pytest.approx(1.5 / 0.9)
+    # every evaluation after the minimum rose: a steady climb is judged where it ended
+    assert f.data["steady_climb"] is True and f.data["eval_end"] == 1.6
+    assert f.data["ratio"] == pytest.approx(1.6 / 0.9)
     assert f.data["train_end"] < f.data["train_at_best"]
     assert "step 300" in f.evidence and "step 300" in f.message
 
@@ -235,3 +237,36 @@ def test_step_cliff_needs_ten_points():
     assert short.skipped["TP-STEP-CLIFF"].reason == "too_few_points"
     long = judge_runlog(make_run(loss=np.linspace(2, 1, 10), step_time=[0.1] * 8 + [1.0] * 2))
     assert "TP-STEP-CLIFF" in long.ids()
+
+
+@pytest.mark.parametrize("after,rise", [(3, 0.07), (4, 0.055), (6, 0.04)])
+def test_overfit_a_steady_climb_counts_where_it_ends(after, rise):
+    # The case-16 shape: the eval minimum, then a rise at every evaluation; the median of
+    # the last 3 stays under 1.2x but the last evaluation is above it.
+    train = falling(100)
+    best = 1.12
+    evals = [1.31] + [best] + [best * (1 + rise) ** (k + 1) for k in range(after)]
+    assert evals[-1] > 1.2 * best
+    run, ev = run_with_evals(train, evals, 10)
+    f = one(judge_runlog(run), "TP-OVERFIT")
+    assert f.data["steady_climb"] is True and f.data["best_step"] == ev[1][0]
+
+
+def test_overfit_a_spike_that_comes_back_is_not_a_climb():
+    train = falling(100)
+    evals = [1.3, 1.12, 1.15, 1.5, 1.16, 1.17, 1.18]  # last above 1.0x, median of last 3 < 1.2x
+    run, _ = run_with_evals(train, evals, 10)
+    assert "TP-OVERFIT" not in judge_runlog(run).ids()
+
+
+@pytest.mark.parametrize("where", [0, 3, -1])
+def test_nan_eval_fails_and_overfit_is_skipped_not_passed(where):
+    train = falling(100)
+    evals = [1.5, 1.1, 0.9, 0.95, 1.05, 1.2, 1.3, 1.4]
+    evals[where] = float("nan")
+    run, ev = run_with_evals(train, evals, 10)
+    rep = judge_runlog(run)
+    f = one(rep, "TP-NAN-EVAL")
+    assert f.level is Level.FAIL and f.step == ev[where][0]
+    assert rep.skipped["TP-OVERFIT"].reason == "degenerate"
+    assert "TP-OVERFIT" not in rep.ran

@@ -133,6 +133,8 @@ class Report:
         notes: reader and normalizer notes (skipped lines, torn tail, folded snapshots).
         meta: declared intent read from the log (e.g. HF ``max_steps``).
         error: one-line reason when the input could not be read, else ``None``.
+        summary: for a FAIL, where it went wrong, what a stop there would have saved and
+            the best checkpoint the log records; ``None`` otherwise.
     """
 
     file: str
@@ -147,6 +149,7 @@ class Report:
     meta: dict = field(default_factory=dict)
     error: str | None = None
     snapshots: list[str] = field(default_factory=list)
+    summary: str | None = None
 
     @property
     def verdict(self) -> Level:
@@ -189,6 +192,7 @@ class Report:
             "notes": list(self.notes),
             "meta": jsonable(self.meta),
             "snapshots": list(self.snapshots),
+            "summary": self.summary,
             "error": self.error,
         }
 

@@ -42,6 +42,8 @@ def render_report(console: Console, r: Report) -> None:
     for s in r.snapshots:
         console.print(f"  folded snapshot: {escape(s)}")
     console.print(f"  verdict: [{_STYLE[v]}]{v.value}[/]")
+    if r.summary:
+        console.print(f"  [bold]{escape(r.summary)}[/bold]")
     for f in r.findings:
         where = ""
         if f.step is not None:

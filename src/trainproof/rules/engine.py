@@ -17,7 +17,10 @@ from ..runlog import RunLog, Series
 from .registry import Need, Rule, all_rules, get
 from .objective import detect_objective
 from .thresholds import DEFAULT, Thresholds
-from ._fmt import num
+from ._checkpoint import best_checkpoint
+from ._fmt import num, pct
+from ._fmt import step as step_fmt
+from ._schedule import fraction_ran
 
 
 class Context:
@@ -139,7 +142,40 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
                 why + (f". Also skipped: {skipped}" if skipped else ""),
                 data={"ran": list(report.ran), "skipped": sorted(report.skipped)},
             ))
+    report.summary = fail_summary(report, run)
     return report
+
+
+def fail_summary(report: Report, run: RunLog) -> str | None:
+    """For a FAIL: the earliest step where a FAIL finding places the fault, how much of the
+    run (of its declared schedule when known) came after it, and the best checkpoint the
+    log records. ``None`` when the report has no FAIL."""
+    fails = [f for f in report.findings if f.level is Level.FAIL]
+    if not fails:
+        return None
+    placed = [f for f in fails if f.step is not None]
+    if not placed:
+        return f"FAIL ({', '.join(dict.fromkeys(f.id for f in fails))})."
+    def went_wrong(f: Finding) -> float:
+        # A divergence is placed at its best level; it went wrong where the climb began.
+        onset = f.data.get("onset_step")
+        return float(onset) if isinstance(onset, (int, float)) else float(f.step)
+
+    first = min(placed, key=lambda f: (went_wrong(f), fails.index(f)))
+    at = went_wrong(first)
+    text = f"FAIL from step {step_fmt(at)} ({first.id}: {first.message})."
+    frac, end, source = fraction_ran(run)
+    last = run.step_range[1] if run.step_range else None
+    if end is not None and end > at:
+        saved = end - at
+        text += (f" A stop at step {step_fmt(at)} would have saved {step_fmt(saved)} of the "
+                 f"{step_fmt(end)} scheduled steps ({pct(saved / end)}).")
+    elif last is not None and last > at:
+        text += f" The log ran {step_fmt(last - at)} more steps after it ({pct((last - at) / max(last, 1e-300))} of the logged run)."
+    ckpt, _ = best_checkpoint(run)
+    if ckpt:
+        text += ckpt.replace(" The log's best checkpoint is", " Best checkpoint to resume from:")
+    return text
 
 
 def _outcome(rule_id: str, message: str, evidence: str = "", data: dict | None = None) -> Finding:

@@ -14,12 +14,13 @@ from .registry import Need, rule
     needs=[Need("eval_loss", "overfit_min_evals", all_finite=True), Need("loss", 2)],
     thresholds=["overfit_min_evals", "overfit_ratio", "overfit_tail_evals", "overfit_evals_after_min"],
     detects=(
-        "At least 4 evaluations; the median of the last 3 eval losses is above 1.2x the eval minimum, with at "
-        "least 3 evaluations after the minimum, while the train loss at the end is below the train loss around "
-        "the best evaluation."
+        "At least 4 evaluations and at least 3 after the eval minimum; the eval loss ends above 1.2x the minimum "
+        "— by the median of the last 3 evaluations, or by the last one when every evaluation after the minimum "
+        "rose (a steady climb) — while the train loss at the end is below the train loss around the best "
+        "evaluation."
     ),
     why="Past the eval minimum the model memorises the training set; the checkpoint at the best step generalises better than the last one.",
-    not_mean="A single bad evaluation is not overfitting (the median of the last 3 ignores it); an eval loss that rises together with the train loss is a divergence, not this.",
+    not_mean="A single bad evaluation is not overfitting (the median of the last 3 ignores it, and a spike that comes back down is no steady climb); an eval loss that rises together with the train loss is a divergence, not this.",
     causes="Too many epochs for the data size, too little regularisation (dropout, weight decay), a learning rate that stays high too long, a train set much smaller than the model's capacity.",
     try_="Keep the checkpoint at the best eval step (load_best_model_at_end), add early stopping, more data or regularisation, or fewer epochs.",
 )
@@ -33,7 +34,12 @@ def check_overfit(ctx):
     if after < th.overfit_evals_after_min or best <= 0:
         return
     tail = float(np.median(ev.values[-th.overfit_tail_evals:]))
-    if tail <= th.overfit_ratio * best:
+    # A steady climb (each evaluation after the minimum higher than the one before) is
+    # judged by where it ended; a noisy tail by its median, so one bad evaluation is not
+    # enough.
+    climb = bool(np.all(np.diff(ev.values[j:]) > 0))
+    end = float(ev.values[-1]) if climb else tail
+    if end <= th.overfit_ratio * best:
         return
     best_step = ev.steps[j]
     before = tr.values[tr.steps <= best_step]
@@ -44,11 +50,38 @@ def check_overfit(ctx):
         return
     extra, ckpt_data = best_checkpoint(ctx.run)
     yield ctx.finding(
-        f"overfitting: eval loss is {tail / best:.2f}x its minimum at step {step(best_step)}",
-        f"eval loss reached its minimum {num(best)} at step {step(best_step)} (line {int(ev.lines[j])}); the median "
-        f"of the last {th.overfit_tail_evals} evaluations is {num(tail)} ({after} evaluations after the minimum), "
-        f"while the train loss fell from {num(train_at_best)} to {num(train_end)}.{extra}",
-        {"best_step": best_step, "eval_min": best, "eval_tail_median": tail, "ratio": tail / best,
-         "evals_after_min": after, "train_at_best": train_at_best, "train_end": train_end, **ckpt_data},
+        f"overfitting: eval loss is {end / best:.2f}x its minimum at step {step(best_step)}",
+        f"eval loss reached its minimum {num(best)} at step {step(best_step)} (line {int(ev.lines[j])}); "
+        + (f"it then rose at each of the {after} evaluations after it, to {num(end)}, "
+           if climb else f"the median of the last {th.overfit_tail_evals} evaluations is {num(tail)} ({after} "
+           "evaluations after the minimum), ")
+        + f"while the train loss fell from {num(train_at_best)} to {num(train_end)}.{extra}",
+        {"best_step": best_step, "eval_min": best, "eval_tail_median": tail, "eval_end": end, "ratio": end / best,
+         "evals_after_min": after, "steady_climb": climb, "train_at_best": train_at_best,
+         "train_end": train_end, **ckpt_data},
         step=best_step, line=ev.lines[j],
+    )
+
+
+@rule(
+    "TP-NAN-EVAL", Level.FAIL, "nan", "an evaluation loss is NaN or ±Inf",
+    needs=[Need("eval_loss", 1, finite=False)],
+    detects="An eval loss value that is NaN, +Inf or -Inf.",
+    why="A non-finite evaluation means the model's outputs are non-finite on held-out data: the weights are already broken, or the evaluation overflows in reduced precision.",
+    not_mean="It says nothing about overfitting: TP-OVERFIT is skipped (degenerate) on such a series rather than passed.",
+    causes="NaN weights after a divergence, fp16 evaluation overflowing (long sequences, large logits), an empty evaluation set (0/0), a metric computed on padding only.",
+    try_="Check the train loss and gradient norm before that step; evaluate in fp32/bf16; make sure the evaluation set is not empty after filtering.",
+)
+def check_nan_eval(ctx):
+    s = ctx.series("eval_loss")
+    bad = ~np.isfinite(s.values)
+    if not bad.any():
+        return
+    i = int(np.flatnonzero(bad)[0])
+    yield ctx.finding(
+        f"eval loss is non-finite at step {step(s.steps[i])}",
+        f"{int(bad.sum())} of {len(s)} evaluations are non-finite; the first is at step {step(s.steps[i])} "
+        f"(line {int(s.lines[i])}).",
+        {"first_step": s.steps[i], "count": int(bad.sum()), "points": len(s)},
+        step=s.steps[i], line=s.lines[i],
     )

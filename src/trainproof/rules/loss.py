@@ -240,6 +240,13 @@ def check_diverge(ctx):
         return
     ratio = end / best
     through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
+    # Onset: the first point after the best level from which the loss stays above the
+    # threshold (at least 80% of the remaining points above ratio x best).
+    high = v > ratio_th * best
+    high[: best_idx + 1] = False
+    suffix = np.cumsum(high[::-1])[::-1] / np.arange(n, 0, -1)
+    cand = np.flatnonzero(high & (suffix >= 0.8))
+    onset = int(cand[0]) if cand.size else n - w
     where = "its starting level" if best_idx == 0 else f"the level it held around step {step(s.steps[best_idx])}"
     extra, ckpt_data = best_checkpoint(ctx.run)
     held = ("its first point" if best_points == 1 else f"median of its first {best_points} points") if from_start \
@@ -253,6 +260,7 @@ def check_diverge(ctx):
         {"end_level": end, "best_level": best, "best_step": s.steps[best_idx], "ratio": ratio,
          "end_window": w, "block": block, "best_points": best_points, "from_start": from_start,
          "noise_std": sigma, "log_gap": gap, "noise_gate": gate, "best_fraction": through,
+         "onset_step": s.steps[onset],
          "threshold": th.diverge_ratio, **ckpt_data},
         step=s.steps[best_idx], line=s.lines[best_idx],
     )

@@ -1,74 +1,219 @@
-"""Rules on the learning rate."""
+"""Rules on the learning rate and its schedule.
+
+A schedule legitimately sits at zero at its two ends: warm-up (or a mixed-precision
+start-up) may begin at 0 for a few steps, and a decaying schedule (linear, cosine) ends at
+0. Those edges are read off the curve (:func:`schedule_profile`) and never count toward the
+zero-lr rules, which judge the sustained share *between* start-up and the scheduled end.
+A decayed-to-zero tail that lasts a real share of the run is a schedule configured for a
+shorter run (TP-LR-SCHEDULE-ENDED-EARLY), not a zero learning rate.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..findings import Level
-from ._fmt import pct, step
+from ..runlog import Series
+from ._fmt import num, pct, step
 from .registry import Need, rule
 
 
-def _zero_share(ctx):
-    s = ctx.series("lr").finite()
-    nonpos = s.values <= 0
-    return s, nonpos, float(nonpos.mean()), int((s.values < 0).sum())
+@dataclass
+class ScheduleProfile:
+    """Where the learning rate is <= 0, split into the schedule's edges and the rest.
+
+    Attributes:
+        s: the finite lr series.
+        nonpos: mask of points with lr <= 0.
+        startup: number of leading points <= 0 that are warm-up / start-up (0 if none).
+        decayed_tail: number of trailing points <= 0 reached by a decaying schedule.
+        negative: number of points < 0.
+    """
+
+    s: Series
+    nonpos: np.ndarray
+    startup: int
+    decayed_tail: int
+    negative: int
+
+    @property
+    def between(self) -> np.ndarray:
+        """The nonpos mask of the points between start-up and the decayed tail."""
+        return self.nonpos[self.startup: len(self.nonpos) - self.decayed_tail]
+
+    @property
+    def sustained_share(self) -> float:
+        b = self.between
+        return float(b.mean()) if b.size else 0.0
 
 
-def _edge_zeros(values) -> int:
-    """Lone exact zeros at the first and the last logged point: a warm-up that starts at
-    0 and a schedule that ends at 0 (a neighbour that is also <= 0 makes it a stretch)."""
-    if values.size < 2:
-        return 0
-    return (int(values[0] == 0 and values[1] > 0)
-            + int(values[-1] == 0 and values[-2] > 0))
+def schedule_profile(s: Series, startup_share: float, startup_points: int) -> ScheduleProfile:
+    """Read the schedule's zero edges off a finite lr series.
+
+    * Start-up: a leading run of lr <= 0 of at most ``max(startup_points, startup_share *
+      n)`` points, followed by positive values.
+    * Decayed tail: a trailing run of exact zeros that the schedule reached by decaying
+      (the last positive values before it fall toward zero and are below the run's peak),
+      or a single final zero after any schedule.
+    """
+    v = s.values
+    n = v.size
+    nonpos = v <= 0
+    startup = 0
+    if n and v[0] == 0 and not nonpos.all():
+        lead = int(np.argmax(v != 0))  # exact zeros only: a negative rate is no warm-up
+        if lead <= max(startup_points, int(startup_share * n)) and v[lead] > 0:
+            startup = lead
+    tail = 0
+    if n and v[-1] == 0 and not nonpos.all():
+        last_pos = int(np.flatnonzero(v > 0)[-1])
+        run = n - 1 - last_pos
+        if np.all(v[last_pos + 1:] == 0):
+            before = v[max(0, last_pos - 2): last_pos + 1]
+            decaying = before.size >= 2 and np.all(np.diff(before) <= 0) and before[-1] < v.max()
+            if decaying or run == 1:  # one final zero ends any schedule
+                tail = run
+    return ScheduleProfile(s, nonpos, startup, tail, int((v < 0).sum()))
+
+
+def _profile(ctx) -> ScheduleProfile:
+    th = ctx.th
+    return schedule_profile(ctx.series("lr").finite(), th.lr_startup_share, th.lr_startup_points)
+
+
+def _scheduled_end(ctx) -> float | None:
+    ms = ctx.run.meta.get("max_steps")
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0:
+        return float(ms)
+    return None
+
+
+_EDGES = ("Zeros at the schedule's edges — the first few points of warm-up or start-up, and the end a "
+          "decaying schedule reaches — are not counted.")
 
 
 @rule(
     "TP-ZERO-LR", Level.FAIL, "lr", "the learning rate is zero (or negative) for the whole run",
-    needs=[Need("lr", "min_value_points")], thresholds=["zero_lr_fail_share", "min_value_points"],
-    detects="A learning rate <= 0 on at least 99% of the logged points.",
+    needs=[Need("lr", "min_value_points")],
+    thresholds=["zero_lr_fail_share", "min_value_points", "lr_startup_share", "lr_startup_points"],
+    detects="A learning rate <= 0 on at least 99% of the logged points between start-up and the scheduled end. " + _EDGES,
     why="With a zero learning rate the optimizer never changes the weights; the run computes gradients for nothing.",
-    not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and far below 99%.",
+    not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted.",
     causes="A scheduler configured with zero peak or zero warm-up target, DeepSpeed/accelerate config overriding the optimizer's lr, lr set in the wrong config field, a warm-up longer than the run.",
     try_="Print optimizer.param_groups[0]['lr'] after the first step; check the scheduler's total and warm-up steps and any DeepSpeed optimizer/scheduler block.",
 )
 def check_zero_lr(ctx):
-    s, nonpos, share, neg = _zero_share(ctx)
-    if share < ctx.th.zero_lr_fail_share:
+    p = _profile(ctx)
+    if p.sustained_share < ctx.th.zero_lr_fail_share:
         return
+    s = p.s
+    k = int(p.nonpos.sum())
     yield ctx.finding(
-        f"learning rate is <= 0 on {pct(share)} of logged steps",
-        f"{int(nonpos.sum())} of {len(s)} logged learning rates are <= 0 (steps {step(s.steps[0])}–{step(s.steps[-1])})"
-        + (f", {neg} of them negative" if neg else "") + ".",
-        {"nonpositive": int(nonpos.sum()), "negative": neg, "points": len(s), "share": share},
+        f"learning rate is <= 0 on {pct(k / len(s))} of logged steps",
+        f"{k} of {len(s)} logged learning rates are <= 0 (steps {step(s.steps[0])}–{step(s.steps[-1])})"
+        + (f", {p.negative} of them negative" if p.negative else "") + ".",
+        {"nonpositive": k, "negative": p.negative, "points": len(s), "share": k / len(s),
+         "sustained_share": p.sustained_share},
         step=s.steps[0], line=s.lines[0],
     )
 
 
 @rule(
     "TP-ZERO-LR-PARTIAL", Level.WARN, "lr", "the learning rate is <= 0 on a real share of the run",
-    needs=[Need("lr", "min_value_points")], thresholds=["zero_lr_warn_share", "zero_lr_fail_share", "min_value_points"],
-    detects="A learning rate <= 0 on more than 10% (and less than 99%) of the logged points, not counting a lone zero at the first or the last logged point.",
+    needs=[Need("lr", "min_value_points")],
+    thresholds=["zero_lr_warn_share", "zero_lr_fail_share", "min_value_points", "lr_startup_share", "lr_startup_points"],
+    detects="A learning rate <= 0 on more than 10% (and less than 99%) of the logged points between start-up and the scheduled end. " + _EDGES,
     why="Steps taken at lr 0 cost compute and change nothing; negative values move the weights uphill.",
-    not_mean="One zero at warm-up start or at the schedule's end is normal; this fires only when the share is large.",
-    causes="A schedule whose total steps are shorter than the run (it reaches 0 early), a long warm-up starting at 0, a restart that reset the scheduler.",
-    try_="Match the scheduler's total steps to the run's real length and check where the zeros are in the evidence.",
+    not_mean="Warm-up that starts at 0 and a schedule that ends at 0 are normal; a schedule that decayed to 0 long before the run ended is TP-LR-SCHEDULE-ENDED-EARLY instead.",
+    causes="A restart that reset the scheduler to a zero phase, a long warm-up starting at 0, a scheduler stepped at the wrong frequency, negative values from a misconfigured cyclic schedule.",
+    try_="Look at where the zeros are (the evidence gives the first); match the scheduler's warm-up and total steps to the run.",
 )
 def check_zero_lr_partial(ctx):
-    s, nonpos, share, neg = _zero_share(ctx)
-    # The edge zeros of a schedule are normal however short the log is; they do not count.
-    edge = _edge_zeros(s.values)
-    counted = (int(nonpos.sum()) - edge) / len(s)
-    if counted <= ctx.th.zero_lr_warn_share or share >= ctx.th.zero_lr_fail_share:
+    p = _profile(ctx)
+    share = p.sustained_share
+    if share <= ctx.th.zero_lr_warn_share or share >= ctx.th.zero_lr_fail_share:
         return
-    i = int(np.flatnonzero(nonpos)[0])
+    s = p.s
+    idx = np.flatnonzero(p.nonpos)
+    idx = idx[(idx >= p.startup) & (idx < len(s) - p.decayed_tail)]
+    i = int(idx[0])
+    counted = int(idx.size)
     yield ctx.finding(
-        f"learning rate is <= 0 on {pct(share)} of logged steps",
-        f"{int(nonpos.sum())} of {len(s)} logged learning rates are <= 0 "
-        + (f"({neg} negative, the rest exactly 0)" if neg else "(all exactly 0, none negative)")
-        + (f", {edge} of them a lone zero at the start or end of the schedule (not counted)" if edge else "")
-        + f"; the first is at step {step(s.steps[i])}.",
-        {"nonpositive": int(nonpos.sum()), "negative": neg, "points": len(s), "share": share,
-         "edge_zeros": edge, "counted_share": counted, "first_step": s.steps[i]},
+        f"learning rate is <= 0 on {pct(share)} of the run between start-up and the schedule's end",
+        f"{counted} of {len(s) - p.startup - p.decayed_tail} logged learning rates between start-up and the scheduled "
+        "end are <= 0 "
+        + (f"({p.negative} negative, the rest exactly 0)" if p.negative else "(all exactly 0, none negative)")
+        + f"; the first is at step {step(s.steps[i])}"
+        + (f"; {p.startup} start-up and {p.decayed_tail} end-of-schedule zeros not counted" if p.startup or p.decayed_tail else "")
+        + ".",
+        {"nonpositive": counted, "negative": p.negative, "points": len(s), "share": share,
+         "startup_zeros": p.startup, "decayed_tail": p.decayed_tail, "first_step": s.steps[i]},
         step=s.steps[i], line=s.lines[i],
+    )
+
+
+@rule(
+    "TP-LR-SCHEDULE-ENDED-EARLY", Level.WARN, "lr", "the schedule decayed to zero while many steps remained",
+    needs=[Need("lr", "min_value_points")],
+    thresholds=["zero_lr_warn_share", "min_value_points"],
+    detects="The learning rate decays to exactly 0 and stays there for more than 10% of the run: the scheduled end (HF's max_steps when the log declares it, else the last logged step) is far beyond the step where the schedule ended.",
+    why="Every step after the schedule reached 0 costs compute and changes nothing.",
+    not_mean="A zero at the very end of a decaying schedule is normal; so is a short tail.",
+    causes="A scheduler configured with fewer total steps than the run (epochs changed but not the scheduler, gradient accumulation not accounted for, a resumed run that kept the old schedule).",
+    try_="Set the scheduler's total steps to the run's real number of optimizer steps (num_training_steps = epochs * steps_per_epoch / grad_accum).",
+)
+def check_schedule_ended_early(ctx):
+    p = _profile(ctx)
+    s = p.s
+    if not p.decayed_tail:
+        return
+    i = len(s) - p.decayed_tail
+    zero_step = float(s.steps[i])
+    end = _scheduled_end(ctx) or float(s.steps[-1])
+    span = max(end - float(s.steps[0]), 1e-300)
+    remaining = end - zero_step
+    share = remaining / span
+    if share <= ctx.th.zero_lr_warn_share:
+        return
+    declared = _scheduled_end(ctx) is not None
+    yield ctx.finding(
+        f"the learning rate reached 0 at step {step(zero_step)} with {pct(share)} of the run still to go",
+        f"lr decays to exactly 0 at step {step(zero_step)} (line {int(s.lines[i])}) and stays there for the last "
+        f"{p.decayed_tail} logged points; {step(remaining)} of the run's {step(span)} steps "
+        + ("(to its declared max_steps) " if declared else "(to its last logged step) ")
+        + "come after it.",
+        {"zero_step": zero_step, "remaining_steps": remaining, "share": share, "tail_points": p.decayed_tail,
+         "scheduled_end": end, "declared_end": declared},
+        step=zero_step, line=s.lines[i],
+    )
+
+
+@rule(
+    "TP-WARMUP-UNFINISHED", Level.WARN, "lr", "the run reached its scheduled end while warm-up was still rising",
+    needs=[Need("lr", "min_value_points")],
+    thresholds=["min_value_points", "warmup_rising_points"],
+    detects="The learning rate is still rising at the last logged step (its last 3 logged values strictly increase and the last is the run's peak) although the run reached its declared end (HF max_steps).",
+    why="The run never trained at its intended learning rate: the warm-up was longer than the run.",
+    not_mean="A run that is still in progress, or killed early, is not this (the end must be the declared one).",
+    causes="warmup_steps larger than max_steps, a warm-up ratio applied to the wrong total, a schedule set up for a longer run.",
+    try_="Make warm-up a small share of the run (a few percent of the optimizer steps).",
+)
+def check_warmup_unfinished(ctx):
+    s = ctx.series("lr").finite()
+    k = ctx.th.warmup_rising_points
+    end = _scheduled_end(ctx)
+    if end is None or len(s) < k or ctx.run.step_range is None:
+        return
+    if ctx.run.step_range[1] < end - max(1.0, 0.02 * end):
+        return
+    tail = s.values[-k:]
+    if not (np.all(np.diff(tail) > 0) and tail[-1] >= s.values.max()):
+        return
+    yield ctx.finding(
+        f"warm-up never finished: the learning rate was still rising at the run's end (step {step(s.steps[-1])})",
+        f"the last {k} logged learning rates rise ({', '.join(num(x) for x in tail)}) up to step {step(s.steps[-1])}; "
+        f"the log declares max_steps {step(end)}.",
+        {"last_lr": float(tail[-1]), "max_steps": end, "rising_points": k},
+        step=s.steps[-1], line=s.lines[-1],
     )

@@ -27,42 +27,77 @@ def check_step_cliff(ctx):
     h, t = float(np.median(head)), float(np.median(tail))
     if h <= 0 or t <= ctx.th.step_cliff_factor * h:
         return
+    # Onset: the first point from which at least 80% of the remaining steps are slow
+    # (above the geometric middle of the two levels).
+    slow = s.values > (h * t) ** 0.5
+    suffix_share = np.cumsum(slow[::-1])[::-1] / np.arange(n, 0, -1)
+    cand = np.flatnonzero(slow & (suffix_share >= 0.8))
+    at = int(cand[0]) if cand.size else n - tail_n
+    data = {"head_median": h, "tail_median": t, "ratio": t / h, "tail_points": tail_n, "onset_step": s.steps[at]}
+    why = ""
+    if ctx.has("loader_time"):
+        lt = ctx.series("loader_time").finite()
+        if len(lt) >= 2:
+            lh = float(np.median(lt.values[lt.steps < s.steps[n // 2]])) if np.any(lt.steps < s.steps[n // 2]) else 0.0
+            ltail = float(np.median(lt.values[lt.steps >= s.steps[-tail_n]])) if np.any(lt.steps >= s.steps[-tail_n]) else 0.0
+            grew = t - h
+            share = (ltail - lh) / grew if grew > 0 else 0.0
+            data.update(loader_head_median=lh, loader_tail_median=ltail, loader_share_of_increase=share)
+            why = (f" Data loading accounts for {pct(min(max(share, 0.0), 1.0))} of the increase "
+                   f"(loader time {num(lh)} -> {num(ltail)}).")
     yield ctx.finding(
-        f"step time grew {t / h:.1f}x late in the run",
+        f"step time grew {t / h:.1f}x from step {step(s.steps[at])}",
         f"median step time of the last {tail_n} points (from step {step(s.steps[-tail_n])}) is {num(t)}, "
-        f"{t / h:.1f}x the first half's median {num(h)}; threshold {num(ctx.th.step_cliff_factor)}x.",
-        {"head_median": h, "tail_median": t, "ratio": t / h, "tail_points": tail_n},
-        step=s.steps[-tail_n], line=s.lines[-tail_n],
+        f"{t / h:.1f}x the first half's median {num(h)}; threshold {num(ctx.th.step_cliff_factor)}x. Steps are slow "
+        f"from step {step(s.steps[at])} on.{why}",
+        data,
+        step=s.steps[at], line=s.lines[at],
     )
+
+
+def _loader_shares(ctx):
+    """loader_time / step_time at the steps that log both (step_time > 0)."""
+    lt = ctx.series("loader_time").finite()
+    st = ctx.series("step_time").finite()
+    _, li, si = np.intersect1d(lt.steps, st.steps, return_indices=True)
+    ok = st.values[si] > 0
+    return st.steps[si][ok], lt.values[li][ok] / st.values[si][ok], st.lines[si][ok]
 
 
 @rule(
     "TP-LOADER-BOUND", Level.WARN, "speed", "data loading takes more than half of each step",
     needs=[Need("loader_time", "min_value_points"), Need("step_time", "min_value_points")],
     thresholds=["loader_bound_share", "min_value_points"],
-    detects="The median of loader_time / step_time over the steps that log both is above 0.5.",
+    detects="The median of loader_time / step_time over the steps that log both is above 0.5, over the whole run or over its last 20% (a loader that became the bottleneck).",
     why="The accelerator waits on the input pipeline for most of each step: more GPUs will not make the run faster.",
     not_mean="It does not judge the model or the loss.",
     causes="Too few data-loader workers, heavy per-sample preprocessing on the CPU, slow storage, no pinned memory or prefetching.",
     try_="Raise num_workers, pre-tokenize or cache the dataset, enable pin_memory and persistent_workers.",
 )
 def check_loader_bound(ctx):
-    lt = ctx.series("loader_time").finite()
-    st = ctx.series("step_time").finite()
-    common, li, si = np.intersect1d(lt.steps, st.steps, return_indices=True)
-    ok = st.values[si] > 0
-    if ok.sum() < ctx.th.min_value_points:
+    steps, ratio, lines = _loader_shares(ctx)
+    n = ratio.size
+    if n < ctx.th.min_value_points:
         return
-    ratio = lt.values[li][ok] / st.values[si][ok]
+    th = ctx.th.loader_bound_share
     med = float(np.median(ratio))
-    if med <= ctx.th.loader_bound_share:
-        return
-    yield ctx.finding(
-        f"data loading takes {pct(med)} of each step",
-        f"over {int(ok.sum())} steps that log both, the median loader_time/step_time is {num(med)} "
-        f"(threshold {num(ctx.th.loader_bound_share)}).",
-        {"median_share": med, "points": int(ok.sum())},
-    )
+    tail_n = max(1, int(round(n * ctx.th.step_cliff_tail_share)))
+    head_med = float(np.median(ratio[: max(1, n // 2)]))
+    tail_med = float(np.median(ratio[-tail_n:]))
+    if med > th:
+        yield ctx.finding(
+            f"data loading takes {pct(med)} of each step",
+            f"over {n} steps that log both, the median loader_time/step_time is {num(med)} (threshold {num(th)}).",
+            {"median_share": med, "points": n, "head_share": head_med, "tail_share": tail_med},
+        )
+    elif tail_med > th:
+        yield ctx.finding(
+            f"data loading became the bottleneck: {pct(tail_med)} of each step at the end, {pct(head_med)} before",
+            f"median loader_time/step_time {num(head_med)} over the first half, {num(tail_med)} over the last "
+            f"{tail_n} steps that log both (from step {step(steps[-tail_n])}); threshold {num(th)}.",
+            {"median_share": med, "points": n, "head_share": head_med, "tail_share": tail_med},
+            step=steps[-tail_n], line=lines[-tail_n],
+        )
 
 
 @rule(

@@ -90,6 +90,14 @@ class Thresholds:
     # one or two edge points are normal).
     zero_lr_fail_share: float = 0.99
     zero_lr_warn_share: float = 0.10
+    # Leading zeros are warm-up or mixed-precision start-up when they last at most 3
+    # logged points or 5% of the run, whichever is more (HF logs lr 0 at the first step
+    # when warm-up is on and logging_steps=1; fp16 start-up skips its first steps).
+    lr_startup_points: int = 3
+    lr_startup_share: float = 0.05
+    # Warm-up is still running at the end when the last 3 logged learning rates strictly
+    # increase (two increases in a row are not noise: schedules are deterministic).
+    warmup_rising_points: int = 3
 
     # --- throughput --------------------------------------------------------------------
     # The median step time of the last 20% of the run more than 3x that of the first half.
@@ -100,6 +108,11 @@ class Thresholds:
     # Data loading takes more than half of each step: the accelerator waits on the input
     # pipeline.
     loader_bound_share: float = 0.5
+
+    # --- intent ---------------------------------------------------------------------------
+    # A log whose last step is more than 5% short of the declared end did not finish (HF
+    # logs every logging_steps, so the last log may sit a few steps before max_steps).
+    incomplete_share: float = 0.05
 
     # --- overfitting -------------------------------------------------------------------
     # At least 4 evaluations; the median of the last 3 above 1.2x the eval minimum, with

@@ -1,0 +1,112 @@
+"""Learning-rate schedules and declared intent: edges of a schedule are normal, a
+schedule that ended early or a warm-up that never finished is a WARN, a killed run is
+context, and a FAIL says what a stop would have saved."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from trainproof import judge
+from trainproof.findings import Level
+
+from conftest import judge_cols, one, write_hf
+
+
+def _loss(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return list(0.8 + 1.5 * np.exp(-np.arange(n) / (n / 4)) * np.exp(0.03 * rng.standard_normal(n)))
+
+
+def _cosine(n, warm=0):
+    t = np.arange(n)
+    lr = 1e-4 * 0.5 * (1 + np.cos(np.pi * t / (n - 1)))
+    if warm:
+        lr[:warm] = 1e-4 * t[:warm] / warm
+    lr[-1] = 0.0
+    return list(lr)
+
+
+@pytest.mark.parametrize("n", [8, 30, 200])
+def test_warmup_from_zero_and_cosine_to_zero_are_not_zero_lr(n):
+    rep = judge_cols(loss=_loss(n), lr=_cosine(n, warm=max(2, n // 10)))
+    assert not {"TP-ZERO-LR", "TP-ZERO-LR-PARTIAL", "TP-LR-SCHEDULE-ENDED-EARLY"} & set(rep.ids())
+
+
+@pytest.mark.parametrize("n,zero_share", [(40, 0.25), (100, 0.5), (300, 0.15)])
+def test_schedule_that_decays_to_zero_early_is_ended_early_not_zero_lr(n, zero_share):
+    k = int(n * (1 - zero_share))
+    lr = list(np.linspace(1e-4, 0.0, k)) + [0.0] * (n - k)
+    rep = judge_cols(loss=_loss(n), lr=lr)
+    f = one(rep, "TP-LR-SCHEDULE-ENDED-EARLY")
+    assert f.level is Level.WARN
+    assert f.step == 10 * k  # the first exact zero
+    assert f.data["share"] == pytest.approx((n - k) / (n - 1), rel=0.05)
+    assert not {"TP-ZERO-LR", "TP-ZERO-LR-PARTIAL"} & set(rep.ids())
+
+
+def test_schedule_ended_early_uses_declared_max_steps(tmp_path):
+    # The log stops at step 300 with lr 0 from step 200; max_steps says 1000.
+    rows = []
+    for i in range(1, 31):
+        lr = max(0.0, 1e-4 * (1 - i / 20))
+        rows.append({"step": i * 10, "loss": 2.0 - i * 0.02, "learning_rate": lr})
+    p = write_hf(tmp_path / "trainer_state.json", rows, max_steps=1000)
+    f = [f for f in judge(p).findings if f.id == "TP-LR-SCHEDULE-ENDED-EARLY"][0]
+    assert f.data["declared_end"] is True and f.data["remaining_steps"] == 800
+    assert "declared max_steps" in f.evidence
+
+
+def test_zeros_in_the_middle_are_still_partial_zero_lr():
+    lr = [1e-4] * 20 + [0.0] * 10 + [1e-4] * 20
+    f = one(judge_cols(loss=_loss(50), lr=lr), "TP-ZERO-LR-PARTIAL")
+    assert f.data["nonpositive"] == 10 and f.data["first_step"] == 210
+
+
+def test_all_zero_is_still_a_fail_whatever_the_edges():
+    rep = judge_cols(loss=_loss(60), lr=[0.0] * 60)
+    assert one(rep, "TP-ZERO-LR").level is Level.FAIL
+
+
+def test_warmup_unfinished_when_the_run_reached_max_steps(tmp_path):
+    rows = [{"step": i * 10, "loss": 2.0 - i * 0.01, "learning_rate": 1e-5 * i} for i in range(1, 31)]
+    p = write_hf(tmp_path / "trainer_state.json", rows, max_steps=300)
+    f = [f for f in judge(p).findings if f.id == "TP-WARMUP-UNFINISHED"][0]
+    assert f.step == 300 and f.data["max_steps"] == 300
+
+
+def test_rising_lr_in_a_run_that_did_not_reach_its_end_is_not_unfinished_warmup(tmp_path):
+    rows = [{"step": i * 10, "loss": 2.0 - i * 0.01, "learning_rate": 1e-5 * i} for i in range(1, 31)]
+    p = write_hf(tmp_path / "trainer_state.json", rows, max_steps=3000)
+    rep = judge(p)
+    assert "TP-WARMUP-UNFINISHED" not in rep.ids()
+    f = [f for f in rep.findings if f.id == "TP-RUN-INCOMPLETE"][0]
+    assert f.level is Level.INFO and f.data["fraction"] == pytest.approx(0.1)
+
+
+def test_complete_run_is_not_incomplete(tmp_path):
+    rows = [{"step": i * 10, "loss": 2.0 - i * 0.01, "learning_rate": 1e-4} for i in range(1, 31)]
+    rep = judge(write_hf(tmp_path / "trainer_state.json", rows, max_steps=305))
+    assert "TP-RUN-INCOMPLETE" not in rep.ids() and "TP-RUN-INCOMPLETE" in rep.ran
+
+
+@pytest.mark.parametrize("at", [50, 120])
+def test_fail_summary_names_the_step_and_the_steps_a_stop_would_have_saved(tmp_path, at):
+    rows = []
+    for i in range(1, 31):
+        loss = math.nan if i * 10 >= at else 2.0 - i * 0.01
+        rows.append({"step": i * 10, "loss": loss, "learning_rate": 1e-4})
+    p = write_hf(tmp_path / "trainer_state.json", rows, max_steps=1000,
+                 best_model_checkpoint="out/checkpoint-40", best_global_step=40)
+    rep = judge(p)
+    assert rep.verdict is Level.FAIL
+    assert rep.summary.startswith(f"FAIL from step {at} (TP-NAN")
+    assert f"would have saved {1000 - at} of the 1000 scheduled steps" in rep.summary
+    assert "Best checkpoint to resume from: out/checkpoint-40 (step 40" in rep.summary
+    assert rep.to_dict()["summary"] == rep.summary
+
+
+def test_no_summary_without_a_fail():
+    rep = judge_cols(loss=_loss(60))
+    assert rep.summary is None and rep.to_dict()["summary"] is None

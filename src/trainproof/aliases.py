@@ -30,6 +30,7 @@ CANONICAL = (
     "throughput",
     "kl",
     "reward",
+    "loss_scale",
 )
 
 #: canonical name -> ordered aliases. Earlier aliases win over later ones.
@@ -95,6 +96,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "loader_time": ("loader_time", "data_time", "train/data_time", "time/data"),
     "gpu_util": ("gpu_util", "gpu_utilization", "system/gpu.0.gpu"),
     "update_ratio": ("update_ratio", "update_to_weight_ratio"),
+    # The mixed-precision loss scale (torch GradScaler, DeepSpeed, Coqui's amp_scaler).
+    "loss_scale": ("loss_scale", "amp_scaler", "train/loss_scale", "scaler/scale", "grad_scale"),
     # RL and preference objectives (TRL GRPO/PPO/DPO): the policy's KL to the reference
     # model and the mean reward.
     "kl": ("kl", "objective/kl", "train/kl", "policy/kl", "ppo/policy/kl"),

@@ -7,19 +7,22 @@ from ..runlog import RunLog
 def scheduled_end(run: RunLog) -> tuple[float | None, str]:
     """The step the run was scheduled to end at, and where the log says so.
 
-    HF's ``max_steps``; else Coqui's epochs x steps-per-epoch counted from the first
-    logged step (a fine-tune's global step starts at the pretrained checkpoint's).
+    HF's ``max_steps``; else, for Coqui, the last logged step plus the epochs still to
+    run (``EPOCH: e/E``) at its steps per epoch (``STEP: i/n``).
     """
     ms = run.meta.get("max_steps")
     if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0:
         return float(ms), "max_steps"
     ep, spe = run.meta.get("num_train_epochs"), run.meta.get("steps_per_epoch")
+    last_epoch = run.meta.get("last_epoch")
     if run.format == "coqui" and isinstance(ep, int) and isinstance(spe, int) and ep > 0 and spe > 0 \
-            and run.step_range is not None and "last_epoch" in run.meta:
-        done_epochs = int(run.meta["last_epoch"]) + 1
-        logged = run.step_range[1] - run.step_range[0]
-        per_epoch = logged / max(done_epochs, 1) if done_epochs > 1 else spe
-        return run.step_range[0] + per_epoch * ep, "epochs"
+            and isinstance(last_epoch, int) and run.step_range is not None:
+        # The global step counts optimizer steps (one per batch); the epochs still to run
+        # after the last logged one, at the log's steps per epoch. A resumed or fine-tuned
+        # run starts its log at a later epoch and a large global step: both are read as
+        # logged, not assumed to start at 0.
+        remaining = max(ep - last_epoch - 1, 0) * spe
+        return float(int(run.step_range[1] + remaining)), "epochs"
     return None, ""
 
 

@@ -110,3 +110,102 @@ def runs_of(mask: np.ndarray) -> list[tuple[int, int]]:
     starts = np.flatnonzero(d == 1)
     ends = np.flatnonzero(d == -1)
     return [(int(s), int(e - s)) for s, e in zip(starts, ends)]
+
+
+def neighbour_median(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(indices, level)``: for each point with two neighbours on each side, the median
+    of those four neighbours (``i-2, i-1, i+1, i+2``), the point itself left out.
+
+    The level a point is compared with must not contain the point, and an even number of
+    neighbours keeps a loss that alternates between two values every logged point (up,
+    down, up, …) from being its own level: the median of two highs and two lows is their
+    midpoint, where the median of a centred 5-point window would be the point itself.
+    """
+    n = values.size
+    if n < 5:
+        return np.array([], dtype=np.int64), np.array([], dtype=float)
+    idx = np.arange(2, n - 2)
+    nb = np.stack([values[idx - 2], values[idx - 1], values[idx + 1], values[idx + 2]], axis=1)
+    return idx, np.median(nb, axis=1)
+
+
+def sign_change_share(residuals: np.ndarray) -> float:
+    """Share of consecutive non-zero residuals whose signs differ (0 when fewer than two).
+
+    Independent noise around a level gives about 0.5 (0.62 for the residuals of
+    :func:`neighbour_median`, which are slightly anti-correlated); a loss that alternates
+    above and below its level at every logged point gives 1.
+    """
+    s = np.sign(residuals)
+    s = s[s != 0]
+    if s.size < 2:
+        return 0.0
+    return float(np.mean(s[1:] != s[:-1]))
+
+
+def ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """``(slope, standard error, t)`` of the least-squares line of ``y`` on ``x``.
+
+    The standard error is the usual one (residual variance over ``n - 2`` degrees of
+    freedom). ``t`` is ``slope / se``: ``+inf``/``-inf`` for an exact non-zero slope and 0
+    for an exactly constant ``y``; ``(0, inf, 0)`` when fewer than 3 points or ``x`` does
+    not vary.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = x.size
+    if n < 3:
+        return 0.0, math.inf, 0.0
+    xc = x - x.mean()
+    sxx = float(np.dot(xc, xc))
+    if sxx <= 0:
+        return 0.0, math.inf, 0.0
+    slope = float(np.dot(xc, y - y.mean())) / sxx
+    resid = y - y.mean() - slope * xc
+    s2 = float(np.dot(resid, resid)) / (n - 2)
+    se = math.sqrt(s2 / sxx)
+    if se == 0:
+        return slope, 0.0, (0.0 if slope == 0 else math.copysign(math.inf, slope))
+    return slope, se, slope / se
+
+
+def mann_kendall_z(values: np.ndarray) -> float:
+    """Mann–Kendall trend statistic of a short sequence, as a normal score.
+
+    ``S`` counts the pairs ``i < j`` with ``values[j] > values[i]`` minus those with
+    ``values[j] < values[i]`` (ties count for neither); ``Z = (S - sign(S)) / sqrt(var S)``
+    with ``var S = k(k-1)(2k+5)/18`` (no tie correction: ties only make it conservative).
+    Rank-based, so one extreme window does not make a trend, and zeros need no special
+    case. Positive for a rising sequence; 0 when fewer than 3 values.
+    """
+    v = np.asarray(values, dtype=float)
+    k = v.size
+    if k < 3:
+        return 0.0
+    diff = v[None, :] - v[:, None]
+    s = float(np.sum(np.sign(diff[np.triu_indices(k, 1)])))
+    var = k * (k - 1) * (2 * k + 5) / 18.0
+    if s == 0:
+        return 0.0
+    return (s - math.copysign(1.0, s)) / math.sqrt(var)
+
+
+def ar1_inflation(residuals: np.ndarray, cap: float = 0.9) -> tuple[float, float]:
+    """``(rho, factor)``: the lag-1 autocorrelation of ``residuals`` (clipped to
+    ``[0, cap]``) and the factor ``sqrt((1 + rho) / (1 - rho))`` by which it widens a
+    least-squares standard error.
+
+    Least squares assumes independent noise; a logged loss that is a running average (an
+    EMA in a progress bar, a per-epoch mean of overlapping windows) is positively
+    autocorrelated, which makes a slope look far more certain than it is. Under AR(1)
+    noise the effective number of points shrinks by ``(1 - rho) / (1 + rho)``. Negative
+    autocorrelation is not credited (the factor never narrows an error).
+    """
+    r = np.asarray(residuals, dtype=float)
+    if r.size < 3:
+        return 0.0, 1.0
+    den = float(np.dot(r, r))
+    if den <= 0:
+        return 0.0, 1.0
+    rho = min(max(float(np.dot(r[1:], r[:-1])) / den, 0.0), cap)
+    return rho, math.sqrt((1 + rho) / (1 - rho))

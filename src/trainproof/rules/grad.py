@@ -1,6 +1,8 @@
 """Rules on the gradient norm: non-finite norms, skipped overflow steps, zero gradients, spikes."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..findings import Level
@@ -142,4 +144,35 @@ def check_grad_spike(ctx):
         {"count": count, "max": vals[i], "max_step": steps[i], "median": med,
          "factor": ctx.th.grad_spike_factor},
         step=steps[i], line=lines[i],
+    )
+
+
+@rule(
+    "TP-LOSS-SCALE-COLLAPSE", Level.WARN, "nan", "the mixed-precision loss scale collapsed",
+    needs=[Need("loss_scale", "min_value_points", finite=False)],
+    thresholds=["loss_scale_collapse_factor", "min_value_points"],
+    detects="The mixed-precision loss scale (GradScaler's scale, DeepSpeed's loss_scale, Coqui's amp_scaler) ends at 0 or at least 1024x below its peak.",
+    why="A dynamic loss scaler halves its scale at every overflowing step and grows it back after a long run of good ones; a scale that keeps halving means nearly every step overflows, and at 0 the gradients vanish while the forward pass produces NaN.",
+    not_mean="A scale that drops a few times and recovers is the scaler working as designed.",
+    causes="fp16 activations or gradients overflowing (a learning rate too high, a diverging model, long sequences), a loss computed in fp16.",
+    try_="Switch to bf16 (no loss scaling needed), lower the learning rate, enable gradient clipping, and resume from a checkpoint before the collapse.",
+)
+def check_loss_scale_collapse(ctx):
+    ls = ctx.series("loss_scale")
+    fin = ls.finite()
+    if len(fin) < 2:
+        return
+    j = int(np.argmax(fin.values))
+    peak = float(fin.values[j])
+    end = float(fin.values[-1])
+    if peak <= 0 or (end > 0 and peak / end < ctx.th.loss_scale_collapse_factor):
+        return
+    halvings = math.log2(peak / end) if end > 0 else math.inf
+    yield ctx.finding(
+        f"the loss scale collapsed from {num(peak)} to {num(end)}",
+        f"{ls.key} peaked at {num(peak)} at step {step(fin.steps[j])} and ends at {num(end)} at step "
+        f"{step(fin.steps[-1])}" + (f" ({halvings:.0f} halvings)" if end > 0 else "") + ": the scaler kept "
+        "finding overflowing steps.",
+        {"peak": peak, "peak_step": fin.steps[j], "end": end, "end_step": fin.steps[-1], "halvings": halvings},
+        step=fin.steps[-1], line=fin.lines[-1],
     )

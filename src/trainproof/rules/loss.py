@@ -60,13 +60,35 @@ def check_nan(ctx):
     for label, m in (("NaN", np.isnan(s.values)), ("+Inf", np.isposinf(s.values)), ("-Inf", np.isneginf(s.values))):
         if m.any():
             kinds.append(f"{int(m.sum())} {label}")
-    yield ctx.finding(
-        f"loss is non-finite from step {step(s.steps[i])}",
-        f"{count} of {len(s)} logged losses are non-finite ({', '.join(kinds)}); the first is at step "
-        f"{step(s.steps[i])} (line {int(s.lines[i])}).",
-        {"first_step": s.steps[i], "count": count, "points": len(s)},
-        step=s.steps[i], line=s.lines[i],
+    at = s.steps[i]
+    # Other loss components non-finite at the same step (GAN totals, per-head losses).
+    others = sorted(
+        o.key for name, o in ctx.run.series.items()
+        if name != "loss" and "loss" in o.key.lower() and not o.key.startswith("eval")
+        and np.any((o.steps == at) & ~np.isfinite(o.values))
     )
+    also = f" Also non-finite at that step: {', '.join(others[:8])}{' …' if len(others) > 8 else ''}." if others else ""
+    scale = _loss_scale_clause(ctx, at)
+    yield ctx.finding(
+        f"loss is non-finite from step {step(at)}",
+        f"{count} of {len(s)} logged losses ({s.key}) are non-finite ({', '.join(kinds)}); the first is at step "
+        f"{step(at)} (line {int(s.lines[i])}).{also}{scale}",
+        {"first_step": at, "count": count, "points": len(s), "also_nonfinite": others},
+        step=at, line=s.lines[i],
+    )
+
+
+def _loss_scale_clause(ctx, at: float) -> str:
+    """The mixed-precision loss scale at a step, next to its peak, when the log has one."""
+    if not ctx.has("loss_scale"):
+        return ""
+    ls = ctx.series("loss_scale")
+    before = ls.values[(ls.steps <= at) & np.isfinite(ls.values)]
+    if before.size == 0:
+        return ""
+    peak = float(before.max())
+    return (f" The loss scale ({ls.key}) was {num(before[-1])} there, down from a peak of {num(peak)}."
+            if before[-1] < peak else f" The loss scale ({ls.key}) was {num(before[-1])} there.")
 
 
 @rule(

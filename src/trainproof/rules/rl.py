@@ -38,12 +38,12 @@ def check_rl_objective(ctx):
 
 
 @rule(
-    "TP-RL-DEAD-POLICY", Level.FAIL, "zero", "the policy receives no gradient: gradient norm and KL exactly 0 throughout",
-    needs=[Need("grad_norm", "zero_min_points"), Need("kl", "zero_min_points")],
+    "TP-RL-DEAD-POLICY", Level.FAIL, "zero", "the policy receives no gradient: gradient norm (and KL) exactly 0 throughout",
+    needs=[Need("grad_norm", "zero_min_points")],
     thresholds=["zero_min_points"],
     verdict_bearing=True,
     objectives=("rl",),
-    detects="On an RL or preference objective, every finite gradient norm and every finite KL (at least 5 each) is exactly 0.0.",
+    detects="On an RL or preference objective, every finite gradient norm (at least 5) is exactly 0.0, and so is every finite KL when the log has one (TRL does not log the KL when its coefficient beta is 0).",
     why="A KL of exactly 0 throughout means the policy never moved away from the reference model, and a zero gradient norm says why: the updates are empty.",
     not_mean="A KL of 0 at the first steps is normal (the policy starts as the reference); a near-zero loss is normal for GRPO. This needs both exactly zero for the whole run.",
     causes="Every reward identical within each group (zero advantage: all completions right or all wrong), frozen or detached adapters, a learning rate of 0, a reward function that always returns the same value.",
@@ -51,13 +51,15 @@ def check_rl_objective(ctx):
 )
 def check_rl_dead_policy(ctx):
     g = ctx.series("grad_norm").finite()
-    kl = ctx.series("kl").finite()
-    if not (np.all(g.values == 0) and np.all(kl.values == 0)):
+    kl = ctx.series("kl").finite() if ctx.has("kl") else None
+    if not np.all(g.values == 0) or (kl is not None and len(kl) and not np.all(kl.values == 0)):
         return
+    kl_text = (f" and all {len(kl)} finite KL values ({kl.key}) are" if kl is not None and len(kl)
+               else " (the log has no KL) are")
     yield ctx.finding(
-        "the policy does not move: gradient norm and KL are exactly 0 at every logged step",
-        f"all {len(g)} finite gradient norms (steps {step(g.steps[0])}–{step(g.steps[-1])}) and all {len(kl)} "
-        f"finite KL values ({kl.key}) are exactly 0.0.",
-        {"grad_norm_points": len(g), "kl_points": len(kl), "kl_key": kl.key},
+        "the policy does not move: the gradient norm is exactly 0 at every logged step",
+        f"all {len(g)} finite gradient norms (steps {step(g.steps[0])}–{step(g.steps[-1])}){kl_text} exactly 0.0.",
+        {"grad_norm_points": len(g), "kl_points": len(kl) if kl is not None else 0,
+         "kl_key": kl.key if kl is not None else None},
         step=g.steps[0], line=g.lines[0],
     )

@@ -83,6 +83,10 @@ class Thresholds:
     # Non-finite gradient norms on 3 or more consecutive logged points are not the loss
     # scaler skipping a step (it halves the scale and recovers on the next step).
     nan_grad_sustained_points: int = 3
+    # A dynamic loss scaler halves on each overflow and doubles back only after a long run
+    # of clean steps (torch GradScaler: 2000); ending 2^10 below its peak means ten
+    # overflows it never recovered from.
+    loss_scale_collapse_factor: float = 1024.0
 
     # --- learning rate -----------------------------------------------------------------
     # lr <= 0 on 99% of logged points: the optimiser never moved the weights. Over 10%:
@@ -121,6 +125,94 @@ class Thresholds:
     overfit_ratio: float = 1.2
     overfit_tail_evals: int = 3
     overfit_evals_after_min: int = 3
+
+    # --- failure signatures ------------------------------------------------------------
+    # Growing oscillation: 40 points leave 34 residuals after the 10% warm-up (the last two
+    # points have no right-hand neighbours), enough for 8 windows of 4 (the trend test
+    # needs at least 6) and thirds of 11 or 12.
+    osc_min_points: int = 40
+    # The first 10% of the run is warm-up: the loss falls fastest and the learning rate is
+    # still moving there, so its swings say nothing about stability.
+    osc_warmup_share: float = 0.1
+    # The median swing of the last third at least 2x that of the first third, measured
+    # both in absolute terms and relative to the local level, and both must grow: a loss
+    # that approaches a fixed noise floor has a relative swing that grows while the
+    # absolute one does not, and a rising loss with proportional noise has an absolute
+    # swing that grows while the relative one does not; neither is an oscillation. On its
+    # own 2x is reached by chance under constant-amplitude noise in 10% of 40-point runs
+    # (thirds of 12 residuals), 6% of 60-point and 0.4% of 200-point ones (simulated);
+    # together with the trend and alternation tests below, none of 24,000 simulated
+    # constant-amplitude runs of 40-200 points fired, noisy or alternating.
+    osc_growth: float = 2.0
+    # The window amplitudes rise consistently: a Mann–Kendall z of 2.5 (one-sided p 0.006)
+    # on both scales, so one late burst is not a growing oscillation.
+    osc_trend_z: float = 2.5
+    # The residuals alternate: the loss crosses its local level between at least 80% of
+    # consecutive points in the last third. A step size past the edge of stability
+    # overshoots to the other side at every update, which gives close to 100%;
+    # independent noise gives 62% on average (the residuals of a 4-neighbour median are
+    # slightly anti-correlated) and reaches 80% by chance in 13% of 11-pair last thirds
+    # (40-point runs), 4% of 17-pair ones and never in 60-pair ones (simulated).
+    osc_min_alternation: float = 0.8
+    # Vanishing gradient: 10 norms, so that the first 10% and the last 10% (at least 3
+    # each, the first logged norm ignored) do not overlap.
+    vanish_min_points: int = 10
+    # The late median below 1% of the early one: a hundredfold collapse. Measured on the
+    # 26 shared-corpus runs with gradient norms: healthy runs keep the late median at 8.7%
+    # of the early one or more (the lowest is the tiny-loss SmolVLM fine-tune, whose loss
+    # fell 99%); the only ratio below 1% (0.8%, the lr_hot gallery run) compares norms
+    # that died after a blow-up with the blow-up's own norms, and its loss condition keeps
+    # it out (TP-DIVERGE judges that run). The loss condition (TP-DEAD-RUN's window and
+    # share) keeps converged runs out in general.
+    vanish_ratio: float = 0.01
+    # Early plateau: the first 30% of the run must hold at least 10 points for its slope
+    # to mean something, so the run needs 34.
+    plateau_min_points: int = 34
+    # "Early" is the first 30% of the run: long enough that a normal warm-up (a few % of
+    # the run) plus the fast first fall are inside it, short enough to leave most of the
+    # run to show the decrease that came later.
+    plateau_head_share: float = 0.3
+    # The head held its level: the slope t-statistic of the log of the loss on the step is
+    # above -2.5 (a decrease significant at one-sided p 0.006 is a fall, however early),
+    # and the fitted change over the head is under TP-DEAD-RUN's 5% (a noisy head can fall
+    # 10% without it being significant; that is not a plateau). Standard errors are
+    # widened for the lag-1 autocorrelation of the head's residuals: a running-average
+    # loss is autocorrelated, and plain least squares would find trends in its drift.
+    plateau_t: float = 2.5
+    # ... and the rest of the run falls faster than the head did, by at least 3 standard
+    # errors of the difference of the two slopes: no significant decrease alone is what a
+    # noisy learner shows too, and it falls no faster later, while a healthy curve falls
+    # fastest first. 3 rather than 2.5 (one-sided p 0.0013) because every noisy run passes
+    # the first test, so this one carries the false-alarm rate. On the shared corpus no
+    # run passes both; on 9,000 simulated healthy curves (exponential, power-law and
+    # step-schedule decays; normal, heavy-tailed and autocorrelated noise of 0.5-40%) 4
+    # fired, all step-schedule curves whose first 30% fell less than 5%.
+    plateau_accel_t: float = 3.0
+    # Loss spike: 20 points, so that a spike has its 5-point level before it, up to 5
+    # burst points and 5 points after it to settle.
+    spike_min_points: int = 20
+    # The level before a spike is the median of up to the 10 points before it (at least
+    # 5): local, and steady against a spike of up to 5 points inside it.
+    spike_window: int = 10
+    # A spike is a point more than 3x the level before it and more than 6 noise sigmas
+    # above it (noise of the log of the loss, as TP-DIVERGE), so a very noisy curve's
+    # ordinary swings are not spikes. The factor alone does not separate harm from noise:
+    # on the shared corpus the healthy GPT run logged every step and the PINN run jump to
+    # 3.7-28x their trailing level and recover fully; the recovery test below does.
+    spike_factor: float = 3.0
+    spike_noise_z: float = 6.0
+    # A burst of at most 5 consecutive points: longer, and it is a new level (TP-DIVERGE),
+    # not a spike.
+    spike_max_points: int = 5
+    # The level after the spike is the lowest median of any 5 consecutive points from the
+    # end of the burst to the end of the log: a slow recovery still counts as recovery,
+    # and 5 points after the spike are needed to read a level at all. The lowest of many
+    # such medians sits below the true level by chance, so the rule errs towards silence.
+    spike_settle_points: int = 5
+    # Left worse: that level more than 1.1x the level before the spike, and above it by
+    # more than 3 standard errors of the two levels (as TP-DIVERGE's noise gate).
+    spike_worse_ratio: float = 1.1
+    spike_worse_z: float = 3.0
 
     def with_overrides(self, overrides: Mapping[str, object]) -> "Thresholds":
         """A copy with some values replaced.

@@ -1,0 +1,412 @@
+"""Failure signatures on one run: growing oscillation, vanishing gradients, an early
+plateau, a loss spike that leaves the run worse.
+
+Each is a WARN: a shape that often comes with a known failure, not proof of one. They
+judge the train loss of supervised objectives only (an RL loss is not expected to fall),
+and read levels on the log of the loss where they compare ratios of levels.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..findings import Level
+from ._fmt import num, pct, step
+from ._stats import (ar1_inflation, end_window, improvement, level_se, mann_kendall_z,
+                     neighbour_median, noise_sigma, ols_slope, sign_change_share)
+from .registry import Need, rule
+
+#: Points per amplitude window (at least) and windows (at most) for TP-OSCILLATION: four
+#: residuals is the smallest window whose median ignores one stray point, and twelve
+#: windows give the trend test its power without making "window" mean most of a long run.
+OSC_WINDOW_POINTS = 4
+OSC_MAX_WINDOWS = 12
+
+
+def _amplitudes(res: np.ndarray, thirds: list[np.ndarray], windows: list[np.ndarray]):
+    """(first-third amplitude, last-third amplitude, growth, per-window amplitudes, trend z)
+    of residuals ``res``; amplitude = median absolute residual."""
+    a = np.abs(res)
+    first = float(np.median(a[thirds[0]]))
+    last = float(np.median(a[thirds[-1]]))
+    if first > 0:
+        growth = last / first
+    else:
+        growth = math.inf if last > 0 else 0.0
+    amps = np.array([np.median(a[w]) for w in windows])
+    return first, last, growth, amps, mann_kendall_z(amps)
+
+
+@rule(
+    "TP-OSCILLATION", Level.WARN, "signature", "the loss swings up and down with a growing amplitude after warm-up",
+    needs=[Need("loss", "osc_min_points", positive=True, all_finite=True)],
+    thresholds=["osc_min_points", "osc_warmup_share", "osc_growth", "osc_trend_z", "osc_min_alternation"],
+    detects=(
+        "After the first 10% of the run (warm-up), each loss is compared with its local level, the median of its "
+        "four neighbours (two logged points on each side, the point itself left out); the residual's size is its "
+        "amplitude. The rule fires when the median amplitude of the last third of the judged part is at least 2x "
+        "that of the first third both in absolute terms and relative to the level, the amplitudes of consecutive "
+        "windows (at most 12, at least 4 points each) rise with a Mann–Kendall z of at least 2.5 on both scales, "
+        "and in the last third the residual changes sign between consecutive points at least 80% of the time "
+        "(independent noise: about 62%)."
+    ),
+    why=(
+        "A step size past the edge of stability makes the optimiser overshoot the valley it is in: each update "
+        "lands on the other side, further out than the last, so the loss alternates up and down with a growing "
+        "swing. It usually ends in a divergence or NaN; caught while it grows, it is cheap to fix."
+    ),
+    not_mean=(
+        "A loss that swings with a constant or shrinking amplitude (GANs, RL, a run settling down) is not this, "
+        "nor is noise that only looks larger because the loss has become small next to a fixed noise floor (the "
+        "amplitude must grow in absolute terms too), nor noise that grows with a rising level (it must grow "
+        "relative to the level too), nor slow waves of several logged points (the residuals must alternate)."
+    ),
+    causes=(
+        "A learning rate too high for the current curvature (often once warm-up ends or a schedule restarts), no "
+        "gradient clipping, a momentum or Adam beta2 too high for the batch size, fp16 loss-scale cycling."
+    ),
+    try_=(
+        "Lower the peak learning rate (a factor of 2 to 3), lengthen the warm-up or add gradient clipping (max_grad_norm "
+        "1.0), and resume from a checkpoint taken before the swing grew."
+    ),
+    objectives=("supervised",),
+)
+def check_oscillation(ctx):
+    s = ctx.series("loss").finite()
+    v = s.values
+    n = v.size
+    th = ctx.th
+    idx, level = neighbour_median(v)
+    start = max(2, math.ceil(th.osc_warmup_share * n))
+    keep = idx >= start
+    idx, level = idx[keep], level[keep]
+    m = idx.size
+    k = min(OSC_MAX_WINDOWS, m // OSC_WINDOW_POINTS)
+    if k < 6:
+        return
+    pos = np.arange(m)
+    thirds = np.array_split(pos, 3)
+    windows = np.array_split(pos, k)
+    res_abs = v[idx] - level
+    res_rel = res_abs / level
+    a1, a3, g_abs, amps_abs, z_abs = _amplitudes(res_abs, thirds, windows)
+    r1, r3, g_rel, amps_rel, z_rel = _amplitudes(res_rel, thirds, windows)
+    growth = min(g_abs, g_rel)
+    trend = min(z_abs, z_rel)
+    alternation = sign_change_share(res_abs[thirds[-1]])
+    if growth < th.osc_growth or trend < th.osc_trend_z or alternation < th.osc_min_alternation:
+        return
+    # Onset: the first window after the first third whose amplitude reached the growth
+    # factor on both scales.
+    onset = int(thirds[-1][0])
+    for w, aa, ar in zip(windows, amps_abs, amps_rel):
+        if w[0] > thirds[0][-1] and aa >= th.osc_growth * a1 and ar >= th.osc_growth * r1:
+            onset = int(w[0])
+            break
+    i = int(idx[onset])
+    f0, f1 = int(idx[thirds[0][0]]), int(idx[thirds[0][-1]])
+    l0, l1 = int(idx[thirds[-1][0]]), int(idx[thirds[-1][-1]])
+    yield ctx.finding(
+        f"loss oscillates with a growing amplitude from step {step(s.steps[i])}",
+        f"after warm-up (from step {step(s.steps[start])}) the loss swings around its local level (median of its 4 "
+        f"neighbouring points) by a median {num(a1)} ({pct(r1)} of the level) over steps "
+        f"{step(s.steps[f0])}–{step(s.steps[f1])} and by {num(a3)} ({pct(r3)}) over steps "
+        f"{step(s.steps[l0])}–{step(s.steps[l1])}: {g_abs:.2f}x in absolute terms and {g_rel:.2f}x relative to "
+        f"the level (threshold {num(th.osc_growth)}x); the amplitudes of {k} consecutive windows rise steadily "
+        f"(Mann–Kendall z {z_abs:.2f} absolute, {z_rel:.2f} relative; threshold {num(th.osc_trend_z)}), and in "
+        f"the last third the loss crosses its level at {pct(alternation)} of consecutive points (threshold "
+        f"{pct(th.osc_min_alternation)}); the swing first reached {num(th.osc_growth)}x at step "
+        f"{step(s.steps[i])}.",
+        {"onset_step": s.steps[i], "warmup_end_step": s.steps[start],
+         "first_third_steps": [s.steps[f0], s.steps[f1]], "last_third_steps": [s.steps[l0], s.steps[l1]],
+         "amplitude_first": a1, "amplitude_last": a3, "rel_amplitude_first": r1, "rel_amplitude_last": r3,
+         "growth_abs": g_abs, "growth_rel": g_rel, "trend_z_abs": z_abs, "trend_z_rel": z_rel, "windows": k,
+         "alternation": alternation, "growth_threshold": th.osc_growth, "trend_threshold": th.osc_trend_z,
+         "alternation_threshold": th.osc_min_alternation},
+        step=s.steps[i], line=s.lines[i],
+    )
+
+
+@rule(
+    "TP-VANISHING-GRAD", Level.WARN, "signature", "the gradient norm collapsed while the loss did not improve",
+    needs=[Need("grad_norm", "vanish_min_points"), Need("loss", "dead_min_points", positive=True, all_finite=True)],
+    thresholds=["vanish_min_points", "vanish_ratio", "dead_window", "dead_min_improvement"],
+    detects=(
+        "The median gradient norm of the last 10% of the logged norms (at least 3) is below 1% of the median of "
+        "the first 10% (the first logged norm ignored), while the loss improved by less than 5% over the run "
+        "(median of the first 5 losses against the last 5, as TP-DEAD-RUN). A run whose every norm is exactly 0 "
+        "is TP-ZERO-GRAD's."
+    ),
+    why=(
+        "When the gradient that reaches the weights shrinks a hundredfold and the loss stays where it was, the "
+        "optimiser has stopped moving the model: the rest of the run is spent without learning."
+    ),
+    not_mean=(
+        "Small norms alone are not a problem: a run converging to a minimum has shrinking gradients too, which "
+        "is why the rule needs the loss not to have improved. It judges the run as a whole, so a run that "
+        "improved first and stalled after its norm collapsed is not flagged; exactly-zero norms throughout are "
+        "TP-ZERO-GRAD."
+    ),
+    causes=(
+        "Dead ReLUs or saturated sigmoid/tanh units after a bad update, parameters frozen or detached mid-run, a "
+        "learning-rate schedule that drove the weights into a flat region, a loss scale that underflows the "
+        "gradients in fp16, a deep network without residual connections or normalisation."
+    ),
+    try_=(
+        "Check the per-layer gradient norms for the layer where they die, look for frozen or detached parameters, "
+        "use bf16 or a dynamic loss scaler, and try a smaller learning rate, normalisation layers or a "
+        "non-saturating activation."
+    ),
+    objectives=("supervised",),
+)
+def check_vanishing_grad(ctx):
+    th = ctx.th
+    g = ctx.series("grad_norm").finite()
+    if np.all(g.values == 0):
+        return
+    vals, steps, lines = g.values[1:], g.steps[1:], g.lines[1:]
+    if vals.size < 6:
+        return
+    w = end_window(vals.size)
+    early = float(np.median(vals[:w]))
+    late = float(np.median(vals[-w:]))
+    if early <= 0 or late >= th.vanish_ratio * early:
+        return
+    loss = ctx.series("loss").finite()
+    lw = th.dead_window
+    first, last, rel = improvement(loss.values, lw)
+    if rel >= th.dead_min_improvement:
+        return
+    below = np.flatnonzero(vals[w:] < th.vanish_ratio * early)
+    i = w + int(below[0]) if below.size else vals.size - w
+    ratio = late / early
+    yield ctx.finding(
+        f"gradient norm collapsed to {pct(ratio)} of its early level while the loss did not improve",
+        f"median gradient norm {num(late)} over the last {w} logged norms (steps {step(steps[-w])}–{step(steps[-1])}) "
+        f"is {pct(ratio)} of the early median {num(early)} (steps {step(steps[0])}–{step(steps[w - 1])}, the first "
+        f"logged norm ignored), below {pct(th.vanish_ratio)}; it first fell below that at step {step(steps[i])}. The "
+        f"loss went from {num(first)} to {num(last)} (median of {lw} points at each end): {pct(rel)} improvement, "
+        f"below {pct(th.dead_min_improvement)}.",
+        {"early_median": early, "late_median": late, "ratio": ratio, "window": w,
+         "early_steps": [steps[0], steps[w - 1]], "late_steps": [steps[-w], steps[-1]],
+         "first_below_step": steps[i], "loss_first": first, "loss_last": last, "loss_improvement": rel,
+         "threshold": th.vanish_ratio},
+        step=steps[i], line=lines[i],
+    )
+
+
+def _trend_change(slope: float, span: float) -> float:
+    """Relative change of the loss implied by a slope of its log over ``span`` steps."""
+    return math.expm1(slope * span)
+
+
+def _signed_pct(x: float) -> str:
+    return f"{100 * x:+.1f}%"
+
+
+@rule(
+    "TP-PLATEAU", Level.WARN, "signature", "the loss held its starting level through the first 30% of the run, and only fell later",
+    needs=[Need("loss", "plateau_min_points", positive=True, all_finite=True)],
+    thresholds=["plateau_min_points", "plateau_head_share", "plateau_t", "plateau_accel_t",
+                "dead_window", "dead_min_improvement"],
+    detects=(
+        "The loss holds its starting level through the first 30% of the points (at least 10): the least-squares "
+        "line of the log of the loss on the step there shows no significant decrease (t > -2.5, one-sided) and "
+        "a fitted change of less than 5% (TP-DEAD-RUN's bar for a whole run); while over the rest of the run "
+        "the loss falls significantly faster than it did there (difference of the two slopes at least 3 "
+        "standard errors, z <= -3). Standard errors are widened for the lag-1 autocorrelation of the head's "
+        "residuals (a running-average loss is autocorrelated). A run whose loss did not improve overall "
+        "(TP-DEAD-RUN's condition) is left to TP-DEAD-RUN."
+    ),
+    why=(
+        "A healthy curve falls fastest at the start and slows down; one that sits at its starting level for the "
+        "first 30% and only then starts falling has spent that compute waiting for the optimiser to get going."
+    ),
+    not_mean=(
+        "A run that drops quickly in its first logs and then levels off is not on a plateau (it fell, and the "
+        "rest does not fall faster), nor is a noisy learner whose decrease is too small to be significant early "
+        "on (it falls no faster later), nor a run that never improves (that is TP-DEAD-RUN, a FAIL: a plateau "
+        "that never ends is a dead run, and one message is enough). Being flat at the end of a run is "
+        "convergence, not this; a plateau that starts after the first 30% is not judged."
+    ),
+    causes=(
+        "A warm-up far longer than needed or a learning rate that starts too low, a poor initialisation (outputs "
+        "at the uniform prediction, a symmetric or saturated start), a first learning-rate phase too high to make "
+        "progress until a step schedule lowered it, frozen layers unfrozen later in the run, a curriculum or data "
+        "order that starts with uninformative batches."
+    ),
+    try_=(
+        "Shorten the warm-up or raise the starting learning rate, check the initialisation (the first loss should "
+        "be near ln(number of classes) and fall at once), and check when each parameter group starts training."
+    ),
+    objectives=("supervised",),
+)
+def check_plateau(ctx):
+    th = ctx.th
+    s = ctx.series("loss").finite()
+    v = s.values
+    n = v.size
+    _, _, rel = improvement(v, th.dead_window)
+    if rel < th.dead_min_improvement:
+        return
+    h = math.ceil(th.plateau_head_share * n)
+    if h < 3 or n - h < 3:
+        return
+    x, y = s.steps, np.log(v)
+    b_head, se_head, _ = ols_slope(x[:h], y[:h])
+    # Least squares assumes independent noise; a smoothed (running-average) loss is
+    # autocorrelated, which would make a chance drift look like a trend. The
+    # autocorrelation is measured in the head, where the loss is claimed flat, and widens
+    # both standard errors.
+    xh, yh = x[:h] - x[:h].mean(), y[:h] - y[:h].mean()
+    rho, widen = ar1_inflation(yh - b_head * xh)
+    se_head *= widen
+    t_head = b_head / se_head if se_head > 0 else (0.0 if b_head == 0 else math.copysign(math.inf, b_head))
+    head_change = _trend_change(b_head, x[h - 1] - x[0])
+    # Held its level: no significant decrease, and not even the 5% TP-DEAD-RUN asks of a
+    # whole run (a noisy head can fall 10% without it being significant).
+    if not t_head > -th.plateau_t or head_change <= -th.dead_min_improvement:
+        return
+    b_rest, se_rest, _ = ols_slope(x[h:], y[h:])
+    se_rest *= widen
+    t_rest = b_rest / se_rest if se_rest > 0 else (0.0 if b_rest == 0 else math.copysign(math.inf, b_rest))
+    se = math.hypot(se_head, se_rest)
+    if not math.isfinite(se):
+        return
+    if se == 0:
+        accel = -math.inf if b_rest < b_head else 0.0
+    else:
+        accel = (b_rest - b_head) / se
+    if accel > -th.plateau_accel_t:
+        return
+    rest_change = _trend_change(b_rest, x[-1] - x[h])
+    head_level = float(np.median(v[:h]))
+    w = th.dead_window
+    end_level = float(np.median(v[-w:]))
+    yield ctx.finding(
+        f"early plateau: the loss held its level for the first {pct(h / n)} of the run (to step {step(s.steps[h - 1])})",
+        f"over the first {h} of {n} points (steps {step(s.steps[0])}–{step(s.steps[h - 1])}) the fitted trend of the "
+        f"loss changes it by {_signed_pct(head_change)} (t {t_head:.2f}, not a significant decrease: threshold "
+        f"{num(-th.plateau_t)}) around a median of {num(head_level)}; over the rest (steps "
+        f"{step(s.steps[h])}–{step(s.steps[-1])}) it changes it by {_signed_pct(rest_change)} (t {t_rest:.2f}), "
+        f"significantly faster (z {accel:.2f}, threshold {num(-th.plateau_accel_t)}); the run ends at "
+        f"{num(end_level)} (median of the last {w} points), {pct(rel)} below where it started.",
+        {"head_points": h, "points": n, "head_end_step": s.steps[h - 1], "head_slope": b_head,
+         "head_t": t_head, "head_change": head_change, "head_median": head_level, "rest_slope": b_rest,
+         "rest_t": t_rest, "rest_change": rest_change, "accel_z": accel, "head_autocorr": rho, "end_level": end_level,
+         "improvement": rel, "t_threshold": th.plateau_t, "accel_threshold": th.plateau_accel_t},
+        step=s.steps[h - 1], line=s.lines[h - 1],
+    )
+
+
+def _log_or_minus_inf(x: float) -> float:
+    """The log of a ratio threshold; an override of 0 means "any ratio"."""
+    return math.log(x) if x > 0 else -math.inf
+
+
+def _trailing_medians(y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each index i >= 1: the median of the up-to-``window`` values before it, and
+    how many values that is (index 0 has none: NaN, 0)."""
+    n = y.size
+    med = np.full(n, np.nan)
+    count = np.minimum(np.arange(n), window)
+    for i in range(1, min(window, n)):
+        med[i] = np.median(y[:i])
+    if n > window:
+        med[window:] = np.median(np.lib.stride_tricks.sliding_window_view(y[:-1], window), axis=1)
+    return med, count
+
+
+@rule(
+    "TP-LOSS-SPIKE", Level.WARN, "signature", "a loss spike after which the run settled at a worse level",
+    needs=[Need("loss", "spike_min_points", positive=True, all_finite=True)],
+    thresholds=["spike_min_points", "spike_window", "spike_factor", "spike_noise_z", "spike_max_points",
+                "spike_settle_points", "spike_worse_ratio", "spike_worse_z"],
+    detects=(
+        "A burst of at most 5 consecutive points more than 3x the loss level before it (median of up to the 10 "
+        "points before, at least 5) and more than 6 noise sigmas above it (noise of the log of the loss), "
+        "followed by at least 5 more points. The loss must come back below that bar, and the best level the run "
+        "reaches from there to the end of the log (the lowest median of any 5 consecutive points) must still be "
+        "more than 1.1x the level before the spike and above it by more than 3 standard errors of the two levels."
+    ),
+    why=(
+        "A spike that the run absorbs costs a few steps; one after which the loss never gets back to where it "
+        "was has damaged the weights (or the optimiser state), and every later step starts from a worse model."
+    ),
+    not_mean=(
+        "A spike that recovers fully (the loss gets back within 10% or within the noise of its level before) is "
+        "not this, nor a single spike at the very end of the log (there is nothing after it to judge), nor a "
+        "jump to a new level that does not come back down (that is TP-DIVERGE), nor an ordinarily noisy curve."
+    ),
+    causes=(
+        "An outlier batch (corrupt or extremely long sample) meeting a learning rate near the edge of stability, "
+        "no gradient clipping, fp16 overflow that corrupted the optimiser moments, a data-loader restart that "
+        "replayed or skipped data."
+    ),
+    try_=(
+        "Resume from the checkpoint before the spike with gradient clipping (max_grad_norm 1.0) or a lower "
+        "learning rate, skip or inspect the batches at the spike steps, and consider lowering Adam's beta2 or "
+        "raising its epsilon."
+    ),
+    objectives=("supervised",),
+)
+def check_loss_spike(ctx):
+    th = ctx.th
+    s = ctx.series("loss").finite()
+    v = s.values
+    n = v.size
+    y = np.log(v)
+    sigma = noise_sigma(y)
+    bar = max(_log_or_minus_inf(th.spike_factor), th.spike_noise_z * sigma)
+    worse = _log_or_minus_inf(th.spike_worse_ratio)
+    win = max(1, int(th.spike_window))
+    first = max(1, (win + 1) // 2)
+    settle = max(1, int(th.spike_settle_points))
+    if n < first + 1 + settle:
+        return
+    pre_all, pre_n = _trailing_medians(y, win)
+    # The best level after index k: the lowest median of `settle` consecutive points
+    # starting at k or later (a suffix minimum, so each spike costs O(1)).
+    post_meds = np.median(np.lib.stride_tricks.sliding_window_view(y, settle), axis=1)
+    post_best = np.minimum.accumulate(post_meds[::-1])[::-1]
+    se_post = level_se(sigma, settle)
+    hits = []
+    cand = np.flatnonzero(y[first:] - pre_all[first:] > bar) + first
+    c = 0
+    while c < cand.size:
+        i = int(cand[c])
+        pre, pre_points = float(pre_all[i]), int(pre_n[i])
+        end = i + 1
+        while end < n and y[end] - pre > bar:
+            end += 1
+        c = int(np.searchsorted(cand, end))
+        if end - i > th.spike_max_points or n - end < settle:
+            continue
+        post = float(post_best[end])
+        gap = post - pre
+        gate = th.spike_worse_z * math.hypot(level_se(sigma, pre_points), se_post)
+        if gap > worse and gap > gate and gap < bar:
+            peak = i + int(np.argmax(y[i:end]))
+            at = end + int(np.flatnonzero(post_meds[end:] == post)[0]) + settle // 2
+            hits.append((i, end, peak, pre, pre_points, post, at, settle, gap, gate))
+    if not hits:
+        return
+    i, end, peak, pre, pre_points, post, post_idx, post_points, gap, gate = hits[0]
+    pre_v, post_v, peak_v = math.exp(pre), math.exp(post), float(v[peak])
+    ratio = post_v / pre_v
+    more = f" ({len(hits)} such spikes; the first is shown)" if len(hits) > 1 else ""
+    yield ctx.finding(
+        f"loss spike at step {step(s.steps[peak])} left the run {ratio:.2f}x worse than before it",
+        f"at step {step(s.steps[peak])} (line {int(s.lines[peak])}) the loss jumps to {num(peak_v)}, "
+        f"{peak_v / pre_v:.1f}x its level before (median {num(pre_v)} of the {pre_points} points to step "
+        f"{step(s.steps[i - 1])}; bar {math.exp(bar):.2f}x), for {end - i} point(s); it comes back down, but the "
+        f"best level after it is {num(post_v)} (median of {post_points} points around step "
+        f"{step(s.steps[post_idx])}), {ratio:.2f}x the level before (threshold {num(th.spike_worse_ratio)}x; log gap "
+        f"{num(gap)} against a noise gate of {num(gate)}){more}.",
+        {"spike_step": s.steps[peak], "peak": peak_v, "pre_level": pre_v, "pre_points": pre_points,
+         "burst_points": end - i, "post_level": post_v, "post_step": s.steps[post_idx], "post_points": post_points,
+         "ratio": ratio, "spike_ratio": peak_v / pre_v, "log_gap": gap, "noise_gate": gate, "noise_std": sigma,
+         "spikes": len(hits), "threshold": th.spike_worse_ratio},
+        step=s.steps[peak], line=s.lines[peak],
+    )

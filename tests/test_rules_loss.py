@@ -15,6 +15,7 @@ import pytest
 
 from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
+from trainproof.rules.thresholds import DEFAULT
 
 from conftest import make_run, judge_cols as judge, one
 
@@ -236,12 +237,46 @@ def test_dead_run_flat_noisy_loss_fails_with_both_medians():
 
 
 def test_dead_run_boundary_four_percent_fires_six_percent_does_not():
+    # The 5% boundary alone: the trend exemption is switched off (a noise-free curve
+    # always has a "significant" trend).
+    th = DEFAULT.with_overrides({"dead_trend_z": 1e9})
     head = [1.0] * 5
     mid = list(np.linspace(1.0, 0.9, 10))
-    rep4 = judge(loss=head + mid + [0.96] * 5)
+    rep4 = judge_runlog(make_run(loss=head + mid + [0.96] * 5), th)
     assert one(rep4, "TP-DEAD-RUN").data["improvement"] == pytest.approx(0.04)
-    rep6 = judge(loss=head + mid + [0.94] * 5)
+    rep6 = judge_runlog(make_run(loss=head + mid + [0.94] * 5), th)
     assert "TP-DEAD-RUN" not in rep6.ids()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_dead_run_a_steady_slow_decline_is_learning_not_dead(seed):
+    # A loss with a large constant offset falling 1.3% steadily (a VAE's ELBO): under 5%,
+    # but the trend is unmistakable.
+    rng = np.random.default_rng(seed)
+    n = 240
+    v = 995 + 13 * np.exp(-np.arange(n) / 40) + 0.05 * rng.standard_normal(n)
+    rep = judge(loss=list(v))
+    assert "TP-DEAD-RUN" not in rep.ids()
+    assert "TP-DEAD-RUN" in rep.ran
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_dead_run_noise_around_a_constant_is_dead(seed):
+    # kevin-flat-1k's shape: 100 points of +-5% noise around a constant level.
+    rng = np.random.default_rng(seed)
+    v = 2.15 * np.exp(0.05 * rng.standard_normal(100))
+    f = one(judge(loss=list(v)), "TP-DEAD-RUN")
+    assert f.data["trend_z"] > -2.326
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_dead_run_a_noisy_learner_does_not_fail(seed):
+    # A small-batch learner: 25% point noise, a real 25% improvement over 300 logs.
+    rng = np.random.default_rng(seed)
+    n = 300
+    level = 1.0 + 0.33 * np.exp(-np.arange(n) / 100)
+    v = level * np.exp(0.25 * rng.standard_normal(n))
+    assert "TP-DEAD-RUN" not in judge(loss=list(v)).ids()
 
 
 def test_dead_run_a_run_that_ends_higher_says_so():

@@ -8,7 +8,7 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, pct, step
 from ._stats import (block_medians, block_sizes, end_window, expected_min_shift, improvement, level_se,
-                     noise_sigma, runs_of, smoothing_block)
+                     mann_kendall_z, noise_sigma, runs_of, smoothing_block)
 from ._checkpoint import best_checkpoint
 from .registry import Need, rule
 
@@ -291,28 +291,45 @@ def check_diverge(ctx):
 @rule(
     "TP-DEAD-RUN", Level.FAIL, "shape", "the loss did not improve over the run",
     needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
-    thresholds=["dead_min_points", "dead_window", "dead_min_improvement"],
+    thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "dead_trend_blocks"],
     verdict_bearing=True,
-    detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points).",
+    detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians).",
     why="A run that ends where it started has spent its compute without learning.",
-    not_mean="It does not flag runs that are already converged at the start because they resumed from a good checkpoint; read the evidence with the run's history in mind.",
+    not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a loss with a large constant offset that falls slowly but steadily. It does flag runs already converged at the start because they resumed from a good checkpoint; read the evidence with the run's history in mind.",
     causes="A zero or far too small learning rate, frozen parameters, a model already at its floor (resumed run), labels unrelated to inputs.",
     try_="Check the learning rate actually applied (schedulers, DeepSpeed configs), that the optimizer holds the trainable parameters, and that one batch can be overfit.",
     objectives=("supervised",),
 )
 def check_dead_run(ctx):
     s = ctx.series("loss").finite()
-    w = ctx.th.dead_window
-    first, last, rel = improvement(s.values, w)
-    if rel >= ctx.th.dead_min_improvement:
+    v = s.values
+    n = v.size
+    th = ctx.th
+    w = th.dead_window
+    first, last, rel = improvement(v, w)
+    if rel >= th.dead_min_improvement:
+        return
+    # Robust to noise: the ends read over 10% of the run must agree, and a run whose loss
+    # falls with a significant trend (Mann-Kendall on block medians) is learning, however
+    # slowly: a noisy small-batch curve whose first and last five points happen to sit
+    # close together is not a dead run.
+    wide = max(w, min(n // 10, 500))
+    _, _, rel_wide = improvement(v, wide)
+    if rel_wide >= th.dead_min_improvement:
+        return
+    meds, _ = block_medians(v, max(1, -(-n // th.dead_trend_blocks)))
+    z = mann_kendall_z(meds)
+    if z <= -th.dead_trend_z:
         return
     change = f"improved only {pct(rel)}" if rel >= 0 else f"ended {pct(-rel)} higher than it started"
     yield ctx.finding(
         f"loss did not improve: it {change}",
         f"median of the first {w} losses {num(first)} (steps {step(s.steps[0])}–{step(s.steps[w - 1])}), "
         f"median of the last {w} {num(last)} (steps {step(s.steps[-w])}–{step(s.steps[-1])}): "
-        f"{pct(rel)} improvement, below {pct(ctx.th.dead_min_improvement)}.",
+        f"{pct(rel)} improvement, below {pct(th.dead_min_improvement)} ({pct(rel_wide)} over the first and last "
+        f"{wide} points); no significant downward trend (Mann-Kendall z {z:.2f}).",
         {"first_median": first, "last_median": last, "improvement": rel, "window": w,
-         "threshold": ctx.th.dead_min_improvement},
+         "improvement_wide": rel_wide, "wide_window": wide, "trend_z": z,
+         "threshold": th.dead_min_improvement},
         step=s.steps[-1], line=s.lines[-1],
     )

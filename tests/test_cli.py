@@ -210,11 +210,9 @@ def test_examples_doctor_through_console_script(tmp_path):
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1
     verdicts = {r["file"].split("examples/")[1]: r["verdict"] for r in doc["reports"]}
-    assert verdicts == {
-        "healthy/metrics.csv": "PASS", "healthy/metrics.jsonl": "PASS",
-        "lr_hot/metrics.csv": "FAIL", "lr_hot/metrics.jsonl": "FAIL",
-        "lr_zero/metrics.csv": "FAIL", "lr_zero/metrics.jsonl": "FAIL",
-    }
+    expected = {"healthy": "PASS", "healthy_seed1": "PASS", "bad_labels": "PASS",
+                "lr_hot": "FAIL", "lr_zero": "FAIL", "diverge": "FAIL"}
+    assert verdicts == {f"{run}/metrics.{ext}": v for run, v in expected.items() for ext in ("csv", "jsonl")}
 
 
 def test_colour_on_a_tty_and_none_with_no_color(tmp_path):

@@ -11,8 +11,10 @@ from trainproof import judge
 
 from conftest import REPO
 
-EXPECTED = {"healthy": "PASS", "lr_hot": "FAIL", "lr_zero": "FAIL"}
-EXPECTED_IDS = {"healthy": set(), "lr_hot": {"TP-NAN", "TP-NAN-GRAD"}, "lr_zero": {"TP-ZERO-LR"}}
+EXPECTED = {"healthy": "PASS", "healthy_seed1": "PASS", "lr_hot": "FAIL", "lr_zero": "FAIL", "diverge": "FAIL",
+            "bad_labels": "PASS"}
+EXPECTED_IDS = {"healthy": set(), "healthy_seed1": set(), "lr_hot": {"TP-NAN", "TP-NAN-GRAD"},
+                "lr_zero": {"TP-ZERO-LR"}, "diverge": {"TP-DIVERGE"}, "bad_labels": set()}
 
 
 @pytest.mark.parametrize("config", sorted(EXPECTED))

@@ -5,9 +5,13 @@ classification task (Gaussian clusters, 4 classes), trained with plain PyTorch f
 hundred steps, with one knob set per configuration:
 
 * ``healthy``  Adam, lr 3e-3: the loss falls and settles.
-* ``lr_hot``   SGD with lr 2.0 (about 20x a workable SGD rate here), no clipping: the loss
+* ``lr_hot``   SGD with lr 3.0 (about 30x a workable SGD rate here), no clipping: the loss
   explodes within the first logs and then is NaN.
 * ``lr_zero``  Adam, lr 0: nothing is learned; the loss stays where it started.
+* ``diverge``  Adam at 3e-3 for 100 steps, then 0.3: the loss falls, climbs back, stays high.
+* ``bad_labels`` labels shuffled against the inputs: looks like a learner on its own curve;
+  `trainproof compare` against ``healthy_seed1`` shows its floor far above.
+* ``healthy_seed1`` the healthy configuration at another model seed (the baseline).
 
 Each run writes ``metrics.jsonl`` and ``metrics.csv`` (the same rows) and
 ``run_meta.json`` (how it was made) into ``examples/<config>/``.
@@ -32,9 +36,21 @@ from torch import nn
 
 CONFIGS = {
     "healthy": {"optimizer": "adam", "lr": 3e-3},
-    "lr_hot": {"optimizer": "sgd", "lr": 2.0},
+    # The same configuration at another seed: a second healthy run, the baseline of
+    # `trainproof compare` in the tests and the README.
+    "healthy_seed1": {"optimizer": "adam", "lr": 3e-3, "seed": 1},
+    "lr_hot": {"optimizer": "sgd", "lr": 3.0},
     "lr_zero": {"optimizer": "adam", "lr": 0.0},
+    # A schedule that jumps from a good rate to one 100x too high after 100 steps: the
+    # loss falls, then climbs back and stays high (no NaN).
+    "diverge": {"optimizer": "adam", "lr": 3e-3, "lr_after": 0.3, "switch_step": 100},
+    # Labels shuffled once against the inputs: the model can only learn the label
+    # frequencies, so its loss floor sits far above a healthy run's.
+    "bad_labels": {"optimizer": "adam", "lr": 3e-3, "shuffle_labels": True},
 }
+#: What trainproof should say about each run on its own (bad_labels needs `compare`).
+EXPECTED_VERDICT = {"healthy": "PASS", "healthy_seed1": "PASS", "lr_hot": "FAIL", "lr_zero": "FAIL",
+                    "diverge": "FAIL", "bad_labels": "PASS"}
 STEPS = 300
 LOG_EVERY = 5
 EVAL_EVERY = 50
@@ -51,11 +67,15 @@ def make_data(gen: torch.Generator, n: int, centres: torch.Tensor) -> tuple[torc
 
 def train(config: str, out: Path) -> dict:
     spec = CONFIGS[config]
-    torch.manual_seed(SEED)
-    gen = torch.Generator().manual_seed(SEED)
+    seed = spec.get("seed", SEED)
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(SEED)  # the same data for every configuration
     centres = torch.randn(4, 16, generator=gen) * 1.2
     x_train, y_train = make_data(gen, 4096, centres)
     x_eval, y_eval = make_data(gen, 512, centres)
+    if spec.get("shuffle_labels"):
+        y_train = y_train[torch.randperm(y_train.shape[0], generator=gen)]
+    gen = torch.Generator().manual_seed(seed)  # batch order follows the run's seed
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4))
     if spec["optimizer"] == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=spec["lr"])
@@ -75,6 +95,9 @@ def train(config: str, out: Path) -> dict:
             torch.stack([p.grad.detach().norm() for p in model.parameters() if p.grad is not None])
         ).item()
         opt.step()
+        if step == spec.get("switch_step"):
+            for group in opt.param_groups:
+                group["lr"] = spec["lr_after"]
         window.append(loss.item())
         if step % LOG_EVERY == 0:
             now = time.perf_counter()
@@ -108,9 +131,10 @@ def train(config: str, out: Path) -> dict:
         "config": config,
         "what": spec,
         "how": "examples/rig/train_tiny.py: 3-layer MLP (16-64-64-4), cross-entropy on 4 Gaussian clusters "
-               f"(4096 train / 512 eval samples), batch {BATCH}, {STEPS} steps, loss averaged over each "
-               f"{LOG_EVERY}-step logging window, eval every {EVAL_EVERY} steps, seed {SEED}, CPU.",
-        "expected_verdict": {"healthy": "PASS", "lr_hot": "FAIL", "lr_zero": "FAIL"}[config],
+               f"(4096 train / 512 eval samples, one data seed {SEED}), batch {BATCH}, {STEPS} steps, loss "
+               f"averaged over each {LOG_EVERY}-step logging window, eval every {EVAL_EVERY} steps, "
+               f"model seed {seed}, CPU.",
+        "expected_verdict": EXPECTED_VERDICT[config],
         "first_loss": losses[0],
         "last_loss": losses[-1],
         "nonfinite_losses": sum(1 for v in losses if not math.isfinite(v)),

@@ -150,6 +150,9 @@ class Report:
     error: str | None = None
     snapshots: list[str] = field(default_factory=list)
     summary: str | None = None
+    #: Series for charts (HTML): name -> {"key", "steps", "values"}, downsampled; not part
+    #: of the JSON document.
+    charts: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def verdict(self) -> Level:

@@ -268,3 +268,29 @@ def build_runlog(
         step_range=step_range,
         explicit_steps=explicit_steps,
     )
+
+
+def downsample(steps: np.ndarray, values: np.ndarray, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """At most about ``max_points`` points of a series for a chart, keeping its shape.
+
+    Consecutive buckets keep their minimum and maximum finite points (so spikes and dips
+    survive) and every non-finite point (so a NaN is never dropped silently).
+    """
+    n = values.size
+    if n <= max_points:
+        return steps, values
+    buckets = max(1, max_points // 2)
+    edges = np.linspace(0, n, buckets + 1).astype(np.int64)
+    keep = np.zeros(n, dtype=bool)
+    finite = np.isfinite(values)
+    keep[~finite] = True
+    filled_lo = np.where(finite, values, np.inf)
+    filled_hi = np.where(finite, values, -np.inf)
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b <= a:
+            continue
+        if finite[a:b].any():
+            keep[a + int(np.argmin(filled_lo[a:b]))] = True
+            keep[a + int(np.argmax(filled_hi[a:b]))] = True
+    keep[0] = keep[-1] = True
+    return steps[keep], values[keep]

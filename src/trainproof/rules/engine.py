@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..findings import Finding, Level, Report, Skip
-from ..runlog import RunLog, Series
+from ..runlog import RunLog, Series, downsample
 from .registry import Need, Rule, all_rules, get
 from .objective import detect_objective
 from .thresholds import DEFAULT, Thresholds
@@ -143,7 +143,23 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
                 data={"ran": list(report.ran), "skipped": sorted(report.skipped)},
             ))
     report.summary = fail_summary(report, run)
+    report.charts = chart_series(run)
     return report
+
+
+#: The series drawn in reports, in this order.
+CHART_SERIES = ("loss", "eval_loss", "lr", "grad_norm")
+
+
+def chart_series(run: RunLog) -> dict:
+    """Downsampled copies of the charted series (see :func:`runlog.downsample`)."""
+    out = {}
+    for name in CHART_SERIES:
+        s = run.series.get(name)
+        if s is not None and len(s):
+            st, v = downsample(s.steps, s.values)
+            out[name] = {"key": s.key, "steps": st, "values": v}
+    return out
 
 
 def fail_summary(report: Report, run: RunLog) -> str | None:

@@ -262,9 +262,10 @@ def check_diverge(ctx):
         return
     ratio = end / best
     through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
-    # Onset: the first point after the best level from which the loss stays above the
-    # threshold (at least 80% of the remaining points above ratio x best).
-    high = v > ratio_th * best
+    # Onset: the first point after the best level from which the loss stays at least half
+    # way (on the log scale) from the best level to the end level: at least 80% of the
+    # remaining points above sqrt(best * end).
+    high = v > math.sqrt(best * end)
     high[: best_idx + 1] = False
     suffix = np.cumsum(high[::-1])[::-1] / np.arange(n, 0, -1)
     cand = np.flatnonzero(high & (suffix >= 0.8))

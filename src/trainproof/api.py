@@ -1,16 +1,15 @@
 """The Python API: judge a log file (or a RunLog) and get a :class:`Report`."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from .aliases import MappingError
-from .findings import Report
+from .findings import Finding, Report
 from .discover import group_runs, walk
 from .formats import NotALog, ReadError, open_log
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
-from collections.abc import Callable
 from .runlog import RunLog, build_runlog
 
 
@@ -63,14 +62,27 @@ def _looks_like_log_name(p: Path) -> bool:
 
 def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None,
            mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT,
-           progress: Callable[[int, int, str], None] | None = None) -> tuple[list[Report], list[dict]]:
+           progress: Callable[[int, int, str], None] | None = None,
+           baseline: str | Path | None = None) -> tuple[list[Report], list[dict]]:
     """Find every training log under ``root`` and judge each run.
+
+    With ``baseline``, each run is also compared with it (compare findings added to its
+    report); when the comparison cannot run, ``TP-CMP-ERROR`` (WARN) says why.
 
     Returns:
         ``(reports, ignored)``: one report per run (unreadable logs as error reports) and
         ``{"file", "reason"}`` for each file that was looked at and is not a training log
         (a data table, an event file without scalars, a file no reader recognises).
     """
+    mute = list(mute)
+    base = base_report = None
+    base_error = None
+    if baseline is not None:
+        try:
+            base = read_runlog(baseline, fmt, mapping)
+            base_report = judge_runlog(base, thresholds, mute)
+        except (ReadError, MappingError) as e:
+            base_error = f"the baseline {baseline} could not be read: {e}"
     candidates = group_runs(walk(Path(root)))
     reports: list[Report] = []
     ignored: list[dict] = []
@@ -95,8 +107,59 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
             ignored.append({"file": str(cand.path), "reason": "an event file without scalars (hparams, text, graphs or profiles only)"})
             continue
         rep = judge_runlog(run, thresholds, mute)
+        if base is not None and Path(cand.path).resolve() != Path(baseline).resolve():
+            _add_comparison(rep, base, run, base_report, thresholds, mute)
+        elif base_error is not None:
+            from .rules.registry import get
+
+            r = get("TP-CMP-ERROR")
+            rep.findings.append(Finding(r.id, r.level, "the comparison with the baseline could not run",
+                                        base_error, {"reason": base_error}, source="compare", hint=r.hint))
         rep.snapshots = [str(p) for p in cand.snapshots]
         if cand.snapshots:
             rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; judged the most complete")
         reports.append(rep)
     return reports, ignored
+
+
+def _add_comparison(rep: Report, baseline: RunLog, run: RunLog, base_report: Report | None,
+                    thresholds: Thresholds, mute: Iterable[str]) -> None:
+    from .rules.compare import compare_runlogs
+    from .rules.engine import fail_summary
+
+    findings, skipped, ran, metrics = compare_runlogs(baseline, run, base_report, thresholds, mute)
+    rep.findings.extend(findings)
+    rep.skipped.update(skipped)
+    rep.ran.extend(ran)
+    if metrics:
+        rep.meta["compare"] = metrics
+    rep.summary = fail_summary(rep, run)
+
+
+def compare(baseline: str | Path, runs: Iterable[str | Path], fmt: str = "auto",
+            mapping: Mapping[str, str] | None = None, mute: Iterable[str] = (),
+            thresholds: Thresholds = DEFAULT) -> tuple[Report, list[Report]]:
+    """Judge each run on its own and against a known-good baseline of the same task.
+
+    Returns:
+        ``(baseline_report, run_reports)``: the baseline's own single-run report, and one
+        report per run holding its single-run findings plus its compare findings (source
+        ``compare``). A run that cannot be read gives an error report.
+
+    Raises:
+        ReadError: the baseline cannot be read (nothing can be compared).
+    """
+    mute = list(mute)
+    base = read_runlog(baseline, fmt, mapping)
+    base_report = judge_runlog(base, thresholds, mute)
+    reports = []
+    for p in runs:
+        try:
+            run = read_runlog(p, fmt, mapping)
+        except (ReadError, MappingError) as e:
+            reports.append(error_report(str(p), str(e)))
+            continue
+        rep = judge_runlog(run, thresholds, mute)
+        _add_comparison(rep, base, run, base_report, thresholds, mute)
+        reports.append(rep)
+    return base_report, reports

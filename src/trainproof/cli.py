@@ -18,6 +18,7 @@ from rich.table import Table
 
 from . import __version__
 from .aliases import MappingError, parse_map_option
+from .api import compare as api_compare
 from .api import doctor as api_doctor
 from .api import read_runlog
 from .config import ConfigError, load_config
@@ -141,19 +142,46 @@ class _LazyProgress:
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path), default=".")
 @common_options
-def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path) -> None:
+@click.option("--baseline", type=click.Path(path_type=Path),
+              help="Also compare every run with this known-good run of the same task.")
+def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path, baseline) -> None:
     """Find every training log under PATH (default: .) and judge each run."""
     overrides, cfg = _setup("doctor", as_json, maps, mute, config_path)
     if not path.exists():
         _emit([], "doctor", as_json, summary=True, error=f"no such file or directory: {path}")
         return
     progress = _LazyProgress()
-    reports, ignored = api_doctor(path, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance)
+    reports, ignored = api_doctor(path, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
+                                  baseline=baseline)
     progress.close()
     error = None if reports else f"no training logs found under {path}"
     if ignored and not as_json and reports:
         click.echo(f"({len(ignored)} file(s) looked at were not training logs; --json lists them)", err=True)
     _emit(reports, "doctor", as_json, summary=True, extra={"ignored": ignored}, error=error)
+
+
+@cli.command("compare")
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@common_options
+def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, config_path) -> None:
+    """Judge each RUN on its own and against BASELINE, a known-good run of the same task.
+
+    A run on shuffled labels lowers its own loss and looks healthy alone; against a
+    baseline its loss floor sits far above. Prints a ranking table, worst first.
+    """
+    overrides, cfg = _setup("compare", as_json, maps, mute, config_path)
+    try:
+        base_report, reports = api_compare(baseline, runs, fmt, overrides, cfg.mute, cfg.thresholds)
+    except (ReadError, MappingError) as e:
+        _emit([], "compare", as_json, summary=False, error=f"baseline {baseline}: {e}")
+        return
+    extra = {"baseline": base_report.to_dict()}
+    if as_json:
+        _emit(reports, "compare", as_json, summary=False, extra=extra)
+        return
+    render_text.render_compare(_stdout(), base_report, reports)
+    sys.exit(exit_code(reports))
 
 
 @cli.command("rules")

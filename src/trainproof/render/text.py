@@ -90,3 +90,32 @@ def render(console: Console, reports: list[Report], summary: bool = False, unrea
         console.print()
     if any(r.verdict is Level.PASS for r in reports):
         console.print(f"[dim]{escape(CLOSING_NOTE)}[/dim]")
+
+
+def _ratio(x) -> str:
+    return f"{x:.2f}x" if isinstance(x, (int, float)) else "-"
+
+
+def _lvl(x) -> str:
+    return f"{x:.4g}" if isinstance(x, (int, float)) else "-"
+
+
+def render_compare(console: Console, baseline: Report, reports: list[Report]) -> None:
+    """The ranking table of runs against a baseline (worst first), then each report."""
+    t = Table(title=f"trainproof compare — baseline {baseline.file} ({baseline.verdict.value})")
+    for col, just in (("verdict", "left"), ("run", "left"), ("floor", "right"), ("end", "right"),
+                      ("improvement", "right"), ("floor ratio", "right"), ("end ratio", "right"),
+                      ("findings", "left")):
+        t.add_column(col, justify=just, overflow="fold")
+    ordered = sorted(reports, key=lambda r: (_ORDER[r.verdict], r.file))
+    for r in ordered:
+        m = r.meta.get("compare", {})
+        ids = sorted({f.id for f in r.findings if f.level in (Level.FAIL, Level.WARN, Level.NOT_CHECKED)
+                      and f.id != "TP-NOT-CHECKED"})
+        imp = m.get("improvement")
+        t.add_row(f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]", escape(r.file), _lvl(m.get("floor")),
+                  _lvl(m.get("end")), f"{100 * imp:.0f}%" if isinstance(imp, float) else "-",
+                  _ratio(m.get("floor_ratio")), _ratio(m.get("end_ratio")), escape(", ".join(ids) or (r.error or "")))
+    console.print(t)
+    console.print()
+    render(console, ordered, summary=False)

@@ -121,6 +121,20 @@ class Thresholds:
     # pipeline.
     loader_bound_share: float = 0.5
 
+    # --- compare (a run against a known-good baseline of the same task) -------------------
+    # Levels are compared only when both sides have at least 10 finite loss points over
+    # the steps they share (the shape rules' minimum plus room for a 10% end window).
+    cmp_min_points: int = 10
+    # A floor or an end level twice the baseline's is far outside seed-to-seed variation
+    # (the two healthy example seeds differ by under 1.5x at their floors); a run on
+    # shuffled labels sits at 5-20x.
+    cmp_floor_ratio: float = 2.0
+    cmp_end_ratio: float = 2.0
+    # Improving less than a quarter of what the baseline improved over the same steps.
+    cmp_improve_deficit: float = 0.25
+    # Gradient norms five times the baseline's: well beyond batch-to-batch variation.
+    cmp_gradnorm_ratio: float = 5.0
+
     # --- intent ---------------------------------------------------------------------------
     # A log whose last step is more than 5% short of the declared end did not finish (HF
     # logs every logging_steps, so the last log may sit a few steps before max_steps).

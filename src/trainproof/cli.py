@@ -59,6 +59,11 @@ def common_options(fn):
         click.option("--mute", multiple=True, metavar="TP-ID", help="Do not run this rule (repeatable)."),
         click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="TOML file with [tool.trainproof] settings (default: nearest pyproject.toml)."),
+        click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write the findings as SARIF 2.1.0 (GitHub code scanning) to this file."),
+        click.option("--html", "html_path", is_flag=False, flag_value="trainproof-report.html", default=None,
+                     type=click.Path(dir_okay=False, path_type=Path), metavar="[PATH]",
+                     help="Also write a self-contained HTML report with charts (default trainproof-report.html)."),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -74,8 +79,29 @@ def _setup(command: str, as_json: bool, maps, mute, config_path):
     return overrides, cfg
 
 
+def _write_outputs(reports: list[Report], sarif_path: Path | None, html_path: Path | None,
+                   compare_with: Report | None = None) -> None:
+    """Write the SARIF and HTML files asked for; a failure to write is one line, exit 2."""
+    try:
+        if sarif_path is not None:
+            from .render.sarif import write_sarif
+
+            write_sarif(list(reports), sarif_path, base=Path.cwd())
+        if html_path is not None:
+            from .render.html import write_html
+
+            if compare_with is not None:
+                write_html([compare_with, *reports], html_path, title="trainproof compare", compare=True)
+            else:
+                write_html(reports, html_path)
+    except OSError as e:
+        click.echo(f"trainproof: cannot write report: {e}", err=True)
+        sys.exit(2)
+
+
 def _emit(reports: list[Report], command: str, as_json: bool, summary: bool, extra: dict | None = None,
-          error: str | None = None) -> None:
+          error: str | None = None, sarif_path: Path | None = None, html_path: Path | None = None) -> None:
+    _write_outputs(reports, sarif_path, html_path)
     if as_json:
         click.echo(render_json.dumps(render_json.document(reports, command, error=error, extra=extra)))
     else:
@@ -99,7 +125,7 @@ def cli(debug: bool) -> None:
 @cli.command()
 @click.argument("logfile", type=click.Path(path_type=Path))
 @common_options
-def epoch(logfile: Path, fmt: str, maps, as_json: bool, mute, config_path) -> None:
+def epoch(logfile: Path, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path) -> None:
     """Judge one training log: a file (HF trainer_state.json, TensorBoard event file, JSONL,
     CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow run folder."""
     overrides, cfg = _setup("epoch", as_json, maps, mute, config_path)
@@ -107,9 +133,11 @@ def epoch(logfile: Path, fmt: str, maps, as_json: bool, mute, config_path) -> No
         run = read_runlog(logfile, fmt, overrides)
     except (ReadError, MappingError) as e:
         rep = error_report(str(logfile), str(e), None if fmt == "auto" else fmt)
-        _emit([rep], "epoch", as_json, summary=False, error=f"{logfile}: {e}")
+        _emit([rep], "epoch", as_json, summary=False, error=f"{logfile}: {e}", sarif_path=sarif_path,
+              html_path=html_path)
         return
-    _emit([judge_runlog(run, cfg.thresholds, cfg.mute)], "epoch", as_json, summary=False)
+    _emit([judge_runlog(run, cfg.thresholds, cfg.mute)], "epoch", as_json, summary=False, sarif_path=sarif_path,
+          html_path=html_path)
 
 
 class _LazyProgress:
@@ -144,11 +172,11 @@ class _LazyProgress:
 @common_options
 @click.option("--baseline", type=click.Path(path_type=Path),
               help="Also compare every run with this known-good run of the same task.")
-def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path, baseline) -> None:
+def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path, baseline) -> None:
     """Find every training log under PATH (default: .) and judge each run."""
     overrides, cfg = _setup("doctor", as_json, maps, mute, config_path)
     if not path.exists():
-        _emit([], "doctor", as_json, summary=True, error=f"no such file or directory: {path}")
+        _emit([], "doctor", as_json, summary=True, error=f"no such file or directory: {path}", sarif_path=sarif_path)
         return
     progress = _LazyProgress()
     reports, ignored = api_doctor(path, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
@@ -157,14 +185,15 @@ def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path, baselin
     error = None if reports else f"no training logs found under {path}"
     if ignored and not as_json and reports:
         click.echo(f"({len(ignored)} file(s) looked at were not training logs; --json lists them)", err=True)
-    _emit(reports, "doctor", as_json, summary=True, extra={"ignored": ignored}, error=error)
+    _emit(reports, "doctor", as_json, summary=True, extra={"ignored": ignored}, error=error, sarif_path=sarif_path,
+          html_path=html_path)
 
 
 @cli.command("compare")
 @click.argument("baseline", type=click.Path(path_type=Path))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @common_options
-def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, config_path) -> None:
+def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path) -> None:
     """Judge each RUN on its own and against BASELINE, a known-good run of the same task.
 
     A run on shuffled labels lowers its own loss and looks healthy alone; against a
@@ -177,6 +206,7 @@ def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, confi
         _emit([], "compare", as_json, summary=False, error=f"baseline {baseline}: {e}")
         return
     extra = {"baseline": base_report.to_dict()}
+    _write_outputs(reports, sarif_path, html_path, compare_with=base_report)
     if as_json:
         _emit(reports, "compare", as_json, summary=False, extra=extra)
         return

@@ -7,11 +7,12 @@ that cite the numbers behind them.
     >>> report = trainproof.judge("trainer_state.json")
     >>> report.verdict, [f.id for f in report.findings]
 """
-from .api import judge, read_runlog
+from .api import compare, doctor, judge, read_runlog
+from .live import Guardian, RunFailed, watch
 from .findings import Finding, Level, Report, exit_code
 from .runlog import Record, RunLog, Series
 
 __version__ = "0.1.0"
 
-__all__ = ["Finding", "Level", "Record", "Report", "RunLog", "Series", "__version__", "exit_code",
-           "judge", "read_runlog"]
+__all__ = ["Finding", "Guardian", "Level", "Record", "Report", "RunFailed", "RunLog", "Series", "__version__",
+           "compare", "doctor", "exit_code", "judge", "read_runlog", "watch"]

@@ -214,6 +214,95 @@ def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, confi
     sys.exit(exit_code(reports))
 
 
+@cli.command()
+@click.argument("logfile", type=click.Path(path_type=Path))
+@click.option("--interval", type=float, default=10.0, show_default=True, help="Seconds between polls.")
+@click.option("--format", "fmt", type=click.Choice(["auto", *format_names()]), default="auto", show_default=True,
+              help="Log format; auto sniffs the content.")
+@click.option("--map", "maps", multiple=True, metavar="CANON=COLUMN", help="Read a canonical metric from a column.")
+@click.option("--until-fail", is_flag=True, help="Exit 1 as soon as the verdict becomes FAIL.")
+@click.option("--stall-timeout", type=float, default=None, metavar="SECONDS",
+              help="WARN (TP-STALL) when the log has not grown for this long; a log that does not exist "
+                   "yet is waited for this long, then exit 2.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON line per poll: time, records, verdict, new ids.")
+@click.option("--mute", multiple=True, metavar="TP-ID", help="Do not run this rule (repeatable).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="TOML file with [tool.trainproof] settings.")
+def watch(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stall_timeout, as_json: bool, mute,
+          config_path) -> None:
+    """Judge LOGFILE while the run writes it, polling every --interval seconds.
+
+    Each poll reads only what was appended (HF trainer_state.json, rewritten at each save,
+    is re-read when it changes). Ctrl-C stops watching and exits with the last verdict's
+    code: 0 (no FAIL) or 1 (FAIL), not 130.
+    """
+    import json as _json
+
+    from .live.watcher import Watcher
+
+    overrides, cfg = _setup("watch", as_json, maps, mute, config_path)
+    w = Watcher(logfile, fmt, overrides, cfg.mute, cfg.thresholds, stall_timeout)
+    tty = sys.stdout.isatty() and not as_json
+    live = None
+    if tty:
+        from rich.live import Live
+        from rich.text import Text
+
+        live = Live(Text("trainproof watch: waiting for the log"), console=_stdout(), transient=False,
+                    refresh_per_second=4)
+        live.start()
+    started = time.monotonic()
+    last = None
+    try:
+        while True:
+            if not w.tail.exists():
+                if stall_timeout is not None and time.monotonic() - started >= stall_timeout:
+                    if live is not None:
+                        live.stop()
+                    click.echo(f"trainproof: {logfile}: no such file after waiting {stall_timeout:g} s", err=True)
+                    sys.exit(2)
+                time.sleep(interval)
+                continue
+            try:
+                p = w.poll()
+            except ReadError as e:
+                if live is not None:
+                    live.stop()
+                click.echo(f"trainproof: {logfile}: {e}", err=True)
+                sys.exit(2)
+            last = p
+            line = (f"{time.strftime('%H:%M:%S')} records={p.records} verdict={p.verdict or '-'}"
+                    + (f" new={','.join(p.new)}" if p.new else "") + (" STALLED" if p.stalled else ""))
+            if as_json:
+                click.echo(_json.dumps(p.to_dict()))
+            elif live is not None:
+                from rich.text import Text
+
+                live.update(Text(f"trainproof watch {logfile}: {line}"))
+            else:
+                click.echo(line)
+            if p.new and not as_json and p.report is not None:
+                for f in p.report.findings:
+                    if f.id in p.new:
+                        msg = f"  {f.level.value} {f.id}: {f.message}"
+                        (live.console.print(msg) if live is not None else click.echo(msg))
+            if until_fail and w.failed:
+                if live is not None:
+                    live.stop()
+                if not as_json and w.report is not None:
+                    render_text.render(_stdout(), [w.report])
+                sys.exit(1)
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        if live is not None:
+            live.stop()
+        code = 1 if w.failed else 0
+        if not as_json:
+            click.echo(f"trainproof: stopped watching; last verdict {last.verdict if last else '-'} (exit {code})",
+                       err=True)
+        sys.exit(code)
+
+
 @cli.command("rules")
 @click.argument("rule_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the rule list as JSON.")

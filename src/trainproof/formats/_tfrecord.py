@@ -51,6 +51,8 @@ class Tail:
     dropped_bytes: int = 0
     records: int = 0
     bad_framing: bool = False
+    #: Bytes of complete, valid records read (where a live reader resumes).
+    consumed: int = 0
 
 
 def _masked(crcs: np.ndarray) -> np.ndarray:
@@ -130,6 +132,7 @@ def record_batches(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[lis
                 pos = int(e[k - 1]) if k else int(e[0]) - 16 - len(batch[0])
                 del batch[k:]
                 stop = (f"record {n + 1}: the payload checksum does not match (corrupt bytes)", False)
+        tail.consumed += pos
         if batch:
             yield batch
         if stop is not None:

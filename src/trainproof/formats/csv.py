@@ -94,6 +94,88 @@ def sniff(path: Path, head: str) -> bool:
     return len(row) == len(header) and any(c.strip() and _is_number(c) for c in row)
 
 
+class RowParser:
+    """Turns the rows of one table into records, following its header as it changes.
+
+    Holds the current header (a repeated header mid-file resets it), the step column, and
+    what was skipped. :func:`read` feeds it a whole file; a live tail feeds it the rows
+    appended since the last poll.
+    """
+
+    def __init__(self, delimiter: str) -> None:
+        self.delimiter = delimiter
+        self.header: list[str] | None = None
+        self.step_idx: int | None = None
+        self.bad_rows: list[int] = []
+        self.bad_shape = ""
+        self.header_changes: list[str] = []
+
+    def row(self, row: list[str], start: int) -> Record | None:
+        """The record of one row starting at line ``start``, or ``None`` (blank, header,
+        or a row whose columns cannot be known).
+
+        Raises:
+            ReadError: the first non-blank row is data: the columns have no names.
+        """
+        if not row or not any(c.strip() for c in row):
+            return None
+        header = self.header
+        if header is None and not _looks_like_header(row):
+            # Columns named after the first row's numbers would be invented names.
+            shown = self.delimiter.join(c.strip() for c in row)[:60]
+            raise ReadError(f"no header row: line {start} is data ({shown}), so the columns have no names")
+        if header is None or _is_new_header(row, header):
+            new = [c.strip() for c in row]
+            if header is not None:
+                added = [c for c in new if c not in header]
+                removed = [c for c in header if c not in new]
+                change = ""
+                if added or removed:
+                    change = "; column set changed (" + ", ".join(
+                        [f"+{c}" for c in added] + [f"-{c}" for c in removed]
+                    ) + ")"
+                self.header_changes.append(f"header repeated at line {start}{change}")
+            self.header = new
+            sk = aliases.step_key(new)
+            self.step_idx = new.index(sk) if sk is not None else None
+            return None
+        if len(row) != len(header):
+            if len(row) == len(header) + 1 and not row[-1].strip():
+                row = row[:-1]  # a trailing delimiter
+            else:
+                if not self.bad_rows:
+                    self.bad_shape = f"{len(row)} fields under a {len(header)}-field header"
+                self.bad_rows.append(start)
+                return None
+        values: dict[str, float] = {}
+        step = None
+        step_idx = self.step_idx
+        for i, cell in enumerate(row):
+            c = cell.strip()
+            if not c:
+                continue
+            try:
+                v = float(c)
+            except ValueError:
+                continue
+            if i == step_idx:
+                if v == v and abs(v) != float("inf"):
+                    step = v
+                continue
+            values[header[i]] = v
+        return Record(step, values, start)
+
+    def finish(self, state) -> None:
+        """Report header changes and skipped rows into the reader state."""
+        state.notes.extend(self.header_changes)
+        if self.bad_rows:
+            shown = ", ".join(str(n) for n in self.bad_rows[:5]) + (" …" if len(self.bad_rows) > 5 else "")
+            state.drop(
+                f"skipped {len(self.bad_rows)} row(s) whose field count does not match the header "
+                f"(first: {self.bad_shape}; lines {shown}): their columns cannot be known, so they were not guessed"
+            )
+
+
 def read(path: Path, state) -> Iterator[Record]:
     """Stream one record per data row."""
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -105,64 +187,12 @@ def read(path: Path, state) -> Iterator[Record]:
         delim = _delimiter(first) or ","
         f.seek(0)
         reader = csv.reader(f, delimiter=delim)
-        header: list[str] | None = None
-        step_idx: int | None = None
-        bad_rows: list[int] = []
-        bad_shape = ""
-        header_changes: list[str] = []
+        parser = RowParser(delim)
         prev_end = 0
         for row in reader:
             start = prev_end + 1
             prev_end = reader.line_num
-            if not row or not any(c.strip() for c in row):
-                continue
-            if header is None and not _looks_like_header(row):
-                # Columns named after the first row's numbers would be invented names.
-                shown = delim.join(c.strip() for c in row)[:60]
-                raise ReadError(f"no header row: line {start} is data ({shown}), so the columns have no names")
-            if header is None or _is_new_header(row, header):
-                new = [c.strip() for c in row]
-                if header is not None:
-                    added = [c for c in new if c not in header]
-                    removed = [c for c in header if c not in new]
-                    change = ""
-                    if added or removed:
-                        change = "; column set changed (" + ", ".join(
-                            [f"+{c}" for c in added] + [f"-{c}" for c in removed]
-                        ) + ")"
-                    header_changes.append(f"header repeated at line {start}{change}")
-                header = new
-                sk = aliases.step_key(header)
-                step_idx = header.index(sk) if sk is not None else None
-                continue
-            if len(row) != len(header):
-                if len(row) == len(header) + 1 and not row[-1].strip():
-                    row = row[:-1]  # a trailing delimiter
-                else:
-                    if not bad_rows:
-                        bad_shape = f"{len(row)} fields under a {len(header)}-field header"
-                    bad_rows.append(start)
-                    continue
-            values: dict[str, float] = {}
-            step = None
-            for i, cell in enumerate(row):
-                c = cell.strip()
-                if not c:
-                    continue
-                try:
-                    v = float(c)
-                except ValueError:
-                    continue
-                if i == step_idx:
-                    if v == v and abs(v) != float("inf"):
-                        step = v
-                    continue
-                values[header[i]] = v
-            yield Record(step, values, start)
-    state.notes.extend(header_changes)
-    if bad_rows:
-        shown = ", ".join(str(n) for n in bad_rows[:5]) + (" …" if len(bad_rows) > 5 else "")
-        state.drop(
-            f"skipped {len(bad_rows)} row(s) whose field count does not match the header "
-            f"(first: {bad_shape}; lines {shown}): their columns cannot be known, so they were not guessed"
-        )
+            rec = parser.row(row, start)
+            if rec is not None:
+                yield rec
+    parser.finish(state)

@@ -40,6 +40,24 @@ def sniff(path: Path, head: str) -> bool:
     return objs >= 1 and objs * 2 >= tried
 
 
+def parse_line(s: str, lineno: int) -> Record | None:
+    """One stripped line as a record, or ``None`` when it is not a JSON object."""
+    if not s.startswith("{"):
+        return None
+    try:
+        obj = JSON.decode(s)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    values = flatten_numeric(obj)
+    key = aliases.step_key(values.keys())
+    step = None
+    if key is not None:
+        step = as_step(values.pop(key))
+    return Record(step, values, lineno)
+
+
 def read(path: Path, state) -> Iterator[Record]:
     """Stream one record per JSON-object line."""
     skipped = 0
@@ -52,25 +70,15 @@ def read(path: Path, state) -> Iterator[Record]:
             if not s:
                 continue
             last_line = lineno
-            obj = None
-            if s.startswith("{"):
-                try:
-                    obj = JSON.decode(s)
-                except (ValueError, RecursionError):
-                    obj = None
-            if not isinstance(obj, dict):
+            rec = parse_line(s, lineno)
+            if rec is None:
                 skipped += 1
                 last_bad = True
                 if first_skipped is None:
                     first_skipped = lineno
                 continue
             last_bad = False
-            values = flatten_numeric(obj)
-            key = aliases.step_key(values.keys())
-            step = None
-            if key is not None:
-                step = as_step(values.pop(key))
-            yield Record(step, values, lineno)
+            yield rec
     if skipped:
         msg = f"skipped {skipped} line(s) that are not JSON objects (first at line {first_skipped})"
         if last_bad:

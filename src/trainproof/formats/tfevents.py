@@ -94,11 +94,17 @@ class _TagColumns:
 
 
 def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], merge: bool = False,
-               prefix: str = "") -> _tfrecord.Tail:
+               prefix: str = "", offset: int = 0, plugins: dict[str, str] | None = None,
+               first_index: int = 0, live: bool = False) -> _tfrecord.Tail:
     """Read one event file into ``out``; with ``merge`` also keep wall time and file
     number per scalar (needed to interleave several files of one run); ``prefix`` is put
-    before every tag (Keras' validation folder)."""
-    plugins: dict[str, str] = {}
+    before every tag (Keras' validation folder).
+
+    A live reader resumes at ``offset`` (the ``consumed`` bytes of the previous call) with
+    its ``plugins`` and record count ``first_index``; with ``live`` a torn last record is
+    a record not written yet, not damage, and is neither noted nor dropped.
+    """
+    plugins = {} if plugins is None else plugins
     tail = _tfrecord.Tail()
     bad_events = 0
     ignored: set[str] = set()
@@ -108,7 +114,7 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
     fast = parse_simple
     before = sum(len(c.values) for c in out.values())
     by_bytes: dict[bytes, _TagColumns | None] = {}
-    idx = 0
+    idx = first_index
 
     def columns(tag: str) -> _TagColumns | None:
         if tag in IGNORED_TAGS:
@@ -121,6 +127,8 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
 
     try:
         with open(path, "rb") as f:
+            if offset:
+                f.seek(offset)
             for batch in _tfrecord.record_batches(f, tail):
                 for payload in batch:
                     idx += 1
@@ -157,6 +165,9 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
                             c.shards.append(shard_no)
     except OSError as e:
         raise ReadError(f"cannot read {path.name}: {e.strerror or e}") from None
+    torn_tail = tail.reason is not None and not tail.bad_framing and "ends inside" in tail.reason
+    if live and torn_tail:
+        tail.reason = None  # the writer has not finished this record yet
     if tail.reason is not None and tail.records > 0:
         state.drop(
             f"{path.name}: reading stopped after {tail.records} records: {tail.reason}; "

@@ -5,7 +5,7 @@ then declaration order) is the order checks run and findings are listed.
 """
 from __future__ import annotations
 
-_MODULES = ("loss", "grad", "lr", "evals", "perf", "signatures", "rl", "intent", "reading", "compare", "outcomes")
+_MODULES = ("loss", "grad", "lr", "evals", "perf", "updates", "signatures", "rl", "intent", "reading", "compare", "outcomes")
 _loaded = False
 
 

@@ -13,6 +13,11 @@ from ._checkpoint import best_checkpoint
 from .registry import Need, rule
 
 
+def _times(x: float) -> str:
+    """A ratio as ``2.35x``, or ``6.907e+17x`` when it is huge."""
+    return f"{x:.2f}x" if x < 1e4 else f"{num(x)}x"
+
+
 def _grad_at(ctx, steps: np.ndarray) -> tuple[int, int, int]:
     """(points, non-finite, exactly zero) of the gradient norm at the given steps."""
     if not ctx.has("grad_norm"):
@@ -275,9 +280,9 @@ def check_diverge(ctx):
     held = ("its first point" if best_points == 1 else f"median of its first {best_points} points") if from_start \
         else f"median of {best_points} points"
     yield ctx.finding(
-        f"loss diverged: the run ends {ratio:.2f}x above {where}",
+        f"loss diverged: the run ends {_times(ratio)} above {where}",
         f"end level {num(end)} (median of the last {w} points, steps {step(s.steps[-w])}–{step(s.steps[-1])}) is "
-        f"{ratio:.2f}x the best level {num(best)} ({held}) at step {step(s.steps[best_idx])} "
+        f"{_times(ratio)} the best level {num(best)} ({held}) at step {step(s.steps[best_idx])} "
         f"({pct(through)} through the run); threshold {num(ratio_th)}x, relative noise {num(sigma)}, "
         f"log gap {num(gap)} against a noise gate of {num(gate)}.{extra}",
         {"end_level": end, "best_level": best, "best_step": s.steps[best_idx], "ratio": ratio,
@@ -322,7 +327,12 @@ def check_dead_run(ctx):
     z = mann_kendall_z(meds)
     if z <= -th.dead_trend_z:
         return
-    change = f"improved only {pct(rel)}" if rel >= 0 else f"ended {pct(-rel)} higher than it started"
+    if rel >= 0:
+        change = f"improved only {pct(rel)}"
+    elif last > 2 * first:
+        change = f"ended {_times(last / first)} higher than it started"
+    else:
+        change = f"ended {pct(-rel)} higher than it started"
     yield ctx.finding(
         f"loss did not improve: it {change}",
         f"median of the first {w} losses {num(first)} (steps {step(s.steps[0])}–{step(s.steps[w - 1])}), "

@@ -45,3 +45,12 @@ outcome(
     try_="Check the path, fetch LFS files (git lfs pull), or force a format with --format.",
     source="reader",
 )
+outcome(
+    "TP-STALL", Level.WARN, "outcome", "the log has not grown for the stall timeout",
+    detects="`trainproof watch --stall-timeout S`: the log did not grow for S seconds while being watched.",
+    why="A run that stops logging is hung (a deadlock, a stuck data loader, a dead node) or was killed; its GPUs may still be reserved.",
+    not_mean="It does not judge the run's curve; a long evaluation or checkpoint save can also pause logging.",
+    causes="A hung collective (NCCL) or data loader, a crashed process, a full disk, an evaluation or save longer than the timeout.",
+    try_="Check the process and the node (py-spy dump, nvidia-smi); raise --stall-timeout above the longest evaluation.",
+    source="live",
+)

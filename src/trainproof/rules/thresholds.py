@@ -121,6 +121,16 @@ class Thresholds:
     # pipeline.
     loader_bound_share: float = 0.5
 
+    # --- update/weight ratio ------------------------------------------------------------
+    # ||dW||/||W|| per optimizer step: ~1e-3 is the usual rule of thumb (Karpathy, "A
+    # Recipe for Training Neural Networks", 2019: "ratio of updates to weights ... should be
+    # around 1e-3"); a decade either side is still ordinary, so warn outside [1e-4, 1e-2].
+    # Judged after warm-up (the first 10% of points) on at least 30 points.
+    update_ratio_min_points: int = 30
+    update_ratio_warmup_share: float = 0.1
+    update_ratio_high_log10: float = -2.0
+    update_ratio_low_log10: float = -4.0
+
     # --- compare (a run against a known-good baseline of the same task) -------------------
     # Levels are compared only when both sides have at least 10 finite loss points over
     # the steps they share (the shape rules' minimum plus room for a 10% end window).

@@ -1,0 +1,93 @@
+"""``trainproof watch``: poll a growing log and judge it as it grows."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..findings import Finding, Level, Report
+from ..rules.registry import get
+from ..rules.thresholds import DEFAULT, Thresholds
+from .guardian import Guardian
+from .tail import LogTail
+
+#: Judge again once the history grew by this share of itself (keeps the amortised cost
+#: per record constant), or after this many seconds when anything new arrived.
+JUDGE_SHARE = 0.01
+JUDGE_EVERY_SECONDS = 30.0
+
+
+@dataclass
+class Poll:
+    """What one poll saw."""
+
+    time: float
+    records: int
+    new_records: int
+    verdict: str | None
+    new: list[str] = field(default_factory=list)
+    stalled: bool = False
+    report: Report | None = None
+
+    def to_dict(self) -> dict:
+        return {"time": round(self.time, 3), "records": self.records, "new_records": self.new_records,
+                "verdict": self.verdict, "new": list(self.new), "stalled": self.stalled}
+
+
+class Watcher:
+    """Follows one log: each :meth:`poll` reads what was appended and judges when due.
+
+    Args:
+        path: the log (it may not exist yet).
+        fmt, overrides, mute, thresholds: as for ``trainproof epoch``.
+        stall_timeout: seconds without growth after which ``TP-STALL`` (WARN) is reported.
+        clock: the time source (tests pass a fake one).
+    """
+
+    def __init__(self, path: Path, fmt: str = "auto", overrides=None, mute=(), thresholds: Thresholds = DEFAULT,
+                 stall_timeout: float | None = None, clock=time.monotonic) -> None:
+        self.guardian = Guardian(str(path), fmt, mute, thresholds, overrides=overrides)
+        self.tail = LogTail(Path(path), self.guardian, fmt)
+        self.stall_timeout = stall_timeout
+        self.clock = clock
+        self.last_growth = clock()
+        self.last_judge = -1e300
+        self.report: Report | None = None
+        self._stall_reported = False
+
+    def poll(self) -> Poll:
+        """Read new records; judge when enough arrived; report a stall.
+
+        Raises:
+            ReadError: the file exists but cannot be read as a log.
+        """
+        now = self.clock()
+        new = self.tail.poll()
+        if self.tail.reader is not None:
+            self.guardian.fmt = self.tail.reader.name
+        if new:
+            self.last_growth = now
+            self._stall_reported = False
+        judged_new: list[str] = []
+        if self.guardian.records and (self.guardian.due(JUDGE_SHARE)
+                                      or (new and now - self.last_judge >= JUDGE_EVERY_SECONDS)):
+            self.report = self.guardian.judge()
+            self.last_judge = now
+            judged_new = [f.id for f in self.guardian.new_findings]
+        stalled = self.stall_timeout is not None and now - self.last_growth >= self.stall_timeout
+        if stalled and self.report is not None and "TP-STALL" not in self.report.ids():
+            r = get("TP-STALL")
+            self.report.findings.append(Finding(
+                r.id, r.level, f"the log has not grown for {now - self.last_growth:.0f} s",
+                f"no new record since {now - self.last_growth:.0f} s (stall timeout {self.stall_timeout:g} s); "
+                f"{self.guardian.records} records so far.",
+                {"seconds": now - self.last_growth, "timeout": self.stall_timeout}, source="live", hint=r.hint))
+            if not self._stall_reported:
+                judged_new.append("TP-STALL")
+                self._stall_reported = True
+        verdict = self.report.verdict.value if self.report is not None else None
+        return Poll(now, self.guardian.records, new, verdict, judged_new, stalled, self.report)
+
+    @property
+    def failed(self) -> bool:
+        return self.report is not None and self.report.verdict is Level.FAIL

@@ -14,7 +14,6 @@ tag, so the caller keeps the plugin name per tag (``plugins``). Everything else
 """
 from __future__ import annotations
 
-import re
 import struct
 
 _F32 = struct.Struct("<f")

@@ -6,6 +6,9 @@ then declaration order) is the order checks run and findings are listed.
 from __future__ import annotations
 
 _MODULES = ("loss", "grad", "lr", "evals", "perf", "updates", "signatures", "rl", "intent", "reading", "compare", "outcomes")
+#: Preflight check modules: they declare their ids here too, so RULES.md and
+#: `trainproof rules` document every id trainproof can emit.
+_PREFLIGHT = ("dataset", "env", "objective", "speech")
 _loaded = False
 
 
@@ -19,3 +22,9 @@ def load_all() -> None:
 
     for m in _MODULES:
         importlib.import_module(f"{__name__}.{m}")
+    for m in _PREFLIGHT:
+        try:
+            importlib.import_module(f"trainproof.preflight.{m}")
+        except ModuleNotFoundError as e:
+            if e.name != f"trainproof.preflight.{m}":
+                raise

@@ -1,0 +1,127 @@
+"""What every command shares: output options, configuration, and emitting reports.
+
+The ``trainproof`` group (cli.py) and the preflight commands use these, so every command
+prints text, ``--json``, ``--sarif`` and ``--html`` the same way and exits by the same
+policy (:func:`trainproof.findings.exit_code`).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from .aliases import MappingError, parse_map_option
+from .config import ConfigError, load_config
+from .findings import Report, exit_code
+from .formats import format_names
+from .render import json as render_json
+from .render import text as render_text
+
+
+def _stdout() -> Console:
+    tty = sys.stdout.isatty()
+    # A pipe or a CI log has no width; 120 columns keep the doctor table readable there.
+    width = None if tty or os.environ.get("COLUMNS") else 120
+    return Console(soft_wrap=not tty, highlight=False, width=width)
+
+
+def _fail_usage(ctx_json: bool, command: str, message: str) -> None:
+    if ctx_json:
+        click.echo(render_json.dumps(render_json.document([], command, error=message)))
+    click.echo(f"trainproof: {message}", err=True)
+    sys.exit(2)
+
+
+def common_options(fn):
+    """Options shared by the commands that read logs."""
+    opts = [
+        click.option("--format", "fmt", type=click.Choice(["auto", *format_names()]), default="auto",
+                     show_default=True, help="Log format; auto sniffs the content."),
+        click.option("--map", "maps", multiple=True, metavar="CANON=COLUMN",
+                     help="Read a canonical metric from a column, e.g. --map loss=train_mse (repeatable)."),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON document (see the published schema)."),
+        click.option("--mute", multiple=True, metavar="TP-ID", help="Do not run this rule (repeatable)."),
+        click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="TOML file with [tool.trainproof] settings (default: nearest pyproject.toml)."),
+        click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write the findings as SARIF 2.1.0 (GitHub code scanning) to this file."),
+        click.option("--html", "html_path", is_flag=False, flag_value="trainproof-report.html", default=None,
+                     type=click.Path(dir_okay=False, path_type=Path), metavar="[PATH]",
+                     help="Also write a self-contained HTML report with charts (default trainproof-report.html)."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def _setup(command: str, as_json: bool, maps, mute, config_path):
+    try:
+        overrides = parse_map_option(maps)
+        cfg = load_config(config_path, extra_mute=mute)
+    except (MappingError, ConfigError) as e:
+        _fail_usage(as_json, command, str(e))
+    return overrides, cfg
+
+
+def _write_outputs(reports: list[Report], sarif_path: Path | None, html_path: Path | None,
+                   compare_with: Report | None = None) -> None:
+    """Write the SARIF and HTML files asked for; a failure to write is one line, exit 2."""
+    try:
+        if sarif_path is not None:
+            from .render.sarif import write_sarif
+
+            write_sarif(list(reports), sarif_path, base=Path.cwd())
+        if html_path is not None:
+            from .render.html import write_html
+
+            if compare_with is not None:
+                write_html([compare_with, *reports], html_path, title="trainproof compare", compare=True)
+            else:
+                write_html(reports, html_path)
+    except OSError as e:
+        click.echo(f"trainproof: cannot write report: {e}", err=True)
+        sys.exit(2)
+
+
+def _emit(reports: list[Report], command: str, as_json: bool, summary: bool, extra: dict | None = None,
+          error: str | None = None, sarif_path: Path | None = None, html_path: Path | None = None) -> None:
+    _write_outputs(reports, sarif_path, html_path)
+    if as_json:
+        click.echo(render_json.dumps(render_json.document(reports, command, error=error, extra=extra)))
+    else:
+        render_text.render(_stdout(), reports, summary=summary)
+        if error:
+            click.echo(f"trainproof: {error}", err=True)
+    sys.exit(exit_code(reports, error))
+
+
+def output_options(fn):
+    """``--json``, ``--sarif PATH``, ``--mute`` and ``--config`` for commands that do not read logs."""
+    opts = [
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON document (see the published schema)."),
+        click.option("--mute", multiple=True, metavar="TP-ID", help="Do not report this id (repeatable)."),
+        click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="TOML file with [tool.trainproof] settings (default: nearest pyproject.toml)."),
+        click.option("--sarif", "sarif_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Also write the findings as SARIF 2.1.0 (GitHub code scanning) to this file."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def emit(reports: list[Report], command: str, as_json: bool, *, sarif_path: Path | None = None,
+         mute=(), error: str | None = None, extra: dict | None = None) -> None:
+    """Print ``reports`` (text or JSON), write SARIF when asked, and exit by the shared policy.
+
+    Findings whose id is in ``mute`` are dropped first (preflight checks have no skip
+    step of their own to mute them at).
+    """
+    mute = set(mute)
+    if mute:
+        for r in reports:
+            r.findings = [f for f in r.findings if f.id not in mute]
+    _emit(reports, command, as_json, summary=False, extra=extra, error=error, sarif_path=sarif_path)

@@ -266,6 +266,26 @@ def _rule_dict(r) -> dict:
     }
 
 
+def _add_preflight_commands() -> None:
+    """Each preflight module lists its click commands in ``COMMANDS``."""
+    import importlib
+
+    from .rules import _PREFLIGHT
+
+    for name in _PREFLIGHT:
+        try:
+            mod = importlib.import_module(f"{__package__}.preflight.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.preflight.{name}":
+                raise
+            continue
+        for cmd in getattr(mod, "COMMANDS", ()):
+            cli.add_command(cmd)
+
+
+_add_preflight_commands()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning every unexpected error into one line and exit 2."""
     args = list(sys.argv[1:] if argv is None else argv)

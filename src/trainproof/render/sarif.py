@@ -72,7 +72,7 @@ FINGERPRINT_KEY = "trainproofFinding/v1"
 READ_ERROR_ID = "TP-READ-ERROR"
 
 #: Formats whose ``Finding.line`` is a 1-based line of the log file itself.
-LINE_FORMATS = frozenset({"jsonl", "csv", "hf", "coqui", "console", "mlflow"})
+LINE_FORMATS = frozenset({"jsonl", "csv", "hf", "coqui", "console", "mlflow", "dataset", "speech-data"})
 
 _LEVEL = {Level.FAIL: "error", Level.WARN: "warning"}
 

@@ -131,6 +131,98 @@ class Thresholds:
     update_ratio_high_log10: float = -2.0
     update_ratio_low_log10: float = -4.0
 
+    # --- env (can this machine start the run: `trainproof env`) ------------------------------
+    # Available RAM must exceed --required-gb by a fifth of it, else TP-ENV-MEM-TIGHT. A
+    # requirement is an estimate of the steady state, and start-up costs more: torch.load
+    # without mmap holds a checkpoint's tensors next to the freshly built model, and each
+    # data-loader worker forks with its own copy of the dataset object; "available" also
+    # moves as other processes and the page cache come and go. A fifth is a judgement, not
+    # a measurement: below it ordinary variation is enough to reach the OOM killer.
+    env_mem_headroom: float = 0.2
+    # Free disk must hold one checkpoint more than --keep, else TP-ENV-DISK-TIGHT: trainers
+    # write the new checkpoint before deleting the oldest (the HF Trainer rotates after
+    # saving), so --keep + 1 checkpoints are on disk while each save completes.
+    env_disk_headroom_checkpoints: int = 1
+
+    # --- objective (targets and labels at step 0: `trainproof objective`) --------------------
+    # A class is named dead (TP-OBJ-DEAD-CLASS) only after at least 50 valid targets per
+    # class on average (valid targets / num_classes). A class at a tenth of its fair share
+    # (1% of the targets of a 10-class task) is then still expected 5 times, and goes unseen
+    # by chance with probability e^-5 = 0.7%; at 20 per class that chance would be 13%.
+    # 50 per class is 500 targets for 10 classes (a few batches) and 50,000 for ImageNet's
+    # 1,000 (4% of an epoch). Below it the check only says it saw too few.
+    obj_coverage_min_per_class: int = 50
+    # At most 5 never-seen classes count as "few": the bugs that kill classes typically kill
+    # one or two ids (an ignore_index or pad mask equal to a real id such as EOS, an
+    # off-by-one label map that drops class 0 or the last class). More never-seen ids
+    # usually mean a label space sparse by design, which a FAIL naming each id would
+    # misdescribe: the reserved special tokens of an LM vocabulary, the 13 byte values that
+    # never occur in UTF-8 text (a byte-level BPE has a token for each), or a num_classes
+    # larger than the label set. The check then reports TP-OBJ-COVERAGE-INSUFFICIENT.
+    obj_dead_class_max_missing: int = 5
+
+    # --- speech data and tokenizer (`trainproof data`, `trainproof tokenizer`) ---------------
+    # Clips under half a second hold a word or two at most: half LJSpeech's shortest clip
+    # (1.11 s; its README gives 1.11-10.10 s, mean 6.57 s, for 13,100 clips). Shorter clips
+    # are truncated files or mis-segmented pairs, and give a subsampling encoder few frames.
+    speech_min_duration_s: float = 0.5
+    # Clips over 20 s: twice LJSpeech's longest (10.10 s) and past NeMo's ASR training cap
+    # (`max_duration: 16.7` in its documented train_ds config); Whisper pads or truncates
+    # every input to a 30 s window. Between 16.7 and 30 s a clip is still trainable by some
+    # models, so the bar is set between the two rather than at either.
+    speech_max_duration_s: float = 20.0
+    # A transcript whose characters per voiced second sit more than 2x above or below the
+    # corpus median does not match its audio. LJSpeech averages 15.2 characters a second,
+    # spaces and punctuation included (its README: 1,308,674 characters in 23:55:17), and
+    # one reader's rate varies far less than 2x; a truncated or neighbouring transcript is
+    # off by about 2x or more. A judgement, not a measurement: speakers of a multi-speaker
+    # corpus differ more.
+    speech_char_rate_factor: float = 2.0
+    # The median needs 10 measurable pairs: with fewer, two or three mismatched pairs move
+    # it far enough to hide themselves (a median of 10 survives 4 outliers).
+    speech_char_rate_min_items: int = 10
+    # A sample within 0.01 dB of full scale (0.999) is at the rails: int16 full scale is
+    # 32767/32768 = 0.99997, and 0.1% leaves room for dither on a clipped plateau. At 99%
+    # instead, the top of every loud peak of clean 48 kHz speech normalised to 0 dBFS would
+    # count (a 150 Hz sine stays above 0.99 for 14 samples at 48 kHz, above 0.999 for 4).
+    speech_clip_level: float = 0.999
+    # Only runs of 3 or more consecutive such samples count: Audacity's Analyze > Find
+    # Clipping default ("Start threshold ... default 3 samples"). A clean peak at full scale
+    # stays above the level for at most 2 samples at 16-22 kHz when its frequency is 150 Hz
+    # or more (3 at 100 Hz and 22.05 kHz; longer at 48 kHz, which the share below absorbs).
+    speech_clip_run: int = 3
+    # A clip is reported when over 0.1% of its samples are clipped: ~22 samples a second at
+    # 22.05 kHz, several flattened peaks in every second of speech, audible as distortion;
+    # the few peak samples of clean audio normalised to full scale stay far below it (a
+    # dozen loud peaks of 4 samples in a 5 s clip at 48 kHz is 0.02%). A judgement, not a
+    # measurement.
+    speech_clip_share: float = 0.001
+    # A 10 ms frame is silent when its power is 45 dB below the clip's loudest frame: the
+    # default `trim_db` of Coqui TTS's BaseAudioConfig, which trims with
+    # librosa.effects.trim on the same relative scale (librosa's own default, 60 dB, trims
+    # less). The weakest speech sounds sit about 28 dB below the strongest vowels (Fletcher,
+    # "Speech and Hearing in Communication", 1953: "th" in "thin" vs "aw" in "talk"), so 45
+    # dB leaves room before soft consonants would be counted as silence.
+    speech_silence_db: float = 45.0
+    # More than 1 s of silence before the first or after the last sound: longer than a
+    # pause between sentences in read speech, so it is padding or a missed cut rather than
+    # a breath. A judgement, not a measurement.
+    speech_silence_max_s: float = 1.0
+    # Characters of the transcripts the vocabulary must cover (share of occurrences, spaces
+    # excluded): SentencePiece's own default `character_coverage=0.9995`, which its docs
+    # recommend for large character sets (1.0 for small alphabets); a tokenizer trained on
+    # these transcripts with the defaults passes, one trained on other text does not.
+    tok_min_char_coverage: float = 0.9995
+    # Unknown tokens above 1% of all tokens: 20 times the 0.05% of characters that the
+    # default coverage leaves out, and at ~30 tokens a sentence an unknown token in every
+    # third transcript: the tokenizer does not fit the text, it is not a rare symbol.
+    tok_max_unk_share: float = 0.01
+    # 12.5 tokens per second of audio is the frame rate of an 8x-subsampling encoder
+    # (FastConformer, the encoder of NeMo's current ASR models: "8x depthwise-separable convolutional
+    # downsampling" of 10 ms feature frames = 80 ms per frame). CTC needs at least one frame
+    # per token, so an utterance above it cannot be aligned. A 4x Conformer has 25 frames/s.
+    tok_max_tokens_per_second: float = 12.5
+
     # --- compare (a run against a known-good baseline of the same task) -------------------
     # Levels are compared only when both sides have at least 10 finite loss points over
     # the steps they share (the shape rules' minimum plus room for a 10% end window).

@@ -1,0 +1,1285 @@
+"""``trainproof env``: can this machine start this run at all?
+
+Before hours of queueing end in ``ModuleNotFoundError``, a segfaulting extension, a
+half-written checkpoint or the OOM killer, check:
+
+* **imports** (``--module``, repeatable): each module is imported in its own child
+  interpreter (``--python``, default the one running trainproof), from ``--cwd`` (so
+  editable installs and local packages resolve as they will for the run), with a
+  ``--timeout``. trainproof itself never imports the module, so a segfault, an ``abort()``
+  or an import that hangs is reported, not suffered. The child runs with
+  ``-X faulthandler``: a crash or a hang names the Python line it happened at.
+* **checkpoints** (``--checkpoint``, repeatable; a file or a directory): never unpickled,
+  since loading a pickle runs arbitrary code. A torch checkpoint (``torch.save`` since 1.6)
+  is a ZIP archive: its central directory is read, ``<top>/data.pkl`` must exist and every
+  entry's CRC-32 is verified (the whole file is read once). A ``.safetensors`` file's
+  8-byte header length and JSON header are read here (not by the ``safetensors``
+  package): every tensor's bytes must lie inside the file, match its dtype and shape, and
+  cover the data area exactly as the format requires. A directory is checked file by file
+  (``*.safetensors``, ``*.bin``, ``*.pt``, ``*.pth``, ``*.ckpt``) and every
+  ``*.index.json`` in it must name only files that exist; numbered shards
+  (``model-00001-of-00004.safetensors``) must all be present.
+* **memory**: RAM available now (``psutil``), or less when the process sits in a cgroup
+  with a memory limit (a container, a Slurm job, a systemd slice: the limit is what the
+  OOM killer enforces), against ``--required-gb``.
+* **disk**: free space under ``--output-dir`` (default ``--cwd``) against
+  ``--checkpoint-gb`` × ``--keep``.
+* **GPUs**: when ``pynvml`` (nvidia-ml-py) is importable, each device and its free
+  memory, as INFO only: trainproof does not know what the run needs per device.
+
+**One report for the machine.** Everything goes into one :class:`Report` whose ``file`` is
+the ``--cwd`` as given (default ``.``): the question is one question (can this run start
+here?), and its verdict is the answer. INFO findings (memory or disk without a
+requirement, GPUs, the interpreter) never make that verdict, so a run that asks only for
+imports still exits 0 when they pass; with nothing required at all (no ``--module``,
+``--checkpoint``, ``--required-gb`` or ``--checkpoint-gb``) the report holds only INFO
+and is NOT-CHECKED (exit 2). Each finding's ``data`` names its item (``module``,
+``path``), so ``--json`` consumers can group by item.
+
+Paths given to ``--checkpoint`` and ``--output-dir`` are relative to where trainproof
+runs, like every path on the command line; only the import probe runs in ``--cwd``.
+Sizes are in GB of 2^30 bytes, as ``free -g``, ``df -h`` and ``nvidia-smi`` count them.
+"""
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import time
+import zipfile
+import zlib
+from pathlib import Path
+
+import click
+
+from ..cliutil import _fail_usage, _setup, emit, output_options
+from ..findings import Finding, Level, Report, Skip
+from ..rules.thresholds import Thresholds
+from . import declare, finding, report
+
+GB = 1024 ** 3
+GROUP = "env"
+
+# --- declarations ------------------------------------------------------------------------
+
+declare(
+    "TP-ENV-PYTHON-INFO", Level.INFO, GROUP, "The interpreter the imports were probed with",
+    detects="The version and path of the Python interpreter (`--python`, default the one running trainproof) that "
+            "ran the import probes.",
+    why="An import that works under one interpreter fails under another; the findings name the one they are about.",
+    not_mean="Not a verdict. It does not mean the run will use this interpreter: a launcher (torchrun, accelerate, "
+             "a Slurm script) may pick another one.",
+    causes="Always reported when imports are probed or `--python` is given.",
+    try_="Pass the interpreter the run will use with `--python`, e.g. `--python .venv/bin/python`.",
+)
+declare(
+    "TP-ENV-PYTHON-UNUSABLE", Level.NOT_CHECKED, GROUP, "The --python interpreter cannot run",
+    detects="The interpreter given with `--python` does not exist, is not executable, is not Python, did not answer "
+            "within `--timeout`, or exited without reporting its version.",
+    why="No import can be probed with it, and the run cannot start with it either.",
+    not_mean="It does not say whether the modules import; they were not probed (NOT-CHECKED).",
+    causes="A wrong path, a virtual environment that was deleted or moved (its `bin/python` symlink now dangles), "
+           "a conda environment that is not activated, a wrapper script that fails.",
+    try_="Run the path with `-c 'import sys; print(sys.version)'` yourself; recreate the environment if its "
+         "interpreter link is broken.",
+)
+declare(
+    "TP-ENV-CWD-MISSING", Level.NOT_CHECKED, GROUP, "The --cwd directory does not exist",
+    detects="The directory given with `--cwd`, which the run starts from, does not exist or is not a directory.",
+    why="Imports are probed from there (editable installs and local packages resolve relative to it); from "
+        "anywhere else the answer would be about another setup.",
+    not_mean="It does not say whether the modules import; they were not probed (NOT-CHECKED).",
+    causes="A typo, a checkout that is not there yet on this machine, a path on a filesystem that is not mounted.",
+    try_="Give the directory the training command runs from, e.g. the repository root.",
+)
+declare(
+    "TP-ENV-IMPORT-OK", Level.PASS, GROUP, "The module imports",
+    detects="`import MODULE` finished without an exception in a child interpreter started from `--cwd`.",
+    why="The run will get past its imports of this module on this machine.",
+    not_mean="It does not mean the module works: a CUDA extension can import and fail at its first kernel, and a "
+             "version can import and lack an API the run calls.",
+    causes="The environment has the module and everything it imports at load time.",
+    try_="Nothing to do. Check the version in the evidence if the run needs a particular one.",
+)
+declare(
+    "TP-ENV-IMPORT-FAIL", Level.FAIL, GROUP, "The module raises on import",
+    detects="`import MODULE` raised a Python exception; the finding gives its type, its message and the file:line "
+            "it was raised at (the deepest frame outside the import machinery), with the import chain in `data`.",
+    why="The run dies at its first line, after waiting in the queue for its machine.",
+    not_mean="It does not mean the module is broken: an import can fail because of the environment (a missing "
+             "optional dependency, a wrong working directory, an environment variable).",
+    causes="A package not installed in this environment; a version mismatch between packages (an `ImportError: "
+           "cannot import name`); a compiled extension built for another Python, torch or CUDA version; a "
+           "SyntaxError in a local module.",
+    try_="Open the file:line in the evidence; install or pin the package the message names; run the same "
+         "`--python` with `-c 'import MODULE'` from `--cwd` to reproduce.",
+)
+declare(
+    "TP-ENV-IMPORT-CRASH", Level.FAIL, GROUP, "Importing the module kills the interpreter",
+    detects="The child interpreter importing the module died from a signal (SIGSEGV, SIGABRT, SIGBUS, SIGILL, "
+            "SIGKILL, ...), or exited without a Python exception. With `-X faulthandler` the child prints the Python "
+            "line it crashed at, which the finding cites when present.",
+    why="A crash in a compiled extension takes the whole run down with no Python traceback; trainproof survives it "
+        "because the import ran in another process.",
+    not_mean="It does not mean the machine is faulty: the crash is in the imported code or its libraries.",
+    causes="A compiled extension built against another ABI (torch, numpy 1 vs 2, CUDA); two libraries bundling "
+           "conflicting copies of a shared library; SIGILL from a binary compiled for newer CPU instructions; "
+           "SIGKILL from the OOM killer; a module calling `os._exit`.",
+    try_="Reinstall the extension from a build that matches this Python, torch and CUDA; import its dependencies "
+         "one by one with `--module` to find which one crashes.",
+)
+declare(
+    "TP-ENV-IMPORT-TIMEOUT", Level.FAIL, GROUP, "Importing the module did not finish within --timeout",
+    detects="`import MODULE` was still running after `--timeout` seconds and was stopped. The child dumps its "
+            "Python stack at the timeout (faulthandler); the finding cites the innermost frame it was waiting in.",
+    why="An import that hangs hangs the run before it logs anything, which looks like a queue problem rather than "
+        "an environment one.",
+    not_mean="It does not prove the import would never finish: a cold import of a large stack from a network "
+             "filesystem can take minutes. Raise `--timeout` to tell slow from stuck.",
+    causes="An import that waits on the network (a download, a license server, a hub lookup without "
+           "`HF_HUB_OFFLINE`), a lock left by another process, compiling an extension at import time (JIT, "
+           "Triton), a slow shared filesystem.",
+    try_="Look at the file:line in the evidence; set the library's offline variables; run the import by hand with "
+         "`python -X importtime -c 'import MODULE'`.",
+)
+declare(
+    "TP-ENV-CKPT-OK", Level.PASS, GROUP, "The torch checkpoint is a complete archive with intact entries",
+    detects="A torch checkpoint (a ZIP archive, as `torch.save` writes since 1.6) whose central directory reads, "
+            "whose entries lie under one top folder with a `data.pkl`, and whose every entry matches its CRC-32.",
+    why="The file was written to the end and has not changed since: `torch.load` will not stop on a cut or flipped "
+        "byte.",
+    not_mean="It does not mean the checkpoint is the right one or loads into your model: the pickle is never "
+             "executed, so keys, shapes and dtypes are not compared with anything. A checkpoint saved with "
+             "`torch.serialization.set_crc32_options(False)` records no CRCs; the evidence then says its contents "
+             "were not verified.",
+    causes="The save finished.",
+    try_="Nothing to do. Load it with `torch.load(..., weights_only=True)` to keep unpickling safe.",
+)
+declare(
+    "TP-ENV-CKPT-MISSING", Level.FAIL, GROUP, "The checkpoint does not exist",
+    detects="The path given with `--checkpoint` does not exist (or is a symlink to nothing), or is a directory with "
+            "no checkpoint file in it.",
+    why="A run told to resume from it or initialise from it stops at load time, or silently starts from scratch "
+        "when the training script treats a missing checkpoint as optional.",
+    not_mean="It does not mean the checkpoint was never written: it may be on another machine or filesystem.",
+    causes="A typo; a relative path meant from another directory; a scratch filesystem cleaned since; a checkpoint "
+           "directory that only holds the trainer's JSON files.",
+    try_="Check the path from where trainproof runs; copy or mount the checkpoint on this machine.",
+)
+declare(
+    "TP-ENV-CKPT-EMPTY", Level.FAIL, GROUP, "The checkpoint file is empty (0 bytes)",
+    detects="The checkpoint file exists and has 0 bytes.",
+    why="`torch.load` fails on it; the file was created and nothing was written.",
+    not_mean="It does not mean the training that produced it was bad: the save itself failed.",
+    causes="The process was killed right after opening the file; the disk was full; a copy that failed; a "
+           "placeholder created by a script.",
+    try_="Use the previous checkpoint; check free space where checkpoints are written (`--checkpoint-gb`).",
+)
+declare(
+    "TP-ENV-CKPT-TRUNCATED", Level.FAIL, GROUP, "The torch checkpoint ends early: the save did not finish",
+    detects="The file starts as a ZIP archive but has no end-of-central-directory record (or a cut central "
+            "directory): the archive stops before its end. The evidence lists the entries that were started.",
+    why="`torch.save` writes the directory last; a file without it was cut during the save or the copy and "
+        "`torch.load` fails on it (\"failed finding central directory\").",
+    not_mean="It does not mean the earlier entries are damaged; but the weights cannot be read safely without "
+             "the directory.",
+    causes="The job was killed, preempted or ran out of time while saving; the disk filled up during the save; an "
+           "interrupted copy or download (scp, rsync, a hub download).",
+    try_="Use the previous checkpoint; save to a temporary name and rename when done, so a cut save never replaces "
+         "a good one; copy again and compare sizes.",
+)
+declare(
+    "TP-ENV-CKPT-CORRUPT", Level.FAIL, GROUP, "The torch checkpoint archive is damaged or is not a checkpoint",
+    detects="The ZIP archive reads but an entry fails its CRC-32 (its bytes changed after writing), an entry "
+            "cannot be read where the directory says it is, or the archive has no `<top>/data.pkl` (a ZIP that is "
+            "not a torch checkpoint). A shard index that is not valid JSON is reported here too.",
+    why="`torch.load` either fails or, for a flipped byte inside a tensor, loads wrong weights without a word.",
+    not_mean="It does not say which tensor values are wrong; it says which entry changed.",
+    causes="Storage or transfer corruption (a bad disk, a flaky network copy); a file edited in place; two "
+           "processes writing the same path at once (several ranks saving without a rank-0 guard).",
+    try_="Copy the checkpoint again from its source and compare checksums; save from rank 0 only.",
+)
+declare(
+    "TP-ENV-CKPT-LEGACY", Level.NOT_CHECKED, GROUP, "A legacy (pre-1.6) bare-pickle checkpoint: not opened",
+    detects="The file is a bare pickle stream (the format of `torch.save` before 1.6, or with "
+            "`_use_new_zipfile_serialization=False`) or a pre-0.4 tar checkpoint.",
+    why="Such a file has no directory and no checksums, so it can only be checked by unpickling it, and unpickling "
+        "runs arbitrary code. trainproof refuses to open it.",
+    not_mean="It does not mean the file is damaged or malicious; it was not checked (NOT-CHECKED).",
+    causes="An old checkpoint; a script that saves with `_use_new_zipfile_serialization=False`; a plain "
+           "`pickle.dump` of a model.",
+    try_="If you trust its source, load it once with `torch.load` and save it again with a current `torch.save`, "
+         "or convert the weights to safetensors.",
+)
+declare(
+    "TP-ENV-CKPT-UNREADABLE", Level.NOT_CHECKED, GROUP, "The checkpoint cannot be read",
+    detects="The checkpoint path exists but cannot be opened or read (permissions, an I/O error), or is not a "
+            "regular file (a FIFO, a socket, a device).",
+    why="Nothing could be verified; the run will most likely fail to read it too.",
+    not_mean="It does not say whether the contents are intact (NOT-CHECKED).",
+    causes="File permissions of another user or group; a filesystem that is not fully mounted; a stale NFS handle.",
+    try_="Check `ls -l` and the mount; run trainproof as the user the run will run as.",
+)
+declare(
+    "TP-ENV-CKPT-LFS-POINTER", Level.FAIL, GROUP, "The checkpoint is a Git LFS pointer, not the weights",
+    detects="The file is a small text file starting with `version https://git-lfs.github.com/spec/v1`: the "
+            "placeholder git leaves when LFS objects were not fetched.",
+    why="`torch.load` or `safetensors` fails on it (\"invalid load key, 'v'\", a header-too-large error), far from "
+        "the cause.",
+    not_mean="It does not mean the weights are lost: they are on the LFS server.",
+    causes="A clone without `git lfs install`; `GIT_LFS_SKIP_SMUDGE=1`; a CI checkout without `lfs: true`.",
+    try_="Run `git lfs pull` in the repository (or `huggingface-cli download` for hub models).",
+)
+declare(
+    "TP-ENV-CKPT-UNKNOWN-FORMAT", Level.NOT_CHECKED, GROUP, "The checkpoint is in no format trainproof checks",
+    detects="The file is neither a torch ZIP archive, a legacy pickle, a safetensors file nor an LFS pointer.",
+    why="Nothing could be verified about it.",
+    not_mean="It does not mean the file is bad: it may be a format trainproof does not read (GGUF, HDF5, ONNX, "
+             "a NumPy array, a DeepSpeed or TensorFlow checkpoint).",
+    causes="A file in another format; a download that saved an HTML error page under the checkpoint's name.",
+    try_="Check what the file is with `file PATH` or `head -c 200 PATH`.",
+)
+declare(
+    "TP-ENV-SAFETENSORS-OK", Level.PASS, GROUP, "The safetensors file is complete and consistent",
+    detects="A safetensors file whose header length and JSON header read, every tensor's dtype and shape match its "
+            "byte range, and the ranges cover the data area exactly, without gaps, overlaps or trailing bytes.",
+    why="The file is whole: `safetensors` will open it and every tensor has all its bytes.",
+    not_mean="It does not mean the values are right: safetensors stores no checksum, so a flipped byte inside a "
+             "tensor cannot be seen. Nor does it check the tensors fit your model.",
+    causes="The save finished.",
+    try_="Nothing to do.",
+)
+declare(
+    "TP-ENV-SAFETENSORS-TRUNCATED", Level.FAIL, GROUP, "The safetensors file ends early",
+    detects="The file is shorter than its own header says: under 8 bytes, a header that ends past the end of the "
+            "file, or a consistent header whose last tensors need bytes the file does not have. The evidence names "
+            "the tensors cut.",
+    why="`safetensors` refuses the file (\"incomplete metadata, file not fully covered\") and the run stops at load.",
+    not_mean="It does not mean the earlier tensors are damaged. A header edited to point past the end while staying "
+             "consistent looks the same as a cut file.",
+    causes="An interrupted save, copy or download; a disk that filled up during the save.",
+    try_="Copy or download the file again and compare its size with the source; use the previous checkpoint.",
+)
+declare(
+    "TP-ENV-SAFETENSORS-CORRUPT", Level.FAIL, GROUP, "The safetensors header is invalid or inconsistent",
+    detects="The header length is absurd (over 100 MB, the format's limit), the header is not a JSON object, a "
+            "tensor entry lacks a dtype, shape or offsets, a tensor's byte range does not match its dtype and shape, "
+            "ranges overlap or leave gaps, bytes follow the last tensor, or a shard lacks a tensor its index "
+            "assigns to it.",
+    why="`safetensors` refuses such a file, or a hand-rolled reader would read the wrong bytes as weights.",
+    not_mean="It does not say the tensor values are wrong; it says the file's own description of them is.",
+    causes="A writer other than the `safetensors` library with a bug; a file edited in place; bytes appended by a "
+           "failed concatenation; an index written for another set of shards.",
+    try_="Write the file again with `safetensors.torch.save_file`; re-download it.",
+)
+declare(
+    "TP-ENV-SHARD-MISSING", Level.FAIL, GROUP, "A sharded checkpoint lacks a shard",
+    detects="A `*.index.json` in a checkpoint directory names a file that does not exist, or numbered shards "
+            "(`NAME-0000i-of-0000n.EXT`) are not all present.",
+    why="Loading stops at the missing shard, or, with a loader that skips what it cannot find, the model starts "
+        "with part of its weights at their initial values.",
+    not_mean="It does not say whether the shards that are present are intact: they are checked on their own.",
+    causes="An interrupted download or copy; a partial `rsync`/`scp`; an index copied from another export.",
+    try_="Download or copy the missing shards; compare the listing with the source.",
+)
+declare(
+    "TP-ENV-MEM-OK", Level.PASS, GROUP, "Enough RAM is available",
+    detects="The RAM available now, from psutil or the cgroup memory limit when lower, is at least `--required-gb` "
+            "plus the headroom `env_mem_headroom`.",
+    why="The run's host-memory footprint fits without swapping or the OOM killer.",
+    not_mean="It is a snapshot: other processes may take the memory before the run does. It does not cover GPU "
+             "memory.",
+    causes="The machine has the memory free.",
+    try_="Nothing to do.",
+    thresholds=("env_mem_headroom",),
+)
+declare(
+    "TP-ENV-MEM-TIGHT", Level.WARN, GROUP, "RAM is available but with less than the headroom",
+    detects="The RAM available is at least `--required-gb`, but less than that plus `env_mem_headroom` of it.",
+    why="A requirement is an estimate of the steady state; start-up (a checkpoint loaded next to a freshly built "
+        "model, data-loader workers forking) and other processes can take the rest.",
+    not_mean="It does not mean the run will be killed; it means there is little room for error.",
+    causes="Other processes on the machine; page cache pinned by a tmpfs; a cgroup limit close to the requirement.",
+    try_="Free memory or ask for more (`--mem` in Slurm); load checkpoints with `torch.load(..., mmap=True)`; use "
+         "fewer data-loader workers.",
+    thresholds=("env_mem_headroom",),
+)
+declare(
+    "TP-ENV-MEM-INSUFFICIENT", Level.FAIL, GROUP, "Less RAM is available than the run needs",
+    detects="The RAM available now (psutil, or the cgroup memory limit when lower) is below `--required-gb`.",
+    why="The run will swap to a crawl or be killed by the OOM killer, usually without a Python traceback.",
+    not_mean="It does not mean the machine has too little RAM installed: other processes or a cgroup limit may be "
+             "holding it.",
+    causes="Other jobs on a shared node; a container or Slurm job with a memory limit below the requirement; an "
+           "estimate of the requirement that includes GPU memory.",
+    try_="Ask for more memory for the job; stop other processes; lower the batch size, the number of data-loader "
+         "workers, or load with `mmap=True`.",
+)
+declare(
+    "TP-ENV-MEM-INFO", Level.INFO, GROUP, "RAM available (no requirement given)",
+    detects="The RAM available now and the machine's total (and the cgroup limit, when one applies), reported "
+            "when no `--required-gb` was given.",
+    why="Context for the run's memory settings.",
+    not_mean="Not a verdict: without `--required-gb` nothing was compared.",
+    causes="`--required-gb` was not given.",
+    try_="Give `--required-gb` for a verdict.",
+)
+declare(
+    "TP-ENV-MEM-UNKNOWN", Level.NOT_CHECKED, GROUP, "Available RAM could not be measured",
+    detects="`--required-gb` was given but psutil is not installed or could not read the memory figures.",
+    why="The requirement could not be compared with anything.",
+    not_mean="It does not mean there is too little memory (NOT-CHECKED).",
+    causes="psutil missing from the environment trainproof runs in; an unusual platform.",
+    try_="Install psutil (`pip install psutil`).",
+)
+declare(
+    "TP-ENV-DISK-OK", Level.PASS, GROUP, "Enough disk space for the checkpoints",
+    detects="Free space under `--output-dir` is at least `--checkpoint-gb` × (`--keep` + "
+            "`env_disk_headroom_checkpoints`).",
+    why="The run will not die at a save hours in because the disk is full.",
+    not_mean="It is a snapshot: other writers share the filesystem. Logs, caches and optimizer states not counted "
+             "in `--checkpoint-gb` are not included.",
+    causes="The filesystem has the space.",
+    try_="Nothing to do.",
+    thresholds=("env_disk_headroom_checkpoints",),
+)
+declare(
+    "TP-ENV-DISK-TIGHT", Level.WARN, GROUP, "Disk space holds the kept checkpoints but not one more",
+    detects="Free space under `--output-dir` is at least `--checkpoint-gb` × `--keep` but less than "
+            "`--checkpoint-gb` × (`--keep` + `env_disk_headroom_checkpoints`).",
+    why="Trainers write a new checkpoint before deleting the oldest one (the HF Trainer rotates after saving), so "
+        "for a moment one checkpoint more than `--keep` is on disk.",
+    not_mean="It does not mean the run will fail; the save that needs the extra room may fail, late in the run.",
+    causes="A shared or small filesystem; earlier runs' checkpoints still there.",
+    try_="Free space, save to a larger filesystem, or lower `save_total_limit` / `--keep`.",
+    thresholds=("env_disk_headroom_checkpoints",),
+)
+declare(
+    "TP-ENV-DISK-INSUFFICIENT", Level.FAIL, GROUP, "Not enough disk space for the checkpoints",
+    detects="Free space under `--output-dir` is below `--checkpoint-gb` × `--keep`.",
+    why="A save will fail with `No space left on device`, often hours into the run, and may leave a truncated "
+        "checkpoint behind.",
+    not_mean="It does not mean the disk is small: other data may be filling it.",
+    causes="Old runs' checkpoints; a home directory or container overlay with a quota; a scratch disk shared with "
+           "other jobs.",
+    try_="Point the output directory at a larger filesystem; delete old checkpoints; keep fewer.",
+)
+declare(
+    "TP-ENV-DISK-INFO", Level.INFO, GROUP, "Free disk space (no requirement given)",
+    detects="Free and total space of the filesystem holding `--output-dir` (or `--cwd`), reported when no "
+            "`--checkpoint-gb` was given.",
+    why="Context for where the run will write.",
+    not_mean="Not a verdict: without `--checkpoint-gb` nothing was compared.",
+    causes="`--checkpoint-gb` was not given.",
+    try_="Give `--checkpoint-gb` (and `--keep`) for a verdict.",
+)
+declare(
+    "TP-ENV-DISK-UNKNOWN", Level.NOT_CHECKED, GROUP, "Free disk space could not be measured",
+    detects="The output directory is a file, or its filesystem could not be queried.",
+    why="The requirement could not be compared with anything.",
+    not_mean="It does not mean there is too little space (NOT-CHECKED).",
+    causes="`--output-dir` names an existing file; a filesystem that does not answer (a hung NFS mount) or denies "
+           "access.",
+    try_="Give a directory (it need not exist yet: its nearest existing parent is measured).",
+)
+declare(
+    "TP-ENV-GPU-INFO", Level.INFO, GROUP, "GPUs seen by NVML and their free memory",
+    detects="With `pynvml` (nvidia-ml-py) importable: each NVIDIA device, its free and total memory and the driver "
+            "version; or why NVML could not be queried.",
+    why="Context: a device already full of another process's memory is a common reason a run dies at its first "
+        "batch.",
+    not_mean="Never a verdict: trainproof does not know how much GPU memory the run needs, nor which devices "
+             "`CUDA_VISIBLE_DEVICES` will give it.",
+    causes="Reported whenever pynvml is importable.",
+    try_="Install `nvidia-ml-py` to see devices; `nvidia-smi` shows which processes hold memory.",
+)
+
+# --- small helpers -----------------------------------------------------------------------
+
+
+def _size(n: float) -> str:
+    """Bytes as B, KB, MB or GB (powers of 1024)."""
+    for unit, div in (("GB", GB), ("MB", 1024 ** 2), ("KB", 1024)):
+        if abs(n) >= div:
+            return f"{n / div:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def _n(k: int, word: str) -> str:
+    return f"{k} {word}" + ("" if k == 1 else "s")
+
+
+def _gb(n: float) -> str:
+    return f"{n / GB:.1f} GB"
+
+
+def _tail(text: str, lines: int = 3, width: int = 300) -> str:
+    kept = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    out = " | ".join(kept[-lines:])
+    return out if len(out) <= width else "…" + out[-width:]
+
+
+# --- subprocesses ------------------------------------------------------------------------
+
+_MARKER = "@@trainproof-probe@@:"
+
+# Runs in the interpreter under test: Python 3 only, nothing newer than 3.6 syntax.
+_PY_PROBE = r"""
+import json, os, platform, sys
+sys.stdout.write("\n" + sys.argv[1] + json.dumps({
+    "version": platform.python_version(), "executable": sys.executable, "prefix": sys.prefix,
+    "implementation": platform.python_implementation(), "major": sys.version_info[0]}) + "\n")
+sys.stdout.flush()
+"""
+
+_IMPORT_PROBE = r"""
+import faulthandler, json, os, sys, time, traceback
+name, marker, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
+faulthandler.dump_traceback_later(limit, exit=True)
+t0 = time.perf_counter()
+try:
+    __import__(name)
+    mod = sys.modules[name]
+    version = getattr(mod, "__version__", None)
+    res = {"ok": True, "file": getattr(mod, "__file__", None),
+           "version": version if version is None or isinstance(version, str) else str(version)}
+except BaseException as e:
+    faulthandler.cancel_dump_traceback_later()
+    try:
+        msg = str(e)
+    except BaseException:
+        msg = repr(e)
+    t = type(e)
+    tname = t.__qualname__ if t.__module__ == "builtins" else t.__module__ + "." + t.__qualname__
+    frames = [[f.filename, f.lineno, f.name] for f in traceback.extract_tb(e.__traceback__)
+              if not f.filename.startswith("<")]
+    res = {"ok": False, "type": tname, "message": msg[:2000], "frames": frames}
+    if isinstance(e, SyntaxError) and e.filename:
+        res["syntax"] = [e.filename, e.lineno]
+faulthandler.cancel_dump_traceback_later()
+res["seconds"] = time.perf_counter() - t0
+try:
+    os.write(1, ("\n" + marker + json.dumps(res, default=str) + "\n").encode("utf-8", "replace"))
+finally:
+    os._exit(0)
+"""
+
+
+class _Run:
+    def __init__(self, rc: int | None, out: str, err: str, timed_out: bool, seconds: float):
+        self.rc, self.out, self.err, self.timed_out, self.seconds = rc, out, err, timed_out, seconds
+
+    def result(self) -> dict | None:
+        for line in reversed(self.out.split("\n")):
+            if line.startswith(_MARKER):
+                try:
+                    return json.loads(line[len(_MARKER):])
+                except ValueError:
+                    return None
+        return None
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    """Kill the child and everything it started (it leads its own process group)."""
+    try:
+        if os.name == "posix":
+            os.killpg(p.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            p.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _run(argv: list[str], cwd: str | None, timeout: float) -> _Run:
+    """Run ``argv`` with a hard timeout; OSError when it cannot be started."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=(os.name == "posix"))
+    timed_out = False
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(p)
+        try:
+            out, err = p.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a grandchild in another session holds the pipes
+            out, err = b"", b""
+            for s in (p.stdout, p.stderr):
+                if s is not None:
+                    s.close()
+            p.wait()
+    except BaseException:  # Ctrl-C: the child is in its own session and would not get it
+        _kill_group(p)
+        p.wait()
+        raise
+    dec = lambda b: (b or b"").decode("utf-8", "replace")  # noqa: E731
+    return _Run(p.returncode, dec(out), dec(err), timed_out, time.monotonic() - t0)
+
+
+_FRAME = re.compile(r'^\s*File "(.+)", line (\d+)(?: in (.+))?')
+
+
+def _fault_frames(stderr: str, main: bool = False) -> list[tuple[str, int, str]]:
+    """Frames ``(file, line, function)`` of one thread's stack in a faulthandler dump,
+    innermost first, without ``<frozen ...>`` and ``<string>`` frames.
+
+    The first stack is the thread that crashed ("Current thread"); with ``main`` it is the
+    thread running the probe (its ``<string>`` module frame), which is the importing one
+    in a timeout dump, where every thread is listed.
+    """
+    stacks: list[list[tuple[str, int, str]]] = []
+    cur: list[tuple[str, int, str]] | None = None
+    for line in stderr.splitlines():
+        m = _FRAME.match(line)
+        if m:
+            if cur is None:
+                cur = []
+                stacks.append(cur)
+            cur.append((m.group(1), int(m.group(2)), (m.group(3) or "").strip()))
+        else:
+            cur = None  # a thread header or a blank line ends a stack
+    chosen = stacks[0] if stacks else []
+    if main:
+        chosen = next((st for st in stacks if any(f == "<string>" and fn == "<module>" for f, _, fn in st)), chosen)
+    return [fr for fr in chosen if not fr[0].startswith("<")]
+
+
+#: Lines of a faulthandler dump (its stack), left out of the stderr quoted as evidence.
+_DUMP_LINE = re.compile(r'^\s*(File "|Current thread |Thread 0x|Stack \(most recent|Extension modules:|<no Python frame>)')
+
+
+def _where(innermost: tuple[str, int] | None, module_frame: tuple[str, int] | None) -> str:
+    """``" at FILE:LINE"``, plus the module-level line being run when that is elsewhere."""
+    if innermost is None:
+        return ""
+    out = f" at {innermost[0]}:{innermost[1]}"
+    if module_frame is not None and tuple(module_frame) != tuple(innermost):
+        out += f" (while running {module_frame[0]}:{module_frame[1]})"
+    return out
+
+
+def _signal_name(n: int) -> str:
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
+
+
+def _signal_text(n: int) -> str:
+    desc = signal.strsignal(n) if hasattr(signal, "strsignal") else None
+    return f"{_signal_name(n)} ({desc.lower()})" if desc else _signal_name(n)
+
+
+# --- imports -----------------------------------------------------------------------------
+
+_MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+def probe_python(python: str, cwd: str | None, timeout: float) -> tuple[dict | None, str]:
+    """``(info, "")`` when ``python`` runs as Python 3, else ``(None, why not)``."""
+    try:
+        run = _run([python, "-c", _PY_PROBE, _MARKER], cwd, timeout)
+    except OSError as e:
+        return None, f"cannot run {python}: {e.strerror or e}"
+    if run.timed_out:
+        return None, f"{python} did not answer within {timeout:g} s"
+    info = run.result()
+    if info is None:
+        how = f"killed by {_signal_name(-run.rc)}" if run.rc is not None and run.rc < 0 else f"exit status {run.rc}"
+        tail = _tail(run.err or run.out)
+        return None, f"{python} did not run as Python ({how})" + (f": {tail}" if tail else "")
+    if info.get("major") != 3:
+        return None, f"{python} is Python {info.get('version')}; Python 3 is required"
+    return info, ""
+
+
+def probe_import(name: str, python: str, cwd: str | None, timeout: float) -> Finding:
+    """Import ``name`` in a child ``python`` started in ``cwd``; one finding about it."""
+    data: dict = {"module": name, "python": python, "cwd": cwd, "timeout_s": timeout}
+    try:
+        # The child stops itself at the timeout (dumping its stack); the parent's limit is
+        # a backstop for a child that hangs before the probe runs.
+        run = _run([python, "-X", "faulthandler", "-c", _IMPORT_PROBE, name, _MARKER, repr(timeout)], cwd,
+                   timeout + 5.0)
+    except OSError as e:
+        return finding("TP-ENV-PYTHON-UNUSABLE", f"cannot start {python} to import {name}: {e.strerror or e}",
+                       data=data)
+    res = run.result()
+    if res is not None:
+        data["seconds"] = round(float(res.get("seconds", run.seconds)), 3)
+        if res.get("ok"):
+            data.update(file=res.get("file"), version=res.get("version"))
+            ver = f" {res['version']}" if res.get("version") else ""
+            where = f" from {res['file']}" if res.get("file") else ""
+            return finding("TP-ENV-IMPORT-OK", f"import {name} works ({name}{ver})",
+                           evidence=f"imported in {data['seconds']:.2f} s{where}", data=data)
+        frames = res.get("frames") or []
+        loc = None
+        if res.get("syntax"):
+            loc = (res["syntax"][0], res["syntax"][1])
+        elif frames:
+            loc = (frames[-1][0], frames[-1][1])
+        data.update(exception=res.get("type"), message=res.get("message"),
+                    file=loc[0] if loc else None, line=loc[1] if loc else None,
+                    frames=[f"{f}:{ln} in {fn}" for f, ln, fn in frames])
+        mods = [(f, ln) for f, ln, fn in frames if fn == "<module>"]
+        if mods and loc is not None and not res.get("syntax"):
+            data["module_line"] = f"{mods[-1][0]}:{mods[-1][1]}"
+        at = (f" (raised{_where(loc, None if res.get('syntax') else (mods[-1] if mods else None))})" if loc
+              else " (raised by the import system: no module file)")
+        chain = " -> ".join(f"{f}:{ln}" for f, ln, _ in frames)
+        if chain:
+            how = f"import chain: {chain}"
+        elif res.get("syntax"):
+            how = "the module's source does not compile"
+        elif res.get("type") == "ModuleNotFoundError":
+            how = f"{name} itself was not found on sys.path from {cwd}"
+        else:
+            how = "raised inside the import system"
+        msg = " ".join(str(res.get("message")).split())
+        msg = msg if len(msg) <= 300 else msg[:300] + "…"
+        return finding("TP-ENV-IMPORT-FAIL", f"import {name} raises {res.get('type')}: {msg}{at}",
+                       evidence=f"{how}; after {data['seconds']:.2f} s", data=data)
+    timed_out = run.timed_out or "\nTimeout (" in "\n" + run.err
+    frames = _fault_frames(run.err, main=timed_out)
+    data["seconds"] = round(run.seconds, 3)
+    data["stderr_tail"] = _tail(run.err, 6, 1000)
+    data["frames"] = [f"{f}:{ln} in {fn}" for f, ln, fn in frames]
+    inner = frames[0][:2] if frames else None
+    mod = next((fr[:2] for fr in frames if fr[2] == "<module>"), None)
+    if mod is not None:
+        data["module_line"] = f"{mod[0]}:{mod[1]}"
+    if timed_out:
+        where = f"; it was waiting{_where(inner, mod)}" if frames else ""
+        return finding("TP-ENV-IMPORT-TIMEOUT", f"import {name} did not finish within {timeout:g} s (stopped)",
+                       evidence=f"the child was stopped after {timeout:g} s{where}", data=data)
+    at = _where(inner, mod)
+    rc = run.rc
+    data["returncode"] = rc
+    if rc is not None and rc < 0:
+        data["signal"] = _signal_name(-rc)
+        how = f"killed by {_signal_text(-rc)}"
+    elif rc is not None and 128 < rc <= 128 + 64:
+        data["signal"] = _signal_name(rc - 128)
+        how = f"exited with status {rc} (a shell's code for death by {_signal_name(rc - 128)})"
+    else:
+        how = f"exited with status {rc} and no Python exception"
+    said = _tail("\n".join(ln for ln in run.err.splitlines() if not _DUMP_LINE.match(ln)))
+    return finding("TP-ENV-IMPORT-CRASH", f"import {name} crashed the interpreter: {how}{at}",
+                   evidence="stderr: " + (said or "(empty)"), data=data)
+
+
+# --- checkpoints -------------------------------------------------------------------------
+
+_CKPT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
+_SHARD = re.compile(r"^(?P<stem>.+)-(?P<i>\d+)-of-(?P<n>\d+)(?P<ext>\.[A-Za-z0-9]+)$")
+_LFS = b"version https://git-lfs"
+_ST_MAX_HEADER = 100_000_000  # the safetensors format's own limit on the header length
+
+#: Bits per element of every safetensors dtype.
+_ST_BITS = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+    "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32,
+    "I64": 64, "U64": 64, "F64": 64, "C64": 64,
+}
+
+
+def check_checkpoint(path: str) -> list[Finding]:
+    """Findings about one ``--checkpoint`` (a file: one finding; a directory: one per
+    problem, plus one OK per format that passed)."""
+    p = Path(path)
+    if os.path.isdir(p):
+        return _check_dir(path)
+    return [check_file(path)]
+
+
+def check_file(path: str) -> Finding:
+    """One finding about one checkpoint file; never unpickles anything."""
+    data: dict = {"path": path}
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        why = "a symlink to a missing file" if os.path.islink(path) else "no such file"
+        return finding("TP-ENV-CKPT-MISSING", f"checkpoint {path} does not exist ({why})", data=data)
+    except OSError as e:
+        return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}", data=data)
+    if not stat.S_ISREG(st.st_mode):
+        return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} is not a regular file", data=data)
+    data["bytes"] = st.st_size
+    if st.st_size == 0:
+        return finding("TP-ENV-CKPT-EMPTY", f"checkpoint {path} is empty (0 bytes)", data=data)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError as e:
+        return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}", data=data)
+    try:
+        if head.startswith(_LFS):
+            return finding("TP-ENV-CKPT-LFS-POINTER",
+                           f"checkpoint {path} is a Git LFS pointer ({st.st_size} bytes), not the weights",
+                           evidence=head.decode("ascii", "replace").strip().replace("\n", " | ")[:200], data=data)
+        if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+            return _check_torch_zip(path, st.st_size, data)
+        if path.endswith(".safetensors") or (len(head) >= 9 and head[8:9] == b"{"):
+            return _check_safetensors(path, st.st_size, data)
+        if head[:1] == b"\x80" and len(head) > 1 and 2 <= head[1] <= 5:
+            legacy = head[2:4] == b"\x8a\x0a"  # torch's legacy magic number, pickled as a long
+            data["format"] = "torch-legacy" if legacy else "pickle"
+            what = "a legacy (pre-1.6) torch checkpoint" if legacy else "a bare pickle"
+            return finding("TP-ENV-CKPT-LEGACY", f"checkpoint {path} is {what}: not opened (unpickling runs code)",
+                           evidence=f"pickle protocol {head[1]}, {_size(st.st_size)}; re-save it with a current "
+                                    "torch.save or as safetensors to have it checked", data=data)
+        if len(head) > 262 and head[257:262] == b"ustar":
+            data["format"] = "torch-tar"
+            return finding("TP-ENV-CKPT-LEGACY", f"checkpoint {path} is a tar archive (torch < 0.4 format): not opened",
+                           evidence="its entries are pickles; re-save it with a current torch.save", data=data)
+    except OSError as e:
+        return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}", data=data)
+    return finding("TP-ENV-CKPT-UNKNOWN-FORMAT", f"checkpoint {path} is in no format trainproof checks",
+                   evidence=f"{_size(st.st_size)}, starts with {head[:16]!r}", data=data)
+
+
+def _started_entries(path: str, size: int) -> list[str]:
+    """Names of the ZIP local headers found in a file without a central directory."""
+    names: list[str] = []
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        pos = m.find(b"PK\x03\x04", 0)
+        while pos != -1 and pos + 30 <= size:
+            n, x = struct.unpack_from("<HH", m, pos + 26)
+            raw = m[pos + 30: pos + 30 + n]
+            try:
+                name = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                name = ""
+            # A signature inside tensor bytes is noise: a real entry is named under the
+            # archive's top folder (the first entry's).
+            if name and name.isprintable() and (not names or name.split("/")[0] == names[0].split("/")[0]):
+                names.append(name)
+                pos = m.find(b"PK\x03\x04", pos + 30 + n + x)
+            else:
+                pos = m.find(b"PK\x03\x04", pos + 4)
+    return names
+
+
+def _check_torch_zip(path: str, size: int, data: dict) -> Finding:
+    data["format"] = "torch-zip"
+    try:
+        zf = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as e:
+        names = _started_entries(path, size)
+        data.update(entries_started=len(names), last_entry=names[-1] if names else None, zip_error=str(e))
+        return finding("TP-ENV-CKPT-TRUNCATED",
+                       f"checkpoint {path} ends early: no ZIP central directory (the save did not finish)",
+                       evidence=f"the file stops at {_size(size)}; {_n(len(names), 'entry')} started"
+                                .replace("entrys", "entries")
+                                + (f", the last one {names[-1]}" if names else ""), data=data)
+    with zf:
+        infos = zf.infolist()
+        data["entries"] = len(infos)
+        if not infos:
+            return finding("TP-ENV-CKPT-CORRUPT", f"checkpoint {path} is an empty ZIP archive", data=data)
+        top = infos[0].filename.split("/")[0]
+        names = {i.filename for i in infos}
+        if "/" not in infos[0].filename or f"{top}/data.pkl" not in names:
+            return finding("TP-ENV-CKPT-CORRUPT", f"checkpoint {path} is a ZIP archive without {top}/data.pkl: "
+                           "not a torch checkpoint", evidence=f"{len(infos)} entries, the first {infos[0].filename}",
+                           data=data)
+        storages = [i for i in infos if i.filename.startswith(f"{top}/data/")]
+        data["storages"] = len(storages)
+        data["storage_bytes"] = sum(i.file_size for i in storages)
+        crc_recorded = any(i.CRC != 0 for i in infos if i.file_size > 0)
+        try:
+            with open(path, "rb") as raw:
+                for info in infos:
+                    # Where the local header says the bytes are, and that they are all there.
+                    raw.seek(info.header_offset)
+                    local = raw.read(30)
+                    if len(local) < 30 or local[:4] != b"PK\x03\x04":
+                        raise zipfile.BadZipFile(f"no local header at byte {info.header_offset}")
+                    n, x = struct.unpack_from("<HH", local, 26)
+                    end = info.header_offset + 30 + n + x + info.compress_size
+                    if end > size:
+                        raise zipfile.BadZipFile(f"its bytes end at {end}, past the end of the file ({size})")
+                    if not crc_recorded:
+                        continue
+                    with zf.open(info) as f:  # zipfile compares the CRC-32 at the end of the entry
+                        while f.read(8 << 20):
+                            pass
+        except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as e:
+            msg = str(e)
+            data["entry"] = info.filename
+            if "CRC" in msg:
+                return finding("TP-ENV-CKPT-CORRUPT",
+                               f"checkpoint {path}: entry {info.filename} fails its CRC-32 (its bytes changed)",
+                               evidence=f"stored CRC {info.CRC:08x}, {_size(info.file_size)} entry; {msg}", data=data)
+            return finding("TP-ENV-CKPT-CORRUPT", f"checkpoint {path}: entry {info.filename} cannot be read: {msg}",
+                           data=data)
+        except OSError as e:
+            return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}",
+                           data=data)
+    data["crc_verified"] = crc_recorded
+    crc_text = ("every CRC-32 matches" if crc_recorded
+                else "no CRC recorded (saved with crc32 off): contents not verified")
+    return finding("TP-ENV-CKPT-OK", f"checkpoint {path} is a complete torch archive",
+                   evidence=f"{_size(size)}, {len(infos)} entries ({_n(len(storages), 'storage')}, "
+                            f"{_size(data['storage_bytes'])}), {crc_text}; not unpickled", data=data)
+
+
+def _st_numel(shape: list) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _check_safetensors(path: str, size: int, data: dict, expect: set[str] | None = None) -> Finding:
+    data["format"] = "safetensors"
+    corrupt = lambda msg, ev="": finding("TP-ENV-SAFETENSORS-CORRUPT", f"safetensors {path}: {msg}",  # noqa: E731
+                                         evidence=ev, data=data)
+    if size < 8:
+        return finding("TP-ENV-SAFETENSORS-TRUNCATED", f"safetensors {path} ends early: {size} bytes, "
+                       "shorter than its 8-byte header length", data=data)
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        data["header_bytes"] = n
+        if n > _ST_MAX_HEADER:
+            return corrupt(f"header length {n} is over the format's 100 MB limit",
+                           "the first 8 bytes are not a safetensors header length")
+        if 8 + n > size:
+            return finding("TP-ENV-SAFETENSORS-TRUNCATED", f"safetensors {path} ends early: inside its header",
+                           evidence=f"the header needs bytes 8-{8 + n}, the file has {size}", data=data)
+        raw = f.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        return corrupt(f"the header is not valid JSON ({e})")
+    if not isinstance(header, dict):
+        return corrupt("the header is not a JSON object")
+    meta = header.pop("__metadata__", None)
+    if meta is not None and not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
+        return corrupt("__metadata__ is not a map of strings")
+    data_len = size - 8 - n
+    data["tensors"] = len(header)
+    data["data_bytes"] = data_len
+    spans = []
+    for name, t in header.items():
+        if not isinstance(t, dict):
+            return corrupt(f"tensor {name!r} is not an object")
+        dtype, shape, offs = t.get("dtype"), t.get("shape"), t.get("data_offsets")
+        if not isinstance(dtype, str) or not isinstance(shape, list) or not isinstance(offs, list) or len(offs) != 2:
+            return corrupt(f"tensor {name!r} lacks a dtype, a shape or two data_offsets", json.dumps(t)[:200])
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape) or not all(
+                isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offs):
+            return corrupt(f"tensor {name!r} has a shape or offsets that are not non-negative integers",
+                           json.dumps(t)[:200])
+        b, e = offs
+        if e < b:
+            return corrupt(f"tensor {name!r} ends (byte {e}) before it begins (byte {b})")
+        bits = _ST_BITS.get(dtype)
+        if bits is None:
+            return corrupt(f"tensor {name!r} has unknown dtype {dtype!r}")
+        numel = _st_numel(shape)
+        if (numel * bits) % 8 or e - b != numel * bits // 8:
+            data["tensor"] = name
+            return corrupt(f"tensor {name!r} ({dtype} {shape}) needs {numel * bits / 8:g} bytes, "
+                           f"its offsets give {e - b}", f"data_offsets [{b}, {e}], data area {data_len} bytes")
+        spans.append((b, e, name))
+    spans.sort()
+    pos = 0
+    for b, e, name in spans:
+        if b != pos:
+            data["tensor"] = name
+            what = "overlaps the tensor before it" if b < pos else f"leaves a gap of {b - pos} bytes before it"
+            return corrupt(f"tensor {name!r} {what} (starts at {b}, previous end {pos})")
+        pos = e
+    if pos > data_len:
+        cut = [name for b, e, name in spans if e > data_len]
+        data["tensors_cut"] = cut
+        return finding("TP-ENV-SAFETENSORS-TRUNCATED", f"safetensors {path} ends early: "
+                       f"{pos - data_len} bytes of tensor data missing",
+                       evidence=f"the header describes {pos} bytes of data, the file holds {data_len}; tensors cut: "
+                                + ", ".join(cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else ""),
+                       data=data)
+    if pos < data_len:
+        return corrupt(f"{data_len - pos} bytes follow the last tensor", "safetensors refuses a file its header does "
+                       "not cover exactly")
+    if expect:
+        absent = sorted(expect - set(header))
+        if absent:
+            data["absent"] = absent
+            return corrupt(f"lacks {len(absent)} tensors its index assigns to it: {', '.join(absent[:5])}")
+    return finding("TP-ENV-SAFETENSORS-OK", f"safetensors {path} is complete",
+                   evidence=f"{_size(size)}, {len(spans)} tensors, every byte range inside the file and consistent "
+                            "with its dtype and shape", data=data)
+
+
+def _ok_id(f: Finding) -> bool:
+    return f.id in ("TP-ENV-CKPT-OK", "TP-ENV-SAFETENSORS-OK")
+
+
+def _check_dir(path: str) -> list[Finding]:
+    d = Path(path)
+    try:
+        entries = sorted(os.listdir(d))
+    except OSError as e:
+        return [finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint directory {path} cannot be listed: "
+                        f"{e.strerror or e}", data={"path": path})]
+    problems: list[Finding] = []
+    files: dict[str, set[str] | None] = {}  # file name -> tensors an index assigns to it
+    for idx in (e for e in entries if e.endswith(".index.json")):
+        ipath = os.path.join(path, idx)
+        bad = "TP-ENV-SAFETENSORS-CORRUPT" if idx.endswith(".safetensors.index.json") else "TP-ENV-CKPT-CORRUPT"
+        try:
+            doc = json.loads(Path(ipath).read_text(encoding="utf-8"))
+            wmap = doc["weight_map"]
+            if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
+                raise ValueError("weight_map is not a map of file names")
+        except OSError as e:
+            problems.append(finding("TP-ENV-CKPT-UNREADABLE", f"shard index {ipath} cannot be read: "
+                                    f"{e.strerror or e}", data={"path": ipath}))
+            continue
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+            problems.append(finding(bad, f"shard index {ipath} is not a valid index: {e}", data={"path": ipath}))
+            continue
+        missing = sorted({v for v in wmap.values() if not os.path.isfile(os.path.join(path, v))})
+        if missing:
+            problems.append(finding(
+                "TP-ENV-SHARD-MISSING", f"shard index {ipath} names {len(missing)} missing file(s): "
+                + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""),
+                evidence=f"{len(set(wmap.values()))} files named, {len(wmap)} tensors",
+                data={"path": ipath, "missing": missing}))
+        for tensor, fname in wmap.items():
+            if fname not in missing:
+                s = files.setdefault(fname, set())
+                if s is not None:
+                    s.add(tensor)
+    for e in entries:
+        if e.endswith(_CKPT_SUFFIXES) and os.path.isfile(os.path.join(path, e)):
+            files.setdefault(e, None)
+    # Numbered shards without an index (or beyond it) must all be there.
+    groups: dict[tuple[str, str, str], set[int]] = {}
+    for e in entries:
+        m = _SHARD.match(e)
+        if m and e.endswith(_CKPT_SUFFIXES):
+            groups.setdefault((m["stem"], m["n"], m["ext"]), set()).add(int(m["i"]))
+    for (stem, n, ext), have in sorted(groups.items()):
+        width = len(n)
+        absent = [f"{stem}-{i:0{width}d}-of-{n}{ext}" for i in range(1, int(n) + 1) if i not in have]
+        already = {x for f in problems if f.id == "TP-ENV-SHARD-MISSING" for x in f.data.get("missing", ())}
+        absent = [a for a in absent if a not in already]
+        if absent:
+            problems.append(finding(
+                "TP-ENV-SHARD-MISSING", f"checkpoint {path}: {len(absent)} of {int(n)} shards missing: "
+                + ", ".join(absent[:5]) + (" ..." if len(absent) > 5 else ""), data={"path": path, "missing": absent}))
+    if not files:
+        if problems:
+            return problems
+        return [finding("TP-ENV-CKPT-MISSING", f"checkpoint directory {path} holds no checkpoint file",
+                        evidence="looked for *.index.json, " + ", ".join(f"*{s}" for s in _CKPT_SUFFIXES),
+                        data={"path": path})]
+    oks: dict[str, list[Finding]] = {}
+    for fname, expect in sorted(files.items()):
+        fpath = os.path.join(path, fname)
+        f = check_file(fpath)
+        if f.id == "TP-ENV-SAFETENSORS-OK" and expect:
+            try:
+                size = os.path.getsize(fpath)
+                f = _check_safetensors(fpath, size, {"path": fpath, "bytes": size}, expect)
+            except OSError as e:
+                f = finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {fpath} cannot be read: {e.strerror or e}",
+                            data={"path": fpath})
+        (oks.setdefault(f.id, []) if _ok_id(f) else problems).append(f)
+    out = list(problems)
+    for rid, fs in oks.items():
+        total = sum(f.data.get("bytes", 0) for f in fs)
+        kind = "safetensors" if rid == "TP-ENV-SAFETENSORS-OK" else "torch"
+        names = [Path(f.data["path"]).name for f in fs]
+        extra = ""
+        if rid == "TP-ENV-SAFETENSORS-OK":
+            extra = f", {sum(f.data.get('tensors', 0) for f in fs)} tensors"
+        out.append(finding(rid, f"checkpoint {path}: {len(fs)} {kind} file(s) complete",
+                           evidence=f"{_size(total)}{extra}: " + ", ".join(names[:6])
+                           + (f" and {len(names) - 6} more" if len(names) > 6 else ""),
+                           data={"path": path, "files": names, "bytes": total}))
+    return out
+
+
+# --- memory, disk, GPUs --------------------------------------------------------------------
+
+def _read_int(p: Path) -> int | None:
+    try:
+        s = p.read_text().strip()
+    except OSError:
+        return None
+    return int(s) if s.isdigit() else None
+
+
+def _stat_value(p: Path, key: str) -> int:
+    try:
+        for line in p.read_text().splitlines():
+            k, _, v = line.partition(" ")
+            if k == key and v.strip().isdigit():
+                return int(v)
+    except OSError:
+        pass
+    return 0
+
+
+def cgroup_memory() -> tuple[int, int] | None:
+    """``(limit, available under it)`` of the tightest cgroup memory limit on this process
+    (v2 ``memory.max``, v1 ``memory.limit_in_bytes``), or ``None`` when none applies.
+
+    Available is the limit minus the working set (usage minus inactive file cache, which
+    the kernel reclaims before it OOM-kills), as container runtimes count it.
+    """
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    root = Path("/sys/fs/cgroup")
+    cands: list[tuple[Path, str, str, str]] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, ctrls, rel = parts
+        rel = rel.lstrip("/")
+        if ctrls == "":
+            for base in (root, root / "unified"):
+                cands.append((base / rel, "memory.max", "memory.current", "inactive_file"))
+        elif "memory" in ctrls.split(","):
+            cands.append((root / ctrls / rel, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"))
+    best = None
+    for leaf, lim_f, use_f, inactive in cands:
+        # Limits of every ancestor apply too; inside a container the mount shows only
+        # its own part, so walk up to the mount root.
+        d = leaf
+        while True:
+            lim = _read_int(d / lim_f)
+            if lim is not None and lim < (1 << 60):
+                use = _read_int(d / use_f) or 0
+                ws = max(0, use - _stat_value(d / "memory.stat", inactive))
+                avail = max(0, lim - ws)
+                if best is None or avail < best[1]:
+                    best = (lim, avail)
+            if d == root or d.parent == d or root not in d.parents:
+                break
+            d = d.parent
+    return best
+
+
+def check_memory(required_gb: float | None, th: Thresholds) -> tuple[Finding | None, Skip | None]:
+    try:
+        import psutil
+
+        vm = psutil.virtual_memory()
+        avail, total = int(vm.available), int(vm.total)
+    except Exception as e:  # noqa: BLE001 - ImportError, or psutil failing on this platform
+        why = "psutil is not installed" if isinstance(e, ImportError) else f"psutil failed: {e}"
+        if required_gb is None:
+            return None, Skip("absent", why)
+        return finding("TP-ENV-MEM-UNKNOWN", f"available RAM could not be measured: {why}",
+                       data={"required_gb": required_gb}), None
+    data = {"available_bytes": avail, "total_bytes": total}
+    src = f"{_gb(avail)} of {_gb(total)} available"
+    cg = cgroup_memory()
+    if cg is not None:
+        data.update(cgroup_limit_bytes=cg[0], cgroup_available_bytes=cg[1])
+        if cg[1] < avail:
+            avail = cg[1]
+            src = f"{_gb(avail)} available under this process's cgroup limit of {_gb(cg[0])} (machine: {src})"
+        else:
+            src += f" (cgroup limit {_gb(cg[0])})"
+    data["usable_bytes"] = avail
+    if required_gb is None:
+        return finding("TP-ENV-MEM-INFO", f"RAM: {src}", data=data), None
+    need = required_gb * GB
+    want = need * (1 + th.env_mem_headroom)
+    data.update(required_gb=required_gb, headroom=th.env_mem_headroom)
+    if avail < need:
+        return finding("TP-ENV-MEM-INSUFFICIENT", f"RAM: {_gb(avail)} available, the run needs {required_gb:g} GB",
+                       evidence=f"{src}; short by {_gb(need - avail)}", data=data), None
+    if avail < want:
+        return finding("TP-ENV-MEM-TIGHT", f"RAM: {_gb(avail)} available for {required_gb:g} GB required, less "
+                       f"than the {th.env_mem_headroom:.0%} headroom", evidence=f"{src}; wanted {_gb(want)}",
+                       data=data), None
+    return finding("TP-ENV-MEM-OK", f"RAM: {_gb(avail)} available for {required_gb:g} GB required",
+                   evidence=f"{src}; at least {_gb(want)} wanted ({th.env_mem_headroom:.0%} headroom)",
+                   data=data), None
+
+
+def check_disk(output_dir: str, checkpoint_gb: float | None, keep: int, th: Thresholds) -> Finding:
+    data: dict = {"path": output_dir}
+    p = Path(output_dir)
+    if p.exists() and not p.is_dir():
+        return finding("TP-ENV-DISK-UNKNOWN", f"output directory {output_dir} is a file, not a directory", data=data)
+    q = p.absolute()
+    while not q.exists() and q.parent != q:
+        q = q.parent
+    where = output_dir if q == p.absolute() else f"{output_dir} (not there yet; measured at {q})"
+    data["measured_at"] = str(q)
+    try:
+        du = shutil.disk_usage(q)
+    except OSError as e:
+        return finding("TP-ENV-DISK-UNKNOWN", f"free space under {output_dir} could not be measured: "
+                       f"{e.strerror or e}", data=data)
+    data.update(free_bytes=du.free, total_bytes=du.total)
+    if checkpoint_gb is None:
+        return finding("TP-ENV-DISK-INFO", f"disk: {_gb(du.free)} free of {_gb(du.total)} under {where}", data=data)
+    need = checkpoint_gb * keep * GB
+    want = checkpoint_gb * (keep + th.env_disk_headroom_checkpoints) * GB
+    data.update(checkpoint_gb=checkpoint_gb, keep=keep, headroom_checkpoints=th.env_disk_headroom_checkpoints)
+    plan = f"{keep} x {checkpoint_gb:g} GB checkpoints"
+    if du.free < need:
+        return finding("TP-ENV-DISK-INSUFFICIENT", f"disk: {_gb(du.free)} free under {where}, {plan} need "
+                       f"{_gb(need)}", evidence=f"short by {_gb(need - du.free)}", data=data)
+    if du.free < want:
+        return finding("TP-ENV-DISK-TIGHT", f"disk: {_gb(du.free)} free under {where} holds {plan} but not "
+                       f"{th.env_disk_headroom_checkpoints} more while a save rotates",
+                       evidence=f"wanted {_gb(want)}", data=data)
+    return finding("TP-ENV-DISK-OK", f"disk: {_gb(du.free)} free under {where} for {plan}",
+                   evidence=f"at least {_gb(want)} wanted ({th.env_disk_headroom_checkpoints} checkpoint(s) of "
+                            "headroom for rotation)", data=data)
+
+
+def check_gpus() -> tuple[list[Finding], Skip | None]:
+    try:
+        import pynvml
+    except Exception:  # noqa: BLE001 - ImportError or a broken install
+        return [], Skip("absent", "pynvml (nvidia-ml-py) is not installed: GPUs were not probed")
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:  # noqa: BLE001 - pynvml.NVMLError and friends
+        return [finding("TP-ENV-GPU-INFO", f"GPUs: NVML could not be initialised ({e})",
+                        data={"error": str(e)})], None
+    out = []
+    try:
+        drv = pynvml.nvmlSystemGetDriverVersion()
+        drv = drv.decode() if isinstance(drv, bytes) else str(drv)
+        n = pynvml.nvmlDeviceGetCount()
+        if n == 0:
+            out.append(finding("TP-ENV-GPU-INFO", f"GPUs: none (driver {drv})", data={"count": 0, "driver": drv}))
+        for i in range(n):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(h)
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+            out.append(finding("TP-ENV-GPU-INFO", f"GPU {i}: {name}, {_gb(mem.free)} free of {_gb(mem.total)}",
+                               evidence=f"driver {drv}; {_gb(mem.used)} used by other processes",
+                               data={"index": i, "name": name, "free_bytes": int(mem.free),
+                                     "total_bytes": int(mem.total), "driver": drv}))
+    except Exception as e:  # noqa: BLE001
+        out.append(finding("TP-ENV-GPU-INFO", f"GPUs: NVML query failed ({e})", data={"error": str(e)}))
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+    return out, None
+
+
+# --- the report ----------------------------------------------------------------------------
+
+def env_report(modules=(), python: str | None = None, cwd: str = ".", cwd_given: bool = False, checkpoints=(),
+               required_gb: float | None = None, output_dir: str | None = None, checkpoint_gb: float | None = None,
+               keep: int = 1, timeout: float = 120.0, th: Thresholds | None = None) -> Report:
+    """The one report about this machine (see the module documentation)."""
+    th = th or Thresholds()
+    findings: list[Finding] = []
+    skipped: dict[str, Skip] = {}
+    notes: list[str] = []
+    meta: dict = {"cwd": cwd}
+    items = 0
+    cwd_ok = os.path.isdir(cwd)
+    if not cwd_ok and (cwd_given or modules):
+        what = "is not a directory" if os.path.exists(cwd) else "does not exist"
+        findings.append(finding("TP-ENV-CWD-MISSING", f"--cwd {cwd} {what}"
+                                + (f": {len(modules)} import(s) not probed" if modules else ""), data={"cwd": cwd}))
+    if modules or python is not None:
+        py = python or sys.executable
+        info, why = probe_python(py, cwd if cwd_ok else None, timeout)
+        if info is None:
+            findings.append(finding("TP-ENV-PYTHON-UNUSABLE", why + (
+                f": {len(modules)} import(s) not probed" if modules else ""), data={"python": py}))
+        else:
+            meta["python"] = info
+            findings.append(finding("TP-ENV-PYTHON-INFO", f"Python {info['version']} ({info['implementation']}) "
+                                    f"at {info['executable']}", evidence=f"prefix {info['prefix']}; imports run "
+                                    f"from {cwd}", data={"python": py, **info}))
+            if cwd_ok:
+                for m in modules:
+                    items += 1
+                    findings.append(probe_import(m, py, cwd, timeout))
+    for c in checkpoints:
+        items += 1
+        findings.extend(check_checkpoint(c))
+    f, skip = check_memory(required_gb, th)
+    items += 1
+    if f is not None:
+        findings.append(f)
+    if skip is not None:
+        skipped["TP-ENV-MEM-INFO"] = skip
+    items += 1
+    findings.append(check_disk(output_dir if output_dir is not None else cwd, checkpoint_gb, keep, th))
+    gpus, skip = check_gpus()
+    findings.extend(gpus)
+    if skip is not None:
+        skipped["TP-ENV-GPU-INFO"] = skip
+    if not (modules or checkpoints or required_gb is not None or checkpoint_gb is not None or python is not None
+            or cwd_given):
+        notes.append("nothing was required: give --module, --checkpoint, --required-gb or --checkpoint-gb for a "
+                     "verdict")
+    return report(cwd, "env", findings, ran=sorted({f.id for f in findings}), skipped=skipped, records=items,
+                  meta=meta, notes=notes)
+
+
+@click.command("env")
+@click.option("--module", "modules", multiple=True, metavar="NAME",
+              help="Import this module in a child interpreter (repeatable), e.g. --module torch --module mypkg.")
+@click.option("--python", "python", metavar="PATH", default=None,
+              help="The interpreter the run uses (default: the one running trainproof).")
+@click.option("--cwd", "cwd", metavar="DIR", default=None,
+              help="The directory the run starts from; imports are probed from there (default: .).")
+@click.option("--checkpoint", "checkpoints", multiple=True, metavar="PATH",
+              help="A checkpoint file (torch .pt/.bin, .safetensors) or a directory of shards; never unpickled "
+                   "(repeatable).")
+@click.option("--required-gb", type=click.FloatRange(min=0), default=None, metavar="N",
+              help="Host RAM the run needs, in GB (2^30 bytes).")
+@click.option("--output-dir", metavar="DIR", default=None,
+              help="Where the run writes checkpoints (default: --cwd); need not exist yet.")
+@click.option("--checkpoint-gb", type=click.FloatRange(min=0), default=None, metavar="N",
+              help="Size of one checkpoint, in GB (2^30 bytes).")
+@click.option("--keep", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Checkpoints kept on disk at once (save_total_limit).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
+              metavar="S", help="Seconds each import may take (cold imports of large stacks from network "
+                                "filesystems take tens of seconds).")
+@output_options
+def env_cmd(modules, python, cwd, checkpoints, required_gb, output_dir, checkpoint_gb, keep, timeout, as_json, mute,
+            config_path, sarif_path) -> None:
+    """Can this machine start this run at all? Probe imports in a child interpreter, verify
+    checkpoints without unpickling them, and compare RAM and disk with what the run needs.
+
+    One report for the machine: FAIL (exit 1) when the run cannot start as asked, PASS or
+    WARN (exit 0) when it can, NOT-CHECKED (exit 2) when something asked for could not be
+    checked or nothing was asked for.
+    """
+    for m in modules:
+        if not _MODULE_NAME.match(m):
+            _fail_usage(as_json, "env", f"--module {m!r} is not a dotted module name")
+    _, cfg = _setup("env", as_json, (), mute, config_path)
+    rep = env_report(modules=modules, python=python, cwd=cwd if cwd is not None else ".", cwd_given=cwd is not None,
+                     checkpoints=checkpoints, required_gb=required_gb, output_dir=output_dir,
+                     checkpoint_gb=checkpoint_gb, keep=keep, timeout=timeout, th=cfg.thresholds)
+    emit([rep], "env", as_json, sarif_path=sarif_path, mute=cfg.mute)
+
+
+COMMANDS = [env_cmd]

@@ -1,0 +1,923 @@
+"""``trainproof objective``: failures of the objective itself, decidable at step 0.
+
+Some mistakes never show on a loss curve, because what they remove from the loss is simply
+not there to be seen. They can be decided from shapes and a few integers before the first
+step:
+
+* **ignore_index collisions** (:func:`check_ignore_index`): the loss's ``ignore_index`` is
+  a valid class (``0 <= ignore_index < num_classes``), so every target of that class is
+  dropped and the class can never be learned (an end-of-sequence id equal to the ignore
+  index: the model never learns to stop).
+* **targets** (:class:`TargetCoverage`, accumulated over batches): ids outside
+  ``[0, num_classes)`` that are not the ignore index, and classes that never appear as a
+  target although the others are broadly covered (thresholds
+  ``obj_coverage_min_per_class`` and ``obj_dead_class_max_missing``).
+* **label alignment for causal LMs** (:func:`check_label_shift`): labels shifted by the
+  data pipeline and shifted again by the loss (Hugging Face ``*ForCausalLM`` models shift
+  internally), which trains the model to predict the token two positions ahead.
+
+Inputs may be torch tensors, numpy arrays or nested lists. torch is never imported by
+this module: a tensor is recognised by its type's module, and only the small results
+(per-class counts, a slice of each sequence) are moved off its device.
+
+The command reads targets from ``.npy``, ``.npz`` or ``.safetensors`` files, never with
+pickle (``np.load(..., allow_pickle=False)``; safetensors through the ``safetensors``
+package's numpy API when it is installed, else by reading the header here).
+"""
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from ..cliutil import _setup, emit, output_options
+from ..findings import Finding, Level, Report, Skip
+from ..rules.thresholds import Thresholds
+from . import declare, finding, report
+
+GROUP = "objective"
+
+# --- declarations ------------------------------------------------------------------------
+
+declare(
+    "TP-OBJ-IGNORE-INDEX-COLLISION", Level.FAIL, GROUP, "The loss's ignore_index is a real class",
+    detects="The loss's `ignore_index` is a valid class id: 0 <= ignore_index < num_classes. Decided from the two "
+            "integers alone, before any data is read.",
+    why="Cross-entropy drops every target equal to `ignore_index` from the loss, so that class is never a target "
+        "and the model is never trained to predict it. When the id is the end-of-sequence token the model never "
+        "learns to stop; when it is class 0 of a classifier, that class is never learned. No loss curve shows it: "
+        "the dropped targets are simply not in the loss.",
+    not_mean="It does not mean targets with that id occur in the data (a class can exist and be unused). It does "
+             "not say which of the two numbers is wrong: if the id really is padding, num_classes may be counting "
+             "the padding id as a class.",
+    causes="`ignore_index` set to the pad token id while pad == EOS (models without a pad token are often given "
+           "EOS as pad); `ignore_index=0` for a background or padding class that is also a real class; a "
+           "segmentation 'void' value of 255 with a head of 256 outputs.",
+    try_="Mask with a value outside the classes (-100, the PyTorch and Hugging Face default) instead of a real id; "
+         "if padding needs an id of its own, give it one past the last class and keep it out of num_classes.",
+)
+declare(
+    "TP-OBJ-IGNORE-INDEX-OK", Level.INFO, GROUP, "The ignore_index sits one past the last class",
+    detects="`ignore_index` equals num_classes: the first id after the last class. Any other value outside "
+            "[0, num_classes), such as the usual -100, gets no finding at all.",
+    why="It is a valid choice that sits at the edge: one more output in the head (a token added to the vocabulary "
+        "and the embeddings resized) turns it into a class and into TP-OBJ-IGNORE-INDEX-COLLISION.",
+    not_mean="Not a problem and not a verdict: nothing is ignored that the model could predict, as long as "
+             "num_classes is the size of the model's output layer.",
+    causes="Padding given the id right after the classes (a pad token appended to a vocabulary of num_classes "
+           "tokens), or segmentation masks labelling 'void' with the next free index.",
+    try_="Make sure num_classes is the size of the output layer actually trained, not the size of the label set "
+         "before tokens were added; -100 avoids the question.",
+)
+declare(
+    "TP-OBJ-TARGET-OUT-OF-RANGE", Level.FAIL, GROUP, "Targets outside [0, num_classes)",
+    detects="At least one target id is below 0 or at least num_classes and is not the `ignore_index`. The finding "
+            "gives how many, the smallest and largest such values and the first batch that held one.",
+    why="PyTorch's cross-entropy raises on CPU, and on CUDA stops the run with a device-side assert that surfaces "
+        "at a later, unrelated call; a loss that clamps, wraps or one-hot encodes ids without a check trains on "
+        "the wrong class without a word. Labels numbered from 1 also leave class 0 unused (TP-OBJ-DEAD-CLASS).",
+    not_mean="It does not say the targets inside the range are right: a wrong but in-range label map is invisible "
+             "here.",
+    causes="Labels numbered 1..num_classes instead of 0..num_classes-1; num_classes taken from one split while "
+           "another has more classes; a padding value (-1, 255) that differs from `ignore_index`; tokens added to "
+           "a tokenizer without resizing the output layer; labels made with another tokenizer.",
+    try_="Look at the offending values in the evidence; map labels to 0..num_classes-1; pad labels with the "
+         "`ignore_index`; resize the output layer after adding tokens (`model.resize_token_embeddings(len("
+         "tokenizer))`).",
+)
+declare(
+    "TP-OBJ-TARGET-RANGE-OK", Level.PASS, GROUP, "Every target is a class id or the ignore_index",
+    detects="Every target seen lies in [0, num_classes) or equals the `ignore_index`.",
+    why="Every target indexes an output the model has, so the loss reads the class it was given.",
+    not_mean="It does not say the labels are correct, only that each is a possible class; nor that every class "
+             "appears (see TP-OBJ-DEAD-CLASS).",
+    causes="Labels encoded from 0 with the label set of the model's head.",
+    try_="Nothing to do.",
+)
+declare(
+    "TP-OBJ-DEAD-CLASS", Level.FAIL, GROUP, "A class never appears as a target although the others are covered",
+    detects="A class id never appears as a target although at least `obj_coverage_min_per_class` valid targets per "
+            "class were seen (valid targets / num_classes; ignored and out-of-range targets do not count) and at "
+            "most `obj_dead_class_max_missing` classes are missing. Counted over every batch given to "
+            "`TargetCoverage.update`.",
+    why="A class that is never a target has its output pushed down at every step and is never predicted. Loss and "
+        "accuracy still improve, because the missing class contributes nothing to either; it shows only when the "
+        "model meets that class after training.",
+    not_mean="It does not prove the class is absent from the whole dataset, only from the targets seen. A class "
+             "at a tenth of its fair share goes unseen by chance with probability e^-5 (0.7%) at the default "
+             "coverage; if the class is that rare, feed more batches.",
+    causes="An `ignore_index` or a mask value equal to a real id (EOS masked as padding while pad == EOS); an "
+           "off-by-one label map (1-based labels shifted down, or the last class cut off); a filtering or "
+           "deduplication step that removed every example of a class; num_classes one too large.",
+    try_="Look for the missing ids in the raw data and follow them through the label mapping and masking; if a "
+         "class is truly absent, drop it from the head or add examples of it.",
+    thresholds=("obj_coverage_min_per_class", "obj_dead_class_max_missing"),
+)
+declare(
+    "TP-OBJ-COVERAGE-INSUFFICIENT", Level.INFO, GROUP, "Too few targets seen to tell a dead class from a rare one",
+    detects="The dead-class check did not decide: fewer than `obj_coverage_min_per_class` valid targets per class "
+            "were seen, or more than `obj_dead_class_max_missing` classes never appeared (a label space too sparse "
+            "to name dead classes in). The finding gives how many classes were seen and how many targets a "
+            "decision needs.",
+    why="Naming a class dead from a small sample would be a guess: a rare class misses a small sample by chance.",
+    not_mean="Not a verdict and not a problem found: the check reached no conclusion. Many never-seen ids in a "
+             "language-model vocabulary are ordinary (reserved special tokens, byte tokens that never occur in "
+             "UTF-8 text).",
+    causes="A few batches of a task with many classes (a vocabulary of 32,000 tokens needs 1.6 million targets at "
+           "the default coverage); a label space with unused ids by design; num_classes much larger than the "
+           "label set.",
+    try_="Feed more batches to `TargetCoverage.update` (counting an epoch's targets is cheap), or more targets to "
+         "`--targets`; pass the real number of classes.",
+    thresholds=("obj_coverage_min_per_class", "obj_dead_class_max_missing"),
+)
+declare(
+    "TP-OBJ-DEAD-CLASS-OK", Level.PASS, GROUP, "Every class appears as a target",
+    detects="Every class id in [0, num_classes) appeared as a target at least once.",
+    why="Every output of the head is trained towards at least sometimes.",
+    not_mean="It does not say the classes are balanced, or that any class has enough examples to be learned: one "
+             "occurrence is enough to pass.",
+    causes="A label set that matches the head, with no class masked or filtered away.",
+    try_="Nothing to do. Check the per-class counts (`TargetCoverage.counts`) if some classes are very rare.",
+)
+declare(
+    "TP-OBJ-LABEL-SHIFT-DOUBLE", Level.FAIL, GROUP, "Labels shifted by the data and again by the loss",
+    detects="The caller states that the loss shifts labels itself (`loss_shifts_labels=True`, "
+            "`--loss-shifts-labels`; Hugging Face causal LMs compare logits[:, :-1] with labels[:, 1:]) and the "
+            "labels are already shifted: labels[t] == input_ids[t+1] at most compared positions of most sequences. "
+            "Positions whose label is the `ignore_index`, and positions where input_ids[t] == input_ids[t+1] "
+            "(which match both alignments), are not compared. Each sequence votes; a strict majority of the "
+            "sequences with a position to compare decides.",
+    why="Shifted twice, the model is trained to predict the token two positions ahead. The loss still falls (the "
+        "task is learnable, only harder and wrong), so the curve looks like a mediocre run while generation is "
+        "garbage.",
+    not_mean="It does not apply to a loss that does not shift: there, pre-shifted labels are right. trainproof "
+             "knows only what `loss_shifts_labels` says about the loss; without that statement it never FAILs.",
+    causes="A collator or preprocessing step that builds labels as input_ids[1:] (as a hand-written training loop "
+           "does) feeding a Hugging Face `*ForCausalLM` model, which shifts again; code ported from a plain "
+           "PyTorch loop to the HF Trainer.",
+    try_="Give Hugging Face causal LMs labels = input_ids (padding set to -100) and let the model shift; or keep "
+         "the pre-shifted labels and compute the loss yourself without shifting.",
+)
+declare(
+    "TP-OBJ-LABEL-SHIFT-OK", Level.PASS, GROUP, "Labels are aligned as the stated loss expects",
+    detects="The labels align as the stated loss needs, in a strict majority of sequences: labels[t] == "
+            "input_ids[t] when the loss shifts them (`loss_shifts_labels=True`), labels[t] == input_ids[t+1] when "
+            "it does not (`False`).",
+    why="Each position is trained to predict the next token, once.",
+    not_mean="It does not check the sequences in the minority (the evidence counts them), nor that the statement "
+             "about the loss is true.",
+    causes="Labels built the way the loss expects.",
+    try_="Nothing to do.",
+)
+declare(
+    "TP-OBJ-LABEL-SHIFT-OBSERVED", Level.INFO, GROUP, "Label alignment measured, not judged",
+    detects="The alignment was measured (labels equal input_ids at the same position, or one position ahead, in a "
+            "strict majority of sequences) but not judged: the caller did not say whether the loss shifts the "
+            "labels (`loss_shifts_labels=None`, no `--loss-shifts-labels` flag), or said it does not while the "
+            "labels are not shifted.",
+    why="The same labels are right for one loss and wrong for the other; without knowing the loss, a verdict "
+        "would be a guess.",
+    not_mean="Not a verdict. Unshifted labels with a loss that does not shift train each position to copy its own "
+             "input: right for objectives that reconstruct the input, wrong for next-token prediction (a loss "
+             "that falls to near zero at once shows that case on the curve).",
+    causes="No statement about the loss was given.",
+    try_="State the loss: `loss_shifts_labels=True` (`--loss-shifts-labels`) for Hugging Face `*ForCausalLM` "
+         "models, `False` (`--loss-does-not-shift-labels`) for a loss computed on pre-shifted labels.",
+)
+declare(
+    "TP-OBJ-LABEL-SHIFT-NOT-MEASURED", Level.INFO, GROUP, "Label alignment could not be told",
+    detects="No alignment could be told: no sequence had a position to compare (every label is the "
+            "`ignore_index`, sequences of one token, runs of one repeated token), or neither alignment won a "
+            "strict majority of sequences (labels that match neither, as in token classification, or a mix).",
+    why="Without a measured alignment there is nothing to judge; a guess would be noise.",
+    not_mean="Not a verdict and not a problem found. Labels that are not token ids of the input (classification "
+             "tags, another tokenizer's ids) always end here.",
+    causes="Labels that are not next-token ids; a batch that is all prompt (masked) within the first "
+           "`max_positions` positions; a mix of collators.",
+    try_="Pass a batch of the causal-LM data with its `input_ids` and `labels`; raise `max_positions` when long "
+         "masked prompts hide the completions.",
+)
+
+#: The ids of the checks (for ``Report.ran`` / ``skipped``).
+_IGNORE_CHECK = "TP-OBJ-IGNORE-INDEX-COLLISION"
+_RANGE_CHECK = "TP-OBJ-TARGET-OUT-OF-RANGE"
+_DEAD_CHECK = "TP-OBJ-DEAD-CLASS"
+_SHIFT_CHECK = "TP-OBJ-LABEL-SHIFT-DOUBLE"
+
+_I64_MAX = np.iinfo(np.int64).max
+
+
+# --- inputs ------------------------------------------------------------------------------
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def _check_int(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {v!r}")
+    return int(v)
+
+
+def _as_numpy(x: Any, name: str, k: int | None = None) -> np.ndarray:
+    """``x`` as an int64 numpy array; a torch tensor is sliced to ``[..., :k]`` on its device
+    before it is copied to the CPU.
+
+    Raises:
+        TypeError: not numeric (strings, objects, complex).
+        ValueError: a ragged nested list, or non-integral or non-finite float values.
+    """
+    if _is_torch(x):
+        t = x.detach()
+        if k is not None and t.dim() > 0:
+            t = t[..., :k]
+        t = t.cpu()
+        if t.is_floating_point() and t.element_size() < 4:  # bfloat16 has no numpy dtype
+            t = t.float()
+        a = t.numpy()
+    else:
+        try:
+            a = np.asarray(x)
+        except ValueError as e:  # ragged nested lists
+            raise ValueError(f"{name}: not a rectangular array ({e})") from None
+        if k is not None and a.ndim > 0:
+            a = a[..., :k]
+    return _int64(a, name)
+
+
+def _int64(a: np.ndarray, name: str) -> np.ndarray:
+    kind = a.dtype.kind
+    if kind in "iub":
+        if kind == "u" and a.dtype.itemsize == 8 and a.size and int(a.max()) > _I64_MAX:
+            a = np.minimum(a, _I64_MAX)
+        return a.astype(np.int64, copy=False)
+    if kind == "f":
+        if a.size and not np.isfinite(a).all():
+            raise ValueError(f"{name}: class ids must be finite, found NaN or infinity")
+        if a.size and not (a == np.round(a)).all():
+            raise ValueError(f"{name}: class ids must be whole numbers, found fractional values "
+                             "(soft or one-hot targets are not class ids)")
+        return np.clip(a, -2.0 ** 62, 2.0 ** 62).astype(np.int64)
+    raise TypeError(f"{name}: expected integer class ids, got dtype {a.dtype}")
+
+
+def _n(k: int) -> str:
+    return f"{int(k):,}"
+
+
+def _ids(values, limit: int = 10) -> str:
+    vals = [int(v) for v in values]
+    text = ", ".join(str(v) for v in vals[:limit])
+    return text + (f", … ({len(vals) - limit} more)" if len(vals) > limit else "")
+
+
+# --- ignore_index -----------------------------------------------------------------------
+
+def check_ignore_index(num_classes: int, ignore_index: int = -100) -> list[Finding]:
+    """Whether the loss's ``ignore_index`` collides with a real class.
+
+    Args:
+        num_classes: number of classes the model predicts (the size of its output layer;
+            for a language model, the vocabulary size of the LM head), >= 1.
+        ignore_index: the target value the loss skips (PyTorch and Hugging Face: -100).
+
+    Returns:
+        ``[TP-OBJ-IGNORE-INDEX-COLLISION]`` (FAIL) when ``0 <= ignore_index < num_classes``;
+        ``[TP-OBJ-IGNORE-INDEX-OK]`` (INFO) when ``ignore_index == num_classes``; ``[]``
+        otherwise (the usual -100 needs no comment).
+
+    Raises:
+        TypeError: a non-integer argument. ValueError: ``num_classes < 1``.
+    """
+    c = _check_int("num_classes", num_classes)
+    i = _check_int("ignore_index", ignore_index)
+    if c < 1:
+        raise ValueError(f"num_classes must be at least 1, got {c}")
+    data = {"num_classes": c, "ignore_index": i}
+    if 0 <= i < c:
+        return [finding("TP-OBJ-IGNORE-INDEX-COLLISION",
+                        f"ignore_index {i} is class {i} of 0..{c - 1}: every target {i} is dropped from the loss",
+                        evidence=f"The loss skips targets equal to ignore_index, and {i} is a valid class id in "
+                                 f"[0, {c}): that class is never a target, so the model is never trained to "
+                                 f"predict it (if it is the end-of-sequence id, the model never learns to stop).",
+                        data=data)]
+    if i == c:
+        return [finding("TP-OBJ-IGNORE-INDEX-OK",
+                        f"ignore_index {i} sits one past the last class ({c - 1}): no class is ignored",
+                        evidence=f"Right while num_classes ({c}) is the size of the output layer; a head resized "
+                                 f"to {c + 1} outputs would make {i} a class.",
+                        data=data)]
+    return []
+
+
+# --- targets -----------------------------------------------------------------------------
+
+class TargetCoverage:
+    """Counts class targets over batches: out-of-range ids and classes never seen.
+
+    Call :meth:`update` with each batch's targets, then :meth:`findings` (or
+    :meth:`report`) once at the end::
+
+        cov = TargetCoverage(num_classes=10, ignore_index=-100)
+        for batch in loader:
+            cov.update(batch["labels"])
+        for f in cov.findings():
+            print(f.level, f.id, f.message)
+
+    Memory is one int64 counter per class (8 bytes x num_classes) plus a few scalars.
+
+    Args:
+        num_classes: number of classes the model predicts (>= 1).
+        ignore_index: target value the loss skips; not counted as a class or as out of range.
+        th: thresholds (``obj_coverage_min_per_class``, ``obj_dead_class_max_missing``);
+            default :class:`~trainproof.rules.thresholds.Thresholds`.
+
+    Raises:
+        TypeError: a non-integer ``num_classes`` or ``ignore_index``.
+        ValueError: ``num_classes < 1``.
+    """
+
+    def __init__(self, num_classes: int, ignore_index: int = -100, th: Thresholds | None = None) -> None:
+        self.num_classes = _check_int("num_classes", num_classes)
+        self.ignore_index = _check_int("ignore_index", ignore_index)
+        if self.num_classes < 1:
+            raise ValueError(f"num_classes must be at least 1, got {self.num_classes}")
+        self.th = th or Thresholds()
+        #: Targets seen per class id (length ``num_classes``).
+        self.counts = np.zeros(self.num_classes, dtype=np.int64)
+        #: Batches given to :meth:`update`.
+        self.batches = 0
+        #: Every target seen, ignored and out-of-range ones included.
+        self.total = 0
+        #: Targets equal to ``ignore_index``.
+        self.ignored = 0
+        #: Targets outside ``[0, num_classes)`` that are not ``ignore_index``.
+        self.out_of_range = 0
+        self._oor_min: int | None = None
+        self._oor_max: int | None = None
+        self._oor_values: set[int] = set()
+        self._oor_first_batch: int | None = None
+
+    @property
+    def valid(self) -> int:
+        """Targets that are class ids (in ``[0, num_classes)``)."""
+        return int(self.counts.sum())
+
+    def update(self, targets: Any) -> None:
+        """Count one batch of targets.
+
+        Args:
+            targets: class ids of any shape (``[batch]``, ``[batch, seq]``, ``[batch, H, W]``,
+                ...; flattened): a torch tensor (counted on its device; only the per-class
+                counts and at most a few offending values are copied to the CPU), a numpy
+                array, or a nested list. Integer or boolean dtype, or float holding whole
+                numbers.
+
+        Raises:
+            TypeError: a dtype that cannot hold class ids (strings, objects, complex).
+            ValueError: non-finite or fractional float values; a ragged nested list.
+        """
+        batch = self.batches
+        if _is_torch(targets):
+            n, ign, counts, n_oor, lo, hi, sample = self._count_torch(targets)
+        else:
+            n, ign, counts, n_oor, lo, hi, sample = self._count_numpy(_as_numpy(targets, "targets"))
+        self.batches += 1
+        self.total += n
+        self.ignored += ign
+        self.counts += counts
+        if n_oor:
+            self.out_of_range += n_oor
+            self._oor_min = lo if self._oor_min is None else min(self._oor_min, lo)
+            self._oor_max = hi if self._oor_max is None else max(self._oor_max, hi)
+            if self._oor_first_batch is None:
+                self._oor_first_batch = batch
+            for v in sample:
+                if len(self._oor_values) >= 10:
+                    break
+                self._oor_values.add(int(v))
+
+    def _count_numpy(self, a: np.ndarray):
+        a = a.reshape(-1)
+        ign = a == self.ignore_index
+        inr = (a >= 0) & (a < self.num_classes) & ~ign
+        counts = np.bincount(a[inr], minlength=self.num_classes)
+        bad = a[~inr & ~ign]
+        if bad.size:
+            uq = np.unique(bad)
+            return (a.size, int(ign.sum()), counts, int(bad.size), int(uq[0]), int(uq[-1]),
+                    [*uq[:5].tolist(), *uq[-5:].tolist()])
+        return a.size, int(ign.sum()), counts, 0, None, None, []
+
+    def _count_torch(self, x):
+        t = x.detach().reshape(-1)
+        if t.is_complex() or not (t.is_floating_point() or t.dtype.is_signed or str(t.dtype) in (
+                "torch.bool", "torch.uint8", "torch.uint16", "torch.uint32", "torch.uint64")):
+            raise TypeError(f"targets: expected integer class ids, got dtype {t.dtype}")
+        if t.is_floating_point():
+            if t.numel() and not bool(t.isfinite().all()):
+                raise ValueError("targets: class ids must be finite, found NaN or infinity")
+            if t.numel() and not bool((t == t.round()).all()):
+                raise ValueError("targets: class ids must be whole numbers, found fractional values "
+                                 "(soft or one-hot targets are not class ids)")
+            t = t.clamp(-2.0 ** 62, 2.0 ** 62)
+        t = t.long()
+        ign = t == self.ignore_index
+        inr = (t >= 0) & (t < self.num_classes) & ~ign
+        counts = t[inr].bincount(minlength=self.num_classes).cpu().numpy().astype(np.int64)
+        bad = t[~inr & ~ign]
+        n_ign = int(ign.sum().item())
+        if bad.numel():
+            uq = bad.unique()  # sorted
+            lo, hi = int(uq[0].item()), int(uq[-1].item())
+            sample = [*uq[:5].cpu().tolist(), *uq[-5:].cpu().tolist()]
+            return int(t.numel()), n_ign, counts, int(bad.numel()), lo, hi, sample
+        return int(t.numel()), n_ign, counts, 0, None, None, []
+
+    def findings(self) -> list[Finding]:
+        """What the targets seen so far say.
+
+        Returns:
+            ``TP-OBJ-TARGET-OUT-OF-RANGE`` (FAIL) or ``TP-OBJ-TARGET-RANGE-OK`` (PASS), then
+            one of ``TP-OBJ-DEAD-CLASS`` (FAIL), ``TP-OBJ-DEAD-CLASS-OK`` (PASS) or
+            ``TP-OBJ-COVERAGE-INSUFFICIENT`` (INFO). Empty when no batch was given.
+        """
+        if self.batches == 0:
+            return []
+        c, i = self.num_classes, self.ignore_index
+        out: list[Finding] = []
+        base = {"num_classes": c, "ignore_index": i, "targets": self.total, "ignored": self.ignored,
+                "batches": self.batches}
+        if self.out_of_range:
+            lo, hi = self._oor_min, self._oor_max
+            share = self.out_of_range / self.total
+            vals = sorted(self._oor_values)
+            out.append(finding(
+                _RANGE_CHECK,
+                f"{_n(self.out_of_range)} target(s) outside [0, {c}) ({share:.2%} of {_n(self.total)}): "
+                + (f"value {lo}" if lo == hi else f"from {lo} to {hi}"),
+                evidence=f"Values include {_ids(vals)}; ignore_index is {i}."
+                         + (f" First seen in batch {self._oor_first_batch} (0-based) of {self.batches}."
+                            if self.batches > 1 else ""),
+                data={**base, "out_of_range": self.out_of_range, "min": lo, "max": hi, "values": vals,
+                      "first_batch": self._oor_first_batch}))
+        else:
+            out.append(finding(
+                "TP-OBJ-TARGET-RANGE-OK",
+                f"all {_n(self.total)} targets are class ids in [0, {c}) or the ignore_index {i}",
+                evidence=f"{_n(self.valid)} class ids and {_n(self.ignored)} ignored, over {self.batches} batch(es).",
+                data={**base, "out_of_range": 0}))
+        out.append(self._dead_class(base))
+        return out
+
+    def _dead_class(self, base: dict) -> Finding:
+        c = self.num_classes
+        valid = self.valid
+        missing = np.flatnonzero(self.counts == 0)
+        seen = c - missing.size
+        per_class = valid / c
+        need_pc = self.th.obj_coverage_min_per_class
+        max_missing = self.th.obj_dead_class_max_missing
+        data = {**base, "valid": valid, "targets_per_class": per_class, "classes_seen": int(seen),
+                "missing": [int(m) for m in missing[:1000]], "missing_count": int(missing.size),
+                "min_per_class": need_pc, "max_missing": max_missing}
+        if missing.size == 0:
+            return finding("TP-OBJ-DEAD-CLASS-OK", f"every one of the {_n(c)} classes appears as a target",
+                           evidence=f"{_n(valid)} class targets; the rarest class appears {_n(self.counts.min())} "
+                                    f"time(s), the commonest {_n(self.counts.max())}.",
+                           data=data)
+        if per_class < need_pc:
+            return finding("TP-OBJ-COVERAGE-INSUFFICIENT",
+                           f"{_n(seen)} of {_n(c)} classes seen in {_n(valid)} class targets ({per_class:.3g} per "
+                           f"class): too few to tell a dead class from a rare one",
+                           evidence=f"Dead classes are named from {need_pc} targets per class "
+                                    f"(obj_coverage_min_per_class), i.e. {_n(need_pc * c)} class targets; "
+                                    f"{_n(missing.size)} class(es) not seen yet"
+                                    + (f": {_ids(missing)}." if missing.size <= 20 else "."),
+                           data={**data, "reason": "too_few_targets"})
+        if missing.size > max_missing:
+            return finding("TP-OBJ-COVERAGE-INSUFFICIENT",
+                           f"{_n(missing.size)} of {_n(c)} classes never appear in {_n(valid)} class targets: too "
+                           f"many to name dead classes",
+                           evidence=f"More than {max_missing} (obj_dead_class_max_missing) missing ids points to a "
+                                    f"label space sparse by design (reserved or never-used ids) or a num_classes "
+                                    f"larger than the label set; missing: {_ids(missing)}.",
+                           data={**data, "reason": "too_many_missing"})
+        seen_counts = self.counts[self.counts > 0]
+        return finding("TP-OBJ-DEAD-CLASS",
+                       f"{'classes' if missing.size > 1 else 'class'} {_ids(missing)} never "
+                       f"{'appear' if missing.size > 1 else 'appears'} as a target in {_n(valid)} class targets "
+                       f"({per_class:.3g} per class)",
+                       evidence=f"{_n(seen)} of {_n(c)} classes seen over {self.batches} batch(es); the rarest seen "
+                                f"class appears {_n(seen_counts.min())} time(s). The model is never trained to "
+                                f"predict the missing class{'es' if missing.size > 1 else ''}.",
+                       data=data)
+
+    def report(self, file: str = "targets", mute=()) -> Report:
+        """A Report of :func:`check_ignore_index` and :meth:`findings` (kind ``objective``)."""
+        return _build([*check_ignore_index(self.num_classes, self.ignore_index)], self, None, file,
+                      {"num_classes": self.num_classes, "ignore_index": self.ignore_index}, mute)
+
+
+# --- label shift -------------------------------------------------------------------------
+
+def measure_label_shift(input_ids: Any, labels: Any, ignore_index: int = -100,
+                        max_positions: int | None = 1024) -> dict:
+    """Count, per sequence, whether labels align with ``input_ids`` or sit one ahead.
+
+    Compared positions are t in [0, L-1) (within the first ``max_positions``) whose label
+    is not ``ignore_index`` and where ``input_ids[t] != input_ids[t+1]`` (such a position
+    matches both alignments). A sequence votes ``aligned`` when labels[t] == input_ids[t]
+    at more than half of its compared positions, ``shifted`` when labels[t] ==
+    input_ids[t+1] there, ``neither`` otherwise; a sequence with no compared position does
+    not vote.
+
+    Args:
+        input_ids: token ids, ``[batch, seq]`` or ``[seq]`` (tensor, array or nested list).
+        labels: same shape as ``input_ids``.
+        ignore_index: label value the loss skips.
+        max_positions: only the first ``max_positions`` positions of each sequence are
+            compared (a torch tensor is sliced on its device before the copy); ``None``
+            compares all.
+
+    Returns:
+        ``{"sequences", "aligned", "shifted", "neither", "unmeasured", "positions",
+        "observed"}`` where ``observed`` is ``"aligned"``, ``"shifted"`` (a strict majority
+        of the voting sequences) or ``None``.
+
+    Raises:
+        ValueError: different shapes, more than 2 dimensions, ragged lists, fractional ids.
+        TypeError: non-numeric ids.
+    """
+    ign = _check_int("ignore_index", ignore_index)
+    if max_positions is not None and (_check_int("max_positions", max_positions) < 2):
+        raise ValueError(f"max_positions must be at least 2, got {max_positions}")
+    if not _is_torch(input_ids) and not isinstance(input_ids, np.ndarray):
+        input_ids = _as_numpy(input_ids, "input_ids")
+    if not _is_torch(labels) and not isinstance(labels, np.ndarray):
+        labels = _as_numpy(labels, "labels")
+    sx, sy = tuple(input_ids.shape), tuple(labels.shape)
+    if sx != sy:
+        raise ValueError(f"input_ids {list(sx)} and labels {list(sy)} must have the same shape")
+    if len(sx) not in (1, 2):
+        raise ValueError(f"expected [batch, seq] or [seq] ids, got shape {list(sx)}")
+    x = _as_numpy(input_ids, "input_ids", max_positions)
+    y = _as_numpy(labels, "labels", max_positions)
+    if x.ndim == 1:
+        x, y = x[None, :], y[None, :]
+    cur, nxt, lab = x[:, :-1], x[:, 1:], y[:, :-1]
+    comp = (lab != ign) & (cur != nxt)
+    m = comp.sum(axis=1)
+    a = ((lab == cur) & comp).sum(axis=1)
+    s = ((lab == nxt) & comp).sum(axis=1)
+    measured = m > 0
+    aligned = measured & (2 * a > m)
+    shifted = measured & (2 * s > m)
+    res = {"sequences": int(x.shape[0]), "aligned": int(aligned.sum()), "shifted": int(shifted.sum()),
+           "neither": int((measured & ~aligned & ~shifted).sum()), "unmeasured": int((~measured).sum()),
+           "positions": int(m.sum()), "max_positions": max_positions}
+    voting = int(measured.sum())
+    observed = None
+    if voting:
+        if 2 * res["shifted"] > voting:
+            observed = "shifted"
+        elif 2 * res["aligned"] > voting:
+            observed = "aligned"
+    res["observed"] = observed
+    return res
+
+
+def check_label_shift(input_ids: Any, labels: Any, loss_shifts_labels: bool | None, ignore_index: int = -100,
+                      max_positions: int | None = 1024) -> list[Finding]:
+    """Whether causal-LM labels are shifted twice (by the data and again by the loss).
+
+    Args:
+        input_ids: token ids, ``[batch, seq]`` or ``[seq]`` (torch tensor, numpy array or
+            nested list).
+        labels: the labels given to the model, same shape; ``ignore_index`` marks skipped
+            positions (padding, masked prompts).
+        loss_shifts_labels: ``True`` when the loss compares logits[:, :-1] with
+            labels[:, 1:] itself (every Hugging Face ``*ForCausalLM``); ``False`` when it
+            uses the labels as given; ``None`` when unknown: then the alignment is reported
+            (INFO) and never judged.
+        ignore_index: label value the loss skips.
+        max_positions: positions per sequence compared (see :func:`measure_label_shift`).
+
+    Returns:
+        One finding: ``TP-OBJ-LABEL-SHIFT-DOUBLE`` (FAIL, only with
+        ``loss_shifts_labels=True`` and shifted labels), ``TP-OBJ-LABEL-SHIFT-OK`` (PASS),
+        ``TP-OBJ-LABEL-SHIFT-OBSERVED`` (INFO) or ``TP-OBJ-LABEL-SHIFT-NOT-MEASURED`` (INFO).
+
+    Raises:
+        ValueError, TypeError: as :func:`measure_label_shift`; TypeError also for a
+        ``loss_shifts_labels`` that is not a bool or None.
+    """
+    if loss_shifts_labels is not None and not isinstance(loss_shifts_labels, (bool, np.bool_)):
+        raise TypeError(f"loss_shifts_labels must be True, False or None, got {loss_shifts_labels!r}")
+    r = measure_label_shift(input_ids, labels, ignore_index, max_positions)
+    data = {**r, "loss_shifts_labels": None if loss_shifts_labels is None else bool(loss_shifts_labels),
+            "ignore_index": ignore_index}
+    voting = r["sequences"] - r["unmeasured"]
+    tally = (f"of {voting} sequence(s) with a position to compare, {r['aligned']} have labels[t] == input_ids[t], "
+             f"{r['shifted']} labels[t] == input_ids[t+1], {r['neither']} neither ({_n(r['positions'])} positions"
+             + (f" in the first {max_positions} of each sequence" if max_positions is not None else "") + ")")
+    if r["unmeasured"]:
+        tally += f"; {r['unmeasured']} sequence(s) had none"
+    obs = r["observed"]
+    if obs is None:
+        why = ("no position to compare: every label is the ignore_index or every sequence is one token or one "
+               "repeated token") if voting == 0 else "no alignment holds in a strict majority of sequences"
+        return [finding("TP-OBJ-LABEL-SHIFT-NOT-MEASURED", f"label alignment not measured: {why}",
+                        evidence=tally[0].upper() + tally[1:] + ".", data=data)]
+    what = ("labels equal input_ids at the same position (unshifted)" if obs == "aligned"
+            else "labels equal input_ids one position ahead (already shifted)")
+    if loss_shifts_labels is None:
+        return [finding("TP-OBJ-LABEL-SHIFT-OBSERVED", f"{what}; not judged: whether the loss shifts them is not "
+                        "stated", evidence=tally[0].upper() + tally[1:] + ".", data=data)]
+    if loss_shifts_labels:
+        if obs == "shifted":
+            return [finding("TP-OBJ-LABEL-SHIFT-DOUBLE",
+                            "labels are already shifted and the loss shifts them again: the model learns the token "
+                            "two positions ahead",
+                            evidence=tally[0].upper() + tally[1:] + "; the loss compares logits[:, :-1] with "
+                                     "labels[:, 1:].", data=data)]
+        return [finding("TP-OBJ-LABEL-SHIFT-OK", f"{what}, as a loss that shifts them expects",
+                        evidence=tally[0].upper() + tally[1:] + ".", data=data)]
+    if obs == "shifted":
+        return [finding("TP-OBJ-LABEL-SHIFT-OK", f"{what}, as a loss that does not shift them expects",
+                        evidence=tally[0].upper() + tally[1:] + ".", data=data)]
+    return [finding("TP-OBJ-LABEL-SHIFT-OBSERVED",
+                    f"{what} while the loss is stated not to shift them: each position is trained on its own "
+                    "input token", evidence=tally[0].upper() + tally[1:] + "; right only for objectives that "
+                    "reconstruct the input.", data=data)]
+
+
+# --- reports -----------------------------------------------------------------------------
+
+def _build(findings: list[Finding], cov: TargetCoverage | None, shift: list[Finding] | None, file: str,
+           meta: dict, mute=(), skipped: dict[str, Skip] | None = None, notes: list[str] | None = None) -> Report:
+    skipped = dict(skipped or {})
+    ran = [_IGNORE_CHECK]
+    out = list(findings)
+    if cov is not None and cov.batches:
+        ran += [_RANGE_CHECK, _DEAD_CHECK]
+        out += cov.findings()
+    else:
+        skipped.setdefault(_RANGE_CHECK, Skip("absent", "no targets"))
+        skipped.setdefault(_DEAD_CHECK, Skip("absent", "no targets"))
+    if shift is not None:
+        ran.append(_SHIFT_CHECK)
+        out += shift
+    else:
+        skipped.setdefault(_SHIFT_CHECK, Skip("absent", "no input_ids and labels"))
+    mute = set(mute)
+    if mute:
+        out = [f for f in out if f.id not in mute]
+        for rid in sorted(mute):
+            if rid in ran:
+                ran.remove(rid)
+                skipped[rid] = Skip("muted", "")
+    return report(file, "objective", out, ran=ran, skipped=skipped, records=cov.total if cov else 0, meta=meta,
+                  notes=notes)
+
+
+def check_objective(num_classes: int, ignore_index: int = -100, targets: Any = None, input_ids: Any = None,
+                    labels: Any = None, loss_shifts_labels: bool | None = None, *, file: str = "objective",
+                    th: Thresholds | None = None, max_positions: int | None = 1024, mute=()) -> Report:
+    """Every objective check on one batch, as a Report (kind ``objective``).
+
+    Args:
+        num_classes: number of classes the model predicts (>= 1).
+        ignore_index: target value the loss skips.
+        targets: class ids of any shape, or ``None`` to skip the target checks; for several
+            batches use :class:`TargetCoverage` and :meth:`TargetCoverage.report`.
+        input_ids, labels: ``[batch, seq]`` causal-LM batch for :func:`check_label_shift`
+            (both or neither).
+        loss_shifts_labels: see :func:`check_label_shift`.
+        file: the Report's ``file`` (a name for what was checked).
+        th: thresholds; default :class:`~trainproof.rules.thresholds.Thresholds`.
+        max_positions: see :func:`measure_label_shift`.
+        mute: ids to drop (their checks are reported as skipped ``muted``).
+
+    Raises:
+        TypeError, ValueError: as the individual checks; ValueError also when only one of
+        ``input_ids`` and ``labels`` is given.
+    """
+    found = check_ignore_index(num_classes, ignore_index)
+    cov = None
+    if targets is not None:
+        cov = TargetCoverage(num_classes, ignore_index, th)
+        cov.update(targets)
+    if (input_ids is None) != (labels is None):
+        raise ValueError("give both input_ids and labels, or neither")
+    shift = None
+    if input_ids is not None:
+        shift = check_label_shift(input_ids, labels, loss_shifts_labels, ignore_index, max_positions)
+    meta = {"num_classes": num_classes, "ignore_index": ignore_index, "loss_shifts_labels": loss_shifts_labels}
+    return _build(found, cov, shift, file, meta, mute)
+
+
+# --- files -------------------------------------------------------------------------------
+
+class TargetFileError(ValueError):
+    """A targets file that cannot be read without pickle, or holds no usable array."""
+
+
+_ST_DTYPES = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "U16": np.uint16, "I16": np.int16,
+              "U32": np.uint32, "I32": np.int32, "U64": np.uint64, "I64": np.int64, "F16": np.float16,
+              "F32": np.float32, "F64": np.float64}
+
+
+def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """Read a .safetensors file: the ``safetensors`` package's numpy API when installed,
+    else its 8-byte header length and JSON header, read here."""
+    try:
+        from safetensors.numpy import load_file
+    except ImportError:
+        load_file = None
+    if load_file is not None:
+        try:
+            return dict(load_file(str(path)))
+        except Exception as e:  # noqa: BLE001 - the package raises its own error types
+            raise TargetFileError(f"{path}: not a readable safetensors file: {e}") from None
+    raw = path.read_bytes()
+    if len(raw) < 8:
+        raise TargetFileError(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
+    (hlen,) = struct.unpack("<Q", raw[:8])
+    if hlen > len(raw) - 8:
+        raise TargetFileError(f"{path}: not a safetensors file (header length {hlen} exceeds the file)")
+    try:
+        header = json.loads(raw[8:8 + hlen].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TargetFileError(f"{path}: not a safetensors file (header is not JSON: {e})") from None
+    if not isinstance(header, dict):
+        raise TargetFileError(f"{path}: not a safetensors file (header is not a JSON object)")
+    body = memoryview(raw)[8 + hlen:]
+    out: dict[str, np.ndarray] = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dt = _ST_DTYPES[info["dtype"]]
+            shape = [int(d) for d in info["shape"]]
+            start, end = (int(o) for o in info["data_offsets"])
+        except KeyError as e:
+            if isinstance(info, dict) and "dtype" in info and info["dtype"] not in _ST_DTYPES:
+                raise TargetFileError(f"{path}: tensor {name!r} has dtype {info['dtype']}, which cannot hold class "
+                                      "ids") from None
+            raise TargetFileError(f"{path}: tensor {name!r} has a malformed header entry (missing {e})") from None
+        except (TypeError, ValueError):
+            raise TargetFileError(f"{path}: tensor {name!r} has a malformed header entry") from None
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if not 0 <= start <= end <= len(body) or end - start != count * np.dtype(dt).itemsize:
+            raise TargetFileError(f"{path}: tensor {name!r} lies outside the file or does not match its "
+                                  "dtype and shape")
+        out[name] = np.frombuffer(body[start:end], dtype=np.dtype(dt).newbyteorder("<")).reshape(shape)
+    return out
+
+
+def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
+    """Every array in a ``.npy``, ``.npz`` or ``.safetensors`` file, never unpickling.
+
+    A ``.npy`` file gives one array named ``"targets"``.
+
+    Raises:
+        TargetFileError: missing or unreadable file, pickled (object) arrays, an unknown
+            suffix, or a malformed safetensors header.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise TargetFileError(f"{p}: no such file")
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".safetensors":
+            return _read_safetensors(p)
+        if suffix == ".npy":
+            return {"targets": np.load(p, allow_pickle=False)}
+        if suffix == ".npz":
+            with np.load(p, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+    except TargetFileError:
+        raise
+    except ValueError as e:
+        msg = str(e)
+        if "pickle" in msg.lower():
+            raise TargetFileError(f"{p}: holds pickled data, which is never loaded (it can run arbitrary code); "
+                                  "save integer arrays instead") from None
+        raise TargetFileError(f"{p}: not a readable {suffix} file: {msg}") from None
+    except (OSError, EOFError) as e:
+        raise TargetFileError(f"{p}: cannot read: {e}") from None
+    raise TargetFileError(f"{p}: unknown suffix {p.suffix or '(none)'!r}; expected .npy, .npz or .safetensors")
+
+
+def _pick(arrays: dict[str, np.ndarray], key: str | None, path: Path) -> str:
+    names = sorted(arrays)
+    if key is not None:
+        if key not in arrays:
+            raise TargetFileError(f"{path}: no array {key!r}; it holds {', '.join(names) or 'none'}")
+        return key
+    if len(arrays) == 1:
+        return names[0]
+    for k in ("labels", "targets", "target", "label", "y"):
+        if k in arrays:
+            return k
+    raise TargetFileError(f"{path}: holds {len(arrays)} arrays ({', '.join(names) or 'none'}); name the targets "
+                          "with --key")
+
+
+def objective_report(path: str | Path, num_classes: int, ignore_index: int = -100, key: str | None = None,
+                     loss_shifts_labels: bool | None = None, th: Thresholds | None = None,
+                     max_positions: int | None = 1024, mute=()) -> Report:
+    """The checks of ``trainproof objective`` on a targets file.
+
+    The targets are the array named ``key``, else the file's only array, else one named
+    ``labels`` or ``targets``. When the file also holds an ``input_ids`` array of the same
+    shape, the label alignment is checked too (:func:`check_label_shift`).
+
+    Returns:
+        A Report (kind ``objective``, ``records`` = number of targets). A file that cannot be
+        read gives a Report with ``error`` set (NOT-CHECKED) holding only the
+        ignore_index finding.
+
+    Raises:
+        TypeError, ValueError: bad ``num_classes`` / ``ignore_index``.
+    """
+    p = Path(path)
+    meta: dict = {"num_classes": num_classes, "ignore_index": ignore_index, "loss_shifts_labels": loss_shifts_labels}
+    found = check_ignore_index(num_classes, ignore_index)
+    try:
+        arrays = load_arrays(p)
+        k = _pick(arrays, key, p)
+        cov = TargetCoverage(num_classes, ignore_index, th)
+        cov.update(arrays[k])
+    except (TargetFileError, TypeError, ValueError) as e:
+        msg = str(e) if str(e).startswith(str(p)) else f"{p}: {e}"
+        rep = _build(found, None, None, str(path), meta, mute)
+        rep.error = msg
+        return rep
+    meta.update(key=k, arrays={n: list(a.shape) for n, a in sorted(arrays.items())})
+    skipped: dict[str, Skip] = {}
+    notes: list[str] = []
+    shift = None
+    ids = arrays.get("input_ids")
+    if ids is None or k == "input_ids":
+        skipped[_SHIFT_CHECK] = Skip("absent", "no input_ids array next to the labels")
+    elif ids.shape != arrays[k].shape:
+        skipped[_SHIFT_CHECK] = Skip("degenerate", f"input_ids {list(ids.shape)} and {k} {list(arrays[k].shape)} "
+                                                   "differ in shape")
+    elif arrays[k].ndim not in (1, 2):
+        skipped[_SHIFT_CHECK] = Skip("degenerate", f"{k} has {arrays[k].ndim} dimensions, not [batch, seq]")
+    else:
+        try:
+            shift = check_label_shift(ids, arrays[k], loss_shifts_labels, ignore_index, max_positions)
+        except (TypeError, ValueError) as e:
+            skipped[_SHIFT_CHECK] = Skip("degenerate", str(e))
+    if loss_shifts_labels is not None and shift is None:
+        notes.append("--loss-shifts-labels/--loss-does-not-shift-labels was given but the label alignment was not "
+                     f"checked: {skipped[_SHIFT_CHECK].detail}")
+    return _build(found, cov, shift, str(path), meta, mute, skipped, notes)
+
+
+# --- command -----------------------------------------------------------------------------
+
+@click.command("objective")
+@click.option("--num-classes", type=click.IntRange(min=1), required=True, metavar="N",
+              help="Classes the model predicts: the size of its output layer (an LM's vocabulary size).")
+@click.option("--ignore-index", type=int, default=-100, show_default=True, metavar="I",
+              help="The target value the loss skips (PyTorch's and Hugging Face's default is -100).")
+@click.option("--targets", "targets_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE", help="Targets as .npy, .npz or .safetensors (never unpickled). With an input_ids "
+                                   "array next to them, the label alignment is checked too.")
+@click.option("--key", default=None, metavar="NAME",
+              help="The array holding the targets in a .npz or .safetensors file (default: the only array, "
+                   "else 'labels' or 'targets').")
+@click.option("--loss-shifts-labels/--loss-does-not-shift-labels", "loss_shifts_labels", default=None,
+              help="Whether the loss shifts labels itself (Hugging Face *ForCausalLM models do). Without either "
+                   "flag the alignment is reported, never judged.")
+@output_options
+def objective_cmd(num_classes: int, ignore_index: int, targets_path: Path | None, key: str | None,
+                  loss_shifts_labels: bool | None, as_json: bool, mute, config_path, sarif_path) -> None:
+    """Check the training objective at step 0: an ignore_index that is a real class, targets
+    outside [0, N), classes that never appear, and causal-LM labels shifted twice.
+
+    Exit 1 on a FAIL, 2 when the targets cannot be read or nothing could be judged (only an
+    ignore_index of -100 and no --targets), else 0.
+    """
+    _, cfg = _setup("objective", as_json, (), mute, config_path)
+    if targets_path is None:
+        rep = _build(check_ignore_index(num_classes, ignore_index), None, None, "objective",
+                     {"num_classes": num_classes, "ignore_index": ignore_index}, cfg.mute)
+    else:
+        rep = objective_report(targets_path, num_classes, ignore_index, key, loss_shifts_labels, cfg.thresholds,
+                               mute=cfg.mute)
+    emit([rep], "objective", as_json, sarif_path=sarif_path, mute=cfg.mute, error=rep.error)
+
+
+COMMANDS = [objective_cmd]
+
+__all__ = ["COMMANDS", "TargetCoverage", "TargetFileError", "check_ignore_index", "check_label_shift",
+           "check_objective", "load_arrays", "measure_label_shift", "objective_report"]

@@ -273,12 +273,7 @@ def _add_preflight_commands() -> None:
     from .rules import _PREFLIGHT
 
     for name in _PREFLIGHT:
-        try:
-            mod = importlib.import_module(f"{__package__}.preflight.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__package__}.preflight.{name}":
-                raise
-            continue
+        mod = importlib.import_module(f"{__package__}.preflight.{name}")
         for cmd in getattr(mod, "COMMANDS", ()):
             cli.add_command(cmd)
 

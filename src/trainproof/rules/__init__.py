@@ -23,8 +23,4 @@ def load_all() -> None:
     for m in _MODULES:
         importlib.import_module(f"{__name__}.{m}")
     for m in _PREFLIGHT:
-        try:
-            importlib.import_module(f"trainproof.preflight.{m}")
-        except ModuleNotFoundError as e:
-            if e.name != f"trainproof.preflight.{m}":
-                raise
+        importlib.import_module(f"trainproof.preflight.{m}")

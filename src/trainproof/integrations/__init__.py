@@ -1,0 +1,18 @@
+"""Framework callbacks: trainproof judging a run from inside its trainer.
+
+One module per framework, each with a ``TrainproofCallback``:
+
+* :mod:`trainproof.integrations.hf` — Hugging Face ``Trainer`` (``pip install "trainproof[hf]"``)
+* :mod:`trainproof.integrations.lightning` — PyTorch Lightning (``pip install "trainproof[lightning]"``)
+* :mod:`trainproof.integrations.keras` — Keras 3 (``pip install "trainproof[keras]"``)
+
+Each callback only turns what its framework logs into records; a shared
+:class:`~trainproof.integrations._common.LiveRun` feeds them to a
+:class:`~trainproof.live.guardian.Guardian` (the rules of ``trainproof epoch``) and applies
+the policy: ``"warn"`` prints new findings, ``"stop_on_fail"`` also stops the run at the
+first FAIL. Importing this package imports no framework; importing one of its modules
+imports that framework only.
+"""
+
+# No __all__ naming the submodules: `from trainproof.integrations import *` must not import
+# every framework.

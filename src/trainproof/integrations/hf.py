@@ -1,0 +1,84 @@
+"""trainproof for the Hugging Face ``Trainer``.
+
+    from trainproof.integrations.hf import TrainproofCallback
+
+    cb = TrainproofCallback(policy="stop_on_fail")
+    trainer = Trainer(model=model, args=args, train_dataset=ds, callbacks=[cb])
+    trainer.train()
+    cb.report.verdict
+
+Every dict the Trainer logs (``loss``, ``grad_norm``, ``learning_rate``, ``epoch``,
+``eval_loss`` and the other ``eval_*`` metrics) becomes one record at
+``state.global_step``; ``state.max_steps`` is the run's scheduled end. The divergence
+rules compare the run with its starting level, so ``logging_first_step=True`` puts that
+level on record (otherwise the first record is already the mean of the first
+``logging_steps`` steps).
+
+Importing this module imports transformers; ``import trainproof`` does not.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from ..findings import Finding, Report
+from ..rules.thresholds import DEFAULT, Thresholds
+from ._common import LiveRun, missing
+
+try:
+    from transformers import TrainerCallback
+except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(missing("transformers", "hf", _e)) from _e
+
+__all__ = ["TrainproofCallback"]
+
+
+class TrainproofCallback(TrainerCallback):
+    """Judges a ``transformers.Trainer`` run from its logs while it trains.
+
+    Args:
+        policy: ``"warn"`` (default) prints each new WARN or FAIL finding once and never
+            interrupts; ``"stop_on_fail"`` also sets ``control.should_training_stop`` at
+            the first FAIL and prints the step it stopped at and the share of the
+            scheduled steps that never ran.
+        check_every: judge every this many logs (and at the end of training).
+        mute: rule ids not to run.
+        on_alert: called once per new WARN or FAIL finding id, with the finding.
+        thresholds: rule thresholds.
+
+    Attributes:
+        report: the latest :class:`~trainproof.findings.Report` (the final one after
+            training ends), or ``None`` before the first judgement.
+        stopped_at: the global step a ``stop_on_fail`` stop happened at, else ``None``.
+    """
+
+    def __init__(self, policy: str = "warn", check_every: int = 1, mute: Iterable[str] = (),
+                 on_alert: Callable[[Finding], None] | None = None, thresholds: Thresholds = DEFAULT) -> None:
+        self.live = LiveRun("HF Trainer", policy, check_every, mute, on_alert, thresholds)
+
+    @property
+    def report(self) -> Report | None:
+        return self.live.report
+
+    @property
+    def stopped_at(self) -> float | None:
+        return self.live.stopped_at
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        # Every process of a distributed run judges the same (gathered) logs and so stops
+        # at the same step; only the main one prints.
+        self.live.start(max_steps=state.max_steps or None, quiet=not state.is_world_process_zero)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        # The end-of-training summary (train_runtime, train_loss averaged over the run) is
+        # not a point of the run.
+        if not logs or "train_runtime" in logs:
+            return
+        if self.live.guardian is None:
+            self.live.start(quiet=not state.is_world_process_zero)
+        if state.max_steps and self.live.max_steps is None:
+            self.live.set_max_steps(state.max_steps)
+        if self.live.record(state.global_step, logs):
+            control.should_training_stop = True
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.live.finish()

@@ -1,0 +1,128 @@
+"""trainproof for Keras 3 (``model.fit``).
+
+    from trainproof.integrations.keras import TrainproofCallback
+
+    cb = TrainproofCallback(policy="stop_on_fail")
+    model.fit(x, y, epochs=20, validation_split=0.1, callbacks=[cb])
+    cb.report.verdict
+
+After each batch the callback records Keras' batch ``logs`` and the optimizer's learning
+rate as ``lr``, at a running batch count (1, 2, … across epochs). Keras logs running means
+over the epoch so far, which restart at every epoch: read as a curve, that saw-tooth looks
+like a loss that jumps at each epoch boundary. So the losses (``loss``, ``*_loss``) are
+turned back into the mean over the batches since the previous call, ``(n·m_n − k·m_k) /
+(n − k)`` for the running means after ``k`` and ``n`` batches (exact for batches of equal
+size; the last, smaller batch of an epoch is read with the others' weight). The other
+metrics are kept as Keras logs them (not every metric is a mean). At the end of each epoch
+the validation metrics (``val_*``) are recorded; ``val_loss`` is read as the eval loss. The
+scheduled end is ``epochs`` times the steps per epoch, when Keras knows them.
+
+Importing this module imports keras (the ``[keras]`` extra runs it on the torch backend:
+set ``KERAS_BACKEND=torch`` before keras is first imported); ``import trainproof`` does not.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from ..findings import Finding, Report
+from ..rules.thresholds import DEFAULT, Thresholds
+from ._common import LiveRun, is_eval_key, missing, number
+
+try:
+    import keras
+except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(missing("keras", "keras", _e)
+                      + " (with the torch backend, set KERAS_BACKEND=torch before importing keras)") from _e
+
+__all__ = ["TrainproofCallback"]
+
+
+class TrainproofCallback(keras.callbacks.Callback):
+    """Judges a Keras ``fit`` from its logs while it trains.
+
+    Args:
+        policy: ``"warn"`` (default) prints each new WARN or FAIL finding once and never
+            interrupts; ``"stop_on_fail"`` also sets ``model.stop_training`` at the first
+            FAIL and prints the step it stopped at and the share of the scheduled steps
+            that never ran.
+        check_every: judge every this many records (one per batch, one per epoch with
+            validation), and at the end of training.
+        mute: rule ids not to run.
+        on_alert: called once per new WARN or FAIL finding id, with the finding.
+        thresholds: rule thresholds.
+
+    Attributes:
+        report: the latest :class:`~trainproof.findings.Report` (the final one after
+            training ends), or ``None`` before the first judgement.
+        stopped_at: the batch count a ``stop_on_fail`` stop happened at, else ``None``.
+    """
+
+    def __init__(self, policy: str = "warn", check_every: int = 50, mute: Iterable[str] = (),
+                 on_alert: Callable[[Finding], None] | None = None, thresholds: Thresholds = DEFAULT) -> None:
+        super().__init__()
+        self.live = LiveRun("Keras", policy, check_every, mute, on_alert, thresholds)
+        self.batches = 0
+        self._means: dict[str, tuple[int, float]] = {}
+
+    @property
+    def report(self) -> Report | None:
+        return self.live.report
+
+    @property
+    def stopped_at(self) -> float | None:
+        return self.live.stopped_at
+
+    def on_train_begin(self, logs=None) -> None:
+        params = self.params or {}
+        epochs, steps = params.get("epochs"), params.get("steps")
+        end = epochs * steps if isinstance(epochs, int) and isinstance(steps, int) else None
+        self.live.start(max_steps=end)
+        self.batches = 0
+        self._means: dict[str, tuple[int, float]] = {}
+
+    def on_epoch_begin(self, epoch, logs=None) -> None:
+        self._means = {}  # Keras restarts its running means here
+
+    def _lr(self) -> float | None:
+        opt = getattr(self.model, "optimizer", None)
+        try:
+            lr = opt.learning_rate  # a keras Variable, or a tensor from a schedule
+            return number(getattr(lr, "value", lr))
+        except Exception:  # noqa: BLE001 - the learning rate is optional context
+            return None
+
+    def _per_batch(self, batch: int, values: dict) -> dict:
+        """The losses of the batches since the previous call, from Keras' running means.
+        ``batch`` is the index of the last batch of this call within the epoch (more than
+        one batch per call with ``steps_per_execution``)."""
+        out = dict(values)
+        n = int(batch) + 1
+        for k, v in values.items():
+            if k != "loss" and not k.endswith("_loss"):
+                continue
+            m = number(v)
+            if m is None:
+                continue
+            k0, m0 = self._means.get(k, (0, 0.0))
+            self._means[k] = (n, m)
+            if n > k0:
+                out[k] = (n * m - k0 * m0) / (n - k0) if k0 else m
+        return out
+
+    def on_train_batch_end(self, batch, logs=None) -> None:
+        self.batches += 1
+        values = self._per_batch(batch, {k: v for k, v in (logs or {}).items() if not is_eval_key(k)})
+        lr = self._lr()
+        if lr is not None and "lr" not in values and "learning_rate" not in values:
+            values["lr"] = lr
+        self._record(values)
+
+    def on_epoch_end(self, epoch, logs=None) -> None:
+        self._record({k: v for k, v in (logs or {}).items() if is_eval_key(k)})
+
+    def _record(self, values: dict) -> None:
+        if self.live.record(self.batches, values):
+            self.model.stop_training = True
+
+    def on_train_end(self, logs=None) -> None:
+        self.live.finish()

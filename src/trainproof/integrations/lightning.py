@@ -1,0 +1,111 @@
+"""trainproof for PyTorch Lightning (``lightning.pytorch``).
+
+    from trainproof.integrations.lightning import TrainproofCallback
+
+    cb = TrainproofCallback(policy="stop_on_fail")
+    trainer = lightning.pytorch.Trainer(max_steps=10_000, callbacks=[cb])
+    trainer.fit(model, train_loader, val_loader)
+    cb.report.verdict
+
+After each optimizer step the callback records what the module logged for that step
+(``trainer.callback_metrics``: values logged with ``on_step=True``, the default in
+``training_step``; epoch aggregates ``*_epoch`` and validation metrics are left out) and
+the first optimizer's learning rate as ``lr``, at ``trainer.global_step``. After each
+validation run (not the sanity check) it records the validation metrics (``val_*``,
+``*_val``, …) under their own names; ``val_loss`` is read as the eval loss. The scheduled
+end is ``max_steps``, or the trainer's estimate from ``max_epochs``.
+
+Importing this module imports lightning; ``import trainproof`` does not.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+from ..findings import Finding, Report
+from ..rules.thresholds import DEFAULT, Thresholds
+from ._common import LiveRun, is_eval_key, missing
+
+try:
+    from lightning.pytorch import Callback
+except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(missing("lightning", "lightning", _e)) from _e
+
+__all__ = ["TrainproofCallback"]
+
+
+class TrainproofCallback(Callback):
+    """Judges a Lightning run from its logged metrics while it trains.
+
+    Args:
+        policy: ``"warn"`` (default) prints each new WARN or FAIL finding once and never
+            interrupts; ``"stop_on_fail"`` also sets ``trainer.should_stop`` at the first
+            FAIL and prints the step it stopped at and the share of the scheduled steps
+            that never ran.
+        check_every: judge every this many records (one per optimizer step, one per
+            validation run), and at the end of training.
+        mute: rule ids not to run.
+        on_alert: called once per new WARN or FAIL finding id, with the finding.
+        thresholds: rule thresholds.
+
+    Attributes:
+        report: the latest :class:`~trainproof.findings.Report` (the final one after
+            training ends), or ``None`` before the first judgement.
+        stopped_at: the global step a ``stop_on_fail`` stop happened at, else ``None``.
+    """
+
+    def __init__(self, policy: str = "warn", check_every: int = 50, mute: Iterable[str] = (),
+                 on_alert: Callable[[Finding], None] | None = None, thresholds: Thresholds = DEFAULT) -> None:
+        super().__init__()
+        self.live = LiveRun("Lightning", policy, check_every, mute, on_alert, thresholds)
+        self._last_step: int | None = None
+
+    @property
+    def report(self) -> Report | None:
+        return self.live.report
+
+    @property
+    def stopped_at(self) -> float | None:
+        return self.live.stopped_at
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        end = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else None
+        if end is None:
+            try:
+                est = float(trainer.estimated_stepping_batches)
+            except Exception:  # noqa: BLE001 - an estimate is optional context
+                est = math.inf
+            end = est if math.isfinite(est) and est > 0 else None
+        self.live.start(max_steps=end, quiet=not trainer.is_global_zero)
+        self._last_step = None
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        step = int(trainer.global_step)
+        if step == self._last_step:  # accumulating gradients: no optimizer step yet
+            return
+        self._last_step = step
+        values = {k: v for k, v in trainer.callback_metrics.items()
+                  if not is_eval_key(k) and not k.endswith("_epoch")}
+        if trainer.optimizers and "lr" not in values:
+            values["lr"] = trainer.optimizers[0].param_groups[0].get("lr")
+        self._record(trainer, step, values)
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if trainer.sanity_checking or self.live.guardian is None:
+            return
+        values = {k: v for k, v in trainer.callback_metrics.items()
+                  if is_eval_key(k) and not k.endswith("_step")}
+        self._record(trainer, int(trainer.global_step), values)
+
+    def _record(self, trainer, step: int, values: dict) -> None:
+        stop = self.live.record(step, values)
+        if self.live.judged and trainer.world_size > 1:
+            # Every process judges at the same records; any one's FAIL stops them all.
+            stop = trainer.strategy.reduce_boolean_decision(stop, all=False)
+        if stop:
+            if self.live.stopped_at is None:  # another process found the FAIL
+                self.live.stopped_at = float(step)
+            trainer.should_stop = True
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self.live.finish()

@@ -1,0 +1,121 @@
+"""The Keras 3 callback on real tiny Sequential runs (torch backend, CPU, seconds each)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+os.environ["KERAS_BACKEND"] = "torch"  # before keras is first imported
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from trainproof import Level  # noqa: E402
+
+EPOCHS = 5
+BATCH = 32
+N_TRAIN = 1024  # 32 batches of 32 per epoch: every batch the same size
+STEPS = EPOCHS * N_TRAIN // BATCH
+
+# Keras' own log conversion (pythonify_logs) on the torch backend, once per batch.
+pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword")
+
+
+@pytest.fixture(scope="module")
+def callback():
+    """The callback class; skips unless torch and keras are installed."""
+    pytest.importorskip("torch")
+    pytest.importorskip("keras")
+    from trainproof.integrations.keras import TrainproofCallback
+
+    return TrainproofCallback
+
+
+def clusters(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` samples of 16 features around 4 fixed class centres."""
+    centres = np.random.default_rng(0).standard_normal((4, 16)) * 1.2
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, n)
+    return (centres[y] + 1.5 * rng.standard_normal((n, 16))).astype("float32"), y
+
+
+def fit(cb, optimizer: str, lr: float):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(64, activation="relu"),
+                              keras.layers.Dense(64, activation="relu"), keras.layers.Dense(4)])
+    opt = keras.optimizers.SGD(lr) if optimizer == "sgd" else keras.optimizers.Adam(lr)
+    model.compile(optimizer=opt, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x, y = clusters(N_TRAIN, 1)
+    return model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, validation_data=clusters(256, 2),
+                     callbacks=[cb], verbose=0, shuffle=True)
+
+
+def fails(report) -> set[str]:
+    return {f.id for f in report.findings if f.level is Level.FAIL}
+
+
+@pytest.mark.parametrize("optimizer, lr, rule", [
+    # SGD at lr 10: the loss is 33 at batch 2, 1e27 at batch 6, NaN from batch 7.
+    ("sgd", 10.0, "TP-NAN"),
+    ("adam", 0.0, "TP-ZERO-LR"),
+], ids=["lr_hot_nan", "lr_zero"])
+def test_stop_on_fail_stops_a_broken_run(callback, capsys, optimizer, lr, rule):
+    cb = callback(policy="stop_on_fail", check_every=10)
+    history = fit(cb, optimizer, lr)
+    err = capsys.readouterr().err
+    assert len(history.history["loss"]) < EPOCHS
+    assert cb.batches == cb.stopped_at == 10
+    assert rule in fails(cb.report)
+    assert cb.report.meta["max_steps"] == STEPS
+    left = STEPS - 10
+    assert (f"stopped Keras training at step 10 of {STEPS} scheduled steps: {left} scheduled steps "
+            f"({100 * left / STEPS:.0f}%) never ran.") in err
+    assert f": {rule}: " in err
+
+
+def test_healthy_run_finishes_silent(callback, capsys):
+    cb = callback(policy="stop_on_fail", check_every=10)
+    history = fit(cb, "adam", 3e-3)
+    err = capsys.readouterr().err
+    assert len(history.history["loss"]) == EPOCHS and cb.batches == STEPS
+    assert cb.stopped_at is None and not fails(cb.report), cb.report.ids()
+    assert "trainproof" not in err
+    series = cb.live.guardian.runlog().series
+    per_epoch = N_TRAIN // BATCH
+    assert list(series["eval_loss"].steps) == [per_epoch * (e + 1) for e in range(EPOCHS)]
+    assert series["eval_loss"].values == pytest.approx(history.history["val_loss"])
+    assert series["lr"].values[0] == pytest.approx(3e-3)
+    # The recorded losses are per batch, not Keras' running means: each epoch's batch
+    # losses average to the loss Keras reports for that epoch.
+    loss = series["loss"].values.reshape(EPOCHS, per_epoch)
+    assert loss.mean(axis=1) == pytest.approx(history.history["loss"], rel=1e-4)
+    assert np.all(loss.std(axis=1) > 0)
+
+
+def test_running_means_are_turned_back_into_batch_losses(callback):
+    cb = callback()
+    cb.on_epoch_begin(0)
+    losses = [4.0, 2.0, 3.0, 1.0, 5.0]
+    got = []
+    for i in range(len(losses)):
+        mean = sum(losses[:i + 1]) / (i + 1)
+        got.append(cb._per_batch(i, {"loss": mean, "accuracy": 0.5})["loss"])
+    assert got == pytest.approx(losses)
+    # steps_per_execution=2: each call covers two batches and gets their mean
+    cb.on_epoch_begin(1)
+    got = [cb._per_batch(i, {"loss": sum(losses[:i + 1]) / (i + 1)})["loss"] for i in (1, 3)]
+    assert got == pytest.approx([3.0, 2.0])
+    # a new epoch restarts the running means
+    cb.on_epoch_begin(2)
+    assert cb._per_batch(0, {"loss": 7.0}) == {"loss": 7.0}
+
+
+def test_a_missing_keras_names_the_extra():
+    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['keras'] = None\n"
+                        "from trainproof.integrations.keras import TrainproofCallback"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0
+    assert "ImportError: trainproof's keras callback needs keras" in p.stderr
+    assert 'pip install "trainproof[keras]"' in p.stderr

@@ -151,8 +151,9 @@ def watch(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stal
     """Judge LOGFILE while the run writes it, polling every --interval seconds.
 
     Each poll reads only what was appended (HF trainer_state.json, rewritten at each save,
-    is re-read when it changes). Ctrl-C stops watching and exits with the last verdict's
-    code: 0 (no FAIL) or 1 (FAIL), not 130.
+    is re-read when it changes); a log that is replaced or truncated is read again from
+    the start. Ctrl-C stops watching and exits with the last verdict's code, not 130:
+    0 (judged, no FAIL), 1 (FAIL), 2 (nothing judged yet).
     """
     import json as _json
 
@@ -173,7 +174,9 @@ def watch(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stal
     last = None
     try:
         while True:
-            if not w.tail.exists():
+            if last is None and not w.tail.exists():
+                # Waiting for a log that was never seen is bounded; a log that existed and
+                # went away (deleted before a rotation) is stall-checked by the watcher.
                 if stall_timeout is not None and time.monotonic() - started >= stall_timeout:
                     if live is not None:
                         live.stop()
@@ -214,7 +217,7 @@ def watch(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stal
     except KeyboardInterrupt:
         if live is not None:
             live.stop()
-        code = 1 if w.failed else 0
+        code = exit_code([w.report] if w.report is not None else [])
         if not as_json:
             click.echo(f"trainproof: stopped watching; last verdict {last.verdict if last else '-'} (exit {code})",
                        err=True)

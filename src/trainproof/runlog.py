@@ -156,118 +156,174 @@ def build_runlog(
     Raises:
         aliases.MappingError: an override names a column the log does not have.
     """
-    cols: dict[str, _Column] = {}
-    batches: dict[str, list[Columns]] = {}
-    rec_steps = array("d")
-    rec_lines = array("q")
-    last_step = math.nan
-    n = 0
-    n_batched = 0
+    b = RunLogBuilder()
     for rec in records:
         if type(rec) is Columns:
-            batches.setdefault(rec.key, []).append(rec)
-            n_batched += len(rec)
-            continue
-        if rec.step is not None and math.isfinite(rec.step):
-            last_step = float(rec.step)
-            rec_steps.append(last_step)
+            b.add_columns(rec)
         else:
-            rec_steps.append(last_step)
-        rec_lines.append(rec.line)
-        for k, v in rec.values.items():
+            b.add(rec.step, rec.values, rec.line)
+    return b.build(path, fmt, meta, notes, overrides, copy=False)
+
+
+class RunLogBuilder:
+    """The incremental form of :func:`build_runlog`: records go in one at a time (O(1)
+    each, typed arrays), and :meth:`build` makes a RunLog of everything so far, as often
+    as wanted, with exactly the semantics of :func:`build_runlog` (the live guardian
+    judges the same RunLog ``trainproof epoch`` would read from the same lines).
+    """
+
+    def __init__(self) -> None:
+        self._cols: dict[str, _Column] = {}
+        self._batches: dict[str, tuple[array, array, array]] = {}
+        self._rec_steps = array("d")
+        self._rec_lines = array("q")
+        self._last_step = math.nan
+        self._n = 0
+        self._n_batched = 0
+
+    @property
+    def records(self) -> int:
+        """Records added so far (rows, plus one per point of a column batch)."""
+        return self._n + self._n_batched
+
+    def add(self, step: float | None, values: Mapping[str, float], line: int) -> None:
+        """Add one row: ``values`` maps raw keys to floats; a row without a finite step
+        takes the last step seen before it."""
+        if step is not None and math.isfinite(step):
+            self._last_step = float(step)
+        self._rec_steps.append(self._last_step)
+        self._rec_lines.append(line)
+        n = self._n
+        cols = self._cols
+        for k, v in values.items():
             c = cols.get(k)
             if c is None:
                 c = cols[k] = _Column()
             c.rec.append(n)
             c.vals.append(v)
-        n += 1
+        self._n = n + 1
 
-    steps_all = np.frombuffer(rec_steps, dtype=np.float64).copy() if n else np.empty(0)
-    lines_all = np.frombuffer(rec_lines, dtype=np.int64) if n else np.empty(0, dtype=np.int64)
-    out_notes = list(notes)
-    mapping = aliases.resolve(set(cols) | set(batches), overrides)
+    def set_records(self, n: int) -> None:
+        """Declare how many records the data came from (when it was added as column
+        batches taken from a RunLog read whole, whose point count is not its row count)."""
+        self._n_batched = int(n) - self._n
 
-    explicit_steps = (bool(n) and not np.all(np.isnan(steps_all))) or n_batched > 0
-    if n and not explicit_steps:
-        epoch_key = mapping.get("epoch", {}).get("source")
-        steps_all = np.arange(n, dtype=np.float64)
-        if epoch_key is not None:
-            ec = cols[epoch_key]
-            ev = np.asarray(ec.vals, dtype=np.float64)
-            if len(ec.rec) == n and np.all(np.isfinite(ev)):
-                steps_all = ev
-                out_notes.append("no step column: the epoch is the x axis")
-    elif n and np.isnan(steps_all).any():
-        # Records before the first step carry no step of their own: use the first one
-        # (the record index when no record has a step but column batches do).
-        known = np.flatnonzero(~np.isnan(steps_all))
-        if known.size:
-            steps_all[: known[0]] = steps_all[known[0]]
-        else:
+    def add_columns(self, col: Columns) -> None:
+        """Add a column batch (one key, its own steps)."""
+        b = self._batches.get(col.key)
+        if b is None:
+            b = self._batches[col.key] = (array("d"), array("d"), array("q"))
+        b[0].frombytes(np.ascontiguousarray(col.steps, dtype=np.float64).tobytes())
+        b[1].frombytes(np.ascontiguousarray(col.values, dtype=np.float64).tobytes())
+        b[2].frombytes(np.ascontiguousarray(col.lines, dtype=np.int64).tobytes())
+        self._n_batched += len(col)
+
+    def build(self, path: str, fmt: str, meta: Mapping | None = None, notes: Iterable[str] = (),
+              overrides: Mapping[str, str] | None = None, copy: bool = True) -> RunLog:
+        """The RunLog of everything added so far (see :func:`build_runlog`).
+
+        Args:
+            copy: copy the arrays out of the builder (needed when more records will be
+                added while the RunLog is alive; ``False`` only for a one-shot build).
+
+        Raises:
+            aliases.MappingError: an override names a column the log does not have.
+        """
+        cols, batches, n, n_batched = self._cols, self._batches, self._n, self._n_batched
+
+        def arr(a: array, dtype) -> np.ndarray:
+            v = np.frombuffer(a, dtype=dtype) if len(a) else np.empty(0, dtype=dtype)
+            return v.copy() if copy else v
+
+        steps_all = np.frombuffer(self._rec_steps, dtype=np.float64).copy() if n else np.empty(0)
+        lines_all = arr(self._rec_lines, np.int64)
+        out_notes = list(notes)
+        mapping = aliases.resolve(set(cols) | set(batches), overrides)
+
+        explicit_steps = (bool(n) and not np.all(np.isnan(steps_all))) or n_batched > 0
+        if n and not explicit_steps:
+            epoch_key = mapping.get("epoch", {}).get("source")
             steps_all = np.arange(n, dtype=np.float64)
+            if epoch_key is not None:
+                ec = cols[epoch_key]
+                ev = np.asarray(ec.vals, dtype=np.float64)
+                if len(ec.rec) == n and np.all(np.isfinite(ev)):
+                    steps_all = ev
+                    out_notes.append("no step column: the epoch is the x axis")
+        elif n and np.isnan(steps_all).any():
+            # Records before the first step carry no step of their own: use the first one
+            # (the record index when no record has a step but column batches do).
+            known = np.flatnonzero(~np.isnan(steps_all))
+            if known.size:
+                steps_all[: known[0]] = steps_all[known[0]]
+            else:
+                steps_all = np.arange(n, dtype=np.float64)
 
-    source_to_name = {m["source"]: canon for canon, m in mapping.items()}
-    series: dict[str, Series] = {}
-    rewritten: list[str] = []
-    for key in sorted(set(cols) | set(batches)):
-        parts = []
-        c = cols.get(key)
-        if c is not None:
-            idx = np.frombuffer(c.rec, dtype=np.int64)
-            parts.append((steps_all[idx], np.frombuffer(c.vals, dtype=np.float64), lines_all[idx]))
-        for b in batches.get(key, ()):
-            parts.append((np.asarray(b.steps, dtype=np.float64), np.asarray(b.values, dtype=np.float64),
-                          np.asarray(b.lines, dtype=np.int64)))
-        if len(parts) == 1:
-            st, vals, ln = parts[0]
-        else:
-            st, vals, ln = (np.concatenate([p[i] for p in parts]) for i in range(3))
-        if st.size > 1 and not np.all(st[1:] >= st[:-1]):
-            order = np.argsort(st, kind="stable")
-            st, vals, ln = st[order], vals[order], ln[order]
-        if st.size > 1:
-            dup_next = st[1:] == st[:-1]
-            if dup_next.any():
-                keep = np.ones(st.size, dtype=bool)
-                keep[:-1] = ~dup_next  # keep the last write of each step
-                if not np.all(_same(vals[:-1][dup_next], vals[1:][dup_next])):
-                    rewritten.append(key)
-                st, vals, ln = st[keep], vals[keep], ln[keep]
-        name = source_to_name.get(key)
-        if name is None:
-            # An unmapped raw key never shadows a canonical name (possible after --map).
-            name = key if key not in aliases.CANONICAL else f"raw:{key}"
-        series[name] = Series(name, key, st, vals, ln)
+        source_to_name = {m["source"]: canon for canon, m in mapping.items()}
+        series: dict[str, Series] = {}
+        rewritten: list[str] = []
+        for key in sorted(set(cols) | set(batches)):
+            parts = []
+            c = cols.get(key)
+            if c is not None:
+                idx = np.frombuffer(c.rec, dtype=np.int64)
+                parts.append((steps_all[idx], arr(c.vals, np.float64), lines_all[idx]))
+            bt = batches.get(key)
+            if bt is not None and len(bt[0]):
+                parts.append((arr(bt[0], np.float64), arr(bt[1], np.float64), arr(bt[2], np.int64)))
+            if len(parts) == 1:
+                st, vals, ln = parts[0]
+            elif parts:
+                st, vals, ln = (np.concatenate([p[i] for p in parts]) for i in range(3))
+            else:
+                st = vals = np.empty(0)
+                ln = np.empty(0, dtype=np.int64)
+            if st.size > 1 and not np.all(st[1:] >= st[:-1]):
+                order = np.argsort(st, kind="stable")
+                st, vals, ln = st[order], vals[order], ln[order]
+            if st.size > 1:
+                dup_next = st[1:] == st[:-1]
+                if dup_next.any():
+                    keep = np.ones(st.size, dtype=bool)
+                    keep[:-1] = ~dup_next  # keep the last write of each step
+                    if not np.all(_same(vals[:-1][dup_next], vals[1:][dup_next])):
+                        rewritten.append(key)
+                    st, vals, ln = st[keep], vals[keep], ln[keep]
+            name = source_to_name.get(key)
+            if name is None:
+                # An unmapped raw key never shadows a canonical name (possible after --map).
+                name = key if key not in aliases.CANONICAL else f"raw:{key}"
+            series[name] = Series(name, key, st, vals, ln)
 
-    if rewritten:
-        out_notes.append(
-            "steps logged more than once with different values (a resumed or interleaved run); "
-            "the later write was kept for: " + ", ".join(rewritten[:10])
-            + (f" and {len(rewritten) - 10} more" if len(rewritten) > 10 else "")
-        )
-    for canon, m in sorted(mapping.items()):
-        if m["ignored"]:
+        if rewritten:
             out_notes.append(
-                f"{canon}: read from {m['source']!r}; also present: "
-                + ", ".join(repr(k) for k in m["ignored"][:5])
-                + (f" and {len(m['ignored']) - 5} more" if len(m["ignored"]) > 5 else "")
+                "steps logged more than once with different values (a resumed or interleaved run); "
+                "the later write was kept for: " + ", ".join(rewritten[:10])
+                + (f" and {len(rewritten) - 10} more" if len(rewritten) > 10 else "")
             )
-    step_range = None
-    ends = [(float(np.nanmin(steps_all)), float(np.nanmax(steps_all)))] if n else []
-    ends += [(float(b.steps.min()), float(b.steps.max())) for bs in batches.values() for b in bs if len(b)]
-    if ends:
-        step_range = (min(e[0] for e in ends), max(e[1] for e in ends))
-    return RunLog(
-        path=path,
-        format=fmt,
-        series=series,
-        meta=dict(meta or {}),
-        notes=out_notes,
-        mapping=mapping,
-        records=n + n_batched,
-        step_range=step_range,
-        explicit_steps=explicit_steps,
-    )
+        for canon, m in sorted(mapping.items()):
+            if m["ignored"]:
+                out_notes.append(
+                    f"{canon}: read from {m['source']!r}; also present: "
+                    + ", ".join(repr(k) for k in m["ignored"][:5])
+                    + (f" and {len(m['ignored']) - 5} more" if len(m["ignored"]) > 5 else "")
+                )
+        step_range = None
+        ends = [(float(np.nanmin(steps_all)), float(np.nanmax(steps_all)))] if n else []
+        ends += [(float(np.min(bt[0])), float(np.max(bt[0]))) for bt in batches.values() if len(bt[0])]
+        if ends:
+            step_range = (min(e[0] for e in ends), max(e[1] for e in ends))
+        return RunLog(
+            path=path,
+            format=fmt,
+            series=series,
+            meta=dict(meta or {}),
+            notes=out_notes,
+            mapping=mapping,
+            records=n + n_batched,
+            step_range=step_range,
+            explicit_steps=explicit_steps,
+        )
 
 
 def downsample(steps: np.ndarray, values: np.ndarray, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..findings import Finding, Level, Report
-from ..live.guardian import Guardian
+from ..live.guardian import Guardian, numbers
 from ..rules._fmt import pct
 from ..rules._fmt import step as step_fmt
 from ..rules.thresholds import DEFAULT, Thresholds
@@ -35,38 +35,6 @@ def missing(module: str, extra: str, err: BaseException | None = None) -> str:
     why = f" ({err})" if err is not None and str(err) else ""
     return (f"trainproof's {extra} callback needs {module}, which could not be imported{why}; "
             f"install it with: pip install \"trainproof[{extra}]\"")
-
-
-def number(value: Any) -> float | None:
-    """A logged value as a float (Python and numpy numbers, one-element tensors and arrays),
-    or ``None`` for anything else. NaN and ±Inf are kept; bools are not numbers."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    item = getattr(value, "item", None)
-    if item is None:
-        return None
-    try:
-        numel = getattr(value, "numel", None)  # torch: numel(); numpy: size
-        if (numel() if callable(numel) else getattr(value, "size", 1)) != 1:
-            return None
-        v = item()
-    except (TypeError, ValueError, RuntimeError):
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v)
-
-
-def numbers(values: Mapping[str, Any]) -> dict[str, float]:
-    """The numeric entries of a logged dict, as floats."""
-    out = {}
-    for k, v in values.items():
-        x = number(v)
-        if x is not None:
-            out[str(k)] = x
-    return out
 
 
 def is_eval_key(key: str) -> bool:
@@ -154,7 +122,7 @@ class LiveRun:
         if self.stopped_at is not None:
             return False  # already stopping: the framework may still report a few rows
         self._since += 1
-        if self._since < self.check_every or not g.due(GROWTH_SHARE):
+        if self._since < self.check_every or not g.due(GROWTH_SHARE) or not g.affordable():
             return False
         self._since = 0
         return self.check()
@@ -180,7 +148,7 @@ class LiveRun:
         g = self.guardian
         if g is None or not g.records:
             return self.report
-        rep = g.judge()
+        rep = g.judge(charts=True)
         self.report = rep
         self._announce(g.new_findings)
         if self.policy == "warn" and rep.verdict is Level.FAIL and rep.summary:

@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterable
 
 from ..findings import Finding, Report
 from ..rules.thresholds import DEFAULT, Thresholds
-from ._common import LiveRun, is_eval_key, missing, number
+from ..live.guardian import number
+from ._common import LiveRun, is_eval_key, missing
 
 try:
     import keras

@@ -12,16 +12,54 @@ cost per record constant however long the run gets.
 """
 from __future__ import annotations
 
-import math
-from array import array
+import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
-import numpy as np
 
 from ..findings import Finding, Level, Report
 from ..rules.engine import judge_runlog
 from ..rules.thresholds import DEFAULT, Thresholds
-from ..runlog import Columns, Record, RunLog, build_runlog
+from ..runlog import Columns, Record, RunLog, RunLogBuilder
+
+
+def number(value: Any) -> float | None:
+    """A logged value as a float (Python and numpy numbers, one-element tensors and arrays),
+    or ``None`` for anything else. NaN and ±Inf are kept; bools are not numbers."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    item = getattr(value, "item", None)
+    if item is None:
+        return None
+    try:
+        numel = getattr(value, "numel", None)  # torch: numel(); numpy: size
+        if (numel() if callable(numel) else getattr(value, "size", 1)) != 1:
+            return None
+        v = item()
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v)
+
+
+def numbers(values: Mapping[str, Any]) -> dict[str, float]:
+    """The numeric entries of a logged dict, as floats."""
+    out = {}
+    for k, v in values.items():
+        x = number(v)
+        if x is not None:
+            out[str(k)] = x
+    return out
+
+
+#: See :meth:`Guardian.affordable`: at most 1/JUDGE_COST_RATIO of the wall time is spent
+#: judging; judgements cheaper than JUDGE_FREE_SECONDS are never rationed (so short runs
+#: are judged at the cadence their caller asks for). Engineering choices, not literature.
+JUDGE_COST_RATIO = 10.0
+JUDGE_FREE_SECONDS = 0.05
 
 
 class RunFailed(RuntimeError):
@@ -36,15 +74,6 @@ class RunFailed(RuntimeError):
         first = fails[0] if fails else None
         super().__init__(report.summary or (f"{first.id}: {first.message}" if first else "FAIL"))
         self.report = report
-
-
-class _Col:
-    __slots__ = ("steps", "values", "lines")
-
-    def __init__(self) -> None:
-        self.steps = array("d")
-        self.values = array("d")
-        self.lines = array("q")
 
 
 class Guardian:
@@ -71,76 +100,100 @@ class Guardian:
         self.meta = dict(meta or {})
         self.notes: list[str] = []
         self.overrides = dict(overrides or {})
-        self._cols: dict[str, _Col] = {}
-        self._count = 0
+        self._builder = RunLogBuilder()
         self._judged_at = 0
         self._seen: set[str] = set()
+        #: How many times the history was forgotten as a new run (see :meth:`reset`).
+        self.restarts = 0
+        #: Wall seconds the last judgement took (see :meth:`affordable`).
+        self.judge_seconds = 0.0
+        self._judge_end = 0.0
         self.report: Report | None = None
         self.new_findings: list[Finding] = []
 
     # --- records in ---------------------------------------------------------------------
     @property
     def records(self) -> int:
-        return self._count
+        return self._builder.records
 
-    def add(self, step: float | None, values: Mapping[str, float], line: int | None = None) -> None:
-        """Append one logged row. ``values`` maps raw metric keys to numbers (NaN and ±Inf
-        kept; anything that is not a number is skipped). ``step`` defaults to the record
-        index."""
-        self._count += 1
-        if step is None or not math.isfinite(step):
-            step = float(self._count - 1)
-        ln = self._count if line is None else int(line)
+    def add(self, step: float | None, values: Mapping[str, object], line: int | None = None) -> None:
+        """Append one logged row. ``values`` maps raw metric keys to numbers: Python and
+        numpy numbers and one-element tensors or arrays are taken as floats (NaN and ±Inf
+        kept); anything else is skipped. A row without a finite ``step`` takes the last
+        step seen before it, as ``trainproof epoch`` does."""
+        nums = {}
         for k, v in values.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                continue
-            c = self._cols.get(k)
-            if c is None:
-                c = self._cols[k] = _Col()
-            c.steps.append(float(step))
-            c.values.append(float(v))
-            c.lines.append(ln)
+            x = number(v)
+            if x is not None:
+                nums[str(k)] = x
+        self._builder.add(step, nums, self.records + 1 if line is None else int(line))
 
     def add_record(self, rec: Record) -> None:
-        self.add(rec.step, rec.values, rec.line)
+        self._builder.add(rec.step, rec.values, rec.line)
 
     def add_columns(self, col: Columns) -> None:
         """Append a column batch (one metric, many points)."""
-        c = self._cols.get(col.key)
-        if c is None:
-            c = self._cols[col.key] = _Col()
-        c.steps.extend(np.asarray(col.steps, dtype=np.float64).tolist())
-        c.values.extend(np.asarray(col.values, dtype=np.float64).tolist())
-        c.lines.extend(np.asarray(col.lines, dtype=np.int64).tolist())
-        self._count += len(col)
+        self._builder.add_columns(col)
 
-    def reset(self, note: str | None = None) -> None:
-        """Forget every record (a log that was replaced or rotated)."""
-        self._cols.clear()
-        self._count = 0
+    def reset(self, note: str | None = None, forget_findings: bool = True) -> None:
+        """Forget every record and, unless ``forget_findings`` is False, every finding
+        already announced (a log that was replaced or rotated is a new run)."""
+        self._builder = RunLogBuilder()
         self._judged_at = 0
+        self.judge_seconds = 0.0
+        if forget_findings:
+            self._seen.clear()
+            self.restarts += 1
+        self.meta.pop("dropped", None)
         if note:
             self.notes.append(note)
+
+    def load(self, run: RunLog) -> None:
+        """Replace the history with a whole RunLog read again (a log rewritten whole at
+        each save, like HF ``trainer_state.json``); announced findings are kept."""
+        self.reset(forget_findings=False)
+        self.meta.pop("dropped", None)
+        for s in run.series.values():
+            self._builder.add_columns(Columns(s.key, s.steps, s.values, s.lines))
+        self._builder.set_records(run.records)
+        self.meta.update(run.meta)
 
     # --- verdicts out -------------------------------------------------------------------
     def due(self, share: float = 0.01) -> bool:
         """True when the history grew by at least ``share`` of itself since the last
         judgement (always true for the first record)."""
-        new = self._count - self._judged_at
+        new = self.records - self._judged_at
         return new > 0 and new >= max(1, share * self._judged_at)
+
+    def affordable(self, now: float | None = None) -> bool:
+        """True unless judging now would spend more than 1/``JUDGE_COST_RATIO`` of the wall
+        time on judging: after a judgement that took d seconds (more than
+        ``JUDGE_FREE_SECONDS``), the next one waits ``JUDGE_COST_RATIO * d`` seconds.
+
+        Judging costs O(records), so on a long run this, not the caller's cadence, bounds
+        the time spent judging (with the default ratio, under ~10% of one core).
+        ``now`` is ``time.perf_counter()`` seconds (the default).
+        """
+        if self.judge_seconds <= JUDGE_FREE_SECONDS:
+            return True
+        now = time.perf_counter() if now is None else now
+        return now - self._judge_end >= JUDGE_COST_RATIO * self.judge_seconds
 
     def runlog(self) -> RunLog:
         """The history so far as a RunLog (copies the columns)."""
-        cols = [Columns(k, np.array(c.steps), np.array(c.values), np.array(c.lines))
-                for k, c in self._cols.items()]
-        run = build_runlog(cols, self.path, self.fmt, self.meta, self.notes, self.overrides)
-        run.records = self._count
-        return run
+        return self._builder.build(self.path, self.fmt, self.meta, self.notes, self.overrides)
 
-    def judge(self) -> Report:
-        """Judge the history; remember and announce (``on_alert``) the new finding ids."""
-        self._judged_at = self._count
-        rep = judge_runlog(self.runlog(), self.thresholds, self.mute)
+    def judge(self, charts: bool = False) -> Report:
+        """Judge the history; remember and announce (``on_alert``) the new finding ids.
+
+        Args:
+            charts: also compute the chart series (only a final report needs them).
+        """
+        self._judged_at = self.records
+        t0 = time.perf_counter()
+        rep = judge_runlog(self.runlog(), self.thresholds, self.mute, charts=charts)
+        self._judge_end = time.perf_counter()
+        self.judge_seconds = self._judge_end - t0
         self.new_findings = [f for f in rep.findings
                              if f.level in (Level.FAIL, Level.WARN) and f.id not in self._seen]
         for f in self.new_findings:

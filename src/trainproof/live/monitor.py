@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..findings import Finding, Level, Report
 from ..rules.thresholds import DEFAULT, Thresholds
-from .guardian import Guardian, RunFailed
+from .guardian import Guardian, RunFailed, numbers
 
 POLICIES = ("warn", "raise", "silent")
 
@@ -42,7 +42,8 @@ class Monitor:
         model: the ``torch.nn.Module`` being trained (its parameters' gradients give the
             gradient norm; with ``track_update_ratio`` their values give the update ratio).
         optimizer: the ``torch.optim.Optimizer`` (its param groups give the learning rate).
-        check_every: judge the history every this many :meth:`log` calls.
+        check_every: judge the history every this many :meth:`log` calls (a long history
+            may be judged less often: see :meth:`Guardian.affordable`).
         policy: ``"warn"`` prints a new FAIL once; ``"raise"`` raises :class:`RunFailed`
             (carrying the Report) at the first FAIL so the loop can stop and save;
             ``"silent"`` only records.
@@ -108,36 +109,41 @@ class Monitor:
         """Record one step: call after ``loss.backward()`` and before ``optimizer.step()``.
 
         Records ``loss``, the gradient norm, the learning rate of each param group
-        (``lr``, then ``lr_group_1``…), the wall time since the previous call
-        (``step_time``), ``eval_loss`` when given, any other ``metrics`` given as numbers,
-        and ``update_ratio`` when tracked. Non-finite values are recorded, never raised on.
+        (``lr``, then ``lr_group_1``…), the wall time in seconds since the previous call
+        returned (``step_time``; judging time excluded), ``eval_loss`` when given, and any
+        other ``metrics`` that are numbers (Python or numpy numbers, one-element tensors).
+        With ``track_update_ratio``, ``update_ratio`` compares the parameters now with
+        those at the previous call, so it measures the optimizer step taken after the
+        previous call. Non-finite values are recorded, never raised on.
 
         Raises:
             RunFailed: with ``policy="raise"``, when a judgement finds a FAIL.
         """
-        now = time.perf_counter()
-        values: dict[str, float] = {"loss": float(loss), "grad_norm": self.grad_norm()}
+        values: dict[str, object] = {"loss": loss, "grad_norm": self.grad_norm()}
         for i, group in enumerate(self.optimizer.param_groups):
-            values["lr" if i == 0 else f"lr_group_{i}"] = float(group.get("lr", float("nan")))
+            values["lr" if i == 0 else f"lr_group_{i}"] = group.get("lr", float("nan"))
         if self._last_time is not None:
-            values["step_time"] = now - self._last_time
-        self._last_time = now
+            values["step_time"] = time.perf_counter() - self._last_time
         if eval_loss is not None:
-            values["eval_loss"] = float(eval_loss)
-        for k, v in metrics.items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                values[k] = float(v)
+            values["eval_loss"] = eval_loss
+        values.update(metrics)
+        nums = numbers(values)
         if self.track_update_ratio:
             r = self._update_ratio()
             if r is not None:
-                values["update_ratio"] = r
-        self.guardian.add(float(step), values)
-        if self._log_file is not None:
-            self._log_file.write(json.dumps({"step": step, **values}) + "\n")
-            self._log_file.flush()
+                nums["update_ratio"] = r
+        self.guardian.add(float(step), nums)
+        self._write({"step": step, **nums})
         self._calls += 1
-        if self._calls % self.check_every == 0:
+        if self._calls % self.check_every == 0 and self.guardian.affordable():
             self.check()
+        # Measured from here, so the time spent judging is not charged to the next step.
+        self._last_time = time.perf_counter()
+
+    def _write(self, row: dict) -> None:
+        if self._log_file is not None:
+            self._log_file.write(json.dumps(row) + "\n")
+            self._log_file.flush()
 
     def check(self) -> Report:
         """Judge the history now; announce new findings and apply the policy."""
@@ -155,7 +161,7 @@ class Monitor:
     def report(self, print_it: bool = True) -> Report:
         """Judge the whole history, print the verdict (unless ``print_it`` is False) and
         return the Report."""
-        rep = self.guardian.judge()
+        rep = self.guardian.judge(charts=True)
         if self._log_file is not None:
             self._log_file.flush()
         if print_it:

@@ -29,6 +29,19 @@ from ..formats._io import encoding_of
 from ..runlog import Columns
 from .guardian import Guardian
 
+#: Formats read from the byte offset where the previous poll stopped.
+_APPEND_ONLY = ("jsonl", "csv", "tfevents")
+#: How many first bytes are kept to notice a file rewritten in place.
+_HEAD_BYTES = 256
+
+
+def _still_starting(path: Path) -> bool:
+    """True for a file that holds fewer than two complete lines (a first line still being
+    written, or a CSV header alone): too little to tell its format yet."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    return head.count(b"\n") < 2 and len(head) < (1 << 16)
+
 
 class LogTail:
     """Follows one log file and feeds what is new to a :class:`Guardian`.
@@ -52,52 +65,122 @@ class LogTail:
         self.ident: tuple | None = None  # (inode, device) of the file being followed
         self.size = -1
         self.mtime = -1.0
+        self._head = b""  # the file's first bytes as first read: a rewrite changes them
         self._csv: csv_fmt.RowParser | None = None
         self._tf_plugins: dict[str, str] = {}
         self._tf_records = 0
+        self._tf_drops: list[str] = []
+        self._bad_lines = 0
+        self._first_bad = 0
+        self._torn: tuple | None = None
         self._encoding = "utf-8"
 
     def exists(self) -> bool:
         return self.path.exists()
 
-    def _restart(self, why: str) -> None:
+    def _restart(self, why: str | None) -> None:
         self.g.reset(why)
         self.offset = 0
         self.lineno = 0
+        self._head = b""
         self._csv = None
         self._tf_plugins = {}
         self._tf_records = 0
+        self._tf_drops = []
+        self._bad_lines = 0
+        self._first_bad = 0
+
+    def _rewritten(self, st: os.stat_result, ident: tuple) -> bool:
+        """True when the file followed so far was replaced, truncated or rewritten in place
+        (its first bytes changed: Lightning's CSVLogger rewrites metrics.csv with a new
+        header when a new metric appears)."""
+        if self.ident is None or self.reader is None:
+            return False
+        if ident != self.ident or st.st_size < self.offset:
+            return True
+        if self._head:
+            with open(self.path, "rb") as f:
+                return f.read(len(self._head)) != self._head
+        return False
 
     def poll(self) -> int:
-        """Read what was appended since the last poll; returns the number of new records."""
+        """Read what was appended since the last poll; returns the number of new records.
+
+        Raises:
+            ReadError: the file is not a log we can read (a file that is still being
+                started, e.g. a first line half written or a CSV header alone, waits).
+        """
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
             return 0
         ident = (st.st_ino, st.st_dev)
-        if self.ident is not None and (ident != self.ident or st.st_size < self.offset
-                                       or (st.st_size < self.size and self.reader is not None)):
-            self._restart("the log was replaced or truncated (rotation, a restarted run): read again from the start")
+        if self.reader is not None and self.reader.name not in _APPEND_ONLY:
+            self.ident = ident
+            return self._poll_rewritten(st)
+        if self._rewritten(st, ident):
+            self._restart("the log was replaced or truncated, or rewritten in place (rotation, a restarted "
+                          "run, a new CSV header): read again from the start")
             self.reader = None
         self.ident = ident
         if self.reader is None:
             if st.st_size == 0:
                 return 0
-            self.reader = detect(self.path, self.fmt)
+            try:
+                self.reader = detect(self.path, self.fmt)
+            except ReadError:
+                if _still_starting(self.path):
+                    return 0
+                raise
             with open(self.path, "rb") as f:
                 self._encoding = encoding_of(f.read(4))
+            if self.reader.name not in _APPEND_ONLY:
+                return self._poll_rewritten(st)
         before = self.g.records
         name = self.reader.name
         if name == "jsonl":
             self._poll_lines(self._jsonl_line)
         elif name == "csv":
             self._poll_lines(self._csv_line)
-        elif name == "tfevents":
+        else:
             self._poll_tfevents()
-        elif st.st_size != self.size or st.st_mtime != self.mtime:
-            self._reread()
+        if not self._head and self.offset:
+            with open(self.path, "rb") as f:
+                self._head = f.read(min(self.offset, _HEAD_BYTES))
+        self._set_drops()
         self.size, self.mtime = st.st_size, st.st_mtime
         return self.g.records - before
+
+    def _poll_rewritten(self, st: os.stat_result) -> int:
+        if st.st_size == self.size and st.st_mtime == self.mtime:
+            return 0
+        before = self.g.records
+        try:
+            self._reread()
+        except ReadError:
+            # A save caught half-written is retried at the next poll; the same bytes
+            # failing twice are a broken file.
+            if self._torn == (st.st_size, st.st_mtime):
+                raise
+            self._torn = (st.st_size, st.st_mtime)
+            return 0
+        self._torn = None
+        self.size, self.mtime = st.st_size, st.st_mtime
+        return max(0, self.g.records - before)
+
+    def _set_drops(self) -> None:
+        drops = list(self._tf_drops)
+        if self._bad_lines:
+            drops.append(f"skipped {self._bad_lines} line(s) that are not JSON objects "
+                         f"(first at line {self._first_bad})")
+        if self._csv is not None:
+            st = ReadState()
+            self._csv.finish(st)
+            drops += st.drops
+        if drops:
+            self.g.meta["dropped"] = drops
+        else:
+            self.g.meta.pop("dropped", None)
 
     # --- append-only text ---------------------------------------------------------------
     def _poll_lines(self, handle) -> None:
@@ -122,6 +205,9 @@ class LogTail:
             rec = jsonl_fmt.parse_line(s, self.lineno)
             if rec is not None:
                 self.g.add_record(rec)
+            else:
+                self._bad_lines += 1
+                self._first_bad = self._first_bad or self.lineno
 
     def _csv_line(self, raw: str) -> None:
         if self._csv is None:
@@ -148,17 +234,14 @@ class LogTail:
             self.g.add_columns(Columns(tag, np.frombuffer(c.steps, dtype=np.float64).copy(),
                                        np.frombuffer(c.values, dtype=np.float64).copy(),
                                        np.frombuffer(c.lines, dtype=np.int64).copy()))
-        for n in state.notes:
-            if n not in self.g.notes:
-                self.g.notes.append(n)
+        # Only what was dropped carries over: the reader's notes describe the file as it
+        # was at this poll (e.g. "only the file header so far") and go stale.
+        for n in state.drops:
+            if n not in self._tf_drops:
+                self._tf_drops.append(n)
 
     # --- rewritten whole ----------------------------------------------------------------
     def _reread(self) -> None:
         from ..api import read_runlog
 
-        run = read_runlog(self.path, self.fmt)
-        self.g.reset()
-        for s in run.series.values():
-            self.g.add_columns(Columns(s.key, s.steps, s.values, s.lines))
-        self.g.meta.update(run.meta)
-        self.g._count = run.records
+        self.g.load(read_runlog(self.path, self.fmt))

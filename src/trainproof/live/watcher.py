@@ -11,17 +11,20 @@ from ..rules.thresholds import DEFAULT, Thresholds
 from .guardian import Guardian
 from .tail import LogTail
 
-#: Judge again once the history grew by this share of itself (keeps the amortised cost
-#: per record constant), or after this many seconds when anything new arrived.
+#: Judge again once the history grew by this share of itself, or after this many seconds
+#: when anything new arrived, as long as the guardian can afford it (see
+#: :meth:`Guardian.affordable`).
 JUDGE_SHARE = 0.01
 JUDGE_EVERY_SECONDS = 30.0
 
 
 @dataclass
 class Poll:
-    """What one poll saw."""
+    """What one poll saw. ``time`` is the watcher's clock (monotonic seconds); ``wall``
+    the Unix time of the poll (what ``--json`` prints as ``time``)."""
 
     time: float
+    wall: float
     records: int
     new_records: int
     verdict: str | None
@@ -30,7 +33,7 @@ class Poll:
     report: Report | None = None
 
     def to_dict(self) -> dict:
-        return {"time": round(self.time, 3), "records": self.records, "new_records": self.new_records,
+        return {"time": round(self.wall, 3), "records": self.records, "new_records": self.new_records,
                 "verdict": self.verdict, "new": list(self.new), "stalled": self.stalled}
 
 
@@ -45,49 +48,69 @@ class Watcher:
     """
 
     def __init__(self, path: Path, fmt: str = "auto", overrides=None, mute=(), thresholds: Thresholds = DEFAULT,
-                 stall_timeout: float | None = None, clock=time.monotonic) -> None:
+                 stall_timeout: float | None = None, clock=time.monotonic, wall=time.time) -> None:
         self.guardian = Guardian(str(path), fmt, mute, thresholds, overrides=overrides)
         self.tail = LogTail(Path(path), self.guardian, fmt)
         self.stall_timeout = stall_timeout
         self.clock = clock
+        self.wall = wall
         self.last_growth = clock()
         self.last_judge = -1e300
         self.report: Report | None = None
         self._stall_reported = False
 
+    def _judge_due(self, now: float, new: int) -> bool:
+        g = self.guardian
+        if not g.records:
+            return False
+        if not g.affordable():
+            return False
+        return g.due(JUDGE_SHARE) or bool(new and now - self.last_judge >= JUDGE_EVERY_SECONDS)
+
     def poll(self) -> Poll:
-        """Read new records; judge when enough arrived; report a stall.
+        """Read new records; judge when enough arrived (within the judging budget, see
+        :meth:`Guardian.affordable`); report a stall as ``TP-STALL`` until the log grows again.
 
         Raises:
             ReadError: the file exists but cannot be read as a log.
         """
         now = self.clock()
+        restarts = self.guardian.restarts
         new = self.tail.poll()
+        if self.guardian.restarts != restarts:
+            # A new run under the same name: the old verdict and judging budget are void.
+            self.report = None
+            self.last_judge = -1e300
         if self.tail.reader is not None:
             self.guardian.fmt = self.tail.reader.name
         if new:
             self.last_growth = now
             self._stall_reported = False
+            if self.report is not None:
+                self.report.findings = [f for f in self.report.findings if f.id != "TP-STALL"]
         judged_new: list[str] = []
-        if self.guardian.records and (self.guardian.due(JUDGE_SHARE)
-                                      or (new and now - self.last_judge >= JUDGE_EVERY_SECONDS)):
+        if self._judge_due(now, new):
             self.report = self.guardian.judge()
             self.last_judge = now
             judged_new = [f.id for f in self.guardian.new_findings]
         stalled = self.stall_timeout is not None and now - self.last_growth >= self.stall_timeout
-        if stalled and self.report is not None and "TP-STALL" not in self.report.ids():
-            r = get("TP-STALL")
-            self.report.findings.append(Finding(
-                r.id, r.level, f"the log has not grown for {now - self.last_growth:.0f} s",
-                f"no new record since {now - self.last_growth:.0f} s (stall timeout {self.stall_timeout:g} s); "
-                f"{self.guardian.records} records so far.",
-                {"seconds": now - self.last_growth, "timeout": self.stall_timeout}, source="live", hint=r.hint))
+        if stalled:
+            if self.report is None:
+                # Nothing complete to judge yet: the report says so (TP-NO-RECORDS).
+                self.report = self.guardian.judge()
+                self.last_judge = now
+            if "TP-STALL" not in self.report.ids():
+                r = get("TP-STALL")
+                self.report.findings.append(Finding(
+                    r.id, r.level, f"the log has not grown for {now - self.last_growth:.0f} s",
+                    f"no new record since {now - self.last_growth:.0f} s (stall timeout {self.stall_timeout:g} s); "
+                    f"{self.guardian.records} records so far.",
+                    {"seconds": now - self.last_growth, "timeout": self.stall_timeout}, source="live", hint=r.hint))
             if not self._stall_reported:
                 judged_new.append("TP-STALL")
                 self._stall_reported = True
         verdict = self.report.verdict.value if self.report is not None else None
-        return Poll(now, self.guardian.records, new, verdict, judged_new, stalled, self.report)
-
+        return Poll(now, self.wall(), self.guardian.records, new, verdict, judged_new, stalled, self.report)
     @property
     def failed(self) -> bool:
         return self.report is not None and self.report.verdict is Level.FAIL

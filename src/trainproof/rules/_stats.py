@@ -125,8 +125,24 @@ def neighbour_median(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if n < 5:
         return np.array([], dtype=np.int64), np.array([], dtype=float)
     idx = np.arange(2, n - 2)
-    nb = np.stack([values[idx - 2], values[idx - 1], values[idx + 1], values[idx + 2]], axis=1)
-    return idx, np.median(nb, axis=1)
+    a, b, c, d = values[:-4], values[1:-3], values[3:-1], values[4:]
+    # The median of four is the mean of the middle two: the larger of the two pairwise
+    # minima and the smaller of the two pairwise maxima (as np.median, ~6x faster).
+    lo = np.maximum(np.minimum(a, b), np.minimum(c, d))
+    hi = np.minimum(np.maximum(a, b), np.maximum(c, d))
+    return idx, (lo + hi) / 2
+
+
+def window_medians(values: np.ndarray, window: int) -> np.ndarray:
+    """The median of every run of ``window`` consecutive values (``values.size - window +
+    1`` of them; empty when the series is shorter than the window). Equal to
+    ``np.median`` over a sliding window, computed by sorting each window (faster than
+    numpy's per-row selection for the small windows the rules use)."""
+    if window < 1 or values.size < window:
+        return np.empty(0)
+    s = np.sort(np.lib.stride_tricks.sliding_window_view(values, window), axis=1)
+    k = window // 2
+    return s[:, k] if window % 2 else (s[:, k - 1] + s[:, k]) / 2
 
 
 def sign_change_share(residuals: np.ndarray) -> float:

@@ -75,8 +75,12 @@ def _skip_reason(rule: Rule, run: RunLog, th: Thresholds) -> Skip | None:
     return None
 
 
-def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()) -> Report:
+def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = (), charts: bool = True) -> Report:
     """Run every single-run rule on ``run``.
+
+    Args:
+        charts: also fill ``Report.charts`` (the downsampled series the HTML report draws);
+            a live guardian that judges over and over skips them until its final report.
 
     Returns:
         A :class:`Report` whose verdict is FAIL, WARN or PASS when at least one check ran,
@@ -143,7 +147,8 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
                 data={"ran": list(report.ran), "skipped": sorted(report.skipped)},
             ))
     report.summary = fail_summary(report, run)
-    report.charts = chart_series(run)
+    if charts:
+        report.charts = chart_series(run)
     return report
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, pct, step
 from ._stats import (ar1_inflation, end_window, improvement, level_se, mann_kendall_z,
-                     neighbour_median, noise_sigma, ols_slope, sign_change_share)
+                     neighbour_median, noise_sigma, ols_slope, sign_change_share, window_medians)
 from .registry import Need, rule
 
 #: Points per amplitude window (at least) and windows (at most) for TP-OSCILLATION: four
@@ -314,7 +314,7 @@ def _trailing_medians(y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarra
     for i in range(1, min(window, n)):
         med[i] = np.median(y[:i])
     if n > window:
-        med[window:] = np.median(np.lib.stride_tricks.sliding_window_view(y[:-1], window), axis=1)
+        med[window:] = window_medians(y[:-1], window)
     return med, count
 
 
@@ -368,7 +368,7 @@ def check_loss_spike(ctx):
     pre_all, pre_n = _trailing_medians(y, win)
     # The best level after index k: the lowest median of `settle` consecutive points
     # starting at k or later (a suffix minimum, so each spike costs O(1)).
-    post_meds = np.median(np.lib.stride_tricks.sliding_window_view(y, settle), axis=1)
+    post_meds = window_medians(y, settle)
     post_best = np.minimum.accumulate(post_meds[::-1])[::-1]
     se_post = level_se(sigma, settle)
     hits = []

@@ -1,0 +1,366 @@
+"""The in-loop monitor (``trainproof.watch(model, optimizer)``) on real CPU training.
+
+A tiny MLP on a fixed regression problem, a few hundred steps at most; torch runs on one
+thread (on a small machine several threads make a step of this size 30x slower).
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import numpy as np  # noqa: E402
+
+import trainproof  # noqa: E402
+from conftest import run_cli  # noqa: E402
+from trainproof import Level, Report, RunFailed  # noqa: E402
+from trainproof.live.monitor import Monitor  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def make_problem(seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(512, 8, generator=g)
+    w = torch.randn(8, 1, generator=g)
+    Y = torch.tanh(X @ w) + 0.05 * torch.randn(512, 1, generator=g)
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
+    return X, Y, model
+
+
+def train(opt: str = "adam", lr: float = 1e-3, steps: int = 300, seed: int = 0, before_step=None,
+          loss_override=None, **watch_kw):
+    """Train the tiny MLP with the monitor; returns (monitor, last step reached, optimizer).
+
+    ``before_step(step, model)`` runs after ``mon.log`` and before ``optimizer.step()``;
+    ``loss_override(step, loss)`` replaces the logged loss value.
+    """
+    X, Y, model = make_problem(seed)
+    if opt == "adam":
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    mon = trainproof.watch(model, optimizer, **watch_kw)
+    g = torch.Generator().manual_seed(seed + 1)
+    step = -1
+    for step in range(steps):
+        idx = torch.randint(0, X.shape[0], (32,), generator=g)
+        loss = torch.nn.functional.mse_loss(model(X[idx]), Y[idx])
+        optimizer.zero_grad()
+        loss.backward()
+        value = loss.item() if loss_override is None else loss_override(step, loss.item())
+        mon.log(step, value)
+        if before_step is not None:
+            before_step(step, model)
+        optimizer.step()
+    return mon, step, optimizer
+
+
+# --------------------------------------------------------------------------- lr far too high
+
+def test_lr_far_too_high_raises_run_failed_during_the_run():
+    steps = 300
+    reached = []
+    with pytest.raises(RunFailed) as ei:
+        train("sgd", lr=5.0, steps=steps, policy="raise", check_every=25,
+              before_step=lambda s, m: reached.append(s))
+    e = ei.value
+    assert isinstance(e, RuntimeError)
+    assert isinstance(e.report, Report)
+    assert e.report.verdict is Level.FAIL
+    fails = [f.id for f in e.report.findings if f.level is Level.FAIL]
+    assert fails and set(fails) & {"TP-NAN", "TP-DIVERGE", "TP-NAN-GRAD"}
+    # Raised at a check, well before the loop's end: the run can stop and save.
+    last = reached[-1] if reached else -1
+    assert last < steps - 1
+    assert e.report.records == last + 2  # the failing check ran inside log() of step last+1
+    assert (last + 2) % 25 == 0
+    assert e.report.summary and str(e) == e.report.summary
+    assert e.report.step_range[1] < steps - 1
+
+
+def test_lr_far_too_high_with_warn_is_seen_during_the_run(capsys):
+    alerts = []
+    progress = {"step": -1}
+
+    def on_alert(f):
+        alerts.append((progress["step"], f))
+
+    def before_step(s, m):
+        progress["step"] = s
+
+    mon, last, _ = train("sgd", lr=5.0, steps=200, policy="warn", check_every=20, on_alert=on_alert,
+                         before_step=before_step)
+    assert last == 199  # warn never stops the loop
+    fail_alerts = [(s, f) for s, f in alerts if f.level is Level.FAIL]
+    assert fail_alerts
+    assert min(s for s, _ in fail_alerts) < 100  # detected long before the end
+    err = capsys.readouterr().err
+    assert err.count("trainproof: FAIL at step") >= 1
+    ids_announced = [f.id for _, f in alerts]
+    assert len(ids_announced) == len(set(ids_announced))  # once per id
+    # Each FAIL id is printed once, however many checks see it again.
+    for _, f in fail_alerts:
+        assert err.count(f"{f.id}:") == 1, err
+    rep = mon.report(print_it=False)
+    assert rep.verdict is Level.FAIL
+
+
+def test_silent_policy_prints_nothing_and_does_not_raise(capsys):
+    mon, last, _ = train("sgd", lr=5.0, steps=150, policy="silent", check_every=10)
+    assert last == 149
+    assert capsys.readouterr().err == ""
+    assert mon.report(print_it=False).verdict is Level.FAIL
+    assert capsys.readouterr().err == ""
+
+
+def test_report_prints_the_verdict(capsys):
+    mon, _, _ = train("sgd", lr=5.0, steps=100, policy="silent", check_every=1000)
+    mon.report()
+    err = capsys.readouterr().err
+    assert "FAIL" in err
+
+
+# --------------------------------------------------------------------------- lr = 0
+
+def test_zero_lr_gives_tp_zero_lr():
+    mon, _, _ = train("sgd", lr=0.0, steps=120, policy="silent")
+    rep = mon.report(print_it=False)
+    assert "TP-ZERO-LR" in rep.ids()
+    f = next(f for f in rep.findings if f.id == "TP-ZERO-LR")
+    assert f.level is Level.FAIL
+    assert rep.verdict is Level.FAIL
+    lr = mon.guardian.runlog().series["lr"]
+    assert len(lr) == 120 and np.all(lr.values == 0.0)
+
+
+def test_zero_lr_raise_policy_stops_at_the_first_check():
+    with pytest.raises(RunFailed) as ei:
+        train("sgd", lr=0.0, steps=200, policy="raise", check_every=50)
+    assert "TP-ZERO-LR" in ei.value.report.ids()
+    assert ei.value.report.records == 50
+
+
+# --------------------------------------------------------------------------- healthy
+
+def test_healthy_run_no_fail_and_no_fail_alert():
+    alerts = []
+    mon, last, _ = train("adam", lr=1e-3, steps=300, policy="raise", check_every=25, on_alert=alerts.append)
+    assert last == 299  # never raised
+    rep = mon.report(print_it=False)
+    assert rep.verdict in (Level.PASS, Level.WARN)
+    assert not [f for f in rep.findings if f.level is Level.FAIL]
+    assert all(f.level is not Level.FAIL for f in alerts)
+    loss = mon.guardian.runlog().series["loss"].values
+    assert np.median(loss[-30:]) < 0.5 * np.median(loss[:30])  # it did learn
+
+
+def test_recorded_series():
+    X, Y, model = make_problem()
+    p1 = [p for p in model.parameters()][:2]
+    p2 = [p for p in model.parameters()][2:]
+    opt = torch.optim.SGD([{"params": p1, "lr": 0.01}, {"params": p2, "lr": 0.02}])
+    mon = Monitor(model, opt, check_every=1000, policy="silent")
+    for step in range(20):
+        loss = torch.nn.functional.mse_loss(model(X[:32]), Y[:32])
+        opt.zero_grad()
+        loss.backward()
+        if step == 7:
+            manual = math.sqrt(sum(float((p.grad ** 2).sum()) for p in model.parameters()))
+        mon.log(step * 5, loss.item(), eval_loss=0.5 if step % 5 == 4 else None, acc=0.9, flag=True)
+        opt.step()
+    run = mon.guardian.runlog()
+    by_key = {s.key: s for s in run.series.values()}
+    assert {"loss", "grad_norm", "lr", "lr_group_1", "step_time", "eval_loss", "acc"} == set(by_key)
+    assert run.series["loss"].key == "loss" and run.series["lr"].key == "lr"
+    assert list(by_key["loss"].steps) == [float(5 * i) for i in range(20)]
+    assert list(by_key["eval_loss"].steps) == [20.0, 45.0, 70.0, 95.0]
+    assert by_key["grad_norm"].values[7] == pytest.approx(manual, rel=1e-5)
+    assert np.all(by_key["lr_group_1"].values == 0.02) and np.all(by_key["lr"].values == 0.01)
+    assert np.all(by_key["acc"].values == 0.9)
+    st = by_key["step_time"]
+    assert len(st) == 19 and np.all(st.values > 0)  # from the second call on
+
+
+def test_grad_norm_without_gradients_is_nan():
+    X, Y, model = make_problem()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    mon = Monitor(model, opt, policy="silent")
+    assert math.isnan(mon.grad_norm())
+
+
+# --------------------------------------------------------------------------- update ratio
+
+def test_update_ratio_matches_a_manual_computation():
+    snapshots = {}
+
+    def before_step(step, model):
+        snapshots[step] = [p.detach().clone() for p in model.parameters()]
+
+    mon, _, _ = train("sgd", lr=0.05, steps=40, policy="silent", track_update_ratio=True,
+                      before_step=before_step, check_every=1000)
+    ur = mon.guardian.runlog().series["update_ratio"]
+    # The first call has nothing to compare with; then one value per call.
+    assert list(ur.steps) == [float(s) for s in range(1, 40)]
+    for k in (1, 2, 17, 39):
+        before, after = snapshots[k - 1], snapshots[k]  # the weights at log(k-1) and at log(k)
+        num = math.sqrt(sum(float(((a.double() - b.double()) ** 2).sum()) for a, b in zip(after, before)))
+        den = math.sqrt(sum(float((a.double() ** 2).sum()) for a in after))
+        i = list(ur.steps).index(float(k))
+        assert ur.values[i] == pytest.approx(num / den, rel=1e-5)
+    # The same value by another route: SGD moves every weight by lr * grad.
+    assert np.all(ur.values > 0)
+
+
+def test_update_ratio_is_not_recorded_unless_asked():
+    mon, _, _ = train("sgd", lr=0.05, steps=20, policy="silent")
+    assert "update_ratio" not in mon.guardian.runlog().series
+
+
+def test_update_ratio_low_with_a_far_too_small_lr():
+    mon, _, _ = train("sgd", lr=1e-6, steps=200, policy="silent", track_update_ratio=True)
+    rep = mon.report(print_it=False)
+    assert "TP-UPDATE-RATIO-LOW" in rep.ids()
+    f = next(f for f in rep.findings if f.id == "TP-UPDATE-RATIO-LOW")
+    assert f.level is Level.WARN and f.data["median_log10"] < -4
+
+
+def test_update_ratio_sane_lr_is_not_low():
+    mon, _, _ = train("adam", lr=1e-3, steps=200, policy="silent", track_update_ratio=True)
+    rep = mon.report(print_it=False)
+    assert "TP-UPDATE-RATIO-LOW" not in rep.ids()
+    assert "TP-UPDATE-RATIO-HIGH" not in rep.ids()
+    assert "TP-UPDATE-RATIO-LOW" in rep.ran
+    med = float(np.median(np.log10(mon.guardian.runlog().series["update_ratio"].values[20:])))
+    assert -4 < med < -2
+
+
+# --------------------------------------------------------------------------- log_path
+
+@pytest.mark.parametrize("case", ["healthy", "diverged", "zero_lr"])
+def test_log_path_jsonl_reads_back_with_the_same_verdict(tmp_path, case):
+    log = tmp_path / "sub" / "run.jsonl"
+    log.parent.mkdir()
+    kw = {"healthy": dict(opt="adam", lr=1e-3), "diverged": dict(opt="sgd", lr=5.0),
+          "zero_lr": dict(opt="sgd", lr=0.0)}[case]
+    mon, _, _ = train(steps=200, policy="silent", log_path=log, track_update_ratio=True, **kw)
+    rep = mon.report(print_it=False)
+    mon.close()
+    lines = log.read_text().splitlines()
+    assert len(lines) == 200
+    first = json.loads(lines[0])
+    assert first["step"] == 0 and {"loss", "grad_norm", "lr"} <= set(first)
+    code, out, err, doc = run_cli("epoch", str(log), "--json")
+    ep = doc["reports"][0] if "reports" in doc else doc
+    assert ep["format"] == "jsonl"
+    assert ep["verdict"] == rep.verdict.value
+    assert ep["records"] == rep.records == 200
+    assert sorted(f["id"] for f in ep["findings"] if f["level"] in ("FAIL", "WARN")) == \
+        sorted(f.id for f in rep.findings if f.level in (Level.FAIL, Level.WARN))
+    assert code == (1 if rep.verdict is Level.FAIL else 0)
+
+
+def test_log_path_appends_and_close(tmp_path):
+    log = tmp_path / "run.jsonl"
+    mon, _, _ = train(steps=10, policy="silent", log_path=log)
+    assert len(log.read_text().splitlines()) == 10  # flushed at each log(), before close
+    mon.close()
+    mon.close()  # idempotent
+
+
+# --------------------------------------------------------------------------- non-finite
+
+def test_non_finite_losses_are_recorded_never_raised_with_warn(tmp_path, capsys):
+    log = tmp_path / "run.jsonl"
+    bad = {30: float("nan"), 31: float("inf"), 90: float("-inf")}
+    bad.update({s: float("nan") for s in range(150, 200)})
+
+    mon, last, _ = train("adam", lr=1e-3, steps=200, policy="warn", check_every=20, log_path=log,
+                         loss_override=lambda s, v: bad.get(s, v))
+    assert last == 199
+    loss = mon.guardian.runlog().series["loss"]
+    assert loss.values.size == 200
+    assert math.isnan(loss.values[30]) and loss.values[31] == math.inf and loss.values[90] == -math.inf
+    assert np.isnan(loss.values[150:]).all()
+    rep = mon.report(print_it=False)
+    assert "TP-NAN" in rep.ids() and rep.verdict is Level.FAIL
+    assert "TP-NAN" in capsys.readouterr().err  # warned, once
+    mon.close()
+    # The JSONL log keeps them (as NaN/Infinity tokens) and epoch reads them back.
+    text = log.read_text()
+    assert "NaN" in text and "Infinity" in text
+    code, _, _, doc = run_cli("epoch", str(log), "--json")
+    assert code == 1
+    ep = doc["reports"][0] if "reports" in doc else doc
+    assert "TP-NAN" in [f["id"] for f in ep["findings"]]
+
+
+def test_non_finite_losses_silent():
+    mon, last, _ = train("adam", lr=1e-3, steps=60, policy="silent", check_every=5,
+                         loss_override=lambda s, v: float("nan") if s > 10 else v)
+    assert last == 59
+
+
+# --------------------------------------------------------------------------- API details
+
+def test_bad_policy_is_a_value_error():
+    X, Y, model = make_problem()
+    with pytest.raises(ValueError, match="policy"):
+        trainproof.watch(model, torch.optim.SGD(model.parameters(), lr=0.1), policy="stop")
+
+
+def test_check_every_cadence():
+    X, Y, model = make_problem()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    mon = trainproof.watch(model, opt, check_every=7, policy="silent")
+    judged = []
+    orig = mon.guardian.judge
+
+    def spy():
+        judged.append(mon.guardian.records)
+        return orig()
+
+    mon.guardian.judge = spy
+    for step in range(30):
+        loss = torch.nn.functional.mse_loss(model(X[:16]), Y[:16])
+        opt.zero_grad()
+        loss.backward()
+        mon.log(step, loss.item())
+        opt.step()
+    assert judged == [7, 14, 21, 28]
+
+
+def test_max_steps_reaches_the_schedule_rules():
+    mon, _, _ = train("adam", lr=1e-3, steps=100, policy="silent", max_steps=10_000)
+    rep = mon.report(print_it=False)
+    assert rep.meta.get("max_steps") == 10_000
+    assert "TP-RUN-INCOMPLETE" in rep.ids()
+
+
+def test_import_trainproof_does_not_import_torch():
+    code = ("import sys, trainproof; trainproof.watch; trainproof.RunFailed; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_bug_numpy_float32_metric_is_dropped():
+    X, Y, model = make_problem()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    mon = trainproof.watch(model, opt, policy="silent")
+    loss = torch.nn.functional.mse_loss(model(X[:16]), Y[:16])
+    loss.backward()
+    mon.log(0, loss.item(), acc=np.float32(0.5))
+    assert "acc" in mon.guardian.runlog().series

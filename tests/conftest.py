@@ -108,3 +108,20 @@ def shared() -> Path:
     if not (SHARED / "corpus" / "MANIFEST.tsv").exists():
         pytest.skip("../shared is absent")
     return SHARED
+
+
+#: The six example runs at the top of examples/ (examples/gallery/ holds many more).
+CORE_EXAMPLES = ("healthy", "healthy_seed1", "bad_labels", "lr_hot", "lr_zero", "diverge")
+
+
+@pytest.fixture
+def core_examples(tmp_path) -> Path:
+    """A copy of examples/ holding only the six top-level runs, at ``tmp_path/examples``
+    (tests that doctor a whole tree use it: the gallery would make them slow and change
+    their expected findings whenever the gallery grows)."""
+    import shutil
+
+    dst = tmp_path / "examples"
+    for name in CORE_EXAMPLES:
+        shutil.copytree(REPO / "examples" / name, dst / name)
+    return dst

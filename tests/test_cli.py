@@ -205,8 +205,8 @@ def test_no_color_when_piped(tmp_path):
     assert "\x1b[" not in proc.stdout
 
 
-def test_examples_doctor_through_console_script(tmp_path):
-    proc = run_subprocess("doctor", str(REPO / "examples"), "--json")
+def test_examples_doctor_through_console_script(core_examples):
+    proc = run_subprocess("doctor", str(core_examples), "--json")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1
     verdicts = {r["file"].split("examples/")[1]: r["verdict"] for r in doc["reports"]}

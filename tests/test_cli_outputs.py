@@ -35,12 +35,12 @@ def _check_sarif(path):
 
 
 @pytest.mark.parametrize("cmd", ["epoch", "doctor", "compare"])
-def test_sarif_and_html_are_written_and_the_exit_code_is_unchanged(tmp_path, cmd):
+def test_sarif_and_html_are_written_and_the_exit_code_is_unchanged(tmp_path, cmd, core_examples):
     sarif, html = tmp_path / "out.sarif", tmp_path / "out.html"
     if cmd == "epoch":
         args = ["epoch", str(EX / "diverge" / "metrics.jsonl")]
     elif cmd == "doctor":
-        args = ["doctor", str(EX)]
+        args = ["doctor", str(core_examples)]
     else:
         args = ["compare", str(EX / "healthy_seed1" / "metrics.jsonl"), str(EX / "healthy" / "metrics.jsonl"),
                 str(EX / "diverge" / "metrics.jsonl")]

@@ -343,8 +343,8 @@ _REMOTE = [
 ]
 
 
-def test_the_page_references_nothing_outside_itself(diverge, lr_hot):
-    reports, _ = doctor(EX)
+def test_the_page_references_nothing_outside_itself(diverge, lr_hot, core_examples):
+    reports, _ = doctor(core_examples)
     for page in (render_html([diverge]), render_html([lr_hot]), render_html(reports, title="doctor"),
                  render_html([diverge, lr_hot], compare=True)):
         for rx in _REMOTE:

@@ -316,8 +316,8 @@ def test_read_errors_are_notes_at_the_file(tmp_path: Path, monkeypatch) -> None:
     assert only(check_sarif(sarif.to_sarif([bare])), "TP-READ-ERROR")["level"] == "note"
 
 
-def test_rule_metadata_comes_from_the_registry() -> None:
-    reps, _ = doctor(REPO / "examples")
+def test_rule_metadata_comes_from_the_registry(core_examples) -> None:
+    reps, _ = doctor(core_examples)
     doc = check_sarif(sarif.to_sarif(reps))
     anchors = set(re.findall(r'<a id="([^"]+)"></a>', (REPO / "RULES.md").read_text(encoding="utf-8")))
     for d in doc["runs"][0]["tool"]["driver"]["rules"]:
@@ -335,8 +335,8 @@ def test_rule_metadata_comes_from_the_registry() -> None:
 # --------------------------------------------------------------------------- the examples gallery
 
 
-def test_examples_gallery(monkeypatch) -> None:
-    monkeypatch.chdir(REPO)
+def test_examples_gallery(monkeypatch, core_examples) -> None:
+    monkeypatch.chdir(core_examples.parent)
     reps, _ = doctor("examples")
     doc = check_sarif(sarif.to_sarif(reps))
     expected = [(f.id, r.file) for r in reps for f in r.findings if f.level is not Level.PASS]
@@ -366,8 +366,8 @@ def test_examples_gallery(monkeypatch) -> None:
 # --------------------------------------------------------------------------- fingerprints
 
 
-def test_fingerprints_are_stable_across_runs_and_unique(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(REPO)
+def test_fingerprints_are_stable_across_runs_and_unique(tmp_path: Path, monkeypatch, core_examples) -> None:
+    monkeypatch.chdir(core_examples.parent)
     one = check_sarif(sarif.to_sarif(doctor("examples")[0]))
     two = check_sarif(sarif.to_sarif(doctor("examples")[0]))
     fp = lambda d: [r["partialFingerprints"][sarif.FINGERPRINT_KEY] for r in results_of(d)]  # noqa: E731
@@ -463,8 +463,8 @@ def test_properties_are_strict_json(tmp_path: Path, monkeypatch, nan_jsonl: Path
     assert (data["worst"], data["peak"], data["at"]) == ("NaN", "Infinity", [1, "-Infinity"])
 
 
-def test_output_is_deterministic(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(REPO)
+def test_output_is_deterministic(tmp_path: Path, monkeypatch, core_examples) -> None:
+    monkeypatch.chdir(core_examples.parent)
     reps = doctor("examples")[0]
     text = sarif.dumps(reps)
     assert sarif.dumps(reps) == text == sarif.dumps(doctor("examples")[0])
@@ -484,11 +484,11 @@ def test_empty_report_list_is_a_valid_empty_run() -> None:
     assert doc["runs"][0]["properties"] == {"worstVerdict": None, "reports": []}
 
 
-def test_schema_validation_is_available() -> None:
+def test_schema_validation_is_available(core_examples) -> None:
     """Make the skip visible: without ../shared every other test runs the structural check only."""
     if VALIDATOR is None:
         pytest.skip("../shared/schemas/sarif-schema-2.1.0.json is absent")
-    good = sarif.to_sarif(doctor(REPO / "examples")[0])
+    good = sarif.to_sarif(doctor(core_examples)[0])
     VALIDATOR.validate(good)
     breakages = [
         lambda d: d["runs"][0]["results"][0].__setitem__("level", "fatal"),

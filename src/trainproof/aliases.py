@@ -92,8 +92,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
                   "grad_norm_1", "TrainIterStats/grad_norm", "TrainIterStats/grad_norm_1"),
     "epoch": ("epoch", "train/epoch"),
     "time": ("time", "wall_time", "_timestamp", "timestamp"),
-    "step_time": ("step_time", "train/step_time", "iter_time", "batch_time", "time/step"),
-    "loader_time": ("loader_time", "data_time", "train/data_time", "time/data"),
+    "step_time": ("step_time", "train/step_time", "iter_time", "batch_time", "time/step",
+                  "TrainIterStats/step_time"),  # Coqui's event file
+    "loader_time": ("loader_time", "data_time", "train/data_time", "time/data",
+                    "TrainIterStats/loader_time"),
     "gpu_util": ("gpu_util", "gpu_utilization", "system/gpu.0.gpu"),
     "update_ratio": ("update_ratio", "update_to_weight_ratio"),
     # The mixed-precision loss scale (torch GradScaler, DeepSpeed, Coqui's amp_scaler).

@@ -233,7 +233,7 @@ def test_a_report_with_non_finite_values_is_strict_json():
     loss[10] = math.nan
     loss[11] = math.inf
     g = [0.5] * 40
-    g[20:24] = [math.nan] * 4
+    g[36:] = [math.nan] * 4  # never finite again: TP-NAN-GRAD
     rep = judge_runlog(make_run(loss=loss, grad_norm=g))
     assert {"TP-NAN", "TP-NAN-GRAD"} <= set(rep.ids())
     assert rep.skipped["TP-DIVERGE"].reason == "degenerate"  # a curve with holes

@@ -86,10 +86,16 @@ class CompareContext:
 _COMMON = dict(source="compare", objectives=("supervised",))
 
 
+def _immaterial(c: CompareContext, run_level: float, base_level: float) -> bool:
+    """True when the run misses under ``cmp_min_gap_share`` of what the baseline learned."""
+    learned = c.base.start - base_level
+    return learned > 0 and run_level - base_level <= c.th.cmp_min_gap_share * learned
+
+
 @rule(
     "TP-FLOOR-RATIO", Level.FAIL, "compare", "the run's loss floor is far above the baseline's",
-    thresholds=["cmp_floor_ratio"], **_COMMON,
-    detects="The run's loss floor (smoothed minimum over the shared steps) is more than 2x the baseline's.",
+    thresholds=["cmp_floor_ratio", "cmp_min_gap_share"], **_COMMON,
+    detects="The run's loss floor (smoothed minimum over the shared steps) is more than 2x the baseline's, and the gap is more than 10% of what the baseline learned (its start minus its floor), when it learned anything.",
     why="The lowest loss a run holds is what it can learn; twice the baseline's floor on the same task means it learns something else, or much less.",
     not_mean="It does not compare different tasks, tokenizers or loss definitions meaningfully: the baseline must be a known-good run of the same task.",
     causes="Labels shuffled or misaligned with inputs, a wrong preprocessing or tokenizer, a frozen or too-small model, a much lower learning rate.",
@@ -97,6 +103,8 @@ _COMMON = dict(source="compare", objectives=("supervised",))
 )
 def check_floor_ratio(c: CompareContext):
     if c.base.floor <= 0 or c.run.floor <= c.th.cmp_floor_ratio * c.base.floor:
+        return
+    if _immaterial(c, c.run.floor, c.base.floor):
         return
     r = c.run.floor / c.base.floor
     yield c.finding(
@@ -109,8 +117,8 @@ def check_floor_ratio(c: CompareContext):
 
 @rule(
     "TP-END-RATIO", Level.FAIL, "compare", "the run ends far above the baseline",
-    thresholds=["cmp_end_ratio"], **_COMMON,
-    detects="The run's end loss (median of its last 10% over the shared steps) is more than 2x the baseline's.",
+    thresholds=["cmp_end_ratio", "cmp_min_gap_share"], **_COMMON,
+    detects="The run's end loss (median of its last 10% over the shared steps) is more than 2x the baseline's, and the gap is more than 10% of what the baseline learned (its start minus its end), when it learned anything.",
     why="Where a run ends is what its checkpoint is worth; twice the baseline's loss at the same step is a much worse model.",
     not_mean="It does not mean the run is broken on its own; it is worse than the baseline.",
     causes="A divergence late in the run, a wrong learning rate or schedule, a data or label problem.",
@@ -118,6 +126,8 @@ def check_floor_ratio(c: CompareContext):
 )
 def check_end_ratio(c: CompareContext):
     if c.base.end <= 0 or c.run.end <= c.th.cmp_end_ratio * c.base.end:
+        return
+    if _immaterial(c, c.run.end, c.base.end):
         return
     r = c.run.end / c.base.end
     yield c.finding(

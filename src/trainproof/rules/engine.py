@@ -116,10 +116,13 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
             report.skipped[rule.id] = Skip("muted", "muted by configuration or --mute")
             continue
         if objective not in rule.objectives:
-            report.skipped[rule.id] = Skip(
-                f"objective: {objective}",
-                f"the log is an {objective.upper()} objective ({', '.join(because[:3])}): "
-                "its loss is not expected to fall, so the loss-shape rules do not apply")
+            if objective == "supervised":
+                detail = (f"applies to {'/'.join(o.upper() for o in sorted(rule.objectives))} objectives only; "
+                          "this log has none of their metrics")
+            else:
+                detail = (f"the log is an {objective.upper()} objective ({', '.join(because[:3])}): "
+                          "its loss is not expected to fall, so the loss-shape rules do not apply")
+            report.skipped[rule.id] = Skip(f"objective: {objective}", detail)
             continue
         skip = _skip_reason(rule, run, th)
         if skip is not None:

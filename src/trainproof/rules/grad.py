@@ -12,14 +12,16 @@ from .registry import Need, rule
 
 
 def _nonfinite_runs(ctx):
-    """Runs of consecutive non-finite gradient norms, split into sustained and isolated."""
+    """Runs of consecutive non-finite gradient norms, split into sustained (never followed
+    by a finite norm: it lasts to the end of the log) and recovered/isolated."""
     g = ctx.series("grad_norm")
     bad = ~np.isfinite(g.values)
     runs = runs_of(bad)
     n = len(g)
     sustained, isolated = [], []
     for start, length in runs:
-        if length >= ctx.th.nan_grad_sustained_points or length == n:
+        to_end = start + length == n
+        if (to_end and length >= ctx.th.nan_grad_sustained_points) or length == n:
             sustained.append((start, length))
         else:
             isolated.append((start, length))
@@ -29,9 +31,9 @@ def _nonfinite_runs(ctx):
 @rule(
     "TP-NAN-GRAD", Level.FAIL, "nan", "the gradient norm is non-finite on a sustained run of steps",
     needs=[Need("grad_norm", 1, finite=False)], thresholds=["nan_grad_sustained_points"],
-    detects="Gradient norms that are NaN or Inf on 3 or more consecutive logged points, or on every logged point.",
-    why="A loss scaler skips one overflowing step and recovers; a norm that stays non-finite means the weights or the loss are already NaN, whatever the logged loss says.",
-    not_mean="An isolated non-finite norm followed by finite ones is the mixed-precision loss scaler at work (TP-GRAD-OVERFLOW-SKIPPED), not this.",
+    detects="Gradient norms that are NaN or Inf on the last 3 or more logged points (never followed by a finite norm again), or on every logged point.",
+    why="A loss scaler skips an overflowing step, lowers its scale and recovers, sometimes after several skips in a row; a norm that never becomes finite again means the weights or the loss are already NaN, whatever the logged loss says.",
+    not_mean="Non-finite norms followed by finite ones, however many in a row, are the mixed-precision loss scaler at work (TP-GRAD-OVERFLOW-SKIPPED): NaN weights never give a finite norm again.",
     causes="NaN weights after an overflow, a learning rate far too high, fp16 without a loss scaler, a custom loss that produces NaN on some batches.",
     try_="Resume from the last checkpoint before the first non-finite norm with a lower learning rate, gradient clipping, and bf16 or a GradScaler.",
 )
@@ -57,7 +59,7 @@ def check_nan_grad(ctx):
 @rule(
     "TP-GRAD-OVERFLOW-SKIPPED", Level.WARN, "nan", "isolated non-finite gradient norms (loss scaler skipped steps)",
     needs=[Need("grad_norm", 1, finite=False)], thresholds=["nan_grad_sustained_points"],
-    detects="Non-finite gradient norms on fewer than 3 consecutive logged points, each followed by finite ones, when no sustained run exists.",
+    detects="Non-finite gradient norms followed by finite ones again (or fewer than 3 at the very end of the log), when no sustained run exists.",
     why="With fp16 a loss scaler skips the optimizer step when gradients overflow and lowers its scale; a few of these are normal, many mean the scale keeps collapsing.",
     not_mean="It does not mean the run is broken; losses and norms around these steps are finite.",
     causes="fp16 mixed precision with a dynamic loss scaler meeting an overflowing batch; a spike in the loss.",
@@ -91,7 +93,7 @@ def check_overflow_skipped(ctx):
     "TP-ZERO-GRAD", Level.FAIL, "zero", "every gradient norm is exactly 0.0 and the loss did not improve",
     needs=[Need("grad_norm", "zero_min_points"), Need("loss", 2)],
     thresholds=["zero_min_points", "dead_window", "dead_min_improvement"],
-    detects="Every finite gradient norm (at least 5) is exactly 0.0 while the loss did not improve by 5%.",
+    detects="Every finite gradient norm (at least 5) is exactly 0.0 while the loss did not improve by 5% (median of the first vs the last 10% of the loss points, at least 5 points each: a wider window than 5 points keeps step-to-step noise on a frozen model from passing for learning).",
     why="With zero gradients the optimizer cannot change the weights: every step is wasted.",
     not_mean="It does not fire on small but non-zero norms (those are TP-VANISHING-GRAD territory), nor when the loss improved (a logger that reports 0 for a norm it did not compute).",
     causes="Every parameter frozen (requires_grad=False), the graph severed (detach, no_grad, a .item() in the loss), every label masked so the loss is a constant.",
@@ -102,7 +104,8 @@ def check_zero_grad(ctx):
     if not np.all(g.values == 0):
         return
     loss = ctx.series("loss").finite()
-    w = min(ctx.th.dead_window, max(1, loss.values.size // 2))
+    n = loss.values.size
+    w = min(max(ctx.th.dead_window, n // 10), max(1, n // 2))
     first, last, rel = improvement(loss.values, w)
     if rel >= ctx.th.dead_min_improvement:
         return

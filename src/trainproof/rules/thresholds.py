@@ -88,8 +88,9 @@ class Thresholds:
     # at a few times the typical norm). The first logged norm is ignored: large norms at
     # the first log are normal (measured on the corpus: most files).
     grad_spike_factor: float = 10.0
-    # Non-finite gradient norms on 3 or more consecutive logged points are not the loss
-    # scaler skipping a step (it halves the scale and recovers on the next step).
+    # Non-finite gradient norms on the last 3 or more logged points, never followed by a
+    # finite one, are not the loss scaler skipping steps (it lowers its scale and the norm
+    # becomes finite again, sometimes after several skips in a row while it calibrates).
     nan_grad_sustained_points: int = 3
     # A dynamic loss scaler halves on each overflow and doubles back only after a long run
     # of clean steps (torch GradScaler: 2000); ending 2^10 below its peak means ten
@@ -232,6 +233,11 @@ class Thresholds:
     # shuffled labels sits at 5-20x.
     cmp_floor_ratio: float = 2.0
     cmp_end_ratio: float = 2.0
+    # ...and the gap must be a material share of what the baseline learned (its start
+    # minus its floor or end): near a floor of almost zero a ratio of two small numbers
+    # says little (the gallery's healthy torch seeds reach 0.043 and 0.089 from 1.39, a
+    # 2.07x ratio but a 3% share), while shuffled labels miss 60-80% of it.
+    cmp_min_gap_share: float = 0.10
     # Improving less than a quarter of what the baseline improved over the same steps.
     cmp_improve_deficit: float = 0.25
     # Gradient norms five times the baseline's: well beyond batch-to-batch variation.

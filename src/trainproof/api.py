@@ -63,8 +63,12 @@ def _looks_like_log_name(p: Path) -> bool:
 def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None,
            mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT,
            progress: Callable[[int, int, str], None] | None = None,
-           baseline: str | Path | None = None) -> tuple[list[Report], list[dict]]:
+           baseline: str | Path | None = None, max_depth: int | None = None,
+           max_files: int | None = None) -> tuple[list[Report], list[dict]]:
     """Find every training log under ``root`` and judge each run.
+
+    ``max_depth`` and ``max_files`` bound the search of an untrusted or huge tree (see
+    :func:`discover.walk`); where they cut it, ``ignored`` says so.
 
     With ``baseline``, each run is also compared with it (compare findings added to its
     report); when the comparison cannot run, ``TP-CMP-ERROR`` (WARN) says why.
@@ -83,9 +87,10 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
             base_report = judge_runlog(base, thresholds, mute)
         except (ReadError, MappingError) as e:
             base_error = f"the baseline {baseline} could not be read: {e}"
-    candidates = group_runs(walk(Path(root)))
+    limits: list[dict] = []
+    candidates = group_runs(walk(Path(root), max_depth, max_files, limits))
     reports: list[Report] = []
-    ignored: list[dict] = []
+    ignored: list[dict] = list(limits)
     for i, cand in enumerate(candidates):
         if progress is not None:
             progress(i, len(candidates), str(cand.path))

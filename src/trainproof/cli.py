@@ -90,7 +90,12 @@ class _LazyProgress:
 @common_options
 @click.option("--baseline", type=click.Path(path_type=Path),
               help="Also compare every run with this known-good run of the same task.")
-def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path, baseline) -> None:
+@click.option("--max-depth", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Search at most N folder levels below PATH (for huge or untrusted trees).")
+@click.option("--max-files", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Judge at most N log files; the cut is listed among the ignored files.")
+def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path, baseline,
+           max_depth, max_files) -> None:
     """Find every training log under PATH (default: .) and judge each run."""
     overrides, cfg = _setup("doctor", as_json, maps, mute, config_path)
     if not path.exists():
@@ -98,7 +103,10 @@ def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path, sarif_p
         return
     progress = _LazyProgress()
     reports, ignored = api_doctor(path, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
-                                  baseline=baseline)
+                                  baseline=baseline, max_depth=max_depth, max_files=max_files)
+    for cut in ignored:
+        if "--max-depth" in cut["reason"] or "--max-files" in cut["reason"]:
+            click.echo(f"trainproof: {cut['file']}: {cut['reason']}", err=True)
     progress.close()
     error = None if reports else f"no training logs found under {path}"
     if ignored and not as_json and reports:

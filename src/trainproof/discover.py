@@ -50,16 +50,25 @@ def _is_mlflow_run(dirpath: str, dirnames: list[str], filenames: list[str]) -> b
     return "metrics" in dirnames and ("meta.yaml" in filenames or "params" in dirnames or "tags" in dirnames)
 
 
-def walk(root: Path) -> list[Path]:
+def walk(root: Path, max_depth: int | None = None, max_files: int | None = None,
+         limits: list[dict] | None = None) -> list[Path]:
     """Every log-like path under ``root`` (sorted), pruning and avoiding symlink loops.
 
     Files are returned by name (a log suffix, or ``tfevents`` in the name); an MLflow run
     folder (``metrics/`` beside ``meta.yaml``) is returned as the folder itself.
+
+    Args:
+        max_depth: search at most this many folder levels below ``root`` (0: ``root``'s
+            own files only); ``None`` for no limit.
+        max_files: stop after this many log-like paths; ``None`` for no limit.
+        limits: where each limit that cut the search is recorded, as
+            ``{"file", "reason"}`` (what ``doctor`` lists as ignored).
     """
     if root.is_file():
         return [root]
     out: list[Path] = []
     seen: set[tuple[int, int]] = set()
+    base = len(Path(root).parts)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         try:
             st = os.stat(dirpath)
@@ -76,8 +85,18 @@ def walk(root: Path) -> list[Path]:
             out.append(Path(dirpath))
             skip |= {"metrics", "params", "tags"}  # read as the run; artifacts/ may hold more logs
         dirnames[:] = sorted(d for d in dirnames if d not in skip and not d.endswith(".egg-info"))
+        if max_depth is not None and len(Path(dirpath).parts) - base >= max_depth and dirnames:
+            if limits is not None:
+                limits.append({"file": dirpath, "reason": f"{len(dirnames)} folder(s) below it not searched: "
+                                                          f"deeper than --max-depth {max_depth}"})
+            dirnames[:] = []
         for f in sorted(filenames):
             if _log_like(f) or "tfevents" in f:
+                if max_files is not None and len(out) >= max_files:
+                    if limits is not None:
+                        limits.append({"file": str(root), "reason": f"search stopped at --max-files {max_files}: "
+                                                                    "later logs were not judged"})
+                    return sorted(out)
                 out.append(Path(dirpath) / f)
     return sorted(out)
 

@@ -497,11 +497,26 @@ def _kill_group(p: subprocess.Popen) -> None:
         pass
 
 
+#: What a ``--clean-env`` probe keeps of the environment: enough to find programs and
+#: decode text, nothing that changes what Python imports or loads (PYTHONPATH,
+#: PYTHONSTARTUP, LD_PRELOAD, LD_LIBRARY_PATH, site customisations...).
+CLEAN_ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT")
+
+#: The environment probes run in: ``None`` inherits trainproof's; set by ``clean_env``.
+_PROBE_ENV: dict | None = None
+
+
+def clean_environment() -> dict[str, str]:
+    """The minimal environment of a ``--clean-env`` probe (see ``CLEAN_ENV_KEEP``)."""
+    return {k: v for k, v in os.environ.items() if k in CLEAN_ENV_KEEP}
+
+
 def _run(argv: list[str], cwd: str | None, timeout: float) -> _Run:
-    """Run ``argv`` with a hard timeout; OSError when it cannot be started."""
+    """Run ``argv`` (a list: never through a shell) with a hard timeout; OSError when it
+    cannot be started."""
     t0 = time.monotonic()
     p = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         start_new_session=(os.name == "posix"))
+                         start_new_session=(os.name == "posix"), env=_PROBE_ENV, shell=False)
     timed_out = False
     try:
         out, err = p.communicate(timeout=timeout)
@@ -1190,13 +1205,29 @@ def check_gpus() -> tuple[list[Finding], Skip | None]:
 
 def env_report(modules=(), python: str | None = None, cwd: str = ".", cwd_given: bool = False, checkpoints=(),
                required_gb: float | None = None, output_dir: str | None = None, checkpoint_gb: float | None = None,
-               keep: int = 1, timeout: float = 120.0, th: Thresholds | None = None) -> Report:
-    """The one report about this machine (see the module documentation)."""
+               keep: int = 1, timeout: float = 120.0, th: Thresholds | None = None,
+               clean_env: bool = False) -> Report:
+    """The one report about this machine (see the module documentation).
+
+    With ``clean_env`` the child interpreters get a minimal environment
+    (:func:`clean_environment`) instead of trainproof's own.
+    """
+    global _PROBE_ENV
+    _PROBE_ENV = clean_environment() if clean_env else None
+    try:
+        return _env_report(modules, python, cwd, cwd_given, checkpoints, required_gb, output_dir, checkpoint_gb,
+                           keep, timeout, th, clean_env)
+    finally:
+        _PROBE_ENV = None
+
+
+def _env_report(modules, python, cwd, cwd_given, checkpoints, required_gb, output_dir, checkpoint_gb, keep, timeout,
+                th, clean_env) -> Report:
     th = th or Thresholds()
     findings: list[Finding] = []
     skipped: dict[str, Skip] = {}
     notes: list[str] = []
-    meta: dict = {"cwd": cwd}
+    meta: dict = {"cwd": cwd, "clean_env": clean_env}
     items = 0
     cwd_ok = os.path.isdir(cwd)
     if not cwd_ok and (cwd_given or modules):
@@ -1262,9 +1293,12 @@ def env_report(modules=(), python: str | None = None, cwd: str = ".", cwd_given:
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
               metavar="S", help="Seconds each import may take (cold imports of large stacks from network "
                                 "filesystems take tens of seconds).")
+@click.option("--clean-env", is_flag=True,
+              help="Probe imports with a minimal environment (PATH, HOME, locale, temp dir only): no PYTHONPATH, "
+                   "LD_PRELOAD or other variables of this shell.")
 @output_options
-def env_cmd(modules, python, cwd, checkpoints, required_gb, output_dir, checkpoint_gb, keep, timeout, as_json, mute,
-            config_path, sarif_path) -> None:
+def env_cmd(modules, python, cwd, checkpoints, required_gb, output_dir, checkpoint_gb, keep, timeout, clean_env,
+            as_json, mute, config_path, sarif_path) -> None:
     """Can this machine start this run at all? Probe imports in a child interpreter, verify
     checkpoints without unpickling them, and compare RAM and disk with what the run needs.
 
@@ -1278,7 +1312,8 @@ def env_cmd(modules, python, cwd, checkpoints, required_gb, output_dir, checkpoi
     _, cfg = _setup("env", as_json, (), mute, config_path)
     rep = env_report(modules=modules, python=python, cwd=cwd if cwd is not None else ".", cwd_given=cwd is not None,
                      checkpoints=checkpoints, required_gb=required_gb, output_dir=output_dir,
-                     checkpoint_gb=checkpoint_gb, keep=keep, timeout=timeout, th=cfg.thresholds)
+                     checkpoint_gb=checkpoint_gb, keep=keep, timeout=timeout, th=cfg.thresholds,
+                     clean_env=clean_env)
     emit([rep], "env", as_json, sarif_path=sarif_path, mute=cfg.mute)
 
 

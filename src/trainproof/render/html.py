@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._files import write_atomic
 from ..findings import SEVERITY, Level, Report, jsonable, worst_verdict
 from .text import CLOSING_NOTE
 
@@ -735,6 +736,7 @@ def render_html(reports: list[Report], title: str = "trainproof report", compare
     from .. import __version__
 
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{_esc(title)}</title>", f'<meta name="generator" content="trainproof {_esc(__version__)}">',
            f"<style>{_CSS}</style></head>", '<body><main id="top">']
@@ -769,6 +771,22 @@ def render_html(reports: list[Report], title: str = "trainproof report", compare
     return "\n".join(out)
 
 
+def _csp() -> str:
+    """The page's Content-Security-Policy: nothing may load from anywhere (no scripts at
+    all, no images, fonts, frames, forms or connections), and the only style allowed is
+    the page's own stylesheet, pinned by its SHA-256 hash, so text injected from a log
+    could neither run nor restyle the page even if escaping failed."""
+    import base64
+    import hashlib
+
+    digest = base64.b64encode(hashlib.sha256(_CSS.encode("utf-8")).digest()).decode("ascii")
+    return (f"default-src 'none'; style-src 'sha256-{digest}'; script-src 'none'; img-src 'none'; "
+            "base-uri 'none'; form-action 'none'")
+
+
+CSP = _csp()
+
+
 def write_html(reports: list[Report], path: Path, title: str = "trainproof report", compare: bool = False) -> None:
     """Write :func:`render_html` to ``path`` (UTF-8, ``\\n`` line ends)."""
-    Path(path).write_text(render_html(reports, title=title, compare=compare), encoding="utf-8", newline="\n")
+    write_atomic(path, render_html(reports, title=title, compare=compare))

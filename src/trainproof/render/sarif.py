@@ -61,6 +61,7 @@ from urllib.parse import quote
 import sarif_om as om
 from jschema_to_python.to_json import to_json
 
+from .._files import write_atomic
 from ..findings import Finding, Level, Report, jsonable, worst_verdict
 from ..rules.registry import DOC_SECTIONS, Rule, all_rules, get
 
@@ -343,4 +344,4 @@ def to_sarif(reports: Iterable[Report], base: Path | None = None) -> dict:
 
 def write_sarif(reports: Iterable[Report], path: Path, base: Path | None = None) -> None:
     """Write the SARIF document of ``reports`` to ``path`` (UTF-8, trailing newline)."""
-    Path(path).write_text(dumps(reports, base) + "\n", encoding="utf-8")
+    write_atomic(path, dumps(reports, base) + "\n")

@@ -1,7 +1,9 @@
 """The Python API: judge a log file (or a RunLog) and get a :class:`Report`."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from .aliases import MappingError
@@ -60,12 +62,86 @@ def _looks_like_log_name(p: Path) -> bool:
     return name in _LOG_NAMES or name.endswith((".jsonl", ".ndjson", ".jsonl.gz")) or "tfevents" in name
 
 
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Everything a judgement depends on besides the log (picklable: it travels to worker
+    processes and cluster engines). ``mapping``: canonical -> raw key (``--map``);
+    ``baseline``: a known-good run each run is also compared with."""
+
+    fmt: str = "auto"
+    mapping: tuple[tuple[str, str], ...] = ()
+    mute: tuple[str, ...] = ()
+    thresholds: Thresholds = DEFAULT
+    baseline: str | None = None
+
+
+_BASELINES: dict = {}
+
+
+def _baseline(cfg: JudgeConfig):
+    """``(runlog, report, error)`` of the configured baseline, read once per process."""
+    key = (cfg.baseline, cfg.fmt, cfg.mapping, cfg.mute, cfg.thresholds)
+    if key not in _BASELINES:
+        try:
+            base = read_runlog(cfg.baseline, cfg.fmt, dict(cfg.mapping) or None)
+            _BASELINES[key] = (base, judge_runlog(base, cfg.thresholds, cfg.mute), None)
+        except (ReadError, MappingError) as e:
+            _BASELINES[key] = (None, None, f"the baseline {cfg.baseline} could not be read: {e}")
+    return _BASELINES[key]
+
+
+def judge_run(location: str | Path, config: JudgeConfig = JudgeConfig()) -> tuple[Report | None, dict | None]:
+    """Judge one run found by ``doctor``: a pure function of the location and the config,
+    so that processes or a cluster engine can run it anywhere and only schedule.
+
+    Returns:
+        ``(report, None)`` for a run (an error report when it cannot be read), or
+        ``(None, {"file", "reason"})`` for a file that is not a training log (a data table,
+        an event file without scalars, content no reader recognises under a neutral name).
+    """
+    path = Path(location)
+    mapping = dict(config.mapping) or None
+    try:
+        run = read_runlog(path, config.fmt, mapping)
+    except NotALog as e:
+        if _looks_like_log_name(path):
+            return error_report(str(path), str(e)), None
+        return None, {"file": str(path), "reason": str(e)}
+    except (ReadError, MappingError) as e:
+        return error_report(str(path), str(e)), None
+    if run.format in ("jsonl", "csv") and not run.mapping and not run.explicit_steps:
+        return None, {"file": str(path), "reason": "a data table: no step column and no known metric"}
+    if run.format == "tfevents" and run.records == 0:
+        return None, {"file": str(path), "reason": "an event file without scalars (hparams, text, graphs or profiles only)"}
+    rep = judge_runlog(run, config.thresholds, config.mute)
+    if config.baseline is not None:
+        base, base_report, base_error = _baseline(config)
+        if base is not None and path.resolve() != Path(config.baseline).resolve():
+            _add_comparison(rep, base, run, base_report, config.thresholds, config.mute)
+        elif base_error is not None:
+            from .rules.registry import get
+
+            r = get("TP-CMP-ERROR")
+            rep.findings.append(Finding(r.id, r.level, "the comparison with the baseline could not run",
+                                        base_error, {"reason": base_error}, source="compare", hint=r.hint))
+    return rep, None
+
+
+def _judge_candidate(args: tuple) -> tuple[Report | None, dict | None]:
+    path, config = args
+    return judge_run(path, config)
+
+
+#: Below this many runs a process pool costs more than it saves.
+_MIN_PARALLEL = 8
+
+
 def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None,
            mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT,
            progress: Callable[[int, int, str], None] | None = None,
            baseline: str | Path | None = None, max_depth: int | None = None,
-           max_files: int | None = None) -> tuple[list[Report], list[dict]]:
-    """Find every training log under ``root`` and judge each run.
+           max_files: int | None = None, jobs: int | None = 1) -> tuple[list[Report], list[dict]]:
+    """Find every training log under ``root`` and judge each run (:func:`judge_run`).
 
     ``max_depth`` and ``max_files`` bound the search of an untrusted or huge tree (see
     :func:`discover.walk`); where they cut it, ``ignored`` says so.
@@ -73,57 +149,47 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
     With ``baseline``, each run is also compared with it (compare findings added to its
     report); when the comparison cannot run, ``TP-CMP-ERROR`` (WARN) says why.
 
+    ``jobs``: worker processes (``None``: one per core). The output is the same, in the
+    same order, whatever the number.
+
     Returns:
         ``(reports, ignored)``: one report per run (unreadable logs as error reports) and
         ``{"file", "reason"}`` for each file that was looked at and is not a training log
         (a data table, an event file without scalars, a file no reader recognises).
     """
-    mute = list(mute)
-    base = base_report = None
-    base_error = None
-    if baseline is not None:
-        try:
-            base = read_runlog(baseline, fmt, mapping)
-            base_report = judge_runlog(base, thresholds, mute)
-        except (ReadError, MappingError) as e:
-            base_error = f"the baseline {baseline} could not be read: {e}"
+    config = JudgeConfig(fmt, tuple(sorted((mapping or {}).items())), tuple(mute), thresholds,
+                         str(baseline) if baseline is not None else None)
     limits: list[dict] = []
     candidates = group_runs(walk(Path(root), max_depth, max_files, limits))
     reports: list[Report] = []
     ignored: list[dict] = list(limits)
-    for i, cand in enumerate(candidates):
-        if progress is not None:
-            progress(i, len(candidates), str(cand.path))
-        try:
-            run = read_runlog(cand.path, fmt, mapping)
-        except NotALog as e:
-            if _looks_like_log_name(cand.path):
-                reports.append(error_report(str(cand.path), str(e)))
-            else:
-                ignored.append({"file": str(cand.path), "reason": str(e)})
-            continue
-        except (ReadError, MappingError) as e:
-            reports.append(error_report(str(cand.path), str(e)))
-            continue
-        if run.format in ("jsonl", "csv") and not run.mapping and not run.explicit_steps:
-            ignored.append({"file": str(cand.path), "reason": "a data table: no step column and no known metric"})
-            continue
-        if run.format == "tfevents" and run.records == 0:
-            ignored.append({"file": str(cand.path), "reason": "an event file without scalars (hparams, text, graphs or profiles only)"})
-            continue
-        rep = judge_runlog(run, thresholds, mute)
-        if base is not None and Path(cand.path).resolve() != Path(baseline).resolve():
-            _add_comparison(rep, base, run, base_report, thresholds, mute)
-        elif base_error is not None:
-            from .rules.registry import get
+    jobs = (os.cpu_count() or 1) if jobs is None else max(1, int(jobs))
+    work = [(c.path, config) for c in candidates]
+    if jobs > 1 and len(work) >= _MIN_PARALLEL:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-            r = get("TP-CMP-ERROR")
-            rep.findings.append(Finding(r.id, r.level, "the comparison with the baseline could not run",
-                                        base_error, {"reason": base_error}, source="compare", hint=r.hint))
-        rep.snapshots = [str(p) for p in cand.snapshots]
-        if cand.snapshots:
-            rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; judged the most complete")
-        reports.append(rep)
+        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+        results = pool.map(_judge_candidate, work, chunksize=max(1, min(16, len(work) // (4 * jobs))))
+    else:
+        pool = None
+        results = map(_judge_candidate, work)
+    try:
+        for i, (cand, (rep, skip)) in enumerate(zip(candidates, results)):
+            if progress is not None:
+                progress(i, len(candidates), str(cand.path))
+            if rep is None:
+                ignored.append(skip)
+                continue
+            rep.snapshots = [str(p) for p in cand.snapshots]
+            if cand.snapshots:
+                rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; "
+                                 "judged the most complete")
+            reports.append(rep)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     return reports, ignored
 
 

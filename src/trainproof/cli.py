@@ -94,8 +94,11 @@ class _LazyProgress:
               help="Search at most N folder levels below PATH (for huge or untrusted trees).")
 @click.option("--max-files", type=click.IntRange(min=1), default=None, metavar="N",
               help="Judge at most N log files; the cut is listed among the ignored files.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Judge runs in N processes (default: one per core); the output is the same and in the same "
+                   "order for any N.")
 def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path, baseline,
-           max_depth, max_files) -> None:
+           max_depth, max_files, jobs) -> None:
     """Find every training log under PATH (default: .) and judge each run."""
     overrides, cfg = _setup("doctor", as_json, maps, mute, config_path)
     if not path.exists():
@@ -103,7 +106,7 @@ def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path, sarif_p
         return
     progress = _LazyProgress()
     reports, ignored = api_doctor(path, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
-                                  baseline=baseline, max_depth=max_depth, max_files=max_files)
+                                  baseline=baseline, max_depth=max_depth, max_files=max_files, jobs=jobs)
     for cut in ignored:
         if "--max-depth" in cut["reason"] or "--max-files" in cut["reason"]:
             click.echo(f"trainproof: {cut['file']}: {cut['reason']}", err=True)

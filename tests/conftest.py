@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import _hypothesis_profiles  # noqa: F401  (registers the fuzz profiles before --hypothesis-profile is read)
 import jsonschema
 import pytest
 from click.testing import CliRunner

@@ -129,6 +129,51 @@ def open_text(path: Path, newline: str | None = None) -> IO[str]:
     return io.TextIOWrapper(raw, encoding=enc, errors="replace", newline=newline)
 
 
+#: The longest line a text reader holds in memory, in characters. A longer line (a
+#: runaway print, binary junk without line breaks) is skipped, with a note, so memory stays
+#: bounded whatever the file holds.
+MAX_LINE = 16 << 20
+
+
+class Lines:
+    """The lines of a text stream, each at most ``limit`` characters in memory.
+
+    An overlong line is read through in ``limit``-sized pieces and given out as a blank
+    line (so line numbers stay right); :meth:`note` reports it. ``unterminated`` says
+    whether the last line given out has no line end (the file's unfinished tail).
+    """
+
+    def __init__(self, f, limit: int = MAX_LINE) -> None:
+        self.f = f
+        self.limit = limit
+        self.overlong: list[int] = []
+        self.unterminated = False
+
+    def __iter__(self):
+        readline, limit = self.f.readline, self.limit
+        n = 0
+        while True:
+            line = readline(limit)
+            if not line:
+                return
+            n += 1
+            if len(line) >= limit and not line.endswith(("\n", "\r")):
+                rest = line
+                while len(rest) >= limit and not rest.endswith(("\n", "\r")):
+                    rest = readline(limit)
+                self.overlong.append(n)
+                line = "\n" if rest.endswith(("\n", "\r")) else " "
+            self.unterminated = not line.endswith(("\n", "\r"))
+            yield line
+
+    def note(self, state, label: str = "") -> None:
+        """Report the overlong lines skipped, if any, as dropped input."""
+        if self.overlong:
+            shown = ", ".join(str(n) for n in self.overlong[:5]) + (" …" if len(self.overlong) > 5 else "")
+            state.drop(f"{label}skipped {len(self.overlong)} line(s) longer than {self.limit:,} characters "
+                       f"(lines {shown}): not read")
+
+
 def describe_head(text: str) -> str:
     """A short printable excerpt of the first non-blank line, for error messages."""
     for line in text.splitlines():

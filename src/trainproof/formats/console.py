@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..runlog import Record
-from ._io import open_text
+from ._io import Lines, open_text
 from .coqui import ANSI
 
 name = "console"
@@ -33,7 +34,9 @@ description = "console capture: HF Trainer log dicts or 'Epoch N ... Loss: x' li
 
 _DICT = re.compile(r"\{'(?:loss|eval_[A-Za-z0-9_]+|train_runtime|learning_rate|grad_norm|epoch)'\s*:[^{}]*\}")
 _BARE = re.compile(r"(?<=[:\[,\s])(-?inf|nan)(?=\s*[,}\]])")
-_EPOCH_LINE = re.compile(r"\bepoch\b\s*[\[:]?\s*(\d+)\s*(?:/\s*(\d+))?\s*\]?", re.I)
+# ``\s*(?:[\[:]\s*)?`` rather than ``\s*[\[:]?\s*``: two blank runs that can split a long
+# run of blanks either way make a failing search quadratic (20 s for 32,000 spaces).
+_EPOCH_LINE = re.compile(r"\bepoch\b\s*(?:[\[:]\s*)?(\d+)\s*(?:/\s*(\d+))?\s*\]?", re.I)
 # A name is up to six words, each starting with a letter ("Train Loss", "val/loss"), so a
 # value printed without a separator before it ("lr 0.001 Loss: 0.5", "Step 200 Loss: 2.3")
 # is not swallowed into the next name.
@@ -41,7 +44,23 @@ _PAIR = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z][A-Za-z0-9_]*(?:[ ./-][A-Za-z][A-
                    r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))\s*%?", re.I)
 
 
+# Python refuses integer literals longer than this many digits (a ValueError, which would
+# skip the whole dict); such a number is written as the float it rounds to, as the JSON
+# readers read it.
+_MAX_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+_HUGE_INT = re.compile(r"(?<![\w.])\d{%d,}(?![\w.])" % (_MAX_DIGITS + 1)) if _MAX_DIGITS else None
+
+
+#: ``ast.literal_eval`` only ever sees a bounded text: a logged metrics dict is a few
+#: hundred characters; anything longer than this is not one (and is skipped).
+MAX_DICT_CHARS = 1 << 16
+
+
 def _dict_values(text: str) -> dict | None:
+    if len(text) > MAX_DICT_CHARS:
+        return None
+    if _HUGE_INT is not None:
+        text = _HUGE_INT.sub("1e999", text)
     try:
         obj = ast.literal_eval(_BARE.sub(lambda m: f"'{m.group(1)}'", text))
     except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -97,10 +116,13 @@ def read(path: Path, state) -> Iterator[Record]:
     train_count = 0
     last_step: float | None = None
     with open_text(path) as f:
-        for lineno, raw in enumerate(f, 1):
-            line = ANSI.sub("", raw)
+        lines = Lines(f)
+        for lineno, raw in enumerate(lines, 1):
+            # A capture is mostly progress-bar lines: the substring tests skip the regexes
+            # on the lines that cannot match them.
+            line = ANSI.sub("", raw) if "\x1b" in raw else raw
             found = False
-            for m in _DICT.finditer(line):
+            for m in (_DICT.finditer(line) if "{'" in line else ()):
                 vals = _dict_values(m.group(0))
                 if vals is None:
                     continue
@@ -118,4 +140,12 @@ def read(path: Path, state) -> Iterator[Record]:
             if not found and "epoch" in line.lower():
                 ev = _epoch_values(line)
                 if ev is not None:
+                    if not raw.endswith("\n"):
+                        # An epoch line has no closing delimiter: unfinished, its last
+                        # number may be cut ("0.6924" torn to "0.6"). A log dict is read
+                        # whole or not at all, so only epoch lines wait for their line end.
+                        state.drop(f"the last line ({lineno}) has no line end: an epoch line cut "
+                                   "mid-write (a run killed or still writing?), so it was not read")
+                        continue
                     yield Record(ev[0], ev[1], lineno)
+        lines.note(state)

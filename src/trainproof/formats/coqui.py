@@ -22,22 +22,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..runlog import Record
-from ._io import open_text
+from ._io import Lines, open_text
 
 name = "coqui"
 description = "Coqui Trainer text log (trainer_0_log.txt)"
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _STEP = re.compile(r"STEP:\s*(\d+)\s*/\s*(\d+)\s*--\s*GLOBAL_STEP:\s*(\d+)")
-_METRIC = re.compile(r"^\s*\|\s*>\s*([^:]+?)\s*:\s*(.*)$")
 # The lookahead keeps a word that merely starts like a number ("info", "nano", "12abc")
-# from reading as one.
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![A-Za-z0-9_])",
-                     re.I)
+# from reading as one. Digits before and after the point are split one way only
+# (``\d+(?:\.\d*)?``, not ``\d+\.?\d*``): when the lookahead fails, an ambiguous split
+# makes the engine try every way of cutting a long digit run (seconds for 10,000 digits).
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)"
+                     r"(?![A-Za-z0-9_])", re.I)
 _EPOCH = re.compile(r">\s*EPOCH:\s*(\d+)\s*/\s*(\d+)")
 # The path runs to the end of the line: Colab's "/content/drive/My Drive/…" has a space.
-_BEST = re.compile(r">\s*BEST MODEL\s*:\s*(\S.*?)\s*$")
-_CKPT = re.compile(r">\s*CHECKPOINT\s*:\s*(\S.*?)\s*$")
+# Greedy to the end of the line, stripped in code: a lazy ``(\S.*?)\s*$`` is quadratic
+# on a long run of blanks inside the line.
+_BEST = re.compile(r">\s*BEST MODEL\s*:\s*(\S.*)$")
+_CKPT = re.compile(r">\s*CHECKPOINT\s*:\s*(\S.*)$")
 #: ``print_eval``'s per-batch header inside an EVALUATION block (no ``/n`` and no GLOBAL_STEP).
 _EVAL_BATCH = re.compile(r"-->\s*STEP:\s*\d+\s*$")
 _STEP_IN_NAME = re.compile(r"_(\d+)\.(?:pth|pt|ckpt)(?:\.tar)?$")
@@ -49,6 +52,36 @@ def sniff(path: Path, head: str) -> bool:
     if _STEP.search(text):
         return True
     return "> Training Environment" in text and "| >" in text and ("> EPOCH:" in text or "Model has" in text)
+
+
+def _count(digits: str) -> int | None:
+    """A step or epoch count printed by the trainer; ``None`` for a digit run too long to be
+    one (damage: ``int()`` refuses more than 4,300 digits, and a float would be infinite)."""
+    return int(digits) if len(digits) <= 18 else None
+
+
+def _int(step: float | None) -> int | None:
+    return None if step is None else int(step)
+
+
+def metric_line(line: str) -> tuple[str, str] | None:
+    """``(name, value text)`` of a ``| > name: value`` line, else ``None``.
+
+    Split by hand rather than with a regex: a pattern such as ``[|]\\s*>\\s*([^:]+?)\\s*:``
+    backtracks cubically on a long run of blanks with no colon after it (a progress bar
+    that lost its line breaks), minutes for one line of a few thousand tabs.
+    """
+    s = line.lstrip()
+    if not s.startswith("|"):
+        return None
+    s = s[1:].lstrip()
+    if not s.startswith(">"):
+        return None
+    name, sep, value = s[1:].partition(":")
+    name = name.strip()
+    if not sep or not name:
+        return None
+    return name, value.split("\n", 1)[0].strip()
 
 
 def parse_value(text: str) -> float | None:
@@ -77,15 +110,25 @@ def read(path: Path, state) -> Iterator[Record]:
     in_batch = False  # inside a per-batch eval step, whose values are not the averages
     eval_seen = False  # an "> EVALUATION" header since the last train step block
     with open_text(path) as f:
-        for lineno, raw in enumerate(f, 1):
+        lines = Lines(f)
+        for lineno, raw in enumerate(lines, 1):
             line = ANSI.sub("", raw)
+            if not raw.endswith("\n"):
+                # The trainer ends every line it prints; an unfinished last line is cut
+                # mid-write, and a cut number ("0.8123" torn to "0.") is another value.
+                if line.strip():
+                    state.drop(f"the last line ({lineno}) has no line end: cut mid-write "
+                               "(a run killed or still writing?), so it was not read")
+                break
             m = _STEP.search(line)
             if m:
                 if values and mode:
                     yield Record(step, values, start_line)
                 values, mode, start_line, in_batch, eval_seen = {}, "train", lineno, False, False
-                step = float(m.group(3))
-                state.meta["steps_per_epoch"] = int(m.group(2))
+                n = _count(m.group(3))
+                step = float(n) if n is not None else None
+                if _count(m.group(2)) is not None:
+                    state.meta["steps_per_epoch"] = _count(m.group(2))
                 continue
             if "> EVALUATION" in line:
                 if values and mode:
@@ -103,11 +146,11 @@ def read(path: Path, state) -> Iterator[Record]:
                 mode, start_line = ("eval", lineno) if eval_seen else (None, start_line)
                 continue
             if mode is not None:
-                mm = _METRIC.match(line)
+                mm = metric_line(line)
                 if mm:
-                    v = parse_value(mm.group(2))
+                    v = parse_value(mm[1])
                     if v is not None and not in_batch:
-                        key = mm.group(1).strip()
+                        key = mm[0]
                         values[key if mode == "train" else f"eval/{key}"] = v
                     continue
                 s = line.strip()
@@ -131,21 +174,22 @@ def read(path: Path, state) -> Iterator[Record]:
                 if values and mode:
                     yield Record(step, values, start_line)
                 values, mode = {}, None
-                state.meta["num_train_epochs"] = int(em.group(2))
-                state.meta["last_epoch"] = int(em.group(1))
+                if _count(em.group(2)) is not None and _count(em.group(1)) is not None:
+                    state.meta["num_train_epochs"] = _count(em.group(2))
+                    state.meta["last_epoch"] = _count(em.group(1))
                 continue
             bm = _BEST.search(line)
             if bm:
-                p = bm.group(1)
+                p = bm.group(1).rstrip()
                 sm = _STEP_IN_NAME.search(p)
-                best.append({"path": p, "step": int(sm.group(1)) if sm else (int(step) if step is not None else None),
-                             "line": lineno})
+                best.append({"path": p, "step": _count(sm.group(1)) if sm else _int(step), "line": lineno})
                 continue
             cm = _CKPT.search(line)
             if cm:
-                p = cm.group(1)
+                p = cm.group(1).rstrip()
                 sm = _STEP_IN_NAME.search(p)
-                last_ckpt = {"path": p, "step": int(sm.group(1)) if sm else (int(step) if step is not None else None)}
+                last_ckpt = {"path": p, "step": _count(sm.group(1)) if sm else _int(step)}
+        lines.note(state)
     if values and mode:
         yield Record(step, values, start_line)
     if best:

@@ -18,13 +18,12 @@ whose first row is data rather than names is a :class:`ReadError`: no column is 
 from __future__ import annotations
 
 import csv
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from .. import aliases
 from ..runlog import Record
-from ._io import ReadError, open_text
+from ._io import MAX_LINE, Lines, ReadError, open_text
 
 name = "csv"
 description = "CSV/TSV metric table (Lightning, Keras, W&B export, pandas)"
@@ -177,22 +176,42 @@ class RowParser:
 
 
 def read(path: Path, state) -> Iterator[Record]:
-    """Stream one record per data row."""
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    """Stream one record per data row.
+
+    A last row without a line end is not read (with a note): every CSV writer ends its
+    rows with one, so an unfinished last line is a row cut mid-write, and a cut number
+    (``0.8123`` torn to ``0.``) would otherwise be read as a different value.
+    """
+    # A quoted field may span lines; an unclosed quote would make the rest of the file one
+    # field, so a field is bounded like a line.
+    csv.field_size_limit(MAX_LINE)
     with open_text(path, newline="") as f:
         first = ""
-        for first in f:
+        for first in Lines(f):
             if first.strip():
                 break
         delim = _delimiter(first) or ","
         f.seek(0)
-        reader = csv.reader(f, delimiter=delim)
+        lines = Lines(f)
+        reader = csv.reader(lines, delimiter=delim)
         parser = RowParser(delim)
         prev_end = 0
-        for row in reader:
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as e:
+                state.drop(f"line {prev_end + 1}: {e} (an unclosed quote?); the rest of the file was not read")
+                break
             start = prev_end + 1
             prev_end = reader.line_num
             rec = parser.row(row, start)
             if rec is not None:
+                if lines.unterminated:
+                    state.drop(f"the last row (line {start}) has no line end: a row cut mid-write "
+                               "(a run killed or still writing?), so it was not read")
+                    continue
                 yield rec
+        lines.note(state)
     parser.finish(state)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..runlog import Record
-from ._io import ReadError, open_text
+from ._io import MAX_LINE, ReadError, open_text
 from ._values import JSON, as_step, flatten_numeric
 
 name = "hf"
@@ -40,6 +40,9 @@ META_KEYS = (
 SUMMARY_KEYS = ("train_runtime", "total_flos")
 
 _CHUNK = 1 << 20
+#: The largest JSON value held in memory, in characters: a log_history entry is a few
+#: hundred; a longer value is damage, and reading it whole would make memory grow with it.
+MAX_VALUE = 4 * MAX_LINE
 _WS = " \t\r\n"
 _DECODER = JSON
 _STRUCTURE = ',:[]{}" \t\r\n'
@@ -89,10 +92,15 @@ class _Scanner:
         self.eof = False
         self.consumed = 0  # characters dropped from the front of buf
 
-    def _more(self) -> bool:
+    def _more(self, cap: int | None = None) -> bool:
+        """Read more text: as much again as the buffer holds (at least a chunk), and with
+        ``cap`` no more than keeps the unread part of the buffer within ``cap``."""
         if self.eof:
             return False
-        chunk = self.f.read(max(_CHUNK, len(self.buf)))
+        size = max(_CHUNK, len(self.buf))
+        if cap is not None:
+            size = min(size, max(cap - (len(self.buf) - self.pos), 1))
+        chunk = self.f.read(size)
         if not chunk:
             self.eof = True
             return False
@@ -137,11 +145,16 @@ class _Scanner:
             except RecursionError:
                 raise ReadError(f"JSON nested too deeply at line {self.line}") from None
             except json.JSONDecodeError as e:
-                if self._more():
+                # More bytes can only mend a value the buffer cuts short; wrong JSON is
+                # an error now, not after the rest of the file has been read into memory.
+                if self.pos < len(self.buf) and not _ends_in_tear(self.buf, e):
+                    raise ReadError(f"not valid JSON at line {self.line}: {e.msg}") from None
+                if len(self.buf) - self.pos > MAX_VALUE:
+                    raise ReadError(f"a JSON value at line {self.line} is longer than {MAX_VALUE:,} characters "
+                                    "(not a log entry)") from None
+                if self._more(MAX_VALUE + 1):
                     continue
-                if self.pos >= len(self.buf) or _ends_in_tear(self.buf, e):
-                    raise _Truncated(f"file ends inside a value that starts at line {self.line}") from None
-                raise ReadError(f"not valid JSON at line {self.line}: {e.msg}") from None
+                raise _Truncated(f"file ends inside a value that starts at line {self.line}") from None
             except ValueError as e:  # anything else the decoder refuses is bad data, not a crash
                 raise ReadError(f"not valid JSON at line {self.line}: {e}") from None
             if end >= len(self.buf) and self._more():
@@ -151,9 +164,13 @@ class _Scanner:
             return obj, start_line
 
     def remaining_bytes(self) -> int:
+        """Characters left after the current position, counted without keeping them."""
         rest = len(self.buf) - self.pos
-        while self._more():
-            rest = len(self.buf) - self.pos
+        while not self.eof:
+            chunk = self.f.read(_CHUNK)
+            if not chunk:
+                self.eof = True
+            rest += len(chunk)
         return max(rest, 0)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import aliases
 from ..runlog import Record
-from ._io import open_text
+from ._io import Lines, open_text
 from ._values import JSON, as_step, flatten_numeric
 
 name = "jsonl"
@@ -65,7 +65,8 @@ def read(path: Path, state) -> Iterator[Record]:
     last_bad = False
     last_line = 0
     with open_text(path) as f:
-        for lineno, raw in enumerate(f, 1):
+        lines = Lines(f)
+        for lineno, raw in enumerate(lines, 1):
             s = raw.strip()
             if not s:
                 continue
@@ -79,6 +80,7 @@ def read(path: Path, state) -> Iterator[Record]:
                 continue
             last_bad = False
             yield rec
+    lines.note(state)
     if skipped:
         msg = f"skipped {skipped} line(s) that are not JSON objects (first at line {first_skipped})"
         if last_bad:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..runlog import Record
-from ._io import ReadError, open_text
+from ._io import Lines, ReadError, open_text
 
 name = "mlflow"
 description = "MLflow file store (mlruns/<experiment>/<run>/metrics/<name>)"
@@ -42,11 +42,18 @@ def _metric_files(run: Path) -> list[tuple[str, Path]]:
 def _read_metric(key: str, p: Path, state, label: str) -> Iterator[Record]:
     bad = 0
     with open_text(p) as f:
-        for lineno, raw in enumerate(f, 1):
+        lines = Lines(f)
+        for lineno, raw in enumerate(lines, 1):
             m = _LINE.match(raw)
             if not m:
                 if raw.strip():
                     bad += 1
+                continue
+            if not raw.endswith("\n"):
+                # MLflow ends every line; an unfinished last line is cut mid-write, and a cut
+                # step ("120" torn to "12") would put the value at the wrong step.
+                state.drop(f"{label}: the last line ({lineno}) has no line end: cut mid-write "
+                           "(a run killed or still writing?), so it was not read")
                 continue
             try:
                 val = float(m.group(2))
@@ -54,6 +61,7 @@ def _read_metric(key: str, p: Path, state, label: str) -> Iterator[Record]:
                 bad += 1
                 continue
             yield Record(float(m.group(3)), {key: val}, lineno)
+        lines.note(state, f"{label}: ")
     if bad:
         state.drop(f"{label}: skipped {bad} line(s) that are not 'timestamp value step'")
 

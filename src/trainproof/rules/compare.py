@@ -304,7 +304,8 @@ def compare_runlogs(baseline: RunLog, run: RunLog, baseline_report: Report | Non
             skipped[r.id] = Skip("muted", "muted by configuration or --mute")
             continue
         ctx.rule_id = r.id
-        findings.extend(r.check(ctx) or ())
+        with np.errstate(all="ignore"):
+            findings.extend(r.check(ctx) or ())
         ran.append(r.id)
     if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
         p = get("TP-CMP-PASS")

@@ -129,7 +129,10 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
             report.skipped[rule.id] = skip
             continue
         ctx = Context(run, th, rule)
-        report.findings.extend(rule.check(ctx) or ())
+        # Overflow to inf (a finite loss of 1e308 squared) is an answer the rules handle,
+        # not something to print: numpy's floating-point warnings stay off stderr.
+        with np.errstate(all="ignore"):
+            report.findings.extend(rule.check(ctx) or ())
         report.ran.append(rule.id)
         trend_ran |= rule.verdict_bearing
 

@@ -10,6 +10,7 @@ from .aliases import MappingError
 from .findings import Finding, Report
 from .discover import group_runs, walk
 from .formats import NotALog, ReadError, open_log
+from .remote import is_url
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
 from .runlog import RunLog, build_runlog
@@ -19,20 +20,33 @@ def read_runlog(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] 
     """Read one log into a :class:`RunLog`.
 
     Args:
-        path: the log file.
+        path: the log file or run folder, or an fsspec URL of one (``s3://...``, the
+            ``[remote]`` extra): staged locally in chunks, read, and named by the URL.
         fmt: ``auto`` (sniff the content) or a reader name (``hf``, ``jsonl``, ``csv``).
         mapping: ``--map`` overrides, canonical name -> raw column.
 
     Raises:
-        ReadError: the file cannot be read as a training log.
+        ReadError: the file cannot be read as a training log (for a URL also: it does not
+            exist, cannot be fetched, or the extra is not installed).
         MappingError: an override names a column the log does not have.
     """
-    p = Path(path)
+    if is_url(path):
+        from .remote import staged
+
+        with staged(path, fmt) as local:
+            return _read_local(local, fmt, mapping, label=path)
+    return _read_local(Path(path), fmt, mapping, label=str(path))
+
+
+def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str) -> RunLog:
     name, records, state = open_log(p, fmt)
     # build_runlog consumes the stream; the reader fills state.meta/notes while it does.
-    run = build_runlog(records, str(path), name, {}, (), mapping)
+    run = build_runlog(records, label, name, {}, (), mapping)
     run.meta.update(state.meta)
-    run.notes[:0] = state.notes
+    notes = state.notes
+    if label != str(p):
+        notes = [n.replace(str(p), label) for n in notes]
+    run.notes[:0] = notes
     if state.drops:
         run.meta["dropped"] = list(state.drops)
     return run
@@ -43,7 +57,8 @@ def judge(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None
     """Read and judge one log.
 
     Never raises for a bad input: a file that cannot be read gives a report with
-    ``error`` set and a ``TP-READ-ERROR`` finding (verdict NOT-CHECKED, exit 2).
+    ``error`` set and a ``TP-READ-ERROR`` finding (verdict NOT-CHECKED, exit 2). ``path``
+    may be an fsspec URL (see :func:`read_runlog`).
     """
     try:
         run = read_runlog(path, fmt, mapping)
@@ -98,25 +113,47 @@ def judge_run(location: str | Path, config: JudgeConfig = JudgeConfig()) -> tupl
         ``(report, None)`` for a run (an error report when it cannot be read), or
         ``(None, {"file", "reason"})`` for a file that is not a training log (a data table,
         an event file without scalars, content no reader recognises under a neutral name).
+
+    ``location`` may be an fsspec URL (a string): the run is staged where this runs (see
+    :mod:`trainproof.remote`), so a cluster worker fetches its runs itself.
     """
+    if is_url(location):
+        from .remote import staged
+
+        try:
+            with staged(location, config.fmt) as local:
+                return _judge_at(local, location, config)
+        except ReadError as e:  # the extra is missing, or the URL cannot be fetched
+            return error_report(location, str(e)), None
     path = Path(location)
+    return _judge_at(path, str(path), config)
+
+
+def _same_location(a: str, b: str) -> bool:
+    if is_url(a) or is_url(b):
+        return a == b
+    return Path(a).resolve() == Path(b).resolve()
+
+
+def _judge_at(path: Path, label: str, config: JudgeConfig) -> tuple[Report | None, dict | None]:
+    """:func:`judge_run` of the local ``path``, named ``label`` in what it returns."""
     mapping = dict(config.mapping) or None
     try:
-        run = read_runlog(path, config.fmt, mapping)
+        run = _read_local(path, config.fmt, mapping, label)
     except NotALog as e:
         if _looks_like_log_name(path):
-            return error_report(str(path), str(e)), None
-        return None, {"file": str(path), "reason": str(e)}
+            return error_report(label, str(e)), None
+        return None, {"file": label, "reason": str(e)}
     except (ReadError, MappingError) as e:
-        return error_report(str(path), str(e)), None
+        return error_report(label, str(e)), None
     if run.format in ("jsonl", "csv") and not run.mapping and not run.explicit_steps:
-        return None, {"file": str(path), "reason": "a data table: no step column and no known metric"}
+        return None, {"file": label, "reason": "a data table: no step column and no known metric"}
     if run.format == "tfevents" and run.records == 0:
-        return None, {"file": str(path), "reason": "an event file without scalars (hparams, text, graphs or profiles only)"}
+        return None, {"file": label, "reason": "an event file without scalars (hparams, text, graphs or profiles only)"}
     rep = judge_runlog(run, config.thresholds, config.mute)
     if config.baseline is not None:
         base, base_report, base_error = _baseline(config)
-        if base is not None and path.resolve() != Path(config.baseline).resolve():
+        if base is not None and not _same_location(label, config.baseline):
             _add_comparison(rep, base, run, base_report, config.thresholds, config.mute)
         elif base_error is not None:
             from .rules.registry import get
@@ -140,7 +177,8 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
            mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT,
            progress: Callable[[int, int, str], None] | None = None,
            baseline: str | Path | None = None, max_depth: int | None = None,
-           max_files: int | None = None, jobs: int | None = 1) -> tuple[list[Report], list[dict]]:
+           max_files: int | None = None, jobs: int | None = 1, engine: str = "local",
+           address: str | None = None) -> tuple[list[Report], list[dict]]:
     """Find every training log under ``root`` and judge each run (:func:`judge_run`).
 
     ``max_depth`` and ``max_files`` bound the search of an untrusted or huge tree (see
@@ -152,6 +190,15 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
     ``jobs``: worker processes (``None``: one per core). The output is the same, in the
     same order, whatever the number.
 
+    ``root`` may be an fsspec URL (``s3://bucket/runs/``): its objects are listed once and
+    each run is fetched by whoever judges it. ``engine``: ``local`` (the process pool),
+    ``dask`` or ``ray`` (:mod:`trainproof.engines`), on the cluster at ``address`` or on
+    one started for the call (``jobs`` workers); the output is the same as ``local``.
+
+    Raises:
+        ReadError: a URL ``root`` cannot be listed (or the ``[remote]`` extra is missing).
+        engines.EngineError: the engine's package is missing or its cluster unreachable.
+
     Returns:
         ``(reports, ignored)``: one report per run (unreadable logs as error reports) and
         ``{"file", "reason"}`` for each file that was looked at and is not a training log
@@ -160,21 +207,31 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
     config = JudgeConfig(fmt, tuple(sorted((mapping or {}).items())), tuple(mute), thresholds,
                          str(baseline) if baseline is not None else None)
     limits: list[dict] = []
-    candidates = group_runs(walk(Path(root), max_depth, max_files, limits))
+    if is_url(root):
+        from .remote import discover
+
+        candidates = discover(root, max_depth, max_files, limits)
+    else:
+        candidates = group_runs(walk(Path(root), max_depth, max_files, limits))
     reports: list[Report] = []
     ignored: list[dict] = list(limits)
-    jobs = (os.cpu_count() or 1) if jobs is None else max(1, int(jobs))
     work = [(c.path, config) for c in candidates]
-    if jobs > 1 and len(work) >= _MIN_PARALLEL:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    pool = None
+    if engine != "local":
+        from .engines import map_judge
 
-        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
-        results = pool.map(_judge_candidate, work, chunksize=max(1, min(16, len(work) // (4 * jobs))))
+        results = map_judge(engine, [c.path for c in candidates], config, address=address, workers=jobs)
     else:
-        pool = None
-        results = map(_judge_candidate, work)
+        jobs = (os.cpu_count() or 1) if jobs is None else max(1, int(jobs))
+        if jobs > 1 and len(work) >= _MIN_PARALLEL:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+            results = pool.map(_judge_candidate, work, chunksize=max(1, min(16, len(work) // (4 * jobs))))
+        else:
+            results = map(_judge_candidate, work)
     try:
         for i, (cand, (rep, skip)) in enumerate(zip(candidates, results)):
             if progress is not None:
@@ -190,6 +247,9 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
     return reports, ignored
 
 

@@ -24,6 +24,7 @@ from .api import read_runlog
 from .cliutil import _emit, _setup, _stdout, _write_outputs, common_options
 from .findings import exit_code
 from .formats import ReadError, format_names
+from .remote import is_url
 from .render import text as render_text
 from .rules.engine import error_report, judge_runlog
 from .rules.registry import all_rules, get
@@ -40,13 +41,22 @@ def cli(debug: bool) -> None:
     """
 
 
+def _location(arg: str | None) -> str | Path | None:
+    """A PATH argument: an fsspec URL stays a string (a Path would collapse its ``//``)."""
+    if arg is None:
+        return None
+    return arg if is_url(arg) else Path(arg)
+
+
 @cli.command()
-@click.argument("logfile", type=click.Path(path_type=Path))
+@click.argument("logfile", type=click.Path(path_type=str))
 @common_options
-def epoch(logfile: Path, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path) -> None:
+def epoch(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path) -> None:
     """Judge one training log: a file (HF trainer_state.json, TensorBoard event file, JSONL,
-    CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow run folder."""
+    CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow run folder.
+    LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] extra)."""
     overrides, cfg = _setup("epoch", as_json, maps, mute, config_path)
+    logfile = _location(logfile)
     try:
         run = read_runlog(logfile, fmt, overrides)
     except (ReadError, MappingError) as e:
@@ -86,9 +96,9 @@ class _LazyProgress:
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path), default=".")
+@click.argument("path", type=click.Path(path_type=str), default=".")
 @common_options
-@click.option("--baseline", type=click.Path(path_type=Path),
+@click.option("--baseline", type=click.Path(path_type=str),
               help="Also compare every run with this known-good run of the same task.")
 @click.option("--max-depth", type=click.IntRange(min=0), default=None, metavar="N",
               help="Search at most N folder levels below PATH (for huge or untrusted trees).")
@@ -96,17 +106,40 @@ class _LazyProgress:
               help="Judge at most N log files; the cut is listed among the ignored files.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
               help="Judge runs in N processes (default: one per core); the output is the same and in the same "
-                   "order for any N.")
-def doctor(path: Path, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path, baseline,
-           max_depth, max_files, jobs) -> None:
-    """Find every training log under PATH (default: .) and judge each run."""
+                   "order for any N. With --engine dask/ray and no --address: the local cluster's workers.")
+@click.option("--engine", type=click.Choice(["local", "dask", "ray"]), default="local", show_default=True,
+              help="Where runs are judged: local processes, or a Dask or Ray cluster (extras [dask], [ray]); "
+                   "the output is the same.")
+@click.option("--address", metavar="ADDR", default=None,
+              help="The cluster for --engine: a Dask scheduler (tcp://host:8786) or a Ray address (auto, "
+                   "ray://host:10001). Default: start a local one for this run.")
+def doctor(path: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path, baseline,
+           max_depth, max_files, jobs, engine, address) -> None:
+    """Find every training log under PATH (default: .) and judge each run.
+
+    PATH may be an fsspec URL (s3://bucket/runs/; the [remote] extra): objects are listed
+    once and each run is fetched, in chunks, by whoever judges it.
+    """
+    from .engines import EngineError
+
     overrides, cfg = _setup("doctor", as_json, maps, mute, config_path)
-    if not path.exists():
+    if address is not None and engine == "local":
+        _emit([], "doctor", as_json, summary=True, error="--address needs --engine dask or --engine ray")
+        return
+    path = _location(path)
+    if not is_url(path) and not path.exists():
         _emit([], "doctor", as_json, summary=True, error=f"no such file or directory: {path}", sarif_path=sarif_path)
         return
     progress = _LazyProgress()
-    reports, ignored = api_doctor(path, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
-                                  baseline=baseline, max_depth=max_depth, max_files=max_files, jobs=jobs)
+    try:
+        reports, ignored = api_doctor(path, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
+                                      baseline=_location(baseline), max_depth=max_depth, max_files=max_files,
+                                      jobs=jobs, engine=engine, address=address)
+    except (ReadError, EngineError) as e:
+        progress.close()
+        _emit([], "doctor", as_json, summary=True, error=f"{path}: {e}" if isinstance(e, ReadError) else str(e),
+              sarif_path=sarif_path)
+        return
     for cut in ignored:
         if "--max-depth" in cut["reason"] or "--max-files" in cut["reason"]:
             click.echo(f"trainproof: {cut['file']}: {cut['reason']}", err=True)

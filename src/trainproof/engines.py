@@ -1,0 +1,177 @@
+"""Cluster engines for ``doctor``: map :func:`trainproof.api.judge_run` over the runs on
+Dask (the ``[dask]`` extra) or Ray (the ``[ray]`` extra).
+
+The judgement is one pure function of a run's location and a :class:`~trainproof.api.JudgeConfig`,
+so an engine only schedules: runs go out in batches (a task per run would cost the
+scheduler more than a small log costs to judge), results come back in input order, and
+``doctor`` renders them exactly as it renders a local run's. Workers read the runs
+themselves: a URL (``s3://...``) is fetched by the worker that judges it, a local path must
+be visible to every worker (a shared file system).
+
+``address`` names a cluster the user already has (a Dask scheduler ``tcp://host:8786``, a
+Ray address ``auto`` / ``ray://host:10001``); without one a local cluster is started for
+the call (``workers`` processes, default one per core) and stopped after it.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+
+__all__ = ["ENGINES", "EngineError", "judge_batch", "map_judge"]
+
+ENGINES = ("local", "dask", "ray")
+
+#: Most runs per task: small enough to spread a few hundred runs over a cluster, big enough
+#: that the per-task cost of the scheduler (about a millisecond) stays below a run's.
+_MAX_BATCH = 32
+
+
+class EngineError(Exception):
+    """The engine cannot run: its package is not installed, or its cluster cannot be reached."""
+
+
+def judge_batch(locations: Sequence, config) -> list:
+    """:func:`~trainproof.api.judge_run` of each location, in order (one engine task)."""
+    from .api import judge_run
+
+    return [judge_run(loc, config) for loc in locations]
+
+
+def _batches(items: Sequence, slots: int) -> list[list]:
+    size = max(1, min(_MAX_BATCH, len(items) // max(1, 4 * slots)))
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def map_judge(engine: str, locations: Sequence, config, address: str | None = None,
+              workers: int | None = None) -> Iterator[tuple]:
+    """``judge_run(location, config)`` for each location, on ``engine``, in input order.
+
+    The engine is imported and connected (or started) before this returns, so a missing
+    package or an unreachable cluster raises here; the results are a generator that stops
+    the cluster it started once exhausted or closed.
+
+    Raises:
+        EngineError: unknown engine, package not installed, or cluster unreachable.
+    """
+    if engine == "dask":
+        return _dask(list(locations), config, address, workers)
+    if engine == "ray":
+        return _ray(list(locations), config, address, workers)
+    raise EngineError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+
+
+class _Results:
+    """Results in input order; :meth:`close` stops what was started, even before the first."""
+
+    def __init__(self, gen: Iterator[tuple], cleanup) -> None:
+        self._gen = gen
+        self._cleanup = cleanup
+
+    def __iter__(self) -> _Results:
+        return self
+
+    def __next__(self) -> tuple:
+        try:
+            return next(self._gen)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self._gen.close()
+        cleanup, self._cleanup = self._cleanup, None
+        if cleanup is not None:
+            cleanup()
+
+
+def _missing(engine: str, package: str) -> EngineError:
+    return EngineError(f"--engine {engine} needs {package}, the [{engine}] extra: pip install 'trainproof[{engine}]'")
+
+
+def _reason(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _dask(locations: list, config, address: str | None, workers: int | None) -> Iterator[tuple]:
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise _missing("dask", "dask[distributed]") from None
+    cluster = None
+    try:
+        if address:
+            client = Client(address)  # waits distributed.comm.timeouts.connect (30 s)
+        else:
+            # Loopback only: a cluster started for one call serves nobody else.
+            cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                   processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0")
+            client = Client(cluster)
+    except (OSError, TimeoutError, ValueError) as e:
+        if cluster is not None:
+            cluster.close()
+        raise EngineError(f"cannot reach the Dask scheduler {address or '(local)'}: {_reason(e)}") from None
+
+    def cleanup() -> None:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+    return _Results(_dask_results(client, locations, config), cleanup)
+
+
+def _dask_results(client, locations: list, config) -> Iterator[tuple]:
+    if not locations:
+        return
+    slots = max(1, sum(client.nthreads().values()))
+    # pure=False: every batch is its own task, even when two are equal.
+    futures = client.map(judge_batch, _batches(locations, slots), config=config, pure=False)
+    done = 0
+    try:
+        for f in futures:
+            yield from f.result()
+            f.release()
+            done += 1
+    finally:
+        for f in futures[done:]:  # stopped early: drop what is still queued
+            f.cancel()
+
+
+def _ray(locations: list, config, address: str | None, workers: int | None) -> Iterator[tuple]:
+    try:
+        import ray
+    except ImportError:
+        raise _missing("ray", "ray") from None
+    started = False
+    if not ray.is_initialized():
+        import logging
+
+        # log_to_driver=False: workers' output never reaches doctor's stdout.
+        opts = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        try:
+            if address:
+                ray.init(address=address, **opts)
+            else:
+                # A cluster started only for this call reports no usage statistics.
+                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+                ray.init(num_cpus=workers or os.cpu_count() or 1, **opts)
+        except (ConnectionError, OSError, RuntimeError, ValueError) as e:
+            raise EngineError(f"cannot reach the Ray cluster {address or '(local)'}: {_reason(e)}") from None
+        started = True
+    return _Results(_ray_results(ray, locations, config), ray.shutdown if started else None)
+
+
+def _ray_results(ray, locations: list, config) -> Iterator[tuple]:
+    if not locations:
+        return
+    slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    task = ray.remote(num_cpus=1)(judge_batch)
+    cfg = ray.put(config)
+    refs = [task.remote(b, cfg) for b in _batches(locations, slots)]
+    done = 0
+    try:
+        for r in refs:
+            yield from ray.get(r)
+            done += 1
+    finally:
+        for r in refs[done:]:  # stopped early: drop what is still queued
+            ray.cancel(r)

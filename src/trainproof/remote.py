@@ -1,0 +1,327 @@
+"""Remote paths: fsspec URLs (``s3://``, ``gs://``, ``file://``, ``memory://``, ...) as the
+PATH of ``epoch`` and ``doctor`` (the ``[remote]`` extra: fsspec and s3fs).
+
+Readers know local files only, so a remote run is *staged*: each object is copied into a
+private temporary folder under its own name, so content sniffing and file-name rules see
+exactly what they would see locally; the same reader then streams it from disk, and the
+folder is deleted as soon as the RunLog is built. A first request of at most
+:data:`FIRST_BYTES` brings a small log whole, or the head that shows a large file is no
+log; a large log is then streamed to disk in chunks (fsspec's ``get_file``). Memory stays
+bounded whatever the object's size; disk holds one run at a time per worker. Reports,
+notes and errors name the URL, never the temporary path.
+
+``doctor URL`` lists every object under the URL once (one paginated listing, not a
+request per folder), walks that listing by the rules of :func:`discover.walk` and groups
+it with :func:`discover.group_runs` itself, so a bucket is searched, pruned and grouped
+exactly like the same tree on disk.
+
+fsspec is imported only when a URL is given: a local path never imports it and never
+touches the network.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from .discover import PRUNE_DIRS, Candidate, _is_mlflow_run, _is_venv, _log_like, group_runs, walk
+from .formats import ReadError
+
+__all__ = ["MissingExtra", "RemoteError", "discover", "is_url", "staged"]
+
+#: ``scheme://``; a scheme of one letter is a Windows drive (``C://``), never a URL.
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+://")
+
+_EXTRA_HINT = "pip install 'trainproof[remote]'"
+
+#: The first request for an object asks for this many bytes (at least the head that
+#: content sniffing reads): most logs arrive whole in it, and no file that is not a log
+#: costs more.
+FIRST_BYTES = 1 << 20
+
+
+class RemoteError(ReadError):
+    """A URL that cannot be listed or read (missing object, refused, unknown protocol)."""
+
+
+class MissingExtra(RemoteError):
+    """fsspec, or the fsspec package of the URL's protocol, is not installed."""
+
+
+def is_url(location) -> bool:
+    """True for a ``scheme://`` string. A :class:`~pathlib.Path` is never a URL (it would
+    have collapsed ``//`` already), and checking imports nothing."""
+    return isinstance(location, str) and bool(_URL.match(location))
+
+
+def _fs(url: str):
+    """``(filesystem, path)`` for ``url``; only here is fsspec imported."""
+    try:
+        import fsspec
+    except ImportError:
+        raise MissingExtra(f"reading a URL needs fsspec, the [remote] extra: {_EXTRA_HINT}") from None
+    try:
+        return fsspec.core.url_to_fs(url)
+    except ImportError as e:
+        # fsspec knows the protocol but its package (s3fs, gcsfs, adlfs...) is absent.
+        raise MissingExtra(f"{e} ({_EXTRA_HINT} brings s3fs; other protocols need their fsspec package)") from None
+    except ValueError as e:
+        raise RemoteError(f"cannot open the URL: {e}") from None
+
+
+def _is_local(fs) -> bool:
+    from fsspec.implementations.local import LocalFileSystem
+
+    return isinstance(fs, LocalFileSystem)
+
+
+def _info(fs, path: str) -> dict:
+    try:
+        return fs.info(path)
+    except FileNotFoundError:
+        raise RemoteError("no such file or directory") from None
+    except Exception as e:  # noqa: BLE001 - a storage backend raises its own errors
+        raise RemoteError(f"cannot read: {_reason(e)}") from None
+
+
+def _reason(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return f"{type(e).__name__}: {text}" if type(e).__name__ not in text else text
+
+
+def _run_folder_file(rel: str) -> bool:
+    """Whether a file of a run folder is one a run-folder reader reads: event files directly
+    inside it or in Keras' ``train/``/``validation/``, and MLflow's ``metrics/``. The rest
+    (checkpoints, profiles, artifacts) is never copied."""
+    parts = rel.split("/")
+    if parts[0] == "metrics" and len(parts) > 1:
+        return True
+    return "tfevents" in parts[-1] and (len(parts) == 1 or (len(parts) == 2 and parts[0] in ("train", "validation")))
+
+
+def _below(path: str, root: str) -> str:
+    """``path`` relative to ``root`` (both as the filesystem lists them), or ``""``."""
+    if not root:
+        return path.lstrip("/")
+    return path[len(root) + 1:] if path.startswith(root + "/") else ""
+
+
+def _safe_rel(rel: str) -> list[str] | None:
+    parts = rel.split("/")
+    if not rel or any(p in ("", ".", "..") for p in parts):
+        return None
+    return parts
+
+
+def _relabel(text: str, local: str, url: str) -> str:
+    return text.replace(local, url) if local in text else text
+
+
+def _fetch_file(fs, rpath: str, local: Path, fmt: str) -> None:
+    """Copy one object to ``local``, in chunks.
+
+    The first request asks for at most :data:`FIRST_BYTES`: a log up to that size arrives
+    whole in that one request, and a larger file that is no log (a tokenizer.json beside
+    the trainer state) costs that much, not its size: its head (what content sniffing
+    reads) says so. Only a larger log is then fetched whole, streamed to disk. A gzip file
+    is fetched whole at once (its compressed head cannot be sniffed alone).
+    """
+    from .formats import detect
+
+    if not rpath.endswith(".gz"):
+        try:
+            head = fs.cat_file(rpath, start=0, end=FIRST_BYTES + 1)
+        except (FileNotFoundError, IsADirectoryError):
+            raise
+        except OSError:
+            head = None  # S3 refuses a range of an empty object (416): fetch it whole
+        if head is not None:
+            local.write_bytes(head)
+            if len(head) <= FIRST_BYTES:
+                return  # the whole object
+            try:
+                detect(local, fmt)
+            except ReadError:
+                return  # not a log, or unreadable: the head says so, as it would locally
+    fs.get_file(rpath, str(local))
+    if local.is_dir():  # fsspec's generic get_file makes a folder for a folder
+        raise IsADirectoryError(rpath)
+
+
+@contextlib.contextmanager
+def staged(url: str, fmt: str = "auto") -> Iterator[Path]:
+    """A local copy of the object (or run folder) at ``url`` for the length of the block.
+
+    A ``file://`` URL is read in place. Errors raised in the block that name the temporary
+    path are re-raised naming the URL. ``fmt``: the format asked for (``--format``), which
+    decides whether a large object is a log worth fetching whole.
+
+    Raises:
+        MissingExtra: fsspec or the protocol's package is not installed.
+        RemoteError: the URL does not exist or cannot be read.
+    """
+    import shutil
+    import tempfile
+
+    fs, rpath = _fs(url)
+    if _is_local(fs):
+        local = Path(rpath)
+        if not local.exists():
+            raise RemoteError("no such file or directory")
+        yield local
+        return
+    tmp = tempfile.mkdtemp(prefix="trainproof-")
+    try:
+        rpath = rpath.rstrip("/") or rpath
+        local = Path(tmp) / (rpath.rsplit("/", 1)[-1] or "run")
+        try:
+            # An object is fetched straight away; only when there is no such object is the
+            # URL asked whether it is a folder.
+            try:
+                is_dir = False
+                _fetch_file(fs, rpath, local, fmt)
+            except (FileNotFoundError, IsADirectoryError):
+                is_dir = _info(fs, rpath).get("type") == "directory"
+                if not is_dir:
+                    raise
+            if is_dir:
+                local.mkdir(exist_ok=True)
+                remote, dest = [], []
+                listed = sorted(fs.find(rpath))
+                fs.invalidate_cache(rpath)  # a long-lived worker keeps no listings
+                for f in listed:
+                    rel = _below(f, rpath)
+                    parts = _safe_rel(rel)
+                    if parts is None or not _run_folder_file(rel):
+                        continue
+                    target = local.joinpath(*parts)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    remote.append(f)
+                    dest.append(str(target))
+                if remote:
+                    # One call: backends such as s3fs fetch the files concurrently.
+                    fs.get(remote, dest)
+        except RemoteError:
+            raise
+        except FileNotFoundError:
+            raise RemoteError("no such file or directory") from None
+        except Exception as e:  # noqa: BLE001 - network and backend errors are read errors
+            raise RemoteError(f"cannot copy: {_reason(e)}") from None
+        try:
+            yield local
+        except ReadError as e:
+            msg = _relabel(str(e), str(local), url)
+            if msg == str(e):
+                raise
+            raise type(e)(msg) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def discover(url: str, max_depth: int | None = None, max_files: int | None = None,
+             limits: list[dict] | None = None) -> list[Candidate]:
+    """``doctor``'s candidates under ``url``, as :func:`discover.group_runs` gives them
+    for the same tree on disk, with every path a URL string.
+
+    Raises:
+        MissingExtra, RemoteError: as :func:`staged`.
+    """
+    fs, rpath = _fs(url)
+    base = url.rstrip("/")
+    local_limits: list[dict] = []
+    if _is_local(fs):
+        root = Path(rpath)
+        if not root.exists():
+            raise RemoteError("no such file or directory")
+        return _to_urls(group_runs(walk(root, max_depth, max_files, local_limits)), root, base, limits,
+                        local_limits)
+    info = _info(fs, rpath)
+    if info.get("type") != "directory":
+        return [Candidate(url)]
+    rroot = rpath.rstrip("/")
+    try:
+        names = fs.find(rroot)
+    except Exception as e:  # noqa: BLE001
+        raise RemoteError(f"cannot list: {_reason(e)}") from None
+    # The listing is not kept (s3fs caches every entry it lists: ~1 KB an object).
+    fs.invalidate_cache(rroot)
+    keys = [rel for rel in (_below(n, rroot) for n in names) if _safe_rel(rel) is not None]
+    paths = _walk_listing(keys, max_depth, max_files, local_limits)
+    return _to_urls(group_runs(paths), None, base, limits, local_limits)
+
+
+class _Key(PurePosixPath):
+    """A path of the listing, relative to the URL: what :func:`discover.group_runs` needs
+    of a path (name, parents, and ``is_file``: every listed key is an object)."""
+
+    def is_file(self) -> bool:
+        return True
+
+
+def _walk_listing(keys: list[str], max_depth: int | None, max_files: int | None,
+                  limits: list[dict]) -> list[_Key]:
+    """:func:`discover.walk` over an object listing instead of a disk: the same pruning, the
+    same virtual-environment and MLflow-run rules, the same limits, the same order."""
+    dirs: dict[str, tuple[set[str], list[str]]] = {"": (set(), [])}
+
+    def folder(d: str) -> tuple[set[str], list[str]]:
+        entry = dirs.get(d)
+        if entry is None:
+            parent, _, name = d.rpartition("/")
+            folder(parent)[0].add(name)
+            entry = dirs[d] = (set(), [])
+        return entry
+
+    for key in keys:
+        parent, _, name = key.rpartition("/")
+        folder(parent)[1].append(name)
+    out: list[str] = []
+
+    def done() -> list[_Key]:
+        # Sorted as paths sort (by their parts), like the walk's result.
+        return [_Key(p) for p in sorted(out, key=lambda p: [] if p == "." else p.split("/"))]
+
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        subdirs, files = dirs[rel]
+        dirnames, filenames = sorted(subdirs), sorted(files)
+        if _is_venv(rel, filenames):
+            continue
+        skip = set(PRUNE_DIRS)
+        if _is_mlflow_run(rel, dirnames, filenames):
+            out.append(rel or ".")
+            skip |= {"metrics", "params", "tags"}
+        dirnames = [d for d in dirnames if d not in skip and not d.endswith(".egg-info")]
+        depth = rel.count("/") + 1 if rel else 0
+        if max_depth is not None and depth >= max_depth and dirnames:
+            limits.append({"file": rel or ".", "reason": f"{len(dirnames)} folder(s) below it not searched: "
+                                                         f"deeper than --max-depth {max_depth}"})
+            dirnames = []
+        for f in filenames:
+            if _log_like(f) or "tfevents" in f:
+                if max_files is not None and len(out) >= max_files:
+                    limits.append({"file": ".", "reason": f"search stopped at --max-files {max_files}: "
+                                                          "later logs were not judged"})
+                    return done()
+                out.append(f"{rel}/{f}" if rel else f)
+        stack.extend(f"{rel}/{d}" if rel else d for d in reversed(dirnames))
+    return done()
+
+
+def _to_urls(cands: list[Candidate], root: Path | None, base: str, limits: list[dict] | None,
+             local_limits: list[dict]) -> list[Candidate]:
+    """Candidates and cuts as URLs: paths are under ``root`` on disk (a ``file://`` URL) or,
+    with ``root`` None, relative keys of the listing."""
+    def url(p) -> str:
+        rel = (Path(p).relative_to(root) if root is not None else PurePosixPath(p)).as_posix()
+        return base if rel == "." else f"{base}/{rel}"
+
+    for cut in local_limits if limits is not None else ():
+        try:
+            f = url(cut["file"])
+        except ValueError:
+            f = cut["file"]
+        limits.append({"file": f, "reason": cut["reason"]})
+    return [Candidate(url(c.path), [url(s) for s in c.snapshots]) for c in cands]

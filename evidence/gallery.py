@@ -171,6 +171,26 @@ def _cell(text: str, limit: int = 140) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _by_configuration(rows: list[dict]) -> list[tuple[str, str, list[dict], str, str, str]]:
+    """Per (configuration, kind), healthy first: its rows, the epoch and compare verdict
+    counts as text, and how many broken logs were caught (``-`` when not broken)."""
+    by_cfg = defaultdict(list)
+    for r in rows:
+        by_cfg[(r["config"], r["kind"])].append(r)
+    kind_rank = {"healthy": 0, "broken": 1, "negative": 2}
+    out = []
+    for (cfg, kind), rs in sorted(by_cfg.items(), key=lambda kv: (kind_rank.get(kv[0][1], 3), kv[0][0])):
+        ev, cv = defaultdict(int), defaultdict(int)
+        for r in rs:
+            ev[r["verdict"]] += 1
+            cv[r["compare_verdict"] or "-"] += 1
+        got = [caught(r) for r in rs]
+        c = "-" if kind != "broken" else f"{sum(bool(g) for g in got)}/{len(got)}"
+        out.append((cfg, kind, rs, ", ".join(f"{k} {v}" for k, v in sorted(ev.items())),
+                    ", ".join(f"{k} {v}" for k, v in sorted(cv.items())), c))
+    return out
+
+
 def render(rows: list[dict]) -> str:
     """EVIDENCE_MATRIX.md."""
     fw_rank = {f: i for i, f in enumerate(_FRAMEWORK_ORDER)}
@@ -226,25 +246,12 @@ def render(rows: list[dict]) -> str:
     for r in false_fail + false_cmp:
         lines.append(f"- FALSE FAIL: {r['framework']}/{r['config']}/seed{r['seed']} ({r['log']}): {r['key'] or r['compare_key']}")
 
-    by_cfg = defaultdict(list)
-    for r in rows:
-        by_cfg[(r["config"], r["kind"])].append(r)
     lines += ["", "## By configuration", "",
               "| configuration | kind | what was broken (one example) | logs | epoch verdicts | compare verdicts | caught |",
               "|---|---|---|---|---|---|---|"]
-    kind_rank = {"healthy": 0, "broken": 1, "negative": 2}
-    for (cfg, kind), rs in sorted(by_cfg.items(), key=lambda kv: (kind_rank.get(kv[0][1], 3), kv[0][0])):
-        ev = defaultdict(int)
-        cv = defaultdict(int)
-        for r in rs:
-            ev[r["verdict"]] += 1
-            cv[r["compare_verdict"] or "-"] += 1
-        got = [caught(r) for r in rs]
-        c = "-" if kind != "broken" else f"{sum(bool(g) for g in got)}/{len(got)}"
+    for cfg, kind, rs, ev, cv, c in _by_configuration(rows):
         broken_txt = next((r["broken"] for r in rs if r["broken"]), "") or ""
-        lines.append(f"| {cfg} | {kind} | {_cell(broken_txt, 110)} | {len(rs)} | "
-                     + ", ".join(f"{k} {v}" for k, v in sorted(ev.items())) + " | "
-                     + ", ".join(f"{k} {v}" for k, v in sorted(cv.items())) + f" | {c} |")
+        lines.append(f"| {cfg} | {kind} | {_cell(broken_txt, 110)} | {len(rs)} | {ev} | {cv} | {c} |")
 
     lines += ["", "## Every log", "",
               "| framework | configuration | log | seed | expected | epoch | compare | caught | key evidence |",
@@ -270,25 +277,14 @@ README_END = "<!-- end of gallery table -->"
 def render_readme(rows: list[dict]) -> str:
     """The README's gallery table: one row per configuration, over every framework,
     format and seed (between README_START and README_END)."""
-    by_cfg = defaultdict(list)
-    for r in rows:
-        by_cfg[(r["config"], r["kind"])].append(r)
-    kind_rank = {"healthy": 0, "broken": 1, "negative": 2}
     out = [README_START, "",
            "| run | sabotage | `epoch` verdicts | `compare` vs healthy | caught | key evidence (one log) |",
            "|---|---|---|---|---|---|"]
-    for (cfg, kind), rs in sorted(by_cfg.items(), key=lambda kv: (kind_rank.get(kv[0][1], 3), kv[0][0])):
-        ev, cv = defaultdict(int), defaultdict(int)
-        for r in rs:
-            ev[r["verdict"]] += 1
-            cv[r["compare_verdict"] or "-"] += 1
-        got = [caught(r) for r in rs]
-        c = "-" if kind != "broken" else f"{sum(bool(g) for g in got)}/{len(got)}"
+    for cfg, kind, rs, ev, cv, c in _by_configuration(rows):
         sabotage = next((r["broken"] for r in rs if r["broken"]), None) or ("none" if kind == "healthy" else f"none ({kind})")
         example = next((r for r in rs if r["key"] or r["compare_key"]), None)
         key = f"{example['framework']}: {example['key'] or example['compare_key']}" if example else ""
-        out.append(f"| {cfg} | {_cell(sabotage, 90)} | " + ", ".join(f"{k} {v}" for k, v in sorted(ev.items()))
-                   + " | " + ", ".join(f"{k} {v}" for k, v in sorted(cv.items())) + f" | {c} | {_cell(key, 120)} |")
+        out.append(f"| {cfg} | {_cell(sabotage, 90)} | {ev} | {cv} | {c} | {_cell(key, 120)} |")
     out += ["", README_END]
     return "\n".join(out)
 

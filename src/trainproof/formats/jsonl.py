@@ -58,6 +58,11 @@ def parse_line(s: str, lineno: int) -> Record | None:
     return Record(step, values, lineno)
 
 
+def skipped_note(count: int, first_line: int) -> str:
+    """The TP-DATA-DROPPED note for lines that are not JSON objects (shared with ``watch``)."""
+    return f"skipped {count} line(s) that are not JSON objects (first at line {first_line})"
+
+
 def read(path: Path, state) -> Iterator[Record]:
     """Stream one record per JSON-object line."""
     skipped = 0
@@ -82,7 +87,7 @@ def read(path: Path, state) -> Iterator[Record]:
             yield rec
     lines.note(state)
     if skipped:
-        msg = f"skipped {skipped} line(s) that are not JSON objects (first at line {first_skipped})"
+        msg = skipped_note(skipped, first_skipped)
         if last_bad:
             msg += f"; the last line ({last_line}) is incomplete or not JSON (a run killed mid-write?)"
         state.drop(msg)

@@ -171,8 +171,7 @@ class LogTail:
     def _set_drops(self) -> None:
         drops = list(self._tf_drops)
         if self._bad_lines:
-            drops.append(f"skipped {self._bad_lines} line(s) that are not JSON objects "
-                         f"(first at line {self._first_bad})")
+            drops.append(jsonl_fmt.skipped_note(self._bad_lines, self._first_bad))
         if self._csv is not None:
             st = ReadState()
             self._csv.finish(st)

@@ -3,12 +3,15 @@ the runs and the output is byte for byte the local one's, also for runs read fro
 loopback S3 server. Each engine's tests skip when its package is absent."""
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 import socket
+import subprocess
 import sys
 
 import pytest
-from conftest import REPO, run_cli, write_jsonl
+from conftest import REPO, run_cli, run_subprocess, write_jsonl
 
 from trainproof.api import JudgeConfig
 from trainproof.engines import EngineError, map_judge
@@ -125,30 +128,96 @@ def test_results_come_back_in_input_order(dask_cluster, tmp_path):
 
 
 # ------------------------------------------------------------------------------- Ray
+# Ray runs in processes of its own: a Ray that aborts (its C++ core exits the process on
+# a failed internal check) fails a test here instead of ending the whole test session.
+
+_RAY_HEAD = """
+import logging, sys, ray
+ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
+         _node_ip_address="127.0.0.1")
+print(ray.get_runtime_context().gcs_address, flush=True)
+sys.stdin.read()  # until the test closes stdin
+ray.shutdown()
+"""
+
+# Ray 2.x turns token authentication on for a cluster that ray.init() starts; every
+# process of the test's clusters and clients shares this token (from the environment,
+# so nothing is written to ~/.ray).
+_RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 
 
 @pytest.fixture(scope="module")
-def ray_local(s3):
-    """One local Ray for the module (it takes seconds to start), started after the S3
-    server so that its worker processes inherit the server's endpoint."""
-    ray = pytest.importorskip("ray")
-    import logging
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RAY_USAGE_STATS_ENABLED", "0")
-        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+def ray_head(s3):
+    """A local Ray cluster in a child process, as a user's existing cluster; its address.
+    Started after the S3 server so that its workers inherit the server's endpoint."""
+    pytest.importorskip("ray")
+    env = dict(os.environ, **_RAY_ENV)
+    head = subprocess.Popen([sys.executable, "-c", _RAY_HEAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    address = head.stdout.readline().strip()
+    if not address:
+        head.kill()
+        pytest.fail(f"Ray did not start: {head.stderr.read()[-2000:]}")
+    try:
+        yield address
+    finally:
+        head.stdin.close()
         try:
-            yield ray
-        finally:
-            ray.shutdown()
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
 
 
-def test_ray_gives_the_local_output(ray_local, tree, local_out):
-    _same_as_local(local_out, tree, "--engine", "ray")
+def _cli(*args: str):
+    p = run_subprocess(*args, env=_RAY_ENV, timeout=300)
+    return p.returncode, p.stdout, p.stderr
 
 
-def test_ray_reads_runs_from_s3(ray_local, s3, tree, local_out):
-    _same_as_local_s3(s3, tree, local_out, "--engine", "ray")
+def test_ray_on_an_existing_cluster_gives_the_local_output(ray_head, tree, local_out):
+    for fmt, extra in (("json", ("--json",)), ("text", ())):
+        code, out, err = _cli("doctor", str(tree), *extra, "--engine", "ray", "--address", ray_head)
+        assert (code, out) == local_out[fmt][:2], err
+
+
+def test_ray_starts_a_local_cluster_without_address(tree, local_out):
+    pytest.importorskip("ray")
+    code, out, err = _cli("doctor", str(tree), "--json", "--engine", "ray", "--jobs", "1")
+    assert (code, out) == local_out["json"][:2], err
+
+
+def test_ray_reads_runs_from_s3(ray_head, s3, tree, local_out):
+    if s3 is None:
+        pytest.skip("moto, boto3 or s3fs is absent")
+    code, out, err = _cli("doctor", s3, "--json", "--engine", "ray", "--address", ray_head)
+    assert (code, out) == (local_out["json"][0], local_out["json"][1].replace(str(tree), s3)), err
+
+
+_RAY_CONSUMERS = """
+import itertools, sys
+from trainproof.api import JudgeConfig
+from trainproof.engines import map_judge
+address, paths = sys.argv[1], sys.argv[2:]
+for i in range(12):
+    if i % 3 == 0:  # stops after the first result, with batches still in flight
+        got = list(itertools.islice(map_judge("ray", paths, JudgeConfig(), address=address), 1))
+        assert len(got) == 1
+    else:  # zip as doctor does: the generator is left suspended after the last result
+        got = [r for _, r in zip(paths, map_judge("ray", paths, JudgeConfig(), address=address))]
+        assert [r.file for r, _ in got] == paths, got
+print("ok")
+"""
+
+
+def test_ray_consumers_that_stop_early_or_exactly_at_the_end(ray_head, tmp_path):
+    # Regression: the last batch of a fully consumed run was ray.cancel-ed while it
+    # completed, which aborted the driver ("Tried to complete task that was not pending").
+    paths = []
+    for i in range(24):
+        rows = [{"step": s, "loss": 1.0 / (s + 1) + i * 1e-3} for s in range(30)]
+        paths.append(str(write_jsonl(tmp_path / f"r{i:02d}.jsonl", rows)))
+    p = subprocess.run([sys.executable, "-c", _RAY_CONSUMERS, ray_head, *paths], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, **_RAY_ENV))
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
 
 
 # ---------------------------------------------------------------------------- errors

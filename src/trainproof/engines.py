@@ -15,7 +15,9 @@ the call (``workers`` processes, default one per core) and stopped after it.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Iterator, Sequence
+from itertools import islice
 
 __all__ = ["ENGINES", "EngineError", "judge_batch", "map_judge"]
 
@@ -128,9 +130,10 @@ def _dask_results(client, locations: list, config) -> Iterator[tuple]:
     done = 0
     try:
         for f in futures:
-            yield from f.result()
+            results = f.result()
             f.release()
-            done += 1
+            done += 1  # before yielding: a consumer may stop right after the last result
+            yield from results
     finally:
         for f in futures[done:]:  # stopped early: drop what is still queued
             f.cancel()
@@ -161,17 +164,21 @@ def _ray(locations: list, config, address: str | None, workers: int | None) -> I
 
 
 def _ray_results(ray, locations: list, config) -> Iterator[tuple]:
+    """Batches go out at most ``2 * slots`` at a time; a consumer that stops early leaves
+    only those to finish. Nothing is ever ``ray.cancel``-ed: in Ray 2.x a cancel that
+    races with the task's completion aborts the driver process (a failed internal check,
+    "Tried to complete task that was not pending", ray-project/ray#54846), and it did so
+    here for the last batch of a fully consumed run."""
     if not locations:
         return
     slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
     task = ray.remote(num_cpus=1)(judge_batch)
     cfg = ray.put(config)
-    refs = [task.remote(b, cfg) for b in _batches(locations, slots)]
-    done = 0
-    try:
-        for r in refs:
-            yield from ray.get(r)
-            done += 1
-    finally:
-        for r in refs[done:]:  # stopped early: drop what is still queued
-            ray.cancel(r)
+    batches = iter(_batches(locations, slots))
+    in_flight = deque(task.remote(b, cfg) for b in islice(batches, 2 * slots))
+    while in_flight:
+        results = ray.get(in_flight.popleft())
+        nxt = next(batches, None)
+        if nxt is not None:
+            in_flight.append(task.remote(nxt, cfg))
+        yield from results

@@ -57,6 +57,29 @@ class Columns:
 
 
 @dataclass
+class Rows:
+    """A batch of consecutive records decoded together (readers of row formats that
+    parse a chunk at a time): the same meaning as one :class:`Record` per row, in order.
+
+    Attributes:
+        steps: float64 array, shape ``(n,)``: each record's step, NaN where it has none.
+        lines: int64 array, shape ``(n,)``: each record's source line.
+        groups: ``(keys, positions, values)`` triples, one per key set: ``keys`` a tuple
+            of ``k`` raw metric keys, ``positions`` an int64 array ``(m,)`` of the
+            records (0-based, ascending) that carry exactly those keys, ``values`` a
+            float64 array ``(m, k)`` (NaN and ±Inf kept). Every record is in at most
+            one group (in none when it carries no metric).
+    """
+
+    steps: np.ndarray
+    lines: np.ndarray
+    groups: list
+
+    def __len__(self) -> int:
+        return int(self.steps.shape[0])
+
+
+@dataclass
 class Series:
     """One metric as parallel numpy arrays, sorted by step, one value per step.
 
@@ -130,7 +153,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def build_runlog(
-    records: Iterable[Record | Columns],
+    records: Iterable[Record | Rows | Columns],
     path: str,
     fmt: str,
     meta: Mapping | None = None,
@@ -144,8 +167,9 @@ def build_runlog(
     axis when it has one (Keras ``CSVLogger``), else the record index. Each series is
     sorted by step (stable); when a step is logged twice for the same metric the later
     write wins and, if the values differ, a note says so (a resumed or interleaved run).
-    :class:`Columns` batches carry their own steps; for one key, rows from records come
-    before column batches, which keep their stream order.
+    :class:`Rows` batches mean exactly their records in order. :class:`Columns` batches
+    carry their own steps; for one key, rows from records come before column batches,
+    which keep their stream order.
 
     Args:
         records: the reader's stream.
@@ -158,7 +182,10 @@ def build_runlog(
     """
     b = RunLogBuilder()
     for rec in records:
-        if type(rec) is Columns:
+        t = type(rec)
+        if t is Rows:
+            b.add_rows(rec)
+        elif t is Columns:
             b.add_columns(rec)
         else:
             b.add(rec.step, rec.values, rec.line)
@@ -202,6 +229,47 @@ class RunLogBuilder:
             c.rec.append(n)
             c.vals.append(v)
         self._n = n + 1
+
+    def add_rows(self, rows: Rows) -> None:
+        """Add a :class:`Rows` batch: exactly what :meth:`add` of each of its records, in
+        order, would add, in O(keys) Python operations."""
+        n = len(rows)
+        if not n:
+            return
+        n0 = self._n
+        steps = np.asarray(rows.steps, dtype=np.float64)
+        known = np.isfinite(steps)
+        if known.all():
+            filled = steps
+        elif known.any():
+            idx = np.where(known, np.arange(n), -1)
+            np.maximum.accumulate(idx, out=idx)
+            filled = np.where(idx >= 0, steps[np.maximum(idx, 0)], self._last_step)
+        else:
+            filled = np.full(n, self._last_step)
+        if known.any():
+            self._last_step = float(steps[np.flatnonzero(known)[-1]])
+        self._rec_steps.frombytes(np.ascontiguousarray(filled, dtype=np.float64).tobytes())
+        self._rec_lines.frombytes(np.ascontiguousarray(rows.lines, dtype=np.int64).tobytes())
+        per_key: dict[str, list] = {}
+        for keys, pos, vals in rows.groups:
+            for j, k in enumerate(keys):
+                per_key.setdefault(k, []).append((pos, vals[:, j]))
+        cols = self._cols
+        for k, parts in per_key.items():
+            if len(parts) == 1:
+                pos, v = parts[0]
+            else:  # one key in several key sets: back into record order
+                pos = np.concatenate([p for p, _ in parts])
+                v = np.concatenate([x for _, x in parts])
+                order = np.argsort(pos, kind="stable")
+                pos, v = pos[order], v[order]
+            c = cols.get(k)
+            if c is None:
+                c = cols[k] = _Column()
+            c.rec.frombytes((np.asarray(pos, dtype=np.int64) + n0).tobytes())
+            c.vals.frombytes(np.ascontiguousarray(v, dtype=np.float64).tobytes())
+        self._n = n0 + n
 
     def set_records(self, n: int) -> None:
         """Declare how many records the data came from (when it was added as column

@@ -20,14 +20,22 @@ def _int_or_float(s: str) -> int | float:
 JSON = json.JSONDecoder(parse_int=_int_or_float)
 
 
-def flatten_numeric(obj: Mapping, prefix: str = "", out: dict | None = None) -> dict[str, float]:
+#: Objects nested deeper than this inside a record are not metrics (a W&B export nests
+#: two or three levels); they are left out instead of recursing without bound.
+MAX_DEPTH = 32
+
+
+def flatten_numeric(obj: Mapping, prefix: str = "", out: dict | None = None, depth: int = 0) -> dict[str, float]:
     """Flatten nested dicts to ``a/b`` keys, keeping only numbers.
 
     ``int`` and ``float`` become ``float`` (NaN and ±Inf kept). Booleans, strings, lists
-    and nulls are absent: a non-number is never read as 0 or 1.
+    and nulls are absent: a non-number is never read as 0 or 1. Objects nested more than
+    :data:`MAX_DEPTH` levels down are absent too.
     """
     if out is None:
         out = {}
+    if depth > MAX_DEPTH:
+        return out
     for k, v in obj.items():
         key = f"{prefix}{k}"
         if isinstance(v, bool) or v is None:
@@ -38,7 +46,7 @@ def flatten_numeric(obj: Mapping, prefix: str = "", out: dict | None = None) -> 
             except OverflowError:  # an integer too large for a float
                 out[key] = float("inf") if v > 0 else float("-inf")
         elif isinstance(v, Mapping):
-            flatten_numeric(v, key + "/", out)
+            flatten_numeric(v, key + "/", out, depth + 1)
     return out
 
 

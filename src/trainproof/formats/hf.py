@@ -16,7 +16,12 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..runlog import Record
+from itertools import repeat
+
+import numpy as np
+
+from ..runlog import Record, Rows
+from . import _rows
 from ._io import MAX_LINE, ReadError, open_text
 from ._values import JSON, as_step, flatten_numeric
 
@@ -91,6 +96,7 @@ class _Scanner:
         self.line = 1
         self.eof = False
         self.consumed = 0  # characters dropped from the front of buf
+        self.batch_from = 0  # no batch decoding before this offset (see _batch)
 
     def _more(self, cap: int | None = None) -> bool:
         """Read more text: as much again as the buffer holds (at least a chunk), and with
@@ -174,7 +180,7 @@ class _Scanner:
         return max(rest, 0)
 
 
-def read(path: Path, state) -> Iterator[Record]:
+def read(path: Path, state) -> Iterator[Record | Rows]:
     """Stream the ``log_history`` entries of a ``trainer_state.json`` as records.
 
     Raises:
@@ -227,13 +233,88 @@ def read(path: Path, state) -> Iterator[Record]:
             raise ReadError("trainer_state.json has no log_history")
 
 
-def _entries(sc: _Scanner, state, summary: dict) -> Iterator[Record]:
+#: How consecutive log_history entries are separated, as HF's ``indent=2`` writes them
+#: first; a separator holding a line end can never be inside a JSON string.
+_SEPARATORS = ("},\n    {", "},\n        {", "}, {", "},{")
+#: Below this many characters of entries ahead, decoding them one at a time is as cheap.
+_MIN_BATCH = 4096
+
+
+def _step_of(keys: tuple) -> str | None:
+    return "step" if "step" in keys else None
+
+
+def _batch(sc: _Scanner, summary: dict) -> tuple[Rows | None, int] | None:
+    """Decode every complete entry in the scanner's buffer at once (``orjson``) and move
+    past them: ``(rows, entries that are not objects)``, or ``None`` when the text ahead
+    does not split into entries exactly (then the caller decodes one entry at a time).
+
+    The buffer is cut after the last entry separator; the cut text is decoded as one JSON
+    array, and it is taken only when every separator turns out to be an entry boundary
+    (the element count is the separator count plus one), so line numbers stay exact.
+    """
+    if _rows.loads is None:
+        return None
+    if sc.consumed + sc.pos < sc.batch_from:
+        return None  # the text ahead was tried already
+    if len(sc.buf) - sc.pos < _CHUNK:
+        sc._more()
+    buf, pos = sc.buf, sc.pos
+    if len(buf) - pos < _MIN_BATCH or buf[pos:pos + 1] != "{":
+        return None
+    for sep in _SEPARATORS:
+        idx = buf.rfind(sep, pos)
+        if idx >= 0:
+            break
+    else:
+        sc.batch_from = sc.consumed + len(buf)
+        return None
+    seg = buf[pos:idx + 1]
+    pieces = seg.split(sep)
+    try:
+        objs = _rows.loads("[" + seg + "]")
+    except _rows.DecodeError:  # e.g. NaN tokens: these entries one at a time
+        objs = None
+    if objs is None or len(objs) != len(pieces):
+        sc.batch_from = sc.consumed + idx + 1
+        return None
+    nl = np.fromiter(map(str.count, pieces, repeat("\n")), dtype=np.int64, count=len(pieces))
+    nl += sep.count("\n")
+    lines = np.empty(len(pieces), dtype=np.int64)
+    lines[0] = sc.line
+    np.cumsum(nl[:-1], out=lines[1:])
+    lines[1:] += sc.line
+    skipped = 0
+    if not set(map(type, objs)) <= {dict} or any(k in seg for k in SUMMARY_KEYS):
+        keep = []
+        for i, e in enumerate(objs):
+            if not isinstance(e, dict):
+                skipped += 1
+            elif any(k in e for k in SUMMARY_KEYS):
+                summary.update(flatten_numeric(e))
+            else:
+                keep.append(i)
+        objs = [objs[i] for i in keep]
+        lines = lines[np.array(keep, dtype=np.int64)]
+    rows = _rows.rows_from_dicts(objs, lines, _step_of, "true" not in seg and "false" not in seg) if objs else None
+    sc._advance(idx + len(sep) - 1)  # the next entry's "{"
+    return rows, skipped
+
+
+def _entries(sc: _Scanner, state, summary: dict) -> Iterator[Record | Rows]:
     sc.expect("[")
     if sc.peek() == "]":
         sc.expect("]")
         return
     skipped = 0
     while True:
+        got = _batch(sc, summary)
+        if got is not None:
+            rows, n_bad = got
+            skipped += n_bad
+            if rows is not None:
+                yield rows
+            continue
         try:
             entry, line = sc.value()
         except ReadError as e:

@@ -177,3 +177,52 @@ def test_orjson_numbers_equal_pythons(text):
     except _rows.DecodeError:
         pytest.skip("orjson refuses it: that chunk takes the per-record path")
     assert repr(fast) == repr(flatten_numeric(json.loads(text)))
+
+
+_cell = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(-(2 ** 70), 2 ** 70).map(str),
+    st.sampled_from(["", "", "", " ", " 1.5 ", "-0", "-0.0", "1e400", "01", "+2", ".5", "1.", "nan", "NaN", "inf",
+                     "abc", "1e-0", "0x10", "1_0", "\u0661", "null", "true"]),
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.lists(_cell, min_size=3, max_size=3), max_size=80), delim=st.sampled_from([",", ";", "\t"]),
+       crlf=st.booleans(), final_newline=st.booleans())
+def test_csv_chunks_equal_row_by_row(tmp_path, monkeypatch, rows, delim, crlf, final_newline):
+    from trainproof.formats import csv as csv_reader
+
+    nl = "\r\n" if crlf else "\n"
+    text = delim.join(["step", "loss", "eval_loss"]) + nl + nl.join(delim.join(r) for r in rows)
+    p = tmp_path / "metrics.csv"
+    p.write_bytes((text + (nl if final_newline else "")).encode())
+    monkeypatch.setattr(csv_reader, "_CHUNK", 97)  # many chunks, boundaries anywhere
+
+    def read():
+        try:
+            return read_runlog(p, fmt="csv")
+        except ReadError as e:
+            return str(e)
+
+    got = read()
+    monkeypatch.setattr(csv_reader, "_fast_rows", lambda *a: None)
+    ref = read()
+    if isinstance(ref, str) or isinstance(got, str):
+        assert got == ref
+    else:
+        _same_runlog(ref, got)
+
+
+def test_csv_plain_numbers_take_the_batch_path(tmp_path, monkeypatch):
+    from trainproof.formats import csv as csv_reader
+
+    p = tmp_path / "metrics.csv"
+    p.write_text("step,loss,eval_loss\n" + "".join(f"{i},{1 / (i + 1)},{'' if i % 10 else i}\n" for i in range(5000)))
+    calls = []
+    real = csv_reader._fast_rows
+    monkeypatch.setattr(csv_reader, "_fast_rows", lambda *a: calls.append(real(*a)) or calls[-1])
+    run = read_runlog(p)
+    assert calls and all(c is not None for c in calls)
+    assert run.records == 5000 and len(run.series["eval_loss"]) == 500
+    np.testing.assert_array_equal(run.series["loss"].lines, np.arange(2, 5002))

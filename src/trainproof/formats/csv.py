@@ -18,11 +18,17 @@ whose first row is data rather than names is a :class:`ReadError`: no column is 
 from __future__ import annotations
 
 import csv
+import io
+import operator
 from collections.abc import Iterator
+from itertools import chain, repeat
 from pathlib import Path
 
+import numpy as np
+
 from .. import aliases
-from ..runlog import Record
+from ..runlog import Record, Rows
+from . import _rows
 from ._io import MAX_LINE, Lines, ReadError, open_text
 
 name = "csv"
@@ -108,6 +114,9 @@ class RowParser:
         self.bad_rows: list[int] = []
         self.bad_shape = ""
         self.header_changes: list[str] = []
+        self.lines_read = 0  # see _row_by_row
+        self.stopped = False
+        self.overlong: list[int] = []  # lines too long to read (numbers in the file)
 
     def row(self, row: list[str], start: int) -> Record | None:
         """The record of one row starting at line ``start``, or ``None`` (blank, header,
@@ -175,8 +184,120 @@ class RowParser:
             )
 
 
-def read(path: Path, state) -> Iterator[Record]:
-    """Stream one record per data row.
+#: Characters of text decoded per chunk (the last, incomplete line is carried over).
+_CHUNK = 1 << 22
+def _fast_rows(text: str, first_line: int, parser: RowParser) -> Rows | None:
+    """The records of ``text`` (whole lines, each ending in ``\n``, the first numbered
+    ``first_line``) as one :class:`Rows` batch, or ``None`` when the chunk needs the
+    row-by-row path: a quote, a bare ``\r``, a non-empty cell that is not a number (a
+    header, a word), a row of another field count, more than 62 columns, or repeated
+    column names. Cells are converted by ``orjson`` when the chunk is plain decimal
+    numbers, else by ``float()`` as the row-by-row path does, in C loops (``map``); one
+    numpy array per chunk."""
+    header, delim = parser.header, parser.delimiter
+    k = len(header)
+    if k > 62 or len(set(header)) != k or '"' in text:
+        return None
+    body = text.replace("\r\n", "\n") if "\r" in text else text
+    if "\r" in body:
+        return None
+    lines = body[:-1].split("\n")
+    if max(map(len, lines)) >= MAX_LINE:
+        return None
+    n_cells = k * len(lines)
+    vals = empty = None
+    if not (" " in body or "\t" in body or "n" in body or "N" in body):
+        # No blanks and no letter n: a NaN can only come from an empty cell, so empty
+        # cells are written as a NaN token in the text and found again as NaN.
+        inner = "\n" + body[:-1] + "\n"
+        if _rows.loads is not None and not body.translate(_drop_decimal(delim)):
+            # Only digits, points, exponents and signs: every cell is a JSON number (or
+            # empty, written null) or the chunk is not JSON. orjson's numbers are
+            # Python's (correctly rounded), except the integer "-0", which float() reads
+            # as -0.0: such chunks take float().
+            filled = _fill_empty(inner, delim, "null")[1:-1]
+            js = "[" + (filled if delim == "," else filled.replace(delim, ",")).replace("\n", ",") + "]"
+            if "-0," not in js and "-0]" not in js:
+                try:
+                    vals = np.array(_rows.loads(js), dtype=np.float64)
+                except (_rows.DecodeError, OverflowError):
+                    vals = None
+                if vals is not None and vals.shape != (n_cells,):
+                    vals = None
+        if vals is None:
+            filled = _fill_empty(inner, delim, "nan")[1:-1]
+            cells = filled.replace("\n", delim).split(delim)
+            if len(cells) != n_cells:
+                return None  # a row of another field count (or a blank line)
+            try:
+                vals = np.fromiter(map(float, cells), dtype=np.float64, count=n_cells)
+            except ValueError:
+                return None
+    else:
+        cells = list(chain.from_iterable(map(str.split, lines, repeat(delim))))
+        if len(cells) != n_cells:
+            return None  # a row of another field count (or a blank line)
+        cells = list(map(str.strip, cells))
+        empty = np.fromiter(map(operator.not_, cells), dtype=bool, count=n_cells)
+        # float() of each cell, as the row-by-row path does; an empty cell is absent,
+        # any other cell float() refuses (a mid-file header, a word) sends the chunk row
+        # by row.
+        try:
+            vals = np.fromiter(map(float, map(_EMPTY_AS_NAN.get, cells, cells)), dtype=np.float64, count=n_cells)
+        except ValueError:
+            return None
+    if empty is None:
+        empty = np.isnan(vals)
+    vals = vals.reshape(len(lines), k)
+    present = ~empty.reshape(len(lines), k)
+    keep = present.any(axis=1)  # a row of empty cells is no record
+    nums = np.arange(first_line, first_line + len(lines), dtype=np.int64)
+    if not keep.all():
+        vals, present, nums = vals[keep], present[keep], nums[keep]
+    n = len(nums)
+    steps = np.full(n, np.nan)
+    si = parser.step_idx
+    if si is not None:
+        col = vals[:, si]
+        ok = present[:, si] & np.isfinite(col)
+        steps[ok] = col[ok]
+        present = present.copy()
+        present[:, si] = False
+    pattern = present @ (np.int64(1) << np.arange(k, dtype=np.int64))
+    groups = []
+    patterns = np.unique(pattern).tolist()
+    for pat in patterns:
+        cols = [j for j in range(k) if pat >> j & 1]
+        pos = np.arange(n) if len(patterns) == 1 else np.flatnonzero(pattern == pat)
+        if cols:
+            groups.append((tuple(header[j] for j in cols), pos, vals[np.ix_(pos, cols)]))
+    return Rows(steps, nums, groups)
+
+
+_EMPTY_AS_NAN = {"": "nan"}
+_decimal_tables: dict = {}
+
+
+def _drop_decimal(delim: str) -> dict:
+    """A ``str.translate`` table that deletes decimal-number characters, ``delim`` and
+    ``\n``: what remains is anything else."""
+    t = _decimal_tables.get(delim)
+    if t is None:
+        t = _decimal_tables[delim] = str.maketrans("", "", "0123456789.eE+-\n" + delim)
+    return t
+
+
+def _fill_empty(text: str, delim: str, token: str) -> str:
+    """``text`` (lines between ``\n``s) with every empty cell written as ``token``."""
+    dd, dnd = delim + delim, delim + token + delim
+    while dd in text:  # twice covers runs: ",,," -> ",nan,," -> ",nan,nan,"
+        text = text.replace(dd, dnd)
+    return text.replace("\n" + delim, "\n" + token + delim).replace(delim + "\n", delim + token + "\n")
+
+
+def read(path: Path, state) -> Iterator[Record | Rows]:
+    """Stream the data rows: the header row by row, then chunks of whole lines, each
+    converted in one go when it is plain numbers (:class:`Rows`), else row by row.
 
     A last row without a line end is not read (with a note): every CSV writer ends its
     rows with one, so an unfinished last line is a row cut mid-write, and a cut number
@@ -192,26 +313,90 @@ def read(path: Path, state) -> Iterator[Record]:
                 break
         delim = _delimiter(first) or ","
         f.seek(0)
-        lines = Lines(f)
-        reader = csv.reader(lines, delimiter=delim)
         parser = RowParser(delim)
-        prev_end = 0
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as e:
-                state.drop(f"line {prev_end + 1}: {e} (an unclosed quote?); the rest of the file was not read")
-                break
-            start = prev_end + 1
-            prev_end = reader.line_num
-            rec = parser.row(row, start)
-            if rec is not None:
-                if lines.unterminated:
-                    state.drop(f"the last row (line {start}) has no line end: a row cut mid-write "
-                               "(a run killed or still writing?), so it was not read")
-                    continue
-                yield rec
-        lines.note(state)
+        yield from _read_chunks(f, parser, state)
+    overlong = Lines(None)
+    overlong.overlong = parser.overlong
+    overlong.note(state)
     parser.finish(state)
+
+
+def _read_chunks(f, parser: RowParser, state) -> Iterator[Record | Rows]:
+    """Row by row up to the header, then chunks of whole lines (see :func:`read`)."""
+    yield from _row_by_row(f, parser, state, 0, stop_at_header=True)
+    line_no = parser.lines_read
+    if parser.header is None or parser.stopped:
+        return
+    carry = ""
+    while True:
+        chunk = f.read(_CHUNK)
+        if not chunk:
+            break
+        text = carry + chunk if carry else chunk
+        cut = text.rfind("\n")
+        if cut < 0 or "\"" in text:
+            # Quoted fields may span lines: the rest of the file row by row.
+            rest = io.StringIO(text, newline="")
+            yield from _row_by_row(_Chain(rest, f), parser, state, line_no)
+            return
+        whole, carry = text[:cut + 1], text[cut + 1:]
+        rows = _fast_rows(whole, line_no + 1, parser)
+        if rows is not None:
+            if len(rows):
+                yield rows
+            line_no += whole.count("\n")
+        else:
+            yield from _row_by_row(io.StringIO(whole, newline=""), parser, state, line_no)
+            if parser.stopped:
+                return
+            line_no = parser.lines_read
+    if carry:
+        yield from _row_by_row(io.StringIO(carry, newline=""), parser, state, line_no)
+
+
+class _Chain:
+    """``readline`` over a text buffer, then over the file it was read from."""
+
+    def __init__(self, first, then) -> None:
+        self.first, self.then = first, then
+
+    def readline(self, limit: int = -1) -> str:
+        if self.first is not None:
+            line = self.first.readline(limit)
+            if line.endswith(("\n", "\r")) or (limit > 0 and len(line) >= limit):
+                return line
+            self.first = None
+            if line:
+                return line + self.then.readline(limit - len(line) if limit > 0 else -1)
+        return self.then.readline(limit)
+
+
+def _row_by_row(f, parser: RowParser, state, line_offset: int, stop_at_header: bool = False) -> Iterator[Record]:
+    """The rows of ``f`` one at a time (lines numbered after ``line_offset``); with
+    ``stop_at_header``, only up to the first header. Sets ``parser.lines_read`` (the
+    last line number consumed) and ``parser.stopped`` (an unclosed quote ended it)."""
+    lines = Lines(f)
+    reader = csv.reader(lines, delimiter=parser.delimiter)
+    prev_end = 0
+    while True:
+        if stop_at_header and parser.header is not None:
+            break
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            state.drop(f"line {line_offset + prev_end + 1}: {e} (an unclosed quote?); the rest of the file was not read")
+            parser.stopped = True
+            break
+        start = line_offset + prev_end + 1
+        prev_end = reader.line_num
+        rec = parser.row(row, start)
+        if rec is not None:
+            if lines.unterminated:
+                state.drop(f"the last row (line {start}) has no line end: a row cut mid-write "
+                           "(a run killed or still writing?), so it was not read")
+                continue
+            yield rec
+    parser.lines_read = line_offset + prev_end
+    parser.overlong.extend(line_offset + n for n in lines.overlong)

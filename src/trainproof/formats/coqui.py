@@ -90,6 +90,15 @@ def parse_value(text: str) -> float | None:
     t = text.strip()
     if t.startswith("tensor("):
         t = t[len("tensor("):]
+    tok = t.partition(" ")[0]
+    if "_" not in tok:
+        # Where float() takes the whole first word (no underscore, which float() allows
+        # and the pattern does not), the pattern matches exactly that word: same value,
+        # without the regular expression.
+        try:
+            return float(tok)
+        except ValueError:
+            pass
     m = _NUMBER.match(t)
     if not m:
         return None
@@ -112,7 +121,7 @@ def read(path: Path, state) -> Iterator[Record]:
     with open_text(path) as f:
         lines = Lines(f)
         for lineno, raw in enumerate(lines, 1):
-            line = ANSI.sub("", raw)
+            line = ANSI.sub("", raw) if "\x1b" in raw else raw
             if not raw.endswith("\n"):
                 # The trainer ends every line it prints; an unfinished last line is cut
                 # mid-write, and a cut number ("0.8123" torn to "0.") is another value.
@@ -120,7 +129,7 @@ def read(path: Path, state) -> Iterator[Record]:
                     state.drop(f"the last line ({lineno}) has no line end: cut mid-write "
                                "(a run killed or still writing?), so it was not read")
                 break
-            m = _STEP.search(line)
+            m = _STEP.search(line) if "STEP:" in line else None
             if m:
                 if values and mode:
                     yield Record(step, values, start_line)
@@ -169,7 +178,7 @@ def read(path: Path, state) -> Iterator[Record]:
                     if values:
                         yield Record(step, values, start_line)
                     values, mode = {}, None
-            em = _EPOCH.search(line)
+            em = _EPOCH.search(line) if "EPOCH:" in line else None
             if em:
                 if values and mode:
                     yield Record(step, values, start_line)
@@ -178,13 +187,13 @@ def read(path: Path, state) -> Iterator[Record]:
                     state.meta["num_train_epochs"] = _count(em.group(2))
                     state.meta["last_epoch"] = _count(em.group(1))
                 continue
-            bm = _BEST.search(line)
+            bm = _BEST.search(line) if "BEST MODEL" in line else None
             if bm:
                 p = bm.group(1).rstrip()
                 sm = _STEP_IN_NAME.search(p)
                 best.append({"path": p, "step": _count(sm.group(1)) if sm else _int(step), "line": lineno})
                 continue
-            cm = _CKPT.search(line)
+            cm = _CKPT.search(line) if "CHECKPOINT" in line else None
             if cm:
                 p = cm.group(1).rstrip()
                 sm = _STEP_IN_NAME.search(p)

@@ -12,25 +12,62 @@ import time
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from . import __version__
-from .aliases import MappingError
-from .api import compare as api_compare
-from .api import doctor as api_doctor
-from .api import read_runlog
-from .cliutil import _emit, _setup, _stdout, _write_outputs, common_options
-from .findings import exit_code
-from .formats import ReadError, format_names
-from .remote import is_url
-from .render import text as render_text
-from .rules.engine import error_report, judge_runlog
-from .rules.registry import all_rules, get
+from .cliutil import FORMAT_NAMES, _emit, _setup, _stdout, _write_outputs, common_options
+
+# Start-up cost: this module imports only click and cliutil. numpy, rich, the readers, the
+# rules and the preflight modules are imported by the command that needs them, so
+# `trainproof --version` and `--help` stay close to a bare interpreter (tests/test_startup.py).
+
+#: Commands defined in preflight modules, imported when first run: name -> (module in
+#: trainproof.preflight, the first paragraph of the command's help). `trainproof --help`
+#: shows the static text so that listing the commands imports none of them;
+#: tests/test_startup.py checks it against each command's real help.
+_LAZY_COMMANDS = {
+    "data": ("speech", "Check speech training data before the run: audio/transcript pairs from a folder "
+                       "(NAME.wav + NAME.txt/.lab), an LJSpeech folder or metadata.csv, or a NeMo manifest.jsonl."),
+    "env": ("env", "Can this machine start this run at all? Probe imports in a child interpreter, verify "
+                   "checkpoints without unpickling them, and compare RAM and disk with what the run needs."),
+    "objective": ("objective", "Check the training objective at step 0: an ignore_index that is a real class, "
+                               "targets outside [0, N), classes that never appear, and causal-LM labels shifted "
+                               "twice."),
+    "preflight": ("dataset", "Check a training dataset (JSONL, .json array, .jsonl.gz) before the run: malformed "
+                             "lines, empty and duplicate texts, and with --tokenizer its EOS/pad/BOS and --max-len "
+                             "truncation."),
+    "tokenizer": ("speech", "Check a SentencePiece model against the transcripts it will encode: unknown tokens, "
+                            "character coverage, tokens per second of audio and how numbers are split."),
+}
+_DESCRIBING = "trainproof.describing_commands"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """A group whose preflight commands are imported on first use (see :data:`_LAZY_COMMANDS`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = self.commands.get(cmd_name)
+        if cmd is not None or cmd_name not in _LAZY_COMMANDS:
+            return cmd
+        module, short = _LAZY_COMMANDS[cmd_name]
+        if ctx.meta.get(_DESCRIBING):
+            # Listing commands for --help: a stand-in with the same first paragraph gives
+            # the same one-line summary without importing the module.
+            return click.Command(cmd_name, help=short)
+        _load_preflight(module)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        ctx.meta[_DESCRIBING] = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            del ctx.meta[_DESCRIBING]
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trainproof")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 def cli(debug: bool) -> None:
@@ -45,6 +82,8 @@ def _location(arg: str | None) -> str | Path | None:
     """A PATH argument: an fsspec URL stays a string (a Path would collapse its ``//``)."""
     if arg is None:
         return None
+    from .remote import is_url
+
     return arg if is_url(arg) else Path(arg)
 
 
@@ -55,6 +94,11 @@ def epoch(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_
     """Judge one training log: a file (HF trainer_state.json, TensorBoard event file, JSONL,
     CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow run folder.
     LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] extra)."""
+    from .aliases import MappingError
+    from .api import read_runlog
+    from .formats import ReadError
+    from .rules.engine import error_report, judge_runlog
+
     overrides, cfg = _setup("epoch", as_json, maps, mute, config_path)
     logfile = _location(logfile)
     try:
@@ -82,6 +126,7 @@ class _LazyProgress:
             return
         self.total = total
         if self.bar is None and time.monotonic() - self.t0 > 0.5:
+            from rich.console import Console
             from rich.progress import Progress
 
             self.bar = Progress(console=Console(stderr=True), transient=True)
@@ -120,7 +165,10 @@ def doctor(path: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_pa
     PATH may be an fsspec URL (s3://bucket/runs/; the [remote] extra): objects are listed
     once and each run is fetched, in chunks, by whoever judges it.
     """
+    from .api import doctor as api_doctor
     from .engines import EngineError
+    from .formats import ReadError
+    from .remote import is_url
 
     overrides, cfg = _setup("doctor", as_json, maps, mute, config_path)
     if address is not None and engine == "local":
@@ -161,6 +209,12 @@ def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, confi
     A run on shuffled labels lowers its own loss and looks healthy alone; against a
     baseline its loss floor sits far above. Prints a ranking table, worst first.
     """
+    from .aliases import MappingError
+    from .api import compare as api_compare
+    from .findings import exit_code
+    from .formats import ReadError
+    from .render import text as render_text
+
     overrides, cfg = _setup("compare", as_json, maps, mute, config_path)
     try:
         base_report, reports = api_compare(baseline, runs, fmt, overrides, cfg.mute, cfg.thresholds)
@@ -179,7 +233,7 @@ def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, confi
 @cli.command()
 @click.argument("logfile", type=click.Path(path_type=Path))
 @click.option("--interval", type=float, default=10.0, show_default=True, help="Seconds between polls.")
-@click.option("--format", "fmt", type=click.Choice(["auto", *format_names()]), default="auto", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(["auto", *FORMAT_NAMES]), default="auto", show_default=True,
               help="Log format; auto sniffs the content.")
 @click.option("--map", "maps", multiple=True, metavar="CANON=COLUMN", help="Read a canonical metric from a column.")
 @click.option("--until-fail", is_flag=True, help="Exit 1 as soon as the verdict becomes FAIL.")
@@ -201,7 +255,10 @@ def watch(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stal
     """
     import json as _json
 
+    from .findings import exit_code
+    from .formats import ReadError
     from .live.watcher import Watcher
+    from .render import text as render_text
 
     overrides, cfg = _setup("watch", as_json, maps, mute, config_path)
     w = Watcher(logfile, fmt, overrides, cfg.mute, cfg.thresholds, stall_timeout)
@@ -276,6 +333,10 @@ def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool) -> None:
     """List every rule, or print the full documentation of RULE_ID."""
     import json
 
+    from .rules.registry import all_rules, get
+
+    _preflight_first()
+
     if markdown:
         from .rules.docs import rules_markdown
 
@@ -296,6 +357,9 @@ def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool) -> None:
     if as_json:
         click.echo(json.dumps([_rule_dict(r) for r in rules], indent=2))
         return
+    from rich.markup import escape
+    from rich.table import Table
+
     t = Table(title="trainproof rules")
     for col in ("id", "level", "group", "summary"):
         t.add_column(col)
@@ -313,19 +377,25 @@ def _rule_dict(r) -> dict:
     }
 
 
-def _add_preflight_commands() -> None:
-    """Each preflight module lists its click commands in ``COMMANDS``."""
-    import importlib
+def _preflight_first() -> None:
+    """Import every preflight module before the rule modules, as importing this module used to.
 
+    The registry lists rules in import order; the preflight ids come first in the CLI's
+    listings (and RULES.md, generated by ``trainproof rules --markdown``).
+    """
     from .rules import _PREFLIGHT
 
     for name in _PREFLIGHT:
-        mod = importlib.import_module(f"{__package__}.preflight.{name}")
-        for cmd in getattr(mod, "COMMANDS", ()):
-            cli.add_command(cmd)
+        _load_preflight(name)
 
 
-_add_preflight_commands()
+def _load_preflight(name: str) -> None:
+    """Import ``trainproof.preflight.<name>`` and add the click commands it lists in ``COMMANDS``."""
+    import importlib
+
+    mod = importlib.import_module(f"{__package__}.preflight.{name}")
+    for cmd in getattr(mod, "COMMANDS", ()):
+        cli.add_command(cmd)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,19 +9,26 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
-from .aliases import MappingError, parse_map_option
-from .config import ConfigError, load_config
-from .findings import Report, exit_code
-from .formats import format_names
-from .render import json as render_json
-from .render import text as render_text
+# Kept light on purpose: `trainproof --version`, `--help` and `epoch --json` import this module,
+# so rich, numpy, the readers and the rules are imported where they are used.
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .findings import Report
+
+#: The reader names, in sniffing order, for ``--format`` choices: a static copy of
+#: ``[r.name for r in trainproof.formats.READERS]`` so that building the options does not
+#: import every reader (tests/test_startup.py checks the two agree).
+FORMAT_NAMES = ("tfevents", "hf", "jsonl", "csv", "coqui", "mlflow", "console")
 
 
 def _stdout() -> Console:
+    from rich.console import Console
+
     tty = sys.stdout.isatty()
     # A pipe or a CI log has no width; 120 columns keep the doctor table readable there.
     width = None if tty or os.environ.get("COLUMNS") else 120
@@ -29,6 +36,8 @@ def _stdout() -> Console:
 
 
 def _fail_usage(ctx_json: bool, command: str, message: str) -> None:
+    from .render import json as render_json
+
     if ctx_json:
         click.echo(render_json.dumps(render_json.document([], command, error=message)))
     click.echo(f"trainproof: {message}", err=True)
@@ -38,7 +47,7 @@ def _fail_usage(ctx_json: bool, command: str, message: str) -> None:
 def common_options(fn):
     """Options shared by the commands that read logs."""
     opts = [
-        click.option("--format", "fmt", type=click.Choice(["auto", *format_names()]), default="auto",
+        click.option("--format", "fmt", type=click.Choice(["auto", *FORMAT_NAMES]), default="auto",
                      show_default=True, help="Log format; auto sniffs the content."),
         click.option("--map", "maps", multiple=True, metavar="CANON=COLUMN",
                      help="Read a canonical metric from a column, e.g. --map loss=train_mse (repeatable)."),
@@ -58,6 +67,9 @@ def common_options(fn):
 
 
 def _setup(command: str, as_json: bool, maps, mute, config_path):
+    from .aliases import MappingError, parse_map_option
+    from .config import ConfigError, load_config
+
     try:
         overrides = parse_map_option(maps)
         cfg = load_config(config_path, extra_mute=mute)
@@ -88,10 +100,16 @@ def _write_outputs(reports: list[Report], sarif_path: Path | None, html_path: Pa
 
 def _emit(reports: list[Report], command: str, as_json: bool, summary: bool, extra: dict | None = None,
           error: str | None = None, sarif_path: Path | None = None, html_path: Path | None = None) -> None:
+    from .findings import exit_code
+
     _write_outputs(reports, sarif_path, html_path)
     if as_json:
+        from .render import json as render_json
+
         click.echo(render_json.dumps(render_json.document(reports, command, error=error, extra=extra)))
     else:
+        from .render import text as render_text
+
         render_text.render(_stdout(), reports, summary=summary)
         if error:
             click.echo(f"trainproof: {error}", err=True)

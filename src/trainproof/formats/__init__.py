@@ -7,7 +7,9 @@ files of one run) also exposes ``sniff_dir(path) -> bool``. A reader raises :cla
 one-line reason when the input is not readable as its format. Readers know bytes and
 formats only: no rules, thresholds or output.
 
-To add a format, add a module and list it in :data:`READERS` (order = sniffing priority).
+To add a format, add a module and list it in :data:`READERS` (order = sniffing priority),
+and its name in :data:`trainproof.cliutil.FORMAT_NAMES`, the static copy the command line
+offers as ``--format`` choices without importing the readers (a test checks the two agree).
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ class ReadState:
 
 
 def format_names() -> list[str]:
+    """The reader names, in sniffing order."""
     return [r.name for r in READERS]
 
 

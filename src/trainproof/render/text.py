@@ -1,11 +1,14 @@
 """Human-readable output with rich. Colour only on a terminal; ``NO_COLOR`` is honoured."""
 from __future__ import annotations
 
-from rich.console import Console
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
-from rich.table import Table
 
 from ..findings import Level, Report
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _STYLE = {
     Level.FAIL: "bold red",
@@ -66,6 +69,8 @@ def render(console: Console, reports: list[Report], summary: bool = False, unrea
     """Print reports; with ``summary``, a worst-first table first (doctor)."""
     ordered = sorted(reports, key=lambda r: (_ORDER[r.verdict], r.file)) if summary else reports
     if summary and reports:
+        from rich.table import Table
+
         t = Table(title="trainproof doctor", show_lines=False)
         t.add_column("verdict", no_wrap=True)
         t.add_column("run", overflow="fold", ratio=3)
@@ -102,6 +107,8 @@ def _lvl(x) -> str:
 
 def render_compare(console: Console, baseline: Report, reports: list[Report]) -> None:
     """The ranking table of runs against a baseline (worst first), then each report."""
+    from rich.table import Table
+
     t = Table(title=f"trainproof compare — baseline {baseline.file} ({baseline.verdict.value})")
     for col, just in (("verdict", "left"), ("run", "left"), ("floor", "right"), ("end", "right"),
                       ("improvement", "right"), ("floor ratio", "right"), ("end ratio", "right"),

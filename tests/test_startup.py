@@ -1,0 +1,181 @@
+"""Start-up cost: what the command line imports before it has work to do.
+
+`trainproof --version` and `--help` import click and the CLI modules only; `epoch --json`
+imports what judging needs (numpy, the readers, the rules) but no rich, no SARIF library
+and no torch. Checked on real processes by the modules they load, never by timing
+(timings are in bench/).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from conftest import healthy_rows, run_cli, write_jsonl
+
+from trainproof import cli as cli_mod
+from trainproof.cliutil import FORMAT_NAMES
+
+HEAVY = ("numpy", "rich", "sarif_om", "jschema_to_python", "torch")
+#: All of trainproof that `--version` and `--help` may import.
+LIGHT_TRAINPROOF = {"trainproof", "trainproof.__main__", "trainproof.cli", "trainproof.cliutil"}
+
+# Runs `python -m trainproof ARGS` in this interpreter, then writes the names of every
+# module it loaded to the file named by $TP_MODULES_OUT.
+_WRAPPER = """
+import json, os, runpy, sys
+sys.argv = ["trainproof", *sys.argv[1:]]
+code = 0
+try:
+    runpy.run_module("trainproof", run_name="__main__", alter_sys=True)
+except SystemExit as e:
+    code = e.code
+finally:
+    with open(os.environ["TP_MODULES_OUT"], "w") as f:
+        json.dump(sorted(sys.modules), f)
+sys.exit(code)
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra)
+    return env
+
+
+def loaded_modules(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run the CLI with ``args`` in a fresh interpreter; return the process and the modules it loaded."""
+    out = tmp_path / "modules.json"
+    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *args], capture_output=True, text=True,
+                          env=_env(TP_MODULES_OUT=str(out)), timeout=120)
+    return proc, set(json.loads(out.read_text()))
+
+
+def importtime_modules(argv: list[str]) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run ``argv`` with ``-X importtime`` (via its environment variable); return the modules it imported."""
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_env(PYTHONPROFILEIMPORTTIME="1"),
+                          timeout=120)
+    mods = set()
+    for line in proc.stderr.splitlines():
+        if line.startswith("import time:") and line.count("|") == 2:
+            name = line.rsplit("|", 1)[1].strip()
+            if name != "imported package":
+                mods.add(name)
+    return proc, mods
+
+
+def heavy(mods: set[str], roots=HEAVY) -> list[str]:
+    return sorted(m for m in mods if m.split(".")[0] in roots)
+
+
+def trainproof_modules(mods: set[str]) -> set[str]:
+    return {m for m in mods if m == "trainproof" or m.startswith("trainproof.")}
+
+
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("rules", "--help"), ("epoch", "--help")])
+def test_version_and_help_import_nothing_heavy(tmp_path, args):
+    proc, mods = loaded_modules(tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip()
+    assert heavy(mods) == []
+    assert trainproof_modules(mods) <= LIGHT_TRAINPROOF, (
+        f"`trainproof {' '.join(args)}` imported {sorted(trainproof_modules(mods) - LIGHT_TRAINPROOF)}")
+
+
+def test_python_m_version_under_importtime():
+    proc, mods = importtime_modules([sys.executable, "-m", "trainproof", "--version"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"trainproof, version {__import__('trainproof').__version__}"
+    assert "trainproof.cli" in mods, "the -X importtime output was not parsed"
+    assert heavy(mods) == []
+    assert trainproof_modules(mods) <= LIGHT_TRAINPROOF
+
+
+def test_console_script_version_under_importtime():
+    script = Path(sys.executable).with_name("trainproof")
+    if not script.exists():
+        pytest.skip("no trainproof console script next to this interpreter")
+    for args in (["--version"], ["--help"]):
+        proc, mods = importtime_modules([str(script), *args])
+        assert proc.returncode == 0, proc.stderr
+        assert "trainproof.cli" in mods
+        assert heavy(mods) == []
+        assert trainproof_modules(mods) <= LIGHT_TRAINPROOF
+
+
+def test_epoch_json_on_a_small_log_imports_no_rich_sarif_or_torch(tmp_path):
+    log = write_jsonl(tmp_path / "tiny.jsonl", healthy_rows(n=10))
+    proc, mods = loaded_modules(tmp_path, "epoch", str(log), "--json")
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["reports"][0]["records"] == 10
+    assert "numpy" in mods and "trainproof.rules.engine" in mods  # it did judge
+    assert heavy(mods, ("rich", "sarif_om", "jschema_to_python", "torch")) == []
+
+
+def test_epoch_text_imports_rich_but_no_table_sarif_or_torch(tmp_path):
+    log = write_jsonl(tmp_path / "tiny.jsonl", healthy_rows(n=10))
+    proc, mods = loaded_modules(tmp_path, "epoch", str(log))
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "records" in proc.stdout
+    assert "rich.console" in mods
+    assert "rich.table" not in mods
+    assert heavy(mods, ("sarif_om", "jschema_to_python", "torch")) == []
+
+
+def test_static_format_names_match_the_reader_registry():
+    from trainproof.formats import format_names
+
+    assert list(FORMAT_NAMES) == format_names()
+
+
+def test_static_short_help_matches_the_preflight_commands():
+    """`trainproof --help` describes the preflight commands without importing them."""
+    import importlib
+
+    from trainproof.rules import _PREFLIGHT
+
+    found = {}
+    for module in _PREFLIGHT:
+        for cmd in importlib.import_module(f"trainproof.preflight.{module}").COMMANDS:
+            found[cmd.name] = (module, cmd)
+    assert set(found) == set(cli_mod._LAZY_COMMANDS)
+    for name, (module, cmd) in found.items():
+        static_module, static_help = cli_mod._LAZY_COMMANDS[name]
+        assert static_module == module, name
+        first_paragraph = " ".join(cmd.help.partition("\n\n")[0].split())
+        assert static_help == first_paragraph, f"update the short help of {name!r} in cli._LAZY_COMMANDS"
+        for limit in (30, 45, 72, 200):
+            assert click.Command(name, help=static_help).get_short_help_str(limit) == cmd.get_short_help_str(limit)
+
+
+def test_help_lists_every_command_as_when_all_are_loaded():
+    # A fresh process lists the preflight commands from the static help; in this process,
+    # with every command loaded, the help must be the same (COLUMNS=80 gives click a
+    # width of 78 columns).
+    fresh = subprocess.run([sys.executable, "-m", "trainproof", "--help"], capture_output=True, text=True,
+                           env=_env(COLUMNS="80"), timeout=120)
+    assert fresh.returncode == 0, fresh.stderr
+    cli_mod._preflight_first()
+    assert set(cli_mod._LAZY_COMMANDS) <= set(cli_mod.cli.commands)
+    ctx = click.Context(cli_mod.cli, info_name="trainproof", terminal_width=78, **cli_mod.cli.context_settings)
+    out = cli_mod.cli.get_help(ctx)
+    assert fresh.stdout == out + "\n"
+    listed = out.split("Commands:", 1)[1].split()
+    for name in cli_mod.cli.list_commands(ctx):
+        assert name in listed
+
+
+def test_every_listed_command_resolves():
+    ctx = click.Context(cli_mod.cli)
+    names = cli_mod.cli.list_commands(ctx)
+    assert {"epoch", "doctor", "compare", "watch", "rules", *cli_mod._LAZY_COMMANDS} <= set(names)
+    for name in names:
+        cmd = cli_mod.cli.get_command(ctx, name)
+        assert cmd is not None and cmd.name == name
+        code, out, _, _ = run_cli(name, "--help")
+        assert code == 0 and f" {name} [OPTIONS]" in out

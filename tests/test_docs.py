@@ -45,3 +45,20 @@ def test_contracts_and_changelog_exist():
     for word in ("Exit codes", "schema_version", "stable"):
         assert word in contracts
     assert (REPO / "CHANGELOG.md").read_text(encoding="utf-8").startswith("# Changelog")
+
+
+def test_registry_order_does_not_depend_on_import_order():
+    """The registry (and so RULES.md and `trainproof rules`) lists preflight ids, then the
+    rule modules, whatever module a process happened to import first."""
+    import re
+    import subprocess
+    import sys
+
+    script = ("import importlib, sys\n"
+              "for m in sys.argv[1:]: importlib.import_module(m)\n"
+              "from trainproof.rules.registry import all_rules\n"
+              "print(' '.join(r.id for r in all_rules()))\n")
+    expected = re.findall(r"^\| \[(TP-[A-Z0-9-]+)\]", (REPO / "RULES.md").read_text(), re.M)
+    for first in ([], ["trainproof.preflight.speech"], ["trainproof.rules.compare", "trainproof.preflight.env"]):
+        out = subprocess.run([sys.executable, "-c", script, *first], capture_output=True, text=True, check=True)
+        assert out.stdout.split() == expected, first

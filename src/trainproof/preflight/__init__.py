@@ -6,13 +6,16 @@ are documented in RULES.md like every rule) and builds an ordinary
 """
 from __future__ import annotations
 
+import sys
+
 from ..findings import Finding, Level, Report, Skip
 from ..rules.registry import Rule, get, outcome
 
 
 def declare(rule_id: str, level: Level, group: str, summary: str, **docs: str) -> Rule:
     """Register a preflight id with its documentation (source ``preflight``)."""
-    return outcome(rule_id, level, group, summary, source="preflight", **docs)
+    return outcome(rule_id, level, group, summary, module=sys._getframe(1).f_globals.get("__name__"),
+                   source="preflight", **docs)
 
 
 def finding(rule_id: str, message: str, evidence: str = "", data: dict | None = None,

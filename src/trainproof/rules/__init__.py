@@ -1,7 +1,8 @@
 """Rules: the registry, the thresholds, the engine, and one module per group of rules.
 
-Importing :func:`load_all` registers every rule; the registry order (module order below,
-then declaration order) is the order checks run and findings are listed.
+Importing :func:`load_all` registers every rule; the registry order (the preflight modules,
+then the rule modules below, each in declaration order, whatever order they were imported
+in) is the order checks run and findings and ``trainproof rules`` are listed.
 """
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ def load_all() -> None:
     _loaded = True
     import importlib
 
-    for m in _MODULES:
-        importlib.import_module(f"{__name__}.{m}")
-    for m in _PREFLIGHT:
-        importlib.import_module(f"trainproof.preflight.{m}")
+    from .registry import canonical_order
+
+    modules = [f"trainproof.preflight.{m}" for m in _PREFLIGHT] + [f"{__name__}.{m}" for m in _MODULES]
+    for m in modules:
+        importlib.import_module(m)
+    canonical_order(modules)

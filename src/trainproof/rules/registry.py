@@ -13,6 +13,7 @@ Outcome ids (``TP-PASS``, ``TP-NOT-CHECKED``, ``TP-NO-LOSS``, …) are declared 
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -121,13 +122,29 @@ def _need_text(n: Need) -> str:
 REGISTRY: dict[str, Rule] = {}
 
 
-def _register(r: Rule) -> Rule:
+#: The module that declared each id (for :func:`canonical_order`).
+MODULE_OF: dict[str, str] = {}
+
+
+def _register(r: Rule, module: str) -> Rule:
     if not r.id.startswith("TP-"):
         raise ValueError(f"rule id must start with TP-: {r.id}")
     if r.id in REGISTRY:
         raise ValueError(f"duplicate rule id {r.id}")
     REGISTRY[r.id] = r
+    MODULE_OF[r.id] = module
     return r
+
+
+def canonical_order(modules: list[str]) -> None:
+    """Reorder :data:`REGISTRY` by the declaring module's place in ``modules`` (then by
+    declaration order), whatever order the modules happened to be imported in."""
+    rank = {m: i for i, m in enumerate(modules)}
+    ids = sorted(REGISTRY, key=lambda i, pos={k: n for n, k in enumerate(REGISTRY)}:
+                 (rank.get(MODULE_OF.get(i, ""), len(rank)), pos[i]))
+    rules = {i: REGISTRY[i] for i in ids}
+    REGISTRY.clear()
+    REGISTRY.update(rules)
 
 
 def rule(
@@ -161,16 +178,21 @@ def rule(
                 not_mean=not_mean, causes=causes, try_=try_, needs=tuple(needs),
                 thresholds=tuple(thresholds), verdict_bearing=verdict_bearing,
                 source=source, objectives=tuple(objectives), check=fn,
-            )
+            ),
+            fn.__module__,
         )
         return fn
 
     return deco
 
 
-def outcome(id: str, level: Level, group: str, summary: str, **docs: str) -> Rule:
-    """Register an outcome id (documentation only, emitted by the engine or the CLI)."""
-    return _register(Rule(id=id, level=level, group=group, summary=summary, **docs))
+def outcome(id: str, level: Level, group: str, summary: str, module: str | None = None, **docs: str) -> Rule:
+    """Register an outcome id (documentation only, emitted by the engine or the CLI).
+
+    ``module``: the declaring module, for the registry order (default: the caller's).
+    """
+    return _register(Rule(id=id, level=level, group=group, summary=summary, **docs),
+                     module or sys._getframe(1).f_globals.get("__name__", ""))
 
 
 def all_rules() -> list[Rule]:

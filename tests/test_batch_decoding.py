@@ -226,3 +226,51 @@ def test_csv_plain_numbers_take_the_batch_path(tmp_path, monkeypatch):
     assert calls and all(c is not None for c in calls)
     assert run.records == 5000 and len(run.series["eval_loss"]) == 500
     np.testing.assert_array_equal(run.series["loss"].lines, np.arange(2, 5002))
+
+
+def _scalar_event(wall: float, step: int, tag: bytes, value: float) -> bytes:
+    """An Event as SummaryWriter.add_scalar writes it (see bench/gen_logs.py)."""
+    import struct
+
+    def varint(x: int) -> bytes:
+        x &= (1 << 64) - 1
+        out = bytearray()
+        while True:
+            b = x & 0x7F
+            x >>= 7
+            out.append(b | (0x80 if x else 0))
+            if not x:
+                return bytes(out)
+
+    val = b"\x0a" + varint(len(tag)) + tag + b"\x15" + struct.pack("<f", value)
+    summ = b"\x0a" + varint(len(val)) + val
+    ev = b"\x09" + struct.pack("<d", wall) + (b"\x10" + varint(step) if step else b"") + b"\x2a" + varint(len(summ)) + summ
+    return ev
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=st.lists(st.tuples(
+    st.floats(allow_nan=False), st.one_of(st.integers(0, 300), st.integers(-(2 ** 63), 2 ** 63 - 1)),
+    st.binary(max_size=140), st.floats(width=32)), max_size=30),
+    flips=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 255)), max_size=4))
+def test_event_batch_decoding_equals_one_at_a_time(events, flips):
+    from trainproof.formats._event_proto import parse_simple, parse_simple_batch
+
+    payloads = [bytearray(_scalar_event(*e)) for e in events]
+    for at, byte in flips:  # damage: other layouts, bad lengths, odd varints
+        if payloads:
+            p = payloads[at % len(payloads)]
+            if p:
+                p[at % len(p)] = byte
+    payloads = [bytes(p) for p in payloads] + [b"", b"\x09" * 25, b"\x09" + bytes(8) + b"\x10" + b"\xff" * 10 + bytes(20)]
+    ok, walls, steps, values, tag_ids, tags = parse_simple_batch(payloads)
+    for k, p in enumerate(payloads):
+        r = parse_simple(p)
+        if r is None:
+            assert not ok[k]
+            continue
+        if not ok[k]:  # the documented exception: a 10-byte step varint whose last byte is above 1
+            assert p[9] == 0x10 and all(b >= 0x80 for b in p[10:19]) and p[19] > 1
+            continue
+        assert (walls[k], int(steps[k]), tags[tag_ids[k]]) == (r[0], r[1], r[2])
+        assert values[k] == r[3] or (values[k] != values[k] and r[3] != r[3])

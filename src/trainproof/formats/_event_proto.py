@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
+
 _F32 = struct.Struct("<f")
 _F64 = struct.Struct("<d")
 _E16 = struct.Struct("<e")
@@ -259,3 +261,84 @@ def parse_simple(p: bytes) -> tuple[float, int, bytes, float] | None:
             or p[i + 4] != 0x0A or p[i + 5] != lt or p[n - 5] != 0x15):
         return None
     return _WALL(p, 1)[0], step, p[i + 6:n - 5], _VALUE(p, n - 4)[0]
+
+
+def parse_simple_batch(payloads: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                       list[bytes]]:
+    """:func:`parse_simple` of many payloads at once, vectorised with numpy.
+
+    Returns ``(ok, walls, steps, values, tag_ids, tags)``: ``ok`` a bool array ``(n,)``,
+    true where :func:`parse_simple` returns a result; for those records ``walls``
+    (float64), ``steps`` (int64), ``values`` (float64, the float32 widened) and
+    ``tag_ids`` (int64 index into ``tags``, the distinct tag byte strings) hold exactly
+    what it returns. Records where ``ok`` is false (another layout, or a 10-byte step
+    varint whose last byte is above 1, where Python's integers and int64 part ways) must
+    go through :func:`parse_simple` / :func:`parse_event` one at a time.
+    """
+    n = len(payloads)
+    lengths = np.fromiter(map(len, payloads), dtype=np.int64, count=n)
+    buf = np.frombuffer(b"".join(payloads) + bytes(32), dtype=np.uint8)  # padding: gathers stay in bounds
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    ok = (lengths >= 20) & (buf[starts] == 0x09)
+    has_step = ok & (buf[starts + 9] == 0x10)
+    # The step varint: up to 10 bytes from offset 10.
+    k = np.arange(10, dtype=np.int64)
+    vb = buf[(starts[:, None] + 10 + k[None, :]).clip(max=len(buf) - 1)].astype(np.uint64)
+    ends_here = vb < 0x80
+    first_end = np.where(ends_here.any(axis=1), ends_here.argmax(axis=1), 10)
+    vlen = first_end + 1  # bytes in the varint
+    good_varint = (first_end < 10) & (10 + vlen <= lengths)
+    last = vb[np.arange(n), np.minimum(first_end, 9)]
+    good_varint &= ~((vlen == 10) & (last > 1))
+    ok &= ~has_step | good_varint
+    used = k[None, :] < vlen[:, None]
+    shifted = np.where(used, (vb & np.uint64(0x7F)) << (np.uint64(7) * k[None, :].astype(np.uint64)), np.uint64(0))
+    steps = np.where(has_step, np.bitwise_or.reduce(shifted, axis=1), np.uint64(0)).view(np.int64)
+    i = np.where(has_step, 10 + vlen, 9)
+    ok &= lengths - i >= 11
+    lt = lengths - i - 11
+    at = (starts + i).clip(max=len(buf) - 6)
+    end5 = (starts + lengths - 5).clip(min=0)
+    ok &= ((buf[at] == 0x2A) & (buf[at + 1] == lt + 9) & (buf[at + 2] == 0x0A) & (buf[at + 3] == lt + 7)
+           & (buf[at + 4] == 0x0A) & (buf[at + 5] == lt) & (buf[end5] == 0x15))
+    idx = np.flatnonzero(ok)
+    walls = np.zeros(n)
+    values = np.zeros(n)
+    tag_ids = np.full(n, -1, dtype=np.int64)
+    tags: list[bytes] = []
+    if idx.size:
+        w = buf[(starts[idx, None] + 1 + np.arange(8)[None, :])]
+        walls[idx] = np.ascontiguousarray(w).view("<f8").ravel()
+        v = buf[(starts[idx, None] + lengths[idx, None] - 4 + np.arange(4)[None, :])]
+        values[idx] = np.ascontiguousarray(v).view("<f4").ravel().astype(np.float64)
+        tag_start = starts[idx] + i[idx] + 6
+        for length in np.unique(lt[idx]).tolist():
+            sel = idx[lt[idx] == length]
+            rows = buf[(tag_start[lt[idx] == length][:, None] + np.arange(length)[None, :])] if length else \
+                np.zeros((sel.size, 0), dtype=np.uint8)
+            uniq, inv = _unique_rows(rows)
+            base = len(tags)
+            tags.extend(bytes(r) for r in uniq)
+            tag_ids[sel] = base + inv.reshape(-1)
+    return ok, walls, steps, values, tag_ids, tags
+
+
+_ROW_WEIGHTS = np.random.default_rng(0x7F).integers(1, 2 ** 63, size=4096, dtype=np.uint64) | np.uint64(1)
+
+
+def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` for a uint8 matrix, by a hash of
+    each row (sorting a few integers instead of byte rows), checked exactly: every row
+    is compared with its group's first row, and any collision falls back to numpy's."""
+    m, width = rows.shape
+    if m == 0 or width == 0 or width > _ROW_WEIGHTS.size:
+        uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    with np.errstate(over="ignore"):
+        h = (rows.astype(np.uint64) * _ROW_WEIGHTS[:width]).sum(axis=1, dtype=np.uint64)
+    keys, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    uniq = rows[first]
+    if not (rows == uniq[inv.reshape(-1)]).all():
+        uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+    return uniq, inv.reshape(-1)

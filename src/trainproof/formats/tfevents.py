@@ -16,13 +16,14 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Iterator
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
 
 from ..runlog import Columns
 from . import _tfrecord
-from ._event_proto import ProtoError, parse_event, parse_simple
+from ._event_proto import ProtoError, parse_event, parse_simple_batch
 from ._io import ReadError
 
 name = "tfevents"
@@ -108,10 +109,8 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
     tail = _tfrecord.Tail()
     bad_events = 0
     ignored: set[str] = set()
-    # The standard add_scalar event is decoded by parse_simple, keyed by the tag's bytes
-    # (decoded once per tag); everything else goes through parse_event. Local names: this
-    # loop runs once per scalar.
-    fast = parse_simple
+    # The standard add_scalar event is decoded by parse_simple_batch, keyed by the tag's
+    # bytes (decoded once per tag); everything else goes through parse_event.
     before = sum(len(c.values) for c in out.values())
     by_bytes: dict[bytes, _TagColumns | None] = {}
     idx = first_index
@@ -130,39 +129,50 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
             if offset:
                 f.seek(offset)
             for batch in _tfrecord.record_batches(f, tail):
-                for payload in batch:
-                    idx += 1
-                    hit = fast(payload)
-                    if hit is not None:
-                        wall, step, tag_b, val = hit
-                        try:
-                            c = by_bytes[tag_b]
-                        except KeyError:
-                            c = by_bytes[tag_b] = columns(tag_b.decode("utf-8", "replace"))
-                        if c is None:
-                            continue
-                        c.steps.append(step)
-                        c.values.append(val)
-                        c.lines.append(idx)
-                        if merge:
-                            c.walls.append(wall)
-                            c.shards.append(shard_no)
-                        continue
+                # The standard add_scalar events of the batch decoded at once; runs of them
+                # go to the columns as arrays, any other record one at a time, in order.
+                ok, walls, steps, vals, tag_ids, tags = parse_simple_batch(batch)
+                cols_of = []
+                for tag_b in tags:
                     try:
-                        wall, step, values = parse_event(payload, plugins)
-                    except (ProtoError, struct.error, ValueError, OverflowError):
-                        bad_events += 1
+                        c = by_bytes[tag_b]
+                    except KeyError:
+                        c = by_bytes[tag_b] = columns(tag_b.decode("utf-8", "replace"))
+                    cols_of.append(c)
+                bounds = [0, *(np.flatnonzero(ok[1:] != ok[:-1]) + 1).tolist(), len(batch)]
+                for a, b in zip(bounds[:-1], bounds[1:]):
+                    if ok[a]:
+                        ids = tag_ids[a:b]
+                        for t in np.unique(ids).tolist():
+                            c = cols_of[t]
+                            if c is None:
+                                continue
+                            sel = np.flatnonzero(ids == t) + a
+                            c.steps.frombytes(steps[sel].astype(np.float64).tobytes())
+                            c.values.frombytes(vals[sel].tobytes())
+                            c.lines.frombytes((sel + (idx + 1)).astype(np.int64).tobytes())
+                            if merge:
+                                c.walls.frombytes(walls[sel].tobytes())
+                                c.shards.extend(repeat(shard_no, sel.size))
                         continue
-                    for tag, val in values:
-                        c = columns(tag)
-                        if c is None:
+                    for k in range(a, b):
+                        payload = batch[k]
+                        try:
+                            wall, step, values = parse_event(payload, plugins)
+                        except (ProtoError, struct.error, ValueError, OverflowError):
+                            bad_events += 1
                             continue
-                        c.steps.append(step)
-                        c.values.append(val)
-                        c.lines.append(idx)
-                        if merge:
-                            c.walls.append(wall)
-                            c.shards.append(shard_no)
+                        for tag, val in values:
+                            c = columns(tag)
+                            if c is None:
+                                continue
+                            c.steps.append(step)
+                            c.values.append(val)
+                            c.lines.append(idx + k + 1)
+                            if merge:
+                                c.walls.append(wall)
+                                c.shards.append(shard_no)
+                idx += len(batch)
     except OSError as e:
         raise ReadError(f"cannot read {path.name}: {e.strerror or e}") from None
     torn_tail = tail.reason is not None and not tail.bad_framing and "ends inside" in tail.reason

@@ -25,6 +25,43 @@ def end_window(n: int) -> int:
     return max(3, min(n // 10, MAX_END_WINDOW))
 
 
+def median(values: np.ndarray) -> np.floating:
+    """``np.median(values)`` of a 1-D array: the same value, bit for bit, 3-5x faster.
+
+    ``np.median`` partitions around two or three indices (the middle pair and the last
+    element, its NaN check), which numpy does with a scalar introselect; a partition
+    around one index uses its vectorised selection. Here the array is partitioned at the
+    upper middle index only, the lower middle is the largest value below it, and the pair
+    goes through the same ``np.mean`` call as in ``np.median``. Arrays that are not
+    float64, hold a NaN or are short take ``np.median`` itself.
+    """
+    a = np.asarray(values)
+    n = a.size
+    if a.ndim != 1 or n < 32 or a.dtype != np.float64 or np.isnan(a).any():
+        return np.median(a)
+    h = n // 2
+    part = np.partition(a, h)
+    if n % 2:
+        return np.mean(part[h:h + 1], axis=0)
+    part[h - 1] = part[:h].max()
+    return np.mean(part[h - 1:h + 1], axis=0)
+
+
+def row_medians(rows: np.ndarray) -> np.ndarray:
+    """``np.median(rows, axis=1)`` of a 2-D array: the same values, bit for bit (as
+    :func:`median`, row by row in one call)."""
+    r = np.asarray(rows)
+    if r.ndim != 2 or r.shape[0] == 0 or r.shape[1] < 2 or r.dtype != np.float64 or np.isnan(r).any():
+        return np.median(r, axis=1)
+    w = r.shape[1]
+    h = w // 2
+    part = np.partition(r, h, axis=1)
+    if w % 2:
+        return np.mean(part[:, h:h + 1], axis=1)
+    part[:, h - 1] = part[:, :h].max(axis=1)
+    return np.mean(part[:, h - 1:h + 1], axis=1)
+
+
 def block_medians(values: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
     """Medians of consecutive non-overlapping blocks, and each block's centre index.
 
@@ -35,15 +72,15 @@ def block_medians(values: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarra
     meds = []
     centres = []
     if full:
-        m = np.median(values[: full * block].reshape(full, block), axis=1)
+        m = row_medians(values[: full * block].reshape(full, block))
         meds.append(m)
         centres.append(np.arange(full) * block + block // 2)
     rest = n - full * block
     if rest >= 3:
-        meds.append(np.array([np.median(values[full * block:])]))
+        meds.append(np.array([median(values[full * block:])]))
         centres.append(np.array([full * block + rest // 2]))
     if not meds:
-        return np.array([np.median(values)]), np.array([n // 2])
+        return np.array([median(values)]), np.array([n // 2])
     return np.concatenate(meds), np.concatenate(centres)
 
 
@@ -84,7 +121,7 @@ def noise_sigma(values: np.ndarray) -> float:
     if values.size < 3:
         return 0.0
     d = np.diff(values)
-    mad = np.median(np.abs(d - np.median(d)))
+    mad = median(np.abs(d - median(d)))
     return float(1.4826 * mad / math.sqrt(2))
 
 
@@ -92,8 +129,8 @@ def improvement(values: np.ndarray, window: int) -> tuple[float, float, float]:
     """``(first, last, relative improvement)`` of the medians of the first and last
     ``window`` points. The improvement is ``(first - last) / |first|``; 0 when first is 0
     and last is not lower."""
-    first = float(np.median(values[:window]))
-    last = float(np.median(values[-window:]))
+    first = float(median(values[:window]))
+    last = float(median(values[-window:]))
     if first == 0:
         rel = 0.0 if last >= 0 else math.inf
     else:
@@ -133,16 +170,102 @@ def neighbour_median(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx, (lo + hi) / 2
 
 
+#: Largest window :func:`window_medians` computes with a comparator network.
+NETWORK_MAX_WINDOW = 16
+
+
+def _batcher_pairs(n: int) -> list[tuple[int, int]]:
+    """Comparators ``(i, j)``, ``i < j``, of Batcher's odd-even merge sort of ``n`` wires:
+    a sorting network for any ``n`` (checked exhaustively with the 0-1 principle for every
+    ``n`` up to :data:`NETWORK_MAX_WINDOW`)."""
+    pairs = []
+    p = 1
+    while p < n:
+        k = p
+        while k >= 1:
+            for j in range(k % p, n - k, 2 * k):
+                for i in range(min(k, n - j - k)):
+                    if (i + j) // (2 * p) == (i + j + k) // (2 * p):
+                        pairs.append((i + j, i + j + k))
+            k //= 2
+        p *= 2
+    return pairs
+
+
+_NETWORKS: dict[int, list[tuple[int, int, bool, bool]]] = {}
+
+
+def _median_network(window: int) -> list[tuple[int, int, bool, bool]]:
+    """The comparators of a sorting network of ``window`` wires that the middle wire(s)
+    depend on, each with whether its min (wire ``i``) and its max (wire ``j``) are used."""
+    net = _NETWORKS.get(window)
+    if net is None:
+        k = window // 2
+        need = {k} if window % 2 else {k - 1, k}
+        kept = []
+        for i, j in reversed(_batcher_pairs(window)):
+            if i in need or j in need:
+                kept.append((i, j, i in need, j in need))
+                need |= {i, j}
+        net = _NETWORKS[window] = kept[::-1]
+    return net
+
+
 def window_medians(values: np.ndarray, window: int) -> np.ndarray:
     """The median of every run of ``window`` consecutive values (``values.size - window +
-    1`` of them; empty when the series is shorter than the window). Equal to
-    ``np.median`` over a sliding window, computed by sorting each window (faster than
-    numpy's per-row selection for the small windows the rules use)."""
+    1`` of them; empty when the series is shorter than the window): the middle value of
+    each sorted window, or the mean ``(a + b) / 2`` of the middle two.
+
+    Windows of up to :data:`NETWORK_MAX_WINDOW` values go through a comparator network
+    run on the shifted columns, O(n) array operations instead of a sort per window (min
+    and max select values, never compute them, so the order statistics are exactly the
+    sorted ones). Larger windows, and an input with a NaN or a negative zero (whose place
+    among equal values would be the sort's choice), sort every window."""
     if window < 1 or values.size < window:
         return np.empty(0)
+    k = window // 2
+    if (window <= NETWORK_MAX_WINDOW and values.dtype == np.float64 and not np.isnan(values).any()
+            and not np.any((values == 0) & np.signbit(values))):
+        m = values.size - window + 1
+        wires = [values[j:j + m] for j in range(window)]
+        for i, j, lo, hi in _median_network(window):
+            a, b = wires[i], wires[j]
+            if lo:
+                wires[i] = np.minimum(a, b)
+            if hi:
+                wires[j] = np.maximum(a, b)
+        if window % 2:
+            return np.array(wires[k], copy=True)
+        return (wires[k - 1] + wires[k]) / 2
     s = np.sort(np.lib.stride_tricks.sliding_window_view(values, window), axis=1)
+    return s[:, k] if window % 2 else (s[:, k - 1] + s[:, k]) / 2
+
+
+def window_medians_at(values: np.ndarray, window: int, starts: np.ndarray) -> np.ndarray:
+    """``window_medians(values, window)[starts]``, computed for those windows only (each
+    window sorted, as :func:`window_medians` defines the result)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    if starts.size == 0:
+        return np.empty(0)
+    rows = np.lib.stride_tricks.sliding_window_view(values, window)[starts]
+    s = np.sort(rows, axis=1)
     k = window // 2
     return s[:, k] if window % 2 else (s[:, k - 1] + s[:, k]) / 2
+
+
+def window_mins(values: np.ndarray, window: int) -> np.ndarray:
+    """The minimum of every run of ``window`` consecutive values (``values.size - window +
+    1`` of them), by doubling: ``O(n log window)``. NaN propagates (``np.minimum``)."""
+    if window < 1 or values.size < window:
+        return np.empty(0)
+    cur, span = values, 1
+    while 2 * span <= window:
+        cur = np.minimum(cur[:-span], cur[span:])
+        span *= 2
+    m = values.size - window + 1
+    if span == window:
+        return np.array(cur[:m], copy=True)
+    return np.minimum(cur[:m], cur[window - span:window - span + m])
 
 
 def sign_change_share(residuals: np.ndarray) -> float:

@@ -24,7 +24,7 @@ import numpy as np
 from ..findings import Finding, Level, Report, Skip
 from ..runlog import RunLog
 from ._fmt import num, pct, step
-from ._stats import block_medians, end_window, smoothing_block
+from ._stats import block_medians, end_window, median, smoothing_block
 from .registry import get, outcome, rule
 from .thresholds import DEFAULT, Thresholds
 
@@ -59,8 +59,8 @@ def _levels(name: str, run: RunLog, lo: float, hi: float) -> Side:
     gm = None
     if g is not None:
         gv = g.values[np.isfinite(g.values) & (g.steps >= lo) & (g.steps <= hi)]
-        gm = float(np.median(gv)) if gv.size else None
-    return Side(name, st, v, float(np.median(v[:w])), float(np.median(v[-w:])), float(meds[j]),
+        gm = float(median(gv)) if gv.size else None
+    return Side(name, st, v, float(median(v[:w])), float(median(v[-w:])), float(meds[j]),
                 float(st[min(int(centres[j]), n - 1)]), gm)
 
 

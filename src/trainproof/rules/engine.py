@@ -24,17 +24,37 @@ from ._schedule import fraction_ran
 
 
 class Context:
-    """What a rule's check sees: the run, the thresholds, and a finding factory."""
+    """What a rule's check sees: the run, the thresholds, and a finding factory.
 
-    def __init__(self, run: RunLog, th: Thresholds, rule: Rule) -> None:
+    One judgement's rules share ``shared``: the finite part of each series and any value
+    a rule stores with :meth:`memo` (a log of the loss, its noise) are computed once per
+    run, not once per rule. Arrays handed out from there are read-only, so no rule can
+    change what another one reads.
+    """
+
+    def __init__(self, run: RunLog, th: Thresholds, rule: Rule, shared: dict | None = None) -> None:
         self.run = run
         self.th = th
         self.rule = rule
+        self.shared = {} if shared is None else shared
 
     def series(self, name: str) -> Series:
         """The named series (raw values, NaN/Inf kept). The engine guarantees it exists
         when the rule declared it in ``needs``."""
         return self.run.series[name]
+
+    def finite(self, name: str) -> Series:
+        """The named series restricted to its finite values (``series(name).finite()``),
+        computed once per judgement; its arrays are read-only."""
+        return _finite(self.run, self.shared, name)
+
+    def memo(self, key, compute):
+        """``compute()``, computed once per judgement under ``key`` (a value depending only
+        on the run and the thresholds, shared by the rules that need it)."""
+        cache = self.shared.setdefault("memo", {})
+        if key not in cache:
+            cache[key] = compute()
+        return cache[key]
 
     def has(self, name: str) -> bool:
         return name in self.run.series
@@ -48,18 +68,46 @@ class Context:
         )
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+def _finite(run: RunLog, shared: dict, name: str) -> Series:
+    """``run.series[name].finite()``, cached in ``shared``, with read-only arrays (views of
+    the series' own arrays when every value is finite)."""
+    cache = shared.setdefault("finite", {})
+    f = cache.get(name)
+    if f is None:
+        s = run.series[name]
+        # A finite sum proves every value finite (one NaN or Inf makes any sum non-finite);
+        # an infinite one (an overflow, or a non-finite value) needs the mask.
+        with np.errstate(all="ignore"):
+            total = np.add.reduce(s.values) if s.values.dtype == np.float64 else np.nan
+        if np.isfinite(total):
+            f = Series(s.name, s.key, _read_only(s.steps), _read_only(s.values), _read_only(s.lines))
+        else:
+            m = np.isfinite(s.values)
+            f = Series(s.name, s.key, _read_only(s.steps[m]), _read_only(s.values[m]), _read_only(s.lines[m]))
+        cache[name] = f
+    return f
+
+
 def _min_points(need: Need, th: Thresholds) -> int:
     mp = need.min_points
     return int(getattr(th, mp)) if isinstance(mp, str) else int(mp)
 
 
-def _skip_reason(rule: Rule, run: RunLog, th: Thresholds) -> Skip | None:
+def _skip_reason(rule: Rule, run: RunLog, th: Thresholds, shared: dict | None = None) -> Skip | None:
+    shared = {} if shared is None else shared
+    facts = shared.setdefault("facts", {})
     for need in rule.needs:
         present = [s for s in need.names if s in run.series]
         if not present:
             return Skip("absent", "no " + " or ".join(need.names) + " series in the log")
         s = run.series[present[0]]
-        vals = s.values[np.isfinite(s.values)]
+        vals = _finite(run, shared, present[0]).values
         mp = _min_points(need, th)
         counted = vals.size if need.finite else s.values.size
         if counted < mp:
@@ -68,10 +116,18 @@ def _skip_reason(rule: Rule, run: RunLog, th: Thresholds) -> Skip | None:
         if need.all_finite and vals.size < s.values.size:
             bad = s.values.size - vals.size
             return Skip("degenerate", f"{s.name} has {bad} non-finite value(s); the NaN/Inf rules judge them")
-        if need.positive and vals.size and np.any(vals <= 0):
-            return Skip("degenerate", f"{s.name} has values <= 0, so ratios of its levels mean nothing")
-        if need.varying and vals.size and np.all(vals == vals[0]):
-            return Skip("degenerate", f"{s.name} is constant ({num(vals[0])})")
+        if need.positive and vals.size:
+            key = (present[0], "nonpositive")
+            if key not in facts:
+                facts[key] = bool(np.any(vals <= 0))
+            if facts[key]:
+                return Skip("degenerate", f"{s.name} has values <= 0, so ratios of its levels mean nothing")
+        if need.varying and vals.size:
+            key = (present[0], "constant")
+            if key not in facts:
+                facts[key] = bool(np.all(vals == vals[0]))
+            if facts[key]:
+                return Skip("degenerate", f"{s.name} is constant ({num(vals[0])})")
     return None
 
 
@@ -107,6 +163,7 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
         return report
 
     trend_ran = False
+    shared: dict = {}  # finite series, facts and memos shared by this run's rules
     objective, because = detect_objective(run)
     report.meta["objective"] = objective
     for rule in all_rules():
@@ -124,11 +181,11 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
                           "its loss is not expected to fall, so the loss-shape rules do not apply")
             report.skipped[rule.id] = Skip(f"objective: {objective}", detail)
             continue
-        skip = _skip_reason(rule, run, th)
+        skip = _skip_reason(rule, run, th, shared)
         if skip is not None:
             report.skipped[rule.id] = skip
             continue
-        ctx = Context(run, th, rule)
+        ctx = Context(run, th, rule, shared)
         # Overflow to inf (a finite loss of 1e308 squared) is an answer the rules handle,
         # not something to print: numpy's floating-point warnings stay off stderr.
         with np.errstate(all="ignore"):

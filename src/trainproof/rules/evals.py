@@ -6,6 +6,7 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, step
 from ._checkpoint import best_checkpoint
+from ._stats import median
 from .registry import Need, rule
 
 
@@ -26,14 +27,14 @@ from .registry import Need, rule
 )
 def check_overfit(ctx):
     th = ctx.th
-    ev = ctx.series("eval_loss").finite()
-    tr = ctx.series("loss").finite()
+    ev = ctx.finite("eval_loss")
+    tr = ctx.finite("loss")
     j = int(np.argmin(ev.values))
     best = float(ev.values[j])
     after = len(ev) - 1 - j
     if after < th.overfit_evals_after_min or best <= 0:
         return
-    tail = float(np.median(ev.values[-th.overfit_tail_evals:]))
+    tail = float(median(ev.values[-th.overfit_tail_evals:]))
     # A steady climb (each evaluation after the minimum higher than the one before) is
     # judged by where it ended; a noisy tail by its median, so one bad evaluation is not
     # enough.
@@ -44,8 +45,8 @@ def check_overfit(ctx):
     best_step = ev.steps[j]
     before = tr.values[tr.steps <= best_step]
     w = max(1, min(5, tr.values.size // 4))
-    train_at_best = float(np.median(before[-w:])) if before.size else float(np.median(tr.values[:w]))
-    train_end = float(np.median(tr.values[-w:]))
+    train_at_best = float(median(before[-w:])) if before.size else float(median(tr.values[:w]))
+    train_end = float(median(tr.values[-w:]))
     if train_end >= train_at_best:
         return
     extra, ckpt_data = best_checkpoint(ctx.run)

@@ -7,13 +7,17 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, step
-from ._stats import improvement, runs_of
+from ._stats import improvement, median, runs_of
 from .registry import Need, rule
 
 
 def _nonfinite_runs(ctx):
     """Runs of consecutive non-finite gradient norms, split into sustained (never followed
     by a finite norm: it lasts to the end of the log) and recovered/isolated."""
+    return ctx.memo("nonfinite_grad_runs", lambda: _split_nonfinite_runs(ctx))
+
+
+def _split_nonfinite_runs(ctx):
     g = ctx.series("grad_norm")
     bad = ~np.isfinite(g.values)
     runs = runs_of(bad)
@@ -100,10 +104,10 @@ def check_overflow_skipped(ctx):
     try_="Count the parameters with requires_grad=True, check the loss has a grad_fn, and that labels are not all ignored.",
 )
 def check_zero_grad(ctx):
-    g = ctx.series("grad_norm").finite()
+    g = ctx.finite("grad_norm")
     if not np.all(g.values == 0):
         return
-    loss = ctx.series("loss").finite()
+    loss = ctx.finite("loss")
     n = loss.values.size
     w = min(max(ctx.th.dead_window, n // 10), max(1, n // 2))
     first, last, rel = improvement(loss.values, w)
@@ -128,11 +132,11 @@ def check_zero_grad(ctx):
     try_="Enable gradient clipping (max_grad_norm 1.0), inspect the batches at the spike steps, and lower the learning rate if spikes recur.",
 )
 def check_grad_spike(ctx):
-    g = ctx.series("grad_norm").finite()
+    g = ctx.finite("grad_norm")
     if len(g) < 2:
         return
     vals, steps, lines = g.values[1:], g.steps[1:], g.lines[1:]
-    med = float(np.median(vals))
+    med = float(median(vals))
     if med <= 0:
         return
     spikes = vals > ctx.th.grad_spike_factor * med
@@ -162,7 +166,7 @@ def check_grad_spike(ctx):
 )
 def check_loss_scale_collapse(ctx):
     ls = ctx.series("loss_scale")
-    fin = ls.finite()
+    fin = ctx.finite("loss_scale")
     if len(fin) < 2:
         return
     j = int(np.argmax(fin.values))

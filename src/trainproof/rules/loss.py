@@ -8,8 +8,9 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, pct, step
 from ._stats import (block_medians, block_sizes, end_window, expected_min_shift, improvement, level_se,
-                     mann_kendall_z, noise_sigma, runs_of, smoothing_block)
+                     mann_kendall_z, median, runs_of, smoothing_block)
 from ._checkpoint import best_checkpoint
+from ._shared import log_loss_noise
 from .registry import Need, rule
 
 
@@ -107,7 +108,7 @@ def _loss_scale_clause(ctx, at: float) -> str:
     objectives=("supervised",),
 )
 def check_zero_loss(ctx):
-    s = ctx.series("loss").finite()
+    s = ctx.finite("loss")
     if not np.all(s.values == 0):
         return
     clause, gdata = _grad_clause(ctx, s.steps)
@@ -130,7 +131,7 @@ def check_zero_loss(ctx):
     objectives=("supervised",),
 )
 def check_zero_loss_onset(ctx):
-    s = ctx.series("loss").finite()
+    s = ctx.finite("loss")
     zero = s.values == 0
     if zero.all() or not zero[-1]:
         return
@@ -161,7 +162,7 @@ def check_zero_loss_onset(ctx):
     objectives=("supervised",),
 )
 def check_flat(ctx):
-    s = ctx.series("loss").finite()
+    s = ctx.finite("loss")
     mean = float(np.mean(s.values))
     rel = float(np.std(s.values)) / mean
     if rel >= ctx.th.flat_rel_std:
@@ -219,14 +220,22 @@ def _lone_start_cut(ratio: float, k: int) -> float:
     objectives=("supervised",),
 )
 def check_diverge(ctx):
-    s = ctx.series("loss").finite()
+    s = ctx.finite("loss")
     v = s.values
     n = v.size
     th = ctx.th
     ratio_th, z = th.diverge_ratio, th.diverge_noise_z
+    w = end_window(n)
+    end = float(median(v[-w:]))
+    # Every candidate best level (a block median, the highest of the first points, the
+    # first point) is at least the lowest point, so a run whose end level is within the
+    # ratio of its lowest point has not diverged: settled without the noise and the block
+    # levels.
+    if ratio_th >= 0 and end <= ratio_th * float(np.min(v)):
+        return
     # Loss noise scales with the loss, and the rule compares ratios of levels: measure the
     # noise on the log of the loss so a level and its uncertainty share one scale.
-    sigma = noise_sigma(np.log(v))
+    sigma = log_loss_noise(ctx)
     block = smoothing_block(n)
     meds, centres = block_medians(v, block)
     sizes = block_sizes(n, block)
@@ -245,12 +254,10 @@ def check_diverge(ctx):
     lead_vals = v[1:1 + max(LEAD_POINTS, block)]
     cut = _lone_start_cut(ratio_th, k)
     if v[0] < best and lead_vals.size >= 3 and math.isfinite(cut):
-        lead = float(np.median(lead_vals))
+        lead = float(median(lead_vals))
         # one standard error of margin: the level after the point is itself an estimate
         if math.log(lead / v[0]) - math.log(cut) > level_se(sigma, lead_vals.size):
             best, best_idx, best_points, from_start = float(v[0]), 0, 1, True
-    w = end_window(n)
-    end = float(np.median(v[-w:]))
     if best <= 0 or end <= ratio_th * best:
         return
     # A starting level rests on one or two points: it is given a single point's noise, so
@@ -307,7 +314,7 @@ def check_diverge(ctx):
     objectives=("supervised",),
 )
 def check_dead_run(ctx):
-    s = ctx.series("loss").finite()
+    s = ctx.finite("loss")
     v = s.values
     n = v.size
     th = ctx.th

@@ -79,7 +79,8 @@ def schedule_profile(s: Series, startup_share: float, startup_points: int) -> Sc
 
 def _profile(ctx) -> ScheduleProfile:
     th = ctx.th
-    return schedule_profile(ctx.series("lr").finite(), th.lr_startup_share, th.lr_startup_points)
+    return ctx.memo("schedule_profile", lambda: schedule_profile(ctx.finite("lr"), th.lr_startup_share,
+                                                                 th.lr_startup_points))
 
 
 def _scheduled_end(ctx) -> float | None:
@@ -200,7 +201,7 @@ def check_schedule_ended_early(ctx):
     try_="Make warm-up a small share of the run (a few percent of the optimizer steps).",
 )
 def check_warmup_unfinished(ctx):
-    s = ctx.series("lr").finite()
+    s = ctx.finite("lr")
     k = ctx.th.warmup_rising_points
     end = _scheduled_end(ctx)
     if end is None or len(s) < k or ctx.run.step_range is None:

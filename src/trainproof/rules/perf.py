@@ -5,6 +5,7 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, pct, step
+from ._stats import median
 from .registry import Need, rule
 
 
@@ -19,12 +20,12 @@ from .registry import Need, rule
     try_="Profile one slow step; compare loader time with step time; check host memory and disk I/O at the cliff.",
 )
 def check_step_cliff(ctx):
-    s = ctx.series("step_time").finite()
+    s = ctx.finite("step_time")
     n = len(s)
     head = s.values[: n // 2]
     tail_n = max(1, int(round(n * ctx.th.step_cliff_tail_share)))
     tail = s.values[-tail_n:]
-    h, t = float(np.median(head)), float(np.median(tail))
+    h, t = float(median(head)), float(median(tail))
     if h <= 0 or t <= ctx.th.step_cliff_factor * h:
         return
     # Onset: the first point from which at least 80% of the remaining steps are slow
@@ -36,10 +37,10 @@ def check_step_cliff(ctx):
     data = {"head_median": h, "tail_median": t, "ratio": t / h, "tail_points": tail_n, "onset_step": s.steps[at]}
     why = ""
     if ctx.has("loader_time"):
-        lt = ctx.series("loader_time").finite()
+        lt = ctx.finite("loader_time")
         if len(lt) >= 2:
-            lh = float(np.median(lt.values[lt.steps < s.steps[n // 2]])) if np.any(lt.steps < s.steps[n // 2]) else 0.0
-            ltail = float(np.median(lt.values[lt.steps >= s.steps[-tail_n]])) if np.any(lt.steps >= s.steps[-tail_n]) else 0.0
+            lh = float(median(lt.values[lt.steps < s.steps[n // 2]])) if np.any(lt.steps < s.steps[n // 2]) else 0.0
+            ltail = float(median(lt.values[lt.steps >= s.steps[-tail_n]])) if np.any(lt.steps >= s.steps[-tail_n]) else 0.0
             grew = t - h
             share = (ltail - lh) / grew if grew > 0 else 0.0
             data.update(loader_head_median=lh, loader_tail_median=ltail, loader_share_of_increase=share)
@@ -55,13 +56,34 @@ def check_step_cliff(ctx):
     )
 
 
+def _common_steps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray | slice, np.ndarray | slice]:
+    """The indices into ``a`` and ``b`` of the values they share, in increasing order: those
+    of ``np.intersect1d(a, b, return_indices=True)`` (``slice(None)`` for both when ``a``
+    and ``b`` hold the same values: every index). A series' steps are strictly increasing,
+    so the same steps on both sides (the usual case) or a binary search give them without
+    intersect1d's sort; any other input goes to intersect1d."""
+    if a.size and b.size and np.all(a[1:] > a[:-1]) and np.all(b[1:] > b[:-1]):
+        if a.size == b.size and np.array_equal(a, b):
+            return slice(None), slice(None)
+        pos = np.searchsorted(b, a)
+        hit = np.zeros(a.size, dtype=bool)
+        inside = pos < b.size
+        hit[inside] = b[pos[inside]] == a[inside]
+        return np.flatnonzero(hit), pos[hit]
+    _, ia, ib = np.intersect1d(a, b, return_indices=True)
+    return ia, ib
+
+
 def _loader_shares(ctx):
     """loader_time / step_time at the steps that log both (step_time > 0)."""
-    lt = ctx.series("loader_time").finite()
-    st = ctx.series("step_time").finite()
-    _, li, si = np.intersect1d(lt.steps, st.steps, return_indices=True)
-    ok = st.values[si] > 0
-    return st.steps[si][ok], lt.values[li][ok] / st.values[si][ok], st.lines[si][ok]
+    lt = ctx.finite("loader_time")
+    st = ctx.finite("step_time")
+    li, si = _common_steps(lt.steps, st.steps)
+    steps, loader, step_time, lines = st.steps[si], lt.values[li], st.values[si], st.lines[si]
+    ok = step_time > 0
+    if not ok.all():
+        steps, loader, step_time, lines = steps[ok], loader[ok], step_time[ok], lines[ok]
+    return steps, loader / step_time, lines
 
 
 @rule(
@@ -80,10 +102,10 @@ def check_loader_bound(ctx):
     if n < ctx.th.min_value_points:
         return
     th = ctx.th.loader_bound_share
-    med = float(np.median(ratio))
+    med = float(median(ratio))
     tail_n = max(1, int(round(n * ctx.th.step_cliff_tail_share)))
-    head_med = float(np.median(ratio[: max(1, n // 2)]))
-    tail_med = float(np.median(ratio[-tail_n:]))
+    head_med = float(median(ratio[: max(1, n // 2)]))
+    tail_med = float(median(ratio[-tail_n:]))
     if med > th:
         yield ctx.finding(
             f"data loading takes {pct(med)} of each step",
@@ -111,10 +133,10 @@ def check_loader_bound(ctx):
 )
 def check_throughput(ctx):
     name = "throughput" if ctx.has("throughput") else "step_time"
-    s = ctx.series(name).finite()
+    s = ctx.finite(name)
     if not len(s):
         return
-    med = float(np.median(s.values))
+    med = float(median(s.values))
     what = f"median throughput {num(med)}/s ({s.key})" if name == "throughput" else f"median step time {num(med)} s"
     yield ctx.finding(what, f"over {len(s)} logged points.", {"series": s.key, "median": med, "points": len(s)})
 
@@ -129,9 +151,9 @@ def check_throughput(ctx):
     try_="If utilisation is low, check TP-LOADER-BOUND and the batch size.",
 )
 def check_gpu_util(ctx):
-    s = ctx.series("gpu_util").finite()
+    s = ctx.finite("gpu_util")
     if not len(s):
         return
-    med, lo = float(np.median(s.values)), float(np.min(s.values))
+    med, lo = float(median(s.values)), float(np.min(s.values))
     yield ctx.finding(f"median GPU utilisation {num(med)}", f"minimum {num(lo)} over {len(s)} points.",
                       {"median": med, "min": lo, "points": len(s)})

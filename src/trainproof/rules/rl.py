@@ -6,6 +6,7 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, step
 from .objective import detect_objective
+from ._stats import median
 from .registry import Need, rule
 
 
@@ -27,7 +28,7 @@ def check_rl_objective(ctx):
         v = rw.values[np.isfinite(rw.values)]
         if v.size >= 2:
             w = max(1, min(5, v.size // 4))
-            first, last = float(np.median(v[:w])), float(np.median(v[-w:]))
+            first, last = float(median(v[:w])), float(median(v[-w:]))
             extra = f"; reward ({rw.key}) {num(first)} -> {num(last)} (medians of {w} points at each end)"
             data.update(reward_first=first, reward_last=last)
     yield ctx.finding(
@@ -50,8 +51,8 @@ def check_rl_objective(ctx):
     try_="Check the reward spread within groups (reward_std, frac_reward_zero_std), that the trainable parameters are in the optimizer, and the learning rate applied.",
 )
 def check_rl_dead_policy(ctx):
-    g = ctx.series("grad_norm").finite()
-    kl = ctx.series("kl").finite() if ctx.has("kl") else None
+    g = ctx.finite("grad_norm")
+    kl = ctx.finite("kl") if ctx.has("kl") else None
     if not np.all(g.values == 0) or (kl is not None and len(kl) and not np.all(kl.values == 0)):
         return
     kl_text = (f" and all {len(kl)} finite KL values ({kl.key}) are" if kl is not None and len(kl)

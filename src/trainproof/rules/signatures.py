@@ -13,8 +13,10 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, pct, step
-from ._stats import (ar1_inflation, end_window, improvement, level_se, mann_kendall_z,
-                     neighbour_median, noise_sigma, ols_slope, sign_change_share, window_medians)
+from ._stats import (ar1_inflation, end_window, improvement, level_se, mann_kendall_z, median,
+                     neighbour_median, ols_slope, sign_change_share, window_medians,
+                     window_medians_at, window_mins)
+from ._shared import log_loss, log_loss_noise
 from .registry import Need, rule
 
 #: Points per amplitude window (at least) and windows (at most) for TP-OSCILLATION: four
@@ -24,18 +26,43 @@ OSC_WINDOW_POINTS = 4
 OSC_MAX_WINDOWS = 12
 
 
-def _amplitudes(res: np.ndarray, thirds: list[np.ndarray], windows: list[np.ndarray]):
-    """(first-third amplitude, last-third amplitude, growth, per-window amplitudes, trend z)
-    of residuals ``res``; amplitude = median absolute residual."""
-    a = np.abs(res)
-    first = float(np.median(a[thirds[0]]))
-    last = float(np.median(a[thirds[-1]]))
+def _split_bounds(m: int, parts: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each part of ``np.array_split(np.arange(m), parts)``: the first
+    ``m % parts`` parts have one point more."""
+    q, r = divmod(m, parts)
+    bounds, a = [], 0
+    for p in range(parts):
+        b = a + q + (1 if p < r else 0)
+        bounds.append((a, b))
+        a = b
+    return bounds
+
+
+def _residuals(v: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """(residuals, local levels) of the points ``lo .. hi - 1`` (``lo >= 2``, ``hi <=
+    v.size - 2``): the level is :func:`neighbour_median`, the residual ``v - level``
+    (relative to the level: ``residual / level``)."""
+    _, level = neighbour_median(v[lo - 2:hi + 2])
+    return v[lo:hi] - level, level
+
+
+def _growth(first_res: np.ndarray, last_res: np.ndarray) -> tuple[float, float, float]:
+    """(first-third amplitude, last-third amplitude, growth); amplitude = median absolute
+    residual."""
+    first = float(median(np.abs(first_res)))
+    last = float(median(np.abs(last_res)))
     if first > 0:
         growth = last / first
     else:
         growth = math.inf if last > 0 else 0.0
-    amps = np.array([np.median(a[w]) for w in windows])
-    return first, last, growth, amps, mann_kendall_z(amps)
+    return first, last, growth
+
+
+def _window_trend(res: np.ndarray, windows: list[tuple[int, int]]) -> tuple[np.ndarray, float]:
+    """(per-window amplitudes, their Mann–Kendall trend z)."""
+    a = np.abs(res)
+    amps = np.array([median(a[w0:w1]) for w0, w1 in windows])
+    return amps, mann_kendall_z(amps)
 
 
 @rule(
@@ -73,40 +100,50 @@ def _amplitudes(res: np.ndarray, thirds: list[np.ndarray], windows: list[np.ndar
     objectives=("supervised",),
 )
 def check_oscillation(ctx):
-    s = ctx.series("loss").finite()
+    s = ctx.finite("loss")
     v = s.values
     n = v.size
     th = ctx.th
-    idx, level = neighbour_median(v)
+    # The judged points are start .. n - 3 (each needs two neighbours on each side); point
+    # p of the judged part is the series' point start + p.
     start = max(2, math.ceil(th.osc_warmup_share * n))
-    keep = idx >= start
-    idx, level = idx[keep], level[keep]
-    m = idx.size
+    m = max(0, n - 2 - start) if n >= 5 else 0
     k = min(OSC_MAX_WINDOWS, m // OSC_WINDOW_POINTS)
     if k < 6:
         return
-    pos = np.arange(m)
-    thirds = np.array_split(pos, 3)
-    windows = np.array_split(pos, k)
-    res_abs = v[idx] - level
-    res_rel = res_abs / level
-    a1, a3, g_abs, amps_abs, z_abs = _amplitudes(res_abs, thirds, windows)
-    r1, r3, g_rel, amps_rel, z_rel = _amplitudes(res_rel, thirds, windows)
+    thirds = _split_bounds(m, 3)
+    windows = _split_bounds(m, k)
+    (t0, t1), (u0, u1) = thirds[0], thirds[-1]
+    # All three conditions must hold; they are tested cheapest first (each on exactly the
+    # residuals it reads), so a run that fails one is not charged for the others.
+    last_abs, last_level = _residuals(v, start + u0, start + u1)
+    alternation = sign_change_share(last_abs)
+    if alternation < th.osc_min_alternation:
+        return
+    first_abs, first_level = _residuals(v, start + t0, start + t1)
+    first_rel, last_rel = first_abs / first_level, last_abs / last_level
+    a1, a3, g_abs = _growth(first_abs, last_abs)
+    r1, r3, g_rel = _growth(first_rel, last_rel)
     growth = min(g_abs, g_rel)
+    if growth < th.osc_growth:
+        return
+    mid_abs, mid_level = _residuals(v, start + t1, start + u0)
+    mid_rel = mid_abs / mid_level
+    amps_abs, z_abs = _window_trend(np.concatenate([first_abs, mid_abs, last_abs]), windows)
+    amps_rel, z_rel = _window_trend(np.concatenate([first_rel, mid_rel, last_rel]), windows)
     trend = min(z_abs, z_rel)
-    alternation = sign_change_share(res_abs[thirds[-1]])
-    if growth < th.osc_growth or trend < th.osc_trend_z or alternation < th.osc_min_alternation:
+    if trend < th.osc_trend_z:
         return
     # Onset: the first window after the first third whose amplitude reached the growth
     # factor on both scales.
-    onset = int(thirds[-1][0])
-    for w, aa, ar in zip(windows, amps_abs, amps_rel):
-        if w[0] > thirds[0][-1] and aa >= th.osc_growth * a1 and ar >= th.osc_growth * r1:
-            onset = int(w[0])
+    onset = u0
+    for (w0, _), aa, ar in zip(windows, amps_abs, amps_rel):
+        if w0 > t1 - 1 and aa >= th.osc_growth * a1 and ar >= th.osc_growth * r1:
+            onset = w0
             break
-    i = int(idx[onset])
-    f0, f1 = int(idx[thirds[0][0]]), int(idx[thirds[0][-1]])
-    l0, l1 = int(idx[thirds[-1][0]]), int(idx[thirds[-1][-1]])
+    i = start + onset
+    f0, f1 = start + t0, start + t1 - 1
+    l0, l1 = start + u0, start + u1 - 1
     yield ctx.finding(
         f"loss oscillates with a growing amplitude from step {step(s.steps[i])}",
         f"after warm-up (from step {step(s.steps[start])}) the loss swings around its local level (median of its 4 "
@@ -162,18 +199,18 @@ def check_oscillation(ctx):
 )
 def check_vanishing_grad(ctx):
     th = ctx.th
-    g = ctx.series("grad_norm").finite()
+    g = ctx.finite("grad_norm")
     if np.all(g.values == 0):
         return
     vals, steps, lines = g.values[1:], g.steps[1:], g.lines[1:]
     if vals.size < 6:
         return
     w = end_window(vals.size)
-    early = float(np.median(vals[:w]))
-    late = float(np.median(vals[-w:]))
+    early = float(median(vals[:w]))
+    late = float(median(vals[-w:]))
     if early <= 0 or late >= th.vanish_ratio * early:
         return
-    loss = ctx.series("loss").finite()
+    loss = ctx.finite("loss")
     lw = th.dead_window
     first, last, rel = improvement(loss.values, lw)
     if rel >= th.dead_min_improvement:
@@ -244,7 +281,7 @@ def _signed_pct(x: float) -> str:
 )
 def check_plateau(ctx):
     th = ctx.th
-    s = ctx.series("loss").finite()
+    s = ctx.finite("loss")
     v = s.values
     n = v.size
     _, _, rel = improvement(v, th.dead_window)
@@ -253,7 +290,7 @@ def check_plateau(ctx):
     h = math.ceil(th.plateau_head_share * n)
     if h < 3 or n - h < 3:
         return
-    x, y = s.steps, np.log(v)
+    x, y = s.steps, log_loss(ctx)
     b_head, se_head, _ = ols_slope(x[:h], y[:h])
     # Least squares assumes independent noise; a smoothed (running-average) loss is
     # autocorrelated, which would make a chance drift look like a trend. The
@@ -281,9 +318,9 @@ def check_plateau(ctx):
     if accel > -th.plateau_accel_t:
         return
     rest_change = _trend_change(b_rest, x[-1] - x[h])
-    head_level = float(np.median(v[:h]))
+    head_level = float(median(v[:h]))
     w = th.dead_window
-    end_level = float(np.median(v[-w:]))
+    end_level = float(median(v[-w:]))
     yield ctx.finding(
         f"early plateau: the loss held its level for the first {pct(h / n)} of the run (to step {step(s.steps[h - 1])})",
         f"over the first {h} of {n} points (steps {step(s.steps[0])}–{step(s.steps[h - 1])}) the fitted trend of the "
@@ -312,10 +349,39 @@ def _trailing_medians(y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarra
     med = np.full(n, np.nan)
     count = np.minimum(np.arange(n), window)
     for i in range(1, min(window, n)):
-        med[i] = np.median(y[:i])
+        med[i] = median(y[:i])
     if n > window:
         med[window:] = window_medians(y[:-1], window)
     return med, count
+
+
+def _spike_candidates(y: np.ndarray, window: int, first: int, bar: float) -> tuple[np.ndarray, np.ndarray]:
+    """The points ``i >= first`` more than ``bar`` above the median of the up-to-``window``
+    points before them (:func:`_trailing_medians`), and those medians.
+
+    A median is never below its window's minimum, so a point that is not more than
+    ``bar`` above the minimum of the points before it is not above their median either:
+    the medians are computed only at the points that pass that cheap test (on a loss
+    curve, a handful). The result is exactly that of the medians at every point.
+    """
+    n = y.size
+    if not np.isfinite(y).all():
+        pre_all, _ = _trailing_medians(y, window)
+        cand = np.flatnonzero(y[first:] - pre_all[first:] > bar) + first
+        return cand, pre_all[cand]
+    # Points before a full window: the median of all the points before them.
+    head = np.arange(first, min(window, n))
+    head_meds = np.full(head.size, np.nan)
+    for h, i in enumerate(head):
+        head_meds[h] = np.median(y[:i])
+    head_hit = y[head] - head_meds > bar
+    # Points after a full window: the median of the window points before them.
+    mins = window_mins(y[:-1], window)
+    maybe = np.flatnonzero(y[window:] - mins > bar)
+    tail_meds = window_medians_at(y[:-1], window, maybe)
+    tail_hit = y[window + maybe] - tail_meds > bar
+    return (np.concatenate([head[head_hit], window + maybe[tail_hit]]),
+            np.concatenate([head_meds[head_hit], tail_meds[tail_hit]]))
 
 
 @rule(
@@ -353,36 +419,45 @@ def _trailing_medians(y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarra
 )
 def check_loss_spike(ctx):
     th = ctx.th
-    s = ctx.series("loss").finite()
+    s = ctx.finite("loss")
     v = s.values
     n = v.size
-    y = np.log(v)
-    sigma = noise_sigma(y)
-    bar = max(_log_or_minus_inf(th.spike_factor), th.spike_noise_z * sigma)
+    y = log_loss(ctx)
+    factor_bar = _log_or_minus_inf(th.spike_factor)
     worse = _log_or_minus_inf(th.spike_worse_ratio)
     win = max(1, int(th.spike_window))
     first = max(1, (win + 1) // 2)
     settle = max(1, int(th.spike_settle_points))
     if n < first + 1 + settle:
         return
-    pre_all, pre_n = _trailing_medians(y, win)
+    # The bar is the higher of the factor's and the noise's: the points above the factor's
+    # bar are found first, and the noise is measured only when there are any.
+    cand, cand_pre = _spike_candidates(y, win, first, factor_bar)
+    if not cand.size:
+        return
+    sigma = log_loss_noise(ctx)
+    bar = max(factor_bar, th.spike_noise_z * sigma)
+    above = y[cand] - cand_pre > bar
+    cand, cand_pre = cand[above], cand_pre[above]
     # The best level after index k: the lowest median of `settle` consecutive points
-    # starting at k or later (a suffix minimum, so each spike costs O(1)).
-    post_meds = window_medians(y, settle)
-    post_best = np.minimum.accumulate(post_meds[::-1])[::-1]
+    # starting at k or later (a suffix minimum, so each spike costs O(1)); computed when a
+    # first spike needs it.
+    post_meds = post_best = None
     se_post = level_se(sigma, settle)
     hits = []
-    cand = np.flatnonzero(y[first:] - pre_all[first:] > bar) + first
     c = 0
     while c < cand.size:
         i = int(cand[c])
-        pre, pre_points = float(pre_all[i]), int(pre_n[i])
+        pre, pre_points = float(cand_pre[c]), min(i, win)
         end = i + 1
         while end < n and y[end] - pre > bar:
             end += 1
         c = int(np.searchsorted(cand, end))
         if end - i > th.spike_max_points or n - end < settle:
             continue
+        if post_best is None:
+            post_meds = window_medians(y, settle)
+            post_best = np.minimum.accumulate(post_meds[::-1])[::-1]
         post = float(post_best[end])
         gap = post - pre
         gate = th.spike_worse_z * math.hypot(level_se(sigma, pre_points), se_post)

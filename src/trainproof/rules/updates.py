@@ -7,17 +7,18 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, step
+from ._stats import median
 from .registry import Need, rule
 
 
 def _log_median(ctx):
-    s = ctx.series("update_ratio").finite()
+    s = ctx.finite("update_ratio")
     skip = int(len(s) * ctx.th.update_ratio_warmup_share)
     v = s.values[skip:]
     v = v[v > 0]
     if v.size < ctx.th.update_ratio_min_points // 2:
         return None, s, skip
-    return float(np.median(np.log10(v))), s, skip
+    return float(median(np.log10(v))), s, skip
 
 
 _DOC = dict(

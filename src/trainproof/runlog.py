@@ -398,23 +398,35 @@ def downsample(steps: np.ndarray, values: np.ndarray, max_points: int = 2000) ->
     """At most about ``max_points`` points of a series for a chart, keeping its shape.
 
     Consecutive buckets keep their minimum and maximum finite points (so spikes and dips
-    survive) and every non-finite point (so a NaN is never dropped silently).
+    survive) and every non-finite point (so a NaN is never dropped silently). Both arrays
+    have shape (n,); the result is two arrays of the same length m <= n, in step order.
+    The buckets are reduced with numpy at once, not one Python iteration per bucket.
     """
     n = values.size
     if n <= max_points:
         return steps, values
     buckets = max(1, max_points // 2)
     edges = np.linspace(0, n, buckets + 1).astype(np.int64)
-    keep = np.zeros(n, dtype=bool)
+    starts = edges[:-1][edges[1:] > edges[:-1]]  # the non-empty buckets, in order
+    sizes = np.diff(np.append(starts, n))
     finite = np.isfinite(values)
-    keep[~finite] = True
-    filled_lo = np.where(finite, values, np.inf)
-    filled_hi = np.where(finite, values, -np.inf)
-    for a, b in zip(edges[:-1], edges[1:]):
-        if b <= a:
-            continue
-        if finite[a:b].any():
-            keep[a + int(np.argmin(filled_lo[a:b]))] = True
-            keep[a + int(np.argmax(filled_hi[a:b]))] = True
+    all_finite = bool(finite.all())
+    keep = np.zeros(n, dtype=bool)
+    if all_finite:
+        filled_lo = filled_hi = values
+        has_finite = slice(None)
+    else:
+        keep[~finite] = True
+        filled_lo = np.where(finite, values, np.inf)
+        filled_hi = np.where(finite, values, -np.inf)
+        has_finite = np.logical_or.reduceat(finite, starts)
+    for filled, reduce in ((filled_lo, np.minimum), (filled_hi, np.maximum)):
+        # The first point of each bucket that reaches the bucket's extreme (what np.argmin
+        # and np.argmax pick): the first hit at or after the bucket's start.
+        reached = filled == np.repeat(reduce.reduceat(filled, starts), sizes)
+        hits = np.flatnonzero(reached if all_finite else reached & finite)
+        if hits.size:
+            first = hits[np.minimum(np.searchsorted(hits, starts), hits.size - 1)]
+            keep[first[has_finite]] = True
     keep[0] = keep[-1] = True
     return steps[keep], values[keep]

@@ -48,3 +48,16 @@ def test_judge_run_is_the_unit_of_work(tmp_path):
     assert rep is None and "data table" in skip["reason"]
     rep, skip = judge_run(tmp_path / "missing.jsonl", JudgeConfig())
     assert rep.error is not None and skip is None
+
+
+def test_chart_series_only_where_the_html_report_needs_them(tmp_path):
+    root = _tree(tmp_path)
+    with_charts, _ = doctor(root, jobs=2)
+    without, _ = doctor(root, jobs=2, charts=False)
+    assert all(r.charts for r in with_charts if r.error is None)
+    assert not any(r.charts for r in without)
+    assert [r.to_dict() for r in with_charts] == [r.to_dict() for r in without]  # JSON, text, SARIF: the same
+    html = tmp_path / "report.html"
+    code, _, _, _ = run_cli("doctor", str(root), "--jobs", "2", "--html", str(html), "--json")
+    assert code in (0, 1)
+    assert html.read_text().count('<svg class="chart"') >= 12  # the workers still sent the series

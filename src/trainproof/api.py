@@ -81,13 +81,16 @@ def _looks_like_log_name(p: Path) -> bool:
 class JudgeConfig:
     """Everything a judgement depends on besides the log (picklable: it travels to worker
     processes and cluster engines). ``mapping``: canonical -> raw key (``--map``);
-    ``baseline``: a known-good run each run is also compared with."""
+    ``baseline``: a known-good run each run is also compared with; ``charts``: fill
+    ``Report.charts`` (only the HTML report draws them; without, a report is a fraction of
+    the size to send back from a worker)."""
 
     fmt: str = "auto"
     mapping: tuple[tuple[str, str], ...] = ()
     mute: tuple[str, ...] = ()
     thresholds: Thresholds = DEFAULT
     baseline: str | None = None
+    charts: bool = True
 
 
 _BASELINES: dict = {}
@@ -150,7 +153,7 @@ def _judge_at(path: Path, label: str, config: JudgeConfig) -> tuple[Report | Non
         return None, {"file": label, "reason": "a data table: no step column and no known metric"}
     if run.format == "tfevents" and run.records == 0:
         return None, {"file": label, "reason": "an event file without scalars (hparams, text, graphs or profiles only)"}
-    rep = judge_runlog(run, config.thresholds, config.mute)
+    rep = judge_runlog(run, config.thresholds, config.mute, charts=config.charts)
     if config.baseline is not None:
         base, base_report, base_error = _baseline(config)
         if base is not None and not _same_location(label, config.baseline):
@@ -178,7 +181,7 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
            progress: Callable[[int, int, str], None] | None = None,
            baseline: str | Path | None = None, max_depth: int | None = None,
            max_files: int | None = None, jobs: int | None = 1, engine: str = "local",
-           address: str | None = None) -> tuple[list[Report], list[dict]]:
+           address: str | None = None, charts: bool = True) -> tuple[list[Report], list[dict]]:
     """Find every training log under ``root`` and judge each run (:func:`judge_run`).
 
     ``max_depth`` and ``max_files`` bound the search of an untrusted or huge tree (see
@@ -195,6 +198,8 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
     ``dask`` or ``ray`` (:mod:`trainproof.engines`), on the cluster at ``address`` or on
     one started for the call (``jobs`` workers); the output is the same as ``local``.
 
+    ``charts=False`` leaves ``Report.charts`` empty (nothing but the HTML report uses them).
+
     Raises:
         ReadError: a URL ``root`` cannot be listed (or the ``[remote]`` extra is missing).
         engines.EngineError: the engine's package is missing or its cluster unreachable.
@@ -205,7 +210,7 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
         (a data table, an event file without scalars, a file no reader recognises).
     """
     config = JudgeConfig(fmt, tuple(sorted((mapping or {}).items())), tuple(mute), thresholds,
-                         str(baseline) if baseline is not None else None)
+                         str(baseline) if baseline is not None else None, charts)
     limits: list[dict] = []
     if is_url(root):
         from .remote import discover

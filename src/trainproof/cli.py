@@ -108,7 +108,8 @@ def epoch(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_
         _emit([rep], "epoch", as_json, summary=False, error=f"{logfile}: {e}", sarif_path=sarif_path,
               html_path=html_path)
         return
-    _emit([judge_runlog(run, cfg.thresholds, cfg.mute)], "epoch", as_json, summary=False, sarif_path=sarif_path,
+    # Chart series only for the HTML report (the only output that draws them).
+    _emit([judge_runlog(run, cfg.thresholds, cfg.mute, charts=html_path is not None)], "epoch", as_json, summary=False, sarif_path=sarif_path,
           html_path=html_path)
 
 
@@ -182,7 +183,7 @@ def doctor(path: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_pa
     try:
         reports, ignored = api_doctor(path, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
                                       baseline=_location(baseline), max_depth=max_depth, max_files=max_files,
-                                      jobs=jobs, engine=engine, address=address)
+                                      jobs=jobs, engine=engine, address=address, charts=html_path is not None)
     except (ReadError, EngineError) as e:
         progress.close()
         _emit([], "doctor", as_json, summary=True, error=f"{path}: {e}" if isinstance(e, ReadError) else str(e),

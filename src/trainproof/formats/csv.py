@@ -204,6 +204,10 @@ def _fast_rows(text: str, first_line: int, parser: RowParser) -> Rows | None:
     lines = body[:-1].split("\n")
     if max(map(len, lines)) >= MAX_LINE:
         return None
+    # Every row must have the header's field count: a chunk-wide cell count alone lets a
+    # long row and a short one cancel out and shift cells into the wrong columns.
+    if set(map(str.count, lines, repeat(delim))) != {k - 1}:
+        return None
     n_cells = k * len(lines)
     vals = empty = None
     if not (" " in body or "\t" in body or "n" in body or "N" in body):
@@ -363,12 +367,27 @@ class _Chain:
     def readline(self, limit: int = -1) -> str:
         if self.first is not None:
             line = self.first.readline(limit)
+            if line.endswith("\r") and self._exhausted():
+                # The buffer ended between the CR and the LF of a CRLF: the LF, if it is
+                # one, is the file's next character and belongs to this line.
+                nxt = self.then.read(1)
+                if nxt == "\n":
+                    return line + nxt
+                self.first = io.StringIO(nxt, newline="") if nxt else None
+                return line
             if line.endswith(("\n", "\r")) or (limit > 0 and len(line) >= limit):
                 return line
             self.first = None
             if line:
                 return line + self.then.readline(limit - len(line) if limit > 0 else -1)
         return self.then.readline(limit)
+
+    def _exhausted(self) -> bool:
+        pos = self.first.tell()
+        if self.first.read(1):
+            self.first.seek(pos)
+            return False
+        return True
 
 
 def _row_by_row(f, parser: RowParser, state, line_offset: int, stop_at_header: bool = False) -> Iterator[Record]:

@@ -13,6 +13,7 @@ decoded on its own, so memory grows with the largest entry, not with the file. P
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -147,7 +148,7 @@ class _Scanner:
         self.skip_ws()
         while True:
             try:
-                obj, end = _DECODER.raw_decode(self.buf, self.pos)
+                obj, end = self._decode()
             except RecursionError:
                 raise ReadError(f"JSON nested too deeply at line {self.line}") from None
             except json.JSONDecodeError as e:
@@ -168,6 +169,21 @@ class _Scanner:
             start_line = self.line
             self._advance(end)
             return obj, start_line
+
+    def _decode(self):
+        """``json`` raw_decode at the current position. An entry nested deeper than the
+        interpreter's recursion limit allows is retried once with room for
+        ``_DEEPEST`` more levels, so that what an entry decoded alone reads does not depend
+        on whether it was batched (orjson reads up to 1,024 levels)."""
+        try:
+            return _DECODER.raw_decode(self.buf, self.pos)
+        except RecursionError:
+            old = sys.getrecursionlimit()
+            sys.setrecursionlimit(old + _DEEPEST)
+            try:
+                return _DECODER.raw_decode(self.buf, self.pos)
+            finally:
+                sys.setrecursionlimit(old)
 
     def remaining_bytes(self) -> int:
         """Characters left after the current position, counted without keeping them."""
@@ -238,6 +254,8 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
 _SEPARATORS = ("},\n    {", "},\n        {", "}, {", "},{")
 #: Below this many characters of entries ahead, decoding them one at a time is as cheap.
 _MIN_BATCH = 4096
+#: Extra nesting levels allowed when decoding one entry with ``json`` (see _Scanner._decode).
+_DEEPEST = 1100
 
 
 def _step_of(keys: tuple) -> str | None:
@@ -275,7 +293,12 @@ def _batch(sc: _Scanner, summary: dict) -> tuple[Rows | None, int] | None:
         objs = _rows.loads("[" + seg + "]")
     except _rows.DecodeError:  # e.g. NaN tokens: these entries one at a time
         objs = None
-    if objs is None or len(objs) != len(pieces):
+    # Line numbers come from the pieces, so every separator must be an entry boundary:
+    # the element count alone can hide a separator inside a string cancelled by a
+    # boundary written another way. With exactly one "{" per entry (no nested objects, no
+    # braces in strings) every "{" after a separator starts an entry; anything else is
+    # decoded an entry at a time.
+    if objs is None or len(objs) != len(pieces) or seg.count("{") != len(pieces):
         sc.batch_from = sc.consumed + idx + 1
         return None
     nl = np.fromiter(map(str.count, pieces, repeat("\n")), dtype=np.int64, count=len(pieces))

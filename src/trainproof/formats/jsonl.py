@@ -46,13 +46,8 @@ def sniff(path: Path, head: str) -> bool:
 
 def parse_line(s: str, lineno: int) -> Record | None:
     """One stripped line as a record, or ``None`` when it is not a JSON object."""
-    if not s.startswith("{"):
-        return None
-    try:
-        obj = JSON.decode(s)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(obj, dict):
+    obj = _parse_object(s)  # as read() decodes a line, so that watch and epoch agree
+    if obj is None:
         return None
     values = flatten_numeric(obj)
     key = aliases.step_key(values.keys())

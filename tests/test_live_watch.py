@@ -1185,3 +1185,23 @@ def test_bug_stale_event_file_note(tmp_path):
     sw.close()
     w.poll()
     assert not any("no scalars" in n for n in w.report.notes), w.report.notes
+
+
+def test_watch_splits_lines_as_epoch_does(tmp_path):
+    # JSON strings may hold U+2028 and U+0085 raw; str.splitlines() breaks there, the
+    # readers do not. Line ends \r\n and \r are line ends for both.
+    p = tmp_path / "run.jsonl"
+    rows = healthy_rows(60)
+    lines = [jline(r) for r in rows]
+    for i, sep in ((5, "\u2028"), (6, "\x85"), (7, "\u2029")):
+        lines[i] = lines[i][:-2] + f', "note": "a{sep}b"}}\n'
+    lines[10] = lines[10][:-1] + "\r\n"
+    lines[11] = lines[11][:-1] + "\r"
+    p.write_text("".join(lines), encoding="utf-8", newline="")
+    ref = read_runlog(p)
+    assert ref.records == 60 and not ref.meta.get("dropped")
+    w = Watcher(p)
+    w.poll()
+    got = w.guardian.runlog()
+    assert got.series["loss"].lines.tolist() == ref.series["loss"].lines.tolist()
+    assert "TP-DATA-DROPPED" not in w.report.ids()

@@ -194,7 +194,12 @@ class LogTail:
         text = chunk.decode(self._encoding if self._encoding != "utf-16" else "utf-16", errors="replace")
         if self.lineno == 0:
             text = text.lstrip("\ufeff")
-        for raw in text.splitlines():
+        # Lines end at \n, \r\n or \r, as the readers of `epoch` split them (str.splitlines
+        # would also split at \x0b, \x0c, \x1c-\x1e, \x85, \u2028 and \u2029, which JSON
+        # strings may hold raw).
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        for raw in text.split("\n")[:-1]:
             self.lineno += 1
             handle(raw)
 

@@ -277,14 +277,23 @@ def parse_simple_batch(payloads: list[bytes]) -> tuple[np.ndarray, np.ndarray, n
     """
     n = len(payloads)
     lengths = np.fromiter(map(len, payloads), dtype=np.int64, count=n)
-    buf = np.frombuffer(b"".join(payloads) + bytes(32), dtype=np.uint8)  # padding: gathers stay in bounds
     starts = np.zeros(n, dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
+    return parse_simple_spans(b"".join(payloads), starts, lengths)
+
+
+def parse_simple_spans(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
+    """:func:`parse_simple_batch` of payloads that lie in one buffer: payload ``i`` is
+    ``data[starts[i]:starts[i] + lengths[i]]`` (int64 arrays of shape ``(n,)``); same
+    return value."""
+    n = int(starts.size)
+    buf = np.frombuffer(data + bytes(32), dtype=np.uint8)  # padding: gathers stay in bounds
     ok = (lengths >= 20) & (buf[starts] == 0x09)
     has_step = ok & (buf[starts + 9] == 0x10)
-    # The step varint: up to 10 bytes from offset 10.
-    k = np.arange(10, dtype=np.int64)
-    vb = buf[(starts[:, None] + 10 + k[None, :]).clip(max=len(buf) - 1)].astype(np.uint64)
+    # The step varint: up to 10 bytes from offset 10 (rows of a strided view: the
+    # padding keeps starts + 20 inside the buffer).
+    vb = _windows(buf, 10)[starts + 10]
     ends_here = vb < 0x80
     first_end = np.where(ends_here.any(axis=1), ends_here.argmax(axis=1), 10)
     vlen = first_end + 1  # bytes in the varint
@@ -292,9 +301,14 @@ def parse_simple_batch(payloads: list[bytes]) -> tuple[np.ndarray, np.ndarray, n
     last = vb[np.arange(n), np.minimum(first_end, 9)]
     good_varint &= ~((vlen == 10) & (last > 1))
     ok &= ~has_step | good_varint
-    used = k[None, :] < vlen[:, None]
-    shifted = np.where(used, (vb & np.uint64(0x7F)) << (np.uint64(7) * k[None, :].astype(np.uint64)), np.uint64(0))
-    steps = np.where(has_step, np.bitwise_or.reduce(shifted, axis=1), np.uint64(0)).view(np.int64)
+    # Seven bits a byte, one column at a time up to the longest varint (steps under
+    # 2,097,152 take at most three).
+    steps = np.zeros(n, dtype=np.uint64)
+    widest = int(vlen[has_step].max()) if has_step.any() else 0
+    for j in range(min(widest, 10)):
+        part = (vb[:, j] & 0x7F).astype(np.uint64) << np.uint64(7 * j)
+        steps |= np.where(has_step & (j < vlen), part, np.uint64(0))
+    steps = steps.view(np.int64)
     i = np.where(has_step, 10 + vlen, 9)
     ok &= lengths - i >= 11
     lt = lengths - i - 11
@@ -308,20 +322,29 @@ def parse_simple_batch(payloads: list[bytes]) -> tuple[np.ndarray, np.ndarray, n
     tag_ids = np.full(n, -1, dtype=np.int64)
     tags: list[bytes] = []
     if idx.size:
-        w = buf[(starts[idx, None] + 1 + np.arange(8)[None, :])]
-        walls[idx] = np.ascontiguousarray(w).view("<f8").ravel()
-        v = buf[(starts[idx, None] + lengths[idx, None] - 4 + np.arange(4)[None, :])]
-        values[idx] = np.ascontiguousarray(v).view("<f4").ravel().astype(np.float64)
+        walls[idx] = _windows(buf, 8)[starts[idx] + 1].view("<f8").ravel()
+        values[idx] = _windows(buf, 4)[starts[idx] + lengths[idx] - 4].view("<f4").ravel().astype(np.float64)
         tag_start = starts[idx] + i[idx] + 6
-        for length in np.unique(lt[idx]).tolist():
-            sel = idx[lt[idx] == length]
-            rows = buf[(tag_start[lt[idx] == length][:, None] + np.arange(length)[None, :])] if length else \
+        lt_ok = lt[idx]
+        for length in np.unique(lt_ok).tolist():
+            same_length = lt_ok == length
+            sel = idx[same_length]
+            rows = _windows(buf, length)[tag_start[same_length]] if length else \
                 np.zeros((sel.size, 0), dtype=np.uint8)
-            uniq, inv = _unique_rows(rows)
+            if (rows == rows[0]).all():
+                uniq, inv = rows[:1], np.zeros(sel.size, dtype=np.int64)  # one tag of this length
+            else:
+                uniq, inv = _unique_rows(rows)
             base = len(tags)
             tags.extend(bytes(r) for r in uniq)
             tag_ids[sel] = base + inv.reshape(-1)
     return ok, walls, steps, values, tag_ids, tags
+
+
+def _windows(buf: np.ndarray, width: int) -> np.ndarray:
+    """Every ``width``-byte window of ``buf`` as a row (a strided view, nothing copied):
+    indexing it with offsets copies out one contiguous row per offset."""
+    return np.lib.stride_tricks.sliding_window_view(buf, width)
 
 
 _ROW_WEIGHTS = np.random.default_rng(0x7F).integers(1, 2 ** 63, size=4096, dtype=np.uint64) | np.uint64(1)

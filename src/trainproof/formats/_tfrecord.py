@@ -68,14 +68,83 @@ def _stored_crcs(buf: bytes, ends: np.ndarray) -> np.ndarray:
             | (b[at + 2].astype(np.uint64) << 16) | (b[at + 3].astype(np.uint64) << 24))
 
 
-def record_batches(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[list[bytes]]:
-    """Yield the payloads of the records, a list per chunk read; fill ``tail`` with how
-    the stream ended.
+@dataclass
+class Spans:
+    """The records of one chunk, without copying them: record ``i``'s payload is
+    ``buf[starts[i]:starts[i] + lengths[i]]``. ``starts`` and ``lengths`` are int64
+    arrays of shape ``(n,)`` (byte offsets into ``buf``)."""
 
-    The length checksum is checked record by record (a wrong length must not send the
-    reader looking for a record that is not there); the payload checksums of a chunk are
-    computed record by record and compared in one vectorised step before the chunk is
-    yielded, so a corrupt record still ends the batch right before it.
+    buf: bytes
+    starts: np.ndarray
+    lengths: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.starts.size)
+
+    def payloads(self) -> list[bytes]:
+        """Each record's payload as its own ``bytes``."""
+        buf = self.buf
+        return [buf[s:s + n] for s, n in zip(self.starts.tolist(), self.lengths.tolist())]
+
+
+#: Longest run of records checked at once against a predicted pattern of sizes.
+_WINDOW = 8192
+#: Longest repeating pattern of record sizes looked for (an event file that logs k tags
+#: a step repeats with period k while the step's varint keeps its width).
+_MAX_PERIOD = 16
+
+
+def _period(sizes: list[int]) -> int:
+    """The shortest ``p`` with ``sizes[-p:] == sizes[-2p:-p]``, else 0."""
+    n = len(sizes)
+    for p in range(1, min(_MAX_PERIOD, n // 2) + 1):
+        if sizes[n - p:] == sizes[n - 2 * p:n - p]:
+            return p
+    return 0
+
+
+def _predict(win12: np.ndarray, pos: int, size: int, pattern: list[int], window: int,
+             head_of_size: dict[int, bytes], cache: dict) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Check the records predicted at ``pos`` by repeating ``pattern`` (record sizes):
+    ``(header offsets, sizes, k, count)`` of the ``k`` leading predicted records whose
+    12 header bytes equal the verified header of their size, out of ``count`` tried
+    (at most ``window``, and only whole records before ``size``); ``win12`` holds every
+    12-byte window of the chunk (``sliding_window_view(chunk, 12)``)."""
+    key = tuple(pattern)
+    known = cache.get(key)
+    if known is None:
+        if len(cache) > 256:
+            cache.clear()
+        p = len(pattern)
+        reps = _WINDOW // p + 1
+        sizes = np.tile(np.array(pattern, dtype=np.int64), reps)
+        heads = np.frombuffer(b"".join(head_of_size[s] for s in pattern), dtype=np.uint8).reshape(p, 12)
+        # Predicted offsets relative to ``pos`` and the header each should carry.
+        known = cache[key] = (sizes, np.cumsum(sizes), np.tile(heads, (reps, 1)).view("V12").ravel())
+    sizes, ends, expected = known
+    count = min(int(np.searchsorted(ends, size - pos, side="right")), window)
+    if not count:
+        return ends[:0], sizes[:0], 0, 0
+    heads = ends[:count] - sizes[:count] + pos
+    got = win12[heads].view("V12").ravel()
+    same = got == expected[:count]
+    k = count if same.all() else int(same.argmin())
+    return heads[:k], sizes[:k], k, count
+
+
+def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans]:
+    """Yield the records a chunk at a time as :class:`Spans`; fill ``tail`` with how the
+    stream ended.
+
+    Framing is walked without a Python step per record where the file allows it: event
+    files repeat a short pattern of record sizes (one record per tag per step), so once
+    the sizes of the last records repeat, the next few thousand record headers are
+    predicted from that pattern and checked in one vectorised comparison against header
+    bytes already verified; the walk accepts the matching prefix and goes on record by
+    record from the first surprise. Every header is thereby either checksummed or
+    byte-identical to one that was. The payload checksums of a chunk are computed record
+    by record (``google-crc32c`` has no batch call) and compared in one vectorised step,
+    so a corrupt record still ends the chunk right before it.
     """
     crc32c = google_crc32c.value
     header = _HEADER.unpack_from
@@ -86,6 +155,13 @@ def record_batches(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[lis
     # Event records of one file have few distinct lengths, and a length's checksum is
     # always the same: headers already verified are remembered, not checked again.
     good_headers: set[bytes] = set()
+    # Verified header bytes by record size (16 + length), for predicted runs.
+    head_of_size: dict[int, bytes] = {}
+    cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+    recent: list[int] = []   # sizes of the last records, while they have known headers
+    skip = fails = 0
+    window = 64
+    resume = pending = None  # the pattern to try again right after one surprise record
     while True:
         if not eof:
             more = f.read(_CHUNK)
@@ -95,46 +171,95 @@ def record_batches(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[lis
                 eof = True
         pos = 0
         size = len(buf)
-        batch: list[bytes] = []
-        crcs = array("I")
-        ends = array("q")
+        win12 = np.lib.stride_tricks.sliding_window_view(np.frombuffer(buf, dtype=np.uint8), 12) \
+            if size >= 12 else None
+        parts: list[np.ndarray] = []   # header offsets of predicted runs
+        part_sizes: list[np.ndarray] = []
+        one: list[int] = []            # header offsets walked one by one, in order
+        one_size: list[int] = []
+        order: list[tuple[int, int]] = []  # (kind, index) pieces in file order
         stop = None
         while size - pos >= 12:
+            pattern = None
+            if resume is not None:
+                pattern, resume = resume, None
+            elif skip:
+                skip -= 1
+            elif len(recent) >= 2 and (p := _period(recent)):
+                pattern = recent[-p:]
+            if pattern is not None:
+                heads, sizes, k, count = _predict(win12, pos, size, pattern, window, head_of_size, cache)
+                if not count:
+                    pattern = None  # no whole record left in this chunk: nothing was tried
+            if pattern is not None:
+                # The window grows while predictions hold and shrinks to twice the last run
+                # when they break, so a surprise costs about as much as the run before it.
+                if k == count:
+                    window = min(_WINDOW, 2 * window)
+                elif k:
+                    window = max(64, 2 * k)
+                if k:
+                    parts.append(heads)
+                    part_sizes.append(sizes)
+                    order.append((1, len(parts) - 1))
+                    n += k
+                    pos = int(heads[-1] + sizes[-1])
+                    r = k % len(pattern)
+                    recent = (pattern[r:] + pattern[:r]) * 2
+                    fails = 0
+                    if k < count:
+                        # A surprise (an eval record between steps, say): walk it alone,
+                        # then expect the same pattern again from where it broke.
+                        pending = recent[:len(pattern)]
+                        skip = 1
+                    continue
+                fails += 1
+                skip = min(1 << fails, 4096)
             length, len_crc = header(buf, pos)
-            if verify:
-                head = buf[pos:pos + 12]
-                if head not in good_headers:
-                    c = crc32c(head[:8])
-                    if (((c >> 15) | (c << 17)) + mask) & 0xFFFFFFFF != len_crc:
-                        stop = (f"record {n + 1}: the length checksum does not match (corrupt or not a TFRecord file)", True)
-                        break
-                    if len(good_headers) < 4096:
-                        good_headers.add(head)
+            head = buf[pos:pos + 12]
+            if verify and head not in good_headers:
+                c = crc32c(head[:8])
+                if (((c >> 15) | (c << 17)) + mask) & 0xFFFFFFFF != len_crc:
+                    stop = (f"record {n + 1}: the length checksum does not match (corrupt or not a TFRecord file)", True)
+                    break
+                if len(good_headers) < 4096:
+                    good_headers.add(head)
             if length > MAX_RECORD:
                 stop = (f"record {n + 1}: implausible length {length}", True)
                 break
             end = pos + 16 + length
             if end > size:
                 break  # the rest of this record is in the next chunk
-            payload = buf[pos + 12:end - 4]
-            if verify:
-                crcs.append(crc32c(payload))
-                ends.append(end)
-            batch.append(payload)
+            if not one or order[-1][0] != 0:
+                order.append((0, len(one)))
+            one.append(pos)
+            one_size.append(16 + length)
+            if len(head_of_size) < 4096 or 16 + length in head_of_size:
+                head_of_size[16 + length] = head
+                recent.append(16 + length)
+                if len(recent) > 2 * _MAX_PERIOD:
+                    del recent[:-2 * _MAX_PERIOD]
+            else:
+                recent.clear()
+            if pending is not None:
+                resume, pending = pending, None
             pos = end
             n += 1
-        if verify and batch:
-            e = np.frombuffer(ends, dtype=np.int64)
-            bad = np.flatnonzero(_masked(np.frombuffer(crcs, dtype=np.uint32)) != _stored_crcs(buf, e))
+        heads, sizes = _in_file_order(order, parts, part_sizes, one, one_size)
+        count = int(heads.size)
+        if verify and count:
+            starts, stops = (heads + 12).tolist(), (heads + sizes - 4).tolist()
+            crcs = np.array([crc32c(buf[a:b]) for a, b in zip(starts, stops)], dtype=np.uint32)
+            bad = np.flatnonzero(_masked(crcs) != _stored_crcs(buf, heads + sizes))
             if bad.size:
                 k = int(bad[0])
-                n -= len(batch) - k
-                pos = int(e[k - 1]) if k else int(e[0]) - 16 - len(batch[0])
-                del batch[k:]
+                n -= count - k
+                pos = int(heads[k])
+                heads, sizes = heads[:k], sizes[:k]
                 stop = (f"record {n + 1}: the payload checksum does not match (corrupt bytes)", False)
         tail.consumed += pos
-        if batch:
-            yield batch
+        if heads.size:
+            yield Spans(buf, heads + 12, sizes - 16)
         if stop is not None:
             tail.reason, tail.bad_framing = stop
             tail.dropped_bytes = size - pos + _remaining(f)
@@ -160,6 +285,34 @@ def record_batches(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[lis
                 tail.dropped_bytes = avail
             tail.records = n
             return
+
+
+def _in_file_order(order, parts, part_sizes, one, one_size) -> tuple[np.ndarray, np.ndarray]:
+    """Header offsets and record sizes of a chunk, predicted runs and records walked one
+    by one put back in file order."""
+    if not parts:
+        return np.array(one, dtype=np.int64), np.array(one_size, dtype=np.int64)
+    heads: list[np.ndarray] = []
+    sizes: list[np.ndarray] = []
+    bounds = [i for kind, i in order if kind == 0] + [len(one)]
+    b = 0
+    for kind, i in order:
+        if kind:
+            heads.append(parts[i])
+            sizes.append(part_sizes[i])
+        else:
+            j = bounds[b + 1]
+            heads.append(np.array(one[i:j], dtype=np.int64))
+            sizes.append(np.array(one_size[i:j], dtype=np.int64))
+            b += 1
+    return np.concatenate(heads), np.concatenate(sizes)
+
+
+def record_batches(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[list[bytes]]:
+    """Yield the payloads of the records, a list per chunk read; fill ``tail`` with how
+    the stream ended (see :func:`record_spans`)."""
+    for spans in record_spans(f, tail, verify):
+        yield spans.payloads()
 
 
 def records(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[bytes]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..runlog import Columns
 from . import _tfrecord
-from ._event_proto import ProtoError, parse_event, parse_simple_batch
+from ._event_proto import ProtoError, parse_event, parse_simple_spans
 from ._io import ReadError
 
 name = "tfevents"
@@ -109,7 +109,7 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
     tail = _tfrecord.Tail()
     bad_events = 0
     ignored: set[str] = set()
-    # The standard add_scalar event is decoded by parse_simple_batch, keyed by the tag's
+    # The standard add_scalar event is decoded by parse_simple_spans, keyed by the tag's
     # bytes (decoded once per tag); everything else goes through parse_event.
     before = sum(len(c.values) for c in out.values())
     by_bytes: dict[bytes, _TagColumns | None] = {}
@@ -128,10 +128,10 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
         with open(path, "rb") as f:
             if offset:
                 f.seek(offset)
-            for batch in _tfrecord.record_batches(f, tail):
+            for spans in _tfrecord.record_spans(f, tail):
                 # The standard add_scalar events of the batch decoded at once; runs of them
                 # go to the columns as arrays, any other record one at a time, in order.
-                ok, walls, steps, vals, tag_ids, tags = parse_simple_batch(batch)
+                ok, walls, steps, vals, tag_ids, tags = parse_simple_spans(spans.buf, spans.starts, spans.lengths)
                 cols_of = []
                 for tag_b in tags:
                     try:
@@ -139,7 +139,7 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
                     except KeyError:
                         c = by_bytes[tag_b] = columns(tag_b.decode("utf-8", "replace"))
                     cols_of.append(c)
-                bounds = [0, *(np.flatnonzero(ok[1:] != ok[:-1]) + 1).tolist(), len(batch)]
+                bounds = [0, *(np.flatnonzero(ok[1:] != ok[:-1]) + 1).tolist(), len(spans)]
                 for a, b in zip(bounds[:-1], bounds[1:]):
                     if ok[a]:
                         ids = tag_ids[a:b]
@@ -156,7 +156,8 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
                                 c.shards.extend(repeat(shard_no, sel.size))
                         continue
                     for k in range(a, b):
-                        payload = batch[k]
+                        at = int(spans.starts[k])
+                        payload = spans.buf[at:at + int(spans.lengths[k])]
                         try:
                             wall, step, values = parse_event(payload, plugins)
                         except (ProtoError, struct.error, ValueError, OverflowError):
@@ -172,7 +173,7 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
                             if merge:
                                 c.walls.append(wall)
                                 c.shards.append(shard_no)
-                idx += len(batch)
+                idx += len(spans)
     except OSError as e:
         raise ReadError(f"cannot read {path.name}: {e.strerror or e}") from None
     torn_tail = tail.reason is not None and not tail.bad_framing and "ends inside" in tail.reason

@@ -150,3 +150,59 @@ def test_a_corrupt_header_inside_a_predicted_run_stops_there():
     assert got[0] == payloads[:600]
     assert got[1][0].startswith("record 601: the length checksum does not match")
     assert got[1][3] is True
+
+
+def _count_predictions(data: bytes) -> tuple[int, tuple]:
+    calls = 0
+    real = _tfrecord._predict
+
+    def counting(*args):
+        nonlocal calls
+        calls += 1
+        return real(*args)
+
+    _tfrecord._predict = counting
+    try:
+        got = _spans(data)
+    finally:
+        _tfrecord._predict = real
+    return calls, got
+
+
+def test_patterns_that_never_pay_off_are_rarely_predicted():
+    """Sizes in triples (a a a b b b c c c …): every pattern breaks after a record or two,
+    so predicting costs more than walking. The walk backs off (found by a helper: this
+    file was 10x slower than the record-by-record walk)."""
+    payloads = []
+    i = 0
+    while len(payloads) < 6000:
+        payloads += [bytes([i % 256]) * (i % 300)] * 3
+        i += 1
+    data = b"".join(_frame(p) for p in payloads)
+    calls, got = _count_predictions(data)
+    assert got == _reference(data)
+    assert calls < 300
+
+
+class _CountingReader(io.BytesIO):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.reads = 0
+
+    def read(self, n: int = -1) -> bytes:
+        self.reads += 1
+        return super().read(n)
+
+
+def test_a_record_longer_than_a_chunk_is_read_in_one_go():
+    """Growing the buffer a chunk at a time copied it once per chunk: quadratic in the
+    record's size (a 256 MiB record took 36 s, found by a helper). Once the length is
+    known, the rest of the record is read at once."""
+    payload = bytes(range(256)) * (8 << 12)  # 8 MiB
+    data = _frame(payload) + _frame(b"after")
+    f = _CountingReader(data)
+    tail = _tfrecord.Tail()
+    got = [p for spans in _tfrecord.record_spans(f, tail) for p in spans.payloads()]
+    assert got == [payload, b"after"]
+    assert tail.reason is None
+    assert f.reads <= 4  # first chunk, the rest of the record, end of file

@@ -92,6 +92,9 @@ _WINDOW = 8192
 #: Longest repeating pattern of record sizes looked for (an event file that logs k tags
 #: a step repeats with period k while the step's varint keeps its width).
 _MAX_PERIOD = 16
+#: A predicted run shorter than this counts as a miss (numpy's per-call cost is worth
+#: about this many records walked one by one).
+_SHORT_RUN = 16
 
 
 def _period(sizes: list[int]) -> int:
@@ -112,11 +115,13 @@ def _predict(win12: np.ndarray, pos: int, size: int, pattern: list[int], window:
     12-byte window of the chunk (``sliding_window_view(chunk, 12)``)."""
     key = tuple(pattern)
     known = cache.get(key)
-    if known is None:
+    p = len(pattern)
+    if known is None or known[0].size < min(window, _WINDOW):
+        # Tiled as far as the window reaches (a new pattern starts small and is tiled
+        # again only as its runs grow).
         if len(cache) > 256:
             cache.clear()
-        p = len(pattern)
-        reps = _WINDOW // p + 1
+        reps = min(window, _WINDOW) // p + 1
         sizes = np.tile(np.array(pattern, dtype=np.int64), reps)
         heads = np.frombuffer(b"".join(head_of_size[s] for s in pattern), dtype=np.uint8).reshape(p, 12)
         # Predicted offsets relative to ``pos`` and the header each should carry.
@@ -162,9 +167,14 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
     skip = fails = 0
     window = 64
     resume = pending = None  # the pattern to try again right after one surprise record
+    lacking = 0  # bytes the record at the end of the buffer still lacks
     while True:
         if not eof:
-            more = f.read(_CHUNK)
+            # A record longer than a chunk is read in one go once its length is known
+            # (growing the buffer a chunk at a time would copy it over and over), up to
+            # 64 MiB a read: a checksummed but hostile length allocates no more.
+            more = f.read(max(_CHUNK, min(lacking, 1 << 26)))
+            lacking = 0
             if more:
                 buf += more
             else:
@@ -197,7 +207,7 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
                 if k == count:
                     window = min(_WINDOW, 2 * window)
                 elif k:
-                    window = max(64, 2 * k)
+                    window = min(_WINDOW, max(64, 2 * k))
                 if k:
                     parts.append(heads)
                     part_sizes.append(sizes)
@@ -206,12 +216,17 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
                     pos = int(heads[-1] + sizes[-1])
                     r = k % len(pattern)
                     recent = (pattern[r:] + pattern[:r]) * 2
-                    fails = 0
-                    if k < count:
-                        # A surprise (an eval record between steps, say): walk it alone,
-                        # then expect the same pattern again from where it broke.
-                        pending = recent[:len(pattern)]
-                        skip = 1
+                    if k < _SHORT_RUN:
+                        # Runs this short cost more to predict than to walk: back off.
+                        fails += 1
+                        skip = min(1 << fails, 4096)
+                    else:
+                        fails = 0
+                        if k < count:
+                            # A surprise (an eval record between steps, say): walk it
+                            # alone, then expect the same pattern again from where it broke.
+                            pending = recent[:len(pattern)]
+                            skip = 1
                     continue
                 fails += 1
                 skip = min(1 << fails, 4096)
@@ -229,6 +244,7 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
                 break
             end = pos + 16 + length
             if end > size:
+                lacking = end - size
                 break  # the rest of this record is in the next chunk
             if not one or order[-1][0] != 0:
                 order.append((0, len(one)))

@@ -114,44 +114,6 @@ def test_predicted_runs_equal_record_by_record(data, chunk):
     assert got[1] == want[1]
 
 
-def test_a_long_periodic_file_is_read_in_few_predicted_runs():
-    """The point of the prediction: a file of 4 tags a step with an eval record every 100
-    steps is walked with about one prediction per eval record, and right."""
-    payloads = []
-    for step in range(5000):
-        payloads += [b"a" * 30, b"b" * 31, b"c" * 29, b"d" * 35]
-        if step % 100 == 99:
-            payloads.append(b"e" * 40)
-    data = b"".join(_frame(p) for p in payloads)
-    calls = 0
-    real = _tfrecord._predict
-
-    def counting(*args):
-        nonlocal calls
-        calls += 1
-        return real(*args)
-
-    _tfrecord._predict = counting
-    try:
-        got = _spans(data)
-    finally:
-        _tfrecord._predict = real
-    assert got[0] == payloads
-    assert got[1][0] is None
-    assert calls < 200  # 50 eval records, a handful of chunk edges and window doublings
-
-
-def test_a_corrupt_header_inside_a_predicted_run_stops_there():
-    payloads = [bytes([i % 7]) * 20 for i in range(1000)]
-    data = bytearray(b"".join(_frame(p) for p in payloads))
-    at = 600 * 36 + 3  # a length byte of record 601
-    data[at] ^= 0x40
-    got = _spans(bytes(data))
-    assert got[0] == payloads[:600]
-    assert got[1][0].startswith("record 601: the length checksum does not match")
-    assert got[1][3] is True
-
-
 def _count_predictions(data: bytes) -> tuple[int, tuple]:
     calls = 0
     real = _tfrecord._predict
@@ -167,6 +129,31 @@ def _count_predictions(data: bytes) -> tuple[int, tuple]:
     finally:
         _tfrecord._predict = real
     return calls, got
+
+
+def test_a_long_periodic_file_is_read_in_few_predicted_runs():
+    """The point of the prediction: a file of 4 tags a step with an eval record every 100
+    steps is walked with about one prediction per eval record, and right."""
+    payloads = []
+    for step in range(5000):
+        payloads += [b"a" * 30, b"b" * 31, b"c" * 29, b"d" * 35]
+        if step % 100 == 99:
+            payloads.append(b"e" * 40)
+    calls, got = _count_predictions(b"".join(_frame(p) for p in payloads))
+    assert got[0] == payloads
+    assert got[1][0] is None
+    assert calls < 200  # 50 eval records, a handful of chunk edges and window doublings
+
+
+def test_a_corrupt_header_inside_a_predicted_run_stops_there():
+    payloads = [bytes([i % 7]) * 20 for i in range(1000)]
+    data = bytearray(b"".join(_frame(p) for p in payloads))
+    at = 600 * 36 + 3  # a length byte of record 601
+    data[at] ^= 0x40
+    got = _spans(bytes(data))
+    assert got[0] == payloads[:600]
+    assert got[1][0].startswith("record 601: the length checksum does not match")
+    assert got[1][3] is True
 
 
 def test_patterns_that_never_pay_off_are_rarely_predicted():

@@ -15,7 +15,6 @@ caller learns how many bytes were dropped and why.
 from __future__ import annotations
 
 import struct
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -81,8 +80,13 @@ class Spans:
     def __len__(self) -> int:
         return int(self.starts.size)
 
+    def payload(self, i: int) -> bytes:
+        """Record ``i``'s payload as its own ``bytes``."""
+        at = int(self.starts[i])
+        return self.buf[at:at + int(self.lengths[i])]
+
     def payloads(self) -> list[bytes]:
-        """Each record's payload as its own ``bytes``."""
+        """Each record's payload as its own ``bytes`` (all at once)."""
         buf = self.buf
         return [buf[s:s + n] for s, n in zip(self.starts.tolist(), self.lengths.tolist())]
 
@@ -153,7 +157,6 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
     """
     crc32c = google_crc32c.value
     header = _HEADER.unpack_from
-    mask = _MASK_DELTA
     buf = b""
     eof = False
     n = 0
@@ -162,7 +165,7 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
     good_headers: set[bytes] = set()
     # Verified header bytes by record size (16 + length), for predicted runs.
     head_of_size: dict[int, bytes] = {}
-    cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+    cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     recent: list[int] = []   # sizes of the last records, while they have known headers
     skip = fails = 0
     window = 64
@@ -183,11 +186,12 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
         size = len(buf)
         win12 = np.lib.stride_tricks.sliding_window_view(np.frombuffer(buf, dtype=np.uint8), 12) \
             if size >= 12 else None
-        parts: list[np.ndarray] = []   # header offsets of predicted runs
-        part_sizes: list[np.ndarray] = []
-        one: list[int] = []            # header offsets walked one by one, in order
+        # Header offsets and record sizes in file order: predicted runs as arrays, and
+        # the records walked one by one since the last run, flushed before the next.
+        runs: list[np.ndarray] = []
+        run_sizes: list[np.ndarray] = []
+        one: list[int] = []
         one_size: list[int] = []
-        order: list[tuple[int, int]] = []  # (kind, index) pieces in file order
         stop = None
         while size - pos >= 12:
             pattern = None
@@ -209,32 +213,32 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
                 elif k:
                     window = min(_WINDOW, max(64, 2 * k))
                 if k:
-                    parts.append(heads)
-                    part_sizes.append(sizes)
-                    order.append((1, len(parts) - 1))
+                    if one:
+                        _flush(one, one_size, runs, run_sizes)
+                    runs.append(heads)
+                    run_sizes.append(sizes)
                     n += k
                     pos = int(heads[-1] + sizes[-1])
                     r = k % len(pattern)
                     recent = (pattern[r:] + pattern[:r]) * 2
-                    if k < _SHORT_RUN:
-                        # Runs this short cost more to predict than to walk: back off.
-                        fails += 1
-                        skip = min(1 << fails, 4096)
-                    else:
-                        fails = 0
-                        if k < count:
-                            # A surprise (an eval record between steps, say): walk it
-                            # alone, then expect the same pattern again from where it broke.
-                            pending = recent[:len(pattern)]
-                            skip = 1
+                if k < _SHORT_RUN:
+                    # A miss, or a run this short (it cost more to predict than to walk):
+                    # back off.
+                    fails += 1
+                    skip = min(1 << fails, 4096)
+                else:
+                    fails = 0
+                    if k < count:
+                        # A surprise (an eval record between steps, say): walk it alone,
+                        # then expect the same pattern again from where it broke.
+                        pending = recent[:len(pattern)]
+                        skip = 1
+                if k:
                     continue
-                fails += 1
-                skip = min(1 << fails, 4096)
             length, len_crc = header(buf, pos)
             head = buf[pos:pos + 12]
             if verify and head not in good_headers:
-                c = crc32c(head[:8])
-                if (((c >> 15) | (c << 17)) + mask) & 0xFFFFFFFF != len_crc:
+                if masked_crc(head[:8]) != len_crc:
                     stop = (f"record {n + 1}: the length checksum does not match (corrupt or not a TFRecord file)", True)
                     break
                 if len(good_headers) < 4096:
@@ -246,8 +250,6 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
             if end > size:
                 lacking = end - size
                 break  # the rest of this record is in the next chunk
-            if not one or order[-1][0] != 0:
-                order.append((0, len(one)))
             one.append(pos)
             one_size.append(16 + length)
             if len(head_of_size) < 4096 or 16 + length in head_of_size:
@@ -261,7 +263,9 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
                 resume, pending = pending, None
             pos = end
             n += 1
-        heads, sizes = _in_file_order(order, parts, part_sizes, one, one_size)
+        if one or not runs:
+            _flush(one, one_size, runs, run_sizes)
+        heads, sizes = (runs[0], run_sizes[0]) if len(runs) == 1 else (np.concatenate(runs), np.concatenate(run_sizes))
         count = int(heads.size)
         if verify and count:
             starts, stops = (heads + 12).tolist(), (heads + sizes - 4).tolist()
@@ -291,8 +295,7 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
                 tail.dropped_bytes = avail
             else:
                 length, len_crc = header(buf, 0)
-                c = crc32c(buf[:8])
-                if verify and (((c >> 15) | (c << 17)) + mask) & 0xFFFFFFFF != len_crc:
+                if verify and masked_crc(buf[:8]) != len_crc:
                     tail.reason = f"record {n + 1}: the length checksum does not match (corrupt or not a TFRecord file)"
                     tail.bad_framing = True
                 else:
@@ -303,25 +306,12 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
             return
 
 
-def _in_file_order(order, parts, part_sizes, one, one_size) -> tuple[np.ndarray, np.ndarray]:
-    """Header offsets and record sizes of a chunk, predicted runs and records walked one
-    by one put back in file order."""
-    if not parts:
-        return np.array(one, dtype=np.int64), np.array(one_size, dtype=np.int64)
-    heads: list[np.ndarray] = []
-    sizes: list[np.ndarray] = []
-    bounds = [i for kind, i in order if kind == 0] + [len(one)]
-    b = 0
-    for kind, i in order:
-        if kind:
-            heads.append(parts[i])
-            sizes.append(part_sizes[i])
-        else:
-            j = bounds[b + 1]
-            heads.append(np.array(one[i:j], dtype=np.int64))
-            sizes.append(np.array(one_size[i:j], dtype=np.int64))
-            b += 1
-    return np.concatenate(heads), np.concatenate(sizes)
+def _flush(one: list[int], one_size: list[int], runs: list[np.ndarray], run_sizes: list[np.ndarray]) -> None:
+    """Move the records walked one by one into ``runs`` as arrays, and empty the lists."""
+    runs.append(np.array(one, dtype=np.int64))
+    run_sizes.append(np.array(one_size, dtype=np.int64))
+    one.clear()
+    one_size.clear()
 
 
 def record_batches(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[list[bytes]]:

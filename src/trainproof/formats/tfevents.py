@@ -156,8 +156,7 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
                                 c.shards.extend(repeat(shard_no, sel.size))
                         continue
                     for k in range(a, b):
-                        at = int(spans.starts[k])
-                        payload = spans.buf[at:at + int(spans.lengths[k])]
+                        payload = spans.payload(k)
                         try:
                             wall, step, values = parse_event(payload, plugins)
                         except (ProtoError, struct.error, ValueError, OverflowError):

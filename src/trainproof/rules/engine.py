@@ -128,7 +128,32 @@ def _skip_reason(rule: Rule, run: RunLog, th: Thresholds, shared: dict | None = 
                 facts[key] = bool(np.all(vals == vals[0]))
             if facts[key]:
                 return Skip("degenerate", f"{s.name} is constant ({num(vals[0])})")
+    if rule.min_schedule_share:
+        if "schedule" not in facts:
+            facts["schedule"] = fraction_ran(run)
+        frac, end, source = facts["schedule"]
+        least = float(getattr(th, rule.min_schedule_share))
+        if frac is not None and frac < least:
+            return Skip("too_little_of_schedule",
+                        f"the log covers {pct(frac)} of the scheduled run (step {step_fmt(run.step_range[1])} of "
+                        f"{step_fmt(end)}, from {source}); this check needs {pct(least)}")
+    if rule.after_warmup and "lr" in run.series:
+        if "warmup" not in facts:
+            facts["warmup"] = still_warming_up(_finite(run, shared, "lr").values, th.warmup_rising_points)
+        if facts["warmup"]:
+            return Skip("warmup", f"the learning rate is still rising at the last logged step (its last "
+                                  f"{th.warmup_rising_points} values increase): warm-up has not ended")
     return None
+
+
+def still_warming_up(lr: np.ndarray, rising_points: int) -> bool:
+    """True when the last ``rising_points`` finite learning rates strictly increase.
+
+    Schedules are deterministic, so two increases in a row are warm-up, not noise. A run
+    judged at that point has not yet trained at its intended learning rate.
+    """
+    tail = lr[-rising_points:]
+    return bool(tail.size >= max(2, rising_points) and np.all(np.diff(tail) > 0))
 
 
 def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = (), charts: bool = True) -> Report:
@@ -193,6 +218,7 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
         report.ran.append(rule.id)
         trend_ran |= rule.verdict_bearing
 
+    report.findings = merge_implied(report.findings)
     if not any(f.level in (Level.FAIL, Level.WARN) for f in report.findings):
         skipped = "; ".join(f"{k} ({v.reason})" for k, v in report.skipped.items())
         if trend_ran:
@@ -213,6 +239,45 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
     if charts:
         report.charts = chart_series(run)
     return report
+
+
+def merge_implied(findings: list[Finding]) -> list[Finding]:
+    """One cause, one finding: drop each finding that a FAIL or WARN finding of a more
+    specific rule explains (its rule's ``implies``), and list the dropped ids, with their
+    messages, in the explaining finding's ``data["implies"]`` and evidence.
+
+    Order is kept; an implied finding that itself implies others passes them on (a zero
+    learning rate explains a flat loss, which explains a dead run).
+    """
+    by_id = {f.id: f for f in findings}
+    explained: dict[str, str] = {}
+    for f in findings:
+        if f.level not in (Level.FAIL, Level.WARN):
+            continue
+        r = get(f.id)
+        for other in (r.implies if r is not None else ()):
+            if other in by_id and other != f.id and other not in explained:
+                explained[other] = f.id
+    if not explained:
+        return findings
+
+    def root(i: str) -> str:
+        seen = set()
+        while i in explained and i not in seen:
+            seen.add(i)
+            i = explained[i]
+        return i
+
+    out: list[Finding] = []
+    for f in findings:
+        if f.id in explained:
+            continue
+        gone = [o for o in explained if root(o) == f.id]
+        if gone:
+            f.data["implies"] = gone
+            f.evidence += " Also explains: " + "; ".join(f"{o} ({by_id[o].message})" for o in gone) + "."
+        out.append(f)
+    return out
 
 
 #: The series drawn in reports, in this order.

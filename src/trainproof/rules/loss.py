@@ -152,9 +152,11 @@ def check_zero_loss_onset(ctx):
 
 @rule(
     "TP-FLAT", Level.FAIL, "shape", "the loss does not move at all",
-    needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)], thresholds=["min_trend_points", "flat_rel_std"],
-    verdict_bearing=True,
-    detects="A loss whose relative variation (standard deviation / mean over every finite point) is below 0.1%.",
+    needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
+    thresholds=["min_trend_points", "flat_rel_std", "dead_min_schedule_share"],
+    verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
+    detects="A loss whose relative variation (standard deviation / mean over every finite point) is below 0.1%. Least evidence: 8 points, at least 30% of the scheduled run where the log declares its schedule, and a learning rate no longer warming up.",
     why="A training loss always moves a little from batch to batch; a loss constant to three significant digits means the model's output does not depend on the updates.",
     not_mean="It does not flag a slowly improving or a noisy loss; those vary far more than 0.1%.",
     causes="Frozen parameters, a zero learning rate, a model that predicts a constant (collapsed output, dead ReLUs), a loss computed on a constant tensor.",
@@ -202,8 +204,8 @@ def _lone_start_cut(ratio: float, k: int) -> float:
 @rule(
     "TP-DIVERGE", Level.FAIL, "shape", "the run ends well above the best loss level it reached",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
-    thresholds=["min_trend_points", "diverge_ratio", "diverge_noise_z", "diverge_start_points"],
-    verdict_bearing=True,
+    thresholds=["min_trend_points", "diverge_ratio", "diverge_noise_z", "diverge_start_points", "floor_regain_share"],
+    verdict_bearing=True, implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
     detects=(
         "A run whose end level (median of its last 10% of points, at least 3) is more than 1.5x the best "
         "level it held, and above it by more than 3 standard errors of the two levels (noise measured on "
@@ -211,7 +213,9 @@ def _lone_start_cut(ratio: float, k: int) -> float:
         "low by chance). The best level is the lowest of: the medians of consecutive blocks of 5% of the "
         "run (at least 3 points); the starting level, the higher of the first 2 points when they agree "
         "within the noise; and the first point alone, when the run right after it (median of the next 5 "
-        "points) sits more than 3x above it."
+        "points) sits more than 3x above it. Not a divergence: a climb that regains less than 5% of the drop from "
+        "the first block's level to the best level (a loss at its noise floor after a large fall). Least "
+        "evidence: 8 points, and the noise of the run's own log loss (the gate)."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
     not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging.",
@@ -272,6 +276,12 @@ def check_diverge(ctx):
     gap = math.log(end / best)
     if gap <= gate:
         return
+    # At a noise floor: a run that fell far (an order of magnitude or more) sits where a
+    # few examples decide each batch's loss, so its relative wiggle is large; a climb
+    # that regains a sliver of what the run learned is that wiggle, not a divergence.
+    start_level = float(meds[0])
+    if start_level > best and (end - best) < th.floor_regain_share * (start_level - best):
+        return
     ratio = end / best
     through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
     # Onset: the first point after the best level from which the loss stays at least half
@@ -301,53 +311,168 @@ def check_diverge(ctx):
     )
 
 
-@rule(
-    "TP-DEAD-RUN", Level.FAIL, "shape", "the loss did not improve over the run",
-    needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
-    thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "dead_trend_blocks"],
-    verdict_bearing=True,
-    detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians).",
-    why="A run that ends where it started has spent its compute without learning.",
-    not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a loss with a large constant offset that falls slowly but steadily. It does flag runs already converged at the start because they resumed from a good checkpoint; read the evidence with the run's history in mind.",
-    causes="A zero or far too small learning rate, frozen parameters, a model already at its floor (resumed run), labels unrelated to inputs.",
-    try_="Check the learning rate actually applied (schedulers, DeepSpeed configs), that the optimizer holds the trainable parameters, and that one batch can be overfit.",
-    objectives=("supervised",),
-)
-def check_dead_run(ctx):
-    s = ctx.finite("loss")
-    v = s.values
-    n = v.size
+def _learning_elsewhere(ctx) -> str | None:
+    """Evidence, outside the train loss, that the model is learning: a held-out loss that
+    falls with a significant trend (Mann-Kendall z at or below ``-dead_trend_z`` over its
+    evaluations, last below first). An evaluation loss carries no mini-batch noise, so a
+    steady fall there is learning that a noisy or resumed train curve can hide."""
+    if not ctx.has("eval_loss"):
+        return None
+    ev = ctx.finite("eval_loss")
+    if len(ev) < 3 or not ev.values[-1] < ev.values[0]:
+        return None
+    z = mann_kendall_z(ev.values)
+    if z > -ctx.th.dead_trend_z:
+        return None
+    return (f"the eval loss falls with a significant trend ({num(ev.values[0])} -> {num(ev.values[-1])} over "
+            f"{len(ev)} evaluations, Mann-Kendall z {z:.2f})")
+
+
+def _alive(ctx) -> tuple[bool, str]:
+    """Whether the log shows the optimizer still moving the weights over the second half
+    of the run: a learning rate above ``tiny_lr`` and a finite, non-zero gradient norm
+    that has not collapsed below ``vanish_ratio`` of its early level. Both series must be
+    logged: without them nothing says the run is alive."""
     th = ctx.th
-    w = th.dead_window
-    first, last, rel = improvement(v, w)
-    if rel >= th.dead_min_improvement:
-        return
-    # Robust to noise: the ends read over 10% of the run must agree, and a run whose loss
-    # falls with a significant trend (Mann-Kendall on block medians) is learning, however
-    # slowly: a noisy small-batch curve whose first and last five points happen to sit
-    # close together is not a dead run.
-    wide = max(w, min(n // 10, 500))
-    _, _, rel_wide = improvement(v, wide)
-    if rel_wide >= th.dead_min_improvement:
-        return
-    meds, _ = block_medians(v, max(1, -(-n // th.dead_trend_blocks)))
-    z = mann_kendall_z(meds)
-    if z <= -th.dead_trend_z:
-        return
+    if not (ctx.has("lr") and ctx.has("grad_norm")):
+        return False, ""
+    lr, g = ctx.finite("lr").values, ctx.finite("grad_norm").values
+    if lr.size < 2 or g.size < 4:
+        return False, ""
+    lr_late, g_late = float(median(lr[lr.size // 2:])), float(median(g[g.size // 2:]))
+    g_early = float(median(g[1: max(2, g.size // 10 + 1)]))
+    if lr_late <= th.tiny_lr or g_late <= 0 or (g_early > 0 and g_late < th.vanish_ratio * g_early):
+        return False, ""
+    return True, f"learning rate {num(lr_late)} and gradient norm {num(g_late)} (medians of the second half)"
+
+
+def dead_run_state(ctx) -> dict | None:
+    """The dead-run judgement, computed once for TP-DEAD-RUN and TP-LOSS-STALLED.
+
+    ``None`` when the loss improved (by the ends, the wide ends, or a significant
+    downward trend) or a held-out loss shows learning; otherwise a dict of the numbers with
+    ``kind`` ``"dead"`` (TP-DEAD-RUN, a FAIL) or ``"stalled"`` (TP-LOSS-STALLED, a WARN):
+    the loss fell from its first point by more than the bar and the noise, and then held a
+    level while the learning rate and the gradients stayed alive: a plateau, not a run
+    that never learned.
+    """
+    def compute():
+        s = ctx.finite("loss")
+        v = s.values
+        n = v.size
+        th = ctx.th
+        w = th.dead_window
+        first, last, rel = improvement(v, w)
+        if rel >= th.dead_min_improvement:
+            return None
+        # Robust to noise: the ends read over 10% of the run must agree, and a run whose loss
+        # falls with a significant trend (Mann-Kendall on block medians) is learning, however
+        # slowly: a noisy small-batch curve whose first and last five points happen to sit
+        # close together is not a dead run.
+        wide = max(w, min(n // 10, 500))
+        _, last_wide, rel_wide = improvement(v, wide)
+        if rel_wide >= th.dead_min_improvement:
+            return None
+        meds, _ = block_medians(v, max(1, -(-n // th.dead_trend_blocks)))
+        z = mann_kendall_z(meds)
+        if z <= -th.dead_trend_z:
+            return None
+        elsewhere = _learning_elsewhere(ctx)
+        if elsewhere:
+            return None
+        state = {"first": first, "last": last, "rel": rel, "w": w, "wide": wide, "rel_wide": rel_wide, "z": z,
+                 "kind": "dead", "s": s}
+        # An early fall: the first point sits above the end level by more than the bar and
+        # more than the noise of single points (3 sigma of the log of the loss).
+        sigma = log_loss_noise(ctx)
+        end_level = min(last, last_wide)
+        fall = math.log(v[0] / end_level) if v[0] > 0 and end_level > 0 else 0.0
+        alive, alive_text = _alive(ctx)
+        state.update(fall=fall, alive=alive_text)
+        if alive and fall > max(math.log1p(th.dead_min_improvement), th.diverge_noise_z * math.sqrt(2) * sigma):
+            state["kind"] = "stalled"
+        if ctx.has("lr"):
+            lr = ctx.finite("lr").values
+            if lr.size and 0 < float(lr.max()) <= th.tiny_lr:
+                state["tiny_lr"] = float(lr.max())
+        return state
+    return ctx.memo("dead_run_state", compute)
+
+
+def _no_progress_text(st: dict) -> tuple[str, str]:
+    s, rel, first, last, w = st["s"], st["rel"], st["first"], st["last"], st["w"]
     if rel >= 0:
         change = f"improved only {pct(rel)}"
     elif last > 2 * first:
         change = f"ended {_times(last / first)} higher than it started"
     else:
         change = f"ended {pct(-rel)} higher than it started"
+    evidence = (f"median of the first {w} losses {num(first)} (steps {step(s.steps[0])}–{step(s.steps[w - 1])}), "
+                f"median of the last {w} {num(last)} (steps {step(s.steps[-w])}–{step(s.steps[-1])}): "
+                f"{pct(rel)} improvement ({pct(st['rel_wide'])} over the first and last {st['wide']} points); "
+                f"no significant downward trend (Mann-Kendall z {st['z']:.2f}).")
+    return change, evidence
+
+
+def _dead_data(st: dict, th) -> dict:
+    return {"first_median": st["first"], "last_median": st["last"], "improvement": st["rel"], "window": st["w"],
+            "improvement_wide": st["rel_wide"], "wide_window": st["wide"], "trend_z": st["z"],
+            "threshold": th.dead_min_improvement}
+
+
+@rule(
+    "TP-DEAD-RUN", Level.FAIL, "shape", "the loss did not improve over the run",
+    needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
+    thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "dead_trend_blocks",
+                "dead_min_schedule_share", "tiny_lr"],
+    verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians). Least evidence: 10 points, at least 30% of the scheduled run where the log declares its schedule, and a learning rate no longer warming up. Not a dead run: an eval loss that falls with a significant trend (the model is learning), or a loss that fell from its first point beyond the noise and then held a level while the learning rate and the gradient norm stayed alive (TP-LOSS-STALLED, a WARN). A learning rate at most 1e-6 over the whole run is named as the cause.",
+    why="A run that ends where it started has spent its compute without learning.",
+    not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a loss with a large constant offset that falls slowly but steadily, nor a run judged early in its schedule or during warm-up. It does flag runs already converged at the start because they resumed from a good checkpoint; read the evidence with the run's history in mind.",
+    causes="A zero or far too small learning rate, frozen parameters, a model already at its floor (resumed run), labels unrelated to inputs.",
+    try_="Check the learning rate actually applied (schedulers, DeepSpeed configs), that the optimizer holds the trainable parameters, and that one batch can be overfit.",
+    objectives=("supervised",),
+)
+def check_dead_run(ctx):
+    st = dead_run_state(ctx)
+    if st is None or st["kind"] != "dead":
+        return
+    th = ctx.th
+    s = st["s"]
+    change, evidence = _no_progress_text(st)
+    data = _dead_data(st, th)
+    message = f"loss did not improve: it {change}"
+    if "tiny_lr" in st:
+        message += f", with a learning rate of at most {num(st['tiny_lr'])} (effectively zero)"
+        evidence += (f" The learning rate never exceeds {num(st['tiny_lr'])} (at most {num(th.tiny_lr)}): "
+                     "too small for the weights to move.")
+        data.update(cause="tiny_lr", lr_max=st["tiny_lr"])
+    yield ctx.finding(message, evidence, data, step=s.steps[-1], line=s.lines[-1])
+
+
+@rule(
+    "TP-LOSS-STALLED", Level.WARN, "shape", "the loss fell early, then held a level while the optimizer stayed alive",
+    needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
+    thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "diverge_noise_z",
+                "dead_min_schedule_share", "tiny_lr", "vanish_ratio"],
+    min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within 5%, no significant downward trend, no falling eval loss) on a loss whose first point sits above the end level by more than 5% and more than 3 noise sigmas of single points, while the learning rate (above 1e-6) and the gradient norm (finite, non-zero, not collapsed below 1% of its early level) stay alive over the second half.",
+    why="A loss that dropped at once and then stopped improving while the optimizer still moves the weights has reached a plateau: the rest of the run may be spent for little gain, but it is not a run that never trained.",
+    not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor and resumed runs look like this. It is not TP-DEAD-RUN, which needs the loss never to have moved.",
+    causes="A model at the floor of what its data allow, a learning rate too small after warm-up to make further progress, a resumed run already converged, too little capacity.",
+    try_="Check the eval metrics: if they still improve, nothing is wrong; otherwise try a larger learning rate, a longer schedule, or more capacity.",
+    objectives=("supervised",),
+)
+def check_loss_stalled(ctx):
+    st = dead_run_state(ctx)
+    if st is None or st["kind"] != "stalled":
+        return
+    s = st["s"]
+    change, evidence = _no_progress_text(st)
     yield ctx.finding(
-        f"loss did not improve: it {change}",
-        f"median of the first {w} losses {num(first)} (steps {step(s.steps[0])}–{step(s.steps[w - 1])}), "
-        f"median of the last {w} {num(last)} (steps {step(s.steps[-w])}–{step(s.steps[-1])}): "
-        f"{pct(rel)} improvement, below {pct(th.dead_min_improvement)} ({pct(rel_wide)} over the first and last "
-        f"{wide} points); no significant downward trend (Mann-Kendall z {z:.2f}).",
-        {"first_median": first, "last_median": last, "improvement": rel, "window": w,
-         "improvement_wide": rel_wide, "wide_window": wide, "trend_z": z,
-         "threshold": th.dead_min_improvement},
+        f"loss stalled: it fell from its first point {num(s.values[0])}, then {change}",
+        f"{evidence} The first loss {num(s.values[0])} sits {_times(math.exp(st['fall']))} above the end level, and "
+        f"the optimizer is alive: {st['alive']}.",
+        {**_dead_data(st, ctx.th), "first_point": float(s.values[0]), "log_fall": st["fall"]},
         step=s.steps[-1], line=s.lines[-1],
     )

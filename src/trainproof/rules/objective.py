@@ -8,7 +8,8 @@ declare ``objectives=("supervised",)`` and are skipped on such runs with the typ
 no gradient) stays judged.
 
 A run is RL when it logs a reward (``reward``, ``rewards/*``, ``*/reward*``,
-``objective/scores``, an episode return, Stable-Baselines' ``ep_rew_mean``) or TRL's
+``objective/scores``, an episode return (``episode/Return``, baselines' ``rollout/return``,
+``*_return``), Stable-Baselines' ``ep_rew_mean``) or TRL's
 policy/log-probability groups (``policy/*``, ``logps/*``).
 A ``kl`` key alone is not enough: VAEs log one too.
 """
@@ -20,6 +21,7 @@ from ..runlog import RunLog
 
 _RL_KEY = re.compile(
     r"(^|/)(rewards?(_[a-z]+)?|objective/scores|env/reward[a-z_]*|episode[/_ ]return|ep_rew_mean)($|/)"
+    r"|(^|[/_ ])(episode_|ep_)?returns?(_mean|_history)?$"
     r"|^(policy|logps|train/policy|train/logps)/",
     re.IGNORECASE,
 )

@@ -74,6 +74,9 @@ class Rule:
     verdict_bearing: bool = False
     source: str = "single_run"
     objectives: tuple[str, ...] = ("supervised", "rl")
+    min_schedule_share: str | None = None
+    after_warmup: bool = False
+    implies: tuple[str, ...] = ()
     check: Callable | None = field(default=None, compare=False)
 
     @property
@@ -91,6 +94,16 @@ class Rule:
             " · needs " + ", ".join(_need_text(n) for n in self.needs) if self.needs else ""))
         if self.thresholds:
             parts.append("· thresholds " + ", ".join(f"`{t}`" for t in self.thresholds))
+        if self.min_schedule_share:
+            from .thresholds import DEFAULT
+
+            parts.append(f"· least evidence: the log covers ≥ {getattr(DEFAULT, self.min_schedule_share):.0%} of the "
+                         f"scheduled run where the schedule is known (`{self.min_schedule_share}`)")
+        if self.after_warmup:
+            parts.append("· not judged while the learning rate is still warming up")
+        if self.implies:
+            parts.append("· when it fires it explains " + ", ".join(f"`{i}`" for i in self.implies)
+                         + " (listed as implied, not reported again)")
         if set(self.objectives) != {"supervised", "rl"} and not self.is_outcome:
             parts.append("· objectives " + ", ".join(f"`{o}`" for o in self.objectives)
                          + " (skipped as `objective: …` on the others)")
@@ -163,12 +176,25 @@ def rule(
     verdict_bearing: bool = False,
     source: str = "single_run",
     objectives: Iterable[str] = ("supervised", "rl"),
+    min_schedule_share: str | None = None,
+    after_warmup: bool = False,
+    implies: Iterable[str] = (),
 ):
     """Register the decorated ``check(ctx)`` generator as rule ``id``.
 
     ``objectives`` lists the kinds of training objective the rule can judge (see
     :mod:`trainproof.rules.objective`); on any other the engine skips it with the typed
     reason ``objective: <kind>``.
+
+    ``min_schedule_share`` names the threshold giving the least share of the scheduled run
+    the log must cover, where the log declares its schedule, before the rule may judge (a
+    rule that claims nothing happened cannot say so 5% into a run); below it the engine
+    skips the rule as ``too_little_of_schedule``. ``after_warmup``: the engine skips the
+    rule as ``warmup`` while the logged learning rate is still rising at the last point.
+
+    ``implies``: ids of less specific rules that this one explains when both fire on a
+    run (a divergence also "did not improve"); the engine keeps this rule's finding,
+    drops theirs and lists them as implied in its ``data["implies"]``.
     """
 
     def deco(fn: Callable) -> Callable:
@@ -177,7 +203,8 @@ def rule(
                 id=id, level=level, group=group, summary=summary, detects=detects, why=why,
                 not_mean=not_mean, causes=causes, try_=try_, needs=tuple(needs),
                 thresholds=tuple(thresholds), verdict_bearing=verdict_bearing,
-                source=source, objectives=tuple(objectives), check=fn,
+                source=source, objectives=tuple(objectives), min_schedule_share=min_schedule_share,
+                after_warmup=after_warmup, implies=tuple(implies), check=fn,
             ),
             fn.__module__,
         )

@@ -60,6 +60,14 @@ class Thresholds:
     # block), not one noisy neighbour, so a lone first point counts only when the run
     # right after it sits 3x above it (the median of the two is then still 1.5x below).
     diverge_start_points: int = 2
+    # A rise above the best level that regains less than 5% of what the run fell (first
+    # block's median minus the best level, on the loss's own scale) is the wiggle of a loss
+    # at its noise floor, not a divergence: a ViT fine-tune that falls 1.5 -> 1.5e-4 and
+    # ends at 7e-4 is 4.7x its best but has regained 0.04% of its fall. Runs that really
+    # diverge undo a large part of what they learned (lr far too high: 100% or more); a
+    # late but durable climb from 0.002 back towards a start of 0.03 regains over half.
+    # Ratios cannot express this: only the absolute climb measured against the fall does.
+    floor_regain_share: float = 0.05
 
     # --- dead run ----------------------------------------------------------------------
     # Median of the last 5 vs the first 5 losses; under 5% relative improvement over the
@@ -77,6 +85,20 @@ class Thresholds:
     # has z = -1.0 to -1.8 (no progress).
     dead_trend_z: float = 2.326
     dead_trend_blocks: int = 40
+    # Least evidence for the rules that claim nothing happened (TP-DEAD-RUN, TP-FLAT,
+    # TP-LOSS-STALLED): where the log declares its schedule (HF max_steps, a monitor's
+    # max_steps, Coqui's epochs), it must cover 30% of it. Early in a run a slow but healthy
+    # optimiser (Adam at 1e-4 on a small model, a LoRA with a gentle warm-up) has moved
+    # the loss by less than the 5% bar while the noise of the first points is at its
+    # largest; warm-up schedules commonly take 3-10% of the steps and the first few
+    # percent after them are still far from the steady state. By 30% a run that is
+    # training at all has shown it on the wide windows or the trend test.
+    dead_min_schedule_share: float = 0.3
+    # A learning rate that never exceeds 1e-6 over a whole supervised run is effectively
+    # zero: an Adam step moves each weight by about lr, so even 10,000 steps move a weight
+    # of scale 0.02 (a usual initialisation) by at most 1e-2 of the way it would travel at
+    # a common fine-tuning rate (1e-5 to 5e-4). TP-DEAD-RUN names it as the cause.
+    tiny_lr: float = 1e-6
 
     # --- exactly-zero values -----------------------------------------------------------
     # Exact zero is compared with ==, never a tolerance. 5 points so that one logging

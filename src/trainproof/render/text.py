@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from ..findings import Level, Report
+from ..rules._fmt import pct, times
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -98,7 +99,7 @@ def render(console: Console, reports: list[Report], summary: bool = False, unrea
 
 
 def _ratio(x) -> str:
-    return f"{x:.2f}x" if isinstance(x, (int, float)) else "-"
+    return times(x) if isinstance(x, (int, float)) else "-"
 
 
 def _lvl(x) -> str:
@@ -121,7 +122,7 @@ def render_compare(console: Console, baseline: Report, reports: list[Report]) ->
                       and f.id != "TP-NOT-CHECKED"})
         imp = m.get("improvement")
         t.add_row(f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]", escape(r.file), _lvl(m.get("floor")),
-                  _lvl(m.get("end")), f"{100 * imp:.0f}%" if isinstance(imp, float) else "-",
+                  _lvl(m.get("end")), pct(imp) if isinstance(imp, float) else "-",
                   _ratio(m.get("floor_ratio")), _ratio(m.get("end_ratio")), escape(", ".join(ids) or (r.error or "")))
     console.print(t)
     console.print()

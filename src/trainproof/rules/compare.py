@@ -13,6 +13,8 @@ RunLogs over the step range they share and compare robust levels of their losses
 :func:`compare_runlogs` is the engine for them: it checks that both sides have a usable
 loss scale (else ``TP-CMP-UNCOMPARABLE``, exit 2), restricts both to the shared steps,
 runs every compare rule and returns the findings with the metrics it used.
+:func:`merge_comparison` adds them to the run's own report so that the report states
+one verdict: a PASS of either half is kept as a note when the other half is not a PASS.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import numpy as np
 
 from ..findings import Finding, Level, Report, Skip
 from ..runlog import RunLog
-from ._fmt import num, pct, step
+from ._fmt import num, pct, step, times
 from ._stats import block_medians, end_window, median, smoothing_block
 from .registry import get, outcome, rule
 from .thresholds import DEFAULT, Thresholds
@@ -108,7 +110,7 @@ def check_floor_ratio(c: CompareContext):
         return
     r = c.run.floor / c.base.floor
     yield c.finding(
-        f"loss floor {num(c.run.floor)} is {r:.2f}x the baseline's {num(c.base.floor)}",
+        f"loss floor {num(c.run.floor)} is {times(r)} the baseline's {num(c.base.floor)}",
         f"floor (lowest block median) {num(c.run.floor)} at step {step(c.run.floor_step)} vs the baseline's "
         f"{num(c.base.floor)} at step {step(c.base.floor_step)}; threshold {num(c.th.cmp_floor_ratio)}x.",
         {"run_floor": c.run.floor, "baseline_floor": c.base.floor, "ratio": r}, c.run.floor_step,
@@ -131,7 +133,7 @@ def check_end_ratio(c: CompareContext):
         return
     r = c.run.end / c.base.end
     yield c.finding(
-        f"end loss {num(c.run.end)} is {r:.2f}x the baseline's {num(c.base.end)}",
+        f"end loss {num(c.run.end)} is {times(r)} the baseline's {num(c.base.end)}",
         f"median of the last points: {num(c.run.end)} vs {num(c.base.end)}; threshold {num(c.th.cmp_end_ratio)}x.",
         {"run_end": c.run.end, "baseline_end": c.base.end, "ratio": r}, float(c.run.steps[-1]),
     )
@@ -193,7 +195,7 @@ def check_gradnorm_ratio(c: CompareContext):
     if b is None or r is None or b <= 0 or r <= c.th.cmp_gradnorm_ratio * b:
         return
     yield c.finding(
-        f"median gradient norm {num(r)} is {r / b:.1f}x the baseline's {num(b)}",
+        f"median gradient norm {num(r)} is {times(r / b, 1)} the baseline's {num(b)}",
         f"median gradient norm over the shared steps {num(r)} vs {num(b)}; threshold {num(c.th.cmp_gradnorm_ratio)}x.",
         {"run_grad_median": r, "baseline_grad_median": b, "ratio": r / b},
     )
@@ -322,6 +324,41 @@ def compare_runlogs(baseline: RunLog, run: RunLog, baseline_report: Report | Non
                        if other.grad_median and base.grad_median else None),
     }
     return findings, skipped, ran, metrics
+
+
+#: How a PASS finding of one half reads as a note of a report whose verdict the other
+#: half sets, by the PASS finding's source.
+_PASS_NOTE = {"single_run": "On its own curve", "compare": "Against the baseline"}
+
+
+def merge_comparison(report: Report, findings: list[Finding], skipped: dict[str, Skip], ran: list[str],
+                     metrics: dict) -> Report:
+    """Add the output of :func:`compare_runlogs` to ``report``, the run's own report.
+
+    The merged report has one verdict. A PASS finding of one half (``TP-PASS`` on the run
+    alone, ``TP-CMP-PASS`` against the baseline) stays a finding only when the merged
+    verdict is PASS; otherwise it would print PASS under a FAIL, so what it says becomes a
+    note (``On its own curve: no check fired (25 ran, 7 skipped).``) and the checks it
+    counts stay in ``ran`` and ``skipped``.
+
+    Returns:
+        ``report``, changed in place.
+    """
+    report.findings.extend(findings)
+    report.skipped.update(skipped)
+    report.ran.extend(ran)
+    if metrics:
+        report.meta["compare"] = metrics
+    if report.verdict is not Level.PASS:
+        kept = []
+        for f in report.findings:
+            if f.level is Level.PASS:
+                label = _PASS_NOTE.get(f.source, f.source)
+                report.notes.append(f"{label}: {f.message}.")
+            else:
+                kept.append(f)
+        report.findings = kept
+    return report
 
 
 def _compare_rules():

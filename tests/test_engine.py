@@ -48,7 +48,7 @@ def blow_up(n=60, seed=0):
 
 
 def test_the_trend_checks_are_flat_diverge_and_dead_run():
-    assert TREND == {"TP-FLAT", "TP-DIVERGE", "TP-DEAD-RUN", "TP-RL-DEAD-POLICY"}
+    assert TREND == {"TP-FLAT", "TP-CHANCE-LEVEL", "TP-DIVERGE", "TP-DEAD-RUN", "TP-RL-DEAD-POLICY"}
 
 
 # --- TP-PASS and the ran / skipped lists ----------------------------------------------
@@ -60,7 +60,7 @@ def test_pass_lists_what_ran_and_what_was_skipped_with_typed_reasons():
     assert f.level is Level.PASS
     # every rule that needs only the loss, or nothing (context and reader rules), ran
     needs_loss_or_nothing = [r.id for r in all_rules() if not r.is_outcome and r.id in SINGLE_RUN
-                             and all(n.names == ("loss",) for n in r.needs) and "supervised" in r.objectives]
+                             and all(n.names[0] == "loss" for n in r.needs) and "supervised" in r.objectives]
     assert rep.ran == needs_loss_or_nothing
     assert {"TP-NAN", "TP-FLAT", "TP-DIVERGE", "TP-DEAD-RUN", "TP-DATA-DROPPED"} <= set(rep.ran)
     assert f.data["ran"] == rep.ran

@@ -12,9 +12,9 @@ from trainproof import judge
 from conftest import REPO
 
 EXPECTED = {"healthy": "PASS", "healthy_seed1": "PASS", "lr_hot": "FAIL", "lr_zero": "FAIL", "diverge": "FAIL",
-            "bad_labels": "PASS"}
+            "bad_labels": "FAIL"}
 EXPECTED_IDS = {"healthy": set(), "healthy_seed1": set(), "lr_hot": {"TP-NAN", "TP-NAN-GRAD"},
-                "lr_zero": {"TP-ZERO-LR"}, "diverge": {"TP-DIVERGE"}, "bad_labels": set()}
+                "lr_zero": {"TP-ZERO-LR"}, "diverge": {"TP-DIVERGE"}, "bad_labels": {"TP-CHANCE-LEVEL"}}
 
 
 @pytest.mark.parametrize("config", sorted(EXPECTED))

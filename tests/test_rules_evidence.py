@@ -27,7 +27,8 @@ def run_of(meta=None, **cols):
     return build_runlog(recs, "x.jsonl", "jsonl", meta=meta)
 
 
-def flat_noisy(n, level=1.4, rel=0.02, seed=0):
+def flat_noisy(n, level=1.25, rel=0.02, seed=0):
+    # 1.25 lies between ln 3 and ln 4, so TP-CHANCE-LEVEL does not take these runs
     rng = np.random.default_rng(seed)
     return level * np.exp(rel * rng.standard_normal(n))
 
@@ -234,3 +235,29 @@ def test_an_episode_return_marks_an_rl_objective(key):
 @pytest.mark.parametrize("key", ["returned_samples", "return_code_count", "val_loss"])
 def test_words_that_merely_contain_return_do_not(key):
     assert detect_objective(run_of(loss=[1.0, 2.0], **{key: [1.0, 2.0]}))[0] == "supervised"
+
+
+# --- a resumed run's late window -----------------------------------------------------------
+
+def resumed_run(n, first_step, seed=0, lr=2e-4):
+    loss = flat_noisy(n, level=27.5, rel=0.03, seed=seed)
+    recs = [Record(float(first_step + 100 * i), {"loss": float(loss[i]), "lr": lr}, i + 1) for i in range(n)]
+    return build_runlog(recs, "x.jsonl", "jsonl")
+
+
+@pytest.mark.parametrize("n,first", [(30, 5000), (300, 877100), (100, 10000)])
+def test_a_flat_loss_in_a_log_that_starts_past_its_own_span_is_a_warn(n, first):
+    rep = judge_runlog(resumed_run(n, first))
+    assert "TP-DEAD-RUN" not in ids(rep)
+    f = one(rep, "TP-LOSS-STALLED")
+    assert f.data["resumed_at"] == first and "resumed" in f.message
+
+
+def test_a_log_that_starts_early_in_its_span_is_judged_as_usual():
+    rep = judge_runlog(resumed_run(100, 500))  # starts at 500, spans 9,900 steps
+    assert "TP-DEAD-RUN" in ids(rep)
+
+
+def test_a_resumed_run_at_a_tiny_learning_rate_is_still_dead():
+    rep = judge_runlog(resumed_run(100, 877100, lr=1e-7))
+    assert one(rep, "TP-DEAD-RUN").data["cause"] == "tiny_lr"

@@ -1,24 +1,56 @@
 """Rules on the evaluation loss."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..findings import Level
 from ._fmt import num, step
 from ._checkpoint import best_checkpoint
-from ._stats import median
+from ._stats import block_medians, mann_kendall_z, median, window_medians
 from .registry import Need, rule
+
+
+def _durable_rise(v: np.ndarray, j: int, climb: bool, th) -> tuple[float, bool]:
+    """``(trend z, durable)`` for an eval loss ``v`` whose minimum is at index ``j``.
+
+    A strict climb after the minimum counts when the last evaluation is above
+    ``overfit_slow_ratio`` x the minimum. Otherwise the rise is measured between levels,
+    not points, so that one low evaluation is not the reference: the best level is the
+    lowest median of ``max(3, 5%)`` consecutive evaluations, the end level the median of
+    the last ``max(3, 10%)``, and the evaluations from the best level on must rise with a
+    Mann-Kendall z of at least ``dead_trend_z`` (over at most 40 block medians).
+    """
+    if climb:
+        return math.inf, bool(v[-1] > th.overfit_slow_ratio * v[j])
+    n = v.size
+    w = max(3, n // 20)
+    if n < w + 3:
+        return 0.0, False
+    levels = window_medians(v, w)
+    b = int(np.argmin(levels))
+    best_level = float(levels[b])
+    end_level = float(median(v[-max(3, n // 10):]))
+    after = v[b:]
+    meds, _ = block_medians(after, max(1, -(-after.size // 40)))
+    z = mann_kendall_z(meds)
+    return z, bool(best_level > 0 and end_level > th.overfit_slow_ratio * best_level and z >= th.dead_trend_z)
 
 
 @rule(
     "TP-OVERFIT", Level.WARN, "eval", "eval loss rises after its minimum while the train loss keeps falling",
     needs=[Need("eval_loss", "overfit_min_evals", all_finite=True), Need("loss", 2)],
-    thresholds=["overfit_min_evals", "overfit_ratio", "overfit_tail_evals", "overfit_evals_after_min"],
+    thresholds=["overfit_min_evals", "overfit_ratio", "overfit_tail_evals", "overfit_evals_after_min",
+                "overfit_slow_ratio", "dead_trend_z"],
     detects=(
         "At least 4 evaluations and at least 3 after the eval minimum; the eval loss ends above 1.2x the minimum "
         "— by the median of the last 3 evaluations, or by the last one when every evaluation after the minimum "
-        "rose (a steady climb) — while the train loss at the end is below the train loss around the best "
-        "evaluation."
+        "rose (a steady climb) — or, when the rise is durable, above 1.05x: every evaluation after the minimum "
+        "higher than the one before, or, between levels, the median of the last 10% of evaluations (at least 3) "
+        "above 1.05x the lowest median of 5% of them (at least 3) with a Mann-Kendall z of at least 2.326 over "
+        "the evaluations from that level on — while the train loss at the end is below the train loss around "
+        "the best evaluation."
     ),
     why="Past the eval minimum the model memorises the training set; the checkpoint at the best step generalises better than the last one.",
     not_mean="A single bad evaluation is not overfitting (the median of the last 3 ignores it, and a spike that comes back down is no steady climb); an eval loss that rises together with the train loss is a divergence, not this.",
@@ -40,7 +72,11 @@ def check_overfit(ctx):
     # enough.
     climb = bool(np.all(np.diff(ev.values[j:]) > 0))
     end = float(ev.values[-1]) if climb else tail
-    if end <= th.overfit_ratio * best:
+    # A slow durable rise: below the 1.2x bar, but every evaluation after the minimum
+    # higher than the one before, or a significant upward trend from the minimum on
+    # (Mann-Kendall), ending at least 5% above the minimum.
+    trend_z, slow = _durable_rise(ev.values, j, climb, th)
+    if end <= th.overfit_ratio * best and not slow:
         return
     best_step = ev.steps[j]
     before = tr.values[tr.steps <= best_step]
@@ -58,6 +94,7 @@ def check_overfit(ctx):
            "evaluations after the minimum), ")
         + f"while the train loss fell from {num(train_at_best)} to {num(train_end)}.{extra}",
         {"best_step": best_step, "eval_min": best, "eval_tail_median": tail, "eval_end": end, "ratio": end / best,
+         "trend_z": trend_z,
          "evals_after_min": after, "steady_climb": climb, "train_at_best": train_at_best,
          "train_end": train_end, **ckpt_data},
         step=best_step, line=ev.lines[j],

@@ -97,7 +97,7 @@ def check_overflow_skipped(ctx):
     "TP-ZERO-GRAD", Level.FAIL, "zero", "every gradient norm is exactly 0.0 and the loss did not improve",
     needs=[Need("grad_norm", "zero_min_points"), Need("loss", 2)],
     thresholds=["zero_min_points", "dead_window", "dead_min_improvement"],
-    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-VANISHING-GRAD"),
+    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-CHANCE-LEVEL", "TP-VANISHING-GRAD"),
     detects="Every finite gradient norm (at least 5) is exactly 0.0 while the loss did not improve by 5% (median of the first vs the last 10% of the loss points, at least 5 points each: a wider window than 5 points keeps step-to-step noise on a frozen model from passing for learning).",
     why="With zero gradients the optimizer cannot change the weights: every step is wasted.",
     not_mean="It does not fire on small but non-zero norms (those are TP-VANISHING-GRAD territory), nor when the loss improved (a logger that reports 0 for a norm it did not compute).",

@@ -151,6 +151,54 @@ def check_zero_loss_onset(ctx):
 
 
 @rule(
+    "TP-ZERO-LOSS-MIXED", Level.FAIL, "zero", "exact 0.0 losses mixed among ordinary ones",
+    needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level"],
+    detects=(
+        "At least 5 finite losses, and at least 10% of them, are exactly 0.0, the run does not end on a run of "
+        "zeros (TP-ZERO-LOSS-ONSET's), and the positive losses logged from the first zero on have a median of at "
+        "least 10% of the run's starting level (median of its first 5 losses)."
+    ),
+    why=(
+        "A loss averaged over a batch is exactly 0.0 only when every example in it is fitted to the last bit; "
+        "batches at 0.0 interleaved with batches at the run's ordinary level mean the loss is not computed on "
+        "anything for those batches (every label masked, an empty batch) or a NaN is being replaced by 0."
+    ),
+    not_mean=(
+        "A classifier that has converged can log exact zeros once its losses are tiny (float saturation); those "
+        "zeros sit among losses far below the starting level and do not trigger this."
+    ),
+    causes="Batches whose labels are all the ignore index (-100) after truncation or packing, empty batches from a sampler, a logging filter that writes 0 for NaN, a loss that returns 0 on an exception path.",
+    try_="Log the number of unmasked label tokens per batch; look at the batches of the zero steps; rerun with the NaN filter off to see the true values.",
+    objectives=("supervised",),
+)
+def check_zero_loss_mixed(ctx):
+    th = ctx.th
+    s = ctx.finite("loss")
+    v = s.values
+    zero = v == 0
+    count = int(zero.sum())
+    if count < th.zero_min_points or count < th.zero_mixed_share * v.size or zero.all() or zero[-1]:
+        return
+    first_zero = int(np.argmax(zero))
+    start = float(median(v[: th.dead_window]))
+    after = v[first_zero:]
+    pos = after[after > 0]
+    if start <= 0 or pos.size == 0 or float(median(pos)) < th.zero_mixed_level * start:
+        return
+    at = s.steps[zero]
+    shown = ", ".join(step(x) for x in at[:8]) + (" …" if at.size > 8 else "")
+    clause, gdata = _grad_clause(ctx, at)
+    yield ctx.finding(
+        f"{count} losses are exactly 0.0 among ordinary ones, from step {step(at[0])}",
+        f"{count} of {len(s)} finite losses are exactly 0.0 (steps {shown}), while the other losses from the first "
+        f"zero on have median {num(median(pos))} (the run started at {num(start)})." + clause,
+        {"zero_points": count, "points": len(s), "first_step": at[0], "positive_median_after": float(median(pos)),
+         "start_level": start, **gdata},
+        step=at[0], line=s.lines[first_zero],
+    )
+
+
+@rule(
     "TP-FLAT", Level.FAIL, "shape", "the loss does not move at all",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
     thresholds=["min_trend_points", "flat_rel_std", "dead_min_schedule_share"],
@@ -174,6 +222,99 @@ def check_flat(ctx):
         f"over {len(s)} points (steps {step(s.steps[0])}–{step(s.steps[-1])}) the loss has mean {num(mean)} "
         f"and std/mean {num(rel)}, below {num(ctx.th.flat_rel_std)}.",
         {"points": len(s), "mean": mean, "rel_std": rel, "threshold": ctx.th.flat_rel_std},
+        step=s.steps[0], line=s.lines[0],
+    )
+
+
+def chance_level(values: np.ndarray, max_classes: int, tol_level: float, tol_block: float,
+                 share: float, trend_z: float) -> tuple[int, float, float, float] | None:
+    """The class count k whose uniform-guess cross-entropy ln(k) a loss sits at, or None.
+
+    Args:
+        values: finite losses in step order (n >= 3).
+        max_classes: the largest k tried (2..max_classes). Beyond about 10 classes the
+            levels ln(k) crowd too close together (ln 11 / ln 10 = 1.04) for a level to name
+            one k, so larger k are not guessed.
+        tol_level: the median of the run must be within this relative distance of ln(k).
+        tol_block: a block median (5% of the run) counts as at that level within this.
+        share: the least share of the blocks at that level ("most of the run").
+        trend_z: a significant downward trend (Mann-Kendall z <= -trend_z over the block
+            medians) means the loss is leaving that level: passing through, not stuck.
+
+    Returns:
+        ``(k, ln k, median, share of blocks at it)``.
+    """
+    n = values.size
+    block = smoothing_block(n)
+    meds, _ = block_medians(values, block)
+    if meds.size < 3:
+        return None
+    med = float(median(values))
+    for k in range(2, max_classes + 1):
+        level = math.log(k)
+        if abs(med / level - 1) > tol_level:
+            continue
+        at = float(np.mean(np.abs(meds / level - 1) <= tol_block))
+        if at >= share and mann_kendall_z(meds) > -trend_z:
+            return k, level, med, at
+    return None
+
+
+@rule(
+    "TP-CHANCE-LEVEL", Level.FAIL, "shape", "the loss sits at ln(k), a k-class classifier's uniform guess, for most of the run",
+    needs=[Need(("loss", "eval_loss"), "min_trend_points", positive=True, all_finite=True)],
+    thresholds=["min_trend_points", "chance_max_classes", "chance_tol_level", "chance_tol_block", "chance_share",
+                "dead_trend_z", "dead_min_schedule_share"],
+    verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
+    detects=(
+        "A train loss (or, when it does not, an eval loss with at least 8 evaluations) whose median is within 2% "
+        "of ln(k) for some k from 2 to 10 (0.693, 1.099, 1.386, 1.609, …), with at least 80% of its block "
+        "medians (blocks of 5% of the run) within 3% of it and no significant downward trend (Mann-Kendall z "
+        "above -2.326), while the learning rate (when logged) is above zero. Least evidence: 8 points, at "
+        "least 30% of the scheduled run where the log declares it, warm-up over."
+    ),
+    why=(
+        "ln(k) is the cross-entropy of predicting every one of k classes with probability 1/k: a classifier whose "
+        "loss holds that value has learned nothing, not even the class frequencies."
+    ),
+    not_mean=(
+        "A loss that passes through such a value on its way down is not stuck (the trend test and the 80% share "
+        "exempt it). It cannot know the task's class count: a regression loss that happens to sit at 0.693 is "
+        "reported too, which is still a loss that does not move."
+    ),
+    causes="Labels unrelated to the inputs (shuffled, or a join that misaligned them), a collapsed output layer, a learning rate too small to leave the initialisation, features that carry no signal (all zeros, constant after a normalisation bug).",
+    try_="Overfit a single batch; check that labels and inputs line up after loading and shuffling; print the output distribution; check the learning rate after warm-up.",
+    objectives=("supervised",),
+)
+def check_chance_level(ctx):
+    th = ctx.th
+    name = "loss" if ctx.has("loss") else "eval_loss"
+    s = ctx.finite(name)
+    if name == "loss" and len(s) < th.min_trend_points:
+        return
+    if ctx.has("lr"):
+        lr = ctx.finite("lr").values
+        if lr.size and not float(median(lr)) > 0:
+            return  # TP-ZERO-LR's
+    hit = chance_level(s.values, th.chance_max_classes, th.chance_tol_level, th.chance_tol_block,
+                       th.chance_share, th.dead_trend_z)
+    if hit is None and name == "loss" and ctx.has("eval_loss"):
+        ev = ctx.finite("eval_loss")
+        if len(ev) >= th.min_trend_points and np.all(ev.values > 0):
+            s, name = ev, "eval_loss"
+            hit = chance_level(ev.values, th.chance_max_classes, th.chance_tol_level, th.chance_tol_block,
+                               th.chance_share, th.dead_trend_z)
+    if hit is None:
+        return
+    k, level, med, at = hit
+    what = "train loss" if name == "loss" else "eval loss"
+    yield ctx.finding(
+        f"{what} is stuck at chance: it sits at ln({k}) = {num(level)}, a uniform guess over {k} classes",
+        f"the {what} ({s.key}) has median {num(med)} over {len(s)} points (steps {step(s.steps[0])}–"
+        f"{step(s.steps[-1])}), {pct(abs(med / level - 1))} from ln({k}) = {num(level)}; {pct(at)} of its block medians "
+        f"are within {pct(th.chance_tol_block)} of it, with no significant downward trend.",
+        {"classes": k, "chance_level": level, "median": med, "share_at_level": at, "series": name},
         step=s.steps[0], line=s.lines[0],
     )
 
@@ -389,12 +530,21 @@ def dead_run_state(ctx) -> dict | None:
         fall = math.log(v[0] / end_level) if v[0] > 0 and end_level > 0 else 0.0
         alive, alive_text = _alive(ctx)
         state.update(fall=fall, alive=alive_text)
-        if alive and fall > max(math.log1p(th.dead_min_improvement), th.diverge_noise_z * math.sqrt(2) * sigma):
-            state["kind"] = "stalled"
         if ctx.has("lr"):
             lr = ctx.finite("lr").values
             if lr.size and 0 < float(lr.max()) <= th.tiny_lr:
                 state["tiny_lr"] = float(lr.max())
+                return state  # the cause is named: a dead run, however it started
+        if alive and fall > max(math.log1p(th.dead_min_improvement), th.diverge_noise_z * math.sqrt(2) * sigma):
+            state["kind"] = "stalled"
+        # A log that starts later than its own length (a resumed run: Coqui's global step,
+        # a JSONL appended after a restart) shows a late window of a longer training; a
+        # level held there is the model the earlier steps trained, not a run that never
+        # learned.
+        first_step, span = float(s.steps[0]), float(s.steps[-1] - s.steps[0])
+        if first_step > 0 and first_step >= span:
+            state["kind"] = "stalled"
+            state["resumed"] = first_step
         return state
     return ctx.memo("dead_run_state", compute)
 
@@ -426,7 +576,7 @@ def _dead_data(st: dict, th) -> dict:
     thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "dead_trend_blocks",
                 "dead_min_schedule_share", "tiny_lr"],
     verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
-    detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians). Least evidence: 10 points, at least 30% of the scheduled run where the log declares its schedule, and a learning rate no longer warming up. Not a dead run: an eval loss that falls with a significant trend (the model is learning), or a loss that fell from its first point beyond the noise and then held a level while the learning rate and the gradient norm stayed alive (TP-LOSS-STALLED, a WARN). A learning rate at most 1e-6 over the whole run is named as the cause.",
+    detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians). Least evidence: 10 points, at least 30% of the scheduled run where the log declares its schedule, and a learning rate no longer warming up. Not a dead run: an eval loss that falls with a significant trend (the model is learning); a loss that fell from its first point beyond the noise and then held a level while the learning rate and the gradient norm stayed alive, or a log that starts past its own span (a resumed run): TP-LOSS-STALLED, a WARN. A learning rate at most 1e-6 over the whole run is named as the cause.",
     why="A run that ends where it started has spent its compute without learning.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a loss with a large constant offset that falls slowly but steadily, nor a run judged early in its schedule or during warm-up. It does flag runs already converged at the start because they resumed from a good checkpoint; read the evidence with the run's history in mind.",
     causes="A zero or far too small learning rate, frozen parameters, a model already at its floor (resumed run), labels unrelated to inputs.",
@@ -456,7 +606,7 @@ def check_dead_run(ctx):
     thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "diverge_noise_z",
                 "dead_min_schedule_share", "tiny_lr", "vanish_ratio"],
     min_schedule_share="dead_min_schedule_share", after_warmup=True,
-    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within 5%, no significant downward trend, no falling eval loss) on a loss whose first point sits above the end level by more than 5% and more than 3 noise sigmas of single points, while the learning rate (above 1e-6) and the gradient norm (finite, non-zero, not collapsed below 1% of its early level) stay alive over the second half.",
+    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within 5%, no significant downward trend, no falling eval loss) on a loss whose first point sits above the end level by more than 5% and more than 3 noise sigmas of single points, while the learning rate (above 1e-6) and the gradient norm (finite, non-zero, not collapsed below 1% of its early level) stay alive over the second half; or on a log that starts at a step past its own span (a resumed run whose earlier training is not in the log). A learning rate of at most 1e-6 keeps it a TP-DEAD-RUN.",
     why="A loss that dropped at once and then stopped improving while the optimizer still moves the weights has reached a plateau: the rest of the run may be spent for little gain, but it is not a run that never trained.",
     not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor and resumed runs look like this. It is not TP-DEAD-RUN, which needs the loss never to have moved.",
     causes="A model at the floor of what its data allow, a learning rate too small after warm-up to make further progress, a resumed run already converged, too little capacity.",
@@ -469,10 +619,18 @@ def check_loss_stalled(ctx):
         return
     s = st["s"]
     change, evidence = _no_progress_text(st)
+    if "resumed" in st:
+        message = f"loss stalled: the log starts at step {step(st['resumed'])} (a resumed run) and {change}"
+        evidence += (f" The first logged step {step(st['resumed'])} is past the log's own span "
+                     f"({step(s.steps[-1] - s.steps[0])} steps): earlier training is not in this log, so a level "
+                     "held here is a plateau of a trained model, not a run that never learned.")
+    else:
+        message = f"loss stalled: it fell from its first point {num(s.values[0])}, then {change}"
+        evidence += (f" The first loss {num(s.values[0])} sits {_times(math.exp(st['fall']))} above the end level, "
+                     f"and the optimizer is alive: {st['alive']}.")
     yield ctx.finding(
-        f"loss stalled: it fell from its first point {num(s.values[0])}, then {change}",
-        f"{evidence} The first loss {num(s.values[0])} sits {_times(math.exp(st['fall']))} above the end level, and "
-        f"the optimizer is alive: {st['alive']}.",
-        {**_dead_data(st, ctx.th), "first_point": float(s.values[0]), "log_fall": st["fall"]},
+        message, evidence,
+        {**_dead_data(st, ctx.th), "first_point": float(s.values[0]), "log_fall": st["fall"],
+         "resumed_at": st.get("resumed")},
         step=s.steps[-1], line=s.lines[-1],
     )

@@ -100,10 +100,28 @@ class Thresholds:
     # a common fine-tuning rate (1e-5 to 5e-4). TP-DEAD-RUN names it as the cause.
     tiny_lr: float = 1e-6
 
+    # --- chance level --------------------------------------------------------------------
+    # ln(k) is the cross-entropy of a uniform guess over k classes. k is tried from 2 to 10:
+    # beyond that the levels crowd (ln 11 / ln 10 = 1.04) so a level cannot name one k.
+    # The run's median within 2% of ln(k) and 80% of its block medians within 3% ("most
+    # of the run"): a 3-class GNN stuck at 1.06-1.10 against ln 3 = 1.0986 sits inside;
+    # a healthy loss that passes through ln(k) spends a few blocks there, and its
+    # downward trend exempts it anyway.
+    chance_max_classes: int = 10
+    chance_tol_level: float = 0.02
+    chance_tol_block: float = 0.03
+    chance_share: float = 0.8
+
     # --- exactly-zero values -----------------------------------------------------------
     # Exact zero is compared with ==, never a tolerance. 5 points so that one logging
     # artefact does not make "every value".
     zero_min_points: int = 5
+    # Exact zeros mixed among ordinary losses: at least 10% of the points (so that one
+    # logging artefact in a long run is not it), and the positive losses around them at
+    # least 10% of the starting level: a batch-mean loss lands on exactly 0.0 by float
+    # saturation only when it is already tiny, orders of magnitude below its start.
+    zero_mixed_share: float = 0.1
+    zero_mixed_level: float = 0.1
 
     # --- gradients -----------------------------------------------------------------------
     # A gradient norm 10x the run's median is a spike (clipping thresholds are usually set
@@ -277,6 +295,12 @@ class Thresholds:
     overfit_ratio: float = 1.2
     overfit_tail_evals: int = 3
     overfit_evals_after_min: int = 3
+    # A durable rise needs less height: an eval loss that climbs at every evaluation after
+    # its minimum, or with a significant trend (Mann-Kendall z >= dead_trend_z), by at
+    # least 5% is overfitting even below the 1.2x bar (a +12% creep over ten Keras epochs
+    # with val accuracy flat). 5% is above the evaluation-to-evaluation wiggle of a fixed
+    # eval set, and the trend or the strict climb rules out one noisy evaluation.
+    overfit_slow_ratio: float = 1.05
 
     # --- failure signatures ------------------------------------------------------------
     # Growing oscillation: 40 points leave 34 residuals after the 10% warm-up (the last two

@@ -1,0 +1,160 @@
+"""Kinds of failure (issue 16, section 3): a classifier stuck at chance, exact zeros mixed
+among ordinary losses, slow durable eval rises. Each on built variants, positive and
+negative; the n-th point sits at step ``10 * (n + 1)``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from trainproof.findings import Level
+from trainproof.rules.engine import judge_runlog
+from trainproof.rules.loss import chance_level
+
+from conftest import one
+from test_rules_evidence import run_of
+
+
+def ids(rep):
+    return {f.id for f in rep.findings}
+
+
+def at_level(n, level, rel, seed):
+    rng = np.random.default_rng(seed)
+    return level * np.exp(rel * rng.standard_normal(n))
+
+
+# --- TP-CHANCE-LEVEL -----------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 10])
+@pytest.mark.parametrize("n,rel,seed", [(20, 0.01, 0), (110, 0.03, 1), (1000, 0.05, 2)])
+def test_a_loss_held_at_ln_k_is_stuck_at_chance(k, n, rel, seed):
+    loss = at_level(n, math.log(k), rel, seed)
+    loss[0] = math.log(k) * 1.02
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)))
+    f = one(rep, "TP-CHANCE-LEVEL")
+    assert f.data["classes"] == k
+    assert f"ln({k})" in f.message
+    assert "TP-DEAD-RUN" not in ids(rep)  # implied, not a second FAIL
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("n", [40, 300])
+def test_a_loss_passing_through_ln_k_is_not_stuck(k, n):
+    # a healthy fall from 2 ln(k) to a tenth of it crosses ln(k) on the way
+    t = np.linspace(0, 1, n)
+    loss = at_level(n, 1.0, 0.03, 0) * (0.2 * math.log(k) + 1.8 * math.log(k) * np.exp(-3 * t))
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)))
+    assert "TP-CHANCE-LEVEL" not in ids(rep)
+
+
+def test_a_plateau_between_chance_levels_is_not_called_chance():
+    # 1.25 sits between ln 3 (1.099) and ln 4 (1.386)
+    assert chance_level(at_level(200, 1.25, 0.02, 0), 10, 0.02, 0.03, 0.8, 2.326) is None
+
+
+def test_classes_beyond_ten_are_not_guessed():
+    assert chance_level(at_level(200, math.log(20), 0.01, 0), 10, 0.02, 0.03, 0.8, 2.326) is None
+
+
+def test_an_eval_loss_at_chance_is_caught_when_the_train_loss_is_not():
+    n = 120
+    train = at_level(n, 1.0, 0.05, 0) * np.linspace(1.3, 1.0, n)  # noisy, some trend
+    ev = [None] * n
+    for e in range(12):
+        ev[(e + 1) * 10 - 1] = math.log(4) * (1 + 0.004 * ((-1) ** e))
+    rep = judge_runlog(run_of(loss=train, eval_loss=ev, lr=np.full(n, 1e-3)))
+    f = one(rep, "TP-CHANCE-LEVEL")
+    assert f.data["series"] == "eval_loss" and f.data["classes"] == 4
+
+
+def test_a_zero_learning_rate_is_left_to_its_own_rule():
+    n = 60
+    rep = judge_runlog(run_of(loss=at_level(n, math.log(2), 0.01, 0), lr=np.zeros(n)))
+    assert "TP-CHANCE-LEVEL" not in ids(rep)
+    assert "TP-ZERO-LR" in ids(rep)
+
+
+def test_an_rl_objective_near_ln2_is_not_judged_at_chance():
+    n = 60  # a DPO loss starts at ln 2 by construction
+    rep = judge_runlog(run_of(loss=at_level(n, math.log(2), 0.01, 0), **{"rewards/margins": np.linspace(0, 1, n)}))
+    assert "TP-CHANCE-LEVEL" not in ids(rep)
+
+
+# --- TP-ZERO-LOSS-MIXED ---------------------------------------------------------------
+
+@pytest.mark.parametrize("n,share,seed", [(50, 0.3, 0), (200, 0.12, 1), (2000, 0.5, 2)])
+def test_exact_zeros_among_ordinary_losses_fail(n, share, seed):
+    rng = np.random.default_rng(seed)
+    loss = at_level(n, 9.0, 0.2, seed)
+    idx = rng.choice(np.arange(n // 4, n - 1), size=max(5, int(share * n)), replace=False)
+    loss[idx] = 0.0
+    loss[-1] = 8.0
+    rep = judge_runlog(run_of(loss=loss))
+    f = one(rep, "TP-ZERO-LOSS-MIXED")
+    assert f.level is Level.FAIL
+    assert f.data["zero_points"] == idx.size
+
+
+def test_saturation_zeros_of_a_converged_classifier_are_not_mixed_zeros():
+    n = 300
+    loss = np.concatenate([np.geomspace(0.8, 1e-4, 150), at_level(150, 1e-4, 0.5, 0)])
+    loss[np.arange(160, 300, 3)] = 0.0
+    loss[-1] = 1e-4
+    rep = judge_runlog(run_of(loss=loss))
+    assert "TP-ZERO-LOSS-MIXED" not in ids(rep)
+
+
+def test_a_few_zeros_in_a_long_run_are_not_mixed_zeros():
+    n = 500
+    loss = at_level(n, 2.0, 0.1, 0)
+    loss[[100, 200, 300, 400, 450]] = 0.0  # 1%
+    rep = judge_runlog(run_of(loss=loss))
+    assert "TP-ZERO-LOSS-MIXED" not in ids(rep)
+
+
+# --- TP-OVERFIT: slow durable rises -----------------------------------------------------
+
+def eval_curve(values, every=10):
+    n = every * len(values)
+    ev = [None] * n
+    for i, v in enumerate(values):
+        ev[(i + 1) * every - 1] = v
+    return n, ev
+
+
+@pytest.mark.parametrize("evals_after,rise", [(4, 0.08), (10, 0.12), (30, 0.10)])
+def test_a_slow_steady_eval_rise_while_train_falls_warns(evals_after, rise):
+    rng = np.random.default_rng(evals_after)
+    down = list(np.linspace(0.70, 0.52, 5))
+    up = list(0.52 * (1 + np.linspace(0, rise, evals_after + 1)[1:]) * (1 + 0.003 * rng.standard_normal(evals_after)))
+    n, ev = eval_curve(down + up)
+    train = np.geomspace(0.7, 0.1, n)
+    f = one(judge_runlog(run_of(loss=train, eval_loss=ev)), "TP-OVERFIT")
+    assert f.level is Level.WARN
+    assert f.data["ratio"] > 1.05
+
+
+def test_eval_noise_around_a_level_is_not_a_slow_rise():
+    rng = np.random.default_rng(0)
+    vals = list(np.linspace(0.7, 0.52, 5)) + list(0.53 * (1 + 0.02 * rng.standard_normal(12)))
+    n, ev = eval_curve(vals)
+    rep = judge_runlog(run_of(loss=np.geomspace(0.7, 0.1, n), eval_loss=ev))
+    assert "TP-OVERFIT" not in ids(rep)
+
+
+def test_a_slow_rise_under_five_percent_is_not_overfitting():
+    vals = list(np.linspace(0.7, 0.52, 5)) + list(0.52 * (1 + np.linspace(0.003, 0.03, 8)))
+    n, ev = eval_curve(vals)
+    rep = judge_runlog(run_of(loss=np.geomspace(0.7, 0.1, n), eval_loss=ev))
+    assert "TP-OVERFIT" not in ids(rep)
+
+
+def test_a_slow_eval_rise_with_the_train_loss_rising_too_is_not_overfitting():
+    vals = list(np.linspace(0.7, 0.52, 5)) + list(0.52 * (1 + np.linspace(0.01, 0.12, 10)))
+    n, ev = eval_curve(vals)
+    train = np.concatenate([np.geomspace(0.7, 0.3, n // 3), np.linspace(0.3, 0.4, n - n // 3)])
+    rep = judge_runlog(run_of(loss=train, eval_loss=ev))
+    assert "TP-OVERFIT" not in ids(rep)

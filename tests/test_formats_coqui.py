@@ -142,6 +142,42 @@ def test_sniff_needs_the_step_header_or_banner(tmp_path: Path) -> None:
     assert not coqui.sniff(tmp_path / "x", "     | > loss: 1.0\n")  # a metric line alone is not enough
 
 
+@pytest.mark.parametrize("compress", [False, True])
+def test_step_headers_after_a_preamble_longer_than_the_sniffing_head(tmp_path: Path, compress: bool) -> None:
+    """A notebook's console copy: the cell's source, a file listing and a config dump (here
+    300 KB, several times the 64 KiB sniffing head, in a multi-byte script) before the
+    trainer's first step header. It is found past the head, and the whole log is read."""
+    from trainproof.formats._io import HEAD_BYTES
+
+    listing = "".join(f"/kaggle/input/data/wavs/অডিও{i}.wav\n" for i in range(9000))
+    log = CoquiLog()
+    log.raw("# Fine-tuning Training Log\n\n```\nimport numpy as np\n" + listing)
+    log.banner().epoch(0, 2)
+    for k in range(1, 11):
+        log.step(k, 10, 877_000 + k, {"loss": 20.0 - k / 10, "current_lr": 2e-4}, {"avg_loss": 20.0})
+    log.raw("```")
+    path = log.write(tmp_path / "finetune long 3.md")
+    text = path.read_text(encoding="utf-8")
+    assert text.index("GLOBAL_STEP") > 4 * HEAD_BYTES
+    if compress:
+        path = tmp_path / "finetune.md.gz"
+        path.write_bytes(gzip.compress(text.encode("utf-8")))
+    assert detect(path).name == "coqui"
+    run = read_runlog(path)
+    assert run.get("loss").steps.tolist() == [877_000 + k for k in range(1, 11)]
+
+
+def test_a_long_text_without_step_headers_is_no_coqui_log(tmp_path: Path) -> None:
+    """The deep look stops at what it finds: a large text with Coqui-like metric lines but no
+    step header is not read as Coqui (nor is a file that ends within the head)."""
+    p = tmp_path / "notes.txt"
+    p.write_text("     | > loss: 1.0\n" * 20_000)
+    assert not coqui.sniff(p, p.read_text()[:1000])
+    small = tmp_path / "small.txt"
+    small.write_text("hello\n")
+    assert not coqui.sniff(small, "hello\n")
+
+
 # --------------------------------------------------------------------------- values
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..runlog import Record, Rows
-from ._io import MAX_LINE, Lines, open_text
+from ._io import HEAD_BYTES, MAX_LINE, Lines, ReadError, open_text
 
 name = "coqui"
 description = "Coqui Trainer text log (trainer_0_log.txt)"
@@ -49,12 +49,67 @@ _EVAL_BATCH = re.compile(r"-->\s*STEP:\s*\d+\s*$")
 _STEP_IN_NAME = re.compile(r"_(\d+)\.(?:pth|pt|ckpt)(?:\.tar)?$")
 
 
-def sniff(path: Path, head: str) -> bool:
-    """A Coqui step header or its training-environment banner with metric lines."""
-    text = ANSI.sub("", head)
+#: How far past the sniffing head :func:`sniff` looks for a step header, in characters. A
+#: console copy of a notebook or a Kaggle run puts the trainer's output after the cell's
+#: source, file listings and a config dump: hundreds of kilobytes before the first
+#: ``--> STEP`` line. The bound keeps a large text file that is no Coqui log cheap to
+#: reject (one pass over at most this many characters, in C-level substring tests).
+DEEP_SNIFF_CHARS = 8 << 20
+_DEEP_CHUNK = 1 << 20
+
+
+def _head_matches(text: str) -> bool:
+    text = ANSI.sub("", text)
     if _STEP.search(text):
         return True
     return "> Training Environment" in text and "| >" in text and ("> EPOCH:" in text or "Model has" in text)
+
+
+def _deep_step_header(path: Path, limit: int = DEEP_SNIFF_CHARS) -> bool:
+    """Whether a step header appears within the first ``limit`` characters of the file.
+
+    Reads in chunks of ``_DEEP_CHUNK`` characters; a header cut by a chunk boundary is
+    found through the tail kept from the previous chunk. An unreadable file is no match
+    (the reader that takes it reports the error).
+    """
+    try:
+        with open_text(path) as f:
+            carry = ""
+            seen = 0
+            while seen < limit:
+                chunk = f.read(_DEEP_CHUNK)
+                if not chunk:
+                    return False
+                seen += len(chunk)
+                text = carry + chunk
+                # The substring test skips the regex on the chunks that cannot match.
+                if "GLOBAL_STEP" in text and _STEP.search(ANSI.sub("", text)):
+                    return True
+                carry = text[-256:]
+    except (OSError, ValueError, EOFError, ReadError):
+        return False
+    return False
+
+
+def sniff(path: Path, head: str) -> bool:
+    """A Coqui step header or its training-environment banner with metric lines, in the
+    head; else a step header within the first :data:`DEEP_SNIFF_CHARS` characters (a
+    trainer output pasted after a long preamble)."""
+    if _head_matches(head):
+        return True
+    return _past_head(path) and _deep_step_header(path)
+
+
+def _past_head(path: Path) -> bool:
+    """Whether the file may hold text past the sniffing head: larger than it, or gzip
+    (whose small size says nothing of what it expands to)."""
+    try:
+        if path.stat().st_size > HEAD_BYTES:
+            return True
+        with open(path, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
 
 
 def _count(digits: str) -> int | None:

@@ -18,9 +18,8 @@ a 4-class classifier (an MLP on four Gaussian clusters, cross-entropy) and a reg
 (an MLP fitting ``tanh(x·w)`` plus noise, MSE). Torch runs on one thread on CPU; each
 run takes well under a second.
 
-Cases marked ``xfail(strict=True)`` are false FAILs (or missing separations) that the
-rules still make: the mark is a transitional state, and a fix makes the case pass, which
-a strict xfail turns into a failure until its mark is removed.
+A stop records its step and the FAIL findings behind it, which every failure message
+prints (id, message, evidence, data).
 """
 from __future__ import annotations
 
@@ -146,39 +145,11 @@ HEALTHY = {  # name: (optimizer, lr, warm-up steps)
     "adamw_1e-3_warmup30": ("adamw", 1e-3, 30),
 }
 
-#: Healthy cases the rules stop today, with the step and rule of the stop.
-FALSE_STOPS = {
-    ("clf", "adam_1e-3", 0, 10): "step 9, TP-DEAD-RUN",
-    ("clf", "adam_3e-4", 0, 10): "step 9, TP-DEAD-RUN",
-    ("clf", "adam_3e-4", 1, 10): "step 9, TP-DEAD-RUN",
-    ("clf", "adam_1e-4", 0, 10): "step 9, TP-DEAD-RUN",
-    ("clf", "adam_1e-4", 1, 10): "step 9, TP-DEAD-RUN",
-    ("clf", "adam_1e-4", 0, 50): "step 49, TP-DEAD-RUN",
-    ("clf", "adamw_1e-3_warmup30", 0, 10): "step 9, TP-DEAD-RUN (lr still in warm-up)",
-    ("clf", "adamw_1e-3_warmup30", 1, 10): "step 9, TP-DEAD-RUN (lr still in warm-up)",
-    ("reg", "adam_1e-3", 0, 10): "step 9, TP-DEAD-RUN",
-    ("reg", "adam_3e-4", 0, 10): "step 9, TP-DEAD-RUN",
-    ("reg", "adam_1e-4", 0, 10): "step 9, TP-DEAD-RUN",
-    ("reg", "adam_1e-4", 1, 10): "step 9, TP-DEAD-RUN",
-    ("reg", "adam_1e-4", 1, 50): "step 49, TP-DEAD-RUN",
-    ("reg", "adamw_1e-3_warmup30", 0, 10): "step 9, TP-DEAD-RUN (lr still in warm-up)",
-}
+HEALTHY_CASES = [pytest.param(kind, name, seed, every, id=f"{kind}-{name}-seed{seed}-every{every}")
+                 for kind in ("clf", "reg") for name in HEALTHY for seed in (0, 1) for every in (10, 50)]
 
 
-def healthy_cases():
-    for kind in ("clf", "reg"):
-        for name in HEALTHY:
-            for seed in (0, 1):
-                for every in (10, 50):
-                    key = (kind, name, seed, every)
-                    marks = ()
-                    if key in FALSE_STOPS:
-                        marks = pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                  reason=f"issue 16 §2: healthy run stopped at {FALSE_STOPS[key]}")
-                    yield pytest.param(*key, id=f"{kind}-{name}-seed{seed}-every{every}", marks=marks)
-
-
-@pytest.mark.parametrize("kind,name,seed,every", list(healthy_cases()))
+@pytest.mark.parametrize("kind,name,seed,every", HEALTHY_CASES)
 def test_healthy_run_is_never_stopped(kind, name, seed, every):
     opt, lr, warmup = HEALTHY[name]
     stopped_at, e, losses, mon = train(kind, opt, lr, seed, every, warmup=warmup)
@@ -222,20 +193,11 @@ SPECIFIC = {"sgd_lr10": {"TP-DIVERGE", "TP-NAN"}, "sgd_lr0": {"TP-ZERO-LR"},
             "adam_lr0": {"TP-ZERO-LR"}, "frozen_adam": {"TP-ZERO-GRAD"}, "frozen_sgd": {"TP-ZERO-GRAD"}}
 
 
-def one_cause_cases():
-    for kind in ("clf", "reg"):
-        for name in SPECIFIC:
-            for every in (10, 50):
-                # Today TP-DEAD-RUN is a second FAIL next to every specific cause except a
-                # NaN loss (the lr-10 run is all NaN by step 49).
-                doubled = not (name == "sgd_lr10" and every == 50)
-                marks = (pytest.mark.xfail(strict=True, raises=AssertionError,
-                                           reason="issue 16 §4: TP-DEAD-RUN is a second FAIL for the same cause")
-                         if doubled else ())
-                yield pytest.param(kind, name, every, id=f"{kind}-{name}-every{every}", marks=marks)
+ONE_CAUSE_CASES = [pytest.param(kind, name, every, id=f"{kind}-{name}-every{every}")
+                   for kind in ("clf", "reg") for name in SPECIFIC for every in (10, 50)]
 
 
-@pytest.mark.parametrize("kind,name,every", list(one_cause_cases()))
+@pytest.mark.parametrize("kind,name,every", ONE_CAUSE_CASES)
 def test_a_stop_names_one_cause(kind, name, every):
     opt, lr, frozen, _ = BROKEN[name]
     stopped_at, e, _, _ = train(kind, opt, lr, 0, every, frozen=frozen)

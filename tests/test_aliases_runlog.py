@@ -74,7 +74,8 @@ def test_step_key_preference_order() -> None:
 
 
 def test_unknown_keys_stay_unmapped() -> None:
-    assert resolve(["accuracy", "val_acc", "eval_wer", "train_mse"]) == {}
+    # An error metric that is not a loss word (RMSE, MAE, WER) is no fallback loss.
+    assert resolve(["accuracy", "val_acc", "eval_wer", "train_rmse", "train_mae"]) == {}
 
 
 # --------------------------------------------------------------------------- priority

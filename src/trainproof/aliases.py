@@ -9,6 +9,49 @@ e.g. two ``lr-*`` columns, go to the alphabetically first raw key); the report's
 Matching ignores case, and for W&B chart exports (``"<run name> - train/loss"``) it also
 tries the part after the last ``" - "``. W&B's ``…__MIN`` / ``…__MAX`` companion columns
 match nothing and stay raw series.
+
+**Loss fallback.** When no alias names the train loss (or the eval loss), the loss is
+chosen among the keys whose *words* name a loss (:func:`loss_candidate`). A key is split
+into lower-case words at every non-alphanumeric character and at every lower-to-upper
+case change (``train/CrossEntropyLoss`` -> ``train cross entropy loss``). A key is a
+candidate when one word is a loss word (:data:`LOSS_WORDS`: ``loss``, ``losses``,
+``cost``, ``nll``, ``elbo``, ``mse``, or any word ending in ``loss`` such as
+``logloss``), and never when one word says it is something else (:data:`NOT_LOSS_WORDS`:
+an accuracy, a learning rate, a count, a time, a scale, a gradient norm, a weight, a
+best-so-far, a min/max band…). Each candidate has a split (a word from
+:data:`EVAL_WORDS` makes it an eval loss, one from :data:`TRAIN_WORDS` a train loss, else
+unmarked: read as train), a kind (a *total* when its other words are only total words,
+:data:`TOTAL_WORDS`, or none; a *component* otherwise: ``loss_cls``, ``train/box_loss``)
+and a granularity (per step: ``step``/``batch``/``iter`` words; per epoch: ``epoch``;
+else unmarked, between the two). The train loss is the first train or unmarked candidate
+in the order
+
+1. a total before a component (``total_loss`` beats ``loss_cls``);
+2. train before unmarked (``train_loss_batch`` beats ``mean_loss``);
+3. per step, then unmarked, then per epoch (``loss_step`` beats ``loss_epoch``);
+4. fewer words, then the alphabetically first key (so column order never matters).
+
+The eval loss is the first eval candidate in the same order: a log whose only loss is a
+validation or test loss gets it as ``eval_loss``, never ignored. When the best train (or
+eval) candidate is a component, there is no total to read:
+
+* components of one objective (YOLO's ``train/box_loss``, ``train/obj_loss``,
+  ``train/cls_loss``; detectron2's ``loss_*`` without ``total_loss``; a VAE's
+  ``recon_loss`` and ``kld_loss``) are summed into the total the optimiser minimises,
+  reported as ``how: "fallback"`` with ``sum_of`` listing them, over the steps where every
+  one of them is logged (:class:`~trainproof.runlog.RunLogBuilder` builds the sum; a
+  component that is exactly zero by construction, such as a one-class detector's class
+  loss, then cannot pass for a collapsed loss);
+* components of separate networks (RL ``loss_actor``/``loss_critic``,
+  ``policy_gradient_loss``/``value_loss``, a GAN's generator and discriminator:
+  :data:`SEPARATE_NETWORK_WORDS`) have no meaningful sum, and none of them is a loss that
+  must fall in a healthy run (an actor's ``-Q`` falls or rises with the returns, a
+  critic's TD error grows with them): no loss is mapped, and the run is not judged on a
+  loss (``TP-NO-LOSS``) rather than judged on the wrong curve. A total beside them
+  (``total_loss`` with ``value_loss`` and ``policy_gradient_loss``) is read as usual.
+
+The report's ``mapping`` says ``how: "fallback"`` and lists the other candidates under
+``ignored`` (the first of them is the runner-up).
 """
 from __future__ import annotations
 
@@ -124,6 +167,15 @@ STEP_KEYS = (
     "current_steps",
     "iteration",
     "iter",
+    # RL loggers count environment steps: OpenAI baselines' ``total/steps``,
+    # Stable-Baselines3's ``time/total_timesteps`` and hand-written equivalents.
+    "time/total_timesteps",
+    "total_timesteps",
+    "total timesteps",
+    "total/steps",
+    # A progress counter in percent rises with training like a step (a log with no
+    # step counter at all, e.g. a hand-written JSONL logger's ``progress_percent``).
+    "progress_percent",
 )
 
 _STEP_KEYS_LOWER = {k.lower(): i for i, k in enumerate(STEP_KEYS)}
@@ -218,7 +270,10 @@ def resolve(raw_keys: Iterable[str], overrides: Mapping[str, str] | None = None)
         overrides: canonical -> raw key from ``--map``; each must name an existing key.
 
     Returns:
-        canonical -> ``{"source": raw_key, "ignored": [other candidates], "how": "alias"|"map"}``.
+        canonical -> ``{"source": raw_key, "ignored": [other candidates], "how": "alias"|"map"|"fallback"}``;
+        a loss found by the fallback order (see the module docstring) also carries
+        ``"why"`` (a short sentence) and, when it is a synthesized sum of components,
+        ``"sum_of"`` (the component keys; ``source`` is then their names joined by ``+``).
 
     Raises:
         MappingError: when an override names a column the log does not have, or a column
@@ -242,6 +297,16 @@ def resolve(raw_keys: Iterable[str], overrides: Mapping[str, str] | None = None)
     for canon in CANONICAL:
         if canon in out:
             continue
+        if canon in ("loss", "eval_loss") and not any(_alias_rank(canon, k) is not None
+                                                       for k in keys if k not in taken and not is_step_key(k)):
+            # A key another canonical metric's alias names is that metric, never a fallback loss.
+            free = [k for k in keys if k not in taken and not is_step_key(k)
+                    and not any(_alias_rank(c, k) is not None for c in CANONICAL)]
+            m = _fallback(canon, free)
+            if m is not None:
+                out[canon] = m
+                taken.update(m.get("sum_of") or [m["source"]])
+            continue
         cands = []
         for k in keys:
             if k in taken or is_step_key(k):
@@ -256,3 +321,157 @@ def resolve(raw_keys: Iterable[str], overrides: Mapping[str, str] | None = None)
         out[canon] = {"source": chosen, "ignored": [k for _, k in cands[1:]], "how": "alias"}
         taken.add(chosen)
     return out
+
+
+# --------------------------------------------------------------------------- loss fallback
+
+#: Words that name a loss. A word ending in ``loss`` (``logloss``, ``bceloss``) is one too.
+LOSS_WORDS = frozenset({"loss", "losses", "cost", "nll", "elbo", "mse"})
+
+#: Words that make a key something other than a loss even when it has a loss word: an
+#: accuracy, a learning rate, a count, a time, the mixed-precision scale, a gradient norm,
+#: a loss weight or coefficient, a best-so-far or a band, a ratio or share.
+NOT_LOSS_WORDS = frozenset({
+    "acc", "accuracy", "lr", "learning", "rate", "count", "counts", "num", "number", "n",
+    "time", "timestamp", "duration", "sec", "secs", "seconds", "ms", "scale", "scaler",
+    "grad", "grads", "gradients", "norm", "weight", "weights", "coef", "coeff",
+    "coefficient", "lambda", "alpha", "beta", "best", "min", "max", "ratio", "std", "var",
+    "variance", "percent", "pct", "frac", "fraction", "improvement", "delta", "diff",
+    "threshold", "patience", "clip", "clipped", "skipped", "nan", "inf", "is", "has",
+})
+
+#: Words that mark an evaluation split (validation, test, dev, held-out).
+EVAL_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "test", "testing",
+                        "dev", "holdout", "heldout"})
+
+#: Words that mark the training split.
+TRAIN_WORDS = frozenset({"train", "training", "trn"})
+
+#: Words that leave a loss a total: an aggregate, or a running/smoothed reading of it.
+TOTAL_WORDS = frozenset({"total", "overall", "combined", "full", "sum", "all", "mean", "avg",
+                         "average", "current", "running", "smoothed", "smooth", "ema",
+                         "reduced", "global", "stats", "iter", "logs", "metrics"})
+
+#: Words that name what kind of loss it is (cross-entropy, NLL, a regression error), not a
+#: part of it: ``train/CrossEntropyLoss`` and ``val/rmse_loss`` are totals.
+LOSS_KIND_WORDS = frozenset({"ce", "bce", "xent", "crossentropy", "nll", "mse", "rmse", "mae", "l1", "l2",
+                             "huber", "ctc", "lm", "mlm", "clm"})
+
+_STEP_WORDS = frozenset({"step", "steps", "batch", "batches", "iteration", "iterations", "it"})
+_EPOCH_WORDS = frozenset({"epoch", "epochs", "ep"})
+
+#: Component words of separate networks or objectives whose sum means nothing (RL
+#: actor-critic and policy/value terms, GAN generator and discriminator, entropy bonuses).
+SEPARATE_NETWORK_WORDS = frozenset({"actor", "critic", "policy", "pg", "value", "vf", "qf", "q",
+                                    "entropy", "generator", "discriminator", "gen", "disc",
+                                    "objective"})
+
+#: At most this many components are summed into a synthesized total; more than that are
+#: several groups (a multi-agent log), not one objective.
+MAX_SUM_PARTS = 8
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+def words(raw: str) -> list[str]:
+    """The lower-case words of a raw key (see the module docstring); for a W&B chart
+    column (``"<run> - train/loss"``) only the metric part after the last ``" - "``."""
+    name = raw.rsplit(" - ", 1)[1] if " - " in raw else raw
+    return [w for w in _NON_ALNUM.split(_CAMEL.sub(" ", name).lower()) if w]
+
+
+def _is_loss_word(w: str) -> bool:
+    return w in LOSS_WORDS or (w.endswith("loss") and len(w) > 4)
+
+
+def loss_candidate(raw: str) -> dict | None:
+    """How the fallback order sees one raw key, or ``None`` when it is no loss.
+
+    Returns:
+        ``{"split": "train"|"eval"|"unmarked", "total": bool, "granularity":
+        "step"|"unmarked"|"epoch", "parts": [the words that make it a component],
+        "words": [...]}``.
+    """
+    if raw.lower().endswith(_WANDB_BAND):
+        return None
+    ws = words(raw)
+    if not any(_is_loss_word(w) for w in ws) or any(w in NOT_LOSS_WORDS for w in ws):
+        return None
+    wset = set(ws)
+    split = "eval" if wset & EVAL_WORDS else "train" if wset & TRAIN_WORDS else "unmarked"
+    gran = "step" if wset & _STEP_WORDS else "epoch" if wset & _EPOCH_WORDS else "unmarked"
+    # "cross entropy" is a kind of loss; a bare "entropy" loss is an RL entropy bonus.
+    kinds = ws if "cross" not in wset else [w for w in ws if w not in ("cross", "entropy")]
+    parts = [w for w in kinds if not (_is_loss_word(w) or w in EVAL_WORDS or w in TRAIN_WORDS
+                                      or w in TOTAL_WORDS or w in LOSS_KIND_WORDS or w in _STEP_WORDS
+                                      or w in _EPOCH_WORDS)]
+    total = not parts or bool(wset & {"total", "overall", "combined", "full", "sum"})
+    return {"split": split, "total": total, "granularity": gran, "parts": parts, "words": ws}
+
+
+_SPLIT_RANK = {"train": 0, "unmarked": 1, "eval": 0}
+_GRAN_RANK = {"step": 0, "unmarked": 1, "epoch": 2}
+
+
+def _order(key: str, c: dict) -> tuple:
+    return (not c["total"], _SPLIT_RANK[c["split"]], _GRAN_RANK[c["granularity"]], len(c["words"]), key)
+
+
+def _fallback(canon: str, keys: Iterable[str]) -> dict | None:
+    """The mapping entry the loss fallback order gives ``canon`` (``loss`` or
+    ``eval_loss``) among ``keys``, or ``None`` when no key is a candidate for it."""
+    want_eval = canon == "eval_loss"
+    cands = []
+    for k in keys:
+        c = loss_candidate(k)
+        if c is not None and (c["split"] == "eval") == want_eval:
+            cands.append((_order(k, c), k, c))
+    if not cands:
+        return None
+    cands.sort()
+    _, best, bc = cands[0]
+    ranked = [k for _, k, _ in cands]
+    split = {"train": "train", "eval": "evaluation", "unmarked": "unmarked (read as train)"}[bc["split"]]
+    if bc["total"]:
+        why = f"the first {split} total loss by the fallback order ({bc['granularity']} granularity)"
+        return {"source": best, "ignored": ranked[1:], "how": "fallback", "why": why}
+    # No total: the components of the best (split, granularity) class.
+    same = [(o, k, c) for o, k, c in cands
+            if not c["total"] and c["split"] == bc["split"] and c["granularity"] == bc["granularity"]]
+    separate = any(set(c["parts"]) & SEPARATE_NETWORK_WORDS for _, _, c in same)
+    if separate:
+        # An actor's loss (-Q), a policy-gradient term or a GAN's losses need not fall in a
+        # healthy run, and a critic's TD loss grows with the returns it predicts: none of
+        # them can be judged as "the" training loss, so none is mapped (TP-NO-LOSS says so).
+        return None
+    if len(same) < 2 or len(same) > MAX_SUM_PARTS:
+        chosen = best
+        why = (f"no total loss; {len(same)} components, too many to be one objective: the first "
+               "by the fallback order is read" if len(same) > MAX_SUM_PARTS
+               else "no total loss; its only component is read")
+        return {"source": chosen, "ignored": [k for k in ranked if k != chosen], "how": "fallback", "why": why}
+    parts = sorted(k for _, k, _ in same)
+    why = (f"no total loss: the sum of its {len(parts)} {split} components, over the steps where every "
+           "one is logged")
+    return {"source": "+".join(parts), "ignored": [k for k in ranked if k not in parts], "how": "fallback",
+            "why": why, "sum_of": parts}
+
+
+# --------------------------------------------------------------------------- several runs
+
+def run_of(raw: str) -> str | None:
+    """The run a W&B panel-export column belongs to (``"<run> - train/loss"`` -> ``"<run>"``),
+    or ``None`` for a column of no run (``Step``)."""
+    return raw.rsplit(" - ", 1)[0].strip() if " - " in raw else None
+
+
+def runs_in(keys: Iterable[str]) -> dict[str, list[str]]:
+    """Run name -> its columns (sorted), when ``keys`` hold the columns of two or more runs
+    (a W&B panel export of several runs); ``{}`` for a log of one run."""
+    runs: dict[str, list[str]] = {}
+    for k in sorted(set(keys)):
+        r = run_of(k)
+        if r is not None:
+            runs.setdefault(r, []).append(k)
+    return runs if len(runs) >= 2 else {}

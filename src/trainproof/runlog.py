@@ -306,7 +306,9 @@ class RunLogBuilder:
         steps_all = np.frombuffer(self._rec_steps, dtype=np.float64).copy() if n else np.empty(0)
         lines_all = arr(self._rec_lines, np.int64)
         out_notes = list(notes)
-        mapping = aliases.resolve(set(cols) | set(batches), overrides)
+        all_keys = set(cols) | set(batches)
+        dropped = _other_runs(all_keys, cols, batches, overrides, out_notes)
+        mapping = aliases.resolve(all_keys - dropped, overrides)
 
         explicit_steps = (bool(n) and not np.all(np.isnan(steps_all))) or n_batched > 0
         if n and not explicit_steps:
@@ -330,7 +332,7 @@ class RunLogBuilder:
         source_to_name = {m["source"]: canon for canon, m in mapping.items()}
         series: dict[str, Series] = {}
         rewritten: list[str] = []
-        for key in sorted(set(cols) | set(batches)):
+        for key in sorted(all_keys - dropped):
             parts = []
             c = cols.get(key)
             if c is not None:
@@ -363,6 +365,9 @@ class RunLogBuilder:
                 name = key if key not in aliases.CANONICAL else f"raw:{key}"
             series[name] = Series(name, key, st, vals, ln)
 
+        for canon, m in mapping.items():
+            if m.get("sum_of"):
+                _add_sum(canon, m, series, out_notes)
         if rewritten:
             out_notes.append(
                 "steps logged more than once with different values (a resumed or interleaved run); "
@@ -392,6 +397,87 @@ class RunLogBuilder:
             step_range=step_range,
             explicit_steps=explicit_steps,
         )
+
+
+def _points(key: str, cols: dict, batches: dict) -> int:
+    """Finite values logged for ``key``."""
+    n = 0
+    c = cols.get(key)
+    if c is not None and len(c.vals):
+        n += int(np.isfinite(np.frombuffer(c.vals, dtype=np.float64)).sum())
+    b = batches.get(key)
+    if b is not None and len(b[1]):
+        n += int(np.isfinite(np.frombuffer(b[1], dtype=np.float64)).sum())
+    return n
+
+
+def _other_runs(keys: set, cols: dict, batches: dict, overrides: Mapping[str, str] | None,
+                notes: list[str]) -> set:
+    """The columns of the runs not judged, when the log holds several (a W&B panel export
+    with ``"<run> - <metric>"`` columns for two or more runs): one RunLog is one run, so
+    one run is kept, never a mix. The kept run is the one a ``--map`` column names, else
+    the one whose loss has the most finite points (ties: the alphabetically first name);
+    a note names it and the others."""
+    runs = aliases.runs_in(keys)
+    if not runs:
+        return set()
+    chosen = None
+    for col in (overrides or {}).values():
+        if aliases.run_of(col) in runs:
+            chosen = aliases.run_of(col)
+            break
+    counts = {}
+    for run, rk in runs.items():
+        m = aliases.resolve(rk).get("loss")
+        src = (m.get("sum_of") or [m["source"]]) if m else []
+        counts[run] = min((_points(k, cols, batches) for k in src), default=0)
+    if chosen is None:
+        chosen = min(runs, key=lambda r: (-counts[r], r))
+        why = f"the run whose loss has the most points ({counts[chosen]})"
+    else:
+        why = "the run --map names"
+    others = sorted(r for r in runs if r != chosen)
+    shown = ", ".join(f"{r!r} ({counts[r]} loss points)" for r in others[:7])
+    notes.append(
+        f"{len(runs)} runs in one log (W&B export): judged {chosen!r}, {why}; not read: {shown}"
+        + (f" and {len(others) - 7} more" if len(others) > 7 else "")
+        + " (judge each run from its own export to see them)"
+    )
+    return {k for r in others for k in runs[r]}
+
+
+def _add_sum(canon: str, m: dict, series: dict, notes: list[str]) -> None:
+    """Add the synthesized total ``canon`` of the component series ``m["sum_of"]``: their
+    sum at the steps where every one of them is logged (NaN in a part stays NaN in the
+    sum). When those steps are fewer than half of the shortest part's, the parts are not
+    logged together and the first part is read instead (``m`` is updated to say so)."""
+    parts = [series[k] for k in m["sum_of"] if k in series]
+    if len(parts) != len(m["sum_of"]):
+        return
+    steps = parts[0].steps
+    for p in parts[1:]:
+        steps = np.intersect1d(steps, p.steps, assume_unique=True)
+    shortest = min(len(p) for p in parts)
+    if steps.size * 2 < shortest or steps.size == 0:
+        first = m["sum_of"][0]
+        notes.append(f"{canon}: its parts {', '.join(m['sum_of'])} are not logged at the same steps, "
+                     f"so {first!r} alone is read")
+        m["ignored"] = [k for k in m["sum_of"][1:]] + list(m["ignored"])
+        m["source"], m["why"] = first, "no total loss and its parts are not logged together: the first part is read"
+        del m["sum_of"]
+        s = parts[0]
+        series[canon] = Series(canon, first, s.steps, s.values, s.lines)
+        return
+    total = np.zeros(steps.size)
+    lines = None
+    for p in parts:
+        idx = np.searchsorted(p.steps, steps)
+        total = total + p.values[idx]
+        ln = p.lines[idx]
+        lines = ln if lines is None else np.minimum(lines, ln)
+    series[canon] = Series(canon, m["source"], steps, total, lines)
+    notes.append(f"{canon}: no total is logged; read as the sum of {', '.join(m['sum_of'])} "
+                 f"at the {steps.size} steps where all are logged")
 
 
 def downsample(steps: np.ndarray, values: np.ndarray, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray]:

@@ -11,9 +11,22 @@ Dialects that occur in the wild and are handled here:
 * W&B chart exports: ``Step``/``_step`` column, ``<run> - train/loss`` columns and
   ``… __MIN`` / ``… __MAX`` companion columns (kept as raw series, never the metric).
 
+* YOLOv5 ``results.csv``: names and numbers padded with spaces to a fixed width (cells
+  are stripped); CatBoost ``learn_error.tsv`` (``iter<TAB>Logloss``).
+* MLflow UI *long-format* export: ``Run,Run ID,metric,step,timestamp,value``, one row per
+  logged value. Rows are pivoted into records (``{metric: value}`` at ``step``); an
+  export of several runs keeps the run with the most rows (ties: the first in the file),
+  with a note naming the others, so runs are never mixed into one series.
+
 Empty cells and non-numeric cells are absent values, never 0. A row whose field count
-differs from its header cannot be mapped to columns and is skipped, with a note. A table
-whose first row is data rather than names is a :class:`ReadError`: no column is guessed.
+differs from its header cannot be mapped to columns and is skipped, with a note.
+
+A table whose first row is data rather than names has no column names. It is read only
+when the names are defensible (:func:`headerless_columns`): the file's own name says it
+holds a loss (``loss.csv``, ``train_cost.txt``), a first column of increasing integers is
+the step, and the loss is the only other column, or the one column equal to the sum of
+all the others in every row read to decide (a total beside its parts). Anything else is
+a :class:`ReadError` with the reason: no column is guessed.
 """
 from __future__ import annotations
 
@@ -76,7 +89,9 @@ def _is_new_header(row: list[str], header: list[str]) -> bool:
 
 
 def sniff(path: Path, head: str) -> bool:
-    """A header row of names followed by a row with the same field count and a number."""
+    """A header row of names followed by a row with the same field count and a number;
+    or a header-less table of numbers in a file whose name says it holds a loss (see
+    :func:`headerless_columns`)."""
     lines = [ln for ln in head.splitlines() if ln.strip()]
     if len(lines) < 2:
         return False
@@ -89,6 +104,8 @@ def sniff(path: Path, head: str) -> bool:
     if len(rows) < 2:  # a quoted field swallowed the line breaks
         return False
     header = rows[0]
+    if len(header) >= 2 and _all_numbers(header) and _names_a_loss(path):
+        return all(len(r) == len(header) and _all_numbers(r) for r in rows[1:2])
     if len(header) < 2 or not _looks_like_header(header):
         return False
     if any(len(c) > 200 for c in header):
@@ -97,6 +114,99 @@ def sniff(path: Path, head: str) -> bool:
     if len(row) == len(header) + 1 and not row[-1].strip():
         row = row[:-1]  # a trailing delimiter, as :func:`read` accepts
     return len(row) == len(header) and any(c.strip() and _is_number(c) for c in row)
+
+
+def _all_numbers(cells: list[str]) -> bool:
+    return bool(cells) and all(c.strip() and _is_number(c) for c in cells)
+
+
+def _names_a_loss(path: Path) -> bool:
+    """The file's name (without suffixes, ``loss.csv.gz`` -> ``loss``) names a loss."""
+    stem = path.name.split(".", 1)[0]
+    return aliases.loss_candidate(stem) is not None
+
+
+#: Rows read to decide what the columns of a header-less table are.
+_HEADERLESS_ROWS = 200
+
+
+def headerless_columns(path: Path, rows: list[list[str]]) -> tuple[list[str], str]:
+    """Column names for a table with no header row, and the note that says why.
+
+    Args:
+        path: the file (its name must name a loss, e.g. ``loss.csv``).
+        rows: its first rows (up to :data:`_HEADERLESS_ROWS`), cells as strings.
+
+    Returns:
+        ``(names, note)``: ``step`` for a first column of strictly increasing integers,
+        ``loss`` (``eval_loss`` when the file name names a validation or test loss) for
+        the loss column, ``column <i>`` (1-based) for the others.
+
+    Raises:
+        ReadError: the names cannot be defended: the file name does not name a loss,
+            rows of different widths or non-numbers, or several value columns of which
+            none is the sum of the others.
+    """
+    first = rows[0] if rows else []
+    shown = ",".join(c.strip() for c in first)[:60]
+    no_names = f"no header row: line 1 is data ({shown}), so the columns have no names"
+    cand = aliases.loss_candidate(path.name.split(".", 1)[0])
+    if cand is None:
+        raise ReadError(no_names)
+    k = len(first)
+    if not all(len(r) == k and _all_numbers(r) for r in rows):
+        raise ReadError(no_names + "; its rows are not all numbers of one width, so none is guessed")
+    vals = np.array([[float(c) for c in r] for r in rows], dtype=np.float64)
+    names = [f"column {i + 1}" for i in range(k)]
+    value_cols = list(range(k))
+    why = []
+    c0 = vals[:, 0]
+    if k >= 2 and len(rows) >= 2 and np.all(np.isfinite(c0)) and np.all(c0 == np.round(c0)) \
+            and np.all(np.diff(c0) > 0):
+        names[0] = "step"
+        value_cols = value_cols[1:]
+        why.append("column 1 holds increasing integers: the step")
+    loss_name = "eval_loss" if cand["split"] == "eval" else "loss"
+    if len(value_cols) == 1:
+        j = value_cols[0]
+        why.append(f"column {j + 1} is the only value column: the {loss_name.replace('_', ' ')}")
+    else:
+        j = _sum_column(vals[:, value_cols])
+        if j is None:
+            raise ReadError(no_names + f"; {len(value_cols)} value columns and none is the sum of the others, "
+                            "so which one is the loss cannot be known and none is guessed")
+        j = value_cols[j]
+        others = [i + 1 for i in value_cols if i != j]
+        why.append(f"column {j + 1} equals the sum of columns {', '.join(map(str, others))} in each of the "
+                   f"first {len(rows)} rows: the total {loss_name.replace('_', ' ')}, beside its parts")
+    names[j] = loss_name
+    note = (f"no header row: the file name {path.name!r} says it holds a loss, and " + "; ".join(why)
+            + " (the other columns keep their positions as names)")
+    return names, note
+
+
+def _sum_column(vals: np.ndarray) -> int | None:
+    """The one column of ``vals`` (rows x columns) equal to the sum of the others in every
+    row (to a relative 1e-4: the parts are printed rounded), or ``None``."""
+    if not np.all(np.isfinite(vals)):
+        return None
+    total = vals.sum(axis=1)
+    hits = []
+    for j in range(vals.shape[1]):
+        rest = total - vals[:, j]
+        scale = np.maximum(np.abs(vals[:, j]), np.abs(rest))
+        if np.all(np.abs(vals[:, j] - rest) <= 1e-4 * scale + 1e-12) and np.any(vals[:, j] != 0):
+            hits.append(j)
+    return hits[0] if len(hits) == 1 else None
+
+
+#: The columns of an MLflow UI long-format export (``Run`` and ``timestamp`` optional).
+_LONG = ("metric", "step", "value")
+
+
+def _is_long_format(header: list[str]) -> bool:
+    names = [c.strip().lower() for c in header]
+    return all(n in names for n in _LONG) and len(names) <= 8
 
 
 class RowParser:
@@ -117,6 +227,10 @@ class RowParser:
         self.lines_read = 0  # see _row_by_row
         self.stopped = False
         self.overlong: list[int] = []  # lines too long to read (numbers in the file)
+        # Long format: (metric, step, value, run) column indices, and the run kept.
+        self.long: tuple[int, int, int, int | None] | None = None
+        self.long_run: str | None = None
+        self.long_skipped: dict[str, int] = {}
 
     def row(self, row: list[str], start: int) -> Record | None:
         """The record of one row starting at line ``start``, or ``None`` (blank, header,
@@ -146,6 +260,11 @@ class RowParser:
             self.header = new
             sk = aliases.step_key(new)
             self.step_idx = new.index(sk) if sk is not None else None
+            self.long = None
+            if _is_long_format(new):
+                low = [c.lower() for c in new]
+                run = next((low.index(n) for n in ("run id", "run_id", "run") if n in low), None)
+                self.long = (low.index("metric"), low.index("step"), low.index("value"), run)
             return None
         if len(row) != len(header):
             if len(row) == len(header) + 1 and not row[-1].strip():
@@ -155,6 +274,8 @@ class RowParser:
                     self.bad_shape = f"{len(row)} fields under a {len(header)}-field header"
                 self.bad_rows.append(start)
                 return None
+        if self.long is not None:
+            return self._long_row(row, start)
         values: dict[str, float] = {}
         step = None
         step_idx = self.step_idx
@@ -173,8 +294,35 @@ class RowParser:
             values[header[i]] = v
         return Record(step, values, start)
 
+    def _long_row(self, row: list[str], start: int) -> Record | None:
+        """One row of a long-format export: ``{metric: value}`` at its step, for the run
+        kept (:meth:`choose_long_run`); rows of other runs are counted, not read."""
+        mi, si, vi, ri = self.long
+        if ri is not None and self.long_run is not None and row[ri].strip() != self.long_run:
+            r = row[ri].strip()
+            self.long_skipped[r] = self.long_skipped.get(r, 0) + 1
+            return None
+        metric = row[mi].strip()
+        try:
+            v = float(row[vi].strip())
+        except ValueError:
+            return None
+        try:
+            step = float(row[si].strip())
+        except ValueError:
+            step = None
+        if step is not None and not (step == step and abs(step) != float("inf")):
+            step = None
+        return Record(step, {metric: v}, start) if metric else None
+
     def finish(self, state) -> None:
         """Report header changes and skipped rows into the reader state."""
+        if self.long_skipped:
+            shown = ", ".join(f"{r!r} ({n} rows)" for r, n in sorted(self.long_skipped.items())[:7])
+            state.notes.append(
+                f"long-format export of {len(self.long_skipped) + 1} runs: judged {self.long_run!r}, the run "
+                f"with the most rows; not read: {shown}"
+                + (f" and {len(self.long_skipped) - 7} more" if len(self.long_skipped) > 7 else ""))
         state.notes.extend(self.header_changes)
         if self.bad_rows:
             shown = ", ".join(str(n) for n in self.bad_rows[:5]) + (" …" if len(self.bad_rows) > 5 else "")
@@ -196,7 +344,7 @@ def _fast_rows(text: str, first_line: int, parser: RowParser) -> Rows | None:
     numpy array per chunk."""
     header, delim = parser.header, parser.delimiter
     k = len(header)
-    if k > 62 or len(set(header)) != k or '"' in text:
+    if parser.long is not None or k > 62 or len(set(header)) != k or '"' in text:
         return None
     body = text.replace("\r\n", "\n") if "\r" in text else text
     if "\r" in body:
@@ -318,11 +466,55 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
         delim = _delimiter(first) or ","
         f.seek(0)
         parser = RowParser(delim)
+        _prepare(path, f, parser, state)
+        f.seek(0)
         yield from _read_chunks(f, parser, state)
     overlong = Lines(None)
     overlong.overlong = parser.overlong
     overlong.note(state)
     parser.finish(state)
+
+
+def _prepare(path: Path, f, parser: RowParser, state) -> None:
+    """What the first rows decide before the table is read: the column names of a
+    header-less table (:func:`headerless_columns`), and, for a long-format export of
+    several runs, the run kept (the one with the most rows; ties: the first seen), which
+    needs one pass over its run column."""
+    reader = csv.reader(Lines(f), delimiter=parser.delimiter)
+    head: list[list[str]] = []
+    try:
+        for row in reader:
+            if any(c.strip() for c in row):
+                head.append(row)
+                if len(head) >= _HEADERLESS_ROWS or (len(head) == 1 and _looks_like_header(row)):
+                    break
+    except csv.Error:
+        return  # the read reports it where it happens
+    if not head:
+        return
+    if not _looks_like_header(head[0]):
+        names, note = headerless_columns(path, head)
+        parser.header = names
+        parser.step_idx = names.index("step") if "step" in names else None
+        state.notes.append(note)
+        return
+    header = [c.strip() for c in head[0]]
+    if not _is_long_format(header):
+        return
+    low = [c.lower() for c in header]
+    ri = next((low.index(n) for n in ("run id", "run_id", "run") if n in low), None)
+    if ri is None:
+        return
+    counts: dict[str, int] = {}
+    try:
+        for row in reader:
+            if len(row) > ri and row[ri].strip() and not _is_new_header(row, header):
+                r = row[ri].strip()
+                counts[r] = counts.get(r, 0) + 1
+    except csv.Error:
+        pass
+    if counts:
+        parser.long_run = max(counts, key=lambda r: counts[r])  # first seen wins a tie
 
 
 def _read_chunks(f, parser: RowParser, state) -> Iterator[Record | Rows]:

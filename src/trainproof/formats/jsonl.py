@@ -3,7 +3,26 @@
 Covers hand-rolled ``metrics.jsonl`` loggers, LLaMA-Factory's ``trainer_log.jsonl``
 (step key ``current_steps``), and anything else that writes one object per line. Nested
 objects flatten to ``outer/inner`` keys. Lines that are not JSON objects (banners, a torn
-last line of a killed run) are skipped and counted in the notes.
+last line of a killed run) are skipped and counted in the notes. detectron2's
+``metrics.json`` is this format too (``iteration`` is its step, ``total_loss`` its loss).
+
+**Restarted runs appended to one file.** A logger that opens its file in append mode
+writes every new start after the last one: the step counter goes back. Two kinds:
+
+* a *resume* (from a checkpoint) continues the curve: the loss after the step goes
+  back is near where it was. It stays one run, and the later write of a step wins
+  (:func:`trainproof.runlog.build_runlog`).
+* a *restart* (from scratch) starts the curve again: the loss after the step goes back
+  is in the upper half, on a log scale, of the range the run so far covered, between
+  its first value and its lowest (the range must span a factor of at least
+  :data:`RESTART_DROP`, and every value be positive, else it cannot be told from a
+  resume and stays one). The file holds several runs: one is kept, the one with the
+  most loss points (ties: the later; an aborted start is short), and a note names every
+  run by its lines and steps. Merging them would read one curve that jumps back up at
+  each restart.
+
+Deciding needs the whole file, so its records are held (as decoded column blocks, not
+text) until the end of the file before any is given out.
 """
 from __future__ import annotations
 
@@ -118,7 +137,99 @@ def _parse_object(s: str) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
+#: The least factor between a run's first loss and its lowest for a step rewind to be
+#: told apart as a restart (see the module docstring).
+RESTART_DROP = 1.5
+
+
 def read(path: Path, state) -> Iterator[Rows]:
+    """The JSON-object lines as :class:`Rows` batches, one run of them when restarted
+    runs were appended to the file (see the module docstring)."""
+    batches = list(_read_rows(path, state))
+    yield from one_run(batches, state)
+
+
+def _slice(rows: Rows, lo: int, hi: int) -> Rows:
+    """The records ``lo <= i < hi`` of a batch."""
+    groups = []
+    for keys, pos, vals in rows.groups:
+        m = (pos >= lo) & (pos < hi)
+        if m.any():
+            groups.append((keys, pos[m] - lo, vals[m]))
+    return Rows(rows.steps[lo:hi], rows.lines[lo:hi], groups)
+
+
+def one_run(batches: list[Rows], state) -> list[Rows]:
+    """``batches`` restricted to one run when they hold restarted runs (see the module
+    docstring), with a note naming the runs; unchanged otherwise.
+
+    Args:
+        batches: the file's records, in order.
+        state: the reader state (a note is added to ``state.notes``).
+    """
+    n = sum(len(b) for b in batches)
+    if n < 3:
+        return batches
+    steps = np.concatenate([b.steps for b in batches])
+    finite = np.isfinite(steps)
+    fs = steps[finite]
+    if fs.size < 3 or not np.any(fs[1:] < fs[:-1]):
+        return batches
+    keys = {k for b in batches for g in b.groups for k in g[0]}
+    m = aliases.resolve(keys).get("loss")
+    if m is None:
+        return batches
+    key = (m.get("sum_of") or [m["source"]])[0]
+    loss = np.full(n, np.nan)
+    off = 0
+    for b in batches:
+        for gk, pos, vals in b.groups:
+            if key in gk:
+                loss[off + pos] = vals[:, gk.index(key)]
+        off += len(b)
+    idx = np.flatnonzero(finite)
+    rewinds = idx[1:][fs[1:] < fs[:-1]]  # record indices where the step goes back
+    starts = [0]
+    for r in rewinds.tolist():
+        seen = loss[starts[-1]:r]
+        seen = seen[np.isfinite(seen)]
+        after = loss[r:]
+        after = after[np.isfinite(after)]
+        if seen.size < 2 or not after.size:
+            continue
+        first, low, new = float(seen[0]), float(seen.min()), float(after[0])
+        if min(first, low, new) <= 0 or first < RESTART_DROP * low:
+            continue  # cannot be told from a resume: one run, the later write wins
+        if np.log(new) >= (np.log(first) + np.log(low)) / 2:
+            starts.append(r)
+    if len(starts) == 1:
+        return batches
+    bounds = list(zip(starts, starts[1:] + [n]))
+    lines = np.concatenate([b.lines for b in batches])
+    points = [int(np.isfinite(loss[a:b]).sum()) for a, b in bounds]
+    keep = max(range(len(bounds)), key=lambda i: (points[i], i))
+    def describe(i: int) -> str:
+        a, b = bounds[i]
+        st = steps[a:b][np.isfinite(steps[a:b])]
+        span = f"steps {st.min():g}-{st.max():g}, " if st.size else ""
+        return f"run {i + 1}: lines {lines[a]}-{lines[b - 1]}, {span}{points[i]} {key} points"
+    shown = "; ".join(describe(i) for i in range(min(len(bounds), 8)))
+    more = f"; and {len(bounds) - 8} more" if len(bounds) > 8 else ""
+    state.notes.append(
+        f"{len(bounds)} runs appended to one log (the step goes back and {key} starts again near its first "
+        f"level): {shown}{more}. Judged run {keep + 1}, the one with the most loss points; the others were not read")
+    lo, hi = bounds[keep]
+    out = []
+    off = 0
+    for b in batches:
+        a, z = max(lo - off, 0), min(hi - off, len(b))
+        if a < z:
+            out.append(_slice(b, a, z))
+        off += len(b)
+    return out
+
+
+def _read_rows(path: Path, state) -> Iterator[Rows]:
     """Stream the JSON-object lines, a chunk of lines at a time (:class:`Rows`)."""
     bad: list[int] = []
     overlong: list[int] = []

@@ -215,3 +215,29 @@ def test_corpus_single_value_loss(shared: Path) -> None:
     assert run.format == "mlflow"
     assert run.get("loss").values.tolist() == [float(val)]
     assert run.get("loss").steps.tolist() == [float(step)]
+
+
+# --------------------------------------------------------------------------- no step= given
+
+
+def test_metrics_logged_without_a_step_are_read_in_logged_order(tmp_path: Path) -> None:
+    train = [(2.0 - 0.05 * i, 0) for i in range(25)]
+    valid = [(1.5 + 0.02 * i, 0) for i in range(25)]
+    run_dir = make_store(tmp_path, {"train/loss": train, "valid/loss": valid, "valid/score": [(0.5, 0)]})
+    run = read_runlog(run_dir)
+    loss = run.get("loss")
+    assert loss.steps.tolist() == list(map(float, range(25)))
+    assert loss.values.tolist() == [v for v, _ in train]
+    ev = run.get("eval_loss")
+    assert ev.key == "valid/loss" and ev.values.tolist() == [v for v, _ in valid]
+    assert any("metrics/train/loss: all 25 values are logged at step 0" in n for n in run.notes)
+    assert run.get("valid/score").steps.tolist() == [0.0]  # one value: its own step
+
+
+def test_steps_that_move_are_kept_as_logged(tmp_path: Path) -> None:
+    # The first lines share a step (two writes of step 0), then the step moves: as logged.
+    pts = [(3.0, 0), (2.9, 0)] + [(2.0 - 0.1 * i, i) for i in range(1, 10)]
+    run = read_runlog(make_store(tmp_path, {"loss": pts}))
+    assert run.get("loss").steps.tolist() == list(map(float, range(10)))
+    assert run.get("loss").values[0] == 2.9  # the later write of step 0 wins
+    assert not any("values are logged at step" in n for n in run.notes)

@@ -3,6 +3,12 @@
 Each metric is one file (names with ``/`` become sub-folders); each line is
 ``<unix_ms> <value> <step>``. A run directory (the folder holding ``metrics/``) is one
 run; a single metric file can also be read on its own, named after the file.
+
+``mlflow.log_metric`` without ``step=`` writes step 0 on every line. A metric file of
+several lines that all carry one step has no x axis of its own: its values are read in
+the order they were logged (the file's order), at steps 0, 1, 2, … (the n-th logged
+value, e.g. the n-th epoch of a per-epoch metric), with a note. Collapsing them onto
+their one step would keep only the last value.
 """
 from __future__ import annotations
 
@@ -40,6 +46,30 @@ def _metric_files(run: Path) -> list[tuple[str, Path]]:
 
 
 def _read_metric(key: str, p: Path, state, label: str) -> Iterator[Record]:
+    """The metric file's records, in order; see the module docstring for a file whose
+    lines all carry one step."""
+    # Lines are held back while every step equals the first one (the constant-step case
+    # is only known at the end); the first other step releases them as they were.
+    held: list[Record] = []
+    const = True
+    for rec in _metric_lines(key, p, state, label):
+        if const:
+            if not held or rec.step == held[0].step:
+                held.append(rec)
+                continue
+            const = False
+            yield from held
+            held = []
+        yield rec
+    if const and len(held) > 1:
+        state.notes.append(f"{label}: all {len(held)} values are logged at step {held[0].step:g} (no step= "
+                           f"given): read in the order logged, as steps 0..{len(held) - 1}")
+        for i, rec in enumerate(held):
+            rec.step = float(i)
+    yield from held
+
+
+def _metric_lines(key: str, p: Path, state, label: str) -> Iterator[Record]:
     bad = 0
     with open_text(p) as f:
         lines = Lines(f)

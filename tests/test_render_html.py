@@ -140,34 +140,54 @@ def test_single_report_shows_verdict_findings_checks_and_charts(diverge):
     assert doc.find("svg", data_series="eval_loss", data_scale="linear")
 
 
-def test_divergence_is_marked_on_the_loss_chart_at_its_steps(diverge):
+def test_divergence_is_marked_on_the_loss_chart_at_its_onset_not_its_best_step(diverge):
     f = next(f for f in diverge.findings if f.id == "TP-DIVERGE")
     onset = float(f.data["onset_step"])
-    assert (float(f.step), onset) == (55.0, 105.0)
+    # placed at its best level (step 55), it failed later, where the climb became visible
+    assert float(f.step) == 55.0 and onset > 55.0
+    at = f"{onset:g}"
+    # the report says where it went wrong; the chart marks the same step
+    assert diverge.summary.startswith(f"FAIL from step {at} ")
     doc = Doc(render_html([diverge]))
     [svg] = doc.find("svg", data_series="loss")
-    for kind, step in (("finding", 55.0), ("onset", onset)):
-        [(group, line)] = marker_lines(doc, "loss", "TP-DIVERGE", kind)
-        assert float(group["data-step"]) == step and group["data-level"] == "FAIL"
-        assert line["x1"] == line["x2"]
-        assert abs(float(line["x1"]) - x_of(svg, step)) < 0.06
-        # the line spans the plot down to its bottom edge
-        assert float(line["y2"]) == float(svg["data-plot-y1"]) and float(line["y1"]) < float(svg["data-plot-y0"])
-    # the onset is drawn dashed and both are labelled with the rule id and the step
-    [(_, onset_line)] = marker_lines(doc, "loss", "TP-DIVERGE", "onset")
-    assert "stroke-dasharray" in onset_line
-    labels = doc.find("g", chart="loss", data_step="105", **{"class": "marker-label"})
+    [(group, line)] = marker_lines(doc, "loss", "TP-DIVERGE", "onset")
+    assert float(group["data-step"]) == onset and group["data-level"] == "FAIL"
+    assert line["x1"] == line["x2"]
+    assert abs(float(line["x1"]) - x_of(svg, onset)) < 0.06
+    # the line spans the plot down to its bottom edge, dashed
+    assert float(line["y2"]) == float(svg["data-plot-y1"]) and float(line["y1"]) < float(svg["data-plot-y0"])
+    assert "stroke-dasharray" in line
+    # the best level (step 55) is where the divergence is measured from, not where it failed
+    assert marker_lines(doc, "loss", "TP-DIVERGE", "finding") == []
+    assert not [g for g in doc.find("g", chart="loss", data_step="55") if "marker" in g.get("class", "")]
+    labels = doc.find("g", chart="loss", data_step=at, **{"class": "marker-label"})
     assert labels and "TP-DIVERGE" in labels[0]["data-rules"]
-    assert "TP-DIVERGE onset (step 105)" in doc.all_text
-    assert "TP-DIVERGE (step 55)" in doc.all_text
-    # the WARN is there too, in its own colour
-    [(group, line)] = marker_lines(doc, "loss", "TP-GRAD-SPIKE")
-    assert group["data-level"] == "WARN" and line["stroke"] != marker_lines(doc, "loss", "TP-DIVERGE")[0][1]["stroke"]
+    assert f"TP-DIVERGE: FAIL from step {at}" in doc.all_text
+    assert "(step 55)" not in doc.all_text and " onset" not in doc.all_text
+    # the WARN, which carries no onset, is marked at its own step, in its own colour
+    [(group, warn_line)] = marker_lines(doc, "loss", "TP-GRAD-SPIKE")
+    assert group["data-level"] == "WARN" and group["data-kind"] == "finding"
+    assert warn_line["stroke"] != line["stroke"] and "stroke-dasharray" not in warn_line
+    assert "TP-GRAD-SPIKE (step 115)" in doc.all_text
     # the same markers on every chart of the run
     for chart in ("eval_loss", "lr", "grad_norm"):
         [svg] = doc.find("svg", data_series=chart)
         [(_, line)] = marker_lines(doc, chart, "TP-DIVERGE", "onset")
         assert abs(float(line["x1"]) - x_of(svg, onset)) < 0.06
+
+
+def test_a_warn_with_an_onset_is_labelled_as_a_warn_from_that_step():
+    rep = Report(file="run.jsonl", format="jsonl", records=3, step_range=(0.0, 20.0))
+    rep.charts = {"loss": {"steps": [0.0, 10.0, 20.0], "values": [1.0, 0.8, 0.7], "key": "loss"}}
+    rep.findings = [Finding("TP-STEP-CLIFF", Level.WARN, "step time grew", step=20.0, data={"onset_step": 10}),
+                    Finding("TP-X", Level.FAIL, "no onset", step=20.0, data={"onset_step": float("nan")})]
+    doc = Doc(render_html([rep]))
+    [(group, _)] = marker_lines(doc, "loss", "TP-STEP-CLIFF", "onset")
+    assert group["data-step"] == "10" and group["data-level"] == "WARN"
+    assert "TP-STEP-CLIFF: WARN from step 10" in doc.all_text
+    # a non-finite onset is no onset: the finding is marked at its step
+    [(group, _)] = marker_lines(doc, "loss", "TP-X", "finding")
+    assert group["data-step"] == "20"
 
 
 def test_nan_points_of_lr_hot_are_shown_and_counted(lr_hot):

@@ -17,9 +17,12 @@ Charts (one per series in :attr:`Report.charts`, against step):
   edge (x for NaN, up/down triangles for +Inf/-Inf) and counted under the chart; the line
   breaks where they are;
 * each finding with a step is a vertical line at that step, coloured by level and
-  labelled with its rule id (a divergence also marks its ``onset_step``); the lines
-  carry ``data-rule``/``data-step`` and each chart its plot box and step domain as
-  ``data-*`` attributes, so the position of a mark can be checked from the markup.
+  labelled with its rule id; a finding that carries an ``onset_step`` (a divergence is
+  placed at its best level, but failed where the climb began) is marked at its onset
+  instead, dashed and labelled ``TP-DIVERGE: FAIL from step 105``, the step the
+  report's summary names; the lines carry ``data-rule``/``data-step`` and each chart its
+  plot box and step domain as ``data-*`` attributes, so the position of a mark can be
+  checked from the markup.
 """
 from __future__ import annotations
 
@@ -241,8 +244,10 @@ class _Label:
         self.step, self.kind = m0.step, m0.kind
         self.rules = list(dict.fromkeys(m.rule for m in markers))
         self.level = max((m.level for m in markers), key=_rank)
-        what = ", ".join(self.rules) + (" onset" if self.kind == "onset" else "")
-        self.text = f"{what} (step {_fmt_step(self.step)})"
+        if self.kind == "onset":
+            self.text = f"{', '.join(self.rules)}: {self.level.value} from step {_fmt_step(self.step)}"
+        else:
+            self.text = f"{', '.join(self.rules)} (step {_fmt_step(self.step)})"
 
 
 def _place_labels(markers: list[_Marker], sx: _Scale, left: float, right: float) -> list[tuple[_Label, float, float, str, int]]:
@@ -352,8 +357,7 @@ def _chart(series: list[_Series], ylabel: str, name: str, markers: list[_Marker]
         out.append(
             f'<g class="marker lv-{_LEVEL_CLASS.get(m.level, "info")}" data-rule="{_esc(m.rule)}" '
             f'data-step="{_esc(_fmt_step(m.step))}" data-kind="{_esc(m.kind)}" data-level="{_esc(m.level.value)}">'
-            f"<title>{_esc(m.rule)}{' onset' if m.kind == 'onset' else ''}, step {_esc(_fmt_step(m.step))}: "
-            f"{_esc(m.level.value)}</title>"
+            f"<title>{_esc(_marker_title(m))}</title>"
             f'<line class="marker-line" x1="{f1(x)}" x2="{f1(x)}" y1="{f1(ly + 3)}" y2="{f1(y1)}" '
             f'stroke="{_LEVEL_COLOR.get(m.level, "#475467")}"{dash}/></g>')
     for lab, a, b, anchor, lane in placed:
@@ -436,21 +440,37 @@ def _nonfinite_note(counts: dict) -> str:
             f'marked along the top edge ({_esc(", ".join(marks))}).</span>')
 
 
+def _marker_title(m: _Marker) -> str:
+    if m.kind == "onset":
+        return f"{m.rule}: {m.level.value} from step {_fmt_step(m.step)}"
+    return f"{m.rule}, step {_fmt_step(m.step)}: {m.level.value}"
+
+
+def _onset(f) -> float | None:
+    """The finite ``onset_step`` a finding carries, else ``None``."""
+    onset = f.data.get("onset_step") if isinstance(f.data, dict) else None
+    if onset is None or isinstance(onset, bool) or not isinstance(onset, (int, float, np.number)):
+        return None
+    onset = float(onset)
+    return onset if math.isfinite(onset) else None
+
+
 def _markers(r: Report) -> list[_Marker]:
+    """One marker per finding with a step: at its onset when it carries one (where the
+    failure became visible, the step "FAIL from step N" names), else at its step."""
     out, seen = [], set()
     for f in r.findings:
-        if f.step is None:
+        onset = _onset(f)
+        if onset is not None:
+            step, kind = onset, "onset"
+        elif f.step is not None:
+            step, kind = float(f.step), "finding"
+        else:
             continue
-        cand = [(f.step, "finding")]
-        onset = f.data.get("onset_step") if isinstance(f.data, dict) else None
-        if onset is not None and not isinstance(onset, bool) and isinstance(onset, (int, float, np.number)):
-            cand.append((onset, "onset"))
-        for step, kind in cand:
-            step = float(step)
-            key = (f.id, step, kind)
-            if math.isfinite(step) and key not in seen:
-                seen.add(key)
-                out.append(_Marker(step, f.id, f.level, kind))
+        key = (f.id, step, kind)
+        if math.isfinite(step) and key not in seen:
+            seen.add(key)
+            out.append(_Marker(step, f.id, f.level, kind))
     return out
 
 
@@ -498,7 +518,9 @@ def _report_charts(r: Report) -> str:
     out.append("</div>")
     if markers:
         out.append('<p class="muted small">Vertical lines: the step of each finding, coloured by level '
-                   "(red FAIL, amber WARN, grey INFO); a dashed line is where a divergence began.</p>")
+                   "(red FAIL, amber WARN, grey INFO); a dashed line is where a failure became visible "
+                   "(\u201cFAIL from step N\u201d), for a finding placed elsewhere, such as a divergence "
+                   "at its best level.</p>")
     return "".join(out)
 
 
@@ -606,7 +628,7 @@ def _report_section(r: Report, anchor: str, n: int) -> str:
                    f"<tbody>{rows}</tbody></table>")
 
     if r.notes:
-        out.append("<h3>Reader notes</h3><ul class=\"notes\">"
+        out.append("<h3>Notes</h3><ul class=\"notes\">"
                    + "".join(f"<li>{_esc(n_)}</li>" for n_ in r.notes) + "</ul>")
     if r.mapping:
         rows = []

@@ -48,7 +48,7 @@ def blow_up(n=60, seed=0):
 
 
 def test_the_trend_checks_are_flat_diverge_and_dead_run():
-    assert TREND == {"TP-FLAT", "TP-CHANCE-LEVEL", "TP-DIVERGE", "TP-DEAD-RUN", "TP-RL-DEAD-POLICY"}
+    assert TREND == {"TP-FLAT", "TP-CHANCE-LEVEL", "TP-DIVERGE", "TP-DEAD-RUN", "TP-RL-DEAD-POLICY", "TP-RL-NO-SIGNAL"}
 
 
 # --- TP-PASS and the ran / skipped lists ----------------------------------------------

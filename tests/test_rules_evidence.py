@@ -261,3 +261,30 @@ def test_a_log_that_starts_early_in_its_span_is_judged_as_usual():
 def test_a_resumed_run_at_a_tiny_learning_rate_is_still_dead():
     rep = judge_runlog(resumed_run(100, 877100, lr=1e-7))
     assert one(rep, "TP-DEAD-RUN").data["cause"] == "tiny_lr"
+
+
+# --- "FAIL from step N": where the failure became visible --------------------------------
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_an_exploding_loss_fails_from_where_it_left_its_level_not_near_its_end(seed):
+    rng = np.random.default_rng(seed)
+    n = 97  # steps 10..970: flat at 2.5 for the first 11 points, then x1.3 a point to ~2.6e10
+    loss = np.concatenate([np.full(11, 2.5), 24.8 * 1.3 ** np.arange(n - 11)]) * np.exp(0.02 * rng.standard_normal(n))
+    f = one(judge_runlog(run_of(loss=loss)), "TP-DIVERGE")
+    assert f.data["onset_step"] <= 130  # the 12th-13th point, not the geometric midpoint (~step 500)
+
+
+def test_a_lone_high_point_before_the_blow_up_is_not_the_onset():
+    loss = [0.3, 0.2, 0.15, 0.12, 0.1, 0.1, 0.1, 0.25, 0.1, 0.1, 0.1] + [5.0] * 20
+    f = one(judge_runlog(run_of(loss=loss)), "TP-DIVERGE")
+    assert f.data["onset_step"] == 120  # the first point of the climb (the 12th), not the 8th
+
+
+def test_a_rising_dead_run_says_its_trend_rises():
+    n = 40
+    rng = np.random.default_rng(0)
+    loss = np.linspace(1.0, 1.04, n) * np.exp(0.001 * rng.standard_normal(n))
+    rep = judge_runlog(run_of(loss=loss))
+    f = one(rep, "TP-DEAD-RUN")
+    assert "significant upward trend" in f.evidence
+    assert "no significant downward trend" not in f.evidence

@@ -158,3 +158,83 @@ def test_a_slow_eval_rise_with_the_train_loss_rising_too_is_not_overfitting():
     train = np.concatenate([np.geomspace(0.7, 0.3, n // 3), np.linspace(0.3, 0.4, n - n // 3)])
     rep = judge_runlog(run_of(loss=train, eval_loss=ev))
     assert "TP-OVERFIT" not in ids(rep)
+
+
+# --- RL and preference runs: judged without a gradient norm; no signal; fading signal ----
+
+def dpo(n, margins):
+    loss = np.log(2) * np.exp(-np.linspace(0, 0.5, n)) * at_level(n, 1.0, 0.02, 0)
+    return run_of(loss=loss, **{"rewards/margins": margins, "rewards/accuracies": np.linspace(0.5, 0.8, n),
+                               "logps/chosen": np.linspace(-100, -90, n)})
+
+
+@pytest.mark.parametrize("n", [10, 100])
+def test_a_dpo_run_without_a_gradient_norm_is_judged(n):
+    rep = judge_runlog(dpo(n, np.linspace(0.0, 1.0, n)))
+    assert rep.verdict is Level.PASS
+    assert "TP-RL-NO-SIGNAL" in rep.ran
+
+
+def test_dpo_margins_exactly_zero_throughout_is_no_signal():
+    rep = judge_runlog(dpo(50, np.zeros(50)))
+    f = one(rep, "TP-RL-NO-SIGNAL")
+    assert f.level is Level.FAIL and f.data["value"] == 0.0
+
+
+def grpo(n, zero_std, reward):
+    return run_of(loss=np.full(n, 1e-4), reward=reward, frac_reward_zero_std=zero_std, grad_norm=np.full(n, 0.3))
+
+
+@pytest.mark.parametrize("n", [20, 200])
+def test_a_grpo_run_with_no_reward_spread_and_zero_reward_fails(n):
+    reward = np.zeros(n)
+    reward[::7] = 0.25  # a few groups get something
+    rep = judge_runlog(grpo(n, np.full(n, 1.0), reward))
+    f = one(rep, "TP-RL-NO-SIGNAL")
+    assert f.data["zero_std_median"] == 1.0 and f.data["reward_zero_share"] >= 0.8
+
+
+def test_a_learning_grpo_run_has_signal():
+    n = 100
+    rep = judge_runlog(grpo(n, np.linspace(0.0, 0.2, n), np.linspace(0.1, 2.0, n)))
+    assert "TP-RL-NO-SIGNAL" not in ids(rep) and "TP-RL-SIGNAL-FADING" not in ids(rep)
+    assert rep.verdict is not Level.FAIL
+
+
+def test_half_the_groups_without_spread_at_the_end_is_a_fading_signal_warn():
+    n = 60
+    zs = np.concatenate([np.full(40, 0.1), np.full(20, 0.7)])
+    rep = judge_runlog(grpo(n, zs, np.linspace(0.5, 1.0, n)))
+    assert one(rep, "TP-RL-SIGNAL-FADING").level is Level.WARN
+    assert rep.verdict is Level.WARN
+
+
+# --- TP-LOSS-SPIKE: spikes the run came back from ------------------------------------------
+
+@pytest.mark.parametrize("n,burst,seed", [(60, 1, 0), (200, 3, 1), (1000, 5, 2)])
+def test_a_spike_that_comes_back_is_a_warn_with_its_steps(n, burst, seed):
+    t = np.linspace(0, 1, n)
+    loss = (0.5 + 2.0 * np.exp(-4 * t)) * at_level(n, 1.0, 0.02, seed)
+    at = n // 2
+    loss[at: at + burst] *= 8.0
+    rep = judge_runlog(run_of(loss=loss))
+    f = one(rep, "TP-LOSS-SPIKE")
+    assert f.level is Level.WARN and f.data["recovered"] is True
+    assert 10 * (at + 1) <= f.data["largest_step"] <= 10 * (at + burst)
+    assert rep.verdict is Level.WARN
+    assert "TP-DIVERGE" not in ids(rep)
+
+
+def test_a_spike_before_a_plateau_does_not_make_the_plateau_a_divergence():
+    n = 120
+    loss = at_level(n, 1.0, 0.02, 3) * np.concatenate([np.geomspace(3.0, 0.6, 40), np.full(n - 40, 0.6)])
+    loss[60:63] *= 10
+    rep = judge_runlog(run_of(loss=loss))
+    assert "TP-DIVERGE" not in ids(rep) and rep.verdict is not Level.FAIL
+    assert "TP-LOSS-SPIKE" in ids(rep)
+
+
+def test_ordinary_noise_is_no_spike():
+    n = 300
+    rep = judge_runlog(run_of(loss=at_level(n, 1.0, 0.15, 4) * np.geomspace(3, 0.5, n)))
+    assert "TP-LOSS-SPIKE" not in ids(rep)

@@ -204,8 +204,13 @@ def test_flat_constant_to_three_digits_fails():
 
 
 def test_flat_exactly_constant_loss_fails():
-    f = one(judge(loss=[2.302585] * 20), "TP-FLAT")
+    f = one(judge(loss=[2.5] * 20), "TP-FLAT")
     assert f.data["rel_std"] == 0.0
+
+
+def test_flat_at_ln10_is_explained_by_the_chance_level():
+    rep = judge(loss=[2.302585] * 20)
+    assert "TP-FLAT" in one(rep, "TP-CHANCE-LEVEL").data["implies"]
 
 
 @pytest.mark.parametrize("rel", [0.003, 0.02, 0.3])

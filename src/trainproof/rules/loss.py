@@ -425,13 +425,20 @@ def check_diverge(ctx):
         return
     ratio = end / best
     through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
-    # Onset: the first point after the best level from which the loss stays at least half
-    # way (on the log scale) from the best level to the end level: at least 80% of the
-    # remaining points above sqrt(best * end).
-    high = v > math.sqrt(best * end)
+    # Onset: the first point after the best level from which the failure is visible and
+    # stays so: at least 80% of the remaining points above the bar this rule judges the
+    # end level by (the ratio and the noise gate above the best level). A loss that
+    # explodes on a log scale passes that bar long before it nears its end level.
+    # The point and the next two must all be above it, so a lone high point followed by a
+    # return to the old level is not where the run went wrong.
+    bar = best * max(ratio_th, math.exp(gate))
+    high = v > bar
     high[: best_idx + 1] = False
     suffix = np.cumsum(high[::-1])[::-1] / np.arange(n, 0, -1)
-    cand = np.flatnonzero(high & (suffix >= 0.8))
+    held = high.copy()
+    for k in (1, 2):
+        held[:-k] &= high[k:]
+    cand = np.flatnonzero(held & (suffix >= 0.8))
     onset = int(cand[0]) if cand.size else n - w
     where = "its starting level" if best_idx == 0 else f"the level it held around step {step(s.steps[best_idx])}"
     extra, ckpt_data = best_checkpoint(ctx.run)
@@ -522,7 +529,7 @@ def dead_run_state(ctx) -> dict | None:
         if elsewhere:
             return None
         state = {"first": first, "last": last, "rel": rel, "w": w, "wide": wide, "rel_wide": rel_wide, "z": z,
-                 "kind": "dead", "s": s}
+                 "trend_z_bar": th.dead_trend_z, "kind": "dead", "s": s}
         # An early fall: the first point sits above the end level by more than the bar and
         # more than the noise of single points (3 sigma of the log of the loss).
         sigma = log_loss_noise(ctx)
@@ -560,7 +567,8 @@ def _no_progress_text(st: dict) -> tuple[str, str]:
     evidence = (f"median of the first {w} losses {num(first)} (steps {step(s.steps[0])}–{step(s.steps[w - 1])}), "
                 f"median of the last {w} {num(last)} (steps {step(s.steps[-w])}–{step(s.steps[-1])}): "
                 f"{pct(rel)} improvement ({pct(st['rel_wide'])} over the first and last {st['wide']} points); "
-                f"no significant downward trend (Mann-Kendall z {st['z']:.2f}).")
+                + (f"a significant upward trend (Mann-Kendall z {st['z']:.2f})." if st["z"] >= st["trend_z_bar"]
+                   else f"no significant downward trend (Mann-Kendall z {st['z']:.2f})."))
     return change, evidence
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..findings import Level
-from ._fmt import num, step
+from ._fmt import num, pct, step
 from .objective import detect_objective
 from ._stats import median
 from .registry import Need, rule
@@ -44,6 +44,7 @@ def check_rl_objective(ctx):
     thresholds=["zero_min_points"],
     verdict_bearing=True,
     objectives=("rl",),
+    implies=("TP-RL-NO-SIGNAL", "TP-ZERO-GRAD"),
     detects="On an RL or preference objective, every finite gradient norm (at least 5) is exactly 0.0, and so is every finite KL when the log has one (TRL does not log the KL when its coefficient beta is 0).",
     why="A KL of exactly 0 throughout means the policy never moved away from the reference model, and a zero gradient norm says why: the updates are empty.",
     not_mean="A KL of 0 at the first steps is normal (the policy starts as the reference); a near-zero loss is normal for GRPO. This needs both exactly zero for the whole run.",
@@ -63,4 +64,92 @@ def check_rl_dead_policy(ctx):
         {"grad_norm_points": len(g), "kl_points": len(kl) if kl is not None else 0,
          "kl_key": kl.key if kl is not None else None},
         step=g.steps[0], line=g.lines[0],
+    )
+
+
+def _zero_std_share(ctx):
+    """TRL GRPO's ``frac_reward_zero_std`` series (the share of prompt groups whose
+    completions all got the same reward), whatever its prefix, or ``None``."""
+    for s in ctx.run.series.values():
+        if s.key.lower().rsplit("/", 1)[-1] == "frac_reward_zero_std":
+            f = s.finite()
+            return f if len(f) else None
+    return None
+
+
+@rule(
+    "TP-RL-NO-SIGNAL", Level.FAIL, "zero", "no learning signal: the reward never varies",
+    needs=[Need("reward", "zero_min_points")],
+    thresholds=["zero_min_points", "rl_zero_std_fail", "rl_zero_reward_share"],
+    verdict_bearing=True,
+    objectives=("rl",),
+    detects=(
+        "On an RL or preference objective with at least 5 reward points: every finite reward (or preference "
+        "margin) is the same value; or, for GRPO, the share of groups with zero reward spread "
+        "(frac_reward_zero_std) has a median of at least 0.95 over the run while the reward is exactly 0 on at "
+        "least 80% of the steps. When it does not fire, the run has been judged on its reward: an RL or "
+        "preference run without a gradient norm is not left unjudged."
+    ),
+    why=(
+        "Policy-gradient and preference updates are driven by differences in reward (GRPO's advantage is the "
+        "reward minus its group mean; DPO's margin is chosen minus rejected): a reward that never varies gives "
+        "every update zero signal, so the run trains nothing whatever its loss shows."
+    ),
+    not_mean="A reward that is flat but varies from step to step is not this (the policy gets a signal, it may just not improve); a GRPO run where some groups have no spread is TP-RL-SIGNAL-FADING's at most.",
+    causes="A reward function that always returns the same value (a parsing bug, a format the policy never hits), completions all truncated at the length limit, tasks far too hard or far too easy for the policy, a frozen or detached policy.",
+    try_="Print a few completions with their rewards; check the reward function on hand-made right and wrong answers; raise max_completion_length or lower task difficulty so groups get mixed rewards.",
+)
+def check_rl_no_signal(ctx):
+    th = ctx.th
+    rw = ctx.finite("reward")
+    v = rw.values
+    if np.all(v == v[0]):
+        yield ctx.finding(
+            f"no learning signal: the reward ({rw.key}) is {num(v[0])} at every logged step",
+            f"all {len(rw)} finite values of {rw.key} (steps {step(rw.steps[0])}–{step(rw.steps[-1])}) are exactly "
+            f"{num(v[0])}: updates driven by reward differences are empty.",
+            {"reward_key": rw.key, "points": len(rw), "value": float(v[0])},
+            step=rw.steps[0], line=rw.lines[0],
+        )
+        return
+    z = _zero_std_share(ctx)
+    if z is None:
+        return
+    zero_share = float(np.mean(v == 0))
+    zmed = float(median(z.values))
+    if zmed >= th.rl_zero_std_fail and zero_share >= th.rl_zero_reward_share:
+        yield ctx.finding(
+            f"no learning signal: {pct(zmed)} of reward groups have no spread and the reward is 0 on {pct(zero_share)} of steps",
+            f"{z.key} has median {num(zmed)} over {len(z)} points and {rw.key} is exactly 0 on {int((v == 0).sum())} of "
+            f"{len(rw)} steps: the group-relative advantage is zero almost everywhere.",
+            {"zero_std_median": zmed, "reward_zero_share": zero_share, "points": len(rw)},
+            step=rw.steps[0], line=rw.lines[0],
+        )
+
+
+@rule(
+    "TP-RL-SIGNAL-FADING", Level.WARN, "rl", "most GRPO groups have no reward spread at the end of the run",
+    needs=[Need("reward", "min_value_points")],
+    thresholds=["min_value_points", "rl_zero_std_warn"],
+    objectives=("rl",),
+    detects="TRL GRPO's frac_reward_zero_std (share of prompt groups whose completions all got the same reward) has a median of at least 0.5 over the last third of the logged steps.",
+    why="A group whose completions share one reward has zero advantage and contributes no gradient: when most groups are like that, most of each batch is wasted and learning stalls or regresses.",
+    not_mean="It is not a dead run: the remaining groups still teach the policy; a run that has mastered its tasks (all completions right) looks like this too — read the reward level.",
+    causes="Tasks that became too easy (all right) or are too hard (all wrong), a reward with few distinct values (0/1), too few generations per prompt.",
+    try_="Raise num_generations, use a graded reward, filter prompts the policy always solves or never solves.",
+)
+def check_rl_signal_fading(ctx):
+    z = _zero_std_share(ctx)
+    if z is None or len(z) < ctx.th.min_value_points:
+        return
+    tail = z.values[-max(1, len(z) // 3):]
+    zmed = float(median(tail))
+    if zmed < ctx.th.rl_zero_std_warn:
+        return
+    yield ctx.finding(
+        f"the reward signal is fading: {pct(zmed)} of groups have no reward spread over the last third of the run",
+        f"median {z.key} {num(zmed)} over its last {tail.size} points (steps {step(z.steps[-tail.size])}–"
+        f"{step(z.steps[-1])}); median over the whole run {num(median(z.values))}.",
+        {"zero_std_tail_median": zmed, "tail_points": int(tail.size)},
+        step=z.steps[-tail.size], line=z.lines[-tail.size],
     )

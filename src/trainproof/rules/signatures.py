@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..findings import Level
-from ._fmt import num, pct, step
+from ._fmt import num, pct, step, times
 from ._stats import (ar1_inflation, end_window, improvement, level_se, mann_kendall_z, median,
                      neighbour_median, ols_slope, sign_change_share, window_medians,
                      window_medians_at, window_mins)
@@ -385,7 +385,7 @@ def _spike_candidates(y: np.ndarray, window: int, first: int, bar: float) -> tup
 
 
 @rule(
-    "TP-LOSS-SPIKE", Level.WARN, "signature", "a loss spike after which the run settled at a worse level",
+    "TP-LOSS-SPIKE", Level.WARN, "signature", "a loss spike: the loss jumped several times above its level",
     needs=[Need("loss", "spike_min_points", positive=True, all_finite=True)],
     thresholds=["spike_min_points", "spike_window", "spike_factor", "spike_noise_z", "spike_max_points",
                 "spike_settle_points", "spike_worse_ratio", "spike_worse_z"],
@@ -394,16 +394,19 @@ def _spike_candidates(y: np.ndarray, window: int, first: int, bar: float) -> tup
         "points before, at least 5) and more than 6 noise sigmas above it (noise of the log of the loss), "
         "followed by at least 5 more points. The loss must come back below that bar, and the best level the run "
         "reaches from there to the end of the log (the lowest median of any 5 consecutive points) must still be "
-        "more than 1.1x the level before the spike and above it by more than 3 standard errors of the two levels."
+        "more than 1.1x the level before the spike and above it by more than 3 standard errors of the two levels "
+        "(the run settled worse); otherwise the spikes came back, and the finding lists their steps. Never a "
+        "FAIL: a spike that recovers is instability to watch, and it does not make a later plateau a divergence "
+        "(TP-DIVERGE reads levels, which a burst of at most 5 points does not move)."
     ),
     why=(
         "A spike that the run absorbs costs a few steps; one after which the loss never gets back to where it "
         "was has damaged the weights (or the optimiser state), and every later step starts from a worse model."
     ),
     not_mean=(
-        "A spike that recovers fully (the loss gets back within 10% or within the noise of its level before) is "
-        "not this, nor a single spike at the very end of the log (there is nothing after it to judge), nor a "
-        "jump to a new level that does not come back down (that is TP-DIVERGE), nor an ordinarily noisy curve."
+        "A spike that recovers is not damage: the finding says so. A single spike at the very end of the log "
+        "(there is nothing after it to judge), a jump to a new level that does not come back down (that is "
+        "TP-DIVERGE) and an ordinarily noisy curve are not this."
     ),
     causes=(
         "An outlier batch (corrupt or extremely long sample) meeting a learning rate near the edge of stability, "
@@ -445,6 +448,7 @@ def check_loss_spike(ctx):
     post_meds = post_best = None
     se_post = level_se(sigma, settle)
     hits = []
+    recovered: list[tuple[int, int, float]] = []  # (peak index, burst points, log jump)
     c = 0
     while c < cand.size:
         i = int(cand[c])
@@ -461,11 +465,15 @@ def check_loss_spike(ctx):
         post = float(post_best[end])
         gap = post - pre
         gate = th.spike_worse_z * math.hypot(level_se(sigma, pre_points), se_post)
+        peak = i + int(np.argmax(y[i:end]))
         if gap > worse and gap > gate and gap < bar:
-            peak = i + int(np.argmax(y[i:end]))
             at = end + int(np.flatnonzero(post_meds[end:] == post)[0]) + settle // 2
             hits.append((i, end, peak, pre, pre_points, post, at, settle, gap, gate))
+        elif gap <= worse or gap <= gate:
+            recovered.append((peak, end - i, float(y[peak] - pre)))
     if not hits:
+        if recovered:
+            yield _recovered_spikes(ctx, s, recovered)
         return
     i, end, peak, pre, pre_points, post, post_idx, post_points, gap, gate = hits[0]
     pre_v, post_v, peak_v = math.exp(pre), math.exp(post), float(v[peak])
@@ -484,4 +492,22 @@ def check_loss_spike(ctx):
          "ratio": ratio, "spike_ratio": peak_v / pre_v, "log_gap": gap, "noise_gate": gate, "noise_std": sigma,
          "spikes": len(hits), "threshold": th.spike_worse_ratio},
         step=s.steps[peak], line=s.lines[peak],
+    )
+
+
+def _recovered_spikes(ctx, s, recovered: list[tuple[int, int, float]]):
+    """The finding for spikes the run came back from: their steps, the largest jump."""
+    peaks = [p for p, _, _ in recovered]
+    big = max(recovered, key=lambda r: r[2])
+    shown = ", ".join(step(s.steps[p]) for p in peaks[:8]) + (" …" if len(peaks) > 8 else "")
+    jump = math.exp(big[2])
+    return ctx.finding(
+        f"loss spike{'s' if len(peaks) > 1 else ''} at step{'s' if len(peaks) > 1 else ''} {shown}; the run came back",
+        f"{len(peaks)} burst(s) of at most {ctx.th.spike_max_points} points above {num(ctx.th.spike_factor)}x the loss "
+        f"level before them and {num(ctx.th.spike_noise_z)} noise sigmas; the largest jumps to {num(s.values[big[0]])} "
+        f"at step {step(s.steps[big[0]])} ({times(jump)} its level before, for {big[1]} point(s)). Each time the "
+        "loss came back to within 10% or the noise of where it was.",
+        {"spike_steps": [float(s.steps[p]) for p in peaks], "spikes": len(peaks), "largest_ratio": jump,
+         "largest_step": float(s.steps[big[0]]), "recovered": True},
+        step=s.steps[big[0]], line=s.lines[big[0]],
     )

@@ -123,6 +123,17 @@ class Thresholds:
     zero_mixed_share: float = 0.1
     zero_mixed_level: float = 0.1
 
+    # --- RL and preference signal -----------------------------------------------------------
+    # GRPO's advantage is a completion's reward minus its group's mean: a group whose
+    # completions share one reward (TRL logs the share as frac_reward_zero_std) teaches
+    # nothing. A median of 0.95 over the run with the reward exactly 0 on 80% of the steps
+    # is a run with no signal at all (FAIL); half of the groups without spread over the last
+    # third is most of each batch wasted (WARN). Healthy GRPO runs on the corpus sit at
+    # 0.0-0.2.
+    rl_zero_std_fail: float = 0.95
+    rl_zero_reward_share: float = 0.8
+    rl_zero_std_warn: float = 0.5
+
     # --- gradients -----------------------------------------------------------------------
     # A gradient norm 10x the run's median is a spike (clipping thresholds are usually set
     # at a few times the typical norm). The first logged norm is ignored: large norms at

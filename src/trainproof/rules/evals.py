@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ..findings import Level
-from ._fmt import num, step
+from ._fmt import num, step, times
 from ._checkpoint import best_checkpoint
 from ._stats import block_medians, mann_kendall_z, median, window_medians
 from .registry import Need, rule
@@ -87,7 +87,7 @@ def check_overfit(ctx):
         return
     extra, ckpt_data = best_checkpoint(ctx.run)
     yield ctx.finding(
-        f"overfitting: eval loss is {end / best:.2f}x its minimum at step {step(best_step)}",
+        f"overfitting: eval loss is {times(end / best)} its minimum at step {step(best_step)}",
         f"eval loss reached its minimum {num(best)} at step {step(best_step)} (line {int(ev.lines[j])}); "
         + (f"it then rose at each of the {after} evaluations after it, to {num(end)}, "
            if climb else f"the median of the last {th.overfit_tail_evals} evaluations is {num(tail)} ({after} "

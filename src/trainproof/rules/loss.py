@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ..findings import Level
-from ._fmt import num, pct, step
+from ._fmt import num, pct, step, times
 from ._stats import (block_medians, block_sizes, end_window, expected_min_shift, improvement, level_se,
                      mann_kendall_z, median, runs_of, smoothing_block)
 from ._checkpoint import best_checkpoint
@@ -14,9 +14,6 @@ from ._shared import log_loss_noise
 from .registry import Need, rule
 
 
-def _times(x: float) -> str:
-    """A ratio as ``2.35x``, or ``6.907e+17x`` when it is huge."""
-    return f"{x:.2f}x" if x < 1e4 else f"{num(x)}x"
 
 
 def _grad_at(ctx, steps: np.ndarray) -> tuple[int, int, int]:
@@ -445,9 +442,9 @@ def check_diverge(ctx):
     held = ("its first point" if best_points == 1 else f"median of its first {best_points} points") if from_start \
         else f"median of {best_points} points"
     yield ctx.finding(
-        f"loss diverged: the run ends {_times(ratio)} above {where}",
+        f"loss diverged: the run ends {times(ratio)} above {where}",
         f"end level {num(end)} (median of the last {w} points, steps {step(s.steps[-w])}–{step(s.steps[-1])}) is "
-        f"{_times(ratio)} the best level {num(best)} ({held}) at step {step(s.steps[best_idx])} "
+        f"{times(ratio)} the best level {num(best)} ({held}) at step {step(s.steps[best_idx])} "
         f"({pct(through)} through the run); threshold {num(ratio_th)}x, relative noise {num(sigma)}, "
         f"log gap {num(gap)} against a noise gate of {num(gate)}.{extra}",
         {"end_level": end, "best_level": best, "best_step": s.steps[best_idx], "ratio": ratio,
@@ -561,7 +558,7 @@ def _no_progress_text(st: dict) -> tuple[str, str]:
     if rel >= 0:
         change = f"improved only {pct(rel)}"
     elif last > 2 * first:
-        change = f"ended {_times(last / first)} higher than it started"
+        change = f"ended {times(last / first)} higher than it started"
     else:
         change = f"ended {pct(-rel)} higher than it started"
     evidence = (f"median of the first {w} losses {num(first)} (steps {step(s.steps[0])}–{step(s.steps[w - 1])}), "
@@ -634,7 +631,7 @@ def check_loss_stalled(ctx):
                      "held here is a plateau of a trained model, not a run that never learned.")
     else:
         message = f"loss stalled: it fell from its first point {num(s.values[0])}, then {change}"
-        evidence += (f" The first loss {num(s.values[0])} sits {_times(math.exp(st['fall']))} above the end level, "
+        evidence += (f" The first loss {num(s.values[0])} sits {times(math.exp(st['fall']))} above the end level, "
                      f"and the optimizer is alive: {st['alive']}.")
     yield ctx.finding(
         message, evidence,

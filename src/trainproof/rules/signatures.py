@@ -482,7 +482,7 @@ def check_loss_spike(ctx):
     yield ctx.finding(
         f"loss spike at step {step(s.steps[peak])} left the run {ratio:.2f}x worse than before it",
         f"at step {step(s.steps[peak])} (line {int(s.lines[peak])}) the loss jumps to {num(peak_v)}, "
-        f"{peak_v / pre_v:.1f}x its level before (median {num(pre_v)} of the {pre_points} points to step "
+        f"{times(peak_v / pre_v, 1)} its level before (median {num(pre_v)} of the {pre_points} points to step "
         f"{step(s.steps[i - 1])}; bar {math.exp(bar):.2f}x), for {end - i} point(s); it comes back down, but the "
         f"best level after it is {num(post_v)} (median of {post_points} points around step "
         f"{step(s.steps[post_idx])}), {ratio:.2f}x the level before (threshold {num(th.spike_worse_ratio)}x; log gap "

@@ -97,6 +97,7 @@ def _immaterial(c: CompareContext, run_level: float, base_level: float) -> bool:
 @rule(
     "TP-FLOOR-RATIO", Level.FAIL, "compare", "the run's loss floor is far above the baseline's",
     thresholds=["cmp_floor_ratio", "cmp_min_gap_share"], **_COMMON,
+    least_evidence='Both runs usable (10 finite, positive loss points each) and a gap above 10% of what the baseline learned.',
     detects="The run's loss floor (smoothed minimum over the shared steps) is more than 2x the baseline's, and the gap is more than 10% of what the baseline learned (its start minus its floor), when it learned anything.",
     why="The lowest loss a run holds is what it can learn; twice the baseline's floor on the same task means it learns something else, or much less.",
     not_mean="It does not compare different tasks, tokenizers or loss definitions meaningfully: the baseline must be a known-good run of the same task.",
@@ -120,6 +121,7 @@ def check_floor_ratio(c: CompareContext):
 @rule(
     "TP-END-RATIO", Level.FAIL, "compare", "the run ends far above the baseline",
     thresholds=["cmp_end_ratio", "cmp_min_gap_share"], **_COMMON,
+    least_evidence='Both runs usable (10 finite, positive loss points each) and a gap above 10% of what the baseline learned.',
     detects="The run's end loss (median of its last 10% over the shared steps) is more than 2x the baseline's, and the gap is more than 10% of what the baseline learned (its start minus its end), when it learned anything.",
     why="Where a run ends is what its checkpoint is worth; twice the baseline's loss at the same step is a much worse model.",
     not_mean="It does not mean the run is broken on its own; it is worse than the baseline.",
@@ -142,6 +144,7 @@ def check_end_ratio(c: CompareContext):
 @rule(
     "TP-NEG-IMPROVE", Level.FAIL, "compare", "the run ended higher than it started",
     **_COMMON,
+    least_evidence='Both runs usable (10 finite, positive loss points each).',
     detects="Over the shared steps the run's end loss (median of its last 10%) is above its start (median of its first 10%).",
     why="A run that ends worse than it started has lost what it learned, whatever the baseline did.",
     not_mean="A fine-tune whose loss rises slightly at the start of a new task and recovers is not this: the end is compared with the start.",
@@ -163,6 +166,7 @@ def check_neg_improve(c: CompareContext):
 @rule(
     "TP-IMPROVE-DEFICIT", Level.FAIL, "compare", "the run improved far less than the baseline",
     thresholds=["cmp_improve_deficit"], **_COMMON,
+    least_evidence='Both runs usable (10 finite, positive loss points each).',
     detects="The run's relative improvement over the shared steps is below 25% of the baseline's (only when the baseline improved).",
     why="Over the same steps the baseline learned four times as much: the run is not training the same way.",
     not_mean="Nothing when the baseline itself did not improve (then the comparison says nothing about learning).",

@@ -104,6 +104,7 @@ def check_overfit(ctx):
 @rule(
     "TP-NAN-EVAL", Level.FAIL, "nan", "an evaluation loss is NaN or ±Inf",
     needs=[Need("eval_loss", 1, finite=False)],
+    least_evidence='A single non-finite evaluation loss is its own evidence.',
     detects="An eval loss value that is NaN, +Inf or -Inf.",
     why="A non-finite evaluation means the model's outputs are non-finite on held-out data: the weights are already broken, or the evaluation overflows in reduced precision.",
     not_mean="It says nothing about overfitting: TP-OVERFIT is skipped (degenerate) on such a series rather than passed.",

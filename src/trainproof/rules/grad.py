@@ -35,6 +35,7 @@ def _split_nonfinite_runs(ctx):
 @rule(
     "TP-NAN-GRAD", Level.FAIL, "nan", "the gradient norm is non-finite on a sustained run of steps",
     needs=[Need("grad_norm", 1, finite=False)], thresholds=["nan_grad_sustained_points"],
+    least_evidence='The last 3 or more logged norms non-finite with no finite norm after them (a loss scaler skipping steps recovers).',
     detects="Gradient norms that are NaN or Inf on the last 3 or more logged points (never followed by a finite norm again), or on every logged point.",
     why="A loss scaler skips an overflowing step, lowers its scale and recovers, sometimes after several skips in a row; a norm that never becomes finite again means the weights or the loss are already NaN, whatever the logged loss says.",
     not_mean="Non-finite norms followed by finite ones, however many in a row, are the mixed-precision loss scaler at work (TP-GRAD-OVERFLOW-SKIPPED): NaN weights never give a finite norm again.",
@@ -98,6 +99,7 @@ def check_overflow_skipped(ctx):
     needs=[Need("grad_norm", "zero_min_points"), Need("loss", 2)],
     thresholds=["zero_min_points", "dead_window", "dead_min_improvement"],
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-CHANCE-LEVEL", "TP-VANISHING-GRAD"),
+    least_evidence='Every one of at least 5 finite norms exactly 0.0, and the loss read over 10% windows (at least 5 points each) not improving by 5%.',
     detects="Every finite gradient norm (at least 5) is exactly 0.0 while the loss did not improve by 5% (median of the first vs the last 10% of the loss points, at least 5 points each: a wider window than 5 points keeps step-to-step noise on a frozen model from passing for learning).",
     why="With zero gradients the optimizer cannot change the weights: every step is wasted.",
     not_mean="It does not fire on small but non-zero norms (those are TP-VANISHING-GRAD territory), nor when the loss improved (a logger that reports 0 for a norm it did not compute).",

@@ -46,6 +46,7 @@ def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
 @rule(
     "TP-NAN", Level.FAIL, "nan", "a logged loss is NaN or ±Inf",
     needs=[Need("loss", 1, finite=False)],
+    least_evidence='A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss.',
     detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log.",
     why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",
     not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite.",
@@ -97,6 +98,7 @@ def _loss_scale_clause(ctx, at: float) -> str:
 @rule(
     "TP-ZERO-LOSS", Level.FAIL, "zero", "every finite loss is exactly 0.0",
     needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points"],
+    least_evidence='Every one of at least 5 finite losses exactly 0.0 (compared with ==).',
     detects="A train loss that is exactly 0.0 (compared with ==, never a tolerance) at every finite logged point.",
     why="A real loss is almost never exactly zero; an exact zero from the first log means the loss is not computed on anything.",
     not_mean="It does not mean the model fits the data perfectly. Near-zero but non-zero losses (RL objectives, tiny-loss tasks) do not trigger it.",
@@ -120,6 +122,7 @@ def check_zero_loss(ctx):
 @rule(
     "TP-ZERO-LOSS-ONSET", Level.FAIL, "zero", "loss was positive, then exactly 0.0 to the end",
     needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points"],
+    least_evidence='At least 5 trailing losses exactly 0.0 after positive ones.',
     detects="A loss that was positive earlier in the run and is exactly 0.0 on the last 5 or more logged points.",
     why="A sudden exact zero is almost always a NaN hidden by the logger (HF's logging_nan_inf_filter averages over a window of NaNs to exactly 0.0) or a batch pipeline that stopped producing labels.",
     not_mean="It does not mean the model converged: convergence approaches zero, it does not land on it exactly.",
@@ -150,6 +153,7 @@ def check_zero_loss_onset(ctx):
 @rule(
     "TP-ZERO-LOSS-MIXED", Level.FAIL, "zero", "exact 0.0 losses mixed among ordinary ones",
     needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level"],
+    least_evidence='At least 5 exact zeros that are also at least 10% of the points, among positive losses at least 10% of the starting level.',
     detects=(
         "At least 5 finite losses, and at least 10% of them, are exactly 0.0, the run does not end on a run of "
         "zeros (TP-ZERO-LOSS-ONSET's), and the positive losses logged from the first zero on have a median of at "
@@ -201,6 +205,7 @@ def check_zero_loss_mixed(ctx):
     thresholds=["min_trend_points", "flat_rel_std", "dead_min_schedule_share"],
     verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
+    least_evidence='Relative variation below 0.1% over every point.',
     detects="A loss whose relative variation (standard deviation / mean over every finite point) is below 0.1%. Least evidence: 8 points, at least 30% of the scheduled run where the log declares its schedule, and a learning rate no longer warming up.",
     why="A training loss always moves a little from batch to batch; a loss constant to three significant digits means the model's output does not depend on the updates.",
     not_mean="It does not flag a slowly improving or a noisy loss; those vary far more than 0.1%.",
@@ -264,6 +269,7 @@ def chance_level(values: np.ndarray, max_classes: int, tol_level: float, tol_blo
                 "dead_trend_z", "dead_min_schedule_share"],
     verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
+    least_evidence="80% of the run's block medians at ln(k) and no significant downward trend.",
     detects=(
         "A train loss (or, when it does not, an eval loss with at least 8 evaluations) whose median is within 2% "
         "of ln(k) for some k from 2 to 10 (0.693, 1.099, 1.386, 1.609, …), with at least 80% of its block "
@@ -344,6 +350,7 @@ def _lone_start_cut(ratio: float, k: int) -> float:
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
     thresholds=["min_trend_points", "diverge_ratio", "diverge_noise_z", "diverge_start_points", "floor_regain_share"],
     verdict_bearing=True, implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
+    least_evidence="The run's own noise, measured on the log of the loss: the end level must clear the best level by the ratio and by 3 standard errors of the two levels.",
     detects=(
         "A run whose end level (median of its last 10% of points, at least 3) is more than 1.5x the best "
         "level it held, and above it by more than 3 standard errors of the two levels (noise measured on "
@@ -581,6 +588,7 @@ def _dead_data(st: dict, th) -> dict:
     thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "dead_trend_blocks",
                 "dead_min_schedule_share", "tiny_lr"],
     verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    least_evidence='Both the 5-point ends and the 10% ends under 5% improvement, and no significant trend over up to 40 block medians; no falling eval loss.',
     detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians). Least evidence: 10 points, at least 30% of the scheduled run where the log declares its schedule, and a learning rate no longer warming up. Not a dead run: an eval loss that falls with a significant trend (the model is learning); a loss that fell from its first point beyond the noise and then held a level while the learning rate and the gradient norm stayed alive, or a log that starts past its own span (a resumed run): TP-LOSS-STALLED, a WARN. A learning rate at most 1e-6 over the whole run is named as the cause.",
     why="A run that ends where it started has spent its compute without learning.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a loss with a large constant offset that falls slowly but steadily, nor a run judged early in its schedule or during warm-up. It does flag runs already converged at the start because they resumed from a good checkpoint; read the evidence with the run's history in mind.",

@@ -99,6 +99,7 @@ _EDGES = ("Zeros at the schedule's edges — the first few points of warm-up or 
     needs=[Need("lr", "min_value_points")],
     thresholds=["zero_lr_fail_share", "min_value_points", "lr_startup_share", "lr_startup_points"],
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-CHANCE-LEVEL", "TP-ZERO-LR-PARTIAL"),
+    least_evidence='At least 99% of the points between start-up and a decayed end at lr <= 0.',
     detects="A learning rate <= 0 on at least 99% of the logged points between start-up and the scheduled end. " + _EDGES,
     why="With a zero learning rate the optimizer never changes the weights; the run computes gradients for nothing.",
     not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted.",

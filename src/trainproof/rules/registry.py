@@ -77,6 +77,7 @@ class Rule:
     min_schedule_share: str | None = None
     after_warmup: bool = False
     implies: tuple[str, ...] = ()
+    least_evidence: str = ""
     check: Callable | None = field(default=None, compare=False)
 
     @property
@@ -108,10 +109,42 @@ class Rule:
             parts.append("· objectives " + ", ".join(f"`{o}`" for o in self.objectives)
                          + " (skipped as `objective: …` on the others)")
         parts.append("")
+        least = self.least_evidence_text()
+        if least:
+            parts.append(f"**Least evidence.** {least}")
+            parts.append("")
         for attr, title in DOC_SECTIONS:
             parts.append(f"**{title}.** {getattr(self, attr)}")
             parts.append("")
         return "\n".join(parts).rstrip() + "\n"
+
+
+def _least_evidence_text(self: "Rule") -> str:
+    """What a FAIL rule needs before it may fail a run, in one paragraph: the points of
+    each series it needs, the share of the scheduled run and the end of warm-up the engine
+    waits for, and the rule's own ``least_evidence``. Empty for other levels and outcomes."""
+    if self.level is not Level.FAIL or self.is_outcome:
+        return ""
+    from .thresholds import DEFAULT
+
+    bits = []
+    for n in self.needs:
+        mp = n.min_points
+        k = getattr(DEFAULT, mp) if isinstance(mp, str) else mp
+        names = " or ".join(f"`{x}`" for x in n.names)
+        bits.append(f"{k} {'finite ' if n.finite else ''}point{'s' if k != 1 else ''} of {names}")
+    if self.min_schedule_share:
+        bits.append(f"{getattr(DEFAULT, self.min_schedule_share):.0%} of the scheduled run where the log "
+                    "declares its schedule (skipped as `too_little_of_schedule` below it)")
+    if self.after_warmup:
+        bits.append("a learning rate no longer warming up (skipped as `warmup` while it rises)")
+    text = ("Needs " + "; ".join(bits) + "." if bits else "")
+    if self.least_evidence:
+        text = (text + " " if text else "") + self.least_evidence
+    return text
+
+
+Rule.least_evidence_text = _least_evidence_text  # type: ignore[attr-defined]
 
 
 def _first_sentence(text: str) -> str:
@@ -179,6 +212,7 @@ def rule(
     min_schedule_share: str | None = None,
     after_warmup: bool = False,
     implies: Iterable[str] = (),
+    least_evidence: str = "",
 ):
     """Register the decorated ``check(ctx)`` generator as rule ``id``.
 
@@ -195,6 +229,10 @@ def rule(
     ``implies``: ids of less specific rules that this one explains when both fire on a
     run (a divergence also "did not improve"); the engine keeps this rule's finding,
     drops theirs and lists them as implied in its ``data["implies"]``.
+
+    ``least_evidence``: for a FAIL rule, what beyond its declared points it needs before it
+    may fail a run (the noise measured, a share of the points); RULES.md prints it with
+    the points, schedule share and warm-up the engine enforces.
     """
 
     def deco(fn: Callable) -> Callable:
@@ -204,7 +242,7 @@ def rule(
                 not_mean=not_mean, causes=causes, try_=try_, needs=tuple(needs),
                 thresholds=tuple(thresholds), verdict_bearing=verdict_bearing,
                 source=source, objectives=tuple(objectives), min_schedule_share=min_schedule_share,
-                after_warmup=after_warmup, implies=tuple(implies), check=fn,
+                after_warmup=after_warmup, implies=tuple(implies), least_evidence=least_evidence, check=fn,
             ),
             fn.__module__,
         )

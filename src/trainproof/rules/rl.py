@@ -45,6 +45,7 @@ def check_rl_objective(ctx):
     verdict_bearing=True,
     objectives=("rl",),
     implies=("TP-RL-NO-SIGNAL", "TP-ZERO-GRAD"),
+    least_evidence='Every one of at least 5 finite norms exactly 0.0, and every finite KL too when logged.',
     detects="On an RL or preference objective, every finite gradient norm (at least 5) is exactly 0.0, and so is every finite KL when the log has one (TRL does not log the KL when its coefficient beta is 0).",
     why="A KL of exactly 0 throughout means the policy never moved away from the reference model, and a zero gradient norm says why: the updates are empty.",
     not_mean="A KL of 0 at the first steps is normal (the policy starts as the reference); a near-zero loss is normal for GRPO. This needs both exactly zero for the whole run.",
@@ -83,6 +84,7 @@ def _zero_std_share(ctx):
     thresholds=["zero_min_points", "rl_zero_std_fail", "rl_zero_reward_share"],
     verdict_bearing=True,
     objectives=("rl",),
+    least_evidence="A reward identical at every one of at least 5 points, or GRPO's zero-spread share at a median of 0.95 with the reward 0 on 80% of steps.",
     detects=(
         "On an RL or preference objective with at least 5 reward points: every finite reward (or preference "
         "margin) is the same value; or, for GRPO, the share of groups with zero reward spread "

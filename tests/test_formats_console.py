@@ -236,16 +236,21 @@ def test_restarted_runs_in_one_capture(tmp_path: Path) -> None:
     p = tmp_path / "train.log"
     p.write_text("\n".join(lines) + "\n")
     run = read_runlog(p)
+    # Two runs are never merged into one curve: the longest (the first, 3 epochs) is judged
+    # whole, and a note names both.
     assert run.get("loss").steps.tolist() == [1, 2, 3]
-    assert run.get("loss").values.tolist() == [0.1, 0.2, 4.0]  # the later run's epochs 1-2 win
-    assert any("logged more than once" in n for n in run.notes)
+    assert run.get("loss").values.tolist() == [2.0, 3.0, 4.0]
+    assert run.get("eval_loss").values.tolist() == [2.0, 2.0, 2.0]
+    (note,) = [n for n in run.notes if "runs" in n]
+    assert "holds 2 runs" in note and "only run 1, the longest" in note
+    assert not any("logged more than once" in n for n in run.notes)
 
 
 @pytest.mark.parametrize(
     ("line", "want"),
     [
         ("Epoch 1 Step 200 Loss: 0.5", {"loss": 0.5}),
-        ("Epoch 2 | lr 0.001 Loss: 0.4", {"loss": 0.4}),
+        ("Epoch 2 | lr 0.001 Loss: 0.4", {"lr": 0.001, "loss": 0.4}),  # a blank is a separator too
         ("epoch 3: loss=0.25 acc=0.9", {"loss": 0.25, "acc": 0.9}),
         ("Epoch 4 - loss: 0.5 - val_loss: 0.4", {"loss": 0.5, "val_loss": 0.4}),
         ("Epoch 5, lr: 1e-4, train/loss: 0.3", {"lr": 1e-4, "train_loss": 0.3}),

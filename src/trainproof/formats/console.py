@@ -1,6 +1,6 @@
 """Console captures (``nohup.out``, ``slurm-*.out``, ``train.log``) of training scripts.
 
-Two shapes are read, anywhere in a line (progress bars share lines with them):
+Two readings share one pass over the lines:
 
 * HF Trainer's log dicts, printed as Python literals:
   ``{'loss': 1.234, 'grad_norm': 0.56, 'learning_rate': 2e-05, 'epoch': 0.1}`` (newer
@@ -9,10 +9,55 @@ Two shapes are read, anywhere in a line (progress bars share lines with them):
   the ``'step'`` key when present, else the running count of train dicts. Eval dicts
   (``{'eval_loss': …}``) take the step of the last train dict; the end-of-training summary
   (``{'train_runtime': …}``) is kept as meta.
-* Epoch lines of hand-written loops: ``Epoch 3/200 | Loss: 0.6924`` or
-  ``Epoch [1/50], Train Loss: 1.9463, Train Acc: 20.34%, Val Loss: 1.9097``: the epoch
-  number is the step and each ``Name: number`` pair a metric (``Train Loss`` ->
-  ``train_loss``).
+* Every other printout, by one tokenizer of ``name <sep> number`` pairs, the separator
+  being ``:``, ``=``, blanks, a ``|`` table cell or a ``[``: ``iter 100: loss 3.21``,
+  ``step=100 loss=3.2``, ``| epoch 1 | lr 20.00 | loss 5.91 |``, ``Epoch [1/50], Train
+  Loss: 1.94``, ``Ep. 3 : Up. 1000 : Cost 4.21``, ``train/CrossEntropyLoss=3.98``. A name
+  is up to six words; a value may carry ``%`` or ``s`` (dropped) and a ``/total``. Which
+  pairs are the step is decided per line, in this order (see :func:`_step_of`):
+
+  1. a global counter: a name containing ``global``, ``num_updates``, ``total_timesteps``,
+     Marian's ``Up.``;
+  2. an epoch together with a step, batch or iteration counter: ``(e-1)*S + s`` (``e*S + s``
+     for a run that counts epochs from 0) where the
+     counter prints its per-epoch total ``S`` (``Epoch [e/E], Step [s/S]``); without a
+     total, a counter that starts again when the epoch changes is offset by where the
+     previous epoch ended, and one that does not is the step itself;
+  3. a step, batch or iteration counter alone (``iter 100``, ``Step 100/5000``);
+  4. an epoch with a position in it: a tqdm bar's ``n/N`` (Lightning's ``Epoch 0: 45%|██|
+     45/100 [..., loss=0.123]``), ``200/2983 batches``, mmengine's ``Epoch(train)
+     [e][n/N]``: ``(e-1)*N + n``;
+  5. an epoch alone (``Epoch 3/10 | Loss: 0.5``).
+
+  Once a run has a step axis, a line with only an epoch (``Epoch 1 completed. Average
+  Loss: 4.68``, an end-of-epoch validation) takes the last step, as an eval dict does.
+
+  A line is a training record when it has a step and a loss-like name (``loss`` in it,
+  ``cost``, a cross-entropy): a step printed alone (``Epoch 3/10``, ``[step=100/5000]``)
+  opens a block that the following lines of pairs fill (Keras' epoch summary, OLMo's
+  indented ``train/CrossEntropyLoss=3.98`` lines); a Keras progress frame ``12/128 [==>..]``
+  short of its total is skipped, so each epoch gives the summary line only.
+  Stable-Baselines3 tables (``| train/loss | 0.12 |`` rows between ``-----`` rulers) give one
+  record per table at its ``total_timesteps``.
+
+Names are kept as the log prints them, normalised: lower case, words and ``CamelCase`` parts
+joined by ``_`` (``Train Loss``, ``TrainLoss`` -> ``train_loss``; ``L.r.`` -> ``lr``). A line
+whose leading text marks it as validation (``[valid]``, ``| valid |``, ``Epoch(val)``,
+``valid on 'valid' subset``) prefixes its names with ``val_`` (``test_`` for a test line),
+and there a cross-entropy is ``val_loss``; Marian's training ``Cost`` is ``loss``. A
+hand-rolled ``Train: 0.07 | Val: 0.09`` on a step line, with no loss-like name, no ``%`` and no
+accuracy on the line, is read as ``train_loss``/``val_loss``. Running bests (``best_loss``)
+are not observations and are left out.
+
+Restarted runs: when the step goes back, a value at the run's start (at or below the step of
+its second record, as a restart may count from 0 or from 1) starts a new run, and only the
+longest run is judged (the most records, the later on a tie: it holds the most evidence,
+where a short last run is most often an attempt stopped early); a value inside the run is a
+resume from a checkpoint, whose records replace the earlier ones from
+that step on. A line that goes back only to repeat values already logged at that step (the
+best epoch re-printed when its checkpoint is saved or loaded) is no step back and is
+skipped. Runs and resumes are named in notes. The records of the current run and of the
+longest earlier one are held until the file ends.
 
 ANSI escapes and carriage-return progress output are ignored. A capture with none of these
 lines is not a training log.
@@ -26,23 +71,409 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..runlog import Record
-from ._io import Lines, open_text
+from ._io import HEAD_BYTES, Lines, ReadError, open_text
 from .coqui import ANSI
 
 name = "console"
-description = "console capture: HF Trainer log dicts or 'Epoch N ... Loss: x' lines"
+description = "console capture: HF Trainer log dicts or trainer printouts of 'name: value' pairs"
 
 _DICT = re.compile(r"\{'(?:loss|eval_[A-Za-z0-9_]+|train_runtime|learning_rate|grad_norm|epoch)'\s*:[^{}]*\}")
 _BARE = re.compile(r"(?<=[:\[,\s])(-?inf|nan)(?=\s*[,}\]])")
-# ``\s*(?:[\[:]\s*)?`` rather than ``\s*[\[:]?\s*``: two blank runs that can split a long
-# run of blanks either way make a failing search quadratic (20 s for 32,000 spaces).
-_EPOCH_LINE = re.compile(r"\bepoch\b\s*(?:[\[:]\s*)?(\d+)\s*(?:/\s*(\d+))?\s*\]?", re.I)
-# A name is up to six words, each starting with a letter ("Train Loss", "val/loss"), so a
-# value printed without a separator before it ("lr 0.001 Loss: 0.5", "Step 200 Loss: 2.3")
-# is not swallowed into the next name.
-_PAIR = re.compile(r"(?<![A-Za-z0-9_])([A-Za-z][A-Za-z0-9_]*(?:[ ./-][A-Za-z][A-Za-z0-9_]*){0,5})\s*[:=]\s*"
-                   r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))\s*%?", re.I)
 
+# --------------------------------------------------------------------------- the tokenizer
+
+# A word: a letter, then letters/digits/underscores, with inner ``.``, ``/``, ``-`` joins
+# (``train/loss``, ``ce-mean-words``, ``ms/batch``) and an optional abbreviation dot
+# (``Ep.``, ``L.r.``). The inner joins need a word character after them, so there is one
+# way only to split a word: no backtracking on long runs.
+_WORD = r"[A-Za-z_][A-Za-z0-9_]*(?:[./-][A-Za-z0-9_]+)*\.?"
+# A number: thousands groups (``12,345``), a decimal with exponent, nan/inf. The unit that
+# may follow is ``%`` or ``s``; any other letter glued to it (``41ms``, ``8.7it/s``,
+# ``nanoGPT``) or a clock's ``:`` + digit (``0:10:00``) makes it no value, and so does a
+# digit right after it: a number is read whole or not at all (never ``41`` of ``41.23ms``).
+_NUM = (r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
+        r"|(?i:nan|inf(?:inity)?))")
+# Separators: ``\s*[:=|]\s*`` has one required character between its blank runs, so a long
+# blank run splits one way only; ``\s*\[\s*`` likewise; ``\s+`` alone is the third way.
+_PAIR = re.compile(
+    rf"(?<![\w./-])(?P<name>{_WORD}(?: {_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
+    rf"(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_JOIN = re.compile(r"[^a-z0-9]+")
+_LEVEL = frozenset({"info", "debug", "warning", "warn", "error", "trace", "notice"})
+
+_EVAL_MARK = re.compile(r"(?<![\w/.])(?:val|valid|validation|validating|eval|evaluation|evaluating)(?![\w/.])", re.I)
+_TEST_MARK = re.compile(r"(?<![\w/.])(?:test|testing)(?![\w/.])", re.I)
+_ACC = re.compile(r"acc", re.I)
+# A tqdm bar's position: ``45%|████ | 45/100``; the bar is bounded so a line of pipes
+# cannot make the search long.
+_TQDM = re.compile(r"(?<![\d.])\d+%\|[^|\n]{0,400}\|\s*(\d+)/(\d+)")
+_BATCHES = re.compile(r"(?<![\w.])(\d+)\s*/\s*(\d+)\s+(?:batches|batch|steps|iters|iterations)\b", re.I)
+# mmengine: ``Epoch(train) [1][50/500]``, ``Iter(train) [50/1000]``.
+_MMENGINE = re.compile(r"\b(Epoch|Iter)\((train|val|test)\)\s*\[\s*(\d+)(?:\s*/\s*(\d+))?\s*\]"
+                       r"(?:\s*\[\s*(\d+)\s*/\s*(\d+)\s*\])?")
+# A Keras progress or summary line: ``12/128 [==>...]``, ``128/128 ━━━━``, ``128/128 - 5s``.
+_KERAS = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[|━|- )")
+_RULER = re.compile(r"^\s*-{5,}\s*$")
+
+_EPOCH_WORDS = frozenset({"epoch", "ep"})
+_COUNTER_WORDS = frozenset({"step", "iter", "iteration", "batch", "it"})
+_GLOBAL_WORDS = frozenset({"num_updates", "total_timesteps", "up", "global_step", "globalstep", "updates",
+                           "update", "n_updates", "timesteps", "global_batch", "global_iter"})
+_SPLIT_NAMES = {"train": "train_loss", "training": "train_loss", "val": "val_loss", "valid": "valid_loss",
+                "validation": "validation_loss", "eval": "eval_loss", "test": "test_loss"}
+_CE_NAMES = frozenset({"cross_entropy", "ce_mean_words", "ce_mean", "ce_sum", "ce", "xent", "nll"})
+#: What a line needs before it is tokenized: the prefilter that keeps the pure-Python pass
+#: off progress bars and banners. Plain substring tests of the lower-cased line (a regex
+#: alternation with ``re.I`` costs ten times more per line); ``-----`` lets a table's ruler
+#: through.
+
+
+def _triggered(line: str) -> bool:
+    low = line.lower()
+    return ("loss" in low or "=" in low or "epoch" in low or "step" in low or "iter" in low or "train" in low
+            or "val" in low or "cost" in low or "batch" in low or "up." in low or "ep." in low
+            or "entropy" in low or "-----" in low)
+
+
+def _norm(raw: str) -> str:
+    """A printed name as a key: ``Train Loss`` and ``TrainLoss`` -> ``train_loss``, ``L.r.``
+    -> ``lr`` (an abbreviation of single letters), a leading log level dropped."""
+    parts = raw.split(" ")
+    if len(parts) > 1 and parts[0].lower() in _LEVEL:
+        parts = parts[1:]
+    words: list[str] = []
+    for i, p in enumerate(parts):
+        if i < len(parts) - 1 and p.endswith(".") and len(p) > 4 and "." not in p[:-1]:
+            words = []  # a sentence ends here ("Epoch 1 completed. Average Loss"): the name follows it
+            continue
+        bits = p.rstrip(".").split(".")
+        if len(bits) > 1 and all(len(b) <= 1 for b in bits):
+            p = "".join(bits)  # ``L.r.`` is one abbreviated word, not ``l_r``
+        words.append(_CAMEL.sub("_", p))
+    return _JOIN.sub("_", " ".join(words).lower()).strip("_")
+
+
+def _is_loss(key: str) -> bool:
+    return "loss" in key or "cost" in key or key in _CE_NAMES or key.endswith(tuple("_" + c for c in _CE_NAMES))
+
+
+class _Pair:
+    __slots__ = ("key", "kind", "value", "total", "start", "end", "unit")
+
+    def __init__(self, key, kind, value, total, start, end, unit):
+        self.key, self.kind, self.value, self.total = key, kind, value, total
+        self.start, self.end, self.unit = start, end, unit
+
+
+def _pairs(line: str) -> list[_Pair]:
+    out = []
+    for m in _PAIR.finditer(line):
+        if m.group("unit") == "%" and line.startswith("|", m.end()):
+            continue  # a progress bar's percentage ("Map:  45%|███"), not a metric
+        key = _norm(m.group("name"))
+        if not key:
+            continue
+        try:
+            value = float(m.group("num").replace(",", ""))
+        except ValueError:
+            continue
+        tot = m.group("tot")
+        out.append(_Pair(key, _kind(m.group("name"), key), value, float(tot) if tot and len(tot) <= 18 else None,
+                         m.start("name"), m.end(), m.group("unit")))
+    return out
+
+
+def _kind(raw: str, key: str) -> str | None:
+    """``"global"``, ``"counter"``, ``"epoch"`` for a step-like name, else ``None``.
+
+    The last printed word decides (``INFO Epoch``, ``Global Batch``); a word with a ``/`` is
+    a rate or a namespaced metric (``ms/batch``, ``time/batch``), never a counter, unless it
+    names a global step (``trainer/global_step``).
+    """
+    if key in _GLOBAL_WORDS or "global" in key:
+        return "global"
+    last = raw.rsplit(" ", 1)[-1].lower().rstrip(".")
+    if "/" in last:
+        return None
+    last = _JOIN.sub("_", last)
+    if last in _EPOCH_WORDS:
+        return "epoch"
+    if last in _COUNTER_WORDS:
+        return "counter"
+    return None
+
+
+class _Parsed:
+    """What one line says: step parts and metric values."""
+
+    __slots__ = ("glob", "epoch", "counter", "counter_total", "position", "values", "has_loss", "spans", "is_eval")
+
+    def __init__(self) -> None:
+        self.glob: float | None = None
+        self.epoch: float | None = None
+        self.counter: float | None = None
+        self.counter_total: float | None = None
+        self.position: tuple[float, float] | None = None
+        self.values: dict[str, float] = {}
+        self.has_loss = False
+        self.spans: list[tuple[int, int]] = []  # where the pairs are, in order
+        self.is_eval = False
+
+    @property
+    def has_step(self) -> bool:
+        return self.glob is not None or self.epoch is not None or self.counter is not None
+
+
+def _parse(line: str) -> _Parsed | None:
+    """The step parts and metric values of one (ANSI-free) line, ``None`` when it has no
+    pair at all."""
+    mm = _MMENGINE.search(line)
+    pairs = _pairs(line)
+    if not pairs and mm is None:
+        return None
+    p = _Parsed()
+    p.spans = [(pr.start, pr.end) for pr in pairs]
+    metrics: list[_Pair] = []
+    epoch_end = 0
+    for pr in pairs:
+        kind = pr.kind
+        if kind == "global":
+            if p.glob is None or pr.key in ("total_timesteps", "num_updates"):
+                p.glob = pr.value
+        elif kind == "epoch":
+            if p.epoch is None:
+                p.epoch, epoch_end = pr.value, pr.end
+        elif kind == "counter":
+            if p.counter is None:
+                p.counter, p.counter_total = pr.value, pr.total
+        elif not pr.key.startswith("best"):
+            metrics.append(pr)
+    mode = None
+    if mm is not None:
+        unit, mode = mm.group(1).lower(), mm.group(2)
+        if unit == "epoch":
+            p.epoch = float(mm.group(3))
+            if mm.group(5) and mode == "train":  # a val loop's position is not a train step
+                p.position = (float(mm.group(5)), float(mm.group(6)))
+        else:
+            p.counter = float(mm.group(3))
+        if mode == "train":
+            mode = None
+    first = metrics[0].start if metrics else len(line)
+    if mm is None and p.epoch is not None and p.counter is None and p.glob is None and p.position is None:
+        # A bar's position is the step of the metrics that follow it (tqdm's postfix) when it
+        # follows the epoch (``Epoch 0:  45%|██| 45/100``); a bar before the epoch or after
+        # the metrics is another progress line glued to this one.
+        t = _TQDM.search(line, epoch_end, first) or _BATCHES.search(line, epoch_end, first)
+        if t is not None:
+            p.position = (float(t.group(1)), float(t.group(2)))
+    if not metrics:
+        return p
+    prefix = line[:first]
+    if mode is None:
+        if _EVAL_MARK.search(prefix):
+            mode = "val"
+        elif _TEST_MARK.search(prefix):
+            mode = "test"
+    any_loss = any(_is_loss(m.key) for m in metrics)
+    # Only a line that prints its own step: a config dump's "- val: 0.1" is no loss.
+    split_ok = p.has_step and not any_loss and not _ACC.search(line)
+    for m in metrics:
+        key = m.key
+        if split_ok and key in _SPLIT_NAMES and m.unit != "%":
+            key = _SPLIT_NAMES[key]
+        elif key == "cost" and mode is None:
+            key = "loss"  # Marian's training cost is its loss
+        if mode is not None and not key.startswith(("val", "eval", "test")):
+            key = "val_loss" if mode == "val" and key in _CE_NAMES else f"{mode}_{key}"
+        p.values[key] = m.value
+    p.has_loss = any(_is_loss(k) for k in p.values)
+    # A validation line with a step is a record whatever it measures (Marian prints each
+    # validator on its own line: perplexity, BLEU); a train line needs a loss.
+    p.is_eval = mode is not None
+    return p
+
+
+#: The most characters of one line the tokenizer reads. A longer line is progress output
+#: that lost its carriage returns (frames glued together, whose end is the latest state) or
+#: junk; it is read from its last this-many characters, cut at a blank, which bounds the
+#: time one line can take.
+MAX_TOKENIZED = 1 << 14
+
+
+def _tail(line: str) -> str:
+    if len(line) <= MAX_TOKENIZED:
+        return line
+    tail = line[-MAX_TOKENIZED:]
+    cut = tail.find(" ")
+    return tail[cut + 1:] if cut >= 0 else tail
+
+
+# --------------------------------------------------------------------------- runs and steps
+
+
+class _Runs:
+    """The records of the tokenizer, split into runs where the step goes back.
+
+    ``add`` takes each record in file order; ``finish`` yields the records of the run that
+    is judged and writes the notes. A step that goes back to the run's start (at or below the
+    step of its second record: a restart may log its first step as 0 or as 1) starts a new
+    run; a step further in is a resume, whose records replace those from that step on. Only
+    the current run and the longest earlier one are held.
+    """
+
+    def __init__(self, state) -> None:
+        self.state = state
+        self.current: list[Record] = []
+        self.first: float | None = None  # the steps of the run's first two records
+        self.second: float | None = None
+        self.last: float | None = None
+        self.best: list[Record] = []  # the longest earlier run (only it may still be judged)
+        self.best_index = 0
+        self.summary: list[tuple[int, int, int]] = []  # (first line, last line, records) of each run
+        self.resumes: list[tuple[int, float, int]] = []  # (line, step, records replaced)
+
+    def add(self, rec: Record) -> str | None:
+        """Take the next record; ``"new"`` when it starts a new run, ``"resume"`` when it
+        resumes the current one, else ``None``."""
+        s = rec.step
+        event = None
+        if s is not None and self.last is not None and s < self.last:
+            if self._restates(rec):
+                return None
+            if self.second is not None and s <= self.second:
+                self._end_run()
+                self.current = []
+                self.first = self.second = None
+                event = "new"
+            else:
+                keep = [r for r in self.current if r.step is None or r.step < s]
+                self.resumes.append((rec.line, s, len(self.current) - len(keep)))
+                self.current = keep
+                event = "resume"
+        if s is not None:
+            if self.first is None:
+                self.first = s
+            elif self.second is None:
+                self.second = s
+        if s is not None:
+            self.last = s
+        self.current.append(rec)
+        return event
+
+    def _restates(self, rec: Record) -> bool:
+        """Whether an earlier record of the run at the same step holds the same values: a
+        log re-printing the best epoch when it saves or loads that checkpoint ("Loaded …
+        (epoch=20, val_loss=1.05)"), which is no step back."""
+        for r in reversed(self.current):
+            if r.step == rec.step:
+                if all(r.values.get(k) == v for k, v in rec.values.items()):
+                    return True
+            elif r.step is not None and r.step < rec.step:  # type: ignore[operator]
+                return False
+        return False
+
+    def _end_run(self) -> None:
+        if not self.current:
+            return
+        self.summary.append((self.current[0].line, self.current[-1].line, len(self.current)))
+        if len(self.current) >= len(self.best):
+            self.best, self.best_index = self.current, len(self.summary)
+
+    def finish(self) -> Iterator[Record]:
+        """The records of the judged run, after its notes are written: the longest run (the
+        most records; the later one on a tie), as it holds the most evidence, where a short
+        last run is most often an attempt stopped early."""
+        self._end_run()
+        self.current = []
+        runs = self.summary
+        if len(runs) > 1:
+            listed = "; ".join(f"run {i + 1}: lines {a}-{b}, {k} records"
+                               for i, (a, b, k) in enumerate(runs[:8])) + (" …" if len(runs) > 8 else "")
+            self.state.notes.append(
+                f"the capture holds {len(runs)} runs (the step counter starts again {len(runs) - 1} "
+                f"time(s)); only run {self.best_index}, the longest, is judged, never the runs merged "
+                f"into one curve ({listed})")
+        for line, step, k in self.resumes[:5]:
+            self.state.notes.append(
+                f"resumed at step {step:g} (line {line}): the {k} earlier record(s) from that step on "
+                "were replaced by the resumed run's")
+        yield from self.best
+
+
+class _Steps:
+    """Per-run step bookkeeping for lines that print an epoch with an in-epoch counter."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.mode: str | None = None  # "within" | "global" for an epoch + counter without total
+        self.last_e: float | None = None
+        self.last_c: float | None = None
+        self.base = 0.0
+        self.rank = 0  # the best source of steps the run has printed (see step_of)
+        self.zero_based = False  # the run counts epochs from 0
+        self.last_step: float | None = None
+
+    def went_back(self, p: _Parsed) -> bool:
+        """Whether an epoch + counter pair goes back (a restart), before it is used."""
+        if p.epoch is None or self.last_e is None:
+            return False
+        if p.epoch < self.last_e:
+            return True
+        return p.epoch == self.last_e and p.counter is not None and self.last_c is not None and p.counter < self.last_c
+
+    def step_of(self, p: _Parsed) -> float | None:
+        """The step of a parsed line (see the module doc for the order), ``None`` when the
+        line has none.
+
+        A run keeps to its best source of steps: once a line has printed a better one (a
+        global counter over an epoch's bar position, any step over a bare epoch), a line
+        with only a lesser source takes the last step, so two counters never interleave on
+        one axis.
+        """
+        if p.glob is not None:
+            rank, step = 4, p.glob
+        elif p.epoch is not None and p.counter is not None:
+            rank, step = 3, self._composed(p.epoch, p.counter, p.counter_total)
+        elif p.counter is not None:
+            rank, step = 3, p.counter
+        elif p.epoch is not None and p.position is not None:
+            n, total = p.position
+            rank, step = 2, (p.epoch - self._first_epoch(p.epoch)) * total + n if total > 0 else p.epoch
+        elif p.epoch is not None:
+            rank, step = 1, p.epoch
+        else:
+            return None
+        if rank < self.rank and self.last_step is not None:
+            return self.last_step
+        self.rank = rank
+        self.last_step = step
+        return step
+
+    def _first_epoch(self, e: float) -> float:
+        """The number the run counts epochs from: 0 once an epoch 0 is printed (Lightning,
+        Python's ``range``), else 1."""
+        if e == 0:
+            self.zero_based = True
+        return 0.0 if self.zero_based else 1.0
+
+    def _composed(self, e: float, c: float, total: float | None) -> float:
+        if self.last_e is not None and e > self.last_e and self.mode is None:
+            self.mode = "within" if self.last_c is not None and c <= self.last_c else "global"
+        if self.last_e is not None and e > self.last_e and self.mode == "within" and self.last_c is not None:
+            self.base += self.last_c
+        self.last_e, self.last_c = e, c
+        if self.mode == "global":
+            return c
+        if total:
+            return (e - self._first_epoch(e)) * total + c
+        return self.base + c
+
+
+# --------------------------------------------------------------------------- HF dicts
 
 # Python refuses integer literals longer than this many digits (a ValueError, which would
 # skip the whole dict); such a number is written as the float it rounds to, as the JSON
@@ -84,37 +515,215 @@ def _dict_values(text: str) -> dict | None:
     return out
 
 
-def _epoch_values(line: str) -> tuple[float, dict[str, float]] | None:
-    m = _EPOCH_LINE.search(line)
-    if not m:
-        return None
-    rest = line[m.end():]
-    vals: dict[str, float] = {}
-    for pm in _PAIR.finditer(rest):
-        key = re.sub(r"[\s./-]+", "_", pm.group(1).strip().lower()).strip("_")
-        if not key or key in ("epoch", "step"):
-            continue
+# --------------------------------------------------------------------------- the line machine
+
+
+class _Machine:
+    """The reading of the tokenizer's lines: blocks, Keras epochs, SB3 tables, runs.
+
+    ``feed`` takes one ANSI-free line and its number; ``finish`` closes what is open.
+    Records go to ``runs``.
+    """
+
+    def __init__(self, state, runs: _Runs | None) -> None:
+        self.state = state
+        self.runs = runs
+        self.steps = _Steps()
+        self.block_step: float | None = None  # the step a header line opened
+        self.block: dict[str, float] = {}
+        self.block_line = 0
+        self.keras = False  # the open block is a Keras epoch (replaced, not merged, by each frame)
+        self.table: dict[str, float] | None = None  # an SB3 table being read
+        self.table_line = 0
+        self.section = ""
+        self.found = 0  # records with a loss
+        self._last_parsed: _Parsed | None = None  # the line whose record is being added
+
+    def _emit(self, step: float | None, values: dict[str, float], line: int) -> None:
+        if not values:
+            return
+        if any(_is_loss(k) for k in values):
+            self.found += 1
+        if self.runs is not None and self.runs.add(Record(step, dict(values), line)) == "new":
+            # The counters of the new run start afresh, from the line that started it.
+            self.steps.reset()
+            if self._last_parsed is not None:
+                self.steps.step_of(self._last_parsed)
+
+    def _close_block(self) -> None:
+        if self.block and any(_is_loss(k) for k in self.block):
+            self._emit(self.block_step, self.block, self.block_line)
+        self.block = {}
+        self.keras = False
+
+    def _close_table(self) -> None:
+        t, self.table = self.table, None
+        self.section = ""
+        if not t:
+            return
+        step = None
+        for k in ("time_total_timesteps", "total_timesteps", "time_iterations", "train_n_updates"):
+            if k in t:
+                step = t.pop(k) if k.endswith("total_timesteps") else t[k]
+                break
+        if step is None:
+            return
+        self._emit(step, t, self.table_line)
+
+    def _table_row(self, line: str) -> bool:
+        s = line.strip()
+        if not (s.startswith("|") and s.endswith("|")) or s.count("|") != 3:
+            return False
+        name_cell, value_cell = (c.strip() for c in s[1:-1].split("|"))
+        if name_cell.endswith("/") and not value_cell:
+            self.section = name_cell
+            return True
         try:
-            vals[key] = float(pm.group(2))
+            v = float(value_cell)
         except ValueError:
-            continue
-    if not any("loss" in k for k in vals):
-        return None
-    return float(m.group(1)), vals
+            return bool(name_cell)
+        key = _norm(self.section + name_cell)
+        if key:
+            assert self.table is not None
+            self.table[key] = v
+        return True
+
+    def feed(self, line: str, lineno: int) -> None:
+        if self.table is None and not _triggered(line):
+            return
+        line = _tail(line)
+        if _RULER.match(line):
+            if self.table:
+                self._close_table()
+            else:
+                self._close_block()
+                self.table, self.table_line, self.section = {}, lineno, ""
+            return
+        if self.table is not None:
+            if self._table_row(line):
+                if not self.table_line or not self.table:
+                    self.table_line = lineno
+                return
+            self._close_table()
+            if not _triggered(line):
+                return
+        k = _KERAS.match(line)
+        if k is not None and self.block_step is not None:
+            if float(k.group(1)) < float(k.group(2)):
+                return  # an intermediate frame: the epoch's summary comes with the total
+            p = _parse(line)
+            if p is not None and p.values and not p.has_step:
+                self.block = dict(p.values)
+                self.block_line = lineno
+                self.keras = True
+            return
+        p = _parse(line)
+        if p is None:
+            return
+        if p.has_step:
+            self._close_block()
+            if self.steps.went_back(p):
+                self.steps.reset()
+            step = self.steps.step_of(p)
+            if not p.values:
+                self.block_step, self.block_line = step, lineno
+                return
+            self.block_step = None  # a line with its own metrics opens no block
+            if p.has_loss or p.is_eval:
+                self._last_parsed = p
+                self._emit(step, p.values, lineno)
+                self._last_parsed = None
+            return
+        if self.block_step is not None and p.values and not self.keras and _pure(line, p):
+            if not self.block:
+                self.block_line = lineno
+            self.block.update(p.values)
+
+    def finish(self) -> None:
+        if self.table:
+            self._close_table()
+        self._close_block()
+
+
+_LETTERS = re.compile(r"[A-Za-z]{2,}")
+
+
+def _pure(line: str, p: _Parsed) -> bool:
+    """Whether a line is nothing but pairs (besides blanks, punctuation and units): a
+    continuation of a block, unlike prose that happens to hold a ``name: number``."""
+    at = 0
+    for a, b in p.spans:
+        if _LETTERS.search(line, at, a):
+            return False
+        at = b
+    return _LETTERS.search(line, at) is None
+
+
+# --------------------------------------------------------------------------- sniff and read
+
+#: How far :func:`sniff` reads past the head for a training line, in characters: a capture
+#: often opens with a long preamble (package installs, a notebook's source, a config dump).
+#: The bound keeps a large text file that is no log cheap to reject.
+DEEP_SNIFF_CHARS = 8 << 20
+
+
+def _lines_have_training(lines) -> bool:
+    m = _Machine(None, None)
+    for i, raw in enumerate(lines, 1):
+        line = ANSI.sub("", raw) if "\x1b" in raw else raw
+        if "{'" in line:
+            for d in _DICT.finditer(line):
+                if _dict_values(d.group(0)) is not None:
+                    return True
+        m.feed(line.rstrip("\r\n"), i)
+        if m.found:
+            return True
+    m.finish()
+    return m.found > 0
 
 
 def sniff(path: Path, head: str) -> bool:
-    """At least one HF log dict, or an epoch line with a loss."""
-    text = ANSI.sub("", head)
-    if _DICT.search(text):
+    """At least one HF log dict or one training line (a step and a loss-like pair): in the
+    head, else within the first :data:`DEEP_SNIFF_CHARS` characters of the file."""
+    if _lines_have_training(head.splitlines()):
         return True
-    return any(_epoch_values(ln) for ln in text.splitlines()[:400])
+    try:
+        if path.stat().st_size <= HEAD_BYTES and not _is_gzip(path):
+            return False
+    except OSError:
+        return False
+    try:
+        with open_text(path) as f:
+            return _lines_have_training(_bounded(Lines(f), DEEP_SNIFF_CHARS))
+    except (OSError, ValueError, EOFError, ReadError):
+        return False
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def _bounded(lines, limit: int):
+    seen = 0
+    for ln in lines:
+        seen += len(ln)
+        if seen > limit:
+            return
+        yield ln
 
 
 def read(path: Path, state) -> Iterator[Record]:
-    """Yield one record per log dict or epoch line."""
+    """Yield one record per log dict, then the records of the judged run of the other
+    printouts (see the module doc).
+
+    Raises:
+        ReadError: the file cannot be opened or decoded.
+    """
     train_count = 0
     last_step: float | None = None
+    runs = _Runs(state)
+    machine = _Machine(state, runs)
     with open_text(path) as f:
         lines = Lines(f)
         for lineno, raw in enumerate(lines, 1):
@@ -137,15 +746,19 @@ def read(path: Path, state) -> Iterator[Record]:
                 train_count += 1
                 last_step = step if step is not None else float(train_count)
                 yield Record(last_step, vals, lineno)
-            if not found and "epoch" in line.lower():
-                ev = _epoch_values(line)
-                if ev is not None:
-                    if not raw.endswith("\n"):
-                        # An epoch line has no closing delimiter: unfinished, its last
-                        # number may be cut ("0.6924" torn to "0.6"). A log dict is read
-                        # whole or not at all, so only epoch lines wait for their line end.
-                        state.drop(f"the last line ({lineno}) has no line end: an epoch line cut "
-                                   "mid-write (a run killed or still writing?), so it was not read")
-                        continue
-                    yield Record(ev[0], ev[1], lineno)
+            if found:
+                continue
+            if not raw.endswith(("\n", "\r")) and _triggered(line):
+                # The last line has no line end: unfinished, its last number may be cut
+                # ("0.6924" torn to "0.6"). A log dict is read whole or not at all, so only
+                # the other printouts wait for their line end.
+                p = _parse(_tail(line))
+                if p is not None and p.has_loss:
+                    state.drop(f"the last line ({lineno}) has no line end: a training line cut "
+                               "mid-write (a run killed or still writing?), so it was not read")
+                    continue
+            if machine.table is not None or _triggered(line):
+                machine.feed(line.rstrip("\r\n"), lineno)
         lines.note(state)
+    machine.finish()
+    yield from runs.finish()

@@ -1,0 +1,405 @@
+"""Trainer printouts read by the console reader's one tokenizer (trainproof.formats.console).
+
+Each dialect is written the way its program prints it, as a list of *units* (the lines of
+one logged point: a Keras epoch is its header and its progress frames), with the records the
+reader must give for it. A hypothesis test puts noise lines (banners, warnings, tracebacks,
+progress bars, ANSI codes) between the units and checks that the records do not change.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trainproof.api import read_runlog
+from trainproof.formats import NotALog, console, detect, open_log
+
+Unit = list[str]
+
+
+def records(path: Path) -> list[tuple[float | None, dict]]:
+    """``(step, values)`` of every record the reader gives, and its format must be console."""
+    fmt, recs, _ = open_log(path)
+    assert fmt == "console"
+    return [(r.step, r.values) for r in recs]
+
+
+def write(tmp_path: Path, units: list[Unit], name: str = "train.log") -> Path:
+    p = tmp_path / name
+    p.write_text("".join("".join(u) for u in units), encoding="utf-8")
+    return p
+
+
+# --------------------------------------------------------------------------- the dialects
+
+
+def nanogpt() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for i in range(0, 60, 10):
+        loss = round(4.0 - i / 40, 4)
+        units.append([f"iter {i}: loss {loss:.4f}, time 41.23ms, mfu 5.21%\n"])
+        want.append((i, {"loss": loss, "mfu": 5.21}))
+    units.append(["step 60: train loss 2.4103, val loss 2.5012\n"])
+    want.append((60, {"train_loss": 2.4103, "val_loss": 2.5012}))
+    return units, want
+
+
+def step_forms() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for i in range(1, 4):
+        units.append([f"step {i * 100}: loss {3.2 - i / 10:.2f}\n"])
+        want.append((i * 100, {"loss": round(3.2 - i / 10, 2)}))
+    for i in range(4, 7):
+        units.append([f"step={i * 100} loss={3.2 - i / 10:.2f}\n"])
+        want.append((i * 100, {"loss": round(3.2 - i / 10, 2)}))
+    for i in range(7, 10):
+        units.append([f"Step {i * 100}/5000 | Loss: {3.2 - i / 10:.2f}\n"])
+        want.append((i * 100, {"loss": round(3.2 - i / 10, 2)}))
+    return units, want
+
+
+def keras2() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for e in range(1, 5):
+        frames = "".join(f"\r {b}/10 [{'=' * b}>{'.' * (10 - b)}] - ETA: 1s - loss: {9 - b / 10:.4f} - accuracy: 0.5000"
+                         for b in range(1, 10))
+        loss, val = round(1.0 / e, 4), round(1.1 / e, 4)
+        summary = (f"\r10/10 [==============================] - 3s 10ms/step - loss: {loss:.4f} - accuracy: 0.9000 "
+                   f"- val_loss: {val:.4f} - val_accuracy: 0.8000\n")
+        units.append([f"Epoch {e}/4\n", frames, summary])
+        want.append((e, {"loss": loss, "accuracy": 0.9, "val_loss": val, "val_accuracy": 0.8}))
+    return units, want
+
+
+def keras2_verbose2() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for e in range(1, 5):
+        loss = round(3.0 - e / 4, 4)
+        units.append([f"Epoch {e}/4\n", f"128/128 - 0s - loss: {loss:.4f} - accuracy: 0.1463 - 358ms/epoch - 3ms/step\n"])
+        want.append((e, {"loss": loss, "accuracy": 0.1463}))
+    return units, want
+
+
+def keras3() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for e in range(1, 5):
+        frames = "".join(f"\r\x1b[1m {b}/10\x1b[0m \x1b[32m{'━' * b}\x1b[0m\x1b[37m{'━' * (10 - b)}\x1b[0m "
+                         f"\x1b[1m0s\x1b[0m 5ms/step - accuracy: 0.5000 - loss: {9 - b / 10:.4f}" for b in range(1, 11))
+        loss, val = round(1.0 / e, 4), round(1.2 / e, 4)
+        summary = (f"\r\x1b[1m10/10\x1b[0m \x1b[32m━━━━━━━━━━━━━━━━━━━━\x1b[0m\x1b[37m\x1b[0m \x1b[1m3s\x1b[0m 10ms/step "
+                   f"- accuracy: 0.9000 - loss: {loss:.4f} - val_accuracy: 0.8000 - val_loss: {val:.4f}\n")
+        units.append([f"Epoch {e}/4\n", frames, summary])
+        want.append((e, {"accuracy": 0.9, "loss": loss, "val_accuracy": 0.8, "val_loss": val}))
+    return units, want
+
+
+def lightning() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for e in range(2):  # Lightning counts epochs from 0
+        for b in range(1, 5):
+            loss = round(2 - e / 10 - b / 100, 3)
+            units.append([f"\rEpoch {e}:  {b * 25}%|{'█' * b}{' ' * (4 - b)}| {b * 25}/100 "
+                          f"[00:10<00:12, 8.50it/s, loss={loss}, v_num=0]"])
+            want.append((e * 100 + b * 25, {"loss": loss, "v_num": 0.0}))
+    units[-1].append("\n")
+    return units, want
+
+
+def pytorch_examples() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for e in (1, 2):
+        for b in (200, 400):
+            loss = round(6 - e / 10 - b / 10000, 2)
+            units.append([f"| epoch {e:3d} | {b:5d}/ 2983 batches | lr 20.00 | ms/batch 45.12 | loss {loss:5.2f} | "
+                          f"ppl {math.exp(loss):8.2f}\n"])
+            want.append(((e - 1) * 2983 + b, {"lr": 20.0, "ms_batch": 45.12, "loss": loss,
+                                              "ppl": round(math.exp(loss), 2)}))
+        units.append(["-" * 89 + "\n", f"| end of epoch {e:3d} | time: 50.00s | valid loss  5.58 | valid ppl   265.00\n",
+                      "-" * 89 + "\n"])
+        want.append(((e - 1) * 2983 + 400, {"time": 50.0, "valid_loss": 5.58, "valid_ppl": 265.0}))
+    return units, want
+
+
+def fairseq() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for e in (1, 2):
+        for k in (1, 2):
+            u = (e - 1) * 281 + k * 100
+            loss = round(5 - u / 200, 3)
+            units.append([f"2025-10-14 15:46:03 | INFO | train_inner | epoch {e:03d}:    {k * 100} / 281 loss={loss}, "
+                          f"ppl=24.45, wps=3487.8, ups=56.12, num_updates={u}, lr=0.001, gnorm=1.574, train_wall=2, wall=3\n"])
+            want.append((u, {"loss": loss, "ppl": 24.45, "wps": 3487.8, "ups": 56.12, "lr": 0.001, "gnorm": 1.574,
+                             "train_wall": 2.0, "wall": 3.0}))
+        u = e * 281
+        units.append([f"2025-10-14 15:46:12 | INFO | valid | epoch {e:03d} | valid on 'valid' subset | loss {3 - e / 10} "
+                      f"| nll_loss 2.9 | ppl 8.21 | num_updates {u} | best_loss {3 - e / 10}\n"])
+        want.append((u, {"val_loss": 3 - e / 10, "val_nll_loss": 2.9, "val_ppl": 8.21}))
+        units.append([f"| epoch {e:03d} | loss {4 - e / 10} | nll_loss 3.9 | num_updates {u} | lr 0.001\n"])
+        want.append((u, {"loss": 4 - e / 10, "nll_loss": 3.9, "lr": 0.001}))
+    return units, want
+
+
+def marian() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for k in range(1, 5):
+        up = k * 100
+        units.append([f"[2019-04-16 02:35:41] Ep. 1 : Up. {up} : Sen. 35,605 : Cost {9 - k / 10:.8f} : Time 248.29s "
+                      f": 2131.56 words/s : L.r. 2.5000e-06\n"])
+        want.append((up, {"sen": 35605.0, "loss": round(9 - k / 10, 8), "time": 248.29, "lr": 2.5e-06}))
+    units.append(["[2019-04-16 03:22:09] [valid] Ep. 1 : Up. 400 : cross-entropy : 123.4 : new best\n"])
+    want.append((400, {"val_loss": 123.4}))
+    units.append(["[2019-04-16 03:22:22] [valid] Ep. 1 : Up. 400 : perplexity : 3406.18 : new best\n"])
+    want.append((400, {"val_perplexity": 3406.18}))
+    units.append(["[2019-04-16 03:35:41] Ep. 1 : Up. 500 : Sen. 12,345 : Cost 4.21000000 : Time 3.20s\n"])
+    want.append((500, {"sen": 12345.0, "loss": 4.21, "time": 3.2}))
+    return units, want
+
+
+def mmengine() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for e in (1, 2):
+        for i in (50, 100):
+            loss = round(0.9 - e / 10 - i / 1000, 3)
+            units.append([f"2023/01/01 12:00:00 - mmengine - INFO - Epoch(train)  [{e}][{i:3d}/500]  lr: 1.0000e-04  "
+                          f"eta: 0:10:00  time: 0.5000  data_time: 0.0100  memory: 1000  loss: {loss}  loss_cls: 0.3000\n"])
+            want.append(((e - 1) * 500 + i, {"lr": 1e-4, "time": 0.5, "data_time": 0.01, "memory": 1000.0,
+                                             "loss": loss, "loss_cls": 0.3}))
+        units.append([f"2023/01/01 12:00:00 - mmengine - INFO - Epoch(val) [{e}][100/100]  loss: 0.61  accuracy/top1: 76.5\n"])
+        want.append(((e - 1) * 500 + 100, {"val_loss": 0.61, "val_accuracy_top1": 76.5}))
+    return units, want
+
+
+def olmo() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for s in (100, 200, 300):
+        units.append([f"[step={s}/739328]\n", f"    train/CrossEntropyLoss={4 - s / 1000}\n", "    train/Perplexity=50.1\n"])
+        want.append((s, {"train_cross_entropy_loss": 4 - s / 1000, "train_perplexity": 50.1}))
+    return units, want
+
+
+def composer() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for b in (100, 200, 300):
+        units.append([f"[batch={b}/5000] train/CrossEntropyLoss={3 - b / 1000}, lr=0.0006\n"])
+        want.append((b, {"train_cross_entropy_loss": 3 - b / 1000, "lr": 0.0006}))
+    return units, want
+
+
+def epoch_step_loss() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for e in (1, 2, 3):
+        for s in (100, 200, 300):
+            loss = round(2 - e / 10 - s / 10000, 4)
+            units.append([f"Epoch [{e}/5], Step [{s}/600], Loss: {loss:.4f}\n"])
+            want.append(((e - 1) * 600 + s, {"loss": loss}))
+    return units, want
+
+
+def sb3() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for k in range(1, 4):
+        rows = [("rollout/", ""), ("   ep_len_mean", "200"), ("   ep_rew_mean", "-1.2e+03"), ("time/", ""),
+                ("   fps", "1000"), ("   total_timesteps", str(2048 * k)), ("train/", ""),
+                ("   loss", f"{0.5 / k:.4g}"), ("   n_updates", str(10 * k))]
+        table = ["-" * 35 + "\n"] + [f"| {a:<18} | {b:<10} |\n" for a, b in rows] + ["-" * 35 + "\n"]
+        units.append(table)
+        want.append((2048 * k, {"rollout_ep_len_mean": 200.0, "rollout_ep_rew_mean": -1200.0, "time_fps": 1000.0,
+                                "train_loss": float(f"{0.5 / k:.4g}"), "train_n_updates": 10.0 * k}))
+    return units, want
+
+
+def hand_rolled() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for e in range(1, 5):
+        units.append([f"2025-04-24 21:17:53,828 - INFO - Epoch {e} ... TrainLoss={1 - e / 10:.2f} | Val Loss: "
+                      f"{1.1 - e / 10:.2f} | ValAcc={60 + e:.2f}%\n"])
+        want.append((e, {"train_loss": round(1 - e / 10, 2), "val_loss": round(1.1 - e / 10, 2), "val_acc": 60.0 + e}))
+    units.append(["2025-04-24 22:00:00,000 - INFO - Epoch 4 completed. Average Training Loss: 0.5500\n"])
+    want.append((4, {"average_training_loss": 0.55}))
+    return units, want
+
+
+def split_names() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for e in range(1, 5):
+        units.append([f"INFO:Trainer:Epoch [{e}/30] Train: {0.08 - e / 100:.4f} | Val: {0.09 - e / 200:.4f} | 373.6s\n"])
+        want.append((e, {"train_loss": round(0.08 - e / 100, 4), "val_loss": round(0.09 - e / 200, 4)}))
+        units.append([f"INFO:Trainer:--> New Best Model Saved! (Loss: {0.09 - e / 200:.4f})\n"])
+    return units, want
+
+
+def hf_dicts_in_logging() -> tuple[list[Unit], list]:
+    units, want = [], []
+    for i in range(1, 5):
+        d = {"loss": round(1.5 - i / 10, 4), "learning_rate": 1e-4, "epoch": i / 4}
+        units.append([f"2024-01-01 10:00:00,000 - INFO - __main__ - {d}\n"])
+        want.append((float(i), dict(d)))
+    return units, want
+
+
+DIALECTS = {f.__name__: f for f in (nanogpt, step_forms, keras2, keras2_verbose2, keras3, lightning, pytorch_examples,
+                                     fairseq, marian, mmengine, olmo, composer, epoch_step_loss, sb3, hand_rolled,
+                                     split_names, hf_dicts_in_logging)}
+
+
+def _same(got: list, want: list) -> bool:
+    if len(got) != len(want):
+        return False
+    for (gs, gv), (ws, wv) in zip(got, want):
+        if gs != ws or set(gv) != set(wv) or any(not math.isclose(gv[k], wv[k], rel_tol=1e-9) for k in wv):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_dialect_is_read(tmp_path: Path, dialect: str) -> None:
+    units, want = DIALECTS[dialect]()
+    p = write(tmp_path, units)
+    assert detect(p).name == "console"
+    got = records(p)
+    assert _same(got, want), (got, want)
+
+
+# --------------------------------------------------------------------------- noise around the lines
+
+NOISE = [
+    "nohup: ignoring input\n",
+    "2024-01-01 10:00:00.123456: W tensorflow/core/util/port.cc:113] oneDNN custom operations are on.\n",
+    "/usr/lib/python3/site-packages/torch/nn/modules/transformer.py:392: UserWarning: enable_nested_tensor is True\n",
+    "  warnings.warn(\n",
+    "Traceback (most recent call last):\n",
+    '  File "/x/train.py", line 414, in <module>\n',
+    "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total capacity)\n",
+    "Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.52s/it]\n",
+    "\rMap:  45%|████▌     | 4500/10000 [00:01<00:01, 4410.12 examples/s]",
+    "\x1b[1;36m(EngineCore pid=1)\x1b[0m INFO Loading weights took 2.1 seconds\n",
+    "==================================================\n",
+    'Model: "sequential"\n',
+    "wandb: Tracking run with wandb version 0.16.0\n",
+    "\x1b[A\x1b[A\x1b[2K\n",
+    "\n",
+    "GPU available: True (cuda), used: True\n",
+    "  | Name  | Type   | Params\n",
+    "Downloading data: 100%|██████████| 1.2G/1.2G [00:10<00:00, 120MB/s]\n",
+]
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_noise_lines_around_a_dialect_change_nothing(tmp_path: Path, dialect: str, data) -> None:
+    units, want = DIALECTS[dialect]()
+    noisy: list[Unit] = []
+    for u in units:
+        for _ in range(data.draw(st.integers(0, 2))):
+            line = data.draw(st.sampled_from(NOISE))
+            if not noisy or "".join(noisy[-1]).endswith(("\n", "\r")) or line.startswith("\r"):
+                noisy.append([line])
+            else:
+                noisy.append(["\n", line])  # a line left open by a \r frame ends before the noise
+        if dialect == "sb3" and noisy and not "".join(noisy[-1]).endswith("\n"):
+            noisy.append(["\n"])  # a table's ruler starts a line of its own
+        colour = data.draw(st.booleans())
+        noisy.append([f"\x1b[32m{ln}" if colour and ln.strip() else ln for ln in u])
+    p = write(tmp_path, noisy, f"{dialect}.log")
+    got = records(p)
+    assert _same(got, want), (got, want)
+
+
+# --------------------------------------------------------------------------- restarts and resumes
+
+
+def test_concatenated_runs_are_split_and_the_longest_judged(tmp_path: Path) -> None:
+    """Keras runs pasted one after another: the epoch counter starting again starts a new
+    run; the longest is judged, never the runs merged into one curve."""
+    units: list[Unit] = []
+    for n, start in ((3, 3.0), (6, 5.0), (2, 5.9)):
+        for e in range(1, n + 1):
+            units.append([f"Epoch {e}/{n}\n", f"128/128 - 0s - loss: {start - e / 10:.4f} - accuracy: 0.5\n"])
+    p = write(tmp_path, units)
+    run = read_runlog(p)
+    loss = run.get("loss")
+    assert loss.steps.tolist() == [1, 2, 3, 4, 5, 6]
+    assert loss.values.tolist() == [round(5.0 - e / 10, 4) for e in range(1, 7)]
+    (note,) = [n for n in run.notes if "runs" in n]
+    assert "holds 3 runs" in note and "only run 2, the longest" in note
+
+
+def test_resume_from_a_checkpoint_replaces_the_records_from_there(tmp_path: Path) -> None:
+    """A crash after epoch 5 and a resume from the epoch-3 checkpoint: epochs 4-5 of the
+    first attempt give way to the resumed run's; the best epoch re-printed when its
+    checkpoint is loaded is no step back."""
+    lines = [f"Epoch [{e:03d}/8] TrainLoss={1 - e / 10:.2f} | ValLoss={1.2 - e / 20:.3f}\n" for e in range(1, 6)]
+    lines.append("[Checkpoint] Loaded <- best_model.pth  (epoch=3, ValLoss=1.050)\n")
+    lines += [f"Epoch [{e:03d}/8] TrainLoss={0.5 - e / 100:.2f} | ValLoss={1.3 + e / 100:.3f}\n" for e in range(4, 9)]
+    lines.append("[Checkpoint] Loaded <- best_model.pth  (epoch=3, ValLoss=1.050)\n")  # the test phase
+    p = tmp_path / "training.log"
+    p.write_text("".join(lines))
+    run = read_runlog(p)
+    assert run.get("loss").steps.tolist() == list(range(1, 9))
+    assert run.get("loss").values.tolist() == [0.9, 0.8, 0.7] + [round(0.5 - e / 100, 2) for e in range(4, 9)]
+    assert run.get("eval_loss").values.tolist()[:3] == [1.15, 1.1, 1.05]
+    assert [n for n in run.notes if n.startswith("resumed at step 4")]
+
+
+def test_in_epoch_counter_without_total_is_offset_by_the_epoch_end(tmp_path: Path) -> None:
+    """``Epoch: 2 | Step: 5000``: a counter that starts again with each epoch (no total
+    printed) continues from where the previous epoch ended; one that keeps counting is the
+    step itself."""
+    within = "".join(f"Epoch: {e} | Step: {s} | Train loss: 0.5\n" for e in (1, 2) for s in (5000, 10000))
+    p = tmp_path / "a.log"
+    p.write_text(within)
+    assert [s for s, _ in records(p)] == [5000, 10000, 15000, 20000]
+    running = "".join(f"Epoch {e} | step {s} | loss 0.5\n" for e, s in ((1, 100), (1, 200), (2, 300), (2, 400)))
+    q = tmp_path / "b.log"
+    q.write_text(running)
+    assert [s for s, _ in records(q)] == [100, 200, 300, 400]
+
+
+# --------------------------------------------------------------------------- what is no record
+
+
+def test_lines_without_a_step_or_a_loss_are_no_records(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("Epoch 1/3 | Loss: 0.9\n"
+                 "Test Loss: 0.45\n"  # no step
+                 "Epoch 2/3 | lr: 0.01 | accuracy: 0.8\n"  # no loss
+                 "- train: 0.8\n- val: 0.1\n"  # a config dump, no step
+                 "Epoch 2/3 | Train: 95.1 | Val: 94.0 | acc\n"  # bare split names beside an accuracy
+                 "Epoch 3/3 | Loss: 0.7\n")
+    assert records(p) == [(1, {"loss": 0.9}), (3, {"loss": 0.7})]
+
+
+def test_a_capture_with_no_training_line_is_not_a_log(tmp_path: Path) -> None:
+    p = tmp_path / "eval.out"
+    p.write_text("".join(NOISE) + "| Task | Version | Metric | Value |\n| gsm8k | 3 | exact_match | 0.41 |\n")
+    with pytest.raises(NotALog):
+        detect(p)
+
+
+def test_training_lines_past_the_sniffing_head_are_found(tmp_path: Path) -> None:
+    """A capture that opens with a long install log: its first training line lies past the
+    64 KiB head and is still found."""
+    p = tmp_path / "nohup.out"
+    pre = "".join(f"Collecting package-{i}==1.0 (from -r requirements.txt (line {i}))\n" for i in range(3000))
+    p.write_text(pre + "".join(f"iter {i}: loss {3 - i / 100:.2f}, time 40ms\n" for i in range(10)))
+    assert len(pre) > 2 * 65536
+    assert detect(p).name == "console"
+    assert len(records(p)) == 10
+
+
+def test_a_torn_last_training_line_is_dropped_with_a_note(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("step 1 | loss 2.5\nstep 2 | loss 2.4\nstep 3 | loss 2.")
+    run = read_runlog(p)
+    assert run.get("loss").values.tolist() == [2.5, 2.4]
+    assert any("no line end" in n for n in run.notes)
+
+
+def test_a_number_is_read_whole_or_not_at_all() -> None:
+    p = console._parse("step 10 | time 41.23ms | loss 2.5e-1 | acc 97.5% | eta 0:10:00 | dt 3.5s\n")
+    assert p is not None and p.counter == 10
+    assert p.values == {"loss": 0.25, "acc": 97.5, "dt": 3.5}

@@ -193,9 +193,6 @@ def test_a_pass_on_both_halves_stays_two_pass_findings(tmp_path):
     assert not [n for n in rep.notes if n.startswith(("On its own curve", "Against the baseline"))]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 16 §4: api._add_comparison still extends the report itself; it is to call "
-                          "rules.compare.merge_comparison")
 def test_compare_output_never_prints_pass_under_a_fail(tmp_path):
     base = write_jsonl(tmp_path / "base.jsonl", _rows(80, 2.0, 0.3))
     run = write_jsonl(tmp_path / "run.jsonl", _rows(80, 2.0, 1.2, seed=5))

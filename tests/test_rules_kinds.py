@@ -238,3 +238,39 @@ def test_ordinary_noise_is_no_spike():
     n = 300
     rep = judge_runlog(run_of(loss=at_level(n, 1.0, 0.15, 4) * np.geomspace(3, 0.5, n)))
     assert "TP-LOSS-SPIKE" not in ids(rep)
+
+
+# --- TP-NEGATIVE-LOSS ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("key", ["train/CrossEntropyLoss", "ce_loss", "train_mse", "train_bce_loss", "loss_ctc",
+                                 "LogLoss"])
+def test_a_negative_value_of_a_loss_that_cannot_be_negative_fails(key):
+    n = 40
+    loss = np.geomspace(2.0, 0.01, n)
+    loss[30:] = -0.05
+    rep = judge_runlog(run_of(**{key: loss}))
+    assert rep.mapping["loss"]["source"] == key
+    f = one(rep, "TP-NEGATIVE-LOSS")
+    assert f.data["negative_points"] == 10 and f.step == 310
+
+
+def test_a_perplexity_beside_the_loss_says_it_is_a_cross_entropy():
+    n = 40
+    loss = np.linspace(3.0, -0.2, n)
+    rep = judge_runlog(run_of(loss=loss, perplexity=np.exp(np.abs(loss))))
+    assert "perplexity" in one(rep, "TP-NEGATIVE-LOSS").data["because"]
+
+
+@pytest.mark.parametrize("key", ["loss", "nll_loss", "total_loss", "elbo_loss"])
+def test_a_loss_that_may_be_negative_by_design_is_not_failed_for_it(key):
+    n = 40
+    rep = judge_runlog(run_of(**{key: np.linspace(1.0, -3.0, n)}))
+    assert "TP-NEGATIVE-LOSS" not in ids(rep)
+
+
+def test_rounding_noise_below_zero_is_not_negative():
+    n = 40
+    loss = np.geomspace(1.0, 1e-4, n)
+    loss[-1] = -1e-9
+    rep = judge_runlog(run_of(ce_loss=loss))
+    assert "TP-NEGATIVE-LOSS" not in ids(rep)

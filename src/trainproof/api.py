@@ -260,15 +260,10 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
 
 def _add_comparison(rep: Report, baseline: RunLog, run: RunLog, base_report: Report | None,
                     thresholds: Thresholds, mute: Iterable[str]) -> None:
-    from .rules.compare import compare_runlogs
+    from .rules.compare import compare_runlogs, merge_comparison
     from .rules.engine import fail_summary
 
-    findings, skipped, ran, metrics = compare_runlogs(baseline, run, base_report, thresholds, mute)
-    rep.findings.extend(findings)
-    rep.skipped.update(skipped)
-    rep.ran.extend(ran)
-    if metrics:
-        rep.meta["compare"] = metrics
+    merge_comparison(rep, *compare_runlogs(baseline, run, base_report, thresholds, mute))
     rep.summary = fail_summary(rep, run)
 
 

@@ -340,9 +340,9 @@ def merge_comparison(report: Report, findings: list[Finding], skipped: dict[str,
     """Add the output of :func:`compare_runlogs` to ``report``, the run's own report.
 
     The merged report has one verdict. A PASS finding of one half (``TP-PASS`` on the run
-    alone, ``TP-CMP-PASS`` against the baseline) stays a finding only when the merged
-    verdict is PASS; otherwise it would print PASS under a FAIL, so what it says becomes a
-    note (``On its own curve: no check fired (25 ran, 7 skipped).``) and the checks it
+    alone, ``TP-CMP-PASS`` against the baseline) stays a finding unless the merged verdict
+    is FAIL or NOT-CHECKED, where it would print PASS under a failure; there what it says
+    becomes a note (``On its own curve: no check fired (25 ran, 7 skipped).``) and the checks it
     counts stay in ``ran`` and ``skipped``.
 
     Returns:
@@ -353,7 +353,9 @@ def merge_comparison(report: Report, findings: list[Finding], skipped: dict[str,
     report.ran.extend(ran)
     if metrics:
         report.meta["compare"] = metrics
-    if report.verdict is not Level.PASS:
+    # Under a WARN a PASS of the other half is no contradiction (the run compares well and
+    # has something to watch); under a FAIL or NOT-CHECKED it would read as one.
+    if report.verdict in (Level.FAIL, Level.NOT_CHECKED):
         kept = []
         for f in report.findings:
             if f.level is Level.PASS:

@@ -199,6 +199,75 @@ def check_zero_loss_mixed(ctx):
     )
 
 
+#: Words in a loss key that name an objective that cannot be negative: cross-entropy
+#: (``ce``, ``xent``, ``crossentropy``, ``logloss``, ``bce``), squared or absolute error
+#: (``mse``, ``mae``, ``l1``, ``l2``, ``rmse``), CTC and perplexity. ``nll`` is not among
+#: them: the negative log-likelihood of a continuous density can be negative.
+NONNEGATIVE_WORDS = frozenset({"ce", "xent", "crossentropy", "cross_entropy", "logloss", "bce", "mse", "mae",
+                               "rmse", "l1", "l2", "ctc", "perplexity", "ppl", "huber", "smoothl1"})
+
+
+def nonnegative_objective(run) -> str | None:
+    """Why the run's train loss cannot be negative, read from the log, or ``None``.
+
+    The loss key's words name a cross-entropy, squared/absolute error or CTC loss
+    (:data:`NONNEGATIVE_WORDS`, after splitting ``CamelCase``, ``/``, ``_``, ``-``, ``.`` and
+    spaces), or the log also carries a perplexity (``perplexity``, ``ppl``), which is
+    exp(cross-entropy).
+    """
+    import re
+
+    def words(key: str) -> set[str]:
+        key = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
+        return {w for w in re.split(r"[/_\-. ]+", key.lower()) if w}
+
+    s = run.series.get("loss")
+    if s is None:
+        return None
+    low = s.key.lower().replace("_", "").replace("-", "")
+    hit = (words(s.key) & NONNEGATIVE_WORDS) or {w for w in ("crossentropy", "logloss") if w in low}
+    if hit:
+        return f"its key {s.key!r} names a {sorted(hit)[0]} loss, which cannot be negative"
+    for other in run.series.values():
+        if words(other.key) & {"perplexity", "ppl"}:
+            return f"the log carries a perplexity ({other.key}), exp of a cross-entropy, which cannot be negative"
+    return None
+
+
+@rule(
+    "TP-NEGATIVE-LOSS", Level.FAIL, "zero", "a loss that cannot be negative is negative",
+    needs=[Need("loss", 1)], thresholds=["negative_loss_tol"],
+    least_evidence="One loss below -1e-6, in a run whose log says its objective cannot be negative (the loss key names a cross-entropy, squared or absolute error or CTC loss, or a perplexity is logged).",
+    detects=(
+        "A finite train loss below -1e-6 in a run whose objective cannot be negative, as the log tells it: the "
+        "loss key's words name a cross-entropy (ce, xent, CrossEntropyLoss, logloss, bce), a squared or absolute "
+        "error (mse, mae, rmse, l1, l2, huber), a CTC loss or a perplexity, or the log also logs a perplexity."
+    ),
+    why="A cross-entropy or a squared error is a sum of non-negative terms: a negative value means the number logged is not that loss (a sign flip, a regulariser subtracted, label smoothing computed wrongly, an overflow).",
+    not_mean="Losses that are negative by design (the NLL of a continuous density, adversarial or domain-adaptation terms, RL objectives) are not judged by this: their keys do not say they cannot be negative.",
+    causes="A loss term subtracted instead of added, a reward logged under the loss's name, a log of probabilities above 1 (unnormalised outputs), float overflow in a custom loss.",
+    try_="Recompute the loss on one batch by hand; log each term of a composite loss separately; check the sign of every regulariser.",
+    objectives=("supervised",),
+)
+def check_negative_loss(ctx):
+    s = ctx.finite("loss")
+    neg = s.values < -ctx.th.negative_loss_tol
+    if not neg.any():
+        return
+    why = nonnegative_objective(ctx.run)
+    if why is None:
+        return
+    i = int(np.argmax(neg))
+    yield ctx.finding(
+        f"loss is negative ({num(s.values[i])} at step {step(s.steps[i])}) although it cannot be",
+        f"{int(neg.sum())} of {len(s)} finite losses ({s.key}) are below 0, the first at step {step(s.steps[i])} "
+        f"(line {int(s.lines[i])}), minimum {num(s.values.min())}; {why}.",
+        {"negative_points": int(neg.sum()), "points": len(s), "first_step": s.steps[i], "min": float(s.values.min()),
+         "because": why},
+        step=s.steps[i], line=s.lines[i],
+    )
+
+
 @rule(
     "TP-FLAT", Level.FAIL, "shape", "the loss does not move at all",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],

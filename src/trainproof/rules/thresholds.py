@@ -120,6 +120,9 @@ class Thresholds:
     # logging artefact in a long run is not it), and the positive losses around them at
     # least 10% of the starting level: a batch-mean loss lands on exactly 0.0 by float
     # saturation only when it is already tiny, orders of magnitude below its start.
+    # A loss that cannot be negative (cross-entropy, squared error) is negative when it is
+    # below -1e-6: float rounding of a sum of tiny non-negative terms stays far above that.
+    negative_loss_tol: float = 1e-6
     zero_mixed_share: float = 0.1
     zero_mixed_level: float = 0.1
 

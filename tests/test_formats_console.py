@@ -398,3 +398,23 @@ def test_corpus_eval_only_slurm_output_is_not_a_log(shared: Path) -> None:
     code, out, err, doc = run_cli("epoch", str(p), "--json")
     assert code == 2
     assert "not a training log" in doc["error"]
+
+
+def test_corpus_marian_cost_lines_match_a_direct_parse(shared: Path) -> None:
+    """Marian's ``Cost`` at ``Up.`` is the loss; each ``[valid] … cross-entropy`` the eval loss."""
+    p = shared / "corpus" / "console" / "console-marian-docgate-diverged" / "train_trans_dual_doc_gate.log"
+    text = p.read_text(encoding="utf-8")
+    cost = [(float(u), float(c)) for u, c in re.findall(r"\] Ep\. \d+ : Up\. (\d+) : .*?: Cost ([0-9.]+)", text)]
+    ce = [float(v) for v in re.findall(r"\[valid\] Ep\. \d+ : Up\. \d+ : cross-entropy : ([0-9.]+)", text)]
+    run = read_runlog(p)
+    assert list(zip(run.get("loss").steps.tolist(), run.get("loss").values.tolist())) == cost
+    assert run.get("eval_loss").values.tolist() == ce
+
+
+def test_corpus_concatenated_keras_runs_are_not_merged(shared: Path) -> None:
+    p = shared / "corpus" / "console" / "console-keras-v2-lstm-5runs-concat" / "ReadMe.txt"
+    run = read_runlog(p)
+    loss = run.get("loss")
+    assert loss.steps.tolist() == list(range(1, 501))  # one 500-epoch run, the longest
+    assert bool(np.all(np.diff(loss.values) < 0.5))  # no jump back to a restart's first loss
+    assert any("holds 5 runs" in n for n in run.notes)

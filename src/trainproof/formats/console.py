@@ -415,6 +415,7 @@ class _Steps:
         self.base = 0.0
         self.rank = 0  # the best source of steps the run has printed (see step_of)
         self.zero_based = False  # the run counts epochs from 0
+        self.own: dict[int, float] = {}  # the last step each source gave, by rank
         self.last_step: float | None = None
 
     def went_back(self, p: _Parsed) -> bool:
@@ -447,8 +448,13 @@ class _Steps:
             rank, step = 1, p.epoch
         else:
             return None
+        prev, self.own[rank] = self.own.get(rank), step
         if rank < self.rank and self.last_step is not None:
-            return self.last_step
+            if prev is None or step >= prev:
+                return self.last_step
+            # Its own counter started again: a new run begins with this line (its records
+            # would otherwise land on the last step of the run before).
+            self.own = {rank: step}
         self.rank = rank
         self.last_step = step
         return step

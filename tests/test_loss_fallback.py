@@ -243,3 +243,18 @@ def test_validation_only_csv_is_judged_as_eval_loss(tmp_path: Path) -> None:
     assert run.get("loss") is None and run.get("eval_loss").key == "val_mse"
     rep = judge(p)
     assert "TP-NO-LOSS" not in {f.id for f in rep.findings}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.permutations(list(range(9))))
+def test_shuffled_csv_columns_read_the_same_loss(tmp_path_factory, order: list[int]) -> None:
+    names = ["epoch", "train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/mAP_0.5", "val/box_loss",
+             "val/obj_loss", "lr0", "loss_scale"]
+    rows = [[e, 0.1 / (1 + e), 0.05 / (1 + e), 0.01, 0.5, 0.09 / (1 + e), 0.04, 0.01, 65536.0] for e in range(12)]
+    p = tmp_path_factory.mktemp("shuffled") / "results.csv"
+    _write_csv(p, [names[j] for j in order], [[r[j] for j in order] for r in rows])
+    run = read_runlog(p)
+    assert run.mapping["loss"]["sum_of"] == ["train/box_loss", "train/cls_loss", "train/obj_loss"]
+    assert run.mapping["eval_loss"]["sum_of"] == ["val/box_loss", "val/obj_loss"]
+    assert run.mapping["loss_scale"]["source"] == "loss_scale"
+    assert np.allclose(run.get("loss").values, [r[1] + r[2] + r[3] for r in rows])

@@ -434,7 +434,8 @@ def _fallback(canon: str, keys: Iterable[str]) -> dict | None:
     ranked = [k for _, k, _ in cands]
     split = {"train": "train", "eval": "evaluation", "unmarked": "unmarked (read as train)"}[bc["split"]]
     if bc["total"]:
-        why = f"the first {split} total loss by the fallback order ({bc['granularity']} granularity)"
+        gran = {"step": ", logged per step", "epoch": ", logged per epoch", "unmarked": ""}[bc["granularity"]]
+        why = f"no alias names it: the first {split} total loss by the fallback order{gran}"
         return {"source": best, "ignored": ranked[1:], "how": "fallback", "why": why}
     # No total: the components of the best (split, granularity) class.
     same = [(o, k, c) for o, k, c in cands

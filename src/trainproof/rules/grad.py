@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ..findings import Level
-from ._fmt import num, step
+from ._fmt import num, step, times
 from ._stats import improvement, median, runs_of
 from .registry import Need, rule
 
@@ -148,7 +148,7 @@ def check_grad_spike(ctx):
     i = int(np.argmax(np.where(spikes, vals, -np.inf)))
     count = int(spikes.sum())
     yield ctx.finding(
-        f"gradient norm spikes to {num(vals[i])} at step {step(steps[i])} ({vals[i] / med:.0f}x the median)",
+        f"gradient norm spikes to {num(vals[i])} at step {step(steps[i])} ({times(vals[i] / med, 0)} the median)",
         f"{count} logged gradient norm(s) exceed {num(ctx.th.grad_spike_factor)}x the median {num(med)}; "
         f"the largest is {num(vals[i])} at step {step(steps[i])} (line {int(lines[i])}).",
         {"count": count, "max": vals[i], "max_step": steps[i], "median": med,

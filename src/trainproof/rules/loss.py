@@ -45,7 +45,7 @@ def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
 
 @rule(
     "TP-NAN", Level.FAIL, "nan", "a logged loss is NaN or ±Inf",
-    needs=[Need("loss", 1, finite=False)],
+    needs=[Need("loss", 1, finite=False)], implies=("TP-NAN-GRAD",),
     least_evidence='A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss.',
     detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log.",
     why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",

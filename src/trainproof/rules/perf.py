@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..findings import Level
-from ._fmt import num, pct, step
+from ._fmt import num, pct, step, times
 from ._stats import median
 from .registry import Need, rule
 
@@ -47,9 +47,9 @@ def check_step_cliff(ctx):
             why = (f" Data loading accounts for {pct(min(max(share, 0.0), 1.0))} of the increase "
                    f"(loader time {num(lh)} -> {num(ltail)}).")
     yield ctx.finding(
-        f"step time grew {t / h:.1f}x from step {step(s.steps[at])}",
+        f"step time grew {times(t / h, 1)} from step {step(s.steps[at])}",
         f"median step time of the last {tail_n} points (from step {step(s.steps[-tail_n])}) is {num(t)}, "
-        f"{t / h:.1f}x the first half's median {num(h)}; threshold {num(ctx.th.step_cliff_factor)}x. Steps are slow "
+        f"{times(t / h, 1)} the first half's median {num(h)}; threshold {num(ctx.th.step_cliff_factor)}x. Steps are slow "
         f"from step {step(s.steps[at])} on.{why}",
         data,
         step=s.steps[at], line=s.lines[at],

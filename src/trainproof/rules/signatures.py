@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..findings import Level
-from ._fmt import num, pct, step, times
+from ._fmt import num, pct, signed_pct, step, times
 from ._stats import (ar1_inflation, end_window, improvement, level_se, mann_kendall_z, median,
                      neighbour_median, ols_slope, sign_change_share, window_medians,
                      window_medians_at, window_mins)
@@ -149,7 +149,7 @@ def check_oscillation(ctx):
         f"after warm-up (from step {step(s.steps[start])}) the loss swings around its local level (median of its 4 "
         f"neighbouring points) by a median {num(a1)} ({pct(r1)} of the level) over steps "
         f"{step(s.steps[f0])}–{step(s.steps[f1])} and by {num(a3)} ({pct(r3)}) over steps "
-        f"{step(s.steps[l0])}–{step(s.steps[l1])}: {g_abs:.2f}x in absolute terms and {g_rel:.2f}x relative to "
+        f"{step(s.steps[l0])}–{step(s.steps[l1])}: {times(g_abs)} in absolute terms and {times(g_rel)} relative to "
         f"the level (threshold {num(th.osc_growth)}x); the amplitudes of {k} consecutive windows rise steadily "
         f"(Mann–Kendall z {z_abs:.2f} absolute, {z_rel:.2f} relative; threshold {num(th.osc_trend_z)}), and in "
         f"the last third the loss crosses its level at {pct(alternation)} of consecutive points (threshold "
@@ -238,10 +238,6 @@ def _trend_change(slope: float, span: float) -> float:
     return math.expm1(slope * span)
 
 
-def _signed_pct(x: float) -> str:
-    return f"{100 * x:+.1f}%"
-
-
 @rule(
     "TP-PLATEAU", Level.WARN, "signature", "the loss held its starting level through the first 30% of the run, and only fell later",
     needs=[Need("loss", "plateau_min_points", positive=True, all_finite=True)],
@@ -324,9 +320,9 @@ def check_plateau(ctx):
     yield ctx.finding(
         f"early plateau: the loss held its level for the first {pct(h / n)} of the run (to step {step(s.steps[h - 1])})",
         f"over the first {h} of {n} points (steps {step(s.steps[0])}–{step(s.steps[h - 1])}) the fitted trend of the "
-        f"loss changes it by {_signed_pct(head_change)} (t {t_head:.2f}, not a significant decrease: threshold "
+        f"loss changes it by {signed_pct(head_change)} (t {t_head:.2f}, not a significant decrease: threshold "
         f"{num(-th.plateau_t)}) around a median of {num(head_level)}; over the rest (steps "
-        f"{step(s.steps[h])}–{step(s.steps[-1])}) it changes it by {_signed_pct(rest_change)} (t {t_rest:.2f}), "
+        f"{step(s.steps[h])}–{step(s.steps[-1])}) it changes it by {signed_pct(rest_change)} (t {t_rest:.2f}), "
         f"significantly faster (z {accel:.2f}, threshold {num(-th.plateau_accel_t)}); the run ends at "
         f"{num(end_level)} (median of the last {w} points), {pct(rel)} below where it started.",
         {"head_points": h, "points": n, "head_end_step": s.steps[h - 1], "head_slope": b_head,
@@ -480,12 +476,12 @@ def check_loss_spike(ctx):
     ratio = post_v / pre_v
     more = f" ({len(hits)} such spikes; the first is shown)" if len(hits) > 1 else ""
     yield ctx.finding(
-        f"loss spike at step {step(s.steps[peak])} left the run {ratio:.2f}x worse than before it",
+        f"loss spike at step {step(s.steps[peak])} left the run {times(ratio)} worse than before it",
         f"at step {step(s.steps[peak])} (line {int(s.lines[peak])}) the loss jumps to {num(peak_v)}, "
         f"{times(peak_v / pre_v, 1)} its level before (median {num(pre_v)} of the {pre_points} points to step "
-        f"{step(s.steps[i - 1])}; bar {math.exp(bar):.2f}x), for {end - i} point(s); it comes back down, but the "
+        f"{step(s.steps[i - 1])}; bar {times(math.exp(bar))}), for {end - i} point(s); it comes back down, but the "
         f"best level after it is {num(post_v)} (median of {post_points} points around step "
-        f"{step(s.steps[post_idx])}), {ratio:.2f}x the level before (threshold {num(th.spike_worse_ratio)}x; log gap "
+        f"{step(s.steps[post_idx])}), {times(ratio)} the level before (threshold {num(th.spike_worse_ratio)}x; log gap "
         f"{num(gap)} against a noise gate of {num(gate)}){more}.",
         {"spike_step": s.steps[peak], "peak": peak_v, "pre_level": pre_v, "pre_points": pre_points,
          "burst_points": end - i, "post_level": post_v, "post_step": s.steps[post_idx], "post_points": post_points,

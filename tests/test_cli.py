@@ -88,12 +88,13 @@ def test_no_loss_is_exit_2_and_lists_metrics(tmp_path):
 
 
 def test_map_option_reads_custom_loss_column(tmp_path):
-    rows = [{"step": r["step"], "train_mse": r["loss"]} for r in healthy_rows()]
+    # "objective_value" names no loss word: only --map makes it the loss
+    rows = [{"step": r["step"], "objective_value": r["loss"]} for r in healthy_rows()]
     p = write_jsonl(tmp_path / "m.jsonl", rows)
     assert run_cli("epoch", str(p))[0] == 2  # no loss without --map
-    code, _, _, doc = run_cli("epoch", str(p), "--map", "loss=train_mse", "--json")
+    code, _, _, doc = run_cli("epoch", str(p), "--map", "loss=objective_value", "--json")
     assert code == 0
-    assert doc["reports"][0]["mapping"]["loss"] == {"source": "train_mse", "ignored": [], "how": "map"}
+    assert doc["reports"][0]["mapping"]["loss"] == {"source": "objective_value", "ignored": [], "how": "map"}
 
 
 @pytest.mark.parametrize("bad,msg", [
@@ -210,7 +211,7 @@ def test_examples_doctor_through_console_script(core_examples):
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1
     verdicts = {r["file"].split("examples/")[1]: r["verdict"] for r in doc["reports"]}
-    expected = {"healthy": "PASS", "healthy_seed1": "PASS", "bad_labels": "PASS",
+    expected = {"healthy": "PASS", "healthy_seed1": "PASS", "bad_labels": "FAIL",
                 "lr_hot": "FAIL", "lr_zero": "FAIL", "diverge": "FAIL"}
     assert verdicts == {f"{run}/metrics.{ext}": v for run, v in expected.items() for ext in ("csv", "jsonl")}
 

@@ -290,6 +290,11 @@ def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLo
     run = om.Run(
         tool=om.Tool(driver=driver),
         results=results,
+        # The text readers number lines as Python's universal newlines do: a lone CR (a
+        # progress bar's carriage return) ends a line too. SARIF's default is CR LF and LF
+        # only (2.1.0, run.newlineSequences), so the run says which sequences its line
+        # numbers count.
+        newline_sequences=list(NEWLINE_SEQUENCES),
         properties={
             "worstVerdict": worst.value if worst is not None else None,
             "reports": [
@@ -300,6 +305,10 @@ def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLo
         },
     )
     return om.SarifLog(version=SARIF_VERSION, schema_uri=SARIF_SCHEMA_URI, runs=[run])
+
+
+#: The newline sequences the line numbers of every result count (``run.newlineSequences``).
+NEWLINE_SEQUENCES = ("\r\n", "\n", "\r")
 
 
 def _first(d: dict, keys: Iterable[str]) -> dict:

@@ -403,3 +403,18 @@ def test_a_number_is_read_whole_or_not_at_all() -> None:
     p = console._parse("step 10 | time 41.23ms | loss 2.5e-1 | acc 97.5% | eta 0:10:00 | dt 3.5s\n")
     assert p is not None and p.counter == 10
     assert p.values == {"loss": 0.25, "acc": 97.5, "dt": 3.5}
+
+
+def test_a_hyphenated_adjective_in_prose_is_no_value(tmp_path):
+    """``5-step`` and ``3-layer`` in a sentence are words, not a metric: a JSON file of prose
+    about a run (a run_meta.json) is not a console capture."""
+    from trainproof.formats import NotALog, detect
+
+    import json
+
+    p = tmp_path / "run_meta.json"
+    p.write_text(json.dumps({"config": "healthy", "how": "3-layer MLP (16-64-64-4), batch 32, 300 steps, loss "
+                             "averaged over each 5-step logging window, eval every 50 steps",
+                             "expected_verdict": "PASS"}, indent=2) + "\n")
+    with pytest.raises(NotALog):
+        detect(p)

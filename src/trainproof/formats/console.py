@@ -89,15 +89,15 @@ _BARE = re.compile(r"(?<=[:\[,\s])(-?inf|nan)(?=\s*[,}\]])")
 _WORD = r"[A-Za-z_][A-Za-z0-9_]*(?:[./-][A-Za-z0-9_]+)*\.?"
 # A number: thousands groups (``12,345``), a decimal with exponent, nan/inf. The unit that
 # may follow is ``%`` or ``s``; any other letter glued to it (``41ms``, ``8.7it/s``,
-# ``nanoGPT``) or a clock's ``:`` + digit (``0:10:00``) makes it no value, and so does a
-# digit right after it: a number is read whole or not at all (never ``41`` of ``41.23ms``).
+# ``nanoGPT``), a hyphen and a word (``5-step``, ``3-layer``: an adjective in prose) or a
+# clock's ``:`` + digit (``0:10:00``) makes it no value, and so does a digit right after it: a number is read whole or not at all (never ``41`` of ``41.23ms``).
 _NUM = (r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
         r"|(?i:nan|inf(?:inity)?))")
 # Separators: ``\s*[:=|]\s*`` has one required character between its blank runs, so a long
 # blank run splits one way only; ``\s*\[\s*`` likewise; ``\s+`` alone is the third way.
 _PAIR = re.compile(
     rf"(?<![\w./-])(?P<name>{_WORD}(?: {_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
-    rf"(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?")
+    rf"(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _JOIN = re.compile(r"[^a-z0-9]+")
 _LEVEL = frozenset({"info", "debug", "warning", "warn", "error", "trace", "notice"})

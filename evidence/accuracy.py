@@ -44,6 +44,58 @@ WHY = {
         "Labelled too_short, but it is a complete 125-step run logged 12 times: enough points for the "
         "trend rules, which find nothing wrong. A PASS on a short but finished run is defensible."
     ),
+    "hf-dpo-nll-protein-loss-flat": (
+        "A DPO run (RL/preference objective: the loss-shape rules do not apply) whose reward margins grow "
+        "0.25 -> 1.0 and whose grad norm rises 1.3 -> 7.5: the preference signal is alive, so TP-RL-NO-SIGNAL "
+        "does not fire. The label itself says 'uncertain'; we think it should be unclear."
+    ),
+    "hf-bert2bert-sum-zero-loss": (
+        "Its cross-entropy falls 9.25 -> 4e-4 with one exact 0.0 in 4,800 points; a loss with a value <= 0 "
+        "leaves the ratio rules unjudged (degenerate), and that a summarisation loss cannot honestly get that "
+        "low is knowledge of the task, not of the log. Not judged rather than guessed."
+    ),
+    "hf-wav2vec2-ctc-sum-spike-recovers": (
+        "The spike (883 -> 2397, 2.7x its level) is under TP-LOSS-SPIKE's 3x bar, and the run recovers to "
+        "1.2x its minimum, under TP-DIVERGE's 1.5x: a WARN would need a lower spike bar, which healthy noisy "
+        "runs would cross."
+    ),
+    "hf-scibert-8-logs": (
+        "8 train-loss points over 4,000 steps falling 0.927 -> 0.561 and 4 evaluations falling: at the 8-point "
+        "minimum of the trend rules, and nothing is wrong with it. A PASS is defensible."
+    ),
+    "csv-baselines-ddpg-return-collapse": (
+        "DDPG logs only actor and critic losses, neither of which must fall, so no loss is mapped (TP-NO-LOSS). "
+        "Its return climbs to ~2000 and falls back to about -200 while staying above its start: a collapse a "
+        "return rule would have to call, and RL returns are too noisy for a FAIL on that alone."
+    ),
+    "csv-baselines-ddpg-learning": (
+        "The healthy sibling: actor and critic losses only, so no loss is mapped (TP-NO-LOSS) - not a FAIL."
+    ),
+    "csv-wandb-nanogpt-8-runs": (
+        "A W&B export of 8 runs: the one with the most points (healthy) is judged, and the note names the "
+        "others, three of which diverge. Judging each run separately is a doctor-level change (one report per "
+        "run)."
+    ),
+    "csv-wandb-history-marl-eval-frozen": (
+        "A MAPPO history with only component losses (loss_objective, loss_critic) and a frozen eval reward of "
+        "two agent groups: no training loss is mapped, and a frozen eval reward among moving ones has no rule."
+    ),
+    "jsonl-llamafactory-const-lr-late-drift": (
+        "The loss creeps from ~0.037 to ~0.065 after falling from 2.09: 1.4% of its fall regained, which is the "
+        "noise floor by TP-DIVERGE's 5% rule; no WARN rule reads a creep at that level."
+    ),
+    "mlflow-fasterrcnn-da-negative-total-loss": (
+        "Its losses are named tr_ls / val_ls; 'ls' is not read as loss (it could be label smoothing), so the "
+        "run is not judged (TP-NO-LOSS): not a FAIL."
+    ),
+    "tfevents-sb3-ppo-breakout-lr5e-3-kl": (
+        "PPO with approx_kl far beyond its trust region while ep_rew_mean still climbs: no rule reads a PPO KL "
+        "against its target, and the reward rises, so it passes."
+    ),
+    "tfevents-yolov5-muzzle-warmup-collapse": (
+        "The transient collapse is in validation (val/obj_loss 19.9 for one epoch, mAP near 0) and the train "
+        "loss sum barely moves; TP-LOSS-SPIKE reads the train loss only."
+    ),
 }
 
 

@@ -147,7 +147,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     # model and the mean reward.
     "kl": ("kl", "objective/kl", "train/kl", "policy/kl", "ppo/policy/kl"),
     "reward": ("reward", "train/reward", "objective/scores", "rewards/mean", "env/reward_mean",
-               "rollout/ep_rew_mean", "train/rewards/margins", "rewards/margins"),
+               "rollout/ep_rew_mean", "ep_rew_mean", "episode_reward_mean", "mean_reward",
+               "train/rewards/margins", "rewards/margins"),
     "throughput": (
         "throughput",
         "samples_per_second",

@@ -1,6 +1,8 @@
 """The run's declared schedule, read from the log's meta (HF max_steps, Coqui epochs)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..runlog import RunLog
 
 
@@ -35,3 +37,13 @@ def fraction_ran(run: RunLog) -> tuple[float | None, float | None, str]:
         done = (int(run.meta["last_epoch"]) + 1) / int(run.meta["num_train_epochs"])
         return done, end, source
     return run.step_range[1] / end, end, source
+
+
+def still_warming_up(lr: np.ndarray, rising_points: int) -> bool:
+    """True when the last ``rising_points`` finite learning rates strictly increase.
+
+    Schedules are deterministic, so two increases in a row are warm-up, not noise. A run
+    judged at that point has not yet trained at its intended learning rate.
+    """
+    tail = lr[-rising_points:]
+    return bool(tail.size >= max(2, rising_points) and np.all(np.diff(tail) > 0))

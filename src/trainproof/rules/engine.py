@@ -20,7 +20,7 @@ from .thresholds import DEFAULT, Thresholds
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct
 from ._fmt import step as step_fmt
-from ._schedule import fraction_ran
+from ._schedule import fraction_ran, still_warming_up
 
 
 class Context:
@@ -144,16 +144,6 @@ def _skip_reason(rule: Rule, run: RunLog, th: Thresholds, shared: dict | None = 
             return Skip("warmup", f"the learning rate is still rising at the last logged step (its last "
                                   f"{th.warmup_rising_points} values increase): warm-up has not ended")
     return None
-
-
-def still_warming_up(lr: np.ndarray, rising_points: int) -> bool:
-    """True when the last ``rising_points`` finite learning rates strictly increase.
-
-    Schedules are deterministic, so two increases in a row are warm-up, not noise. A run
-    judged at that point has not yet trained at its intended learning rate.
-    """
-    tail = lr[-rising_points:]
-    return bool(tail.size >= max(2, rising_points) and np.all(np.diff(tail) > 0))
 
 
 def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = (), charts: bool = True) -> Report:

@@ -275,7 +275,7 @@ def check_negative_loss(ctx):
     verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
     least_evidence='Relative variation below 0.1% over every point.',
-    detects="A loss whose relative variation (standard deviation / mean over every finite point) is below 0.1%. Least evidence: 8 points, at least 30% of the scheduled run where the log declares its schedule, and a learning rate no longer warming up.",
+    detects="A loss whose relative variation (standard deviation / mean over every finite point) is below 0.1%.",
     why="A training loss always moves a little from batch to batch; a loss constant to three significant digits means the model's output does not depend on the updates.",
     not_mean="It does not flag a slowly improving or a noisy loss; those vary far more than 0.1%.",
     causes="Frozen parameters, a zero learning rate, a model that predicts a constant (collapsed output, dead ReLUs), a loss computed on a constant tensor.",
@@ -343,8 +343,7 @@ def chance_level(values: np.ndarray, max_classes: int, tol_level: float, tol_blo
         "A train loss (or, when it does not, an eval loss with at least 8 evaluations) whose median is within 2% "
         "of ln(k) for some k from 2 to 10 (0.693, 1.099, 1.386, 1.609, …), with at least 80% of its block "
         "medians (blocks of 5% of the run) within 3% of it and no significant downward trend (Mann-Kendall z "
-        "above -2.326), while the learning rate (when logged) is above zero. Least evidence: 8 points, at "
-        "least 30% of the scheduled run where the log declares it, warm-up over."
+        "above -2.326), while the learning rate (when logged) is above zero."
     ),
     why=(
         "ln(k) is the cross-entropy of predicting every one of k classes with probability 1/k: a classifier whose "
@@ -428,8 +427,7 @@ def _lone_start_cut(ratio: float, k: int) -> float:
         "run (at least 3 points); the starting level, the higher of the first 2 points when they agree "
         "within the noise; and the first point alone, when the run right after it (median of the next 5 "
         "points) sits more than 3x above it. Not a divergence: a climb that regains less than 5% of the drop from "
-        "the first block's level to the best level (a loss at its noise floor after a large fall). Least "
-        "evidence: 8 points, and the noise of the run's own log loss (the gate)."
+        "the first block's level to the best level (a loss at its noise floor after a large fall)."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
     not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging.",
@@ -658,7 +656,7 @@ def _dead_data(st: dict, th) -> dict:
                 "dead_min_schedule_share", "tiny_lr"],
     verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
     least_evidence='Both the 5-point ends and the 10% ends under 5% improvement, and no significant trend over up to 40 block medians; no falling eval loss.',
-    detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians). Least evidence: 10 points, at least 30% of the scheduled run where the log declares its schedule, and a learning rate no longer warming up. Not a dead run: an eval loss that falls with a significant trend (the model is learning); a loss that fell from its first point beyond the noise and then held a level while the learning rate and the gradient norm stayed alive, or a log that starts past its own span (a resumed run): TP-LOSS-STALLED, a WARN. A learning rate at most 1e-6 over the whole run is named as the cause.",
+    detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians). Not a dead run: an eval loss that falls with a significant trend (the model is learning); a loss that fell from its first point beyond the noise and then held a level while the learning rate and the gradient norm stayed alive, or a log that starts past its own span (a resumed run): TP-LOSS-STALLED, a WARN. A learning rate at most 1e-6 over the whole run is named as the cause.",
     why="A run that ends where it started has spent its compute without learning.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a loss with a large constant offset that falls slowly but steadily, nor a run judged early in its schedule or during warm-up. It does flag runs already converged at the start because they resumed from a good checkpoint; read the evidence with the run's history in mind.",
     causes="A zero or far too small learning rate, frozen parameters, a model already at its floor (resumed run), labels unrelated to inputs.",

@@ -16,6 +16,7 @@ import numpy as np
 from ..findings import Level
 from ..runlog import Series
 from ._fmt import num, pct, step
+from ._schedule import still_warming_up
 from .registry import Need, rule
 
 
@@ -211,7 +212,7 @@ def check_warmup_unfinished(ctx):
     if ctx.run.step_range[1] < end - max(1.0, 0.02 * end):
         return
     tail = s.values[-k:]
-    if not (np.all(np.diff(tail) > 0) and tail[-1] >= s.values.max()):
+    if not (still_warming_up(s.values, k) and tail[-1] >= s.values.max()):
         return
     yield ctx.finding(
         f"warm-up never finished: the learning rate was still rising at the run's end (step {step(s.steps[-1])})",

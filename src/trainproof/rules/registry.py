@@ -95,13 +95,6 @@ class Rule:
             " · needs " + ", ".join(_need_text(n) for n in self.needs) if self.needs else ""))
         if self.thresholds:
             parts.append("· thresholds " + ", ".join(f"`{t}`" for t in self.thresholds))
-        if self.min_schedule_share:
-            from .thresholds import DEFAULT
-
-            parts.append(f"· least evidence: the log covers ≥ {getattr(DEFAULT, self.min_schedule_share):.0%} of the "
-                         f"scheduled run where the schedule is known (`{self.min_schedule_share}`)")
-        if self.after_warmup:
-            parts.append("· not judged while the learning rate is still warming up")
         if self.implies:
             parts.append("· when it fires it explains " + ", ".join(f"`{i}`" for i in self.implies)
                          + " (listed as implied, not reported again)")
@@ -118,33 +111,31 @@ class Rule:
             parts.append("")
         return "\n".join(parts).rstrip() + "\n"
 
+    def least_evidence_text(self) -> str:
+        """What a FAIL rule needs before it may fail a run, in one paragraph: the points of
+        each series it needs, the share of the scheduled run and the end of warm-up the engine
+        waits for, and the rule's own ``least_evidence``. For a rule of another level, only the
+        schedule share and warm-up it waits for; empty when it has neither, and for outcomes."""
+        gated = bool(self.min_schedule_share or self.after_warmup)
+        if self.is_outcome or (self.level is not Level.FAIL and not gated):
+            return ""
+        from .thresholds import DEFAULT
 
-def _least_evidence_text(self: "Rule") -> str:
-    """What a FAIL rule needs before it may fail a run, in one paragraph: the points of
-    each series it needs, the share of the scheduled run and the end of warm-up the engine
-    waits for, and the rule's own ``least_evidence``. Empty for other levels and outcomes."""
-    if self.level is not Level.FAIL or self.is_outcome:
-        return ""
-    from .thresholds import DEFAULT
-
-    bits = []
-    for n in self.needs:
-        mp = n.min_points
-        k = getattr(DEFAULT, mp) if isinstance(mp, str) else mp
-        names = " or ".join(f"`{x}`" for x in n.names)
-        bits.append(f"{k} {'finite ' if n.finite else ''}point{'s' if k != 1 else ''} of {names}")
-    if self.min_schedule_share:
-        bits.append(f"{getattr(DEFAULT, self.min_schedule_share):.0%} of the scheduled run where the log "
-                    "declares its schedule (skipped as `too_little_of_schedule` below it)")
-    if self.after_warmup:
-        bits.append("a learning rate no longer warming up (skipped as `warmup` while it rises)")
-    text = ("Needs " + "; ".join(bits) + "." if bits else "")
-    if self.least_evidence:
-        text = (text + " " if text else "") + self.least_evidence
-    return text
-
-
-Rule.least_evidence_text = _least_evidence_text  # type: ignore[attr-defined]
+        bits = []
+        for n in (self.needs if self.level is Level.FAIL else ()):
+            mp = n.min_points
+            k = getattr(DEFAULT, mp) if isinstance(mp, str) else mp
+            names = " or ".join(f"`{x}`" for x in n.names)
+            bits.append(f"{k} {'finite ' if n.finite else ''}point{'s' if k != 1 else ''} of {names}")
+        if self.min_schedule_share:
+            bits.append(f"{getattr(DEFAULT, self.min_schedule_share):.0%} of the scheduled run where the log "
+                        "declares its schedule (skipped as `too_little_of_schedule` below it)")
+        if self.after_warmup:
+            bits.append("a learning rate no longer warming up (skipped as `warmup` while it rises)")
+        text = ("Needs " + "; ".join(bits) + "." if bits else "")
+        if self.least_evidence:
+            text = (text + " " if text else "") + self.least_evidence
+        return text
 
 
 def _first_sentence(text: str) -> str:

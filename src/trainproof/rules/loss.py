@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..aliases import words
 from ..findings import Level
 from ._fmt import num, pct, step, times
 from ._stats import (block_medians, block_sizes, end_window, expected_min_shift, improvement, level_se,
@@ -203,7 +204,7 @@ def check_zero_loss_mixed(ctx):
 #: (``ce``, ``xent``, ``crossentropy``, ``logloss``, ``bce``), squared or absolute error
 #: (``mse``, ``mae``, ``l1``, ``l2``, ``rmse``), CTC and perplexity. ``nll`` is not among
 #: them: the negative log-likelihood of a continuous density can be negative.
-NONNEGATIVE_WORDS = frozenset({"ce", "xent", "crossentropy", "cross_entropy", "logloss", "bce", "mse", "mae",
+NONNEGATIVE_WORDS = frozenset({"ce", "xent", "crossentropy", "logloss", "bce", "mse", "mae",
                                "rmse", "l1", "l2", "ctc", "perplexity", "ppl", "huber", "smoothl1"})
 
 
@@ -215,21 +216,15 @@ def nonnegative_objective(run) -> str | None:
     spaces), or the log also carries a perplexity (``perplexity``, ``ppl``), which is
     exp(cross-entropy).
     """
-    import re
-
-    def words(key: str) -> set[str]:
-        key = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
-        return {w for w in re.split(r"[/_\-. ]+", key.lower()) if w}
-
     s = run.series.get("loss")
     if s is None:
         return None
     low = s.key.lower().replace("_", "").replace("-", "")
-    hit = (words(s.key) & NONNEGATIVE_WORDS) or {w for w in ("crossentropy", "logloss") if w in low}
+    hit = (set(words(s.key)) & NONNEGATIVE_WORDS) or {w for w in ("crossentropy", "logloss") if w in low}
     if hit:
         return f"its key {s.key!r} names a {sorted(hit)[0]} loss, which cannot be negative"
     for other in run.series.values():
-        if words(other.key) & {"perplexity", "ppl"}:
+        if set(words(other.key)) & {"perplexity", "ppl"}:
             return f"the log carries a perplexity ({other.key}), exp of a cross-entropy, which cannot be negative"
     return None
 

@@ -71,11 +71,6 @@ WHY = {
     "csv-baselines-ddpg-learning": (
         "The healthy sibling: actor and critic losses only, so no loss is mapped (TP-NO-LOSS) - not a FAIL."
     ),
-    "csv-wandb-nanogpt-8-runs": (
-        "A W&B export of 8 runs: the one with the most points (healthy) is judged, and the note names the "
-        "others, three of which diverge. Judging each run separately is a doctor-level change (one report per "
-        "run)."
-    ),
     "csv-wandb-history-marl-eval-frozen": (
         "A MAPPO history with only component losses (loss_objective, loss_critic) and a frozen eval reward of "
         "two agent groups: no training loss is mapped, and a frozen eval reward among moving ones has no rule."

@@ -123,7 +123,7 @@ def test_results_come_back_in_input_order(dask_cluster, tmp_path):
         rows = [{"step": s, "loss": 1.0 / (s + 1) + i * 1e-3} for s in range(40)]
         paths.append(write_jsonl(tmp_path / f"r{i:02d}.jsonl", rows))
     results = list(map_judge("dask", paths, JudgeConfig(), address=dask_cluster.scheduler_address))
-    assert [r.file for r, _ in results] == [str(p) for p in paths]
+    assert [reps[0].file for reps, _ in results] == [str(p) for p in paths]
     assert list(map_judge("dask", [], JudgeConfig(), address=dask_cluster.scheduler_address)) == []
 
 
@@ -203,7 +203,7 @@ for i in range(12):
         assert len(got) == 1
     else:  # zip as doctor does: the generator is left suspended after the last result
         got = [r for _, r in zip(paths, map_judge("ray", paths, JudgeConfig(), address=address))]
-        assert [r.file for r, _ in got] == paths, got
+        assert [reps[0].file for reps, _ in got] == paths, got
 print("ok")
 """
 

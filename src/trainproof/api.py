@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .aliases import MappingError
-from .findings import Finding, Report
+from .findings import Finding, Report, worst_first
 from .discover import group_runs, walk
 from .formats import NotALog, ReadError, open_log
 from .remote import is_url
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
-from .runlog import RunLog, build_runlog
+from .runlog import RunLog, build_runlog, build_runlogs
 
 
 def read_runlog(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None) -> RunLog:
@@ -38,33 +38,62 @@ def read_runlog(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] 
     return _read_local(Path(path), fmt, mapping, label=str(path))
 
 
-def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str) -> RunLog:
+def read_runlogs(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None) -> list[RunLog]:
+    """Read one log into one :class:`RunLog` per run it holds (see
+    :func:`trainproof.runlog.build_runlogs`): a list of one for almost every log; one
+    per run for a W&B panel export of several runs. Arguments and errors as
+    :func:`read_runlog`."""
+    if is_url(path):
+        from .remote import staged
+
+        with staged(path, fmt) as local:
+            return _read_local(local, fmt, mapping, label=path, every_run=True)
+    return _read_local(Path(path), fmt, mapping, label=str(path), every_run=True)
+
+
+def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str,
+                every_run: bool = False):
+    """The RunLog of the local log ``p`` named ``label`` (with ``every_run``: the list of
+    one RunLog per run it holds)."""
     name, records, state = open_log(p, fmt)
-    # build_runlog consumes the stream; the reader fills state.meta/notes while it does.
-    run = build_runlog(records, label, name, {}, (), mapping)
-    run.meta.update(state.meta)
+    # The build consumes the stream; the reader fills state.meta/notes while it does.
+    if every_run:
+        runs = build_runlogs(records, label, name, {}, (), mapping)
+    else:
+        runs = [build_runlog(records, label, name, {}, (), mapping)]
     notes = state.notes
     if label != str(p):
         notes = [n.replace(str(p), label) for n in notes]
-    run.notes[:0] = notes
-    if state.drops:
-        run.meta["dropped"] = list(state.drops)
-    return run
+    for run in runs:
+        run.meta.update(state.meta)
+        run.notes[:0] = notes
+        if state.drops:
+            run.meta["dropped"] = list(state.drops)
+    return runs if every_run else runs[0]
 
 
 def judge(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None,
           mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT) -> Report:
-    """Read and judge one log.
+    """Read and judge one log (for a log of several runs, the worst of
+    :func:`judge_all`).
 
     Never raises for a bad input: a file that cannot be read gives a report with
     ``error`` set and a ``TP-READ-ERROR`` finding (verdict NOT-CHECKED, exit 2). ``path``
     may be an fsspec URL (see :func:`read_runlog`).
     """
+    return judge_all(path, fmt, mapping, mute, thresholds)[0]
+
+
+def judge_all(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None,
+              mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT, charts: bool = True) -> list[Report]:
+    """Read and judge one log: one report per run it holds (:func:`read_runlogs`), worst
+    verdict first (runs of one verdict in the order of their names). Never raises for a
+    bad input (an error report, as :func:`judge`); never an empty list."""
     try:
-        run = read_runlog(path, fmt, mapping)
+        runs = read_runlogs(path, fmt, mapping)
     except (ReadError, MappingError) as e:
-        return error_report(str(path), str(e), None if fmt == "auto" else fmt)
-    return judge_runlog(run, thresholds, mute)
+        return [error_report(str(path), str(e), None if fmt == "auto" else fmt)]
+    return worst_first([judge_runlog(run, thresholds, mute, charts=charts) for run in runs])
 
 
 #: File names that are logs whatever their content; unreadable ones are reported.
@@ -109,13 +138,28 @@ def _baseline(cfg: JudgeConfig):
 
 
 def judge_run(location: str | Path, config: JudgeConfig = JudgeConfig()) -> tuple[Report | None, dict | None]:
-    """Judge one run found by ``doctor``: a pure function of the location and the config,
-    so that processes or a cluster engine can run it anywhere and only schedule.
+    """Judge one run found by ``doctor``: :func:`judge_runs` with only the worst report
+    of a log that holds several runs.
 
     Returns:
         ``(report, None)`` for a run (an error report when it cannot be read), or
-        ``(None, {"file", "reason"})`` for a file that is not a training log (a data table,
-        an event file without scalars, content no reader recognises under a neutral name).
+        ``(None, {"file", "reason"})`` for a file that is not a training log.
+    """
+    reports, skip = judge_runs(location, config)
+    return (reports[0] if reports else None), skip
+
+
+def judge_runs(location: str | Path, config: JudgeConfig = JudgeConfig()) -> tuple[list[Report], dict | None]:
+    """Judge the log at one location found by ``doctor``: a pure function of the location
+    and the config, so that processes or a cluster engine can run it anywhere and only
+    schedule.
+
+    Returns:
+        ``(reports, None)``: one report per run the log holds (almost always one; one per
+        run of a W&B panel export of several), worst first, or one error report when it
+        cannot be read; or ``([], {"file", "reason"})`` for a file that is not a training
+        log (a data table, an event file without scalars, content no reader recognises
+        under a neutral name).
 
     ``location`` may be an fsspec URL (a string): the run is staged where this runs (see
     :mod:`trainproof.remote`), so a cluster worker fetches its runs itself.
@@ -127,7 +171,7 @@ def judge_run(location: str | Path, config: JudgeConfig = JudgeConfig()) -> tupl
             with staged(location, config.fmt) as local:
                 return _judge_at(local, location, config)
         except ReadError as e:  # the extra is missing, or the URL cannot be fetched
-            return error_report(location, str(e)), None
+            return [error_report(location, str(e))], None
     path = Path(location)
     return _judge_at(path, str(path), config)
 
@@ -138,21 +182,27 @@ def _same_location(a: str, b: str) -> bool:
     return Path(a).resolve() == Path(b).resolve()
 
 
-def _judge_at(path: Path, label: str, config: JudgeConfig) -> tuple[Report | None, dict | None]:
-    """:func:`judge_run` of the local ``path``, named ``label`` in what it returns."""
+def _judge_at(path: Path, label: str, config: JudgeConfig) -> tuple[list[Report], dict | None]:
+    """:func:`judge_runs` of the local ``path``, named ``label`` in what it returns."""
     mapping = dict(config.mapping) or None
     try:
-        run = _read_local(path, config.fmt, mapping, label)
+        runs = _read_local(path, config.fmt, mapping, label, every_run=True)
     except NotALog as e:
         if _looks_like_log_name(path):
-            return error_report(label, str(e)), None
-        return None, {"file": label, "reason": str(e)}
+            return [error_report(label, str(e))], None
+        return [], {"file": label, "reason": str(e)}
     except (ReadError, MappingError) as e:
-        return error_report(label, str(e)), None
-    if run.format in ("jsonl", "csv") and not run.mapping and not run.explicit_steps:
-        return None, {"file": label, "reason": "a data table: no step column and no known metric"}
-    if run.format == "tfevents" and run.records == 0:
-        return None, {"file": label, "reason": "an event file without scalars (hparams, text, graphs or profiles only)"}
+        return [error_report(label, str(e))], None
+    first = runs[0]
+    if first.format in ("jsonl", "csv") and not first.mapping and not first.explicit_steps:
+        return [], {"file": label, "reason": "a data table: no step column and no known metric"}
+    if first.format == "tfevents" and first.records == 0:
+        return [], {"file": label, "reason": "an event file without scalars (hparams, text, graphs or profiles only)"}
+    return worst_first([_judge_one(run, label, config) for run in runs]), None
+
+
+def _judge_one(run: RunLog, label: str, config: JudgeConfig) -> Report:
+    """The report of one RunLog of ``label``, compared with the configured baseline."""
     rep = judge_runlog(run, config.thresholds, config.mute, charts=config.charts)
     if config.baseline is not None:
         base, base_report, base_error = _baseline(config)
@@ -164,12 +214,12 @@ def _judge_at(path: Path, label: str, config: JudgeConfig) -> tuple[Report | Non
             r = get("TP-CMP-ERROR")
             rep.findings.append(Finding(r.id, r.level, "the comparison with the baseline could not run",
                                         base_error, {"reason": base_error}, source="compare", hint=r.hint))
-    return rep, None
+    return rep
 
 
-def _judge_candidate(args: tuple) -> tuple[Report | None, dict | None]:
+def _judge_candidate(args: tuple) -> tuple[list[Report], dict | None]:
     path, config = args
-    return judge_run(path, config)
+    return judge_runs(path, config)
 
 
 #: Below this many runs a process pool costs more than it saves.
@@ -182,7 +232,7 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
            baseline: str | Path | None = None, max_depth: int | None = None,
            max_files: int | None = None, jobs: int | None = 1, engine: str = "local",
            address: str | None = None, charts: bool = True) -> tuple[list[Report], list[dict]]:
-    """Find every training log under ``root`` and judge each run (:func:`judge_run`).
+    """Find every training log under ``root`` and judge each run (:func:`judge_runs`).
 
     ``max_depth`` and ``max_files`` bound the search of an untrusted or huge tree (see
     :func:`discover.walk`); where they cut it, ``ignored`` says so.
@@ -205,7 +255,8 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
         engines.EngineError: the engine's package is missing or its cluster unreachable.
 
     Returns:
-        ``(reports, ignored)``: one report per run (unreadable logs as error reports) and
+        ``(reports, ignored)``: one report per run (unreadable logs as error reports; a log
+        of several runs gives one report per run, worst first) and
         ``{"file", "reason"}`` for each file that was looked at and is not a training log
         (a data table, an event file without scalars, a file no reader recognises).
     """
@@ -238,17 +289,18 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
         else:
             results = map(_judge_candidate, work)
     try:
-        for i, (cand, (rep, skip)) in enumerate(zip(candidates, results)):
+        for i, (cand, (reps, skip)) in enumerate(zip(candidates, results)):
             if progress is not None:
                 progress(i, len(candidates), str(cand.path))
-            if rep is None:
+            if skip is not None:
                 ignored.append(skip)
                 continue
-            rep.snapshots = [str(p) for p in cand.snapshots]
-            if cand.snapshots:
-                rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; "
-                                 "judged the most complete")
-            reports.append(rep)
+            for rep in reps:
+                rep.snapshots = [str(p) for p in cand.snapshots]
+                if cand.snapshots:
+                    rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; "
+                                     "judged the most complete")
+                reports.append(rep)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)

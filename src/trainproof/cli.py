@@ -93,24 +93,28 @@ def _location(arg: str | None) -> str | Path | None:
 def epoch(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path) -> None:
     """Judge one training log: a file (HF trainer_state.json, TensorBoard event file, JSONL,
     CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow run folder.
-    LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] extra)."""
+    LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] extra). A log that
+    holds several runs (a W&B export) gives one report per run, worst first."""
     from .aliases import MappingError
-    from .api import read_runlog
+    from .api import read_runlogs
+    from .findings import worst_first
     from .formats import ReadError
     from .rules.engine import error_report, judge_runlog
 
     overrides, cfg = _setup("epoch", as_json, maps, mute, config_path)
     logfile = _location(logfile)
     try:
-        run = read_runlog(logfile, fmt, overrides)
+        runs = read_runlogs(logfile, fmt, overrides)
     except (ReadError, MappingError) as e:
         rep = error_report(str(logfile), str(e), None if fmt == "auto" else fmt)
         _emit([rep], "epoch", as_json, summary=False, error=f"{logfile}: {e}", sarif_path=sarif_path,
               html_path=html_path)
         return
-    # Chart series only for the HTML report (the only output that draws them).
-    _emit([judge_runlog(run, cfg.thresholds, cfg.mute, charts=html_path is not None)], "epoch", as_json, summary=False, sarif_path=sarif_path,
-          html_path=html_path)
+    # One report per run the log holds (a W&B export of several runs), worst first; chart
+    # series only for the HTML report (the only output that draws them).
+    reports = worst_first([judge_runlog(run, cfg.thresholds, cfg.mute, charts=html_path is not None)
+                           for run in runs])
+    _emit(reports, "epoch", as_json, summary=False, sarif_path=sarif_path, html_path=html_path)
 
 
 class _LazyProgress:

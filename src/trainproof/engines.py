@@ -1,4 +1,4 @@
-"""Cluster engines for ``doctor``: map :func:`trainproof.api.judge_run` over the runs on
+"""Cluster engines for ``doctor``: map :func:`trainproof.api.judge_runs` over the runs on
 Dask (the ``[dask]`` extra) or Ray (the ``[ray]`` extra).
 
 The judgement is one pure function of a run's location and a :class:`~trainproof.api.JudgeConfig`,
@@ -33,10 +33,10 @@ class EngineError(Exception):
 
 
 def judge_batch(locations: Sequence, config) -> list:
-    """:func:`~trainproof.api.judge_run` of each location, in order (one engine task)."""
-    from .api import judge_run
+    """:func:`~trainproof.api.judge_runs` of each location, in order (one engine task)."""
+    from .api import judge_runs
 
-    return [judge_run(loc, config) for loc in locations]
+    return [judge_runs(loc, config) for loc in locations]
 
 
 def _batches(items: Sequence, slots: int) -> list[list]:
@@ -46,7 +46,7 @@ def _batches(items: Sequence, slots: int) -> list[list]:
 
 def map_judge(engine: str, locations: Sequence, config, address: str | None = None,
               workers: int | None = None) -> Iterator[tuple]:
-    """``judge_run(location, config)`` for each location, on ``engine``, in input order.
+    """``judge_runs(location, config)`` for each location, on ``engine``, in input order.
 
     The engine is imported and connected (or started) before this returns, so a missing
     package or an unreachable cluster raises here; the results are a generator that stops

@@ -210,6 +210,12 @@ def worst_verdict(reports: list[Report]) -> Level | None:
     return worst
 
 
+def worst_first(reports: list[Report]) -> list[Report]:
+    """``reports`` ordered by verdict, worst first (FAIL, WARN, NOT-CHECKED, PASS); reports
+    of one verdict keep their order (a stable sort)."""
+    return sorted(reports, key=lambda r: -SEVERITY[r.verdict])
+
+
 def exit_code(reports: list[Report], error: str | None = None) -> int:
     """The exit-code policy shared by every command.
 

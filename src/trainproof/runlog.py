@@ -180,6 +180,35 @@ def build_runlog(
     Raises:
         aliases.MappingError: an override names a column the log does not have.
     """
+    return _builder_of(records).build(path, fmt, meta, notes, overrides, copy=False)
+
+
+def build_runlogs(
+    records: Iterable[Record | Rows | Columns],
+    path: str,
+    fmt: str,
+    meta: Mapping | None = None,
+    notes: Iterable[str] = (),
+    overrides: Mapping[str, str] | None = None,
+) -> list[RunLog]:
+    """Collect a record stream into one :class:`RunLog` per run it holds.
+
+    A log of one run gives a list of one, the RunLog :func:`build_runlog` gives. A log that
+    holds the columns of several runs (a W&B panel export, ``"<run> - train/loss"``) gives
+    one RunLog per run, in the order of their names, each with ``meta["run"]`` set to its
+    name; when ``overrides`` name a column of one run, only that run. Arguments and errors
+    as :func:`build_runlog`.
+    """
+    b = _builder_of(records)
+    runs = b.runs()
+    chosen = {aliases.run_of(col) for col in (overrides or {}).values()} & set(runs)
+    if len(runs) < 2 or chosen:
+        return [b.build(path, fmt, meta, notes, overrides, copy=False)]
+    return [b.build(path, fmt, meta, notes, overrides, run=r) for r in runs]
+
+
+def _builder_of(records: Iterable[Record | Rows | Columns]) -> "RunLogBuilder":
+    """A :class:`RunLogBuilder` holding every record of the stream."""
     b = RunLogBuilder()
     for rec in records:
         t = type(rec)
@@ -189,7 +218,7 @@ def build_runlog(
             b.add_columns(rec)
         else:
             b.add(rec.step, rec.values, rec.line)
-    return b.build(path, fmt, meta, notes, overrides, copy=False)
+    return b
 
 
 class RunLogBuilder:
@@ -286,13 +315,22 @@ class RunLogBuilder:
         b[2].frombytes(np.ascontiguousarray(col.lines, dtype=np.int64).tobytes())
         self._n_batched += len(col)
 
+    def runs(self) -> list[str]:
+        """The names of the runs whose columns were added, sorted, when there are two or
+        more (a W&B panel export of several runs); ``[]`` for a log of one run."""
+        return sorted(aliases.runs_in(set(self._cols) | set(self._batches)))
+
     def build(self, path: str, fmt: str, meta: Mapping | None = None, notes: Iterable[str] = (),
-              overrides: Mapping[str, str] | None = None, copy: bool = True) -> RunLog:
+              overrides: Mapping[str, str] | None = None, copy: bool = True,
+              run: str | None = None) -> RunLog:
         """The RunLog of everything added so far (see :func:`build_runlog`).
 
         Args:
             copy: copy the arrays out of the builder (needed when more records will be
-                added while the RunLog is alive; ``False`` only for a one-shot build).
+                added while the RunLog is alive, or when several runs are built from it;
+                ``False`` only for a one-shot build).
+            run: for a log of several runs (:meth:`runs`), the one to build; ``None``
+                picks one (see :func:`_other_runs`).
 
         Raises:
             aliases.MappingError: an override names a column the log does not have.
@@ -307,7 +345,7 @@ class RunLogBuilder:
         lines_all = arr(self._rec_lines, np.int64)
         out_notes = list(notes)
         all_keys = set(cols) | set(batches)
-        dropped = _other_runs(all_keys, cols, batches, overrides, out_notes)
+        dropped = _other_runs(all_keys, cols, batches, overrides, out_notes, run)
         mapping = aliases.resolve(all_keys - dropped, overrides)
 
         explicit_steps = (bool(n) and not np.all(np.isnan(steps_all))) or n_batched > 0
@@ -384,13 +422,18 @@ class RunLogBuilder:
         step_range = None
         ends = [(float(np.nanmin(steps_all)), float(np.nanmax(steps_all)))] if n else []
         ends += [(float(np.min(bt[0])), float(np.max(bt[0]))) for bt in batches.values() if len(bt[0])]
+        if dropped:  # one run of several: its own steps, not the other runs'
+            ends = [(float(x.steps[0]), float(x.steps[-1])) for x in series.values() if len(x.steps)]
         if ends:
             step_range = (min(e[0] for e in ends), max(e[1] for e in ends))
+        run_meta = dict(meta or {})
+        if run is not None:
+            run_meta["run"] = run
         return RunLog(
             path=path,
             format=fmt,
             series=series,
-            meta=dict(meta or {}),
+            meta=run_meta,
             notes=out_notes,
             mapping=mapping,
             records=n + n_batched,
@@ -412,15 +455,22 @@ def _points(key: str, cols: dict, batches: dict) -> int:
 
 
 def _other_runs(keys: set, cols: dict, batches: dict, overrides: Mapping[str, str] | None,
-                notes: list[str]) -> set:
+                notes: list[str], run: str | None = None) -> set:
     """The columns of the runs not judged, when the log holds several (a W&B panel export
     with ``"<run> - <metric>"`` columns for two or more runs): one RunLog is one run, so
-    one run is kept, never a mix. The kept run is the one a ``--map`` column names, else
-    the one whose loss has the most finite points (ties: the alphabetically first name);
-    a note names it and the others."""
+    one run is kept, never a mix. The kept run is ``run`` when given (one RunLog per run,
+    :func:`build_runlogs`), else the one a ``--map`` column names, else the one whose
+    loss has the most finite points (ties: the alphabetically first name); a note names
+    it and the others."""
     runs = aliases.runs_in(keys)
     if not runs:
         return set()
+    if run is not None:
+        if run not in runs:
+            raise ValueError(f"no run {run!r} in this log")
+        notes.append(f"{len(runs)} runs in one log (W&B export): this report is run {run!r}; "
+                     "each run is judged on its own")
+        return {k for r in runs if r != run for k in runs[r]}
     chosen = None
     for col in (overrides or {}).values():
         if aliases.run_of(col) in runs:

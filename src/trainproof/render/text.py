@@ -34,7 +34,8 @@ def _fmt_step(x) -> str:
 
 def render_report(console: Console, r: Report) -> None:
     v = r.verdict
-    console.print(f"[bold]{escape(r.file)}[/bold]")
+    run = f" — run {escape(str(r.meta['run']))}" if r.meta.get("run") else ""
+    console.print(f"[bold]{escape(r.file)}[/bold]{run}")
     if r.error is not None:
         console.print(f"  [{_STYLE[v]}]{v.value}[/] could not read: {escape(r.error)}")
         return

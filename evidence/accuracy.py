@@ -63,13 +63,8 @@ WHY = {
         "8 train-loss points over 4,000 steps falling 0.927 -> 0.561 and 4 evaluations falling: at the 8-point "
         "minimum of the trend rules, and nothing is wrong with it. A PASS is defensible."
     ),
-    "csv-baselines-ddpg-return-collapse": (
-        "DDPG logs only actor and critic losses, neither of which must fall, so no loss is mapped (TP-NO-LOSS). "
-        "Its return climbs to ~2000 and falls back to about -200 while staying above its start: a collapse a "
-        "return rule would have to call, and RL returns are too noisy for a FAIL on that alone."
-    ),
     "csv-baselines-ddpg-learning": (
-        "The healthy sibling: actor and critic losses only, so no loss is mapped (TP-NO-LOSS) - not a FAIL."
+        "The healthy sibling: judged on its 100-episode return, which rises -1278 -> 5084: PASS."
     ),
     "csv-wandb-history-marl-eval-frozen": (
         "A MAPPO history with only component losses (loss_objective, loss_critic) and a frozen eval reward of "

@@ -274,3 +274,90 @@ def test_rounding_noise_below_zero_is_not_negative():
     loss[-1] = -1e-9
     rep = judge_runlog(run_of(ce_loss=loss))
     assert "TP-NEGATIVE-LOSS" not in ids(rep)
+
+
+# --- TP-RL-RETURN-COLLAPSE: a return that rose and fell back to its start ----------------
+
+def returns(n, shape, noise, seed, start=-1800.0, peak=2500.0, end=-1900.0):
+    """An episode return over ``n`` points: ``rise`` climbs start -> peak; ``collapse``
+    climbs to the peak by 40% of the run, then falls to ``end`` by 70% and stays;
+    ``late_dip`` climbs and loses a third of its gain over the last 20%."""
+    t = np.linspace(0, 1, n)
+    rng = np.random.default_rng(seed)
+    gain = peak - start
+    if shape == "rise":
+        y = start + gain * (1 - np.exp(-5 * t))
+    elif shape == "collapse":
+        y = np.where(t < 0.4, start + gain * t / 0.4, np.where(t < 0.7, peak + (end - peak) * (t - 0.4) / 0.3, end))
+    elif shape == "late_dip":
+        y = np.where(t < 0.8, start + gain * np.minimum(1, t / 0.5), peak - gain / 3 * (t - 0.8) / 0.2)
+    else:
+        raise ValueError(shape)
+    return y + noise * gain * rng.standard_normal(n)
+
+
+def rl_run(reward, key="rollout/return_history", **extra):
+    # DDPG-style: actor and critic terms only, no loss.
+    n = len(reward)
+    return run_of(**{key: reward, "train/loss_actor": np.linspace(-100, 90, n),
+                     "train/loss_critic": np.full(n, 80.0)}, **extra)
+
+
+@pytest.mark.parametrize("n,noise,seed", [(30, 0.02, 0), (200, 0.1, 1), (850, 0.3, 2), (3000, 0.5, 3)])
+@pytest.mark.parametrize("key", ["rollout/return_history", "rollout/ep_rew_mean", "episode_return"])
+def test_a_return_that_collapses_back_to_its_start_fails(n, noise, seed, key):
+    rep = judge_runlog(rl_run(returns(n, "collapse", noise, seed), key=key))
+    f = one(rep, "TP-RL-RETURN-COLLAPSE")
+    assert f.level is Level.FAIL and rep.verdict is Level.FAIL
+    assert f.data["end"] <= f.data["start"] < f.data["peak"]
+    # the collapse is visible after the peak (40% of the run) and before it settles (70%)
+    assert f.data["peak_step"] < f.data["onset_step"] <= 10 * n * 0.85
+    assert "TP-NO-LOSS" not in ids(rep)  # judged on its return without a loss
+
+
+@pytest.mark.parametrize("n,noise,seed", [(30, 0.02, 0), (300, 0.2, 1), (1000, 0.5, 2)])
+def test_a_rising_return_and_a_late_dip_above_the_start_pass(n, noise, seed):
+    for shape in ("rise", "late_dip"):
+        rep = judge_runlog(rl_run(returns(n, shape, noise, seed)))
+        assert "TP-RL-RETURN-COLLAPSE" not in ids(rep), shape
+        assert rep.verdict is not Level.FAIL and "TP-RL-RETURN-COLLAPSE" in rep.ran
+
+
+def test_pure_noise_returns_never_collapse():
+    fired = 0
+    for seed in range(300):
+        n = 30 + 17 * seed % 900
+        rng = np.random.default_rng(seed)
+        rep = judge_runlog(rl_run(100.0 * rng.standard_normal(n) - 50.0))
+        fired += "TP-RL-RETURN-COLLAPSE" in ids(rep)
+    assert fired == 0
+
+
+def test_a_return_that_only_falls_is_not_a_collapse_and_short_runs_are_skipped():
+    n = 200
+    falling = np.linspace(1000, -1000, n) + np.random.default_rng(0).normal(0, 50, n)
+    assert "TP-RL-RETURN-COLLAPSE" not in ids(judge_runlog(rl_run(falling)))
+    rep = judge_runlog(rl_run(returns(29, "collapse", 0.0, 0)))
+    assert rep.skipped["TP-RL-RETURN-COLLAPSE"].reason == "too_few_points"
+
+
+def test_a_preference_margin_is_not_a_return():
+    n = 100
+    m = returns(n, "collapse", 0.05, 0, start=0.0, peak=2.0, end=-0.1)
+    rep = judge_runlog(run_of(loss=np.full(n, 0.69) * np.linspace(1, 0.8, n), **{"rewards/margins": m}))
+    assert "TP-RL-RETURN-COLLAPSE" not in ids(rep)
+
+
+def test_a_collapsed_return_is_read_from_a_baselines_progress_csv(tmp_path):
+    from trainproof.api import judge
+
+    n = 400
+    r = returns(n, "collapse", 0.1, 4)
+    lines = ["rollout/return,rollout/return_history,train/loss_actor,train/loss_critic,total/steps"]
+    for i in range(n):
+        lines.append(f"{float(np.mean(r[: i + 1]))},{r[i]},{-100 + i * 0.5},{80.0},{2000 * (i + 1)}")
+    p = tmp_path / "progress.csv"
+    p.write_text("\n".join(lines) + "\n")
+    rep = judge(p)
+    assert rep.mapping["reward"]["source"] == "rollout/return_history"  # the 100-episode window, not the lagging mean
+    assert one(rep, "TP-RL-RETURN-COLLAPSE").level is Level.FAIL

@@ -148,6 +148,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "kl": ("kl", "objective/kl", "train/kl", "policy/kl", "ppo/policy/kl"),
     "reward": ("reward", "train/reward", "objective/scores", "rewards/mean", "env/reward_mean",
                "rollout/ep_rew_mean", "ep_rew_mean", "episode_reward_mean", "mean_reward",
+               # OpenAI baselines: return_history is the mean of the last 100 episodes,
+               # return the mean of every episode since the start (it lags), so the first.
+               "rollout/return_history", "rollout/return", "episode_return", "episode/return",
                "train/rewards/margins", "rewards/margins"),
     "throughput": (
         "throughput",

@@ -167,7 +167,10 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
         report.findings.append(_outcome("TP-NO-RECORDS", "no records could be read from the log",
                                         "the file holds no logged rows with numbers"))
         return report
-    if "loss" not in run.series and "eval_loss" not in run.series:
+    # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
+    # which must fall) is still judged on its return by the RL rules.
+    judged_on_reward = "reward" in run.series and detect_objective(run)[0] == "rl"
+    if "loss" not in run.series and "eval_loss" not in run.series and not judged_on_reward:
         keys = sorted(run.series)
         shown = ", ".join(keys[:15]) + (" …" if len(keys) > 15 else "")
         report.findings.append(_outcome(

@@ -155,3 +155,75 @@ def check_rl_signal_fading(ctx):
         {"zero_std_tail_median": zmed, "tail_points": int(tail.size)},
         step=z.steps[-tail.size], line=z.lines[-tail.size],
     )
+
+
+@rule(
+    "TP-RL-RETURN-COLLAPSE", Level.FAIL, "diverge",
+    "the policy collapsed: its return rose and then fell back to or below where it started",
+    needs=[Need("reward", "rl_collapse_min_points")],
+    thresholds=["rl_collapse_min_points", "rl_collapse_blocks", "rl_collapse_tail_blocks", "rl_collapse_rise_se"],
+    verdict_bearing=True,
+    objectives=("rl",),
+    least_evidence=("30 finite return points; a rise from the first block median to the peak of at least 6 "
+                    "standard errors of a block median; the last 30% of the run below the halfway point."),
+    detects=(
+        "On an RL objective, the return (or mean reward) read as 10 block medians: the peak block is at "
+        "least 6 standard errors of a block median above the first block, lies before the last 3 blocks, "
+        "every one of the last 3 blocks is below the halfway point between the first block and the peak, "
+        "and the last block is at or below the first. Preference margins (DPO) are not returns and are not "
+        "judged by it. A return that never rose is not this."
+    ),
+    why=(
+        "The policy learned (the return rose well beyond its noise) and then lost all of it, durably: the "
+        "weights at the end are no better than at the start, and every step since the peak was wasted. "
+        "Off-policy actor-critic methods (DDPG, TD3) and value-based ones (DQN) are known to collapse like "
+        "this when the critic's estimates blow up."
+    ),
+    not_mean=("A return that dips late and is still above its start, or that falls back only part of its gain, "
+              "is not this (a curriculum that makes the task harder on purpose also lowers the return: read the "
+              "environment's settings)."),
+    causes=("Critic over-estimation or divergence (Q-values growing without bound), a learning rate too high for "
+            "the critic, a replay buffer too small (forgetting the good experience), no target-network "
+            "smoothing, entropy or exploration noise collapsing."),
+    try_=("Resume from the checkpoint at the peak; lower the critic learning rate, raise the target-network "
+          "smoothing (smaller tau), clip gradients, enlarge the replay buffer; compare the Q-value scale with the "
+          "returns."),
+)
+def check_rl_return_collapse(ctx):
+    th = ctx.th
+    rw = ctx.finite("reward")
+    if "margin" in rw.key.lower():  # a preference margin, not a return
+        return
+    nb, nt = th.rl_collapse_blocks, th.rl_collapse_tail_blocks
+    blocks = np.array_split(rw.values, nb)
+    med = np.array([median(b) for b in blocks])
+    resid = np.concatenate([b - m for b, m in zip(blocks, med)])
+    sigma = 1.4826 * float(median(np.abs(resid)))
+    # The standard error of a median of m points is about 1.2533 sigma / sqrt(m).
+    se = 1.2533 * sigma / np.sqrt(min(len(b) for b in blocks))
+    start, ipk = float(med[0]), int(np.argmax(med))
+    peak, end = float(med[ipk]), float(med[-1])
+    gain = peak - start
+    if ipk == 0 or ipk >= nb - nt or gain <= 0 or gain < th.rl_collapse_rise_se * se:
+        return
+    half = start + 0.5 * gain
+    if not np.all(med[-nt:] < half) or end > start:
+        return
+    edges = np.cumsum([0] + [len(b) for b in blocks])
+    pk_at, end_at = int(edges[ipk]), int(edges[nb - 1])
+    # Onset: the first block after the peak below the halfway point (the collapse is visible there).
+    onset_block = next(i for i in range(ipk + 1, nb) if med[i] < half and np.all(med[i:] < half))
+    onset = int(edges[onset_block])
+    lost = (peak - end) / gain
+    yield ctx.finding(
+        f"the policy collapsed: the return ({rw.key}) rose {num(start)} -> {num(peak)} and fell back to {num(end)}",
+        f"block medians of {rw.key} over {len(rw)} points: first {num(start)} (steps {step(rw.steps[0])}–"
+        f"{step(rw.steps[edges[1] - 1])}), peak {num(peak)} (from step {step(rw.steps[pk_at])}), last {num(end)} "
+        f"(from step {step(rw.steps[end_at])}): {pct(lost)} of the rise lost; the rise is "
+        f"{num(gain / se) if se > 0 else 'inf'} standard errors of a block median (threshold "
+        f"{num(th.rl_collapse_rise_se)}), and the last {nt} blocks are all below the halfway point {num(half)}.",
+        {"reward_key": rw.key, "start": start, "peak": peak, "end": end, "lost_share": lost,
+         "block_medians": [float(x) for x in med], "rise_se": float(gain / se) if se > 0 else None,
+         "peak_step": float(rw.steps[pk_at]), "onset_step": float(rw.steps[onset])},
+        step=rw.steps[onset], line=rw.lines[onset],
+    )

@@ -136,6 +136,18 @@ class Thresholds:
     rl_zero_std_fail: float = 0.95
     rl_zero_reward_share: float = 0.8
     rl_zero_std_warn: float = 0.5
+    # An RL return (reward) that rose and then fell back to or below where it started has
+    # lost everything it learned: a policy collapse (an exploding critic in DDPG/TD3, a
+    # Q-value blow-up in DQN, entropy collapse). It is read on 10 block medians, so single
+    # bad episodes do not count. The rise must be at least 6 standard errors of a block
+    # median (pure-noise returns reach 3 in about 1 run in 7 over 9 blocks; 6, in about 1
+    # in 10^4), and the last 3 blocks (30% of the run) must all sit below the halfway point
+    # between start and peak, so a late dip that recovers is not it. 30 points give block
+    # medians of 3 points; fewer is skipped.
+    rl_collapse_min_points: int = 30
+    rl_collapse_blocks: int = 10
+    rl_collapse_tail_blocks: int = 3
+    rl_collapse_rise_se: float = 6.0
 
     # --- gradients -----------------------------------------------------------------------
     # A gradient norm 10x the run's median is a spike (clipping thresholds are usually set

@@ -30,11 +30,6 @@ OUT = REPO / "evidence" / "accuracy.md"
 
 #: Why the tool and a label disagree, for the disagreements known when this was written.
 WHY = {
-    "hf-whisper-braj-highlr": (
-        "5 train-loss points, below every trend rule's minimum; its eval loss is lowest at its first "
-        "evaluation (2.553) and ends at 3.42, 1.34x, under the 1.5x divergence bar. The tool says it "
-        "could not judge (exit 2) rather than guess; a FAIL would need a rule that trusts 5 points."
-    ),
     "tfevents-lightning-naf-dqn-rl": (
         "An RL (NAF/DQN) run whose only loss tag is 'episode/MSE Loss', a Q-learning TD error that the "
         "alias table does not read as a training loss (it is not expected to fall like one). With no loss "

@@ -51,9 +51,6 @@ def test_labelled_broken_runs_fail(shared, fmt):
             missed.append(row["id"])
     # Each miss kept, with why the tool cannot know (see the closing note of issue 16):
     known = {
-        # 5 train-loss points (too few for any trend rule); the eval loss ends 1.34x its
-        # first-evaluation minimum, under the 1.5x divergence bar.
-        "hf-whisper-braj-highlr",
         # a DPO run whose margins grow 0.25 -> 1.0 and whose grad norm rises: the label
         # itself says uncertain; the preference signal is alive.
         "hf-dpo-nll-protein-loss-flat",

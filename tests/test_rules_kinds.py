@@ -12,6 +12,7 @@ import pytest
 from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
 from trainproof.rules.loss import chance_level
+from trainproof.runlog import Record, build_runlog
 
 from conftest import one
 from test_rules_evidence import run_of
@@ -361,3 +362,89 @@ def test_a_collapsed_return_is_read_from_a_baselines_progress_csv(tmp_path):
     rep = judge(p)
     assert rep.mapping["reward"]["source"] == "rollout/return_history"  # the 100-episode window, not the lagging mean
     assert one(rep, "TP-RL-RETURN-COLLAPSE").level is Level.FAIL
+
+
+# --- TP-EVAL-DIVERGE: eval loss and train loss both worse than they were ---------------------
+
+def eval_run(n_train, n_eval, train, evals):
+    """A run of ``n_train`` train-loss points and ``n_eval`` evaluations spread over the
+    same steps (10..10 * max(n_train, n_eval) * 4), like an HF run logging every
+    ``logging_steps`` and evaluating every epoch."""
+    last = 40 * max(n_train, n_eval)
+    recs = []
+    for i, s in enumerate(np.linspace(last / n_train, last, n_train)):
+        recs.append(Record(float(round(s)), {"loss": float(train[i]), "learning_rate": 1e-4}, 2 * i + 1))
+    for i, s in enumerate(np.linspace(last / n_eval, last, n_eval)):
+        recs.append(Record(float(round(s)) + 0.5, {"eval_loss": float(evals[i])}, 2 * i + 2))
+    recs.sort(key=lambda r: r.step)
+    return build_runlog(recs, "x.jsonl", "jsonl")
+
+
+@pytest.mark.parametrize("n_train,n_eval,noise,seed", [(3, 8, 0.02, 0), (5, 20, 0.08, 1), (50, 60, 0.05, 2),
+                                                        (400, 12, 0.03, 3)])
+def test_eval_and_train_both_worse_than_at_the_eval_minimum_fail(n_train, n_eval, noise, seed):
+    rng = np.random.default_rng(seed)
+    evals = 2.5 * np.r_[1.0, np.full(n_eval - 1, 1.45)] * np.exp(noise * rng.standard_normal(n_eval))
+    evals[0] = 2.5
+    train = np.linspace(1.2, 1.9, n_train) * np.exp(0.02 * rng.standard_normal(n_train))
+    rep = judge_runlog(eval_run(n_train, n_eval, train, evals))
+    fails = [f for f in rep.findings if f.level is Level.FAIL]
+    assert len(fails) == 1, rep.ids()  # one cause, one FAIL
+    if fails[0].id == "TP-DIVERGE":  # the train loss alone shows it: the eval finding is implied
+        assert "TP-EVAL-DIVERGE" in fails[0].data["implies"]
+    else:
+        f = one(rep, "TP-EVAL-DIVERGE")
+        assert f.data["evals_after_min"] == n_eval - 1
+    assert n_train >= 10 or fails[0].id == "TP-EVAL-DIVERGE"
+    assert "TP-OVERFIT" not in ids(rep)
+
+
+@pytest.mark.parametrize("n_train,n_eval", [(5, 20), (200, 30)])
+def test_eval_rising_while_train_falls_is_overfitting_not_divergence(n_train, n_eval):
+    evals = np.r_[2.0, np.linspace(2.5, 3.5, n_eval - 1)]
+    train = np.linspace(1.5, 0.3, n_train)
+    rep = judge_runlog(eval_run(n_train, n_eval, train, evals))
+    assert "TP-EVAL-DIVERGE" not in ids(rep)
+    assert "TP-OVERFIT" in ids(rep)
+
+
+@pytest.mark.parametrize("sd", [0.02, 0.1, 0.3])
+def test_a_low_outlier_among_noisy_evaluations_is_not_a_minimum_to_diverge_from(sd):
+    healthy = rising = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        n_eval = 8 + seed % 40
+        evals = 3.0 * np.exp(sd * rng.standard_normal(n_eval))
+        healthy += "TP-EVAL-DIVERGE" in ids(judge_runlog(eval_run(6, n_eval, np.linspace(1.9, 1.5, 6), evals)))
+        # the train loss even rises 1.27x: the minimum of noise still rarely passes
+        rising += "TP-EVAL-DIVERGE" in ids(judge_runlog(eval_run(6, n_eval, np.linspace(1.5, 1.9, 6), evals)))
+    assert healthy == 0 and rising <= 2
+
+
+def test_too_few_evaluations_after_the_minimum_or_a_train_loss_that_held_is_not_divergence():
+    evals = np.r_[2.0, np.full(5, 3.0)]  # 5 after the minimum, 6 needed
+    rep = judge_runlog(eval_run(5, 6, np.linspace(1.2, 1.9, 5), evals))
+    assert rep.skipped["TP-EVAL-DIVERGE"].reason == "too_few_points"
+    evals = np.r_[2.0, np.full(19, 3.0) * np.linspace(1, 1.02, 19)]
+    rep = judge_runlog(eval_run(5, 20, np.linspace(1.2, 1.3, 5), evals))  # train up only 8%
+    assert "TP-EVAL-DIVERGE" not in ids(rep)
+    evals = np.r_[2.0, np.full(10, 3.0), np.full(9, 2.1)]  # came back near the minimum
+    rep = judge_runlog(eval_run(5, 20, np.linspace(1.2, 1.9, 5), evals))
+    assert "TP-EVAL-DIVERGE" not in ids(rep)
+
+
+def test_eval_divergence_is_read_from_an_hf_trainer_state(tmp_path):
+    import json
+
+    from trainproof.api import judge
+
+    hist = []
+    for e in range(1, 21):
+        hist.append({"epoch": float(e), "step": 100 * e, "eval_loss": 2.5 if e == 1 else 3.4 + 0.05 * (e % 4)})
+        if e % 4 == 0:
+            hist.append({"epoch": float(e), "step": 100 * e, "loss": 1.2 + 0.15 * (e // 4), "learning_rate": 1e-3,
+                         "grad_norm": 10.0})
+    p = tmp_path / "trainer_state.json"
+    p.write_text(json.dumps({"global_step": 2000, "max_steps": 2000, "log_history": hist}))
+    rep = judge(p)
+    assert one(rep, "TP-EVAL-DIVERGE").level is Level.FAIL

@@ -102,6 +102,84 @@ def check_overfit(ctx):
 
 
 @rule(
+    "TP-EVAL-DIVERGE", Level.FAIL, "diverge",
+    "eval loss never came back to its minimum while the train loss got worse too",
+    needs=[Need("eval_loss", "eval_diverge_min_evals", positive=True, all_finite=True), Need("loss", 2)],
+    thresholds=["eval_diverge_min_evals", "eval_diverge_evals_after", "eval_diverge_rise",
+                "eval_diverge_noise_factor", "dead_min_schedule_share"],
+    # Not verdict-bearing: when it does not fire, a run with too few train points for the
+    # trend rules stays not judged rather than PASSed on its eval loss alone.
+    min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
+    least_evidence=("8 evaluations, 6 of them after the eval minimum and every one at least 1.2x it; a train "
+                    "loss that ends 1.2x above its level at that minimum."),
+    detects=(
+        "At least 8 evaluations; every one of the at least 6 evaluations after the eval minimum is at least "
+        "1.2x the minimum; the lowest of them is above it by at least 2x their median evaluation-to-evaluation "
+        "change (log scale) and their median by at least 4x, with that change at most half of ln 1.2, so the "
+        "minimum is a level the run left, not the low tail of noise; and the train loss at the end "
+        "(median of up to its last 5 points) is at least 1.2x the train loss at the eval minimum (the points "
+        "logged up to it, else its first). Judged on the eval loss when the train loss is logged too rarely "
+        "for the train-loss trend rules."
+    ),
+    why=(
+        "Both the held-out loss and the train loss are worse than they were: training made the model worse "
+        "and kept it there, which is a divergence seen on both curves. It is not overfitting, where the train "
+        "loss keeps falling while the eval loss rises."
+    ),
+    not_mean=("An eval loss that rises while the train loss falls is TP-OVERFIT's (a WARN); a single bad "
+              "evaluation, or noise around a flat level measured from its lowest point, is not this."),
+    causes=("A peak learning rate far too high for the model (fine-tuning a pretrained model at a from-scratch "
+            "learning rate), no warm-up, a schedule that restarts at a high learning rate, fp16 overflow."),
+    try_=("Resume from the checkpoint at the eval minimum with a peak learning rate 10x lower, a warm-up, and "
+          "gradient clipping (max_grad_norm 1.0)."),
+)
+def check_eval_diverge(ctx):
+    th = ctx.th
+    ev = ctx.finite("eval_loss")
+    tr = ctx.finite("loss")
+    v = ev.values
+    j = int(np.argmin(v))
+    later = v[j + 1:]
+    if later.size < th.eval_diverge_evals_after or later.min() < th.eval_diverge_rise * v[j]:
+        return
+    # The minimum must stand apart from every later evaluation, not be the low tail of
+    # noise: the gap to the lowest later one, on a log scale, at least
+    # eval_diverge_noise_factor times the median change between later evaluations.
+    rise = math.log(float(median(later)) / float(v[j]))
+    gap = math.log(float(later.min()) / float(v[j]))
+    noise = float(median(np.abs(np.diff(np.log(later))))) if later.size > 1 else 0.0
+    # ... and the series must be quieter than the bar it is judged by: an eval loss that
+    # moves by more than half the 1.2x bar between evaluations cannot show a rise of 1.2x.
+    if (gap < th.eval_diverge_noise_factor * noise or rise < 2 * th.eval_diverge_noise_factor * noise
+            or noise > 0.5 * math.log(th.eval_diverge_rise)):
+        return
+    best_step = ev.steps[j]
+    w = max(1, min(5, len(tr) // 4))
+    before = tr.values[tr.steps <= best_step]
+    train_at_best = float(median(before[-w:])) if before.size else float(median(tr.values[:w]))
+    train_end = float(median(tr.values[-w:]))
+    if train_at_best <= 0 or train_end < th.eval_diverge_rise * train_at_best:
+        return
+    extra, ckpt_data = best_checkpoint(ctx.run)
+    yield ctx.finding(
+        f"eval loss diverged: every evaluation after step {step(best_step)} is at least "
+        f"{times(float(later.min()) / float(v[j]))} its minimum, and the train loss rose "
+        f"{times(train_end / train_at_best)}",
+        f"eval loss minimum {num(v[j])} at step {step(best_step)} (line {int(ev.lines[j])}); the {later.size} "
+        f"evaluations after it lie between {num(later.min())} and {num(later.max())} (median {num(median(later))}, "
+        f"last {num(v[-1])}; log gap {num(gap)} from the minimum to the lowest of them against a median change "
+        f"of {num(noise)} between evaluations); "
+        f"train loss {num(train_at_best)} at the minimum -> {num(train_end)} at the end "
+        f"(medians of {w} point(s), {len(tr)} train points in all).{extra}",
+        {"best_step": best_step, "eval_min": float(v[j]), "evals_after_min": int(later.size),
+         "later_min": float(later.min()), "later_median": float(median(later)), "log_rise": rise, "log_gap": gap,
+         "log_noise": noise, "train_at_best": train_at_best, "train_end": train_end, **ckpt_data},
+        step=ev.steps[j + 1], line=ev.lines[j + 1],
+    )
+
+
+@rule(
     "TP-NAN-EVAL", Level.FAIL, "nan", "an evaluation loss is NaN or ±Inf",
     needs=[Need("eval_loss", 1, finite=False)],
     least_evidence='A single non-finite evaluation loss is its own evidence.',

@@ -412,7 +412,7 @@ def _lone_start_cut(ratio: float, k: int) -> float:
     "TP-DIVERGE", Level.FAIL, "shape", "the run ends well above the best loss level it reached",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
     thresholds=["min_trend_points", "diverge_ratio", "diverge_noise_z", "diverge_start_points", "floor_regain_share"],
-    verdict_bearing=True, implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
+    verdict_bearing=True, implies=("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-EVAL-DIVERGE"),
     least_evidence="The run's own noise, measured on the log of the loss: the end level must clear the best level by the ratio and by 3 standard errors of the two levels.",
     detects=(
         "A run whose end level (median of its last 10% of points, at least 3) is more than 1.5x the best "

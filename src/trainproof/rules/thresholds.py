@@ -126,6 +126,25 @@ class Thresholds:
     zero_mixed_share: float = 0.1
     zero_mixed_level: float = 0.1
 
+    # --- eval loss worse together with the train loss ---------------------------------------
+    # A held-out loss that stays at least 20% above its minimum at every one of at least 6
+    # later evaluations, while the train loss ends at least 20% above where it was at that
+    # minimum: both losses got worse, so training made the model worse (a learning rate far
+    # too high, a broken schedule). Overfitting, where the train loss falls, is TP-OVERFIT's.
+    # A low outlier is not a minimum to measure from. The minimum must be a level the run
+    # left: the gap from it to the lowest later evaluation (log scale) at least 2x the median
+    # change between later evaluations, the rise to their median at least 4x; and the series
+    # must be quieter than the bar it is judged by (that median change at most half of
+    # ln 1.2). For iid noise the lowest and second-lowest points lie close together, so
+    # noise rarely passes: of 2,400 built runs whose 8-47 evaluations are pure noise
+    # (relative sd 2-50%) and whose train loss rises 1.27x, 3 fire, all at 15% sd; with a
+    # train loss that falls or holds, none can. On the corpus the median change between
+    # consecutive evaluations is 2.2% (quartiles 0.8% and 6.8%, 80 eval series).
+    eval_diverge_min_evals: int = 8
+    eval_diverge_evals_after: int = 6
+    eval_diverge_rise: float = 1.2
+    eval_diverge_noise_factor: float = 2.0
+
     # --- RL and preference signal -----------------------------------------------------------
     # GRPO's advantage is a completion's reward minus its group's mean: a group whose
     # completions share one reward (TRL logs the share as frac_reward_zero_std) teaches

@@ -39,11 +39,6 @@ WHY = {
         "Labelled too_short, but it is a complete 125-step run logged 12 times: enough points for the "
         "trend rules, which find nothing wrong. A PASS on a short but finished run is defensible."
     ),
-    "hf-dpo-nll-protein-loss-flat": (
-        "A DPO run (RL/preference objective: the loss-shape rules do not apply) whose reward margins grow "
-        "0.25 -> 1.0 and whose grad norm rises 1.3 -> 7.5: the preference signal is alive, so TP-RL-NO-SIGNAL "
-        "does not fire. The label itself says 'uncertain'; we think it should be unclear."
-    ),
     "hf-bert2bert-sum-zero-loss": (
         "Its cross-entropy falls 9.25 -> 4e-4 with one exact 0.0 in 4,800 points; a loss with a value <= 0 "
         "leaves the ratio rules unjudged (degenerate), and that a summarisation loss cannot honestly get that "

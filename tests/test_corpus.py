@@ -51,9 +51,6 @@ def test_labelled_broken_runs_fail(shared, fmt):
             missed.append(row["id"])
     # Each miss kept, with why the tool cannot know (see the closing note of issue 16):
     known = {
-        # a DPO run whose margins grow 0.25 -> 1.0 and whose grad norm rises: the label
-        # itself says uncertain; the preference signal is alive.
-        "hf-dpo-nll-protein-loss-flat",
         # a summarisation cross-entropy falling to 4e-4: that it cannot be that low is
         # knowledge of the task, not of the log.
         "hf-bert2bert-sum-zero-loss",

@@ -448,3 +448,51 @@ def test_eval_divergence_is_read_from_an_hf_trainer_state(tmp_path):
     p.write_text(json.dumps({"global_step": 2000, "max_steps": 2000, "log_history": hist}))
     rep = judge(p)
     assert one(rep, "TP-EVAL-DIVERGE").level is Level.FAIL
+
+
+# --- TP-PREF-NOT-LEARNING: preference accuracy at chance, objective no better -----------------
+
+def pref_run(n, acc, loss, seed=0):
+    rng = np.random.default_rng(seed)
+    return run_of(loss=loss * np.exp(0.02 * rng.standard_normal(n)),
+                  **{"rewards/accuracies": np.clip(acc + 0.05 * rng.standard_normal(n), 0, 1),
+                     "rewards/margins": np.linspace(0.1, 1.0, n), "logps/chosen": np.linspace(-200, -190, n),
+                     "grad_norm": np.linspace(1.3, 7.5, n)})
+
+
+@pytest.mark.parametrize("n,seed", [(20, 0), (100, 1), (400, 2)])
+@pytest.mark.parametrize("loss_shape", ["flat", "rises"])
+def test_preference_accuracy_at_chance_with_no_better_loss_fails(n, seed, loss_shape):
+    loss = np.full(n, 0.693) if loss_shape == "flat" else np.r_[np.linspace(1.6, 2.8, n // 10), np.full(n - n // 10, 2.8)]
+    rep = judge_runlog(pref_run(n, np.full(n, 0.55), loss, seed))
+    f = one(rep, "TP-PREF-NOT-LEARNING")
+    assert f.level is Level.FAIL and f.data["accuracy_level"] <= 0.6
+    assert f.data["loss_trend_z"] > -2.326
+
+
+@pytest.mark.parametrize("n", [20, 100, 400])
+def test_preferences_being_learned_are_not_flagged(n):
+    t = np.linspace(0, 1, n)
+    healthy = pref_run(n, 0.5 + 0.3 * (1 - np.exp(-5 * t)), 0.693 - 0.12 * t)  # accuracy to 0.8, loss falls
+    # a low learning rate: still near chance, but the loss falls beyond its noise
+    slow = pref_run(n, np.full(n, 0.55), 0.693 - 0.06 * t)
+    late = pref_run(n, np.r_[np.full(n // 2, 0.5), np.linspace(0.5, 0.6, n - n // 2)], np.full(n, 0.693))
+    for run in (healthy, slow, late):
+        rep = judge_runlog(run)
+        assert "TP-PREF-NOT-LEARNING" not in ids(rep), rep.ids()
+
+
+def test_too_few_accuracy_points_or_none_is_not_judged_by_it():
+    rep = judge_runlog(pref_run(19, np.full(19, 0.5), np.full(19, 0.693)))
+    assert rep.skipped["TP-PREF-NOT-LEARNING"].reason == "too_few_points"
+    n = 100
+    rep = judge_runlog(run_of(loss=np.full(n, 0.693), **{"rewards/margins": np.linspace(0, 1, n)}))
+    assert "TP-PREF-NOT-LEARNING" not in ids(rep)
+
+
+def test_a_dead_policy_explains_its_chance_accuracy():
+    n = 100
+    run = run_of(loss=np.full(n, 0.6931), grad_norm=np.zeros(n), **{"rewards/accuracies": np.zeros(n),
+                                                                     "rewards/margins": np.zeros(n)})
+    rep = judge_runlog(run)
+    assert [f.id for f in rep.findings if f.level is Level.FAIL] == ["TP-RL-DEAD-POLICY"]

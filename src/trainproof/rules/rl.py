@@ -6,7 +6,7 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, pct, step
 from .objective import detect_objective
-from ._stats import median
+from ._stats import block_medians, mann_kendall_z, median
 from .registry import Need, rule
 
 
@@ -44,7 +44,7 @@ def check_rl_objective(ctx):
     thresholds=["zero_min_points"],
     verdict_bearing=True,
     objectives=("rl",),
-    implies=("TP-RL-NO-SIGNAL", "TP-ZERO-GRAD"),
+    implies=("TP-RL-NO-SIGNAL", "TP-ZERO-GRAD", "TP-PREF-NOT-LEARNING"),
     least_evidence='Every one of at least 5 finite norms exactly 0.0, and every finite KL too when logged.',
     detects="On an RL or preference objective, every finite gradient norm (at least 5) is exactly 0.0, and so is every finite KL when the log has one (TRL does not log the KL when its coefficient beta is 0).",
     why="A KL of exactly 0 throughout means the policy never moved away from the reference model, and a zero gradient norm says why: the updates are empty.",
@@ -83,7 +83,7 @@ def _zero_std_share(ctx):
     needs=[Need("reward", "zero_min_points")],
     thresholds=["zero_min_points", "rl_zero_std_fail", "rl_zero_reward_share"],
     verdict_bearing=True,
-    objectives=("rl",),
+    objectives=("rl",), implies=("TP-PREF-NOT-LEARNING",),
     least_evidence="A reward identical at every one of at least 5 points, or GRPO's zero-spread share at a median of 0.95 with the reward 0 on 80% of steps.",
     detects=(
         "On an RL or preference objective with at least 5 reward points: every finite reward (or preference "
@@ -226,4 +226,79 @@ def check_rl_return_collapse(ctx):
          "block_medians": [float(x) for x in med], "rise_se": float(gain / se) if se > 0 else None,
          "peak_step": float(rw.steps[pk_at]), "onset_step": float(rw.steps[onset])},
         step=rw.steps[onset], line=rw.lines[onset],
+    )
+
+
+def _preference_accuracy(ctx):
+    """TRL's ``rewards/accuracies`` series (whatever its prefix), finite points only, or
+    ``None``."""
+    for sr in ctx.run.series.values():
+        if sr.key.lower().endswith("rewards/accuracies"):
+            f = sr.finite()
+            return f if len(f) else None
+    return None
+
+
+@rule(
+    "TP-PREF-NOT-LEARNING", Level.FAIL, "flat",
+    "the preferences are not learned: preference accuracy stays at chance and the loss does not fall",
+    needs=[Need("loss", "pref_min_points")],
+    thresholds=["pref_min_points", "pref_chance_accuracy", "dead_trend_z", "dead_min_schedule_share"],
+    objectives=("rl",),
+    min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    least_evidence="20 preference-accuracy points; a loss with no significant downward trend.",
+    detects=(
+        "On a preference objective that logs its preference accuracy (TRL's rewards/accuracies: DPO, IPO, ORPO, "
+        "CPO), with at least 20 accuracy points: the median accuracy over the second half of the run is at most "
+        "0.6, with no significant upward trend there (Mann-Kendall z below 2.326 over at most 20 block medians), "
+        "and the loss has no significant downward trend over the run (z above -2.326 over at most 40 block "
+        "medians): flat, or rising."
+    ),
+    why=(
+        "The accuracy is measured on the run's own training pairs: a policy that learns its preferences ranks the "
+        "chosen answer above the rejected one on most of them within the first epoch. At 0.5-0.6 with an "
+        "objective no better than at the start, the updates are not teaching the preference, whatever the "
+        "margins show (a growing mean margin at chance accuracy is a log-ratio that only grows in scale)."
+    ),
+    not_mean=("A slowly rising accuracy (a low learning rate, a large beta) is not this, nor a loss that falls; a "
+              "preference set that is noisy by nature tops out near 0.6-0.7 with a falling loss."),
+    causes=("Chosen and rejected answers swapped or near-identical, a reference model that is not the starting "
+            "policy, an extra loss term (an NLL or SFT term) that dominates the preference term, a learning rate "
+            "too high for the preference term (the loss jumps and stays), labels masked on the answer tokens."),
+    try_=("Check a few pairs (chosen really better, and different from rejected); start from the SFT model that "
+          "is also the reference; lower the weight of any extra loss term; check rewards/chosen and "
+          "rewards/rejected move apart."),
+)
+def check_pref_not_learning(ctx):
+    th = ctx.th
+    acc = _preference_accuracy(ctx)
+    if acc is None or len(acc) < th.pref_min_points:
+        return
+    half = acc.values[len(acc) // 2:]
+    level = float(median(half))
+    if level > th.pref_chance_accuracy:
+        return
+    meds, _ = block_medians(half, max(1, -(-half.size // 20)))
+    z = mann_kendall_z(meds) if meds.size >= 3 else 0.0
+    if z >= th.dead_trend_z:
+        return
+    tr = ctx.finite("loss")
+    w = max(3, len(tr) // 10)
+    start, end = float(median(tr.values[:w])), float(median(tr.values[-w:]))
+    lmeds, _ = block_medians(tr.values, max(1, -(-len(tr) // 40)))
+    loss_z = mann_kendall_z(lmeds) if lmeds.size >= 3 else 0.0
+    if loss_z <= -th.dead_trend_z:  # the objective improves significantly
+        return
+    i = len(acc) // 2
+    yield ctx.finding(
+        f"the preferences are not learned: {acc.key} stays at {num(level)} and the loss went "
+        f"{num(start)} -> {num(end)}",
+        f"median {acc.key} {num(level)} over the second half of the run ({half.size} points from step "
+        f"{step(acc.steps[i])}; threshold {num(th.pref_chance_accuracy)}), trend z {num(z)} (a rise needs "
+        f"{num(th.dead_trend_z)}); loss median {num(start)} over its first {w} points and {num(end)} over its last "
+        f"{w}, with no significant downward trend (Mann-Kendall z {num(loss_z)}; a fall needs "
+        f"-{num(th.dead_trend_z)}): the objective does not improve.",
+        {"accuracy_key": acc.key, "accuracy_level": level, "accuracy_trend_z": z, "loss_start": start,
+         "loss_end": end, "loss_trend_z": loss_z, "points": len(acc)},
+        step=acc.steps[i], line=acc.lines[i],
     )

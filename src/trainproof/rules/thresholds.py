@@ -155,6 +155,15 @@ class Thresholds:
     rl_zero_std_fail: float = 0.95
     rl_zero_reward_share: float = 0.8
     rl_zero_std_warn: float = 0.5
+    # A preference run (DPO, IPO, ORPO, CPO: TRL logs rewards/accuracies, the share of
+    # pairs whose chosen answer gets the higher implicit reward) starts at 0.5 and, on its
+    # own training pairs, rises well above it when it learns (the healthy DPO runs of the
+    # corpus reach 0.75 in the second half). An accuracy whose second-half median is at most
+    # 0.6, with no significant upward trend there, while the loss has no significant
+    # downward trend (dead_trend_z), is a run that does not learn its preferences. 20
+    # accuracy points make the second half 10.
+    pref_chance_accuracy: float = 0.6
+    pref_min_points: int = 20
     # An RL return (reward) that rose and then fell back to or below where it started has
     # lost everything it learned: a policy collapse (an exploding critic in DDPG/TD3, a
     # Q-value blow-up in DQN, entropy collapse). It is read on 10 block medians, so single

@@ -49,7 +49,8 @@ def blow_up(n=60, seed=0):
 
 
 def test_the_trend_checks_are_flat_diverge_and_dead_run():
-    assert TREND == {"TP-FLAT", "TP-CHANCE-LEVEL", "TP-DIVERGE", "TP-DEAD-RUN", "TP-RL-DEAD-POLICY", "TP-RL-NO-SIGNAL"}
+    assert TREND == {"TP-FLAT", "TP-CHANCE-LEVEL", "TP-DIVERGE", "TP-DEAD-RUN", "TP-RL-DEAD-POLICY", "TP-RL-NO-SIGNAL",
+                     "TP-RL-RETURN-COLLAPSE"}
 
 
 # --- TP-PASS and the ran / skipped lists ----------------------------------------------
@@ -69,7 +70,8 @@ def test_pass_lists_what_ran_and_what_was_skipped_with_typed_reasons():
     # loss only: every rule on another series is skipped because that series is absent
     # (and the RL-only rules because this is a supervised objective)
     assert {k: v.reason for k, v in rep.skipped.items()} == {
-        k: ("objective: supervised" if k.startswith("TP-RL-") else "absent") for k in SINGLE_RUN if k not in rep.ran}
+        k: ("objective: supervised" if "supervised" not in get(k).objectives else "absent")
+        for k in SINGLE_RUN if k not in rep.ran}
     assert rep.skipped["TP-GRAD-SPIKE"].detail == "no grad_norm series in the log"
     assert "ran: TP-NAN, TP-ZERO-LOSS" in f.evidence and "TP-GRAD-SPIKE (absent)" in f.evidence
     assert exit_code([rep]) == 0

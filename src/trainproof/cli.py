@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .cliutil import FORMAT_NAMES, _emit, _setup, _stdout, _write_outputs, common_options
+from .cliutil import FORMAT_NAMES, _emit, _setup, _stdout, _write_outputs, common_options, echo_error
 
 # Start-up cost: this module imports only click and cliutil. numpy, rich, the readers, the
 # rules and the preflight modules are imported by the command that needs them, so
@@ -195,7 +195,7 @@ def doctor(path: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_pa
         return
     for cut in ignored:
         if "--max-depth" in cut["reason"] or "--max-files" in cut["reason"]:
-            click.echo(f"trainproof: {cut['file']}: {cut['reason']}", err=True)
+            echo_error(f"{cut['file']}: {cut['reason']}")
     progress.close()
     error = None if reports else f"no training logs found under {path}"
     if ignored and not as_json and reports:

@@ -35,12 +35,21 @@ def _stdout() -> Console:
     return Console(soft_wrap=not tty, highlight=False, width=width)
 
 
+def echo_error(message: str) -> None:
+    """Print ``trainproof: <message>`` on stderr as one line: a message names paths and
+    values from the input, so its control characters are escaped (as the text report
+    prints them) and cannot forge or erase lines of the output."""
+    from .render.text import printable
+
+    click.echo(f"trainproof: {printable(message)}", err=True)
+
+
 def _fail_usage(ctx_json: bool, command: str, message: str) -> None:
     from .render import json as render_json
 
     if ctx_json:
         click.echo(render_json.dumps(render_json.document([], command, error=message)))
-    click.echo(f"trainproof: {message}", err=True)
+    echo_error(message)
     sys.exit(2)
 
 
@@ -94,7 +103,9 @@ def _write_outputs(reports: list[Report], sarif_path: Path | None, html_path: Pa
             else:
                 write_html(reports, html_path)
     except OSError as e:
-        click.echo(f"trainproof: cannot write report: {e}", err=True)
+        # The reason and the path as asked for; str(e) would print the path unescaped.
+        where = e.filename if e.filename is not None else ""
+        echo_error(f"cannot write report {where}: {e.strerror or e}")
         sys.exit(2)
 
 
@@ -112,7 +123,7 @@ def _emit(reports: list[Report], command: str, as_json: bool, summary: bool, ext
 
         render_text.render(_stdout(), reports, summary=summary)
         if error:
-            click.echo(f"trainproof: {error}", err=True)
+            echo_error(error)
     sys.exit(exit_code(reports, error))
 
 

@@ -1,8 +1,9 @@
 """``doctor``'s walk: find every training log under a folder and group it into runs.
 
 The walk prunes version-control folders, virtual environments, package caches and
-``node_modules``; follows symlinked folders but never the same folder twice (no loops);
-and looks only at files whose name or extension a training log can have (plus
+``node_modules``; follows symlinked folders but never the same folder twice (no loops)
+and never out of the folder it was given (a pull request can add a link to a secret);
+and looks only at regular files whose name or extension a training log can have (plus
 TensorBoard event files and MLflow run folders). Hugging Face
 output folders hold ``checkpoint-N/trainer_state.json`` snapshots that are prefixes of
 the same run: only the most complete one (the top-level ``trainer_state.json`` if there
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +28,8 @@ PRUNE_DIRS = frozenset({
 LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".log", ".txt", ".out"})
 
 _CKPT = re.compile(r"checkpoint-(\d+)$")
+#: Why a run folder is left out: its reader would list the folder and follow the link.
+_TAINTED = "a run folder that holds a symlink that leaves the searched tree: not read"
 
 
 @dataclass
@@ -35,10 +40,6 @@ class Candidate:
     snapshots: list[Path] = field(default_factory=list)
 
 
-def _is_venv(dirpath: str, filenames: list[str]) -> bool:
-    return "pyvenv.cfg" in filenames
-
-
 def _log_like(name: str) -> bool:
     low = name.lower()
     if low.endswith(".gz"):
@@ -46,8 +47,110 @@ def _log_like(name: str) -> bool:
     return os.path.splitext(low)[1] in LOG_SUFFIXES
 
 
-def _is_mlflow_run(dirpath: str, dirnames: list[str], filenames: list[str]) -> bool:
-    return "metrics" in dirnames and ("meta.yaml" in filenames or "params" in dirnames or "tags" in dirnames)
+def _is_venv(dirpath: str, filenames: Collection[str]) -> bool:
+    return "pyvenv.cfg" in filenames
+
+
+def _is_mlflow_run(dirpath: str, dirnames: Collection[str], names: Collection[str]) -> bool:
+    return "metrics" in dirnames and ("meta.yaml" in names or "params" in dirnames or "tags" in dirnames)
+
+
+def _inside(real: str, real_root: str) -> bool:
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _why(e: OSError) -> str:
+    # The reason only: an OSError's str() names the path, and a path outside the tree is
+    # what must not be shown.
+    return (e.strerror or type(e).__name__).lower()
+
+
+def _leaves_tree(path: str, real_root: str) -> bool:
+    """Whether ``path`` (a symlink) resolves to a place outside ``real_root``."""
+    return not _inside(os.path.realpath(path), real_root)
+
+
+def _escapes_below(folder: str, real_root: str) -> bool:
+    """Whether any symlink in the tree under ``folder`` leaves ``real_root`` (iterative)."""
+    stack = [folder]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if e.is_symlink():
+                    if _leaves_tree(e.path, real_root):
+                        return True
+                elif e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+            except OSError:
+                continue
+    return False
+
+
+@dataclass
+class _Listing:
+    """One folder's entries, sorted by name, as the walk classifies them."""
+
+    dirs: list[str] = field(default_factory=list)       # folders to descend into
+    files: list[str] = field(default_factory=list)      # files that may be logs
+    names: set[str] = field(default_factory=set)        # every entry's name
+    dir_names: set[str] = field(default_factory=set)    # every folder's name, followed or not
+    escaping: list[str] = field(default_factory=list)   # symlinks that leave the tree
+
+
+def _list(dirpath: str, real_root: str, ignored: list[dict]) -> _Listing | None:
+    """Classify the entries of ``dirpath``; ``None`` when it cannot be listed or entered
+    (said in ``ignored``). Only the entries' types are read here, never their content."""
+    try:
+        with os.scandir(dirpath) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as e:
+        ignored.append({"file": dirpath, "reason": f"a folder that cannot be listed ({_why(e)}): not searched"})
+        return None
+    out = _Listing(names={e.name for e in entries})
+    if _is_venv(dirpath, out.names):  # a virtual environment: nothing of a run's own lives there
+        return out
+    for e in entries:
+        name, path = e.name, e.path
+        wanted = _log_like(name) or "tfevents" in name
+        try:
+            lst = os.lstat(path)
+        except FileNotFoundError:
+            continue  # removed since the listing
+        except OSError as err:
+            # Listed but not entered (a folder without search permission): nothing in it
+            # can be examined, so the folder is one ignored entry, not one per file.
+            ignored.append({"file": dirpath, "reason": f"a folder that can be listed but not entered "
+                                                       f"({_why(err)}): not searched"})
+            return None
+        mode = lst.st_mode
+        if stat.S_ISLNK(mode):
+            if _leaves_tree(path, real_root):
+                out.escaping.append(name)
+                if wanted or os.path.isdir(path):
+                    ignored.append({"file": path, "reason": "a symlink that leaves the searched tree: not followed"})
+                continue
+            try:
+                mode = os.stat(path).st_mode
+            except OSError:
+                if wanted:  # a dangling or looping link inside the tree: judging names the cause
+                    out.files.append(name)
+                continue
+        if stat.S_ISDIR(mode):
+            out.dir_names.add(name)
+            out.dirs.append(name)
+        elif not wanted:
+            continue
+        elif stat.S_ISREG(mode):
+            out.files.append(name)
+        else:
+            ignored.append({"file": path, "reason": "not a regular file (a FIFO, socket or device): not opened"})
+    return out
 
 
 def walk(root: Path, max_depth: int | None = None, max_files: int | None = None,
@@ -57,47 +160,79 @@ def walk(root: Path, max_depth: int | None = None, max_files: int | None = None,
     Files are returned by name (a log suffix, or ``tfevents`` in the name); an MLflow run
     folder (``metrics/`` beside ``meta.yaml``) is returned as the folder itself.
 
+    The walk is iterative (a tree of any depth), opens no file, and stays inside
+    ``root``: a symlink (to a file or a folder) whose resolved target lies outside
+    ``root`` is not followed, and a run folder holding one is not returned, since the
+    reader of a run folder lists the folder itself. FIFOs, sockets and devices are never
+    returned. Each place left out for one of these reasons, or because it cannot be
+    listed or entered, is recorded in ``limits`` by its own path and a reason; the rest of
+    the tree is searched.
+
     Args:
         max_depth: search at most this many folder levels below ``root`` (0: ``root``'s
             own files only); ``None`` for no limit.
         max_files: stop after this many log-like paths; ``None`` for no limit.
-        limits: where each limit that cut the search is recorded, as
+        limits: where each place left out or limit that cut the search is recorded, as
             ``{"file", "reason"}`` (what ``doctor`` lists as ignored).
     """
-    if root.is_file():
-        return [root]
+    if os.path.isfile(root):
+        return [Path(root)]
+    ignored: list[dict] = limits if limits is not None else []
+    real_root = os.path.realpath(root)
     out: list[Path] = []
     seen: set[tuple[int, int]] = set()
-    base = len(Path(root).parts)
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+    tainted: set[str] = set()  # folders that directly hold a symlink leaving the tree
+    # Depth-first, children pushed in reverse name order: the same pre-order as a
+    # recursive walk, so a --max-files cut always keeps the same files.
+    stack: list[tuple[str, int]] = [(str(root), 0)]
+    while stack:
+        dirpath, depth = stack.pop()
         try:
             st = os.stat(dirpath)
-        except OSError:
-            dirnames[:] = []
+        except OSError as e:
+            ignored.append({"file": dirpath, "reason": f"a folder that cannot be entered ({_why(e)}): not searched"})
             continue
         key = (st.st_dev, st.st_ino)
-        if key in seen or _is_venv(dirpath, filenames):
-            dirnames[:] = []
+        if key in seen:
             continue
         seen.add(key)
+        listing = _list(dirpath, real_root, ignored)
+        if listing is None or _is_venv(dirpath, listing.names):
+            continue
+        if listing.escaping:
+            tainted.add(dirpath)
         skip = set(PRUNE_DIRS)
-        if _is_mlflow_run(dirpath, dirnames, filenames):
-            out.append(Path(dirpath))
+        if _is_mlflow_run(dirpath, listing.dir_names, listing.names):
             skip |= {"metrics", "params", "tags"}  # read as the run; artifacts/ may hold more logs
-        dirnames[:] = sorted(d for d in dirnames if d not in skip and not d.endswith(".egg-info"))
-        if max_depth is not None and len(Path(dirpath).parts) - base >= max_depth and dirnames:
-            if limits is not None:
-                limits.append({"file": dirpath, "reason": f"{len(dirnames)} folder(s) below it not searched: "
-                                                          f"deeper than --max-depth {max_depth}"})
-            dirnames[:] = []
-        for f in sorted(filenames):
-            if _log_like(f) or "tfevents" in f:
-                if max_files is not None and len(out) >= max_files:
-                    if limits is not None:
-                        limits.append({"file": str(root), "reason": f"search stopped at --max-files {max_files}: "
-                                                                    "later logs were not judged"})
-                    return sorted(out)
-                out.append(Path(dirpath) / f)
+            if dirpath in tainted or any(_escapes_below(os.path.join(dirpath, d), real_root)
+                                         for d in ("metrics", "params", "tags") if d in listing.dir_names):
+                ignored.append({"file": dirpath, "reason": _TAINTED})
+            else:
+                out.append(Path(dirpath))
+        dirnames = [d for d in listing.dirs if d not in skip and not d.endswith(".egg-info")]
+        if max_depth is not None and depth >= max_depth and dirnames:
+            ignored.append({"file": dirpath, "reason": f"{len(dirnames)} folder(s) below it not searched: "
+                                                       f"deeper than --max-depth {max_depth}"})
+            dirnames = []
+        # The event-file reader lists a run folder (and a Keras log folder's train/ and
+        # validation/) itself, so event files beside a symlink that leaves the tree are
+        # not returned: the folder would be read through the link.
+        parent = os.path.dirname(dirpath)
+        events_tainted = dirpath in tainted or (os.path.basename(dirpath) in ("train", "validation")
+                                                and parent in tainted)
+        withheld = False
+        for f in listing.files:
+            if "tfevents" in f and events_tainted:
+                withheld = True
+                continue
+            if max_files is not None and len(out) >= max_files:
+                ignored.append({"file": str(root), "reason": f"search stopped at --max-files {max_files}: "
+                                                            "later logs were not judged"})
+                return sorted(out)
+            out.append(Path(dirpath) / f)
+        if withheld:
+            ignored.append({"file": dirpath, "reason": _TAINTED})
+        stack.extend((os.path.join(dirpath, d), depth + 1) for d in reversed(dirnames))
     return sorted(out)
 
 

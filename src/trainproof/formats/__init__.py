@@ -20,7 +20,7 @@ from pathlib import Path
 from ..runlog import Record
 from . import csv as csv_reader
 from . import coqui, console, hf, jsonl, mlflow, tfevents
-from ._io import NotALog, ReadError, check_readable_file, describe_head, head_text, is_lfs_pointer, read_head
+from ._io import HEAD_BYTES, NotALog, ReadError, check_readable_file, head_text, is_lfs_pointer, read_head
 
 __all__ = ["READERS", "NotALog", "ReadError", "ReadState", "detect", "format_names", "open_log", "get_reader"]
 
@@ -88,8 +88,46 @@ def detect(path: Path, fmt: str = "auto"):
             return r
     raise NotALog(
         f"not a training log trainproof can read (tried {', '.join(format_names())}); "
-        f"it starts with: {describe_head(text)}"
+        f"no reader recognises it ({describe_shape(path, head, text)})"
     )
+
+
+#: Separators a table's first line may use, with the word the description gives each.
+_SEPARATORS = ((",", "comma"), ("\t", "tab"), (";", "semicolon"), ("|", "bar"))
+
+
+def describe_shape(path: Path, head: bytes, text: str) -> str:
+    """The shape of a file no reader recognises, for its error message: its size, text or
+    binary, its lines, and what its first line looks like (a JSON value, or N fields with
+    a separator), e.g. ``"text, 2,310 bytes, 41 lines; first line: 3 comma-separated fields"``.
+
+    It counts and never quotes: a file that is not a training log may hold anything (a
+    token, a key), and the message reaches the terminal, ``--json``, SARIF and HTML.
+
+    Args:
+        head: the first bytes of the (decompressed) file, as :func:`read_head` gives them.
+        text: ``head`` decoded, as :func:`head_text` gives it.
+    """
+    try:
+        size = f"{path.stat().st_size:,} bytes"
+    except OSError:
+        size = "size unknown"
+    printable = sum(ch.isprintable() or ch in "\t\r\n" for ch in text)
+    # Judged on the decoded text: a UTF-16 log has NUL bytes but is text.
+    if "\x00" in text or printable < 0.9 * len(text):
+        return f"binary, {size}"
+    lines = text.count("\n") + (not text.endswith("\n"))
+    more = "at least " if len(head) >= HEAD_BYTES else ""
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if first[:1] in ("{", "["):
+        what = "a JSON object" if first[0] == "{" else "a JSON array"
+    else:
+        what = "plain text"
+        for sep, word in _SEPARATORS:
+            if sep in first:
+                what = f"{first.count(sep) + 1} {word}-separated fields"
+                break
+    return f"text, {size}, {more}{lines:,} line(s); first line: {what}"
 
 
 def open_log(path: Path, fmt: str = "auto") -> tuple[str, Iterator[Record], ReadState]:

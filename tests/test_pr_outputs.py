@@ -167,22 +167,23 @@ def test_a_sarif_report_into_a_fifo_goes_through_it(tmp_path, through_link):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"metrics.jsonl", "sarif.fifo", target.name})
 
 
-def test_a_report_through_a_symlink_replaces_its_target_and_keeps_the_link(tmp_path):
+def test_a_report_through_a_symlink_to_a_file_replaces_the_link_never_its_target(tmp_path):
+    # A link a pull request plants at the report path (r.sarif -> ~/.bashrc) must not make
+    # CI overwrite its target: the report replaces the link; the target keeps its bytes.
     log = failing_log(tmp_path / "metrics.jsonl")
     store = tmp_path / "store"
     store.mkdir()
-    (store / "r.sarif").write_text("old report")
-    (store / "r.html").write_text("old report")
     for name in ("r.sarif", "r.html"):
+        (store / name).write_text("keep me")
         (tmp_path / name).symlink_to(store / name)
     res = run_subprocess("epoch", str(log), "--sarif", str(tmp_path / "r.sarif"), "--html", str(tmp_path / "r.html"),
                          timeout=300)
     assert res.returncode == 1, res.stderr
     for name in ("r.sarif", "r.html"):
-        assert (tmp_path / name).is_symlink() and os.readlink(tmp_path / name) == str(store / name)
-        assert (store / name).is_file() and not (store / name).is_symlink()
-    assert json.loads((store / "r.sarif").read_text())["version"] == "2.1.0"
-    assert "TP-DIVERGE" in (store / "r.html").read_text()
+        assert not (tmp_path / name).is_symlink() and (tmp_path / name).is_file()
+        assert (store / name).read_text() == "keep me"
+    assert json.loads((tmp_path / "r.sarif").read_text())["version"] == "2.1.0"
+    assert "TP-DIVERGE" in (tmp_path / "r.html").read_text()
     assert sorted(p.name for p in store.iterdir()) == ["r.html", "r.sarif"]  # no temporary left
 
 

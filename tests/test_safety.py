@@ -174,21 +174,21 @@ def test_script_injection_from_a_log_and_its_path_stays_text(tmp_path):
 
 # --------------------------------------------------------------------------- report files
 
-def test_report_files_through_a_symlink_replace_its_target_and_keep_the_link(tmp_path):
-    """A symlinked report path (``latest.sarif -> reports/123.sarif``) stays a link; its
-    target is replaced atomically (tests/test_pr_outputs.py covers FIFOs and devices)."""
+def test_report_files_replace_a_symlink_instead_of_writing_through_it(tmp_path):
     log = write_jsonl(tmp_path / "run.jsonl", healthy_rows(60))
-    store = tmp_path / "store"
-    store.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "important.txt"
+    victim.write_text("keep me")
     reports = tmp_path / "reports"
     reports.mkdir()
     for name in ("r.sarif", "r.html"):
-        (store / name).write_text("old")
-        (reports / name).symlink_to(store / name)
+        (reports / name).symlink_to(victim)
     run_cli("epoch", str(log), "--sarif", str(reports / "r.sarif"), "--html", str(reports / "r.html"))
+    assert victim.read_text() == "keep me"
     for name in ("r.sarif", "r.html"):
-        assert (reports / name).is_symlink() and (store / name).stat().st_size > 100
-    json.loads((store / "r.sarif").read_text())
+        assert not (reports / name).is_symlink() and (reports / name).stat().st_size > 100
+    json.loads((reports / "r.sarif").read_text())
 
 
 def test_a_write_that_fails_midway_leaves_the_old_report_and_no_debris(tmp_path, monkeypatch):

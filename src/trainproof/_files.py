@@ -16,8 +16,10 @@ def write_atomic(path: str | Path, text: str) -> None:
     * nothing, or a regular file: the text goes into a temporary file in the same folder,
       flushed to disk, then renamed over ``path``. A run killed mid-write leaves the old
       file (or none), never half a report.
-    * a symlink to a regular file (or to nothing yet): the same, at the link's target;
-      the link stays a link.
+    * a symlink to a regular file (or to nothing yet): the same, at ``path``: the new
+      report replaces the link, and the file it pointed to is left as it was. A link
+      planted at the report path (``report.sarif -> ~/.bashrc`` in a pull request) must not
+      make the report overwrite its target.
     * a FIFO or a character device, directly or through a symlink (``/dev/stdout``,
       ``/dev/null``, a pipe a CI step reads): the text is written into it. Renaming over
       it would replace the device node or the pipe with a plain file.
@@ -39,7 +41,7 @@ def write_atomic(path: str | Path, text: str) -> None:
             return
     elif mode is not None and not stat.S_ISREG(mode):
         raise OSError(errno.EINVAL, "not a regular file, FIFO or character device", str(path))
-    _replace(Path(os.path.realpath(path)), text)
+    _replace(path, text)
 
 
 def _write_stream(path: Path, text: str) -> bool:

@@ -43,13 +43,17 @@ def _assert_same(ref, got) -> None:
     assert _series(got) == _series(ref)
 
 
-def _flatten(obj: dict, prefix: str = "", out: dict | None = None, depth: int = 0) -> dict:
-    """Independent flattening: nested dicts to a/b keys, numbers only (no bools)."""
+def _flatten(obj: dict, prefix: str = "", out: dict | None = None, depth: int = 0,
+             holes: list | None = None) -> dict:
+    """Independent flattening: nested dicts to a/b keys, numbers only (no bools); the keys
+    of nulls go to ``holes`` when given."""
     out = {} if out is None else out
     if depth > 32:
         return out
     for k, v in obj.items():
         key = prefix + k
+        if v is None and holes is not None:
+            holes.append(key)
         if isinstance(v, bool) or v is None:
             continue
         if isinstance(v, (int, float)):
@@ -58,7 +62,7 @@ def _flatten(obj: dict, prefix: str = "", out: dict | None = None, depth: int = 
             except OverflowError:
                 out[key] = math.inf if v > 0 else -math.inf
         elif isinstance(v, dict):
-            _flatten(v, key + "/", out, depth + 1)
+            _flatten(v, key + "/", out, depth + 1, holes)
     return out
 
 
@@ -86,13 +90,14 @@ def _jsonl_reference(raw: bytes, path: str):
             last_bad = True
             continue
         last_bad = False
-        vals = _flatten(obj)
+        holes: list = []
+        vals = _flatten(obj, holes=holes)
         sk = aliases.step_key(vals.keys())
         step = None
         if sk is not None:
             v = vals.pop(sk)
             step = v if math.isfinite(v) else None
-        recs.append(Record(step, vals, i))
+        recs.append(Record(step, vals, i, tuple(h for h in holes if h != sk)))
     notes = []
     if bad:
         msg = f"skipped {len(bad)} line(s) that are not JSON objects (first at line {bad[0]})"

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from test_aliases_runlog import assert_repeats_differ
 from trainproof.api import read_runlog
 from trainproof.formats import ReadError
 from trainproof.formats import csv as csv_reader
@@ -380,7 +381,7 @@ def test_structured_tables_read_or_raise_read_error(tmp_path: Path, rows, delim)
     except ReadError:
         return
     for s in run.series.values():
-        assert np.all(np.diff(s.steps) > 0)
+        assert_repeats_differ(s)
         assert len(s.steps) == len(s.values) == len(s.lines)
 
 

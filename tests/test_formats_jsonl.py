@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainproof import aliases
+from test_aliases_runlog import assert_repeats_differ
 from trainproof.api import read_runlog
 from trainproof.formats import ReadError, hf, jsonl
 
@@ -113,7 +114,7 @@ def test_lines_that_are_not_objects_are_skipped(tmp_path: Path, line: str) -> No
 # --------------------------------------------------------------------------- values
 
 
-@pytest.mark.parametrize("bad", [None, "1.5", "nan", True, False, [0.5], {}], ids=repr)
+@pytest.mark.parametrize("bad", [None, "1.5", "loss", True, False, [0.5], {}], ids=repr)
 def test_non_numbers_are_absent(tmp_path: Path, bad) -> None:
     rows = [{"step": 1, "loss": 2.0}, {"step": 2, "loss": bad, "lr": 0.1}, {"step": 3, "loss": 1.0}]
     run = read_runlog(write_lines(tmp_path / "m.jsonl", dumps(rows)))
@@ -143,10 +144,11 @@ def test_string_step_is_not_a_step(tmp_path: Path) -> None:
     rows = [{"step": 1, "loss": 2.0}, {"step": "2", "loss": 1.5}, {"step": 3, "loss": 1.0}]
     run = read_runlog(write_lines(tmp_path / "m.jsonl", dumps(rows)))
     loss = run.get("loss")
-    # The row without a numeric step takes the last step seen: step 1, whose value it rewrites.
-    assert loss.steps.tolist() == [1, 3]
-    assert loss.values.tolist() == [1.5, 1.0]
-    assert loss.lines.tolist() == [2, 3]
+    # The row without a numeric step takes the last step seen: step 1, logged a second time
+    # without the step going back, so both writes are kept.
+    assert loss.steps.tolist() == [1, 1, 3]
+    assert loss.values.tolist() == [2.0, 1.5, 1.0]
+    assert loss.lines.tolist() == [1, 2, 3]
 
 
 # --------------------------------------------------------------------------- LLaMA-Factory
@@ -352,7 +354,7 @@ def test_structured_lines_read_or_raise_read_error(tmp_path: Path, lines: list[s
         return
     for s in run.series.values():
         assert s.steps.dtype == np.float64 and s.values.dtype == np.float64
-        assert np.all(np.diff(s.steps) > 0)
+        assert_repeats_differ(s)
         assert len(s.steps) == len(s.values) == len(s.lines)
 
 

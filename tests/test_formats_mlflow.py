@@ -111,11 +111,20 @@ def test_bad_lines_are_skipped_and_noted(tmp_path: Path) -> None:
                          "metrics/loss: skipped 3 line(s) that are not 'timestamp value step'"]
 
 
-def test_steps_logged_twice_later_wins(tmp_path: Path) -> None:
+def test_steps_logged_twice_keep_both_writes(tmp_path: Path) -> None:
+    # Step 1 logged twice without the step going back (no resume): both writes are judged.
     run_dir = make_store(tmp_path, {"loss": [(1.0, 0), (0.9, 1), (0.8, 1), (0.7, 2)]})
     run = read_runlog(run_dir)
-    assert run.get("loss").values.tolist() == [1.0, 0.8, 0.7]
-    assert any("logged more than once" in n for n in run.notes)
+    assert run.get("loss").steps.tolist() == [0, 1, 1, 2]
+    assert run.get("loss").values.tolist() == [1.0, 0.9, 0.8, 0.7]
+    assert any("logged more than once" in n and "every write is kept" in n for n in run.notes)
+
+
+def test_steps_logged_again_after_the_step_went_back_later_wins(tmp_path: Path) -> None:
+    run_dir = make_store(tmp_path, {"loss": [(1.0, 0), (0.9, 1), (0.8, 2), (0.85, 1), (0.7, 2)]})
+    run = read_runlog(run_dir)
+    assert run.get("loss").values.tolist() == [1.0, 0.85, 0.7]
+    assert any("logged more than once" in n and "later write was kept" in n for n in run.notes)
 
 
 def test_folder_with_empty_metrics_is_not_a_run(tmp_path: Path) -> None:
@@ -238,6 +247,6 @@ def test_steps_that_move_are_kept_as_logged(tmp_path: Path) -> None:
     # The first lines share a step (two writes of step 0), then the step moves: as logged.
     pts = [(3.0, 0), (2.9, 0)] + [(2.0 - 0.1 * i, i) for i in range(1, 10)]
     run = read_runlog(make_store(tmp_path, {"loss": pts}))
-    assert run.get("loss").steps.tolist() == list(map(float, range(10)))
-    assert run.get("loss").values[0] == 2.9  # the later write of step 0 wins
+    assert run.get("loss").steps.tolist() == [0.0] + list(map(float, range(10)))
+    assert run.get("loss").values[:2].tolist() == [3.0, 2.9]  # no resume: both writes of step 0
     assert not any("values are logged at step" in n for n in run.notes)

@@ -82,12 +82,23 @@ def tensorboard_scalars(path: Path) -> dict[str, list[tuple[int, float]]]:
     return out
 
 
-def last_per_step(pairs: list[tuple[int, float]]) -> tuple[list[float], list[float]]:
-    d: dict[int, float] = {}
-    for s, v in pairs:
-        d[s] = v
-    steps = sorted(d)
-    return [float(s) for s in steps], [d[s] for s in steps]
+def kept_per_step(pairs: list[tuple[int, float]]) -> tuple[list[float], list[float]]:
+    """The points a series keeps of ``(step, value)`` pairs in file order (runlog's
+    "Repeated steps"): where the step goes back a resume begins, a step written in several
+    segments keeps the latest segment's writes, and identical writes of a step are kept
+    once (the last); sorted by step, stream order within a step."""
+    segs, seg = [], 0
+    for i, (s, _) in enumerate(pairs):
+        seg += i > 0 and s < pairs[i - 1][0]
+        segs.append(seg)
+    latest = {s: g for (s, _), g in zip(pairs, segs)}
+    kept: dict[int, list[float]] = {}
+    for (s, v), g in zip(pairs, segs):
+        if g == latest[s]:
+            vals = kept.setdefault(s, [])
+            vals[:] = [x for x in vals if not (x == v or (math.isnan(x) and math.isnan(v)))] + [v]
+    steps = sorted(kept)
+    return [float(s) for s in steps for _ in kept[s]], [v for s in steps for v in kept[s]]
 
 
 def same_values(a, b) -> bool:
@@ -142,7 +153,7 @@ def test_values_equal_tensorboards_own_loader(tmp_path: Path) -> None:
     got = series_by_key(read_runlog(p))
     assert set(got) == set(want)
     for tag, pairs in want.items():
-        steps, vals = last_per_step(pairs)
+        steps, vals = kept_per_step(pairs)
         assert got[tag].steps.tolist() == steps, tag
         assert got[tag].values.tolist() == vals, tag
 
@@ -296,7 +307,7 @@ def test_tensorboardx_writer(tmp_path: Path) -> None:
     assert run.get("eval_loss").values.tolist() == [0.75]
     want = tensorboard_scalars(p)
     for tag, pairs in want.items():
-        steps, vals = last_per_step(pairs)
+        steps, vals = kept_per_step(pairs)
         assert same_values(series_by_key(run)[tag].values, vals), tag
 
 
@@ -790,7 +801,7 @@ def test_corpus_event_files_match_tensorboard(shared: Path) -> None:
         got = {k: v for k, v in series_by_key(run).items() if k not in summed}
         assert set(got) == set(want), p.parent.name
         for tag, pairs in want.items():
-            steps, vals = last_per_step(pairs)
+            steps, vals = kept_per_step(pairs)
             assert got[tag].steps.tolist() == steps, (p.parent.name, tag)
             assert same_values(got[tag].values, vals), (p.parent.name, tag)
         checked += 1

@@ -4,6 +4,34 @@ Readers yield :class:`Record` objects; :func:`build_runlog` turns that stream in
 :class:`RunLog` holding one numpy column per metric. Canonical metrics (``loss``,
 ``eval_loss``, ``lr``, …, see :mod:`trainproof.aliases`) are stored under their canonical
 name; every other metric keeps its raw key.
+
+**Holes: a NaN or a metric not logged.** An empty CSV cell or a JSON ``null`` is a
+*hole*. ``pandas.to_csv``, ``pandas.to_json``, orjson and ``JSON.stringify`` write a NaN
+that way; a sparse table (Lightning ``CSVLogger``, a W&B export, a frame of a sparse
+history) writes it where a metric was not logged in that row. The column's history tells
+the two apart, deterministically:
+
+* A column is *dense* when it holds numbers on :data:`DENSE_RUN` consecutive records
+  starting with its first number (it is logged on every record); any other column that
+  holds a number is *sparse* (logged every few records: ``val_loss`` once an epoch,
+  train columns of a Lightning log on the rows between validation rows).
+* A record is a row *of the common kind* when no sparse column, and no column of another
+  run of the same export, holds a number on it: it exists only for dense columns.
+* A hole of a dense column, after its first number, on a row of the common kind, is a
+  non-finite value (NaN): that row is one on which the column is always logged. Every
+  other hole is absent: before a column's first number (it has not started), in a sparse
+  column, or on a row that exists for a sparse metric (a validation row has no train loss).
+
+So a dense run whose loss turns NaN at step 121 and is then written empty or ``null`` to
+the end reads NaN from step 121, while a Lightning log's train columns stay absent on its
+validation rows and ``val_loss`` stays absent between them.
+
+**Repeated steps.** A step logged more than once for a metric is kept as logged unless a
+*resume* replaced it: when the step counter goes back (a record whose step is below the
+one before it), the records from there on are a new segment, and for a step written in
+several segments only the latest segment's writes are kept. Repeats within one segment
+(two ranks writing one file, several rows a step) are all kept, in stream order, so a
+NaN of one writer is judged; identical repeats are kept once.
 """
 from __future__ import annotations
 
@@ -27,11 +55,15 @@ class Record:
         values: raw metric key -> float. Non-numbers are absent, never 0; NaN and ±Inf
             are kept.
         line: 1-based source line (text formats) or record index (binary formats).
+        holes: raw keys the row holds with no value (an empty CSV cell, a JSON
+            ``null``): either a NaN written by a strict serializer or a key not logged in
+            this row; :meth:`RunLogBuilder.build` tells which from the column's history.
     """
 
     step: float | None
     values: dict[str, float]
     line: int
+    holes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -69,11 +101,15 @@ class Rows:
             records (0-based, ascending) that carry exactly those keys, ``values`` a
             float64 array ``(m, k)`` (NaN and ±Inf kept). Every record is in at most
             one group (in none when it carries no metric).
+        holes: ``(key, positions)`` pairs, at most one per raw key: the records
+            (0-based, ascending int64) that hold ``key`` with no value (see
+            :attr:`Record.holes`).
     """
 
     steps: np.ndarray
     lines: np.ndarray
     groups: list
+    holes: list = field(default_factory=list)
 
     def __len__(self) -> int:
         return int(self.steps.shape[0])
@@ -81,12 +117,15 @@ class Rows:
 
 @dataclass
 class Series:
-    """One metric as parallel numpy arrays, sorted by step, one value per step.
+    """One metric as parallel numpy arrays, sorted by step.
 
     Attributes:
         name: canonical name, or the raw key for unmapped metrics.
         key: the raw key the values came from.
-        steps: float64 array of steps (strictly increasing).
+        steps: float64 array of steps, non-decreasing: a step repeats only where it was
+            logged several times with different values without the step counter going
+            back (several writers of one file, several rows a step; see the module
+            docstring), its writes in stream order.
         values: float64 array; NaN and ±Inf are kept.
         lines: int64 array of source lines.
     """
@@ -150,6 +189,75 @@ class _Column:
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a == b) | (np.isnan(a) & np.isnan(b))
+
+
+#: Consecutive records a column must hold numbers on, from its first number, to be dense
+#: (see the module docstring). A column logged once every two or more records never holds
+#: two consecutive ones; three leaves room for a pair (a metric logged at the end of one
+#: epoch and again at the start of the next).
+DENSE_RUN = 3
+
+
+def _counted_holes(cols: dict, holes: dict, keys: list[str], dropped: set, n: int) -> dict[str, np.ndarray]:
+    """The holes that are non-finite values (see the module docstring): for each column
+    of ``keys`` that has such holes, the ascending int64 array of their record indices."""
+    with_holes = [k for k in keys if k in holes and k in cols and len(cols[k].rec)]
+    if not with_holes:
+        return {}
+    recs = {k: np.frombuffer(cols[k].rec, dtype=np.int64) for k in keys if k in cols and len(cols[k].rec)}
+    dense = {k: r.size >= DENSE_RUN and int(r[DENSE_RUN - 1] - r[0]) == DENSE_RUN - 1 for k, r in recs.items()}
+    uncommon = np.zeros(n, dtype=bool)
+    for k, r in recs.items():
+        if not dense[k]:
+            uncommon[r] = True
+    for k in dropped:
+        c = cols.get(k)
+        if c is not None and len(c.rec):
+            uncommon[np.frombuffer(c.rec, dtype=np.int64)] = True
+    out = {}
+    for k in with_holes:
+        if not dense[k]:
+            continue
+        h = np.unique(np.frombuffer(holes[k], dtype=np.int64))
+        h = h[(h > recs[k][0]) & (h < n)]
+        h = h[~uncommon[h]]
+        if h.size:
+            out[k] = h
+    return out
+
+
+def _resolve_repeats(st: np.ndarray, vals: np.ndarray, seg: np.ndarray) -> tuple[np.ndarray, bool, bool]:
+    """Which points of a series with repeated steps to keep (see the module docstring).
+
+    Args:
+        st, vals, seg: shape ``(m,)``, sorted by step, stream order within a step; ``seg``
+            the segment of each point (non-decreasing in stream order).
+
+    Returns:
+        ``(keep, replaced, repeated)``: the boolean mask of the points kept; whether a
+        later segment replaced a different value; whether a step keeps several different
+        values.
+    """
+    m = st.size
+    start = np.ones(m, dtype=bool)
+    start[1:] = st[1:] != st[:-1]
+    gid = np.cumsum(start) - 1
+    ends = np.append(np.flatnonzero(start)[1:] - 1, m - 1)
+    latest = seg[ends][gid]  # the latest segment that wrote each point's step
+    keep = seg == latest
+    gone = np.flatnonzero(~keep)
+    replaced = bool(gone.size) and not np.all(_same(vals[gone], vals[ends[gid[gone]]]))
+    # Identical writes of a step within its latest segment are kept once (the last).
+    idx = np.flatnonzero(keep)
+    v = vals[idx]
+    nan = np.isnan(v)
+    order = np.lexsort((idx, np.where(nan, 0.0, v), nan, gid[idx]))
+    so = idx[order]
+    same_next = (gid[so[1:]] == gid[so[:-1]]) & _same(vals[so[1:]], vals[so[:-1]])
+    keep[so[:-1][same_next]] = False
+    kept = np.flatnonzero(keep)
+    repeated = bool(kept.size > 1 and np.any(st[kept[1:]] == st[kept[:-1]]))
+    return keep, replaced, repeated
 
 
 def build_runlog(
@@ -217,7 +325,7 @@ def _builder_of(records: Iterable[Record | Rows | Columns]) -> "RunLogBuilder":
         elif t is Columns:
             b.add_columns(rec)
         else:
-            b.add(rec.step, rec.values, rec.line)
+            b.add(rec.step, rec.values, rec.line, rec.holes)
     return b
 
 
@@ -230,6 +338,7 @@ class RunLogBuilder:
 
     def __init__(self) -> None:
         self._cols: dict[str, _Column] = {}
+        self._holes: dict[str, array] = {}  # raw key -> record indices of its holes
         self._batches: dict[str, tuple[array, array, array]] = {}
         self._rec_steps = array("d")
         self._rec_lines = array("q")
@@ -242,9 +351,11 @@ class RunLogBuilder:
         """Records added so far (rows, plus one per point of a column batch)."""
         return self._n + self._n_batched
 
-    def add(self, step: float | None, values: Mapping[str, float], line: int) -> None:
-        """Add one row: ``values`` maps raw keys to floats; a row without a finite step
-        takes the last step seen before it."""
+    def add(self, step: float | None, values: Mapping[str, float], line: int,
+            holes: Iterable[str] = ()) -> None:
+        """Add one row: ``values`` maps raw keys to floats, ``holes`` names the keys the
+        row holds with no value (:attr:`Record.holes`); a row without a finite step takes
+        the last step seen before it."""
         if step is not None and math.isfinite(step):
             self._last_step = float(step)
         self._rec_steps.append(self._last_step)
@@ -257,6 +368,11 @@ class RunLogBuilder:
                 c = cols[k] = _Column()
             c.rec.append(n)
             c.vals.append(v)
+        for k in holes:
+            h = self._holes.get(k)
+            if h is None:
+                h = self._holes[k] = array("q")
+            h.append(n)
         self._n = n + 1
 
     def add_rows(self, rows: Rows) -> None:
@@ -298,6 +414,11 @@ class RunLogBuilder:
                 c = cols[k] = _Column()
             c.rec.frombytes((np.asarray(pos, dtype=np.int64) + n0).tobytes())
             c.vals.frombytes(np.ascontiguousarray(v, dtype=np.float64).tobytes())
+        for k, pos in rows.holes:
+            h = self._holes.get(k)
+            if h is None:
+                h = self._holes[k] = array("q")
+            h.frombytes((np.asarray(pos, dtype=np.int64) + n0).tobytes())
         self._n = n0 + n
 
     def set_records(self, n: int) -> None:
@@ -370,32 +491,54 @@ class RunLogBuilder:
         source_to_name = {m["source"]: canon for canon, m in mapping.items()}
         series: dict[str, Series] = {}
         rewritten: list[str] = []
-        for key in sorted(all_keys - dropped):
+        repeated: list[str] = []
+        kept_keys = sorted(all_keys - dropped)
+        counted = _counted_holes(cols, self._holes, kept_keys, dropped, n) if self._holes else {}
+        # Segments: a record whose step is below the one before it starts a resume.
+        seg_all = np.zeros(n, dtype=np.int64)
+        if n > 1:
+            np.cumsum(steps_all[1:] < steps_all[:-1], out=seg_all[1:])
+        batch_seg0 = int(seg_all[-1]) + 1 if n else 0
+        rec_of: dict[str, np.ndarray] = {}  # key -> record indices of its points (rows only)
+        for key in kept_keys:
             parts = []
             c = cols.get(key)
             if c is not None:
                 idx = np.frombuffer(c.rec, dtype=np.int64)
-                parts.append((steps_all[idx], arr(c.vals, np.float64), lines_all[idx]))
+                v = arr(c.vals, np.float64)
+                h = counted.get(key)
+                if h is not None:  # holes read as NaN join the column in record order
+                    idx = np.concatenate([idx, h])
+                    v = np.concatenate([v, np.full(h.size, np.nan)])
+                    o = np.argsort(idx, kind="stable")
+                    idx, v = idx[o], v[o]
+                rec_of[key] = idx
+                parts.append((steps_all[idx], v, lines_all[idx], seg_all[idx]))
             bt = batches.get(key)
             if bt is not None and len(bt[0]):
-                parts.append((arr(bt[0], np.float64), arr(bt[1], np.float64), arr(bt[2], np.int64)))
+                bst = arr(bt[0], np.float64)
+                bseg = np.zeros(bst.size, dtype=np.int64)
+                np.cumsum(bst[1:] < bst[:-1], out=bseg[1:])
+                parts.append((bst, arr(bt[1], np.float64), arr(bt[2], np.int64), bseg + batch_seg0))
             if len(parts) == 1:
-                st, vals, ln = parts[0]
+                st, vals, ln, sg = parts[0]
             elif parts:
-                st, vals, ln = (np.concatenate([p[i] for p in parts]) for i in range(3))
+                st, vals, ln, sg = (np.concatenate([p[i] for p in parts]) for i in range(4))
             else:
                 st = vals = np.empty(0)
-                ln = np.empty(0, dtype=np.int64)
-            if st.size > 1 and not np.all(st[1:] >= st[:-1]):
-                order = np.argsort(st, kind="stable")
-                st, vals, ln = st[order], vals[order], ln[order]
-            if st.size > 1:
-                dup_next = st[1:] == st[:-1]
-                if dup_next.any():
-                    keep = np.ones(st.size, dtype=bool)
-                    keep[:-1] = ~dup_next  # keep the last write of each step
-                    if not np.all(_same(vals[:-1][dup_next], vals[1:][dup_next])):
-                        rewritten.append(key)
+                ln = sg = np.empty(0, dtype=np.int64)
+            if st.size > 1 and not np.all(st[1:] > st[:-1]):
+                if not np.all(st[1:] >= st[:-1]):
+                    order = np.argsort(st, kind="stable")
+                    st, vals, ln, sg = st[order], vals[order], ln[order], sg[order]
+                keep, was_replaced, is_repeated = _resolve_repeats(st, vals, sg)
+                if was_replaced:
+                    rewritten.append(key)
+                # The epoch counter takes its next value at the step where an epoch ends:
+                # two epoch values at one step are that boundary, not two writers.
+                if is_repeated and source_to_name.get(key) != "epoch":
+                    repeated.append(key)
+                if not keep.all():
                     st, vals, ln = st[keep], vals[keep], ln[keep]
             name = source_to_name.get(key)
             if name is None:
@@ -408,10 +551,24 @@ class RunLogBuilder:
                 _add_sum(canon, m, series, out_notes)
         if rewritten:
             out_notes.append(
-                "steps logged more than once with different values (a resumed or interleaved run); "
+                "steps logged more than once with different values (a resumed run: the step went back); "
                 "the later write was kept for: " + ", ".join(rewritten[:10])
                 + (f" and {len(rewritten) - 10} more" if len(rewritten) > 10 else "")
             )
+        if repeated:
+            out_notes.append(
+                "steps logged more than once with different values without the step going back (several "
+                "writers of one file, or several rows a step); every write is kept and judged for: "
+                + ", ".join(repeated[:10]) + (f" and {len(repeated) - 10} more" if len(repeated) > 10 else "")
+            )
+        if counted:
+            shown = [f"{k} (from line {int(lines_all[h[0]])}, {h.size} point(s))" for k, h in sorted(counted.items())]
+            out_notes.append(
+                "empty or null values read as NaN, in columns logged on every record until then: "
+                + ", ".join(shown[:10]) + (f" and {len(shown) - 10} more" if len(shown) > 10 else ""))
+        stop = _loss_stops(mapping, rec_of, steps_all, lines_all, n)
+        if stop:
+            out_notes.append(stop)
         for canon, m in sorted(mapping.items()):
             if m["ignored"]:
                 out_notes.append(
@@ -440,6 +597,35 @@ class RunLogBuilder:
             step_range=step_range,
             explicit_steps=explicit_steps,
         )
+
+
+def _loss_stops(mapping: dict, rec_of: dict, steps_all: np.ndarray, lines_all: np.ndarray, n: int) -> str | None:
+    """The note for a loss that stops while the records go on, or ``None``.
+
+    The loss stops when more records follow its last point than it ever went without
+    (its largest gap, in records) and more than four of its usual intervals (the median
+    gap): a log whose last rows are a validation or test row is not a loss that stopped.
+    """
+    m = mapping.get("loss")
+    if m is None:
+        return None
+    key = (m.get("sum_of") or [m["source"]])[0]
+    rec = rec_of.get(key)
+    if rec is None or not rec.size:
+        return None
+    last = int(rec[-1])
+    gaps = np.diff(rec)
+    bound = max(4 * (float(np.median(gaps)) if gaps.size else 1.0), int(gaps.max()) if gaps.size else 1)
+    if n - 1 - last <= bound:
+        return None
+    # Only records of this run count (a W&B export's other runs may go on longer).
+    after = np.unique(np.concatenate([r[r > last] for r in rec_of.values()]))
+    if after.size <= bound:
+        return None
+    end = int(after[-1])
+    return (f"loss ({key!r}) stops at step {steps_all[last]:g} (line {int(lines_all[last])}) while the log goes "
+            f"on: {after.size} more records follow without it, to step {steps_all[end]:g} (line "
+            f"{int(lines_all[end])}); the run after it is not judged on its loss")
 
 
 def _points(key: str, cols: dict, batches: dict) -> int:
@@ -500,23 +686,21 @@ def _add_sum(canon: str, m: dict, series: dict, notes: list[str]) -> None:
     """Add the synthesized total ``canon`` of the component series ``m["sum_of"]``: their
     sum at the steps where every one of them is logged (NaN in a part stays NaN in the
     sum). When those steps are fewer than half of the shortest part's, the parts are not
-    logged together and the first part is read instead (``m`` is updated to say so)."""
+    logged together and the first part is read instead (``m`` is updated to say so). A
+    step a part repeats (see the module docstring) pairs the parts' writes of it in stream
+    order: the first with the first, and so on."""
     parts = [series[k] for k in m["sum_of"] if k in series]
     if len(parts) != len(m["sum_of"]):
+        return
+    if any(p.steps.size > 1 and not np.all(p.steps[1:] > p.steps[:-1]) for p in parts):
+        _add_sum_repeated(canon, m, series, notes, parts)
         return
     steps = parts[0].steps
     for p in parts[1:]:
         steps = np.intersect1d(steps, p.steps, assume_unique=True)
     shortest = min(len(p) for p in parts)
     if steps.size * 2 < shortest or steps.size == 0:
-        first = m["sum_of"][0]
-        notes.append(f"{canon}: its parts {', '.join(m['sum_of'])} are not logged at the same steps, "
-                     f"so {first!r} alone is read")
-        m["ignored"] = [k for k in m["sum_of"][1:]] + list(m["ignored"])
-        m["source"], m["why"] = first, "no total loss and its parts are not logged together: the first part is read"
-        del m["sum_of"]
-        s = parts[0]
-        series[canon] = Series(canon, first, s.steps, s.values, s.lines)
+        _first_part_only(canon, m, series, notes, parts)
         return
     total = np.zeros(steps.size)
     lines = None
@@ -528,6 +712,50 @@ def _add_sum(canon: str, m: dict, series: dict, notes: list[str]) -> None:
     series[canon] = Series(canon, m["source"], steps, total, lines)
     notes.append(f"{canon}: no total is logged; read as the sum of {', '.join(m['sum_of'])} "
                  f"at the {steps.size} steps where all are logged")
+
+
+def _add_sum_repeated(canon: str, m: dict, series: dict, notes: list[str], parts: list[Series]) -> None:
+    """:func:`_add_sum` for parts of which one repeats a step: writes are paired by
+    ``(step, n-th write of that step)``."""
+    def keyed(p: Series) -> dict:
+        out: dict = {}
+        seen: dict = {}
+        for i, st in enumerate(p.steps.tolist()):
+            j = seen[st] = seen.get(st, -1) + 1
+            out[(st, j)] = i
+        return out
+
+    maps = [keyed(p) for p in parts]
+    common = set(maps[0])
+    for mp in maps[1:]:
+        common &= set(mp)
+    if len(common) * 2 < min(len(p) for p in parts) or not common:
+        _first_part_only(canon, m, series, notes, parts)
+        return
+    order = sorted(common)
+    steps = np.array([k[0] for k in order], dtype=np.float64)
+    total = np.zeros(len(order))
+    lines = None
+    for p, mp in zip(parts, maps):
+        idx = np.array([mp[k] for k in order], dtype=np.int64)
+        total = total + p.values[idx]
+        ln = p.lines[idx]
+        lines = ln if lines is None else np.minimum(lines, ln)
+    series[canon] = Series(canon, m["source"], steps, total, lines)
+    notes.append(f"{canon}: no total is logged; read as the sum of {', '.join(m['sum_of'])} "
+                 f"at the {steps.size} points where all are logged")
+
+
+def _first_part_only(canon: str, m: dict, series: dict, notes: list[str], parts: list[Series]) -> None:
+    """Read the first part of a sum as ``canon`` (its parts are not logged together)."""
+    first = m["sum_of"][0]
+    notes.append(f"{canon}: its parts {', '.join(m['sum_of'])} are not logged at the same steps, "
+                 f"so {first!r} alone is read")
+    m["ignored"] = [k for k in m["sum_of"][1:]] + list(m["ignored"])
+    m["source"], m["why"] = first, "no total loss and its parts are not logged together: the first part is read"
+    del m["sum_of"]
+    s = parts[0]
+    series[canon] = Series(canon, first, s.steps, s.values, s.lines)
 
 
 def downsample(steps: np.ndarray, values: np.ndarray, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,8 @@ objects are grouped by their key tuple (C-level ``map``), and each group's numbe
 one float64 block with a single ``numpy`` conversion. Objects that are not plain
 ``{key: number}`` (nested objects, booleans, strings, nulls, integers too large for a
 float) take the exact per-record path (:func:`~trainproof.formats._values.flatten_numeric`),
-so the result is always the one the per-record reader gives.
+so the result is always the one the per-record reader gives, ``null`` values included (they
+become the batch's holes, :attr:`~trainproof.runlog.Rows.holes`).
 
 ``orjson`` refuses some inputs Python's ``json`` accepts (``NaN``/``Infinity`` tokens,
 integers beyond 64 bits, lone surrogate escapes); a chunk it refuses is decoded with the
@@ -85,12 +86,14 @@ def rows_from_dicts(objs: Sequence[dict], lines: np.ndarray, step_of: Callable[[
             is not a metric.
         no_bools: no value anywhere in ``objs`` is a boolean (see :func:`_block`).
 
-    Each record's metrics are ``flatten_numeric(obj)`` minus the step key, exactly as the
-    per-record readers compute them.
+    Each record's metrics are ``flatten_numeric(obj)`` minus the step key, and its holes
+    the keys that are ``null`` (the step key's excepted), exactly as the per-record
+    readers compute them.
     """
     n = len(objs)
     steps = np.full(n, np.nan)
     groups: list = []
+    holes: dict[str, list[int]] = {}
     if not n:
         return Rows(steps, np.asarray(lines, dtype=np.int64), groups)
     # Objects of one length that all hold the first one's keys hold exactly those keys
@@ -123,7 +126,15 @@ def rows_from_dicts(objs: Sequence[dict], lines: np.ndarray, step_of: Callable[[
             _add_group(groups, steps, keys, pos, vals, step_of)
     if slow:
         pos_all = np.sort(np.concatenate(slow))
-        flat = [flatten_numeric(objs[i]) for i in pos_all.tolist()]
+        flat = []
+        for i in pos_all.tolist():
+            nulls: list = []
+            flat.append(flatten_numeric(objs[i], holes=nulls))
+            if nulls:
+                sk = step_of(tuple(flat[-1]))
+                for k in nulls:
+                    if k != sk:
+                        holes.setdefault(k, []).append(i)
         ids2, first2 = _group_ids(list(map(tuple, flat)))
         for keys, gid in first2.items():
             sel = np.flatnonzero(ids2 == gid)
@@ -131,7 +142,8 @@ def rows_from_dicts(objs: Sequence[dict], lines: np.ndarray, step_of: Callable[[
             vals = _block(sub, keys, True)  # flattened values are all floats
             assert vals is not None
             _add_group(groups, steps, keys, pos_all[sel], vals, step_of)
-    return Rows(steps, np.asarray(lines, dtype=np.int64), groups)
+    return Rows(steps, np.asarray(lines, dtype=np.int64), groups,
+                [(k, np.array(p, dtype=np.int64)) for k, p in holes.items()])
 
 
 def _add_group(groups: list, steps: np.ndarray, keys: tuple, pos: np.ndarray, vals: np.ndarray,

@@ -1,7 +1,18 @@
-"""Turning parsed JSON values into the record model's numbers."""
+"""Turning parsed JSON values into the record model's numbers.
+
+A non-finite number has many spellings besides the JSON tokens ``NaN``/``Infinity``:
+strict serializers (orjson, ``JSON.stringify``, ``pandas.to_json``) write ``null``,
+loggers that keep their JSON strict write the string ``"nan"`` or ``"inf"``, and the
+Windows C runtime prints ``1.#QNAN``, ``-1.#IND``, ``1.#INF`` or ``-nan(ind)``.
+:func:`nonfinite` reads the strings; a ``null`` is reported as a *hole* (see
+:func:`flatten_numeric`), whose meaning the column's history decides
+(:class:`trainproof.runlog.RunLogBuilder`).
+"""
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 
 
@@ -25,12 +36,51 @@ JSON = json.JSONDecoder(parse_int=_int_or_float)
 MAX_DEPTH = 32
 
 
-def flatten_numeric(obj: Mapping, prefix: str = "", out: dict | None = None, depth: int = 0) -> dict[str, float]:
+#: The Windows C runtime's spellings of NaN and infinity (``printf`` before Visual Studio
+#: 2015 writes ``1.#QNAN0``, ``-1.#IND00``, ``1.#INF00``; the current one ``-nan(ind)``),
+#: and C99's ``nan(chars)``. Python's own spellings (``nan``, ``inf``, ``infinity``, any
+#: case, signed) are what ``float()`` accepts.
+_C_RUNTIME = re.compile(r"([+-]?)(?:1\.#(QNAN|SNAN|IND|INF)0*|nan\([0-9a-z_]*\))", re.IGNORECASE)
+_PYTHON = frozenset(("nan", "inf", "infinity"))
+#: Longer strings are never a spelling of NaN or infinity (``-infinity`` is 9 characters,
+#: ``-1.#QNAN00000`` 13); the bound keeps a long string from being examined at all.
+_LONGEST = 24
+
+
+def nonfinite(s: str) -> float | None:
+    """The non-finite float that ``s`` spells (NaN, ``inf`` or ``-inf``), or ``None``.
+
+    Accepts what ``float()`` reads as non-finite (``nan``, ``NaN``, ``-inf``,
+    ``Infinity``, …, surrounding blanks allowed) and the Windows C runtime and C99
+    spellings (``1.#QNAN``, ``-1.#IND``, ``1.#INF``, ``-1.#INF``, ``nan(ind)``,
+    ``-nan(ind)``). A finite number written as a string is not accepted: it stays a
+    string, as every other string does.
+    """
+    if len(s) > _LONGEST:
+        return None
+    t = s.strip()
+    if t.lstrip("+-").lower() in _PYTHON and len(t) - len(t.lstrip("+-")) <= 1:
+        return float(t)
+    m = _C_RUNTIME.fullmatch(t)
+    if m is None:
+        return None
+    if (m.group(2) or "").upper() == "INF":
+        return -math.inf if m.group(1) == "-" else math.inf
+    return math.nan
+
+
+def flatten_numeric(obj: Mapping, prefix: str = "", out: dict | None = None, depth: int = 0,
+                    holes: list | None = None) -> dict[str, float]:
     """Flatten nested dicts to ``a/b`` keys, keeping only numbers.
 
-    ``int`` and ``float`` become ``float`` (NaN and ±Inf kept). Booleans, strings, lists
-    and nulls are absent: a non-number is never read as 0 or 1. Objects nested more than
-    :data:`MAX_DEPTH` levels down are absent too.
+    ``int`` and ``float`` become ``float`` (NaN and ±Inf kept), and so does a string that
+    spells a non-finite number (:func:`nonfinite`): a serializer's way of writing NaN, not
+    a word. Booleans, other strings, lists and nulls are absent: a non-number is never
+    read as 0 or 1. Objects nested more than :data:`MAX_DEPTH` levels down are absent too.
+
+    Args:
+        holes: when given, the keys whose value is ``null`` are appended to it (a strict
+            serializer's NaN, or a key not logged in this row: the builder tells which).
     """
     if out is None:
         out = {}
@@ -38,15 +88,23 @@ def flatten_numeric(obj: Mapping, prefix: str = "", out: dict | None = None, dep
         return out
     for k, v in obj.items():
         key = f"{prefix}{k}"
-        if isinstance(v, bool) or v is None:
+        if v is None:
+            if holes is not None:
+                holes.append(key)
             continue
-        if isinstance(v, (int, float)):
+        if isinstance(v, bool):
+            continue
+        if isinstance(v, str):
+            x = nonfinite(v)
+            if x is not None:
+                out[key] = x
+        elif isinstance(v, (int, float)):
             try:
                 out[key] = float(v)
             except OverflowError:  # an integer too large for a float
                 out[key] = float("inf") if v > 0 else float("-inf")
         elif isinstance(v, Mapping):
-            flatten_numeric(v, key + "/", out, depth + 1)
+            flatten_numeric(v, key + "/", out, depth + 1, holes)
     return out
 
 

@@ -18,8 +18,14 @@ Dialects that occur in the wild and are handled here:
   export of several runs keeps the run with the most rows (ties: the first in the file),
   with a note naming the others, so runs are never mixed into one series.
 
-Empty cells and non-numeric cells are absent values, never 0. A row whose field count
-differs from its header cannot be mapped to columns and is skipped, with a note.
+A cell that spells a non-finite number is that number: ``nan``, ``inf``, ``-Infinity``
+(what ``float()`` reads) and the Windows C runtime's ``1.#QNAN``, ``-1.#IND``, ``1.#INF``,
+``nan(ind)`` (:func:`~trainproof.formats._values.nonfinite`). Other non-numeric cells are
+absent values, never 0. An empty cell is a *hole*: ``pandas.to_csv`` writes NaN as an
+empty cell, and a sparse table (Lightning, W&B) leaves a cell empty where the metric was
+not logged; the column's history tells the two apart (the rule is
+:class:`~trainproof.runlog.RunLogBuilder`'s). A row whose field count differs from its
+header cannot be mapped to columns and is skipped, with a note.
 
 A table whose first row is data rather than names has no column names. It is read only
 when the names are defensible (:func:`headerless_columns`): the file's own name says it
@@ -43,6 +49,7 @@ from .. import aliases
 from ..runlog import Record, Rows
 from . import _rows
 from ._io import MAX_LINE, Lines, ReadError, open_text
+from ._values import nonfinite
 
 name = "csv"
 description = "CSV/TSV metric table (Lightning, Keras, W&B export, pandas)"
@@ -277,22 +284,27 @@ class RowParser:
         if self.long is not None:
             return self._long_row(row, start)
         values: dict[str, float] = {}
+        holes = []
         step = None
         step_idx = self.step_idx
         for i, cell in enumerate(row):
             c = cell.strip()
             if not c:
+                if i != step_idx:
+                    holes.append(header[i])
                 continue
             try:
                 v = float(c)
             except ValueError:
-                continue
+                v = nonfinite(c)
+                if v is None:
+                    continue
             if i == step_idx:
                 if v == v and abs(v) != float("inf"):
                     step = v
                 continue
             values[header[i]] = v
-        return Record(step, values, start)
+        return Record(step, values, start, tuple(holes))
 
     def _long_row(self, row: list[str], start: int) -> Record | None:
         """One row of a long-format export: ``{metric: value}`` at its step, for the run
@@ -306,7 +318,9 @@ class RowParser:
         try:
             v = float(row[vi].strip())
         except ValueError:
-            return None
+            v = nonfinite(row[vi])
+            if v is None:
+                return None
         try:
             step = float(row[si].strip())
         except ValueError:
@@ -423,7 +437,13 @@ def _fast_rows(text: str, first_line: int, parser: RowParser) -> Rows | None:
         pos = np.arange(n) if len(patterns) == 1 else np.flatnonzero(pattern == pat)
         if cols:
             groups.append((tuple(header[j] for j in cols), pos, vals[np.ix_(pos, cols)]))
-    return Rows(steps, nums, groups)
+    holes = []
+    if len(patterns) > 1 or not present.all():
+        blank = ~present
+        for j in range(k):
+            if j != si and blank[:, j].any():
+                holes.append((header[j], np.flatnonzero(blank[:, j])))
+    return Rows(steps, nums, groups, holes)
 
 
 _EMPTY_AS_NAN = {"": "nan"}

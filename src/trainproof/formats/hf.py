@@ -7,8 +7,12 @@ call. Training entries carry ``loss``, ``grad_norm``, ``learning_rate``, ``epoch
 ``meta["summary"]`` and never read as a step's loss.
 
 The object is read in chunks: each top-level value and each ``log_history`` entry is
-decoded on its own, so memory grows with the largest entry, not with the file. Python's
-``json`` writes ``NaN``, ``Infinity`` and ``-Infinity``; they are values, not errors.
+decoded on its own, so the text held grows with the largest entry, not with the file; the
+decoded records are held until the object ends, because a file with two ``log_history``
+keys means the last one (what ``json.load`` and Hugging Face read). Python's ``json``
+writes ``NaN``, ``Infinity`` and ``-Infinity``; they are values, not errors, and so are
+the other spellings of a NaN (a ``"nan"`` string, a ``null``, see
+:mod:`trainproof.formats.jsonl`).
 """
 from __future__ import annotations
 
@@ -202,10 +206,12 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
     Raises:
         ReadError: not a JSON object, or ``log_history`` is not a list.
     """
+    # Each log_history array is held until the object ends: only then is it known to be
+    # the last one (``json.load`` and HF keep the last of duplicated keys).
+    histories: list[tuple[list, dict, _Drops]] = []
     with open_text(path) as f:
         sc = _Scanner(f)
         seen_history = False
-        summary: dict = {}
         try:
             if sc.peek() != "{":
                 raise ReadError("not a trainer_state.json: the file is not a JSON object")
@@ -227,7 +233,10 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
                             f"log_history at line {ln} is {type(val).__name__}, not a list"
                         )
                     seen_history = True
-                    yield from _entries(sc, state, summary)
+                    cur: tuple[list, dict, _Drops] = ([], {}, _Drops())
+                    histories.append(cur)
+                    for rec in _entries(sc, cur[2], cur[1]):
+                        cur[0].append(rec)
                 else:
                     val, _ = sc.value()
                     if key in META_KEYS and not isinstance(val, bool) and (val is None or isinstance(val, (int, float, str))):
@@ -237,16 +246,40 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
         except _Truncated as e:
             if not seen_history:
                 raise ReadError(f"torn trainer_state.json: {e}") from None
-            state.drop(f"torn file: {e}; everything before it was read")
+            tail = f"torn file: {e}; everything before it was read"
         except ReadError as e:
             if not seen_history:
                 raise
             # log_history was read whole; only the bookkeeping after it is damaged.
-            state.drop(f"after log_history: {e}; the rest of the file was not read")
-        if summary:
-            state.meta["summary"] = summary
+            tail = f"after log_history: {e}; the rest of the file was not read"
+        else:
+            tail = None
         if not seen_history:
             raise ReadError("trainer_state.json has no log_history")
+        records, summary, drops = histories[-1]
+        if len(histories) > 1:
+            lost = sum(len(r) for r, _, _ in histories[:-1])
+            state.notes.append(
+                f"the file holds {len(histories)} log_history keys; the last one is read, as json.load and "
+                f"Hugging Face read it ({lost} records of the earlier ones are not)")
+        for note in drops.drops:
+            state.drop(note)
+        if tail is not None:
+            state.drop(tail)
+        if summary:
+            state.meta["summary"] = summary
+        yield from records
+
+
+class _Drops:
+    """The drops of one log_history array, given to the reader state only when the array
+    is the one read (:func:`read`)."""
+
+    def __init__(self) -> None:
+        self.drops: list[str] = []
+
+    def drop(self, note: str) -> None:
+        self.drops.append(note)
 
 
 #: How consecutive log_history entries are separated, as HF's ``indent=2`` writes them
@@ -345,13 +378,14 @@ def _entries(sc: _Scanner, state, summary: dict) -> Iterator[Record | Rows]:
             state.drop(f"log_history: {e}; the remaining {rest} characters were not read")
             raise _Truncated("inside log_history") from None
         if isinstance(entry, dict):
-            values = flatten_numeric(entry)
+            nulls: list = []
+            values = flatten_numeric(entry, holes=nulls)
             if any(k in entry for k in SUMMARY_KEYS):
                 summary.update(values)
             else:
                 step = as_step(entry.get("step"))
                 values.pop("step", None)
-                yield Record(step, values, line)
+                yield Record(step, values, line, tuple(k for k in nulls if k != "step"))
         else:
             skipped += 1
         if sc.expect(",]") == "]":

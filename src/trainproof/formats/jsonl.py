@@ -2,7 +2,10 @@
 
 Covers hand-rolled ``metrics.jsonl`` loggers, LLaMA-Factory's ``trainer_log.jsonl``
 (step key ``current_steps``), and anything else that writes one object per line. Nested
-objects flatten to ``outer/inner`` keys. Lines that are not JSON objects (banners, a torn
+objects flatten to ``outer/inner`` keys. A NaN may be written as the token ``NaN``, a
+string (``"nan"``, ``"-inf"``, ``"1.#QNAN"``, see :func:`~trainproof.formats._values.nonfinite`)
+or ``null``; a ``null`` is a NaN or a key not logged in that record, as the column's
+history says (:class:`~trainproof.runlog.RunLogBuilder`). Lines that are not JSON objects (banners, a torn
 last line of a killed run) are skipped and counted in the notes. detectron2's
 ``metrics.json`` is this format too (``iteration`` is its step, ``total_loss`` its loss).
 
@@ -68,12 +71,13 @@ def parse_line(s: str, lineno: int) -> Record | None:
     obj = _parse_object(s)  # as read() decodes a line, so that watch and epoch agree
     if obj is None:
         return None
-    values = flatten_numeric(obj)
+    nulls: list = []
+    values = flatten_numeric(obj, holes=nulls)
     key = aliases.step_key(values.keys())
     step = None
     if key is not None:
         step = as_step(values.pop(key))
-    return Record(step, values, lineno)
+    return Record(step, values, lineno, tuple(k for k in nulls if k != key))
 
 
 def skipped_note(count: int, first_line: int) -> str:
@@ -156,7 +160,8 @@ def _slice(rows: Rows, lo: int, hi: int) -> Rows:
         m = (pos >= lo) & (pos < hi)
         if m.any():
             groups.append((keys, pos[m] - lo, vals[m]))
-    return Rows(rows.steps[lo:hi], rows.lines[lo:hi], groups)
+    holes = [(k, pos[(pos >= lo) & (pos < hi)] - lo) for k, pos in rows.holes]
+    return Rows(rows.steps[lo:hi], rows.lines[lo:hi], groups, [(k, p) for k, p in holes if p.size])
 
 
 def one_run(batches: list[Rows], state) -> list[Rows]:

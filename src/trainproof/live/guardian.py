@@ -129,7 +129,7 @@ class Guardian:
         self._builder.add(step, nums, self.records + 1 if line is None else int(line))
 
     def add_record(self, rec: Record) -> None:
-        self._builder.add(rec.step, rec.values, rec.line)
+        self._builder.add(rec.step, rec.values, rec.line, rec.holes)
 
     def add_columns(self, col: Columns) -> None:
         """Append a column batch (one metric, many points)."""

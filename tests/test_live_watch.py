@@ -1037,14 +1037,16 @@ def test_guardian_add_keeps_non_finite_and_skips_non_numbers():
     g.add(0, {"loss": float("nan"), "grad_norm": float("inf"), "flag": True, "name": "x", "n": 3})
     g.add(5, {"loss": 1.0})
     g.add(None, {"eval_loss": 1.5})  # no step: the last step seen (5), as epoch reads it
-    g.add(float("nan"), {"eval_loss": 2.0})  # a non-finite step too: step 5 again, the later write wins
+    g.add(float("nan"), {"eval_loss": 2.0})  # a non-finite step too: step 5 again
     run = g.runlog()
     assert set(run.series) == {"loss", "grad_norm", "n", "eval_loss"}
     assert math.isnan(run.series["loss"].values[0]) and math.isinf(run.series["grad_norm"].values[0])
     assert g.records == 4
     assert list(run.series["loss"].lines) == [1, 2]
-    assert list(run.series["eval_loss"].steps) == [5.0] and list(run.series["eval_loss"].values) == [2.0]
-    assert any("later write was kept" in n for n in run.notes)
+    # step 5 written twice with no rewind in between: both writes are kept and judged, as
+    # epoch keeps them (only a step counter that goes back replaces earlier writes)
+    assert list(run.series["eval_loss"].steps) == [5.0, 5.0] and list(run.series["eval_loss"].values) == [1.5, 2.0]
+    assert any("every write is kept" in n for n in run.notes)
 
 
 def test_guardian_add_record_and_columns_match_build_runlog():

@@ -109,3 +109,133 @@ def test_oversized_or_fifo_config_is_refused_without_blocking(tmp_path):
     os.mkfifo(fifo)  # nobody writes to it: an open without O_NONBLOCK would wait forever
     p = run_subprocess("epoch", str(log), "--config", str(fifo), cwd=repo / "sub", timeout=120)
     assert p.returncode == 2 and str(fifo) in p.stderr and "not a regular file" in p.stderr
+
+
+# --- item 2: every threshold has a declared range, and a config outside it is exit 2 ----------
+
+import dataclasses  # noqa: E402
+import math  # noqa: E402
+
+import pytest  # noqa: E402
+
+from trainproof.rules import thresholds as th  # noqa: E402
+
+from conftest import run_cli  # noqa: E402
+
+
+def test_every_threshold_declares_a_range_that_holds_its_default():
+    fields = dataclasses.fields(th.Thresholds)
+    missing = [f.name for f in fields if f.name not in th.RANGES]
+    assert not missing, f"add these thresholds to RANGES in rules/thresholds.py: {missing}"
+    assert set(th.RANGES) == {f.name for f in fields}, "RANGES names a threshold that does not exist"
+    for f in fields:
+        r = th.RANGES[f.name]
+        assert (r.kind is int) == (f.type in ("int", int)), f"{f.name}: RANGES kind differs from the field's type"
+        assert r.contains(getattr(th.DEFAULT, f.name)), f"{f.name}: default outside {r.describe()}"
+        if r.kind is int:  # every count is bounded: 2**62 points would run a rule for hours
+            assert r.hi is not None and r.hi <= th.MAX_POINTS, f.name
+    for c in th.CONSTRAINTS:
+        assert c.holds(getattr(th.DEFAULT, c.a), getattr(th.DEFAULT, c.b)), (c.a, c.b)
+    assert th.DEFAULT.with_overrides(th.DEFAULT.as_dict()) == th.DEFAULT  # every default is accepted
+
+
+def _healthy_runs(d):
+    """A folder of three healthy runs: a supervised run with every series the single-run
+    rules read (loss, eval loss, warm-up then cosine lr, gradient norm, step and loader
+    time, update ratio, loss scale), a DPO-style preference run and a GRPO-style RL run."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    n = 200
+    sup = []
+    for i in range(n):
+        lr = 1e-4 * (i + 1) / 10 if i < 10 else 1e-5 + 4.5e-5 * (1 + math.cos(math.pi * (i - 10) / (n - 10)))
+        r = {"step": 10 * (i + 1), "loss": 0.8 + 1.5 * math.exp(-i / 50) + 0.03 * rng.standard_normal(),
+             "learning_rate": lr, "grad_norm": 0.5 + 0.1 * rng.random(), "epoch": round((i + 1) * 3 / n, 4),
+             "step_time": 0.25 + 0.02 * rng.random(), "data_time": 0.02 + 0.005 * rng.random(),
+             "update_ratio": 1e-3 * (1 + 0.1 * rng.random()), "loss_scale": 32768.0 if i == 50 else 65536.0}
+        if i % 10 == 9:
+            r["eval_loss"] = 0.85 + 1.5 * math.exp(-i / 50) + 0.01 * rng.standard_normal()
+        sup.append(r)
+    pref = [{"step": 10 * (i + 1), "loss": math.log(2) * math.exp(-i / 100) * (1 + 0.02 * rng.standard_normal()),
+             "rewards/accuracies": min(1.0, 0.5 + 0.003 * i + 0.03 * rng.standard_normal()),
+             "rewards/margins": i / 100 + 0.05 * rng.standard_normal()} for i in range(100)]
+    grpo = [{"step": 10 * (i + 1), "loss": 1e-4 * (1 + 0.1 * rng.standard_normal()),
+             "reward": 0.1 + 0.019 * i + 0.1 * rng.standard_normal(), "frac_reward_zero_std": 0.002 * i,
+             "grad_norm": 0.3 + 0.02 * rng.random()} for i in range(100)]
+    for name, rows in (("sup", sup), ("pref", pref), ("grpo", grpo)):
+        write_jsonl(d / name / "metrics.jsonl", rows)
+    return d
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory):
+    d = _healthy_runs(tmp_path_factory.mktemp("healthy"))
+    code, _, err, doc = run_cli("doctor", str(d), "--json")
+    assert code == 0 and len(doc["reports"]) == 3 and doc["worst_verdict"] == "PASS", (err, doc and [
+        (r["file"], r["verdict"]) for r in doc["reports"]])
+    return d
+
+
+HOSTILE = [("nan", "nan"), ("inf", "inf"), ("-1", "-1"), ("0", "0"), ("2**62", str(2 ** 62)), ("share 1.5", "1.5")]
+
+
+@pytest.mark.parametrize("name", th.names())
+def test_hostile_threshold_is_rejected_naming_it_or_judges_healthy_runs(tmp_path, runs_dir, name):
+    cfg = tmp_path / "tp.toml"
+    for label, text in HOSTILE:
+        cfg.write_text(f"[thresholds]\n{name} = {text}\n")
+        # run_cli does not catch exceptions: an internal error fails the test right here.
+        code, _, err, doc = run_cli("doctor", str(runs_dir), "--json", "--config", str(cfg))
+        if doc["error"] is not None:  # rejected: exit 2, the key and its range named
+            assert code == 2 and doc["reports"] == [], (name, label)
+            assert repr(name) in doc["error"] and str(cfg) in doc["error"], doc["error"]
+            assert ("must be a whole number" in doc["error"] or th.RANGES[name].describe() in doc["error"]
+                    or "must be at" in doc["error"] or "must be below" in doc["error"]), doc["error"]
+        else:  # accepted: in range, and all three healthy runs were judged
+            value = float(text)
+            assert th.RANGES[name].contains(value) and math.isfinite(value), (name, label)
+            assert code in (0, 1) and len(doc["reports"]) == 3, (name, label, err)
+            assert all(r["error"] is None for r in doc["reports"]), (name, label)
+
+
+def test_non_finite_out_of_range_and_huge_values_are_refused(tmp_path, runs_dir):
+    cfg = tmp_path / "tp.toml"
+    cases = [("diverge_ratio = nan", "diverge_ratio"), ("diverge_ratio = 0", "diverge_ratio"),
+             ("zero_lr_fail_share = 0", "zero_lr_fail_share"), ("grad_spike_factor = inf", "grad_spike_factor"),
+             ("chance_max_classes = 4611686018427387904", "chance_max_classes"),
+             ("flat_rel_std = 1.5", "flat_rel_std"),
+             # a TOML integer too large for a float: refused, not an OverflowError
+             ("diverge_ratio = 1" + "0" * 400, "diverge_ratio"), ("min_trend_points = 1" + "0" * 400,
+                                                                    "min_trend_points")]
+    for text, key in cases:
+        cfg.write_text(text + "\n")
+        code, _, err, _ = run_cli("doctor", str(runs_dir), "--config", str(cfg))
+        assert code == 2 and repr(key) in err and th.RANGES[key].describe() in err, (text, err)
+
+
+def test_constraint_between_thresholds_names_both(tmp_path, runs_dir):
+    cfg = tmp_path / "tp.toml"
+    cfg.write_text("dead_window = 50\n")  # two windows of 50 cannot fit in dead_min_points = 10
+    code, _, err, _ = run_cli("doctor", str(runs_dir), "--config", str(cfg))
+    assert code == 2 and "'dead_min_points'" in err and "'dead_window'" in err
+    cfg.write_text("dead_window = 50\ndead_min_points = 100\n")
+    code, _, err, _ = run_cli("doctor", str(runs_dir), "--config", str(cfg))
+    assert code == 0, err
+
+
+def test_negative_log10_thresholds_can_be_set(tmp_path, runs_dir):
+    """The update-ratio bars are log10 values, negative by nature: -5 is in range."""
+    cfg = tmp_path / "tp.toml"
+    cfg.write_text("update_ratio_low_log10 = -5\nupdate_ratio_high_log10 = -1.5\n")
+    code, _, err, _ = run_cli("doctor", str(runs_dir), "--config", str(cfg))
+    assert code == 0, err
+
+
+def test_out_of_range_threshold_is_exit_2_from_a_real_process(tmp_path, runs_dir):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text("[tool.trainproof]\nspike_factor = -1\n")
+    p = run_subprocess("doctor", str(runs_dir), cwd=repo)
+    assert p.returncode == 2 and "'spike_factor'" in p.stderr and "(1, inf)" in p.stderr
+    assert "internal error" not in p.stderr

@@ -239,3 +239,150 @@ def test_out_of_range_threshold_is_exit_2_from_a_real_process(tmp_path, runs_dir
     p = run_subprocess("doctor", str(runs_dir), cwd=repo)
     assert p.returncode == 2 and "'spike_factor'" in p.stderr and "(1, inf)" in p.stderr
     assert "internal error" not in p.stderr
+
+
+# --- item 3: a checkpoint's pickle is vetted, a hostile safetensors header is a finding ------
+
+import os  # noqa: E402
+import pickle  # noqa: E402
+import struct  # noqa: E402
+import zipfile  # noqa: E402
+
+
+def _env(*args):
+    code, _, err, doc = run_cli("env", "--json", *args)  # internal errors propagate here
+    assert doc is not None, (code, err)
+    by_id: dict = {}
+    for f in doc["reports"][0]["findings"]:
+        by_id.setdefault(f["id"], []).append(f)
+    return code, by_id
+
+
+class _Shell:
+    """Unpickling this runs a shell command (never done here: the bytes are only written)."""
+
+    def __init__(self, cmd: str):
+        self.cmd = cmd
+
+    def __reduce__(self):
+        return (os.system, (self.cmd,))
+
+
+def _zip_with_pickle(tmp_path, name: str, pkl: bytes):
+    """A torch-shaped ZIP checkpoint (top folder, data.pkl, a storage, CRCs recorded)
+    whose data.pkl is ``pkl``."""
+    p = tmp_path / name
+    with zipfile.ZipFile(p, "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("archive/data.pkl", pkl)
+        zf.writestr("archive/data/0", struct.pack("<4f", 1, 2, 3, 4))
+        zf.writestr("archive/version", "3\n")
+    return p
+
+
+def _short_unicode(s: str) -> bytes:
+    b = s.encode()
+    return b"\x8c" + bytes([len(b)]) + b  # SHORT_BINUNICODE
+
+
+def test_real_state_dict_checkpoint_is_ok_and_lists_only_weights_only_imports(tmp_path):
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.LayerNorm(3))
+    opt = torch.optim.AdamW(model.parameters())
+    model(torch.ones(2, 4)).sum().backward()
+    opt.step()
+    p = tmp_path / "ckpt.pt"
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 7}, p)
+    code, by_id = _env("--checkpoint", str(p))
+    assert code == 0 and "TP-ENV-CKPT-UNSAFE-PICKLE" not in by_id
+    ok = by_id["TP-ENV-CKPT-OK"][0]
+    assert "collections.OrderedDict" in ok["data"]["imports"]
+    assert "torch._utils._rebuild_tensor_v2" in ok["data"]["imports"]
+    torch.load(p, weights_only=True)  # and torch agrees: it loads in weights-only mode
+
+
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_zip_whose_pickle_runs_os_system_warns_naming_it(tmp_path, protocol):
+    marker = tmp_path / "PWNED"
+    pkl = pickle.dumps({"w": [1.0, 2.0], "x": _Shell(f"echo pwned > {marker}")}, protocol=protocol)
+    p = _zip_with_pickle(tmp_path, "evil.pt", pkl)
+    code, by_id = _env("--checkpoint", str(p))
+    assert code == 0 and "TP-ENV-CKPT-OK" not in by_id  # WARN: judged, and not called safe
+    f = by_id["TP-ENV-CKPT-UNSAFE-PICKLE"][0]
+    assert f["level"] == "WARN"
+    assert f["data"]["unsafe_imports"] == [f"{os.system.__module__}.system"]
+    assert f"{os.system.__module__}.system" in f["message"]
+    assert not marker.exists()
+
+
+def test_stack_global_hidden_behind_popped_safe_names_is_resolved(tmp_path):
+    # Protocol 4: push "os" and "system" (memoized), push "collections" "OrderedDict" and pop
+    # them again, then STACK_GLOBAL on memo fetches: the unpickler imports os.system. A
+    # reader taking "the last two strings" would see collections.OrderedDict.
+    pkl = (b"\x80\x04" + _short_unicode("os") + b"\x94" + _short_unicode("system") + b"\x94"
+           + _short_unicode("collections") + _short_unicode("OrderedDict") + b"00" + b"00"
+           + b"h\x00h\x01\x93" + _short_unicode("echo pwned") + b"\x85R.")
+    assert pickletools_ok(pkl)
+    p = _zip_with_pickle(tmp_path, "hidden.pt", pkl)
+    code, by_id = _env("--checkpoint", str(p))
+    f = by_id["TP-ENV-CKPT-UNSAFE-PICKLE"][0]
+    assert f["data"]["unsafe_imports"] == ["os.system"]
+
+
+def pickletools_ok(pkl: bytes) -> bool:
+    import pickletools
+
+    return [op.name for op, _, _ in pickletools.genops(pkl)][-1] == "STOP"
+
+
+def test_data_pkl_that_is_not_a_pickle_is_corrupt(tmp_path):
+    p = _zip_with_pickle(tmp_path, "junk.pt", b"\x80\x02this is not a pickle")
+    code, by_id = _env("--checkpoint", str(p))
+    assert code == 1 and "not a pickle stream" in by_id["TP-ENV-CKPT-CORRUPT"][0]["message"]
+
+
+def test_safe_set_is_what_torch_weights_only_accepts():
+    pytest.importorskip("torch")
+    wou = pytest.importorskip("torch._weights_only_unpickler")
+    if not hasattr(wou, "_get_allowed_globals"):
+        pytest.skip("this torch has no _get_allowed_globals")
+    from trainproof.preflight._pickle import WEIGHTS_ONLY_GLOBALS
+
+    # Never wider than torch's own allowlist: every name we call safe, torch accepts.
+    assert WEIGHTS_ONLY_GLOBALS <= set(wou._get_allowed_globals())
+
+
+def _safetensors(path, header: bytes, data: bytes = b""):
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data)
+    return path
+
+
+def test_deeply_nested_safetensors_header_is_corrupt_not_an_internal_error(tmp_path):
+    deep = b'{"w": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    p = _safetensors(tmp_path / "deep.safetensors", deep)
+    code, by_id = _env("--checkpoint", str(p))
+    assert code == 1 and "TP-ENV-SAFETENSORS-CORRUPT" in by_id
+
+
+def test_huge_declared_shape_is_corrupt_quickly(tmp_path):
+    import time
+
+    shape = [2 ** 62] * 20_000  # an element count of 1.2 million digits if multiplied out
+    header = json.dumps({"w": {"dtype": "F32", "shape": shape, "data_offsets": [0, 16]}}).encode()
+    p = _safetensors(tmp_path / "huge.safetensors", header, b"\0" * 16)
+    t0 = time.monotonic()
+    code, by_id = _env("--checkpoint", str(p))
+    assert code == 1 and "needs more bytes" in by_id["TP-ENV-SAFETENSORS-CORRUPT"][0]["message"]
+    assert time.monotonic() - t0 < 60
+    # a single huge dimension (the offsets cover 16 bytes, the shape asks for 2**200 floats)
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2 ** 200], "data_offsets": [0, 16]}}).encode()
+    code, by_id = _env("--checkpoint", str(_safetensors(tmp_path / "one.safetensors", header, b"\0" * 16)))
+    assert code == 1 and "TP-ENV-SAFETENSORS-CORRUPT" in by_id
+
+
+def test_deeply_nested_shard_index_is_a_finding(tmp_path):
+    pytest.importorskip("safetensors")
+    d = tmp_path / "shards"
+    d.mkdir()
+    (d / "model.safetensors.index.json").write_text('{"weight_map": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    code, by_id = _env("--checkpoint", str(d))
+    assert code == 1 and "nests too deeply" in by_id["TP-ENV-SAFETENSORS-CORRUPT"][0]["message"]

@@ -216,7 +216,7 @@ def test_non_finite_out_of_range_and_huge_values_are_refused(tmp_path, runs_dir)
 
 def test_constraint_between_thresholds_names_both(tmp_path, runs_dir):
     cfg = tmp_path / "tp.toml"
-    cfg.write_text("dead_window = 50\n")  # two windows of 50 cannot fit in dead_min_points = 10
+    cfg.write_text("dead_window = 50\n")  # a window of 50 cannot be read from dead_min_points = 10
     code, _, err, _ = run_cli("doctor", str(runs_dir), "--config", str(cfg))
     assert code == 2 and "'dead_min_points'" in err and "'dead_window'" in err
     cfg.write_text("dead_window = 50\ndead_min_points = 100\n")

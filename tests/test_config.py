@@ -19,6 +19,7 @@ def _zero_lr_log(tmp_path):
 def test_pyproject_mute_and_threshold_are_applied(tmp_path, monkeypatch):
     log = _zero_lr_log(tmp_path)
     (tmp_path / "pyproject.toml").write_text('[tool.trainproof]\nmute = ["TP-ZERO-LR"]\n')
+    (tmp_path / ".git").mkdir()  # the search climbs to the repository root, no further
     monkeypatch.chdir(tmp_path / "logs")  # nearest pyproject.toml is one level up
     code, _, _, doc = run_cli("epoch", str(log), "--json")
     assert code == 0

@@ -281,7 +281,9 @@ def test_zip_checkpoint_with_a_payload_is_checked_without_unpickling(tmp_path):
     p = tmp_path / "evil.pt"
     torch.save({"w": torch.ones(3), "payload": _Evil(str(marker))}, p)
     code, _, by_id = env("--checkpoint", str(p))
-    assert code == 0 and "TP-ENV-CKPT-OK" in by_id
+    # intact archive, but its pickle imports open (pickled as io.open): a warning naming it, not OK
+    assert code == 0 and "TP-ENV-CKPT-OK" not in by_id
+    assert the(by_id, "TP-ENV-CKPT-UNSAFE-PICKLE")["data"]["unsafe_imports"] == ["io.open"]
     assert not marker.exists()
 
 

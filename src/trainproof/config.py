@@ -1,5 +1,13 @@
 """Configuration: ``[tool.trainproof]`` in the nearest pyproject.toml, or ``--config PATH``.
 
+The search for a pyproject.toml starts at the current directory and climbs no higher than
+the repository root (the nearest folder holding ``.git``, a folder or a file as in a
+worktree); outside a repository only the current directory is searched. A folder above the
+repository (a shared ``/tmp``, a home directory) belongs to someone else, and its settings
+must not mute rules on the run being judged. A pyproject.toml on the way that cannot be
+read or parsed is an error naming it, never skipped: it may be the one that holds the
+settings.
+
 Accepted keys::
 
     [tool.trainproof]
@@ -14,6 +22,8 @@ a plain TOML file whose top level holds the same keys.
 """
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -41,18 +51,75 @@ class Config:
     source: str | None = None
 
 
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml at or above ``start`` that has a [tool.trainproof] table."""
+#: The largest configuration file read, in bytes. Real pyproject.toml files are a few
+#: kilobytes; 1 MiB leaves room for long comment blocks while a file planted to exhaust
+#: memory (a pull request can add any file) is refused before it is read.
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def search_dirs(start: Path) -> list[Path]:
+    """The folders searched for a pyproject.toml, nearest first: ``start`` and its parents
+    up to and including the repository root (the nearest one holding ``.git``), or only
+    ``start`` when no parent holds ``.git``."""
     start = start.resolve()
-    for d in (start, *start.parents):
+    chain = [start, *start.parents]
+    for i, d in enumerate(chain):
+        if os.path.lexists(d / ".git"):
+            return chain[: i + 1]
+    return [start]
+
+
+def _read_toml(p: Path, what: str) -> dict:
+    """Parse one TOML file of at most :data:`MAX_CONFIG_BYTES`.
+
+    Raises:
+        ConfigError: the file cannot be read, is too large, or is not valid UTF-8 TOML;
+            the message names the file.
+    """
+    try:
+        # O_NONBLOCK: a FIFO planted under the config's name must not block the open.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ConfigError(f"{what} {p} is not a regular file")
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as e:
+        raise ConfigError(f"cannot read {what} {p}: {e.strerror or e}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{what} {p} is larger than {MAX_CONFIG_BYTES} bytes: not read")
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise ConfigError(f"{what} {p} is not valid TOML: {e}") from None
+
+
+def _trainproof_table(data: dict, p: Path) -> dict | None:
+    tool = data.get("tool")
+    if tool is None:
+        return None
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{p}: 'tool' must be a table")
+    if "trainproof" not in tool:
+        return None
+    if not isinstance(tool["trainproof"], dict):
+        raise ConfigError(f"{p}: [tool.trainproof] must be a table")
+    return tool["trainproof"]
+
+
+def find_pyproject(start: Path) -> tuple[Path, dict] | None:
+    """The nearest pyproject.toml in :func:`search_dirs` that has a [tool.trainproof]
+    table, with that table; ``None`` when there is none.
+
+    Raises:
+        ConfigError: a pyproject.toml on the way is unreadable, too large, not valid TOML,
+            or has a ``tool`` or ``tool.trainproof`` that is not a table.
+    """
+    for d in search_dirs(start):
         p = d / "pyproject.toml"
         if p.is_file():
-            try:
-                data = tomllib.loads(p.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-                continue
-            if isinstance(data.get("tool"), dict) and "trainproof" in data["tool"]:
-                return p
+            table = _trainproof_table(_read_toml(p, "pyproject.toml"), p)
+            if table is not None:
+                return p, table
     return None
 
 
@@ -70,18 +137,18 @@ def load_config(config_path: Path | None = None, start: Path | None = None,
                 extra_mute: Iterable[str] = ()) -> Config:
     """Load the configuration and merge ``--mute`` ids into it.
 
+    Without ``config_path`` the nearest pyproject.toml of :func:`search_dirs` (from
+    ``start``, default the current directory) is used.
+
     Raises:
-        ConfigError: unreadable file, invalid TOML, unknown key, threshold or rule id.
+        ConfigError: unreadable, oversized or invalid TOML file (the file given or a
+            pyproject.toml on the search path), unknown key, threshold or rule id, or a
+            threshold value of the wrong type or outside its range.
     """
     table: dict = {}
     source = None
     if config_path is not None:
-        try:
-            data = tomllib.loads(Path(config_path).read_text(encoding="utf-8"))
-        except OSError as e:
-            raise ConfigError(f"cannot read config {config_path}: {e.strerror or e}") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"config {config_path} is not valid TOML: {e}") from None
+        data = _read_toml(Path(config_path), "config")
         tool = data.get("tool")
         if isinstance(tool, dict) and isinstance(tool.get("trainproof"), dict):
             table = tool["trainproof"]
@@ -89,9 +156,9 @@ def load_config(config_path: Path | None = None, start: Path | None = None,
             table = data
         source = str(config_path)
     else:
-        p = find_pyproject(start or Path.cwd())
-        if p is not None:
-            table = tomllib.loads(p.read_text(encoding="utf-8"))["tool"]["trainproof"]
+        found = find_pyproject(start or Path.cwd())
+        if found is not None:
+            p, table = found
             source = str(p)
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: [tool.trainproof] must be a table")

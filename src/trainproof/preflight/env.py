@@ -12,7 +12,9 @@ half-written checkpoint or the OOM killer, check:
 * **checkpoints** (``--checkpoint``, repeatable; a file or a directory): never unpickled,
   since loading a pickle runs arbitrary code. A torch checkpoint (``torch.save`` since 1.6)
   is a ZIP archive: its central directory is read, ``<top>/data.pkl`` must exist and every
-  entry's CRC-32 is verified (the whole file is read once). A ``.safetensors`` file's
+  entry's CRC-32 is verified (the whole file is read once). The imports ``data.pkl`` would
+  perform are listed from its opcodes (:mod:`._pickle`), and any outside what
+  ``torch.load(weights_only=True)`` accepts is a warning naming them. A ``.safetensors`` file's
   8-byte header length and JSON header are read here (not by the ``safetensors``
   package): every tensor's bytes must lie inside the file, match its dtype and shape, and
   cover the data area exactly as the format requires. A directory is checked file by file
@@ -63,6 +65,7 @@ from ..cliutil import _fail_usage, _setup, emit, output_options
 from ..findings import Finding, Level, Report, Skip
 from ..rules.thresholds import Thresholds
 from . import declare, finding, report
+from ._pickle import UNRESOLVED, PickleScanError, pickle_imports, unsafe_imports
 
 GB = 1024 ** 3
 GROUP = "env"
@@ -152,7 +155,8 @@ declare(
 declare(
     "TP-ENV-CKPT-OK", Level.PASS, GROUP, "The torch checkpoint is a complete archive with intact entries",
     detects="A torch checkpoint (a ZIP archive, as `torch.save` writes since 1.6) whose central directory reads, "
-            "whose entries lie under one top folder with a `data.pkl`, and whose every entry matches its CRC-32.",
+            "whose entries lie under one top folder with a `data.pkl`, whose every entry matches its CRC-32, and "
+            "whose `data.pkl` imports only what `torch.load(weights_only=True)` accepts (read from its opcodes).",
     why="The file was written to the end and has not changed since: `torch.load` will not stop on a cut or flipped "
         "byte.",
     not_mean="It does not mean the checkpoint is the right one or loads into your model: the pickle is never "
@@ -161,6 +165,25 @@ declare(
              "were not verified.",
     causes="The save finished.",
     try_="Nothing to do. Load it with `torch.load(..., weights_only=True)` to keep unpickling safe.",
+)
+declare(
+    "TP-ENV-CKPT-UNSAFE-PICKLE", Level.WARN, GROUP,
+    "The torch checkpoint's pickle imports code beyond what weights_only loading accepts",
+    detects="A torch ZIP checkpoint whose `data.pkl` imports a global (a GLOBAL, INST or STACK_GLOBAL opcode) "
+            "outside the set `torch.load(weights_only=True)` accepts by default (containers, dtypes, tensor and "
+            "storage types, the tensor rebuild functions), or one whose name is computed while loading, or a "
+            "`data.pkl` too large to list (over 16 MiB). The imports are read from the opcodes; nothing is "
+            "unpickled. The archive itself is intact (its CRCs were checked first).",
+    why="Unpickling imports each such global and can call it: `torch.load(weights_only=False)` (the default before "
+        "torch 2.6, and what many resume paths still pass) on a checkpoint importing `os.system` runs a shell "
+        "command with the trainer's rights. A checkpoint that arrives with a pull request is input from its author.",
+    not_mean="It does not prove the file is malicious: a checkpoint that pickles a whole model object, an "
+             "optimizer's custom class, NumPy arrays or an argparse Namespace imports those classes too. "
+             "`weights_only=True` refuses such a file unless they are allowlisted.",
+    causes="`torch.save(model)` instead of `torch.save(model.state_dict())`; training arguments or NumPy values "
+           "saved next to the weights; a checkpoint crafted to run code when loaded.",
+    try_="Load it only with `torch.load(path, weights_only=True)`, allowlisting the named globals you trust "
+         "(`torch.serialization.add_safe_globals`); re-save the state dict alone, or as safetensors.",
 )
 declare(
     "TP-ENV-CKPT-MISSING", Level.FAIL, GROUP, "The checkpoint does not exist",
@@ -418,6 +441,20 @@ def _n(k: int, word: str) -> str:
 
 def _gb(n: float) -> str:
     return f"{n / GB:.1f} GB"
+
+
+def _short(text: str, width: int = 120) -> str:
+    """``text`` cut to ``width`` characters: names read from a file (a tensor name, a
+    pickled global) can be megabytes long, and a message must stay one readable line."""
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _json_excerpt(obj: object, width: int = 200) -> str:
+    """The start of ``obj`` as JSON, or its type when it cannot be written back."""
+    try:
+        return json.dumps(obj)[:width]
+    except (ValueError, TypeError, RecursionError):
+        return type(obj).__name__
 
 
 def _tail(text: str, lines: int = 3, width: int = 300) -> str:
@@ -698,6 +735,11 @@ _CKPT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<i>\d+)-of-(?P<n>\d+)(?P<ext>\.[A-Za-z0-9]+)$")
 _LFS = b"version https://git-lfs"
 _ST_MAX_HEADER = 100_000_000  # the safetensors format's own limit on the header length
+#: The largest data.pkl whose imports are listed. A state dict pickles in ~100-200 bytes a
+#: tensor (a 7B-parameter model's is tens of kilobytes, its Adam state a few hundred), and
+#: the opcode walk reads about 2 MB a second in pure Python, so 16 MiB is far above real
+#: checkpoints while a planted pickle costs seconds, not minutes.
+_MAX_PICKLE_BYTES = 16 << 20
 
 #: Bits per element of every safetensors dtype.
 _ST_BITS = {
@@ -840,18 +882,67 @@ def _check_torch_zip(path: str, size: int, data: dict) -> Finding:
         except OSError as e:
             return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}",
                            data=data)
-    data["crc_verified"] = crc_recorded
-    crc_text = ("every CRC-32 matches" if crc_recorded
-                else "no CRC recorded (saved with crc32 off): contents not verified")
+        data["crc_verified"] = crc_recorded
+        crc_text = ("every CRC-32 matches" if crc_recorded
+                    else "no CRC recorded (saved with crc32 off): contents not verified")
+        try:
+            pinfo = zf.getinfo(f"{top}/data.pkl")
+            if pinfo.compress_type == zipfile.ZIP_STORED:
+                # Read where its local header puts it (checked above): zipfile.open would
+                # compare a CRC that an archive saved with crc32 off does not record.
+                with open(path, "rb") as raw:
+                    raw.seek(pinfo.header_offset)
+                    n, x = struct.unpack_from("<HH", raw.read(30), 26)
+                    raw.seek(pinfo.header_offset + 30 + n + x)
+                    pkl = raw.read(min(pinfo.file_size, _MAX_PICKLE_BYTES + 1))
+            else:
+                with zf.open(pinfo) as f:
+                    pkl = f.read(_MAX_PICKLE_BYTES + 1)
+        except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as e:
+            return finding("TP-ENV-CKPT-CORRUPT", f"checkpoint {path}: {top}/data.pkl cannot be read: {e}",
+                           data=data)
+        except OSError as e:
+            return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}",
+                           data=data)
+    if len(pkl) > _MAX_PICKLE_BYTES:
+        data["imports"] = [UNRESOLVED]
+        return finding("TP-ENV-CKPT-UNSAFE-PICKLE",
+                       f"checkpoint {path}: {top}/data.pkl is over {_size(_MAX_PICKLE_BYTES)}: its imports were "
+                       "not listed", evidence=f"the archive is intact ({crc_text}); load it only with "
+                       "torch.load(weights_only=True)", data=data)
+    try:
+        imports = pickle_imports(pkl)
+    except PickleScanError as e:
+        return finding("TP-ENV-CKPT-CORRUPT", f"checkpoint {path}: {top}/data.pkl is not a pickle stream ({e})",
+                       evidence="torch.load fails on it", data=data)
+    unsafe = unsafe_imports(imports)
+    data["imports"] = imports
+    if unsafe:
+        data["unsafe_imports"] = unsafe
+        shown = ", ".join(_short(u) for u in unsafe[:8]) + (f" and {len(unsafe) - 8} more" if len(unsafe) > 8 else "")
+        return finding("TP-ENV-CKPT-UNSAFE-PICKLE",
+                       f"checkpoint {path}: loading it imports {shown}, beyond what weights_only=True accepts",
+                       evidence=f"{_n(len(unsafe), 'global')} of {len(imports)} imported by {top}/data.pkl lie "
+                                "outside torch's weights-only allowlist; torch.load(weights_only=False) imports "
+                                f"and can call them. The archive is intact ({crc_text}); not unpickled",
+                       data=data)
     return finding("TP-ENV-CKPT-OK", f"checkpoint {path} is a complete torch archive",
                    evidence=f"{_size(size)}, {len(infos)} entries ({_n(len(storages), 'storage')}, "
-                            f"{_size(data['storage_bytes'])}), {crc_text}; not unpickled", data=data)
+                            f"{_size(data['storage_bytes'])}), {crc_text}; its pickle imports only what "
+                            "weights_only=True accepts; not unpickled", data=data)
 
 
-def _st_numel(shape: list) -> int:
+def _st_numel(shape: list, cap: int) -> int | None:
+    """The element count of ``shape``, or ``None`` once it exceeds ``cap``: a declared
+    shape such as [2**62, 2**62, ...] would otherwise build an integer of millions of
+    digits before being compared with a byte range of a few bytes."""
+    if any(d == 0 for d in shape):
+        return 0
     n = 1
     for d in shape:
         n *= d
+        if n > cap:
+            return None
     return n
 
 
@@ -875,7 +966,10 @@ def _check_safetensors(path: str, size: int, data: dict, expect: set[str] | None
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
-        return corrupt(f"the header is not valid JSON ({e})")
+        return corrupt(f"the header is not valid JSON ({_short(str(e))})")
+    except RecursionError:
+        return corrupt("the header nests deeper than a JSON parser can follow",
+                       "a safetensors header is one flat object of tensor entries")
     if not isinstance(header, dict):
         return corrupt("the header is not a JSON object")
     meta = header.pop("__metadata__", None)
@@ -886,26 +980,34 @@ def _check_safetensors(path: str, size: int, data: dict, expect: set[str] | None
     data["data_bytes"] = data_len
     spans = []
     for name, t in header.items():
+        tname = repr(_short(name))
         if not isinstance(t, dict):
-            return corrupt(f"tensor {name!r} is not an object")
+            return corrupt(f"tensor {tname} is not an object")
         dtype, shape, offs = t.get("dtype"), t.get("shape"), t.get("data_offsets")
         if not isinstance(dtype, str) or not isinstance(shape, list) or not isinstance(offs, list) or len(offs) != 2:
-            return corrupt(f"tensor {name!r} lacks a dtype, a shape or two data_offsets", json.dumps(t)[:200])
+            return corrupt(f"tensor {tname} lacks a dtype, a shape or two data_offsets", _json_excerpt(t))
         if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape) or not all(
                 isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offs):
-            return corrupt(f"tensor {name!r} has a shape or offsets that are not non-negative integers",
-                           json.dumps(t)[:200])
+            return corrupt(f"tensor {tname} has a shape or offsets that are not non-negative integers",
+                           _json_excerpt(t))
         b, e = offs
         if e < b:
-            return corrupt(f"tensor {name!r} ends (byte {e}) before it begins (byte {b})")
+            return corrupt(f"tensor {tname} ends (byte {_short(str(e))}) before it begins (byte {_short(str(b))})")
         bits = _ST_BITS.get(dtype)
         if bits is None:
-            return corrupt(f"tensor {name!r} has unknown dtype {dtype!r}")
-        numel = _st_numel(shape)
+            return corrupt(f"tensor {tname} has unknown dtype {_short(dtype)!r}")
+        shape_text = _short(str(shape), 80)
+        # A consistent entry has no more elements than its byte range has bits.
+        numel = _st_numel(shape, cap=8 * (e - b))
+        if numel is None:
+            data["tensor"] = _short(name)
+            return corrupt(f"tensor {tname} ({dtype} {shape_text}) needs more bytes than its offsets give "
+                           f"({_short(str(e - b))})", f"data area {data_len} bytes")
         if (numel * bits) % 8 or e - b != numel * bits // 8:
-            data["tensor"] = name
-            return corrupt(f"tensor {name!r} ({dtype} {shape}) needs {numel * bits / 8:g} bytes, "
-                           f"its offsets give {e - b}", f"data_offsets [{b}, {e}], data area {data_len} bytes")
+            data["tensor"] = _short(name)
+            return corrupt(f"tensor {tname} ({dtype} {shape_text}) needs {numel * bits / 8:g} bytes, "
+                           f"its offsets give {_short(str(e - b))}",
+                           f"data_offsets [{_short(str(b))}, {_short(str(e))}], data area {data_len} bytes")
         spans.append((b, e, name))
     spans.sort()
     pos = 0
@@ -953,6 +1055,8 @@ def _check_dir(path: str) -> list[Finding]:
         ipath = os.path.join(path, idx)
         bad = "TP-ENV-SAFETENSORS-CORRUPT" if idx.endswith(".safetensors.index.json") else "TP-ENV-CKPT-CORRUPT"
         try:
+            if os.path.getsize(ipath) > _ST_MAX_HEADER:  # an index lists names: kilobytes, not gigabytes
+                raise ValueError(f"over {_size(_ST_MAX_HEADER)}")
             doc = json.loads(Path(ipath).read_text(encoding="utf-8"))
             wmap = doc["weight_map"]
             if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
@@ -961,8 +1065,9 @@ def _check_dir(path: str) -> list[Finding]:
             problems.append(finding("TP-ENV-CKPT-UNREADABLE", f"shard index {ipath} cannot be read: "
                                     f"{e.strerror or e}", data={"path": ipath}))
             continue
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
-            problems.append(finding(bad, f"shard index {ipath} is not a valid index: {e}", data={"path": ipath}))
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as e:
+            why = "it nests too deeply" if isinstance(e, RecursionError) else _short(str(e))
+            problems.append(finding(bad, f"shard index {ipath} is not a valid index: {why}", data={"path": ipath}))
             continue
         missing = sorted({v for v in wmap.values() if not os.path.isfile(os.path.join(path, v))})
         if missing:

@@ -2,12 +2,19 @@
 
 Each threshold can be overridden by name from ``[tool.trainproof]`` in pyproject.toml
 (``[tool.trainproof.thresholds]`` or directly under ``[tool.trainproof]``) or from a file
-given with ``--config``. An unknown name is an error, never ignored.
+given with ``--config``. An unknown name is an error, never ignored, and so is a value
+outside the threshold's declared range (:data:`RANGES`): a configuration may come from a
+pull request, and a value such as ``nan``, ``0`` or ``2**62`` must be refused with its
+name rather than crash a rule or turn a healthy run into a FAIL.
+
+A new threshold is a field of :class:`Thresholds` with its comment, plus one entry in
+:data:`RANGES` (``tests/test_pr_config_ckpt.py`` fails for a field without one).
 """
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 
@@ -445,33 +452,32 @@ class Thresholds:
     spike_worse_z: float = 3.0
 
     def with_overrides(self, overrides: Mapping[str, object]) -> "Thresholds":
-        """A copy with some values replaced.
+        """A copy with some values replaced, each checked against its :data:`RANGES` entry
+        and the result against :data:`CONSTRAINTS`.
 
         Raises:
-            ThresholdError: unknown name, non-numeric value, or a negative value.
+            ThresholdError: unknown name; a value that is not a number (bools are not);
+                a fraction for a whole-number threshold; a non-finite value; a value
+                outside the threshold's range, or breaking a constraint between two
+                thresholds. The message names the key and the range.
         """
-        fields = {f.name: f for f in dataclasses.fields(self)}
+        fields = {f.name for f in dataclasses.fields(self)}
         clean: dict[str, object] = {}
         for key, val in overrides.items():
             if key not in fields:
                 raise ThresholdError(
                     f"unknown threshold {key!r}; known: {', '.join(sorted(fields))}"
                 )
-            want = fields[key].type
-            if isinstance(val, bool) or not isinstance(val, (int, float)):
-                raise ThresholdError(f"threshold {key!r} must be a number, got {val!r}")
-            if want in ("int", int):
-                if not float(val).is_integer():
-                    raise ThresholdError(f"threshold {key!r} must be a whole number, got {val!r}")
-                val = int(val)
-            else:
-                val = float(val)
-            if val < 0:
-                raise ThresholdError(f"threshold {key!r} must not be negative, got {val!r}")
-            clean[key] = val
-        return dataclasses.replace(self, **clean)
+            clean[key] = range_of(key).check(key, val)
+        out = dataclasses.replace(self, **clean)
+        for c in CONSTRAINTS:
+            if (c.a in clean or c.b in clean) and not c.holds(getattr(out, c.a), getattr(out, c.b)):
+                raise ThresholdError(f"threshold {c.a!r} ({getattr(out, c.a)!r}) must be {c.text} "
+                                     f"({c.b!r} is {getattr(out, c.b)!r})")
+        return out
 
     def as_dict(self) -> dict:
+        """Every threshold by name."""
         return dataclasses.asdict(self)
 
 
@@ -479,4 +485,268 @@ DEFAULT = Thresholds()
 
 
 def names() -> list[str]:
+    """Every threshold name, in the order of the fields."""
     return [f.name for f in dataclasses.fields(Thresholds)]
+
+
+# --- valid ranges -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Range:
+    """The values one threshold accepts.
+
+    ``kind`` is ``int`` (a whole number: TOML ``8`` and ``8.0`` both give 8) or ``float``
+    (an integer or a float). ``lo`` and ``hi`` bound the value, inclusive unless
+    ``lo_open`` / ``hi_open``; ``None`` leaves that side unbounded. Every value must be
+    finite whatever the bounds: no rule compares against ``nan`` or ``inf`` meaningfully.
+    """
+
+    kind: type
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def describe(self) -> str:
+        """The range in words and interval notation, e.g. ``a whole number in [1, 10000000]``."""
+        what = "a whole number" if self.kind is int else "a finite number"
+        lo = "-inf" if self.lo is None else f"{self.lo:g}"
+        hi = "inf" if self.hi is None else f"{self.hi:g}"
+        left = "(" if self.lo_open or self.lo is None else "["
+        right = ")" if self.hi_open or self.hi is None else "]"
+        return f"{what} in {left}{lo}, {hi}{right}"
+
+    def contains(self, v: float) -> bool:
+        """Whether the (finite) number ``v`` lies inside the bounds."""
+        if self.lo is not None and (v < self.lo or (self.lo_open and v == self.lo)):
+            return False
+        if self.hi is not None and (v > self.hi or (self.hi_open and v == self.hi)):
+            return False
+        return True
+
+    def check(self, name: str, val: object) -> int | float:
+        """``val`` as the threshold's type.
+
+        Raises:
+            ThresholdError: not a number, a fraction for a whole-number range, not finite,
+                or outside the bounds; the message names ``name`` and the range.
+        """
+        bad = f"threshold {name!r} must be {self.describe()}, got {val!r}"
+        if isinstance(val, bool) or not isinstance(val, (int, float)):
+            raise ThresholdError(f"threshold {name!r} must be a number, got {val!r}")
+        if isinstance(val, float) and not math.isfinite(val):
+            raise ThresholdError(bad)
+        if self.kind is int:
+            if isinstance(val, float) and not val.is_integer():
+                raise ThresholdError(f"threshold {name!r} must be a whole number, got {val!r}")
+            val = int(val)
+        if not self.contains(val):  # Python ints compare exactly at any size
+            raise ThresholdError(bad)
+        if self.kind is int:
+            return val
+        try:
+            out = float(val)
+        except OverflowError:  # a TOML integer such as 10**400 has no float
+            raise ThresholdError(bad) from None
+        return out
+
+
+#: The largest point count a threshold may ask for. No training log holds 10**7 points of
+#: one metric (a point logged at every step of a 10-million-step run); above it a count can
+#: only switch its rule off, and counts near 2**62 make the rules' loops and block splits
+#: run for hours or allocate without bound.
+MAX_POINTS = 10 ** 7
+
+
+def count(lo: int = 1, hi: int = MAX_POINTS) -> Range:
+    """A number of logged points (or items): a whole number in ``[lo, hi]``."""
+    return Range(int, lo, hi)
+
+
+#: A share of points, steps or items, and the relative tolerances: ``[0, 1]``.
+SHARE = Range(float, 0.0, 1.0)
+#: A factor between two levels of one quantity, which the rule needs above 1: at or below
+#: 1 every point is "above its own level" (a spike, a cliff, a divergence).
+FACTOR = Range(float, 1.0, None, lo_open=True)
+#: A number of standard errors (z, t): above 0, since a bar of 0 sigmas lets noise alone
+#: pass the gate. Any finite bar above it is accepted: past about 38 no normal tail
+#: probability is representable in float64, so a larger bar switches its test off, which
+#: is a choice (as muting is), not an error.
+SIGMAS = Range(float, 0.0, None, lo_open=True)
+#: A non-negative finite quantity in the threshold's own unit (seconds, a loss value).
+NONNEG = Range(float, 0.0, None)
+#: A positive finite quantity in the threshold's own unit.
+POSITIVE = Range(float, 0.0, None, lo_open=True)
+
+#: The valid range of every threshold, by name, in the order of the fields. Where the
+#: bound is not that of its kind, the comment says where it comes from.
+RANGES: dict[str, Range] = {
+    # A first point, a last point and one between: with fewer there is no curve, and a 1-point
+    # log would be judged (a FAIL on one number).
+    "min_trend_points": count(3),
+    # Two points: one start-up value is then not "every value".
+    "min_value_points": count(2),
+    # std/mean: at 1 the noise is as large as the loss itself, and no curve is flatter
+    # than that. Healthy runs sit at 1%-30% (the comment on the default), so a bar in that
+    # span calls them flat; that is the configuration's choice, not an error.
+    "flat_rel_std": Range(float, 0.0, 1.0),
+    "diverge_ratio": FACTOR,
+    "diverge_noise_z": SIGMAS,
+    "diverge_start_points": count(1),
+    "floor_regain_share": SHARE,
+    "dead_window": count(1),
+    "dead_min_improvement": SHARE,
+    "dead_min_points": count(2),
+    "dead_trend_z": SIGMAS,
+    # The Mann-Kendall test needs 3 block medians.
+    "dead_trend_blocks": count(3),
+    "dead_min_schedule_share": SHARE,
+    # An Adam step moves a weight by about lr: a rate above 1 is never "effectively zero".
+    "tiny_lr": Range(float, 0.0, 1.0),
+    # ln(101) / ln(100) = 1.002, inside the 2% level tolerance: past 100 classes a level
+    # cannot name one k, and each k is one more pass over the run.
+    "chance_max_classes": Range(int, 2, 100),
+    "chance_tol_level": SHARE,
+    "chance_tol_block": SHARE,
+    "chance_share": SHARE,
+    "zero_min_points": count(1),
+    "negative_loss_tol": NONNEG,
+    "zero_mixed_share": SHARE,
+    "zero_mixed_level": SHARE,
+    "eval_diverge_min_evals": count(2),
+    "eval_diverge_evals_after": count(1),
+    "eval_diverge_rise": FACTOR,
+    "eval_diverge_noise_factor": SIGMAS,
+    "rl_zero_std_fail": SHARE,
+    "rl_zero_reward_share": SHARE,
+    "rl_zero_std_warn": SHARE,
+    "pref_chance_accuracy": SHARE,
+    # Two halves of 2 points each, the least a trend over the second half is read from.
+    "pref_min_points": count(4),
+    "rl_collapse_min_points": count(3),
+    # A start, a peak and a tail block at least.
+    "rl_collapse_blocks": count(3),
+    "rl_collapse_tail_blocks": count(1),
+    "rl_collapse_rise_se": SIGMAS,
+    "grad_spike_factor": FACTOR,
+    "nan_grad_sustained_points": count(1),
+    "loss_scale_collapse_factor": FACTOR,
+    # 0 would FAIL every run: a share of zero learning rates of 0 is "at least 0".
+    "zero_lr_fail_share": Range(float, 0.0, 1.0, lo_open=True),
+    "zero_lr_warn_share": SHARE,
+    "lr_startup_points": count(0),
+    "lr_startup_share": SHARE,
+    # One value cannot increase: two are the least that show a rise.
+    "warmup_rising_points": count(2),
+    "step_cliff_factor": FACTOR,
+    "step_cliff_tail_share": SHARE,
+    "step_cliff_min_points": count(2),
+    "loader_bound_share": SHARE,
+    "update_ratio_min_points": count(2),
+    # 1 would skip every point as warm-up.
+    "update_ratio_warmup_share": Range(float, 0.0, 1.0, hi_open=True),
+    # log10 of ||dW||/||W||: float64 resolves a relative change down to its epsilon
+    # (2.2e-16, log10 about -15.7), and an update 100 times the weights is a reset, not
+    # training.
+    "update_ratio_high_log10": Range(float, -16.0, 2.0),
+    "update_ratio_low_log10": Range(float, -16.0, 2.0),
+    "env_mem_headroom": NONNEG,
+    "env_disk_headroom_checkpoints": count(0),
+    "obj_coverage_min_per_class": count(1),
+    "obj_dead_class_max_missing": count(0),
+    "speech_min_duration_s": NONNEG,
+    "speech_max_duration_s": POSITIVE,
+    "speech_char_rate_factor": FACTOR,
+    "speech_char_rate_min_items": count(1),
+    # A fraction of full scale: 1 is the rails themselves.
+    "speech_clip_level": Range(float, 0.0, 1.0, lo_open=True),
+    "speech_clip_run": count(1),
+    "speech_clip_share": SHARE,
+    # 24-bit PCM spans 144 dB; 300 dB (a power ratio of 1e-30) is below any recording's
+    # noise floor, and far above it 10**(-dB/10) underflows to 0.
+    "speech_silence_db": Range(float, 0.0, 300.0, lo_open=True),
+    "speech_silence_max_s": NONNEG,
+    "tok_min_char_coverage": SHARE,
+    "tok_max_unk_share": SHARE,
+    "tok_max_tokens_per_second": POSITIVE,
+    "cmp_min_points": count(2),
+    "cmp_floor_ratio": FACTOR,
+    "cmp_end_ratio": FACTOR,
+    "cmp_min_gap_share": SHARE,
+    # 1 would FAIL a run that improves exactly as much as its baseline, minus noise.
+    "cmp_improve_deficit": Range(float, 0.0, 1.0, hi_open=True),
+    "cmp_gradnorm_ratio": FACTOR,
+    "incomplete_share": SHARE,
+    "overfit_min_evals": count(2),
+    "overfit_ratio": FACTOR,
+    "overfit_tail_evals": count(1),
+    "overfit_evals_after_min": count(1),
+    "overfit_slow_ratio": FACTOR,
+    "osc_min_points": count(10),
+    # 1 would leave no points after the warm-up.
+    "osc_warmup_share": Range(float, 0.0, 1.0, hi_open=True),
+    "osc_growth": FACTOR,
+    "osc_trend_z": SIGMAS,
+    "osc_min_alternation": SHARE,
+    # The first and the last 10% must hold 3 points each besides the ignored first norm.
+    "vanish_min_points": count(7),
+    "vanish_ratio": SHARE,
+    "plateau_min_points": count(10),
+    # The head and the rest must both hold points.
+    "plateau_head_share": Range(float, 0.0, 1.0, lo_open=True, hi_open=True),
+    "plateau_t": SIGMAS,
+    "plateau_accel_t": SIGMAS,
+    "spike_min_points": count(3),
+    "spike_window": count(1),
+    "spike_factor": FACTOR,
+    "spike_noise_z": SIGMAS,
+    "spike_max_points": count(1),
+    "spike_settle_points": count(1),
+    "spike_worse_ratio": FACTOR,
+    "spike_worse_z": SIGMAS,
+}
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A relation two thresholds must keep: ``holds(value of a, value of b)``; ``text``
+    says it in words after "must be"."""
+
+    a: str
+    b: str
+    holds: Callable[[float, float], bool]
+    text: str
+
+
+#: Relations between thresholds that a rule relies on. Checked when either side is set.
+CONSTRAINTS: tuple[Constraint, ...] = (
+    # TP-DEAD-RUN reads its first and last windows of dead_window points from the run and
+    # cites the steps at both ends of each: a run shorter than a window has no such steps.
+    Constraint("dead_min_points", "dead_window", lambda a, b: a >= b,
+               "at least 'dead_window' (each window is read from the run's own points)"),
+    # Each block median needs a point.
+    Constraint("rl_collapse_min_points", "rl_collapse_blocks", lambda a, b: a >= b,
+               "at least 'rl_collapse_blocks' (a point in every block)"),
+    # The tail must leave a start and a peak before it.
+    Constraint("rl_collapse_tail_blocks", "rl_collapse_blocks", lambda a, b: a <= b - 2,
+               "at most 'rl_collapse_blocks' - 2 (a start and a peak before the tail)"),
+    Constraint("update_ratio_low_log10", "update_ratio_high_log10", lambda a, b: a < b,
+               "below 'update_ratio_high_log10'"),
+    Constraint("speech_min_duration_s", "speech_max_duration_s", lambda a, b: a < b,
+               "below 'speech_max_duration_s'"),
+    Constraint("zero_lr_warn_share", "zero_lr_fail_share", lambda a, b: a <= b,
+               "at most 'zero_lr_fail_share'"),
+)
+
+
+def range_of(name: str) -> Range:
+    """The declared range of threshold ``name``.
+
+    Raises:
+        ThresholdError: ``name`` has no entry in :data:`RANGES` (a threshold added without
+            its range; the test suite catches it first).
+    """
+    try:
+        return RANGES[name]
+    except KeyError:
+        raise ThresholdError(f"threshold {name!r} declares no range in RANGES") from None

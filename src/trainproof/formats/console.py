@@ -732,7 +732,8 @@ def read(path: Path, state) -> Iterator[Record]:
     machine = _Machine(state, runs)
     with open_text(path) as f:
         lines = Lines(f)
-        for lineno, raw in enumerate(lines, 1):
+        # Of a run of blank lines only the first comes out: the rest change nothing here.
+        for lineno, raw in lines.numbered():
             # A capture is mostly progress-bar lines: the substring tests skip the regexes
             # on the lines that cannot match them.
             line = ANSI.sub("", raw) if "\x1b" in raw else raw

@@ -71,7 +71,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..runlog import Record
-from ._io import HEAD_BYTES, Lines, ReadError, open_text
+from ._io import HEAD_BYTES, Lines, ReadError, open_binary, open_text
 from .coqui import ANSI
 
 name = "console"
@@ -696,7 +696,7 @@ def sniff(path: Path, head: str) -> bool:
     try:
         if path.stat().st_size <= HEAD_BYTES and not _is_gzip(path):
             return False
-    except OSError:
+    except (OSError, ReadError):
         return False
     try:
         with open_text(path) as f:
@@ -706,7 +706,7 @@ def sniff(path: Path, head: str) -> bool:
 
 
 def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         return f.read(2) == b"\x1f\x8b"
 
 

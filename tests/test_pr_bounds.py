@@ -100,3 +100,222 @@ def test_a_bad_decompression_cap_is_a_clean_error(tmp_path):
     assert code == 2
     assert "TRAINPROOF_MAX_DECOMPRESSED" in out + err
     assert "Traceback" not in err
+
+
+# --- 2. FIFOs and devices ------------------------------------------------------------------
+
+def test_a_fifo_in_a_logs_place_is_a_read_error_not_a_hang(tmp_path):
+    from trainproof.formats._io import ReadError, open_binary, read_head
+
+    fifo = tmp_path / "run.jsonl"
+    os.mkfifo(fifo)  # no writer: a blocking open() would never return
+    with pytest.raises(ReadError, match="not a regular file"):
+        open_binary(fifo)
+    with pytest.raises(ReadError, match="not a regular file"):
+        read_head(fifo)
+
+
+def test_doctor_over_an_mlflow_metric_that_is_a_fifo_does_not_hang(tmp_path):
+    run = tmp_path / "mlruns" / "0" / "abc"
+    (run / "metrics").mkdir(parents=True)
+    (run / "meta.yaml").write_text("run_id: abc\n")
+    (run / "metrics" / "loss").write_text("".join(f"{1000 + s} {2.0 * 0.99 ** s} {s}\n" for s in range(100)))
+    os.mkfifo(run / "metrics" / "lr")
+    code, out, err, _ = run_cli(["doctor", tmp_path, "--json"], timeout=DEADLINE)
+    assert code in (0, 1, 2)
+    assert "Traceback" not in err
+
+
+def test_watch_on_a_fifo_or_a_directory_is_a_usage_error(tmp_path):
+    fifo = tmp_path / "run.jsonl"
+    os.mkfifo(fifo)
+    for target in (fifo, tmp_path):
+        code, out, err, _ = run_cli(["watch", target, "--interval", "0.1"], timeout=DEADLINE)
+        assert code == 2
+        assert "watch follows one log file" in err
+
+
+# --- 3. watch ------------------------------------------------------------------------------
+
+def _rows(n):
+    return [{"step": s, "loss": 2.0 * 0.99 ** s} for s in range(1, n + 1)]
+
+
+def test_watch_reads_a_utf16_log_as_epoch_does(tmp_path):
+    from trainproof.live.guardian import Guardian
+    from trainproof.live.tail import LogTail
+
+    p = tmp_path / "run.jsonl"
+    # PowerShell's `>` writes UTF-16 LE with a BOM; U+010A holds a 0x0A byte.
+    text = "".join(json.dumps({**r, "note": "\u010a"}) + "\r\n" for r in _rows(200))
+    data = text.encode("utf-16")
+    p.write_bytes(b"")
+    g = Guardian()
+    t = LogTail(p, g)
+    for at in range(0, len(data), 997):  # appended in odd-sized pieces, a poll after each
+        with open(p, "ab") as f:
+            f.write(data[at:at + 997])
+        t.poll()
+    assert g.records == 200
+    assert list(g.runlog().series["loss"].values) == [r["loss"] for r in _rows(200)]
+
+
+def test_watch_holds_at_most_one_line_of_a_zero_filled_tail(tmp_path):
+    from trainproof.formats._io import MAX_LINE
+    from trainproof.live.guardian import Guardian
+    from trainproof.live.tail import LogTail
+
+    p = tmp_path / "run.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in _rows(20)))
+    with open(p, "ab") as f:
+        f.truncate(p.stat().st_size + 3 * MAX_LINE)  # a sparse run of NUL bytes, no newline
+    g = Guardian()
+    t = LogTail(p, g)
+    t.poll()
+    assert g.records == 20
+    assert len(t._carry) < MAX_LINE
+    assert any("longer than" in d for d in g.meta.get("dropped", []))
+
+
+def test_watch_reads_a_gzip_log(tmp_path):
+    from trainproof.live.guardian import Guardian
+    from trainproof.live.tail import LogTail
+
+    p = tmp_path / "run.jsonl.gz"
+    with gzip.open(p, "wt") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in _rows(50)))
+    g = Guardian()
+    t = LogTail(p, g)
+    t.poll()
+    assert g.records == 50
+
+
+@pytest.mark.parametrize("opt", [["--interval", "-1"], ["--interval", "nan"], ["--interval", "inf"],
+                                 ["--stall-timeout", "nan"], ["--stall-timeout", "-5"]])
+def test_watch_rejects_bad_durations(tmp_path, opt):
+    p = tmp_path / "run.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in _rows(5)))
+    code, out, err, _ = run_cli(["watch", p, *opt], timeout=DEADLINE)
+    assert code == 2
+    assert "Invalid value" in err and "internal error" not in err
+
+
+# --- 4. limits -----------------------------------------------------------------------------
+
+def _framed(payload_len: int) -> bytes:
+    import struct
+
+    from trainproof.formats._tfrecord import masked_crc
+
+    length = struct.pack("<Q", payload_len)
+    return length + struct.pack("<I", masked_crc(length))
+
+
+def test_an_event_record_declared_huge_is_not_allocated(tmp_path):
+    import struct
+
+    from trainproof.formats._tfrecord import MAX_RECORD, masked_crc
+
+    assert MAX_RECORD <= 64 << 20
+    p = tmp_path / "events.out.tfevents.1.host"
+    first = b"\x09" + struct.pack("<d", 1.0) + b"\x1a\x0dbrain.Event:2"  # wall_time, file_version
+    with open(p, "wb") as f:
+        f.write(_framed(len(first)) + first + struct.pack("<I", masked_crc(first)))
+        f.write(_framed(200 << 20))  # a checksummed length of 200 MiB
+        f.truncate(f.tell() + (200 << 20) + 4)  # and that many (sparse) bytes
+    code, out, err, mb = run_cli(["epoch", p, "--json"])
+    assert "implausible length" in out
+    assert mb < 400
+
+
+def test_jobs_are_capped_at_the_usable_cpus(tmp_path):
+    from trainproof.api import usable_cpus
+
+    for i in range(10):
+        d = tmp_path / f"r{i}"
+        d.mkdir()
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows(50)))
+    script = ("import multiprocessing, sys\n"
+              "from concurrent.futures import ProcessPoolExecutor as P\n"
+              "seen = []\n"
+              "orig = P.__init__\n"
+              "def init(self, max_workers=None, **kw):\n"
+              "    seen.append(max_workers); orig(self, max_workers=max_workers, **kw)\n"
+              "P.__init__ = init\n"
+              "from trainproof.api import doctor\n"
+              f"doctor({str(tmp_path)!r}, jobs=200)\n"
+              "print(seen)\n")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=DEADLINE, env=_env())
+    assert p.stdout.strip() == f"[{min(200, usable_cpus())}]", p.stderr
+
+
+def _children(pid: int) -> set[int]:
+    out: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            out |= {int(c) for c in task.read_text().split()}
+        except OSError:
+            pass
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc/<pid>/task/*/children")
+def test_sigterm_to_doctor_ends_its_workers(tmp_path):
+    big = tmp_path / "seed.jsonl"
+    big.write_text("".join(json.dumps({"step": s, "loss": 2.0 * 0.9999 ** s, "lr": 1e-3}) + "\n"
+                           for s in range(1, 300_001)))
+    for i in range(16):
+        d = tmp_path / "runs" / f"r{i:02d}"
+        d.mkdir(parents=True)
+        os.link(big, d / "metrics.jsonl")
+    proc = subprocess.Popen([sys.executable, "-m", "trainproof", "doctor", str(tmp_path / "runs"), "--jobs", "2",
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    deadline = time.monotonic() + DEADLINE
+    kids: set[int] = set()
+    while time.monotonic() < deadline and proc.poll() is None:
+        kids = _children(proc.pid)
+        if kids:
+            break
+        time.sleep(0.05)
+    assert kids, "doctor started no workers"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=DEADLINE)
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err.decode()
+    assert not [k for k in kids if _alive(k)]
+
+
+# --- 5. small ones -------------------------------------------------------------------------
+
+def test_a_first_line_longer_than_the_sniffing_head_is_sniffed_past(tmp_path):
+    p = tmp_path / "run.jsonl"
+    config = {"config": {f"key_{i}": "x" * 20 for i in range(4000)}}
+    assert len(json.dumps(config)) > 100 << 10
+    p.write_text(json.dumps(config) + "\n" + "".join(json.dumps(r) + "\n" for r in _rows(200)))
+    code, out, err, _ = run_cli(["epoch", p, "--json"])
+    rep = json.loads(out)["reports"][0]
+    assert rep["format"] == "jsonl", err
+    assert rep["verdict"] != "NOT-CHECKED"
+
+
+def test_a_removed_working_directory_is_a_clean_error(tmp_path):
+    log = tmp_path / "run.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in _rows(50)))
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = ("import os, subprocess, sys\n"
+              f"os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})\n"
+              f"p = subprocess.run([sys.executable, '-m', 'trainproof', 'epoch', 'run.jsonl'])\n"
+              "sys.exit(p.returncode)\n")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=DEADLINE, env=_env())
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+    assert "current directory" in p.stderr

@@ -190,15 +190,37 @@ def _raw_open(path: Path) -> IO[bytes]:
     return f
 
 
+#: How far sniffing reads to find the end of a first line longer than the head (a config
+#: dump, a W&B export's header of thousands of columns); such lines run to a few hundred
+#: KiB, and sniffing needs the lines after it too.
+MAX_FIRST_LINE = 4 << 20
+
+
 def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
-    """The first ``n`` bytes of the (decompressed) file.
+    """The first ``n`` bytes of the (decompressed) file; when the first line is longer
+    than that, through its end (at most :data:`MAX_FIRST_LINE` bytes) and ``n`` more, so
+    that the lines after it can be sniffed.
 
     Raises:
         ReadError: the file cannot be opened or its gzip stream is corrupt.
     """
     try:
         with _raw_open(path) as f:
-            return f.read(n)
+            head = f.read(n)
+            if len(head) < n or b"\n" in head:
+                return head
+            parts = [head]
+            seen = len(head)
+            while seen < MAX_FIRST_LINE:
+                more = f.read(min(n, MAX_FIRST_LINE - seen))
+                if not more:
+                    break
+                parts.append(more)
+                seen += len(more)
+                if b"\n" in more:
+                    parts.append(f.read(n))
+                    break
+            return b"".join(parts)
     except (OSError, EOFError) as e:
         raise ReadError(f"cannot read: {e}") from None
 

@@ -44,7 +44,8 @@ def _reference(data: bytes) -> tuple[list[bytes], tuple]:
             bad_framing = True
             break
         if length > _tfrecord.MAX_RECORD:
-            reason = f"record {len(out) + 1}: implausible length {length}"
+            reason = (f"record {len(out) + 1}: implausible length {length} (over the "
+                      f"{_tfrecord.MAX_RECORD:,}-byte limit on one record)")
             bad_framing = True
             break
         if pos + 16 + length > len(data):

@@ -226,6 +226,39 @@ def _judge_candidate(args: tuple) -> tuple[list[Report], dict | None]:
 _MIN_PARALLEL = 8
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one, else
+    ``os.cpu_count()``; at least 1): the most worker processes ``doctor`` starts, since
+    more workers than cores only add memory and switching."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _worker_start() -> None:
+    """In each worker: die on SIGTERM (the parent ends its workers so) and leave Ctrl-C
+    to the parent, which stops them all."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _end_workers(pool) -> None:
+    """Stop a process pool's workers now (the command was interrupted): terminate them,
+    then reap them, so none outlives the command holding its output."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        p.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.join(10)
+        if p.is_alive():
+            p.kill()
+            p.join(10)
+
+
 def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None,
            mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT,
            progress: Callable[[int, int, str], None] | None = None,
@@ -240,8 +273,10 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
     With ``baseline``, each run is also compared with it (compare findings added to its
     report); when the comparison cannot run, ``TP-CMP-ERROR`` (WARN) says why.
 
-    ``jobs``: worker processes (``None``: one per core). The output is the same, in the
-    same order, whatever the number.
+    ``jobs``: worker processes (``None``: one per core), at most :func:`usable_cpus`. The
+    output is the same, in the same order, whatever the number. When the call is
+    interrupted (Ctrl-C, or SIGTERM as the command line handles it) the workers are
+    terminated before the exception goes on.
 
     ``root`` may be an fsspec URL (``s3://bucket/runs/``): its objects are listed once and
     each run is fetched by whoever judges it. ``engine``: ``local`` (the process pool),
@@ -276,15 +311,17 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
     if engine != "local":
         from .engines import map_judge
 
+        if address is None and jobs is not None:
+            jobs = min(max(1, int(jobs)), usable_cpus())  # a local cluster on this machine
         results = map_judge(engine, [c.path for c in candidates], config, address=address, workers=jobs)
     else:
-        jobs = (os.cpu_count() or 1) if jobs is None else max(1, int(jobs))
+        jobs = usable_cpus() if jobs is None else min(max(1, int(jobs)), usable_cpus())
         if jobs > 1 and len(work) >= _MIN_PARALLEL:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
             ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_start)
             results = pool.map(_judge_candidate, work, chunksize=max(1, min(16, len(work) // (4 * jobs))))
         else:
             results = map(_judge_candidate, work)
@@ -301,6 +338,10 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
                     rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; "
                                      "judged the most complete")
                 reports.append(rep)
+    except BaseException:
+        if pool is not None:
+            _end_workers(pool)
+        raise
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)

@@ -6,6 +6,7 @@ option or configuration, internal error).
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -155,8 +156,9 @@ class _LazyProgress:
 @click.option("--max-files", type=click.IntRange(min=1), default=None, metavar="N",
               help="Judge at most N log files; the cut is listed among the ignored files.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Judge runs in N processes (default: one per core); the output is the same and in the same "
-                   "order for any N. With --engine dask/ray and no --address: the local cluster's workers.")
+              help="Judge runs in N processes (default and most: one per usable core, more would only add memory); "
+                   "the output is the same and in the same order for any N. With --engine dask/ray and no "
+                   "--address: the local cluster's workers.")
 @click.option("--engine", type=click.Choice(["local", "dask", "ray"]), default="local", show_default=True,
               help="Where runs are judged: local processes, or a Dask or Ray cluster (extras [dask], [ray]); "
                    "the output is the same.")
@@ -235,14 +237,29 @@ def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, confi
     sys.exit(exit_code(reports))
 
 
+def _seconds(positive: bool):
+    """A click callback: a finite number of seconds, above 0 (``positive``) or at least 0;
+    NaN, infinities and negatives are usage errors (exit 2), not a loop that never sleeps
+    or never stalls."""
+    def check(ctx, param, value):
+        if value is None:
+            return value
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise click.BadParameter(f"{value:g} is not a {'positive' if positive else 'non-negative'} "
+                                     "finite number of seconds")
+        return value
+    return check
+
+
 @cli.command()
 @click.argument("logfile", type=click.Path(path_type=Path))
-@click.option("--interval", type=float, default=10.0, show_default=True, help="Seconds between polls.")
+@click.option("--interval", type=float, default=10.0, show_default=True, callback=_seconds(True),
+              help="Seconds between polls (a positive number).")
 @click.option("--format", "fmt", type=click.Choice(["auto", *FORMAT_NAMES]), default="auto", show_default=True,
               help="Log format; auto sniffs the content.")
 @click.option("--map", "maps", multiple=True, metavar="CANON=COLUMN", help="Read a canonical metric from a column.")
 @click.option("--until-fail", is_flag=True, help="Exit 1 as soon as the verdict becomes FAIL.")
-@click.option("--stall-timeout", type=float, default=None, metavar="SECONDS",
+@click.option("--stall-timeout", type=float, default=None, metavar="SECONDS", callback=_seconds(False),
               help="WARN (TP-STALL) when the log has not grown for this long; a log that does not exist "
                    "yet is waited for this long, then exit 2.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON line per poll: time, records, verdict, new ids.")
@@ -254,8 +271,9 @@ def watch(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stal
     """Judge LOGFILE while the run writes it, polling every --interval seconds.
 
     Each poll reads only what was appended (HF trainer_state.json, rewritten at each save,
-    is re-read when it changes); a log that is replaced or truncated is read again from
-    the start. Ctrl-C stops watching and exits with the last verdict's code, not 130:
+    and gzip-compressed logs are re-read whole when they change); a log that is replaced
+    or truncated is read again from the start. LOGFILE must be a regular file (or not
+    exist yet): a directory or a FIFO is a usage error. Ctrl-C stops watching and exits with the last verdict's code, not 130:
     0 (judged, no FAIL), 1 (FAIL), 2 (nothing judged yet).
     """
     import json as _json
@@ -266,6 +284,10 @@ def watch(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stal
     from .render import text as render_text
 
     overrides, cfg = _setup("watch", as_json, maps, mute, config_path)
+    if logfile.exists() and not logfile.is_file():
+        # is_file() stats without opening: a FIFO is refused here, never opened.
+        kind = "a directory" if logfile.is_dir() else "not a regular file"
+        raise click.UsageError(f"{logfile}: {kind}; watch follows one log file as it grows")
     w = Watcher(logfile, fmt, overrides, cfg.mute, cfg.thresholds, stall_timeout)
     tty = sys.stdout.isatty() and not as_json
     live = None
@@ -408,6 +430,14 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args or bool(os.environ.get("TRAINPROOF_DEBUG"))
     try:
+        os.getcwd()
+    except OSError:
+        # The working directory was removed: relative paths mean nothing any more.
+        click.echo("trainproof: the current directory no longer exists (it was removed); run from an existing one",
+                   err=True)
+        sys.exit(2)
+    previous = _terminate_as_interrupt()
+    try:
         rv = cli.main(args=args, prog_name="trainproof", standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
@@ -427,4 +457,25 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"trainproof: internal error: {type(e).__name__}: {e} (run with --debug for a traceback)",
                    err=True)
         sys.exit(2)
+    finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _terminate_as_interrupt():
+    """Handle SIGTERM (a CI job cancelled, ``timeout``) as Ctrl-C: the command unwinds,
+    ``doctor`` ends its workers, and the exit code follows the policy (``watch``: its last
+    verdict's; otherwise 2). Returns the previous handler, or ``None`` where none was set
+    (not the main thread)."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        return signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:
+        return None

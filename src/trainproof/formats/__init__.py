@@ -20,7 +20,8 @@ from pathlib import Path
 from ..runlog import Record
 from . import csv as csv_reader
 from . import coqui, console, hf, jsonl, mlflow, tfevents
-from ._io import HEAD_BYTES, NotALog, ReadError, check_readable_file, head_text, is_lfs_pointer, read_head
+from ._io import (HEAD_BYTES, NotALog, ReadError, check_readable_file, head_text, is_lfs_pointer, read_head,
+                  reporting_to)
 
 __all__ = ["READERS", "NotALog", "ReadError", "ReadState", "detect", "format_names", "open_log", "get_reader"]
 
@@ -141,4 +142,5 @@ def open_log(path: Path, fmt: str = "auto") -> tuple[str, Iterator[Record], Read
     """
     reader = detect(path, fmt)
     state = ReadState()
-    return reader.name, reader.read(path, state), state
+    # A gzip log cut at the decompression cap says so in this state (TP-DATA-DROPPED).
+    return reader.name, reporting_to(iter(reader.read(path, state)), state), state

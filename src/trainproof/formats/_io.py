@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import codecs
+import contextvars
 import gzip
 import io
 import os
+import re
 import stat
 import zlib
 from pathlib import Path
@@ -42,12 +44,101 @@ def check_readable_file(path: Path) -> os.stat_result:
     return st
 
 
+def open_binary(path: Path) -> IO[bytes]:
+    """Open ``path`` for reading bytes, refusing anything but a regular file.
+
+    The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` on the descriptor
+    itself: a FIFO put in the log's place after it was stat-ed (or a symlink to a device)
+    is then an error instead of an ``open()`` or ``read()`` that never returns.
+
+    Raises:
+        ReadError: missing, permission denied, a directory, or not a regular file.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise ReadError("no such file") from None
+    except PermissionError:
+        raise ReadError("permission denied") from None
+    except OSError as e:
+        raise ReadError(f"cannot open: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ReadError("is a directory (use `trainproof doctor` to judge every log under it)")
+        if not stat.S_ISREG(st.st_mode):
+            raise ReadError("not a regular file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+#: The most bytes one compressed log is decompressed to, unless
+#: ``TRAINPROOF_MAX_DECOMPRESSED`` says otherwise (bytes, or with a ``K``/``M``/``G``
+#: suffix, powers of 1024). Deflate packs up to about 1000 bytes into one, so without a cap
+#: a 1 MiB file is a gigabyte of rows and tens of gigabytes of memory. With it a compressed
+#: log costs at most what a plain log of this size costs. Real logs are far smaller: the
+#: largest of the shared corpus's real logs is 3 MB, and a million steps of a dozen metrics
+#: is about 250 MB of JSONL.
+MAX_DECOMPRESSED = 1 << 30
+_SIZE = re.compile(r"\s*(\d+)\s*([kmg]?)(?:i?b)?\s*", re.I)
+
+
+def max_decompressed() -> int:
+    """The decompression cap in bytes: ``TRAINPROOF_MAX_DECOMPRESSED`` or :data:`MAX_DECOMPRESSED`.
+
+    Raises:
+        ReadError: the variable is set but is not a size (``4G``, ``512M``, ``1048576``).
+    """
+    raw = os.environ.get("TRAINPROOF_MAX_DECOMPRESSED")
+    if raw is None or not raw.strip():
+        return MAX_DECOMPRESSED
+    m = _SIZE.fullmatch(raw)
+    if m is None or int(m.group(1)) <= 0:
+        raise ReadError(f"TRAINPROOF_MAX_DECOMPRESSED={raw!r} is not a size in bytes (e.g. 4G, 512M, 1048576)")
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+
+
+#: Where a stream that reaches the decompression cap reports it while a reader runs: the
+#: reader's ``ReadState`` (see :func:`reporting_to`); nowhere while sniffing.
+_DROPS: contextvars.ContextVar = contextvars.ContextVar("trainproof_drops", default=None)
+
+
+def reporting_to(records, state):
+    """Run the reader generator ``records`` with caps reached inside it reported to ``state``.
+
+    Each step of the generator runs with ``state`` as the place a capped gzip stream drops
+    its note (``TP-DATA-DROPPED``); the consumer's own context is left as it was.
+    """
+    while True:
+        token = _DROPS.set(state)
+        try:
+            rec = next(records)
+        except StopIteration:
+            return
+        finally:
+            _DROPS.reset(token)
+        yield rec
+
+
 class _GzipFile(gzip.GzipFile):
-    """A gzip stream whose corruption is a :class:`ReadError` wherever it shows.
+    """A gzip stream whose corruption is a :class:`ReadError` wherever it shows, and whose
+    decompressed length is capped at ``limit`` bytes (:data:`MAX_DECOMPRESSED`).
 
     A bad deflate block raises ``zlib.error`` (not an ``OSError``) and may sit far past the
     head that sniffing read, so every read path converts it here, once for all readers.
+    Past the cap the stream ends, as if the file ended there, and the reader's state is
+    told (a ``TP-DATA-DROPPED`` note) rather than an exception stopping the read.
     """
+
+    def __init__(self, *args, limit: int = MAX_DECOMPRESSED, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.limit = limit
+        self.capped = False
 
     def _guard(self, fn, *args):
         try:
@@ -55,37 +146,81 @@ class _GzipFile(gzip.GzipFile):
         except (OSError, EOFError, zlib.error) as e:
             raise ReadError(f"corrupt gzip stream: {e}") from None
 
+    def _size(self, size) -> int:
+        """``size`` clamped to what the cap leaves; 0 at the cap (noted once if more follows)."""
+        left = self.limit - self.tell()
+        if left <= 0:
+            if not self.capped and self._guard(super().peek, 1):
+                self.capped = True
+                state = _DROPS.get()
+                if state is not None:
+                    state.drop(f"the decompressed log is longer than {self.limit:,} bytes "
+                               "(TRAINPROOF_MAX_DECOMPRESSED): the rest was not read")
+            return 0
+        return left if size is None or size < 0 else min(size, left)
+
     def read(self, size=-1):
-        return self._guard(super().read, size)
+        n = self._size(size)
+        return self._guard(super().read, n) if n else b""
 
     def read1(self, size=-1):
-        return self._guard(super().read1, size)
+        n = self._size(size)
+        return self._guard(super().read1, n) if n else b""
 
     def peek(self, n=0):
-        return self._guard(super().peek, n)
+        return self._guard(super().peek, n) if self._size(1) else b""
 
     def readline(self, size=-1):
-        return self._guard(super().readline, size)
+        n = self._size(size)
+        return self._guard(super().readline, n) if n else b""
 
 
 def _raw_open(path: Path) -> IO[bytes]:
-    f = open(path, "rb")
-    magic = f.read(2)
-    f.seek(0)
-    if magic == _GZIP_MAGIC:
-        return _GzipFile(fileobj=f, mode="rb")  # type: ignore[return-value]
+    f = open_binary(path)
+    try:
+        magic = f.read(2)
+        f.seek(0)
+        if magic == _GZIP_MAGIC:
+            g = _GzipFile(fileobj=f, mode="rb", limit=max_decompressed())
+            g.myfileobj = f  # closed with the gzip stream (a passed fileobj is not)
+            return g  # type: ignore[return-value]
+    except BaseException:
+        f.close()
+        raise
     return f
 
 
+#: How far sniffing reads to find the end of a first line longer than the head (a config
+#: dump, a W&B export's header of thousands of columns); such lines run to a few hundred
+#: KiB, and sniffing needs the lines after it too.
+MAX_FIRST_LINE = 4 << 20
+
+
 def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
-    """The first ``n`` bytes of the (decompressed) file.
+    """The first ``n`` bytes of the (decompressed) file; when the first line is longer
+    than that, through its end (at most :data:`MAX_FIRST_LINE` bytes) and ``n`` more, so
+    that the lines after it can be sniffed.
 
     Raises:
         ReadError: the file cannot be opened or its gzip stream is corrupt.
     """
     try:
         with _raw_open(path) as f:
-            return f.read(n)
+            head = f.read(n)
+            if len(head) < n or b"\n" in head:
+                return head
+            parts = [head]
+            seen = len(head)
+            while seen < MAX_FIRST_LINE:
+                more = f.read(min(n, MAX_FIRST_LINE - seen))
+                if not more:
+                    break
+                parts.append(more)
+                seen += len(more)
+                if b"\n" in more:
+                    parts.append(f.read(n))
+                    break
+            return b"".join(parts)
     except (OSError, EOFError) as e:
         raise ReadError(f"cannot read: {e}") from None
 
@@ -135,6 +270,12 @@ def open_text(path: Path, newline: str | None = None) -> IO[str]:
 MAX_LINE = 16 << 20
 
 
+#: Characters read at a time by :meth:`Lines.numbered`.
+_LINES_CHUNK = 1 << 20
+#: Whole blank lines (whitespace only), as many as follow each other.
+_BLANK_RUN = re.compile(r"[ \t\f\v\n]*\n")  # one character class: a C loop, no backtracking per line
+
+
 class Lines:
     """The lines of a text stream, each at most ``limit`` characters in memory.
 
@@ -166,19 +307,67 @@ class Lines:
             self.unterminated = not line.endswith(("\n", "\r"))
             yield line
 
+    def numbered(self, start: int = 1):
+        """``(line number, line)`` for the lines of a stream whose line ends are ``\\n``
+        (opened with universal newlines), as iterating gives them out, except that of a
+        run of blank lines only the first is given out.
+
+        The rest of a run is counted in one regular-expression match rather than a Python
+        step per line: a file of newlines (a gzip bomb packs a gigabyte of them into a
+        megabyte) costs a scan, not hours. Overlong lines and the unfinished tail are
+        handled as by iterating.
+        """
+        read, limit = self.f.read, self.limit
+        n = start - 1
+        buf, pos, eof, skipping, blank = "", 0, False, False, False
+        while True:
+            nl = buf.find("\n", pos)
+            if nl < 0:
+                if skipping or len(buf) - pos >= limit:
+                    if not skipping:
+                        n += 1
+                        self.overlong.append(n)
+                        skipping = True
+                    buf, pos = "", 0
+                if eof:
+                    if pos < len(buf):
+                        n += 1
+                        self.unterminated = True
+                        yield n, buf[pos:]
+                    elif skipping:
+                        self.unterminated = True
+                        yield n, " "
+                    return
+                more = read(_LINES_CHUNK)
+                eof = not more
+                buf, pos = buf[pos:] + more, 0
+                continue
+            if skipping:
+                skipping = blank = False
+                self.unterminated = False
+                yield n, "\n"
+                pos = nl + 1
+                continue
+            if blank:
+                m = _BLANK_RUN.match(buf, pos)
+                if m is not None:
+                    # Whole blank lines only: a run cut by the chunk's end goes on after the read.
+                    n += m.group().count("\n")
+                    pos = m.end()
+                    continue
+            n += 1
+            line = buf[pos:nl + 1]
+            pos = nl + 1
+            self.unterminated = False
+            blank = not line.strip()
+            if len(line) > limit:
+                self.overlong.append(n)
+                line, blank = "\n", False
+            yield n, line
+
     def note(self, state, label: str = "") -> None:
         """Report the overlong lines skipped, if any, as dropped input."""
         if self.overlong:
             shown = ", ".join(str(n) for n in self.overlong[:5]) + (" …" if len(self.overlong) > 5 else "")
             state.drop(f"{label}skipped {len(self.overlong)} line(s) longer than {self.limit:,} characters "
                        f"(lines {shown}): not read")
-
-
-def describe_head(text: str) -> str:
-    """A short printable excerpt of the first non-blank line, for error messages."""
-    for line in text.splitlines():
-        s = line.strip()
-        if s:
-            s = "".join(ch if ch.isprintable() else "?" for ch in s)
-            return s[:60] + ("…" if len(s) > 60 else "")
-    return "(blank)"

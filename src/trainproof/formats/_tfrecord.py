@@ -26,9 +26,11 @@ _MASK_DELTA = 0xA282EAD8
 _HEADER = struct.Struct("<QI")
 _CRC = struct.Struct("<I")
 _CHUNK = 1 << 20
-#: A length larger than this is not a real event (TensorBoard events are small); it is
-#: treated as corruption rather than an allocation request.
-MAX_RECORD = 1 << 30
+#: The longest record read, in bytes. A scalar event is under 100 bytes and an image or
+#: audio summary a few MB; 64 MiB is protobuf's long-standing default limit on one
+#: message. A longer declared length (even with a valid checksum) is not read: it would be
+#: an allocation of that size per worker, so reading stops there with a dropped-data note.
+MAX_RECORD = 64 << 20
 
 
 def masked_crc(data: bytes) -> int:
@@ -244,7 +246,8 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
                 if len(good_headers) < 4096:
                     good_headers.add(head)
             if length > MAX_RECORD:
-                stop = (f"record {n + 1}: implausible length {length}", True)
+                stop = (f"record {n + 1}: implausible length {length} (over the {MAX_RECORD:,}-byte limit "
+                        "on one record)", True)
                 break
             end = pos + 16 + length
             if end > size:

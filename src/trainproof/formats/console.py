@@ -71,7 +71,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..runlog import Record
-from ._io import HEAD_BYTES, Lines, ReadError, open_text
+from ._io import HEAD_BYTES, Lines, ReadError, open_binary, open_text
 from .coqui import ANSI
 
 name = "console"
@@ -696,7 +696,7 @@ def sniff(path: Path, head: str) -> bool:
     try:
         if path.stat().st_size <= HEAD_BYTES and not _is_gzip(path):
             return False
-    except OSError:
+    except (OSError, ReadError):
         return False
     try:
         with open_text(path) as f:
@@ -706,7 +706,7 @@ def sniff(path: Path, head: str) -> bool:
 
 
 def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         return f.read(2) == b"\x1f\x8b"
 
 
@@ -732,7 +732,8 @@ def read(path: Path, state) -> Iterator[Record]:
     machine = _Machine(state, runs)
     with open_text(path) as f:
         lines = Lines(f)
-        for lineno, raw in enumerate(lines, 1):
+        # Of a run of blank lines only the first comes out: the rest change nothing here.
+        for lineno, raw in lines.numbered():
             # A capture is mostly progress-bar lines: the substring tests skip the regexes
             # on the lines that cannot match them.
             line = ANSI.sub("", raw) if "\x1b" in raw else raw

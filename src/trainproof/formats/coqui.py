@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..runlog import Record, Rows
-from ._io import HEAD_BYTES, MAX_LINE, Lines, ReadError, open_text
+from ._io import HEAD_BYTES, MAX_LINE, Lines, ReadError, open_binary, open_text
 
 name = "coqui"
 description = "Coqui Trainer text log (trainer_0_log.txt)"
@@ -106,9 +106,9 @@ def _past_head(path: Path) -> bool:
     try:
         if path.stat().st_size > HEAD_BYTES:
             return True
-        with open(path, "rb") as f:
+        with open_binary(path) as f:
             return f.read(2) == b"\x1f\x8b"
-    except OSError:
+    except (OSError, ReadError):
         return False
 
 

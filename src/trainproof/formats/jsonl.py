@@ -30,7 +30,7 @@ text) until the end of the file before any is given out.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import repeat
+from itertools import compress, repeat
 from pathlib import Path
 
 import numpy as np
@@ -110,10 +110,8 @@ def _chunk_rows(lines: list[str], first_line: int, bad: list[int], no_bools: boo
             return _rows.rows_from_dicts(objs, nums, _step_key, no_bools)
     # Per line: blank lines, banners, torn lines, tokens orjson refuses.
     objs, nums = [], []
-    for i, raw in enumerate(lines):
-        s = raw.strip()
-        if not s:
-            continue
+    for i in compress(range(len(lines)), map(str.strip, lines)):  # blank lines skipped in C
+        s = lines[i].strip()
         obj = _parse_object(s)
         if obj is None:
             bad.append(first_line + i)
@@ -257,6 +255,11 @@ def _read_rows(path: Path, state) -> Iterator[Rows]:
             cut = text.rfind("\n")
             if cut < 0:
                 lines, carry = [], text
+            elif text[:cut].isspace() or cut == 0:
+                # Only blank lines (a run of newlines is a cheap gzip bomb): counted in
+                # one C-level pass, not a Python step per line.
+                lineno += text.count("\n", 0, cut + 1)
+                lines, carry = [], text[cut + 1:]
             else:
                 lines, carry = text[:cut].split("\n"), text[cut + 1:]
             if lines:
@@ -291,8 +294,8 @@ def _chunk(lines: list[str], first_line: int, bad: list[int], last: tuple[int, b
     """``(rows or None, last)`` for a chunk of lines: see :func:`_chunk_rows`."""
     n_bad = len(bad)
     rows = _chunk_rows(lines, first_line, bad, no_bools)
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i].strip():
-            ln = first_line + i
-            return rows, (ln, len(bad) > n_bad and bad[-1] == ln)
+    i = next(compress(range(len(lines) - 1, -1, -1), map(str.strip, reversed(lines))), None)
+    if i is not None:
+        ln = first_line + i
+        return rows, (ln, len(bad) > n_bad and bad[-1] == ln)
     return rows, last

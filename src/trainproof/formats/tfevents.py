@@ -24,7 +24,7 @@ import numpy as np
 from ..runlog import Columns
 from . import _tfrecord
 from ._event_proto import ProtoError, parse_event, parse_simple_spans
-from ._io import ReadError
+from ._io import ReadError, open_binary
 
 name = "tfevents"
 description = "TensorBoard event files (torch.utils.tensorboard, tensorboardX, Lightning, Keras, HF runs/)"
@@ -66,9 +66,9 @@ def sniff(path: Path, head: str) -> bool:
     "no reader recognises it". Other names need valid framing.
     """
     try:
-        with open(path, "rb") as f:
+        with open_binary(path) as f:
             first = f.read(12)
-    except OSError:
+    except (OSError, ReadError):
         return False
     return _tfrecord.looks_like_tfrecord(first) or path.name.startswith("events.out.tfevents")
 
@@ -125,7 +125,7 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
         return c
 
     try:
-        with open(path, "rb") as f:
+        with open_binary(path) as f:
             if offset:
                 f.seek(offset)
             for spans in _tfrecord.record_spans(f, tail):

@@ -15,6 +15,7 @@ is read again from the start, with a note.
 """
 from __future__ import annotations
 
+import codecs
 import csv as _csv
 import os
 from pathlib import Path
@@ -25,7 +26,7 @@ from ..formats import ReadError, ReadState, detect
 from ..formats import csv as csv_fmt
 from ..formats import jsonl as jsonl_fmt
 from ..formats import tfevents as tf_fmt
-from ..formats._io import encoding_of
+from ..formats._io import MAX_LINE, encoding_of, open_binary
 from ..runlog import Columns
 from .guardian import Guardian
 
@@ -33,12 +34,16 @@ from .guardian import Guardian
 _APPEND_ONLY = ("jsonl", "csv", "tfevents")
 #: How many first bytes are kept to notice a file rewritten in place.
 _HEAD_BYTES = 256
+#: Bytes read and decoded at a time: a poll holds this much plus at most one line
+#: (:data:`~trainproof.formats._io.MAX_LINE`), whatever was appended.
+_READ_CHUNK = 1 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _still_starting(path: Path) -> bool:
     """True for a file that holds fewer than two complete lines (a first line still being
     written, or a CSV header alone): too little to tell its format yet."""
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         head = f.read(1 << 16)
     return head.count(b"\n") < 2 and len(head) < (1 << 16)
 
@@ -74,6 +79,11 @@ class LogTail:
         self._first_bad = 0
         self._torn: tuple | None = None
         self._encoding = "utf-8"
+        self._gzip = False
+        self._decoder = None  # incremental, so a character split across polls stays whole
+        self._carry = ""  # the unfinished last line, decoded
+        self._skipping = False  # inside an overlong line, up to its end
+        self._overlong: list[int] = []
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -89,6 +99,16 @@ class LogTail:
         self._tf_drops = []
         self._bad_lines = 0
         self._first_bad = 0
+        self._decoder = None
+        self._carry = ""
+        self._skipping = False
+        self._overlong = []
+
+    def _whole(self) -> bool:
+        """Whether the log is re-read whole when it changes rather than from an offset:
+        formats rewritten at each save, and compressed logs (their bytes cannot be
+        decoded from the middle)."""
+        return self.reader.name not in _APPEND_ONLY or self._gzip
 
     def _rewritten(self, st: os.stat_result, ident: tuple) -> bool:
         """True when the file followed so far was replaced, truncated or rewritten in place
@@ -99,7 +119,7 @@ class LogTail:
         if ident != self.ident or st.st_size < self.offset:
             return True
         if self._head:
-            with open(self.path, "rb") as f:
+            with open_binary(self.path) as f:
                 return f.read(len(self._head)) != self._head
         return False
 
@@ -115,7 +135,7 @@ class LogTail:
         except FileNotFoundError:
             return 0
         ident = (st.st_ino, st.st_dev)
-        if self.reader is not None and self.reader.name not in _APPEND_ONLY:
+        if self.reader is not None and self._whole():
             self.ident = ident
             return self._poll_rewritten(st)
         if self._rewritten(st, ident):
@@ -132,9 +152,11 @@ class LogTail:
                 if _still_starting(self.path):
                     return 0
                 raise
-            with open(self.path, "rb") as f:
-                self._encoding = encoding_of(f.read(4))
-            if self.reader.name not in _APPEND_ONLY:
+            with open_binary(self.path) as f:
+                head = f.read(4)
+            self._encoding = encoding_of(head)
+            self._gzip = head.startswith(_GZIP_MAGIC)
+            if self._whole():
                 return self._poll_rewritten(st)
         before = self.g.records
         name = self.reader.name
@@ -145,7 +167,7 @@ class LogTail:
         else:
             self._poll_tfevents()
         if not self._head and self.offset:
-            with open(self.path, "rb") as f:
+            with open_binary(self.path) as f:
                 self._head = f.read(min(self.offset, _HEAD_BYTES))
         self._set_drops()
         self.size, self.mtime = st.st_size, st.st_mtime
@@ -170,6 +192,10 @@ class LogTail:
 
     def _set_drops(self) -> None:
         drops = list(self._tf_drops)
+        if self._overlong:
+            shown = ", ".join(str(n) for n in self._overlong[:5]) + (" …" if len(self._overlong) > 5 else "")
+            drops.append(f"skipped {len(self._overlong)} line(s) longer than {MAX_LINE:,} characters "
+                         f"(lines {shown}): not read")
         if self._bad_lines:
             drops.append(jsonl_fmt.skipped_note(self._bad_lines, self._first_bad))
         if self._csv is not None:
@@ -183,25 +209,51 @@ class LogTail:
 
     # --- append-only text ---------------------------------------------------------------
     def _poll_lines(self, handle) -> None:
-        with open(self.path, "rb") as f:
+        """Decode what was appended, a chunk at a time, and hand each complete line to
+        ``handle``; the unfinished last line waits in ``_carry`` for the next poll."""
+        if self._decoder is None:
+            # The encoding `epoch` reads the file with (the BOM's); the incremental decoder
+            # keeps a code unit or UTF-8 sequence split by a poll for the next one.
+            self._decoder = codecs.getincrementaldecoder(self._encoding)(errors="replace")
+        with open_binary(self.path) as f:
             f.seek(self.offset)
-            data = f.read()
-        end = data.rfind(b"\n")
-        if end < 0:
-            return  # no complete line yet
-        chunk = data[: end + 1]
-        self.offset += len(chunk)
-        text = chunk.decode(self._encoding if self._encoding != "utf-16" else "utf-16", errors="replace")
-        if self.lineno == 0:
+            while True:
+                data = f.read(_READ_CHUNK)
+                if not data:
+                    return
+                self.offset += len(data)
+                self._feed(self._decoder.decode(data), handle)
+
+    def _feed(self, text: str, handle) -> None:
+        if self._skipping:
+            ends = [i for i in (text.find("\n"), text.find("\r")) if i >= 0]
+            if not ends:
+                return
+            i = min(ends)
+            i += 2 if text[i] == "\r" and text[i + 1:i + 2] == "\n" else 1
+            text, self._skipping = text[i:], False
+        if self.lineno == 0 and not self._carry:
             text = text.lstrip("\ufeff")
+        text = self._carry + text if self._carry else text
+        # A CR at the end may be the first half of a CRLF: it waits for the next chunk.
+        hold = "\r" if text.endswith("\r") else ""
+        if hold:
+            text = text[:-1]
         # Lines end at \n, \r\n or \r, as the readers of `epoch` split them (str.splitlines
         # would also split at \x0b, \x0c, \x1c-\x1e, \x85, \u2028 and \u2029, which JSON
         # strings may hold raw).
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        for raw in text.split("\n")[:-1]:
+        lines = text.split("\n")
+        self._carry = lines.pop() + hold
+        for raw in lines:
             self.lineno += 1
             handle(raw)
+        if len(self._carry) >= MAX_LINE:
+            # A line this long (a zero-filled tail, binary junk) is skipped as `epoch` skips it.
+            self.lineno += 1
+            self._overlong.append(self.lineno)
+            self._carry, self._skipping = "", True
 
     def _jsonl_line(self, raw: str) -> None:
         s = raw.strip()

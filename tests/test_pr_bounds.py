@@ -34,7 +34,8 @@ sys.exit(p.returncode)
 
 def _env(**extra: str) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
+    # No empty entry: it would mean the current directory, which one test removes.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, env.get("PYTHONPATH", "")) if p)
     env.update(extra)
     return env
 

@@ -264,6 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.out == "-":
         print(text)
     else:
+        # The "Attacks" section is evidence/attacks.py's: carried over as it is.
+        old = Path(args.out).read_text(encoding="utf-8") if Path(args.out).exists() else ""
+        start, end = "<!-- attacks:start -->", "<!-- attacks:end -->"
+        if start in old and end in old:
+            text = text + "\n\n" + old[old.index(start):old.index(end) + len(end)]
         Path(args.out).write_text(text + "\n", encoding="utf-8")
         print(f"wrote {args.out}")
     bad = h["exit"] != 0 or (isinstance(ath, list) and any(r["crashes"] for r in ath))

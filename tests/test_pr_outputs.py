@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from _attack_tree import remove_tree
+
 from conftest import REPO, healthy_rows, run_subprocess, validate_doc, write_jsonl
 
 FAILING = (REPO / "examples" / "diverge" / "metrics.jsonl").read_bytes()  # TP-DIVERGE: a FAIL
@@ -247,21 +249,6 @@ def test_printable_escapes_what_moves_the_cursor_and_keeps_the_rest():
 
 # --------------------------------------------------------------------------- 5. walks
 
-def _remove_deep(path: str) -> None:
-    """Remove a folder chain bottom-up without recursion: shutil.rmtree (which pytest's
-    tmp_path cleanup uses) recurses once per level and fails on 1,200 of them."""
-    while os.path.isdir(path):
-        leaf = path
-        while True:
-            subs = [e.path for e in os.scandir(leaf) if e.is_dir(follow_symlinks=False)]
-            if not subs:
-                break
-            leaf = subs[0]
-        for e in os.scandir(leaf):
-            os.unlink(e.path)
-        os.rmdir(leaf)
-
-
 def test_twelve_hundred_nested_folders_are_walked(tmp_path):
     d = tmp_path / "deep"
     path = str(d)
@@ -273,7 +260,7 @@ def test_twelve_hundred_nested_folders_are_walked(tmp_path):
         failing_log(Path(path) / "metrics.jsonl")
         res = run_subprocess("doctor", str(d), "--json", timeout=300)
     finally:
-        _remove_deep(str(d))
+        remove_tree(str(d))
     assert "Traceback" not in res.stderr and "RecursionError" not in res.stderr, res.stderr[-500:]
     doc = validate_doc(json.loads(res.stdout))
     assert res.returncode == 1 and [r["verdict"] for r in doc["reports"]] == ["FAIL"]

@@ -65,8 +65,13 @@ _LANE_H = 15.0
 _BAND_H = 14.0
 
 
+#: Control characters other than tab and line ends (C0, DEL, C1) shown as their escape:
+#: HTML forbids them, and a file name holding ESC must show what it holds.
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0)]}
+
+
 def _esc(x) -> str:
-    return _html.escape(str(x), quote=True)
+    return _html.escape(str(x).translate(_CONTROLS), quote=True)
 
 
 def _fmt_step(x) -> str:

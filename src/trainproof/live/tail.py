@@ -9,9 +9,10 @@ costs what was appended, not the length of the log:
   written yet, not damage.
 
 HF ``trainer_state.json`` is rewritten whole at each save, and the other formats (Coqui,
-console captures, MLflow folders) are re-read whole, but only when the file's size or
-modification time changed. A file that shrank or was replaced (rotation, a restarted run)
-is read again from the start, with a note.
+console captures, MLflow metric files, gzip logs) are re-read whole, but only when the
+file's size or modification time changed. A file that shrank or was replaced (rotation, a
+restarted run) is read again from the start, with a note. What is watched is one regular
+file: a folder or a FIFO is a usage error.
 """
 from __future__ import annotations
 

@@ -320,3 +320,35 @@ def test_a_removed_working_directory_is_a_clean_error(tmp_path):
     assert p.returncode == 2
     assert "Traceback" not in p.stderr
     assert "current directory" in p.stderr
+
+
+def test_csv_blank_line_runs_stay_on_the_chunked_path_with_the_same_records(tmp_path, monkeypatch):
+    # A run of empty lines used to send every chunk row by row (a Python step per line: a
+    # gzip bomb of newlines after the header took minutes); empty lines are no records, so
+    # the chunked path drops them and numbers the rest as row by row does.
+    from trainproof.api import read_runlog
+    from trainproof.formats import csv as csv_fmt
+
+    p = tmp_path / "metrics.csv"
+    rows = "".join(f"{i},{1 / (i + 1)!r}\n" for i in range(50))
+    more = "".join(f"{i},{1 / (i + 1)!r}\n" for i in range(50, 100))
+    p.write_text("step,loss\n" + rows + "\n" * 300_000 + more + "\n\n" + "100,0.5\n")
+    calls = []
+    fast = csv_fmt._fast_rows
+
+    def counting(*a, **k):
+        out = fast(*a, **k)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(csv_fmt, "_fast_rows", counting)
+    got = read_runlog(p)
+    assert calls and all(calls)  # every chunk decoded in one go
+    monkeypatch.setattr(csv_fmt, "_fast_rows", lambda *a, **k: None)
+    ref = read_runlog(p)  # row by row
+    for name in ("loss",):
+        assert list(got.series[name].steps) == list(ref.series[name].steps)
+        assert list(got.series[name].lines) == list(ref.series[name].lines)
+        assert list(got.series[name].values) == list(ref.series[name].values)
+    assert got.records == ref.records == 101
+    assert got.series["loss"].lines[-1] == 1 + 50 + 300_000 + 50 + 2 + 1

@@ -364,6 +364,17 @@ def _fast_rows(text: str, first_line: int, parser: RowParser) -> Rows | None:
     if "\r" in body:
         return None
     lines = body[:-1].split("\n")
+    # Empty lines are no records (as row by row): they are dropped here, in C loops, so a
+    # run of them (a gzip bomb of newlines) stays on the fast path; ``kept`` numbers the
+    # remaining lines within the chunk.
+    kept = None
+    if "" in lines:
+        lens = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+        kept = np.flatnonzero(lens)
+        if not kept.size:
+            return Rows(np.empty(0), np.empty(0, dtype=np.int64), [])
+        lines = list(map(lines.__getitem__, kept.tolist()))
+        body = "\n".join(lines) + "\n"
     if max(map(len, lines)) >= MAX_LINE:
         return None
     # Every row must have the header's field count: a chunk-wide cell count alone lets a
@@ -417,7 +428,8 @@ def _fast_rows(text: str, first_line: int, parser: RowParser) -> Rows | None:
     vals = vals.reshape(len(lines), k)
     present = ~empty.reshape(len(lines), k)
     keep = present.any(axis=1)  # a row of empty cells is no record
-    nums = np.arange(first_line, first_line + len(lines), dtype=np.int64)
+    nums = (np.arange(first_line, first_line + len(lines), dtype=np.int64) if kept is None
+            else first_line + kept.astype(np.int64))
     if not keep.all():
         vals, present, nums = vals[keep], present[keep], nums[keep]
     n = len(nums)

@@ -297,3 +297,21 @@ def test_a_folder_that_cannot_be_read_is_listed_and_the_rest_is_judged(tmp_path,
     assert res.returncode == 1 and [Path(r["file"]).parent.name for r in doc["reports"]] == ["a"]
     (entry,) = [e for e in doc["ignored"] if e["file"] == str(locked)]
     assert why in entry["reason"] and "permission denied" in entry["reason"]
+
+
+def test_a_log_taken_as_the_html_value_is_never_overwritten(tmp_path):
+    # `epoch a.jsonl --html b.jsonl` (or an --html that swallowed the log's name) must not
+    # replace a training log with an HTML page.
+    log = failing_log(tmp_path / "metrics.jsonl")
+    other = failing_log(tmp_path / "other.jsonl")
+    before = other.read_bytes()
+    for option in ("--html", "--sarif"):
+        res = run_subprocess("epoch", str(log), option, str(other), timeout=300)
+        assert res.returncode == 2, res.stderr
+        assert "not a trainproof report" in res.stderr and other.read_bytes() == before
+    # a report of ours at the path is replaced, and stderr says where the page went
+    page = tmp_path / "r.html"
+    for _ in range(2):
+        res = run_subprocess("epoch", str(log), "--html", str(page), timeout=300)
+        assert res.returncode == 1 and f"wrote the HTML report to {page}" in res.stderr
+    assert page.read_text().startswith("<!DOCTYPE html")

@@ -7,6 +7,7 @@ policy (:func:`trainproof.findings.exit_code`).
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -87,9 +88,47 @@ def _setup(command: str, as_json: bool, maps, mute, config_path):
     return overrides, cfg
 
 
+#: How the start of a report file looks, per option (its first bytes, and a word its first
+#: 512 bytes hold): a regular file at the report path that does not is not a report to
+#: replace. A SARIF log names its schema first; a JSONL training log also starts with "{".
+_REPORT_STARTS = {"--html": (b"<!doctype html", b"<html"), "--sarif": (b"{", b"sarif")}
+
+
+def _not_a_report(path: Path | None, option: str) -> str | None:
+    """Why ``path`` must not be overwritten by ``option``'s report, or ``None``: a regular
+    file (not a link, FIFO or device: those are handled by the atomic write) holding
+    something other than such a report, e.g. the training log itself when ``--html`` took
+    the next argument as its value (``epoch --html run.jsonl``)."""
+    if path is None:
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512).lstrip().lower()
+    except OSError:
+        return None
+    start, word = _REPORT_STARTS[option]
+    if head.startswith(start) and word in head:
+        return None
+    return (f"{option} {path}: the file exists and is not a trainproof report (a training log?); "
+            f"not overwritten. Give {option} a new file name, after the log (`epoch LOG {option} report`)")
+
+
 def _write_outputs(reports: list[Report], sarif_path: Path | None, html_path: Path | None,
                    compare_with: Report | None = None) -> None:
-    """Write the SARIF and HTML files asked for; a failure to write is one line, exit 2."""
+    """Write the SARIF and HTML files asked for, and say on stderr where each went; a file at
+    a report path that is not such a report (the log itself, taken as the option's value)
+    is left alone, and that or a failure to write is one line, exit 2."""
+    for path, option in ((sarif_path, "--sarif"), (html_path, "--html")):
+        why = _not_a_report(path, option)
+        if why is not None:
+            echo_error(why)
+            sys.exit(2)
     try:
         if sarif_path is not None:
             from .render.sarif import write_sarif
@@ -102,6 +141,7 @@ def _write_outputs(reports: list[Report], sarif_path: Path | None, html_path: Pa
                 write_html([compare_with, *reports], html_path, title="trainproof compare", compare=True)
             else:
                 write_html(reports, html_path)
+            echo_error(f"wrote the HTML report to {html_path}")
     except OSError as e:
         # The reason and the path as asked for; str(e) would print the path unescaped.
         where = e.filename if e.filename is not None else ""

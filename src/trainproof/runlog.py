@@ -692,31 +692,34 @@ def _add_sum(canon: str, m: dict, series: dict, notes: list[str]) -> None:
     parts = [series[k] for k in m["sum_of"] if k in series]
     if len(parts) != len(m["sum_of"]):
         return
-    if any(p.steps.size > 1 and not np.all(p.steps[1:] > p.steps[:-1]) for p in parts):
-        _add_sum_repeated(canon, m, series, notes, parts)
-        return
-    steps = parts[0].steps
-    for p in parts[1:]:
-        steps = np.intersect1d(steps, p.steps, assume_unique=True)
-    shortest = min(len(p) for p in parts)
-    if steps.size * 2 < shortest or steps.size == 0:
+    repeated = any(p.steps.size > 1 and not np.all(p.steps[1:] > p.steps[:-1]) for p in parts)
+    steps, idxs = _paired_writes(parts) if repeated else _common_steps(parts)
+    if steps.size * 2 < min(len(p) for p in parts) or steps.size == 0:
         _first_part_only(canon, m, series, notes, parts)
         return
     total = np.zeros(steps.size)
     lines = None
-    for p in parts:
-        idx = np.searchsorted(p.steps, steps)
+    for p, idx in zip(parts, idxs):
         total = total + p.values[idx]
         ln = p.lines[idx]
         lines = ln if lines is None else np.minimum(lines, ln)
     series[canon] = Series(canon, m["source"], steps, total, lines)
     notes.append(f"{canon}: no total is logged; read as the sum of {', '.join(m['sum_of'])} "
-                 f"at the {steps.size} steps where all are logged")
+                 f"at the {steps.size} {'points' if repeated else 'steps'} where all are logged")
 
 
-def _add_sum_repeated(canon: str, m: dict, series: dict, notes: list[str], parts: list[Series]) -> None:
-    """:func:`_add_sum` for parts of which one repeats a step: writes are paired by
-    ``(step, n-th write of that step)``."""
+def _common_steps(parts: list[Series]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The steps every part logs (each part's steps strictly increasing), and each part's
+    indices of them."""
+    steps = parts[0].steps
+    for p in parts[1:]:
+        steps = np.intersect1d(steps, p.steps, assume_unique=True)
+    return steps, [np.searchsorted(p.steps, steps) for p in parts]
+
+
+def _paired_writes(parts: list[Series]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """For parts of which one repeats a step: the ``(step, n-th write of that step)`` pairs
+    every part has, in order, as their steps and each part's indices of them."""
     def keyed(p: Series) -> dict:
         out: dict = {}
         seen: dict = {}
@@ -729,21 +732,9 @@ def _add_sum_repeated(canon: str, m: dict, series: dict, notes: list[str], parts
     common = set(maps[0])
     for mp in maps[1:]:
         common &= set(mp)
-    if len(common) * 2 < min(len(p) for p in parts) or not common:
-        _first_part_only(canon, m, series, notes, parts)
-        return
     order = sorted(common)
     steps = np.array([k[0] for k in order], dtype=np.float64)
-    total = np.zeros(len(order))
-    lines = None
-    for p, mp in zip(parts, maps):
-        idx = np.array([mp[k] for k in order], dtype=np.int64)
-        total = total + p.values[idx]
-        ln = p.lines[idx]
-        lines = ln if lines is None else np.minimum(lines, ln)
-    series[canon] = Series(canon, m["source"], steps, total, lines)
-    notes.append(f"{canon}: no total is logged; read as the sum of {', '.join(m['sum_of'])} "
-                 f"at the {steps.size} points where all are logged")
+    return steps, [np.array([mp[k] for k in order], dtype=np.int64) for mp in maps]
 
 
 def _first_part_only(canon: str, m: dict, series: dict, notes: list[str], parts: list[Series]) -> None:

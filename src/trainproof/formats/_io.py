@@ -25,20 +25,30 @@ class NotALog(ReadError):
     """No reader recognises the content: the file is not a training log we know."""
 
 
+def _open_error(e: OSError) -> ReadError:
+    """The :class:`ReadError` of a failed stat or open."""
+    if isinstance(e, FileNotFoundError):
+        return ReadError("no such file")
+    if isinstance(e, PermissionError):
+        return ReadError("permission denied")
+    return ReadError(f"cannot open: {e.strerror or e}")
+
+
+def _require_regular(mode: int) -> None:
+    """Raise :class:`ReadError` unless ``mode`` is a regular file's."""
+    if stat.S_ISDIR(mode):
+        raise ReadError("is a directory (use `trainproof doctor` to judge every log under it)")
+    if not stat.S_ISREG(mode):
+        raise ReadError("not a regular file")
+
+
 def check_readable_file(path: Path) -> os.stat_result:
     """Stat ``path`` and raise :class:`ReadError` unless it is a readable regular file."""
     try:
         st = path.stat()
-    except FileNotFoundError:
-        raise ReadError("no such file") from None
-    except PermissionError:
-        raise ReadError("permission denied") from None
     except OSError as e:
-        raise ReadError(f"cannot open: {e.strerror or e}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ReadError("is a directory (use `trainproof doctor` to judge every log under it)")
-    if not stat.S_ISREG(st.st_mode):
-        raise ReadError("not a regular file")
+        raise _open_error(e) from None
+    _require_regular(st.st_mode)
     if not os.access(path, os.R_OK):
         raise ReadError("permission denied")
     return st
@@ -57,18 +67,10 @@ def open_binary(path: Path) -> IO[bytes]:
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise ReadError("no such file") from None
-    except PermissionError:
-        raise ReadError("permission denied") from None
     except OSError as e:
-        raise ReadError(f"cannot open: {e.strerror or e}") from None
+        raise _open_error(e) from None
     try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise ReadError("is a directory (use `trainproof doctor` to judge every log under it)")
-        if not stat.S_ISREG(st.st_mode):
-            raise ReadError("not a regular file")
+        _require_regular(os.fstat(fd).st_mode)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")

@@ -329,6 +329,14 @@ def mann_kendall_z(values: np.ndarray) -> float:
     return (s - math.copysign(1.0, s)) / math.sqrt(var)
 
 
+def trend_z(values: np.ndarray, max_blocks: int) -> float:
+    """:func:`mann_kendall_z` of ``values`` read as at most ``max_blocks`` consecutive block
+    medians (so a long series costs a short sequence and one extreme point is not a
+    trend); 0.0 when that leaves fewer than 3 medians."""
+    meds, _ = block_medians(values, max(1, -(-values.size // max_blocks)))
+    return mann_kendall_z(meds) if meds.size >= 3 else 0.0
+
+
 def ar1_inflation(residuals: np.ndarray, cap: float = 0.9) -> tuple[float, float]:
     """``(rho, factor)``: the lag-1 autocorrelation of ``residuals`` (clipped to
     ``[0, cap]``) and the factor ``sqrt((1 + rho) / (1 - rho))`` by which it widens a

@@ -8,7 +8,7 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, step, times
 from ._checkpoint import best_checkpoint
-from ._stats import block_medians, mann_kendall_z, median, window_medians
+from ._stats import median, trend_z, window_medians
 from .registry import Need, rule
 
 
@@ -33,8 +33,7 @@ def _durable_rise(v: np.ndarray, j: int, climb: bool, th) -> tuple[float, bool]:
     best_level = float(levels[b])
     end_level = float(median(v[-max(3, n // 10):]))
     after = v[b:]
-    meds, _ = block_medians(after, max(1, -(-after.size // 40)))
-    z = mann_kendall_z(meds)
+    z = trend_z(after, 40)
     return z, bool(best_level > 0 and end_level > th.overfit_slow_ratio * best_level and z >= th.dead_trend_z)
 
 

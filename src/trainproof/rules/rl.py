@@ -6,7 +6,7 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, pct, step
 from .objective import detect_objective
-from ._stats import block_medians, mann_kendall_z, median
+from ._stats import median, trend_z
 from .registry import Need, rule
 
 
@@ -278,15 +278,13 @@ def check_pref_not_learning(ctx):
     level = float(median(half))
     if level > th.pref_chance_accuracy:
         return
-    meds, _ = block_medians(half, max(1, -(-half.size // 20)))
-    z = mann_kendall_z(meds) if meds.size >= 3 else 0.0
+    z = trend_z(half, 20)
     if z >= th.dead_trend_z:
         return
     tr = ctx.finite("loss")
     w = max(3, len(tr) // 10)
     start, end = float(median(tr.values[:w])), float(median(tr.values[-w:]))
-    lmeds, _ = block_medians(tr.values, max(1, -(-len(tr) // 40)))
-    loss_z = mann_kendall_z(lmeds) if lmeds.size >= 3 else 0.0
+    loss_z = trend_z(tr.values, 40)
     if loss_z <= -th.dead_trend_z:  # the objective improves significantly
         return
     i = len(acc) // 2

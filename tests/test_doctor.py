@@ -120,3 +120,28 @@ def test_unreadable_permission_file(tmp_path):
     p.chmod(0)
     code, _, _, doc = run_cli("doctor", str(root), "--json")
     assert any(r["error"] and "permission" in r["error"] for r in doc["reports"])
+
+
+def test_several_paths_are_judged_together_and_snapshots_still_fold(tmp_path) -> None:
+    """Files given one by one (as a pre-commit hook passes them) are one search: a path
+    given twice is one run, and a checkpoint snapshot named beside its run folds into it."""
+    rows = healthy_rows()
+    a = write_jsonl(tmp_path / "a" / "train.jsonl", healthy_rows(seed=1))
+    write_hf(tmp_path / "out" / "checkpoint-50" / "trainer_state.json", rows[:50])
+    top = write_hf(tmp_path / "out" / "trainer_state.json", rows)
+    code, _, _, doc = run_cli("doctor", str(a), str(a), str(top),
+                              str(tmp_path / "out" / "checkpoint-50" / "trainer_state.json"), "--json")
+    assert code == 0
+    assert sorted(r["file"] for r in doc["reports"]) == sorted([str(a), str(top)])
+    (hf,) = [r for r in doc["reports"] if r["format"] == "hf"]
+    assert hf["snapshots"] == [str(tmp_path / "out" / "checkpoint-50" / "trainer_state.json")]
+
+
+def test_allow_empty_is_exit_0_only_when_no_log_is_found(tmp_path) -> None:
+    table = tmp_path / "data.csv"
+    table.write_text("id,text,label\n1,hello,0\n2,world,1\n")
+    assert run_cli("doctor", str(table))[0] == 2
+    code, out, _, _ = run_cli("doctor", str(table), "--allow-empty")
+    assert code == 0 and "no training logs found" in out
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"step": i, "loss": float("nan")} for i in range(40)])
+    assert run_cli("doctor", str(table), str(bad), "--allow-empty")[0] == 1

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -259,13 +259,16 @@ def _end_workers(pool) -> None:
             p.join(10)
 
 
-def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None,
+def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: Mapping[str, str] | None = None,
            mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT,
            progress: Callable[[int, int, str], None] | None = None,
            baseline: str | Path | None = None, max_depth: int | None = None,
            max_files: int | None = None, jobs: int | None = 1, engine: str = "local",
            address: str | None = None, charts: bool = True) -> tuple[list[Report], list[dict]]:
     """Find every training log under ``root`` and judge each run (:func:`judge_runs`).
+
+    ``root`` is a folder, a file or a URL, or a list of them (their runs together, each
+    location once, in the order found).
 
     ``max_depth`` and ``max_files`` bound the search of an untrusted or huge tree (see
     :func:`discover.walk`); where they cut it, ``ignored`` says so.
@@ -298,12 +301,18 @@ def doctor(root: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | Non
     config = JudgeConfig(fmt, tuple(sorted((mapping or {}).items())), tuple(mute), thresholds,
                          str(baseline) if baseline is not None else None, charts)
     limits: list[dict] = []
-    if is_url(root):
-        from .remote import discover
+    candidates = []
+    local: list[Path] = []
+    for one in ([root] if isinstance(root, (str, Path)) else list(root)):
+        if is_url(one):
+            from .remote import discover
 
-        candidates = discover(root, max_depth, max_files, limits)
-    else:
-        candidates = group_runs(walk(Path(root), max_depth, max_files, limits))
+            candidates.extend(discover(one, max_depth, max_files, limits))
+        else:
+            local.extend(walk(Path(one), max_depth, max_files, limits))
+    # One grouping over every local path: snapshots and shards given as separate
+    # arguments still fold into their run; a path given twice is one candidate.
+    candidates.extend(group_runs(sorted(set(local))))
     reports: list[Report] = []
     ignored: list[dict] = list(limits)
     work = [(c.path, config) for c in candidates]

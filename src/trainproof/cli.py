@@ -147,7 +147,7 @@ class _LazyProgress:
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=str), default=".")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @common_options
 @click.option("--baseline", type=click.Path(path_type=str),
               help="Also compare every run with this known-good run of the same task.")
@@ -165,12 +165,15 @@ class _LazyProgress:
 @click.option("--address", metavar="ADDR", default=None,
               help="The cluster for --engine: a Dask scheduler (tcp://host:8786) or a Ray address (auto, "
                    "ray://host:10001). Default: start a local one for this run.")
-def doctor(path: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path, baseline,
-           max_depth, max_files, jobs, engine, address) -> None:
-    """Find every training log under PATH (default: .) and judge each run.
+@click.option("--allow-empty", is_flag=True,
+              help="Exit 0 when no training log is found (a pre-commit hook on files that hold none).")
+def doctor(paths: tuple[str, ...], fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path,
+           baseline, max_depth, max_files, jobs, engine, address, allow_empty) -> None:
+    """Find every training log under each PATH (default: .) and judge each run.
 
-    PATH may be an fsspec URL (s3://bucket/runs/; the [remote] extra): objects are listed
-    once and each run is fetched, in chunks, by whoever judges it.
+    A PATH may be a folder, a file (a pre-commit hook passes the changed files) or an
+    fsspec URL (s3://bucket/runs/; the [remote] extra): objects are listed once and each
+    run is fetched, in chunks, by whoever judges it.
     """
     from .api import doctor as api_doctor
     from .engines import EngineError
@@ -181,25 +184,35 @@ def doctor(path: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_pa
     if address is not None and engine == "local":
         _emit([], "doctor", as_json, summary=True, error="--address needs --engine dask or --engine ray")
         return
-    path = _location(path)
-    if not is_url(path) and not path.exists():
-        _emit([], "doctor", as_json, summary=True, error=f"no such file or directory: {path}", sarif_path=sarif_path)
-        return
+    roots = [_location(p) for p in (paths or (".",))]
+    for path in roots:
+        if not is_url(path) and not path.exists():
+            _emit([], "doctor", as_json, summary=True, error=f"no such file or directory: {path}", sarif_path=sarif_path)
+            return
+    label = " ".join(str(p) for p in roots)
     progress = _LazyProgress()
     try:
-        reports, ignored = api_doctor(path, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
+        reports, ignored = api_doctor(roots if len(roots) > 1 else roots[0], fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
                                       baseline=_location(baseline), max_depth=max_depth, max_files=max_files,
                                       jobs=jobs, engine=engine, address=address, charts=html_path is not None)
     except (ReadError, EngineError) as e:
         progress.close()
-        _emit([], "doctor", as_json, summary=True, error=f"{path}: {e}" if isinstance(e, ReadError) else str(e),
+        _emit([], "doctor", as_json, summary=True, error=f"{label}: {e}" if isinstance(e, ReadError) else str(e),
               sarif_path=sarif_path)
         return
     for cut in ignored:
         if "--max-depth" in cut["reason"] or "--max-files" in cut["reason"]:
             echo_error(f"{cut['file']}: {cut['reason']}")
     progress.close()
-    error = None if reports else f"no training logs found under {path}"
+    if not reports and allow_empty:
+        if as_json:
+            from .render import json as render_json
+
+            click.echo(render_json.dumps(render_json.document([], "doctor", extra={"ignored": ignored})))
+        else:
+            click.echo(f"no training logs found under {label}: nothing to judge")
+        sys.exit(0)
+    error = None if reports else f"no training logs found under {label}"
     if ignored and not as_json and reports:
         click.echo(f"({len(ignored)} file(s) looked at were not training logs; --json lists them)", err=True)
     _emit(reports, "doctor", as_json, summary=True, extra={"ignored": ignored}, error=error, sarif_path=sarif_path,

@@ -86,10 +86,16 @@ def test_unreadable_logs_are_listed_and_exit_2(tmp_path):
     code, out, _, doc = run_cli("doctor", str(root), "--json")
     assert code == 2
     errs = {os.path.relpath(r["file"], root): r["error"] for r in doc["reports"] if r["error"]}
-    assert set(errs) == {"c/trainer_state.json", "d/trainer_state.json"}
-    assert "LFS pointer" in errs["c/trainer_state.json"] and "empty" in errs["d/trainer_state.json"]
+    # An LFS pointer under a name only runs write is a run not fetched; an empty file is
+    # no run at all, whatever its name.
+    assert set(errs) == {"c/trainer_state.json"}
+    assert "LFS pointer" in errs["c/trainer_state.json"]
+    ignored = {os.path.relpath(i["file"], root): i["reason"] for i in doc["ignored"]}
+    assert "empty file" in ignored["d/trainer_state.json"]
     code, out, _, _ = run_cli("doctor", str(root))
     assert "could not be read" in out and "notes.txt" not in out
+    (root / "c" / "trainer_state.json").unlink()
+    assert run_cli("doctor", str(root))[0] == 0
 
 
 def test_data_files_are_not_mistaken_for_logs(tmp_path):

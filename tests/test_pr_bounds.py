@@ -235,7 +235,8 @@ def test_jobs_are_capped_at_the_usable_cpus(tmp_path):
     for i in range(10):
         d = tmp_path / f"r{i}"
         d.mkdir()
-        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows(50)))
+        # distinct logs: identical ones would be one run, too few for a pool
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows(50 + i)))
     script = ("import multiprocessing, sys\n"
               "from concurrent.futures import ProcessPoolExecutor as P\n"
               "seen = []\n"

@@ -55,7 +55,7 @@ def test_symlinks_that_leave_the_tree_are_listed_not_followed(tmp_path):
     (repo / "metrics.csv").symlink_to(secret / ".netrc")
     (repo / "notes.log").symlink_to(secret / ".netrc")
     (repo / "outside").symlink_to(secret, target_is_directory=True)  # a folder link out
-    (repo / "latest.jsonl").symlink_to(repo / "runs" / "a" / "metrics.jsonl")  # a link inside: judged
+    (repo / "latest.jsonl").symlink_to(repo / "runs" / "a" / "metrics.jsonl")  # a link inside: the same run
     (repo / "runs" / "b").symlink_to(repo / "runs" / "a", target_is_directory=True)
 
     code, out, doc = all_outputs(tmp_path, "doctor", "repo")
@@ -63,7 +63,8 @@ def test_symlinks_that_leave_the_tree_are_listed_not_followed(tmp_path):
     assert str(secret) not in out and "secret" not in out  # not even where the link points
     assert code == 1
     judged = sorted(r["file"] for r in doc["reports"])
-    assert judged == ["repo/latest.jsonl", "repo/runs/a/metrics.jsonl"]
+    assert judged == ["repo/runs/a/metrics.jsonl"]
+    assert doc["reports"][0]["also"] == ["repo/latest.jsonl"]
     leaving = {e["file"]: e["reason"] for e in doc["ignored"] if "leaves the searched tree" in e["reason"]}
     assert set(leaving) == {"repo/metrics.csv", "repo/notes.log", "repo/outside"}
 
@@ -106,15 +107,19 @@ def test_a_file_no_reader_recognises_is_described_never_quoted(tmp_path):
     secret = f"password=hunter2 api_key={TOKEN}\nsecond line, with, commas\n"
     repo = tmp_path / "repo"
     failing_log(repo / "run" / "metrics.jsonl")
-    (repo / "train.jsonl").write_text(secret)  # a log-like name: an error report
+    (repo / "train.jsonl").write_text(secret)  # a log's name, no log's words: ignored
     (repo / "notes.txt").write_text(secret)  # a neutral name: listed as ignored
+    # A log's name and words in a dialect no reader knows: a run that could not be judged.
+    (repo / "odd.jsonl").write_text(f"{secret}the loss curve of run 7 is attached, password=hunter2\n")
     (tmp_path / "README").write_text(secret)  # named on the command line
     code, out, doc = all_outputs(tmp_path, "doctor", "repo")
     assert code == 1
     assert "hunter2" not in out and TOKEN not in out and "password" not in out
     (err,) = [r["error"] for r in doc["reports"] if r["error"]]
-    assert "no reader recognises it (text, 83 bytes, 2 line(s); first line: plain text)" in err
-    assert any(e["file"] == "repo/notes.txt" and "no reader recognises it" in e["reason"] for e in doc["ignored"])
+    assert "no reader recognises it (text, 137 bytes, 3 line(s); first line: plain text)" in err
+    for name in ("repo/notes.txt", "repo/train.jsonl"):
+        assert any(e["file"] == name and "no reader recognises it (text, 83 bytes" in e["reason"]
+                   for e in doc["ignored"])
     for name in ("README", "repo/train.jsonl"):
         code, out, doc = all_outputs(tmp_path, "epoch", name)
         assert code == 2 and "hunter2" not in out and TOKEN not in out and "password" not in out

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .aliases import MappingError
 from .findings import Finding, Report, worst_first
-from .discover import group_runs, walk
-from .formats import NotALog, ReadError, open_log
+from .discover import experiment_of, fold_copies, group_runs, walk
+from .formats import NotALog, NotOpened, ReadError, open_log
+from .formats._io import read_head
 from .remote import is_url
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
@@ -97,13 +99,33 @@ def judge_all(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | 
 
 
 #: File names that are logs whatever their content; unreadable ones are reported.
-_LOG_NAMES = ("trainer_state.json", "metrics.csv", "metrics.jsonl", "trainer_log.jsonl", "training.log",
-              "trainer_0_log.txt")
+#: File names only training runs write: a file so named that cannot be read is a run that
+#: could not be judged; any other file that cannot be read is not counted as a run.
+_LOG_NAMES = ("trainer_state.json", "metrics.csv", "progress.csv", "metrics.jsonl", "trainer_log.jsonl",
+              "training.log", "trainer_0_log.txt")
+#: Event files as TensorFlow, PyTorch and tensorboardX name them.
+_EVENTS_NAME = re.compile(r"^events\.out\.tfevents\.")
+#: Words a training log's lines carry beside their numbers (a file of another dialect
+#: that holds them and numbers is a log no reader knows, not a stray file).
+_METRIC_WORDS = re.compile(rb"(?i)\b(loss|step|epoch|learning_rate|lr|grad_norm|reward)\b")
 
 
 def _looks_like_log_name(p: Path) -> bool:
+    """Whether only a training run would write a file of this name (see ``_LOG_NAMES``)."""
     name = p.name.lower()
-    return name in _LOG_NAMES or name.endswith((".jsonl", ".ndjson", ".jsonl.gz")) or "tfevents" in name
+    return name in _LOG_NAMES or name.endswith((".jsonl", ".ndjson", ".jsonl.gz")) or bool(_EVENTS_NAME.match(name))
+
+
+def _log_by_content(p: Path) -> bool:
+    """A file no reader recognises that still reads like a log of an unknown dialect: a
+    training-log name and, in its first bytes, metric words beside digits."""
+    if not _looks_like_log_name(p):
+        return False
+    try:
+        head = read_head(p)
+    except (OSError, ReadError):
+        return False
+    return bool(_METRIC_WORDS.search(head)) and any(c in head for c in b"0123456789")
 
 
 @dataclass(frozen=True)
@@ -149,7 +171,8 @@ def judge_run(location: str | Path, config: JudgeConfig = JudgeConfig()) -> tupl
     return (reports[0] if reports else None), skip
 
 
-def judge_runs(location: str | Path, config: JudgeConfig = JudgeConfig()) -> tuple[list[Report], dict | None]:
+def judge_runs(location: str | Path | tuple, config: JudgeConfig = JudgeConfig()
+               ) -> tuple[list[Report], dict | list[dict] | None]:
     """Judge the log at one location found by ``doctor``: a pure function of the location
     and the config, so that processes or a cluster engine can run it anywhere and only
     schedule.
@@ -162,8 +185,14 @@ def judge_runs(location: str | Path, config: JudgeConfig = JudgeConfig()) -> tup
         under a neutral name).
 
     ``location`` may be an fsspec URL (a string): the run is staged where this runs (see
-    :mod:`trainproof.remote`), so a cluster worker fetches its runs itself.
+    :mod:`trainproof.remote`), so a cluster worker fetches its runs itself. A tuple of
+    local paths is a log and the siblings that may hold the same run
+    (:attr:`discover.Candidate.location`): one report per distinct run, the other logs of
+    a run in its ``also``, and a list of ``{"file", "reason"}`` for members that are not
+    runs.
     """
+    if isinstance(location, tuple):
+        return _judge_group(location, config)
     if is_url(location):
         from .remote import staged
 
@@ -184,21 +213,124 @@ def _same_location(a: str, b: str) -> bool:
 
 def _judge_at(path: Path, label: str, config: JudgeConfig) -> tuple[list[Report], dict | None]:
     """:func:`judge_runs` of the local ``path``, named ``label`` in what it returns."""
+    runs, out = _read_at(path, label, config)
+    if runs is None:
+        return out
+    return worst_first([_judge_one(run, label, config) for run in runs]), None
+
+
+def _read_at(path: Path, label: str, config: JudgeConfig):
+    """The runs of the local ``path`` as ``(runs, None)``, or ``(None, (reports, skip))``
+    when it is not a run (``skip``) or cannot be read (an error report)."""
     mapping = dict(config.mapping) or None
+    # Only training logs are runs: a file counts when its content is a log (or, where its
+    # content cannot be seen, when only a run writes a file of its name), so a stray
+    # config, source file or empty file never makes a clean tree "not judged".
     try:
         runs = _read_local(path, config.fmt, mapping, label, every_run=True)
     except NotALog as e:
-        if _looks_like_log_name(path):
-            return [error_report(label, str(e))], None
-        return [], {"file": label, "reason": str(e)}
+        if _log_by_content(path):
+            return None, ([error_report(label, str(e))], None)
+        return None, ([], {"file": label, "reason": str(e)})
+    except NotOpened as e:
+        if str(e) != "empty file" and _looks_like_log_name(path):
+            return None, ([error_report(label, str(e))], None)
+        return None, ([], {"file": label, "reason": f"{e}: not a run"})
     except (ReadError, MappingError) as e:
-        return [error_report(label, str(e))], None
+        return None, ([error_report(label, str(e))], None)
     first = runs[0]
     if first.format in ("jsonl", "csv") and not first.mapping and not first.explicit_steps:
-        return [], {"file": label, "reason": "a data table: no step column and no known metric"}
+        return None, ([], {"file": label, "reason": "a data table: no step column and no known metric"})
+    if first.format in ("jsonl", "csv") and len(runs) == 1 and first.records < 2 and not _looks_like_log_name(path):
+        # One object is a config or a summary (HF all_results.json, wandb-summary.json),
+        # not a series of records: nothing a trend check could judge.
+        return None, ([], {"file": label, "reason": "one record, not a series (a config or a summary)"})
     if first.format == "tfevents" and first.records == 0:
-        return [], {"file": label, "reason": "an event file without scalars (hparams, text, graphs or profiles only)"}
-    return worst_first([_judge_one(run, label, config) for run in runs]), None
+        return None, ([], {"file": label, "reason": "an event file without scalars (hparams, text, graphs or "
+                                                    "profiles only)"})
+    return runs, None
+
+
+#: Formats in the order one is judged when the same run is written in several and they
+#: hold as many metrics (the HF state also holds the run's intent, max_steps): the trainer's own state first, then float32 events.
+_FORMAT_RANK = ("hf", "tfevents", "mlflow", "csv", "jsonl", "coqui", "console")
+#: The series two logs of one run must agree on, the first both hold.
+_SAME_RUN_SERIES = ("loss", "eval_loss", "reward", "return")
+
+
+def same_run(a: RunLog, b: RunLog, min_common: int = 3) -> bool:
+    """Whether two logs hold the same run written twice (an HF ``trainer_state.json`` and
+    its event file, a Lightning ``metrics.csv`` and its event file).
+
+    They must share the first of loss, eval loss, reward or return, on at least
+    ``min_common`` steps and at least half the steps of the shorter series, and agree on
+    every shared step to 1e-5 relative: an event file stores float32 (7 significant
+    digits), so the same number read from JSON or CSV differs by at most about 6e-8
+    relative; two different runs, even seeds of one configuration, differ far more on
+    some step. ``False`` when either lacks the series.
+    """
+    import numpy as np
+
+    for name in _SAME_RUN_SERIES:
+        sa, sb = a.get(name), b.get(name)
+        if sa is not None and sb is not None:
+            break
+    else:
+        return False
+    ma, mb = np.isfinite(sa.values), np.isfinite(sb.values)
+    common, ia, ib = np.intersect1d(sa.steps[ma], sb.steps[mb], return_indices=True)
+    if len(common) < max(min_common, 0.5 * min(int(ma.sum()), int(mb.sum()))):
+        return False
+    return bool(np.allclose(sa.values[ma][ia], sb.values[mb][ib], rtol=1e-5, atol=1e-8))
+
+
+def _richness(run: RunLog) -> tuple:
+    rank = _FORMAT_RANK.index(run.format) if run.format in _FORMAT_RANK else len(_FORMAT_RANK)
+    return (len(run.series), -rank, run.records)
+
+
+def _judge_group(paths: tuple, config: JudgeConfig) -> tuple[list[Report], list[dict]]:
+    """Judge a log and the siblings that may hold the same run (:class:`discover.Candidate`):
+    logs that hold one run and agree by :func:`same_run` are one report, of the richest
+    (most metrics, then ``_FORMAT_RANK``, then records), with the others in ``also``;
+    the rest are judged on their own."""
+    reports: list[Report] = []
+    skips: list[dict] = []
+    single: list[tuple[str, RunLog]] = []
+    for p in paths:
+        label = str(p)
+        if is_url(p):
+            from .remote import staged
+
+            try:
+                with staged(p, config.fmt) as local:
+                    runs, out = _read_at(local, label, config)
+            except ReadError as e:
+                runs, out = None, ([error_report(label, str(e))], None)
+        else:
+            runs, out = _read_at(Path(p), label, config)
+        if runs is None:
+            reports.extend(out[0])
+            if out[1] is not None:
+                skips.append(out[1])
+        elif len(runs) == 1:
+            single.append((label, runs[0]))
+        else:
+            reports.extend(_judge_one(run, label, config) for run in runs)
+    clusters: list[list[tuple[str, RunLog]]] = []
+    for item in single:
+        for cl in clusters:
+            if same_run(cl[0][1], item[1]):
+                cl.append(item)
+                break
+        else:
+            clusters.append([item])
+    for cl in clusters:
+        label, run = max(cl, key=lambda it: _richness(it[1]))
+        rep = _judge_one(run, label, config)
+        rep.also = [lbl for lbl, _ in cl if lbl != label]
+        reports.append(rep)
+    return worst_first(reports), skips
 
 
 def _judge_one(run: RunLog, label: str, config: JudgeConfig) -> Report:
@@ -312,17 +444,17 @@ def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: 
             local.extend(walk(Path(one), max_depth, max_files, limits))
     # One grouping over every local path: snapshots and shards given as separate
     # arguments still fold into their run; a path given twice is one candidate.
-    candidates.extend(group_runs(sorted(set(local))))
+    candidates.extend(fold_copies(group_runs(sorted(set(local)))))
     reports: list[Report] = []
     ignored: list[dict] = list(limits)
-    work = [(c.path, config) for c in candidates]
+    work = [(c.location, config) for c in candidates]
     pool = None
     if engine != "local":
         from .engines import map_judge
 
         if address is None and jobs is not None:
             jobs = min(max(1, int(jobs)), usable_cpus())  # a local cluster on this machine
-        results = map_judge(engine, [c.path for c in candidates], config, address=address, workers=jobs)
+        results = map_judge(engine, [c.location for c in candidates], config, address=address, workers=jobs)
     else:
         jobs = usable_cpus() if jobs is None else min(max(1, int(jobs)), usable_cpus())
         if jobs > 1 and len(work) >= _MIN_PARALLEL:
@@ -339,13 +471,18 @@ def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: 
             if progress is not None:
                 progress(i, len(candidates), str(cand.path))
             if skip is not None:
-                ignored.append(skip)
-                continue
+                skips = skip if isinstance(skip, list) else [skip]
+                ignored.extend(skips)
+                # a copy of a file that is not a run is not one either, for the same reason
+                ignored.extend({"file": str(c), "reason": s["reason"]} for s in skips
+                               if s["file"] == str(cand.path) for c in cand.copies)
             for rep in reps:
-                rep.snapshots = [str(p) for p in cand.snapshots]
-                if cand.snapshots:
-                    rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; "
-                                     "judged the most complete")
+                if rep.file == str(cand.path) or str(cand.path) in rep.also:
+                    rep.snapshots = [str(p) for p in cand.snapshots]
+                    if cand.snapshots:
+                        rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; "
+                                         "judged the most complete")
+                    rep.also = rep.also + [str(p) for p in cand.copies]
                 reports.append(rep)
     except BaseException:
         if pool is not None:
@@ -357,7 +494,24 @@ def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: 
         close = getattr(results, "close", None)
         if close is not None:
             close()
+    _assign_experiments(reports)
     return reports, ignored
+
+
+def _assign_experiments(reports: list[Report]) -> None:
+    """Set ``experiment`` on runs that share one with another run (:func:`discover.experiment_of`;
+    the runs of one multi-run file share the file): a lone run is not a group."""
+    keys = []
+    for r in reports:
+        key = r.file if r.meta.get("run") else experiment_of(r.file)
+        keys.append(key)
+    counts: dict[str, int] = {}
+    for k in keys:
+        if k is not None:
+            counts[k] = counts.get(k, 0) + 1
+    for r, k in zip(reports, keys):
+        if k is not None and counts[k] > 1:
+            r.experiment = k
 
 
 def _add_comparison(rep: Report, baseline: RunLog, run: RunLog, base_report: Report | None,

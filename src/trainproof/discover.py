@@ -34,10 +34,27 @@ _TAINTED = "a run folder that holds a symlink that leaves the searched tree: not
 
 @dataclass
 class Candidate:
-    """A file to judge, and the checkpoint snapshots folded into it."""
+    """A file to judge, the checkpoint snapshots folded into it, and the other logs that
+    may hold the same run.
+
+    Attributes:
+        path: the log (or run folder) to judge.
+        snapshots: HF ``checkpoint-N/trainer_state.json`` prefixes of the same run.
+        siblings: logs whose place says they may be this run written again in another
+            form (the event file under an HF output folder's ``runs/``, the event file
+            beside a Lightning ``metrics.csv``); their content decides (``api.same_run``).
+        copies: byte-identical copies of ``path`` elsewhere in the tree.
+    """
 
     path: Path
     snapshots: list[Path] = field(default_factory=list)
+    siblings: list[Path] = field(default_factory=list)
+    copies: list[Path] = field(default_factory=list)
+
+    @property
+    def location(self) -> Path | tuple[Path, ...]:
+        """What a worker judges: the path, or the path and its siblings together."""
+        return (self.path, *self.siblings) if self.siblings else self.path
 
 
 def _log_like(name: str) -> bool:
@@ -149,7 +166,7 @@ def _list(dirpath: str, real_root: str, ignored: list[dict]) -> _Listing | None:
         elif stat.S_ISREG(mode):
             out.files.append(name)
         else:
-            ignored.append({"file": path, "reason": "not a regular file (a FIFO, socket or device): not opened"})
+            ignored.append({"file": str(Path(path)), "reason": "not a regular file (a FIFO, socket or device): not opened"})
     return out
 
 
@@ -259,6 +276,7 @@ def group_runs(paths: list[Path]) -> list[Candidate]:
             continue
         rest.append(Candidate(p))
     keras: dict[Path, list[Path]] = {}
+    event_runs: set[Path] = set()
     for folder in list(events):
         # Keras' TensorBoard callback: <log_dir>/train/ and <log_dir>/validation/ are one run.
         if folder.name in ("train", "validation"):
@@ -268,9 +286,12 @@ def group_runs(paths: list[Path]) -> list[Candidate]:
             for f in splits:
                 del events[f]
             rest.append(Candidate(log_dir))
+            event_runs.add(log_dir)
     for folder, shards in events.items():
         rest.append(Candidate(shards[0] if len(shards) == 1 else folder))
+        event_runs.add(rest[-1].path)
     by_path = {c.path: c for c in rest}
+    hf_runs: dict[Path, Candidate] = {}  # HF output folder -> its trainer_state candidate
     for out_dir, snaps in groups.items():
         snaps.sort()
         if out_dir in top:
@@ -279,4 +300,113 @@ def group_runs(paths: list[Path]) -> list[Candidate]:
             chosen = snaps[-1][1]
             c = Candidate(chosen, [p for _, p in snaps[:-1]])
             by_path[chosen] = c
+    for out_dir, state in top.items():
+        hf_runs[out_dir] = by_path[state]
+    for out_dir, snaps in groups.items():
+        if out_dir not in top:
+            hf_runs[out_dir] = by_path[snaps[-1][1]]
+    _attach_siblings(by_path, hf_runs, event_runs)
     return sorted(by_path.values(), key=lambda c: str(c.path))
+
+
+#: Most other logs in one folder an event file is checked against: a folder of many runs'
+#: logs is many runs, not one run written many ways.
+_MAX_SIBLINGS = 3
+
+
+def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candidate],
+                     event_runs: set[Path]) -> None:
+    """Give each log the event files that may hold the same run, by the places the
+    writers put them: an HF output folder's ``runs/<date>_<host>/`` (the Trainer's default
+    logging folder) and the folder of a Lightning ``version_N/`` (CSVLogger's
+    ``metrics.csv`` beside TensorBoardLogger's event file). Each event candidate goes to
+    one log at most; the worker compares their values before folding anything."""
+    events = {p: by_path[p] for p in event_runs}
+    taken: set[Path] = set()
+    for out_dir, run in sorted(hf_runs.items()):
+        logs = out_dir / "runs"
+        for p in sorted(events):
+            folder = p.parent if "tfevents" in p.name else p
+            if p not in taken and (folder == out_dir or logs in folder.parents or folder == logs):
+                run.siblings.append(p)
+                taken.add(p)
+    by_folder: dict[Path, list[Candidate]] = {}
+    for c in by_path.values():
+        if c.path not in event_runs and c.path.name != "trainer_state.json":
+            by_folder.setdefault(c.path.parent, []).append(c)
+    for p in sorted(events):
+        if p in taken:
+            continue
+        folder = p.parent if "tfevents" in p.name else p
+        logs = by_folder.get(folder, [])
+        if 0 < len(logs) <= _MAX_SIBLINGS:
+            owner = sorted(logs, key=lambda c: (c.path.name != "metrics.csv", str(c.path)))[0]
+            owner.siblings.append(p)
+            taken.add(p)
+    for p in taken:
+        del by_path[p]
+
+
+def fold_copies(candidates: list[Candidate]) -> list[Candidate]:
+    """Fold byte-identical log files into one candidate (a file before a symlink to it,
+    then the shallowest path, then the first by name); the others become its ``copies``. Only files of equal size are hashed,
+    so a tree of distinct logs costs one ``stat`` each."""
+    import hashlib
+
+    by_size: dict[int, list[Candidate]] = {}
+    for c in candidates:
+        if c.siblings or c.snapshots:
+            continue
+        try:
+            st = os.stat(c.path)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_size > 0:
+            by_size.setdefault(st.st_size, []).append(c)
+    dropped: set[int] = set()
+    for same_size in by_size.values():
+        if len(same_size) < 2:
+            continue
+        by_hash: dict[bytes, list[Candidate]] = {}
+        for c in same_size:
+            h = hashlib.sha256()
+            try:
+                with open(c.path, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        h.update(block)
+            except OSError:
+                continue
+            by_hash.setdefault(h.digest(), []).append(c)
+        for same in by_hash.values():
+            if len(same) < 2:
+                continue
+            # the file itself before a link to it, then the shallowest
+            same.sort(key=lambda c: (os.path.islink(c.path), len(c.path.parts), str(c.path)))
+            same[0].copies = [c.path for c in same[1:]]
+            dropped.update(id(c) for c in same[1:])
+    return [c for c in candidates if id(c) not in dropped]
+
+
+#: Path parts that name one run of an experiment: Lightning's ``version_N``, a seed, a
+#: trial or a repeat, a W&B run folder; the part before them names the experiment.
+_RUN_PART = re.compile(r"(?i)^(?:version_\d+|(?:seed|run|trial|rep|fold)[-_]?\d+|"
+                       r"(?:offline-)?run-\d{8}_\d{6}-\w+)$")
+_RUN_SUFFIX = re.compile(r"(?i)^(.+?)[-_.](?:seed|trial|rep)[-_]?\d+$")
+
+
+def experiment_of(path: str) -> str | None:
+    """The experiment a run's path belongs to, or ``None``: the folder above the part that
+    names one run of it (``lightning_logs`` for ``lightning_logs/version_3/metrics.csv``,
+    ``sweep`` for ``sweep/seed_1/train.jsonl``, ``sweep/bert`` for
+    ``sweep/bert-seed42/train.jsonl``, ``wandb`` for ``wandb/run-20240101_000000-ab12/``,
+    ``mlruns/0`` for an MLflow run folder ``mlruns/0/<run id>``)."""
+    parts = [p for p in re.split(r"[/\\]", path) if p not in ("", ".")]
+    for i in range(len(parts) - 1, -1, -1):
+        if _RUN_PART.match(parts[i]):
+            return "/".join(parts[:i]) or "."
+        m = _RUN_SUFFIX.match(parts[i])
+        if m and i < len(parts) - 1:
+            return "/".join([*parts[:i], m.group(1)])
+    if len(parts) >= 3 and parts[-3] == "mlruns":
+        return "/".join(parts[:-1])
+    return None

@@ -135,6 +135,11 @@ class Report:
         error: one-line reason when the input could not be read, else ``None``.
         summary: for a FAIL, where it went wrong, what a stop there would have saved and
             the best checkpoint the log records; ``None`` otherwise.
+        also: other files that hold the same run (an HF ``trainer_state.json``'s event
+            file, a Lightning ``metrics.csv``'s event file, a byte-identical copy): found
+            by ``doctor``, not judged again.
+        experiment: the experiment ``doctor`` groups this run under (the folder of its
+            seeds, ``version_N`` folders or tracker runs), or ``None``.
     """
 
     file: str
@@ -150,6 +155,8 @@ class Report:
     error: str | None = None
     snapshots: list[str] = field(default_factory=list)
     summary: str | None = None
+    also: list[str] = field(default_factory=list)
+    experiment: str | None = None
     #: Series for charts (HTML): name -> {"key", "steps", "values"}, downsampled; not part
     #: of the JSON document.
     charts: dict = field(default_factory=dict, repr=False, compare=False)
@@ -180,7 +187,7 @@ class Report:
         sr = None
         if self.step_range is not None:
             sr = [jsonable(int(s) if float(s).is_integer() else s) for s in self.step_range]
-        return {
+        out = {
             "file": self.file,
             "format": self.format,
             "records": self.records,
@@ -198,6 +205,12 @@ class Report:
             "summary": self.summary,
             "error": self.error,
         }
+        # Only doctor sets these: every other command's document is as before.
+        if self.also:
+            out["also"] = list(self.also)
+        if self.experiment is not None:
+            out["experiment"] = self.experiment
+        return out
 
 
 def worst_verdict(reports: list[Report]) -> Level | None:

@@ -324,4 +324,4 @@ def _to_urls(cands: list[Candidate], root: Path | None, base: str, limits: list[
         except ValueError:
             f = cut["file"]
         limits.append({"file": f, "reason": cut["reason"]})
-    return [Candidate(url(c.path), [url(s) for s in c.snapshots]) for c in cands]
+    return [Candidate(url(c.path), [url(s) for s in c.snapshots], [url(s) for s in c.siblings]) for c in cands]

@@ -20,10 +20,11 @@ from pathlib import Path
 from ..runlog import Record
 from . import csv as csv_reader
 from . import coqui, console, hf, jsonl, mlflow, tfevents
-from ._io import (HEAD_BYTES, NotALog, ReadError, check_readable_file, head_text, is_lfs_pointer, read_head,
+from ._io import (HEAD_BYTES, NotALog, NotOpened, ReadError, check_readable_file, head_text, is_lfs_pointer,
+                  read_head,
                   reporting_to)
 
-__all__ = ["READERS", "NotALog", "ReadError", "ReadState", "detect", "format_names", "open_log", "get_reader"]
+__all__ = ["READERS", "NotALog", "NotOpened", "ReadError", "ReadState", "detect", "format_names", "open_log", "get_reader"]
 
 #: Sniffing order: the most specific formats first.
 READERS = (tfevents, hf, jsonl, csv_reader, coqui, mlflow, console)
@@ -78,9 +79,9 @@ def detect(path: Path, fmt: str = "auto"):
     check_readable_file(path)
     head = read_head(path)
     if not head.strip():
-        raise ReadError("empty file")
+        raise NotOpened("empty file")
     if is_lfs_pointer(head):
-        raise ReadError("a Git LFS pointer, not data (run `git lfs pull` to fetch the file)")
+        raise NotOpened("a Git LFS pointer, not data (run `git lfs pull` to fetch the file)")
     if fmt != "auto":
         return get_reader(fmt)
     text = head_text(head)

@@ -25,32 +25,38 @@ class NotALog(ReadError):
     """No reader recognises the content: the file is not a training log we know."""
 
 
+class NotOpened(ReadError):
+    """The file was not looked into: missing, unreadable, not a regular file, empty (or
+    only whitespace), or a Git LFS pointer. Nothing of its content says whether it is a
+    training log; ``doctor`` goes by its name."""
+
+
 def _open_error(e: OSError) -> ReadError:
     """The :class:`ReadError` of a failed stat or open."""
     if isinstance(e, FileNotFoundError):
-        return ReadError("no such file")
+        return NotOpened("no such file")
     if isinstance(e, PermissionError):
-        return ReadError("permission denied")
-    return ReadError(f"cannot open: {e.strerror or e}")
+        return NotOpened("permission denied")
+    return NotOpened(f"cannot open: {e.strerror or e}")
 
 
 def _require_regular(mode: int) -> None:
-    """Raise :class:`ReadError` unless ``mode`` is a regular file's."""
+    """Raise :class:`NotOpened` unless ``mode`` is a regular file's."""
     if stat.S_ISDIR(mode):
-        raise ReadError("is a directory (use `trainproof doctor` to judge every log under it)")
+        raise NotOpened("is a directory (use `trainproof doctor` to judge every log under it)")
     if not stat.S_ISREG(mode):
-        raise ReadError("not a regular file")
+        raise NotOpened("not a regular file")
 
 
 def check_readable_file(path: Path) -> os.stat_result:
-    """Stat ``path`` and raise :class:`ReadError` unless it is a readable regular file."""
+    """Stat ``path`` and raise :class:`NotOpened` unless it is a readable regular file."""
     try:
         st = path.stat()
     except OSError as e:
         raise _open_error(e) from None
     _require_regular(st.st_mode)
     if not os.access(path, os.R_OK):
-        raise ReadError("permission denied")
+        raise NotOpened("permission denied")
     return st
 
 

@@ -11,7 +11,7 @@ from ..findings import Report, worst_verdict
 
 #: Version of the JSON document's schema. Adding optional fields is a minor change;
 #: removing or renaming a field, or changing its meaning, is a major one (CONTRACTS.md).
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 def document(reports: list[Report], command: str, error: str | None = None, extra: dict | None = None) -> dict:

@@ -213,7 +213,10 @@ def test_examples_doctor_through_console_script(core_examples):
     verdicts = {r["file"].split("examples/")[1]: r["verdict"] for r in doc["reports"]}
     expected = {"healthy": "PASS", "healthy_seed1": "PASS", "bad_labels": "FAIL",
                 "lr_hot": "FAIL", "lr_zero": "FAIL", "diverge": "FAIL"}
-    assert verdicts == {f"{run}/metrics.{ext}": v for run, v in expected.items() for ext in ("csv", "jsonl")}
+    # each example folder holds one run written twice: one row, the JSONL as its other file
+    assert verdicts == {f"{run}/metrics.csv": v for run, v in expected.items()}
+    also = {r["file"].split("examples/")[1]: [a.split("examples/")[1] for a in r["also"]] for r in doc["reports"]}
+    assert also == {f"{run}/metrics.csv": [f"{run}/metrics.jsonl"] for run in expected}
 
 
 def test_colour_on_a_tty_and_none_with_no_color(tmp_path):

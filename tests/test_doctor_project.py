@@ -89,13 +89,13 @@ def test_a_copy_of_a_log_is_one_row_wherever_it_lies(tmp_path):
     root = tmp_path / "proj"
     rows = [{"step": s, "loss": float(2.0 - s / 200 if s < 150 else 1.25 * 1.08 ** (s - 150))} for s in range(0, 300, 5)]
     write_jsonl(root / "runs" / "monitor.jsonl", rows)
-    write_jsonl(root / "backup" / "2024" / "monitor.jsonl", rows)
+    write_jsonl(root / "backup" / "2024" / "12" / "monitor.jsonl", rows)
     write_jsonl(root / "runs" / "other.jsonl", healthy_rows())
     code, doc = doctor_json(root)
     assert code == 1
     by_file = {r["file"]: r for r in doc["reports"]}
     assert set(by_file) == {"runs/monitor.jsonl", "runs/other.jsonl"}
-    assert by_file["runs/monitor.jsonl"]["also"] == ["backup/2024/monitor.jsonl"]
+    assert by_file["runs/monitor.jsonl"]["also"] == ["backup/2024/12/monitor.jsonl"]
     assert "also" not in by_file["runs/other.jsonl"]
 
 
@@ -164,3 +164,62 @@ def test_same_run_holds_to_float32_and_no_further():
     nan = loss.copy()
     nan[50:] = np.nan
     assert same_run(_run(steps, nan), _run(steps, nan.astype(np.float32).astype(float)))
+def test_the_text_output_of_a_clean_project_counts_two_runs(tmp_path):
+    root = build_project(tmp_path / "proj")
+    res = run_subprocess("doctor", ".", cwd=root, timeout=300, env={"COLUMNS": "80"})
+    assert res.returncode == 0
+    lines = res.stdout.rstrip("\n").splitlines()
+    assert lines[-1] == "2 runs: 0 FAIL, 0 WARN, 2 PASS, 0 not judged"
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+
+
+
+
+def _examples():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_quiet_is_a_ci_screen_for_the_examples():
+    res = run_subprocess("doctor", str(_examples()), "--quiet", env={"COLUMNS": "80"}, timeout=600)
+    assert res.returncode == 1
+    lines = res.stdout.rstrip("\n").splitlines()
+    assert len(lines) <= 30 and all(len(line) <= 80 for line in lines)
+    assert lines[-1].endswith("not judged") and " FAIL, " in lines[-1]
+    assert not any(line.startswith("PASS") for line in lines)
+    assert any("more: --only FAIL,WARN" in line for line in lines)  # the cut is said
+
+
+def test_only_verbose_and_default_views(tmp_path):
+    root = tmp_path / "proj"
+    write_jsonl(root / "good" / "train.jsonl", healthy_rows())
+    write_jsonl(root / "bad" / "train.jsonl", [{"step": i, "loss": float("nan") if i > 30 else 1.0 / (i + 1)}
+                                                for i in range(60)])
+    default = run_subprocess("doctor", ".", cwd=root, timeout=300)
+    assert default.returncode == 1
+    assert "bad/train.jsonl\n  format" in default.stdout and "good/train.jsonl\n  format" not in default.stdout
+    verbose = run_subprocess("doctor", ".", "--verbose", cwd=root, timeout=300)
+    assert "good/train.jsonl\n  format" in verbose.stdout and "TP-PASS" in verbose.stdout
+    only = run_subprocess("doctor", ".", "--only", "PASS", cwd=root, timeout=300)
+    assert only.returncode == 1  # the exit code follows every run, not the rows shown
+    rows = [line.split()[0] for line in only.stdout.splitlines() if line.startswith(("PASS", "FAIL"))]
+    assert rows == ["PASS"]
+    assert only.stdout.rstrip().splitlines()[-1] == "2 runs: 1 FAIL, 0 WARN, 1 PASS, 0 not judged"
+    bad = run_subprocess("doctor", ".", "--only", "GREAT", cwd=root, timeout=300)
+    assert bad.returncode == 2 and "not a verdict" in bad.stderr
+    js = [run_subprocess("doctor", ".", "--json", *flags, cwd=root, timeout=300).stdout
+          for flags in ((), ("--quiet",), ("--only", "PASS"), ("--verbose",))]
+    assert len(set(js)) == 1  # --json is the same whatever the view
+
+
+def test_long_lines_wrap_with_their_indent_at_80_columns(tmp_path):
+    log = write_jsonl(tmp_path / "run.jsonl", [{"step": i, "loss": float("nan") if i > 30 else 1.0 / (i + 1)}
+                                                for i in range(60)])
+    res = run_subprocess("epoch", str(log), env={"COLUMNS": "80"}, timeout=300)
+    lines = res.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    evidence = [i for i, line in enumerate(lines) if line.startswith("        ")]
+    assert evidence and all(lines[i].strip() for i in evidence)
+    piped = run_subprocess("epoch", str(log), timeout=300, env={"COLUMNS": ""})
+    assert max(len(line) for line in piped.stdout.splitlines()) > 80  # a pipe keeps lines whole

@@ -274,10 +274,12 @@ def test_sigterm_to_doctor_ends_its_workers(tmp_path):
     big = tmp_path / "seed.jsonl"
     big.write_text("".join(json.dumps({"step": s, "loss": 2.0 * 0.9999 ** s, "lr": 1e-3}) + "\n"
                            for s in range(1, 300_001)))
+    body = big.read_bytes()
     for i in range(16):
         d = tmp_path / "runs" / f"r{i:02d}"
         d.mkdir(parents=True)
-        os.link(big, d / "metrics.jsonl")
+        # distinct runs (a copy would be folded into one): the last line tells them apart
+        (d / "metrics.jsonl").write_bytes(body + json.dumps({"step": 300_001, "loss": 0.01 * i}).encode() + b"\n")
     proc = subprocess.Popen([sys.executable, "-m", "trainproof", "doctor", str(tmp_path / "runs"), "--jobs", "2",
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
     deadline = time.monotonic() + DEADLINE

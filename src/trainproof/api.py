@@ -117,8 +117,13 @@ def _looks_like_log_name(p: Path) -> bool:
 
 
 def _log_by_content(p: Path) -> bool:
-    """A file no reader recognises that still reads like a log of an unknown dialect: a
-    training-log name and, in its first bytes, metric words beside digits."""
+    """A file no reader recognises that is still a run's log: a name only a trainer writes
+    (``trainer_state.json``, an event file: corrupt, not a stray file), or a log's suffix
+    (``.jsonl``) and, in its first bytes, metric words beside digits (a dialect no reader
+    knows)."""
+    name = p.name.lower()
+    if name in _LOG_NAMES or _EVENTS_NAME.match(name):
+        return True
     if not _looks_like_log_name(p):
         return False
     try:
@@ -251,8 +256,9 @@ def _read_at(path: Path, label: str, config: JudgeConfig):
     return runs, None
 
 
-#: Formats in the order one is judged when the same run is written in several and they
-#: hold as many metrics (the HF state also holds the run's intent, max_steps): the trainer's own state first, then float32 events.
+#: Formats in the order one is judged when the same run is written in several: the
+#: trainer's own state first (it also holds the run's intent, max_steps), then event files
+#: (every scalar the run logged, one per step), then tables and text logs: the trainer's own state first, then float32 events.
 _FORMAT_RANK = ("hf", "tfevents", "mlflow", "csv", "jsonl", "coqui", "console")
 #: The series two logs of one run must agree on, the first both hold.
 _SAME_RUN_SERIES = ("loss", "eval_loss", "reward", "return")
@@ -264,7 +270,7 @@ def same_run(a: RunLog, b: RunLog, min_common: int = 3) -> bool:
 
     They must share the first of loss, eval loss, reward or return, on at least
     ``min_common`` steps and at least half the steps of the shorter series, and agree on
-    every shared step to 1e-5 relative: an event file stores float32 (7 significant
+    every shared step (NaN with NaN) to 1e-5 relative: an event file stores float32 (7 significant
     digits), so the same number read from JSON or CSV differs by at most about 6e-8
     relative; two different runs, even seeds of one configuration, differ far more on
     some step. ``False`` when either lacks the series.
@@ -277,22 +283,22 @@ def same_run(a: RunLog, b: RunLog, min_common: int = 3) -> bool:
             break
     else:
         return False
-    ma, mb = np.isfinite(sa.values), np.isfinite(sb.values)
-    common, ia, ib = np.intersect1d(sa.steps[ma], sb.steps[mb], return_indices=True)
-    if len(common) < max(min_common, 0.5 * min(int(ma.sum()), int(mb.sum()))):
+    # NaN and infinities count as values: the same run has them at the same steps.
+    common, ia, ib = np.intersect1d(sa.steps, sb.steps, return_indices=True)
+    if len(common) < max(min_common, 0.5 * min(len(sa), len(sb))):
         return False
-    return bool(np.allclose(sa.values[ma][ia], sb.values[mb][ib], rtol=1e-5, atol=1e-8))
+    return bool(np.allclose(sa.values[ia], sb.values[ib], rtol=1e-5, atol=1e-8, equal_nan=True))
 
 
 def _richness(run: RunLog) -> tuple:
     rank = _FORMAT_RANK.index(run.format) if run.format in _FORMAT_RANK else len(_FORMAT_RANK)
-    return (len(run.series), -rank, run.records)
+    return (-rank, len(run.series), run.records)
 
 
 def _judge_group(paths: tuple, config: JudgeConfig) -> tuple[list[Report], list[dict]]:
     """Judge a log and the siblings that may hold the same run (:class:`discover.Candidate`):
     logs that hold one run and agree by :func:`same_run` are one report, of the richest
-    (most metrics, then ``_FORMAT_RANK``, then records), with the others in ``also``;
+    (by ``_FORMAT_RANK``, then most metrics, then records), with the others in ``also``;
     the rest are judged on their own."""
     reports: list[Report] = []
     skips: list[dict] = []

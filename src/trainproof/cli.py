@@ -146,6 +146,26 @@ class _LazyProgress:
             self.bar.stop()
 
 
+def _levels(value: str | None):
+    """``--only``'s comma-separated verdicts as levels (``None``: every verdict); an unknown
+    name is a usage error (exit 2)."""
+    if value is None:
+        return None
+    from .findings import Level
+
+    names = {lvl.value: lvl for lvl in (Level.FAIL, Level.WARN, Level.PASS, Level.NOT_CHECKED)}
+    names["NOT-JUDGED"] = Level.NOT_CHECKED
+    out = set()
+    for part in value.replace(" ", ",").split(","):
+        if not part:
+            continue
+        lvl = names.get(part.strip().upper().replace("_", "-"))
+        if lvl is None:
+            raise click.BadParameter(f"{part!r} is not a verdict; use FAIL, WARN, PASS or NOT-CHECKED")
+        out.add(lvl)
+    return out
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @common_options
@@ -167,8 +187,15 @@ class _LazyProgress:
                    "ray://host:10001). Default: start a local one for this run.")
 @click.option("--allow-empty", is_flag=True,
               help="Exit 0 when no training log is found (a pre-commit hook on files that hold none).")
+@click.option("--quiet", "-q", "view", flag_value="quiet",
+              help="Print only the table of runs that did not pass, and the totals (for CI logs).")
+@click.option("--verbose", "-v", "view", flag_value="verbose",
+              help="Print every run's full report (default: only FAIL and WARN runs').")
+@click.option("--only", "only", callback=lambda ctx, param, value: _levels(value), metavar="LEVELS",
+              help="Show only runs of these verdicts, e.g. --only FAIL,WARN (FAIL, WARN, PASS, NOT-CHECKED); "
+                   "the totals line and --json still count every run.")
 def doctor(paths: tuple[str, ...], fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path,
-           baseline, max_depth, max_files, jobs, engine, address, allow_empty) -> None:
+           baseline, max_depth, max_files, jobs, engine, address, allow_empty, view, only) -> None:
     """Find every training log under each PATH (default: .) and judge each run.
 
     A PATH may be a folder, a file (a pre-commit hook passes the changed files) or an
@@ -213,10 +240,8 @@ def doctor(paths: tuple[str, ...], fmt: str, maps, as_json: bool, mute, config_p
             click.echo(f"no training logs found under {label}: nothing to judge")
         sys.exit(0)
     error = None if reports else f"no training logs found under {label}"
-    if ignored and not as_json and reports:
-        click.echo(f"({len(ignored)} file(s) looked at were not training logs; --json lists them)", err=True)
     _emit(reports, "doctor", as_json, summary=True, extra={"ignored": ignored}, error=error, sarif_path=sarif_path,
-          html_path=html_path)
+          html_path=html_path, view=view or "default", only=only)
 
 
 @cli.command("compare")

@@ -31,9 +31,12 @@ def _stdout() -> Console:
     from rich.console import Console
 
     tty = sys.stdout.isatty()
-    # A pipe or a CI log has no width; 120 columns keep the doctor table readable there.
-    width = None if tty or os.environ.get("COLUMNS") else 120
-    return Console(soft_wrap=not tty, highlight=False, width=width)
+    columns = bool(os.environ.get("COLUMNS"))
+    # A pipe or a CI log has no width; 120 columns keep the doctor table readable there,
+    # and long lines stay whole (a log viewer wraps them). A terminal, or COLUMNS set,
+    # gives a width: paragraphs wrap to it with their indent kept.
+    width = None if tty or columns else 120
+    return Console(soft_wrap=not (tty or columns), highlight=False, width=width)
 
 
 def echo_error(message: str) -> None:
@@ -150,7 +153,8 @@ def _write_outputs(reports: list[Report], sarif_path: Path | None, html_path: Pa
 
 
 def _emit(reports: list[Report], command: str, as_json: bool, summary: bool, extra: dict | None = None,
-          error: str | None = None, sarif_path: Path | None = None, html_path: Path | None = None) -> None:
+          error: str | None = None, sarif_path: Path | None = None, html_path: Path | None = None,
+          view: str = "default", only=None) -> None:
     from .findings import exit_code
 
     _write_outputs(reports, sarif_path, html_path)
@@ -161,7 +165,8 @@ def _emit(reports: list[Report], command: str, as_json: bool, summary: bool, ext
     else:
         from .render import text as render_text
 
-        render_text.render(_stdout(), reports, summary=summary)
+        ignored = len((extra or {}).get("ignored") or ()) if summary else 0
+        render_text.render(_stdout(), reports, summary=summary, view=view, only=only, ignored=ignored)
         if error:
             echo_error(error)
     sys.exit(exit_code(reports, error))

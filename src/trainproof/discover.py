@@ -7,7 +7,10 @@ and looks only at regular files whose name or extension a training log can have 
 TensorBoard event files and MLflow run folders). Hugging Face
 output folders hold ``checkpoint-N/trainer_state.json`` snapshots that are prefixes of
 the same run: only the most complete one (the top-level ``trainer_state.json`` if there
-is one, else the highest ``N``) is judged, and the others are listed as folded in.
+is one, else the highest ``N``) is judged, and the others are listed as folded in. Logs
+whose places say they may be one run written twice (an HF output folder's event file, a
+Lightning ``metrics.csv`` and its event file) become one candidate's ``siblings``, which
+the worker folds when their values agree; byte-identical copies fold here.
 """
 from __future__ import annotations
 
@@ -316,11 +319,13 @@ _MAX_SIBLINGS = 3
 
 def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candidate],
                      event_runs: set[Path]) -> None:
-    """Give each log the event files that may hold the same run, by the places the
-    writers put them: an HF output folder's ``runs/<date>_<host>/`` (the Trainer's default
-    logging folder) and the folder of a Lightning ``version_N/`` (CSVLogger's
-    ``metrics.csv`` beside TensorBoardLogger's event file). Each event candidate goes to
-    one log at most; the worker compares their values before folding anything."""
+    """Give each log the other logs that may hold the same run, by the places the writers
+    put them: an HF output folder's ``runs/<date>_<host>/`` (the Trainer's default logging
+    folder), the folder of a Lightning ``version_N/`` (CSVLogger's ``metrics.csv`` beside
+    TensorBoardLogger's event file, or ``csv/version_N`` and ``tb/version_N`` side by
+    side), and a few logs in one folder. Each log goes to one group at most; a folder of
+    more than ``_MAX_SIBLINGS`` logs is many runs and is not grouped. The worker compares
+    their values before folding anything."""
     events = {p: by_path[p] for p in event_runs}
     taken: set[Path] = set()
     for out_dir, run in sorted(hf_runs.items()):
@@ -332,38 +337,72 @@ def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candida
                 taken.add(p)
     by_folder: dict[Path, list[Candidate]] = {}
     for c in by_path.values():
-        if c.path not in event_runs and c.path.name != "trainer_state.json":
+        if c.path not in event_runs and c.path.name != "trainer_state.json" and c.path not in taken:
             by_folder.setdefault(c.path.parent, []).append(c)
     for p in sorted(events):
         if p in taken:
             continue
         folder = p.parent if "tfevents" in p.name else p
         logs = by_folder.get(folder, [])
+        if not logs and _VERSION.match(folder.name):
+            # Lightning with each logger in its own folder: <save_dir>/csv/version_N and
+            # <save_dir>/tb/version_N are one run's two loggers.
+            logs = [c for f, cs in by_folder.items() if f.name == folder.name and f.parent != folder.parent
+                    and f.parent.parent == folder.parent.parent for c in cs]
+        logs = [c for c in logs if c.path not in taken]
         if 0 < len(logs) <= _MAX_SIBLINGS:
-            owner = sorted(logs, key=lambda c: (c.path.name != "metrics.csv", str(c.path)))[0]
+            logs.sort(key=lambda c: (c.path.name != "metrics.csv", str(c.path)))
+            owner = logs[0]
+            for c in logs[1:]:
+                owner.siblings.append(c.path)
+                taken.add(c.path)
             owner.siblings.append(p)
             taken.add(p)
+    # A few logs side by side without an event file (metrics.csv beside metrics.jsonl,
+    # written by two loggers of one run): their values decide too.
+    for folder, logs in sorted(by_folder.items()):
+        logs = [c for c in logs if c.path not in taken and not c.siblings]
+        if 2 <= len(logs) <= _MAX_SIBLINGS + 1:
+            logs.sort(key=lambda c: (c.path.name != "metrics.csv", str(c.path)))
+            for c in logs[1:]:
+                logs[0].siblings.append(c.path)
+                taken.add(c.path)
     for p in taken:
-        del by_path[p]
+        by_path.pop(p, None)
+
+
+_VERSION = re.compile(r"^version_\d+$")
 
 
 def fold_copies(candidates: list[Candidate]) -> list[Candidate]:
     """Fold byte-identical log files into one candidate (a file before a symlink to it,
-    then the shallowest path, then the first by name); the others become its ``copies``. Only files of equal size are hashed,
-    so a tree of distinct logs costs one ``stat`` each."""
+    then the shallowest path, then the first by name); the others become its ``copies``.
+    Links to one file (hard or symbolic) are found by inode; only files of equal size are
+    hashed, so a tree of distinct logs costs one ``stat`` each. A log that carries
+    siblings or snapshots is never folded into another (they are its to judge)."""
     import hashlib
 
     by_size: dict[int, list[Candidate]] = {}
+    by_inode: dict[tuple[int, int], Candidate] = {}
+    dropped: set[int] = set()
     for c in candidates:
-        if c.siblings or c.snapshots:
-            continue
         try:
             st = os.stat(c.path)
         except OSError:
             continue
-        if stat.S_ISREG(st.st_mode) and st.st_size > 0:
-            by_size.setdefault(st.st_size, []).append(c)
-    dropped: set[int] = set()
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+            continue
+        first = by_inode.setdefault((st.st_dev, st.st_ino), c)
+        if first is not c and os.path.islink(first.path) and not os.path.islink(c.path) \
+                and not (first.siblings or first.snapshots):
+            by_inode[(st.st_dev, st.st_ino)], first, c = c, c, first  # the file itself is kept
+            by_size[st.st_size] = [x for x in by_size.get(st.st_size, []) if x is not c]
+            by_size.setdefault(st.st_size, []).append(first)
+        if first is not c and not (c.siblings or c.snapshots):  # a link to the same file
+            first.copies.append(c.path)
+            dropped.add(id(c))
+            continue
+        by_size.setdefault(st.st_size, []).append(c)
     for same_size in by_size.values():
         if len(same_size) < 2:
             continue
@@ -381,9 +420,12 @@ def fold_copies(candidates: list[Candidate]) -> list[Candidate]:
             if len(same) < 2:
                 continue
             # the file itself before a link to it, then the shallowest
-            same.sort(key=lambda c: (os.path.islink(c.path), len(c.path.parts), str(c.path)))
-            same[0].copies = [c.path for c in same[1:]]
-            dropped.update(id(c) for c in same[1:])
+            # a candidate that carries siblings or snapshots is kept (they are its to judge)
+            same.sort(key=lambda c: (not (c.siblings or c.snapshots), os.path.islink(c.path), len(c.path.parts),
+                                     str(c.path)))
+            folded = [c for c in same[1:] if not (c.siblings or c.snapshots)]
+            same[0].copies = sorted([*same[0].copies, *(p for c in folded for p in (c.path, *c.copies))])
+            dropped.update(id(c) for c in folded)
     return [c for c in candidates if id(c) not in dropped]
 
 
@@ -399,11 +441,16 @@ def experiment_of(path: str) -> str | None:
     names one run of it (``lightning_logs`` for ``lightning_logs/version_3/metrics.csv``,
     ``sweep`` for ``sweep/seed_1/train.jsonl``, ``sweep/bert`` for
     ``sweep/bert-seed42/train.jsonl``, ``wandb`` for ``wandb/run-20240101_000000-ab12/``,
-    ``mlruns/0`` for an MLflow run folder ``mlruns/0/<run id>``)."""
-    parts = [p for p in re.split(r"[/\\]", path) if p not in ("", ".")]
-    for i in range(len(parts) - 1, -1, -1):
+    ``mlruns/0`` for an MLflow run folder ``mlruns/0/<run id>``); the outermost such part
+    counts (``sweep/seed_1/csv/version_0/`` is a seed of ``sweep``)."""
+    raw = re.split(r"[/\\]", path)
+    # a leading empty part keeps an absolute path absolute when the parts are joined again
+    parts = raw[:1] if raw[:1] == [""] else []
+    parts += [p for p in raw if p not in ("", ".")]
+    # The outermost part that names a run: sweep/seed_1/csv/version_0/ is a seed of sweep.
+    for i in range(len(parts)):
         if _RUN_PART.match(parts[i]):
-            return "/".join(parts[:i]) or "."
+            return "/".join(parts[:i]) or ("/" if parts[:1] == [""] else ".")
         m = _RUN_SUFFIX.match(parts[i])
         if m and i < len(parts) - 1:
             return "/".join([*parts[:i], m.group(1)])

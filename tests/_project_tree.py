@@ -23,6 +23,7 @@ def write_non_logs(root: Path) -> None:
     (root / "logs/empty.csv").write_text("\n\n")
     (root / "src").mkdir(exist_ok=True)
     (root / "src/bench_tfevents.py").write_text("import time\nprint('tfevents bench', time.time())\n")
+    (root / "src/tfevents.md").write_text("# Event files\n\nHow we read tfevents.\n")  # beside the .py
     (root / "src/metrics.py").write_text("def loss(x):\n    return x\n")
     (root / "src/metrics.txt").write_text("accuracy is computed per batch\n")
     (root / "requirements.txt").write_text("torch\nnumpy\n")

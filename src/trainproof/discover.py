@@ -21,6 +21,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .formats.tfevents import is_event_name
+
 #: Folder names never descended into.
 PRUNE_DIRS = frozenset({
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
@@ -137,7 +139,7 @@ def _list(dirpath: str, real_root: str, ignored: list[dict]) -> _Listing | None:
         return out
     for e in entries:
         name, path = e.name, e.path
-        wanted = _log_like(name) or "tfevents" in name
+        wanted = _log_like(name) or is_event_name(name)
         try:
             lst = os.lstat(path)
         except FileNotFoundError:
@@ -242,7 +244,7 @@ def walk(root: Path, max_depth: int | None = None, max_files: int | None = None,
                                                 and parent in tainted)
         withheld = False
         for f in listing.files:
-            if "tfevents" in f and events_tainted:
+            if is_event_name(f) and events_tainted:
                 withheld = True
                 continue
             if max_files is not None and len(out) >= max_files:
@@ -274,7 +276,7 @@ def group_runs(paths: list[Path]) -> list[Candidate]:
                 groups.setdefault(p.parent.parent, []).append((int(m.group(1)), p))
                 continue
             top[p.parent] = p
-        elif "tfevents" in p.name and p.is_file():
+        elif is_event_name(p.name) and p.is_file():
             events.setdefault(p.parent, []).append(p)
             continue
         rest.append(Candidate(p))
@@ -331,7 +333,7 @@ def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candida
     for out_dir, run in sorted(hf_runs.items()):
         logs = out_dir / "runs"
         for p in sorted(events):
-            folder = p.parent if "tfevents" in p.name else p
+            folder = p.parent if is_event_name(p.name) else p
             if p not in taken and (folder == out_dir or logs in folder.parents or folder == logs):
                 run.siblings.append(p)
                 taken.add(p)
@@ -342,7 +344,7 @@ def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candida
     for p in sorted(events):
         if p in taken:
             continue
-        folder = p.parent if "tfevents" in p.name else p
+        folder = p.parent if is_event_name(p.name) else p
         logs = by_folder.get(folder, [])
         if not logs and _VERSION.match(folder.name):
             # Lightning with each logger in its own folder: <save_dir>/csv/version_N and

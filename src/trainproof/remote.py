@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from .discover import PRUNE_DIRS, Candidate, _is_mlflow_run, _is_venv, _log_like, group_runs, walk
 from .formats import ReadError
+from .formats.tfevents import is_event_name
 
 __all__ = ["MissingExtra", "RemoteError", "discover", "is_url", "staged"]
 
@@ -97,7 +98,7 @@ def _run_folder_file(rel: str) -> bool:
     parts = rel.split("/")
     if parts[0] == "metrics" and len(parts) > 1:
         return True
-    return "tfevents" in parts[-1] and (len(parts) == 1 or (len(parts) == 2 and parts[0] in ("train", "validation")))
+    return is_event_name(parts[-1]) and (len(parts) == 1 or (len(parts) == 2 and parts[0] in ("train", "validation")))
 
 
 def _below(path: str, root: str) -> str:
@@ -300,7 +301,7 @@ def _walk_listing(keys: list[str], max_depth: int | None, max_files: int | None,
                                                          f"deeper than --max-depth {max_depth}"})
             dirnames = []
         for f in filenames:
-            if _log_like(f) or "tfevents" in f:
+            if _log_like(f) or is_event_name(f):
                 if max_files is not None and len(out) >= max_files:
                     limits.append({"file": ".", "reason": f"search stopped at --max-files {max_files}: "
                                                           "later logs were not judged"})

@@ -32,8 +32,22 @@ description = "TensorBoard event files (torch.utils.tensorboard, tensorboardX, L
 IGNORED_TAGS = frozenset({"hp_metric"})
 
 
+#: Suffixes of source files and documents: ``bench_tfevents.py`` or ``tfevents.md`` is
+#: about event files, not one (writers name theirs ``events.out.tfevents.<time>.<host>…``).
+NOT_EVENT_SUFFIXES = (".py", ".pyc", ".ipynb", ".md", ".rst", ".txt", ".html", ".sh", ".json", ".jsonl",
+                      ".csv", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".png", ".svg", ".pdf", ".log",
+                      ".js", ".ts", ".c", ".cc", ".cpp", ".h", ".rs", ".go", ".java")
+
+
+def is_event_name(name: str) -> bool:
+    """Whether a file of this name may be an event file: ``tfevents`` in it, and not the
+    suffix of a source file or document."""
+    return "tfevents" in name and not name.lower().endswith(NOT_EVENT_SUFFIXES)
+
+
 def is_event_file(p: Path) -> bool:
-    return "tfevents" in p.name
+    """:func:`is_event_name` of ``p``'s name."""
+    return is_event_name(p.name)
 
 
 #: Keras' TensorBoard callback writes ``<log_dir>/train/`` and ``<log_dir>/validation/``,

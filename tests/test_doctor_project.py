@@ -38,9 +38,9 @@ def test_a_clean_project_is_two_runs_and_exit_0(tmp_path):
     assert hf["snapshots"] == ["outputs/bert-run/checkpoint-100/trainer_state.json",
                                "outputs/bert-run/checkpoint-200/trainer_state.json"]
     (pl,) = [r for r in rows.values() if r["file"].startswith("lightning_logs/version_0/")]
-    assert sorted([pl["file"], *pl["also"]])[0] == "lightning_logs/version_0/events.out.tfevents." + \
-        sorted([pl["file"], *pl["also"]])[0].split("events.out.tfevents.")[1]
-    assert "lightning_logs/version_0/metrics.csv" in [pl["file"], *pl["also"]] and len(pl["also"]) == 1
+    # the event file (the richer source) is judged; the CSV of the same run is its other file
+    assert os.path.basename(pl["file"]).startswith("events.out.tfevents.") and pl["format"] == "tfevents"
+    assert pl["also"] == ["lightning_logs/version_0/metrics.csv"]
     ignored = {i["file"]: i["reason"] for i in doc["ignored"]}
     for name in ("configs/train.json", "config.json", "wandb-summary.json", "outputs/bert-run/all_results.json",
                  "empty.jsonl", "metrics.json", "logs/empty.csv", "data.csv"):
@@ -224,3 +224,14 @@ def test_long_lines_wrap_with_their_indent_at_80_columns(tmp_path):
     assert evidence and all(lines[i].strip() for i in evidence)
     piped = run_subprocess("epoch", str(log), timeout=300, env={"COLUMNS": ""})
     assert max(len(line) for line in piped.stdout.splitlines()) > 80  # a pipe keeps lines whole
+
+
+def test_quiet_row_of_an_unreadable_log_names_its_reason(tmp_path):
+    root = tmp_path / "proj"
+    (root / "out").mkdir(parents=True)
+    (root / "out" / "trainer_state.json").write_text("{not json")
+    write_jsonl(root / "good" / "train.jsonl", healthy_rows())  # no folder shared by every row
+    res = run_subprocess("doctor", ".", "--quiet", cwd=root, timeout=300)
+    assert res.returncode == 2
+    (row,) = [line for line in res.stdout.splitlines() if line.startswith("NOT-CHECKED")]
+    assert "not a training log" in row or "could not" in row or "JSON" in row, row

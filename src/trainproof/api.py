@@ -12,6 +12,7 @@ from .findings import Finding, Report, worst_first
 from .discover import experiment_of, fold_copies, group_runs, walk
 from .formats import NotALog, NotOpened, ReadError, open_log
 from .formats._io import read_head
+from .formats.tfevents import has_writer_name
 from .remote import is_url
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
@@ -103,26 +104,28 @@ def judge_all(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | 
 #: could not be judged; any other file that cannot be read is not counted as a run.
 _LOG_NAMES = ("trainer_state.json", "metrics.csv", "progress.csv", "metrics.jsonl", "trainer_log.jsonl",
               "training.log", "trainer_0_log.txt")
-#: Event files as TensorFlow, PyTorch and tensorboardX name them.
-_EVENTS_NAME = re.compile(r"^events\.out\.tfevents\.")
 #: Words a training log's lines carry beside their numbers (a file of another dialect
 #: that holds them and numbers is a log no reader knows, not a stray file).
 _METRIC_WORDS = re.compile(rb"(?i)\b(loss|step|epoch|learning_rate|lr|grad_norm|reward)\b")
 
 
-def _looks_like_log_name(p: Path) -> bool:
-    """Whether only a training run would write a file of this name (see ``_LOG_NAMES``)."""
+def _trainer_name(p: Path) -> bool:
+    """A name only a trainer writes: ``_LOG_NAMES`` or an event writer's file name."""
     name = p.name.lower()
-    return name in _LOG_NAMES or name.endswith((".jsonl", ".ndjson", ".jsonl.gz")) or bool(_EVENTS_NAME.match(name))
+    return name in _LOG_NAMES or has_writer_name(name)
+
+
+def _looks_like_log_name(p: Path) -> bool:
+    """Whether only a training run would write a file of this name: a trainer's name, or a
+    log's suffix (``.jsonl``, ``.ndjson``)."""
+    return _trainer_name(p) or p.name.lower().endswith((".jsonl", ".ndjson", ".jsonl.gz"))
 
 
 def _log_by_content(p: Path) -> bool:
-    """A file no reader recognises that is still a run's log: a name only a trainer writes
-    (``trainer_state.json``, an event file: corrupt, not a stray file), or a log's suffix
-    (``.jsonl``) and, in its first bytes, metric words beside digits (a dialect no reader
-    knows)."""
-    name = p.name.lower()
-    if name in _LOG_NAMES or _EVENTS_NAME.match(name):
+    """A file no reader recognises that is still a run's log: a trainer's name (a corrupt
+    ``trainer_state.json`` or event file, not a stray file), or a log's suffix and, in its
+    first bytes, metric words beside digits (a dialect no reader knows)."""
+    if _trainer_name(p):
         return True
     if not _looks_like_log_name(p):
         return False
@@ -258,7 +261,7 @@ def _read_at(path: Path, label: str, config: JudgeConfig):
 
 #: Formats in the order one is judged when the same run is written in several: the
 #: trainer's own state first (it also holds the run's intent, max_steps), then event files
-#: (every scalar the run logged, one per step), then tables and text logs: the trainer's own state first, then float32 events.
+#: (every scalar the run logged, one per step), then tables and text logs.
 _FORMAT_RANK = ("hf", "tfevents", "mlflow", "csv", "jsonl", "coqui", "console")
 #: The series two logs of one run must agree on, the first both hold.
 _SAME_RUN_SERIES = ("loss", "eval_loss", "reward", "return")
@@ -507,14 +510,10 @@ def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: 
 def _assign_experiments(reports: list[Report]) -> None:
     """Set ``experiment`` on runs that share one with another run (:func:`discover.experiment_of`;
     the runs of one multi-run file share the file): a lone run is not a group."""
-    keys = []
-    for r in reports:
-        key = r.file if r.meta.get("run") else experiment_of(r.file)
-        keys.append(key)
-    counts: dict[str, int] = {}
-    for k in keys:
-        if k is not None:
-            counts[k] = counts.get(k, 0) + 1
+    from collections import Counter
+
+    keys = [r.file if r.meta.get("run") else experiment_of(r.file) for r in reports]
+    counts = Counter(k for k in keys if k is not None)
     for r, k in zip(reports, keys):
         if k is not None and counts[k] > 1:
             r.experiment = k

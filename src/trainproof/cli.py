@@ -219,7 +219,7 @@ def doctor(paths: tuple[str, ...], fmt: str, maps, as_json: bool, mute, config_p
     label = " ".join(str(p) for p in roots)
     progress = _LazyProgress()
     try:
-        reports, ignored = api_doctor(roots if len(roots) > 1 else roots[0], fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
+        reports, ignored = api_doctor(roots, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
                                       baseline=_location(baseline), max_depth=max_depth, max_files=max_files,
                                       jobs=jobs, engine=engine, address=address, charts=html_path is not None)
     except (ReadError, EngineError) as e:

@@ -319,6 +319,16 @@ def group_runs(paths: list[Path]) -> list[Candidate]:
 _MAX_SIBLINGS = 3
 
 
+def _event_folder(p: Path) -> Path:
+    """The folder of an event-file candidate: the file's, or the run folder itself."""
+    return p.parent if is_event_name(p.name) else p
+
+
+def _owner_first(logs: list[Candidate]) -> list[Candidate]:
+    """Logs of one place, the one that leads a group first (``metrics.csv``, then by path)."""
+    return sorted(logs, key=lambda c: (c.path.name != "metrics.csv", str(c.path)))
+
+
 def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candidate],
                      event_runs: set[Path]) -> None:
     """Give each log the other logs that may hold the same run, by the places the writers
@@ -333,7 +343,7 @@ def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candida
     for out_dir, run in sorted(hf_runs.items()):
         logs = out_dir / "runs"
         for p in sorted(events):
-            folder = p.parent if is_event_name(p.name) else p
+            folder = _event_folder(p)
             if p not in taken and (folder == out_dir or logs in folder.parents or folder == logs):
                 run.siblings.append(p)
                 taken.add(p)
@@ -344,7 +354,7 @@ def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candida
     for p in sorted(events):
         if p in taken:
             continue
-        folder = p.parent if is_event_name(p.name) else p
+        folder = _event_folder(p)
         logs = by_folder.get(folder, [])
         if not logs and _VERSION.match(folder.name):
             # Lightning with each logger in its own folder: <save_dir>/csv/version_N and
@@ -353,7 +363,7 @@ def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candida
                     and f.parent.parent == folder.parent.parent for c in cs]
         logs = [c for c in logs if c.path not in taken]
         if 0 < len(logs) <= _MAX_SIBLINGS:
-            logs.sort(key=lambda c: (c.path.name != "metrics.csv", str(c.path)))
+            logs = _owner_first(logs)
             owner = logs[0]
             for c in logs[1:]:
                 owner.siblings.append(c.path)
@@ -365,7 +375,7 @@ def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candida
     for folder, logs in sorted(by_folder.items()):
         logs = [c for c in logs if c.path not in taken and not c.siblings]
         if 2 <= len(logs) <= _MAX_SIBLINGS + 1:
-            logs.sort(key=lambda c: (c.path.name != "metrics.csv", str(c.path)))
+            logs = _owner_first(logs)
             for c in logs[1:]:
                 logs[0].siblings.append(c.path)
                 taken.add(c.path)
@@ -381,35 +391,37 @@ def fold_copies(candidates: list[Candidate]) -> list[Candidate]:
     then the shallowest path, then the first by name); the others become its ``copies``.
     Links to one file (hard or symbolic) are found by inode; only files of equal size are
     hashed, so a tree of distinct logs costs one ``stat`` each. A log that carries
-    siblings or snapshots is never folded into another (they are its to judge)."""
+    siblings or snapshots is never folded into another (they are its to judge), so it is
+    the one kept where it has a copy. The candidates keep their order."""
     import hashlib
 
+    def carries(c: Candidate) -> bool:
+        return bool(c.siblings or c.snapshots)
+
+    # In the order of preference, so the first of each inode or content is the one kept.
+    order = sorted(candidates, key=lambda c: (not carries(c), os.path.islink(c.path), len(c.path.parts),
+                                              str(c.path)))
+    keeper: dict[tuple, Candidate] = {}
     by_size: dict[int, list[Candidate]] = {}
-    by_inode: dict[tuple[int, int], Candidate] = {}
     dropped: set[int] = set()
-    for c in candidates:
+
+    def fold(key: tuple, c: Candidate) -> None:
+        kept = keeper.setdefault(key, c)
+        if kept is not c and not carries(c):
+            kept.copies.extend([c.path, *c.copies])
+            dropped.add(id(c))
+
+    for c in order:
         try:
             st = os.stat(c.path)
         except OSError:
             continue
-        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
-            continue
-        first = by_inode.setdefault((st.st_dev, st.st_ino), c)
-        if first is not c and os.path.islink(first.path) and not os.path.islink(c.path) \
-                and not (first.siblings or first.snapshots):
-            by_inode[(st.st_dev, st.st_ino)], first, c = c, c, first  # the file itself is kept
-            by_size[st.st_size] = [x for x in by_size.get(st.st_size, []) if x is not c]
-            by_size.setdefault(st.st_size, []).append(first)
-        if first is not c and not (c.siblings or c.snapshots):  # a link to the same file
-            first.copies.append(c.path)
-            dropped.add(id(c))
-            continue
-        by_size.setdefault(st.st_size, []).append(c)
+        if stat.S_ISREG(st.st_mode) and st.st_size > 0:
+            fold(("inode", st.st_dev, st.st_ino), c)
+            if id(c) not in dropped:
+                by_size.setdefault(st.st_size, []).append(c)
     for same_size in by_size.values():
-        if len(same_size) < 2:
-            continue
-        by_hash: dict[bytes, list[Candidate]] = {}
-        for c in same_size:
+        for c in same_size if len(same_size) > 1 else ():
             h = hashlib.sha256()
             try:
                 with open(c.path, "rb") as f:
@@ -417,17 +429,9 @@ def fold_copies(candidates: list[Candidate]) -> list[Candidate]:
                         h.update(block)
             except OSError:
                 continue
-            by_hash.setdefault(h.digest(), []).append(c)
-        for same in by_hash.values():
-            if len(same) < 2:
-                continue
-            # the file itself before a link to it, then the shallowest
-            # a candidate that carries siblings or snapshots is kept (they are its to judge)
-            same.sort(key=lambda c: (not (c.siblings or c.snapshots), os.path.islink(c.path), len(c.path.parts),
-                                     str(c.path)))
-            folded = [c for c in same[1:] if not (c.siblings or c.snapshots)]
-            same[0].copies = sorted([*same[0].copies, *(p for c in folded for p in (c.path, *c.copies))])
-            dropped.update(id(c) for c in folded)
+            fold(("sha256", h.digest()), c)
+    for c in candidates:
+        c.copies.sort()
     return [c for c in candidates if id(c) not in dropped]
 
 

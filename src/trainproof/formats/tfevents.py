@@ -45,6 +45,12 @@ def is_event_name(name: str) -> bool:
     return "tfevents" in name and not name.lower().endswith(NOT_EVENT_SUFFIXES)
 
 
+def has_writer_name(name: str) -> bool:
+    """Whether ``name`` is as TensorFlow, PyTorch and tensorboardX name event files
+    (``events.out.tfevents.<time>.<host>…``): only an event writer makes such a file."""
+    return name.startswith("events.out.tfevents")
+
+
 def is_event_file(p: Path) -> bool:
     """:func:`is_event_name` of ``p``'s name."""
     return is_event_name(p.name)
@@ -84,7 +90,7 @@ def sniff(path: Path, head: str) -> bool:
             first = f.read(12)
     except (OSError, ReadError):
         return False
-    return _tfrecord.looks_like_tfrecord(first) or path.name.startswith("events.out.tfevents")
+    return _tfrecord.looks_like_tfrecord(first) or has_writer_name(path.name)
 
 
 def shards(d: Path) -> list[Path]:

@@ -183,17 +183,20 @@ def shorten_middle(text: str, width: int) -> str:
 def _rows_in_order(reports: list[Report]) -> list[tuple[str | None, list[Report]]]:
     """Reports in groups by experiment (a run of none is a group of its own), groups worst
     first, then by name; runs in a group worst first, then by file."""
-    groups: dict[str, list[Report]] = {}
+    experiments: dict[str, list[Report]] = {}
+    groups: list[tuple[str | None, list[Report]]] = []
     for r in reports:
-        groups.setdefault(r.experiment if r.experiment is not None else "\0" + r.file + str(id(r)), []).append(r)
-    out = []
-    for key, members in groups.items():
+        if r.experiment is None:
+            groups.append((None, [r]))
+        elif r.experiment not in experiments:
+            experiments[r.experiment] = [r]
+            groups.append((r.experiment, experiments[r.experiment]))
+        else:
+            experiments[r.experiment].append(r)
+    for _, members in groups:
         members.sort(key=lambda r: (_ORDER[r.verdict], r.file, str(r.meta.get("run", ""))))
-        worst = _ORDER[members[0].verdict]
-        out.append((worst, key.lstrip("\0") if key.startswith("\0") else key,
-                    None if key.startswith("\0") else key, members))
-    out.sort(key=lambda g: (g[0], g[1]))
-    return [(exp, members) for _, _, exp, members in out]
+    groups.sort(key=lambda g: (_ORDER[g[1][0].verdict], g[0] if g[0] is not None else g[1][0].file))
+    return groups
 
 
 def _run_label(r: Report, experiment: str | None) -> str:
@@ -210,6 +213,11 @@ def _run_label(r: Report, experiment: str | None) -> str:
 #: Most rows ``doctor --quiet`` prints: a CI log shows the worst runs and says how many
 #: more there are (``--only`` or ``--json`` list them all).
 QUIET_ROWS = 20
+
+
+def _under(label: str, prefix: str) -> str:
+    """``label`` without the folder ``prefix`` every row shares (the table's title names it)."""
+    return label[len(prefix):] if prefix and label.startswith(prefix) and len(label) > len(prefix) else label
 
 
 def _common_folder(files: list[str]) -> str:
@@ -234,10 +242,9 @@ def _quiet_rows(t, groups, run_width: int, with_format: bool, prefix: str = "") 
         else:
             r = members[0]
             label, records = _run_label(r, None), str(r.records)
-        if prefix and label.startswith(prefix) and len(label) > len(prefix):
-            label = label[len(prefix):]
             if not ids and r.error:
                 ids = [r.error[:60]]
+        label = _under(label, prefix)
         fmt = [clean(members[0].format or "-") if len(members) == 1 else ""] if with_format else []
         v = members[0].verdict
         rows.append((f"[{_STYLE[v]}]{v.value}[/]", escape(shorten_middle(printable(label), run_width)), *fmt,
@@ -318,16 +325,12 @@ def render_doctor(console: Console, reports: list[Report], view: str = "default"
                 if gi:
                     t.add_section()
                 counts = ", ".join(f"{n} {lvl}" for lvl, n in _counts(members) if n)
-                head = exp.rstrip("/") + "/"
-                if prefix and head.startswith(prefix) and len(head) > len(prefix):
-                    head = head[len(prefix):]
+                head = _under(exp.rstrip("/") + "/", prefix)
                 t.add_row("", f"[bold]{escape(shorten_middle(printable(head), run_width))}[/bold]",
                           *([""] if with_format else []), "", f"[dim]{len(members)} runs: {escape(counts)}[/dim]")
             for r in members:
                 ids = sorted({f.id for f in r.findings if f.level in (Level.FAIL, Level.WARN)})
-                label = _run_label(r, exp)
-                if exp is None and prefix and label.startswith(prefix) and len(label) > len(prefix):
-                    label = label[len(prefix):]
+                label = _run_label(r, exp) if exp is not None else _under(_run_label(r, None), prefix)
                 cell = escape(shorten_middle(label, run_width))
                 if r.also:
                     more = f" +{len(r.also) - 1}" if len(r.also) > 1 else ""

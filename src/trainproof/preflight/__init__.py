@@ -1,21 +1,13 @@
 """Preflight: judge what a run will start from — its data, tokenizer, objective and machine —
-before it starts. Each check module declares its ``TP-*`` ids with :func:`declare` (they
-are documented in RULES.md like every rule) and builds an ordinary
+before it starts. Each check module emits ``TP-*`` ids declared, with their documentation, in
+:mod:`trainproof.rules.preflight_ids` (documented in RULES.md like every rule) and builds an ordinary
 :class:`~trainproof.findings.Report`, so preflight results go through the same renderers
 (text, ``--json``, ``--sarif``) and the same exit-code policy as the run checks.
 """
 from __future__ import annotations
 
-import sys
-
-from ..findings import Finding, Level, Report, Skip
-from ..rules.registry import Rule, get, outcome
-
-
-def declare(rule_id: str, level: Level, group: str, summary: str, **docs: str) -> Rule:
-    """Register a preflight id with its documentation (source ``preflight``)."""
-    return outcome(rule_id, level, group, summary, module=sys._getframe(1).f_globals.get("__name__"),
-                   source="preflight", **docs)
+from ..findings import Finding, Report, Skip
+from ..rules.registry import get
 
 
 def finding(rule_id: str, message: str, evidence: str = "", data: dict | None = None,

@@ -7,8 +7,8 @@ in) is the order checks run and findings and ``trainproof rules`` are listed.
 from __future__ import annotations
 
 _MODULES = ("loss", "grad", "lr", "evals", "perf", "updates", "signatures", "rl", "intent", "reading", "compare", "outcomes")
-#: Preflight check modules: they declare their ids here too, so RULES.md and
-#: `trainproof rules` document every id trainproof can emit.
+#: The preflight checks' id declarations (:mod:`trainproof.rules.preflight_ids`), so RULES.md
+#: and `trainproof rules` document every id trainproof can emit without importing a check.
 _PREFLIGHT = ("dataset", "env", "objective", "speech")
 _loaded = False
 
@@ -23,7 +23,7 @@ def load_all() -> None:
 
     from .registry import canonical_order
 
-    modules = [f"trainproof.preflight.{m}" for m in _PREFLIGHT] + [f"{__name__}.{m}" for m in _MODULES]
+    modules = [f"{__name__}.preflight_ids.{m}" for m in _PREFLIGHT] + [f"{__name__}.{m}" for m in _MODULES]
     for m in modules:
         importlib.import_module(m)
     canonical_order(modules)

@@ -251,6 +251,17 @@ def outcome(id: str, level: Level, group: str, summary: str, module: str | None 
                      module or sys._getframe(1).f_globals.get("__name__", ""))
 
 
+def declare(rule_id: str, level: Level, group: str, summary: str, **docs: str) -> Rule:
+    """Register a preflight id with its documentation (source ``preflight``; declared in
+    :mod:`trainproof.rules.preflight_ids`, emitted by :mod:`trainproof.preflight`).
+
+    Raises:
+        ValueError: the id does not start with ``TP-`` or is already declared.
+    """
+    return outcome(rule_id, level, group, summary, module=sys._getframe(1).f_globals.get("__name__"),
+                   source="preflight", **docs)
+
+
 def all_rules() -> list[Rule]:
     from . import load_all
 

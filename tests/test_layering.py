@@ -1,0 +1,93 @@
+"""Layering facts of the package, each checked in a fresh interpreter: what judging a run
+loads, and what the rule registry needs to document every id."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+_FORBIDDEN = ("click", "trainproof.cli", "trainproof.cliutil", "trainproof.preflight")
+
+
+def _fresh(code: str) -> dict:
+    """Run ``code`` in a new interpreter; it prints one JSON object as its last line."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _then_loaded(code: str) -> str:
+    """``code`` (which sets ``result``) followed by a report of the outer-ring modules loaded."""
+    return textwrap.dedent(code) + textwrap.dedent(f"""
+        import json, sys
+        forbidden = {_FORBIDDEN!r}
+        bad = sorted(m for m in sys.modules if any(m == f or m.startswith(f + ".") for f in forbidden))
+        print(json.dumps({{"bad": bad, "result": result}}))
+    """)
+
+
+def test_judging_a_runlog_loads_no_click_no_cli_no_preflight(tmp_path):
+    log = tmp_path / "train.jsonl"
+    log.write_text("".join(json.dumps({"step": i, "loss": float("nan") if i == 40 else 2.0 / (i + 1)}) + "\n"
+                           for i in range(60)))
+    got = _fresh(_then_loaded(f"""
+        from trainproof.api import judge
+        result = judge({str(log)!r}).verdict
+    """))
+    assert got["result"] == "FAIL"  # the rules ran (TP-NAN), and still nothing of the outer ring loaded
+    assert got["bad"] == []
+
+
+def test_judging_in_the_training_loop_loads_no_click_no_cli_no_preflight():
+    got = _fresh(_then_loaded("""
+        import torch
+        import trainproof
+        torch.manual_seed(0)
+        model = torch.nn.Linear(8, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        mon = trainproof.watch(model, opt, check_every=20, policy="raise")
+        x = torch.randn(64, 8)
+        y = x @ torch.randn(8, 1)
+        for step in range(60):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            mon.log(step, loss.item())
+            opt.step()
+        rep = mon.report(print_it=False)
+        result = {"ran": rep.ran, "fail": rep.verdict == "FAIL"}
+    """))
+    assert "TP-NAN" in got["result"]["ran"] and not got["result"]["fail"]  # judged, and healthy
+    assert got["bad"] == []
+
+
+def test_the_registry_documents_every_preflight_id_without_importing_a_check():
+    got = _fresh(_then_loaded("""
+        from trainproof.rules.registry import all_rules
+        rules = all_rules()
+        result = {"preflight": [r.id for r in rules if r.source == "preflight"],
+                  "first": rules[0].id, "n": len(rules)}
+    """))
+    assert got["bad"] == []
+    pre = got["result"]["preflight"]
+    assert len(pre) == len(set(pre)) >= 70
+    assert "TP-PRE-MALFORMED-JSONL" in pre
+    # The preflight ids come first in the listings, whatever was imported first.
+    assert got["result"]["first"] == pre[0]
+
+
+def test_every_id_a_preflight_check_emits_is_declared():
+    """The checks emit ids by name; each name in their source must be declared."""
+    import re
+    from pathlib import Path
+
+    import trainproof.preflight as pkg
+    from trainproof.rules.registry import get
+
+    names = set()
+    for f in Path(pkg.__file__).parent.glob("*.py"):
+        names |= set(re.findall(r'"(TP-[A-Z0-9-]+)"', f.read_text(encoding="utf-8")))
+    assert names, "no ids found in the preflight checks"
+    missing = sorted(n for n in names if get(n) is None)
+    assert missing == []

@@ -13,7 +13,7 @@ import sys
 import pytest
 from conftest import REPO, run_cli, run_subprocess, write_jsonl
 
-from trainproof.api import JudgeConfig
+from trainproof.api import JudgeConfig, judge_runs
 from trainproof.engines import EngineError, map_judge
 
 
@@ -124,9 +124,9 @@ def test_results_come_back_in_input_order(dask_cluster, tmp_path):
     for i in range(60):
         rows = [{"step": s, "loss": 1.0 / (s + 1) + i * 1e-3} for s in range(40)]
         paths.append(write_jsonl(tmp_path / f"r{i:02d}.jsonl", rows))
-    results = list(map_judge("dask", paths, JudgeConfig(), address=dask_cluster.scheduler_address))
+    results = list(map_judge("dask", paths, JudgeConfig(), judge=judge_runs, address=dask_cluster.scheduler_address))
     assert [reps[0].file for reps, _ in results] == [str(p) for p in paths]
-    assert list(map_judge("dask", [], JudgeConfig(), address=dask_cluster.scheduler_address)) == []
+    assert list(map_judge("dask", [], JudgeConfig(), judge=judge_runs, address=dask_cluster.scheduler_address)) == []
 
 
 # ------------------------------------------------------------------------------- Ray
@@ -196,15 +196,15 @@ def test_ray_reads_runs_from_s3(ray_head, s3, tree, local_out):
 
 _RAY_CONSUMERS = """
 import itertools, sys
-from trainproof.api import JudgeConfig
+from trainproof.api import JudgeConfig, judge_runs
 from trainproof.engines import map_judge
 address, paths = sys.argv[1], sys.argv[2:]
 for i in range(12):
     if i % 3 == 0:  # stops after the first result, with batches still in flight
-        got = list(itertools.islice(map_judge("ray", paths, JudgeConfig(), address=address), 1))
+        got = list(itertools.islice(map_judge("ray", paths, JudgeConfig(), judge=judge_runs, address=address), 1))
         assert len(got) == 1
     else:  # zip as doctor does: the generator is left suspended after the last result
-        got = [r for _, r in zip(paths, map_judge("ray", paths, JudgeConfig(), address=address))]
+        got = [r for _, r in zip(paths, map_judge("ray", paths, JudgeConfig(), judge=judge_runs, address=address))]
         assert [reps[0].file for reps, _ in got] == paths, got
 print("ok")
 """
@@ -242,4 +242,4 @@ def test_address_needs_an_engine():
 
 def test_unknown_engine():
     with pytest.raises(EngineError, match="unknown engine"):
-        map_judge("spark", [], JudgeConfig())
+        map_judge("spark", [], JudgeConfig(), judge=judge_runs)

@@ -91,3 +91,67 @@ def test_every_id_a_preflight_check_emits_is_declared():
     assert names, "no ids found in the preflight checks"
     missing = sorted(n for n in names if get(n) is None)
     assert missing == []
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """trainproof's modules and the trainproof modules each imports anywhere in its source
+    (module level or inside a function), read from the source, not by importing it."""
+    import ast
+    from pathlib import Path
+
+    import trainproof
+
+    root = Path(trainproof.__file__).parent.parent
+    files = {}
+    for f in (root / "trainproof").rglob("*.py"):
+        parts = list(f.relative_to(root).with_suffix("").parts)
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for m, f in files.items():
+        package = m if f.name == "__init__.py" else m.rpartition(".")[0]
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                names = [target] + [f"{target}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            graph[m] |= {n for n in names if n in files and n != m}
+    return graph
+
+
+def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for n in graph[todo.pop()] - seen:
+            seen.add(n)
+            todo.append(n)
+    return seen
+
+
+def test_the_cluster_engines_do_not_import_the_api():
+    """engines schedules a judgement it is given; api -> engines is the only direction."""
+    graph = _import_graph()
+    assert "trainproof.engines" in graph["trainproof.api"]
+    assert graph["trainproof.engines"] == set()
+
+
+def test_the_rule_registry_is_a_leaf():
+    """The registry imports only the data model and the thresholds (rule modules register
+    into it, it never imports them by statement), so no import cycle runs through it."""
+    graph = _import_graph()
+    assert _reaches(graph, "trainproof.rules.registry") <= {"trainproof.findings", "trainproof.rules.thresholds"}
+    assert "trainproof.rules.registry" not in _reaches(graph, "trainproof.rules.registry")
+
+
+def test_no_import_cycle_crosses_a_package():
+    """Cycles left are a package's ``__init__`` and its own modules (the reader registry of
+    ``formats``); none runs between the layers (api, engines, rules, preflight, cli)."""
+    graph = _import_graph()
+    for m in graph:
+        for other in _reaches(graph, m):
+            if m in _reaches(graph, other):
+                assert m.rpartition(".")[0] == other.rpartition(".")[0] or m == other.rpartition(".")[0] \
+                    or other == m.rpartition(".")[0], (m, other)

@@ -136,13 +136,14 @@ def test_static_format_names_match_the_reader_registry():
 def test_static_short_help_matches_the_preflight_commands():
     """`trainproof --help` describes the preflight commands without importing them."""
     import importlib
+    import pkgutil
 
-    from trainproof.rules import _PREFLIGHT
+    import trainproof.preflight as family
 
     found = {}
-    for module in _PREFLIGHT:
-        for cmd in importlib.import_module(f"trainproof.preflight.{module}").COMMANDS:
-            found[cmd.name] = (module, cmd)
+    for info in pkgutil.iter_modules(family.__path__):
+        for cmd in getattr(importlib.import_module(f"trainproof.preflight.{info.name}"), "COMMANDS", ()):
+            found[cmd.name] = (info.name, cmd)
     assert set(found) == set(cli_mod._LAZY_COMMANDS)
     for name, (module, cmd) in found.items():
         static_module, static_help = cli_mod._LAZY_COMMANDS[name]

@@ -463,7 +463,8 @@ def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: 
 
         if address is None and jobs is not None:
             jobs = min(max(1, int(jobs)), usable_cpus())  # a local cluster on this machine
-        results = map_judge(engine, [c.location for c in candidates], config, address=address, workers=jobs)
+        results = map_judge(engine, [c.location for c in candidates], config, judge=judge_runs,
+                             address=address, workers=jobs)
     else:
         jobs = usable_cpus() if jobs is None else min(max(1, int(jobs)), usable_cpus())
         if jobs > 1 and len(work) >= _MIN_PARALLEL:

@@ -1,8 +1,9 @@
-"""Cluster engines for ``doctor``: map :func:`trainproof.api.judge_runs` over the runs on
-Dask (the ``[dask]`` extra) or Ray (the ``[ray]`` extra).
+"""Cluster engines for ``doctor``: map a judgement (:func:`trainproof.api.judge_runs`, which
+``doctor`` passes in) over the runs on Dask (the ``[dask]`` extra) or Ray (the ``[ray]`` extra).
 
 The judgement is one pure function of a run's location and a :class:`~trainproof.api.JudgeConfig`,
-so an engine only schedules: runs go out in batches (a task per run would cost the
+so an engine only schedules, and knows nothing of how a run is judged (this module imports
+no other of trainproof's): runs go out in batches (a task per run would cost the
 scheduler more than a small log costs to judge), results come back in input order, and
 ``doctor`` renders them exactly as it renders a local run's. Workers read the runs
 themselves: a URL (``s3://...``) is fetched by the worker that judges it, a local path must
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 
 __all__ = ["ENGINES", "EngineError", "judge_batch", "map_judge"]
@@ -32,11 +33,9 @@ class EngineError(Exception):
     """The engine cannot run: its package is not installed, or its cluster cannot be reached."""
 
 
-def judge_batch(locations: Sequence, config) -> list:
-    """:func:`~trainproof.api.judge_runs` of each location, in order (one engine task)."""
-    from .api import judge_runs
-
-    return [judge_runs(loc, config) for loc in locations]
+def judge_batch(locations: Sequence, config, judge: Callable) -> list:
+    """``judge(location, config)`` of each location, in order (one engine task)."""
+    return [judge(loc, config) for loc in locations]
 
 
 def _batches(items: Sequence, slots: int) -> list[list]:
@@ -44,9 +43,12 @@ def _batches(items: Sequence, slots: int) -> list[list]:
     return [list(items[i:i + size]) for i in range(0, len(items), size)]
 
 
-def map_judge(engine: str, locations: Sequence, config, address: str | None = None,
+def map_judge(engine: str, locations: Sequence, config, *, judge: Callable, address: str | None = None,
               workers: int | None = None) -> Iterator[tuple]:
-    """``judge_runs(location, config)`` for each location, on ``engine``, in input order.
+    """``judge(location, config)`` for each location, on ``engine``, in input order.
+
+    ``judge`` is a module-level function (the workers import it by name), in ``doctor``
+    :func:`trainproof.api.judge_runs`.
 
     The engine is imported and connected (or started) before this returns, so a missing
     package or an unreachable cluster raises here; the results are a generator that stops
@@ -56,9 +58,9 @@ def map_judge(engine: str, locations: Sequence, config, address: str | None = No
         EngineError: unknown engine, package not installed, or cluster unreachable.
     """
     if engine == "dask":
-        return _dask(list(locations), config, address, workers)
+        return _dask(judge, list(locations), config, address, workers)
     if engine == "ray":
-        return _ray(list(locations), config, address, workers)
+        return _ray(judge, list(locations), config, address, workers)
     raise EngineError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
 
 
@@ -94,7 +96,7 @@ def _reason(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
 
-def _dask(locations: list, config, address: str | None, workers: int | None) -> Iterator[tuple]:
+def _dask(judge: Callable, locations: list, config, address: str | None, workers: int | None) -> Iterator[tuple]:
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
@@ -118,15 +120,15 @@ def _dask(locations: list, config, address: str | None, workers: int | None) -> 
         if cluster is not None:
             cluster.close()
 
-    return _Results(_dask_results(client, locations, config), cleanup)
+    return _Results(_dask_results(client, judge, locations, config), cleanup)
 
 
-def _dask_results(client, locations: list, config) -> Iterator[tuple]:
+def _dask_results(client, judge: Callable, locations: list, config) -> Iterator[tuple]:
     if not locations:
         return
     slots = max(1, sum(client.nthreads().values()))
     # pure=False: every batch is its own task, even when two are equal.
-    futures = client.map(judge_batch, _batches(locations, slots), config=config, pure=False)
+    futures = client.map(judge_batch, _batches(locations, slots), judge=judge, config=config, pure=False)
     done = 0
     try:
         for f in futures:
@@ -139,7 +141,7 @@ def _dask_results(client, locations: list, config) -> Iterator[tuple]:
             f.cancel()
 
 
-def _ray(locations: list, config, address: str | None, workers: int | None) -> Iterator[tuple]:
+def _ray(judge: Callable, locations: list, config, address: str | None, workers: int | None) -> Iterator[tuple]:
     try:
         import ray
     except ImportError:
@@ -160,10 +162,10 @@ def _ray(locations: list, config, address: str | None, workers: int | None) -> I
         except (ConnectionError, OSError, RuntimeError, ValueError) as e:
             raise EngineError(f"cannot reach the Ray cluster {address or '(local)'}: {_reason(e)}") from None
         started = True
-    return _Results(_ray_results(ray, locations, config), ray.shutdown if started else None)
+    return _Results(_ray_results(ray, judge, locations, config), ray.shutdown if started else None)
 
 
-def _ray_results(ray, locations: list, config) -> Iterator[tuple]:
+def _ray_results(ray, judge: Callable, locations: list, config) -> Iterator[tuple]:
     """Batches go out at most ``2 * slots`` at a time; a consumer that stops early leaves
     only those to finish. Nothing is ever ``ray.cancel``-ed: in Ray 2.x a cancel that
     races with the task's completion aborts the driver process (a failed internal check,
@@ -175,10 +177,10 @@ def _ray_results(ray, locations: list, config) -> Iterator[tuple]:
     task = ray.remote(num_cpus=1)(judge_batch)
     cfg = ray.put(config)
     batches = iter(_batches(locations, slots))
-    in_flight = deque(task.remote(b, cfg) for b in islice(batches, 2 * slots))
+    in_flight = deque(task.remote(b, cfg, judge) for b in islice(batches, 2 * slots))
     while in_flight:
         results = ray.get(in_flight.popleft())
         nxt = next(batches, None)
         if nxt is not None:
-            in_flight.append(task.remote(nxt, cfg))
+            in_flight.append(task.remote(nxt, cfg, judge))
         yield from results

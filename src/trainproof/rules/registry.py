@@ -262,15 +262,36 @@ def declare(rule_id: str, level: Level, group: str, summary: str, **docs: str) -
                    source="preflight", **docs)
 
 
-def all_rules() -> list[Rule]:
-    from . import load_all
+#: Every module that declares ids, in listing order: the preflight checks' id declarations
+#: (documentation only, :mod:`trainproof.rules.preflight_ids`), then the rule modules. The
+#: registry imports them by name, so it imports none of them at module level.
+RULE_MODULES = tuple(f"trainproof.rules.preflight_ids.{m}" for m in ("dataset", "env", "objective", "speech")) + tuple(
+    f"trainproof.rules.{m}" for m in ("loss", "grad", "lr", "evals", "perf", "updates", "signatures", "rl", "intent",
+                                      "reading", "compare", "outcomes"))
+_loaded = False
 
+
+def load_all() -> None:
+    """Import every module of :data:`RULE_MODULES` once, registering its ids, and put the
+    registry in their order."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+
+    for m in RULE_MODULES:
+        importlib.import_module(m)
+    canonical_order(list(RULE_MODULES))
+
+
+def all_rules() -> list[Rule]:
+    """Every declared id, in :data:`RULE_MODULES` order (rules and outcomes)."""
     load_all()
     return list(REGISTRY.values())
 
 
 def get(rule_id: str) -> Rule | None:
-    from . import load_all
-
+    """The declaration of ``rule_id``, or ``None`` when no module declares it."""
     load_all()
     return REGISTRY.get(rule_id)

@@ -191,11 +191,11 @@ def emit(reports: list[Report], command: str, as_json: bool, *, sarif_path: Path
          mute=(), error: str | None = None, extra: dict | None = None) -> None:
     """Print ``reports`` (text or JSON), write SARIF when asked, and exit by the shared policy.
 
-    Findings whose id is in ``mute`` are dropped first (preflight checks have no skip
-    step of their own to mute them at).
+    The ids in ``mute`` are muted first as the engine mutes a rule
+    (:func:`trainproof.preflight.apply_mute`: skipped, reason ``muted``).
     """
-    mute = set(mute)
-    if mute:
-        for r in reports:
-            r.findings = [f for f in r.findings if f.id not in mute]
+    from .preflight import apply_mute
+
+    for r in reports:
+        apply_mute(r, mute)
     _emit(reports, command, as_json, summary=False, extra=extra, error=error, sarif_path=sarif_path)

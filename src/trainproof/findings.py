@@ -117,6 +117,10 @@ class Skip:
         return {"reason": self.reason, "detail": self.detail}
 
 
+#: The skip of a check muted by ``--mute`` or the configuration: every command says it so.
+MUTED = Skip("muted", "muted by configuration or --mute")
+
+
 @dataclass
 class Report:
     """Everything trainproof says about one input.

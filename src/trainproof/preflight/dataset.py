@@ -899,8 +899,6 @@ def check_dataset(path: Path, text_field: str | None = None, tokenizer: str | No
                 skipped["TP-PRE-CONTEXT-OVERFLOW"] = Skip("absent", "--max-len needs --tokenizer to count tokens")
 
     findings = [f for f in findings if f.id not in mute]
-    for rid in sorted(mute & set(ALL_IDS)):
-        skipped[rid] = Skip("muted", "")
     if shape is not None and not any(
             f.level in (Level.FAIL, Level.WARN, Level.NOT_CHECKED) for f in findings) and "TP-PRE-OK" not in mute:
         parts = ["no malformed lines, empty texts or exact duplicates"]
@@ -912,7 +910,7 @@ def check_dataset(path: Path, text_field: str | None = None, tokenizer: str | No
                                 data={"records": scan.records, "shape": shape.name}))
         ran.append("TP-PRE-OK")
     return report(str(path), "dataset", findings, ran=ran, skipped=skipped, records=scan.records, meta=meta,
-                  notes=notes), tok_error
+                  notes=notes, mute=mute), tok_error
 
 
 def _data_findings(scan: _Scan, shape) -> list[Finding]:

@@ -515,15 +515,8 @@ def _build(findings: list[Finding], cov: TargetCoverage | None, shift: list[Find
         out += shift
     else:
         skipped.setdefault(_SHIFT_CHECK, Skip("absent", "no input_ids and labels"))
-    mute = set(mute)
-    if mute:
-        out = [f for f in out if f.id not in mute]
-        for rid in sorted(mute):
-            if rid in ran:
-                ran.remove(rid)
-                skipped[rid] = Skip("muted", "")
     return report(file, "objective", out, ran=ran, skipped=skipped, records=cov.total if cov else 0, meta=meta,
-                  notes=notes)
+                  notes=notes, mute=mute)
 
 
 def check_objective(num_classes: int, ignore_index: int = -100, targets: Any = None, input_ids: Any = None,

@@ -476,8 +476,6 @@ def _s(x: float) -> str:
 def _finish(findings: list[Finding], ran: list[str], skipped: dict, mute: set, ids: tuple, pass_id: str,
             pass_msg: str, pass_data: dict) -> list[Finding]:
     findings = [f for f in findings if f.id not in mute]
-    for rid in sorted(mute & set(ids)):
-        skipped[rid] = Skip("muted", "")
     if pass_id not in mute and not any(
             f.level in (Level.FAIL, Level.WARN, Level.NOT_CHECKED) for f in findings):
         findings.append(finding(pass_id, pass_msg, data=pass_data))
@@ -591,7 +589,8 @@ def check_data(path: Path, th: Thresholds = DEFAULT, mute=()) -> Report:
                        f"{len(items)} pair(s), {len(measured)} clip(s) read, "
                        f"{meta.get('duration_s', {}).get('total', 0.0) / 60:.1f} min of audio: no findings",
                        {"pairs": len(items)})
-    return report(str(path), kind, findings, ran=ran, skipped=skipped, records=len(items), meta=meta, notes=notes)
+    return report(str(path), kind, findings, ran=ran, skipped=skipped, records=len(items), meta=meta, notes=notes,
+                  mute=mute)
 
 
 def _majority(counter: Counter):
@@ -964,7 +963,8 @@ def check_tokenizer(model: Path, source: Path, th: Thresholds = DEFAULT, mute=()
                        f"{len(items)} transcript(s), {n_tokens} tokens: {100 * coverage:.2f}% of characters "
                        f"covered, {100 * unk_share:.2f}% unknown tokens",
                        {"transcripts": len(items), "tokens": n_tokens})
-    return report(str(source), kind, findings, ran=ran, skipped=skipped, records=len(items), meta=meta, notes=notes)
+    return report(str(source), kind, findings, ran=ran, skipped=skipped, records=len(items), meta=meta,
+                  notes=notes, mute=mute)
 
 
 def _durations(corpus: Corpus, items: list[Item]) -> tuple[list[float | None], str]:

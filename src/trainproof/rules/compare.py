@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..findings import Finding, Level, Report, Skip
+from ..findings import MUTED, Finding, Level, Report, Skip
 from ..runlog import RunLog
 from ._fmt import num, pct, step, times
 from ._stats import block_medians, end_window, median, smoothing_block
@@ -307,7 +307,7 @@ def compare_runlogs(baseline: RunLog, run: RunLog, baseline_report: Report | Non
     ctx = CompareContext(base, other, th, lo, hi, " ".join(notes))
     for r in rules:
         if r.id in mute:
-            skipped[r.id] = Skip("muted", "muted by configuration or --mute")
+            skipped[r.id] = MUTED
             continue
         ctx.rule_id = r.id
         with np.errstate(all="ignore"):

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..findings import Finding, Level, Report, Skip
+from ..findings import MUTED, Finding, Level, Report, Skip
 from ..runlog import RunLog, Series, downsample
 from .registry import Need, Rule, all_rules, get
 from .objective import detect_objective
@@ -188,7 +188,7 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
         if rule.is_outcome or rule.source not in ("single_run", "reader"):
             continue
         if rule.id in mute:
-            report.skipped[rule.id] = Skip("muted", "muted by configuration or --mute")
+            report.skipped[rule.id] = MUTED
             continue
         if objective not in rule.objectives:
             if objective == "supervised":

@@ -203,7 +203,7 @@ class Thresholds:
     # a real share of the run was wasted (warm-up starts at 0 and schedules end at 0, so
     # one or two edge points are normal).
     zero_lr_fail_share: float = 0.99
-    zero_lr_warn_share: float = 0.10
+    zero_lr_warn_share: float = 0.1
     # Leading zeros are warm-up or mixed-precision start-up when they last at most 3
     # logged points or 5% of the run, whichever is more (HF logs lr 0 at the first step
     # when warm-up is on and logging_steps=1; fp16 start-up skips its first steps).
@@ -338,7 +338,7 @@ class Thresholds:
     # minus its floor or end): near a floor of almost zero a ratio of two small numbers
     # says little (the gallery's healthy torch seeds reach 0.043 and 0.089 from 1.39, a
     # 2.07x ratio but a 3% share), while shuffled labels miss 60-80% of it.
-    cmp_min_gap_share: float = 0.10
+    cmp_min_gap_share: float = 0.1
     # Improving less than a quarter of what the baseline improved over the same steps.
     cmp_improve_deficit: float = 0.25
     # Gradient norms five times the baseline's: well beyond batch-to-batch variation.

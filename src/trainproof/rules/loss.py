@@ -153,7 +153,7 @@ def check_zero_loss_onset(ctx):
 
 @rule(
     "TP-ZERO-LOSS-MIXED", Level.FAIL, "zero", "exact 0.0 losses mixed among ordinary ones",
-    needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level"],
+    needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level", "dead_window"],
     least_evidence='At least 5 exact zeros that are also at least 10% of the points, among positive losses at least 10% of the starting level.',
     detects=(
         "At least 5 finite losses, and at least 10% of them, are exactly 0.0, the run does not end on a run of "
@@ -648,7 +648,7 @@ def _dead_data(st: dict, th) -> dict:
     "TP-DEAD-RUN", Level.FAIL, "shape", "the loss did not improve over the run",
     needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
     thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "dead_trend_blocks",
-                "dead_min_schedule_share", "tiny_lr"],
+                "dead_min_schedule_share", "tiny_lr", "diverge_noise_z", "vanish_ratio"],
     verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
     least_evidence='Both the 5-point ends and the 10% ends under 5% improvement, and no significant trend over up to 40 block medians; no falling eval loss.',
     detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians). Not a dead run: an eval loss that falls with a significant trend (the model is learning); a loss that fell from its first point beyond the noise and then held a level while the learning rate and the gradient norm stayed alive, or a log that starts past its own span (a resumed run): TP-LOSS-STALLED, a WARN. A learning rate at most 1e-6 over the whole run is named as the cause.",
@@ -678,8 +678,8 @@ def check_dead_run(ctx):
 @rule(
     "TP-LOSS-STALLED", Level.WARN, "shape", "the loss fell early, then held a level while the optimizer stayed alive",
     needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
-    thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "diverge_noise_z",
-                "dead_min_schedule_share", "tiny_lr", "vanish_ratio"],
+    thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "dead_trend_blocks",
+                "diverge_noise_z", "dead_min_schedule_share", "tiny_lr", "vanish_ratio"],
     min_schedule_share="dead_min_schedule_share", after_warmup=True,
     detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within 5%, no significant downward trend, no falling eval loss) on a loss whose first point sits above the end level by more than 5% and more than 3 noise sigmas of single points, while the learning rate (above 1e-6) and the gradient norm (finite, non-zero, not collapsed below 1% of its early level) stay alive over the second half; or on a log that starts at a step past its own span (a resumed run whose earlier training is not in the log). A learning rate of at most 1e-6 keeps it a TP-DEAD-RUN.",
     why="A loss that dropped at once and then stopped improving while the optimizer still moves the weights has reached a plateau: the rest of the run may be spent for little gain, but it is not a run that never trained.",

@@ -427,15 +427,15 @@ def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool) -> None:
     for col in ("id", "level", "group", "summary"):
         t.add_column(col)
     for r in rules:
-        t.add_row(r.id, r.level.value, r.group, escape(r.summary))
+        t.add_row(r.id, r.level.value, r.group, escape(r.text("summary")))
     _stdout().print(t)
 
 
 def _rule_dict(r) -> dict:
     return {
-        "id": r.id, "level": r.level.value, "group": r.group, "summary": r.summary,
-        "detects": r.detects, "why": r.why, "not_mean": r.not_mean, "causes": r.causes, "try": r.try_,
-        "hint": r.hint, "needs": [{"series": list(n.names), "min_points": n.min_points} for n in r.needs],
+        "id": r.id, "level": r.level.value, "group": r.group, "summary": r.text("summary"),
+        "detects": r.text("detects"), "why": r.text("why"), "not_mean": r.text("not_mean"),
+        "causes": r.text("causes"), "try": r.text("try_"), "hint": r.hint, "needs": [{"series": list(n.names), "min_points": n.min_points} for n in r.needs],
         "thresholds": list(r.thresholds), "source": r.source,
     }
 

@@ -27,7 +27,7 @@ def rules_markdown() -> str:
         "|---|---|---|---|",
     ]
     for r in rules:
-        lines.append(f"| [{r.id}](#{r.id.lower()}) | {r.level.value} | {r.group} | {r.summary} |")
+        lines.append(f"| [{r.id}](#{r.id.lower()}) | {r.level.value} | {r.group} | {r.text('summary')} |")
     lines += ["", "## Rules", ""]
     for r in rules:
         lines.append(f'<a id="{r.id.lower()}"></a>')

@@ -587,6 +587,11 @@ def names() -> list[str]:
     return [f.name for f in dataclasses.fields(Thresholds)]
 
 
+def is_threshold(name: str) -> bool:
+    """Whether ``name`` is a field of :class:`Thresholds`."""
+    return name in _FIELDS
+
+
 def reason(name: str) -> str:
     """Why threshold ``name`` has its default: the ``why`` it was declared with, or that of
     the field its ``see`` names.

@@ -62,3 +62,21 @@ def test_registry_order_does_not_depend_on_import_order():
     for first in ([], ["trainproof.preflight.speech"], ["trainproof.rules.compare", "trainproof.preflight.env"]):
         out = subprocess.run([sys.executable, "-c", script, *first], capture_output=True, text=True, check=True)
         assert out.stdout.split() == expected, first
+
+
+def test_every_threshold_declares_its_reason_as_data():
+    """Each Thresholds field carries why= (its own reason) or see= (an earlier field whose
+    reason covers it); RULES.md's table prints that text, not parsed source comments."""
+    import dataclasses
+
+    from trainproof.rules import thresholds as th
+
+    seen: list[str] = []
+    for f in dataclasses.fields(th.Thresholds):
+        meta = dict(f.metadata)
+        assert set(meta) in ({"why"}, {"see"}), f.name
+        if "see" in meta:
+            assert meta["see"] in seen and "why" in th.Thresholds.__dataclass_fields__[meta["see"]].metadata, f.name
+        assert len(th.reason(f.name)) > 20, f.name
+        seen.append(f.name)
+    assert th.shown(1e-6) == "1e-6" and th.shown(0.1) == "0.1" and th.shown(8) == "8"

@@ -324,10 +324,10 @@ def test_rule_metadata_comes_from_the_registry(core_examples) -> None:
     anchors = set(re.findall(r'<a id="([^"]+)"></a>', (REPO / "RULES.md").read_text(encoding="utf-8")))
     for d in doc["runs"][0]["tool"]["driver"]["rules"]:
         r = get(d["id"])
-        assert d["shortDescription"]["text"] == r.summary
-        assert d["fullDescription"]["text"] == r.detects
+        assert d["shortDescription"]["text"] == r.text("summary")
+        assert d["fullDescription"]["text"] == r.text("detects")
         assert d["help"]["markdown"] == r.doc_markdown()
-        assert r.causes in d["help"]["text"] and r.try_ in d["help"]["text"]
+        assert r.text("causes") in d["help"]["text"] and r.text("try_") in d["help"]["text"]
         assert d["defaultConfiguration"]["level"] == sarif.sarif_level(r.level)
         assert d["helpUri"] == f"https://github.com/trainproof/trainproof/blob/main/RULES.md#{r.id.lower()}"
         assert d["helpUri"].split("#")[1] in anchors

@@ -394,8 +394,11 @@ def watch(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stal
 @click.argument("rule_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the rule list as JSON.")
 @click.option("--markdown", is_flag=True, help="Print RULES.md (every rule and threshold, documented).")
-def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool) -> None:
-    """List every rule, or print the full documentation of RULE_ID."""
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="With RULE_ID: state the thresholds of this TOML file's [tool.trainproof] settings "
+                   "(default: nearest pyproject.toml).")
+def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool, config_path: Path | None) -> None:
+    """List every rule, or print the full documentation of RULE_ID with the thresholds in force."""
     import json
 
     from .rules.registry import all_rules, get
@@ -413,8 +416,27 @@ def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool) -> None:
             sys.exit(2)
         if as_json:
             click.echo(json.dumps(_rule_dict(r), indent=2))
-        else:
-            click.echo(r.doc_markdown("#"))
+            return
+        # The configuration a run would be judged with (the same loader as epoch and
+        # doctor), so the text states the numbers that would be compared against.
+        from .config import ConfigError, load_config
+        from .rules.thresholds import DEFAULT, shown
+
+        try:
+            cfg = load_config(config_path)
+        except ConfigError as e:
+            echo_error(str(e))
+            sys.exit(2)
+        th = cfg.thresholds
+        text = r.doc_markdown("#", th)
+        if r.thresholds:
+            lines = ["Thresholds in force:"]
+            for name in r.thresholds:
+                value, default = getattr(th, name), getattr(DEFAULT, name)
+                note = f" (default {shown(default)}, from {cfg.source})" if value != default else ""
+                lines.append(f"  {name} = {shown(value)}{note}")
+            text += "\n" + "\n".join(lines) + "\n"
+        click.echo(text)
         return
     rules = all_rules()
     if as_json:
@@ -427,15 +449,15 @@ def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool) -> None:
     for col in ("id", "level", "group", "summary"):
         t.add_column(col)
     for r in rules:
-        t.add_row(r.id, r.level.value, r.group, escape(r.summary))
+        t.add_row(r.id, r.level.value, r.group, escape(r.text("summary")))
     _stdout().print(t)
 
 
 def _rule_dict(r) -> dict:
     return {
-        "id": r.id, "level": r.level.value, "group": r.group, "summary": r.summary,
-        "detects": r.detects, "why": r.why, "not_mean": r.not_mean, "causes": r.causes, "try": r.try_,
-        "hint": r.hint, "needs": [{"series": list(n.names), "min_points": n.min_points} for n in r.needs],
+        "id": r.id, "level": r.level.value, "group": r.group, "summary": r.text("summary"),
+        "detects": r.text("detects"), "why": r.text("why"), "not_mean": r.text("not_mean"),
+        "causes": r.text("causes"), "try": r.text("try_"), "hint": r.hint, "needs": [{"series": list(n.names), "min_points": n.min_points} for n in r.needs],
         "thresholds": list(r.thresholds), "source": r.source,
     }
 

@@ -157,7 +157,7 @@ def _rule_name(rule_id: str) -> str:
 
 
 def _help_text(rule: Rule) -> str:
-    parts = [f"{title}. {getattr(rule, attr)}" for attr, title in DOC_SECTIONS]
+    parts = [f"{title}. {rule.text(attr)}" for attr, title in DOC_SECTIONS]
     parts.append(f"Documentation: {rule_help_uri(rule.id)}")
     return "\n\n".join(parts)
 
@@ -172,8 +172,8 @@ def _descriptor(rule_id: str, rule: Rule | None, level: Level) -> om.ReportingDe
     return om.ReportingDescriptor(
         id=rule.id,
         name=_rule_name(rule.id),
-        short_description=om.MultiformatMessageString(text=rule.summary),
-        full_description=om.MultiformatMessageString(text=rule.detects),
+        short_description=om.MultiformatMessageString(text=rule.text("summary")),
+        full_description=om.MultiformatMessageString(text=rule.text("detects")),
         help=om.MultiformatMessageString(text=_help_text(rule), markdown=rule.doc_markdown()),
         help_uri=rule_help_uri(rule.id),
         default_configuration=om.ReportingConfiguration(level=sarif_level(rule.level)),
@@ -194,7 +194,7 @@ def _reported(report: Report) -> list[Finding]:
 
 
 def _message(f: Finding, rule: Rule | None, record_index: int | None) -> str:
-    head = " ".join(f.message.split()) or (rule.summary if rule else f.id)
+    head = " ".join(f.message.split()) or (rule.text("summary") if rule else f.id)
     where = []
     if f.step is not None:
         s = _step_json(f.step)

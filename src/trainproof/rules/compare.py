@@ -82,7 +82,7 @@ class CompareContext:
         r = get(self.rule_id)
         return Finding(id=r.id, level=r.level, message=message,
                        evidence=f"{evidence} {self.range_note}".strip(), data=dict(data or {}),
-                       step=step_, source="compare", hint=r.hint)
+                       step=step_, source="compare", hint=r.hint_for(self.th))
 
 
 _COMMON = dict(source="compare", objectives=("supervised",))

@@ -5,37 +5,8 @@ committed file equal to this output, so the documentation cannot drift from the 
 """
 from __future__ import annotations
 
-import inspect
-import re
-
 from . import thresholds as _th
 from .registry import all_rules
-
-_FIELD = re.compile(r"^\s{4}(\w+): (int|float) = (.+)$")
-
-
-def threshold_reasons() -> list[tuple[str, str, str]]:
-    """``(name, default, reason)`` for every threshold, the reason being the comment
-    block written above it in :mod:`trainproof.rules.thresholds`."""
-    out = []
-    comment: list[str] = []
-    for line in inspect.getsource(_th.Thresholds).splitlines():
-        s = line.strip()
-        if s.startswith("# ---"):
-            comment = []
-        elif s.startswith("#"):
-            if out and not comment and out[-1][2] == "":
-                pass
-            comment.append(s.lstrip("#").strip())
-        else:
-            m = _FIELD.match(line)
-            if m:
-                reason = " ".join(comment) if comment else (out[-1][2] if out else "")
-                out.append((m.group(1), m.group(3), reason))
-                comment = []
-            elif not s:
-                comment = []
-    return out
 
 
 def rules_markdown() -> str:
@@ -56,7 +27,7 @@ def rules_markdown() -> str:
         "|---|---|---|---|",
     ]
     for r in rules:
-        lines.append(f"| [{r.id}](#{r.id.lower()}) | {r.level.value} | {r.group} | {r.summary} |")
+        lines.append(f"| [{r.id}](#{r.id.lower()}) | {r.level.value} | {r.group} | {r.text('summary')} |")
     lines += ["", "## Rules", ""]
     for r in rules:
         lines.append(f'<a id="{r.id.lower()}"></a>')
@@ -70,6 +41,6 @@ def rules_markdown() -> str:
         "| name | default | why this value |",
         "|---|---|---|",
     ]
-    for name, default, reason in threshold_reasons():
-        lines.append(f"| `{name}` | {default} | {reason} |")
+    for name in _th.names():
+        lines.append(f"| `{name}` | {_th.shown(getattr(_th.DEFAULT, name))} | {_th.reason(name)} |")
     return "\n".join(lines).rstrip() + "\n"

@@ -64,7 +64,7 @@ class Context:
         r = self.rule
         return Finding(
             id=r.id, level=r.level, message=message, evidence=evidence, data=dict(data or {}),
-            step=step, line=None if line is None else int(line), source=r.source, hint=r.hint,
+            step=step, line=None if line is None else int(line), source=r.source, hint=r.hint_for(self.th),
         )
 
 

@@ -43,16 +43,17 @@ def _durable_rise(v: np.ndarray, j: int, climb: bool, th) -> tuple[float, bool]:
     thresholds=["overfit_min_evals", "overfit_ratio", "overfit_tail_evals", "overfit_evals_after_min",
                 "overfit_slow_ratio", "dead_trend_z"],
     detects=(
-        "At least 4 evaluations and at least 3 after the eval minimum; the eval loss ends above 1.2x the minimum "
-        "— by the median of the last 3 evaluations, or by the last one when every evaluation after the minimum "
-        "rose (a steady climb) — or, when the rise is durable, above 1.05x: every evaluation after the minimum "
-        "higher than the one before, or, between levels, the median of the last 10% of evaluations (at least 3) "
-        "above 1.05x the lowest median of 5% of them (at least 3) with a Mann-Kendall z of at least 2.326 over "
-        "the evaluations from that level on — while the train loss at the end is below the train loss around "
-        "the best evaluation."
+        "At least {overfit_min_evals} evaluations and at least {overfit_evals_after_min} after the eval "
+        "minimum; the eval loss ends above {overfit_ratio}x the minimum — by the median of the last "
+        "{overfit_tail_evals} evaluations, or by the last one when every evaluation after the minimum rose (a "
+        "steady climb) — or, when the rise is durable, above {overfit_slow_ratio}x: every evaluation after the "
+        "minimum higher than the one before, or, between levels, the median of the last 10% of evaluations (at "
+        "least 3) above {overfit_slow_ratio}x the lowest median of 5% of them (at least 3) with a Mann-Kendall "
+        "z of at least {dead_trend_z} over the evaluations from that level on — while the train loss at the "
+        "end is below the train loss around the best evaluation."
     ),
     why="Past the eval minimum the model memorises the training set; the checkpoint at the best step generalises better than the last one.",
-    not_mean="A single bad evaluation is not overfitting (the median of the last 3 ignores it, and a spike that comes back down is no steady climb); an eval loss that rises together with the train loss is a divergence, not this.",
+    not_mean="A single bad evaluation is not overfitting (the median of the last {overfit_tail_evals} ignores it, and a spike that comes back down is no steady climb); an eval loss that rises together with the train loss is a divergence, not this.",
     causes="Too many epochs for the data size, too little regularisation (dropout, weight decay), a learning rate that stays high too long, a train set much smaller than the model's capacity.",
     try_="Keep the checkpoint at the best eval step (load_best_model_at_end), add early stopping, more data or regularisation, or fewer epochs.",
 )

@@ -153,12 +153,13 @@ def check_zero_loss_onset(ctx):
 
 @rule(
     "TP-ZERO-LOSS-MIXED", Level.FAIL, "zero", "exact 0.0 losses mixed among ordinary ones",
-    needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level"],
-    least_evidence='At least 5 exact zeros that are also at least 10% of the points, among positive losses at least 10% of the starting level.',
+    needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level", "dead_window"],
+    least_evidence="At least {zero_min_points} exact zeros that are also at least {zero_mixed_share:.0%} of the points, among positive losses at least {zero_mixed_level:.0%} of the starting level.",
     detects=(
-        "At least 5 finite losses, and at least 10% of them, are exactly 0.0, the run does not end on a run of "
-        "zeros (TP-ZERO-LOSS-ONSET's), and the positive losses logged from the first zero on have a median of at "
-        "least 10% of the run's starting level (median of its first 5 losses)."
+        "At least {zero_min_points} finite losses, and at least {zero_mixed_share:.0%} of them, are exactly "
+        "0.0, the run does not end on a run of zeros (TP-ZERO-LOSS-ONSET's), and the positive losses logged "
+        "from the first zero on have a median of at least {zero_mixed_level:.0%} of the run's starting level "
+        "(median of its first {dead_window} losses)."
     ),
     why=(
         "A loss averaged over a batch is exactly 0.0 only when every example in it is fitted to the last bit; "
@@ -269,10 +270,10 @@ def check_negative_loss(ctx):
     thresholds=["min_trend_points", "flat_rel_std", "dead_min_schedule_share"],
     verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
-    least_evidence='Relative variation below 0.1% over every point.',
-    detects="A loss whose relative variation (standard deviation / mean over every finite point) is below 0.1%.",
+    least_evidence="Relative variation below {flat_rel_std:.1%} over every point.",
+    detects="A loss whose relative variation (standard deviation / mean over every finite point) is below {flat_rel_std:.1%}.",
     why="A training loss always moves a little from batch to batch; a loss constant to three significant digits means the model's output does not depend on the updates.",
-    not_mean="It does not flag a slowly improving or a noisy loss; those vary far more than 0.1%.",
+    not_mean="It does not flag a slowly improving or a noisy loss; those vary far more than {flat_rel_std:.1%}.",
     causes="Frozen parameters, a zero learning rate, a model that predicts a constant (collapsed output, dead ReLUs), a loss computed on a constant tensor.",
     try_="Check that the optimizer holds the trainable parameters and the learning rate is non-zero; print the gradient norm; overfit one batch to confirm the model can learn.",
     objectives=("supervised",),
@@ -333,21 +334,22 @@ def chance_level(values: np.ndarray, max_classes: int, tol_level: float, tol_blo
                 "dead_trend_z", "dead_min_schedule_share"],
     verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
-    least_evidence="80% of the run's block medians at ln(k) and no significant downward trend.",
+    least_evidence="{chance_share:.0%} of the run's block medians at ln(k) and no significant downward trend.",
     detects=(
-        "A train loss (or, when it does not, an eval loss with at least 8 evaluations) whose median is within 2% "
-        "of ln(k) for some k from 2 to 10 (0.693, 1.099, 1.386, 1.609, …), with at least 80% of its block "
-        "medians (blocks of 5% of the run) within 3% of it and no significant downward trend (Mann-Kendall z "
-        "above -2.326), while the learning rate (when logged) is above zero."
+        "A train loss (or, when it does not, an eval loss with at least {min_trend_points} evaluations) whose "
+        "median is within {chance_tol_level:.0%} of ln(k) for some k from 2 to {chance_max_classes} (0.693, "
+        "1.099, 1.386, 1.609, …), with at least {chance_share:.0%} of its block medians (blocks of 5% of the "
+        "run) within {chance_tol_block:.0%} of it and no significant downward trend (Mann-Kendall z above "
+        "-{dead_trend_z}), while the learning rate (when logged) is above zero."
     ),
     why=(
         "ln(k) is the cross-entropy of predicting every one of k classes with probability 1/k: a classifier whose "
         "loss holds that value has learned nothing, not even the class frequencies."
     ),
     not_mean=(
-        "A loss that passes through such a value on its way down is not stuck (the trend test and the 80% share "
-        "exempt it). It cannot know the task's class count: a regression loss that happens to sit at 0.693 is "
-        "reported too, which is still a loss that does not move."
+        "A loss that passes through such a value on its way down is not stuck (the trend test and the "
+        "{chance_share:.0%} share exempt it). It cannot know the task's class count: a regression loss that "
+        "happens to sit at 0.693 is reported too, which is still a loss that does not move."
     ),
     causes="Labels unrelated to the inputs (shuffled, or a join that misaligned them), a collapsed output layer, a learning rate too small to leave the initialisation, features that carry no signal (all zeros, constant after a normalisation bug).",
     try_="Overfit a single batch; check that labels and inputs line up after loading and shuffling; print the output distribution; check the learning rate after warm-up.",
@@ -413,16 +415,17 @@ def _lone_start_cut(ratio: float, k: int) -> float:
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
     thresholds=["min_trend_points", "diverge_ratio", "diverge_noise_z", "diverge_start_points", "floor_regain_share"],
     verdict_bearing=True, implies=("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-EVAL-DIVERGE"),
-    least_evidence="The run's own noise, measured on the log of the loss: the end level must clear the best level by the ratio and by 3 standard errors of the two levels.",
+    least_evidence="The run's own noise, measured on the log of the loss: the end level must clear the best level by the ratio and by {diverge_noise_z:g} standard errors of the two levels.",
     detects=(
-        "A run whose end level (median of its last 10% of points, at least 3) is more than 1.5x the best "
-        "level it held, and above it by more than 3 standard errors of the two levels (noise measured on "
-        "the log of the loss; a block minimum also allows for the lowest of several tied blocks sitting "
-        "low by chance). The best level is the lowest of: the medians of consecutive blocks of 5% of the "
-        "run (at least 3 points); the starting level, the higher of the first 2 points when they agree "
-        "within the noise; and the first point alone, when the run right after it (median of the next 5 "
-        "points) sits more than 3x above it. Not a divergence: a climb that regains less than 5% of the drop from "
-        "the first block's level to the best level (a loss at its noise floor after a large fall)."
+        "A run whose end level (median of its last 10% of points, at least 3) is more than {diverge_ratio}x "
+        "the best level it held, and above it by more than {diverge_noise_z:g} standard errors of the two "
+        "levels (noise measured on the log of the loss; a block minimum also allows for the lowest of several "
+        "tied blocks sitting low by chance). The best level is the lowest of: the medians of consecutive "
+        "blocks of 5% of the run (at least 3 points); the starting level, the higher of the first "
+        "{diverge_start_points} points when they agree within the noise; and the first point alone, when the "
+        "run right after it (median of the next 5 points) sits more than 3x above it. Not a divergence: a "
+        "climb that regains less than {floor_regain_share:.0%} of the drop from the first block's level to the "
+        "best level (a loss at its noise floor after a large fall)."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
     not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging.",
@@ -648,10 +651,10 @@ def _dead_data(st: dict, th) -> dict:
     "TP-DEAD-RUN", Level.FAIL, "shape", "the loss did not improve over the run",
     needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
     thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "dead_trend_blocks",
-                "dead_min_schedule_share", "tiny_lr"],
+                "dead_min_schedule_share", "tiny_lr", "diverge_noise_z", "vanish_ratio"],
     verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
-    least_evidence='Both the 5-point ends and the 10% ends under 5% improvement, and no significant trend over up to 40 block medians; no falling eval loss.',
-    detects="The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians). Not a dead run: an eval loss that falls with a significant trend (the model is learning); a loss that fell from its first point beyond the noise and then held a level while the learning rate and the gradient norm stayed alive, or a log that starts past its own span (a resumed run): TP-LOSS-STALLED, a WARN. A learning rate at most 1e-6 over the whole run is named as the cause.",
+    least_evidence="Both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, and no significant trend over up to {dead_trend_blocks} block medians; no falling eval loss.",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians). Not a dead run: an eval loss that falls with a significant trend (the model is learning); a loss that fell from its first point beyond the noise and then held a level while the learning rate and the gradient norm stayed alive, or a log that starts past its own span (a resumed run): TP-LOSS-STALLED, a WARN. A learning rate at most {tiny_lr} over the whole run is named as the cause.",
     why="A run that ends where it started has spent its compute without learning.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a loss with a large constant offset that falls slowly but steadily, nor a run judged early in its schedule or during warm-up. It does flag runs already converged at the start because they resumed from a good checkpoint; read the evidence with the run's history in mind.",
     causes="A zero or far too small learning rate, frozen parameters, a model already at its floor (resumed run), labels unrelated to inputs.",
@@ -678,10 +681,10 @@ def check_dead_run(ctx):
 @rule(
     "TP-LOSS-STALLED", Level.WARN, "shape", "the loss fell early, then held a level while the optimizer stayed alive",
     needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
-    thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "diverge_noise_z",
-                "dead_min_schedule_share", "tiny_lr", "vanish_ratio"],
+    thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "dead_trend_blocks",
+                "diverge_noise_z", "dead_min_schedule_share", "tiny_lr", "vanish_ratio"],
     min_schedule_share="dead_min_schedule_share", after_warmup=True,
-    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within 5%, no significant downward trend, no falling eval loss) on a loss whose first point sits above the end level by more than 5% and more than 3 noise sigmas of single points, while the learning rate (above 1e-6) and the gradient norm (finite, non-zero, not collapsed below 1% of its early level) stay alive over the second half; or on a log that starts at a step past its own span (a resumed run whose earlier training is not in the log). A learning rate of at most 1e-6 keeps it a TP-DEAD-RUN.",
+    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend, no falling eval loss) on a loss whose first point sits above the end level by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points, while the learning rate (above {tiny_lr}) and the gradient norm (finite, non-zero, not collapsed below {vanish_ratio:.0%} of its early level) stay alive over the second half; or on a log that starts at a step past its own span (a resumed run whose earlier training is not in the log). A learning rate of at most {tiny_lr} keeps it a TP-DEAD-RUN.",
     why="A loss that dropped at once and then stopped improving while the optimizer still moves the weights has reached a plateau: the rest of the run may be spent for little gain, but it is not a run that never trained.",
     not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor and resumed runs look like this. It is not TP-DEAD-RUN, which needs the loss never to have moved.",
     causes="A model at the floor of what its data allow, a learning rate too small after warm-up to make further progress, a resumed run already converged, too little capacity.",

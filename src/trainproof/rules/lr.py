@@ -160,7 +160,7 @@ def check_zero_lr_partial(ctx):
 @rule(
     "TP-LR-SCHEDULE-ENDED-EARLY", Level.WARN, "lr", "the schedule decayed to zero while many steps remained",
     needs=[Need("lr", "min_value_points")],
-    thresholds=["zero_lr_warn_share", "min_value_points"],
+    thresholds=["zero_lr_warn_share", "min_value_points", "lr_startup_share", "lr_startup_points"],
     detects="The learning rate decays to exactly 0 and stays there for more than 10% of the run: the scheduled end (HF's max_steps when the log declares it, else the last logged step) is far beyond the step where the schedule ended.",
     why="Every step after the schedule reached 0 costs compute and changes nothing.",
     not_mean="A zero at the very end of a decaying schedule is normal; so is a short tail.",

@@ -89,7 +89,7 @@ def _loader_shares(ctx):
 @rule(
     "TP-LOADER-BOUND", Level.WARN, "speed", "data loading takes more than half of each step",
     needs=[Need("loader_time", "min_value_points"), Need("step_time", "min_value_points")],
-    thresholds=["loader_bound_share", "min_value_points"],
+    thresholds=["loader_bound_share", "min_value_points", "step_cliff_tail_share"],
     detects="The median of loader_time / step_time over the steps that log both is above 0.5, over the whole run or over its last 20% (a loader that became the bottleneck).",
     why="The accelerator waits on the input pipeline for most of each step: more GPUs will not make the run faster.",
     not_mean="It does not judge the model or the loss.",

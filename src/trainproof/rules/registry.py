@@ -16,8 +16,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ..findings import Level
+
+if TYPE_CHECKING:
+    from .thresholds import Thresholds
+
+#: The attributes of a :class:`Rule` written in prose, which may name thresholds as
+#: ``{name}`` or ``{name:spec}`` placeholders (:meth:`Rule.text` fills them in).
+PROSE = ("summary", "detects", "why", "not_mean", "causes", "try_", "least_evidence")
 
 DOC_SECTIONS = (
     ("detects", "What it detects"),
@@ -84,15 +93,49 @@ class Rule:
     def is_outcome(self) -> bool:
         return self.check is None
 
-    @property
-    def hint(self) -> str:
-        """Short remediation hint: likely causes, then what to try (first sentences)."""
-        return f"Likely: {_first_sentence(self.causes)} Try: {_first_sentence(self.try_)}"
+    def text(self, attr: str, th: Thresholds | None = None) -> str:
+        """The prose attribute ``attr`` (one of :data:`PROSE`) with its threshold
+        placeholders filled in from ``th`` (default: the default thresholds).
 
-    def doc_markdown(self, heading: str = "###") -> str:
-        parts = [f"{heading} {self.id} — {self.summary}", ""]
+        A placeholder is ``{name}`` (the value as RULES.md's table writes it: ``5``,
+        ``1.5``, ``1e-6``) or ``{name:spec}`` with a format spec (``{flat_rel_std:.1%}``
+        gives ``0.1%``); ``{{`` and ``}}`` are literal braces.
+
+        Raises:
+            KeyError: a placeholder names no threshold.
+            ValueError: ``attr`` is not a prose attribute, or a placeholder is malformed.
+        """
+        if attr not in PROSE:
+            raise ValueError(f"{attr!r} is not a prose attribute of a rule ({', '.join(PROSE)})")
+        raw = getattr(self, attr)
+        if "{" not in raw and "}" not in raw:
+            return raw
+        from .thresholds import DEFAULT
+
+        return raw.format_map(_Values(DEFAULT if th is None else th))
+
+    @cached_property
+    def hint(self) -> str:
+        """Short remediation hint with the default thresholds (see :meth:`hint_for`)."""
+        return self._hint(None)
+
+    def hint_for(self, th: Thresholds | None) -> str:
+        """Short remediation hint: likely causes, then what to try (first sentences), with
+        the numbers of ``th`` (``None`` or the defaults: :attr:`hint`, computed once)."""
+        from .thresholds import DEFAULT
+
+        return self.hint if th is None or th is DEFAULT or th == DEFAULT else self._hint(th)
+
+    def _hint(self, th: Thresholds | None) -> str:
+        return (f"Likely: {_first_sentence(self.text('causes', th))} "
+                f"Try: {_first_sentence(self.text('try_', th))}")
+
+    def doc_markdown(self, heading: str = "###", th: Thresholds | None = None) -> str:
+        """The rule's documentation in Markdown (a section of RULES.md, what ``trainproof
+        rules ID`` prints), its numbers those of ``th`` (default: the default thresholds)."""
+        parts = [f"{heading} {self.id} — {self.text('summary', th)}", ""]
         parts.append(f"Level **{self.level.value}** · group `{self.group}`" + (
-            " · needs " + ", ".join(_need_text(n) for n in self.needs) if self.needs else ""))
+            " · needs " + ", ".join(_need_text(n, th) for n in self.needs) if self.needs else ""))
         if self.thresholds:
             parts.append("· thresholds " + ", ".join(f"`{t}`" for t in self.thresholds))
         if self.implies:
@@ -102,39 +145,41 @@ class Rule:
             parts.append("· objectives " + ", ".join(f"`{o}`" for o in self.objectives)
                          + " (skipped as `objective: …` on the others)")
         parts.append("")
-        least = self.least_evidence_text()
+        least = self.least_evidence_text(th)
         if least:
             parts.append(f"**Least evidence.** {least}")
             parts.append("")
         for attr, title in DOC_SECTIONS:
-            parts.append(f"**{title}.** {getattr(self, attr)}")
+            parts.append(f"**{title}.** {self.text(attr, th)}")
             parts.append("")
         return "\n".join(parts).rstrip() + "\n"
 
-    def least_evidence_text(self) -> str:
+    def least_evidence_text(self, th: Thresholds | None = None) -> str:
         """What a FAIL rule needs before it may fail a run, in one paragraph: the points of
         each series it needs, the share of the scheduled run and the end of warm-up the engine
         waits for, and the rule's own ``least_evidence``. For a rule of another level, only the
-        schedule share and warm-up it waits for; empty when it has neither, and for outcomes."""
+        schedule share and warm-up it waits for; empty when it has neither, and for outcomes.
+        The numbers are those of ``th`` (default: the default thresholds)."""
         gated = bool(self.min_schedule_share or self.after_warmup)
         if self.is_outcome or (self.level is not Level.FAIL and not gated):
             return ""
         from .thresholds import DEFAULT
 
+        th = DEFAULT if th is None else th
         bits = []
         for n in (self.needs if self.level is Level.FAIL else ()):
             mp = n.min_points
-            k = getattr(DEFAULT, mp) if isinstance(mp, str) else mp
+            k = getattr(th, mp) if isinstance(mp, str) else mp
             names = " or ".join(f"`{x}`" for x in n.names)
             bits.append(f"{k} {'finite ' if n.finite else ''}point{'s' if k != 1 else ''} of {names}")
         if self.min_schedule_share:
-            bits.append(f"{getattr(DEFAULT, self.min_schedule_share):.0%} of the scheduled run where the log "
+            bits.append(f"{getattr(th, self.min_schedule_share):.0%} of the scheduled run where the log "
                         "declares its schedule (skipped as `too_little_of_schedule` below it)")
         if self.after_warmup:
             bits.append("a learning rate no longer warming up (skipped as `warmup` while it rises)")
         text = ("Needs " + "; ".join(bits) + "." if bits else "")
         if self.least_evidence:
-            text = (text + " " if text else "") + self.least_evidence
+            text = (text + " " if text else "") + self.text("least_evidence", th)
         return text
 
 
@@ -146,13 +191,41 @@ def _first_sentence(text: str) -> str:
     return text
 
 
-def _need_text(n: Need) -> str:
+class _Values:
+    """Threshold values by name for :meth:`str.format_map`, each formatted as RULES.md's
+    table writes it unless the placeholder gives a format spec."""
+
+    def __init__(self, th: Thresholds) -> None:
+        self.th = th
+
+    def __getitem__(self, name: str) -> _Shown:
+        from .thresholds import is_threshold
+
+        if not is_threshold(name):
+            raise KeyError(f"rule text names no threshold {name!r}")
+        return _Shown(getattr(self.th, name))
+
+
+class _Shown:
+    """One threshold value in rule text: ``{name}`` is :func:`thresholds.shown` (``1e-6``,
+    not Python's ``1e-06``), ``{name:spec}`` is ``format(value, spec)``."""
+
+    def __init__(self, value: int | float) -> None:
+        self.value = value
+
+    def __format__(self, spec: str) -> str:
+        from .thresholds import shown
+
+        return format(self.value, spec) if spec else shown(self.value)
+
+
+def _need_text(n: Need, th: Thresholds | None = None) -> str:
     from .thresholds import DEFAULT
 
     names = " or ".join(f"`{s}`" for s in n.names)
     mp = n.min_points
     if isinstance(mp, str):
-        return f"{names} (≥ {getattr(DEFAULT, mp)} points, `{mp}`)"
+        return f"{names} (≥ {getattr(DEFAULT if th is None else th, mp)} points, `{mp}`)"
     return f"{names} (≥ {mp} points)" if mp != 1 else names
 
 

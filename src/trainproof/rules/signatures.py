@@ -239,29 +239,31 @@ def _trend_change(slope: float, span: float) -> float:
 
 
 @rule(
-    "TP-PLATEAU", Level.WARN, "signature", "the loss held its starting level through the first 30% of the run, and only fell later",
+    "TP-PLATEAU", Level.WARN, "signature", "the loss held its starting level through the first {plateau_head_share:.0%} of the run, and only fell later",
     needs=[Need("loss", "plateau_min_points", positive=True, all_finite=True)],
     thresholds=["plateau_min_points", "plateau_head_share", "plateau_t", "plateau_accel_t",
                 "dead_window", "dead_min_improvement"],
     detects=(
-        "The loss holds its starting level through the first 30% of the points (at least 10): the least-squares "
-        "line of the log of the loss on the step there shows no significant decrease (t > -2.5, one-sided) and "
-        "a fitted change of less than 5% (TP-DEAD-RUN's bar for a whole run); while over the rest of the run "
-        "the loss falls significantly faster than it did there (difference of the two slopes at least 3 "
-        "standard errors, z <= -3). Standard errors are widened for the lag-1 autocorrelation of the head's "
+        "The loss holds its starting level through the first {plateau_head_share:.0%} of the points (at least "
+        "10): the least-squares line of the log of the loss on the step there shows no significant decrease (t "
+        "> -{plateau_t}, one-sided) and a fitted change of less than {dead_min_improvement:.0%} (TP-DEAD-RUN's "
+        "bar for a whole run); while over the rest of the run the loss falls significantly faster than it did "
+        "there (difference of the two slopes at least {plateau_accel_t:g} standard errors, z <= "
+        "-{plateau_accel_t:g}). Standard errors are widened for the lag-1 autocorrelation of the head's "
         "residuals (a running-average loss is autocorrelated). A run whose loss did not improve overall "
         "(TP-DEAD-RUN's condition) is left to TP-DEAD-RUN."
     ),
     why=(
-        "A healthy curve falls fastest at the start and slows down; one that sits at its starting level for the "
-        "first 30% and only then starts falling has spent that compute waiting for the optimiser to get going."
+        "A healthy curve falls fastest at the start and slows down; one that sits at its starting level for "
+        "the first {plateau_head_share:.0%} and only then starts falling has spent that compute waiting for "
+        "the optimiser to get going."
     ),
     not_mean=(
         "A run that drops quickly in its first logs and then levels off is not on a plateau (it fell, and the "
-        "rest does not fall faster), nor is a noisy learner whose decrease is too small to be significant early "
-        "on (it falls no faster later), nor a run that never improves (that is TP-DEAD-RUN, a FAIL: a plateau "
-        "that never ends is a dead run, and one message is enough). Being flat at the end of a run is "
-        "convergence, not this; a plateau that starts after the first 30% is not judged."
+        "rest does not fall faster), nor is a noisy learner whose decrease is too small to be significant "
+        "early on (it falls no faster later), nor a run that never improves (that is TP-DEAD-RUN, a FAIL: a "
+        "plateau that never ends is a dead run, and one message is enough). Being flat at the end of a run is "
+        "convergence, not this; a plateau that starts after the first {plateau_head_share:.0%} is not judged."
     ),
     causes=(
         "A warm-up far longer than needed or a learning rate that starts too low, a poor initialisation (outputs "
@@ -386,14 +388,16 @@ def _spike_candidates(y: np.ndarray, window: int, first: int, bar: float) -> tup
     thresholds=["spike_min_points", "spike_window", "spike_factor", "spike_noise_z", "spike_max_points",
                 "spike_settle_points", "spike_worse_ratio", "spike_worse_z"],
     detects=(
-        "A burst of at most 5 consecutive points more than 3x the loss level before it (median of up to the 10 "
-        "points before, at least 5) and more than 6 noise sigmas above it (noise of the log of the loss), "
-        "followed by at least 5 more points. The loss must come back below that bar, and the best level the run "
-        "reaches from there to the end of the log (the lowest median of any 5 consecutive points) must still be "
-        "more than 1.1x the level before the spike and above it by more than 3 standard errors of the two levels "
-        "(the run settled worse); otherwise the spikes came back, and the finding lists their steps. Never a "
-        "FAIL: a spike that recovers is instability to watch, and it does not make a later plateau a divergence "
-        "(TP-DIVERGE reads levels, which a burst of at most 5 points does not move)."
+        "A burst of at most {spike_max_points} consecutive points more than {spike_factor:g}x the loss level "
+        "before it (median of up to the {spike_window} points before, at least 5) and more than "
+        "{spike_noise_z:g} noise sigmas above it (noise of the log of the loss), followed by at least "
+        "{spike_settle_points} more points. The loss must come back below that bar, and the best level the run "
+        "reaches from there to the end of the log (the lowest median of any {spike_settle_points} consecutive "
+        "points) must still be more than {spike_worse_ratio}x the level before the spike and above it by more "
+        "than {spike_worse_z:g} standard errors of the two levels (the run settled worse); otherwise the "
+        "spikes came back, and the finding lists their steps. Never a FAIL: a spike that recovers is "
+        "instability to watch, and it does not make a later plateau a divergence (TP-DIVERGE reads levels, "
+        "which a burst of at most {spike_max_points} points does not move)."
     ),
     why=(
         "A spike that the run absorbs costs a few steps; one after which the loss never gets back to where it "

@@ -7,13 +7,15 @@ outside the threshold's declared range (:data:`RANGES`): a configuration may com
 pull request, and a value such as ``nan``, ``0`` or ``2**62`` must be refused with its
 name rather than crash a rule or turn a healthy run into a FAIL.
 
-A new threshold is a field of :class:`Thresholds` with its comment, plus one entry in
-:data:`RANGES` (``tests/test_pr_config_ckpt.py`` fails for a field without one).
+A new threshold is a field of :class:`Thresholds` declared with :func:`threshold`, its
+default and the reason for that value (RULES.md prints the reason: :func:`reason`), plus one
+entry in :data:`RANGES` (``tests/test_pr_config_ckpt.py`` fails for a field without one).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -22,434 +24,530 @@ class ThresholdError(ValueError):
     """An override names no threshold, or gives a value of the wrong type or range."""
 
 
+def threshold(default: int | float, why: str = "", *, see: str = ""):
+    """Declare one :class:`Thresholds` field: its default and why the default is that value.
+
+    Args:
+        default: the value (an int for a count of points, a float otherwise).
+        why: the reason for the value, in prose: what was measured, the source it comes
+            from, or that it is a judgement. RULES.md prints it beside the default.
+        see: instead of ``why``, the name of an earlier field whose reason explains this
+            one too (one paragraph for a group of thresholds read together).
+
+    Returns:
+        A :func:`dataclasses.field` with ``default`` and the metadata ``{"why": why}`` or
+        ``{"see": see}``.
+
+    Raises:
+        ValueError: neither or both of ``why`` and ``see`` are given.
+    """
+    if bool(why) == bool(see):
+        raise ValueError("a threshold declares exactly one of why= and see=")
+    return dataclasses.field(default=default, metadata={"why": why} if why else {"see": see})
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """The rules' thresholds. Units: ratios are plain multiples, shares are in [0, 1],
     counts are numbers of logged points (not training steps)."""
 
     # --- minimum lengths -------------------------------------------------------------
-    # Shape rules (flatness, divergence) judge a curve; below 8 logged points a curve is a
-    # handful of noisy samples (8 = a 3-point starting block, a 3-point end window and
-    # room between them). Short Keras runs log one point per epoch, and 8 epochs is a
-    # common length, so the bar is not set higher.
-    min_trend_points: int = 8
-    # Value rules on gradient norms and learning rate need a few points so that one
-    # warm-up or start-up value is not "every value".
-    min_value_points: int = 5
+    min_trend_points: int = threshold(
+        8,
+        "Shape rules (flatness, divergence) judge a curve; below 8 logged points a curve is a "
+        "handful of noisy samples (8 = a 3-point starting block, a 3-point end window and room "
+        "between them). Short Keras runs log one point per epoch, and 8 epochs is a common "
+        "length, so the bar is not set higher.")
+    min_value_points: int = threshold(
+        5,
+        'Value rules on gradient norms and learning rate need a few points so that one warm-up '
+        'or start-up value is not "every value".')
 
     # --- flatness ----------------------------------------------------------------------
-    # std/mean of the loss below 0.1% means the loss is constant to three significant
-    # digits over the whole run: nothing is being learned (a frozen model, a constant
-    # prediction). Healthy noisy runs sit at 1%..30%.
-    flat_rel_std: float = 0.001
+    flat_rel_std: float = threshold(
+        0.001,
+        "std/mean of the loss below 0.1% means the loss is constant to three significant "
+        "digits over the whole run: nothing is being learned (a frozen model, a constant "
+        "prediction). Healthy noisy runs sit at 1%..30%.")
 
     # --- divergence --------------------------------------------------------------------
-    # The run's end level (median of its last window) must exceed the best level it held
-    # by this factor (the value the foundation issue sets). Measured on the 27 healthy
-    # HF/JSONL/CSV runs of the shared corpus: end/best is at most 1.24, except one
-    # Whisper fine-tune whose loss ends near 0.01 (1.60, see the noise gate below); the
-    # diverged runs there sit at 5.2-5.5.
-    diverge_ratio: float = 1.5
-    # ... and by this many standard errors of the two levels, so that a noisy curve whose
-    # smoothed minimum is an ordinary low swing is not called diverging. The noise is the
-    # robust point-to-point noise of the log of the loss (1.4826 * MAD of first differences
-    # / sqrt(2)): loss noise scales with the loss, and the rule compares ratios of levels.
-    # A level read from m points has standard error noise * 1.2533 / sqrt(m) (a median),
-    # so a long run's levels are sharp and a short run's are not; a block minimum is also
-    # allowed the shift by which the lowest of the blocks tied with it falls below their
-    # common level by chance. Measured on the same runs: log(end/best) is at most 0.46 of
-    # this gate for healthy runs and at least 19 times it for diverged ones.
-    diverge_noise_z: float = 3.0
-    # The starting level is the first 2 points: a run that blows up right after its first
-    # logs did hold that level (the higher of the two, when they agree within the noise),
-    # but a single low first point (a one-point dip) is averaged with what follows rather
-    # than taken as a level. What follows is read as the median of the next 5 points (or
-    # block), not one noisy neighbour, so a lone first point counts only when the run
-    # right after it sits 3x above it (the median of the two is then still 1.5x below).
-    diverge_start_points: int = 2
-    # A rise above the best level that regains less than 5% of what the run fell (first
-    # block's median minus the best level, on the loss's own scale) is the wiggle of a loss
-    # at its noise floor, not a divergence: a ViT fine-tune that falls 1.5 -> 1.5e-4 and
-    # ends at 7e-4 is 4.7x its best but has regained 0.04% of its fall. Runs that really
-    # diverge undo a large part of what they learned (lr far too high: 100% or more); a
-    # late but durable climb from 0.002 back towards a start of 0.03 regains over half.
-    # Ratios cannot express this: only the absolute climb measured against the fall does.
-    floor_regain_share: float = 0.05
+    diverge_ratio: float = threshold(
+        1.5,
+        "The run's end level (median of its last window) must exceed the best level it held by "
+        "this factor (the value the foundation issue sets). Measured on the 27 healthy "
+        "HF/JSONL/CSV runs of the shared corpus: end/best is at most 1.24, except one Whisper "
+        "fine-tune whose loss ends near 0.01 (1.60, see the noise gate below); the diverged "
+        "runs there sit at 5.2-5.5.")
+    diverge_noise_z: float = threshold(
+        3.0,
+        "... and by this many standard errors of the two levels, so that a noisy curve whose "
+        "smoothed minimum is an ordinary low swing is not called diverging. The noise is the "
+        "robust point-to-point noise of the log of the loss (1.4826 * MAD of first differences "
+        "/ sqrt(2)): loss noise scales with the loss, and the rule compares ratios of levels. "
+        "A level read from m points has standard error noise * 1.2533 / sqrt(m) (a median), so "
+        "a long run's levels are sharp and a short run's are not; a block minimum is also "
+        "allowed the shift by which the lowest of the blocks tied with it falls below their "
+        "common level by chance. Measured on the same runs: log(end/best) is at most 0.46 of "
+        "this gate for healthy runs and at least 19 times it for diverged ones.")
+    diverge_start_points: int = threshold(
+        2,
+        "The starting level is the first 2 points: a run that blows up right after its first "
+        "logs did hold that level (the higher of the two, when they agree within the noise), "
+        "but a single low first point (a one-point dip) is averaged with what follows rather "
+        "than taken as a level. What follows is read as the median of the next 5 points (or "
+        "block), not one noisy neighbour, so a lone first point counts only when the run right "
+        "after it sits 3x above it (the median of the two is then still 1.5x below).")
+    floor_regain_share: float = threshold(
+        0.05,
+        "A rise above the best level that regains less than 5% of what the run fell (first "
+        "block's median minus the best level, on the loss's own scale) is the wiggle of a loss "
+        "at its noise floor, not a divergence: a ViT fine-tune that falls 1.5 -> 1.5e-4 and "
+        "ends at 7e-4 is 4.7x its best but has regained 0.04% of its fall. Runs that really "
+        "diverge undo a large part of what they learned (lr far too high: 100% or more); a "
+        "late but durable climb from 0.002 back towards a start of 0.03 regains over half. "
+        "Ratios cannot express this: only the absolute climb measured against the fall does.")
 
     # --- dead run ----------------------------------------------------------------------
-    # Median of the last 5 vs the first 5 losses; under 5% relative improvement over the
-    # whole run means the optimiser is not making progress (the values the foundation
-    # issue specifies).
-    dead_window: int = 5
-    dead_min_improvement: float = 0.05
-    # Two non-overlapping windows of 5.
-    dead_min_points: int = 10
-    # A loss with a significant downward trend is learning, however slowly: Mann-Kendall
-    # z below -2.326 (one-sided 1%) exempts a run from TP-DEAD-RUN. Measured over at most
-    # 40 block medians, which damps the autocorrelation of running-average losses and keeps
-    # the test O(1) in the run length. On the corpus: a VAE loss falling 1008 -> 995
-    # steadily has z = -10 (learning); a LoRA run drifting 2.17 -> 2.12 inside +-0.2 noise
-    # has z = -1.0 to -1.8 (no progress).
-    dead_trend_z: float = 2.326
-    dead_trend_blocks: int = 40
-    # Least evidence for the rules that claim nothing happened (TP-DEAD-RUN, TP-FLAT,
-    # TP-LOSS-STALLED): where the log declares its schedule (HF max_steps, a monitor's
-    # max_steps, Coqui's epochs), it must cover 30% of it. Early in a run a slow but healthy
-    # optimiser (Adam at 1e-4 on a small model, a LoRA with a gentle warm-up) has moved
-    # the loss by less than the 5% bar while the noise of the first points is at its
-    # largest; warm-up schedules commonly take 3-10% of the steps and the first few
-    # percent after them are still far from the steady state. By 30% a run that is
-    # training at all has shown it on the wide windows or the trend test.
-    dead_min_schedule_share: float = 0.3
-    # A learning rate that never exceeds 1e-6 over a whole supervised run is effectively
-    # zero: an Adam step moves each weight by about lr, so even 10,000 steps move a weight
-    # of scale 0.02 (a usual initialisation) by at most 1e-2 of the way it would travel at
-    # a common fine-tuning rate (1e-5 to 5e-4). TP-DEAD-RUN names it as the cause.
-    tiny_lr: float = 1e-6
+    dead_window: int = threshold(
+        5,
+        "Median of the last 5 vs the first 5 losses; under 5% relative improvement over the "
+        "whole run means the optimiser is not making progress (the values the foundation issue "
+        "specifies).")
+    dead_min_improvement: float = threshold(0.05, see="dead_window")
+    dead_min_points: int = threshold(
+        10,
+        "Two non-overlapping windows of 5.")
+    dead_trend_z: float = threshold(
+        2.326,
+        "A loss with a significant downward trend is learning, however slowly: Mann-Kendall z "
+        "below -2.326 (one-sided 1%) exempts a run from TP-DEAD-RUN. Measured over at most 40 "
+        "block medians, which damps the autocorrelation of running-average losses and keeps "
+        "the test O(1) in the run length. On the corpus: a VAE loss falling 1008 -> 995 "
+        "steadily has z = -10 (learning); a LoRA run drifting 2.17 -> 2.12 inside +-0.2 noise "
+        "has z = -1.0 to -1.8 (no progress).")
+    dead_trend_blocks: int = threshold(40, see="dead_trend_z")
+    dead_min_schedule_share: float = threshold(
+        0.3,
+        "Least evidence for the rules that claim nothing happened (TP-DEAD-RUN, TP-FLAT, "
+        "TP-LOSS-STALLED): where the log declares its schedule (HF max_steps, a monitor's "
+        "max_steps, Coqui's epochs), it must cover 30% of it. Early in a run a slow but "
+        "healthy optimiser (Adam at 1e-4 on a small model, a LoRA with a gentle warm-up) has "
+        "moved the loss by less than the 5% bar while the noise of the first points is at its "
+        "largest; warm-up schedules commonly take 3-10% of the steps and the first few percent "
+        "after them are still far from the steady state. By 30% a run that is training at all "
+        "has shown it on the wide windows or the trend test.")
+    tiny_lr: float = threshold(
+        1e-6,
+        "A learning rate that never exceeds 1e-6 over a whole supervised run is effectively "
+        "zero: an Adam step moves each weight by about lr, so even 10,000 steps move a weight "
+        "of scale 0.02 (a usual initialisation) by at most 1e-2 of the way it would travel at "
+        "a common fine-tuning rate (1e-5 to 5e-4). TP-DEAD-RUN names it as the cause.")
 
     # --- chance level --------------------------------------------------------------------
-    # ln(k) is the cross-entropy of a uniform guess over k classes. k is tried from 2 to 10:
-    # beyond that the levels crowd (ln 11 / ln 10 = 1.04) so a level cannot name one k.
-    # The run's median within 2% of ln(k) and 80% of its block medians within 3% ("most
-    # of the run"): a 3-class GNN stuck at 1.06-1.10 against ln 3 = 1.0986 sits inside;
-    # a healthy loss that passes through ln(k) spends a few blocks there, and its
-    # downward trend exempts it anyway.
-    chance_max_classes: int = 10
-    chance_tol_level: float = 0.02
-    chance_tol_block: float = 0.03
-    chance_share: float = 0.8
+    chance_max_classes: int = threshold(
+        10,
+        "ln(k) is the cross-entropy of a uniform guess over k classes. k is tried from 2 to "
+        "10: beyond that the levels crowd (ln 11 / ln 10 = 1.04) so a level cannot name one k. "
+        "The run's median within 2% of ln(k) and 80% of its block medians within 3% (\"most of "
+        "the run\"): a 3-class GNN stuck at 1.06-1.10 against ln 3 = 1.0986 sits inside; a "
+        "healthy loss that passes through ln(k) spends a few blocks there, and its downward "
+        "trend exempts it anyway.")
+    chance_tol_level: float = threshold(0.02, see="chance_max_classes")
+    chance_tol_block: float = threshold(0.03, see="chance_max_classes")
+    chance_share: float = threshold(0.8, see="chance_max_classes")
 
     # --- exactly-zero values -----------------------------------------------------------
-    # Exact zero is compared with ==, never a tolerance. 5 points so that one logging
-    # artefact does not make "every value".
-    zero_min_points: int = 5
-    # Exact zeros mixed among ordinary losses: at least 10% of the points (so that one
-    # logging artefact in a long run is not it), and the positive losses around them at
-    # least 10% of the starting level: a batch-mean loss lands on exactly 0.0 by float
-    # saturation only when it is already tiny, orders of magnitude below its start.
-    # A loss that cannot be negative (cross-entropy, squared error) is negative when it is
-    # below -1e-6: float rounding of a sum of tiny non-negative terms stays far above that.
-    negative_loss_tol: float = 1e-6
-    zero_mixed_share: float = 0.1
-    zero_mixed_level: float = 0.1
+    zero_min_points: int = threshold(
+        5,
+        'Exact zero is compared with ==, never a tolerance. 5 points so that one logging '
+        'artefact does not make "every value".')
+    negative_loss_tol: float = threshold(
+        1e-6,
+        "Exact zeros mixed among ordinary losses: at least 10% of the points (so that one "
+        "logging artefact in a long run is not it), and the positive losses around them at "
+        "least 10% of the starting level: a batch-mean loss lands on exactly 0.0 by float "
+        "saturation only when it is already tiny, orders of magnitude below its start. A loss "
+        "that cannot be negative (cross-entropy, squared error) is negative when it is below "
+        "-1e-6: float rounding of a sum of tiny non-negative terms stays far above that.")
+    zero_mixed_share: float = threshold(0.1, see="negative_loss_tol")
+    zero_mixed_level: float = threshold(0.1, see="negative_loss_tol")
 
     # --- eval loss worse together with the train loss ---------------------------------------
-    # A held-out loss that stays at least 20% above its minimum at every one of at least 6
-    # later evaluations, while the train loss ends at least 20% above where it was at that
-    # minimum: both losses got worse, so training made the model worse (a learning rate far
-    # too high, a broken schedule). Overfitting, where the train loss falls, is TP-OVERFIT's.
-    # A low outlier is not a minimum to measure from. The minimum must be a level the run
-    # left: the gap from it to the lowest later evaluation (log scale) at least 2x the median
-    # change between later evaluations, the rise to their median at least 4x; and the series
-    # must be quieter than the bar it is judged by (that median change at most half of
-    # ln 1.2). For iid noise the lowest and second-lowest points lie close together, so
-    # noise rarely passes: of 2,400 built runs whose 8-47 evaluations are pure noise
-    # (relative sd 2-50%) and whose train loss rises 1.27x, 3 fire, all at 15% sd; with a
-    # train loss that falls or holds, none can. On the corpus the median change between
-    # consecutive evaluations is 2.2% (quartiles 0.8% and 6.8%, 80 eval series).
-    eval_diverge_min_evals: int = 8
-    eval_diverge_evals_after: int = 6
-    eval_diverge_rise: float = 1.2
-    eval_diverge_noise_factor: float = 2.0
+    eval_diverge_min_evals: int = threshold(
+        8,
+        "A held-out loss that stays at least 20% above its minimum at every one of at least 6 "
+        "later evaluations, while the train loss ends at least 20% above where it was at that "
+        "minimum: both losses got worse, so training made the model worse (a learning rate far "
+        "too high, a broken schedule). Overfitting, where the train loss falls, is "
+        "TP-OVERFIT's. A low outlier is not a minimum to measure from. The minimum must be a "
+        "level the run left: the gap from it to the lowest later evaluation (log scale) at "
+        "least 2x the median change between later evaluations, the rise to their median at "
+        "least 4x; and the series must be quieter than the bar it is judged by (that median "
+        "change at most half of ln 1.2). For iid noise the lowest and second-lowest points lie "
+        "close together, so noise rarely passes: of 2,400 built runs whose 8-47 evaluations "
+        "are pure noise (relative sd 2-50%) and whose train loss rises 1.27x, 3 fire, all at "
+        "15% sd; with a train loss that falls or holds, none can. On the corpus the median "
+        "change between consecutive evaluations is 2.2% (quartiles 0.8% and 6.8%, 80 eval "
+        "series).")
+    eval_diverge_evals_after: int = threshold(6, see="eval_diverge_min_evals")
+    eval_diverge_rise: float = threshold(1.2, see="eval_diverge_min_evals")
+    eval_diverge_noise_factor: float = threshold(2.0, see="eval_diverge_min_evals")
 
     # --- RL and preference signal -----------------------------------------------------------
-    # GRPO's advantage is a completion's reward minus its group's mean: a group whose
-    # completions share one reward (TRL logs the share as frac_reward_zero_std) teaches
-    # nothing. A median of 0.95 over the run with the reward exactly 0 on 80% of the steps
-    # is a run with no signal at all (FAIL); half of the groups without spread over the last
-    # third is most of each batch wasted (WARN). Healthy GRPO runs on the corpus sit at
-    # 0.0-0.2.
-    rl_zero_std_fail: float = 0.95
-    rl_zero_reward_share: float = 0.8
-    rl_zero_std_warn: float = 0.5
-    # A preference run (DPO, IPO, ORPO, CPO: TRL logs rewards/accuracies, the share of
-    # pairs whose chosen answer gets the higher implicit reward) starts at 0.5 and, on its
-    # own training pairs, rises well above it when it learns (the healthy DPO runs of the
-    # corpus reach 0.75 in the second half). An accuracy whose second-half median is at most
-    # 0.6, with no significant upward trend there, while the loss has no significant
-    # downward trend (dead_trend_z), is a run that does not learn its preferences. 20
-    # accuracy points make the second half 10.
-    pref_chance_accuracy: float = 0.6
-    pref_min_points: int = 20
-    # An RL return (reward) that rose and then fell back to or below where it started has
-    # lost everything it learned: a policy collapse (an exploding critic in DDPG/TD3, a
-    # Q-value blow-up in DQN, entropy collapse). It is read on 10 block medians, so single
-    # bad episodes do not count. The rise must be at least 6 standard errors of a block
-    # median (pure-noise returns reach 3 in about 1 run in 7 over 9 blocks; 6, in about 1
-    # in 10^4), and the last 3 blocks (30% of the run) must all sit below the halfway point
-    # between start and peak, so a late dip that recovers is not it. 30 points give block
-    # medians of 3 points; fewer is skipped.
-    rl_collapse_min_points: int = 30
-    rl_collapse_blocks: int = 10
-    rl_collapse_tail_blocks: int = 3
-    rl_collapse_rise_se: float = 6.0
+    rl_zero_std_fail: float = threshold(
+        0.95,
+        "GRPO's advantage is a completion's reward minus its group's mean: a group whose "
+        "completions share one reward (TRL logs the share as frac_reward_zero_std) teaches "
+        "nothing. A median of 0.95 over the run with the reward exactly 0 on 80% of the steps "
+        "is a run with no signal at all (FAIL); half of the groups without spread over the "
+        "last third is most of each batch wasted (WARN). Healthy GRPO runs on the corpus sit "
+        "at 0.0-0.2.")
+    rl_zero_reward_share: float = threshold(0.8, see="rl_zero_std_fail")
+    rl_zero_std_warn: float = threshold(0.5, see="rl_zero_std_fail")
+    pref_chance_accuracy: float = threshold(
+        0.6,
+        "A preference run (DPO, IPO, ORPO, CPO: TRL logs rewards/accuracies, the share of "
+        "pairs whose chosen answer gets the higher implicit reward) starts at 0.5 and, on its "
+        "own training pairs, rises well above it when it learns (the healthy DPO runs of the "
+        "corpus reach 0.75 in the second half). An accuracy whose second-half median is at "
+        "most 0.6, with no significant upward trend there, while the loss has no significant "
+        "downward trend (dead_trend_z), is a run that does not learn its preferences. 20 "
+        "accuracy points make the second half 10.")
+    pref_min_points: int = threshold(20, see="pref_chance_accuracy")
+    rl_collapse_min_points: int = threshold(
+        30,
+        "An RL return (reward) that rose and then fell back to or below where it started has "
+        "lost everything it learned: a policy collapse (an exploding critic in DDPG/TD3, a "
+        "Q-value blow-up in DQN, entropy collapse). It is read on 10 block medians, so single "
+        "bad episodes do not count. The rise must be at least 6 standard errors of a block "
+        "median (pure-noise returns reach 3 in about 1 run in 7 over 9 blocks; 6, in about 1 "
+        "in 10^4), and the last 3 blocks (30% of the run) must all sit below the halfway point "
+        "between start and peak, so a late dip that recovers is not it. 30 points give block "
+        "medians of 3 points; fewer is skipped.")
+    rl_collapse_blocks: int = threshold(10, see="rl_collapse_min_points")
+    rl_collapse_tail_blocks: int = threshold(3, see="rl_collapse_min_points")
+    rl_collapse_rise_se: float = threshold(6.0, see="rl_collapse_min_points")
 
     # --- gradients -----------------------------------------------------------------------
-    # A gradient norm 10x the run's median is a spike (clipping thresholds are usually set
-    # at a few times the typical norm). The first logged norm is ignored: large norms at
-    # the first log are normal (measured on the corpus: most files).
-    grad_spike_factor: float = 10.0
-    # Non-finite gradient norms on the last 3 or more logged points, never followed by a
-    # finite one, are not the loss scaler skipping steps (it lowers its scale and the norm
-    # becomes finite again, sometimes after several skips in a row while it calibrates).
-    nan_grad_sustained_points: int = 3
-    # A dynamic loss scaler halves on each overflow and doubles back only after a long run
-    # of clean steps (torch GradScaler: 2000); ending 2^10 below its peak means ten
-    # overflows it never recovered from.
-    loss_scale_collapse_factor: float = 1024.0
+    grad_spike_factor: float = threshold(
+        10.0,
+        "A gradient norm 10x the run's median is a spike (clipping thresholds are usually set "
+        "at a few times the typical norm). The first logged norm is ignored: large norms at "
+        "the first log are normal (measured on the corpus: most files).")
+    nan_grad_sustained_points: int = threshold(
+        3,
+        "Non-finite gradient norms on the last 3 or more logged points, never followed by a "
+        "finite one, are not the loss scaler skipping steps (it lowers its scale and the norm "
+        "becomes finite again, sometimes after several skips in a row while it calibrates).")
+    loss_scale_collapse_factor: float = threshold(
+        1024.0,
+        "A dynamic loss scaler halves on each overflow and doubles back only after a long run "
+        "of clean steps (torch GradScaler: 2000); ending 2^10 below its peak means ten "
+        "overflows it never recovered from.")
 
     # --- learning rate -----------------------------------------------------------------
-    # lr <= 0 on 99% of logged points: the optimiser never moved the weights. Over 10%:
-    # a real share of the run was wasted (warm-up starts at 0 and schedules end at 0, so
-    # one or two edge points are normal).
-    zero_lr_fail_share: float = 0.99
-    zero_lr_warn_share: float = 0.10
-    # Leading zeros are warm-up or mixed-precision start-up when they last at most 3
-    # logged points or 5% of the run, whichever is more (HF logs lr 0 at the first step
-    # when warm-up is on and logging_steps=1; fp16 start-up skips its first steps).
-    lr_startup_points: int = 3
-    lr_startup_share: float = 0.05
-    # Warm-up is still running at the end when the last 3 logged learning rates strictly
-    # increase (two increases in a row are not noise: schedules are deterministic).
-    warmup_rising_points: int = 3
+    zero_lr_fail_share: float = threshold(
+        0.99,
+        "lr <= 0 on 99% of logged points: the optimiser never moved the weights. Over 10%: a "
+        "real share of the run was wasted (warm-up starts at 0 and schedules end at 0, so one "
+        "or two edge points are normal).")
+    zero_lr_warn_share: float = threshold(0.1, see="zero_lr_fail_share")
+    lr_startup_points: int = threshold(
+        3,
+        "Leading zeros are warm-up or mixed-precision start-up when they last at most 3 logged "
+        "points or 5% of the run, whichever is more (HF logs lr 0 at the first step when "
+        "warm-up is on and logging_steps=1; fp16 start-up skips its first steps).")
+    lr_startup_share: float = threshold(0.05, see="lr_startup_points")
+    warmup_rising_points: int = threshold(
+        3,
+        "Warm-up is still running at the end when the last 3 logged learning rates strictly "
+        "increase (two increases in a row are not noise: schedules are deterministic).")
 
     # --- throughput --------------------------------------------------------------------
-    # The median step time of the last 20% of the run more than 3x that of the first half.
-    step_cliff_factor: float = 3.0
-    step_cliff_tail_share: float = 0.2
-    # 10 points: the last 20% is then at least 2 points, so one slow step is not a cliff.
-    step_cliff_min_points: int = 10
-    # Data loading takes more than half of each step: the accelerator waits on the input
-    # pipeline.
-    loader_bound_share: float = 0.5
+    step_cliff_factor: float = threshold(
+        3.0,
+        "The median step time of the last 20% of the run more than 3x that of the first half.")
+    step_cliff_tail_share: float = threshold(0.2, see="step_cliff_factor")
+    step_cliff_min_points: int = threshold(
+        10,
+        "10 points: the last 20% is then at least 2 points, so one slow step is not a cliff.")
+    loader_bound_share: float = threshold(
+        0.5,
+        "Data loading takes more than half of each step: the accelerator waits on the input "
+        "pipeline.")
 
     # --- update/weight ratio ------------------------------------------------------------
-    # ||dW||/||W|| per optimizer step: ~1e-3 is the usual rule of thumb (Karpathy, "A
-    # Recipe for Training Neural Networks", 2019: "ratio of updates to weights ... should be
-    # around 1e-3"); a decade either side is still ordinary, so warn outside [1e-4, 1e-2].
-    # Judged after warm-up (the first 10% of points) on at least 30 points.
-    update_ratio_min_points: int = 30
-    update_ratio_warmup_share: float = 0.1
-    update_ratio_high_log10: float = -2.0
-    update_ratio_low_log10: float = -4.0
+    update_ratio_min_points: int = threshold(
+        30,
+        '||dW||/||W|| per optimizer step: ~1e-3 is the usual rule of thumb (Karpathy, "A '
+        'Recipe for Training Neural Networks", 2019: "ratio of updates to weights ... should '
+        'be around 1e-3"); a decade either side is still ordinary, so warn outside [1e-4, '
+        '1e-2]. Judged after warm-up (the first 10% of points) on at least 30 points.')
+    update_ratio_warmup_share: float = threshold(0.1, see="update_ratio_min_points")
+    update_ratio_high_log10: float = threshold(-2.0, see="update_ratio_min_points")
+    update_ratio_low_log10: float = threshold(-4.0, see="update_ratio_min_points")
 
     # --- env (can this machine start the run: `trainproof env`) ------------------------------
-    # Available RAM must exceed --required-gb by a fifth of it, else TP-ENV-MEM-TIGHT. A
-    # requirement is an estimate of the steady state, and start-up costs more: torch.load
-    # without mmap holds a checkpoint's tensors next to the freshly built model, and each
-    # data-loader worker forks with its own copy of the dataset object; "available" also
-    # moves as other processes and the page cache come and go. A fifth is a judgement, not
-    # a measurement: below it ordinary variation is enough to reach the OOM killer.
-    env_mem_headroom: float = 0.2
-    # Free disk must hold one checkpoint more than --keep, else TP-ENV-DISK-TIGHT: trainers
-    # write the new checkpoint before deleting the oldest (the HF Trainer rotates after
-    # saving), so --keep + 1 checkpoints are on disk while each save completes.
-    env_disk_headroom_checkpoints: int = 1
+    env_mem_headroom: float = threshold(
+        0.2,
+        "Available RAM must exceed --required-gb by a fifth of it, else TP-ENV-MEM-TIGHT. A "
+        "requirement is an estimate of the steady state, and start-up costs more: torch.load "
+        "without mmap holds a checkpoint's tensors next to the freshly built model, and each "
+        "data-loader worker forks with its own copy of the dataset object; \"available\" also "
+        "moves as other processes and the page cache come and go. A fifth is a judgement, not "
+        "a measurement: below it ordinary variation is enough to reach the OOM killer.")
+    env_disk_headroom_checkpoints: int = threshold(
+        1,
+        "Free disk must hold one checkpoint more than --keep, else TP-ENV-DISK-TIGHT: trainers "
+        "write the new checkpoint before deleting the oldest (the HF Trainer rotates after "
+        "saving), so --keep + 1 checkpoints are on disk while each save completes.")
 
     # --- objective (targets and labels at step 0: `trainproof objective`) --------------------
-    # A class is named dead (TP-OBJ-DEAD-CLASS) only after at least 50 valid targets per
-    # class on average (valid targets / num_classes). A class at a tenth of its fair share
-    # (1% of the targets of a 10-class task) is then still expected 5 times, and goes unseen
-    # by chance with probability e^-5 = 0.7%; at 20 per class that chance would be 13%.
-    # 50 per class is 500 targets for 10 classes (a few batches) and 50,000 for ImageNet's
-    # 1,000 (4% of an epoch). Below it the check only says it saw too few.
-    obj_coverage_min_per_class: int = 50
-    # At most 5 never-seen classes count as "few": the bugs that kill classes typically kill
-    # one or two ids (an ignore_index or pad mask equal to a real id such as EOS, an
-    # off-by-one label map that drops class 0 or the last class). More never-seen ids
-    # usually mean a label space sparse by design, which a FAIL naming each id would
-    # misdescribe: the reserved special tokens of an LM vocabulary, the 13 byte values that
-    # never occur in UTF-8 text (a byte-level BPE has a token for each), or a num_classes
-    # larger than the label set. The check then reports TP-OBJ-COVERAGE-INSUFFICIENT.
-    obj_dead_class_max_missing: int = 5
+    obj_coverage_min_per_class: int = threshold(
+        50,
+        "A class is named dead (TP-OBJ-DEAD-CLASS) only after at least 50 valid targets per "
+        "class on average (valid targets / num_classes). A class at a tenth of its fair share "
+        "(1% of the targets of a 10-class task) is then still expected 5 times, and goes "
+        "unseen by chance with probability e^-5 = 0.7%; at 20 per class that chance would be "
+        "13%. 50 per class is 500 targets for 10 classes (a few batches) and 50,000 for "
+        "ImageNet's 1,000 (4% of an epoch). Below it the check only says it saw too few.")
+    obj_dead_class_max_missing: int = threshold(
+        5,
+        'At most 5 never-seen classes count as "few": the bugs that kill classes typically '
+        'kill one or two ids (an ignore_index or pad mask equal to a real id such as EOS, an '
+        'off-by-one label map that drops class 0 or the last class). More never-seen ids '
+        'usually mean a label space sparse by design, which a FAIL naming each id would '
+        'misdescribe: the reserved special tokens of an LM vocabulary, the 13 byte values that '
+        'never occur in UTF-8 text (a byte-level BPE has a token for each), or a num_classes '
+        'larger than the label set. The check then reports TP-OBJ-COVERAGE-INSUFFICIENT.')
 
     # --- speech data and tokenizer (`trainproof data`, `trainproof tokenizer`) ---------------
-    # Clips under half a second hold a word or two at most: half LJSpeech's shortest clip
-    # (1.11 s; its README gives 1.11-10.10 s, mean 6.57 s, for 13,100 clips). Shorter clips
-    # are truncated files or mis-segmented pairs, and give a subsampling encoder few frames.
-    speech_min_duration_s: float = 0.5
-    # Clips over 20 s: twice LJSpeech's longest (10.10 s) and past NeMo's ASR training cap
-    # (`max_duration: 16.7` in its documented train_ds config); Whisper pads or truncates
-    # every input to a 30 s window. Between 16.7 and 30 s a clip is still trainable by some
-    # models, so the bar is set between the two rather than at either.
-    speech_max_duration_s: float = 20.0
-    # A transcript whose characters per voiced second sit more than 2x above or below the
-    # corpus median does not match its audio. LJSpeech averages 15.2 characters a second,
-    # spaces and punctuation included (its README: 1,308,674 characters in 23:55:17), and
-    # one reader's rate varies far less than 2x; a truncated or neighbouring transcript is
-    # off by about 2x or more. A judgement, not a measurement: speakers of a multi-speaker
-    # corpus differ more.
-    speech_char_rate_factor: float = 2.0
-    # The median needs 10 measurable pairs: with fewer, two or three mismatched pairs move
-    # it far enough to hide themselves (a median of 10 survives 4 outliers).
-    speech_char_rate_min_items: int = 10
-    # A sample within 0.01 dB of full scale (0.999) is at the rails: int16 full scale is
-    # 32767/32768 = 0.99997, and 0.1% leaves room for dither on a clipped plateau. At 99%
-    # instead, the top of every loud peak of clean 48 kHz speech normalised to 0 dBFS would
-    # count (a 150 Hz sine stays above 0.99 for 14 samples at 48 kHz, above 0.999 for 4).
-    speech_clip_level: float = 0.999
-    # Only runs of 3 or more consecutive such samples count: Audacity's Analyze > Find
-    # Clipping default ("Start threshold ... default 3 samples"). A clean peak at full scale
-    # stays above the level for at most 2 samples at 16-22 kHz when its frequency is 150 Hz
-    # or more (3 at 100 Hz and 22.05 kHz; longer at 48 kHz, which the share below absorbs).
-    speech_clip_run: int = 3
-    # A clip is reported when over 0.1% of its samples are clipped: ~22 samples a second at
-    # 22.05 kHz, several flattened peaks in every second of speech, audible as distortion;
-    # the few peak samples of clean audio normalised to full scale stay far below it (a
-    # dozen loud peaks of 4 samples in a 5 s clip at 48 kHz is 0.02%). A judgement, not a
-    # measurement.
-    speech_clip_share: float = 0.001
-    # A 10 ms frame is silent when its power is 45 dB below the clip's loudest frame: the
-    # default `trim_db` of Coqui TTS's BaseAudioConfig, which trims with
-    # librosa.effects.trim on the same relative scale (librosa's own default, 60 dB, trims
-    # less). The weakest speech sounds sit about 28 dB below the strongest vowels (Fletcher,
-    # "Speech and Hearing in Communication", 1953: "th" in "thin" vs "aw" in "talk"), so 45
-    # dB leaves room before soft consonants would be counted as silence.
-    speech_silence_db: float = 45.0
-    # More than 1 s of silence before the first or after the last sound: longer than a
-    # pause between sentences in read speech, so it is padding or a missed cut rather than
-    # a breath. A judgement, not a measurement.
-    speech_silence_max_s: float = 1.0
-    # Characters of the transcripts the vocabulary must cover (share of occurrences, spaces
-    # excluded): SentencePiece's own default `character_coverage=0.9995`, which its docs
-    # recommend for large character sets (1.0 for small alphabets); a tokenizer trained on
-    # these transcripts with the defaults passes, one trained on other text does not.
-    tok_min_char_coverage: float = 0.9995
-    # Unknown tokens above 1% of all tokens: 20 times the 0.05% of characters that the
-    # default coverage leaves out, and at ~30 tokens a sentence an unknown token in every
-    # third transcript: the tokenizer does not fit the text, it is not a rare symbol.
-    tok_max_unk_share: float = 0.01
-    # 12.5 tokens per second of audio is the frame rate of an 8x-subsampling encoder
-    # (FastConformer, the encoder of NeMo's current ASR models: "8x depthwise-separable convolutional
-    # downsampling" of 10 ms feature frames = 80 ms per frame). CTC needs at least one frame
-    # per token, so an utterance above it cannot be aligned. A 4x Conformer has 25 frames/s.
-    tok_max_tokens_per_second: float = 12.5
+    speech_min_duration_s: float = threshold(
+        0.5,
+        "Clips under half a second hold a word or two at most: half LJSpeech's shortest clip "
+        "(1.11 s; its README gives 1.11-10.10 s, mean 6.57 s, for 13,100 clips). Shorter clips "
+        "are truncated files or mis-segmented pairs, and give a subsampling encoder few "
+        "frames.")
+    speech_max_duration_s: float = threshold(
+        20.0,
+        "Clips over 20 s: twice LJSpeech's longest (10.10 s) and past NeMo's ASR training cap "
+        "(`max_duration: 16.7` in its documented train_ds config); Whisper pads or truncates "
+        "every input to a 30 s window. Between 16.7 and 30 s a clip is still trainable by some "
+        "models, so the bar is set between the two rather than at either.")
+    speech_char_rate_factor: float = threshold(
+        2.0,
+        "A transcript whose characters per voiced second sit more than 2x above or below the "
+        "corpus median does not match its audio. LJSpeech averages 15.2 characters a second, "
+        "spaces and punctuation included (its README: 1,308,674 characters in 23:55:17), and "
+        "one reader's rate varies far less than 2x; a truncated or neighbouring transcript is "
+        "off by about 2x or more. A judgement, not a measurement: speakers of a multi-speaker "
+        "corpus differ more.")
+    speech_char_rate_min_items: int = threshold(
+        10,
+        "The median needs 10 measurable pairs: with fewer, two or three mismatched pairs move "
+        "it far enough to hide themselves (a median of 10 survives 4 outliers).")
+    speech_clip_level: float = threshold(
+        0.999,
+        "A sample within 0.01 dB of full scale (0.999) is at the rails: int16 full scale is "
+        "32767/32768 = 0.99997, and 0.1% leaves room for dither on a clipped plateau. At 99% "
+        "instead, the top of every loud peak of clean 48 kHz speech normalised to 0 dBFS would "
+        "count (a 150 Hz sine stays above 0.99 for 14 samples at 48 kHz, above 0.999 for 4).")
+    speech_clip_run: int = threshold(
+        3,
+        "Only runs of 3 or more consecutive such samples count: Audacity's Analyze > Find "
+        "Clipping default (\"Start threshold ... default 3 samples\"). A clean peak at full "
+        "scale stays above the level for at most 2 samples at 16-22 kHz when its frequency is "
+        "150 Hz or more (3 at 100 Hz and 22.05 kHz; longer at 48 kHz, which the share below "
+        "absorbs).")
+    speech_clip_share: float = threshold(
+        0.001,
+        "A clip is reported when over 0.1% of its samples are clipped: ~22 samples a second at "
+        "22.05 kHz, several flattened peaks in every second of speech, audible as distortion; "
+        "the few peak samples of clean audio normalised to full scale stay far below it (a "
+        "dozen loud peaks of 4 samples in a 5 s clip at 48 kHz is 0.02%). A judgement, not a "
+        "measurement.")
+    speech_silence_db: float = threshold(
+        45.0,
+        "A 10 ms frame is silent when its power is 45 dB below the clip's loudest frame: the "
+        "default `trim_db` of Coqui TTS's BaseAudioConfig, which trims with "
+        "librosa.effects.trim on the same relative scale (librosa's own default, 60 dB, trims "
+        "less). The weakest speech sounds sit about 28 dB below the strongest vowels "
+        "(Fletcher, \"Speech and Hearing in Communication\", 1953: \"th\" in \"thin\" vs \"aw\" in "
+        "\"talk\"), so 45 dB leaves room before soft consonants would be counted as silence.")
+    speech_silence_max_s: float = threshold(
+        1.0,
+        "More than 1 s of silence before the first or after the last sound: longer than a "
+        "pause between sentences in read speech, so it is padding or a missed cut rather than "
+        "a breath. A judgement, not a measurement.")
+    tok_min_char_coverage: float = threshold(
+        0.9995,
+        "Characters of the transcripts the vocabulary must cover (share of occurrences, spaces "
+        "excluded): SentencePiece's own default `character_coverage=0.9995`, which its docs "
+        "recommend for large character sets (1.0 for small alphabets); a tokenizer trained on "
+        "these transcripts with the defaults passes, one trained on other text does not.")
+    tok_max_unk_share: float = threshold(
+        0.01,
+        "Unknown tokens above 1% of all tokens: 20 times the 0.05% of characters that the "
+        "default coverage leaves out, and at ~30 tokens a sentence an unknown token in every "
+        "third transcript: the tokenizer does not fit the text, it is not a rare symbol.")
+    tok_max_tokens_per_second: float = threshold(
+        12.5,
+        "12.5 tokens per second of audio is the frame rate of an 8x-subsampling encoder "
+        "(FastConformer, the encoder of NeMo's current ASR models: \"8x depthwise-separable "
+        "convolutional downsampling\" of 10 ms feature frames = 80 ms per frame). CTC needs at "
+        "least one frame per token, so an utterance above it cannot be aligned. A 4x Conformer "
+        "has 25 frames/s.")
 
     # --- compare (a run against a known-good baseline of the same task) -------------------
-    # Levels are compared only when both sides have at least 10 finite loss points over
-    # the steps they share (the shape rules' minimum plus room for a 10% end window).
-    cmp_min_points: int = 10
-    # A floor or an end level twice the baseline's is far outside seed-to-seed variation
-    # (the two healthy example seeds differ by under 1.5x at their floors); a run on
-    # shuffled labels sits at 5-20x.
-    cmp_floor_ratio: float = 2.0
-    cmp_end_ratio: float = 2.0
-    # ...and the gap must be a material share of what the baseline learned (its start
-    # minus its floor or end): near a floor of almost zero a ratio of two small numbers
-    # says little (the gallery's healthy torch seeds reach 0.043 and 0.089 from 1.39, a
-    # 2.07x ratio but a 3% share), while shuffled labels miss 60-80% of it.
-    cmp_min_gap_share: float = 0.10
-    # Improving less than a quarter of what the baseline improved over the same steps.
-    cmp_improve_deficit: float = 0.25
-    # Gradient norms five times the baseline's: well beyond batch-to-batch variation.
-    cmp_gradnorm_ratio: float = 5.0
+    cmp_min_points: int = threshold(
+        10,
+        "Levels are compared only when both sides have at least 10 finite loss points over the "
+        "steps they share (the shape rules' minimum plus room for a 10% end window).")
+    cmp_floor_ratio: float = threshold(
+        2.0,
+        "A floor or an end level twice the baseline's is far outside seed-to-seed variation "
+        "(the two healthy example seeds differ by under 1.5x at their floors); a run on "
+        "shuffled labels sits at 5-20x.")
+    cmp_end_ratio: float = threshold(2.0, see="cmp_floor_ratio")
+    cmp_min_gap_share: float = threshold(
+        0.1,
+        "...and the gap must be a material share of what the baseline learned (its start minus "
+        "its floor or end): near a floor of almost zero a ratio of two small numbers says "
+        "little (the gallery's healthy torch seeds reach 0.043 and 0.089 from 1.39, a 2.07x "
+        "ratio but a 3% share), while shuffled labels miss 60-80% of it.")
+    cmp_improve_deficit: float = threshold(
+        0.25,
+        "Improving less than a quarter of what the baseline improved over the same steps.")
+    cmp_gradnorm_ratio: float = threshold(
+        5.0,
+        "Gradient norms five times the baseline's: well beyond batch-to-batch variation.")
 
     # --- intent ---------------------------------------------------------------------------
-    # A log whose last step is more than 5% short of the declared end did not finish (HF
-    # logs every logging_steps, so the last log may sit a few steps before max_steps).
-    incomplete_share: float = 0.05
+    incomplete_share: float = threshold(
+        0.05,
+        "A log whose last step is more than 5% short of the declared end did not finish (HF "
+        "logs every logging_steps, so the last log may sit a few steps before max_steps).")
 
     # --- overfitting -------------------------------------------------------------------
-    # At least 4 evaluations; the median of the last 3 above 1.2x the eval minimum, with
-    # at least 3 evaluations after it, while the train loss kept falling.
-    overfit_min_evals: int = 4
-    overfit_ratio: float = 1.2
-    overfit_tail_evals: int = 3
-    overfit_evals_after_min: int = 3
-    # A durable rise needs less height: an eval loss that climbs at every evaluation after
-    # its minimum, or with a significant trend (Mann-Kendall z >= dead_trend_z), by at
-    # least 5% is overfitting even below the 1.2x bar (a +12% creep over ten Keras epochs
-    # with val accuracy flat). 5% is above the evaluation-to-evaluation wiggle of a fixed
-    # eval set, and the trend or the strict climb rules out one noisy evaluation.
-    overfit_slow_ratio: float = 1.05
+    overfit_min_evals: int = threshold(
+        4,
+        "At least 4 evaluations; the median of the last 3 above 1.2x the eval minimum, with at "
+        "least 3 evaluations after it, while the train loss kept falling.")
+    overfit_ratio: float = threshold(1.2, see="overfit_min_evals")
+    overfit_tail_evals: int = threshold(3, see="overfit_min_evals")
+    overfit_evals_after_min: int = threshold(3, see="overfit_min_evals")
+    overfit_slow_ratio: float = threshold(
+        1.05,
+        "A durable rise needs less height: an eval loss that climbs at every evaluation after "
+        "its minimum, or with a significant trend (Mann-Kendall z >= dead_trend_z), by at "
+        "least 5% is overfitting even below the 1.2x bar (a +12% creep over ten Keras epochs "
+        "with val accuracy flat). 5% is above the evaluation-to-evaluation wiggle of a fixed "
+        "eval set, and the trend or the strict climb rules out one noisy evaluation.")
 
     # --- failure signatures ------------------------------------------------------------
-    # Growing oscillation: 40 points leave 34 residuals after the 10% warm-up (the last two
-    # points have no right-hand neighbours), enough for 8 windows of 4 (the trend test
-    # needs at least 6) and thirds of 11 or 12.
-    osc_min_points: int = 40
-    # The first 10% of the run is warm-up: the loss falls fastest and the learning rate is
-    # still moving there, so its swings say nothing about stability.
-    osc_warmup_share: float = 0.1
-    # The median swing of the last third at least 2x that of the first third, measured
-    # both in absolute terms and relative to the local level, and both must grow: a loss
-    # that approaches a fixed noise floor has a relative swing that grows while the
-    # absolute one does not, and a rising loss with proportional noise has an absolute
-    # swing that grows while the relative one does not; neither is an oscillation. On its
-    # own 2x is reached by chance under constant-amplitude noise in 10% of 40-point runs
-    # (thirds of 12 residuals), 6% of 60-point and 0.4% of 200-point ones (simulated);
-    # together with the trend and alternation tests below, none of 24,000 simulated
-    # constant-amplitude runs of 40-200 points fired, noisy or alternating.
-    osc_growth: float = 2.0
-    # The window amplitudes rise consistently: a Mann–Kendall z of 2.5 (one-sided p 0.006)
-    # on both scales, so one late burst is not a growing oscillation.
-    osc_trend_z: float = 2.5
-    # The residuals alternate: the loss crosses its local level between at least 80% of
-    # consecutive points in the last third. A step size past the edge of stability
-    # overshoots to the other side at every update, which gives close to 100%;
-    # independent noise gives 62% on average (the residuals of a 4-neighbour median are
-    # slightly anti-correlated) and reaches 80% by chance in 13% of 11-pair last thirds
-    # (40-point runs), 4% of 17-pair ones and never in 60-pair ones (simulated).
-    osc_min_alternation: float = 0.8
-    # Vanishing gradient: 10 norms, so that the first 10% and the last 10% (at least 3
-    # each, the first logged norm ignored) do not overlap.
-    vanish_min_points: int = 10
-    # The late median below 1% of the early one: a hundredfold collapse. Measured on the
-    # 26 shared-corpus runs with gradient norms: healthy runs keep the late median at 8.7%
-    # of the early one or more (the lowest is the tiny-loss SmolVLM fine-tune, whose loss
-    # fell 99%); the only ratio below 1% (0.8%, the lr_hot gallery run) compares norms
-    # that died after a blow-up with the blow-up's own norms, and its loss condition keeps
-    # it out (TP-DIVERGE judges that run). The loss condition (TP-DEAD-RUN's window and
-    # share) keeps converged runs out in general.
-    vanish_ratio: float = 0.01
-    # Early plateau: the first 30% of the run must hold at least 10 points for its slope
-    # to mean something, so the run needs 34.
-    plateau_min_points: int = 34
-    # "Early" is the first 30% of the run: long enough that a normal warm-up (a few % of
-    # the run) plus the fast first fall are inside it, short enough to leave most of the
-    # run to show the decrease that came later.
-    plateau_head_share: float = 0.3
-    # The head held its level: the slope t-statistic of the log of the loss on the step is
-    # above -2.5 (a decrease significant at one-sided p 0.006 is a fall, however early),
-    # and the fitted change over the head is under TP-DEAD-RUN's 5% (a noisy head can fall
-    # 10% without it being significant; that is not a plateau). Standard errors are
-    # widened for the lag-1 autocorrelation of the head's residuals: a running-average
-    # loss is autocorrelated, and plain least squares would find trends in its drift.
-    plateau_t: float = 2.5
-    # ... and the rest of the run falls faster than the head did, by at least 3 standard
-    # errors of the difference of the two slopes: no significant decrease alone is what a
-    # noisy learner shows too, and it falls no faster later, while a healthy curve falls
-    # fastest first. 3 rather than 2.5 (one-sided p 0.0013) because every noisy run passes
-    # the first test, so this one carries the false-alarm rate. On the shared corpus no
-    # run passes both; on 9,000 simulated healthy curves (exponential, power-law and
-    # step-schedule decays; normal, heavy-tailed and autocorrelated noise of 0.5-40%) 4
-    # fired, all step-schedule curves whose first 30% fell less than 5%.
-    plateau_accel_t: float = 3.0
-    # Loss spike: 20 points, so that a spike has its 5-point level before it, up to 5
-    # burst points and 5 points after it to settle.
-    spike_min_points: int = 20
-    # The level before a spike is the median of up to the 10 points before it (at least
-    # 5): local, and steady against a spike of up to 5 points inside it.
-    spike_window: int = 10
-    # A spike is a point more than 3x the level before it and more than 6 noise sigmas
-    # above it (noise of the log of the loss, as TP-DIVERGE), so a very noisy curve's
-    # ordinary swings are not spikes. The factor alone does not separate harm from noise:
-    # on the shared corpus the healthy GPT run logged every step and the PINN run jump to
-    # 3.7-28x their trailing level and recover fully; the recovery test below does.
-    spike_factor: float = 3.0
-    spike_noise_z: float = 6.0
-    # A burst of at most 5 consecutive points: longer, and it is a new level (TP-DIVERGE),
-    # not a spike.
-    spike_max_points: int = 5
-    # The level after the spike is the lowest median of any 5 consecutive points from the
-    # end of the burst to the end of the log: a slow recovery still counts as recovery,
-    # and 5 points after the spike are needed to read a level at all. The lowest of many
-    # such medians sits below the true level by chance, so the rule errs towards silence.
-    spike_settle_points: int = 5
-    # Left worse: that level more than 1.1x the level before the spike, and above it by
-    # more than 3 standard errors of the two levels (as TP-DIVERGE's noise gate).
-    spike_worse_ratio: float = 1.1
-    spike_worse_z: float = 3.0
+    osc_min_points: int = threshold(
+        40,
+        "Growing oscillation: 40 points leave 34 residuals after the 10% warm-up (the last two "
+        "points have no right-hand neighbours), enough for 8 windows of 4 (the trend test "
+        "needs at least 6) and thirds of 11 or 12.")
+    osc_warmup_share: float = threshold(
+        0.1,
+        "The first 10% of the run is warm-up: the loss falls fastest and the learning rate is "
+        "still moving there, so its swings say nothing about stability.")
+    osc_growth: float = threshold(
+        2.0,
+        "The median swing of the last third at least 2x that of the first third, measured both "
+        "in absolute terms and relative to the local level, and both must grow: a loss that "
+        "approaches a fixed noise floor has a relative swing that grows while the absolute one "
+        "does not, and a rising loss with proportional noise has an absolute swing that grows "
+        "while the relative one does not; neither is an oscillation. On its own 2x is reached "
+        "by chance under constant-amplitude noise in 10% of 40-point runs (thirds of 12 "
+        "residuals), 6% of 60-point and 0.4% of 200-point ones (simulated); together with the "
+        "trend and alternation tests below, none of 24,000 simulated constant-amplitude runs "
+        "of 40-200 points fired, noisy or alternating.")
+    osc_trend_z: float = threshold(
+        2.5,
+        "The window amplitudes rise consistently: a Mann–Kendall z of 2.5 (one-sided p 0.006) "
+        "on both scales, so one late burst is not a growing oscillation.")
+    osc_min_alternation: float = threshold(
+        0.8,
+        "The residuals alternate: the loss crosses its local level between at least 80% of "
+        "consecutive points in the last third. A step size past the edge of stability "
+        "overshoots to the other side at every update, which gives close to 100%; independent "
+        "noise gives 62% on average (the residuals of a 4-neighbour median are slightly "
+        "anti-correlated) and reaches 80% by chance in 13% of 11-pair last thirds (40-point "
+        "runs), 4% of 17-pair ones and never in 60-pair ones (simulated).")
+    vanish_min_points: int = threshold(
+        10,
+        "Vanishing gradient: 10 norms, so that the first 10% and the last 10% (at least 3 "
+        "each, the first logged norm ignored) do not overlap.")
+    vanish_ratio: float = threshold(
+        0.01,
+        "The late median below 1% of the early one: a hundredfold collapse. Measured on the 26 "
+        "shared-corpus runs with gradient norms: healthy runs keep the late median at 8.7% of "
+        "the early one or more (the lowest is the tiny-loss SmolVLM fine-tune, whose loss fell "
+        "99%); the only ratio below 1% (0.8%, the lr_hot gallery run) compares norms that died "
+        "after a blow-up with the blow-up's own norms, and its loss condition keeps it out "
+        "(TP-DIVERGE judges that run). The loss condition (TP-DEAD-RUN's window and share) "
+        "keeps converged runs out in general.")
+    plateau_min_points: int = threshold(
+        34,
+        "Early plateau: the first 30% of the run must hold at least 10 points for its slope to "
+        "mean something, so the run needs 34.")
+    plateau_head_share: float = threshold(
+        0.3,
+        '"Early" is the first 30% of the run: long enough that a normal warm-up (a few % of '
+        'the run) plus the fast first fall are inside it, short enough to leave most of the '
+        'run to show the decrease that came later.')
+    plateau_t: float = threshold(
+        2.5,
+        "The head held its level: the slope t-statistic of the log of the loss on the step is "
+        "above -2.5 (a decrease significant at one-sided p 0.006 is a fall, however early), "
+        "and the fitted change over the head is under TP-DEAD-RUN's 5% (a noisy head can fall "
+        "10% without it being significant; that is not a plateau). Standard errors are widened "
+        "for the lag-1 autocorrelation of the head's residuals: a running-average loss is "
+        "autocorrelated, and plain least squares would find trends in its drift.")
+    plateau_accel_t: float = threshold(
+        3.0,
+        "... and the rest of the run falls faster than the head did, by at least 3 standard "
+        "errors of the difference of the two slopes: no significant decrease alone is what a "
+        "noisy learner shows too, and it falls no faster later, while a healthy curve falls "
+        "fastest first. 3 rather than 2.5 (one-sided p 0.0013) because every noisy run passes "
+        "the first test, so this one carries the false-alarm rate. On the shared corpus no run "
+        "passes both; on 9,000 simulated healthy curves (exponential, power-law and "
+        "step-schedule decays; normal, heavy-tailed and autocorrelated noise of 0.5-40%) 4 "
+        "fired, all step-schedule curves whose first 30% fell less than 5%.")
+    spike_min_points: int = threshold(
+        20,
+        "Loss spike: 20 points, so that a spike has its 5-point level before it, up to 5 burst "
+        "points and 5 points after it to settle.")
+    spike_window: int = threshold(
+        10,
+        "The level before a spike is the median of up to the 10 points before it (at least 5): "
+        "local, and steady against a spike of up to 5 points inside it.")
+    spike_factor: float = threshold(
+        3.0,
+        "A spike is a point more than 3x the level before it and more than 6 noise sigmas "
+        "above it (noise of the log of the loss, as TP-DIVERGE), so a very noisy curve's "
+        "ordinary swings are not spikes. The factor alone does not separate harm from noise: "
+        "on the shared corpus the healthy GPT run logged every step and the PINN run jump to "
+        "3.7-28x their trailing level and recover fully; the recovery test below does.")
+    spike_noise_z: float = threshold(6.0, see="spike_factor")
+    spike_max_points: int = threshold(
+        5,
+        "A burst of at most 5 consecutive points: longer, and it is a new level (TP-DIVERGE), "
+        "not a spike.")
+    spike_settle_points: int = threshold(
+        5,
+        "The level after the spike is the lowest median of any 5 consecutive points from the "
+        "end of the burst to the end of the log: a slow recovery still counts as recovery, and "
+        "5 points after the spike are needed to read a level at all. The lowest of many such "
+        "medians sits below the true level by chance, so the rule errs towards silence.")
+    spike_worse_ratio: float = threshold(
+        1.1,
+        "Left worse: that level more than 1.1x the level before the spike, and above it by "
+        "more than 3 standard errors of the two levels (as TP-DIVERGE's noise gate).")
+    spike_worse_z: float = threshold(3.0, see="spike_worse_ratio")
 
     def with_overrides(self, overrides: Mapping[str, object]) -> "Thresholds":
         """A copy with some values replaced, each checked against its :data:`RANGES` entry
@@ -487,6 +585,38 @@ DEFAULT = Thresholds()
 def names() -> list[str]:
     """Every threshold name, in the order of the fields."""
     return [f.name for f in dataclasses.fields(Thresholds)]
+
+
+def is_threshold(name: str) -> bool:
+    """Whether ``name`` is a field of :class:`Thresholds`."""
+    return name in _FIELDS
+
+
+def reason(name: str) -> str:
+    """Why threshold ``name`` has its default: the ``why`` it was declared with, or that of
+    the field its ``see`` names.
+
+    Raises:
+        ThresholdError: ``name`` is not a threshold, or its ``see`` names none.
+    """
+    meta = _FIELDS[name].metadata if name in _FIELDS else None
+    if meta is None:
+        raise ThresholdError(f"unknown threshold {name!r}")
+    if "see" in meta:
+        target = _FIELDS.get(meta["see"])
+        if target is None or "why" not in target.metadata:
+            raise ThresholdError(f"threshold {name!r}: see={meta['see']!r} names no threshold with a reason")
+        return target.metadata["why"]
+    return meta["why"]
+
+
+def shown(value: int | float) -> str:
+    """A default as the documentation writes it: ``repr``, with an exponent's leading zero
+    dropped (``1e-6``, not ``1e-06``)."""
+    return re.sub(r"e([-+])0(\d)$", r"e\1\2", repr(value))
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Thresholds)}
 
 
 # --- valid ranges -----------------------------------------------------------------------------
@@ -587,7 +717,7 @@ RANGES: dict[str, Range] = {
     # Two points: one start-up value is then not "every value".
     "min_value_points": count(2),
     # std/mean: at 1 the noise is as large as the loss itself, and no curve is flatter
-    # than that. Healthy runs sit at 1%-30% (the comment on the default), so a bar in that
+    # than that. Healthy runs sit at 1%-30% (the reason of the default), so a bar in that
     # span calls them flat; that is the configuration's choice, not an error.
     "flat_rel_std": Range(float, 0.0, 1.0),
     "diverge_ratio": FACTOR,

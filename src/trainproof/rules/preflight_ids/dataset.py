@@ -96,7 +96,7 @@ declare(
     causes="The base model was pre-trained on packed sequences and never padded, or the pad token is set in the "
            "training script instead of being saved with the tokenizer.",
     try_="Set a pad token distinct from EOS (an unused special token such as a reserved `<|finetune_right_pad_id|>`"
-         ", or `tokenizer.add_special_tokens({'pad_token': '<pad>'})` plus `model.resize_token_embeddings`) and "
+         ", or `tokenizer.add_special_tokens({{'pad_token': '<pad>'}})` plus `model.resize_token_embeddings`) and "
          "save the tokenizer with the run.",
 )
 declare(

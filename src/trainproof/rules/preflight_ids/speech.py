@@ -20,7 +20,7 @@ declare(
     causes="A path typo; a manifest written with `str(dict)` instead of `json.dumps`; a truncated last line; a "
            "metadata.csv saved with commas or tabs instead of `|`; a header line.",
     try_="Fix or drop the reported lines (`sed -n '<line>p' FILE`) and write manifests with one "
-         "`json.dumps({...})` per line; point the command at the corpus folder, the manifest or metadata.csv.",
+         "`json.dumps({{...}})` per line; point the command at the corpus folder, the manifest or metadata.csv.",
 )
 declare(
     "TP-DATA-NO-DATA", Level.NOT_CHECKED, GROUP, "No audio/transcript pairs were found",

@@ -1,0 +1,54 @@
+"""`trainproof rules ID` states the thresholds in force: the defaults, a --config file's, or
+the pyproject.toml of the current folder, loaded as `epoch` loads them."""
+from __future__ import annotations
+
+from conftest import run_cli
+
+
+def test_rules_id_states_the_default_thresholds(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no pyproject.toml here
+    code, out, err, _ = run_cli("rules", "TP-DEAD-RUN")
+    assert code == 0 and not err
+    assert "The median of the last 5 losses is less than 5% below the median of the first 5" in out
+    assert "Thresholds in force:\n  dead_min_points = 10\n  dead_window = 5\n" in out
+    assert "  tiny_lr = 1e-6\n" in out and "(default" not in out
+
+
+def test_rules_id_with_a_config_states_and_marks_the_override(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "tp.toml"
+    cfg.write_text("dead_window = 9\n[thresholds]\ntiny_lr = 1e-7\n", encoding="utf-8")
+    code, out, err, _ = run_cli("rules", "TP-DEAD-RUN", "--config", str(cfg))
+    assert code == 0 and not err
+    assert "the last 9 losses" in out and "the first 9 (at least 10 points)" in out
+    assert "A learning rate at most 1e-7 over" in out
+    assert f"  dead_window = 9 (default 5, from {cfg})\n" in out
+    assert f"  tiny_lr = 1e-7 (default 1e-6, from {cfg})\n" in out
+    assert "  dead_min_improvement = 0.05\n" in out
+
+
+def test_rules_id_reads_the_pyproject_of_the_current_folder(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[tool.trainproof]\nflat_rel_std = 0.004\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code, out, _, _ = run_cli("rules", "TP-FLAT")
+    assert code == 0
+    assert "is below 0.4%." in out
+    assert "  flat_rel_std = 0.004 (default 0.001, from " in out and "pyproject.toml)" in out
+
+
+def test_rules_id_with_a_bad_config_exits_2_with_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for body in ("nope = 1\n", "dead_window = 0\n", "dead_window = [\n"):
+        cfg = tmp_path / "bad.toml"
+        cfg.write_text(body, encoding="utf-8")
+        code, out, err, _ = run_cli("rules", "TP-DEAD-RUN", "--config", str(cfg))
+        assert code == 2 and out == "", body
+        assert err.startswith("trainproof: ") and err.count("\n") == 1, err
+
+
+def test_rules_markdown_and_the_list_ignore_the_configuration(tmp_path, monkeypatch):
+    """RULES.md states the defaults wherever it is generated."""
+    (tmp_path / "pyproject.toml").write_text("[tool.trainproof]\ndead_window = 9\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code, out, _, _ = run_cli("rules", "--markdown")
+    assert code == 0 and "the last 5 losses" in out and "the last 9 losses" not in out

@@ -1,4 +1,4 @@
-"""``trainproof preflight DATASET``: is this training data usable, before the run starts?
+"""``trainproof preflight DATASET...``: is this training data usable, before the run starts?
 
 The dataset is a file of JSON records: JSON Lines (``.jsonl``, streamed line by line, never
 read as one string), a ``.json`` array (parsed whole), either of them gzip-compressed

@@ -21,12 +21,19 @@ _BLOCK = re.compile(r"```console\n\$ (trainproof [^\n]*)\n(.*?)```", re.S)
 
 
 def run_sample(command: str) -> str:
-    """The standard output of one sample's command (``trainproof …``), as the README shows it."""
+    """The standard output of one sample's command (``trainproof …``), as the README shows it.
+
+    Raises:
+        RuntimeError: the command did not judge (an exit code but 0 and 1, or no output:
+            trainproof not importable exits 1 too), with its stderr, rather than a wrong sample.
+    """
     env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb"}
     env.pop("FORCE_COLOR", None)
     args = shlex.split(command)
     proc = subprocess.run([sys.executable, "-m", "trainproof", *args[1:]], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
+    if proc.returncode not in (0, 1) or not proc.stdout.strip():
+        raise RuntimeError(f"`{command}` exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
     return proc.stdout
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -244,6 +245,88 @@ def test_mute_and_sarif(tmp_path):
     code, rep, _, _ = pf(p, "--mute", "TP-PRE-EMPTY-TEXT", "--mute", "TP-PRE-DUPLICATE-TEXT")
     assert code == 0 and ids(rep) == {"TP-PRE-OK"}
     assert rep["checks"]["skipped"]["TP-PRE-EMPTY-TEXT"]["reason"] == "muted"
+
+
+def _reference_single(*args: str):
+    """``preflight DATASET`` as the command read before it took several DATASETs (its body
+    verbatim): the reference a single dataset's output must still match byte for byte."""
+    import click
+    from click.testing import CliRunner
+
+    from trainproof.cliutil import emit, output_options
+    from trainproof.config import ConfigError, load_config
+    from trainproof.preflight.dataset import check_dataset
+
+    @click.command("preflight")
+    @click.argument("dataset", type=click.Path(path_type=Path))
+    @click.option("--tokenizer", metavar="PATH")
+    @click.option("--max-len", "max_len", type=click.IntRange(min=1), default=None, metavar="N")
+    @click.option("--text-field", "text_field", metavar="F")
+    @output_options
+    def old(dataset, tokenizer, max_len, text_field, as_json, mute, config_path, sarif_path):
+        try:
+            cfg = load_config(config_path, extra_mute=mute)
+        except ConfigError as e:
+            emit([], "preflight", as_json, sarif_path=sarif_path, error=str(e))
+            return
+        rep, error = check_dataset(dataset, text_field, tokenizer, max_len, cfg.mute)
+        emit([rep], "preflight", as_json, sarif_path=sarif_path, mute=cfg.mute, error=error or rep.error)
+
+    res = CliRunner().invoke(old, list(args), catch_exceptions=False)
+    return res.exit_code, res.stdout, res.stderr
+
+
+@pytest.mark.parametrize("case", ["good", "bad", "bad-json", "missing", "no-text", "tokenizer-missing",
+                                  "mute-sarif"])
+def test_one_dataset_prints_what_it_printed_before_several_were_taken(tmp_path, case):
+    good = write_jsonl(tmp_path / "good.jsonl", [{"text": sentence(i)} for i in range(12)])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "a b"}\n{"text": ""}\nnot json\n{"text": "a b"}\n')
+    keys = write_jsonl(tmp_path / "keys.jsonl", [{"step": i, "loss": 1.0} for i in range(5)])
+    args = {"good": [good], "bad": [bad], "bad-json": [bad, "--json"], "missing": [tmp_path / "nope.jsonl"],
+            "no-text": [keys, "--json"], "tokenizer-missing": [good, "--tokenizer", tmp_path / "no-tok"],
+            "mute-sarif": [bad, "--mute", "TP-PRE-EMPTY-TEXT", "--sarif", tmp_path / "{}.sarif"]}[case]
+    ref = [str(a).format("ref") for a in args]
+    new = [str(a).format("new") for a in args]
+    code, out, err, _ = run_cli("preflight", *new)
+    assert (code, out, err) == _reference_single(*ref)
+    if case == "mute-sarif":
+        assert (tmp_path / "new.sarif").read_bytes() == (tmp_path / "ref.sarif").read_bytes()
+
+
+def test_several_datasets_are_each_judged_and_the_worst_decides(tmp_path):
+    good = write_jsonl(tmp_path / "good.jsonl", [{"text": sentence(i)} for i in range(12)])
+    dup = write_jsonl(tmp_path / "dup.jsonl", [{"text": sentence(i % 3)} for i in range(9)])
+    empty = write_jsonl(tmp_path / "empty.jsonl", [{"text": sentence(i)} for i in range(5)] + [{"text": ""}])
+    missing = tmp_path / "missing.jsonl"
+
+    code, out, err, doc = run_cli("preflight", str(good), str(dup), "--json")
+    assert code == 0 and doc["error"] is None
+    assert [r["file"] for r in doc["reports"]] == [str(good), str(dup)]
+    assert [r["verdict"] for r in doc["reports"]] == ["PASS", "WARN"] and doc["worst_verdict"] == "WARN"
+
+    # a FAIL wins over a dataset that cannot be read (1 over 2), as everywhere
+    code, out, err, doc = run_cli("preflight", str(good), str(missing), str(empty), "--json")
+    assert code == 1 and doc["worst_verdict"] == "FAIL"
+    assert [r["verdict"] for r in doc["reports"]] == ["PASS", "NOT-CHECKED", "FAIL"]
+    assert "no such file" in doc["error"]
+    code, out, err, doc = run_cli("preflight", str(good), str(missing), "--json")
+    assert code == 2 and "no such file" in doc["error"]
+
+    # the text screen shows every dataset; an unreadable one is also said on stderr
+    code, out, err, _ = run_cli("preflight", str(good), str(missing), str(dup))
+    assert code == 2
+    assert out.index(str(good)) < out.index(str(missing)) < out.index(str(dup))
+    assert "no such file" in err
+
+    # a tokenizer that cannot be loaded is said once, whatever the number of datasets
+    code, out, err, doc = run_cli("preflight", str(good), str(dup), "--tokenizer", str(tmp_path / "no-tok"),
+                                  "--json")
+    assert code == 2 and doc["error"].count("no local copy") == 1
+
+    # at least one DATASET is required
+    code, out, err, _ = run_cli("preflight")
+    assert code == 2 and "Missing argument" in err
 
 
 # --- tokenizers, trained here ------------------------------------------------------------

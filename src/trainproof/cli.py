@@ -311,9 +311,35 @@ def watch(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stal
     Each poll reads only what was appended (HF trainer_state.json, rewritten at each save,
     and gzip-compressed logs are re-read whole when they change); a log that is replaced
     or truncated is read again from the start. LOGFILE must be a regular file (or not
-    exist yet): a directory or a FIFO is a usage error. Ctrl-C stops watching and exits with the last verdict's code, not 130:
+    exist yet): a directory or a FIFO is a usage error. Ctrl-C or SIGTERM (also SIGINT to
+    a background job) stops watching and exits with the last verdict's code, not 130:
     0 (judged, no FAIL), 1 (FAIL), 2 (nothing judged yet).
     """
+    from types import SimpleNamespace
+
+    # Stopped (Ctrl-C, SIGTERM) at any point, from the imports on: the last verdict and
+    # its code; before the first report, "-" and exit 2 (nothing judged).
+    state = SimpleNamespace(watcher=None, live=None)
+    try:
+        _watch(state, logfile, interval, fmt, maps, until_fail, stall_timeout, as_json, mute, config_path)
+    except (KeyboardInterrupt, Exception) as e:
+        if not isinstance(e, KeyboardInterrupt) and not _by_interrupt(e):
+            raise
+        from .findings import exit_code
+
+        if state.live is not None:
+            state.live.stop()
+        report = state.watcher.report if state.watcher is not None else None
+        code = exit_code([report] if report is not None else [])
+        if not as_json:
+            click.echo(_stopped_watching(report.verdict.value if report is not None else None, code), err=True)
+        sys.exit(code)
+
+
+def _watch(state, logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stall_timeout, as_json: bool,
+           mute, config_path) -> None:
+    """The body of :func:`watch`; ``state`` holds the watcher and the live display as they
+    are made, for the interrupt handler."""
     import json as _json
 
     from .findings import exit_code
@@ -326,7 +352,7 @@ def watch(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stal
         # is_file() stats without opening: a FIFO is refused here, never opened.
         kind = "a directory" if logfile.is_dir() else "not a regular file"
         raise click.UsageError(f"{logfile}: {kind}; watch follows one log file as it grows")
-    w = Watcher(logfile, fmt, overrides, cfg.mute, cfg.thresholds, stall_timeout)
+    w = state.watcher = Watcher(logfile, fmt, overrides, cfg.mute, cfg.thresholds, stall_timeout)
     tty = sys.stdout.isatty() and not as_json
     live = None
     if tty:
@@ -335,59 +361,52 @@ def watch(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stal
 
         live = Live(Text("trainproof watch: waiting for the log"), console=_stdout(), transient=False,
                     refresh_per_second=4)
+        state.live = live
         live.start()
     started = time.monotonic()
     last = None
-    try:
-        while True:
-            if last is None and not w.tail.exists():
-                # Waiting for a log that was never seen is bounded; a log that existed and
-                # went away (deleted before a rotation) is stall-checked by the watcher.
-                if stall_timeout is not None and time.monotonic() - started >= stall_timeout:
-                    if live is not None:
-                        live.stop()
-                    click.echo(f"trainproof: {logfile}: no such file after waiting {stall_timeout:g} s", err=True)
-                    sys.exit(2)
-                time.sleep(interval)
-                continue
-            try:
-                p = w.poll()
-            except ReadError as e:
+    while True:
+        _stop_requested()
+        if last is None and not w.tail.exists():
+            # Waiting for a log that was never seen is bounded; a log that existed and
+            # went away (deleted before a rotation) is stall-checked by the watcher.
+            if stall_timeout is not None and time.monotonic() - started >= stall_timeout:
                 if live is not None:
                     live.stop()
-                click.echo(f"trainproof: {logfile}: {e}", err=True)
+                click.echo(f"trainproof: {logfile}: no such file after waiting {stall_timeout:g} s", err=True)
                 sys.exit(2)
-            last = p
-            line = (f"{time.strftime('%H:%M:%S')} records={p.records} verdict={p.verdict or '-'}"
-                    + (f" new={','.join(p.new)}" if p.new else "") + (" STALLED" if p.stalled else ""))
-            if as_json:
-                click.echo(_json.dumps(p.to_dict()))
-            elif live is not None:
-                from rich.text import Text
-
-                live.update(Text(f"trainproof watch {logfile}: {line}"))
-            else:
-                click.echo(line)
-            if p.new and not as_json and p.report is not None:
-                for f in p.report.findings:
-                    if f.id in p.new:
-                        msg = f"  {f.level.value} {f.id}: {f.message}"
-                        (live.console.print(msg) if live is not None else click.echo(msg))
-            if until_fail and w.failed:
-                if live is not None:
-                    live.stop()
-                if not as_json and w.report is not None:
-                    render_text.render(_stdout(), [w.report])
-                sys.exit(1)
             time.sleep(interval)
-    except KeyboardInterrupt:
-        if live is not None:
-            live.stop()
-        code = exit_code([w.report] if w.report is not None else [])
-        if not as_json:
-            click.echo(f"trainproof: stopped watching; last verdict {last.verdict if last else '-'} (exit {code})",
-                       err=True)
-        sys.exit(code)
+            continue
+        try:
+            p = w.poll()
+        except ReadError as e:
+            if live is not None:
+                live.stop()
+            click.echo(f"trainproof: {logfile}: {e}", err=True)
+            sys.exit(2)
+        last = p
+        line = (f"{time.strftime('%H:%M:%S')} records={p.records} verdict={p.verdict or '-'}"
+                + (f" new={','.join(p.new)}" if p.new else "") + (" STALLED" if p.stalled else ""))
+        if as_json:
+            click.echo(_json.dumps(p.to_dict()))
+        elif live is not None:
+            from rich.text import Text
+
+            live.update(Text(f"trainproof watch {logfile}: {line}"))
+        else:
+            click.echo(line)
+        if p.new and not as_json and p.report is not None:
+            for f in p.report.findings:
+                if f.id in p.new:
+                    msg = f"  {f.level.value} {f.id}: {f.message}"
+                    (live.console.print(msg) if live is not None else click.echo(msg))
+        if until_fail and w.failed:
+            if live is not None:
+                live.stop()
+            if not as_json and w.report is not None:
+                render_text.render(_stdout(), [w.report])
+            sys.exit(1)
+        time.sleep(interval)
 
 
 @cli.command("rules")
@@ -482,7 +501,8 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("trainproof: the current directory no longer exists (it was removed); run from an existing one",
                    err=True)
         sys.exit(2)
-    previous = _terminate_as_interrupt()
+    _STOP.clear()
+    previous = _interrupt_handlers()
     try:
         rv = cli.main(args=args, prog_name="trainproof", standalone_mode=False)
     except click.exceptions.Exit as e:
@@ -491,37 +511,122 @@ def main(argv: list[str] | None = None) -> None:
         e.show()
         sys.exit(2)
     except click.exceptions.Abort:
-        click.echo("trainproof: aborted", err=True)
+        if _command_name(args) == "watch":
+            # Stopped before watch's own loop ran (parsing its options): nothing judged.
+            if "--json" not in args:
+                click.echo(_stopped_watching(None, 2), err=True)
+        else:
+            click.echo("trainproof: aborted", err=True)
         sys.exit(2)
     except SystemExit:
         raise
     except BrokenPipeError:
         sys.exit(2)
     except Exception as e:  # noqa: BLE001 - the contract: one line, exit 2
+        if _by_interrupt(e):
+            # Ctrl-C or SIGTERM wrapped by the interpreter (Python < 3.12 wraps what a
+            # class body's __set_name__ raises, as during an import): stopped, not a bug.
+            click.echo(_stopped_watching(None, 2) if _command_name(args) == "watch" else "trainproof: aborted",
+                       err=True)
+            sys.exit(2)
         if debug:
             raise
         click.echo(f"trainproof: internal error: {type(e).__name__}: {e} (run with --debug for a traceback)",
                    err=True)
         sys.exit(2)
     finally:
-        if previous is not None:
+        if previous:
             import signal
 
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 
-def _terminate_as_interrupt():
-    """Handle SIGTERM (a CI job cancelled, ``timeout``) as Ctrl-C: the command unwinds,
-    ``doctor`` ends its workers, and the exit code follows the policy (``watch``: its last
-    verdict's; otherwise 2). Returns the previous handler, or ``None`` where none was set
-    (not the main thread)."""
-    import signal
+#: The signals that asked this process to stop (see :func:`_interrupt_handlers`). The
+#: ``KeyboardInterrupt`` a handler raises can land in code that swallows it (a library's
+#: bare ``except`` during an import); a loop that runs on (``watch``) checks this too.
+_STOP: list[int] = []
 
-    def interrupt(signum, frame):
+
+def _stop_requested() -> None:
+    """Raise ``KeyboardInterrupt`` if a stop signal came and was swallowed on its way."""
+    if _STOP:
         raise KeyboardInterrupt
 
+
+def _in_exec_string(frame) -> bool:
+    """Whether ``frame`` runs inside code compiled from a string (``exec(str)``)."""
+    while frame is not None:
+        if frame.f_code.co_filename == "<string>":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _command_name(args: list[str]) -> str | None:
+    """The subcommand in ``args``: the first word that is not one of the group's options."""
+    for a in args:
+        if not a.startswith("-"):
+            return a
+    return None
+
+
+def _by_interrupt(e: BaseException) -> bool:
+    """Whether ``e`` was caused by a ``KeyboardInterrupt`` (a signal that arrived while
+    code that wraps exceptions ran)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def _stopped_watching(verdict: str | None, code: int) -> str:
+    return f"trainproof: stopped watching; last verdict {verdict or '-'} (exit {code})"
+
+
+def _interrupt_handlers() -> dict:
+    """Handle SIGTERM (a CI job cancelled, ``timeout``) as Ctrl-C: the command unwinds,
+    ``doctor`` ends its workers, report files are whole or absent, and the exit code
+    follows the policy (``watch``: its last verdict's; otherwise 2). A SIGINT inherited as
+    ignored (a shell script's background job, ``trainproof watch LOG &``) is handled as
+    Ctrl-C too, so that ``kill -INT`` stops the command.
+
+    Returns ``{signal: previous handler}`` for what was changed, for :func:`main` to put
+    back (tests call it in-process); empty where nothing could be set (not the main
+    thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def interrupt(signum, frame):
+        _STOP.append(signum)
+        if _in_exec_string(frame):
+            # A KeyboardInterrupt that leaves code run by exec(str) (dataclasses build
+            # their methods so, during imports) makes CPython end the process by SIGINT
+            # once it exits, whatever the exit code: send the signal again a moment
+            # later, out of that code.
+            import threading
+
+            t = threading.Timer(0.02, os.kill, (os.getpid(), signum))
+            t.daemon = True
+            t.start()
+            return
+        raise KeyboardInterrupt
+
+    previous = {}
     try:
-        return signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:
-        return None
+        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, interrupt)
+        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.default_int_handler):
+            # Python's own Ctrl-C handler, or none at all: the same one as for SIGTERM.
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt)
+    except ValueError:  # pragma: no cover - a sub-interpreter's main thread
+        pass
+    # A handler not set from Python reads as None and cannot be put back; the default
+    # action is the closest (that is what a fresh interpreter has for SIGTERM).
+    return {s: (signal.SIG_DFL if h is None else h) for s, h in previous.items()}

@@ -1,4 +1,4 @@
-"""``trainproof preflight DATASET``: is this training data usable, before the run starts?
+"""``trainproof preflight DATASET...``: is this training data usable, before the run starts?
 
 The dataset is a file of JSON records: JSON Lines (``.jsonl``, streamed line by line, never
 read as one string), a ``.json`` array (parsed whole), either of them gzip-compressed
@@ -1072,7 +1072,7 @@ def _basis(scan: _Scan, tok: Tok) -> str:
 # --- command -------------------------------------------------------------------------------
 
 @click.command("preflight")
-@click.argument("dataset", type=click.Path(path_type=Path))
+@click.argument("datasets", metavar="DATASET...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--tokenizer", metavar="PATH",
               help="A local tokenizer directory or tokenizer.json (never downloaded; needs trainproof[hf]).")
 @click.option("--max-len", "max_len", type=click.IntRange(min=1), default=None, metavar="N",
@@ -1080,22 +1080,31 @@ def _basis(scan: _Scan, tok: Tok) -> str:
 @click.option("--text-field", "text_field", metavar="F",
               help="Read the text from this key or dotted path (e.g. data.body) instead of detecting it.")
 @output_options
-def preflight_cmd(dataset: Path, tokenizer: str | None, max_len: int | None, text_field: str | None,
+def preflight_cmd(datasets: tuple[Path, ...], tokenizer: str | None, max_len: int | None, text_field: str | None,
                   as_json: bool, mute, config_path, sarif_path) -> None:
     """Check a training dataset (JSONL, .json array, .jsonl.gz) before the run: malformed lines,
     empty and duplicate texts, and with --tokenizer its EOS/pad/BOS and --max-len truncation.
 
     The text is found in the common shapes (text, prompt/completion, Alpaca, chat messages)
-    or read from --text-field. Exit 1 on a FAIL, 2 when the dataset or tokenizer cannot be
-    used, else 0.
+    or read from --text-field. Several DATASETs (a pre-commit hook passes the changed files)
+    are each judged, one report each, in the order given. Exit 1 on a FAIL, 2 when a dataset
+    or the tokenizer cannot be used, else 0.
     """
     try:
         cfg = load_config(config_path, extra_mute=mute)
     except ConfigError as e:
         emit([], "preflight", as_json, sarif_path=sarif_path, error=str(e))
         return
-    rep, error = check_dataset(dataset, text_field, tokenizer, max_len, cfg.mute)
-    emit([rep], "preflight", as_json, sarif_path=sarif_path, mute=cfg.mute, error=error or rep.error)
+    reports, errors = [], []
+    for dataset in datasets:
+        rep, error = check_dataset(dataset, text_field, tokenizer, max_len, cfg.mute)
+        reports.append(rep)
+        # The tokenizer's error is the same for every dataset: said once, before the
+        # datasets' own (one dataset: the tokenizer's, else its own, as it always was).
+        for why in (error or rep.error,) if len(datasets) == 1 else (error, rep.error):
+            if why is not None and why not in errors:
+                errors.append(why)
+    emit(reports, "preflight", as_json, sarif_path=sarif_path, mute=cfg.mute, error="; ".join(errors) or None)
 
 
 COMMANDS = [preflight_cmd]

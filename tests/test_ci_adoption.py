@@ -297,7 +297,7 @@ def test_hook_manifest_is_valid_for_pre_commit(hooks):
     assert res.returncode == 0, res.stdout + res.stderr
     assert set(hooks) == {"trainproof-doctor", "trainproof-preflight"}
     assert hooks["trainproof-doctor"]["entry"] == "trainproof doctor --allow-empty --quiet"
-    assert hooks["trainproof-preflight"]["entry"] == "trainproof preflight"
+    assert hooks["trainproof-preflight"]["entry"] == "trainproof dataset"
     for h in hooks.values():
         assert h["language"] == "python" and h["require_serial"] is True and h.get("pass_filenames", True)
 

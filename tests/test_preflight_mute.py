@@ -11,7 +11,7 @@ from conftest import run_cli
 
 from trainproof.findings import MUTED
 from trainproof.preflight import apply_mute
-from trainproof.preflight.objective import check_objective
+from trainproof.preflight.targets import check_objective
 
 
 def _checks(out: str) -> tuple[dict, list[str]]:

@@ -12,7 +12,7 @@ import pytest
 
 from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog, merge_implied, still_warming_up
-from trainproof.rules.objective import detect_objective
+from trainproof.rules.objective_kind import detect_objective
 from trainproof.runlog import Record, build_runlog
 
 from conftest import one

@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 # `trainproof --version` do not pay for numpy and the readers until something needs them.
 _LAZY = {
     "compare": "api", "doctor": "api", "judge": "api", "read_runlog": "api",
-    "Guardian": "live", "RunFailed": "live", "watch": "live",
+    "Guardian": "live", "RunFailed": "live", "monitor": "live", "watch": "live",
     "Finding": "findings", "Level": "findings", "Report": "findings", "exit_code": "findings",
     "Record": "runlog", "RunLog": "runlog", "Series": "runlog",
 }
@@ -34,4 +34,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 __all__ = ["Finding", "Guardian", "Level", "Record", "Report", "RunFailed", "RunLog", "Series", "__version__",
-           "compare", "doctor", "exit_code", "judge", "read_runlog", "watch"]
+           "compare", "doctor", "exit_code", "judge", "monitor", "read_runlog", "watch"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .cliutil import FORMAT_NAMES, _emit, _setup, _stdout, _write_outputs, common_options, echo_error
+from .cliutil import FORMAT_NAMES, _emit, _setup, _stdout, _write_outputs, common_options, echo_error, invoked
 
 # Start-up cost: this module imports only click and cliutil. numpy, rich, the readers, the
 # rules and the preflight modules are imported by the command that needs them, so
@@ -30,16 +30,21 @@ _LAZY_COMMANDS = {
                        "(NAME.wav + NAME.txt/.lab), an LJSpeech folder or metadata.csv, or a NeMo manifest.jsonl."),
     "env": ("env", "Can this machine start this run at all? Probe imports in a child interpreter, verify "
                    "checkpoints without unpickling them, and compare RAM and disk with what the run needs."),
-    "objective": ("objective", "Check the training objective at step 0: an ignore_index that is a real class, "
+    "targets": ("targets", "Check the training objective at step 0: an ignore_index that is a real class, "
                                "targets outside [0, N), classes that never appear, and causal-LM labels shifted "
                                "twice."),
-    "preflight": ("dataset", "Check a training dataset (JSONL, .json array, .jsonl.gz) before the run: malformed "
+    "dataset": ("dataset", "Check a training dataset (JSONL, .json array, .jsonl.gz) before the run: malformed "
                              "lines, empty and duplicate texts, and with --tokenizer its EOS/pad/BOS and --max-len "
                              "truncation."),
     "tokenizer": ("speech", "Check a SentencePiece model against the transcripts it will encode: unknown tokens, "
                             "character coverage, tokens per second of audio and how numbers are split."),
 }
 _DESCRIBING = "trainproof.describing_commands"
+
+#: Former command names, still accepted (CHANGELOG.md lists them): old name -> command. The
+#: new names say what each command judges; scripts and CI files written for the old ones
+#: keep working, and the JSON document's ``command`` is the name that was typed.
+ALIASES = {"epoch": "judge", "preflight": "dataset", "objective": "targets"}
 
 
 class _LazyGroup(click.Group):
@@ -49,6 +54,7 @@ class _LazyGroup(click.Group):
         return sorted({*self.commands, *_LAZY_COMMANDS})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd_name = ALIASES.get(cmd_name, cmd_name)
         cmd = self.commands.get(cmd_name)
         if cmd is not None or cmd_name not in _LAZY_COMMANDS:
             return cmd
@@ -76,6 +82,8 @@ def cli(debug: bool) -> None:
 
     Exit codes: 0 judged, no FAIL (WARN allowed); 1 at least one FAIL about the run;
     2 could not judge (unreadable input, no loss, NOT-CHECKED, bad option, internal error).
+
+    Former names, still accepted: epoch (judge), preflight (dataset), objective (targets).
     """
 
 
@@ -88,10 +96,10 @@ def _location(arg: str | None) -> str | Path | None:
     return arg if is_url(arg) else Path(arg)
 
 
-@cli.command()
+@cli.command("judge")
 @click.argument("logfile", type=click.Path(path_type=str))
 @common_options
-def epoch(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path) -> None:
+def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path) -> None:
     """Judge one training log: a file (HF trainer_state.json, TensorBoard event file, JSONL,
     CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow run folder.
     LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] extra). A log that
@@ -102,20 +110,20 @@ def epoch(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_
     from .formats import ReadError
     from .rules.engine import error_report, judge_runlog
 
-    overrides, cfg = _setup("epoch", as_json, maps, mute, config_path)
+    overrides, cfg = _setup(invoked("judge"), as_json, maps, mute, config_path)
     logfile = _location(logfile)
     try:
         runs = read_runlogs(logfile, fmt, overrides)
     except (ReadError, MappingError) as e:
         rep = error_report(str(logfile), str(e), None if fmt == "auto" else fmt)
-        _emit([rep], "epoch", as_json, summary=False, error=f"{logfile}: {e}", sarif_path=sarif_path,
+        _emit([rep], invoked("judge"), as_json, summary=False, error=f"{logfile}: {e}", sarif_path=sarif_path,
               html_path=html_path)
         return
     # One report per run the log holds (a W&B export of several runs), worst first; chart
     # series only for the HTML report (the only output that draws them).
     reports = worst_first([judge_runlog(run, cfg.thresholds, cfg.mute, charts=html_path is not None)
                            for run in runs])
-    _emit(reports, "epoch", as_json, summary=False, sarif_path=sarif_path, html_path=html_path)
+    _emit(reports, invoked("judge"), as_json, summary=False, sarif_path=sarif_path, html_path=html_path)
 
 
 class _LazyProgress:
@@ -342,7 +350,6 @@ def _watch(state, logfile: Path, interval: float, fmt: str, maps, until_fail: bo
     are made, for the interrupt handler."""
     import json as _json
 
-    from .findings import exit_code
     from .formats import ReadError
     from .live.watcher import Watcher
     from .render import text as render_text

@@ -79,6 +79,13 @@ def common_options(fn):
     return fn
 
 
+def invoked(default: str) -> str:
+    """The running command's name as typed (an old name such as ``epoch`` stays ``epoch``,
+    :data:`trainproof.cli.ALIASES`), or ``default`` outside a click context."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.info_name if ctx is not None and ctx.info_name else default
+
+
 def _setup(command: str, as_json: bool, maps, mute, config_path):
     from .aliases import MappingError, parse_map_option
     from .config import ConfigError, load_config

@@ -1,6 +1,6 @@
 """Objective checks at step 0, importable as ``trainproof.objective``.
 
-A re-export of :mod:`trainproof.preflight.objective` (the ``trainproof objective``
+A re-export of :mod:`trainproof.preflight.targets` (the ``trainproof targets``
 command): :func:`check_ignore_index`, :class:`TargetCoverage`, :func:`check_label_shift`,
 :func:`measure_label_shift`, :func:`check_objective`, :func:`objective_report` and
 :func:`load_arrays`. torch is never imported here; tensors are accepted as they come.
@@ -13,7 +13,7 @@ command): :func:`check_ignore_index`, :class:`TargetCoverage`, :func:`check_labe
 """
 from __future__ import annotations
 
-from .preflight.objective import (
+from .preflight.targets import (
     TargetCoverage,
     TargetFileError,
     check_ignore_index,

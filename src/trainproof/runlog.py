@@ -333,7 +333,7 @@ class RunLogBuilder:
     """The incremental form of :func:`build_runlog`: records go in one at a time (O(1)
     each, typed arrays), and :meth:`build` makes a RunLog of everything so far, as often
     as wanted, with exactly the semantics of :func:`build_runlog` (the live guardian
-    judges the same RunLog ``trainproof epoch`` would read from the same lines).
+    judges the same RunLog ``trainproof judge`` would read from the same lines).
     """
 
     def __init__(self) -> None:

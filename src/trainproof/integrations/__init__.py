@@ -8,7 +8,7 @@ One module per framework, each with a ``TrainproofCallback``:
 
 Each callback only turns what its framework logs into records; a shared
 :class:`~trainproof.integrations._common.LiveRun` feeds them to a
-:class:`~trainproof.live.guardian.Guardian` (the rules of ``trainproof epoch``) and applies
+:class:`~trainproof.live.guardian.Guardian` (the rules of ``trainproof judge``) and applies
 the policy: ``"warn"`` prints new findings, ``"stop_on_fail"`` also stops the run at the
 first FAIL. Importing this package imports no framework; importing one of its modules
 imports that framework only.

@@ -2,7 +2,7 @@
 
 Each callback is an extractor: it turns what its framework logged into ``(step, {key:
 number})`` records and hands them to a :class:`LiveRun`. The LiveRun feeds a
-:class:`~trainproof.live.guardian.Guardian` (the same rules as ``trainproof epoch``),
+:class:`~trainproof.live.guardian.Guardian` (the same rules as ``trainproof judge``),
 decides when to judge, prints new findings, and says when the run should stop; the
 callback only translates that answer into its framework's stop flag.
 """

@@ -4,11 +4,16 @@ Nothing here imports torch, lightning, keras or transformers at import time.
 """
 from .guardian import Guardian, RunFailed
 
-__all__ = ["Guardian", "RunFailed", "watch"]
+__all__ = ["Guardian", "RunFailed", "monitor", "watch"]
 
 
-def watch(*args, **kwargs):
+def monitor(*args, **kwargs):
     """Start the in-loop monitor for a raw PyTorch loop (see :class:`.monitor.Monitor`)."""
-    from .monitor import watch as _watch
+    from .monitor import monitor as _monitor
 
-    return _watch(*args, **kwargs)
+    return _monitor(*args, **kwargs)
+
+
+#: The monitor's former name, kept for code that uses it (``trainproof watch`` the command
+#: tails a log file; the in-loop monitor is :func:`monitor`).
+watch = monitor

@@ -2,7 +2,7 @@
 
 :class:`Guardian` keeps the records of one run as typed arrays per metric (appending is
 O(1) per value) and, when asked, builds a :class:`~trainproof.runlog.RunLog` from them and
-runs the same rules as ``trainproof epoch``. It remembers which finding ids it has seen,
+runs the same rules as ``trainproof judge``. It remembers which finding ids it has seen,
 so each new finding is announced once. The in-loop monitor, ``trainproof watch`` and the
 framework callbacks all feed one of these; none of them holds rule logic.
 
@@ -120,7 +120,7 @@ class Guardian:
         """Append one logged row. ``values`` maps raw metric keys to numbers: Python and
         numpy numbers and one-element tensors or arrays are taken as floats (NaN and ±Inf
         kept); anything else is skipped. A row without a finite ``step`` takes the last
-        step seen before it, as ``trainproof epoch`` does."""
+        step seen before it, as ``trainproof judge`` does."""
         nums = {}
         for k, v in values.items():
             x = number(v)

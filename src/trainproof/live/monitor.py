@@ -1,6 +1,6 @@
 """The in-loop monitor for a raw PyTorch training loop.
 
-    mon = trainproof.watch(model, optimizer, check_every=50, policy="warn")
+    mon = trainproof.monitor(model, optimizer, check_every=50, policy="warn")
     for step, batch in enumerate(loader):
         loss = model(batch).loss
         loss.backward()
@@ -49,7 +49,7 @@ class Monitor:
             ``"silent"`` only records.
         mute: rule ids not to run.
         on_alert: called once per new WARN or FAIL finding id (e.g. post a W&B alert).
-        log_path: also write every record as a JSONL line (``trainproof epoch`` reads it).
+        log_path: also write every record as a JSONL line (``trainproof judge`` reads it).
         track_update_ratio: record ``update_ratio`` = ||W_after - W_before|| / ||W_after||
             across each optimizer step. Holds one copy of every trainable parameter (the
             model's size again in memory).
@@ -178,10 +178,14 @@ class Monitor:
             self._log_file = None
 
 
-def watch(model, optimizer, check_every: int = 50, policy: str = "warn", mute: Iterable[str] = (),
+def monitor(model, optimizer, check_every: int = 50, policy: str = "warn", mute: Iterable[str] = (),
           on_alert: Callable[[Finding], None] | None = None, log_path: str | Path | None = None,
           track_update_ratio: bool = False, max_steps: int | None = None,
           thresholds: Thresholds = DEFAULT) -> Monitor:
     """Start monitoring a raw PyTorch loop; see :class:`Monitor` for the arguments."""
     return Monitor(model, optimizer, check_every, policy, mute, on_alert, log_path, track_update_ratio,
                    max_steps, thresholds)
+
+
+#: The former name of :func:`monitor`.
+watch = monitor

@@ -42,7 +42,7 @@ class Watcher:
 
     Args:
         path: the log (it may not exist yet).
-        fmt, overrides, mute, thresholds: as for ``trainproof epoch``.
+        fmt, overrides, mute, thresholds: as for ``trainproof judge``.
         stall_timeout: seconds without growth after which ``TP-STALL`` (WARN) is reported.
         clock: the time source (tests pass a fake one).
     """

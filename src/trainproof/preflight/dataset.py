@@ -1,4 +1,4 @@
-"""``trainproof preflight DATASET...``: is this training data usable, before the run starts?
+"""``trainproof dataset DATASET...`` (formerly ``trainproof preflight``): is this training data usable, before the run starts?
 
 The dataset is a file of JSON records: JSON Lines (``.jsonl``, streamed line by line, never
 read as one string), a ``.json`` array (parsed whole), either of them gzip-compressed
@@ -74,7 +74,7 @@ from typing import Any
 
 import click
 
-from ..cliutil import emit, output_options
+from ..cliutil import emit, invoked, output_options
 from ..config import ConfigError, load_config
 from ..findings import Finding, Level, Skip
 from . import finding, report
@@ -1071,7 +1071,7 @@ def _basis(scan: _Scan, tok: Tok) -> str:
 
 # --- command -------------------------------------------------------------------------------
 
-@click.command("preflight")
+@click.command("dataset")
 @click.argument("datasets", metavar="DATASET...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--tokenizer", metavar="PATH",
               help="A local tokenizer directory or tokenizer.json (never downloaded; needs trainproof[hf]).")
@@ -1080,7 +1080,7 @@ def _basis(scan: _Scan, tok: Tok) -> str:
 @click.option("--text-field", "text_field", metavar="F",
               help="Read the text from this key or dotted path (e.g. data.body) instead of detecting it.")
 @output_options
-def preflight_cmd(datasets: tuple[Path, ...], tokenizer: str | None, max_len: int | None, text_field: str | None,
+def dataset_cmd(datasets: tuple[Path, ...], tokenizer: str | None, max_len: int | None, text_field: str | None,
                   as_json: bool, mute, config_path, sarif_path) -> None:
     """Check a training dataset (JSONL, .json array, .jsonl.gz) before the run: malformed lines,
     empty and duplicate texts, and with --tokenizer its EOS/pad/BOS and --max-len truncation.
@@ -1093,7 +1093,7 @@ def preflight_cmd(datasets: tuple[Path, ...], tokenizer: str | None, max_len: in
     try:
         cfg = load_config(config_path, extra_mute=mute)
     except ConfigError as e:
-        emit([], "preflight", as_json, sarif_path=sarif_path, error=str(e))
+        emit([], invoked("dataset"), as_json, sarif_path=sarif_path, error=str(e))
         return
     reports, errors = [], []
     for dataset in datasets:
@@ -1104,7 +1104,7 @@ def preflight_cmd(datasets: tuple[Path, ...], tokenizer: str | None, max_len: in
         for why in (error or rep.error,) if len(datasets) == 1 else (error, rep.error):
             if why is not None and why not in errors:
                 errors.append(why)
-    emit(reports, "preflight", as_json, sarif_path=sarif_path, mute=cfg.mute, error="; ".join(errors) or None)
+    emit(reports, invoked("dataset"), as_json, sarif_path=sarif_path, mute=cfg.mute, error="; ".join(errors) or None)
 
 
-COMMANDS = [preflight_cmd]
+COMMANDS = [dataset_cmd]

@@ -15,7 +15,7 @@ import numpy as np
 from ..findings import MUTED, Finding, Level, Report, Skip
 from ..runlog import RunLog, Series, downsample
 from .registry import Need, Rule, all_rules, get
-from .objective import detect_objective
+from .objective_kind import detect_objective
 from .thresholds import DEFAULT, Thresholds
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct

@@ -281,7 +281,7 @@ def rule(
     """Register the decorated ``check(ctx)`` generator as rule ``id``.
 
     ``objectives`` lists the kinds of training objective the rule can judge (see
-    :mod:`trainproof.rules.objective`); on any other the engine skips it with the typed
+    :mod:`trainproof.rules.objective_kind`); on any other the engine skips it with the typed
     reason ``objective: <kind>``.
 
     ``min_schedule_share`` names the threshold giving the least share of the scheduled run
@@ -338,7 +338,7 @@ def declare(rule_id: str, level: Level, group: str, summary: str, **docs: str) -
 #: Every module that declares ids, in listing order: the preflight checks' id declarations
 #: (documentation only, :mod:`trainproof.rules.preflight_ids`), then the rule modules. The
 #: registry imports them by name, so it imports none of them at module level.
-RULE_MODULES = tuple(f"trainproof.rules.preflight_ids.{m}" for m in ("dataset", "env", "objective", "speech")) + tuple(
+RULE_MODULES = tuple(f"trainproof.rules.preflight_ids.{m}" for m in ("dataset", "env", "targets", "speech")) + tuple(
     f"trainproof.rules.{m}" for m in ("loss", "grad", "lr", "evals", "perf", "updates", "signatures", "rl", "intent",
                                       "reading", "compare", "outcomes"))
 _loaded = False

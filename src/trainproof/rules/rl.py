@@ -1,11 +1,11 @@
-"""Rules for RL and preference objectives (see :mod:`trainproof.rules.objective`)."""
+"""Rules for RL and preference objectives (see :mod:`trainproof.rules.objective_kind`)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..findings import Level
 from ._fmt import num, pct, step
-from .objective import detect_objective
+from .objective_kind import detect_objective
 from ._stats import median, trend_z
 from .registry import Need, rule
 

@@ -1,4 +1,4 @@
-"""The ids the dataset check (`trainproof preflight`) emits, with their documentation (declarations only)."""
+"""The ids the dataset check (`trainproof dataset`) emits, with their documentation (declarations only)."""
 from __future__ import annotations
 
 from ...findings import Level

@@ -1,4 +1,4 @@
-"""``trainproof objective``: failures of the objective itself, decidable at step 0.
+"""``trainproof targets`` (formerly ``trainproof objective``): failures of the objective itself, decidable at step 0.
 
 Some mistakes never show on a loss curve, because what they remove from the loss is simply
 not there to be seen. They can be decided from shapes and a few integers before the first
@@ -34,7 +34,7 @@ from typing import Any
 import click
 import numpy as np
 
-from ..cliutil import _setup, emit, output_options
+from ..cliutil import _setup, emit, invoked, output_options
 from ..findings import Finding, Report, Skip
 from ..rules.thresholds import Thresholds
 from . import finding, report
@@ -666,7 +666,7 @@ def _pick(arrays: dict[str, np.ndarray], key: str | None, path: Path) -> str:
 def objective_report(path: str | Path, num_classes: int, ignore_index: int = -100, key: str | None = None,
                      loss_shifts_labels: bool | None = None, th: Thresholds | None = None,
                      max_positions: int | None = 1024, mute=()) -> Report:
-    """The checks of ``trainproof objective`` on a targets file.
+    """The checks of ``trainproof targets`` on a targets file.
 
     The targets are the array named ``key``, else the file's only array, else one named
     ``labels`` or ``targets``. When the file also holds an ``input_ids`` array of the same
@@ -718,7 +718,7 @@ def objective_report(path: str | Path, num_classes: int, ignore_index: int = -10
 
 # --- command -----------------------------------------------------------------------------
 
-@click.command("objective")
+@click.command("targets")
 @click.option("--num-classes", type=click.IntRange(min=1), required=True, metavar="N",
               help="Classes the model predicts: the size of its output layer (an LM's vocabulary size).")
 @click.option("--ignore-index", type=int, default=-100, show_default=True, metavar="I",
@@ -733,7 +733,7 @@ def objective_report(path: str | Path, num_classes: int, ignore_index: int = -10
               help="Whether the loss shifts labels itself (Hugging Face *ForCausalLM models do). Without either "
                    "flag the alignment is reported, never judged.")
 @output_options
-def objective_cmd(num_classes: int, ignore_index: int, targets_path: Path | None, key: str | None,
+def targets_cmd(num_classes: int, ignore_index: int, targets_path: Path | None, key: str | None,
                   loss_shifts_labels: bool | None, as_json: bool, mute, config_path, sarif_path) -> None:
     """Check the training objective at step 0: an ignore_index that is a real class, targets
     outside [0, N), classes that never appear, and causal-LM labels shifted twice.
@@ -741,17 +741,17 @@ def objective_cmd(num_classes: int, ignore_index: int, targets_path: Path | None
     Exit 1 on a FAIL, 2 when the targets cannot be read or nothing could be judged (only an
     ignore_index of -100 and no --targets), else 0.
     """
-    _, cfg = _setup("objective", as_json, (), mute, config_path)
+    _, cfg = _setup(invoked("targets"), as_json, (), mute, config_path)
     if targets_path is None:
         rep = _build(check_ignore_index(num_classes, ignore_index), None, None, "objective",
                      {"num_classes": num_classes, "ignore_index": ignore_index}, cfg.mute)
     else:
         rep = objective_report(targets_path, num_classes, ignore_index, key, loss_shifts_labels, cfg.thresholds,
                                mute=cfg.mute)
-    emit([rep], "objective", as_json, sarif_path=sarif_path, mute=cfg.mute, error=rep.error)
+    emit([rep], invoked("targets"), as_json, sarif_path=sarif_path, mute=cfg.mute, error=rep.error)
 
 
-COMMANDS = [objective_cmd]
+COMMANDS = [targets_cmd]
 
 __all__ = ["COMMANDS", "TargetCoverage", "TargetFileError", "check_ignore_index", "check_label_shift",
            "check_objective", "load_arrays", "measure_label_shift", "objective_report"]

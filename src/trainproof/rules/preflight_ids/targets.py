@@ -1,4 +1,4 @@
-"""The ids the objective check (`trainproof objective`) emits, with their documentation (declarations only)."""
+"""The ids the objective check (`trainproof targets`) emits, with their documentation (declarations only)."""
 from __future__ import annotations
 
 from ...findings import Level

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-_FORBIDDEN = ("click", "trainproof.cli", "trainproof.cliutil", "trainproof.preflight")
+_FORBIDDEN = ("click", "trainproof.cli", "trainproof.preflight")
 
 
 def _fresh(code: str) -> dict:

@@ -176,7 +176,7 @@ def test_sigterm_to_epoch_mid_run_exits_2_and_leaves_no_partial_report(tmp_path)
 def cli_handlers():
     """The CLI's SIGTERM/SIGINT handlers for the test, put back after."""
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    previous = cli_mod._interrupt_handlers()
+    previous = cli_mod.signals.interrupt_handlers()
     yield
     for s, h in previous.items():
         signal.signal(s, h)

@@ -253,8 +253,8 @@ def _reference_single(*args: str):
     import click
     from click.testing import CliRunner
 
-    from trainproof.cliutil import emit, output_options
-    from trainproof.config import ConfigError, load_config
+    from trainproof.cli.options import output_options
+    from trainproof.cli.output import emit_reports, settings
     from trainproof.preflight.dataset import check_dataset
 
     @click.command("preflight")
@@ -264,13 +264,10 @@ def _reference_single(*args: str):
     @click.option("--text-field", "text_field", metavar="F")
     @output_options
     def old(dataset, tokenizer, max_len, text_field, as_json, mute, config_path, sarif_path):
-        try:
-            cfg = load_config(config_path, extra_mute=mute)
-        except ConfigError as e:
-            emit([], "preflight", as_json, sarif_path=sarif_path, error=str(e))
-            return
+        _, cfg = settings("preflight", as_json, (), mute, config_path)
         rep, error = check_dataset(dataset, text_field, tokenizer, max_len, cfg.mute)
-        emit([rep], "preflight", as_json, sarif_path=sarif_path, mute=cfg.mute, error=error or rep.error)
+        raise click.exceptions.Exit(emit_reports([rep], "preflight", as_json, sarif_path=sarif_path,
+                                                 error=error or rep.error))
 
     res = CliRunner().invoke(old, list(args), catch_exceptions=False)
     return res.exit_code, res.stdout, res.stderr

@@ -8,7 +8,7 @@ one-line reason when the input is not readable as its format. Readers know bytes
 formats only: no rules, thresholds or output.
 
 To add a format, add a module and list it in :data:`READERS` (order = sniffing priority),
-and its name in :data:`trainproof.cliutil.FORMAT_NAMES`, the static copy the command line
+and its name in :data:`trainproof.cli.options.FORMAT_NAMES`, the static copy the command line
 offers as ``--format`` choices without importing the readers (a test checks the two agree).
 """
 from __future__ import annotations

@@ -59,9 +59,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-import click
 
-from ..cliutil import _fail_usage, _setup, emit, output_options
 from ..findings import Finding, Report, Skip
 from ..rules.thresholds import Thresholds
 from . import finding, report
@@ -281,6 +279,12 @@ def _signal_text(n: int) -> str:
 # --- imports -----------------------------------------------------------------------------
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+def is_module_name(name: str) -> bool:
+    """Whether ``name`` is a dotted Python module name (``torch``, ``mypkg.sub``): only
+    such a name is handed to the child interpreter that probes the import."""
+    return bool(_MODULE_NAME.match(name))
 
 
 def probe_python(python: str, cwd: str | None, timeout: float) -> tuple[dict | None, str]:
@@ -959,23 +963,24 @@ def check_gpus() -> tuple[list[Finding], Skip | None]:
 def env_report(modules=(), python: str | None = None, cwd: str = ".", cwd_given: bool = False, checkpoints=(),
                required_gb: float | None = None, output_dir: str | None = None, checkpoint_gb: float | None = None,
                keep: int = 1, timeout: float = 120.0, th: Thresholds | None = None,
-               clean_env: bool = False) -> Report:
+               clean_env: bool = False, mute=()) -> Report:
     """The one report about this machine (see the module documentation).
 
     With ``clean_env`` the child interpreters get a minimal environment
-    (:func:`clean_environment`) instead of trainproof's own.
+    (:func:`clean_environment`) instead of trainproof's own. ``mute``: ids reported as
+    skipped, reason ``muted``.
     """
     global _PROBE_ENV
     _PROBE_ENV = clean_environment() if clean_env else None
     try:
         return _env_report(modules, python, cwd, cwd_given, checkpoints, required_gb, output_dir, checkpoint_gb,
-                           keep, timeout, th, clean_env)
+                           keep, timeout, th, clean_env, mute)
     finally:
         _PROBE_ENV = None
 
 
 def _env_report(modules, python, cwd, cwd_given, checkpoints, required_gb, output_dir, checkpoint_gb, keep, timeout,
-                th, clean_env) -> Report:
+                th, clean_env, mute=()) -> Report:
     th = th or Thresholds()
     findings: list[Finding] = []
     skipped: dict[str, Skip] = {}
@@ -1022,52 +1027,4 @@ def _env_report(modules, python, cwd, cwd_given, checkpoints, required_gb, outpu
         notes.append("nothing was required: give --module, --checkpoint, --required-gb or --checkpoint-gb for a "
                      "verdict")
     return report(cwd, "env", findings, ran=sorted({f.id for f in findings}), skipped=skipped, records=items,
-                  meta=meta, notes=notes)
-
-
-@click.command("env")
-@click.option("--module", "modules", multiple=True, metavar="NAME",
-              help="Import this module in a child interpreter (repeatable), e.g. --module torch --module mypkg.")
-@click.option("--python", "python", metavar="PATH", default=None,
-              help="The interpreter the run uses (default: the one running trainproof).")
-@click.option("--cwd", "cwd", metavar="DIR", default=None,
-              help="The directory the run starts from; imports are probed from there (default: .).")
-@click.option("--checkpoint", "checkpoints", multiple=True, metavar="PATH",
-              help="A checkpoint file (torch .pt/.bin, .safetensors) or a directory of shards; never unpickled "
-                   "(repeatable).")
-@click.option("--required-gb", type=click.FloatRange(min=0), default=None, metavar="N",
-              help="Host RAM the run needs, in GB (2^30 bytes).")
-@click.option("--output-dir", metavar="DIR", default=None,
-              help="Where the run writes checkpoints (default: --cwd); need not exist yet.")
-@click.option("--checkpoint-gb", type=click.FloatRange(min=0), default=None, metavar="N",
-              help="Size of one checkpoint, in GB (2^30 bytes).")
-@click.option("--keep", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
-              help="Checkpoints kept on disk at once (save_total_limit).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
-              metavar="S", help="Seconds each import may take (cold imports of large stacks from network "
-                                "filesystems take tens of seconds).")
-@click.option("--clean-env", is_flag=True,
-              help="Probe imports with a minimal environment (PATH, HOME, locale, temp dir only): no PYTHONPATH, "
-                   "LD_PRELOAD or other variables of this shell.")
-@output_options
-def env_cmd(modules, python, cwd, checkpoints, required_gb, output_dir, checkpoint_gb, keep, timeout, clean_env,
-            as_json, mute, config_path, sarif_path) -> None:
-    """Can this machine start this run at all? Probe imports in a child interpreter, verify
-    checkpoints without unpickling them, and compare RAM and disk with what the run needs.
-
-    One report for the machine: FAIL (exit 1) when the run cannot start as asked, PASS or
-    WARN (exit 0) when it can, NOT-CHECKED (exit 2) when something asked for could not be
-    checked or nothing was asked for.
-    """
-    for m in modules:
-        if not _MODULE_NAME.match(m):
-            _fail_usage(as_json, "env", f"--module {m!r} is not a dotted module name")
-    _, cfg = _setup("env", as_json, (), mute, config_path)
-    rep = env_report(modules=modules, python=python, cwd=cwd if cwd is not None else ".", cwd_given=cwd is not None,
-                     checkpoints=checkpoints, required_gb=required_gb, output_dir=output_dir,
-                     checkpoint_gb=checkpoint_gb, keep=keep, timeout=timeout, th=cfg.thresholds,
-                     clean_env=clean_env)
-    emit([rep], "env", as_json, sarif_path=sarif_path, mute=cfg.mute)
-
-
-COMMANDS = [env_cmd]
+                  meta=meta, notes=notes, mute=mute)

@@ -52,11 +52,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import click
 import numpy as np
 
-from ..cliutil import emit, output_options
-from ..config import ConfigError, load_config
 from ..findings import Finding, Level, Report, Skip
 from ..rules.thresholds import DEFAULT, Thresholds
 from . import finding, report
@@ -986,57 +983,3 @@ def _durations(corpus: Corpus, items: list[Item]) -> tuple[list[float | None], s
                 d = None
         out.append(d)
     return out, "no transcript has a duration or a readable audio file"
-
-
-# --- commands ------------------------------------------------------------------------------------
-
-def _config(command: str, as_json: bool, mute, config_path, sarif_path):
-    try:
-        return load_config(config_path, extra_mute=mute)
-    except ConfigError as e:
-        emit([], command, as_json, sarif_path=sarif_path, error=str(e))
-
-
-@click.command("data")
-@click.argument("source", type=click.Path(path_type=Path), metavar="DIR_OR_MANIFEST")
-@output_options
-def data_cmd(source: Path, as_json: bool, mute, config_path, sarif_path) -> None:
-    """Check speech training data before the run: audio/transcript pairs from a folder
-    (NAME.wav + NAME.txt/.lab), an LJSpeech folder or metadata.csv, or a NeMo manifest.jsonl.
-
-    Missing or unreadable audio, empty transcripts, mixed sample rates or channels (FAIL);
-    durations, transcript/audio rate outliers, duplicates, clipping, edge silence, digits
-    and mixed scripts in the text (WARN). Needs trainproof[speech]. Exit 1 on a FAIL, 2 when
-    the data cannot be read, else 0.
-    """
-    cfg = _config("data", as_json, mute, config_path, sarif_path)
-    try:
-        rep = check_data(source, cfg.thresholds, cfg.mute)
-    except ExtraMissing as e:
-        emit([], "data", as_json, sarif_path=sarif_path, error=str(e))
-        return
-    emit([rep], "data", as_json, sarif_path=sarif_path, mute=cfg.mute, error=rep.error)
-
-
-@click.command("tokenizer")
-@click.argument("spm_model", type=click.Path(path_type=Path))
-@click.argument("transcripts", type=click.Path(path_type=Path))
-@output_options
-def tokenizer_cmd(spm_model: Path, transcripts: Path, as_json: bool, mute, config_path, sarif_path) -> None:
-    """Check a SentencePiece model against the transcripts it will encode: unknown tokens,
-    character coverage, tokens per second of audio and how numbers are split.
-
-    TRANSCRIPTS is a text file (one per line), a manifest.jsonl or an LJSpeech metadata.csv
-    (or its folder); tokens per second need durations (manifest `duration` or the audio).
-    Needs trainproof[speech]. Exit 1 on a FAIL, 2 when an input cannot be read, else 0.
-    """
-    cfg = _config("tokenizer", as_json, mute, config_path, sarif_path)
-    try:
-        rep = check_tokenizer(spm_model, transcripts, cfg.thresholds, cfg.mute)
-    except ExtraMissing as e:
-        emit([], "tokenizer", as_json, sarif_path=sarif_path, error=str(e))
-        return
-    emit([rep], "tokenizer", as_json, sarif_path=sarif_path, mute=cfg.mute, error=rep.error)
-
-
-COMMANDS = [data_cmd, tokenizer_cmd]

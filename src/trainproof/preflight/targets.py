@@ -31,10 +31,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
-import click
 import numpy as np
 
-from ..cliutil import _setup, emit, invoked, output_options
 from ..findings import Finding, Report, Skip
 from ..rules.thresholds import Thresholds
 from . import finding, report
@@ -555,6 +553,13 @@ def check_objective(num_classes: int, ignore_index: int = -100, targets: Any = N
     return _build(found, cov, shift, file, meta, mute)
 
 
+
+def ignore_index_report(num_classes: int, ignore_index: int = -100, mute=()) -> Report:
+    """The report of the one check that needs no targets: is ``ignore_index`` a real class
+    of ``num_classes``? (``trainproof targets`` without ``--targets``.)"""
+    return _build(check_ignore_index(num_classes, ignore_index), None, None, "objective",
+                  {"num_classes": num_classes, "ignore_index": ignore_index}, mute)
+
 # --- files -------------------------------------------------------------------------------
 
 class TargetFileError(ValueError):
@@ -715,43 +720,5 @@ def objective_report(path: str | Path, num_classes: int, ignore_index: int = -10
                      f"checked: {skipped[_SHIFT_CHECK].detail}")
     return _build(found, cov, shift, str(path), meta, mute, skipped, notes)
 
-
-# --- command -----------------------------------------------------------------------------
-
-@click.command("targets")
-@click.option("--num-classes", type=click.IntRange(min=1), required=True, metavar="N",
-              help="Classes the model predicts: the size of its output layer (an LM's vocabulary size).")
-@click.option("--ignore-index", type=int, default=-100, show_default=True, metavar="I",
-              help="The target value the loss skips (PyTorch's and Hugging Face's default is -100).")
-@click.option("--targets", "targets_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              metavar="FILE", help="Targets as .npy, .npz or .safetensors (never unpickled). With an input_ids "
-                                   "array next to them, the label alignment is checked too.")
-@click.option("--key", default=None, metavar="NAME",
-              help="The array holding the targets in a .npz or .safetensors file (default: the only array, "
-                   "else 'labels' or 'targets').")
-@click.option("--loss-shifts-labels/--loss-does-not-shift-labels", "loss_shifts_labels", default=None,
-              help="Whether the loss shifts labels itself (Hugging Face *ForCausalLM models do). Without either "
-                   "flag the alignment is reported, never judged.")
-@output_options
-def targets_cmd(num_classes: int, ignore_index: int, targets_path: Path | None, key: str | None,
-                  loss_shifts_labels: bool | None, as_json: bool, mute, config_path, sarif_path) -> None:
-    """Check the training objective at step 0: an ignore_index that is a real class, targets
-    outside [0, N), classes that never appear, and causal-LM labels shifted twice.
-
-    Exit 1 on a FAIL, 2 when the targets cannot be read or nothing could be judged (only an
-    ignore_index of -100 and no --targets), else 0.
-    """
-    _, cfg = _setup(invoked("targets"), as_json, (), mute, config_path)
-    if targets_path is None:
-        rep = _build(check_ignore_index(num_classes, ignore_index), None, None, "objective",
-                     {"num_classes": num_classes, "ignore_index": ignore_index}, cfg.mute)
-    else:
-        rep = objective_report(targets_path, num_classes, ignore_index, key, loss_shifts_labels, cfg.thresholds,
-                               mute=cfg.mute)
-    emit([rep], invoked("targets"), as_json, sarif_path=sarif_path, mute=cfg.mute, error=rep.error)
-
-
-COMMANDS = [targets_cmd]
-
-__all__ = ["COMMANDS", "TargetCoverage", "TargetFileError", "check_ignore_index", "check_label_shift",
-           "check_objective", "load_arrays", "measure_label_shift", "objective_report"]
+__all__ = ["TargetCoverage", "TargetFileError", "check_ignore_index", "check_label_shift",
+           "check_objective", "ignore_index_report", "load_arrays", "measure_label_shift", "objective_report"]

@@ -1,0 +1,37 @@
+"""``trainproof compare BASELINE RUN...``: each run alone and against a known-good run."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..options import log_options
+from ..output import emit_reports, settings, stdout_console, write_outputs
+
+
+@click.command("compare")
+@click.argument("baseline", type=click.Path(path_type=Path))
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@log_options
+def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path) -> int:
+    """Judge each RUN on its own and against BASELINE, a known-good run of the same task.
+
+    A run on shuffled labels lowers its own loss and looks healthy alone; against a
+    baseline its loss floor sits far above. Prints a ranking table, worst first.
+    """
+    from ...aliases import MappingError
+    from ...api import compare as api_compare
+    from ...findings import exit_code
+    from ...formats import ReadError
+    from ...render import text as render_text
+
+    overrides, cfg = settings("compare", as_json, maps, mute, config_path)
+    try:
+        base_report, reports = api_compare(baseline, runs, fmt, overrides, cfg.mute, cfg.thresholds)
+    except (ReadError, MappingError) as e:
+        return emit_reports([], "compare", as_json, error=f"baseline {baseline}: {e}")
+    write_outputs(reports, sarif_path, html_path, compare_with=base_report)
+    if as_json:
+        return emit_reports(reports, "compare", as_json, extra={"baseline": base_report.to_dict()})
+    render_text.render_compare(stdout_console(), base_report, reports)
+    return exit_code(reports)

@@ -1,0 +1,37 @@
+"""``trainproof judge LOG`` (formerly ``epoch``): judge one training log."""
+from __future__ import annotations
+
+import click
+
+from ..options import location, log_options
+from ..output import emit_reports, invoked, settings
+
+
+@click.command("judge")
+@click.argument("logfile", type=click.Path(path_type=str))
+@log_options
+def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path) -> int:
+    """Judge one training log: a file (HF trainer_state.json, TensorBoard event file, JSONL,
+    CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow run folder.
+    LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] extra). A log that
+    holds several runs (a W&B export) gives one report per run, worst first."""
+    from ...aliases import MappingError
+    from ...api import read_runlogs
+    from ...findings import worst_first
+    from ...formats import ReadError
+    from ...rules.engine import error_report, judge_runlog
+
+    command = invoked("judge")
+    overrides, cfg = settings(command, as_json, maps, mute, config_path)
+    logfile = location(logfile)
+    try:
+        runs = read_runlogs(logfile, fmt, overrides)
+    except (ReadError, MappingError) as e:
+        rep = error_report(str(logfile), str(e), None if fmt == "auto" else fmt)
+        return emit_reports([rep], command, as_json, error=f"{logfile}: {e}", sarif_path=sarif_path,
+                            html_path=html_path)
+    # One report per run the log holds (a W&B export of several runs), worst first; chart
+    # series only for the HTML report (the only output that draws them).
+    reports = worst_first([judge_runlog(run, cfg.thresholds, cfg.mute, charts=html_path is not None)
+                           for run in runs])
+    return emit_reports(reports, command, as_json, sarif_path=sarif_path, html_path=html_path)

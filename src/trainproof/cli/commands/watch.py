@@ -1,0 +1,95 @@
+"""``trainproof watch LOG``: judge a log while the run writes it."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import click
+
+from ..options import options, seconds
+from ..output import echo_error, settings, stdout_console
+from ..signals import by_interrupt, stop_requested, stopped_watching
+
+
+@click.command("watch")
+@click.argument("logfile", type=click.Path(path_type=Path))
+@click.option("--interval", type=float, default=10.0, show_default=True, callback=seconds(True),
+              help="Seconds between polls (a positive number).")
+@options("format", "map")
+@click.option("--until-fail", is_flag=True, help="Exit 1 as soon as the verdict becomes FAIL.")
+@click.option("--stall-timeout", type=float, default=None, metavar="SECONDS", callback=seconds(False),
+              help="WARN (TP-STALL) when the log has not grown for this long; a log that does not exist "
+                   "yet is waited for this long, then exit 2.")
+@options("json", "mute", "config", json={"help": "One JSON line per poll: time, records, verdict, new ids."})
+def watch_cmd(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stall_timeout, as_json: bool, mute,
+              config_path) -> int:
+    """Judge LOGFILE while the run writes it, polling every --interval seconds.
+
+    Each poll reads only what was appended (HF trainer_state.json, rewritten at each save,
+    and gzip-compressed logs are re-read whole when they change); a log that is replaced
+    or truncated is read again from the start. LOGFILE must be a regular file (or not
+    exist yet): a directory or a FIFO is a usage error. Ctrl-C or SIGTERM (also SIGINT to
+    a background job) stops watching and exits with the last verdict's code, not 130:
+    0 (judged, no FAIL), 1 (FAIL), 2 (nothing judged yet).
+    """
+    # Stopped (Ctrl-C, SIGTERM) at any point, from the imports on: the last verdict and
+    # its code; before the first report, "-" and exit 2 (nothing judged).
+    state = SimpleNamespace(watcher=None, presenter=None)
+    try:
+        return _follow(state, logfile, interval, fmt, maps, until_fail, stall_timeout, as_json, mute, config_path)
+    except (KeyboardInterrupt, Exception) as e:
+        if not isinstance(e, KeyboardInterrupt) and not by_interrupt(e):
+            raise
+        from ...findings import exit_code
+
+        if state.presenter is not None:
+            state.presenter.stop()
+        report = state.watcher.report if state.watcher is not None else None
+        code = exit_code([report] if report is not None else [])
+        if not as_json:
+            click.echo(stopped_watching(report.verdict.value if report is not None else None, code), err=True)
+        return code
+
+
+def _follow(state, logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stall_timeout, as_json: bool,
+            mute, config_path) -> int:
+    """The poll loop of :func:`watch_cmd`; ``state`` holds the watcher and the presenter as
+    they are made, for the interrupt handler. Returns the exit code."""
+    from ...formats import ReadError
+    from ...live.presenter import WatchPresenter
+    from ...live.watcher import Watcher
+
+    overrides, cfg = settings("watch", as_json, maps, mute, config_path)
+    if logfile.exists() and not logfile.is_file():
+        # is_file() stats without opening: a FIFO is refused here, never opened.
+        kind = "a directory" if logfile.is_dir() else "not a regular file"
+        raise click.UsageError(f"{logfile}: {kind}; watch follows one log file as it grows")
+    w = state.watcher = Watcher(logfile, fmt, overrides, cfg.mute, cfg.thresholds, stall_timeout)
+    show = state.presenter = WatchPresenter(logfile, as_json, stdout_console, tty=sys.stdout.isatty())
+    started = time.monotonic()
+    seen = False
+    while True:
+        stop_requested()
+        if not seen and not w.tail.exists():
+            # Waiting for a log that was never seen is bounded; a log that existed and
+            # went away (deleted before a rotation) is stall-checked by the watcher.
+            if stall_timeout is not None and time.monotonic() - started >= stall_timeout:
+                show.stop()
+                echo_error(f"{logfile}: no such file after waiting {stall_timeout:g} s")
+                return 2
+            time.sleep(interval)
+            continue
+        try:
+            p = w.poll()
+        except ReadError as e:
+            show.stop()
+            echo_error(f"{logfile}: {e}")
+            return 2
+        seen = True
+        show.poll(p)
+        if until_fail and w.failed:
+            show.final(w.report)
+            return 1
+        time.sleep(interval)

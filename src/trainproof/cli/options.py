@@ -1,0 +1,90 @@
+"""Every command-line option declared once: its flags, type, default and help text.
+
+Commands take the options they need by name (:func:`options`), so an option means the
+same and reads the same in every command that has it. Kept light: building the options
+imports click only (``trainproof --help`` loads this module).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import click
+
+#: The reader names, in sniffing order, for ``--format`` choices: a static copy of
+#: ``[r.name for r in trainproof.formats.READERS]`` so that building the options does not
+#: import every reader (tests/test_startup.py checks the two agree).
+FORMAT_NAMES = ("tfevents", "hf", "jsonl", "csv", "coqui", "mlflow", "console")
+
+_CONFIG_HELP = "TOML file with [tool.trainproof] settings (default: nearest pyproject.toml)."
+
+#: name -> (click.option args, keyword arguments).
+OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
+    "format": (("--format", "fmt"), dict(type=click.Choice(["auto", *FORMAT_NAMES]), default="auto",
+                                         show_default=True, help="Log format; auto sniffs the content.")),
+    "map": (("--map", "maps"), dict(multiple=True, metavar="CANON=COLUMN",
+                                    help="Read a canonical metric from a column, e.g. --map loss=train_mse "
+                                         "(repeatable).")),
+    "json": (("--json", "as_json"), dict(is_flag=True, help="Print one JSON document (see the published schema).")),
+    "mute": (("--mute",), dict(multiple=True, metavar="TP-ID",
+                               help="Do not run this check; it is reported as skipped, reason muted (repeatable).")),
+    "config": (("--config", "config_path"), dict(type=click.Path(dir_okay=False, path_type=Path), help=_CONFIG_HELP)),
+    "sarif": (("--sarif", "sarif_path"), dict(type=click.Path(dir_okay=False, path_type=Path),
+                                              help="Also write the findings as SARIF 2.1.0 (GitHub code scanning) "
+                                                   "to this file.")),
+    "html": (("--html", "html_path"), dict(is_flag=False, flag_value="trainproof-report.html", default=None,
+                                           type=click.Path(dir_okay=False, path_type=Path), metavar="[PATH]",
+                                           help="Also write a self-contained HTML report with charts (default "
+                                                "trainproof-report.html).")),
+}
+
+
+def options(*names: str, **changes: dict):
+    """A decorator adding the options ``names`` (keys of :data:`OPTIONS`), in that order.
+
+    ``changes`` replaces keyword arguments of one option for one command, e.g.
+    ``json={"help": "One JSON line per poll."}``: the flag and its meaning stay the same.
+
+    Raises:
+        KeyError: a name that is not an option.
+    """
+    decls = []
+    for name in names:
+        args, kwargs = OPTIONS[name]
+        decls.append(click.option(*args, **{**kwargs, **changes.get(name, {})}))
+
+    def add(fn):
+        for o in reversed(decls):
+            fn = o(fn)
+        return fn
+
+    return add
+
+
+#: The options of the commands that read logs (judge, doctor, compare).
+log_options = options("format", "map", "json", "mute", "config", "sarif", "html")
+#: The options of the commands that check what a run starts from (the preflight family).
+output_options = options("json", "mute", "config", "sarif")
+
+
+def seconds(positive: bool):
+    """A click callback: a finite number of seconds, above 0 (``positive``) or at least 0;
+    NaN, infinities and negatives are usage errors (exit 2), not a loop that never sleeps
+    or never stalls."""
+    def check(ctx, param, value):
+        if value is None:
+            return value
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise click.BadParameter(f"{value:g} is not a {'positive' if positive else 'non-negative'} "
+                                     "finite number of seconds")
+        return value
+    return check
+
+
+def location(arg: str | None) -> str | Path | None:
+    """A PATH argument: an fsspec URL stays a string (a Path would collapse its ``//``)."""
+    if arg is None:
+        return None
+    from ..remote import is_url
+
+    return arg if is_url(arg) else Path(arg)

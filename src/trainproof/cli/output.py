@@ -1,0 +1,183 @@
+"""What every command does with its reports: print them (text or ``--json``), write the
+``--sarif`` and ``--html`` files, and return the exit code (:func:`emit_reports`).
+
+Nothing here exits the process: a command returns :func:`emit_reports`' code, and a
+failure found on the way (a bad configuration, a report path that holds a log) prints its
+one line and raises :class:`click.exceptions.Exit` with code 2, which the group turns into
+the process's exit code in one place (:func:`trainproof.cli.main`). Kept light: rich,
+numpy, the readers and the rules are imported where they are used.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..findings import Report
+
+
+def stdout_console() -> Console:
+    """The console reports print to: a terminal's width where there is one (or ``COLUMNS``),
+    else 120 columns with long lines kept whole."""
+    from rich.console import Console
+
+    tty = sys.stdout.isatty()
+    columns = bool(os.environ.get("COLUMNS"))
+    # A pipe or a CI log has no width; 120 columns keep the doctor table readable there,
+    # and long lines stay whole (a log viewer wraps them). A terminal, or COLUMNS set,
+    # gives a width: paragraphs wrap to it with their indent kept.
+    width = None if tty or columns else 120
+    return Console(soft_wrap=not (tty or columns), highlight=False, width=width)
+
+
+def echo_error(message: str) -> None:
+    """Print ``trainproof: <message>`` on stderr as one line: a message names paths and
+    values from the input, so its control characters are escaped (as the text report
+    prints them) and cannot forge or erase lines of the output."""
+    from ..render.text import printable
+
+    click.echo(f"trainproof: {printable(message)}", err=True)
+
+
+def fail(message: str, command: str | None = None, as_json: bool = False):
+    """Say why the command cannot judge (with ``as_json``, also as the JSON document of
+    ``command``) and stop it with exit code 2.
+
+    Raises:
+        click.exceptions.Exit: always, with code 2.
+    """
+    if as_json:
+        from ..render import json as render_json
+
+        click.echo(render_json.dumps(render_json.document([], command or invoked("trainproof"), error=message)))
+    echo_error(message)
+    raise click.exceptions.Exit(2)
+
+
+def invoked(default: str) -> str:
+    """The running command's name as typed (an old name such as ``epoch`` stays ``epoch``,
+    :data:`trainproof.cli.ALIASES`), or ``default`` outside a click context."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.info_name if ctx is not None and ctx.info_name else default
+
+
+def settings(command: str, as_json: bool, maps=(), mute=(), config_path: Path | None = None):
+    """``(--map overrides, configuration)`` of a command: ``--map`` parsed, the configuration
+    loaded from ``config_path`` or the nearest pyproject.toml with ``--mute`` added.
+
+    Raises:
+        click.exceptions.Exit: a bad ``--map`` or configuration (its line printed; exit 2).
+    """
+    from ..aliases import MappingError, parse_map_option
+    from ..config import ConfigError, load_config
+
+    try:
+        overrides = parse_map_option(maps)
+        cfg = load_config(config_path, extra_mute=mute)
+    except (MappingError, ConfigError) as e:
+        fail(str(e), command, as_json)
+    return overrides, cfg
+
+
+#: How the start of a report file looks, per option (its first bytes, and a word its first
+#: 512 bytes hold): a regular file at the report path that does not is not a report to
+#: replace. A SARIF log names its schema first; a JSONL training log also starts with "{".
+_REPORT_STARTS = {"--html": (b"<!doctype html", b"<html"), "--sarif": (b"{", b"sarif")}
+
+
+def not_a_report(path: Path | None, option: str) -> str | None:
+    """Why ``path`` must not be overwritten by ``option``'s report, or ``None``: a regular
+    file (not a link, FIFO or device: those are handled by the atomic write) holding
+    something other than such a report, e.g. the training log itself when ``--html`` took
+    the next argument as its value (``epoch --html run.jsonl``)."""
+    if path is None:
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512).lstrip().lower()
+    except OSError:
+        return None
+    start, word = _REPORT_STARTS[option]
+    if head.startswith(start) and word in head:
+        return None
+    return (f"{option} {path}: the file exists and is not a trainproof report (a training log?); "
+            f"not overwritten. Give {option} a new file name, after the log (`epoch LOG {option} report`)")
+
+
+
+def write_outputs(reports: list[Report], sarif_path: Path | None, html_path: Path | None,
+                  compare_with: Report | None = None) -> None:
+    """Write the SARIF and HTML files asked for, and say on stderr where the HTML went. A
+    file at a report path that is not such a report (the log itself, taken as the option's
+    value) is left alone.
+
+    Raises:
+        click.exceptions.Exit: such a file, or a report that cannot be written (one line
+            printed; exit 2).
+    """
+    for path, option in ((sarif_path, "--sarif"), (html_path, "--html")):
+        why = not_a_report(path, option)
+        if why is not None:
+            fail(why)
+    try:
+        if sarif_path is not None:
+            from ..render.sarif import write_sarif
+
+            write_sarif(list(reports), sarif_path, base=Path.cwd())
+        if html_path is not None:
+            from ..render.html import write_html
+
+            if compare_with is not None:
+                write_html([compare_with, *reports], html_path, title="trainproof compare", compare=True)
+            else:
+                write_html(reports, html_path)
+            echo_error(f"wrote the HTML report to {html_path}")
+    except OSError as e:
+        # The reason and the path as asked for; str(e) would print the path unescaped.
+        where = e.filename if e.filename is not None else ""
+        fail(f"cannot write report {where}: {e.strerror or e}")
+
+
+def emit_reports(reports: list[Report], command: str, as_json: bool, *, summary: bool = False,
+                 extra: dict | None = None, error: str | None = None, sarif_path: Path | None = None,
+                 html_path: Path | None = None, view: str = "default", only=None) -> int:
+    """Write the report files asked for, print ``reports`` (the text report, or with
+    ``as_json`` the JSON document of ``command``), and return the exit code by the shared
+    policy (:func:`trainproof.findings.exit_code`).
+
+    ``summary``: doctor's view (a table of runs, the totals line; ``extra["ignored"]``
+    counted). ``error``: why nothing could be judged (printed on stderr, and in the JSON
+    document). The reports are printed as they were built: muting is the check's (the
+    rule engine's, :func:`trainproof.preflight.apply_mute`), never done here.
+
+    Raises:
+        click.exceptions.Exit: a report file that cannot be written (exit 2).
+    """
+    from ..findings import exit_code
+
+    write_outputs(reports, sarif_path, html_path)
+    if as_json:
+        from ..render import json as render_json
+
+        click.echo(render_json.dumps(render_json.document(reports, command, error=error, extra=extra)))
+    else:
+        from ..render import text as render_text
+
+        ignored = len((extra or {}).get("ignored") or ()) if summary else 0
+        render_text.render(stdout_console(), reports, summary=summary, view=view, only=only, ignored=ignored)
+        if error:
+            echo_error(error)
+    return exit_code(reports, error)

@@ -1,0 +1,95 @@
+"""Stopping a command by signal: SIGTERM (a cancelled CI job, ``timeout``) and a SIGINT
+inherited as ignored (a script's background job) handled as Ctrl-C, so every command
+unwinds the same way (``doctor`` ends its workers, report files stay whole)."""
+from __future__ import annotations
+
+import os
+
+#: The signals that asked this process to stop (see :func:`interrupt_handlers`). The
+#: ``KeyboardInterrupt`` a handler raises can land in code that swallows it (a library's
+#: bare ``except`` during an import); a loop that runs on (``watch``) checks this too.
+STOP: list[int] = []
+
+
+def stop_requested() -> None:
+    """Raise ``KeyboardInterrupt`` if a stop signal came and was swallowed on its way."""
+    if STOP:
+        raise KeyboardInterrupt
+
+
+def _in_exec_string(frame) -> bool:
+    """Whether ``frame`` runs inside code compiled from a string (``exec(str)``)."""
+    while frame is not None:
+        if frame.f_code.co_filename == "<string>":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def command_name(args: list[str]) -> str | None:
+    """The subcommand in ``args``: the first word that is not one of the group's options."""
+    for a in args:
+        if not a.startswith("-"):
+            return a
+    return None
+
+
+def by_interrupt(e: BaseException) -> bool:
+    """Whether ``e`` was caused by a ``KeyboardInterrupt`` (a signal that arrived while
+    code that wraps exceptions ran)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def stopped_watching(verdict: str | None, code: int) -> str:
+    """The line ``watch`` ends with when it is stopped: its last verdict and exit code."""
+    return f"trainproof: stopped watching; last verdict {verdict or '-'} (exit {code})"
+
+
+def interrupt_handlers() -> dict:
+    """Handle SIGTERM (a CI job cancelled, ``timeout``) as Ctrl-C: the command unwinds,
+    ``doctor`` ends its workers, report files are whole or absent, and the exit code
+    follows the policy (``watch``: its last verdict's; otherwise 2). A SIGINT inherited as
+    ignored (a shell script's background job, ``trainproof watch LOG &``) is handled as
+    Ctrl-C too, so that ``kill -INT`` stops the command.
+
+    Returns ``{signal: previous handler}`` for what was changed, for :func:`trainproof.cli.main` to put
+    back (tests call it in-process); empty where nothing could be set (not the main
+    thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def interrupt(signum, frame):
+        STOP.append(signum)
+        if _in_exec_string(frame):
+            # A KeyboardInterrupt that leaves code run by exec(str) (dataclasses build
+            # their methods so, during imports) makes CPython end the process by SIGINT
+            # once it exits, whatever the exit code: send the signal again a moment
+            # later, out of that code.
+            import threading
+
+            t = threading.Timer(0.02, os.kill, (os.getpid(), signum))
+            t.daemon = True
+            t.start()
+            return
+        raise KeyboardInterrupt
+
+    previous = {}
+    try:
+        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, interrupt)
+        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.default_int_handler):
+            # Python's own Ctrl-C handler, or none at all: the same one as for SIGTERM.
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt)
+    except ValueError:  # pragma: no cover - a sub-interpreter's main thread
+        pass
+    # A handler not set from Python reads as None and cannot be put back; the default
+    # action is the closest (that is what a fresh interpreter has for SIGTERM).
+    return {s: (signal.SIG_DFL if h is None else h) for s, h in previous.items()}

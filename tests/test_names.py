@@ -63,7 +63,10 @@ def test_alias_help_is_the_commands_help():
 
 def test_the_monitor_is_trainproof_monitor_and_watch_is_its_old_name():
     import trainproof
-    from trainproof.live import monitor as live_monitor
+    import trainproof.live.monitor  # the module: importing it must not shadow the function
+    from trainproof.live.monitor import Monitor, monitor
 
-    assert trainproof.monitor is trainproof.watch is live_monitor
+    assert trainproof.monitor is trainproof.watch is monitor
+    assert callable(trainproof.live.watch) and isinstance(trainproof.live.monitor, type(trainproof))
+    assert Monitor.__name__ == "Monitor"
     assert "monitor" in trainproof.__all__ and "watch" in trainproof.__all__

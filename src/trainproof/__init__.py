@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 # `trainproof --version` do not pay for numpy and the readers until something needs them.
 _LAZY = {
     "compare": "api", "doctor": "api", "judge": "api", "read_runlog": "api",
-    "Guardian": "live", "RunFailed": "live", "monitor": "live", "watch": "live",
+    "Guardian": "live", "RunFailed": "live", "monitor": "live.monitor", "watch": "live.monitor",
     "Finding": "findings", "Level": "findings", "Report": "findings", "exit_code": "findings",
     "Record": "runlog", "RunLog": "runlog", "Series": "runlog",
 }

@@ -4,16 +4,14 @@ Nothing here imports torch, lightning, keras or transformers at import time.
 """
 from .guardian import Guardian, RunFailed
 
-__all__ = ["Guardian", "RunFailed", "monitor", "watch"]
+__all__ = ["Guardian", "RunFailed", "watch"]
 
 
-def monitor(*args, **kwargs):
-    """Start the in-loop monitor for a raw PyTorch loop (see :class:`.monitor.Monitor`)."""
-    from .monitor import monitor as _monitor
+def watch(*args, **kwargs):
+    """Start the in-loop monitor for a raw PyTorch loop: the former name of
+    :func:`trainproof.live.monitor.monitor` (``trainproof.monitor``), kept for code that
+    uses it. (``trainproof.live.monitor`` is the module; ``trainproof watch`` the command
+    tails a log file.)"""
+    from .monitor import monitor
 
-    return _monitor(*args, **kwargs)
-
-
-#: The monitor's former name, kept for code that uses it (``trainproof watch`` the command
-#: tails a log file; the in-loop monitor is :func:`monitor`).
-watch = monitor
+    return monitor(*args, **kwargs)

@@ -155,3 +155,48 @@ def test_no_import_cycle_crosses_a_package():
             if m in _reaches(graph, other):
                 assert m.rpartition(".")[0] == other.rpartition(".")[0] or m == other.rpartition(".")[0] \
                     or other == m.rpartition(".")[0], (m, other)
+
+
+def _source_files():
+    from pathlib import Path
+
+    import trainproof
+
+    root = Path(trainproof.__file__).parent
+    return root, sorted(root.rglob("*.py"))
+
+
+def test_only_main_exits_the_process():
+    """Commands return their exit code and helpers raise; the process exits in one place,
+    ``trainproof.cli.main`` (and the GitHub Action script's own entry point)."""
+    import ast
+
+    root, files = _source_files()
+    allowed = {"cli/app.py", "ci/github_action.py"}
+    found = []
+    for f in files:
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "exit" \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "sys":
+                found.append(f"{f.relative_to(root).as_posix()}:{node.lineno}")
+    assert [x for x in found if x.rsplit(":", 1)[0] not in allowed] == []
+    assert any(x.startswith("cli/app.py") for x in found)  # main() itself, so the check sees calls
+
+
+def test_the_checks_import_no_click():
+    """Rules, readers and the preflight checks are pure: click lives in trainproof.cli only."""
+    import ast
+
+    root, files = _source_files()
+    importers = []
+    for f in files:
+        rel = f.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            if any(n == "click" or n.startswith("click.") for n in names):
+                importers.append(rel)
+    outside = sorted({r for r in importers if not r.startswith("cli/")})
+    # The integrations and the in-loop presenter import click only inside functions that
+    # print; the test is about module level below.
+    assert not [r for r in outside if r.startswith(("preflight/", "rules/", "formats/"))], outside

@@ -368,3 +368,42 @@ def get(rule_id: str) -> Rule | None:
     """The declaration of ``rule_id``, or ``None`` when no module declares it."""
     load_all()
     return REGISTRY.get(rule_id)
+
+
+#: Where the example logs live: ``src/trainproof/rules/examples/<ID>.<ext>`` (package data).
+#: A compare rule has a pair instead, ``<ID>.run.jsonl`` and ``<ID>.baseline.jsonl``.
+EXAMPLES_DIR = "examples"
+
+
+def _example_files() -> dict[str, str]:
+    """File name -> text of every example log shipped with the package."""
+    from importlib.resources import files
+
+    folder = files(__package__).joinpath(EXAMPLES_DIR)
+    if not folder.is_dir():
+        return {}
+    return {f.name: f.read_text(encoding="utf-8") for f in folder.iterdir() if f.is_file()}
+
+
+def example_of(rule_id: str) -> tuple[str, str] | None:
+    """The example log that triggers ``rule_id``: ``(file name, text)``, or ``None`` when
+    the id has none (outcomes and preflight ids, judged on no log). For a compare rule it is
+    the run judged against the baseline :func:`baseline_of` gives.
+
+    The example is a literal file (``src/trainproof/rules/examples/``): what a user reads on
+    the rule's page is the log ``tests/test_rule_examples.py`` judges with the engine.
+    """
+    found = _example_files()
+    for name in sorted(found):
+        stem, _, rest = name.partition(".")
+        if stem == rule_id and rest.split(".")[0] != "baseline":
+            return name, found[name]
+    return None
+
+
+def baseline_of(rule_id: str) -> tuple[str, str] | None:
+    """The known-good baseline a compare rule's example run is compared with: ``(file name,
+    text)``, or ``None`` for a rule whose example is judged on its own (or that has none)."""
+    found = _example_files()
+    name = next((n for n in sorted(found) if n.startswith(rule_id + ".baseline.")), None)
+    return (name, found[name]) if name else None

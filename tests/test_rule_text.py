@@ -83,3 +83,28 @@ def test_bad_attribute_and_unknown_placeholder_are_errors():
     broken = dataclasses.replace(r, why="more than {no_such_threshold} points")
     with pytest.raises(KeyError, match="no_such_threshold"):
         broken.text("why")
+
+
+def test_the_other_families_state_their_thresholds_too():
+    """Gradient, learning-rate, eval, perf, update, signature, RL and compare rules: the
+    numbers in their text are their thresholds, so an override changes them."""
+    th = DEFAULT.with_overrides({
+        "grad_spike_factor": 20.0, "zero_lr_fail_share": 0.95, "eval_diverge_rise": 1.3, "step_cliff_factor": 4.0,
+        "update_ratio_high_log10": -1.5, "osc_min_alternation": 0.85, "rl_zero_std_warn": 0.6,
+        "cmp_gradnorm_ratio": 8.0, "nan_grad_sustained_points": 4, "pref_chance_accuracy": 0.55})
+    cases = {
+        "TP-GRAD-SPIKE": ("above 10x the median", "above 20x the median"),
+        "TP-ZERO-LR": ("at least 99% of the logged", "at least 95% of the logged"),
+        "TP-EVAL-DIVERGE": ("half of ln 1.2,", "half of ln 1.3,"),
+        "TP-STEP-CLIFF": ("more than 3x that of the first half", "more than 4x that of the first half"),
+        "TP-UPDATE-RATIO-HIGH": ("is above -2:", "is above -1.5:"),
+        "TP-OSCILLATION": ("at least 80% of the time", "at least 85% of the time"),
+        "TP-RL-SIGNAL-FADING": ("median of at least 0.5 over", "median of at least 0.6 over"),
+        "TP-GRADNORM-RATIO": ("more than 5x the baseline's", "more than 8x the baseline's"),
+        "TP-NAN-GRAD": ("on the last 3 or more", "on the last 4 or more"),
+        "TP-PREF-NOT-LEARNING": ("is at most 0.6, with", "is at most 0.55, with"),
+    }
+    for rule_id, (default, overridden) in cases.items():
+        r = get(rule_id)
+        assert default in r.text("detects"), rule_id
+        assert overridden in r.text("detects", th) and default not in r.text("detects", th), rule_id

@@ -10,8 +10,9 @@ def test_rules_id_states_the_default_thresholds(tmp_path, monkeypatch):
     code, out, err, _ = run_cli("rules", "TP-DEAD-RUN")
     assert code == 0 and not err
     assert "The median of the last 5 losses is less than 5% below the median of the first 5" in out
-    assert "Thresholds in force:\n  dead_min_points = 10\n  dead_window = 5\n" in out
-    assert "  tiny_lr = 1e-6\n" in out and "(default" not in out
+    assert "## Thresholds in force\n\n- `dead_min_points` = 10: " in out and "\n- `dead_window` = 5: " in out
+    assert "\n- `tiny_lr` = 1e-6: " in out and "(default" not in out
+    assert "FAIL TP-DEAD-RUN: loss did not improve" in out  # the example, judged
 
 
 def test_rules_id_with_a_config_states_and_marks_the_override(tmp_path, monkeypatch):
@@ -22,9 +23,10 @@ def test_rules_id_with_a_config_states_and_marks_the_override(tmp_path, monkeypa
     assert code == 0 and not err
     assert "the last 9 losses" in out and "the first 9 (at least 10 points)" in out
     assert "A learning rate at most 1e-7 over" in out
-    assert f"  dead_window = 9 (default 5, from {cfg})\n" in out
-    assert f"  tiny_lr = 1e-7 (default 1e-6, from {cfg})\n" in out
-    assert "  dead_min_improvement = 0.05\n" in out
+    assert "\n- `dead_window` = 9 (default 5): " in out
+    assert "\n- `tiny_lr` = 1e-7 (default 1e-6): " in out
+    assert "\n- `dead_min_improvement` = 0.05: " in out
+    assert f"(dead_window, tiny_lr) are from {cfg}." in out
 
 
 def test_rules_id_reads_the_pyproject_of_the_current_folder(tmp_path, monkeypatch):
@@ -33,7 +35,8 @@ def test_rules_id_reads_the_pyproject_of_the_current_folder(tmp_path, monkeypatc
     code, out, _, _ = run_cli("rules", "TP-FLAT")
     assert code == 0
     assert "is below 0.4%." in out
-    assert "  flat_rel_std = 0.004 (default 0.001, from " in out and "pyproject.toml)" in out
+    assert "\n- `flat_rel_std` = 0.004 (default 0.001): " in out
+    assert "(flat_rel_std) are from " in out and "pyproject.toml." in out
 
 
 def test_rules_id_with_a_bad_config_exits_2_with_one_line(tmp_path, monkeypatch):
@@ -51,4 +54,8 @@ def test_rules_markdown_and_the_list_ignore_the_configuration(tmp_path, monkeypa
     (tmp_path / "pyproject.toml").write_text("[tool.trainproof]\ndead_window = 9\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     code, out, _, _ = run_cli("rules", "--markdown")
-    assert code == 0 and "the last 5 losses" in out and "the last 9 losses" not in out
+    assert code == 0 and "| `dead_window` | 5 |" in out
+    code, out, err, _ = run_cli("rules", "--pages", str(tmp_path / "pages"))
+    assert code == 0 and out == "" and err == ""
+    page = (tmp_path / "pages" / "TP-DEAD-RUN.md").read_text(encoding="utf-8")
+    assert "the last 5 losses" in page and "the last 9 losses" not in page and "(default" not in page

@@ -293,16 +293,14 @@ def test_a_rising_dead_run_says_its_trend_rises():
 # --- RULES.md states each FAIL rule's least evidence ------------------------------------------
 
 def test_every_fail_rule_on_a_run_states_its_least_evidence():
-    from trainproof.rules.docs import rules_markdown
+    from trainproof.rules.docs import rule_page
     from trainproof.rules.registry import all_rules
 
-    doc = rules_markdown()
     fail_rules = [r for r in all_rules() if r.level is Level.FAIL and not r.is_outcome
                   and r.source in ("single_run", "compare")]
     assert len(fail_rules) >= 15
     for r in fail_rules:
         assert r.least_evidence, r.id
-        section = doc.split(f"### {r.id} ", 1)[1].split("\n### ", 1)[0]
-        assert "**Least evidence.**" in section, r.id
-    dead = doc.split("### TP-DEAD-RUN ", 1)[1].split("\n### ", 1)[0]
+        assert "**Least evidence.**" in rule_page(r).split("\n## ", 1)[0], r.id
+    dead = rule_page(next(r for r in fail_rules if r.id == "TP-DEAD-RUN"))
     assert "30% of the scheduled run" in dead and "warming up" in dead

@@ -35,8 +35,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                                     "run folder. LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] "
                                     "extra). A log that holds several runs (a W&B export) gives one report per run, "
                                     "worst first."),
-    "rules": ("rules", "rules_cmd", "List every rule, or print the full documentation of RULE_ID with the thresholds "
-                                    "in force."),
+    "rules": ("rules", "rules_cmd", "List every rule, or print the page of RULE_ID (its example judged, the "
+                                    "thresholds in force)."),
     "targets": ("targets", "targets_cmd", "Check the training objective at step 0: an ignore_index that is a real class, "
                                "targets outside [0, N), classes that never appear, and causal-LM labels shifted "
                                "twice."),

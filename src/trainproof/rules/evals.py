@@ -111,14 +111,14 @@ def check_overfit(ctx):
     # trend rules stays not judged rather than PASSed on its eval loss alone.
     min_schedule_share="dead_min_schedule_share", after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
-    least_evidence=("8 evaluations, 6 of them after the eval minimum and every one at least 1.2x it; a train "
-                    "loss that ends 1.2x above its level at that minimum."),
+    least_evidence=("{eval_diverge_min_evals} evaluations, {eval_diverge_evals_after} of them after the eval minimum and every one at least {eval_diverge_rise}x it; a train "
+                    "loss that ends {eval_diverge_rise}x above its level at that minimum."),
     detects=(
-        "At least 8 evaluations; every one of the at least 6 evaluations after the eval minimum is at least "
-        "1.2x the minimum; the lowest of them is above it by at least 2x their median evaluation-to-evaluation "
-        "change (log scale) and their median by at least 4x, with that change at most half of ln 1.2, so the "
+        "At least {eval_diverge_min_evals} evaluations; every one of the at least {eval_diverge_evals_after} evaluations after the eval minimum is at least "
+        "{eval_diverge_rise}x the minimum; the lowest of them is above it by at least {eval_diverge_noise_factor:g}x their median evaluation-to-evaluation "
+        "change (log scale) and their median by at least 4x, with that change at most half of ln {eval_diverge_rise}, so the "
         "minimum is a level the run left, not the low tail of noise; and the train loss at the end "
-        "(median of up to its last 5 points) is at least 1.2x the train loss at the eval minimum (the points "
+        "(median of up to its last 5 points) is at least {eval_diverge_rise}x the train loss at the eval minimum (the points "
         "logged up to it, else its first). Judged on the eval loss when the train loss is logged too rarely "
         "for the train-loss trend rules."
     ),

@@ -35,8 +35,8 @@ def _split_nonfinite_runs(ctx):
 @rule(
     "TP-NAN-GRAD", Level.FAIL, "nan", "the gradient norm is non-finite on a sustained run of steps",
     needs=[Need("grad_norm", 1, finite=False)], thresholds=["nan_grad_sustained_points"],
-    least_evidence='The last 3 or more logged norms non-finite with no finite norm after them (a loss scaler skipping steps recovers).',
-    detects="Gradient norms that are NaN or Inf on the last 3 or more logged points (never followed by a finite norm again), or on every logged point.",
+    least_evidence='The last {nan_grad_sustained_points} or more logged norms non-finite with no finite norm after them (a loss scaler skipping steps recovers).',
+    detects="Gradient norms that are NaN or Inf on the last {nan_grad_sustained_points} or more logged points (never followed by a finite norm again), or on every logged point.",
     why="A loss scaler skips an overflowing step, lowers its scale and recovers, sometimes after several skips in a row; a norm that never becomes finite again means the weights or the loss are already NaN, whatever the logged loss says.",
     not_mean="Non-finite norms followed by finite ones, however many in a row, are the mixed-precision loss scaler at work (TP-GRAD-OVERFLOW-SKIPPED): NaN weights never give a finite norm again.",
     causes="NaN weights after an overflow, a learning rate far too high, fp16 without a loss scaler, a custom loss that produces NaN on some batches.",
@@ -64,7 +64,7 @@ def check_nan_grad(ctx):
 @rule(
     "TP-GRAD-OVERFLOW-SKIPPED", Level.WARN, "nan", "isolated non-finite gradient norms (loss scaler skipped steps)",
     needs=[Need("grad_norm", 1, finite=False)], thresholds=["nan_grad_sustained_points"],
-    detects="Non-finite gradient norms followed by finite ones again (or fewer than 3 at the very end of the log), when no sustained run exists.",
+    detects="Non-finite gradient norms followed by finite ones again (or fewer than {nan_grad_sustained_points} at the very end of the log), when no sustained run exists.",
     why="With fp16 a loss scaler skips the optimizer step when gradients overflow and lowers its scale; a few of these are normal, many mean the scale keeps collapsing.",
     not_mean="It does not mean the run is broken; losses and norms around these steps are finite.",
     causes="fp16 mixed precision with a dynamic loss scaler meeting an overflowing batch; a spike in the loss.",
@@ -99,8 +99,8 @@ def check_overflow_skipped(ctx):
     needs=[Need("grad_norm", "zero_min_points"), Need("loss", 2)],
     thresholds=["zero_min_points", "dead_window", "dead_min_improvement"],
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-CHANCE-LEVEL", "TP-VANISHING-GRAD"),
-    least_evidence='Every one of at least 5 finite norms exactly 0.0, and the loss read over 10% windows (at least 5 points each) not improving by 5%.',
-    detects="Every finite gradient norm (at least 5) is exactly 0.0 while the loss did not improve by 5% (median of the first vs the last 10% of the loss points, at least 5 points each: a wider window than 5 points keeps step-to-step noise on a frozen model from passing for learning).",
+    least_evidence='Every one of at least {zero_min_points} finite norms exactly 0.0, and the loss read over 10% windows (at least {dead_window} points each) not improving by {dead_min_improvement:.0%}.',
+    detects="Every finite gradient norm (at least {zero_min_points}) is exactly 0.0 while the loss did not improve by {dead_min_improvement:.0%} (median of the first vs the last 10% of the loss points, at least {dead_window} points each: a wider window than {dead_window} points keeps step-to-step noise on a frozen model from passing for learning).",
     why="With zero gradients the optimizer cannot change the weights: every step is wasted.",
     not_mean="It does not fire on small but non-zero norms (those are TP-VANISHING-GRAD territory), nor when the loss improved (a logger that reports 0 for a norm it did not compute).",
     causes="Every parameter frozen (requires_grad=False), the graph severed (detach, no_grad, a .item() in the loss), every label masked so the loss is a constant.",
@@ -126,9 +126,9 @@ def check_zero_grad(ctx):
 
 
 @rule(
-    "TP-GRAD-SPIKE", Level.WARN, "spike", "a gradient norm more than 10x the run's median",
+    "TP-GRAD-SPIKE", Level.WARN, "spike", "a gradient norm more than {grad_spike_factor:g}x the run's median",
     needs=[Need("grad_norm", "min_value_points")], thresholds=["grad_spike_factor", "min_value_points"],
-    detects="Finite gradient norms above 10x the median norm of the run, ignoring the first logged norm.",
+    detects="Finite gradient norms above {grad_spike_factor:g}x the median norm of the run, ignoring the first logged norm.",
     why="A spike is one step that moved the weights far more than the others; repeated spikes often precede divergence.",
     not_mean="It does not mean the run diverged: the loss may absorb a spike (gradient clipping caps the update). The first logged norm is ignored because large norms at the start are normal.",
     causes="An outlier batch (very long sequence, corrupt sample), a learning rate near the edge of stability, no gradient clipping.",
@@ -161,7 +161,7 @@ def check_grad_spike(ctx):
     "TP-LOSS-SCALE-COLLAPSE", Level.WARN, "nan", "the mixed-precision loss scale collapsed",
     needs=[Need("loss_scale", "min_value_points", finite=False)],
     thresholds=["loss_scale_collapse_factor", "min_value_points"],
-    detects="The mixed-precision loss scale (GradScaler's scale, DeepSpeed's loss_scale, Coqui's amp_scaler) ends at 0 or at least 1024x below its peak.",
+    detects="The mixed-precision loss scale (GradScaler's scale, DeepSpeed's loss_scale, Coqui's amp_scaler) ends at 0 or at least {loss_scale_collapse_factor:g}x below its peak.",
     why="A dynamic loss scaler halves its scale at every overflowing step and grows it back after a long run of good ones; a scale that keeps halving means nearly every step overflows, and at 0 the gradients vanish while the forward pass produces NaN.",
     not_mean="A scale that drops a few times and recovers is the scaler working as designed.",
     causes="fp16 activations or gradients overflowing (a learning rate too high, a diverging model, long sequences), a loss computed in fp16.",

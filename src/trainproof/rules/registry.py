@@ -28,12 +28,14 @@ if TYPE_CHECKING:
 #: ``{name}`` or ``{name:spec}`` placeholders (:meth:`Rule.text` fills them in).
 PROSE = ("summary", "detects", "why", "not_mean", "causes", "try_", "least_evidence")
 
+#: The prose sections of a rule's page, in page order (:meth:`Rule.doc_markdown` puts the
+#: Example and Thresholds in force sections between the first two and the rest).
 DOC_SECTIONS = (
     ("detects", "What it detects"),
     ("why", "Why it matters"),
-    ("not_mean", "What it does NOT mean"),
     ("causes", "Likely causes"),
     ("try_", "What to try"),
+    ("not_mean", "What it does NOT mean"),
 )
 
 
@@ -130,28 +132,58 @@ class Rule:
         return (f"Likely: {_first_sentence(self.text('causes', th))} "
                 f"Try: {_first_sentence(self.text('try_', th))}")
 
-    def doc_markdown(self, heading: str = "###", th: Thresholds | None = None) -> str:
-        """The rule's documentation in Markdown (a section of RULES.md, what ``trainproof
-        rules ID`` prints), its numbers those of ``th`` (default: the default thresholds)."""
+    def doc_markdown(self, heading: str = "#", th: Thresholds | None = None, example: str = "") -> str:
+        """The rule's documentation in Markdown, in the one shape every rule page has (what
+        ``docs/rules/<ID>.md`` holds and ``trainproof rules ID`` prints): the title, a line
+        with the level, group and the series it needs (and its least evidence, for a rule
+        that may fail a run), then the sections What it detects, Why it matters, Example
+        (``example``, already rendered Markdown, see :func:`trainproof.rules.docs.example_markdown`;
+        left out when empty), Thresholds in force (each with its value and the reason for its
+        default), Likely causes, What to try and What it does NOT mean.
+
+        Args:
+            heading: the title's heading marker; the sections are one level below it.
+            th: the thresholds whose numbers the text states (default: the defaults); a value
+                other than the default is marked with the default.
+            example: the Example section's body.
+        """
+        from .thresholds import DEFAULT, reason, shown
+
+        sub = heading + "#"
         parts = [f"{heading} {self.id} — {self.text('summary', th)}", ""]
-        parts.append(f"Level **{self.level.value}** · group `{self.group}`" + (
-            " · needs " + ", ".join(_need_text(n, th) for n in self.needs) if self.needs else ""))
-        if self.thresholds:
-            parts.append("· thresholds " + ", ".join(f"`{t}`" for t in self.thresholds))
+        line = f"Level **{self.level.value}** · group `{self.group}`" + (
+            " · needs " + ", ".join(_need_text(n, th) for n in self.needs) if self.needs else "")
         if self.implies:
-            parts.append("· when it fires it explains " + ", ".join(f"`{i}`" for i in self.implies)
-                         + " (listed as implied, not reported again)")
+            line += (" · when it fires it explains " + ", ".join(f"`{i}`" for i in self.implies)
+                     + " (listed as implied, not reported again)")
         if set(self.objectives) != {"supervised", "rl"} and not self.is_outcome:
-            parts.append("· objectives " + ", ".join(f"`{o}`" for o in self.objectives)
-                         + " (skipped as `objective: …` on the others)")
-        parts.append("")
+            line += (" · objectives " + ", ".join(f"`{o}`" for o in self.objectives)
+                     + " (skipped as `objective: …` on the others)")
+        parts += [line, ""]
         least = self.least_evidence_text(th)
         if least:
-            parts.append(f"**Least evidence.** {least}")
-            parts.append("")
-        for attr, title in DOC_SECTIONS:
-            parts.append(f"**{title}.** {self.text(attr, th)}")
-            parts.append("")
+            parts += [f"**Least evidence.** {least}", ""]
+
+        def section(title: str, body: str) -> None:
+            parts.extend([f"{sub} {title}", "", body.rstrip(), ""])
+
+        for attr, title in DOC_SECTIONS[:2]:
+            section(title, self.text(attr, th))
+        if example:
+            section("Example", example)
+        if self.thresholds:
+            values = DEFAULT if th is None else th
+            rows, said = [], set()
+            for name in self.thresholds:
+                value, default = getattr(values, name), getattr(DEFAULT, name)
+                note = f" (default {shown(default)})" if value != default else ""
+                see = type(values).__dataclass_fields__[name].metadata.get("see")
+                why = f"read with `{see}`, above." if see in said else reason(name)
+                said.add(name)
+                rows.append(f"- `{name}` = {shown(value)}{note}: {why}")
+            section("Thresholds in force", "\n".join(rows))
+        for attr, title in DOC_SECTIONS[2:]:
+            section(title, self.text(attr, th))
         return "\n".join(parts).rstrip() + "\n"
 
     def least_evidence_text(self, th: Thresholds | None = None) -> str:
@@ -368,3 +400,42 @@ def get(rule_id: str) -> Rule | None:
     """The declaration of ``rule_id``, or ``None`` when no module declares it."""
     load_all()
     return REGISTRY.get(rule_id)
+
+
+#: Where the example logs live: ``src/trainproof/rules/examples/<ID>.<ext>`` (package data).
+#: A compare rule has a pair instead, ``<ID>.run.jsonl`` and ``<ID>.baseline.jsonl``.
+EXAMPLES_DIR = "examples"
+
+
+def _example_files() -> dict[str, str]:
+    """File name -> text of every example log shipped with the package."""
+    from importlib.resources import files
+
+    folder = files(__package__).joinpath(EXAMPLES_DIR)
+    if not folder.is_dir():
+        return {}
+    return {f.name: f.read_text(encoding="utf-8") for f in folder.iterdir() if f.is_file()}
+
+
+def example_of(rule_id: str) -> tuple[str, str] | None:
+    """The example log that triggers ``rule_id``: ``(file name, text)``, or ``None`` when
+    the id has none (outcomes and preflight ids, judged on no log). For a compare rule it is
+    the run judged against the baseline :func:`baseline_of` gives.
+
+    The example is a literal file (``src/trainproof/rules/examples/``): what a user reads on
+    the rule's page is the log ``tests/test_rule_examples.py`` judges with the engine.
+    """
+    found = _example_files()
+    for name in sorted(found):
+        stem, _, rest = name.partition(".")
+        if stem == rule_id and rest.split(".")[0] != "baseline":
+            return name, found[name]
+    return None
+
+
+def baseline_of(rule_id: str) -> tuple[str, str] | None:
+    """The known-good baseline a compare rule's example run is compared with: ``(file name,
+    text)``, or ``None`` for a rule whose example is judged on its own (or that has none)."""
+    found = _example_files()
+    name = next((n for n in sorted(found) if n.startswith(rule_id + ".baseline.")), None)
+    return (name, found[name]) if name else None

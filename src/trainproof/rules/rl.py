@@ -45,8 +45,8 @@ def check_rl_objective(ctx):
     verdict_bearing=True,
     objectives=("rl",),
     implies=("TP-RL-NO-SIGNAL", "TP-ZERO-GRAD", "TP-PREF-NOT-LEARNING"),
-    least_evidence='Every one of at least 5 finite norms exactly 0.0, and every finite KL too when logged.',
-    detects="On an RL or preference objective, every finite gradient norm (at least 5) is exactly 0.0, and so is every finite KL when the log has one (TRL does not log the KL when its coefficient beta is 0).",
+    least_evidence='Every one of at least {zero_min_points} finite norms exactly 0.0, and every finite KL too when logged.',
+    detects="On an RL or preference objective, every finite gradient norm (at least {zero_min_points}) is exactly 0.0, and so is every finite KL when the log has one (TRL does not log the KL when its coefficient beta is 0).",
     why="A KL of exactly 0 throughout means the policy never moved away from the reference model, and a zero gradient norm says why: the updates are empty.",
     not_mean="A KL of 0 at the first steps is normal (the policy starts as the reference); a near-zero loss is normal for GRPO. This needs both exactly zero for the whole run.",
     causes="Every reward identical within each group (zero advantage: all completions right or all wrong), frozen or detached adapters, a learning rate of 0, a reward function that always returns the same value.",
@@ -84,12 +84,12 @@ def _zero_std_share(ctx):
     thresholds=["zero_min_points", "rl_zero_std_fail", "rl_zero_reward_share"],
     verdict_bearing=True,
     objectives=("rl",), implies=("TP-PREF-NOT-LEARNING",),
-    least_evidence="A reward identical at every one of at least 5 points, or GRPO's zero-spread share at a median of 0.95 with the reward 0 on 80% of steps.",
+    least_evidence="A reward identical at every one of at least {zero_min_points} points, or GRPO's zero-spread share at a median of {rl_zero_std_fail} with the reward 0 on {rl_zero_reward_share:.0%} of steps.",
     detects=(
-        "On an RL or preference objective with at least 5 reward points: every finite reward (or preference "
+        "On an RL or preference objective with at least {zero_min_points} reward points: every finite reward (or preference "
         "margin) is the same value; or, for GRPO, the share of groups with zero reward spread "
-        "(frac_reward_zero_std) has a median of at least 0.95 over the run while the reward is exactly 0 on at "
-        "least 80% of the steps. When it does not fire, the run has been judged on its reward: an RL or "
+        "(frac_reward_zero_std) has a median of at least {rl_zero_std_fail} over the run while the reward is exactly 0 on at "
+        "least {rl_zero_reward_share:.0%} of the steps. When it does not fire, the run has been judged on its reward: an RL or "
         "preference run without a gradient norm is not left unjudged."
     ),
     why=(
@@ -134,7 +134,7 @@ def check_rl_no_signal(ctx):
     needs=[Need("reward", "min_value_points")],
     thresholds=["min_value_points", "rl_zero_std_warn"],
     objectives=("rl",),
-    detects="TRL GRPO's frac_reward_zero_std (share of prompt groups whose completions all got the same reward) has a median of at least 0.5 over the last third of the logged steps.",
+    detects="TRL GRPO's frac_reward_zero_std (share of prompt groups whose completions all got the same reward) has a median of at least {rl_zero_std_warn} over the last third of the logged steps.",
     why="A group whose completions share one reward has zero advantage and contributes no gradient: when most groups are like that, most of each batch is wasted and learning stalls or regresses.",
     not_mean="It is not a dead run: the remaining groups still teach the policy; a run that has mastered its tasks (all completions right) looks like this too — read the reward level.",
     causes="Tasks that became too easy (all right) or are too hard (all wrong), a reward with few distinct values (0/1), too few generations per prompt.",
@@ -164,12 +164,12 @@ def check_rl_signal_fading(ctx):
     thresholds=["rl_collapse_min_points", "rl_collapse_blocks", "rl_collapse_tail_blocks", "rl_collapse_rise_se"],
     verdict_bearing=True,
     objectives=("rl",),
-    least_evidence=("30 finite return points; a rise from the first block median to the peak of at least 6 "
+    least_evidence=("{rl_collapse_min_points} finite return points; a rise from the first block median to the peak of at least {rl_collapse_rise_se:g} "
                     "standard errors of a block median; the last 30% of the run below the halfway point."),
     detects=(
-        "On an RL objective, the return (or mean reward) read as 10 block medians: the peak block is at "
-        "least 6 standard errors of a block median above the first block, lies before the last 3 blocks, "
-        "every one of the last 3 blocks is below the halfway point between the first block and the peak, "
+        "On an RL objective, the return (or mean reward) read as {rl_collapse_blocks} block medians: the peak block is at "
+        "least {rl_collapse_rise_se:g} standard errors of a block median above the first block, lies before the last {rl_collapse_tail_blocks} blocks, "
+        "every one of the last {rl_collapse_tail_blocks} blocks is below the halfway point between the first block and the peak, "
         "and the last block is at or below the first. Preference margins (DPO) are not returns and are not "
         "judged by it. A return that never rose is not this."
     ),
@@ -246,12 +246,12 @@ def _preference_accuracy(ctx):
     thresholds=["pref_min_points", "pref_chance_accuracy", "dead_trend_z", "dead_min_schedule_share"],
     objectives=("rl",),
     min_schedule_share="dead_min_schedule_share", after_warmup=True,
-    least_evidence="20 preference-accuracy points; a loss with no significant downward trend.",
+    least_evidence="{pref_min_points} preference-accuracy points; a loss with no significant downward trend.",
     detects=(
         "On a preference objective that logs its preference accuracy (TRL's rewards/accuracies: DPO, IPO, ORPO, "
-        "CPO), with at least 20 accuracy points: the median accuracy over the second half of the run is at most "
-        "0.6, with no significant upward trend there (Mann-Kendall z below 2.326 over at most 20 block medians), "
-        "and the loss has no significant downward trend over the run (z above -2.326 over at most 40 block "
+        "CPO), with at least {pref_min_points} accuracy points: the median accuracy over the second half of the run is at most "
+        "{pref_chance_accuracy}, with no significant upward trend there (Mann-Kendall z below {dead_trend_z} over at most 20 block medians), "
+        "and the loss has no significant downward trend over the run (z above -{dead_trend_z} over at most 40 block "
         "medians): flat, or rising."
     ),
     why=(

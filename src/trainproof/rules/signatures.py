@@ -70,12 +70,12 @@ def _window_trend(res: np.ndarray, windows: list[tuple[int, int]]) -> tuple[np.n
     needs=[Need("loss", "osc_min_points", positive=True, all_finite=True)],
     thresholds=["osc_min_points", "osc_warmup_share", "osc_growth", "osc_trend_z", "osc_min_alternation"],
     detects=(
-        "After the first 10% of the run (warm-up), each loss is compared with its local level, the median of its "
+        "After the first {osc_warmup_share:.0%} of the run (warm-up), each loss is compared with its local level, the median of its "
         "four neighbours (two logged points on each side, the point itself left out); the residual's size is its "
-        "amplitude. The rule fires when the median amplitude of the last third of the judged part is at least 2x "
+        "amplitude. The rule fires when the median amplitude of the last third of the judged part is at least {osc_growth:g}x "
         "that of the first third both in absolute terms and relative to the level, the amplitudes of consecutive "
-        "windows (at most 12, at least 4 points each) rise with a Mann–Kendall z of at least 2.5 on both scales, "
-        "and in the last third the residual changes sign between consecutive points at least 80% of the time "
+        "windows (at most 12, at least 4 points each) rise with a Mann–Kendall z of at least {osc_trend_z} on both scales, "
+        "and in the last third the residual changes sign between consecutive points at least {osc_min_alternation:.0%} of the time "
         "(independent noise: about 62%)."
     ),
     why=(
@@ -170,9 +170,9 @@ def check_oscillation(ctx):
     needs=[Need("grad_norm", "vanish_min_points"), Need("loss", "dead_min_points", positive=True, all_finite=True)],
     thresholds=["vanish_min_points", "vanish_ratio", "dead_window", "dead_min_improvement"],
     detects=(
-        "The median gradient norm of the last 10% of the logged norms (at least 3) is below 1% of the median of "
-        "the first 10% (the first logged norm ignored), while the loss improved by less than 5% over the run "
-        "(median of the first 5 losses against the last 5, as TP-DEAD-RUN). A run whose every norm is exactly 0 "
+        "The median gradient norm of the last 10% of the logged norms (at least 3) is below {vanish_ratio:.0%} of the median of "
+        "the first 10% (the first logged norm ignored), while the loss improved by less than {dead_min_improvement:.0%} over the run "
+        "(median of the first {dead_window} losses against the last {dead_window}, as TP-DEAD-RUN). A run whose every norm is exactly 0 "
         "is TP-ZERO-GRAD's."
     ),
     why=(

@@ -31,7 +31,7 @@ _COMMON_TH = ["update_ratio_min_points", "update_ratio_warmup_share"]
 @rule(
     "TP-UPDATE-RATIO-HIGH", Level.WARN, "updates", "each optimizer step changes the weights by too large a share",
     **_DOC, thresholds=[*_COMMON_TH, "update_ratio_high_log10"],
-    detects="After warm-up (the first 10% of points), the median log10 of the update/weight ratio ||dW||/||W|| is above -2: each step moves the weights by more than ~1% of their norm.",
+    detects="After warm-up (the first {update_ratio_warmup_share:.0%} of points), the median log10 of the update/weight ratio ||dW||/||W|| is above {update_ratio_high_log10:g}: each step moves the weights by more than ~1% of their norm.",
     why="The rule of thumb (Karpathy's 'ratio of updates to weights') is ~1e-3 per step; far above it, training is unstable or about to diverge.",
     not_mean="It is a warning: some setups (very small models, the first steps of fine-tuning) run hot and still converge.",
     causes="A learning rate too high, no warm-up, weight decay or momentum set wrong, parameters with tiny norms (a freshly initialised head).",
@@ -52,7 +52,7 @@ def check_update_high(ctx):
 @rule(
     "TP-UPDATE-RATIO-LOW", Level.WARN, "updates", "each optimizer step barely changes the weights",
     **_DOC, thresholds=[*_COMMON_TH, "update_ratio_low_log10"],
-    detects="After warm-up (the first 10% of points), the median log10 of the update/weight ratio ||dW||/||W|| is below -4: each step moves the weights by less than ~0.01% of their norm.",
+    detects="After warm-up (the first {update_ratio_warmup_share:.0%} of points), the median log10 of the update/weight ratio ||dW||/||W|| is below {update_ratio_low_log10:g}: each step moves the weights by less than ~0.01% of their norm.",
     why="Far below the ~1e-3 rule of thumb, the model learns too slowly to use the compute it is given.",
     not_mean="It is a warning: the end of a decaying schedule and very large models legitimately run low.",
     causes="A learning rate too small, most parameters frozen, gradients clipped to almost nothing, a scheduler that decayed too early.",

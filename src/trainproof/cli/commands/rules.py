@@ -11,12 +11,15 @@ from ..output import fail, stdout_console
 @click.command("rules")
 @click.argument("rule_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the rule list as JSON.")
-@click.option("--markdown", is_flag=True, help="Print RULES.md (every rule and threshold, documented).")
+@click.option("--markdown", is_flag=True, help="Print RULES.md (the ids by family, linking their pages, and every threshold).")
+@click.option("--pages", "pages_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write one page per id and an index by family into this folder (docs/rules), removing stale pages.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="With RULE_ID: state the thresholds of this TOML file's [tool.trainproof] settings "
                    "(default: nearest pyproject.toml).")
-def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool, config_path: Path | None) -> int:
-    """List every rule, or print the full documentation of RULE_ID with the thresholds in force."""
+def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool, pages_dir: Path | None,
+              config_path: Path | None) -> int:
+    """List every rule, or print the page of RULE_ID (its example judged, the thresholds in force)."""
     import json
 
     from ...rules.registry import all_rules, get
@@ -25,6 +28,12 @@ def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool, config_path: P
         from ...rules.docs import rules_markdown
 
         click.echo(rules_markdown(), nl=False)
+        return 0
+    if pages_dir is not None:
+        from ...rules.docs import write_pages
+
+        for name in write_pages(pages_dir):
+            click.echo(f"removed stale page {name}", err=True)
         return 0
 
     if rule_id:
@@ -37,21 +46,19 @@ def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool, config_path: P
         # The configuration a run would be judged with (the same loader as epoch and
         # doctor), so the text states the numbers that would be compared against.
         from ...config import ConfigError, load_config
-        from ...rules.thresholds import DEFAULT, shown
+        from ...rules.thresholds import DEFAULT
 
         try:
             cfg = load_config(config_path)
         except ConfigError as e:
             fail(str(e))
+        from ...rules.docs import rule_page
+
         th = cfg.thresholds
-        text = r.doc_markdown("#", th)
-        if r.thresholds:
-            lines = ["Thresholds in force:"]
-            for name in r.thresholds:
-                value, default = getattr(th, name), getattr(DEFAULT, name)
-                note = f" (default {shown(default)}, from {cfg.source})" if value != default else ""
-                lines.append(f"  {name} = {shown(value)}{note}")
-            text += "\n" + "\n".join(lines) + "\n"
+        text = rule_page(r, th)
+        changed = [n for n in r.thresholds if getattr(th, n) != getattr(DEFAULT, n)]
+        if changed:
+            text += f"\nThresholds other than the defaults ({', '.join(changed)}) are from {cfg.source}.\n"
         click.echo(text)
         return 0
     rules = all_rules()

@@ -12,7 +12,7 @@ before trainproof looked at the run. This script judges every log with the curre
 
 It writes ``EVIDENCE_MATRIX.md`` (run × format × seed → verdicts and key evidence),
 ``tests/golden/gallery.json`` (verdicts and id sets only, no evidence numbers) and the
-gallery table in README.md, which the tests compare with a fresh run; ``--check`` exits 1
+gallery table in docs/gallery.md, which the tests compare with a fresh run; ``--check`` exits 1
 when any of them is out of date.
 
 Usage (from the repository root)::
@@ -32,7 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 GALLERY = REPO / "examples" / "gallery"
 MATRIX = REPO / "EVIDENCE_MATRIX.md"
 GOLDEN = REPO / "tests" / "golden" / "gallery.json"
-README = REPO / "README.md"
+#: The page that shows the gallery table (between README_START and README_END).
+README = REPO / "docs" / "gallery.md"
 
 sys.path.insert(0, str(REPO / "src"))
 
@@ -275,10 +276,10 @@ README_END = "<!-- end of gallery table -->"
 
 
 def render_readme(rows: list[dict]) -> str:
-    """The README's gallery table: one row per configuration, over every framework,
+    """The gallery table of docs/gallery.md: one row per configuration, over every framework,
     format and seed (between README_START and README_END)."""
     out = [README_START, "",
-           "| run | sabotage | `epoch` verdicts | `compare` vs healthy | caught | key evidence (one log) |",
+           "| run | sabotage | `judge` verdicts | `compare` vs healthy | caught | key evidence (one log) |",
            "|---|---|---|---|---|---|"]
     for cfg, kind, rs, ev, cv, c in _by_configuration(rows):
         sabotage = next((r["broken"] for r in rs if r["broken"]), None) or ("none" if kind == "healthy" else f"none ({kind})")
@@ -290,7 +291,7 @@ def render_readme(rows: list[dict]) -> str:
 
 
 def readme_with_table(readme: str, rows: list[dict]) -> str:
-    """README.md text with the gallery table replaced (unchanged when the markers are absent)."""
+    """The gallery page's text with the table replaced (unchanged when the markers are absent)."""
     a, b = readme.find(README_START), readme.find(README_END)
     if a < 0 or b < 0:
         return readme
@@ -314,7 +315,7 @@ def main() -> int:
     README.write_text(readme, encoding="utf-8")
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(gold, encoding="utf-8")
-    print(f"wrote {MATRIX.relative_to(REPO)}, {GOLDEN.relative_to(REPO)} and the README table ({len(rows)} logs)")
+    print(f"wrote {MATRIX.relative_to(REPO)}, {GOLDEN.relative_to(REPO)} and the table in {README.relative_to(REPO)} ({len(rows)} logs)")
     return 0
 
 

@@ -1,10 +1,11 @@
-"""Regenerate README.md's sample outputs from the commands they show.
+"""Regenerate the sample outputs of README.md and the guides (docs/*.md) from the commands they show.
 
 A sample is a ```console block whose first line is ``$ trainproof …``: the rest of the
 block is that command's standard output, run from the repository root with
 ``COLUMNS=80`` and ``NO_COLOR=1`` (a CI log's view). ``python evidence/readme_samples.py``
-rewrites README.md in place; ``tests/test_readme_samples.py`` fails when a sample and its
-command's output differ, so the README cannot drift from the tool.
+rewrites every page of :func:`pages` in place; ``tests/test_readme_samples.py`` fails when
+a sample and its command's output differ, so neither the README nor a guide can drift
+from the tool.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 _BLOCK = re.compile(r"```console\n\$ (trainproof [^\n]*)\n(.*?)```", re.S)
 
 
@@ -37,6 +39,12 @@ def run_sample(command: str) -> str:
     return proc.stdout
 
 
+def pages() -> list[Path]:
+    """The pages whose samples are checked: README.md, then each guide ``docs/*.md`` by name
+    (the generated rule pages under ``docs/rules/`` hold none)."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
 def samples(text: str) -> list[tuple[str, str]]:
     """Each sample's ``(command, output as written)``."""
     return [(m.group(1), m.group(2)) for m in _BLOCK.finditer(text)]
@@ -52,5 +60,9 @@ def regenerate(text: str) -> str:
 
 
 if __name__ == "__main__":
-    README.write_text(regenerate(README.read_text(encoding="utf-8")), encoding="utf-8")
-    print(f"regenerated {len(samples(README.read_text(encoding='utf-8')))} samples in {README}")
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        n = len(samples(text))
+        if n:
+            page.write_text(regenerate(text), encoding="utf-8")
+            print(f"regenerated {n} sample(s) in {page.relative_to(ROOT)}")

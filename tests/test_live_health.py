@@ -1,9 +1,9 @@
-"""The README's in-loop monitor snippet on small real models: healthy runs are never
+"""The in-loop monitor snippet of docs/live.md on small real models: healthy runs are never
 stopped, broken ones are stopped early and for the right cause (issue 16 §2).
 
-Every run is exactly the loop README.md shows under "While the run trains"::
+Every run is exactly the loop docs/live.md shows under "The in-loop monitor"::
 
-    mon = trainproof.watch(model, optimizer, check_every=10, policy="raise", max_steps=300)
+    mon = trainproof.monitor(model, optimizer, check_every=10, policy="raise", max_steps=300)
     try:
         for step in range(300):
             ...
@@ -84,7 +84,7 @@ def make_optimizer(params, opt: str, lr: float):
 
 def train(kind: str, opt: str, lr: float, seed: int, check_every: int, warmup: int = 0,
           frozen: bool = False):
-    """Run the README snippet for 300 steps.
+    """Run the docs/live.md snippet for 300 steps.
 
     Returns ``(stopped_at, error, losses, monitor)``: the step the loop was stopped at and
     the :class:`RunFailed` raised (both ``None`` when the run finished), the losses logged.
@@ -104,7 +104,7 @@ def train(kind: str, opt: str, lr: float, seed: int, check_every: int, warmup: i
                  if warmup else None)
     g = torch.Generator().manual_seed(seed + 7)
     losses: list[float] = []
-    mon = trainproof.watch(model, optimizer, check_every=check_every, policy="raise", max_steps=STEPS)
+    mon = trainproof.monitor(model, optimizer, check_every=check_every, policy="raise", max_steps=STEPS)
     step = -1
     try:
         for step in range(STEPS):

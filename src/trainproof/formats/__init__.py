@@ -29,7 +29,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..runlog import Record
+from ..runlog import Columns, Record, Rows
 from . import csv as csv_reader
 from . import coqui, console, hf, jsonl, mlflow, tfevents
 from ._io import (HEAD_BYTES, MAX_LINE, NotALog, NotOpened, ReadError, check_readable_file, encoding_of, head_text,
@@ -192,11 +192,13 @@ def describe_shape(path: Path, head: bytes, text: str) -> str:
     return f"text, {size}, {more}{lines:,} line(s); first line: {what}"
 
 
-def open_log(path: Path, fmt: str = "auto") -> tuple[str, Iterator[Record], ReadState]:
+def open_log(path: Path, fmt: str = "auto") -> tuple[str, Iterator[Record | Rows | Columns], ReadState]:
     """Detect the format and start streaming.
 
     Returns:
-        ``(format_name, records, state)``; ``state`` is complete once ``records`` is exhausted.
+        ``(format_name, records, state)``: ``records`` yields what the reader's ``read``
+        yields (records, row and column batches, for :func:`trainproof.runlog.build_runlogs`);
+        ``state`` is complete once ``records`` is exhausted.
 
     Raises:
         ReadError: see :func:`detect`; the iterator itself may raise it too.

@@ -117,7 +117,7 @@ def _csv_reference(path: Path):
         for first in Lines(f):
             if first.strip():
                 break
-        delim = csv_reader._delimiter(first) or ","
+        delim = csv_reader.delimiter_of(first) or ","
         f.seek(0)
         lines = Lines(f)
         reader = pycsv.reader(lines, delimiter=delim)

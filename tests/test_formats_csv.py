@@ -402,7 +402,7 @@ def test_corpus_tables_match_csv_module(path: Path) -> None:
     with open(path, newline="", encoding="utf-8-sig") as f:
         first = f.readline()
         f.seek(0)
-        rows = [r for r in pycsv.reader(f, delimiter=csv_reader._delimiter(first) or ",")
+        rows = [r for r in pycsv.reader(f, delimiter=csv_reader.delimiter_of(first) or ",")
                 if any(c.strip() for c in r)]
     header, data = [c.strip() for c in rows[0]], rows[1:]
     run = read_runlog(path)

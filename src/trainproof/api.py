@@ -10,9 +10,7 @@ from pathlib import Path
 from .aliases import MappingError
 from .findings import Finding, Report, worst_first
 from .discover import experiment_of, fold_copies, group_runs, walk
-from .formats import NotALog, NotOpened, ReadError, open_log
-from .formats._io import read_head
-from .formats.tfevents import has_writer_name
+from .formats import NotALog, NotOpened, ReadError, has_run_name, is_trainer_name, open_log, read_head
 from .remote import is_url
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
@@ -99,26 +97,22 @@ def judge_all(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | 
     return worst_first([judge_runlog(run, thresholds, mute, charts=charts) for run in runs])
 
 
-#: File names that are logs whatever their content; unreadable ones are reported.
-#: File names only training runs write: a file so named that cannot be read is a run that
-#: could not be judged; any other file that cannot be read is not counted as a run.
-_LOG_NAMES = ("trainer_state.json", "metrics.csv", "progress.csv", "metrics.jsonl", "trainer_log.jsonl",
-              "training.log", "trainer_0_log.txt")
 #: Words a training log's lines carry beside their numbers (a file of another dialect
 #: that holds them and numbers is a log no reader knows, not a stray file).
 _METRIC_WORDS = re.compile(rb"(?i)\b(loss|step|epoch|learning_rate|lr|grad_norm|reward)\b")
 
 
 def _trainer_name(p: Path) -> bool:
-    """A name only a trainer writes: ``_LOG_NAMES`` or an event writer's file name."""
-    name = p.name.lower()
-    return name in _LOG_NAMES or has_writer_name(name)
+    """A name only a trainer writes (the readers' ``file_names``, an event writer's name):
+    a file so named that cannot be read is a run that could not be judged; any other file
+    that cannot be read is not counted as a run."""
+    return is_trainer_name(p.name)
 
 
 def _looks_like_log_name(p: Path) -> bool:
     """Whether only a training run would write a file of this name: a trainer's name, or a
-    log's suffix (``.jsonl``, ``.ndjson``)."""
-    return _trainer_name(p) or p.name.lower().endswith((".jsonl", ".ndjson", ".jsonl.gz"))
+    log's suffix (the readers' ``run_suffixes``: ``.jsonl``, ``.ndjson``)."""
+    return has_run_name(p.name)
 
 
 def _log_by_content(p: Path) -> bool:

@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .formats import log_name_test
 from .formats.tfevents import is_event_name
 
 #: Folder names never descended into.
@@ -29,8 +30,6 @@ PRUNE_DIRS = frozenset({
     ".cache", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".ipynb_checkpoints",
     "site-packages", ".eggs", ".idea", ".vscode",
 })
-#: File suffixes that can hold a training log (also with a trailing ``.gz``).
-LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".log", ".txt", ".out"})
 
 _CKPT = re.compile(r"checkpoint-(\d+)$")
 #: Why a run folder is left out: its reader would list the folder and follow the link.
@@ -60,13 +59,6 @@ class Candidate:
     def location(self) -> Path | tuple[Path, ...]:
         """What a worker judges: the path, or the path and its siblings together."""
         return (self.path, *self.siblings) if self.siblings else self.path
-
-
-def _log_like(name: str) -> bool:
-    low = name.lower()
-    if low.endswith(".gz"):
-        low = low[:-3]
-    return os.path.splitext(low)[1] in LOG_SUFFIXES
 
 
 def _is_venv(dirpath: str, filenames: Collection[str]) -> bool:
@@ -125,9 +117,10 @@ class _Listing:
     escaping: list[str] = field(default_factory=list)   # symlinks that leave the tree
 
 
-def _list(dirpath: str, real_root: str, ignored: list[dict]) -> _Listing | None:
+def _list(dirpath: str, real_root: str, ignored: list[dict], is_log: Callable[[str], bool]) -> _Listing | None:
     """Classify the entries of ``dirpath``; ``None`` when it cannot be listed or entered
-    (said in ``ignored``). Only the entries' types are read here, never their content."""
+    (said in ``ignored``). Only the entries' types are read here, never their content;
+    ``is_log`` says which names may be logs (:func:`trainproof.formats.log_name_test`)."""
     try:
         with os.scandir(dirpath) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -139,7 +132,7 @@ def _list(dirpath: str, real_root: str, ignored: list[dict]) -> _Listing | None:
         return out
     for e in entries:
         name, path = e.name, e.path
-        wanted = _log_like(name) or is_event_name(name)
+        wanted = is_log(name)
         try:
             lst = os.lstat(path)
         except FileNotFoundError:
@@ -179,7 +172,8 @@ def walk(root: Path, max_depth: int | None = None, max_files: int | None = None,
          limits: list[dict] | None = None) -> list[Path]:
     """Every log-like path under ``root`` (sorted), pruning and avoiding symlink loops.
 
-    Files are returned by name (a log suffix, or ``tfevents`` in the name); an MLflow run
+    Files are returned by name (:func:`trainproof.formats.is_log_name`: a reader's suffix
+    or trainer file name, or ``tfevents`` in the name); an MLflow run
     folder (``metrics/`` beside ``meta.yaml``) is returned as the folder itself.
 
     The walk is iterative (a tree of any depth), opens no file, and stays inside
@@ -201,6 +195,8 @@ def walk(root: Path, max_depth: int | None = None, max_files: int | None = None,
         return [Path(root)]
     ignored: list[dict] = limits if limits is not None else []
     real_root = os.path.realpath(root)
+    # The readers' names and suffixes, read once for the whole tree.
+    is_log = log_name_test()
     out: list[Path] = []
     seen: set[tuple[int, int]] = set()
     tainted: set[str] = set()  # folders that directly hold a symlink leaving the tree
@@ -218,7 +214,7 @@ def walk(root: Path, max_depth: int | None = None, max_files: int | None = None,
         if key in seen:
             continue
         seen.add(key)
-        listing = _list(dirpath, real_root, ignored)
+        listing = _list(dirpath, real_root, ignored, is_log)
         if listing is None or _is_venv(dirpath, listing.names):
             continue
         if listing.escaping:

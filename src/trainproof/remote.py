@@ -25,8 +25,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from .discover import PRUNE_DIRS, Candidate, _is_mlflow_run, _is_venv, _log_like, group_runs, walk
-from .formats import ReadError
+from .discover import PRUNE_DIRS, Candidate, _is_mlflow_run, _is_venv, group_runs, walk
+from .formats import ReadError, log_name_test
 from .formats.tfevents import is_event_name
 
 __all__ = ["MissingExtra", "RemoteError", "discover", "is_url", "staged"]
@@ -283,6 +283,7 @@ def _walk_listing(keys: list[str], max_depth: int | None, max_files: int | None,
         # Sorted as paths sort (by their parts), like the walk's result.
         return [_Key(p) for p in sorted(out, key=lambda p: [] if p == "." else p.split("/"))]
 
+    is_log = log_name_test()  # the readers' names and suffixes, read once for the listing
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -301,7 +302,7 @@ def _walk_listing(keys: list[str], max_depth: int | None, max_files: int | None,
                                                          f"deeper than --max-depth {max_depth}"})
             dirnames = []
         for f in filenames:
-            if _log_like(f) or is_event_name(f):
+            if is_log(f):
                 if max_files is not None and len(out) >= max_files:
                     limits.append({"file": ".", "reason": f"search stopped at --max-files {max_files}: "
                                                           "later logs were not judged"})

@@ -1,52 +1,107 @@
-"""Readers, one module per log format, and the content sniffing that picks one.
+"""Readers, one module per log format, the content sniffing that picks one, and what the
+rest of trainproof asks of the formats (names, suffixes, how to follow a log).
 
-Each reader module exposes ``name``, ``description``, ``sniff(path, head_text) -> bool``
-and ``read(path, state) -> Iterator[Record]``; ``state`` has ``meta`` (dict) and ``notes``
-(list) that the reader fills while it streams. A reader that reads a run directory (several
-files of one run) also exposes ``sniff_dir(path) -> bool``. A reader raises :class:`ReadError` with a
+The protocol every reader module follows is :class:`~trainproof.formats.base.Reader`:
+``name``, ``description``, ``sniff(path, head) -> bool``, ``read(path, state)``, which
+yields :class:`~trainproof.runlog.Record`, :class:`~trainproof.runlog.Rows` and
+:class:`~trainproof.runlog.Columns` (what :func:`trainproof.runlog.build_runlogs` takes)
+and fills ``state`` (a :class:`ReadState`) while it streams, and the declarations
+``file_names``, ``suffixes``, ``run_suffixes`` and ``tail_mode``; where a reader needs
+them, ``sniff_dir(path)`` (it reads run folders), ``log_name(name)`` and
+``writer_name(name)`` (names besides the declared ones), ``line_tailer()`` or
+``record_tailer()`` (how ``watch`` follows it). A reader raises :class:`ReadError` with a
 one-line reason when the input is not readable as its format. Readers know bytes and
 formats only: no rules, thresholds or output.
 
-To add a format, add a module and list it in :data:`READERS` (order = sniffing priority),
-and its name in :data:`trainproof.cli.options.FORMAT_NAMES`, the static copy the command line
-offers as ``--format`` choices without importing the readers (a test checks the two agree).
+``doctor``'s walk (:mod:`trainproof.discover`), its judgement of what is a run
+(:mod:`trainproof.api`) and ``watch`` (:mod:`trainproof.live.tail`) ask the readers
+through :func:`is_log_name`, :func:`is_trainer_name`, :func:`has_run_name` and
+:func:`tail_mode`, so they hold no list of their own.
+
+To add a format: the module, its test, and one line in :data:`READERS` (order = sniffing
+priority), plus its name in :data:`trainproof.cli.options.FORMAT_NAMES`, the static copy the
+command line offers as ``--format`` choices without importing the readers (a test checks
+the two agree).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ..runlog import Record
+from ..runlog import Columns, Record, Rows
 from . import csv as csv_reader
 from . import coqui, console, hf, jsonl, mlflow, tfevents
-from ._io import (HEAD_BYTES, NotALog, NotOpened, ReadError, check_readable_file, head_text, is_lfs_pointer,
-                  read_head,
-                  reporting_to)
+from ._io import (HEAD_BYTES, MAX_LINE, NotALog, NotOpened, ReadError, check_readable_file, encoding_of, head_text,
+                  is_lfs_pointer, open_binary, read_head, reporting_to)
+from .base import LineTailer, Reader, RecordTailer, ReadState
 
-__all__ = ["READERS", "NotALog", "NotOpened", "ReadError", "ReadState", "detect", "format_names", "open_log", "get_reader"]
+__all__ = ["HEAD_BYTES", "MAX_LINE", "READERS", "LineTailer", "NotALog", "NotOpened", "ReadError", "ReadState",
+           "Reader", "RecordTailer", "detect", "encoding_of", "format_names", "get_reader", "has_run_name",
+           "is_log_name", "is_trainer_name", "log_name_test", "log_suffixes", "open_binary", "open_log",
+           "read_head", "tail_mode", "trainer_file_names"]
 
 #: Sniffing order: the most specific formats first.
 READERS = (tfevents, hf, jsonl, csv_reader, coqui, mlflow, console)
 
 
-@dataclass
-class ReadState:
-    """What a reader learns besides records: declared intent, notes, and what it dropped.
+def trainer_file_names() -> frozenset[str]:
+    """Every reader's :attr:`~base.Reader.file_names`: lower-case names only a trainer
+    gives a file."""
+    return frozenset(n for r in READERS for n in r.file_names)
 
-    ``drops`` lists the input a reader could not use (torn tails, unparseable lines or
-    rows, damaged shards), each as a note; the engine reports them as ``TP-DATA-DROPPED``
-    so a verdict never silently rests on part of a log.
-    """
 
-    meta: dict = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    drops: list[str] = field(default_factory=list)
+def log_suffixes() -> frozenset[str]:
+    """Every reader's :attr:`~base.Reader.suffixes`: the extensions a log can have."""
+    return frozenset(s for r in READERS for s in r.suffixes)
 
-    def drop(self, note: str) -> None:
-        """Record that part of the input was not read, and why (also a note)."""
-        self.notes.append(note)
-        self.drops.append(note)
+
+def run_suffixes() -> tuple[str, ...]:
+    """Every reader's :attr:`~base.Reader.run_suffixes`, in reader order, each once."""
+    return tuple(dict.fromkeys(s for r in READERS for s in r.run_suffixes))
+
+
+def log_name_test() -> Callable[[str], bool]:
+    """:func:`is_log_name` with the readers' declarations read once, for a walk that asks
+    of every file name in a tree."""
+    suffixes = log_suffixes()
+    names = trainer_file_names()
+    hooks = tuple(h for h in (getattr(r, "log_name", None) for r in READERS) if h is not None)
+
+    def test(name: str) -> bool:
+        low = name.lower()
+        if low in names:
+            return True
+        return os.path.splitext(low.removesuffix(".gz"))[1] in suffixes or any(h(name) for h in hooks)
+
+    return test
+
+
+def is_log_name(name: str) -> bool:
+    """Whether a file named ``name`` may hold a training log (``doctor``'s walk looks at
+    it): a trainer's file name, one of the readers' suffixes (also followed by ``.gz``), or
+    a name a reader's ``log_name`` hook claims (``tfevents`` in it)."""
+    return log_name_test()(name)
+
+
+def is_trainer_name(name: str) -> bool:
+    """Whether only a trainer gives a file this name: a reader's ``file_names`` (compared
+    in lower case) or a name its ``writer_name`` hook claims (``events.out.tfevents.*``)."""
+    low = name.lower()
+    return low in trainer_file_names() or any(
+        h(low) for h in (getattr(r, "writer_name", None) for r in READERS) if h is not None)
+
+
+def has_run_name(name: str) -> bool:
+    """Whether only a training run would write a file of this name: :func:`is_trainer_name`
+    or one of the readers' ``run_suffixes`` (``.jsonl``, ``.ndjson``)."""
+    return is_trainer_name(name) or name.lower().endswith(run_suffixes())
+
+
+def tail_mode(reader) -> str:
+    """How ``watch`` follows a log of ``reader`` (``lines``, ``records`` or ``whole``, see
+    :data:`base.TailMode`); a reader that declares none is read again whole."""
+    return getattr(reader, "tail_mode", "whole")
 
 
 def format_names() -> list[str]:
@@ -54,14 +109,19 @@ def format_names() -> list[str]:
     return [r.name for r in READERS]
 
 
-def get_reader(name: str):
+def get_reader(name: str) -> Reader:
+    """The reader module called ``name``.
+
+    Raises:
+        ReadError: no reader has that name.
+    """
     for r in READERS:
         if r.name == name:
             return r
     raise ReadError(f"unknown format {name!r}; known: {', '.join(format_names())}")
 
 
-def detect(path: Path, fmt: str = "auto"):
+def detect(path: Path, fmt: str = "auto") -> Reader:
     """Pick the reader for ``path``: by content unless ``fmt`` names one.
 
     Raises:
@@ -132,11 +192,13 @@ def describe_shape(path: Path, head: bytes, text: str) -> str:
     return f"text, {size}, {more}{lines:,} line(s); first line: {what}"
 
 
-def open_log(path: Path, fmt: str = "auto") -> tuple[str, Iterator[Record], ReadState]:
+def open_log(path: Path, fmt: str = "auto") -> tuple[str, Iterator[Record | Rows | Columns], ReadState]:
     """Detect the format and start streaming.
 
     Returns:
-        ``(format_name, records, state)``; ``state`` is complete once ``records`` is exhausted.
+        ``(format_name, records, state)``: ``records`` yields what the reader's ``read``
+        yields (records, row and column batches, for :func:`trainproof.runlog.build_runlogs`);
+        ``state`` is complete once ``records`` is exhausted.
 
     Raises:
         ReadError: see :func:`detect`; the iterator itself may raise it too.

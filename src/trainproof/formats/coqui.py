@@ -29,6 +29,11 @@ from ._io import HEAD_BYTES, MAX_LINE, Lines, ReadError, open_binary, open_text
 
 name = "coqui"
 description = "Coqui Trainer text log (trainer_0_log.txt)"
+file_names = ("trainer_0_log.txt",)
+suffixes = (".txt",)
+run_suffixes = ()
+#: A step's block spans several lines, so appended lines cannot be read alone.
+tail_mode = "whole"
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _STEP = re.compile(r"STEP:\s*(\d+)\s*/\s*(\d+)\s*--\s*GLOBAL_STEP:\s*(\d+)")

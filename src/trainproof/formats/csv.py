@@ -45,14 +45,23 @@ from pathlib import Path
 
 import numpy as np
 
+# The helper module by its full name, not `from . import`: a reader never imports the
+# package __init__ (which imports the readers), and _rows's attributes stay patchable.
+import trainproof.formats._rows as _rows  # noqa: PLR0402
+
 from .. import aliases
 from ..runlog import Record, Rows
-from . import _rows
 from ._io import MAX_LINE, Lines, ReadError, open_text
 from ._values import nonfinite
+from .base import ReadState
 
 name = "csv"
 description = "CSV/TSV metric table (Lightning, Keras, W&B export, pandas)"
+#: Lightning's CSVLogger, Stable-Baselines3's logger, Keras' CSVLogger (its default name).
+file_names = ("metrics.csv", "progress.csv", "training.log")
+suffixes = (".csv", ".tsv")
+run_suffixes = ()
+tail_mode = "lines"
 
 _DELIMS = (",", "\t", ";")
 
@@ -65,7 +74,9 @@ def _is_number(cell: str) -> bool:
         return False
 
 
-def _delimiter(line: str) -> str | None:
+def delimiter_of(line: str) -> str | None:
+    """The delimiter of a table whose first line is ``line``: the one of ``,``, tab and
+    ``;`` it holds most often (the first of a tie), or ``None`` when it holds none."""
     counts = [(line.count(d), -i, d) for i, d in enumerate(_DELIMS)]
     best = max(counts)
     return best[2] if best[0] > 0 else None
@@ -104,7 +115,7 @@ def sniff(path: Path, head: str) -> bool:
         return False
     if head.lstrip().startswith(("{", "[")):
         return False
-    d = _delimiter(lines[0])
+    d = delimiter_of(lines[0])
     if d is None:
         return False
     rows = list(csv.reader(lines[:3], delimiter=d))
@@ -346,6 +357,41 @@ class RowParser:
             )
 
 
+class LineTail:
+    """The :class:`~trainproof.formats.base.LineTailer` of a table being written: each
+    appended line is one row, parsed with the header the table has so far (the delimiter
+    is the first non-blank line's)."""
+
+    def __init__(self) -> None:
+        self.parser: RowParser | None = None
+
+    def line(self, raw: str, lineno: int) -> Record | None:
+        """The record of the row ``raw`` (line ``lineno``), or ``None``.
+
+        Raises:
+            ReadError: the first non-blank row is data (see :meth:`RowParser.row`).
+        """
+        if self.parser is None:
+            if not raw.strip():
+                return None
+            self.parser = RowParser(delimiter_of(raw) or ",")
+        row = next(csv.reader([raw], delimiter=self.parser.delimiter), [])
+        return self.parser.row(row, lineno)
+
+    def drops(self) -> list[str]:
+        """The rows skipped so far (field counts that do not match the header)."""
+        if self.parser is None:
+            return []
+        state = ReadState()
+        self.parser.finish(state)
+        return state.drops
+
+
+def line_tailer() -> LineTail:
+    """A fresh :class:`LineTail` (``watch`` follows a table line by line)."""
+    return LineTail()
+
+
 #: Characters of text decoded per chunk (the last, incomplete line is carried over).
 _CHUNK = 1 << 22
 def _fast_rows(text: str, first_line: int, parser: RowParser) -> Rows | None:
@@ -495,7 +541,7 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
         for first in Lines(f):
             if first.strip():
                 break
-        delim = _delimiter(first) or ","
+        delim = delimiter_of(first) or ","
         f.seek(0)
         parser = RowParser(delim)
         _prepare(path, f, parser, state)

@@ -19,19 +19,26 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from pathlib import Path
-
 from itertools import repeat
+from pathlib import Path
 
 import numpy as np
 
+# The helper module by its full name, not `from . import`: a reader never imports the
+# package __init__ (which imports the readers), and _rows's attributes stay patchable.
+import trainproof.formats._rows as _rows  # noqa: PLR0402
+
 from ..runlog import Record, Rows
-from . import _rows
 from ._io import MAX_LINE, ReadError, open_text
 from ._values import JSON, as_step, flatten_numeric
 
 name = "hf"
 description = "Hugging Face Trainer trainer_state.json"
+file_names = ("trainer_state.json",)
+suffixes = (".json",)
+run_suffixes = ()
+#: The Trainer rewrites the whole file at each save.
+tail_mode = "whole"
 
 #: Top-level keys kept as the run's declared intent.
 META_KEYS = (

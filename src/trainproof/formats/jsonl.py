@@ -35,14 +35,24 @@ from pathlib import Path
 
 import numpy as np
 
+# The helper module by its full name, not `from . import`: a reader never imports the
+# package __init__ (which imports the readers), and _rows's attributes stay patchable.
+import trainproof.formats._rows as _rows  # noqa: PLR0402
+
 from .. import aliases
 from ..runlog import Record, Rows
-from . import _rows
 from ._io import MAX_LINE, open_text
 from ._values import JSON, as_step, flatten_numeric
 
 name = "jsonl"
 description = "JSON Lines (one metrics object per line)"
+#: HF Trainer callbacks and many loops' ``metrics.jsonl``; LLaMA-Factory's trainer log.
+file_names = ("metrics.jsonl", "trainer_log.jsonl")
+#: ``.json`` too: a JSON-lines log is often named so (a config or a summary of one
+#: object is told apart by its content, not its name).
+suffixes = (".jsonl", ".ndjson", ".json")
+run_suffixes = (".jsonl", ".ndjson", ".jsonl.gz")
+tail_mode = "lines"
 
 _SNIFF_LINES = 20
 
@@ -83,6 +93,36 @@ def parse_line(s: str, lineno: int) -> Record | None:
 def skipped_note(count: int, first_line: int) -> str:
     """The TP-DATA-DROPPED note for lines that are not JSON objects (shared with ``watch``)."""
     return f"skipped {count} line(s) that are not JSON objects (first at line {first_line})"
+
+
+class LineTail:
+    """The :class:`~trainproof.formats.base.LineTailer` of a JSON-lines log being written:
+    each appended line is one record, decoded as :func:`read` decodes it (so that
+    ``watch`` and ``epoch`` agree); lines that are not JSON objects are counted."""
+
+    def __init__(self) -> None:
+        self.bad = 0
+        self.first_bad = 0
+
+    def line(self, raw: str, lineno: int) -> Record | None:
+        """The record of line ``lineno`` (``raw``), or ``None`` (blank, or not an object)."""
+        s = raw.strip()
+        if not s:
+            return None
+        rec = parse_line(s, lineno)
+        if rec is None:
+            self.bad += 1
+            self.first_bad = self.first_bad or lineno
+        return rec
+
+    def drops(self) -> list[str]:
+        """The lines skipped so far, as one note (:func:`skipped_note`)."""
+        return [skipped_note(self.bad, self.first_bad)] if self.bad else []
+
+
+def line_tailer() -> LineTail:
+    """A fresh :class:`LineTail` (``watch`` follows a JSON-lines log line by line)."""
+    return LineTail()
 
 
 #: Characters decoded per chunk (the last, incomplete line is carried to the next).

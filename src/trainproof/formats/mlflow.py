@@ -21,6 +21,12 @@ from ._io import Lines, ReadError, open_text
 
 name = "mlflow"
 description = "MLflow file store (mlruns/<experiment>/<run>/metrics/<name>)"
+#: Its logs are run folders (:func:`sniff_dir`); metric files carry the metric's name.
+file_names = ()
+suffixes = ()
+run_suffixes = ()
+#: A run folder is many files, read again whole.
+tail_mode = "whole"
 
 _LINE = re.compile(r"^\s*(\d{9,16})\s+(\S+)\s+(-?\d+)\s*$")
 

@@ -21,13 +21,23 @@ from pathlib import Path
 
 import numpy as np
 
+# The helper module by its full name, not `from . import`: a reader never imports the
+# package __init__ (which imports the readers), and _tfrecord's attributes stay patchable.
+import trainproof.formats._tfrecord as _tfrecord  # noqa: PLR0402
+
 from ..runlog import Columns
-from . import _tfrecord
 from ._event_proto import ProtoError, parse_event, parse_simple_spans
 from ._io import ReadError, open_binary
+from .base import ReadState
 
 name = "tfevents"
 description = "TensorBoard event files (torch.utils.tensorboard, tensorboardX, Lightning, Keras, HF runs/)"
+#: Event files are known by :func:`log_name` and :func:`writer_name`, not by a fixed name
+#: or an extension (``events.out.tfevents.<time>.<host>…``).
+file_names = ()
+suffixes = ()
+run_suffixes = ()
+tail_mode = "records"
 
 IGNORED_TAGS = frozenset({"hp_metric"})
 
@@ -49,6 +59,11 @@ def has_writer_name(name: str) -> bool:
     """Whether ``name`` is as TensorFlow, PyTorch and tensorboardX name event files
     (``events.out.tfevents.<time>.<host>…``): only an event writer makes such a file."""
     return name.startswith("events.out.tfevents")
+
+
+#: The reader protocol's name hooks (:data:`trainproof.formats.base.OPTIONAL`).
+log_name = is_event_name
+writer_name = has_writer_name
 
 
 def is_event_file(p: Path) -> bool:
@@ -217,6 +232,49 @@ def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], me
             why = f"{tail.records} event records, none holds a scalar (hparams, text, images or graphs only)"
         state.notes.append(f"{path.name}: {why}")
     return tail
+
+
+class EventTail:
+    """The :class:`~trainproof.formats.base.RecordTailer` of an event file being written:
+    each poll reads the complete records appended since the previous one (a torn last
+    record is one not written yet, not damage), keeping the plugin table and the record
+    count across polls."""
+
+    def __init__(self) -> None:
+        self.plugins: dict[str, str] = {}
+        self.records = 0
+        self.dropped: list[str] = []
+
+    def poll(self, path: Path, offset: int) -> tuple[int, list[Columns]]:
+        """Read ``path`` from ``offset``; ``(consumed bytes, one column batch per tag)``.
+
+        Raises:
+            ReadError: the file's first record is not TensorBoard framing.
+        """
+        cols: dict[str, _TagColumns] = {}
+        state = ReadState()
+        tail = _read_file(path, state, 0, cols, offset=offset, plugins=self.plugins,
+                          first_index=self.records, live=True)
+        self.records += tail.records
+        if tail.reason is not None and tail.bad_framing and tail.records == 0 and offset + tail.consumed == 0:
+            raise ReadError(f"not a TensorBoard event file: {tail.reason}")
+        # Only what was dropped carries over: the reader's notes describe the file as it
+        # was at this poll (e.g. "only the file header so far") and go stale.
+        for n in state.drops:
+            if n not in self.dropped:
+                self.dropped.append(n)
+        return tail.consumed, [Columns(tag, np.frombuffer(c.steps, dtype=np.float64).copy(),
+                                       np.frombuffer(c.values, dtype=np.float64).copy(),
+                                       np.frombuffer(c.lines, dtype=np.int64).copy()) for tag, c in sorted(cols.items())]
+
+    def drops(self) -> list[str]:
+        """The damage met so far (each note once)."""
+        return list(self.dropped)
+
+
+def record_tailer() -> EventTail:
+    """A fresh :class:`EventTail` (``watch`` follows an event file record by record)."""
+    return EventTail()
 
 
 def _unreadable(tail: _tfrecord.Tail) -> str:

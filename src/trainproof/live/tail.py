@@ -1,42 +1,35 @@
 """Incremental reading of a log that is still being written (``trainproof watch``).
 
-Append-only formats are read from the byte offset where the last poll stopped, so a poll
-costs what was appended, not the length of the log:
+Each reader says how a log of its format is followed (its ``tail_mode``,
+:data:`trainproof.formats.base.TailMode`). Append-only formats are read from the byte
+offset where the last poll stopped, so a poll costs what was appended, not the length of
+the log:
 
-* JSONL: complete new lines; a half-written last line waits for the next poll.
-* CSV: complete new rows, parsed with the header the table has so far.
-* TensorBoard event files: complete new records; a torn last record is a record not
-  written yet, not damage.
+* ``lines`` (JSONL, CSV): complete new lines, each handed to the reader's line tailer
+  (a CSV row is parsed with the header the table has so far); a half-written last line
+  waits for the next poll.
+* ``records`` (TensorBoard event files): the reader's record tailer reads the complete
+  new records; a torn last record is a record not written yet, not damage.
 
-HF ``trainer_state.json`` is rewritten whole at each save, and the other formats (Coqui,
-console captures, MLflow metric files, gzip logs) are re-read whole, but only when the
-file's size or modification time changed. A file that shrank or was replaced (rotation, a
+``whole`` formats (HF ``trainer_state.json``, rewritten at each save; Coqui, console
+captures, MLflow metric files) and gzip logs are re-read whole, but only when the file's
+size or modification time changed. A file that shrank or was replaced (rotation, a
 restarted run) is read again from the start, with a note. What is watched is one regular
 file: a folder or a FIFO is a usage error.
 """
 from __future__ import annotations
 
 import codecs
-import csv as _csv
 import os
 from pathlib import Path
 
-import numpy as np
-
-from ..formats import ReadError, ReadState, detect
-from ..formats import csv as csv_fmt
-from ..formats import jsonl as jsonl_fmt
-from ..formats import tfevents as tf_fmt
-from ..formats._io import MAX_LINE, encoding_of, open_binary
-from ..runlog import Columns
+from ..formats import MAX_LINE, ReadError, detect, encoding_of, open_binary, tail_mode
 from .guardian import Guardian
 
-#: Formats read from the byte offset where the previous poll stopped.
-_APPEND_ONLY = ("jsonl", "csv", "tfevents")
 #: How many first bytes are kept to notice a file rewritten in place.
 _HEAD_BYTES = 256
 #: Bytes read and decoded at a time: a poll holds this much plus at most one line
-#: (:data:`~trainproof.formats._io.MAX_LINE`), whatever was appended.
+#: (:data:`~trainproof.formats.MAX_LINE`), whatever was appended.
 _READ_CHUNK = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -72,12 +65,7 @@ class LogTail:
         self.size = -1
         self.mtime = -1.0
         self._head = b""  # the file's first bytes as first read: a rewrite changes them
-        self._csv: csv_fmt.RowParser | None = None
-        self._tf_plugins: dict[str, str] = {}
-        self._tf_records = 0
-        self._tf_drops: list[str] = []
-        self._bad_lines = 0
-        self._first_bad = 0
+        self._tailer = None  # the reader's line or record tailer, made at the first poll
         self._torn: tuple | None = None
         self._encoding = "utf-8"
         self._gzip = False
@@ -87,6 +75,7 @@ class LogTail:
         self._overlong: list[int] = []
 
     def exists(self) -> bool:
+        """Whether the log file exists yet."""
         return self.path.exists()
 
     def _restart(self, why: str | None) -> None:
@@ -94,12 +83,7 @@ class LogTail:
         self.offset = 0
         self.lineno = 0
         self._head = b""
-        self._csv = None
-        self._tf_plugins = {}
-        self._tf_records = 0
-        self._tf_drops = []
-        self._bad_lines = 0
-        self._first_bad = 0
+        self._tailer = None
         self._decoder = None
         self._carry = ""
         self._skipping = False
@@ -109,7 +93,7 @@ class LogTail:
         """Whether the log is re-read whole when it changes rather than from an offset:
         formats rewritten at each save, and compressed logs (their bytes cannot be
         decoded from the middle)."""
-        return self.reader.name not in _APPEND_ONLY or self._gzip
+        return tail_mode(self.reader) == "whole" or self._gzip
 
     def _rewritten(self, st: os.stat_result, ident: tuple) -> bool:
         """True when the file followed so far was replaced, truncated or rewritten in place
@@ -160,13 +144,14 @@ class LogTail:
             if self._whole():
                 return self._poll_rewritten(st)
         before = self.g.records
-        name = self.reader.name
-        if name == "jsonl":
-            self._poll_lines(self._jsonl_line)
-        elif name == "csv":
-            self._poll_lines(self._csv_line)
+        if tail_mode(self.reader) == "lines":
+            if self._tailer is None:
+                self._tailer = self.reader.line_tailer()
+            self._poll_lines(self._line)
         else:
-            self._poll_tfevents()
+            if self._tailer is None:
+                self._tailer = self.reader.record_tailer()
+            self._poll_records()
         if not self._head and self.offset:
             with open_binary(self.path) as f:
                 self._head = f.read(min(self.offset, _HEAD_BYTES))
@@ -192,17 +177,13 @@ class LogTail:
         return max(0, self.g.records - before)
 
     def _set_drops(self) -> None:
-        drops = list(self._tf_drops)
+        drops = []
         if self._overlong:
             shown = ", ".join(str(n) for n in self._overlong[:5]) + (" …" if len(self._overlong) > 5 else "")
             drops.append(f"skipped {len(self._overlong)} line(s) longer than {MAX_LINE:,} characters "
                          f"(lines {shown}): not read")
-        if self._bad_lines:
-            drops.append(jsonl_fmt.skipped_note(self._bad_lines, self._first_bad))
-        if self._csv is not None:
-            st = ReadState()
-            self._csv.finish(st)
-            drops += st.drops
+        if self._tailer is not None:
+            drops += self._tailer.drops()
         if drops:
             self.g.meta["dropped"] = drops
         else:
@@ -256,46 +237,17 @@ class LogTail:
             self._overlong.append(self.lineno)
             self._carry, self._skipping = "", True
 
-    def _jsonl_line(self, raw: str) -> None:
-        s = raw.strip()
-        if s:
-            rec = jsonl_fmt.parse_line(s, self.lineno)
-            if rec is not None:
-                self.g.add_record(rec)
-            else:
-                self._bad_lines += 1
-                self._first_bad = self._first_bad or self.lineno
-
-    def _csv_line(self, raw: str) -> None:
-        if self._csv is None:
-            if not raw.strip():
-                return
-            self._csv = csv_fmt.RowParser(csv_fmt._delimiter(raw) or ",")
-        row = next(_csv.reader([raw], delimiter=self._csv.delimiter), [])
-        rec = self._csv.row(row, self.lineno)
+    def _line(self, raw: str) -> None:
+        rec = self._tailer.line(raw, self.lineno)
         if rec is not None:
             self.g.add_record(rec)
 
-    # --- event files --------------------------------------------------------------------
-    def _poll_tfevents(self) -> None:
-        cols: dict = {}
-        state = ReadState()
-        tail = tf_fmt._read_file(self.path, state, 0, cols, offset=self.offset, plugins=self._tf_plugins,
-                                 first_index=self._tf_records, live=True)
-        self.offset += tail.consumed
-        self._tf_records += tail.records
-        if tail.reason is not None and tail.bad_framing and tail.records == 0 and self.offset == 0:
-            raise ReadError(f"not a TensorBoard event file: {tail.reason}")
-        for tag in sorted(cols):
-            c = cols[tag]
-            self.g.add_columns(Columns(tag, np.frombuffer(c.steps, dtype=np.float64).copy(),
-                                       np.frombuffer(c.values, dtype=np.float64).copy(),
-                                       np.frombuffer(c.lines, dtype=np.int64).copy()))
-        # Only what was dropped carries over: the reader's notes describe the file as it
-        # was at this poll (e.g. "only the file header so far") and go stale.
-        for n in state.drops:
-            if n not in self._tf_drops:
-                self._tf_drops.append(n)
+    # --- appended records ---------------------------------------------------------------
+    def _poll_records(self) -> None:
+        consumed, columns = self._tailer.poll(self.path, self.offset)
+        self.offset += consumed
+        for c in columns:
+            self.g.add_columns(c)
 
     # --- rewritten whole ----------------------------------------------------------------
     def _reread(self) -> None:

@@ -1,0 +1,161 @@
+"""What a reader module is: the :class:`Reader` protocol, the :class:`ReadState` it fills
+while it streams, and the errors it raises.
+
+This module is a leaf of the ``formats`` package: the readers import their contract from
+here (and their I/O from :mod:`._io`), never from the package ``__init__``, which imports
+them; so the package has no import cycle.
+
+A reader is a *module*, not a class: :data:`trainproof.formats.READERS` lists modules that
+each satisfy :class:`Reader` by their module-level names. ``tests/test_reader_protocol.py``
+checks every one of them against :data:`REQUIRED` and :data:`OPTIONAL` with
+:mod:`inspect` (``isinstance`` with a runtime-checkable protocol only checks that the
+names exist, not their signatures).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from ..runlog import Columns, Record, Rows
+from ._io import NotALog, NotOpened, ReadError
+
+__all__ = ["OPTIONAL", "REQUIRED", "TAIL_MODES", "LineTailer", "NotALog", "NotOpened", "ReadError", "ReadState",
+           "Reader", "RecordTailer", "TailMode"]
+
+#: How ``trainproof watch`` follows a log of the format (:mod:`trainproof.live.tail`):
+#: ``lines``: an append-only text log, its complete new lines fed to the reader's
+#: :meth:`Reader.line_tailer`; ``records``: an append-only binary log, read from the
+#: offset where the last poll stopped by its :meth:`Reader.record_tailer`; ``whole``: a
+#: log rewritten at each save (or one whose appends cannot be parsed alone), read again
+#: whole when its size or modification time changes.
+TailMode = Literal["lines", "records", "whole"]
+TAIL_MODES = ("lines", "records", "whole")
+
+
+@dataclass
+class ReadState:
+    """What a reader learns besides records: declared intent, notes, and what it dropped.
+
+    ``drops`` lists the input a reader could not use (torn tails, unparseable lines or
+    rows, damaged shards), each as a note; the engine reports them as ``TP-DATA-DROPPED``
+    so a verdict never silently rests on part of a log.
+    """
+
+    meta: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    drops: list[str] = field(default_factory=list)
+
+    def drop(self, note: str) -> None:
+        """Record that part of the input was not read, and why (also a note)."""
+        self.notes.append(note)
+        self.drops.append(note)
+
+
+class LineTailer(Protocol):
+    """Turns the lines appended to a ``lines``-mode log into records, one line at a time,
+    keeping what it needs across polls (a CSV header, counts of skipped lines)."""
+
+    def line(self, raw: str, lineno: int) -> Record | None:
+        """The record of one complete line (without its line end), or ``None`` (a blank,
+        a header, a line that is not a record).
+
+        Raises:
+            ReadError: the log is not readable as the format (a CSV without a header).
+        """
+
+    def drops(self) -> list[str]:
+        """What was not read so far, one note each (as :attr:`ReadState.drops`)."""
+
+
+class RecordTailer(Protocol):
+    """Reads what was appended to a ``records``-mode log since the last poll."""
+
+    def poll(self, path: Path, offset: int) -> tuple[int, list[Columns]]:
+        """Read ``path`` from byte ``offset`` (where the previous poll stopped).
+
+        Returns:
+            ``(consumed, columns)``: the bytes read that need not be read again (a torn
+            last record is left for the next poll), and the new points.
+
+        Raises:
+            ReadError: the file is not of the format.
+        """
+
+    def drops(self) -> list[str]:
+        """What was not read so far, one note each (as :attr:`ReadState.drops`)."""
+
+
+class Reader(Protocol):
+    """What every module in :data:`trainproof.formats.READERS` provides.
+
+    Attributes:
+        name: the format's name (``--format`` choices, ``RunLog.format``).
+        description: one line for ``trainproof formats`` and the docs.
+        file_names: lower-case file names only this format's writer gives a file
+            (``trainer_state.json``): ``doctor`` reports such a file it cannot read as a
+            run not judged rather than skipping it, and its walk looks at it.
+        suffixes: lower-case file name extensions this format's logs have (``.csv``);
+            ``doctor``'s walk looks at files with one of them, also followed by ``.gz``.
+        run_suffixes: lower-case endings of names only a run's log has (``.jsonl``): such
+            a file that cannot be opened, or holds one record, still counts as a log.
+        tail_mode: how ``trainproof watch`` follows it (:data:`TailMode`).
+
+    Readers know bytes and formats only: no rules, thresholds or output. The optional
+    hooks (:data:`OPTIONAL`) are module functions a reader defines where it needs them.
+    """
+
+    name: str
+    description: str
+    file_names: tuple[str, ...]
+    suffixes: tuple[str, ...]
+    run_suffixes: tuple[str, ...]
+    tail_mode: TailMode
+
+    def sniff(self, path: Path, head: str) -> bool:
+        """Whether the file at ``path`` is of this format, judged from ``head`` (its first
+        :data:`~trainproof.formats._io.HEAD_BYTES`, decoded) and, where that is not
+        enough, by reading more of it. Never raises: an unreadable file is ``False``."""
+
+    def read(self, path: Path, state: ReadState) -> Iterator[Record | Rows | Columns]:
+        """Stream the log at ``path`` (a file, or a run folder :meth:`sniff_dir` claims) as
+        records, row batches and column batches, in order: what
+        :func:`trainproof.runlog.build_runlogs` takes. It fills ``state`` as it goes
+        (complete once the iterator is exhausted).
+
+        Raises:
+            ReadError: with a one-line reason, when the input is not readable as the format
+                (raised when iterated, the first record or later).
+        """
+
+
+#: The names each reader module defines, and the parameters of those that are functions.
+REQUIRED: dict[str, tuple[str, ...] | type] = {
+    "name": str,
+    "description": str,
+    "file_names": tuple,
+    "suffixes": tuple,
+    "run_suffixes": tuple,
+    "tail_mode": str,
+    "sniff": ("path", "head"),
+    "read": ("path", "state"),
+}
+
+#: Functions a reader defines where it needs them, with their parameters:
+#:
+#: * ``sniff_dir(path) -> bool``: the reader reads run folders (several files of one run)
+#:   and ``path`` is one.
+#: * ``log_name(name) -> bool``: ``doctor``'s walk also looks at files of this name,
+#:   besides :attr:`Reader.suffixes` (event files: ``tfevents`` anywhere in the name).
+#: * ``writer_name(name) -> bool``: besides :attr:`Reader.file_names`, a name only this
+#:   format's writer gives a file (``events.out.tfevents.*``).
+#: * ``line_tailer() -> LineTailer``: required with ``tail_mode == "lines"``.
+#: * ``record_tailer() -> RecordTailer``: required with ``tail_mode == "records"``.
+OPTIONAL: dict[str, tuple[str, ...]] = {
+    "sniff_dir": ("path",),
+    "log_name": ("name",),
+    "writer_name": ("name",),
+    "line_tailer": (),
+    "record_tailer": (),
+}

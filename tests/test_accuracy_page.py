@@ -9,6 +9,7 @@ import pytest
 from conftest import REPO, SHARED
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "corpus" / "MANIFEST.tsv").exists() or not (SHARED / "tools" / "scorecard.py").exists(),
                     reason="../shared/corpus or its scorecard is absent")
 def test_accuracy_page_is_up_to_date():

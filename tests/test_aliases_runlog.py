@@ -189,6 +189,7 @@ def test_two_overrides_for_one_column_are_an_error() -> None:
         resolve(["x", "y"], {"loss": "x", "eval_loss": "x"})
 
 
+@pytest.mark.slow
 def test_map_through_read_runlog(tmp_path: Path) -> None:
     p = tmp_path / "m.jsonl"
     p.write_text("".join(json.dumps({"step": s, "loss": 9.0, "ce": 1.0 / s}) + "\n" for s in (1, 2)))

@@ -55,6 +55,7 @@ _line = st.one_of(_obj.map(lambda d: json.dumps(d)), _obj.map(lambda d: json.dum
                   st.sampled_from(["", "banner text", "[1, 2]", '{"step": 3, "loss": 0.', "   "]))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(_line, max_size=60), crlf=st.booleans(), final_newline=st.booleans())
 def test_jsonl_batches_equal_the_per_line_reader(tmp_path, lines, crlf, final_newline):
@@ -74,6 +75,7 @@ def test_jsonl_batches_equal_the_per_line_reader(tmp_path, lines, crlf, final_ne
     _same_runlog(ref, got)
 
 
+@pytest.mark.slow
 def test_jsonl_chunks_split_anywhere(tmp_path, monkeypatch):
     rows = []
     for i in range(3000):
@@ -187,6 +189,7 @@ _cell = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.lists(_cell, min_size=3, max_size=3), max_size=80), delim=st.sampled_from([",", ";", "\t"]),
        crlf=st.booleans(), final_newline=st.booleans())
@@ -248,6 +251,7 @@ def _scalar_event(wall: float, step: int, tag: bytes, value: float) -> bytes:
     return ev
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(events=st.lists(st.tuples(
     st.floats(allow_nan=False), st.one_of(st.integers(0, 300), st.integers(-(2 ** 63), 2 ** 63 - 1)),

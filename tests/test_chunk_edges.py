@@ -167,6 +167,7 @@ _JSONL_LINES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
 @pytest.mark.parametrize("bom", [False, True])
 @pytest.mark.parametrize("torn", ["", '{"step": 17, "loss": 0.0', '{"step": 17, "loss": 0.01}'])
@@ -379,6 +380,7 @@ def test_csv_lightning_sparse_rows_gzip_bom_every_chunk_size(tmp_path, monkeypat
         _assert_same(ref, read_runlog(p, fmt="csv"))
 
 
+@pytest.mark.slow
 def test_csv_thousands_of_columns_and_torn_last_row(tmp_path, monkeypatch):
     k = 2000
     header = ["step"] + [f"m{j}" for j in range(k)]
@@ -445,6 +447,7 @@ def test_csv_crlf_split_at_chunk_end_with_quotes(tmp_path, monkeypatch):
     assert run.series["loss"].lines.tolist() == [2, 3, 4, 5]
 
 
+@pytest.mark.slow
 def test_csv_crlf_split_at_default_chunk(tmp_path):
     header = "step,loss\r\n"
     tail = "0" * 100 + "\r\n"  # long rows: fewer rows to read
@@ -509,6 +512,7 @@ def _record(payload: bytes) -> bytes:
     return n + struct.pack("<I", _masked_crc(n)) + payload + struct.pack("<I", _masked_crc(payload))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", [1, 5, 13, 64, 1000, 1 << 20])
 @pytest.mark.parametrize("corrupt", [None, 0, 200])
 def test_event_batches_match_parse_event_per_record(tmp_path, monkeypatch, chunk, corrupt):

@@ -54,6 +54,7 @@ def _check_schema(path: Path) -> subprocess.CompletedProcess:
                            str(path)], capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_action_metadata_validates_against_the_github_actions_schema(tmp_path, action):
     res = _check_schema(ACTION)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -167,6 +168,7 @@ def mixed(tmp_path) -> Path:
     return _tree(tmp_path, "healthy", "nan", "warn")
 
 
+@pytest.mark.slow
 def test_outputs_match_doctor_json_and_reports_are_written(mixed):
     code, out, err, outs, summary = run_action(mixed, path="runs")
     doc = json.loads(run_subprocess("doctor", "runs", "--json", cwd=mixed).stdout)
@@ -188,6 +190,7 @@ def test_outputs_match_doctor_json_and_reports_are_written(mixed):
     assert not list(mixed.glob("trainproof-*.json")), "the temporary JSON is removed"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fail_on, mixed_code, warn_only_code", [
     ("FAIL", 1, 0), ("WARN", 1, 1), ("never", 0, 0), ("warn", 1, 1), ("Never", 0, 0)])
 def test_fail_on_policy(tmp_path, fail_on, mixed_code, warn_only_code):
@@ -202,6 +205,7 @@ def test_fail_on_policy(tmp_path, fail_on, mixed_code, warn_only_code):
     assert outs["verdict"] == "WARN" and outs["exit-code"] == "0"
 
 
+@pytest.mark.slow
 def test_a_log_that_cannot_be_judged_exits_2_even_with_fail_on_never(tmp_path):
     root = _tree(tmp_path, "healthy")
     write_jsonl(root / "runs" / "short" / "metrics.jsonl", [{"step": s, "loss": 1.0 - s / 10} for s in (1, 2)])
@@ -212,6 +216,7 @@ def test_a_log_that_cannot_be_judged_exits_2_even_with_fail_on_never(tmp_path):
         assert outs["verdict"] == "NOT-CHECKED"
 
 
+@pytest.mark.slow
 def test_allow_empty_on_a_folder_without_logs(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.md").write_text("no logs here\n")
@@ -223,6 +228,7 @@ def test_allow_empty_on_a_folder_without_logs(tmp_path):
     assert "no training logs found" in out
 
 
+@pytest.mark.slow
 def test_several_paths_baseline_mute_config_and_args_reach_doctor(mixed):
     (mixed / "tp.toml").write_text("[tool.trainproof]\n")
     settings = ga.read_inputs({"INPUT_PATH": "runs/nan\n\n  runs/healthy  \n",
@@ -243,6 +249,7 @@ def test_several_paths_baseline_mute_config_and_args_reach_doctor(mixed):
     assert "--mute TP-NAN --mute TP-NAN-EVAL" in out.splitlines()[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("inputs, says", [
     ({"fail_on": "error"}, "input fail-on: 'error' is not one of FAIL, WARN, never"),
     ({"allow_empty": "maybe"}, "input allow-empty: 'maybe' is not a boolean"),
@@ -258,6 +265,7 @@ def test_a_bad_input_is_one_line_and_exit_2(tmp_path, inputs, says):
     assert outs["verdict"] == "none" and outs["exit-code"] == "2"
 
 
+@pytest.mark.slow
 def test_without_github_output_the_outputs_are_printed(mixed):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_"))}
     env["INPUT_PATH"] = "runs/healthy"

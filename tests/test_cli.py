@@ -52,6 +52,7 @@ def test_nan_exit_1_json_cites_step_and_line(tmp_path):
     assert doc["worst_verdict"] == "FAIL" and doc["error"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content,reason", [
     (None, "no such file"),
     ("", "empty file"),
@@ -146,6 +147,7 @@ def test_unknown_mute_id_is_exit_2(tmp_path):
     assert code == 2 and "TP-NOPE" in err
 
 
+@pytest.mark.slow
 def test_json_output_is_byte_identical_twice(tmp_path):
     rows = healthy_rows()
     rows[5]["grad_norm"] = math.inf
@@ -177,6 +179,7 @@ def test_rules_json_lists_ids():
     assert "TP-NAN" in ids and len(ids) == len(set(ids))
 
 
+@pytest.mark.slow
 def test_internal_error_is_one_line_exit_2(tmp_path, monkeypatch):
     # A real internal failure: a rule module raising. The top-level handler must turn it
     # into one line on stderr and exit 2, and --debug must show the traceback.
@@ -200,12 +203,14 @@ c.main()
     assert "Traceback" in proc.stderr
 
 
+@pytest.mark.slow
 def test_no_color_when_piped(tmp_path):
     p = write_jsonl(tmp_path / "m.jsonl", healthy_rows())
     proc = run_subprocess("epoch", str(p))
     assert "\x1b[" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_examples_doctor_through_console_script(core_examples):
     proc = run_subprocess("doctor", str(core_examples), "--json")
     doc = json.loads(proc.stdout)
@@ -219,6 +224,7 @@ def test_examples_doctor_through_console_script(core_examples):
     assert also == {f"{run}/metrics.csv": [f"{run}/metrics.jsonl"] for run in expected}
 
 
+@pytest.mark.slow
 def test_colour_on_a_tty_and_none_with_no_color(tmp_path):
     import re
     import shutil

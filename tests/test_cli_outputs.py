@@ -69,6 +69,7 @@ def test_sarif_for_an_unreadable_file_is_still_written(tmp_path):
     assert [r["ruleId"] for r in doc["runs"][0]["results"]] == ["TP-READ-ERROR"]
 
 
+@pytest.mark.slow
 def test_sarif_over_the_corpus_points_at_real_lines(shared, tmp_path, monkeypatch):
     monkeypatch.chdir(shared / "corpus")
     sarif = tmp_path / "corpus.sarif"

@@ -287,6 +287,7 @@ NOISE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())

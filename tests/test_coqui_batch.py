@@ -161,6 +161,7 @@ def both(path: Path, monkeypatch) -> tuple[dict, dict]:
     return fast, slow
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(text=coqui_log(), chunk=st.sampled_from([16, 97, 400, 4096, 1 << 20]),

@@ -18,6 +18,7 @@ def _manifest(shared):
         return list(csv.DictReader(f, delimiter="\t"))
 
 
+@pytest.mark.slow
 def test_doctor_over_the_corpus(shared):
     code, out, err, doc = run_cli("doctor", str(shared / "corpus"), "--json")
     assert code in (0, 1, 2)
@@ -40,6 +41,7 @@ def test_doctor_over_the_corpus(shared):
             assert rep["verdict"] != "FAIL", (row["id"], [f["id"] for f in rep["findings"]])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", sorted(READ_NOW))
 def test_labelled_broken_runs_fail(shared, fmt):
     missed = []

@@ -1,6 +1,7 @@
 """RULES.md and docs/rules/ are the registry, both ways; README gives the commands CI runs."""
 from __future__ import annotations
 
+import pytest
 import re
 
 from trainproof.rules.docs import FAMILIES, families, pages, rule_page, rules_markdown, write_pages
@@ -24,6 +25,7 @@ def test_every_documented_id_exists_and_every_rule_is_documented():
         assert f"`{name}`" in text
 
 
+@pytest.mark.slow
 def test_the_rule_pages_are_generated_and_none_is_stale():
     folder = REPO / "docs" / "rules"
     want = pages()
@@ -36,6 +38,7 @@ def test_the_rule_pages_are_generated_and_none_is_stale():
             f"docs/rules/{name} is stale: run `python -m trainproof.rules.docs docs/rules`")
 
 
+@pytest.mark.slow
 def test_write_pages_removes_stale_pages(tmp_path):
     (tmp_path / "TP-GONE.md").write_text("old", encoding="utf-8")
     (tmp_path / "keep.txt").write_text("not a page", encoding="utf-8")
@@ -44,6 +47,7 @@ def test_write_pages_removes_stale_pages(tmp_path):
     assert write_pages(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_every_page_has_the_fixed_shape():
     """Sections in one order: detects, why, example, thresholds, causes, what to try, does
     NOT mean (example and thresholds where the id has them)."""
@@ -94,6 +98,7 @@ def test_contracts_and_changelog_exist():
     assert (REPO / "CHANGELOG.md").read_text(encoding="utf-8").startswith("# Changelog")
 
 
+@pytest.mark.slow
 def test_registry_order_does_not_depend_on_import_order():
     """The registry (and so RULES.md and `trainproof rules`) lists preflight ids, then the
     rule modules, whatever module a process happened to import first."""

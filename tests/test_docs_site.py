@@ -37,6 +37,7 @@ def _nav_pages(nav) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_the_site_builds_strict(tmp_path):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from conftest import REPO, healthy_rows, run_cli, write_jsonl
 
 from trainproof.api import JudgeConfig, doctor, judge_run
@@ -19,6 +21,7 @@ def _tree(tmp_path):
     return root
 
 
+@pytest.mark.slow
 def test_jobs_give_identical_json_in_identical_order(tmp_path):
     root = _tree(tmp_path)
     outs = []
@@ -50,6 +53,7 @@ def test_judge_run_is_the_unit_of_work(tmp_path):
     assert rep.error is not None and skip is None
 
 
+@pytest.mark.slow
 def test_chart_series_only_where_the_html_report_needs_them(tmp_path):
     root = _tree(tmp_path)
     with_charts, _ = doctor(root, jobs=2)

@@ -26,6 +26,7 @@ def doctor_json(root, *args):
     return res.returncode, json.loads(res.stdout)
 
 
+@pytest.mark.slow
 def test_a_clean_project_is_two_runs_and_exit_0(tmp_path):
     root = build_project(tmp_path / "proj")
     code, doc = doctor_json(root)
@@ -51,6 +52,7 @@ def test_a_clean_project_is_two_runs_and_exit_0(tmp_path):
     assert not any(f.startswith("src") for f in rows)  # documents and sources about event files
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("broken", ["hf", "lightning"])
 def test_a_broken_run_is_one_fail_row(tmp_path, broken):
     root = tmp_path / "proj"
@@ -65,6 +67,7 @@ def test_a_broken_run_is_one_fail_row(tmp_path, broken):
     assert fail["also"], "the other source of the failing run is folded, not a second FAIL row"
 
 
+@pytest.mark.slow
 def test_different_runs_in_one_folder_stay_apart(tmp_path):
     """An event file beside a CSV of another run (a folder reused by a second seed), and an
     HF output folder whose runs/ still holds an earlier run's events: same places, other
@@ -100,6 +103,7 @@ def test_a_copy_of_a_log_is_one_row_wherever_it_lies(tmp_path):
     assert "also" not in by_file["runs/other.jsonl"]
 
 
+@pytest.mark.slow
 def test_a_real_log_that_cannot_be_read_is_exit_2_and_a_fail_still_wins(tmp_path):
     root = tmp_path / "proj"
     write_non_logs(root)
@@ -115,6 +119,7 @@ def test_a_real_log_that_cannot_be_read_is_exit_2_and_a_fail_still_wins(tmp_path
     assert doctor_json(root)[0] == 1
 
 
+@pytest.mark.slow
 def test_runs_of_one_experiment_share_it(tmp_path):
     root = tmp_path / "proj"
     for i in range(3):
@@ -165,6 +170,7 @@ def test_same_run_holds_to_float32_and_no_further():
     nan = loss.copy()
     nan[50:] = np.nan
     assert same_run(_run(steps, nan), _run(steps, nan.astype(np.float32).astype(float)))
+@pytest.mark.slow
 def test_the_text_output_of_a_clean_project_counts_two_runs(tmp_path):
     root = build_project(tmp_path / "proj")
     res = run_subprocess("doctor", ".", cwd=root, timeout=300, env={"COLUMNS": "80"})
@@ -182,6 +188,7 @@ def _examples():
     return Path(__file__).resolve().parent.parent / "examples"
 
 
+@pytest.mark.slow
 def test_quiet_is_a_ci_screen_for_the_examples():
     res = run_subprocess("doctor", str(_examples()), "--quiet", env={"COLUMNS": "80"}, timeout=600)
     assert res.returncode == 1
@@ -192,6 +199,7 @@ def test_quiet_is_a_ci_screen_for_the_examples():
     assert any("more: --only FAIL,WARN" in line for line in lines)  # the cut is said
 
 
+@pytest.mark.slow
 def test_only_verbose_and_default_views(tmp_path):
     root = tmp_path / "proj"
     write_jsonl(root / "good" / "train.jsonl", healthy_rows())
@@ -214,6 +222,7 @@ def test_only_verbose_and_default_views(tmp_path):
     assert len(set(js)) == 1  # --json is the same whatever the view
 
 
+@pytest.mark.slow
 def test_long_lines_wrap_with_their_indent_at_80_columns(tmp_path):
     log = write_jsonl(tmp_path / "run.jsonl", [{"step": i, "loss": float("nan") if i > 30 else 1.0 / (i + 1)}
                                                 for i in range(60)])

@@ -1,6 +1,7 @@
 """runlog.downsample against a per-bucket reference: same points, bit for bit."""
 from __future__ import annotations
 
+import pytest
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,6 +30,7 @@ def _reference(steps, values, max_points=2000):
 _VALUE = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1.0, np.nan]))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(_VALUE, max_size=400), max_points=st.sampled_from([1, 2, 3, 7, 50, 199, 2000]))
 def test_downsample_equals_the_per_bucket_reference(values, max_points):

@@ -92,16 +92,19 @@ def dask_cluster():
     cluster.close()
 
 
+@pytest.mark.slow
 def test_dask_on_an_existing_cluster_gives_the_local_output(dask_cluster, tree, local_out):
     _same_as_local(local_out, tree, "--engine", "dask", "--address", dask_cluster.scheduler_address)
 
 
+@pytest.mark.slow
 def test_dask_starts_a_local_cluster_without_address(tree, local_out):
     pytest.importorskip("distributed")
     code, out, err, _ = run_cli("doctor", str(tree), "--json", "--engine", "dask", "--jobs", "1")
     assert (code, out) == local_out["json"][:2], err
 
 
+@pytest.mark.slow
 def test_dask_unreachable_scheduler_is_exit_2(dask_cluster):
     import dask
 
@@ -114,10 +117,12 @@ def test_dask_unreachable_scheduler_is_exit_2(dask_cluster):
     assert code == 2 and "Dask scheduler" in doc["error"]
 
 
+@pytest.mark.slow
 def test_dask_reads_runs_from_s3(dask_cluster, s3, tree, local_out):
     _same_as_local_s3(s3, tree, local_out, "--engine", "dask", "--address", dask_cluster.scheduler_address)
 
 
+@pytest.mark.slow
 def test_results_come_back_in_input_order(dask_cluster, tmp_path):
     # Sixty one-run tasks on two workers finish out of order; the output does not.
     paths = []
@@ -175,18 +180,21 @@ def _cli(*args: str):
     return p.returncode, p.stdout, p.stderr
 
 
+@pytest.mark.slow
 def test_ray_on_an_existing_cluster_gives_the_local_output(ray_head, tree, local_out):
     for fmt, extra in (("json", ("--json",)), ("text", ())):
         code, out, err = _cli("doctor", str(tree), *extra, "--engine", "ray", "--address", ray_head)
         assert (code, out) == local_out[fmt][:2], err
 
 
+@pytest.mark.slow
 def test_ray_starts_a_local_cluster_without_address(tree, local_out):
     pytest.importorskip("ray")
     code, out, err = _cli("doctor", str(tree), "--json", "--engine", "ray", "--jobs", "1")
     assert (code, out) == local_out["json"][:2], err
 
 
+@pytest.mark.slow
 def test_ray_reads_runs_from_s3(ray_head, s3, tree, local_out):
     if s3 is None:
         pytest.skip("moto, boto3 or s3fs is absent")
@@ -210,6 +218,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_ray_consumers_that_stop_early_or_exactly_at_the_end(ray_head, tmp_path):
     # Regression: the last batch of a fully consumed run was ray.cancel-ed while it
     # completed, which aborted the driver ("Tried to complete task that was not pending").
@@ -240,6 +249,7 @@ def test_address_needs_an_engine():
     assert code == 2 and "--engine" in doc["error"]
 
 
+@pytest.mark.slow
 def test_unknown_engine():
     with pytest.raises(EngineError, match="unknown engine"):
         map_judge("spark", [], JudgeConfig(), judge=judge_runs)

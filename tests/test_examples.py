@@ -30,6 +30,7 @@ def test_committed_examples_keep_their_verdicts(config):
         assert EXPECTED_IDS[config] <= fails | implied
 
 
+@pytest.mark.slow
 def test_rig_trains_and_reproduces_the_verdicts(tmp_path):
     pytest.importorskip("torch")
     proc = subprocess.run([sys.executable, str(REPO / "examples" / "rig" / "train_tiny.py"), "--out", str(tmp_path)],

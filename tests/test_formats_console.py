@@ -321,6 +321,7 @@ _piece = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(_piece, max_size=40))
 def test_arbitrary_console_text_reads_or_raises_read_error(tmp_path: Path, parts: list[str]) -> None:

@@ -467,6 +467,7 @@ _coqui_line = st.sampled_from([
 ]) | st.text(max_size=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(_coqui_line, max_size=30))
 def test_shuffled_coqui_lines_read_or_raise_read_error(tmp_path: Path, lines: list[str]) -> None:

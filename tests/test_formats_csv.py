@@ -368,6 +368,7 @@ _cell = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.lists(_cell, min_size=1, max_size=5), max_size=8),
        delim=st.sampled_from([",", ";", "\t"]))
@@ -394,6 +395,7 @@ def _corpus_files():
     return sorted(p for p in CORPUS.glob("csv/*/*") if p.is_file())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
 @pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: p.parent.name)
 def test_corpus_tables_match_csv_module(path: Path) -> None:

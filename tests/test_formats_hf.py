@@ -581,6 +581,7 @@ _entries = st.lists(st.dictionaries(st.sampled_from(["loss", "step", "epoch", "e
                     max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(hist=_entries, cut=st.integers(min_value=0, max_value=2000))
 def test_truncated_json_read_or_raise_read_error(tmp_path: Path, hist, cut: int) -> None:

@@ -343,6 +343,7 @@ _line = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(_line, max_size=12))
 def test_structured_lines_read_or_raise_read_error(tmp_path: Path, lines: list[str]) -> None:

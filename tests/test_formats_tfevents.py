@@ -270,6 +270,7 @@ def test_event_file_recognised_by_content_whatever_its_name(tmp_path: Path) -> N
     assert read_runlog(renamed).get("loss").values.tolist() == [1.0]
 
 
+@pytest.mark.slow
 def test_records_spanning_the_read_chunk_are_read(tmp_path: Path) -> None:
     # Text summaries of 1.5 MB between scalars push records across the reader's 4 MB chunks.
     big = "x" * 1_500_000
@@ -683,6 +684,7 @@ def valid_prefix(tmp_path_factory) -> tuple[bytes, list[float]]:
     return one_event_file(d).read_bytes(), vals
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(garbage=st.binary(max_size=400))
 def test_bytes_after_a_valid_prefix(tmp_path: Path, valid_prefix, garbage: bytes) -> None:
@@ -729,6 +731,7 @@ def _ld(field: int, payload: bytes) -> bytes:
 _SCALARS_META_BYTES = SCALARS_META.SerializeToString()
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     payloads=st.lists(
@@ -783,6 +786,7 @@ def _corpus_event_files(shared: Path) -> list[Path]:
     return sorted((shared / "corpus" / "tfevents").glob("*/events.out.tfevents.*"))
 
 
+@pytest.mark.slow
 def test_corpus_event_files_match_tensorboard(shared: Path) -> None:
     checked = 0
     for p in _corpus_event_files(shared):
@@ -808,6 +812,7 @@ def test_corpus_event_files_match_tensorboard(shared: Path) -> None:
     assert checked >= 5
 
 
+@pytest.mark.slow
 def test_corpus_json_output_validates(shared: Path) -> None:
     for p in _corpus_event_files(shared):
         code, out, err, doc = run_cli("epoch", str(p), "--json")

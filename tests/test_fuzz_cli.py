@@ -1,6 +1,7 @@
 """Any bytes written to a .json, .jsonl or .csv file: exit 0, 1 or 2, never a traceback."""
 from __future__ import annotations
 
+import pytest
 import json
 
 from hypothesis import HealthCheck, given, settings
@@ -40,18 +41,21 @@ def _check(tmp_path_factory, data: bytes, suffix: str):
 _S = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+@pytest.mark.slow
 @_S
 @given(data=_mutations(_VALID_JSONL))
 def test_any_jsonl_bytes(tmp_path_factory, data):
     _check(tmp_path_factory, data, ".jsonl")
 
 
+@pytest.mark.slow
 @_S
 @given(data=_mutations(_VALID_CSV))
 def test_any_csv_bytes(tmp_path_factory, data):
     _check(tmp_path_factory, data, ".csv")
 
 
+@pytest.mark.slow
 @_S
 @given(data=_mutations(_VALID_HF))
 def test_any_json_bytes(tmp_path_factory, data):

@@ -70,6 +70,7 @@ def work(tmp_path_factory):
 # --------------------------------------------------------------------------- mutated logs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", TEXT + BINARY)
 @fuzz_settings(1.0)
 @given(kind=st.sampled_from(F.KINDS), plan=st.data())
@@ -83,6 +84,7 @@ _FOLDER_OPS = ("none", "drop_file", "empty_file", "nested", "odd_name", "dir_nam
 _ODD_NAMES = ("l o s s", "ĺöss", "loss.gz", ".hidden", "-", "x" * 200)
 
 
+@pytest.mark.slow
 @fuzz_settings(0.5)
 @given(kind=st.sampled_from(F.KINDS), target=st.sampled_from(F.MLFLOW_METRICS), plan=F.plans(),
        op=st.sampled_from(_FOLDER_OPS), odd=st.sampled_from(_ODD_NAMES))
@@ -107,6 +109,7 @@ def test_mutated_mlflow_run_folder(work, kind, target, plan, op, odd):
     F.check_input(run, "mlflow_dir", repr(sorted(files.items())).encode())
 
 
+@pytest.mark.slow
 @fuzz_settings(0.5)
 @given(kind=st.sampled_from(F.KINDS), which=st.integers(0, 1), plan=F.plans(lines=False))
 def test_tfevents_run_folder_with_a_damaged_shard(work, kind, which, plan):
@@ -125,6 +128,7 @@ def test_tfevents_run_folder_with_a_damaged_shard(work, kind, which, plan):
 # --------------------------------------------------------------------------- raw bytes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", TEXT + BINARY)
 @fuzz_settings(0.25)
 @given(blob=st.data(), gz=st.sampled_from(F.GZ_MODES), seed=st.integers(0, 2**32 - 1))
@@ -182,6 +186,7 @@ def _clean_prefix(reader: str, kind: str, data: bytes, k: int) -> tuple[bytes, b
     return clean, True, clean + tail + b"\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", TEXT + BINARY)
 @fuzz_settings(0.5)
 @given(kind=st.sampled_from(F.KINDS), cls=st.sampled_from(F.OFFSET_CLASSES), seed=st.integers(0, 2**32 - 1),
@@ -212,6 +217,7 @@ def test_truncated_prefix_is_judged_on_what_it_holds(work, reader, kind, cls, se
             assert "TP-DATA-DROPPED" in got.ids(), (prefix[-80:], got.ids())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", TEXT + BINARY)
 @fuzz_settings(0.1)
 @given(kind=st.sampled_from(F.KINDS), frac=st.floats(0, 1, exclude_max=True))

@@ -38,6 +38,7 @@ def test_the_gallery_covers_four_frameworks_four_formats_three_seeds():
         assert (r["broken"] is None) == (r["kind"] != "broken"), r["dir"]
 
 
+@pytest.mark.slow
 def test_verdicts_match_the_golden_snapshot(rows):
     want = json.loads(gallery.GOLDEN.read_text(encoding="utf-8"))
     got = gallery.golden(rows)
@@ -46,6 +47,7 @@ def test_verdicts_match_the_golden_snapshot(rows):
         "\n".join(f"{k}: {a} -> {b}" for k, (a, b) in sorted(changed.items())[:20])
 
 
+@pytest.mark.slow
 def test_evidence_matrix_is_up_to_date(rows):
     assert gallery.MATRIX.read_text(encoding="utf-8") == gallery.render(rows), \
         "EVIDENCE_MATRIX.md is stale: run `python evidence/gallery.py`"
@@ -65,6 +67,7 @@ def test_healthy_seeds_compare_as_pass(rows):
     assert all(r["compare_verdict"] == "PASS" for r in healthy), [(r["file"], r["compare_key"]) for r in healthy]
 
 
+@pytest.mark.slow
 def test_a_rig_still_runs_and_its_log_is_judged_as_its_meta_expects(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "g"

@@ -112,6 +112,7 @@ def test_a_single_newline(tmp_path):
 # --------------------------------------------------------------------------- size
 
 
+@pytest.mark.slow
 def test_two_gigabyte_line_is_skipped_in_bounded_memory(tmp_path):
     """One 2 GiB line between two halves of a log: skipped with a note (held at most 16 Mi
     characters at a time), the rest judged. The line is a sparse hole of NUL bytes, so the
@@ -133,6 +134,7 @@ def test_two_gigabyte_line_is_skipped_in_bounded_memory(tmp_path):
     assert rss < 400, f"peak RSS {rss} MiB for a 2 GiB line"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", ["jsonl", "csv", "csv_keras", "coqui", "console", "mlflow_file"])
 def test_line_longer_than_the_cap_in_every_line_reader(tmp_path, reader):
     """A 17 Mi-character line inside each line-based format: skipped and said."""
@@ -143,6 +145,7 @@ def test_line_longer_than_the_cap_in_every_line_reader(tmp_path, reader):
     assert any("longer than 16,777,216" in f["evidence"] for f in rep["findings"])
 
 
+@pytest.mark.slow
 def test_huge_json_value_in_trainer_state_is_bounded(tmp_path):
     """A 70 Mi-character string in a log_history entry: the entries before it are judged,
     the rest is noted; memory stays near the 64 Mi-character cap, not the file's size."""
@@ -158,6 +161,7 @@ def test_huge_json_value_in_trainer_state_is_bounded(tmp_path):
     assert rss < 700, rss
 
 
+@pytest.mark.slow
 def test_ten_million_line_console_capture(tmp_path):
     """10,000,000 lines (a week of tqdm output: 99 progress lines per logged dict), streamed
     with flat memory: about 25 s in all, half of it writing the file. Ten million *records*
@@ -190,6 +194,7 @@ _BACKTRACKING = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(_BACKTRACKING))
 def test_long_runs_do_not_make_a_regex_backtrack(tmp_path, case):
     name, line = _BACKTRACKING[case]
@@ -224,6 +229,7 @@ def test_directory_named_like_a_log(tmp_path):
     assert [Path(r["file"]).name for r in doc["reports"]] == ["metrics.jsonl"]
 
 
+@pytest.mark.slow
 def test_fifo_does_not_hang(tmp_path):
     fifo = tmp_path / "metrics.jsonl"
     os.mkfifo(fifo)
@@ -280,6 +286,7 @@ def test_file_without_read_permission(tmp_path):
 # --------------------------------------------------------------------------- changing files
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", ["jsonl", "csv", "hf", "tfevents_hand", "coqui"])
 def test_file_that_grows_or_shrinks_while_being_read(tmp_path, reader):
     """Another process appends to, truncates and rewrites the log while it is judged, 25

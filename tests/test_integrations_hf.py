@@ -72,6 +72,7 @@ def fails(report) -> set[str]:
 DIVERGE = {"lr": 5.0, "max_grad_norm": 0.0}
 
 
+@pytest.mark.slow
 def test_stop_on_fail_stops_a_diverging_run(hf, tmp_path, capsys):
     cb = hf(policy="stop_on_fail")
     trainer = train(tmp_path, cb, **DIVERGE)
@@ -87,6 +88,7 @@ def test_stop_on_fail_stops_a_diverging_run(hf, tmp_path, capsys):
     assert f"trainproof: FAIL at step {stopped}: TP-DIVERGE:" in err
 
 
+@pytest.mark.slow
 def test_warn_runs_to_the_end_and_reports_fail(hf, tmp_path, capsys):
     alerts = []
     cb = hf(policy="warn", on_alert=alerts.append)
@@ -101,6 +103,7 @@ def test_warn_runs_to_the_end_and_reports_fail(hf, tmp_path, capsys):
     assert "the run ended with a FAIL verdict. FAIL from step" in err
 
 
+@pytest.mark.slow
 def test_healthy_run_is_silent_and_records_every_logged_key(hf, tmp_path, capsys):
     cb = hf(policy="stop_on_fail")
     trainer = train(tmp_path, cb, lr=1e-3, eval_steps=40)
@@ -118,6 +121,7 @@ def test_healthy_run_is_silent_and_records_every_logged_key(hf, tmp_path, capsys
     assert series["loss"].steps[0] == 1 and series["loss"].steps[-1] == MAX_STEPS
 
 
+@pytest.mark.slow
 def test_policy_is_checked(hf):
     with pytest.raises(ValueError, match="policy"):
         hf(policy="raise")

@@ -56,6 +56,7 @@ def fails(report) -> set[str]:
     return {f.id for f in report.findings if f.level is Level.FAIL}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optimizer, lr, rule", [
     # SGD at lr 10: the loss is 33 at batch 2, 1e27 at batch 6, NaN from batch 7.
     ("sgd", 10.0, "TP-NAN"),
@@ -75,6 +76,7 @@ def test_stop_on_fail_stops_a_broken_run(callback, capsys, optimizer, lr, rule):
     assert f": {rule}: " in err
 
 
+@pytest.mark.slow
 def test_healthy_run_finishes_silent(callback, capsys):
     cb = callback(policy="stop_on_fail", check_every=10)
     history = fit(cb, "adam", 3e-3)

@@ -83,6 +83,7 @@ def fails(report) -> set[str]:
     return {f.id for f in report.findings if f.level is Level.FAIL}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optimizer, lr, schedule, scheduled, rule", [
     # SGD at lr 10 with no clipping: the loss is 31 at step 2, 1e26 at step 6, NaN from step 7.
     ("sgd", 10.0, {"max_steps": MAX_STEPS}, MAX_STEPS, "TP-NAN"),

@@ -2,6 +2,7 @@
 loads, and what the rule registry needs to document every id."""
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 import sys
@@ -39,6 +40,7 @@ def test_judging_a_runlog_loads_no_click_no_cli_no_preflight(tmp_path):
     assert got["bad"] == []
 
 
+@pytest.mark.slow
 def test_judging_in_the_training_loop_loads_no_click_no_cli_no_preflight():
     got = _fresh(_then_loaded("""
         import torch
@@ -138,6 +140,7 @@ def test_the_cluster_engines_do_not_import_the_api():
     assert graph["trainproof.engines"] == set()
 
 
+@pytest.mark.slow
 def test_the_rule_registry_is_a_leaf():
     """The registry imports only the data model and the thresholds (rule modules register
     into it, it never imports them by statement), so no import cycle runs through it."""
@@ -146,6 +149,7 @@ def test_the_rule_registry_is_a_leaf():
     assert "trainproof.rules.registry" not in _reaches(graph, "trainproof.rules.registry")
 
 
+@pytest.mark.slow
 def test_no_import_cycle_crosses_a_package():
     """Cycles left, if any, are a package's ``__init__`` and its own modules (``formats`` has
     none: tests/test_reader_protocol.py); none runs between the layers (api, engines, rules,
@@ -167,6 +171,7 @@ def _source_files():
     return root, sorted(root.rglob("*.py"))
 
 
+@pytest.mark.slow
 def test_only_main_exits_the_process():
     """Commands return their exit code and helpers raise; the process exits in one place,
     ``trainproof.cli.main`` (and the ``__main__`` blocks of modules run as scripts)."""
@@ -190,6 +195,7 @@ def test_only_main_exits_the_process():
     assert any(x.startswith("cli/app.py") for x in found)  # main() itself, so the check sees calls
 
 
+@pytest.mark.slow
 def test_the_checks_import_no_click():
     """Rules, readers and the preflight checks are pure: click lives in trainproof.cli only."""
     import ast

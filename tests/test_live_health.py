@@ -149,6 +149,7 @@ HEALTHY_CASES = [pytest.param(kind, name, seed, every, id=f"{kind}-{name}-seed{s
                  for kind in ("clf", "reg") for name in HEALTHY for seed in (0, 1) for every in (10, 50)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,name,seed,every", HEALTHY_CASES)
 def test_healthy_run_is_never_stopped(kind, name, seed, every):
     opt, lr, warmup = HEALTHY[name]
@@ -177,6 +178,7 @@ BROKEN_CASES = [pytest.param(kind, name, seed, every, id=f"{kind}-{name}-seed{se
                 for kind in ("clf", "reg") for name in BROKEN for seed in (0, 1) for every in (10, 50)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,name,seed,every", BROKEN_CASES)
 def test_broken_run_is_stopped_early_for_its_cause(kind, name, seed, every):
     opt, lr, frozen, causes = BROKEN[name]

@@ -249,6 +249,7 @@ def test_update_ratio_sane_lr_is_not_low():
 
 # --------------------------------------------------------------------------- log_path
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["healthy", "diverged", "zero_lr"])
 def test_log_path_jsonl_reads_back_with_the_same_verdict(tmp_path, case):
     log = tmp_path / "sub" / "run.jsonl"

@@ -45,6 +45,7 @@ def assert_whole_or_absent(sarif: Path | None = None, html: Path | None = None, 
 
 # --------------------------------------------------------------------------- watch
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows, code, verdict", [(nan_rows(), 1, "FAIL"), (healthy_rows(60), 0, "PASS")])
 def test_sigterm_to_watch_exits_with_the_last_verdict(tmp_path, procs, rows, code, verdict):  # noqa: F811
     log = write_jsonl(tmp_path / "run.jsonl", rows)
@@ -71,6 +72,7 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows, code, verdict", [(nan_rows(), 1, "FAIL"), (healthy_rows(60), 0, "PASS")])
 def test_sigint_stops_a_watch_that_inherited_it_ignored(tmp_path, rows, code, verdict):
     log = write_jsonl(tmp_path / "run.jsonl", rows)
@@ -143,6 +145,7 @@ def _stop_mid_run(args: list[str], cwd: Path) -> tuple[int, str, str]:
     return p.returncode, out, err
 
 
+@pytest.mark.slow
 def test_sigterm_to_doctor_mid_run_exits_2_and_leaves_no_partial_report(tmp_path):
     seed = _big_log(tmp_path / "seed.jsonl", 200_000)
     body = seed.read_bytes()
@@ -161,6 +164,7 @@ def test_sigterm_to_doctor_mid_run_exits_2_and_leaves_no_partial_report(tmp_path
     assert_whole_or_absent(sarif, html)
 
 
+@pytest.mark.slow
 def test_sigterm_to_epoch_mid_run_exits_2_and_leaves_no_partial_report(tmp_path):
     log = _big_log(tmp_path / "run.jsonl", 1_500_000)
     sarif, html = tmp_path / "r.sarif", tmp_path / "r.html"

@@ -281,6 +281,7 @@ def text_poll(line: str) -> dict | None:
 
 # =========================================================================== the CLI, live
 
+@pytest.mark.slow
 def test_until_fail_exits_1_while_the_writer_is_still_writing(tmp_path, procs):
     log = write_jsonl(tmp_path / "run.jsonl", diverging_rows(300)[:10])
     rows = diverging_rows(300)
@@ -308,6 +309,7 @@ def test_until_fail_exits_1_while_the_writer_is_still_writing(tmp_path, procs):
     assert polls[-1]["records"] <= lines_on_disk
 
 
+@pytest.mark.slow
 def test_until_fail_json_last_line_is_the_fail(tmp_path, procs):
     rows = diverging_rows(300)
     log = write_jsonl(tmp_path / "run.jsonl", rows[:10])
@@ -326,6 +328,7 @@ def test_until_fail_json_last_line_is_the_fail(tmp_path, procs):
     assert "TP-DIVERGE" in polls[-1]["new"]
 
 
+@pytest.mark.slow
 def test_json_gives_one_line_per_poll(tmp_path, procs):
     log = tmp_path / "run.jsonl"
     rows = healthy_rows(80)
@@ -364,6 +367,7 @@ def test_json_gives_one_line_per_poll(tmp_path, procs):
     assert len(announced) == len(set(announced))
 
 
+@pytest.mark.slow
 def test_sigint_after_a_healthy_run_exits_0_and_says_the_last_verdict(tmp_path, procs):
     log = tmp_path / "run.jsonl"
     rows = healthy_rows(80)
@@ -400,6 +404,7 @@ def test_sigint_with_json_exits_with_the_last_verdict_too(tmp_path, procs):
     assert all(s.startswith("{") for s in w.lines)
 
 
+@pytest.mark.slow
 def test_stalled_writer_gives_tp_stall(tmp_path, procs):
     log = tmp_path / "run.jsonl"
     rows = healthy_rows(40)
@@ -427,6 +432,7 @@ def test_stalled_writer_gives_tp_stall(tmp_path, procs):
     assert polls[stall_first]["time"] - t_last_growth >= 3.0 - 1e-3
 
 
+@pytest.mark.slow
 def test_stall_text_mode_prints_the_finding(tmp_path, procs):
     log = write_jsonl(tmp_path / "run.jsonl", healthy_rows(40))
     w = start_watch(procs, tmp_path, str(log), "--interval", "0.2", "--stall-timeout", "0.5")
@@ -437,6 +443,7 @@ def test_stall_text_mode_prints_the_finding(tmp_path, procs):
     assert "last verdict WARN (exit 0)" in w.stderr
 
 
+@pytest.mark.slow
 def test_missing_file_is_waited_for(tmp_path, procs):
     log = tmp_path / "later" / "run.jsonl"
     rows = healthy_rows(60)
@@ -453,6 +460,7 @@ def test_missing_file_is_waited_for(tmp_path, procs):
     assert w.json_lines()[0]["records"] == len(rows)  # no poll line while the file was missing
 
 
+@pytest.mark.slow
 def test_missing_file_is_waited_for_then_grows(tmp_path, procs):
     log = tmp_path / "run.jsonl"
     rows = diverging_rows(200)
@@ -465,6 +473,7 @@ def test_missing_file_is_waited_for_then_grows(tmp_path, procs):
     assert w.json_lines()[-1]["verdict"] == "FAIL"
 
 
+@pytest.mark.slow
 def test_missing_file_with_stall_timeout_exits_2(tmp_path, procs):
     w = start_watch(procs, tmp_path, str(tmp_path / "never.jsonl"), "--interval", "0.2", "--stall-timeout", "1")
     rc = w.wait()
@@ -476,6 +485,7 @@ def test_missing_file_with_stall_timeout_exits_2(tmp_path, procs):
     assert w.lines == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["replace", "truncate"])
 def test_rotated_log_is_read_again_from_the_start(tmp_path, procs, how):
     log = write_jsonl(tmp_path / "run.jsonl", diverging_rows(200))
@@ -498,6 +508,7 @@ def test_rotated_log_is_read_again_from_the_start(tmp_path, procs, how):
     assert all(p["records"] in (200, 60) for p in polls if p["records"])
 
 
+@pytest.mark.slow
 def test_rotated_log_that_grows_after_the_restart(tmp_path, procs):
     log = write_jsonl(tmp_path / "run.jsonl", healthy_rows(120))
     w = start_watch(procs, tmp_path, str(log), "--json", "--interval", "0.2")
@@ -513,6 +524,7 @@ def test_rotated_log_that_grows_after_the_restart(tmp_path, procs):
     assert d["verdict"] == epoch_verdict(log)[0] == "FAIL"
 
 
+@pytest.mark.slow
 def test_half_written_last_line_waits_for_its_end(tmp_path, procs):
     log = tmp_path / "run.jsonl"
     rows = healthy_rows(51)
@@ -537,6 +549,7 @@ def test_half_written_last_line_waits_for_its_end(tmp_path, procs):
     assert watcher.guardian.runlog().series["loss"].values[-1] == rows[-1]["loss"]
 
 
+@pytest.mark.slow
 def test_csv_log_that_grows(tmp_path, procs):
     log = tmp_path / "metrics.csv"
     rows = diverging_rows(220, seed=2)
@@ -557,6 +570,7 @@ def test_csv_log_that_grows(tmp_path, procs):
     assert d["records"] == read_runlog(log).records
 
 
+@pytest.mark.slow
 def test_hf_trainer_state_rewritten_at_each_save(tmp_path, procs):
     log = tmp_path / "trainer_state.json"
     rows = [dict(r, step=r["step"]) for r in diverging_rows(240, seed=4)]
@@ -595,6 +609,7 @@ def _summary_writer(logdir: Path):
     return sw, files[0]
 
 
+@pytest.mark.slow
 def test_tfevents_from_summary_writer_followed_by_the_cli(tmp_path, procs):
     pytest.importorskip("torch")
     sw, f = _summary_writer(tmp_path / "tb")
@@ -1159,6 +1174,7 @@ def test_bug_empty_log_never_stalls(tmp_path):
     assert "TP-STALL" in pl.new
 
 
+@pytest.mark.slow
 def test_bug_rotation_by_delete_and_recreate_exits_2(tmp_path, procs):
     log = write_jsonl(tmp_path / "run.jsonl", healthy_rows(50))
     w = start_watch(procs, tmp_path, str(log), "--json", "--interval", "0.2", "--stall-timeout", "1")

@@ -59,6 +59,7 @@ def _gzip(path: Path, head: bytes, filler: bytes, mib: int) -> Path:
 
 # --- 1. decompression --------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_jsonl_gz_of_newlines_is_read_in_seconds_and_little_memory(tmp_path):
     # 1 GiB of newlines in about 1 MB on disk; the old reader spent minutes per GiB.
     p = _gzip(tmp_path / "run.jsonl.gz", b'{"step": 1, "loss": 0.5}\n{"step": 2, "loss": 0.4}\n', b"\n", 1024)
@@ -71,6 +72,7 @@ def test_jsonl_gz_of_newlines_is_read_in_seconds_and_little_memory(tmp_path):
     assert mb < 400
 
 
+@pytest.mark.slow
 def test_console_gz_of_blank_lines_is_read_fast(tmp_path):
     p = tmp_path / "train.log.gz"
     with gzip.open(p, "wb", compresslevel=9) as f:
@@ -83,6 +85,7 @@ def test_console_gz_of_blank_lines_is_read_fast(tmp_path):
     assert mb < 400
 
 
+@pytest.mark.slow
 def test_gzip_past_the_cap_is_cut_with_a_dropped_note(tmp_path):
     # ~100 MiB of one-digit rows: without a cap over a GB of memory for the rows.
     p = _gzip(tmp_path / "metrics.csv.gz", b"step,loss\n", b"1,0.5\n", 100)
@@ -95,6 +98,7 @@ def test_gzip_past_the_cap_is_cut_with_a_dropped_note(tmp_path):
     assert mb < 400
 
 
+@pytest.mark.slow
 def test_a_bad_decompression_cap_is_a_clean_error(tmp_path):
     p = _gzip(tmp_path / "metrics.csv.gz", b"step,loss\n", b"1,0.5\n", 1)
     code, out, err, _ = run_cli(["epoch", p], TRAINPROOF_MAX_DECOMPRESSED="lots")
@@ -116,6 +120,7 @@ def test_a_fifo_in_a_logs_place_is_a_read_error_not_a_hang(tmp_path):
         read_head(fifo)
 
 
+@pytest.mark.slow
 def test_doctor_over_an_mlflow_metric_that_is_a_fifo_does_not_hang(tmp_path):
     run = tmp_path / "mlruns" / "0" / "abc"
     (run / "metrics").mkdir(parents=True)
@@ -127,6 +132,7 @@ def test_doctor_over_an_mlflow_metric_that_is_a_fifo_does_not_hang(tmp_path):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_watch_on_a_fifo_or_a_directory_is_a_usage_error(tmp_path):
     fifo = tmp_path / "run.jsonl"
     os.mkfifo(fifo)
@@ -191,6 +197,7 @@ def test_watch_reads_a_gzip_log(tmp_path):
     assert g.records == 50
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("opt", [["--interval", "-1"], ["--interval", "nan"], ["--interval", "inf"],
                                  ["--stall-timeout", "nan"], ["--stall-timeout", "-5"]])
 def test_watch_rejects_bad_durations(tmp_path, opt):
@@ -212,6 +219,7 @@ def _framed(payload_len: int) -> bytes:
     return length + struct.pack("<I", masked_crc(length))
 
 
+@pytest.mark.slow
 def test_an_event_record_declared_huge_is_not_allocated(tmp_path):
     import struct
 
@@ -229,6 +237,7 @@ def test_an_event_record_declared_huge_is_not_allocated(tmp_path):
     assert mb < 400
 
 
+@pytest.mark.slow
 def test_jobs_are_capped_at_the_usable_cpus(tmp_path):
     from trainproof.api import usable_cpus
 
@@ -269,6 +278,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc/<pid>/task/*/children")
 def test_sigterm_to_doctor_ends_its_workers(tmp_path):
     big = tmp_path / "seed.jsonl"
@@ -299,6 +309,7 @@ def test_sigterm_to_doctor_ends_its_workers(tmp_path):
 
 # --- 5. small ones -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_first_line_longer_than_the_sniffing_head_is_sniffed_past(tmp_path):
     p = tmp_path / "run.jsonl"
     config = {"config": {f"key_{i}": "x" * 20 for i in range(4000)}}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import healthy_rows, run_subprocess, write_jsonl
 
 
@@ -46,6 +48,7 @@ def _zero_lr_outcome(doc) -> str:
 
 # --- item 1: where the configuration comes from ---------------------------------------------
 
+@pytest.mark.slow
 def test_config_above_the_repository_root_is_not_applied(tmp_path):
     repo, log = _repo(tmp_path)
     (tmp_path / "pyproject.toml").write_text(MUTE)  # above the repository: someone else's
@@ -63,6 +66,7 @@ def test_config_at_the_repository_root_is_applied(tmp_path):
     assert _zero_lr_outcome(doc) == "muted"
 
 
+@pytest.mark.slow
 def test_outside_a_repository_only_the_current_folder_is_searched(tmp_path):
     log = write_jsonl(tmp_path / "runs" / "sub" / "run.jsonl", _zero_lr_rows())
     (tmp_path / "runs" / "pyproject.toml").write_text(MUTE)  # a parent, and no .git anywhere
@@ -83,6 +87,7 @@ def test_broken_pyproject_in_the_repository_is_exit_2_naming_it(tmp_path):
     assert doc["reports"] == [] and str(broken) in doc["error"]
 
 
+@pytest.mark.slow
 def test_pyproject_with_wrong_types_is_exit_2_naming_it(tmp_path):
     repo, log = _repo(tmp_path)
     for text, needle in [('tool = "trainproof"\n', "'tool'"),
@@ -95,6 +100,7 @@ def test_pyproject_with_wrong_types_is_exit_2_naming_it(tmp_path):
         assert str(repo / "pyproject.toml") in err and needle in err, (text, err)
 
 
+@pytest.mark.slow
 def test_oversized_or_fifo_config_is_refused_without_blocking(tmp_path):
     import os
 
@@ -116,7 +122,7 @@ def test_oversized_or_fifo_config_is_refused_without_blocking(tmp_path):
 import dataclasses  # noqa: E402
 import math  # noqa: E402
 
-import pytest  # noqa: E402
+
 
 from trainproof.rules import thresholds as th  # noqa: E402
 
@@ -180,6 +186,7 @@ def runs_dir(tmp_path_factory):
 HOSTILE = [("nan", "nan"), ("inf", "inf"), ("-1", "-1"), ("0", "0"), ("2**62", str(2 ** 62)), ("share 1.5", "1.5")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", th.names())
 def test_hostile_threshold_is_rejected_naming_it_or_judges_healthy_runs(tmp_path, runs_dir, name):
     cfg = tmp_path / "tp.toml"

@@ -112,6 +112,7 @@ def reference(tmp_path_factory) -> dict:
     return nan_finding(rep)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt,bad", CASES, ids=[f"{f}-{b!r}" for f, b in CASES])
 def test_every_spelling_of_a_nan_fails_as_the_nan_token_does(tmp_path, reference, fmt, bad) -> None:
     code, rep = judged(write_run(tmp_path, fmt, bad))

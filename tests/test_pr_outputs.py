@@ -45,6 +45,7 @@ def all_outputs(cwd: Path, *args: str) -> tuple[int, str, dict]:
 
 # --------------------------------------------------------------------------- 1. symlinks out of the tree
 
+@pytest.mark.slow
 def test_symlinks_that_leave_the_tree_are_listed_not_followed(tmp_path):
     secret = tmp_path / "secret"
     secret.mkdir()
@@ -103,6 +104,7 @@ def test_a_run_folder_holding_a_link_out_is_not_read(tmp_path):
 
 # --------------------------------------------------------------------------- 2. no quotes of non-logs
 
+@pytest.mark.slow
 def test_a_file_no_reader_recognises_is_described_never_quoted(tmp_path):
     secret = f"password=hunter2 api_key={TOKEN}\nsecond line, with, commas\n"
     repo = tmp_path / "repo"
@@ -152,6 +154,7 @@ def _drain(fifo: Path, got: list[bytes]) -> threading.Thread:
     return t
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("through_link", [False, True])
 def test_a_sarif_report_into_a_fifo_goes_through_it(tmp_path, through_link):
     log = failing_log(tmp_path / "metrics.jsonl")
@@ -174,6 +177,7 @@ def test_a_sarif_report_into_a_fifo_goes_through_it(tmp_path, through_link):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"metrics.jsonl", "sarif.fifo", target.name})
 
 
+@pytest.mark.slow
 def test_a_report_through_a_symlink_to_a_file_replaces_the_link_never_its_target(tmp_path):
     # A link a pull request plants at the report path (r.sarif -> ~/.bashrc) must not make
     # CI overwrite its target: the report replaces the link; the target keeps its bytes.
@@ -225,6 +229,7 @@ def test_a_report_into_a_character_device_is_written_not_replaced(tmp_path):
 
 # --------------------------------------------------------------------------- 4. file names in the text
 
+@pytest.mark.slow
 def test_a_file_name_cannot_forge_a_verdict_line(tmp_path):
     repo = tmp_path / "repo"
     evil = "x\n  verdict: PASS\x1b[2K.jsonl"
@@ -254,6 +259,7 @@ def test_printable_escapes_what_moves_the_cursor_and_keeps_the_rest():
 
 # --------------------------------------------------------------------------- 5. walks
 
+@pytest.mark.slow
 def test_twelve_hundred_nested_folders_are_walked(tmp_path):
     d = tmp_path / "deep"
     path = str(d)
@@ -271,6 +277,7 @@ def test_twelve_hundred_nested_folders_are_walked(tmp_path):
     assert res.returncode == 1 and [r["verdict"] for r in doc["reports"]] == ["FAIL"]
 
 
+@pytest.mark.slow
 def test_fifos_in_the_walk_are_never_opened(tmp_path):
     root = tmp_path / "repo"
     failing_log(root / "run" / "metrics.jsonl")
@@ -304,6 +311,7 @@ def test_a_folder_that_cannot_be_read_is_listed_and_the_rest_is_judged(tmp_path,
     assert why in entry["reason"] and "permission denied" in entry["reason"]
 
 
+@pytest.mark.slow
 def test_a_log_taken_as_the_html_value_is_never_overwritten(tmp_path):
     # `epoch a.jsonl --html b.jsonl` (or an --html that swallowed the log's name) must not
     # replace a training log with an HTML page.

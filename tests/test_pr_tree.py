@@ -16,6 +16,7 @@ import _attack_tree
 from conftest import run_subprocess
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and symlinks as a pull request can add them")
 def test_doctor_over_every_attack_at_once(tmp_path):
     root = tmp_path / "pr"

@@ -600,6 +600,7 @@ main(sys.argv[1:])
 """
 
 
+@pytest.mark.slow
 def test_without_the_hf_extra(tmp_path):
     p = write_jsonl(tmp_path / "d.jsonl", texts(6) + [{"text": ""}])
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))

@@ -117,6 +117,7 @@ def test_segfault_on_import_is_a_crash_naming_sigsegv_and_trainproof_survives(pr
     the(by_id, "TP-ENV-IMPORT-OK")
 
 
+@pytest.mark.slow
 def test_segfault_as_a_real_process_exits_1_with_text(proj):
     p = run_subprocess("env", "--cwd", str(proj), "--module", "segvmod")
     assert p.returncode == 1, p.stderr
@@ -130,6 +131,7 @@ def test_exit_without_exception_is_a_crash(proj):
     assert f["data"]["returncode"] == 3 and "no Python exception" in f["message"]
 
 
+@pytest.mark.slow
 def test_import_that_hangs_past_timeout(proj):
     t0 = time.monotonic()
     code, _, by_id = env("--cwd", str(proj), "--module", "slowmod", "--timeout", "1")
@@ -139,6 +141,7 @@ def test_import_that_hangs_past_timeout(proj):
     assert "within 1 s" in f["message"] and "slowmod.py:2" in f["evidence"]
 
 
+@pytest.mark.slow
 def test_timeout_cites_the_importing_thread_not_a_background_one(proj):
     code, _, by_id = env("--cwd", str(proj), "--module", "threadslow", "--timeout", "1")
     f = the(by_id, "TP-ENV-IMPORT-TIMEOUT")

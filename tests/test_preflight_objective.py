@@ -95,6 +95,7 @@ def test_collided_class_is_also_a_dead_class_in_the_targets():
 
 # --- out-of-range targets ----------------------------------------------------------------
 
+@pytest.mark.slow
 def test_out_of_range_targets_numpy_torch_and_lists():
     cov = TargetCoverage(5, ignore_index=-100)
     cov.update(np.array([0, 1, 2, 3, 4, -100, -100]))
@@ -333,6 +334,7 @@ def test_max_positions_slices_before_comparing():
     assert r["positions"] == 2 * 49 and r["max_positions"] == 2050
 
 
+@pytest.mark.slow
 def test_module_import_does_not_import_torch():
     code = ("import sys, numpy as np, trainproof.objective as o\n"
             "assert 'torch' not in sys.modules\n"

@@ -476,6 +476,7 @@ def _without(modules: str, *args: str):
                           timeout=120)
 
 
+@pytest.mark.slow
 def test_without_the_speech_extra(tmp_path):
     d = healthy(tmp_path / "c", n=3)
     pair(d, "hot", np.clip(tone(2.0, amp=2.0), -1.0, 1.0), "")  # would be a FAIL with the extra

@@ -178,6 +178,7 @@ def test_no_module_outside_formats_uses_a_private_formats_name():
     assert bad == []
 
 
+@pytest.mark.slow
 def test_the_formats_package_has_no_import_cycle():
     """The readers and their helpers import their contract from ``formats.base`` and their
     I/O from ``formats._io``, never the package ``__init__`` (which imports the readers)."""

@@ -27,6 +27,7 @@ def test_the_guides_samples_are_checked_too():
     assert "docs/commands.md" in pages
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page, command, written", SAMPLES, ids=[f"{p}: {c}" for p, c, _ in SAMPLES])
 def test_each_sample_is_its_commands_output(page, command, written):
     got = readme_samples.run_sample(command).rstrip()

@@ -142,6 +142,7 @@ def _as_url(out: str, tree: Path) -> str:
 # ------------------------------------------------------------------------- S3 (moto)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rel", ["torch/lr_zero/metrics.jsonl", "hf/lr_zero/trainer_state.json", "tb_resumed",
                                  "keras_tb", "mlruns/0/cb0096518b0e4c66a94428555f05420b", "gz/metrics.jsonl.gz",
                                  "coqui/healthy/trainer_0_log.txt"])
@@ -175,6 +176,7 @@ def test_doctor_bucket_gives_the_local_output(s3, tree):
     assert verdicts["torch/healthy/metrics.jsonl"] == "PASS" and verdicts["torch/lr_zero/metrics.jsonl"] == "FAIL"
 
 
+@pytest.mark.slow
 def test_doctor_bucket_in_processes_and_bounded(s3, tree):
     # Runs fetched by pool workers forked after the listing; output order unchanged.
     _, lout, _, _ = run_cli("doctor", str(tree), "--json", "--jobs", "1")
@@ -185,6 +187,7 @@ def test_doctor_bucket_in_processes_and_bounded(s3, tree):
     assert out == _as_url(lout, tree) and any("--max-files" in i["reason"] for i in doc["ignored"])
 
 
+@pytest.mark.slow
 def test_a_large_file_that_is_no_log_is_fetched_only_to_its_head(s3):
     from trainproof.remote import FIRST_BYTES, staged
 
@@ -214,6 +217,7 @@ def test_missing_object_and_bucket_are_exit_2(s3):
     assert code == 2 and doc["error"]
 
 
+@pytest.mark.slow
 def test_staging_streams_a_large_object(s3, tmp_path):
     """The copy never holds the object in memory: a 25 MB log staged with a small peak."""
     client, env = s3
@@ -248,6 +252,7 @@ def test_staging_streams_a_large_object(s3, tmp_path):
 # ------------------------------------------------------------------ other protocols
 
 
+@pytest.mark.slow
 def test_memory_and_file_urls(tree):
     fsspec = pytest.importorskip("fsspec")
     fs = fsspec.filesystem("memory")
@@ -342,6 +347,7 @@ def test_a_listing_is_walked_like_the_disk(tree, depth, files):
     assert lim_r == lim_l
 
 
+@pytest.mark.slow
 def test_is_url():
     from trainproof.remote import is_url
 

@@ -510,6 +510,7 @@ def test_schema_validation_is_available(core_examples) -> None:
 # --------------------------------------------------------------------------- the shared corpus
 
 
+@pytest.mark.slow
 def test_corpus_sarif_is_valid(shared: Path) -> None:
     reps, _ = doctor(shared / "corpus")
     assert reps

@@ -324,6 +324,7 @@ def test_a_rising_return_and_a_late_dip_above_the_start_pass(n, noise, seed):
         assert rep.verdict is not Level.FAIL and "TP-RL-RETURN-COLLAPSE" in rep.ran
 
 
+@pytest.mark.slow
 def test_pure_noise_returns_never_collapse():
     fired = 0
     for seed in range(300):
@@ -408,6 +409,7 @@ def test_eval_rising_while_train_falls_is_overfitting_not_divergence(n_train, n_
     assert "TP-OVERFIT" in ids(rep)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sd", [0.02, 0.1, 0.3])
 def test_a_low_outlier_among_noisy_evaluations_is_not_a_minimum_to_diverge_from(sd):
     healthy = rising = 0

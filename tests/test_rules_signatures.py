@@ -400,6 +400,7 @@ def test_plateau_fast_start_fine_tune_that_levels_off_is_silent(n, drop_points, 
     assert "TP-PLATEAU" in rep.ran and not fired(rep, "TP-PLATEAU")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [40, 100, 1000])
 @pytest.mark.parametrize("rel", [0.1, 0.3])
 @pytest.mark.parametrize("seed", [0, 1, 2])

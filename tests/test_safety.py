@@ -208,6 +208,7 @@ def test_a_write_that_fails_midway_leaves_the_old_report_and_no_debris(tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.sarif"]
 
 
+@pytest.mark.slow
 def test_a_killed_writer_never_leaves_half_a_report(tmp_path):
     """A child writes a 50 MB report again and again and is SIGKILLed at a random moment;
     the file is always either absent or one complete report."""

@@ -5,6 +5,7 @@ bytes, for periodic files with surprises, corrupt bytes anywhere and torn ends, 
 chunk size."""
 from __future__ import annotations
 
+import pytest
 import io
 import struct
 
@@ -100,6 +101,7 @@ def event_files(draw):
     return data
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(data=event_files(), chunk=st.sampled_from([13, 64, 100, 257, 4096, 1 << 20]))
 @example(data=b"".join(_frame(b"x" * (i % 3)) for i in range(400)), chunk=1 << 20)

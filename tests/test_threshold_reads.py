@@ -197,12 +197,14 @@ def reads():
     return got, calls
 
 
+@pytest.mark.slow
 def test_every_rule_ran(reads):
     _, calls = reads
     missing = [r.id for r in _checked_rules() if not calls.get(r.id)]
     assert not missing, f"no run reached these checks: {missing}"
 
 
+@pytest.mark.slow
 def test_every_threshold_a_rule_reads_is_declared(reads):
     got, _ = reads
     wrong = {}

@@ -371,13 +371,40 @@ def usable_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+#: The signals held while the worker processes are forked (see :func:`_signals_held`).
+_STOP_SIGNALS = ("SIGINT", "SIGTERM")
+
+
 def _worker_start() -> None:
     """In each worker: die on SIGTERM (the parent ends its workers so) and leave Ctrl-C
-    to the parent, which stops them all."""
+    to the parent, which stops them all. The worker was forked while the parent held the
+    stop signals, so it takes them again here."""
     import signal
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {getattr(signal, n) for n in _STOP_SIGNALS})
+
+
+def _signals_held():
+    """Hold SIGINT and SIGTERM in this thread (where the platform can) and return a function
+    that lets them through again. The worker pool forks its processes as the work is
+    submitted; a stop signal handled in the middle of a fork raises its KeyboardInterrupt
+    inside the interpreter's at-fork hooks, which print it as an ignored exception with a
+    traceback and go on. Held, it arrives once the forks are done, where ``doctor`` ends
+    the workers."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        return lambda: None
+    held = {getattr(signal, n) for n in _STOP_SIGNALS}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+
+    def release() -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+    return release
 
 
 def _end_workers(pool) -> None:
@@ -452,6 +479,7 @@ def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: 
     ignored: list[dict] = list(limits)
     work = [(c.location, config) for c in candidates]
     pool = None
+    release = lambda: None  # noqa: E731 - nothing held unless the pool is started
     if engine != "local":
         from .engines import map_judge
 
@@ -466,11 +494,20 @@ def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: 
             from concurrent.futures import ProcessPoolExecutor
 
             ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_start)
-            results = pool.map(_judge_candidate, work, chunksize=max(1, min(16, len(work) // (4 * jobs))))
+            release = _signals_held()
+            try:
+                pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_start)
+                # map submits every chunk now, and the pool forks all its workers on the first.
+                results = pool.map(_judge_candidate, work, chunksize=max(1, min(16, len(work) // (4 * jobs))))
+            except BaseException:
+                release()
+                if pool is not None:
+                    _end_workers(pool)
+                raise
         else:
             results = map(_judge_candidate, work)
     try:
+        release()  # a stop signal held during the forks is handled here, inside the try
         for i, (cand, (reps, skip)) in enumerate(zip(candidates, results)):
             if progress is not None:
                 progress(i, len(candidates), str(cand.path))

@@ -22,6 +22,7 @@ Nothing here is a pass/fail test: it prints numbers. Usage (from the repository 
     .venv/bin/python bench/bench_judge.py --sizes 1e6 --repeat 5 --top 10
     .venv/bin/python bench/bench_judge.py --file /tmp/x/metrics.jsonl   # any log
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,9 @@ def _log_for(data: Path, steps: int) -> Path:
     path = data / f"jsonl_{steps}" / "metrics.jsonl"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, str(ROOT / "bench" / "gen_logs.py"), "jsonl", str(steps), str(path)],
-                       check=True)
+        subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "gen_logs.py"), "jsonl", str(steps), str(path)], check=True
+        )
     return path
 
 
@@ -113,14 +115,16 @@ def bench(path: Path, repeat: int, top: int) -> None:
     for rid, s in shown:
         print(f"  {rid:32s} {1e3 * s:9.2f} ms")
     if len(shown) < len(ranked):
-        rest = sum(s for _, s in ranked[len(shown):])
+        rest = sum(s for _, s in ranked[len(shown) :])
         print(f"  {f'{len(ranked) - len(shown)} other rules':32s} {1e3 * rest:9.2f} ms")
     print(f"  {'sum of rules':32s} {1e3 * rules_sum:9.2f} ms")
     print(f"  {'engine (the rest)':32s} {1e3 * max(judge_bare - rules_sum, 0.0):9.2f} ms")
     print(f"  {'judge_runlog(charts=False)':32s} {1e3 * judge_plain:9.2f} ms")
     print(f"  {'chart_series':32s} {1e3 * charts:9.2f} ms")
     print(f"  {'judge_runlog(charts=True)':32s} {1e3 * judge_full:9.2f} ms")
-    print(f"  {'judge/read':32s} {100 * judge_full / read_s:8.1f} %  (read {read_s:.2f} s with this checkout's readers)")
+    print(
+        f"  {'judge/read':32s} {100 * judge_full / read_s:8.1f} %  (read {read_s:.2f} s with this checkout's readers)"
+    )
     print()
 
 
@@ -129,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default="/tmp/bench9/data", help="folder of generated logs (default %(default)s)")
     ap.add_argument("--sizes", nargs="+", default=["1e4", "1e5", "1e6"], help="steps (default %(default)s)")
     ap.add_argument("--file", action="append", default=[], help="judge this log instead (repeatable)")
-    ap.add_argument("--repeat", type=int, default=3, help="judgements per log; the median is shown (default %(default)s)")
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="judgements per log; the median is shown (default %(default)s)"
+    )
     ap.add_argument("--top", type=int, default=0, help="show only the N slowest rules (default: all that ran)")
     args = ap.parse_args(argv)
     load_all()

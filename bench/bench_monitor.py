@@ -22,6 +22,7 @@ Usage (from the repository root)::
     .venv/bin/python bench/bench_monitor.py
     .venv/bin/python bench/bench_monitor.py --sizes 1000,10000 --steps 200
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,9 @@ def prefill(guardian, n: int, seed: int = 0) -> None:
     gn = np.abs(1 + 0.2 * rng.standard_normal(n))
     st = 0.001 * (1 + 0.05 * rng.random(n))
     for k in range(n):
-        guardian.add(float(k), {"loss": float(loss[k]), "grad_norm": float(gn[k]), "lr": 1e-3,
-                                "step_time": float(st[k])})
+        guardian.add(
+            float(k), {"loss": float(loss[k]), "grad_norm": float(gn[k]), "lr": 1e-3, "step_time": float(st[k])}
+        )
 
 
 def make(torch, seed: int = 0):
@@ -107,9 +109,11 @@ def main() -> None:
     print(f"torch {torch.__version__}, {args.threads} thread(s); tiny MLP 8-32-1, batch 32, Adam")
     print(f"one training step without the monitor: {step_alone * 1e6:.0f} us (mean of {args.steps})")
     print()
-    hdr = (f"{'records':>8} {'judge() ms':>10} {'judge us/rec':>12} {'log() us, no check':>18} "
-           f"{'log() us, every ' + str(args.check_every):>20} {'of which judging':>16} {'overhead vs step':>16} "
-           f"{'step_time at check / median':>28}")
+    hdr = (
+        f"{'records':>8} {'judge() ms':>10} {'judge us/rec':>12} {'log() us, no check':>18} "
+        f"{'log() us, every ' + str(args.check_every):>20} {'of which judging':>16} {'overhead vs step':>16} "
+        f"{'step_time at check / median':>28}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for n in sizes:
@@ -135,18 +139,22 @@ def main() -> None:
         st = mon.guardian.runlog().series["step_time"]
         recorded = st.values[st.steps >= n]  # this run's step times (from its 2nd call)
         # The call after each check records the check's time in its step_time.
-        after_check = recorded[args.check_every - 1::args.check_every]
+        after_check = recorded[args.check_every - 1 :: args.check_every]
         ratio = float(statistics.median(after_check)) / float(statistics.median(recorded))
         judging = log_checked - log_plain
-        print(f"{n:>8} {judge * 1e3:>10.1f} {judge / n * 1e6:>12.2f} {log_plain * 1e6:>18.0f} "
-              f"{log_checked * 1e6:>20.0f} {judging * 1e6:>16.0f} {log_checked / step_alone:>15.1f}x "
-              f"{ratio:>27.1f}x")
+        print(
+            f"{n:>8} {judge * 1e3:>10.1f} {judge / n * 1e6:>12.2f} {log_plain * 1e6:>18.0f} "
+            f"{log_checked * 1e6:>20.0f} {judging * 1e6:>16.0f} {log_checked / step_alone:>15.1f}x "
+            f"{ratio:>27.1f}x"
+        )
     print()
-    print("log() us = mean time inside Monitor.log per call; 'of which judging' = the difference between "
-          f"check_every={args.check_every} and no check (about judge() / {args.check_every}); overhead vs step = "
-          "log() time / one training step. Monitor.log judges every check_every calls unless the previous "
-          "judgement was expensive: Guardian.affordable() keeps judging under ~1/10 of the wall time, so on a "
-          "long history the judging overhead per call is bounded by about a tenth of the step time.")
+    print(
+        "log() us = mean time inside Monitor.log per call; 'of which judging' = the difference between "
+        f"check_every={args.check_every} and no check (about judge() / {args.check_every}); overhead vs step = "
+        "log() time / one training step. Monitor.log judges every check_every calls unless the previous "
+        "judgement was expensive: Guardian.affordable() keeps judging under ~1/10 of the wall time, so on a "
+        "long history the judging overhead per call is bounded by about a tenth of the step time."
+    )
 
 
 if __name__ == "__main__":

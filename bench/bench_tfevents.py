@@ -25,6 +25,7 @@ Usage (from the repository root)::
 
 The file is read from the page cache (it was just written): this measures CPU, not disk.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -161,8 +162,8 @@ def verify_format(tmp: Path) -> str:
     pos, n = 0, 0
     while pos < len(data):
         (length,) = struct.unpack_from("<Q", data, pos)
-        rec = data[pos:pos + 16 + length]
-        ev = event_pb2.Event.FromString(rec[12:12 + length])
+        rec = data[pos : pos + 16 + length]
+        ev = event_pb2.Event.FromString(rec[12 : 12 + length])
         if ev.HasField("summary"):
             (v,) = ev.summary.value
             ours = enc.scalar(ev.wall_time, ev.step, v.tag, v.simple_value)
@@ -178,6 +179,7 @@ def verify_format(tmp: Path) -> str:
 
 
 # --------------------------------------------------------------------------- children
+
 
 def _hwm() -> int:
     """VmHWM of this process (bytes): the kernel's per-address-space peak, a cross-check
@@ -213,8 +215,11 @@ def _child(kind: str, path: str) -> None:
         n = sum(len(ea.Scalars(t)) for t in ea.Tags()["scalars"])
     wall = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"kind": kind, "wall": wall, "base": base, "peak": peak, "scalars": n,
-                      "hwm_delta": _hwm() - base_hwm}))
+    print(
+        json.dumps(
+            {"kind": kind, "wall": wall, "base": base, "peak": peak, "scalars": n, "hwm_delta": _hwm() - base_hwm}
+        )
+    )
 
 
 def _generate_child(path: str, n: int) -> None:
@@ -240,8 +245,7 @@ def _profile_child(path: str, top: int) -> None:
     import pstats
 
     from trainproof.api import read_runlog
-    from trainproof.formats import ReadState, _tfrecord
-    from trainproof.formats import tfevents
+    from trainproof.formats import ReadState, _tfrecord, tfevents
     from trainproof.formats._event_proto import parse_event
     from trainproof.runlog import build_runlog
 
@@ -282,6 +286,7 @@ def _profile_child(path: str, top: int) -> None:
 
 
 # --------------------------------------------------------------------------- driver
+
 
 def _mb(b: float) -> str:
     return f"{b / 2**20:7.1f} MiB"
@@ -326,16 +331,19 @@ def main(argv: list[str] | None = None) -> int:
         out_dir = Path(args.out) if args.out else tmp
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"events.out.tfevents.{int(T0)}.bench.{args.scalars}.0"
-        g = subprocess.run([sys.executable, __file__, "--generate-child", str(path), str(args.scalars)],
-                           capture_output=True, text=True)
+        g = subprocess.run(
+            [sys.executable, __file__, "--generate-child", str(path), str(args.scalars)], capture_output=True, text=True
+        )
         if g.returncode != 0:
             sys.exit(f"generation failed:\n{g.stderr}")
         gen = json.loads(g.stdout.strip().splitlines()[-1])
         print(gen["check"])
         n, t_gen = gen["written"], gen["secs"]
         size = path.stat().st_size
-        print(f"generated {n:,} scalars ({-(-n // len(TAGS)):,} steps x {len(TAGS)} tags) in {t_gen:.1f}s: "
-              f"{path} ({size / 2**20:.1f} MiB, {size / n:.1f} bytes/scalar)")
+        print(
+            f"generated {n:,} scalars ({-(-n // len(TAGS)):,} steps x {len(TAGS)} tags) in {t_gen:.1f}s: "
+            f"{path} ({size / 2**20:.1f} MiB, {size / n:.1f} bytes/scalar)"
+        )
 
         results: dict[str, list[dict]] = {"ours": [], "ea": []}
         for i in range(args.repeat):
@@ -347,34 +355,42 @@ def main(argv: list[str] | None = None) -> int:
                 r["delta"] = r["peak"] - r["base"]
                 results[kind].append(r)
                 name = "ours (read_runlog)         " if kind == "ours" else "TensorBoard EventAccumulator"
-                print(f"  pair {i + 1} {'A' if kind == 'ours' else 'B'} {name}: {r['wall']:7.2f}s  "
-                      f"{r['rate']:>11,.0f} scalars/s  peak RSS +{_mb(r['delta'])} "
-                      f"({r['delta'] / n:6.1f} B/scalar; baseline {_mb(r['base']).strip()}; "
-                      f"VmHWM +{_mb(r['hwm_delta']).strip()})", flush=True)
+                print(
+                    f"  pair {i + 1} {'A' if kind == 'ours' else 'B'} {name}: {r['wall']:7.2f}s  "
+                    f"{r['rate']:>11,.0f} scalars/s  peak RSS +{_mb(r['delta'])} "
+                    f"({r['delta'] / n:6.1f} B/scalar; baseline {_mb(r['base']).strip()}; "
+                    f"VmHWM +{_mb(r['hwm_delta']).strip()})",
+                    flush=True,
+                )
 
         if args.repeat:
             ours, ea = results["ours"], results["ea"]
             ratios = [a["rate"] / b["rate"] for a, b in zip(ours, ea)]
             med = statistics.median
-            print("\nSummary "
-                  f"({n:,} scalars, {size / 2**20:.1f} MiB, {args.repeat} alternating pairs, medians):")
-            print(f"  ours  read_runlog:       {med(r['wall'] for r in ours):7.2f}s  "
-                  f"{med(r['rate'] for r in ours):>11,.0f} scalars/s  "
-                  f"peak RSS +{_mb(med(r['delta'] for r in ours))}  "
-                  f"= {med(r['delta'] for r in ours) / n:.1f} bytes/scalar")
-            print(f"  TB    EventAccumulator:  {med(r['wall'] for r in ea):7.2f}s  "
-                  f"{med(r['rate'] for r in ea):>11,.0f} scalars/s  "
-                  f"peak RSS +{_mb(med(r['delta'] for r in ea))}  "
-                  f"= {med(r['delta'] for r in ea) / n:.1f} bytes/scalar")
-            print(f"  speed ratio ours/EA per pair: {', '.join(f'{x:.2f}x' for x in ratios)}; "
-                  f"median {med(ratios):.2f}x")
-            print(f"  our peak memory: {med(r['delta'] for r in ours) / n:.1f} bytes per scalar "
-                  f"(EA: {med(r['delta'] for r in ea) / n:.1f})")
+            print(f"\nSummary ({n:,} scalars, {size / 2**20:.1f} MiB, {args.repeat} alternating pairs, medians):")
+            print(
+                f"  ours  read_runlog:       {med(r['wall'] for r in ours):7.2f}s  "
+                f"{med(r['rate'] for r in ours):>11,.0f} scalars/s  "
+                f"peak RSS +{_mb(med(r['delta'] for r in ours))}  "
+                f"= {med(r['delta'] for r in ours) / n:.1f} bytes/scalar"
+            )
+            print(
+                f"  TB    EventAccumulator:  {med(r['wall'] for r in ea):7.2f}s  "
+                f"{med(r['rate'] for r in ea):>11,.0f} scalars/s  "
+                f"peak RSS +{_mb(med(r['delta'] for r in ea))}  "
+                f"= {med(r['delta'] for r in ea) / n:.1f} bytes/scalar"
+            )
+            print(
+                f"  speed ratio ours/EA per pair: {', '.join(f'{x:.2f}x' for x in ratios)}; median {med(ratios):.2f}x"
+            )
+            print(
+                f"  our peak memory: {med(r['delta'] for r in ours) / n:.1f} bytes per scalar "
+                f"(EA: {med(r['delta'] for r in ea) / n:.1f})"
+            )
 
         if args.profile:
             print(f"\nProfiling ours on {n:,} scalars (fresh process):", flush=True)
-            subprocess.run([sys.executable, __file__, "--profile-child", str(path), "--top", str(args.top)],
-                           check=True)
+            subprocess.run([sys.executable, __file__, "--profile-child", str(path), "--top", str(args.top)], check=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -38,6 +38,7 @@ Usage (from the repository root)::
 
 Linux only (``/proc``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,6 +60,7 @@ BATCH_SECONDS = 0.05  # the steady writer appends every 50 ms
 
 # --------------------------------------------------------------------------- the log
 
+
 def lines(start: int, n: int, total: int) -> str:
     """Records ``start .. start+n-1`` (0-based) as JSONL text; deterministic per record."""
     import numpy as np
@@ -73,8 +75,10 @@ def lines(start: int, n: int, total: int) -> str:
     out = []
     for k in range(n):
         s = start + k
-        out.append(f'{{"step": {s + 1}, "loss": {loss[k]:.6f}, "learning_rate": {lr[k]:.6e}, '
-                   f'"grad_norm": {gn[k]:.5f}, "epoch": {(s + 1) / total * 3:.6f}}}\n')
+        out.append(
+            f'{{"step": {s + 1}, "loss": {loss[k]:.6f}, "learning_rate": {lr[k]:.6e}, '
+            f'"grad_norm": {gn[k]:.5f}, "epoch": {(s + 1) / total * 3:.6f}}}\n'
+        )
     return "".join(out)
 
 
@@ -85,6 +89,7 @@ def writer_main(args) -> None:
     total = args.records
     n = 0
     with open(path, "a", encoding="utf-8") as f:
+
         def append(k: int) -> None:
             nonlocal n
             k = min(k, total - n)
@@ -154,6 +159,7 @@ def rss_mb(pid: int) -> float:
 
 # --------------------------------------------------------------------------- the run
 
+
 def judged_flags(polls: list[dict], share: float = 0.01, every: float = 30.0) -> None:
     """Mark the polls that judged (the Watcher's rule: >= share of the history new since
     the last judgement, or anything new and ``every`` seconds since it)."""
@@ -181,11 +187,32 @@ def run(args) -> list[dict]:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     # windows mode: room after the last mark for its window
     total = args.records if args.mode == "steady" else args.records + int(args.rate * (args.window + 5))
-    writer = subprocess.Popen([sys.executable, __file__, "--_writer", "--log", str(log), "--mode", args.mode,
-                               "--records", str(total), "--rate", str(args.rate)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-    watch = subprocess.Popen([sys.executable, "-m", "trainproof", "watch", str(log), "--interval", str(args.interval),
-                              "--json"], stdout=subprocess.PIPE, text=True, env=env, cwd=tmp)
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--_writer",
+            "--log",
+            str(log),
+            "--mode",
+            args.mode,
+            "--records",
+            str(total),
+            "--rate",
+            str(args.rate),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "trainproof", "watch", str(log), "--interval", str(args.interval), "--json"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp,
+    )
     polls: list[dict] = []
     marks = [m for m in MARKS if m <= args.records]
     t_start = time.monotonic()
@@ -213,8 +240,11 @@ def run(args) -> list[dict]:
             prev_cpu = (sched, ticks)
             polls.append(d)
             if args.verbose:
-                print(f"  poll records={d['records']:>8} new={d['new_records']:>7} cpu={d['cpu'] or 0:.4f}s "
-                      f"verdict={d['verdict']} new={d['new']}", file=sys.stderr)
+                print(
+                    f"  poll records={d['records']:>8} new={d['new_records']:>7} cpu={d['cpu'] or 0:.4f}s "
+                    f"verdict={d['verdict']} new={d['new']}",
+                    file=sys.stderr,
+                )
             if args.mode == "steady":
                 if d["records"] >= args.records and d["new_records"] == 0:
                     break
@@ -282,8 +312,10 @@ def table(polls: list[dict], args) -> None:
     marks = [m for m in MARKS if m <= args.records]
     print()
     print(f"mode={args.mode} rate={args.rate} records/s interval={args.interval} s records={args.records}")
-    hdr = (f"{'records':>9} {'window':>19} {'polls':>5} {'judged':>6} {'new/poll':>8} {'CPU s/poll mean':>15} "
-           f"{'median':>8} {'p90':>8} {'max':>8} {'judged med':>10} {'other med':>9} {'gap s':>6} {'RSS MB':>7}")
+    hdr = (
+        f"{'records':>9} {'window':>19} {'polls':>5} {'judged':>6} {'new/poll':>8} {'CPU s/poll mean':>15} "
+        f"{'median':>8} {'p90':>8} {'max':>8} {'judged med':>10} {'other med':>9} {'gap s':>6} {'RSS MB':>7}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for m in marks:
@@ -302,22 +334,29 @@ def table(polls: list[dict], args) -> None:
         oth = [p["cpu"] for p in sel if not p["judged"]]
         idx = [polls.index(p) for p in sel]
         gaps = [polls[i]["time"] - polls[i - 1]["time"] for i in idx if i > 0]
-        print(f"{m:>9} {win:>19} {len(sel):>5} {len(jud):>6} {statistics.mean(p['new_records'] for p in sel):>8.0f} "
-              f"{statistics.mean(cpu):>15.4f} {statistics.median(cpu):>8.4f} {pct(cpu, 0.9):>8.4f} {max(cpu):>8.4f} "
-              f"{(statistics.median(jud) if jud else float('nan')):>10.4f} "
-              f"{(statistics.median(oth) if oth else float('nan')):>9.4f} "
-              f"{(statistics.mean(gaps) if gaps else float('nan')):>6.2f} {max(p['rss_mb'] for p in sel):>7.0f}")
+        print(
+            f"{m:>9} {win:>19} {len(sel):>5} {len(jud):>6} {statistics.mean(p['new_records'] for p in sel):>8.0f} "
+            f"{statistics.mean(cpu):>15.4f} {statistics.median(cpu):>8.4f} {pct(cpu, 0.9):>8.4f} {max(cpu):>8.4f} "
+            f"{(statistics.median(jud) if jud else float('nan')):>10.4f} "
+            f"{(statistics.median(oth) if oth else float('nan')):>9.4f} "
+            f"{(statistics.mean(gaps) if gaps else float('nan')):>6.2f} {max(p['rss_mb'] for p in sel):>7.0f}"
+        )
     tot_s = sum(p["cpu"] for p in polls if p["cpu"] is not None)
     tot_t = sum(p["cpu_ticks"] for p in polls if p["cpu_ticks"] is not None)
-    print(f"\npolls: {len(polls)}; watcher CPU over the polls: {tot_s:.2f} s (schedstat) / {tot_t:.2f} s "
-          f"(utime+stime); final records {polls[-1]['records'] if polls else 0}, verdict "
-          f"{polls[-1]['verdict'] if polls else '-'}")
-    print("judged = polls that ran the rules (Watcher: >= 1% of the history new, or 30 s); "
-          "'judged med'/'other med' = median CPU of those polls and of the others; "
-          "gap = seconds between poll starts (the interval plus the poll itself).")
+    print(
+        f"\npolls: {len(polls)}; watcher CPU over the polls: {tot_s:.2f} s (schedstat) / {tot_t:.2f} s "
+        f"(utime+stime); final records {polls[-1]['records'] if polls else 0}, verdict "
+        f"{polls[-1]['verdict'] if polls else '-'}"
+    )
+    print(
+        "judged = polls that ran the rules (Watcher: >= 1% of the history new, or 30 s); "
+        "'judged med'/'other med' = median CPU of those polls and of the others; "
+        "gap = seconds between poll starts (the interval plus the poll itself)."
+    )
 
 
 # --------------------------------------------------------------------------- --profile
+
 
 def profile(args) -> None:
     """Split a poll into reading and judging at each size; time a judgement's phases."""
@@ -332,8 +371,10 @@ def profile(args) -> None:
     per_poll = int(args.rate * args.interval)
     tmp = Path(tempfile.mkdtemp(prefix="tp-bench-watch-prof-"))
     marks = [m for m in MARKS if m <= args.records]
-    print(f"one poll = {per_poll} new records (rate {args.rate}/s x interval {args.interval} s); "
-          "best of 3 for the judgement")
+    print(
+        f"one poll = {per_poll} new records (rate {args.rate}/s x interval {args.interval} s); "
+        "best of 3 for the judgement"
+    )
     print(f"{'records':>9} {'read+parse new (s)':>18} {'judge (s)':>10} {'judge / record (us)':>19}")
     last_w = None
     for m in marks:

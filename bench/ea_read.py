@@ -7,6 +7,7 @@ scalars kept, as ``trainproof`` keeps them) and prints ``{"records": <scalars>}`
 same key ``run_bench.py`` reads from ``trainproof --json``. TensorBoard checks the
 CRC-32Cs too (its ``tf_record`` reader verifies both on every record).
 """
+
 from __future__ import annotations
 
 import json

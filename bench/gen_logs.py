@@ -44,6 +44,7 @@ Usage (from the repository root)::
     .venv/bin/python bench/gen_logs.py all 10000 /tmp/bench9/data      # every format into a folder
     .venv/bin/python bench/gen_logs.py --check                         # self-check of the encoders
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,10 +59,15 @@ from pathlib import Path
 import numpy as np
 
 FORMATS = ("jsonl", "csv", "hf", "coqui", "tfevents")
-FILE_NAMES = {"jsonl": "metrics.jsonl", "csv": "metrics.csv", "hf": "trainer_state.json",
-              "coqui": "trainer_0_log.txt", "tfevents": "events.out.tfevents.1767225600.bench.0.0"}
-CHUNK = 50_000          # steps drawn and formatted at a time (a multiple of --epoch-steps for coqui)
-T0 = 1_767_225_600.0    # 2026-01-01T00:00:00Z: fixed, so files are reproducible
+FILE_NAMES = {
+    "jsonl": "metrics.jsonl",
+    "csv": "metrics.csv",
+    "hf": "trainer_state.json",
+    "coqui": "trainer_0_log.txt",
+    "tfevents": "events.out.tfevents.1767225600.bench.0.0",
+}
+CHUNK = 50_000  # steps drawn and formatted at a time (a multiple of --epoch-steps for coqui)
+T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed, so files are reproducible
 STEP_SECONDS = 0.25
 PEAK_LR = 3e-4
 TF_TAGS = ("train/loss", "train/grad_norm", "train/learning_rate", "train/epoch")
@@ -70,11 +76,18 @@ EVAL_TAG = "eval/loss"
 
 # --------------------------------------------------------------------------- the curves
 
+
 class Curves:
     """Draws the run chunk by chunk; the same seed and options give the same numbers."""
 
-    def __init__(self, steps: int, seed: int = 0, diverge_at: float | None = None,
-                 nan_at: float | None = None, epochs: float = 3.0) -> None:
+    def __init__(
+        self,
+        steps: int,
+        seed: int = 0,
+        diverge_at: float | None = None,
+        nan_at: float | None = None,
+        epochs: float = 3.0,
+    ) -> None:
         self.steps = steps
         self.rng = np.random.default_rng(seed)
         self.diverge_at = diverge_at
@@ -89,8 +102,11 @@ class Curves:
         frac = (step - 1) / max(self.steps - 1, 1)
         level = 0.9 + 2.6 * np.exp(-6.0 * frac)
         loss = level * np.exp(rng.normal(0.0, 0.03, n)) + rng.normal(0.0, 0.02, n)
-        lr = np.where(step <= self.warm, PEAK_LR * step / self.warm,
-                      PEAK_LR * 0.5 * (1.0 + np.cos(np.pi * (step - self.warm) / max(self.steps - self.warm, 1))))
+        lr = np.where(
+            step <= self.warm,
+            PEAK_LR * step / self.warm,
+            PEAK_LR * 0.5 * (1.0 + np.cos(np.pi * (step - self.warm) / max(self.steps - self.warm, 1))),
+        )
         gn = rng.lognormal(0.0, 0.35, n) * (1.0 + 2.0 * np.exp(-20.0 * frac))
         spikes = rng.random(n) < 1 / 5000
         gn[spikes] *= 25.0
@@ -107,9 +123,16 @@ class Curves:
             gn = np.where(bad, np.nan, gn)
             ev = np.where(bad, np.nan, ev)
         f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731 - what tensor.item() gives
-        return {"step": step, "epoch": self.epochs * step / self.steps, "loss": f32(loss),
-                "grad_norm": f32(gn), "lr": lr, "eval_loss": f32(ev),
-                "step_time": np.abs(rng.normal(0.25, 0.01, n)), "loader_time": np.abs(rng.normal(0.002, 0.0005, n))}
+        return {
+            "step": step,
+            "epoch": self.epochs * step / self.steps,
+            "loss": f32(loss),
+            "grad_norm": f32(gn),
+            "lr": lr,
+            "eval_loss": f32(ev),
+            "step_time": np.abs(rng.normal(0.25, 0.01, n)),
+            "loader_time": np.abs(rng.normal(0.002, 0.0005, n)),
+        }
 
 
 def _chunks(steps: int, chunk: int = CHUNK):
@@ -133,16 +156,25 @@ def _num(x: float) -> str:
 # Each returns (records, numeric samples): records as trainproof counts them (a line, a
 # log_history row, a step block, a scalar event), samples = metric values excluding step.
 
+
 def write_jsonl(f, cur: Curves, eval_every: int) -> tuple[int, int]:
     records = samples = 0
     for s, n in _chunks(cur.steps):
         c = cur.chunk(s, n)
         out = []
         ap = out.append
-        for st, ep, lo, gn, lr, ev in zip(c["step"].tolist(), c["epoch"].tolist(), c["loss"].tolist(),
-                                          c["grad_norm"].tolist(), c["lr"].tolist(), c["eval_loss"].tolist()):
-            ap('{"step": %d, "epoch": %r, "loss": %s, "grad_norm": %s, "learning_rate": %r}\n'
-               % (st, ep, _num(lo), _num(gn), lr))
+        for st, ep, lo, gn, lr, ev in zip(
+            c["step"].tolist(),
+            c["epoch"].tolist(),
+            c["loss"].tolist(),
+            c["grad_norm"].tolist(),
+            c["lr"].tolist(),
+            c["eval_loss"].tolist(),
+        ):
+            ap(
+                '{"step": %d, "epoch": %r, "loss": %s, "grad_norm": %s, "learning_rate": %r}\n'
+                % (st, ep, _num(lo), _num(gn), lr)
+            )
             if st % eval_every == 0:
                 ap('{"step": %d, "epoch": %r, "eval_loss": %s}\n' % (st, ep, _num(ev)))
                 records += 1
@@ -164,8 +196,14 @@ def write_csv(f, cur: Curves, eval_every: int) -> tuple[int, int]:
         c = cur.chunk(s, n)
         out = []
         ap = out.append
-        for st, ep, lo, gn, lr, ev in zip(c["step"].tolist(), c["epoch"].tolist(), c["loss"].tolist(),
-                                          c["grad_norm"].tolist(), c["lr"].tolist(), c["eval_loss"].tolist()):
+        for st, ep, lo, gn, lr, ev in zip(
+            c["step"].tolist(),
+            c["epoch"].tolist(),
+            c["loss"].tolist(),
+            c["grad_norm"].tolist(),
+            c["lr"].tolist(),
+            c["eval_loss"].tolist(),
+        ):
             if st % eval_every == 0:
                 ap("%d,%r,%s,%s,%r,%s\n" % (st, ep, _csv(lo), _csv(gn), lr, _csv(ev)))
                 samples += 1
@@ -177,17 +215,29 @@ def write_csv(f, cur: Curves, eval_every: int) -> tuple[int, int]:
     return records, samples
 
 
-_HF_TRAIN = ('    {\n      "epoch": %r,\n      "grad_norm": %s,\n      "learning_rate": %r,\n'
-             '      "loss": %s,\n      "step": %d\n    }')
-_HF_EVAL = ('    {\n      "epoch": %r,\n      "eval_loss": %s,\n      "eval_runtime": %r,\n'
-            '      "eval_samples_per_second": %r,\n      "eval_steps_per_second": %r,\n      "step": %d\n    }')
+_HF_TRAIN = (
+    '    {\n      "epoch": %r,\n      "grad_norm": %s,\n      "learning_rate": %r,\n'
+    '      "loss": %s,\n      "step": %d\n    }'
+)
+_HF_EVAL = (
+    '    {\n      "epoch": %r,\n      "eval_loss": %s,\n      "eval_runtime": %r,\n'
+    '      "eval_samples_per_second": %r,\n      "eval_steps_per_second": %r,\n      "step": %d\n    }'
+)
 
 
 def write_hf(f, cur: Curves, eval_every: int) -> tuple[int, int]:
     steps = cur.steps
-    head = {"best_global_step": None, "best_metric": None, "best_model_checkpoint": None,
-            "epoch": cur.epochs, "eval_steps": eval_every, "global_step": steps,
-            "is_hyper_param_search": False, "is_local_process_zero": True, "is_world_process_zero": True}
+    head = {
+        "best_global_step": None,
+        "best_metric": None,
+        "best_model_checkpoint": None,
+        "epoch": cur.epochs,
+        "eval_steps": eval_every,
+        "global_step": steps,
+        "is_hyper_param_search": False,
+        "is_local_process_zero": True,
+        "is_world_process_zero": True,
+    }
     f.write(json.dumps(head, indent=2, sort_keys=True)[:-2] + ',\n  "log_history": [\n')
     records = samples = 0
     first = True
@@ -198,8 +248,14 @@ def write_hf(f, cur: Curves, eval_every: int) -> tuple[int, int]:
         ap = out.append
         loss4 = np.round(c["loss"], 4)
         loss_sum += float(np.nansum(loss4))
-        for st, ep, lo, gn, lr, ev in zip(c["step"].tolist(), c["epoch"].tolist(), loss4.tolist(),
-                                          c["grad_norm"].tolist(), c["lr"].tolist(), c["eval_loss"].tolist()):
+        for st, ep, lo, gn, lr, ev in zip(
+            c["step"].tolist(),
+            c["epoch"].tolist(),
+            loss4.tolist(),
+            c["grad_norm"].tolist(),
+            c["lr"].tolist(),
+            c["eval_loss"].tolist(),
+        ):
             ap(_HF_TRAIN % (ep, _num(gn), lr, _num(lo), st))
             if st % eval_every == 0:
                 ap(_HF_EVAL % (ep, _num(ev), 12.3456, 81.004, 10.126, st))
@@ -210,18 +266,40 @@ def write_hf(f, cur: Curves, eval_every: int) -> tuple[int, int]:
         f.write(("" if first else ",\n") + ",\n".join(out))
         first = False
     runtime = steps * STEP_SECONDS
-    summary = {"epoch": cur.epochs, "step": steps, "total_flos": 3.250414559428608e15,
-               "train_loss": loss_sum / max(steps, 1), "train_runtime": runtime,
-               "train_samples_per_second": round(8 * steps / runtime, 3),
-               "train_steps_per_second": round(steps / runtime, 3)}
+    summary = {
+        "epoch": cur.epochs,
+        "step": steps,
+        "total_flos": 3.250414559428608e15,
+        "train_loss": loss_sum / max(steps, 1),
+        "train_runtime": runtime,
+        "train_samples_per_second": round(8 * steps / runtime, 3),
+        "train_steps_per_second": round(steps / runtime, 3),
+    }
     body = json.dumps(summary, indent=2, sort_keys=True).replace("\n", "\n    ")
     f.write(("" if first else ",\n") + "    " + body + "\n  ],\n")
-    tail = {"logging_steps": 1, "max_steps": steps, "num_input_tokens_seen": 0,
-            "num_train_epochs": math.ceil(cur.epochs), "save_steps": 500,
-            "stateful_callbacks": {"TrainerControl": {"args": {
-                "should_epoch_stop": False, "should_evaluate": False, "should_log": False,
-                "should_save": True, "should_training_stop": True}, "attributes": {}}},
-            "total_flos": 3.250414559428608e15, "train_batch_size": 8, "trial_name": None, "trial_params": None}
+    tail = {
+        "logging_steps": 1,
+        "max_steps": steps,
+        "num_input_tokens_seen": 0,
+        "num_train_epochs": math.ceil(cur.epochs),
+        "save_steps": 500,
+        "stateful_callbacks": {
+            "TrainerControl": {
+                "args": {
+                    "should_epoch_stop": False,
+                    "should_evaluate": False,
+                    "should_log": False,
+                    "should_save": True,
+                    "should_training_stop": True,
+                },
+                "attributes": {},
+            }
+        },
+        "total_flos": 3.250414559428608e15,
+        "train_batch_size": 8,
+        "trial_name": None,
+        "trial_params": None,
+    }
     f.write(json.dumps(tail, indent=2, sort_keys=True)[2:] + "\n")
     return records, samples
 
@@ -230,14 +308,30 @@ _ESC = "\x1b"
 _OUT_DIR = "/runs/bench_vits-January-01-2026_12+00AM-0000000"
 
 
-def _coqui_block(t: str, i: int, last: int, g: int, lr: float, lr_avg: float, lo: float, lo_avg: float,
-                 gn: float, gn_avg: float, stt: float, st_avg: float, ldt: float, ld_avg: float) -> str:
-    return (f"{_ESC}[1m   --> TIME: {t} -- STEP: {i}/{last} -- GLOBAL_STEP: {g}{_ESC}[0m\n"
-            f"     | > current_lr: {lr!r}  ({lr_avg!r})\n"
-            f"     | > loss: {lo!r}  ({lo_avg!r})\n"
-            f"     | > grad_norm: tensor({gn:.4f})  (tensor({gn_avg:.4f}))\n"
-            f"     | > step_time: {stt!r}  ({st_avg!r})\n"
-            f"     | > loader_time: {ldt!r}  ({ld_avg!r})\n\n\n")
+def _coqui_block(
+    t: str,
+    i: int,
+    last: int,
+    g: int,
+    lr: float,
+    lr_avg: float,
+    lo: float,
+    lo_avg: float,
+    gn: float,
+    gn_avg: float,
+    stt: float,
+    st_avg: float,
+    ldt: float,
+    ld_avg: float,
+) -> str:
+    return (
+        f"{_ESC}[1m   --> TIME: {t} -- STEP: {i}/{last} -- GLOBAL_STEP: {g}{_ESC}[0m\n"
+        f"     | > current_lr: {lr!r}  ({lr_avg!r})\n"
+        f"     | > loss: {lo!r}  ({lo_avg!r})\n"
+        f"     | > grad_norm: tensor({gn:.4f})  (tensor({gn_avg:.4f}))\n"
+        f"     | > step_time: {stt!r}  ({st_avg!r})\n"
+        f"     | > loader_time: {ldt!r}  ({ld_avg!r})\n\n\n"
+    )
 
 
 def _running_avg(a: np.ndarray, epoch_steps: int) -> np.ndarray:
@@ -249,11 +343,13 @@ def _running_avg(a: np.ndarray, epoch_steps: int) -> np.ndarray:
 def write_coqui(f, cur: Curves, epoch_steps: int) -> tuple[int, int]:
     steps = cur.steps
     n_epochs = -(-steps // epoch_steps)
-    f.write(" > Training Environment:\n | > Backend: Torch\n | > Mixed precision: False\n"
-            " | > Precision: float32\n | > Num. of CPUs: 2\n | > Num. of Torch Threads: 1\n"
-            " | > Torch seed: 54321\n | > Torch CUDNN: True\n | > Torch CUDNN deterministic: False\n"
-            " | > Torch CUDNN benchmark: False\n | > Torch TF32 MatMul: False\n"
-            f" > Start Tensorboard: tensorboard --logdir={_OUT_DIR}\n\n > Model has 83059180 parameters\n\n")
+    f.write(
+        " > Training Environment:\n | > Backend: Torch\n | > Mixed precision: False\n"
+        " | > Precision: float32\n | > Num. of CPUs: 2\n | > Num. of Torch Threads: 1\n"
+        " | > Torch seed: 54321\n | > Torch CUDNN: True\n | > Torch CUDNN deterministic: False\n"
+        " | > Torch CUDNN benchmark: False\n | > Torch TF32 MatMul: False\n"
+        f" > Start Tensorboard: tensorboard --logdir={_OUT_DIR}\n\n > Model has 83059180 parameters\n\n"
+    )
     chunk = max(CHUNK // epoch_steps, 1) * epoch_steps
     records = samples = 0
     best = math.inf
@@ -279,17 +375,34 @@ def write_coqui(f, cur: Curves, epoch_steps: int) -> tuple[int, int]:
                 tstr = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(sec))
             if i == 0:
                 ep = g // epoch_steps
-                ap(f"{_ESC}[4m{_ESC}[1m > EPOCH: {ep}/{n_epochs - 1}{_ESC}[0m\n --> {_OUT_DIR}\n\n"
-                   f"{_ESC}[1m > TRAINING ({tstr}) {_ESC}[0m\n\n")
-            ap(_coqui_block(tstr, i, epoch_steps - 1, g, cols[1][k], avgs[0][k], cols[2][k], avgs[1][k],
-                            cols[3][k], avgs[2][k], cols[4][k], avgs[3][k], cols[5][k], avgs[4][k]))
+                ap(
+                    f"{_ESC}[4m{_ESC}[1m > EPOCH: {ep}/{n_epochs - 1}{_ESC}[0m\n --> {_OUT_DIR}\n\n"
+                    f"{_ESC}[1m > TRAINING ({tstr}) {_ESC}[0m\n\n"
+                )
+            ap(
+                _coqui_block(
+                    tstr,
+                    i,
+                    epoch_steps - 1,
+                    g,
+                    cols[1][k],
+                    avgs[0][k],
+                    cols[2][k],
+                    avgs[1][k],
+                    cols[3][k],
+                    avgs[2][k],
+                    cols[4][k],
+                    avgs[3][k],
+                    cols[5][k],
+                    avgs[4][k],
+                )
+            )
             if i == epoch_steps - 1 or g == steps - 1:
                 j = k + (epoch_steps - 1 - i)  # eval at the epoch's end (the last, padded, epoch too)
                 ev, ld = float(c["eval_loss"][j]), float(ldt[j])
                 ap(f"{_ESC}[1m > EVALUATION {_ESC}[0m\n\n\n  {_ESC}[1m--> EVAL PERFORMANCE{_ESC}[0m\n")
                 if prev_eval is None:
-                    ap(f"     | > avg_loader_time: {ld!r} {_ESC}[0m(+0.0)\n"
-                       f"     | > avg_loss: {ev!r} {_ESC}[0m(+0.0)\n")
+                    ap(f"     | > avg_loader_time: {ld!r} {_ESC}[0m(+0.0)\n     | > avg_loss: {ev!r} {_ESC}[0m(+0.0)\n")
                 else:
                     for name, v, p in (("avg_loader_time", ld, prev_eval[0]), ("avg_loss", ev, prev_eval[1])):
                         col = 91 if v > p else 92
@@ -312,6 +425,7 @@ def write_coqui(f, cur: Curves, epoch_steps: int) -> tuple[int, int]:
 # 5: Summary summary}; Summary{1: repeated Value value}; Value{1: string tag, 2: float
 # simple_value}. Protobuf serialises known fields in field-number order, so these are the
 # bytes SerializeToString gives.
+
 
 def _varint(x: int) -> bytes:
     out = bytearray()
@@ -388,8 +502,14 @@ def write_tfevents(f, cur: Curves, eval_every: int) -> tuple[int, int]:
         ap = out.append
         rec = enc.record
         t1, t2, t3, t4 = TF_TAGS
-        for st, ep, lo, gn, lr, ev in zip(c["step"].tolist(), c["epoch"].tolist(), c["loss"].tolist(),
-                                          c["grad_norm"].tolist(), c["lr"].tolist(), c["eval_loss"].tolist()):
+        for st, ep, lo, gn, lr, ev in zip(
+            c["step"].tolist(),
+            c["epoch"].tolist(),
+            c["loss"].tolist(),
+            c["grad_norm"].tolist(),
+            c["lr"].tolist(),
+            c["eval_loss"].tolist(),
+        ):
             w = T0 + 1.0 + st * STEP_SECONDS
             ap(rec(w, st, t1, lo))
             ap(rec(w + 1e-4, st, t2, gn))
@@ -405,8 +525,17 @@ def write_tfevents(f, cur: Curves, eval_every: int) -> tuple[int, int]:
 
 # --------------------------------------------------------------------------- driver
 
-def generate(fmt: str, steps: int, out: Path, seed: int = 0, diverge_at: float | None = None,
-             nan_at: float | None = None, eval_every: int = 100, epoch_steps: int = 1000) -> dict:
+
+def generate(
+    fmt: str,
+    steps: int,
+    out: Path,
+    seed: int = 0,
+    diverge_at: float | None = None,
+    nan_at: float | None = None,
+    eval_every: int = 100,
+    epoch_steps: int = 1000,
+) -> dict:
     """Write one log and its ``.meta.json`` sidecar; returns the metadata."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}")
@@ -428,10 +557,19 @@ def generate(fmt: str, steps: int, out: Path, seed: int = 0, diverge_at: float |
             else:
                 records, samples = write_coqui(f, cur, epoch_steps)
     os.replace(tmp, out)
-    meta = {"format": fmt, "steps": steps, "records": records, "samples": samples,
-            "bytes": out.stat().st_size, "seed": seed, "diverge_at": diverge_at, "nan_at": nan_at,
-            "eval_every": eval_every, "epoch_steps": epoch_steps if fmt == "coqui" else None,
-            "seconds": round(time.perf_counter() - t0, 2)}
+    meta = {
+        "format": fmt,
+        "steps": steps,
+        "records": records,
+        "samples": samples,
+        "bytes": out.stat().st_size,
+        "seed": seed,
+        "diverge_at": diverge_at,
+        "nan_at": nan_at,
+        "eval_every": eval_every,
+        "epoch_steps": epoch_steps if fmt == "coqui" else None,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
     Path(str(out) + ".meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 
@@ -452,7 +590,9 @@ def check() -> int:
         if enc.record(T0 + 0.123, step, tag, v) != ref:
             print(f"FAILED: scalar event {tag!r} differs from protobuf's bytes")
             return 1
-    if frame(header_event(T0)) != frame(event_pb2.Event(wall_time=T0, file_version="brain.Event:2").SerializeToString()):
+    if frame(header_event(T0)) != frame(
+        event_pb2.Event(wall_time=T0, file_version="brain.Event:2").SerializeToString()
+    ):
         print("FAILED: header event differs from protobuf's bytes")
         return 1
     with tempfile.TemporaryDirectory() as d:
@@ -472,6 +612,7 @@ def check() -> int:
                 assert data.decode() == json.dumps(st, indent=2, sort_keys=True) + "\n", "not HF's own layout"
             elif fmt == "tfevents":
                 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
                 n = sum(len(e.summary.value) for e in EventFileLoader(str(p)).Load())
                 assert n == meta["records"], (n, meta)
             elif fmt == "coqui":
@@ -487,7 +628,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("steps", nargs="?", type=float, help="logged steps (1e6 or 1000000)")
     ap.add_argument("out", nargs="?", help="output file; for 'all', a folder (one <fmt>_<steps>/ per format)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--diverge-at", type=float, metavar="FRAC", help="loss grows exponentially from this fraction of the run")
+    ap.add_argument(
+        "--diverge-at", type=float, metavar="FRAC", help="loss grows exponentially from this fraction of the run"
+    )
     ap.add_argument("--nan-at", type=float, metavar="FRAC", help="loss and grad norm are NaN from this fraction on")
     ap.add_argument("--eval-every", type=int, default=100, help="steps between eval rows (default %(default)s)")
     ap.add_argument("--epoch-steps", type=int, default=1000, help="coqui: steps per epoch (default %(default)s)")
@@ -502,8 +645,11 @@ def main(argv: list[str] | None = None) -> int:
     for fmt in fmts:
         out = Path(args.out) / f"{fmt}_{steps}" / FILE_NAMES[fmt] if args.format == "all" else Path(args.out)
         meta = generate(fmt, steps, out, args.seed, args.diverge_at, args.nan_at, args.eval_every, args.epoch_steps)
-        print(f"{fmt:8s} {steps:>10,} steps  {meta['records']:>11,} records  {meta['samples']:>11,} samples  "
-              f"{meta['bytes'] / 2**20:9.1f} MiB  {meta['seconds']:6.1f}s  {out}", flush=True)
+        print(
+            f"{fmt:8s} {steps:>10,} steps  {meta['records']:>11,} records  {meta['samples']:>11,} samples  "
+            f"{meta['bytes'] / 2**20:9.1f} MiB  {meta['seconds']:6.1f}s  {out}",
+            flush=True,
+        )
     return 0
 
 

@@ -49,6 +49,7 @@ Files are read from the page cache (they were just written or read): this measur
 The driver imports nothing heavy and generates logs in a subprocess, so a child's
 ``ru_maxrss`` cannot inherit a large parent's peak.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,56 +71,81 @@ BENCH = Path(__file__).resolve().parent
 PY = sys.executable
 DATA = Path("/tmp/bench9/data")
 FORMATS = ("jsonl", "csv", "hf", "coqui", "tfevents")
-FILE_NAMES = {"jsonl": "metrics.jsonl", "csv": "metrics.csv", "hf": "trainer_state.json",
-              "coqui": "trainer_0_log.txt", "tfevents": "events.out.tfevents.1767225600.bench.0.0"}
-HEAVY = ("numpy", "rich", "sarif_om", "jschema_to_python", "torch", "tensorboard", "pandas", "scipy",
-         "psutil", "jsonschema", "google_crc32c", "click")
+FILE_NAMES = {
+    "jsonl": "metrics.jsonl",
+    "csv": "metrics.csv",
+    "hf": "trainer_state.json",
+    "coqui": "trainer_0_log.txt",
+    "tfevents": "events.out.tfevents.1767225600.bench.0.0",
+}
+HEAVY = (
+    "numpy",
+    "rich",
+    "sarif_om",
+    "jschema_to_python",
+    "torch",
+    "tensorboard",
+    "pandas",
+    "scipy",
+    "psutil",
+    "jsonschema",
+    "google_crc32c",
+    "click",
+)
 #: Not wanted even by ``epoch`` on a small log (numpy is: the RunLog is numpy columns).
 NEVER_AT_START = ("rich", "sarif_om", "jschema_to_python", "torch", "tensorboard", "pandas", "scipy", "jsonschema")
 #: Not wanted by ``--version`` (click and google_crc32c are small and allowed).
 NEVER_AT_VERSION = NEVER_AT_START + ("numpy", "psutil")
 
-FLOOR = ("import sys\n"
-         "buf = bytearray(1 << 20); n = 0\n"
-         "with open(sys.argv[1], 'rb', buffering=0) as f:\n"
-         "    while True:\n"
-         "        k = f.readinto(buf)\n"
-         "        if not k: break\n"
-         "        n += buf.count(10, 0, k)\n"
-         "print('{\"records\": %d}' % n)\n")
+FLOOR = (
+    "import sys\n"
+    "buf = bytearray(1 << 20); n = 0\n"
+    "with open(sys.argv[1], 'rb', buffering=0) as f:\n"
+    "    while True:\n"
+    "        k = f.readinto(buf)\n"
+    "        if not k: break\n"
+    "        n += buf.count(10, 0, k)\n"
+    "print('{\"records\": %d}' % n)\n"
+)
 
 TARGETS_RATE = {"jsonl": 500_000, "csv": 500_000, "hf": 500_000, "tfevents": 1_000_000, "coqui": 200_000}
-RATE_UNIT = {"jsonl": "records/s", "csv": "records/s", "hf": "records/s", "tfevents": "scalars/s",
-             "coqui": "step blocks/s"}
+RATE_UNIT = {
+    "jsonl": "records/s",
+    "csv": "records/s",
+    "hf": "records/s",
+    "tfevents": "scalars/s",
+    "coqui": "step blocks/s",
+}
 BYTES_PER_SAMPLE = 64
 #: Why a target is missed, from profiles of this machine (``--profile FILE``); shown next
 #: to a target only when the run misses it. Keys: a format, "judge", "startup", "jobs".
 CAUSES = {
     "jsonl": "a dict per record from orjson (~0.7 s of a 2.5 s read under the profiler), grouping the dicts "
-             "into numpy blocks by key set (~0.6 s), decoding and splitting the text (~0.4 s); plus start-up "
-             "(~0.44 s) in every process: a general JSON-lines reader cannot skip the per-record dict",
+    "into numpy blocks by key set (~0.6 s), decoding and splitting the text (~0.4 s); plus start-up "
+    "(~0.44 s) in every process: a general JSON-lines reader cannot skip the per-record dict",
     "hf": "orjson decoding each 4 MiB chunk into a dict per entry (~0.9 s of a 4.0 s read under the profiler), "
-          "grouping into numpy blocks (~1.0 s), finding entry boundaries and splitting the text (~0.7 s); "
-          "plus start-up (~0.44 s)",
+    "grouping into numpy blocks (~1.0 s), finding entry boundaries and splitting the text (~0.7 s); "
+    "plus start-up (~0.44 s)",
     "csv": "number parsing (orjson on a chunk rewritten as JSON arrays, ~0.55 s of a 2.8 s read under the "
-           "profiler), the rewriting itself (replace/translate, ~0.55 s), building arrays (~0.5 s); plus "
-           "start-up (~0.44 s)",
+    "profiler), the rewriting itself (replace/translate, ~0.55 s), building arrays (~0.5 s); plus "
+    "start-up (~0.44 s)",
     "tfevents": "one CRC-32C call per record on a slice of the chunk (google-crc32c has no batch call; "
-                "~40% of the read under the profiler), one numpy prediction per break in the pattern of "
-                "record sizes (an eval record every 100 steps here) and the numpy decoding of each chunk; "
-                "plus start-up (~0.44 s)",
+    "~40% of the read under the profiler), one numpy prediction per break in the pattern of "
+    "record sizes (an eval record every 100 steps here) and the numpy decoding of each chunk; "
+    "plus start-up (~0.44 s)",
     "coqui": "Python work per text line (~7 lines per step block with ANSI codes; regular expressions only "
-             "on lines that can match): not decoded in batches",
+    "on lines that can match): not decoded in batches",
     "judge": "chart series (downsampling every series for the HTML/JSON charts) and rules that slide "
-             "windows over every point",
+    "windows over every point",
     "startup": "numpy (~0.1 s) and trainproof's readers and rule modules are imported before the first record",
     "jobs": "the parent process starts up, finds the runs, unpickles every report and renders the JSON "
-            "alone (~1.2 s of the --jobs 1 time does not parallelise: at most ~1.9x on 2 cores) and shares "
-            "the 2 cores with the workers while it does",
+    "alone (~1.2 s of the --jobs 1 time does not parallelise: at most ~1.9x on 2 cores) and shares "
+    "the 2 cores with the workers while it does",
 }
 
 
 # --------------------------------------------------------------------------- processes
+
 
 def run_proc(argv: list[str], devnull: bool = False, env: dict | None = None) -> dict:
     """Spawn, wait with ``os.wait4``; wall time, peak RSS (bytes), exit code, stdout, stderr."""
@@ -131,8 +157,13 @@ def run_proc(argv: list[str], devnull: bool = False, env: dict | None = None) ->
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return {"wall": wall, "rss": ru.ru_maxrss * 1024, "rc": p.returncode,
-                "stdout": out.read().decode(errors="replace"), "stderr": err.read().decode(errors="replace")}
+        return {
+            "wall": wall,
+            "rss": ru.ru_maxrss * 1024,
+            "rc": p.returncode,
+            "stdout": out.read().decode(errors="replace"),
+            "stderr": err.read().decode(errors="replace"),
+        }
 
 
 def _records_of(r: dict) -> int | None:
@@ -182,8 +213,10 @@ def bench_file(path: Path, repeat: int, vs: str | None, label: str = "", quiet: 
         f = run_proc([PY, "-c", FLOOR, str(path)])
         rows["floor"].append(f)
         rows["cat"].append(run_proc(["cat", str(path)], devnull=True))
-        line = (f"  {label} round {i + 1}: ours {a['wall']:7.2f}s {a['rss'] / 1e6:7.1f} MB "
-                f"| floor {f['wall']:6.3f}s | cat {rows['cat'][-1]['wall']:6.3f}s")
+        line = (
+            f"  {label} round {i + 1}: ours {a['wall']:7.2f}s {a['rss'] / 1e6:7.1f} MB "
+            f"| floor {f['wall']:6.3f}s | cat {rows['cat'][-1]['wall']:6.3f}s"
+        )
         if vs:
             b = run_proc(vs_cmd(vs, path))
             if b["rc"] != 0:
@@ -197,13 +230,22 @@ def bench_file(path: Path, repeat: int, vs: str | None, label: str = "", quiet: 
     ours = rows["ours"]
     records = ours[0]["records"]
     res = {
-        "file": str(path), "format": meta.get("format"), "steps": meta.get("steps"), "bytes": size,
-        "records": records, "records_expected": meta.get("records"), "samples": meta.get("samples"),
-        "wall": med(r["wall"] for r in ours), "walls": [r["wall"] for r in ours],
+        "file": str(path),
+        "format": meta.get("format"),
+        "steps": meta.get("steps"),
+        "bytes": size,
+        "records": records,
+        "records_expected": meta.get("records"),
+        "samples": meta.get("samples"),
+        "wall": med(r["wall"] for r in ours),
+        "walls": [r["wall"] for r in ours],
         "rss": med(r["rss"] for r in ours),
-        "floor_wall": med(r["wall"] for r in rows["floor"]), "cat_wall": med(r["wall"] for r in rows["cat"]),
+        "floor_wall": med(r["wall"] for r in rows["floor"]),
+        "cat_wall": med(r["wall"] for r in rows["cat"]),
         "ratio_floor": [a["wall"] / f["wall"] for a, f in zip(ours, rows["floor"])],
-        "verdict": None, "repeat": repeat, "vs": vs,
+        "verdict": None,
+        "repeat": repeat,
+        "vs": vs,
     }
     try:
         res["verdict"] = json.loads(ours[-1]["stdout"])["reports"][0]["verdict"]
@@ -224,9 +266,11 @@ def bench_file(path: Path, repeat: int, vs: str | None, label: str = "", quiet: 
 
 def describe(res: dict, const_rss: float | None) -> str:
     med = statistics.median
-    s = (f"{res.get('format') or '?':8s} {res.get('steps') or 0:>9,} steps {res['bytes'] / 1e6:8.1f} MB  "
-         f"{res['wall']:7.2f}s  {res['rate'] or 0:>11,.0f} rec/s {res['mbps']:6.1f} MB/s  "
-         f"peak {res['rss'] / 1e6:7.1f} MB")
+    s = (
+        f"{res.get('format') or '?':8s} {res.get('steps') or 0:>9,} steps {res['bytes'] / 1e6:8.1f} MB  "
+        f"{res['wall']:7.2f}s  {res['rate'] or 0:>11,.0f} rec/s {res['mbps']:6.1f} MB/s  "
+        f"peak {res['rss'] / 1e6:7.1f} MB"
+    )
     if const_rss is not None and res.get("samples"):
         s += f" ({(res['rss'] - const_rss) / res['samples']:.1f} B/sample net)"
     s += f"  x{med(res['ratio_floor']):.1f} floor"
@@ -236,6 +280,7 @@ def describe(res: dict, const_rss: float | None) -> str:
 
 
 # --------------------------------------------------------------------------- children
+
 
 def naive_child(path: str) -> None:
     """A pure-Python linter of the same job, as issue 9 describes it: whole file in memory,
@@ -250,9 +295,19 @@ def naive_child(path: str) -> None:
     fmt = meta.get("format")
     data = p.read_bytes()
     if fmt is None:
-        fmt = "tfevents" if "tfevents" in p.name else ("hf" if p.suffix == ".json" else
-                                                      "csv" if p.suffix == ".csv" else
-                                                      "coqui" if p.suffix == ".txt" else "jsonl")
+        fmt = (
+            "tfevents"
+            if "tfevents" in p.name
+            else (
+                "hf"
+                if p.suffix == ".json"
+                else "csv"
+                if p.suffix == ".csv"
+                else "coqui"
+                if p.suffix == ".txt"
+                else "jsonl"
+            )
+        )
     text = data.decode("utf-8")
     rows: list[dict] = []
     if fmt == "jsonl":
@@ -290,6 +345,7 @@ def judge_child(path: str) -> None:
     t0 = time.perf_counter()
     from trainproof.api import read_runlog
     from trainproof.rules.engine import judge_runlog
+
     t_import = time.perf_counter() - t0
     t0 = time.perf_counter()
     run = read_runlog(path)
@@ -305,9 +361,20 @@ def judge_child(path: str) -> None:
     n = sum(len(s) for s in run.series.values())
     # judge: the first call, as `epoch` makes it (any lazily imported rule code included);
     # judge_warm: the second call on the same RunLog.
-    print(json.dumps({"import": t_import, "read": t_read, "judge": judge[0], "judge_warm": judge[1],
-                      "judge_nocharts": t_nocharts, "records": run.records, "points": n,
-                      "verdict": rep.verdict}))
+    print(
+        json.dumps(
+            {
+                "import": t_import,
+                "read": t_read,
+                "judge": judge[0],
+                "judge_warm": judge[1],
+                "judge_nocharts": t_nocharts,
+                "records": run.records,
+                "points": n,
+                "verdict": rep.verdict,
+            }
+        )
+    )
 
 
 def profile_child(path: str, top: int) -> None:
@@ -329,16 +396,23 @@ def profile_child(path: str, top: int) -> None:
 
 # --------------------------------------------------------------------------- suite parts
 
+
 def generate(fmt: str, steps: int, data: Path) -> Path:
     path = data / f"{fmt}_{steps}" / FILE_NAMES[fmt]
     meta = Path(str(path) + ".meta.json")
     if path.exists() and meta.exists():
         m = json.loads(meta.read_text())
-        if m.get("steps") == steps and m.get("seed") == 0 and m.get("bytes") == path.stat().st_size \
-                and not m.get("nan_at") and not m.get("diverge_at"):
+        if (
+            m.get("steps") == steps
+            and m.get("seed") == 0
+            and m.get("bytes") == path.stat().st_size
+            and not m.get("nan_at")
+            and not m.get("diverge_at")
+        ):
             return path
-    r = subprocess.run([PY, str(BENCH / "gen_logs.py"), fmt, str(steps), str(path)], cwd=ROOT,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [PY, str(BENCH / "gen_logs.py"), fmt, str(steps), str(path)], cwd=ROOT, capture_output=True, text=True
+    )
     if r.returncode != 0:
         sys.exit(f"generation failed:\n{r.stderr}")
     print("  generated " + r.stdout.strip(), flush=True)
@@ -351,9 +425,11 @@ def _tp_script() -> list[str]:
 
 
 def startup(tiny: Path, n: int = 10) -> dict:
-    cmds = {"python -c pass": [PY, "-c", "pass"],
-            "trainproof --version": _tp_script() + ["--version"],
-            "trainproof epoch (10 lines) --json": _tp_script() + ["epoch", str(tiny), "--json"]}
+    cmds = {
+        "python -c pass": [PY, "-c", "pass"],
+        "trainproof --version": _tp_script() + ["--version"],
+        "trainproof epoch (10 lines) --json": _tp_script() + ["epoch", str(tiny), "--json"],
+    }
     res: dict[str, dict] = {k: {"walls": [], "rss": []} for k in cmds}
     for _ in range(n):  # interleaved, like the rounds above
         for k, argv in cmds.items():
@@ -393,8 +469,13 @@ def importtime(argv: list[str]) -> dict:
     # trainproof's own modules, by self time: with lazy imports they are imported one by one
     # from inside the CLI, so the package's own cumulative time holds only its __init__.
     tp_self = sum(e[0] for e in entries if e[3] == "trainproof" or e[3].startswith("trainproof."))
-    return {"heavy": heavy, "top10": [(k, v / 1000) for v, k in top10], "modules": len(names),
-            "total_ms": total / 1000, "trainproof_self_ms": tp_self / 1000}
+    return {
+        "heavy": heavy,
+        "top10": [(k, v / 1000) for v, k in top10],
+        "modules": len(names),
+        "total_ms": total / 1000,
+        "trainproof_self_ms": tp_self / 1000,
+    }
 
 
 def jobs_tree(data: Path, n: int = 1000) -> Path:
@@ -405,13 +486,15 @@ def jobs_tree(data: Path, n: int = 1000) -> Path:
     if done.exists():
         return root
     # One generator process for all of them (the driver itself imports nothing heavy).
-    script = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; import gen_logs as g\n"
-              "root, n = Path(sys.argv[2]), int(sys.argv[3])\n"
-              "for i in range(n):\n"
-              "    fmt = g.FORMATS[i % len(g.FORMATS)]\n"
-              "    out = root / f'run{i:04d}' / g.FILE_NAMES[fmt]\n"
-              "    g.generate(fmt, 2000, out, i)\n"
-              "    out.with_name(out.name + '.meta.json').unlink(missing_ok=True)\n")
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; import gen_logs as g\n"
+        "root, n = Path(sys.argv[2]), int(sys.argv[3])\n"
+        "for i in range(n):\n"
+        "    fmt = g.FORMATS[i % len(g.FORMATS)]\n"
+        "    out = root / f'run{i:04d}' / g.FILE_NAMES[fmt]\n"
+        "    g.generate(fmt, 2000, out, i)\n"
+        "    out.with_name(out.name + '.meta.json').unlink(missing_ok=True)\n"
+    )
     subprocess.run([PY, "-c", script, str(BENCH), str(root), str(n)], cwd=ROOT, check=True, capture_output=True)
     done.write_text("")
     return root
@@ -434,8 +517,13 @@ def bench_jobs(root: Path, repeat: int, jobs: tuple[int, int] = (1, 2)) -> dict:
                 except (ValueError, KeyError):
                     pass
     a, b = jobs
-    return {"root": str(root), "jobs": list(jobs), "walls": {str(j): w for j, w in walls.items()},
-            "ratios": [x / y for x, y in zip(walls[a], walls[b])], "reports": reports}
+    return {
+        "root": str(root),
+        "jobs": list(jobs),
+        "walls": {str(j): w for j, w in walls.items()},
+        "ratios": [x / y for x, y in zip(walls[a], walls[b])],
+        "reports": reports,
+    }
 
 
 def judge_vs_read(path: Path) -> dict:
@@ -450,15 +538,19 @@ def judge_vs_read(path: Path) -> dict:
 
 # --------------------------------------------------------------------------- results
 
+
 def _fmt_rate(x: float | None) -> str:
     return "-" if x is None else f"{x:,.0f}"
 
 
 def _git() -> str:
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=ROOT, capture_output=True,
-                               text=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "src"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
         return head + (f" + uncommitted changes in src/ ({len(dirty.splitlines())} files)" if dirty else "")
     except OSError:
         return "?"
@@ -478,54 +570,72 @@ def render(R: dict) -> str:
     a("")
     a("<!-- Generated by `python bench/run_bench.py --suite --write-results`; do not edit by hand. -->")
     a("")
-    a(f"Run {R['date']}, {R['seconds'] / 60:.1f} min; {R['machine']}; trainproof at {R['git']}. "
-      f"Load average (1 min) {R['load'][0]:.2f} at the start, {R['load'][1]:.2f} at the end: the machine is "
-      "shared, its speed drifts by ±25%, so **only the per-round ratios compare**; absolute rates are "
-      "this run's medians.")
+    a(
+        f"Run {R['date']}, {R['seconds'] / 60:.1f} min; {R['machine']}; trainproof at {R['git']}. "
+        f"Load average (1 min) {R['load'][0]:.2f} at the start, {R['load'][1]:.2f} at the end: the machine is "
+        "shared, its speed drifts by ±25%, so **only the per-round ratios compare**; absolute rates are "
+        "this run's medians."
+    )
     a("")
-    a("Every figure is a whole `python -m trainproof epoch FILE --json` process (start-up, read, "
-      f"judge, JSON out), median of {R['repeat']} rounds. Logs from `bench/gen_logs.py` (seed 0, eval "
-      "every 100 steps; 4 metrics a step, Coqui 5). *records*: as the report counts them (a JSONL line, "
-      "a CSV row, a `log_history` row, a Coqui step block, one event-file scalar). *B/sample*: (peak "
-      f"RSS − {R['const_rss'] / 1e6:.1f} MB, the peak of `epoch` on a 10-line log) / numeric samples. "
-      "*net of start-up*: the same with the start-up of `epoch` on a 10-line log taken out of the wall "
-      "time. *× floor*: our wall time / a Python read of the file in 1 MiB chunks counting newlines (start-up "
-      "included), per round, median. *vs*: the other command's wall time / ours, per round (> 1: ours "
-      "faster); *naive* = the pure-Python linter of issue 9 (whole file in memory, a parser call per "
-      "line, a dict per record; `run_bench.py --naive-child`), *EA* = TensorBoard's "
-      "`EventAccumulator` (`bench/ea_read.py`, all scalars kept, CRCs checked in pure Python).")
+    a(
+        "Every figure is a whole `python -m trainproof epoch FILE --json` process (start-up, read, "
+        f"judge, JSON out), median of {R['repeat']} rounds. Logs from `bench/gen_logs.py` (seed 0, eval "
+        "every 100 steps; 4 metrics a step, Coqui 5). *records*: as the report counts them (a JSONL line, "
+        "a CSV row, a `log_history` row, a Coqui step block, one event-file scalar). *B/sample*: (peak "
+        f"RSS − {R['const_rss'] / 1e6:.1f} MB, the peak of `epoch` on a 10-line log) / numeric samples. "
+        "*net of start-up*: the same with the start-up of `epoch` on a 10-line log taken out of the wall "
+        "time. *× floor*: our wall time / a Python read of the file in 1 MiB chunks counting newlines (start-up "
+        "included), per round, median. *vs*: the other command's wall time / ours, per round (> 1: ours "
+        "faster); *naive* = the pure-Python linter of issue 9 (whole file in memory, a parser call per "
+        "line, a dict per record; `run_bench.py --naive-child`), *EA* = TensorBoard's "
+        "`EventAccumulator` (`bench/ea_read.py`, all scalars kept, CRCs checked in pure Python)."
+    )
     a("")
-    names = {"jsonl": "JSONL", "csv": "CSV", "hf": "HF trainer_state.json", "coqui": "Coqui trainer_0_log.txt",
-             "tfevents": "TensorBoard event file"}
+    names = {
+        "jsonl": "JSONL",
+        "csv": "CSV",
+        "hf": "HF trainer_state.json",
+        "coqui": "Coqui trainer_0_log.txt",
+        "tfevents": "TensorBoard event file",
+    }
     for fmt in FORMATS:
         rows = [r for r in R["files"] if r["format"] == fmt]
         if not rows:
             continue
         a(f"## {names[fmt]}")
         a("")
-        a(f"| steps | records | MB | wall s | {RATE_UNIT[fmt]} | net of start-up | MB/s | peak RSS MB | B/sample | "
-          "floor s | cat s | × floor | vs (other / ours, per round) | verdict |")
+        a(
+            f"| steps | records | MB | wall s | {RATE_UNIT[fmt]} | net of start-up | MB/s | peak RSS MB | B/sample | "
+            "floor s | cat s | × floor | vs (other / ours, per round) | verdict |"
+        )
         a("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
         for r in rows:
             bps = (r["rss"] - R["const_rss"]) / r["samples"] if r.get("samples") else None
             vs = "-"
             if r.get("vs"):
                 nm = {"naive": "naive", "ea": "EA"}.get(r["vs"], r["vs"])
-                vs = (f"{nm} {r['vs_wall']:.2f}s, {r['vs_rss'] / 1e6:.0f} MB: "
-                      + ", ".join(f"{x:.2f}" for x in r["ratio_vs"]) + f" (median **{med(r['ratio_vs']):.2f}×**)")
-            a(f"| {r['steps']:,} | {r['records']:,} | {r['bytes'] / 1e6:.1f} | {r['wall']:.2f} | "
-              f"{_fmt_rate(r['rate'])} | {_fmt_rate(_net(r, R))} | {r['mbps']:.1f} | {r['rss'] / 1e6:.1f} | "
-              f"{'-' if bps is None else f'{bps:.0f}'} | {r['floor_wall']:.3f} | {r['cat_wall']:.3f} | "
-              f"{med(r['ratio_floor']):.1f} | {vs} | {r['verdict']} |")
+                vs = (
+                    f"{nm} {r['vs_wall']:.2f}s, {r['vs_rss'] / 1e6:.0f} MB: "
+                    + ", ".join(f"{x:.2f}" for x in r["ratio_vs"])
+                    + f" (median **{med(r['ratio_vs']):.2f}×**)"
+                )
+            a(
+                f"| {r['steps']:,} | {r['records']:,} | {r['bytes'] / 1e6:.1f} | {r['wall']:.2f} | "
+                f"{_fmt_rate(r['rate'])} | {_fmt_rate(_net(r, R))} | {r['mbps']:.1f} | {r['rss'] / 1e6:.1f} | "
+                f"{'-' if bps is None else f'{bps:.0f}'} | {r['floor_wall']:.3f} | {r['cat_wall']:.3f} | "
+                f"{med(r['ratio_floor']):.1f} | {vs} | {r['verdict']} |"
+            )
         a("")
     ea = [r for r in R["files"] if r.get("vs") == "ea"]
     if ea:
         big = max(ea, key=lambda r: r["steps"])
         ea_rate = big["vs_records"] / big["vs_wall"]
-        a(f"EventAccumulator runs only up to {R['ea_max']:,} steps ({big['vs_records']:,} scalars): it reads "
-          f"{ea_rate:,.0f} scalars/s here, so the 1e6-step file ({4 * 1_000_000 + 10_000:,} scalars) would take "
-          f"~{4_010_000 / ea_rate / 60:.0f} min a round. The naive linter runs only up to {R['naive_max']:,} steps "
-          "(the issue measured it at 1e6: 19.4 s JSONL, 11.5 s CSV, 15.0 s HF, 53 s Coqui).")
+        a(
+            f"EventAccumulator runs only up to {R['ea_max']:,} steps ({big['vs_records']:,} scalars): it reads "
+            f"{ea_rate:,.0f} scalars/s here, so the 1e6-step file ({4 * 1_000_000 + 10_000:,} scalars) would take "
+            f"~{4_010_000 / ea_rate / 60:.0f} min a round. The naive linter runs only up to {R['naive_max']:,} steps "
+            "(the issue measured it at 1e6: 19.4 s JSONL, 11.5 s CSV, 15.0 s HF, 53 s Coqui)."
+        )
         a("")
     a("## Start-up")
     a("")
@@ -537,25 +647,32 @@ def render(R: dict) -> str:
         a(f"| `{k}` | {v['wall']:.3f} | {v['over_python'] * 1000:+.0f} ms | {v['rss'] / 1e6:.1f} | {heavy} |")
     a("")
     for k, imp in R["imports"].items():
-        a(f"`python -X importtime` of `{k}`: {imp['modules']} modules, {imp['total_ms']:.0f} ms of imports "
-          f"(trainproof's own modules {imp.get('trainproof_self_ms', imp.get('trainproof_cum_ms', 0)):.0f} ms, self time). Top 10 third-party/stdlib "
-          "packages by cumulative import time: "
-          + ", ".join(f"{n} {ms:.0f} ms" for n, ms in imp["top10"]) + ".")
+        a(
+            f"`python -X importtime` of `{k}`: {imp['modules']} modules, {imp['total_ms']:.0f} ms of imports "
+            f"(trainproof's own modules {imp.get('trainproof_self_ms', imp.get('trainproof_cum_ms', 0)):.0f} ms, self time). Top 10 third-party/stdlib "
+            "packages by cumulative import time: " + ", ".join(f"{n} {ms:.0f} ms" for n, ms in imp["top10"]) + "."
+        )
         a("")
     a("## Judging vs reading a 1e6-step RunLog (in one process)")
     a("")
-    a("`read_runlog(path)` then `judge_runlog(run)` (charts on, as `epoch` calls it) in one fresh process, "
-      "each timed alone; *judge* is the first call (what `epoch` pays, lazily imported rule code "
-      "included), *warm* a second call on the same RunLog. At the target rate a 1e6-record read takes "
-      "2 s, so the last column is what the judge would cost once the readers meet their targets.")
+    a(
+        "`read_runlog(path)` then `judge_runlog(run)` (charts on, as `epoch` calls it) in one fresh process, "
+        "each timed alone; *judge* is the first call (what `epoch` pays, lazily imported rule code "
+        "included), *warm* a second call on the same RunLog. At the target rate a 1e6-record read takes "
+        "2 s, so the last column is what the judge would cost once the readers meet their targets."
+    )
     a("")
-    a("| file | records | numeric points | `read_runlog` s | `judge_runlog` s | judge / read | "
-      "warm s | warm, no charts s | judge / 2 s |")
+    a(
+        "| file | records | numeric points | `read_runlog` s | `judge_runlog` s | judge / read | "
+        "warm s | warm, no charts s | judge / 2 s |"
+    )
     a("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for d in R["judge"]:
-        a(f"| {Path(d['file']).parent.name}/{Path(d['file']).name} | {d['records']:,} | {d['points']:,} | "
-          f"{d['read']:.2f} | {d['judge']:.3f} | {100 * d['judge'] / d['read']:.1f}% | {d['judge_warm']:.3f} | "
-          f"{d['judge_nocharts']:.3f} | {100 * d['judge'] / 2.0:.0f}% |")
+        a(
+            f"| {Path(d['file']).parent.name}/{Path(d['file']).name} | {d['records']:,} | {d['points']:,} | "
+            f"{d['read']:.2f} | {d['judge']:.3f} | {100 * d['judge'] / d['read']:.1f}% | {d['judge_warm']:.3f} | "
+            f"{d['judge_nocharts']:.3f} | {100 * d['judge'] / 2.0:.0f}% |"
+        )
     a("")
     a("## Targets (issue 9, section 2)")
     a("")
@@ -574,8 +691,15 @@ def targets(R: dict) -> list[tuple[str, str, str, str]]:
         if "not met" in t[2]:
             key = next((k for k in CAUSES if t[0].startswith(k + " at")), None)
             if key is None:
-                key = ("judge" if t[0].startswith("judging") else "startup" if t[0].startswith("start-up")
-                       else "jobs" if t[0].startswith("doctor") else None)
+                key = (
+                    "judge"
+                    if t[0].startswith("judging")
+                    else "startup"
+                    if t[0].startswith("start-up")
+                    else "jobs"
+                    if t[0].startswith("doctor")
+                    else None
+                )
             if key is not None:
                 out[i] = t[:3] + (CAUSES[key],)
     return out
@@ -594,24 +718,42 @@ def _targets(R: dict) -> list[tuple[str, str, str]]:
         rate = r["rate"]
         ok = rate >= need
         net = _net(r, R)
-        out.append((label, f"{rate:,.0f} {RATE_UNIT[fmt]} ({r['wall']:.1f} s for {r['units']:,}; "
-                           f"{_fmt_rate(net)}/s net of start-up)",
-                    "**met**" if ok else f"**not met** ({rate / need:.2f}× of target, needs {need / rate:.1f}× faster)"))
+        out.append(
+            (
+                label,
+                f"{rate:,.0f} {RATE_UNIT[fmt]} ({r['wall']:.1f} s for {r['units']:,}; "
+                f"{_fmt_rate(net)}/s net of start-up)",
+                "**met**" if ok else f"**not met** ({rate / need:.2f}× of target, needs {need / rate:.1f}× faster)",
+            )
+        )
     for fmt in FORMATS:
         r = big.get(fmt)
         label = f"{fmt} peak memory ≤ {BYTES_PER_SAMPLE} B/numeric sample + constant (1e6)"
         if r is None or not r.get("samples"):
             continue
         bps = (r["rss"] - R["const_rss"]) / r["samples"]
-        out.append((label, f"{bps:.0f} B/sample ({r['rss'] / 1e6:.0f} MB peak, {r['samples']:,} samples)",
-                    "**met**" if bps <= BYTES_PER_SAMPLE else f"**not met** ({bps / BYTES_PER_SAMPLE:.1f}× the budget)"))
+        out.append(
+            (
+                label,
+                f"{bps:.0f} B/sample ({r['rss'] / 1e6:.0f} MB peak, {r['samples']:,} samples)",
+                "**met**" if bps <= BYTES_PER_SAMPLE else f"**not met** ({bps / BYTES_PER_SAMPLE:.1f}× the budget)",
+            )
+        )
     for d in R["judge"]:
         pct = 100 * d["judge"] / d["read"]
-        out.append((f"judging a 1e6-step RunLog < 10% of reading it ({Path(d['file']).parent.name})",
-                    f"judge {d['judge']:.2f} s / read {d['read']:.2f} s = {pct:.1f}%; vs a read at the target "
-                    f"rate (2 s): {100 * d['judge'] / 2.0:.0f}%",
-                    ("**met**" if pct < 10 else "**not met**")
-                    + (f" today, but {100 * d['judge'] / 2.0:.0f}% of a read at the target rate" if d["judge"] > 0.2 else "")))
+        out.append(
+            (
+                f"judging a 1e6-step RunLog < 10% of reading it ({Path(d['file']).parent.name})",
+                f"judge {d['judge']:.2f} s / read {d['read']:.2f} s = {pct:.1f}%; vs a read at the target "
+                f"rate (2 s): {100 * d['judge'] / 2.0:.0f}%",
+                ("**met**" if pct < 10 else "**not met**")
+                + (
+                    f" today, but {100 * d['judge'] / 2.0:.0f}% of a read at the target rate"
+                    if d["judge"] > 0.2
+                    else ""
+                ),
+            )
+        )
     for k, imp in R["imports"].items():
         if k == "trainproof --version":
             bad = [h for h in imp["heavy"] if h in NEVER_AT_VERSION]
@@ -620,24 +762,36 @@ def _targets(R: dict) -> list[tuple[str, str, str]]:
             bad = [h for h in imp["heavy"] if h in NEVER_AT_START]
             need = "no rich, sarif-om, torch, tensorboard… (numpy allowed)"
         s = R["startup"][k]
-        out.append((f"start-up: `{k}` imports {need}",
-                    f"{s['wall'] * 1000:.0f} ms, {s['over_python'] * 1000:+.0f} ms over `python -c pass`; heavy: "
-                    f"{', '.join(imp['heavy']) or 'none'}",
-                    "**met**" if not bad else f"**not met** (imports {', '.join(bad)})"))
+        out.append(
+            (
+                f"start-up: `{k}` imports {need}",
+                f"{s['wall'] * 1000:.0f} ms, {s['over_python'] * 1000:+.0f} ms over `python -c pass`; heavy: "
+                f"{', '.join(imp['heavy']) or 'none'}",
+                "**met**" if not bad else f"**not met** (imports {', '.join(bad)})",
+            )
+        )
     j = R.get("jobs")
     if j:
         m = statistics.median(j["ratios"])
         w = {k: statistics.median(v) for k, v in j["walls"].items()}
-        out.append((f"doctor --jobs 2 on 1,000 small logs of mixed formats ≥ 1.7× faster than --jobs 1",
-                    f"{m:.2f}× (per round: {', '.join(f'{x:.2f}' for x in j['ratios'])}; medians "
-                    f"{w['1']:.1f} s vs {w['2']:.1f} s, {j['reports']} reports)",
-                    "**met**" if m >= 1.7 else "**not met**"))
+        out.append(
+            (
+                "doctor --jobs 2 on 1,000 small logs of mixed formats ≥ 1.7× faster than --jobs 1",
+                f"{m:.2f}× (per round: {', '.join(f'{x:.2f}' for x in j['ratios'])}; medians "
+                f"{w['1']:.1f} s vs {w['2']:.1f} s, {j['reports']} reports)",
+                "**met**" if m >= 1.7 else "**not met**",
+            )
+        )
     for r in R["files"]:
         if r.get("vs") == "naive" and r["steps"] == max(x["steps"] for x in R["files"] if x.get("vs") == "naive"):
             m = statistics.median(r["ratio_vs"])
-            out.append((f"(title) {r['format']} ≥ 10× faster than the naive pure-Python linter ({r['steps']:,} steps)",
-                        f"{m:.2f}× (per round: {', '.join(f'{x:.2f}' for x in r['ratio_vs'])})",
-                        "**met**" if m >= 10 else "**not met**"))
+            out.append(
+                (
+                    f"(title) {r['format']} ≥ 10× faster than the naive pure-Python linter ({r['steps']:,} steps)",
+                    f"{m:.2f}× (per round: {', '.join(f'{x:.2f}' for x in r['ratio_vs'])})",
+                    "**met**" if m >= 10 else "**not met**",
+                )
+            )
     return out
 
 
@@ -655,9 +809,15 @@ def suite(args) -> int:
             vers.append(f"{dist} {metadata.version(dist)}")
         except metadata.PackageNotFoundError:
             vers.append(f"{dist} missing")
-    R: dict = {"date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"), "repeat": args.repeat, "git": _git(),
-               "machine": f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
-                          + ", ".join(vers), "files": [], "judge": []}
+    R: dict = {
+        "date": _dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "repeat": args.repeat,
+        "git": _git(),
+        "machine": f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
+        + ", ".join(vers),
+        "files": [],
+        "judge": [],
+    }
     # Measure what an installed copy runs: bytecode compiled once (pip does it at install),
     # even where the caller's shell sets PYTHONDONTWRITEBYTECODE (every child would
     # otherwise recompile trainproof's sources at start-up, ~0.1 s here).
@@ -668,8 +828,9 @@ def suite(args) -> int:
     print("generating logs (cached under %s)" % data, flush=True)
     tiny = data / "tiny" / "metrics.jsonl"
     if not tiny.exists():
-        subprocess.run([PY, str(BENCH / "gen_logs.py"), "jsonl", "10", str(tiny)], cwd=ROOT, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [PY, str(BENCH / "gen_logs.py"), "jsonl", "10", str(tiny)], cwd=ROOT, check=True, capture_output=True
+        )
     paths = {(f, s): generate(f, s, data) for s in sizes for f in fmts}
 
     print("\nstart-up (median of 10, interleaved):", flush=True)
@@ -678,11 +839,12 @@ def suite(args) -> int:
     for k, v in R["startup"].items():
         print(f"  {k:36s} {v['wall']:.3f}s ({v['over_python'] * 1000:+.0f} ms)  peak {v['rss'] / 1e6:.1f} MB")
     R["const_rss"] = R["startup"]["trainproof epoch (10 lines) --json"]["rss"]
-    R["imports"] = {"trainproof --version": importtime(_tp_script() + ["--version"]),
-                    "trainproof epoch (10 lines) --json": importtime(_tp_script() + ["epoch", str(tiny), "--json"])}
+    R["imports"] = {
+        "trainproof --version": importtime(_tp_script() + ["--version"]),
+        "trainproof epoch (10 lines) --json": importtime(_tp_script() + ["epoch", str(tiny), "--json"]),
+    }
     for k, imp in R["imports"].items():
-        print(f"  imports of {k}: heavy {imp['heavy']}; top: "
-              + ", ".join(f"{n} {ms:.0f}ms" for n, ms in imp["top10"]))
+        print(f"  imports of {k}: heavy {imp['heavy']}; top: " + ", ".join(f"{n} {ms:.0f}ms" for n, ms in imp["top10"]))
 
     for s in sizes:
         for f in fmts:
@@ -696,8 +858,10 @@ def suite(args) -> int:
             R["files"].append(res)
             print("  " + describe(res, R["const_rss"]), flush=True)
             if res["records_expected"] and res["records"] != res["records_expected"]:
-                print(f"  NOTE: trainproof counted {res['records']:,} records, the generator wrote "
-                      f"{res['records_expected']:,}")
+                print(
+                    f"  NOTE: trainproof counted {res['records']:,} records, the generator wrote "
+                    f"{res['records_expected']:,}"
+                )
     R["ea_max"], R["naive_max"] = args.ea_max, args.naive_max
 
     for f in ("jsonl", "tfevents"):
@@ -705,9 +869,11 @@ def suite(args) -> int:
             print(f"\njudge vs read in one process, {f} 1e6:", flush=True)
             d = judge_vs_read(paths[(f, max(sizes))])
             R["judge"].append(d)
-            print(f"  read {d['read']:.2f}s, judge {d['judge']:.3f}s ({100 * d['judge'] / d['read']:.1f}%), "
-                  f"warm {d['judge_warm']:.3f}s, warm w/o charts {d['judge_nocharts']:.3f}s; {d['points']:,} points",
-                  flush=True)
+            print(
+                f"  read {d['read']:.2f}s, judge {d['judge']:.3f}s ({100 * d['judge'] / d['read']:.1f}%), "
+                f"warm {d['judge_warm']:.3f}s, warm w/o charts {d['judge_nocharts']:.3f}s; {d['points']:,} points",
+                flush=True,
+            )
 
     if args.jobs_n:
         print(f"\ndoctor --jobs 1 vs --jobs 2 on {args.jobs_n:,} small logs:", flush=True)
@@ -742,8 +908,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--startup-n", type=int, default=10)
     ap.add_argument("--jobs-n", type=int, default=1000, help="logs for the doctor --jobs 1 vs 2 bench (0: skip)")
     ap.add_argument("--write-results", action="store_true", help="write bench/RESULTS.md (with --suite)")
-    ap.add_argument("--render-only", metavar="RESULTS_JSON",
-                    help="re-write bench/RESULTS.md from a suite's saved results.json (no measuring)")
+    ap.add_argument(
+        "--render-only",
+        metavar="RESULTS_JSON",
+        help="re-write bench/RESULTS.md from a suite's saved results.json (no measuring)",
+    )
     ap.add_argument("--profile", metavar="FILE", help="cProfile read_runlog on FILE")
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--naive-child", help=argparse.SUPPRESS)
@@ -760,8 +929,9 @@ def main(argv: list[str] | None = None) -> int:
         profile_child(args.profile_child, args.top)
         return 0
     if args.profile:
-        return subprocess.run([PY, str(Path(__file__).resolve()), "--profile-child", args.profile,
-                               "--top", str(args.top)], cwd=ROOT).returncode
+        return subprocess.run(
+            [PY, str(Path(__file__).resolve()), "--profile-child", args.profile, "--top", str(args.top)], cwd=ROOT
+        ).returncode
     args.ea_max = int(args.ea_max)
     args.naive_max = int(args.naive_max)
     if args.render_only:

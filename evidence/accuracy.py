@@ -14,6 +14,7 @@ Usage (from the repository root; needs ../shared)::
     python evidence/accuracy.py            # rewrites evidence/accuracy.md
     python evidence/accuracy.py --check    # exit 1 if the page is out of date
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,9 +83,21 @@ WHY = {
 def run_scorecard() -> tuple[list[dict], str]:
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "results.json"
-        p = subprocess.run([sys.executable, str(SHARED / "tools" / "scorecard.py"),
-                            "--cmd", f"{sys.executable} -m trainproof", "--corpus", str(SHARED / "corpus"),
-                            "--json-out", str(out)], capture_output=True, text=True, check=True)
+        p = subprocess.run(
+            [
+                sys.executable,
+                str(SHARED / "tools" / "scorecard.py"),
+                "--cmd",
+                f"{sys.executable} -m trainproof",
+                "--corpus",
+                str(SHARED / "corpus"),
+                "--json-out",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         results = json.loads(out.read_text())
     summary = next(line for line in p.stdout.splitlines() if line.startswith("SUMMARY"))
     return results, summary
@@ -118,8 +131,16 @@ def render(results: list[dict], summary: str) -> str:
     for lab in labels:
         rows = [r for r in results if r["label"] == lab]
         c = Counter(r["verdict"] for r in rows)
-        lines.append(f"| {lab} | {rows[0]['expect']} | {len(rows)} | " + " | ".join(str(c.get(v, 0) or "") for v in cols) + " |")
-    lines += ["", "## Every file", "", "| file | format | label | verdict | outcome | findings |", "|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {lab} | {rows[0]['expect']} | {len(rows)} | " + " | ".join(str(c.get(v, 0) or "") for v in cols) + " |"
+        )
+    lines += [
+        "",
+        "## Every file",
+        "",
+        "| file | format | label | verdict | outcome | findings |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in sorted(results, key=lambda r: (r["format"], r["id"])):
         ids = ", ".join(i for i in r["ids"] if i not in ("TP-PASS",)) or "—"
         lines.append(f"| {r['id']} | {r['format']} | {r['label']} | {r['verdict']} | {r['outcome']} | {ids} |")
@@ -129,13 +150,19 @@ def render(results: list[dict], summary: str) -> str:
         lines.append("None.")
     for r in bad:
         why = WHY.get(r["id"], "NOT YET EXPLAINED: read the log and add the reason to evidence/accuracy.py.")
-        lines.append(f"- **{r['id']}** ({r['format']}, label `{r['label']}`, expects {r['expect']}): "
-                     f"trainproof says {r['verdict']} (exit {r['rc']}; {', '.join(r['ids']) or 'no findings'}), "
-                     f"outcome `{r['outcome']}`. {why}")
+        lines.append(
+            f"- **{r['id']}** ({r['format']}, label `{r['label']}`, expects {r['expect']}): "
+            f"trainproof says {r['verdict']} (exit {r['rc']}; {', '.join(r['ids']) or 'no findings'}), "
+            f"outcome `{r['outcome']}`. {why}"
+        )
     unscored = [r for r in results if r["outcome"] == "n/a"]
     if unscored:
-        lines += ["", "Not scored (label `unclear` or unknown): "
-                  + ", ".join(f"{r['id']} ({r['verdict']})" for r in unscored) + "."]
+        lines += [
+            "",
+            "Not scored (label `unclear` or unknown): "
+            + ", ".join(f"{r['id']} ({r['verdict']})" for r in unscored)
+            + ".",
+        ]
     return "\n".join(lines) + "\n"
 
 

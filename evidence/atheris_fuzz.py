@@ -26,6 +26,7 @@ Usage (from the repository root)::
 atheris is not a dependency: ``pip install atheris -c .ci/constraints.txt`` (a binary
 wheel for CPython 3.8-3.11 on x86-64 Linux; other platforms build it with clang).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,7 @@ def _child(target: str, seconds: int, corpus: Path, crash_dir: Path) -> None:
 
         from trainproof.aliases import MappingError
         from trainproof.api import read_runlog
-        from trainproof.formats import ReadError
-        from trainproof.formats import _event_proto, _tfrecord
+        from trainproof.formats import ReadError, _event_proto, _tfrecord
         from trainproof.formats import csv as csv_fmt
 
     work = Path(tempfile.mkdtemp(prefix="atheris-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
@@ -108,9 +108,19 @@ def _child(target: str, seconds: int, corpus: Path, crash_dir: Path) -> None:
             except (ReadError, csv.Error):
                 pass
 
-    atheris.Setup([sys.argv[0], str(corpus), f"-max_total_time={seconds}", "-print_final_stats=1",
-                   "-rss_limit_mb=2048", "-timeout=20", "-max_len=65536", f"-artifact_prefix={crash_dir}/"],
-                  one)
+    atheris.Setup(
+        [
+            sys.argv[0],
+            str(corpus),
+            f"-max_total_time={seconds}",
+            "-print_final_stats=1",
+            "-rss_limit_mb=2048",
+            "-timeout=20",
+            "-max_len=65536",
+            f"-artifact_prefix={crash_dir}/",
+        ],
+        one,
+    )
     atheris.Fuzz()
 
 
@@ -123,8 +133,13 @@ def run_target(target: str, seconds: int) -> dict:
         (corpus / f"seed{i}").write_bytes(s)
     before = set(crash_dir.iterdir())
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, __file__, "--child", target, "--seconds", str(seconds),
-                        "--corpus", str(corpus)], capture_output=True, text=True, cwd=ROOT, timeout=seconds * 3 + 120)
+    p = subprocess.run(
+        [sys.executable, __file__, "--child", target, "--seconds", str(seconds), "--corpus", str(corpus)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=seconds * 3 + 120,
+    )
     secs = time.monotonic() - t0
     err = p.stderr
     stat = dict(re.findall(r"stat::(\w+):\s+(\d+)", err))
@@ -133,10 +148,18 @@ def run_target(target: str, seconds: int) -> dict:
     if not crashes and not any(crash_dir.iterdir()):
         crash_dir.rmdir()
     summary = [ln for ln in err.splitlines() if "ERROR" in ln or "Uncaught" in ln or "Traceback" in ln][:5]
-    return {"target": target, "seconds": round(secs, 1), "budget_s": seconds, "exit": p.returncode,
-            "executions": int(stat.get("number_of_executed_units", 0)), "coverage": int(cov[-1][0]) if cov else None,
-            "features": int(cov[-1][1]) if cov else None, "corpus_inputs": len(list(corpus.iterdir())),
-            "crashes": crashes, "errors": summary}
+    return {
+        "target": target,
+        "seconds": round(secs, 1),
+        "budget_s": seconds,
+        "exit": p.returncode,
+        "executions": int(stat.get("number_of_executed_units", 0)),
+        "coverage": int(cov[-1][0]) if cov else None,
+        "features": int(cov[-1][1]) if cov else None,
+        "corpus_inputs": len(list(corpus.iterdir())),
+        "crashes": crashes,
+        "errors": summary,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,8 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     for t in a.targets:
         r = run_target(t, a.seconds)
         results.append(r)
-        print(f"{t}: {r['executions']} executions in {r['seconds']} s, coverage {r['coverage']}, "
-              f"crashes {len(r['crashes'])}, exit {r['exit']}", flush=True)
+        print(
+            f"{t}: {r['executions']} executions in {r['seconds']} s, coverage {r['coverage']}, "
+            f"crashes {len(r['crashes'])}, exit {r['exit']}",
+            flush=True,
+        )
     if a.json:
         a.json.write_text(json.dumps(results, indent=2))
     if CRASHES.is_dir() and not any(CRASHES.iterdir()):

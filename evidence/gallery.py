@@ -20,6 +20,7 @@ Usage (from the repository root)::
     python evidence/gallery.py           # rewrite both files
     python evidence/gallery.py --check   # exit 1 if they are out of date
 """
+
 from __future__ import annotations
 
 import argparse
@@ -109,13 +110,23 @@ def collect() -> list[dict]:
         for kind, path in sorted(r["logs_by_kind"].items()):
             rep = judge(path)
             row = {
-                "framework": r["framework"], "config": r["config"], "seed": r["seed"], "kind": r["kind"],
-                "log": kind, "file": str(path.relative_to(REPO)),
-                "broken": r.get("broken"), "expected_verdict": r.get("expected_verdict"),
+                "framework": r["framework"],
+                "config": r["config"],
+                "seed": r["seed"],
+                "kind": r["kind"],
+                "log": kind,
+                "file": str(path.relative_to(REPO)),
+                "broken": r.get("broken"),
+                "expected_verdict": r.get("expected_verdict"),
                 "expected_rules": sorted(r.get("expected_rules") or []),
                 "expected_compare": r.get("expected_compare"),
-                "verdict": rep.verdict.value, "ids": _ids(rep), "key": _key(rep),
-                "compare_with": None, "compare_verdict": None, "compare_ids": [], "compare_key": "",
+                "verdict": rep.verdict.value,
+                "ids": _ids(rep),
+                "key": _key(rep),
+                "compare_with": None,
+                "compare_verdict": None,
+                "compare_ids": [],
+                "compare_key": "",
             }
             if r["config"] == "healthy":
                 base_run = healthy.get((r["framework"], 0)) if r["seed"] != 0 else None
@@ -126,10 +137,12 @@ def collect() -> list[dict]:
                 _, (crep,) = compare(base, [path])
                 cmp_findings = [f for f in crep.findings if f.source == "compare"]
                 worst = max((f.level for f in cmp_findings), key=_rank, default=None)
-                row.update(compare_with=str(base.relative_to(REPO)),
-                           compare_verdict=worst.value if worst is not None else None,
-                           compare_ids=sorted({f.id for f in cmp_findings}),
-                           compare_key=_key(crep, "compare"))
+                row.update(
+                    compare_with=str(base.relative_to(REPO)),
+                    compare_verdict=worst.value if worst is not None else None,
+                    compare_ids=sorted({f.id for f in cmp_findings}),
+                    compare_key=_key(crep, "compare"),
+                )
             rows.append(row)
     return rows
 
@@ -152,8 +165,9 @@ def caught(row: dict) -> bool | None:
 def caught_single(row: dict) -> bool:
     """``epoch`` alone gave the expected level (or worse) with one of the expected rules."""
     need = row["expected_verdict"]
-    return (row["verdict"] == "FAIL" if need == "FAIL" else row["verdict"] in ("WARN", "FAIL")) \
-        and (not row["expected_rules"] or bool(set(row["expected_rules"]) & set(row["ids"])))
+    return (row["verdict"] == "FAIL" if need == "FAIL" else row["verdict"] in ("WARN", "FAIL")) and (
+        not row["expected_rules"] or bool(set(row["expected_rules"]) & set(row["ids"]))
+    )
 
 
 def golden(rows: list[dict]) -> dict:
@@ -161,8 +175,10 @@ def golden(rows: list[dict]) -> dict:
     out = {}
     for r in rows:
         out[f"{r['framework']}/{r['config']}/seed{r['seed']}/{r['log']}"] = {
-            "verdict": r["verdict"], "ids": r["ids"],
-            "compare_verdict": r["compare_verdict"], "compare_ids": r["compare_ids"],
+            "verdict": r["verdict"],
+            "ids": r["ids"],
+            "compare_verdict": r["compare_verdict"],
+            "compare_ids": r["compare_ids"],
         }
     return out
 
@@ -187,16 +203,33 @@ def _by_configuration(rows: list[dict]) -> list[tuple[str, str, list[dict], str,
             cv[r["compare_verdict"] or "-"] += 1
         got = [caught(r) for r in rs]
         c = "-" if kind != "broken" else f"{sum(bool(g) for g in got)}/{len(got)}"
-        out.append((cfg, kind, rs, ", ".join(f"{k} {v}" for k, v in sorted(ev.items())),
-                    ", ".join(f"{k} {v}" for k, v in sorted(cv.items())), c))
+        out.append(
+            (
+                cfg,
+                kind,
+                rs,
+                ", ".join(f"{k} {v}" for k, v in sorted(ev.items())),
+                ", ".join(f"{k} {v}" for k, v in sorted(cv.items())),
+                c,
+            )
+        )
     return out
 
 
 def render(rows: list[dict]) -> str:
     """EVIDENCE_MATRIX.md."""
     fw_rank = {f: i for i, f in enumerate(_FRAMEWORK_ORDER)}
-    rows = sorted(rows, key=lambda r: (fw_rank.get(r["framework"], 99), r["kind"] != "healthy", r["kind"],
-                                       r["config"], r["log"], r["seed"]))
+    rows = sorted(
+        rows,
+        key=lambda r: (
+            fw_rank.get(r["framework"], 99),
+            r["kind"] != "healthy",
+            r["kind"],
+            r["config"],
+            r["log"],
+            r["seed"],
+        ),
+    )
     broken = [r for r in rows if r["kind"] == "broken"]
     missed = [r for r in broken if not caught(r)]
     false_fail = [r for r in rows if r["kind"] in ("healthy", "negative") and r["verdict"] == "FAIL"]
@@ -227,47 +260,68 @@ def render(rows: list[dict]) -> str:
         f"- Healthy and negative logs with a FAIL from `epoch`: {len(false_fail)}; "
         f"with a FAIL from `compare`: {len(false_cmp)}.",
     ]
-    only_cmp = [r for r in broken if caught(r) and r["expected_verdict"] in ("WARN", "FAIL")
-                and not caught_single(r)]
+    only_cmp = [r for r in broken if caught(r) and r["expected_verdict"] in ("WARN", "FAIL") and not caught_single(r)]
     if only_cmp:
-        lines.append(f"- Of those, caught by `compare` only although the single run was expected to be caught "
-                     f"on its own (shuffled labels, expected to need `compare`, are not counted here): "
-                     f"{len(only_cmp)}: " + ", ".join(f"{r['framework']}/{r['config']}/seed{r['seed']} ({r['log']})"
-                                                      for r in only_cmp) + ".")
+        lines.append(
+            f"- Of those, caught by `compare` only although the single run was expected to be caught "
+            f"on its own (shuffled labels, expected to need `compare`, are not counted here): "
+            f"{len(only_cmp)}: "
+            + ", ".join(f"{r['framework']}/{r['config']}/seed{r['seed']} ({r['log']})" for r in only_cmp)
+            + "."
+        )
         for cfg in sorted({r["config"] for r in only_cmp}):
             lines.append(f"  - Why ({cfg}): {WHY_COMPARE_ONLY.get(cfg, 'NOT YET EXPLAINED.')}")
     if missed:
         lines += ["", "Not caught (each one below, with what trainproof said and why):", ""]
         for r in missed:
             why = WHY_MISSED.get((r["framework"], r["config"]), "NOT YET EXPLAINED.")
-            lines.append(f"- {r['framework']}/{r['config']}/seed{r['seed']} ({r['log']}): expected "
-                         f"{r['expected_verdict']} {', '.join(r['expected_rules']) or ''} / compare "
-                         f"{r['expected_compare']}; got {r['verdict']} ({', '.join(r['ids'])}), compare "
-                         f"{r['compare_verdict']} ({', '.join(r['compare_ids']) or '-'}). Why: {why}")
+            lines.append(
+                f"- {r['framework']}/{r['config']}/seed{r['seed']} ({r['log']}): expected "
+                f"{r['expected_verdict']} {', '.join(r['expected_rules']) or ''} / compare "
+                f"{r['expected_compare']}; got {r['verdict']} ({', '.join(r['ids'])}), compare "
+                f"{r['compare_verdict']} ({', '.join(r['compare_ids']) or '-'}). Why: {why}"
+            )
     for r in false_fail + false_cmp:
-        lines.append(f"- FALSE FAIL: {r['framework']}/{r['config']}/seed{r['seed']} ({r['log']}): {r['key'] or r['compare_key']}")
+        lines.append(
+            f"- FALSE FAIL: {r['framework']}/{r['config']}/seed{r['seed']} ({r['log']}): {r['key'] or r['compare_key']}"
+        )
 
-    lines += ["", "## By configuration", "",
-              "| configuration | kind | what was broken (one example) | logs | epoch verdicts | compare verdicts | caught |",
-              "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## By configuration",
+        "",
+        "| configuration | kind | what was broken (one example) | logs | epoch verdicts | compare verdicts | caught |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for cfg, kind, rs, ev, cv, c in _by_configuration(rows):
         broken_txt = next((r["broken"] for r in rs if r["broken"]), "") or ""
         lines.append(f"| {cfg} | {kind} | {_cell(broken_txt, 110)} | {len(rs)} | {ev} | {cv} | {c} |")
 
-    lines += ["", "## Every log", "",
-              "| framework | configuration | log | seed | expected | epoch | compare | caught | key evidence |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Every log",
+        "",
+        "| framework | configuration | log | seed | expected | epoch | compare | caught | key evidence |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        exp = f"{r['expected_verdict']}" + (f" {','.join(x.removeprefix('TP-') for x in r['expected_rules'])}"
-                                            if r["expected_rules"] else "")
-        ep = r["verdict"] + (f" ({', '.join(i.removeprefix('TP-') for i in r['ids'] if i not in ('TP-PASS', 'TP-THROUGHPUT'))})"
-                             if any(i not in ("TP-PASS", "TP-THROUGHPUT") for i in r["ids"]) else "")
-        cp = (r["compare_verdict"] or "-") + (f" ({', '.join(i.removeprefix('TP-') for i in r['compare_ids'])})"
-                                              if r["compare_ids"] else "")
+        exp = f"{r['expected_verdict']}" + (
+            f" {','.join(x.removeprefix('TP-') for x in r['expected_rules'])}" if r["expected_rules"] else ""
+        )
+        ep = r["verdict"] + (
+            f" ({', '.join(i.removeprefix('TP-') for i in r['ids'] if i not in ('TP-PASS', 'TP-THROUGHPUT'))})"
+            if any(i not in ("TP-PASS", "TP-THROUGHPUT") for i in r["ids"])
+            else ""
+        )
+        cp = (r["compare_verdict"] or "-") + (
+            f" ({', '.join(i.removeprefix('TP-') for i in r['compare_ids'])})" if r["compare_ids"] else ""
+        )
         c = caught(r)
         key = r["key"] or r["compare_key"]
-        lines.append(f"| {r['framework']} | {r['config']} | {r['log']} | {r['seed']} | {_cell(exp, 60)} | {_cell(ep, 80)} | "
-                     f"{_cell(cp, 60)} | {'-' if c is None else ('yes' if c else '**no**')} | {_cell(key)} |")
+        lines.append(
+            f"| {r['framework']} | {r['config']} | {r['log']} | {r['seed']} | {_cell(exp, 60)} | {_cell(ep, 80)} | "
+            f"{_cell(cp, 60)} | {'-' if c is None else ('yes' if c else '**no**')} | {_cell(key)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -278,11 +332,16 @@ README_END = "<!-- end of gallery table -->"
 def render_readme(rows: list[dict]) -> str:
     """The gallery table of docs/gallery.md: one row per configuration, over every framework,
     format and seed (between README_START and README_END)."""
-    out = [README_START, "",
-           "| run | sabotage | `judge` verdicts | `compare` vs healthy | caught | key evidence (one log) |",
-           "|---|---|---|---|---|---|"]
+    out = [
+        README_START,
+        "",
+        "| run | sabotage | `judge` verdicts | `compare` vs healthy | caught | key evidence (one log) |",
+        "|---|---|---|---|---|---|",
+    ]
     for cfg, kind, rs, ev, cv, c in _by_configuration(rows):
-        sabotage = next((r["broken"] for r in rs if r["broken"]), None) or ("none" if kind == "healthy" else f"none ({kind})")
+        sabotage = next((r["broken"] for r in rs if r["broken"]), None) or (
+            "none" if kind == "healthy" else f"none ({kind})"
+        )
         example = next((r for r in rs if r["key"] or r["compare_key"]), None)
         key = f"{example['framework']}: {example['key'] or example['compare_key']}" if example else ""
         out.append(f"| {cfg} | {_cell(sabotage, 90)} | {ev} | {cv} | {c} | {_cell(key, 120)} |")
@@ -295,7 +354,7 @@ def readme_with_table(readme: str, rows: list[dict]) -> str:
     a, b = readme.find(README_START), readme.find(README_END)
     if a < 0 or b < 0:
         return readme
-    return readme[:a] + render_readme(rows) + readme[b + len(README_END):]
+    return readme[:a] + render_readme(rows) + readme[b + len(README_END) :]
 
 
 def main() -> int:
@@ -307,15 +366,20 @@ def main() -> int:
     gold = json.dumps(golden(rows), indent=1, sort_keys=True) + "\n"
     readme = readme_with_table(README.read_text(encoding="utf-8"), rows)
     if a.check:
-        stale = [p.name for p, want in ((MATRIX, text), (GOLDEN, gold), (README, readme))
-                 if not p.exists() or p.read_text(encoding="utf-8") != want]
+        stale = [
+            p.name
+            for p, want in ((MATRIX, text), (GOLDEN, gold), (README, readme))
+            if not p.exists() or p.read_text(encoding="utf-8") != want
+        ]
         print("out of date: " + ", ".join(stale) if stale else "up to date")
         return 1 if stale else 0
     MATRIX.write_text(text, encoding="utf-8")
     README.write_text(readme, encoding="utf-8")
     GOLDEN.parent.mkdir(parents=True, exist_ok=True)
     GOLDEN.write_text(gold, encoding="utf-8")
-    print(f"wrote {MATRIX.relative_to(REPO)}, {GOLDEN.relative_to(REPO)} and the table in {README.relative_to(REPO)} ({len(rows)} logs)")
+    print(
+        f"wrote {MATRIX.relative_to(REPO)}, {GOLDEN.relative_to(REPO)} and the table in {README.relative_to(REPO)} ({len(rows)} logs)"
+    )
     return 0
 
 

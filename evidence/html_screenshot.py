@@ -12,6 +12,7 @@ background, as a check that the page is not blank. Usage (from the repository ro
 
 ``chromium_screenshot`` and ``png_stats`` are also used by ``tests/test_render_html.py``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,18 +32,33 @@ CHROMIUM = "/usr/bin/chromium"
 EXAMPLE = "examples/diverge/metrics.jsonl"
 
 
-def chromium_screenshot(html_path: Path, png_path: Path, chromium: str = CHROMIUM,
-                        size: tuple[int, int] = (1280, 2000), timeout: float = 120) -> subprocess.CompletedProcess:
+def chromium_screenshot(
+    html_path: Path,
+    png_path: Path,
+    chromium: str = CHROMIUM,
+    size: tuple[int, int] = (1280, 2000),
+    timeout: float = 120,
+) -> subprocess.CompletedProcess:
     """Screenshot ``html_path`` in headless Chromium, offline, into ``png_path``."""
     html_path = Path(html_path).resolve()
     png_path = Path(png_path).resolve()
     with tempfile.TemporaryDirectory(prefix="tp-chromium-") as profile:
-        cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run",
-               # no name resolves: a page that tried to fetch anything would get nothing
-               "--host-resolver-rules=MAP * ~NOTFOUND",
-               f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}",
-               f"--screenshot={png_path}", html_path.as_uri()]
+        cmd = [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            # no name resolves: a page that tried to fetch anything would get nothing
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            f"--user-data-dir={profile}",
+            f"--window-size={size[0]},{size[1]}",
+            f"--screenshot={png_path}",
+            html_path.as_uri(),
+        ]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -53,9 +69,9 @@ def _read_png(path: Path) -> tuple[int, int, int, list[bytes]]:
         raise ValueError("not a PNG file")
     pos, idat, hdr = 8, [], None
     while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind = data[pos + 4:pos + 8]
-        body = data[pos + 8:pos + 8 + length]
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
         pos += 12 + length
         if kind == b"IHDR":
             hdr = struct.unpack(">IIBBBBB", body)
@@ -83,7 +99,7 @@ def _read_png(path: Path) -> tuple[int, int, int, list[bytes]]:
     rows, prev = [], bytes(stride)
     for r in range(height):
         start = r * (stride + 1)
-        ft, line = raw[start], raw[start + 1:start + 1 + stride]
+        ft, line = raw[start], raw[start + 1 : start + 1 + stride]
         if ft == 0:
             cur = line
         elif ft == 1:
@@ -122,13 +138,19 @@ def png_stats(path: Path, sample: int = 2) -> dict:
     colours: Counter = Counter()
     for row in rows[::sample]:
         for i in range(0, len(row), bpp * sample):
-            px = row[i:i + bpp]
+            px = row[i : i + bpp]
             colours[px[:3] if bpp >= 3 else px[:1] * 3] += 1
     total = sum(colours.values())
     background, bg_n = colours.most_common(1)[0]
     red = sum(n for c, n in colours.items() if c[0] > 150 and c[1] < 90 and c[2] < 90)
-    return {"width": width, "height": height, "background": tuple(background),
-            "not_background": 1 - bg_n / total, "colours": len(colours), "red": red / total}
+    return {
+        "width": width,
+        "height": height,
+        "background": tuple(background),
+        "not_background": 1 - bg_n / total,
+        "colours": len(colours),
+        "red": red / total,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,8 +174,10 @@ def main(argv: list[str] | None = None) -> int:
         print(proc.stdout, proc.stderr, sep="\n", file=sys.stderr)
         return 1
     st = png_stats(png_path)
-    print(f"wrote {png_path.relative_to(REPO)} ({png_path.stat().st_size} bytes, {st['width']}x{st['height']}, "
-          f"{st['not_background']:.1%} not background, {st['colours']} colours, {st['red']:.2%} FAIL red)")
+    print(
+        f"wrote {png_path.relative_to(REPO)} ({png_path.stat().st_size} bytes, {st['width']}x{st['height']}, "
+        f"{st['not_background']:.1%} not background, {st['colours']} colours, {st['red']:.2%} FAIL red)"
+    )
     return 0
 
 

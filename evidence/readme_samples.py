@@ -7,6 +7,7 @@ rewrites every page of :func:`pages` in place; ``tests/test_readme_samples.py`` 
 a sample and its command's output differ, so neither the README nor a guide can drift
 from the tool.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,9 @@ def run_sample(command: str) -> str:
     env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb"}
     env.pop("FORCE_COLOR", None)
     args = shlex.split(command)
-    proc = subprocess.run([sys.executable, "-m", "trainproof", *args[1:]], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainproof", *args[1:]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     if proc.returncode not in (0, 1) or not proc.stdout.strip():
         raise RuntimeError(f"`{command}` exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
     return proc.stdout
@@ -52,6 +54,7 @@ def samples(text: str) -> list[tuple[str, str]]:
 
 def regenerate(text: str) -> str:
     """``text`` with each sample's output replaced by its command's output."""
+
     def sub(m: re.Match) -> str:
         out = run_sample(m.group(1))
         return f"```console\n$ {m.group(1)}\n{out.rstrip()}\n```"

@@ -19,6 +19,7 @@ Usage (from the repository root)::
 ``--examples N`` sets the examples per fuzz test at weight 1 (the long profile's default is
 ten times CI's); the document states the budget used.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,9 @@ def _version(pkg: str) -> str:
 
 def _commit() -> str:
     try:
-        c = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                           text=True).stdout.strip()
+        c = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "src"], cwd=ROOT, capture_output=True, text=True).stdout
         return c + (" (src/ modified)" if dirty.strip() else "")
     except OSError:
@@ -58,14 +60,35 @@ def _commit() -> str:
 def run_hypothesis(examples: int | None) -> dict:
     stats = Path(tempfile.mkdtemp()) / "stats.json"
     # The profile module is loaded as a plugin so that --hypothesis-profile finds "long".
-    env = dict(os.environ, TRAINPROOF_FUZZ_STATS=str(stats),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        TRAINPROOF_FUZZ_STATS=str(stats),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])),
+    )
     if examples:
         env["TRAINPROOF_FUZZ_EXAMPLES"] = str(examples)
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "_hypothesis_profiles", "-m", "fuzz",
-                        "--hypothesis-profile", "long", "-p", "no:cacheprovider", "tests/test_fuzz_readers.py"],
-                       cwd=ROOT, env=env, capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "_hypothesis_profiles",
+            "-m",
+            "fuzz",
+            "--hypothesis-profile",
+            "long",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_fuzz_readers.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     log = stats.with_name("pytest.log")
     log.write_text(p.stdout + p.stderr)
     print(f"pytest output: {log}", flush=True)
@@ -74,14 +97,24 @@ def run_hypothesis(examples: int | None) -> dict:
     summary = next((ln for ln in reversed(tail) if re.search(r"\d+ (passed|failed)", ln)), "(no summary)")
     failures = [ln for ln in tail if ln.startswith("FAILED")]
     data = json.loads(stats.read_text()) if stats.exists() else {}
-    return {"stats": data, "seconds": secs, "summary": summary.strip("= "), "failures": failures,
-            "exit": p.returncode, "examples": examples}
+    return {
+        "stats": data,
+        "seconds": secs,
+        "summary": summary.strip("= "),
+        "failures": failures,
+        "exit": p.returncode,
+        "examples": examples,
+    }
 
 
 def run_atheris(seconds: int) -> list[dict] | dict:
     out = Path(tempfile.mkdtemp()) / "atheris.json"
-    p = subprocess.run([sys.executable, str(ROOT / "evidence" / "atheris_fuzz.py"), "--seconds", str(seconds),
-                        "--json", str(out)], cwd=ROOT, capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "evidence" / "atheris_fuzz.py"), "--seconds", str(seconds), "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if out.exists():
         return json.loads(out.read_text())
     return {"error": (p.stdout + p.stderr).strip()[-500:] or f"exit {p.returncode}"}
@@ -135,14 +168,19 @@ def render(h: dict, ath, args) -> str:
     if isinstance(ath, list):
         ex = sum(r["executions"] for r in ath)
         nc = sum(len(r["crashes"]) for r in ath)
-        lines += [f"**atheris: {ex:,} executions over {len(ath)} targets, {args.atheris_seconds} s each: "
-                  f"{nc} crashes.**", ""]
+        lines += [
+            f"**atheris: {ex:,} executions over {len(ath)} targets, {args.atheris_seconds} s each: {nc} crashes.**",
+            "",
+        ]
     else:
         lines += [f"**atheris: not run: {ath.get('error')}**", ""]
-    lines += [f"atheris {_version('atheris')} was installed with `pip install atheris -c .ci/constraints.txt` "
-              "from its prebuilt manylinux wheel for CPython 3.11 (no clang needed; other platforms and Python "
-              "versions build it from source with clang). It is not a dependency: `evidence/atheris_fuzz.py` "
-              "says so and stops when it is missing.", ""]
+    lines += [
+        f"atheris {_version('atheris')} was installed with `pip install atheris -c .ci/constraints.txt` "
+        "from its prebuilt manylinux wheel for CPython 3.11 (no clang needed; other platforms and Python "
+        "versions build it from source with clang). It is not a dependency: `evidence/atheris_fuzz.py` "
+        "says so and stops when it is missing.",
+        "",
+    ]
     if h["failures"]:
         lines += ["Failing tests:", ""] + [f"* `{f}`" for f in h["failures"]] + [""]
     lines += [
@@ -159,11 +197,15 @@ def render(h: dict, ath, args) -> str:
     ]
     for r in sorted(inputs, key=lambda k: list(_READER_NOTES).index(k) if k in _READER_NOTES else 99):
         e = exits.get(r, {})
-        lines.append(f"| {_READER_NOTES.get(r, r)} | {inputs[r]:,} | {runs.get(r, 0):,} | {e.get('0', 0):,} | "
-                     f"{e.get('1', 0):,} | {e.get('2', 0):,} | {crashes.get(r, 0)} | {tbs.get(r, 0)} | "
-                     f"{wrong.get(r, 0)} |")
-    lines += [f"| **all** | **{total:,}** | **{sum(runs.values()):,}** | | | | **{n_crash}** | **{n_tb}** | "
-              f"**{n_wrong}** |", ""]
+        lines.append(
+            f"| {_READER_NOTES.get(r, r)} | {inputs[r]:,} | {runs.get(r, 0):,} | {e.get('0', 0):,} | "
+            f"{e.get('1', 0):,} | {e.get('2', 0):,} | {crashes.get(r, 0)} | {tbs.get(r, 0)} | "
+            f"{wrong.get(r, 0)} |"
+        )
+    lines += [
+        f"| **all** | **{total:,}** | **{sum(runs.values()):,}** | | | | **{n_crash}** | **{n_tb}** | **{n_wrong}** |",
+        "",
+    ]
     lines += [
         "What the inputs are (`tests/_fuzz_logs.py`): each reader's valid log as its writer produces it, healthy or "
         "broken (diverging), mutated 1–3 times by: truncation at an offset class (anywhere, at a record end, one "
@@ -186,17 +228,27 @@ def render(h: dict, ath, args) -> str:
         "",
     ]
     if isinstance(ath, list):
-        lines += ["| target | what is fuzzed | executions | seconds | coverage (edges) | crashes |",
-                  "|---|---|---:|---:|---:|---:|"]
-        what = {"tfrecord": "TFRecord framing + Event protobuf decoding on raw bytes",
-                "tfevents": "`read_runlog` of an event file",
-                "json": "`read_runlog` as `trainer_state.json` and as `metrics.jsonl` (sniffed)",
-                "csv": "`read_runlog(fmt=\"csv\")` and `RowParser` on the rows"}
+        lines += [
+            "| target | what is fuzzed | executions | seconds | coverage (edges) | crashes |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        what = {
+            "tfrecord": "TFRecord framing + Event protobuf decoding on raw bytes",
+            "tfevents": "`read_runlog` of an event file",
+            "json": "`read_runlog` as `trainer_state.json` and as `metrics.jsonl` (sniffed)",
+            "csv": '`read_runlog(fmt="csv")` and `RowParser` on the rows',
+        }
         for r in ath:
-            lines.append(f"| `{r['target']}` | {what.get(r['target'], '')} | {r['executions']:,} | {r['seconds']} | "
-                         f"{r['coverage']} | {len(r['crashes'])} |")
-        lines += ["", "Seeds: the valid logs above. A crash would be saved under `evidence/atheris-crashes/` and "
-                  "turned into a regression test.", ""]
+            lines.append(
+                f"| `{r['target']}` | {what.get(r['target'], '')} | {r['executions']:,} | {r['seconds']} | "
+                f"{r['coverage']} | {len(r['crashes'])} |"
+            )
+        lines += [
+            "",
+            "Seeds: the valid logs above. A crash would be saved under `evidence/atheris-crashes/` and "
+            "turned into a regression test.",
+            "",
+        ]
     else:
         lines += [f"Not run: {ath.get('error')}", ""]
     lines += [
@@ -242,12 +294,17 @@ def render(h: dict, ath, args) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--examples", type=int, default=None,
-                    help="examples per fuzz test at weight 1 (default: the long profile's)")
+    ap.add_argument(
+        "--examples", type=int, default=None, help="examples per fuzz test at weight 1 (default: the long profile's)"
+    )
     ap.add_argument("--atheris-seconds", type=int, default=60)
     ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--rerender", type=Path, metavar="JSON",
-                    help="write the document again from the results JSON a previous run saved (no fuzzing)")
+    ap.add_argument(
+        "--rerender",
+        type=Path,
+        metavar="JSON",
+        help="write the document again from the results JSON a previous run saved (no fuzzing)",
+    )
     args = ap.parse_args(argv)
     if args.rerender:
         saved = json.loads(args.rerender.read_text())
@@ -268,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         old = Path(args.out).read_text(encoding="utf-8") if Path(args.out).exists() else ""
         start, end = "<!-- attacks:start -->", "<!-- attacks:end -->"
         if start in old and end in old:
-            text = text + "\n\n" + old[old.index(start):old.index(end) + len(end)]
+            text = text + "\n\n" + old[old.index(start) : old.index(end) + len(end)]
         Path(args.out).write_text(text + "\n", encoding="utf-8")
         print(f"wrote {args.out}")
     bad = h["exit"] != 0 or (isinstance(ath, list) and any(r["crashes"] for r in ath))

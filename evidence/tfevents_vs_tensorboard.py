@@ -21,6 +21,7 @@ and write ``evidence/tfevents.md``. Usage (from the repository root)::
 Needs the ``dev`` extra (``tensorboard``); ``torch`` and ``tensorboardX`` are optional (the
 synthetic files they would write are skipped, with a line saying so, when missing).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,26 +46,24 @@ OUT = ROOT / "evidence" / "tfevents.md"
 
 try:
     import trainproof
-    from trainproof.formats import ReadError, ReadState
+    from trainproof.formats import ReadError, ReadState, _tfrecord
     from trainproof.formats import tfevents as tp_tfevents
-    from trainproof.formats import _tfrecord
 except ImportError:  # running without the package installed: use the src layout
     sys.path.insert(0, str(ROOT / "src"))
     import trainproof
-    from trainproof.formats import ReadError, ReadState
+    from trainproof.formats import ReadError, ReadState, _tfrecord
     from trainproof.formats import tfevents as tp_tfevents
-    from trainproof.formats import _tfrecord
 
-import tensorboard
-from tensorboard.backend.event_processing import event_file_loader as efl
-from tensorboard.compat.proto import event_pb2, summary_pb2
-from tensorboard.compat.proto import tensor_pb2, tensor_shape_pb2
-from tensorboard.util import tensor_util
+import tensorboard  # noqa: E402 (after the src-layout fallback above)
+from tensorboard.backend.event_processing import event_file_loader as efl  # noqa: E402 (after the src-layout fallback above)
+from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2  # noqa: E402 (after the src-layout fallback above)
+from tensorboard.util import tensor_util  # noqa: E402 (after the src-layout fallback above)
 
 IGNORED = tp_tfevents.IGNORED_TAGS  # {"hp_metric"}: dropped by our reader on purpose
 
 
 # --------------------------------------------------------------------------- comparison
+
 
 def _key(triple):
     """Exact comparison key: NaN equals NaN (any payload), otherwise the float64 bits, so
@@ -271,6 +270,7 @@ def compare(label: str, path: Path, extra_note: str = "") -> Row:
 
 # --------------------------------------------------------------------------- inputs
 
+
 def find_event_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and tp_tfevents.is_event_file(p))
 
@@ -290,8 +290,12 @@ def _record_spans(data: bytes) -> list[tuple[int, int]]:
 
 def _frame(payload: bytes) -> bytes:
     head = struct.pack("<Q", len(payload))
-    return (head + struct.pack("<I", _tfrecord.masked_crc(head)) + payload
-            + struct.pack("<I", _tfrecord.masked_crc(payload)))
+    return (
+        head
+        + struct.pack("<I", _tfrecord.masked_crc(head))
+        + payload
+        + struct.pack("<I", _tfrecord.masked_crc(payload))
+    )
 
 
 def _write_events(path: Path, events: list) -> None:
@@ -302,8 +306,19 @@ def _write_events(path: Path, events: list) -> None:
             f.write(_frame(ev.SerializeToString()))
 
 
-_EDGE_VALUES = [1.5, float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1e-45, 3.4028234663852886e38,
-                -2.5, 1e-8, 123456.789]
+_EDGE_VALUES = [
+    1.5,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    -0.0,
+    0.0,
+    1e-45,
+    3.4028234663852886e38,
+    -2.5,
+    1e-8,
+    123456.789,
+]
 
 
 def synthetic_files(tmp: Path, corpus_files: list[Path]) -> list[tuple[str, Path, str]]:
@@ -328,14 +343,19 @@ def synthetic_files(tmp: Path, corpus_files: list[Path]) -> list[tuple[str, Path
                 w.add_scalar("train/loss", 2.0 / (s + 1) + 0.1, s, **kw)
                 w.add_scalar("train/lr", 1e-4 * min(1.0, (s + 1) / 10), s, **kw)
                 w.add_scalar("edge/values", _EDGE_VALUES[s % len(_EDGE_VALUES)], s, **kw)
-            w.add_scalar("train/loss", 0.05, 2**40, **kw)   # a large step
-            w.add_scalar("train/loss", 0.07, -3, **kw)      # a negative step
+            w.add_scalar("train/loss", 0.05, 2**40, **kw)  # a large step
+            w.add_scalar("train/loss", 0.07, -3, **kw)  # a negative step
             w.add_text("notes", "text is not a scalar", 0)
             w.add_histogram("weights", numpy.array([0.1, 0.2, 0.3]), 0)
             w.close()
             (f,) = find_event_files(d)
-            out.append((f"synthetic: torch SummaryWriter, {style.replace('_', ' ')}", f,
-                        "torch.utils.tensorboard; NaN/±Inf/-0.0/denormal/float32-max values, steps 2^40 and -3, text + histogram"))
+            out.append(
+                (
+                    f"synthetic: torch SummaryWriter, {style.replace('_', ' ')}",
+                    f,
+                    "torch.utils.tensorboard; NaN/±Inf/-0.0/denormal/float32-max values, steps 2^40 and -3, text + histogram",
+                )
+            )
     except ImportError:
         skipped.append("torch SummaryWriter (torch not installed)")
 
@@ -397,8 +417,13 @@ def synthetic_files(tmp: Path, corpus_files: list[Path]) -> list[tuple[str, Path
     f = tmp / "handmade" / "events.out.tfevents.1000000000.synthetic.1.0"
     f.parent.mkdir()
     _write_events(f, events)
-    out.append(("synthetic: hand-built protos, multi-value events, tensor dtypes", f,
-                "float/double/int32/int64/half in *_val and tensor_content; metadata on step 0 only; text tensor alongside"))
+    out.append(
+        (
+            "synthetic: hand-built protos, multi-value events, tensor dtypes",
+            f,
+            "float/double/int32/int64/half in *_val and tensor_content; metadata on step 0 only; text tensor alongside",
+        )
+    )
 
     # 5-8. Damaged copies of the largest corpus file (else of the torch file).
     bases = sorted(corpus_files, key=lambda p: p.stat().st_size, reverse=True)
@@ -412,18 +437,32 @@ def synthetic_files(tmp: Path, corpus_files: list[Path]) -> list[tuple[str, Path
         last_start, last_end = spans[-1]
         name = base.parent.name if base.is_relative_to(CORPUS) else base.name
         variants = [
-            ("cut mid-record (half way)", data[: mid_start + 12 + (mid_end - mid_start - 16) // 2],
-             f"cut inside the payload of record {len(spans) // 2 + 1} of {len(spans)}"),
-            ("cut inside the last header", data[: last_start + 5],
-             f"5 bytes of record {len(spans)}'s 12-byte header left"),
-            ("cut before the last payload CRC", data[: last_end - 2],
-             f"record {len(spans)} lacks 2 bytes of its payload CRC"),
+            (
+                "cut mid-record (half way)",
+                data[: mid_start + 12 + (mid_end - mid_start - 16) // 2],
+                f"cut inside the payload of record {len(spans) // 2 + 1} of {len(spans)}",
+            ),
+            (
+                "cut inside the last header",
+                data[: last_start + 5],
+                f"5 bytes of record {len(spans)}'s 12-byte header left",
+            ),
+            (
+                "cut before the last payload CRC",
+                data[: last_end - 2],
+                f"record {len(spans)} lacks 2 bytes of its payload CRC",
+            ),
             ("cut to 0 bytes", b"", "an event file created and never flushed"),
-            ("cut inside the first record", data[: spans[0][0] + 20],
-             f"20 of the first record's {spans[0][1] - spans[0][0]} bytes left"),
-            ("one payload byte flipped (half way)",
-             data[: mid_start + 14] + bytes([data[mid_start + 14] ^ 0x01]) + data[mid_start + 15:],
-             f"payload CRC of record {len(spans) // 2 + 1} fails; the rest of the file is intact"),
+            (
+                "cut inside the first record",
+                data[: spans[0][0] + 20],
+                f"20 of the first record's {spans[0][1] - spans[0][0]} bytes left",
+            ),
+            (
+                "one payload byte flipped (half way)",
+                data[: mid_start + 14] + bytes([data[mid_start + 14] ^ 0x01]) + data[mid_start + 15 :],
+                f"payload CRC of record {len(spans) // 2 + 1} fails; the rest of the file is intact",
+            ),
         ]
         for i, (what, blob, note) in enumerate(variants):
             f = tmp / f"damaged_{i}" / base.name
@@ -437,13 +476,18 @@ def synthetic_files(tmp: Path, corpus_files: list[Path]) -> list[tuple[str, Path
 
 # --------------------------------------------------------------------------- report
 
+
 def _versions() -> str:
     import google.protobuf
     import numpy
 
-    parts = [f"Python {platform.python_version()}", f"trainproof {getattr(trainproof, '__version__', '?')}",
-             f"tensorboard {tensorboard.__version__}", f"protobuf {google.protobuf.__version__}",
-             f"numpy {numpy.__version__}"]
+    parts = [
+        f"Python {platform.python_version()}",
+        f"trainproof {getattr(trainproof, '__version__', '?')}",
+        f"tensorboard {tensorboard.__version__}",
+        f"protobuf {google.protobuf.__version__}",
+        f"numpy {numpy.__version__}",
+    ]
     from importlib import metadata
 
     for dist in ("torch", "tensorboardX", "google-crc32c"):
@@ -453,13 +497,18 @@ def _versions() -> str:
             pass
     from tensorboard.compat import tf
 
-    parts.append("TensorFlow: none (TensorBoard's stub record reader)" if tf.__version__ == "stub"
-                 else f"TensorFlow {tf.__version__}")
+    parts.append(
+        "TensorFlow: none (TensorBoard's stub record reader)"
+        if tf.__version__ == "stub"
+        else f"TensorFlow {tf.__version__}"
+    )
     try:
-        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src"],
-                               capture_output=True, text=True).stdout.strip()
+        rev = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--", "src"], capture_output=True, text=True
+        ).stdout.strip()
         parts.append(f"commit {rev}{' (src/ modified)' if dirty else ''}")
     except (OSError, subprocess.CalledProcessError):
         pass
@@ -497,7 +546,7 @@ def render(sections: list[tuple[str, list[Row], str]]) -> str:
         "`build_runlog`'s per-step de-duplication), in file order, one `(tag, step, value)` per scalar.",
         "* **TensorBoard**: `EventFileLoader(path).Load()`. A value is a scalar when it has a `simple_value` "
         "(taken as is), or a `tensor` while the tag's first metadata in the file (its first value) has "
-        "`plugin_name == \"scalars\"`: `tensor_util.make_ndarray(value.tensor).item()`. Everything else "
+        '`plugin_name == "scalars"`: `tensor_util.make_ndarray(value.tensor).item()`. Everything else '
         "(text, histograms, graphs, hparams, `file_version`) is not a scalar on either side.",
         "* **Like with like (data_compat)**: `EventFileLoader` runs `data_compat.migrate_event`, which "
         "rewrites every old-style `simple_value` into a float32 `tensor` with fresh `scalars` metadata, "
@@ -529,11 +578,12 @@ def render(sections: list[tuple[str, list[Row], str]]) -> str:
             lines += [intro, ""]
         if not rs:
             continue
-        lines += ["| file | scalars (ours) | scalars (TensorBoard) | mismatches | note |",
-                  "|---|---:|---:|---:|---|"]
+        lines += ["| file | scalars (ours) | scalars (TensorBoard) | mismatches | note |", "|---|---:|---:|---:|---|"]
         for r in rs:
-            lines.append(f"| {_cell(r.label)} | {len(r.ours.triples)} | {len(r.tb.triples)} | {r.mismatches} "
-                         f"| {_cell(r.note) or 'identical'} |")
+            lines.append(
+                f"| {_cell(r.label)} | {len(r.ours.triples)} | {len(r.tb.triples)} | {r.mismatches} "
+                f"| {_cell(r.note) or 'identical'} |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -557,22 +607,28 @@ def main(argv: list[str] | None = None) -> int:
 
     ex_files = find_event_files(EXAMPLES) if EXAMPLES.is_dir() else []
     print(f"examples: {len(ex_files)} event files under {EXAMPLES}", file=sys.stderr)
-    sections.append(("Repository examples (`examples/`)",
-                     [compare(f"`{p.relative_to(ROOT)}`", p) for p in ex_files],
-                     f"{len(ex_files)} event files found." if ex_files else "No event files under `examples/` yet."))
+    sections.append(
+        (
+            "Repository examples (`examples/`)",
+            [compare(f"`{p.relative_to(ROOT)}`", p) for p in ex_files],
+            f"{len(ex_files)} event files found." if ex_files else "No event files under `examples/` yet.",
+        )
+    )
 
     if not args.no_synthetic:
         tmp = Path(tempfile.mkdtemp(prefix="tp_tfevents_evidence_"))
         try:
             syn = synthetic_files(tmp, corpus_files)
             print(f"synthetic: {len(syn)} files", file=sys.stderr)
-            sections.append((
-                "Synthetic (written by this script into a temporary directory; not committed)",
-                [compare(label, p, note) for label, p, note in syn],
-                "Writer variants the corpus lacks (new-style tensor scalars, tensorboardX, several values per "
-                "event, non-float dtypes) and damaged copies of the largest corpus file (truncated at five "
-                "places, one flipped byte).",
-            ))
+            sections.append(
+                (
+                    "Synthetic (written by this script into a temporary directory; not committed)",
+                    [compare(label, p, note) for label, p, note in syn],
+                    "Writer variants the corpus lacks (new-style tensor scalars, tensorboardX, several values per "
+                    "event, non-float dtypes) and damaged copies of the largest corpus file (truncated at five "
+                    "places, one flipped byte).",
+                )
+            )
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

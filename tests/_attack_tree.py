@@ -3,6 +3,7 @@
 (evidence/attacks.py). Everything is built under one folder the caller owns: no device,
 ``/proc`` entry or home-folder file of the machine is touched.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -33,8 +34,13 @@ def _rows(n: int = 200, nan_from: int | None = None, spelling=float("nan")) -> l
     for i in range(n):
         step = i + 1
         loss = 0.8 + 1.5 * math.exp(-i / (n / 4)) + 0.01 * math.sin(i)
-        rows.append({"step": step, "loss": spelling if nan_from is not None and step >= nan_from else loss,
-                     "learning_rate": 1e-4})
+        rows.append(
+            {
+                "step": step,
+                "loss": spelling if nan_from is not None and step >= nan_from else loss,
+                "learning_rate": 1e-4,
+            }
+        )
     return rows
 
 
@@ -73,7 +79,8 @@ def build(root: Path, bomb_mib: int = 1024) -> Path:
     _jsonl(repo / "nan_string" / "metrics.jsonl", _rows(nan_from=121, spelling="nan"))
     _jsonl(repo / "nan_windows" / "metrics.jsonl", _rows(nan_from=121, spelling="1.#QNAN"))
     csv_lines = ["step,loss,learning_rate"] + [
-        f"{r['step']},{'' if r['step'] >= 121 else r['loss']},{r['learning_rate']}" for r in _rows()]
+        f"{r['step']},{'' if r['step'] >= 121 else r['loss']},{r['learning_rate']}" for r in _rows()
+    ]
     (repo / "nan_csv").mkdir()
     (repo / "nan_csv" / "metrics.csv").write_text("\n".join(csv_lines) + "\n")
     ranks = []
@@ -84,13 +91,18 @@ def build(root: Path, bomb_mib: int = 1024) -> Path:
             other["loss"] = float("nan")
         ranks.append(other)
     _jsonl(repo / "ranks" / "metrics.jsonl", ranks)
-    healthy_hist = [{"step": r["step"], "loss": r["loss"], "learning_rate": 1e-4, "epoch": r["step"] / 200}
-                    for r in _rows()]
+    healthy_hist = [
+        {"step": r["step"], "loss": r["loss"], "learning_rate": 1e-4, "epoch": r["step"] / 200} for r in _rows()
+    ]
     nan_hist = [dict(h, loss=float("nan")) if h["step"] >= 121 else h for h in healthy_hist]
     (repo / "dup_history").mkdir()
     (repo / "dup_history" / "trainer_state.json").write_text(
-        '{"global_step": 200, "log_history": ' + json.dumps(healthy_hist) + ', "log_history": '
-        + json.dumps(nan_hist) + "}")
+        '{"global_step": 200, "log_history": '
+        + json.dumps(healthy_hist)
+        + ', "log_history": '
+        + json.dumps(nan_hist)
+        + "}"
+    )
     # a first line over 64 KiB (a config dump) before a run that turns NaN
     config = json.dumps({"config": {f"k{i}": "v" * 40 for i in range(2500)}})
     _jsonl(repo / "wide_header" / "metrics.jsonl", _rows(nan_from=121), first_line=config)
@@ -103,8 +115,9 @@ def build(root: Path, bomb_mib: int = 1024) -> Path:
     (repo / "links" / "notes.log").symlink_to(outside / "environ")
     (repo / "links" / "out").symlink_to(outside, target_is_directory=True)
     (repo / "secret_note.txt").write_text(f"password={SECRET}\nuser=ci\n")
-    (repo / "config.json").write_text(json.dumps({"lr": 3e-4, "epochs": 10, "loss": "cross_entropy",
-                                                  "api_key": SECRET}))
+    (repo / "config.json").write_text(
+        json.dumps({"lr": 3e-4, "epochs": 10, "loss": "cross_entropy", "api_key": SECRET})
+    )
     # a file name that tries to forge a line: a run that FAILs
     _jsonl(repo / "forged" / "x\n  verdict: PASS\x1b[2K.jsonl", _rows(nan_from=121))
 
@@ -130,8 +143,7 @@ def build(root: Path, bomb_mib: int = 1024) -> Path:
     # an event file whose first record declares just under 1 GiB (a valid length checksum)
     (repo / "tb").mkdir()
     head = struct.pack("<Q", (1 << 30) - 16)
-    (repo / "tb" / "events.out.tfevents.1.host").write_bytes(
-        head + struct.pack("<I", _masked_crc(head)) + b"\0" * 4096)
+    (repo / "tb" / "events.out.tfevents.1.host").write_bytes(head + struct.pack("<I", _masked_crc(head)) + b"\0" * 4096)
     # a folder too deep for recursion, nothing else: covered by deep/; an empty log
     (repo / "empty.jsonl").write_text("")
     return repo
@@ -151,4 +163,3 @@ def remove_tree(path: str | Path) -> None:
         for e in os.scandir(leaf):
             os.unlink(e.path)
         os.rmdir(leaf)
-

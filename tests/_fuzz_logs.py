@@ -8,6 +8,7 @@ Keras' ``csv.writer`` with ``\\r\\n``, Lightning's sparse rows, W&B's quoted exp
 header, Coqui's ``ConsoleLogger`` lines with ANSI codes, tqdm progress text around HF log
 dicts, MLflow's ``<ms> <value> <step>`` lines, tensorboardX event files).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -32,8 +33,9 @@ import jsonschema
 from click.testing import CliRunner
 from hypothesis import strategies as st
 
-from conftest import SCHEMA
 from trainproof.cli import cli
+
+from conftest import SCHEMA
 
 # --------------------------------------------------------------------------- valid logs
 
@@ -65,24 +67,45 @@ def hf_entries(kind: str = "healthy") -> list[dict]:
     rows = []
     for i, loss in enumerate(_losses(kind)):
         step = 10 * (i + 1)
-        rows.append({"epoch": round(step / (10 * N), 4), "grad_norm": round(0.5 + 0.01 * (i % 7), 4),
-                     "learning_rate": 1e-4, "loss": loss, "step": step})
+        rows.append(
+            {
+                "epoch": round(step / (10 * N), 4),
+                "grad_norm": round(0.5 + 0.01 * (i % 7), 4),
+                "learning_rate": 1e-4,
+                "loss": loss,
+                "step": step,
+            }
+        )
         if (i + 1) % 10 == 0:
-            rows.append({"epoch": round(step / (10 * N), 4), "eval_loss": round(loss + 0.05, 6),
-                         "eval_runtime": 1.5, "step": step})
+            rows.append(
+                {
+                    "epoch": round(step / (10 * N), 4),
+                    "eval_loss": round(loss + 0.05, 6),
+                    "eval_runtime": 1.5,
+                    "step": step,
+                }
+            )
     return rows
 
 
-_HF_SUMMARY = {"epoch": 1.0, "step": 10 * N, "total_flos": 1.0e12, "train_loss": 1.2, "train_runtime": 12.5,
-               "train_samples_per_second": 80.0}
+_HF_SUMMARY = {
+    "epoch": 1.0,
+    "step": 10 * N,
+    "total_flos": 1.0e12,
+    "train_loss": 1.2,
+    "train_runtime": 12.5,
+    "train_samples_per_second": 80.0,
+}
 
 
 def hf_parts(entries: list[dict], tail: bool = True) -> tuple[bytes, list[int]]:
     """A trainer_state.json as HF writes it, and the byte offset where each entry ends.
 
     With ``tail`` the keys HF sorts after ``log_history`` (``max_steps`` …) follow it."""
-    head = '{\n  "best_global_step": null,\n  "best_metric": null,\n  "epoch": 1.0,\n  "eval_steps": 100,\n' \
-           f'  "global_step": {10 * N},\n  "is_world_process_zero": true,\n  "log_history": [\n'
+    head = (
+        '{\n  "best_global_step": null,\n  "best_metric": null,\n  "epoch": 1.0,\n  "eval_steps": 100,\n'
+        f'  "global_step": {10 * N},\n  "is_world_process_zero": true,\n  "log_history": [\n'
+    )
     text = head
     ends = []
     for i, e in enumerate(entries):
@@ -91,8 +114,10 @@ def hf_parts(entries: list[dict], tail: bool = True) -> tuple[bytes, list[int]]:
         ends.append(len(text.encode()))
     text += "\n  ]"
     if tail:
-        text += f',\n  "logging_steps": 10,\n  "max_steps": {10 * N},\n  "num_train_epochs": 1,\n' \
-                '  "save_steps": 500,\n  "train_batch_size": 8\n}\n'
+        text += (
+            f',\n  "logging_steps": 10,\n  "max_steps": {10 * N},\n  "num_train_epochs": 1,\n'
+            '  "save_steps": 500,\n  "train_batch_size": 8\n}\n'
+        )
     else:
         text += "\n}\n"
     return text.encode(), ends
@@ -103,8 +128,10 @@ def hf_log(kind: str = "healthy") -> bytes:
 
 
 def jsonl_log(kind: str = "healthy") -> bytes:
-    rows = [{"step": 10 * (i + 1), "loss": v, "learning_rate": 1e-4, "grad_norm": 0.5, "epoch": (i + 1) / N}
-            for i, v in enumerate(_losses(kind))]
+    rows = [
+        {"step": 10 * (i + 1), "loss": v, "learning_rate": 1e-4, "grad_norm": 0.5, "epoch": (i + 1) / N}
+        for i, v in enumerate(_losses(kind))
+    ]
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
 
@@ -138,7 +165,7 @@ def wandb_log(kind: str = "healthy") -> bytes:
     """A W&B chart export: quoted header, run-prefixed columns, __MIN/__MAX bands."""
     lines = ['"Step","run-a - train/loss","run-a - train/loss__MIN","run-a - train/loss__MAX"']
     for i, v in enumerate(_losses(kind)):
-        lines.append(f'{10 * (i + 1)},{v},{round(v - 0.01, 6)},{round(v + 0.01, 6)}')
+        lines.append(f"{10 * (i + 1)},{v},{round(v - 0.01, 6)},{round(v + 0.01, 6)}")
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -147,21 +174,44 @@ _B, _U, _E = "\x1b[1m", "\x1b[4m", "\x1b[0m"
 
 def coqui_log(kind: str = "healthy") -> bytes:
     """A Coqui Trainer trainer_0_log.txt (ConsoleLogger's lines, ANSI codes included)."""
-    out = [" > Training Environment:", " | > Backend: Torch", " | > Mixed precision: False",
-           " | > Current device: 0", " | > Num. of GPUs: 1", " > Model has 83059180 parameters"]
+    out = [
+        " > Training Environment:",
+        " | > Backend: Torch",
+        " | > Mixed precision: False",
+        " | > Current device: 0",
+        " | > Num. of GPUs: 1",
+        " > Model has 83059180 parameters",
+    ]
     losses = _losses(kind)
     for i, v in enumerate(losses):
         if i % 10 == 0:
-            out += ["", f"{_U}{_B} > EPOCH: {i // 10}/{N // 10}{_E}", " --> output/run-0000", "",
-                    f"{_B} > TRAINING (2024-05-02 03:11:07) {_E}"]
-        out += ["", f"{_B}   --> TIME: 2024-05-02 03:11:07 -- STEP: {i % 10}/10 -- GLOBAL_STEP: {i + 1}{_E}",
-                f"     | > loss: {v}  ({v})",
-                f"     | > grad_norm: tensor({0.5 + i / 100:.4f}, device='cuda:0')  (0.5)",
-                "     | > current_lr: 0.0001 ", "     | > step_time: 0.3  (0.3)", "     | > loader_time: 0.01  (0.01)"]
+            out += [
+                "",
+                f"{_U}{_B} > EPOCH: {i // 10}/{N // 10}{_E}",
+                " --> output/run-0000",
+                "",
+                f"{_B} > TRAINING (2024-05-02 03:11:07) {_E}",
+            ]
+        out += [
+            "",
+            f"{_B}   --> TIME: 2024-05-02 03:11:07 -- STEP: {i % 10}/10 -- GLOBAL_STEP: {i + 1}{_E}",
+            f"     | > loss: {v}  ({v})",
+            f"     | > grad_norm: tensor({0.5 + i / 100:.4f}, device='cuda:0')  (0.5)",
+            "     | > current_lr: 0.0001 ",
+            "     | > step_time: 0.3  (0.3)",
+            "     | > loader_time: 0.01  (0.01)",
+        ]
         if (i + 1) % 10 == 0:
-            out += ["", f"{_B} > EVALUATION {_E}", "", f"  {_B}--> EVAL PERFORMANCE{_E}",
-                    "     | > avg_loader_time: 0.01 (+0.0)", f"     | > avg_loss: {round(v + 0.05, 6)} (+0.0)",
-                    "", f" > BEST MODEL : output/run-0000/best_model_{i + 1}.pth"]
+            out += [
+                "",
+                f"{_B} > EVALUATION {_E}",
+                "",
+                f"  {_B}--> EVAL PERFORMANCE{_E}",
+                "     | > avg_loader_time: 0.01 (+0.0)",
+                f"     | > avg_loss: {round(v + 0.05, 6)} (+0.0)",
+                "",
+                f" > BEST MODEL : output/run-0000/best_model_{i + 1}.pth",
+            ]
     return ("\n".join(out) + "\n").encode()
 
 
@@ -180,8 +230,9 @@ def console_log(kind: str = "healthy") -> bytes:
 
 def console_epoch_log(kind: str = "healthy") -> bytes:
     """Hand-written loop output: ``Epoch 3/30 | Loss: 0.6924 | Val Loss: 0.7``."""
-    return "".join(f"Epoch {i + 1}/{N} | Loss: {v:.4f} | Val Loss: {v + 0.05:.4f}\n"
-                   for i, v in enumerate(_losses(kind))).encode()
+    return "".join(
+        f"Epoch {i + 1}/{N} | Loss: {v:.4f} | Val Loss: {v + 0.05:.4f}\n" for i, v in enumerate(_losses(kind))
+    ).encode()
 
 
 T0 = 1_664_364_007_310
@@ -239,7 +290,7 @@ def unframe(data: bytes) -> tuple[list[bytes], list[int]]:
         end = pos + 16 + n
         if end > len(data):
             break
-        out.append(data[pos + 12:end - 4])
+        out.append(data[pos + 12 : end - 4])
         ends.append(end)
         pos = end
     return out, ends
@@ -356,12 +407,63 @@ def valid(key: str, kind: str = "healthy") -> bytes:
 
 #: Replacements for a number in a log: non-finite spellings, non-numbers, nulls, huge and
 #: tiny magnitudes, negative zero, a 10,000-digit integer.
-TOKENS = (b"NaN", b"-NaN", b"Infinity", b"-Infinity", b"nan", b"inf", b"-inf", b"'nan'", b'"x"', b'"1.5"',
-          b"null", b"None", b"true", b"1e999", b"-1e999", b"-0.0", b"0", b"0.0", b"1" + b"0" * 400,
-          b"9" * 10000, b"1e-400", b"", b"tensor(nan)", b"\x00", b"{}", b"[]", b"1.5e", b"0x10", b"1_000",
-          b"-", b".", b"1e308", b"4.9e-324", b"18446744073709551616", b"-9223372036854775809")
-_INSERTS = TOKENS + (b"\x00" * 64, b"\r", b"\n", b"\r\n", b"\xff\xfe", b"\xef\xbb\xbf", b"\x1b[2K\x1b[1A", b"{", b"}",
-                     b"[", b"]", b'"', b",", b"\t", b"'", b"\\", b"\xc3", b"\xed\xa0\x80")
+TOKENS = (
+    b"NaN",
+    b"-NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"nan",
+    b"inf",
+    b"-inf",
+    b"'nan'",
+    b'"x"',
+    b'"1.5"',
+    b"null",
+    b"None",
+    b"true",
+    b"1e999",
+    b"-1e999",
+    b"-0.0",
+    b"0",
+    b"0.0",
+    b"1" + b"0" * 400,
+    b"9" * 10000,
+    b"1e-400",
+    b"",
+    b"tensor(nan)",
+    b"\x00",
+    b"{}",
+    b"[]",
+    b"1.5e",
+    b"0x10",
+    b"1_000",
+    b"-",
+    b".",
+    b"1e308",
+    b"4.9e-324",
+    b"18446744073709551616",
+    b"-9223372036854775809",
+)
+_INSERTS = TOKENS + (
+    b"\x00" * 64,
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b"\xff\xfe",
+    b"\xef\xbb\xbf",
+    b"\x1b[2K\x1b[1A",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b'"',
+    b",",
+    b"\t",
+    b"'",
+    b"\\",
+    b"\xc3",
+    b"\xed\xa0\x80",
+)
 _NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _ENCODINGS = ("utf-16", "utf-16-le", "utf-16-be", "latin-1", "utf-8-sig", "cp1252", "utf-32")
 #: Non-ASCII text to put into a log before a re-encoding, so that latin-1 bytes appear.
@@ -423,12 +525,12 @@ def _line_op(data: bytes, rnd: random.Random) -> bytes:
         lines[i], lines[j] = lines[j], lines[i]
     elif op == "reverse":
         a, b = sorted((i, j))
-        lines[a:b + 1] = lines[a:b + 1][::-1]
+        lines[a : b + 1] = lines[a : b + 1][::-1]
     elif op == "shuffle":
         rnd.shuffle(lines)
     else:
         a, b = sorted((i, j))
-        lines[b:b] = lines[a:b + 1] * rnd.randint(1, 3)
+        lines[b:b] = lines[a : b + 1] * rnd.randint(1, 3)
     return b"".join(lines)
 
 
@@ -439,7 +541,7 @@ def _token(data: bytes, rnd: random.Random) -> bytes:
         if not nums:
             break
         m = rnd.choice(nums)
-        data = data[: m.start()] + rnd.choice(TOKENS) + data[m.end():]
+        data = data[: m.start()] + rnd.choice(TOKENS) + data[m.end() :]
     return data
 
 
@@ -533,13 +635,15 @@ def _record_op(data: bytes, rnd: random.Random) -> bytes:
         out = bytearray(b"".join(frame(r) for r in recs))
         start = unframe(bytes(out))[1][i - 1] if i else 0
         hdr = struct.pack("<Q", rnd.choice([0, 1, 11, 1 << 20, (1 << 30) + 1, (1 << 64) - 1]))
-        out[start:start + 12] = hdr + struct.pack("<I", _masked_crc(hdr))
+        out[start : start + 12] = hdr + struct.pack("<I", _masked_crc(hdr))
         return bytes(out)
     return b"".join(frame(r) for r in recs)
 
 
-TEXT_OPS = {f.__name__.lstrip("_"): f for f in (_truncate, _flip, _line_op, _token, _insert, _eol, _encode, _nul,
-                                                 _long_line, _splice)}
+TEXT_OPS = {
+    f.__name__.lstrip("_"): f
+    for f in (_truncate, _flip, _line_op, _token, _insert, _eol, _encode, _nul, _long_line, _splice)
+}
 BINARY_OPS = {f.__name__.lstrip("_"): f for f in (_truncate, _flip, _record_op, _insert, _nul, _splice)}
 GZ_MODES = ("plain", "plain", "gzip", "gzip_damaged")
 KINDS = ("healthy", "broken")
@@ -550,8 +654,9 @@ _SEED = st.integers(0, 2**32 - 1)
 def plans(lines: bool = True):
     """1 to 3 ``(op, seed)`` mutations, then a gzip mode and its seed."""
     ops = sorted(TEXT_OPS if lines else BINARY_OPS)
-    return st.tuples(st.lists(st.tuples(st.sampled_from(ops), _SEED), min_size=1, max_size=3),
-                     st.sampled_from(GZ_MODES), _SEED)
+    return st.tuples(
+        st.lists(st.tuples(st.sampled_from(ops), _SEED), min_size=1, max_size=3), st.sampled_from(GZ_MODES), _SEED
+    )
 
 
 def apply_plan(data: bytes, plan, lines: bool = True) -> bytes:
@@ -575,7 +680,8 @@ def gzipped(data: bytes, how: str, rnd: random.Random) -> bytes:
 def raw_bytes(prefix: bytes = b""):
     """Raw bytes, optionally after the first bytes of a valid log (so a reader is chosen)."""
     return st.tuples(st.sampled_from([b"", prefix[:8], prefix[:200], prefix]), st.binary(max_size=4096)).map(
-        lambda t: t[0] + t[1])
+        lambda t: t[0] + t[1]
+    )
 
 
 # --------------------------------------------------------------------------- the CLI check
@@ -622,10 +728,15 @@ class Stats:
         return 0.0 if self.first is None else self.last - self.first
 
     def to_dict(self) -> dict:
-        return {"inputs": dict(self.inputs), "runs": dict(self.runs),
-                "exits": {k: {str(c): n for c, n in v.items()} for k, v in self.exits.items()},
-                "crashes": dict(self.crashes), "tracebacks": dict(self.tracebacks),
-                "wrong_exit": dict(self.wrong_exit), "seconds": round(self.seconds(), 1)}
+        return {
+            "inputs": dict(self.inputs),
+            "runs": dict(self.runs),
+            "exits": {k: {str(c): n for c, n in v.items()} for k, v in self.exits.items()},
+            "crashes": dict(self.crashes),
+            "tracebacks": dict(self.tracebacks),
+            "wrong_exit": dict(self.wrong_exit),
+            "seconds": round(self.seconds(), 1),
+        }
 
 
 STATS = Stats()
@@ -703,8 +814,9 @@ def _time_limit(seconds: float):
         signal.signal(signal.SIGALRM, old)
 
 
-def run_epoch(path: Path, reader: str, *extra: str, cli_run: bool = True, new_input: bool = True,
-              stats: Stats | None = None) -> Outcome:
+def run_epoch(
+    path: Path, reader: str, *extra: str, cli_run: bool = True, new_input: bool = True, stats: Stats | None = None
+) -> Outcome:
     """Judge ``path`` as ``trainproof epoch PATH --json`` does (in-process, through the
     click runner, or through the API with ``cli_run=False``) and check the contract.
 

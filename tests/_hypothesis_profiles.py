@@ -20,6 +20,7 @@ and plain ``pytest -m fuzz --hypothesis-profile long`` works once ``tests/confte
 imports this module. ``TRAINPROOF_FUZZ_EXAMPLES=N`` sets the examples per test (at
 weight 1) of whichever profile is active.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,12 @@ LONG_FACTOR = 10
 
 _COMMON = dict(
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                           HealthCheck.data_too_large, HealthCheck.large_base_example],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.large_base_example,
+    ],
     print_blob=True,
 )
 

@@ -2,6 +2,7 @@
 logs, a FIFO, caches, one HF output folder (checkpoints and event files) and one
 Lightning version folder (CSV and event file), each run written by the real writers'
 layout. ``doctor`` on it must count only the runs."""
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,15 @@ def hf_history(steps: int = 300, every: int = 10, diverge_at: int | None = None)
         loss = 2.5 * math.exp(-s / 150) + 0.3
         if diverge_at is not None and s > diverge_at:
             loss *= 1.05 ** (s - diverge_at)
-        out.append({"epoch": s / 100, "grad_norm": 1.0 + 0.1 * math.sin(s), "learning_rate": 5e-5 * (1 - s / (steps + every)),
-                    "loss": loss, "step": s})
+        out.append(
+            {
+                "epoch": s / 100,
+                "grad_norm": 1.0 + 0.1 * math.sin(s),
+                "learning_rate": 5e-5 * (1 - s / (steps + every)),
+                "loss": loss,
+                "step": s,
+            }
+        )
     return out
 
 
@@ -58,8 +66,14 @@ def write_hf_output(out: Path, history: list[dict], checkpoints=(100, 200), even
     last = history[-1]["step"]
 
     def state(upto: int) -> dict:
-        return {"global_step": upto, "max_steps": last, "num_train_epochs": 3, "epoch": upto / 100,
-                "log_history": [r for r in history if r["step"] <= upto], "logging_steps": 10}
+        return {
+            "global_step": upto,
+            "max_steps": last,
+            "num_train_epochs": 3,
+            "epoch": upto / 100,
+            "log_history": [r for r in history if r["step"] <= upto],
+            "logging_steps": 10,
+        }
 
     for ck in checkpoints:
         (out / f"checkpoint-{ck}").mkdir(parents=True, exist_ok=True)
@@ -70,8 +84,12 @@ def write_hf_output(out: Path, history: list[dict], checkpoints=(100, 200), even
     if events:
         w = SummaryWriter(str(out / "runs" / "Dec02_10-00-00_host"))
         for r in history:
-            for tag, key in (("train/loss", "loss"), ("train/learning_rate", "learning_rate"),
-                             ("train/grad_norm", "grad_norm"), ("train/epoch", "epoch")):
+            for tag, key in (
+                ("train/loss", "loss"),
+                ("train/learning_rate", "learning_rate"),
+                ("train/grad_norm", "grad_norm"),
+                ("train/epoch", "epoch"),
+            ):
                 w.add_scalar(tag, r[key], r["step"])
         w.close()
 

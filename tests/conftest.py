@@ -1,4 +1,5 @@
 """Shared test helpers: writing small logs, running the CLI, validating --json output."""
+
 from __future__ import annotations
 
 import json
@@ -8,12 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import _hypothesis_profiles  # noqa: F401  (registers the fuzz profiles before --hypothesis-profile is read)
 import jsonschema
 import pytest
 from click.testing import CliRunner
 
 from trainproof.cli import cli
+
+import _hypothesis_profiles  # noqa: F401  (registers the fuzz profiles before --hypothesis-profile is read)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -41,8 +43,9 @@ def run_subprocess(*args: str, cwd: Path | None = None, env: dict | None = None,
     """Run ``python -m trainproof`` as a real process."""
     e = dict(os.environ)
     e.update(env or {})
-    p = subprocess.run([sys.executable, "-m", "trainproof", *args], capture_output=True, text=True,
-                       cwd=cwd, env=e, timeout=timeout)
+    p = subprocess.run(
+        [sys.executable, "-m", "trainproof", *args], capture_output=True, text=True, cwd=cwd, env=e, timeout=timeout
+    )
     return p
 
 
@@ -57,8 +60,13 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 def write_hf(path: Path, rows: list[dict], **top) -> Path:
     """A trainer_state.json the way HF writes it (indent=2, sorted keys)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    state = {"global_step": int(rows[-1].get("step", 0)) if rows else 0, "is_world_process_zero": True,
-             "log_history": rows, "max_steps": top.pop("max_steps", 0), **top}
+    state = {
+        "global_step": int(rows[-1].get("step", 0)) if rows else 0,
+        "is_world_process_zero": True,
+        "log_history": rows,
+        "max_steps": top.pop("max_steps", 0),
+        **top,
+    }
     path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
@@ -72,8 +80,15 @@ def healthy_rows(n: int = 60, seed: int = 0, every: int = 10) -> list[dict]:
     for i in range(n):
         step = (i + 1) * every
         loss = 0.8 + 1.5 * math.exp(-i / (n / 4)) + 0.04 * rng.standard_normal()
-        rows.append({"step": step, "loss": float(loss), "learning_rate": 1e-4,
-                     "grad_norm": float(0.5 + 0.1 * rng.random()), "epoch": round(step / (n * every), 4)})
+        rows.append(
+            {
+                "step": step,
+                "loss": float(loss),
+                "learning_rate": 1e-4,
+                "grad_norm": float(0.5 + 0.1 * rng.random()),
+                "epoch": round(step / (n * every), 4),
+            }
+        )
     return rows
 
 

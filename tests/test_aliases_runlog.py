@@ -1,4 +1,5 @@
 """The alias table (trainproof.aliases) and the record stream -> RunLog builder (trainproof.runlog)."""
+
 from __future__ import annotations
 
 import itertools
@@ -30,8 +31,18 @@ ALL_ALIASES = [(canon, alias) for canon, al in ALIASES.items() for alias in al]
 
 def test_every_alias_is_for_a_canonical_name() -> None:
     assert set(ALIASES) <= set(CANONICAL)
-    for canon in ("loss", "eval_loss", "lr", "grad_norm", "epoch", "time", "step_time", "loader_time",
-                  "gpu_util", "update_ratio"):
+    for canon in (
+        "loss",
+        "eval_loss",
+        "lr",
+        "grad_norm",
+        "epoch",
+        "time",
+        "step_time",
+        "loader_time",
+        "gpu_util",
+        "update_ratio",
+    ):
         assert canon in CANONICAL  # the names DESIGN.md promises
 
 
@@ -144,15 +155,18 @@ def test_parse_map_option() -> None:
     assert parse_map_option(["loss=a=b"]) == {"loss": "a=b"}
 
 
-@pytest.mark.parametrize("item,match", [
-    ("loss", "CANON=COLUMN"),
-    ("loss:my_loss", "CANON=COLUMN"),
-    ("=my_loss", "CANON=COLUMN"),
-    ("loss=", "CANON=COLUMN"),
-    ("  =  ", "CANON=COLUMN"),
-    ("accuracy=acc", "unknown canonical name 'accuracy'"),
-    ("Loss=acc", "unknown canonical name 'Loss'"),
-])
+@pytest.mark.parametrize(
+    "item,match",
+    [
+        ("loss", "CANON=COLUMN"),
+        ("loss:my_loss", "CANON=COLUMN"),
+        ("=my_loss", "CANON=COLUMN"),
+        ("loss=", "CANON=COLUMN"),
+        ("  =  ", "CANON=COLUMN"),
+        ("accuracy=acc", "unknown canonical name 'accuracy'"),
+        ("Loss=acc", "unknown canonical name 'Loss'"),
+    ],
+)
 def test_parse_map_option_errors(item: str, match: str) -> None:
     with pytest.raises(MappingError, match=match):
         parse_map_option([item])
@@ -212,10 +226,15 @@ def recs(*rows) -> list[Record]:
 
 def test_build_runlog_basic_columns() -> None:
     run = build_runlog(
-        recs((10, {"loss": 2.0, "learning_rate": 0.1, "acc": 0.5}, 3),
-             (20, {"loss": 1.0, "learning_rate": 0.2}, 7),
-             (30, {"eval_loss": 1.5}, 9)),
-        "x.log", "jsonl", meta={"max_steps": 30}, notes=["a note"],
+        recs(
+            (10, {"loss": 2.0, "learning_rate": 0.1, "acc": 0.5}, 3),
+            (20, {"loss": 1.0, "learning_rate": 0.2}, 7),
+            (30, {"eval_loss": 1.5}, 9),
+        ),
+        "x.log",
+        "jsonl",
+        meta={"max_steps": 30},
+        notes=["a note"],
     )
     assert isinstance(run, RunLog)
     assert run.path == "x.log" and run.format == "jsonl"
@@ -249,13 +268,16 @@ def test_empty_stream() -> None:
 
 def test_records_without_step_take_the_last_step_seen() -> None:
     run = build_runlog(
-        recs((None, {"a": 0.0}, 1),  # before the first step: takes the first step
-             (5, {"loss": 2.0}, 2),
-             (None, {"eval_loss": 1.9}, 3),
-             (10, {"loss": 1.0}, 4),
-             (math.nan, {"eval_loss": 1.7}, 5),  # a non-finite step is no step
-             (math.inf, {"b": 1.0}, 6)),
-        "p", "jsonl",
+        recs(
+            (None, {"a": 0.0}, 1),  # before the first step: takes the first step
+            (5, {"loss": 2.0}, 2),
+            (None, {"eval_loss": 1.9}, 3),
+            (10, {"loss": 1.0}, 4),
+            (math.nan, {"eval_loss": 1.7}, 5),  # a non-finite step is no step
+            (math.inf, {"b": 1.0}, 6),
+        ),
+        "p",
+        "jsonl",
     )
     assert run.get("a").steps.tolist() == [5]
     assert run.get("eval_loss").steps.tolist() == [5, 10]
@@ -272,17 +294,27 @@ def test_no_steps_anywhere_uses_record_index() -> None:
 
 
 def test_no_steps_uses_epoch_column_when_every_record_has_one() -> None:
-    run = build_runlog(recs((None, {"epoch": 0.0, "loss": 3.0}, 2), (None, {"epoch": 1.0, "loss": 2.0}, 3),
-                            (None, {"epoch": 2.0, "val_loss": 2.5}, 4)), "p", "csv")
+    run = build_runlog(
+        recs(
+            (None, {"epoch": 0.0, "loss": 3.0}, 2),
+            (None, {"epoch": 1.0, "loss": 2.0}, 3),
+            (None, {"epoch": 2.0, "val_loss": 2.5}, 4),
+        ),
+        "p",
+        "csv",
+    )
     assert run.get("loss").steps.tolist() == [0, 1]
     assert run.get("eval_loss").steps.tolist() == [2]
     assert "no step column: the epoch is the x axis" in run.notes
 
 
-@pytest.mark.parametrize("rows", [
-    [(None, {"epoch": 0.0, "loss": 3.0}, 1), (None, {"loss": 2.0}, 2)],  # one record lacks the epoch
-    [(None, {"epoch": 0.0, "loss": 3.0}, 1), (None, {"epoch": math.nan, "loss": 2.0}, 2)],  # non-finite
-])
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [(None, {"epoch": 0.0, "loss": 3.0}, 1), (None, {"loss": 2.0}, 2)],  # one record lacks the epoch
+        [(None, {"epoch": 0.0, "loss": 3.0}, 1), (None, {"epoch": math.nan, "loss": 2.0}, 2)],  # non-finite
+    ],
+)
 def test_epoch_axis_needs_a_finite_epoch_in_every_record(rows) -> None:
     run = build_runlog(recs(*rows), "p", "csv")
     assert run.get("loss").steps.tolist() == [0, 1]
@@ -291,9 +323,15 @@ def test_epoch_axis_needs_a_finite_epoch_in_every_record(rows) -> None:
 
 def test_unsorted_steps_are_sorted_stably_and_the_later_write_wins() -> None:
     run = build_runlog(
-        recs((3, {"loss": 3.0}, 1), (1, {"loss": 1.0}, 2), (2, {"loss": 2.0}, 3),
-             (1, {"loss": 1.5}, 4), (3, {"loss": 3.0}, 5)),
-        "p", "jsonl",
+        recs(
+            (3, {"loss": 3.0}, 1),
+            (1, {"loss": 1.0}, 2),
+            (2, {"loss": 2.0}, 3),
+            (1, {"loss": 1.5}, 4),
+            (3, {"loss": 3.0}, 5),
+        ),
+        "p",
+        "jsonl",
     )
     loss = run.get("loss")
     assert loss.steps.tolist() == [1, 2, 3]
@@ -312,8 +350,9 @@ def test_identical_rewrites_are_not_reported() -> None:
 def test_rewritten_note_lists_at_most_ten_keys() -> None:
     keys = [f"m{i:02d}" for i in range(12)]
     # Step 1 is written again after the step went back to it (a resume): the later write wins.
-    run = build_runlog(recs((1, {k: 1.0 for k in keys}, 1), (2, {k: 1.5 for k in keys}, 2),
-                            (1, {k: 2.0 for k in keys}, 3)), "p", "f")
+    run = build_runlog(
+        recs((1, {k: 1.0 for k in keys}, 1), (2, {k: 1.5 for k in keys}, 2), (1, {k: 2.0 for k in keys}, 3)), "p", "f"
+    )
     (note,) = run.notes
     assert "m00" in note and "m09" in note and "m10" not in note and note.endswith("and 2 more")
     assert all(run.get(k).values.tolist() == [2.0, 1.5] for k in keys)

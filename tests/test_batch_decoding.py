@@ -1,6 +1,7 @@
 """The chunked, columnar decoding of JSON logs (``orjson`` + ``Rows``) gives exactly the
 RunLog of the per-record path it replaced: the same series (steps, values, lines), notes,
 meta and record count, on hand-made edge cases and on Hypothesis-generated logs."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,13 @@ from trainproof.runlog import Record, Rows, RunLogBuilder, build_runlog
 
 
 def _same_runlog(a, b) -> None:
-    assert (a.records, a.notes, a.meta, a.step_range, a.explicit_steps) == \
-        (b.records, b.notes, b.meta, b.step_range, b.explicit_steps)
+    assert (a.records, a.notes, a.meta, a.step_range, a.explicit_steps) == (
+        b.records,
+        b.notes,
+        b.meta,
+        b.step_range,
+        b.explicit_steps,
+    )
     assert sorted(a.series) == sorted(b.series)
     for name, s in a.series.items():
         t = b.series[name]
@@ -43,16 +49,26 @@ def _per_line_jsonl(path):
 
 
 _number = st.one_of(
-    st.integers(-(2 ** 70), 2 ** 70),
+    st.integers(-(2**70), 2**70),
     st.floats(allow_nan=True, allow_infinity=True),
     st.floats(min_value=-1e-300, max_value=1e-300),
 )
-_value = st.one_of(_number, _number, _number, st.booleans(), st.none(), st.text(max_size=3),
-                   st.dictionaries(st.sampled_from(["a", "b"]), _number, max_size=2))
+_value = st.one_of(
+    _number,
+    _number,
+    _number,
+    st.booleans(),
+    st.none(),
+    st.text(max_size=3),
+    st.dictionaries(st.sampled_from(["a", "b"]), _number, max_size=2),
+)
 _key = st.sampled_from(["step", "loss", "lr", "grad_norm", "eval_loss", "Step", "global_step", "epoch", "x"])
 _obj = st.dictionaries(_key, _value, max_size=5)
-_line = st.one_of(_obj.map(lambda d: json.dumps(d)), _obj.map(lambda d: json.dumps(d)),
-                  st.sampled_from(["", "banner text", "[1, 2]", '{"step": 3, "loss": 0.', "   "]))
+_line = st.one_of(
+    _obj.map(lambda d: json.dumps(d)),
+    _obj.map(lambda d: json.dumps(d)),
+    st.sampled_from(["", "banner text", "[1, 2]", '{"step": 3, "loss": 0.', "   "]),
+)
 
 
 @pytest.mark.slow
@@ -103,19 +119,33 @@ def _state(entries, **dump):
 
 
 _hf_entry = st.one_of(
-    st.builds(lambda s, l, g: {"epoch": s / 100, "grad_norm": g, "learning_rate": 1e-4, "loss": l, "step": s},
-              st.integers(0, 10 ** 6), _number, _number),
-    _obj, st.just([1, 2]), st.just({"train_runtime": 3.0, "total_flos": 1e9, "train_loss": 0.5}),
-    st.just({"note": "}, {", "loss": 1.0, "step": 5}), st.just({"nested": [{"a": 1}, {"b": 2}], "step": 6}),
+    st.builds(
+        lambda s, loss, g: {"epoch": s / 100, "grad_norm": g, "learning_rate": 1e-4, "loss": loss, "step": s},
+        st.integers(0, 10**6),
+        _number,
+        _number,
+    ),
+    _obj,
+    st.just([1, 2]),
+    st.just({"train_runtime": 3.0, "total_flos": 1e9, "train_loss": 0.5}),
+    st.just({"note": "}, {", "loss": 1.0, "step": 5}),
+    st.just({"nested": [{"a": 1}, {"b": 2}], "step": 6}),
 )
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(entries=st.lists(_hf_entry, max_size=120), layout=st.sampled_from(["indent2", "indent4", "compact", "tight"]),
-       torn=st.booleans())
+@given(
+    entries=st.lists(_hf_entry, max_size=120),
+    layout=st.sampled_from(["indent2", "indent4", "compact", "tight"]),
+    torn=st.booleans(),
+)
 def test_trainer_state_batches_equal_one_entry_at_a_time(tmp_path, monkeypatch, entries, layout, torn):
-    dump = {"indent2": {"indent": 2, "sort_keys": True}, "indent4": {"indent": 4}, "compact": {},
-            "tight": {"separators": (",", ":")}}[layout]
+    dump = {
+        "indent2": {"indent": 2, "sort_keys": True},
+        "indent4": {"indent": 4},
+        "compact": {},
+        "tight": {"separators": (",", ":")},
+    }[layout]
     text = _state(entries, **dump)
     if torn:
         text = text[: len(text) * 3 // 4]
@@ -139,8 +169,10 @@ def test_trainer_state_batches_equal_one_entry_at_a_time(tmp_path, monkeypatch, 
 
 
 def test_trainer_state_batches_are_used_and_lines_exact(tmp_path, monkeypatch):
-    entries = [{"epoch": i / 10, "grad_norm": 1.5, "learning_rate": 1e-4, "loss": 2.0 - i / 1000, "step": i}
-               for i in range(1, 2001)]
+    entries = [
+        {"epoch": i / 10, "grad_norm": 1.5, "learning_rate": 1e-4, "loss": 2.0 - i / 1000, "step": i}
+        for i in range(1, 2001)
+    ]
     p = tmp_path / "trainer_state.json"
     p.write_text(json.dumps({"log_history": entries}, indent=2, sort_keys=True) + "\n")
     calls = []
@@ -155,8 +187,15 @@ def test_trainer_state_batches_are_used_and_lines_exact(tmp_path, monkeypatch):
 def test_rows_match_records_in_the_builder():
     """add_rows is add() of each record in order, including steps carried forward and a
     key shared by two key sets."""
-    objs = [{"loss": 1.0}, {"step": 5, "loss": 2.0}, {"loss": 3.0, "lr": 0.1}, {"step": math.inf, "lr": 0.2},
-            {"lr": 0.3, "loss": 4.0}, {}, {"step": 5, "loss": 9.0}]
+    objs = [
+        {"loss": 1.0},
+        {"step": 5, "loss": 2.0},
+        {"loss": 3.0, "lr": 0.1},
+        {"step": math.inf, "lr": 0.2},
+        {"lr": 0.3, "loss": 4.0},
+        {},
+        {"step": 5, "loss": 9.0},
+    ]
     lines = np.arange(10, 17)
     rows = _rows.rows_from_dicts(objs, lines, lambda keys: "step" if "step" in keys else None)
     assert isinstance(rows, Rows) and len(rows) == 7
@@ -170,9 +209,18 @@ def test_rows_match_records_in_the_builder():
     _same_runlog(build_runlog(recs, "x", "jsonl"), b.build("x", "jsonl"))
 
 
-@pytest.mark.parametrize("text", ['{"a": 1e400}', '{"a": -1e400}', '{"a": 12345678901234567890123}',
-                                  '{"a": 0.1000000000000000055511151231257827}', '{"a": 4.9e-324}',
-                                  '{"a": 2.2250738585072011e-308}', '{"a": -0.0}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1e400}',
+        '{"a": -1e400}',
+        '{"a": 12345678901234567890123}',
+        '{"a": 0.1000000000000000055511151231257827}',
+        '{"a": 4.9e-324}',
+        '{"a": 2.2250738585072011e-308}',
+        '{"a": -0.0}',
+    ],
+)
 def test_orjson_numbers_equal_pythons(text):
     try:
         fast = flatten_numeric(_rows.loads(text))
@@ -183,16 +231,44 @@ def test_orjson_numbers_equal_pythons(text):
 
 _cell = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.integers(-(2 ** 70), 2 ** 70).map(str),
-    st.sampled_from(["", "", "", " ", " 1.5 ", "-0", "-0.0", "1e400", "01", "+2", ".5", "1.", "nan", "NaN", "inf",
-                     "abc", "1e-0", "0x10", "1_0", "\u0661", "null", "true"]),
+    st.integers(-(2**70), 2**70).map(str),
+    st.sampled_from(
+        [
+            "",
+            "",
+            "",
+            " ",
+            " 1.5 ",
+            "-0",
+            "-0.0",
+            "1e400",
+            "01",
+            "+2",
+            ".5",
+            "1.",
+            "nan",
+            "NaN",
+            "inf",
+            "abc",
+            "1e-0",
+            "0x10",
+            "1_0",
+            "\u0661",
+            "null",
+            "true",
+        ]
+    ),
 )
 
 
 @pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.lists(st.lists(_cell, min_size=3, max_size=3), max_size=80), delim=st.sampled_from([",", ";", "\t"]),
-       crlf=st.booleans(), final_newline=st.booleans())
+@given(
+    rows=st.lists(st.lists(_cell, min_size=3, max_size=3), max_size=80),
+    delim=st.sampled_from([",", ";", "\t"]),
+    crlf=st.booleans(),
+    final_newline=st.booleans(),
+)
 def test_csv_chunks_equal_row_by_row(tmp_path, monkeypatch, rows, delim, crlf, final_newline):
     from trainproof.formats import csv as csv_reader
 
@@ -247,16 +323,31 @@ def _scalar_event(wall: float, step: int, tag: bytes, value: float) -> bytes:
 
     val = b"\x0a" + varint(len(tag)) + tag + b"\x15" + struct.pack("<f", value)
     summ = b"\x0a" + varint(len(val)) + val
-    ev = b"\x09" + struct.pack("<d", wall) + (b"\x10" + varint(step) if step else b"") + b"\x2a" + varint(len(summ)) + summ
+    ev = (
+        b"\x09"
+        + struct.pack("<d", wall)
+        + (b"\x10" + varint(step) if step else b"")
+        + b"\x2a"
+        + varint(len(summ))
+        + summ
+    )
     return ev
 
 
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None)
-@given(events=st.lists(st.tuples(
-    st.floats(allow_nan=False), st.one_of(st.integers(0, 300), st.integers(-(2 ** 63), 2 ** 63 - 1)),
-    st.binary(max_size=140), st.floats(width=32)), max_size=30),
-    flips=st.lists(st.tuples(st.integers(0, 10 ** 6), st.integers(0, 255)), max_size=4))
+@given(
+    events=st.lists(
+        st.tuples(
+            st.floats(allow_nan=False),
+            st.one_of(st.integers(0, 300), st.integers(-(2**63), 2**63 - 1)),
+            st.binary(max_size=140),
+            st.floats(width=32),
+        ),
+        max_size=30,
+    ),
+    flips=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=4),
+)
 @example(events=[(float("inf"), -1, bytes(7), 0.0)] + [(0.0, 0, b"", 0.0)] * 6, flips=[(159488, 1)])  # NaN wall time
 def test_event_batch_decoding_equals_one_at_a_time(events, flips):
     from trainproof.formats._event_proto import parse_simple, parse_simple_batch
@@ -267,7 +358,11 @@ def test_event_batch_decoding_equals_one_at_a_time(events, flips):
             p = payloads[at % len(payloads)]
             if p:
                 p[at % len(p)] = byte
-    payloads = [bytes(p) for p in payloads] + [b"", b"\x09" * 25, b"\x09" + bytes(8) + b"\x10" + b"\xff" * 10 + bytes(20)]
+    payloads = [bytes(p) for p in payloads] + [
+        b"",
+        b"\x09" * 25,
+        b"\x09" + bytes(8) + b"\x10" + b"\xff" * 10 + bytes(20),
+    ]
     ok, walls, steps, values, tag_ids, tags = parse_simple_batch(payloads)
     for k, p in enumerate(payloads):
         r = parse_simple(p)

@@ -14,6 +14,7 @@ are two tests:
 
 Randomness is seeded numpy; nothing is mocked.
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,8 +27,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cli, write_hf, write_jsonl
 from trainproof.api import read_runlog
+
+from conftest import run_cli, write_hf, write_jsonl
 
 CASES = "cases"
 
@@ -35,8 +37,19 @@ CASES = "cases"
 EXIT_FOR = {"FAIL": 1, "WARN": 0, "PASS": 0, "NOT-CHECKED": 2}
 
 #: Findings that judge the loss itself (values, exact zeros, shape, evaluation, signatures).
-LOSS_IDS = ("TP-NAN", "TP-ZERO-LOSS", "TP-ZERO-LOSS-ONSET", "TP-FLAT", "TP-DIVERGE", "TP-DEAD-RUN",
-            "TP-OVERFIT", "TP-NAN-EVAL", "TP-OSCILLATION", "TP-PLATEAU", "TP-LOSS-SPIKE")
+LOSS_IDS = (
+    "TP-NAN",
+    "TP-ZERO-LOSS",
+    "TP-ZERO-LOSS-ONSET",
+    "TP-FLAT",
+    "TP-DIVERGE",
+    "TP-DEAD-RUN",
+    "TP-OVERFIT",
+    "TP-NAN-EVAL",
+    "TP-OSCILLATION",
+    "TP-PLATEAU",
+    "TP-LOSS-SPIKE",
+)
 GRAD_IDS = ("TP-NAN-GRAD", "TP-GRAD-OVERFLOW-SKIPPED", "TP-ZERO-GRAD", "TP-GRAD-SPIKE", "TP-VANISHING-GRAD")
 LR_IDS = ("TP-ZERO-LR", "TP-ZERO-LR-PARTIAL", "TP-LR-SCHEDULE-ENDED-EARLY", "TP-WARMUP-UNFINISHED")
 ZERO_LOSS_IDS = ("TP-ZERO-LOSS", "TP-ZERO-LOSS-ONSET")
@@ -114,8 +127,15 @@ def cosine_lr(n: int, peak: float, warmup: int = 0) -> list[float]:
 
 
 def hf_summary(step: int, train_loss: float) -> dict:
-    return {"epoch": 1.0, "step": step, "total_flos": 1.2e16, "train_loss": train_loss,
-            "train_runtime": 1000.0, "train_samples_per_second": 1.0, "train_steps_per_second": 0.1}
+    return {
+        "epoch": 1.0,
+        "step": step,
+        "total_flos": 1.2e16,
+        "train_loss": train_loss,
+        "train_runtime": 1000.0,
+        "train_samples_per_second": 1.0,
+        "train_steps_per_second": 0.1,
+    }
 
 
 def write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
@@ -153,8 +173,15 @@ def hidden_nan_rows(n: int, onset: int, every: int, partial: bool, bad: str, see
         else:
             loss = round(0.8 * rows[-1]["loss"], 4) if (i == onset and partial) else 0.0
             g = badv if badv is not None else (math.nan if i % 2 else math.inf)
-        rows.append({"epoch": round(step / (n * every), 4), "grad_norm": g, "learning_rate": lrs[i],
-                     "loss": round(float(loss), 4), "step": step})
+        rows.append(
+            {
+                "epoch": round(step / (n * every), 4),
+                "grad_norm": g,
+                "learning_rate": lrs[i],
+                "loss": round(float(loss), 4),
+                "step": step,
+            }
+        )
     return rows
 
 
@@ -207,8 +234,7 @@ HIDDEN_NAN_VARIANTS = [
 @pytest.mark.parametrize("fmt,n,onset,every,partial,bad", HIDDEN_NAN_VARIANTS)
 def test_case01_kind_hidden_nan_zero_loss(tmp_path, fmt, n, onset, every, partial, bad):
     rows = hidden_nan_rows(n, onset, every, partial, bad, seed=n + onset)
-    p = write_rows(tmp_path, fmt, rows, summary=hf_summary(n * every, 0.89), max_steps=n * every,
-                   logging_steps=every)
+    p = write_rows(tmp_path, fmt, rows, summary=hf_summary(n * every, 0.89), max_steps=n * every, logging_steps=every)
     code, rep = judge_cli(p)
     assert rep["error"] is None
     check_hidden_nan(rep, code, onset_step=(onset + 1) * every, nonfinite=n - onset, points=n)
@@ -240,9 +266,15 @@ def grpo_rows(n: int, every: int, beta: float, keys: str, kl: bool, seed: int) -
             zeros += 1
             loss = -0.0 if rng.random() < 0.5 else 0.0
         r = -0.26 + 1.2 * (1 - math.exp(-3 * i / n)) + 0.12 * rng.standard_normal()
-        row = {"clip_ratio": 0.0, "completion_length": float(200 + 150 * rng.random()),
-               "epoch": round(step / (n * every), 4), "grad_norm": float(0.2 + 0.45 * rng.random()),
-               "learning_rate": lrs[i], "loss": loss, "step": step}
+        row = {
+            "clip_ratio": 0.0,
+            "completion_length": float(200 + 150 * rng.random()),
+            "epoch": round(step / (n * every), 4),
+            "grad_norm": float(0.2 + 0.45 * rng.random()),
+            "learning_rate": lrs[i],
+            "loss": loss,
+            "step": step,
+        }
         for key in GRPO_KEYS[keys]:
             row[key] = round(float(r if not key.endswith("std") else 0.4 + 0.4 * rng.random()), 4)
         if kl:
@@ -253,8 +285,18 @@ def grpo_rows(n: int, every: int, beta: float, keys: str, kl: bool, seed: int) -
 
 def check_grpo(rep: dict, code: int) -> None:
     assert rep["verdict"] == "PASS" and code == 0, [(f["id"], f["message"]) for f in rep["findings"]]
-    absent(rep, *ZERO_LOSS_IDS, "TP-FLAT", "TP-DEAD-RUN", "TP-DIVERGE", "TP-PLATEAU", "TP-RL-DEAD-POLICY",
-           "TP-ZERO-GRAD", "TP-NAN", *LR_IDS)
+    absent(
+        rep,
+        *ZERO_LOSS_IDS,
+        "TP-FLAT",
+        "TP-DEAD-RUN",
+        "TP-DIVERGE",
+        "TP-PLATEAU",
+        "TP-RL-DEAD-POLICY",
+        "TP-ZERO-GRAD",
+        "TP-NAN",
+        *LR_IDS,
+    )
     assert levels(rep) <= {"PASS", "INFO"}
     # -0.0 is a zero, not a sign error; the rise of the loss with the KL is not divergence.
     assert not re.search(r"negative|sign error|diverg|no learning|dead", text(rep), re.I), text(rep)
@@ -286,8 +328,7 @@ GRPO_VARIANTS = [
 def test_case02_kind_grpo_zero_loss(tmp_path, fmt, n, every, beta, keys, kl):
     rows, zeros = grpo_rows(n, every, beta, keys, kl, seed=n + every)
     assert zeros >= 2  # the shape: exact zeros (some of them -0.0) in the logged loss
-    p = write_rows(tmp_path, fmt, rows, summary=hf_summary(n * every, 0.0009), max_steps=n * every,
-                   logging_steps=every)
+    p = write_rows(tmp_path, fmt, rows, summary=hf_summary(n * every, 0.0009), max_steps=n * every, logging_steps=every)
     code, rep = judge_cli(p)
     check_grpo(rep, code)
     loss = read_runlog(p).series["loss"].values
@@ -301,9 +342,15 @@ def test_case02_kind_grpo_zero_loss(tmp_path, fmt, n, every, beta, keys, kl):
 
 def zero_lr_rows(n: int, every: int, level: float, noise: float, seed: int) -> list[dict]:
     rng = np.random.default_rng(seed)
-    return [{"epoch": round(3 * (i + 1) / n, 4), "learning_rate": 0.0,
-             "loss": round(float(level + noise * rng.uniform(-1, 1)), 4), "step": (i + 1) * every}
-            for i in range(n)]
+    return [
+        {
+            "epoch": round(3 * (i + 1) / n, 4),
+            "learning_rate": 0.0,
+            "loss": round(float(level + noise * rng.uniform(-1, 1)), 4),
+            "step": (i + 1) * every,
+        }
+        for i in range(n)
+    ]
 
 
 def check_zero_lr(rep: dict, code: int, n: int, first_step: int) -> None:
@@ -339,11 +386,15 @@ ZERO_LR_VARIANTS = [
 def test_case04_kind_lr_zero_whole_run(tmp_path, fmt, n, every, level, noise):
     rows = zero_lr_rows(n, every, level, noise, seed=n * every)
     if fmt == "csv":
-        p = write_csv(tmp_path / "metrics.csv", ["step", "loss", "learning_rate"],
-                      [[r["step"], r["loss"], r["learning_rate"]] for r in rows])
+        p = write_csv(
+            tmp_path / "metrics.csv",
+            ["step", "loss", "learning_rate"],
+            [[r["step"], r["loss"], r["learning_rate"]] for r in rows],
+        )
     else:
-        p = write_rows(tmp_path, fmt, rows, summary=hf_summary(n * every, level), max_steps=n * every,
-                       logging_steps=every)
+        p = write_rows(
+            tmp_path, fmt, rows, summary=hf_summary(n * every, level), max_steps=n * every, logging_steps=every
+        )
     code, rep = judge_cli(p)
     check_zero_lr(rep, code, n=n, first_step=every)
     assert "grad_norm" not in rep["mapping"]
@@ -360,8 +411,16 @@ def zero_from_start_rows(n: int, every: int, sched: str) -> list[dict]:
         lrs = [2e-5 * (1 - i / (n - 1)) for i in range(n)]
     else:
         lrs = [1e-4] * n
-    return [{"epoch": round((i + 1) / n, 4), "grad_norm": 0.0, "learning_rate": lrs[i], "loss": 0.0,
-             "step": (i + 1) * every} for i in range(n)]
+    return [
+        {
+            "epoch": round((i + 1) / n, 4),
+            "grad_norm": 0.0,
+            "learning_rate": lrs[i],
+            "loss": 0.0,
+            "step": (i + 1) * every,
+        }
+        for i in range(n)
+    ]
 
 
 def check_zero_from_start(rep: dict, code: int, first_step: int) -> None:
@@ -398,8 +457,7 @@ ZERO_START_VARIANTS = [
 @pytest.mark.parametrize("fmt,n,every,sched", ZERO_START_VARIANTS)
 def test_case06_kind_zero_loss_zero_grad_from_start(tmp_path, fmt, n, every, sched):
     rows = zero_from_start_rows(n, every, sched)
-    p = write_rows(tmp_path, fmt, rows, summary=hf_summary(n * every, 0.0), max_steps=n * every,
-                   logging_steps=every)
+    p = write_rows(tmp_path, fmt, rows, summary=hf_summary(n * every, 0.0), max_steps=n * every, logging_steps=every)
     code, rep = judge_cli(p)
     check_zero_from_start(rep, code, first_step=every)
     assert finding(rep, "TP-ZERO-LOSS")["data"]["points"] == n
@@ -416,9 +474,18 @@ def keras_values(total: int, seed: int) -> list[dict]:
         t = e / max(total - 1, 1)
         loss = 0.55 + 0.88 * math.exp(-2.2 * t) * (1 + 0.02 * rng.standard_normal())
         acc = 0.48 + 0.38 * t + 0.01 * rng.standard_normal()
-        out.append({"loss": loss, "val_loss": loss * 1.08 + 0.02, "accuracy": acc, "val_accuracy": acc - 0.03,
-                    "mae": loss / 3, "val_mae": loss / 2.9,
-                    "learning_rate": 0.001 if t < 0.7 else 0.0005, "lr": 0.001 if t < 0.7 else 0.0005})
+        out.append(
+            {
+                "loss": loss,
+                "val_loss": loss * 1.08 + 0.02,
+                "accuracy": acc,
+                "val_accuracy": acc - 0.03,
+                "mae": loss / 3,
+                "val_mae": loss / 2.9,
+                "learning_rate": 0.001 if t < 0.7 else 0.0005,
+                "lr": 0.001 if t < 0.7 else 0.0005,
+            }
+        )
     return out
 
 
@@ -485,8 +552,11 @@ KERAS_HEADER_VARIANTS = [
     [(["loss", "val_loss"], 4), (["loss", "lr", "val_loss"], 8)],
     [(["loss", "mae", "val_loss", "val_mae"], 6), (["learning_rate", "loss", "mae", "val_loss", "val_mae"], 6)],
     [(K6, 5), (K5, 5)],  # a column removed
-    [(["loss", "val_loss"], 3), (["accuracy", "loss", "val_accuracy", "val_loss"], 3),
-     (["accuracy", "learning_rate", "loss", "val_accuracy", "val_loss"], 4)],  # resumed twice
+    [
+        (["loss", "val_loss"], 3),
+        (["accuracy", "loss", "val_accuracy", "val_loss"], 3),
+        (["accuracy", "learning_rate", "loss", "val_accuracy", "val_loss"], 4),
+    ],  # resumed twice
     [(K5, 4), (K5, 6)],  # the same header repeated
 ]
 
@@ -530,8 +600,17 @@ def test_case07_kind_keras_changed_columns_without_header(tmp_path, segments):
 # Lightning CSVLogger: sparse rows, several rows sharing one step, an epoch aggregate.
 
 
-def lightning_csv(path: Path, epochs: int, per_epoch: int, every: int, opt: str, lr_monitor: bool,
-                  val_first: bool, sort_cols: bool, seed: int) -> tuple[list[float], list[float]]:
+def lightning_csv(
+    path: Path,
+    epochs: int,
+    per_epoch: int,
+    every: int,
+    opt: str,
+    lr_monitor: bool,
+    val_first: bool,
+    sort_cols: bool,
+    seed: int,
+) -> tuple[list[float], list[float]]:
     rng = np.random.default_rng(seed)
     lr_col = f"lr-{opt}"
     cols = ["epoch", "step", "train_loss_step", "val_loss", "val_acc", "train_loss_epoch"]
@@ -560,7 +639,7 @@ def lightning_csv(path: Path, epochs: int, per_epoch: int, every: int, opt: str,
         val.append(v)
         val_row = dict(epoch=e, step=step, val_acc=round(0.5 + 0.07 * e, 6), val_loss=v)
         epoch_row = dict(epoch=e, step=step, train_loss_epoch=round(float(np.mean(ep)), 6))
-        for r in ((val_row, epoch_row) if val_first else (epoch_row, val_row)):
+        for r in (val_row, epoch_row) if val_first else (epoch_row, val_row):
             row(**r)
     write_csv(path, cols, rows)
     return train, val
@@ -570,8 +649,18 @@ def check_lightning(rep: dict, code: int, p: Path, train: list[float] | None, va
     assert rep["verdict"] == "PASS" and code == 0, [(f["id"], f["message"]) for f in rep["findings"]]
     assert rep["mapping"]["loss"]["source"] == "train_loss_step"
     assert rep["mapping"]["eval_loss"]["source"] == "val_loss"
-    absent(rep, *ZERO_LOSS_IDS, *LR_IDS, "TP-NAN", "TP-NAN-EVAL", "TP-NAN-GRAD", "TP-GRAD-SPIKE",
-           "TP-LOSS-SPIKE", "TP-DIVERGE", "TP-OSCILLATION")
+    absent(
+        rep,
+        *ZERO_LOSS_IDS,
+        *LR_IDS,
+        "TP-NAN",
+        "TP-NAN-EVAL",
+        "TP-NAN-GRAD",
+        "TP-GRAD-SPIKE",
+        "TP-LOSS-SPIKE",
+        "TP-DIVERGE",
+        "TP-OSCILLATION",
+    )
     assert "TP-OVERFIT" in rep["checks"]["ran"]
     said = text(rep) + "\n".join(rep["notes"])
     assert not re.search(r"duplicate|backwards|more than once|out of order", said, re.I), said
@@ -607,11 +696,11 @@ LIGHTNING_VARIANTS = [
 
 
 @pytest.mark.parametrize("epochs,per_epoch,every,opt,lr_monitor,val_first,sort_cols", LIGHTNING_VARIANTS)
-def test_case08_kind_lightning_sparse_rows(tmp_path, epochs, per_epoch, every, opt, lr_monitor, val_first,
-                                           sort_cols):
+def test_case08_kind_lightning_sparse_rows(tmp_path, epochs, per_epoch, every, opt, lr_monitor, val_first, sort_cols):
     p = tmp_path / "metrics.csv"
-    train, val = lightning_csv(p, epochs, per_epoch, every, opt, lr_monitor, val_first, sort_cols,
-                               seed=epochs * per_epoch)
+    train, val = lightning_csv(
+        p, epochs, per_epoch, every, opt, lr_monitor, val_first, sort_cols, seed=epochs * per_epoch
+    )
     code, rep = judge_cli(p)
     check_lightning(rep, code, p, train, val)
     if lr_monitor:
@@ -649,8 +738,13 @@ def write_torch_run(logdir: Path, n: int, every: int, seed: int) -> tuple[Path, 
 
 def cut_offset(span: tuple[int, int], where: str) -> int:
     start, end = span
-    return {"length": start + 5, "length_crc": start + 10, "payload": (start + 12 + end - 4) // 2,
-            "9_short": end - 9, "last_crc": end - 1}[where]
+    return {
+        "length": start + 5,
+        "length_crc": start + 10,
+        "payload": (start + 12 + end - 4) // 2,
+        "9_short": end - 9,
+        "last_crc": end - 1,
+    }[where]
 
 
 def test_case10_shared_truncated_final_record(shared):
@@ -748,18 +842,59 @@ def test_case11_kind_event_file_without_scalars(tmp_path, content):
 # Coqui VITS under fp16: the GradScaler collapses to 0, every loss is NaN but loss_mel.
 
 
-COQUI_KEYS = ["loss_disc", "loss_disc_real_0", "loss_disc_real_1", "loss_disc_real_2", "loss_disc_real_3",
-              "loss_disc_real_4", "loss_disc_real_5", "amp_scaler", "loss_0", "grad_norm_0", "loss_gen",
-              "loss_kl", "loss_feat", "loss_mel", "loss_duration", "loss_1", "grad_norm_1", "current_lr_0",
-              "current_lr_1", "step_time", "loader_time"]
-NAN_KEYS = {"loss_disc", "loss_disc_real_0", "loss_disc_real_1", "loss_disc_real_2", "loss_disc_real_3",
-            "loss_disc_real_4", "loss_disc_real_5", "loss_0", "loss_gen", "loss_kl", "loss_feat",
-            "loss_duration", "loss_1"}
+COQUI_KEYS = [
+    "loss_disc",
+    "loss_disc_real_0",
+    "loss_disc_real_1",
+    "loss_disc_real_2",
+    "loss_disc_real_3",
+    "loss_disc_real_4",
+    "loss_disc_real_5",
+    "amp_scaler",
+    "loss_0",
+    "grad_norm_0",
+    "loss_gen",
+    "loss_kl",
+    "loss_feat",
+    "loss_mel",
+    "loss_duration",
+    "loss_1",
+    "grad_norm_1",
+    "current_lr_0",
+    "current_lr_1",
+    "step_time",
+    "loader_time",
+]
+NAN_KEYS = {
+    "loss_disc",
+    "loss_disc_real_0",
+    "loss_disc_real_1",
+    "loss_disc_real_2",
+    "loss_disc_real_3",
+    "loss_disc_real_4",
+    "loss_disc_real_5",
+    "loss_0",
+    "loss_gen",
+    "loss_kl",
+    "loss_feat",
+    "loss_duration",
+    "loss_1",
+}
 B, U, E, G = "\x1b[1m", "\x1b[4m", "\x1b[0m", "\x1b[92m"
 
 
-def coqui_log(path: Path, n_finite: int, n_nan: int, interval: int, first: int, collapse: int, ansi: str,
-              style: str, digits: int, seed: int) -> int:
+def coqui_log(
+    path: Path,
+    n_finite: int,
+    n_nan: int,
+    interval: int,
+    first: int,
+    collapse: int,
+    ansi: str,
+    style: str,
+    digits: int,
+    seed: int,
+) -> int:
     """Write a Coqui trainer_0_log.txt; return the GLOBAL_STEP of the first NaN block."""
     rng = np.random.default_rng(seed)
     h = (lambda s: f"{B}{s}{E}") if ansi != "none" else (lambda s: s)
@@ -768,26 +903,47 @@ def coqui_log(path: Path, n_finite: int, n_nan: int, interval: int, first: int, 
         s = "nan" if math.isnan(v) else (f"{v:.{digits}f}" if digits else repr(float(v)))
         return f"{G}{s}{E}" if ansi == "values" else s
 
-    lines = [" > Training Environment:", " | > Backend: Torch", " | > Mixed precision: True",
-             " | > Precision: fp16", " | > Num. of GPUs: 1", "", " > Model has 83059180 parameters", "",
-             (f"{U}{B}" if ansi != "none" else "") + " > EPOCH: 606/1000" + (E if ansi != "none" else ""),
-             " --> output/vits_run-0000", "", h(" > TRAINING (2024-05-02 03:11:07) "), ""]
+    lines = [
+        " > Training Environment:",
+        " | > Backend: Torch",
+        " | > Mixed precision: True",
+        " | > Precision: fp16",
+        " | > Num. of GPUs: 1",
+        "",
+        " > Model has 83059180 parameters",
+        "",
+        (f"{U}{B}" if ansi != "none" else "") + " > EPOCH: 606/1000" + (E if ansi != "none" else ""),
+        " --> output/vits_run-0000",
+        "",
+        h(" > TRAINING (2024-05-02 03:11:07) "),
+        "",
+    ]
     sums: dict[str, float] = {}
     for b in range(n_finite + n_nan):
         gs = first + b * interval
         local = 1 + (30 + b * interval) % 405
-        head = (f"   --> STEP: {local}/405 -- GLOBAL_STEP: {gs}" if style == "old"
-                else f"   --> TIME: 2024-05-02 03:{11 + b % 40:02d}:07 -- STEP: {local}/405 -- GLOBAL_STEP: {gs}")
+        head = (
+            f"   --> STEP: {local}/405 -- GLOBAL_STEP: {gs}"
+            if style == "old"
+            else f"   --> TIME: 2024-05-02 03:{11 + b % 40:02d}:07 -- STEP: {local}/405 -- GLOBAL_STEP: {gs}"
+        )
         lines.append(h(head))
         nan_block = b >= n_finite
         k = b - (n_finite - collapse)
         scaler = 0.0 if nan_block else (64.0 if k < 0 else 64.0 / 2 ** round(17 * (k + 1) / collapse))
-        v = {"loss_disc": 2.4 + 0.1 * rng.standard_normal(), "loss_gen": 2.25 + 0.1 * rng.standard_normal(),
-             "loss_kl": 1.6 + 0.08 * rng.standard_normal(), "loss_feat": 6.3 + 0.3 * rng.standard_normal(),
-             "loss_mel": 21.2 + 0.3 * rng.standard_normal(), "loss_duration": 2.46 + 0.03 * rng.standard_normal(),
-             "grad_norm_0": 40 + 10 * rng.random(), "grad_norm_1": 550 + 120 * rng.random(),
-             "step_time": 0.6 + 0.05 * rng.random(), "loader_time": 0.05 + 0.01 * rng.random(),
-             "amp_scaler": scaler}
+        v = {
+            "loss_disc": 2.4 + 0.1 * rng.standard_normal(),
+            "loss_gen": 2.25 + 0.1 * rng.standard_normal(),
+            "loss_kl": 1.6 + 0.08 * rng.standard_normal(),
+            "loss_feat": 6.3 + 0.3 * rng.standard_normal(),
+            "loss_mel": 21.2 + 0.3 * rng.standard_normal(),
+            "loss_duration": 2.46 + 0.03 * rng.standard_normal(),
+            "grad_norm_0": 40 + 10 * rng.random(),
+            "grad_norm_1": 550 + 120 * rng.random(),
+            "step_time": 0.6 + 0.05 * rng.random(),
+            "loader_time": 0.05 + 0.01 * rng.random(),
+            "amp_scaler": scaler,
+        }
         for r in range(6):
             v[f"loss_disc_real_{r}"] = 0.21 + 0.03 * rng.standard_normal()
         v["loss_0"] = v["loss_disc"]
@@ -815,8 +971,16 @@ def check_coqui_nan(rep: dict, code: int, nan_step: int) -> None:
     f = finding(rep, "TP-NAN")
     assert f["level"] == "FAIL" and f["step"] == nan_step
     # A 0.0 grad norm next to NaN losses is the scaler collapse, not a dead run.
-    absent(rep, "TP-PASS", "TP-DEAD-RUN", "TP-ZERO-GRAD", "TP-VANISHING-GRAD", "TP-FLAT", *ZERO_LOSS_IDS,
-           "TP-RL-DEAD-POLICY")
+    absent(
+        rep,
+        "TP-PASS",
+        "TP-DEAD-RUN",
+        "TP-ZERO-GRAD",
+        "TP-VANISHING-GRAD",
+        "TP-FLAT",
+        *ZERO_LOSS_IDS,
+        "TP-RL-DEAD-POLICY",
+    )
 
 
 SCALER = re.compile(r"amp_scaler|loss scale|grad ?scaler", re.I)
@@ -824,8 +988,10 @@ SCALER = re.compile(r"amp_scaler|loss scale|grad ?scaler", re.I)
 
 def check_scaler_cited(rep: dict) -> None:
     said = text(rep)  # message and evidence, not the generic hint
-    assert SCALER.search(said), ("the amp_scaler collapse is not cited", [(f["id"], f["evidence"])
-                                                                         for f in rep["findings"]])
+    assert SCALER.search(said), (
+        "the amp_scaler collapse is not cited",
+        [(f["id"], f["evidence"]) for f in rep["findings"]],
+    )
 
 
 def test_case12_shared_coqui_nan_with_finite_mel_loss(shared):
@@ -853,8 +1019,9 @@ COQUI_VARIANTS = [
 
 
 @pytest.mark.parametrize("n_finite,n_nan,interval,first,collapse,ansi,style,digits", COQUI_VARIANTS)
-def test_case12_kind_coqui_gan_nan_with_finite_mel(tmp_path, n_finite, n_nan, interval, first, collapse, ansi,
-                                                   style, digits):
+def test_case12_kind_coqui_gan_nan_with_finite_mel(
+    tmp_path, n_finite, n_nan, interval, first, collapse, ansi, style, digits
+):
     p = tmp_path / "trainer_0_log.txt"
     nan_step = coqui_log(p, n_finite, n_nan, interval, first, collapse, ansi, style, digits, seed=n_finite)
     code, rep = judge_cli(p)
@@ -886,8 +1053,15 @@ def spike_rows(n: int, spikes: dict[int, float], first: float | None, seed: int)
         if i == 0 and first is not None:
             g = first
         lr = 1e-4 * min(1.0, (i + 1) / 20)
-        rows.append({"epoch": round(step / (10 * n), 4), "grad_norm": g, "learning_rate": lr,
-                     "loss": round(1.45 - 0.25 * i / n + 0.08 * rng.standard_normal(), 4), "step": step})
+        rows.append(
+            {
+                "epoch": round(step / (10 * n), 4),
+                "grad_norm": g,
+                "learning_rate": lr,
+                "loss": round(1.45 - 0.25 * i / n + 0.08 * rng.standard_normal(), 4),
+                "step": step,
+            }
+        )
     return rows
 
 
@@ -936,8 +1110,9 @@ def test_case14_kind_isolated_grad_spike(tmp_path, fmt, n, spikes, first):
 # Overfitting: eval loss bottoms out, then rises at every later evaluation.
 
 
-def overfit_hf_rows(n_evals: int, best: int, eval_every: int, log_every: int, end_ratio: float,
-                    seed: int) -> tuple[list[dict], list[float]]:
+def overfit_hf_rows(
+    n_evals: int, best: int, eval_every: int, log_every: int, end_ratio: float, seed: int
+) -> tuple[list[dict], list[float]]:
     rng = np.random.default_rng(seed)
     total = n_evals * eval_every
     n_logs = total // log_every
@@ -948,13 +1123,24 @@ def overfit_hf_rows(n_evals: int, best: int, eval_every: int, log_every: int, en
     rows = []
     for i in range(n_logs):
         step = (i + 1) * log_every
-        rows.append({"epoch": round(3 * step / total, 4), "grad_norm": float(0.6 + 0.6 * rng.random()),
-                     "learning_rate": lrs[i],
-                     "loss": round(0.65 + 1.35 * math.exp(-2 * step / total) + 0.02 * rng.standard_normal(), 4),
-                     "step": step})
+        rows.append(
+            {
+                "epoch": round(3 * step / total, 4),
+                "grad_norm": float(0.6 + 0.6 * rng.random()),
+                "learning_rate": lrs[i],
+                "loss": round(0.65 + 1.35 * math.exp(-2 * step / total) + 0.02 * rng.standard_normal(), 4),
+                "step": step,
+            }
+        )
         if step % eval_every == 0:
-            rows.append({"epoch": round(3 * step / total, 4), "eval_loss": round(evals[step // eval_every - 1], 4),
-                         "eval_runtime": 12.4, "step": step})
+            rows.append(
+                {
+                    "epoch": round(3 * step / total, 4),
+                    "eval_loss": round(evals[step // eval_every - 1], 4),
+                    "eval_runtime": 12.4,
+                    "step": step,
+                }
+            )
     return rows, evals
 
 
@@ -991,17 +1177,29 @@ OVERFIT_VARIANTS = [
 
 
 @pytest.mark.parametrize("fmt,n_evals,best,eval_every,log_every,end_ratio,ckpt", OVERFIT_VARIANTS)
-def test_case16_kind_eval_loss_rises_after_minimum(tmp_path, fmt, n_evals, best, eval_every, log_every,
-                                                   end_ratio, ckpt):
+def test_case16_kind_eval_loss_rises_after_minimum(
+    tmp_path, fmt, n_evals, best, eval_every, log_every, end_ratio, ckpt
+):
     seed = n_evals * 10 + best
     if fmt == "keras":
         rng = np.random.default_rng(seed)
         vals = keras_values(n_evals, seed)
         ev = [1.12 + 0.3 * (best - k) / best for k in range(best + 1)]
         ev += [1.12 * end_ratio ** ((k + 1) / (n_evals - 1 - best)) for k in range(n_evals - 1 - best)]
-        p = write_csv(tmp_path / "training.log", ["epoch", "accuracy", "loss", "val_accuracy", "val_loss"],
-                      [[e, round(vals[e]["accuracy"], 6), round(vals[e]["loss"], 6),
-                        round(0.6 + 0.01 * rng.random(), 6), round(ev[e], 6)] for e in range(n_evals)])
+        p = write_csv(
+            tmp_path / "training.log",
+            ["epoch", "accuracy", "loss", "val_accuracy", "val_loss"],
+            [
+                [
+                    e,
+                    round(vals[e]["accuracy"], 6),
+                    round(vals[e]["loss"], 6),
+                    round(0.6 + 0.01 * rng.random(), 6),
+                    round(ev[e], 6),
+                ]
+                for e in range(n_evals)
+            ],
+        )
         best_step, name = best, None
     else:
         rows, _ = overfit_hf_rows(n_evals, best, eval_every, log_every, end_ratio, seed)
@@ -1030,8 +1228,14 @@ def cliff_rows(n: int, cliff: int, every: int, factor: float, key: str, seed: in
         if i >= cliff:
             data += 0.207 * (factor - 1) * (1 + 0.05 * rng.standard_normal())
         st = 0.194 + 0.01 * rng.random() + data
-        rows.append({"step": (i + 1) * every, "loss": round(6.9 - 4.0 * i / n + 0.01 * rng.standard_normal(), 4),
-                     "step_time": round(st, 4), key: round(data, 4)})
+        rows.append(
+            {
+                "step": (i + 1) * every,
+                "loss": round(6.9 - 4.0 * i / n + 0.01 * rng.standard_normal(), 4),
+                "step_time": round(st, 4),
+                key: round(data, 4),
+            }
+        )
     return rows
 
 

@@ -7,6 +7,7 @@ Some tests are defects these checks found and that were fixed (ragged CSV rows i
 chunk, a CRLF split at a chunk end, trainer_state.json line numbers with separators in
 strings, decoders that disagreed on deep nesting).
 """
+
 from __future__ import annotations
 
 import csv as pycsv
@@ -19,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cli
 from trainproof import aliases
 from trainproof.api import read_runlog
 from trainproof.formats import ReadError, ReadState, hf, jsonl
@@ -28,8 +28,10 @@ from trainproof.formats._event_proto import parse_event
 from trainproof.formats._io import Lines, open_text
 from trainproof.runlog import Record, build_runlog
 
+from conftest import run_cli
 
 # --------------------------------------------------------------------------- helpers
+
 
 def _series(run) -> dict:
     """name -> (steps, values as bytes (NaN and -0.0 exact), lines)."""
@@ -43,8 +45,7 @@ def _assert_same(ref, got) -> None:
     assert _series(got) == _series(ref)
 
 
-def _flatten(obj: dict, prefix: str = "", out: dict | None = None, depth: int = 0,
-             holes: list | None = None) -> dict:
+def _flatten(obj: dict, prefix: str = "", out: dict | None = None, depth: int = 0, holes: list | None = None) -> dict:
     """Independent flattening: nested dicts to a/b keys, numbers only (no bools); the keys
     of nulls go to ``holes`` when given."""
     out = {} if out is None else out
@@ -133,8 +134,10 @@ def _csv_reference(path: Path):
             rec = parser.row(row, start)
             if rec is not None:
                 if lines.unterminated:
-                    state.drop(f"the last row (line {start}) has no line end: a row cut mid-write "
-                               "(a run killed or still writing?), so it was not read")
+                    state.drop(
+                        f"the last row (line {start}) has no line end: a row cut mid-write "
+                        "(a run killed or still writing?), so it was not read"
+                    )
                     continue
                 recs.append(rec)
     parser.finish(state)
@@ -145,24 +148,24 @@ def _csv_reference(path: Path):
 
 _JSONL_LINES = [
     '{"step": 1, "loss": 2.5, "lr": 0.001}',
-    '{"lr": 0.001, "loss": 2.25, "step": 2}',                 # same keys, another order
-    '{"step": 3, "loss": 2, "lr": 1e-3, "note": "\u00e9\u20ac\U0001F600"}',  # multi-byte text
-    '{"step": 4, "loss": NaN, "grad_norm": Infinity}',          # tokens orjson refuses
+    '{"lr": 0.001, "loss": 2.25, "step": 2}',  # same keys, another order
+    '{"step": 3, "loss": 2, "lr": 1e-3, "note": "\u00e9\u20ac\U0001f600"}',  # multi-byte text
+    '{"step": 4, "loss": NaN, "grad_norm": Infinity}',  # tokens orjson refuses
     '{"step": 5, "loss": -0.0, "grad_norm": -Infinity}',
-    '{"step": 6, "loss": 18446744073709551616, "x": 1e400}',    # > 2**64, float overflow
-    '{"step": 7, "loss": true, "lr": null, "x": "1.5"}',        # non-numbers are absent
-    '{"step": 8, "loss": 1, "loss": 0.5}',                      # duplicate key: last wins
-    '{"step": "9", "global_step": 90, "loss": 0.25}',           # string step: global_step
-    '{"step": 10.0, "m": {"a": 1, "b": {"c": 2}}, "m/a": 3}',   # nested + flattened clash
+    '{"step": 6, "loss": 18446744073709551616, "x": 1e400}',  # > 2**64, float overflow
+    '{"step": 7, "loss": true, "lr": null, "x": "1.5"}',  # non-numbers are absent
+    '{"step": 8, "loss": 1, "loss": 0.5}',  # duplicate key: last wins
+    '{"step": "9", "global_step": 90, "loss": 0.25}',  # string step: global_step
+    '{"step": 10.0, "m": {"a": 1, "b": {"c": 2}}, "m/a": 3}',  # nested + flattened clash
     '{"step": 11, "loss": [1, 2], "d": {}}',
-    '{"step": 12, "loss": 0.125, "s": "\\ud800"}',              # lone surrogate escape
+    '{"step": 12, "loss": 0.125, "s": "\\ud800"}',  # lone surrogate escape
     "",
     "   ",
     "banner: epoch 1",
     "[1, 2, 3]",
-    '  {"step": 13, "loss": 0.1}  ',                            # padded
+    '  {"step": 13, "loss": 0.1}  ',  # padded
     '{"step": 14, "loss": 0.05, "flag": false}',
-    '{"step": 15, "loss": 9007199254740993}',                   # 2**53 + 1
+    '{"step": 15, "loss": 9007199254740993}',  # 2**53 + 1
     '{"step": 16, "loss": -9223372036854775809, "lr": 18446744073709551615}',
 ]
 
@@ -185,8 +188,10 @@ def test_jsonl_every_chunk_size_matches_json_loads_per_line(tmp_path, monkeypatc
 
 
 def test_jsonl_gzip_and_utf8_split_at_every_boundary(tmp_path, monkeypatch):
-    lines = [json.dumps({"step": i, "loss": 1 / (i + 1), "t\u00e9\u00df": "\U0001F600" * (i % 3)}, ensure_ascii=False)
-             for i in range(40)]
+    lines = [
+        json.dumps({"step": i, "loss": 1 / (i + 1), "t\u00e9\u00df": "\U0001f600" * (i % 3)}, ensure_ascii=False)
+        for i in range(40)
+    ]
     raw = ("\r\n".join(lines) + "\r\n").encode()
     p = tmp_path / "m.jsonl.gz"
     p.write_bytes(gzip.compress(raw))
@@ -231,10 +236,13 @@ def test_jsonl_overlong_lines_at_chunk_boundaries(tmp_path, monkeypatch, limit):
     for chunk in (1, 7, 19, 41, 100, 1000):
         monkeypatch.setattr(jsonl, "_CHUNK", chunk)
         run = read_runlog(p, fmt="jsonl")
-        assert run.series["loss"].lines.tolist() == [i + 1 for i, ln in enumerate(lines) if len(ln) < limit and "loss" in ln]
+        assert run.series["loss"].lines.tolist() == [
+            i + 1 for i, ln in enumerate(lines) if len(ln) < limit and "loss" in ln
+        ]
         shown = ", ".join(map(str, want_overlong[:5])) + (" …" if len(want_overlong) > 5 else "")
-        assert run.notes == [f"skipped {len(want_overlong)} line(s) longer than {limit:,} characters "
-                             f"(lines {shown}): not read"]
+        assert run.notes == [
+            f"skipped {len(want_overlong)} line(s) longer than {limit:,} characters (lines {shown}): not read"
+        ]
 
 
 def test_jsonl_deep_line_same_in_read_and_parse_line(tmp_path):
@@ -248,6 +256,7 @@ def test_jsonl_deep_line_same_in_read_and_parse_line(tmp_path):
 
 # --------------------------------------------------------------------------- trainer_state.json
 
+
 def _hf_entries(n: int) -> list:
     out = []
     for i in range(1, n + 1):
@@ -255,7 +264,7 @@ def _hf_entries(n: int) -> list:
         if i % 9 == 0:
             e = {"epoch": i / 10, "eval_loss": 1.5, "eval_runtime": 2.0, "step": i}
         if i % 11 == 0:
-            e["note"] = "}, {\"step\": 999, \"loss\": 0},\n    {"  # separator-like text in a string
+            e["note"] = '}, {"step": 999, "loss": 0},\n    {'  # separator-like text in a string
         if i % 13 == 0:
             e["per_class"] = {"a": 0.5, "b": {"c": 0.25}}
         if i % 17 == 0:
@@ -295,8 +304,13 @@ def test_trainer_state_chunks_match_whole_document(tmp_path, monkeypatch, layout
     per_entry = read_runlog(p, fmt="hf")
     for run in runs:
         _assert_same(per_entry, run)
-        assert run.meta["summary"] == {"epoch": 9.9, "step": 120.0, "total_flos": 1e9, "train_loss": 1.0,
-                                       "train_runtime": 3.5}
+        assert run.meta["summary"] == {
+            "epoch": 9.9,
+            "step": 120.0,
+            "total_flos": 1e9,
+            "train_loss": 1.0,
+            "train_runtime": 3.5,
+        }
         assert run.meta["max_steps"] == 500 and run.meta["global_step"] == 120
         got = {s.key: dict(zip(s.steps.tolist(), s.values.tolist())) for s in run.series.values()}
         assert got == exp
@@ -313,8 +327,10 @@ def test_trainer_state_indent2_lines_exact_with_separators_in_strings(tmp_path):
 
 def test_trainer_state_lines_with_separator_in_string_and_mixed_boundaries(tmp_path):
     pad = "x" * 5000  # past _MIN_BATCH so the batch path runs
-    text = ('{"log_history": [{"step": 1, "loss": 1.0, "note": "a}, {b"},\n'
-            '{"step": 2, "loss": 2.0}, {"step": 3, "loss": 3.0, "pad": "%s"}, {"step": 4, "loss": 4.0}]}\n' % pad)
+    text = (
+        '{"log_history": [{"step": 1, "loss": 1.0, "note": "a}, {b"},\n'
+        '{"step": 2, "loss": 2.0}, {"step": 3, "loss": 3.0, "pad": "%s"}, {"step": 4, "loss": 4.0}]}\n' % pad
+    )
     p = tmp_path / "trainer_state.json"
     p.write_text(text)
     run = read_runlog(p)
@@ -335,6 +351,7 @@ def test_trainer_state_deep_entry_same_batched_or_not(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- CSV
 
+
 def _csv_chunk_sizes(text: str):
     return [*range(1, 40), 97, len(text), 1 << 22]
 
@@ -343,13 +360,23 @@ def _csv_chunk_sizes(text: str):
 def test_csv_dialects_every_chunk_size_match_whole_file(tmp_path, monkeypatch, newline):
     rows = [
         "epoch,loss,val_loss",
-        "0,1.5,1.6", "1,1.25,", "2,nan,1.4", "3,inf,-inf", "4, 0.5 ,0.25",
-        "epoch,loss,val_loss",            # Keras append=True: header repeated
+        "0,1.5,1.6",
+        "1,1.25,",
+        "2,nan,1.4",
+        "3,inf,-inf",
+        "4, 0.5 ,0.25",
+        "epoch,loss,val_loss",  # Keras append=True: header repeated
         "5,0.75,0.5",
-        "epoch,loss,val_loss,lr",         # resumed with another column set
-        "6,0.5,0.5,1e-3", ",,,", "7,1e400,-0,-0.0",
-        "8,\"0.125\",0.25,1e-4",           # a quoted field in one chunk only
-        "9,0.1,0.2,1_0", "10,abc,0.1,0.2", "-,-,-,-", "", "11,2.0,3.0,0.0001",
+        "epoch,loss,val_loss,lr",  # resumed with another column set
+        "6,0.5,0.5,1e-3",
+        ",,,",
+        "7,1e400,-0,-0.0",
+        '8,"0.125",0.25,1e-4',  # a quoted field in one chunk only
+        "9,0.1,0.2,1_0",
+        "10,abc,0.1,0.2",
+        "-,-,-,-",
+        "",
+        "11,2.0,3.0,0.0001",
     ]
     text = newline.join(rows) + newline
     p = tmp_path / "training.log"
@@ -396,9 +423,28 @@ def test_csv_thousands_of_columns_and_torn_last_row(tmp_path, monkeypatch):
 
 
 def test_csv_number_words_and_exponents_same_as_float(tmp_path, monkeypatch):
-    cells = ["1e5", "1E+05", "-0", "-0.0", "0.1000000000000000055511151231257827", "4.9e-324",
-             "18446744073709553665", "9007199254740993", "1e400", "-1e400", "1e-400", "nan", "NaN", "inf",
-             "-Infinity", ".5", "5.", "+2", "01", "1_0"]
+    cells = [
+        "1e5",
+        "1E+05",
+        "-0",
+        "-0.0",
+        "0.1000000000000000055511151231257827",
+        "4.9e-324",
+        "18446744073709553665",
+        "9007199254740993",
+        "1e400",
+        "-1e400",
+        "1e-400",
+        "nan",
+        "NaN",
+        "inf",
+        "-Infinity",
+        ".5",
+        "5.",
+        "+2",
+        "01",
+        "1_0",
+    ]
     text = "step,v\n" + "".join(f"{i},{c}\n" for i, c in enumerate(cells))
     p = tmp_path / "m.csv"
     p.write_text(text)
@@ -439,10 +485,10 @@ def test_csv_trailing_delimiter_row_and_short_row_in_one_chunk(tmp_path):
 
 
 def test_csv_crlf_split_at_chunk_end_with_quotes(tmp_path, monkeypatch):
-    text = "step,loss\r\n1,0.5\r\n2,\"0.25\"\r\n3,0.125\r\n4,0.0625\r\n"
+    text = 'step,loss\r\n1,0.5\r\n2,"0.25"\r\n3,0.125\r\n4,0.0625\r\n'
     p = tmp_path / "metrics.csv"
     p.write_bytes(text.encode())
-    monkeypatch.setattr(csv_reader, "_CHUNK", len("1,0.5\r\n2,\"0.25\"\r"))  # ends on the CR
+    monkeypatch.setattr(csv_reader, "_CHUNK", len('1,0.5\r\n2,"0.25"\r'))  # ends on the CR
     run = read_runlog(p)
     assert run.series["loss"].lines.tolist() == [2, 3, 4, 5]
 
@@ -470,6 +516,7 @@ def test_csv_crlf_split_at_default_chunk(tmp_path):
 
 # --------------------------------------------------------------------------- event files
 
+
 def _varint(x: int) -> bytes:
     x &= (1 << 64) - 1
     out = bytearray()
@@ -484,8 +531,14 @@ def _varint(x: int) -> bytes:
 def _scalar_event(wall: float, step: int, tag: bytes, value: float) -> bytes:
     val = b"\x0a" + _varint(len(tag)) + tag + b"\x15" + struct.pack("<f", value)
     summ = b"\x0a" + _varint(len(val)) + val
-    return (b"\x09" + struct.pack("<d", wall) + (b"\x10" + _varint(step) if step else b"")
-            + b"\x2a" + _varint(len(summ)) + summ)
+    return (
+        b"\x09"
+        + struct.pack("<d", wall)
+        + (b"\x10" + _varint(step) if step else b"")
+        + b"\x2a"
+        + _varint(len(summ))
+        + summ
+    )
 
 
 def _two_value_event(wall: float, step: int, a: bytes, b: bytes) -> bytes:
@@ -531,7 +584,9 @@ def test_event_batches_match_parse_event_per_record(tmp_path, monkeypatch, chunk
         elif i % 47 == 11:
             payloads.append(_scalar_event(100.0 + i, 0, b"hp_metric", -1.0))
         else:
-            payloads.append(_scalar_event(100.0 + i, i, b"loss" if i % 3 else b"eval/\xc3\xa9", float("nan") if i == 50 else i / 7))
+            payloads.append(
+                _scalar_event(100.0 + i, i, b"loss" if i % 3 else b"eval/\xc3\xa9", float("nan") if i == 50 else i / 7)
+            )
     payloads.append(_scalar_event(1.0, (1 << 63) + 5, b"loss", 1.0))  # step above int64: wraps negative
     recs = [_record(pl) for pl in payloads]
     note = []
@@ -540,8 +595,10 @@ def test_event_batches_match_parse_event_per_record(tmp_path, monkeypatch, chunk
         bad[14] ^= 0x40
         recs[corrupt] = bytes(bad)
         dropped = sum(map(len, recs[corrupt:]))
-        note = [f"events.out.tfevents.1.host: reading stopped after {corrupt} records: record {corrupt + 1}: "
-                f"the payload checksum does not match (corrupt bytes); {dropped} bytes dropped"]
+        note = [
+            f"events.out.tfevents.1.host: reading stopped after {corrupt} records: record {corrupt + 1}: "
+            f"the payload checksum does not match (corrupt bytes); {dropped} bytes dropped"
+        ]
         payloads = payloads[:corrupt]
     p = tmp_path / "events.out.tfevents.1.host"
     p.write_bytes(b"".join(recs))

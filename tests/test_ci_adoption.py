@@ -8,6 +8,7 @@ GITHUB_OUTPUT, GITHUB_STEP_SUMMARY) over small trees of real logs, and the hooks
 the real pre-commit in throwaway git repositories (``slow``: pre-commit builds the hook's
 environment with pip).
 """
+
 from __future__ import annotations
 
 import copy
@@ -45,13 +46,24 @@ def _step(action: dict, step_id: str) -> dict:
 
 # --- action.yml: schema, inputs, outputs ------------------------------------------------------
 
+
 def _check_schema(path: Path) -> subprocess.CompletedProcess:
     pytest.importorskip("check_jsonschema")
     # The vendored schema needs no network: a proxy that refuses every connection proves it.
-    env = {**os.environ, "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-           "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"}
-    return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-actions",
-                           str(path)], capture_output=True, text=True, env=env, timeout=120)
+    env = {
+        **os.environ,
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "http_proxy": "http://127.0.0.1:9",
+        "https_proxy": "http://127.0.0.1:9",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-actions", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 @pytest.mark.slow
@@ -120,6 +132,7 @@ def test_the_sarif_upload_runs_after_a_fail_and_cannot_fail_the_job(action):
 
 # --- the script, run as the action runs it ----------------------------------------------------
 
+
 def parse_github_output(text: str) -> dict[str, str]:
     """``$GITHUB_OUTPUT`` as the runner reads it: ``name=value`` or ``name<<DELIM`` ... ``DELIM``."""
     out, lines, i = {}, text.split("\n"), 0
@@ -128,7 +141,7 @@ def parse_github_output(text: str) -> dict[str, str]:
         if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
             name, delim = line.split("<<", 1)
             end = lines.index(delim, i + 1)
-            out[name] = "\n".join(lines[i + 1:end])
+            out[name] = "\n".join(lines[i + 1 : end])
             i = end + 1
         elif "=" in line:
             name, value = line.split("=", 1)
@@ -149,8 +162,14 @@ def run_action(cwd: Path, **inputs: str):
     env = {k: v for k, v in os.environ.items() if not k.startswith("INPUT_")}
     env.update({ga.env_name(k.replace("_", "-")): v for k, v in inputs.items()})
     env.update(GITHUB_OUTPUT=str(gh_out), GITHUB_STEP_SUMMARY=str(summary), RUNNER_TEMP=str(cwd))
-    p = subprocess.run([sys.executable, "-m", "trainproof.ci.github_action"], capture_output=True, text=True,
-                       cwd=cwd, env=env, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "trainproof.ci.github_action"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
     return p.returncode, p.stdout, p.stderr, parse_github_output(gh_out.read_text()), summary.read_text()
 
 
@@ -175,9 +194,17 @@ def test_outputs_match_doctor_json_and_reports_are_written(mixed):
     by = {v: sum(r["verdict"] == v for r in doc["reports"]) for v in ("FAIL", "WARN", "PASS", "NOT-CHECKED")}
     assert by == {"FAIL": 1, "WARN": 1, "PASS": 1, "NOT-CHECKED": 0}
     assert set(outs) == set(ga.OUTPUTS)
-    assert outs == {"verdict": "FAIL", "fail-count": "1", "warn-count": "1", "pass-count": "1",
-                    "not-checked-count": "0", "runs": "3", "exit-code": "1", "sarif": "trainproof.sarif",
-                    "html": "trainproof.html"}
+    assert outs == {
+        "verdict": "FAIL",
+        "fail-count": "1",
+        "warn-count": "1",
+        "pass-count": "1",
+        "not-checked-count": "0",
+        "runs": "3",
+        "exit-code": "1",
+        "sarif": "trainproof.sarif",
+        "html": "trainproof.html",
+    }
     assert code == 1, out + err
     sarif = json.loads((mixed / "trainproof.sarif").read_text())
     assert sarif["version"] == "2.1.0"
@@ -191,8 +218,10 @@ def test_outputs_match_doctor_json_and_reports_are_written(mixed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fail_on, mixed_code, warn_only_code", [
-    ("FAIL", 1, 0), ("WARN", 1, 1), ("never", 0, 0), ("warn", 1, 1), ("Never", 0, 0)])
+@pytest.mark.parametrize(
+    "fail_on, mixed_code, warn_only_code",
+    [("FAIL", 1, 0), ("WARN", 1, 1), ("never", 0, 0), ("warn", 1, 1), ("Never", 0, 0)],
+)
 def test_fail_on_policy(tmp_path, fail_on, mixed_code, warn_only_code):
     mixed = _tree(tmp_path / "mixed", "healthy", "nan", "warn")
     warn_only = _tree(tmp_path / "warn_only", "healthy", "warn")
@@ -231,33 +260,85 @@ def test_allow_empty_on_a_folder_without_logs(tmp_path):
 @pytest.mark.slow
 def test_several_paths_baseline_mute_config_and_args_reach_doctor(mixed):
     (mixed / "tp.toml").write_text("[tool.trainproof]\n")
-    settings = ga.read_inputs({"INPUT_PATH": "runs/nan\n\n  runs/healthy  \n",
-                               "INPUT_MUTE": "TP-NAN, TP-NAN-EVAL\nTP-X", "INPUT_BASELINE": "runs/healthy", "INPUT_CONFIG": "tp.toml",
-                               "INPUT_ARGS": "--max-depth 4 --jobs '1'", "INPUT_ALLOW_EMPTY": "True"})
+    settings = ga.read_inputs(
+        {
+            "INPUT_PATH": "runs/nan\n\n  runs/healthy  \n",
+            "INPUT_MUTE": "TP-NAN, TP-NAN-EVAL\nTP-X",
+            "INPUT_BASELINE": "runs/healthy",
+            "INPUT_CONFIG": "tp.toml",
+            "INPUT_ARGS": "--max-depth 4 --jobs '1'",
+            "INPUT_ALLOW_EMPTY": "True",
+        }
+    )
     assert ga.doctor_command(settings) == [
-        "doctor", "--json", "--baseline", "runs/healthy", "--mute", "TP-NAN", "--mute", "TP-NAN-EVAL",
-        "--mute", "TP-X", "--config", "tp.toml", "--allow-empty", "--sarif", "trainproof.sarif", "--html",
-        "trainproof.html", "--max-depth", "4", "--jobs", "1", "--", "runs/nan", "runs/healthy"]
+        "doctor",
+        "--json",
+        "--baseline",
+        "runs/healthy",
+        "--mute",
+        "TP-NAN",
+        "--mute",
+        "TP-NAN-EVAL",
+        "--mute",
+        "TP-X",
+        "--config",
+        "tp.toml",
+        "--allow-empty",
+        "--sarif",
+        "trainproof.sarif",
+        "--html",
+        "trainproof.html",
+        "--max-depth",
+        "4",
+        "--jobs",
+        "1",
+        "--",
+        "runs/nan",
+        "runs/healthy",
+    ]
     # for real: the NaN run's NaN findings muted; what remains of it and the baseline compare
-    code, out, err, outs, _ = run_action(mixed, path="runs/nan\nruns/healthy", mute="TP-NAN,TP-NAN-EVAL",
-                                         baseline="runs/healthy", config="tp.toml", args="--jobs 1")
-    doc = json.loads(run_subprocess("doctor", "--json", "--baseline", "runs/healthy", "--mute", "TP-NAN",
-                                    "--mute", "TP-NAN-EVAL", "--config", "tp.toml", "runs/nan", "runs/healthy",
-                                    cwd=mixed).stdout)
+    code, out, err, outs, _ = run_action(
+        mixed,
+        path="runs/nan\nruns/healthy",
+        mute="TP-NAN,TP-NAN-EVAL",
+        baseline="runs/healthy",
+        config="tp.toml",
+        args="--jobs 1",
+    )
+    doc = json.loads(
+        run_subprocess(
+            "doctor",
+            "--json",
+            "--baseline",
+            "runs/healthy",
+            "--mute",
+            "TP-NAN",
+            "--mute",
+            "TP-NAN-EVAL",
+            "--config",
+            "tp.toml",
+            "runs/nan",
+            "runs/healthy",
+            cwd=mixed,
+        ).stdout
+    )
     assert outs["runs"] == str(len(doc["reports"])) and outs["verdict"] == (doc["worst_verdict"] or "none")
     assert "TP-NAN:" not in out
     assert "--mute TP-NAN --mute TP-NAN-EVAL" in out.splitlines()[0]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("inputs, says", [
-    ({"fail_on": "error"}, "input fail-on: 'error' is not one of FAIL, WARN, never"),
-    ({"allow_empty": "maybe"}, "input allow-empty: 'maybe' is not a boolean"),
-    ({"args": "--max-depth '3"}, "input args: cannot split it"),
-    ({"args": "--sarif other.sarif"}, "input args: --sarif is set by the action; use its input (sarif-file)"),
-    ({"args": "--json"}, "input args: --json is set by the action"),
-    ({"sarif_file": "out", "html_file": "./out"}, "inputs sarif-file and html-file name the same file"),
-])
+@pytest.mark.parametrize(
+    "inputs, says",
+    [
+        ({"fail_on": "error"}, "input fail-on: 'error' is not one of FAIL, WARN, never"),
+        ({"allow_empty": "maybe"}, "input allow-empty: 'maybe' is not a boolean"),
+        ({"args": "--max-depth '3"}, "input args: cannot split it"),
+        ({"args": "--sarif other.sarif"}, "input args: --sarif is set by the action; use its input (sarif-file)"),
+        ({"args": "--json"}, "input args: --json is set by the action"),
+        ({"sarif_file": "out", "html_file": "./out"}, "inputs sarif-file and html-file name the same file"),
+    ],
+)
 def test_a_bad_input_is_one_line_and_exit_2(tmp_path, inputs, says):
     code, out, err, outs, _ = run_action(tmp_path, **inputs)
     assert code == 2
@@ -269,8 +350,14 @@ def test_a_bad_input_is_one_line_and_exit_2(tmp_path, inputs, says):
 def test_without_github_output_the_outputs_are_printed(mixed):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_"))}
     env["INPUT_PATH"] = "runs/healthy"
-    p = subprocess.run([sys.executable, "-m", "trainproof.ci.github_action"], capture_output=True, text=True,
-                       cwd=mixed, env=env, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "trainproof.ci.github_action"],
+        capture_output=True,
+        text=True,
+        cwd=mixed,
+        env=env,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert "verdict=PASS" in p.stdout.splitlines() and "pass-count=1" in p.stdout.splitlines()
 
@@ -281,9 +368,17 @@ def test_output_values_cannot_end_early_or_forge_lines():
     assert parse_github_output(text) == values
     assert ga.decide("FAIL", 1, None) == 2 and ga.decide("never", 0, {"reports": [], "error": "x"}) == 2
     # a file name cannot break the summary table or start a workflow command in the log
-    doc = {"reports": [{"file": "x|y\n::error::z <b>", "verdict": "FAIL",
-                        "findings": [{"id": "TP-NAN", "level": "FAIL", "message": "m\r\n::warning::w"}]}],
-           "worst_verdict": "FAIL", "error": None}
+    doc = {
+        "reports": [
+            {
+                "file": "x|y\n::error::z <b>",
+                "verdict": "FAIL",
+                "findings": [{"id": "TP-NAN", "level": "FAIL", "message": "m\r\n::warning::w"}],
+            }
+        ],
+        "worst_verdict": "FAIL",
+        "error": None,
+    }
     for line in ga.log_lines(doc, 1, "FAIL"):
         assert "\n" not in line and "\r" not in line and not line.startswith("::")
     md = ga.summary_markdown(doc, 1, "FAIL", ga.outputs(doc, 1, None))
@@ -293,6 +388,7 @@ def test_output_values_cannot_end_early_or_forge_lines():
 
 # --- pre-commit hooks -------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def hooks() -> dict:
     return {h["id"]: h for h in yaml.safe_load(HOOKS.read_text(encoding="utf-8"))}
@@ -300,8 +396,12 @@ def hooks() -> dict:
 
 def test_hook_manifest_is_valid_for_pre_commit(hooks):
     pytest.importorskip("pre_commit")
-    res = subprocess.run([sys.executable, "-m", "pre_commit", "validate-manifest", str(HOOKS)],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "validate-manifest", str(HOOKS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert set(hooks) == {"trainproof-doctor", "trainproof-preflight"}
     assert hooks["trainproof-doctor"]["entry"] == "trainproof doctor --allow-empty --quiet"
@@ -310,22 +410,25 @@ def test_hook_manifest_is_valid_for_pre_commit(hooks):
         assert h["language"] == "python" and h["require_serial"] is True and h.get("pass_filenames", True)
 
 
-@pytest.mark.parametrize("name, doctor, preflight", [
-    ("out/trainer_state.json", True, False),
-    ("trainer_state.json", True, False),
-    ("runs/Jan01/events.out.tfevents.1700000000.host.1.0", True, False),
-    ("logs/metrics.jsonl", True, True),
-    ("logs/metrics.jsonl.gz", True, True),
-    ("data/train.ndjson", True, True),
-    ("lightning_logs/version_0/metrics.csv", True, False),
-    ("results.tsv", True, False),
-    ("train.log", True, False),
-    ("config.json", False, False),
-    ("requirements.txt", False, False),
-    ("src/model.py", False, False),
-    ("docs/tfevents.md", False, False),
-    ("my_trainer_state.json", False, False),
-])
+@pytest.mark.parametrize(
+    "name, doctor, preflight",
+    [
+        ("out/trainer_state.json", True, False),
+        ("trainer_state.json", True, False),
+        ("runs/Jan01/events.out.tfevents.1700000000.host.1.0", True, False),
+        ("logs/metrics.jsonl", True, True),
+        ("logs/metrics.jsonl.gz", True, True),
+        ("data/train.ndjson", True, True),
+        ("lightning_logs/version_0/metrics.csv", True, False),
+        ("results.tsv", True, False),
+        ("train.log", True, False),
+        ("config.json", False, False),
+        ("requirements.txt", False, False),
+        ("src/model.py", False, False),
+        ("docs/tfevents.md", False, False),
+        ("my_trainer_state.json", False, False),
+    ],
+)
 def test_hook_file_patterns(hooks, name, doctor, preflight):
     assert bool(re.search(hooks["trainproof-doctor"]["files"], name)) is doctor
     assert bool(re.search(hooks["trainproof-preflight"]["files"], name)) is preflight
@@ -337,8 +440,13 @@ def _git_env(home: Path) -> dict:
     environment installed, not this checkout's source)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GIT_DIR", "GIT_WORK_TREE")}
     (home / "gitconfig").write_text("")
-    env.update(PRE_COMMIT_HOME=str(home / "pre-commit"), GIT_CONFIG_GLOBAL=str(home / "gitconfig"),
-               GIT_CONFIG_NOSYSTEM="1", PRE_COMMIT_COLOR="never", NO_COLOR="1")
+    env.update(
+        PRE_COMMIT_HOME=str(home / "pre-commit"),
+        GIT_CONFIG_GLOBAL=str(home / "gitconfig"),
+        GIT_CONFIG_NOSYSTEM="1",
+        PRE_COMMIT_COLOR="never",
+        NO_COLOR="1",
+    )
     constraints = REPO / ".ci" / "constraints.txt"
     if constraints.is_file() and "PIP_CONSTRAINT" not in env:
         # the pins CI installs with (torch only: trainproof's hook environment needs none of them)
@@ -370,8 +478,9 @@ def precommit_project(tmp_path_factory):
     _git(hook_repo, env, "config", "user.email", "tests@trainproof.invalid")
     _git(hook_repo, env, "add", "-A")
     _git(hook_repo, env, "commit", "-q", "-m", "hook repository")
-    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hook_repo, env=env, capture_output=True, text=True,
-                         check=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=hook_repo, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
     project = base / "project"
     project.mkdir()
     _git(project, env, "init", "-q")
@@ -384,7 +493,8 @@ def precommit_project(tmp_path_factory):
         "    hooks:\n"
         "      - id: trainproof-doctor\n"
         "      - id: trainproof-preflight\n"
-        "        files: ^data/\n")
+        "        files: ^data/\n"
+    )
     shutil.copytree(REPO / "examples" / "healthy", project / "runs" / "healthy")
     shutil.copytree(REPO / "examples" / "lr_hot", project / "runs" / "nan")
     write_jsonl(project / "data" / "good.jsonl", [{"text": f"sample number {i} of a clean set"} for i in range(12)])
@@ -397,8 +507,14 @@ def precommit_project(tmp_path_factory):
 def pre_commit(project: tuple[Path, dict], hook: str, *files: str) -> subprocess.CompletedProcess:
     cwd, env = project
     # the first call builds the hook's environment (pip install of the hook repository)
-    return subprocess.run([sys.executable, "-m", "pre_commit", "run", hook, "--files", *files], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", hook, "--files", *files],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 @pytest.mark.slow
@@ -439,10 +555,22 @@ def test_the_action_script_runs_from_a_plain_pip_install_of_the_checkout(precomm
     assert len(pythons) == 1, pythons
     run_env = {k: v for k, v in env.items() if not k.startswith(("INPUT_", "GITHUB_"))}
     run_env.update(INPUT_PATH="runs/healthy", INPUT_SARIF_FILE="", INPUT_HTML_FILE="")
-    p = subprocess.run([str(pythons[0]), "-m", "trainproof.ci.github_action"], cwd=cwd, env=run_env,
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [str(pythons[0]), "-m", "trainproof.ci.github_action"],
+        cwd=cwd,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert "verdict=PASS" in p.stdout.splitlines()
-    where = subprocess.run([str(pythons[0]), "-c", "import trainproof.ci; print(trainproof.ci.__file__)"],
-                           cwd=cwd, env=run_env, capture_output=True, text=True, timeout=120).stdout
+    where = subprocess.run(
+        [str(pythons[0]), "-c", "import trainproof.ci; print(trainproof.ci.__file__)"],
+        cwd=cwd,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert "site-packages" in where and str(REPO) not in where

@@ -1,4 +1,5 @@
 """The CLI end to end: exit codes for every path, text and --json output, options."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ import pytest
 
 from trainproof import __version__
 
-from conftest import REPO, healthy_rows, run_cli, run_subprocess, write_hf, write_jsonl
+from conftest import healthy_rows, run_cli, run_subprocess, write_hf, write_jsonl
 
 
 def test_version_matches_package_metadata():
@@ -53,12 +54,15 @@ def test_nan_exit_1_json_cites_step_and_line(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("content,reason", [
-    (None, "no such file"),
-    ("", "empty file"),
-    ("hello world\nthis is not a log\n", "not a training log"),
-    ("version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 12965\n", "LFS pointer"),
-])
+@pytest.mark.parametrize(
+    "content,reason",
+    [
+        (None, "no such file"),
+        ("", "empty file"),
+        ("hello world\nthis is not a log\n", "not a training log"),
+        ("version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 12965\n", "LFS pointer"),
+    ],
+)
 def test_unreadable_inputs_exit_2_with_one_line(tmp_path, content, reason):
     p = tmp_path / "trainer_state.json"
     if content is not None:
@@ -98,11 +102,14 @@ def test_map_option_reads_custom_loss_column(tmp_path):
     assert doc["reports"][0]["mapping"]["loss"] == {"source": "objective_value", "ignored": [], "how": "map"}
 
 
-@pytest.mark.parametrize("bad,msg", [
-    ("loss", "CANON=COLUMN"),
-    ("lossy=train_mse", "unknown canonical name"),
-    ("loss=", "CANON=COLUMN"),
-])
+@pytest.mark.parametrize(
+    "bad,msg",
+    [
+        ("loss", "CANON=COLUMN"),
+        ("lossy=train_mse", "unknown canonical name"),
+        ("loss=", "CANON=COLUMN"),
+    ],
+)
 def test_bad_map_is_exit_2(tmp_path, bad, msg):
     p = write_jsonl(tmp_path / "m.jsonl", healthy_rows())
     code, _, err, _ = run_cli("epoch", str(p), "--map", bad)
@@ -193,13 +200,16 @@ c.judge_runlog = boom
 sys.argv = ["trainproof", "epoch", {str(p)!r}]
 c.main()
 """
-    import subprocess, sys
+    import subprocess
+    import sys
+
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("trainproof: internal error: RuntimeError: boom")
     assert "Traceback" not in proc.stderr
-    proc = subprocess.run([sys.executable, "-c", code.replace('"epoch"', '"--debug", "epoch"')],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code.replace('"epoch"', '"--debug", "epoch"')], capture_output=True, text=True
+    )
     assert "Traceback" in proc.stderr
 
 
@@ -216,8 +226,14 @@ def test_examples_doctor_through_console_script(core_examples):
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1
     verdicts = {r["file"].split("examples/")[1]: r["verdict"] for r in doc["reports"]}
-    expected = {"healthy": "PASS", "healthy_seed1": "PASS", "bad_labels": "FAIL",
-                "lr_hot": "FAIL", "lr_zero": "FAIL", "diverge": "FAIL"}
+    expected = {
+        "healthy": "PASS",
+        "healthy_seed1": "PASS",
+        "bad_labels": "FAIL",
+        "lr_hot": "FAIL",
+        "lr_zero": "FAIL",
+        "diverge": "FAIL",
+    }
     # each example folder holds one run written twice: one row, the JSONL as its other file
     assert verdicts == {f"{run}/metrics.csv": v for run, v in expected.items()}
     also = {r["file"].split("examples/")[1]: [a.split("examples/")[1] for a in r["also"]] for r in doc["reports"]}

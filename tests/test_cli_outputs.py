@@ -1,5 +1,6 @@
 """--sarif and --html on doctor, epoch and compare: the files are written, valid, and the
 exit code is unchanged."""
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,12 @@ def test_sarif_and_html_are_written_and_the_exit_code_is_unchanged(tmp_path, cmd
     elif cmd == "doctor":
         args = ["doctor", str(core_examples)]
     else:
-        args = ["compare", str(EX / "healthy_seed1" / "metrics.jsonl"), str(EX / "healthy" / "metrics.jsonl"),
-                str(EX / "diverge" / "metrics.jsonl")]
+        args = [
+            "compare",
+            str(EX / "healthy_seed1" / "metrics.jsonl"),
+            str(EX / "healthy" / "metrics.jsonl"),
+            str(EX / "diverge" / "metrics.jsonl"),
+        ]
     plain = run_cli(*args)[0]
     code, _, _, _ = run_cli(*args, "--sarif", str(sarif), "--html", str(html))
     assert code == plain == 1
@@ -91,5 +96,7 @@ def test_sarif_over_the_corpus_points_at_real_lines(shared, tmp_path, monkeypatc
 
 
 def test_unwritable_report_path_is_exit_2(tmp_path):
-    code, _, err, _ = run_cli("epoch", str(EX / "healthy" / "metrics.jsonl"), "--sarif", str(tmp_path / "no" / "dir" / "x.sarif"))
+    code, _, err, _ = run_cli(
+        "epoch", str(EX / "healthy" / "metrics.jsonl"), "--sarif", str(tmp_path / "no" / "dir" / "x.sarif")
+    )
     assert code == 2 and "cannot write" in err

@@ -1,4 +1,5 @@
 """`trainproof compare` and `doctor --baseline`: a run against a known-good baseline."""
+
 from __future__ import annotations
 
 import json
@@ -19,15 +20,26 @@ def _rows(n, start, floor, seed=0, every=10, gn=0.5, noise=0.03, lr=1e-4):
     out = []
     for i in range(n):
         level = floor + (start - floor) * np.exp(-i / (n / 5))
-        out.append({"step": (i + 1) * every, "loss": float(level * np.exp(noise * rng.standard_normal())),
-                    "grad_norm": float(gn * np.exp(0.1 * rng.standard_normal())), "learning_rate": lr})
+        out.append(
+            {
+                "step": (i + 1) * every,
+                "loss": float(level * np.exp(noise * rng.standard_normal())),
+                "grad_norm": float(gn * np.exp(0.1 * rng.standard_normal())),
+                "learning_rate": lr,
+            }
+        )
     return out
 
 
 def test_examples_rank_a_healthy_run_pass_and_broken_runs_fail():
-    code, out, _, doc = run_cli("compare", str(EX / "healthy_seed1" / "metrics.jsonl"),
-                                str(EX / "healthy" / "metrics.jsonl"), str(EX / "bad_labels" / "metrics.jsonl"),
-                                str(EX / "diverge" / "metrics.jsonl"), "--json")
+    code, out, _, doc = run_cli(
+        "compare",
+        str(EX / "healthy_seed1" / "metrics.jsonl"),
+        str(EX / "healthy" / "metrics.jsonl"),
+        str(EX / "bad_labels" / "metrics.jsonl"),
+        str(EX / "diverge" / "metrics.jsonl"),
+        "--json",
+    )
     assert code == 1
     v = {r["file"].split("examples/")[1]: r for r in doc["reports"]}
     assert v["healthy/metrics.jsonl"]["verdict"] == "PASS"
@@ -38,15 +50,21 @@ def test_examples_rank_a_healthy_run_pass_and_broken_runs_fail():
     assert {"TP-FLOOR-RATIO", "TP-END-RATIO"} <= ids
     # on its own curve the shuffled-label run learns nothing a curve rule sees, except that
     # its loss sits at ln(4), chance for its 4 classes: the comparison catches it anyway
-    assert {f["id"] for f in bad["findings"] if f["source"] == "single_run" and f["level"] == "FAIL"} <= {"TP-CHANCE-LEVEL"}
+    assert {f["id"] for f in bad["findings"] if f["source"] == "single_run" and f["level"] == "FAIL"} <= {
+        "TP-CHANCE-LEVEL"
+    }
     assert bad["meta"]["compare"]["floor_ratio"] > 5
     assert v["diverge/metrics.jsonl"]["verdict"] == "FAIL"
     assert doc["baseline"]["verdict"] == "PASS" and doc["command"] == "compare"
 
 
 def test_ranking_table_is_worst_first():
-    code, out, _, _ = run_cli("compare", str(EX / "healthy_seed1" / "metrics.csv"), str(EX / "healthy" / "metrics.csv"),
-                              str(EX / "bad_labels" / "metrics.csv"))
+    code, out, _, _ = run_cli(
+        "compare",
+        str(EX / "healthy_seed1" / "metrics.csv"),
+        str(EX / "healthy" / "metrics.csv"),
+        str(EX / "bad_labels" / "metrics.csv"),
+    )
     assert code == 1
     table = out.split("\n\n")[0]
     body = table.split("┡")[1]
@@ -71,8 +89,10 @@ def test_mixed_formats_different_intervals_and_an_early_stop(tmp_path):
     rep = reps[0]
     assert rep.meta["compare"]["steps"] == [10.0, 400.0]
     cmp_findings = [f for f in rep.findings if f.source == "compare"]
-    assert any("Compared over steps 10–400" in f.evidence and "The run stopped early, at step 400" in f.evidence
-               for f in cmp_findings)
+    assert any(
+        "Compared over steps 10–400" in f.evidence and "The run stopped early, at step 400" in f.evidence
+        for f in cmp_findings
+    )
 
 
 def test_negative_improvement_and_deficit(tmp_path):
@@ -148,6 +168,7 @@ def test_compare_json_is_deterministic(tmp_path):
 
 
 # ------------------------------------------------------------------ one verdict per report
+
 
 def _merged(tmp_path, run_rows, base_rows=None):
     """The run's own report with the comparison merged in by ``merge_comparison``."""

@@ -1,6 +1,6 @@
 """[tool.trainproof] configuration: mute, threshold overrides, unknown keys are errors."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 import pytest
 
@@ -41,16 +41,19 @@ def test_threshold_override_changes_the_outcome(tmp_path):
     assert "TP-GRAD-SPIKE" in [f["id"] for f in doc["reports"][0]["findings"]]
 
 
-@pytest.mark.parametrize("toml,needle", [
-    ("colour = true\n", "'colour'"),
-    ("[thresholds]\ndiverge_ration = 2\n", "'diverge_ration'"),
-    ('mute = ["TP-NOT-A-RULE"]\n', "TP-NOT-A-RULE"),
-    ("mute = \"TP-NAN\"\n", "mute"),
-    ('diverge_ratio = "big"\n', "diverge_ratio"),
-    ("diverge_ratio = -1\n", "diverge_ratio"),
-    ("min_trend_points = 2.5\n", "min_trend_points"),
-    ("this is not toml [\n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "toml,needle",
+    [
+        ("colour = true\n", "'colour'"),
+        ("[thresholds]\ndiverge_ration = 2\n", "'diverge_ration'"),
+        ('mute = ["TP-NOT-A-RULE"]\n', "TP-NOT-A-RULE"),
+        ('mute = "TP-NAN"\n', "mute"),
+        ('diverge_ratio = "big"\n', "diverge_ratio"),
+        ("diverge_ratio = -1\n", "diverge_ratio"),
+        ("min_trend_points = 2.5\n", "min_trend_points"),
+        ("this is not toml [\n", "not valid TOML"),
+    ],
+)
 def test_bad_config_is_exit_2_naming_the_key(tmp_path, toml, needle):
     log = write_jsonl(tmp_path / "m.jsonl", healthy_rows())
     cfg = tmp_path / "tp.toml"

@@ -5,6 +5,7 @@ one logged point: a Keras epoch is its header and its progress frames), with the
 reader must give for it. A hypothesis test puts noise lines (banners, warnings, tracebacks,
 progress bars, ANSI codes) between the units and checks that the records do not change.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,11 +65,15 @@ def step_forms() -> tuple[list[Unit], list]:
 def keras2() -> tuple[list[Unit], list]:
     units, want = [], []
     for e in range(1, 5):
-        frames = "".join(f"\r {b}/10 [{'=' * b}>{'.' * (10 - b)}] - ETA: 1s - loss: {9 - b / 10:.4f} - accuracy: 0.5000"
-                         for b in range(1, 10))
+        frames = "".join(
+            f"\r {b}/10 [{'=' * b}>{'.' * (10 - b)}] - ETA: 1s - loss: {9 - b / 10:.4f} - accuracy: 0.5000"
+            for b in range(1, 10)
+        )
         loss, val = round(1.0 / e, 4), round(1.1 / e, 4)
-        summary = (f"\r10/10 [==============================] - 3s 10ms/step - loss: {loss:.4f} - accuracy: 0.9000 "
-                   f"- val_loss: {val:.4f} - val_accuracy: 0.8000\n")
+        summary = (
+            f"\r10/10 [==============================] - 3s 10ms/step - loss: {loss:.4f} - accuracy: 0.9000 "
+            f"- val_loss: {val:.4f} - val_accuracy: 0.8000\n"
+        )
         units.append([f"Epoch {e}/4\n", frames, summary])
         want.append((e, {"loss": loss, "accuracy": 0.9, "val_loss": val, "val_accuracy": 0.8}))
     return units, want
@@ -78,7 +83,9 @@ def keras2_verbose2() -> tuple[list[Unit], list]:
     units, want = [], []
     for e in range(1, 5):
         loss = round(3.0 - e / 4, 4)
-        units.append([f"Epoch {e}/4\n", f"128/128 - 0s - loss: {loss:.4f} - accuracy: 0.1463 - 358ms/epoch - 3ms/step\n"])
+        units.append(
+            [f"Epoch {e}/4\n", f"128/128 - 0s - loss: {loss:.4f} - accuracy: 0.1463 - 358ms/epoch - 3ms/step\n"]
+        )
         want.append((e, {"loss": loss, "accuracy": 0.1463}))
     return units, want
 
@@ -86,11 +93,16 @@ def keras2_verbose2() -> tuple[list[Unit], list]:
 def keras3() -> tuple[list[Unit], list]:
     units, want = [], []
     for e in range(1, 5):
-        frames = "".join(f"\r\x1b[1m {b}/10\x1b[0m \x1b[32m{'━' * b}\x1b[0m\x1b[37m{'━' * (10 - b)}\x1b[0m "
-                         f"\x1b[1m0s\x1b[0m 5ms/step - accuracy: 0.5000 - loss: {9 - b / 10:.4f}" for b in range(1, 11))
+        frames = "".join(
+            f"\r\x1b[1m {b}/10\x1b[0m \x1b[32m{'━' * b}\x1b[0m\x1b[37m{'━' * (10 - b)}\x1b[0m "
+            f"\x1b[1m0s\x1b[0m 5ms/step - accuracy: 0.5000 - loss: {9 - b / 10:.4f}"
+            for b in range(1, 11)
+        )
         loss, val = round(1.0 / e, 4), round(1.2 / e, 4)
-        summary = (f"\r\x1b[1m10/10\x1b[0m \x1b[32m━━━━━━━━━━━━━━━━━━━━\x1b[0m\x1b[37m\x1b[0m \x1b[1m3s\x1b[0m 10ms/step "
-                   f"- accuracy: 0.9000 - loss: {loss:.4f} - val_accuracy: 0.8000 - val_loss: {val:.4f}\n")
+        summary = (
+            f"\r\x1b[1m10/10\x1b[0m \x1b[32m━━━━━━━━━━━━━━━━━━━━\x1b[0m\x1b[37m\x1b[0m \x1b[1m3s\x1b[0m 10ms/step "
+            f"- accuracy: 0.9000 - loss: {loss:.4f} - val_accuracy: 0.8000 - val_loss: {val:.4f}\n"
+        )
         units.append([f"Epoch {e}/4\n", frames, summary])
         want.append((e, {"accuracy": 0.9, "loss": loss, "val_accuracy": 0.8, "val_loss": val}))
     return units, want
@@ -101,8 +113,12 @@ def lightning() -> tuple[list[Unit], list]:
     for e in range(2):  # Lightning counts epochs from 0
         for b in range(1, 5):
             loss = round(2 - e / 10 - b / 100, 3)
-            units.append([f"\rEpoch {e}:  {b * 25}%|{'█' * b}{' ' * (4 - b)}| {b * 25}/100 "
-                          f"[00:10<00:12, 8.50it/s, loss={loss}, v_num=0]"])
+            units.append(
+                [
+                    f"\rEpoch {e}:  {b * 25}%|{'█' * b}{' ' * (4 - b)}| {b * 25}/100 "
+                    f"[00:10<00:12, 8.50it/s, loss={loss}, v_num=0]"
+                ]
+            )
             want.append((e * 100 + b * 25, {"loss": loss, "v_num": 0.0}))
     units[-1].append("\n")
     return units, want
@@ -113,12 +129,22 @@ def pytorch_examples() -> tuple[list[Unit], list]:
     for e in (1, 2):
         for b in (200, 400):
             loss = round(6 - e / 10 - b / 10000, 2)
-            units.append([f"| epoch {e:3d} | {b:5d}/ 2983 batches | lr 20.00 | ms/batch 45.12 | loss {loss:5.2f} | "
-                          f"ppl {math.exp(loss):8.2f}\n"])
-            want.append(((e - 1) * 2983 + b, {"lr": 20.0, "ms_batch": 45.12, "loss": loss,
-                                              "ppl": round(math.exp(loss), 2)}))
-        units.append(["-" * 89 + "\n", f"| end of epoch {e:3d} | time: 50.00s | valid loss  5.58 | valid ppl   265.00\n",
-                      "-" * 89 + "\n"])
+            units.append(
+                [
+                    f"| epoch {e:3d} | {b:5d}/ 2983 batches | lr 20.00 | ms/batch 45.12 | loss {loss:5.2f} | "
+                    f"ppl {math.exp(loss):8.2f}\n"
+                ]
+            )
+            want.append(
+                ((e - 1) * 2983 + b, {"lr": 20.0, "ms_batch": 45.12, "loss": loss, "ppl": round(math.exp(loss), 2)})
+            )
+        units.append(
+            [
+                "-" * 89 + "\n",
+                f"| end of epoch {e:3d} | time: 50.00s | valid loss  5.58 | valid ppl   265.00\n",
+                "-" * 89 + "\n",
+            ]
+        )
         want.append(((e - 1) * 2983 + 400, {"time": 50.0, "valid_loss": 5.58, "valid_ppl": 265.0}))
     return units, want
 
@@ -129,13 +155,34 @@ def fairseq() -> tuple[list[Unit], list]:
         for k in (1, 2):
             u = (e - 1) * 281 + k * 100
             loss = round(5 - u / 200, 3)
-            units.append([f"2025-10-14 15:46:03 | INFO | train_inner | epoch {e:03d}:    {k * 100} / 281 loss={loss}, "
-                          f"ppl=24.45, wps=3487.8, ups=56.12, num_updates={u}, lr=0.001, gnorm=1.574, train_wall=2, wall=3\n"])
-            want.append((u, {"loss": loss, "ppl": 24.45, "wps": 3487.8, "ups": 56.12, "lr": 0.001, "gnorm": 1.574,
-                             "train_wall": 2.0, "wall": 3.0}))
+            units.append(
+                [
+                    f"2025-10-14 15:46:03 | INFO | train_inner | epoch {e:03d}:    {k * 100} / 281 loss={loss}, "
+                    f"ppl=24.45, wps=3487.8, ups=56.12, num_updates={u}, lr=0.001, gnorm=1.574, train_wall=2, wall=3\n"
+                ]
+            )
+            want.append(
+                (
+                    u,
+                    {
+                        "loss": loss,
+                        "ppl": 24.45,
+                        "wps": 3487.8,
+                        "ups": 56.12,
+                        "lr": 0.001,
+                        "gnorm": 1.574,
+                        "train_wall": 2.0,
+                        "wall": 3.0,
+                    },
+                )
+            )
         u = e * 281
-        units.append([f"2025-10-14 15:46:12 | INFO | valid | epoch {e:03d} | valid on 'valid' subset | loss {3 - e / 10} "
-                      f"| nll_loss 2.9 | ppl 8.21 | num_updates {u} | best_loss {3 - e / 10}\n"])
+        units.append(
+            [
+                f"2025-10-14 15:46:12 | INFO | valid | epoch {e:03d} | valid on 'valid' subset | loss {3 - e / 10} "
+                f"| nll_loss 2.9 | ppl 8.21 | num_updates {u} | best_loss {3 - e / 10}\n"
+            ]
+        )
         want.append((u, {"val_loss": 3 - e / 10, "val_nll_loss": 2.9, "val_ppl": 8.21}))
         units.append([f"| epoch {e:03d} | loss {4 - e / 10} | nll_loss 3.9 | num_updates {u} | lr 0.001\n"])
         want.append((u, {"loss": 4 - e / 10, "nll_loss": 3.9, "lr": 0.001}))
@@ -146,8 +193,12 @@ def marian() -> tuple[list[Unit], list]:
     units, want = [], []
     for k in range(1, 5):
         up = k * 100
-        units.append([f"[2019-04-16 02:35:41] Ep. 1 : Up. {up} : Sen. 35,605 : Cost {9 - k / 10:.8f} : Time 248.29s "
-                      f": 2131.56 words/s : L.r. 2.5000e-06\n"])
+        units.append(
+            [
+                f"[2019-04-16 02:35:41] Ep. 1 : Up. {up} : Sen. 35,605 : Cost {9 - k / 10:.8f} : Time 248.29s "
+                f": 2131.56 words/s : L.r. 2.5000e-06\n"
+            ]
+        )
         want.append((up, {"sen": 35605.0, "loss": round(9 - k / 10, 8), "time": 248.29, "lr": 2.5e-06}))
     units.append(["[2019-04-16 03:22:09] [valid] Ep. 1 : Up. 400 : cross-entropy : 123.4 : new best\n"])
     want.append((400, {"val_loss": 123.4}))
@@ -163,11 +214,21 @@ def mmengine() -> tuple[list[Unit], list]:
     for e in (1, 2):
         for i in (50, 100):
             loss = round(0.9 - e / 10 - i / 1000, 3)
-            units.append([f"2023/01/01 12:00:00 - mmengine - INFO - Epoch(train)  [{e}][{i:3d}/500]  lr: 1.0000e-04  "
-                          f"eta: 0:10:00  time: 0.5000  data_time: 0.0100  memory: 1000  loss: {loss}  loss_cls: 0.3000\n"])
-            want.append(((e - 1) * 500 + i, {"lr": 1e-4, "time": 0.5, "data_time": 0.01, "memory": 1000.0,
-                                             "loss": loss, "loss_cls": 0.3}))
-        units.append([f"2023/01/01 12:00:00 - mmengine - INFO - Epoch(val) [{e}][100/100]  loss: 0.61  accuracy/top1: 76.5\n"])
+            units.append(
+                [
+                    f"2023/01/01 12:00:00 - mmengine - INFO - Epoch(train)  [{e}][{i:3d}/500]  lr: 1.0000e-04  "
+                    f"eta: 0:10:00  time: 0.5000  data_time: 0.0100  memory: 1000  loss: {loss}  loss_cls: 0.3000\n"
+                ]
+            )
+            want.append(
+                (
+                    (e - 1) * 500 + i,
+                    {"lr": 1e-4, "time": 0.5, "data_time": 0.01, "memory": 1000.0, "loss": loss, "loss_cls": 0.3},
+                )
+            )
+        units.append(
+            [f"2023/01/01 12:00:00 - mmengine - INFO - Epoch(val) [{e}][100/100]  loss: 0.61  accuracy/top1: 76.5\n"]
+        )
         want.append(((e - 1) * 500 + 100, {"val_loss": 0.61, "val_accuracy_top1": 76.5}))
     return units, want
 
@@ -175,7 +236,9 @@ def mmengine() -> tuple[list[Unit], list]:
 def olmo() -> tuple[list[Unit], list]:
     units, want = [], []
     for s in (100, 200, 300):
-        units.append([f"[step={s}/739328]\n", f"    train/CrossEntropyLoss={4 - s / 1000}\n", "    train/Perplexity=50.1\n"])
+        units.append(
+            [f"[step={s}/739328]\n", f"    train/CrossEntropyLoss={4 - s / 1000}\n", "    train/Perplexity=50.1\n"]
+        )
         want.append((s, {"train_cross_entropy_loss": 4 - s / 1000, "train_perplexity": 50.1}))
     return units, want
 
@@ -201,21 +264,43 @@ def epoch_step_loss() -> tuple[list[Unit], list]:
 def sb3() -> tuple[list[Unit], list]:
     units, want = [], []
     for k in range(1, 4):
-        rows = [("rollout/", ""), ("   ep_len_mean", "200"), ("   ep_rew_mean", "-1.2e+03"), ("time/", ""),
-                ("   fps", "1000"), ("   total_timesteps", str(2048 * k)), ("train/", ""),
-                ("   loss", f"{0.5 / k:.4g}"), ("   n_updates", str(10 * k))]
+        rows = [
+            ("rollout/", ""),
+            ("   ep_len_mean", "200"),
+            ("   ep_rew_mean", "-1.2e+03"),
+            ("time/", ""),
+            ("   fps", "1000"),
+            ("   total_timesteps", str(2048 * k)),
+            ("train/", ""),
+            ("   loss", f"{0.5 / k:.4g}"),
+            ("   n_updates", str(10 * k)),
+        ]
         table = ["-" * 35 + "\n"] + [f"| {a:<18} | {b:<10} |\n" for a, b in rows] + ["-" * 35 + "\n"]
         units.append(table)
-        want.append((2048 * k, {"rollout_ep_len_mean": 200.0, "rollout_ep_rew_mean": -1200.0, "time_fps": 1000.0,
-                                "train_loss": float(f"{0.5 / k:.4g}"), "train_n_updates": 10.0 * k}))
+        want.append(
+            (
+                2048 * k,
+                {
+                    "rollout_ep_len_mean": 200.0,
+                    "rollout_ep_rew_mean": -1200.0,
+                    "time_fps": 1000.0,
+                    "train_loss": float(f"{0.5 / k:.4g}"),
+                    "train_n_updates": 10.0 * k,
+                },
+            )
+        )
     return units, want
 
 
 def hand_rolled() -> tuple[list[Unit], list]:
     units, want = [], []
     for e in range(1, 5):
-        units.append([f"2025-04-24 21:17:53,828 - INFO - Epoch {e} ... TrainLoss={1 - e / 10:.2f} | Val Loss: "
-                      f"{1.1 - e / 10:.2f} | ValAcc={60 + e:.2f}%\n"])
+        units.append(
+            [
+                f"2025-04-24 21:17:53,828 - INFO - Epoch {e} ... TrainLoss={1 - e / 10:.2f} | Val Loss: "
+                f"{1.1 - e / 10:.2f} | ValAcc={60 + e:.2f}%\n"
+            ]
+        )
         want.append((e, {"train_loss": round(1 - e / 10, 2), "val_loss": round(1.1 - e / 10, 2), "val_acc": 60.0 + e}))
     units.append(["2025-04-24 22:00:00,000 - INFO - Epoch 4 completed. Average Training Loss: 0.5500\n"])
     want.append((4, {"average_training_loss": 0.55}))
@@ -225,7 +310,9 @@ def hand_rolled() -> tuple[list[Unit], list]:
 def split_names() -> tuple[list[Unit], list]:
     units, want = [], []
     for e in range(1, 5):
-        units.append([f"INFO:Trainer:Epoch [{e}/30] Train: {0.08 - e / 100:.4f} | Val: {0.09 - e / 200:.4f} | 373.6s\n"])
+        units.append(
+            [f"INFO:Trainer:Epoch [{e}/30] Train: {0.08 - e / 100:.4f} | Val: {0.09 - e / 200:.4f} | 373.6s\n"]
+        )
         want.append((e, {"train_loss": round(0.08 - e / 100, 4), "val_loss": round(0.09 - e / 200, 4)}))
         units.append([f"INFO:Trainer:--> New Best Model Saved! (Loss: {0.09 - e / 200:.4f})\n"])
     return units, want
@@ -240,9 +327,28 @@ def hf_dicts_in_logging() -> tuple[list[Unit], list]:
     return units, want
 
 
-DIALECTS = {f.__name__: f for f in (nanogpt, step_forms, keras2, keras2_verbose2, keras3, lightning, pytorch_examples,
-                                     fairseq, marian, mmengine, olmo, composer, epoch_step_loss, sb3, hand_rolled,
-                                     split_names, hf_dicts_in_logging)}
+DIALECTS = {
+    f.__name__: f
+    for f in (
+        nanogpt,
+        step_forms,
+        keras2,
+        keras2_verbose2,
+        keras3,
+        lightning,
+        pytorch_examples,
+        fairseq,
+        marian,
+        mmengine,
+        olmo,
+        composer,
+        epoch_step_loss,
+        sb3,
+        hand_rolled,
+        split_names,
+        hf_dicts_in_logging,
+    )
+}
 
 
 def _same(got: list, want: list) -> bool:
@@ -365,12 +471,14 @@ def test_in_epoch_counter_without_total_is_offset_by_the_epoch_end(tmp_path: Pat
 
 def test_lines_without_a_step_or_a_loss_are_no_records(tmp_path: Path) -> None:
     p = tmp_path / "train.log"
-    p.write_text("Epoch 1/3 | Loss: 0.9\n"
-                 "Test Loss: 0.45\n"  # no step
-                 "Epoch 2/3 | lr: 0.01 | accuracy: 0.8\n"  # no loss
-                 "- train: 0.8\n- val: 0.1\n"  # a config dump, no step
-                 "Epoch 2/3 | Train: 95.1 | Val: 94.0 | acc\n"  # bare split names beside an accuracy
-                 "Epoch 3/3 | Loss: 0.7\n")
+    p.write_text(
+        "Epoch 1/3 | Loss: 0.9\n"
+        "Test Loss: 0.45\n"  # no step
+        "Epoch 2/3 | lr: 0.01 | accuracy: 0.8\n"  # no loss
+        "- train: 0.8\n- val: 0.1\n"  # a config dump, no step
+        "Epoch 2/3 | Train: 95.1 | Val: 94.0 | acc\n"  # bare split names beside an accuracy
+        "Epoch 3/3 | Loss: 0.7\n"
+    )
     assert records(p) == [(1, {"loss": 0.9}), (3, {"loss": 0.7})]
 
 
@@ -409,13 +517,22 @@ def test_a_number_is_read_whole_or_not_at_all() -> None:
 def test_a_hyphenated_adjective_in_prose_is_no_value(tmp_path):
     """``5-step`` and ``3-layer`` in a sentence are words, not a metric: a JSON file of prose
     about a run (a run_meta.json) is not a console capture."""
-    from trainproof.formats import NotALog, detect
-
     import json
 
+    from trainproof.formats import NotALog, detect
+
     p = tmp_path / "run_meta.json"
-    p.write_text(json.dumps({"config": "healthy", "how": "3-layer MLP (16-64-64-4), batch 32, 300 steps, loss "
-                             "averaged over each 5-step logging window, eval every 50 steps",
-                             "expected_verdict": "PASS"}, indent=2) + "\n")
+    p.write_text(
+        json.dumps(
+            {
+                "config": "healthy",
+                "how": "3-layer MLP (16-64-64-4), batch 32, 300 steps, loss "
+                "averaged over each 5-step logging window, eval every 50 steps",
+                "expected_verdict": "PASS",
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     with pytest.raises(NotALog):
         detect(p)

@@ -8,6 +8,7 @@ best-model and checkpoint lines, junk, colour codes inside values, words, ``nan`
 that both readers give exactly the same :class:`~trainproof.runlog.RunLog`, with chunks
 and the line cap made small so that block and line boundaries fall everywhere.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,23 +26,83 @@ from trainproof.runlog import Rows
 BOLD, END, GREEN = "\x1b[1m", "\x1b[0m", "\x1b[92m"
 
 VALUE_WORDS = [
-    "1.5", "-0.25", "3e-08", "1E5", "+.5", "1.", "0", "007", "12345678901234567890", "1e400", "nan", "-nan",
-    "NaN", "inf", "-inf", "infinity", "+Infinity", "1_0", "1__0", "abc", "12abc", "info", "0x10", "", "  1e5",
-    "1.5\t(2.0)", "\x0c1.5", "１.５", "tensor(4.5262)", "tensor(-1.5e-3, device='cuda:0')", "tensor(nan)",
-    "tensor(1_0)", "tensor(1.5e)", "tensor()", "tensor(inf)", "tensor(.5,)", "1.5)", "(1.5)", "2.0_",
-    "STEP: 1/2 -- GLOBAL_STEP: 3", "x EVAL PERFORMANCE", "0.1 > EVALUATION", "1" * 30,
+    "1.5",
+    "-0.25",
+    "3e-08",
+    "1E5",
+    "+.5",
+    "1.",
+    "0",
+    "007",
+    "12345678901234567890",
+    "1e400",
+    "nan",
+    "-nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "infinity",
+    "+Infinity",
+    "1_0",
+    "1__0",
+    "abc",
+    "12abc",
+    "info",
+    "0x10",
+    "",
+    "  1e5",
+    "1.5\t(2.0)",
+    "\x0c1.5",
+    "１.５",
+    "tensor(4.5262)",
+    "tensor(-1.5e-3, device='cuda:0')",
+    "tensor(nan)",
+    "tensor(1_0)",
+    "tensor(1.5e)",
+    "tensor()",
+    "tensor(inf)",
+    "tensor(.5,)",
+    "1.5)",
+    "(1.5)",
+    "2.0_",
+    "STEP: 1/2 -- GLOBAL_STEP: 3",
+    "x EVAL PERFORMANCE",
+    "0.1 > EVALUATION",
+    "1" * 30,
 ]
-AVERAGES = ["", " ", "  (1.25)", "  (tensor(3.6540))", " \x1b[0m(+0.0)", f" {GREEN}(-0.1){END}", "\t(2)",
-            "  (nan)", " ST\x1b[0mEP: 1/2 -- GLOBAL_STEP: 9"]
-NAMES = ["loss", "loss_1", "current_lr", "grad_norm", "avg_loss", "step_time", "GLOBAL_STEP", "EVALUATION_x",
-         "a|b", "x(y)", "Num. of GPUs", "lr\x1b[0m", "loss\t"]
+AVERAGES = [
+    "",
+    " ",
+    "  (1.25)",
+    "  (tensor(3.6540))",
+    " \x1b[0m(+0.0)",
+    f" {GREEN}(-0.1){END}",
+    "\t(2)",
+    "  (nan)",
+    " ST\x1b[0mEP: 1/2 -- GLOBAL_STEP: 9",
+]
+NAMES = [
+    "loss",
+    "loss_1",
+    "current_lr",
+    "grad_norm",
+    "avg_loss",
+    "step_time",
+    "GLOBAL_STEP",
+    "EVALUATION_x",
+    "a|b",
+    "x(y)",
+    "Num. of GPUs",
+    "lr\x1b[0m",
+    "loss\t",
+]
 
 
 value_text = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
     st.floats(allow_nan=False, allow_infinity=False, width=32).map(lambda x: f"{x:.5g}"),
     st.sampled_from(VALUE_WORDS),
-    st.integers(-10**20, 10**20).map(str),
+    st.integers(-(10**20), 10**20).map(str),
 )
 
 
@@ -50,8 +111,9 @@ def header(draw, gstep: int) -> str:
     sep = draw(st.sampled_from(["", "TIME: 2024-05-02 03:11:07 -- ", "TIME: 2024-05-02 03:11:07.5 -- "]))
     b = draw(st.sampled_from([36, 405, 999, 10**19]))
     g = draw(st.sampled_from([str(gstep)] * 6 + ["0" + str(gstep), "1" * 19, str(gstep) + " x"]))
-    codes = draw(st.sampled_from([(BOLD, END)] * 3 + [("", ""), (BOLD, ""), ("\x1b[4m\x1b[1m", "\x1b[0m "),
-                                                       ("\x1b[1S", END)]))
+    codes = draw(
+        st.sampled_from([(BOLD, END)] * 3 + [("", ""), (BOLD, ""), ("\x1b[4m\x1b[1m", "\x1b[0m "), ("\x1b[1S", END)])
+    )
     indent = draw(st.sampled_from(["   ", "", "\t", " \x0c"]))
     return f"{codes[0]}{indent}--> {sep}STEP: {gstep % 7}/{b} -- GLOBAL_STEP: {g}{codes[1]}"
 
@@ -62,14 +124,17 @@ def metric(draw, name: str, regular: bool, tensor: bool = False) -> str:
         if tensor:
             v = draw(st.floats(allow_nan=False, allow_infinity=False, width=32).map(lambda x: f"tensor({x:.4f})"))
         else:
-            v = draw(st.floats(allow_nan=False, allow_infinity=False).map(repr)
-                     | st.sampled_from(["nan", "inf", "-inf"]))
+            v = draw(
+                st.floats(allow_nan=False, allow_infinity=False).map(repr) | st.sampled_from(["nan", "inf", "-inf"])
+            )
         return f"     | > {name}: {v}  (1.0)"
     v = draw(value_text)
     if draw(st.booleans()):
         v = f"tensor({v})" if not v.startswith("tensor") else v
-    return f"{draw(st.sampled_from(['     ', '', ' ']))}| > {name}:{draw(st.sampled_from([' ', '', '  ', chr(9)]))}" \
-           f"{v}{draw(st.sampled_from(AVERAGES))}"
+    return (
+        f"{draw(st.sampled_from(['     ', '', ' ']))}| > {name}:{draw(st.sampled_from([' ', '', '  ', chr(9)]))}"
+        f"{v}{draw(st.sampled_from(AVERAGES))}"
+    )
 
 
 @st.composite
@@ -84,19 +149,24 @@ def coqui_log(draw) -> str:
     lines: list[str] = []
     gstep = draw(st.integers(0, 50))
     for _ in range(draw(st.integers(1, 10))):
-        kind = draw(st.sampled_from(["run"] * (12 if clean else 6) + ["eval", "epoch", "best", "ckpt", "junk",
-                                                                      "block", "perf"]))
+        kind = draw(
+            st.sampled_from(["run"] * (12 if clean else 6) + ["eval", "epoch", "best", "ckpt", "junk", "block", "perf"])
+        )
         if kind == "run":
             for _ in range(draw(st.integers(1, 12))):
                 gstep += draw(st.sampled_from([1, 1, 1, 0, -1, 5]))
                 regular = clean or draw(st.integers(0, 7)) > 0
-                lines.append(draw(header(gstep)) if not clean and (not regular or not draw(st.integers(0, 9)))
-                             else f"{BOLD}   --> STEP: {gstep % 7}/36 -- GLOBAL_STEP: {gstep}{END}")
+                lines.append(
+                    draw(header(gstep))
+                    if not clean and (not regular or not draw(st.integers(0, 9)))
+                    else f"{BOLD}   --> STEP: {gstep % 7}/36 -- GLOBAL_STEP: {gstep}{END}"
+                )
                 lines += [draw(metric(n, regular, t)) for n, t in zip(names, tensors)]
                 lines += [""] * blanks
                 if not regular:
-                    lines += draw(st.lists(st.sampled_from(["", " \t", "\x0c", f"     | > {names[0]}: 9.5",
-                                                            "junk"]), max_size=2))
+                    lines += draw(
+                        st.lists(st.sampled_from(["", " \t", "\x0c", f"     | > {names[0]}: 9.5", "junk"]), max_size=2)
+                    )
         elif kind == "block":
             lines.append(draw(header(gstep)))
             lines += [draw(metric(n, False)) for n in draw(st.lists(st.sampled_from(NAMES), max_size=4))]
@@ -108,19 +178,43 @@ def coqui_log(draw) -> str:
             lines += ["", f"  {BOLD}--> EVAL PERFORMANCE{END}"]
             lines += [f"     | > avg_{n}: {draw(value_text)} {END}(+0.0)" for n in names]
         elif kind == "epoch":
-            lines += ["", f"\x1b[4m{BOLD} > EPOCH: {draw(st.integers(0, 9))}/{draw(st.sampled_from([9, 10**20]))}{END}",
-                      " --> output/run-0000", "", f"{BOLD} > TRAINING (2024-05-02 03:11:07) {END}", ""]
+            lines += [
+                "",
+                f"\x1b[4m{BOLD} > EPOCH: {draw(st.integers(0, 9))}/{draw(st.sampled_from([9, 10**20]))}{END}",
+                " --> output/run-0000",
+                "",
+                f"{BOLD} > TRAINING (2024-05-02 03:11:07) {END}",
+                "",
+            ]
         elif kind == "best":
             lines.append(f" > BEST MODEL : output/run/best_model_{draw(st.sampled_from(['', '12', '3']))}.pth")
         elif kind == "ckpt":
             lines += ["", f" > CHECKPOINT : output/run/checkpoint_{gstep}.pth"]
         elif kind == "perf":
-            lines += [draw(st.sampled_from(["  --> TRAIN PERFORMACE", f"  {BOLD}--> EVAL PERFORMANCE{END}"])),
-                      f"     | > avg_loss: {draw(value_text)}"]
+            lines += [
+                draw(st.sampled_from(["  --> TRAIN PERFORMACE", f"  {BOLD}--> EVAL PERFORMANCE{END}"])),
+                f"     | > avg_loss: {draw(value_text)}",
+            ]
         else:
-            lines.append(draw(st.sampled_from(["junk", " > Model has 1 parameters", "| > Num. of GPUs: 1",
-                                               "\x1b\x1b[0m[1m", "   ", "\t", "\u2028", "| >", "| > x",
-                                               "1" * 120, "--> /runs/x"])))
+            lines.append(
+                draw(
+                    st.sampled_from(
+                        [
+                            "junk",
+                            " > Model has 1 parameters",
+                            "| > Num. of GPUs: 1",
+                            "\x1b\x1b[0m[1m",
+                            "   ",
+                            "\t",
+                            "\u2028",
+                            "| >",
+                            "| > x",
+                            "1" * 120,
+                            "--> /runs/x",
+                        ]
+                    )
+                )
+            )
     eol = draw(st.sampled_from(["\n"] * 4 + ["\r\n", "\r"]))
     text = eol.join(lines)
     ending = draw(st.sampled_from(["eol", "eol", "none", "torn"]))
@@ -133,8 +227,15 @@ def coqui_log(draw) -> str:
 
 def digest(run) -> dict:
     """Everything read_runlog gives, with each series' arrays as bytes."""
-    d = {"format": run.format, "records": run.records, "notes": run.notes, "meta": repr(run.meta),
-         "step_range": repr(run.step_range), "explicit": run.explicit_steps, "mapping": repr(run.mapping)}
+    d = {
+        "format": run.format,
+        "records": run.records,
+        "notes": run.notes,
+        "meta": repr(run.meta),
+        "step_range": repr(run.step_range),
+        "explicit": run.explicit_steps,
+        "mapping": repr(run.mapping),
+    }
     for name, s in run.series.items():
         h = hashlib.sha1()
         for a in (s.steps, s.values, s.lines):
@@ -162,13 +263,20 @@ def both(path: Path, monkeypatch) -> tuple[dict, dict]:
 
 
 @pytest.mark.slow
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
-@given(text=coqui_log(), chunk=st.sampled_from([16, 97, 400, 4096, 1 << 20]),
-       max_line=st.sampled_from([1 << 24, 1 << 24, 60, 150]))
-@example(text="   --> STEP: 1/2 -- GLOBAL_STEP: 1\n | > loss: 1.5\n\n   --> STEP: 1/2 -- GLOBAL_STEP: 2\n"
-              " | > loss: 1_0\n\n   --> STEP: 1/2 -- GLOBAL_STEP: 3\n | > loss: 2.5\n\n", chunk=1 << 20,
-         max_line=1 << 24)
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    text=coqui_log(),
+    chunk=st.sampled_from([16, 97, 400, 4096, 1 << 20]),
+    max_line=st.sampled_from([1 << 24, 1 << 24, 60, 150]),
+)
+@example(
+    text="   --> STEP: 1/2 -- GLOBAL_STEP: 1\n | > loss: 1.5\n\n   --> STEP: 1/2 -- GLOBAL_STEP: 2\n"
+    " | > loss: 1_0\n\n   --> STEP: 1/2 -- GLOBAL_STEP: 3\n | > loss: 2.5\n\n",
+    chunk=1 << 20,
+    max_line=1 << 24,
+)
 def test_chunked_reader_equals_line_reader(tmp_path_factory, monkeypatch, text, chunk, max_line):
     p = tmp_path_factory.mktemp("coqui") / "trainer_0_log.txt"
     p.write_bytes(text.encode("utf-8"))
@@ -183,13 +291,17 @@ def regular_log(n: int, ansi: bool = True) -> str:
     b, e = (BOLD, END) if ansi else ("", "")
     out = []
     for s in range(n):
-        out.append(f"{b}   --> TIME: 2026-01-01 00:00:00 -- STEP: {s % 100}/100 -- GLOBAL_STEP: {s}{e}\n"
-                   f"     | > loss: {3.5 - s / 1e4}  (3.5)\n     | > grad_norm: tensor({s / 7:.4f})  (tensor(1.0))\n"
-                   f"     | > lr: 3e-0{s % 9 + 1}  (1e-05)\n\n\n")
+        out.append(
+            f"{b}   --> TIME: 2026-01-01 00:00:00 -- STEP: {s % 100}/100 -- GLOBAL_STEP: {s}{e}\n"
+            f"     | > loss: {3.5 - s / 1e4}  (3.5)\n     | > grad_norm: tensor({s / 7:.4f})  (tensor(1.0))\n"
+            f"     | > lr: 3e-0{s % 9 + 1}  (1e-05)\n\n\n"
+        )
         if s % 250 == 249:
-            out.append(f"{b} > EVALUATION {e}\n\n  {b}--> EVAL PERFORMANCE{e}\n"
-                       f"     | > avg_loss: {s / 1e3} {e}(+0.0)\n\n"
-                       f" > BEST MODEL : /runs/x/best_model_{s}.pth\n\n{b} > EPOCH: {s // 250}/9{e}\n")
+            out.append(
+                f"{b} > EVALUATION {e}\n\n  {b}--> EVAL PERFORMANCE{e}\n"
+                f"     | > avg_loss: {s / 1e3} {e}(+0.0)\n\n"
+                f" > BEST MODEL : /runs/x/best_model_{s}.pth\n\n{b} > EPOCH: {s // 250}/9{e}\n"
+            )
     return "".join(out)
 
 

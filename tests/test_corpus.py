@@ -1,5 +1,6 @@
 """Real logs from other people's runs (../shared/corpus): no crash, every file judged or
 explained, no FAIL on a file labelled healthy. Skips where ../shared is absent."""
+
 from __future__ import annotations
 
 import csv
@@ -36,7 +37,11 @@ def test_doctor_over_the_corpus(shared):
         assert rep is not None, f"{row['id']}: not judged and not listed as unreadable"
         assert rep["verdict"] in ("PASS", "WARN", "FAIL", "NOT-CHECKED")
         if rep["verdict"] == "NOT-CHECKED":  # explained: an error or an outcome finding says why
-            assert rep["error"] or {f["id"] for f in rep["findings"]} & {"TP-NOT-CHECKED", "TP-NO-LOSS", "TP-NO-RECORDS"}
+            assert rep["error"] or {f["id"] for f in rep["findings"]} & {
+                "TP-NOT-CHECKED",
+                "TP-NO-LOSS",
+                "TP-NO-RECORDS",
+            }
         if row["label"] == "healthy":
             assert rep["verdict"] != "FAIL", (row["id"], [f["id"] for f in rep["findings"]])
 

@@ -1,7 +1,6 @@
 """TP-DATA-DROPPED: what a reader could not use is a finding (INFO), never silent."""
-from __future__ import annotations
 
-import json
+from __future__ import annotations
 
 from trainproof import judge
 

@@ -1,8 +1,10 @@
 """RULES.md and docs/rules/ are the registry, both ways; README gives the commands CI runs."""
+
 from __future__ import annotations
 
-import pytest
 import re
+
+import pytest
 
 from trainproof.rules.docs import FAMILIES, families, pages, rule_page, rules_markdown, write_pages
 from trainproof.rules.registry import DOC_SECTIONS, all_rules, example_of
@@ -13,7 +15,8 @@ from conftest import REPO
 
 def test_rules_md_is_generated_from_the_registry():
     assert (REPO / "RULES.md").read_text(encoding="utf-8") == rules_markdown(), (
-        "RULES.md is stale: run `trainproof rules --markdown > RULES.md`")
+        "RULES.md is stale: run `trainproof rules --markdown > RULES.md`"
+    )
 
 
 def test_every_documented_id_exists_and_every_rule_is_documented():
@@ -31,11 +34,14 @@ def test_the_rule_pages_are_generated_and_none_is_stale():
     want = pages()
     assert set(want) == {"index.md", "thresholds.md"} | {f"{r.id}.md" for r in all_rules()}
     on_disk = {p.name for p in folder.iterdir()}
-    assert on_disk == set(want), ("stale or missing pages: run `python -m trainproof.rules.docs docs/rules`",
-                                  sorted(on_disk ^ set(want)))
+    assert on_disk == set(want), (
+        "stale or missing pages: run `python -m trainproof.rules.docs docs/rules`",
+        sorted(on_disk ^ set(want)),
+    )
     for name, text in want.items():
         assert (folder / name).read_text(encoding="utf-8") == text, (
-            f"docs/rules/{name} is stale: run `python -m trainproof.rules.docs docs/rules`")
+            f"docs/rules/{name} is stale: run `python -m trainproof.rules.docs docs/rules`"
+        )
 
 
 @pytest.mark.slow
@@ -51,13 +57,22 @@ def test_write_pages_removes_stale_pages(tmp_path):
 def test_every_page_has_the_fixed_shape():
     """Sections in one order: detects, why, example, thresholds, causes, what to try, does
     NOT mean (example and thresholds where the id has them)."""
-    order = ["What it detects", "Why it matters", "Example", "Thresholds in force", "Likely causes",
-             "What to try", "What it does NOT mean"]
+    order = [
+        "What it detects",
+        "Why it matters",
+        "Example",
+        "Thresholds in force",
+        "Likely causes",
+        "What to try",
+        "What it does NOT mean",
+    ]
     for r in all_rules():
         page = rule_page(r)
         assert page.startswith(f"# {r.id} — "), r.id
         got = re.findall(r"^## (.+)$", page, flags=re.M)
-        want = [t for t in order if (t != "Example" or example_of(r.id)) and (t != "Thresholds in force" or r.thresholds)]
+        want = [
+            t for t in order if (t != "Example" or example_of(r.id)) and (t != "Thresholds in force" or r.thresholds)
+        ]
         assert got == want, (r.id, got)
         if example_of(r.id):
             ex = page.split("## Example", 1)[1].split("\n## ", 1)[0]
@@ -102,14 +117,15 @@ def test_contracts_and_changelog_exist():
 def test_registry_order_does_not_depend_on_import_order():
     """The registry (and so RULES.md and `trainproof rules`) lists preflight ids, then the
     rule modules, whatever module a process happened to import first."""
-    import re
     import subprocess
     import sys
 
-    script = ("import importlib, sys\n"
-              "for m in sys.argv[1:]: importlib.import_module(m)\n"
-              "from trainproof.rules.registry import all_rules\n"
-              "print(' '.join(r.id for r in all_rules()))\n")
+    script = (
+        "import importlib, sys\n"
+        "for m in sys.argv[1:]: importlib.import_module(m)\n"
+        "from trainproof.rules.registry import all_rules\n"
+        "print(' '.join(r.id for r in all_rules()))\n"
+    )
     expected = [r.id for r in all_rules()]  # the canonical order (load_all sorts by RULE_MODULES)
     for first in ([], ["trainproof.preflight.speech"], ["trainproof.rules.compare", "trainproof.preflight.env"]):
         out = subprocess.run([sys.executable, "-c", script, *first], capture_output=True, text=True, check=True)

@@ -5,6 +5,7 @@ and, with ``validation.omitted_files: warn`` in mkdocs.yml, on a page left out o
 this test builds the site into a temporary folder the same way. It skips where mkdocs is
 not installed (the ``docs`` extra).
 """
+
 from __future__ import annotations
 
 import os
@@ -40,13 +41,28 @@ def _nav_pages(nav) -> list[str]:
 @pytest.mark.slow
 def test_the_site_builds_strict(tmp_path):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-                           str(REPO / "mkdocs.yml"), "--site-dir", str(tmp_path / "site")],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(REPO / "mkdocs.yml"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert (tmp_path / "site" / "index.html").is_file()
     for page in _nav_pages(_config()["nav"]):
-        built = page[:-len("index.md")] + "index.html" if page.endswith("index.md") else page[:-3] + "/index.html"
+        built = page[: -len("index.md")] + "index.html" if page.endswith("index.md") else page[:-3] + "/index.html"
         assert (tmp_path / "site" / built).is_file(), page
 
 

@@ -1,4 +1,5 @@
 """doctor: the walk, pruning, symlink loops, checkpoint snapshots, unreadable files, exit codes."""
+
 from __future__ import annotations
 
 import os
@@ -79,7 +80,8 @@ def test_unreadable_logs_are_listed_and_exit_2(tmp_path):
         write_jsonl(r, healthy_rows())
     (root / "c").mkdir()
     (root / "c" / "trainer_state.json").write_text(
-        "version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 10\n")
+        "version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 10\n"
+    )
     (root / "d").mkdir()
     (root / "d" / "trainer_state.json").write_text("")
     (root / "notes.txt").write_text("just some notes, not a log\n")
@@ -120,6 +122,7 @@ def test_missing_path_is_exit_2(tmp_path):
 def test_unreadable_permission_file(tmp_path):
     if os.geteuid() == 0:
         import pytest
+
         pytest.skip("root can read any file")
     root = _tree(tmp_path)
     p = root / "a" / "metrics.jsonl"
@@ -135,8 +138,9 @@ def test_several_paths_are_judged_together_and_snapshots_still_fold(tmp_path) ->
     a = write_jsonl(tmp_path / "a" / "train.jsonl", healthy_rows(seed=1))
     write_hf(tmp_path / "out" / "checkpoint-50" / "trainer_state.json", rows[:50])
     top = write_hf(tmp_path / "out" / "trainer_state.json", rows)
-    code, _, _, doc = run_cli("doctor", str(a), str(a), str(top),
-                              str(tmp_path / "out" / "checkpoint-50" / "trainer_state.json"), "--json")
+    code, _, _, doc = run_cli(
+        "doctor", str(a), str(a), str(top), str(tmp_path / "out" / "checkpoint-50" / "trainer_state.json"), "--json"
+    )
     assert code == 0
     assert sorted(r["file"] for r in doc["reports"]) == sorted([str(a), str(top)])
     (hf,) = [r for r in doc["reports"] if r["format"] == "hf"]

@@ -1,13 +1,14 @@
 """`doctor --jobs N`: runs judged in N processes give the same output, in the same order."""
+
 from __future__ import annotations
 
 import shutil
 
 import pytest
 
-from conftest import REPO, healthy_rows, run_cli, write_jsonl
-
 from trainproof.api import JudgeConfig, doctor, judge_run
+
+from conftest import REPO, healthy_rows, run_cli, write_jsonl
 
 
 def _tree(tmp_path):

@@ -2,6 +2,7 @@
 run written several ways is one row, and the exit code follows the runs, never a stray
 non-log. The project is built by tests/_project_tree.py with the writers' own layouts
 (torch's SummaryWriter for event files)."""
+
 from __future__ import annotations
 
 import json
@@ -11,11 +12,12 @@ import sys
 import numpy as np
 import pytest
 
-from _project_tree import build_project, hf_history, write_hf_output, write_lightning_version, write_non_logs
-from conftest import healthy_rows, run_subprocess, write_jsonl
 from trainproof.api import same_run
 from trainproof.discover import experiment_of
 from trainproof.runlog import RunLog, Series
+
+from _project_tree import build_project, hf_history, write_hf_output, write_lightning_version, write_non_logs
+from conftest import healthy_rows, run_subprocess, write_jsonl
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs")
 
@@ -36,15 +38,25 @@ def test_a_clean_project_is_two_runs_and_exit_0(tmp_path):
     (hf,) = [r for r in rows.values() if r["format"] == "hf"]
     assert hf["file"] == "outputs/bert-run/trainer_state.json" and hf["verdict"] == "PASS"
     assert [os.path.dirname(a) for a in hf["also"]] == ["outputs/bert-run/runs/Dec02_10-00-00_host"]
-    assert hf["snapshots"] == ["outputs/bert-run/checkpoint-100/trainer_state.json",
-                               "outputs/bert-run/checkpoint-200/trainer_state.json"]
+    assert hf["snapshots"] == [
+        "outputs/bert-run/checkpoint-100/trainer_state.json",
+        "outputs/bert-run/checkpoint-200/trainer_state.json",
+    ]
     (pl,) = [r for r in rows.values() if r["file"].startswith("lightning_logs/version_0/")]
     # the event file (the richer source) is judged; the CSV of the same run is its other file
     assert os.path.basename(pl["file"]).startswith("events.out.tfevents.") and pl["format"] == "tfevents"
     assert pl["also"] == ["lightning_logs/version_0/metrics.csv"]
     ignored = {i["file"]: i["reason"] for i in doc["ignored"]}
-    for name in ("configs/train.json", "config.json", "wandb-summary.json", "outputs/bert-run/all_results.json",
-                 "empty.jsonl", "metrics.json", "logs/empty.csv", "data.csv"):
+    for name in (
+        "configs/train.json",
+        "config.json",
+        "wandb-summary.json",
+        "outputs/bert-run/all_results.json",
+        "empty.jsonl",
+        "metrics.json",
+        "logs/empty.csv",
+        "data.csv",
+    ):
         assert name in ignored, name
     assert "not a regular file" in ignored["metrics.jsonl"]  # the FIFO, listed, never opened
     for f in [*rows, *ignored]:
@@ -76,8 +88,10 @@ def test_different_runs_in_one_folder_stay_apart(tmp_path):
     v = root / "lightning_logs" / "version_0"
     write_lightning_version(v)
     csv = (v / "metrics.csv").read_text().splitlines()
-    shifted = [csv[0]] + [",".join(c if i != 2 or not c else repr(float(c) * 1.01) for i, c in enumerate(row.split(",")))
-                          for row in csv[1:]]
+    shifted = [csv[0]] + [
+        ",".join(c if i != 2 or not c else repr(float(c) * 1.01) for i, c in enumerate(row.split(",")))
+        for row in csv[1:]
+    ]
     (v / "metrics.csv").write_text("\n".join(shifted) + "\n")
     out = root / "outputs" / "run"
     write_hf_output(out, hf_history(), events=False)
@@ -91,7 +105,9 @@ def test_different_runs_in_one_folder_stay_apart(tmp_path):
 
 def test_a_copy_of_a_log_is_one_row_wherever_it_lies(tmp_path):
     root = tmp_path / "proj"
-    rows = [{"step": s, "loss": float(2.0 - s / 200 if s < 150 else 1.25 * 1.08 ** (s - 150))} for s in range(0, 300, 5)]
+    rows = [
+        {"step": s, "loss": float(2.0 - s / 200 if s < 150 else 1.25 * 1.08 ** (s - 150))} for s in range(0, 300, 5)
+    ]
     write_jsonl(root / "runs" / "monitor.jsonl", rows)
     write_jsonl(root / "backup" / "2024" / "12" / "monitor.jsonl", rows)
     write_jsonl(root / "runs" / "other.jsonl", healthy_rows())
@@ -134,17 +150,20 @@ def test_runs_of_one_experiment_share_it(tmp_path):
     assert exp["alone/train.jsonl"] is None
 
 
-@pytest.mark.parametrize("path, want", [
-    ("lightning_logs/version_3/metrics.csv", "lightning_logs"),
-    ("a/b/seed_1/train.jsonl", "a/b"),
-    ("a/bert-seed42/train.jsonl", "a/bert"),
-    ("wandb/run-20240101_000000-ab12cd/files/wandb-history.jsonl", "wandb"),
-    ("wandb/offline-run-20240101_000000-ab12cd", "wandb"),
-    ("mlruns/0/0123abcd", "mlruns/0"),
-    ("runs/monitor.jsonl", None),
-    ("train.jsonl", None),
-    ("./version_0/m.csv", "."),
-])
+@pytest.mark.parametrize(
+    "path, want",
+    [
+        ("lightning_logs/version_3/metrics.csv", "lightning_logs"),
+        ("a/b/seed_1/train.jsonl", "a/b"),
+        ("a/bert-seed42/train.jsonl", "a/bert"),
+        ("wandb/run-20240101_000000-ab12cd/files/wandb-history.jsonl", "wandb"),
+        ("wandb/offline-run-20240101_000000-ab12cd", "wandb"),
+        ("mlruns/0/0123abcd", "mlruns/0"),
+        ("runs/monitor.jsonl", None),
+        ("train.jsonl", None),
+        ("./version_0/m.csv", "."),
+    ],
+)
 def test_experiment_of(path, want):
     assert experiment_of(path) == want
 
@@ -170,6 +189,8 @@ def test_same_run_holds_to_float32_and_no_further():
     nan = loss.copy()
     nan[50:] = np.nan
     assert same_run(_run(steps, nan), _run(steps, nan.astype(np.float32).astype(float)))
+
+
 @pytest.mark.slow
 def test_the_text_output_of_a_clean_project_counts_two_runs(tmp_path):
     root = build_project(tmp_path / "proj")
@@ -178,8 +199,6 @@ def test_the_text_output_of_a_clean_project_counts_two_runs(tmp_path):
     lines = res.stdout.rstrip("\n").splitlines()
     assert lines[-1] == "2 runs: 0 FAIL, 0 WARN, 2 PASS, 0 not judged"
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
-
-
 
 
 def _examples():
@@ -203,8 +222,10 @@ def test_quiet_is_a_ci_screen_for_the_examples():
 def test_only_verbose_and_default_views(tmp_path):
     root = tmp_path / "proj"
     write_jsonl(root / "good" / "train.jsonl", healthy_rows())
-    write_jsonl(root / "bad" / "train.jsonl", [{"step": i, "loss": float("nan") if i > 30 else 1.0 / (i + 1)}
-                                                for i in range(60)])
+    write_jsonl(
+        root / "bad" / "train.jsonl",
+        [{"step": i, "loss": float("nan") if i > 30 else 1.0 / (i + 1)} for i in range(60)],
+    )
     default = run_subprocess("doctor", ".", cwd=root, timeout=300)
     assert default.returncode == 1
     assert "bad/train.jsonl\n  format" in default.stdout and "good/train.jsonl\n  format" not in default.stdout
@@ -217,15 +238,18 @@ def test_only_verbose_and_default_views(tmp_path):
     assert only.stdout.rstrip().splitlines()[-1] == "2 runs: 1 FAIL, 0 WARN, 1 PASS, 0 not judged"
     bad = run_subprocess("doctor", ".", "--only", "GREAT", cwd=root, timeout=300)
     assert bad.returncode == 2 and "not a verdict" in bad.stderr
-    js = [run_subprocess("doctor", ".", "--json", *flags, cwd=root, timeout=300).stdout
-          for flags in ((), ("--quiet",), ("--only", "PASS"), ("--verbose",))]
+    js = [
+        run_subprocess("doctor", ".", "--json", *flags, cwd=root, timeout=300).stdout
+        for flags in ((), ("--quiet",), ("--only", "PASS"), ("--verbose",))
+    ]
     assert len(set(js)) == 1  # --json is the same whatever the view
 
 
 @pytest.mark.slow
 def test_long_lines_wrap_with_their_indent_at_80_columns(tmp_path):
-    log = write_jsonl(tmp_path / "run.jsonl", [{"step": i, "loss": float("nan") if i > 30 else 1.0 / (i + 1)}
-                                                for i in range(60)])
+    log = write_jsonl(
+        tmp_path / "run.jsonl", [{"step": i, "loss": float("nan") if i > 30 else 1.0 / (i + 1)} for i in range(60)]
+    )
     res = run_subprocess("epoch", str(log), env={"COLUMNS": "80"}, timeout=300)
     lines = res.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines)

@@ -1,8 +1,9 @@
 """runlog.downsample against a per-bucket reference: same points, bit for bit."""
+
 from __future__ import annotations
 
-import pytest
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,6 +1,7 @@
 """The engine: ran vs skipped (typed reasons), muting, the outcome ids (TP-PASS,
 TP-NOT-CHECKED, TP-NO-LOSS, TP-NO-RECORDS), verdicts, JSON-safe findings, threshold
 overrides and determinism."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,6 @@ from trainproof.rules.engine import judge_runlog
 from trainproof.rules.registry import all_rules, get
 from trainproof.rules.thresholds import DEFAULT, ThresholdError, Thresholds
 from trainproof.runlog import Record, build_runlog
-from conftest import one
 
 SINGLE_RUN = [r.id for r in all_rules() if not r.is_outcome and r.source in ("single_run", "reader")]
 TREND = {r.id for r in all_rules() if r.verdict_bearing}
@@ -49,11 +49,19 @@ def blow_up(n=60, seed=0):
 
 
 def test_the_trend_checks_are_flat_diverge_and_dead_run():
-    assert TREND == {"TP-FLAT", "TP-CHANCE-LEVEL", "TP-DIVERGE", "TP-DEAD-RUN", "TP-RL-DEAD-POLICY", "TP-RL-NO-SIGNAL",
-                     "TP-RL-RETURN-COLLAPSE"}
+    assert TREND == {
+        "TP-FLAT",
+        "TP-CHANCE-LEVEL",
+        "TP-DIVERGE",
+        "TP-DEAD-RUN",
+        "TP-RL-DEAD-POLICY",
+        "TP-RL-NO-SIGNAL",
+        "TP-RL-RETURN-COLLAPSE",
+    }
 
 
 # --- TP-PASS and the ran / skipped lists ----------------------------------------------
+
 
 def test_pass_lists_what_ran_and_what_was_skipped_with_typed_reasons():
     rep = judge_runlog(make_run(loss=healthy()))
@@ -61,8 +69,14 @@ def test_pass_lists_what_ran_and_what_was_skipped_with_typed_reasons():
     f = rep.findings[0]
     assert f.level is Level.PASS
     # every rule that needs only the loss, or nothing (context and reader rules), ran
-    needs_loss_or_nothing = [r.id for r in all_rules() if not r.is_outcome and r.id in SINGLE_RUN
-                             and all(n.names[0] == "loss" for n in r.needs) and "supervised" in r.objectives]
+    needs_loss_or_nothing = [
+        r.id
+        for r in all_rules()
+        if not r.is_outcome
+        and r.id in SINGLE_RUN
+        and all(n.names[0] == "loss" for n in r.needs)
+        and "supervised" in r.objectives
+    ]
     assert rep.ran == needs_loss_or_nothing
     assert {"TP-NAN", "TP-FLAT", "TP-DIVERGE", "TP-DEAD-RUN", "TP-DATA-DROPPED"} <= set(rep.ran)
     assert f.data["ran"] == rep.ran
@@ -71,7 +85,9 @@ def test_pass_lists_what_ran_and_what_was_skipped_with_typed_reasons():
     # (and the RL-only rules because this is a supervised objective)
     assert {k: v.reason for k, v in rep.skipped.items()} == {
         k: ("objective: supervised" if "supervised" not in get(k).objectives else "absent")
-        for k in SINGLE_RUN if k not in rep.ran}
+        for k in SINGLE_RUN
+        if k not in rep.ran
+    }
     assert rep.skipped["TP-GRAD-SPIKE"].detail == "no grad_norm series in the log"
     assert "ran: TP-NAN, TP-ZERO-LOSS" in f.evidence and "TP-GRAD-SPIKE (absent)" in f.evidence
     assert exit_code([rep]) == 0
@@ -80,8 +96,14 @@ def test_pass_lists_what_ran_and_what_was_skipped_with_typed_reasons():
 def test_every_single_run_rule_either_ran_or_was_skipped_never_both():
     runs = [
         make_run(loss=healthy()),
-        make_run(loss=healthy(), grad_norm=[0.5] * 60, lr=[1e-4] * 60, step_time=[0.1] * 60,
-                 loader_time=[0.01] * 60, gpu_util=[90.0] * 60),
+        make_run(
+            loss=healthy(),
+            grad_norm=[0.5] * 60,
+            lr=[1e-4] * 60,
+            step_time=[0.1] * 60,
+            loader_time=[0.01] * 60,
+            gpu_util=[90.0] * 60,
+        ),
         make_run(loss=[2.0, 2.1, 1.9]),
         make_run(loss=[-1.0 + 0.01 * i for i in range(30)]),
         make_run(eval_loss=[1.0, 0.9, 0.8, 0.85, 0.9]),
@@ -90,8 +112,10 @@ def test_every_single_run_rule_either_ran_or_was_skipped_never_both():
         rep = judge_runlog(run)
         assert not set(rep.ran) & set(rep.skipped)
         assert set(rep.ran) | set(rep.skipped) == set(SINGLE_RUN)
-        assert all(v.reason in ("absent", "too_few_points", "degenerate", "muted", "objective: supervised")
-                   for v in rep.skipped.values())
+        assert all(
+            v.reason in ("absent", "too_few_points", "degenerate", "muted", "objective: supervised")
+            for v in rep.skipped.values()
+        )
 
 
 def test_too_few_points_is_a_typed_skip_with_the_counts():
@@ -128,6 +152,7 @@ def test_degenerate_skip_for_a_non_positive_loss():
 
 
 # --- TP-NOT-CHECKED / TP-NO-LOSS / TP-NO-RECORDS --------------------------------------
+
 
 def test_one_point_is_not_checked():
     rep = judge_runlog(make_run(loss=[2.3]))
@@ -176,6 +201,7 @@ def test_a_fail_needs_no_trend_check_to_be_a_verdict():
 
 # --- verdicts -------------------------------------------------------------------------
 
+
 def test_verdict_is_the_worst_finding():
     g = [0.5] * 60
     g[30] = 50.0
@@ -189,6 +215,7 @@ def test_verdict_is_the_worst_finding():
 
 
 # --- muting ---------------------------------------------------------------------------
+
 
 def test_a_muted_rule_is_skipped_as_muted_and_never_fires():
     loss = list(healthy())
@@ -219,11 +246,24 @@ def test_muting_every_trend_check_leaves_the_run_not_checked():
 
 # --- findings as JSON -----------------------------------------------------------------
 
+
 def test_finding_to_dict_turns_non_finite_numbers_into_strings():
-    f = Finding("TP-NAN", Level.FAIL, "m", "e",
-                data={"a": math.nan, "b": math.inf, "c": -math.inf, "d": np.float64(1.5),
-                      "e": [np.float32("nan"), 2], "f": np.int64(3)},
-                step=np.float64(20.0), line=3)
+    f = Finding(
+        "TP-NAN",
+        Level.FAIL,
+        "m",
+        "e",
+        data={
+            "a": math.nan,
+            "b": math.inf,
+            "c": -math.inf,
+            "d": np.float64(1.5),
+            "e": [np.float32("nan"), 2],
+            "f": np.int64(3),
+        },
+        step=np.float64(20.0),
+        line=3,
+    )
     d = f.to_dict()
     assert d["data"] == {"a": "NaN", "b": "Infinity", "c": "-Infinity", "d": 1.5, "e": ["NaN", 2], "f": 3}
     assert d["step"] == 20 and isinstance(d["step"], int)
@@ -249,6 +289,7 @@ def test_a_report_with_non_finite_values_is_strict_json():
 
 
 # --- thresholds -----------------------------------------------------------------------
+
 
 def test_threshold_overrides_change_outcomes():
     run = make_run(loss=blow_up())
@@ -281,19 +322,23 @@ def test_with_overrides_returns_a_copy_and_converts_types():
     assert Thresholds() == DEFAULT
 
 
-@pytest.mark.parametrize("overrides,word", [
-    ({"diverge_ration": 2.0}, "unknown threshold 'diverge_ration'"),
-    ({"diverge_ratio": "big"}, "must be a number"),
-    ({"diverge_ratio": True}, "must be a number"),
-    ({"dead_window": 2.5}, "whole number"),
-    ({"diverge_ratio": -1}, r"must be a finite number in \(1, inf\)"),
-])
+@pytest.mark.parametrize(
+    "overrides,word",
+    [
+        ({"diverge_ration": 2.0}, "unknown threshold 'diverge_ration'"),
+        ({"diverge_ratio": "big"}, "must be a number"),
+        ({"diverge_ratio": True}, "must be a number"),
+        ({"dead_window": 2.5}, "whole number"),
+        ({"diverge_ratio": -1}, r"must be a finite number in \(1, inf\)"),
+    ],
+)
 def test_with_overrides_rejects_bad_names_and_values(overrides, word):
     with pytest.raises(ThresholdError, match=word):
         DEFAULT.with_overrides(overrides)
 
 
 # --- determinism ----------------------------------------------------------------------
+
 
 def _busy_run(seed):
     rng = np.random.default_rng(seed)
@@ -304,8 +349,9 @@ def _busy_run(seed):
     g[100] = math.inf
     g[200] = 40.0
     lr = [0.0] * 60 + [1e-4] * (n - 60)
-    return make_run(loss=loss, grad_norm=g, lr=lr, step_time=list(0.1 * np.exp(0.1 * rng.standard_normal(n))),
-                    gpu_util=[90.0] * n)
+    return make_run(
+        loss=loss, grad_norm=g, lr=lr, step_time=list(0.1 * np.exp(0.1 * rng.standard_normal(n))), gpu_util=[90.0] * n
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

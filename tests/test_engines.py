@@ -1,6 +1,7 @@
 """`doctor --engine dask|ray`: real local engines (a Dask LocalCluster, a local Ray) judge
 the runs and the output is byte for byte the local one's, also for runs read from a
 loopback S3 server. Each engine's tests skip when its package is absent."""
+
 from __future__ import annotations
 
 import os
@@ -11,10 +12,11 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, run_cli, run_subprocess, write_jsonl
 
 from trainproof.api import JudgeConfig, judge_runs
 from trainproof.engines import EngineError, map_judge
+
+from conftest import REPO, run_cli, run_subprocess, write_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +36,7 @@ def tree(tmp_path_factory):
 @pytest.fixture(scope="module")
 def local_out(tree):
     """``doctor`` on the local process pool: text and JSON, the reference outputs."""
-    return {fmt: run_cli("doctor", str(tree), *extra) for fmt, extra in
-            (("json", ("--json",)), ("text", ()))}
+    return {fmt: run_cli("doctor", str(tree), *extra) for fmt, extra in (("json", ("--json",)), ("text", ()))}
 
 
 def _same_as_local(local_out, tree, *engine_args):
@@ -86,8 +87,14 @@ def dask_cluster():
     from dask.distributed import LocalCluster
 
     # Threads in this process, reached over TCP on loopback as a remote scheduler would be.
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-                           dashboard_address="127.0.0.1:0")
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    )
     yield cluster
     cluster.close()
 
@@ -112,8 +119,15 @@ def test_dask_unreachable_scheduler_is_exit_2(dask_cluster):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here once closed
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
-        code, out, err, doc = run_cli("doctor", str(REPO / "examples" / "lr_zero"), "--json", "--engine", "dask",
-                                      "--address", f"tcp://127.0.0.1:{port}")
+        code, out, err, doc = run_cli(
+            "doctor",
+            str(REPO / "examples" / "lr_zero"),
+            "--json",
+            "--engine",
+            "dask",
+            "--address",
+            f"tcp://127.0.0.1:{port}",
+        )
     assert code == 2 and "Dask scheduler" in doc["error"]
 
 
@@ -159,8 +173,14 @@ def ray_head(s3):
     Started after the S3 server so that its workers inherit the server's endpoint."""
     pytest.importorskip("ray")
     env = dict(os.environ, **_RAY_ENV)
-    head = subprocess.Popen([sys.executable, "-c", _RAY_HEAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    head = subprocess.Popen(
+        [sys.executable, "-c", _RAY_HEAD],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     address = head.stdout.readline().strip()
     if not address:
         head.kill()
@@ -226,16 +246,22 @@ def test_ray_consumers_that_stop_early_or_exactly_at_the_end(ray_head, tmp_path)
     for i in range(24):
         rows = [{"step": s, "loss": 1.0 / (s + 1) + i * 1e-3} for s in range(30)]
         paths.append(str(write_jsonl(tmp_path / f"r{i:02d}.jsonl", rows)))
-    p = subprocess.run([sys.executable, "-c", _RAY_CONSUMERS, ray_head, *paths], capture_output=True, text=True,
-                       timeout=300, env=dict(os.environ, **_RAY_ENV))
+    p = subprocess.run(
+        [sys.executable, "-c", _RAY_CONSUMERS, ray_head, *paths],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, **_RAY_ENV),
+    )
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
 
 
 # ---------------------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize("engine, module, extra", [("dask", "dask.distributed", "trainproof[dask]"),
-                                                   ("ray", "ray", "trainproof[ray]")])
+@pytest.mark.parametrize(
+    "engine, module, extra", [("dask", "dask.distributed", "trainproof[dask]"), ("ray", "ray", "trainproof[ray]")]
+)
 def test_a_missing_engine_is_exit_2_naming_the_extra(monkeypatch, engine, module, extra):
     monkeypatch.setitem(sys.modules, module, None)  # `import` raises ImportError
     code, out, err, doc = run_cli("doctor", str(REPO / "examples" / "lr_zero"), "--json", "--engine", engine)

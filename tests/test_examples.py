@@ -1,4 +1,5 @@
 """The example rig: real tiny PyTorch runs whose logs are committed under examples/."""
+
 from __future__ import annotations
 
 import json
@@ -11,10 +12,22 @@ from trainproof import judge
 
 from conftest import REPO
 
-EXPECTED = {"healthy": "PASS", "healthy_seed1": "PASS", "lr_hot": "FAIL", "lr_zero": "FAIL", "diverge": "FAIL",
-            "bad_labels": "FAIL"}
-EXPECTED_IDS = {"healthy": set(), "healthy_seed1": set(), "lr_hot": {"TP-NAN", "TP-NAN-GRAD"},
-                "lr_zero": {"TP-ZERO-LR"}, "diverge": {"TP-DIVERGE"}, "bad_labels": {"TP-CHANCE-LEVEL"}}
+EXPECTED = {
+    "healthy": "PASS",
+    "healthy_seed1": "PASS",
+    "lr_hot": "FAIL",
+    "lr_zero": "FAIL",
+    "diverge": "FAIL",
+    "bad_labels": "FAIL",
+}
+EXPECTED_IDS = {
+    "healthy": set(),
+    "healthy_seed1": set(),
+    "lr_hot": {"TP-NAN", "TP-NAN-GRAD"},
+    "lr_zero": {"TP-ZERO-LR"},
+    "diverge": {"TP-DIVERGE"},
+    "bad_labels": {"TP-CHANCE-LEVEL"},
+}
 
 
 @pytest.mark.parametrize("config", sorted(EXPECTED))
@@ -33,8 +46,12 @@ def test_committed_examples_keep_their_verdicts(config):
 @pytest.mark.slow
 def test_rig_trains_and_reproduces_the_verdicts(tmp_path):
     pytest.importorskip("torch")
-    proc = subprocess.run([sys.executable, str(REPO / "examples" / "rig" / "train_tiny.py"), "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "rig" / "train_tiny.py"), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     from trainproof.rules.registry import get
 
@@ -46,7 +63,9 @@ def test_rig_trains_and_reproduces_the_verdicts(tmp_path):
             judged = [f for f in rep.findings if f.level.value in ("FAIL", "WARN") and get(f.id).group != "speed"]
             worst = "FAIL" if any(f.level.value == "FAIL" for f in judged) else ("WARN" if judged else "PASS")
             assert worst == verdict, (config, name, rep.ids())
-            assert EXPECTED_IDS[config] <= {f.id for f in judged} | {i for f in judged for i in f.data.get("implies", [])}
+            assert EXPECTED_IDS[config] <= {f.id for f in judged} | {
+                i for f in judged for i in f.data.get("implies", [])
+            }
         # JSONL and CSV carry the same rows: the same findings, at the same steps
         a = [(f.id, f.step, f.data) for f in judge(tmp_path / config / "metrics.jsonl").findings]
         b = [(f.id, f.step, f.data) for f in judge(tmp_path / config / "metrics.csv").findings]

@@ -5,6 +5,7 @@ prints ``str(logs)`` (a Python dict repr) into tqdm's progress text, which redra
 ``\\r`` and moves between bars with ``ESC[A``; hand-written loops print ``Epoch …`` lines,
 sometimes through ``logging``.
 """
+
 from __future__ import annotations
 
 import csv
@@ -20,9 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import run_cli
 from trainproof.api import doctor, judge, read_runlog
 from trainproof.formats import NotALog, ReadError, console, detect
+
+from conftest import run_cli
 
 UP = "\x1b[A"
 
@@ -33,11 +35,13 @@ def bar(i: int, n: int) -> str:
 
 
 def preamble() -> str:
-    return ("nohup: ignoring input\n"
-            "2026-01-17 00:35:19.060261: E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:9261] "
-            "Unable to register cuDNN factory\n"
-            "INFO:__main__:Transformers version: 4.57.6\n"
-            "trainable params: 20,185,088 || all params: 3,106,123,776 || trainable%: 0.6498\n")
+    return (
+        "nohup: ignoring input\n"
+        "2026-01-17 00:35:19.060261: E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:9261] "
+        "Unable to register cuDNN factory\n"
+        "INFO:__main__:Transformers version: 4.57.6\n"
+        "trainable params: 20,185,088 || all params: 3,106,123,776 || trainable%: 0.6498\n"
+    )
 
 
 def hf_capture(train: list[dict], evals: dict[int, dict], summary: dict | None, n: int | None = None) -> str:
@@ -67,8 +71,15 @@ def physical_lines(text: str) -> list[str]:
 
 
 def train_rows(n: int = 6) -> list[dict]:
-    return [{"loss": round(2.5 - 0.2 * i, 4), "grad_norm": 0.5 + i / 100, "learning_rate": 2e-05 * (i + 1),
-             "epoch": round((i + 1) / n, 2)} for i in range(n)]
+    return [
+        {
+            "loss": round(2.5 - 0.2 * i, 4),
+            "grad_norm": 0.5 + i / 100,
+            "learning_rate": 2e-05 * (i + 1),
+            "epoch": round((i + 1) / n, 2),
+        }
+        for i in range(n)
+    ]
 
 
 # --------------------------------------------------------------------------- HF Trainer dicts
@@ -76,10 +87,17 @@ def train_rows(n: int = 6) -> list[dict]:
 
 def test_hf_trainer_capture_dicts_inside_progress_text(tmp_path: Path) -> None:
     rows = train_rows(6)
-    evals = {3: {"eval_loss": 1.9, "eval_runtime": 12.5, "eval_samples_per_second": 8.0, "epoch": 0.5},
-             6: {"eval_loss": 1.7, "eval_runtime": 12.4, "eval_samples_per_second": 8.1, "epoch": 1.0}}
-    summary = {"train_runtime": 39860.6586, "train_samples_per_second": 1.407, "train_steps_per_second": 0.044,
-               "train_loss": 1.3628681462714476, "epoch": 1.0}
+    evals = {
+        3: {"eval_loss": 1.9, "eval_runtime": 12.5, "eval_samples_per_second": 8.0, "epoch": 0.5},
+        6: {"eval_loss": 1.7, "eval_runtime": 12.4, "eval_samples_per_second": 8.1, "epoch": 1.0},
+    }
+    summary = {
+        "train_runtime": 39860.6586,
+        "train_samples_per_second": 1.407,
+        "train_steps_per_second": 0.044,
+        "train_loss": 1.3628681462714476,
+        "epoch": 1.0,
+    }
     text = hf_capture(rows, evals, summary)
     assert UP in text and "\r" in text
     p = tmp_path / "nohup.out"
@@ -106,9 +124,11 @@ def test_hf_trainer_capture_dicts_inside_progress_text(tmp_path: Path) -> None:
 
 
 def test_quoted_numbers_newer_transformers(tmp_path: Path) -> None:
-    text = ("{'loss': '1.234', 'grad_norm': '0.56', 'learning_rate': '2e-05', 'epoch': '0.1'}\n"
-            "{'loss': '1.1', 'grad_norm': '0.5', 'learning_rate': '1.8e-05', 'epoch': '0.2', 'note': 'warmup'}\n"
-            "{'eval_loss': '1.05', 'epoch': '0.2'}\n")
+    text = (
+        "{'loss': '1.234', 'grad_norm': '0.56', 'learning_rate': '2e-05', 'epoch': '0.1'}\n"
+        "{'loss': '1.1', 'grad_norm': '0.5', 'learning_rate': '1.8e-05', 'epoch': '0.2', 'note': 'warmup'}\n"
+        "{'eval_loss': '1.05', 'epoch': '0.2'}\n"
+    )
     p = tmp_path / "train.log"
     p.write_text(text)
     run = read_runlog(p)
@@ -119,10 +139,12 @@ def test_quoted_numbers_newer_transformers(tmp_path: Path) -> None:
 
 
 def test_bare_nan_and_inf(tmp_path: Path) -> None:
-    text = ("{'loss': 1.5, 'grad_norm': 2.0, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
-            "{'loss': nan, 'grad_norm': inf, 'learning_rate': 1e-05, 'epoch': 0.2}\n"
-            "{'loss': -inf, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.3}\n"
-            "{'eval_loss': nan, 'epoch': 0.3}\n")
+    text = (
+        "{'loss': 1.5, 'grad_norm': 2.0, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+        "{'loss': nan, 'grad_norm': inf, 'learning_rate': 1e-05, 'epoch': 0.2}\n"
+        "{'loss': -inf, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.3}\n"
+        "{'eval_loss': nan, 'epoch': 0.3}\n"
+    )
     p = tmp_path / "train.log"
     p.write_text(text)
     run = read_runlog(p)
@@ -148,11 +170,13 @@ def test_nan_loss_capture_fails_through_the_cli(tmp_path: Path) -> None:
 
 
 def test_step_key_when_present(tmp_path: Path) -> None:
-    text = ("{'loss': 2.0, 'learning_rate': 1e-4, 'step': 50}\n"
-            "{'loss': 1.5, 'learning_rate': 1e-4, 'step': 100}\n"
-            "{'eval_loss': 1.7, 'step': 100}\n"
-            "{'loss': 1.25, 'learning_rate': 1e-4, 'step': 150}\n"
-            "{'eval_loss': 1.6}\n")
+    text = (
+        "{'loss': 2.0, 'learning_rate': 1e-4, 'step': 50}\n"
+        "{'loss': 1.5, 'learning_rate': 1e-4, 'step': 100}\n"
+        "{'eval_loss': 1.7, 'step': 100}\n"
+        "{'loss': 1.25, 'learning_rate': 1e-4, 'step': 150}\n"
+        "{'eval_loss': 1.6}\n"
+    )
     p = tmp_path / "train.log"
     p.write_text(text)
     run = read_runlog(p)
@@ -163,10 +187,12 @@ def test_step_key_when_present(tmp_path: Path) -> None:
 
 def test_literal_eval_never_executes_code(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
-    text = ("{'loss': 2.0, 'epoch': 0.1}\n"
-            f"{{'loss': __import__('pathlib').Path({str(marker)!r}).touch(), 'epoch': 0.2}}\n"
-            "{'loss': float('nan'), 'epoch': 0.3}\n"
-            "{'loss': 1.0, 'epoch': 0.4}\n")
+    text = (
+        "{'loss': 2.0, 'epoch': 0.1}\n"
+        f"{{'loss': __import__('pathlib').Path({str(marker)!r}).touch(), 'epoch': 0.2}}\n"
+        "{'loss': float('nan'), 'epoch': 0.3}\n"
+        "{'loss': 1.0, 'epoch': 0.4}\n"
+    )
     p = tmp_path / "train.log"
     p.write_text(text)
     run = read_runlog(p)
@@ -179,16 +205,19 @@ def test_literal_eval_never_executes_code(tmp_path: Path) -> None:
 
 def test_integer_too_large_for_a_float_reads_as_infinity(tmp_path: Path) -> None:
     p = tmp_path / "train.log"
-    p.write_text("{'loss': 1" + "0" * 400 + ", 'epoch': 0.1}\n{'loss': 1.0, 'epoch': 0.2}\n"
-                 "{'loss': -1" + "0" * 400 + ", 'epoch': 0.3}\n")
+    p.write_text(
+        "{'loss': 1" + "0" * 400 + ", 'epoch': 0.1}\n{'loss': 1.0, 'epoch': 0.2}\n"
+        "{'loss': -1" + "0" * 400 + ", 'epoch': 0.3}\n"
+    )
     run = read_runlog(p)
     assert run.get("loss").values.tolist() == [math.inf, 1.0, -math.inf]
 
 
 def test_two_dicts_on_one_line(tmp_path: Path) -> None:
     p = tmp_path / "train.log"
-    p.write_text(f"{bar(1, 2)}{{'loss': 2.0, 'epoch': 0.5}}{bar(2, 2)}{{'loss': 1.0, 'epoch': 1.0}}\n"
-                 .replace("\r", " "))
+    p.write_text(
+        f"{bar(1, 2)}{{'loss': 2.0, 'epoch': 0.5}}{bar(2, 2)}{{'loss': 1.0, 'epoch': 1.0}}\n".replace("\r", " ")
+    )
     run = read_runlog(p)
     assert run.get("loss").values.tolist() == [2.0, 1.0]
     assert run.get("loss").lines.tolist() == [1, 1]
@@ -215,8 +244,10 @@ def test_epoch_slash_total_pipe_loss_lines(tmp_path: Path) -> None:
 def test_logging_epoch_lines_with_train_and_val_metrics(tmp_path: Path) -> None:
     lines = ["2025-04-24 21:17:40,001 - INFO - Class distribution: {0: 120, 1: 98}"]
     for e in range(1, 6):
-        lines.append(f"2025-04-24 21:17:{50 + e},828 - INFO - Epoch [{e}/50], Train Loss: {2.0 - e / 10:.4f}, "
-                     f"Train Acc: {20 + e:.2f}%, Val Loss: {1.9 - e / 20:.4f}, Val Acc: {17 + e:.2f}%")
+        lines.append(
+            f"2025-04-24 21:17:{50 + e},828 - INFO - Epoch [{e}/50], Train Loss: {2.0 - e / 10:.4f}, "
+            f"Train Acc: {20 + e:.2f}%, Val Loss: {1.9 - e / 20:.4f}, Val Acc: {17 + e:.2f}%"
+        )
     p = tmp_path / "train.log"
     p.write_text("\n".join(lines) + "\n")
     run = read_runlog(p)
@@ -276,11 +307,13 @@ def test_epoch_line_without_a_loss_is_not_a_record(tmp_path: Path) -> None:
 
 
 def test_capture_without_training_lines_is_exit_2(tmp_path: Path) -> None:
-    text = ("INFO 10-06 08:52:33 [__init__.py:241] Automatically detected platform cuda.\n"
-            "\x1b[1;36m(EngineCore pid=1)\x1b[0m INFO Loading weights took 2.1 s\n"
-            "| Task | Version | Metric | Value |\n|------|---------|--------|-------|\n"
-            "| gsm8k | 3 | exact_match | 0.41 |\n"
-            "Traceback (most recent call last):\nBrokenPipeError: [Errno 32] Broken pipe\n")
+    text = (
+        "INFO 10-06 08:52:33 [__init__.py:241] Automatically detected platform cuda.\n"
+        "\x1b[1;36m(EngineCore pid=1)\x1b[0m INFO Loading weights took 2.1 s\n"
+        "| Task | Version | Metric | Value |\n|------|---------|--------|-------|\n"
+        "| gsm8k | 3 | exact_match | 0.41 |\n"
+        "Traceback (most recent call last):\nBrokenPipeError: [Errno 32] Broken pipe\n"
+    )
     p = tmp_path / "eval-3489209.out"
     p.write_text(text)
     with pytest.raises(NotALog, match="not a training log"):
@@ -315,8 +348,31 @@ def test_sniff(tmp_path: Path) -> None:
 
 _piece = st.one_of(
     st.text(max_size=20),
-    st.sampled_from(["{'loss': ", "nan", "inf", "-inf", "'1.5'", "}", "{", ", 'epoch': ", "Epoch ", "/", " | Loss: ",
-                     "\r", "\n", UP, "1e999", "10" * 30, "(", ")", "'step': ", "{'eval_loss': ", "{'train_runtime': "]),
+    st.sampled_from(
+        [
+            "{'loss': ",
+            "nan",
+            "inf",
+            "-inf",
+            "'1.5'",
+            "}",
+            "{",
+            ", 'epoch': ",
+            "Epoch ",
+            "/",
+            " | Loss: ",
+            "\r",
+            "\n",
+            UP,
+            "1e999",
+            "10" * 30,
+            "(",
+            ")",
+            "'step': ",
+            "{'eval_loss': ",
+            "{'train_runtime': ",
+        ]
+    ),
     st.floats(allow_nan=True).map(repr),
 )
 
@@ -357,15 +413,19 @@ def test_doctor_reads_gzip_logs_of_every_text_format(tmp_path: Path) -> None:
     w.writerows([[r["step"], r["loss"]] for r in rows])
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "metrics.csv.gz").write_bytes(gzip.compress(buf.getvalue().encode()))
-    coqui_text = "".join(f"   --> STEP: {s}/40 -- GLOBAL_STEP: {s}\n     | > loss: {2.0 - s / 100}  (1.0)\n\n"
-                         for s in range(1, 41))
+    coqui_text = "".join(
+        f"   --> STEP: {s}/40 -- GLOBAL_STEP: {s}\n     | > loss: {2.0 - s / 100}  (1.0)\n\n" for s in range(1, 41)
+    )
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "trainer_0_log.txt.gz").write_bytes(gzip.compress(coqui_text.encode()))
     reports, ignored = doctor(tmp_path)
     got = {Path(r.file).relative_to(tmp_path).as_posix(): r for r in reports}
     assert set(got) == {"a/metrics.jsonl.gz", "b/metrics.csv.gz", "c/trainer_0_log.txt.gz"}
-    assert {k: r.format for k, r in got.items()} == {"a/metrics.jsonl.gz": "jsonl", "b/metrics.csv.gz": "csv",
-                                                     "c/trainer_0_log.txt.gz": "coqui"}
+    assert {k: r.format for k, r in got.items()} == {
+        "a/metrics.jsonl.gz": "jsonl",
+        "b/metrics.csv.gz": "csv",
+        "c/trainer_0_log.txt.gz": "coqui",
+    }
     for r in got.values():
         assert r.records == 40 and r.error is None and r.judged
     assert not ignored

@@ -5,6 +5,7 @@ Trainer's ``ConsoleLogger`` (``print_epoch_start``, ``print_train_step``,
 ``print_eval_step``, ``print_epoch_end``, …): the same ANSI codes, indents and ``str(value)``
 values, so a value may be a float, a ``tensor(…)`` repr, ``nan`` or ``inf``.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -16,9 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import run_cli
 from trainproof.api import read_runlog
 from trainproof.formats import ReadError, coqui, detect
+
+from conftest import run_cli
 
 BOLD, UNDERLINE, END, GREEN, RED = "\x1b[1m", "\x1b[4m", "\x1b[0m", "\x1b[92m", "\x1b[91m"
 INDENT = "     | > "
@@ -36,8 +38,10 @@ class CoquiLog:
         self.lines.extend(text.split("\n"))
 
     def banner(self) -> "CoquiLog":
-        self._log(" > Training Environment:\n | > Backend: Torch\n | > Mixed precision: True\n"
-                  " | > Current device: 0\n | > Num. of GPUs: 1\n | > Torch seed: 54321\n")
+        self._log(
+            " > Training Environment:\n | > Backend: Torch\n | > Mixed precision: True\n"
+            " | > Current device: 0\n | > Num. of GPUs: 1\n | > Torch seed: 54321\n"
+        )
         self._log(" > Model has 83059180 parameters")
         return self
 
@@ -101,9 +105,19 @@ class CoquiLog:
 
 
 def gan_values(loss0: float, loss1: float, mel: float, lr: float = 2e-4) -> dict:
-    return {"loss_disc": loss0, "loss_0": loss0, "grad_norm_0": 12.5, "loss_gen": 2.1, "loss_mel": mel,
-            "loss_1": loss1, "grad_norm_1": 250.0, "current_lr_0": lr, "current_lr_1": lr,
-            "step_time": 0.65, "loader_time": 0.05}
+    return {
+        "loss_disc": loss0,
+        "loss_0": loss0,
+        "grad_norm_0": 12.5,
+        "loss_gen": 2.1,
+        "loss_mel": mel,
+        "loss_1": loss1,
+        "grad_norm_1": 250.0,
+        "current_lr_0": lr,
+        "current_lr_1": lr,
+        "step_time": 0.65,
+        "loader_time": 0.05,
+    }
 
 
 # --------------------------------------------------------------------------- step headers
@@ -197,8 +211,15 @@ def test_ansi_codes_inside_value_fields(tmp_path: Path) -> None:
 def test_tensor_reprs_nan_and_inf(tmp_path: Path) -> None:
     log = CoquiLog()
     log.epoch(0, 10)
-    log.step(1, 4, 1, {"loss": "tensor(1.2300, device='cuda:0')",
-                       "grad_norm": "tensor(0.5000, device='cuda:0', dtype=torch.float64)"})
+    log.step(
+        1,
+        4,
+        1,
+        {
+            "loss": "tensor(1.2300, device='cuda:0')",
+            "grad_norm": "tensor(0.5000, device='cuda:0', dtype=torch.float64)",
+        },
+    )
     log.step(2, 4, 2, {"loss": "tensor(nan, device='cuda:0')", "grad_norm": "tensor(inf, device='cuda:0')"})
     log.step(3, 4, 3, {"loss": "nan", "grad_norm": "inf"}, {"avg_loss": "nan"})
     log.step(4, 4, 4, {"loss": "-inf", "grad_norm": "1e-05"})
@@ -211,11 +232,27 @@ def test_tensor_reprs_nan_and_inf(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "want"),
-    [("1.5  (1.7)", 1.5), ("19.08429  (23.57030)", 19.08429), ("0.00020 ", 0.0002), ("1e-05", 1e-05),
-     ("-3", -3.0), (".5", 0.5), ("tensor(2.5, device='cuda:0')", 2.5), ("nan  (nan)", math.nan),
-     ("inf", math.inf), ("-inf", -math.inf), ("Infinity", math.inf), ("NaN", math.nan),
-     ("info", None), ("nano", None), ("12abc", None), ("Torch", None), ("True", None), ("", None),
-     ("tensor([1.0, 2.0])", None)],
+    [
+        ("1.5  (1.7)", 1.5),
+        ("19.08429  (23.57030)", 19.08429),
+        ("0.00020 ", 0.0002),
+        ("1e-05", 1e-05),
+        ("-3", -3.0),
+        (".5", 0.5),
+        ("tensor(2.5, device='cuda:0')", 2.5),
+        ("nan  (nan)", math.nan),
+        ("inf", math.inf),
+        ("-inf", -math.inf),
+        ("Infinity", math.inf),
+        ("NaN", math.nan),
+        ("info", None),
+        ("nano", None),
+        ("12abc", None),
+        ("Torch", None),
+        ("True", None),
+        ("", None),
+        ("tensor([1.0, 2.0])", None),
+    ],
 )
 def test_parse_value(text: str, want) -> None:
     got = coqui.parse_value(text)
@@ -337,8 +374,10 @@ def test_train_performance_epoch_averages_do_not_join_the_last_step(tmp_path: Pa
     log = CoquiLog()
     log.epoch(0, 10)
     log.step(5, 5, 5, {"loss": 2.0, "current_lr": 1e-3})
-    log.raw(f"\n{BOLD}   --> TRAIN PERFORMACE -- EPOCH TIME: 12.34 sec -- GLOBAL_STEP: 5{END}\n"
-            f"{INDENT}epoch_time: 12.34\n{INDENT}avg_loss: 2.5\n")
+    log.raw(
+        f"\n{BOLD}   --> TRAIN PERFORMACE -- EPOCH TIME: 12.34 sec -- GLOBAL_STEP: 5{END}\n"
+        f"{INDENT}epoch_time: 12.34\n{INDENT}avg_loss: 2.5\n"
+    )
     run = read_runlog(log.write(tmp_path / "trainer_0_log.txt"))
     assert set(run.series) == {"loss", "lr"}
     assert run.get("loss").values.tolist() == [2.0]
@@ -448,23 +487,25 @@ def test_nan_loss_fails_through_the_cli(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- fuzz
 
 
-_coqui_line = st.sampled_from([
-    f"{BOLD}   --> STEP: 1/10 -- GLOBAL_STEP: 100{END}",
-    "   --> TIME: 2024-01-01 10:00:00 -- STEP: 2/10 -- GLOBAL_STEP: 101",
-    f"{BOLD} > EVALUATION {END}",
-    "  --> EVAL PERFORMANCE",
-    "   --> STEP: 0",
-    " > EPOCH: 1/10",
-    " > BEST MODEL : /x/best_model_7.pth",
-    " > CHECKPOINT : /x/checkpoint_9.pth",
-    "     | > loss: 1.5  (1.7)",
-    "     | > loss_1: nan  (nan)",
-    f"     | > avg_loss:{GREEN} 1.2 {END}(-0.1)",
-    "     | > current_lr: tensor(0.001, device='cuda:0')",
-    "     | > junk: ",
-    " ! Run is kept in /x",
-    "",
-]) | st.text(max_size=40)
+_coqui_line = st.sampled_from(
+    [
+        f"{BOLD}   --> STEP: 1/10 -- GLOBAL_STEP: 100{END}",
+        "   --> TIME: 2024-01-01 10:00:00 -- STEP: 2/10 -- GLOBAL_STEP: 101",
+        f"{BOLD} > EVALUATION {END}",
+        "  --> EVAL PERFORMANCE",
+        "   --> STEP: 0",
+        " > EPOCH: 1/10",
+        " > BEST MODEL : /x/best_model_7.pth",
+        " > CHECKPOINT : /x/checkpoint_9.pth",
+        "     | > loss: 1.5  (1.7)",
+        "     | > loss_1: nan  (nan)",
+        f"     | > avg_loss:{GREEN} 1.2 {END}(-0.1)",
+        "     | > current_lr: tensor(0.001, device='cuda:0')",
+        "     | > junk: ",
+        " ! Run is kept in /x",
+        "",
+    ]
+) | st.text(max_size=40)
 
 
 @pytest.mark.slow

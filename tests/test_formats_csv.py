@@ -1,4 +1,5 @@
 """The delimited-table reader (trainproof.formats.csv): Lightning, Keras, W&B exports."""
+
 from __future__ import annotations
 
 import csv as pycsv
@@ -10,12 +11,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from test_aliases_runlog import assert_repeats_differ
+
 from trainproof.api import read_runlog
-from trainproof.formats import ReadError
+from trainproof.formats import ReadError, hf, jsonl
 from trainproof.formats import csv as csv_reader
-from trainproof.formats import hf, jsonl
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -324,8 +324,10 @@ def test_wandb_export_reads_loss_from_the_metric_column(tmp_path: Path) -> None:
 
 def test_wandb_band_column_never_becomes_the_loss(tmp_path: Path) -> None:
     # Only band columns for one run, and a metric column for another run that sorts later.
-    text = ('Step,"a-run - train/loss__MIN","a-run - lr-AdamW__MAX","b-run - train/loss","b-run - lr-AdamW"\n'
-            "1,0.1,9.0,2.0,0.5\n2,0.2,9.0,1.0,0.5\n")
+    text = (
+        'Step,"a-run - train/loss__MIN","a-run - lr-AdamW__MAX","b-run - train/loss","b-run - lr-AdamW"\n'
+        "1,0.1,9.0,2.0,0.5\n2,0.2,9.0,1.0,0.5\n"
+    )
     run = read_runlog(write(tmp_path / "wandb.csv", text))
     assert run.get("loss").key == "b-run - train/loss"
     assert run.get("lr").key == "b-run - lr-AdamW"
@@ -363,20 +365,23 @@ def test_arbitrary_bytes_read_or_raise_read_error(tmp_path: Path, data: bytes) -
 
 
 _cell = st.one_of(
-    st.just(""), st.sampled_from(["nan", "inf", "-inf", "True", "step", "loss", "epoch", '"', "1e400"]),
-    st.floats().map(repr), st.integers(-5, 10**6).map(str), st.text(max_size=4),
+    st.just(""),
+    st.sampled_from(["nan", "inf", "-inf", "True", "step", "loss", "epoch", '"', "1e400"]),
+    st.floats().map(repr),
+    st.integers(-5, 10**6).map(str),
+    st.text(max_size=4),
 )
 
 
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.lists(st.lists(_cell, min_size=1, max_size=5), max_size=8),
-       delim=st.sampled_from([",", ";", "\t"]))
+@given(rows=st.lists(st.lists(_cell, min_size=1, max_size=5), max_size=8), delim=st.sampled_from([",", ";", "\t"]))
 def test_structured_tables_read_or_raise_read_error(tmp_path: Path, rows, delim) -> None:
     p = tmp_path / "metrics.csv"
     header = delim.join(["step", "loss", "val_loss", "epoch", "lr"])
-    p.write_text(header + "\n" + "\n".join(delim.join(r) for r in rows) + "\n",
-                 encoding="utf-8", errors="surrogatepass")
+    p.write_text(
+        header + "\n" + "\n".join(delim.join(r) for r in rows) + "\n", encoding="utf-8", errors="surrogatepass"
+    )
     try:
         run = read_runlog(p, "csv")
     except ReadError:
@@ -404,8 +409,9 @@ def test_corpus_tables_match_csv_module(path: Path) -> None:
     with open(path, newline="", encoding="utf-8-sig") as f:
         first = f.readline()
         f.seek(0)
-        rows = [r for r in pycsv.reader(f, delimiter=csv_reader.delimiter_of(first) or ",")
-                if any(c.strip() for c in r)]
+        rows = [
+            r for r in pycsv.reader(f, delimiter=csv_reader.delimiter_of(first) or ",") if any(c.strip() for c in r)
+        ]
     header, data = [c.strip() for c in rows[0]], rows[1:]
     run = read_runlog(path)
     assert run.format == "csv"
@@ -416,8 +422,11 @@ def test_corpus_tables_match_csv_module(path: Path) -> None:
     loss = run.get("loss")
     if loss is None:
         # No loss is mapped only when no column is a total loss of this run.
-        assert not [h for h in header if (c := aliases.loss_candidate(h)) and c["total"]
-                    and c["split"] != "eval" and not aliases.runs_in(header)], header
+        assert not [
+            h
+            for h in header
+            if (c := aliases.loss_candidate(h)) and c["total"] and c["split"] != "eval" and not aliases.runs_in(header)
+        ], header
         return
     torn = any("no line end" in n for n in run.notes)  # a last row cut mid-write is not read
     assert run.records == len(data) - torn
@@ -484,12 +493,15 @@ def test_headerless_validation_file_is_an_eval_loss(tmp_path: Path) -> None:
     assert run.get("loss") is None and run.get("eval_loss") is not None
 
 
-@pytest.mark.parametrize("name,rows,match", [
-    # A name that says nothing: the columns cannot be named.
-    ("data.csv", [[i, 1.0 / (i + 1)] for i in range(20)], "no header"),
-    # Three value columns, none the sum of the others: which is the loss is unknown.
-    ("loss.csv", [[1.0 / (i + 1), 0.3, 0.9 - i / 100] for i in range(20)], "none is the sum"),
-])
+@pytest.mark.parametrize(
+    "name,rows,match",
+    [
+        # A name that says nothing: the columns cannot be named.
+        ("data.csv", [[i, 1.0 / (i + 1)] for i in range(20)], "no header"),
+        # Three value columns, none the sum of the others: which is the loss is unknown.
+        ("loss.csv", [[1.0 / (i + 1), 0.3, 0.9 - i / 100] for i in range(20)], "none is the sum"),
+    ],
+)
 def test_headerless_tables_that_cannot_be_named_are_not_read(tmp_path: Path, name, rows, match) -> None:
     p = write(tmp_path / name, _numbers(rows))
     with pytest.raises(ReadError, match=match):
@@ -506,7 +518,7 @@ def test_headerless_table_with_a_word_in_it_is_not_read(tmp_path: Path) -> None:
 
 
 def test_catboost_learn_error_tsv(tmp_path: Path) -> None:
-    text = "iter\tLogloss\n" + "".join(f"{i}\t{0.69 * 0.99 ** i:.10f}\n" for i in range(100))
+    text = "iter\tLogloss\n" + "".join(f"{i}\t{0.69 * 0.99**i:.10f}\n" for i in range(100))
     run = read_runlog(write(tmp_path / "learn_error.tsv", text))
     loss = run.get("loss")
     assert loss.key == "Logloss" and run.mapping["loss"]["how"] == "fallback"
@@ -515,7 +527,8 @@ def test_catboost_learn_error_tsv(tmp_path: Path) -> None:
 
 def test_space_padded_cells(tmp_path: Path) -> None:
     text = "      epoch,  train_loss_batch,   val_loss\n" + "".join(
-        f"{i:>11},{1.0 / (i + 1):>18.6f},{1.1 / (i + 1):>11.6f}\n" for i in range(10))
+        f"{i:>11},{1.0 / (i + 1):>18.6f},{1.1 / (i + 1):>11.6f}\n" for i in range(10)
+    )
     run = read_runlog(write(tmp_path / "results.csv", text))
     assert run.get("loss").key == "train_loss_batch"
     assert run.get("eval_loss").values[0] == 1.1
@@ -528,13 +541,15 @@ LONG_HEAD = '"Run","Run ID","metric","step","timestamp","value"\n'
 
 
 def _long_rows(run: str, rid: str, metric: str, n: int, f) -> str:
-    return "".join(f'"{run}","{rid}","{metric}","{10 * (i + 1)}","{1761884192934 + i}","{f(i)}"\n'
-                   for i in range(n))
+    return "".join(f'"{run}","{rid}","{metric}","{10 * (i + 1)}","{1761884192934 + i}","{f(i)}"\n' for i in range(n))
 
 
 def test_long_format_is_pivoted_into_records(tmp_path: Path) -> None:
-    text = LONG_HEAD + _long_rows("snake", "f8bb", "loss", 30, lambda i: 2.0 / (i + 1)) \
+    text = (
+        LONG_HEAD
+        + _long_rows("snake", "f8bb", "loss", 30, lambda i: 2.0 / (i + 1))
         + _long_rows("snake", "f8bb", "eval_loss", 5, lambda i: 2.5 / (i + 1))
+    )
     run = read_runlog(write(tmp_path / "loss.csv", text))
     loss = run.get("loss")
     assert loss.steps.tolist() == [10.0 * (i + 1) for i in range(30)]
@@ -544,9 +559,12 @@ def test_long_format_is_pivoted_into_records(tmp_path: Path) -> None:
 
 
 def test_long_format_with_several_runs_keeps_one(tmp_path: Path) -> None:
-    text = (LONG_HEAD + _long_rows("a", "id-a", "loss", 10, lambda i: 1.0)
-            + _long_rows("b", "id-b", "loss", 25, lambda i: 2.0 / (i + 1))
-            + _long_rows("a", "id-a", "loss", 5, lambda i: 9.0))
+    text = (
+        LONG_HEAD
+        + _long_rows("a", "id-a", "loss", 10, lambda i: 1.0)
+        + _long_rows("b", "id-b", "loss", 25, lambda i: 2.0 / (i + 1))
+        + _long_rows("a", "id-a", "loss", 5, lambda i: 9.0)
+    )
     run = read_runlog(write(tmp_path / "export.csv", text))
     loss = run.get("loss")
     assert loss.values.tolist() == [2.0 / (i + 1) for i in range(25)]  # run b only, never mixed

@@ -3,6 +3,7 @@
 Fixtures are written by the tests the way ``TrainerState.save_to_json`` writes them:
 ``json.dumps(state, indent=2, sort_keys=True) + "\\n"``.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -262,8 +263,11 @@ def test_nan_and_infinity_tokens_are_values(tmp_path: Path) -> None:
     ids=["string", "word", "true", "false", "null", "list", "dict-of-string"],
 )
 def test_non_numbers_are_absent_never_zero_or_one(tmp_path: Path, bad) -> None:
-    hist = [train_row(1, 3.0), {"epoch": 0.2, "learning_rate": 1e-4, "loss": bad, "grad_norm": bad, "step": 2},
-            train_row(3, 1.0)]
+    hist = [
+        train_row(1, 3.0),
+        {"epoch": 0.2, "learning_rate": 1e-4, "loss": bad, "grad_norm": bad, "step": 2},
+        train_row(3, 1.0),
+    ]
     run = read_runlog(write_state(tmp_path / "trainer_state.json", state(hist)))
     loss = run.get("loss")
     assert loss.steps.tolist() == [1, 3]
@@ -275,8 +279,10 @@ def test_non_numbers_are_absent_never_zero_or_one(tmp_path: Path, bad) -> None:
 
 def test_negative_zero_is_zero(tmp_path: Path) -> None:
     p = tmp_path / "trainer_state.json"
-    p.write_text('{"log_history": [{"loss": -0.0, "learning_rate": -0.0, "step": 1},'
-                 ' {"loss": 1.0, "learning_rate": 0.1, "step": 2}]}')
+    p.write_text(
+        '{"log_history": [{"loss": -0.0, "learning_rate": -0.0, "step": 1},'
+        ' {"loss": 1.0, "learning_rate": 0.1, "step": 2}]}'
+    )
     run = read_runlog(p)
     assert run.get("loss").values[0] == 0.0
     assert run.get("lr").values[0] == 0.0
@@ -293,8 +299,10 @@ def test_nested_dict_values_flatten(tmp_path: Path) -> None:
 def test_huge_integer_reads_as_infinity(tmp_path: Path) -> None:
     # Python's int() refuses more than 4300 digits; the number is still a (non-finite) value.
     p = tmp_path / "trainer_state.json"
-    p.write_text('{"log_history": [{"loss": 1.5, "step": 1}, {"loss": ' + "9" * 5000 + ', "step": 2},'
-                 ' {"loss": -' + "9" * 5000 + ', "step": 3}], "max_steps": 3}')
+    p.write_text(
+        '{"log_history": [{"loss": 1.5, "step": 1}, {"loss": ' + "9" * 5000 + ', "step": 2},'
+        ' {"loss": -' + "9" * 5000 + ', "step": 3}], "max_steps": 3}'
+    )
     run = read_runlog(p)  # must not raise ValueError
     assert run.get("loss").values.tolist() == [1.5, math.inf, -math.inf]
     assert run.meta["max_steps"] == 3
@@ -406,8 +414,9 @@ def test_entries_straddling_chunk_boundaries(tmp_path: Path) -> None:
 def test_tiny_chunks_give_the_same_result(tmp_path: Path, monkeypatch, chunk: int) -> None:
     """Every token (numbers, NaN, -Infinity, CRLF, escapes) cut at every offset."""
     hist = standard_history()
-    hist.insert(3, {"loss": math.nan, "grad_norm": -math.inf, "learning_rate": 1.5e-05, "step": 12,
-                    "tag": "a\"b\\c\u00e9"})
+    hist.insert(
+        3, {"loss": math.nan, "grad_norm": -math.inf, "learning_rate": 1.5e-05, "step": 12, "tag": 'a"b\\c\u00e9'}
+    )
     p = write_state(tmp_path / "trainer_state.json", state(hist), newline="\r\n")
     expected = read_runlog(p)
     monkeypatch.setattr(hf, "_CHUNK", chunk)
@@ -577,8 +586,9 @@ def test_arbitrary_bytes_read_or_raise_read_error(tmp_path: Path, data: bytes) -
 _json_scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5)
 )
-_entries = st.lists(st.dictionaries(st.sampled_from(["loss", "step", "epoch", "eval_loss", "x"]), _json_scalars),
-                    max_size=6)
+_entries = st.lists(
+    st.dictionaries(st.sampled_from(["loss", "step", "epoch", "eval_loss", "x"]), _json_scalars), max_size=6
+)
 
 
 @pytest.mark.slow
@@ -616,15 +626,18 @@ def test_corpus_trainer_states_match_json_module(path: Path) -> None:
     run = read_runlog(path)
     assert run.format == "hf"
     assert run.records == len(rows)
-    want = [(float(e["step"]), float(e["loss"])) for e in rows
-            if isinstance(e.get("loss"), (int, float)) and not isinstance(e.get("loss"), bool) and "step" in e]
+    want = [
+        (float(e["step"]), float(e["loss"]))
+        for e in rows
+        if isinstance(e.get("loss"), (int, float)) and not isinstance(e.get("loss"), bool) and "step" in e
+    ]
     loss = run.get("loss")
     if want:
         got = list(zip(loss.steps.tolist(), loss.values.tolist()))
         # Series keep the last write per step, sorted by step.
         dedup = dict(want)
         assert len(got) == len(dedup)
-        for (s, v) in got:
+        for s, v in got:
             assert dedup[s] == v or (math.isnan(v) and math.isnan(dedup[s]))
     for key in ("max_steps", "logging_steps", "best_global_step"):
         if key in doc:

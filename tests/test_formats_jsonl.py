@@ -1,4 +1,5 @@
 """The JSON Lines reader (trainproof.formats.jsonl)."""
+
 from __future__ import annotations
 
 import gzip
@@ -10,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_aliases_runlog import assert_repeats_differ
 
 from trainproof import aliases
-from test_aliases_runlog import assert_repeats_differ
 from trainproof.api import read_runlog
 from trainproof.formats import ReadError, hf, jsonl
 
@@ -125,8 +126,12 @@ def test_non_numbers_are_absent(tmp_path: Path, bad) -> None:
 
 
 def test_nan_and_infinity_are_values(tmp_path: Path) -> None:
-    lines = ['{"step": 1, "loss": NaN}', '{"step": 2, "loss": Infinity}', '{"step": 3, "loss": -Infinity}',
-             '{"step": 4, "loss": -0.0}']
+    lines = [
+        '{"step": 1, "loss": NaN}',
+        '{"step": 2, "loss": Infinity}',
+        '{"step": 3, "loss": -Infinity}',
+        '{"step": 4, "loss": -0.0}',
+    ]
     run = read_runlog(write_lines(tmp_path / "m.jsonl", lines))
     v = run.get("loss").values
     assert np.isnan(v[0]) and v[1] == np.inf and v[2] == -np.inf and v[3] == 0.0
@@ -157,14 +162,40 @@ def test_string_step_is_not_a_step(tmp_path: Path) -> None:
 def llamafactory_rows() -> list[dict]:
     rows = []
     for s in (10, 20, 30, 40):
-        rows.append({"current_steps": s, "total_steps": 40, "loss": 2.5 - s / 40, "lr": {10: 1e-5, 20: 2e-5, 30: 3e-5, 40: 4e-5}[s],
-                     "epoch": s / 40, "percentage": s * 2.5, "elapsed_time": f"0:00:{s:02d}",
-                     "remaining_time": "4 days, 5:06:09"})
+        rows.append(
+            {
+                "current_steps": s,
+                "total_steps": 40,
+                "loss": 2.5 - s / 40,
+                "lr": {10: 1e-5, 20: 2e-5, 30: 3e-5, 40: 4e-5}[s],
+                "epoch": s / 40,
+                "percentage": s * 2.5,
+                "elapsed_time": f"0:00:{s:02d}",
+                "remaining_time": "4 days, 5:06:09",
+            }
+        )
         if s in (20, 40):
-            rows.append({"current_steps": s, "total_steps": 40, "eval_loss": 2.0 - s / 100, "epoch": s / 40,
-                         "percentage": s * 2.5, "elapsed_time": "0:01:00", "remaining_time": "0:00:00"})
-    rows.append({"current_steps": 40, "total_steps": 40, "epoch": 1.0, "percentage": 100.0,
-                 "elapsed_time": "0:02:00", "remaining_time": "0:00:00"})
+            rows.append(
+                {
+                    "current_steps": s,
+                    "total_steps": 40,
+                    "eval_loss": 2.0 - s / 100,
+                    "epoch": s / 40,
+                    "percentage": s * 2.5,
+                    "elapsed_time": "0:01:00",
+                    "remaining_time": "0:00:00",
+                }
+            )
+    rows.append(
+        {
+            "current_steps": 40,
+            "total_steps": 40,
+            "epoch": 1.0,
+            "percentage": 100.0,
+            "elapsed_time": "0:02:00",
+            "remaining_time": "0:00:00",
+        }
+    )
     return rows
 
 
@@ -336,8 +367,14 @@ _line = st.one_of(
     st.text(max_size=30),
     st.dictionaries(
         st.sampled_from(["step", "current_steps", "loss", "lr", "epoch", "train"]),
-        st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=4),
-                  st.dictionaries(st.sampled_from(["loss", "lr"]), st.floats(), max_size=2)),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(),
+            st.floats(),
+            st.text(max_size=4),
+            st.dictionaries(st.sampled_from(["loss", "lr"]), st.floats(), max_size=2),
+        ),
         max_size=5,
     ).map(json.dumps),
 )
@@ -460,7 +497,7 @@ def test_restarts_without_a_step_key_use_the_progress_counter(tmp_path: Path) ->
     p = tmp_path / "training_metrics.jsonl"
     with p.open("w") as f:
         for n in (25, 30, 2):
-            for i, v in enumerate(_curve(n, 7.0, 1.8)[: n]):
+            for i, v in enumerate(_curve(n, 7.0, 1.8)[:n]):
                 f.write(json.dumps({"epoch": 1, "progress_percent": 4.0 * (i + 1), "current_loss": v}) + "\n")
     run = read_runlog(p)
     assert run.get("loss").key == "current_loss"

@@ -5,6 +5,7 @@ The store is written by hand in the layout MLflow's ``FileStore`` uses:
 metrics/, params/, tags/}``; one file per metric (a ``/`` in the name is a sub-folder), one
 ``<unix ms> <value> <step>`` line per logged value, values written with ``str(float)``.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cli
 from trainproof.api import doctor, read_runlog
 from trainproof.formats import NotALog, ReadError, detect, mlflow
+
+from conftest import run_cli
 
 RUN_ID = "cb0096518b0e4c66a94428555f05420b"
 T0 = 1_664_364_007_310
@@ -25,13 +27,13 @@ def metric_line(i: int, value: float, step: int) -> str:
     return f"{T0 + 1000 * i} {value} {step}\n"  # MLflow writes str(float): nan, inf, 1e-05
 
 
-def make_store(root: Path, metrics: dict[str, list[tuple[float, int]]], exp: str = "0",
-               run_id: str = RUN_ID) -> Path:
+def make_store(root: Path, metrics: dict[str, list[tuple[float, int]]], exp: str = "0", run_id: str = RUN_ID) -> Path:
     """An mlruns/ tree with one run; returns the run folder."""
     exp_dir = root / "mlruns" / exp
     exp_dir.mkdir(parents=True, exist_ok=True)
-    (exp_dir / "meta.yaml").write_text(f"artifact_location: file:///x/mlruns/{exp}\nexperiment_id: '{exp}'\n"
-                                       "lifecycle_stage: active\nname: Default\n")
+    (exp_dir / "meta.yaml").write_text(
+        f"artifact_location: file:///x/mlruns/{exp}\nexperiment_id: '{exp}'\nlifecycle_stage: active\nname: Default\n"
+    )
     run = exp_dir / run_id
     for sub in ("metrics", "params", "tags", "artifacts"):
         (run / sub).mkdir(parents=True, exist_ok=True)
@@ -53,12 +55,15 @@ def healthy_points(n: int = 40) -> list[tuple[float, int]]:
 
 
 def test_run_folder_with_nested_metric_names(tmp_path: Path) -> None:
-    run_dir = make_store(tmp_path, {
-        "loss": [(2.5, 0), (1.75, 1), (1.25, 2)],
-        "train/lr": [(1e-05, 0), (2e-05, 1), (3e-05, 2)],
-        "val_loss": [(2.0, 1)],
-        "accuracy": [(0.5, 0), (0.6, 2)],
-    })
+    run_dir = make_store(
+        tmp_path,
+        {
+            "loss": [(2.5, 0), (1.75, 1), (1.25, 2)],
+            "train/lr": [(1e-05, 0), (2e-05, 1), (3e-05, 2)],
+            "val_loss": [(2.0, 1)],
+            "accuracy": [(0.5, 0), (0.6, 2)],
+        },
+    )
     assert detect(run_dir) is mlflow
     run = read_runlog(run_dir)
     assert run.format == "mlflow"
@@ -98,17 +103,25 @@ def test_non_finite_values_are_kept_and_fail_the_run(tmp_path: Path) -> None:
 def test_bad_lines_are_skipped_and_noted(tmp_path: Path) -> None:
     run_dir = make_store(tmp_path, {"loss": [(1.0, 0), (0.5, 1)], "train/lr": [(0.1, 0)]})
     f = run_dir / "metrics" / "loss"
-    f.write_text(f.read_text() + "this is not a metric line\n\n" + metric_line(9, 0.25, 2)
-                 + f"{T0} 0.5\n" + f"{T0} abc 3\n" + f"{T0} 0.1 4")  # torn last line has no newline
+    f.write_text(
+        f.read_text()
+        + "this is not a metric line\n\n"
+        + metric_line(9, 0.25, 2)
+        + f"{T0} 0.5\n"
+        + f"{T0} abc 3\n"
+        + f"{T0} 0.1 4"
+    )  # torn last line has no newline
     run = read_runlog(run_dir)
     loss = run.get("loss")
     # The torn last line is not read: its step may be cut ("42" torn to "4").
     assert loss.steps.tolist() == [0, 1, 2]
     assert loss.values.tolist() == [1.0, 0.5, 0.25]
     assert loss.lines.tolist() == [1, 2, 5]  # the blank line 4 counts, and is not "bad"
-    assert run.notes == ["metrics/loss: the last line (8) has no line end: cut mid-write (a run killed or still "
-                         "writing?), so it was not read",
-                         "metrics/loss: skipped 3 line(s) that are not 'timestamp value step'"]
+    assert run.notes == [
+        "metrics/loss: the last line (8) has no line end: cut mid-write (a run killed or still "
+        "writing?), so it was not read",
+        "metrics/loss: skipped 3 line(s) that are not 'timestamp value step'",
+    ]
 
 
 def test_steps_logged_twice_keep_both_writes(tmp_path: Path) -> None:
@@ -180,8 +193,13 @@ def test_single_line_metric_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["step,loss\n1,2.0\n", "1664364007310,0.5,1\n", "16643 0.5 1\n", "1664364007310 0.5 1.5\n",
-     "1664364007310 0.5 1\nnot a metric\n1664364007310 0.4 2\n"],
+    [
+        "step,loss\n1,2.0\n",
+        "1664364007310,0.5,1\n",
+        "16643 0.5 1\n",
+        "1664364007310 0.5 1.5\n",
+        "1664364007310 0.5 1\nnot a metric\n1664364007310 0.4 2\n",
+    ],
     ids=["csv", "commas", "short-timestamp", "float-step", "junk-in-the-middle"],
 )
 def test_sniff_rejects(tmp_path: Path, text: str) -> None:

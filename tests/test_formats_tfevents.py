@@ -6,6 +6,7 @@ TensorBoard's own ``EventFileWriter`` with ``Event`` protos built from
 tensorboardX when it is installed. TensorBoard's own loader
 (``plugin_event_accumulator``) is the reference the values are checked against.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,10 +25,11 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 from torch.utils.tensorboard import SummaryWriter
 
-from conftest import run_cli
 from trainproof.api import doctor, judge, read_runlog
 from trainproof.formats import NotALog, ReadError, detect, tfevents
 from trainproof.formats._tfrecord import masked_crc
+
+from conftest import run_cli
 
 f32 = lambda v: float(np.float32(v))  # noqa: E731 - what a simple_value stores
 
@@ -249,9 +251,17 @@ def test_hparams_only_file_is_no_records(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("tag", "canonical"),
-    [("train/loss", "loss"), ("Loss/train", "loss"), ("train_loss", "loss"), ("val/loss", "eval_loss"),
-     ("Loss/val", "eval_loss"), ("lr-AdamW", "lr"), ("train/learning_rate", "lr"), ("train/grad_norm", "grad_norm"),
-     ("epoch_loss", "loss")],
+    [
+        ("train/loss", "loss"),
+        ("Loss/train", "loss"),
+        ("train_loss", "loss"),
+        ("val/loss", "eval_loss"),
+        ("Loss/val", "eval_loss"),
+        ("lr-AdamW", "lr"),
+        ("train/learning_rate", "lr"),
+        ("train/grad_norm", "grad_norm"),
+        ("epoch_loss", "loss"),
+    ],
 )
 def test_tags_map_to_canonical_names(tmp_path: Path, tag: str, canonical: str) -> None:
     p = write_torch(tmp_path, [(tag, 0.5, 1), (tag, 0.25, 2)])
@@ -350,14 +360,16 @@ DTYPE_CASES = [
     ("float_val", T(dtype=types_pb2.DT_FLOAT, float_val=[1.1]), f32(1.1)),
     ("float_content", T(dtype=types_pb2.DT_FLOAT, tensor_content=np.float32(2.5).tobytes()), 2.5),
     ("double_val", T(dtype=types_pb2.DT_DOUBLE, double_val=[0.1]), 0.1),
-    ("double_content", T(dtype=types_pb2.DT_DOUBLE, tensor_content=np.float64(1 / 3).tobytes(), tensor_shape=_shape(1)),
-     1 / 3),
+    (
+        "double_content",
+        T(dtype=types_pb2.DT_DOUBLE, tensor_content=np.float64(1 / 3).tobytes(), tensor_shape=_shape(1)),
+        1 / 3,
+    ),
     ("half_val", T(dtype=types_pb2.DT_HALF, half_val=[_half_bits(0.333)]), float(np.float16(0.333))),
     ("half_content", T(dtype=types_pb2.DT_HALF, tensor_content=np.float16(-1.5).tobytes()), -1.5),
     ("half_inf", T(dtype=types_pb2.DT_HALF, half_val=[_half_bits(math.inf)]), math.inf),
     ("bfloat16_val", T(dtype=types_pb2.DT_BFLOAT16, half_val=[_bf16_bits(1.5)]), 1.5),
-    ("bfloat16_content", T(dtype=types_pb2.DT_BFLOAT16,
-                           tensor_content=struct.pack("<H", _bf16_bits(-0.75))), -0.75),
+    ("bfloat16_content", T(dtype=types_pb2.DT_BFLOAT16, tensor_content=struct.pack("<H", _bf16_bits(-0.75))), -0.75),
     ("int64_val", T(dtype=types_pb2.DT_INT64, int64_val=[-7]), -7.0),
     ("int64_big", T(dtype=types_pb2.DT_INT64, int64_val=[2**40 + 1]), float(2**40 + 1)),
     ("int64_content", T(dtype=types_pb2.DT_INT64, tensor_content=np.int64(-123456789).tobytes()), -123456789.0),
@@ -387,8 +399,10 @@ NOT_SCALARS = [
     ("two_elements", T(dtype=types_pb2.DT_FLOAT, float_val=[1.0, 2.0], tensor_shape=_shape(2))),
     ("zero_elements", T(dtype=types_pb2.DT_FLOAT, float_val=[1.0], tensor_shape=_shape(0))),
     ("content_wrong_size", T(dtype=types_pb2.DT_FLOAT, tensor_content=b"\x00\x00\x80\x3f\x00")),
-    ("unknown_rank", T(dtype=types_pb2.DT_FLOAT, float_val=[1.0],
-                       tensor_shape=tensor_shape_pb2.TensorShapeProto(unknown_rank=True))),
+    (
+        "unknown_rank",
+        T(dtype=types_pb2.DT_FLOAT, float_val=[1.0], tensor_shape=tensor_shape_pb2.TensorShapeProto(unknown_rank=True)),
+    ),
     ("complex", T(dtype=types_pb2.DT_COMPLEX64, scomplex_val=[1.0, 0.0])),
 ]
 
@@ -422,10 +436,15 @@ def test_tensor_of_another_plugin_is_not_a_scalar(tmp_path: Path) -> None:
 
 
 def test_event_without_step_and_negative_step(tmp_path: Path) -> None:
-    e0 = event_pb2.Event(wall_time=time.time(), summary=summary_pb2.Summary(
-        value=[summary_pb2.Summary.Value(tag="loss", simple_value=2.0)]))
-    e1 = event_pb2.Event(wall_time=time.time(), step=-3, summary=summary_pb2.Summary(
-        value=[summary_pb2.Summary.Value(tag="loss", simple_value=4.0)]))
+    e0 = event_pb2.Event(
+        wall_time=time.time(),
+        summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss", simple_value=2.0)]),
+    )
+    e1 = event_pb2.Event(
+        wall_time=time.time(),
+        step=-3,
+        summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss", simple_value=4.0)]),
+    )
     e2 = event_pb2.Event(wall_time=time.time(), step=5)  # neither summary nor value
     run = read_runlog(write_events(tmp_path, [e0, e1, e2]))
     assert run.get("loss").steps.tolist() == [-3.0, 0.0]
@@ -433,10 +452,16 @@ def test_event_without_step_and_negative_step(tmp_path: Path) -> None:
 
 
 def test_several_values_in_one_event(tmp_path: Path) -> None:
-    e = event_pb2.Event(wall_time=time.time(), step=7, summary=summary_pb2.Summary(value=[
-        summary_pb2.Summary.Value(tag="train/loss", simple_value=1.5),
-        summary_pb2.Summary.Value(tag="train/lr", simple_value=0.5),
-    ]))
+    e = event_pb2.Event(
+        wall_time=time.time(),
+        step=7,
+        summary=summary_pb2.Summary(
+            value=[
+                summary_pb2.Summary.Value(tag="train/loss", simple_value=1.5),
+                summary_pb2.Summary.Value(tag="train/lr", simple_value=0.5),
+            ]
+        ),
+    )
     run = read_runlog(write_events(tmp_path, [e]))
     assert run.get("loss").values.tolist() == [1.5] and run.get("lr").values.tolist() == [0.5]
     assert run.get("loss").steps.tolist() == run.get("lr").steps.tolist() == [7.0]
@@ -535,9 +560,11 @@ def test_empty_event_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("content", "name"),
-    [(b"\x00" * 4096, "events.out.tfevents.1700000000.host.1.0"),
-     (b"hello, this is not a TFRecord\n" * 20, "events.out.tfevents.1700000000.host.1.0"),
-     (bytes(range(256)) * 8, "events.out.tfevents.1700000000.host.1.0")],
+    [
+        (b"\x00" * 4096, "events.out.tfevents.1700000000.host.1.0"),
+        (b"hello, this is not a TFRecord\n" * 20, "events.out.tfevents.1700000000.host.1.0"),
+        (bytes(range(256)) * 8, "events.out.tfevents.1700000000.host.1.0"),
+    ],
     ids=["zeros", "text", "binary"],
 )
 def test_not_tfrecord_is_a_one_line_read_error(tmp_path: Path, content: bytes, name: str) -> None:
@@ -623,10 +650,22 @@ def test_resumed_run_two_writers_one_runlog(tmp_path: Path) -> None:
 
 def test_shards_merge_by_wall_time_not_file_name(tmp_path: Path) -> None:
     t0 = 1_700_000_000.0
-    first = [event_pb2.Event(wall_time=t0 + s, step=s, summary=summary_pb2.Summary(
-        value=[summary_pb2.Summary.Value(tag="loss", simple_value=10.0 + s)])) for s in range(4)]
-    second = [event_pb2.Event(wall_time=t0 + 100 + s, step=s, summary=summary_pb2.Summary(
-        value=[summary_pb2.Summary.Value(tag="loss", simple_value=20.0 + s)])) for s in range(2, 6)]
+    first = [
+        event_pb2.Event(
+            wall_time=t0 + s,
+            step=s,
+            summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss", simple_value=10.0 + s)]),
+        )
+        for s in range(4)
+    ]
+    second = [
+        event_pb2.Event(
+            wall_time=t0 + 100 + s,
+            step=s,
+            summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="loss", simple_value=20.0 + s)]),
+        )
+        for s in range(2, 6)
+    ]
     a = write_events(tmp_path / "a", first)
     b = write_events(tmp_path / "b", second)
     run_dir = tmp_path / "run"
@@ -635,8 +674,10 @@ def test_shards_merge_by_wall_time_not_file_name(tmp_path: Path) -> None:
     a.rename(run_dir / "events.out.tfevents.1700000999.host.1.0")
     b.rename(run_dir / "events.out.tfevents.1700000000.host.1.0")
     run = read_runlog(run_dir)
-    assert run.meta["event_files"] == ["events.out.tfevents.1700000000.host.1.0",
-                                       "events.out.tfevents.1700000999.host.1.0"]
+    assert run.meta["event_files"] == [
+        "events.out.tfevents.1700000000.host.1.0",
+        "events.out.tfevents.1700000999.host.1.0",
+    ]
     assert run.get("loss").steps.tolist() == [0, 1, 2, 3, 4, 5]
     assert run.get("loss").values.tolist() == [10.0, 11.0, 22.0, 23.0, 24.0, 25.0]
 
@@ -718,6 +759,7 @@ def test_arbitrary_bytes_in_an_event_file_raise_only_read_error(tmp_path: Path, 
 
 def _ld(field: int, payload: bytes) -> bytes:
     """A protobuf length-delimited field (test-side encoder, independent of the reader)."""
+
     def varint(n: int) -> bytes:
         out = b""
         while True:
@@ -725,6 +767,7 @@ def _ld(field: int, payload: bytes) -> bytes:
             out += bytes([b | (0x80 if n else 0)])
             if not n:
                 return out
+
     return varint(field << 3 | 2) + varint(len(payload)) + payload
 
 
@@ -739,7 +782,8 @@ _SCALARS_META_BYTES = SCALARS_META.SerializeToString()
             st.binary(max_size=60),  # an arbitrary Event payload
             # a Summary.Value whose tensor bytes are arbitrary, behind the scalars plugin
             st.binary(max_size=60).map(
-                lambda t: _ld(5, _ld(1, _ld(1, b"loss") + _ld(9, _SCALARS_META_BYTES) + _ld(8, t)))),
+                lambda t: _ld(5, _ld(1, _ld(1, b"loss") + _ld(9, _SCALARS_META_BYTES) + _ld(8, t)))
+            ),
             # a Summary whose value bytes are arbitrary
             st.binary(max_size=60).map(lambda v: _ld(5, _ld(1, v))),
         ),
@@ -747,8 +791,11 @@ _SCALARS_META_BYTES = SCALARS_META.SerializeToString()
     )
 )
 def test_well_framed_garbage_events_never_crash(tmp_path: Path, payloads: list[bytes]) -> None:
-    good = event_pb2.Event(wall_time=1.0, step=1, summary=summary_pb2.Summary(
-        value=[summary_pb2.Summary.Value(tag="anchor", simple_value=1.0)])).SerializeToString()
+    good = event_pb2.Event(
+        wall_time=1.0,
+        step=1,
+        summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="anchor", simple_value=1.0)]),
+    ).SerializeToString()
     p = tmp_path / "events.out.tfevents.1700000000.host.1.0"
     p.write_bytes(frame(good) + b"".join(frame(x) for x in payloads))
     run = read_runlog(p)  # framing is valid: reading must succeed
@@ -828,8 +875,10 @@ def test_keras_train_validation_folders_are_one_run(tmp_path):
     from trainproof.api import doctor, read_runlog
 
     log_dir = tmp_path / "logs"
-    for sub, losses in (("train", [1.2, 0.9, 0.7, 0.6, 0.5, 0.45, 0.4, 0.38]),
-                        ("validation", [1.1, 0.95, 0.8, 0.75, 0.72, 0.7, 0.69, 0.69])):
+    for sub, losses in (
+        ("train", [1.2, 0.9, 0.7, 0.6, 0.5, 0.45, 0.4, 0.38]),
+        ("validation", [1.1, 0.95, 0.8, 0.75, 0.72, 0.7, 0.69, 0.69]),
+    ):
         w = SummaryWriter(str(log_dir / sub))
         for epoch, v in enumerate(losses):
             w.add_scalar("epoch_loss", v, epoch)

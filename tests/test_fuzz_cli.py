@@ -1,17 +1,19 @@
 """Any bytes written to a .json, .jsonl or .csv file: exit 0, 1 or 2, never a traceback."""
+
 from __future__ import annotations
 
-import pytest
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import healthy_rows, run_cli
 
 _VALID_JSONL = "".join(json.dumps(r) + "\n" for r in healthy_rows(20)).encode()
-_VALID_CSV = ("step,loss,learning_rate\n" + "".join(
-    f"{r['step']},{r['loss']},{r['learning_rate']}\n" for r in healthy_rows(20))).encode()
+_VALID_CSV = (
+    "step,loss,learning_rate\n" + "".join(f"{r['step']},{r['loss']},{r['learning_rate']}\n" for r in healthy_rows(20))
+).encode()
 _VALID_HF = json.dumps({"log_history": healthy_rows(20), "global_step": 200}, indent=2).encode()
 
 
@@ -19,10 +21,14 @@ def _mutations(valid: bytes):
     raw = st.binary(max_size=2048)
     cut = st.integers(0, len(valid)).map(lambda i: valid[:i])
     flipped = st.tuples(st.integers(0, len(valid) - 1), st.binary(min_size=1, max_size=8)).map(
-        lambda t: valid[: t[0]] + t[1] + valid[t[0] + len(t[1]):])
-    spliced = st.tuples(st.integers(0, len(valid)), st.sampled_from(
-        [b"NaN", b"\x00", b"\xff\xfe", b"Infinity", b"-0.0", b"null", b'"x"', b"1e400", b"\r", b"{", b"]"])).map(
-        lambda t: valid[: t[0]] + t[1] + valid[t[0]:])
+        lambda t: valid[: t[0]] + t[1] + valid[t[0] + len(t[1]) :]
+    )
+    spliced = st.tuples(
+        st.integers(0, len(valid)),
+        st.sampled_from(
+            [b"NaN", b"\x00", b"\xff\xfe", b"Infinity", b"-0.0", b"null", b'"x"', b"1e400", b"\r", b"{", b"]"]
+        ),
+    ).map(lambda t: valid[: t[0]] + t[1] + valid[t[0] :])
     return st.one_of(raw, cut, flipped, spliced)
 
 

@@ -18,6 +18,7 @@ the 2-core machine shared with other jobs at 152-176 s wall, 132 s CPU. The sess
 summary prints the figures of each run ("trainproof fuzz (ci profile): N inputs …");
 ``TRAINPROOF_FUZZ_STATS=path`` also writes them as JSON (``evidence/robustness.py``).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -33,8 +34,18 @@ from _hypothesis_profiles import active_name, fuzz_settings
 
 pytestmark = pytest.mark.fuzz
 
-TEXT = ["hf", "jsonl", "csv", "csv_lightning", "csv_keras", "csv_wandb", "coqui", "console", "console_epoch",
-        "mlflow_file"]
+TEXT = [
+    "hf",
+    "jsonl",
+    "csv",
+    "csv_lightning",
+    "csv_keras",
+    "csv_wandb",
+    "coqui",
+    "console",
+    "console_epoch",
+    "mlflow_file",
+]
 BINARY = ["tfevents", "tfevents_hand"]
 
 
@@ -49,7 +60,8 @@ class _Summary:
         terminalreporter.write_line(
             f"trainproof fuzz ({active_name()} profile): {s.total()} inputs through `epoch --json` in "
             f"{s.seconds():.0f} s; crashes {sum(s.crashes.values())}, tracebacks "
-            f"{sum(s.tracebacks.values())}, wrong exit codes {sum(s.wrong_exit.values())} [{per}]")
+            f"{sum(s.tracebacks.values())}, wrong exit codes {sum(s.wrong_exit.values())} [{per}]"
+        )
         F.dump_stats()
 
 
@@ -86,8 +98,13 @@ _ODD_NAMES = ("l o s s", "ĺöss", "loss.gz", ".hidden", "-", "x" * 200)
 
 @pytest.mark.slow
 @fuzz_settings(0.5)
-@given(kind=st.sampled_from(F.KINDS), target=st.sampled_from(F.MLFLOW_METRICS), plan=F.plans(),
-       op=st.sampled_from(_FOLDER_OPS), odd=st.sampled_from(_ODD_NAMES))
+@given(
+    kind=st.sampled_from(F.KINDS),
+    target=st.sampled_from(F.MLFLOW_METRICS),
+    plan=F.plans(),
+    op=st.sampled_from(_FOLDER_OPS),
+    odd=st.sampled_from(_ODD_NAMES),
+)
 def test_mutated_mlflow_run_folder(work, kind, target, plan, op, odd):
     """An MLflow run folder with one metric file mutated, or a file dropped, emptied, nested,
     oddly named, or a folder where a metric file belongs."""
@@ -146,8 +163,9 @@ _CLEAN: dict[tuple[str, bytes], F.Outcome] = {}
 def _judge_clean(work, reader: str, blob: bytes) -> F.Outcome:
     """The reference judgement of a log of complete records (cached: few distinct ones)."""
     if (reader, blob) not in _CLEAN:
-        _CLEAN[reader, blob] = F.run_epoch(F.write_input(work / ("clean_" + reader), reader, blob), reader,
-                                           cli_run=False, new_input=False)
+        _CLEAN[reader, blob] = F.run_epoch(
+            F.write_input(work / ("clean_" + reader), reader, blob), reader, cli_run=False, new_input=False
+        )
     return _CLEAN[reader, blob]
 
 
@@ -189,8 +207,12 @@ def _clean_prefix(reader: str, kind: str, data: bytes, k: int) -> tuple[bytes, b
 @pytest.mark.slow
 @pytest.mark.parametrize("reader", TEXT + BINARY)
 @fuzz_settings(0.5)
-@given(kind=st.sampled_from(F.KINDS), cls=st.sampled_from(F.OFFSET_CLASSES), seed=st.integers(0, 2**32 - 1),
-       gz=st.booleans())
+@given(
+    kind=st.sampled_from(F.KINDS),
+    cls=st.sampled_from(F.OFFSET_CLASSES),
+    seed=st.integers(0, 2**32 - 1),
+    gz=st.booleans(),
+)
 def test_truncated_prefix_is_judged_on_what_it_holds(work, reader, kind, cls, seed, gz):
     """A log cut anywhere is judged on its complete records, and says what it left out, or
     is exit 2; the cut never causes a FAIL that its complete records do not."""
@@ -212,7 +234,8 @@ def test_truncated_prefix_is_judged_on_what_it_holds(work, reader, kind, cls, se
     assert got.ids("FAIL") <= want.ids("FAIL"), (got.ids("FAIL"), want.ids("FAIL"))
     if torn:
         record_cut = completed is None or (
-            _judge_clean(work, reader, completed).report["records"] > want.report["records"])
+            _judge_clean(work, reader, completed).report["records"] > want.report["records"]
+        )
         if record_cut:
             assert "TP-DATA-DROPPED" in got.ids(), (prefix[-80:], got.ids())
 

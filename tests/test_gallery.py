@@ -1,5 +1,6 @@
 """The fault-injection gallery (examples/gallery/): locked verdicts, an up-to-date
 EVIDENCE_MATRIX.md, no FAIL on a healthy or negative run, and one rig that still runs."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -43,21 +44,26 @@ def test_verdicts_match_the_golden_snapshot(rows):
     want = json.loads(gallery.GOLDEN.read_text(encoding="utf-8"))
     got = gallery.golden(rows)
     changed = {k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)}
-    assert not changed, "gallery verdicts changed (rerun `python evidence/gallery.py` if intended):\n" + \
-        "\n".join(f"{k}: {a} -> {b}" for k, (a, b) in sorted(changed.items())[:20])
+    assert not changed, "gallery verdicts changed (rerun `python evidence/gallery.py` if intended):\n" + "\n".join(
+        f"{k}: {a} -> {b}" for k, (a, b) in sorted(changed.items())[:20]
+    )
 
 
 @pytest.mark.slow
 def test_evidence_matrix_is_up_to_date(rows):
-    assert gallery.MATRIX.read_text(encoding="utf-8") == gallery.render(rows), \
+    assert gallery.MATRIX.read_text(encoding="utf-8") == gallery.render(rows), (
         "EVIDENCE_MATRIX.md is stale: run `python evidence/gallery.py`"
+    )
 
 
 def test_no_healthy_or_negative_run_gets_a_fail(rows):
     bad = [(r["file"], r["key"]) for r in rows if r["kind"] in ("healthy", "negative") and r["verdict"] == "FAIL"]
     assert not bad
-    bad_cmp = [(r["file"], r["compare_key"]) for r in rows
-               if r["kind"] in ("healthy", "negative") and r["compare_verdict"] == "FAIL"]
+    bad_cmp = [
+        (r["file"], r["compare_key"])
+        for r in rows
+        if r["kind"] in ("healthy", "negative") and r["compare_verdict"] == "FAIL"
+    ]
     assert not bad_cmp
 
 
@@ -71,8 +77,21 @@ def test_healthy_seeds_compare_as_pass(rows):
 def test_a_rig_still_runs_and_its_log_is_judged_as_its_meta_expects(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "g"
-    p = subprocess.run([sys.executable, str(REPO / "examples" / "rigs" / "torch_rig.py"), "--config", "lr_zero",
-                        "--seed", "0", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "examples" / "rigs" / "torch_rig.py"),
+            "--config",
+            "lr_zero",
+            "--seed",
+            "0",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     metas = list(out.rglob("run_meta.json"))
     assert len(metas) == 1
@@ -92,4 +111,5 @@ def test_docs_gallery_table_is_up_to_date(rows):
     page = (REPO / "docs" / "gallery.md").read_text(encoding="utf-8")
     assert gallery.README_START in page and gallery.README_END in page
     assert gallery.readme_with_table(page, rows) == page, (
-        "the gallery table in docs/gallery.md is stale: run `python evidence/gallery.py`")
+        "the gallery table in docs/gallery.md is stale: run `python evidence/gallery.py`"
+    )

@@ -6,6 +6,7 @@ under the reader) run ``python -m trainproof`` as a real process with a timeout,
 fails the test instead of the session; the memory-bound ones report the child's peak
 resident set size.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -90,8 +91,9 @@ def jsonl_text(n: int = 60) -> str:
 
 
 def csv_text(n: int = 60) -> str:
-    return "step,loss,learning_rate\n" + "".join(f"{r['step']},{r['loss']},{r['learning_rate']}\n"
-                                                 for r in healthy_rows(n))
+    return "step,loss,learning_rate\n" + "".join(
+        f"{r['step']},{r['loss']},{r['learning_rate']}\n" for r in healthy_rows(n)
+    )
 
 
 # --------------------------------------------------------------------------- empty files
@@ -123,8 +125,7 @@ def test_two_gigabyte_line_is_skipped_in_bounded_memory(tmp_path):
         f.write(rows)
         f.truncate(len(rows) + (2 << 30))
         f.seek(0, 2)
-        f.write(b"\n" + "".join(json.dumps({**r, "step": r["step"] + 300}) + "\n"
-                                for r in healthy_rows(30)).encode())
+        f.write(b"\n" + "".join(json.dumps({**r, "step": r["step"] + 300}) + "\n" for r in healthy_rows(30)).encode())
     res, rss, secs = run_measured("epoch", str(p), "--json", timeout=300)  # a hang guard, not a benchmark
     assert res.returncode == 0, res.stderr
     rep = json.loads(res.stdout)["reports"][0]
@@ -151,8 +152,13 @@ def test_huge_json_value_in_trainer_state_is_bounded(tmp_path):
     the rest is noted; memory stays near the 64 Mi-character cap, not the file's size."""
     rows = healthy_rows(30)
     p = tmp_path / "trainer_state.json"
-    p.write_bytes(b'{"log_history": [' + json.dumps(rows)[1:-1].encode() + b', {"step": 305, "note": "'
-                  + b"x" * (70 << 20) + b'"}]}\n')
+    p.write_bytes(
+        b'{"log_history": ['
+        + json.dumps(rows)[1:-1].encode()
+        + b', {"step": 305, "note": "'
+        + b"x" * (70 << 20)
+        + b'"}]}\n'
+    )
     res, rss, _ = run_measured("epoch", str(p), "--json", timeout=120)
     assert res.returncode == 0, res.stderr
     rep = json.loads(res.stdout)["reports"][0]
@@ -212,8 +218,10 @@ def test_long_runs_do_not_make_a_regex_backtrack(tmp_path, case):
 def test_git_lfs_pointer_under_a_log_name(tmp_path):
     p = tmp_path / "out" / "trainer_state.json"
     p.parent.mkdir()
-    p.write_text("version https://git-lfs.github.com/spec/v1\n"
-                 "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n")
+    p.write_text(
+        "version https://git-lfs.github.com/spec/v1\n"
+        "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n"
+    )
     cannot_judge(p, "Git LFS pointer")
     code, out, err, doc = run_cli("doctor", str(tmp_path), "--json")
     assert code == 2 and "Git LFS pointer" in doc["reports"][0]["error"]
@@ -233,12 +241,17 @@ def test_directory_named_like_a_log(tmp_path):
 def test_fifo_does_not_hang(tmp_path):
     fifo = tmp_path / "metrics.jsonl"
     os.mkfifo(fifo)
-    res = subprocess.run([sys.executable, "-m", "trainproof", "epoch", str(fifo)], capture_output=True, text=True,
-                         timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "trainproof", "epoch", str(fifo)], capture_output=True, text=True, timeout=60
+    )
     assert res.returncode == 2
     assert "not a regular file" in one_clear_line(res.stderr)
-    res = subprocess.run([sys.executable, "-m", "trainproof", "doctor", str(tmp_path), "--json"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "trainproof", "doctor", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 2 and "Traceback" not in res.stderr
     doc = json.loads(res.stdout)  # the walk never opens it: listed as ignored, not judged
     assert doc["reports"] == [] and "not a regular file" in doc["ignored"][0]["reason"]
@@ -248,8 +261,9 @@ def test_device_file_under_a_log_name_does_not_hang(tmp_path):
     """A symlink to /dev/zero named like a log (endless bytes) is not read at all."""
     p = tmp_path / "metrics.csv"
     p.symlink_to("/dev/zero")
-    res = subprocess.run([sys.executable, "-m", "trainproof", "epoch", str(p)], capture_output=True, text=True,
-                         timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "trainproof", "epoch", str(p)], capture_output=True, text=True, timeout=60
+    )
     assert res.returncode == 2 and "not a regular file" in one_clear_line(res.stderr)
 
 
@@ -262,8 +276,12 @@ def test_symlink_loops_in_a_doctor_tree(tmp_path):
     (run / "self").symlink_to(run, target_is_directory=True)
     (tmp_path / "runs" / "x.jsonl").symlink_to(tmp_path / "runs" / "y.jsonl")
     (tmp_path / "runs" / "y.jsonl").symlink_to(tmp_path / "runs" / "x.jsonl")
-    res = subprocess.run([sys.executable, "-m", "trainproof", "doctor", str(tmp_path), "--json"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "trainproof", "doctor", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "Traceback" not in res.stderr
     doc = json.loads(res.stdout)
     judged_files = [r["file"] for r in doc["reports"] if r["error"] is None]
@@ -342,8 +360,12 @@ def test_latin1_bytes_in_a_csv_header(tmp_path):
     """``précision`` written in Latin-1 (0xE9 is not UTF-8): the header still names the
     columns, the undecodable byte is replaced, the run is judged."""
     p = tmp_path / "metrics.csv"
-    p.write_bytes(("step,loss,précision,learning_rate\n" + "".join(
-        f"{r['step']},{r['loss']},0.5,{r['learning_rate']}\n" for r in healthy_rows())).encode("latin-1"))
+    p.write_bytes(
+        (
+            "step,loss,précision,learning_rate\n"
+            + "".join(f"{r['step']},{r['loss']},0.5,{r['learning_rate']}\n" for r in healthy_rows())
+        ).encode("latin-1")
+    )
     rep = judged(p)
     assert rep["exit"] == 0 and rep["records"] == 60
     assert rep["mapping"]["loss"]["source"] == "loss"
@@ -354,8 +376,11 @@ def test_crlf_reads_like_lf(tmp_path, reader):
     lf = F.valid(reader).replace(b"\r\n", b"\n")
     want = judged(F.write_input(tmp_path / "lf", reader, lf))
     got = judged(F.write_input(tmp_path / "crlf", reader, lf.replace(b"\n", b"\r\n")))
-    assert (got["records"], got["ids"], got["exit"]) == (want["records"], want["ids"], want["exit"]) == \
-        (want["records"], ["TP-PASS"] + (["TP-THROUGHPUT"] if reader == "coqui" else []), 0)
+    assert (
+        (got["records"], got["ids"], got["exit"])
+        == (want["records"], want["ids"], want["exit"])
+        == (want["records"], ["TP-PASS"] + (["TP-THROUGHPUT"] if reader == "coqui" else []), 0)
+    )
 
 
 def test_mixed_carriage_return_progress_output(tmp_path):
@@ -388,8 +413,13 @@ def test_deeply_nested_json(tmp_path, depth):
     h.write_text('{"log_history": [' + json.dumps(rows)[1:-1] + ', {"step": 305, "x": ' + nested + "}]}\n")
     assert judged(h)["exit"] == 0
     c = tmp_path / "nohup.out"
-    c.write_text("".join(f"{{'loss': {r['loss']}, 'epoch': {r['epoch']}}}\n" for r in rows)
-                 + "{'loss': " + "[" * depth + "]" * depth + ", 'epoch': 1.0}\n")
+    c.write_text(
+        "".join(f"{{'loss': {r['loss']}, 'epoch': {r['epoch']}}}\n" for r in rows)
+        + "{'loss': "
+        + "[" * depth
+        + "]" * depth
+        + ", 'epoch': 1.0}\n"
+    )
     assert judged(c)["exit"] == 0
 
 
@@ -404,8 +434,10 @@ def test_number_with_ten_thousand_digits(tmp_path, reader):
     elif reader == "hf":
         text = '{"log_history": [' + json.dumps(rows)[1:-1] + f', {{"step": 310, "loss": {huge}}}]}}\n'
     elif reader == "console":
-        text = "".join(f"{{'loss': {r['loss']}, 'epoch': {r['epoch']}}}\n" for r in rows) + \
-            f"{{'loss': {huge}, 'epoch': 1.0}}\n"
+        text = (
+            "".join(f"{{'loss': {r['loss']}, 'epoch': {r['epoch']}}}\n" for r in rows)
+            + f"{{'loss': {huge}, 'epoch': 1.0}}\n"
+        )
     else:
         text = csv_text(30) + f"310,{huge},0.0001\n"
     rep = judged(F.write_input(tmp_path, reader, text.encode()))
@@ -447,8 +479,9 @@ def test_ten_thousand_digit_step_is_no_step(tmp_path):
 def test_duplicate_keys(tmp_path):
     """JSON's last value wins for a repeated key, in JSONL and in trainer_state.json alike."""
     rows = healthy_rows(40)
-    dup = "".join('{"step": %d, "loss": 99.0, "learning_rate": 1e-4, "loss": %r}\n' % (r["step"], r["loss"])
-                  for r in rows)
+    dup = "".join(
+        '{"step": %d, "loss": 99.0, "learning_rate": 1e-4, "loss": %r}\n' % (r["step"], r["loss"]) for r in rows
+    )
     p = tmp_path / "metrics.jsonl"
     p.write_text(dup)
     rep = judged(p)
@@ -457,8 +490,9 @@ def test_duplicate_keys(tmp_path):
 
     assert read_runlog(p).get("loss").values.tolist() == [r["loss"] for r in rows]
     h = tmp_path / "trainer_state.json"
-    h.write_text('{"log_history": [' + ", ".join(ln.strip() for ln in dup.splitlines()) + '], '
-                 '"log_history": "overwritten?"}\n')
+    h.write_text(
+        '{"log_history": [' + ", ".join(ln.strip() for ln in dup.splitlines()) + '], "log_history": "overwritten?"}\n'
+    )
     # a second log_history key: the streamed first one is judged, the second is said
     rep = judged(h)
     assert (rep["exit"], rep["records"]) == (0, 40) and "TP-DATA-DROPPED" in rep["ids"]
@@ -483,6 +517,7 @@ def test_huge_finite_loss_prints_nothing_on_stderr(tmp_path):
     rows = healthy_rows(30)
     rows[1]["loss"] = 1e308
     p = write_jsonl(tmp_path / "metrics.jsonl", rows)
-    res = subprocess.run([sys.executable, "-m", "trainproof", "epoch", str(p)], capture_output=True, text=True,
-                         timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "trainproof", "epoch", str(p)], capture_output=True, text=True, timeout=60
+    )
     assert res.returncode in (0, 1) and res.stderr == ""

@@ -1,4 +1,5 @@
 """The HF Trainer callback on real tiny GPT-2 runs (CPU, a few seconds each)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -47,18 +48,34 @@ def train(tmp_path, cb, lr: float, max_grad_norm: float = 1.0, eval_steps: int |
     from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 
     transformers.set_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=64, n_positions=32,
-                                       bos_token_id=0, eos_token_id=0))
+    model = GPT2LMHeadModel(
+        GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=64, n_positions=32, bos_token_id=0, eos_token_id=0)
+    )
     # logging_first_step: the divergence rules compare the run with its starting level;
     # without it the first record is already the mean of steps 1-5, after the blow-up.
     args = TrainingArguments(
-        output_dir=str(tmp_path), max_steps=MAX_STEPS, logging_steps=5, logging_first_step=True,
-        report_to=[], use_cpu=True, save_strategy="no", learning_rate=lr, max_grad_norm=max_grad_norm,
-        per_device_train_batch_size=8, disable_tqdm=True, seed=0,
-        eval_strategy="steps" if eval_steps else "no", eval_steps=eval_steps,
+        output_dir=str(tmp_path),
+        max_steps=MAX_STEPS,
+        logging_steps=5,
+        logging_first_step=True,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        learning_rate=lr,
+        max_grad_norm=max_grad_norm,
+        per_device_train_batch_size=8,
+        disable_tqdm=True,
+        seed=0,
+        eval_strategy="steps" if eval_steps else "no",
+        eval_steps=eval_steps,
     )
-    trainer = Trainer(model=model, args=args, train_dataset=random_tokens(),
-                      eval_dataset=random_tokens(8, seed=1) if eval_steps else None, callbacks=[cb])
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=random_tokens(),
+        eval_dataset=random_tokens(8, seed=1) if eval_steps else None,
+        callbacks=[cb],
+    )
     trainer.train()
     return trainer
 
@@ -83,8 +100,10 @@ def test_stop_on_fail_stops_a_diverging_run(hf, tmp_path, capsys):
     assert "TP-DIVERGE" in fails(cb.report) and cb.report.verdict is Level.FAIL
     assert cb.report.meta["max_steps"] == MAX_STEPS
     left = MAX_STEPS - stopped
-    assert (f"stopped HF Trainer training at step {stopped} of {MAX_STEPS} scheduled steps: "
-            f"{left} scheduled steps ({100 * left / MAX_STEPS:.0f}%) never ran.") in err
+    assert (
+        f"stopped HF Trainer training at step {stopped} of {MAX_STEPS} scheduled steps: "
+        f"{left} scheduled steps ({100 * left / MAX_STEPS:.0f}%) never ran."
+    ) in err
     assert f"trainproof: FAIL at step {stopped}: TP-DIVERGE:" in err
 
 
@@ -132,15 +151,18 @@ def python(code: str) -> subprocess.CompletedProcess:
 
 
 def test_importing_trainproof_and_its_integrations_imports_no_framework():
-    p = python("import sys, trainproof, trainproof.integrations, trainproof.integrations._common\n"
-               f"print(sorted(m for m in {FRAMEWORKS!r} if m in sys.modules))")
+    p = python(
+        "import sys, trainproof, trainproof.integrations, trainproof.integrations._common\n"
+        f"print(sorted(m for m in {FRAMEWORKS!r} if m in sys.modules))"
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
 
 
 def test_a_missing_transformers_names_the_extra():
-    p = python("import sys; sys.modules['transformers'] = None\n"
-               "from trainproof.integrations.hf import TrainproofCallback")
+    p = python(
+        "import sys; sys.modules['transformers'] = None\nfrom trainproof.integrations.hf import TrainproofCallback"
+    )
     assert p.returncode != 0
-    assert 'ImportError: trainproof\'s hf callback needs transformers' in p.stderr
+    assert "ImportError: trainproof's hf callback needs transformers" in p.stderr
     assert 'pip install "trainproof[hf]"' in p.stderr

@@ -1,4 +1,5 @@
 """The Keras 3 callback on real tiny Sequential runs (torch backend, CPU, seconds each)."""
+
 from __future__ import annotations
 
 import os
@@ -43,13 +44,20 @@ def fit(cb, optimizer: str, lr: float):
     import keras
 
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(64, activation="relu"),
-                              keras.layers.Dense(64, activation="relu"), keras.layers.Dense(4)])
+    model = keras.Sequential(
+        [
+            keras.Input((16,)),
+            keras.layers.Dense(64, activation="relu"),
+            keras.layers.Dense(64, activation="relu"),
+            keras.layers.Dense(4),
+        ]
+    )
     opt = keras.optimizers.SGD(lr) if optimizer == "sgd" else keras.optimizers.Adam(lr)
     model.compile(optimizer=opt, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     x, y = clusters(N_TRAIN, 1)
-    return model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, validation_data=clusters(256, 2),
-                     callbacks=[cb], verbose=0, shuffle=True)
+    return model.fit(
+        x, y, batch_size=BATCH, epochs=EPOCHS, validation_data=clusters(256, 2), callbacks=[cb], verbose=0, shuffle=True
+    )
 
 
 def fails(report) -> set[str]:
@@ -57,11 +65,15 @@ def fails(report) -> set[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("optimizer, lr, rule", [
-    # SGD at lr 10: the loss is 33 at batch 2, 1e27 at batch 6, NaN from batch 7.
-    ("sgd", 10.0, "TP-NAN"),
-    ("adam", 0.0, "TP-ZERO-LR"),
-], ids=["lr_hot_nan", "lr_zero"])
+@pytest.mark.parametrize(
+    "optimizer, lr, rule",
+    [
+        # SGD at lr 10: the loss is 33 at batch 2, 1e27 at batch 6, NaN from batch 7.
+        ("sgd", 10.0, "TP-NAN"),
+        ("adam", 0.0, "TP-ZERO-LR"),
+    ],
+    ids=["lr_hot_nan", "lr_zero"],
+)
 def test_stop_on_fail_stops_a_broken_run(callback, capsys, optimizer, lr, rule):
     cb = callback(policy="stop_on_fail", check_every=10)
     history = fit(cb, optimizer, lr)
@@ -71,8 +83,10 @@ def test_stop_on_fail_stops_a_broken_run(callback, capsys, optimizer, lr, rule):
     assert rule in fails(cb.report)
     assert cb.report.meta["max_steps"] == STEPS
     left = STEPS - 10
-    assert (f"stopped Keras training at step 10 of {STEPS} scheduled steps: {left} scheduled steps "
-            f"({100 * left / STEPS:.0f}%) never ran.") in err
+    assert (
+        f"stopped Keras training at step 10 of {STEPS} scheduled steps: {left} scheduled steps "
+        f"({100 * left / STEPS:.0f}%) never ran."
+    ) in err
     assert f": {rule}: " in err
 
 
@@ -102,12 +116,12 @@ def test_running_means_are_turned_back_into_batch_losses(callback):
     losses = [4.0, 2.0, 3.0, 1.0, 5.0]
     got = []
     for i in range(len(losses)):
-        mean = sum(losses[:i + 1]) / (i + 1)
+        mean = sum(losses[: i + 1]) / (i + 1)
         got.append(cb._per_batch(i, {"loss": mean, "accuracy": 0.5})["loss"])
     assert got == pytest.approx(losses)
     # steps_per_execution=2: each call covers two batches and gets their mean
     cb.on_epoch_begin(1)
-    got = [cb._per_batch(i, {"loss": sum(losses[:i + 1]) / (i + 1)})["loss"] for i in (1, 3)]
+    got = [cb._per_batch(i, {"loss": sum(losses[: i + 1]) / (i + 1)})["loss"] for i in (1, 3)]
     assert got == pytest.approx([3.0, 2.0])
     # a new epoch restarts the running means
     cb.on_epoch_begin(2)
@@ -115,9 +129,16 @@ def test_running_means_are_turned_back_into_batch_losses(callback):
 
 
 def test_a_missing_keras_names_the_extra():
-    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['keras'] = None\n"
-                        "from trainproof.integrations.keras import TrainproofCallback"],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.modules['keras'] = None\nfrom trainproof.integrations.keras import TrainproofCallback",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode != 0
     assert "ImportError: trainproof's keras callback needs keras" in p.stderr
     assert 'pip install "trainproof[keras]"' in p.stderr

@@ -1,4 +1,5 @@
 """The Lightning callback on real tiny MLP runs (CPU, a few seconds each)."""
+
 from __future__ import annotations
 
 import logging
@@ -70,9 +71,17 @@ def fit(cb, optimizer: str, lr: float, **schedule):
 
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     pl.seed_everything(0, verbose=False)
-    trainer = pl.Trainer(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, callbacks=[cb], val_check_interval=50,
-                         check_val_every_n_epoch=None, **(schedule or {"max_steps": MAX_STEPS}))
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[cb],
+        val_check_interval=50,
+        check_val_every_n_epoch=None,
+        **(schedule or {"max_steps": MAX_STEPS}),
+    )
     train = torch.utils.data.DataLoader(clusters(2048, 1), batch_size=BATCH, shuffle=True)
     val = torch.utils.data.DataLoader(clusters(256, 2), batch_size=128)
     trainer.fit(mlp(optimizer, lr), train, val)
@@ -84,12 +93,16 @@ def fails(report) -> set[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("optimizer, lr, schedule, scheduled, rule", [
-    # SGD at lr 10 with no clipping: the loss is 31 at step 2, 1e26 at step 6, NaN from step 7.
-    ("sgd", 10.0, {"max_steps": MAX_STEPS}, MAX_STEPS, "TP-NAN"),
-    # Adam at lr 0: nothing moves. No max_steps: the schedule is 2 epochs of 64 batches.
-    ("adam", 0.0, {"max_epochs": 2}, 2 * 2048 // BATCH, "TP-ZERO-LR"),
-], ids=["lr_hot_nan", "lr_zero"])
+@pytest.mark.parametrize(
+    "optimizer, lr, schedule, scheduled, rule",
+    [
+        # SGD at lr 10 with no clipping: the loss is 31 at step 2, 1e26 at step 6, NaN from step 7.
+        ("sgd", 10.0, {"max_steps": MAX_STEPS}, MAX_STEPS, "TP-NAN"),
+        # Adam at lr 0: nothing moves. No max_steps: the schedule is 2 epochs of 64 batches.
+        ("adam", 0.0, {"max_epochs": 2}, 2 * 2048 // BATCH, "TP-ZERO-LR"),
+    ],
+    ids=["lr_hot_nan", "lr_zero"],
+)
 def test_stop_on_fail_stops_a_broken_run(callback, capsys, optimizer, lr, schedule, scheduled, rule):
     cb = callback(policy="stop_on_fail", check_every=10)
     trainer = fit(cb, optimizer, lr, **schedule)
@@ -99,8 +112,10 @@ def test_stop_on_fail_stops_a_broken_run(callback, capsys, optimizer, lr, schedu
     assert rule in fails(cb.report)
     assert cb.report.meta["max_steps"] == scheduled
     left = scheduled - stopped
-    assert (f"stopped Lightning training at step {stopped} of {scheduled} scheduled steps: "
-            f"{left} scheduled steps ({100 * left / scheduled:.0f}%) never ran.") in err
+    assert (
+        f"stopped Lightning training at step {stopped} of {scheduled} scheduled steps: "
+        f"{left} scheduled steps ({100 * left / scheduled:.0f}%) never ran."
+    ) in err
     assert f": {rule}: " in err
 
 
@@ -122,9 +137,17 @@ def test_healthy_run_finishes_silent(callback, capsys):
 
 
 def test_a_missing_lightning_names_the_extra():
-    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['lightning'] = None\n"
-                        "from trainproof.integrations.lightning import TrainproofCallback"],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.modules['lightning'] = None\n"
+            "from trainproof.integrations.lightning import TrainproofCallback",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode != 0
     assert "ImportError: trainproof's lightning callback needs lightning" in p.stderr
     assert 'pip install "trainproof[lightning]"' in p.stderr

@@ -1,20 +1,21 @@
 """Layering facts of the package, each checked in a fresh interpreter: what judging a run
 loads, and what the rule registry needs to document every id."""
+
 from __future__ import annotations
 
-import pytest
 import json
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 _FORBIDDEN = ("click", "trainproof.cli", "trainproof.preflight")
 
 
 def _fresh(code: str) -> dict:
     """Run ``code`` in a new interpreter; it prints one JSON object as its last line."""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -30,19 +31,23 @@ def _then_loaded(code: str) -> str:
 
 def test_judging_a_runlog_loads_no_click_no_cli_no_preflight(tmp_path):
     log = tmp_path / "train.jsonl"
-    log.write_text("".join(json.dumps({"step": i, "loss": float("nan") if i == 40 else 2.0 / (i + 1)}) + "\n"
-                           for i in range(60)))
-    got = _fresh(_then_loaded(f"""
+    log.write_text(
+        "".join(json.dumps({"step": i, "loss": float("nan") if i == 40 else 2.0 / (i + 1)}) + "\n" for i in range(60))
+    )
+    got = _fresh(
+        _then_loaded(f"""
         from trainproof.api import judge
         result = judge({str(log)!r}).verdict
-    """))
+    """)
+    )
     assert got["result"] == "FAIL"  # the rules ran (TP-NAN), and still nothing of the outer ring loaded
     assert got["bad"] == []
 
 
 @pytest.mark.slow
 def test_judging_in_the_training_loop_loads_no_click_no_cli_no_preflight():
-    got = _fresh(_then_loaded("""
+    got = _fresh(
+        _then_loaded("""
         import torch
         import trainproof
         torch.manual_seed(0)
@@ -59,18 +64,21 @@ def test_judging_in_the_training_loop_loads_no_click_no_cli_no_preflight():
             opt.step()
         rep = mon.report(print_it=False)
         result = {"ran": rep.ran, "fail": rep.verdict == "FAIL"}
-    """))
+    """)
+    )
     assert "TP-NAN" in got["result"]["ran"] and not got["result"]["fail"]  # judged, and healthy
     assert got["bad"] == []
 
 
 def test_the_registry_documents_every_preflight_id_without_importing_a_check():
-    got = _fresh(_then_loaded("""
+    got = _fresh(
+        _then_loaded("""
         from trainproof.rules.registry import all_rules
         rules = all_rules()
         result = {"preflight": [r.id for r in rules if r.source == "preflight"],
                   "first": rules[0].id, "n": len(rules)}
-    """))
+    """)
+    )
     assert got["bad"] == []
     pre = got["result"]["preflight"]
     assert len(pre) == len(set(pre)) >= 70
@@ -158,8 +166,11 @@ def test_no_import_cycle_crosses_a_package():
     for m in graph:
         for other in _reaches(graph, m):
             if m in _reaches(graph, other):
-                assert m.rpartition(".")[0] == other.rpartition(".")[0] or m == other.rpartition(".")[0] \
-                    or other == m.rpartition(".")[0], (m, other)
+                assert (
+                    m.rpartition(".")[0] == other.rpartition(".")[0]
+                    or m == other.rpartition(".")[0]
+                    or other == m.rpartition(".")[0]
+                ), (m, other)
 
 
 def _source_files():
@@ -178,8 +189,11 @@ def test_only_main_exits_the_process():
     import ast
 
     def script_block(node) -> bool:  # `if __name__ == "__main__":` — a module run as a script
-        return isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and \
-            getattr(node.test.left, "id", None) == "__name__"
+        return (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and getattr(node.test.left, "id", None) == "__name__"
+        )
 
     root, files = _source_files()
     allowed = {"cli/app.py"}
@@ -188,8 +202,13 @@ def test_only_main_exits_the_process():
         tree = ast.parse(f.read_text(encoding="utf-8"))
         tree.body = [n for n in tree.body if not script_block(n)]
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "exit" \
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "sys":
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "exit"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "sys"
+            ):
                 found.append(f"{f.relative_to(root).as_posix()}:{node.lineno}")
     assert [x for x in found if x.rsplit(":", 1)[0] not in allowed] == []
     assert any(x.startswith("cli/app.py") for x in found)  # main() itself, so the check sees calls
@@ -205,8 +224,13 @@ def test_the_checks_import_no_click():
     for f in files:
         rel = f.relative_to(root).as_posix()
         for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             if any(n == "click" or n.startswith("click.") for n in names):
                 importers.append(rel)
     outside = sorted({r for r in importers if not r.startswith("cli/")})

@@ -21,6 +21,7 @@ run takes well under a second.
 A stop records its step and the FAIL findings behind it, which every failure message
 prints (id, message, evidence, data).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -82,8 +83,7 @@ def make_optimizer(params, opt: str, lr: float):
     return torch.optim.SGD(params, lr=lr)
 
 
-def train(kind: str, opt: str, lr: float, seed: int, check_every: int, warmup: int = 0,
-          frozen: bool = False):
+def train(kind: str, opt: str, lr: float, seed: int, check_every: int, warmup: int = 0, frozen: bool = False):
     """Run the docs/live.md snippet for 300 steps.
 
     Returns ``(stopped_at, error, losses, monitor)``: the step the loop was stopped at and
@@ -100,8 +100,7 @@ def train(kind: str, opt: str, lr: float, seed: int, check_every: int, warmup: i
         model.register_parameter("anchor", torch.nn.Parameter(torch.zeros(())))
         params = [model.anchor]
     optimizer = make_optimizer(params, opt, lr)
-    scheduler = (torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
-                 if warmup else None)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup)) if warmup else None
     g = torch.Generator().manual_seed(seed + 7)
     losses: list[float] = []
     mon = trainproof.monitor(model, optimizer, check_every=check_every, policy="raise", max_steps=STEPS)
@@ -126,8 +125,9 @@ def train(kind: str, opt: str, lr: float, seed: int, check_every: int, warmup: i
 
 def describe(e: RunFailed) -> str:
     """The FAIL findings of a stop, one per line, with the numbers behind each."""
-    return "\n".join(f"  {f.id}: {f.message} | {f.evidence} | {f.data}"
-                     for f in e.report.findings if f.level is Level.FAIL)
+    return "\n".join(
+        f"  {f.id}: {f.message} | {f.evidence} | {f.data}" for f in e.report.findings if f.level is Level.FAIL
+    )
 
 
 def fail_ids(e: RunFailed) -> set[str]:
@@ -145,8 +145,13 @@ HEALTHY = {  # name: (optimizer, lr, warm-up steps)
     "adamw_1e-3_warmup30": ("adamw", 1e-3, 30),
 }
 
-HEALTHY_CASES = [pytest.param(kind, name, seed, every, id=f"{kind}-{name}-seed{seed}-every{every}")
-                 for kind in ("clf", "reg") for name in HEALTHY for seed in (0, 1) for every in (10, 50)]
+HEALTHY_CASES = [
+    pytest.param(kind, name, seed, every, id=f"{kind}-{name}-seed{seed}-every{every}")
+    for kind in ("clf", "reg")
+    for name in HEALTHY
+    for seed in (0, 1)
+    for every in (10, 50)
+]
 
 
 @pytest.mark.slow
@@ -174,8 +179,13 @@ BROKEN = {  # name: (optimizer, lr, frozen, FAIL ids of which at least one names
     "frozen_sgd": ("sgd", 0.05, True, {"TP-ZERO-GRAD", "TP-DEAD-RUN"}),
 }
 
-BROKEN_CASES = [pytest.param(kind, name, seed, every, id=f"{kind}-{name}-seed{seed}-every{every}")
-                for kind in ("clf", "reg") for name in BROKEN for seed in (0, 1) for every in (10, 50)]
+BROKEN_CASES = [
+    pytest.param(kind, name, seed, every, id=f"{kind}-{name}-seed{seed}-every{every}")
+    for kind in ("clf", "reg")
+    for name in BROKEN
+    for seed in (0, 1)
+    for every in (10, 50)
+]
 
 
 @pytest.mark.slow
@@ -184,19 +194,29 @@ def test_broken_run_is_stopped_early_for_its_cause(kind, name, seed, every):
     opt, lr, frozen, causes = BROKEN[name]
     stopped_at, e, losses, mon = train(kind, opt, lr, seed, every, frozen=frozen)
     assert stopped_at is not None, "broken run was never stopped: " + str(
-        [(f.id, f.level.value, f.evidence) for f in mon.check().findings])
+        [(f.id, f.level.value, f.evidence) for f in mon.check().findings]
+    )
     assert stopped_at <= STOP_BY, f"stopped only at step {stopped_at}"
     assert fail_ids(e) & causes, f"stopped at step {stopped_at} for another cause:\n{describe(e)}"
     assert isinstance(e.report, trainproof.Report) and e.report.verdict.value == "FAIL"
 
 
 #: A specific cause and the generic "did not improve" that it explains (issue 16 §4).
-SPECIFIC = {"sgd_lr10": {"TP-DIVERGE", "TP-NAN"}, "sgd_lr0": {"TP-ZERO-LR"},
-            "adam_lr0": {"TP-ZERO-LR"}, "frozen_adam": {"TP-ZERO-GRAD"}, "frozen_sgd": {"TP-ZERO-GRAD"}}
+SPECIFIC = {
+    "sgd_lr10": {"TP-DIVERGE", "TP-NAN"},
+    "sgd_lr0": {"TP-ZERO-LR"},
+    "adam_lr0": {"TP-ZERO-LR"},
+    "frozen_adam": {"TP-ZERO-GRAD"},
+    "frozen_sgd": {"TP-ZERO-GRAD"},
+}
 
 
-ONE_CAUSE_CASES = [pytest.param(kind, name, every, id=f"{kind}-{name}-every{every}")
-                   for kind in ("clf", "reg") for name in SPECIFIC for every in (10, 50)]
+ONE_CAUSE_CASES = [
+    pytest.param(kind, name, every, id=f"{kind}-{name}-every{every}")
+    for kind in ("clf", "reg")
+    for name in SPECIFIC
+    for every in (10, 50)
+]
 
 
 @pytest.mark.parametrize("kind,name,every", ONE_CAUSE_CASES)

@@ -3,6 +3,7 @@
 A tiny MLP on a fixed regression problem, a few hundred steps at most; torch runs on one
 thread (on a small machine several threads make a step of this size 30x slower).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,10 @@ torch = pytest.importorskip("torch")
 import numpy as np  # noqa: E402
 
 import trainproof  # noqa: E402
-from conftest import run_cli  # noqa: E402
 from trainproof import Level, Report, RunFailed  # noqa: E402
 from trainproof.live.monitor import Monitor  # noqa: E402
+
+from conftest import run_cli  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -40,8 +42,15 @@ def make_problem(seed: int = 0):
     return X, Y, model
 
 
-def train(opt: str = "adam", lr: float = 1e-3, steps: int = 300, seed: int = 0, before_step=None,
-          loss_override=None, **watch_kw):
+def train(
+    opt: str = "adam",
+    lr: float = 1e-3,
+    steps: int = 300,
+    seed: int = 0,
+    before_step=None,
+    loss_override=None,
+    **watch_kw,
+):
     """Train the tiny MLP with the monitor; returns (monitor, last step reached, optimizer).
 
     ``before_step(step, model)`` runs after ``mon.log`` and before ``optimizer.step()``;
@@ -70,12 +79,12 @@ def train(opt: str = "adam", lr: float = 1e-3, steps: int = 300, seed: int = 0, 
 
 # --------------------------------------------------------------------------- lr far too high
 
+
 def test_lr_far_too_high_raises_run_failed_during_the_run():
     steps = 300
     reached = []
     with pytest.raises(RunFailed) as ei:
-        train("sgd", lr=5.0, steps=steps, policy="raise", check_every=25,
-              before_step=lambda s, m: reached.append(s))
+        train("sgd", lr=5.0, steps=steps, policy="raise", check_every=25, before_step=lambda s, m: reached.append(s))
     e = ei.value
     assert isinstance(e, RuntimeError)
     assert isinstance(e.report, Report)
@@ -101,8 +110,9 @@ def test_lr_far_too_high_with_warn_is_seen_during_the_run(capsys):
     def before_step(s, m):
         progress["step"] = s
 
-    mon, last, _ = train("sgd", lr=5.0, steps=200, policy="warn", check_every=20, on_alert=on_alert,
-                         before_step=before_step)
+    mon, last, _ = train(
+        "sgd", lr=5.0, steps=200, policy="warn", check_every=20, on_alert=on_alert, before_step=before_step
+    )
     assert last == 199  # warn never stops the loop
     fail_alerts = [(s, f) for s, f in alerts if f.level is Level.FAIL]
     assert fail_alerts
@@ -135,6 +145,7 @@ def test_report_prints_the_verdict(capsys):
 
 # --------------------------------------------------------------------------- lr = 0
 
+
 def test_zero_lr_gives_tp_zero_lr():
     mon, _, _ = train("sgd", lr=0.0, steps=120, policy="silent")
     rep = mon.report(print_it=False)
@@ -154,6 +165,7 @@ def test_zero_lr_raise_policy_stops_at_the_first_check():
 
 
 # --------------------------------------------------------------------------- healthy
+
 
 def test_healthy_run_no_fail_and_no_fail_alert():
     alerts = []
@@ -178,7 +190,7 @@ def test_recorded_series():
         opt.zero_grad()
         loss.backward()
         if step == 7:
-            manual = math.sqrt(sum(float((p.grad ** 2).sum()) for p in model.parameters()))
+            manual = math.sqrt(sum(float((p.grad**2).sum()) for p in model.parameters()))
         mon.log(step * 5, loss.item(), eval_loss=0.5 if step % 5 == 4 else None, acc=0.9, flag=True)
         opt.step()
     run = mon.guardian.runlog()
@@ -203,14 +215,16 @@ def test_grad_norm_without_gradients_is_nan():
 
 # --------------------------------------------------------------------------- update ratio
 
+
 def test_update_ratio_matches_a_manual_computation():
     snapshots = {}
 
     def before_step(step, model):
         snapshots[step] = [p.detach().clone() for p in model.parameters()]
 
-    mon, _, _ = train("sgd", lr=0.05, steps=40, policy="silent", track_update_ratio=True,
-                      before_step=before_step, check_every=1000)
+    mon, _, _ = train(
+        "sgd", lr=0.05, steps=40, policy="silent", track_update_ratio=True, before_step=before_step, check_every=1000
+    )
     ur = mon.guardian.runlog().series["update_ratio"]
     # The first call has nothing to compare with; then one value per call.
     assert list(ur.steps) == [float(s) for s in range(1, 40)]
@@ -249,13 +263,17 @@ def test_update_ratio_sane_lr_is_not_low():
 
 # --------------------------------------------------------------------------- log_path
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["healthy", "diverged", "zero_lr"])
 def test_log_path_jsonl_reads_back_with_the_same_verdict(tmp_path, case):
     log = tmp_path / "sub" / "run.jsonl"
     log.parent.mkdir()
-    kw = {"healthy": dict(opt="adam", lr=1e-3), "diverged": dict(opt="sgd", lr=5.0),
-          "zero_lr": dict(opt="sgd", lr=0.0)}[case]
+    kw = {
+        "healthy": dict(opt="adam", lr=1e-3),
+        "diverged": dict(opt="sgd", lr=5.0),
+        "zero_lr": dict(opt="sgd", lr=0.0),
+    }[case]
     mon, _, _ = train(steps=200, policy="silent", log_path=log, track_update_ratio=True, **kw)
     rep = mon.report(print_it=False)
     mon.close()
@@ -268,8 +286,9 @@ def test_log_path_jsonl_reads_back_with_the_same_verdict(tmp_path, case):
     assert ep["format"] == "jsonl"
     assert ep["verdict"] == rep.verdict.value
     assert ep["records"] == rep.records == 200
-    assert sorted(f["id"] for f in ep["findings"] if f["level"] in ("FAIL", "WARN")) == \
-        sorted(f.id for f in rep.findings if f.level in (Level.FAIL, Level.WARN))
+    assert sorted(f["id"] for f in ep["findings"] if f["level"] in ("FAIL", "WARN")) == sorted(
+        f.id for f in rep.findings if f.level in (Level.FAIL, Level.WARN)
+    )
     assert code == (1 if rep.verdict is Level.FAIL else 0)
 
 
@@ -283,13 +302,21 @@ def test_log_path_appends_and_close(tmp_path):
 
 # --------------------------------------------------------------------------- non-finite
 
+
 def test_non_finite_losses_are_recorded_never_raised_with_warn(tmp_path, capsys):
     log = tmp_path / "run.jsonl"
     bad = {30: float("nan"), 31: float("inf"), 90: float("-inf")}
     bad.update({s: float("nan") for s in range(150, 200)})
 
-    mon, last, _ = train("adam", lr=1e-3, steps=200, policy="warn", check_every=20, log_path=log,
-                         loss_override=lambda s, v: bad.get(s, v))
+    mon, last, _ = train(
+        "adam",
+        lr=1e-3,
+        steps=200,
+        policy="warn",
+        check_every=20,
+        log_path=log,
+        loss_override=lambda s, v: bad.get(s, v),
+    )
     assert last == 199
     loss = mon.guardian.runlog().series["loss"]
     assert loss.values.size == 200
@@ -309,12 +336,19 @@ def test_non_finite_losses_are_recorded_never_raised_with_warn(tmp_path, capsys)
 
 
 def test_non_finite_losses_silent():
-    mon, last, _ = train("adam", lr=1e-3, steps=60, policy="silent", check_every=5,
-                         loss_override=lambda s, v: float("nan") if s > 10 else v)
+    mon, last, _ = train(
+        "adam",
+        lr=1e-3,
+        steps=60,
+        policy="silent",
+        check_every=5,
+        loss_override=lambda s, v: float("nan") if s > 10 else v,
+    )
     assert last == 59
 
 
 # --------------------------------------------------------------------------- API details
+
 
 def test_bad_policy_is_a_value_error():
     X, Y, model = make_problem()
@@ -351,8 +385,7 @@ def test_max_steps_reaches_the_schedule_rules():
 
 
 def test_import_trainproof_does_not_import_torch():
-    code = ("import sys, trainproof; trainproof.watch; trainproof.RunFailed; "
-            "print('torch' in sys.modules)")
+    code = "import sys, trainproof; trainproof.watch; trainproof.RunFailed; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
 

@@ -5,6 +5,7 @@ script's background job (SIGINT inherited as ignored).
 Real processes and real signals; each test waits for what it needs (a line, the
 process's handlers, its exit) with a generous deadline.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,17 +19,20 @@ from pathlib import Path
 
 import pytest
 
+from trainproof import _files
+from trainproof import cli as cli_mod
+
 from conftest import healthy_rows, write_jsonl
 from test_live_watch import DEADLINE, WatchProc, procs, text_poll, wait_catches  # noqa: F401 (procs: a fixture)
-from trainproof import _files, cli as cli_mod
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
 def nan_rows(n: int = 60) -> list[dict]:
     """A loss that turns NaN at record 30: FAIL (TP-NAN)."""
-    return [{"step": 10 * i, "loss": 2.0 * 0.99 ** i if i < 30 else math.nan, "learning_rate": 1e-4}
-            for i in range(1, n + 1)]
+    return [
+        {"step": 10 * i, "loss": 2.0 * 0.99**i if i < 30 else math.nan, "learning_rate": 1e-4} for i in range(1, n + 1)
+    ]
 
 
 def assert_whole_or_absent(sarif: Path | None = None, html: Path | None = None, js: str | None = None) -> None:
@@ -44,6 +48,7 @@ def assert_whole_or_absent(sarif: Path | None = None, html: Path | None = None, 
 
 
 # --------------------------------------------------------------------------- watch
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("rows, code, verdict", [(nan_rows(), 1, "FAIL"), (healthy_rows(60), 0, "PASS")])
@@ -77,8 +82,15 @@ def _ignore_sigint() -> None:
 def test_sigint_stops_a_watch_that_inherited_it_ignored(tmp_path, rows, code, verdict):
     log = write_jsonl(tmp_path / "run.jsonl", rows)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([sys.executable, "-m", "trainproof", "watch", str(log), "--interval", "0.2"], cwd=tmp_path,
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ignore_sigint)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "trainproof", "watch", str(log), "--interval", "0.2"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ignore_sigint,
+    )
     try:
         for line in p.stdout:  # the first verdict line
             if (poll := text_poll(line)) is not None and poll["verdict"] == verdict:
@@ -97,10 +109,17 @@ def test_sigint_stops_a_watch_started_with_ampersand_by_a_script(tmp_path):
     log = write_jsonl(tmp_path / "run.jsonl", nan_rows())
     pidfile = tmp_path / "pid"
     # A non-interactive shell starts `cmd &` with SIGINT ignored.
-    script = (f'"{sys.executable}" -m trainproof watch "{log}" --interval 0.2 > out.txt 2> err.txt & '
-              f'echo $! > "{pidfile}"; wait $!; echo "rc=$?"')
-    sh = subprocess.Popen(["bash", "-c", script], cwd=tmp_path, stdout=subprocess.PIPE, text=True,
-                          env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    script = (
+        f'"{sys.executable}" -m trainproof watch "{log}" --interval 0.2 > out.txt 2> err.txt & '
+        f'echo $! > "{pidfile}"; wait $!; echo "rc=$?"'
+    )
+    sh = subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
     try:
         deadline = time.monotonic() + DEADLINE
         while not (tmp_path / "out.txt").exists() or "verdict=FAIL" not in (tmp_path / "out.txt").read_text():
@@ -122,17 +141,19 @@ def test_sigint_stops_a_watch_started_with_ampersand_by_a_script(tmp_path):
 
 # --------------------------------------------------------------------------- doctor, epoch
 
+
 def _big_log(path: Path, n: int, last: float = 0.01) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps({"step": s, "loss": 2.0 * 0.9999 ** s, "lr": 1e-3}) + "\n" for s in range(1, n))
+        f.writelines(json.dumps({"step": s, "loss": 2.0 * 0.9999**s, "lr": 1e-3}) + "\n" for s in range(1, n))
         f.write(json.dumps({"step": n, "loss": last}) + "\n")  # distinct runs: never folded as copies
     return path
 
 
 def _stop_mid_run(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    p = subprocess.Popen([sys.executable, "-m", "trainproof", *args], cwd=cwd, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "trainproof", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         wait_catches(p.pid, signal.SIGTERM)
         time.sleep(0.3)  # into the reading and judging, which takes seconds for these inputs
@@ -157,8 +178,9 @@ def test_sigterm_to_doctor_mid_run_exits_2_and_leaves_no_partial_report(tmp_path
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     sarif, html = out_dir / "r.sarif", out_dir / "r.html"
-    rc, out, err = _stop_mid_run(["doctor", "runs", "--jobs", "1", "--json", "--sarif", str(sarif),
-                                  "--html", str(html)], tmp_path)
+    rc, out, err = _stop_mid_run(
+        ["doctor", "runs", "--jobs", "1", "--json", "--sarif", str(sarif), "--html", str(html)], tmp_path
+    )
     assert rc == 2, err
     assert "Traceback" not in err
     assert_whole_or_absent(sarif, html)
@@ -175,6 +197,7 @@ def test_sigterm_to_epoch_mid_run_exits_2_and_leaves_no_partial_report(tmp_path)
 
 
 # --------------------------------------------------------------------------- in-process, deterministic
+
 
 @pytest.fixture
 def cli_handlers():

@@ -7,6 +7,7 @@ background thread is still writing; the second half drives :class:`LogTail`,
 The tests named test_bug_* reproduce bugs found by breaking the watcher on purpose; they
 keep them fixed.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import healthy_rows, write_hf, write_jsonl
 from trainproof.api import read_runlog
 from trainproof.findings import Finding, Level
 from trainproof.formats import ReadError
@@ -32,6 +32,8 @@ from trainproof.live.tail import LogTail
 from trainproof.live.watcher import JUDGE_SHARE, Poll, Watcher
 from trainproof.rules.engine import judge_runlog
 from trainproof.runlog import Columns, Record
+
+from conftest import healthy_rows, write_hf, write_jsonl
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and inodes")
 
@@ -45,6 +47,7 @@ VERDICTS = {None, "PASS", "WARN", "FAIL", "NOT-CHECKED"}
 
 # --------------------------------------------------------------------------- log data
 
+
 def diverging_rows(n: int = 300, blow: int = 100, seed: int = 0) -> list[dict]:
     """A decaying noisy loss that starts to grow exponentially after record ``blow``.
 
@@ -56,8 +59,14 @@ def diverging_rows(n: int = 300, blow: int = 100, seed: int = 0) -> list[dict]:
         base = 2.0 * math.exp(-i / 30) + 0.5
         if i > blow:
             base *= math.exp(min(i - blow, 400) / 15)
-        rows.append({"step": (i + 1) * 10, "loss": base * (1 + 0.03 * r.gauss(0, 1)),
-                     "learning_rate": 1e-3, "grad_norm": 1 + 0.1 * r.random()})
+        rows.append(
+            {
+                "step": (i + 1) * 10,
+                "loss": base * (1 + 0.03 * r.gauss(0, 1)),
+                "learning_rate": 1e-3,
+                "grad_norm": 1 + 0.1 * r.random(),
+            }
+        )
     return rows
 
 
@@ -66,7 +75,7 @@ def jline(row: dict) -> str:
 
 
 def csv_lines(rows: list[dict]) -> list[str]:
-    return [f'{r["step"]},{r["loss"]!r},{r["learning_rate"]!r},{r["grad_norm"]!r}\n' for r in rows]
+    return [f"{r['step']},{r['loss']!r},{r['learning_rate']!r},{r['grad_norm']!r}\n" for r in rows]
 
 
 CSV_HEADER = "step,loss,lr,grad_norm\n"
@@ -84,6 +93,7 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 class Writer(threading.Thread):
     """Appends ``chunks`` to ``path`` one at a time, ``delay`` seconds apart (flushing each),
@@ -120,8 +130,14 @@ class WatchProc:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.pop("TRAINPROOF_DEBUG", None)
         self.t0 = time.monotonic()
-        self.p = subprocess.Popen([sys.executable, "-m", "trainproof", "watch", *args], cwd=cwd, env=env,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "trainproof", "watch", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: list[str] = []
         self._q: queue.Queue = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -164,8 +180,10 @@ class WatchProc:
             if not self._drain(min(left, 0.2)) and seen == len(self.lines):
                 break
         self.kill()
-        raise AssertionError(f"no matching line in {timeout:g} s; rc={self.p.returncode}; "
-                             f"stdout tail={self.lines[-5:]}; stderr={self.stderr[-2000:]}")
+        raise AssertionError(
+            f"no matching line in {timeout:g} s; rc={self.p.returncode}; "
+            f"stdout tail={self.lines[-5:]}; stderr={self.stderr[-2000:]}"
+        )
 
     def wait_json(self, pred, timeout: float = DEADLINE) -> dict:
         line = self.wait_for(lambda s: s.startswith("{") and pred(json.loads(s)), timeout)
@@ -248,8 +266,9 @@ def wait_catches(pid: int, signum: int, timeout: float = DEADLINE) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            caught = next(int(line.split()[1], 16) for line in status.read_text().splitlines()
-                          if line.startswith("SigCgt:"))
+            caught = next(
+                int(line.split()[1], 16) for line in status.read_text().splitlines() if line.startswith("SigCgt:")
+            )
         except (OSError, StopIteration):
             return  # gone: the caller's wait says why
         if caught >> (signum - 1) & 1:
@@ -280,6 +299,7 @@ def text_poll(line: str) -> dict | None:
 
 
 # =========================================================================== the CLI, live
+
 
 @pytest.mark.slow
 def test_until_fail_exits_1_while_the_writer_is_still_writing(tmp_path, procs):
@@ -467,8 +487,7 @@ def test_missing_file_is_waited_for_then_grows(tmp_path, procs):
     w = start_watch(procs, tmp_path, str(log), "--json", "--interval", "0.2", "--until-fail")
     w.wait_started()  # the file appears while watch waits for it
     # The first write holds complete lines (see test_bug_partial_first_line).
-    start_writer(procs, log, [jline(r) for r in rows[10:]], delay=0.005,
-                 head="".join(jline(r) for r in rows[:10]))
+    start_writer(procs, log, [jline(r) for r in rows[10:]], delay=0.005, head="".join(jline(r) for r in rows[:10]))
     assert w.wait(60) == 1
     assert w.json_lines()[-1]["verdict"] == "FAIL"
 
@@ -637,6 +656,7 @@ def test_tfevents_from_summary_writer_followed_by_the_cli(tmp_path, procs):
 
 # =========================================================================== event files, direct
 
+
 def test_tfevents_appended_by_summary_writer_flush_between_polls(tmp_path):
     pytest.importorskip("torch")
     sw, f = _summary_writer(tmp_path / "tb")
@@ -718,7 +738,7 @@ def test_tfevents_torn_record_byte_by_byte(tmp_path):
     counts = []
     with open(dst, "wb") as out:
         for b in range(len(data)):
-            out.write(data[b:b + 1])
+            out.write(data[b : b + 1])
             out.flush()
             w.tail.poll()
             counts.append(w.guardian.records)
@@ -728,6 +748,7 @@ def test_tfevents_torn_record_byte_by_byte(tmp_path):
     ends = []
     pos = 0
     import struct
+
     while pos < len(data):
         (length,) = struct.unpack_from("<Q", data, pos)
         pos += 16 + length
@@ -751,6 +772,7 @@ def test_cli_unreadable_log_exits_2(tmp_path, procs):
 
 
 # =========================================================================== LogTail
+
 
 def test_logtail_reads_only_what_was_appended(tmp_path):
     p = tmp_path / "run.jsonl"
@@ -792,10 +814,10 @@ def test_logtail_half_line_is_kept_for_the_next_poll(tmp_path):
     g = Guardian()
     t = LogTail(p, g)
     assert t.poll() == 2
-    assert t.offset == cut and t._carry == text[cut - 7:cut]  # the half line waits, decoded
+    assert t.offset == cut and t._carry == text[cut - 7 : cut]  # the half line waits, decoded
     for k in range(cut + 1, len(text) + 1):  # the rest, one byte a poll
         with open(p, "ab") as f:
-            f.write(text[k - 1:k].encode())
+            f.write(text[k - 1 : k].encode())
         t.poll()
         assert g.records == text[:k].count("\n")
     assert g.records == 4
@@ -894,6 +916,7 @@ def test_logtail_hf_reread_only_when_changed(tmp_path, monkeypatch):
 
 
 # =========================================================================== Watcher
+
 
 class Clock:
     def __init__(self) -> None:
@@ -996,7 +1019,7 @@ def test_watcher_final_report_matches_epoch(tmp_path):
     w = Watcher(p)
     for k in range(0, 250, 7):
         with open(p, "a") as f:
-            f.write("".join(jline(r) for r in rows[k:k + 7]))
+            f.write("".join(jline(r) for r in rows[k : k + 7]))
         w.poll()
     w.guardian.judge()
     ref = judge_runlog(read_runlog(p))
@@ -1008,6 +1031,7 @@ def test_watcher_final_report_matches_epoch(tmp_path):
 
 
 # =========================================================================== Guardian
+
 
 def _feed(g: Guardian, rows: list[dict]) -> None:
     for r in rows:
@@ -1142,6 +1166,7 @@ def read_runlog_from_rows(rows):
 
 # =========================================================================== known bugs
 
+
 def test_bug_partial_first_line(tmp_path):
     p = tmp_path / "run.jsonl"
     p.write_text('{"step": 10, "lo')
@@ -1192,12 +1217,12 @@ def test_bug_rotation_by_delete_and_recreate_exits_2(tmp_path, procs):
 def test_bug_csv_rewritten_in_place_with_a_new_header(tmp_path):
     p = tmp_path / "metrics.csv"
     rows = healthy_rows(120)
-    p.write_text("step,loss,lr\n" + "".join(f'{r["step"]},{r["loss"]},{r["learning_rate"]}\n' for r in rows[:40]))
+    p.write_text("step,loss,lr\n" + "".join(f"{r['step']},{r['loss']},{r['learning_rate']}\n" for r in rows[:40]))
     w = Watcher(p)
     assert w.poll().records == 40
     with open(p, "w") as f:  # what lightning_fabric's _ExperimentWriter._rewrite_with_new_header does
         f.write("epoch,grad_norm,loss,lr,step\n")
-        f.write("".join(f'0,{r["grad_norm"]},{r["loss"]},{r["learning_rate"]},{r["step"]}\n' for r in rows[:60]))
+        f.write("".join(f"0,{r['grad_norm']},{r['loss']},{r['learning_rate']},{r['step']}\n" for r in rows[:60]))
     w.poll()
     assert w.guardian.records == read_runlog(p).records == 60
 

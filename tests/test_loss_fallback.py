@@ -1,5 +1,6 @@
 """The loss fallback order (trainproof.aliases, module docstring): which key is the loss
 when no alias names it, and the logs that make the choice (files the tests write)."""
+
 from __future__ import annotations
 
 import itertools
@@ -8,16 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainproof import aliases
 from trainproof.aliases import loss_candidate, resolve, words
-from click.testing import CliRunner
-
 from trainproof.api import doctor, judge, judge_all, read_runlog, read_runlogs
 from trainproof.cli import cli
-from trainproof.runlog import build_runlog, Record
+from trainproof.runlog import Record, build_runlog
 
 
 def src(keys, canon="loss"):
@@ -35,28 +35,69 @@ def test_words_split_at_separators_and_case_changes() -> None:
     assert words("run-7 - val/box_loss") == ["val", "box", "loss"]
 
 
-@pytest.mark.parametrize("key", [
-    "mean_loss", "total_loss", "loss_epoch", "train/CrossEntropyLoss", "Train Loss", "train_loss_batch",
-    "train_elbo_loss", "train/nll_loss", "Logloss", "train_mse", "Cost", "current_loss", "nll",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "mean_loss",
+        "total_loss",
+        "loss_epoch",
+        "train/CrossEntropyLoss",
+        "Train Loss",
+        "train_loss_batch",
+        "train_elbo_loss",
+        "train/nll_loss",
+        "Logloss",
+        "train_mse",
+        "Cost",
+        "current_loss",
+        "nll",
+    ],
+)
 def test_loss_names_are_candidates(key: str) -> None:
     c = loss_candidate(key)
     assert c is not None and c["total"], key
 
 
-@pytest.mark.parametrize("key", [
-    "loss_scale", "train/loss_scale", "val_accuracy", "loss_acc", "lr", "loss_count", "num_loss_tokens",
-    "loss_time", "train/loss__MIN", "run - train/loss__MAX", "grad_norm_loss_critic", "best_val_loss",
-    "loss_weight", "loss_min", "accuracy", "train_rmse", "eval_wer", "timestamp",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "loss_scale",
+        "train/loss_scale",
+        "val_accuracy",
+        "loss_acc",
+        "lr",
+        "loss_count",
+        "num_loss_tokens",
+        "loss_time",
+        "train/loss__MIN",
+        "run - train/loss__MAX",
+        "grad_norm_loss_critic",
+        "best_val_loss",
+        "loss_weight",
+        "loss_min",
+        "accuracy",
+        "train_rmse",
+        "eval_wer",
+        "timestamp",
+    ],
+)
 def test_never_a_loss(key: str) -> None:
     assert loss_candidate(key) is None, key
 
 
-@pytest.mark.parametrize("key,part", [
-    ("loss_cls", True), ("train/box_loss", True), ("loss_rpn_loc", True), ("train_recon_loss", True),
-    ("total_loss", False), ("train/CrossEntropyLoss", False), ("val/rmse_loss", False), ("mean_loss", False),
-])
+@pytest.mark.parametrize(
+    "key,part",
+    [
+        ("loss_cls", True),
+        ("train/box_loss", True),
+        ("loss_rpn_loc", True),
+        ("train_recon_loss", True),
+        ("total_loss", False),
+        ("train/CrossEntropyLoss", False),
+        ("val/rmse_loss", False),
+        ("mean_loss", False),
+    ],
+)
 def test_total_or_component(key: str, part: bool) -> None:
     assert loss_candidate(key)["total"] is not part
 
@@ -64,16 +105,19 @@ def test_total_or_component(key: str, part: bool) -> None:
 # --------------------------------------------------------------------------- the order
 
 
-@pytest.mark.parametrize("keys,want", [
-    (["loss_cls", "total_loss", "loss_box_reg"], "total_loss"),          # a total beats a component
-    (["mean_loss", "train_loss_batch"], "train_loss_batch"),             # train beats unmarked
-    (["loss_epoch", "loss_batch"], "loss_batch"),                        # per step beats per epoch
-    (["train_cost_epoch", "train_cost"], "train_cost"),                  # unmarked beats per epoch
-    (["train_elbo_loss", "train_recon_loss", "val_elbo_loss"], "train_elbo_loss"),
-    (["train/nll_loss", "val/rmse_loss", "lr-Adam"], "train/nll_loss"),
-    (["iter_Logloss_x", "Logloss"], "Logloss"),                          # fewer words
-    (["total_loss", "policy_gradient_loss", "value_loss", "entropy_loss"], "total_loss"),
-])
+@pytest.mark.parametrize(
+    "keys,want",
+    [
+        (["loss_cls", "total_loss", "loss_box_reg"], "total_loss"),  # a total beats a component
+        (["mean_loss", "train_loss_batch"], "train_loss_batch"),  # train beats unmarked
+        (["loss_epoch", "loss_batch"], "loss_batch"),  # per step beats per epoch
+        (["train_cost_epoch", "train_cost"], "train_cost"),  # unmarked beats per epoch
+        (["train_elbo_loss", "train_recon_loss", "val_elbo_loss"], "train_elbo_loss"),
+        (["train/nll_loss", "val/rmse_loss", "lr-Adam"], "train/nll_loss"),
+        (["iter_Logloss_x", "Logloss"], "Logloss"),  # fewer words
+        (["total_loss", "policy_gradient_loss", "value_loss", "entropy_loss"], "total_loss"),
+    ],
+)
 def test_fallback_order(keys: list[str], want: str) -> None:
     for perm in itertools.permutations(keys):
         m = resolve(perm)["loss"]
@@ -115,19 +159,31 @@ def test_an_alias_of_another_metric_is_no_fallback_loss() -> None:
 
 
 def test_components_of_one_objective_are_summed() -> None:
-    keys = ["epoch", "train/box_loss", "train/obj_loss", "train/cls_loss", "val/box_loss", "val/obj_loss",
-            "val/cls_loss", "metrics/precision", "x/lr0"]
+    keys = [
+        "epoch",
+        "train/box_loss",
+        "train/obj_loss",
+        "train/cls_loss",
+        "val/box_loss",
+        "val/obj_loss",
+        "val/cls_loss",
+        "metrics/precision",
+        "x/lr0",
+    ]
     m = resolve(keys)
     assert m["loss"]["sum_of"] == ["train/box_loss", "train/cls_loss", "train/obj_loss"]
     assert m["loss"]["source"] == "train/box_loss+train/cls_loss+train/obj_loss"
     assert m["eval_loss"]["sum_of"] == ["val/box_loss", "val/cls_loss", "val/obj_loss"]
 
 
-@pytest.mark.parametrize("keys", [
-    ["train/loss_critic", "train/loss_actor"],
-    ["policy_gradient_loss", "value_loss", "entropy_loss"],
-    ["loss_generator", "loss_discriminator"],
-])
+@pytest.mark.parametrize(
+    "keys",
+    [
+        ["train/loss_critic", "train/loss_actor"],
+        ["policy_gradient_loss", "value_loss", "entropy_loss"],
+        ["loss_generator", "loss_discriminator"],
+    ],
+)
 def test_components_of_separate_networks_map_no_loss(keys: list[str]) -> None:
     assert "loss" not in resolve(keys)
 
@@ -139,16 +195,49 @@ def test_too_many_components_are_not_one_objective() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.permutations(["epoch", "train/box_loss", "train/obj_loss", "val/box_loss", "loss_scale", "lr",
-                        "val_accuracy", "total_loss", "loss_epoch", "mean_loss", "train_loss_batch", "val/nll"]))
+@given(
+    st.permutations(
+        [
+            "epoch",
+            "train/box_loss",
+            "train/obj_loss",
+            "val/box_loss",
+            "loss_scale",
+            "lr",
+            "val_accuracy",
+            "total_loss",
+            "loss_epoch",
+            "mean_loss",
+            "train_loss_batch",
+            "val/nll",
+        ]
+    )
+)
 def test_column_order_changes_nothing(keys: list[str]) -> None:
     assert resolve(keys) == resolve(sorted(keys))
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from(["loss_scale", "val_accuracy", "lr", "learning_rate", "num_tokens", "timestamp",
-                                 "train/loss__MIN", "grad_norm", "epoch", "accuracy", "loss_count"]),
-                unique=True))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "loss_scale",
+                "val_accuracy",
+                "lr",
+                "learning_rate",
+                "num_tokens",
+                "timestamp",
+                "train/loss__MIN",
+                "grad_norm",
+                "epoch",
+                "accuracy",
+                "loss_count",
+            ]
+        ),
+        unique=True,
+    )
+)
 def test_non_losses_are_never_chosen(keys: list[str]) -> None:
     m = resolve(keys)
     assert "loss" not in m and "eval_loss" not in m
@@ -158,8 +247,10 @@ def test_non_losses_are_never_chosen(keys: list[str]) -> None:
 
 
 def test_a_summed_loss_is_the_sum_at_shared_steps() -> None:
-    recs = [Record(float(s), {"train/box_loss": 1.0 / (s + 1), "train/cls_loss": 0.0, "train/obj_loss": 0.5}, s + 2)
-            for s in range(10)]
+    recs = [
+        Record(float(s), {"train/box_loss": 1.0 / (s + 1), "train/cls_loss": 0.0, "train/obj_loss": 0.5}, s + 2)
+        for s in range(10)
+    ]
     recs.append(Record(10.0, {"train/box_loss": 0.05}, 12))  # a step with one part only
     run = build_runlog(recs, "r.csv", "csv")
     loss = run.get("loss")
@@ -225,8 +316,10 @@ def test_every_run_of_a_wandb_export_is_judged(tmp_path: Path, n_points: int) ->
     rng = np.random.default_rng(n_points)
     healthy = [3.0 * (1 + s) ** -0.3 * (1 + 0.01 * rng.standard_normal()) for s in range(n_points)]
     short = n_points * 2 // 3
-    diverged = [3.0 * (1 + s) ** -0.3 if s < short // 3 else 3.0 * (1 + s) ** -0.3 * (1 + 0.2 * (s - short // 3))
-                for s in range(short)]
+    diverged = [
+        3.0 * (1 + s) ** -0.3 if s < short // 3 else 3.0 * (1 + s) ** -0.3 * (1 + 0.2 * (s - short // 3))
+        for s in range(short)
+    ]
     p = _wandb_export(tmp_path / "wandb_export.csv", {"alpha": healthy, "beta": diverged, "gamma": healthy[:-5]})
     runs = read_runlogs(p)
     assert [r.meta["run"] for r in runs] == ["alpha", "beta", "gamma"]
@@ -262,8 +355,17 @@ def _write_csv(path: Path, header: list[str], rows: list[list[float]]) -> Path:
 
 
 def test_yolo_results_with_padded_header(tmp_path: Path) -> None:
-    names = ["epoch", "train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/mAP_0.5", "val/box_loss",
-             "val/obj_loss", "val/cls_loss", "x/lr0"]
+    names = [
+        "epoch",
+        "train/box_loss",
+        "train/obj_loss",
+        "train/cls_loss",
+        "metrics/mAP_0.5",
+        "val/box_loss",
+        "val/obj_loss",
+        "val/cls_loss",
+        "x/lr0",
+    ]
     lines = [",".join(f"{n:>20}" for n in names)]
     for e in range(30):
         vals = [e, 0.1 / (1 + e), 0.05 / (1 + e), 0.0, 0.5 + e / 100, 0.09 / (1 + e), 0.04 / (1 + e), 0.0, 0.01]
@@ -273,8 +375,7 @@ def test_yolo_results_with_padded_header(tmp_path: Path) -> None:
     run = read_runlog(p)
     loss = run.get("loss")
     assert run.mapping["loss"]["sum_of"] == ["train/box_loss", "train/cls_loss", "train/obj_loss"]
-    assert np.allclose(loss.values, [float(f"{0.1 / (1 + e):.6g}") + float(f"{0.05 / (1 + e):.6g}")
-                                     for e in range(30)])
+    assert np.allclose(loss.values, [float(f"{0.1 / (1 + e):.6g}") + float(f"{0.05 / (1 + e):.6g}") for e in range(30)])
     assert run.get("eval_loss") is not None
     # A class loss that is zero by construction does not make the total a zero loss.
     rep = judge(p)
@@ -285,9 +386,21 @@ def test_detectron2_metrics_json_reads_total_loss(tmp_path: Path) -> None:
     p = tmp_path / "metrics.json"
     with p.open("w") as f:
         for i in range(19, 2000, 20):
-            f.write(json.dumps({"iteration": i, "total_loss": 2.0 / (1 + i / 200), "loss_cls": 1.0 / (1 + i / 200),
-                                "loss_box_reg": 0.3, "lr": 2.5e-4, "fast_rcnn/cls_accuracy": 0.9,
-                                "rpn/num_pos_anchors": 20.0, "time": 0.3}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "iteration": i,
+                        "total_loss": 2.0 / (1 + i / 200),
+                        "loss_cls": 1.0 / (1 + i / 200),
+                        "loss_box_reg": 0.3,
+                        "lr": 2.5e-4,
+                        "fast_rcnn/cls_accuracy": 0.9,
+                        "rpn/num_pos_anchors": 20.0,
+                        "time": 0.3,
+                    }
+                )
+                + "\n"
+            )
     run = read_runlog(p)
     assert run.mapping["loss"]["source"] == "total_loss" and run.mapping["loss"]["how"] == "fallback"
     assert set(run.mapping["loss"]["ignored"]) == {"loss_cls", "loss_box_reg"}
@@ -296,8 +409,11 @@ def test_detectron2_metrics_json_reads_total_loss(tmp_path: Path) -> None:
 
 
 def test_validation_only_csv_is_judged_as_eval_loss(tmp_path: Path) -> None:
-    p = _write_csv(tmp_path / "history.csv", ["epoch", "val_mse", "val_r2"],
-                   [[e, 1.0 / (1 + e), 0.5] for e in range(20)] + [[20, float("nan"), 0.5]])
+    p = _write_csv(
+        tmp_path / "history.csv",
+        ["epoch", "val_mse", "val_r2"],
+        [[e, 1.0 / (1 + e), 0.5] for e in range(20)] + [[20, float("nan"), 0.5]],
+    )
     run = read_runlog(p)
     assert run.get("loss") is None and run.get("eval_loss").key == "val_mse"
     rep = judge(p)
@@ -307,8 +423,17 @@ def test_validation_only_csv_is_judged_as_eval_loss(tmp_path: Path) -> None:
 @settings(max_examples=25, deadline=None)
 @given(st.permutations(list(range(9))))
 def test_shuffled_csv_columns_read_the_same_loss(tmp_path_factory, order: list[int]) -> None:
-    names = ["epoch", "train/box_loss", "train/obj_loss", "train/cls_loss", "metrics/mAP_0.5", "val/box_loss",
-             "val/obj_loss", "lr0", "loss_scale"]
+    names = [
+        "epoch",
+        "train/box_loss",
+        "train/obj_loss",
+        "train/cls_loss",
+        "metrics/mAP_0.5",
+        "val/box_loss",
+        "val/obj_loss",
+        "lr0",
+        "loss_scale",
+    ]
     rows = [[e, 0.1 / (1 + e), 0.05 / (1 + e), 0.01, 0.5, 0.09 / (1 + e), 0.04, 0.01, 65536.0] for e in range(12)]
     p = tmp_path_factory.mktemp("shuffled") / "results.csv"
     _write_csv(p, [names[j] for j in order], [[r[j] for j in order] for r in rows])

@@ -1,15 +1,17 @@
 """The commands' and the monitor's names, and the former names kept as aliases
 (CHANGELOG.md lists them): each old spelling runs the same command, and its output is the
 output it gave before (the JSON document's ``command`` is the name typed)."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
-from conftest import REPO, run_cli
 
 from trainproof import cli as cli_mod
+
+from conftest import REPO, run_cli
 
 _LOG = str(REPO / "examples" / "lr_zero" / "metrics.jsonl")
 
@@ -29,8 +31,11 @@ def targets(tmp_path):
 
 
 def _cases(dataset, targets):
-    return [("judge", "epoch", [_LOG]), ("dataset", "preflight", [dataset]),
-            ("targets", "objective", ["--num-classes", "3", "--targets", targets])]
+    return [
+        ("judge", "epoch", [_LOG]),
+        ("dataset", "preflight", [dataset]),
+        ("targets", "objective", ["--num-classes", "3", "--targets", targets]),
+    ]
 
 
 @pytest.mark.parametrize("which", [0, 1, 2])
@@ -49,8 +54,11 @@ def test_old_names_run_the_same_command(dataset, targets, which):
 def test_help_lists_the_new_names_and_names_the_old():
     code, out, _, _ = run_cli("--help")
     assert code == 0
-    listed = [line.split()[0] for line in out.split("Commands:", 1)[1].splitlines()
-              if line.startswith("  ") and not line.startswith("   ")]
+    listed = [
+        line.split()[0]
+        for line in out.split("Commands:", 1)[1].splitlines()
+        if line.startswith("  ") and not line.startswith("   ")
+    ]
     for new, old in (("judge", "epoch"), ("dataset", "preflight"), ("targets", "objective")):
         assert new in listed and old not in listed
         assert f"{old} ({new})" in " ".join(out.split())

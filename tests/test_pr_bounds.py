@@ -5,6 +5,7 @@ a deadline, so a hang fails the test instead of hanging the suite. Peak memory i
 child's own ``ru_maxrss``, measured by a small wrapper process so that earlier children
 of the test process do not count.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -42,8 +43,14 @@ def _env(**extra: str) -> dict:
 
 def run_cli(args, cwd=None, timeout=DEADLINE, **env):
     """``(returncode, stdout, stderr, peak MB)`` of ``python -m trainproof ARGS``."""
-    p = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-m", "trainproof", *map(str, args)],
-                       capture_output=True, text=True, timeout=timeout, cwd=cwd, env=_env(**env))
+    p = subprocess.run(
+        [sys.executable, "-c", _MEASURE, sys.executable, "-m", "trainproof", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=_env(**env),
+    )
     err, _, rss = p.stderr.rpartition("MAXRSS_KB")
     return p.returncode, p.stdout, err, int(rss.strip() or 0) / 1024
 
@@ -58,6 +65,7 @@ def _gzip(path: Path, head: bytes, filler: bytes, mib: int) -> Path:
 
 
 # --- 1. decompression --------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_jsonl_gz_of_newlines_is_read_in_seconds_and_little_memory(tmp_path):
@@ -109,6 +117,7 @@ def test_a_bad_decompression_cap_is_a_clean_error(tmp_path):
 
 # --- 2. FIFOs and devices ------------------------------------------------------------------
 
+
 def test_a_fifo_in_a_logs_place_is_a_read_error_not_a_hang(tmp_path):
     from trainproof.formats._io import ReadError, open_binary, read_head
 
@@ -125,7 +134,7 @@ def test_doctor_over_an_mlflow_metric_that_is_a_fifo_does_not_hang(tmp_path):
     run = tmp_path / "mlruns" / "0" / "abc"
     (run / "metrics").mkdir(parents=True)
     (run / "meta.yaml").write_text("run_id: abc\n")
-    (run / "metrics" / "loss").write_text("".join(f"{1000 + s} {2.0 * 0.99 ** s} {s}\n" for s in range(100)))
+    (run / "metrics" / "loss").write_text("".join(f"{1000 + s} {2.0 * 0.99**s} {s}\n" for s in range(100)))
     os.mkfifo(run / "metrics" / "lr")
     code, out, err, _ = run_cli(["doctor", tmp_path, "--json"], timeout=DEADLINE)
     assert code in (0, 1, 2)
@@ -144,8 +153,9 @@ def test_watch_on_a_fifo_or_a_directory_is_a_usage_error(tmp_path):
 
 # --- 3. watch ------------------------------------------------------------------------------
 
+
 def _rows(n):
-    return [{"step": s, "loss": 2.0 * 0.99 ** s} for s in range(1, n + 1)]
+    return [{"step": s, "loss": 2.0 * 0.99**s} for s in range(1, n + 1)]
 
 
 def test_watch_reads_a_utf16_log_as_epoch_does(tmp_path):
@@ -161,7 +171,7 @@ def test_watch_reads_a_utf16_log_as_epoch_does(tmp_path):
     t = LogTail(p, g)
     for at in range(0, len(data), 997):  # appended in odd-sized pieces, a poll after each
         with open(p, "ab") as f:
-            f.write(data[at:at + 997])
+            f.write(data[at : at + 997])
         t.poll()
     assert g.records == 200
     assert list(g.runlog().series["loss"].values) == [r["loss"] for r in _rows(200)]
@@ -198,8 +208,16 @@ def test_watch_reads_a_gzip_log(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("opt", [["--interval", "-1"], ["--interval", "nan"], ["--interval", "inf"],
-                                 ["--stall-timeout", "nan"], ["--stall-timeout", "-5"]])
+@pytest.mark.parametrize(
+    "opt",
+    [
+        ["--interval", "-1"],
+        ["--interval", "nan"],
+        ["--interval", "inf"],
+        ["--stall-timeout", "nan"],
+        ["--stall-timeout", "-5"],
+    ],
+)
 def test_watch_rejects_bad_durations(tmp_path, opt):
     p = tmp_path / "run.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in _rows(5)))
@@ -209,6 +227,7 @@ def test_watch_rejects_bad_durations(tmp_path, opt):
 
 
 # --- 4. limits -----------------------------------------------------------------------------
+
 
 def _framed(payload_len: int) -> bytes:
     import struct
@@ -246,16 +265,18 @@ def test_jobs_are_capped_at_the_usable_cpus(tmp_path):
         d.mkdir()
         # distinct logs: identical ones would be one run, too few for a pool
         (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows(50 + i)))
-    script = ("import multiprocessing, sys\n"
-              "from concurrent.futures import ProcessPoolExecutor as P\n"
-              "seen = []\n"
-              "orig = P.__init__\n"
-              "def init(self, max_workers=None, **kw):\n"
-              "    seen.append(max_workers); orig(self, max_workers=max_workers, **kw)\n"
-              "P.__init__ = init\n"
-              "from trainproof.api import doctor\n"
-              f"doctor({str(tmp_path)!r}, jobs=200)\n"
-              "print(seen)\n")
+    script = (
+        "import multiprocessing, sys\n"
+        "from concurrent.futures import ProcessPoolExecutor as P\n"
+        "seen = []\n"
+        "orig = P.__init__\n"
+        "def init(self, max_workers=None, **kw):\n"
+        "    seen.append(max_workers); orig(self, max_workers=max_workers, **kw)\n"
+        "P.__init__ = init\n"
+        "from trainproof.api import doctor\n"
+        f"doctor({str(tmp_path)!r}, jobs=200)\n"
+        "print(seen)\n"
+    )
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=DEADLINE, env=_env())
     assert p.stdout.strip() == f"[{min(200, usable_cpus())}]", p.stderr
 
@@ -282,16 +303,21 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc/<pid>/task/*/children")
 def test_sigterm_to_doctor_ends_its_workers(tmp_path):
     big = tmp_path / "seed.jsonl"
-    big.write_text("".join(json.dumps({"step": s, "loss": 2.0 * 0.9999 ** s, "lr": 1e-3}) + "\n"
-                           for s in range(1, 300_001)))
+    big.write_text(
+        "".join(json.dumps({"step": s, "loss": 2.0 * 0.9999**s, "lr": 1e-3}) + "\n" for s in range(1, 300_001))
+    )
     body = big.read_bytes()
     for i in range(16):
         d = tmp_path / "runs" / f"r{i:02d}"
         d.mkdir(parents=True)
         # distinct runs (a copy would be folded into one): the last line tells them apart
         (d / "metrics.jsonl").write_bytes(body + json.dumps({"step": 300_001, "loss": 0.01 * i}).encode() + b"\n")
-    proc = subprocess.Popen([sys.executable, "-m", "trainproof", "doctor", str(tmp_path / "runs"), "--jobs", "2",
-                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainproof", "doctor", str(tmp_path / "runs"), "--jobs", "2", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
     deadline = time.monotonic() + DEADLINE
     kids: set[int] = set()
     while time.monotonic() < deadline and proc.poll() is None:
@@ -308,6 +334,7 @@ def test_sigterm_to_doctor_ends_its_workers(tmp_path):
 
 
 # --- 5. small ones -------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_a_first_line_longer_than_the_sniffing_head_is_sniffed_past(tmp_path):
@@ -326,10 +353,12 @@ def test_a_removed_working_directory_is_a_clean_error(tmp_path):
     log.write_text("".join(json.dumps(r) + "\n" for r in _rows(50)))
     gone = tmp_path / "gone"
     gone.mkdir()
-    script = ("import os, subprocess, sys\n"
-              f"os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})\n"
-              f"p = subprocess.run([sys.executable, '-m', 'trainproof', 'epoch', 'run.jsonl'])\n"
-              "sys.exit(p.returncode)\n")
+    script = (
+        "import os, subprocess, sys\n"
+        f"os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})\n"
+        f"p = subprocess.run([sys.executable, '-m', 'trainproof', 'epoch', 'run.jsonl'])\n"
+        "sys.exit(p.returncode)\n"
+    )
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=DEADLINE, env=_env())
     assert p.returncode == 2
     assert "Traceback" not in p.stderr

@@ -1,6 +1,7 @@
 """Safe to run on a pull request: the configuration search stays inside the repository, a
 broken or hostile configuration is exit 2 naming it, and checkpoints are judged without
 being trusted (issue 17). Real files in tmp_path, real processes where the CLI is run."""
+
 from __future__ import annotations
 
 import json
@@ -48,6 +49,7 @@ def _zero_lr_outcome(doc) -> str:
 
 # --- item 1: where the configuration comes from ---------------------------------------------
 
+
 @pytest.mark.slow
 def test_config_above_the_repository_root_is_not_applied(tmp_path):
     repo, log = _repo(tmp_path)
@@ -90,10 +92,12 @@ def test_broken_pyproject_in_the_repository_is_exit_2_naming_it(tmp_path):
 @pytest.mark.slow
 def test_pyproject_with_wrong_types_is_exit_2_naming_it(tmp_path):
     repo, log = _repo(tmp_path)
-    for text, needle in [('tool = "trainproof"\n', "'tool'"),
-                         ('[tool]\ntrainproof = ["TP-ZERO-LR"]\n', "[tool.trainproof]"),
-                         ('[tool.trainproof]\nmute = "TP-ZERO-LR"\n', "'mute'"),
-                         ('[tool.trainproof]\ndiverge_ratio = "big"\n', "diverge_ratio")]:
+    for text, needle in [
+        ('tool = "trainproof"\n', "'tool'"),
+        ('[tool]\ntrainproof = ["TP-ZERO-LR"]\n', "[tool.trainproof]"),
+        ('[tool.trainproof]\nmute = "TP-ZERO-LR"\n', "'mute'"),
+        ('[tool.trainproof]\ndiverge_ratio = "big"\n', "diverge_ratio"),
+    ]:
         (repo / "pyproject.toml").write_text(text)
         code, doc, err = _epoch(repo / "sub", log)
         assert code == 2, text
@@ -121,8 +125,6 @@ def test_oversized_or_fifo_config_is_refused_without_blocking(tmp_path):
 
 import dataclasses  # noqa: E402
 import math  # noqa: E402
-
-
 
 from trainproof.rules import thresholds as th  # noqa: E402
 
@@ -156,19 +158,39 @@ def _healthy_runs(d):
     sup = []
     for i in range(n):
         lr = 1e-4 * (i + 1) / 10 if i < 10 else 1e-5 + 4.5e-5 * (1 + math.cos(math.pi * (i - 10) / (n - 10)))
-        r = {"step": 10 * (i + 1), "loss": 0.8 + 1.5 * math.exp(-i / 50) + 0.03 * rng.standard_normal(),
-             "learning_rate": lr, "grad_norm": 0.5 + 0.1 * rng.random(), "epoch": round((i + 1) * 3 / n, 4),
-             "step_time": 0.25 + 0.02 * rng.random(), "data_time": 0.02 + 0.005 * rng.random(),
-             "update_ratio": 1e-3 * (1 + 0.1 * rng.random()), "loss_scale": 32768.0 if i == 50 else 65536.0}
+        r = {
+            "step": 10 * (i + 1),
+            "loss": 0.8 + 1.5 * math.exp(-i / 50) + 0.03 * rng.standard_normal(),
+            "learning_rate": lr,
+            "grad_norm": 0.5 + 0.1 * rng.random(),
+            "epoch": round((i + 1) * 3 / n, 4),
+            "step_time": 0.25 + 0.02 * rng.random(),
+            "data_time": 0.02 + 0.005 * rng.random(),
+            "update_ratio": 1e-3 * (1 + 0.1 * rng.random()),
+            "loss_scale": 32768.0 if i == 50 else 65536.0,
+        }
         if i % 10 == 9:
             r["eval_loss"] = 0.85 + 1.5 * math.exp(-i / 50) + 0.01 * rng.standard_normal()
         sup.append(r)
-    pref = [{"step": 10 * (i + 1), "loss": math.log(2) * math.exp(-i / 100) * (1 + 0.02 * rng.standard_normal()),
-             "rewards/accuracies": min(1.0, 0.5 + 0.003 * i + 0.03 * rng.standard_normal()),
-             "rewards/margins": i / 100 + 0.05 * rng.standard_normal()} for i in range(100)]
-    grpo = [{"step": 10 * (i + 1), "loss": 1e-4 * (1 + 0.1 * rng.standard_normal()),
-             "reward": 0.1 + 0.019 * i + 0.1 * rng.standard_normal(), "frac_reward_zero_std": 0.002 * i,
-             "grad_norm": 0.3 + 0.02 * rng.random()} for i in range(100)]
+    pref = [
+        {
+            "step": 10 * (i + 1),
+            "loss": math.log(2) * math.exp(-i / 100) * (1 + 0.02 * rng.standard_normal()),
+            "rewards/accuracies": min(1.0, 0.5 + 0.003 * i + 0.03 * rng.standard_normal()),
+            "rewards/margins": i / 100 + 0.05 * rng.standard_normal(),
+        }
+        for i in range(100)
+    ]
+    grpo = [
+        {
+            "step": 10 * (i + 1),
+            "loss": 1e-4 * (1 + 0.1 * rng.standard_normal()),
+            "reward": 0.1 + 0.019 * i + 0.1 * rng.standard_normal(),
+            "frac_reward_zero_std": 0.002 * i,
+            "grad_norm": 0.3 + 0.02 * rng.random(),
+        }
+        for i in range(100)
+    ]
     for name, rows in (("sup", sup), ("pref", pref), ("grpo", grpo)):
         write_jsonl(d / name / "metrics.jsonl", rows)
     return d
@@ -178,12 +200,14 @@ def _healthy_runs(d):
 def runs_dir(tmp_path_factory):
     d = _healthy_runs(tmp_path_factory.mktemp("healthy"))
     code, _, err, doc = run_cli("doctor", str(d), "--json")
-    assert code == 0 and len(doc["reports"]) == 3 and doc["worst_verdict"] == "PASS", (err, doc and [
-        (r["file"], r["verdict"]) for r in doc["reports"]])
+    assert code == 0 and len(doc["reports"]) == 3 and doc["worst_verdict"] == "PASS", (
+        err,
+        doc and [(r["file"], r["verdict"]) for r in doc["reports"]],
+    )
     return d
 
 
-HOSTILE = [("nan", "nan"), ("inf", "inf"), ("-1", "-1"), ("0", "0"), ("2**62", str(2 ** 62)), ("share 1.5", "1.5")]
+HOSTILE = [("nan", "nan"), ("inf", "inf"), ("-1", "-1"), ("0", "0"), ("2**62", str(2**62)), ("share 1.5", "1.5")]
 
 
 @pytest.mark.slow
@@ -197,8 +221,12 @@ def test_hostile_threshold_is_rejected_naming_it_or_judges_healthy_runs(tmp_path
         if doc["error"] is not None:  # rejected: exit 2, the key and its range named
             assert code == 2 and doc["reports"] == [], (name, label)
             assert repr(name) in doc["error"] and str(cfg) in doc["error"], doc["error"]
-            assert ("must be a whole number" in doc["error"] or th.RANGES[name].describe() in doc["error"]
-                    or "must be at" in doc["error"] or "must be below" in doc["error"]), doc["error"]
+            assert (
+                "must be a whole number" in doc["error"]
+                or th.RANGES[name].describe() in doc["error"]
+                or "must be at" in doc["error"]
+                or "must be below" in doc["error"]
+            ), doc["error"]
         else:  # accepted: in range, and all three healthy runs were judged
             value = float(text)
             assert th.RANGES[name].contains(value) and math.isfinite(value), (name, label)
@@ -208,13 +236,17 @@ def test_hostile_threshold_is_rejected_naming_it_or_judges_healthy_runs(tmp_path
 
 def test_non_finite_out_of_range_and_huge_values_are_refused(tmp_path, runs_dir):
     cfg = tmp_path / "tp.toml"
-    cases = [("diverge_ratio = nan", "diverge_ratio"), ("diverge_ratio = 0", "diverge_ratio"),
-             ("zero_lr_fail_share = 0", "zero_lr_fail_share"), ("grad_spike_factor = inf", "grad_spike_factor"),
-             ("chance_max_classes = 4611686018427387904", "chance_max_classes"),
-             ("flat_rel_std = 1.5", "flat_rel_std"),
-             # a TOML integer too large for a float: refused, not an OverflowError
-             ("diverge_ratio = 1" + "0" * 400, "diverge_ratio"), ("min_trend_points = 1" + "0" * 400,
-                                                                    "min_trend_points")]
+    cases = [
+        ("diverge_ratio = nan", "diverge_ratio"),
+        ("diverge_ratio = 0", "diverge_ratio"),
+        ("zero_lr_fail_share = 0", "zero_lr_fail_share"),
+        ("grad_spike_factor = inf", "grad_spike_factor"),
+        ("chance_max_classes = 4611686018427387904", "chance_max_classes"),
+        ("flat_rel_std = 1.5", "flat_rel_std"),
+        # a TOML integer too large for a float: refused, not an OverflowError
+        ("diverge_ratio = 1" + "0" * 400, "diverge_ratio"),
+        ("min_trend_points = 1" + "0" * 400, "min_trend_points"),
+    ]
     for text, key in cases:
         cfg.write_text(text + "\n")
         code, _, err, _ = run_cli("doctor", str(runs_dir), "--config", str(cfg))
@@ -325,9 +357,20 @@ def test_stack_global_hidden_behind_popped_safe_names_is_resolved(tmp_path):
     # Protocol 4: push "os" and "system" (memoized), push "collections" "OrderedDict" and pop
     # them again, then STACK_GLOBAL on memo fetches: the unpickler imports os.system. A
     # reader taking "the last two strings" would see collections.OrderedDict.
-    pkl = (b"\x80\x04" + _short_unicode("os") + b"\x94" + _short_unicode("system") + b"\x94"
-           + _short_unicode("collections") + _short_unicode("OrderedDict") + b"00" + b"00"
-           + b"h\x00h\x01\x93" + _short_unicode("echo pwned") + b"\x85R.")
+    pkl = (
+        b"\x80\x04"
+        + _short_unicode("os")
+        + b"\x94"
+        + _short_unicode("system")
+        + b"\x94"
+        + _short_unicode("collections")
+        + _short_unicode("OrderedDict")
+        + b"00"
+        + b"00"
+        + b"h\x00h\x01\x93"
+        + _short_unicode("echo pwned")
+        + b"\x85R."
+    )
     assert pickletools_ok(pkl)
     p = _zip_with_pickle(tmp_path, "hidden.pt", pkl)
     code, by_id = _env("--checkpoint", str(p))
@@ -373,7 +416,7 @@ def test_deeply_nested_safetensors_header_is_corrupt_not_an_internal_error(tmp_p
 def test_huge_declared_shape_is_corrupt_quickly(tmp_path):
     import time
 
-    shape = [2 ** 62] * 20_000  # an element count of 1.2 million digits if multiplied out
+    shape = [2**62] * 20_000  # an element count of 1.2 million digits if multiplied out
     header = json.dumps({"w": {"dtype": "F32", "shape": shape, "data_offsets": [0, 16]}}).encode()
     p = _safetensors(tmp_path / "huge.safetensors", header, b"\0" * 16)
     t0 = time.monotonic()
@@ -381,7 +424,7 @@ def test_huge_declared_shape_is_corrupt_quickly(tmp_path):
     assert code == 1 and "needs more bytes" in by_id["TP-ENV-SAFETENSORS-CORRUPT"][0]["message"]
     assert time.monotonic() - t0 < 60
     # a single huge dimension (the offsets cover 16 bytes, the shape asks for 2**200 floats)
-    header = json.dumps({"w": {"dtype": "F32", "shape": [2 ** 200], "data_offsets": [0, 16]}}).encode()
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2**200], "data_offsets": [0, 16]}}).encode()
     code, by_id = _env("--checkpoint", str(_safetensors(tmp_path / "one.safetensors", header, b"\0" * 16)))
     assert code == 1 and "TP-ENV-SAFETENSORS-CORRUPT" in by_id
 

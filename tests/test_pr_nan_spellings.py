@@ -6,6 +6,7 @@ Every log here is a real file written in ``tmp_path`` and judged by the CLI. The
 200 steps whose loss falls with a little noise; the broken variant's loss is non-finite
 from step 121 to the end.
 """
+
 from __future__ import annotations
 
 import csv
@@ -16,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cli, run_subprocess
 from trainproof.api import read_runlog
+
+from conftest import run_cli, run_subprocess
 
 STEPS = 200
 BAD_FROM = 121
@@ -37,8 +39,7 @@ def rows(bad=HEALTHY) -> list[dict]:
     run is ``HEALTHY``."""
     out = []
     for s in range(1, STEPS + 1):
-        r = {"step": s, "loss": healthy_loss(s), "grad_norm": round(1.0 + 0.1 * math.cos(s), 6),
-             "learning_rate": 1e-4}
+        r = {"step": s, "loss": healthy_loss(s), "grad_norm": round(1.0 + 0.1 * math.cos(s), 6), "learning_rate": 1e-4}
         if bad is not HEALTHY and s >= BAD_FROM:
             r["loss"] = r["grad_norm"] = bad
         out.append(r)
@@ -91,8 +92,9 @@ def nan_finding(rep: dict) -> dict:
 #: CSV, float() always read "nan" and "inf", but not an empty cell nor the C runtime's).
 JSON_SPELLINGS = [None, "nan", "NaN", "inf", "-inf", "Infinity", "1.#QNAN", "-1.#IND", "1.#INF", "nan(ind)"]
 CSV_SPELLINGS = ["", "1.#QNAN", "-1.#IND", "1.#INF", "nan(ind)", "-nan(ind)"]
-CASES = ([("jsonl", s) for s in JSON_SPELLINGS] + [("hf", s) for s in JSON_SPELLINGS]
-         + [("csv", s) for s in CSV_SPELLINGS])
+CASES = (
+    [("jsonl", s) for s in JSON_SPELLINGS] + [("hf", s) for s in JSON_SPELLINGS] + [("csv", s) for s in CSV_SPELLINGS]
+)
 
 
 def write_run(tmp_path: Path, fmt: str, bad) -> Path:
@@ -186,7 +188,7 @@ def test_sparse_nulls_of_a_pandas_json_export_stay_absent(tmp_path) -> None:
 
 def test_a_loss_that_stops_while_records_go_on_is_noted(tmp_path) -> None:
     recs = rows()
-    for r in recs[BAD_FROM - 1:]:
+    for r in recs[BAD_FROM - 1 :]:
         del r["loss"]  # the key is simply gone for the rest of the run
     code, rep = judged(write_jsonl(tmp_path / "metrics.jsonl", recs))
     (note,) = [n for n in rep["notes"] if "stops at step" in n]
@@ -200,6 +202,7 @@ def test_a_last_validation_row_is_not_a_loss_that_stops(tmp_path) -> None:
 
 
 # --------------------------------------------------------------------------- 2. repeated steps
+
 
 def test_two_ranks_writing_one_file_are_both_judged(tmp_path) -> None:
     recs = []
@@ -240,6 +243,7 @@ def test_a_resume_still_replaces_the_earlier_writes(tmp_path) -> None:
 
 
 # --------------------------------------------------------------------------- 3. log_history twice
+
 
 def test_the_last_of_two_log_history_keys_is_read(tmp_path) -> None:
     healthy = hf_entries(rows())

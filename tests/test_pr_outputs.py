@@ -5,6 +5,7 @@ opens a FIFO or a device it finds, prints file names so that they cannot forge l
 survives any depth and any unreadable folder, and writes its reports into FIFOs and
 devices instead of replacing them.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from _attack_tree import remove_tree
-
 from conftest import REPO, healthy_rows, run_subprocess, validate_doc, write_jsonl
 
 FAILING = (REPO / "examples" / "diverge" / "metrics.jsonl").read_bytes()  # TP-DIVERGE: a FAIL
@@ -38,12 +38,21 @@ def all_outputs(cwd: Path, *args: str) -> tuple[int, str, dict]:
     assert "Traceback" not in text.stderr + js.stderr, text.stderr + js.stderr
     assert text.returncode == js.returncode
     doc = validate_doc(json.loads(js.stdout))
-    joined = "\n".join([text.stdout, text.stderr, js.stdout, js.stderr,
-                        (cwd / "out.sarif").read_text(), (cwd / "out.html").read_text()])
+    joined = "\n".join(
+        [
+            text.stdout,
+            text.stderr,
+            js.stdout,
+            js.stderr,
+            (cwd / "out.sarif").read_text(),
+            (cwd / "out.html").read_text(),
+        ]
+    )
     return js.returncode, joined, doc
 
 
 # --------------------------------------------------------------------------- 1. symlinks out of the tree
+
 
 @pytest.mark.slow
 def test_symlinks_that_leave_the_tree_are_listed_not_followed(tmp_path):
@@ -104,6 +113,7 @@ def test_a_run_folder_holding_a_link_out_is_not_read(tmp_path):
 
 # --------------------------------------------------------------------------- 2. no quotes of non-logs
 
+
 @pytest.mark.slow
 def test_a_file_no_reader_recognises_is_described_never_quoted(tmp_path):
     secret = f"password=hunter2 api_key={TOKEN}\nsecond line, with, commas\n"
@@ -120,8 +130,9 @@ def test_a_file_no_reader_recognises_is_described_never_quoted(tmp_path):
     (err,) = [r["error"] for r in doc["reports"] if r["error"]]
     assert "no reader recognises it (text, 137 bytes, 3 line(s); first line: plain text)" in err
     for name in ("repo/notes.txt", "repo/train.jsonl"):
-        assert any(e["file"] == name and "no reader recognises it (text, 83 bytes" in e["reason"]
-                   for e in doc["ignored"])
+        assert any(
+            e["file"] == name and "no reader recognises it (text, 83 bytes" in e["reason"] for e in doc["ignored"]
+        )
     for name in ("README", "repo/train.jsonl"):
         code, out, doc = all_outputs(tmp_path, "epoch", name)
         assert code == 2 and "hunter2" not in out and TOKEN not in out and "password" not in out
@@ -143,6 +154,7 @@ def test_the_description_counts_fields_and_tells_binary(tmp_path):
 
 
 # --------------------------------------------------------------------------- 3. report paths
+
 
 def _drain(fifo: Path, got: list[bytes]) -> threading.Thread:
     def read() -> None:
@@ -187,8 +199,9 @@ def test_a_report_through_a_symlink_to_a_file_replaces_the_link_never_its_target
     for name in ("r.sarif", "r.html"):
         (store / name).write_text("keep me")
         (tmp_path / name).symlink_to(store / name)
-    res = run_subprocess("epoch", str(log), "--sarif", str(tmp_path / "r.sarif"), "--html", str(tmp_path / "r.html"),
-                         timeout=300)
+    res = run_subprocess(
+        "epoch", str(log), "--sarif", str(tmp_path / "r.sarif"), "--html", str(tmp_path / "r.html"), timeout=300
+    )
     assert res.returncode == 1, res.stderr
     for name in ("r.sarif", "r.html"):
         assert not (tmp_path / name).is_symlink() and (tmp_path / name).is_file()
@@ -229,6 +242,7 @@ def test_a_report_into_a_character_device_is_written_not_replaced(tmp_path):
 
 # --------------------------------------------------------------------------- 4. file names in the text
 
+
 @pytest.mark.slow
 def test_a_file_name_cannot_forge_a_verdict_line(tmp_path):
     repo = tmp_path / "repo"
@@ -258,6 +272,7 @@ def test_printable_escapes_what_moves_the_cursor_and_keeps_the_rest():
 
 
 # --------------------------------------------------------------------------- 5. walks
+
 
 @pytest.mark.slow
 def test_twelve_hundred_nested_folders_are_walked(tmp_path):
@@ -291,8 +306,9 @@ def test_fifos_in_the_walk_are_never_opened(tmp_path):
 
 
 @pytest.mark.skipif(AS_ROOT, reason="root can read and enter any folder")
-@pytest.mark.parametrize("mode, why", [(0o600, "listed but not entered"), (0o300, "cannot be listed"),
-                                       (0o000, "cannot be listed")])
+@pytest.mark.parametrize(
+    "mode, why", [(0o600, "listed but not entered"), (0o300, "cannot be listed"), (0o000, "cannot be listed")]
+)
 def test_a_folder_that_cannot_be_read_is_listed_and_the_rest_is_judged(tmp_path, mode, why):
     root = tmp_path / "repo"
     failing_log(root / "a" / "metrics.jsonl")

@@ -3,6 +3,7 @@
 as it deserves, and no secret reaches any output. Time and memory are measured in
 evidence/attacks.py, not here.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,19 @@ def test_doctor_over_every_attack_at_once(tmp_path):
         out = tmp_path / "out"
         out.mkdir()
         sarif, page = out / "r.sarif", out / "r.html"
-        res = run_subprocess("doctor", str(repo), "--json", "--jobs", "2", "--sarif", str(sarif), "--html", str(page),
-                             cwd=repo, timeout=900)
+        res = run_subprocess(
+            "doctor",
+            str(repo),
+            "--json",
+            "--jobs",
+            "2",
+            "--sarif",
+            str(sarif),
+            "--html",
+            str(page),
+            cwd=repo,
+            timeout=900,
+        )
         assert res.returncode == 1, res.stderr[-2000:]
         doc = json.loads(res.stdout)
         verdicts = {os.path.relpath(r["file"], repo): r["verdict"] for r in doc["reports"]}
@@ -43,8 +55,13 @@ def test_doctor_over_every_attack_at_once(tmp_path):
         assert "fifo.jsonl" not in verdicts
         text = run_subprocess("doctor", str(repo), "--jobs", "2", cwd=repo, timeout=900)
         assert text.returncode == 1
-        for name, body in (("json", res.stdout), ("stderr", res.stderr), ("text", text.stdout + text.stderr),
-                           ("sarif", sarif.read_text()), ("html", page.read_text())):
+        for name, body in (
+            ("json", res.stdout),
+            ("stderr", res.stderr),
+            ("text", text.stdout + text.stderr),
+            ("sarif", sarif.read_text()),
+            ("html", page.read_text()),
+        ):
             assert _attack_tree.SECRET not in body, name
             assert "\x1b" not in body, name
         # every "verdict: PASS" line printed belongs to a run that PASSed: the forged name

@@ -1,5 +1,6 @@
 """`trainproof preflight DATASET`: dataset shapes, malformed/empty/duplicate records, and the
 tokenizer checks against real tokenizers trained here (nothing is downloaded or mocked)."""
+
 from __future__ import annotations
 
 import gzip
@@ -13,8 +14,10 @@ import pytest
 
 from conftest import REPO, run_cli, write_jsonl
 
-WORDS = ("the quick brown fox jumps over a lazy dog while seven wise owls watch from an old oak tree "
-         "and count stars until morning light returns to the quiet valley").split()
+WORDS = (
+    "the quick brown fox jumps over a lazy dog while seven wise owls watch from an old oak tree "
+    "and count stars until morning light returns to the quiet valley"
+).split()
 
 
 def sentence(i: int, n: int = 8) -> str:
@@ -42,6 +45,7 @@ def ids(rep: dict) -> set[str]:
 
 # --- dataset shapes ----------------------------------------------------------------------
 
+
 def test_text_dataset_passes_and_reports_its_shape(tmp_path):
     p = write_jsonl(tmp_path / "d.jsonl", [{"text": sentence(i)} for i in range(20)])
     code, rep, _, _ = pf(p)
@@ -55,15 +59,28 @@ def test_text_dataset_passes_and_reports_its_shape(tmp_path):
     assert "TP-PRE-OK" in out and "text shape: text (text)" in out
 
 
-@pytest.mark.parametrize("rows, shape", [
-    ([{"prompt": f"Q{i}: ", "completion": sentence(i)} for i in range(6)], "prompt/completion"),
-    ([{"instruction": f"Say {i}", "input": "", "output": sentence(i)} for i in range(6)], "alpaca"),
-    ([{"instruction": f"Say {i}", "context": "", "response": sentence(i)} for i in range(6)], "dolly"),
-    ([{"messages": [{"role": "user", "content": f"hi {i}"}, {"role": "assistant", "content": sentence(i)}]}
-      for i in range(6)], "chat"),
-    ([{"conversations": [{"from": "human", "value": f"hi {i}"}, {"from": "gpt", "value": sentence(i)}]}
-      for i in range(6)], "sharegpt"),
-])
+@pytest.mark.parametrize(
+    "rows, shape",
+    [
+        ([{"prompt": f"Q{i}: ", "completion": sentence(i)} for i in range(6)], "prompt/completion"),
+        ([{"instruction": f"Say {i}", "input": "", "output": sentence(i)} for i in range(6)], "alpaca"),
+        ([{"instruction": f"Say {i}", "context": "", "response": sentence(i)} for i in range(6)], "dolly"),
+        (
+            [
+                {"messages": [{"role": "user", "content": f"hi {i}"}, {"role": "assistant", "content": sentence(i)}]}
+                for i in range(6)
+            ],
+            "chat",
+        ),
+        (
+            [
+                {"conversations": [{"from": "human", "value": f"hi {i}"}, {"from": "gpt", "value": sentence(i)}]}
+                for i in range(6)
+            ],
+            "sharegpt",
+        ),
+    ],
+)
 def test_common_shapes_are_detected(tmp_path, rows, shape):
     p = write_jsonl(tmp_path / "d.jsonl", rows)
     code, rep, _, _ = pf(p)
@@ -77,14 +94,18 @@ def test_common_shapes_are_detected(tmp_path, rows, shape):
 def test_the_trained_part_is_judged_for_emptiness(tmp_path):
     # An empty Alpaca input is normal; an empty output is not. A chat whose assistant
     # message is blank has nothing to learn even though the user message has text.
-    rows = [{"instruction": "Say hi", "input": "", "output": "hi"},
-            {"instruction": "Say hi", "input": "x", "output": "   "}]
+    rows = [
+        {"instruction": "Say hi", "input": "", "output": "hi"},
+        {"instruction": "Say hi", "input": "x", "output": "   "},
+    ]
     code, rep, _, _ = pf(write_jsonl(tmp_path / "a.jsonl", rows))
     assert code == 1
     f = by_id(rep, "TP-PRE-EMPTY-TEXT")
     assert f["data"]["indices"] == [1] and f["data"]["field"] == "output"
-    chat = [{"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": ""}]},
-            {"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hey"}]}]
+    chat = [
+        {"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": ""}]},
+        {"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hey"}]},
+    ]
     code, rep, _, _ = pf(write_jsonl(tmp_path / "c.jsonl", chat))
     assert code == 1
     assert by_id(rep, "TP-PRE-EMPTY-TEXT")["data"]["indices"] == [0]
@@ -135,8 +156,23 @@ def test_json_array_jsonl_named_json_and_gzip(tmp_path):
 def test_malformed_lines_are_reported_with_line_numbers(tmp_path):
     p = tmp_path / "d.jsonl"
     good = [json.dumps({"text": sentence(i)}) for i in range(6)]
-    raw = "\n".join([good[0], good[1], '{"text": "unterminated', good[2], "", "[1, 2]", good[3],
-                     '{"text": "a"}{"text": "b"}', good[4], good[5]]) + "\n"
+    raw = (
+        "\n".join(
+            [
+                good[0],
+                good[1],
+                '{"text": "unterminated',
+                good[2],
+                "",
+                "[1, 2]",
+                good[3],
+                '{"text": "a"}{"text": "b"}',
+                good[4],
+                good[5],
+            ]
+        )
+        + "\n"
+    )
     p.write_bytes(raw.encode() + b'{"text": "\xff\xfe"}\n')
     code, rep, _, _ = pf(p)
     assert code == 1
@@ -166,8 +202,16 @@ def test_malformed_json_array_gives_the_parser_line(tmp_path):
 
 
 def test_empty_and_whitespace_text_indices(tmp_path):
-    rows = [{"text": sentence(0)}, {"text": ""}, {"text": sentence(2)}, {"text": " \n\t "},
-            {"text": None}, {"text": 42}, {"body": "other key"}, {"text": sentence(7)}]
+    rows = [
+        {"text": sentence(0)},
+        {"text": ""},
+        {"text": sentence(2)},
+        {"text": " \n\t "},
+        {"text": None},
+        {"text": 42},
+        {"body": "other key"},
+        {"text": sentence(7)},
+    ]
     code, rep, _, _ = pf(write_jsonl(tmp_path / "d.jsonl", rows))
     assert code == 1
     f = by_id(rep, "TP-PRE-EMPTY-TEXT")
@@ -266,23 +310,29 @@ def _reference_single(*args: str):
     def old(dataset, tokenizer, max_len, text_field, as_json, mute, config_path, sarif_path):
         _, cfg = settings("preflight", as_json, (), mute, config_path)
         rep, error = check_dataset(dataset, text_field, tokenizer, max_len, cfg.mute)
-        raise click.exceptions.Exit(emit_reports([rep], "preflight", as_json, sarif_path=sarif_path,
-                                                 error=error or rep.error))
+        raise click.exceptions.Exit(
+            emit_reports([rep], "preflight", as_json, sarif_path=sarif_path, error=error or rep.error)
+        )
 
     res = CliRunner().invoke(old, list(args), catch_exceptions=False)
     return res.exit_code, res.stdout, res.stderr
 
 
-@pytest.mark.parametrize("case", ["good", "bad", "bad-json", "missing", "no-text", "tokenizer-missing",
-                                  "mute-sarif"])
+@pytest.mark.parametrize("case", ["good", "bad", "bad-json", "missing", "no-text", "tokenizer-missing", "mute-sarif"])
 def test_one_dataset_prints_what_it_printed_before_several_were_taken(tmp_path, case):
     good = write_jsonl(tmp_path / "good.jsonl", [{"text": sentence(i)} for i in range(12)])
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "a b"}\n{"text": ""}\nnot json\n{"text": "a b"}\n')
     keys = write_jsonl(tmp_path / "keys.jsonl", [{"step": i, "loss": 1.0} for i in range(5)])
-    args = {"good": [good], "bad": [bad], "bad-json": [bad, "--json"], "missing": [tmp_path / "nope.jsonl"],
-            "no-text": [keys, "--json"], "tokenizer-missing": [good, "--tokenizer", tmp_path / "no-tok"],
-            "mute-sarif": [bad, "--mute", "TP-PRE-EMPTY-TEXT", "--sarif", tmp_path / "{}.sarif"]}[case]
+    args = {
+        "good": [good],
+        "bad": [bad],
+        "bad-json": [bad, "--json"],
+        "missing": [tmp_path / "nope.jsonl"],
+        "no-text": [keys, "--json"],
+        "tokenizer-missing": [good, "--tokenizer", tmp_path / "no-tok"],
+        "mute-sarif": [bad, "--mute", "TP-PRE-EMPTY-TEXT", "--sarif", tmp_path / "{}.sarif"],
+    }[case]
     ref = [str(a).format("ref") for a in args]
     new = [str(a).format("new") for a in args]
     code, out, err, _ = run_cli("preflight", *new)
@@ -317,8 +367,7 @@ def test_several_datasets_are_each_judged_and_the_worst_decides(tmp_path):
     assert "no such file" in err
 
     # a tokenizer that cannot be loaded is said once, whatever the number of datasets
-    code, out, err, doc = run_cli("preflight", str(good), str(dup), "--tokenizer", str(tmp_path / "no-tok"),
-                                  "--json")
+    code, out, err, doc = run_cli("preflight", str(good), str(dup), "--tokenizer", str(tmp_path / "no-tok"), "--json")
     assert code == 2 and doc["error"].count("no local copy") == 1
 
     # at least one DATASET is required
@@ -338,8 +387,12 @@ def base_tok():
     tok = tk.Tokenizer(tk.models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = tk.decoders.ByteLevel()
-    trainer = tk.trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIALS, show_progress=False,
-                                     initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet())
+    trainer = tk.trainers.BpeTrainer(
+        vocab_size=400,
+        special_tokens=SPECIALS,
+        show_progress=False,
+        initial_alphabet=tk.pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator([sentence(i, 6 + i % 9) for i in range(400)], trainer)
     assert tok.get_vocab_size() > 300
     return tok
@@ -352,7 +405,8 @@ def variant(base, template: str | None):
     tok = tk.Tokenizer.from_str(base.to_str())
     if template is not None:
         tok.post_processor = tk.processors.TemplateProcessing(
-            single=template, special_tokens=[(t, tok.token_to_id(t)) for t in ("<s>", "</s>")])
+            single=template, special_tokens=[(t, tok.token_to_id(t)) for t in ("<s>", "</s>")]
+        )
     return tok
 
 
@@ -500,13 +554,17 @@ def test_context_check_skipped_without_max_len(tmp_path, tokdirs):
 def test_chat_dataset_uses_the_chat_template(tmp_path, base_tok):
     transformers = pytest.importorskip("transformers")
     d = tmp_path / "chat_tok"
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=variant(base_tok, "<s> $A"), eos_token="</s>",
-                                                pad_token="<pad>", bos_token="<s>")
-    fast.chat_template = ("{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}"
-                          "{{ eos_token }}\n{% endfor %}")
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=variant(base_tok, "<s> $A"), eos_token="</s>", pad_token="<pad>", bos_token="<s>"
+    )
+    fast.chat_template = (
+        "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}{{ eos_token }}\n{% endfor %}"
+    )
     fast.save_pretrained(str(d))
-    rows = [{"messages": [{"role": "user", "content": f"hi {i}"}, {"role": "assistant", "content": sentence(i)}]}
-            for i in range(6)]
+    rows = [
+        {"messages": [{"role": "user", "content": f"hi {i}"}, {"role": "assistant", "content": sentence(i)}]}
+        for i in range(6)
+    ]
     p = write_jsonl(tmp_path / "c.jsonl", rows)
     code, rep, _, _ = pf(p, "--tokenizer", d)
     # the template ends each turn with EOS then a newline: that counts as ending with EOS
@@ -532,8 +590,9 @@ def test_bare_tokenizer_json_roles(tmp_path, base_tok):
     assert any("PreTrainedTokenizerFast must set it" in n for n in rep["notes"])
 
     (d / "special_tokens_map.json").write_text(json.dumps({"eos_token": "</s>", "pad_token": "</s>"}))
-    (d / "tokenizer_config.json").write_text(json.dumps(
-        {"bos_token": {"content": "<s>", "special": True}, "pad_token": "<unk>", "model_max_length": 64}))
+    (d / "tokenizer_config.json").write_text(
+        json.dumps({"bos_token": {"content": "<s>", "special": True}, "pad_token": "<unk>", "model_max_length": 64})
+    )
     code, rep, _, _ = pf(p, "--tokenizer", d / "tokenizer.json")
     special = rep["meta"]["tokenizer"]["special"]
     assert special["eos"]["source"] == special["pad"]["source"] == "special_tokens_map.json"
@@ -546,9 +605,10 @@ def test_bare_tokenizer_json_roles(tmp_path, base_tok):
 
     plain = tk.Tokenizer(tk.models.BPE(unk_token="[UNK]"))
     plain.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    plain.train_from_iterator([sentence(i) for i in range(200)],
-                              tk.trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]", "[END]"],
-                                                     show_progress=False))
+    plain.train_from_iterator(
+        [sentence(i) for i in range(200)],
+        tk.trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]", "[END]"], show_progress=False),
+    )
     plain.save(str(tmp_path / "plain.json"))
     code, rep, _, _ = pf(p, "--tokenizer", tmp_path / "plain.json")
     assert code == 1
@@ -606,8 +666,13 @@ def test_without_the_hf_extra(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
 
     def run(*args):
-        return subprocess.run([sys.executable, "-c", NO_HF, "preflight", str(p), *args], capture_output=True,
-                              text=True, env=env, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-c", NO_HF, "preflight", str(p), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
 
     r = run("--json")
     assert r.returncode == 1, r.stderr  # the dataset checks ran: the empty text is a FAIL

@@ -1,4 +1,5 @@
 """`trainproof env`: real child interpreters, real checkpoints, real safetensors; no mocks."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from conftest import run_cli, run_subprocess
 torch = pytest.importorskip("torch")
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
-GB = 1024 ** 3
+GB = 1024**3
 
 
 def env(*args: str):
@@ -54,9 +55,11 @@ def proj(tmp_path: Path) -> Path:
     (pkg / "inner.py").write_text("X = 1\nimport definitely_not_installed_dep_xyz\n")
     (d / "segvmod.py").write_text("import ctypes\nctypes.string_at(0)\n")
     (d / "slowmod.py").write_text("import time\ntime.sleep(60)\n")
-    (d / "threadslow.py").write_text("import threading, time\n"
-                                     "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
-                                     "def wait():\n    time.sleep(60)\n\nwait()\n")
+    (d / "threadslow.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "def wait():\n    time.sleep(60)\n\nwait()\n"
+    )
     (d / "exitmod.py").write_text("import os\nos._exit(3)\n")
     (d / "sysexitmod.py").write_text("import sys\nsys.exit('refusing to import')\n")
     (d / "syntaxmod.py").write_text("x = 1\ndef f(:\n    pass\n")
@@ -64,6 +67,7 @@ def proj(tmp_path: Path) -> Path:
 
 
 # --- imports -------------------------------------------------------------------------------
+
 
 def test_module_that_imports_passes_exit_0(proj):
     code, rep, by_id = env("--cwd", str(proj), "--module", "goodmod")
@@ -187,6 +191,7 @@ def test_bad_module_name_is_a_usage_error():
 
 
 # --- torch checkpoints -----------------------------------------------------------------------
+
 
 def _state() -> dict:
     return {"w": torch.arange(4096, dtype=torch.float32), "b": torch.ones(17), "step": 1200}
@@ -326,15 +331,19 @@ def test_lfs_pointer_zip_without_pickle_fifo_and_unknown(tmp_path):
 
 # --- safetensors -------------------------------------------------------------------------------
 
+
 def _st_tensors() -> dict:
-    return {"embed.weight": torch.randn(64, 32), "head.bias": torch.zeros(10, dtype=torch.bfloat16),
-            "count": torch.tensor([7], dtype=torch.int64)}
+    return {
+        "embed.weight": torch.randn(64, 32),
+        "head.bias": torch.zeros(10, dtype=torch.bfloat16),
+        "count": torch.tensor([7], dtype=torch.int64),
+    }
 
 
 def _st_parts(path: Path) -> tuple[dict, bytes]:
     raw = path.read_bytes()
     (n,) = struct.unpack("<Q", raw[:8])
-    return json.loads(raw[8:8 + n]), raw[8 + n:]
+    return json.loads(raw[8 : 8 + n]), raw[8 + n :]
 
 
 def _st_write(path: Path, header: dict, body: bytes) -> None:
@@ -484,6 +493,7 @@ def test_trainer_checkpoint_directory_checks_every_file(tmp_path, ckpt):
 
 # --- memory and disk ---------------------------------------------------------------------------
 
+
 def _usable_ram() -> int:
     _, _, by_id = env()
     return the(by_id, "TP-ENV-MEM-INFO")["data"]["usable_bytes"]
@@ -554,9 +564,11 @@ def test_gpu_is_info_or_a_typed_skip():
 
 # --- CLI outputs -------------------------------------------------------------------------------
 
+
 def test_text_output_and_mute(proj, ckpt):
-    code, out, err, _ = run_cli("env", "--cwd", str(proj), "--module", "goodmod", "--checkpoint", str(ckpt),
-                                "--required-gb", "0.01")
+    code, out, err, _ = run_cli(
+        "env", "--cwd", str(proj), "--module", "goodmod", "--checkpoint", str(ckpt), "--required-gb", "0.01"
+    )
     assert code == 0
     for s in ("verdict: PASS", "TP-ENV-IMPORT-OK", "TP-ENV-CKPT-OK", "TP-ENV-MEM-OK"):
         assert s in out
@@ -568,8 +580,19 @@ def test_sarif_written_to_a_file(proj, ckpt, tmp_path):
     sarif = tmp_path / "env.sarif"
     raw = ckpt.read_bytes()
     ckpt.write_bytes(raw[:100])
-    code, out, err, _ = run_cli("env", "--cwd", str(proj), "--module", "badmod", "--module", "goodmod",
-                                "--checkpoint", str(ckpt), "--sarif", str(sarif))
+    code, out, err, _ = run_cli(
+        "env",
+        "--cwd",
+        str(proj),
+        "--module",
+        "badmod",
+        "--module",
+        "goodmod",
+        "--checkpoint",
+        str(ckpt),
+        "--sarif",
+        str(sarif),
+    )
     assert code == 1
     doc = json.loads(sarif.read_text())
     assert doc["version"] == "2.1.0"

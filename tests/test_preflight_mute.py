@@ -1,17 +1,19 @@
 """--mute in the preflight family means what it means for the rules (CONTRACTS.md): a
 muted id is neither a finding nor in ``checks.ran``; it is in ``checks.skipped`` with
 reason ``muted``, whether or not it would have fired."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
-from conftest import run_cli
 
 from trainproof.findings import MUTED
 from trainproof.preflight import apply_mute
 from trainproof.preflight.targets import check_objective
+
+from conftest import run_cli
 
 
 def _checks(out: str) -> tuple[dict, list[str]]:

@@ -1,4 +1,5 @@
 """`trainproof objective` and `trainproof.objective`: real arrays, real tensors, real files."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-
-from conftest import REPO, run_cli
 
 from trainproof.findings import Level
 from trainproof.objective import (
@@ -23,6 +22,8 @@ from trainproof.objective import (
     objective_report,
 )
 from trainproof.rules.thresholds import Thresholds
+
+from conftest import REPO, run_cli
 
 torch = pytest.importorskip("torch")
 
@@ -52,6 +53,7 @@ def obj(*args: str):
 
 
 # --- ignore_index ------------------------------------------------------------------------
+
 
 def test_ignore_index_collision_one_past_the_end_and_minus_100():
     f = the(check_ignore_index(32000, 2), "TP-OBJ-IGNORE-INDEX-COLLISION")
@@ -94,6 +96,7 @@ def test_collided_class_is_also_a_dead_class_in_the_targets():
 
 
 # --- out-of-range targets ----------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_out_of_range_targets_numpy_torch_and_lists():
@@ -149,6 +152,7 @@ def test_dtypes_floats_bools_and_bad_inputs():
 
 
 # --- dead classes --------------------------------------------------------------------------
+
 
 def _batches(num_classes: int, n_batches: int, size: int, missing=(), seed=0):
     rng = np.random.default_rng(seed)
@@ -226,6 +230,7 @@ def test_few_missing_is_the_threshold_and_thresholds_override():
 
 
 # --- label shift ---------------------------------------------------------------------------
+
 
 def _lm_batch(b=6, length=40, vocab=5000, seed=0, pad=0, pad_from=None):
     """input_ids with distinct neighbours, padded (pad id) from pad_from[i] on."""
@@ -336,17 +341,20 @@ def test_max_positions_slices_before_comparing():
 
 @pytest.mark.slow
 def test_module_import_does_not_import_torch():
-    code = ("import sys, numpy as np, trainproof.objective as o\n"
-            "assert 'torch' not in sys.modules\n"
-            "c = o.TargetCoverage(3); c.update(np.array([0, 1, 2])); c.update([[0, 1]])\n"
-            "assert 'torch' not in sys.modules\n"
-            "print(','.join(f.id for f in c.findings()))\n")
+    code = (
+        "import sys, numpy as np, trainproof.objective as o\n"
+        "assert 'torch' not in sys.modules\n"
+        "c = o.TargetCoverage(3); c.update(np.array([0, 1, 2])); c.update([[0, 1]])\n"
+        "assert 'torch' not in sys.modules\n"
+        "print(','.join(f.id for f in c.findings()))\n"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "TP-OBJ-TARGET-RANGE-OK,TP-OBJ-DEAD-CLASS-OK"
 
 
 # --- files and the command -----------------------------------------------------------------
+
 
 @pytest.fixture
 def dead_targets():
@@ -473,8 +481,9 @@ def test_cli_text_sarif_and_mute(tmp_path, dead_targets):
     for s in ("verdict: FAIL", "TP-OBJ-TARGET-OUT-OF-RANGE", "TP-OBJ-DEAD-CLASS", "Likely:"):
         assert s in out
     sarif = tmp_path / "out.sarif"
-    code, out, _, _ = run_cli("objective", "--num-classes", "10", "--ignore-index", "10", "--targets", str(p),
-                              "--sarif", str(sarif))
+    code, out, _, _ = run_cli(
+        "objective", "--num-classes", "10", "--ignore-index", "10", "--targets", str(p), "--sarif", str(sarif)
+    )
     assert code == 1
     log = json.loads(sarif.read_text())
     assert log["version"] == "2.1.0"
@@ -483,8 +492,16 @@ def test_cli_text_sarif_and_mute(tmp_path, dead_targets):
     assert {r["ruleId"]: r["level"] for r in results}["TP-OBJ-DEAD-CLASS"] == "error"
     rules = {r["id"] for r in log["runs"][0]["tool"]["driver"]["rules"]}
     assert {r["ruleId"] for r in results} <= rules
-    code, rep, by_id, _ = obj("--num-classes", "10", "--targets", str(p), "--mute", "TP-OBJ-DEAD-CLASS",
-                              "--mute", "TP-OBJ-TARGET-OUT-OF-RANGE")
+    code, rep, by_id, _ = obj(
+        "--num-classes",
+        "10",
+        "--targets",
+        str(p),
+        "--mute",
+        "TP-OBJ-DEAD-CLASS",
+        "--mute",
+        "TP-OBJ-TARGET-OUT-OF-RANGE",
+    )
     assert code == 2 and by_id == {}  # nothing judged is left
     assert rep["checks"]["skipped"]["TP-OBJ-DEAD-CLASS"]["reason"] == "muted"
 
@@ -496,9 +513,16 @@ def test_report_api_and_rules_are_documented():
 
     rules = [r for r in all_rules() if r.id.startswith("TP-OBJ-")]
     assert {r.id for r in rules} >= {
-        "TP-OBJ-IGNORE-INDEX-COLLISION", "TP-OBJ-IGNORE-INDEX-OK", "TP-OBJ-TARGET-OUT-OF-RANGE", "TP-OBJ-DEAD-CLASS",
-        "TP-OBJ-COVERAGE-INSUFFICIENT", "TP-OBJ-DEAD-CLASS-OK", "TP-OBJ-LABEL-SHIFT-DOUBLE",
-        "TP-OBJ-LABEL-SHIFT-NOT-MEASURED", "TP-OBJ-LABEL-SHIFT-OK"}
+        "TP-OBJ-IGNORE-INDEX-COLLISION",
+        "TP-OBJ-IGNORE-INDEX-OK",
+        "TP-OBJ-TARGET-OUT-OF-RANGE",
+        "TP-OBJ-DEAD-CLASS",
+        "TP-OBJ-COVERAGE-INSUFFICIENT",
+        "TP-OBJ-DEAD-CLASS-OK",
+        "TP-OBJ-LABEL-SHIFT-DOUBLE",
+        "TP-OBJ-LABEL-SHIFT-NOT-MEASURED",
+        "TP-OBJ-LABEL-SHIFT-OK",
+    }
     assert all(r.source == "preflight" and r.group == "objective" for r in rules)
     dead = next(r for r in rules if r.id == "TP-OBJ-DEAD-CLASS")
     assert set(dead.thresholds) == {"obj_coverage_min_per_class", "obj_dead_class_max_missing"}

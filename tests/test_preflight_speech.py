@@ -1,5 +1,6 @@
 """`trainproof data` and `trainproof tokenizer`: real audio written with soundfile and real
 SentencePiece models trained here (nothing is downloaded or mocked)."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,10 @@ from trainproof.preflight import speech  # noqa: E402
 from trainproof.rules.thresholds import DEFAULT  # noqa: E402
 
 SR = 16000
-WORDS = ("the quick brown fox jumps over a lazy dog while seven wise owls watch from an old oak tree "
-         "and count stars until morning light returns to the quiet valley near river stones").split()
+WORDS = (
+    "the quick brown fox jumps over a lazy dog while seven wise owls watch from an old oak tree "
+    "and count stars until morning light returns to the quiet valley near river stones"
+).split()
 
 
 def sentence(i: int, n: int = 8) -> str:
@@ -93,6 +96,7 @@ def by_id(rep: dict, rule_id: str) -> dict:
 
 # --- inputs ----------------------------------------------------------------------------------
 
+
 def test_clean_directory_passes(tmp_path):
     d = healthy(tmp_path / "corpus")
     code, rep, _, _ = data(d)
@@ -150,9 +154,9 @@ def test_ljspeech_problems_cite_metadata_lines(tmp_path):
     root = write_ljspeech(tmp_path / "lj")
     meta = root / "metadata.csv"
     lines = meta.read_text().splitlines()
-    lines.append("LJ009-0001|a missing clip|a missing clip")   # line 13: no wavs/LJ009-0001.wav
-    lines.append("LJ001-0002|on 12/03/2021 we paid 5%|")       # line 14: empty normalized column -> raw text
-    lines.append("no pipe on this line")                        # line 15: malformed
+    lines.append("LJ009-0001|a missing clip|a missing clip")  # line 13: no wavs/LJ009-0001.wav
+    lines.append("LJ001-0002|on 12/03/2021 we paid 5%|")  # line 14: empty normalized column -> raw text
+    lines.append("no pipe on this line")  # line 15: malformed
     meta.write_text("\n".join(lines) + "\n")
     code, rep, _, _ = data(root)
     assert code == 1
@@ -177,8 +181,9 @@ def test_manifest_jsonl_relative_and_absolute_paths(tmp_path):
     rows = []
     for i, wav in enumerate(sorted(d.glob("*.wav"))):
         ref = str(wav) if i % 2 else f"audio/{wav.name}"
-        rows.append({"audio_filepath": ref, "text": wav.with_suffix(".txt").read_text(),
-                     "duration": sf.info(str(wav)).duration})
+        rows.append(
+            {"audio_filepath": ref, "text": wav.with_suffix(".txt").read_text(), "duration": sf.info(str(wav)).duration}
+        )
     m = write_manifest(tmp_path / "train_manifest.jsonl", rows)
     code, rep, _, _ = data(m)
     assert code == 0, rep["findings"]
@@ -190,10 +195,10 @@ def test_manifest_problems_cite_their_lines(tmp_path):
     wavs = sorted(d.glob("*.wav"))
     rows = [{"audio_filepath": str(w), "text": w.with_suffix(".txt").read_text()} for w in wavs]
     rows.insert(2, {"audio_filepath": "audio/gone.wav", "text": "missing clip", "duration": 2.0})  # line 3
-    rows.insert(4, "{not json")                                                                  # line 5
-    rows.insert(6, {"audio_filepath": str(wavs[0]) + "x", "text": None})                          # line 7
-    rows.insert(8, {"text": "no path"})                                                           # line 9
-    rows.insert(9, "")                                                                            # blank
+    rows.insert(4, "{not json")  # line 5
+    rows.insert(6, {"audio_filepath": str(wavs[0]) + "x", "text": None})  # line 7
+    rows.insert(8, {"text": "no path"})  # line 9
+    rows.insert(9, "")  # blank
     m = write_manifest(tmp_path / "m.jsonl", rows)
     code, rep, _, _ = data(m)
     assert code == 1
@@ -230,6 +235,7 @@ def test_no_data(tmp_path):
 
 
 # --- FAILs -------------------------------------------------------------------------------------
+
 
 def test_missing_audio_for_an_orphan_transcript(tmp_path):
     d = healthy(tmp_path / "c")
@@ -291,6 +297,7 @@ def test_empty_and_missing_transcripts(tmp_path):
 
 # --- WARNs -------------------------------------------------------------------------------------
 
+
 def test_long_and_short_clips(tmp_path):
     d = healthy(tmp_path / "c")
     pair(d, "long", tone(25.0), text_for(25.0))
@@ -309,8 +316,8 @@ def test_long_and_short_clips(tmp_path):
 
 def test_char_rate_outliers(tmp_path):
     d = healthy(tmp_path / "c")
-    pair(d, "toolong", tone(1.5, freq=600), text_for(6.0, 3))   # a 6-second transcript on 1.5 s
-    pair(d, "tooshort", tone(4.0, freq=610), "yes")             # one word on 4 s
+    pair(d, "toolong", tone(1.5, freq=600), text_for(6.0, 3))  # a 6-second transcript on 1.5 s
+    pair(d, "tooshort", tone(4.0, freq=610), "yes")  # one word on 4 s
     code, rep, _, _ = data(d)
     f = by_id(rep, "TP-DATA-CHAR-RATE-OUTLIER")
     assert set(f["data"]["items"]) == {"toolong.wav", "tooshort.wav"}
@@ -346,7 +353,8 @@ def test_duplicate_audio_content(tmp_path):
     # one file listed twice in a manifest
     w = sorted(d2.glob("utt*.wav"))
     rows = [{"audio_filepath": str(x), "text": x.with_suffix(".txt").read_text()} for x in w] + [
-        {"audio_filepath": str(w[0]), "text": w[0].with_suffix(".txt").read_text()}]
+        {"audio_filepath": str(w[0]), "text": w[0].with_suffix(".txt").read_text()}
+    ]
     rep3 = data(write_manifest(tmp_path / "m.jsonl", rows))[1]
     f3 = by_id(rep3, "TP-DATA-DUPLICATES")
     assert f3["line"] == 13 and f3["data"]["extra_copies"] == 1
@@ -437,12 +445,13 @@ def test_every_finding_at_once_in_text_and_sarif(tmp_path):
 
 # --- audio measurement ---------------------------------------------------------------------------
 
+
 def test_clip_runs_carry_across_blocks():
     flags = np.array([[1, 1, 0, 1, 1, 1, 0, 1, 1]], dtype=bool).T
     n, carry = speech._clip_runs(flags, np.zeros(1, dtype=np.int64), 3)
-    assert n == 3 and carry.tolist() == [2]             # the trailing run of 2 is pending
+    assert n == 3 and carry.tolist() == [2]  # the trailing run of 2 is pending
     n, carry = speech._clip_runs(np.array([[1], [0]], dtype=bool), carry, 3)
-    assert n == 3 and carry.tolist() == [0]             # 2 + 1 = a run of 3
+    assert n == 3 and carry.tolist() == [0]  # 2 + 1 = a run of 3
     n, carry = speech._clip_runs(np.array([[0], [0]], dtype=bool), np.array([5]), 3)
     assert n == 5 and carry.tolist() == [0]
 
@@ -472,8 +481,9 @@ main(sys.argv[2:])
 
 def _without(modules: str, *args: str):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    return subprocess.run([sys.executable, "-c", WITHOUT, modules, *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT, modules, *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 @pytest.mark.slow
@@ -494,11 +504,13 @@ def test_without_the_speech_extra(tmp_path):
 
 # --- tokenizer -------------------------------------------------------------------------------------
 
+
 def _train(tmp: Path, name: str, lines: list[str], **kw) -> Path:
     src = tmp / f"{name}.txt"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    spm.SentencePieceTrainer.train(input=str(src), model_prefix=str(tmp / name), minloglevel=2,
-                                   hard_vocab_limit=False, **kw)
+    spm.SentencePieceTrainer.train(
+        input=str(src), model_prefix=str(tmp / name), minloglevel=2, hard_vocab_limit=False, **kw
+    )
     return tmp / f"{name}.model"
 
 
@@ -603,17 +615,20 @@ def test_suspicious_number_splits(tmp_path, models):
     assert "TP-TOK-SUSPICIOUS-SPLIT" not in ids(rep2) and rep2["meta"]["numbers"]["found"] == 2
 
 
-@pytest.mark.parametrize("pieces, reasons", [
-    (["▁198", "4"], ["cut inside a digit group"]),
-    (["▁12/03/20", "2", "1"], ["a piece spans a separator without the whole number"]),
-    (["▁in", "▁19", "84,"], ["digits glued to neighbouring characters"]),
-    (["▁1", "9", "8", "4"], []),
-    (["▁1984"], []),
-    (["▁12/03/2021"], []),
-    (["▁1st"], []),
-    (["▁3.5"], []),
-    (["▁12", "/", "03", "/", "2021"], []),
-])
+@pytest.mark.parametrize(
+    "pieces, reasons",
+    [
+        (["▁198", "4"], ["cut inside a digit group"]),
+        (["▁12/03/20", "2", "1"], ["a piece spans a separator without the whole number"]),
+        (["▁in", "▁19", "84,"], ["digits glued to neighbouring characters"]),
+        (["▁1", "9", "8", "4"], []),
+        (["▁1984"], []),
+        (["▁12/03/2021"], []),
+        (["▁1st"], []),
+        (["▁3.5"], []),
+        (["▁12", "/", "03", "/", "2021"], []),
+    ],
+)
 def test_number_splits(pieces, reasons):
     found, bad = speech.number_splits(pieces, [False] * len(pieces))
     assert found == 1

@@ -1,5 +1,6 @@
 """Numbers a person reads stay short at every magnitude (issue 16 §4): percentages beyond
 ±1000% read as multiples, ratios from 1e3 up as ``×1.1e9``, NaN and ±Inf by name."""
+
 from __future__ import annotations
 
 import math
@@ -16,22 +17,56 @@ from trainproof.rules._fmt import PCT_LIMIT, TIMES_LIMIT, pct, sci, signed_pct, 
 INF, NAN = float("inf"), float("nan")
 
 
-@pytest.mark.parametrize("x,text", [
-    (0.0, "0%"), (-0.0, "0%"), (1.8e-6, "1.8e-4%"), (-8.1e-108, "-8.1e-106%"), (1e-5, "0.001%"), (0.0018, "0.18%"), (0.01, "1%"), (0.5, "50%"),
-    (1.0, "100%"), (-0.014, "-1%"), (-1.7, "-170%"), (10.0, "1000%"), (-10.0, "-1000%"),
-    (10.004, "×10"), (45.0, "×45"), (12.5, "×12.5"), (999.7, "×1.0e3"), (-45.82, "-×45.8"),
-    (-4.582032014e7, "-×4.6e7"), (2.1025239733897475e18, "×2.1e18"),
-    (INF, "×Inf"), (-INF, "-×Inf"), (NAN, "NaN%"),
-])
+@pytest.mark.parametrize(
+    "x,text",
+    [
+        (0.0, "0%"),
+        (-0.0, "0%"),
+        (1.8e-6, "1.8e-4%"),
+        (-8.1e-108, "-8.1e-106%"),
+        (1e-5, "0.001%"),
+        (0.0018, "0.18%"),
+        (0.01, "1%"),
+        (0.5, "50%"),
+        (1.0, "100%"),
+        (-0.014, "-1%"),
+        (-1.7, "-170%"),
+        (10.0, "1000%"),
+        (-10.0, "-1000%"),
+        (10.004, "×10"),
+        (45.0, "×45"),
+        (12.5, "×12.5"),
+        (999.7, "×1.0e3"),
+        (-45.82, "-×45.8"),
+        (-4.582032014e7, "-×4.6e7"),
+        (2.1025239733897475e18, "×2.1e18"),
+        (INF, "×Inf"),
+        (-INF, "-×Inf"),
+        (NAN, "NaN%"),
+    ],
+)
 def test_pct(x, text):
     assert pct(x) == text
 
 
-@pytest.mark.parametrize("x,text", [
-    (0.0, "0.00x"), (0.5, "0.50x"), (2.35, "2.35x"), (14.06, "14.06x"), (999.2, "999.20x"),
-    (1e3, "×1.0e3"), (1.003e5, "×1.0e5"), (1.1e9, "×1.1e9"), (3.593e12, "×3.6e12"), (6.907e17, "×6.9e17"),
-    (INF, "×Inf"), (NAN, "NaNx"), (-5000.0, "-×5.0e3"),
-])
+@pytest.mark.parametrize(
+    "x,text",
+    [
+        (0.0, "0.00x"),
+        (0.5, "0.50x"),
+        (2.35, "2.35x"),
+        (14.06, "14.06x"),
+        (999.2, "999.20x"),
+        (1e3, "×1.0e3"),
+        (1.003e5, "×1.0e5"),
+        (1.1e9, "×1.1e9"),
+        (3.593e12, "×3.6e12"),
+        (6.907e17, "×6.9e17"),
+        (INF, "×Inf"),
+        (NAN, "NaNx"),
+        (-5000.0, "-×5.0e3"),
+    ],
+)
 def test_times(x, text):
     assert times(x) == text
 
@@ -40,8 +75,19 @@ def test_times_keeps_the_callers_decimals_below_the_limit():
     assert times(5.34, 1) == "5.3x" and times(5.34e4, 1) == "×5.3e4"
 
 
-@pytest.mark.parametrize("x,text", [(1.1e9, "1.1e9"), (-4.6e7, "-4.6e7"), (2.5e-7, "2.5e-7"), (9.96e3, "1.0e4"),
-                                    (0.0, "0"), (INF, "Inf"), (-INF, "-Inf"), (NAN, "NaN")])
+@pytest.mark.parametrize(
+    "x,text",
+    [
+        (1.1e9, "1.1e9"),
+        (-4.6e7, "-4.6e7"),
+        (2.5e-7, "2.5e-7"),
+        (9.96e3, "1.0e4"),
+        (0.0, "0"),
+        (INF, "Inf"),
+        (-INF, "-Inf"),
+        (NAN, "NaN"),
+    ],
+)
 def test_sci(x, text):
     assert sci(x) == text
 
@@ -83,7 +129,18 @@ def test_every_magnitude_from_a_millionth_to_1e20_reads_short():
             assert len(times(x)) <= 9 and "e+" not in times(x), (x, times(x))
 
 
-@pytest.mark.parametrize("x,text", [(0.125, "+12.5%"), (-0.03, "-3.0%"), (0.0, "+0.0%"), (10.0, "+1000.0%"),
-                                    (45.0, "+×45"), (-4.6e7, "-×4.6e7"), (INF, "+×Inf"), (NAN, "NaN%")])
+@pytest.mark.parametrize(
+    "x,text",
+    [
+        (0.125, "+12.5%"),
+        (-0.03, "-3.0%"),
+        (0.0, "+0.0%"),
+        (10.0, "+1000.0%"),
+        (45.0, "+×45"),
+        (-4.6e7, "-×4.6e7"),
+        (INF, "+×Inf"),
+        (NAN, "NaN%"),
+    ],
+)
 def test_signed_pct(x, text):
     assert signed_pct(x) == text

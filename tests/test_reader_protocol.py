@@ -2,6 +2,7 @@
 trainproof asks the readers instead of keeping copies of their names, nothing outside
 ``formats`` reaches into a reader's private names, the package has no import cycle, and
 a new format needs only its module, its test and one line in ``READERS``."""
+
 from __future__ import annotations
 
 import ast
@@ -63,8 +64,9 @@ def test_every_reader_follows_the_protocol(reader):
 def test_the_protocol_names_what_the_readers_define():
     """:data:`base.REQUIRED` is the protocol's own list of members, so the check above
     checks the protocol."""
-    declared = set(base.Reader.__annotations__) | {n for n in vars(base.Reader) if callable(vars(base.Reader)[n])
-                                                   and not n.startswith("_")}
+    declared = set(base.Reader.__annotations__) | {
+        n for n in vars(base.Reader) if callable(vars(base.Reader)[n]) and not n.startswith("_")
+    }
     assert declared == set(base.REQUIRED)
 
 
@@ -73,8 +75,15 @@ def test_the_lists_are_the_union_of_the_readers_declarations():
     assert formats.log_suffixes() == {s for r in formats.READERS for s in r.suffixes}
     assert set(formats.run_suffixes()) == {s for r in formats.READERS for s in r.run_suffixes}
     # What the walk, api and watch saw before the declarations moved into the readers.
-    assert formats.trainer_file_names() == {"trainer_state.json", "metrics.csv", "progress.csv", "metrics.jsonl",
-                                            "trainer_log.jsonl", "training.log", "trainer_0_log.txt"}
+    assert formats.trainer_file_names() == {
+        "trainer_state.json",
+        "metrics.csv",
+        "progress.csv",
+        "metrics.jsonl",
+        "trainer_log.jsonl",
+        "training.log",
+        "trainer_0_log.txt",
+    }
     assert formats.log_suffixes() == {".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".log", ".txt", ".out"}
     assert formats.run_suffixes() == (".jsonl", ".ndjson", ".jsonl.gz")
     assert {r.name for r in formats.READERS if r.tail_mode != "whole"} == {"jsonl", "csv", "tfevents"}
@@ -91,8 +100,9 @@ def test_api_and_the_walks_use_every_readers_names(tmp_path):
     (tmp_path / "notes.md").write_text("1\n")
     (tmp_path / "model.bin").write_text("1\n")
     assert sorted(p.name for p in discover.walk(tmp_path)) == sorted(names)
-    assert sorted(str(k) for k in remote._walk_listing(names + ["notes.md", "model.bin"], None, None, [])) \
-        == sorted(names)
+    assert sorted(str(k) for k in remote._walk_listing(names + ["notes.md", "model.bin"], None, None, [])) == sorted(
+        names
+    )
     for n in formats.trainer_file_names():
         assert api._trainer_name(Path(n)) and api._trainer_name(Path(n.upper()))
     assert api._trainer_name(Path("events.out.tfevents.1.host"))
@@ -150,20 +160,29 @@ def _private_uses(source: str, module: str, is_package: bool = False) -> list[st
                     if a.asname:
                         aliases.add(a.asname)
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
-                and _private(node.attr)):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and _private(node.attr)
+        ):
             found.append(f"{node.value.id}.{node.attr}")
     return found
 
 
 def test_the_private_name_check_sees_each_kind_of_private_use():
     """What live/tail.py did before the protocol: each of these is found."""
-    source = ("from ..formats._io import MAX_LINE\nfrom ..formats import csv as csv_fmt\n"
-              "csv_fmt._delimiter('a')\nfrom ..formats.tfevents import _read_file\n"
-              "import trainproof.formats._io as io\n")
+    source = (
+        "from ..formats._io import MAX_LINE\nfrom ..formats import csv as csv_fmt\n"
+        "csv_fmt._delimiter('a')\nfrom ..formats.tfevents import _read_file\n"
+        "import trainproof.formats._io as io\n"
+    )
     assert _private_uses(source, "trainproof.live.tail") == [
-        "trainproof.formats._io.MAX_LINE", "trainproof.formats.tfevents._read_file", "trainproof.formats._io",
-        "csv_fmt._delimiter"]
+        "trainproof.formats._io.MAX_LINE",
+        "trainproof.formats.tfevents._read_file",
+        "trainproof.formats._io",
+        "csv_fmt._delimiter",
+    ]
     assert _private_uses("from .formats import ReadError, read_head\n", "trainproof.api") == []
 
 
@@ -173,8 +192,11 @@ def test_no_module_outside_formats_uses_a_private_formats_name():
         if (SRC / "formats") in f.parents:
             continue
         m = _module_name(f)
-        bad += [(m, n) for n in _private_uses(f.read_text(encoding="utf-8"), m, f.name == "__init__.py")
-                if (m, n) not in _PRIVATE_IMPORT_EXCEPTIONS]
+        bad += [
+            (m, n)
+            for n in _private_uses(f.read_text(encoding="utf-8"), m, f.name == "__init__.py")
+            if (m, n) not in _PRIVATE_IMPORT_EXCEPTIONS
+        ]
     assert bad == []
 
 
@@ -199,6 +221,7 @@ def test_the_package_reexports_what_it_always_did():
 
 
 # --- a new format: its module and one line in READERS -----------------------------------
+
 
 def _toy_reader() -> types.ModuleType:
     """A reader module of a made-up format, as a new format's module would be: lines
@@ -243,8 +266,9 @@ def test_a_new_reader_is_found_judged_and_watched_with_one_registration_line(tmp
     (root / "broken" / "toyrun.state").write_text("garbage\n")  # a trainer's name: a run not judged
     (root / "stray" / "other.toy").write_text("garbage\n")  # a suffix alone: not a run
     (root / "stray" / "gz.toy.gz").write_bytes(gzip.compress(b"x"))
-    (root / "good" / "metrics.jsonl").write_text("".join(json.dumps({"step": 10 * i, "loss": 1.0 / (i + 1)}) + "\n"
-                                                         for i in range(60)))
+    (root / "good" / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": 10 * i, "loss": 1.0 / (i + 1)}) + "\n" for i in range(60))
+    )
 
     before = sorted(p.relative_to(root).as_posix() for p in discover.walk(root))
     assert before == ["good/metrics.jsonl"]  # the toy format is not known yet
@@ -252,8 +276,13 @@ def test_a_new_reader_is_found_judged_and_watched_with_one_registration_line(tmp
     monkeypatch.setattr(formats, "READERS", (toy, *formats.READERS))  # the one registration line
 
     assert sorted(p.relative_to(root).as_posix() for p in discover.walk(root)) == [
-        "bad/toyrun.state", "broken/toyrun.state", "good/metrics.jsonl", "good/run.toy", "stray/gz.toy.gz",
-        "stray/other.toy"]
+        "bad/toyrun.state",
+        "broken/toyrun.state",
+        "good/metrics.jsonl",
+        "good/run.toy",
+        "stray/gz.toy.gz",
+        "stray/other.toy",
+    ]
     reports, ignored = api.doctor(root, jobs=1)
     by_file = {Path(r.file).relative_to(root).as_posix(): r for r in reports}
     assert by_file["good/run.toy"].format == "toy" and by_file["good/run.toy"].verdict == "PASS"

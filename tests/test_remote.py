@@ -4,6 +4,7 @@ server mode on loopback), giving the same verdicts as the same files on disk.
 The S3 tests skip when s3fs, moto or boto3 is absent; the tests of a missing extra and of
 local paths (which must never import fsspec) run everywhere.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO, healthy_rows, run_cli, write_jsonl
 
 GALLERY = REPO / "examples" / "gallery"
@@ -28,6 +30,7 @@ def build_tree(root: Path) -> Path:
     """A small tree of runs in every shape doctor has to find: single logs, HF output
     folders with checkpoint snapshots, TensorBoard folders (one shard, two shards, Keras'
     train/validation split), an MLflow run, a gzip log, and files that are not logs."""
+
     def cp(src: str, dst: str) -> None:
         (root / dst).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(GALLERY / src, root / dst)
@@ -58,10 +61,12 @@ def build_tree(root: Path) -> Path:
     (run / "meta.yaml").write_text("run_id: cb0096518b0e4c66a94428555f05420b\nstatus: 3\n")
     (run / "params" / "lr").write_text("0.001")
     rows = healthy_rows(60)
-    (run / "metrics" / "loss").write_text("".join(f"{1_664_364_007_310 + i} {r['loss']} {r['step']}\n"
-                                                  for i, r in enumerate(rows)))
-    (run / "metrics" / "train" / "lr").write_text("".join(f"{1_664_364_007_310 + i} 0.001 {r['step']}\n"
-                                                          for i, r in enumerate(rows)))
+    (run / "metrics" / "loss").write_text(
+        "".join(f"{1_664_364_007_310 + i} {r['loss']} {r['step']}\n" for i, r in enumerate(rows))
+    )
+    (run / "metrics" / "train" / "lr").write_text(
+        "".join(f"{1_664_364_007_310 + i} 0.001 {r['step']}\n" for i, r in enumerate(rows))
+    )
     (root / "gz").mkdir()
     with gzip.open(root / "gz" / "metrics.jsonl.gz", "wb") as f:
         f.write((GALLERY / "torch/lr_hot/seed0/metrics.jsonl").read_bytes())
@@ -98,8 +103,12 @@ def s3_server(tree: Path | None = None, prefix: str = "tree"):
     srv.start()
     host, port = srv.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL": endpoint}
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": endpoint,
+    }
     with pytest.MonkeyPatch.context() as mp:
         for k, v in env.items():
             mp.setenv(k, v)
@@ -143,9 +152,18 @@ def _as_url(out: str, tree: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rel", ["torch/lr_zero/metrics.jsonl", "hf/lr_zero/trainer_state.json", "tb_resumed",
-                                 "keras_tb", "mlruns/0/cb0096518b0e4c66a94428555f05420b", "gz/metrics.jsonl.gz",
-                                 "coqui/healthy/trainer_0_log.txt"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "torch/lr_zero/metrics.jsonl",
+        "hf/lr_zero/trainer_state.json",
+        "tb_resumed",
+        "keras_tb",
+        "mlruns/0/cb0096518b0e4c66a94428555f05420b",
+        "gz/metrics.jsonl.gz",
+        "coqui/healthy/trainer_0_log.txt",
+    ],
+)
 def test_epoch_url_gives_the_local_report(s3, tree, rel):
     lcode, lout, _, _ = run_cli("epoch", str(tree / rel), "--json")
     rcode, rout, rerr, doc = run_cli("epoch", f"{URL}/{rel}", "--json")
@@ -203,7 +221,10 @@ def test_a_large_file_that_is_no_log_is_fetched_only_to_its_head(s3):
         assert p.stat().st_size == len(log) > FIRST_BYTES
     code, out, err, doc = run_cli("doctor", f"s3://{BUCKET}/out", "--json")
     # an empty file is no run, whatever its name
-    assert [i["file"] for i in doc["ignored"]] == [f"s3://{BUCKET}/out/empty.jsonl", f"s3://{BUCKET}/out/tokenizer.json"]
+    assert [i["file"] for i in doc["ignored"]] == [
+        f"s3://{BUCKET}/out/empty.jsonl",
+        f"s3://{BUCKET}/out/tokenizer.json",
+    ]
     assert [(r["file"], r["error"]) for r in doc["reports"]] == [(f"s3://{BUCKET}/out/long/metrics.jsonl", None)]
     assert doc["reports"][0]["records"] == 3000
 
@@ -241,8 +262,9 @@ def test_staging_streams_a_large_object(s3, tmp_path):
         "    size = p.stat().st_size\n"
         "print(size, tracemalloc.get_traced_memory()[1] - before)\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, **env})
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ, **env}
+    )
     assert p.returncode == 0, p.stderr
     size, peak = map(int, p.stdout.split())
     assert size == big.stat().st_size > 20_000_000
@@ -338,8 +360,7 @@ def test_a_listing_is_walked_like_the_disk(tree, depth, files):
     keys = [p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()]
     lcuts, rcuts = [], []
     local = _to_urls(group_runs(walk(tree, depth, files, lcuts)), tree, "u:/", None, [])
-    remote = _to_urls(group_runs(_walk_listing(sorted(keys, reverse=True), depth, files, rcuts)), None, "u:/",
-                      None, [])
+    remote = _to_urls(group_runs(_walk_listing(sorted(keys, reverse=True), depth, files, rcuts)), None, "u:/", None, [])
     assert [(c.path, c.snapshots) for c in remote] == [(c.path, c.snapshots) for c in local]
     lim_l, lim_r = [], []
     _to_urls([], tree, "u:/", lim_l, lcuts)

@@ -1,5 +1,6 @@
 """The HTML report: structure, charts (markers, non-finite points), escaping, no network,
 determinism, the compare overlay, and a real offline Chromium screenshot."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -131,7 +132,12 @@ def test_single_report_shows_verdict_findings_checks_and_charts(diverge):
         assert doc.find("tr", data_check=check)
         assert skip.reason in text and skip.detail in text
     # one chart per series, in a fixed order, each against step with labelled axes
-    assert [a["data-chart"] for a in doc.find("figure") if "data-chart" in a] == ["loss", "eval_loss", "lr", "grad_norm"]
+    assert [a["data-chart"] for a in doc.find("figure") if "data-chart" in a] == [
+        "loss",
+        "eval_loss",
+        "lr",
+        "grad_norm",
+    ]
     svgs = doc.find("svg")
     assert [s["data-series"] for s in svgs if "data-series" in s] == ["loss", "eval_loss", "lr", "grad_norm"]
     assert "step" in text and "learning rate" in text and "gradient norm" in text
@@ -179,8 +185,10 @@ def test_divergence_is_marked_on_the_loss_chart_at_its_onset_not_its_best_step(d
 def test_a_warn_with_an_onset_is_labelled_as_a_warn_from_that_step():
     rep = Report(file="run.jsonl", format="jsonl", records=3, step_range=(0.0, 20.0))
     rep.charts = {"loss": {"steps": [0.0, 10.0, 20.0], "values": [1.0, 0.8, 0.7], "key": "loss"}}
-    rep.findings = [Finding("TP-STEP-CLIFF", Level.WARN, "step time grew", step=20.0, data={"onset_step": 10}),
-                    Finding("TP-X", Level.FAIL, "no onset", step=20.0, data={"onset_step": float("nan")})]
+    rep.findings = [
+        Finding("TP-STEP-CLIFF", Level.WARN, "step time grew", step=20.0, data={"onset_step": 10}),
+        Finding("TP-X", Level.FAIL, "no onset", step=20.0, data={"onset_step": float("nan")}),
+    ]
     doc = Doc(render_html([rep]))
     [(group, _)] = marker_lines(doc, "loss", "TP-STEP-CLIFF", "onset")
     assert group["data-step"] == "10" and group["data-level"] == "WARN"
@@ -232,7 +240,7 @@ def test_doctor_summary_table_links_every_section(tmp_path):
     write_hf(tmp_path / "good" / "trainer_state.json", healthy_rows(60))
     rows = healthy_rows(60)
     for i, r in enumerate(rows[30:]):
-        r["loss"] = 0.5 * 1.15 ** i
+        r["loss"] = 0.5 * 1.15**i
     write_jsonl(tmp_path / "bad" / "metrics.jsonl", rows)
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "trainer_state.json").write_text("{not json", encoding="utf-8")
@@ -288,8 +296,12 @@ def test_without_compare_there_is_no_overlay(diverge, lr_hot):
 def test_empty_and_chartless_reports_render():
     page = render_html([])
     assert "No report to show" in page and "NO INPUT" in page
-    rep = Report(file="x.jsonl", format="jsonl", records=3,
-                 findings=[Finding("TP-NOT-CHECKED", Level.NOT_CHECKED, "no loss series")])
+    rep = Report(
+        file="x.jsonl",
+        format="jsonl",
+        records=3,
+        findings=[Finding("TP-NOT-CHECKED", Level.NOT_CHECKED, "no loss series")],
+    )
     doc = Doc(render_html([rep]))
     assert "No chartable series" in doc.all_text and not doc.find("svg", data_series="loss")
 
@@ -299,16 +311,36 @@ def test_empty_and_chartless_reports_render():
 
 def _nasty_report() -> Report:
     n = NASTY
-    f = Finding("TP-DIVERGE", Level.FAIL, f"message {n}", evidence=f"evidence {n}", data={"onset_step": 30.0, n: n},
-                step=20.0, line=2, hint=f"hint {n}")
+    f = Finding(
+        "TP-DIVERGE",
+        Level.FAIL,
+        f"message {n}",
+        evidence=f"evidence {n}",
+        data={"onset_step": 30.0, n: n},
+        step=20.0,
+        line=2,
+        hint=f"hint {n}",
+    )
     g = Finding(f"TP-{n}", Level.WARN, n, evidence=n, step=40.0, hint=n, source=n)
     steps = np.arange(10.0, 110.0, 10.0)
-    return Report(file=f"runs/{n}/metrics.jsonl", format=n, records=10, step_range=(10.0, 100.0),
-                  mapping={"loss": {"source": n, "ignored": [n], "how": n}, n: {"source": n, "ignored": [], "how": "map"}},
-                  findings=[f, g], ran=[n], skipped={n: Skip(n, n)}, notes=[f"note {n}"], meta={n: n, "k": [n]},
-                  snapshots=[n], summary=f"summary {n}",
-                  charts={"loss": {"key": n, "steps": steps, "values": np.linspace(2, 1, 10)},
-                          n: {"key": n, "steps": steps, "values": np.r_[np.nan, np.linspace(2, 1, 9)]}})
+    return Report(
+        file=f"runs/{n}/metrics.jsonl",
+        format=n,
+        records=10,
+        step_range=(10.0, 100.0),
+        mapping={"loss": {"source": n, "ignored": [n], "how": n}, n: {"source": n, "ignored": [], "how": "map"}},
+        findings=[f, g],
+        ran=[n],
+        skipped={n: Skip(n, n)},
+        notes=[f"note {n}"],
+        meta={n: n, "k": [n]},
+        snapshots=[n],
+        summary=f"summary {n}",
+        charts={
+            "loss": {"key": n, "steps": steps, "values": np.linspace(2, 1, 10)},
+            n: {"key": n, "steps": steps, "values": np.r_[np.nan, np.linspace(2, 1, 9)]},
+        },
+    )
 
 
 def _assert_inert(page: str) -> Doc:
@@ -365,8 +397,12 @@ _REMOTE = [
 
 def test_the_page_references_nothing_outside_itself(diverge, lr_hot, core_examples):
     reports, _ = doctor(core_examples)
-    for page in (render_html([diverge]), render_html([lr_hot]), render_html(reports, title="doctor"),
-                 render_html([diverge, lr_hot], compare=True)):
+    for page in (
+        render_html([diverge]),
+        render_html([lr_hot]),
+        render_html(reports, title="doctor"),
+        render_html([diverge, lr_hot], compare=True),
+    ):
         for rx in _REMOTE:
             assert not rx.search(page), rx.pattern
         doc = _assert_inert(page)
@@ -381,8 +417,9 @@ def test_same_reports_give_the_same_html(tmp_path):
     b = render_html([judge(EX / "diverge" / "metrics.jsonl"), judge(EX / "lr_hot" / "metrics.jsonl")], compare=True)
     assert a == b
     write_html([judge(EX / "diverge" / "metrics.jsonl")], tmp_path / "r.html", title="t")
-    assert (tmp_path / "r.html").read_bytes() == render_html([judge(EX / "diverge" / "metrics.jsonl")],
-                                                              title="t").encode("utf-8")
+    assert (tmp_path / "r.html").read_bytes() == render_html(
+        [judge(EX / "diverge" / "metrics.jsonl")], title="t"
+    ).encode("utf-8")
     assert b"\r\n" not in (tmp_path / "r.html").read_bytes()
 
 
@@ -417,7 +454,9 @@ def _evidence_module():
     return mod
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None, reason="no Chromium at /usr/bin/chromium")
+@pytest.mark.skipif(
+    not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None, reason="no Chromium at /usr/bin/chromium"
+)
 def test_chromium_renders_a_readable_page_offline(tmp_path, diverge):
     shot = _evidence_module()
     html_path = tmp_path / "report.html"
@@ -465,31 +504,46 @@ def test_png_reader_decodes_every_filter_type(tmp_path):
     def chunk(kind, body):
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(bytes(raw))) + chunk(b"IEND", b""))
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(bytes(raw)))
+        + chunk(b"IEND", b"")
+    )
     (tmp_path / "t.png").write_bytes(png)
     assert shot._read_png(tmp_path / "t.png") == (w, h, bpp, pixels)
 
 
-@pytest.mark.parametrize("values", [
-    [1e308, -1e308, 1.7e308, -1.7e308],
-    [1.7e308] * 5,
-    [5e-324] * 5,
-    [5e-324, 1e-320, 2e-320],
-    [0.0] * 5,
-    [-3.0, -3.0, math.nan],
-    [1e-30, 1e30, math.inf, -math.inf],
-    [0.1, 0.1 + 1e-16, 0.1 + 2e-16],
-    [math.nan],
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1e308, -1e308, 1.7e308, -1.7e308],
+        [1.7e308] * 5,
+        [5e-324] * 5,
+        [5e-324, 1e-320, 2e-320],
+        [0.0] * 5,
+        [-3.0, -3.0, math.nan],
+        [1e-30, 1e30, math.inf, -math.inf],
+        [0.1, 0.1 + 1e-16, 0.1 + 2e-16],
+        [math.nan],
+    ],
+)
 @pytest.mark.parametrize("steps", ["index", "same", "huge"])
 def test_extreme_values_still_draw(values, steps):
-    steps = {"index": np.arange(1.0, len(values) + 1.0), "same": np.full(len(values), 1e300),
-             "huge": np.array([-1.7e308 * (1 - 2 * i / max(len(values) - 1, 1)) for i in range(len(values))])}[steps]
+    steps = {
+        "index": np.arange(1.0, len(values) + 1.0),
+        "same": np.full(len(values), 1e300),
+        "huge": np.array([-1.7e308 * (1 - 2 * i / max(len(values) - 1, 1)) for i in range(len(values))]),
+    }[steps]
     assert np.isfinite(steps).all()
-    rep = Report(file="x.jsonl", format="jsonl", records=len(values), step_range=(float(steps[0]), float(steps[-1])),
-                 findings=[Finding("TP-X", Level.WARN, "m", step=float(steps[0]))],
-                 charts={"loss": {"key": "loss", "steps": steps, "values": np.array(values, dtype=float)}})
+    rep = Report(
+        file="x.jsonl",
+        format="jsonl",
+        records=len(values),
+        step_range=(float(steps[0]), float(steps[-1])),
+        findings=[Finding("TP-X", Level.WARN, "m", step=float(steps[0]))],
+        charts={"loss": {"key": "loss", "steps": steps, "values": np.array(values, dtype=float)}},
+    )
     doc = _assert_inert(render_html([rep]))
     [svg] = doc.find("svg", data_series="loss")
     assert svg["data-nonfinite"] == str(sum(not math.isfinite(v) for v in values))

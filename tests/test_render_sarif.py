@@ -4,6 +4,7 @@ Every document produced here goes through :func:`check_sarif`: a structural chec
 always runs and, when ../shared is present, validation against the official SARIF 2.1.0
 JSON Schema in ../shared/schemas.
 """
+
 from __future__ import annotations
 
 import csv
@@ -18,11 +19,12 @@ import jsonschema
 import pytest
 
 import trainproof
-from conftest import REPO, SHARED, healthy_rows, write_hf, write_jsonl
 from trainproof.api import doctor, judge
 from trainproof.findings import Level, Report
 from trainproof.render import sarif
 from trainproof.rules.registry import get
+
+from conftest import REPO, SHARED, healthy_rows, write_hf, write_jsonl
 
 SCHEMA_PATH = SHARED / "schemas" / "sarif-schema-2.1.0.json"
 LEVELS = {"error", "warning", "note"}
@@ -231,8 +233,10 @@ def test_mlflow_file_has_lines_but_a_run_folder_does_not(tmp_path: Path, monkeyp
     monkeypatch.chdir(tmp_path)
     metrics = Path("run") / "metrics"
     metrics.mkdir(parents=True)
-    lines = [f"{1_664_364_007_310 + i} {math.nan if s == 30 else 2.0 * math.exp(-s / 10) + 0.3} {s}\n"
-             for i, s in enumerate(range(40))]
+    lines = [
+        f"{1_664_364_007_310 + i} {math.nan if s == 30 else 2.0 * math.exp(-s / 10) + 0.3} {s}\n"
+        for i, s in enumerate(range(40))
+    ]
     (metrics / "loss").write_text("".join(lines), encoding="utf-8")
 
     rep = judge(metrics / "loss")
@@ -285,7 +289,8 @@ def test_pass_is_not_a_result_but_the_verdict_is_kept(tmp_path: Path, monkeypatc
     assert "TP-PASS" not in [r["ruleId"] for r in results_of(doc)]
     assert "TP-PASS" not in [r["id"] for r in doc["runs"][0]["tool"]["driver"]["rules"]]
     assert doc["runs"][0]["properties"]["reports"] == [
-        {"file": "healthy.jsonl", "format": "jsonl", "verdict": "PASS", "records": 60, "error": None}]
+        {"file": "healthy.jsonl", "format": "jsonl", "verdict": "PASS", "records": 60, "error": None}
+    ]
     assert doc["runs"][0]["properties"]["worstVerdict"] == "PASS"
 
 
@@ -347,8 +352,9 @@ def test_examples_gallery(monkeypatch, core_examples) -> None:
     assert {where(res)[0] for res in results_of(doc)} <= {r.file for r in reps}
     assert all(where(res)[0].startswith("examples/") for res in results_of(doc))
     fails = {(f.id, r.file) for r in reps for f in r.findings if f.level is Level.FAIL}
-    assert fails and {(res["ruleId"], where(res)[0]) for res in results_of(doc, None)
-                      if res["level"] == "error"} == fails
+    assert (
+        fails and {(res["ruleId"], where(res)[0]) for res in results_of(doc, None) if res["level"] == "error"} == fails
+    )
     # a result with a step in a line format sits on the record of that step
     checked = 0
     for res in results_of(doc):
@@ -378,8 +384,10 @@ def test_fingerprints_are_stable_across_runs_and_unique(tmp_path: Path, monkeypa
     assert len(set(fp(one))) == len(fp(one))
     # the same finding on another file is another alert
     by_rule_file = {(r["ruleId"], where(r)[0]): r["partialFingerprints"] for r in results_of(one)}
-    assert by_rule_file[("TP-THROUGHPUT", "examples/healthy/metrics.csv")] != \
-        by_rule_file[("TP-THROUGHPUT", "examples/healthy_seed1/metrics.csv")]
+    assert (
+        by_rule_file[("TP-THROUGHPUT", "examples/healthy/metrics.csv")]
+        != by_rule_file[("TP-THROUGHPUT", "examples/healthy_seed1/metrics.csv")]
+    )
 
 
 def test_fingerprint_ignores_line_numbers_and_message_wording(tmp_path: Path, monkeypatch) -> None:
@@ -395,8 +403,9 @@ def test_fingerprint_ignores_line_numbers_and_message_wording(tmp_path: Path, mo
     assert where(r0)[1] != where(r1)[1]
     assert r0["partialFingerprints"] == r1["partialFingerprints"]
     # a reworded message keeps the fingerprint
-    reworded = dataclasses.replace(before, findings=[dataclasses.replace(f, message="reworded " + f.message)
-                                                     for f in before.findings])
+    reworded = dataclasses.replace(
+        before, findings=[dataclasses.replace(f, message="reworded " + f.message) for f in before.findings]
+    )
     r2 = only(check_sarif(sarif.to_sarif([reworded])), "TP-DIVERGE")
     assert r2["message"]["text"] != r0["message"]["text"]
     assert r2["partialFingerprints"] == r0["partialFingerprints"]
@@ -455,8 +464,14 @@ def test_artifact_uri_rules() -> None:
 def test_properties_are_strict_json(tmp_path: Path, monkeypatch, nan_jsonl: Path) -> None:
     rep = judge(nan_jsonl)
     f = finding(rep, "TP-NAN")
-    odd = dataclasses.replace(rep, findings=[dataclasses.replace(
-        f, data={**f.data, "worst": float("nan"), "peak": float("inf"), "at": (1, float("-inf"))})])
+    odd = dataclasses.replace(
+        rep,
+        findings=[
+            dataclasses.replace(
+                f, data={**f.data, "worst": float("nan"), "peak": float("inf"), "at": (1, float("-inf"))}
+            )
+        ],
+    )
     text = sarif.dumps([odd])
 
     def bare(name):
@@ -523,7 +538,7 @@ def test_corpus_sarif_is_valid(shared: Path) -> None:
             uri, line = where(res)
             if base is None:
                 assert uri.startswith("file:///")
-                path = Path(unquote(uri[len("file://"):]))
+                path = Path(unquote(uri[len("file://") :]))
             else:
                 assert not uri.startswith(("file:", "/", "..")), uri
                 path = base / unquote(uri)

@@ -4,6 +4,7 @@ The examples are literal files (``src/trainproof/rules/examples/<ID>.<ext>``, pa
 the page of each rule (docs/rules/<ID>.md) prints the one judged here, so an example that no
 longer triggers its rule fails this test rather than documenting a finding that is not made.
 """
+
 from __future__ import annotations
 
 try:

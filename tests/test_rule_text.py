@@ -1,4 +1,5 @@
 """Rule prose states the numbers in force: ``{threshold}`` placeholders, rendered by Rule.text."""
+
 from __future__ import annotations
 
 import re
@@ -45,8 +46,9 @@ def test_a_placeholder_in_a_rule_declares_its_threshold():
 def test_default_text_states_the_default_numbers():
     r = get("TP-DEAD-RUN")
     assert "{dead_window}" in r.detects  # the number is the threshold, not typed in
-    assert ("The median of the last 5 losses is less than 5% below the median of the first 5 "
-            "(at least 10 points)") in r.text("detects")
+    assert (
+        "The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points)"
+    ) in r.text("detects")
     assert "Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians" in r.text("detects")
     assert "A learning rate at most 1e-6 over the whole run" in r.text("detects")
     assert "below 0.1%" in get("TP-FLAT").text("detects")
@@ -88,10 +90,20 @@ def test_bad_attribute_and_unknown_placeholder_are_errors():
 def test_the_other_families_state_their_thresholds_too():
     """Gradient, learning-rate, eval, perf, update, signature, RL and compare rules: the
     numbers in their text are their thresholds, so an override changes them."""
-    th = DEFAULT.with_overrides({
-        "grad_spike_factor": 20.0, "zero_lr_fail_share": 0.95, "eval_diverge_rise": 1.3, "step_cliff_factor": 4.0,
-        "update_ratio_high_log10": -1.5, "osc_min_alternation": 0.85, "rl_zero_std_warn": 0.6,
-        "cmp_gradnorm_ratio": 8.0, "nan_grad_sustained_points": 4, "pref_chance_accuracy": 0.55})
+    th = DEFAULT.with_overrides(
+        {
+            "grad_spike_factor": 20.0,
+            "zero_lr_fail_share": 0.95,
+            "eval_diverge_rise": 1.3,
+            "step_cliff_factor": 4.0,
+            "update_ratio_high_log10": -1.5,
+            "osc_min_alternation": 0.85,
+            "rl_zero_std_warn": 0.6,
+            "cmp_gradnorm_ratio": 8.0,
+            "nan_grad_sustained_points": 4,
+            "pref_chance_accuracy": 0.55,
+        }
+    )
     cases = {
         "TP-GRAD-SPIKE": ("above 10x the median", "above 20x the median"),
         "TP-ZERO-LR": ("at least 99% of the logged", "at least 95% of the logged"),

@@ -1,4 +1,5 @@
 """TP-DIVERGE and TP-OVERFIT name the best checkpoint the log records, and only that."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,12 @@ def _overfit_rows():
 
 
 def test_overfit_names_hf_best_checkpoint_and_distance_to_the_end(tmp_path):
-    p = write_hf(tmp_path / "trainer_state.json", _overfit_rows(),
-                 best_model_checkpoint="out/checkpoint-200", best_global_step=200)
+    p = write_hf(
+        tmp_path / "trainer_state.json",
+        _overfit_rows(),
+        best_model_checkpoint="out/checkpoint-200",
+        best_global_step=200,
+    )
     f = [f for f in judge(p).findings if f.id == "TP-OVERFIT"][0]
     assert f.step == 200
     assert "out/checkpoint-200 (step 200, 400 steps before the end of the log)" in f.evidence
@@ -43,7 +48,11 @@ def test_divergence_names_coqui_best_model(tmp_path):
     lines = []
     for i in range(40):
         loss = 1.0 if i < 10 else 4.0
-        lines += [f"   --> STEP: {i}/100 -- GLOBAL_STEP: {1000 + 25 * i}", f"     | > loss: {loss + 0.01 * (i % 3)}  (1.0)", ""]
+        lines += [
+            f"   --> STEP: {i}/100 -- GLOBAL_STEP: {1000 + 25 * i}",
+            f"     | > loss: {loss + 0.01 * (i % 3)}  (1.0)",
+            "",
+        ]
         if i == 8:
             lines += [" > BEST MODEL : run/best_model_1200.pth", ""]
     p = tmp_path / "trainer_0_log.txt"

@@ -1,5 +1,6 @@
 """`trainproof rules ID` states the thresholds in force: the defaults, a --config file's, or
 the pyproject.toml of the current folder, loaded as `epoch` loads them."""
+
 from __future__ import annotations
 
 from conftest import run_cli

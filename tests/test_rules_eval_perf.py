@@ -4,6 +4,7 @@ TP-LOADER-BOUND, and the context-only TP-THROUGHPUT and TP-GPU-UTIL.
 Train rows are logged every 10 steps; evaluation rows are separate records that repeat
 the step of a train row, the way HF's ``log_history`` writes them.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,6 @@ from trainproof.rules.engine import judge_runlog
 from trainproof.runlog import Record, build_runlog
 
 from conftest import make_run, one
-
-
 
 
 def run_with_evals(train_loss, eval_loss, eval_every):
@@ -37,8 +36,6 @@ def run_with_evals(train_loss, eval_loss, eval_every):
     return build_runlog(recs, "trainer_state.json", "hf"), evals
 
 
-
-
 def falling(n, seed=0, lo=0.2, hi=2.5):
     rng = np.random.default_rng(seed)
     t = np.linspace(0.0, 1.0, n)
@@ -46,6 +43,7 @@ def falling(n, seed=0, lo=0.2, hi=2.5):
 
 
 # --- TP-OVERFIT -----------------------------------------------------------------------
+
 
 def test_overfit_eval_rises_after_its_minimum_while_train_falls():
     train = falling(100)
@@ -121,6 +119,7 @@ def test_overfit_without_a_train_loss_is_skipped_as_absent():
 
 # --- TP-STEP-CLIFF --------------------------------------------------------------------
 
+
 def step_times(n, head=0.1, tail=None, tail_share=0.2, seed=0):
     rng = np.random.default_rng(seed)
     st = head * np.exp(0.05 * rng.standard_normal(n))
@@ -163,6 +162,7 @@ def test_step_cliff_is_skipped_on_a_short_log():
 
 # --- TP-LOADER-BOUND ------------------------------------------------------------------
 
+
 def test_loader_bound_seventy_percent_of_each_step_warns():
     rng = np.random.default_rng(0)
     st = 0.1 * np.exp(0.05 * rng.standard_normal(40))
@@ -195,10 +195,12 @@ def test_loader_bound_needs_both_series():
 
 # --- TP-THROUGHPUT / TP-GPU-UTIL: context only ----------------------------------------
 
+
 def test_throughput_and_gpu_util_are_info_and_never_change_a_pass():
     n = 60
-    run = make_run(loss=falling(n), throughput=[120.0] * (n // 2) + [80.0] * (n // 2),
-                   gpu_util=[95.0] * (n - 1) + [3.0])
+    run = make_run(
+        loss=falling(n), throughput=[120.0] * (n // 2) + [80.0] * (n // 2), gpu_util=[95.0] * (n - 1) + [3.0]
+    )
     rep = judge_runlog(run)
     tp = one(rep, "TP-THROUGHPUT")
     gu = one(rep, "TP-GPU-UTIL")

@@ -3,9 +3,8 @@
 Runs are built in memory: the n-th point sits at step ``10 * (n + 1)``. Each mechanism is
 tested on variants (lengths, noise levels, seeds), positive and negative.
 """
-from __future__ import annotations
 
-import math
+from __future__ import annotations
 
 import numpy as np
 import pytest
@@ -39,6 +38,7 @@ def ids(rep):
 
 # --- the share of the schedule -------------------------------------------------------
 
+
 @pytest.mark.parametrize("n", [20, 60, 200])
 def test_a_flat_loss_early_in_a_declared_schedule_is_skipped_not_failed(n):
     loss = flat_noisy(n)
@@ -65,6 +65,7 @@ def test_without_a_declared_schedule_the_points_alone_decide():
 
 # --- warm-up ----------------------------------------------------------------------------
 
+
 def test_a_flat_loss_while_the_learning_rate_still_warms_up_is_skipped():
     n = 40
     lr = np.linspace(1e-6, 1e-4, n)
@@ -89,6 +90,7 @@ def test_still_warming_up_needs_strict_increases():
 
 
 # --- evidence of learning elsewhere ----------------------------------------------------
+
 
 @pytest.mark.parametrize("evals", [6, 10, 20])
 def test_a_flat_train_loss_with_a_steadily_falling_eval_loss_is_not_dead(evals):
@@ -115,6 +117,7 @@ def test_a_flat_eval_loss_does_not_rescue_a_dead_run():
 
 
 # --- an early fall, then a plateau, with the optimizer alive ----------------------------
+
 
 def plateau_after_fall(n, seed=0, rel=0.03):
     v = flat_noisy(n, level=1.0, rel=rel, seed=seed)
@@ -148,6 +151,7 @@ def test_a_plateau_with_collapsed_gradients_is_not_alive():
 
 # --- an effectively zero learning rate --------------------------------------------------
 
+
 @pytest.mark.parametrize("lr", [1e-7, 5e-7, 1e-6])
 def test_a_tiny_learning_rate_is_named_as_the_dead_runs_cause(lr):
     n = 80
@@ -166,13 +170,14 @@ def test_an_ordinary_learning_rate_is_not_called_tiny():
 
 # --- the noise floor: no divergence -----------------------------------------------------
 
+
 def fall_to_floor(n, floor, end_floor, seed=0, rel=0.5):
     """1.5 falling to ``floor`` by a third of the run, the last tenth at ``end_floor``,
     with a large relative wiggle (a loss decided by a few examples per batch)."""
     rng = np.random.default_rng(seed)
     t = np.linspace(0, 1, n)
     level = np.maximum(1.5 * np.exp(-t * 30), floor)
-    level[int(0.9 * n):] = end_floor
+    level[int(0.9 * n) :] = end_floor
     return level * np.exp(rel * rng.standard_normal(n))
 
 
@@ -191,6 +196,7 @@ def test_a_climb_back_over_a_real_share_of_the_fall_is_still_a_divergence(n, see
 
 
 # --- one cause, one finding -----------------------------------------------------------
+
 
 def test_a_diverged_run_gets_the_divergence_and_the_dead_run_as_implied():
     n = 60
@@ -216,6 +222,7 @@ def test_merge_implied_passes_a_chain_to_its_root():
 
     def f(i, level=Level.FAIL):
         return Finding(id=i, level=level, message=i.lower(), evidence="e.", data={})
+
     out = merge_implied([f("TP-DEAD-RUN"), f("TP-FLAT"), f("TP-ZERO-LR")])
     assert [x.id for x in out] == ["TP-ZERO-LR"]
     assert sorted(out[0].data["implies"]) == ["TP-DEAD-RUN", "TP-FLAT"]
@@ -226,8 +233,10 @@ def test_merge_implied_passes_a_chain_to_its_root():
 
 # --- RL is recognised by its return ----------------------------------------------------
 
-@pytest.mark.parametrize("key", ["rollout/return", "AI_return", "episode/Return", "eval/episode_return",
-                                 "ep_return_mean"])
+
+@pytest.mark.parametrize(
+    "key", ["rollout/return", "AI_return", "episode/Return", "eval/episode_return", "ep_return_mean"]
+)
 def test_an_episode_return_marks_an_rl_objective(key):
     assert detect_objective(run_of(loss=[1.0, 2.0], **{key: [1.0, 2.0]}))[0] == "rl"
 
@@ -238,6 +247,7 @@ def test_words_that_merely_contain_return_do_not(key):
 
 
 # --- a resumed run's late window -----------------------------------------------------------
+
 
 def resumed_run(n, first_step, seed=0, lr=2e-4):
     loss = flat_noisy(n, level=27.5, rel=0.03, seed=seed)
@@ -264,6 +274,7 @@ def test_a_resumed_run_at_a_tiny_learning_rate_is_still_dead():
 
 
 # --- "FAIL from step N": where the failure became visible --------------------------------
+
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_an_exploding_loss_fails_from_where_it_left_its_level_not_near_its_end(seed):
@@ -292,12 +303,14 @@ def test_a_rising_dead_run_says_its_trend_rises():
 
 # --- RULES.md states each FAIL rule's least evidence ------------------------------------------
 
+
 def test_every_fail_rule_on_a_run_states_its_least_evidence():
     from trainproof.rules.docs import rule_page
     from trainproof.rules.registry import all_rules
 
-    fail_rules = [r for r in all_rules() if r.level is Level.FAIL and not r.is_outcome
-                  and r.source in ("single_run", "compare")]
+    fail_rules = [
+        r for r in all_rules() if r.level is Level.FAIL and not r.is_outcome and r.source in ("single_run", "compare")
+    ]
     assert len(fail_rules) >= 15
     for r in fail_rules:
         assert r.least_evidence, r.id

@@ -3,6 +3,7 @@ TP-GRAD-OVERFLOW-SKIPPED, TP-ZERO-GRAD, TP-GRAD-SPIKE, TP-ZERO-LR, TP-ZERO-LR-PA
 
 The n-th logged point (0-based) sits at step ``10 * (n + 1)`` and source line ``n + 1``.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,13 +14,8 @@ import pytest
 from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
 
-from conftest import make_run, judge_cols as judge, one
-
-
-
-
-
-
+from conftest import judge_cols as judge
+from conftest import make_run, one
 
 
 def step_of(i: int) -> float:
@@ -38,6 +34,7 @@ def healthy_grad(n, seed=0):
 
 
 # --- TP-NAN-GRAD / TP-GRAD-OVERFLOW-SKIPPED -------------------------------------------
+
 
 def test_nan_grad_three_consecutive_nonfinite_norms_at_the_end_fail():
     g = list(healthy_grad(40))
@@ -134,6 +131,7 @@ def test_nan_grad_all_finite_norms_fire_nothing():
 
 # --- TP-ZERO-GRAD ---------------------------------------------------------------------
 
+
 def test_zero_grad_every_norm_exactly_zero_and_a_loss_that_does_not_improve_fails():
     rng = np.random.default_rng(0)
     loss = 2.3 * np.exp(0.01 * rng.standard_normal(20))
@@ -174,6 +172,7 @@ def test_zero_grad_needs_five_norms():
 
 
 # --- TP-GRAD-SPIKE --------------------------------------------------------------------
+
 
 def test_grad_spike_a_norm_fifty_times_the_median_warns_at_its_step():
     g = list(healthy_grad(50))
@@ -228,6 +227,7 @@ def test_grad_spike_needs_five_norms():
 
 # --- TP-ZERO-LR -----------------------------------------------------------------------
 
+
 def test_zero_lr_everywhere_fails_and_counts_no_negatives():
     rep = judge(loss=healthy_loss(30), lr=[0.0] * 30)
     f = one(rep, "TP-ZERO-LR")
@@ -261,6 +261,7 @@ def test_zero_lr_needs_five_points():
 
 
 # --- TP-ZERO-LR-PARTIAL ---------------------------------------------------------------
+
 
 def test_zero_lr_partial_a_third_of_the_run_at_zero_warns():
     lr = [1e-4] * 40 + [0.0] * 20  # the schedule reached 0 two thirds of the way through

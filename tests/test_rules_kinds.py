@@ -2,12 +2,14 @@
 among ordinary losses, slow durable eval rises. Each on built variants, positive and
 negative; the n-th point sits at step ``10 * (n + 1)``.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pytest
+from test_rules_evidence import run_of
 
 from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
@@ -15,7 +17,6 @@ from trainproof.rules.loss import chance_level
 from trainproof.runlog import Record, build_runlog
 
 from conftest import one
-from test_rules_evidence import run_of
 
 
 def ids(rep):
@@ -28,6 +29,7 @@ def at_level(n, level, rel, seed):
 
 
 # --- TP-CHANCE-LEVEL -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("k", [2, 3, 4, 5, 10])
 @pytest.mark.parametrize("n,rel,seed", [(20, 0.01, 0), (110, 0.03, 1), (1000, 0.05, 2)])
@@ -86,6 +88,7 @@ def test_an_rl_objective_near_ln2_is_not_judged_at_chance():
 
 # --- TP-ZERO-LOSS-MIXED ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("n,share,seed", [(50, 0.3, 0), (200, 0.12, 1), (2000, 0.5, 2)])
 def test_exact_zeros_among_ordinary_losses_fail(n, share, seed):
     rng = np.random.default_rng(seed)
@@ -100,7 +103,6 @@ def test_exact_zeros_among_ordinary_losses_fail(n, share, seed):
 
 
 def test_saturation_zeros_of_a_converged_classifier_are_not_mixed_zeros():
-    n = 300
     loss = np.concatenate([np.geomspace(0.8, 1e-4, 150), at_level(150, 1e-4, 0.5, 0)])
     loss[np.arange(160, 300, 3)] = 0.0
     loss[-1] = 1e-4
@@ -117,6 +119,7 @@ def test_a_few_zeros_in_a_long_run_are_not_mixed_zeros():
 
 
 # --- TP-OVERFIT: slow durable rises -----------------------------------------------------
+
 
 def eval_curve(values, every=10):
     n = every * len(values)
@@ -163,10 +166,17 @@ def test_a_slow_eval_rise_with_the_train_loss_rising_too_is_not_overfitting():
 
 # --- RL and preference runs: judged without a gradient norm; no signal; fading signal ----
 
+
 def dpo(n, margins):
     loss = np.log(2) * np.exp(-np.linspace(0, 0.5, n)) * at_level(n, 1.0, 0.02, 0)
-    return run_of(loss=loss, **{"rewards/margins": margins, "rewards/accuracies": np.linspace(0.5, 0.8, n),
-                               "logps/chosen": np.linspace(-100, -90, n)})
+    return run_of(
+        loss=loss,
+        **{
+            "rewards/margins": margins,
+            "rewards/accuracies": np.linspace(0.5, 0.8, n),
+            "logps/chosen": np.linspace(-100, -90, n),
+        },
+    )
 
 
 @pytest.mark.parametrize("n", [10, 100])
@@ -212,12 +222,13 @@ def test_half_the_groups_without_spread_at_the_end_is_a_fading_signal_warn():
 
 # --- TP-LOSS-SPIKE: spikes the run came back from ------------------------------------------
 
+
 @pytest.mark.parametrize("n,burst,seed", [(60, 1, 0), (200, 3, 1), (1000, 5, 2)])
 def test_a_spike_that_comes_back_is_a_warn_with_its_steps(n, burst, seed):
     t = np.linspace(0, 1, n)
     loss = (0.5 + 2.0 * np.exp(-4 * t)) * at_level(n, 1.0, 0.02, seed)
     at = n // 2
-    loss[at: at + burst] *= 8.0
+    loss[at : at + burst] *= 8.0
     rep = judge_runlog(run_of(loss=loss))
     f = one(rep, "TP-LOSS-SPIKE")
     assert f.level is Level.WARN and f.data["recovered"] is True
@@ -243,8 +254,10 @@ def test_ordinary_noise_is_no_spike():
 
 # --- TP-NEGATIVE-LOSS ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("key", ["train/CrossEntropyLoss", "ce_loss", "train_mse", "train_bce_loss", "loss_ctc",
-                                 "LogLoss"])
+
+@pytest.mark.parametrize(
+    "key", ["train/CrossEntropyLoss", "ce_loss", "train_mse", "train_bce_loss", "loss_ctc", "LogLoss"]
+)
 def test_a_negative_value_of_a_loss_that_cannot_be_negative_fails(key):
     n = 40
     loss = np.geomspace(2.0, 0.01, n)
@@ -279,6 +292,7 @@ def test_rounding_noise_below_zero_is_not_negative():
 
 # --- TP-RL-RETURN-COLLAPSE: a return that rose and fell back to its start ----------------
 
+
 def returns(n, shape, noise, seed, start=-1800.0, peak=2500.0, end=-1900.0):
     """An episode return over ``n`` points: ``rise`` climbs start -> peak; ``collapse``
     climbs to the peak by 40% of the run, then falls to ``end`` by 70% and stays;
@@ -300,8 +314,9 @@ def returns(n, shape, noise, seed, start=-1800.0, peak=2500.0, end=-1900.0):
 def rl_run(reward, key="rollout/return_history", **extra):
     # DDPG-style: actor and critic terms only, no loss.
     n = len(reward)
-    return run_of(**{key: reward, "train/loss_actor": np.linspace(-100, 90, n),
-                     "train/loss_critic": np.full(n, 80.0)}, **extra)
+    return run_of(
+        **{key: reward, "train/loss_actor": np.linspace(-100, 90, n), "train/loss_critic": np.full(n, 80.0)}, **extra
+    )
 
 
 @pytest.mark.parametrize("n,noise,seed", [(30, 0.02, 0), (200, 0.1, 1), (850, 0.3, 2), (3000, 0.5, 3)])
@@ -367,6 +382,7 @@ def test_a_collapsed_return_is_read_from_a_baselines_progress_csv(tmp_path):
 
 # --- TP-EVAL-DIVERGE: eval loss and train loss both worse than they were ---------------------
 
+
 def eval_run(n_train, n_eval, train, evals):
     """A run of ``n_train`` train-loss points and ``n_eval`` evaluations spread over the
     same steps (10..10 * max(n_train, n_eval) * 4), like an HF run logging every
@@ -381,8 +397,9 @@ def eval_run(n_train, n_eval, train, evals):
     return build_runlog(recs, "x.jsonl", "jsonl")
 
 
-@pytest.mark.parametrize("n_train,n_eval,noise,seed", [(3, 8, 0.02, 0), (5, 20, 0.08, 1), (50, 60, 0.05, 2),
-                                                        (400, 12, 0.03, 3)])
+@pytest.mark.parametrize(
+    "n_train,n_eval,noise,seed", [(3, 8, 0.02, 0), (5, 20, 0.08, 1), (50, 60, 0.05, 2), (400, 12, 0.03, 3)]
+)
 def test_eval_and_train_both_worse_than_at_the_eval_minimum_fail(n_train, n_eval, noise, seed):
     rng = np.random.default_rng(seed)
     evals = 2.5 * np.r_[1.0, np.full(n_eval - 1, 1.45)] * np.exp(noise * rng.standard_normal(n_eval))
@@ -444,8 +461,15 @@ def test_eval_divergence_is_read_from_an_hf_trainer_state(tmp_path):
     for e in range(1, 21):
         hist.append({"epoch": float(e), "step": 100 * e, "eval_loss": 2.5 if e == 1 else 3.4 + 0.05 * (e % 4)})
         if e % 4 == 0:
-            hist.append({"epoch": float(e), "step": 100 * e, "loss": 1.2 + 0.15 * (e // 4), "learning_rate": 1e-3,
-                         "grad_norm": 10.0})
+            hist.append(
+                {
+                    "epoch": float(e),
+                    "step": 100 * e,
+                    "loss": 1.2 + 0.15 * (e // 4),
+                    "learning_rate": 1e-3,
+                    "grad_norm": 10.0,
+                }
+            )
     p = tmp_path / "trainer_state.json"
     p.write_text(json.dumps({"global_step": 2000, "max_steps": 2000, "log_history": hist}))
     rep = judge(p)
@@ -454,18 +478,26 @@ def test_eval_divergence_is_read_from_an_hf_trainer_state(tmp_path):
 
 # --- TP-PREF-NOT-LEARNING: preference accuracy at chance, objective no better -----------------
 
+
 def pref_run(n, acc, loss, seed=0):
     rng = np.random.default_rng(seed)
-    return run_of(loss=loss * np.exp(0.02 * rng.standard_normal(n)),
-                  **{"rewards/accuracies": np.clip(acc + 0.05 * rng.standard_normal(n), 0, 1),
-                     "rewards/margins": np.linspace(0.1, 1.0, n), "logps/chosen": np.linspace(-200, -190, n),
-                     "grad_norm": np.linspace(1.3, 7.5, n)})
+    return run_of(
+        loss=loss * np.exp(0.02 * rng.standard_normal(n)),
+        **{
+            "rewards/accuracies": np.clip(acc + 0.05 * rng.standard_normal(n), 0, 1),
+            "rewards/margins": np.linspace(0.1, 1.0, n),
+            "logps/chosen": np.linspace(-200, -190, n),
+            "grad_norm": np.linspace(1.3, 7.5, n),
+        },
+    )
 
 
 @pytest.mark.parametrize("n,seed", [(20, 0), (100, 1), (400, 2)])
 @pytest.mark.parametrize("loss_shape", ["flat", "rises"])
 def test_preference_accuracy_at_chance_with_no_better_loss_fails(n, seed, loss_shape):
-    loss = np.full(n, 0.693) if loss_shape == "flat" else np.r_[np.linspace(1.6, 2.8, n // 10), np.full(n - n // 10, 2.8)]
+    loss = (
+        np.full(n, 0.693) if loss_shape == "flat" else np.r_[np.linspace(1.6, 2.8, n // 10), np.full(n - n // 10, 2.8)]
+    )
     rep = judge_runlog(pref_run(n, np.full(n, 0.55), loss, seed))
     f = one(rep, "TP-PREF-NOT-LEARNING")
     assert f.level is Level.FAIL and f.data["accuracy_level"] <= 0.6
@@ -494,7 +526,10 @@ def test_too_few_accuracy_points_or_none_is_not_judged_by_it():
 
 def test_a_dead_policy_explains_its_chance_accuracy():
     n = 100
-    run = run_of(loss=np.full(n, 0.6931), grad_norm=np.zeros(n), **{"rewards/accuracies": np.zeros(n),
-                                                                     "rewards/margins": np.zeros(n)})
+    run = run_of(
+        loss=np.full(n, 0.6931),
+        grad_norm=np.zeros(n),
+        **{"rewards/accuracies": np.zeros(n), "rewards/margins": np.zeros(n)},
+    )
     rep = judge_runlog(run)
     assert [f.id for f in rep.findings if f.level is Level.FAIL] == ["TP-RL-DEAD-POLICY"]

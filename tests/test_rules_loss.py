@@ -6,6 +6,7 @@ n-th logged point (0-based) sits at step ``10 * (n + 1)`` and source line ``n + 
 Noise is multiplicative (``level * exp(rel * z)``, z standard normal from a seeded
 generator), so "10% noise" means a point-to-point relative noise of about 10%.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,15 +18,10 @@ from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
 from trainproof.rules.thresholds import DEFAULT
 
-from conftest import make_run, judge_cols as judge, one
-
+from conftest import judge_cols as judge
+from conftest import make_run, one
 
 # --- helpers --------------------------------------------------------------------------
-
-
-
-
-
 
 
 def step_of(i: int) -> float:
@@ -45,6 +41,7 @@ def decaying(n, rel=0.02, seed=0):
 
 
 # --- TP-NAN ---------------------------------------------------------------------------
+
 
 def test_nan_one_nan_in_the_middle_fires_with_first_step_and_count():
     loss = list(decaying(40))
@@ -86,6 +83,7 @@ def test_nan_every_loss_nan_fails_and_the_shape_rules_are_skipped():
 
 
 # --- TP-ZERO-LOSS ---------------------------------------------------------------------
+
 
 def test_zero_loss_every_finite_loss_exactly_zero_fails():
     rep = judge(loss=[0.0] * 8)
@@ -140,6 +138,7 @@ def test_zero_loss_with_zero_grad_norm_says_nothing_is_learned():
 
 # --- TP-ZERO-LOSS-ONSET ---------------------------------------------------------------
 
+
 def test_zero_loss_onset_positive_then_five_zeros_fails_at_the_onset():
     loss = list(decaying(20)) + [0.0] * 5
     rep = judge(loss=loss)
@@ -191,6 +190,7 @@ def test_zero_loss_onset_near_zero_tail_does_not_fire():
 
 # --- TP-FLAT --------------------------------------------------------------------------
 
+
 def test_flat_constant_to_three_digits_fails():
     rng = np.random.default_rng(0)
     loss = 2.0 * (1 + 2e-4 * rng.standard_normal(50))
@@ -228,6 +228,7 @@ def test_flat_needs_eight_points():
 
 
 # --- TP-DEAD-RUN ----------------------------------------------------------------------
+
 
 def test_dead_run_flat_noisy_loss_fails_with_both_medians():
     rng = np.random.default_rng(2)
@@ -344,10 +345,14 @@ def blow_up(n, rel, seed, head):
     return v
 
 
-BLOWUP_GRID = [(n, rel, seed, head) for (n, rel, seed) in GRID for head in (1, 2, 3)
-               # 20 points at 30% noise: a 3-point end window and a noise estimate from 19
-               # differences miss a 5x blow-up in about 1 run in 10 (measured over 1000 seeds).
-               if not (n == 20 and rel == 0.30)]
+BLOWUP_GRID = [
+    (n, rel, seed, head)
+    for (n, rel, seed) in GRID
+    for head in (1, 2, 3)
+    # 20 points at 30% noise: a 3-point end window and a noise estimate from 19
+    # differences miss a 5x blow-up in about 1 run in 10 (measured over 1000 seeds).
+    if not (n == 20 and rel == 0.30)
+]
 
 
 @pytest.mark.parametrize("n,rel,seed,head", BLOWUP_GRID)
@@ -422,11 +427,14 @@ def fall_and_climb(n, rel, seed):
     return noisy(level, rel, rng)
 
 
-CLIMB_GRID = [(n, rel, seed) for (n, rel, seed) in GRID
-              # 20 points: the minimum is held for 2 points and the noise estimate takes in the
-              # steep fall and climb; above 2% noise a 2x rise is within the gate (about 1 run in
-              # 8 missed at 10%). 60 points at 30%: 3-point levels, see the note above.
-              if not (n == 20 and rel > 0.02) and not (n == 60 and rel == 0.30)]
+CLIMB_GRID = [
+    (n, rel, seed)
+    for (n, rel, seed) in GRID
+    # 20 points: the minimum is held for 2 points and the noise estimate takes in the
+    # steep fall and climb; above 2% noise a 2x rise is within the gate (about 1 run in
+    # 8 missed at 10%). 60 points at 30%: 3-point levels, see the note above.
+    if not (n == 20 and rel > 0.02) and not (n == 60 and rel == 0.30)
+]
 
 
 @pytest.mark.parametrize("n,rel,seed", CLIMB_GRID)

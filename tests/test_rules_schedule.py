@@ -1,6 +1,7 @@
 """Learning-rate schedules and declared intent: edges of a schedule are normal, a
 schedule that ended early or a warm-up that never finished is a WARN, a killed run is
 context, and a FAIL says what a stop would have saved."""
+
 from __future__ import annotations
 
 import math
@@ -97,8 +98,13 @@ def test_fail_summary_names_the_step_and_the_steps_a_stop_would_have_saved(tmp_p
     for i in range(1, 31):
         loss = math.nan if i * 10 >= at else 2.0 - i * 0.01
         rows.append({"step": i * 10, "loss": loss, "learning_rate": 1e-4})
-    p = write_hf(tmp_path / "trainer_state.json", rows, max_steps=1000,
-                 best_model_checkpoint="out/checkpoint-40", best_global_step=40)
+    p = write_hf(
+        tmp_path / "trainer_state.json",
+        rows,
+        max_steps=1000,
+        best_model_checkpoint="out/checkpoint-40",
+        best_global_step=40,
+    )
     rep = judge(p)
     assert rep.verdict is Level.FAIL
     assert rep.summary.startswith(f"FAIL from step {at} (TP-NAN")

@@ -9,6 +9,7 @@ shapes each rule must not mistake for its signature: constant and decaying oscil
 GAN-like loss, a noisy small-batch learner, a warm-restart schedule, a fast-start
 fine-tune, a terminal or fully recovered spike, exactly-zero gradient norms.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,12 +20,14 @@ import pytest
 from trainproof.findings import Level
 from trainproof.rules.thresholds import DEFAULT
 
-from conftest import judge_cols as judge, one, run_cli, write_jsonl
+from conftest import judge_cols as judge
+from conftest import one, run_cli, write_jsonl
 
 SIGNATURES = ("TP-OSCILLATION", "TP-VANISHING-GRAD", "TP-PLATEAU", "TP-LOSS-SPIKE")
 
 
 # --- helpers --------------------------------------------------------------------------
+
 
 def step_of(i: int) -> float:
     return float(10 * (i + 1))
@@ -78,6 +81,7 @@ def fired(rep, rule_id):
 
 # --- every rule: objective, level, docs -----------------------------------------------
 
+
 @pytest.mark.parametrize("rule_id", SIGNATURES)
 def test_signatures_are_skipped_on_rl_objectives(rule_id):
     n = 120
@@ -115,8 +119,8 @@ def learned_then_spiked(n, seed=0):
     t = np.linspace(0.0, 1.0, n)
     level = np.where(t < 0.4, 2.0 - 2.5 * t, 1.0)
     i = int(0.6 * n)
-    level[i:i + 2] = 5.0
-    level[i + 2:] = 1.3
+    level[i : i + 2] = 5.0
+    level[i + 2 :] = 1.3
     return noisy(level, 0.02, rng)
 
 
@@ -265,6 +269,7 @@ def test_oscillation_needs_forty_points():
 
 # --- TP-VANISHING-GRAD ----------------------------------------------------------------
 
+
 def collapsing_norms(n, seed=0, floor=1e-4, start=0.3):
     """Norms near 1 (20% noise) up to ``start`` of the run, then decaying geometrically
     to ``floor``; the first logged norm is a large start-up value."""
@@ -290,7 +295,7 @@ def test_vanishing_grad_collapse_with_a_stuck_loss_fires_with_its_numbers(n, see
     assert f.level is Level.WARN
     d = f.data
     w = d["window"]
-    assert d["early_median"] == pytest.approx(float(np.median(g[1:1 + w])))
+    assert d["early_median"] == pytest.approx(float(np.median(g[1 : 1 + w])))
     assert d["late_median"] == pytest.approx(float(np.median(g[-w:])))
     assert d["ratio"] < 0.01 and d["loss_improvement"] < 0.05
     assert d["early_steps"][0] == step_of(1)  # the first logged norm is ignored
@@ -352,6 +357,7 @@ def test_vanishing_grad_needs_ten_norms():
 
 
 # --- TP-PLATEAU -----------------------------------------------------------------------
+
 
 def late_start(n, rel, seed, flat_share=0.4, level=2.3, floor=0.6):
     """Flat at ``level`` for the first ``flat_share`` of the run, then an exponential fall
@@ -440,6 +446,7 @@ def test_plateau_needs_thirty_four_points():
 
 # --- TP-LOSS-SPIKE --------------------------------------------------------------------
 
+
 def spiked(n, rel, seed, at=0.5, height=5.0, burst=2, after=1.3, recovery=0):
     """A slowly decaying loss with a burst of ``burst`` points at ``height``x the level at
     ``at`` of the run, after which the level is multiplied by ``after``; with
@@ -449,12 +456,12 @@ def spiked(n, rel, seed, at=0.5, height=5.0, burst=2, after=1.3, recovery=0):
     level = 1.0 + 0.3 * np.exp(-3 * t)
     i = int(at * n)
     mult = np.ones(n)
-    mult[i + burst:] = after
+    mult[i + burst :] = after
     if recovery:
         k = np.arange(n - i - burst)
-        mult[i + burst:] = 1 + (after - 1) * np.exp(-5 * k / recovery)
+        mult[i + burst :] = 1 + (after - 1) * np.exp(-5 * k / recovery)
     v = noisy(level * mult, rel, rng)
-    v[i:i + burst] = height * level[i:i + burst] * np.exp(rel * rng.standard_normal(burst))
+    v[i : i + burst] = height * level[i : i + burst] * np.exp(rel * rng.standard_normal(burst))
     return v, i
 
 
@@ -469,7 +476,7 @@ def test_loss_spike_that_leaves_the_run_worse_fires_with_its_numbers(n, rel, see
     f = one(rep, "TP-LOSS-SPIKE")
     assert f.level is Level.WARN
     d = f.data
-    peak = i + int(np.argmax(v[i:i + burst]))
+    peak = i + int(np.argmax(v[i : i + burst]))
     assert (f.step, f.line) == (step_of(peak), peak + 1)
     assert d["spike_step"] == step_of(peak) and d["peak"] == pytest.approx(v[peak])
     assert d["burst_points"] == burst
@@ -521,7 +528,7 @@ def test_loss_spike_with_fewer_than_five_points_after_it_is_silent(n, after):
     v = decaying(n, 0.02)
     i = n - after - 1
     v[i] = 6.0 * v[i - 1]
-    v[i + 1:] *= 1.5
+    v[i + 1 :] *= 1.5
     assert not fired(judge(loss=v), "TP-LOSS-SPIKE")
 
 
@@ -582,7 +589,7 @@ def test_loss_spike_counts_every_spike_that_left_damage():
     v, _ = spiked(300, 0.01, 0, at=0.3, after=1.3)
     j = int(0.7 * 300)
     v[j] = 6.0 * v[j - 1]
-    v[j + 1:] *= 1.3
+    v[j + 1 :] *= 1.3
     f = one(judge(loss=v), "TP-LOSS-SPIKE")
     assert f.data["spikes"] == 2 and f.data["spike_step"] == step_of(90)
     assert "2 such spikes" in f.evidence
@@ -594,6 +601,7 @@ def test_loss_spike_needs_twenty_points():
 
 
 # --- the _stats helpers the signatures use --------------------------------------------
+
 
 def test_neighbour_median_leaves_the_point_out_and_splits_an_alternation():
     from trainproof.rules._stats import neighbour_median

@@ -1,6 +1,7 @@
 """Safety of what trainproof opens and writes: nothing it reads is executed, reports are
 written atomically and never through a symlink, the HTML page carries a strict CSP, env
 probes can run in a clean environment, and doctor can be bounded on a hostile tree."""
+
 from __future__ import annotations
 
 import ast
@@ -20,9 +21,21 @@ SRC = REPO / "src" / "trainproof"
 
 # --------------------------------------------------------------------------- nothing executed
 
-_FORBIDDEN = {("pickle", "load"), ("pickle", "loads"), ("pickle", "Unpickler"), ("marshal", "loads"),
-              ("marshal", "load"), ("yaml", "load"), ("yaml", "unsafe_load"), ("torch", "load"), ("dill", "load"),
-              ("dill", "loads"), ("shelve", "open"), ("numpy", "load"), ("np", "load")}
+_FORBIDDEN = {
+    ("pickle", "load"),
+    ("pickle", "loads"),
+    ("pickle", "Unpickler"),
+    ("marshal", "loads"),
+    ("marshal", "load"),
+    ("yaml", "load"),
+    ("yaml", "unsafe_load"),
+    ("torch", "load"),
+    ("dill", "load"),
+    ("dill", "loads"),
+    ("shelve", "open"),
+    ("numpy", "load"),
+    ("np", "load"),
+}
 
 
 def _calls(tree: ast.AST):
@@ -45,8 +58,10 @@ def test_no_source_file_evaluates_or_unpickles_what_it_reads():
                 offenders.append(f"{where} {name}()")
             elif (name, attr) in _FORBIDDEN:
                 # numpy's loader is allowed only with allow_pickle=False spelled out.
-                if name in ("np", "numpy") and any(k.arg == "allow_pickle" and isinstance(k.value, ast.Constant)
-                                                   and k.value.value is False for k in node.keywords):
+                if name in ("np", "numpy") and any(
+                    k.arg == "allow_pickle" and isinstance(k.value, ast.Constant) and k.value.value is False
+                    for k in node.keywords
+                ):
                     continue
                 offenders.append(f"{where} {name}.{attr}()")
             elif (name, attr) == ("ast", "literal_eval"):
@@ -55,10 +70,16 @@ def test_no_source_file_evaluates_or_unpickles_what_it_reads():
                 text = path.read_text(encoding="utf-8")
                 if path.name != "console.py" or "if len(text) > MAX_DICT_CHARS" not in text:
                     offenders.append(f"{where} ast.literal_eval() on input not known to be bounded")
-            elif (name, attr) in (("subprocess", "run"), ("subprocess", "Popen"), ("subprocess", "call"),
-                                  ("subprocess", "check_output")):
-                if any(k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
-                       for k in node.keywords):
+            elif (name, attr) in (
+                ("subprocess", "run"),
+                ("subprocess", "Popen"),
+                ("subprocess", "call"),
+                ("subprocess", "check_output"),
+            ):
+                if any(
+                    k.arg == "shell" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+                    for k in node.keywords
+                ):
                     offenders.append(f"{where} subprocess with shell")
             elif (name, attr) in (("os", "system"), ("os", "popen")):
                 offenders.append(f"{where} {name}.{attr}()")
@@ -111,12 +132,15 @@ def test_objective_targets_in_a_pickled_npy_are_refused_not_loaded(tmp_path):
     arr[0] = _Trap(str(trap))
     f = tmp_path / "targets.npy"
     np.save(f, arr, allow_pickle=True)
-    code, _, err, _ = run_cli("objective", "--num-classes", "4", "--ignore-index", "-100", "--targets", str(f), "--json")
+    code, _, err, _ = run_cli(
+        "objective", "--num-classes", "4", "--ignore-index", "-100", "--targets", str(f), "--json"
+    )
     assert not trap.exists()
     assert code == 2 and "Traceback" not in err
 
 
 # --------------------------------------------------------------------------- HTML
+
 
 class _Tags(html.parser.HTMLParser):
     def __init__(self) -> None:
@@ -163,7 +187,7 @@ def test_html_carries_a_csp_that_allows_only_its_own_stylesheet(tmp_path):
 def test_script_injection_from_a_log_and_its_path_stays_text(tmp_path):
     evil = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
     rows = [{**r, evil: r["loss"], "note": evil} for r in healthy_rows(60)]
-    d = tmp_path / "x\"><svg onload=alert(3)>"
+    d = tmp_path / 'x"><svg onload=alert(3)>'
     d.mkdir()
     page = _page(d, rows, name="run<script>.jsonl")
     p = _Tags()
@@ -174,6 +198,7 @@ def test_script_injection_from_a_log_and_its_path_stays_text(tmp_path):
 
 
 # --------------------------------------------------------------------------- report files
+
 
 def test_report_files_replace_a_symlink_instead_of_writing_through_it(tmp_path):
     log = write_jsonl(tmp_path / "run.jsonl", healthy_rows(60))
@@ -218,12 +243,14 @@ def test_a_killed_writer_never_leaves_half_a_report(tmp_path):
     import time
 
     target = tmp_path / "r.html"
-    code = (f"import sys; sys.path.insert(0, {str(REPO / 'src')!r})\n"
-            "from trainproof._files import write_atomic\n"
-            "i = 0\n"
-            "while True:\n"
-            "    i += 1\n"
-            f"    write_atomic({str(target)!r}, ('<p>' + str(i % 10) * (50 << 20)) + '</p>\\n')\n")
+    code = (
+        f"import sys; sys.path.insert(0, {str(REPO / 'src')!r})\n"
+        "from trainproof._files import write_atomic\n"
+        "i = 0\n"
+        "while True:\n"
+        "    i += 1\n"
+        f"    write_atomic({str(target)!r}, ('<p>' + str(i % 10) * (50 << 20)) + '</p>\\n')\n"
+    )
     for delay in (0.3, 0.7, 1.1):
         p = subprocess.Popen([sys.executable, "-c", code])
         time.sleep(delay)
@@ -235,6 +262,7 @@ def test_a_killed_writer_never_leaves_half_a_report(tmp_path):
 
 
 # --------------------------------------------------------------------------- env probes
+
 
 def test_env_clean_env_drops_pythonpath_from_the_probe(tmp_path, monkeypatch):
     extra = tmp_path / "extra"
@@ -249,6 +277,7 @@ def test_env_clean_env_drops_pythonpath_from_the_probe(tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------- doctor bounds
+
 
 def _tree(root, depth: int, per_level: int = 2):
     d = root

@@ -5,6 +5,7 @@ imports what judging needs (numpy, the readers, the rules) but no rich, no SARIF
 and no torch. Checked on real processes by the modules they load, never by timing
 (timings are in bench/).
 """
+
 from __future__ import annotations
 
 import json
@@ -15,14 +16,21 @@ from pathlib import Path
 
 import click
 import pytest
-from conftest import healthy_rows, run_cli, write_jsonl
 
 from trainproof import cli as cli_mod
 from trainproof.cli.options import FORMAT_NAMES
 
+from conftest import healthy_rows, run_cli, write_jsonl
+
 HEAVY = ("numpy", "rich", "sarif_om", "jschema_to_python", "torch")
 #: All of trainproof that `--version` and `--help` may import.
-LIGHT_TRAINPROOF = {"trainproof", "trainproof.__main__", "trainproof.cli", "trainproof.cli.app", "trainproof.cli.signals"}
+LIGHT_TRAINPROOF = {
+    "trainproof",
+    "trainproof.__main__",
+    "trainproof.cli",
+    "trainproof.cli.app",
+    "trainproof.cli.signals",
+}
 
 # Runs `python -m trainproof ARGS` in this interpreter, then writes the names of every
 # module it loaded to the file named by $TP_MODULES_OUT.
@@ -50,15 +58,19 @@ def _env(**extra: str) -> dict[str, str]:
 def loaded_modules(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
     """Run the CLI with ``args`` in a fresh interpreter; return the process and the modules it loaded."""
     out = tmp_path / "modules.json"
-    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *args], capture_output=True, text=True,
-                          env=_env(TP_MODULES_OUT=str(out)), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *args],
+        capture_output=True,
+        text=True,
+        env=_env(TP_MODULES_OUT=str(out)),
+        timeout=120,
+    )
     return proc, set(json.loads(out.read_text()))
 
 
 def importtime_modules(argv: list[str]) -> tuple[subprocess.CompletedProcess, set[str]]:
     """Run ``argv`` with ``-X importtime`` (via its environment variable); return the modules it imported."""
-    proc = subprocess.run(argv, capture_output=True, text=True, env=_env(PYTHONPROFILEIMPORTTIME="1"),
-                          timeout=120)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_env(PYTHONPROFILEIMPORTTIME="1"), timeout=120)
     mods = set()
     for line in proc.stderr.splitlines():
         if line.startswith("import time:") and line.count("|") == 2:
@@ -80,8 +92,9 @@ def trainproof_modules(mods: set[str]) -> set[str]:
 COMMANDS_OF = {"rules": "rules", "epoch": "judge", "doctor": "doctor"}
 
 
-@pytest.mark.parametrize("args", [("--version",), ("--help",), ("rules", "--help"), ("epoch", "--help"),
-                                  ("doctor", "--help")])
+@pytest.mark.parametrize(
+    "args", [("--version",), ("--help",), ("rules", "--help"), ("epoch", "--help"), ("doctor", "--help")]
+)
 def test_version_and_help_import_nothing_heavy(tmp_path, args):
     proc, mods = loaded_modules(tmp_path, *args)
     assert proc.returncode == 0, proc.stderr
@@ -89,10 +102,19 @@ def test_version_and_help_import_nothing_heavy(tmp_path, args):
     assert heavy(mods) == []
     # A command's own --help imports its command module and the options and output
     # helpers it is built from (click only), nothing of the layers below.
-    light = LIGHT_TRAINPROOF | ({"trainproof.cli.commands", "trainproof.cli.options", "trainproof.cli.output",
-                                 f"trainproof.cli.commands.{COMMANDS_OF[args[0]]}"} if args[0] in COMMANDS_OF else set())
+    light = LIGHT_TRAINPROOF | (
+        {
+            "trainproof.cli.commands",
+            "trainproof.cli.options",
+            "trainproof.cli.output",
+            f"trainproof.cli.commands.{COMMANDS_OF[args[0]]}",
+        }
+        if args[0] in COMMANDS_OF
+        else set()
+    )
     assert trainproof_modules(mods) <= light, (
-        f"`trainproof {' '.join(args)}` imported {sorted(trainproof_modules(mods) - light)}")
+        f"`trainproof {' '.join(args)}` imported {sorted(trainproof_modules(mods) - light)}"
+    )
 
 
 def test_python_m_version_under_importtime():
@@ -171,8 +193,13 @@ def test_help_lists_every_command_as_when_all_are_loaded():
     # A fresh process lists the preflight commands from the static help; in this process,
     # with every command loaded, the help must be the same (COLUMNS=80 gives click a
     # width of 78 columns).
-    fresh = subprocess.run([sys.executable, "-m", "trainproof", "--help"], capture_output=True, text=True,
-                           env=_env(COLUMNS="80"), timeout=120)
+    fresh = subprocess.run(
+        [sys.executable, "-m", "trainproof", "--help"],
+        capture_output=True,
+        text=True,
+        env=_env(COLUMNS="80"),
+        timeout=120,
+    )
     assert fresh.returncode == 0, fresh.stderr
     for name in cli_mod.COMMANDS:
         cli_mod.cli.add_command(cli_mod.load_command(name), name)

@@ -3,13 +3,14 @@ sizes (``_tfrecord.record_spans``) gives exactly what a plain record-by-record w
 gives: the same payloads, the same stopping reason, record count, dropped and consumed
 bytes, for periodic files with surprises, corrupt bytes anywhere and torn ends, at any
 chunk size."""
+
 from __future__ import annotations
 
-import pytest
 import io
 import struct
 
 import google_crc32c
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -40,20 +41,24 @@ def _reference(data: bytes) -> tuple[list[bytes], tuple]:
             reason = f"the file ends inside a record header ({rest} bytes)"
             break
         length, len_crc = struct.unpack_from("<QI", data, pos)
-        if _masked(data[pos:pos + 8]) != len_crc:
+        if _masked(data[pos : pos + 8]) != len_crc:
             reason = f"record {len(out) + 1}: the length checksum does not match (corrupt or not a TFRecord file)"
             bad_framing = True
             break
         if length > _tfrecord.MAX_RECORD:
-            reason = (f"record {len(out) + 1}: implausible length {length} (over the "
-                      f"{_tfrecord.MAX_RECORD:,}-byte limit on one record)")
+            reason = (
+                f"record {len(out) + 1}: implausible length {length} (over the "
+                f"{_tfrecord.MAX_RECORD:,}-byte limit on one record)"
+            )
             bad_framing = True
             break
         if pos + 16 + length > len(data):
-            reason = (f"record {len(out) + 1}: the file ends inside the record ({rest} of "
-                      f"{16 + length} bytes: a run killed mid-write?)")
+            reason = (
+                f"record {len(out) + 1}: the file ends inside the record ({rest} of "
+                f"{16 + length} bytes: a run killed mid-write?)"
+            )
             break
-        payload = data[pos + 12:pos + 12 + length]
+        payload = data[pos + 12 : pos + 12 + length]
         if _masked(payload) != struct.unpack_from("<I", data, pos + 12 + length)[0]:
             reason = f"record {len(out) + 1}: the payload checksum does not match (corrupt bytes)"
             break
@@ -92,12 +97,12 @@ def event_files(draw):
     damage = draw(st.sampled_from(["none", "flip", "truncate", "zero_run"]))
     if data and damage == "flip":
         at = draw(st.integers(0, len(data) - 1))
-        data = data[:at] + bytes([data[at] ^ (1 << draw(st.integers(0, 7)))]) + data[at + 1:]
+        data = data[:at] + bytes([data[at] ^ (1 << draw(st.integers(0, 7)))]) + data[at + 1 :]
     elif data and damage == "truncate":
-        data = data[:draw(st.integers(0, len(data)))]
+        data = data[: draw(st.integers(0, len(data)))]
     elif data and damage == "zero_run":
         at = draw(st.integers(0, len(data) - 1))
-        data = data[:at] + bytes(min(8, len(data) - at)) + data[at + 8:]
+        data = data[:at] + bytes(min(8, len(data) - at)) + data[at + 8 :]
     return data
 
 

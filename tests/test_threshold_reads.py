@@ -13,6 +13,7 @@ reads. Two checks, from both sides:
 The thresholds the engine reads for a rule (its ``needs`` min_points and
 ``min_schedule_share``) count as read by it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -93,6 +94,7 @@ def _restore(saved: dict) -> None:
 
 # --- built runs that reach the rules' deeper branches -------------------------------------------
 
+
 def _noise(n, rel, seed=0):
     return 1 + rel * np.random.default_rng(seed).standard_normal(n)
 
@@ -114,65 +116,77 @@ def _built_runs():
         run.meta.update(meta or {})
         runs.append(run)
 
-    add(loss=_decay(n), learning_rate=lr, grad_norm=g)                                  # healthy
-    add(loss=np.r_[_decay(60), _decay(60)[::-1] * 8], learning_rate=lr, grad_norm=g)    # diverging
-    add(loss=np.r_[_decay(5), 3.0 * _noise(n - 5, 0.3, 2)],
-        learning_rate=lr, grad_norm=g)                                                  # early dip then high
-    add(loss=np.r_[_decay(50), [math.nan], _decay(50)], grad_norm=g[:98] + [math.nan] * 3,
-        eval_loss=[1.0, math.nan, 0.9, 0.8])                                            # NaN
-    add(loss=np.r_[_decay(50), [math.inf]], grad_norm=g[:20] + [math.nan, 0.5] * 5)     # overflow skips
-    add(loss=1.0 * _noise(n, 1e-5), learning_rate=lr, grad_norm=g)                      # flat
-    add(loss=2.0 * _noise(n, 0.05, 3), learning_rate=[1e-7] * n, grad_norm=g)           # dead, tiny lr
-    add(loss=2.0 * _noise(n, 0.05, 4), learning_rate=lr, grad_norm=g)                   # dead
+    add(loss=_decay(n), learning_rate=lr, grad_norm=g)  # healthy
+    add(loss=np.r_[_decay(60), _decay(60)[::-1] * 8], learning_rate=lr, grad_norm=g)  # diverging
+    add(loss=np.r_[_decay(5), 3.0 * _noise(n - 5, 0.3, 2)], learning_rate=lr, grad_norm=g)  # early dip then high
+    add(
+        loss=np.r_[_decay(50), [math.nan], _decay(50)],
+        grad_norm=g[:98] + [math.nan] * 3,
+        eval_loss=[1.0, math.nan, 0.9, 0.8],
+    )  # NaN
+    add(loss=np.r_[_decay(50), [math.inf]], grad_norm=g[:20] + [math.nan, 0.5] * 5)  # overflow skips
+    add(loss=1.0 * _noise(n, 1e-5), learning_rate=lr, grad_norm=g)  # flat
+    add(loss=2.0 * _noise(n, 0.05, 3), learning_rate=[1e-7] * n, grad_norm=g)  # dead, tiny lr
+    add(loss=2.0 * _noise(n, 0.05, 4), learning_rate=lr, grad_norm=g)  # dead
     add(loss=np.r_[[6.0], 2.0 * _noise(n - 1, 0.01, 5)], learning_rate=lr, grad_norm=g)  # stalled
-    add(loss=np.r_[[6.0], 2.0 * _noise(n - 1, 0.01, 5)], learning_rate=lr,
-        grad_norm=np.r_[[1.0] * 20, [1e-5] * (n - 20)])                                 # vanished, stalled?
-    add(loss=math.log(3) * _noise(n, 0.005, 6), learning_rate=lr)                       # chance level
-    add(loss=np.r_[2.0 * _noise(40, 0.01, 7), 2.0 * np.exp(-3 * t[:80]) + 0.2],
-        learning_rate=lr)                                                               # plateau
+    add(
+        loss=np.r_[[6.0], 2.0 * _noise(n - 1, 0.01, 5)],
+        learning_rate=lr,
+        grad_norm=np.r_[[1.0] * 20, [1e-5] * (n - 20)],
+    )  # vanished, stalled?
+    add(loss=math.log(3) * _noise(n, 0.005, 6), learning_rate=lr)  # chance level
+    add(loss=np.r_[2.0 * _noise(40, 0.01, 7), 2.0 * np.exp(-3 * t[:80]) + 0.2], learning_rate=lr)  # plateau
     spiky = _decay(n, rel=0.01)
     spiky[70:73] *= 20
     spiky[73:] *= 1.6
-    add(loss=spiky, learning_rate=lr, grad_norm=np.r_[g[:60], [60.0], g[61:]])          # spike, grad spike
+    add(loss=spiky, learning_rate=lr, grad_norm=np.r_[g[:60], [60.0], g[61:]])  # spike, grad spike
     osc = 1.0 + 0.002 * np.arange(n) * np.where(np.arange(n) % 2, 1, -1)
-    add(loss=osc * _noise(n, 0.001, 8), learning_rate=lr)                               # growing oscillation
-    add(loss=_decay(n), learning_rate=[0.0] * n)                                        # zero lr
-    add(loss=_decay(n), learning_rate=[0.0] * 30 + [1e-4] * (n - 30))                   # partial zero lr
-    add(loss=_decay(n), learning_rate=list(np.maximum(0, 1e-4 * (1 - 2 * t))))          # schedule ended early
-    add(loss=_decay(n), learning_rate=list(1e-4 * t))                                   # warm-up unfinished
-    add(loss=_decay(n), learning_rate=list(1e-4 * (1 - t)), meta={"max_steps": 5000})   # incomplete, early
-    add(loss=_decay(n), learning_rate=list(1e-4 * (1 - t)), meta={"max_steps": 1250})   # complete
-    add(loss=[0.0] * n, grad_norm=[0.0] * n)                                            # zero loss, zero grad
-    add(loss=np.r_[_decay(60), [0.0] * 60])                                             # zero onset
+    add(loss=osc * _noise(n, 0.001, 8), learning_rate=lr)  # growing oscillation
+    add(loss=_decay(n), learning_rate=[0.0] * n)  # zero lr
+    add(loss=_decay(n), learning_rate=[0.0] * 30 + [1e-4] * (n - 30))  # partial zero lr
+    add(loss=_decay(n), learning_rate=list(np.maximum(0, 1e-4 * (1 - 2 * t))))  # schedule ended early
+    add(loss=_decay(n), learning_rate=list(1e-4 * t))  # warm-up unfinished
+    add(loss=_decay(n), learning_rate=list(1e-4 * (1 - t)), meta={"max_steps": 5000})  # incomplete, early
+    add(loss=_decay(n), learning_rate=list(1e-4 * (1 - t)), meta={"max_steps": 1250})  # complete
+    add(loss=[0.0] * n, grad_norm=[0.0] * n)  # zero loss, zero grad
+    add(loss=np.r_[_decay(60), [0.0] * 60])  # zero onset
     mixed = _decay(n)
     mixed[::5] = 0.0
-    add(loss=mixed)                                                                     # zeros mixed in
-    add(loss=_decay(n) - 1.0, perplexity=list(np.exp(_decay(n))))                       # negative loss
-    add(loss=2.0 * _noise(n, 0.05, 9), learning_rate=lr, grad_norm=[0.0] * n)           # zero grad, flat loss
-    add(loss=_decay(n), loss_scale=[65536.0] * 20 + [16.0] * (n - 20))                  # scale collapse
+    add(loss=mixed)  # zeros mixed in
+    add(loss=_decay(n) - 1.0, perplexity=list(np.exp(_decay(n))))  # negative loss
+    add(loss=2.0 * _noise(n, 0.05, 9), learning_rate=lr, grad_norm=[0.0] * n)  # zero grad, flat loss
+    add(loss=_decay(n), loss_scale=[65536.0] * 20 + [16.0] * (n - 20))  # scale collapse
     ev_over = np.r_[np.linspace(2, 1, 10), np.linspace(1, 1.6, 10)]
-    add(loss=_decay(n), eval_loss=list(ev_over) + [None] * (n - 20))                    # overfit
+    add(loss=_decay(n), eval_loss=list(ev_over) + [None] * (n - 20))  # overfit
     ev_slow = np.r_[np.linspace(2, 1, 6), np.linspace(1.005, 1.08, 10)]
-    add(loss=_decay(n), eval_loss=list(ev_slow) + [None] * (n - 16))                    # slow overfit
-    add(loss=np.r_[_decay(60), _decay(60)[::-1] * 1.8], learning_rate=lr,
-        eval_loss=list(np.r_[np.linspace(2, 1, 6), [1.5, 1.6, 1.55, 1.7, 1.65, 1.8, 1.75, 1.9]])
-        + [None] * (n - 14))                                                            # eval diverge
-    add(loss=_decay(n), step_time=[0.1] * 80 + [0.5] * 40, loader_time=[0.08] * n,
-        gpu_util=[20.0] * n, throughput=list(np.linspace(100, 20, n)))                  # perf
-    add(loss=_decay(n), update_ratio=[1e-1] * n)                                        # update ratio high
-    add(loss=_decay(n), update_ratio=[1e-6] * n)                                        # update ratio low
+    add(loss=_decay(n), eval_loss=list(ev_slow) + [None] * (n - 16))  # slow overfit
+    add(
+        loss=np.r_[_decay(60), _decay(60)[::-1] * 1.8],
+        learning_rate=lr,
+        eval_loss=list(np.r_[np.linspace(2, 1, 6), [1.5, 1.6, 1.55, 1.7, 1.65, 1.8, 1.75, 1.9]]) + [None] * (n - 14),
+    )  # eval diverge
+    add(
+        loss=_decay(n),
+        step_time=[0.1] * 80 + [0.5] * 40,
+        loader_time=[0.08] * n,
+        gpu_util=[20.0] * n,
+        throughput=list(np.linspace(100, 20, n)),
+    )  # perf
+    add(loss=_decay(n), update_ratio=[1e-1] * n)  # update ratio high
+    add(loss=_decay(n), update_ratio=[1e-6] * n)  # update ratio low
     # RL and preference runs
-    add(loss=_noise(n, 0.1), reward=[1.0] * n)                                          # constant reward
-    add(loss=_noise(n, 0.1), reward=[0.0] * 100 + [1.0] * 20,
-        frac_reward_zero_std=[0.97] * n)                                                # GRPO no signal
-    add(loss=_noise(n, 0.1), reward=list(_noise(n, 0.3, 10)),
-        frac_reward_zero_std=[0.1] * 60 + [0.7] * 60)                                   # signal fading
+    add(loss=_noise(n, 0.1), reward=[1.0] * n)  # constant reward
+    add(loss=_noise(n, 0.1), reward=[0.0] * 100 + [1.0] * 20, frac_reward_zero_std=[0.97] * n)  # GRPO no signal
+    add(
+        loss=_noise(n, 0.1), reward=list(_noise(n, 0.3, 10)), frac_reward_zero_std=[0.1] * 60 + [0.7] * 60
+    )  # signal fading
     ret = np.r_[np.linspace(0, 10, 60), np.linspace(10, -1, 60)] + 0.2 * np.random.default_rng(11).standard_normal(n)
-    add(loss=_noise(n, 0.1), reward=list(ret))                                          # return collapse
-    add(loss=_noise(n, 0.1), reward=list(_noise(n, 0.3, 12)), grad_norm=[0.0] * n,
-        kl=[0.0] * n)                                                                   # dead policy
-    add(loss=0.69 * _noise(n, 0.02, 13), **{"rewards/accuracies": list(0.5 + 0.02 * _noise(n, 1.0, 14)),
-                                            "rewards/margins": list(_noise(n, 0.5, 15))})  # pref not learning
+    add(loss=_noise(n, 0.1), reward=list(ret))  # return collapse
+    add(loss=_noise(n, 0.1), reward=list(_noise(n, 0.3, 12)), grad_norm=[0.0] * n, kl=[0.0] * n)  # dead policy
+    add(
+        loss=0.69 * _noise(n, 0.02, 13),
+        **{"rewards/accuracies": list(0.5 + 0.02 * _noise(n, 1.0, 14)), "rewards/margins": list(_noise(n, 0.5, 15))},
+    )  # pref not learning
     return runs
 
 
@@ -230,9 +244,14 @@ def _readable(fn: types.FunctionType) -> set[str]:
         for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(f)))):
             if isinstance(node, ast.Attribute) and node.attr in NAMES:
                 out.add(node.attr)
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
-                    and node.args[1].value in NAMES):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "getattr"
+                and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in NAMES
+            ):
                 out.add(node.args[1].value)
             target = None
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):

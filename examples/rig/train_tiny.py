@@ -21,6 +21,7 @@ Usage (needs torch; CPU only, a few seconds per run)::
     python examples/rig/train_tiny.py                 # every configuration
     python examples/rig/train_tiny.py --config healthy --out /tmp/ex
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,9 +50,15 @@ CONFIGS = {
     "bad_labels": {"optimizer": "adam", "lr": 3e-3, "shuffle_labels": True},
 }
 #: What trainproof should say about each run on its own (bad_labels needs `compare`).
-EXPECTED_VERDICT = {"healthy": "PASS", "healthy_seed1": "PASS", "lr_hot": "FAIL", "lr_zero": "FAIL",
-                    # shuffled labels on balanced classes hold the loss at ln(4): TP-CHANCE-LEVEL
-                    "diverge": "FAIL", "bad_labels": "FAIL"}
+EXPECTED_VERDICT = {
+    "healthy": "PASS",
+    "healthy_seed1": "PASS",
+    "lr_hot": "FAIL",
+    "lr_zero": "FAIL",
+    # shuffled labels on balanced classes hold the loss at ln(4): TP-CHANCE-LEVEL
+    "diverge": "FAIL",
+    "bad_labels": "FAIL",
+}
 STEPS = 300
 LOG_EVERY = 5
 EVAL_EVERY = 50
@@ -132,9 +139,9 @@ def train(config: str, out: Path) -> dict:
         "config": config,
         "what": spec,
         "how": "examples/rig/train_tiny.py: 3-layer MLP (16-64-64-4), cross-entropy on 4 Gaussian clusters "
-               f"(4096 train / 512 eval samples, one data seed {SEED}), batch {BATCH}, {STEPS} steps, loss "
-               f"averaged over each {LOG_EVERY}-step logging window, eval every {EVAL_EVERY} steps, "
-               f"model seed {seed}, CPU.",
+        f"(4096 train / 512 eval samples, one data seed {SEED}), batch {BATCH}, {STEPS} steps, loss "
+        f"averaged over each {LOG_EVERY}-step logging window, eval every {EVAL_EVERY} steps, "
+        f"model seed {seed}, CPU.",
         "expected_verdict": EXPECTED_VERDICT[config],
         "first_loss": losses[0],
         "last_loss": losses[-1],
@@ -153,8 +160,10 @@ def main() -> None:
     a = ap.parse_args()
     for config in a.config or list(CONFIGS):
         meta = train(config, a.out / config)
-        print(f"{config:<8} first loss {meta['first_loss']:.4g} last loss {meta['last_loss']:.4g} "
-              f"non-finite {meta['nonfinite_losses']}")
+        print(
+            f"{config:<8} first loss {meta['first_loss']:.4g} last loss {meta['last_loss']:.4g} "
+            f"non-finite {meta['nonfinite_losses']}"
+        )
 
 
 if __name__ == "__main__":

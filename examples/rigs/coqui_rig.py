@@ -49,12 +49,12 @@ Trainer's run folder are deleted. Run with the interpreter that has coqui-tts-tr
     /tmp/coqui-venv/bin/python examples/rigs/coqui_rig.py            # all configs, seeds 0 1 2
     /tmp/coqui-venv/bin/python examples/rigs/coqui_rig.py --config lr_hot --seed 1 --out /tmp/g
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import logging
-import math
 import platform
 import shutil
 import time
@@ -86,25 +86,60 @@ CONFIGS: dict[str, dict] = {
 
 TRUTH: dict[str, tuple] = {
     "healthy": ("healthy", "PASS", [], None, None),
-    "lr_hot": ("broken", "FAIL", ["TP-DIVERGE"], "FAIL",
-               "Adam learning rate 0.3, 100x the healthy 3e-3: the loss falls, then climbs back to chance "
-               "level and stays far above the best level it reached."),
-    "lr_zero": ("broken", "FAIL", ["TP-ZERO-LR", "TP-DEAD-RUN"], "FAIL",
-                "Adam learning rate set to 0 for the whole run: the weights never change."),
-    "frozen": ("broken", "FAIL", ["TP-ZERO-GRAD", "TP-DEAD-RUN"], "FAIL",
-               "Every model parameter requires_grad=False and the logits detached, with a zero-weighted dummy "
-               "parameter so backward runs: the gradient norm is exactly 0 and nothing learns."),
-    "bad_labels": ("broken", "PASS", [], "FAIL",
-                   "Training labels shuffled against the inputs: the model can only learn label frequencies."),
-    "overfit": ("broken", "WARN", ["TP-OVERFIT"], None,
-                "48 training samples, wide MLP, 100 epochs: train loss falls to ~0 while the held-out eval "
-                "loss rises after its minimum."),
-    "masked_labels": ("broken", "FAIL", ["TP-NAN", "TP-NAN-EVAL", "TP-ZERO-GRAD"], "FAIL",
-                      "Every label (train and eval) set to the ignore index -100: the mean cross-entropy is "
-                      "0/0 = NaN and its gradient exactly 0."),
-    "slow_loader": ("broken", "WARN", ["TP-LOADER-BOUND"], "PASS",
-                    "The collate function sleeps from the middle of the run on, ramping from 0 to 30 ms per "
-                    "batch: loader_time dominates each step (the Trainer's step_time excludes loading)."),
+    "lr_hot": (
+        "broken",
+        "FAIL",
+        ["TP-DIVERGE"],
+        "FAIL",
+        "Adam learning rate 0.3, 100x the healthy 3e-3: the loss falls, then climbs back to chance "
+        "level and stays far above the best level it reached.",
+    ),
+    "lr_zero": (
+        "broken",
+        "FAIL",
+        ["TP-ZERO-LR", "TP-DEAD-RUN"],
+        "FAIL",
+        "Adam learning rate set to 0 for the whole run: the weights never change.",
+    ),
+    "frozen": (
+        "broken",
+        "FAIL",
+        ["TP-ZERO-GRAD", "TP-DEAD-RUN"],
+        "FAIL",
+        "Every model parameter requires_grad=False and the logits detached, with a zero-weighted dummy "
+        "parameter so backward runs: the gradient norm is exactly 0 and nothing learns.",
+    ),
+    "bad_labels": (
+        "broken",
+        "PASS",
+        [],
+        "FAIL",
+        "Training labels shuffled against the inputs: the model can only learn label frequencies.",
+    ),
+    "overfit": (
+        "broken",
+        "WARN",
+        ["TP-OVERFIT"],
+        None,
+        "48 training samples, wide MLP, 100 epochs: train loss falls to ~0 while the held-out eval "
+        "loss rises after its minimum.",
+    ),
+    "masked_labels": (
+        "broken",
+        "FAIL",
+        ["TP-NAN", "TP-NAN-EVAL", "TP-ZERO-GRAD"],
+        "FAIL",
+        "Every label (train and eval) set to the ignore index -100: the mean cross-entropy is "
+        "0/0 = NaN and its gradient exactly 0.",
+    ),
+    "slow_loader": (
+        "broken",
+        "WARN",
+        ["TP-LOADER-BOUND"],
+        "PASS",
+        "The collate function sleeps from the middle of the run on, ramping from 0 to 30 ms per "
+        "batch: loader_time dominates each step (the Trainer's step_time excludes loading).",
+    ),
     "converged": ("negative", "PASS", [], None, None),
     "terminal_spike": ("negative", "PASS", [], None, None),
     "noisy_small_batch": ("negative", "PASS", [], None, None),
@@ -183,8 +218,14 @@ class MLPModel(TrainerModel):
             return DataLoader(ds, batch_size=256, shuffle=False, collate_fn=self._collate_eval)
         ds = self.train_view
         gen = torch.Generator().manual_seed(config.training_seed)
-        return DataLoader(ds, batch_size=config.batch_size, shuffle=True,
-                          generator=gen, collate_fn=self._collate_train, drop_last=True)
+        return DataLoader(
+            ds,
+            batch_size=config.batch_size,
+            shuffle=True,
+            generator=gen,
+            collate_fn=self._collate_train,
+            drop_last=True,
+        )
 
 
 class EpochView(torch.utils.data.Dataset):
@@ -239,13 +280,27 @@ def train(config: str, seed: int, out: Path) -> dict:
     run.mkdir(parents=True)
     work = run / "_trainer_out"
     cfg = RigConfig(
-        output_path=str(work), run_name=f"{config}_seed{seed}", epochs=spec.get("epochs", EPOCHS),
-        batch_size=spec.get("batch", 32), eval_batch_size=256, lr=spec.get("lr", 3e-3), grad_clip=1000.0,
-        print_step=spec.get("print_step", 1), plot_step=spec.get("print_step", 1), print_eval=False,
-        run_eval=True, run_eval_steps=None,
-        save_step=10**9, save_checkpoints=False, save_n_checkpoints=1,
-        scheduler_after_epoch=False, dashboard_logger="tensorboard", training_seed=seed,
-        mixed_precision=False, hidden=spec.get("hidden", 64), frozen=spec.get("frozen", False),
+        output_path=str(work),
+        run_name=f"{config}_seed{seed}",
+        epochs=spec.get("epochs", EPOCHS),
+        batch_size=spec.get("batch", 32),
+        eval_batch_size=256,
+        lr=spec.get("lr", 3e-3),
+        grad_clip=1000.0,
+        print_step=spec.get("print_step", 1),
+        plot_step=spec.get("print_step", 1),
+        print_eval=False,
+        run_eval=True,
+        run_eval_steps=None,
+        save_step=10**9,
+        save_checkpoints=False,
+        save_n_checkpoints=1,
+        scheduler_after_epoch=False,
+        dashboard_logger="tensorboard",
+        training_seed=seed,
+        mixed_precision=False,
+        hidden=spec.get("hidden", 64),
+        frozen=spec.get("frozen", False),
     )
     torch.manual_seed(seed)
     model = MLPModel(cfg, data, spec)
@@ -260,17 +315,27 @@ def train(config: str, seed: int, out: Path) -> dict:
 
     logs = []
     for f in sorted(work.rglob("*")):
-        if f.is_file() and (f.name.startswith("trainer_") and f.name.endswith("_log.txt")
-                            or f.name.startswith("events.out.tfevents")):
+        if f.is_file() and (
+            f.name.startswith("trainer_") and f.name.endswith("_log.txt") or f.name.startswith("events.out.tfevents")
+        ):
             shutil.move(str(f), run / f.name)
             logs.append(f.name)
     shutil.rmtree(work)  # checkpoints, config.json, the training-script copy
     kind, verdict, rules, cmp, broken = TRUTH[config]
     meta = {
-        "framework": "coqui", "framework_version": coqui_trainer.__version__, "torch": torch.__version__,
-        "python": platform.python_version(), "config": config, "seed": seed, "broken": broken,
-        "kind": kind, "expected_verdict": verdict, "expected_rules": rules, "expected_compare": cmp,
-        "logs": sorted(logs, key=lambda n: (not n.startswith("trainer_"), n)), "steps": steps,
+        "framework": "coqui",
+        "framework_version": coqui_trainer.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "config": config,
+        "seed": seed,
+        "broken": broken,
+        "kind": kind,
+        "expected_verdict": verdict,
+        "expected_rules": rules,
+        "expected_compare": cmp,
+        "logs": sorted(logs, key=lambda n: (not n.startswith("trainer_"), n)),
+        "steps": steps,
         "wall_time_s": round(wall, 3),
     }
     (run / "run_meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
@@ -286,8 +351,10 @@ def main() -> None:
     for config in a.config or list(CONFIGS):
         for seed in a.seed if a.seed is not None else [0, 1, 2]:
             meta = train(config, seed, a.out)
-            print(f"{config:<18} seed{seed} steps {meta['steps']:>5} {meta['wall_time_s']:7.2f}s logs {meta['logs']}",
-                  flush=True)
+            print(
+                f"{config:<18} seed{seed} steps {meta['steps']:>5} {meta['wall_time_s']:7.2f}s logs {meta['logs']}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

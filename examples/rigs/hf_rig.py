@@ -79,6 +79,7 @@ Usage (CPU only; 5-40 s per run, about 10 min for all 36 runs on a shared 2-core
 Output: ``<out>/hf/<config>/seed<K>/`` with ``trainer_state.json``,
 ``runs/<date>_<host>/events.out.tfevents.*`` and ``run_meta.json``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -150,20 +151,55 @@ CONFIGS = {
 # (kind, broken, expected_verdict, expected_rules, expected_compare)
 META = {
     "healthy": ("healthy", None, "PASS", [], None),
-    "lr_hot": ("broken", "learning rate 10.0, over 3000x the healthy 3e-3 (AdamW): the loss jumps from ~4 to ~100 and stays far above its best level.",
-               "FAIL", ["TP-DIVERGE"], "FAIL"),
-    "lr_zero": ("broken", "learning_rate=0.0 for the whole run: the weights never change.",
-                "FAIL", ["TP-ZERO-LR", "TP-DEAD-RUN"], "FAIL"),
-    "frozen": ("broken", "graph severed: compute_loss returns loss.detach() + 0 * a dummy parameter, so every gradient is None or exactly 0 (grad_norm 0.0) and nothing is learned.",
-               "FAIL", ["TP-ZERO-GRAD", "TP-DEAD-RUN"], "FAIL"),
-    "bad_labels": ("broken", "labels are another sequence's tokens (fixed permutation), so inputs carry no information about labels; the loss only falls to the token-frequency entropy.",
-                   "PASS", [], "FAIL"),
-    "overfit": ("broken", "8 training sequences trained for 300 epochs with a held-out eval set: train loss goes towards 0 while eval loss rises far above its minimum.",
-                "WARN", ["TP-OVERFIT"], None),
-    "masked_labels": ("broken", "every label is -100: HF's loss is 0/0 = NaN each step, logged as 0.0 by logging_nan_inf_filter, grad_norm exactly 0.0 and eval_loss NaN.",
-                      "FAIL", ["TP-ZERO-LOSS", "TP-ZERO-GRAD", "TP-NAN-EVAL"], "FAIL"),
-    "slow_loader": ("broken", "the train Dataset's __getitem__ sleeps once half the samples were read, ramping from 0 to 250 ms per batch (held over the last quarter): step time climbs several-fold, mostly data wait.",
-                    "WARN", ["TP-STEP-CLIFF", "TP-LOADER-BOUND"], "PASS"),
+    "lr_hot": (
+        "broken",
+        "learning rate 10.0, over 3000x the healthy 3e-3 (AdamW): the loss jumps from ~4 to ~100 and stays far above its best level.",
+        "FAIL",
+        ["TP-DIVERGE"],
+        "FAIL",
+    ),
+    "lr_zero": (
+        "broken",
+        "learning_rate=0.0 for the whole run: the weights never change.",
+        "FAIL",
+        ["TP-ZERO-LR", "TP-DEAD-RUN"],
+        "FAIL",
+    ),
+    "frozen": (
+        "broken",
+        "graph severed: compute_loss returns loss.detach() + 0 * a dummy parameter, so every gradient is None or exactly 0 (grad_norm 0.0) and nothing is learned.",
+        "FAIL",
+        ["TP-ZERO-GRAD", "TP-DEAD-RUN"],
+        "FAIL",
+    ),
+    "bad_labels": (
+        "broken",
+        "labels are another sequence's tokens (fixed permutation), so inputs carry no information about labels; the loss only falls to the token-frequency entropy.",
+        "PASS",
+        [],
+        "FAIL",
+    ),
+    "overfit": (
+        "broken",
+        "8 training sequences trained for 300 epochs with a held-out eval set: train loss goes towards 0 while eval loss rises far above its minimum.",
+        "WARN",
+        ["TP-OVERFIT"],
+        None,
+    ),
+    "masked_labels": (
+        "broken",
+        "every label is -100: HF's loss is 0/0 = NaN each step, logged as 0.0 by logging_nan_inf_filter, grad_norm exactly 0.0 and eval_loss NaN.",
+        "FAIL",
+        ["TP-ZERO-LOSS", "TP-ZERO-GRAD", "TP-NAN-EVAL"],
+        "FAIL",
+    ),
+    "slow_loader": (
+        "broken",
+        "the train Dataset's __getitem__ sleeps once half the samples were read, ramping from 0 to 250 ms per batch (held over the last quarter): step time climbs several-fold, mostly data wait.",
+        "WARN",
+        ["TP-STEP-CLIFF", "TP-LOADER-BOUND"],
+        "PASS",
+    ),
     "converged": ("negative", None, "PASS", [], None),
     "terminal_spike": ("negative", None, "PASS", [], None),
     "noisy_small_batch": ("negative", None, "PASS", [], None),
@@ -281,8 +317,7 @@ class RigTrainer(Trainer):
         return super().training_step(model, inputs, num_items_in_batch)
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        res = super().compute_loss(model, inputs, return_outputs=return_outputs,
-                                   num_items_in_batch=num_items_in_batch)
+        res = super().compute_loss(model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
         if self.severed and model.training:
             loss, outputs = res if return_outputs else (res, None)
             loss = loss.detach() + 0.0 * model.anchor  # the graph is cut here
@@ -300,9 +335,17 @@ class RigTrainer(Trainer):
 
 def build_model(seed):
     transformers.set_seed(seed)
-    config = GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=VOCAB, n_positions=SEQ,
-                        activation_function="gelu", bos_token_id=0, eos_token_id=0,
-                        loss_type="ForCausalLM")
+    config = GPT2Config(
+        n_layer=2,
+        n_embd=32,
+        n_head=2,
+        vocab_size=VOCAB,
+        n_positions=SEQ,
+        activation_function="gelu",
+        bos_token_id=0,
+        eos_token_id=0,
+        loss_type="ForCausalLM",
+    )
     return GPT2LMHeadModel(config)
 
 
@@ -343,8 +386,14 @@ def run(name, seed, out_root: Path):
         dataloader_num_workers=0,
         disable_tqdm=True,
     )
-    trainer = RigTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
-                         severed=cfg["severed"], poison_last_step=cfg["poison_last_step"])
+    trainer = RigTrainer(
+        model=model,
+        args=args,
+        train_dataset=train_ds,
+        eval_dataset=eval_ds,
+        severed=cfg["severed"],
+        poison_last_step=cfg["poison_last_step"],
+    )
     t0 = time.perf_counter()
     trainer.train()
     wall = time.perf_counter() - t0
@@ -385,8 +434,12 @@ def run(name, seed, out_root: Path):
 def main(argv=None):
     here = Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", action="append", choices=sorted(CONFIGS),
-                    help="configuration to run (repeatable; default: every reproducible one)")
+    ap.add_argument(
+        "--config",
+        action="append",
+        choices=sorted(CONFIGS),
+        help="configuration to run (repeatable; default: every reproducible one)",
+    )
     ap.add_argument("--seed", action="append", type=int, help="seed (repeatable; default 0 1 2)")
     ap.add_argument("--out", type=Path, default=here / "gallery", help="gallery root (default examples/gallery)")
     a = ap.parse_args(argv)

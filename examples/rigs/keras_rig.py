@@ -63,6 +63,7 @@ Usage (CPU only, a few seconds per run)::
 Writes ``<out>/keras/<config>/seed<K>/`` (default out: ``examples/gallery``) with
 ``training.log`` and ``run_meta.json``.
 """
+
 from __future__ import annotations
 
 import os
@@ -79,10 +80,9 @@ import time
 import warnings
 from pathlib import Path
 
+import keras
 import numpy as np
 import torch
-
-import keras
 
 FRAMEWORK = "keras"
 DATA_SEED = 1234
@@ -108,48 +108,92 @@ BASE = {
 #: the mechanism and the rules' documentation, before running trainproof).
 CONFIGS: dict[str, dict] = {
     "healthy": dict(over={}, kind="healthy", broken=None, verdict="PASS", rules=[], compare=None),
-    "lr_hot": dict(over={"lr": 5.0}, kind="broken",
-                   broken="SGD learning rate 5.0 instead of 0.05 (100x), no clipping: the loss "
-                          "explodes in the first epoch",  # + the outcome, appended after the run
-                   verdict="FAIL", rules=None, compare="FAIL"),
-    "lr_zero": dict(over={"lr": 0.0}, kind="broken", broken="SGD learning rate 0 for the whole run.",
-                    verdict="FAIL", rules=["TP-ZERO-LR", "TP-DEAD-RUN"], compare="FAIL"),
-    "frozen": dict(over={"frozen": True}, kind="broken",
-                   broken="model.trainable = False before compile: no trainable weights, "
-                          "nothing is updated (Keras logs no gradient norm).",
-                   verdict="FAIL", rules=["TP-DEAD-RUN"], compare="FAIL"),
-    "bad_labels": dict(over={"shuffle_labels": True}, kind="broken",
-                       broken="Training labels shuffled once against the inputs (validation "
-                              "labels left true).",
-                       verdict="PASS", rules=[], compare="FAIL"),
-    "overfit": dict(over={"n_train": 64, "batch": 16, "hidden": 256, "epochs": 150, "lr": 0.2},
-                    kind="broken",
-                    broken="64 training samples, 256-wide model, SGD lr 0.2, 150 epochs: "
-                           "memorises the train set while val loss climbs.",
-                    verdict="WARN", rules=["TP-OVERFIT"], compare="PASS"),
-    "fp16_overflow": dict(over={"fp16": True}, kind="broken",
-                          broken="mixed_float16 with a LossScaleOptimizer forced to double its "
-                                 "scale after every good step (dynamic_growth_steps=1): fp16 "
-                                 "gradients overflow on about every other step, which is "
-                                 "skipped; per-epoch logs only show a slower loss.",
-                          verdict="PASS", rules=[], compare="PASS"),
-    "masked_labels": dict(over={"mask_labels": True}, kind="broken",
-                          broken="Every label (train and val) = -1, the loss's ignore_class: "
-                                 "no target is left to compute the loss on.",
-                          verdict="FAIL", rules=None, compare=None),
-    "slow_loader": dict(over={"slow_loader": True}, kind="broken",
-                        broken="The PyDataset sleeps once per batch: 0 ms for the first half of "
-                               "the run, then rising linearly to 100 ms.",
-                        verdict="WARN", rules=["TP-STEP-CLIFF", "TP-LOADER-BOUND"],
-                        compare="PASS"),
-    "converged": dict(over={"epochs": 200}, kind="negative", broken=None,
-                      verdict="PASS", rules=[], compare=None),
-    "terminal_spike": dict(over={"terminal_spike": True}, kind="negative", broken=None,
-                           verdict="PASS", rules=[], compare=None),
-    "noisy_small_batch": dict(over={"batch": 2, "epochs": 150, "lr": 0.02}, kind="negative",
-                              broken=None, verdict="PASS", rules=[], compare=None),
-    "cosine_restarts": dict(over={"cosine_restarts": 100}, kind="negative", broken=None,
-                            verdict="PASS", rules=[], compare=None),
+    "lr_hot": dict(
+        over={"lr": 5.0},
+        kind="broken",
+        broken="SGD learning rate 5.0 instead of 0.05 (100x), no clipping: the loss "
+        "explodes in the first epoch",  # + the outcome, appended after the run
+        verdict="FAIL",
+        rules=None,
+        compare="FAIL",
+    ),
+    "lr_zero": dict(
+        over={"lr": 0.0},
+        kind="broken",
+        broken="SGD learning rate 0 for the whole run.",
+        verdict="FAIL",
+        rules=["TP-ZERO-LR", "TP-DEAD-RUN"],
+        compare="FAIL",
+    ),
+    "frozen": dict(
+        over={"frozen": True},
+        kind="broken",
+        broken="model.trainable = False before compile: no trainable weights, "
+        "nothing is updated (Keras logs no gradient norm).",
+        verdict="FAIL",
+        rules=["TP-DEAD-RUN"],
+        compare="FAIL",
+    ),
+    "bad_labels": dict(
+        over={"shuffle_labels": True},
+        kind="broken",
+        broken="Training labels shuffled once against the inputs (validation labels left true).",
+        verdict="PASS",
+        rules=[],
+        compare="FAIL",
+    ),
+    "overfit": dict(
+        over={"n_train": 64, "batch": 16, "hidden": 256, "epochs": 150, "lr": 0.2},
+        kind="broken",
+        broken="64 training samples, 256-wide model, SGD lr 0.2, 150 epochs: "
+        "memorises the train set while val loss climbs.",
+        verdict="WARN",
+        rules=["TP-OVERFIT"],
+        compare="PASS",
+    ),
+    "fp16_overflow": dict(
+        over={"fp16": True},
+        kind="broken",
+        broken="mixed_float16 with a LossScaleOptimizer forced to double its "
+        "scale after every good step (dynamic_growth_steps=1): fp16 "
+        "gradients overflow on about every other step, which is "
+        "skipped; per-epoch logs only show a slower loss.",
+        verdict="PASS",
+        rules=[],
+        compare="PASS",
+    ),
+    "masked_labels": dict(
+        over={"mask_labels": True},
+        kind="broken",
+        broken="Every label (train and val) = -1, the loss's ignore_class: no target is left to compute the loss on.",
+        verdict="FAIL",
+        rules=None,
+        compare=None,
+    ),
+    "slow_loader": dict(
+        over={"slow_loader": True},
+        kind="broken",
+        broken="The PyDataset sleeps once per batch: 0 ms for the first half of "
+        "the run, then rising linearly to 100 ms.",
+        verdict="WARN",
+        rules=["TP-STEP-CLIFF", "TP-LOADER-BOUND"],
+        compare="PASS",
+    ),
+    "converged": dict(over={"epochs": 200}, kind="negative", broken=None, verdict="PASS", rules=[], compare=None),
+    "terminal_spike": dict(
+        over={"terminal_spike": True}, kind="negative", broken=None, verdict="PASS", rules=[], compare=None
+    ),
+    "noisy_small_batch": dict(
+        over={"batch": 2, "epochs": 150, "lr": 0.02},
+        kind="negative",
+        broken=None,
+        verdict="PASS",
+        rules=[],
+        compare=None,
+    ),
+    "cosine_restarts": dict(
+        over={"cosine_restarts": 100}, kind="negative", broken=None, verdict="PASS", rules=[], compare=None
+    ),
 }
 SEEDS = (0, 1, 2)
 
@@ -176,8 +220,7 @@ class ClusterBatches(keras.utils.PyDataset):
     permutations of the training pool. Optionally sleeps once per batch (slow loader)
     or rotates the labels of one batch (``bad_at``, a 0-based fetch count)."""
 
-    def __init__(self, x, y, batch, steps_per_epoch, total_steps, seed,
-                 slow=False, max_sleep=0.100, bad_at=None):
+    def __init__(self, x, y, batch, steps_per_epoch, total_steps, seed, slow=False, max_sleep=0.100, bad_at=None):
         super().__init__(workers=1, use_multiprocessing=False)
         self.x, self.y, self.batch = x, y, batch
         self.steps_per_epoch, self.total = steps_per_epoch, total_steps
@@ -198,7 +241,7 @@ class ClusterBatches(keras.utils.PyDataset):
         if self.slow and k >= self.total // 2:
             frac = min(1.0, (k - self.total // 2 + 1) / (self.total - self.total // 2))
             time.sleep(self.max_sleep * frac)
-        idx = self.stream[k * self.batch:(k + 1) * self.batch]
+        idx = self.stream[k * self.batch : (k + 1) * self.batch]
         x, y = self.x[idx], self.y[idx]
         if k == self.bad_at:
             y = (y + 1) % N_CLASSES
@@ -253,32 +296,50 @@ def run(config: str, seed: int, out_root: Path) -> dict:
 
     epochs, spe = hp["epochs"], hp["steps_per_epoch"]
     total = epochs * spe
-    data = ClusterBatches(x_tr, y_tr, hp["batch"], spe, total, seed, slow=bool(hp.get("slow_loader")),
-                          bad_at=total - 1 if hp.get("terminal_spike") else None)
+    data = ClusterBatches(
+        x_tr,
+        y_tr,
+        hp["batch"],
+        spe,
+        total,
+        seed,
+        slow=bool(hp.get("slow_loader")),
+        bad_at=total - 1 if hp.get("terminal_spike") else None,
+    )
 
     h = hp["hidden"]
-    model = keras.Sequential([
-        keras.Input((N_FEATURES,)),
-        keras.layers.Dense(h, activation="relu"),
-        keras.layers.Dense(h, activation="relu"),
-        keras.layers.Dense(N_CLASSES, dtype="float32"),  # logits in float32 (Keras' AMP advice)
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((N_FEATURES,)),
+            keras.layers.Dense(h, activation="relu"),
+            keras.layers.Dense(h, activation="relu"),
+            keras.layers.Dense(N_CLASSES, dtype="float32"),  # logits in float32 (Keras' AMP advice)
+        ]
+    )
     if hp.get("frozen"):
         model.trainable = False
     lr = hp["lr"]
     if hp.get("cosine_restarts"):
-        lr = keras.optimizers.schedules.CosineDecayRestarts(hp["lr"], first_decay_steps=hp["cosine_restarts"],
-                                                           t_mul=1.0, m_mul=1.0)
+        lr = keras.optimizers.schedules.CosineDecayRestarts(
+            hp["lr"], first_decay_steps=hp["cosine_restarts"], t_mul=1.0, m_mul=1.0
+        )
     optimizer = keras.optimizers.SGD(learning_rate=lr)
     if hp.get("fp16"):
-        optimizer = keras.optimizers.LossScaleOptimizer(optimizer, initial_scale=2.0 ** 15,
-                                                        dynamic_growth_steps=1)
-    model.compile(optimizer=optimizer,
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE))
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer, initial_scale=2.0**15, dynamic_growth_steps=1)
+    model.compile(
+        optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE)
+    )
     callbacks = [EpochExtras(data), keras.callbacks.CSVLogger(str(run_dir / LOG_NAME))]
     t0 = time.perf_counter()
-    model.fit(data, epochs=epochs, validation_data=(x_val, y_val), validation_batch_size=len(y_val),
-              callbacks=callbacks, shuffle=False, verbose=0)
+    model.fit(
+        data,
+        epochs=epochs,
+        validation_data=(x_val, y_val),
+        validation_batch_size=len(y_val),
+        callbacks=callbacks,
+        shuffle=False,
+        verbose=0,
+    )
     wall = time.perf_counter() - t0
     steps = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     keras.mixed_precision.set_global_policy("float32")
@@ -336,9 +397,11 @@ def outcome(run_dir: Path) -> str:
     bad = np.flatnonzero(~np.isfinite(loss))
     if len(bad):
         return f" and is NaN from epoch {int(bad[0])} on."
-    tail = float(np.median(loss[-max(3, len(loss) // 10):]))
-    return (f" (epoch-0 mean {loss[0]:.3g}); no NaN: the ReLU network dies and ends at loss "
-            f"{tail:.3f}, the label-frequency level ({LABEL_ENTROPY:.2f} nats).")
+    tail = float(np.median(loss[-max(3, len(loss) // 10) :]))
+    return (
+        f" (epoch-0 mean {loss[0]:.3g}); no NaN: the ReLU network dies and ends at loss "
+        f"{tail:.3f}, the label-frequency level ({LABEL_ENTROPY:.2f} nats)."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -355,9 +418,12 @@ def main(argv: list[str] | None = None) -> int:
     for config in configs:
         for seed in seeds:
             meta = run(config, seed, args.out)
-            print(f"{FRAMEWORK}/{config}/seed{seed}: {meta['steps']} steps, "
-                  f"{meta['wall_time_s']:.1f} s, expected {meta['expected_verdict']} "
-                  f"{meta['expected_rules']}", flush=True)
+            print(
+                f"{FRAMEWORK}/{config}/seed{seed}: {meta['steps']} steps, "
+                f"{meta['wall_time_s']:.1f} s, expected {meta['expected_verdict']} "
+                f"{meta['expected_rules']}",
+                flush=True,
+            )
     print(f"total {time.perf_counter() - t_all:.1f} s", flush=True)
     return 0
 

@@ -62,12 +62,12 @@ Usage (CPU only, a few seconds per run)::
 Writes ``<out>/lightning/<config>/seed<K>/`` (default out: ``examples/gallery``) with the
 loggers' files and ``run_meta.json``.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import logging
-import os
 import platform
 import shutil
 import sys
@@ -75,17 +75,16 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-import torch
-from torch import nn
-from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler
-
 import lightning
 import lightning as L
+import numpy as np
+import torch
 from lightning.pytorch.callbacks import LearningRateMonitor
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from lightning.pytorch.plugins import MixedPrecision
 from lightning.pytorch.utilities import grad_norm
+from torch import nn
+from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler
 
 FRAMEWORK = "lightning"
 DATA_SEED = 1234
@@ -113,51 +112,96 @@ BASE = {
 #: expected compare vs the same-seed healthy run).  Expectations state what the mechanism
 #: does, decided from the rules' documentation before running trainproof.
 CONFIGS: dict[str, dict] = {
-    "healthy": dict(over={}, kind="healthy", broken=None,
-                    verdict="PASS", rules=[], compare=None),
-    "lr_hot": dict(over={"lr": 5.0}, kind="broken",
-                   broken="SGD learning rate 5.0 instead of 0.05 (100x), no clipping: the loss "
-                          "explodes",  # + the outcome, appended after the run
-                   verdict="FAIL", rules=None, compare="FAIL"),  # rules set from the mechanism
-    "lr_zero": dict(over={"lr": 0.0}, kind="broken",
-                    broken="SGD learning rate 0 for the whole run.",
-                    verdict="FAIL", rules=["TP-ZERO-LR", "TP-DEAD-RUN"], compare="FAIL"),
-    "frozen": dict(over={"frozen": True}, kind="broken",
-                   broken="Every network parameter has requires_grad=False; a dummy 0*anchor "
-                          "term keeps backward running, so the total gradient norm is exactly 0.",
-                   verdict="FAIL", rules=["TP-ZERO-GRAD", "TP-DEAD-RUN"], compare="FAIL"),
-    "bad_labels": dict(over={"shuffle_labels": True}, kind="broken",
-                       broken="Training labels shuffled once against the inputs (validation "
-                              "labels left true).",
-                       verdict="PASS", rules=[], compare="FAIL"),
-    "overfit": dict(over={"n_train": 64, "hidden": 256, "batch": 16, "steps": 400,
-                          "val_every": 20, "lr": 0.1}, kind="broken",
-                    broken="64 training samples, 256-wide MLP, SGD lr 0.1, 400 steps (100 "
-                           "epochs): memorises the train set while val loss climbs.",
-                    verdict="WARN", rules=["TP-OVERFIT"], compare="PASS"),
-    "fp16_overflow": dict(over={"precision": "fp16-forced-scaler"}, kind="broken",
-                          broken="fp16 autocast on CPU through Lightning's MixedPrecision "
-                                 "plugin with a GradScaler forced to grow every step "
-                                 "(growth_interval=1): scaled fp16 gradients overflow to inf "
-                                 "on about every other step, which the scaler skips.",
-                          verdict="WARN", rules=["TP-GRAD-OVERFLOW-SKIPPED"], compare="PASS"),
-    "masked_labels": dict(over={"mask_labels": True}, kind="broken",
-                          broken="Every label (train and val) set to -100, CrossEntropyLoss's "
-                                 "ignore_index: mean over zero targets = 0/0 = NaN, gradients 0.",
-                          verdict="FAIL", rules=None, compare=None),
-    "slow_loader": dict(over={"slow_loader": True}, kind="broken",
-                        broken="The training Dataset sleeps once per batch: 0 ms for the first "
-                               "half of the run, then rising linearly to 30 ms.",
-                        verdict="WARN", rules=["TP-STEP-CLIFF", "TP-LOADER-BOUND"],
-                        compare="PASS"),
-    "converged": dict(over={"steps": 600, "log_every": 2, "val_every": 50}, kind="negative",
-                      broken=None, verdict="PASS", rules=[], compare=None),
-    "terminal_spike": dict(over={"terminal_spike": True}, kind="negative", broken=None,
-                           verdict="PASS", rules=[], compare=None),
-    "noisy_small_batch": dict(over={"batch": 2, "lr": 0.02}, kind="negative", broken=None,
-                              verdict="PASS", rules=[], compare=None),
-    "cosine_restarts": dict(over={"cosine_restarts": 75}, kind="negative", broken=None,
-                            verdict="PASS", rules=[], compare=None),
+    "healthy": dict(over={}, kind="healthy", broken=None, verdict="PASS", rules=[], compare=None),
+    "lr_hot": dict(
+        over={"lr": 5.0},
+        kind="broken",
+        broken="SGD learning rate 5.0 instead of 0.05 (100x), no clipping: the loss "
+        "explodes",  # + the outcome, appended after the run
+        verdict="FAIL",
+        rules=None,
+        compare="FAIL",
+    ),  # rules set from the mechanism
+    "lr_zero": dict(
+        over={"lr": 0.0},
+        kind="broken",
+        broken="SGD learning rate 0 for the whole run.",
+        verdict="FAIL",
+        rules=["TP-ZERO-LR", "TP-DEAD-RUN"],
+        compare="FAIL",
+    ),
+    "frozen": dict(
+        over={"frozen": True},
+        kind="broken",
+        broken="Every network parameter has requires_grad=False; a dummy 0*anchor "
+        "term keeps backward running, so the total gradient norm is exactly 0.",
+        verdict="FAIL",
+        rules=["TP-ZERO-GRAD", "TP-DEAD-RUN"],
+        compare="FAIL",
+    ),
+    "bad_labels": dict(
+        over={"shuffle_labels": True},
+        kind="broken",
+        broken="Training labels shuffled once against the inputs (validation labels left true).",
+        verdict="PASS",
+        rules=[],
+        compare="FAIL",
+    ),
+    "overfit": dict(
+        over={"n_train": 64, "hidden": 256, "batch": 16, "steps": 400, "val_every": 20, "lr": 0.1},
+        kind="broken",
+        broken="64 training samples, 256-wide MLP, SGD lr 0.1, 400 steps (100 "
+        "epochs): memorises the train set while val loss climbs.",
+        verdict="WARN",
+        rules=["TP-OVERFIT"],
+        compare="PASS",
+    ),
+    "fp16_overflow": dict(
+        over={"precision": "fp16-forced-scaler"},
+        kind="broken",
+        broken="fp16 autocast on CPU through Lightning's MixedPrecision "
+        "plugin with a GradScaler forced to grow every step "
+        "(growth_interval=1): scaled fp16 gradients overflow to inf "
+        "on about every other step, which the scaler skips.",
+        verdict="WARN",
+        rules=["TP-GRAD-OVERFLOW-SKIPPED"],
+        compare="PASS",
+    ),
+    "masked_labels": dict(
+        over={"mask_labels": True},
+        kind="broken",
+        broken="Every label (train and val) set to -100, CrossEntropyLoss's "
+        "ignore_index: mean over zero targets = 0/0 = NaN, gradients 0.",
+        verdict="FAIL",
+        rules=None,
+        compare=None,
+    ),
+    "slow_loader": dict(
+        over={"slow_loader": True},
+        kind="broken",
+        broken="The training Dataset sleeps once per batch: 0 ms for the first "
+        "half of the run, then rising linearly to 30 ms.",
+        verdict="WARN",
+        rules=["TP-STEP-CLIFF", "TP-LOADER-BOUND"],
+        compare="PASS",
+    ),
+    "converged": dict(
+        over={"steps": 600, "log_every": 2, "val_every": 50},
+        kind="negative",
+        broken=None,
+        verdict="PASS",
+        rules=[],
+        compare=None,
+    ),
+    "terminal_spike": dict(
+        over={"terminal_spike": True}, kind="negative", broken=None, verdict="PASS", rules=[], compare=None
+    ),
+    "noisy_small_batch": dict(
+        over={"batch": 2, "lr": 0.02}, kind="negative", broken=None, verdict="PASS", rules=[], compare=None
+    ),
+    "cosine_restarts": dict(
+        over={"cosine_restarts": 75}, kind="negative", broken=None, verdict="PASS", rules=[], compare=None
+    ),
 }
 SEEDS = (0, 1, 2)
 
@@ -174,7 +218,7 @@ def make_data(n_train: int, n_val: int) -> tuple[np.ndarray, ...]:
         x = centres[y] + 2.0 * rng.normal(size=(n, N_FEATURES))
         return x.astype(np.float32), y.astype(np.int64)
 
-    x_val, y_val = draw(n_val)      # the validation set never depends on n_train
+    x_val, y_val = draw(n_val)  # the validation set never depends on n_train
     x_tr, y_tr = draw(n_train)
     return x_tr, y_tr, x_val, y_val
 
@@ -185,8 +229,15 @@ class ClusterData(Dataset):
     (batch counts) make it sleep once per fetch, rising linearly from 0 to ``max_sleep``.
     ``bad_at`` (a batch count) rotates every label of that one batch (a corrupt batch)."""
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, slow_from: int | None = None,
-                 slow_to: int | None = None, max_sleep: float = 0.100, bad_at: int | None = None):
+    def __init__(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        slow_from: int | None = None,
+        slow_to: int | None = None,
+        max_sleep: float = 0.100,
+        bad_at: int | None = None,
+    ):
         self.x = torch.from_numpy(x)
         self.y = torch.from_numpy(y)
         self.slow_from, self.slow_to, self.max_sleep, self.bad_at = slow_from, slow_to, max_sleep, bad_at
@@ -210,13 +261,21 @@ class ClusterData(Dataset):
 
 
 class LitMLP(L.LightningModule):
-    def __init__(self, lr: float, optimizer: str, hidden: int, frozen: bool = False,
-                 cosine_restarts: int | None = None, config: str = "", seed: int = 0):
+    def __init__(
+        self,
+        lr: float,
+        optimizer: str,
+        hidden: int,
+        frozen: bool = False,
+        cosine_restarts: int | None = None,
+        config: str = "",
+        seed: int = 0,
+    ):
         super().__init__()
         self.save_hyperparameters()
-        self.net = nn.Sequential(nn.Linear(N_FEATURES, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, N_CLASSES))
+        self.net = nn.Sequential(
+            nn.Linear(N_FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, N_CLASSES)
+        )
         self.loss_fn = nn.CrossEntropyLoss()  # ignore_index=-100
         if frozen:
             for p in self.net.parameters():
@@ -294,31 +353,45 @@ def run(config: str, seed: int, out_root: Path) -> dict:
     steps, batch = hp["steps"], hp["batch"]
     slow = {"slow_from": steps // 2, "slow_to": steps} if hp.get("slow_loader") else {}
     train_ds = ClusterData(x_tr, y_tr, bad_at=steps if hp.get("terminal_spike") else None, **slow)
-    sampler = BatchSampler(RandomSampler(train_ds, generator=torch.Generator().manual_seed(seed)),
-                           batch_size=batch, drop_last=True)
+    sampler = BatchSampler(
+        RandomSampler(train_ds, generator=torch.Generator().manual_seed(seed)), batch_size=batch, drop_last=True
+    )
     train_dl = DataLoader(train_ds, batch_size=None, sampler=sampler)
     val_ds = ClusterData(x_val, y_val)
     val_dl = DataLoader(val_ds, batch_size=None, sampler=[list(range(len(y_val)))])
 
-    model = LitMLP(lr=hp["lr"], optimizer=hp["optimizer"], hidden=hp["hidden"],
-                   frozen=bool(hp.get("frozen")), cosine_restarts=hp.get("cosine_restarts"),
-                   config=config, seed=seed)
-    loggers = [TensorBoardLogger(str(run_dir), name="tb", version=0),
-               CSVLogger(str(run_dir), name="csv", version=0)]
+    model = LitMLP(
+        lr=hp["lr"],
+        optimizer=hp["optimizer"],
+        hidden=hp["hidden"],
+        frozen=bool(hp.get("frozen")),
+        cosine_restarts=hp.get("cosine_restarts"),
+        config=config,
+        seed=seed,
+    )
+    loggers = [TensorBoardLogger(str(run_dir), name="tb", version=0), CSVLogger(str(run_dir), name="csv", version=0)]
     if hp["precision"] == "fp16-forced-scaler":
         # Trainer(precision="16-mixed") on CPU is silently turned into bf16-mixed by Lightning;
         # its own MixedPrecision plugin, given explicitly, does run fp16 autocast on CPU.
-        scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16, growth_interval=1)
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, growth_interval=1)
         precision = {"plugins": [MixedPrecision("16-mixed", "cpu", scaler=scaler)]}
     else:
         precision = {"precision": hp["precision"]}
     trainer = L.Trainer(
-        accelerator="cpu", devices=1, max_steps=steps, **precision,
-        val_check_interval=hp["val_every"], check_val_every_n_epoch=None,
-        log_every_n_steps=hp["log_every"], logger=loggers,
+        accelerator="cpu",
+        devices=1,
+        max_steps=steps,
+        **precision,
+        val_check_interval=hp["val_every"],
+        check_val_every_n_epoch=None,
+        log_every_n_steps=hp["log_every"],
+        logger=loggers,
         callbacks=[LearningRateMonitor(logging_interval="step")],
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-        num_sanity_val_steps=0, default_root_dir=str(run_dir),
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        default_root_dir=str(run_dir),
     )
     t0 = time.perf_counter()
     trainer.fit(model, train_dl, val_dl)
@@ -326,8 +399,11 @@ def run(config: str, seed: int, out_root: Path) -> dict:
 
     for ckpt in list(run_dir.rglob("*.ckpt")) + list(run_dir.rglob("checkpoints")):
         shutil.rmtree(ckpt) if ckpt.is_dir() else ckpt.unlink()
-    logs = sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*")
-                  if p.is_file() and (p.name == "metrics.csv" or p.name.startswith("events.out.tfevents")))
+    logs = sorted(
+        str(p.relative_to(run_dir))
+        for p in run_dir.rglob("*")
+        if p.is_file() and (p.name == "metrics.csv" or p.name.startswith("events.out.tfevents"))
+    )
 
     meta = {
         "framework": FRAMEWORK,
@@ -348,15 +424,18 @@ def run(config: str, seed: int, out_root: Path) -> dict:
     if config == "lr_hot":
         loss = _csv_series(run_dir, "train_loss")
         bad = np.flatnonzero(~np.isfinite(loss))
-        meta["broken"] += (f" and is NaN from logged point {int(bad[0])} on." if len(bad) else
-                           f"; no NaN: it ends at {np.median(loss[-30:]):.3f} (label-frequency level "
-                           f"{LABEL_ENTROPY:.2f}).")
+        meta["broken"] += (
+            f" and is NaN from logged point {int(bad[0])} on."
+            if len(bad)
+            else f"; no NaN: it ends at {np.median(loss[-30:]):.3f} (label-frequency level {LABEL_ENTROPY:.2f})."
+        )
     (run_dir / "run_meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 
 
 def _csv_series(run_dir: Path, key: str) -> np.ndarray:
     import csv
+
     path = next(run_dir.rglob("metrics.csv"))
     with path.open() as fh:
         vals = [float(r[key]) for r in csv.DictReader(fh) if r.get(key) not in (None, "")]
@@ -401,9 +480,12 @@ def main(argv: list[str] | None = None) -> int:
     for config in configs:
         for seed in seeds:
             meta = run(config, seed, args.out)
-            print(f"{FRAMEWORK}/{config}/seed{seed}: {meta['steps']} steps, "
-                  f"{meta['wall_time_s']:.1f} s, expected {meta['expected_verdict']} "
-                  f"{meta['expected_rules']}", flush=True)
+            print(
+                f"{FRAMEWORK}/{config}/seed{seed}: {meta['steps']} steps, "
+                f"{meta['wall_time_s']:.1f} s, expected {meta['expected_verdict']} "
+                f"{meta['expected_rules']}",
+                flush=True,
+            )
     print(f"total {time.perf_counter() - t_all:.1f} s", flush=True)
     return 0
 

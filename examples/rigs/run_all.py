@@ -13,6 +13,7 @@ Usage (from the repository root)::
     python examples/rigs/run_all.py
     python examples/rigs/run_all.py --coqui-python /tmp/coqui/bin/python --only torch hf
 """
+
 from __future__ import annotations
 
 import argparse

@@ -47,6 +47,7 @@ Each run writes ``metrics.jsonl`` (the monitor's own log) and ``run_meta.json`` 
     python examples/rigs/torch_rig.py                          # every config, seeds 0 1 2
     python examples/rigs/torch_rig.py --config lr_hot --seed 1 --out /tmp/g
 """
+
 from __future__ import annotations
 
 import argparse
@@ -86,28 +87,68 @@ CONFIGS: dict[str, dict] = {
 # what was broken. Decided from the mechanism, before running trainproof.
 TRUTH: dict[str, tuple] = {
     "healthy": ("healthy", "PASS", [], None, None),
-    "lr_hot": ("broken", "FAIL", ["TP-DIVERGE"], "FAIL",
-               "Adam learning rate 0.3, 100x the healthy 3e-3: the loss falls, then climbs back to chance "
-               "level and stays far above the best level it reached."),
-    "lr_zero": ("broken", "FAIL", ["TP-ZERO-LR", "TP-DEAD-RUN"], "FAIL",
-                "Adam learning rate set to 0 for the whole run: the weights never change."),
-    "frozen": ("broken", "FAIL", ["TP-ZERO-GRAD", "TP-DEAD-RUN"], "FAIL",
-               "Every model parameter requires_grad=False and the logits detached, with a zero-weighted dummy "
-               "parameter so backward runs: the gradient norm is exactly 0 and nothing learns."),
-    "bad_labels": ("broken", "PASS", [], "FAIL",
-                   "Training labels shuffled against the inputs: the model can only learn label frequencies."),
-    "overfit": ("broken", "WARN", ["TP-OVERFIT"], None,
-                "48 training samples, wide MLP, full batch, 400 steps: train loss falls to ~0 while the "
-                "held-out eval loss rises after its minimum."),
-    "fp16_overflow": ("broken", "WARN", ["TP-GRAD-OVERFLOW-SKIPPED"], "PASS",
-                      "fp16 autocast with a GradScaler forced to double its scale every 3 good steps: scaled "
-                      "fp16 gradients overflow to inf about one step in four and the scaler skips those steps."),
-    "masked_labels": ("broken", "FAIL", ["TP-NAN", "TP-NAN-EVAL", "TP-ZERO-GRAD"], "FAIL",
-                      "Every label (train and eval) set to the ignore index -100: the mean cross-entropy is "
-                      "0/0 = NaN and its gradient exactly 0."),
-    "slow_loader": ("broken", "WARN", ["TP-STEP-CLIFF", "TP-LOADER-BOUND"], "PASS",
-                    "The batch generator sleeps from the middle of the run on, ramping from 0 to 30 ms per "
-                    "batch: the loop becomes loader-bound and steps ~20x slower."),
+    "lr_hot": (
+        "broken",
+        "FAIL",
+        ["TP-DIVERGE"],
+        "FAIL",
+        "Adam learning rate 0.3, 100x the healthy 3e-3: the loss falls, then climbs back to chance "
+        "level and stays far above the best level it reached.",
+    ),
+    "lr_zero": (
+        "broken",
+        "FAIL",
+        ["TP-ZERO-LR", "TP-DEAD-RUN"],
+        "FAIL",
+        "Adam learning rate set to 0 for the whole run: the weights never change.",
+    ),
+    "frozen": (
+        "broken",
+        "FAIL",
+        ["TP-ZERO-GRAD", "TP-DEAD-RUN"],
+        "FAIL",
+        "Every model parameter requires_grad=False and the logits detached, with a zero-weighted dummy "
+        "parameter so backward runs: the gradient norm is exactly 0 and nothing learns.",
+    ),
+    "bad_labels": (
+        "broken",
+        "PASS",
+        [],
+        "FAIL",
+        "Training labels shuffled against the inputs: the model can only learn label frequencies.",
+    ),
+    "overfit": (
+        "broken",
+        "WARN",
+        ["TP-OVERFIT"],
+        None,
+        "48 training samples, wide MLP, full batch, 400 steps: train loss falls to ~0 while the "
+        "held-out eval loss rises after its minimum.",
+    ),
+    "fp16_overflow": (
+        "broken",
+        "WARN",
+        ["TP-GRAD-OVERFLOW-SKIPPED"],
+        "PASS",
+        "fp16 autocast with a GradScaler forced to double its scale every 3 good steps: scaled "
+        "fp16 gradients overflow to inf about one step in four and the scaler skips those steps.",
+    ),
+    "masked_labels": (
+        "broken",
+        "FAIL",
+        ["TP-NAN", "TP-NAN-EVAL", "TP-ZERO-GRAD"],
+        "FAIL",
+        "Every label (train and eval) set to the ignore index -100: the mean cross-entropy is "
+        "0/0 = NaN and its gradient exactly 0.",
+    ),
+    "slow_loader": (
+        "broken",
+        "WARN",
+        ["TP-STEP-CLIFF", "TP-LOADER-BOUND"],
+        "PASS",
+        "The batch generator sleeps from the middle of the run on, ramping from 0 to 30 ms per "
+        "batch: the loop becomes loader-bound and steps ~20x slower.",
+    ),
     "converged": ("negative", "PASS", [], None, None),
     "terminal_spike": ("negative", "PASS", [], None, None),
     "noisy_small_batch": ("negative", "PASS", [], None, None),
@@ -118,8 +159,9 @@ TRUTH: dict[str, tuple] = {
 class MLP(nn.Module):
     def __init__(self, hidden: int, frozen: bool) -> None:
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(16, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, 4))
+        self.net = nn.Sequential(
+            nn.Linear(16, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 4)
+        )
         self.frozen = frozen
         if frozen:
             for p in self.net.parameters():
@@ -178,8 +220,9 @@ def train(config: str, seed: int, out: Path) -> dict:
         sched = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=spec["cosine_restarts"])
     scaler = None
     if spec.get("fp16"):
-        scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 17, growth_factor=2.0, backoff_factor=0.5,
-                                      growth_interval=3)
+        scaler = torch.amp.GradScaler(
+            "cpu", init_scale=2.0**17, growth_factor=2.0, backoff_factor=0.5, growth_interval=3
+        )
     loss_fn = nn.CrossEntropyLoss()  # ignore_index=-100
 
     run = out / config / f"seed{seed}"
@@ -188,8 +231,15 @@ def train(config: str, seed: int, out: Path) -> dict:
         old.unlink()
     log = run / "metrics.jsonl"
     mon = trainproof.watch(model, opt, check_every=50, policy="silent", log_path=log, max_steps=steps)
-    loader = batches(x_train, y_train, batch, steps, torch.Generator().manual_seed(seed),
-                     spec.get("slow_loader", False), spec.get("terminal_spike", False))
+    loader = batches(
+        x_train,
+        y_train,
+        batch,
+        steps,
+        torch.Generator().manual_seed(seed),
+        spec.get("slow_loader", False),
+        spec.get("terminal_spike", False),
+    )
     t0 = time.perf_counter()
     step = 0
     while True:
@@ -232,10 +282,20 @@ def train(config: str, seed: int, out: Path) -> dict:
 
     kind, verdict, rules, cmp, broken = TRUTH[config]
     meta = {
-        "framework": "torch", "framework_version": torch.__version__, "torch": torch.__version__,
-        "python": platform.python_version(), "config": config, "seed": seed, "broken": broken,
-        "kind": kind, "expected_verdict": verdict, "expected_rules": rules, "expected_compare": cmp,
-        "logs": ["metrics.jsonl"], "steps": step, "wall_time_s": round(wall, 3),
+        "framework": "torch",
+        "framework_version": torch.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "config": config,
+        "seed": seed,
+        "broken": broken,
+        "kind": kind,
+        "expected_verdict": verdict,
+        "expected_rules": rules,
+        "expected_compare": cmp,
+        "logs": ["metrics.jsonl"],
+        "steps": step,
+        "wall_time_s": round(wall, 3),
     }
     (run / "run_meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return meta
@@ -253,11 +313,14 @@ def main() -> None:
             rows = [json.loads(line) for line in open(a.out / config / f"seed{seed}" / "metrics.jsonl")]
             losses = [r["loss"] for r in rows]
             evals = [r["eval_loss"] for r in rows if "eval_loss" in r]
-            print(f"{config:<18} seed{seed} steps {meta['steps']:>5} {meta['wall_time_s']:7.2f}s loss "
-                  f"{losses[0]:.4g} -> min {min(losses):.4g} -> {losses[-1]:.4g} "
-                  f"eval {evals[0]:.4g} -> min {min(evals):.4g} -> {evals[-1]:.4g} "
-                  f"nonfinite loss {sum(not math.isfinite(v) for v in losses)} "
-                  f"grad {sum(not math.isfinite(r['grad_norm']) for r in rows)}", flush=True)
+            print(
+                f"{config:<18} seed{seed} steps {meta['steps']:>5} {meta['wall_time_s']:7.2f}s loss "
+                f"{losses[0]:.4g} -> min {min(losses):.4g} -> {losses[-1]:.4g} "
+                f"eval {evals[0]:.4g} -> min {min(evals):.4g} -> {evals[-1]:.4g} "
+                f"nonfinite loss {sum(not math.isfinite(v) for v in losses)} "
+                f"grad {sum(not math.isfinite(r['grad_norm']) for r in rows)}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """``python -m trainproof``."""
+
 from .cli import main
 
 if __name__ == "__main__":

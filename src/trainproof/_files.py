@@ -1,4 +1,5 @@
 """Writing report files safely."""
+
 from __future__ import annotations
 
 import contextlib
@@ -61,7 +62,7 @@ def _write_stream(path: Path, text: str) -> bool:
         data = text.encode("utf-8")
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         return True
     finally:
         os.close(fd)
@@ -71,8 +72,7 @@ def _replace(path: Path, text: str) -> None:
     """Temporary file beside ``path``, flushed, renamed over ``path``; SIGINT and SIGTERM
     held meanwhile (see :func:`_signals_held`)."""
     with _signals_held():
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                   dir=path.parent if str(path.parent) else ".")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
                 f.write(text)

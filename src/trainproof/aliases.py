@@ -53,6 +53,7 @@ eval) candidate is a component, there is no total to read:
 The report's ``mapping`` says ``how: "fallback"`` and lists the other candidates under
 ``ignored`` (the first of them is the runner-up).
 """
+
 from __future__ import annotations
 
 import re
@@ -131,14 +132,27 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "TrainIterStats/current_lr_1",
         "re:lr-.+",  # Lightning LearningRateMonitor: lr-<OptimizerName>
     ),
-    "grad_norm": ("grad_norm", "train/grad_norm", "gradient_norm", "total_norm", "gnorm",
-                  "grad_norm_1", "TrainIterStats/grad_norm", "TrainIterStats/grad_norm_1"),
+    "grad_norm": (
+        "grad_norm",
+        "train/grad_norm",
+        "gradient_norm",
+        "total_norm",
+        "gnorm",
+        "grad_norm_1",
+        "TrainIterStats/grad_norm",
+        "TrainIterStats/grad_norm_1",
+    ),
     "epoch": ("epoch", "train/epoch"),
     "time": ("time", "wall_time", "_timestamp", "timestamp"),
-    "step_time": ("step_time", "train/step_time", "iter_time", "batch_time", "time/step",
-                  "TrainIterStats/step_time"),  # Coqui's event file
-    "loader_time": ("loader_time", "data_time", "train/data_time", "time/data",
-                    "TrainIterStats/loader_time"),
+    "step_time": (
+        "step_time",
+        "train/step_time",
+        "iter_time",
+        "batch_time",
+        "time/step",
+        "TrainIterStats/step_time",
+    ),  # Coqui's event file
+    "loader_time": ("loader_time", "data_time", "train/data_time", "time/data", "TrainIterStats/loader_time"),
     "gpu_util": ("gpu_util", "gpu_utilization", "system/gpu.0.gpu"),
     "update_ratio": ("update_ratio", "update_to_weight_ratio"),
     # The mixed-precision loss scale (torch GradScaler, DeepSpeed, Coqui's amp_scaler).
@@ -146,12 +160,25 @@ ALIASES: dict[str, tuple[str, ...]] = {
     # RL and preference objectives (TRL GRPO/PPO/DPO): the policy's KL to the reference
     # model and the mean reward.
     "kl": ("kl", "objective/kl", "train/kl", "policy/kl", "ppo/policy/kl"),
-    "reward": ("reward", "train/reward", "objective/scores", "rewards/mean", "env/reward_mean",
-               "rollout/ep_rew_mean", "ep_rew_mean", "episode_reward_mean", "mean_reward",
-               # OpenAI baselines: return_history is the mean of the last 100 episodes,
-               # return the mean of every episode since the start (it lags), so the first.
-               "rollout/return_history", "rollout/return", "episode_return", "episode/return",
-               "train/rewards/margins", "rewards/margins"),
+    "reward": (
+        "reward",
+        "train/reward",
+        "objective/scores",
+        "rewards/mean",
+        "env/reward_mean",
+        "rollout/ep_rew_mean",
+        "ep_rew_mean",
+        "episode_reward_mean",
+        "mean_reward",
+        # OpenAI baselines: return_history is the mean of the last 100 episodes,
+        # return the mean of every episode since the start (it lags), so the first.
+        "rollout/return_history",
+        "rollout/return",
+        "episode_return",
+        "episode/return",
+        "train/rewards/margins",
+        "rewards/margins",
+    ),
     "throughput": (
         "throughput",
         "samples_per_second",
@@ -257,9 +284,7 @@ def parse_map_option(items: Iterable[str]) -> dict[str, str]:
         if not canon or not col:
             raise MappingError(f"--map expects CANON=COLUMN, got {item!r}")
         if canon not in CANONICAL:
-            raise MappingError(
-                f"--map: unknown canonical name {canon!r}; known: {', '.join(CANONICAL)}"
-            )
+            raise MappingError(f"--map: unknown canonical name {canon!r}; known: {', '.join(CANONICAL)}")
         if canon in out and out[canon] != col:
             raise MappingError(f"--map {canon} given twice ({out[canon]!r} and {col!r})")
         out[canon] = col
@@ -301,11 +326,15 @@ def resolve(raw_keys: Iterable[str], overrides: Mapping[str, str] | None = None)
     for canon in CANONICAL:
         if canon in out:
             continue
-        if canon in ("loss", "eval_loss") and not any(_alias_rank(canon, k) is not None
-                                                       for k in keys if k not in taken and not is_step_key(k)):
+        if canon in ("loss", "eval_loss") and not any(
+            _alias_rank(canon, k) is not None for k in keys if k not in taken and not is_step_key(k)
+        ):
             # A key another canonical metric's alias names is that metric, never a fallback loss.
-            free = [k for k in keys if k not in taken and not is_step_key(k)
-                    and not any(_alias_rank(c, k) is not None for c in CANONICAL)]
+            free = [
+                k
+                for k in keys
+                if k not in taken and not is_step_key(k) and not any(_alias_rank(c, k) is not None for c in CANONICAL)
+            ]
             m = _fallback(canon, free)
             if m is not None:
                 out[canon] = m
@@ -335,40 +364,128 @@ LOSS_WORDS = frozenset({"loss", "losses", "cost", "nll", "elbo", "mse"})
 #: Words that make a key something other than a loss even when it has a loss word: an
 #: accuracy, a learning rate, a count, a time, the mixed-precision scale, a gradient norm,
 #: a loss weight or coefficient, a best-so-far or a band, a ratio or share.
-NOT_LOSS_WORDS = frozenset({
-    "acc", "accuracy", "lr", "learning", "rate", "count", "counts", "num", "number", "n",
-    "time", "timestamp", "duration", "sec", "secs", "seconds", "ms", "scale", "scaler",
-    "grad", "grads", "gradients", "norm", "weight", "weights", "coef", "coeff",
-    "coefficient", "lambda", "alpha", "beta", "best", "min", "max", "ratio", "std", "var",
-    "variance", "percent", "pct", "frac", "fraction", "improvement", "delta", "diff",
-    "threshold", "patience", "clip", "clipped", "skipped", "nan", "inf", "is", "has",
-})
+NOT_LOSS_WORDS = frozenset(
+    {
+        "acc",
+        "accuracy",
+        "lr",
+        "learning",
+        "rate",
+        "count",
+        "counts",
+        "num",
+        "number",
+        "n",
+        "time",
+        "timestamp",
+        "duration",
+        "sec",
+        "secs",
+        "seconds",
+        "ms",
+        "scale",
+        "scaler",
+        "grad",
+        "grads",
+        "gradients",
+        "norm",
+        "weight",
+        "weights",
+        "coef",
+        "coeff",
+        "coefficient",
+        "lambda",
+        "alpha",
+        "beta",
+        "best",
+        "min",
+        "max",
+        "ratio",
+        "std",
+        "var",
+        "variance",
+        "percent",
+        "pct",
+        "frac",
+        "fraction",
+        "improvement",
+        "delta",
+        "diff",
+        "threshold",
+        "patience",
+        "clip",
+        "clipped",
+        "skipped",
+        "nan",
+        "inf",
+        "is",
+        "has",
+    }
+)
 
 #: Words that mark an evaluation split (validation, test, dev, held-out).
-EVAL_WORDS = frozenset({"val", "valid", "validation", "eval", "evaluation", "test", "testing",
-                        "dev", "holdout", "heldout"})
+EVAL_WORDS = frozenset(
+    {"val", "valid", "validation", "eval", "evaluation", "test", "testing", "dev", "holdout", "heldout"}
+)
 
 #: Words that mark the training split.
 TRAIN_WORDS = frozenset({"train", "training", "trn"})
 
 #: Words that leave a loss a total: an aggregate, or a running/smoothed reading of it.
-TOTAL_WORDS = frozenset({"total", "overall", "combined", "full", "sum", "all", "mean", "avg",
-                         "average", "current", "running", "smoothed", "smooth", "ema",
-                         "reduced", "global", "stats", "iter", "logs", "metrics"})
+TOTAL_WORDS = frozenset(
+    {
+        "total",
+        "overall",
+        "combined",
+        "full",
+        "sum",
+        "all",
+        "mean",
+        "avg",
+        "average",
+        "current",
+        "running",
+        "smoothed",
+        "smooth",
+        "ema",
+        "reduced",
+        "global",
+        "stats",
+        "iter",
+        "logs",
+        "metrics",
+    }
+)
 
 #: Words that name what kind of loss it is (cross-entropy, NLL, a regression error), not a
 #: part of it: ``train/CrossEntropyLoss`` and ``val/rmse_loss`` are totals.
-LOSS_KIND_WORDS = frozenset({"ce", "bce", "xent", "crossentropy", "nll", "mse", "rmse", "mae", "l1", "l2",
-                             "huber", "ctc", "lm", "mlm", "clm"})
+LOSS_KIND_WORDS = frozenset(
+    {"ce", "bce", "xent", "crossentropy", "nll", "mse", "rmse", "mae", "l1", "l2", "huber", "ctc", "lm", "mlm", "clm"}
+)
 
 _STEP_WORDS = frozenset({"step", "steps", "batch", "batches", "iteration", "iterations", "it"})
 _EPOCH_WORDS = frozenset({"epoch", "epochs", "ep"})
 
 #: Component words of separate networks or objectives whose sum means nothing (RL
 #: actor-critic and policy/value terms, GAN generator and discriminator, entropy bonuses).
-SEPARATE_NETWORK_WORDS = frozenset({"actor", "critic", "policy", "pg", "value", "vf", "qf", "q",
-                                    "entropy", "generator", "discriminator", "gen", "disc",
-                                    "objective"})
+SEPARATE_NETWORK_WORDS = frozenset(
+    {
+        "actor",
+        "critic",
+        "policy",
+        "pg",
+        "value",
+        "vf",
+        "qf",
+        "q",
+        "entropy",
+        "generator",
+        "discriminator",
+        "gen",
+        "disc",
+        "objective",
+    }
+)
 
 #: At most this many components are summed into a synthesized total; more than that are
 #: several groups (a multi-agent log), not one objective.
@@ -407,9 +524,19 @@ def loss_candidate(raw: str) -> dict | None:
     gran = "step" if wset & _STEP_WORDS else "epoch" if wset & _EPOCH_WORDS else "unmarked"
     # "cross entropy" is a kind of loss; a bare "entropy" loss is an RL entropy bonus.
     kinds = ws if "cross" not in wset else [w for w in ws if w not in ("cross", "entropy")]
-    parts = [w for w in kinds if not (_is_loss_word(w) or w in EVAL_WORDS or w in TRAIN_WORDS
-                                      or w in TOTAL_WORDS or w in LOSS_KIND_WORDS or w in _STEP_WORDS
-                                      or w in _EPOCH_WORDS)]
+    parts = [
+        w
+        for w in kinds
+        if not (
+            _is_loss_word(w)
+            or w in EVAL_WORDS
+            or w in TRAIN_WORDS
+            or w in TOTAL_WORDS
+            or w in LOSS_KIND_WORDS
+            or w in _STEP_WORDS
+            or w in _EPOCH_WORDS
+        )
+    ]
     total = not parts or bool(wset & {"total", "overall", "combined", "full", "sum"})
     return {"split": split, "total": total, "granularity": gran, "parts": parts, "words": ws}
 
@@ -442,8 +569,11 @@ def _fallback(canon: str, keys: Iterable[str]) -> dict | None:
         why = f"no alias names it: the first {split} total loss by the fallback order{gran}"
         return {"source": best, "ignored": ranked[1:], "how": "fallback", "why": why}
     # No total: the components of the best (split, granularity) class.
-    same = [(o, k, c) for o, k, c in cands
-            if not c["total"] and c["split"] == bc["split"] and c["granularity"] == bc["granularity"]]
+    same = [
+        (o, k, c)
+        for o, k, c in cands
+        if not c["total"] and c["split"] == bc["split"] and c["granularity"] == bc["granularity"]
+    ]
     separate = any(set(c["parts"]) & SEPARATE_NETWORK_WORDS for _, _, c in same)
     if separate:
         # An actor's loss (-Q), a policy-gradient term or a GAN's losses need not fall in a
@@ -452,18 +582,26 @@ def _fallback(canon: str, keys: Iterable[str]) -> dict | None:
         return None
     if len(same) < 2 or len(same) > MAX_SUM_PARTS:
         chosen = best
-        why = (f"no total loss; {len(same)} components, too many to be one objective: the first "
-               "by the fallback order is read" if len(same) > MAX_SUM_PARTS
-               else "no total loss; its only component is read")
+        why = (
+            f"no total loss; {len(same)} components, too many to be one objective: the first "
+            "by the fallback order is read"
+            if len(same) > MAX_SUM_PARTS
+            else "no total loss; its only component is read"
+        )
         return {"source": chosen, "ignored": [k for k in ranked if k != chosen], "how": "fallback", "why": why}
     parts = sorted(k for _, k, _ in same)
-    why = (f"no total loss: the sum of its {len(parts)} {split} components, over the steps where every "
-           "one is logged")
-    return {"source": "+".join(parts), "ignored": [k for k in ranked if k not in parts], "how": "fallback",
-            "why": why, "sum_of": parts}
+    why = f"no total loss: the sum of its {len(parts)} {split} components, over the steps where every one is logged"
+    return {
+        "source": "+".join(parts),
+        "ignored": [k for k in ranked if k not in parts],
+        "how": "fallback",
+        "why": why,
+        "sum_of": parts,
+    }
 
 
 # --------------------------------------------------------------------------- several runs
+
 
 def run_of(raw: str) -> str | None:
     """The run a W&B panel-export column belongs to (``"<run> - train/loss"`` -> ``"<run>"``),

@@ -1,4 +1,5 @@
 """The Python API: judge a log file (or a RunLog) and get a :class:`Report`."""
+
 from __future__ import annotations
 
 import os
@@ -8,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .aliases import MappingError
-from .findings import Finding, Report, worst_first
 from .discover import experiment_of, fold_copies, group_runs, walk
+from .findings import Finding, Report, worst_first
 from .formats import NotALog, NotOpened, ReadError, has_run_name, is_trainer_name, open_log, read_head
 from .remote import is_url
 from .rules.engine import error_report, judge_runlog
@@ -52,8 +53,7 @@ def read_runlogs(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str]
     return _read_local(Path(path), fmt, mapping, label=str(path), every_run=True)
 
 
-def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str,
-                every_run: bool = False):
+def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str, every_run: bool = False):
     """The RunLog of the local log ``p`` named ``label`` (with ``every_run``: the list of
     one RunLog per run it holds)."""
     name, records, state = open_log(p, fmt)
@@ -73,8 +73,13 @@ def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str
     return runs if every_run else runs[0]
 
 
-def judge(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None,
-          mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT) -> Report:
+def judge(
+    path: str | Path,
+    fmt: str = "auto",
+    mapping: Mapping[str, str] | None = None,
+    mute: Iterable[str] = (),
+    thresholds: Thresholds = DEFAULT,
+) -> Report:
     """Read and judge one log (for a log of several runs, the worst of
     :func:`judge_all`).
 
@@ -85,8 +90,14 @@ def judge(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None
     return judge_all(path, fmt, mapping, mute, thresholds)[0]
 
 
-def judge_all(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None,
-              mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT, charts: bool = True) -> list[Report]:
+def judge_all(
+    path: str | Path,
+    fmt: str = "auto",
+    mapping: Mapping[str, str] | None = None,
+    mute: Iterable[str] = (),
+    thresholds: Thresholds = DEFAULT,
+    charts: bool = True,
+) -> list[Report]:
     """Read and judge one log: one report per run it holds (:func:`read_runlogs`), worst
     verdict first (runs of one verdict in the order of their names). Never raises for a
     bad input (an error report, as :func:`judge`); never an empty list."""
@@ -173,8 +184,9 @@ def judge_run(location: str | Path, config: JudgeConfig = JudgeConfig()) -> tupl
     return (reports[0] if reports else None), skip
 
 
-def judge_runs(location: str | Path | tuple, config: JudgeConfig = JudgeConfig()
-               ) -> tuple[list[Report], dict | list[dict] | None]:
+def judge_runs(
+    location: str | Path | tuple, config: JudgeConfig = JudgeConfig()
+) -> tuple[list[Report], dict | list[dict] | None]:
     """Judge the log at one location found by ``doctor``: a pure function of the location
     and the config, so that processes or a cluster engine can run it anywhere and only
     schedule.
@@ -248,8 +260,10 @@ def _read_at(path: Path, label: str, config: JudgeConfig):
         # not a series of records: nothing a trend check could judge.
         return None, ([], {"file": label, "reason": "one record, not a series (a config or a summary)"})
     if first.format == "tfevents" and first.records == 0:
-        return None, ([], {"file": label, "reason": "an event file without scalars (hparams, text, graphs or "
-                                                    "profiles only)"})
+        return None, (
+            [],
+            {"file": label, "reason": "an event file without scalars (hparams, text, graphs or profiles only)"},
+        )
     return runs, None
 
 
@@ -347,8 +361,17 @@ def _judge_one(run: RunLog, label: str, config: JudgeConfig) -> Report:
             from .rules.registry import get
 
             r = get("TP-CMP-ERROR")
-            rep.findings.append(Finding(r.id, r.level, "the comparison with the baseline could not run",
-                                        base_error, {"reason": base_error}, source="compare", hint=r.hint))
+            rep.findings.append(
+                Finding(
+                    r.id,
+                    r.level,
+                    "the comparison with the baseline could not run",
+                    base_error,
+                    {"reason": base_error},
+                    source="compare",
+                    hint=r.hint,
+                )
+            )
     return rep
 
 
@@ -421,12 +444,21 @@ def _end_workers(pool) -> None:
             p.join(10)
 
 
-def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: Mapping[str, str] | None = None,
-           mute: Iterable[str] = (), thresholds: Thresholds = DEFAULT,
-           progress: Callable[[int, int, str], None] | None = None,
-           baseline: str | Path | None = None, max_depth: int | None = None,
-           max_files: int | None = None, jobs: int | None = 1, engine: str = "local",
-           address: str | None = None, charts: bool = True) -> tuple[list[Report], list[dict]]:
+def doctor(
+    root: str | Path | Sequence[str | Path],
+    fmt: str = "auto",
+    mapping: Mapping[str, str] | None = None,
+    mute: Iterable[str] = (),
+    thresholds: Thresholds = DEFAULT,
+    progress: Callable[[int, int, str], None] | None = None,
+    baseline: str | Path | None = None,
+    max_depth: int | None = None,
+    max_files: int | None = None,
+    jobs: int | None = 1,
+    engine: str = "local",
+    address: str | None = None,
+    charts: bool = True,
+) -> tuple[list[Report], list[dict]]:
     """Find every training log under ``root`` and judge each run (:func:`judge_runs`).
 
     ``root`` is a folder, a file or a URL, or a list of them (their runs together, each
@@ -460,12 +492,18 @@ def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: 
         ``{"file", "reason"}`` for each file that was looked at and is not a training log
         (a data table, an event file without scalars, a file no reader recognises).
     """
-    config = JudgeConfig(fmt, tuple(sorted((mapping or {}).items())), tuple(mute), thresholds,
-                         str(baseline) if baseline is not None else None, charts)
+    config = JudgeConfig(
+        fmt,
+        tuple(sorted((mapping or {}).items())),
+        tuple(mute),
+        thresholds,
+        str(baseline) if baseline is not None else None,
+        charts,
+    )
     limits: list[dict] = []
     candidates = []
     local: list[Path] = []
-    for one in ([root] if isinstance(root, (str, Path)) else list(root)):
+    for one in [root] if isinstance(root, (str, Path)) else list(root):
         if is_url(one):
             from .remote import discover
 
@@ -485,8 +523,9 @@ def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: 
 
         if address is None and jobs is not None:
             jobs = min(max(1, int(jobs)), usable_cpus())  # a local cluster on this machine
-        results = map_judge(engine, [c.location for c in candidates], config, judge=judge_runs,
-                             address=address, workers=jobs)
+        results = map_judge(
+            engine, [c.location for c in candidates], config, judge=judge_runs, address=address, workers=jobs
+        )
     else:
         jobs = usable_cpus() if jobs is None else min(max(1, int(jobs)), usable_cpus())
         if jobs > 1 and len(work) >= _MIN_PARALLEL:
@@ -515,14 +554,20 @@ def doctor(root: str | Path | Sequence[str | Path], fmt: str = "auto", mapping: 
                 skips = skip if isinstance(skip, list) else [skip]
                 ignored.extend(skips)
                 # a copy of a file that is not a run is not one either, for the same reason
-                ignored.extend({"file": str(c), "reason": s["reason"]} for s in skips
-                               if s["file"] == str(cand.path) for c in cand.copies)
+                ignored.extend(
+                    {"file": str(c), "reason": s["reason"]}
+                    for s in skips
+                    if s["file"] == str(cand.path)
+                    for c in cand.copies
+                )
             for rep in reps:
                 if rep.file == str(cand.path) or str(cand.path) in rep.also:
                     rep.snapshots = [str(p) for p in cand.snapshots]
                     if cand.snapshots:
-                        rep.notes.append(f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; "
-                                         "judged the most complete")
+                        rep.notes.append(
+                            f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; "
+                            "judged the most complete"
+                        )
                     rep.also = rep.also + [str(p) for p in cand.copies]
                 reports.append(rep)
     except BaseException:
@@ -551,8 +596,9 @@ def _assign_experiments(reports: list[Report]) -> None:
             r.experiment = k
 
 
-def _add_comparison(rep: Report, baseline: RunLog, run: RunLog, base_report: Report | None,
-                    thresholds: Thresholds, mute: Iterable[str]) -> None:
+def _add_comparison(
+    rep: Report, baseline: RunLog, run: RunLog, base_report: Report | None, thresholds: Thresholds, mute: Iterable[str]
+) -> None:
     from .rules.compare import compare_runlogs, merge_comparison
     from .rules.engine import fail_summary
 
@@ -560,9 +606,14 @@ def _add_comparison(rep: Report, baseline: RunLog, run: RunLog, base_report: Rep
     rep.summary = fail_summary(rep, run)
 
 
-def compare(baseline: str | Path, runs: Iterable[str | Path], fmt: str = "auto",
-            mapping: Mapping[str, str] | None = None, mute: Iterable[str] = (),
-            thresholds: Thresholds = DEFAULT) -> tuple[Report, list[Report]]:
+def compare(
+    baseline: str | Path,
+    runs: Iterable[str | Path],
+    fmt: str = "auto",
+    mapping: Mapping[str, str] | None = None,
+    mute: Iterable[str] = (),
+    thresholds: Thresholds = DEFAULT,
+) -> tuple[Report, list[Report]]:
     """Judge each run on its own and against a known-good baseline of the same task.
 
     Returns:

@@ -20,6 +20,7 @@ An unknown key, threshold name or rule id is an error naming it (exit 2), never 
 A ``--config`` file may be a pyproject.toml (its ``[tool.trainproof]`` table is used) or
 a plain TOML file whose top level holds the same keys.
 """
+
 from __future__ import annotations
 
 import os
@@ -133,8 +134,7 @@ def _check_ids(ids: Iterable[str], where: str) -> set[str]:
     return out
 
 
-def load_config(config_path: Path | None = None, start: Path | None = None,
-                extra_mute: Iterable[str] = ()) -> Config:
+def load_config(config_path: Path | None = None, start: Path | None = None, extra_mute: Iterable[str] = ()) -> Config:
     """Load the configuration and merge ``--mute`` ids into it.
 
     Without ``config_path`` the nearest pyproject.toml of :func:`search_dirs` (from

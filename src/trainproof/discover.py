@@ -12,6 +12,7 @@ whose places say they may be one run written twice (an HF output folder's event 
 Lightning ``metrics.csv`` and its event file) become one candidate's ``siblings``, which
 the worker folds when their values agree; byte-identical copies fold here.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,11 +26,29 @@ from .formats import log_name_test
 from .formats.tfevents import is_event_name
 
 #: Folder names never descended into.
-PRUNE_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
-    ".cache", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".ipynb_checkpoints",
-    "site-packages", ".eggs", ".idea", ".vscode",
-})
+PRUNE_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "node_modules",
+        "__pycache__",
+        ".cache",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".ipynb_checkpoints",
+        "site-packages",
+        ".eggs",
+        ".idea",
+        ".vscode",
+    }
+)
 
 _CKPT = re.compile(r"checkpoint-(\d+)$")
 #: Why a run folder is left out: its reader would list the folder and follow the link.
@@ -110,11 +129,11 @@ def _escapes_below(folder: str, real_root: str) -> bool:
 class _Listing:
     """One folder's entries, sorted by name, as the walk classifies them."""
 
-    dirs: list[str] = field(default_factory=list)       # folders to descend into
-    files: list[str] = field(default_factory=list)      # files that may be logs
-    names: set[str] = field(default_factory=set)        # every entry's name
-    dir_names: set[str] = field(default_factory=set)    # every folder's name, followed or not
-    escaping: list[str] = field(default_factory=list)   # symlinks that leave the tree
+    dirs: list[str] = field(default_factory=list)  # folders to descend into
+    files: list[str] = field(default_factory=list)  # files that may be logs
+    names: set[str] = field(default_factory=set)  # every entry's name
+    dir_names: set[str] = field(default_factory=set)  # every folder's name, followed or not
+    escaping: list[str] = field(default_factory=list)  # symlinks that leave the tree
 
 
 def _list(dirpath: str, real_root: str, ignored: list[dict], is_log: Callable[[str], bool]) -> _Listing | None:
@@ -140,8 +159,9 @@ def _list(dirpath: str, real_root: str, ignored: list[dict], is_log: Callable[[s
         except OSError as err:
             # Listed but not entered (a folder without search permission): nothing in it
             # can be examined, so the folder is one ignored entry, not one per file.
-            ignored.append({"file": dirpath, "reason": f"a folder that can be listed but not entered "
-                                                       f"({_why(err)}): not searched"})
+            ignored.append(
+                {"file": dirpath, "reason": f"a folder that can be listed but not entered ({_why(err)}): not searched"}
+            )
             return None
         mode = lst.st_mode
         if stat.S_ISLNK(mode):
@@ -164,12 +184,15 @@ def _list(dirpath: str, real_root: str, ignored: list[dict], is_log: Callable[[s
         elif stat.S_ISREG(mode):
             out.files.append(name)
         else:
-            ignored.append({"file": str(Path(path)), "reason": "not a regular file (a FIFO, socket or device): not opened"})
+            ignored.append(
+                {"file": str(Path(path)), "reason": "not a regular file (a FIFO, socket or device): not opened"}
+            )
     return out
 
 
-def walk(root: Path, max_depth: int | None = None, max_files: int | None = None,
-         limits: list[dict] | None = None) -> list[Path]:
+def walk(
+    root: Path, max_depth: int | None = None, max_files: int | None = None, limits: list[dict] | None = None
+) -> list[Path]:
     """Every log-like path under ``root`` (sorted), pruning and avoiding symlink loops.
 
     Files are returned by name (:func:`trainproof.formats.is_log_name`: a reader's suffix
@@ -222,30 +245,42 @@ def walk(root: Path, max_depth: int | None = None, max_files: int | None = None,
         skip = set(PRUNE_DIRS)
         if _is_mlflow_run(dirpath, listing.dir_names, listing.names):
             skip |= {"metrics", "params", "tags"}  # read as the run; artifacts/ may hold more logs
-            if dirpath in tainted or any(_escapes_below(os.path.join(dirpath, d), real_root)
-                                         for d in ("metrics", "params", "tags") if d in listing.dir_names):
+            if dirpath in tainted or any(
+                _escapes_below(os.path.join(dirpath, d), real_root)
+                for d in ("metrics", "params", "tags")
+                if d in listing.dir_names
+            ):
                 ignored.append({"file": dirpath, "reason": _TAINTED})
             else:
                 out.append(Path(dirpath))
         dirnames = [d for d in listing.dirs if d not in skip and not d.endswith(".egg-info")]
         if max_depth is not None and depth >= max_depth and dirnames:
-            ignored.append({"file": dirpath, "reason": f"{len(dirnames)} folder(s) below it not searched: "
-                                                       f"deeper than --max-depth {max_depth}"})
+            ignored.append(
+                {
+                    "file": dirpath,
+                    "reason": f"{len(dirnames)} folder(s) below it not searched: deeper than --max-depth {max_depth}",
+                }
+            )
             dirnames = []
         # The event-file reader lists a run folder (and a Keras log folder's train/ and
         # validation/) itself, so event files beside a symlink that leaves the tree are
         # not returned: the folder would be read through the link.
         parent = os.path.dirname(dirpath)
-        events_tainted = dirpath in tainted or (os.path.basename(dirpath) in ("train", "validation")
-                                                and parent in tainted)
+        events_tainted = dirpath in tainted or (
+            os.path.basename(dirpath) in ("train", "validation") and parent in tainted
+        )
         withheld = False
         for f in listing.files:
             if is_event_name(f) and events_tainted:
                 withheld = True
                 continue
             if max_files is not None and len(out) >= max_files:
-                ignored.append({"file": str(root), "reason": f"search stopped at --max-files {max_files}: "
-                                                            "later logs were not judged"})
+                ignored.append(
+                    {
+                        "file": str(root),
+                        "reason": f"search stopped at --max-files {max_files}: later logs were not judged",
+                    }
+                )
                 return sorted(out)
             out.append(Path(dirpath) / f)
         if withheld:
@@ -325,8 +360,7 @@ def _owner_first(logs: list[Candidate]) -> list[Candidate]:
     return sorted(logs, key=lambda c: (c.path.name != "metrics.csv", str(c.path)))
 
 
-def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candidate],
-                     event_runs: set[Path]) -> None:
+def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candidate], event_runs: set[Path]) -> None:
     """Give each log the other logs that may hold the same run, by the places the writers
     put them: an HF output folder's ``runs/<date>_<host>/`` (the Trainer's default logging
     folder), the folder of a Lightning ``version_N/`` (CSVLogger's ``metrics.csv`` beside
@@ -355,8 +389,12 @@ def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candida
         if not logs and _VERSION.match(folder.name):
             # Lightning with each logger in its own folder: <save_dir>/csv/version_N and
             # <save_dir>/tb/version_N are one run's two loggers.
-            logs = [c for f, cs in by_folder.items() if f.name == folder.name and f.parent != folder.parent
-                    and f.parent.parent == folder.parent.parent for c in cs]
+            logs = [
+                c
+                for f, cs in by_folder.items()
+                if f.name == folder.name and f.parent != folder.parent and f.parent.parent == folder.parent.parent
+                for c in cs
+            ]
         logs = [c for c in logs if c.path not in taken]
         if 0 < len(logs) <= _MAX_SIBLINGS:
             logs = _owner_first(logs)
@@ -395,8 +433,7 @@ def fold_copies(candidates: list[Candidate]) -> list[Candidate]:
         return bool(c.siblings or c.snapshots)
 
     # In the order of preference, so the first of each inode or content is the one kept.
-    order = sorted(candidates, key=lambda c: (not carries(c), os.path.islink(c.path), len(c.path.parts),
-                                              str(c.path)))
+    order = sorted(candidates, key=lambda c: (not carries(c), os.path.islink(c.path), len(c.path.parts), str(c.path)))
     keeper: dict[tuple, Candidate] = {}
     by_size: dict[int, list[Candidate]] = {}
     dropped: set[int] = set()
@@ -433,8 +470,10 @@ def fold_copies(candidates: list[Candidate]) -> list[Candidate]:
 
 #: Path parts that name one run of an experiment: Lightning's ``version_N``, a seed, a
 #: trial or a repeat, a W&B run folder; the part before them names the experiment.
-_RUN_PART = re.compile(r"(?i)^(?:version_\d+|(?:seed|run|trial|rep|fold)[-_]?\d+|"
-                       r"(?:offline-)?run-\d{8}_\d{6}-\w+)$")
+_RUN_PART = re.compile(
+    r"(?i)^(?:version_\d+|(?:seed|run|trial|rep|fold)[-_]?\d+|"
+    r"(?:offline-)?run-\d{8}_\d{6}-\w+)$"
+)
 _RUN_SUFFIX = re.compile(r"(?i)^(.+?)[-_.](?:seed|trial|rep)[-_]?\d+$")
 
 

@@ -13,6 +13,7 @@ be visible to every worker (a shared file system).
 Ray address ``auto`` / ``ray://host:10001``); without one a local cluster is started for
 the call (``workers`` processes, default one per core) and stopped after it.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,11 +41,12 @@ def judge_batch(locations: Sequence, config, judge: Callable) -> list:
 
 def _batches(items: Sequence, slots: int) -> list[list]:
     size = max(1, min(_MAX_BATCH, len(items) // max(1, 4 * slots)))
-    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
-def map_judge(engine: str, locations: Sequence, config, *, judge: Callable, address: str | None = None,
-              workers: int | None = None) -> Iterator[tuple]:
+def map_judge(
+    engine: str, locations: Sequence, config, *, judge: Callable, address: str | None = None, workers: int | None = None
+) -> Iterator[tuple]:
     """``judge(location, config)`` for each location, on ``engine``, in input order.
 
     ``judge`` is a module-level function (the workers import it by name), in ``doctor``
@@ -107,8 +109,13 @@ def _dask(judge: Callable, locations: list, config, address: str | None, workers
             client = Client(address)  # waits distributed.comm.timeouts.connect (30 s)
         else:
             # Loopback only: a cluster started for one call serves nobody else.
-            cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                                   processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0")
+            cluster = LocalCluster(
+                n_workers=workers or os.cpu_count() or 1,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",
+            )
             client = Client(cluster)
     except (OSError, TimeoutError, ValueError) as e:
         if cluster is not None:

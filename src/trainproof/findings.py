@@ -8,6 +8,7 @@ skipped (and why). :func:`exit_code` turns a list of reports into the process ex
 * else ``2`` if any input could not be judged (unreadable, empty, no loss, NOT-CHECKED);
 * else ``0`` (WARN and INFO findings exit 0).
 """
+
 from __future__ import annotations
 
 import enum

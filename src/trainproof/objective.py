@@ -11,6 +11,7 @@ command): :func:`check_ignore_index`, :class:`TargetCoverage`, :func:`check_labe
     ...     cov.update(batch["labels"])
     >>> [f.id for f in cov.findings()]            # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 from .preflight.targets import (
@@ -24,5 +25,13 @@ from .preflight.targets import (
     objective_report,
 )
 
-__all__ = ["TargetCoverage", "TargetFileError", "check_ignore_index", "check_label_shift", "check_objective",
-           "load_arrays", "measure_label_shift", "objective_report"]
+__all__ = [
+    "TargetCoverage",
+    "TargetFileError",
+    "check_ignore_index",
+    "check_label_shift",
+    "check_objective",
+    "load_arrays",
+    "measure_label_shift",
+    "objective_report",
+]

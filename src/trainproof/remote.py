@@ -18,6 +18,7 @@ exactly like the same tree on disk.
 fsspec is imported only when a URL is given: a local path never imports it and never
 touches the network.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -105,7 +106,7 @@ def _below(path: str, root: str) -> str:
     """``path`` relative to ``root`` (both as the filesystem lists them), or ``""``."""
     if not root:
         return path.lstrip("/")
-    return path[len(root) + 1:] if path.startswith(root + "/") else ""
+    return path[len(root) + 1 :] if path.startswith(root + "/") else ""
 
 
 def _safe_rel(rel: str) -> list[str] | None:
@@ -220,8 +221,9 @@ def staged(url: str, fmt: str = "auto") -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def discover(url: str, max_depth: int | None = None, max_files: int | None = None,
-             limits: list[dict] | None = None) -> list[Candidate]:
+def discover(
+    url: str, max_depth: int | None = None, max_files: int | None = None, limits: list[dict] | None = None
+) -> list[Candidate]:
     """``doctor``'s candidates under ``url``, as :func:`discover.group_runs` gives them
     for the same tree on disk, with every path a URL string.
 
@@ -235,8 +237,7 @@ def discover(url: str, max_depth: int | None = None, max_files: int | None = Non
         root = Path(rpath)
         if not root.exists():
             raise RemoteError("no such file or directory")
-        return _to_urls(group_runs(walk(root, max_depth, max_files, local_limits)), root, base, limits,
-                        local_limits)
+        return _to_urls(group_runs(walk(root, max_depth, max_files, local_limits)), root, base, limits, local_limits)
     info = _info(fs, rpath)
     if info.get("type") != "directory":
         return [Candidate(url)]
@@ -260,8 +261,7 @@ class _Key(PurePosixPath):
         return True
 
 
-def _walk_listing(keys: list[str], max_depth: int | None, max_files: int | None,
-                  limits: list[dict]) -> list[_Key]:
+def _walk_listing(keys: list[str], max_depth: int | None, max_files: int | None, limits: list[dict]) -> list[_Key]:
     """:func:`discover.walk` over an object listing instead of a disk: the same pruning, the
     same virtual-environment and MLflow-run rules, the same limits, the same order."""
     dirs: dict[str, tuple[set[str], list[str]]] = {"": (set(), [])}
@@ -298,24 +298,34 @@ def _walk_listing(keys: list[str], max_depth: int | None, max_files: int | None,
         dirnames = [d for d in dirnames if d not in skip and not d.endswith(".egg-info")]
         depth = rel.count("/") + 1 if rel else 0
         if max_depth is not None and depth >= max_depth and dirnames:
-            limits.append({"file": rel or ".", "reason": f"{len(dirnames)} folder(s) below it not searched: "
-                                                         f"deeper than --max-depth {max_depth}"})
+            limits.append(
+                {
+                    "file": rel or ".",
+                    "reason": f"{len(dirnames)} folder(s) below it not searched: deeper than --max-depth {max_depth}",
+                }
+            )
             dirnames = []
         for f in filenames:
             if is_log(f):
                 if max_files is not None and len(out) >= max_files:
-                    limits.append({"file": ".", "reason": f"search stopped at --max-files {max_files}: "
-                                                          "later logs were not judged"})
+                    limits.append(
+                        {
+                            "file": ".",
+                            "reason": f"search stopped at --max-files {max_files}: later logs were not judged",
+                        }
+                    )
                     return done()
                 out.append(f"{rel}/{f}" if rel else f)
         stack.extend(f"{rel}/{d}" if rel else d for d in reversed(dirnames))
     return done()
 
 
-def _to_urls(cands: list[Candidate], root: Path | None, base: str, limits: list[dict] | None,
-             local_limits: list[dict]) -> list[Candidate]:
+def _to_urls(
+    cands: list[Candidate], root: Path | None, base: str, limits: list[dict] | None, local_limits: list[dict]
+) -> list[Candidate]:
     """Candidates and cuts as URLs: paths are under ``root`` on disk (a ``file://`` URL) or,
     with ``root`` None, relative keys of the listing."""
+
     def url(p) -> str:
         rel = (Path(p).relative_to(root) if root is not None else PurePosixPath(p)).as_posix()
         return base if rel == "." else f"{base}/{rel}"

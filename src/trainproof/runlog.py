@@ -33,6 +33,7 @@ several segments only the latest segment's writes are kept. Repeats within one s
 (two ranks writing one file, several rows a step) are all kept, in stream order, so a
 NaN of one writer is judged; identical repeats are kept once.
 """
+
 from __future__ import annotations
 
 import math
@@ -351,8 +352,7 @@ class RunLogBuilder:
         """Records added so far (rows, plus one per point of a column batch)."""
         return self._n + self._n_batched
 
-    def add(self, step: float | None, values: Mapping[str, float], line: int,
-            holes: Iterable[str] = ()) -> None:
+    def add(self, step: float | None, values: Mapping[str, float], line: int, holes: Iterable[str] = ()) -> None:
         """Add one row: ``values`` maps raw keys to floats, ``holes`` names the keys the
         row holds with no value (:attr:`Record.holes`); a row without a finite step takes
         the last step seen before it."""
@@ -441,9 +441,16 @@ class RunLogBuilder:
         more (a W&B panel export of several runs); ``[]`` for a log of one run."""
         return sorted(aliases.runs_in(set(self._cols) | set(self._batches)))
 
-    def build(self, path: str, fmt: str, meta: Mapping | None = None, notes: Iterable[str] = (),
-              overrides: Mapping[str, str] | None = None, copy: bool = True,
-              run: str | None = None) -> RunLog:
+    def build(
+        self,
+        path: str,
+        fmt: str,
+        meta: Mapping | None = None,
+        notes: Iterable[str] = (),
+        overrides: Mapping[str, str] | None = None,
+        copy: bool = True,
+        run: str | None = None,
+    ) -> RunLog:
         """The RunLog of everything added so far (see :func:`build_runlog`).
 
         Args:
@@ -552,20 +559,24 @@ class RunLogBuilder:
         if rewritten:
             out_notes.append(
                 "steps logged more than once with different values (a resumed run: the step went back); "
-                "the later write was kept for: " + ", ".join(rewritten[:10])
+                "the later write was kept for: "
+                + ", ".join(rewritten[:10])
                 + (f" and {len(rewritten) - 10} more" if len(rewritten) > 10 else "")
             )
         if repeated:
             out_notes.append(
                 "steps logged more than once with different values without the step going back (several "
                 "writers of one file, or several rows a step); every write is kept and judged for: "
-                + ", ".join(repeated[:10]) + (f" and {len(repeated) - 10} more" if len(repeated) > 10 else "")
+                + ", ".join(repeated[:10])
+                + (f" and {len(repeated) - 10} more" if len(repeated) > 10 else "")
             )
         if counted:
             shown = [f"{k} (from line {int(lines_all[h[0]])}, {h.size} point(s))" for k, h in sorted(counted.items())]
             out_notes.append(
                 "empty or null values read as NaN, in columns logged on every record until then: "
-                + ", ".join(shown[:10]) + (f" and {len(shown) - 10} more" if len(shown) > 10 else ""))
+                + ", ".join(shown[:10])
+                + (f" and {len(shown) - 10} more" if len(shown) > 10 else "")
+            )
         stop = _loss_stops(mapping, rec_of, steps_all, lines_all, n)
         if stop:
             out_notes.append(stop)
@@ -623,9 +634,11 @@ def _loss_stops(mapping: dict, rec_of: dict, steps_all: np.ndarray, lines_all: n
     if after.size <= bound:
         return None
     end = int(after[-1])
-    return (f"loss ({key!r}) stops at step {steps_all[last]:g} (line {int(lines_all[last])}) while the log goes "
-            f"on: {after.size} more records follow without it, to step {steps_all[end]:g} (line "
-            f"{int(lines_all[end])}); the run after it is not judged on its loss")
+    return (
+        f"loss ({key!r}) stops at step {steps_all[last]:g} (line {int(lines_all[last])}) while the log goes "
+        f"on: {after.size} more records follow without it, to step {steps_all[end]:g} (line "
+        f"{int(lines_all[end])}); the run after it is not judged on its loss"
+    )
 
 
 def _points(key: str, cols: dict, batches: dict) -> int:
@@ -640,8 +653,9 @@ def _points(key: str, cols: dict, batches: dict) -> int:
     return n
 
 
-def _other_runs(keys: set, cols: dict, batches: dict, overrides: Mapping[str, str] | None,
-                notes: list[str], run: str | None = None) -> set:
+def _other_runs(
+    keys: set, cols: dict, batches: dict, overrides: Mapping[str, str] | None, notes: list[str], run: str | None = None
+) -> set:
     """The columns of the runs not judged, when the log holds several (a W&B panel export
     with ``"<run> - <metric>"`` columns for two or more runs): one RunLog is one run, so
     one run is kept, never a mix. The kept run is ``run`` when given (one RunLog per run,
@@ -654,8 +668,9 @@ def _other_runs(keys: set, cols: dict, batches: dict, overrides: Mapping[str, st
     if run is not None:
         if run not in runs:
             raise ValueError(f"no run {run!r} in this log")
-        notes.append(f"{len(runs)} runs in one log (W&B export): this report is run {run!r}; "
-                     "each run is judged on its own")
+        notes.append(
+            f"{len(runs)} runs in one log (W&B export): this report is run {run!r}; each run is judged on its own"
+        )
         return {k for r in runs if r != run for k in runs[r]}
     chosen = None
     for col in (overrides or {}).values():
@@ -704,8 +719,10 @@ def _add_sum(canon: str, m: dict, series: dict, notes: list[str]) -> None:
         ln = p.lines[idx]
         lines = ln if lines is None else np.minimum(lines, ln)
     series[canon] = Series(canon, m["source"], steps, total, lines)
-    notes.append(f"{canon}: no total is logged; read as the sum of {', '.join(m['sum_of'])} "
-                 f"at the {steps.size} {'points' if repeated else 'steps'} where all are logged")
+    notes.append(
+        f"{canon}: no total is logged; read as the sum of {', '.join(m['sum_of'])} "
+        f"at the {steps.size} {'points' if repeated else 'steps'} where all are logged"
+    )
 
 
 def _common_steps(parts: list[Series]) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -720,6 +737,7 @@ def _common_steps(parts: list[Series]) -> tuple[np.ndarray, list[np.ndarray]]:
 def _paired_writes(parts: list[Series]) -> tuple[np.ndarray, list[np.ndarray]]:
     """For parts of which one repeats a step: the ``(step, n-th write of that step)`` pairs
     every part has, in order, as their steps and each part's indices of them."""
+
     def keyed(p: Series) -> dict:
         out: dict = {}
         seen: dict = {}
@@ -740,8 +758,9 @@ def _paired_writes(parts: list[Series]) -> tuple[np.ndarray, list[np.ndarray]]:
 def _first_part_only(canon: str, m: dict, series: dict, notes: list[str], parts: list[Series]) -> None:
     """Read the first part of a sum as ``canon`` (its parts are not logged together)."""
     first = m["sum_of"][0]
-    notes.append(f"{canon}: its parts {', '.join(m['sum_of'])} are not logged at the same steps, "
-                 f"so {first!r} alone is read")
+    notes.append(
+        f"{canon}: its parts {', '.join(m['sum_of'])} are not logged at the same steps, so {first!r} alone is read"
+    )
     m["ignored"] = [k for k in m["sum_of"][1:]] + list(m["ignored"])
     m["source"], m["why"] = first, "no total loss and its parts are not logged together: the first part is read"
     del m["sum_of"]

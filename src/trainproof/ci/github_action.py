@@ -16,6 +16,7 @@ shell script. The module
 
 It knows doctor only by its command line and its published ``--json`` document.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,17 @@ INPUTS: dict[str, str] = {
 FAIL_ON = ("FAIL", "WARN", "never")
 
 #: The step outputs this script sets, in the order it writes them.
-OUTPUTS = ("verdict", "fail-count", "warn-count", "pass-count", "not-checked-count", "runs", "exit-code",
-           "sarif", "html")
+OUTPUTS = (
+    "verdict",
+    "fail-count",
+    "warn-count",
+    "pass-count",
+    "not-checked-count",
+    "runs",
+    "exit-code",
+    "sarif",
+    "html",
+)
 
 #: doctor options this script sets itself from the inputs; ``args`` may not repeat them.
 _OWNED = ("--json", "--sarif", "--html", "--baseline", "--mute", "--config", "--allow-empty")
@@ -146,20 +156,31 @@ def read_inputs(environ: Mapping[str, str]) -> Settings:
     for arg in extra:
         option = arg.split("=", 1)[0]
         if option in _OWNED:
-            raise InputError(f"input args: {option} is set by the action; use its input "
-                             f"({_input_for(option)}) instead")
+            raise InputError(f"input args: {option} is set by the action; use its input ({_input_for(option)}) instead")
     sarif = _get(environ, "sarif-file") or None
     html = _get(environ, "html-file") or None
     if sarif is not None and html is not None and os.path.abspath(sarif) == os.path.abspath(html):
         raise InputError(f"inputs sarif-file and html-file name the same file: {sarif!r}")
-    return Settings(paths=paths, baseline=_get(environ, "baseline") or None, mute=mute, fail_on=canon,
-                    allow_empty=allow_empty, config=_get(environ, "config") or None, extra=extra, sarif=sarif,
-                    html=html)
+    return Settings(
+        paths=paths,
+        baseline=_get(environ, "baseline") or None,
+        mute=mute,
+        fail_on=canon,
+        allow_empty=allow_empty,
+        config=_get(environ, "config") or None,
+        extra=extra,
+        sarif=sarif,
+        html=html,
+    )
 
 
 def _input_for(option: str) -> str:
-    return {"--json": "none: the action reads doctor's JSON itself", "--sarif": "sarif-file",
-            "--html": "html-file", "--allow-empty": "allow-empty"}.get(option, option[2:])
+    return {
+        "--json": "none: the action reads doctor's JSON itself",
+        "--sarif": "sarif-file",
+        "--html": "html-file",
+        "--allow-empty": "allow-empty",
+    }.get(option, option[2:])
 
 
 def doctor_command(settings: Settings) -> list[str]:
@@ -199,8 +220,7 @@ def run_doctor(argv: list[str], json_path: Path) -> int:
         OSError: ``json_path`` cannot be written.
     """
     with open(json_path, "wb") as out:
-        return subprocess.run([sys.executable, "-m", "trainproof", *argv], stdout=out,
-                              check=False).returncode
+        return subprocess.run([sys.executable, "-m", "trainproof", *argv], stdout=out, check=False).returncode
 
 
 def load_document(json_path: Path) -> dict | None:
@@ -304,8 +324,11 @@ def _not_passed(doc: dict | None) -> list[dict]:
 
 def _reasons(rep: dict) -> list[tuple[str, str]]:
     """(id, message) of the findings that make a report's verdict, or its error."""
-    found = [(f.get("id", ""), f.get("message", "")) for f in rep.get("findings", ())
-             if isinstance(f, dict) and f.get("level") in ("FAIL", "WARN", "NOT-CHECKED")]
+    found = [
+        (f.get("id", ""), f.get("message", ""))
+        for f in rep.get("findings", ())
+        if isinstance(f, dict) and f.get("level") in ("FAIL", "WARN", "NOT-CHECKED")
+    ]
     if not found and rep.get("error"):
         found = [("", rep["error"])]
     return found
@@ -314,8 +337,10 @@ def _reasons(rep: dict) -> list[tuple[str, str]]:
 def totals(counts: Mapping[str, int]) -> str:
     """``"3 runs: 1 FAIL, 1 WARN, 1 PASS, 0 not judged"`` (doctor's totals line)."""
     n = sum(counts.values())
-    return (f"{n} run{'' if n == 1 else 's'}: {counts['FAIL']} FAIL, {counts['WARN']} WARN, "
-            f"{counts['PASS']} PASS, {counts['NOT-CHECKED']} not judged")
+    return (
+        f"{n} run{'' if n == 1 else 's'}: {counts['FAIL']} FAIL, {counts['WARN']} WARN, "
+        f"{counts['PASS']} PASS, {counts['NOT-CHECKED']} not judged"
+    )
 
 
 def log_lines(doc: dict | None, code: int, fail_on: str) -> list[str]:
@@ -336,16 +361,27 @@ def log_lines(doc: dict | None, code: int, fail_on: str) -> list[str]:
         lines.append(f"... and {len(listed) - MAX_LISTED} more runs that did not pass (see the HTML report)")
     if doc.get("error"):
         lines.append(f"trainproof: {_printable(doc['error'])}")
-    lines.append(f"trainproof: {totals(count_verdicts(doc))}; worst verdict {doc.get('worst_verdict') or 'none'}; "
-                 f"fail-on {fail_on}: exit {code}")
+    lines.append(
+        f"trainproof: {totals(count_verdicts(doc))}; worst verdict {doc.get('worst_verdict') or 'none'}; "
+        f"fail-on {fail_on}: exit {code}"
+    )
     return lines
 
 
 def _md(text) -> str:
     """``text`` safe in one Markdown table cell: printable, no HTML, no cell breaks."""
     text = _printable(text)
-    for ch, rep in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "&#96;"),
-                    ("[", "\\["), ("]", "\\]"), ("*", "\\*"), ("_", "\\_")):
+    for ch, rep in (
+        ("&", "&amp;"),
+        ("<", "&lt;"),
+        (">", "&gt;"),
+        ("|", "\\|"),
+        ("`", "&#96;"),
+        ("[", "\\["),
+        ("]", "\\]"),
+        ("*", "\\*"),
+        ("_", "\\_"),
+    ):
         text = text.replace(ch, rep)
     return text
 
@@ -370,8 +406,9 @@ def summary_markdown(doc: dict | None, code: int, fail_on: str, values: Mapping[
             if len(listed) > MAX_LISTED:
                 out.append(f"\n... and {len(listed) - MAX_LISTED} more.")
             out.append("")
-    files = [f"{what}: {_md(values[key])}" for key, what in (("sarif", "SARIF"), ("html", "HTML report"))
-             if values[key]]
+    files = [
+        f"{what}: {_md(values[key])}" for key, what in (("sarif", "SARIF"), ("html", "HTML report")) if values[key]
+    ]
     if files:
         out += ["Written: " + ", ".join(files) + ".", ""]
     return "\n".join(out) + "\n"

@@ -9,6 +9,7 @@ the one place the process exits); :mod:`.commands` one thin module per command;
 :mod:`.options` every option, declared once; :mod:`.output` printing reports and the exit
 code (:func:`~trainproof.cli.output.emit_reports`); :mod:`.signals` stopping by signal.
 """
+
 from __future__ import annotations
 
 from .app import ALIASES, COMMANDS, cli, load_command, main

@@ -5,6 +5,7 @@ Start-up cost: this module imports only click. Each command's module (and numpy,
 the readers, the rules) is imported when the command runs, so ``trainproof --version``
 and ``--help`` stay close to a bare interpreter (tests/test_startup.py).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -21,27 +22,58 @@ from . import signals
 #: listing the commands imports none of them; tests/test_startup.py checks it against each
 #: command's real help. Adding a command is its module, its test and one line here.
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "compare": ("compare", "compare_cmd", "Judge each RUN on its own and against BASELINE, a known-good run of the same task."),
-    "data": ("speech", "data_cmd", "Check speech training data before the run: audio/transcript pairs from a folder "
-                       "(NAME.wav + NAME.txt/.lab), an LJSpeech folder or metadata.csv, or a NeMo manifest.jsonl."),
-    "dataset": ("dataset", "dataset_cmd", "Check a training dataset (JSONL, .json array, .jsonl.gz) before the run: malformed "
-                             "lines, empty and duplicate texts, and with --tokenizer its EOS/pad/BOS and --max-len "
-                             "truncation."),
+    "compare": (
+        "compare",
+        "compare_cmd",
+        "Judge each RUN on its own and against BASELINE, a known-good run of the same task.",
+    ),
+    "data": (
+        "speech",
+        "data_cmd",
+        "Check speech training data before the run: audio/transcript pairs from a folder "
+        "(NAME.wav + NAME.txt/.lab), an LJSpeech folder or metadata.csv, or a NeMo manifest.jsonl.",
+    ),
+    "dataset": (
+        "dataset",
+        "dataset_cmd",
+        "Check a training dataset (JSONL, .json array, .jsonl.gz) before the run: malformed "
+        "lines, empty and duplicate texts, and with --tokenizer its EOS/pad/BOS and --max-len "
+        "truncation.",
+    ),
     "doctor": ("doctor", "doctor_cmd", "Find every training log under each PATH (default: .) and judge each run."),
-    "env": ("env", "env_cmd", "Can this machine start this run at all? Probe imports in a child interpreter, verify "
-                   "checkpoints without unpickling them, and compare RAM and disk with what the run needs."),
-    "judge": ("judge", "judge_cmd", "Judge one training log: a file (HF trainer_state.json, TensorBoard event file, "
-                                    "JSONL, CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow "
-                                    "run folder. LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] "
-                                    "extra). A log that holds several runs (a W&B export) gives one report per run, "
-                                    "worst first."),
-    "rules": ("rules", "rules_cmd", "List every rule, or print the page of RULE_ID (its example judged, the "
-                                    "thresholds in force)."),
-    "targets": ("targets", "targets_cmd", "Check the training objective at step 0: an ignore_index that is a real class, "
-                               "targets outside [0, N), classes that never appear, and causal-LM labels shifted "
-                               "twice."),
-    "tokenizer": ("speech", "tokenizer_cmd", "Check a SentencePiece model against the transcripts it will encode: unknown tokens, "
-                            "character coverage, tokens per second of audio and how numbers are split."),
+    "env": (
+        "env",
+        "env_cmd",
+        "Can this machine start this run at all? Probe imports in a child interpreter, verify "
+        "checkpoints without unpickling them, and compare RAM and disk with what the run needs.",
+    ),
+    "judge": (
+        "judge",
+        "judge_cmd",
+        "Judge one training log: a file (HF trainer_state.json, TensorBoard event file, "
+        "JSONL, CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow "
+        "run folder. LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] "
+        "extra). A log that holds several runs (a W&B export) gives one report per run, "
+        "worst first.",
+    ),
+    "rules": (
+        "rules",
+        "rules_cmd",
+        "List every rule, or print the page of RULE_ID (its example judged, the thresholds in force).",
+    ),
+    "targets": (
+        "targets",
+        "targets_cmd",
+        "Check the training objective at step 0: an ignore_index that is a real class, "
+        "targets outside [0, N), classes that never appear, and causal-LM labels shifted "
+        "twice.",
+    ),
+    "tokenizer": (
+        "speech",
+        "tokenizer_cmd",
+        "Check a SentencePiece model against the transcripts it will encode: unknown tokens, "
+        "character coverage, tokens per second of audio and how numbers are split.",
+    ),
     "watch": ("watch", "watch_cmd", "Judge LOGFILE while the run writes it, polling every --interval seconds."),
 }
 
@@ -118,8 +150,9 @@ def main(argv: list[str] | None = None) -> None:
         os.getcwd()
     except OSError:
         # The working directory was removed: relative paths mean nothing any more.
-        click.echo("trainproof: the current directory no longer exists (it was removed); run from an existing one",
-                   err=True)
+        click.echo(
+            "trainproof: the current directory no longer exists (it was removed); run from an existing one", err=True
+        )
         sys.exit(2)
     signals.STOP.clear()
     previous = signals.interrupt_handlers()
@@ -146,13 +179,14 @@ def main(argv: list[str] | None = None) -> None:
         if signals.by_interrupt(e):
             # Ctrl-C or SIGTERM wrapped by the interpreter (Python < 3.12 wraps what a
             # class body's __set_name__ raises, as during an import): stopped, not a bug.
-            click.echo(signals.stopped_watching(None, 2) if signals.command_name(args) == "watch" else "trainproof: aborted",
-                       err=True)
+            click.echo(
+                signals.stopped_watching(None, 2) if signals.command_name(args) == "watch" else "trainproof: aborted",
+                err=True,
+            )
             sys.exit(2)
         if debug:
             raise
-        click.echo(f"trainproof: internal error: {type(e).__name__}: {e} (run with --debug for a traceback)",
-                   err=True)
+        click.echo(f"trainproof: internal error: {type(e).__name__}: {e} (run with --debug for a traceback)", err=True)
         sys.exit(2)
     finally:
         if previous:

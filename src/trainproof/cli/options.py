@@ -4,6 +4,7 @@ Commands take the options they need by name (:func:`options`), so an option mean
 same and reads the same in every command that has it. Kept light: building the options
 imports click only (``trainproof --help`` loads this module).
 """
+
 from __future__ import annotations
 
 import math
@@ -20,22 +21,51 @@ _CONFIG_HELP = "TOML file with [tool.trainproof] settings (default: nearest pypr
 
 #: name -> (click.option args, keyword arguments).
 OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
-    "format": (("--format", "fmt"), dict(type=click.Choice(["auto", *FORMAT_NAMES]), default="auto",
-                                         show_default=True, help="Log format; auto sniffs the content.")),
-    "map": (("--map", "maps"), dict(multiple=True, metavar="CANON=COLUMN",
-                                    help="Read a canonical metric from a column, e.g. --map loss=train_mse "
-                                         "(repeatable).")),
+    "format": (
+        ("--format", "fmt"),
+        dict(
+            type=click.Choice(["auto", *FORMAT_NAMES]),
+            default="auto",
+            show_default=True,
+            help="Log format; auto sniffs the content.",
+        ),
+    ),
+    "map": (
+        ("--map", "maps"),
+        dict(
+            multiple=True,
+            metavar="CANON=COLUMN",
+            help="Read a canonical metric from a column, e.g. --map loss=train_mse (repeatable).",
+        ),
+    ),
     "json": (("--json", "as_json"), dict(is_flag=True, help="Print one JSON document (see the published schema).")),
-    "mute": (("--mute",), dict(multiple=True, metavar="TP-ID",
-                               help="Do not run this check; it is reported as skipped, reason muted (repeatable).")),
+    "mute": (
+        ("--mute",),
+        dict(
+            multiple=True,
+            metavar="TP-ID",
+            help="Do not run this check; it is reported as skipped, reason muted (repeatable).",
+        ),
+    ),
     "config": (("--config", "config_path"), dict(type=click.Path(dir_okay=False, path_type=Path), help=_CONFIG_HELP)),
-    "sarif": (("--sarif", "sarif_path"), dict(type=click.Path(dir_okay=False, path_type=Path),
-                                              help="Also write the findings as SARIF 2.1.0 (GitHub code scanning) "
-                                                   "to this file.")),
-    "html": (("--html", "html_path"), dict(is_flag=False, flag_value="trainproof-report.html", default=None,
-                                           type=click.Path(dir_okay=False, path_type=Path), metavar="[PATH]",
-                                           help="Also write a self-contained HTML report with charts (default "
-                                                "trainproof-report.html).")),
+    "sarif": (
+        ("--sarif", "sarif_path"),
+        dict(
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Also write the findings as SARIF 2.1.0 (GitHub code scanning) to this file.",
+        ),
+    ),
+    "html": (
+        ("--html", "html_path"),
+        dict(
+            is_flag=False,
+            flag_value="trainproof-report.html",
+            default=None,
+            type=click.Path(dir_okay=False, path_type=Path),
+            metavar="[PATH]",
+            help="Also write a self-contained HTML report with charts (default trainproof-report.html).",
+        ),
+    ),
 }
 
 
@@ -71,13 +101,16 @@ def seconds(positive: bool):
     """A click callback: a finite number of seconds, above 0 (``positive``) or at least 0;
     NaN, infinities and negatives are usage errors (exit 2), not a loop that never sleeps
     or never stalls."""
+
     def check(ctx, param, value):
         if value is None:
             return value
         if not math.isfinite(value) or value < 0 or (positive and value == 0):
-            raise click.BadParameter(f"{value:g} is not a {'positive' if positive else 'non-negative'} "
-                                     "finite number of seconds")
+            raise click.BadParameter(
+                f"{value:g} is not a {'positive' if positive else 'non-negative'} finite number of seconds"
+            )
         return value
+
     return check
 
 

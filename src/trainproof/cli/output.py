@@ -7,6 +7,7 @@ one line and raises :class:`click.exceptions.Exit` with code 2, which the group 
 the process's exit code in one place (:func:`trainproof.cli.main`). Kept light: rich,
 numpy, the readers and the rules are imported where they are used.
 """
+
 from __future__ import annotations
 
 import os
@@ -113,13 +114,15 @@ def not_a_report(path: Path | None, option: str) -> str | None:
     start, word = _REPORT_STARTS[option]
     if head.startswith(start) and word in head:
         return None
-    return (f"{option} {path}: the file exists and is not a trainproof report (a training log?); "
-            f"not overwritten. Give {option} a new file name, after the log (`epoch LOG {option} report`)")
+    return (
+        f"{option} {path}: the file exists and is not a trainproof report (a training log?); "
+        f"not overwritten. Give {option} a new file name, after the log (`epoch LOG {option} report`)"
+    )
 
 
-
-def write_outputs(reports: list[Report], sarif_path: Path | None, html_path: Path | None,
-                  compare_with: Report | None = None) -> None:
+def write_outputs(
+    reports: list[Report], sarif_path: Path | None, html_path: Path | None, compare_with: Report | None = None
+) -> None:
     """Write the SARIF and HTML files asked for, and say on stderr where the HTML went. A
     file at a report path that is not such a report (the log itself, taken as the option's
     value) is left alone.
@@ -151,9 +154,19 @@ def write_outputs(reports: list[Report], sarif_path: Path | None, html_path: Pat
         fail(f"cannot write report {where}: {e.strerror or e}")
 
 
-def emit_reports(reports: list[Report], command: str, as_json: bool, *, summary: bool = False,
-                 extra: dict | None = None, error: str | None = None, sarif_path: Path | None = None,
-                 html_path: Path | None = None, view: str = "default", only=None) -> int:
+def emit_reports(
+    reports: list[Report],
+    command: str,
+    as_json: bool,
+    *,
+    summary: bool = False,
+    extra: dict | None = None,
+    error: str | None = None,
+    sarif_path: Path | None = None,
+    html_path: Path | None = None,
+    view: str = "default",
+    only=None,
+) -> int:
     """Write the report files asked for, print ``reports`` (the text report, or with
     ``as_json`` the JSON document of ``command``), and return the exit code by the shared
     policy (:func:`trainproof.findings.exit_code`).

@@ -1,6 +1,7 @@
 """Stopping a command by signal: SIGTERM (a cancelled CI job, ``timeout``) and a SIGINT
 inherited as ignored (a script's background job) handled as Ctrl-C, so every command
 unwinds the same way (``doctor`` ends its workers, report files stay whole)."""
+
 from __future__ import annotations
 
 import os

@@ -23,6 +23,7 @@ priority), plus its name in :data:`trainproof.cli.options.FORMAT_NAMES`, the sta
 command line offers as ``--format`` choices without importing the readers (a test checks
 the two agree).
 """
+
 from __future__ import annotations
 
 import os
@@ -30,16 +31,50 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..runlog import Columns, Record, Rows
+from . import console, coqui, hf, jsonl, mlflow, tfevents
 from . import csv as csv_reader
-from . import coqui, console, hf, jsonl, mlflow, tfevents
-from ._io import (HEAD_BYTES, MAX_LINE, NotALog, NotOpened, ReadError, check_readable_file, encoding_of, head_text,
-                  is_lfs_pointer, open_binary, read_head, reporting_to)
-from .base import LineTailer, Reader, RecordTailer, ReadState
+from ._io import (
+    HEAD_BYTES,
+    MAX_LINE,
+    NotALog,
+    NotOpened,
+    ReadError,
+    check_readable_file,
+    encoding_of,
+    head_text,
+    is_lfs_pointer,
+    open_binary,
+    read_head,
+    reporting_to,
+)
+from .base import LineTailer, Reader, ReadState, RecordTailer
 
-__all__ = ["HEAD_BYTES", "MAX_LINE", "READERS", "LineTailer", "NotALog", "NotOpened", "ReadError", "ReadState",
-           "Reader", "RecordTailer", "detect", "encoding_of", "format_names", "get_reader", "has_run_name",
-           "is_log_name", "is_trainer_name", "log_name_test", "log_suffixes", "open_binary", "open_log",
-           "read_head", "tail_mode", "trainer_file_names"]
+__all__ = [
+    "HEAD_BYTES",
+    "MAX_LINE",
+    "READERS",
+    "LineTailer",
+    "NotALog",
+    "NotOpened",
+    "ReadError",
+    "ReadState",
+    "Reader",
+    "RecordTailer",
+    "detect",
+    "encoding_of",
+    "format_names",
+    "get_reader",
+    "has_run_name",
+    "is_log_name",
+    "is_trainer_name",
+    "log_name_test",
+    "log_suffixes",
+    "open_binary",
+    "open_log",
+    "read_head",
+    "tail_mode",
+    "trainer_file_names",
+]
 
 #: Sniffing order: the most specific formats first.
 READERS = (tfevents, hf, jsonl, csv_reader, coqui, mlflow, console)
@@ -89,7 +124,8 @@ def is_trainer_name(name: str) -> bool:
     in lower case) or a name its ``writer_name`` hook claims (``events.out.tfevents.*``)."""
     low = name.lower()
     return low in trainer_file_names() or any(
-        h(low) for h in (getattr(r, "writer_name", None) for r in READERS) if h is not None)
+        h(low) for h in (getattr(r, "writer_name", None) for r in READERS) if h is not None
+    )
 
 
 def has_run_name(name: str) -> bool:

@@ -12,6 +12,7 @@ A scalar is either ``Summary.Value.simple_value`` (TF1, tensorboardX, and
 tag, so the caller keeps the plugin name per tag (``plugins``). Everything else
 (histograms, images, audio, text, graphs, hparams, ``file_version``) is skipped.
 """
+
 from __future__ import annotations
 
 import struct
@@ -26,8 +27,17 @@ _E16 = struct.Struct("<e")
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_UINT8, DT_INT16, DT_INT8 = 1, 2, 3, 4, 5, 6
 DT_INT64, DT_BOOL, DT_BFLOAT16, DT_UINT16, DT_HALF, DT_UINT32, DT_UINT64 = 9, 10, 14, 17, 19, 22, 23
 _CONTENT = {
-    DT_FLOAT: "<f", DT_DOUBLE: "<d", DT_INT32: "<i", DT_UINT8: "<B", DT_INT16: "<h", DT_INT8: "<b",
-    DT_INT64: "<q", DT_UINT16: "<H", DT_HALF: "<e", DT_UINT32: "<I", DT_UINT64: "<Q",
+    DT_FLOAT: "<f",
+    DT_DOUBLE: "<d",
+    DT_INT32: "<i",
+    DT_UINT8: "<B",
+    DT_INT16: "<h",
+    DT_INT8: "<b",
+    DT_INT64: "<q",
+    DT_UINT16: "<H",
+    DT_HALF: "<e",
+    DT_UINT32: "<I",
+    DT_UINT64: "<Q",
 }
 
 
@@ -64,17 +74,17 @@ def _fields(b: bytes):
             ln, i = _varint(b, i)
             if i + ln > n:
                 raise ProtoError("length-delimited field runs past the message")
-            v = b[i:i + ln]
+            v = b[i : i + ln]
             i += ln
         elif wt == 5:
             if i + 4 > n:
                 raise ProtoError("truncated fixed32")
-            v = b[i:i + 4]
+            v = b[i : i + 4]
             i += 4
         elif wt == 1:
             if i + 8 > n:
                 raise ProtoError("truncated fixed64")
-            v = b[i:i + 8]
+            v = b[i : i + 8]
             i += 8
         else:
             raise ProtoError(f"unsupported wire type {wt}")
@@ -257,14 +267,22 @@ def parse_simple(p: bytes) -> tuple[float, int, bytes, float] | None:
     if n - i < 11:
         return None
     lt = n - i - 11
-    if (p[i] != 0x2A or p[i + 1] != lt + 9 or p[i + 2] != 0x0A or p[i + 3] != lt + 7
-            or p[i + 4] != 0x0A or p[i + 5] != lt or p[n - 5] != 0x15):
+    if (
+        p[i] != 0x2A
+        or p[i + 1] != lt + 9
+        or p[i + 2] != 0x0A
+        or p[i + 3] != lt + 7
+        or p[i + 4] != 0x0A
+        or p[i + 5] != lt
+        or p[n - 5] != 0x15
+    ):
         return None
-    return _WALL(p, 1)[0], step, p[i + 6:n - 5], _VALUE(p, n - 4)[0]
+    return _WALL(p, 1)[0], step, p[i + 6 : n - 5], _VALUE(p, n - 4)[0]
 
 
-def parse_simple_batch(payloads: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                       list[bytes]]:
+def parse_simple_batch(
+    payloads: list[bytes],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
     """:func:`parse_simple` of many payloads at once, vectorised with numpy.
 
     Returns ``(ok, walls, steps, values, tag_ids, tags)``: ``ok`` a bool array ``(n,)``,
@@ -282,8 +300,9 @@ def parse_simple_batch(payloads: list[bytes]) -> tuple[np.ndarray, np.ndarray, n
     return parse_simple_spans(b"".join(payloads), starts, lengths)
 
 
-def parse_simple_spans(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> tuple[
-        np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
+def parse_simple_spans(
+    data: bytes, starts: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
     """:func:`parse_simple_batch` of payloads that lie in one buffer: payload ``i`` is
     ``data[starts[i]:starts[i] + lengths[i]]`` (int64 arrays of shape ``(n,)``); same
     return value."""
@@ -314,8 +333,15 @@ def parse_simple_spans(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> 
     lt = lengths - i - 11
     at = (starts + i).clip(max=len(buf) - 6)
     end5 = (starts + lengths - 5).clip(min=0)
-    ok &= ((buf[at] == 0x2A) & (buf[at + 1] == lt + 9) & (buf[at + 2] == 0x0A) & (buf[at + 3] == lt + 7)
-           & (buf[at + 4] == 0x0A) & (buf[at + 5] == lt) & (buf[end5] == 0x15))
+    ok &= (
+        (buf[at] == 0x2A)
+        & (buf[at + 1] == lt + 9)
+        & (buf[at + 2] == 0x0A)
+        & (buf[at + 3] == lt + 7)
+        & (buf[at + 4] == 0x0A)
+        & (buf[at + 5] == lt)
+        & (buf[end5] == 0x15)
+    )
     idx = np.flatnonzero(ok)
     walls = np.zeros(n)
     values = np.zeros(n)
@@ -329,8 +355,7 @@ def parse_simple_spans(data: bytes, starts: np.ndarray, lengths: np.ndarray) -> 
         for length in np.unique(lt_ok).tolist():
             same_length = lt_ok == length
             sel = idx[same_length]
-            rows = _windows(buf, length)[tag_start[same_length]] if length else \
-                np.zeros((sel.size, 0), dtype=np.uint8)
+            rows = _windows(buf, length)[tag_start[same_length]] if length else np.zeros((sel.size, 0), dtype=np.uint8)
             if (rows == rows[0]).all():
                 uniq, inv = rows[:1], np.zeros(sel.size, dtype=np.int64)  # one tag of this length
             else:
@@ -347,7 +372,7 @@ def _windows(buf: np.ndarray, width: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(buf, width)
 
 
-_ROW_WEIGHTS = np.random.default_rng(0x7F).integers(1, 2 ** 63, size=4096, dtype=np.uint64) | np.uint64(1)
+_ROW_WEIGHTS = np.random.default_rng(0x7F).integers(1, 2**63, size=4096, dtype=np.uint64) | np.uint64(1)
 
 
 def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,5 @@
 """Opening log files the same way for every reader: encodings, gzip, LFS pointers, heads."""
+
 from __future__ import annotations
 
 import codecs
@@ -162,8 +163,10 @@ class _GzipFile(gzip.GzipFile):
                 self.capped = True
                 state = _DROPS.get()
                 if state is not None:
-                    state.drop(f"the decompressed log is longer than {self.limit:,} bytes "
-                               "(TRAINPROOF_MAX_DECOMPRESSED): the rest was not read")
+                    state.drop(
+                        f"the decompressed log is longer than {self.limit:,} bytes "
+                        "(TRAINPROOF_MAX_DECOMPRESSED): the rest was not read"
+                    )
             return 0
         return left if size is None or size < 0 else min(size, left)
 
@@ -364,7 +367,7 @@ class Lines:
                     pos = m.end()
                     continue
             n += 1
-            line = buf[pos:nl + 1]
+            line = buf[pos : nl + 1]
             pos = nl + 1
             self.unterminated = False
             blank = not line.strip()
@@ -377,5 +380,7 @@ class Lines:
         """Report the overlong lines skipped, if any, as dropped input."""
         if self.overlong:
             shown = ", ".join(str(n) for n in self.overlong[:5]) + (" …" if len(self.overlong) > 5 else "")
-            state.drop(f"{label}skipped {len(self.overlong)} line(s) longer than {self.limit:,} characters "
-                       f"(lines {shown}): not read")
+            state.drop(
+                f"{label}skipped {len(self.overlong)} line(s) longer than {self.limit:,} characters "
+                f"(lines {shown}): not read"
+            )

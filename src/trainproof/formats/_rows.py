@@ -14,6 +14,7 @@ become the batch's holes, :attr:`~trainproof.runlog.Rows.holes`).
 integers beyond 64 bits, lone surrogate escapes); a chunk it refuses is decoded with the
 reader's own per-record path instead.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -74,8 +75,9 @@ def _block(objs: Sequence[dict], keys: tuple, no_bools: bool) -> np.ndarray | No
     return arr.reshape(len(objs), k)
 
 
-def rows_from_dicts(objs: Sequence[dict], lines: np.ndarray, step_of: Callable[[tuple], str | None],
-                    no_bools: bool = False) -> Rows:
+def rows_from_dicts(
+    objs: Sequence[dict], lines: np.ndarray, step_of: Callable[[tuple], str | None], no_bools: bool = False
+) -> Rows:
     """Records from parsed JSON objects, as :class:`Rows`.
 
     Args:
@@ -142,17 +144,24 @@ def rows_from_dicts(objs: Sequence[dict], lines: np.ndarray, step_of: Callable[[
             vals = _block(sub, keys, True)  # flattened values are all floats
             assert vals is not None
             _add_group(groups, steps, keys, pos_all[sel], vals, step_of)
-    return Rows(steps, np.asarray(lines, dtype=np.int64), groups,
-                [(k, np.array(p, dtype=np.int64)) for k, p in holes.items()])
+    return Rows(
+        steps, np.asarray(lines, dtype=np.int64), groups, [(k, np.array(p, dtype=np.int64)) for k, p in holes.items()]
+    )
 
 
-def _add_group(groups: list, steps: np.ndarray, keys: tuple, pos: np.ndarray, vals: np.ndarray,
-               step_of: Callable[[tuple], str | None]) -> None:
+def _add_group(
+    groups: list,
+    steps: np.ndarray,
+    keys: tuple,
+    pos: np.ndarray,
+    vals: np.ndarray,
+    step_of: Callable[[tuple], str | None],
+) -> None:
     sk = step_of(keys)
     if sk is not None:
         j = keys.index(sk)
         col = vals[:, j]
         steps[pos] = np.where(np.isfinite(col), col, np.nan)
-        keys = keys[:j] + keys[j + 1:]
+        keys = keys[:j] + keys[j + 1 :]
         vals = np.delete(vals, j, axis=1)
     groups.append((keys, pos, vals))

@@ -12,6 +12,7 @@ comes from the maintained ``google-crc32c`` package (C implementation). A record
 checksum fails or whose bytes end early stops the reading at the last good record; the
 caller learns how many bytes were dropped and why.
 """
+
 from __future__ import annotations
 
 import struct
@@ -65,8 +66,12 @@ def _stored_crcs(buf: bytes, ends: np.ndarray) -> np.ndarray:
     """The little-endian uint32 that ends at each offset of ``ends``."""
     b = np.frombuffer(buf, dtype=np.uint8)
     at = ends - 4
-    return (b[at].astype(np.uint64) | (b[at + 1].astype(np.uint64) << 8)
-            | (b[at + 2].astype(np.uint64) << 16) | (b[at + 3].astype(np.uint64) << 24))
+    return (
+        b[at].astype(np.uint64)
+        | (b[at + 1].astype(np.uint64) << 8)
+        | (b[at + 2].astype(np.uint64) << 16)
+        | (b[at + 3].astype(np.uint64) << 24)
+    )
 
 
 @dataclass
@@ -85,12 +90,12 @@ class Spans:
     def payload(self, i: int) -> bytes:
         """Record ``i``'s payload as its own ``bytes``."""
         at = int(self.starts[i])
-        return self.buf[at:at + int(self.lengths[i])]
+        return self.buf[at : at + int(self.lengths[i])]
 
     def payloads(self) -> list[bytes]:
         """Each record's payload as its own ``bytes`` (all at once)."""
         buf = self.buf
-        return [buf[s:s + n] for s, n in zip(self.starts.tolist(), self.lengths.tolist())]
+        return [buf[s : s + n] for s, n in zip(self.starts.tolist(), self.lengths.tolist())]
 
 
 #: Longest run of records checked at once against a predicted pattern of sizes.
@@ -107,13 +112,14 @@ def _period(sizes: list[int]) -> int:
     """The shortest ``p`` with ``sizes[-p:] == sizes[-2p:-p]``, else 0."""
     n = len(sizes)
     for p in range(1, min(_MAX_PERIOD, n // 2) + 1):
-        if sizes[n - p:] == sizes[n - 2 * p:n - p]:
+        if sizes[n - p :] == sizes[n - 2 * p : n - p]:
             return p
     return 0
 
 
-def _predict(win12: np.ndarray, pos: int, size: int, pattern: list[int], window: int,
-             head_of_size: dict[int, bytes], cache: dict) -> tuple[np.ndarray, np.ndarray, int, int]:
+def _predict(
+    win12: np.ndarray, pos: int, size: int, pattern: list[int], window: int, head_of_size: dict[int, bytes], cache: dict
+) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Check the records predicted at ``pos`` by repeating ``pattern`` (record sizes):
     ``(header offsets, sizes, k, count)`` of the ``k`` leading predicted records whose
     12 header bytes equal the verified header of their size, out of ``count`` tried
@@ -168,7 +174,7 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
     # Verified header bytes by record size (16 + length), for predicted runs.
     head_of_size: dict[int, bytes] = {}
     cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    recent: list[int] = []   # sizes of the last records, while they have known headers
+    recent: list[int] = []  # sizes of the last records, while they have known headers
     skip = fails = 0
     window = 64
     resume = pending = None  # the pattern to try again right after one surprise record
@@ -186,8 +192,7 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
                 eof = True
         pos = 0
         size = len(buf)
-        win12 = np.lib.stride_tricks.sliding_window_view(np.frombuffer(buf, dtype=np.uint8), 12) \
-            if size >= 12 else None
+        win12 = np.lib.stride_tricks.sliding_window_view(np.frombuffer(buf, dtype=np.uint8), 12) if size >= 12 else None
         # Header offsets and record sizes in file order: predicted runs as arrays, and
         # the records walked one by one since the last run, flushed before the next.
         runs: list[np.ndarray] = []
@@ -233,21 +238,26 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
                     if k < count:
                         # A surprise (an eval record between steps, say): walk it alone,
                         # then expect the same pattern again from where it broke.
-                        pending = recent[:len(pattern)]
+                        pending = recent[: len(pattern)]
                         skip = 1
                 if k:
                     continue
             length, len_crc = header(buf, pos)
-            head = buf[pos:pos + 12]
+            head = buf[pos : pos + 12]
             if verify and head not in good_headers:
                 if masked_crc(head[:8]) != len_crc:
-                    stop = (f"record {n + 1}: the length checksum does not match (corrupt or not a TFRecord file)", True)
+                    stop = (
+                        f"record {n + 1}: the length checksum does not match (corrupt or not a TFRecord file)",
+                        True,
+                    )
                     break
                 if len(good_headers) < 4096:
                     good_headers.add(head)
             if length > MAX_RECORD:
-                stop = (f"record {n + 1}: implausible length {length} (over the {MAX_RECORD:,}-byte limit "
-                        "on one record)", True)
+                stop = (
+                    f"record {n + 1}: implausible length {length} (over the {MAX_RECORD:,}-byte limit on one record)",
+                    True,
+                )
                 break
             end = pos + 16 + length
             if end > size:
@@ -259,7 +269,7 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
                 head_of_size[16 + length] = head
                 recent.append(16 + length)
                 if len(recent) > 2 * _MAX_PERIOD:
-                    del recent[:-2 * _MAX_PERIOD]
+                    del recent[: -2 * _MAX_PERIOD]
             else:
                 recent.clear()
             if pending is not None:
@@ -302,8 +312,10 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
                     tail.reason = f"record {n + 1}: the length checksum does not match (corrupt or not a TFRecord file)"
                     tail.bad_framing = True
                 else:
-                    tail.reason = (f"record {n + 1}: the file ends inside the record ({avail} of "
-                                   f"{16 + length} bytes: a run killed mid-write?)")
+                    tail.reason = (
+                        f"record {n + 1}: the file ends inside the record ({avail} of "
+                        f"{16 + length} bytes: a run killed mid-write?)"
+                    )
                 tail.dropped_bytes = avail
             tail.records = n
             return

@@ -8,6 +8,7 @@ Windows C runtime prints ``1.#QNAN``, ``-1.#IND``, ``1.#INF`` or ``-nan(ind)``.
 :func:`flatten_numeric`), whose meaning the column's history decides
 (:class:`trainproof.runlog.RunLogBuilder`).
 """
+
 from __future__ import annotations
 
 import json
@@ -69,8 +70,9 @@ def nonfinite(s: str) -> float | None:
     return math.nan
 
 
-def flatten_numeric(obj: Mapping, prefix: str = "", out: dict | None = None, depth: int = 0,
-                    holes: list | None = None) -> dict[str, float]:
+def flatten_numeric(
+    obj: Mapping, prefix: str = "", out: dict | None = None, depth: int = 0, holes: list | None = None
+) -> dict[str, float]:
     """Flatten nested dicts to ``a/b`` keys, keeping only numbers.
 
     ``int`` and ``float`` become ``float`` (NaN and ±Inf kept), and so does a string that

@@ -11,6 +11,7 @@ checks every one of them against :data:`REQUIRED` and :data:`OPTIONAL` with
 :mod:`inspect` (``isinstance`` with a runtime-checkable protocol only checks that the
 names exist, not their signatures).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -21,8 +22,19 @@ from typing import Literal, Protocol
 from ..runlog import Columns, Record, Rows
 from ._io import NotALog, NotOpened, ReadError
 
-__all__ = ["OPTIONAL", "REQUIRED", "TAIL_MODES", "LineTailer", "NotALog", "NotOpened", "ReadError", "ReadState",
-           "Reader", "RecordTailer", "TailMode"]
+__all__ = [
+    "OPTIONAL",
+    "REQUIRED",
+    "TAIL_MODES",
+    "LineTailer",
+    "NotALog",
+    "NotOpened",
+    "ReadError",
+    "ReadState",
+    "Reader",
+    "RecordTailer",
+    "TailMode",
+]
 
 #: How ``trainproof watch`` follows a log of the format (:mod:`trainproof.live.tail`):
 #: ``lines``: an append-only text log, its complete new lines fed to the reader's

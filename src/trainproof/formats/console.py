@@ -62,6 +62,7 @@ longest earlier one are held until the file ends.
 ANSI escapes and carriage-return progress output are ignored. A capture with none of these
 lines is not a training log.
 """
+
 from __future__ import annotations
 
 import ast
@@ -96,13 +97,16 @@ _WORD = r"[A-Za-z_][A-Za-z0-9_]*(?:[./-][A-Za-z0-9_]+)*\.?"
 # may follow is ``%`` or ``s``; any other letter glued to it (``41ms``, ``8.7it/s``,
 # ``nanoGPT``), a hyphen and a word (``5-step``, ``3-layer``: an adjective in prose) or a
 # clock's ``:`` + digit (``0:10:00``) makes it no value, and so does a digit right after it: a number is read whole or not at all (never ``41`` of ``41.23ms``).
-_NUM = (r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
-        r"|(?i:nan|inf(?:inity)?))")
+_NUM = (
+    r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
+    r"|(?i:nan|inf(?:inity)?))"
+)
 # Separators: ``\s*[:=|]\s*`` has one required character between its blank runs, so a long
 # blank run splits one way only; ``\s*\[\s*`` likewise; ``\s+`` alone is the third way.
 _PAIR = re.compile(
     rf"(?<![\w./-])(?P<name>{_WORD}(?: {_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
-    rf"(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?")
+    rf"(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
+)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _JOIN = re.compile(r"[^a-z0-9]+")
 _LEVEL = frozenset({"info", "debug", "warning", "warn", "error", "trace", "notice"})
@@ -115,18 +119,40 @@ _ACC = re.compile(r"acc", re.I)
 _TQDM = re.compile(r"(?<![\d.])\d+%\|[^|\n]{0,400}\|\s*(\d+)/(\d+)")
 _BATCHES = re.compile(r"(?<![\w.])(\d+)\s*/\s*(\d+)\s+(?:batches|batch|steps|iters|iterations)\b", re.I)
 # mmengine: ``Epoch(train) [1][50/500]``, ``Iter(train) [50/1000]``.
-_MMENGINE = re.compile(r"\b(Epoch|Iter)\((train|val|test)\)\s*\[\s*(\d+)(?:\s*/\s*(\d+))?\s*\]"
-                       r"(?:\s*\[\s*(\d+)\s*/\s*(\d+)\s*\])?")
+_MMENGINE = re.compile(
+    r"\b(Epoch|Iter)\((train|val|test)\)\s*\[\s*(\d+)(?:\s*/\s*(\d+))?\s*\]"
+    r"(?:\s*\[\s*(\d+)\s*/\s*(\d+)\s*\])?"
+)
 # A Keras progress or summary line: ``12/128 [==>...]``, ``128/128 ━━━━``, ``128/128 - 5s``.
 _KERAS = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[|━|- )")
 _RULER = re.compile(r"^\s*-{5,}\s*$")
 
 _EPOCH_WORDS = frozenset({"epoch", "ep"})
 _COUNTER_WORDS = frozenset({"step", "iter", "iteration", "batch", "it"})
-_GLOBAL_WORDS = frozenset({"num_updates", "total_timesteps", "up", "global_step", "globalstep", "updates",
-                           "update", "n_updates", "timesteps", "global_batch", "global_iter"})
-_SPLIT_NAMES = {"train": "train_loss", "training": "train_loss", "val": "val_loss", "valid": "valid_loss",
-                "validation": "validation_loss", "eval": "eval_loss", "test": "test_loss"}
+_GLOBAL_WORDS = frozenset(
+    {
+        "num_updates",
+        "total_timesteps",
+        "up",
+        "global_step",
+        "globalstep",
+        "updates",
+        "update",
+        "n_updates",
+        "timesteps",
+        "global_batch",
+        "global_iter",
+    }
+)
+_SPLIT_NAMES = {
+    "train": "train_loss",
+    "training": "train_loss",
+    "val": "val_loss",
+    "valid": "valid_loss",
+    "validation": "validation_loss",
+    "eval": "eval_loss",
+    "test": "test_loss",
+}
 _CE_NAMES = frozenset({"cross_entropy", "ce_mean_words", "ce_mean", "ce_sum", "ce", "xent", "nll"})
 #: What a line needs before it is tokenized: the prefilter that keeps the pure-Python pass
 #: off progress bars and banners. Plain substring tests of the lower-cased line (a regex
@@ -136,9 +162,21 @@ _CE_NAMES = frozenset({"cross_entropy", "ce_mean_words", "ce_mean", "ce_sum", "c
 
 def _triggered(line: str) -> bool:
     low = line.lower()
-    return ("loss" in low or "=" in low or "epoch" in low or "step" in low or "iter" in low or "train" in low
-            or "val" in low or "cost" in low or "batch" in low or "up." in low or "ep." in low
-            or "entropy" in low or "-----" in low)
+    return (
+        "loss" in low
+        or "=" in low
+        or "epoch" in low
+        or "step" in low
+        or "iter" in low
+        or "train" in low
+        or "val" in low
+        or "cost" in low
+        or "batch" in low
+        or "up." in low
+        or "ep." in low
+        or "entropy" in low
+        or "-----" in low
+    )
 
 
 def _norm(raw: str) -> str:
@@ -184,8 +222,17 @@ def _pairs(line: str) -> list[_Pair]:
         except ValueError:
             continue
         tot = m.group("tot")
-        out.append(_Pair(key, _kind(m.group("name"), key), value, float(tot) if tot and len(tot) <= 18 else None,
-                         m.start("name"), m.end(), m.group("unit")))
+        out.append(
+            _Pair(
+                key,
+                _kind(m.group("name"), key),
+                value,
+                float(tot) if tot and len(tot) <= 18 else None,
+                m.start("name"),
+                m.end(),
+                m.group("unit"),
+            )
+        )
     return out
 
 
@@ -312,7 +359,7 @@ def _tail(line: str) -> str:
         return line
     tail = line[-MAX_TOKENIZED:]
     cut = tail.find(" ")
-    return tail[cut + 1:] if cut >= 0 else tail
+    return tail[cut + 1 :] if cut >= 0 else tail
 
 
 # --------------------------------------------------------------------------- runs and steps
@@ -394,16 +441,19 @@ class _Runs:
         self.current = []
         runs = self.summary
         if len(runs) > 1:
-            listed = "; ".join(f"run {i + 1}: lines {a}-{b}, {k} records"
-                               for i, (a, b, k) in enumerate(runs[:8])) + (" …" if len(runs) > 8 else "")
+            listed = "; ".join(f"run {i + 1}: lines {a}-{b}, {k} records" for i, (a, b, k) in enumerate(runs[:8])) + (
+                " …" if len(runs) > 8 else ""
+            )
             self.state.notes.append(
                 f"the capture holds {len(runs)} runs (the step counter starts again {len(runs) - 1} "
                 f"time(s)); only run {self.best_index}, the longest, is judged, never the runs merged "
-                f"into one curve ({listed})")
+                f"into one curve ({listed})"
+            )
         for line, step, k in self.resumes[:5]:
             self.state.notes.append(
                 f"resumed at step {step:g} (line {line}): the {k} earlier record(s) from that step on "
-                "were replaced by the resumed run's")
+                "were replaced by the resumed run's"
+            )
         yield from self.best
 
 
@@ -743,7 +793,7 @@ def read(path: Path, state) -> Iterator[Record]:
             # on the lines that cannot match them.
             line = ANSI.sub("", raw) if "\x1b" in raw else raw
             found = False
-            for m in (_DICT.finditer(line) if "{'" in line else ()):
+            for m in _DICT.finditer(line) if "{'" in line else ():
                 vals = _dict_values(m.group(0))
                 if vals is None:
                     continue
@@ -766,8 +816,10 @@ def read(path: Path, state) -> Iterator[Record]:
                 # the other printouts wait for their line end.
                 p = _parse(_tail(line))
                 if p is not None and p.has_loss:
-                    state.drop(f"the last line ({lineno}) has no line end: a training line cut "
-                               "mid-write (a run killed or still writing?), so it was not read")
+                    state.drop(
+                        f"the last line ({lineno}) has no line end: a training line cut "
+                        "mid-write (a run killed or still writing?), so it was not read"
+                    )
                     continue
             if machine.table is not None or _triggered(line):
                 machine.feed(line.rstrip("\r\n"), lineno)

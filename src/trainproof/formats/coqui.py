@@ -15,6 +15,7 @@ plain floats, ``tensor(…)`` reprs, ``nan`` or ``inf``. ``BEST MODEL`` and ``CH
 lines are kept as meta (path and step), with the epochs and steps per epoch the log
 declares.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,8 +42,11 @@ _STEP = re.compile(r"STEP:\s*(\d+)\s*/\s*(\d+)\s*--\s*GLOBAL_STEP:\s*(\d+)")
 # from reading as one. Digits before and after the point are split one way only
 # (``\d+(?:\.\d*)?``, not ``\d+\.?\d*``): when the lookahead fails, an ambiguous split
 # makes the engine try every way of cutting a long digit run (seconds for 10,000 digits).
-_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)"
-                     r"(?![A-Za-z0-9_])", re.I)
+_NUMBER = re.compile(
+    r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)"
+    r"(?![A-Za-z0-9_])",
+    re.I,
+)
 _EPOCH = re.compile(r">\s*EPOCH:\s*(\d+)\s*/\s*(\d+)")
 # The path runs to the end of the line: Colab's "/content/drive/My Drive/…" has a space.
 # Greedy to the end of the line, stripped in code: a lazy ``(\S.*?)\s*$`` is quadratic
@@ -152,7 +156,7 @@ def parse_value(text: str) -> float | None:
     ``nan``. Returns ``None`` when the field holds no number."""
     t = text.strip()
     if t.startswith("tensor("):
-        t = t[len("tensor("):]
+        t = t[len("tensor(") :]
     tok = t.partition(" ")[0]
     if "_" not in tok:
         # Where float() takes the whole first word (no underscore, which float() allows
@@ -178,8 +182,7 @@ class _Machine:
     the line-by-line reader read every line they hand it the same way.
     """
 
-    __slots__ = ("state", "mode", "step", "values", "start_line", "best", "last_ckpt", "in_batch",
-                 "eval_seen")
+    __slots__ = ("state", "mode", "step", "values", "start_line", "best", "last_ckpt", "in_batch", "eval_seen")
 
     def __init__(self, state) -> None:
         self.state = state
@@ -203,8 +206,10 @@ class _Machine:
         # The trainer ends every line it prints; an unfinished last line is cut
         # mid-write, and a cut number ("0.8123" torn to "0.") is another value.
         if line.strip():
-            self.state.drop(f"the last line ({lineno}) has no line end: cut mid-write "
-                            "(a run killed or still writing?), so it was not read")
+            self.state.drop(
+                f"the last line ({lineno}) has no line end: cut mid-write "
+                "(a run killed or still writing?), so it was not read"
+            )
 
     def feed(self, line: str, lineno: int) -> Record | None:
         """Read one line (colour codes already removed, line end kept); return the block
@@ -337,8 +342,10 @@ def _read_lines(path: Path, state) -> Iterator[Record]:
 _CHUNK = 1 << 18
 _CODES = r"(?:\x1b\[[0-9;?]*[A-Za-z])*"
 # Groups: steps per epoch, global step.
-_HEAD = (r"[ \t]*-->[ \t]*(?:TIME:[ ][0-9:. -]+[ ]--[ ])?STEP:[ ][0-9]{1,18}/([0-9]{1,18})"
-         r"[ ]--[ ]GLOBAL_STEP:[ ]([0-9]{1,18})")
+_HEAD = (
+    r"[ \t]*-->[ \t]*(?:TIME:[ ][0-9:. -]+[ ]--[ ])?STEP:[ ][0-9]{1,18}/([0-9]{1,18})"
+    r"[ ]--[ ]GLOBAL_STEP:[ ]([0-9]{1,18})"
+)
 # The same with the colour codes before and after it (groups 1 and 4), as printed.
 _HEAD_LINE = re.compile("(" + _CODES + ")" + _HEAD + "(" + _CODES + r")[ \t]*\n")
 _HEAD_SEARCH = re.compile("^(" + _CODES + ")" + _HEAD + "(" + _CODES + r")[ \t]*\n", re.M)
@@ -352,8 +359,20 @@ _WORD = r"[!-'*-^`-~]+"
 _NAME = r"[!-9;-~]+"
 _METRIC_HEAD = r"[ \t]*\|[ \t]*>[ \t]*"
 _REST = r"[^\n]*"
-_METRIC_LINE = re.compile(_METRIC_HEAD + "(" + _NAME + r")[ \t]*:[ \t]*(?:(tensor\()" + _TNUM
-                          + r"(?=[),])" + _REST + "|" + _WORD + r"(?:[ ]" + _REST + r")?)\n")
+_METRIC_LINE = re.compile(
+    _METRIC_HEAD
+    + "("
+    + _NAME
+    + r")[ \t]*:[ \t]*(?:(tensor\()"
+    + _TNUM
+    + r"(?=[),])"
+    + _REST
+    + "|"
+    + _WORD
+    + r"(?:[ ]"
+    + _REST
+    + r")?)\n"
+)
 _BLANK_LINE = re.compile(r"[ \t]*\n")
 _MAX_TEMPLATE = 256
 _templates: dict[tuple, re.Pattern] = {}
@@ -402,8 +421,9 @@ def _pattern(template: tuple) -> re.Pattern:
                 parts.append(r"[ \t]*\n")
                 continue
             name, tensor = it
-            value = (r"tensor\((" + _TNUM + r")(?=[),])" + _REST) if tensor else \
-                ("(" + _WORD + r")(?:[ ]" + _REST + ")?")
+            value = (
+                (r"tensor\((" + _TNUM + r")(?=[),])" + _REST) if tensor else ("(" + _WORD + r")(?:[ ]" + _REST + ")?")
+            )
             parts.append(_METRIC_HEAD + re.escape(name) + r"[ \t]*:[ \t]*" + value + r"\n")
         if len(_templates) > 64:
             _templates.clear()
@@ -463,8 +483,10 @@ def _chunk(mc: _Machine, body: str, lineno: int) -> Iterator[Record | Rows]:
     # header, not a metric; a colour code inside one is removed before the machine reads
     # it (and may join two words): then the whole chunk is read line by line. The
     # header's own codes, at its ends, neither make nor break a keyword.
-    if any(body.count(w) != per_block * n_blocks + sum(o.count(w) for o in others)
-           for w, per_block in (("STEP:", 2), ("EVAL", 0), ("\x1b", (template[0] + template[1]).count("\x1b")))):
+    if any(
+        body.count(w) != per_block * n_blocks + sum(o.count(w) for o in others)
+        for w, per_block in (("STEP:", 2), ("EVAL", 0), ("\x1b", (template[0] + template[1]).count("\x1b")))
+    ):
         yield from _by_line(mc, body, lineno)
         return
     names = tuple(it[0] for it in template[2:] if it)
@@ -524,7 +546,7 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
                 if nl < 0:
                     continue
                 # The overlong line reads as a blank line (as _io.Lines gives it): nothing.
-                chunk, skipping = chunk[nl + 1:], False
+                chunk, skipping = chunk[nl + 1 :], False
                 lineno += 1
             text = carry + chunk if carry else chunk
             cut = text.rfind("\n") + 1
@@ -548,6 +570,5 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
     if overlong:
         # The same note as _io.Lines.note.
         shown = ", ".join(str(n) for n in overlong[:5]) + (" …" if len(overlong) > 5 else "")
-        state.drop(f"skipped {len(overlong)} line(s) longer than {_MAX_LINE:,} characters "
-                   f"(lines {shown}): not read")
+        state.drop(f"skipped {len(overlong)} line(s) longer than {_MAX_LINE:,} characters (lines {shown}): not read")
     yield from mc.finish()

@@ -34,6 +34,7 @@ the step, and the loss is the only other column, or the one column equal to the 
 all the others in every row read to decide (a total beside its parts). Anything else is
 a :class:`ReadError` with the reason: no column is guessed.
 """
+
 from __future__ import annotations
 
 import csv
@@ -179,8 +180,7 @@ def headerless_columns(path: Path, rows: list[list[str]]) -> tuple[list[str], st
     value_cols = list(range(k))
     why = []
     c0 = vals[:, 0]
-    if k >= 2 and len(rows) >= 2 and np.all(np.isfinite(c0)) and np.all(c0 == np.round(c0)) \
-            and np.all(np.diff(c0) > 0):
+    if k >= 2 and len(rows) >= 2 and np.all(np.isfinite(c0)) and np.all(c0 == np.round(c0)) and np.all(np.diff(c0) > 0):
         names[0] = "step"
         value_cols = value_cols[1:]
         why.append("column 1 holds increasing integers: the step")
@@ -191,15 +191,22 @@ def headerless_columns(path: Path, rows: list[list[str]]) -> tuple[list[str], st
     else:
         j = _sum_column(vals[:, value_cols])
         if j is None:
-            raise ReadError(no_names + f"; {len(value_cols)} value columns and none is the sum of the others, "
-                            "so which one is the loss cannot be known and none is guessed")
+            raise ReadError(
+                no_names + f"; {len(value_cols)} value columns and none is the sum of the others, "
+                "so which one is the loss cannot be known and none is guessed"
+            )
         j = value_cols[j]
         others = [i + 1 for i in value_cols if i != j]
-        why.append(f"column {j + 1} equals the sum of columns {', '.join(map(str, others))} in each of the "
-                   f"first {len(rows)} rows: the total {loss_name.replace('_', ' ')}, beside its parts")
+        why.append(
+            f"column {j + 1} equals the sum of columns {', '.join(map(str, others))} in each of the "
+            f"first {len(rows)} rows: the total {loss_name.replace('_', ' ')}, beside its parts"
+        )
     names[j] = loss_name
-    note = (f"no header row: the file name {path.name!r} says it holds a loss, and " + "; ".join(why)
-            + " (the other columns keep their positions as names)")
+    note = (
+        f"no header row: the file name {path.name!r} says it holds a loss, and "
+        + "; ".join(why)
+        + " (the other columns keep their positions as names)"
+    )
     return names, note
 
 
@@ -271,9 +278,11 @@ class RowParser:
                 removed = [c for c in header if c not in new]
                 change = ""
                 if added or removed:
-                    change = "; column set changed (" + ", ".join(
-                        [f"+{c}" for c in added] + [f"-{c}" for c in removed]
-                    ) + ")"
+                    change = (
+                        "; column set changed ("
+                        + ", ".join([f"+{c}" for c in added] + [f"-{c}" for c in removed])
+                        + ")"
+                    )
                 self.header_changes.append(f"header repeated at line {start}{change}")
             self.header = new
             sk = aliases.step_key(new)
@@ -347,7 +356,8 @@ class RowParser:
             state.notes.append(
                 f"long-format export of {len(self.long_skipped) + 1} runs: judged {self.long_run!r}, the run "
                 f"with the most rows; not read: {shown}"
-                + (f" and {len(self.long_skipped) - 7} more" if len(self.long_skipped) > 7 else ""))
+                + (f" and {len(self.long_skipped) - 7} more" if len(self.long_skipped) > 7 else "")
+            )
         state.notes.extend(self.header_changes)
         if self.bad_rows:
             shown = ", ".join(str(n) for n in self.bad_rows[:5]) + (" …" if len(self.bad_rows) > 5 else "")
@@ -394,6 +404,8 @@ def line_tailer() -> LineTail:
 
 #: Characters of text decoded per chunk (the last, incomplete line is carried over).
 _CHUNK = 1 << 22
+
+
 def _fast_rows(text: str, first_line: int, parser: RowParser) -> Rows | None:
     """The records of ``text`` (whole lines, each ending in ``\n``, the first numbered
     ``first_line``) as one :class:`Rows` batch, or ``None`` when the chunk needs the
@@ -474,8 +486,11 @@ def _fast_rows(text: str, first_line: int, parser: RowParser) -> Rows | None:
     vals = vals.reshape(len(lines), k)
     present = ~empty.reshape(len(lines), k)
     keep = present.any(axis=1)  # a row of empty cells is no record
-    nums = (np.arange(first_line, first_line + len(lines), dtype=np.int64) if kept is None
-            else first_line + kept.astype(np.int64))
+    nums = (
+        np.arange(first_line, first_line + len(lines), dtype=np.int64)
+        if kept is None
+        else first_line + kept.astype(np.int64)
+    )
     if not keep.all():
         vals, present, nums = vals[keep], present[keep], nums[keep]
     n = len(nums)
@@ -608,12 +623,12 @@ def _read_chunks(f, parser: RowParser, state) -> Iterator[Record | Rows]:
             break
         text = carry + chunk if carry else chunk
         cut = text.rfind("\n")
-        if cut < 0 or "\"" in text:
+        if cut < 0 or '"' in text:
             # Quoted fields may span lines: the rest of the file row by row.
             rest = io.StringIO(text, newline="")
             yield from _row_by_row(_Chain(rest, f), parser, state, line_no)
             return
-        whole, carry = text[:cut + 1], text[cut + 1:]
+        whole, carry = text[: cut + 1], text[cut + 1 :]
         rows = _fast_rows(whole, line_no + 1, parser)
         if rows is not None:
             if len(rows):
@@ -675,7 +690,9 @@ def _row_by_row(f, parser: RowParser, state, line_offset: int, stop_at_header: b
         except StopIteration:
             break
         except csv.Error as e:
-            state.drop(f"line {line_offset + prev_end + 1}: {e} (an unclosed quote?); the rest of the file was not read")
+            state.drop(
+                f"line {line_offset + prev_end + 1}: {e} (an unclosed quote?); the rest of the file was not read"
+            )
             parser.stopped = True
             break
         start = line_offset + prev_end + 1
@@ -683,8 +700,10 @@ def _row_by_row(f, parser: RowParser, state, line_offset: int, stop_at_header: b
         rec = parser.row(row, start)
         if rec is not None:
             if lines.unterminated:
-                state.drop(f"the last row (line {start}) has no line end: a row cut mid-write "
-                           "(a run killed or still writing?), so it was not read")
+                state.drop(
+                    f"the last row (line {start}) has no line end: a row cut mid-write "
+                    "(a run killed or still writing?), so it was not read"
+                )
                 continue
             yield rec
     parser.lines_read = line_offset + prev_end

@@ -14,6 +14,7 @@ writes ``NaN``, ``Infinity`` and ``-Infinity``; they are values, not errors, and
 the other spellings of a NaN (a ``"nan"`` string, a ``null``, see
 :mod:`trainproof.formats.jsonl`).
 """
+
 from __future__ import annotations
 
 import json
@@ -94,7 +95,7 @@ def _ends_in_tear(buf: str, e: json.JSONDecodeError) -> bool:
     """
     if e.msg.startswith("Unterminated string"):
         return True
-    tail = buf[e.pos:].rstrip(_WS)
+    tail = buf[e.pos :].rstrip(_WS)
     return not any(c in _STRUCTURE for c in tail)
 
 
@@ -124,7 +125,7 @@ class _Scanner:
             return False
         if self.pos > _CHUNK:
             self.consumed += self.pos
-            self.buf = self.buf[self.pos:]
+            self.buf = self.buf[self.pos :]
             self.pos = 0
         self.buf += chunk
         return True
@@ -168,8 +169,9 @@ class _Scanner:
                 if self.pos < len(self.buf) and not _ends_in_tear(self.buf, e):
                     raise ReadError(f"not valid JSON at line {self.line}: {e.msg}") from None
                 if len(self.buf) - self.pos > MAX_VALUE:
-                    raise ReadError(f"a JSON value at line {self.line} is longer than {MAX_VALUE:,} characters "
-                                    "(not a log entry)") from None
+                    raise ReadError(
+                        f"a JSON value at line {self.line} is longer than {MAX_VALUE:,} characters (not a log entry)"
+                    ) from None
                 if self._more(MAX_VALUE + 1):
                     continue
                 raise _Truncated(f"file ends inside a value that starts at line {self.line}") from None
@@ -236,9 +238,7 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
                         # A tear inside (or right before) a log_history that is not a list
                         # leaves nothing to read: that is an error, not a torn tail.
                         val, ln = sc.value()
-                        raise ReadError(
-                            f"log_history at line {ln} is {type(val).__name__}, not a list"
-                        )
+                        raise ReadError(f"log_history at line {ln} is {type(val).__name__}, not a list")
                     seen_history = True
                     cur: tuple[list, dict, _Drops] = ([], {}, _Drops())
                     histories.append(cur)
@@ -246,7 +246,11 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
                         cur[0].append(rec)
                 else:
                     val, _ = sc.value()
-                    if key in META_KEYS and not isinstance(val, bool) and (val is None or isinstance(val, (int, float, str))):
+                    if (
+                        key in META_KEYS
+                        and not isinstance(val, bool)
+                        and (val is None or isinstance(val, (int, float, str)))
+                    ):
                         state.meta[key] = val
                 if sc.expect(",}") == "}":
                     break
@@ -268,7 +272,8 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
             lost = sum(len(r) for r, _, _ in histories[:-1])
             state.notes.append(
                 f"the file holds {len(histories)} log_history keys; the last one is read, as json.load and "
-                f"Hugging Face read it ({lost} records of the earlier ones are not)")
+                f"Hugging Face read it ({lost} records of the earlier ones are not)"
+            )
         for note in drops.drops:
             state.drop(note)
         if tail is not None:
@@ -318,7 +323,7 @@ def _batch(sc: _Scanner, summary: dict) -> tuple[Rows | None, int] | None:
     if len(sc.buf) - sc.pos < _CHUNK:
         sc._more()
     buf, pos = sc.buf, sc.pos
-    if len(buf) - pos < _MIN_BATCH or buf[pos:pos + 1] != "{":
+    if len(buf) - pos < _MIN_BATCH or buf[pos : pos + 1] != "{":
         return None
     for sep in _SEPARATORS:
         idx = buf.rfind(sep, pos)
@@ -327,7 +332,7 @@ def _batch(sc: _Scanner, summary: dict) -> tuple[Rows | None, int] | None:
     else:
         sc.batch_from = sc.consumed + len(buf)
         return None
-    seg = buf[pos:idx + 1]
+    seg = buf[pos : idx + 1]
     pieces = seg.split(sep)
     try:
         objs = _rows.loads("[" + seg + "]")

@@ -27,6 +27,7 @@ writes every new start after the last one: the step counter goes back. Two kinds
 Deciding needs the whole file, so its records are held (as decoded column blocks, not
 text) until the end of the file before any is given out.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -234,7 +235,7 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
     rewinds = idx[1:][fs[1:] < fs[:-1]]  # record indices where the step goes back
     starts = [0]
     for r in rewinds.tolist():
-        seen = loss[starts[-1]:r]
+        seen = loss[starts[-1] : r]
         seen = seen[np.isfinite(seen)]
         after = loss[r:]
         after = after[np.isfinite(after)]
@@ -251,16 +252,19 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
     lines = np.concatenate([b.lines for b in batches])
     points = [int(np.isfinite(loss[a:b]).sum()) for a, b in bounds]
     keep = max(range(len(bounds)), key=lambda i: (points[i], i))
+
     def describe(i: int) -> str:
         a, b = bounds[i]
         st = steps[a:b][np.isfinite(steps[a:b])]
         span = f"steps {st.min():g}-{st.max():g}, " if st.size else ""
         return f"run {i + 1}: lines {lines[a]}-{lines[b - 1]}, {span}{points[i]} {key} points"
+
     shown = "; ".join(describe(i) for i in range(min(len(bounds), 8)))
     more = f"; and {len(bounds) - 8} more" if len(bounds) > 8 else ""
     state.notes.append(
         f"{len(bounds)} runs appended to one log (the step goes back and {key} starts again near its first "
-        f"level): {shown}{more}. Judged run {keep + 1}, the one with the most loss points; the others were not read")
+        f"level): {shown}{more}. Judged run {keep + 1}, the one with the most loss points; the others were not read"
+    )
     lo, hi = bounds[keep]
     out = []
     off = 0
@@ -289,7 +293,7 @@ def _read_rows(path: Path, state) -> Iterator[Rows]:
                 nl = chunk.find("\n")
                 if nl < 0:
                     continue
-                chunk, skipping = chunk[nl + 1:], False
+                chunk, skipping = chunk[nl + 1 :], False
                 lineno += 1
             text = carry + chunk if carry else chunk
             cut = text.rfind("\n")
@@ -299,9 +303,9 @@ def _read_rows(path: Path, state) -> Iterator[Rows]:
                 # Only blank lines (a run of newlines is a cheap gzip bomb): counted in
                 # one C-level pass, not a Python step per line.
                 lineno += text.count("\n", 0, cut + 1)
-                lines, carry = [], text[cut + 1:]
+                lines, carry = [], text[cut + 1 :]
             else:
-                lines, carry = text[:cut].split("\n"), text[cut + 1:]
+                lines, carry = text[:cut].split("\n"), text[cut + 1 :]
             if lines:
                 if len(text) >= MAX_LINE:  # given out as blank lines, as _io.Lines does
                     for i, ln in enumerate(lines):
@@ -321,8 +325,7 @@ def _read_rows(path: Path, state) -> Iterator[Rows]:
                 yield rows
     if overlong:
         shown = ", ".join(str(n) for n in overlong[:5]) + (" …" if len(overlong) > 5 else "")
-        state.drop(f"skipped {len(overlong)} line(s) longer than {MAX_LINE:,} characters "
-                   f"(lines {shown}): not read")
+        state.drop(f"skipped {len(overlong)} line(s) longer than {MAX_LINE:,} characters (lines {shown}): not read")
     if bad:
         msg = skipped_note(len(bad), bad[0])
         if last[1]:

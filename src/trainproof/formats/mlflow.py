@@ -10,6 +10,7 @@ the order they were logged (the file's order), at steps 0, 1, 2, … (the n-th l
 value, e.g. the n-th epoch of a per-epoch metric), with a note. Collapsing them onto
 their one step would keep only the last value.
 """
+
 from __future__ import annotations
 
 import re
@@ -68,8 +69,10 @@ def _read_metric(key: str, p: Path, state, label: str) -> Iterator[Record]:
             held = []
         yield rec
     if const and len(held) > 1:
-        state.notes.append(f"{label}: all {len(held)} values are logged at step {held[0].step:g} (no step= "
-                           f"given): read in the order logged, as steps 0..{len(held) - 1}")
+        state.notes.append(
+            f"{label}: all {len(held)} values are logged at step {held[0].step:g} (no step= "
+            f"given): read in the order logged, as steps 0..{len(held) - 1}"
+        )
         for i, rec in enumerate(held):
             rec.step = float(i)
     yield from held
@@ -88,8 +91,10 @@ def _metric_lines(key: str, p: Path, state, label: str) -> Iterator[Record]:
             if not raw.endswith("\n"):
                 # MLflow ends every line; an unfinished last line is cut mid-write, and a cut
                 # step ("120" torn to "12") would put the value at the wrong step.
-                state.drop(f"{label}: the last line ({lineno}) has no line end: cut mid-write "
-                           "(a run killed or still writing?), so it was not read")
+                state.drop(
+                    f"{label}: the last line ({lineno}) has no line end: cut mid-write "
+                    "(a run killed or still writing?), so it was not read"
+                )
                 continue
             try:
                 val = float(m.group(2))

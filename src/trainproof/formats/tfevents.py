@@ -11,6 +11,7 @@ noted, skipped shard inside a run directory.
 
 Lightning's ``hp_metric`` placeholder (``-1`` at step 0) is not a metric and is dropped.
 """
+
 from __future__ import annotations
 
 import struct
@@ -44,9 +45,37 @@ IGNORED_TAGS = frozenset({"hp_metric"})
 
 #: Suffixes of source files and documents: ``bench_tfevents.py`` or ``tfevents.md`` is
 #: about event files, not one (writers name theirs ``events.out.tfevents.<time>.<host>…``).
-NOT_EVENT_SUFFIXES = (".py", ".pyc", ".ipynb", ".md", ".rst", ".txt", ".html", ".sh", ".json", ".jsonl",
-                      ".csv", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".png", ".svg", ".pdf", ".log",
-                      ".js", ".ts", ".c", ".cc", ".cpp", ".h", ".rs", ".go", ".java")
+NOT_EVENT_SUFFIXES = (
+    ".py",
+    ".pyc",
+    ".ipynb",
+    ".md",
+    ".rst",
+    ".txt",
+    ".html",
+    ".sh",
+    ".json",
+    ".jsonl",
+    ".csv",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".cfg",
+    ".ini",
+    ".png",
+    ".svg",
+    ".pdf",
+    ".log",
+    ".js",
+    ".ts",
+    ".c",
+    ".cc",
+    ".cpp",
+    ".h",
+    ".rs",
+    ".go",
+    ".java",
+)
 
 
 def is_event_name(name: str) -> bool:
@@ -129,9 +158,18 @@ class _TagColumns:
         self.shards = array("l")
 
 
-def _read_file(path: Path, state, shard_no: int, out: dict[str, _TagColumns], merge: bool = False,
-               prefix: str = "", offset: int = 0, plugins: dict[str, str] | None = None,
-               first_index: int = 0, live: bool = False) -> _tfrecord.Tail:
+def _read_file(
+    path: Path,
+    state,
+    shard_no: int,
+    out: dict[str, _TagColumns],
+    merge: bool = False,
+    prefix: str = "",
+    offset: int = 0,
+    plugins: dict[str, str] | None = None,
+    first_index: int = 0,
+    live: bool = False,
+) -> _tfrecord.Tail:
     """Read one event file into ``out``; with ``merge`` also keep wall time and file
     number per scalar (needed to interleave several files of one run); ``prefix`` is put
     before every tag (Keras' validation folder).
@@ -253,8 +291,9 @@ class EventTail:
         """
         cols: dict[str, _TagColumns] = {}
         state = ReadState()
-        tail = _read_file(path, state, 0, cols, offset=offset, plugins=self.plugins,
-                          first_index=self.records, live=True)
+        tail = _read_file(
+            path, state, 0, cols, offset=offset, plugins=self.plugins, first_index=self.records, live=True
+        )
         self.records += tail.records
         if tail.reason is not None and tail.bad_framing and tail.records == 0 and offset + tail.consumed == 0:
             raise ReadError(f"not a TensorBoard event file: {tail.reason}")
@@ -263,9 +302,15 @@ class EventTail:
         for n in state.drops:
             if n not in self.dropped:
                 self.dropped.append(n)
-        return tail.consumed, [Columns(tag, np.frombuffer(c.steps, dtype=np.float64).copy(),
-                                       np.frombuffer(c.values, dtype=np.float64).copy(),
-                                       np.frombuffer(c.lines, dtype=np.int64).copy()) for tag, c in sorted(cols.items())]
+        return tail.consumed, [
+            Columns(
+                tag,
+                np.frombuffer(c.steps, dtype=np.float64).copy(),
+                np.frombuffer(c.values, dtype=np.float64).copy(),
+                np.frombuffer(c.lines, dtype=np.int64).copy(),
+            )
+            for tag, c in sorted(cols.items())
+        ]
 
     def drops(self) -> list[str]:
         """The damage met so far (each note once)."""
@@ -315,7 +360,6 @@ def read(path: Path, state) -> Iterator[Columns]:
         if len(files) > 1:
             # Wall time, then file order, then record order: for a step logged twice the
             # later write comes last, and the normalizer keeps the last.
-            order = np.lexsort((lines, np.asarray(c.shards, dtype=np.int64),
-                                np.frombuffer(c.walls, dtype=np.float64)))
+            order = np.lexsort((lines, np.asarray(c.shards, dtype=np.int64), np.frombuffer(c.walls, dtype=np.float64)))
             steps, values, lines = steps[order], values[order], lines[order]
         yield Columns(tag, steps, values, lines)

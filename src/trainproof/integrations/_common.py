@@ -6,6 +6,7 @@ number})`` records and hands them to a :class:`LiveRun`. The LiveRun feeds a
 decides when to judge, prints new findings, and says when the run should stop; the
 callback only translates that answer into its framework's stop flag.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,10 @@ _EVAL_SUFFIXES = ("_val", "/val")
 def missing(module: str, extra: str, err: BaseException | None = None) -> str:
     """The message for a framework that cannot be imported."""
     why = f" ({err})" if err is not None and str(err) else ""
-    return (f"trainproof's {extra} callback needs {module}, which could not be imported{why}; "
-            f"install it with: pip install \"trainproof[{extra}]\"")
+    return (
+        f"trainproof's {extra} callback needs {module}, which could not be imported{why}; "
+        f'install it with: pip install "trainproof[{extra}]"'
+    )
 
 
 def is_eval_key(key: str) -> bool:
@@ -57,8 +60,15 @@ class LiveRun:
         thresholds: rule thresholds.
     """
 
-    def __init__(self, framework: str, policy: str = "warn", check_every: int = 1, mute: Iterable[str] = (),
-                 on_alert: Callable[[Finding], None] | None = None, thresholds: Thresholds = DEFAULT) -> None:
+    def __init__(
+        self,
+        framework: str,
+        policy: str = "warn",
+        check_every: int = 1,
+        mute: Iterable[str] = (),
+        on_alert: Callable[[Finding], None] | None = None,
+        thresholds: Thresholds = DEFAULT,
+    ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
         self.framework = framework
@@ -136,8 +146,11 @@ class LiveRun:
         self.report = rep
         self.judged = True
         self._announce(g.new_findings)
-        if self.policy == "stop_on_fail" and self.stopped_at is None and \
-                any(f.level is Level.FAIL for f in rep.findings):
+        if (
+            self.policy == "stop_on_fail"
+            and self.stopped_at is None
+            and any(f.level is Level.FAIL for f in rep.findings)
+        ):
             self.stopped_at = self._last_step
             self._say(self.stop_message())
             return True
@@ -163,8 +176,10 @@ class LiveRun:
     def _announce(self, findings: list[Finding]) -> None:
         at = step_fmt(self._last_step) if self._last_step is not None else "?"
         for f in findings:
-            self._say(f"trainproof: {f.level.value} at step {at}: {f.id}: {f.message}"
-                      + (f"\n    {f.evidence}" if f.evidence else ""))
+            self._say(
+                f"trainproof: {f.level.value} at step {at}: {f.id}: {f.message}"
+                + (f"\n    {f.evidence}" if f.evidence else "")
+            )
 
     def stop_message(self) -> str:
         """What a stop cut off: the step it stopped at, the scheduled steps, the share of
@@ -175,5 +190,7 @@ class LiveRun:
         if end is None or at is None:
             return head + " (the scheduled end is unknown)."
         left = max(float(end) - float(at), 0.0)
-        return (f"{head} of {step_fmt(end)} scheduled steps: {step_fmt(left)} scheduled steps "
-                f"({pct(left / float(end))}) never ran.")
+        return (
+            f"{head} of {step_fmt(end)} scheduled steps: {step_fmt(left)} scheduled steps "
+            f"({pct(left / float(end))}) never ran."
+        )

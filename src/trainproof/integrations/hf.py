@@ -16,6 +16,7 @@ level on record (otherwise the first record is already the mean of the first
 
 Importing this module imports transformers; ``import trainproof`` does not.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -51,8 +52,14 @@ class TrainproofCallback(TrainerCallback):
         stopped_at: the global step a ``stop_on_fail`` stop happened at, else ``None``.
     """
 
-    def __init__(self, policy: str = "warn", check_every: int = 1, mute: Iterable[str] = (),
-                 on_alert: Callable[[Finding], None] | None = None, thresholds: Thresholds = DEFAULT) -> None:
+    def __init__(
+        self,
+        policy: str = "warn",
+        check_every: int = 1,
+        mute: Iterable[str] = (),
+        on_alert: Callable[[Finding], None] | None = None,
+        thresholds: Thresholds = DEFAULT,
+    ) -> None:
         self.live = LiveRun("HF Trainer", policy, check_every, mute, on_alert, thresholds)
 
     @property

@@ -20,20 +20,22 @@ scheduled end is ``epochs`` times the steps per epoch, when Keras knows them.
 Importing this module imports keras (the ``[keras]`` extra runs it on the torch backend:
 set ``KERAS_BACKEND=torch`` before keras is first imported); ``import trainproof`` does not.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
 from ..findings import Finding, Report
-from ..rules.thresholds import DEFAULT, Thresholds
 from ..live.guardian import number
+from ..rules.thresholds import DEFAULT, Thresholds
 from ._common import LiveRun, is_eval_key, missing
 
 try:
     import keras
 except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(missing("keras", "keras", _e)
-                      + " (with the torch backend, set KERAS_BACKEND=torch before importing keras)") from _e
+    raise ImportError(
+        missing("keras", "keras", _e) + " (with the torch backend, set KERAS_BACKEND=torch before importing keras)"
+    ) from _e
 
 __all__ = ["TrainproofCallback"]
 
@@ -58,8 +60,14 @@ class TrainproofCallback(keras.callbacks.Callback):
         stopped_at: the batch count a ``stop_on_fail`` stop happened at, else ``None``.
     """
 
-    def __init__(self, policy: str = "warn", check_every: int = 50, mute: Iterable[str] = (),
-                 on_alert: Callable[[Finding], None] | None = None, thresholds: Thresholds = DEFAULT) -> None:
+    def __init__(
+        self,
+        policy: str = "warn",
+        check_every: int = 50,
+        mute: Iterable[str] = (),
+        on_alert: Callable[[Finding], None] | None = None,
+        thresholds: Thresholds = DEFAULT,
+    ) -> None:
         super().__init__()
         self.live = LiveRun("Keras", policy, check_every, mute, on_alert, thresholds)
         self.batches = 0

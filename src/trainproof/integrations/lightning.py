@@ -17,6 +17,7 @@ end is ``max_steps``, or the trainer's estimate from ``max_epochs``.
 
 Importing this module imports lightning; ``import trainproof`` does not.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,8 +55,14 @@ class TrainproofCallback(Callback):
         stopped_at: the global step a ``stop_on_fail`` stop happened at, else ``None``.
     """
 
-    def __init__(self, policy: str = "warn", check_every: int = 50, mute: Iterable[str] = (),
-                 on_alert: Callable[[Finding], None] | None = None, thresholds: Thresholds = DEFAULT) -> None:
+    def __init__(
+        self,
+        policy: str = "warn",
+        check_every: int = 50,
+        mute: Iterable[str] = (),
+        on_alert: Callable[[Finding], None] | None = None,
+        thresholds: Thresholds = DEFAULT,
+    ) -> None:
         super().__init__()
         self.live = LiveRun("Lightning", policy, check_every, mute, on_alert, thresholds)
         self._last_step: int | None = None
@@ -84,8 +91,7 @@ class TrainproofCallback(Callback):
         if step == self._last_step:  # accumulating gradients: no optimizer step yet
             return
         self._last_step = step
-        values = {k: v for k, v in trainer.callback_metrics.items()
-                  if not is_eval_key(k) and not k.endswith("_epoch")}
+        values = {k: v for k, v in trainer.callback_metrics.items() if not is_eval_key(k) and not k.endswith("_epoch")}
         if trainer.optimizers and "lr" not in values:
             values["lr"] = trainer.optimizers[0].param_groups[0].get("lr")
         self._record(trainer, step, values)
@@ -93,8 +99,7 @@ class TrainproofCallback(Callback):
     def on_validation_end(self, trainer, pl_module) -> None:
         if trainer.sanity_checking or self.live.guardian is None:
             return
-        values = {k: v for k, v in trainer.callback_metrics.items()
-                  if is_eval_key(k) and not k.endswith("_step")}
+        values = {k: v for k, v in trainer.callback_metrics.items() if is_eval_key(k) and not k.endswith("_step")}
         self._record(trainer, int(trainer.global_step), values)
 
     def _record(self, trainer, step: int, values: dict) -> None:

@@ -2,6 +2,7 @@
 
 Nothing here imports torch, lightning, keras or transformers at import time.
 """
+
 from .guardian import Guardian, RunFailed
 
 __all__ = ["Guardian", "RunFailed", "watch"]

@@ -10,12 +10,12 @@ Judging costs O(records) (numpy over the columns); :meth:`Guardian.due` lets a c
 judge only once the history has grown by a share of itself, which keeps the amortised
 cost per record constant however long the run gets.
 """
+
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
-
 
 from ..findings import Finding, Level, Report
 from ..rules.engine import judge_runlog
@@ -89,9 +89,16 @@ class Guardian:
         overrides: ``--map`` choices, canonical -> raw key.
     """
 
-    def __init__(self, path: str = "<live>", fmt: str = "live", mute: Iterable[str] = (),
-                 thresholds: Thresholds = DEFAULT, on_alert: Callable[[Finding], None] | None = None,
-                 meta: Mapping | None = None, overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str = "<live>",
+        fmt: str = "live",
+        mute: Iterable[str] = (),
+        thresholds: Thresholds = DEFAULT,
+        on_alert: Callable[[Finding], None] | None = None,
+        meta: Mapping | None = None,
+        overrides: Mapping[str, str] | None = None,
+    ) -> None:
         self.path = path
         self.fmt = fmt
         self.mute = set(mute)
@@ -194,8 +201,7 @@ class Guardian:
         rep = judge_runlog(self.runlog(), self.thresholds, self.mute, charts=charts)
         self._judge_end = time.perf_counter()
         self.judge_seconds = self._judge_end - t0
-        self.new_findings = [f for f in rep.findings
-                             if f.level in (Level.FAIL, Level.WARN) and f.id not in self._seen]
+        self.new_findings = [f for f in rep.findings if f.level in (Level.FAIL, Level.WARN) and f.id not in self._seen]
         for f in self.new_findings:
             self._seen.add(f.id)
             if self.on_alert is not None:

@@ -10,6 +10,7 @@
 
 torch is imported only when a monitor is created, never by ``import trainproof``.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,7 @@ def _require(module: str, extra: str):
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        raise ImportError(f"{module} is needed for this; install it with: pip install \"trainproof[{extra}]\"") from e
+        raise ImportError(f'{module} is needed for this; install it with: pip install "trainproof[{extra}]"') from e
 
 
 class Monitor:
@@ -58,10 +59,19 @@ class Monitor:
         thresholds: rule thresholds.
     """
 
-    def __init__(self, model, optimizer, check_every: int = 50, policy: str = "warn",
-                 mute: Iterable[str] = (), on_alert: Callable[[Finding], None] | None = None,
-                 log_path: str | Path | None = None, track_update_ratio: bool = False,
-                 max_steps: int | None = None, thresholds: Thresholds = DEFAULT) -> None:
+    def __init__(
+        self,
+        model,
+        optimizer,
+        check_every: int = 50,
+        policy: str = "warn",
+        mute: Iterable[str] = (),
+        on_alert: Callable[[Finding], None] | None = None,
+        log_path: str | Path | None = None,
+        track_update_ratio: bool = False,
+        max_steps: int | None = None,
+        thresholds: Thresholds = DEFAULT,
+    ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
         self.torch = _require("torch", "torch")
@@ -98,7 +108,9 @@ class Monitor:
             now = [p.detach().clone() for p in self._params()]
             ratio = None
             if self._prev_params is not None and len(self._prev_params) == len(now):
-                num = math.sqrt(sum(float(torch.sum((a.float() - b.float()) ** 2)) for a, b in zip(now, self._prev_params)))
+                num = math.sqrt(
+                    sum(float(torch.sum((a.float() - b.float()) ** 2)) for a, b in zip(now, self._prev_params))
+                )
                 den = math.sqrt(sum(float(torch.sum(a.float() ** 2)) for a in now))
                 ratio = num / den if den > 0 else float("nan")
             self._prev_params = now
@@ -152,8 +164,11 @@ class Monitor:
         for f in new_fail:
             self._announced.add(f.id)
         if new_fail and self.policy != "silent":
-            print(f"trainproof: FAIL at step {int(self.guardian.records and rep.step_range[1])}: "
-                  + "; ".join(f"{f.id}: {f.message}" for f in new_fail), file=sys.stderr)
+            print(
+                f"trainproof: FAIL at step {int(self.guardian.records and rep.step_range[1])}: "
+                + "; ".join(f"{f.id}: {f.message}" for f in new_fail),
+                file=sys.stderr,
+            )
         if new_fail and self.policy == "raise":
             raise RunFailed(rep)
         return rep
@@ -178,13 +193,22 @@ class Monitor:
             self._log_file = None
 
 
-def monitor(model, optimizer, check_every: int = 50, policy: str = "warn", mute: Iterable[str] = (),
-          on_alert: Callable[[Finding], None] | None = None, log_path: str | Path | None = None,
-          track_update_ratio: bool = False, max_steps: int | None = None,
-          thresholds: Thresholds = DEFAULT) -> Monitor:
+def monitor(
+    model,
+    optimizer,
+    check_every: int = 50,
+    policy: str = "warn",
+    mute: Iterable[str] = (),
+    on_alert: Callable[[Finding], None] | None = None,
+    log_path: str | Path | None = None,
+    track_update_ratio: bool = False,
+    max_steps: int | None = None,
+    thresholds: Thresholds = DEFAULT,
+) -> Monitor:
     """Start monitoring a raw PyTorch loop; see :class:`Monitor` for the arguments."""
-    return Monitor(model, optimizer, check_every, policy, mute, on_alert, log_path, track_update_ratio,
-                   max_steps, thresholds)
+    return Monitor(
+        model, optimizer, check_every, policy, mute, on_alert, log_path, track_update_ratio, max_steps, thresholds
+    )
 
 
 #: The former name of :func:`monitor`.

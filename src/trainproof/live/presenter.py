@@ -2,6 +2,7 @@
 object per poll), the new findings under it, and on a terminal a status line that updates
 in place. The poll loop (``trainproof.cli.commands.watch``) decides; this only displays.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,9 @@ class WatchPresenter:
             from rich.live import Live
             from rich.text import Text
 
-            self.live = Live(Text("trainproof watch: waiting for the log"), console=console(), transient=False,
-                             refresh_per_second=4)
+            self.live = Live(
+                Text("trainproof watch: waiting for the log"), console=console(), transient=False, refresh_per_second=4
+            )
             self.live.start()
 
     def _echo(self, text: str) -> None:
@@ -42,8 +44,11 @@ class WatchPresenter:
     def poll(self, p) -> None:
         """Show one poll (:class:`~trainproof.live.watcher.Poll`): its status line, and each
         finding it made new under it."""
-        line = (f"{time.strftime('%H:%M:%S')} records={p.records} verdict={p.verdict or '-'}"
-                + (f" new={','.join(p.new)}" if p.new else "") + (" STALLED" if p.stalled else ""))
+        line = (
+            f"{time.strftime('%H:%M:%S')} records={p.records} verdict={p.verdict or '-'}"
+            + (f" new={','.join(p.new)}" if p.new else "")
+            + (" STALLED" if p.stalled else "")
+        )
         if self.as_json:
             self._echo(json.dumps(p.to_dict()))
             return

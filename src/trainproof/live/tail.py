@@ -17,6 +17,7 @@ size or modification time changed. A file that shrank or was replaced (rotation,
 restarted run) is read again from the start, with a note. What is watched is one regular
 file: a folder or a FIFO is a usage error.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -124,8 +125,10 @@ class LogTail:
             self.ident = ident
             return self._poll_rewritten(st)
         if self._rewritten(st, ident):
-            self._restart("the log was replaced or truncated, or rewritten in place (rotation, a restarted "
-                          "run, a new CSV header): read again from the start")
+            self._restart(
+                "the log was replaced or truncated, or rewritten in place (rotation, a restarted "
+                "run, a new CSV header): read again from the start"
+            )
             self.reader = None
         self.ident = ident
         if self.reader is None:
@@ -180,8 +183,9 @@ class LogTail:
         drops = []
         if self._overlong:
             shown = ", ".join(str(n) for n in self._overlong[:5]) + (" …" if len(self._overlong) > 5 else "")
-            drops.append(f"skipped {len(self._overlong)} line(s) longer than {MAX_LINE:,} characters "
-                         f"(lines {shown}): not read")
+            drops.append(
+                f"skipped {len(self._overlong)} line(s) longer than {MAX_LINE:,} characters (lines {shown}): not read"
+            )
         if self._tailer is not None:
             drops += self._tailer.drops()
         if drops:
@@ -212,7 +216,7 @@ class LogTail:
             if not ends:
                 return
             i = min(ends)
-            i += 2 if text[i] == "\r" and text[i + 1:i + 2] == "\n" else 1
+            i += 2 if text[i] == "\r" and text[i + 1 : i + 2] == "\n" else 1
             text, self._skipping = text[i:], False
         if self.lineno == 0 and not self._carry:
             text = text.lstrip("\ufeff")

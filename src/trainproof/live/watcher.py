@@ -1,4 +1,5 @@
 """``trainproof watch``: poll a growing log and judge it as it grows."""
+
 from __future__ import annotations
 
 import time
@@ -33,8 +34,14 @@ class Poll:
     report: Report | None = None
 
     def to_dict(self) -> dict:
-        return {"time": round(self.wall, 3), "records": self.records, "new_records": self.new_records,
-                "verdict": self.verdict, "new": list(self.new), "stalled": self.stalled}
+        return {
+            "time": round(self.wall, 3),
+            "records": self.records,
+            "new_records": self.new_records,
+            "verdict": self.verdict,
+            "new": list(self.new),
+            "stalled": self.stalled,
+        }
 
 
 class Watcher:
@@ -47,8 +54,17 @@ class Watcher:
         clock: the time source (tests pass a fake one).
     """
 
-    def __init__(self, path: Path, fmt: str = "auto", overrides=None, mute=(), thresholds: Thresholds = DEFAULT,
-                 stall_timeout: float | None = None, clock=time.monotonic, wall=time.time) -> None:
+    def __init__(
+        self,
+        path: Path,
+        fmt: str = "auto",
+        overrides=None,
+        mute=(),
+        thresholds: Thresholds = DEFAULT,
+        stall_timeout: float | None = None,
+        clock=time.monotonic,
+        wall=time.time,
+    ) -> None:
         self.guardian = Guardian(str(path), fmt, mute, thresholds, overrides=overrides)
         self.tail = LogTail(Path(path), self.guardian, fmt)
         self.stall_timeout = stall_timeout
@@ -101,16 +117,24 @@ class Watcher:
                 self.last_judge = now
             if "TP-STALL" not in self.report.ids():
                 r = get("TP-STALL")
-                self.report.findings.append(Finding(
-                    r.id, r.level, f"the log has not grown for {now - self.last_growth:.0f} s",
-                    f"no new record since {now - self.last_growth:.0f} s (stall timeout {self.stall_timeout:g} s); "
-                    f"{self.guardian.records} records so far.",
-                    {"seconds": now - self.last_growth, "timeout": self.stall_timeout}, source="live", hint=r.hint))
+                self.report.findings.append(
+                    Finding(
+                        r.id,
+                        r.level,
+                        f"the log has not grown for {now - self.last_growth:.0f} s",
+                        f"no new record since {now - self.last_growth:.0f} s (stall timeout {self.stall_timeout:g} s); "
+                        f"{self.guardian.records} records so far.",
+                        {"seconds": now - self.last_growth, "timeout": self.stall_timeout},
+                        source="live",
+                        hint=r.hint,
+                    )
+                )
             if not self._stall_reported:
                 judged_new.append("TP-STALL")
                 self._stall_reported = True
         verdict = self.report.verdict.value if self.report is not None else None
         return Poll(now, self.wall(), self.guardian.records, new, verdict, judged_new, stalled, self.report)
+
     @property
     def failed(self) -> bool:
         return self.report is not None and self.report.verdict is Level.FAIL

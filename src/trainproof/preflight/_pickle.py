@@ -13,6 +13,7 @@ reported as unresolved, never as safe.
 default; a checkpoint whose pickle imports nothing else loads there without running code
 of its own.
 """
+
 from __future__ import annotations
 
 import _compat_pickle
@@ -25,36 +26,134 @@ import pickletools
 #: (``__builtin__.set``, which ``torch.save``'s protocol 2 writes) are mapped first, as
 #: the unpickler maps them.
 WEIGHTS_ONLY_GLOBALS: frozenset[str] = frozenset(
-    ["_codecs.encode", "builtins.bytearray", "builtins.complex", "builtins.set",
-     "collections.Counter", "collections.OrderedDict",
-     "torch.Size", "torch.Tensor", "torch.device", "torch.nn.parameter.Parameter",
-     "torch.serialization._get_layout", "torch.storage.TypedStorage", "torch.storage.UntypedStorage",
-     "torch._tensor._rebuild_from_type_v2"]
-    + [f"torch._utils.{f}" for f in (
-        "_rebuild_device_tensor_from_cpu_tensor", "_rebuild_device_tensor_from_numpy",
-        "_rebuild_meta_tensor_no_storage", "_rebuild_nested_tensor", "_rebuild_parameter",
-        "_rebuild_parameter_with_state", "_rebuild_qtensor", "_rebuild_sparse_tensor", "_rebuild_tensor",
-        "_rebuild_tensor_v2", "_rebuild_tensor_v3", "_rebuild_wrapper_subclass")]
-    + [f"torch.{t}" for t in (
-        "bfloat16", "bits16", "bits1x8", "bits2x4", "bits4x2", "bits8", "bool", "complex128", "complex32",
-        "complex64", "float16", "float32", "float4_e2m1fn_x2", "float64", "float8_e4m3fn", "float8_e4m3fnuz",
-        "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "qint32", "qint8", "quint2x4", "quint4x2",
-        "quint8", "per_channel_affine", "per_channel_affine_float_qparams", "per_channel_symmetric",
-        "per_tensor_affine", "per_tensor_symmetric",
-        *(f"int{i}" for i in range(1, 8)), "int16", "int32", "int64", "int8",
-        *(f"uint{i}" for i in range(1, 8)), "uint16", "uint32", "uint64", "uint8")]
+    [
+        "_codecs.encode",
+        "builtins.bytearray",
+        "builtins.complex",
+        "builtins.set",
+        "collections.Counter",
+        "collections.OrderedDict",
+        "torch.Size",
+        "torch.Tensor",
+        "torch.device",
+        "torch.nn.parameter.Parameter",
+        "torch.serialization._get_layout",
+        "torch.storage.TypedStorage",
+        "torch.storage.UntypedStorage",
+        "torch._tensor._rebuild_from_type_v2",
+    ]
+    + [
+        f"torch._utils.{f}"
+        for f in (
+            "_rebuild_device_tensor_from_cpu_tensor",
+            "_rebuild_device_tensor_from_numpy",
+            "_rebuild_meta_tensor_no_storage",
+            "_rebuild_nested_tensor",
+            "_rebuild_parameter",
+            "_rebuild_parameter_with_state",
+            "_rebuild_qtensor",
+            "_rebuild_sparse_tensor",
+            "_rebuild_tensor",
+            "_rebuild_tensor_v2",
+            "_rebuild_tensor_v3",
+            "_rebuild_wrapper_subclass",
+        )
+    ]
+    + [
+        f"torch.{t}"
+        for t in (
+            "bfloat16",
+            "bits16",
+            "bits1x8",
+            "bits2x4",
+            "bits4x2",
+            "bits8",
+            "bool",
+            "complex128",
+            "complex32",
+            "complex64",
+            "float16",
+            "float32",
+            "float4_e2m1fn_x2",
+            "float64",
+            "float8_e4m3fn",
+            "float8_e4m3fnuz",
+            "float8_e5m2",
+            "float8_e5m2fnuz",
+            "float8_e8m0fnu",
+            "qint32",
+            "qint8",
+            "quint2x4",
+            "quint4x2",
+            "quint8",
+            "per_channel_affine",
+            "per_channel_affine_float_qparams",
+            "per_channel_symmetric",
+            "per_tensor_affine",
+            "per_tensor_symmetric",
+            *(f"int{i}" for i in range(1, 8)),
+            "int16",
+            "int32",
+            "int64",
+            "int8",
+            *(f"uint{i}" for i in range(1, 8)),
+            "uint16",
+            "uint32",
+            "uint64",
+            "uint8",
+        )
+    ]
     # Legacy typed storages (torch.save writes torch.FloatStorage & co. for every tensor).
-    + [f"torch.{t}Storage" for t in (
-        "BFloat16", "Bool", "Byte", "Char", "ComplexDouble", "ComplexFloat", "Double", "Float", "Half", "Int",
-        "Long", "QInt32", "QInt8", "QUInt2x4", "QUInt4x2", "QUInt8", "Short")]
-    + [f"torch.cuda.{t}Storage" for t in (
-        "BFloat16", "Bool", "Byte", "Char", "ComplexDouble", "ComplexFloat", "Double", "Float", "Half", "Int",
-        "Long", "Short")]
+    + [
+        f"torch.{t}Storage"
+        for t in (
+            "BFloat16",
+            "Bool",
+            "Byte",
+            "Char",
+            "ComplexDouble",
+            "ComplexFloat",
+            "Double",
+            "Float",
+            "Half",
+            "Int",
+            "Long",
+            "QInt32",
+            "QInt8",
+            "QUInt2x4",
+            "QUInt4x2",
+            "QUInt8",
+            "Short",
+        )
+    ]
+    + [
+        f"torch.cuda.{t}Storage"
+        for t in (
+            "BFloat16",
+            "Bool",
+            "Byte",
+            "Char",
+            "ComplexDouble",
+            "ComplexFloat",
+            "Double",
+            "Float",
+            "Half",
+            "Int",
+            "Long",
+            "Short",
+        )
+    ]
     # Legacy tensor types.
-    + [f"{m}.{t}Tensor" for m in ("torch", "torch.cuda") for t in (
-        "BFloat16", "Bool", "Byte", "Char", "Double", "Float", "Half", "Int", "Long", "Short")]
-    + [f"{m}.{t}Tensor" for m in ("torch.sparse", "torch.cuda.sparse") for t in (
-        "BFloat16", "Byte", "Char", "Double", "Float", "Half", "Int", "Long", "Short")]
+    + [
+        f"{m}.{t}Tensor"
+        for m in ("torch", "torch.cuda")
+        for t in ("BFloat16", "Bool", "Byte", "Char", "Double", "Float", "Half", "Int", "Long", "Short")
+    ]
+    + [
+        f"{m}.{t}Tensor"
+        for m in ("torch.sparse", "torch.cuda.sparse")
+        for t in ("BFloat16", "Byte", "Char", "Double", "Float", "Half", "Int", "Long", "Short")
+    ]
 )
 
 #: What an import the walk cannot name is reported as.
@@ -71,8 +170,7 @@ class _Unknown:
 
 _UNKNOWN = _Unknown()
 _MARK = object()
-_STRING_OPS = {"STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE",
-               "BINUNICODE8"}
+_STRING_OPS = {"STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8"}
 _PUT_OPS = {"PUT", "BINPUT", "LONG_BINPUT"}
 _GET_OPS = {"GET", "BINGET", "LONG_BINGET"}
 

@@ -59,6 +59,7 @@ bounds (``meta.tokens.length_basis``).
   found only by 3 or 4 are unknown to a script that loads the file with
   ``PreTrainedTokenizerFast(tokenizer_file=...)`` unless it passes them; the note says so.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -71,7 +72,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
 
 from ..findings import Finding, Level, Skip
 from . import finding, report
@@ -92,13 +92,29 @@ PAD_NAMES = ("<pad>", "[PAD]", "<|pad|>", "<|padding|>", "<|finetune_right_pad_i
 BOS_NAMES = ("<s>", "<bos>", "<|begin_of_text|>", "<|startoftext|>", "[BOS]")
 
 
-
-ALL_IDS = ("TP-PRE-MALFORMED-JSONL", "TP-PRE-EMPTY-TEXT", "TP-PRE-DUPLICATE-TEXT", "TP-PRE-NO-TEXT-FIELD",
-           "TP-PRE-MISSING-EOS-TOKEN", "TP-PRE-MISSING-PAD-TOKEN", "TP-PRE-PAD-EQUALS-EOS", "TP-PRE-NO-EOS-APPEND",
-           "TP-PRE-BOS-TOKEN-INFO", "TP-PRE-CONTEXT-OVERFLOW", "TP-PRE-CONTEXT-CHECK-SKIPPED", "TP-PRE-OK")
+ALL_IDS = (
+    "TP-PRE-MALFORMED-JSONL",
+    "TP-PRE-EMPTY-TEXT",
+    "TP-PRE-DUPLICATE-TEXT",
+    "TP-PRE-NO-TEXT-FIELD",
+    "TP-PRE-MISSING-EOS-TOKEN",
+    "TP-PRE-MISSING-PAD-TOKEN",
+    "TP-PRE-PAD-EQUALS-EOS",
+    "TP-PRE-NO-EOS-APPEND",
+    "TP-PRE-BOS-TOKEN-INFO",
+    "TP-PRE-CONTEXT-OVERFLOW",
+    "TP-PRE-CONTEXT-CHECK-SKIPPED",
+    "TP-PRE-OK",
+)
 _DATA_IDS = ("TP-PRE-EMPTY-TEXT", "TP-PRE-DUPLICATE-TEXT")
-_TOK_IDS = ("TP-PRE-MISSING-EOS-TOKEN", "TP-PRE-MISSING-PAD-TOKEN", "TP-PRE-PAD-EQUALS-EOS", "TP-PRE-NO-EOS-APPEND",
-            "TP-PRE-BOS-TOKEN-INFO", "TP-PRE-CONTEXT-OVERFLOW")
+_TOK_IDS = (
+    "TP-PRE-MISSING-EOS-TOKEN",
+    "TP-PRE-MISSING-PAD-TOKEN",
+    "TP-PRE-PAD-EQUALS-EOS",
+    "TP-PRE-NO-EOS-APPEND",
+    "TP-PRE-BOS-TOKEN-INFO",
+    "TP-PRE-CONTEXT-OVERFLOW",
+)
 
 
 class DatasetError(Exception):
@@ -110,6 +126,7 @@ class TokenizerError(Exception):
 
 
 # --- reading -----------------------------------------------------------------------------
+
 
 @dataclass
 class _Bad:
@@ -272,8 +289,16 @@ def open_dataset(path: Path) -> _Source:
 # --- shapes ------------------------------------------------------------------------------
 
 _ASSISTANT = {"assistant", "gpt", "model", "bot", "chatbot"}
-_SHAREGPT_ROLE = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
-                  "system": "system", "tool": "tool", "function_call": "assistant", "observation": "tool"}
+_SHAREGPT_ROLE = {
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function_call": "assistant",
+    "observation": "tool",
+}
 
 
 def _as_text(v: Any) -> str | None:
@@ -301,9 +326,9 @@ def _as_text(v: Any) -> str | None:
 
 @dataclass
 class _Sample:
-    full: str            # what is encoded
-    target: str          # the trained part (judged for emptiness)
-    key: str             # what duplicates are compared on
+    full: str  # what is encoded
+    target: str  # the trained part (judged for emptiness)
+    key: str  # what duplicates are compared on
     messages: list | None = None  # normalised chat messages, for a chat template
 
 
@@ -330,8 +355,10 @@ class _Shape:
             if p is None or c is None:
                 return "not text"
             return _Sample(p + c, c, p + "\x1f" + c)
-        first, opt, last = {"alpaca": ("instruction", "input", "output"),
-                            "dolly": ("instruction", "context", "response")}[self.name]
+        first, opt, last = {
+            "alpaca": ("instruction", "input", "output"),
+            "dolly": ("instruction", "context", "response"),
+        }[self.name]
         a, b, c = _as_text(obj[first]), _as_text(obj.get(opt)), _as_text(obj[last])
         if a is None or b is None or c is None:
             return "not text"
@@ -413,6 +440,7 @@ class _FieldShape:
 
 # --- tokenizer -----------------------------------------------------------------------------
 
+
 @dataclass
 class Special:
     """One special-token role: the token, its id (None: not in the vocabulary), where it came from."""
@@ -475,8 +503,8 @@ class Tok:
         full = self.encode([text], special=True)[0]
         n = len(plain)
         for i in range(len(full) - n + 1):
-            if full[i:i + n] == plain:
-                return full[:i], full[i + n:]
+            if full[i : i + n] == plain:
+                return full[:i], full[i + n :]
         return [], []
 
     def describe(self) -> str:
@@ -484,9 +512,13 @@ class Tok:
         return f"{self.name} via {how}; eos {self.eos.describe()}, pad {self.pad.describe()}, bos {self.bos.describe()}"
 
     def meta(self) -> dict:
-        return {"path": self.name, "backend": self.backend,
-                "special": {"eos": self.eos.to_dict(), "pad": self.pad.to_dict(), "bos": self.bos.to_dict()},
-                "model_max_length": self.model_max_length, "chat_template": self.chat_template}
+        return {
+            "path": self.name,
+            "backend": self.backend,
+            "special": {"eos": self.eos.to_dict(), "pad": self.pad.to_dict(), "bos": self.bos.to_dict()},
+            "model_max_length": self.model_max_length,
+            "chat_template": self.chat_template,
+        }
 
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -520,16 +552,20 @@ def load_tokenizer(spec: str) -> Tok:
             return _load_auto(spec, str(p), transformers)
         if (p / "tokenizer.json").is_file():
             return _load_tokenizer_json(spec, p / "tokenizer.json")
-        raise TokenizerError(f"tokenizer {spec}: the directory has no tokenizer.json, and loading it another way "
-                             f"needs transformers: {HF_EXTRA}")
+        raise TokenizerError(
+            f"tokenizer {spec}: the directory has no tokenizer.json, and loading it another way "
+            f"needs transformers: {HF_EXTRA}"
+        )
     if transformers is not None and _HUB_ID.match(spec) and not spec.endswith(".json"):
         try:
             return _load_auto(spec, spec, transformers, cached=True)
         except TokenizerError:
             pass
-    raise TokenizerError(f"tokenizer {spec}: no local copy (not a directory or tokenizer.json here, nor in the "
-                         "local Hugging Face cache); trainproof never downloads: download it first "
-                         f"(e.g. `hf download {spec}`) and pass the local directory")
+    raise TokenizerError(
+        f"tokenizer {spec}: no local copy (not a directory or tokenizer.json here, nor in the "
+        "local Hugging Face cache); trainproof never downloads: download it first "
+        f"(e.g. `hf download {spec}`) and pass the local directory"
+    )
 
 
 def _load_auto(spec: str, where: str, transformers, cached: bool = False) -> Tok:
@@ -555,8 +591,9 @@ def _load_auto(spec: str, where: str, transformers, cached: bool = False) -> Tok
 
     mml = getattr(tok, "model_max_length", None)
     mml = int(mml) if isinstance(mml, int) and 0 < mml < 10**8 else None
-    return Tok(spec, "transformers", tok, role("eos"), role("pad"), role("bos"), mml,
-               bool(getattr(tok, "chat_template", None)))
+    return Tok(
+        spec, "transformers", tok, role("eos"), role("pad"), role("bos"), mml, bool(getattr(tok, "chat_template", None))
+    )
 
 
 def _config_roles(directory: Path) -> tuple[dict[str, tuple[str, str]], int | None]:
@@ -626,6 +663,7 @@ def _load_tokenizer_json(spec: str, path: Path) -> Tok:
 
 
 # --- the scan ------------------------------------------------------------------------------
+
 
 @dataclass
 class _Examples:
@@ -749,8 +787,9 @@ class _Scan:
         self.flush()
         if self.first_match is not None and self.unmatched.count:
             pre = self.unmatched
-            merged = _Examples(pre.count + self.empty.count, ([(i, ln, "missing") for i, ln in pre.items]
-                                                              + self.empty.items)[:SHOW])
+            merged = _Examples(
+                pre.count + self.empty.count, ([(i, ln, "missing") for i, ln in pre.items] + self.empty.items)[:SHOW]
+            )
             self.empty_kinds["missing"] += pre.count
             self.empty = merged
             self.unmatched = _Examples()
@@ -788,10 +827,11 @@ class _Scan:
         if eos not in tail:
             return False
         last = len(tail) - 1 - tail[::-1].index(eos)
-        return not self.tok.decode(tail[last + 1:]).strip()
+        return not self.tok.decode(tail[last + 1 :]).strip()
 
 
 # --- judging -------------------------------------------------------------------------------
+
 
 def _percentile(sorted_vals: list[int], q: float) -> int:
     if not sorted_vals:
@@ -800,8 +840,9 @@ def _percentile(sorted_vals: list[int], q: float) -> int:
     return int(sorted_vals[k])
 
 
-def check_dataset(path: Path, text_field: str | None = None, tokenizer: str | None = None,
-                  max_len: int | None = None, mute=()):
+def check_dataset(
+    path: Path, text_field: str | None = None, tokenizer: str | None = None, max_len: int | None = None, mute=()
+):
     """Judge a dataset file. Returns ``(report, error)``: ``error`` is the command-level
     reason exit 2 applies even when the dataset itself was judged (the tokenizer could not
     be loaded), else ``None``."""
@@ -828,8 +869,13 @@ def check_dataset(path: Path, text_field: str | None = None, tokenizer: str | No
     findings: list[Finding] = []
     ran: list[str] = []
     skipped: dict[str, Skip] = {}
-    meta: dict = {"container": src.label, "shape": None, "text_fields": None, "records": scan.records,
-                  "malformed": bad.count}
+    meta: dict = {
+        "container": src.label,
+        "shape": None,
+        "text_fields": None,
+        "records": scan.records,
+        "malformed": bad.count,
+    }
     notes = list(src.notes)
     if src.blank:
         notes.append(f"{src.blank} blank line(s) skipped")
@@ -838,35 +884,38 @@ def check_dataset(path: Path, text_field: str | None = None, tokenizer: str | No
     if bad.count:
         unit = bad.unit
         first = "; ".join(f"{unit} {w}: {r}" for w, r in zip(bad.where[:3], bad.reasons[:3]))
-        findings.append(finding(
-            "TP-PRE-MALFORMED-JSONL",
-            f"{bad.count} {unit}(s) are not valid JSON objects ({_list(bad.where, bad.count, unit)})",
-            evidence=f"First: {first}. {scan.records} valid record(s) were read.",
-            data={"count": bad.count, unit + "s": bad.where, "reasons": bad.reasons, "records": scan.records},
-            line=bad.where[0] if unit == "line" else None))
+        findings.append(
+            finding(
+                "TP-PRE-MALFORMED-JSONL",
+                f"{bad.count} {unit}(s) are not valid JSON objects ({_list(bad.where, bad.count, unit)})",
+                evidence=f"First: {first}. {scan.records} valid record(s) were read.",
+                data={"count": bad.count, unit + "s": bad.where, "reasons": bad.reasons, "records": scan.records},
+                line=bad.where[0] if unit == "line" else None,
+            )
+        )
     if scan.records == 0 and not bad.count:
-        return report(str(path), "dataset", [], ran=ran, error=f"{path}: no records", meta=meta,
-                      notes=notes), tok_error
+        return report(str(path), "dataset", [], ran=ran, error=f"{path}: no records", meta=meta, notes=notes), tok_error
 
     shape = scan.shape if scan.first_match is not None else None
     if scan.records and shape is None:
         shown = scan.keys.most_common(KEYS_SHOWN)
         keys_txt = ", ".join(f"{k} ({n})" for k, n in shown) or "none"
-        what = (f"no record has the --text-field path `{text_field}`" if text_field
-                else "no record has a known text shape (text, prompt/completion, instruction/output, messages, "
-                     "conversations)")
+        what = (
+            f"no record has the --text-field path `{text_field}`"
+            if text_field
+            else "no record has a known text shape (text, prompt/completion, instruction/output, messages, "
+            "conversations)"
+        )
         evidence = f"Keys seen in {scan.records} record(s), with counts: {keys_txt}"
         if len(scan.keys) > KEYS_SHOWN:
             evidence += f" (and {len(scan.keys) - KEYS_SHOWN} more)"
         evidence += "."
-        data = {"keys": dict(shown), "distinct_keys": len(scan.keys), "records": scan.records,
-                "text_field": text_field}
+        data = {"keys": dict(shown), "distinct_keys": len(scan.keys), "records": scan.records, "text_field": text_field}
         if scan.nested:
             nested = scan.nested.most_common(KEYS_SHOWN)
             evidence += f" Keys under `{scan.nested_prefix}`: " + ", ".join(f"{k} ({n})" for k, n in nested) + "."
             data["nested_keys"] = {"path": scan.nested_prefix, "keys": dict(nested)}
-        findings.append(finding("TP-PRE-NO-TEXT-FIELD", what + "; pass --text-field", evidence=evidence,
-                                data=data))
+        findings.append(finding("TP-PRE-NO-TEXT-FIELD", what + "; pass --text-field", evidence=evidence, data=data))
         ran.append("TP-PRE-NO-TEXT-FIELD")
         notes.append("text shape: none detected")
         for rid in (*_DATA_IDS, *_TOK_IDS, "TP-PRE-CONTEXT-CHECK-SKIPPED"):
@@ -879,9 +928,11 @@ def check_dataset(path: Path, text_field: str | None = None, tokenizer: str | No
         if tok is not None:
             notes.append(f"tokenizer: {tok.describe()}")
             if tok.inferred:
-                notes.append("tokenizer.json names no " + "/".join(tok.inferred) + " token: found from the "
-                             "post-processor or by name; a script loading it with PreTrainedTokenizerFast must "
-                             "set it")
+                notes.append(
+                    "tokenizer.json names no " + "/".join(tok.inferred) + " token: found from the "
+                    "post-processor or by name; a script loading it with PreTrainedTokenizerFast must "
+                    "set it"
+                )
             f, r, s, m = _tokenizer_findings(scan, tok, max_len)
             findings += f
             ran += r
@@ -896,18 +947,35 @@ def check_dataset(path: Path, text_field: str | None = None, tokenizer: str | No
                 skipped["TP-PRE-CONTEXT-OVERFLOW"] = Skip("absent", "--max-len needs --tokenizer to count tokens")
 
     findings = [f for f in findings if f.id not in mute]
-    if shape is not None and not any(
-            f.level in (Level.FAIL, Level.WARN, Level.NOT_CHECKED) for f in findings) and "TP-PRE-OK" not in mute:
+    if (
+        shape is not None
+        and not any(f.level in (Level.FAIL, Level.WARN, Level.NOT_CHECKED) for f in findings)
+        and "TP-PRE-OK" not in mute
+    ):
         parts = ["no malformed lines, empty texts or exact duplicates"]
         if tok is not None:
             parts.append("EOS and pad set and distinct, samples end with EOS")
             if max_len is not None:
                 parts.append(f"none longer than {max_len} tokens")
-        findings.append(finding("TP-PRE-OK", f"{scan.records} record(s), shape {shape.name}: " + "; ".join(parts),
-                                data={"records": scan.records, "shape": shape.name}))
+        findings.append(
+            finding(
+                "TP-PRE-OK",
+                f"{scan.records} record(s), shape {shape.name}: " + "; ".join(parts),
+                data={"records": scan.records, "shape": shape.name},
+            )
+        )
         ran.append("TP-PRE-OK")
-    return report(str(path), "dataset", findings, ran=ran, skipped=skipped, records=scan.records, meta=meta,
-                  notes=notes, mute=mute), tok_error
+    return report(
+        str(path),
+        "dataset",
+        findings,
+        ran=ran,
+        skipped=skipped,
+        records=scan.records,
+        meta=meta,
+        notes=notes,
+        mute=mute,
+    ), tok_error
 
 
 def _data_findings(scan: _Scan, shape) -> list[Finding]:
@@ -916,26 +984,47 @@ def _data_findings(scan: _Scan, shape) -> list[Finding]:
         kinds = dict(scan.empty_kinds)
         idx = [i for i, _, _ in scan.empty.items]
         first = "; ".join(f"{_where(i, ln)}: {k}" for i, ln, k in scan.empty.items[:3])
-        trained = {"chat": "assistant messages", "sharegpt": "assistant messages", "prompt/completion": "completion",
-                   "alpaca": "output", "dolly": "response"}.get(shape.name, shape.fields)
-        out.append(finding(
-            "TP-PRE-EMPTY-TEXT",
-            f"{scan.empty.count} of {scan.records} record(s) have no text to train on in `{trained}` "
-            f"({_list(idx, scan.empty.count, 'record')})",
-            evidence="By kind: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + f". First: {first}.",
-            data={"count": scan.empty.count, "records": scan.records, "indices": idx,
-                  "lines": [ln for _, ln, _ in scan.empty.items], "kinds": kinds, "field": trained},
-            line=scan.empty.items[0][1]))
+        trained = {
+            "chat": "assistant messages",
+            "sharegpt": "assistant messages",
+            "prompt/completion": "completion",
+            "alpaca": "output",
+            "dolly": "response",
+        }.get(shape.name, shape.fields)
+        out.append(
+            finding(
+                "TP-PRE-EMPTY-TEXT",
+                f"{scan.empty.count} of {scan.records} record(s) have no text to train on in `{trained}` "
+                f"({_list(idx, scan.empty.count, 'record')})",
+                evidence="By kind: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + f". First: {first}.",
+                data={
+                    "count": scan.empty.count,
+                    "records": scan.records,
+                    "indices": idx,
+                    "lines": [ln for _, ln, _ in scan.empty.items],
+                    "kinds": kinds,
+                    "field": trained,
+                },
+                line=scan.empty.items[0][1],
+            )
+        )
     if scan.dups.count:
         pairs = [list(p) for p in scan.dups.items]
-        out.append(finding(
-            "TP-PRE-DUPLICATE-TEXT",
-            f"{scan.dups.count} record(s) repeat an earlier record's text exactly "
-            f"({len(scan.repeated)} distinct text(s) repeated, {_pct(scan.dups.count / scan.records)} of records)",
-            evidence="First pairs (earlier, later record): "
-                     + ", ".join(f"({a}, {b})" for a, b in pairs[:5]) + ".",
-            data={"count": scan.dups.count, "distinct": len(scan.repeated), "records": scan.records,
-                  "pairs": pairs, "share": scan.dups.count / scan.records}))
+        out.append(
+            finding(
+                "TP-PRE-DUPLICATE-TEXT",
+                f"{scan.dups.count} record(s) repeat an earlier record's text exactly "
+                f"({len(scan.repeated)} distinct text(s) repeated, {_pct(scan.dups.count / scan.records)} of records)",
+                evidence="First pairs (earlier, later record): " + ", ".join(f"({a}, {b})" for a, b in pairs[:5]) + ".",
+                data={
+                    "count": scan.dups.count,
+                    "distinct": len(scan.repeated),
+                    "records": scan.records,
+                    "pairs": pairs,
+                    "share": scan.dups.count / scan.records,
+                },
+            )
+        )
     return out
 
 
@@ -946,27 +1035,46 @@ def _tokenizer_findings(scan: _Scan, tok: Tok, max_len: int | None):
     n = len(scan.lengths)
     ran.append("TP-PRE-MISSING-EOS-TOKEN")
     if not tok.eos.ok:
-        msg = ("the tokenizer has no EOS token" if tok.eos.token is None
-               else f"the EOS token `{tok.eos.token}` ({tok.eos.source}) is not in the vocabulary")
-        out.append(finding("TP-PRE-MISSING-EOS-TOKEN", msg,
-                           evidence=f"Tokenizer {tok.name} ({tok.backend}): eos {tok.eos.describe()}.",
-                           data={"eos": tok.eos.to_dict()}))
+        msg = (
+            "the tokenizer has no EOS token"
+            if tok.eos.token is None
+            else f"the EOS token `{tok.eos.token}` ({tok.eos.source}) is not in the vocabulary"
+        )
+        out.append(
+            finding(
+                "TP-PRE-MISSING-EOS-TOKEN",
+                msg,
+                evidence=f"Tokenizer {tok.name} ({tok.backend}): eos {tok.eos.describe()}.",
+                data={"eos": tok.eos.to_dict()},
+            )
+        )
     ran.append("TP-PRE-MISSING-PAD-TOKEN")
     if not tok.pad.ok:
-        msg = ("the tokenizer has no pad token" if tok.pad.token is None
-               else f"the pad token `{tok.pad.token}` ({tok.pad.source}) is not in the vocabulary")
-        out.append(finding("TP-PRE-MISSING-PAD-TOKEN", msg + ": padded batching will fail until one is set",
-                           evidence=f"Tokenizer {tok.name} ({tok.backend}): pad {tok.pad.describe()}.",
-                           data={"pad": tok.pad.to_dict()}))
+        msg = (
+            "the tokenizer has no pad token"
+            if tok.pad.token is None
+            else f"the pad token `{tok.pad.token}` ({tok.pad.source}) is not in the vocabulary"
+        )
+        out.append(
+            finding(
+                "TP-PRE-MISSING-PAD-TOKEN",
+                msg + ": padded batching will fail until one is set",
+                evidence=f"Tokenizer {tok.name} ({tok.backend}): pad {tok.pad.describe()}.",
+                data={"pad": tok.pad.to_dict()},
+            )
+        )
     if tok.eos.ok and tok.pad.ok:
         ran.append("TP-PRE-PAD-EQUALS-EOS")
         if tok.eos.id == tok.pad.id:
-            out.append(finding(
-                "TP-PRE-PAD-EQUALS-EOS",
-                f"pad is the EOS token `{tok.eos.token}` (id {tok.eos.id}): the usual LM collator masks EOS labels "
-                "with the padding, so the model does not learn to stop",
-                evidence=f"pad {tok.pad.describe()}, eos {tok.eos.describe()}.",
-                data={"id": tok.eos.id, "token": tok.eos.token}))
+            out.append(
+                finding(
+                    "TP-PRE-PAD-EQUALS-EOS",
+                    f"pad is the EOS token `{tok.eos.token}` (id {tok.eos.id}): the usual LM collator masks EOS labels "
+                    "with the padding, so the model does not learn to stop",
+                    evidence=f"pad {tok.pad.describe()}, eos {tok.eos.describe()}.",
+                    data={"id": tok.eos.id, "token": tok.eos.token},
+                )
+            )
     else:
         skipped["TP-PRE-PAD-EQUALS-EOS"] = Skip("absent", "no EOS or no pad token")
     pre, post = tok.added_around()
@@ -977,36 +1085,61 @@ def _tokenizer_findings(scan: _Scan, tok: Tok, max_len: int | None):
         if scan.no_eos.count:
             idx = [i for i, _ in scan.no_eos.items]
             added = ("appends " + ", ".join(f"`{tok.decode([t])}`" for t in post)) if post else "appends nothing"
-            out.append(finding(
-                "TP-PRE-NO-EOS-APPEND",
-                f"{scan.no_eos.count} of {n} encoded record(s) do not end with EOS `{tok.eos.token}` "
-                f"({_list(idx, scan.no_eos.count, 'record')})",
-                evidence=f"Encoding with special tokens {added} after the text; the text does not end with "
-                         f"`{tok.eos.token}` either.",
-                data={"count": scan.no_eos.count, "encoded": n, "indices": idx,
-                      "lines": [ln for _, ln in scan.no_eos.items], "tokenizer_appends_eos": appends},
-                line=scan.no_eos.items[0][1]))
+            out.append(
+                finding(
+                    "TP-PRE-NO-EOS-APPEND",
+                    f"{scan.no_eos.count} of {n} encoded record(s) do not end with EOS `{tok.eos.token}` "
+                    f"({_list(idx, scan.no_eos.count, 'record')})",
+                    evidence=f"Encoding with special tokens {added} after the text; the text does not end with "
+                    f"`{tok.eos.token}` either.",
+                    data={
+                        "count": scan.no_eos.count,
+                        "encoded": n,
+                        "indices": idx,
+                        "lines": [ln for _, ln in scan.no_eos.items],
+                        "tokenizer_appends_eos": appends,
+                    },
+                    line=scan.no_eos.items[0][1],
+                )
+            )
     else:
         skipped["TP-PRE-NO-EOS-APPEND"] = Skip("absent", "no EOS token" if not tok.eos.ok else "no record to encode")
     ran.append("TP-PRE-BOS-TOKEN-INFO")
     if tok.bos.ok:
         msg = f"BOS `{tok.bos.token}` (id {tok.bos.id}, {tok.bos.source}); encoding " + (
-            "prepends it" if prepends else "does not prepend it")
+            "prepends it" if prepends else "does not prepend it"
+        )
         if scan.double_bos.count:
             msg += f"; {scan.double_bos.count} record(s) start with BOS twice"
     else:
         msg = "no BOS token; encoded samples start directly with the text"
-    out.append(finding("TP-PRE-BOS-TOKEN-INFO", msg,
-                       evidence=f"{scan.bos_first} of {n} encoded record(s) start with BOS." if tok.bos.ok else "",
-                       data={"bos": tok.bos.to_dict(), "prepends": prepends, "starts_with_bos": scan.bos_first,
-                             "double_bos": scan.double_bos.count,
-                             "double_bos_indices": [i for i, _ in scan.double_bos.items]}))
+    out.append(
+        finding(
+            "TP-PRE-BOS-TOKEN-INFO",
+            msg,
+            evidence=f"{scan.bos_first} of {n} encoded record(s) start with BOS." if tok.bos.ok else "",
+            data={
+                "bos": tok.bos.to_dict(),
+                "prepends": prepends,
+                "starts_with_bos": scan.bos_first,
+                "double_bos": scan.double_bos.count,
+                "double_bos_indices": [i for i, _ in scan.double_bos.items],
+            },
+        )
+    )
 
     lengths = sorted(scan.lengths)
     total = int(sum(lengths))
-    meta = {"encoded": n, "total": total, "max": lengths[-1] if n else 0,
-            "mean": round(total / n, 2) if n else 0, "p50": _percentile(lengths, 0.5),
-            "p95": _percentile(lengths, 0.95), "length_basis": _basis(scan, tok), "max_len": max_len}
+    meta = {
+        "encoded": n,
+        "total": total,
+        "max": lengths[-1] if n else 0,
+        "mean": round(total / n, 2) if n else 0,
+        "p50": _percentile(lengths, 0.5),
+        "p95": _percentile(lengths, 0.95),
+        "length_basis": _basis(scan, tok),
+        "max_len": max_len,
+    }
     if scan.template_failed:
         meta["chat_template_failed"] = scan.template_failed
     if n:
@@ -1019,33 +1152,55 @@ def _tokenizer_findings(scan: _Scan, tok: Tok, max_len: int | None):
         msg = "no --max-len: truncation not checked"
         ev = ""
         if n:
-            ev = (f"Longest: {meta['longest']['tokens']} tokens ({_where(li, ll)}); median {meta['p50']}, "
-                  f"95th percentile {meta['p95']} tokens over {n} record(s).")
+            ev = (
+                f"Longest: {meta['longest']['tokens']} tokens ({_where(li, ll)}); median {meta['p50']}, "
+                f"95th percentile {meta['p95']} tokens over {n} record(s)."
+            )
         if tok.model_max_length:
             ev += f" The tokenizer's model_max_length is {tok.model_max_length}."
-        out.append(finding("TP-PRE-CONTEXT-CHECK-SKIPPED", msg, evidence=ev.strip(),
-                           data={k2: meta[k2] for k2 in ("encoded", "max", "p50", "p95")}
-                           | {"model_max_length": tok.model_max_length}))
+        out.append(
+            finding(
+                "TP-PRE-CONTEXT-CHECK-SKIPPED",
+                msg,
+                evidence=ev.strip(),
+                data={k2: meta[k2] for k2 in ("encoded", "max", "p50", "p95")}
+                | {"model_max_length": tok.model_max_length},
+            )
+        )
     elif n:
         ran.append("TP-PRE-CONTEXT-OVERFLOW")
-        over = [(int(scan.len_index[j]), int(scan.lengths[j]), int(scan.len_line[j]))
-                for j in range(n) if scan.lengths[j] > max_len]
+        over = [
+            (int(scan.len_index[j]), int(scan.lengths[j]), int(scan.len_line[j]))
+            for j in range(n)
+            if scan.lengths[j] > max_len
+        ]
         cut = sum(ln - max_len for _, ln, _ in over)
         meta.update({"over": len(over), "truncated_tokens": cut})
         if over:
             share_r, share_t = len(over) / n, cut / total if total else 0.0
             idx = [i for i, _, _ in over[:SHOW]]
-            out.append(finding(
-                "TP-PRE-CONTEXT-OVERFLOW",
-                f"{len(over)} of {n} record(s) ({_pct(share_r)}) exceed --max-len {max_len} tokens; "
-                f"the longest is {meta['longest']['tokens']} tokens ({_where(li, ll)})",
-                evidence=f"Truncation would cut {cut} of {total} tokens ({_pct(share_t)}). Over the limit: "
-                         f"{_list(idx, len(over), 'record')}. Median length {meta['p50']}, "
-                         f"95th percentile {meta['p95']}.",
-                data={"max_len": max_len, "over": len(over), "encoded": n, "share_records": share_r,
-                      "truncated_tokens": cut, "total_tokens": total, "share_tokens": share_t,
-                      "longest": meta["longest"], "indices": idx},
-                line=over[0][2] if over[0][2] >= 0 else None))
+            out.append(
+                finding(
+                    "TP-PRE-CONTEXT-OVERFLOW",
+                    f"{len(over)} of {n} record(s) ({_pct(share_r)}) exceed --max-len {max_len} tokens; "
+                    f"the longest is {meta['longest']['tokens']} tokens ({_where(li, ll)})",
+                    evidence=f"Truncation would cut {cut} of {total} tokens ({_pct(share_t)}). Over the limit: "
+                    f"{_list(idx, len(over), 'record')}. Median length {meta['p50']}, "
+                    f"95th percentile {meta['p95']}.",
+                    data={
+                        "max_len": max_len,
+                        "over": len(over),
+                        "encoded": n,
+                        "share_records": share_r,
+                        "truncated_tokens": cut,
+                        "total_tokens": total,
+                        "share_tokens": share_t,
+                        "longest": meta["longest"],
+                        "indices": idx,
+                    },
+                    line=over[0][2] if over[0][2] >= 0 else None,
+                )
+            )
     else:
         skipped["TP-PRE-CONTEXT-OVERFLOW"] = Skip("absent", "no record to encode")
     return out, ran, skipped, meta

@@ -42,6 +42,7 @@ Paths given to ``--checkpoint`` and ``--output-dir`` are relative to where train
 runs, like every path on the command line; only the import probe runs in ``--cwd``.
 Sizes are in GB of 2^30 bytes, as ``free -g``, ``df -h`` and ``nvidia-smi`` count them.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,13 +60,12 @@ import zipfile
 import zlib
 from pathlib import Path
 
-
 from ..findings import Finding, Report, Skip
 from ..rules.thresholds import Thresholds
 from . import finding, report
 from ._pickle import UNRESOLVED, PickleScanError, pickle_imports, unsafe_imports
 
-GB = 1024 ** 3
+GB = 1024**3
 
 # --- declarations ------------------------------------------------------------------------
 
@@ -75,7 +75,7 @@ GB = 1024 ** 3
 
 def _size(n: float) -> str:
     """Bytes as B, KB, MB or GB (powers of 1024)."""
-    for unit, div in (("GB", GB), ("MB", 1024 ** 2), ("KB", 1024)):
+    for unit, div in (("GB", GB), ("MB", 1024**2), ("KB", 1024)):
         if abs(n) >= div:
             return f"{n / div:.1f} {unit}"
     return f"{int(n)} B"
@@ -163,7 +163,7 @@ class _Run:
         for line in reversed(self.out.split("\n")):
             if line.startswith(_MARKER):
                 try:
-                    return json.loads(line[len(_MARKER):])
+                    return json.loads(line[len(_MARKER) :])
                 except ValueError:
                     return None
         return None
@@ -198,8 +198,16 @@ def _run(argv: list[str], cwd: str | None, timeout: float) -> _Run:
     """Run ``argv`` (a list: never through a shell) with a hard timeout; OSError when it
     cannot be started."""
     t0 = time.monotonic()
-    p = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         start_new_session=(os.name == "posix"), env=_PROBE_ENV, shell=False)
+    p = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=(os.name == "posix"),
+        env=_PROBE_ENV,
+        shell=False,
+    )
     timed_out = False
     try:
         out, err = p.communicate(timeout=timeout)
@@ -251,7 +259,9 @@ def _fault_frames(stderr: str, main: bool = False) -> list[tuple[str, int, str]]
 
 
 #: Lines of a faulthandler dump (its stack), left out of the stderr quoted as evidence.
-_DUMP_LINE = re.compile(r'^\s*(File "|Current thread |Thread 0x|Stack \(most recent|Extension modules:|<no Python frame>)')
+_DUMP_LINE = re.compile(
+    r'^\s*(File "|Current thread |Thread 0x|Stack \(most recent|Extension modules:|<no Python frame>)'
+)
 
 
 def _where(innermost: tuple[str, int] | None, module_frame: tuple[str, int] | None) -> str:
@@ -311,11 +321,13 @@ def probe_import(name: str, python: str, cwd: str | None, timeout: float) -> Fin
     try:
         # The child stops itself at the timeout (dumping its stack); the parent's limit is
         # a backstop for a child that hangs before the probe runs.
-        run = _run([python, "-X", "faulthandler", "-c", _IMPORT_PROBE, name, _MARKER, repr(timeout)], cwd,
-                   timeout + 5.0)
+        run = _run(
+            [python, "-X", "faulthandler", "-c", _IMPORT_PROBE, name, _MARKER, repr(timeout)], cwd, timeout + 5.0
+        )
     except OSError as e:
-        return finding("TP-ENV-PYTHON-UNUSABLE", f"cannot start {python} to import {name}: {e.strerror or e}",
-                       data=data)
+        return finding(
+            "TP-ENV-PYTHON-UNUSABLE", f"cannot start {python} to import {name}: {e.strerror or e}", data=data
+        )
     res = run.result()
     if res is not None:
         data["seconds"] = round(float(res.get("seconds", run.seconds)), 3)
@@ -323,22 +335,33 @@ def probe_import(name: str, python: str, cwd: str | None, timeout: float) -> Fin
             data.update(file=res.get("file"), version=res.get("version"))
             ver = f" {res['version']}" if res.get("version") else ""
             where = f" from {res['file']}" if res.get("file") else ""
-            return finding("TP-ENV-IMPORT-OK", f"import {name} works ({name}{ver})",
-                           evidence=f"imported in {data['seconds']:.2f} s{where}", data=data)
+            return finding(
+                "TP-ENV-IMPORT-OK",
+                f"import {name} works ({name}{ver})",
+                evidence=f"imported in {data['seconds']:.2f} s{where}",
+                data=data,
+            )
         frames = res.get("frames") or []
         loc = None
         if res.get("syntax"):
             loc = (res["syntax"][0], res["syntax"][1])
         elif frames:
             loc = (frames[-1][0], frames[-1][1])
-        data.update(exception=res.get("type"), message=res.get("message"),
-                    file=loc[0] if loc else None, line=loc[1] if loc else None,
-                    frames=[f"{f}:{ln} in {fn}" for f, ln, fn in frames])
+        data.update(
+            exception=res.get("type"),
+            message=res.get("message"),
+            file=loc[0] if loc else None,
+            line=loc[1] if loc else None,
+            frames=[f"{f}:{ln} in {fn}" for f, ln, fn in frames],
+        )
         mods = [(f, ln) for f, ln, fn in frames if fn == "<module>"]
         if mods and loc is not None and not res.get("syntax"):
             data["module_line"] = f"{mods[-1][0]}:{mods[-1][1]}"
-        at = (f" (raised{_where(loc, None if res.get('syntax') else (mods[-1] if mods else None))})" if loc
-              else " (raised by the import system: no module file)")
+        at = (
+            f" (raised{_where(loc, None if res.get('syntax') else (mods[-1] if mods else None))})"
+            if loc
+            else " (raised by the import system: no module file)"
+        )
         chain = " -> ".join(f"{f}:{ln}" for f, ln, _ in frames)
         if chain:
             how = f"import chain: {chain}"
@@ -350,8 +373,12 @@ def probe_import(name: str, python: str, cwd: str | None, timeout: float) -> Fin
             how = "raised inside the import system"
         msg = " ".join(str(res.get("message")).split())
         msg = msg if len(msg) <= 300 else msg[:300] + "…"
-        return finding("TP-ENV-IMPORT-FAIL", f"import {name} raises {res.get('type')}: {msg}{at}",
-                       evidence=f"{how}; after {data['seconds']:.2f} s", data=data)
+        return finding(
+            "TP-ENV-IMPORT-FAIL",
+            f"import {name} raises {res.get('type')}: {msg}{at}",
+            evidence=f"{how}; after {data['seconds']:.2f} s",
+            data=data,
+        )
     timed_out = run.timed_out or "\nTimeout (" in "\n" + run.err
     frames = _fault_frames(run.err, main=timed_out)
     data["seconds"] = round(run.seconds, 3)
@@ -363,8 +390,12 @@ def probe_import(name: str, python: str, cwd: str | None, timeout: float) -> Fin
         data["module_line"] = f"{mod[0]}:{mod[1]}"
     if timed_out:
         where = f"; it was waiting{_where(inner, mod)}" if frames else ""
-        return finding("TP-ENV-IMPORT-TIMEOUT", f"import {name} did not finish within {timeout:g} s (stopped)",
-                       evidence=f"the child was stopped after {timeout:g} s{where}", data=data)
+        return finding(
+            "TP-ENV-IMPORT-TIMEOUT",
+            f"import {name} did not finish within {timeout:g} s (stopped)",
+            evidence=f"the child was stopped after {timeout:g} s{where}",
+            data=data,
+        )
     at = _where(inner, mod)
     rc = run.rc
     data["returncode"] = rc
@@ -377,8 +408,12 @@ def probe_import(name: str, python: str, cwd: str | None, timeout: float) -> Fin
     else:
         how = f"exited with status {rc} and no Python exception"
     said = _tail("\n".join(ln for ln in run.err.splitlines() if not _DUMP_LINE.match(ln)))
-    return finding("TP-ENV-IMPORT-CRASH", f"import {name} crashed the interpreter: {how}{at}",
-                   evidence="stderr: " + (said or "(empty)"), data=data)
+    return finding(
+        "TP-ENV-IMPORT-CRASH",
+        f"import {name} crashed the interpreter: {how}{at}",
+        evidence="stderr: " + (said or "(empty)"),
+        data=data,
+    )
 
 
 # --- checkpoints -------------------------------------------------------------------------
@@ -395,9 +430,26 @@ _MAX_PICKLE_BYTES = 16 << 20
 
 #: Bits per element of every safetensors dtype.
 _ST_BITS = {
-    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
-    "I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32,
-    "I64": 64, "U64": 64, "F64": 64, "C64": 64,
+    "BOOL": 8,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "I64": 64,
+    "U64": 64,
+    "F64": 64,
+    "C64": 64,
 }
 
 
@@ -432,9 +484,12 @@ def check_file(path: str) -> Finding:
         return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}", data=data)
     try:
         if head.startswith(_LFS):
-            return finding("TP-ENV-CKPT-LFS-POINTER",
-                           f"checkpoint {path} is a Git LFS pointer ({st.st_size} bytes), not the weights",
-                           evidence=head.decode("ascii", "replace").strip().replace("\n", " | ")[:200], data=data)
+            return finding(
+                "TP-ENV-CKPT-LFS-POINTER",
+                f"checkpoint {path} is a Git LFS pointer ({st.st_size} bytes), not the weights",
+                evidence=head.decode("ascii", "replace").strip().replace("\n", " | ")[:200],
+                data=data,
+            )
         if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
             return _check_torch_zip(path, st.st_size, data)
         if path.endswith(".safetensors") or (len(head) >= 9 and head[8:9] == b"{"):
@@ -443,17 +498,29 @@ def check_file(path: str) -> Finding:
             legacy = head[2:4] == b"\x8a\x0a"  # torch's legacy magic number, pickled as a long
             data["format"] = "torch-legacy" if legacy else "pickle"
             what = "a legacy (pre-1.6) torch checkpoint" if legacy else "a bare pickle"
-            return finding("TP-ENV-CKPT-LEGACY", f"checkpoint {path} is {what}: not opened (unpickling runs code)",
-                           evidence=f"pickle protocol {head[1]}, {_size(st.st_size)}; re-save it with a current "
-                                    "torch.save or as safetensors to have it checked", data=data)
+            return finding(
+                "TP-ENV-CKPT-LEGACY",
+                f"checkpoint {path} is {what}: not opened (unpickling runs code)",
+                evidence=f"pickle protocol {head[1]}, {_size(st.st_size)}; re-save it with a current "
+                "torch.save or as safetensors to have it checked",
+                data=data,
+            )
         if len(head) > 262 and head[257:262] == b"ustar":
             data["format"] = "torch-tar"
-            return finding("TP-ENV-CKPT-LEGACY", f"checkpoint {path} is a tar archive (torch < 0.4 format): not opened",
-                           evidence="its entries are pickles; re-save it with a current torch.save", data=data)
+            return finding(
+                "TP-ENV-CKPT-LEGACY",
+                f"checkpoint {path} is a tar archive (torch < 0.4 format): not opened",
+                evidence="its entries are pickles; re-save it with a current torch.save",
+                data=data,
+            )
     except OSError as e:
         return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}", data=data)
-    return finding("TP-ENV-CKPT-UNKNOWN-FORMAT", f"checkpoint {path} is in no format trainproof checks",
-                   evidence=f"{_size(st.st_size)}, starts with {head[:16]!r}", data=data)
+    return finding(
+        "TP-ENV-CKPT-UNKNOWN-FORMAT",
+        f"checkpoint {path} is in no format trainproof checks",
+        evidence=f"{_size(st.st_size)}, starts with {head[:16]!r}",
+        data=data,
+    )
 
 
 def _started_entries(path: str, size: int) -> list[str]:
@@ -463,7 +530,7 @@ def _started_entries(path: str, size: int) -> list[str]:
         pos = m.find(b"PK\x03\x04", 0)
         while pos != -1 and pos + 30 <= size:
             n, x = struct.unpack_from("<HH", m, pos + 26)
-            raw = m[pos + 30: pos + 30 + n]
+            raw = m[pos + 30 : pos + 30 + n]
             try:
                 name = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -485,11 +552,13 @@ def _check_torch_zip(path: str, size: int, data: dict) -> Finding:
     except zipfile.BadZipFile as e:
         names = _started_entries(path, size)
         data.update(entries_started=len(names), last_entry=names[-1] if names else None, zip_error=str(e))
-        return finding("TP-ENV-CKPT-TRUNCATED",
-                       f"checkpoint {path} ends early: no ZIP central directory (the save did not finish)",
-                       evidence=f"the file stops at {_size(size)}; {_n(len(names), 'entry')} started"
-                                .replace("entrys", "entries")
-                                + (f", the last one {names[-1]}" if names else ""), data=data)
+        return finding(
+            "TP-ENV-CKPT-TRUNCATED",
+            f"checkpoint {path} ends early: no ZIP central directory (the save did not finish)",
+            evidence=f"the file stops at {_size(size)}; {_n(len(names), 'entry')} started".replace("entrys", "entries")
+            + (f", the last one {names[-1]}" if names else ""),
+            data=data,
+        )
     with zf:
         infos = zf.infolist()
         data["entries"] = len(infos)
@@ -498,9 +567,12 @@ def _check_torch_zip(path: str, size: int, data: dict) -> Finding:
         top = infos[0].filename.split("/")[0]
         names = {i.filename for i in infos}
         if "/" not in infos[0].filename or f"{top}/data.pkl" not in names:
-            return finding("TP-ENV-CKPT-CORRUPT", f"checkpoint {path} is a ZIP archive without {top}/data.pkl: "
-                           "not a torch checkpoint", evidence=f"{len(infos)} entries, the first {infos[0].filename}",
-                           data=data)
+            return finding(
+                "TP-ENV-CKPT-CORRUPT",
+                f"checkpoint {path} is a ZIP archive without {top}/data.pkl: not a torch checkpoint",
+                evidence=f"{len(infos)} entries, the first {infos[0].filename}",
+                data=data,
+            )
         storages = [i for i in infos if i.filename.startswith(f"{top}/data/")]
         data["storages"] = len(storages)
         data["storage_bytes"] = sum(i.file_size for i in storages)
@@ -526,17 +598,21 @@ def _check_torch_zip(path: str, size: int, data: dict) -> Finding:
             msg = str(e)
             data["entry"] = info.filename
             if "CRC" in msg:
-                return finding("TP-ENV-CKPT-CORRUPT",
-                               f"checkpoint {path}: entry {info.filename} fails its CRC-32 (its bytes changed)",
-                               evidence=f"stored CRC {info.CRC:08x}, {_size(info.file_size)} entry; {msg}", data=data)
-            return finding("TP-ENV-CKPT-CORRUPT", f"checkpoint {path}: entry {info.filename} cannot be read: {msg}",
-                           data=data)
+                return finding(
+                    "TP-ENV-CKPT-CORRUPT",
+                    f"checkpoint {path}: entry {info.filename} fails its CRC-32 (its bytes changed)",
+                    evidence=f"stored CRC {info.CRC:08x}, {_size(info.file_size)} entry; {msg}",
+                    data=data,
+                )
+            return finding(
+                "TP-ENV-CKPT-CORRUPT", f"checkpoint {path}: entry {info.filename} cannot be read: {msg}", data=data
+            )
         except OSError as e:
-            return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}",
-                           data=data)
+            return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}", data=data)
         data["crc_verified"] = crc_recorded
-        crc_text = ("every CRC-32 matches" if crc_recorded
-                    else "no CRC recorded (saved with crc32 off): contents not verified")
+        crc_text = (
+            "every CRC-32 matches" if crc_recorded else "no CRC recorded (saved with crc32 off): contents not verified"
+        )
         try:
             pinfo = zf.getinfo(f"{top}/data.pkl")
             if pinfo.compress_type == zipfile.ZIP_STORED:
@@ -551,37 +627,47 @@ def _check_torch_zip(path: str, size: int, data: dict) -> Finding:
                 with zf.open(pinfo) as f:
                     pkl = f.read(_MAX_PICKLE_BYTES + 1)
         except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError) as e:
-            return finding("TP-ENV-CKPT-CORRUPT", f"checkpoint {path}: {top}/data.pkl cannot be read: {e}",
-                           data=data)
+            return finding("TP-ENV-CKPT-CORRUPT", f"checkpoint {path}: {top}/data.pkl cannot be read: {e}", data=data)
         except OSError as e:
-            return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}",
-                           data=data)
+            return finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {path} cannot be read: {e.strerror or e}", data=data)
     if len(pkl) > _MAX_PICKLE_BYTES:
         data["imports"] = [UNRESOLVED]
-        return finding("TP-ENV-CKPT-UNSAFE-PICKLE",
-                       f"checkpoint {path}: {top}/data.pkl is over {_size(_MAX_PICKLE_BYTES)}: its imports were "
-                       "not listed", evidence=f"the archive is intact ({crc_text}); load it only with "
-                       "torch.load(weights_only=True)", data=data)
+        return finding(
+            "TP-ENV-CKPT-UNSAFE-PICKLE",
+            f"checkpoint {path}: {top}/data.pkl is over {_size(_MAX_PICKLE_BYTES)}: its imports were not listed",
+            evidence=f"the archive is intact ({crc_text}); load it only with torch.load(weights_only=True)",
+            data=data,
+        )
     try:
         imports = pickle_imports(pkl)
     except PickleScanError as e:
-        return finding("TP-ENV-CKPT-CORRUPT", f"checkpoint {path}: {top}/data.pkl is not a pickle stream ({e})",
-                       evidence="torch.load fails on it", data=data)
+        return finding(
+            "TP-ENV-CKPT-CORRUPT",
+            f"checkpoint {path}: {top}/data.pkl is not a pickle stream ({e})",
+            evidence="torch.load fails on it",
+            data=data,
+        )
     unsafe = unsafe_imports(imports)
     data["imports"] = imports
     if unsafe:
         data["unsafe_imports"] = unsafe
         shown = ", ".join(_short(u) for u in unsafe[:8]) + (f" and {len(unsafe) - 8} more" if len(unsafe) > 8 else "")
-        return finding("TP-ENV-CKPT-UNSAFE-PICKLE",
-                       f"checkpoint {path}: loading it imports {shown}, beyond what weights_only=True accepts",
-                       evidence=f"{_n(len(unsafe), 'global')} of {len(imports)} imported by {top}/data.pkl lie "
-                                "outside torch's weights-only allowlist; torch.load(weights_only=False) imports "
-                                f"and can call them. The archive is intact ({crc_text}); not unpickled",
-                       data=data)
-    return finding("TP-ENV-CKPT-OK", f"checkpoint {path} is a complete torch archive",
-                   evidence=f"{_size(size)}, {len(infos)} entries ({_n(len(storages), 'storage')}, "
-                            f"{_size(data['storage_bytes'])}), {crc_text}; its pickle imports only what "
-                            "weights_only=True accepts; not unpickled", data=data)
+        return finding(
+            "TP-ENV-CKPT-UNSAFE-PICKLE",
+            f"checkpoint {path}: loading it imports {shown}, beyond what weights_only=True accepts",
+            evidence=f"{_n(len(unsafe), 'global')} of {len(imports)} imported by {top}/data.pkl lie "
+            "outside torch's weights-only allowlist; torch.load(weights_only=False) imports "
+            f"and can call them. The archive is intact ({crc_text}); not unpickled",
+            data=data,
+        )
+    return finding(
+        "TP-ENV-CKPT-OK",
+        f"checkpoint {path} is a complete torch archive",
+        evidence=f"{_size(size)}, {len(infos)} entries ({_n(len(storages), 'storage')}, "
+        f"{_size(data['storage_bytes'])}), {crc_text}; its pickle imports only what "
+        "weights_only=True accepts; not unpickled",
+        data=data,
+    )
 
 
 def _st_numel(shape: list, cap: int) -> int | None:
@@ -600,28 +686,43 @@ def _st_numel(shape: list, cap: int) -> int | None:
 
 def _check_safetensors(path: str, size: int, data: dict, expect: set[str] | None = None) -> Finding:
     data["format"] = "safetensors"
-    corrupt = lambda msg, ev="": finding("TP-ENV-SAFETENSORS-CORRUPT", f"safetensors {path}: {msg}",  # noqa: E731
-                                         evidence=ev, data=data)
+    corrupt = lambda msg, ev="": finding(  # noqa: E731
+        "TP-ENV-SAFETENSORS-CORRUPT",
+        f"safetensors {path}: {msg}",
+        evidence=ev,
+        data=data,
+    )
     if size < 8:
-        return finding("TP-ENV-SAFETENSORS-TRUNCATED", f"safetensors {path} ends early: {size} bytes, "
-                       "shorter than its 8-byte header length", data=data)
+        return finding(
+            "TP-ENV-SAFETENSORS-TRUNCATED",
+            f"safetensors {path} ends early: {size} bytes, shorter than its 8-byte header length",
+            data=data,
+        )
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         data["header_bytes"] = n
         if n > _ST_MAX_HEADER:
-            return corrupt(f"header length {n} is over the format's 100 MB limit",
-                           "the first 8 bytes are not a safetensors header length")
+            return corrupt(
+                f"header length {n} is over the format's 100 MB limit",
+                "the first 8 bytes are not a safetensors header length",
+            )
         if 8 + n > size:
-            return finding("TP-ENV-SAFETENSORS-TRUNCATED", f"safetensors {path} ends early: inside its header",
-                           evidence=f"the header needs bytes 8-{8 + n}, the file has {size}", data=data)
+            return finding(
+                "TP-ENV-SAFETENSORS-TRUNCATED",
+                f"safetensors {path} ends early: inside its header",
+                evidence=f"the header needs bytes 8-{8 + n}, the file has {size}",
+                data=data,
+            )
         raw = f.read(n)
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         return corrupt(f"the header is not valid JSON ({_short(str(e))})")
     except RecursionError:
-        return corrupt("the header nests deeper than a JSON parser can follow",
-                       "a safetensors header is one flat object of tensor entries")
+        return corrupt(
+            "the header nests deeper than a JSON parser can follow",
+            "a safetensors header is one flat object of tensor entries",
+        )
     if not isinstance(header, dict):
         return corrupt("the header is not a JSON object")
     meta = header.pop("__metadata__", None)
@@ -639,9 +740,11 @@ def _check_safetensors(path: str, size: int, data: dict, expect: set[str] | None
         if not isinstance(dtype, str) or not isinstance(shape, list) or not isinstance(offs, list) or len(offs) != 2:
             return corrupt(f"tensor {tname} lacks a dtype, a shape or two data_offsets", _json_excerpt(t))
         if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape) or not all(
-                isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offs):
-            return corrupt(f"tensor {tname} has a shape or offsets that are not non-negative integers",
-                           _json_excerpt(t))
+            isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offs
+        ):
+            return corrupt(
+                f"tensor {tname} has a shape or offsets that are not non-negative integers", _json_excerpt(t)
+            )
         b, e = offs
         if e < b:
             return corrupt(f"tensor {tname} ends (byte {_short(str(e))}) before it begins (byte {_short(str(b))})")
@@ -653,13 +756,17 @@ def _check_safetensors(path: str, size: int, data: dict, expect: set[str] | None
         numel = _st_numel(shape, cap=8 * (e - b))
         if numel is None:
             data["tensor"] = _short(name)
-            return corrupt(f"tensor {tname} ({dtype} {shape_text}) needs more bytes than its offsets give "
-                           f"({_short(str(e - b))})", f"data area {data_len} bytes")
+            return corrupt(
+                f"tensor {tname} ({dtype} {shape_text}) needs more bytes than its offsets give ({_short(str(e - b))})",
+                f"data area {data_len} bytes",
+            )
         if (numel * bits) % 8 or e - b != numel * bits // 8:
             data["tensor"] = _short(name)
-            return corrupt(f"tensor {tname} ({dtype} {shape_text}) needs {numel * bits / 8:g} bytes, "
-                           f"its offsets give {_short(str(e - b))}",
-                           f"data_offsets [{_short(str(b))}, {_short(str(e))}], data area {data_len} bytes")
+            return corrupt(
+                f"tensor {tname} ({dtype} {shape_text}) needs {numel * bits / 8:g} bytes, "
+                f"its offsets give {_short(str(e - b))}",
+                f"data_offsets [{_short(str(b))}, {_short(str(e))}], data area {data_len} bytes",
+            )
         spans.append((b, e, name))
     spans.sort()
     pos = 0
@@ -672,22 +779,31 @@ def _check_safetensors(path: str, size: int, data: dict, expect: set[str] | None
     if pos > data_len:
         cut = [name for b, e, name in spans if e > data_len]
         data["tensors_cut"] = cut
-        return finding("TP-ENV-SAFETENSORS-TRUNCATED", f"safetensors {path} ends early: "
-                       f"{pos - data_len} bytes of tensor data missing",
-                       evidence=f"the header describes {pos} bytes of data, the file holds {data_len}; tensors cut: "
-                                + ", ".join(cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else ""),
-                       data=data)
+        return finding(
+            "TP-ENV-SAFETENSORS-TRUNCATED",
+            f"safetensors {path} ends early: {pos - data_len} bytes of tensor data missing",
+            evidence=f"the header describes {pos} bytes of data, the file holds {data_len}; tensors cut: "
+            + ", ".join(cut[:5])
+            + (f" and {len(cut) - 5} more" if len(cut) > 5 else ""),
+            data=data,
+        )
     if pos < data_len:
-        return corrupt(f"{data_len - pos} bytes follow the last tensor", "safetensors refuses a file its header does "
-                       "not cover exactly")
+        return corrupt(
+            f"{data_len - pos} bytes follow the last tensor",
+            "safetensors refuses a file its header does not cover exactly",
+        )
     if expect:
         absent = sorted(expect - set(header))
         if absent:
             data["absent"] = absent
             return corrupt(f"lacks {len(absent)} tensors its index assigns to it: {', '.join(absent[:5])}")
-    return finding("TP-ENV-SAFETENSORS-OK", f"safetensors {path} is complete",
-                   evidence=f"{_size(size)}, {len(spans)} tensors, every byte range inside the file and consistent "
-                            "with its dtype and shape", data=data)
+    return finding(
+        "TP-ENV-SAFETENSORS-OK",
+        f"safetensors {path} is complete",
+        evidence=f"{_size(size)}, {len(spans)} tensors, every byte range inside the file and consistent "
+        "with its dtype and shape",
+        data=data,
+    )
 
 
 def _ok_id(f: Finding) -> bool:
@@ -699,8 +815,13 @@ def _check_dir(path: str) -> list[Finding]:
     try:
         entries = sorted(os.listdir(d))
     except OSError as e:
-        return [finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint directory {path} cannot be listed: "
-                        f"{e.strerror or e}", data={"path": path})]
+        return [
+            finding(
+                "TP-ENV-CKPT-UNREADABLE",
+                f"checkpoint directory {path} cannot be listed: {e.strerror or e}",
+                data={"path": path},
+            )
+        ]
     problems: list[Finding] = []
     files: dict[str, set[str] | None] = {}  # file name -> tensors an index assigns to it
     for idx in (e for e in entries if e.endswith(".index.json")):
@@ -714,8 +835,13 @@ def _check_dir(path: str) -> list[Finding]:
             if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
                 raise ValueError("weight_map is not a map of file names")
         except OSError as e:
-            problems.append(finding("TP-ENV-CKPT-UNREADABLE", f"shard index {ipath} cannot be read: "
-                                    f"{e.strerror or e}", data={"path": ipath}))
+            problems.append(
+                finding(
+                    "TP-ENV-CKPT-UNREADABLE",
+                    f"shard index {ipath} cannot be read: {e.strerror or e}",
+                    data={"path": ipath},
+                )
+            )
             continue
         except (ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError) as e:
             why = "it nests too deeply" if isinstance(e, RecursionError) else _short(str(e))
@@ -723,11 +849,16 @@ def _check_dir(path: str) -> list[Finding]:
             continue
         missing = sorted({v for v in wmap.values() if not os.path.isfile(os.path.join(path, v))})
         if missing:
-            problems.append(finding(
-                "TP-ENV-SHARD-MISSING", f"shard index {ipath} names {len(missing)} missing file(s): "
-                + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""),
-                evidence=f"{len(set(wmap.values()))} files named, {len(wmap)} tensors",
-                data={"path": ipath, "missing": missing}))
+            problems.append(
+                finding(
+                    "TP-ENV-SHARD-MISSING",
+                    f"shard index {ipath} names {len(missing)} missing file(s): "
+                    + ", ".join(missing[:5])
+                    + (" ..." if len(missing) > 5 else ""),
+                    evidence=f"{len(set(wmap.values()))} files named, {len(wmap)} tensors",
+                    data={"path": ipath, "missing": missing},
+                )
+            )
         for tensor, fname in wmap.items():
             if fname not in missing:
                 s = files.setdefault(fname, set())
@@ -748,15 +879,26 @@ def _check_dir(path: str) -> list[Finding]:
         already = {x for f in problems if f.id == "TP-ENV-SHARD-MISSING" for x in f.data.get("missing", ())}
         absent = [a for a in absent if a not in already]
         if absent:
-            problems.append(finding(
-                "TP-ENV-SHARD-MISSING", f"checkpoint {path}: {len(absent)} of {int(n)} shards missing: "
-                + ", ".join(absent[:5]) + (" ..." if len(absent) > 5 else ""), data={"path": path, "missing": absent}))
+            problems.append(
+                finding(
+                    "TP-ENV-SHARD-MISSING",
+                    f"checkpoint {path}: {len(absent)} of {int(n)} shards missing: "
+                    + ", ".join(absent[:5])
+                    + (" ..." if len(absent) > 5 else ""),
+                    data={"path": path, "missing": absent},
+                )
+            )
     if not files:
         if problems:
             return problems
-        return [finding("TP-ENV-CKPT-MISSING", f"checkpoint directory {path} holds no checkpoint file",
-                        evidence="looked for *.index.json, " + ", ".join(f"*{s}" for s in _CKPT_SUFFIXES),
-                        data={"path": path})]
+        return [
+            finding(
+                "TP-ENV-CKPT-MISSING",
+                f"checkpoint directory {path} holds no checkpoint file",
+                evidence="looked for *.index.json, " + ", ".join(f"*{s}" for s in _CKPT_SUFFIXES),
+                data={"path": path},
+            )
+        ]
     oks: dict[str, list[Finding]] = {}
     for fname, expect in sorted(files.items()):
         fpath = os.path.join(path, fname)
@@ -766,8 +908,11 @@ def _check_dir(path: str) -> list[Finding]:
                 size = os.path.getsize(fpath)
                 f = _check_safetensors(fpath, size, {"path": fpath, "bytes": size}, expect)
             except OSError as e:
-                f = finding("TP-ENV-CKPT-UNREADABLE", f"checkpoint {fpath} cannot be read: {e.strerror or e}",
-                            data={"path": fpath})
+                f = finding(
+                    "TP-ENV-CKPT-UNREADABLE",
+                    f"checkpoint {fpath} cannot be read: {e.strerror or e}",
+                    data={"path": fpath},
+                )
         (oks.setdefault(f.id, []) if _ok_id(f) else problems).append(f)
     out = list(problems)
     for rid, fs in oks.items():
@@ -777,14 +922,21 @@ def _check_dir(path: str) -> list[Finding]:
         extra = ""
         if rid == "TP-ENV-SAFETENSORS-OK":
             extra = f", {sum(f.data.get('tensors', 0) for f in fs)} tensors"
-        out.append(finding(rid, f"checkpoint {path}: {len(fs)} {kind} file(s) complete",
-                           evidence=f"{_size(total)}{extra}: " + ", ".join(names[:6])
-                           + (f" and {len(names) - 6} more" if len(names) > 6 else ""),
-                           data={"path": path, "files": names, "bytes": total}))
+        out.append(
+            finding(
+                rid,
+                f"checkpoint {path}: {len(fs)} {kind} file(s) complete",
+                evidence=f"{_size(total)}{extra}: "
+                + ", ".join(names[:6])
+                + (f" and {len(names) - 6} more" if len(names) > 6 else ""),
+                data={"path": path, "files": names, "bytes": total},
+            )
+        )
     return out
 
 
 # --- memory, disk, GPUs --------------------------------------------------------------------
+
 
 def _read_int(p: Path) -> int | None:
     try:
@@ -858,8 +1010,9 @@ def check_memory(required_gb: float | None, th: Thresholds) -> tuple[Finding | N
         why = "psutil is not installed" if isinstance(e, ImportError) else f"psutil failed: {e}"
         if required_gb is None:
             return None, Skip("absent", why)
-        return finding("TP-ENV-MEM-UNKNOWN", f"available RAM could not be measured: {why}",
-                       data={"required_gb": required_gb}), None
+        return finding(
+            "TP-ENV-MEM-UNKNOWN", f"available RAM could not be measured: {why}", data={"required_gb": required_gb}
+        ), None
     data = {"available_bytes": avail, "total_bytes": total}
     src = f"{_gb(avail)} of {_gb(total)} available"
     cg = cgroup_memory()
@@ -877,15 +1030,26 @@ def check_memory(required_gb: float | None, th: Thresholds) -> tuple[Finding | N
     want = need * (1 + th.env_mem_headroom)
     data.update(required_gb=required_gb, headroom=th.env_mem_headroom)
     if avail < need:
-        return finding("TP-ENV-MEM-INSUFFICIENT", f"RAM: {_gb(avail)} available, the run needs {required_gb:g} GB",
-                       evidence=f"{src}; short by {_gb(need - avail)}", data=data), None
+        return finding(
+            "TP-ENV-MEM-INSUFFICIENT",
+            f"RAM: {_gb(avail)} available, the run needs {required_gb:g} GB",
+            evidence=f"{src}; short by {_gb(need - avail)}",
+            data=data,
+        ), None
     if avail < want:
-        return finding("TP-ENV-MEM-TIGHT", f"RAM: {_gb(avail)} available for {required_gb:g} GB required, less "
-                       f"than the {th.env_mem_headroom:.0%} headroom", evidence=f"{src}; wanted {_gb(want)}",
-                       data=data), None
-    return finding("TP-ENV-MEM-OK", f"RAM: {_gb(avail)} available for {required_gb:g} GB required",
-                   evidence=f"{src}; at least {_gb(want)} wanted ({th.env_mem_headroom:.0%} headroom)",
-                   data=data), None
+        return finding(
+            "TP-ENV-MEM-TIGHT",
+            f"RAM: {_gb(avail)} available for {required_gb:g} GB required, less "
+            f"than the {th.env_mem_headroom:.0%} headroom",
+            evidence=f"{src}; wanted {_gb(want)}",
+            data=data,
+        ), None
+    return finding(
+        "TP-ENV-MEM-OK",
+        f"RAM: {_gb(avail)} available for {required_gb:g} GB required",
+        evidence=f"{src}; at least {_gb(want)} wanted ({th.env_mem_headroom:.0%} headroom)",
+        data=data,
+    ), None
 
 
 def check_disk(output_dir: str, checkpoint_gb: float | None, keep: int, th: Thresholds) -> Finding:
@@ -901,8 +1065,9 @@ def check_disk(output_dir: str, checkpoint_gb: float | None, keep: int, th: Thre
     try:
         du = shutil.disk_usage(q)
     except OSError as e:
-        return finding("TP-ENV-DISK-UNKNOWN", f"free space under {output_dir} could not be measured: "
-                       f"{e.strerror or e}", data=data)
+        return finding(
+            "TP-ENV-DISK-UNKNOWN", f"free space under {output_dir} could not be measured: {e.strerror or e}", data=data
+        )
     data.update(free_bytes=du.free, total_bytes=du.total)
     if checkpoint_gb is None:
         return finding("TP-ENV-DISK-INFO", f"disk: {_gb(du.free)} free of {_gb(du.total)} under {where}", data=data)
@@ -911,15 +1076,27 @@ def check_disk(output_dir: str, checkpoint_gb: float | None, keep: int, th: Thre
     data.update(checkpoint_gb=checkpoint_gb, keep=keep, headroom_checkpoints=th.env_disk_headroom_checkpoints)
     plan = f"{keep} x {checkpoint_gb:g} GB checkpoints"
     if du.free < need:
-        return finding("TP-ENV-DISK-INSUFFICIENT", f"disk: {_gb(du.free)} free under {where}, {plan} need "
-                       f"{_gb(need)}", evidence=f"short by {_gb(need - du.free)}", data=data)
+        return finding(
+            "TP-ENV-DISK-INSUFFICIENT",
+            f"disk: {_gb(du.free)} free under {where}, {plan} need {_gb(need)}",
+            evidence=f"short by {_gb(need - du.free)}",
+            data=data,
+        )
     if du.free < want:
-        return finding("TP-ENV-DISK-TIGHT", f"disk: {_gb(du.free)} free under {where} holds {plan} but not "
-                       f"{th.env_disk_headroom_checkpoints} more while a save rotates",
-                       evidence=f"wanted {_gb(want)}", data=data)
-    return finding("TP-ENV-DISK-OK", f"disk: {_gb(du.free)} free under {where} for {plan}",
-                   evidence=f"at least {_gb(want)} wanted ({th.env_disk_headroom_checkpoints} checkpoint(s) of "
-                            "headroom for rotation)", data=data)
+        return finding(
+            "TP-ENV-DISK-TIGHT",
+            f"disk: {_gb(du.free)} free under {where} holds {plan} but not "
+            f"{th.env_disk_headroom_checkpoints} more while a save rotates",
+            evidence=f"wanted {_gb(want)}",
+            data=data,
+        )
+    return finding(
+        "TP-ENV-DISK-OK",
+        f"disk: {_gb(du.free)} free under {where} for {plan}",
+        evidence=f"at least {_gb(want)} wanted ({th.env_disk_headroom_checkpoints} checkpoint(s) of "
+        "headroom for rotation)",
+        data=data,
+    )
 
 
 def check_gpus() -> tuple[list[Finding], Skip | None]:
@@ -930,8 +1107,7 @@ def check_gpus() -> tuple[list[Finding], Skip | None]:
     try:
         pynvml.nvmlInit()
     except Exception as e:  # noqa: BLE001 - pynvml.NVMLError and friends
-        return [finding("TP-ENV-GPU-INFO", f"GPUs: NVML could not be initialised ({e})",
-                        data={"error": str(e)})], None
+        return [finding("TP-ENV-GPU-INFO", f"GPUs: NVML could not be initialised ({e})", data={"error": str(e)})], None
     out = []
     try:
         drv = pynvml.nvmlSystemGetDriverVersion()
@@ -944,10 +1120,20 @@ def check_gpus() -> tuple[list[Finding], Skip | None]:
             name = pynvml.nvmlDeviceGetName(h)
             name = name.decode() if isinstance(name, bytes) else str(name)
             mem = pynvml.nvmlDeviceGetMemoryInfo(h)
-            out.append(finding("TP-ENV-GPU-INFO", f"GPU {i}: {name}, {_gb(mem.free)} free of {_gb(mem.total)}",
-                               evidence=f"driver {drv}; {_gb(mem.used)} used by other processes",
-                               data={"index": i, "name": name, "free_bytes": int(mem.free),
-                                     "total_bytes": int(mem.total), "driver": drv}))
+            out.append(
+                finding(
+                    "TP-ENV-GPU-INFO",
+                    f"GPU {i}: {name}, {_gb(mem.free)} free of {_gb(mem.total)}",
+                    evidence=f"driver {drv}; {_gb(mem.used)} used by other processes",
+                    data={
+                        "index": i,
+                        "name": name,
+                        "free_bytes": int(mem.free),
+                        "total_bytes": int(mem.total),
+                        "driver": drv,
+                    },
+                )
+            )
     except Exception as e:  # noqa: BLE001
         out.append(finding("TP-ENV-GPU-INFO", f"GPUs: NVML query failed ({e})", data={"error": str(e)}))
     finally:
@@ -960,10 +1146,22 @@ def check_gpus() -> tuple[list[Finding], Skip | None]:
 
 # --- the report ----------------------------------------------------------------------------
 
-def env_report(modules=(), python: str | None = None, cwd: str = ".", cwd_given: bool = False, checkpoints=(),
-               required_gb: float | None = None, output_dir: str | None = None, checkpoint_gb: float | None = None,
-               keep: int = 1, timeout: float = 120.0, th: Thresholds | None = None,
-               clean_env: bool = False, mute=()) -> Report:
+
+def env_report(
+    modules=(),
+    python: str | None = None,
+    cwd: str = ".",
+    cwd_given: bool = False,
+    checkpoints=(),
+    required_gb: float | None = None,
+    output_dir: str | None = None,
+    checkpoint_gb: float | None = None,
+    keep: int = 1,
+    timeout: float = 120.0,
+    th: Thresholds | None = None,
+    clean_env: bool = False,
+    mute=(),
+) -> Report:
     """The one report about this machine (see the module documentation).
 
     With ``clean_env`` the child interpreters get a minimal environment
@@ -973,14 +1171,40 @@ def env_report(modules=(), python: str | None = None, cwd: str = ".", cwd_given:
     global _PROBE_ENV
     _PROBE_ENV = clean_environment() if clean_env else None
     try:
-        return _env_report(modules, python, cwd, cwd_given, checkpoints, required_gb, output_dir, checkpoint_gb,
-                           keep, timeout, th, clean_env, mute)
+        return _env_report(
+            modules,
+            python,
+            cwd,
+            cwd_given,
+            checkpoints,
+            required_gb,
+            output_dir,
+            checkpoint_gb,
+            keep,
+            timeout,
+            th,
+            clean_env,
+            mute,
+        )
     finally:
         _PROBE_ENV = None
 
 
-def _env_report(modules, python, cwd, cwd_given, checkpoints, required_gb, output_dir, checkpoint_gb, keep, timeout,
-                th, clean_env, mute=()) -> Report:
+def _env_report(
+    modules,
+    python,
+    cwd,
+    cwd_given,
+    checkpoints,
+    required_gb,
+    output_dir,
+    checkpoint_gb,
+    keep,
+    timeout,
+    th,
+    clean_env,
+    mute=(),
+) -> Report:
     th = th or Thresholds()
     findings: list[Finding] = []
     skipped: dict[str, Skip] = {}
@@ -990,19 +1214,34 @@ def _env_report(modules, python, cwd, cwd_given, checkpoints, required_gb, outpu
     cwd_ok = os.path.isdir(cwd)
     if not cwd_ok and (cwd_given or modules):
         what = "is not a directory" if os.path.exists(cwd) else "does not exist"
-        findings.append(finding("TP-ENV-CWD-MISSING", f"--cwd {cwd} {what}"
-                                + (f": {len(modules)} import(s) not probed" if modules else ""), data={"cwd": cwd}))
+        findings.append(
+            finding(
+                "TP-ENV-CWD-MISSING",
+                f"--cwd {cwd} {what}" + (f": {len(modules)} import(s) not probed" if modules else ""),
+                data={"cwd": cwd},
+            )
+        )
     if modules or python is not None:
         py = python or sys.executable
         info, why = probe_python(py, cwd if cwd_ok else None, timeout)
         if info is None:
-            findings.append(finding("TP-ENV-PYTHON-UNUSABLE", why + (
-                f": {len(modules)} import(s) not probed" if modules else ""), data={"python": py}))
+            findings.append(
+                finding(
+                    "TP-ENV-PYTHON-UNUSABLE",
+                    why + (f": {len(modules)} import(s) not probed" if modules else ""),
+                    data={"python": py},
+                )
+            )
         else:
             meta["python"] = info
-            findings.append(finding("TP-ENV-PYTHON-INFO", f"Python {info['version']} ({info['implementation']}) "
-                                    f"at {info['executable']}", evidence=f"prefix {info['prefix']}; imports run "
-                                    f"from {cwd}", data={"python": py, **info}))
+            findings.append(
+                finding(
+                    "TP-ENV-PYTHON-INFO",
+                    f"Python {info['version']} ({info['implementation']}) at {info['executable']}",
+                    evidence=f"prefix {info['prefix']}; imports run from {cwd}",
+                    data={"python": py, **info},
+                )
+            )
             if cwd_ok:
                 for m in modules:
                     items += 1
@@ -1022,9 +1261,25 @@ def _env_report(modules, python, cwd, cwd_given, checkpoints, required_gb, outpu
     findings.extend(gpus)
     if skip is not None:
         skipped["TP-ENV-GPU-INFO"] = skip
-    if not (modules or checkpoints or required_gb is not None or checkpoint_gb is not None or python is not None
-            or cwd_given):
-        notes.append("nothing was required: give --module, --checkpoint, --required-gb or --checkpoint-gb for a "
-                     "verdict")
-    return report(cwd, "env", findings, ran=sorted({f.id for f in findings}), skipped=skipped, records=items,
-                  meta=meta, notes=notes, mute=mute)
+    if not (
+        modules
+        or checkpoints
+        or required_gb is not None
+        or checkpoint_gb is not None
+        or python is not None
+        or cwd_given
+    ):
+        notes.append(
+            "nothing was required: give --module, --checkpoint, --required-gb or --checkpoint-gb for a verdict"
+        )
+    return report(
+        cwd,
+        "env",
+        findings,
+        ran=sorted({f.id for f in findings}),
+        skipped=skipped,
+        records=items,
+        meta=meta,
+        notes=notes,
+        mute=mute,
+    )

@@ -40,6 +40,7 @@ would (``sp.encode(text)``: the model's own normalisation, no extra markers).
 ``soundfile`` and ``sentencepiece`` are the ``[speech]`` extra, imported lazily: without
 them the command exits 2 naming the extra, and says nothing about the data.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -76,12 +77,33 @@ _BATCH = 1024
 # --- declarations ------------------------------------------------------------------------
 
 
-DATA_IDS = ("TP-DATA-INVALID-INPUT", "TP-DATA-NO-DATA", "TP-DATA-MISSING-AUDIO", "TP-DATA-INCONSISTENT-SR",
-            "TP-DATA-INCONSISTENT-CHANNELS", "TP-DATA-UNREADABLE-AUDIO", "TP-DATA-EMPTY-TRANSCRIPT",
-            "TP-DATA-DURATION-LONG", "TP-DATA-DURATION-SHORT", "TP-DATA-CHAR-RATE-OUTLIER", "TP-DATA-DUPLICATES",
-            "TP-DATA-CLIPPING", "TP-DATA-SILENCE", "TP-DATA-UNNORMALIZED", "TP-DATA-MIXED-SCRIPTS", "TP-DATA-PASS")
-TOK_IDS = ("TP-TOK-INVALID-MODEL", "TP-TOK-HIGH-OOV", "TP-TOK-LOW-COVERAGE", "TP-TOK-HIGH-TPS",
-           "TP-TOK-TPS-NOT-MEASURED", "TP-TOK-SUSPICIOUS-SPLIT", "TP-TOK-PASS")
+DATA_IDS = (
+    "TP-DATA-INVALID-INPUT",
+    "TP-DATA-NO-DATA",
+    "TP-DATA-MISSING-AUDIO",
+    "TP-DATA-INCONSISTENT-SR",
+    "TP-DATA-INCONSISTENT-CHANNELS",
+    "TP-DATA-UNREADABLE-AUDIO",
+    "TP-DATA-EMPTY-TRANSCRIPT",
+    "TP-DATA-DURATION-LONG",
+    "TP-DATA-DURATION-SHORT",
+    "TP-DATA-CHAR-RATE-OUTLIER",
+    "TP-DATA-DUPLICATES",
+    "TP-DATA-CLIPPING",
+    "TP-DATA-SILENCE",
+    "TP-DATA-UNNORMALIZED",
+    "TP-DATA-MIXED-SCRIPTS",
+    "TP-DATA-PASS",
+)
+TOK_IDS = (
+    "TP-TOK-INVALID-MODEL",
+    "TP-TOK-HIGH-OOV",
+    "TP-TOK-LOW-COVERAGE",
+    "TP-TOK-HIGH-TPS",
+    "TP-TOK-TPS-NOT-MEASURED",
+    "TP-TOK-SUSPICIOUS-SPLIT",
+    "TP-TOK-PASS",
+)
 
 
 class ExtraMissing(Exception):
@@ -108,20 +130,22 @@ def import_sentencepiece():
     try:
         import sentencepiece
     except ImportError as e:
-        raise ExtraMissing(f"the tokenizer check needs sentencepiece ({e.__class__.__name__}: {e}): "
-                           f"{SPEECH_EXTRA}") from None
+        raise ExtraMissing(
+            f"the tokenizer check needs sentencepiece ({e.__class__.__name__}: {e}): {SPEECH_EXTRA}"
+        ) from None
     return sentencepiece
 
 
 # --- reading the corpus ------------------------------------------------------------------
 
+
 @dataclass
 class Item:
     """One audio/transcript pair as the input lists it."""
 
-    where: str                 # how findings name it: "line 3 (wavs/a.wav)" or "spk1/a.wav"
-    audio: Path | None         # resolved audio path (None: plain-text transcripts)
-    text: str | None           # None: missing
+    where: str  # how findings name it: "line 3 (wavs/a.wav)" or "spk1/a.wav"
+    audio: Path | None  # resolved audio path (None: plain-text transcripts)
+    text: str | None  # None: missing
     text_problem: str | None = None  # missing | not a string | not UTF-8 | empty
     line: int | None = None
     declared_duration: float | None = None
@@ -129,7 +153,7 @@ class Item:
 
 @dataclass
 class Corpus:
-    kind: str                  # directory | ljspeech | manifest | lines
+    kind: str  # directory | ljspeech | manifest | lines
     items: list[Item] = field(default_factory=list)
     bad: list[tuple[int, str]] = field(default_factory=list)  # (line, reason), all of them
     notes: list[str] = field(default_factory=list)
@@ -246,8 +270,10 @@ def _ljspeech(meta: Path, wavs: Path) -> Corpus:
         rel = f"wavs/{uid}.wav"
         c.items.append(_text_item(Item(f"line {lineno} ({rel})", wavs / f"{uid}.wav", None, line=lineno), text))
     if normalized:
-        c.notes.append(f"LJSpeech metadata: the normalized (third) column is the text for {normalized} line(s)"
-                       + (f", the second column for {raw}" if raw else ""))
+        c.notes.append(
+            f"LJSpeech metadata: the normalized (third) column is the text for {normalized} line(s)"
+            + (f", the second column for {raw}" if raw else "")
+        )
     return c
 
 
@@ -323,6 +349,7 @@ def _directory(root: Path) -> Corpus:
 
 # --- audio ---------------------------------------------------------------------------------
 
+
 @dataclass
 class Audio:
     sr: int
@@ -333,7 +360,7 @@ class Audio:
     lead: float
     trail: float
     voiced: float
-    silent: bool          # no sound at all
+    silent: bool  # no sound at all
 
     @property
     def duration(self) -> float:
@@ -395,7 +422,7 @@ def analyse_audio(sf, path: Path, th: Thresholds) -> Audio:
         if full:
             power.append(sq[: full * flen].reshape(full, flen).mean(axis=1))
         if len(sq) % flen:
-            power.append(np.array([sq[full * flen:].mean()]))
+            power.append(np.array([sq[full * flen :].mean()]))
     clipped += int(carry[carry >= th.speech_clip_run].sum())
     duration = frames / sr if sr else 0.0
     lead = trail = 0.0
@@ -419,10 +446,41 @@ def analyse_audio(sf, path: Path, th: Thresholds) -> Audio:
 
 _SYMBOLS = "%$€£¥&@#+=*/\\<>|~^_§°№"
 _UNSPOKEN = re.compile(r"\S*(?:\d|[" + re.escape(_SYMBOLS) + r"])\S*")
-_SCRIPTS = frozenset((
-    "LATIN", "CYRILLIC", "GREEK", "ARABIC", "HEBREW", "ARMENIAN", "GEORGIAN", "DEVANAGARI", "BENGALI", "GURMUKHI",
-    "GUJARATI", "ORIYA", "TAMIL", "TELUGU", "KANNADA", "MALAYALAM", "SINHALA", "THAI", "LAO", "TIBETAN", "MYANMAR",
-    "ETHIOPIC", "KHMER", "MONGOLIAN", "SYRIAC", "THAANA", "CJK", "HIRAGANA", "KATAKANA", "HANGUL", "BOPOMOFO"))
+_SCRIPTS = frozenset(
+    (
+        "LATIN",
+        "CYRILLIC",
+        "GREEK",
+        "ARABIC",
+        "HEBREW",
+        "ARMENIAN",
+        "GEORGIAN",
+        "DEVANAGARI",
+        "BENGALI",
+        "GURMUKHI",
+        "GUJARATI",
+        "ORIYA",
+        "TAMIL",
+        "TELUGU",
+        "KANNADA",
+        "MALAYALAM",
+        "SINHALA",
+        "THAI",
+        "LAO",
+        "TIBETAN",
+        "MYANMAR",
+        "ETHIOPIC",
+        "KHMER",
+        "MONGOLIAN",
+        "SYRIAC",
+        "THAANA",
+        "CJK",
+        "HIRAGANA",
+        "KATAKANA",
+        "HANGUL",
+        "BOPOMOFO",
+    )
+)
 _CJK = frozenset(("CJK", "HIRAGANA", "KATAKANA", "HANGUL", "BOPOMOFO"))
 
 
@@ -452,6 +510,7 @@ def spoken_chars(text: str) -> int:
 
 # --- presentation ----------------------------------------------------------------------------
 
+
 def _names(items, total: int | None = None, fmt=None) -> str:
     shown = [fmt(x) if fmt else x.where for x in list(items)[:SHOW]]
     total = len(items) if total is None else total
@@ -470,11 +529,18 @@ def _s(x: float) -> str:
     return f"{x:.2f} s"
 
 
-def _finish(findings: list[Finding], ran: list[str], skipped: dict, mute: set, ids: tuple, pass_id: str,
-            pass_msg: str, pass_data: dict) -> list[Finding]:
+def _finish(
+    findings: list[Finding],
+    ran: list[str],
+    skipped: dict,
+    mute: set,
+    ids: tuple,
+    pass_id: str,
+    pass_msg: str,
+    pass_data: dict,
+) -> list[Finding]:
     findings = [f for f in findings if f.id not in mute]
-    if pass_id not in mute and not any(
-            f.level in (Level.FAIL, Level.WARN, Level.NOT_CHECKED) for f in findings):
+    if pass_id not in mute and not any(f.level in (Level.FAIL, Level.WARN, Level.NOT_CHECKED) for f in findings):
         findings.append(finding(pass_id, pass_msg, data=pass_data))
         ran.append(pass_id)
     return findings
@@ -485,12 +551,17 @@ def _bad_lines_finding(corpus: Corpus) -> Finding:
     first = "; ".join(f"line {ln}: {why}" for ln, why in corpus.bad[:SHOW])
     what = {"manifest": "manifest", "ljspeech": "metadata.csv", "lines": "transcripts file"}.get(corpus.kind, "input")
     return finding(
-        "TP-DATA-INVALID-INPUT", f"{n} {what} line(s) could not be read ({first.split(';')[0]}"
-        + (f" and {n - 1} more)" if n > 1 else ")"),
+        "TP-DATA-INVALID-INPUT",
+        f"{n} {what} line(s) could not be read ({first.split(';')[0]}" + (f" and {n - 1} more)" if n > 1 else ")"),
         evidence=f"First: {first}. {len(corpus.items)} pair(s) from the other lines were checked.",
-        data={"count": n, "lines": [ln for ln, _ in corpus.bad[:SHOW]], "reasons": [w for _, w in corpus.bad[:SHOW]],
-              "file": str(corpus.lines_file) if corpus.lines_file else None},
-        line=corpus.bad[0][0])
+        data={
+            "count": n,
+            "lines": [ln for ln, _ in corpus.bad[:SHOW]],
+            "reasons": [w for _, w in corpus.bad[:SHOW]],
+            "file": str(corpus.lines_file) if corpus.lines_file else None,
+        },
+        line=corpus.bad[0][0],
+    )
 
 
 def _input_report(path: Path, kind: str, e: InputError) -> Report:
@@ -499,6 +570,7 @@ def _input_report(path: Path, kind: str, e: InputError) -> Report:
 
 
 # --- trainproof data ---------------------------------------------------------------------------
+
 
 def check_data(path: Path, th: Thresholds = DEFAULT, mute=()) -> Report:
     """Judge a speech corpus. Raises :class:`ExtraMissing` when soundfile is not installed."""
@@ -510,8 +582,11 @@ def check_data(path: Path, th: Thresholds = DEFAULT, mute=()) -> Report:
     except InputError as e:
         return _input_report(path, kind, e)
     items = corpus.items
-    meta: dict = {"input": corpus.kind, "pairs": len(items), "lines_file": str(corpus.lines_file)
-                  if corpus.lines_file else None}
+    meta: dict = {
+        "input": corpus.kind,
+        "pairs": len(items),
+        "lines_file": str(corpus.lines_file) if corpus.lines_file else None,
+    }
     notes = list(corpus.notes)
     findings: list[Finding] = []
     ran: list[str] = ["TP-DATA-INVALID-INPUT"]
@@ -548,62 +623,105 @@ def check_data(path: Path, th: Thresholds = DEFAULT, mute=()) -> Report:
 
     ran += ["TP-DATA-MISSING-AUDIO", "TP-DATA-UNREADABLE-AUDIO", "TP-DATA-EMPTY-TRANSCRIPT"]
     if missing:
-        findings.append(finding(
-            "TP-DATA-MISSING-AUDIO", f"{len(missing)} of {len(items)} pair(s) reference audio that does not exist",
-            evidence=f"Missing: {_names(missing)}."
-            + (f" Looked for: {missing[0].audio}." if missing[0].audio is not None else ""),
-            data={"count": len(missing), "items": [m.where for m in missing[:SHOW]],
-                  "paths": [str(m.audio) for m in missing[:SHOW]]},
-            line=_first_line(missing)))
+        findings.append(
+            finding(
+                "TP-DATA-MISSING-AUDIO",
+                f"{len(missing)} of {len(items)} pair(s) reference audio that does not exist",
+                evidence=f"Missing: {_names(missing)}."
+                + (f" Looked for: {missing[0].audio}." if missing[0].audio is not None else ""),
+                data={
+                    "count": len(missing),
+                    "items": [m.where for m in missing[:SHOW]],
+                    "paths": [str(m.audio) for m in missing[:SHOW]],
+                },
+                line=_first_line(missing),
+            )
+        )
     if unreadable:
-        findings.append(finding(
-            "TP-DATA-UNREADABLE-AUDIO", f"{len(unreadable)} audio file(s) cannot be decoded",
-            evidence="First: " + "; ".join(f"{it.where}: {why}" for it, why in unreadable[:SHOW])
-            + (f" (and {len(unreadable) - SHOW} more)" if len(unreadable) > SHOW else "") + ".",
-            data={"count": len(unreadable), "items": [it.where for it, _ in unreadable[:SHOW]],
-                  "reasons": [why for _, why in unreadable[:SHOW]]},
-            line=_first_line([it for it, _ in unreadable])))
+        findings.append(
+            finding(
+                "TP-DATA-UNREADABLE-AUDIO",
+                f"{len(unreadable)} audio file(s) cannot be decoded",
+                evidence="First: "
+                + "; ".join(f"{it.where}: {why}" for it, why in unreadable[:SHOW])
+                + (f" (and {len(unreadable) - SHOW} more)" if len(unreadable) > SHOW else "")
+                + ".",
+                data={
+                    "count": len(unreadable),
+                    "items": [it.where for it, _ in unreadable[:SHOW]],
+                    "reasons": [why for _, why in unreadable[:SHOW]],
+                },
+                line=_first_line([it for it, _ in unreadable]),
+            )
+        )
     empty = [it for it in items if it.text_problem]
     if empty:
         kinds = Counter(it.text_problem for it in empty)
-        findings.append(finding(
-            "TP-DATA-EMPTY-TRANSCRIPT", f"{len(empty)} pair(s) have no transcript text ("
-            + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) + ")",
-            evidence=f"First: {_names(empty, fmt=lambda it: f'{it.where} ({it.text_problem})')}.",
-            data={"count": len(empty), "kinds": dict(kinds), "items": [it.where for it in empty[:SHOW]]},
-            line=_first_line(empty)))
+        findings.append(
+            finding(
+                "TP-DATA-EMPTY-TRANSCRIPT",
+                f"{len(empty)} pair(s) have no transcript text ("
+                + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+                + ")",
+                evidence=f"First: {_names(empty, fmt=lambda it: f'{it.where} ({it.text_problem})')}.",
+                data={"count": len(empty), "kinds": dict(kinds), "items": [it.where for it in empty[:SHOW]]},
+                line=_first_line(empty),
+            )
+        )
 
     if measured:
         findings += _audio_findings(measured, th, ran, skipped, meta)
     else:
-        for rid in ("TP-DATA-INCONSISTENT-SR", "TP-DATA-INCONSISTENT-CHANNELS", "TP-DATA-DURATION-LONG",
-                    "TP-DATA-DURATION-SHORT", "TP-DATA-CHAR-RATE-OUTLIER", "TP-DATA-DUPLICATES", "TP-DATA-CLIPPING",
-                    "TP-DATA-SILENCE"):
+        for rid in (
+            "TP-DATA-INCONSISTENT-SR",
+            "TP-DATA-INCONSISTENT-CHANNELS",
+            "TP-DATA-DURATION-LONG",
+            "TP-DATA-DURATION-SHORT",
+            "TP-DATA-CHAR-RATE-OUTLIER",
+            "TP-DATA-DUPLICATES",
+            "TP-DATA-CLIPPING",
+            "TP-DATA-SILENCE",
+        ):
             skipped[rid] = Skip("absent", "no readable audio")
     findings += _text_findings(items, ran)
 
-    findings = _finish(findings, ran, skipped, mute, DATA_IDS, "TP-DATA-PASS",
-                       f"{len(items)} pair(s), {len(measured)} clip(s) read, "
-                       f"{meta.get('duration_s', {}).get('total', 0.0) / 60:.1f} min of audio: no findings",
-                       {"pairs": len(items)})
-    return report(str(path), kind, findings, ran=ran, skipped=skipped, records=len(items), meta=meta, notes=notes,
-                  mute=mute)
+    findings = _finish(
+        findings,
+        ran,
+        skipped,
+        mute,
+        DATA_IDS,
+        "TP-DATA-PASS",
+        f"{len(items)} pair(s), {len(measured)} clip(s) read, "
+        f"{meta.get('duration_s', {}).get('total', 0.0) / 60:.1f} min of audio: no findings",
+        {"pairs": len(items)},
+    )
+    return report(
+        str(path), kind, findings, ran=ran, skipped=skipped, records=len(items), meta=meta, notes=notes, mute=mute
+    )
 
 
 def _majority(counter: Counter):
     return sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
 
-def _audio_findings(measured: list[tuple[Item, Audio]], th: Thresholds, ran: list, skipped: dict,
-                    meta: dict) -> list[Finding]:
+def _audio_findings(
+    measured: list[tuple[Item, Audio]], th: Thresholds, ran: list, skipped: dict, meta: dict
+) -> list[Finding]:
     out: list[Finding] = []
     durs = [a.duration for _, a in measured]
     meta["audio_read"] = len(measured)
-    meta["duration_s"] = {"total": round(sum(durs), 3), "min": round(min(durs), 3),
-                          "median": round(statistics.median(durs), 3), "max": round(max(durs), 3)}
+    meta["duration_s"] = {
+        "total": round(sum(durs), 3),
+        "min": round(min(durs), 3),
+        "median": round(statistics.median(durs), 3),
+        "max": round(max(durs), 3),
+    }
 
-    for rid, attr, unit, label in (("TP-DATA-INCONSISTENT-SR", "sr", "Hz", "sample rates"),
-                                   ("TP-DATA-INCONSISTENT-CHANNELS", "channels", "channel(s)", "channel counts")):
+    for rid, attr, unit, label in (
+        ("TP-DATA-INCONSISTENT-SR", "sr", "Hz", "sample rates"),
+        ("TP-DATA-INCONSISTENT-CHANNELS", "channels", "channel(s)", "channel counts"),
+    ):
         ran.append(rid)
         counts = Counter(getattr(a, attr) for _, a in measured)
         meta["sample_rates" if attr == "sr" else "channels"] = {str(k): v for k, v in sorted(counts.items())}
@@ -611,39 +729,68 @@ def _audio_findings(measured: list[tuple[Item, Audio]], th: Thresholds, ran: lis
             major = _majority(counts)
             odd = [(it, a) for it, a in measured if getattr(a, attr) != major]
             spread = ", ".join(f"{k} {unit}: {v}" for k, v in sorted(counts.items()))
-            out.append(finding(
-                rid, f"{len(counts)} {label} among {len(measured)} clips ({spread})",
-                evidence=f"Most common: {major} {unit}. Differing: "
-                + _names(odd, fmt=lambda x: f"{x[0].where} ({getattr(x[1], attr)} {unit})") + ".",
-                data={"counts": {str(k): v for k, v in counts.items()}, "majority": major, "differing": len(odd),
-                      "items": [it.where for it, _ in odd[:SHOW]]},
-                line=_first_line([it for it, _ in odd])))
+            out.append(
+                finding(
+                    rid,
+                    f"{len(counts)} {label} among {len(measured)} clips ({spread})",
+                    evidence=f"Most common: {major} {unit}. Differing: "
+                    + _names(odd, fmt=lambda x: f"{x[0].where} ({getattr(x[1], attr)} {unit})")
+                    + ".",
+                    data={
+                        "counts": {str(k): v for k, v in counts.items()},
+                        "majority": major,
+                        "differing": len(odd),
+                        "items": [it.where for it, _ in odd[:SHOW]],
+                    },
+                    line=_first_line([it for it, _ in odd]),
+                )
+            )
 
     ran += ["TP-DATA-DURATION-LONG", "TP-DATA-DURATION-SHORT"]
-    long_ = sorted([(it, a) for it, a in measured if a.duration > th.speech_max_duration_s],
-                   key=lambda x: -x[1].duration)
+    long_ = sorted(
+        [(it, a) for it, a in measured if a.duration > th.speech_max_duration_s], key=lambda x: -x[1].duration
+    )
     if long_:
-        out.append(finding(
-            "TP-DATA-DURATION-LONG", f"{len(long_)} clip(s) longer than {th.speech_max_duration_s:g} s "
-            f"(longest {_s(long_[0][1].duration)})",
-            evidence="Longest first: " + _names(long_, fmt=lambda x: f"{x[0].where} ({_s(x[1].duration)})") + ".",
-            data={"count": len(long_), "limit_s": th.speech_max_duration_s, "max_s": round(long_[0][1].duration, 3),
-                  "items": [it.where for it, _ in long_[:SHOW]]},
-            line=_first_line([it for it, _ in long_])))
-    short = sorted([(it, a) for it, a in measured if a.duration < th.speech_min_duration_s],
-                   key=lambda x: x[1].duration)
+        out.append(
+            finding(
+                "TP-DATA-DURATION-LONG",
+                f"{len(long_)} clip(s) longer than {th.speech_max_duration_s:g} s (longest {_s(long_[0][1].duration)})",
+                evidence="Longest first: " + _names(long_, fmt=lambda x: f"{x[0].where} ({_s(x[1].duration)})") + ".",
+                data={
+                    "count": len(long_),
+                    "limit_s": th.speech_max_duration_s,
+                    "max_s": round(long_[0][1].duration, 3),
+                    "items": [it.where for it, _ in long_[:SHOW]],
+                },
+                line=_first_line([it for it, _ in long_]),
+            )
+        )
+    short = sorted(
+        [(it, a) for it, a in measured if a.duration < th.speech_min_duration_s], key=lambda x: x[1].duration
+    )
     if short:
-        out.append(finding(
-            "TP-DATA-DURATION-SHORT", f"{len(short)} clip(s) shorter than {th.speech_min_duration_s:g} s "
-            f"(shortest {_s(short[0][1].duration)})",
-            evidence="Shortest first: " + _names(short, fmt=lambda x: f"{x[0].where} ({_s(x[1].duration)})") + ".",
-            data={"count": len(short), "limit_s": th.speech_min_duration_s, "min_s": round(short[0][1].duration, 3),
-                  "items": [it.where for it, _ in short[:SHOW]]},
-            line=_first_line([it for it, _ in short])))
+        out.append(
+            finding(
+                "TP-DATA-DURATION-SHORT",
+                f"{len(short)} clip(s) shorter than {th.speech_min_duration_s:g} s "
+                f"(shortest {_s(short[0][1].duration)})",
+                evidence="Shortest first: " + _names(short, fmt=lambda x: f"{x[0].where} ({_s(x[1].duration)})") + ".",
+                data={
+                    "count": len(short),
+                    "limit_s": th.speech_min_duration_s,
+                    "min_s": round(short[0][1].duration, 3),
+                    "items": [it.where for it, _ in short[:SHOW]],
+                },
+                line=_first_line([it for it, _ in short]),
+            )
+        )
 
     # characters per second of voiced audio
-    rates = [(it, a, spoken_chars(it.text) / a.voiced) for it, a in measured
-             if it.text and spoken_chars(it.text) and a.voiced >= FRAME_S]
+    rates = [
+        (it, a, spoken_chars(it.text) / a.voiced)
+        for it, a in measured
+        if it.text and spoken_chars(it.text) and a.voiced >= FRAME_S
+    ]
     if len(rates) >= th.speech_char_rate_min_items:
         ran.append("TP-DATA-CHAR-RATE-OUTLIER")
         med = statistics.median(r for _, _, r in rates)
@@ -651,18 +798,33 @@ def _audio_findings(measured: list[tuple[Item, Audio]], th: Thresholds, ran: lis
         f = th.speech_char_rate_factor
         odd = sorted([x for x in rates if x[2] > med * f or x[2] < med / f], key=lambda x: -abs(np.log(x[2] / med)))
         if odd:
-            out.append(finding(
-                "TP-DATA-CHAR-RATE-OUTLIER", f"{len(odd)} transcript(s) are more than {f:g}x off the corpus's "
-                f"{med:.1f} characters per second",
-                evidence="Furthest first: " + _names(odd, fmt=lambda x: f"{x[0].where} ({x[2]:.1f} chars/s: "
-                                                     f"{spoken_chars(x[0].text)} chars in {_s(x[1].voiced)} voiced)")
-                + f". Median over {len(rates)} pairs: {med:.1f} chars/s.",
-                data={"count": len(odd), "median": round(med, 3), "factor": f,
-                      "items": [it.where for it, _, _ in odd[:SHOW]], "rates": [round(r, 3) for _, _, r in odd[:SHOW]]},
-                line=_first_line([it for it, _, _ in odd])))
+            out.append(
+                finding(
+                    "TP-DATA-CHAR-RATE-OUTLIER",
+                    f"{len(odd)} transcript(s) are more than {f:g}x off the corpus's {med:.1f} characters per second",
+                    evidence="Furthest first: "
+                    + _names(
+                        odd,
+                        fmt=lambda x: (
+                            f"{x[0].where} ({x[2]:.1f} chars/s: "
+                            f"{spoken_chars(x[0].text)} chars in {_s(x[1].voiced)} voiced)"
+                        ),
+                    )
+                    + f". Median over {len(rates)} pairs: {med:.1f} chars/s.",
+                    data={
+                        "count": len(odd),
+                        "median": round(med, 3),
+                        "factor": f,
+                        "items": [it.where for it, _, _ in odd[:SHOW]],
+                        "rates": [round(r, 3) for _, _, r in odd[:SHOW]],
+                    },
+                    line=_first_line([it for it, _, _ in odd]),
+                )
+            )
     else:
         skipped["TP-DATA-CHAR-RATE-OUTLIER"] = Skip(
-            "too_few_points", f"{len(rates)} measurable pair(s), {th.speech_char_rate_min_items} needed")
+            "too_few_points", f"{len(rates)} measurable pair(s), {th.speech_char_rate_min_items} needed"
+        )
 
     ran.append("TP-DATA-DUPLICATES")
     groups: dict[str, list[Item]] = {}
@@ -672,34 +834,55 @@ def _audio_findings(measured: list[tuple[Item, Audio]], th: Thresholds, ran: lis
     dups = [g for g in groups.values() if len(g) > 1]
     if dups:
         extra = sum(len(g) - 1 for g in dups)
-        out.append(finding(
-            "TP-DATA-DUPLICATES", f"{extra} clip(s) duplicate the audio of another ({len(dups)} group(s))",
-            evidence="Groups: " + "; ".join(" = ".join(it.where for it in g[:SHOW]) for g in dups[:SHOW])
-            + (f" (and {len(dups) - SHOW} more groups)" if len(dups) > SHOW else "") + ".",
-            data={"groups": len(dups), "extra_copies": extra,
-                  "first_groups": [[it.where for it in g[:SHOW]] for g in dups[:SHOW]]},
-            line=_first_line([g[1] for g in dups])))
+        out.append(
+            finding(
+                "TP-DATA-DUPLICATES",
+                f"{extra} clip(s) duplicate the audio of another ({len(dups)} group(s))",
+                evidence="Groups: "
+                + "; ".join(" = ".join(it.where for it in g[:SHOW]) for g in dups[:SHOW])
+                + (f" (and {len(dups) - SHOW} more groups)" if len(dups) > SHOW else "")
+                + ".",
+                data={
+                    "groups": len(dups),
+                    "extra_copies": extra,
+                    "first_groups": [[it.where for it in g[:SHOW]] for g in dups[:SHOW]],
+                },
+                line=_first_line([g[1] for g in dups]),
+            )
+        )
 
     ran.append("TP-DATA-CLIPPING")
-    clipped = sorted([(it, a) for it, a in measured if a.clip_share > th.speech_clip_share],
-                     key=lambda x: -x[1].clip_share)
+    clipped = sorted(
+        [(it, a) for it, a in measured if a.clip_share > th.speech_clip_share], key=lambda x: -x[1].clip_share
+    )
     if clipped:
-        out.append(finding(
-            "TP-DATA-CLIPPING", f"{len(clipped)} clip(s) are clipped (worst: {100 * clipped[0][1].clip_share:.1f}% "
-            f"of samples flattened at full scale)",
-            evidence="Worst first: " + _names(clipped, fmt=lambda x: f"{x[0].where} ({100 * x[1].clip_share:.2f}%)")
-            + f". Counted: runs of {th.speech_clip_run}+ samples at >= {th.speech_clip_level:g} of full scale; "
-            f"limit {100 * th.speech_clip_share:g}% of samples.",
-            data={"count": len(clipped), "worst_share": round(clipped[0][1].clip_share, 6),
-                  "items": [it.where for it, _ in clipped[:SHOW]],
-                  "shares": [round(a.clip_share, 6) for _, a in clipped[:SHOW]]},
-            line=_first_line([it for it, _ in clipped])))
+        out.append(
+            finding(
+                "TP-DATA-CLIPPING",
+                f"{len(clipped)} clip(s) are clipped (worst: {100 * clipped[0][1].clip_share:.1f}% "
+                f"of samples flattened at full scale)",
+                evidence="Worst first: "
+                + _names(clipped, fmt=lambda x: f"{x[0].where} ({100 * x[1].clip_share:.2f}%)")
+                + f". Counted: runs of {th.speech_clip_run}+ samples at >= {th.speech_clip_level:g} of full scale; "
+                f"limit {100 * th.speech_clip_share:g}% of samples.",
+                data={
+                    "count": len(clipped),
+                    "worst_share": round(clipped[0][1].clip_share, 6),
+                    "items": [it.where for it, _ in clipped[:SHOW]],
+                    "shares": [round(a.clip_share, 6) for _, a in clipped[:SHOW]],
+                },
+                line=_first_line([it for it, _ in clipped]),
+            )
+        )
 
     ran.append("TP-DATA-SILENCE")
     lim = th.speech_silence_max_s
-    quiet = sorted([(it, a) for it, a in measured if a.frames and (a.silent or max(a.lead, a.trail) > lim)],
-                   key=lambda x: (not x[1].silent, -max(x[1].lead, x[1].trail)))
+    quiet = sorted(
+        [(it, a) for it, a in measured if a.frames and (a.silent or max(a.lead, a.trail) > lim)],
+        key=lambda x: (not x[1].silent, -max(x[1].lead, x[1].trail)),
+    )
     if quiet:
+
         def _edge(x):
             it, a = x
             if a.silent:
@@ -707,16 +890,24 @@ def _audio_findings(measured: list[tuple[Item, Audio]], th: Thresholds, ran: lis
             return f"{it.where} (leading {_s(a.lead)}, trailing {_s(a.trail)})"
 
         n_silent = sum(1 for _, a in quiet if a.silent)
-        out.append(finding(
-            "TP-DATA-SILENCE", f"{len(quiet)} clip(s) have more than {lim:g} s of leading or trailing silence"
-            + (f" ({n_silent} with no sound at all)" if n_silent else ""),
-            evidence=f"First: {_names(quiet, fmt=_edge)}. Silent: {th.speech_silence_db:g} dB below the clip's "
-                     f"loudest 10 ms frame.",
-            data={"count": len(quiet), "no_sound": n_silent, "limit_s": lim,
-                  "items": [it.where for it, _ in quiet[:SHOW]],
-                  "lead_s": [round(a.lead, 3) for _, a in quiet[:SHOW]],
-                  "trail_s": [round(a.trail, 3) for _, a in quiet[:SHOW]]},
-            line=_first_line([it for it, _ in quiet])))
+        out.append(
+            finding(
+                "TP-DATA-SILENCE",
+                f"{len(quiet)} clip(s) have more than {lim:g} s of leading or trailing silence"
+                + (f" ({n_silent} with no sound at all)" if n_silent else ""),
+                evidence=f"First: {_names(quiet, fmt=_edge)}. Silent: {th.speech_silence_db:g} dB below the clip's "
+                f"loudest 10 ms frame.",
+                data={
+                    "count": len(quiet),
+                    "no_sound": n_silent,
+                    "limit_s": lim,
+                    "items": [it.where for it, _ in quiet[:SHOW]],
+                    "lead_s": [round(a.lead, 3) for _, a in quiet[:SHOW]],
+                    "trail_s": [round(a.trail, 3) for _, a in quiet[:SHOW]],
+                },
+                line=_first_line([it for it, _ in quiet]),
+            )
+        )
     return out
 
 
@@ -728,13 +919,19 @@ def _text_findings(items: list[Item], ran: list) -> list[Finding]:
     unnorm = [(it, toks) for it, toks in unnorm if toks]
     if unnorm:
         tokens = Counter(t for _, toks in unnorm for t in toks)
-        out.append(finding(
-            "TP-DATA-UNNORMALIZED", f"{len(unnorm)} of {len(texts)} transcript(s) contain digits or symbols "
-            f"that are spoken as words",
-            evidence="First: " + _names(unnorm, fmt=lambda x: f"{x[0].where}: {' '.join(x[1][:4])}") + ".",
-            data={"count": len(unnorm), "items": [it.where for it, _ in unnorm[:SHOW]],
-                  "tokens": dict(tokens.most_common(10))},
-            line=_first_line([it for it, _ in unnorm])))
+        out.append(
+            finding(
+                "TP-DATA-UNNORMALIZED",
+                f"{len(unnorm)} of {len(texts)} transcript(s) contain digits or symbols that are spoken as words",
+                evidence="First: " + _names(unnorm, fmt=lambda x: f"{x[0].where}: {' '.join(x[1][:4])}") + ".",
+                data={
+                    "count": len(unnorm),
+                    "items": [it.where for it, _ in unnorm[:SHOW]],
+                    "tokens": dict(tokens.most_common(10)),
+                },
+                line=_first_line([it for it, _ in unnorm]),
+            )
+        )
     mixed = []
     corpus_scripts: Counter = Counter()
     for it in texts:
@@ -744,21 +941,30 @@ def _text_findings(items: list[Item], ran: list) -> list[Finding]:
             words = [w for w in it.text.split() if len(scripts_in(w)) > 1]
             mixed.append((it, sc, words))
     if mixed:
+
         def _fmt(x):
             it, sc, words = x
             s = f"{it.where}: {'+'.join(sorted(sc))}"
             return s + (f" in {', '.join(repr(w) for w in words[:3])}" if words else "")
 
-        out.append(finding(
-            "TP-DATA-MIXED-SCRIPTS", f"{len(mixed)} transcript(s) mix writing systems"
-            + (f" ({sum(1 for _, _, w in mixed if w)} inside a word)" if any(w for _, _, w in mixed) else ""),
-            evidence=f"First: {_names(mixed, fmt=_fmt)}. Transcripts per script: "
-                     + ", ".join(f"{k} {v}" for k, v in corpus_scripts.most_common()) + ".",
-            data={"count": len(mixed), "in_word": sum(1 for _, _, w in mixed if w),
-                  "items": [it.where for it, _, _ in mixed[:SHOW]],
-                  "scripts": [sorted(sc) for _, sc, _ in mixed[:SHOW]],
-                  "corpus_scripts": dict(corpus_scripts)},
-            line=_first_line([it for it, _, _ in mixed])))
+        out.append(
+            finding(
+                "TP-DATA-MIXED-SCRIPTS",
+                f"{len(mixed)} transcript(s) mix writing systems"
+                + (f" ({sum(1 for _, _, w in mixed if w)} inside a word)" if any(w for _, _, w in mixed) else ""),
+                evidence=f"First: {_names(mixed, fmt=_fmt)}. Transcripts per script: "
+                + ", ".join(f"{k} {v}" for k, v in corpus_scripts.most_common())
+                + ".",
+                data={
+                    "count": len(mixed),
+                    "in_word": sum(1 for _, _, w in mixed if w),
+                    "items": [it.where for it, _, _ in mixed[:SHOW]],
+                    "scripts": [sorted(sc) for _, sc, _ in mixed[:SHOW]],
+                    "corpus_scripts": dict(corpus_scripts),
+                },
+                line=_first_line([it for it, _, _ in mixed]),
+            )
+        )
     return out
 
 
@@ -832,8 +1038,13 @@ def check_tokenizer(model: Path, source: Path, th: Thresholds = DEFAULT, mute=()
         sp = spm.SentencePieceProcessor(model_file=str(model))
     except (OSError, RuntimeError, ValueError, TypeError) as e:
         msg = f"{model}: cannot load the SentencePiece model: {' '.join(str(e).split())}"
-        return report(str(source), kind, [finding("TP-TOK-INVALID-MODEL", msg, data={"model": str(model)})],
-                      ran=["TP-TOK-INVALID-MODEL"], error=msg)
+        return report(
+            str(source),
+            kind,
+            [finding("TP-TOK-INVALID-MODEL", msg, data={"model": str(model)})],
+            ran=["TP-TOK-INVALID-MODEL"],
+            error=msg,
+        )
 
     findings: list[Finding] = []
     ran: list[str] = []
@@ -846,9 +1057,11 @@ def check_tokenizer(model: Path, source: Path, th: Thresholds = DEFAULT, mute=()
     unk = sp.unk_id()
     is_byte = [bool(sp.is_byte(i)) for i in range(n_vocab)]
     specials = [bool(sp.is_control(i) or sp.is_unknown(i) or is_byte[i]) for i in range(n_vocab)]
-    meta: dict = {"model": {"file": str(model), "vocab_size": n_vocab, "unk_id": unk,
-                            "byte_fallback": any(is_byte)},
-                  "input": corpus.kind, "transcripts": len(items)}
+    meta: dict = {
+        "model": {"file": str(model), "vocab_size": n_vocab, "unk_id": unk, "byte_fallback": any(is_byte)},
+        "input": corpus.kind,
+        "transcripts": len(items),
+    }
     if not items:
         msg = f"{source}: no transcripts with text"
         findings.append(finding("TP-DATA-NO-DATA", msg, data={"path": str(source)}))
@@ -858,7 +1071,7 @@ def check_tokenizer(model: Path, source: Path, th: Thresholds = DEFAULT, mute=()
     # encode
     ids_all: list[list[int]] = []
     for k in range(0, len(items), _BATCH):
-        ids_all += sp.encode([it.text for it in items[k:k + _BATCH]])
+        ids_all += sp.encode([it.text for it in items[k : k + _BATCH]])
     n_tokens = sum(len(x) for x in ids_all)
     n_unk = sum(1 for x in ids_all for t in x if t == unk)
     meta["tokens"] = n_tokens
@@ -879,30 +1092,47 @@ def check_tokenizer(model: Path, source: Path, th: Thresholds = DEFAULT, mute=()
 
     def _chars_txt(cnt: Counter) -> str:
         return ", ".join(f"{c!r} ×{n}" for c, n in cnt.most_common(10)) + (
-            f" and {len(cnt) - 10} more" if len(cnt) > 10 else "")
+            f" and {len(cnt) - 10} more" if len(cnt) > 10 else ""
+        )
 
     ran += ["TP-TOK-HIGH-OOV", "TP-TOK-LOW-COVERAGE"]
     if unk_share > th.tok_max_unk_share:
         bad = [it for it, ids in zip(items, ids_all) if unk in ids]
-        findings.append(finding(
-            "TP-TOK-HIGH-OOV", f"{100 * unk_share:.2f}% of the tokens are unknown ({n_unk} of {n_tokens}; limit "
-            f"{100 * th.tok_max_unk_share:g}%), in {len(bad)} of {len(items)} transcript(s)",
-            evidence=f"Characters the vocabulary lacks: {_chars_txt(uncovered) or 'none (unknown pieces)'}. "
-                     f"First transcripts: {_names(bad)}.",
-            data={"unk_tokens": n_unk, "tokens": n_tokens, "unk_share": round(unk_share, 6),
-                  "transcripts": len(bad), "items": [it.where for it in bad[:SHOW]],
-                  "chars": dict(uncovered.most_common(10))},
-            line=_first_line(bad)))
+        findings.append(
+            finding(
+                "TP-TOK-HIGH-OOV",
+                f"{100 * unk_share:.2f}% of the tokens are unknown ({n_unk} of {n_tokens}; limit "
+                f"{100 * th.tok_max_unk_share:g}%), in {len(bad)} of {len(items)} transcript(s)",
+                evidence=f"Characters the vocabulary lacks: {_chars_txt(uncovered) or 'none (unknown pieces)'}. "
+                f"First transcripts: {_names(bad)}.",
+                data={
+                    "unk_tokens": n_unk,
+                    "tokens": n_tokens,
+                    "unk_share": round(unk_share, 6),
+                    "transcripts": len(bad),
+                    "items": [it.where for it in bad[:SHOW]],
+                    "chars": dict(uncovered.most_common(10)),
+                },
+                line=_first_line(bad),
+            )
+        )
     if coverage < th.tok_min_char_coverage:
         bad = [it for it in items if any(c in uncovered for c in it.text)]
-        findings.append(finding(
-            "TP-TOK-LOW-COVERAGE", f"the vocabulary covers {100 * coverage:.2f}% of the transcripts' characters "
-            f"(needs {100 * th.tok_min_char_coverage:g}%): {len(uncovered)} character(s) missing",
-            evidence=f"Uncovered ({'byte fallback' if any(is_byte) else 'unknown token'}): {_chars_txt(uncovered)}. "
-                     f"First transcripts: {_names(bad)}.",
-            data={"coverage": round(coverage, 6), "uncovered": dict(uncovered.most_common(20)),
-                  "items": [it.where for it in bad[:SHOW]]},
-            line=_first_line(bad)))
+        findings.append(
+            finding(
+                "TP-TOK-LOW-COVERAGE",
+                f"the vocabulary covers {100 * coverage:.2f}% of the transcripts' characters "
+                f"(needs {100 * th.tok_min_char_coverage:g}%): {len(uncovered)} character(s) missing",
+                evidence=f"Uncovered ({'byte fallback' if any(is_byte) else 'unknown token'}): {_chars_txt(uncovered)}. "
+                f"First transcripts: {_names(bad)}.",
+                data={
+                    "coverage": round(coverage, 6),
+                    "uncovered": dict(uncovered.most_common(20)),
+                    "items": [it.where for it in bad[:SHOW]],
+                },
+                line=_first_line(bad),
+            )
+        )
 
     # tokens per second of audio
     durations, why_not = _durations(corpus, items)
@@ -913,23 +1143,37 @@ def check_tokenizer(model: Path, source: Path, th: Thresholds = DEFAULT, mute=()
         med = statistics.median(n / d for _, n, d in pairs)
         meta["tokens_per_second"] = {"corpus": round(rate, 3), "median": round(med, 3), "measured": len(pairs)}
         if len(pairs) < len(items):
-            notes.append(f"tokens per second measured on {len(pairs)} of {len(items)} transcripts (no duration "
-                         f"for the others)")
+            notes.append(
+                f"tokens per second measured on {len(pairs)} of {len(items)} transcripts (no duration for the others)"
+            )
         fast = sorted([x for x in pairs if x[1] / x[2] > th.tok_max_tokens_per_second], key=lambda x: -x[1] / x[2])
         if fast:
-            findings.append(finding(
-                "TP-TOK-HIGH-TPS", f"{len(fast)} transcript(s) need more than {th.tok_max_tokens_per_second:g} "
-                f"tokens per second of audio (corpus {rate:.1f}, median {med:.1f})",
-                evidence="Fastest first: " + _names(fast, fmt=lambda x: f"{x[0].where} ({x[1] / x[2]:.1f} tokens/s: "
-                                                    f"{x[1]} tokens in {_s(x[2])})") + ".",
-                data={"count": len(fast), "corpus_rate": round(rate, 3), "median_rate": round(med, 3),
-                      "limit": th.tok_max_tokens_per_second, "items": [it.where for it, _, _ in fast[:SHOW]],
-                      "rates": [round(n / d, 3) for _, n, d in fast[:SHOW]]},
-                line=_first_line([it for it, _, _ in fast])))
+            findings.append(
+                finding(
+                    "TP-TOK-HIGH-TPS",
+                    f"{len(fast)} transcript(s) need more than {th.tok_max_tokens_per_second:g} "
+                    f"tokens per second of audio (corpus {rate:.1f}, median {med:.1f})",
+                    evidence="Fastest first: "
+                    + _names(
+                        fast, fmt=lambda x: f"{x[0].where} ({x[1] / x[2]:.1f} tokens/s: {x[1]} tokens in {_s(x[2])})"
+                    )
+                    + ".",
+                    data={
+                        "count": len(fast),
+                        "corpus_rate": round(rate, 3),
+                        "median_rate": round(med, 3),
+                        "limit": th.tok_max_tokens_per_second,
+                        "items": [it.where for it, _, _ in fast[:SHOW]],
+                        "rates": [round(n / d, 3) for _, n, d in fast[:SHOW]],
+                    },
+                    line=_first_line([it for it, _, _ in fast]),
+                )
+            )
     else:
         skipped["TP-TOK-HIGH-TPS"] = Skip("absent", why_not)
-        findings.append(finding("TP-TOK-TPS-NOT-MEASURED", f"tokens per second not measured: {why_not}",
-                                data={"reason": why_not}))
+        findings.append(
+            finding("TP-TOK-TPS-NOT-MEASURED", f"tokens per second not measured: {why_not}", data={"reason": why_not})
+        )
         ran.append("TP-TOK-TPS-NOT-MEASURED")
 
     # numbers
@@ -947,21 +1191,39 @@ def check_tokenizer(model: Path, source: Path, th: Thresholds = DEFAULT, mute=()
     meta["numbers"] = {"found": n_numbers, "suspicious": len(splits)}
     if splits:
         reasons = Counter(r for *_, r in splits)
-        findings.append(finding(
-            "TP-TOK-SUSPICIOUS-SPLIT", f"{len(splits)} of {n_numbers} number(s) are split into pieces that are not "
-            f"spoken units (" + ", ".join(f"{n} {r}" for r, n in reasons.most_common()) + ")",
-            evidence="First: " + _names(splits, fmt=lambda x: f"{x[0].where}: {x[1]} -> {' | '.join(x[2])}") + ".",
-            data={"count": len(splits), "numbers": n_numbers, "reasons": dict(reasons),
-                  "examples": [{"where": it.where, "number": num, "pieces": ps, "reason": r}
-                               for it, num, ps, r in splits[:SHOW]]},
-            line=_first_line([x[0] for x in splits])))
+        findings.append(
+            finding(
+                "TP-TOK-SUSPICIOUS-SPLIT",
+                f"{len(splits)} of {n_numbers} number(s) are split into pieces that are not "
+                f"spoken units (" + ", ".join(f"{n} {r}" for r, n in reasons.most_common()) + ")",
+                evidence="First: " + _names(splits, fmt=lambda x: f"{x[0].where}: {x[1]} -> {' | '.join(x[2])}") + ".",
+                data={
+                    "count": len(splits),
+                    "numbers": n_numbers,
+                    "reasons": dict(reasons),
+                    "examples": [
+                        {"where": it.where, "number": num, "pieces": ps, "reason": r}
+                        for it, num, ps, r in splits[:SHOW]
+                    ],
+                },
+                line=_first_line([x[0] for x in splits]),
+            )
+        )
 
-    findings = _finish(findings, ran, skipped, mute, TOK_IDS, "TP-TOK-PASS",
-                       f"{len(items)} transcript(s), {n_tokens} tokens: {100 * coverage:.2f}% of characters "
-                       f"covered, {100 * unk_share:.2f}% unknown tokens",
-                       {"transcripts": len(items), "tokens": n_tokens})
-    return report(str(source), kind, findings, ran=ran, skipped=skipped, records=len(items), meta=meta,
-                  notes=notes, mute=mute)
+    findings = _finish(
+        findings,
+        ran,
+        skipped,
+        mute,
+        TOK_IDS,
+        "TP-TOK-PASS",
+        f"{len(items)} transcript(s), {n_tokens} tokens: {100 * coverage:.2f}% of characters "
+        f"covered, {100 * unk_share:.2f}% unknown tokens",
+        {"transcripts": len(items), "tokens": n_tokens},
+    )
+    return report(
+        str(source), kind, findings, ran=ran, skipped=skipped, records=len(items), meta=meta, notes=notes, mute=mute
+    )
 
 
 def _durations(corpus: Corpus, items: list[Item]) -> tuple[list[float | None], str]:

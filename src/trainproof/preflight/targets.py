@@ -24,6 +24,7 @@ The command reads targets from ``.npy``, ``.npz`` or ``.safetensors`` files, nev
 pickle (``np.load(..., allow_pickle=False)``; safetensors through the ``safetensors``
 package's numpy API when it is installed, else by reading the header here).
 """
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,6 @@ import numpy as np
 from ..findings import Finding, Report, Skip
 from ..rules.thresholds import Thresholds
 from . import finding, report
-
 
 # --- declarations ------------------------------------------------------------------------
 
@@ -51,6 +51,7 @@ _I64_MAX = np.iinfo(np.int64).max
 
 
 # --- inputs ------------------------------------------------------------------------------
+
 
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch")
@@ -98,9 +99,11 @@ def _int64(a: np.ndarray, name: str) -> np.ndarray:
         if a.size and not np.isfinite(a).all():
             raise ValueError(f"{name}: class ids must be finite, found NaN or infinity")
         if a.size and not (a == np.round(a)).all():
-            raise ValueError(f"{name}: class ids must be whole numbers, found fractional values "
-                             "(soft or one-hot targets are not class ids)")
-        return np.clip(a, -2.0 ** 62, 2.0 ** 62).astype(np.int64)
+            raise ValueError(
+                f"{name}: class ids must be whole numbers, found fractional values "
+                "(soft or one-hot targets are not class ids)"
+            )
+        return np.clip(a, -(2.0**62), 2.0**62).astype(np.int64)
     raise TypeError(f"{name}: expected integer class ids, got dtype {a.dtype}")
 
 
@@ -115,6 +118,7 @@ def _ids(values, limit: int = 10) -> str:
 
 
 # --- ignore_index -----------------------------------------------------------------------
+
 
 def check_ignore_index(num_classes: int, ignore_index: int = -100) -> list[Finding]:
     """Whether the loss's ``ignore_index`` collides with a real class.
@@ -138,22 +142,31 @@ def check_ignore_index(num_classes: int, ignore_index: int = -100) -> list[Findi
         raise ValueError(f"num_classes must be at least 1, got {c}")
     data = {"num_classes": c, "ignore_index": i}
     if 0 <= i < c:
-        return [finding("TP-OBJ-IGNORE-INDEX-COLLISION",
-                        f"ignore_index {i} is class {i} of 0..{c - 1}: every target {i} is dropped from the loss",
-                        evidence=f"The loss skips targets equal to ignore_index, and {i} is a valid class id in "
-                                 f"[0, {c}): that class is never a target, so the model is never trained to "
-                                 f"predict it (if it is the end-of-sequence id, the model never learns to stop).",
-                        data=data)]
+        return [
+            finding(
+                "TP-OBJ-IGNORE-INDEX-COLLISION",
+                f"ignore_index {i} is class {i} of 0..{c - 1}: every target {i} is dropped from the loss",
+                evidence=f"The loss skips targets equal to ignore_index, and {i} is a valid class id in "
+                f"[0, {c}): that class is never a target, so the model is never trained to "
+                f"predict it (if it is the end-of-sequence id, the model never learns to stop).",
+                data=data,
+            )
+        ]
     if i == c:
-        return [finding("TP-OBJ-IGNORE-INDEX-OK",
-                        f"ignore_index {i} sits one past the last class ({c - 1}): no class is ignored",
-                        evidence=f"Right while num_classes ({c}) is the size of the output layer; a head resized "
-                                 f"to {c + 1} outputs would make {i} a class.",
-                        data=data)]
+        return [
+            finding(
+                "TP-OBJ-IGNORE-INDEX-OK",
+                f"ignore_index {i} sits one past the last class ({c - 1}): no class is ignored",
+                evidence=f"Right while num_classes ({c}) is the size of the output layer; a head resized "
+                f"to {c + 1} outputs would make {i} a class.",
+                data=data,
+            )
+        ]
     return []
 
 
 # --- targets -----------------------------------------------------------------------------
+
 
 class TargetCoverage:
     """Counts class targets over batches: out-of-range ids and classes never seen.
@@ -248,22 +261,34 @@ class TargetCoverage:
         bad = a[~inr & ~ign]
         if bad.size:
             uq = np.unique(bad)
-            return (a.size, int(ign.sum()), counts, int(bad.size), int(uq[0]), int(uq[-1]),
-                    [*uq[:5].tolist(), *uq[-5:].tolist()])
+            return (
+                a.size,
+                int(ign.sum()),
+                counts,
+                int(bad.size),
+                int(uq[0]),
+                int(uq[-1]),
+                [*uq[:5].tolist(), *uq[-5:].tolist()],
+            )
         return a.size, int(ign.sum()), counts, 0, None, None, []
 
     def _count_torch(self, x):
         t = x.detach().reshape(-1)
-        if t.is_complex() or not (t.is_floating_point() or t.dtype.is_signed or str(t.dtype) in (
-                "torch.bool", "torch.uint8", "torch.uint16", "torch.uint32", "torch.uint64")):
+        if t.is_complex() or not (
+            t.is_floating_point()
+            or t.dtype.is_signed
+            or str(t.dtype) in ("torch.bool", "torch.uint8", "torch.uint16", "torch.uint32", "torch.uint64")
+        ):
             raise TypeError(f"targets: expected integer class ids, got dtype {t.dtype}")
         if t.is_floating_point():
             if t.numel() and not bool(t.isfinite().all()):
                 raise ValueError("targets: class ids must be finite, found NaN or infinity")
             if t.numel() and not bool((t == t.round()).all()):
-                raise ValueError("targets: class ids must be whole numbers, found fractional values "
-                                 "(soft or one-hot targets are not class ids)")
-            t = t.clamp(-2.0 ** 62, 2.0 ** 62)
+                raise ValueError(
+                    "targets: class ids must be whole numbers, found fractional values "
+                    "(soft or one-hot targets are not class ids)"
+                )
+            t = t.clamp(-(2.0**62), 2.0**62)
         t = t.long()
         ign = t == self.ignore_index
         inr = (t >= 0) & (t < self.num_classes) & ~ign
@@ -289,27 +314,47 @@ class TargetCoverage:
             return []
         c, i = self.num_classes, self.ignore_index
         out: list[Finding] = []
-        base = {"num_classes": c, "ignore_index": i, "targets": self.total, "ignored": self.ignored,
-                "batches": self.batches}
+        base = {
+            "num_classes": c,
+            "ignore_index": i,
+            "targets": self.total,
+            "ignored": self.ignored,
+            "batches": self.batches,
+        }
         if self.out_of_range:
             lo, hi = self._oor_min, self._oor_max
             share = self.out_of_range / self.total
             vals = sorted(self._oor_values)
-            out.append(finding(
-                _RANGE_CHECK,
-                f"{_n(self.out_of_range)} target(s) outside [0, {c}) ({share:.2%} of {_n(self.total)}): "
-                + (f"value {lo}" if lo == hi else f"from {lo} to {hi}"),
-                evidence=f"Values include {_ids(vals)}; ignore_index is {i}."
-                         + (f" First seen in batch {self._oor_first_batch} (0-based) of {self.batches}."
-                            if self.batches > 1 else ""),
-                data={**base, "out_of_range": self.out_of_range, "min": lo, "max": hi, "values": vals,
-                      "first_batch": self._oor_first_batch}))
+            out.append(
+                finding(
+                    _RANGE_CHECK,
+                    f"{_n(self.out_of_range)} target(s) outside [0, {c}) ({share:.2%} of {_n(self.total)}): "
+                    + (f"value {lo}" if lo == hi else f"from {lo} to {hi}"),
+                    evidence=f"Values include {_ids(vals)}; ignore_index is {i}."
+                    + (
+                        f" First seen in batch {self._oor_first_batch} (0-based) of {self.batches}."
+                        if self.batches > 1
+                        else ""
+                    ),
+                    data={
+                        **base,
+                        "out_of_range": self.out_of_range,
+                        "min": lo,
+                        "max": hi,
+                        "values": vals,
+                        "first_batch": self._oor_first_batch,
+                    },
+                )
+            )
         else:
-            out.append(finding(
-                "TP-OBJ-TARGET-RANGE-OK",
-                f"all {_n(self.total)} targets are class ids in [0, {c}) or the ignore_index {i}",
-                evidence=f"{_n(self.valid)} class ids and {_n(self.ignored)} ignored, over {self.batches} batch(es).",
-                data={**base, "out_of_range": 0}))
+            out.append(
+                finding(
+                    "TP-OBJ-TARGET-RANGE-OK",
+                    f"all {_n(self.total)} targets are class ids in [0, {c}) or the ignore_index {i}",
+                    evidence=f"{_n(self.valid)} class ids and {_n(self.ignored)} ignored, over {self.batches} batch(es).",
+                    data={**base, "out_of_range": 0},
+                )
+            )
         out.append(self._dead_class(base))
         return out
 
@@ -321,51 +366,74 @@ class TargetCoverage:
         per_class = valid / c
         need_pc = self.th.obj_coverage_min_per_class
         max_missing = self.th.obj_dead_class_max_missing
-        data = {**base, "valid": valid, "targets_per_class": per_class, "classes_seen": int(seen),
-                "missing": [int(m) for m in missing[:1000]], "missing_count": int(missing.size),
-                "min_per_class": need_pc, "max_missing": max_missing}
+        data = {
+            **base,
+            "valid": valid,
+            "targets_per_class": per_class,
+            "classes_seen": int(seen),
+            "missing": [int(m) for m in missing[:1000]],
+            "missing_count": int(missing.size),
+            "min_per_class": need_pc,
+            "max_missing": max_missing,
+        }
         if missing.size == 0:
-            return finding("TP-OBJ-DEAD-CLASS-OK", f"every one of the {_n(c)} classes appears as a target",
-                           evidence=f"{_n(valid)} class targets; the rarest class appears {_n(self.counts.min())} "
-                                    f"time(s), the commonest {_n(self.counts.max())}.",
-                           data=data)
+            return finding(
+                "TP-OBJ-DEAD-CLASS-OK",
+                f"every one of the {_n(c)} classes appears as a target",
+                evidence=f"{_n(valid)} class targets; the rarest class appears {_n(self.counts.min())} "
+                f"time(s), the commonest {_n(self.counts.max())}.",
+                data=data,
+            )
         if per_class < need_pc:
-            return finding("TP-OBJ-COVERAGE-INSUFFICIENT",
-                           f"{_n(seen)} of {_n(c)} classes seen in {_n(valid)} class targets ({per_class:.3g} per "
-                           f"class): too few to tell a dead class from a rare one",
-                           evidence=f"Dead classes are named from {need_pc} targets per class "
-                                    f"(obj_coverage_min_per_class), i.e. {_n(need_pc * c)} class targets; "
-                                    f"{_n(missing.size)} class(es) not seen yet"
-                                    + (f": {_ids(missing)}." if missing.size <= 20 else "."),
-                           data={**data, "reason": "too_few_targets"})
+            return finding(
+                "TP-OBJ-COVERAGE-INSUFFICIENT",
+                f"{_n(seen)} of {_n(c)} classes seen in {_n(valid)} class targets ({per_class:.3g} per "
+                f"class): too few to tell a dead class from a rare one",
+                evidence=f"Dead classes are named from {need_pc} targets per class "
+                f"(obj_coverage_min_per_class), i.e. {_n(need_pc * c)} class targets; "
+                f"{_n(missing.size)} class(es) not seen yet" + (f": {_ids(missing)}." if missing.size <= 20 else "."),
+                data={**data, "reason": "too_few_targets"},
+            )
         if missing.size > max_missing:
-            return finding("TP-OBJ-COVERAGE-INSUFFICIENT",
-                           f"{_n(missing.size)} of {_n(c)} classes never appear in {_n(valid)} class targets: too "
-                           f"many to name dead classes",
-                           evidence=f"More than {max_missing} (obj_dead_class_max_missing) missing ids points to a "
-                                    f"label space sparse by design (reserved or never-used ids) or a num_classes "
-                                    f"larger than the label set; missing: {_ids(missing)}.",
-                           data={**data, "reason": "too_many_missing"})
+            return finding(
+                "TP-OBJ-COVERAGE-INSUFFICIENT",
+                f"{_n(missing.size)} of {_n(c)} classes never appear in {_n(valid)} class targets: too "
+                f"many to name dead classes",
+                evidence=f"More than {max_missing} (obj_dead_class_max_missing) missing ids points to a "
+                f"label space sparse by design (reserved or never-used ids) or a num_classes "
+                f"larger than the label set; missing: {_ids(missing)}.",
+                data={**data, "reason": "too_many_missing"},
+            )
         seen_counts = self.counts[self.counts > 0]
-        return finding("TP-OBJ-DEAD-CLASS",
-                       f"{'classes' if missing.size > 1 else 'class'} {_ids(missing)} never "
-                       f"{'appear' if missing.size > 1 else 'appears'} as a target in {_n(valid)} class targets "
-                       f"({per_class:.3g} per class)",
-                       evidence=f"{_n(seen)} of {_n(c)} classes seen over {self.batches} batch(es); the rarest seen "
-                                f"class appears {_n(seen_counts.min())} time(s). The model is never trained to "
-                                f"predict the missing class{'es' if missing.size > 1 else ''}.",
-                       data=data)
+        return finding(
+            "TP-OBJ-DEAD-CLASS",
+            f"{'classes' if missing.size > 1 else 'class'} {_ids(missing)} never "
+            f"{'appear' if missing.size > 1 else 'appears'} as a target in {_n(valid)} class targets "
+            f"({per_class:.3g} per class)",
+            evidence=f"{_n(seen)} of {_n(c)} classes seen over {self.batches} batch(es); the rarest seen "
+            f"class appears {_n(seen_counts.min())} time(s). The model is never trained to "
+            f"predict the missing class{'es' if missing.size > 1 else ''}.",
+            data=data,
+        )
 
     def report(self, file: str = "targets", mute=()) -> Report:
         """A Report of :func:`check_ignore_index` and :meth:`findings` (kind ``objective``)."""
-        return _build([*check_ignore_index(self.num_classes, self.ignore_index)], self, None, file,
-                      {"num_classes": self.num_classes, "ignore_index": self.ignore_index}, mute)
+        return _build(
+            [*check_ignore_index(self.num_classes, self.ignore_index)],
+            self,
+            None,
+            file,
+            {"num_classes": self.num_classes, "ignore_index": self.ignore_index},
+            mute,
+        )
 
 
 # --- label shift -------------------------------------------------------------------------
 
-def measure_label_shift(input_ids: Any, labels: Any, ignore_index: int = -100,
-                        max_positions: int | None = 1024) -> dict:
+
+def measure_label_shift(
+    input_ids: Any, labels: Any, ignore_index: int = -100, max_positions: int | None = 1024
+) -> dict:
     """Count, per sequence, whether labels align with ``input_ids`` or sit one ahead.
 
     Compared positions are t in [0, L-1) (within the first ``max_positions``) whose label
@@ -416,9 +484,15 @@ def measure_label_shift(input_ids: Any, labels: Any, ignore_index: int = -100,
     measured = m > 0
     aligned = measured & (2 * a > m)
     shifted = measured & (2 * s > m)
-    res = {"sequences": int(x.shape[0]), "aligned": int(aligned.sum()), "shifted": int(shifted.sum()),
-           "neither": int((measured & ~aligned & ~shifted).sum()), "unmeasured": int((~measured).sum()),
-           "positions": int(m.sum()), "max_positions": max_positions}
+    res = {
+        "sequences": int(x.shape[0]),
+        "aligned": int(aligned.sum()),
+        "shifted": int(shifted.sum()),
+        "neither": int((measured & ~aligned & ~shifted).sum()),
+        "unmeasured": int((~measured).sum()),
+        "positions": int(m.sum()),
+        "max_positions": max_positions,
+    }
     voting = int(measured.sum())
     observed = None
     if voting:
@@ -430,8 +504,13 @@ def measure_label_shift(input_ids: Any, labels: Any, ignore_index: int = -100,
     return res
 
 
-def check_label_shift(input_ids: Any, labels: Any, loss_shifts_labels: bool | None, ignore_index: int = -100,
-                      max_positions: int | None = 1024) -> list[Finding]:
+def check_label_shift(
+    input_ids: Any,
+    labels: Any,
+    loss_shifts_labels: bool | None,
+    ignore_index: int = -100,
+    max_positions: int | None = 1024,
+) -> list[Finding]:
     """Whether causal-LM labels are shifted twice (by the data and again by the loss).
 
     Args:
@@ -458,47 +537,103 @@ def check_label_shift(input_ids: Any, labels: Any, loss_shifts_labels: bool | No
     if loss_shifts_labels is not None and not isinstance(loss_shifts_labels, (bool, np.bool_)):
         raise TypeError(f"loss_shifts_labels must be True, False or None, got {loss_shifts_labels!r}")
     r = measure_label_shift(input_ids, labels, ignore_index, max_positions)
-    data = {**r, "loss_shifts_labels": None if loss_shifts_labels is None else bool(loss_shifts_labels),
-            "ignore_index": ignore_index}
+    data = {
+        **r,
+        "loss_shifts_labels": None if loss_shifts_labels is None else bool(loss_shifts_labels),
+        "ignore_index": ignore_index,
+    }
     voting = r["sequences"] - r["unmeasured"]
-    tally = (f"of {voting} sequence(s) with a position to compare, {r['aligned']} have labels[t] == input_ids[t], "
-             f"{r['shifted']} labels[t] == input_ids[t+1], {r['neither']} neither ({_n(r['positions'])} positions"
-             + (f" in the first {max_positions} of each sequence" if max_positions is not None else "") + ")")
+    tally = (
+        f"of {voting} sequence(s) with a position to compare, {r['aligned']} have labels[t] == input_ids[t], "
+        f"{r['shifted']} labels[t] == input_ids[t+1], {r['neither']} neither ({_n(r['positions'])} positions"
+        + (f" in the first {max_positions} of each sequence" if max_positions is not None else "")
+        + ")"
+    )
     if r["unmeasured"]:
         tally += f"; {r['unmeasured']} sequence(s) had none"
     obs = r["observed"]
     if obs is None:
-        why = ("no position to compare: every label is the ignore_index or every sequence is one token or one "
-               "repeated token") if voting == 0 else "no alignment holds in a strict majority of sequences"
-        return [finding("TP-OBJ-LABEL-SHIFT-NOT-MEASURED", f"label alignment not measured: {why}",
-                        evidence=tally[0].upper() + tally[1:] + ".", data=data)]
-    what = ("labels equal input_ids at the same position (unshifted)" if obs == "aligned"
-            else "labels equal input_ids one position ahead (already shifted)")
+        why = (
+            (
+                "no position to compare: every label is the ignore_index or every sequence is one token or one "
+                "repeated token"
+            )
+            if voting == 0
+            else "no alignment holds in a strict majority of sequences"
+        )
+        return [
+            finding(
+                "TP-OBJ-LABEL-SHIFT-NOT-MEASURED",
+                f"label alignment not measured: {why}",
+                evidence=tally[0].upper() + tally[1:] + ".",
+                data=data,
+            )
+        ]
+    what = (
+        "labels equal input_ids at the same position (unshifted)"
+        if obs == "aligned"
+        else "labels equal input_ids one position ahead (already shifted)"
+    )
     if loss_shifts_labels is None:
-        return [finding("TP-OBJ-LABEL-SHIFT-OBSERVED", f"{what}; not judged: whether the loss shifts them is not "
-                        "stated", evidence=tally[0].upper() + tally[1:] + ".", data=data)]
+        return [
+            finding(
+                "TP-OBJ-LABEL-SHIFT-OBSERVED",
+                f"{what}; not judged: whether the loss shifts them is not stated",
+                evidence=tally[0].upper() + tally[1:] + ".",
+                data=data,
+            )
+        ]
     if loss_shifts_labels:
         if obs == "shifted":
-            return [finding("TP-OBJ-LABEL-SHIFT-DOUBLE",
-                            "labels are already shifted and the loss shifts them again: the model learns the token "
-                            "two positions ahead",
-                            evidence=tally[0].upper() + tally[1:] + "; the loss compares logits[:, :-1] with "
-                                     "labels[:, 1:].", data=data)]
-        return [finding("TP-OBJ-LABEL-SHIFT-OK", f"{what}, as a loss that shifts them expects",
-                        evidence=tally[0].upper() + tally[1:] + ".", data=data)]
+            return [
+                finding(
+                    "TP-OBJ-LABEL-SHIFT-DOUBLE",
+                    "labels are already shifted and the loss shifts them again: the model learns the token "
+                    "two positions ahead",
+                    evidence=tally[0].upper() + tally[1:] + "; the loss compares logits[:, :-1] with labels[:, 1:].",
+                    data=data,
+                )
+            ]
+        return [
+            finding(
+                "TP-OBJ-LABEL-SHIFT-OK",
+                f"{what}, as a loss that shifts them expects",
+                evidence=tally[0].upper() + tally[1:] + ".",
+                data=data,
+            )
+        ]
     if obs == "shifted":
-        return [finding("TP-OBJ-LABEL-SHIFT-OK", f"{what}, as a loss that does not shift them expects",
-                        evidence=tally[0].upper() + tally[1:] + ".", data=data)]
-    return [finding("TP-OBJ-LABEL-SHIFT-OBSERVED",
-                    f"{what} while the loss is stated not to shift them: each position is trained on its own "
-                    "input token", evidence=tally[0].upper() + tally[1:] + "; right only for objectives that "
-                    "reconstruct the input.", data=data)]
+        return [
+            finding(
+                "TP-OBJ-LABEL-SHIFT-OK",
+                f"{what}, as a loss that does not shift them expects",
+                evidence=tally[0].upper() + tally[1:] + ".",
+                data=data,
+            )
+        ]
+    return [
+        finding(
+            "TP-OBJ-LABEL-SHIFT-OBSERVED",
+            f"{what} while the loss is stated not to shift them: each position is trained on its own input token",
+            evidence=tally[0].upper() + tally[1:] + "; right only for objectives that reconstruct the input.",
+            data=data,
+        )
+    ]
 
 
 # --- reports -----------------------------------------------------------------------------
 
-def _build(findings: list[Finding], cov: TargetCoverage | None, shift: list[Finding] | None, file: str,
-           meta: dict, mute=(), skipped: dict[str, Skip] | None = None, notes: list[str] | None = None) -> Report:
+
+def _build(
+    findings: list[Finding],
+    cov: TargetCoverage | None,
+    shift: list[Finding] | None,
+    file: str,
+    meta: dict,
+    mute=(),
+    skipped: dict[str, Skip] | None = None,
+    notes: list[str] | None = None,
+) -> Report:
     skipped = dict(skipped or {})
     ran = [_IGNORE_CHECK]
     out = list(findings)
@@ -513,13 +648,32 @@ def _build(findings: list[Finding], cov: TargetCoverage | None, shift: list[Find
         out += shift
     else:
         skipped.setdefault(_SHIFT_CHECK, Skip("absent", "no input_ids and labels"))
-    return report(file, "objective", out, ran=ran, skipped=skipped, records=cov.total if cov else 0, meta=meta,
-                  notes=notes, mute=mute)
+    return report(
+        file,
+        "objective",
+        out,
+        ran=ran,
+        skipped=skipped,
+        records=cov.total if cov else 0,
+        meta=meta,
+        notes=notes,
+        mute=mute,
+    )
 
 
-def check_objective(num_classes: int, ignore_index: int = -100, targets: Any = None, input_ids: Any = None,
-                    labels: Any = None, loss_shifts_labels: bool | None = None, *, file: str = "objective",
-                    th: Thresholds | None = None, max_positions: int | None = 1024, mute=()) -> Report:
+def check_objective(
+    num_classes: int,
+    ignore_index: int = -100,
+    targets: Any = None,
+    input_ids: Any = None,
+    labels: Any = None,
+    loss_shifts_labels: bool | None = None,
+    *,
+    file: str = "objective",
+    th: Thresholds | None = None,
+    max_positions: int | None = 1024,
+    mute=(),
+) -> Report:
     """Every objective check on one batch, as a Report (kind ``objective``).
 
     Args:
@@ -553,22 +707,40 @@ def check_objective(num_classes: int, ignore_index: int = -100, targets: Any = N
     return _build(found, cov, shift, file, meta, mute)
 
 
-
 def ignore_index_report(num_classes: int, ignore_index: int = -100, mute=()) -> Report:
     """The report of the one check that needs no targets: is ``ignore_index`` a real class
     of ``num_classes``? (``trainproof targets`` without ``--targets``.)"""
-    return _build(check_ignore_index(num_classes, ignore_index), None, None, "objective",
-                  {"num_classes": num_classes, "ignore_index": ignore_index}, mute)
+    return _build(
+        check_ignore_index(num_classes, ignore_index),
+        None,
+        None,
+        "objective",
+        {"num_classes": num_classes, "ignore_index": ignore_index},
+        mute,
+    )
+
 
 # --- files -------------------------------------------------------------------------------
+
 
 class TargetFileError(ValueError):
     """A targets file that cannot be read without pickle, or holds no usable array."""
 
 
-_ST_DTYPES = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "U16": np.uint16, "I16": np.int16,
-              "U32": np.uint32, "I32": np.int32, "U64": np.uint64, "I64": np.int64, "F16": np.float16,
-              "F32": np.float32, "F64": np.float64}
+_ST_DTYPES = {
+    "BOOL": np.bool_,
+    "U8": np.uint8,
+    "I8": np.int8,
+    "U16": np.uint16,
+    "I16": np.int16,
+    "U32": np.uint32,
+    "I32": np.int32,
+    "U64": np.uint64,
+    "I64": np.int64,
+    "F16": np.float16,
+    "F32": np.float32,
+    "F64": np.float64,
+}
 
 
 def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
@@ -590,12 +762,12 @@ def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
     if hlen > len(raw) - 8:
         raise TargetFileError(f"{path}: not a safetensors file (header length {hlen} exceeds the file)")
     try:
-        header = json.loads(raw[8:8 + hlen].decode("utf-8"))
+        header = json.loads(raw[8 : 8 + hlen].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise TargetFileError(f"{path}: not a safetensors file (header is not JSON: {e})") from None
     if not isinstance(header, dict):
         raise TargetFileError(f"{path}: not a safetensors file (header is not a JSON object)")
-    body = memoryview(raw)[8 + hlen:]
+    body = memoryview(raw)[8 + hlen :]
     out: dict[str, np.ndarray] = {}
     for name, info in header.items():
         if name == "__metadata__":
@@ -606,15 +778,17 @@ def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
             start, end = (int(o) for o in info["data_offsets"])
         except KeyError as e:
             if isinstance(info, dict) and "dtype" in info and info["dtype"] not in _ST_DTYPES:
-                raise TargetFileError(f"{path}: tensor {name!r} has dtype {info['dtype']}, which cannot hold class "
-                                      "ids") from None
+                raise TargetFileError(
+                    f"{path}: tensor {name!r} has dtype {info['dtype']}, which cannot hold class ids"
+                ) from None
             raise TargetFileError(f"{path}: tensor {name!r} has a malformed header entry (missing {e})") from None
         except (TypeError, ValueError):
             raise TargetFileError(f"{path}: tensor {name!r} has a malformed header entry") from None
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         if not 0 <= start <= end <= len(body) or end - start != count * np.dtype(dt).itemsize:
-            raise TargetFileError(f"{path}: tensor {name!r} lies outside the file or does not match its "
-                                  "dtype and shape")
+            raise TargetFileError(
+                f"{path}: tensor {name!r} lies outside the file or does not match its dtype and shape"
+            )
         out[name] = np.frombuffer(body[start:end], dtype=np.dtype(dt).newbyteorder("<")).reshape(shape)
     return out
 
@@ -645,8 +819,10 @@ def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
     except ValueError as e:
         msg = str(e)
         if "pickle" in msg.lower():
-            raise TargetFileError(f"{p}: holds pickled data, which is never loaded (it can run arbitrary code); "
-                                  "save integer arrays instead") from None
+            raise TargetFileError(
+                f"{p}: holds pickled data, which is never loaded (it can run arbitrary code); "
+                "save integer arrays instead"
+            ) from None
         raise TargetFileError(f"{p}: not a readable {suffix} file: {msg}") from None
     except (OSError, EOFError) as e:
         raise TargetFileError(f"{p}: cannot read: {e}") from None
@@ -664,13 +840,21 @@ def _pick(arrays: dict[str, np.ndarray], key: str | None, path: Path) -> str:
     for k in ("labels", "targets", "target", "label", "y"):
         if k in arrays:
             return k
-    raise TargetFileError(f"{path}: holds {len(arrays)} arrays ({', '.join(names) or 'none'}); name the targets "
-                          "with --key")
+    raise TargetFileError(
+        f"{path}: holds {len(arrays)} arrays ({', '.join(names) or 'none'}); name the targets with --key"
+    )
 
 
-def objective_report(path: str | Path, num_classes: int, ignore_index: int = -100, key: str | None = None,
-                     loss_shifts_labels: bool | None = None, th: Thresholds | None = None,
-                     max_positions: int | None = 1024, mute=()) -> Report:
+def objective_report(
+    path: str | Path,
+    num_classes: int,
+    ignore_index: int = -100,
+    key: str | None = None,
+    loss_shifts_labels: bool | None = None,
+    th: Thresholds | None = None,
+    max_positions: int | None = 1024,
+    mute=(),
+) -> Report:
     """The checks of ``trainproof targets`` on a targets file.
 
     The targets are the array named ``key``, else the file's only array, else one named
@@ -706,8 +890,9 @@ def objective_report(path: str | Path, num_classes: int, ignore_index: int = -10
     if ids is None or k == "input_ids":
         skipped[_SHIFT_CHECK] = Skip("absent", "no input_ids array next to the labels")
     elif ids.shape != arrays[k].shape:
-        skipped[_SHIFT_CHECK] = Skip("degenerate", f"input_ids {list(ids.shape)} and {k} {list(arrays[k].shape)} "
-                                                   "differ in shape")
+        skipped[_SHIFT_CHECK] = Skip(
+            "degenerate", f"input_ids {list(ids.shape)} and {k} {list(arrays[k].shape)} differ in shape"
+        )
     elif arrays[k].ndim not in (1, 2):
         skipped[_SHIFT_CHECK] = Skip("degenerate", f"{k} has {arrays[k].ndim} dimensions, not [batch, seq]")
     else:
@@ -716,9 +901,21 @@ def objective_report(path: str | Path, num_classes: int, ignore_index: int = -10
         except (TypeError, ValueError) as e:
             skipped[_SHIFT_CHECK] = Skip("degenerate", str(e))
     if loss_shifts_labels is not None and shift is None:
-        notes.append("--loss-shifts-labels/--loss-does-not-shift-labels was given but the label alignment was not "
-                     f"checked: {skipped[_SHIFT_CHECK].detail}")
+        notes.append(
+            "--loss-shifts-labels/--loss-does-not-shift-labels was given but the label alignment was not "
+            f"checked: {skipped[_SHIFT_CHECK].detail}"
+        )
     return _build(found, cov, shift, str(path), meta, mute, skipped, notes)
 
-__all__ = ["TargetCoverage", "TargetFileError", "check_ignore_index", "check_label_shift",
-           "check_objective", "ignore_index_report", "load_arrays", "measure_label_shift", "objective_report"]
+
+__all__ = [
+    "TargetCoverage",
+    "TargetFileError",
+    "check_ignore_index",
+    "check_label_shift",
+    "check_objective",
+    "ignore_index_report",
+    "load_arrays",
+    "measure_label_shift",
+    "objective_report",
+]

@@ -24,6 +24,7 @@ Charts (one per series in :attr:`Report.charts`, against step):
   plot box and step domain as ``data-*`` attributes, so the position of a mark can be
   checked from the markup.
 """
+
 from __future__ import annotations
 
 import html as _html
@@ -46,8 +47,7 @@ _LEVEL_COLOR = {
     Level.NOT_CHECKED: "#6941c6",
     Level.INFO: "#475467",
 }
-_LEVEL_CLASS = {Level.FAIL: "fail", Level.WARN: "warn", Level.PASS: "pass", Level.NOT_CHECKED: "nc",
-                Level.INFO: "info"}
+_LEVEL_CLASS = {Level.FAIL: "fail", Level.WARN: "warn", Level.PASS: "pass", Level.NOT_CHECKED: "nc", Level.INFO: "info"}
 _SERIES_COLOR = "#1f4e8c"
 _NONFINITE_COLOR = "#9e1f63"
 #: Line colours of the compare overlay: the baseline in near-black, then Okabe-Ito
@@ -104,7 +104,7 @@ def _fmt_tick(v: float, step: float) -> str:
     if abs(v) < abs(step) * 1e-9:
         return "0"
     exp_step = math.floor(math.log10(abs(step)))
-    extra = 0 if abs(step / 10 ** exp_step - round(step / 10 ** exp_step)) < 1e-9 else 1
+    extra = 0 if abs(step / 10**exp_step - round(step / 10**exp_step)) < 1e-9 else 1
     if 1e-4 <= abs(v) < 1e6:
         return f"{v:.{max(0, -exp_step + extra)}f}"
     sig = max(1, math.floor(math.log10(abs(v))) - exp_step + 1 + extra)
@@ -112,7 +112,7 @@ def _fmt_tick(v: float, step: float) -> str:
 
 
 def _fmt_decade(e: int) -> str:
-    return f"{10.0 ** e:g}" if -3 <= e <= 4 else f"1e{e}"
+    return f"{10.0**e:g}" if -3 <= e <= 4 else f"1e{e}"
 
 
 def _badge(level: Level, big: bool = False) -> str:
@@ -189,7 +189,7 @@ def _nice_y_axis(lo: float, hi: float, p0: float, p1: float) -> tuple[_Scale, li
         if e1 == e0:
             e1 += 1
         every = max(1, math.ceil((e1 - e0) / 7))
-        ticks = [(10.0 ** e, _fmt_decade(e)) for e in range(e0, e1 + 1) if (e - e0) % every == 0]
+        ticks = [(10.0**e, _fmt_decade(e)) for e in range(e0, e1 + 1) if (e - e0) % every == 0]
         return _Scale(float(e0), float(e1), p0, p1, log=True), ticks, True
     lo, hi = _pad_constant(lo, hi)
     step = _nice_step(hi - lo, 5)
@@ -255,7 +255,9 @@ class _Label:
             self.text = f"{', '.join(self.rules)} (step {_fmt_step(self.step)})"
 
 
-def _place_labels(markers: list[_Marker], sx: _Scale, left: float, right: float) -> list[tuple[_Label, float, float, str, int]]:
+def _place_labels(
+    markers: list[_Marker], sx: _Scale, left: float, right: float
+) -> list[tuple[_Label, float, float, str, int]]:
     """Give each label a lane so that no two labels overlap.
 
     Returns ``(label, box_left, box_right, anchor, lane)``; lane 0 is nearest the plot. A
@@ -285,8 +287,15 @@ def _place_labels(markers: list[_Marker], sx: _Scale, left: float, right: float)
     return out
 
 
-def _chart(series: list[_Series], ylabel: str, name: str, markers: list[_Marker],
-           x_domain: tuple[float, float], width: int = 900, plot_h: int = 250) -> tuple[str, dict]:
+def _chart(
+    series: list[_Series],
+    ylabel: str,
+    name: str,
+    markers: list[_Marker],
+    x_domain: tuple[float, float],
+    width: int = 900,
+    plot_h: int = 250,
+) -> tuple[str, dict]:
     """An SVG chart of ``series`` against step; returns ``(svg, counts of non-finite points)``."""
     left, right_m, bottom = 74.0, 18.0, 46.0
     x0, x1 = left, width - right_m
@@ -328,7 +337,7 @@ def _chart(series: list[_Series], ylabel: str, name: str, markers: list[_Marker]
     if log and sy.hi - sy.lo <= 8:
         for e in range(int(sy.lo), int(sy.hi)):
             for m in range(2, 10):
-                y = sy(m * 10.0 ** e)
+                y = sy(m * 10.0**e)
                 out.append(f'<line class="minor" x1="{f1(x0 - 3)}" x2="{f1(x0)}" y1="{f1(y)}" y2="{f1(y)}"/>')
     try:
         xticks = _x_ticks(lo, hi)
@@ -343,11 +352,15 @@ def _chart(series: list[_Series], ylabel: str, name: str, markers: list[_Marker]
     out.append(f'<line class="axis" x1="{f1(x0)}" x2="{f1(x1)}" y1="{f1(y1)}" y2="{f1(y1)}"/>')
     out.append(f'<text class="axlabel" x="{f1((x0 + x1) / 2)}" y="{f1(y1 + 36)}" text-anchor="middle">step</text>')
     cy = (y0 + y1) / 2
-    out.append(f'<text class="axlabel" x="16" y="{f1(cy)}" text-anchor="middle" '
-               f'transform="rotate(-90 16 {f1(cy)})">{_esc(ylab)}</text>')
+    out.append(
+        f'<text class="axlabel" x="16" y="{f1(cy)}" text-anchor="middle" '
+        f'transform="rotate(-90 16 {f1(cy)})">{_esc(ylab)}</text>'
+    )
     if not any(np.isfinite(s.values).any() for s in series):
-        out.append(f'<text class="empty" x="{f1((x0 + x1) / 2)}" y="{f1(cy)}" text-anchor="middle">'
-                   "no finite value to draw: every point is non-finite</text>")
+        out.append(
+            f'<text class="empty" x="{f1((x0 + x1) / 2)}" y="{f1(cy)}" text-anchor="middle">'
+            "no finite value to draw: every point is non-finite</text>"
+        )
 
     # finding markers: a line per finding, under the data; one label per step above the
     # plot, drawn after every line on a white box so a line crossing it does not hide it
@@ -364,7 +377,8 @@ def _chart(series: list[_Series], ylabel: str, name: str, markers: list[_Marker]
             f'data-step="{_esc(_fmt_step(m.step))}" data-kind="{_esc(m.kind)}" data-level="{_esc(m.level.value)}">'
             f"<title>{_esc(_marker_title(m))}</title>"
             f'<line class="marker-line" x1="{f1(x)}" x2="{f1(x)}" y1="{f1(ly + 3)}" y2="{f1(y1)}" '
-            f'stroke="{_LEVEL_COLOR.get(m.level, "#475467")}"{dash}/></g>')
+            f'stroke="{_LEVEL_COLOR.get(m.level, "#475467")}"{dash}/></g>'
+        )
     for lab, a, b, anchor, lane in placed:
         ly = lane_y[(lab.step, lab.kind)]
         tx = a + 3 if anchor == "start" else b - 3
@@ -372,7 +386,8 @@ def _chart(series: list[_Series], ylabel: str, name: str, markers: list[_Marker]
             f'<g class="marker-label" data-rules="{_esc(" ".join(lab.rules))}" data-step="{_esc(_fmt_step(lab.step))}">'
             f'<rect x="{f1(a)}" y="{f1(ly - 11)}" width="{f1(b - a)}" height="14" rx="2"/>'
             f'<text x="{f1(tx)}" y="{f1(ly)}" text-anchor="{anchor}" fill="{_LEVEL_COLOR.get(lab.level, "#475467")}">'
-            f"{_esc(lab.text)}</text></g>")
+            f"{_esc(lab.text)}</text></g>"
+        )
 
     # data
     for s in series:
@@ -397,8 +412,9 @@ def _chart(series: list[_Series], ylabel: str, name: str, markers: list[_Marker]
     # non-finite points: marks in a band along the top edge
     if nonfinite:
         by = band_top + _BAND_H / 2
-        out.append(f'<rect class="nfband" x="{f1(x0)}" y="{f1(band_top)}" width="{f1(x1 - x0)}" '
-                   f'height="{f1(_BAND_H)}"/>')
+        out.append(
+            f'<rect class="nfband" x="{f1(x0)}" y="{f1(band_top)}" width="{f1(x1 - x0)}" height="{f1(_BAND_H)}"/>'
+        )
         kinds = "/".join(k for k in ("NaN", "+Inf", "-Inf") if counts[k])
         out.append(f'<text class="nflabel" x="{f1(x0 - 10)}" y="{f1(by + 4)}" text-anchor="end">{_esc(kinds)}</text>')
         for s in series:
@@ -412,18 +428,26 @@ def _chart(series: list[_Series], ylabel: str, name: str, markers: list[_Marker]
                 x = sx(st)
                 kind = _fmt_num(v)
                 if math.isnan(v):
-                    shape = (f'<path d="M{f1(x - h)} {f1(by - 3.5)} L{f1(x + h)} {f1(by + 3.5)} '
-                             f'M{f1(x - h)} {f1(by + 3.5)} L{f1(x + h)} {f1(by - 3.5)}" '
-                             f'stroke="{color}" stroke-width="1.6"/>')
+                    shape = (
+                        f'<path d="M{f1(x - h)} {f1(by - 3.5)} L{f1(x + h)} {f1(by + 3.5)} '
+                        f'M{f1(x - h)} {f1(by + 3.5)} L{f1(x + h)} {f1(by - 3.5)}" '
+                        f'stroke="{color}" stroke-width="1.6"/>'
+                    )
                 elif v > 0:
-                    shape = (f'<path d="M{f1(x)} {f1(by - 4.5)} L{f1(x + h)} {f1(by + 3.5)} '
-                             f'L{f1(x - h)} {f1(by + 3.5)} Z" fill="{color}"/>')
+                    shape = (
+                        f'<path d="M{f1(x)} {f1(by - 4.5)} L{f1(x + h)} {f1(by + 3.5)} '
+                        f'L{f1(x - h)} {f1(by + 3.5)} Z" fill="{color}"/>'
+                    )
                 else:
-                    shape = (f'<path d="M{f1(x)} {f1(by + 4.5)} L{f1(x + h)} {f1(by - 3.5)} '
-                             f'L{f1(x - h)} {f1(by - 3.5)} Z" fill="{color}"/>')
+                    shape = (
+                        f'<path d="M{f1(x)} {f1(by + 4.5)} L{f1(x + h)} {f1(by - 3.5)} '
+                        f'L{f1(x - h)} {f1(by - 3.5)} Z" fill="{color}"/>'
+                    )
                 tip = f"{s.label}: " if s.label else ""
-                out.append(f'<g class="nonfinite" data-step="{_esc(_fmt_step(st))}" data-value="{kind}">'
-                           f"<title>{_esc(tip)}step {_esc(_fmt_step(st))}: {kind}</title>{shape}</g>")
+                out.append(
+                    f'<g class="nonfinite" data-step="{_esc(_fmt_step(st))}" data-value="{kind}">'
+                    f"<title>{_esc(tip)}step {_esc(_fmt_step(st))}: {kind}</title>{shape}</g>"
+                )
     out.append("</svg>")
     return "".join(out), counts
 
@@ -441,8 +465,10 @@ def _nonfinite_note(counts: dict) -> str:
     if counts["-Inf"]:
         marks.append("▼ −Inf")
     word = "point" if n == 1 else "points"
-    return (f'<span class="nfnote">{n} non-finite {word} ({_esc(parts)}): not on the scale, '
-            f'marked along the top edge ({_esc(", ".join(marks))}).</span>')
+    return (
+        f'<span class="nfnote">{n} non-finite {word} ({_esc(parts)}): not on the scale, '
+        f"marked along the top edge ({_esc(', '.join(marks))}).</span>"
+    )
 
 
 def _marker_title(m: _Marker) -> str:
@@ -496,8 +522,9 @@ def _report_charts(r: Report) -> str:
     charts = r.charts or {}
     names = [n for n in _chart_names(charts) if len(np.asarray(charts[n].get("values", ()))) > 0]
     if not names:
-        return ('<p class="muted">No chartable series (loss, eval loss, learning rate, gradient norm) '
-                "in this report.</p>")
+        return (
+            '<p class="muted">No chartable series (loss, eval loss, learning rate, gradient norm) in this report.</p>'
+        )
     series = {n: _Series(charts[n]["steps"], charts[n]["values"]) for n in names}
     markers = _markers(r)
     dom = _domain([s.steps for s in series.values()], [m.step for m in markers])
@@ -507,25 +534,30 @@ def _report_charts(r: Report) -> str:
     for i, n in enumerate(names):
         s = series[n]
         label = _CHART_LABEL.get(n, str(n))
-        svg, counts = _chart([s], label, n, markers, dom, width=900 if i == 0 else 500,
-                             plot_h=260 if i == 0 else 200)
+        svg, counts = _chart([s], label, n, markers, dom, width=900 if i == 0 else 500, plot_h=260 if i == 0 else 200)
         key = charts[n].get("key", n)
         fin = int(np.isfinite(s.values).sum())
-        cap = [f'<b>{_esc(label)}</b> <span class="muted">(raw key <code>{_esc(key)}</code>, '
-               f"{len(s.values)} points charted, {fin} finite)</span>"]
+        cap = [
+            f'<b>{_esc(label)}</b> <span class="muted">(raw key <code>{_esc(key)}</code>, '
+            f"{len(s.values)} points charted, {fin} finite)</span>"
+        ]
         note = _nonfinite_note(counts)
         if note:
             cap.append(note)
         if s.no_step:
             cap.append(f'<span class="nfnote">{s.no_step} point(s) without a finite step are not charted.</span>')
         cls = "chart-fig wide" if i == 0 else "chart-fig"
-        out.append(f'<figure class="{cls}" data-chart="{_esc(n)}">{svg}<figcaption>{" ".join(cap)}</figcaption></figure>')
+        out.append(
+            f'<figure class="{cls}" data-chart="{_esc(n)}">{svg}<figcaption>{" ".join(cap)}</figcaption></figure>'
+        )
     out.append("</div>")
     if markers:
-        out.append('<p class="muted small">Vertical lines: the step of each finding, coloured by level '
-                   "(red FAIL, amber WARN, grey INFO); a dashed line is where a failure became visible "
-                   "(\u201cFAIL from step N\u201d), for a finding placed elsewhere, such as a divergence "
-                   "at its best level.</p>")
+        out.append(
+            '<p class="muted small">Vertical lines: the step of each finding, coloured by level '
+            "(red FAIL, amber WARN, grey INFO); a dashed line is where a failure became visible "
+            "(\u201cFAIL from step N\u201d), for a finding placed elsewhere, such as a divergence "
+            "at its best level.</p>"
+        )
     return "".join(out)
 
 
@@ -541,32 +573,42 @@ def _compare_section(reports: list[Report], ids: list[str]) -> str:
         name = r.file
         loss = (r.charts or {}).get("loss")
         role = "baseline" if i == 0 else f"run {i + 1}"
-        swatch = (f'<svg class="swatch" width="30" height="12" viewBox="0 0 30 12" aria-hidden="true">'
-                  f'<line x1="1" x2="29" y1="6" y2="6" stroke="{color}" stroke-width="{width + 0.6}"'
-                  f'{f" stroke-dasharray={chr(34)}{dash}{chr(34)}" if dash else ""}/></svg>')
+        swatch = (
+            f'<svg class="swatch" width="30" height="12" viewBox="0 0 30 12" aria-hidden="true">'
+            f'<line x1="1" x2="29" y1="6" y2="6" stroke="{color}" stroke-width="{width + 0.6}"'
+            f"{f' stroke-dasharray={chr(34)}{dash}{chr(34)}' if dash else ''}/></svg>"
+        )
         extra = ""
         if loss is not None and len(np.asarray(loss["values"])):
             series.append(_Series(loss["steps"], loss["values"], color, dash, width, label=f"{role}: {name}"))
         else:
             extra = ' <span class="muted">(no loss series: not drawn)</span>'
-        legend.append(f'<li class="legend-item" data-run="{_esc(name)}">{swatch} <span class="role">{_esc(role)}</span> '
-                      f'<a href="#{ids[i]}"><code>{_esc(name)}</code></a> {_badge(r.verdict)}{extra}</li>')
+        legend.append(
+            f'<li class="legend-item" data-run="{_esc(name)}">{swatch} <span class="role">{_esc(role)}</span> '
+            f'<a href="#{ids[i]}"><code>{_esc(name)}</code></a> {_badge(r.verdict)}{extra}</li>'
+        )
     out = ['<section class="compare" id="compare"><h2>Loss of every run</h2>']
     dom = _domain([s.steps for s in series], [])
     if series and dom is not None:
         svg, counts = _chart(series, "loss", "compare-loss", [], dom, width=900, plot_h=300)
         note = _nonfinite_note(counts)
         if note:
-            per_run = "; ".join(f"{s.label.split(':')[0]}: {sum(s.counts.values())}" for s in series
-                                if sum(s.counts.values()))
-            note = (note.replace("marked along", "marked in each run’s colour along")
-                    .replace("</span>", f" By run: {_esc(per_run)}.</span>"))
-        out.append(f'<figure class="chart-fig wide" data-chart="compare-loss">{svg}<figcaption>'
-                   f'<ul class="legend">{"".join(legend)}</ul>{note}'
-                   "<span class=\"muted small\">The first run is the baseline. Finding markers are on "
-                   "each run's own charts below.</span></figcaption></figure>")
+            per_run = "; ".join(
+                f"{s.label.split(':')[0]}: {sum(s.counts.values())}" for s in series if sum(s.counts.values())
+            )
+            note = note.replace("marked along", "marked in each run’s colour along").replace(
+                "</span>", f" By run: {_esc(per_run)}.</span>"
+            )
+        out.append(
+            f'<figure class="chart-fig wide" data-chart="compare-loss">{svg}<figcaption>'
+            f'<ul class="legend">{"".join(legend)}</ul>{note}'
+            '<span class="muted small">The first run is the baseline. Finding markers are on '
+            "each run's own charts below.</span></figcaption></figure>"
+        )
     else:
-        out.append(f'<ul class="legend">{"".join(legend)}</ul><p class="muted">No run has a loss series to overlay.</p>')
+        out.append(
+            f'<ul class="legend">{"".join(legend)}</ul><p class="muted">No run has a loss series to overlay.</p>'
+        )
     out.append("</section>")
     return "".join(out)
 
@@ -581,9 +623,11 @@ def _finding(f) -> str:
     if f.line is not None:
         where.append(f"line {f.line}")
     where_html = f'<span class="where">{_esc(" · ".join(where))}</span>' if where else ""
-    parts = [f'<li class="finding lv-{_LEVEL_CLASS.get(f.level, "info")}" data-rule="{_esc(f.id)}">',
-             f'<div class="fhead">{_badge(f.level)} <code class="rule">{_esc(f.id)}</code> '
-             f'<span class="message">{_esc(f.message)}</span> {where_html}</div>']
+    parts = [
+        f'<li class="finding lv-{_LEVEL_CLASS.get(f.level, "info")}" data-rule="{_esc(f.id)}">',
+        f'<div class="fhead">{_badge(f.level)} <code class="rule">{_esc(f.id)}</code> '
+        f'<span class="message">{_esc(f.message)}</span> {where_html}</div>',
+    ]
     if f.evidence:
         parts.append(f'<p class="evidence">{_esc(f.evidence)}</p>')
     if f.hint:
@@ -596,8 +640,10 @@ def _finding(f) -> str:
 
 def _report_section(r: Report, anchor: str, n: int) -> str:
     v = r.verdict
-    out = [f'<section class="run lv-{_LEVEL_CLASS[v]}" id="{anchor}" data-verdict="{_esc(v.value)}">',
-           f'<h2><span class="runno">{n}</span> {_badge(v)} <code class="file">{_esc(r.file)}</code></h2>']
+    out = [
+        f'<section class="run lv-{_LEVEL_CLASS[v]}" id="{anchor}" data-verdict="{_esc(v.value)}">',
+        f'<h2><span class="runno">{n}</span> {_badge(v)} <code class="file">{_esc(r.file)}</code></h2>',
+    ]
     if r.error is not None:
         out.append(f'<p class="error"><b>could not read:</b> {_esc(r.error)}</p>')
     facts = [("format", _esc(r.format or "unknown")), ("records", _esc(r.records))]
@@ -621,20 +667,27 @@ def _report_section(r: Report, anchor: str, n: int) -> str:
 
     out.append("<h3>Checks</h3>")
     if r.ran:
-        out.append(f'<p class="ran"><b>Ran ({len(r.ran)}):</b> '
-                   + " ".join(f'<code class="chip">{_esc(c)}</code>' for c in r.ran) + "</p>")
+        out.append(
+            f'<p class="ran"><b>Ran ({len(r.ran)}):</b> '
+            + " ".join(f'<code class="chip">{_esc(c)}</code>' for c in r.ran)
+            + "</p>"
+        )
     else:
         out.append('<p class="muted">No check ran.</p>')
     if r.skipped:
-        rows = "".join(f'<tr data-check="{_esc(k)}"><td><code>{_esc(k)}</code></td><td>{_esc(s.reason)}</td>'
-                       f"<td>{_esc(s.detail)}</td></tr>" for k, s in r.skipped.items())
-        out.append(f'<table class="skipped"><caption>Skipped ({len(r.skipped)}): not judged, so not passed'
-                   f"</caption><thead><tr><th>check</th><th>reason</th><th>detail</th></tr></thead>"
-                   f"<tbody>{rows}</tbody></table>")
+        rows = "".join(
+            f'<tr data-check="{_esc(k)}"><td><code>{_esc(k)}</code></td><td>{_esc(s.reason)}</td>'
+            f"<td>{_esc(s.detail)}</td></tr>"
+            for k, s in r.skipped.items()
+        )
+        out.append(
+            f'<table class="skipped"><caption>Skipped ({len(r.skipped)}): not judged, so not passed'
+            f"</caption><thead><tr><th>check</th><th>reason</th><th>detail</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+        )
 
     if r.notes:
-        out.append("<h3>Notes</h3><ul class=\"notes\">"
-                   + "".join(f"<li>{_esc(n_)}</li>" for n_ in r.notes) + "</ul>")
+        out.append('<h3>Notes</h3><ul class="notes">' + "".join(f"<li>{_esc(n_)}</li>" for n_ in r.notes) + "</ul>")
     if r.mapping:
         rows = []
         for k, m in r.mapping.items():
@@ -642,10 +695,14 @@ def _report_section(r: Report, anchor: str, n: int) -> str:
                 src, how, ign = m.get("source", ""), m.get("how", ""), m.get("ignored") or []
             else:
                 src, how, ign = m, "", []
-            rows.append(f"<tr><td>{_esc(k)}</td><td><code>{_esc(_jsonish(src))}</code></td><td>{_esc(_jsonish(how))}</td>"
-                        f"<td>{_esc(', '.join(_jsonish(x) for x in ign))}</td></tr>")
-        out.append('<h3>Metrics read</h3><table class="mapping"><thead><tr><th>metric</th><th>raw key</th>'
-                   f"<th>how</th><th>ignored candidates</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            rows.append(
+                f"<tr><td>{_esc(k)}</td><td><code>{_esc(_jsonish(src))}</code></td><td>{_esc(_jsonish(how))}</td>"
+                f"<td>{_esc(', '.join(_jsonish(x) for x in ign))}</td></tr>"
+            )
+        out.append(
+            '<h3>Metrics read</h3><table class="mapping"><thead><tr><th>metric</th><th>raw key</th>'
+            f"<th>how</th><th>ignored candidates</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
     if r.meta:
         rows = "".join(f"<tr><td>{_esc(k)}</td><td>{_esc(_jsonish(val))}</td></tr>" for k, val in r.meta.items())
         out.append(f'<h3>Declared in the log</h3><table class="meta"><tbody>{rows}</tbody></table>')
@@ -658,11 +715,15 @@ def _summary_table(reports: list[Report], ids: list[str]) -> str:
     for i, r in enumerate(reports):
         flagged = list(dict.fromkeys(f.id for f in r.findings if f.level in (Level.FAIL, Level.WARN)))
         what = ", ".join(flagged) if flagged else ("could not read: " + r.error if r.error else "")
-        rows.append(f'<tr class="lv-{_LEVEL_CLASS[r.verdict]}"><td class="num">{i + 1}</td><td>{_badge(r.verdict)}</td>'
-                    f'<td><a href="#{ids[i]}"><code>{_esc(r.file)}</code></a></td><td>{_esc(r.format or "-")}</td>'
-                    f'<td class="num">{_esc(r.records)}</td><td>{_esc(what)}</td></tr>')
-    return ('<table class="summary-table"><thead><tr><th>#</th><th>verdict</th><th>run</th><th>format</th>'
-            f'<th>records</th><th>FAIL / WARN</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+        rows.append(
+            f'<tr class="lv-{_LEVEL_CLASS[r.verdict]}"><td class="num">{i + 1}</td><td>{_badge(r.verdict)}</td>'
+            f'<td><a href="#{ids[i]}"><code>{_esc(r.file)}</code></a></td><td>{_esc(r.format or "-")}</td>'
+            f'<td class="num">{_esc(r.records)}</td><td>{_esc(what)}</td></tr>'
+        )
+    return (
+        '<table class="summary-table"><thead><tr><th>#</th><th>verdict</th><th>run</th><th>format</th>'
+        f"<th>records</th><th>FAIL / WARN</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 _CSS = """
@@ -762,28 +823,38 @@ def render_html(reports: list[Report], title: str = "trainproof report", compare
     worst = worst_verdict(ordered)
     from .. import __version__
 
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           f"<title>{_esc(title)}</title>", f'<meta name="generator" content="trainproof {_esc(__version__)}">',
-           f"<style>{_CSS}</style></head>", '<body><main id="top">']
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_esc(title)}</title>",
+        f'<meta name="generator" content="trainproof {_esc(__version__)}">',
+        f"<style>{_CSS}</style></head>",
+        '<body><main id="top">',
+    ]
     n = len(ordered)
     tally = {}
     for r in ordered:
         tally[r.verdict] = tally.get(r.verdict, 0) + 1
-    counts = ", ".join(f"{tally[lv]} {lv.value}" for lv in (Level.FAIL, Level.WARN, Level.NOT_CHECKED, Level.PASS)
-                       if lv in tally)
+    counts = ", ".join(
+        f"{tally[lv]} {lv.value}" for lv in (Level.FAIL, Level.WARN, Level.NOT_CHECKED, Level.PASS) if lv in tally
+    )
     verdict_html = _badge(worst, big=True) if worst is not None else '<span class="badge big lv-info">NO INPUT</span>'
     what = f"{n} run{'s' if n != 1 else ''}" + (f": {counts}" if counts else "")
     if n == 1:
         what = f"<code>{_esc(ordered[0].file)}</code>"
-    out.append(f'<header class="page" data-verdict="{_esc(worst.value if worst else "")}">'
-               f'<div>{verdict_html}</div><div class="overall"><h1>{_esc(title)}</h1>'
-               f'<div class="counts">overall verdict <b>{_esc(worst.value if worst else "none")}</b> · {what}</div>'
-               "</div></header>")
+    out.append(
+        f'<header class="page" data-verdict="{_esc(worst.value if worst else "")}">'
+        f'<div>{verdict_html}</div><div class="overall"><h1>{_esc(title)}</h1>'
+        f'<div class="counts">overall verdict <b>{_esc(worst.value if worst else "none")}</b> · {what}</div>'
+        "</div></header>"
+    )
     if n > 1:
-        out.append(f'<section class="overview"><h2>{"Runs compared" if compare else "Runs"}</h2>'
-                   f"{_summary_table(ordered, ids)}</section>")
+        out.append(
+            f'<section class="overview"><h2>{"Runs compared" if compare else "Runs"}</h2>'
+            f"{_summary_table(ordered, ids)}</section>"
+        )
     if compare and n:
         out.append(_compare_section(ordered, ids))
     if not n:
@@ -791,9 +862,11 @@ def render_html(reports: list[Report], title: str = "trainproof report", compare
     for i, r in enumerate(ordered):
         out.append(_report_section(r, ids[i], i + 1))
     if any(r.verdict is Level.PASS for r in ordered):
-        out.append(f'<footer><p>{_esc(CLOSING_NOTE)}</p></footer>')
-    out.append(f'<footer><p>trainproof {_esc(__version__)}: a deterministic linter for training runs. '
-               "This page is self-contained: it loads nothing from the network.</p></footer>")
+        out.append(f"<footer><p>{_esc(CLOSING_NOTE)}</p></footer>")
+    out.append(
+        f"<footer><p>trainproof {_esc(__version__)}: a deterministic linter for training runs. "
+        "This page is self-contained: it loads nothing from the network.</p></footer>"
+    )
     out.append("</main></body></html>\n")
     return "\n".join(out)
 
@@ -807,8 +880,10 @@ def _csp() -> str:
     import hashlib
 
     digest = base64.b64encode(hashlib.sha256(_CSS.encode("utf-8")).digest()).decode("ascii")
-    return (f"default-src 'none'; style-src 'sha256-{digest}'; script-src 'none'; img-src 'none'; "
-            "base-uri 'none'; form-action 'none'")
+    return (
+        f"default-src 'none'; style-src 'sha256-{digest}'; script-src 'none'; img-src 'none'; "
+        "base-uri 'none'; form-action 'none'"
+    )
 
 
 CSP = _csp()

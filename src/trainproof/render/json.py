@@ -3,6 +3,7 @@
 The document is deterministic: the same reports give the same bytes. Non-finite numbers
 are written as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (strict JSON).
 """
+
 from __future__ import annotations
 
 import json

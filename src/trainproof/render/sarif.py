@@ -48,6 +48,7 @@ key (``$schema``, ``ruleId``, ...) to the end of its object; the main keys are p
 reading order (``$schema`` first). The same reports give the same
 bytes: no timestamps, no machine paths unless the report holds one.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -95,6 +96,7 @@ def rule_help_uri(rule_id: str) -> str:
 
 
 # --- locations ---------------------------------------------------------------------------
+
 
 def _posix(path: str) -> str:
     for sep in (os.sep, os.altsep):
@@ -151,6 +153,7 @@ def _line_is_in_file(report: Report) -> bool:
 
 # --- rules -------------------------------------------------------------------------------
 
+
 def _rule_name(rule_id: str) -> str:
     """``TP-ZERO-LOSS-ONSET`` -> ``ZeroLossOnset`` (SARIF's friendly rule name)."""
     parts = rule_id.split("-")
@@ -168,7 +171,8 @@ def _help_text(rule: Rule) -> str:
 def _descriptor(rule_id: str, rule: Rule | None, level: Level) -> om.ReportingDescriptor:
     if rule is None:  # an id the registry does not know: describe it with what we have
         return om.ReportingDescriptor(
-            id=rule_id, name=_rule_name(rule_id),
+            id=rule_id,
+            name=_rule_name(rule_id),
             short_description=om.MultiformatMessageString(text=rule_id),
             default_configuration=om.ReportingConfiguration(level=sarif_level(level)),
         )
@@ -186,13 +190,23 @@ def _descriptor(rule_id: str, rule: Rule | None, level: Level) -> om.ReportingDe
 
 # --- results -----------------------------------------------------------------------------
 
+
 def _reported(report: Report) -> list[Finding]:
     """The findings of ``report`` that become results (every level but PASS)."""
     out = [f for f in report.findings if f.level is not Level.PASS]
     if report.error is not None and not any(f.id == READ_ERROR_ID for f in out):
         r = get(READ_ERROR_ID)
-        out.insert(0, Finding(id=READ_ERROR_ID, level=Level.NOT_CHECKED, message="the log could not be read",
-                              evidence=report.error, source="reader", hint=r.hint if r else ""))
+        out.insert(
+            0,
+            Finding(
+                id=READ_ERROR_ID,
+                level=Level.NOT_CHECKED,
+                message="the log could not be read",
+                evidence=report.error,
+                source="reader",
+                hint=r.hint if r else "",
+            ),
+        )
     return out
 
 
@@ -222,8 +236,7 @@ def fingerprint(rule_id: str, uri: str, step: float | None, occurrence: int = 1)
     return f"{hashlib.sha256(key.encode('utf-8')).hexdigest()[:32]}:{occurrence}"
 
 
-def _result(f: Finding, report: Report, uri: str, rule_index: int, rule: Rule | None,
-            occurrence: int) -> om.Result:
+def _result(f: Finding, report: Report, uri: str, rule_index: int, rule: Rule | None, occurrence: int) -> om.Result:
     props: dict = {"trainproofLevel": f.level.value, "source": f.source}
     if report.format is not None:
         props["format"] = report.format
@@ -241,10 +254,12 @@ def _result(f: Finding, report: Report, uri: str, rule_index: int, rule: Rule | 
             record_index = int(f.line)
             props["recordIndex"] = record_index
     props["data"] = jsonable(f.data)
-    location = om.Location(physical_location=om.PhysicalLocation(
-        artifact_location=om.ArtifactLocation(uri=uri),
-        region=om.Region(start_line=start_line),
-    ))
+    location = om.Location(
+        physical_location=om.PhysicalLocation(
+            artifact_location=om.ArtifactLocation(uri=uri),
+            region=om.Region(start_line=start_line),
+        )
+    )
     return om.Result(
         rule_id=f.id,
         rule_index=rule_index,
@@ -257,6 +272,7 @@ def _result(f: Finding, report: Report, uri: str, rule_index: int, rule: Rule | 
 
 
 # --- the log -----------------------------------------------------------------------------
+
 
 def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLog:
     """The SARIF log of ``reports`` as :mod:`sarif_om` objects (one run)."""
@@ -301,8 +317,13 @@ def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLo
         properties={
             "worstVerdict": worst.value if worst is not None else None,
             "reports": [
-                {"file": artifact_uri(r.file, base), "format": r.format, "verdict": r.verdict.value,
-                 "records": r.records, "error": r.error}
+                {
+                    "file": artifact_uri(r.file, base),
+                    "format": r.format,
+                    "verdict": r.verdict.value,
+                    "records": r.records,
+                    "error": r.error,
+                }
                 for r in reports
             ],
         },

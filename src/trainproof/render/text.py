@@ -4,6 +4,7 @@ Every string that comes from the input (paths, run names, metric names, messages
 is printed through :func:`clean`: a file name is chosen by whoever wrote the log, and a
 newline or an escape sequence in it could otherwise forge or erase lines of the report.
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection
@@ -110,8 +111,10 @@ def render_report(console: Console, r: Report, brief: bool = False) -> None:
     rng = f", steps {_fmt_step(r.step_range[0])}–{_fmt_step(r.step_range[1])}" if r.step_range else ""
     console.print(f"  format {clean(r.format)}, {r.records} records{rng}")
     if r.mapping:
-        console.print("  metrics: " + clean(", ".join(
-            f"{k}←{m['source']}" if m["source"] != k else k for k, m in sorted(r.mapping.items()))))
+        console.print(
+            "  metrics: "
+            + clean(", ".join(f"{k}←{m['source']}" if m["source"] != k else k for k, m in sorted(r.mapping.items())))
+        )
     for s in r.snapshots:
         _para(console, f"folded snapshot: {clean(s)}", 2)
     for a in r.also:
@@ -123,8 +126,11 @@ def render_report(console: Console, r: Report, brief: bool = False) -> None:
         where = ""
         if f.step is not None:
             where = f" (step {_fmt_step(f.step)}" + (f", line {f.line}" if f.line is not None else "") + ")"
-        _para(console, f"[{_STYLE.get(f.level, '')}]{f.level.value:<5}[/] {clean(f.id)}: "
-                       f"{clean(f.message)}{clean(where)}", 2)
+        _para(
+            console,
+            f"[{_STYLE.get(f.level, '')}]{f.level.value:<5}[/] {clean(f.id)}: {clean(f.message)}{clean(where)}",
+            2,
+        )
         if f.evidence:
             _para(console, clean(f.evidence), 8)
         if f.hint and f.level in (Level.FAIL, Level.WARN):
@@ -139,8 +145,15 @@ def render_report(console: Console, r: Report, brief: bool = False) -> None:
             _para(console, f"[yellow]note:[/yellow] {clean(n)}", 2)
 
 
-def render(console: Console, reports: list[Report], summary: bool = False, unread: bool = True,
-           view: str = "default", only: Collection[Level] | None = None, ignored: int = 0) -> None:
+def render(
+    console: Console,
+    reports: list[Report],
+    summary: bool = False,
+    unread: bool = True,
+    view: str = "default",
+    only: Collection[Level] | None = None,
+    ignored: int = 0,
+) -> None:
     """Print reports; with ``summary``, ``doctor``'s screen (:func:`render_doctor`)."""
     if summary:
         render_doctor(console, reports, view=view, only=only, unread=unread, ignored=ignored)
@@ -160,8 +173,12 @@ def _counts(reports: list[Report]) -> list[tuple[str, int]]:
     n = {lvl: 0 for lvl in _ORDER}
     for r in reports:
         n[r.verdict] += 1
-    return [("FAIL", n[Level.FAIL]), ("WARN", n[Level.WARN]), ("PASS", n[Level.PASS]),
-            ("not judged", n[Level.NOT_CHECKED])]
+    return [
+        ("FAIL", n[Level.FAIL]),
+        ("WARN", n[Level.WARN]),
+        ("PASS", n[Level.PASS]),
+        ("not judged", n[Level.NOT_CHECKED]),
+    ]
 
 
 def totals_line(reports: list[Report]) -> str:
@@ -177,7 +194,7 @@ def shorten_middle(text: str, width: int) -> str:
         return text
     keep = width - 1
     head = keep // 3
-    return text[:head] + "…" + text[len(text) - (keep - head):]
+    return text[:head] + "…" + text[len(text) - (keep - head) :]
 
 
 def _rows_in_order(reports: list[Report]) -> list[tuple[str | None, list[Report]]]:
@@ -202,7 +219,7 @@ def _rows_in_order(reports: list[Report]) -> list[tuple[str | None, list[Report]
 def _run_label(r: Report, experiment: str | None) -> str:
     name = r.file
     if experiment is not None and name.startswith(experiment.rstrip("/") + "/"):
-        name = "  " + name[len(experiment.rstrip("/")) + 1:]
+        name = "  " + name[len(experiment.rstrip("/")) + 1 :]
     elif experiment is not None and name == experiment:
         name = "  "
     if r.meta.get("run"):
@@ -217,7 +234,7 @@ QUIET_ROWS = 20
 
 def _under(label: str, prefix: str) -> str:
     """``label`` without the folder ``prefix`` every row shares (the table's title names it)."""
-    return label[len(prefix):] if prefix and label.startswith(prefix) and len(label) > len(prefix) else label
+    return label[len(prefix) :] if prefix and label.startswith(prefix) and len(label) > len(prefix) else label
 
 
 def _common_folder(files: list[str]) -> str:
@@ -247,13 +264,25 @@ def _quiet_rows(t, groups, run_width: int, with_format: bool, prefix: str = "") 
         label = _under(label, prefix)
         fmt = [clean(members[0].format or "-") if len(members) == 1 else ""] if with_format else []
         v = members[0].verdict
-        rows.append((f"[{_STYLE[v]}]{v.value}[/]", escape(shorten_middle(printable(label), run_width)), *fmt,
-                     records, clean(", ".join(ids))))
+        rows.append(
+            (
+                f"[{_STYLE[v]}]{v.value}[/]",
+                escape(shorten_middle(printable(label), run_width)),
+                *fmt,
+                records,
+                clean(", ".join(ids)),
+            )
+        )
     for row in rows[:QUIET_ROWS]:
         t.add_row(*row)
     if len(rows) > QUIET_ROWS:
-        t.add_row("", f"… {len(rows) - QUIET_ROWS} more: --only FAIL,WARN", *([""] if with_format else []), "",
-                  "lists every run")
+        t.add_row(
+            "",
+            f"… {len(rows) - QUIET_ROWS} more: --only FAIL,WARN",
+            *([""] if with_format else []),
+            "",
+            "lists every run",
+        )
 
 
 def _print_table(console: Console, table) -> None:
@@ -271,11 +300,17 @@ def _print_table(console: Console, table) -> None:
 def _also_label(r: Report, other: str) -> str:
     """Another file of ``r``'s run, relative to the run's folder where it lies under it."""
     folder = r.file.rsplit("/", 1)[0] + "/" if "/" in r.file else ""
-    return other[len(folder):] if folder and other.startswith(folder) else other
+    return other[len(folder) :] if folder and other.startswith(folder) else other
 
 
-def render_doctor(console: Console, reports: list[Report], view: str = "default",
-                  only: Collection[Level] | None = None, unread: bool = True, ignored: int = 0) -> None:
+def render_doctor(
+    console: Console,
+    reports: list[Report],
+    view: str = "default",
+    only: Collection[Level] | None = None,
+    unread: bool = True,
+    ignored: int = 0,
+) -> None:
     """``doctor``'s screen: the worst-first table (runs of one experiment under it), then
     the full report of each FAIL and WARN run (``verbose``: every run; ``quiet``: none, and
     the table holds only the runs that did not pass), the runs that could not be read, and
@@ -314,8 +349,7 @@ def render_doctor(console: Console, reports: list[Report], view: str = "default"
         t.add_column("records", justify="right", no_wrap=True, width=7)
         quiet = view == "quiet"
         rest = max(12, width - 11 - run_width - 7 - (8 + 2 if with_format else 0) - 8)
-        t.add_column("findings", overflow="ellipsis" if quiet else "fold", no_wrap=quiet, min_width=12,
-                     max_width=rest)
+        t.add_column("findings", overflow="ellipsis" if quiet else "fold", no_wrap=quiet, min_width=12, max_width=rest)
         groups = _rows_in_order(shown)
         if quiet:
             _quiet_rows(t, groups, run_width, with_format, prefix)
@@ -326,8 +360,13 @@ def render_doctor(console: Console, reports: list[Report], view: str = "default"
                     t.add_section()
                 counts = ", ".join(f"{n} {lvl}" for lvl, n in _counts(members) if n)
                 head = _under(exp.rstrip("/") + "/", prefix)
-                t.add_row("", f"[bold]{escape(shorten_middle(printable(head), run_width))}[/bold]",
-                          *([""] if with_format else []), "", f"[dim]{len(members)} runs: {escape(counts)}[/dim]")
+                t.add_row(
+                    "",
+                    f"[bold]{escape(shorten_middle(printable(head), run_width))}[/bold]",
+                    *([""] if with_format else []),
+                    "",
+                    f"[dim]{len(members)} runs: {escape(counts)}[/dim]",
+                )
             for r in members:
                 ids = sorted({f.id for f in r.findings if f.level in (Level.FAIL, Level.WARN)})
                 label = _run_label(r, exp) if exp is not None else _under(_run_label(r, None), prefix)
@@ -338,13 +377,22 @@ def render_doctor(console: Console, reports: list[Report], view: str = "default"
                     also = shorten_middle(printable(_also_label(r, r.also[0])), room)
                     cell += "\n[dim]    also: " + escape(also) + more + "[/dim]"
                 fmt = [clean(r.format or "-")] if with_format else []
-                t.add_row(f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]", cell, *fmt,
-                          str(r.records), clean(", ".join(ids) or (r.error or "")[:60]))
+                t.add_row(
+                    f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]",
+                    cell,
+                    *fmt,
+                    str(r.records),
+                    clean(", ".join(ids) or (r.error or "")[:60]),
+                )
         _print_table(console, t)
         console.print()
     if view != "quiet":
-        full = [r for _, members in _rows_in_order(shown) for r in members if r.error is None
-                and (view == "verbose" or r.verdict in (Level.FAIL, Level.WARN))]
+        full = [
+            r
+            for _, members in _rows_in_order(shown)
+            for r in members
+            if r.error is None and (view == "verbose" or r.verdict in (Level.FAIL, Level.WARN))
+        ]
         for r in full:
             render_report(console, r, brief=view != "verbose")
             console.print()
@@ -375,19 +423,38 @@ def render_compare(console: Console, baseline: Report, reports: list[Report]) ->
     from rich.table import Table
 
     t = Table(title=f"trainproof compare — baseline {clean(baseline.file)} ({baseline.verdict.value})")
-    for col, just in (("verdict", "left"), ("run", "left"), ("floor", "right"), ("end", "right"),
-                      ("improvement", "right"), ("floor ratio", "right"), ("end ratio", "right"),
-                      ("findings", "left")):
+    for col, just in (
+        ("verdict", "left"),
+        ("run", "left"),
+        ("floor", "right"),
+        ("end", "right"),
+        ("improvement", "right"),
+        ("floor ratio", "right"),
+        ("end ratio", "right"),
+        ("findings", "left"),
+    ):
         t.add_column(col, justify=just, overflow="fold")
     ordered = sorted(reports, key=lambda r: (_ORDER[r.verdict], r.file))
     for r in ordered:
         m = r.meta.get("compare", {})
-        ids = sorted({f.id for f in r.findings if f.level in (Level.FAIL, Level.WARN, Level.NOT_CHECKED)
-                      and f.id != "TP-NOT-CHECKED"})
+        ids = sorted(
+            {
+                f.id
+                for f in r.findings
+                if f.level in (Level.FAIL, Level.WARN, Level.NOT_CHECKED) and f.id != "TP-NOT-CHECKED"
+            }
+        )
         imp = m.get("improvement")
-        t.add_row(f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]", clean(r.file), _lvl(m.get("floor")),
-                  _lvl(m.get("end")), pct(imp) if isinstance(imp, float) else "-",
-                  _ratio(m.get("floor_ratio")), _ratio(m.get("end_ratio")), clean(", ".join(ids) or (r.error or "")))
+        t.add_row(
+            f"[{_STYLE[r.verdict]}]{r.verdict.value}[/]",
+            clean(r.file),
+            _lvl(m.get("floor")),
+            _lvl(m.get("end")),
+            pct(imp) if isinstance(imp, float) else "-",
+            _ratio(m.get("floor_ratio")),
+            _ratio(m.get("end_ratio")),
+            clean(", ".join(ids) or (r.error or "")),
+        )
     console.print(t)
     console.print()
     render(console, ordered, summary=False)

@@ -5,6 +5,7 @@ registers every rule; the registry order (the preflight id declarations, then th
 modules, each in declaration order, whatever order they were imported in) is the order
 checks run and findings and ``trainproof rules`` are listed.
 """
+
 from __future__ import annotations
 
 from .registry import load_all

@@ -1,4 +1,5 @@
 """What the log says about its best checkpoint, for the evidence of FAIL/WARN findings."""
+
 from __future__ import annotations
 
 import re

@@ -11,6 +11,7 @@ The short scientific form (:func:`sci`) has two significant digits and an expone
 without sign padding (``1.1e9``, ``2.5e-7``). NaN and ±Inf are spelled ``NaN``, ``Inf``
 and ``-Inf`` everywhere.
 """
+
 from __future__ import annotations
 
 import math

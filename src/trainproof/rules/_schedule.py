@@ -1,4 +1,5 @@
 """The run's declared schedule, read from the log's meta (HF max_steps, Coqui epochs)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,15 @@ def scheduled_end(run: RunLog) -> tuple[float | None, str]:
         return float(ms), "max_steps"
     ep, spe = run.meta.get("num_train_epochs"), run.meta.get("steps_per_epoch")
     last_epoch = run.meta.get("last_epoch")
-    if run.format == "coqui" and isinstance(ep, int) and isinstance(spe, int) and ep > 0 and spe > 0 \
-            and isinstance(last_epoch, int) and run.step_range is not None:
+    if (
+        run.format == "coqui"
+        and isinstance(ep, int)
+        and isinstance(spe, int)
+        and ep > 0
+        and spe > 0
+        and isinstance(last_epoch, int)
+        and run.step_range is not None
+    ):
         # The global step counts optimizer steps (one per batch); the epochs still to run
         # after the last logged one, at the log's steps per epoch. A resumed or fine-tuned
         # run starts its log at a later epoch and a large global step: both are read as

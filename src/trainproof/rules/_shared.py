@@ -4,6 +4,7 @@ Each goes through :meth:`~trainproof.rules.engine.Context.memo`, so the first ru
 needs it computes it and the others reuse it; every rule still sees exactly the value it
 would have computed itself.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,10 +14,12 @@ from ._stats import noise_sigma
 
 def log_loss(ctx) -> np.ndarray:
     """``np.log`` of the finite train losses (read-only)."""
+
     def compute():
         y = np.log(ctx.finite("loss").values)
         y.flags.writeable = False
         return y
+
     return ctx.memo("log(loss)", compute)
 
 

@@ -1,4 +1,5 @@
 """Robust statistics shared by the rules (medians over windows, noise, levels)."""
+
 from __future__ import annotations
 
 import math
@@ -42,9 +43,9 @@ def median(values: np.ndarray) -> np.floating:
     h = n // 2
     part = np.partition(a, h)
     if n % 2:
-        return np.mean(part[h:h + 1], axis=0)
+        return np.mean(part[h : h + 1], axis=0)
     part[h - 1] = part[:h].max()
-    return np.mean(part[h - 1:h + 1], axis=0)
+    return np.mean(part[h - 1 : h + 1], axis=0)
 
 
 def row_medians(rows: np.ndarray) -> np.ndarray:
@@ -57,9 +58,9 @@ def row_medians(rows: np.ndarray) -> np.ndarray:
     h = w // 2
     part = np.partition(r, h, axis=1)
     if w % 2:
-        return np.mean(part[:, h:h + 1], axis=1)
+        return np.mean(part[:, h : h + 1], axis=1)
     part[:, h - 1] = part[:, :h].max(axis=1)
-    return np.mean(part[:, h - 1:h + 1], axis=1)
+    return np.mean(part[:, h - 1 : h + 1], axis=1)
 
 
 def block_medians(values: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +78,7 @@ def block_medians(values: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarra
         centres.append(np.arange(full) * block + block // 2)
     rest = n - full * block
     if rest >= 3:
-        meds.append(np.array([median(values[full * block:])]))
+        meds.append(np.array([median(values[full * block :])]))
         centres.append(np.array([full * block + rest // 2]))
     if not meds:
         return np.array([median(values)]), np.array([n // 2])
@@ -224,10 +225,14 @@ def window_medians(values: np.ndarray, window: int) -> np.ndarray:
     if window < 1 or values.size < window:
         return np.empty(0)
     k = window // 2
-    if (window <= NETWORK_MAX_WINDOW and values.dtype == np.float64 and not np.isnan(values).any()
-            and not np.any((values == 0) & np.signbit(values))):
+    if (
+        window <= NETWORK_MAX_WINDOW
+        and values.dtype == np.float64
+        and not np.isnan(values).any()
+        and not np.any((values == 0) & np.signbit(values))
+    ):
         m = values.size - window + 1
-        wires = [values[j:j + m] for j in range(window)]
+        wires = [values[j : j + m] for j in range(window)]
         for i, j, lo, hi in _median_network(window):
             a, b = wires[i], wires[j]
             if lo:
@@ -265,7 +270,7 @@ def window_mins(values: np.ndarray, window: int) -> np.ndarray:
     m = values.size - window + 1
     if span == window:
         return np.array(cur[:m], copy=True)
-    return np.minimum(cur[:m], cur[window - span:window - span + m])
+    return np.minimum(cur[:m], cur[window - span : window - span + m])
 
 
 def sign_change_share(residuals: np.ndarray) -> float:

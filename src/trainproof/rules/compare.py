@@ -16,6 +16,7 @@ runs every compare rule and returns the findings with the metrics it used.
 :func:`merge_comparison` adds them to the run's own report so that the report states
 one verdict: a PASS of either half is kept as a note when the other half is not a PASS.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -62,8 +63,16 @@ def _levels(name: str, run: RunLog, lo: float, hi: float) -> Side:
     if g is not None:
         gv = g.values[np.isfinite(g.values) & (g.steps >= lo) & (g.steps <= hi)]
         gm = float(median(gv)) if gv.size else None
-    return Side(name, st, v, float(median(v[:w])), float(median(v[-w:])), float(meds[j]),
-                float(st[min(int(centres[j]), n - 1)]), gm)
+    return Side(
+        name,
+        st,
+        v,
+        float(median(v[:w])),
+        float(median(v[-w:])),
+        float(meds[j]),
+        float(st[min(int(centres[j]), n - 1)]),
+        gm,
+    )
 
 
 @dataclass
@@ -80,9 +89,16 @@ class CompareContext:
 
     def finding(self, message: str, evidence: str, data: dict | None = None, step_: float | None = None) -> Finding:
         r = get(self.rule_id)
-        return Finding(id=r.id, level=r.level, message=message,
-                       evidence=f"{evidence} {self.range_note}".strip(), data=dict(data or {}),
-                       step=step_, source="compare", hint=r.hint_for(self.th))
+        return Finding(
+            id=r.id,
+            level=r.level,
+            message=message,
+            evidence=f"{evidence} {self.range_note}".strip(),
+            data=dict(data or {}),
+            step=step_,
+            source="compare",
+            hint=r.hint_for(self.th),
+        )
 
 
 _COMMON = dict(source="compare", objectives=("supervised",))
@@ -95,9 +111,13 @@ def _immaterial(c: CompareContext, run_level: float, base_level: float) -> bool:
 
 
 @rule(
-    "TP-FLOOR-RATIO", Level.FAIL, "compare", "the run's loss floor is far above the baseline's",
-    thresholds=["cmp_floor_ratio", "cmp_min_gap_share"], **_COMMON,
-    least_evidence='Both runs usable (10 finite, positive loss points each) and a gap above 10% of what the baseline learned.',
+    "TP-FLOOR-RATIO",
+    Level.FAIL,
+    "compare",
+    "the run's loss floor is far above the baseline's",
+    thresholds=["cmp_floor_ratio", "cmp_min_gap_share"],
+    **_COMMON,
+    least_evidence="Both runs usable (10 finite, positive loss points each) and a gap above 10% of what the baseline learned.",
     detects="The run's loss floor (smoothed minimum over the shared steps) is more than {cmp_floor_ratio:g}x the baseline's, and the gap is more than {cmp_min_gap_share:.0%} of what the baseline learned (its start minus its floor), when it learned anything.",
     why="The lowest loss a run holds is what it can learn; twice the baseline's floor on the same task means it learns something else, or much less.",
     not_mean="It does not compare different tasks, tokenizers or loss definitions meaningfully: the baseline must be a known-good run of the same task.",
@@ -114,14 +134,19 @@ def check_floor_ratio(c: CompareContext):
         f"loss floor {num(c.run.floor)} is {times(r)} the baseline's {num(c.base.floor)}",
         f"floor (lowest block median) {num(c.run.floor)} at step {step(c.run.floor_step)} vs the baseline's "
         f"{num(c.base.floor)} at step {step(c.base.floor_step)}; threshold {num(c.th.cmp_floor_ratio)}x.",
-        {"run_floor": c.run.floor, "baseline_floor": c.base.floor, "ratio": r}, c.run.floor_step,
+        {"run_floor": c.run.floor, "baseline_floor": c.base.floor, "ratio": r},
+        c.run.floor_step,
     )
 
 
 @rule(
-    "TP-END-RATIO", Level.FAIL, "compare", "the run ends far above the baseline",
-    thresholds=["cmp_end_ratio", "cmp_min_gap_share"], **_COMMON,
-    least_evidence='Both runs usable (10 finite, positive loss points each) and a gap above 10% of what the baseline learned.',
+    "TP-END-RATIO",
+    Level.FAIL,
+    "compare",
+    "the run ends far above the baseline",
+    thresholds=["cmp_end_ratio", "cmp_min_gap_share"],
+    **_COMMON,
+    least_evidence="Both runs usable (10 finite, positive loss points each) and a gap above 10% of what the baseline learned.",
     detects="The run's end loss (median of its last 10% over the shared steps) is more than {cmp_end_ratio:g}x the baseline's, and the gap is more than {cmp_min_gap_share:.0%} of what the baseline learned (its start minus its end), when it learned anything.",
     why="Where a run ends is what its checkpoint is worth; twice the baseline's loss at the same step is a much worse model.",
     not_mean="It does not mean the run is broken on its own; it is worse than the baseline.",
@@ -137,14 +162,18 @@ def check_end_ratio(c: CompareContext):
     yield c.finding(
         f"end loss {num(c.run.end)} is {times(r)} the baseline's {num(c.base.end)}",
         f"median of the last points: {num(c.run.end)} vs {num(c.base.end)}; threshold {num(c.th.cmp_end_ratio)}x.",
-        {"run_end": c.run.end, "baseline_end": c.base.end, "ratio": r}, float(c.run.steps[-1]),
+        {"run_end": c.run.end, "baseline_end": c.base.end, "ratio": r},
+        float(c.run.steps[-1]),
     )
 
 
 @rule(
-    "TP-NEG-IMPROVE", Level.FAIL, "compare", "the run ended higher than it started",
+    "TP-NEG-IMPROVE",
+    Level.FAIL,
+    "compare",
+    "the run ended higher than it started",
     **_COMMON,
-    least_evidence='Both runs usable (10 finite, positive loss points each).',
+    least_evidence="Both runs usable (10 finite, positive loss points each).",
     detects="Over the shared steps the run's end loss (median of its last 10%) is above its start (median of its first 10%).",
     why="A run that ends worse than it started has lost what it learned, whatever the baseline did.",
     not_mean="A fine-tune whose loss rises slightly at the start of a new task and recovers is not this: the end is compared with the start.",
@@ -164,9 +193,13 @@ def check_neg_improve(c: CompareContext):
 
 
 @rule(
-    "TP-IMPROVE-DEFICIT", Level.FAIL, "compare", "the run improved far less than the baseline",
-    thresholds=["cmp_improve_deficit"], **_COMMON,
-    least_evidence='Both runs usable (10 finite, positive loss points each).',
+    "TP-IMPROVE-DEFICIT",
+    Level.FAIL,
+    "compare",
+    "the run improved far less than the baseline",
+    thresholds=["cmp_improve_deficit"],
+    **_COMMON,
+    least_evidence="Both runs usable (10 finite, positive loss points each).",
     detects="The run's relative improvement over the shared steps is below {cmp_improve_deficit:.0%} of the baseline's (only when the baseline improved).",
     why="Over the same steps the baseline learned four times as much: the run is not training the same way.",
     not_mean="Nothing when the baseline itself did not improve (then the comparison says nothing about learning).",
@@ -181,13 +214,18 @@ def check_improve_deficit(c: CompareContext):
         f"the run improved {pct(ri)} where the baseline improved {pct(bi)}",
         f"relative improvement {pct(ri)} ({num(c.run.start)} -> {num(c.run.end)}) vs the baseline's {pct(bi)} "
         f"({num(c.base.start)} -> {num(c.base.end)}); threshold {pct(c.th.cmp_improve_deficit)} of the baseline's.",
-        {"run_improvement": ri, "baseline_improvement": bi}, float(c.run.steps[-1]),
+        {"run_improvement": ri, "baseline_improvement": bi},
+        float(c.run.steps[-1]),
     )
 
 
 @rule(
-    "TP-GRADNORM-RATIO", Level.WARN, "compare", "the run's gradient norms are far larger than the baseline's",
-    thresholds=["cmp_gradnorm_ratio"], **_COMMON,
+    "TP-GRADNORM-RATIO",
+    Level.WARN,
+    "compare",
+    "the run's gradient norms are far larger than the baseline's",
+    thresholds=["cmp_gradnorm_ratio"],
+    **_COMMON,
     detects="The run's median gradient norm over the shared steps is more than {cmp_gradnorm_ratio:g}x the baseline's.",
     why="Much larger gradients on the same task mean a harder optimisation: a learning rate too high, or inputs or labels off-scale.",
     not_mean="It is a warning: clipping may keep such a run stable.",
@@ -206,7 +244,10 @@ def check_gradnorm_ratio(c: CompareContext):
 
 
 outcome(
-    "TP-BAD-BASELINE", Level.WARN, "compare", "the baseline fails its own single-run checks",
+    "TP-BAD-BASELINE",
+    Level.WARN,
+    "compare",
+    "the baseline fails its own single-run checks",
     detects="The baseline's single-run verdict is FAIL.",
     why="Comparing against a broken run can make a broken run look fine: the comparison may be meaningless.",
     not_mean="It says nothing about the run being compared.",
@@ -215,7 +256,10 @@ outcome(
     source="compare",
 )
 outcome(
-    "TP-CMP-UNCOMPARABLE", Level.NOT_CHECKED, "compare", "the runs cannot be compared",
+    "TP-CMP-UNCOMPARABLE",
+    Level.NOT_CHECKED,
+    "compare",
+    "the runs cannot be compared",
     detects="Either side has no usable loss scale over the shared steps: no loss, fewer than 10 finite points, a loss that is 0 or negative, or too little overlap of steps.",
     why="Ratios of levels need a positive loss on both sides; no comparison verdict is given (exit 2).",
     not_mean="It does not judge either run; their own findings still stand.",
@@ -224,7 +268,10 @@ outcome(
     source="compare",
 )
 outcome(
-    "TP-CMP-PASS", Level.PASS, "compare", "the run compares favourably with the baseline",
+    "TP-CMP-PASS",
+    Level.PASS,
+    "compare",
+    "the run compares favourably with the baseline",
     detects="No compare rule fired: floor, end, improvement and gradient norms are within the thresholds of the baseline's.",
     why="The run learns as much as a known-good run of the same task, over the same steps.",
     not_mean="It does not make the run better than the baseline; it is not much worse.",
@@ -233,7 +280,10 @@ outcome(
     source="compare",
 )
 outcome(
-    "TP-CMP-ERROR", Level.WARN, "compare", "the comparison with the baseline could not run",
+    "TP-CMP-ERROR",
+    Level.WARN,
+    "compare",
+    "the comparison with the baseline could not run",
     detects="`doctor --baseline`: the baseline could not be read, or the comparison failed for this run.",
     why="The comparison is not silently left out: this says why it is missing.",
     not_mean="It says nothing about the run itself.",
@@ -257,8 +307,13 @@ def _usable(run: RunLog, th: Thresholds) -> str | None:
     return None
 
 
-def compare_runlogs(baseline: RunLog, run: RunLog, baseline_report: Report | None = None,
-                    th: Thresholds = DEFAULT, mute: Iterable[str] = ()) -> tuple[list[Finding], dict[str, Skip], list[str], dict]:
+def compare_runlogs(
+    baseline: RunLog,
+    run: RunLog,
+    baseline_report: Report | None = None,
+    th: Thresholds = DEFAULT,
+    mute: Iterable[str] = (),
+) -> tuple[list[Finding], dict[str, Skip], list[str], dict]:
     """Compare ``run`` with ``baseline``.
 
     Returns:
@@ -273,9 +328,17 @@ def compare_runlogs(baseline: RunLog, run: RunLog, baseline_report: Report | Non
     if baseline_report is not None and baseline_report.verdict is Level.FAIL and "TP-BAD-BASELINE" not in mute:
         r = get("TP-BAD-BASELINE")
         ids = sorted({f.id for f in baseline_report.findings if f.level is Level.FAIL})
-        findings.append(Finding(r.id, r.level, "the baseline fails its own checks: the comparison may be meaningless",
-                                f"{baseline.path}: {', '.join(ids)}.", {"baseline_fails": ids}, source="compare",
-                                hint=r.hint))
+        findings.append(
+            Finding(
+                r.id,
+                r.level,
+                "the baseline fails its own checks: the comparison may be meaningless",
+                f"{baseline.path}: {', '.join(ids)}.",
+                {"baseline_fails": ids},
+                source="compare",
+                hint=r.hint,
+            )
+        )
     why = None
     for side, rl in (("baseline", baseline), ("run", run)):
         reason = _usable(rl, th)
@@ -289,12 +352,23 @@ def compare_runlogs(baseline: RunLog, run: RunLog, baseline_report: Report | Non
         nb = int(((bs.steps >= lo) & (bs.steps <= hi)).sum())
         nr = int(((rs.steps >= lo) & (rs.steps <= hi)).sum())
         if hi <= lo or min(nb, nr) < th.cmp_min_points:
-            why = (f"the runs share too few logged steps (steps {step(lo)}–{step(hi)}: {nr} run points, "
-                   f"{nb} baseline points; needs {th.cmp_min_points} each)")
+            why = (
+                f"the runs share too few logged steps (steps {step(lo)}–{step(hi)}: {nr} run points, "
+                f"{nb} baseline points; needs {th.cmp_min_points} each)"
+            )
     if why is not None:
         out = get("TP-CMP-UNCOMPARABLE")
-        findings.append(Finding(out.id, out.level, "the runs cannot be compared: no comparison verdict", why,
-                                {"reason": why}, source="compare", hint=out.hint))
+        findings.append(
+            Finding(
+                out.id,
+                out.level,
+                "the runs cannot be compared: no comparison verdict",
+                why,
+                {"reason": why},
+                source="compare",
+                hint=out.hint,
+            )
+        )
         for r in rules:
             skipped[r.id] = Skip("degenerate", why)
         return findings, skipped, ran, {}
@@ -315,17 +389,29 @@ def compare_runlogs(baseline: RunLog, run: RunLog, baseline_report: Report | Non
         ran.append(r.id)
     if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
         p = get("TP-CMP-PASS")
-        findings.append(Finding(p.id, p.level, "the run compares favourably with the baseline",
-                                f"floor {num(other.floor)} vs {num(base.floor)}, end {num(other.end)} vs {num(base.end)}, "
-                                f"improvement {pct(other.improvement)} vs {pct(base.improvement)}. {ctx.range_note}",
-                                source="compare", hint=p.hint))
+        findings.append(
+            Finding(
+                p.id,
+                p.level,
+                "the run compares favourably with the baseline",
+                f"floor {num(other.floor)} vs {num(base.floor)}, end {num(other.end)} vs {num(base.end)}, "
+                f"improvement {pct(other.improvement)} vs {pct(base.improvement)}. {ctx.range_note}",
+                source="compare",
+                hint=p.hint,
+            )
+        )
     metrics = {
-        "baseline": str(baseline.path), "steps": [lo, hi],
-        "floor": other.floor, "baseline_floor": base.floor, "floor_ratio": other.floor / base.floor,
-        "end": other.end, "baseline_end": base.end, "end_ratio": other.end / base.end,
-        "improvement": other.improvement, "baseline_improvement": base.improvement,
-        "grad_ratio": (other.grad_median / base.grad_median
-                       if other.grad_median and base.grad_median else None),
+        "baseline": str(baseline.path),
+        "steps": [lo, hi],
+        "floor": other.floor,
+        "baseline_floor": base.floor,
+        "floor_ratio": other.floor / base.floor,
+        "end": other.end,
+        "baseline_end": base.end,
+        "end_ratio": other.end / base.end,
+        "improvement": other.improvement,
+        "baseline_improvement": base.improvement,
+        "grad_ratio": (other.grad_median / base.grad_median if other.grad_median and base.grad_median else None),
     }
     return findings, skipped, ran, metrics
 
@@ -335,8 +421,9 @@ def compare_runlogs(baseline: RunLog, run: RunLog, baseline_report: Report | Non
 _PASS_NOTE = {"single_run": "On its own curve", "compare": "Against the baseline"}
 
 
-def merge_comparison(report: Report, findings: list[Finding], skipped: dict[str, Skip], ran: list[str],
-                     metrics: dict) -> Report:
+def merge_comparison(
+    report: Report, findings: list[Finding], skipped: dict[str, Skip], ran: list[str], metrics: dict
+) -> Report:
     """Add the output of :func:`compare_runlogs` to ``report``, the run's own report.
 
     The merged report has one verdict. A PASS finding of one half (``TP-PASS`` on the run

@@ -6,6 +6,7 @@ one whose data it cannot judge (non-positive values for a ratio rule, a constant
 where variation is needed) as ``degenerate``, and a muted one as ``muted``. A skipped
 check is never reported as passed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -14,13 +15,13 @@ import numpy as np
 
 from ..findings import MUTED, Finding, Level, Report, Skip
 from ..runlog import RunLog, Series, downsample
-from .registry import Need, Rule, all_rules, get
-from .objective_kind import detect_objective
-from .thresholds import DEFAULT, Thresholds
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct
 from ._fmt import step as step_fmt
 from ._schedule import fraction_ran, still_warming_up
+from .objective_kind import detect_objective
+from .registry import Need, Rule, all_rules, get
+from .thresholds import DEFAULT, Thresholds
 
 
 class Context:
@@ -59,12 +60,25 @@ class Context:
     def has(self, name: str) -> bool:
         return name in self.run.series
 
-    def finding(self, message: str, evidence: str = "", data: dict | None = None,
-                step: float | None = None, line: int | None = None) -> Finding:
+    def finding(
+        self,
+        message: str,
+        evidence: str = "",
+        data: dict | None = None,
+        step: float | None = None,
+        line: int | None = None,
+    ) -> Finding:
         r = self.rule
         return Finding(
-            id=r.id, level=r.level, message=message, evidence=evidence, data=dict(data or {}),
-            step=step, line=None if line is None else int(line), source=r.source, hint=r.hint_for(self.th),
+            id=r.id,
+            level=r.level,
+            message=message,
+            evidence=evidence,
+            data=dict(data or {}),
+            step=step,
+            line=None if line is None else int(line),
+            source=r.source,
+            hint=r.hint_for(self.th),
         )
 
 
@@ -134,15 +148,20 @@ def _skip_reason(rule: Rule, run: RunLog, th: Thresholds, shared: dict | None = 
         frac, end, source = facts["schedule"]
         least = float(getattr(th, rule.min_schedule_share))
         if frac is not None and frac < least:
-            return Skip("too_little_of_schedule",
-                        f"the log covers {pct(frac)} of the scheduled run (step {step_fmt(run.step_range[1])} of "
-                        f"{step_fmt(end)}, from {source}); this check needs {pct(least)}")
+            return Skip(
+                "too_little_of_schedule",
+                f"the log covers {pct(frac)} of the scheduled run (step {step_fmt(run.step_range[1])} of "
+                f"{step_fmt(end)}, from {source}); this check needs {pct(least)}",
+            )
     if rule.after_warmup and "lr" in run.series:
         if "warmup" not in facts:
             facts["warmup"] = still_warming_up(_finite(run, shared, "lr").values, th.warmup_rising_points)
         if facts["warmup"]:
-            return Skip("warmup", f"the learning rate is still rising at the last logged step (its last "
-                                  f"{th.warmup_rising_points} values increase): warm-up has not ended")
+            return Skip(
+                "warmup",
+                f"the learning rate is still rising at the last logged step (its last "
+                f"{th.warmup_rising_points} values increase): warm-up has not ended",
+            )
     return None
 
 
@@ -160,12 +179,20 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
     """
     mute = set(mute)
     report = Report(
-        file=run.path, format=run.format, records=run.records, step_range=run.step_range,
-        mapping={k: dict(v) for k, v in run.mapping.items()}, notes=list(run.notes), meta=dict(run.meta),
+        file=run.path,
+        format=run.format,
+        records=run.records,
+        step_range=run.step_range,
+        mapping={k: dict(v) for k, v in run.mapping.items()},
+        notes=list(run.notes),
+        meta=dict(run.meta),
     )
     if run.records == 0:
-        report.findings.append(_outcome("TP-NO-RECORDS", "no records could be read from the log",
-                                        "the file holds no logged rows with numbers"))
+        report.findings.append(
+            _outcome(
+                "TP-NO-RECORDS", "no records could be read from the log", "the file holds no logged rows with numbers"
+            )
+        )
         return report
     # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
     # which must fall) is still judged on its return by the RL rules.
@@ -173,11 +200,14 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
     if "loss" not in run.series and "eval_loss" not in run.series and not judged_on_reward:
         keys = sorted(run.series)
         shown = ", ".join(keys[:15]) + (" …" if len(keys) > 15 else "")
-        report.findings.append(_outcome(
-            "TP-NO-LOSS", "no loss series found: nothing to judge",
-            f"metrics in the log: {shown or '(none)'}; name the loss column with --map loss=COLUMN",
-            data={"metrics": keys},
-        ))
+        report.findings.append(
+            _outcome(
+                "TP-NO-LOSS",
+                "no loss series found: nothing to judge",
+                f"metrics in the log: {shown or '(none)'}; name the loss column with --map loss=COLUMN",
+                data={"metrics": keys},
+            )
+        )
         return report
 
     trend_ran = False
@@ -192,11 +222,15 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
             continue
         if objective not in rule.objectives:
             if objective == "supervised":
-                detail = (f"applies to {'/'.join(o.upper() for o in sorted(rule.objectives))} objectives only; "
-                          "this log has none of their metrics")
+                detail = (
+                    f"applies to {'/'.join(o.upper() for o in sorted(rule.objectives))} objectives only; "
+                    "this log has none of their metrics"
+                )
             else:
-                detail = (f"the log is an {objective.upper()} objective ({', '.join(because[:3])}): "
-                          "its loss is not expected to fall, so the loss-shape rules do not apply")
+                detail = (
+                    f"the log is an {objective.upper()} objective ({', '.join(because[:3])}): "
+                    "its loss is not expected to fall, so the loss-shape rules do not apply"
+                )
             report.skipped[rule.id] = Skip(f"objective: {objective}", detail)
             continue
         skip = _skip_reason(rule, run, th, shared)
@@ -215,19 +249,26 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
     if not any(f.level in (Level.FAIL, Level.WARN) for f in report.findings):
         skipped = "; ".join(f"{k} ({v.reason})" for k, v in report.skipped.items())
         if trend_ran:
-            report.findings.append(_outcome(
-                "TP-PASS", f"no check fired ({len(report.ran)} ran, {len(report.skipped)} skipped)",
-                f"ran: {', '.join(report.ran)}" + (f". skipped: {skipped}" if skipped else ""),
-                data={"ran": list(report.ran), "skipped": sorted(report.skipped)},
-            ))
+            report.findings.append(
+                _outcome(
+                    "TP-PASS",
+                    f"no check fired ({len(report.ran)} ran, {len(report.skipped)} skipped)",
+                    f"ran: {', '.join(report.ran)}" + (f". skipped: {skipped}" if skipped else ""),
+                    data={"ran": list(report.ran), "skipped": sorted(report.skipped)},
+                )
+            )
         else:
-            why = "; ".join(f"{k}: {v.detail}" for k, v in report.skipped.items()
-                            if get(k) is not None and get(k).verdict_bearing)
-            report.findings.append(_outcome(
-                "TP-NOT-CHECKED", "no trend check could run: the run is not judged",
-                why + (f". Also skipped: {skipped}" if skipped else ""),
-                data={"ran": list(report.ran), "skipped": sorted(report.skipped)},
-            ))
+            why = "; ".join(
+                f"{k}: {v.detail}" for k, v in report.skipped.items() if get(k) is not None and get(k).verdict_bearing
+            )
+            report.findings.append(
+                _outcome(
+                    "TP-NOT-CHECKED",
+                    "no trend check could run: the run is not judged",
+                    why + (f". Also skipped: {skipped}" if skipped else ""),
+                    data={"ran": list(report.ran), "skipped": sorted(report.skipped)},
+                )
+            )
     report.summary = fail_summary(report, run)
     if charts:
         report.charts = chart_series(run)
@@ -248,7 +289,7 @@ def merge_implied(findings: list[Finding]) -> list[Finding]:
         if f.level not in (Level.FAIL, Level.WARN):
             continue
         r = get(f.id)
-        for other in (r.implies if r is not None else ()):
+        for other in r.implies if r is not None else ():
             if other in by_id and other != f.id and other not in explained:
                 explained[other] = f.id
     if not explained:
@@ -298,6 +339,7 @@ def fail_summary(report: Report, run: RunLog) -> str | None:
     placed = [f for f in fails if f.step is not None]
     if not placed:
         return f"FAIL ({', '.join(dict.fromkeys(f.id for f in fails))})."
+
     def went_wrong(f: Finding) -> float:
         # A divergence is placed at its best level; it went wrong where the climb began.
         onset = f.data.get("onset_step")
@@ -310,8 +352,10 @@ def fail_summary(report: Report, run: RunLog) -> str | None:
     last = run.step_range[1] if run.step_range else None
     if end is not None and end > at:
         saved = end - at
-        text += (f" A stop at step {step_fmt(at)} would have saved {step_fmt(saved)} of the "
-                 f"{step_fmt(end)} scheduled steps ({pct(saved / end)}).")
+        text += (
+            f" A stop at step {step_fmt(at)} would have saved {step_fmt(saved)} of the "
+            f"{step_fmt(end)} scheduled steps ({pct(saved / end)})."
+        )
     elif last is not None and last > at:
         text += f" The log ran {step_fmt(last - at)} more steps after it ({pct((last - at) / max(last, 1e-300))} of the logged run)."
     ckpt, _ = best_checkpoint(run)
@@ -323,8 +367,9 @@ def fail_summary(report: Report, run: RunLog) -> str | None:
 def _outcome(rule_id: str, message: str, evidence: str = "", data: dict | None = None) -> Finding:
     r = get(rule_id)
     assert r is not None, rule_id
-    return Finding(id=r.id, level=r.level, message=message, evidence=evidence,
-                   data=dict(data or {}), source=r.source, hint=r.hint)
+    return Finding(
+        id=r.id, level=r.level, message=message, evidence=evidence, data=dict(data or {}), source=r.source, hint=r.hint
+    )
 
 
 def error_report(path: str, reason: str, fmt: str | None = None) -> Report:

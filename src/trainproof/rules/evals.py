@@ -1,4 +1,5 @@
 """Rules on the evaluation loss."""
+
 from __future__ import annotations
 
 import math
@@ -6,8 +7,8 @@ import math
 import numpy as np
 
 from ..findings import Level
-from ._fmt import num, step, times
 from ._checkpoint import best_checkpoint
+from ._fmt import num, step, times
 from ._stats import median, trend_z, window_medians
 from .registry import Need, rule
 
@@ -31,17 +32,26 @@ def _durable_rise(v: np.ndarray, j: int, climb: bool, th) -> tuple[float, bool]:
     levels = window_medians(v, w)
     b = int(np.argmin(levels))
     best_level = float(levels[b])
-    end_level = float(median(v[-max(3, n // 10):]))
+    end_level = float(median(v[-max(3, n // 10) :]))
     after = v[b:]
     z = trend_z(after, 40)
     return z, bool(best_level > 0 and end_level > th.overfit_slow_ratio * best_level and z >= th.dead_trend_z)
 
 
 @rule(
-    "TP-OVERFIT", Level.WARN, "eval", "eval loss rises after its minimum while the train loss keeps falling",
+    "TP-OVERFIT",
+    Level.WARN,
+    "eval",
+    "eval loss rises after its minimum while the train loss keeps falling",
     needs=[Need("eval_loss", "overfit_min_evals", all_finite=True), Need("loss", 2)],
-    thresholds=["overfit_min_evals", "overfit_ratio", "overfit_tail_evals", "overfit_evals_after_min",
-                "overfit_slow_ratio", "dead_trend_z"],
+    thresholds=[
+        "overfit_min_evals",
+        "overfit_ratio",
+        "overfit_tail_evals",
+        "overfit_evals_after_min",
+        "overfit_slow_ratio",
+        "dead_trend_z",
+    ],
     detects=(
         "At least {overfit_min_evals} evaluations and at least {overfit_evals_after_min} after the eval "
         "minimum; the eval loss ends above {overfit_ratio}x the minimum — by the median of the last "
@@ -66,7 +76,7 @@ def check_overfit(ctx):
     after = len(ev) - 1 - j
     if after < th.overfit_evals_after_min or best <= 0:
         return
-    tail = float(median(ev.values[-th.overfit_tail_evals:]))
+    tail = float(median(ev.values[-th.overfit_tail_evals :]))
     # A steady climb (each evaluation after the minimum higher than the one before) is
     # judged by where it ended; a noisy tail by its median, so one bad evaluation is not
     # enough.
@@ -89,30 +99,53 @@ def check_overfit(ctx):
     yield ctx.finding(
         f"overfitting: eval loss is {times(end / best)} its minimum at step {step(best_step)}",
         f"eval loss reached its minimum {num(best)} at step {step(best_step)} (line {int(ev.lines[j])}); "
-        + (f"it then rose at each of the {after} evaluations after it, to {num(end)}, "
-           if climb else f"the median of the last {th.overfit_tail_evals} evaluations is {num(tail)} ({after} "
-           "evaluations after the minimum), ")
+        + (
+            f"it then rose at each of the {after} evaluations after it, to {num(end)}, "
+            if climb
+            else f"the median of the last {th.overfit_tail_evals} evaluations is {num(tail)} ({after} "
+            "evaluations after the minimum), "
+        )
         + f"while the train loss fell from {num(train_at_best)} to {num(train_end)}.{extra}",
-        {"best_step": best_step, "eval_min": best, "eval_tail_median": tail, "eval_end": end, "ratio": end / best,
-         "trend_z": trend_z,
-         "evals_after_min": after, "steady_climb": climb, "train_at_best": train_at_best,
-         "train_end": train_end, **ckpt_data},
-        step=best_step, line=ev.lines[j],
+        {
+            "best_step": best_step,
+            "eval_min": best,
+            "eval_tail_median": tail,
+            "eval_end": end,
+            "ratio": end / best,
+            "trend_z": trend_z,
+            "evals_after_min": after,
+            "steady_climb": climb,
+            "train_at_best": train_at_best,
+            "train_end": train_end,
+            **ckpt_data,
+        },
+        step=best_step,
+        line=ev.lines[j],
     )
 
 
 @rule(
-    "TP-EVAL-DIVERGE", Level.FAIL, "diverge",
+    "TP-EVAL-DIVERGE",
+    Level.FAIL,
+    "diverge",
     "eval loss never came back to its minimum while the train loss got worse too",
     needs=[Need("eval_loss", "eval_diverge_min_evals", positive=True, all_finite=True), Need("loss", 2)],
-    thresholds=["eval_diverge_min_evals", "eval_diverge_evals_after", "eval_diverge_rise",
-                "eval_diverge_noise_factor", "dead_min_schedule_share"],
+    thresholds=[
+        "eval_diverge_min_evals",
+        "eval_diverge_evals_after",
+        "eval_diverge_rise",
+        "eval_diverge_noise_factor",
+        "dead_min_schedule_share",
+    ],
     # Not verdict-bearing: when it does not fire, a run with too few train points for the
     # trend rules stays not judged rather than PASSed on its eval loss alone.
-    min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    min_schedule_share="dead_min_schedule_share",
+    after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
-    least_evidence=("{eval_diverge_min_evals} evaluations, {eval_diverge_evals_after} of them after the eval minimum and every one at least {eval_diverge_rise}x it; a train "
-                    "loss that ends {eval_diverge_rise}x above its level at that minimum."),
+    least_evidence=(
+        "{eval_diverge_min_evals} evaluations, {eval_diverge_evals_after} of them after the eval minimum and every one at least {eval_diverge_rise}x it; a train "
+        "loss that ends {eval_diverge_rise}x above its level at that minimum."
+    ),
     detects=(
         "At least {eval_diverge_min_evals} evaluations; every one of the at least {eval_diverge_evals_after} evaluations after the eval minimum is at least "
         "{eval_diverge_rise}x the minimum; the lowest of them is above it by at least {eval_diverge_noise_factor:g}x their median evaluation-to-evaluation "
@@ -127,12 +160,18 @@ def check_overfit(ctx):
         "and kept it there, which is a divergence seen on both curves. It is not overfitting, where the train "
         "loss keeps falling while the eval loss rises."
     ),
-    not_mean=("An eval loss that rises while the train loss falls is TP-OVERFIT's (a WARN); a single bad "
-              "evaluation, or noise around a flat level measured from its lowest point, is not this."),
-    causes=("A peak learning rate far too high for the model (fine-tuning a pretrained model at a from-scratch "
-            "learning rate), no warm-up, a schedule that restarts at a high learning rate, fp16 overflow."),
-    try_=("Resume from the checkpoint at the eval minimum with a peak learning rate 10x lower, a warm-up, and "
-          "gradient clipping (max_grad_norm 1.0)."),
+    not_mean=(
+        "An eval loss that rises while the train loss falls is TP-OVERFIT's (a WARN); a single bad "
+        "evaluation, or noise around a flat level measured from its lowest point, is not this."
+    ),
+    causes=(
+        "A peak learning rate far too high for the model (fine-tuning a pretrained model at a from-scratch "
+        "learning rate), no warm-up, a schedule that restarts at a high learning rate, fp16 overflow."
+    ),
+    try_=(
+        "Resume from the checkpoint at the eval minimum with a peak learning rate 10x lower, a warm-up, and "
+        "gradient clipping (max_grad_norm 1.0)."
+    ),
 )
 def check_eval_diverge(ctx):
     th = ctx.th
@@ -140,7 +179,7 @@ def check_eval_diverge(ctx):
     tr = ctx.finite("loss")
     v = ev.values
     j = int(np.argmin(v))
-    later = v[j + 1:]
+    later = v[j + 1 :]
     if later.size < th.eval_diverge_evals_after or later.min() < th.eval_diverge_rise * v[j]:
         return
     # The minimum must stand apart from every later evaluation, not be the low tail of
@@ -151,8 +190,11 @@ def check_eval_diverge(ctx):
     noise = float(median(np.abs(np.diff(np.log(later))))) if later.size > 1 else 0.0
     # ... and the series must be quieter than the bar it is judged by: an eval loss that
     # moves by more than half the 1.2x bar between evaluations cannot show a rise of 1.2x.
-    if (gap < th.eval_diverge_noise_factor * noise or rise < 2 * th.eval_diverge_noise_factor * noise
-            or noise > 0.5 * math.log(th.eval_diverge_rise)):
+    if (
+        gap < th.eval_diverge_noise_factor * noise
+        or rise < 2 * th.eval_diverge_noise_factor * noise
+        or noise > 0.5 * math.log(th.eval_diverge_rise)
+    ):
         return
     best_step = ev.steps[j]
     w = max(1, min(5, len(tr) // 4))
@@ -172,17 +214,31 @@ def check_eval_diverge(ctx):
         f"of {num(noise)} between evaluations); "
         f"train loss {num(train_at_best)} at the minimum -> {num(train_end)} at the end "
         f"(medians of {w} point(s), {len(tr)} train points in all).{extra}",
-        {"best_step": best_step, "eval_min": float(v[j]), "evals_after_min": int(later.size),
-         "later_min": float(later.min()), "later_median": float(median(later)), "log_rise": rise, "log_gap": gap,
-         "log_noise": noise, "train_at_best": train_at_best, "train_end": train_end, **ckpt_data},
-        step=ev.steps[j + 1], line=ev.lines[j + 1],
+        {
+            "best_step": best_step,
+            "eval_min": float(v[j]),
+            "evals_after_min": int(later.size),
+            "later_min": float(later.min()),
+            "later_median": float(median(later)),
+            "log_rise": rise,
+            "log_gap": gap,
+            "log_noise": noise,
+            "train_at_best": train_at_best,
+            "train_end": train_end,
+            **ckpt_data,
+        },
+        step=ev.steps[j + 1],
+        line=ev.lines[j + 1],
     )
 
 
 @rule(
-    "TP-NAN-EVAL", Level.FAIL, "nan", "an evaluation loss is NaN or ±Inf",
+    "TP-NAN-EVAL",
+    Level.FAIL,
+    "nan",
+    "an evaluation loss is NaN or ±Inf",
     needs=[Need("eval_loss", 1, finite=False)],
-    least_evidence='A single non-finite evaluation loss is its own evidence.',
+    least_evidence="A single non-finite evaluation loss is its own evidence.",
     detects="An eval loss value that is NaN, +Inf or -Inf.",
     why="A non-finite evaluation means the model's outputs are non-finite on held-out data: the weights are already broken, or the evaluation overflows in reduced precision.",
     not_mean="It says nothing about overfitting: TP-OVERFIT is skipped (degenerate) on such a series rather than passed.",
@@ -200,5 +256,6 @@ def check_nan_eval(ctx):
         f"{int(bad.sum())} of {len(s)} evaluations are non-finite; the first is at step {step(s.steps[i])} "
         f"(line {int(s.lines[i])}).",
         {"first_step": s.steps[i], "count": int(bad.sum()), "points": len(s)},
-        step=s.steps[i], line=s.lines[i],
+        step=s.steps[i],
+        line=s.lines[i],
     )

@@ -1,4 +1,5 @@
 """Rules on the gradient norm: non-finite norms, skipped overflow steps, zero gradients, spikes."""
+
 from __future__ import annotations
 
 import math
@@ -33,9 +34,13 @@ def _split_nonfinite_runs(ctx):
 
 
 @rule(
-    "TP-NAN-GRAD", Level.FAIL, "nan", "the gradient norm is non-finite on a sustained run of steps",
-    needs=[Need("grad_norm", 1, finite=False)], thresholds=["nan_grad_sustained_points"],
-    least_evidence='The last {nan_grad_sustained_points} or more logged norms non-finite with no finite norm after them (a loss scaler skipping steps recovers).',
+    "TP-NAN-GRAD",
+    Level.FAIL,
+    "nan",
+    "the gradient norm is non-finite on a sustained run of steps",
+    needs=[Need("grad_norm", 1, finite=False)],
+    thresholds=["nan_grad_sustained_points"],
+    least_evidence="The last {nan_grad_sustained_points} or more logged norms non-finite with no finite norm after them (a loss scaler skipping steps recovers).",
     detects="Gradient norms that are NaN or Inf on the last {nan_grad_sustained_points} or more logged points (never followed by a finite norm again), or on every logged point.",
     why="A loss scaler skips an overflowing step, lowers its scale and recovers, sometimes after several skips in a row; a norm that never becomes finite again means the weights or the loss are already NaN, whatever the logged loss says.",
     not_mean="Non-finite norms followed by finite ones, however many in a row, are the mixed-precision loss scaler at work (TP-GRAD-OVERFLOW-SKIPPED): NaN weights never give a finite norm again.",
@@ -55,15 +60,19 @@ def check_nan_grad(ctx):
         f"{total} of {len(g)} logged gradient norms are NaN/Inf; the first sustained run starts at step "
         f"{step(g.steps[start])} (line {int(g.lines[start])}) and lasts {length} points"
         + (", every later entry is non-finite." if to_end else f", until step {step(g.steps[start + length - 1])}."),
-        {"first_step": g.steps[start], "run_length": length, "nonfinite": total, "points": len(g),
-         "to_end": to_end},
-        step=g.steps[start], line=g.lines[start],
+        {"first_step": g.steps[start], "run_length": length, "nonfinite": total, "points": len(g), "to_end": to_end},
+        step=g.steps[start],
+        line=g.lines[start],
     )
 
 
 @rule(
-    "TP-GRAD-OVERFLOW-SKIPPED", Level.WARN, "nan", "isolated non-finite gradient norms (loss scaler skipped steps)",
-    needs=[Need("grad_norm", 1, finite=False)], thresholds=["nan_grad_sustained_points"],
+    "TP-GRAD-OVERFLOW-SKIPPED",
+    Level.WARN,
+    "nan",
+    "isolated non-finite gradient norms (loss scaler skipped steps)",
+    needs=[Need("grad_norm", 1, finite=False)],
+    thresholds=["nan_grad_sustained_points"],
     detects="Non-finite gradient norms followed by finite ones again (or fewer than {nan_grad_sustained_points} at the very end of the log), when no sustained run exists.",
     why="With fp16 a loss scaler skips the optimizer step when gradients overflow and lowers its scale; a few of these are normal, many mean the scale keeps collapsing.",
     not_mean="It does not mean the run is broken; losses and norms around these steps are finite.",
@@ -81,25 +90,28 @@ def check_overflow_skipped(ctx):
     # a sustained run, so the evidence says so rather than calling it recovered.
     at_end = isolated[-1][0] + isolated[-1][1] == len(g)
     recovered = len(isolated) - int(at_end)
-    tail = (f"; the last {isolated[-1][1]} at the end of the log, not yet followed by a finite norm"
-            if at_end else "")
+    tail = f"; the last {isolated[-1][1]} at the end of the log, not yet followed by a finite norm" if at_end else ""
     yield ctx.finding(
         f"{total} isolated non-finite gradient norm(s): the loss scaler skipped steps",
         f"{total} of {len(g)} logged gradient norms are NaN/Inf, in {len(isolated)} run(s) of fewer than "
         f"{ctx.th.nan_grad_sustained_points} points (steps {', '.join(steps)}"
-        + (" …" if len(isolated) > 5 else "") + f"); {recovered} followed by finite norms{tail}.",
-        {"nonfinite": total, "points": len(g), "runs": len(isolated), "first_step": g.steps[first],
-         "at_end": at_end},
-        step=g.steps[first], line=g.lines[first],
+        + (" …" if len(isolated) > 5 else "")
+        + f"); {recovered} followed by finite norms{tail}.",
+        {"nonfinite": total, "points": len(g), "runs": len(isolated), "first_step": g.steps[first], "at_end": at_end},
+        step=g.steps[first],
+        line=g.lines[first],
     )
 
 
 @rule(
-    "TP-ZERO-GRAD", Level.FAIL, "zero", "every gradient norm is exactly 0.0 and the loss did not improve",
+    "TP-ZERO-GRAD",
+    Level.FAIL,
+    "zero",
+    "every gradient norm is exactly 0.0 and the loss did not improve",
     needs=[Need("grad_norm", "zero_min_points"), Need("loss", 2)],
     thresholds=["zero_min_points", "dead_window", "dead_min_improvement"],
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-CHANCE-LEVEL", "TP-VANISHING-GRAD"),
-    least_evidence='Every one of at least {zero_min_points} finite norms exactly 0.0, and the loss read over 10% windows (at least {dead_window} points each) not improving by {dead_min_improvement:.0%}.',
+    least_evidence="Every one of at least {zero_min_points} finite norms exactly 0.0, and the loss read over 10% windows (at least {dead_window} points each) not improving by {dead_min_improvement:.0%}.",
     detects="Every finite gradient norm (at least {zero_min_points}) is exactly 0.0 while the loss did not improve by {dead_min_improvement:.0%} (median of the first vs the last 10% of the loss points, at least {dead_window} points each: a wider window than {dead_window} points keeps step-to-step noise on a frozen model from passing for learning).",
     why="With zero gradients the optimizer cannot change the weights: every step is wasted.",
     not_mean="It does not fire on small but non-zero norms (those are TP-VANISHING-GRAD territory), nor when the loss improved (a logger that reports 0 for a norm it did not compute).",
@@ -121,13 +133,18 @@ def check_zero_grad(ctx):
         f"all {len(g)} finite gradient norms are exactly 0.0 (steps {step(g.steps[0])}–{step(g.steps[-1])}); "
         f"the loss went from {num(first)} to {num(last)} (median of {w} points at each end).",
         {"points": len(g), "loss_first": first, "loss_last": last},
-        step=g.steps[0], line=g.lines[0],
+        step=g.steps[0],
+        line=g.lines[0],
     )
 
 
 @rule(
-    "TP-GRAD-SPIKE", Level.WARN, "spike", "a gradient norm more than {grad_spike_factor:g}x the run's median",
-    needs=[Need("grad_norm", "min_value_points")], thresholds=["grad_spike_factor", "min_value_points"],
+    "TP-GRAD-SPIKE",
+    Level.WARN,
+    "spike",
+    "a gradient norm more than {grad_spike_factor:g}x the run's median",
+    needs=[Need("grad_norm", "min_value_points")],
+    thresholds=["grad_spike_factor", "min_value_points"],
     detects="Finite gradient norms above {grad_spike_factor:g}x the median norm of the run, ignoring the first logged norm.",
     why="A spike is one step that moved the weights far more than the others; repeated spikes often precede divergence.",
     not_mean="It does not mean the run diverged: the loss may absorb a spike (gradient clipping caps the update). The first logged norm is ignored because large norms at the start are normal.",
@@ -151,14 +168,17 @@ def check_grad_spike(ctx):
         f"gradient norm spikes to {num(vals[i])} at step {step(steps[i])} ({times(vals[i] / med, 0)} the median)",
         f"{count} logged gradient norm(s) exceed {num(ctx.th.grad_spike_factor)}x the median {num(med)}; "
         f"the largest is {num(vals[i])} at step {step(steps[i])} (line {int(lines[i])}).",
-        {"count": count, "max": vals[i], "max_step": steps[i], "median": med,
-         "factor": ctx.th.grad_spike_factor},
-        step=steps[i], line=lines[i],
+        {"count": count, "max": vals[i], "max_step": steps[i], "median": med, "factor": ctx.th.grad_spike_factor},
+        step=steps[i],
+        line=lines[i],
     )
 
 
 @rule(
-    "TP-LOSS-SCALE-COLLAPSE", Level.WARN, "nan", "the mixed-precision loss scale collapsed",
+    "TP-LOSS-SCALE-COLLAPSE",
+    Level.WARN,
+    "nan",
+    "the mixed-precision loss scale collapsed",
     needs=[Need("loss_scale", "min_value_points", finite=False)],
     thresholds=["loss_scale_collapse_factor", "min_value_points"],
     detects="The mixed-precision loss scale (GradScaler's scale, DeepSpeed's loss_scale, Coqui's amp_scaler) ends at 0 or at least {loss_scale_collapse_factor:g}x below its peak.",
@@ -184,5 +204,6 @@ def check_loss_scale_collapse(ctx):
         f"{step(fin.steps[-1])}" + (f" ({halvings:.0f} halvings)" if end > 0 else "") + ": the scaler kept "
         "finding overflowing steps.",
         {"peak": peak, "peak_step": fin.steps[j], "end": end, "end_step": fin.steps[-1], "halvings": halvings},
-        step=fin.steps[-1], line=fin.lines[-1],
+        step=fin.steps[-1],
+        line=fin.lines[-1],
     )

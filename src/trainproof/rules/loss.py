@@ -1,4 +1,5 @@
 """Rules on the train loss: non-finite values, exact zeros, flatness, divergence, no progress."""
+
 from __future__ import annotations
 
 import math
@@ -7,14 +8,22 @@ import numpy as np
 
 from ..aliases import words
 from ..findings import Level
-from ._fmt import num, pct, step, times
-from ._stats import (block_medians, block_sizes, end_window, expected_min_shift, improvement, level_se,
-                     mann_kendall_z, median, runs_of, smoothing_block)
 from ._checkpoint import best_checkpoint
+from ._fmt import num, pct, step, times
 from ._shared import log_loss_noise
+from ._stats import (
+    block_medians,
+    block_sizes,
+    end_window,
+    expected_min_shift,
+    improvement,
+    level_se,
+    mann_kendall_z,
+    median,
+    runs_of,
+    smoothing_block,
+)
 from .registry import Need, rule
-
-
 
 
 def _grad_at(ctx, steps: np.ndarray) -> tuple[int, int, int]:
@@ -33,21 +42,29 @@ def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
         return "", {}
     data = {"grad_norm_points": n, "grad_norm_nonfinite": nonfinite, "grad_norm_zero": zero}
     if nonfinite == n:
-        return (f" The gradient norm is NaN/Inf at all {n} of these steps: the loss was NaN and "
-                "the logger replaced it with 0 (HF's logging_nan_inf_filter does this), so this "
-                "is a hidden NaN, not convergence."), data
+        return (
+            f" The gradient norm is NaN/Inf at all {n} of these steps: the loss was NaN and "
+            "the logger replaced it with 0 (HF's logging_nan_inf_filter does this), so this "
+            "is a hidden NaN, not convergence."
+        ), data
     if nonfinite:
-        return (f" The gradient norm is NaN/Inf at {nonfinite} of {n} of these steps: at least "
-                "part of the zero loss is a NaN hidden by the logger."), data
+        return (
+            f" The gradient norm is NaN/Inf at {nonfinite} of {n} of these steps: at least "
+            "part of the zero loss is a NaN hidden by the logger."
+        ), data
     if zero == n:
         return f" The gradient norm is exactly 0 at all {n} of these steps: nothing is being learned.", data
     return f" The gradient norm is finite and non-zero at these steps ({n} points).", data
 
 
 @rule(
-    "TP-NAN", Level.FAIL, "nan", "a logged loss is NaN or ±Inf",
-    needs=[Need("loss", 1, finite=False)], implies=("TP-NAN-GRAD",),
-    least_evidence='A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss.',
+    "TP-NAN",
+    Level.FAIL,
+    "nan",
+    "a logged loss is NaN or ±Inf",
+    needs=[Need("loss", 1, finite=False)],
+    implies=("TP-NAN-GRAD",),
+    least_evidence="A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss.",
     detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log.",
     why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",
     not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite.",
@@ -68,8 +85,11 @@ def check_nan(ctx):
     at = s.steps[i]
     # Other loss components non-finite at the same step (GAN totals, per-head losses).
     others = sorted(
-        o.key for name, o in ctx.run.series.items()
-        if name != "loss" and "loss" in o.key.lower() and not o.key.startswith("eval")
+        o.key
+        for name, o in ctx.run.series.items()
+        if name != "loss"
+        and "loss" in o.key.lower()
+        and not o.key.startswith("eval")
         and np.any((o.steps == at) & ~np.isfinite(o.values))
     )
     also = f" Also non-finite at that step: {', '.join(others[:8])}{' …' if len(others) > 8 else ''}." if others else ""
@@ -79,7 +99,8 @@ def check_nan(ctx):
         f"{count} of {len(s)} logged losses ({s.key}) are non-finite ({', '.join(kinds)}); the first is at step "
         f"{step(at)} (line {int(s.lines[i])}).{also}{scale}",
         {"first_step": at, "count": count, "points": len(s), "also_nonfinite": others},
-        step=at, line=s.lines[i],
+        step=at,
+        line=s.lines[i],
     )
 
 
@@ -92,14 +113,21 @@ def _loss_scale_clause(ctx, at: float) -> str:
     if before.size == 0:
         return ""
     peak = float(before.max())
-    return (f" The loss scale ({ls.key}) was {num(before[-1])} there, down from a peak of {num(peak)}."
-            if before[-1] < peak else f" The loss scale ({ls.key}) was {num(before[-1])} there.")
+    return (
+        f" The loss scale ({ls.key}) was {num(before[-1])} there, down from a peak of {num(peak)}."
+        if before[-1] < peak
+        else f" The loss scale ({ls.key}) was {num(before[-1])} there."
+    )
 
 
 @rule(
-    "TP-ZERO-LOSS", Level.FAIL, "zero", "every finite loss is exactly 0.0",
-    needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points"],
-    least_evidence='Every one of at least 5 finite losses exactly 0.0 (compared with ==).',
+    "TP-ZERO-LOSS",
+    Level.FAIL,
+    "zero",
+    "every finite loss is exactly 0.0",
+    needs=[Need("loss", "zero_min_points")],
+    thresholds=["zero_min_points"],
+    least_evidence="Every one of at least 5 finite losses exactly 0.0 (compared with ==).",
     detects="A train loss that is exactly 0.0 (compared with ==, never a tolerance) at every finite logged point.",
     why="A real loss is almost never exactly zero; an exact zero from the first log means the loss is not computed on anything.",
     not_mean="It does not mean the model fits the data perfectly. Near-zero but non-zero losses (RL objectives, tiny-loss tasks) do not trigger it.",
@@ -116,14 +144,19 @@ def check_zero_loss(ctx):
         "loss is exactly 0.0 at every logged step",
         f"all {len(s)} finite losses are exactly 0.0 (steps {step(s.steps[0])}–{step(s.steps[-1])})." + clause,
         {"points": len(s), "first_step": s.steps[0], "last_step": s.steps[-1], **gdata},
-        step=s.steps[0], line=s.lines[0],
+        step=s.steps[0],
+        line=s.lines[0],
     )
 
 
 @rule(
-    "TP-ZERO-LOSS-ONSET", Level.FAIL, "zero", "loss was positive, then exactly 0.0 to the end",
-    needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points"],
-    least_evidence='At least 5 trailing losses exactly 0.0 after positive ones.',
+    "TP-ZERO-LOSS-ONSET",
+    Level.FAIL,
+    "zero",
+    "loss was positive, then exactly 0.0 to the end",
+    needs=[Need("loss", "zero_min_points")],
+    thresholds=["zero_min_points"],
+    least_evidence="At least 5 trailing losses exactly 0.0 after positive ones.",
     detects="A loss that was positive earlier in the run and is exactly 0.0 on the last 5 or more logged points.",
     why="A sudden exact zero is almost always a NaN hidden by the logger (HF's logging_nan_inf_filter averages over a window of NaNs to exactly 0.0) or a batch pipeline that stopped producing labels.",
     not_mean="It does not mean the model converged: convergence approaches zero, it does not land on it exactly.",
@@ -145,15 +178,25 @@ def check_zero_loss_onset(ctx):
         f"loss drops to exactly 0.0 at step {step(s.steps[start])} and stays there",
         f"the last {length} of {len(s)} finite losses are exactly 0.0, from step {step(s.steps[start])} "
         f"(line {int(s.lines[start])}); before that the loss was {num(s.values[start - 1])}." + clause,
-        {"onset_step": s.steps[start], "zero_points": length, "points": len(s),
-         "loss_before": s.values[start - 1], **gdata},
-        step=s.steps[start], line=s.lines[start],
+        {
+            "onset_step": s.steps[start],
+            "zero_points": length,
+            "points": len(s),
+            "loss_before": s.values[start - 1],
+            **gdata,
+        },
+        step=s.steps[start],
+        line=s.lines[start],
     )
 
 
 @rule(
-    "TP-ZERO-LOSS-MIXED", Level.FAIL, "zero", "exact 0.0 losses mixed among ordinary ones",
-    needs=[Need("loss", "zero_min_points")], thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level", "dead_window"],
+    "TP-ZERO-LOSS-MIXED",
+    Level.FAIL,
+    "zero",
+    "exact 0.0 losses mixed among ordinary ones",
+    needs=[Need("loss", "zero_min_points")],
+    thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level", "dead_window"],
     least_evidence="At least {zero_min_points} exact zeros that are also at least {zero_mixed_share:.0%} of the points, among positive losses at least {zero_mixed_level:.0%} of the starting level.",
     detects=(
         "At least {zero_min_points} finite losses, and at least {zero_mixed_share:.0%} of them, are exactly "
@@ -195,9 +238,16 @@ def check_zero_loss_mixed(ctx):
         f"{count} losses are exactly 0.0 among ordinary ones, from step {step(at[0])}",
         f"{count} of {len(s)} finite losses are exactly 0.0 (steps {shown}), while the other losses from the first "
         f"zero on have median {num(median(pos))} (the run started at {num(start)})." + clause,
-        {"zero_points": count, "points": len(s), "first_step": at[0], "positive_median_after": float(median(pos)),
-         "start_level": start, **gdata},
-        step=at[0], line=s.lines[first_zero],
+        {
+            "zero_points": count,
+            "points": len(s),
+            "first_step": at[0],
+            "positive_median_after": float(median(pos)),
+            "start_level": start,
+            **gdata,
+        },
+        step=at[0],
+        line=s.lines[first_zero],
     )
 
 
@@ -205,8 +255,25 @@ def check_zero_loss_mixed(ctx):
 #: (``ce``, ``xent``, ``crossentropy``, ``logloss``, ``bce``), squared or absolute error
 #: (``mse``, ``mae``, ``l1``, ``l2``, ``rmse``), CTC and perplexity. ``nll`` is not among
 #: them: the negative log-likelihood of a continuous density can be negative.
-NONNEGATIVE_WORDS = frozenset({"ce", "xent", "crossentropy", "logloss", "bce", "mse", "mae",
-                               "rmse", "l1", "l2", "ctc", "perplexity", "ppl", "huber", "smoothl1"})
+NONNEGATIVE_WORDS = frozenset(
+    {
+        "ce",
+        "xent",
+        "crossentropy",
+        "logloss",
+        "bce",
+        "mse",
+        "mae",
+        "rmse",
+        "l1",
+        "l2",
+        "ctc",
+        "perplexity",
+        "ppl",
+        "huber",
+        "smoothl1",
+    }
+)
 
 
 def nonnegative_objective(run) -> str | None:
@@ -231,8 +298,12 @@ def nonnegative_objective(run) -> str | None:
 
 
 @rule(
-    "TP-NEGATIVE-LOSS", Level.FAIL, "zero", "a loss that cannot be negative is negative",
-    needs=[Need("loss", 1)], thresholds=["negative_loss_tol"],
+    "TP-NEGATIVE-LOSS",
+    Level.FAIL,
+    "zero",
+    "a loss that cannot be negative is negative",
+    needs=[Need("loss", 1)],
+    thresholds=["negative_loss_tol"],
     least_evidence="One loss below -1e-6, in a run whose log says its objective cannot be negative (the loss key names a cross-entropy, squared or absolute error or CTC loss, or a perplexity is logged).",
     detects=(
         "A finite train loss below -1e-6 in a run whose objective cannot be negative, as the log tells it: the "
@@ -258,17 +329,28 @@ def check_negative_loss(ctx):
         f"loss is negative ({num(s.values[i])} at step {step(s.steps[i])}) although it cannot be",
         f"{int(neg.sum())} of {len(s)} finite losses ({s.key}) are below 0, the first at step {step(s.steps[i])} "
         f"(line {int(s.lines[i])}), minimum {num(s.values.min())}; {why}.",
-        {"negative_points": int(neg.sum()), "points": len(s), "first_step": s.steps[i], "min": float(s.values.min()),
-         "because": why},
-        step=s.steps[i], line=s.lines[i],
+        {
+            "negative_points": int(neg.sum()),
+            "points": len(s),
+            "first_step": s.steps[i],
+            "min": float(s.values.min()),
+            "because": why,
+        },
+        step=s.steps[i],
+        line=s.lines[i],
     )
 
 
 @rule(
-    "TP-FLAT", Level.FAIL, "shape", "the loss does not move at all",
+    "TP-FLAT",
+    Level.FAIL,
+    "shape",
+    "the loss does not move at all",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
     thresholds=["min_trend_points", "flat_rel_std", "dead_min_schedule_share"],
-    verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    verdict_bearing=True,
+    min_schedule_share="dead_min_schedule_share",
+    after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
     least_evidence="Relative variation below {flat_rel_std:.1%} over every point.",
     detects="A loss whose relative variation (standard deviation / mean over every finite point) is below {flat_rel_std:.1%}.",
@@ -289,12 +371,14 @@ def check_flat(ctx):
         f"over {len(s)} points (steps {step(s.steps[0])}–{step(s.steps[-1])}) the loss has mean {num(mean)} "
         f"and std/mean {num(rel)}, below {num(ctx.th.flat_rel_std)}.",
         {"points": len(s), "mean": mean, "rel_std": rel, "threshold": ctx.th.flat_rel_std},
-        step=s.steps[0], line=s.lines[0],
+        step=s.steps[0],
+        line=s.lines[0],
     )
 
 
-def chance_level(values: np.ndarray, max_classes: int, tol_level: float, tol_block: float,
-                 share: float, trend_z: float) -> tuple[int, float, float, float] | None:
+def chance_level(
+    values: np.ndarray, max_classes: int, tol_level: float, tol_block: float, share: float, trend_z: float
+) -> tuple[int, float, float, float] | None:
     """The class count k whose uniform-guess cross-entropy ln(k) a loss sits at, or None.
 
     Args:
@@ -328,11 +412,23 @@ def chance_level(values: np.ndarray, max_classes: int, tol_level: float, tol_blo
 
 
 @rule(
-    "TP-CHANCE-LEVEL", Level.FAIL, "shape", "the loss sits at ln(k), a k-class classifier's uniform guess, for most of the run",
+    "TP-CHANCE-LEVEL",
+    Level.FAIL,
+    "shape",
+    "the loss sits at ln(k), a k-class classifier's uniform guess, for most of the run",
     needs=[Need(("loss", "eval_loss"), "min_trend_points", positive=True, all_finite=True)],
-    thresholds=["min_trend_points", "chance_max_classes", "chance_tol_level", "chance_tol_block", "chance_share",
-                "dead_trend_z", "dead_min_schedule_share"],
-    verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    thresholds=[
+        "min_trend_points",
+        "chance_max_classes",
+        "chance_tol_level",
+        "chance_tol_block",
+        "chance_share",
+        "dead_trend_z",
+        "dead_min_schedule_share",
+    ],
+    verdict_bearing=True,
+    min_schedule_share="dead_min_schedule_share",
+    after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
     least_evidence="{chance_share:.0%} of the run's block medians at ln(k) and no significant downward trend.",
     detects=(
@@ -365,14 +461,21 @@ def check_chance_level(ctx):
         lr = ctx.finite("lr").values
         if lr.size and not float(median(lr)) > 0:
             return  # TP-ZERO-LR's
-    hit = chance_level(s.values, th.chance_max_classes, th.chance_tol_level, th.chance_tol_block,
-                       th.chance_share, th.dead_trend_z)
+    hit = chance_level(
+        s.values, th.chance_max_classes, th.chance_tol_level, th.chance_tol_block, th.chance_share, th.dead_trend_z
+    )
     if hit is None and name == "loss" and ctx.has("eval_loss"):
         ev = ctx.finite("eval_loss")
         if len(ev) >= th.min_trend_points and np.all(ev.values > 0):
             s, name = ev, "eval_loss"
-            hit = chance_level(ev.values, th.chance_max_classes, th.chance_tol_level, th.chance_tol_block,
-                               th.chance_share, th.dead_trend_z)
+            hit = chance_level(
+                ev.values,
+                th.chance_max_classes,
+                th.chance_tol_level,
+                th.chance_tol_block,
+                th.chance_share,
+                th.dead_trend_z,
+            )
     if hit is None:
         return
     k, level, med, at = hit
@@ -383,7 +486,8 @@ def check_chance_level(ctx):
         f"{step(s.steps[-1])}), {pct(abs(med / level - 1))} from ln({k}) = {num(level)}; {pct(at)} of its block medians "
         f"are within {pct(th.chance_tol_block)} of it, with no significant downward trend.",
         {"classes": k, "chance_level": level, "median": med, "share_at_level": at, "series": name},
-        step=s.steps[0], line=s.lines[0],
+        step=s.steps[0],
+        line=s.lines[0],
     )
 
 
@@ -411,10 +515,14 @@ def _lone_start_cut(ratio: float, k: int) -> float:
 
 
 @rule(
-    "TP-DIVERGE", Level.FAIL, "shape", "the run ends well above the best loss level it reached",
+    "TP-DIVERGE",
+    Level.FAIL,
+    "shape",
+    "the run ends well above the best loss level it reached",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
     thresholds=["min_trend_points", "diverge_ratio", "diverge_noise_z", "diverge_start_points", "floor_regain_share"],
-    verdict_bearing=True, implies=("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-EVAL-DIVERGE"),
+    verdict_bearing=True,
+    implies=("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-EVAL-DIVERGE"),
     least_evidence="The run's own noise, measured on the log of the loss: the end level must clear the best level by the ratio and by {diverge_noise_z:g} standard errors of the two levels.",
     detects=(
         "A run whose end level (median of its last 10% of points, at least 3) is more than {diverge_ratio}x "
@@ -465,7 +573,7 @@ def check_diverge(ctx):
             best, best_idx, best_points, from_start = start, 0, k, True
     # ... or a lone first point, when the run right after it sits so far above it that
     # averaging it with what follows still leaves it a level below.
-    lead_vals = v[1:1 + max(LEAD_POINTS, block)]
+    lead_vals = v[1 : 1 + max(LEAD_POINTS, block)]
     cut = _lone_start_cut(ratio_th, k)
     if v[0] < best and lead_vals.size >= 3 and math.isfinite(cut):
         lead = float(median(lead_vals))
@@ -511,20 +619,36 @@ def check_diverge(ctx):
     onset = int(cand[0]) if cand.size else n - w
     where = "its starting level" if best_idx == 0 else f"the level it held around step {step(s.steps[best_idx])}"
     extra, ckpt_data = best_checkpoint(ctx.run)
-    held = ("its first point" if best_points == 1 else f"median of its first {best_points} points") if from_start \
+    held = (
+        ("its first point" if best_points == 1 else f"median of its first {best_points} points")
+        if from_start
         else f"median of {best_points} points"
+    )
     yield ctx.finding(
         f"loss diverged: the run ends {times(ratio)} above {where}",
         f"end level {num(end)} (median of the last {w} points, steps {step(s.steps[-w])}–{step(s.steps[-1])}) is "
         f"{times(ratio)} the best level {num(best)} ({held}) at step {step(s.steps[best_idx])} "
         f"({pct(through)} through the run); threshold {num(ratio_th)}x, relative noise {num(sigma)}, "
         f"log gap {num(gap)} against a noise gate of {num(gate)}.{extra}",
-        {"end_level": end, "best_level": best, "best_step": s.steps[best_idx], "ratio": ratio,
-         "end_window": w, "block": block, "best_points": best_points, "from_start": from_start,
-         "noise_std": sigma, "log_gap": gap, "noise_gate": gate, "best_fraction": through,
-         "onset_step": s.steps[onset],
-         "threshold": th.diverge_ratio, **ckpt_data},
-        step=s.steps[best_idx], line=s.lines[best_idx],
+        {
+            "end_level": end,
+            "best_level": best,
+            "best_step": s.steps[best_idx],
+            "ratio": ratio,
+            "end_window": w,
+            "block": block,
+            "best_points": best_points,
+            "from_start": from_start,
+            "noise_std": sigma,
+            "log_gap": gap,
+            "noise_gate": gate,
+            "best_fraction": through,
+            "onset_step": s.steps[onset],
+            "threshold": th.diverge_ratio,
+            **ckpt_data,
+        },
+        step=s.steps[best_idx],
+        line=s.lines[best_idx],
     )
 
 
@@ -541,8 +665,10 @@ def _learning_elsewhere(ctx) -> str | None:
     z = mann_kendall_z(ev.values)
     if z > -ctx.th.dead_trend_z:
         return None
-    return (f"the eval loss falls with a significant trend ({num(ev.values[0])} -> {num(ev.values[-1])} over "
-            f"{len(ev)} evaluations, Mann-Kendall z {z:.2f})")
+    return (
+        f"the eval loss falls with a significant trend ({num(ev.values[0])} -> {num(ev.values[-1])} over "
+        f"{len(ev)} evaluations, Mann-Kendall z {z:.2f})"
+    )
 
 
 def _alive(ctx) -> tuple[bool, str]:
@@ -556,8 +682,8 @@ def _alive(ctx) -> tuple[bool, str]:
     lr, g = ctx.finite("lr").values, ctx.finite("grad_norm").values
     if lr.size < 2 or g.size < 4:
         return False, ""
-    lr_late, g_late = float(median(lr[lr.size // 2:])), float(median(g[g.size // 2:]))
-    g_early = float(median(g[1: max(2, g.size // 10 + 1)]))
+    lr_late, g_late = float(median(lr[lr.size // 2 :])), float(median(g[g.size // 2 :]))
+    g_early = float(median(g[1 : max(2, g.size // 10 + 1)]))
     if lr_late <= th.tiny_lr or g_late <= 0 or (g_early > 0 and g_late < th.vanish_ratio * g_early):
         return False, ""
     return True, f"learning rate {num(lr_late)} and gradient norm {num(g_late)} (medians of the second half)"
@@ -573,6 +699,7 @@ def dead_run_state(ctx) -> dict | None:
     level while the learning rate and the gradients stayed alive: a plateau, not a run
     that never learned.
     """
+
     def compute():
         s = ctx.finite("loss")
         v = s.values
@@ -597,8 +724,18 @@ def dead_run_state(ctx) -> dict | None:
         elsewhere = _learning_elsewhere(ctx)
         if elsewhere:
             return None
-        state = {"first": first, "last": last, "rel": rel, "w": w, "wide": wide, "rel_wide": rel_wide, "z": z,
-                 "trend_z_bar": th.dead_trend_z, "kind": "dead", "s": s}
+        state = {
+            "first": first,
+            "last": last,
+            "rel": rel,
+            "w": w,
+            "wide": wide,
+            "rel_wide": rel_wide,
+            "z": z,
+            "trend_z_bar": th.dead_trend_z,
+            "kind": "dead",
+            "s": s,
+        }
         # An early fall: the first point sits above the end level by more than the bar and
         # more than the noise of single points (3 sigma of the log of the loss).
         sigma = log_loss_noise(ctx)
@@ -622,6 +759,7 @@ def dead_run_state(ctx) -> dict | None:
             state["kind"] = "stalled"
             state["resumed"] = first_step
         return state
+
     return ctx.memo("dead_run_state", compute)
 
 
@@ -633,26 +771,52 @@ def _no_progress_text(st: dict) -> tuple[str, str]:
         change = f"ended {times(last / first)} higher than it started"
     else:
         change = f"ended {pct(-rel)} higher than it started"
-    evidence = (f"median of the first {w} losses {num(first)} (steps {step(s.steps[0])}–{step(s.steps[w - 1])}), "
-                f"median of the last {w} {num(last)} (steps {step(s.steps[-w])}–{step(s.steps[-1])}): "
-                f"{pct(rel)} improvement ({pct(st['rel_wide'])} over the first and last {st['wide']} points); "
-                + (f"a significant upward trend (Mann-Kendall z {st['z']:.2f})." if st["z"] >= st["trend_z_bar"]
-                   else f"no significant downward trend (Mann-Kendall z {st['z']:.2f})."))
+    evidence = (
+        f"median of the first {w} losses {num(first)} (steps {step(s.steps[0])}–{step(s.steps[w - 1])}), "
+        f"median of the last {w} {num(last)} (steps {step(s.steps[-w])}–{step(s.steps[-1])}): "
+        f"{pct(rel)} improvement ({pct(st['rel_wide'])} over the first and last {st['wide']} points); "
+        + (
+            f"a significant upward trend (Mann-Kendall z {st['z']:.2f})."
+            if st["z"] >= st["trend_z_bar"]
+            else f"no significant downward trend (Mann-Kendall z {st['z']:.2f})."
+        )
+    )
     return change, evidence
 
 
 def _dead_data(st: dict, th) -> dict:
-    return {"first_median": st["first"], "last_median": st["last"], "improvement": st["rel"], "window": st["w"],
-            "improvement_wide": st["rel_wide"], "wide_window": st["wide"], "trend_z": st["z"],
-            "threshold": th.dead_min_improvement}
+    return {
+        "first_median": st["first"],
+        "last_median": st["last"],
+        "improvement": st["rel"],
+        "window": st["w"],
+        "improvement_wide": st["rel_wide"],
+        "wide_window": st["wide"],
+        "trend_z": st["z"],
+        "threshold": th.dead_min_improvement,
+    }
 
 
 @rule(
-    "TP-DEAD-RUN", Level.FAIL, "shape", "the loss did not improve over the run",
+    "TP-DEAD-RUN",
+    Level.FAIL,
+    "shape",
+    "the loss did not improve over the run",
     needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
-    thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "dead_trend_blocks",
-                "dead_min_schedule_share", "tiny_lr", "diverge_noise_z", "vanish_ratio"],
-    verdict_bearing=True, min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    thresholds=[
+        "dead_min_points",
+        "dead_window",
+        "dead_min_improvement",
+        "dead_trend_z",
+        "dead_trend_blocks",
+        "dead_min_schedule_share",
+        "tiny_lr",
+        "diverge_noise_z",
+        "vanish_ratio",
+    ],
+    verdict_bearing=True,
+    min_schedule_share="dead_min_schedule_share",
+    after_warmup=True,
     least_evidence="Both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, and no significant trend over up to {dead_trend_blocks} block medians; no falling eval loss.",
     detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians). Not a dead run: an eval loss that falls with a significant trend (the model is learning); a loss that fell from its first point beyond the noise and then held a level while the learning rate and the gradient norm stayed alive, or a log that starts past its own span (a resumed run): TP-LOSS-STALLED, a WARN. A learning rate at most {tiny_lr} over the whole run is named as the cause.",
     why="A run that ends where it started has spent its compute without learning.",
@@ -672,18 +836,33 @@ def check_dead_run(ctx):
     message = f"loss did not improve: it {change}"
     if "tiny_lr" in st:
         message += f", with a learning rate of at most {num(st['tiny_lr'])} (effectively zero)"
-        evidence += (f" The learning rate never exceeds {num(st['tiny_lr'])} (at most {num(th.tiny_lr)}): "
-                     "too small for the weights to move.")
+        evidence += (
+            f" The learning rate never exceeds {num(st['tiny_lr'])} (at most {num(th.tiny_lr)}): "
+            "too small for the weights to move."
+        )
         data.update(cause="tiny_lr", lr_max=st["tiny_lr"])
     yield ctx.finding(message, evidence, data, step=s.steps[-1], line=s.lines[-1])
 
 
 @rule(
-    "TP-LOSS-STALLED", Level.WARN, "shape", "the loss fell early, then held a level while the optimizer stayed alive",
+    "TP-LOSS-STALLED",
+    Level.WARN,
+    "shape",
+    "the loss fell early, then held a level while the optimizer stayed alive",
     needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
-    thresholds=["dead_min_points", "dead_window", "dead_min_improvement", "dead_trend_z", "dead_trend_blocks",
-                "diverge_noise_z", "dead_min_schedule_share", "tiny_lr", "vanish_ratio"],
-    min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    thresholds=[
+        "dead_min_points",
+        "dead_window",
+        "dead_min_improvement",
+        "dead_trend_z",
+        "dead_trend_blocks",
+        "diverge_noise_z",
+        "dead_min_schedule_share",
+        "tiny_lr",
+        "vanish_ratio",
+    ],
+    min_schedule_share="dead_min_schedule_share",
+    after_warmup=True,
     detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend, no falling eval loss) on a loss whose first point sits above the end level by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points, while the learning rate (above {tiny_lr}) and the gradient norm (finite, non-zero, not collapsed below {vanish_ratio:.0%} of its early level) stay alive over the second half; or on a log that starts at a step past its own span (a resumed run whose earlier training is not in the log). A learning rate of at most {tiny_lr} keeps it a TP-DEAD-RUN.",
     why="A loss that dropped at once and then stopped improving while the optimizer still moves the weights has reached a plateau: the rest of the run may be spent for little gain, but it is not a run that never trained.",
     not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor and resumed runs look like this. It is not TP-DEAD-RUN, which needs the loss never to have moved.",
@@ -699,16 +878,26 @@ def check_loss_stalled(ctx):
     change, evidence = _no_progress_text(st)
     if "resumed" in st:
         message = f"loss stalled: the log starts at step {step(st['resumed'])} (a resumed run) and {change}"
-        evidence += (f" The first logged step {step(st['resumed'])} is past the log's own span "
-                     f"({step(s.steps[-1] - s.steps[0])} steps): earlier training is not in this log, so a level "
-                     "held here is a plateau of a trained model, not a run that never learned.")
+        evidence += (
+            f" The first logged step {step(st['resumed'])} is past the log's own span "
+            f"({step(s.steps[-1] - s.steps[0])} steps): earlier training is not in this log, so a level "
+            "held here is a plateau of a trained model, not a run that never learned."
+        )
     else:
         message = f"loss stalled: it fell from its first point {num(s.values[0])}, then {change}"
-        evidence += (f" The first loss {num(s.values[0])} sits {times(math.exp(st['fall']))} above the end level, "
-                     f"and the optimizer is alive: {st['alive']}.")
+        evidence += (
+            f" The first loss {num(s.values[0])} sits {times(math.exp(st['fall']))} above the end level, "
+            f"and the optimizer is alive: {st['alive']}."
+        )
     yield ctx.finding(
-        message, evidence,
-        {**_dead_data(st, ctx.th), "first_point": float(s.values[0]), "log_fall": st["fall"],
-         "resumed_at": st.get("resumed")},
-        step=s.steps[-1], line=s.lines[-1],
+        message,
+        evidence,
+        {
+            **_dead_data(st, ctx.th),
+            "first_point": float(s.values[0]),
+            "log_fall": st["fall"],
+            "resumed_at": st.get("resumed"),
+        },
+        step=s.steps[-1],
+        line=s.lines[-1],
     )

@@ -7,6 +7,7 @@ zero-lr rules, which judge the sustained share *between* start-up and the schedu
 A decayed-to-zero tail that lasts a real share of the run is a schedule configured for a
 shorter run (TP-LR-SCHEDULE-ENDED-EARLY), not a zero learning rate.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ class ScheduleProfile:
     @property
     def between(self) -> np.ndarray:
         """The nonpos mask of the points between start-up and the decayed tail."""
-        return self.nonpos[self.startup: len(self.nonpos) - self.decayed_tail]
+        return self.nonpos[self.startup : len(self.nonpos) - self.decayed_tail]
 
     @property
     def sustained_share(self) -> float:
@@ -70,8 +71,8 @@ def schedule_profile(s: Series, startup_share: float, startup_points: int) -> Sc
     if n and v[-1] == 0 and not nonpos.all():
         last_pos = int(np.flatnonzero(v > 0)[-1])
         run = n - 1 - last_pos
-        if np.all(v[last_pos + 1:] == 0):
-            before = v[max(0, last_pos - 2): last_pos + 1]
+        if np.all(v[last_pos + 1 :] == 0):
+            before = v[max(0, last_pos - 2) : last_pos + 1]
             decaying = before.size >= 2 and np.all(np.diff(before) <= 0) and before[-1] < v.max()
             if decaying or run == 1:  # one final zero ends any schedule
                 tail = run
@@ -80,8 +81,9 @@ def schedule_profile(s: Series, startup_share: float, startup_points: int) -> Sc
 
 def _profile(ctx) -> ScheduleProfile:
     th = ctx.th
-    return ctx.memo("schedule_profile", lambda: schedule_profile(ctx.finite("lr"), th.lr_startup_share,
-                                                                 th.lr_startup_points))
+    return ctx.memo(
+        "schedule_profile", lambda: schedule_profile(ctx.finite("lr"), th.lr_startup_share, th.lr_startup_points)
+    )
 
 
 def _scheduled_end(ctx) -> float | None:
@@ -91,17 +93,23 @@ def _scheduled_end(ctx) -> float | None:
     return None
 
 
-_EDGES = ("Zeros at the schedule's edges — the first few points of warm-up or start-up, and the end a "
-          "decaying schedule reaches — are not counted.")
+_EDGES = (
+    "Zeros at the schedule's edges — the first few points of warm-up or start-up, and the end a "
+    "decaying schedule reaches — are not counted."
+)
 
 
 @rule(
-    "TP-ZERO-LR", Level.FAIL, "lr", "the learning rate is zero (or negative) for the whole run",
+    "TP-ZERO-LR",
+    Level.FAIL,
+    "lr",
+    "the learning rate is zero (or negative) for the whole run",
     needs=[Need("lr", "min_value_points")],
     thresholds=["zero_lr_fail_share", "min_value_points", "lr_startup_share", "lr_startup_points"],
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-CHANCE-LEVEL", "TP-ZERO-LR-PARTIAL"),
-    least_evidence='At least {zero_lr_fail_share:.0%} of the points between start-up and a decayed end at lr <= 0.',
-    detects="A learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end. " + _EDGES,
+    least_evidence="At least {zero_lr_fail_share:.0%} of the points between start-up and a decayed end at lr <= 0.",
+    detects="A learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end. "
+    + _EDGES,
     why="With a zero learning rate the optimizer never changes the weights; the run computes gradients for nothing.",
     not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted.",
     causes="A scheduler configured with zero peak or zero warm-up target, DeepSpeed/accelerate config overriding the optimizer's lr, lr set in the wrong config field, a warm-up longer than the run.",
@@ -116,18 +124,35 @@ def check_zero_lr(ctx):
     yield ctx.finding(
         f"learning rate is <= 0 on {pct(k / len(s))} of logged steps",
         f"{k} of {len(s)} logged learning rates are <= 0 (steps {step(s.steps[0])}–{step(s.steps[-1])})"
-        + (f", {p.negative} of them negative" if p.negative else "") + ".",
-        {"nonpositive": k, "negative": p.negative, "points": len(s), "share": k / len(s),
-         "sustained_share": p.sustained_share},
-        step=s.steps[0], line=s.lines[0],
+        + (f", {p.negative} of them negative" if p.negative else "")
+        + ".",
+        {
+            "nonpositive": k,
+            "negative": p.negative,
+            "points": len(s),
+            "share": k / len(s),
+            "sustained_share": p.sustained_share,
+        },
+        step=s.steps[0],
+        line=s.lines[0],
     )
 
 
 @rule(
-    "TP-ZERO-LR-PARTIAL", Level.WARN, "lr", "the learning rate is <= 0 on a real share of the run",
+    "TP-ZERO-LR-PARTIAL",
+    Level.WARN,
+    "lr",
+    "the learning rate is <= 0 on a real share of the run",
     needs=[Need("lr", "min_value_points")],
-    thresholds=["zero_lr_warn_share", "zero_lr_fail_share", "min_value_points", "lr_startup_share", "lr_startup_points"],
-    detects="A learning rate <= 0 on more than {zero_lr_warn_share:.0%} (and less than {zero_lr_fail_share:.0%}) of the logged points between start-up and the scheduled end. " + _EDGES,
+    thresholds=[
+        "zero_lr_warn_share",
+        "zero_lr_fail_share",
+        "min_value_points",
+        "lr_startup_share",
+        "lr_startup_points",
+    ],
+    detects="A learning rate <= 0 on more than {zero_lr_warn_share:.0%} (and less than {zero_lr_fail_share:.0%}) of the logged points between start-up and the scheduled end. "
+    + _EDGES,
     why="Steps taken at lr 0 cost compute and change nothing; negative values move the weights uphill.",
     not_mean="Warm-up that starts at 0 and a schedule that ends at 0 are normal; a schedule that decayed to 0 long before the run ended is TP-LR-SCHEDULE-ENDED-EARLY instead.",
     causes="A restart that reset the scheduler to a zero phase, a long warm-up starting at 0, a scheduler stepped at the wrong frequency, negative values from a misconfigured cyclic schedule.",
@@ -149,16 +174,31 @@ def check_zero_lr_partial(ctx):
         "end are <= 0 "
         + (f"({p.negative} negative, the rest exactly 0)" if p.negative else "(all exactly 0, none negative)")
         + f"; the first is at step {step(s.steps[i])}"
-        + (f"; {p.startup} start-up and {p.decayed_tail} end-of-schedule zeros not counted" if p.startup or p.decayed_tail else "")
+        + (
+            f"; {p.startup} start-up and {p.decayed_tail} end-of-schedule zeros not counted"
+            if p.startup or p.decayed_tail
+            else ""
+        )
         + ".",
-        {"nonpositive": counted, "negative": p.negative, "points": len(s), "share": share,
-         "startup_zeros": p.startup, "decayed_tail": p.decayed_tail, "first_step": s.steps[i]},
-        step=s.steps[i], line=s.lines[i],
+        {
+            "nonpositive": counted,
+            "negative": p.negative,
+            "points": len(s),
+            "share": share,
+            "startup_zeros": p.startup,
+            "decayed_tail": p.decayed_tail,
+            "first_step": s.steps[i],
+        },
+        step=s.steps[i],
+        line=s.lines[i],
     )
 
 
 @rule(
-    "TP-LR-SCHEDULE-ENDED-EARLY", Level.WARN, "lr", "the schedule decayed to zero while many steps remained",
+    "TP-LR-SCHEDULE-ENDED-EARLY",
+    Level.WARN,
+    "lr",
+    "the schedule decayed to zero while many steps remained",
     needs=[Need("lr", "min_value_points")],
     thresholds=["zero_lr_warn_share", "min_value_points", "lr_startup_share", "lr_startup_points"],
     detects="The learning rate decays to exactly 0 and stays there for more than {zero_lr_warn_share:.0%} of the run: the scheduled end (HF's max_steps when the log declares it, else the last logged step) is far beyond the step where the schedule ended.",
@@ -187,14 +227,24 @@ def check_schedule_ended_early(ctx):
         f"{p.decayed_tail} logged points; {step(remaining)} of the run's {step(span)} steps "
         + ("(to its declared max_steps) " if declared else "(to its last logged step) ")
         + "come after it.",
-        {"zero_step": zero_step, "remaining_steps": remaining, "share": share, "tail_points": p.decayed_tail,
-         "scheduled_end": end, "declared_end": declared},
-        step=zero_step, line=s.lines[i],
+        {
+            "zero_step": zero_step,
+            "remaining_steps": remaining,
+            "share": share,
+            "tail_points": p.decayed_tail,
+            "scheduled_end": end,
+            "declared_end": declared,
+        },
+        step=zero_step,
+        line=s.lines[i],
     )
 
 
 @rule(
-    "TP-WARMUP-UNFINISHED", Level.WARN, "lr", "the run reached its scheduled end while warm-up was still rising",
+    "TP-WARMUP-UNFINISHED",
+    Level.WARN,
+    "lr",
+    "the run reached its scheduled end while warm-up was still rising",
     needs=[Need("lr", "min_value_points")],
     thresholds=["min_value_points", "warmup_rising_points"],
     detects="The learning rate is still rising at the last logged step (its last {warmup_rising_points} logged values strictly increase and the last is the run's peak) although the run reached its declared end (HF max_steps).",
@@ -219,5 +269,6 @@ def check_warmup_unfinished(ctx):
         f"the last {k} logged learning rates rise ({', '.join(num(x) for x in tail)}) up to step {step(s.steps[-1])}; "
         f"the log declares max_steps {step(end)}.",
         {"last_lr": float(tail[-1]), "max_steps": end, "rising_points": k},
-        step=s.steps[-1], line=s.lines[-1],
+        step=s.steps[-1],
+        line=s.lines[-1],
     )

@@ -13,6 +13,7 @@ A run is RL when it logs a reward (``reward``, ``rewards/*``, ``*/reward*``,
 policy/log-probability groups (``policy/*``, ``logps/*``).
 A ``kl`` key alone is not enough: VAEs log one too.
 """
+
 from __future__ import annotations
 
 import re

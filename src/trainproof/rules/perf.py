@@ -1,4 +1,5 @@
 """Rules on speed: step-time cliffs, data-loader-bound runs, throughput and GPU context."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +11,10 @@ from .registry import Need, rule
 
 
 @rule(
-    "TP-STEP-CLIFF", Level.WARN, "speed", "steps became much slower late in the run",
+    "TP-STEP-CLIFF",
+    Level.WARN,
+    "speed",
+    "steps became much slower late in the run",
     needs=[Need("step_time", "step_cliff_min_points")],
     thresholds=["step_cliff_factor", "step_cliff_tail_share", "step_cliff_min_points"],
     detects="The median step time of the last {step_cliff_tail_share:.0%} of the run is more than {step_cliff_factor:g}x that of the first half (at least {step_cliff_min_points} points).",
@@ -40,19 +44,24 @@ def check_step_cliff(ctx):
         lt = ctx.finite("loader_time")
         if len(lt) >= 2:
             lh = float(median(lt.values[lt.steps < s.steps[n // 2]])) if np.any(lt.steps < s.steps[n // 2]) else 0.0
-            ltail = float(median(lt.values[lt.steps >= s.steps[-tail_n]])) if np.any(lt.steps >= s.steps[-tail_n]) else 0.0
+            ltail = (
+                float(median(lt.values[lt.steps >= s.steps[-tail_n]])) if np.any(lt.steps >= s.steps[-tail_n]) else 0.0
+            )
             grew = t - h
             share = (ltail - lh) / grew if grew > 0 else 0.0
             data.update(loader_head_median=lh, loader_tail_median=ltail, loader_share_of_increase=share)
-            why = (f" Data loading accounts for {pct(min(max(share, 0.0), 1.0))} of the increase "
-                   f"(loader time {num(lh)} -> {num(ltail)}).")
+            why = (
+                f" Data loading accounts for {pct(min(max(share, 0.0), 1.0))} of the increase "
+                f"(loader time {num(lh)} -> {num(ltail)})."
+            )
     yield ctx.finding(
         f"step time grew {times(t / h, 1)} from step {step(s.steps[at])}",
         f"median step time of the last {tail_n} points (from step {step(s.steps[-tail_n])}) is {num(t)}, "
         f"{times(t / h, 1)} the first half's median {num(h)}; threshold {num(ctx.th.step_cliff_factor)}x. Steps are slow "
         f"from step {step(s.steps[at])} on.{why}",
         data,
-        step=s.steps[at], line=s.lines[at],
+        step=s.steps[at],
+        line=s.lines[at],
     )
 
 
@@ -87,7 +96,10 @@ def _loader_shares(ctx):
 
 
 @rule(
-    "TP-LOADER-BOUND", Level.WARN, "speed", "data loading takes more than half of each step",
+    "TP-LOADER-BOUND",
+    Level.WARN,
+    "speed",
+    "data loading takes more than half of each step",
     needs=[Need("loader_time", "min_value_points"), Need("step_time", "min_value_points")],
     thresholds=["loader_bound_share", "min_value_points", "step_cliff_tail_share"],
     detects="The median of loader_time / step_time over the steps that log both is above {loader_bound_share}, over the whole run or over its last {step_cliff_tail_share:.0%} (a loader that became the bottleneck).",
@@ -118,12 +130,16 @@ def check_loader_bound(ctx):
             f"median loader_time/step_time {num(head_med)} over the first half, {num(tail_med)} over the last "
             f"{tail_n} steps that log both (from step {step(steps[-tail_n])}); threshold {num(th)}.",
             {"median_share": med, "points": n, "head_share": head_med, "tail_share": tail_med},
-            step=steps[-tail_n], line=lines[-tail_n],
+            step=steps[-tail_n],
+            line=lines[-tail_n],
         )
 
 
 @rule(
-    "TP-THROUGHPUT", Level.INFO, "context", "throughput of the run (context)",
+    "TP-THROUGHPUT",
+    Level.INFO,
+    "context",
+    "throughput of the run (context)",
     needs=[Need(("throughput", "step_time"), 1)],
     detects="Reports the median throughput or step time the log records.",
     why="Context for reading the other findings and for comparing runs; never part of the verdict.",
@@ -142,7 +158,10 @@ def check_throughput(ctx):
 
 
 @rule(
-    "TP-GPU-UTIL", Level.INFO, "context", "GPU utilisation of the run (context)",
+    "TP-GPU-UTIL",
+    Level.INFO,
+    "context",
+    "GPU utilisation of the run (context)",
     needs=[Need("gpu_util", 1)],
     detects="Reports the median and minimum GPU utilisation the log records.",
     why="Context: low utilisation with a healthy loss means the run is paying for idle accelerators.",
@@ -155,5 +174,8 @@ def check_gpu_util(ctx):
     if not len(s):
         return
     med, lo = float(median(s.values)), float(np.min(s.values))
-    yield ctx.finding(f"median GPU utilisation {num(med)}", f"minimum {num(lo)} over {len(s)} points.",
-                      {"median": med, "min": lo, "points": len(s)})
+    yield ctx.finding(
+        f"median GPU utilisation {num(med)}",
+        f"minimum {num(lo)} over {len(s)} points.",
+        {"median": med, "min": lo, "points": len(s)},
+    )

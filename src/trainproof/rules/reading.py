@@ -1,4 +1,5 @@
 """What the reader could not use: reported, so a verdict never rests silently on part of a log."""
+
 from __future__ import annotations
 
 from ..findings import Level
@@ -6,7 +7,10 @@ from .registry import rule
 
 
 @rule(
-    "TP-DATA-DROPPED", Level.INFO, "reader", "part of the log could not be read and was left out",
+    "TP-DATA-DROPPED",
+    Level.INFO,
+    "reader",
+    "part of the log could not be read and was left out",
     source="reader",
     detects="The reader skipped part of the input: a torn last record or line (a run killed mid-write), lines that are not records, table rows whose columns cannot be known, a damaged event file of a run.",
     why="The verdict is given on what was read; this says what was not, so a PASS is never built on data that was silently dropped.",

@@ -11,6 +11,7 @@ objects through ``ctx.finding``.
 Outcome ids (``TP-PASS``, ``TP-NOT-CHECKED``, ``TP-NO-LOSS``, …) are declared with
 :func:`outcome`: they have documentation but no check function.
 """
+
 from __future__ import annotations
 
 import sys
@@ -129,8 +130,7 @@ class Rule:
         return self.hint if th is None or th is DEFAULT or th == DEFAULT else self._hint(th)
 
     def _hint(self, th: Thresholds | None) -> str:
-        return (f"Likely: {_first_sentence(self.text('causes', th))} "
-                f"Try: {_first_sentence(self.text('try_', th))}")
+        return f"Likely: {_first_sentence(self.text('causes', th))} Try: {_first_sentence(self.text('try_', th))}"
 
     def doc_markdown(self, heading: str = "#", th: Thresholds | None = None, example: str = "") -> str:
         """The rule's documentation in Markdown, in the one shape every rule page has (what
@@ -152,13 +152,20 @@ class Rule:
         sub = heading + "#"
         parts = [f"{heading} {self.id} — {self.text('summary', th)}", ""]
         line = f"Level **{self.level.value}** · group `{self.group}`" + (
-            " · needs " + ", ".join(_need_text(n, th) for n in self.needs) if self.needs else "")
+            " · needs " + ", ".join(_need_text(n, th) for n in self.needs) if self.needs else ""
+        )
         if self.implies:
-            line += (" · when it fires it explains " + ", ".join(f"`{i}`" for i in self.implies)
-                     + " (listed as implied, not reported again)")
+            line += (
+                " · when it fires it explains "
+                + ", ".join(f"`{i}`" for i in self.implies)
+                + " (listed as implied, not reported again)"
+            )
         if set(self.objectives) != {"supervised", "rl"} and not self.is_outcome:
-            line += (" · objectives " + ", ".join(f"`{o}`" for o in self.objectives)
-                     + " (skipped as `objective: …` on the others)")
+            line += (
+                " · objectives "
+                + ", ".join(f"`{o}`" for o in self.objectives)
+                + " (skipped as `objective: …` on the others)"
+            )
         parts += [line, ""]
         least = self.least_evidence_text(th)
         if least:
@@ -199,17 +206,19 @@ class Rule:
 
         th = DEFAULT if th is None else th
         bits = []
-        for n in (self.needs if self.level is Level.FAIL else ()):
+        for n in self.needs if self.level is Level.FAIL else ():
             mp = n.min_points
             k = getattr(th, mp) if isinstance(mp, str) else mp
             names = " or ".join(f"`{x}`" for x in n.names)
             bits.append(f"{k} {'finite ' if n.finite else ''}point{'s' if k != 1 else ''} of {names}")
         if self.min_schedule_share:
-            bits.append(f"{getattr(th, self.min_schedule_share):.0%} of the scheduled run where the log "
-                        "declares its schedule (skipped as `too_little_of_schedule` below it)")
+            bits.append(
+                f"{getattr(th, self.min_schedule_share):.0%} of the scheduled run where the log "
+                "declares its schedule (skipped as `too_little_of_schedule` below it)"
+            )
         if self.after_warmup:
             bits.append("a learning rate no longer warming up (skipped as `warmup` while it rises)")
-        text = ("Needs " + "; ".join(bits) + "." if bits else "")
+        text = "Needs " + "; ".join(bits) + "." if bits else ""
         if self.least_evidence:
             text = (text + " " if text else "") + self.text("least_evidence", th)
         return text
@@ -282,8 +291,10 @@ def canonical_order(modules: list[str]) -> None:
     """Reorder :data:`REGISTRY` by the declaring module's place in ``modules`` (then by
     declaration order), whatever order the modules happened to be imported in."""
     rank = {m: i for i, m in enumerate(modules)}
-    ids = sorted(REGISTRY, key=lambda i, pos={k: n for n, k in enumerate(REGISTRY)}:
-                 (rank.get(MODULE_OF.get(i, ""), len(rank)), pos[i]))
+    ids = sorted(
+        REGISTRY,
+        key=lambda i, pos={k: n for n, k in enumerate(REGISTRY)}: (rank.get(MODULE_OF.get(i, ""), len(rank)), pos[i]),
+    )
     rules = {i: REGISTRY[i] for i in ids}
     REGISTRY.clear()
     REGISTRY.update(rules)
@@ -334,11 +345,25 @@ def rule(
     def deco(fn: Callable) -> Callable:
         _register(
             Rule(
-                id=id, level=level, group=group, summary=summary, detects=detects, why=why,
-                not_mean=not_mean, causes=causes, try_=try_, needs=tuple(needs),
-                thresholds=tuple(thresholds), verdict_bearing=verdict_bearing,
-                source=source, objectives=tuple(objectives), min_schedule_share=min_schedule_share,
-                after_warmup=after_warmup, implies=tuple(implies), least_evidence=least_evidence, check=fn,
+                id=id,
+                level=level,
+                group=group,
+                summary=summary,
+                detects=detects,
+                why=why,
+                not_mean=not_mean,
+                causes=causes,
+                try_=try_,
+                needs=tuple(needs),
+                thresholds=tuple(thresholds),
+                verdict_bearing=verdict_bearing,
+                source=source,
+                objectives=tuple(objectives),
+                min_schedule_share=min_schedule_share,
+                after_warmup=after_warmup,
+                implies=tuple(implies),
+                least_evidence=least_evidence,
+                check=fn,
             ),
             fn.__module__,
         )
@@ -352,8 +377,10 @@ def outcome(id: str, level: Level, group: str, summary: str, module: str | None 
 
     ``module``: the declaring module, for the registry order (default: the caller's).
     """
-    return _register(Rule(id=id, level=level, group=group, summary=summary, **docs),
-                     module or sys._getframe(1).f_globals.get("__name__", ""))
+    return _register(
+        Rule(id=id, level=level, group=group, summary=summary, **docs),
+        module or sys._getframe(1).f_globals.get("__name__", ""),
+    )
 
 
 def declare(rule_id: str, level: Level, group: str, summary: str, **docs: str) -> Rule:
@@ -363,16 +390,31 @@ def declare(rule_id: str, level: Level, group: str, summary: str, **docs: str) -
     Raises:
         ValueError: the id does not start with ``TP-`` or is already declared.
     """
-    return outcome(rule_id, level, group, summary, module=sys._getframe(1).f_globals.get("__name__"),
-                   source="preflight", **docs)
+    return outcome(
+        rule_id, level, group, summary, module=sys._getframe(1).f_globals.get("__name__"), source="preflight", **docs
+    )
 
 
 #: Every module that declares ids, in listing order: the preflight checks' id declarations
 #: (documentation only, :mod:`trainproof.rules.preflight_ids`), then the rule modules. The
 #: registry imports them by name, so it imports none of them at module level.
 RULE_MODULES = tuple(f"trainproof.rules.preflight_ids.{m}" for m in ("dataset", "env", "targets", "speech")) + tuple(
-    f"trainproof.rules.{m}" for m in ("loss", "grad", "lr", "evals", "perf", "updates", "signatures", "rl", "intent",
-                                      "reading", "compare", "outcomes"))
+    f"trainproof.rules.{m}"
+    for m in (
+        "loss",
+        "grad",
+        "lr",
+        "evals",
+        "perf",
+        "updates",
+        "signatures",
+        "rl",
+        "intent",
+        "reading",
+        "compare",
+        "outcomes",
+    )
+)
 _loaded = False
 
 

@@ -1,17 +1,21 @@
 """Rules for RL and preference objectives (see :mod:`trainproof.rules.objective_kind`)."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from ..findings import Level
 from ._fmt import num, pct, step
-from .objective_kind import detect_objective
 from ._stats import median, trend_z
+from .objective_kind import detect_objective
 from .registry import Need, rule
 
 
 @rule(
-    "TP-RL-OBJECTIVE", Level.INFO, "context", "RL or preference objective: the loss is not a progress signal",
+    "TP-RL-OBJECTIVE",
+    Level.INFO,
+    "context",
+    "RL or preference objective: the loss is not a progress signal",
     objectives=("rl",),
     detects="The log has reward or policy metrics (TRL GRPO/PPO/DPO and the like): the run optimises an RL or preference objective.",
     why="Such a loss may be zero by construction (GRPO's first iterations), negative, or rising while the policy improves; the loss-shape rules are skipped as `objective: rl` rather than run and misread.",
@@ -39,13 +43,16 @@ def check_rl_objective(ctx):
 
 
 @rule(
-    "TP-RL-DEAD-POLICY", Level.FAIL, "zero", "the policy receives no gradient: gradient norm (and KL) exactly 0 throughout",
+    "TP-RL-DEAD-POLICY",
+    Level.FAIL,
+    "zero",
+    "the policy receives no gradient: gradient norm (and KL) exactly 0 throughout",
     needs=[Need("grad_norm", "zero_min_points")],
     thresholds=["zero_min_points"],
     verdict_bearing=True,
     objectives=("rl",),
     implies=("TP-RL-NO-SIGNAL", "TP-ZERO-GRAD", "TP-PREF-NOT-LEARNING"),
-    least_evidence='Every one of at least {zero_min_points} finite norms exactly 0.0, and every finite KL too when logged.',
+    least_evidence="Every one of at least {zero_min_points} finite norms exactly 0.0, and every finite KL too when logged.",
     detects="On an RL or preference objective, every finite gradient norm (at least {zero_min_points}) is exactly 0.0, and so is every finite KL when the log has one (TRL does not log the KL when its coefficient beta is 0).",
     why="A KL of exactly 0 throughout means the policy never moved away from the reference model, and a zero gradient norm says why: the updates are empty.",
     not_mean="A KL of 0 at the first steps is normal (the policy starts as the reference); a near-zero loss is normal for GRPO. This needs both exactly zero for the whole run.",
@@ -57,14 +64,21 @@ def check_rl_dead_policy(ctx):
     kl = ctx.finite("kl") if ctx.has("kl") else None
     if not np.all(g.values == 0) or (kl is not None and len(kl) and not np.all(kl.values == 0)):
         return
-    kl_text = (f" and all {len(kl)} finite KL values ({kl.key}) are" if kl is not None and len(kl)
-               else " (the log has no KL) are")
+    kl_text = (
+        f" and all {len(kl)} finite KL values ({kl.key}) are"
+        if kl is not None and len(kl)
+        else " (the log has no KL) are"
+    )
     yield ctx.finding(
         "the policy does not move: the gradient norm is exactly 0 at every logged step",
         f"all {len(g)} finite gradient norms (steps {step(g.steps[0])}–{step(g.steps[-1])}){kl_text} exactly 0.0.",
-        {"grad_norm_points": len(g), "kl_points": len(kl) if kl is not None else 0,
-         "kl_key": kl.key if kl is not None else None},
-        step=g.steps[0], line=g.lines[0],
+        {
+            "grad_norm_points": len(g),
+            "kl_points": len(kl) if kl is not None else 0,
+            "kl_key": kl.key if kl is not None else None,
+        },
+        step=g.steps[0],
+        line=g.lines[0],
     )
 
 
@@ -79,11 +93,15 @@ def _zero_std_share(ctx):
 
 
 @rule(
-    "TP-RL-NO-SIGNAL", Level.FAIL, "zero", "no learning signal: the reward never varies",
+    "TP-RL-NO-SIGNAL",
+    Level.FAIL,
+    "zero",
+    "no learning signal: the reward never varies",
     needs=[Need("reward", "zero_min_points")],
     thresholds=["zero_min_points", "rl_zero_std_fail", "rl_zero_reward_share"],
     verdict_bearing=True,
-    objectives=("rl",), implies=("TP-PREF-NOT-LEARNING",),
+    objectives=("rl",),
+    implies=("TP-PREF-NOT-LEARNING",),
     least_evidence="A reward identical at every one of at least {zero_min_points} points, or GRPO's zero-spread share at a median of {rl_zero_std_fail} with the reward 0 on {rl_zero_reward_share:.0%} of steps.",
     detects=(
         "On an RL or preference objective with at least {zero_min_points} reward points: every finite reward (or preference "
@@ -111,7 +129,8 @@ def check_rl_no_signal(ctx):
             f"all {len(rw)} finite values of {rw.key} (steps {step(rw.steps[0])}–{step(rw.steps[-1])}) are exactly "
             f"{num(v[0])}: updates driven by reward differences are empty.",
             {"reward_key": rw.key, "points": len(rw), "value": float(v[0])},
-            step=rw.steps[0], line=rw.lines[0],
+            step=rw.steps[0],
+            line=rw.lines[0],
         )
         return
     z = _zero_std_share(ctx)
@@ -125,12 +144,16 @@ def check_rl_no_signal(ctx):
             f"{z.key} has median {num(zmed)} over {len(z)} points and {rw.key} is exactly 0 on {int((v == 0).sum())} of "
             f"{len(rw)} steps: the group-relative advantage is zero almost everywhere.",
             {"zero_std_median": zmed, "reward_zero_share": zero_share, "points": len(rw)},
-            step=rw.steps[0], line=rw.lines[0],
+            step=rw.steps[0],
+            line=rw.lines[0],
         )
 
 
 @rule(
-    "TP-RL-SIGNAL-FADING", Level.WARN, "rl", "most GRPO groups have no reward spread at the end of the run",
+    "TP-RL-SIGNAL-FADING",
+    Level.WARN,
+    "rl",
+    "most GRPO groups have no reward spread at the end of the run",
     needs=[Need("reward", "min_value_points")],
     thresholds=["min_value_points", "rl_zero_std_warn"],
     objectives=("rl",),
@@ -144,7 +167,7 @@ def check_rl_signal_fading(ctx):
     z = _zero_std_share(ctx)
     if z is None or len(z) < ctx.th.min_value_points:
         return
-    tail = z.values[-max(1, len(z) // 3):]
+    tail = z.values[-max(1, len(z) // 3) :]
     zmed = float(median(tail))
     if zmed < ctx.th.rl_zero_std_warn:
         return
@@ -153,19 +176,24 @@ def check_rl_signal_fading(ctx):
         f"median {z.key} {num(zmed)} over its last {tail.size} points (steps {step(z.steps[-tail.size])}–"
         f"{step(z.steps[-1])}); median over the whole run {num(median(z.values))}.",
         {"zero_std_tail_median": zmed, "tail_points": int(tail.size)},
-        step=z.steps[-tail.size], line=z.lines[-tail.size],
+        step=z.steps[-tail.size],
+        line=z.lines[-tail.size],
     )
 
 
 @rule(
-    "TP-RL-RETURN-COLLAPSE", Level.FAIL, "diverge",
+    "TP-RL-RETURN-COLLAPSE",
+    Level.FAIL,
+    "diverge",
     "the policy collapsed: its return rose and then fell back to or below where it started",
     needs=[Need("reward", "rl_collapse_min_points")],
     thresholds=["rl_collapse_min_points", "rl_collapse_blocks", "rl_collapse_tail_blocks", "rl_collapse_rise_se"],
     verdict_bearing=True,
     objectives=("rl",),
-    least_evidence=("{rl_collapse_min_points} finite return points; a rise from the first block median to the peak of at least {rl_collapse_rise_se:g} "
-                    "standard errors of a block median; the last 30% of the run below the halfway point."),
+    least_evidence=(
+        "{rl_collapse_min_points} finite return points; a rise from the first block median to the peak of at least {rl_collapse_rise_se:g} "
+        "standard errors of a block median; the last 30% of the run below the halfway point."
+    ),
     detects=(
         "On an RL objective, the return (or mean reward) read as {rl_collapse_blocks} block medians: the peak block is at "
         "least {rl_collapse_rise_se:g} standard errors of a block median above the first block, lies before the last {rl_collapse_tail_blocks} blocks, "
@@ -179,15 +207,21 @@ def check_rl_signal_fading(ctx):
         "Off-policy actor-critic methods (DDPG, TD3) and value-based ones (DQN) are known to collapse like "
         "this when the critic's estimates blow up."
     ),
-    not_mean=("A return that dips late and is still above its start, or that falls back only part of its gain, "
-              "is not this (a curriculum that makes the task harder on purpose also lowers the return: read the "
-              "environment's settings)."),
-    causes=("Critic over-estimation or divergence (Q-values growing without bound), a learning rate too high for "
-            "the critic, a replay buffer too small (forgetting the good experience), no target-network "
-            "smoothing, entropy or exploration noise collapsing."),
-    try_=("Resume from the checkpoint at the peak; lower the critic learning rate, raise the target-network "
-          "smoothing (smaller tau), clip gradients, enlarge the replay buffer; compare the Q-value scale with the "
-          "returns."),
+    not_mean=(
+        "A return that dips late and is still above its start, or that falls back only part of its gain, "
+        "is not this (a curriculum that makes the task harder on purpose also lowers the return: read the "
+        "environment's settings)."
+    ),
+    causes=(
+        "Critic over-estimation or divergence (Q-values growing without bound), a learning rate too high for "
+        "the critic, a replay buffer too small (forgetting the good experience), no target-network "
+        "smoothing, entropy or exploration noise collapsing."
+    ),
+    try_=(
+        "Resume from the checkpoint at the peak; lower the critic learning rate, raise the target-network "
+        "smoothing (smaller tau), clip gradients, enlarge the replay buffer; compare the Q-value scale with the "
+        "returns."
+    ),
 )
 def check_rl_return_collapse(ctx):
     th = ctx.th
@@ -222,10 +256,19 @@ def check_rl_return_collapse(ctx):
         f"(from step {step(rw.steps[end_at])}): {pct(lost)} of the rise lost; the rise is "
         f"{num(gain / se) if se > 0 else 'inf'} standard errors of a block median (threshold "
         f"{num(th.rl_collapse_rise_se)}), and the last {nt} blocks are all below the halfway point {num(half)}.",
-        {"reward_key": rw.key, "start": start, "peak": peak, "end": end, "lost_share": lost,
-         "block_medians": [float(x) for x in med], "rise_se": float(gain / se) if se > 0 else None,
-         "peak_step": float(rw.steps[pk_at]), "onset_step": float(rw.steps[onset])},
-        step=rw.steps[onset], line=rw.lines[onset],
+        {
+            "reward_key": rw.key,
+            "start": start,
+            "peak": peak,
+            "end": end,
+            "lost_share": lost,
+            "block_medians": [float(x) for x in med],
+            "rise_se": float(gain / se) if se > 0 else None,
+            "peak_step": float(rw.steps[pk_at]),
+            "onset_step": float(rw.steps[onset]),
+        },
+        step=rw.steps[onset],
+        line=rw.lines[onset],
     )
 
 
@@ -240,12 +283,15 @@ def _preference_accuracy(ctx):
 
 
 @rule(
-    "TP-PREF-NOT-LEARNING", Level.FAIL, "flat",
+    "TP-PREF-NOT-LEARNING",
+    Level.FAIL,
+    "flat",
     "the preferences are not learned: preference accuracy stays at chance and the loss does not fall",
     needs=[Need("loss", "pref_min_points")],
     thresholds=["pref_min_points", "pref_chance_accuracy", "dead_trend_z", "dead_min_schedule_share"],
     objectives=("rl",),
-    min_schedule_share="dead_min_schedule_share", after_warmup=True,
+    min_schedule_share="dead_min_schedule_share",
+    after_warmup=True,
     least_evidence="{pref_min_points} preference-accuracy points; a loss with no significant downward trend.",
     detects=(
         "On a preference objective that logs its preference accuracy (TRL's rewards/accuracies: DPO, IPO, ORPO, "
@@ -260,21 +306,27 @@ def _preference_accuracy(ctx):
         "objective no better than at the start, the updates are not teaching the preference, whatever the "
         "margins show (a growing mean margin at chance accuracy is a log-ratio that only grows in scale)."
     ),
-    not_mean=("A slowly rising accuracy (a low learning rate, a large beta) is not this, nor a loss that falls; a "
-              "preference set that is noisy by nature tops out near 0.6-0.7 with a falling loss."),
-    causes=("Chosen and rejected answers swapped or near-identical, a reference model that is not the starting "
-            "policy, an extra loss term (an NLL or SFT term) that dominates the preference term, a learning rate "
-            "too high for the preference term (the loss jumps and stays), labels masked on the answer tokens."),
-    try_=("Check a few pairs (chosen really better, and different from rejected); start from the SFT model that "
-          "is also the reference; lower the weight of any extra loss term; check rewards/chosen and "
-          "rewards/rejected move apart."),
+    not_mean=(
+        "A slowly rising accuracy (a low learning rate, a large beta) is not this, nor a loss that falls; a "
+        "preference set that is noisy by nature tops out near 0.6-0.7 with a falling loss."
+    ),
+    causes=(
+        "Chosen and rejected answers swapped or near-identical, a reference model that is not the starting "
+        "policy, an extra loss term (an NLL or SFT term) that dominates the preference term, a learning rate "
+        "too high for the preference term (the loss jumps and stays), labels masked on the answer tokens."
+    ),
+    try_=(
+        "Check a few pairs (chosen really better, and different from rejected); start from the SFT model that "
+        "is also the reference; lower the weight of any extra loss term; check rewards/chosen and "
+        "rewards/rejected move apart."
+    ),
 )
 def check_pref_not_learning(ctx):
     th = ctx.th
     acc = _preference_accuracy(ctx)
     if acc is None or len(acc) < th.pref_min_points:
         return
-    half = acc.values[len(acc) // 2:]
+    half = acc.values[len(acc) // 2 :]
     level = float(median(half))
     if level > th.pref_chance_accuracy:
         return
@@ -296,7 +348,15 @@ def check_pref_not_learning(ctx):
         f"{num(th.dead_trend_z)}); loss median {num(start)} over its first {w} points and {num(end)} over its last "
         f"{w}, with no significant downward trend (Mann-Kendall z {num(loss_z)}; a fall needs "
         f"-{num(th.dead_trend_z)}): the objective does not improve.",
-        {"accuracy_key": acc.key, "accuracy_level": level, "accuracy_trend_z": z, "loss_start": start,
-         "loss_end": end, "loss_trend_z": loss_z, "points": len(acc)},
-        step=acc.steps[i], line=acc.lines[i],
+        {
+            "accuracy_key": acc.key,
+            "accuracy_level": level,
+            "accuracy_trend_z": z,
+            "loss_start": start,
+            "loss_end": end,
+            "loss_trend_z": loss_z,
+            "points": len(acc),
+        },
+        step=acc.steps[i],
+        line=acc.lines[i],
     )

@@ -5,6 +5,7 @@ Each is a WARN: a shape that often comes with a known failure, not proof of one.
 judge the train loss of supervised objectives only (an RL loss is not expected to fall),
 and read levels on the log of the loss where they compare ratios of levels.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,10 +14,21 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, pct, signed_pct, step, times
-from ._stats import (ar1_inflation, end_window, improvement, level_se, mann_kendall_z, median,
-                     neighbour_median, ols_slope, sign_change_share, window_medians,
-                     window_medians_at, window_mins)
 from ._shared import log_loss, log_loss_noise
+from ._stats import (
+    ar1_inflation,
+    end_window,
+    improvement,
+    level_se,
+    mann_kendall_z,
+    median,
+    neighbour_median,
+    ols_slope,
+    sign_change_share,
+    window_medians,
+    window_medians_at,
+    window_mins,
+)
 from .registry import Need, rule
 
 #: Points per amplitude window (at least) and windows (at most) for TP-OSCILLATION: four
@@ -42,7 +54,7 @@ def _residuals(v: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]
     """(residuals, local levels) of the points ``lo .. hi - 1`` (``lo >= 2``, ``hi <=
     v.size - 2``): the level is :func:`neighbour_median`, the residual ``v - level``
     (relative to the level: ``residual / level``)."""
-    _, level = neighbour_median(v[lo - 2:hi + 2])
+    _, level = neighbour_median(v[lo - 2 : hi + 2])
     return v[lo:hi] - level, level
 
 
@@ -66,7 +78,10 @@ def _window_trend(res: np.ndarray, windows: list[tuple[int, int]]) -> tuple[np.n
 
 
 @rule(
-    "TP-OSCILLATION", Level.WARN, "signature", "the loss swings up and down with a growing amplitude after warm-up",
+    "TP-OSCILLATION",
+    Level.WARN,
+    "signature",
+    "the loss swings up and down with a growing amplitude after warm-up",
     needs=[Need("loss", "osc_min_points", positive=True, all_finite=True)],
     thresholds=["osc_min_points", "osc_warmup_share", "osc_growth", "osc_trend_z", "osc_min_alternation"],
     detects=(
@@ -155,18 +170,35 @@ def check_oscillation(ctx):
         f"the last third the loss crosses its level at {pct(alternation)} of consecutive points (threshold "
         f"{pct(th.osc_min_alternation)}); the swing first reached {num(th.osc_growth)}x at step "
         f"{step(s.steps[i])}.",
-        {"onset_step": s.steps[i], "warmup_end_step": s.steps[start],
-         "first_third_steps": [s.steps[f0], s.steps[f1]], "last_third_steps": [s.steps[l0], s.steps[l1]],
-         "amplitude_first": a1, "amplitude_last": a3, "rel_amplitude_first": r1, "rel_amplitude_last": r3,
-         "growth_abs": g_abs, "growth_rel": g_rel, "trend_z_abs": z_abs, "trend_z_rel": z_rel, "windows": k,
-         "alternation": alternation, "growth_threshold": th.osc_growth, "trend_threshold": th.osc_trend_z,
-         "alternation_threshold": th.osc_min_alternation},
-        step=s.steps[i], line=s.lines[i],
+        {
+            "onset_step": s.steps[i],
+            "warmup_end_step": s.steps[start],
+            "first_third_steps": [s.steps[f0], s.steps[f1]],
+            "last_third_steps": [s.steps[l0], s.steps[l1]],
+            "amplitude_first": a1,
+            "amplitude_last": a3,
+            "rel_amplitude_first": r1,
+            "rel_amplitude_last": r3,
+            "growth_abs": g_abs,
+            "growth_rel": g_rel,
+            "trend_z_abs": z_abs,
+            "trend_z_rel": z_rel,
+            "windows": k,
+            "alternation": alternation,
+            "growth_threshold": th.osc_growth,
+            "trend_threshold": th.osc_trend_z,
+            "alternation_threshold": th.osc_min_alternation,
+        },
+        step=s.steps[i],
+        line=s.lines[i],
     )
 
 
 @rule(
-    "TP-VANISHING-GRAD", Level.WARN, "signature", "the gradient norm collapsed while the loss did not improve",
+    "TP-VANISHING-GRAD",
+    Level.WARN,
+    "signature",
+    "the gradient norm collapsed while the loss did not improve",
     needs=[Need("grad_norm", "vanish_min_points"), Need("loss", "dead_min_points", positive=True, all_finite=True)],
     thresholds=["vanish_min_points", "vanish_ratio", "dead_window", "dead_min_improvement"],
     detects=(
@@ -225,11 +257,21 @@ def check_vanishing_grad(ctx):
         f"logged norm ignored), below {pct(th.vanish_ratio)}; it first fell below that at step {step(steps[i])}. The "
         f"loss went from {num(first)} to {num(last)} (median of {lw} points at each end): {pct(rel)} improvement, "
         f"below {pct(th.dead_min_improvement)}.",
-        {"early_median": early, "late_median": late, "ratio": ratio, "window": w,
-         "early_steps": [steps[0], steps[w - 1]], "late_steps": [steps[-w], steps[-1]],
-         "first_below_step": steps[i], "loss_first": first, "loss_last": last, "loss_improvement": rel,
-         "threshold": th.vanish_ratio},
-        step=steps[i], line=lines[i],
+        {
+            "early_median": early,
+            "late_median": late,
+            "ratio": ratio,
+            "window": w,
+            "early_steps": [steps[0], steps[w - 1]],
+            "late_steps": [steps[-w], steps[-1]],
+            "first_below_step": steps[i],
+            "loss_first": first,
+            "loss_last": last,
+            "loss_improvement": rel,
+            "threshold": th.vanish_ratio,
+        },
+        step=steps[i],
+        line=lines[i],
     )
 
 
@@ -239,10 +281,19 @@ def _trend_change(slope: float, span: float) -> float:
 
 
 @rule(
-    "TP-PLATEAU", Level.WARN, "signature", "the loss held its starting level through the first {plateau_head_share:.0%} of the run, and only fell later",
+    "TP-PLATEAU",
+    Level.WARN,
+    "signature",
+    "the loss held its starting level through the first {plateau_head_share:.0%} of the run, and only fell later",
     needs=[Need("loss", "plateau_min_points", positive=True, all_finite=True)],
-    thresholds=["plateau_min_points", "plateau_head_share", "plateau_t", "plateau_accel_t",
-                "dead_window", "dead_min_improvement"],
+    thresholds=[
+        "plateau_min_points",
+        "plateau_head_share",
+        "plateau_t",
+        "plateau_accel_t",
+        "dead_window",
+        "dead_min_improvement",
+    ],
     detects=(
         "The loss holds its starting level through the first {plateau_head_share:.0%} of the points (at least "
         "10): the least-squares line of the log of the loss on the step there shows no significant decrease (t "
@@ -327,11 +378,26 @@ def check_plateau(ctx):
         f"{step(s.steps[h])}–{step(s.steps[-1])}) it changes it by {signed_pct(rest_change)} (t {t_rest:.2f}), "
         f"significantly faster (z {accel:.2f}, threshold {num(-th.plateau_accel_t)}); the run ends at "
         f"{num(end_level)} (median of the last {w} points), {pct(rel)} below where it started.",
-        {"head_points": h, "points": n, "head_end_step": s.steps[h - 1], "head_slope": b_head,
-         "head_t": t_head, "head_change": head_change, "head_median": head_level, "rest_slope": b_rest,
-         "rest_t": t_rest, "rest_change": rest_change, "accel_z": accel, "head_autocorr": rho, "end_level": end_level,
-         "improvement": rel, "t_threshold": th.plateau_t, "accel_threshold": th.plateau_accel_t},
-        step=s.steps[h - 1], line=s.lines[h - 1],
+        {
+            "head_points": h,
+            "points": n,
+            "head_end_step": s.steps[h - 1],
+            "head_slope": b_head,
+            "head_t": t_head,
+            "head_change": head_change,
+            "head_median": head_level,
+            "rest_slope": b_rest,
+            "rest_t": t_rest,
+            "rest_change": rest_change,
+            "accel_z": accel,
+            "head_autocorr": rho,
+            "end_level": end_level,
+            "improvement": rel,
+            "t_threshold": th.plateau_t,
+            "accel_threshold": th.plateau_accel_t,
+        },
+        step=s.steps[h - 1],
+        line=s.lines[h - 1],
     )
 
 
@@ -378,15 +444,28 @@ def _spike_candidates(y: np.ndarray, window: int, first: int, bar: float) -> tup
     maybe = np.flatnonzero(y[window:] - mins > bar)
     tail_meds = window_medians_at(y[:-1], window, maybe)
     tail_hit = y[window + maybe] - tail_meds > bar
-    return (np.concatenate([head[head_hit], window + maybe[tail_hit]]),
-            np.concatenate([head_meds[head_hit], tail_meds[tail_hit]]))
+    return (
+        np.concatenate([head[head_hit], window + maybe[tail_hit]]),
+        np.concatenate([head_meds[head_hit], tail_meds[tail_hit]]),
+    )
 
 
 @rule(
-    "TP-LOSS-SPIKE", Level.WARN, "signature", "a loss spike: the loss jumped several times above its level",
+    "TP-LOSS-SPIKE",
+    Level.WARN,
+    "signature",
+    "a loss spike: the loss jumped several times above its level",
     needs=[Need("loss", "spike_min_points", positive=True, all_finite=True)],
-    thresholds=["spike_min_points", "spike_window", "spike_factor", "spike_noise_z", "spike_max_points",
-                "spike_settle_points", "spike_worse_ratio", "spike_worse_z"],
+    thresholds=[
+        "spike_min_points",
+        "spike_window",
+        "spike_factor",
+        "spike_noise_z",
+        "spike_max_points",
+        "spike_settle_points",
+        "spike_worse_ratio",
+        "spike_worse_z",
+    ],
     detects=(
         "A burst of at most {spike_max_points} consecutive points more than {spike_factor:g}x the loss level "
         "before it (median of up to the {spike_window} points before, at least 5) and more than "
@@ -487,11 +566,25 @@ def check_loss_spike(ctx):
         f"best level after it is {num(post_v)} (median of {post_points} points around step "
         f"{step(s.steps[post_idx])}), {times(ratio)} the level before (threshold {num(th.spike_worse_ratio)}x; log gap "
         f"{num(gap)} against a noise gate of {num(gate)}){more}.",
-        {"spike_step": s.steps[peak], "peak": peak_v, "pre_level": pre_v, "pre_points": pre_points,
-         "burst_points": end - i, "post_level": post_v, "post_step": s.steps[post_idx], "post_points": post_points,
-         "ratio": ratio, "spike_ratio": peak_v / pre_v, "log_gap": gap, "noise_gate": gate, "noise_std": sigma,
-         "spikes": len(hits), "threshold": th.spike_worse_ratio},
-        step=s.steps[peak], line=s.lines[peak],
+        {
+            "spike_step": s.steps[peak],
+            "peak": peak_v,
+            "pre_level": pre_v,
+            "pre_points": pre_points,
+            "burst_points": end - i,
+            "post_level": post_v,
+            "post_step": s.steps[post_idx],
+            "post_points": post_points,
+            "ratio": ratio,
+            "spike_ratio": peak_v / pre_v,
+            "log_gap": gap,
+            "noise_gate": gate,
+            "noise_std": sigma,
+            "spikes": len(hits),
+            "threshold": th.spike_worse_ratio,
+        },
+        step=s.steps[peak],
+        line=s.lines[peak],
     )
 
 
@@ -507,7 +600,13 @@ def _recovered_spikes(ctx, s, recovered: list[tuple[int, int, float]]):
         f"level before them and {num(ctx.th.spike_noise_z)} noise sigmas; the largest jumps to {num(s.values[big[0]])} "
         f"at step {step(s.steps[big[0]])} ({times(jump)} its level before, for {big[1]} point(s)). Each time the "
         "loss came back to within 10% or the noise of where it was.",
-        {"spike_steps": [float(s.steps[p]) for p in peaks], "spikes": len(peaks), "largest_ratio": jump,
-         "largest_step": float(s.steps[big[0]]), "recovered": True},
-        step=s.steps[big[0]], line=s.lines[big[0]],
+        {
+            "spike_steps": [float(s.steps[p]) for p in peaks],
+            "spikes": len(peaks),
+            "largest_ratio": jump,
+            "largest_step": float(s.steps[big[0]]),
+            "recovered": True,
+        },
+        step=s.steps[big[0]],
+        line=s.lines[big[0]],
     )

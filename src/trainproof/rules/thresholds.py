@@ -11,6 +11,7 @@ A new threshold is a field of :class:`Thresholds` declared with :func:`threshold
 default and the reason for that value (RULES.md prints the reason: :func:`reason`), plus one
 entry in :data:`RANGES` (``tests/test_pr_config_ckpt.py`` fails for a field without one).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -57,18 +58,21 @@ class Thresholds:
         "Shape rules (flatness, divergence) judge a curve; below 8 logged points a curve is a "
         "handful of noisy samples (8 = a 3-point starting block, a 3-point end window and room "
         "between them). Short Keras runs log one point per epoch, and 8 epochs is a common "
-        "length, so the bar is not set higher.")
+        "length, so the bar is not set higher.",
+    )
     min_value_points: int = threshold(
         5,
-        'Value rules on gradient norms and learning rate need a few points so that one warm-up '
-        'or start-up value is not "every value".')
+        "Value rules on gradient norms and learning rate need a few points so that one warm-up "
+        'or start-up value is not "every value".',
+    )
 
     # --- flatness ----------------------------------------------------------------------
     flat_rel_std: float = threshold(
         0.001,
         "std/mean of the loss below 0.1% means the loss is constant to three significant "
         "digits over the whole run: nothing is being learned (a frozen model, a constant "
-        "prediction). Healthy noisy runs sit at 1%..30%.")
+        "prediction). Healthy noisy runs sit at 1%..30%.",
+    )
 
     # --- divergence --------------------------------------------------------------------
     diverge_ratio: float = threshold(
@@ -77,7 +81,8 @@ class Thresholds:
         "this factor (the value the foundation issue sets). Measured on the 27 healthy "
         "HF/JSONL/CSV runs of the shared corpus: end/best is at most 1.24, except one Whisper "
         "fine-tune whose loss ends near 0.01 (1.60, see the noise gate below); the diverged "
-        "runs there sit at 5.2-5.5.")
+        "runs there sit at 5.2-5.5.",
+    )
     diverge_noise_z: float = threshold(
         3.0,
         "... and by this many standard errors of the two levels, so that a noisy curve whose "
@@ -88,7 +93,8 @@ class Thresholds:
         "a long run's levels are sharp and a short run's are not; a block minimum is also "
         "allowed the shift by which the lowest of the blocks tied with it falls below their "
         "common level by chance. Measured on the same runs: log(end/best) is at most 0.46 of "
-        "this gate for healthy runs and at least 19 times it for diverged ones.")
+        "this gate for healthy runs and at least 19 times it for diverged ones.",
+    )
     diverge_start_points: int = threshold(
         2,
         "The starting level is the first 2 points: a run that blows up right after its first "
@@ -96,7 +102,8 @@ class Thresholds:
         "but a single low first point (a one-point dip) is averaged with what follows rather "
         "than taken as a level. What follows is read as the median of the next 5 points (or "
         "block), not one noisy neighbour, so a lone first point counts only when the run right "
-        "after it sits 3x above it (the median of the two is then still 1.5x below).")
+        "after it sits 3x above it (the median of the two is then still 1.5x below).",
+    )
     floor_regain_share: float = threshold(
         0.05,
         "A rise above the best level that regains less than 5% of what the run fell (first "
@@ -105,18 +112,18 @@ class Thresholds:
         "ends at 7e-4 is 4.7x its best but has regained 0.04% of its fall. Runs that really "
         "diverge undo a large part of what they learned (lr far too high: 100% or more); a "
         "late but durable climb from 0.002 back towards a start of 0.03 regains over half. "
-        "Ratios cannot express this: only the absolute climb measured against the fall does.")
+        "Ratios cannot express this: only the absolute climb measured against the fall does.",
+    )
 
     # --- dead run ----------------------------------------------------------------------
     dead_window: int = threshold(
         5,
         "Median of the last 5 vs the first 5 losses; under 5% relative improvement over the "
         "whole run means the optimiser is not making progress (the values the foundation issue "
-        "specifies).")
+        "specifies).",
+    )
     dead_min_improvement: float = threshold(0.05, see="dead_window")
-    dead_min_points: int = threshold(
-        10,
-        "Two non-overlapping windows of 5.")
+    dead_min_points: int = threshold(10, "Two non-overlapping windows of 5.")
     dead_trend_z: float = threshold(
         2.326,
         "A loss with a significant downward trend is learning, however slowly: Mann-Kendall z "
@@ -124,7 +131,8 @@ class Thresholds:
         "block medians, which damps the autocorrelation of running-average losses and keeps "
         "the test O(1) in the run length. On the corpus: a VAE loss falling 1008 -> 995 "
         "steadily has z = -10 (learning); a LoRA run drifting 2.17 -> 2.12 inside +-0.2 noise "
-        "has z = -1.0 to -1.8 (no progress).")
+        "has z = -1.0 to -1.8 (no progress).",
+    )
     dead_trend_blocks: int = threshold(40, see="dead_trend_z")
     dead_min_schedule_share: float = threshold(
         0.3,
@@ -135,13 +143,15 @@ class Thresholds:
         "moved the loss by less than the 5% bar while the noise of the first points is at its "
         "largest; warm-up schedules commonly take 3-10% of the steps and the first few percent "
         "after them are still far from the steady state. By 30% a run that is training at all "
-        "has shown it on the wide windows or the trend test.")
+        "has shown it on the wide windows or the trend test.",
+    )
     tiny_lr: float = threshold(
         1e-6,
         "A learning rate that never exceeds 1e-6 over a whole supervised run is effectively "
         "zero: an Adam step moves each weight by about lr, so even 10,000 steps move a weight "
         "of scale 0.02 (a usual initialisation) by at most 1e-2 of the way it would travel at "
-        "a common fine-tuning rate (1e-5 to 5e-4). TP-DEAD-RUN names it as the cause.")
+        "a common fine-tuning rate (1e-5 to 5e-4). TP-DEAD-RUN names it as the cause.",
+    )
 
     # --- chance level --------------------------------------------------------------------
     chance_max_classes: int = threshold(
@@ -149,9 +159,10 @@ class Thresholds:
         "ln(k) is the cross-entropy of a uniform guess over k classes. k is tried from 2 to "
         "10: beyond that the levels crowd (ln 11 / ln 10 = 1.04) so a level cannot name one k. "
         "The run's median within 2% of ln(k) and 80% of its block medians within 3% (\"most of "
-        "the run\"): a 3-class GNN stuck at 1.06-1.10 against ln 3 = 1.0986 sits inside; a "
+        'the run"): a 3-class GNN stuck at 1.06-1.10 against ln 3 = 1.0986 sits inside; a '
         "healthy loss that passes through ln(k) spends a few blocks there, and its downward "
-        "trend exempts it anyway.")
+        "trend exempts it anyway.",
+    )
     chance_tol_level: float = threshold(0.02, see="chance_max_classes")
     chance_tol_block: float = threshold(0.03, see="chance_max_classes")
     chance_share: float = threshold(0.8, see="chance_max_classes")
@@ -159,8 +170,9 @@ class Thresholds:
     # --- exactly-zero values -----------------------------------------------------------
     zero_min_points: int = threshold(
         5,
-        'Exact zero is compared with ==, never a tolerance. 5 points so that one logging '
-        'artefact does not make "every value".')
+        "Exact zero is compared with ==, never a tolerance. 5 points so that one logging "
+        'artefact does not make "every value".',
+    )
     negative_loss_tol: float = threshold(
         1e-6,
         "Exact zeros mixed among ordinary losses: at least 10% of the points (so that one "
@@ -168,7 +180,8 @@ class Thresholds:
         "least 10% of the starting level: a batch-mean loss lands on exactly 0.0 by float "
         "saturation only when it is already tiny, orders of magnitude below its start. A loss "
         "that cannot be negative (cross-entropy, squared error) is negative when it is below "
-        "-1e-6: float rounding of a sum of tiny non-negative terms stays far above that.")
+        "-1e-6: float rounding of a sum of tiny non-negative terms stays far above that.",
+    )
     zero_mixed_share: float = threshold(0.1, see="negative_loss_tol")
     zero_mixed_level: float = threshold(0.1, see="negative_loss_tol")
 
@@ -188,7 +201,8 @@ class Thresholds:
         "are pure noise (relative sd 2-50%) and whose train loss rises 1.27x, 3 fire, all at "
         "15% sd; with a train loss that falls or holds, none can. On the corpus the median "
         "change between consecutive evaluations is 2.2% (quartiles 0.8% and 6.8%, 80 eval "
-        "series).")
+        "series).",
+    )
     eval_diverge_evals_after: int = threshold(6, see="eval_diverge_min_evals")
     eval_diverge_rise: float = threshold(1.2, see="eval_diverge_min_evals")
     eval_diverge_noise_factor: float = threshold(2.0, see="eval_diverge_min_evals")
@@ -201,7 +215,8 @@ class Thresholds:
         "nothing. A median of 0.95 over the run with the reward exactly 0 on 80% of the steps "
         "is a run with no signal at all (FAIL); half of the groups without spread over the "
         "last third is most of each batch wasted (WARN). Healthy GRPO runs on the corpus sit "
-        "at 0.0-0.2.")
+        "at 0.0-0.2.",
+    )
     rl_zero_reward_share: float = threshold(0.8, see="rl_zero_std_fail")
     rl_zero_std_warn: float = threshold(0.5, see="rl_zero_std_fail")
     pref_chance_accuracy: float = threshold(
@@ -212,7 +227,8 @@ class Thresholds:
         "corpus reach 0.75 in the second half). An accuracy whose second-half median is at "
         "most 0.6, with no significant upward trend there, while the loss has no significant "
         "downward trend (dead_trend_z), is a run that does not learn its preferences. 20 "
-        "accuracy points make the second half 10.")
+        "accuracy points make the second half 10.",
+    )
     pref_min_points: int = threshold(20, see="pref_chance_accuracy")
     rl_collapse_min_points: int = threshold(
         30,
@@ -223,7 +239,8 @@ class Thresholds:
         "median (pure-noise returns reach 3 in about 1 run in 7 over 9 blocks; 6, in about 1 "
         "in 10^4), and the last 3 blocks (30% of the run) must all sit below the halfway point "
         "between start and peak, so a late dip that recovers is not it. 30 points give block "
-        "medians of 3 points; fewer is skipped.")
+        "medians of 3 points; fewer is skipped.",
+    )
     rl_collapse_blocks: int = threshold(10, see="rl_collapse_min_points")
     rl_collapse_tail_blocks: int = threshold(3, see="rl_collapse_min_points")
     rl_collapse_rise_se: float = threshold(6.0, see="rl_collapse_min_points")
@@ -233,48 +250,53 @@ class Thresholds:
         10.0,
         "A gradient norm 10x the run's median is a spike (clipping thresholds are usually set "
         "at a few times the typical norm). The first logged norm is ignored: large norms at "
-        "the first log are normal (measured on the corpus: most files).")
+        "the first log are normal (measured on the corpus: most files).",
+    )
     nan_grad_sustained_points: int = threshold(
         3,
         "Non-finite gradient norms on the last 3 or more logged points, never followed by a "
         "finite one, are not the loss scaler skipping steps (it lowers its scale and the norm "
-        "becomes finite again, sometimes after several skips in a row while it calibrates).")
+        "becomes finite again, sometimes after several skips in a row while it calibrates).",
+    )
     loss_scale_collapse_factor: float = threshold(
         1024.0,
         "A dynamic loss scaler halves on each overflow and doubles back only after a long run "
         "of clean steps (torch GradScaler: 2000); ending 2^10 below its peak means ten "
-        "overflows it never recovered from.")
+        "overflows it never recovered from.",
+    )
 
     # --- learning rate -----------------------------------------------------------------
     zero_lr_fail_share: float = threshold(
         0.99,
         "lr <= 0 on 99% of logged points: the optimiser never moved the weights. Over 10%: a "
         "real share of the run was wasted (warm-up starts at 0 and schedules end at 0, so one "
-        "or two edge points are normal).")
+        "or two edge points are normal).",
+    )
     zero_lr_warn_share: float = threshold(0.1, see="zero_lr_fail_share")
     lr_startup_points: int = threshold(
         3,
         "Leading zeros are warm-up or mixed-precision start-up when they last at most 3 logged "
         "points or 5% of the run, whichever is more (HF logs lr 0 at the first step when "
-        "warm-up is on and logging_steps=1; fp16 start-up skips its first steps).")
+        "warm-up is on and logging_steps=1; fp16 start-up skips its first steps).",
+    )
     lr_startup_share: float = threshold(0.05, see="lr_startup_points")
     warmup_rising_points: int = threshold(
         3,
         "Warm-up is still running at the end when the last 3 logged learning rates strictly "
-        "increase (two increases in a row are not noise: schedules are deterministic).")
+        "increase (two increases in a row are not noise: schedules are deterministic).",
+    )
 
     # --- throughput --------------------------------------------------------------------
     step_cliff_factor: float = threshold(
-        3.0,
-        "The median step time of the last 20% of the run more than 3x that of the first half.")
+        3.0, "The median step time of the last 20% of the run more than 3x that of the first half."
+    )
     step_cliff_tail_share: float = threshold(0.2, see="step_cliff_factor")
     step_cliff_min_points: int = threshold(
-        10,
-        "10 points: the last 20% is then at least 2 points, so one slow step is not a cliff.")
+        10, "10 points: the last 20% is then at least 2 points, so one slow step is not a cliff."
+    )
     loader_bound_share: float = threshold(
-        0.5,
-        "Data loading takes more than half of each step: the accelerator waits on the input "
-        "pipeline.")
+        0.5, "Data loading takes more than half of each step: the accelerator waits on the input pipeline."
+    )
 
     # --- update/weight ratio ------------------------------------------------------------
     update_ratio_min_points: int = threshold(
@@ -282,7 +304,8 @@ class Thresholds:
         '||dW||/||W|| per optimizer step: ~1e-3 is the usual rule of thumb (Karpathy, "A '
         'Recipe for Training Neural Networks", 2019: "ratio of updates to weights ... should '
         'be around 1e-3"); a decade either side is still ordinary, so warn outside [1e-4, '
-        '1e-2]. Judged after warm-up (the first 10% of points) on at least 30 points.')
+        "1e-2]. Judged after warm-up (the first 10% of points) on at least 30 points.",
+    )
     update_ratio_warmup_share: float = threshold(0.1, see="update_ratio_min_points")
     update_ratio_high_log10: float = threshold(-2.0, see="update_ratio_min_points")
     update_ratio_low_log10: float = threshold(-4.0, see="update_ratio_min_points")
@@ -293,14 +316,16 @@ class Thresholds:
         "Available RAM must exceed --required-gb by a fifth of it, else TP-ENV-MEM-TIGHT. A "
         "requirement is an estimate of the steady state, and start-up costs more: torch.load "
         "without mmap holds a checkpoint's tensors next to the freshly built model, and each "
-        "data-loader worker forks with its own copy of the dataset object; \"available\" also "
+        'data-loader worker forks with its own copy of the dataset object; "available" also '
         "moves as other processes and the page cache come and go. A fifth is a judgement, not "
-        "a measurement: below it ordinary variation is enough to reach the OOM killer.")
+        "a measurement: below it ordinary variation is enough to reach the OOM killer.",
+    )
     env_disk_headroom_checkpoints: int = threshold(
         1,
         "Free disk must hold one checkpoint more than --keep, else TP-ENV-DISK-TIGHT: trainers "
         "write the new checkpoint before deleting the oldest (the HF Trainer rotates after "
-        "saving), so --keep + 1 checkpoints are on disk while each save completes.")
+        "saving), so --keep + 1 checkpoints are on disk while each save completes.",
+    )
 
     # --- objective (targets and labels at step 0: `trainproof objective`) --------------------
     obj_coverage_min_per_class: int = threshold(
@@ -310,16 +335,18 @@ class Thresholds:
         "(1% of the targets of a 10-class task) is then still expected 5 times, and goes "
         "unseen by chance with probability e^-5 = 0.7%; at 20 per class that chance would be "
         "13%. 50 per class is 500 targets for 10 classes (a few batches) and 50,000 for "
-        "ImageNet's 1,000 (4% of an epoch). Below it the check only says it saw too few.")
+        "ImageNet's 1,000 (4% of an epoch). Below it the check only says it saw too few.",
+    )
     obj_dead_class_max_missing: int = threshold(
         5,
         'At most 5 never-seen classes count as "few": the bugs that kill classes typically '
-        'kill one or two ids (an ignore_index or pad mask equal to a real id such as EOS, an '
-        'off-by-one label map that drops class 0 or the last class). More never-seen ids '
-        'usually mean a label space sparse by design, which a FAIL naming each id would '
-        'misdescribe: the reserved special tokens of an LM vocabulary, the 13 byte values that '
-        'never occur in UTF-8 text (a byte-level BPE has a token for each), or a num_classes '
-        'larger than the label set. The check then reports TP-OBJ-COVERAGE-INSUFFICIENT.')
+        "kill one or two ids (an ignore_index or pad mask equal to a real id such as EOS, an "
+        "off-by-one label map that drops class 0 or the last class). More never-seen ids "
+        "usually mean a label space sparse by design, which a FAIL naming each id would "
+        "misdescribe: the reserved special tokens of an LM vocabulary, the 13 byte values that "
+        "never occur in UTF-8 text (a byte-level BPE has a token for each), or a num_classes "
+        "larger than the label set. The check then reports TP-OBJ-COVERAGE-INSUFFICIENT.",
+    )
 
     # --- speech data and tokenizer (`trainproof data`, `trainproof tokenizer`) ---------------
     speech_min_duration_s: float = threshold(
@@ -327,13 +354,15 @@ class Thresholds:
         "Clips under half a second hold a word or two at most: half LJSpeech's shortest clip "
         "(1.11 s; its README gives 1.11-10.10 s, mean 6.57 s, for 13,100 clips). Shorter clips "
         "are truncated files or mis-segmented pairs, and give a subsampling encoder few "
-        "frames.")
+        "frames.",
+    )
     speech_max_duration_s: float = threshold(
         20.0,
         "Clips over 20 s: twice LJSpeech's longest (10.10 s) and past NeMo's ASR training cap "
         "(`max_duration: 16.7` in its documented train_ds config); Whisper pads or truncates "
         "every input to a 30 s window. Between 16.7 and 30 s a clip is still trainable by some "
-        "models, so the bar is set between the two rather than at either.")
+        "models, so the bar is set between the two rather than at either.",
+    )
     speech_char_rate_factor: float = threshold(
         2.0,
         "A transcript whose characters per voiced second sit more than 2x above or below the "
@@ -341,98 +370,113 @@ class Thresholds:
         "spaces and punctuation included (its README: 1,308,674 characters in 23:55:17), and "
         "one reader's rate varies far less than 2x; a truncated or neighbouring transcript is "
         "off by about 2x or more. A judgement, not a measurement: speakers of a multi-speaker "
-        "corpus differ more.")
+        "corpus differ more.",
+    )
     speech_char_rate_min_items: int = threshold(
         10,
         "The median needs 10 measurable pairs: with fewer, two or three mismatched pairs move "
-        "it far enough to hide themselves (a median of 10 survives 4 outliers).")
+        "it far enough to hide themselves (a median of 10 survives 4 outliers).",
+    )
     speech_clip_level: float = threshold(
         0.999,
         "A sample within 0.01 dB of full scale (0.999) is at the rails: int16 full scale is "
         "32767/32768 = 0.99997, and 0.1% leaves room for dither on a clipped plateau. At 99% "
         "instead, the top of every loud peak of clean 48 kHz speech normalised to 0 dBFS would "
-        "count (a 150 Hz sine stays above 0.99 for 14 samples at 48 kHz, above 0.999 for 4).")
+        "count (a 150 Hz sine stays above 0.99 for 14 samples at 48 kHz, above 0.999 for 4).",
+    )
     speech_clip_run: int = threshold(
         3,
         "Only runs of 3 or more consecutive such samples count: Audacity's Analyze > Find "
-        "Clipping default (\"Start threshold ... default 3 samples\"). A clean peak at full "
+        'Clipping default ("Start threshold ... default 3 samples"). A clean peak at full '
         "scale stays above the level for at most 2 samples at 16-22 kHz when its frequency is "
         "150 Hz or more (3 at 100 Hz and 22.05 kHz; longer at 48 kHz, which the share below "
-        "absorbs).")
+        "absorbs).",
+    )
     speech_clip_share: float = threshold(
         0.001,
         "A clip is reported when over 0.1% of its samples are clipped: ~22 samples a second at "
         "22.05 kHz, several flattened peaks in every second of speech, audible as distortion; "
         "the few peak samples of clean audio normalised to full scale stay far below it (a "
         "dozen loud peaks of 4 samples in a 5 s clip at 48 kHz is 0.02%). A judgement, not a "
-        "measurement.")
+        "measurement.",
+    )
     speech_silence_db: float = threshold(
         45.0,
         "A 10 ms frame is silent when its power is 45 dB below the clip's loudest frame: the "
         "default `trim_db` of Coqui TTS's BaseAudioConfig, which trims with "
         "librosa.effects.trim on the same relative scale (librosa's own default, 60 dB, trims "
         "less). The weakest speech sounds sit about 28 dB below the strongest vowels "
-        "(Fletcher, \"Speech and Hearing in Communication\", 1953: \"th\" in \"thin\" vs \"aw\" in "
-        "\"talk\"), so 45 dB leaves room before soft consonants would be counted as silence.")
+        '(Fletcher, "Speech and Hearing in Communication", 1953: "th" in "thin" vs "aw" in '
+        '"talk"), so 45 dB leaves room before soft consonants would be counted as silence.',
+    )
     speech_silence_max_s: float = threshold(
         1.0,
         "More than 1 s of silence before the first or after the last sound: longer than a "
         "pause between sentences in read speech, so it is padding or a missed cut rather than "
-        "a breath. A judgement, not a measurement.")
+        "a breath. A judgement, not a measurement.",
+    )
     tok_min_char_coverage: float = threshold(
         0.9995,
         "Characters of the transcripts the vocabulary must cover (share of occurrences, spaces "
         "excluded): SentencePiece's own default `character_coverage=0.9995`, which its docs "
         "recommend for large character sets (1.0 for small alphabets); a tokenizer trained on "
-        "these transcripts with the defaults passes, one trained on other text does not.")
+        "these transcripts with the defaults passes, one trained on other text does not.",
+    )
     tok_max_unk_share: float = threshold(
         0.01,
         "Unknown tokens above 1% of all tokens: 20 times the 0.05% of characters that the "
         "default coverage leaves out, and at ~30 tokens a sentence an unknown token in every "
-        "third transcript: the tokenizer does not fit the text, it is not a rare symbol.")
+        "third transcript: the tokenizer does not fit the text, it is not a rare symbol.",
+    )
     tok_max_tokens_per_second: float = threshold(
         12.5,
         "12.5 tokens per second of audio is the frame rate of an 8x-subsampling encoder "
         "(FastConformer, the encoder of NeMo's current ASR models: \"8x depthwise-separable "
-        "convolutional downsampling\" of 10 ms feature frames = 80 ms per frame). CTC needs at "
+        'convolutional downsampling" of 10 ms feature frames = 80 ms per frame). CTC needs at '
         "least one frame per token, so an utterance above it cannot be aligned. A 4x Conformer "
-        "has 25 frames/s.")
+        "has 25 frames/s.",
+    )
 
     # --- compare (a run against a known-good baseline of the same task) -------------------
     cmp_min_points: int = threshold(
         10,
         "Levels are compared only when both sides have at least 10 finite loss points over the "
-        "steps they share (the shape rules' minimum plus room for a 10% end window).")
+        "steps they share (the shape rules' minimum plus room for a 10% end window).",
+    )
     cmp_floor_ratio: float = threshold(
         2.0,
         "A floor or an end level twice the baseline's is far outside seed-to-seed variation "
         "(the two healthy example seeds differ by under 1.5x at their floors); a run on "
-        "shuffled labels sits at 5-20x.")
+        "shuffled labels sits at 5-20x.",
+    )
     cmp_end_ratio: float = threshold(2.0, see="cmp_floor_ratio")
     cmp_min_gap_share: float = threshold(
         0.1,
         "...and the gap must be a material share of what the baseline learned (its start minus "
         "its floor or end): near a floor of almost zero a ratio of two small numbers says "
         "little (the gallery's healthy torch seeds reach 0.043 and 0.089 from 1.39, a 2.07x "
-        "ratio but a 3% share), while shuffled labels miss 60-80% of it.")
+        "ratio but a 3% share), while shuffled labels miss 60-80% of it.",
+    )
     cmp_improve_deficit: float = threshold(
-        0.25,
-        "Improving less than a quarter of what the baseline improved over the same steps.")
+        0.25, "Improving less than a quarter of what the baseline improved over the same steps."
+    )
     cmp_gradnorm_ratio: float = threshold(
-        5.0,
-        "Gradient norms five times the baseline's: well beyond batch-to-batch variation.")
+        5.0, "Gradient norms five times the baseline's: well beyond batch-to-batch variation."
+    )
 
     # --- intent ---------------------------------------------------------------------------
     incomplete_share: float = threshold(
         0.05,
         "A log whose last step is more than 5% short of the declared end did not finish (HF "
-        "logs every logging_steps, so the last log may sit a few steps before max_steps).")
+        "logs every logging_steps, so the last log may sit a few steps before max_steps).",
+    )
 
     # --- overfitting -------------------------------------------------------------------
     overfit_min_evals: int = threshold(
         4,
         "At least 4 evaluations; the median of the last 3 above 1.2x the eval minimum, with at "
-        "least 3 evaluations after it, while the train loss kept falling.")
+        "least 3 evaluations after it, while the train loss kept falling.",
+    )
     overfit_ratio: float = threshold(1.2, see="overfit_min_evals")
     overfit_tail_evals: int = threshold(3, see="overfit_min_evals")
     overfit_evals_after_min: int = threshold(3, see="overfit_min_evals")
@@ -442,18 +486,21 @@ class Thresholds:
         "its minimum, or with a significant trend (Mann-Kendall z >= dead_trend_z), by at "
         "least 5% is overfitting even below the 1.2x bar (a +12% creep over ten Keras epochs "
         "with val accuracy flat). 5% is above the evaluation-to-evaluation wiggle of a fixed "
-        "eval set, and the trend or the strict climb rules out one noisy evaluation.")
+        "eval set, and the trend or the strict climb rules out one noisy evaluation.",
+    )
 
     # --- failure signatures ------------------------------------------------------------
     osc_min_points: int = threshold(
         40,
         "Growing oscillation: 40 points leave 34 residuals after the 10% warm-up (the last two "
         "points have no right-hand neighbours), enough for 8 windows of 4 (the trend test "
-        "needs at least 6) and thirds of 11 or 12.")
+        "needs at least 6) and thirds of 11 or 12.",
+    )
     osc_warmup_share: float = threshold(
         0.1,
         "The first 10% of the run is warm-up: the loss falls fastest and the learning rate is "
-        "still moving there, so its swings say nothing about stability.")
+        "still moving there, so its swings say nothing about stability.",
+    )
     osc_growth: float = threshold(
         2.0,
         "The median swing of the last third at least 2x that of the first third, measured both "
@@ -464,11 +511,13 @@ class Thresholds:
         "by chance under constant-amplitude noise in 10% of 40-point runs (thirds of 12 "
         "residuals), 6% of 60-point and 0.4% of 200-point ones (simulated); together with the "
         "trend and alternation tests below, none of 24,000 simulated constant-amplitude runs "
-        "of 40-200 points fired, noisy or alternating.")
+        "of 40-200 points fired, noisy or alternating.",
+    )
     osc_trend_z: float = threshold(
         2.5,
         "The window amplitudes rise consistently: a Mann–Kendall z of 2.5 (one-sided p 0.006) "
-        "on both scales, so one late burst is not a growing oscillation.")
+        "on both scales, so one late burst is not a growing oscillation.",
+    )
     osc_min_alternation: float = threshold(
         0.8,
         "The residuals alternate: the loss crosses its local level between at least 80% of "
@@ -476,11 +525,13 @@ class Thresholds:
         "overshoots to the other side at every update, which gives close to 100%; independent "
         "noise gives 62% on average (the residuals of a 4-neighbour median are slightly "
         "anti-correlated) and reaches 80% by chance in 13% of 11-pair last thirds (40-point "
-        "runs), 4% of 17-pair ones and never in 60-pair ones (simulated).")
+        "runs), 4% of 17-pair ones and never in 60-pair ones (simulated).",
+    )
     vanish_min_points: int = threshold(
         10,
         "Vanishing gradient: 10 norms, so that the first 10% and the last 10% (at least 3 "
-        "each, the first logged norm ignored) do not overlap.")
+        "each, the first logged norm ignored) do not overlap.",
+    )
     vanish_ratio: float = threshold(
         0.01,
         "The late median below 1% of the early one: a hundredfold collapse. Measured on the 26 "
@@ -489,16 +540,19 @@ class Thresholds:
         "99%); the only ratio below 1% (0.8%, the lr_hot gallery run) compares norms that died "
         "after a blow-up with the blow-up's own norms, and its loss condition keeps it out "
         "(TP-DIVERGE judges that run). The loss condition (TP-DEAD-RUN's window and share) "
-        "keeps converged runs out in general.")
+        "keeps converged runs out in general.",
+    )
     plateau_min_points: int = threshold(
         34,
         "Early plateau: the first 30% of the run must hold at least 10 points for its slope to "
-        "mean something, so the run needs 34.")
+        "mean something, so the run needs 34.",
+    )
     plateau_head_share: float = threshold(
         0.3,
         '"Early" is the first 30% of the run: long enough that a normal warm-up (a few % of '
-        'the run) plus the fast first fall are inside it, short enough to leave most of the '
-        'run to show the decrease that came later.')
+        "the run) plus the fast first fall are inside it, short enough to leave most of the "
+        "run to show the decrease that came later.",
+    )
     plateau_t: float = threshold(
         2.5,
         "The head held its level: the slope t-statistic of the log of the loss on the step is "
@@ -506,7 +560,8 @@ class Thresholds:
         "and the fitted change over the head is under TP-DEAD-RUN's 5% (a noisy head can fall "
         "10% without it being significant; that is not a plateau). Standard errors are widened "
         "for the lag-1 autocorrelation of the head's residuals: a running-average loss is "
-        "autocorrelated, and plain least squares would find trends in its drift.")
+        "autocorrelated, and plain least squares would find trends in its drift.",
+    )
     plateau_accel_t: float = threshold(
         3.0,
         "... and the rest of the run falls faster than the head did, by at least 3 standard "
@@ -516,37 +571,42 @@ class Thresholds:
         "the first test, so this one carries the false-alarm rate. On the shared corpus no run "
         "passes both; on 9,000 simulated healthy curves (exponential, power-law and "
         "step-schedule decays; normal, heavy-tailed and autocorrelated noise of 0.5-40%) 4 "
-        "fired, all step-schedule curves whose first 30% fell less than 5%.")
+        "fired, all step-schedule curves whose first 30% fell less than 5%.",
+    )
     spike_min_points: int = threshold(
         20,
         "Loss spike: 20 points, so that a spike has its 5-point level before it, up to 5 burst "
-        "points and 5 points after it to settle.")
+        "points and 5 points after it to settle.",
+    )
     spike_window: int = threshold(
         10,
         "The level before a spike is the median of up to the 10 points before it (at least 5): "
-        "local, and steady against a spike of up to 5 points inside it.")
+        "local, and steady against a spike of up to 5 points inside it.",
+    )
     spike_factor: float = threshold(
         3.0,
         "A spike is a point more than 3x the level before it and more than 6 noise sigmas "
         "above it (noise of the log of the loss, as TP-DIVERGE), so a very noisy curve's "
         "ordinary swings are not spikes. The factor alone does not separate harm from noise: "
         "on the shared corpus the healthy GPT run logged every step and the PINN run jump to "
-        "3.7-28x their trailing level and recover fully; the recovery test below does.")
+        "3.7-28x their trailing level and recover fully; the recovery test below does.",
+    )
     spike_noise_z: float = threshold(6.0, see="spike_factor")
     spike_max_points: int = threshold(
-        5,
-        "A burst of at most 5 consecutive points: longer, and it is a new level (TP-DIVERGE), "
-        "not a spike.")
+        5, "A burst of at most 5 consecutive points: longer, and it is a new level (TP-DIVERGE), not a spike."
+    )
     spike_settle_points: int = threshold(
         5,
         "The level after the spike is the lowest median of any 5 consecutive points from the "
         "end of the burst to the end of the log: a slow recovery still counts as recovery, and "
         "5 points after the spike are needed to read a level at all. The lowest of many such "
-        "medians sits below the true level by chance, so the rule errs towards silence.")
+        "medians sits below the true level by chance, so the rule errs towards silence.",
+    )
     spike_worse_ratio: float = threshold(
         1.1,
         "Left worse: that level more than 1.1x the level before the spike, and above it by "
-        "more than 3 standard errors of the two levels (as TP-DIVERGE's noise gate).")
+        "more than 3 standard errors of the two levels (as TP-DIVERGE's noise gate).",
+    )
     spike_worse_z: float = threshold(3.0, see="spike_worse_ratio")
 
     def with_overrides(self, overrides: Mapping[str, object]) -> "Thresholds":
@@ -563,15 +623,14 @@ class Thresholds:
         clean: dict[str, object] = {}
         for key, val in overrides.items():
             if key not in fields:
-                raise ThresholdError(
-                    f"unknown threshold {key!r}; known: {', '.join(sorted(fields))}"
-                )
+                raise ThresholdError(f"unknown threshold {key!r}; known: {', '.join(sorted(fields))}")
             clean[key] = range_of(key).check(key, val)
         out = dataclasses.replace(self, **clean)
         for c in CONSTRAINTS:
             if (c.a in clean or c.b in clean) and not c.holds(getattr(out, c.a), getattr(out, c.b)):
-                raise ThresholdError(f"threshold {c.a!r} ({getattr(out, c.a)!r}) must be {c.text} "
-                                     f"({c.b!r} is {getattr(out, c.b)!r})")
+                raise ThresholdError(
+                    f"threshold {c.a!r} ({getattr(out, c.a)!r}) must be {c.text} ({c.b!r} is {getattr(out, c.b)!r})"
+                )
         return out
 
     def as_dict(self) -> dict:
@@ -620,6 +679,7 @@ _FIELDS = {f.name: f for f in dataclasses.fields(Thresholds)}
 
 
 # --- valid ranges -----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Range:
@@ -685,7 +745,7 @@ class Range:
 #: one metric (a point logged at every step of a 10-million-step run); above it a count can
 #: only switch its rule off, and counts near 2**62 make the rules' loops and block splits
 #: run for hours or allocate without bound.
-MAX_POINTS = 10 ** 7
+MAX_POINTS = 10**7
 
 
 def count(lo: int = 1, hi: int = MAX_POINTS) -> Range:
@@ -852,20 +912,31 @@ class Constraint:
 CONSTRAINTS: tuple[Constraint, ...] = (
     # TP-DEAD-RUN reads its first and last windows of dead_window points from the run and
     # cites the steps at both ends of each: a run shorter than a window has no such steps.
-    Constraint("dead_min_points", "dead_window", lambda a, b: a >= b,
-               "at least 'dead_window' (each window is read from the run's own points)"),
+    Constraint(
+        "dead_min_points",
+        "dead_window",
+        lambda a, b: a >= b,
+        "at least 'dead_window' (each window is read from the run's own points)",
+    ),
     # Each block median needs a point.
-    Constraint("rl_collapse_min_points", "rl_collapse_blocks", lambda a, b: a >= b,
-               "at least 'rl_collapse_blocks' (a point in every block)"),
+    Constraint(
+        "rl_collapse_min_points",
+        "rl_collapse_blocks",
+        lambda a, b: a >= b,
+        "at least 'rl_collapse_blocks' (a point in every block)",
+    ),
     # The tail must leave a start and a peak before it.
-    Constraint("rl_collapse_tail_blocks", "rl_collapse_blocks", lambda a, b: a <= b - 2,
-               "at most 'rl_collapse_blocks' - 2 (a start and a peak before the tail)"),
-    Constraint("update_ratio_low_log10", "update_ratio_high_log10", lambda a, b: a < b,
-               "below 'update_ratio_high_log10'"),
-    Constraint("speech_min_duration_s", "speech_max_duration_s", lambda a, b: a < b,
-               "below 'speech_max_duration_s'"),
-    Constraint("zero_lr_warn_share", "zero_lr_fail_share", lambda a, b: a <= b,
-               "at most 'zero_lr_fail_share'"),
+    Constraint(
+        "rl_collapse_tail_blocks",
+        "rl_collapse_blocks",
+        lambda a, b: a <= b - 2,
+        "at most 'rl_collapse_blocks' - 2 (a start and a peak before the tail)",
+    ),
+    Constraint(
+        "update_ratio_low_log10", "update_ratio_high_log10", lambda a, b: a < b, "below 'update_ratio_high_log10'"
+    ),
+    Constraint("speech_min_duration_s", "speech_max_duration_s", lambda a, b: a < b, "below 'speech_max_duration_s'"),
+    Constraint("zero_lr_warn_share", "zero_lr_fail_share", lambda a, b: a <= b, "at most 'zero_lr_fail_share'"),
 )
 
 

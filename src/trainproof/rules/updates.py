@@ -1,6 +1,7 @@
 """Rules on the update/weight ratio ||dW|| / ||W|| across an optimizer step (recorded by the
 in-loop monitor with ``track_update_ratio=True``, or logged by the user as
 ``update_ratio``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,12 @@ _COMMON_TH = ["update_ratio_min_points", "update_ratio_warmup_share"]
 
 
 @rule(
-    "TP-UPDATE-RATIO-HIGH", Level.WARN, "updates", "each optimizer step changes the weights by too large a share",
-    **_DOC, thresholds=[*_COMMON_TH, "update_ratio_high_log10"],
+    "TP-UPDATE-RATIO-HIGH",
+    Level.WARN,
+    "updates",
+    "each optimizer step changes the weights by too large a share",
+    **_DOC,
+    thresholds=[*_COMMON_TH, "update_ratio_high_log10"],
     detects="After warm-up (the first {update_ratio_warmup_share:.0%} of points), the median log10 of the update/weight ratio ||dW||/||W|| is above {update_ratio_high_log10:g}: each step moves the weights by more than ~1% of their norm.",
     why="The rule of thumb (Karpathy's 'ratio of updates to weights') is ~1e-3 per step; far above it, training is unstable or about to diverge.",
     not_mean="It is a warning: some setups (very small models, the first steps of fine-tuning) run hot and still converge.",
@@ -45,13 +50,19 @@ def check_update_high(ctx):
         f"update/weight ratio is 10^{med:.1f} per step (rule of thumb ~1e-3)",
         f"median log10 of ||dW||/||W|| over {len(s) - skip} points after warm-up (from step {step(s.steps[skip])}) "
         f"is {med:.2f}, above {num(ctx.th.update_ratio_high_log10)}.",
-        {"median_log10": med, "points": len(s) - skip}, step=s.steps[skip], line=s.lines[skip],
+        {"median_log10": med, "points": len(s) - skip},
+        step=s.steps[skip],
+        line=s.lines[skip],
     )
 
 
 @rule(
-    "TP-UPDATE-RATIO-LOW", Level.WARN, "updates", "each optimizer step barely changes the weights",
-    **_DOC, thresholds=[*_COMMON_TH, "update_ratio_low_log10"],
+    "TP-UPDATE-RATIO-LOW",
+    Level.WARN,
+    "updates",
+    "each optimizer step barely changes the weights",
+    **_DOC,
+    thresholds=[*_COMMON_TH, "update_ratio_low_log10"],
     detects="After warm-up (the first {update_ratio_warmup_share:.0%} of points), the median log10 of the update/weight ratio ||dW||/||W|| is below {update_ratio_low_log10:g}: each step moves the weights by less than ~0.01% of their norm.",
     why="Far below the ~1e-3 rule of thumb, the model learns too slowly to use the compute it is given.",
     not_mean="It is a warning: the end of a decaying schedule and very large models legitimately run low.",
@@ -66,5 +77,7 @@ def check_update_low(ctx):
         f"update/weight ratio is 10^{med:.1f} per step (rule of thumb ~1e-3)",
         f"median log10 of ||dW||/||W|| over {len(s) - skip} points after warm-up (from step {step(s.steps[skip])}) "
         f"is {med:.2f}, below {num(ctx.th.update_ratio_low_log10)}.",
-        {"median_log10": med, "points": len(s) - skip}, step=s.steps[skip], line=s.lines[skip],
+        {"median_log10": med, "points": len(s) - skip},
+        step=s.steps[skip],
+        line=s.lines[skip],
     )

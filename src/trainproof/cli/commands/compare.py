@@ -1,4 +1,5 @@
 """``trainproof compare BASELINE RUN...``: each run alone and against a known-good run."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """``trainproof dataset DATASET...`` (formerly ``preflight``): is this training data usable?"""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,15 +12,36 @@ from ..output import emit_reports, invoked, settings
 
 @click.command("dataset")
 @click.argument("datasets", metavar="DATASET...", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--tokenizer", metavar="PATH",
-              help="A local tokenizer directory or tokenizer.json (never downloaded; needs trainproof[hf]).")
-@click.option("--max-len", "max_len", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Warn about records longer than N tokens (the run's max_seq_length); needs --tokenizer.")
-@click.option("--text-field", "text_field", metavar="F",
-              help="Read the text from this key or dotted path (e.g. data.body) instead of detecting it.")
+@click.option(
+    "--tokenizer",
+    metavar="PATH",
+    help="A local tokenizer directory or tokenizer.json (never downloaded; needs trainproof[hf]).",
+)
+@click.option(
+    "--max-len",
+    "max_len",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Warn about records longer than N tokens (the run's max_seq_length); needs --tokenizer.",
+)
+@click.option(
+    "--text-field",
+    "text_field",
+    metavar="F",
+    help="Read the text from this key or dotted path (e.g. data.body) instead of detecting it.",
+)
 @output_options
-def dataset_cmd(datasets: tuple[Path, ...], tokenizer: str | None, max_len: int | None, text_field: str | None,
-                as_json: bool, mute, config_path, sarif_path) -> int:
+def dataset_cmd(
+    datasets: tuple[Path, ...],
+    tokenizer: str | None,
+    max_len: int | None,
+    text_field: str | None,
+    as_json: bool,
+    mute,
+    config_path,
+    sarif_path,
+) -> int:
     """Check a training dataset (JSONL, .json array, .jsonl.gz) before the run: malformed lines,
     empty and duplicate texts, and with --tokenizer its EOS/pad/BOS and --max-len truncation.
 

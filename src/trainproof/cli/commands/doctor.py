@@ -1,4 +1,5 @@
 """``trainproof doctor [PATH]...``: find every training log under the paths and judge each run."""
+
 from __future__ import annotations
 
 import sys
@@ -61,33 +62,96 @@ def _levels(value: str | None):
 @click.command("doctor")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @log_options
-@click.option("--baseline", type=click.Path(path_type=str),
-              help="Also compare every run with this known-good run of the same task.")
-@click.option("--max-depth", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Search at most N folder levels below PATH (for huge or untrusted trees).")
-@click.option("--max-files", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Judge at most N log files; the cut is listed among the ignored files.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Judge runs in N processes (default and most: one per usable core, more would only add memory); "
-                   "the output is the same and in the same order for any N. With --engine dask/ray and no "
-                   "--address: the local cluster's workers.")
-@click.option("--engine", type=click.Choice(["local", "dask", "ray"]), default="local", show_default=True,
-              help="Where runs are judged: local processes, or a Dask or Ray cluster (extras [dask], [ray]); "
-                   "the output is the same.")
-@click.option("--address", metavar="ADDR", default=None,
-              help="The cluster for --engine: a Dask scheduler (tcp://host:8786) or a Ray address (auto, "
-                   "ray://host:10001). Default: start a local one for this run.")
-@click.option("--allow-empty", is_flag=True,
-              help="Exit 0 when no training log is found (a pre-commit hook on files that hold none).")
-@click.option("--quiet", "-q", "view", flag_value="quiet",
-              help="Print only the table of runs that did not pass, and the totals (for CI logs).")
-@click.option("--verbose", "-v", "view", flag_value="verbose",
-              help="Print every run's full report (default: only FAIL and WARN runs').")
-@click.option("--only", "only", callback=lambda ctx, param, value: _levels(value), metavar="LEVELS",
-              help="Show only runs of these verdicts, e.g. --only FAIL,WARN (FAIL, WARN, PASS, NOT-CHECKED); "
-                   "the totals line and --json still count every run.")
-def doctor_cmd(paths: tuple[str, ...], fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path,
-           baseline, max_depth, max_files, jobs, engine, address, allow_empty, view, only) -> int:
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=str),
+    help="Also compare every run with this known-good run of the same task.",
+)
+@click.option(
+    "--max-depth",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Search at most N folder levels below PATH (for huge or untrusted trees).",
+)
+@click.option(
+    "--max-files",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Judge at most N log files; the cut is listed among the ignored files.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Judge runs in N processes (default and most: one per usable core, more would only add memory); "
+    "the output is the same and in the same order for any N. With --engine dask/ray and no "
+    "--address: the local cluster's workers.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "dask", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where runs are judged: local processes, or a Dask or Ray cluster (extras [dask], [ray]); "
+    "the output is the same.",
+)
+@click.option(
+    "--address",
+    metavar="ADDR",
+    default=None,
+    help="The cluster for --engine: a Dask scheduler (tcp://host:8786) or a Ray address (auto, "
+    "ray://host:10001). Default: start a local one for this run.",
+)
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Exit 0 when no training log is found (a pre-commit hook on files that hold none).",
+)
+@click.option(
+    "--quiet",
+    "-q",
+    "view",
+    flag_value="quiet",
+    help="Print only the table of runs that did not pass, and the totals (for CI logs).",
+)
+@click.option(
+    "--verbose",
+    "-v",
+    "view",
+    flag_value="verbose",
+    help="Print every run's full report (default: only FAIL and WARN runs').",
+)
+@click.option(
+    "--only",
+    "only",
+    callback=lambda ctx, param, value: _levels(value),
+    metavar="LEVELS",
+    help="Show only runs of these verdicts, e.g. --only FAIL,WARN (FAIL, WARN, PASS, NOT-CHECKED); "
+    "the totals line and --json still count every run.",
+)
+def doctor_cmd(
+    paths: tuple[str, ...],
+    fmt: str,
+    maps,
+    as_json: bool,
+    mute,
+    config_path,
+    sarif_path,
+    html_path,
+    baseline,
+    max_depth,
+    max_files,
+    jobs,
+    engine,
+    address,
+    allow_empty,
+    view,
+    only,
+) -> int:
     """Find every training log under each PATH (default: .) and judge each run.
 
     A PATH may be a folder, a file (a pre-commit hook passes the changed files) or an
@@ -105,18 +169,37 @@ def doctor_cmd(paths: tuple[str, ...], fmt: str, maps, as_json: bool, mute, conf
     roots = [location(p) for p in (paths or (".",))]
     for path in roots:
         if not is_url(path) and not path.exists():
-            return emit_reports([], "doctor", as_json, summary=True, error=f"no such file or directory: {path}",
-                                sarif_path=sarif_path)
+            return emit_reports(
+                [], "doctor", as_json, summary=True, error=f"no such file or directory: {path}", sarif_path=sarif_path
+            )
     label = " ".join(str(p) for p in roots)
     progress = _LazyProgress()
     try:
-        reports, ignored = api_doctor(roots, fmt, overrides, cfg.mute, cfg.thresholds, progress=progress.advance,
-                                      baseline=location(baseline), max_depth=max_depth, max_files=max_files,
-                                      jobs=jobs, engine=engine, address=address, charts=html_path is not None)
+        reports, ignored = api_doctor(
+            roots,
+            fmt,
+            overrides,
+            cfg.mute,
+            cfg.thresholds,
+            progress=progress.advance,
+            baseline=location(baseline),
+            max_depth=max_depth,
+            max_files=max_files,
+            jobs=jobs,
+            engine=engine,
+            address=address,
+            charts=html_path is not None,
+        )
     except (ReadError, EngineError) as e:
         progress.close()
-        return emit_reports([], "doctor", as_json, summary=True,
-                            error=f"{label}: {e}" if isinstance(e, ReadError) else str(e), sarif_path=sarif_path)
+        return emit_reports(
+            [],
+            "doctor",
+            as_json,
+            summary=True,
+            error=f"{label}: {e}" if isinstance(e, ReadError) else str(e),
+            sarif_path=sarif_path,
+        )
     for cut in ignored:
         if "--max-depth" in cut["reason"] or "--max-files" in cut["reason"]:
             echo_error(f"{cut['file']}: {cut['reason']}")
@@ -130,5 +213,15 @@ def doctor_cmd(paths: tuple[str, ...], fmt: str, maps, as_json: bool, mute, conf
             click.echo(f"no training logs found under {label}: nothing to judge")
         return 0
     error = None if reports else f"no training logs found under {label}"
-    return emit_reports(reports, "doctor", as_json, summary=True, extra={"ignored": ignored}, error=error,
-                        sarif_path=sarif_path, html_path=html_path, view=view or "default", only=only)
+    return emit_reports(
+        reports,
+        "doctor",
+        as_json,
+        summary=True,
+        extra={"ignored": ignored},
+        error=error,
+        sarif_path=sarif_path,
+        html_path=html_path,
+        view=view or "default",
+        only=only,
+    )

@@ -1,4 +1,5 @@
 """``trainproof judge LOG`` (formerly ``epoch``): judge one training log."""
+
 from __future__ import annotations
 
 import click
@@ -28,10 +29,10 @@ def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sa
         runs = read_runlogs(logfile, fmt, overrides)
     except (ReadError, MappingError) as e:
         rep = error_report(str(logfile), str(e), None if fmt == "auto" else fmt)
-        return emit_reports([rep], command, as_json, error=f"{logfile}: {e}", sarif_path=sarif_path,
-                            html_path=html_path)
+        return emit_reports(
+            [rep], command, as_json, error=f"{logfile}: {e}", sarif_path=sarif_path, html_path=html_path
+        )
     # One report per run the log holds (a W&B export of several runs), worst first; chart
     # series only for the HTML report (the only output that draws them).
-    reports = worst_first([judge_runlog(run, cfg.thresholds, cfg.mute, charts=html_path is not None)
-                           for run in runs])
+    reports = worst_first([judge_runlog(run, cfg.thresholds, cfg.mute, charts=html_path is not None) for run in runs])
     return emit_reports(reports, command, as_json, sarif_path=sarif_path, html_path=html_path)

@@ -1,4 +1,5 @@
 """``trainproof rules [ID]``: every rule, or one rule's documentation with the thresholds in force."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,14 +12,25 @@ from ..output import fail, stdout_console
 @click.command("rules")
 @click.argument("rule_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the rule list as JSON.")
-@click.option("--markdown", is_flag=True, help="Print RULES.md (the ids by family, linking their pages, and every threshold).")
-@click.option("--pages", "pages_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Write one page per id and an index by family into this folder (docs/rules), removing stale pages.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="With RULE_ID: state the thresholds of this TOML file's [tool.trainproof] settings "
-                   "(default: nearest pyproject.toml).")
-def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool, pages_dir: Path | None,
-              config_path: Path | None) -> int:
+@click.option(
+    "--markdown", is_flag=True, help="Print RULES.md (the ids by family, linking their pages, and every threshold)."
+)
+@click.option(
+    "--pages",
+    "pages_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write one page per id and an index by family into this folder (docs/rules), removing stale pages.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With RULE_ID: state the thresholds of this TOML file's [tool.trainproof] settings "
+    "(default: nearest pyproject.toml).",
+)
+def rules_cmd(
+    rule_id: str | None, as_json: bool, markdown: bool, pages_dir: Path | None, config_path: Path | None
+) -> int:
     """List every rule, or print the page of RULE_ID (its example judged, the thresholds in force)."""
     import json
 
@@ -79,8 +91,17 @@ def rules_cmd(rule_id: str | None, as_json: bool, markdown: bool, pages_dir: Pat
 
 def _rule_dict(r) -> dict:
     return {
-        "id": r.id, "level": r.level.value, "group": r.group, "summary": r.text("summary"),
-        "detects": r.text("detects"), "why": r.text("why"), "not_mean": r.text("not_mean"),
-        "causes": r.text("causes"), "try": r.text("try_"), "hint": r.hint, "needs": [{"series": list(n.names), "min_points": n.min_points} for n in r.needs],
-        "thresholds": list(r.thresholds), "source": r.source,
+        "id": r.id,
+        "level": r.level.value,
+        "group": r.group,
+        "summary": r.text("summary"),
+        "detects": r.text("detects"),
+        "why": r.text("why"),
+        "not_mean": r.text("not_mean"),
+        "causes": r.text("causes"),
+        "try": r.text("try_"),
+        "hint": r.hint,
+        "needs": [{"series": list(n.names), "min_points": n.min_points} for n in r.needs],
+        "thresholds": list(r.thresholds),
+        "source": r.source,
     }

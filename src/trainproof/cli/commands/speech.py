@@ -1,4 +1,5 @@
 """``trainproof data`` and ``trainproof tokenizer``: speech training data and its tokenizer."""
+
 from __future__ import annotations
 
 from pathlib import Path

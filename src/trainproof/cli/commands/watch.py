@@ -1,4 +1,5 @@
 """``trainproof watch LOG``: judge a log while the run writes it."""
+
 from __future__ import annotations
 
 import sys
@@ -15,16 +16,29 @@ from ..signals import by_interrupt, stop_requested, stopped_watching
 
 @click.command("watch")
 @click.argument("logfile", type=click.Path(path_type=Path))
-@click.option("--interval", type=float, default=10.0, show_default=True, callback=seconds(True),
-              help="Seconds between polls (a positive number).")
+@click.option(
+    "--interval",
+    type=float,
+    default=10.0,
+    show_default=True,
+    callback=seconds(True),
+    help="Seconds between polls (a positive number).",
+)
 @options("format", "map")
 @click.option("--until-fail", is_flag=True, help="Exit 1 as soon as the verdict becomes FAIL.")
-@click.option("--stall-timeout", type=float, default=None, metavar="SECONDS", callback=seconds(False),
-              help="WARN (TP-STALL) when the log has not grown for this long; a log that does not exist "
-                   "yet is waited for this long, then exit 2.")
+@click.option(
+    "--stall-timeout",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    callback=seconds(False),
+    help="WARN (TP-STALL) when the log has not grown for this long; a log that does not exist "
+    "yet is waited for this long, then exit 2.",
+)
 @options("json", "mute", "config", json={"help": "One JSON line per poll: time, records, verdict, new ids."})
-def watch_cmd(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stall_timeout, as_json: bool, mute,
-              config_path) -> int:
+def watch_cmd(
+    logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stall_timeout, as_json: bool, mute, config_path
+) -> int:
     """Judge LOGFILE while the run writes it, polling every --interval seconds.
 
     Each poll reads only what was appended (HF trainer_state.json, rewritten at each save,
@@ -53,8 +67,18 @@ def watch_cmd(logfile: Path, interval: float, fmt: str, maps, until_fail: bool, 
         return code
 
 
-def _follow(state, logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stall_timeout, as_json: bool,
-            mute, config_path) -> int:
+def _follow(
+    state,
+    logfile: Path,
+    interval: float,
+    fmt: str,
+    maps,
+    until_fail: bool,
+    stall_timeout,
+    as_json: bool,
+    mute,
+    config_path,
+) -> int:
     """The poll loop of :func:`watch_cmd`; ``state`` holds the watcher and the presenter as
     they are made, for the interrupt handler. Returns the exit code."""
     from ...formats import ReadError

@@ -7,10 +7,16 @@ before it starts. Each check module emits ``TP-*`` ids declared, with their docu
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ..findings import MUTED, Finding, Report, Skip
 from ..rules.registry import MODULE_OF, all_rules, get
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..rules.thresholds import Thresholds
 
 
 def finding(
@@ -66,24 +72,132 @@ def report(
     return apply_mute(rep, mute)
 
 
-def apply_mute(rep: Report, mute: Iterable[str]) -> Report:
+def apply_mute(rep: Report, mute: Iterable[str], also: Iterable[str] = ()) -> Report:
     """Mute ``mute`` in a preflight report the way the rule engine does: a muted id is
     neither a finding nor in ``ran``, and is in ``skipped`` with reason ``muted``
     (:data:`~trainproof.findings.MUTED`). The ids muted are those of the check that made
     the report (the preflight family its ids were declared in), whether or not they would
-    have fired; an id of another family is not this report's to list. Idempotent; returns
-    ``rep``, changed in place."""
+    have fired; an id of another family is not this report's to list. ``also``: further ids
+    the report's checks could have reported (their families count as the report's).
+    Idempotent; returns a new report (``rep`` itself when nothing is muted)."""
     mute = set(mute)
     if not mute:
         return rep
-    own = {*rep.ran, *rep.skipped, *(f.id for f in rep.findings)}
+    own = {*rep.ran, *rep.skipped, *(f.id for f in rep.findings), *also}
     families = {MODULE_OF[i] for i in own if i in MODULE_OF}
     if not families:
         all_rules()  # the declarations, loaded once
         families = {MODULE_OF[i] for i in own if i in MODULE_OF}
     ids = [r.id for r in all_rules() if MODULE_OF.get(r.id) in families and r.id in mute]
-    rep.findings = [f for f in rep.findings if f.id not in mute]
-    rep.ran = [i for i in rep.ran if i not in mute]
-    for rid in ids:
-        rep.skipped[rid] = MUTED
-    return rep
+    return replace(
+        rep,
+        findings=[f for f in rep.findings if f.id not in mute],
+        ran=[i for i in rep.ran if i not in mute],
+        skipped={**rep.skipped, **dict.fromkeys(ids, MUTED)},
+    )
+
+
+@dataclass
+class Outcome:
+    """What one preflight check found.
+
+    Attributes:
+        findings: its findings, in order.
+        ran: the ids it judged; ``None`` means the ids of ``findings``.
+        skipped: id -> :class:`~trainproof.findings.Skip` for ids it could not judge.
+        notes: lines for the report's notes.
+        meta: facts for the report's ``meta`` (merged, later checks win).
+        items: how many things it looked at (the report's ``records``).
+        error: a one-line reason when the subject could not be read at all; the report is
+            then NOT-CHECKED whatever else it holds.
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    ran: list[str] | None = None
+    skipped: dict[str, Skip] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+    items: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    """One pure preflight check: no click, no printing, no exit.
+
+    Attributes:
+        ids: the declared ids it may report (``rules/preflight_ids``); when every one of
+            them is muted the check does not run and they are skipped, reason ``muted``.
+        fn: called with the thresholds in force; returns an :class:`Outcome`, or an
+            iterable of findings (then it judged the ids it reported).
+        name: what it checks, for messages and tests.
+    """
+
+    ids: tuple[str, ...]
+    fn: Callable[[Thresholds], Outcome | Iterable[Finding]]
+    name: str = ""
+
+
+def run(
+    checks: Iterable[Check],
+    config: Config | None = None,
+    *,
+    file: str,
+    kind: str,
+    meta: dict | None = None,
+    notes: Iterable[str] = (),
+) -> Report:
+    """Run preflight ``checks`` in order and build their one :class:`~trainproof.findings.Report`.
+
+    ``config`` (default: the defaults, nothing muted) gives the thresholds each check is
+    called with and the ids muted: a check whose ids are all muted is not run; every muted
+    id of the family is reported skipped with reason ``muted`` (see :func:`apply_mute`),
+    as the rule engine does. ``file`` and ``kind`` are the report's subject and ``format``;
+    ``meta`` and ``notes`` start the report's. The first check error becomes the report's
+    ``error``; later checks still run.
+
+    Raises:
+        whatever a check raises (a check reports what it cannot read as an Outcome error).
+    """
+    from ..rules.thresholds import DEFAULT
+
+    th = config.thresholds if config is not None else DEFAULT
+    mute = set(config.mute) if config is not None else set()
+    findings: list[Finding] = []
+    ran: list[str] = []
+    skipped: dict[str, Skip] = {}
+    all_notes = list(notes)
+    all_meta = dict(meta or {})
+    items = 0
+    error: str | None = None
+    declared: set[str] = set()
+    for check in checks:
+        declared.update(check.ids)
+        if check.ids and set(check.ids) <= mute:
+            continue
+        out = check.fn(th)
+        if not isinstance(out, Outcome):
+            out = Outcome(findings=list(out))
+        findings.extend(out.findings)
+        for rid in out.ran if out.ran is not None else (f.id for f in out.findings):
+            if rid not in ran:
+                ran.append(rid)
+        skipped.update(out.skipped)
+        all_notes.extend(out.notes)
+        all_meta.update(out.meta)
+        items += out.items
+        if error is None:
+            error = out.error
+    rep = Report(
+        file=file,
+        format=kind,
+        records=items,
+        findings=findings,
+        ran=ran,
+        skipped=skipped,
+        meta=all_meta,
+        notes=all_notes,
+        error=error,
+    )
+    # The muted ids of checks that did not run are this report's too.
+    return apply_mute(rep, mute, also=declared)

@@ -9,6 +9,8 @@ import ast
 import gzip
 import inspect
 import json
+import subprocess
+import sys
 import types
 from pathlib import Path
 
@@ -220,7 +222,23 @@ def test_the_package_reexports_what_it_always_did():
     assert set(formats.__all__) <= set(dir(formats))
 
 
-# --- a new format: its module and one line in READERS -----------------------------------
+def test_each_registered_module_is_the_reader_of_its_name():
+    assert [r.__name__ for r in formats.READERS] == [f"trainproof.formats.{m}" for m in formats.READER_MODULES]
+    assert formats.format_names() == list(formats.READER_MODULES)
+
+
+def test_importing_the_package_imports_no_reader():
+    code = "import sys, trainproof.formats as f; print(sorted(m for m in sys.modules if m.startswith(('trainproof', 'numpy'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert eval(out) == ["trainproof", "trainproof.formats", "trainproof.formats._io"]
+
+
+def test_preference_is_the_readers_declaration():
+    assert sorted(formats.READER_MODULES, key=formats.preference)[:2] == ["hf", "tfevents"]
+    assert formats.preference("no-such-format") == len(formats.READERS)
+
+
+# --- a new format: its module and one line in READER_MODULES ----------------------------
 
 
 def _toy_reader() -> types.ModuleType:
@@ -233,6 +251,7 @@ def _toy_reader() -> types.ModuleType:
     toy.suffixes = (".toy",)
     toy.run_suffixes = ()
     toy.tail_mode = "whole"
+    toy.preference = 7
 
     def sniff(path, head):
         return head.startswith("TOYLOG")
@@ -273,7 +292,10 @@ def test_a_new_reader_is_found_judged_and_watched_with_one_registration_line(tmp
     before = sorted(p.relative_to(root).as_posix() for p in discover.walk(root))
     assert before == ["good/metrics.jsonl"]  # the toy format is not known yet
 
-    monkeypatch.setattr(formats, "READERS", (toy, *formats.READERS))  # the one registration line
+    # The module stands where `src/trainproof/formats/toy.py` would be imported from.
+    monkeypatch.setitem(sys.modules, "trainproof.formats.toy", toy)
+    monkeypatch.setattr(formats, "READER_MODULES", ("toy", *formats.READER_MODULES))  # the one registration line
+    monkeypatch.delattr(formats, "READERS")  # loaded again from READER_MODULES on first use
 
     assert sorted(p.relative_to(root).as_posix() for p in discover.walk(root)) == [
         "bad/toyrun.state",
@@ -303,3 +325,12 @@ def test_a_new_reader_is_found_judged_and_watched_with_one_registration_line(tmp
     log.write_text(_toy_text(30))
     tail.poll()
     assert g.records == 30
+
+
+def test_every_reader_is_fuzzed():
+    """A new format is not done until the fuzz tests build its logs: each reader has an
+    entry (``<name>`` or ``<name>_<dialect>``) in the table of ``tests/_fuzz_logs.py``."""
+    import _fuzz_logs
+
+    fuzzed = {key.split("_")[0] for key in _fuzz_logs.READERS}
+    assert set(formats.READER_MODULES) <= fuzzed, sorted(set(formats.READER_MODULES) - fuzzed)

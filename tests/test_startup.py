@@ -107,6 +107,9 @@ def test_version_and_help_import_nothing_heavy(tmp_path, args):
             "trainproof.cli.commands",
             "trainproof.cli.options",
             "trainproof.cli.output",
+            # the --format choices: the formats' registration, no reader (stdlib only)
+            "trainproof.formats",
+            "trainproof.formats._io",
             f"trainproof.cli.commands.{COMMANDS_OF[args[0]]}",
         }
         if args[0] in COMMANDS_OF

@@ -267,10 +267,6 @@ def _read_at(path: Path, label: str, config: JudgeConfig):
     return runs, None
 
 
-#: Formats in the order one is judged when the same run is written in several: the
-#: trainer's own state first (it also holds the run's intent, max_steps), then event files
-#: (every scalar the run logged, one per step), then tables and text logs.
-_FORMAT_RANK = ("hf", "tfevents", "mlflow", "csv", "jsonl", "coqui", "console")
 #: The series two logs of one run must agree on, the first both hold.
 _SAME_RUN_SERIES = ("loss", "eval_loss", "reward", "return")
 
@@ -302,14 +298,15 @@ def same_run(a: RunLog, b: RunLog, min_common: int = 3) -> bool:
 
 
 def _richness(run: RunLog) -> tuple:
-    rank = _FORMAT_RANK.index(run.format) if run.format in _FORMAT_RANK else len(_FORMAT_RANK)
-    return (-rank, len(run.series), run.records)
+    from .formats import preference
+
+    return (-preference(run.format), len(run.series), run.records)
 
 
 def _judge_group(paths: tuple, config: JudgeConfig) -> tuple[list[Report], list[dict]]:
     """Judge a log and the siblings that may hold the same run (:class:`discover.Candidate`):
     logs that hold one run and agree by :func:`same_run` are one report, of the richest
-    (by ``_FORMAT_RANK``, then most metrics, then records), with the others in ``also``;
+    (by the readers' ``preference``, then most metrics, then records), with the others in ``also``;
     the rest are judged on their own."""
     reports: list[Report] = []
     skips: list[dict] = []

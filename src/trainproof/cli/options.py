@@ -12,10 +12,11 @@ from pathlib import Path
 
 import click
 
-#: The reader names, in sniffing order, for ``--format`` choices: a static copy of
-#: ``[r.name for r in trainproof.formats.READERS]`` so that building the options does not
-#: import every reader (tests/test_startup.py checks the two agree).
-FORMAT_NAMES = ("tfevents", "hf", "jsonl", "csv", "coqui", "mlflow", "console")
+from ..formats import READER_MODULES
+
+#: The reader names, in sniffing order, for ``--format`` choices: the formats' registration
+#: (a module's name is its reader's), read without importing any reader.
+FORMAT_NAMES = READER_MODULES
 
 _CONFIG_HELP = "TOML file with [tool.trainproof] settings (default: nearest pyproject.toml)."
 

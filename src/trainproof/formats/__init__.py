@@ -18,21 +18,20 @@ formats only: no rules, thresholds or output.
 through :func:`is_log_name`, :func:`is_trainer_name`, :func:`has_run_name` and
 :func:`tail_mode`, so they hold no list of their own.
 
-To add a format: the module, its test, and one line in :data:`READERS` (order = sniffing
-priority), plus its name in :data:`trainproof.cli.options.FORMAT_NAMES`, the static copy the
-command line offers as ``--format`` choices without importing the readers (a test checks
-the two agree).
+To add a format: the module, its test, and one line in :data:`READER_MODULES` (order =
+sniffing priority). This package imports no reader and nothing heavy until one is asked
+for (:data:`READERS` is loaded on first use), so the command line reads the ``--format``
+choices from :data:`READER_MODULES` without importing numpy.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..runlog import Columns, Record, Rows
-from . import console, coqui, hf, jsonl, mlflow, tfevents
-from . import csv as csv_reader
 from ._io import (
     HEAD_BYTES,
     MAX_LINE,
@@ -47,12 +46,16 @@ from ._io import (
     read_head,
     reporting_to,
 )
-from .base import LineTailer, Reader, ReadState, RecordTailer
+
+if TYPE_CHECKING:
+    from ..runlog import Columns, Record, Rows
+    from .base import LineTailer, Reader, ReadState, RecordTailer
 
 __all__ = [
     "HEAD_BYTES",
     "MAX_LINE",
     "READERS",
+    "READER_MODULES",
     "LineTailer",
     "NotALog",
     "NotOpened",
@@ -71,29 +74,58 @@ __all__ = [
     "log_suffixes",
     "open_binary",
     "open_log",
+    "preference",
     "read_head",
     "tail_mode",
     "trainer_file_names",
 ]
 
-#: Sniffing order: the most specific formats first.
-READERS = (tfevents, hf, jsonl, csv_reader, coqui, mlflow, console)
+#: The reader modules under ``trainproof.formats``, in sniffing order (the most specific
+#: formats first). A module's name is its reader's ``name`` (the ``--format`` value). The
+#: one line that registers a format.
+READER_MODULES = ("tfevents", "hf", "jsonl", "csv", "coqui", "mlflow", "console")
+
+#: Names loaded on first use (PEP 562), so that importing this package stays light.
+_BASE_NAMES = ("LineTailer", "Reader", "ReadState", "RecordTailer")
+
+
+def __getattr__(name: str):
+    if name == "READERS":
+        readers = tuple(importlib.import_module(f"{__name__}.{m}") for m in READER_MODULES)
+        globals()["READERS"] = readers
+        return readers
+    if name in _BASE_NAMES:
+        from . import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "READERS", *_BASE_NAMES})
+
+
+def _readers() -> tuple:
+    """:data:`READERS`: the reader modules of :data:`READER_MODULES`, imported once (a test
+    may put another tuple in its place)."""
+    g = globals()
+    return g["READERS"] if "READERS" in g else __getattr__("READERS")
 
 
 def trainer_file_names() -> frozenset[str]:
     """Every reader's :attr:`~base.Reader.file_names`: lower-case names only a trainer
     gives a file."""
-    return frozenset(n for r in READERS for n in r.file_names)
+    return frozenset(n for r in _readers() for n in r.file_names)
 
 
 def log_suffixes() -> frozenset[str]:
     """Every reader's :attr:`~base.Reader.suffixes`: the extensions a log can have."""
-    return frozenset(s for r in READERS for s in r.suffixes)
+    return frozenset(s for r in _readers() for s in r.suffixes)
 
 
 def run_suffixes() -> tuple[str, ...]:
     """Every reader's :attr:`~base.Reader.run_suffixes`, in reader order, each once."""
-    return tuple(dict.fromkeys(s for r in READERS for s in r.run_suffixes))
+    return tuple(dict.fromkeys(s for r in _readers() for s in r.run_suffixes))
 
 
 def log_name_test() -> Callable[[str], bool]:
@@ -101,7 +133,7 @@ def log_name_test() -> Callable[[str], bool]:
     of every file name in a tree."""
     suffixes = log_suffixes()
     names = trainer_file_names()
-    hooks = tuple(h for h in (getattr(r, "log_name", None) for r in READERS) if h is not None)
+    hooks = tuple(h for h in (getattr(r, "log_name", None) for r in _readers()) if h is not None)
 
     def test(name: str) -> bool:
         low = name.lower()
@@ -124,7 +156,7 @@ def is_trainer_name(name: str) -> bool:
     in lower case) or a name its ``writer_name`` hook claims (``events.out.tfevents.*``)."""
     low = name.lower()
     return low in trainer_file_names() or any(
-        h(low) for h in (getattr(r, "writer_name", None) for r in READERS) if h is not None
+        h(low) for h in (getattr(r, "writer_name", None) for r in _readers()) if h is not None
     )
 
 
@@ -140,9 +172,16 @@ def tail_mode(reader) -> str:
     return getattr(reader, "tail_mode", "whole")
 
 
+def preference(name: str | None) -> int:
+    """The :attr:`~base.Reader.preference` of format ``name`` (lower is judged first when
+    one run is written in several formats); an unknown format comes after every reader."""
+    readers = _readers()
+    return next((r.preference for r in readers if r.name == name), len(readers))
+
+
 def format_names() -> list[str]:
     """The reader names, in sniffing order."""
-    return [r.name for r in READERS]
+    return [r.name for r in _readers()]
 
 
 def get_reader(name: str) -> Reader:
@@ -151,7 +190,7 @@ def get_reader(name: str) -> Reader:
     Raises:
         ReadError: no reader has that name.
     """
-    for r in READERS:
+    for r in _readers():
         if r.name == name:
             return r
     raise ReadError(f"unknown format {name!r}; known: {', '.join(format_names())}")
@@ -164,7 +203,7 @@ def detect(path: Path, fmt: str = "auto") -> Reader:
         ReadError: missing, unreadable, empty, an LFS pointer, or no reader recognises it.
     """
     if path.is_dir():
-        for r in READERS:
+        for r in _readers():
             sniff_dir = getattr(r, "sniff_dir", None)
             if sniff_dir is not None and fmt in ("auto", r.name) and sniff_dir(path):
                 return r
@@ -181,7 +220,7 @@ def detect(path: Path, fmt: str = "auto") -> Reader:
     if fmt != "auto":
         return get_reader(fmt)
     text = head_text(head)
-    for r in READERS:
+    for r in _readers():
         if r.sniff(path, text):
             return r
     raise NotALog(
@@ -240,6 +279,8 @@ def open_log(path: Path, fmt: str = "auto") -> tuple[str, Iterator[Record | Rows
         ReadError: see :func:`detect`; the iterator itself may raise it too.
     """
     reader = detect(path, fmt)
+    from .base import ReadState
+
     state = ReadState()
     # A gzip log cut at the decompression cap says so in this state (TP-DATA-DROPPED).
     return reader.name, reporting_to(iter(reader.read(path, state)), state), state

@@ -113,6 +113,10 @@ class Reader(Protocol):
         run_suffixes: lower-case endings of names only a run's log has (``.jsonl``): such
             a file that cannot be opened, or holds one record, still counts as a log.
         tail_mode: how ``trainproof watch`` follows it (:data:`TailMode`).
+        preference: where its log stands when one run is written in several formats
+            (``doctor`` judges the lowest and lists the others as the same run); the
+            trainer's own state first, as it also holds the run's intent (``max_steps``),
+            then event files (every scalar, one per step), then tables and text logs.
 
     Readers know bytes and formats only: no rules, thresholds or output. The optional
     hooks (:data:`OPTIONAL`) are module functions a reader defines where it needs them.
@@ -124,6 +128,7 @@ class Reader(Protocol):
     suffixes: tuple[str, ...]
     run_suffixes: tuple[str, ...]
     tail_mode: TailMode
+    preference: int
 
     def sniff(self, path: Path, head: str) -> bool:
         """Whether the file at ``path`` is of this format, judged from ``head`` (its first
@@ -150,6 +155,7 @@ REQUIRED: dict[str, tuple[str, ...] | type] = {
     "suffixes": tuple,
     "run_suffixes": tuple,
     "tail_mode": str,
+    "preference": int,
     "sniff": ("path", "head"),
     "read": ("path", "state"),
 }

@@ -82,6 +82,7 @@ suffixes = (".log", ".txt", ".out")
 run_suffixes = ()
 #: A line's meaning depends on the lines before it (epoch headers, progress bars).
 tail_mode = "whole"
+preference = 6
 
 _DICT = re.compile(r"\{'(?:loss|eval_[A-Za-z0-9_]+|train_runtime|learning_rate|grad_norm|epoch)'\s*:[^{}]*\}")
 _BARE = re.compile(r"(?<=[:\[,\s])(-?inf|nan)(?=\s*[,}\]])")

@@ -63,6 +63,7 @@ file_names = ("metrics.csv", "progress.csv", "training.log")
 suffixes = (".csv", ".tsv")
 run_suffixes = ()
 tail_mode = "lines"
+preference = 3
 
 _DELIMS = (",", "\t", ";")
 

@@ -40,6 +40,7 @@ suffixes = (".json",)
 run_suffixes = ()
 #: The Trainer rewrites the whole file at each save.
 tail_mode = "whole"
+preference = 0
 
 #: Top-level keys kept as the run's declared intent.
 META_KEYS = (

@@ -54,6 +54,7 @@ file_names = ("metrics.jsonl", "trainer_log.jsonl")
 suffixes = (".jsonl", ".ndjson", ".json")
 run_suffixes = (".jsonl", ".ndjson", ".jsonl.gz")
 tail_mode = "lines"
+preference = 4
 
 _SNIFF_LINES = 20
 

@@ -28,6 +28,7 @@ suffixes = ()
 run_suffixes = ()
 #: A run folder is many files, read again whole.
 tail_mode = "whole"
+preference = 2
 
 _LINE = re.compile(r"^\s*(\d{9,16})\s+(\S+)\s+(-?\d+)\s*$")
 

@@ -39,6 +39,7 @@ file_names = ()
 suffixes = ()
 run_suffixes = ()
 tail_mode = "records"
+preference = 1
 
 IGNORED_TAGS = frozenset({"hp_metric"})
 

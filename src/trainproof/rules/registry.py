@@ -395,10 +395,10 @@ def declare(rule_id: str, level: Level, group: str, summary: str, **docs: str) -
     )
 
 
-#: Every module that declares ids, in listing order: the preflight checks' id declarations
-#: (documentation only, :mod:`trainproof.rules.preflight_ids`), then the rule modules. The
-#: registry imports them by name, so it imports none of them at module level.
-RULE_MODULES = tuple(f"trainproof.rules.preflight_ids.{m}" for m in ("dataset", "env", "targets", "speech")) + tuple(
+#: The rule modules, in the order their rules run and are listed. The registry imports them
+#: by name, so it imports none of them at module level. A rule in a new module is one line
+#: here.
+RULE_MODULES = tuple(
     f"trainproof.rules.{m}"
     for m in (
         "loss",
@@ -415,11 +415,40 @@ RULE_MODULES = tuple(f"trainproof.rules.preflight_ids.{m}" for m in ("dataset", 
         "outcomes",
     )
 )
+
+
+def preflight_id_modules() -> list[str]:
+    """The modules of :mod:`trainproof.rules.preflight_ids`, found by listing the package
+    (declarations only: importing them imports no check), in the order of their ``ORDER``
+    (then name): a new preflight family's declarations need no registration line.
+
+    Raises:
+        ImportError: a declaration module that does not import.
+    """
+    import importlib
+    import pkgutil
+
+    # By name, as the rule modules: the registry imports no declaring module by statement.
+    preflight_ids = importlib.import_module(f"{__package__}.preflight_ids")
+    found = [
+        importlib.import_module(f"{preflight_ids.__name__}.{m.name}")
+        for m in pkgutil.iter_modules(preflight_ids.__path__)
+        if not m.name.startswith("_")
+    ]
+    return [m.__name__ for m in sorted(found, key=lambda m: (getattr(m, "ORDER", len(found)), m.__name__))]
+
+
+def id_modules() -> list[str]:
+    """Every module that declares ids, in listing order: the preflight checks' id
+    declarations (:func:`preflight_id_modules`), then :data:`RULE_MODULES`."""
+    return [*preflight_id_modules(), *RULE_MODULES]
+
+
 _loaded = False
 
 
 def load_all() -> None:
-    """Import every module of :data:`RULE_MODULES` once, registering its ids, and put the
+    """Import every module of :func:`id_modules` once, registering its ids, and put the
     registry in their order."""
     global _loaded
     if _loaded:
@@ -427,13 +456,14 @@ def load_all() -> None:
     _loaded = True
     import importlib
 
-    for m in RULE_MODULES:
+    modules = id_modules()
+    for m in modules:
         importlib.import_module(m)
-    canonical_order(list(RULE_MODULES))
+    canonical_order(modules)
 
 
 def all_rules() -> list[Rule]:
-    """Every declared id, in :data:`RULE_MODULES` order (rules and outcomes)."""
+    """Every declared id, in :func:`id_modules` order (preflight ids, rules and outcomes)."""
     load_all()
     return list(REGISTRY.values())
 

@@ -6,6 +6,8 @@ from ...findings import Level
 from ..registry import declare
 
 GROUP = "preflight"
+#: Where this family is listed among the preflight families (trainproof rules, RULES.md).
+ORDER = 1
 
 declare(
     "TP-PRE-MALFORMED-JSONL",

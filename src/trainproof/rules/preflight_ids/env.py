@@ -6,6 +6,8 @@ from ...findings import Level
 from ..registry import declare
 
 GROUP = "env"
+#: Where this family is listed among the preflight families (trainproof rules, RULES.md).
+ORDER = 2
 
 declare(
     "TP-ENV-PYTHON-INFO",

@@ -6,6 +6,8 @@ from ...findings import Level
 from ..registry import declare
 
 GROUP = "speech"
+#: Where this family is listed among the preflight families (trainproof rules, RULES.md).
+ORDER = 4
 
 declare(
     "TP-DATA-INVALID-INPUT",

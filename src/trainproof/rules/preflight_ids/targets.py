@@ -6,6 +6,8 @@ from ...findings import Level
 from ..registry import declare
 
 GROUP = "objective"
+#: Where this family is listed among the preflight families (trainproof rules, RULES.md).
+ORDER = 3
 
 declare(
     "TP-OBJ-IGNORE-INDEX-COLLISION",

@@ -292,8 +292,9 @@ def test_mute_and_sarif(tmp_path):
 
 
 def _reference_single(*args: str):
-    """``preflight DATASET`` as the command read before it took several DATASETs (its body
-    verbatim): the reference a single dataset's output must still match byte for byte."""
+    """``preflight DATASET`` as the command read before it took several DATASETs (its body,
+    with the report files as the one ``outputs`` parameter every command takes): the
+    reference a single dataset's output must still match byte for byte."""
     import click
     from click.testing import CliRunner
 
@@ -307,11 +308,11 @@ def _reference_single(*args: str):
     @click.option("--max-len", "max_len", type=click.IntRange(min=1), default=None, metavar="N")
     @click.option("--text-field", "text_field", metavar="F")
     @output_options
-    def old(dataset, tokenizer, max_len, text_field, as_json, mute, config_path, sarif_path):
+    def old(dataset, tokenizer, max_len, text_field, as_json, mute, config_path, outputs):
         _, cfg = settings("preflight", as_json, (), mute, config_path)
         rep, error = check_dataset(dataset, text_field, tokenizer, max_len, cfg.mute)
         raise click.exceptions.Exit(
-            emit_reports([rep], "preflight", as_json, sarif_path=sarif_path, error=error or rep.error)
+            emit_reports([rep], "preflight", as_json, outputs=outputs, error=error or rep.error)
         )
 
     res = CliRunner().invoke(old, list(args), catch_exceptions=False)

@@ -77,3 +77,73 @@ def test_without_the_line_the_rule_is_unknown(tmp_path):
     (tmp_path / "toy_rules.py").write_text(_TOY_RULES)
     proc = _python(tmp_path, "from trainproof.rules import registry; print(registry.get('TP-TOY-LOSS-ABOVE-TEN'))")
     assert proc.stdout.strip() == "None", proc.stderr
+
+
+_TOY_RENDERER = """
+from trainproof.render.text import printable
+
+
+def write(reports, path, *, baseline=None):
+    lines = ["# trainproof", "", "| run | verdict |", "|---|---|"]
+    lines += [f"| {printable(r.file)} | {r.verdict.value} |" for r in reports]
+    path.write_text("\\n".join(lines) + "\\n", encoding="utf-8")
+"""
+
+_REGISTER_RENDERER = """
+from trainproof import render
+render.RENDERERS += (  # the one registration line
+    render.Renderer("markdown", "toy_markdown", (b"# trainproof", b"trainproof"), "Also write a Markdown table."),
+)
+"""
+
+
+def test_a_renderer_is_one_line_in_renderers(tmp_path):
+    (tmp_path / "toy_markdown.py").write_text(_TOY_RENDERER)
+    log = tmp_path / "metrics.jsonl"
+    log.write_text("".join(json.dumps({"step": i, "loss": 2.0 / i}) + "\n" for i in range(1, 80)))
+    out = tmp_path / "report.md"
+    proc = _python(
+        tmp_path,
+        _REGISTER_RENDERER
+        + f"""
+import sys
+from trainproof.cli import main
+try:
+    main(["epoch", {str(log)!r}, "--markdown", {str(out)!r}])
+except SystemExit as e:
+    print("EXIT", e.code)
+try:
+    main(["epoch", "--help"])
+except SystemExit:
+    pass
+""",
+    )
+    assert "EXIT 0" in proc.stdout, proc.stderr
+    assert "--markdown" in proc.stdout and "Also write a Markdown table." in proc.stdout  # the option, from the table
+    assert out.read_text().splitlines()[-1] == f"| {log} | PASS |"
+
+
+def test_a_registered_renderer_does_not_overwrite_a_log_or_reach_the_preflight_family(tmp_path):
+    (tmp_path / "toy_markdown.py").write_text(_TOY_RENDERER)
+    log = tmp_path / "metrics.jsonl"
+    text = "".join(json.dumps({"step": i, "loss": 2.0 / i}) + "\n" for i in range(1, 80))
+    log.write_text(text)
+    proc = _python(
+        tmp_path,
+        _REGISTER_RENDERER
+        + f"""
+from trainproof.cli import main
+for argv in (["epoch", {str(log)!r}, "--markdown", {str(log)!r}], ["env", "--markdown", "x.md"]):
+    try:
+        main(argv)
+    except SystemExit as e:
+        print("EXIT", e.code)
+""",
+    )
+    # the log given as the report's path is refused, by the renderer's declared start
+    assert proc.stdout.split() == ["EXIT", "2", "EXIT", "2"], proc.stderr
+    assert "--markdown" in proc.stderr and "is not a trainproof report" in proc.stderr
+    assert log.read_text() == text
+    # a renderer that is not declared `everywhere` is an option of the log commands only
+    assert "No such option '--markdown'" in proc.stderr
+    assert not (tmp_path / "x.md").exists()

@@ -110,6 +110,8 @@ def test_version_and_help_import_nothing_heavy(tmp_path, args):
             # the --format choices: the formats' registration, no reader (stdlib only)
             "trainproof.formats",
             "trainproof.formats._io",
+            # the report-file options: the renderers' registration, no renderer (stdlib only)
+            "trainproof.render",
             f"trainproof.cli.commands.{COMMANDS_OF[args[0]]}",
         }
         if args[0] in COMMANDS_OF

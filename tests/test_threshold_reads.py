@@ -203,9 +203,9 @@ def reads():
         built = _built_runs()
         for run in built:
             compare_runlogs(built[0], run)
-            engine.judge_runlog(run, charts=False)
+            engine.judge_runlog(run)
             # A loose configuration reaches branches the defaults stop before.
-            engine.judge_runlog(run, T.DEFAULT.with_overrides({"dead_min_schedule_share": 0.0}), charts=False)
+            engine.judge_runlog(run, T.DEFAULT.with_overrides({"dead_min_schedule_share": 0.0}))
     finally:
         _restore(saved)
     return got, calls

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .aliases import MappingError
@@ -105,7 +105,16 @@ def judge_all(
         runs = read_runlogs(path, fmt, mapping)
     except (ReadError, MappingError) as e:
         return [error_report(str(path), str(e), None if fmt == "auto" else fmt)]
-    return worst_first([judge_runlog(run, thresholds, mute, charts=charts) for run in runs])
+    return worst_first([_charted(judge_runlog(run, thresholds, mute), run, charts) for run in runs])
+
+
+def _charted(rep: Report, run: RunLog, charts: bool) -> Report:
+    """``rep`` with ``run``'s chart data attached when ``charts`` (an HTML report is asked for)."""
+    if not charts:
+        return rep
+    from .render.charts import with_charts
+
+    return with_charts(rep, run)
 
 
 #: Words a training log's lines carry beside their numbers (a file of another dialect
@@ -342,34 +351,32 @@ def _judge_group(paths: tuple, config: JudgeConfig) -> tuple[list[Report], list[
     for cl in clusters:
         label, run = max(cl, key=lambda it: _richness(it[1]))
         rep = _judge_one(run, label, config)
-        rep.also = [lbl for lbl, _ in cl if lbl != label]
-        reports.append(rep)
+        reports.append(replace(rep, also=[lbl for lbl, _ in cl if lbl != label]))
     return worst_first(reports), skips
 
 
 def _judge_one(run: RunLog, label: str, config: JudgeConfig) -> Report:
     """The report of one RunLog of ``label``, compared with the configured baseline."""
-    rep = judge_runlog(run, config.thresholds, config.mute, charts=config.charts)
+    rep = judge_runlog(run, config.thresholds, config.mute)
     if config.baseline is not None:
         base, base_report, base_error = _baseline(config)
         if base is not None and not _same_location(label, config.baseline):
-            _add_comparison(rep, base, run, base_report, config.thresholds, config.mute)
+            rep = _with_comparison(rep, base, run, base_report, config.thresholds, config.mute)
         elif base_error is not None:
             from .rules.registry import get
 
             r = get("TP-CMP-ERROR")
-            rep.findings.append(
-                Finding(
-                    r.id,
-                    r.level,
-                    "the comparison with the baseline could not run",
-                    base_error,
-                    {"reason": base_error},
-                    source="compare",
-                    hint=r.hint,
-                )
+            cmp_error = Finding(
+                r.id,
+                r.level,
+                "the comparison with the baseline could not run",
+                base_error,
+                {"reason": base_error},
+                source="compare",
+                hint=r.hint,
             )
-    return rep
+            rep = replace(rep, findings=[*rep.findings, cmp_error])
+    return _charted(rep, run, config.charts)
 
 
 def _judge_candidate(args: tuple) -> tuple[list[Report], dict | None]:
@@ -559,13 +566,20 @@ def doctor(
                 )
             for rep in reps:
                 if rep.file == str(cand.path) or str(cand.path) in rep.also:
-                    rep.snapshots = [str(p) for p in cand.snapshots]
-                    if cand.snapshots:
-                        rep.notes.append(
+                    folded = (
+                        [
                             f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; "
                             "judged the most complete"
-                        )
-                    rep.also = rep.also + [str(p) for p in cand.copies]
+                        ]
+                        if cand.snapshots
+                        else []
+                    )
+                    rep = replace(
+                        rep,
+                        snapshots=[str(p) for p in cand.snapshots],
+                        notes=[*rep.notes, *folded],
+                        also=[*rep.also, *(str(p) for p in cand.copies)],
+                    )
                 reports.append(rep)
     except BaseException:
         if pool is not None:
@@ -577,30 +591,30 @@ def doctor(
         close = getattr(results, "close", None)
         if close is not None:
             close()
-    _assign_experiments(reports)
-    return reports, ignored
+    return _with_experiments(reports), ignored
 
 
-def _assign_experiments(reports: list[Report]) -> None:
-    """Set ``experiment`` on runs that share one with another run (:func:`discover.experiment_of`;
-    the runs of one multi-run file share the file): a lone run is not a group."""
+def _with_experiments(reports: list[Report]) -> list[Report]:
+    """``reports`` with ``experiment`` set on runs that share one with another run
+    (:func:`discover.experiment_of`; the runs of one multi-run file share the file): a lone
+    run is not a group."""
     from collections import Counter
 
     keys = [r.file if r.meta.get("run") else experiment_of(r.file) for r in reports]
     counts = Counter(k for k in keys if k is not None)
-    for r, k in zip(reports, keys):
-        if k is not None and counts[k] > 1:
-            r.experiment = k
+    return [replace(r, experiment=k) if k is not None and counts[k] > 1 else r for r, k in zip(reports, keys)]
 
 
-def _add_comparison(
+def _with_comparison(
     rep: Report, baseline: RunLog, run: RunLog, base_report: Report | None, thresholds: Thresholds, mute: Iterable[str]
-) -> None:
+) -> Report:
+    """``rep`` (``run``'s own report) with its comparison with ``baseline`` merged in, and
+    the FAIL summary of the merged findings."""
     from .rules.compare import compare_runlogs, merge_comparison
     from .rules.engine import fail_summary
 
-    merge_comparison(rep, *compare_runlogs(baseline, run, base_report, thresholds, mute))
-    rep.summary = fail_summary(rep, run)
+    merged = merge_comparison(rep, *compare_runlogs(baseline, run, base_report, thresholds, mute))
+    return replace(merged, summary=fail_summary(merged.findings, run))
 
 
 def compare(
@@ -610,8 +624,11 @@ def compare(
     mapping: Mapping[str, str] | None = None,
     mute: Iterable[str] = (),
     thresholds: Thresholds = DEFAULT,
+    charts: bool = True,
 ) -> tuple[Report, list[Report]]:
     """Judge each run on its own and against a known-good baseline of the same task.
+
+    ``charts=False`` leaves ``Report.charts`` empty (nothing but the HTML report uses them).
 
     Returns:
         ``(baseline_report, run_reports)``: the baseline's own single-run report, and one
@@ -623,7 +640,7 @@ def compare(
     """
     mute = list(mute)
     base = read_runlog(baseline, fmt, mapping)
-    base_report = judge_runlog(base, thresholds, mute)
+    base_report = _charted(judge_runlog(base, thresholds, mute), base, charts)
     reports = []
     for p in runs:
         try:
@@ -631,7 +648,6 @@ def compare(
         except (ReadError, MappingError) as e:
             reports.append(error_report(str(p), str(e)))
             continue
-        rep = judge_runlog(run, thresholds, mute)
-        _add_comparison(rep, base, run, base_report, thresholds, mute)
-        reports.append(rep)
+        rep = _with_comparison(judge_runlog(run, thresholds, mute), base, run, base_report, thresholds, mute)
+        reports.append(_charted(rep, run, charts))
     return base_report, reports

@@ -2,17 +2,20 @@
 
 Commands take the options they need by name (:func:`options`), so an option means the
 same and reads the same in every command that has it. Kept light: building the options
-imports click only (``trainproof --help`` loads this module).
+imports click and the two registration tables only (the readers' and the renderers'; no
+reader or renderer), as ``trainproof --help`` loads this module.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
 import click
 
 from ..formats import READER_MODULES
+from ..render import RENDERERS, Renderer
 
 #: The reader names, in sniffing order, for ``--format`` choices: the formats' registration
 #: (a module's name is its reader's), read without importing any reader.
@@ -49,25 +52,25 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
         ),
     ),
     "config": (("--config", "config_path"), dict(type=click.Path(dir_okay=False, path_type=Path), help=_CONFIG_HELP)),
-    "sarif": (
-        ("--sarif", "sarif_path"),
-        dict(
-            type=click.Path(dir_okay=False, path_type=Path),
-            help="Also write the findings as SARIF 2.1.0 (GitHub code scanning) to this file.",
-        ),
-    ),
-    "html": (
-        ("--html", "html_path"),
-        dict(
-            is_flag=False,
-            flag_value="trainproof-report.html",
-            default=None,
-            type=click.Path(dir_okay=False, path_type=Path),
-            metavar="[PATH]",
-            help="Also write a self-contained HTML report with charts (default trainproof-report.html).",
-        ),
-    ),
 }
+
+
+def _file_option(r: Renderer) -> tuple[tuple[str, ...], dict]:
+    """The option of a report file (:data:`trainproof.render.RENDERERS`)."""
+    kwargs: dict = dict(type=click.Path(dir_okay=False, path_type=Path), help=r.help)
+    if r.default_file is not None:
+        kwargs.update(is_flag=False, flag_value=r.default_file, default=None, metavar="[PATH]")
+    return (r.option, _dest(r)), kwargs
+
+
+def _dest(r: Renderer) -> str:
+    return f"{r.name}_path"
+
+
+OPTIONS.update({r.name: _file_option(r) for r in RENDERERS})
+#: The names of the report-file options: a command that takes any gets them as one
+#: ``outputs`` parameter (renderer name -> path, for those given).
+FILE_OPTIONS = tuple(r.name for r in RENDERERS)
 
 
 def options(*names: str, **changes: dict):
@@ -83,8 +86,11 @@ def options(*names: str, **changes: dict):
     for name in names:
         args, kwargs = OPTIONS[name]
         decls.append(click.option(*args, **{**kwargs, **changes.get(name, {})}))
+    files = [r for r in RENDERERS if r.name in names]
 
     def add(fn):
+        if files:
+            fn = _collect_outputs(fn, files)
         for o in reversed(decls):
             fn = o(fn)
         return fn
@@ -92,10 +98,23 @@ def options(*names: str, **changes: dict):
     return add
 
 
-#: The options of the commands that read logs (judge, doctor, compare).
-log_options = options("format", "map", "json", "mute", "config", "sarif", "html")
-#: The options of the commands that check what a run starts from (the preflight family).
-output_options = options("json", "mute", "config", "sarif")
+def _collect_outputs(fn, files: list[Renderer]):
+    """``fn`` called with the report-file options ``files`` as one ``outputs`` keyword
+    (renderer name -> path, for the options given), in place of one keyword each."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        given = {r.name: kwargs.pop(_dest(r)) for r in files}
+        return fn(*args, outputs={k: v for k, v in given.items() if v is not None}, **kwargs)
+
+    return call
+
+
+#: The options of the commands that read logs (judge, doctor, compare): every report file.
+log_options = options("format", "map", "json", "mute", "config", *FILE_OPTIONS)
+#: The options of the commands that check what a run starts from (the preflight family):
+#: the report files that need no log.
+output_options = options("json", "mute", "config", *(r.name for r in RENDERERS if r.everywhere))
 
 
 def seconds(positive: bool):

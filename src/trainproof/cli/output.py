@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..findings import Report
+    from ..render import Renderer
 
 
 def stdout_console() -> Console:
@@ -87,17 +88,11 @@ def settings(command: str, as_json: bool, maps=(), mute=(), config_path: Path | 
     return overrides, cfg
 
 
-#: How the start of a report file looks, per option (its first bytes, and a word its first
-#: 512 bytes hold): a regular file at the report path that does not is not a report to
-#: replace. A SARIF log names its schema first; a JSONL training log also starts with "{".
-_REPORT_STARTS = {"--html": (b"<!doctype html", b"<html"), "--sarif": (b"{", b"sarif")}
-
-
-def not_a_report(path: Path | None, option: str) -> str | None:
-    """Why ``path`` must not be overwritten by ``option``'s report, or ``None``: a regular
-    file (not a link, FIFO or device: those are handled by the atomic write) holding
-    something other than such a report, e.g. the training log itself when ``--html`` took
-    the next argument as its value (``epoch --html run.jsonl``)."""
+def not_a_report(path: Path | None, renderer: Renderer) -> str | None:
+    """Why ``path`` must not be overwritten by ``renderer``'s report file, or ``None``: a
+    regular file (not a link, FIFO or device: those are handled by the atomic write)
+    holding something other than such a report (:attr:`Renderer.starts`), e.g. the training
+    log itself when ``--html`` took the next argument as its value (``epoch --html run.jsonl``)."""
     if path is None:
         return None
     try:
@@ -111,43 +106,37 @@ def not_a_report(path: Path | None, option: str) -> str | None:
             head = f.read(512).lstrip().lower()
     except OSError:
         return None
-    start, word = _REPORT_STARTS[option]
+    start, word = renderer.starts
     if head.startswith(start) and word in head:
         return None
+    option = renderer.option
     return (
         f"{option} {path}: the file exists and is not a trainproof report (a training log?); "
         f"not overwritten. Give {option} a new file name, after the log (`epoch LOG {option} report`)"
     )
 
 
-def write_outputs(
-    reports: list[Report], sarif_path: Path | None, html_path: Path | None, compare_with: Report | None = None
-) -> None:
-    """Write the SARIF and HTML files asked for, and say on stderr where the HTML went. A
-    file at a report path that is not such a report (the log itself, taken as the option's
-    value) is left alone.
+def write_outputs(reports: list[Report], outputs: dict[str, Path] | None, baseline: Report | None = None) -> None:
+    """Write the report files asked for (``outputs``: renderer name -> path, see
+    :data:`trainproof.render.RENDERERS`), and say on stderr where those that announce
+    themselves went. A file at a report path that is not such a report (the log itself,
+    taken as the option's value) is left alone. ``baseline``: ``compare``'s baseline report.
 
     Raises:
         click.exceptions.Exit: such a file, or a report that cannot be written (one line
             printed; exit 2).
     """
-    for path, option in ((sarif_path, "--sarif"), (html_path, "--html")):
-        why = not_a_report(path, option)
+    from ..render import RENDERERS, write_files
+
+    outputs = dict(outputs or {})
+    for r in RENDERERS:
+        why = not_a_report(outputs.get(r.name), r)
         if why is not None:
             fail(why)
     try:
-        if sarif_path is not None:
-            from ..render.sarif import write_sarif
-
-            write_sarif(list(reports), sarif_path, base=Path.cwd())
-        if html_path is not None:
-            from ..render.html import write_html
-
-            if compare_with is not None:
-                write_html([compare_with, *reports], html_path, title="trainproof compare", compare=True)
-            else:
-                write_html(reports, html_path)
-            echo_error(f"wrote the HTML report to {html_path}")
+        for r in write_files(reports, outputs, baseline=baseline):
+            if r.announce is not None:
+                echo_error(f"wrote the {r.announce} to {outputs[r.name]}")
     except OSError as e:
         # The reason and the path as asked for; str(e) would print the path unescaped.
         where = e.filename if e.filename is not None else ""
@@ -162,8 +151,7 @@ def emit_reports(
     summary: bool = False,
     extra: dict | None = None,
     error: str | None = None,
-    sarif_path: Path | None = None,
-    html_path: Path | None = None,
+    outputs: dict[str, Path] | None = None,
     view: str = "default",
     only=None,
 ) -> int:
@@ -173,7 +161,8 @@ def emit_reports(
 
     ``summary``: doctor's view (a table of runs, the totals line; ``extra["ignored"]``
     counted). ``error``: why nothing could be judged (printed on stderr, and in the JSON
-    document). The reports are printed as they were built: muting is the check's (the
+    document). ``outputs``: the report files asked for (renderer name -> path, the
+    command's ``outputs`` parameter; :func:`write_outputs`). The reports are printed as they were built: muting is the check's (the
     rule engine's, :func:`trainproof.preflight.apply_mute`), never done here.
 
     Raises:
@@ -181,7 +170,7 @@ def emit_reports(
     """
     from ..findings import exit_code
 
-    write_outputs(reports, sarif_path, html_path)
+    write_outputs(reports, outputs)
     if as_json:
         from ..render import json as render_json
 

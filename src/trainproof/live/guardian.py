@@ -194,11 +194,17 @@ class Guardian:
         """Judge the history; remember and announce (``on_alert``) the new finding ids.
 
         Args:
-            charts: also compute the chart series (only a final report needs them).
+            charts: also attach the chart series (:func:`trainproof.render.charts.with_charts`;
+                only a final report needs them).
         """
         self._judged_at = self.records
         t0 = time.perf_counter()
-        rep = judge_runlog(self.runlog(), self.thresholds, self.mute, charts=charts)
+        run = self.runlog()
+        rep = judge_runlog(run, self.thresholds, self.mute)
+        if charts:
+            from ..render.charts import with_charts
+
+            rep = with_charts(rep, run)
         self._judge_end = time.perf_counter()
         self.judge_seconds = self._judge_end - t0
         self.new_findings = [f for f in rep.findings if f.level in (Level.FAIL, Level.WARN) and f.id not in self._seen]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..findings import Finding, Level, Report
@@ -102,8 +102,8 @@ class Watcher:
         if new:
             self.last_growth = now
             self._stall_reported = False
-            if self.report is not None:
-                self.report.findings = [f for f in self.report.findings if f.id != "TP-STALL"]
+            if self.report is not None and "TP-STALL" in self.report.ids():
+                self.report = replace(self.report, findings=[f for f in self.report.findings if f.id != "TP-STALL"])
         judged_new: list[str] = []
         if self._judge_due(now, new):
             self.report = self.guardian.judge()
@@ -117,18 +117,17 @@ class Watcher:
                 self.last_judge = now
             if "TP-STALL" not in self.report.ids():
                 r = get("TP-STALL")
-                self.report.findings.append(
-                    Finding(
-                        r.id,
-                        r.level,
-                        f"the log has not grown for {now - self.last_growth:.0f} s",
-                        f"no new record since {now - self.last_growth:.0f} s (stall timeout {self.stall_timeout:g} s); "
-                        f"{self.guardian.records} records so far.",
-                        {"seconds": now - self.last_growth, "timeout": self.stall_timeout},
-                        source="live",
-                        hint=r.hint,
-                    )
+                stall = Finding(
+                    r.id,
+                    r.level,
+                    f"the log has not grown for {now - self.last_growth:.0f} s",
+                    f"no new record since {now - self.last_growth:.0f} s (stall timeout {self.stall_timeout:g} s); "
+                    f"{self.guardian.records} records so far.",
+                    {"seconds": now - self.last_growth, "timeout": self.stall_timeout},
+                    source="live",
+                    hint=r.hint,
                 )
+                self.report = replace(self.report, findings=[*self.report.findings, stall])
             if not self._stall_reported:
                 judged_new.append("TP-STALL")
                 self._stall_reported = True

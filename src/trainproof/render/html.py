@@ -892,3 +892,12 @@ CSP = _csp()
 def write_html(reports: list[Report], path: Path, title: str = "trainproof report", compare: bool = False) -> None:
     """Write :func:`render_html` to ``path`` (UTF-8, ``\\n`` line ends)."""
     write_atomic(path, render_html(reports, title=title, compare=compare))
+
+
+def write(reports: list[Report], path: Path, *, baseline: Report | None = None) -> None:
+    """The ``--html`` file (:data:`trainproof.render.RENDERERS`): :func:`write_html` of
+    ``reports``, or with a ``compare`` baseline, the comparison page (the baseline first)."""
+    if baseline is not None:
+        write_html([baseline, *reports], path, title="trainproof compare", compare=True)
+    else:
+        write_html(reports, path)

@@ -378,3 +378,10 @@ def to_sarif(reports: Iterable[Report], base: Path | None = None) -> dict:
 def write_sarif(reports: Iterable[Report], path: Path, base: Path | None = None) -> None:
     """Write the SARIF document of ``reports`` to ``path`` (UTF-8, trailing newline)."""
     write_atomic(path, dumps(reports, base) + "\n")
+
+
+def write(reports: Iterable[Report], path: Path, *, baseline: Report | None = None) -> None:
+    """The ``--sarif`` file (:data:`trainproof.render.RENDERERS`): :func:`write_sarif` of
+    ``reports`` with URIs relative to the current directory. A ``compare`` baseline is a
+    reference, not a finding's subject: it is not in the file."""
+    write_sarif(list(reports), path, base=Path.cwd())

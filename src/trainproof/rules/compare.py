@@ -20,7 +20,7 @@ one verdict: a PASS of either half is kept as a note when the other half is not 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -424,7 +424,7 @@ _PASS_NOTE = {"single_run": "On its own curve", "compare": "Against the baseline
 def merge_comparison(
     report: Report, findings: list[Finding], skipped: dict[str, Skip], ran: list[str], metrics: dict
 ) -> Report:
-    """Add the output of :func:`compare_runlogs` to ``report``, the run's own report.
+    """``report``, the run's own report, with the output of :func:`compare_runlogs` merged in.
 
     The merged report has one verdict. A PASS finding of one half (``TP-PASS`` on the run
     alone, ``TP-CMP-PASS`` against the baseline) stays a finding unless the merged verdict
@@ -433,25 +433,25 @@ def merge_comparison(
     counts stay in ``ran`` and ``skipped``.
 
     Returns:
-        ``report``, changed in place.
+        A new report: ``report`` itself is left as it was built.
     """
-    report.findings.extend(findings)
-    report.skipped.update(skipped)
-    report.ran.extend(ran)
-    if metrics:
-        report.meta["compare"] = metrics
+    merged = replace(
+        report,
+        findings=[*report.findings, *findings],
+        skipped={**report.skipped, **skipped},
+        ran=[*report.ran, *ran],
+        meta={**report.meta, "compare": metrics} if metrics else dict(report.meta),
+    )
     # Under a WARN a PASS of the other half is no contradiction (the run compares well and
     # has something to watch); under a FAIL or NOT-CHECKED it would read as one.
-    if report.verdict in (Level.FAIL, Level.NOT_CHECKED):
-        kept = []
-        for f in report.findings:
-            if f.level is Level.PASS:
-                label = _PASS_NOTE.get(f.source, f.source)
-                report.notes.append(f"{label}: {f.message}.")
-            else:
-                kept.append(f)
-        report.findings = kept
-    return report
+    if merged.verdict in (Level.FAIL, Level.NOT_CHECKED):
+        passes = [f for f in merged.findings if f.level is Level.PASS]
+        merged = replace(
+            merged,
+            findings=[f for f in merged.findings if f.level is not Level.PASS],
+            notes=[*merged.notes, *(f"{_PASS_NOTE.get(f.source, f.source)}: {f.message}." for f in passes)],
+        )
+    return merged
 
 
 def _compare_rules():

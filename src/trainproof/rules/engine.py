@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..findings import MUTED, Finding, Level, Report, Skip
-from ..runlog import RunLog, Series, downsample
+from ..runlog import RunLog, Series
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct
 from ._fmt import step as step_fmt
@@ -165,12 +165,11 @@ def _skip_reason(rule: Rule, run: RunLog, th: Thresholds, shared: dict | None = 
     return None
 
 
-def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = (), charts: bool = True) -> Report:
-    """Run every single-run rule on ``run``.
+def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()) -> Report:
+    """Run every single-run rule on ``run``; the report is built once, at the end.
 
-    Args:
-        charts: also fill ``Report.charts`` (the downsampled series the HTML report draws);
-            a live guardian that judges over and over skips them until its final report.
+    Chart data (the series the HTML report draws) is not computed here:
+    :func:`trainproof.render.charts.with_charts` attaches it where an HTML report is asked for.
 
     Returns:
         A :class:`Report` whose verdict is FAIL, WARN or PASS when at least one check ran,
@@ -178,47 +177,60 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
         ``TP-NO-LOSS`` when there was nothing to judge.
     """
     mute = set(mute)
-    report = Report(
-        file=run.path,
-        format=run.format,
-        records=run.records,
-        step_range=run.step_range,
-        mapping={k: dict(v) for k, v in run.mapping.items()},
-        notes=list(run.notes),
-        meta=dict(run.meta),
-    )
-    if run.records == 0:
-        report.findings.append(
-            _outcome(
-                "TP-NO-RECORDS", "no records could be read from the log", "the file holds no logged rows with numbers"
-            )
+
+    def built(findings: list[Finding], **rest) -> Report:
+        return Report(
+            file=run.path,
+            format=run.format,
+            records=run.records,
+            step_range=run.step_range,
+            mapping={k: dict(v) for k, v in run.mapping.items()},
+            notes=list(run.notes),
+            findings=findings,
+            **rest,
         )
-        return report
+
+    if run.records == 0:
+        return built(
+            [
+                _outcome(
+                    "TP-NO-RECORDS",
+                    "no records could be read from the log",
+                    "the file holds no logged rows with numbers",
+                )
+            ],
+            meta=dict(run.meta),
+        )
     # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
     # which must fall) is still judged on its return by the RL rules.
     judged_on_reward = "reward" in run.series and detect_objective(run)[0] == "rl"
     if "loss" not in run.series and "eval_loss" not in run.series and not judged_on_reward:
         keys = sorted(run.series)
         shown = ", ".join(keys[:15]) + (" …" if len(keys) > 15 else "")
-        report.findings.append(
-            _outcome(
-                "TP-NO-LOSS",
-                "no loss series found: nothing to judge",
-                f"metrics in the log: {shown or '(none)'}; name the loss column with --map loss=COLUMN",
-                data={"metrics": keys},
-            )
+        return built(
+            [
+                _outcome(
+                    "TP-NO-LOSS",
+                    "no loss series found: nothing to judge",
+                    f"metrics in the log: {shown or '(none)'}; name the loss column with --map loss=COLUMN",
+                    data={"metrics": keys},
+                )
+            ],
+            meta=dict(run.meta),
         )
-        return report
 
     trend_ran = False
     shared: dict = {}  # finite series, facts and memos shared by this run's rules
     objective, because = detect_objective(run)
-    report.meta["objective"] = objective
+    meta = {**run.meta, "objective": objective}
+    findings: list[Finding] = []
+    ran: list[str] = []
+    skipped: dict[str, Skip] = {}
     for rule in all_rules():
         if rule.is_outcome or rule.source not in ("single_run", "reader"):
             continue
         if rule.id in mute:
-            report.skipped[rule.id] = MUTED
+            skipped[rule.id] = MUTED
             continue
         if objective not in rule.objectives:
             if objective == "supervised":
@@ -231,48 +243,45 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
                     f"the log is an {objective.upper()} objective ({', '.join(because[:3])}): "
                     "its loss is not expected to fall, so the loss-shape rules do not apply"
                 )
-            report.skipped[rule.id] = Skip(f"objective: {objective}", detail)
+            skipped[rule.id] = Skip(f"objective: {objective}", detail)
             continue
         skip = _skip_reason(rule, run, th, shared)
         if skip is not None:
-            report.skipped[rule.id] = skip
+            skipped[rule.id] = skip
             continue
         ctx = Context(run, th, rule, shared)
         # Overflow to inf (a finite loss of 1e308 squared) is an answer the rules handle,
         # not something to print: numpy's floating-point warnings stay off stderr.
         with np.errstate(all="ignore"):
-            report.findings.extend(rule.check(ctx) or ())
-        report.ran.append(rule.id)
+            findings.extend(rule.check(ctx) or ())
+        ran.append(rule.id)
         trend_ran |= rule.verdict_bearing
 
-    report.findings = merge_implied(report.findings)
-    if not any(f.level in (Level.FAIL, Level.WARN) for f in report.findings):
-        skipped = "; ".join(f"{k} ({v.reason})" for k, v in report.skipped.items())
+    findings = merge_implied(findings)
+    if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
+        skipped_text = "; ".join(f"{k} ({v.reason})" for k, v in skipped.items())
         if trend_ran:
-            report.findings.append(
+            findings.append(
                 _outcome(
                     "TP-PASS",
-                    f"no check fired ({len(report.ran)} ran, {len(report.skipped)} skipped)",
-                    f"ran: {', '.join(report.ran)}" + (f". skipped: {skipped}" if skipped else ""),
-                    data={"ran": list(report.ran), "skipped": sorted(report.skipped)},
+                    f"no check fired ({len(ran)} ran, {len(skipped)} skipped)",
+                    f"ran: {', '.join(ran)}" + (f". skipped: {skipped_text}" if skipped_text else ""),
+                    data={"ran": list(ran), "skipped": sorted(skipped)},
                 )
             )
         else:
             why = "; ".join(
-                f"{k}: {v.detail}" for k, v in report.skipped.items() if get(k) is not None and get(k).verdict_bearing
+                f"{k}: {v.detail}" for k, v in skipped.items() if get(k) is not None and get(k).verdict_bearing
             )
-            report.findings.append(
+            findings.append(
                 _outcome(
                     "TP-NOT-CHECKED",
                     "no trend check could run: the run is not judged",
-                    why + (f". Also skipped: {skipped}" if skipped else ""),
-                    data={"ran": list(report.ran), "skipped": sorted(report.skipped)},
+                    why + (f". Also skipped: {skipped_text}" if skipped_text else ""),
+                    data={"ran": list(ran), "skipped": sorted(skipped)},
                 )
             )
-    report.summary = fail_summary(report, run)
-    if charts:
-        report.charts = chart_series(run)
-    return report
+    return built(findings, ran=ran, skipped=skipped, meta=meta, summary=fail_summary(findings, run))
 
 
 def merge_implied(findings: list[Finding]) -> list[Finding]:
@@ -314,26 +323,12 @@ def merge_implied(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-#: The series drawn in reports, in this order.
-CHART_SERIES = ("loss", "eval_loss", "lr", "grad_norm")
-
-
-def chart_series(run: RunLog) -> dict:
-    """Downsampled copies of the charted series (see :func:`runlog.downsample`)."""
-    out = {}
-    for name in CHART_SERIES:
-        s = run.series.get(name)
-        if s is not None and len(s):
-            st, v = downsample(s.steps, s.values)
-            out[name] = {"key": s.key, "steps": st, "values": v}
-    return out
-
-
-def fail_summary(report: Report, run: RunLog) -> str | None:
-    """For a FAIL: the earliest step where a FAIL finding places the fault, how much of the
-    run (of its declared schedule when known) came after it, and the best checkpoint the
-    log records. ``None`` when the report has no FAIL."""
-    fails = [f for f in report.findings if f.level is Level.FAIL]
+def fail_summary(findings: Iterable[Finding], run: RunLog) -> str | None:
+    """For a FAIL among ``findings`` (a report's, about ``run``): the earliest step where a
+    FAIL finding places the fault, how much of the run (of its declared schedule when
+    known) came after it, and the best checkpoint the log records. ``None`` when there is
+    no FAIL."""
+    fails = [f for f in findings if f.level is Level.FAIL]
     if not fails:
         return None
     placed = [f for f in fails if f.step is not None]
@@ -374,6 +369,6 @@ def _outcome(rule_id: str, message: str, evidence: str = "", data: dict | None =
 
 def error_report(path: str, reason: str, fmt: str | None = None) -> Report:
     """A report for an input that could not be read (``TP-READ-ERROR``, exit 2)."""
-    rep = Report(file=path, format=fmt, error=reason)
-    rep.findings.append(_outcome("TP-READ-ERROR", "the log could not be read", reason))
-    return rep
+    return Report(
+        file=path, format=fmt, error=reason, findings=[_outcome("TP-READ-ERROR", "the log could not be read", reason)]
+    )

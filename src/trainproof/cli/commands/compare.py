@@ -14,7 +14,7 @@ from ..output import emit_reports, settings, stdout_console, write_outputs
 @click.argument("baseline", type=click.Path(path_type=Path))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @log_options
-def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path) -> int:
+def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, config_path, outputs) -> int:
     """Judge each RUN on its own and against BASELINE, a known-good run of the same task.
 
     A run on shuffled labels lowers its own loss and looks healthy alone; against a
@@ -24,14 +24,17 @@ def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, confi
     from ...api import compare as api_compare
     from ...findings import exit_code
     from ...formats import ReadError
+    from ...render import needs_charts
     from ...render import text as render_text
 
     overrides, cfg = settings("compare", as_json, maps, mute, config_path)
     try:
-        base_report, reports = api_compare(baseline, runs, fmt, overrides, cfg.mute, cfg.thresholds)
+        base_report, reports = api_compare(
+            baseline, runs, fmt, overrides, cfg.mute, cfg.thresholds, charts=needs_charts(outputs)
+        )
     except (ReadError, MappingError) as e:
         return emit_reports([], "compare", as_json, error=f"baseline {baseline}: {e}")
-    write_outputs(reports, sarif_path, html_path, compare_with=base_report)
+    write_outputs(reports, outputs, baseline=base_report)
     if as_json:
         return emit_reports(reports, "compare", as_json, extra={"baseline": base_report.to_dict()})
     render_text.render_compare(stdout_console(), base_report, reports)

@@ -40,7 +40,7 @@ def dataset_cmd(
     as_json: bool,
     mute,
     config_path,
-    sarif_path,
+    outputs,
 ) -> int:
     """Check a training dataset (JSONL, .json array, .jsonl.gz) before the run: malformed lines,
     empty and duplicate texts, and with --tokenizer its EOS/pad/BOS and --max-len truncation.
@@ -63,4 +63,4 @@ def dataset_cmd(
         for why in (error or rep.error,) if len(datasets) == 1 else (error, rep.error):
             if why is not None and why not in errors:
                 errors.append(why)
-    return emit_reports(reports, command, as_json, sarif_path=sarif_path, error="; ".join(errors) or None)
+    return emit_reports(reports, command, as_json, outputs=outputs, error="; ".join(errors) or None)

@@ -140,8 +140,7 @@ def doctor_cmd(
     as_json: bool,
     mute,
     config_path,
-    sarif_path,
-    html_path,
+    outputs,
     baseline,
     max_depth,
     max_files,
@@ -162,6 +161,7 @@ def doctor_cmd(
     from ...engines import EngineError
     from ...formats import ReadError
     from ...remote import is_url
+    from ...render import needs_charts, without_runs
 
     overrides, cfg = settings("doctor", as_json, maps, mute, config_path)
     if address is not None and engine == "local":
@@ -170,7 +170,12 @@ def doctor_cmd(
     for path in roots:
         if not is_url(path) and not path.exists():
             return emit_reports(
-                [], "doctor", as_json, summary=True, error=f"no such file or directory: {path}", sarif_path=sarif_path
+                [],
+                "doctor",
+                as_json,
+                summary=True,
+                error=f"no such file or directory: {path}",
+                outputs=without_runs(outputs),
             )
     label = " ".join(str(p) for p in roots)
     progress = _LazyProgress()
@@ -188,7 +193,7 @@ def doctor_cmd(
             jobs=jobs,
             engine=engine,
             address=address,
-            charts=html_path is not None,
+            charts=needs_charts(outputs),
         )
     except (ReadError, EngineError) as e:
         progress.close()
@@ -198,7 +203,7 @@ def doctor_cmd(
             as_json,
             summary=True,
             error=f"{label}: {e}" if isinstance(e, ReadError) else str(e),
-            sarif_path=sarif_path,
+            outputs=without_runs(outputs),
         )
     for cut in ignored:
         if "--max-depth" in cut["reason"] or "--max-files" in cut["reason"]:
@@ -220,8 +225,7 @@ def doctor_cmd(
         summary=True,
         extra={"ignored": ignored},
         error=error,
-        sarif_path=sarif_path,
-        html_path=html_path,
+        outputs=outputs,
         view=view or "default",
         only=only,
     )

@@ -94,7 +94,7 @@ def env_cmd(
     as_json,
     mute,
     config_path,
-    sarif_path,
+    outputs,
 ) -> int:
     """Can this machine start this run at all? Probe imports in a child interpreter, verify
     checkpoints without unpickling them, and compare RAM and disk with what the run needs.
@@ -125,4 +125,4 @@ def env_cmd(
         clean_env=clean_env,
         mute=cfg.mute,
     )
-    return emit_reports([rep], command, as_json, sarif_path=sarif_path)
+    return emit_reports([rep], command, as_json, outputs=outputs)

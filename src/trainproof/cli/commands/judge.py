@@ -11,7 +11,7 @@ from ..output import emit_reports, invoked, settings
 @click.command("judge")
 @click.argument("logfile", type=click.Path(path_type=str))
 @log_options
-def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sarif_path, html_path) -> int:
+def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, outputs) -> int:
     """Judge one training log: a file (HF trainer_state.json, TensorBoard event file, JSONL,
     CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow run folder.
     LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] extra). A log that
@@ -20,6 +20,8 @@ def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sa
     from ...api import read_runlogs
     from ...findings import worst_first
     from ...formats import ReadError
+    from ...render import needs_charts
+    from ...render.charts import with_charts
     from ...rules.engine import error_report, judge_runlog
 
     command = invoked("judge")
@@ -29,10 +31,11 @@ def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, sa
         runs = read_runlogs(logfile, fmt, overrides)
     except (ReadError, MappingError) as e:
         rep = error_report(str(logfile), str(e), None if fmt == "auto" else fmt)
-        return emit_reports(
-            [rep], command, as_json, error=f"{logfile}: {e}", sarif_path=sarif_path, html_path=html_path
-        )
+        return emit_reports([rep], command, as_json, error=f"{logfile}: {e}", outputs=outputs)
     # One report per run the log holds (a W&B export of several runs), worst first; chart
     # series only for the HTML report (the only output that draws them).
-    reports = worst_first([judge_runlog(run, cfg.thresholds, cfg.mute, charts=html_path is not None) for run in runs])
-    return emit_reports(reports, command, as_json, sarif_path=sarif_path, html_path=html_path)
+    reports = [judge_runlog(run, cfg.thresholds, cfg.mute) for run in runs]
+    if needs_charts(outputs):
+        reports = [with_charts(rep, run) for rep, run in zip(reports, runs)]
+    reports = worst_first(reports)
+    return emit_reports(reports, command, as_json, outputs=outputs)

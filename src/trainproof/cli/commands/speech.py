@@ -13,7 +13,7 @@ from ..output import emit_reports, invoked, settings
 @click.command("data")
 @click.argument("source", type=click.Path(path_type=Path), metavar="DIR_OR_MANIFEST")
 @output_options
-def data_cmd(source: Path, as_json: bool, mute, config_path, sarif_path) -> int:
+def data_cmd(source: Path, as_json: bool, mute, config_path, outputs) -> int:
     """Check speech training data before the run: audio/transcript pairs from a folder
     (NAME.wav + NAME.txt/.lab), an LJSpeech folder or metadata.csv, or a NeMo manifest.jsonl.
 
@@ -29,15 +29,15 @@ def data_cmd(source: Path, as_json: bool, mute, config_path, sarif_path) -> int:
     try:
         rep = check_data(source, cfg.thresholds, cfg.mute)
     except ExtraMissing as e:
-        return emit_reports([], command, as_json, sarif_path=sarif_path, error=str(e))
-    return emit_reports([rep], command, as_json, sarif_path=sarif_path, error=rep.error)
+        return emit_reports([], command, as_json, outputs=outputs, error=str(e))
+    return emit_reports([rep], command, as_json, outputs=outputs, error=rep.error)
 
 
 @click.command("tokenizer")
 @click.argument("spm_model", type=click.Path(path_type=Path))
 @click.argument("transcripts", type=click.Path(path_type=Path))
 @output_options
-def tokenizer_cmd(spm_model: Path, transcripts: Path, as_json: bool, mute, config_path, sarif_path) -> int:
+def tokenizer_cmd(spm_model: Path, transcripts: Path, as_json: bool, mute, config_path, outputs) -> int:
     """Check a SentencePiece model against the transcripts it will encode: unknown tokens,
     character coverage, tokens per second of audio and how numbers are split.
 
@@ -52,5 +52,5 @@ def tokenizer_cmd(spm_model: Path, transcripts: Path, as_json: bool, mute, confi
     try:
         rep = check_tokenizer(spm_model, transcripts, cfg.thresholds, cfg.mute)
     except ExtraMissing as e:
-        return emit_reports([], command, as_json, sarif_path=sarif_path, error=str(e))
-    return emit_reports([rep], command, as_json, sarif_path=sarif_path, error=rep.error)
+        return emit_reports([], command, as_json, outputs=outputs, error=str(e))
+    return emit_reports([rep], command, as_json, outputs=outputs, error=rep.error)

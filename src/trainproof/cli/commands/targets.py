@@ -59,7 +59,7 @@ def targets_cmd(
     as_json: bool,
     mute,
     config_path,
-    sarif_path,
+    outputs,
 ) -> int:
     """Check the training objective at step 0: an ignore_index that is a real class, targets
     outside [0, N), classes that never appear, and causal-LM labels shifted twice.
@@ -77,4 +77,4 @@ def targets_cmd(
         rep = objective_report(
             targets_path, num_classes, ignore_index, key, loss_shifts_labels, cfg.thresholds, mute=cfg.mute
         )
-    return emit_reports([rep], command, as_json, sarif_path=sarif_path, error=rep.error)
+    return emit_reports([rep], command, as_json, outputs=outputs, error=rep.error)

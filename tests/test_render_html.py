@@ -183,12 +183,17 @@ def test_divergence_is_marked_on_the_loss_chart_at_its_onset_not_its_best_step(d
 
 
 def test_a_warn_with_an_onset_is_labelled_as_a_warn_from_that_step():
-    rep = Report(file="run.jsonl", format="jsonl", records=3, step_range=(0.0, 20.0))
-    rep.charts = {"loss": {"steps": [0.0, 10.0, 20.0], "values": [1.0, 0.8, 0.7], "key": "loss"}}
-    rep.findings = [
-        Finding("TP-STEP-CLIFF", Level.WARN, "step time grew", step=20.0, data={"onset_step": 10}),
-        Finding("TP-X", Level.FAIL, "no onset", step=20.0, data={"onset_step": float("nan")}),
-    ]
+    rep = Report(
+        file="run.jsonl",
+        format="jsonl",
+        records=3,
+        step_range=(0.0, 20.0),
+        charts={"loss": {"steps": [0.0, 10.0, 20.0], "values": [1.0, 0.8, 0.7], "key": "loss"}},
+        findings=[
+            Finding("TP-STEP-CLIFF", Level.WARN, "step time grew", step=20.0, data={"onset_step": 10}),
+            Finding("TP-X", Level.FAIL, "no onset", step=20.0, data={"onset_step": float("nan")}),
+        ],
+    )
     doc = Doc(render_html([rep]))
     [(group, _)] = marker_lines(doc, "loss", "TP-STEP-CLIFF", "onset")
     assert group["data-step"] == "10" and group["data-level"] == "WARN"

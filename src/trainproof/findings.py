@@ -122,9 +122,13 @@ class Skip:
 MUTED = Skip("muted", "muted by configuration or --mute")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
     """Everything trainproof says about one input.
+
+    Built once: a step that adds to a report (a comparison, doctor's grouping, a live
+    stall) makes a new one (:func:`dataclasses.replace`), and nothing changes a report's
+    lists or mappings after it is built (tests/test_report_built_once.py).
 
     Attributes:
         file: the path as given (relative paths stay relative).

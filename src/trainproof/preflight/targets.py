@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import struct
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -879,9 +880,7 @@ def objective_report(
         cov.update(arrays[k])
     except (TargetFileError, TypeError, ValueError) as e:
         msg = str(e) if str(e).startswith(str(p)) else f"{p}: {e}"
-        rep = _build(found, None, None, str(path), meta, mute)
-        rep.error = msg
-        return rep
+        return replace(_build(found, None, None, str(path), meta, mute), error=msg)
     meta.update(key=k, arrays={n: list(a.shape) for n, a in sorted(arrays.items())})
     skipped: dict[str, Skip] = {}
     notes: list[str] = []

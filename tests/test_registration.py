@@ -147,3 +147,133 @@ for argv in (["epoch", {str(log)!r}, "--markdown", {str(log)!r}], ["env", "--mar
     # a renderer that is not declared `everywhere` is an option of the log commands only
     assert "No such option '--markdown'" in proc.stderr
     assert not (tmp_path / "x.md").exists()
+
+
+_TOY_IDS = '''
+"""The ids of the toy file check (declarations only)."""
+
+from trainproof.findings import Level
+from trainproof.rules.registry import declare
+
+GROUP = "toyfile"
+ORDER = 9
+
+declare(
+    "TP-TOY-FILE-EMPTY",
+    Level.FAIL,
+    GROUP,
+    "The file is empty",
+    detects="The file given holds no bytes.",
+    why="A made-up check, to show registration.",
+    not_mean="Nothing.",
+    causes="A test.",
+    try_="Nothing.",
+)
+declare(
+    "TP-TOY-FILE-OK",
+    Level.PASS,
+    GROUP,
+    "The file holds bytes",
+    detects="The file given holds at least one byte.",
+    why="A made-up check, to show registration.",
+    not_mean="Nothing.",
+    causes="A test.",
+    try_="Nothing.",
+)
+'''
+
+_TOY_COMMAND = '''
+"""``trainproof toyfile FILE``: is FILE empty?"""
+
+from pathlib import Path
+
+import click
+
+from trainproof.cli.options import output_options
+from trainproof.cli.output import emit_reports, settings
+
+
+@click.command("toyfile")
+@click.argument("path", type=click.Path(path_type=Path))
+@output_options
+def toyfile_cmd(path, as_json, mute, config_path, outputs):
+    """Check that FILE holds at least one byte."""
+    from trainproof import preflight
+
+    _, cfg = settings("toyfile", as_json, (), mute, config_path)
+
+    def empty(th):
+        size = path.stat().st_size
+        if size == 0:
+            return [preflight.finding("TP-TOY-FILE-EMPTY", f"{path} holds no bytes")]
+        return [preflight.finding("TP-TOY-FILE-OK", f"{path} holds {size} bytes")]
+
+    checks = [preflight.Check(("TP-TOY-FILE-EMPTY", "TP-TOY-FILE-OK"), empty, "empty file")]
+    rep = preflight.run(checks, cfg, file=str(path), kind="toyfile")
+    return emit_reports([rep], "toyfile", as_json, outputs=outputs)
+'''
+
+
+def test_a_command_and_its_preflight_family_are_one_line_in_commands(tmp_path):
+    ids_dir, cmd_dir = tmp_path / "ids", tmp_path / "cmds"
+    ids_dir.mkdir()
+    cmd_dir.mkdir()
+    # The two new modules, as if in rules/preflight_ids/ and cli/commands/ (the packages'
+    # search paths extended, so the checkout stays as it is).
+    (ids_dir / "toyfile.py").write_text(_TOY_IDS)
+    (cmd_dir / "toyfile.py").write_text(_TOY_COMMAND)
+    empty, full = tmp_path / "empty.txt", tmp_path / "full.txt"
+    empty.write_bytes(b"")
+    full.write_bytes(b"abc")
+    sarif = tmp_path / "toy.sarif"
+    proc = _python(
+        tmp_path,
+        f"""
+        import json
+        import trainproof.cli.commands, trainproof.rules.preflight_ids
+        trainproof.rules.preflight_ids.__path__.append({str(ids_dir)!r})
+        trainproof.cli.commands.__path__.append({str(cmd_dir)!r})
+        from trainproof.cli import app
+        app.COMMANDS["toyfile"] = ("toyfile", "toyfile_cmd", "Check that FILE holds at least one byte.")  # the line
+        for argv in (
+            ["toyfile", {str(empty)!r}, "--sarif", {str(sarif)!r}],
+            ["toyfile", {str(full)!r}, "--json"],
+            ["toyfile", {str(empty)!r}, "--json", "--mute", "TP-TOY-FILE-EMPTY", "--mute", "TP-TOY-FILE-OK"],
+            ["rules", "TP-TOY-FILE-EMPTY"],
+            ["--help"],
+        ):
+            try:
+                app.main(argv)
+            except SystemExit as e:
+                print("EXIT", e.code)
+        """,
+    )
+    out = proc.stdout
+    exits = [line for line in out.splitlines() if line.startswith("EXIT")]
+    assert exits == ["EXIT 1", "EXIT 0", "EXIT 2", "EXIT 0", "EXIT 0"], proc.stderr
+    assert "TP-TOY-FILE-EMPTY" in out and "holds no bytes" in out  # the text report
+    assert json.loads(sarif.read_text())["runs"][0]["results"][0]["ruleId"] == "TP-TOY-FILE-EMPTY"
+    docs = [json.loads(chunk) for chunk in _json_documents(out)]
+    assert docs[0]["command"] == "toyfile" and docs[0]["reports"][0]["verdict"] == "PASS"
+    muted = docs[1]["reports"][0]
+    assert muted["findings"] == [] and muted["checks"]["ran"] == []
+    assert {k: v["reason"] for k, v in muted["checks"]["skipped"].items()} == {
+        "TP-TOY-FILE-EMPTY": "muted",
+        "TP-TOY-FILE-OK": "muted",
+    }
+    assert "The file given holds no bytes." in out  # its page, from the declarations
+    assert "toyfile" in out.split("Commands:")[-1] and "Check that FILE holds at least one byte." in out
+
+
+def _json_documents(text: str) -> list[str]:
+    """The JSON documents printed in ``text`` (each starts with a line ``{`` and ends with ``}``)."""
+    docs, cur = [], None
+    for line in text.splitlines():
+        if line == "{":
+            cur = [line]
+        elif cur is not None:
+            cur.append(line)
+            if line == "}":
+                docs.append("\n".join(cur))
+                cur = None
+    return docs

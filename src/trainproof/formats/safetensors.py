@@ -72,7 +72,8 @@ class SafetensorsError(ValueError):
         header_bytes: ``N`` once read, else ``None``.
         tensors: the number of tensor entries once the header parsed, else ``None``.
         data_bytes: the size of the data area once known, else ``None``.
-        tensor: the name of the tensor at fault, or ``None``.
+        tensor: the name of the tensor at fault (for ``data-truncated`` the first in header
+            order that reaches past the end), or ``None``.
         entry: the raw JSON value of that tensor's entry, or ``None``.
         cause: the text of the underlying decoding error (``json``), else ``""``.
         cut: for ``data-truncated``, the tensors that reach past the end, in offset order.
@@ -341,6 +342,7 @@ def _read(f: IO[bytes], size: int) -> Header:
             + ", ".join(cut[:5])
             + (f" and {len(cut) - 5} more" if len(cut) > 5 else ""),
             **facts,
+            tensor=next(name for name, t in tensors.items() if t.data_offsets[1] > data_len),
             cut=cut,
         )
     if pos < data_len:

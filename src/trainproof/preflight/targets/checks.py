@@ -1,46 +1,22 @@
-"""``trainproof targets`` (formerly ``trainproof objective``): failures of the objective itself, decidable at step 0.
-
-Some mistakes never show on a loss curve, because what they remove from the loss is simply
-not there to be seen. They can be decided from shapes and a few integers before the first
-step:
-
-* **ignore_index collisions** (:func:`check_ignore_index`): the loss's ``ignore_index`` is
-  a valid class (``0 <= ignore_index < num_classes``), so every target of that class is
-  dropped and the class can never be learned (an end-of-sequence id equal to the ignore
-  index: the model never learns to stop).
-* **targets** (:class:`TargetCoverage`, accumulated over batches): ids outside
-  ``[0, num_classes)`` that are not the ignore index, and classes that never appear as a
-  target although the others are broadly covered (thresholds
-  ``obj_coverage_min_per_class`` and ``obj_dead_class_max_missing``).
-* **label alignment for causal LMs** (:func:`check_label_shift`): labels shifted by the
-  data pipeline and shifted again by the loss (Hugging Face ``*ForCausalLM`` models shift
-  internally), which trains the model to predict the token two positions ahead.
+"""The objective checks of ``trainproof targets``, pure functions of shapes and integers:
+an ``ignore_index`` that is a real class (:func:`check_ignore_index`), targets out of range
+and classes never seen (:class:`TargetCoverage`), causal-LM labels shifted twice
+(:func:`check_label_shift`).
 
 Inputs may be torch tensors, numpy arrays or nested lists. torch is never imported by
 this module: a tensor is recognised by its type's module, and only the small results
 (per-class counts, a slice of each sequence) are moved off its device.
-
-The command reads targets from ``.npy``, ``.npz`` or ``.safetensors`` files, never with
-pickle (``np.load(..., allow_pickle=False)``; safetensors through the ``safetensors``
-package's numpy API when it is installed, else by reading the header here).
 """
 
 from __future__ import annotations
 
-import json
-import struct
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..findings import Finding, Report, Skip
-from ..rules.thresholds import Thresholds
-from . import finding, report
-
-# --- declarations ------------------------------------------------------------------------
-
+from ...findings import Finding, Report
+from ...rules.thresholds import Thresholds
+from .. import finding
 
 #: The ids of the checks (for ``Report.ran`` / ``skipped``).
 _IGNORE_CHECK = "TP-OBJ-IGNORE-INDEX-COLLISION"
@@ -419,7 +395,9 @@ class TargetCoverage:
 
     def report(self, file: str = "targets", mute=()) -> Report:
         """A Report of :func:`check_ignore_index` and :meth:`findings` (kind ``objective``)."""
-        return _build(
+        from .reports import build  # the reports are built on these checks
+
+        return build(
             [*check_ignore_index(self.num_classes, self.ignore_index)],
             self,
             None,
@@ -620,301 +598,3 @@ def check_label_shift(
             data=data,
         )
     ]
-
-
-# --- reports -----------------------------------------------------------------------------
-
-
-def _build(
-    findings: list[Finding],
-    cov: TargetCoverage | None,
-    shift: list[Finding] | None,
-    file: str,
-    meta: dict,
-    mute=(),
-    skipped: dict[str, Skip] | None = None,
-    notes: list[str] | None = None,
-) -> Report:
-    skipped = dict(skipped or {})
-    ran = [_IGNORE_CHECK]
-    out = list(findings)
-    if cov is not None and cov.batches:
-        ran += [_RANGE_CHECK, _DEAD_CHECK]
-        out += cov.findings()
-    else:
-        skipped.setdefault(_RANGE_CHECK, Skip("absent", "no targets"))
-        skipped.setdefault(_DEAD_CHECK, Skip("absent", "no targets"))
-    if shift is not None:
-        ran.append(_SHIFT_CHECK)
-        out += shift
-    else:
-        skipped.setdefault(_SHIFT_CHECK, Skip("absent", "no input_ids and labels"))
-    return report(
-        file,
-        "objective",
-        out,
-        ran=ran,
-        skipped=skipped,
-        records=cov.total if cov else 0,
-        meta=meta,
-        notes=notes,
-        mute=mute,
-    )
-
-
-def check_objective(
-    num_classes: int,
-    ignore_index: int = -100,
-    targets: Any = None,
-    input_ids: Any = None,
-    labels: Any = None,
-    loss_shifts_labels: bool | None = None,
-    *,
-    file: str = "objective",
-    th: Thresholds | None = None,
-    max_positions: int | None = 1024,
-    mute=(),
-) -> Report:
-    """Every objective check on one batch, as a Report (kind ``objective``).
-
-    Args:
-        num_classes: number of classes the model predicts (>= 1).
-        ignore_index: target value the loss skips.
-        targets: class ids of any shape, or ``None`` to skip the target checks; for several
-            batches use :class:`TargetCoverage` and :meth:`TargetCoverage.report`.
-        input_ids, labels: ``[batch, seq]`` causal-LM batch for :func:`check_label_shift`
-            (both or neither).
-        loss_shifts_labels: see :func:`check_label_shift`.
-        file: the Report's ``file`` (a name for what was checked).
-        th: thresholds; default :class:`~trainproof.rules.thresholds.Thresholds`.
-        max_positions: see :func:`measure_label_shift`.
-        mute: ids to drop (their checks are reported as skipped ``muted``).
-
-    Raises:
-        TypeError, ValueError: as the individual checks; ValueError also when only one of
-        ``input_ids`` and ``labels`` is given.
-    """
-    found = check_ignore_index(num_classes, ignore_index)
-    cov = None
-    if targets is not None:
-        cov = TargetCoverage(num_classes, ignore_index, th)
-        cov.update(targets)
-    if (input_ids is None) != (labels is None):
-        raise ValueError("give both input_ids and labels, or neither")
-    shift = None
-    if input_ids is not None:
-        shift = check_label_shift(input_ids, labels, loss_shifts_labels, ignore_index, max_positions)
-    meta = {"num_classes": num_classes, "ignore_index": ignore_index, "loss_shifts_labels": loss_shifts_labels}
-    return _build(found, cov, shift, file, meta, mute)
-
-
-def ignore_index_report(num_classes: int, ignore_index: int = -100, mute=()) -> Report:
-    """The report of the one check that needs no targets: is ``ignore_index`` a real class
-    of ``num_classes``? (``trainproof targets`` without ``--targets``.)"""
-    return _build(
-        check_ignore_index(num_classes, ignore_index),
-        None,
-        None,
-        "objective",
-        {"num_classes": num_classes, "ignore_index": ignore_index},
-        mute,
-    )
-
-
-# --- files -------------------------------------------------------------------------------
-
-
-class TargetFileError(ValueError):
-    """A targets file that cannot be read without pickle, or holds no usable array."""
-
-
-_ST_DTYPES = {
-    "BOOL": np.bool_,
-    "U8": np.uint8,
-    "I8": np.int8,
-    "U16": np.uint16,
-    "I16": np.int16,
-    "U32": np.uint32,
-    "I32": np.int32,
-    "U64": np.uint64,
-    "I64": np.int64,
-    "F16": np.float16,
-    "F32": np.float32,
-    "F64": np.float64,
-}
-
-
-def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """Read a .safetensors file: the ``safetensors`` package's numpy API when installed,
-    else its 8-byte header length and JSON header, read here."""
-    try:
-        from safetensors.numpy import load_file
-    except ImportError:
-        load_file = None
-    if load_file is not None:
-        try:
-            return dict(load_file(str(path)))
-        except Exception as e:  # noqa: BLE001 - the package raises its own error types
-            raise TargetFileError(f"{path}: not a readable safetensors file: {e}") from None
-    raw = path.read_bytes()
-    if len(raw) < 8:
-        raise TargetFileError(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
-    (hlen,) = struct.unpack("<Q", raw[:8])
-    if hlen > len(raw) - 8:
-        raise TargetFileError(f"{path}: not a safetensors file (header length {hlen} exceeds the file)")
-    try:
-        header = json.loads(raw[8 : 8 + hlen].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TargetFileError(f"{path}: not a safetensors file (header is not JSON: {e})") from None
-    if not isinstance(header, dict):
-        raise TargetFileError(f"{path}: not a safetensors file (header is not a JSON object)")
-    body = memoryview(raw)[8 + hlen :]
-    out: dict[str, np.ndarray] = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            dt = _ST_DTYPES[info["dtype"]]
-            shape = [int(d) for d in info["shape"]]
-            start, end = (int(o) for o in info["data_offsets"])
-        except KeyError as e:
-            if isinstance(info, dict) and "dtype" in info and info["dtype"] not in _ST_DTYPES:
-                raise TargetFileError(
-                    f"{path}: tensor {name!r} has dtype {info['dtype']}, which cannot hold class ids"
-                ) from None
-            raise TargetFileError(f"{path}: tensor {name!r} has a malformed header entry (missing {e})") from None
-        except (TypeError, ValueError):
-            raise TargetFileError(f"{path}: tensor {name!r} has a malformed header entry") from None
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        if not 0 <= start <= end <= len(body) or end - start != count * np.dtype(dt).itemsize:
-            raise TargetFileError(
-                f"{path}: tensor {name!r} lies outside the file or does not match its dtype and shape"
-            )
-        out[name] = np.frombuffer(body[start:end], dtype=np.dtype(dt).newbyteorder("<")).reshape(shape)
-    return out
-
-
-def load_arrays(path: str | Path) -> dict[str, np.ndarray]:
-    """Every array in a ``.npy``, ``.npz`` or ``.safetensors`` file, never unpickling.
-
-    A ``.npy`` file gives one array named ``"targets"``.
-
-    Raises:
-        TargetFileError: missing or unreadable file, pickled (object) arrays, an unknown
-            suffix, or a malformed safetensors header.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise TargetFileError(f"{p}: no such file")
-    suffix = p.suffix.lower()
-    try:
-        if suffix == ".safetensors":
-            return _read_safetensors(p)
-        if suffix == ".npy":
-            return {"targets": np.load(p, allow_pickle=False)}
-        if suffix == ".npz":
-            with np.load(p, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}
-    except TargetFileError:
-        raise
-    except ValueError as e:
-        msg = str(e)
-        if "pickle" in msg.lower():
-            raise TargetFileError(
-                f"{p}: holds pickled data, which is never loaded (it can run arbitrary code); "
-                "save integer arrays instead"
-            ) from None
-        raise TargetFileError(f"{p}: not a readable {suffix} file: {msg}") from None
-    except (OSError, EOFError) as e:
-        raise TargetFileError(f"{p}: cannot read: {e}") from None
-    raise TargetFileError(f"{p}: unknown suffix {p.suffix or '(none)'!r}; expected .npy, .npz or .safetensors")
-
-
-def _pick(arrays: dict[str, np.ndarray], key: str | None, path: Path) -> str:
-    names = sorted(arrays)
-    if key is not None:
-        if key not in arrays:
-            raise TargetFileError(f"{path}: no array {key!r}; it holds {', '.join(names) or 'none'}")
-        return key
-    if len(arrays) == 1:
-        return names[0]
-    for k in ("labels", "targets", "target", "label", "y"):
-        if k in arrays:
-            return k
-    raise TargetFileError(
-        f"{path}: holds {len(arrays)} arrays ({', '.join(names) or 'none'}); name the targets with --key"
-    )
-
-
-def objective_report(
-    path: str | Path,
-    num_classes: int,
-    ignore_index: int = -100,
-    key: str | None = None,
-    loss_shifts_labels: bool | None = None,
-    th: Thresholds | None = None,
-    max_positions: int | None = 1024,
-    mute=(),
-) -> Report:
-    """The checks of ``trainproof targets`` on a targets file.
-
-    The targets are the array named ``key``, else the file's only array, else one named
-    ``labels`` or ``targets``. When the file also holds an ``input_ids`` array of the same
-    shape, the label alignment is checked too (:func:`check_label_shift`).
-
-    Returns:
-        A Report (kind ``objective``, ``records`` = number of targets). A file that cannot be
-        read gives a Report with ``error`` set (NOT-CHECKED) holding only the
-        ignore_index finding.
-
-    Raises:
-        TypeError, ValueError: bad ``num_classes`` / ``ignore_index``.
-    """
-    p = Path(path)
-    meta: dict = {"num_classes": num_classes, "ignore_index": ignore_index, "loss_shifts_labels": loss_shifts_labels}
-    found = check_ignore_index(num_classes, ignore_index)
-    try:
-        arrays = load_arrays(p)
-        k = _pick(arrays, key, p)
-        cov = TargetCoverage(num_classes, ignore_index, th)
-        cov.update(arrays[k])
-    except (TargetFileError, TypeError, ValueError) as e:
-        msg = str(e) if str(e).startswith(str(p)) else f"{p}: {e}"
-        return replace(_build(found, None, None, str(path), meta, mute), error=msg)
-    meta.update(key=k, arrays={n: list(a.shape) for n, a in sorted(arrays.items())})
-    skipped: dict[str, Skip] = {}
-    notes: list[str] = []
-    shift = None
-    ids = arrays.get("input_ids")
-    if ids is None or k == "input_ids":
-        skipped[_SHIFT_CHECK] = Skip("absent", "no input_ids array next to the labels")
-    elif ids.shape != arrays[k].shape:
-        skipped[_SHIFT_CHECK] = Skip(
-            "degenerate", f"input_ids {list(ids.shape)} and {k} {list(arrays[k].shape)} differ in shape"
-        )
-    elif arrays[k].ndim not in (1, 2):
-        skipped[_SHIFT_CHECK] = Skip("degenerate", f"{k} has {arrays[k].ndim} dimensions, not [batch, seq]")
-    else:
-        try:
-            shift = check_label_shift(ids, arrays[k], loss_shifts_labels, ignore_index, max_positions)
-        except (TypeError, ValueError) as e:
-            skipped[_SHIFT_CHECK] = Skip("degenerate", str(e))
-    if loss_shifts_labels is not None and shift is None:
-        notes.append(
-            "--loss-shifts-labels/--loss-does-not-shift-labels was given but the label alignment was not "
-            f"checked: {skipped[_SHIFT_CHECK].detail}"
-        )
-    return _build(found, cov, shift, str(path), meta, mute, skipped, notes)
-
-
-__all__ = [
-    "TargetCoverage",
-    "TargetFileError",
-    "check_ignore_index",
-    "check_label_shift",
-    "check_objective",
-    "ignore_index_report",
-    "load_arrays",
-    "measure_label_shift",
-    "objective_report",
-]

@@ -51,6 +51,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from ...config import Config
 from ...findings import Report
 from ...rules.thresholds import DEFAULT, Thresholds
 from .. import Check, Outcome, apply_mute, finding, report, run
@@ -113,9 +114,8 @@ __all__ = [
 # being muted still places its skips where the reports have always listed them.
 
 
-def _config(th: Thresholds):
-    from ...config import Config
-
+def _config(th: Thresholds) -> Config:
+    """The thresholds ``th`` with nothing muted (mute is applied after the run)."""
     return Config(thresholds=th)
 
 
@@ -215,7 +215,8 @@ def check_tokenizer(model: Path, source: Path, th: Thresholds = DEFAULT, mute=()
         "input": corpus.kind,
         "transcripts": len(items),
     }
-    # The bad input lines are reported here, not judged: TP-DATA-INVALID-INPUT is the data report's check.
+    # The tokenizer report lists the input lines that cannot be read without counting
+    # TP-DATA-INVALID-INPUT among the ids it ran.
     found = [Check(("TP-DATA-INVALID-INPUT",), lambda th: Outcome(findings=bad_lines(corpus), ran=[]), "input lines")]
     if not items:
         msg = f"{source}: no transcripts with text"

@@ -461,7 +461,7 @@ def test_block_size_does_not_change_the_measurement(tmp_path, monkeypatch):
     p = tmp_path / "x.wav"
     sf.write(p, np.stack([y, 0.5 * y], axis=1), SR)
     whole = speech.analyse_audio(sf, p, DEFAULT)
-    monkeypatch.setattr(speech, "BLOCK_S", 0.03)  # 3 frames a block: runs and frames straddle blocks
+    monkeypatch.setattr(speech.audio, "BLOCK_S", 0.03)  # 3 frames a block: runs and frames straddle blocks
     parts = speech.analyse_audio(sf, p, DEFAULT)
     assert whole == parts
     assert whole.channels == 2 and whole.clipped > 0

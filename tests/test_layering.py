@@ -96,7 +96,7 @@ def test_every_id_a_preflight_check_emits_is_declared():
     from trainproof.rules.registry import get
 
     names = set()
-    for f in Path(pkg.__file__).parent.glob("*.py"):
+    for f in Path(pkg.__file__).parent.rglob("*.py"):
         names |= set(re.findall(r'"(TP-[A-Z0-9-]+)"', f.read_text(encoding="utf-8")))
     assert names, "no ids found in the preflight checks"
     missing = sorted(n for n in names if get(n) is None)

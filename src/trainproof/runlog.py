@@ -38,8 +38,9 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -65,6 +66,22 @@ class Record:
     values: dict[str, float]
     line: int
     holes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """In a record stream, where the records of the next run begin: a tracking store
+    (an MLflow or Trackio SQLite database) holds many runs in one file, and its reader
+    yields one ``RunStart`` before each run's records.
+
+    Attributes:
+        meta: what the tracker knows of the run, merged into its ``RunLog.meta``: ``run``
+            (its name, shown beside the file), ``run_id``, ``experiment`` (the project or
+            experiment it belongs to; ``doctor`` groups runs by it), ``started`` (ISO 8601
+            time, UTC) where the store has them.
+    """
+
+    meta: Mapping
 
 
 @dataclass
@@ -278,7 +295,8 @@ def build_runlog(
     write wins and, if the values differ, a note says so (a resumed or interleaved run).
     :class:`Rows` batches mean exactly their records in order. :class:`Columns` batches
     carry their own steps; for one key, rows from records come before column batches,
-    which keep their stream order.
+    which keep their stream order. Of a tracking store's stream (:class:`RunStart`
+    markers), only the first run is collected (:func:`build_runlogs` gives every one).
 
     Args:
         records: the reader's stream.
@@ -305,10 +323,19 @@ def build_runlogs(
     A log of one run gives a list of one, the RunLog :func:`build_runlog` gives. A log that
     holds the columns of several runs (a W&B panel export, ``"<run> - train/loss"``) gives
     one RunLog per run, in the order of their names, each with ``meta["run"]`` set to its
-    name; when ``overrides`` name a column of one run, only that run. Arguments and errors
-    as :func:`build_runlog`.
+    name; when ``overrides`` name a column of one run, only that run. A tracking store's
+    stream (one :class:`RunStart` before each run's records) gives one RunLog per run, in
+    the store's order, each with the marker's meta merged over ``meta``. Arguments and
+    errors as :func:`build_runlog`.
     """
-    b = _builder_of(records)
+    it = iter(records)
+    first = next(it, None)
+    if type(first) is RunStart:
+        parts = _runs_of(first, it)
+        return [
+            b.build(path, fmt, {**(meta or {}), **part_meta}, notes, overrides, copy=False) for part_meta, b in parts
+        ]
+    b = _builder_of(it if first is None else chain((first,), it))
     runs = b.runs()
     chosen = {aliases.run_of(col) for col in (overrides or {}).values()} & set(runs)
     if len(runs) < 2 or chosen:
@@ -316,18 +343,43 @@ def build_runlogs(
     return [b.build(path, fmt, meta, notes, overrides, run=r) for r in runs]
 
 
-def _builder_of(records: Iterable[Record | Rows | Columns]) -> "RunLogBuilder":
-    """A :class:`RunLogBuilder` holding every record of the stream."""
+def _runs_of(first: RunStart, rest: Iterator) -> list[tuple[Mapping, "RunLogBuilder"]]:
+    """The runs of a store's stream (:class:`RunStart` markers; ``first`` is the first),
+    each as its meta and a builder holding its records."""
     b = RunLogBuilder()
-    for rec in records:
-        t = type(rec)
-        if t is Rows:
-            b.add_rows(rec)
-        elif t is Columns:
-            b.add_columns(rec)
+    parts: list[tuple[Mapping, RunLogBuilder]] = [(first.meta, b)]
+    for rec in rest:
+        if type(rec) is RunStart:
+            b = RunLogBuilder()
+            parts.append((rec.meta, b))
         else:
-            b.add(rec.step, rec.values, rec.line, rec.holes)
+            _add_one(b, rec)
+    return parts
+
+
+def _builder_of(records: Iterable[Record | Rows | Columns]) -> "RunLogBuilder":
+    """A :class:`RunLogBuilder` holding every record of the stream; in a store's stream
+    (:class:`RunStart` markers), those of its first run only."""
+    b = RunLogBuilder()
+    runs = 0
+    for rec in records:
+        # The stream is read to its end even past the first run: the reader completes
+        # its ReadState (notes, drops) only then.
+        if type(rec) is RunStart:
+            runs += 1
+        elif runs <= 1:
+            _add_one(b, rec)
     return b
+
+
+def _add_one(b: "RunLogBuilder", rec) -> None:
+    t = type(rec)
+    if t is Rows:
+        b.add_rows(rec)
+    elif t is Columns:
+        b.add_columns(rec)
+    else:
+        b.add(rec.step, rec.values, rec.line, rec.holes)
 
 
 class RunLogBuilder:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .aliases import MappingError
 from .discover import experiment_of, fold_copies, group_runs, walk
-from .findings import Finding, Report, worst_first
+from .findings import EXPERIMENT_SEP, Finding, Report, worst_first
 from .formats import NotALog, NotOpened, ReadError, has_run_name, is_trainer_name, open_log, read_head
 from .remote import is_url
 from .rules.engine import error_report, judge_runlog
@@ -600,9 +600,24 @@ def _with_experiments(reports: list[Report]) -> list[Report]:
     run is not a group."""
     from collections import Counter
 
-    keys = [r.file if r.meta.get("run") else experiment_of(r.file) for r in reports]
+    keys = [_experiment_key(r) for r in reports]
     counts = Counter(k for k in keys if k is not None)
     return [replace(r, experiment=k) if k is not None and counts[k] > 1 else r for r, k in zip(reports, keys)]
+
+
+def _experiment_key(r: Report) -> str | None:
+    """The group of ``r`` in ``doctor``'s table: the tracker's experiment or project where
+    the reader found one (qualified by the store: the folder of W&B run folders, the
+    SQLite file, the tracking server), else the runs of one multi-run file together, else
+    the folder its path names (:func:`discover.experiment_of`)."""
+    exp = r.meta.get("experiment")
+    if exp:
+        if is_url(r.file):
+            where = r.file.split("#", 1)[0].rstrip("/")
+        else:
+            where = experiment_of(r.file) or (r.file if r.meta.get("run") else str(Path(r.file).parent))
+        return f"{where}{EXPERIMENT_SEP}{exp}"
+    return r.file if r.meta.get("run") else experiment_of(r.file)
 
 
 def _with_comparison(

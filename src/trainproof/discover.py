@@ -4,7 +4,7 @@ The walk prunes version-control folders, virtual environments, package caches an
 ``node_modules``; follows symlinked folders but never the same folder twice (no loops)
 and never out of the folder it was given (a pull request can add a link to a secret);
 and looks only at regular files whose name or extension a training log can have (plus
-TensorBoard event files and MLflow run folders). Hugging Face
+TensorBoard event files, MLflow and W&B run folders). Hugging Face
 output folders hold ``checkpoint-N/trainer_state.json`` snapshots that are prefixes of
 the same run: only the most complete one (the top-level ``trainer_state.json`` if there
 is one, else the highest ``N``) is judged, and the others are listed as folded in. Logs
@@ -86,6 +86,29 @@ def _is_venv(dirpath: str, filenames: Collection[str]) -> bool:
 
 def _is_mlflow_run(dirpath: str, dirnames: Collection[str], names: Collection[str]) -> bool:
     return "metrics" in dirnames and ("meta.yaml" in names or "params" in dirnames or "tags" in dirnames)
+
+
+#: A W&B run folder's name: ``run-<YYYYMMDD_HHMMSS>-<run id>`` (``offline-run-…`` for a
+#: run logged with ``WANDB_MODE=offline``), as the wandb client names them under ``wandb/``.
+_WANDB_RUN = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-[A-Za-z0-9]+$")
+
+
+#: The wandb client's own logs in a ``wandb/`` folder (``debug.log``,
+#: ``debug-internal.log``, ``debug-cli.<user>.log``).
+_WANDB_CLIENT_LOG = re.compile(r"^debug(?:-internal|-cli\.[^/]*)?\.log$")
+
+
+def _is_wandb_run(dirpath: str, dirnames: Collection[str], names: Collection[str]) -> bool:
+    """A W&B run folder: its name, and the run's ``.wandb`` log or the older client's
+    ``files/`` folder in it."""
+    return bool(_WANDB_RUN.match(os.path.basename(dirpath))) and (
+        "files" in dirnames or any(n.endswith(".wandb") for n in names)
+    )
+
+
+#: The subfolders of an MLflow run folder its reader reads (its ``artifacts/`` may hold
+#: more logs, so the walk still descends there).
+_MLFLOW_PARTS = frozenset({"metrics", "params", "tags"})
 
 
 def _inside(real: str, real_root: str) -> bool:
@@ -196,8 +219,10 @@ def walk(
     """Every log-like path under ``root`` (sorted), pruning and avoiding symlink loops.
 
     Files are returned by name (:func:`trainproof.formats.is_log_name`: a reader's suffix
-    or trainer file name, or ``tfevents`` in the name); an MLflow run
-    folder (``metrics/`` beside ``meta.yaml``) is returned as the folder itself.
+    or trainer file name, or ``tfevents`` in the name); an MLflow run folder
+    (``metrics/`` beside ``meta.yaml``) and a W&B run folder (``wandb/run-…-<id>/``) are
+    returned as the folder itself, and a W&B folder's ``latest-run`` link is not followed
+    (it names a run folder beside it).
 
     The walk is iterative (a tree of any depth), opens no file, and stays inside
     ``root``: a symlink (to a file or a folder) whose resolved target lies outside
@@ -243,16 +268,31 @@ def walk(
         if listing.escaping:
             tainted.add(dirpath)
         skip = set(PRUNE_DIRS)
-        if _is_mlflow_run(dirpath, listing.dir_names, listing.names):
-            skip |= {"metrics", "params", "tags"}  # read as the run; artifacts/ may hold more logs
+        # A run folder is read whole by its reader: the walk returns the folder and does not
+        # descend into what the reader reads (all of a W&B run folder: files/ holds its
+        # console capture and summary, logs/ the client's debug logs, none another run).
+        wandb_run = _is_wandb_run(dirpath, listing.dir_names, listing.names)
+        if wandb_run:
+            run_parts: frozenset[str] | None = frozenset(listing.dir_names)
+        elif _is_mlflow_run(dirpath, listing.dir_names, listing.names):
+            run_parts = _MLFLOW_PARTS
+        else:
+            run_parts = None
+        if run_parts is not None:
+            skip |= run_parts
             if dirpath in tainted or any(
-                _escapes_below(os.path.join(dirpath, d), real_root)
-                for d in ("metrics", "params", "tags")
-                if d in listing.dir_names
+                _escapes_below(os.path.join(dirpath, d), real_root) for d in run_parts if d in listing.dir_names
             ):
                 ignored.append({"file": dirpath, "reason": _TAINTED})
             else:
                 out.append(Path(dirpath))
+        client_logs: set[str] = set()
+        if os.path.basename(dirpath) == "wandb":
+            if os.path.islink(os.path.join(dirpath, "latest-run")):
+                # The client's link to the newest run folder beside it: that run, not another.
+                skip.add("latest-run")
+            # The client's own debug logs (links into the newest run's logs/): no metrics.
+            client_logs = {f for f in listing.files if _WANDB_CLIENT_LOG.match(f)}
         dirnames = [d for d in listing.dirs if d not in skip and not d.endswith(".egg-info")]
         if max_depth is not None and depth >= max_depth and dirnames:
             ignored.append(
@@ -270,7 +310,10 @@ def walk(
             os.path.basename(dirpath) in ("train", "validation") and parent in tainted
         )
         withheld = False
-        for f in listing.files:
+        # A W&B run folder's own files (its .wandb log) are read through the folder.
+        for f in [] if wandb_run else listing.files:
+            if f in client_logs:
+                continue
             if is_event_name(f) and events_tainted:
                 withheld = True
                 continue

@@ -122,6 +122,13 @@ class Skip:
 MUTED = Skip("muted", "muted by configuration or --mute")
 
 
+#: Between the place a tracker keeps its runs (a ``wandb/`` folder, an ``mlflow.db``, a
+#: tracking server) and the tracker's experiment or project name in
+#: :attr:`Report.experiment`: the place comes first, so the runs of one experiment name in
+#: two stores are two groups.
+EXPERIMENT_SEP = " · "
+
+
 @dataclass(frozen=True)
 class Report:
     """Everything trainproof says about one input.
@@ -148,7 +155,9 @@ class Report:
             file, a Lightning ``metrics.csv``'s event file, a byte-identical copy): found
             by ``doctor``, not judged again.
         experiment: the experiment ``doctor`` groups this run under (the folder of its
-            seeds, ``version_N`` folders or tracker runs), or ``None``.
+            seeds, ``version_N`` folders or tracker runs; for a run a tracker names an
+            experiment or project of, ``"<store> · <experiment>"``, see
+            :data:`EXPERIMENT_SEP`), or ``None``.
     """
 
     file: str

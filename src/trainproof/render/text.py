@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 
-from ..findings import Level, Report
+from ..findings import EXPERIMENT_SEP, Level, Report
 from ..rules._fmt import pct, times
 
 if TYPE_CHECKING:
@@ -218,6 +218,8 @@ def _rows_in_order(reports: list[Report]) -> list[tuple[str | None, list[Report]
 
 def _run_label(r: Report, experiment: str | None) -> str:
     name = r.file
+    if experiment is not None:
+        experiment = experiment.split(EXPERIMENT_SEP, 1)[0]  # the store's place
     if experiment is not None and name.startswith(experiment.rstrip("/") + "/"):
         name = "  " + name[len(experiment.rstrip("/")) + 1 :]
     elif experiment is not None and name == experiment:

@@ -1,0 +1,105 @@
+"""doctor's walk and grouping for the places trackers keep runs: W&B run folders are
+returned as folders (their insides, the client's debug logs and ``latest-run`` link are
+not runs), and runs a tracker names an experiment of are grouped by it, per store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from trainproof.api import _experiment_key, _with_experiments
+from trainproof.discover import walk
+from trainproof.findings import EXPERIMENT_SEP, Report
+from trainproof.render.text import _run_label
+
+LOSS_LINES = "".join(f"step {s} loss {2.0 - s / 100:.3f}\n" for s in range(50))
+
+
+def _wandb_tree(root: Path) -> tuple[Path, Path]:
+    wb = root / "wandb"
+    new = wb / "offline-run-20240102_101500-ab12cd34"
+    old = wb / "run-20230101_000000-zz99"
+    (new / "files").mkdir(parents=True)
+    (new / "logs").mkdir()
+    (new / "tmp").mkdir()
+    (new / "run-ab12cd34.wandb").write_bytes(b":W&B\x00\x00\x00")
+    (new / "files" / "output.log").write_text(LOSS_LINES)  # the console capture: same run
+    (new / "files" / "wandb-summary.json").write_text('{"loss": 0.5}')
+    (new / "logs" / "debug.log").write_text("2024 INFO wandb setup\n")
+    (old / "files").mkdir(parents=True)
+    (old / "files" / "wandb-history.jsonl").write_text('{"_step": 0, "loss": 2.0}\n')
+    for name in ("debug.log", "debug-internal.log", "debug-cli.root.log"):
+        (wb / name).write_text("2024 INFO wandb\n")
+    os.symlink(new.name, wb / "latest-run")
+    return new, old
+
+
+def test_walk_returns_wandb_run_folders_only(tmp_path):
+    new, old = _wandb_tree(tmp_path)
+    (tmp_path / "train.log").write_text(LOSS_LINES)  # a log beside the wandb folder still counts
+    assert walk(tmp_path) == sorted([new, old, tmp_path / "train.log"])
+
+
+def test_a_folder_named_like_a_run_without_wandb_files_is_walked_into(tmp_path):
+    # Only the name: not a W&B run folder, so its logs are found as files.
+    d = tmp_path / "run-20240101_000000-abc"
+    (d / "logs").mkdir(parents=True)
+    (d / "logs" / "train.jsonl").write_text('{"step": 1, "loss": 1.0}\n')
+    assert walk(tmp_path) == [d / "logs" / "train.jsonl"]
+
+
+def test_latest_run_elsewhere_is_an_ordinary_folder(tmp_path):
+    # The link is skipped only in a wandb/ folder, where the client makes it.
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "train.jsonl").write_text('{"step": 1, "loss": 1.0}\n')
+    os.symlink("real", tmp_path / "latest-run")
+    # The folder is searched once, through whichever name comes first.
+    assert [p.resolve() for p in walk(tmp_path)] == [(tmp_path / "real" / "train.jsonl").resolve()]
+    assert walk(tmp_path) == [tmp_path / "latest-run" / "train.jsonl"]
+
+
+def _rep(file: str, **meta) -> Report:
+    return Report(file=file, meta=meta)
+
+
+@pytest.mark.parametrize(
+    "rep, key",
+    [
+        # W&B run folders: the wandb/ folder, then the project.
+        (_rep("p/wandb/run-20240101_000000-ab", experiment="gpt", run="a"), f"p/wandb{EXPERIMENT_SEP}gpt"),
+        # A SQLite store of several runs: the file, then the experiment.
+        (_rep("p/mlflow.db", experiment="Default", run="r1"), f"p/mlflow.db{EXPERIMENT_SEP}Default"),
+        # A tracking server's run: the server, then the experiment.
+        (
+            _rep("http://127.0.0.1:5000/#/experiments/1/runs/abc", experiment="e", run="r"),
+            f"http://127.0.0.1:5000{EXPERIMENT_SEP}e",
+        ),
+        # No tracker experiment: the runs of one file, or the folder the path names.
+        (_rep("p/export.csv", run="r"), "p/export.csv"),
+        (_rep("sweep/seed_1/train.jsonl"), "sweep"),
+        (_rep("p/train.jsonl"), None),
+    ],
+)
+def test_experiment_key(rep, key):
+    assert _experiment_key(rep) == key
+
+
+def test_runs_group_by_experiment_per_store():
+    reps = [
+        _rep("p/mlflow.db", experiment="a", run="1"),
+        _rep("p/mlflow.db", experiment="a", run="2"),
+        _rep("p/mlflow.db", experiment="b", run="3"),  # alone in its experiment: no group
+        _rep("q/mlflow.db", experiment="a", run="4"),  # the same name in another store
+    ]
+    got = [r.experiment for r in _with_experiments(reps)]
+    assert got == [f"p/mlflow.db{EXPERIMENT_SEP}a"] * 2 + [None, None]
+
+
+def test_run_label_strips_the_store_place():
+    exp = f"p/wandb{EXPERIMENT_SEP}gpt"
+    assert _run_label(_rep("p/wandb/run-20240101_000000-ab", run="brisk-1"), exp) == (
+        "  run-20240101_000000-ab — run brisk-1"
+    )
+    assert _run_label(_rep("p/mlflow.db", run="r1"), f"p/mlflow.db{EXPERIMENT_SEP}a") == "  run r1"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .aliases import MappingError
-from .discover import experiment_of, fold_copies, group_runs, walk
+from .discover import Candidate, experiment_of, fold_copies, group_runs, walk
 from .findings import EXPERIMENT_SEP, Finding, Report, worst_first
 from .formats import NotALog, NotOpened, ReadError, has_run_name, is_trainer_name, open_log, read_head
 from .remote import is_url
@@ -23,7 +23,8 @@ def read_runlog(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] 
 
     Args:
         path: the log file or run folder, or an fsspec URL of one (``s3://...``, the
-            ``[remote]`` extra): staged locally in chunks, read, and named by the URL.
+            ``[remote]`` extra): staged locally in chunks, read, and named by the URL; or
+            the UI URL of a run on an MLflow tracking server (:mod:`trainproof.mlflow_server`).
         fmt: ``auto`` (sniff the content) or a reader name (``hf``, ``jsonl``, ``csv``).
         mapping: ``--map`` overrides, canonical name -> raw column.
 
@@ -32,6 +33,11 @@ def read_runlog(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] 
             exist, cannot be fetched, or the extra is not installed).
         MappingError: an override names a column the log does not have.
     """
+    if _on_server(path):
+        runs = read_runlogs(path, fmt, mapping)
+        if len(runs) != 1:
+            raise ReadError(f"holds {len(runs)} runs: give the URL of one run (…/#/experiments/<id>/runs/<id>)")
+        return runs[0]
     if is_url(path):
         from .remote import staged
 
@@ -43,14 +49,28 @@ def read_runlog(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] 
 def read_runlogs(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None) -> list[RunLog]:
     """Read one log into one :class:`RunLog` per run it holds (see
     :func:`trainproof.runlog.build_runlogs`): a list of one for almost every log; one
-    per run for a W&B panel export of several runs. Arguments and errors as
+    per run for a W&B panel export of several runs; one per run of an MLflow tracking
+    server's URL, or of one of its experiments. Arguments and errors as
     :func:`read_runlog`."""
+    if _on_server(path):
+        from .mlflow_server import read_runlogs as server_runlogs
+
+        return server_runlogs(path, mapping)
     if is_url(path):
         from .remote import staged
 
         with staged(path, fmt) as local:
             return _read_local(local, fmt, mapping, label=path, every_run=True)
     return _read_local(Path(path), fmt, mapping, label=str(path), every_run=True)
+
+
+def _on_server(location) -> bool:
+    """Whether ``location`` is an MLflow tracking server's URL (or one of its runs')."""
+    if not is_url(location):
+        return False
+    from .mlflow_server import is_tracking_server
+
+    return is_tracking_server(location)
 
 
 def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str, every_run: bool = False):
@@ -208,7 +228,9 @@ def judge_runs(
         under a neutral name).
 
     ``location`` may be an fsspec URL (a string): the run is staged where this runs (see
-    :mod:`trainproof.remote`), so a cluster worker fetches its runs itself. A tuple of
+    :mod:`trainproof.remote`), so a cluster worker fetches its runs itself; the UI URL of
+    a run on an MLflow tracking server is fetched over its API
+    (:mod:`trainproof.mlflow_server`). A tuple of
     local paths is a log and the siblings that may hold the same run
     (:attr:`discover.Candidate.location`): one report per distinct run, the other logs of
     a run in its ``also``, and a list of ``{"file", "reason"}`` for members that are not
@@ -216,6 +238,13 @@ def judge_runs(
     """
     if isinstance(location, tuple):
         return _judge_group(location, config)
+    if _on_server(location):
+        # A run of an MLflow tracking server, fetched over its API where this runs.
+        try:
+            runs = read_runlogs(location, config.fmt, dict(config.mapping) or None)
+        except (ReadError, MappingError) as e:
+            return [error_report(location, str(e))], None
+        return worst_first([_judge_one(run, run.path, config) for run in runs]), None
     if is_url(location):
         from .remote import staged
 
@@ -462,6 +491,8 @@ def doctor(
     engine: str = "local",
     address: str | None = None,
     charts: bool = True,
+    experiments: Sequence[str] = (),
+    runs: Sequence[str] = (),
 ) -> tuple[list[Report], list[dict]]:
     """Find every training log under ``root`` and judge each run (:func:`judge_runs`).
 
@@ -486,8 +517,14 @@ def doctor(
 
     ``charts=False`` leaves ``Report.charts`` empty (nothing but the HTML report uses them).
 
+    ``root`` may be an MLflow tracking server (``http://host:5000``, see
+    :mod:`trainproof.mlflow_server`): each of its live runs is a location, fetched by
+    whoever judges it. ``experiments`` (names) and ``runs`` (run ids) narrow what such a
+    root gives; other roots ignore them. A run with no metric is listed in ``ignored``.
+
     Raises:
-        ReadError: a URL ``root`` cannot be listed (or the ``[remote]`` extra is missing).
+        ReadError: a URL ``root`` cannot be listed (or the ``[remote]`` extra is missing),
+            or a tracking server cannot be read.
         engines.EngineError: the engine's package is missing or its cluster unreachable.
 
     Returns:
@@ -508,7 +545,11 @@ def doctor(
     candidates = []
     local: list[Path] = []
     for one in [root] if isinstance(root, (str, Path)) else list(root):
-        if is_url(one):
+        if _on_server(one):
+            from .mlflow_server import discover as server_runs
+
+            candidates.extend(Candidate(loc) for loc in server_runs(str(one), experiments, runs, limits))
+        elif is_url(one):
             from .remote import discover
 
             candidates.extend(discover(one, max_depth, max_files, limits))

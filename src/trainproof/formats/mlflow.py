@@ -14,7 +14,7 @@ their one step would keep only the last value.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..runlog import Record
@@ -56,11 +56,20 @@ def _metric_files(run: Path) -> list[tuple[str, Path]]:
 def _read_metric(key: str, p: Path, state, label: str) -> Iterator[Record]:
     """The metric file's records, in order; see the module docstring for a file whose
     lines all carry one step."""
-    # Lines are held back while every step equals the first one (the constant-step case
+    return logged_order(_metric_lines(key, p, state, label), state, label)
+
+
+def logged_order(records: Iterable[Record], state, label: str) -> Iterator[Record]:
+    """One MLflow metric's records (in the order logged) as a RunLog should see them: as
+    they are, unless there are several and all carry one step (``log_metric`` without
+    ``step=``), when they are renumbered 0, 1, 2, … in their order, with a note in
+    ``state.notes`` naming ``label``. Shared by every MLflow source (file store, tracking
+    server), so the same metric reads the same wherever it is kept."""
+    # Records are held back while every step equals the first one (the constant-step case
     # is only known at the end); the first other step releases them as they were.
     held: list[Record] = []
     const = True
-    for rec in _metric_lines(key, p, state, label):
+    for rec in records:
         if const:
             if not held or rec.step == held[0].step:
                 held.append(rec)

@@ -59,6 +59,12 @@ def _levels(value: str | None):
     return out
 
 
+def _is_server(root) -> bool:
+    from ...mlflow_server import is_tracking_server
+
+    return is_tracking_server(root)
+
+
 @click.command("doctor")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @log_options
@@ -107,6 +113,20 @@ def _levels(value: str | None):
     "ray://host:10001). Default: start a local one for this run.",
 )
 @click.option(
+    "--experiment",
+    "experiments",
+    multiple=True,
+    metavar="NAME",
+    help="With an MLflow tracking server as PATH: only the runs of this experiment (repeatable).",
+)
+@click.option(
+    "--run",
+    "run_ids",
+    multiple=True,
+    metavar="ID",
+    help="With an MLflow tracking server as PATH: only this run (repeatable).",
+)
+@click.option(
     "--allow-empty",
     is_flag=True,
     help="Exit 0 when no training log is found (a pre-commit hook on files that hold none).",
@@ -147,6 +167,8 @@ def doctor_cmd(
     jobs,
     engine,
     address,
+    experiments,
+    run_ids,
     allow_empty,
     view,
     only,
@@ -155,7 +177,9 @@ def doctor_cmd(
 
     A PATH may be a folder, a file (a pre-commit hook passes the changed files) or an
     fsspec URL (s3://bucket/runs/; the [remote] extra): objects are listed once and each
-    run is fetched, in chunks, by whoever judges it.
+    run is fetched, in chunks, by whoever judges it. A PATH http://host:5000 is an MLflow
+    tracking server: its live runs are read over its API (credentials from
+    MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD).
     """
     from ...api import doctor as api_doctor
     from ...engines import EngineError
@@ -167,6 +191,14 @@ def doctor_cmd(
     if address is not None and engine == "local":
         return emit_reports([], "doctor", as_json, summary=True, error="--address needs --engine dask or --engine ray")
     roots = [location(p) for p in (paths or (".",))]
+    if (experiments or run_ids) and not any(_is_server(p) for p in roots):
+        return emit_reports(
+            [],
+            "doctor",
+            as_json,
+            summary=True,
+            error="--experiment and --run narrow an MLflow tracking server: give its URL (http://host:5000)",
+        )
     for path in roots:
         if not is_url(path) and not path.exists():
             return emit_reports(
@@ -194,6 +226,8 @@ def doctor_cmd(
             engine=engine,
             address=address,
             charts=needs_charts(outputs),
+            experiments=experiments,
+            runs=run_ids,
         )
     except (ReadError, EngineError) as e:
         progress.close()

@@ -264,6 +264,51 @@ def write_mlflow_run(root: Path, files: dict[str, bytes]) -> Path:
     return run
 
 
+def trackio_db(kind: str = "healthy") -> bytes:
+    """A Trackio project database of one run, with the tables and columns
+    ``trackio.sqlite_storage`` creates and its JSON per ``log()`` row (``"NaN"`` /
+    ``"Infinity"`` strings for non-finite values), written with the standard library's
+    sqlite3 in rollback-journal mode so the file stands alone."""
+    import sqlite3
+
+    def spelled(v: float) -> object:
+        if math.isnan(v):
+            return "NaN"
+        return v if math.isfinite(v) else ("Infinity" if v > 0 else "-Infinity")
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "project.db"
+        con = sqlite3.connect(p)
+        con.executescript(
+            "CREATE TABLE metrics (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, "
+            "timestamp TEXT NOT NULL, run_name TEXT NOT NULL, step INTEGER NOT NULL, metrics TEXT NOT NULL, "
+            "log_id TEXT, space_id TEXT);"
+            "CREATE TABLE configs (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, "
+            "run_name TEXT NOT NULL, config TEXT NOT NULL, created_at TEXT NOT NULL, UNIQUE(run_id));"
+            "CREATE TABLE system_metrics (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, "
+            "timestamp TEXT NOT NULL, run_name TEXT NOT NULL, metrics TEXT NOT NULL, log_id TEXT, space_id TEXT);"
+            "CREATE TABLE project_metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        )
+        con.execute(
+            "INSERT INTO configs (run_id, run_name, config, created_at) VALUES (?, ?, ?, ?)",
+            (
+                "r0",
+                "run-0",
+                json.dumps({"lr": 1e-4, "_Created": "2024-01-01T00:00:00+00:00"}),
+                "2024-01-01T00:00:00+00:00",
+            ),
+        )
+        for i, v in enumerate(_losses(kind)):
+            row = {"train/loss": spelled(v), "train/learning_rate": 1e-4, "train/epoch": i / N}
+            con.execute(
+                "INSERT INTO metrics (run_id, timestamp, run_name, step, metrics) VALUES (?, ?, ?, ?, ?)",
+                ("r0", f"2024-01-01T00:{i // 60:02d}:{i % 60:02d}+00:00", "run-0", 10 * (i + 1), json.dumps(row)),
+            )
+        con.commit()
+        con.close()
+        return p.read_bytes()
+
+
 # --------------------------------------------------------------------------- event files
 
 _MASK = 0xA282EAD8
@@ -387,6 +432,7 @@ READERS = {
     "console": Reader("console", "nohup.out", console_log),
     "console_epoch": Reader("console_epoch", "train.log", console_epoch_log),
     "mlflow_file": Reader("mlflow_file", "loss", mlflow_metric),
+    "trackio": Reader("trackio", "project.db", trackio_db, lines=False),
     "tfevents": Reader("tfevents", "events.out.tfevents.1700000000.host.1.0", tensorboardx_log, lines=False),
     "tfevents_hand": Reader("tfevents_hand", "events.out.tfevents.1700000001.host.2.0", events_log, lines=False),
 }

@@ -86,7 +86,7 @@ def test_the_lists_are_the_union_of_the_readers_declarations():
         "training.log",
         "trainer_0_log.txt",
     }
-    assert formats.log_suffixes() == {".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".log", ".txt", ".out"}
+    assert formats.log_suffixes() == {".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".log", ".txt", ".out", ".wandb"}
     assert formats.run_suffixes() == (".jsonl", ".ndjson", ".jsonl.gz")
     assert {r.name for r in formats.READERS if r.tail_mode != "whole"} == {"jsonl", "csv", "tfevents"}
 

@@ -377,6 +377,88 @@ def events_log(kind: str = "healthy") -> bytes:
     return b"".join(recs)
 
 
+# --------------------------------------------------------------------------- W&B run logs
+
+WANDB_HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
+WANDB_BLOCK = 32 * 1024
+
+
+def wandb_frame(payloads: list[bytes]) -> bytes:
+    """A ``.wandb`` file holding ``payloads``: W&B's header, then LevelDB-log chunks in
+    32 KiB blocks (full, or first/middle/last across a block boundary), each checked by
+    the CRC-32 of its type byte and payload."""
+    out = bytearray(WANDB_HEADER)
+    for p in payloads:
+        first = True
+        while True:
+            left = WANDB_BLOCK - len(out) % WANDB_BLOCK
+            if left < 7:
+                out += bytes(left)
+                continue
+            part, p = p[: left - 7], p[left - 7 :]
+            kind = (1 if first else 4) if not p else (2 if first else 3)
+            out += struct.pack("<IHB", zlib.crc32(bytes([kind]) + part), len(part), kind) + part
+            first = False
+            if not p:
+                break
+    return bytes(out)
+
+
+def wandb_record_ends(data: bytes) -> list[int]:
+    """The byte offsets where the records of a valid ``.wandb`` file end."""
+    ends, pos = [], len(WANDB_HEADER)
+    while pos + 7 <= len(data):
+        left = WANDB_BLOCK - pos % WANDB_BLOCK
+        if left < 7:
+            pos += left
+            continue
+        _, n, kind = struct.unpack_from("<IHB", data, pos)
+        pos += 7 + n
+        if pos > len(data):
+            break
+        if kind in (1, 4):
+            ends.append(pos)
+    return ends
+
+
+def wandb_item(path: tuple[str, ...], value_json: str) -> bytes:
+    """A HistoryItem / SummaryItem / ConfigItem: ``nested_key`` parts and ``value_json``."""
+    return b"".join(_ld(2, k.encode()) for k in path) + _ld(16, value_json.encode())
+
+
+def wandb_history(step: int, items: dict[str, str]) -> bytes:
+    """A ``Record{history{item..., step{num}}}`` payload (``_step`` among the items too)."""
+    body = b"".join(
+        _ld(1, wandb_item(tuple(k.split("/")) if k.startswith("nested/") else (k,), v)) for k, v in items.items()
+    )
+    body += _ld(1, wandb_item(("_step",), str(step)))
+    body += _ld(2, (b"\x08" + _varint(step)) if step else b"")
+    return _ld(2, body)
+
+
+def wandb_run(run_id: str = "abc123", name: str = "fuzz-run", project: str = "fuzz") -> bytes:
+    """A ``Record{run{run_id, project, display_name, start_time}}`` payload."""
+    start = _ld(17, b"\x08" + _varint(1_796_000_000))
+    return _ld(17, _ld(1, run_id.encode()) + _ld(3, project.encode()) + _ld(8, name.encode()) + start)
+
+
+def wandb_log_file(kind: str = "healthy") -> bytes:
+    """A W&B run log framed by hand, as wandb-core writes one: a run record, a config
+    record long enough to cross a block boundary, then one history row per step (loss,
+    learning rate, W&B's clock) and a summary."""
+    recs = [wandb_run(), _ld(5, _ld(1, wandb_item(("notes",), json.dumps("x" * 40_000))))]
+    for i, v in enumerate(_losses(kind)):
+        items = {
+            "train/loss": json.dumps(v),
+            "train/learning_rate": "0.0001",
+            "_runtime": str(i),
+            "_timestamp": f"{1.796e9 + i}",
+        }
+        recs.append(wandb_history(i, items))
+    recs.append(_ld(3, _ld(1, wandb_item(("train/loss",), json.dumps(_losses(kind)[-1])))))
+    return wandb_frame(recs)
+
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "fuzz"
 
 
@@ -435,7 +517,13 @@ READERS = {
     "trackio": Reader("trackio", "project.db", trackio_db, lines=False),
     "tfevents": Reader("tfevents", "events.out.tfevents.1700000000.host.1.0", tensorboardx_log, lines=False),
     "tfevents_hand": Reader("tfevents_hand", "events.out.tfevents.1700000001.host.2.0", events_log, lines=False),
+    "wandb": Reader("wandb", "run-abc123.wandb", wandb_log_file, lines=False),
 }
+
+
+def record_ends(reader: str, data: bytes) -> list[int]:
+    """Where the records of a valid binary log of ``reader`` end (W&B's or TFRecord framing)."""
+    return wandb_record_ends(data) if reader == "wandb" else unframe(data)[1]
 
 
 @lru_cache(maxsize=None)

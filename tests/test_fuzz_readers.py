@@ -46,7 +46,7 @@ TEXT = [
     "console_epoch",
     "mlflow_file",
 ]
-BINARY = ["tfevents", "tfevents_hand"]
+BINARY = ["tfevents", "tfevents_hand", "wandb"]
 
 
 class _Summary:
@@ -192,7 +192,7 @@ def _clean_prefix(reader: str, kind: str, data: bytes, k: int) -> tuple[bytes, b
         torn = k < len(data.rstrip())
         return F.hf_parts(entries[:j], tail=False)[0], torn, None
     if not F.READERS[reader].lines:
-        _, ends = F.unframe(data)
+        ends = F.record_ends(reader, data)
         done = max([e for e in ends if e <= k], default=0)
         return data[:done], k != done, None
     nl = max(prefix.rfind(b"\n"), prefix.rfind(b"\r")) + 1  # "\r" ends a line too (Keras' "\r\n" cut)
@@ -221,7 +221,7 @@ def test_truncated_prefix_is_judged_on_what_it_holds(work, reader, kind, cls, se
     if reader == "hf":
         ends = F.hf_parts(F.hf_entries(kind) + [F._HF_SUMMARY])[1]
     elif not F.READERS[reader].lines:
-        ends = F.unframe(full)[1]
+        ends = F.record_ends(reader, full)
     k = F.offset(full, cls, random.Random(seed), ends)
     prefix = full[:k]
     blob = gzip.compress(prefix, mtime=0) if gz else prefix

@@ -86,8 +86,19 @@ def test_the_lists_are_the_union_of_the_readers_declarations():
         "training.log",
         "trainer_0_log.txt",
     }
-    # ... and the trackers' SQLite stores (Trackio's project databases).
-    assert formats.log_suffixes() == {".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".log", ".txt", ".out", ".db"}
+    # ... and the trackers' files (W&B run logs, Trackio's project databases).
+    assert formats.log_suffixes() == {
+        ".json",
+        ".jsonl",
+        ".ndjson",
+        ".csv",
+        ".tsv",
+        ".log",
+        ".txt",
+        ".out",
+        ".wandb",
+        ".db",
+    }
     assert formats.run_suffixes() == (".jsonl", ".ndjson", ".jsonl.gz")
     assert {r.name for r in formats.READERS if r.tail_mode != "whole"} == {"jsonl", "csv", "tfevents"}
 

@@ -83,7 +83,7 @@ __all__ = [
 #: The reader modules under ``trainproof.formats``, in sniffing order (the most specific
 #: formats first). A module's name is its reader's ``name`` (the ``--format`` value). The
 #: one line that registers a format.
-READER_MODULES = ("tfevents", "hf", "trackio", "jsonl", "csv", "coqui", "mlflow", "console")
+READER_MODULES = ("tfevents", "hf", "wandb", "trackio", "jsonl", "csv", "coqui", "mlflow", "console")
 
 #: Names loaded on first use (PEP 562), so that importing this package stays light.
 _BASE_NAMES = ("LineTailer", "Reader", "ReadState", "RecordTailer")

@@ -1,0 +1,550 @@
+"""Weights & Biases runs: the ``run-<id>.wandb`` transaction log and the run folder that
+holds it (``wandb/run-YYYYMMDD_HHMMSS-<id>/``, ``wandb/offline-run-…/``), without wandb.
+
+**Framing** (W&B's variant of the LevelDB log format, as ``wandb-core`` writes it in its
+``transactionlog`` and ``leveldb`` packages): a 7-byte file header, ``:W&B``, the magic
+``0xBEE1`` (uint16, little endian) and the version ``0``; then 32 KiB blocks, counted from
+the start of the file (the header lies in the first block). A block holds chunks, each a
+7-byte header (uint32 checksum, uint16 payload length, uint8 type: 1 full, 2 first,
+3 middle, 4 last; little endian) and its payload; a chunk never crosses a block boundary,
+and fewer than 7 bytes left at the end of a block are zero padding. A record is one full
+chunk, or a first chunk, any middle chunks and a last chunk. The checksum is the CRC-32
+(IEEE, as :func:`zlib.crc32`, not masked) of the type byte followed by the payload.
+
+**Records** are ``wandb_internal.Record`` protobuf messages; this module decodes the few
+fields judging needs, by number (``wandb/proto/wandb_internal.proto``), with the wire
+format walker of :mod:`._event_proto`: history rows, summary and config updates, the run
+record (run id, display name, project, start time) and metric definitions. Every other
+record type (console output, system stats, telemetry, files, artifacts) is skipped.
+
+**History values** are JSON (``value_json``): numbers, ``NaN`` and ``±Infinity`` as W&B
+writes them, kept as values. A dict logged as a value is stored as one item per leaf with
+its path in ``nested_key`` and read as ``a/b``; media, histograms and tables are objects
+with a ``_type`` and are skipped, whole. Strings, booleans and lists are not metrics.
+
+**The x axis** is ``_step``, W&B's own row counter, unless a metric definition
+(``run.define_metric(..., step_metric=...)``, which the Hugging Face and Lightning
+integrations make for ``train/global_step`` and ``trainer/global_step``) names a step
+metric that the rows hold: then that metric is the run's step. A row that does not hold it
+takes its last value (what W&B's ``step_sync`` does; ``0`` before the first). A row that
+holds nothing but W&B's clock (``_timestamp``, ``_runtime``: a row of media only) is not a
+record.
+
+A torn or corrupt record stops the reading at the last good one, with a note saying how
+many bytes were dropped and why (a run still writing, or killed, ends inside a record). A
+run folder of an older client with no ``.wandb`` file is read from
+``files/wandb-history.jsonl`` (one JSON object per row) and ``files/config.yaml``.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import zlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .. import aliases
+from ..runlog import Record
+from ._event_proto import ProtoError, _fields
+from ._io import NotALog, ReadError, open_binary, open_text
+from ._tfrecord import MAX_RECORD
+from ._values import JSON, MAX_DEPTH, as_step, flatten_numeric
+
+name = "wandb"
+description = "Weights & Biases run folders (wandb/run-*/, offline-run-*/) and their run-<id>.wandb logs, read directly"
+#: The log of a run folder is ``run-<id>.wandb``; older clients' ``wandb-history.jsonl``
+#: is only read inside a run folder (:func:`sniff_dir`).
+file_names = ()
+suffixes = (".wandb",)
+run_suffixes = ()
+#: A ``.wandb`` log is appended to, but its records span 32 KiB block boundaries and are
+#: flushed every few seconds; it is read again whole.
+tail_mode = "whole"
+preference = 2
+
+#: ``:W&B``, magic ``0xBEE1`` and version ``0``.
+HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
+BLOCK = 32 * 1024
+_CHUNK = struct.Struct("<IHB")
+CHUNK_HEADER = _CHUNK.size
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+
+# Field numbers of wandb_internal.proto (wandb/proto/wandb_internal_pb2.py).
+_REC_HISTORY, _REC_SUMMARY, _REC_CONFIG, _REC_METRIC, _REC_RUN = 2, 3, 5, 12, 17
+_RUN_ID, _RUN_PROJECT, _RUN_CONFIG, _RUN_SUMMARY, _RUN_NAME, _RUN_START = 1, 3, 4, 5, 8, 17
+_HIST_ITEM, _HIST_STEP = 1, 2
+_ITEM_KEY, _ITEM_NESTED, _ITEM_JSON = 1, 2, 16  # HistoryItem, SummaryItem and ConfigItem alike
+_UPDATE, _REMOVE = 1, 2  # SummaryRecord and ConfigRecord
+_METRIC_NAME, _METRIC_GLOB, _METRIC_STEP = 1, 2, 4
+
+#: W&B's bookkeeping keys: ``_step`` is the x axis, ``_wandb`` the client's own config
+#: and summary entries.
+_STEP = "_step"
+_PRIVATE = ("_wandb",)
+#: The clock W&B adds to every row (``_timestamp`` is wall time, ``_runtime`` seconds since
+#: the start): a row that holds nothing else (media only) is not a record.
+_CLOCK = frozenset({"_timestamp", "_runtime"})
+#: Config keys that declare the run's length, and the meta key each one sets.
+_INTENT = (
+    ("max_steps", "max_steps"),
+    ("num_train_epochs", "num_train_epochs"),
+    ("epochs", "num_train_epochs"),
+    ("max_epochs", "num_train_epochs"),
+)
+
+#: ``run-20261203_114121-37a31ibg``, ``offline-run-…``: the folders W&B makes per run.
+_RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-([A-Za-z0-9_-]+)$")
+
+
+class _Torn(Exception):
+    """Reading stopped inside the log (``reason``); what was read before it stands."""
+
+
+@dataclass
+class Tail:
+    """How the framing ended: ``reason`` is ``None`` for a clean end of file."""
+
+    reason: str | None = None
+    records: int = 0
+    #: Bytes up to the end of the last complete record.
+    consumed: int = 0
+    size: int = 0
+
+
+def is_wandb_header(head: bytes) -> bool:
+    """Whether ``head`` starts with W&B's file header (identifier, magic and version)."""
+    return head[: len(HEADER)] == HEADER
+
+
+def records(data: bytes, tail: Tail) -> Iterator[bytes]:
+    """The record payloads of a whole ``.wandb`` file, in order.
+
+    Stops at the first chunk that is torn (the file ends inside it), has a bad checksum,
+    an unknown type, a length past its block, or breaks the first/middle/last order:
+    ``tail.reason`` says which, and ``tail.consumed`` where the last complete record ends.
+
+    Raises:
+        NotALog: the file does not start with W&B's header.
+    """
+    tail.size = len(data)
+    if not is_wandb_header(data):
+        if len(data) < len(HEADER) and HEADER.startswith(data):
+            tail.reason = f"the file ends inside its {len(HEADER)}-byte header"
+            return
+        raise NotALog("not a W&B run log: the file does not start with the ':W&B' header")
+    pos = tail.consumed = len(HEADER)
+    parts: list[bytes] = []
+    size = 0
+    n = len(data)
+    while pos < n:
+        left = BLOCK - pos % BLOCK
+        if left < CHUNK_HEADER:
+            pos += left  # the block's zero padding
+            continue
+        if pos + CHUNK_HEADER > n:
+            tail.reason = "the file ends inside a chunk header"
+            return
+        crc, length, kind = _CHUNK.unpack_from(data, pos)
+        if crc == 0 and length == 0 and kind == 0 and not parts:
+            pos += left  # a zeroed rest of a block: W&B's reader skips it too
+            continue
+        if CHUNK_HEADER + length > left:
+            tail.reason = f"a chunk at byte {pos} is longer than its 32 KiB block (corrupt)"
+            return
+        end = pos + CHUNK_HEADER + length
+        if end > n:
+            tail.reason = "the file ends inside a record"
+            return
+        if zlib.crc32(data[pos + CHUNK_HEADER - 1 : end]) != crc:
+            tail.reason = f"the checksum of the chunk at byte {pos} does not match (corrupt)"
+            return
+        if kind not in (FULL, FIRST, MIDDLE, LAST) or (kind in (FULL, FIRST)) == bool(parts):
+            tail.reason = f"the chunk at byte {pos} is out of order (type {kind}; corrupt)"
+            return
+        parts.append(data[pos + CHUNK_HEADER : end])
+        size += length
+        pos = end
+        if size > MAX_RECORD:
+            tail.reason = f"a record longer than {MAX_RECORD >> 20} MiB (corrupt, or not a metrics record)"
+            return
+        if kind in (FULL, LAST):
+            payload = parts[0] if len(parts) == 1 else b"".join(parts)
+            parts, size = [], 0
+            tail.records += 1
+            tail.consumed = pos
+            yield payload
+    if parts:
+        tail.reason = "the file ends inside a record"
+
+
+# --- decoding the Record fields judging needs -----------------------------------------------
+
+
+def _text(v: bytes) -> str:
+    return v.decode("utf-8", "replace")
+
+
+def _item(b: bytes) -> tuple[tuple[str, ...], str | None]:
+    """``(path, value_json)`` of a HistoryItem, SummaryItem or ConfigItem: ``nested_key``
+    when set, else ``(key,)``."""
+    key = ""
+    nested: list[str] = []
+    value = None
+    for f, wt, v in _fields(b):
+        if wt != 2:
+            continue
+        if f == _ITEM_KEY:
+            key = _text(v)
+        elif f == _ITEM_NESTED:
+            nested.append(_text(v))
+        elif f == _ITEM_JSON:
+            value = _text(v)
+    return (tuple(nested) if nested else (key,)), value
+
+
+def _json(s: str | None) -> object:
+    """A ``value_json`` decoded (NaN and ±Infinity allowed), or ``None`` if it is not JSON."""
+    if s is None:
+        return None
+    try:
+        return JSON.decode(s)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _is_media(v: object) -> bool:
+    return isinstance(v, Mapping) and "_type" in v
+
+
+def _strip_media(v: object, depth: int = 0) -> object:
+    """``v`` with every object holding a ``_type`` (media, histogram, table) left out."""
+    if not isinstance(v, Mapping) or depth > MAX_DEPTH:
+        return v
+    return {k: _strip_media(x, depth + 1) for k, x in v.items() if not _is_media(x)}
+
+
+def _items_to_values(items: list[tuple[tuple[str, ...], object]]) -> tuple[dict[str, float], list[str]]:
+    """The numbers of one row (``a/b`` keys) and its ``null`` keys (holes), media left out.
+
+    ``items`` are ``(path, decoded value)``; a path whose last part is ``_type`` marks the
+    object at the rest of the path as media, and every item under it is skipped.
+    """
+    media = {p[:-1] for p, _ in items if len(p) > 1 and p[-1] == "_type"}
+    flat: dict[str, object] = {}
+    for path, value in items:
+        if media and any(path[:k] in media for k in range(1, len(path))):
+            continue
+        if _is_media(value):
+            continue
+        flat["/".join(path)] = _strip_media(value)
+    holes: list[str] = []
+    return flatten_numeric(flat, holes=holes), holes
+
+
+def _history(b: bytes) -> tuple[dict[str, float], list[str], float | None]:
+    """``(values, holes, step)`` of a HistoryRecord; ``step`` from its ``step.num``."""
+    items = []
+    step = None
+    for f, wt, v in _fields(b):
+        if f == _HIST_ITEM and wt == 2:
+            path, raw = _item(v)
+            items.append((path, _json(raw)))
+        elif f == _HIST_STEP and wt == 2:
+            step = 0.0  # proto3 leaves out a zero num
+            for f2, wt2, v2 in _fields(v):
+                if f2 == 1 and wt2 == 0:
+                    step = float(v2 - (1 << 64) if v2 >= 1 << 63 else v2)
+    values, holes = _items_to_values(items)
+    return values, holes, step
+
+
+def _updates(b: bytes, into: dict[tuple[str, ...], object]) -> None:
+    """Apply a SummaryRecord or ConfigRecord (its updates and removes) to ``into``."""
+    for f, wt, v in _fields(b):
+        if wt != 2:
+            continue
+        if f == _UPDATE:
+            path, raw = _item(v)
+            into[path] = _json(raw)
+        elif f == _REMOVE:
+            path, _ = _item(v)
+            for k in [k for k in into if k[: len(path)] == path]:
+                del into[k]
+
+
+def _timestamp_iso(b: bytes) -> str | None:
+    seconds, nanos = 0, 0
+    for f, wt, v in _fields(b):
+        if f == 1 and wt == 0:
+            seconds = v - (1 << 64) if v >= 1 << 63 else v
+        elif f == 2 and wt == 0:
+            nanos = v
+    if seconds <= 0:
+        return None
+    try:
+        t = datetime.fromtimestamp(seconds + nanos / 1e9, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return t.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass
+class _Run:
+    """What a log says about its run besides its rows."""
+
+    meta: dict
+    config: dict
+    summary: dict
+    step_metrics: list[tuple[str, str]]  # (name or glob, step metric)
+
+
+def _run_record(b: bytes, run: _Run) -> None:
+    for f, wt, v in _fields(b):
+        if wt != 2:
+            continue
+        if f == _RUN_ID:
+            run.meta["run_id"] = _text(v)
+        elif f == _RUN_NAME:
+            run.meta["run"] = _text(v)
+        elif f == _RUN_PROJECT:
+            run.meta["experiment"] = _text(v)
+        elif f == _RUN_START:
+            iso = _timestamp_iso(v)
+            if iso is not None:
+                run.meta["started"] = iso
+        elif f == _RUN_CONFIG:
+            _updates(v, run.config)
+        elif f == _RUN_SUMMARY:
+            _updates(v, run.summary)
+
+
+def _metric_record(b: bytes, run: _Run) -> None:
+    metric = step = ""
+    for f, wt, v in _fields(b):
+        if wt != 2:
+            continue
+        if f in (_METRIC_NAME, _METRIC_GLOB):
+            metric = _text(v)
+        elif f == _METRIC_STEP:
+            step = _text(v)
+    if step:
+        run.step_metrics.append((metric, step))
+
+
+@dataclass
+class _Row:
+    values: dict[str, float]
+    holes: list[str]
+    step: float | None
+    line: int
+
+
+def _read_log(path: Path, state) -> tuple[list[_Row], _Run]:
+    """The history rows of a ``.wandb`` file and what it says of its run.
+
+    Raises:
+        ReadError: unreadable, not a W&B log, or no complete record at all.
+    """
+    try:
+        with open_binary(path) as f:
+            data = f.read()
+    except OSError as e:
+        raise ReadError(f"cannot read {path.name}: {e.strerror or e}") from None
+    tail = Tail()
+    rows: list[_Row] = []
+    run = _Run({}, {}, {}, [])
+    bad = 0
+    for idx, payload in enumerate(records(data, tail), 1):
+        try:
+            for f, wt, v in _fields(payload):
+                if wt != 2:
+                    continue
+                if f == _REC_HISTORY:
+                    values, holes, step = _history(v)
+                    rows.append(_Row(values, holes, step, idx))
+                elif f == _REC_SUMMARY:
+                    _updates(v, run.summary)
+                elif f == _REC_CONFIG:
+                    _updates(v, run.config)
+                elif f == _REC_RUN:
+                    _run_record(v, run)
+                elif f == _REC_METRIC:
+                    _metric_record(v, run)
+        except (ProtoError, UnicodeDecodeError, OverflowError):
+            bad += 1
+    if tail.records == 0:
+        why = tail.reason or "only the file header, no records"
+        raise ReadError(f"no complete record in {path.name}: {why}")
+    if tail.reason is not None:
+        state.drop(
+            f"{path.name}: reading stopped after {tail.records} records: {tail.reason}; "
+            f"{tail.size - tail.consumed} bytes dropped"
+        )
+    if bad:
+        state.drop(f"{path.name}: {bad} records are not valid W&B Record messages and were skipped")
+    return rows, run
+
+
+# --- older clients: files/wandb-history.jsonl --------------------------------------------------
+
+
+def _history_jsonl(path: Path, state) -> list[_Row]:
+    rows: list[_Row] = []
+    bad = 0
+    label = "files/wandb-history.jsonl"
+    with open_text(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            s = raw.strip()
+            if not s:
+                continue
+            if not raw.endswith("\n"):
+                state.drop(f"{label}: the last line ({lineno}) has no line end: cut mid-write, so it was not read")
+                break
+            obj = _json(s)
+            if not isinstance(obj, Mapping):
+                bad += 1
+                continue
+            items = [((str(k),), v) for k, v in obj.items()]
+            values, holes = _items_to_values(items)
+            rows.append(_Row(values, holes, None, lineno))
+    if bad:
+        state.drop(f"{label}: skipped {bad} line(s) that are not JSON objects")
+    return rows
+
+
+def _config_yaml(path: Path) -> dict[tuple[str, ...], object]:
+    """The top-level scalar entries of an older client's ``files/config.yaml``
+    (``key:`` then an indented ``value: <scalar>``), enough for the run's intent."""
+    out: dict[tuple[str, ...], object] = {}
+    key = None
+    try:
+        with open_text(path) as f:
+            for raw in f:
+                line = raw.rstrip("\r\n")
+                if line and not line[0].isspace() and line.endswith(":"):
+                    key = line[:-1].strip()
+                elif key is not None and line.strip().startswith("value:"):
+                    out[(key,)] = _json(line.split(":", 1)[1].strip())
+                    key = None
+    except (OSError, ReadError):
+        return {}
+    return out
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+def log_file(d: Path) -> Path | None:
+    """The ``run-<id>.wandb`` log of run folder ``d`` (the newest of several), or ``None``."""
+    try:
+        logs = sorted(p for p in d.glob("*.wandb") if p.is_file())
+    except OSError:
+        return None
+    return logs[-1] if logs else None
+
+
+def sniff_dir(path: Path) -> bool:
+    """A W&B run folder: it holds a ``.wandb`` log, or is named as W&B names run folders
+    (``run-YYYYMMDD_HHMMSS-<id>``, ``offline-run-…``) and holds an older client's
+    ``files/wandb-history.jsonl``."""
+    if log_file(path) is not None:
+        return True
+    return bool(_RUN_DIR.match(path.name)) and (path / "files" / "wandb-history.jsonl").is_file()
+
+
+def sniff(path: Path, head: str) -> bool:
+    """W&B's file header, or a ``.wandb`` name (so that a damaged log is reported as
+    one rather than as a file no reader recognises)."""
+    try:
+        with open_binary(path) as f:
+            first = f.read(len(HEADER))
+    except (OSError, ReadError):
+        return False
+    return is_wandb_header(first) or path.name.lower().endswith(".wandb")
+
+
+def _x_axis(run: _Run, rows: list[_Row]) -> str:
+    """The run's step key: a defined step metric that the rows hold (the one defined for
+    ``*``, else the one most metrics use, the first defined on a tie), else ``_step``."""
+    counts: dict[str, int] = {}
+    for metric, step in run.step_metrics:
+        counts[step] = counts.get(step, 0) + (1 << 20 if metric == "*" else 1)
+    for step in sorted(counts, key=lambda s: -counts[s]):
+        if any(as_step(r.values.get(step)) is not None for r in rows):
+            return step
+    return _STEP
+
+
+def _intent(config: Mapping[tuple[str, ...], object], meta: dict) -> None:
+    for key, meta_key in _INTENT:
+        v = config.get((key,))
+        if isinstance(v, Mapping):  # config.yaml's {"value": …}
+            v = v.get("value")
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        if v > 0 and float(v).is_integer() and meta_key not in meta:
+            meta[meta_key] = int(v)
+
+
+def _numeric_summary(summary: Mapping[tuple[str, ...], object]) -> dict[str, float]:
+    values, _ = _items_to_values([(p, v) for p, v in summary.items() if p and p[0] not in _PRIVATE])
+    return {k: v for k, v in values.items() if not k.startswith("_")}
+
+
+def read(path: Path, state) -> Iterator[Record]:
+    """Yield one record per history row, stepped by the run's x axis (module docstring).
+
+    Fills ``state.meta`` with ``run`` (the display name), ``run_id``, ``experiment`` (the
+    project) and ``started`` (ISO 8601, UTC) where the log has them, the run's intent
+    from its config (``max_steps``, ``num_train_epochs``) and its numeric ``summary``.
+
+    Raises:
+        ReadError: not a W&B log or run folder, or nothing in it is readable.
+    """
+    log = path
+    if path.is_dir():
+        log = log_file(path)
+        if log is None:
+            history = path / "files" / "wandb-history.jsonl"
+            if not history.is_file():
+                raise ReadError("no .wandb log or files/wandb-history.jsonl in this W&B run folder")
+            rows = _history_jsonl(history, state)
+            run = _Run({}, _config_yaml(path / "files" / "config.yaml"), {}, [])
+            m = _RUN_DIR.match(path.name)
+            if m:
+                run.meta["run_id"] = m.group(1)
+            state.notes.append("read from files/wandb-history.jsonl (a run folder of an older W&B client)")
+            x = aliases.step_key({k for r in rows for k in r.values}) or _STEP
+        else:
+            rows, run = _read_log(log, state)
+            x = _x_axis(run, rows)
+    else:
+        rows, run = _read_log(log, state)
+        x = _x_axis(run, rows)
+    _intent(run.config, run.meta)
+    summary = _numeric_summary(run.summary)
+    if summary:
+        run.meta["summary"] = summary
+    for k, v in run.meta.items():
+        state.meta.setdefault(k, v)
+    if x != _STEP:
+        state.notes.append(f"the x axis is {x!r}, the step metric the run defines (define_metric)")
+    last = 0.0
+    synced = 0
+    for r in rows:
+        step = as_step(r.values.pop(x, None))
+        own = as_step(r.values.pop(_STEP, None))
+        if x == _STEP and step is None:
+            step = r.step if r.step is not None else own
+        if not r.holes and r.values.keys() <= _CLOCK:
+            continue  # a row of media only: nothing but W&B's clock
+        if step is None:
+            step = last
+            synced += 1
+        last = step
+        yield Record(step, r.values, r.line, tuple(k for k in r.holes if k not in (x, _STEP)))
+    if synced:
+        state.notes.append(f"{synced} row(s) do not hold {x!r}: each is read at its last value, as W&B does")

@@ -18,6 +18,7 @@ import os
 import random
 import re
 import signal
+import sqlite3
 import struct
 import tempfile
 import threading
@@ -309,6 +310,47 @@ def trackio_db(kind: str = "healthy") -> bytes:
         return p.read_bytes()
 
 
+#: The tables of an MLflow SQLite store that its reader reads, with the columns MLflow's
+#: SQLAlchemy models give them (``mlflow/store/tracking/dbmodels/models.py``).
+MLFLOW_DB_SCHEMA = (
+    "CREATE TABLE experiments (experiment_id INTEGER NOT NULL PRIMARY KEY, name VARCHAR(256) NOT NULL, "
+    "artifact_location VARCHAR(256), lifecycle_stage VARCHAR(32), creation_time BIGINT, last_update_time BIGINT)",
+    "CREATE TABLE runs (run_uuid VARCHAR(32) NOT NULL PRIMARY KEY, name VARCHAR(250), status VARCHAR(9), "
+    "start_time BIGINT, end_time BIGINT, lifecycle_stage VARCHAR(20), experiment_id INTEGER)",
+    "CREATE TABLE tags (key VARCHAR(250) NOT NULL, value VARCHAR(8000), run_uuid VARCHAR(32) NOT NULL, "
+    "PRIMARY KEY (key, run_uuid))",
+    "CREATE TABLE metrics (key VARCHAR(250) NOT NULL, value FLOAT NOT NULL, timestamp BIGINT NOT NULL, "
+    "run_uuid VARCHAR(32) NOT NULL, step BIGINT DEFAULT '0' NOT NULL, is_nan BOOLEAN DEFAULT '0' NOT NULL, "
+    "PRIMARY KEY (key, timestamp, step, run_uuid, value, is_nan))",
+)
+
+
+def mlflow_db_log(kind: str = "healthy") -> bytes:
+    """An MLflow SQLite store (``mlflow.db``) of one run, with the rows MLflow's
+    SQLAlchemy store writes: loss and learning rate at steps 10, 20, …, NaN as ``value 0,
+    is_nan 1``."""
+    run_id = "cb0096518b0e4c66a94428555f05420b"
+    with tempfile.TemporaryDirectory() as d:
+        db = Path(d) / "mlflow.db"
+        con = sqlite3.connect(db)
+        for ddl in MLFLOW_DB_SCHEMA:
+            con.execute(ddl)
+        con.execute("INSERT INTO experiments VALUES (0, 'Default', 'mlruns/0', 'active', ?, ?)", (T0, T0))
+        con.execute(
+            "INSERT INTO runs VALUES (?, 'fuzz-run', 'FINISHED', ?, ?, 'active', 0)", (run_id, T0, T0 + 1000 * N)
+        )
+        con.execute("INSERT INTO tags VALUES ('mlflow.runName', 'fuzz-run', ?)", (run_id,))
+        rows = []
+        for i, v in enumerate(_losses(kind)):
+            for key, value in (("loss", v), ("learning_rate", 1e-4)):
+                nan = math.isnan(value)
+                rows.append((key, 0.0 if nan else value, T0 + 1000 * i, run_id, 10 * (i + 1), int(nan)))
+        con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?)", rows)
+        con.commit()
+        con.close()
+        return db.read_bytes()
+
+
 # --------------------------------------------------------------------------- event files
 
 _MASK = 0xA282EAD8
@@ -515,6 +557,7 @@ READERS = {
     "console_epoch": Reader("console_epoch", "train.log", console_epoch_log),
     "mlflow_file": Reader("mlflow_file", "loss", mlflow_metric),
     "trackio": Reader("trackio", "project.db", trackio_db, lines=False),
+    "mlflow_db": Reader("mlflow_db", "mlflow.db", mlflow_db_log, lines=False),
     "tfevents": Reader("tfevents", "events.out.tfevents.1700000000.host.1.0", tensorboardx_log, lines=False),
     "tfevents_hand": Reader("tfevents_hand", "events.out.tfevents.1700000001.host.2.0", events_log, lines=False),
     "wandb": Reader("wandb", "run-abc123.wandb", wandb_log_file, lines=False),

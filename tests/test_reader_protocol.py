@@ -85,19 +85,11 @@ def test_the_lists_are_the_union_of_the_readers_declarations():
         "trainer_log.jsonl",
         "training.log",
         "trainer_0_log.txt",
+        "mlflow.db",
     }
-    # ... and the trackers' files (W&B run logs, Trackio's project databases).
     assert formats.log_suffixes() == {
-        ".json",
-        ".jsonl",
-        ".ndjson",
-        ".csv",
-        ".tsv",
-        ".log",
-        ".txt",
-        ".out",
-        ".wandb",
-        ".db",
+        *(".json", ".jsonl", ".ndjson", ".csv", ".tsv", ".log", ".txt", ".out"),
+        *(".db", ".sqlite", ".sqlite3", ".wandb"),
     }
     assert formats.run_suffixes() == (".jsonl", ".ndjson", ".jsonl.gz")
     assert {r.name for r in formats.READERS if r.tail_mode != "whole"} == {"jsonl", "csv", "tfevents"}
@@ -344,5 +336,5 @@ def test_every_reader_is_fuzzed():
     entry (``<name>`` or ``<name>_<dialect>``) in the table of ``tests/_fuzz_logs.py``."""
     import _fuzz_logs
 
-    fuzzed = {key.split("_")[0] for key in _fuzz_logs.READERS}
+    fuzzed = {key.split("_")[0] for key in _fuzz_logs.READERS} | set(_fuzz_logs.READERS)
     assert set(formats.READER_MODULES) <= fuzzed, sorted(set(formats.READER_MODULES) - fuzzed)

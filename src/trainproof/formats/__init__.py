@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from ._io import (
     HEAD_BYTES,
     MAX_LINE,
+    NoRuns,
     NotALog,
     NotOpened,
     ReadError,
@@ -57,6 +58,7 @@ __all__ = [
     "READERS",
     "READER_MODULES",
     "LineTailer",
+    "NoRuns",
     "NotALog",
     "NotOpened",
     "ReadError",
@@ -83,7 +85,10 @@ __all__ = [
 #: The reader modules under ``trainproof.formats``, in sniffing order (the most specific
 #: formats first). A module's name is its reader's ``name`` (the ``--format`` value). The
 #: one line that registers a format.
-READER_MODULES = ("tfevents", "hf", "wandb", "trackio", "jsonl", "csv", "coqui", "mlflow", "console")
+#: ``mlflow_db`` stands before the text readers: a SQLite file's first pages hold its schema
+#: and rows as text (commas, metric names beside digits), which csv or console could take for
+#: a log.
+READER_MODULES = ("tfevents", "hf", "wandb", "trackio", "mlflow_db", "jsonl", "csv", "coqui", "mlflow", "console")
 
 #: Names loaded on first use (PEP 562), so that importing this package stays light.
 _BASE_NAMES = ("LineTailer", "Reader", "ReadState", "RecordTailer")

@@ -26,6 +26,11 @@ class NotALog(ReadError):
     """No reader recognises the content: the file is not a training log we know."""
 
 
+class NoRuns(NotALog):
+    """A tracking store (an MLflow ``mlflow.db``) that holds no run: the file is the
+    tracker's, but there is nothing to judge in it (``doctor`` lists it as not a run)."""
+
+
 class NotOpened(ReadError):
     """The file was not looked into: missing, unreadable, not a regular file, empty (or
     only whitespace), or a Git LFS pointer. Nothing of its content says whether it is a

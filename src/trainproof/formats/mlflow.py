@@ -14,7 +14,7 @@ their one step would keep only the last value.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..runlog import Record
@@ -78,14 +78,35 @@ def logged_order(records: Iterable[Record], state, label: str) -> Iterator[Recor
             yield from held
             held = []
         yield rec
-    if const and len(held) > 1:
-        state.notes.append(
-            f"{label}: all {len(held)} values are logged at step {held[0].step:g} (no step= "
-            f"given): read in the order logged, as steps 0..{len(held) - 1}"
-        )
-        for i, rec in enumerate(held):
-            rec.step = float(i)
+    if const:
+        steps = steps_as_logged([rec.step for rec in held], label, state)
+        if steps is not None:
+            for rec, step in zip(held, steps):
+                rec.step = step
     yield from held
+
+
+def steps_as_logged(steps: Sequence[float], label: str, state) -> list[float] | None:
+    """MLflow's x axis for a metric logged without ``step=`` (see the module docstring),
+    shared by the file store and the SQLite store readers.
+
+    Args:
+        steps: the steps of one metric's values, in the order they were logged.
+        label: how the note names the metric (``metrics/loss``).
+        state: the :class:`~trainproof.formats.base.ReadState` the note goes to.
+
+    Returns:
+        ``[0.0, 1.0, …, n - 1]`` when the ``n > 1`` values all carry one step (and a note
+        in ``state.notes`` says so), else ``None``: the steps stand as logged.
+    """
+    n = len(steps)
+    if n < 2 or any(s != steps[0] for s in steps):
+        return None
+    state.notes.append(
+        f"{label}: all {n} values are logged at step {float(steps[0]):g} (no step= "
+        f"given): read in the order logged, as steps 0..{n - 1}"
+    )
+    return [float(i) for i in range(n)]
 
 
 def _metric_lines(key: str, p: Path, state, label: str) -> Iterator[Record]:

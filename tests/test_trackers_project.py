@@ -1,0 +1,124 @@
+"""The issue-20 acceptance case: one throwaway project holding a ``wandb/`` folder of
+offline runs, an ``mlflow.db`` and a Trackio database, each with a healthy, a NaN and a
+diverged run written by the real client; ``doctor`` on the project judges every run, named
+and grouped by its tracker, with the verdicts the same metrics get as JSONL.
+
+(The tracking server is compared with the file store in ``tests/test_mlflow_server.py``.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import _wandb_runs as W
+import pytest
+
+from trainproof.api import doctor, judge_all
+from trainproof.findings import EXPERIMENT_SEP
+
+pytestmark = pytest.mark.slow
+
+KINDS = ("healthy", "nan", "diverged")
+
+_MLFLOW = textwrap.dedent(
+    """
+    import json, sys
+    import mlflow
+
+    mlflow.set_tracking_uri("sqlite:///" + sys.argv[1])
+    mlflow.set_experiment("sweep")
+    for name, losses in json.load(open(sys.argv[2])).items():
+        with mlflow.start_run(run_name=name):
+            for i, v in enumerate(losses):
+                mlflow.log_metrics({"loss": v, "learning_rate": 1e-3 * (1 - i / len(losses))}, step=i)
+    """
+)
+
+_TRACKIO = textwrap.dedent(
+    """
+    import json, sys
+    import trackio
+
+    for name, losses in json.load(open(sys.argv[1])).items():
+        trackio.init(project="sweep", name=name, embed=False, auto_log_gpu=False, auto_log_cpu=False)
+        for i, v in enumerate(losses):
+            trackio.log({"train/loss": v, "train/learning_rate": 1e-3 * (1 - i / len(losses))}, step=i)
+        trackio.finish()
+    """
+)
+
+
+def _child(script: str, args: list[str], env: dict, cwd: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    for client in ("wandb", "mlflow", "trackio"):
+        pytest.importorskip(client)
+    root = tmp_path_factory.mktemp("project")
+    specs = [W.Spec(name=k, kind=k) for k in KINDS]
+    curves = {s.name: W.curve(s) for s in specs}
+    W.write_runs(root, specs)
+    (root / "curves.json").write_text(json.dumps(curves))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "TRACKIO_", "HF_"))}
+    env.update(
+        HOME=str(root / "home"),
+        HF_HOME=str(root / "hf"),
+        TRACKIO_DIR=str(root / "trackio"),
+        HF_HUB_OFFLINE="1",
+        GRADIO_ANALYTICS_ENABLED="False",
+        MLFLOW_TRACKING_URI="",
+    )
+    _child(_MLFLOW, [str(root / "mlflow.db"), str(root / "curves.json")], env, root)
+    _child(_TRACKIO, [str(root / "curves.json")], env, root)
+    # The same metrics as JSONL, judged apart (outside the project).
+    ref = tmp_path_factory.mktemp("jsonl")
+    want = {}
+    for name, losses in curves.items():
+        p = ref / f"{name}.jsonl"
+        p.write_text("".join(json.dumps({"step": i, "loss": v}) + "\n" for i, v in enumerate(losses)))
+        want[name] = judge_all(p)[0].verdict.value
+    return root, want
+
+
+def test_doctor_judges_every_tracked_run_as_its_jsonl(project):
+    root, want = project
+    reports, _ignored = doctor(root)
+    got: dict[str, dict[str, str]] = {}
+    for r in reports:
+        assert r.error is None, (r.file, r.error)
+        got.setdefault(r.format, {})[r.meta["run"]] = r.verdict.value
+    assert set(got) == {"wandb", "mlflow_db", "trackio"}
+    for fmt, verdicts in got.items():
+        assert verdicts == want, fmt
+    assert want["healthy"] != "FAIL" and want["nan"] == want["diverged"] == "FAIL"
+
+
+def test_runs_are_grouped_by_their_trackers_experiment_per_store(project):
+    root, _ = project
+    reports, _ = doctor(root)
+    groups = {r.experiment for r in reports}
+    assert groups == {
+        f"{root / 'wandb'}{EXPERIMENT_SEP}trainproof-tests",
+        f"{root / 'mlflow.db'}{EXPERIMENT_SEP}sweep",
+        f"{root / 'trackio' / 'sweep.db'}{EXPERIMENT_SEP}sweep",
+    }
+
+
+def test_the_cli_table_names_each_run_and_exits_1(project):
+    root, _ = project
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainproof", "doctor", str(root)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.count("run diverged") >= 3 and proc.stdout.count("run nan") >= 3
+    assert "Traceback" not in proc.stderr

@@ -12,6 +12,7 @@ import logging
 import math
 import struct
 import sys
+import time
 import zlib
 from datetime import timedelta
 from pathlib import Path
@@ -164,6 +165,8 @@ def read_records(path: Path):
         crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
         if kind == 0 and length == 0:  # zero padding at the end of the file
             break
+        if pos + 7 + length > len(data):  # a chunk still being written
+            break
         chunk = data[pos + 7 : pos + 7 + length]
         assert zlib.crc32(chunk, zlib.crc32(bytes([kind]))) == crc
         pos += 7 + length
@@ -236,7 +239,22 @@ def run_and_read(on_alert_of, nan_from, steps):
     rep = train(on_alert, nan_from, steps)
     run.log({"done": 1})
     wandb.finish()
-    return rep, announced, alert, read_records(sync_file)
+    return rep, announced, alert, closed_log(sync_file)
+
+
+def closed_log(path: Path, deadline_s: float = 60.0):
+    """The records of a finished run's ``.wandb`` file once it holds the run's ``exit``
+    record. ``wandb.finish`` can return before wandb-core has flushed the file;
+    ``wandb.teardown`` stops the service, after which the file is whole."""
+    wandb.teardown()
+    end = time.monotonic() + deadline_s
+    while True:
+        records = read_records(path)
+        if any(r.WhichOneof("record_type") == "exit" for r in records) or time.monotonic() > end:
+            break
+        time.sleep(0.05)
+    assert any(r.WhichOneof("record_type") == "exit" for r in records), f"{path} never got its exit record"
+    return records
 
 
 @pytest.mark.slow

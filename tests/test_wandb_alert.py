@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import struct
+import subprocess
 import sys
 import time
 import zlib
@@ -140,6 +141,16 @@ def test_missing_wandb_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)  # makes `import wandb` raise ImportError
     with pytest.raises(ImportError, match=r'pip install "trainproof\[wandb\]"'):
         WandbAlert()
+
+
+@pytest.mark.slow
+def test_importing_the_module_imports_no_wandb():
+    code = (
+        "import sys, trainproof, trainproof.integrations, trainproof.integrations.wandb_alert as w;"
+        "assert 'wandb' not in sys.modules, 'imported';"
+        "assert callable(w.WandbAlert)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 # --------------------------------------------------------------------------- slow: real wandb, offline

@@ -305,3 +305,28 @@ def test_a_finished_run_is_warned_about_not_raised(offline_wandb, caplog):
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         alert(nan_finding())  # wandb raises UsageError on a finished run; it stays here
     assert alert.failed == ["TP-NAN"] and "UsageError" in caplog.text
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:`isinstance\\(treespec, LeafSpec\\)` is deprecated")
+def test_the_lightning_callback_posts_the_fail_before_it_stops(offline_wandb):
+    pytest.importorskip("torch")
+    pytest.importorskip("lightning.pytorch")
+    from test_integrations_lightning import fit
+
+    from trainproof.integrations.lightning import TrainproofCallback
+
+    run = wandb.init(project="trainproof-test")
+    sync_file = Path(run.settings.sync_file)
+    alert = WandbAlert()  # the active run, looked up when a finding comes
+    cb = TrainproofCallback(policy="stop_on_fail", check_every=10, on_alert=alert)
+    trainer = fit(cb, "sgd", 10.0)  # SGD at lr 10: NaN within a few steps
+    wandb.finish()
+    alerts = [r.alert for r in closed_log(sync_file) if r.WhichOneof("record_type") == "alert"]
+    assert cb.stopped_at == trainer.global_step and trainer.global_step <= 20
+    fail_ids = {f.id for f in cb.report.findings if f.level is Level.FAIL}
+    assert "TP-NAN" in fail_ids
+    titles = [a.title for a in alerts]
+    assert len(titles) == len(set(titles)) and titles == alert.posted
+    assert fail_ids <= set(titles)
+    assert all(a.level == "ERROR" for a in alerts if a.title in fail_ids)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 import math
 import struct
+import subprocess
 import sys
+import time
 import zlib
 from datetime import timedelta
 from pathlib import Path
@@ -141,6 +143,16 @@ def test_missing_wandb_names_the_extra(monkeypatch):
         WandbAlert()
 
 
+@pytest.mark.slow
+def test_importing_the_module_imports_no_wandb():
+    code = (
+        "import sys, trainproof, trainproof.integrations, trainproof.integrations.wandb_alert as w;"
+        "assert 'wandb' not in sys.modules, 'imported';"
+        "assert callable(w.WandbAlert)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
 # --------------------------------------------------------------------------- slow: real wandb, offline
 
 
@@ -163,6 +175,8 @@ def read_records(path: Path):
             continue
         crc, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
         if kind == 0 and length == 0:  # zero padding at the end of the file
+            break
+        if pos + 7 + length > len(data):  # a chunk still being written
             break
         chunk = data[pos + 7 : pos + 7 + length]
         assert zlib.crc32(chunk, zlib.crc32(bytes([kind]))) == crc
@@ -236,7 +250,22 @@ def run_and_read(on_alert_of, nan_from, steps):
     rep = train(on_alert, nan_from, steps)
     run.log({"done": 1})
     wandb.finish()
-    return rep, announced, alert, read_records(sync_file)
+    return rep, announced, alert, closed_log(sync_file)
+
+
+def closed_log(path: Path, deadline_s: float = 60.0):
+    """The records of a finished run's ``.wandb`` file once it holds the run's ``exit``
+    record. ``wandb.finish`` can return before wandb-core has flushed the file;
+    ``wandb.teardown`` stops the service, after which the file is whole."""
+    wandb.teardown()
+    end = time.monotonic() + deadline_s
+    while True:
+        records = read_records(path)
+        if any(r.WhichOneof("record_type") == "exit" for r in records) or time.monotonic() > end:
+            break
+        time.sleep(0.05)
+    assert any(r.WhichOneof("record_type") == "exit" for r in records), f"{path} never got its exit record"
+    return records
 
 
 @pytest.mark.slow
@@ -276,3 +305,28 @@ def test_a_finished_run_is_warned_about_not_raised(offline_wandb, caplog):
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         alert(nan_finding())  # wandb raises UsageError on a finished run; it stays here
     assert alert.failed == ["TP-NAN"] and "UsageError" in caplog.text
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:`isinstance\\(treespec, LeafSpec\\)` is deprecated")
+def test_the_lightning_callback_posts_the_fail_before_it_stops(offline_wandb):
+    pytest.importorskip("torch")
+    pytest.importorskip("lightning.pytorch")
+    from test_integrations_lightning import fit
+
+    from trainproof.integrations.lightning import TrainproofCallback
+
+    run = wandb.init(project="trainproof-test")
+    sync_file = Path(run.settings.sync_file)
+    alert = WandbAlert()  # the active run, looked up when a finding comes
+    cb = TrainproofCallback(policy="stop_on_fail", check_every=10, on_alert=alert)
+    trainer = fit(cb, "sgd", 10.0)  # SGD at lr 10: NaN within a few steps
+    wandb.finish()
+    alerts = [r.alert for r in closed_log(sync_file) if r.WhichOneof("record_type") == "alert"]
+    assert cb.stopped_at == trainer.global_step and trainer.global_step <= 20
+    fail_ids = {f.id for f in cb.report.findings if f.level is Level.FAIL}
+    assert "TP-NAN" in fail_ids
+    titles = [a.title for a in alerts]
+    assert len(titles) == len(set(titles)) and titles == alert.posted
+    assert fail_ids <= set(titles)
+    assert all(a.level == "ERROR" for a in alerts if a.title in fail_ids)

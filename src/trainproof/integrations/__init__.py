@@ -12,6 +12,12 @@ Each callback only turns what its framework logs into records; a shared
 the policy: ``"warn"`` prints new findings, ``"stop_on_fail"`` also stops the run at the
 first FAIL. Importing this package imports no framework; importing one of its modules
 imports that framework only.
+
+Alerting, for the ``on_alert`` argument of the callbacks and of :func:`trainproof.watch`:
+
+* :mod:`trainproof.integrations.wandb_alert` — ``WandbAlert()`` posts each new WARN or FAIL
+  finding as a W&B alert on the active run (``pip install "trainproof[wandb]"``; wandb is
+  imported when one is created)
 """
 
 # No __all__ naming the submodules: `from trainproof.integrations import *` must not import

@@ -71,7 +71,7 @@ class WandbAlert:
             posts FAIL findings only. A :class:`~trainproof.findings.Level` is accepted too.
         wait_duration: passed to ``run.alert``: W&B sends no second alert with the same
             title within this time. Seconds (int or float) or a ``timedelta``; ``None``
-            keeps W&B's default (one minute).
+            keeps W&B's default (one minute), and so does 0 (W&B reads 0 as unset).
 
     Raises:
         ImportError: wandb is not installed (the message names ``pip install

@@ -233,7 +233,7 @@ def test_a_locked_store_is_one_clear_error(stores, tmp_path, monkeypatch) -> Non
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     try:
-        with pytest.raises(ReadError, match=r"^mlflow\.db: the database is locked by another process"):
+        with pytest.raises(ReadError, match=r"^the database is locked by another process"):
             api.read_runlogs(db)
         code, out, err, _ = run_cli("judge", str(db))
         assert code == 2

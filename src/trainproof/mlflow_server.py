@@ -377,24 +377,30 @@ def _experiment_ids(base: str) -> list[str]:
     return sorted(dict.fromkeys(ids), key=_sort_id)
 
 
-def _experiment_by_name(base: str, name: str) -> str:
+def _get(base: str, endpoint: str, params: dict, missing: str) -> dict:
+    """The server's answer to ``GET endpoint``; ``missing`` is the one-line reason when
+    the server says the thing asked for does not exist (``RESOURCE_DOES_NOT_EXIST``)."""
     try:
-        doc = _call(base, "experiments/get-by-name", params={"experiment_name": name})
+        return _call(base, endpoint, params=params)
     except ServerError as e:
         if "RESOURCE_DOES_NOT_EXIST" in str(e):
-            raise ServerError(f"no experiment named {_clean(name, 80)!r} on the server") from None
+            raise ServerError(missing) from None
         raise
+
+
+def _experiment_by_name(base: str, name: str) -> str:
+    doc = _get(
+        base,
+        "experiments/get-by-name",
+        {"experiment_name": name},
+        f"no experiment named {_clean(name, 80)!r} on the server",
+    )
     exp = _field(doc, "experiment", dict, "experiments/get-by-name")
     return _id(exp.get("experiment_id"), "experiment", "experiments/get-by-name")
 
 
 def _get_run(base: str, run_id: str) -> dict:
-    try:
-        doc = _call(base, "runs/get", params={"run_id": run_id})
-    except ServerError as e:
-        if "RESOURCE_DOES_NOT_EXIST" in str(e):
-            raise ServerError(f"no run with id {_clean(run_id, 80)!r} on the server") from None
-        raise
+    doc = _get(base, "runs/get", {"run_id": run_id}, f"no run with id {_clean(run_id, 80)!r} on the server")
     return _run_of(_field(doc, "run", dict, "runs/get"), "runs/get")
 
 

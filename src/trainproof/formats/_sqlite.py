@@ -36,17 +36,18 @@ def is_sqlite(path: Path) -> bool:
 
 def read_error(path: Path, e: sqlite3.Error) -> ReadError:
     """A one-line :class:`ReadError` for a SQLite failure on ``path``: locked, corrupt
-    (or not a database), or another error named by sqlite3's own message."""
+    (or not a database), or another error named by sqlite3's own message. The reason
+    does not name the file: whoever reports it puts the path in front."""
     msg = str(e)
     low = msg.lower()
     if "locked" in low or "busy" in low:
         return ReadError(
-            f"{path.name}: the database is locked by another process (waited {LOCK_TIMEOUT_S:g} s); "
+            f"the database is locked by another process (waited {LOCK_TIMEOUT_S:g} s); "
             "try again when its writer has committed"
         )
     if "not a database" in low or "malformed" in low or "corrupt" in low:
-        return ReadError(f"{path.name}: a corrupt SQLite database ({msg})")
-    return ReadError(f"{path.name}: the SQLite database cannot be read ({msg})")
+        return ReadError(f"a corrupt SQLite database ({msg})")
+    return ReadError(f"the SQLite database cannot be read ({msg})")
 
 
 def connect(path: Path) -> sqlite3.Connection:

@@ -382,3 +382,28 @@ def test_rows_of_the_wrong_type_are_dropped_and_said(tmp_path) -> None:
     ]
     (rep,) = api.judge_all(db)
     assert "TP-DATA-DROPPED" in {f.id for f in rep.findings}
+
+
+@pytest.mark.slow
+def test_what_a_reader_says_of_one_run_stays_with_that_run(stores, tmp_path) -> None:
+    """A store's notes and drops are per run: a damaged row of one run is that run's
+    TP-DATA-DROPPED only, and a note on one run's steps is not repeated on the others."""
+    db = _copy(stores[0], tmp_path / "mlflow.db")
+    con = sqlite3.connect(db)
+    con.execute(
+        "UPDATE metrics SET value = 'abc' WHERE key = 'loss' AND step = 50 AND run_uuid = "
+        "(SELECT run_uuid FROM runs WHERE name = 'nan-run' AND lifecycle_stage = 'active')"
+    )
+    con.commit()
+    con.close()
+    runs = {r.meta["run"]: r for r in api.read_runlogs(db)}
+    assert set(runs) == {"healthy", "nan-run", "diverged"}
+    assert runs["nan-run"].meta["dropped"] == [
+        "nan-run: skipped 1 metric row(s) whose key, step or value is not of the type MLflow writes"
+    ]
+    assert "dropped" not in runs["healthy"].meta and "dropped" not in runs["diverged"].meta
+    step_notes = {name: [n for n in r.notes if "samples_per_epoch" in n] for name, r in runs.items()}
+    assert step_notes["healthy"] and not step_notes["nan-run"] and not step_notes["diverged"]
+    reports = {rep.meta.get("run"): rep for rep in api.judge_all(db)}
+    assert "TP-DATA-DROPPED" in {f.id for f in reports["nan-run"].findings}
+    assert "TP-DATA-DROPPED" not in {f.id for f in reports["healthy"].findings}

@@ -15,7 +15,7 @@ from .formats import NoRuns, NotALog, NotOpened, ReadError, has_run_name, is_tra
 from .remote import is_url
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
-from .runlog import RunLog, build_runlog, build_runlogs
+from .runlog import RunLog, RunStart, build_runlog, build_runlogs
 
 
 def read_runlog(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None) -> RunLog:
@@ -77,20 +77,42 @@ def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str
     """The RunLog of the local log ``p`` named ``label`` (with ``every_run``: the list of
     one RunLog per run it holds)."""
     name, records, state = open_log(p, fmt)
+    marks: list[tuple[int, int]] = []
     # The build consumes the stream; the reader fills state.meta/notes while it does.
     if every_run:
-        runs = build_runlogs(records, label, name, {}, (), mapping)
+        runs = build_runlogs(_marking(records, state, marks), label, name, {}, (), mapping)
     else:
         runs = [build_runlog(records, label, name, {}, (), mapping)]
-    notes = state.notes
-    if label != str(p):
-        notes = [n.replace(str(p), label) for n in notes]
-    for run in runs:
+    for i, run in enumerate(runs):
+        notes, drops = _notes_of(state, marks, i) if len(marks) == len(runs) > 1 else (state.notes, state.drops)
+        if label != str(p):
+            notes = [n.replace(str(p), label) for n in notes]
         run.meta.update(state.meta)
         run.notes[:0] = notes
-        if state.drops:
-            run.meta["dropped"] = list(state.drops)
+        if drops:
+            run.meta["dropped"] = list(drops)
     return runs if every_run else runs[0]
+
+
+def _marking(records, state, marks: list[tuple[int, int]]):
+    """``records`` unchanged, noting at each :class:`~trainproof.runlog.RunStart` how many
+    notes and drops the reader had written so far: what a store's reader writes between
+    two markers is about the run the first one begins."""
+    for rec in records:
+        if type(rec) is RunStart:
+            marks.append((len(state.notes), len(state.drops)))
+        yield rec
+
+
+def _notes_of(state, marks: list[tuple[int, int]], i: int) -> tuple[list[str], list[str]]:
+    """Run ``i``'s notes and drops of a store's stream: those written before the first
+    run began (about the whole store) and those written while run ``i`` was read."""
+    end = marks[i + 1] if i + 1 < len(marks) else (len(state.notes), len(state.drops))
+    head_n, head_d = marks[0]
+    return (
+        state.notes[:head_n] + state.notes[marks[i][0] : end[0]],
+        state.drops[:head_d] + state.drops[marks[i][1] : end[1]],
+    )
 
 
 def judge(

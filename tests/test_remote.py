@@ -375,3 +375,44 @@ def test_is_url():
     assert is_url("s3://b/k") and is_url("gs://b") and is_url("file:///x") and is_url("memory://x")
     assert not is_url("runs/a.jsonl") and not is_url(Path("s3://b/k")) and not is_url("C://x")
     assert not is_url("/abs/path") and not is_url("a:b")
+
+
+# --------------------------------------------------------------------------- passwords
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://alice:s3cret@127.0.0.1:9",  # an MLflow server
+        "http://alice:s3cret@127.0.0.1:9/#/experiments/1/runs/abc",
+        "s3://key:s3cret@bucket/run/log.jsonl",
+        "ftp://alice:s3c@ret@host/runs/",  # a password holding '@'
+    ],
+)
+@pytest.mark.parametrize("command", ["doctor", "epoch"])
+def test_a_url_holding_a_password_is_refused_and_the_password_never_printed(url, command):
+    for as_json in (False, True):
+        code, out, err, _ = run_cli(command, url, *(["--json"] if as_json else []))
+        assert code == 2
+        assert "s3cret" not in out + err and "s3c@ret" not in out + err
+        assert "***" in err and "holds a password is not read" in err
+        if as_json:
+            doc = json.loads(out)
+            assert doc["reports"] == [] and "***" in doc["error"]
+
+
+def test_the_api_refuses_a_password_url_without_repeating_it():
+    from trainproof import api
+    from trainproof.formats import ReadError
+    from trainproof.remote import shown
+
+    url = "http://alice:s3cret@127.0.0.1:9"
+    assert shown(url) == "http://alice:***@127.0.0.1:9"
+    assert shown("http://alice@127.0.0.1:9") == "http://alice@127.0.0.1:9"  # no password: as given
+    with pytest.raises(ReadError, match=r"alice:\*\*\*@") as e:
+        api.read_runlogs(url)
+    assert "s3cret" not in str(e.value)
+    (rep,) = api.judge_all(url)
+    assert rep.file == "http://alice:***@127.0.0.1:9" and "s3cret" not in json.dumps(rep.to_dict())
+    reports, skip = api.judge_runs(url)
+    assert skip is None and "s3cret" not in json.dumps([r.to_dict() for r in reports])

@@ -12,7 +12,7 @@ from .aliases import MappingError
 from .discover import Candidate, experiment_of, fold_copies, group_runs, walk
 from .findings import EXPERIMENT_SEP, Finding, Report, worst_first
 from .formats import NoRuns, NotALog, NotOpened, ReadError, has_run_name, is_trainer_name, open_log, read_head
-from .remote import is_url
+from .remote import is_url, refuse_password, shown
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
 from .runlog import RunLog, RunStart, build_runlog, build_runlogs
@@ -33,6 +33,7 @@ def read_runlog(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] 
             exist, cannot be fetched, or the extra is not installed).
         MappingError: an override names a column the log does not have.
     """
+    refuse_password(path)
     if _on_server(path):
         runs = read_runlogs(path, fmt, mapping)
         if len(runs) != 1:
@@ -52,6 +53,7 @@ def read_runlogs(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str]
     per run for a W&B panel export of several runs; one per run of an MLflow tracking
     server's URL, or of one of its experiments. Arguments and errors as
     :func:`read_runlog`."""
+    refuse_password(path)
     if _on_server(path):
         from .mlflow_server import read_runlogs as server_runlogs
 
@@ -146,7 +148,7 @@ def judge_all(
     try:
         runs = read_runlogs(path, fmt, mapping)
     except (ReadError, MappingError) as e:
-        return [error_report(str(path), str(e), None if fmt == "auto" else fmt)]
+        return [error_report(str(shown(path)), str(e), None if fmt == "auto" else fmt)]
     return worst_first([_charted(judge_runlog(run, thresholds, mute), run, charts) for run in runs])
 
 
@@ -219,7 +221,7 @@ def _baseline(cfg: JudgeConfig):
             base = read_runlog(cfg.baseline, cfg.fmt, dict(cfg.mapping) or None)
             _BASELINES[key] = (base, judge_runlog(base, cfg.thresholds, cfg.mute), None)
         except (ReadError, MappingError) as e:
-            _BASELINES[key] = (None, None, f"the baseline {cfg.baseline} could not be read: {e}")
+            _BASELINES[key] = (None, None, f"the baseline {shown(cfg.baseline)} could not be read: {e}")
     return _BASELINES[key]
 
 
@@ -260,6 +262,10 @@ def judge_runs(
     """
     if isinstance(location, tuple):
         return _judge_group(location, config)
+    try:
+        refuse_password(location)
+    except ReadError as e:
+        return [error_report(shown(location), str(e))], None
     if _on_server(location):
         # A run of an MLflow tracking server, fetched over its API where this runs.
         try:
@@ -725,7 +731,7 @@ def compare(
         try:
             run = read_runlog(p, fmt, mapping)
         except (ReadError, MappingError) as e:
-            reports.append(error_report(str(p), str(e)))
+            reports.append(error_report(str(shown(p)), str(e)))
             continue
         rep = _with_comparison(judge_runlog(run, thresholds, mute), base, run, base_report, thresholds, mute)
         reports.append(_charted(rep, run, charts))

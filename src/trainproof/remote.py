@@ -30,10 +30,14 @@ from .discover import PRUNE_DIRS, Candidate, _is_mlflow_run, _is_venv, group_run
 from .formats import ReadError, log_name_test
 from .formats.tfevents import is_event_name
 
-__all__ = ["MissingExtra", "RemoteError", "discover", "is_url", "staged"]
+__all__ = ["MissingExtra", "RemoteError", "discover", "has_password", "is_url", "shown", "staged"]
 
 #: ``scheme://``; a scheme of one letter is a Windows drive (``C://``), never a URL.
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+://")
+
+#: ``scheme://user:password@``: the password is what lies between the first ``:`` of the
+#: authority and its last ``@`` (a password may itself hold ``@``).
+_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+://[^/?#:@]*:(?P<password>[^/?#]*)@")
 
 _EXTRA_HINT = "pip install 'trainproof[remote]'"
 
@@ -55,6 +59,35 @@ def is_url(location) -> bool:
     """True for a ``scheme://`` string. A :class:`~pathlib.Path` is never a URL (it would
     have collapsed ``//`` already), and checking imports nothing."""
     return isinstance(location, str) and bool(_URL.match(location))
+
+
+def has_password(location) -> bool:
+    """True for a URL whose authority holds a password (``scheme://user:secret@host``)."""
+    return is_url(location) and _PASSWORD.match(location) is not None
+
+
+def shown(location):
+    """``location`` as output may print it: a URL's password replaced by ``***`` (the user
+    name kept); anything else unchanged."""
+    if not has_password(location):
+        return location
+    m = _PASSWORD.match(location)
+    return location[: m.start("password")] + "***" + location[m.end("password") :]
+
+
+def refuse_password(location) -> None:
+    """Refuse a URL that holds a password: reports, SARIF annotations and CI logs print
+    their locations, so the password would be printed with every one.
+
+    Raises:
+        ReadError: ``location`` holds a password (the message shows it as ``***``).
+    """
+    if has_password(location):
+        raise ReadError(
+            f"{shown(location)}: a URL that holds a password is not read, since every report would print it; "
+            "give the credentials another way (an MLflow server: MLFLOW_TRACKING_USERNAME and "
+            "MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN; a bucket: its protocol's own configuration)"
+        )
 
 
 def _fs(url: str):

@@ -134,10 +134,23 @@ def seconds(positive: bool):
     return check
 
 
-def location(arg: str | None) -> str | Path | None:
-    """A PATH argument: an fsspec URL stays a string (a Path would collapse its ``//``)."""
+def location(arg: str | None, command: str | None = None, as_json: bool = False) -> str | Path | None:
+    """A PATH argument: an fsspec URL stays a string (a Path would collapse its ``//``).
+
+    Raises:
+        click.exceptions.Exit: a URL that holds a password (its line printed with the
+            password as ``***``, as the JSON document of ``command`` with ``as_json``;
+            exit 2).
+    """
     if arg is None:
         return None
-    from ..remote import is_url
+    from ..formats import ReadError
+    from ..remote import is_url, refuse_password
 
+    try:
+        refuse_password(arg)
+    except ReadError as e:
+        from .output import fail
+
+        fail(str(e), command, as_json)
     return arg if is_url(arg) else Path(arg)

@@ -190,7 +190,7 @@ def doctor_cmd(
     overrides, cfg = settings("doctor", as_json, maps, mute, config_path)
     if address is not None and engine == "local":
         return emit_reports([], "doctor", as_json, summary=True, error="--address needs --engine dask or --engine ray")
-    roots = [location(p) for p in (paths or (".",))]
+    roots = [location(p, "doctor", as_json) for p in (paths or (".",))]
     if (experiments or run_ids) and not any(_is_server(p) for p in roots):
         return emit_reports(
             [],
@@ -219,7 +219,7 @@ def doctor_cmd(
             cfg.mute,
             cfg.thresholds,
             progress=progress.advance,
-            baseline=location(baseline),
+            baseline=location(baseline, "doctor", as_json),
             max_depth=max_depth,
             max_files=max_files,
             jobs=jobs,

@@ -26,7 +26,7 @@ def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, ou
 
     command = invoked("judge")
     overrides, cfg = settings(command, as_json, maps, mute, config_path)
-    logfile = location(logfile)
+    logfile = location(logfile, command, as_json)
     try:
         runs = read_runlogs(logfile, fmt, overrides)
     except (ReadError, MappingError) as e:

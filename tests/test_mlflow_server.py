@@ -11,18 +11,14 @@ import json
 import math
 import os
 import random
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from _mlflow_server import SERVER_ENV, free_port, running_server
 
 from trainproof import mlflow_server
 from trainproof.api import doctor, judge_all, judge_runs, read_runlog
@@ -84,84 +80,23 @@ def log_runs(uri: str) -> dict[str, str]:
     return ids
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _health(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/health", timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A real ``mlflow server`` on a free loopback port holding :data:`RUNS`, and the same
     runs in a file store: ``(url, ids on the server, file store folder, ids there)``."""
     pytest.importorskip("mlflow")
     tmp = tmp_path_factory.mktemp("mlflow-server")
-    env_keys = {
-        "HOME": str(tmp / "home"),
-        "MLFLOW_DISABLE_TELEMETRY": "true",
-        "DO_NOT_TRACK": "true",
-        # MLflow 3 keeps its file store behind this switch; trainproof reads that store.
-        "MLFLOW_ALLOW_FILE_STORE": "true",
-        "NO_PROXY": "127.0.0.1,localhost",
-        "no_proxy": "127.0.0.1,localhost",
-    }
+    env_keys = {"HOME": str(tmp / "home"), **SERVER_ENV}
     (tmp / "home").mkdir()
     saved = {k: os.environ.get(k) for k in [*env_keys, "MLFLOW_TRACKING_URI"]}
     os.environ.update(env_keys)
     os.environ.pop("MLFLOW_TRACKING_URI", None)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    exe = Path(sys.executable).with_name("mlflow")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mlflow"]
-    log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen(
-        [
-            *cmd,
-            "server",
-            "--backend-store-uri",
-            f"sqlite:///{tmp}/m.db",
-            "--default-artifact-root",
-            str(tmp / "art"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        cwd=tmp,
-    )
     try:
-        deadline = time.monotonic() + 120
-        while not _health(url):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"mlflow server did not start: {(tmp / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.25)
-        ids = log_runs(url)
-        file_ids = log_runs(f"file:{tmp}/mlruns")
-        yield url, ids, tmp / "mlruns", file_ids, tmp
+        with running_server(tmp) as url:
+            ids = log_runs(url)
+            file_ids = log_runs(f"file:{tmp}/mlruns")
+            yield url, ids, tmp / "mlruns", file_ids, tmp
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(30)
-        log.close()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

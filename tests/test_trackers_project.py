@@ -1,9 +1,8 @@
 """The issue-20 acceptance case: one throwaway project holding a ``wandb/`` folder of
-offline runs, an ``mlflow.db`` and a Trackio database, each with a healthy, a NaN and a
-diverged run written by the real client; ``doctor`` on the project judges every run, named
-and grouped by its tracker, with the verdicts the same metrics get as JSONL.
-
-(The tracking server is compared with the file store in ``tests/test_mlflow_server.py``.)
+offline runs, an ``mlflow.db`` and a Trackio database, and a live MLflow tracking server on
+loopback, each with a healthy, a NaN and a diverged run written by the real client;
+``doctor`` on the project and the server judges every run, named and grouped by its
+tracker, with the verdicts the same metrics get as JSONL.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import _wandb_runs as W
 import pytest
+from _mlflow_server import SERVER_ENV, running_server
 
 from trainproof.api import doctor, judge_all
 from trainproof.findings import EXPERIMENT_SEP
@@ -30,7 +30,7 @@ _MLFLOW = textwrap.dedent(
     import json, sys
     import mlflow
 
-    mlflow.set_tracking_uri("sqlite:///" + sys.argv[1])
+    mlflow.set_tracking_uri(sys.argv[1])
     mlflow.set_experiment("sweep")
     for name, losses in json.load(open(sys.argv[2])).items():
         with mlflow.start_run(run_name=name):
@@ -78,47 +78,56 @@ def project(tmp_path_factory):
         GRADIO_ANALYTICS_ENABLED="False",
         MLFLOW_TRACKING_URI="",
     )
-    _child(_MLFLOW, [str(root / "mlflow.db"), str(root / "curves.json")], env, root)
+    _child(_MLFLOW, ["sqlite:///" + str(root / "mlflow.db"), str(root / "curves.json")], env, root)
     _child(_TRACKIO, [str(root / "curves.json")], env, root)
-    # The same metrics as JSONL, judged apart (outside the project).
+    # The server's own store lies outside the project, so doctor meets its runs only
+    # through the server.
+    with running_server(tmp_path_factory.mktemp("server"), {"HOME": str(root / "home")}) as url:
+        _child(_MLFLOW, [url, str(root / "curves.json")], {**env, **SERVER_ENV}, root)
+        yield root, _jsonl_verdicts(tmp_path_factory, curves), url
+
+
+def _jsonl_verdicts(tmp_path_factory, curves: dict[str, list[float]]) -> dict[str, str]:
+    """Run name -> the verdict of the same losses written as JSONL (outside the project)."""
     ref = tmp_path_factory.mktemp("jsonl")
     want = {}
     for name, losses in curves.items():
         p = ref / f"{name}.jsonl"
         p.write_text("".join(json.dumps({"step": i, "loss": v}) + "\n" for i, v in enumerate(losses)))
         want[name] = judge_all(p)[0].verdict.value
-    return root, want
+    return want
 
 
 def test_doctor_judges_every_tracked_run_as_its_jsonl(project):
-    root, want = project
-    reports, _ignored = doctor(root)
+    root, want, url = project
+    reports, _ignored = doctor([root, url])
     got: dict[str, dict[str, str]] = {}
     for r in reports:
         assert r.error is None, (r.file, r.error)
         got.setdefault(r.format, {})[r.meta["run"]] = r.verdict.value
-    assert set(got) == {"wandb", "mlflow_db", "trackio"}
+    assert set(got) == {"wandb", "mlflow_db", "trackio", "mlflow"}
     for fmt, verdicts in got.items():
         assert verdicts == want, fmt
     assert want["healthy"] != "FAIL" and want["nan"] == want["diverged"] == "FAIL"
 
 
 def test_runs_are_grouped_by_their_trackers_experiment_per_store(project):
-    root, _ = project
-    reports, _ = doctor(root)
+    root, _, url = project
+    reports, _ = doctor([root, url])
     groups = {r.experiment for r in reports}
     assert groups == {
         f"{root / 'wandb'}{EXPERIMENT_SEP}trainproof-tests",
         f"{root / 'mlflow.db'}{EXPERIMENT_SEP}sweep",
         f"{root / 'trackio' / 'sweep.db'}{EXPERIMENT_SEP}sweep",
+        f"{url}{EXPERIMENT_SEP}sweep",
     }
 
 
 def test_the_cli_table_names_each_run_and_exits_1(project):
-    root, _ = project
+    root, _, url = project
     proc = subprocess.run(
-        [sys.executable, "-m", "trainproof", "doctor", str(root)], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "trainproof", "doctor", str(root), url], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 1, proc.stderr
-    assert proc.stdout.count("run diverged") >= 3 and proc.stdout.count("run nan") >= 3
+    assert proc.stdout.count("run diverged") >= 4 and proc.stdout.count("run nan") >= 4
     assert "Traceback" not in proc.stderr

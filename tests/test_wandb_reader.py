@@ -223,6 +223,32 @@ def test_a_corrupt_record_stops_the_read_with_a_drop(tmp_path):
     assert len(state.drops) == 1 and "checksum" in state.drops[0] and "bytes dropped" in state.drops[0]
 
 
+def test_a_corrupt_wandb_log_is_exit_2_with_one_line(tmp_path):
+    """A ``.wandb`` log with no readable record (a checksum that fails at the first
+    record, a header alone) is exit 2 with one clear line, for the file, its run folder and
+    doctor on the project; never a traceback."""
+    from conftest import run_subprocess
+
+    data = bytearray(F.wandb_log_file("healthy"))
+    data[16] ^= 0x01  # inside the first record's payload
+    run = tmp_path / "wandb" / "run-20261203_000000-abc123"
+    (run / "files").mkdir(parents=True)
+    log = run / "run-abc123.wandb"
+    log.write_bytes(bytes(data))
+    header_only = tmp_path / "run-def456.wandb"
+    header_only.write_bytes(F.WANDB_HEADER)
+    for target, why in ((log, "checksum"), (run, "checksum"), (header_only, "only the file header")):
+        p = run_subprocess("epoch", str(target))
+        assert p.returncode == 2, p.stderr
+        lines = p.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"trainproof: {target}: ") and why in lines[0], lines
+        doc = json.loads(run_subprocess("epoch", str(target), "--json").stdout)
+        assert doc["reports"][0]["verdict"] == "NOT-CHECKED" and why in doc["error"]
+    p = run_subprocess("doctor", str(tmp_path))
+    assert p.returncode == 2 and "Traceback" not in p.stderr + p.stdout
+    assert "2 not judged" in p.stdout and "checksum" in p.stdout
+
+
 def _history_only(rows: list[dict[str, str]], step_metric: str = "") -> bytes:
     recs = [F.wandb_run()]
     if step_metric:

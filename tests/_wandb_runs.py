@@ -107,19 +107,22 @@ print(json.dumps(dirs))
 """
 
 
-def env_for(root: Path) -> dict[str, str]:
-    """The environment the child runs in: offline, silent, every W&B folder under ``root``."""
+def env_for(root: Path, home: Path | None = None) -> dict[str, str]:
+    """The environment the child runs in: offline, silent, run folders under ``root``;
+    the client's home, cache, config and data under ``home`` (as for a user: outside the
+    project, so a run's ``logs/debug-core.log`` links out of it), else under ``root``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
-    home = root / "home"
+    base = root if home is None else home
+    home = base / "home"
     home.mkdir(parents=True, exist_ok=True)
     env.update(
         HOME=str(home),
         WANDB_MODE="offline",
         WANDB_SILENT="true",
         WANDB_DIR=str(root),
-        WANDB_CACHE_DIR=str(root / "cache"),
-        WANDB_CONFIG_DIR=str(root / "config"),
-        WANDB_DATA_DIR=str(root / "data"),
+        WANDB_CACHE_DIR=str(base / "cache"),
+        WANDB_CONFIG_DIR=str(base / "config"),
+        WANDB_DATA_DIR=str(base / "data"),
         WANDB_DISABLE_GIT="true",
         WANDB_DISABLE_CODE="true",
         WANDB__DISABLE_STATS="true",
@@ -129,15 +132,16 @@ def env_for(root: Path) -> dict[str, str]:
     return env
 
 
-def write_runs(root: Path, specs: list[Spec], timeout: float = 300) -> list[Path]:
-    """Write ``specs`` as offline runs under ``root/wandb/``; their run folders, in order."""
+def write_runs(root: Path, specs: list[Spec], timeout: float = 300, home: Path | None = None) -> list[Path]:
+    """Write ``specs`` as offline runs under ``root/wandb/``; their run folders, in order.
+    ``home``: where the client keeps its own files (see :func:`env_for`)."""
     payload = [{**asdict(s), "rows": rows(s)} for s in specs]
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, str(root)],
         input=json.dumps(payload),
         capture_output=True,
         text=True,
-        env=env_for(root),
+        env=env_for(root, home),
         timeout=timeout,
         check=False,
     )

@@ -36,6 +36,13 @@ def _wandb_tree(root: Path) -> tuple[Path, Path]:
     return new, old
 
 
+def _wandb_run(wandb_dir: Path, name: str) -> Path:
+    run = wandb_dir / name
+    (run / "files").mkdir(parents=True)
+    (run / f"run-{name.rsplit('-', 1)[1]}.wandb").write_bytes(b":W&B\x00\x00\x00")
+    return run
+
+
 def test_walk_returns_wandb_run_folders_only(tmp_path):
     new, old = _wandb_tree(tmp_path)
     (tmp_path / "train.log").write_text(LOSS_LINES)  # a log beside the wandb folder still counts
@@ -103,3 +110,22 @@ def test_run_label_strips_the_store_place():
         "  run-20240101_000000-ab — run brisk-1"
     )
     assert _run_label(_rep("p/mlflow.db", run="r1"), f"p/mlflow.db{EXPERIMENT_SEP}a") == "  run r1"
+
+
+def test_a_run_folders_client_log_linking_out_of_the_tree_does_not_hide_the_run(tmp_path):
+    """W&B links every run's logs/debug-core.log into ~/.cache, outside the project: the
+    reader never reads logs/, so the run is judged; a link out of files/ (which an older
+    client's run is read from) still keeps the run out."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "core-debug.log").write_text("debug\n")
+    project = tmp_path / "project"
+    good = _wandb_run(project / "wandb", "run-20261203_101010-aaaa1111")
+    (good / "logs").mkdir()
+    (good / "logs" / "debug-core.log").symlink_to(outside / "core-debug.log")
+    bad = _wandb_run(project / "wandb", "run-20261203_111111-bbbb2222")
+    (bad / "files" / "wandb-summary.json").symlink_to(outside / "core-debug.log")
+    ignored: list[dict] = []
+    assert walk(project, limits=ignored) == [good]
+    assert [i["file"] for i in ignored] == [str(bad)]
+    assert "symlink that leaves the searched tree" in ignored[0]["reason"]

@@ -67,7 +67,9 @@ def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("project")
     specs = [W.Spec(name=k, kind=k) for k in KINDS]
     curves = {s.name: W.curve(s) for s in specs}
-    W.write_runs(root, specs)
+    # The client's cache lies outside the project, as a user's ~/.cache does: every run's
+    # logs/debug-core.log is a link that leaves the project.
+    W.write_runs(root, specs, home=tmp_path_factory.mktemp("wandb-home"))
     (root / "curves.json").write_text(json.dumps(curves))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "TRACKIO_", "HF_"))}
     env.update(

@@ -356,3 +356,15 @@ def test_bytes_appended_after_a_valid_prefix(tmp_path, cut, junk):
     full, _ = _read(_write(tmp_path, _SMALL))
     recs, _ = _read(_write(tmp_path, prefix + junk))  # the run record is complete: no ReadError
     assert [(r.step, r.values) for r in recs[:cut]] == [(r.step, r.values) for r in full[:cut]]
+
+
+def test_sarif_results_point_at_the_run_file_of_a_run_folder(runs, tmp_path):
+    """Code scanning annotates files: a W&B run folder's results point at its .wandb log."""
+    _, d = runs["nan"]
+    out = tmp_path / "out.sarif"
+    res = CliRunner().invoke(cli, ["doctor", str(d), "--sarif", str(out)], catch_exceptions=False)
+    assert res.exit_code == 1, res.output[-2000:]
+    doc = json.loads(out.read_text())
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in doc["runs"][0]["results"]}
+    assert uris and all(u.endswith(f"{d.name}/{_log_of(d).name}") for u in uris), uris
+    assert "TP-NAN" in {r["ruleId"] for r in doc["runs"][0]["results"]}

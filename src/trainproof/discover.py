@@ -106,6 +106,10 @@ def _is_wandb_run(dirpath: str, dirnames: Collection[str], names: Collection[str
     )
 
 
+#: The subfolders of a W&B run folder its reader may read (an older client's history and
+#: config); the rest (logs/, tmp/) is the client's own and never read.
+_WANDB_READ_PARTS = frozenset({"files"})
+
 #: The subfolders of an MLflow run folder its reader reads (its ``artifacts/`` may hold
 #: more logs, so the walk still descends there).
 _MLFLOW_PARTS = frozenset({"metrics", "params", "tags"})
@@ -274,14 +278,18 @@ def walk(
         wandb_run = _is_wandb_run(dirpath, listing.dir_names, listing.names)
         if wandb_run:
             run_parts: frozenset[str] | None = frozenset(listing.dir_names)
+            # The reader reads the .wandb log beside files/ and, for an older client,
+            # files/; the client's logs/ links into ~/.cache (debug-core.log) in every
+            # run and is never read.
+            read_parts = _WANDB_READ_PARTS
         elif _is_mlflow_run(dirpath, listing.dir_names, listing.names):
-            run_parts = _MLFLOW_PARTS
+            run_parts = read_parts = _MLFLOW_PARTS
         else:
-            run_parts = None
+            run_parts = read_parts = None
         if run_parts is not None:
             skip |= run_parts
             if dirpath in tainted or any(
-                _escapes_below(os.path.join(dirpath, d), real_root) for d in run_parts if d in listing.dir_names
+                _escapes_below(os.path.join(dirpath, d), real_root) for d in read_parts if d in listing.dir_names
             ):
                 ignored.append({"file": dirpath, "reason": _TAINTED})
             else:

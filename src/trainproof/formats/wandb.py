@@ -499,7 +499,9 @@ def read(path: Path, state) -> Iterator[Record]:
 
     Fills ``state.meta`` with ``run`` (the display name), ``run_id``, ``experiment`` (the
     project) and ``started`` (ISO 8601, UTC) where the log has them, the run's intent
-    from its config (``max_steps``, ``num_train_epochs``) and its numeric ``summary``.
+    from its config (``max_steps``, ``num_train_epochs``) and its numeric ``summary``;
+    for a run folder, ``log_file``: the file read, relative to the folder (the run file a
+    SARIF result points at).
 
     Raises:
         ReadError: not a W&B log or run folder, or nothing in it is readable.
@@ -517,10 +519,12 @@ def read(path: Path, state) -> Iterator[Record]:
             if m:
                 run.meta["run_id"] = m.group(1)
             state.notes.append("read from files/wandb-history.jsonl (a run folder of an older W&B client)")
+            state.meta["log_file"] = "files/wandb-history.jsonl"
             x = aliases.step_key({k for r in rows for k in r.values}) or _STEP
         else:
             rows, run = _read_log(log, state)
             x = _x_axis(run, rows)
+            state.meta["log_file"] = log.name
     else:
         rows, run = _read_log(log, state)
         x = _x_axis(run, rows)

@@ -17,7 +17,8 @@ file is one with no results. The verdict of every report, PASS included, is kept
 run's ``properties.reports`` so no outcome is lost. ``tool.driver.rules`` lists only the
 rules the results reference, in registry (RULES.md) order.
 
-**Locations.** The artifact URI is the report's ``file`` as invoked: a relative path stays
+**Locations.** The artifact URI is the report's ``file`` as invoked (for a W&B run folder,
+the ``.wandb`` log inside it, ``meta["log_file"]``): a relative path stays
 relative to where the command ran (no ``uriBaseId``: code scanning resolves relative URIs
 against the checkout, where the command runs in CI, and ``originalUriBaseIds`` would put a
 machine's absolute path into the output). Separators become ``/``, dot segments are
@@ -134,6 +135,17 @@ def artifact_uri(file: str, base: Path | None = None) -> str:
     if ":" in uri.split("/", 1)[0]:
         uri = "./" + uri  # a colon in the first segment would read as a URI scheme
     return uri
+
+
+def _run_file(report: Report) -> str:
+    """The file a report's results point at: its ``file``, or for a run read from a folder
+    whose records come from one file in it (``meta["log_file"]``, a W&B run folder's
+    ``.wandb`` log), that file; code scanning annotates files, not folders."""
+    inner = report.meta.get("log_file")
+    if not isinstance(inner, str) or not inner or report.file.endswith(inner):
+        return report.file
+    sep = "\\" if "\\" in report.file and "/" not in report.file else "/"
+    return report.file.rstrip("/\\") + sep + inner
 
 
 def _step_json(step: float | None):
@@ -283,7 +295,7 @@ def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLo
     pending: list[tuple[Finding, Report, str]] = []
     levels: dict[str, Level] = {}
     for rep in reports:
-        uri = artifact_uri(rep.file, base)
+        uri = artifact_uri(_run_file(rep), base)
         for f in _reported(rep):
             pending.append((f, rep, uri))
             levels.setdefault(f.id, f.level)
@@ -318,7 +330,7 @@ def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLo
             "worstVerdict": worst.value if worst is not None else None,
             "reports": [
                 {
-                    "file": artifact_uri(r.file, base),
+                    "file": artifact_uri(_run_file(r), base),
                     "format": r.format,
                     "verdict": r.verdict.value,
                     "records": r.records,

@@ -16,7 +16,9 @@ It measures:
   their median (this shared machine's speed drifts, so only paired ratios count);
 * **log()**: the time of each ``Monitor.log`` call, split into the calls between checks
   and the calls at a check (every ``check_every``-th call, or any call that judged), and
-  the time of ``Guardian.judge`` inside them (wrapped to time it);
+  the time of ``Guardian.judge`` inside them (wrapped to time it); the share of a step
+  between checks is each monitored round's mean log() time over the mean step of the
+  round before it, median over the pairs;
 * **syncs**: the calls that would make the host wait for the device on a GPU
   (``Tensor.item``, ``.cpu()``, ``.tolist()``, ``.numpy()``, ``float(t)``, ``int(t)``,
   ``bool(t)`` …; see :class:`SyncCounter`) made from inside ``Monitor.log``, per step

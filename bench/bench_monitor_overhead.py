@@ -1,0 +1,600 @@
+#!/usr/bin/env python3
+"""Benchmark: what the in-loop monitor adds to a real-sized training step, on CPU.
+
+``trainproof.monitor(model, optimizer, check_every=50, policy="silent")`` on a model of a
+few hundred parameter tensors (``--blocks`` residual blocks of Linear + LayerNorm, 4
+tensors each, plus a head), AdamW, a batch chosen so that one step (forward, backward,
+optimizer step) takes at least ``--min-step-ms`` (20 ms) on ``--threads`` torch threads.
+``mon.log(step, loss.detach())`` is called after ``loss.backward()`` and before
+``optimizer.step()``: the loss goes in as a tensor, never through ``.item()`` in the loop.
+
+It measures:
+
+* **rounds**: ``--steps`` training steps split into ``--rounds`` alternated rounds
+  (without the monitor, with, without, with …), each from the same seed on the same
+  batches; the mean step time per round, the ratio with/without of each adjacent pair and
+  their median (this shared machine's speed drifts, so only paired ratios count);
+* **log()**: the time of each ``Monitor.log`` call, split into the calls between checks
+  and the calls at a check (every ``check_every``-th call, or any call that judged), and
+  the time of ``Guardian.judge`` inside them (wrapped to time it); the share of a step
+  between checks is each monitored round's mean log() time over the mean step of the
+  round before it, median over the pairs;
+* **syncs**: the calls that would make the host wait for the device on a GPU
+  (``Tensor.item``, ``.cpu()``, ``.tolist()``, ``.numpy()``, ``float(t)``, ``int(t)``,
+  ``bool(t)`` …; see :class:`SyncCounter`) made from inside ``Monitor.log``, per step
+  between checks and per check, in a separate untimed pass (the counting wrappers cost
+  time of their own). On CPU they are not real synchronisations; the count is what would
+  synchronise on a GPU;
+* **judge cost**: one ``Guardian.judge`` on a history of ``--sizes`` records like
+  ``Monitor.log``'s (``loss``, ``grad_norm``, ``lr``, ``step_time``), median of
+  ``--repeat``, and what it costs per step at ``check_every`` under the ration of
+  ``Guardian.affordable`` (at most 1/``JUDGE_COST_RATIO`` of the wall time).
+
+Targets (issue 21): the added time between checks is at most 1% of a step of 20 ms or
+more; judging at a check stays within the ≤10% wall-time ration.
+
+Usage (from the repository root)::
+
+    .venv/bin/python bench/bench_monitor_overhead.py                    # ~3 min on 2 cores
+    .venv/bin/python bench/bench_monitor_overhead.py --quick --json /tmp/o.json   # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+#: Added time per step between checks, as a share of a step of at least MIN_STEP_MS.
+TARGET_BETWEEN_SHARE = 0.01
+MIN_STEP_MS = 20.0
+
+
+# --- counting host-device synchronisations ----------------------------------------------
+class SyncCounter:
+    """Counts the calls that would synchronise host and device, made inside a scope.
+
+    Used as a context manager: on entry it wraps the ``torch.Tensor`` methods in
+    :attr:`METHODS` and the ``torch`` functions in :attr:`FUNCTIONS` with counters; on exit
+    it restores them. A call is counted only while inside a scope: a method made one by
+    :meth:`scope` (e.g. ``Monitor.log``) is running, or a ``with counter.inside():`` block
+    is open; so the training loop's own calls are not counted. A call made from inside
+    another counted call (``Tensor.__format__`` calling ``item``) counts once.
+    ``Tensor.to`` counts only when its target names the host as the string ``"cpu"``
+    (a ``torch.device`` may be the model's own device, which on a CPU-only machine is
+    the host too).
+
+    Attributes:
+        count: counted calls so far (int).
+        by_name: counted calls per method or function name (``collections.Counter``).
+
+    Raises:
+        RuntimeError: from :meth:`scope`, when called outside the ``with`` block.
+    """
+
+    METHODS = (
+        "item",
+        "cpu",
+        "tolist",
+        "numpy",
+        "__float__",
+        "__int__",
+        "__bool__",
+        "__index__",
+        "__complex__",
+        "__array__",
+        "__format__",
+        "nonzero",
+        "equal",
+        "allclose",
+        "to",
+    )
+    FUNCTIONS = ("equal", "allclose", "nonzero")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.by_name: Counter = Counter()
+        self._depth = 0
+        self._busy = False
+        self._undo: list = []
+        self._active = False
+
+    def __enter__(self) -> SyncCounter:
+        import torch
+
+        self._active = True
+        for name in self.METHODS:
+            self._patch(torch.Tensor, name, f"Tensor.{name}")
+        for name in self.FUNCTIONS:
+            self._patch(torch, name, f"torch.{name}")
+        if hasattr(torch, "cuda") and hasattr(torch.cuda, "synchronize"):
+            self._patch(torch.cuda, "synchronize", "torch.cuda.synchronize")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        while self._undo:
+            self._undo.pop()()
+        self._active = False
+
+    def _patch(self, owner, name: str, label: str) -> None:
+        if not hasattr(owner, name):
+            return
+        raw = vars(owner).get(name)
+        orig = getattr(owner, name)
+        counter = self
+
+        def counted(*args, **kwargs):
+            if counter._depth and not counter._busy and (name != "to" or _to_host(args[1:], kwargs)):
+                counter.count += 1
+                counter.by_name[label] += 1
+                counter._busy = True
+                try:
+                    return orig(*args, **kwargs)
+                finally:
+                    counter._busy = False
+            return orig(*args, **kwargs)
+
+        counted.__name__ = getattr(orig, "__name__", name)
+        setattr(owner, name, counted)
+        self._undo.append((lambda: setattr(owner, name, raw)) if raw is not None else (lambda: delattr(owner, name)))
+
+    @contextlib.contextmanager
+    def inside(self):
+        """A block whose calls are counted."""
+        self._depth += 1
+        try:
+            yield self
+        finally:
+            self._depth -= 1
+
+    def scope(self, cls: type, name: str) -> None:
+        """Count the calls made while ``cls.name`` runs (restored on exit)."""
+        if not self._active:
+            raise RuntimeError("SyncCounter.scope is only valid inside its with block")
+        raw = vars(cls).get(name)
+        orig = getattr(cls, name)
+        counter = self
+
+        def scoped(*args, **kwargs):
+            with counter.inside():
+                return orig(*args, **kwargs)
+
+        scoped.__name__ = name
+        setattr(cls, name, scoped)
+        self._undo.append((lambda: setattr(cls, name, raw)) if raw is not None else (lambda: delattr(cls, name)))
+
+
+def _to_host(args: tuple, kwargs: dict) -> bool:
+    """Whether ``Tensor.to(*args, **kwargs)`` names the host as the string ``"cpu"``."""
+    targets = [a for a in args if isinstance(a, str)]
+    dev = kwargs.get("device")
+    if isinstance(dev, str):
+        targets.append(dev)
+    return any(t.split(":")[0] == "cpu" for t in targets)
+
+
+# --- the training problem ----------------------------------------------------------------
+def build(torch, blocks: int, width: int, seed: int = 0):
+    """The model (``blocks`` residual Linear + LayerNorm blocks and a Linear head: 4 *
+    blocks + 2 parameter tensors) and its AdamW optimizer, from ``seed``."""
+    nn = torch.nn
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(width, width)
+            self.norm = nn.LayerNorm(width)
+
+        def forward(self, x):
+            return x + torch.tanh(self.norm(self.lin(x)))
+
+    torch.manual_seed(seed)
+    model = nn.Sequential(*[Block() for _ in range(blocks)], nn.Linear(width, 1))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    return model, opt
+
+
+def batches(torch, width: int, batch: int, n: int = 8, seed: int = 1):
+    """``n`` fixed (input ``(batch, width)``, target ``(batch, 1)``) pairs."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(width, 1, generator=g) / math.sqrt(width)
+    out = []
+    for _ in range(n):
+        x = torch.randn(batch, width, generator=g)
+        out.append((x, torch.tanh(x @ w)))
+    return out
+
+
+def train(torch, args, batch: int, steps: int, monitored: bool, judged=None, on_log=None):
+    """Train a fresh model ``steps`` steps; returns per-step seconds (list) and, when
+    ``monitored``, per-call ``(seconds inside log, judged)`` (list).
+
+    ``judged``: the list :func:`timed_judge` yields (a call judged when it grew);
+    ``on_log(k)``, when given, is called after the k-th (1-based) log call.
+    """
+    import trainproof
+
+    model, opt = build(torch, args.blocks, args.width)
+    data = batches(torch, args.width, batch)
+    mon = trainproof.monitor(model, opt, check_every=args.check_every, policy="silent") if monitored else None
+    mse = torch.nn.functional.mse_loss
+    step_s, calls = [], []
+    seen = len(judged) if judged is not None else 0
+    for s in range(steps):
+        x, y = data[s % len(data)]
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = mse(model(x), y)
+        loss.backward()
+        if mon is not None:
+            a = time.perf_counter()
+            mon.log(s, loss.detach())
+            b = time.perf_counter()
+            now = len(judged) if judged is not None else 0
+            calls.append((b - a, now != seen))
+            seen = now
+            if on_log is not None:
+                on_log(s + 1)
+        opt.step()
+        step_s.append(time.perf_counter() - t0)
+    if mon is not None:
+        mon.close()
+    return step_s, calls
+
+
+@contextlib.contextmanager
+def timed_judge():
+    """Wrap ``Guardian.judge`` so each call's seconds land in the yielded list (restored on exit)."""
+    from trainproof.live.guardian import Guardian
+
+    orig = Guardian.judge
+    seconds: list[float] = []
+
+    def judge(self, *a, **k):
+        t0 = time.perf_counter()
+        try:
+            return orig(self, *a, **k)
+        finally:
+            seconds.append(time.perf_counter() - t0)
+
+    Guardian.judge = judge
+    try:
+        yield seconds
+    finally:
+        Guardian.judge = orig
+
+
+def calibrate(torch, args) -> tuple[int, float]:
+    """The batch size (``--batch``, or the smallest power of two from 32 whose step takes
+    ``--min-step-ms``) and its mean step seconds."""
+    batch = args.batch or 32
+    while True:
+        st, _ = train(torch, args, batch, args.warmup + 10, monitored=False)
+        mean = statistics.fmean(st[args.warmup :])
+        if args.batch or mean * 1e3 >= args.min_step_ms or batch >= 8192:
+            return batch, mean
+        batch *= 2
+
+
+# --- judge cost on a long history ---------------------------------------------------------
+def series(n: int, seed: int = 0):
+    """The columns of ``n`` records like Monitor.log's: a decaying noisy loss, grad norm,
+    lr, step time (float64 arrays of shape ``(n,)``)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    i = np.arange(n, dtype=np.float64)
+    return {
+        "loss": 0.3 + 1.5 / np.sqrt(1 + i / 200) * (1 + 0.05 * rng.standard_normal(n)),
+        "grad_norm": np.abs(1 + 0.2 * rng.standard_normal(n)),
+        "lr": np.full(n, 1e-3),
+        "step_time": 0.02 * (1 + 0.05 * rng.random(n)),
+    }
+
+
+def prefill_columns(guardian, n: int, seed: int = 0) -> None:
+    """Give ``guardian`` a history of ``n`` records (one per step 0..n-1) as column batches."""
+    import numpy as np
+
+    from trainproof.runlog import Columns, RunLogBuilder
+
+    steps = np.arange(n, dtype=np.float64)
+    lines = np.arange(1, n + 1, dtype=np.int64)
+    b = RunLogBuilder()
+    for key, vals in series(n, seed).items():
+        b.add_columns(Columns(key, steps, vals, lines))
+    b.set_records(n)
+    guardian.load(b.build("<live>", "live", copy=False))
+
+
+def prefill_rows(guardian, n: int, seed: int = 0) -> None:
+    """The same history as :func:`prefill_columns`, one ``Guardian.add`` per record."""
+    cols = series(n, seed)
+    keys = list(cols)
+    for k in range(n):
+        guardian.add(float(k), {key: float(cols[key][k]) for key in keys})
+
+
+def judge_cost(sizes: list[int], repeat: int) -> list[dict]:
+    """Median seconds of ``Guardian.judge`` per history size."""
+    from trainproof.live.guardian import Guardian
+
+    out = []
+    for n in sizes:
+        g = Guardian()
+        prefill_columns(g, n)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            rep = g.judge()
+            times.append(time.perf_counter() - t0)
+        row = {"records": n, "judge_s": statistics.median(times), "repeats": repeat}
+        if n <= 10_000:  # the column prefill judges as the row-by-row one would
+            r = Guardian()
+            prefill_rows(r, n)
+            ids = lambda report: sorted((f.id, f.level.name) for f in report.findings)  # noqa: E731
+            row["same_verdict_as_rows"] = ids(r.judge()) == ids(rep)
+        out.append(row)
+    return out
+
+
+def rationed(judge_s: float, step_s: float, check_every: int) -> dict:
+    """What one judgement of ``judge_s`` seconds costs per step of ``step_s`` seconds when
+    the monitor tries every ``check_every`` steps under ``Guardian.affordable``'s ration:
+    above ``JUDGE_FREE_SECONDS`` the next judgement waits ``JUDGE_COST_RATIO * judge_s``
+    wall seconds, so it happens at the first ``check_every`` boundary after that."""
+    from trainproof.live.guardian import JUDGE_COST_RATIO, JUDGE_FREE_SECONDS
+
+    every = check_every
+    if judge_s > JUDGE_FREE_SECONDS:
+        every = check_every * max(1, math.ceil(JUDGE_COST_RATIO * judge_s / (check_every * step_s)))
+    added = judge_s / every
+    return {
+        "judged_every_steps": every,
+        "added_s_per_step": added,
+        "share_of_wall": judge_s / (judge_s + every * step_s),
+        "unrationed_share_of_step": judge_s / (check_every * step_s),
+    }
+
+
+# --- the run ------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=2000, help="timed training steps in all (default 2000)")
+    ap.add_argument("--rounds", type=int, default=20, help="alternated rounds without/with (even; default 20)")
+    ap.add_argument("--check-every", type=int, default=50)
+    ap.add_argument("--blocks", type=int, default=100, help="Linear+LayerNorm blocks (4 tensors each)")
+    ap.add_argument("--width", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=0, help="batch size (default: calibrated to --min-step-ms)")
+    ap.add_argument("--min-step-ms", type=float, default=MIN_STEP_MS)
+    ap.add_argument("--warmup", type=int, default=5, help="untimed steps at the start of each round")
+    ap.add_argument("--sizes", default="1e3,1e5,1e6", help="history sizes judged (records)")
+    ap.add_argument("--repeat", type=int, default=3, help="judge() timings per size (median)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ap.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: 200 steps, 2 rounds, 10 blocks, batch 8, sizes 1e3,1e4, 1 repeat (not a measurement)",
+    )
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.steps, args.rounds, args.sizes, args.repeat = 200, 2, "1e3,1e4", 1
+        args.batch = args.batch or 8
+        args.blocks = min(args.blocks, 10)
+    args.rounds = max(2, args.rounds + args.rounds % 2)
+
+    import torch
+
+    from trainproof.live.guardian import JUDGE_COST_RATIO
+
+    torch.set_num_threads(args.threads)
+    ce = args.check_every
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+
+    model, _ = build(torch, args.blocks, args.width)
+    n_tensors = sum(1 for p in model.parameters() if p.requires_grad)
+    n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    batch, calib_s = calibrate(torch, args)
+    print(f"torch {torch.__version__}, {args.threads} thread(s), CPU")
+    print(
+        f"model: {args.blocks} blocks of Linear({args.width}) + LayerNorm, {n_tensors} parameter tensors, "
+        f"{n_params:,} parameters; AdamW; batch {batch}"
+    )
+    print(f"one training step (forward, backward, AdamW step), calibration: {calib_s * 1e3:.1f} ms")
+    if calib_s * 1e3 < args.min_step_ms:
+        print(f"  note: below the {args.min_step_ms:g} ms of the target (--batch or --quick)")
+
+    # --- timed rounds
+    per_round = max(ce, args.steps // args.rounds)
+    rounds = []
+    with timed_judge() as judge_s:
+        train(torch, args, batch, args.warmup + ce, monitored=True, judged=judge_s)  # first-call costs
+        judge_s.clear()
+        between, at_check, judge_at_check, n_judged = [], [], [], 0
+        for r in range(args.rounds):
+            on = r % 2 == 1
+            j0 = len(judge_s)
+            st, calls = train(torch, args, batch, args.warmup + per_round, monitored=on, judged=judge_s)
+            rounds.append({"monitor": on, "steps": per_round, "mean_step_s": statistics.fmean(st[args.warmup :])})
+            js = iter(judge_s[j0:])
+            mine = []
+            for k, (sec, judged) in enumerate(calls, start=1):
+                if judged:
+                    n_judged += 1
+                    judge_at_check.append(next(js))
+                (at_check if judged or k % ce == 0 else mine).append(sec)
+            if on:
+                rounds[-1]["mean_log_between_checks_s"] = statistics.fmean(mine)
+                between += mine
+    off = [r["mean_step_s"] for r in rounds if not r["monitor"]]
+    on_ = [r["mean_step_s"] for r in rounds if r["monitor"]]
+    ratios = [b / a for a, b in zip(off, on_)]
+    diffs = [b - a for a, b in zip(off, on_)]
+    step_s = statistics.median(off)
+    # Each log() against the step of the round just before it: the machine's speed drifts.
+    between_shares = [r["mean_log_between_checks_s"] / a for a, r in zip(off, (r for r in rounds if r["monitor"]))]
+    log_between = statistics.fmean(between) if between else 0.0
+    log_check = statistics.fmean(at_check) if at_check else 0.0
+    judge_mean = statistics.fmean(judge_at_check) if judge_at_check else 0.0
+    mon_wall = sum(r["mean_step_s"] * r["steps"] for r in rounds if r["monitor"])
+    judging_share = sum(judge_at_check) / mon_wall if mon_wall else 0.0
+
+    # --- syncs, untimed
+    syncs_between, syncs_check = [], []
+    names_between, names_check = Counter(), Counter()
+    import trainproof
+
+    probe = trainproof.monitor(*build(torch, 1, 4), policy="silent")
+    mon_cls = type(probe)
+    probe.close()
+    with SyncCounter() as sc:
+        sc.scope(mon_cls, "log")
+        last = {"count": 0, "names": Counter()}
+
+        def on_log(k: int) -> None:
+            n = sc.count - last["count"]
+            names = sc.by_name - last["names"]
+            last["count"], last["names"] = sc.count, Counter(sc.by_name)
+            if k % ce == 0:
+                syncs_check.append(n)
+                names_check.update(names)
+            else:
+                syncs_between.append(n)
+                names_between.update(names)
+
+        train(torch, args, batch, 2 * ce, monitored=True, on_log=on_log)
+
+    # --- judge cost at long histories
+    costs = judge_cost(sizes, args.repeat)
+    for c in costs:
+        c.update(rationed(c["judge_s"], step_s, ce))
+
+    # --- report
+    between_share = statistics.median(between_shares)
+    print()
+    print(f"{'round':>5} {'monitor':>7} {'steps':>5} {'mean step ms':>12} {'log() ms between checks':>23}")
+    for i, r in enumerate(rounds):
+        lb = f"{r['mean_log_between_checks_s'] * 1e3:.3f}" if r["monitor"] else ""
+        print(f"{i:>5} {'on' if r['monitor'] else 'off':>7} {r['steps']:>5} {r['mean_step_s'] * 1e3:>12.2f} {lb:>23}")
+    print(
+        "with/without per pair: "
+        + ", ".join(f"{x:.4f}" for x in ratios)
+        + f"; median {statistics.median(ratios):.4f} (added {statistics.median(diffs) * 1e3:+.3f} ms/step)"
+    )
+    print()
+    rows = [
+        ("step without the monitor (median of rounds)", f"{step_s * 1e3:.2f} ms", ""),
+        (
+            "log() between checks (mean)",
+            f"{log_between * 1e3:.3f} ms",
+            f"{between_share:.2%} of a step (median per pair); target <= {TARGET_BETWEEN_SHARE:.0%}: "
+            + ("met" if between_share <= TARGET_BETWEEN_SHARE else "NOT met"),
+        ),
+        (
+            f"log() at a check (every {ce}; mean)",
+            f"{log_check * 1e3:.3f} ms",
+            f"of which judge() {judge_mean * 1e3:.3f} ms; {n_judged} judgements",
+        ),
+        (
+            "judging share of the monitored wall time",
+            f"{judging_share:.2%}",
+            f"ration <= {1 / JUDGE_COST_RATIO:.0%}: " + ("within" if judging_share <= 1 / JUDGE_COST_RATIO else "OVER"),
+        ),
+        (
+            "syncs per step between checks (max)",
+            str(max(syncs_between, default=0)),
+            ", ".join(f"{k} {v / max(1, len(syncs_between)):g}" for k, v in sorted(names_between.items())),
+        ),
+        (
+            "syncs per check (max)",
+            str(max(syncs_check, default=0)),
+            ", ".join(f"{k} {v / max(1, len(syncs_check)):g}" for k, v in sorted(names_check.items())),
+        ),
+    ]
+    w = max(len(r[0]) for r in rows)
+    for name, val, note in rows:
+        print(f"{name:<{w}}  {val:>10}  {note}")
+    print()
+    hdr = (
+        f"{'records':>9} {'judge() ms':>10} {'judged every':>12} {'added ms/step':>13} "
+        f"{'share of wall':>13} {'unrationed share':>16}"
+    )
+    print(f"one check on a long history, at check_every={ce} and a {step_s * 1e3:.1f} ms step:")
+    print(hdr)
+    print("-" * len(hdr))
+    for c in costs:
+        print(
+            f"{c['records']:>9} {c['judge_s'] * 1e3:>10.1f} {c['judged_every_steps']:>12} "
+            f"{c['added_s_per_step'] * 1e3:>13.3f} {c['share_of_wall']:>13.2%} {c['unrationed_share_of_step']:>16.2%}"
+        )
+    print()
+    print(
+        f"Targets: log() between checks adds <= {TARGET_BETWEEN_SHARE:.0%} of a step of >= {MIN_STEP_MS:g} ms; "
+        f"judging at a check stays within the ration of Guardian.affordable (<= 1/JUDGE_COST_RATIO = "
+        f"{1 / JUDGE_COST_RATIO:.0%} of the wall time). Syncs are calls from inside Monitor.log that would make "
+        "the host wait for a GPU (Tensor.item, .cpu, .tolist, float(t) ...); on CPU they are counted, not felt."
+    )
+
+    result = {
+        "torch": torch.__version__,
+        "threads": args.threads,
+        "device": "cpu",
+        "quick": args.quick,
+        "check_every": ce,
+        "model": {
+            "blocks": args.blocks,
+            "width": args.width,
+            "batch": batch,
+            "param_tensors": n_tensors,
+            "params": n_params,
+        },
+        "calibration_step_s": calib_s,
+        "step_s": step_s,
+        "rounds": rounds,
+        "ratios": ratios,
+        "ratio_median": statistics.median(ratios),
+        "added_s_per_step_rounds": statistics.median(diffs),
+        "log_s_between_checks": log_between,
+        "log_s_at_checks": log_check,
+        "judge_s_at_checks": judge_mean,
+        "log_calls_between_checks": len(between),
+        "log_calls_at_checks": len(at_check),
+        "judgements": n_judged,
+        "judging_share": judging_share,
+        "syncs": {
+            "per_step_between_checks": max(syncs_between, default=0),
+            "mean_between_checks": statistics.fmean(syncs_between) if syncs_between else 0.0,
+            "per_check": max(syncs_check, default=0),
+            "calls_between_checks": len(syncs_between),
+            "calls_at_checks": len(syncs_check),
+            "by_name_between_checks": dict(names_between),
+            "by_name_at_checks": dict(names_check),
+        },
+        "judge_cost": costs,
+        "targets": {
+            "between_checks_max_share": TARGET_BETWEEN_SHARE,
+            "min_step_s": MIN_STEP_MS / 1e3,
+            "judging_max_share": 1 / JUDGE_COST_RATIO,
+            "between_checks_share": between_share,
+            "between_checks_share_per_pair": between_shares,
+            "between_checks_met": between_share <= TARGET_BETWEEN_SHARE,
+            "judging_within_ration": judging_share <= 1 / JUDGE_COST_RATIO,
+        },
+    }
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

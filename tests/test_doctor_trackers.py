@@ -129,3 +129,17 @@ def test_a_run_folders_client_log_linking_out_of_the_tree_does_not_hide_the_run(
     assert walk(project, limits=ignored) == [good]
     assert [i["file"] for i in ignored] == [str(bad)]
     assert "symlink that leaves the searched tree" in ignored[0]["reason"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "run-20261203_101010-ab12cd34",
+        "offline-run-20261203_101010-ab12cd34-1",  # a second folder made in the same second
+        "run-20261203_101010-my_run-id",  # an id the user chose
+    ],
+)
+def test_every_name_wandb_gives_a_run_folder_is_a_run(tmp_path, name):
+    run = _wandb_run(tmp_path / "wandb", name)
+    (run / "files" / "output.log").write_text(LOSS_LINES)  # the console capture: not a run of its own
+    assert walk(tmp_path) == [run]

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .formats import log_name_test
 from .formats.tfevents import is_event_name
+from .formats.wandb import RUN_DIR as WANDB_RUN_DIR
 
 #: Folder names never descended into.
 PRUNE_DIRS = frozenset(
@@ -88,11 +89,6 @@ def _is_mlflow_run(dirpath: str, dirnames: Collection[str], names: Collection[st
     return "metrics" in dirnames and ("meta.yaml" in names or "params" in dirnames or "tags" in dirnames)
 
 
-#: A W&B run folder's name: ``run-<YYYYMMDD_HHMMSS>-<run id>`` (``offline-run-…`` for a
-#: run logged with ``WANDB_MODE=offline``), as the wandb client names them under ``wandb/``.
-_WANDB_RUN = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-[A-Za-z0-9]+$")
-
-
 #: The wandb client's own logs in a ``wandb/`` folder (``debug.log``,
 #: ``debug-internal.log``, ``debug-cli.<user>.log``).
 _WANDB_CLIENT_LOG = re.compile(r"^debug(?:-internal|-cli\.[^/]*)?\.log$")
@@ -101,7 +97,7 @@ _WANDB_CLIENT_LOG = re.compile(r"^debug(?:-internal|-cli\.[^/]*)?\.log$")
 def _is_wandb_run(dirpath: str, dirnames: Collection[str], names: Collection[str]) -> bool:
     """A W&B run folder: its name, and the run's ``.wandb`` log or the older client's
     ``files/`` folder in it."""
-    return bool(_WANDB_RUN.match(os.path.basename(dirpath))) and (
+    return bool(WANDB_RUN_DIR.match(os.path.basename(dirpath))) and (
         "files" in dirnames or any(n.endswith(".wandb") for n in names)
     )
 

@@ -96,7 +96,10 @@ _INTENT = (
 )
 
 #: ``run-20261203_114121-37a31ibg``, ``offline-run-…``: the folders W&B makes per run.
-_RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-([A-Za-z0-9_-]+)$")
+#: A run id may hold ``-`` and ``_`` (a user may choose it), and a second folder made in
+#: the same second for the same id (a run resumed at once) gets ``-1``, ``-2``… after it
+#: (``wandb_init.set_sync_dir_suffix``), so the id is everything after the time.
+RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-([^/\\#?%:]+)$")
 
 
 class _Torn(Exception):
@@ -452,7 +455,7 @@ def sniff_dir(path: Path) -> bool:
     ``files/wandb-history.jsonl``."""
     if log_file(path) is not None:
         return True
-    return bool(_RUN_DIR.match(path.name)) and (path / "files" / "wandb-history.jsonl").is_file()
+    return bool(RUN_DIR.match(path.name)) and (path / "files" / "wandb-history.jsonl").is_file()
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -515,7 +518,7 @@ def read(path: Path, state) -> Iterator[Record]:
                 raise ReadError("no .wandb log or files/wandb-history.jsonl in this W&B run folder")
             rows = _history_jsonl(history, state)
             run = _Run({}, _config_yaml(path / "files" / "config.yaml"), {}, [])
-            m = _RUN_DIR.match(path.name)
+            m = RUN_DIR.match(path.name)
             if m:
                 run.meta["run_id"] = m.group(1)
             state.notes.append("read from files/wandb-history.jsonl (a run folder of an older W&B client)")

@@ -386,15 +386,23 @@ class Monitor:
         new_fail = [f for f in rep.findings if f.level is Level.FAIL and f.id not in self._announced]
         for f in new_fail:
             self._announced.add(f.id)
-        if new_fail and self.policy != "silent" and self.main:
-            print(
-                f"trainproof: FAIL at step {int(self._guardian.records and rep.step_range[1])}: "
-                + "; ".join(f"{f.id}: {f.message}" for f in new_fail),
-                file=sys.stderr,
+        said = None
+        if new_fail:
+            said = f"FAIL at step {int(self._guardian.records and rep.step_range[1])}: " + "; ".join(
+                f"{f.id}: {f.message}" for f in new_fail
             )
         # Every process raises at the same call when any found a new FAIL, so none is left
-        # waiting in a collective the others have left.
-        if self.policy == "raise" and distributed.any_rank(bool(new_fail)):
+        # waiting in a collective the others have left; the main process tells what each
+        # found (another rank's loss may fail where its own does not).
+        stop = self.policy == "raise" and distributed.any_rank(bool(new_fail))
+        lines = [said]
+        if stop:
+            lines = distributed.all_gather(said)
+        if self.policy != "silent" and self.main:
+            for r, line in enumerate(lines):
+                if line is not None:
+                    print(f"trainproof: {line}" if r == 0 else f"trainproof (rank {r}): {line}", file=sys.stderr)
+        if stop:
             raise RunFailed(rep)
         return rep
 

@@ -284,6 +284,21 @@ def _fsdp_worker(rank: int, world: int, port: int, out: str) -> None:
                 "grad_norm_now": mon.grad_norm(),
             }
 
+            # FSDP1 (FullyShardedDataParallel): flat parameters, or the original ones as
+            # views into this rank's shard.
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            for orig in (False, True):
+                model, *_ = _problem()
+                wrapped = FSDP(model, use_orig_params=orig, device_id=torch.device("cpu"))
+                opt = torch.optim.SGD(wrapped.parameters(), lr=0.05)
+                mon = Monitor(wrapped, opt, check_every=5, policy="silent", track_update_ratio=True)
+                _train(mon, wrapped, opt, rank)
+                res[f"fsdp1_orig_{orig}"] = {
+                    "grad_norm": _series(mon, "grad_norm"),
+                    "update_ratio": _series(mon, "update_ratio"),
+                }
+
             # A mix: a sharded DTensor (uneven: 5 rows on 2 ranks), a replicated one, a
             # plain tensor (the same on every rank).
             g = torch.Generator().manual_seed(3)
@@ -352,6 +367,14 @@ def test_fsdp2_records_the_global_norm_not_a_shard(fsdp_run):
         assert g["fsdp"]["grad_norm"] == pytest.approx(ref["grad_norm"], rel=1e-5)
         assert g["fsdp"]["update_ratio"] == pytest.approx(ref["update_ratio"], rel=1e-5)
         assert g["fsdp"]["grad_norm_now"] == pytest.approx(ref["grad_norm"][-1], rel=1e-5)
+
+
+@pytest.mark.parametrize("orig", [False, True])
+def test_fsdp1_records_the_global_norm(fsdp_run, orig):
+    got, ref = fsdp_run
+    for g in got:
+        assert g[f"fsdp1_orig_{orig}"]["grad_norm"] == pytest.approx(ref["grad_norm"], rel=1e-5)
+        assert g[f"fsdp1_orig_{orig}"]["update_ratio"] == pytest.approx(ref["update_ratio"], rel=1e-5)
 
 
 def test_sharded_replicated_and_plain_gradients_each_counted_once(fsdp_run):

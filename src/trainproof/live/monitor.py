@@ -50,12 +50,32 @@ def _require(module: str, extra: str):
 
 
 def _dtensor_class():
-    """``torch.distributed.tensor.DTensor``, or ``None`` where this torch has none."""
-    try:
-        from torch.distributed.tensor import DTensor
-    except ImportError:
-        return None
-    return DTensor
+    """``torch.distributed.tensor.DTensor`` once something has imported it (no DTensor
+    exists before that, and importing it costs a plain run time), else ``None``."""
+    mod = sys.modules.get("torch.distributed.tensor")
+    return getattr(mod, "DTensor", None)
+
+
+def _fsdp1_shard_groups(model) -> dict[int, object]:
+    """``id(parameter) -> process group`` for the parameters that FSDP1
+    (``FullyShardedDataParallel``) shards in ``model``: its flat parameters and, with
+    ``use_orig_params=True``, the original parameters (views into this process's shard).
+    Each holds this process's part of the gradient, so their sums of squares add across
+    the group (the padding is zeros). Empty when FSDP1 is not in use."""
+    mod = sys.modules.get("torch.distributed.fsdp")
+    fsdp = getattr(mod, "FullyShardedDataParallel", None)
+    out: dict[int, object] = {}
+    if fsdp is None:
+        return out
+    for m in model.modules():
+        handle = getattr(m, "_handle", None) if isinstance(m, fsdp) else None
+        if handle is None or not getattr(handle, "uses_sharded_strategy", False):
+            continue
+        group = m.process_group
+        flat = handle.flat_param
+        for p in [flat, *(getattr(flat, "_params", None) or [])]:
+            out[id(p)] = group
+    return out
 
 
 class Monitor:
@@ -124,7 +144,8 @@ class Monitor:
         self.log_path = Path(log_path) if log_path else None
         self._log_file = open(self.log_path, "a", encoding="utf-8") if self.log_path and self.main else None
         self.track_update_ratio = track_update_ratio
-        self._dtensor = _dtensor_class()
+        self._dtensor = None
+        self._fsdp1: dict[int, object] | None = None  # built at the first log()
         self._prev_params = None  # the preallocated copy of the trainable parameters
         self._prev_key: tuple | None = None
         self._last_time: float | None = None
@@ -160,14 +181,15 @@ class Monitor:
         torch = self.torch
         return torch.float32 if device.type == "mps" else torch.float64
 
-    def _local(self, t):
+    def _local(self, t, owner=None):
         """``(tensor, shard_key)``: the tensor to square and sum in this process, and the
         key of the process groups its sum is added over (``None``: counted once).
 
         A DTensor contributes its local part; the sums of its ``Shard`` mesh dimensions
         are added across those dimensions' groups, its ``Replicate`` ones counted once.
-        A sparse COO gradient contributes its coalesced values (a row that appears twice
-        in the batch is one row of the gradient)."""
+        A tensor of a parameter ``owner`` that FSDP1 shards is added across the FSDP
+        process group. A sparse COO gradient contributes its coalesced values (a row that
+        appears twice in the batch is one row of the gradient)."""
         torch = self.torch
         key = None
         if self._dtensor is not None and isinstance(t, self._dtensor):
@@ -178,15 +200,20 @@ class Monitor:
                 if key not in self._shard_groups:
                     self._shard_groups[key] = [mesh.get_group(d) for d in dims]
             t = t.to_local()
+        elif owner is not None and self._fsdp1 and id(owner) in self._fsdp1:
+            group = self._fsdp1[id(owner)]
+            key = ("fsdp1", id(group))
+            self._shard_groups.setdefault(key, [group])
         if t.layout == torch.sparse_coo:
             t = t.coalesce().values()
         elif t.layout != torch.strided:
             t = t.values()
         return t, key
 
-    def _sumsq(self, tensors) -> list[tuple[object, tuple | None]]:
-        """The sum of squares of ``tensors`` (see :meth:`_sumsq_local`)."""
-        return self._sumsq_local([self._local(t) for t in tensors])
+    def _sumsq(self, pairs) -> list[tuple[object, tuple | None]]:
+        """The sum of squares of the tensors of ``(parameter, tensor)`` pairs (see
+        :meth:`_local` and :meth:`_sumsq_local`)."""
+        return self._sumsq_local([self._local(t, p) for p, t in pairs])
 
     def _sumsq_local(self, pairs) -> list[tuple[object, tuple | None]]:
         """The sum of squares of ``(local tensor, shard_key)`` pairs, as ``(0-d tensor,
@@ -218,8 +245,18 @@ class Monitor:
                 self._shard_cols.setdefault(key, []).append(idxs[-1])
         return idxs
 
+    def _discover(self) -> None:
+        """Find which parameters are sharded: DTensors (FSDP2) once their module is
+        imported, FSDP1's flat parameters at the first call."""
+        if self._dtensor is None:
+            self._dtensor = _dtensor_class()
+        if self._fsdp1 is None:
+            self._fsdp1 = _fsdp1_shard_groups(self.model)
+
     def _grads(self):
-        return [p.grad.detach() for p in self.model.parameters() if p.grad is not None]
+        """``(parameter, gradient)`` for the parameters that have a gradient."""
+        self._discover()
+        return [(p, p.grad.detach()) for p in self.model.parameters() if p.grad is not None]
 
     def grad_norm(self) -> float:
         """Total L2 norm of the gradients of the parameters that have one (NaN/Inf kept;
@@ -247,11 +284,12 @@ class Monitor:
         first call or when the parameters changed (their number, shapes, dtypes or
         devices). Fused ``torch._foreach_*`` ops, no allocation per step beyond the norms."""
         torch = self.torch
+        self._discover()
         with torch.no_grad():
             originals = self._params()
             key = tuple((id(p), p.shape, p.dtype, p.device) for p in originals)
             params = [p.detach() for p in originals]
-            pairs = [self._local(p) for p in params]
+            pairs = [self._local(p, o) for p, o in zip(params, originals)]
             now = [t for t, _ in pairs]
             if self._prev_params is None or key != self._prev_key:
                 self._prev_params = [t.clone() for t in now]

@@ -266,3 +266,13 @@ def test_torch_compiled_model_records_the_same_norms():
     plain, compiled = run(False), run(True)
     for key in ("loss", "grad_norm", "update_ratio"):
         assert list(compiled.series[key].values) == pytest.approx(list(plain.series[key].values), rel=1e-5)
+
+
+def test_grad_norm_is_the_norm_clip_grad_norm_clips_by():
+    model = deep_model(30)
+    mon = Monitor(model, torch.optim.SGD(model.parameters(), lr=0.1), check_every=1000, policy="silent")
+    (model(torch.randn(4, 4)) ** 2).sum().backward()
+    mon.log(0, 1.0)
+    total = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=float("inf"))
+    assert mon.guardian.runlog().series["grad_norm"].values[0] == pytest.approx(float(total), rel=1e-6)
+    assert mon.grad_norm() == pytest.approx(float(total), rel=1e-6)

@@ -85,7 +85,7 @@ class Monitor:
         model: the ``torch.nn.Module`` being trained (its parameters' gradients give the
             gradient norm; with ``track_update_ratio`` their values give the update ratio).
             A ``torch.compile``\\ d module, a DDP-wrapped one and one sharded with FSDP2
-            ``fully_shard`` work as they are.
+            ``fully_shard`` or FSDP1 ``FullyShardedDataParallel`` work as they are.
         optimizer: the ``torch.optim.Optimizer`` (its param groups give the learning rate).
         check_every: copy the recorded steps to the host and judge the history every this
             many :meth:`log` calls (a long history may be judged less often: see
@@ -112,10 +112,25 @@ class Monitor:
         ValueError: for an unknown ``policy``.
         ImportError: when torch is not installed.
 
-    In a distributed run (a ``torch.distributed`` default process group initialised when
-    the monitor is created), :meth:`log`, :meth:`check`, :meth:`report` and :meth:`close`
-    must be called by every process at the same steps: a check runs collectives (whether
-    to judge, whether any process found a new FAIL, the sum of sharded gradients).
+    The gradient norm is the L2 norm over every gradient: one fused
+    ``torch._foreach_norm`` per (device, dtype) group gives float32 per-tensor norms
+    (half-precision groups accumulate in float32), whose squares are summed in float64
+    (float32 on MPS) on their device and combined on the host at the check. It equals
+    ``torch.nn.utils.clip_grad_norm_``'s total norm within float32 rounding; NaN and Inf
+    propagate. The update ratio is computed the same way from the kept parameter copy.
+
+    In a distributed run (a ``torch.distributed`` default process group), every process
+    records and judges its own history: under DDP the gradients, hence the norms, are the
+    same in every process, the losses are each process's own. The main process (rank 0
+    when the monitor is created) prints, writes ``log_path`` and calls ``on_alert``; with
+    ``policy="raise"`` every process raises at the check where any finds a new FAIL, and
+    the main process prints what each found. Sharded gradients (FSDP2 DTensor ``Shard``
+    placements, FSDP1 sharded flat parameters) give the global norm: this process's sums
+    of squares are kept per step and all-reduced (SUM) over the shard group once per
+    check, never per step; replicated and plain gradients are counted once. :meth:`log`,
+    :meth:`check`, :meth:`report`, :meth:`close` and reading :attr:`guardian` must be
+    called by every process at the same steps: a check runs collectives (whether to
+    judge, whether any process found a new FAIL, the sums of sharded gradients).
     """
 
     def __init__(
@@ -172,8 +187,9 @@ class Monitor:
         self._guardian = value
 
     # --- measurements -------------------------------------------------------------------
-    def _params(self):
-        return [p for p in self.model.parameters() if p.requires_grad]
+    def _params(self, params=None):
+        """The trainable parameters (of ``params``, default the model's)."""
+        return [p for p in (self.model.parameters() if params is None else params) if p.requires_grad]
 
     def _acc_dtype(self, device):
         """The dtype the sums of squares accumulate in: float64, or float32 on a device
@@ -253,10 +269,12 @@ class Monitor:
         if self._fsdp1 is None:
             self._fsdp1 = _fsdp1_shard_groups(self.model)
 
-    def _grads(self):
-        """``(parameter, gradient)`` for the parameters that have a gradient."""
+    def _grads(self, params=None):
+        """``(parameter, gradient)`` for the parameters (of ``params``, default the
+        model's) that have a gradient. The sums are taken under ``torch.no_grad``, so a
+        gradient with a graph (``create_graph=True``) grows no graph."""
         self._discover()
-        return [(p, p.grad.detach()) for p in self.model.parameters() if p.grad is not None]
+        return [(p, p.grad) for p in (self.model.parameters() if params is None else params) if p.grad is not None]
 
     def grad_norm(self) -> float:
         """Total L2 norm of the gradients of the parameters that have one (NaN/Inf kept;
@@ -270,7 +288,9 @@ class Monitor:
         if not grads:
             return float("nan")
         total = 0.0
-        for t, key in self._sumsq(grads):
+        with self.torch.no_grad():
+            partials = self._sumsq(grads)
+        for t, key in partials:
             if key is not None:
                 t = t.clone()
                 for group in self._shard_groups[key]:
@@ -278,7 +298,7 @@ class Monitor:
             total += float(t.item())
         return math.sqrt(total)
 
-    def _update_ratio_spec(self) -> tuple | None:
+    def _update_ratio_spec(self, params=None) -> tuple | None:
         """``("ratio", num_idxs, den_idxs)`` comparing the trainable parameters now with the
         copy kept at the previous call, then refreshing that copy in place; ``None`` at the
         first call or when the parameters changed (their number, shapes, dtypes or
@@ -286,10 +306,9 @@ class Monitor:
         torch = self.torch
         self._discover()
         with torch.no_grad():
-            originals = self._params()
-            key = tuple((id(p), p.shape, p.dtype, p.device) for p in originals)
-            params = [p.detach() for p in originals]
-            pairs = [self._local(p, o) for p, o in zip(params, originals)]
+            params = self._params(params)
+            key = tuple((id(p), p.shape, p.dtype, p.device) for p in params)
+            pairs = [self._local(p, p) for p in params]
             now = [t for t, _ in pairs]
             if self._prev_params is None or key != self._prev_key:
                 self._prev_params = [t.clone() for t in now]
@@ -351,16 +370,18 @@ class Monitor:
             values["eval_loss"] = eval_loss
         values.update(metrics)
         entries: dict[str, tuple] = {}
+        params = list(self.model.parameters())
         for k, v in values.items():
             if v is _GRAD:
-                grads = self._grads()
-                spec = ("sqrt", self._push(self._sumsq(grads))) if grads else ("v", float("nan"))
+                grads = self._grads(params)
+                with self.torch.no_grad():
+                    spec = ("sqrt", self._push(self._sumsq(grads))) if grads else ("v", float("nan"))
             else:
                 spec = self._spec(v)
             if spec is not None:
                 entries[str(k)] = spec
         if self.track_update_ratio:
-            r = self._update_ratio_spec()
+            r = self._update_ratio_spec(params)
             if r is not None:
                 entries["update_ratio"] = r
         self._pending.append((step, list(entries.items())))

@@ -344,6 +344,19 @@ def _fsdp_worker(rank: int, world: int, port: int, out: str) -> None:
                 "expected_update_ratio": math.sqrt(num / den),
                 "local_a": list(mix["a"].to_local().shape),
             }
+
+            # HSDP-style 2-D meshes (replicate, shard): only the shard dimension sums.
+            for shape in ((2, 1), (1, 2)):
+                mesh2 = init_device_mesh("cpu", shape, mesh_dim_names=("rep", "shard"))
+                w = torch.nn.Parameter(distribute_tensor(full["a"], mesh2, [Replicate(), Shard(0)]))
+                w.grad = distribute_tensor(grads["a"], mesh2, [Replicate(), Shard(0)])
+                mon = Monitor(torch.nn.ParameterList([w]), torch.optim.SGD([w], lr=0.0), policy="silent")
+                mon.log(0, 1.0)
+                res[f"mesh_{shape[0]}x{shape[1]}"] = {
+                    "grad_norm": _series(mon, "grad_norm"),
+                    "expected": norm([grads["a"]]),
+                    "local": list(w.grad.to_local().shape),
+                }
         dist.barrier()
     finally:
         dist.destroy_process_group()
@@ -375,6 +388,15 @@ def test_fsdp1_records_the_global_norm(fsdp_run, orig):
     for g in got:
         assert g[f"fsdp1_orig_{orig}"]["grad_norm"] == pytest.approx(ref["grad_norm"], rel=1e-5)
         assert g[f"fsdp1_orig_{orig}"]["update_ratio"] == pytest.approx(ref["update_ratio"], rel=1e-5)
+
+
+@pytest.mark.parametrize("shape", ["2x1", "1x2"])
+def test_a_2d_mesh_sums_over_its_shard_dimension_only(fsdp_run, shape):
+    got, _ = fsdp_run
+    r = [g[f"mesh_{shape}"] for g in got]
+    assert [x["local"] for x in r] == ([[5, 3], [5, 3]] if shape == "2x1" else [[3, 3], [2, 3]])
+    for x in r:
+        assert x["grad_norm"] == pytest.approx([x["expected"]], rel=1e-6)
 
 
 def test_sharded_replicated_and_plain_gradients_each_counted_once(fsdp_run):

@@ -108,6 +108,10 @@ class Monitor:
             and the share of the run a stop saves).
         thresholds: rule thresholds.
 
+    Attributes:
+        main: whether this process prints, writes ``log_path`` and calls ``on_alert``
+            (:func:`trainproof.live.distributed.is_main` when the monitor is created).
+
     Raises:
         ValueError: for an unknown ``policy``.
         ImportError: when torch is not installed.

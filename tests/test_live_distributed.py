@@ -41,6 +41,7 @@ def _agree(rank: int, world: int, port: int, out: str) -> None:
             "any_none": distributed.any_rank(False),
             "all_one": distributed.all_ranks(rank == 1),
             "all_every": distributed.all_ranks(True),
+            "gathered": distributed.all_gather(None if rank == 0 else f"from {rank}"),
         }
     finally:
         dist.destroy_process_group()
@@ -69,3 +70,9 @@ def test_two_gloo_processes_agree(tmp_path):
     for g in got:
         assert g["any_one"] is True and g["any_none"] is False
         assert g["all_one"] is False and g["all_every"] is True
+        assert g["gathered"] == [None, "from 1"]
+
+
+def test_all_gather_alone_is_a_list_of_one(monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    assert distributed.all_gather({"x": 1}) == [{"x": 1}]

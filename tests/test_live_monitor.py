@@ -294,10 +294,13 @@ def test_log_path_jsonl_reads_back_with_the_same_verdict(tmp_path, case):
 
 def test_log_path_appends_and_close(tmp_path):
     log = tmp_path / "run.jsonl"
-    mon, _, _ = train(steps=10, policy="silent", log_path=log)
-    assert len(log.read_text().splitlines()) == 10  # flushed at each log(), before close
-    mon.close()
+    mon, _, _ = train(steps=12, policy="silent", log_path=log, check_every=5)
+    # The lines of the steps up to the last check are written and flushed, before close.
+    assert len(log.read_text().splitlines()) == 10
+    mon.close()  # writes the 2 pending steps
+    assert [json.loads(x)["step"] for x in log.read_text().splitlines()] == list(range(12))
     mon.close()  # idempotent
+    assert len(log.read_text().splitlines()) == 12
 
 
 # --------------------------------------------------------------------------- non-finite

@@ -83,3 +83,17 @@ def all_ranks(flag: bool) -> bool:
     A collective, like :func:`any_rank`. Without a process group it returns ``flag``.
     """
     return not any_rank(not flag)
+
+
+def all_gather(obj) -> list:
+    """Every process's ``obj`` (anything picklable), in rank order: a list of
+    :func:`world_size` items (``torch.distributed.all_gather_object``).
+
+    A collective, like :func:`any_rank`. Without a process group it returns ``[obj]``.
+    """
+    dist = _group_ready()
+    if dist is None or dist.get_world_size() == 1:
+        return [obj]
+    out: list = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out

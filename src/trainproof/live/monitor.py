@@ -4,9 +4,16 @@
     for step, batch in enumerate(loader):
         loss = model(batch).loss
         loss.backward()
-        mon.log(step, loss.item())          # after backward, before optimizer.step()
+        mon.log(step, loss)                 # after backward, before optimizer.step()
         optimizer.step(); optimizer.zero_grad()
     report = mon.report()
+
+Nothing in :meth:`Monitor.log` waits for the device: the gradient norm, the update ratio
+and any tensor the caller passes stay on the device as 0-d tensors until the next check,
+which copies them to the host in one transfer per device and then judges. In a
+distributed run every process records; only the main process (rank 0) prints, writes the
+log and calls ``on_alert``, and decisions that change the control flow are agreed by all
+processes at the same check (see :mod:`trainproof.live.distributed`).
 
 torch is imported only when a monitor is created, never by ``import trainproof``.
 """
@@ -22,9 +29,15 @@ from pathlib import Path
 
 from ..findings import Finding, Level, Report
 from ..rules.thresholds import DEFAULT, Thresholds
-from .guardian import Guardian, RunFailed, numbers
+from . import distributed
+from .guardian import Guardian, RunFailed, number
 
 POLICIES = ("warn", "raise", "silent")
+
+#: Recorded steps held on the device at most: with a ``check_every`` above it, the
+#: pending steps are copied to the host (and written to the log) every this many steps,
+#: which bounds the memory the small per-step tensors take.
+MAX_PENDING = 1000
 
 
 def _require(module: str, extra: str):
@@ -36,27 +49,92 @@ def _require(module: str, extra: str):
         raise ImportError(f'{module} is needed for this; install it with: pip install "trainproof[{extra}]"') from e
 
 
+def _dtensor_class():
+    """``torch.distributed.tensor.DTensor`` once something has imported it (no DTensor
+    exists before that, and importing it costs a plain run time), else ``None``."""
+    mod = sys.modules.get("torch.distributed.tensor")
+    return getattr(mod, "DTensor", None)
+
+
+def _fsdp1_shard_groups(model) -> dict[int, object]:
+    """``id(parameter) -> process group`` for the parameters that FSDP1
+    (``FullyShardedDataParallel``) shards in ``model``: its flat parameters and, with
+    ``use_orig_params=True``, the original parameters (views into this process's shard).
+    Each holds this process's part of the gradient, so their sums of squares add across
+    the group (the padding is zeros). Empty when FSDP1 is not in use."""
+    mod = sys.modules.get("torch.distributed.fsdp")
+    fsdp = getattr(mod, "FullyShardedDataParallel", None)
+    out: dict[int, object] = {}
+    if fsdp is None:
+        return out
+    for m in model.modules():
+        handle = getattr(m, "_handle", None) if isinstance(m, fsdp) else None
+        if handle is None or not getattr(handle, "uses_sharded_strategy", False):
+            continue
+        group = m.process_group
+        flat = handle.flat_param
+        for p in [flat, *(getattr(flat, "_params", None) or [])]:
+            out[id(p)] = group
+    return out
+
+
 class Monitor:
     """Records a training loop and judges it every ``check_every`` steps.
 
     Args:
         model: the ``torch.nn.Module`` being trained (its parameters' gradients give the
             gradient norm; with ``track_update_ratio`` their values give the update ratio).
+            A ``torch.compile``\\ d module, a DDP-wrapped one and one sharded with FSDP2
+            ``fully_shard`` or FSDP1 ``FullyShardedDataParallel`` work as they are.
         optimizer: the ``torch.optim.Optimizer`` (its param groups give the learning rate).
-        check_every: judge the history every this many :meth:`log` calls (a long history
-            may be judged less often: see :meth:`Guardian.affordable`).
+        check_every: copy the recorded steps to the host and judge the history every this
+            many :meth:`log` calls (a long history may be judged less often: see
+            :meth:`Guardian.affordable`).
         policy: ``"warn"`` prints a new FAIL once; ``"raise"`` raises :class:`RunFailed`
             (carrying the Report) at the first FAIL so the loop can stop and save;
             ``"silent"`` only records.
         mute: rule ids not to run.
-        on_alert: called once per new WARN or FAIL finding id (e.g. post a W&B alert).
+        on_alert: called once per new WARN or FAIL finding id (e.g. post a W&B alert);
+            only in the main process.
         log_path: also write every record as a JSONL line (``trainproof judge`` reads it).
+            The lines of the steps since the last check are written at the next check
+            (or :meth:`report`, :meth:`check`, :meth:`close`), since their values reach
+            the host only then. Only the main process opens and writes it; the other
+            processes of a distributed run ignore it.
         track_update_ratio: record ``update_ratio`` = ||W_after - W_before|| / ||W_after||
             across each optimizer step. Holds one copy of every trainable parameter (the
-            model's size again in memory).
+            model's size again in memory; under FSDP2, this process's shards).
         max_steps: the run's scheduled number of steps, when known (for the schedule rules
             and the share of the run a stop saves).
         thresholds: rule thresholds.
+
+    Attributes:
+        main: whether this process prints, writes ``log_path`` and calls ``on_alert``
+            (:func:`trainproof.live.distributed.is_main` when the monitor is created).
+
+    Raises:
+        ValueError: for an unknown ``policy``.
+        ImportError: when torch is not installed.
+
+    The gradient norm is the L2 norm over every gradient: one fused
+    ``torch._foreach_norm`` per (device, dtype) group gives float32 per-tensor norms
+    (half-precision groups accumulate in float32), whose squares are summed in float64
+    (float32 on MPS) on their device and combined on the host at the check. It equals
+    ``torch.nn.utils.clip_grad_norm_``'s total norm within float32 rounding; NaN and Inf
+    propagate. The update ratio is computed the same way from the kept parameter copy.
+
+    In a distributed run (a ``torch.distributed`` default process group), every process
+    records and judges its own history: under DDP the gradients, hence the norms, are the
+    same in every process, the losses are each process's own. The main process (rank 0
+    when the monitor is created) prints, writes ``log_path`` and calls ``on_alert``; with
+    ``policy="raise"`` every process raises at the check where any finds a new FAIL, and
+    the main process prints what each found. Sharded gradients (FSDP2 DTensor ``Shard``
+    placements, FSDP1 sharded flat parameters) give the global norm: this process's sums
+    of squares are kept per step and all-reduced (SUM) over the shard group once per
+    check, never per step; replicated and plain gradients are counted once. :meth:`log`,
+    :meth:`check`, :meth:`report`, :meth:`close` and reading :attr:`guardian` must be
+    called by every process at the same steps: a check runs collectives (whether to
+    judge, whether any process found a new FAIL, the sums of sharded gradients).
     """
 
     def __init__(
@@ -79,45 +157,193 @@ class Monitor:
         self.optimizer = optimizer
         self.check_every = max(1, int(check_every))
         self.policy = policy
+        self.main = distributed.is_main()
         meta = {"max_steps": max_steps} if max_steps else {}
-        self.guardian = Guardian("<live>", "live", mute, thresholds, on_alert, meta)
+        self._guardian = Guardian("<live>", "live", mute, thresholds, on_alert if self.main else None, meta)
         self.log_path = Path(log_path) if log_path else None
-        self._log_file = open(self.log_path, "a", encoding="utf-8") if self.log_path else None
+        self._log_file = open(self.log_path, "a", encoding="utf-8") if self.log_path and self.main else None
         self.track_update_ratio = track_update_ratio
-        self._prev_params = None
+        self._dtensor = None
+        self._fsdp1: dict[int, object] | None = None  # built at the first log()
+        self._prev_params = None  # the preallocated copy of the trainable parameters
+        self._prev_key: tuple | None = None
         self._last_time: float | None = None
         self._calls = 0
         self._announced: set[str] = set()
+        # The steps not yet on the host: (step, [(key, spec)]) per step, where a spec is
+        # ("v", float) for a host number, ("t", i) for column i, ("sqrt", idxs) for the
+        # square root of the sum of columns idxs, ("ratio", num_idxs, den_idxs).
+        self._pending: list[tuple[object, list[tuple[str, tuple]]]] = []
+        self._cols: list = []  # 0-d tensors on their devices, float64 (float32 on MPS)
+        self._shard_cols: dict[tuple, list[int]] = {}  # shard-group key -> columns to sum
+        self._shard_groups: dict[tuple, list] = {}  # shard-group key -> process groups
+
+    @property
+    def guardian(self) -> Guardian:
+        """The :class:`Guardian` holding the history, with every logged step in it: reading
+        it copies the pending steps to the host first (in a distributed run with sharded
+        gradients that is a collective, so read it in every process)."""
+        self._flush()
+        return self._guardian
+
+    @guardian.setter
+    def guardian(self, value: Guardian) -> None:
+        self._guardian = value
 
     # --- measurements -------------------------------------------------------------------
-    def _params(self):
-        return [p for p in self.model.parameters() if p.requires_grad]
+    def _params(self, params=None):
+        """The trainable parameters (of ``params``, default the model's)."""
+        return [p for p in (self.model.parameters() if params is None else params) if p.requires_grad]
+
+    def _acc_dtype(self, device):
+        """The dtype the sums of squares accumulate in: float64, or float32 on a device
+        without float64 (MPS)."""
+        torch = self.torch
+        return torch.float32 if device.type == "mps" else torch.float64
+
+    def _local(self, t, owner=None):
+        """``(tensor, shard_key)``: the tensor to square and sum in this process, and the
+        key of the process groups its sum is added over (``None``: counted once).
+
+        A DTensor contributes its local part; the sums of its ``Shard`` mesh dimensions
+        are added across those dimensions' groups, its ``Replicate`` ones counted once.
+        A tensor of a parameter ``owner`` that FSDP1 shards is added across the FSDP
+        process group. A sparse COO gradient contributes its coalesced values (a row that
+        appears twice in the batch is one row of the gradient)."""
+        torch = self.torch
+        key = None
+        if self._dtensor is not None and isinstance(t, self._dtensor):
+            dims = tuple(i for i, p in enumerate(t.placements) if p.is_shard())
+            if dims:
+                mesh = t.device_mesh
+                key = (id(mesh), dims)
+                if key not in self._shard_groups:
+                    self._shard_groups[key] = [mesh.get_group(d) for d in dims]
+            t = t.to_local()
+        elif owner is not None and self._fsdp1 and id(owner) in self._fsdp1:
+            group = self._fsdp1[id(owner)]
+            key = ("fsdp1", id(group))
+            self._shard_groups.setdefault(key, [group])
+        if t.layout == torch.sparse_coo:
+            t = t.coalesce().values()
+        elif t.layout != torch.strided:
+            t = t.values()
+        return t, key
+
+    def _sumsq(self, pairs) -> list[tuple[object, tuple | None]]:
+        """The sum of squares of the tensors of ``(parameter, tensor)`` pairs (see
+        :meth:`_local` and :meth:`_sumsq_local`)."""
+        return self._sumsq_local([self._local(t, p) for p, t in pairs])
+
+    def _sumsq_local(self, pairs) -> list[tuple[object, tuple | None]]:
+        """The sum of squares of ``(local tensor, shard_key)`` pairs, as ``(0-d tensor,
+        shard_key)`` partials: one per device and shard key. Each (device, dtype) group
+        takes one fused ``torch._foreach_norm``; half-precision groups accumulate in
+        float32, the sums in float64. Nothing here waits for the device."""
+        torch = self.torch
+        groups: dict[tuple, list] = {}
+        for local, key in pairs:
+            groups.setdefault((key, local.device, local.dtype), []).append(local)
+        per_dev: dict[tuple, list] = {}
+        for (key, device, dtype), ts in groups.items():
+            wide = torch.float32 if dtype.is_floating_point and dtype.itemsize < 4 else None
+            try:
+                norms = torch._foreach_norm(ts, 2.0, dtype=wide)
+            except (RuntimeError, NotImplementedError, TypeError):  # a dtype or device foreach lacks
+                norms = [torch.linalg.vector_norm(t, 2.0, dtype=wide) for t in ts]
+            sq = torch.stack(list(norms)).to(self._acc_dtype(device)).square().sum()
+            per_dev.setdefault((key, device), []).append(sq)
+        return [(parts[0] if len(parts) == 1 else torch.stack(parts).sum(), key) for (key, _), parts in per_dev.items()]
+
+    def _push(self, partials) -> list[int]:
+        """Append partial sums to the device buffer; returns their column indices."""
+        idxs = []
+        for t, key in partials:
+            idxs.append(len(self._cols))
+            self._cols.append(t)
+            if key is not None:
+                self._shard_cols.setdefault(key, []).append(idxs[-1])
+        return idxs
+
+    def _discover(self) -> None:
+        """Find which parameters are sharded: DTensors (FSDP2) once their module is
+        imported, FSDP1's flat parameters at the first call."""
+        if self._dtensor is None:
+            self._dtensor = _dtensor_class()
+        if self._fsdp1 is None:
+            self._fsdp1 = _fsdp1_shard_groups(self.model)
+
+    def _grads(self, params=None):
+        """``(parameter, gradient)`` for the parameters (of ``params``, default the
+        model's) that have a gradient. The sums are taken under ``torch.no_grad``, so a
+        gradient with a graph (``create_graph=True``) grows no graph."""
+        self._discover()
+        return [(p, p.grad) for p in (self.model.parameters() if params is None else params) if p.grad is not None]
 
     def grad_norm(self) -> float:
-        """Total L2 norm of the gradients of the parameters that have one (NaN/Inf kept)."""
-        torch = self.torch
-        grads = [p.grad.detach() for p in self.model.parameters() if p.grad is not None]
+        """Total L2 norm of the gradients of the parameters that have one (NaN/Inf kept;
+        NaN when none has a gradient), in the gradients' units.
+
+        Waits for the device (it returns a Python float; :meth:`log` does not). Under
+        FSDP2 it sums the sharded parts across processes: a collective, so call it in
+        every process.
+        """
+        grads = self._grads()
         if not grads:
             return float("nan")
-        norms = torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])
-        return float(torch.linalg.vector_norm(norms).item())
+        total = 0.0
+        with self.torch.no_grad():
+            partials = self._sumsq(grads)
+        for t, key in partials:
+            if key is not None:
+                t = t.clone()
+                for group in self._shard_groups[key]:
+                    self.torch.distributed.all_reduce(t, group=group)
+            total += float(t.item())
+        return math.sqrt(total)
 
-    def _update_ratio(self) -> float | None:
+    def _update_ratio_spec(self, params=None) -> tuple | None:
+        """``("ratio", num_idxs, den_idxs)`` comparing the trainable parameters now with the
+        copy kept at the previous call, then refreshing that copy in place; ``None`` at the
+        first call or when the parameters changed (their number, shapes, dtypes or
+        devices). Fused ``torch._foreach_*`` ops, no allocation per step beyond the norms."""
         torch = self.torch
+        self._discover()
         with torch.no_grad():
-            now = [p.detach().clone() for p in self._params()]
-            ratio = None
-            if self._prev_params is not None and len(self._prev_params) == len(now):
-                num = math.sqrt(
-                    sum(float(torch.sum((a.float() - b.float()) ** 2)) for a, b in zip(now, self._prev_params))
-                )
-                den = math.sqrt(sum(float(torch.sum(a.float() ** 2)) for a in now))
-                ratio = num / den if den > 0 else float("nan")
-            self._prev_params = now
-        return ratio
+            params = self._params(params)
+            key = tuple((id(p), p.shape, p.dtype, p.device) for p in params)
+            pairs = [self._local(p, p) for p in params]
+            now = [t for t, _ in pairs]
+            if self._prev_params is None or key != self._prev_key:
+                self._prev_params = [t.clone() for t in now]
+                self._prev_key = key
+                return None
+            if now:
+                torch._foreach_sub_(self._prev_params, now)  # prev := W_before - W_after
+            num = self._sumsq_local([(d, k) for d, (_, k) in zip(self._prev_params, pairs)])
+            den = self._sumsq_local(pairs)
+            if now:
+                torch._foreach_copy_(self._prev_params, now)
+        return ("ratio", self._push(num), self._push(den))
 
     # --- the loop -----------------------------------------------------------------------
-    def log(self, step: int, loss: float, eval_loss: float | None = None, **metrics: float) -> None:
+    def _spec(self, value) -> tuple | None:
+        """How a logged value is kept until the next flush: a host number as ``("v", x)``,
+        a one-element real or integer tensor as a device column (detached, no copy to the
+        host), anything else ``None`` (dropped, as :func:`numbers` drops it)."""
+        torch = self.torch
+        if isinstance(value, torch.Tensor):
+            if value.numel() != 1 or value.dtype == torch.bool or value.dtype.is_complex:
+                return None
+            if value.device.type == "meta":
+                return None
+            t = value.detach().reshape(()).to(self._acc_dtype(value.device))
+            self._cols.append(t)
+            return ("t", len(self._cols) - 1)
+        x = number(value)
+        return None if x is None else ("v", x)
+
+    def log(self, step: int, loss, eval_loss=None, **metrics) -> None:
         """Record one step: call after ``loss.backward()`` and before ``optimizer.step()``.
 
         Records ``loss``, the gradient norm, the learning rate of each param group
@@ -128,10 +354,18 @@ class Monitor:
         those at the previous call, so it measures the optimizer step taken after the
         previous call. Non-finite values are recorded, never raised on.
 
+        ``loss`` and the metrics may be tensors (a 0-d loss as it comes out of the model):
+        they are detached and kept on their device with the gradient norm until the next
+        check, so between checks this call never waits for the device. At every
+        ``check_every``-th call the pending steps go to the host in one transfer per
+        device, are written to ``log_path`` and added to the history, which is then judged.
+
         Raises:
-            RunFailed: with ``policy="raise"``, when a judgement finds a FAIL.
+            RunFailed: with ``policy="raise"``, when a judgement finds a FAIL (in a
+                distributed run: in every process, at the same call, when any process
+                finds one).
         """
-        values: dict[str, object] = {"loss": loss, "grad_norm": self.grad_norm()}
+        values: dict[str, object] = {"loss": loss, "grad_norm": _GRAD}
         for i, group in enumerate(self.optimizer.param_groups):
             values["lr" if i == 0 else f"lr_group_{i}"] = group.get("lr", float("nan"))
         if self._last_time is not None:
@@ -139,47 +373,118 @@ class Monitor:
         if eval_loss is not None:
             values["eval_loss"] = eval_loss
         values.update(metrics)
-        nums = numbers(values)
+        entries: dict[str, tuple] = {}
+        params = list(self.model.parameters())
+        for k, v in values.items():
+            if v is _GRAD:
+                grads = self._grads(params)
+                with self.torch.no_grad():
+                    spec = ("sqrt", self._push(self._sumsq(grads))) if grads else ("v", float("nan"))
+            else:
+                spec = self._spec(v)
+            if spec is not None:
+                entries[str(k)] = spec
         if self.track_update_ratio:
-            r = self._update_ratio()
+            r = self._update_ratio_spec(params)
             if r is not None:
-                nums["update_ratio"] = r
-        self.guardian.add(float(step), nums)
-        self._write({"step": step, **nums})
+                entries["update_ratio"] = r
+        self._pending.append((step, list(entries.items())))
         self._calls += 1
-        if self._calls % self.check_every == 0 and self.guardian.affordable():
-            self.check()
+        if self._calls % self.check_every == 0:
+            self._flush()
+            # Every process takes the same branch, so all run the same collectives.
+            if distributed.all_ranks(self._guardian.affordable()):
+                self._judge()
+        elif len(self._pending) >= MAX_PENDING:
+            self._flush()
         # Measured from here, so the time spent judging is not charged to the next step.
         self._last_time = time.perf_counter()
 
-    def _write(self, row: dict) -> None:
+    def _flush(self) -> None:
+        """Copy the pending steps to the host (sharded sums first reduced across their
+        process groups; then one stack and transfer per device), add them to the history
+        and write their log lines."""
+        if not self._pending:
+            return
+        torch = self.torch
+        cols = self._cols
+        for key, idxs in self._shard_cols.items():
+            t = torch.stack([cols[i] for i in idxs])
+            for group in self._shard_groups[key]:
+                torch.distributed.all_reduce(t, group=group)
+            for j, i in enumerate(idxs):
+                cols[i] = t[j]
+        host: list[float] = [math.nan] * len(cols)
+        by_dev: dict[object, list[int]] = {}
+        for i, t in enumerate(cols):
+            by_dev.setdefault(t.device, []).append(i)
+        for idxs in by_dev.values():
+            for i, v in zip(idxs, torch.stack([cols[i] for i in idxs]).tolist()):
+                host[i] = v
+        pending = self._pending
+        self._pending, self._cols, self._shard_cols = [], [], {}
+
+        def value(spec: tuple) -> float:
+            kind = spec[0]
+            if kind == "v":
+                return spec[1]
+            if kind == "t":
+                return host[spec[1]]
+            if kind == "sqrt":
+                return math.sqrt(sum(host[i] for i in spec[1]))
+            num = math.sqrt(sum(host[i] for i in spec[1]))
+            den = math.sqrt(sum(host[i] for i in spec[2]))
+            return num / den if den > 0 else float("nan")
+
+        for step, entries in pending:
+            nums = {k: value(s) for k, s in entries}
+            self._guardian.add(float(step), nums)
+            if self._log_file is not None:
+                self._log_file.write(json.dumps({"step": step, **nums}) + "\n")
         if self._log_file is not None:
-            self._log_file.write(json.dumps(row) + "\n")
             self._log_file.flush()
 
-    def check(self) -> Report:
-        """Judge the history now; announce new findings and apply the policy."""
-        rep = self.guardian.judge()
+    def _judge(self) -> Report:
+        rep = self._guardian.judge()
         new_fail = [f for f in rep.findings if f.level is Level.FAIL and f.id not in self._announced]
         for f in new_fail:
             self._announced.add(f.id)
-        if new_fail and self.policy != "silent":
-            print(
-                f"trainproof: FAIL at step {int(self.guardian.records and rep.step_range[1])}: "
-                + "; ".join(f"{f.id}: {f.message}" for f in new_fail),
-                file=sys.stderr,
+        said = None
+        if new_fail:
+            said = f"FAIL at step {int(self._guardian.records and rep.step_range[1])}: " + "; ".join(
+                f"{f.id}: {f.message}" for f in new_fail
             )
-        if new_fail and self.policy == "raise":
+        # Every process raises at the same call when any found a new FAIL, so none is left
+        # waiting in a collective the others have left; the main process tells what each
+        # found (another rank's loss may fail where its own does not).
+        stop = self.policy == "raise" and distributed.any_rank(bool(new_fail))
+        lines = [said]
+        if stop:
+            lines = distributed.all_gather(said)
+        if self.policy != "silent" and self.main:
+            for r, line in enumerate(lines):
+                if line is not None:
+                    print(f"trainproof: {line}" if r == 0 else f"trainproof (rank {r}): {line}", file=sys.stderr)
+        if stop:
             raise RunFailed(rep)
         return rep
 
+    def check(self) -> Report:
+        """Copy the pending steps to the host, judge the history now, announce new findings
+        and apply the policy.
+
+        Raises:
+            RunFailed: with ``policy="raise"``, at a new FAIL (in any process).
+        """
+        self._flush()
+        return self._judge()
+
     def report(self, print_it: bool = True) -> Report:
-        """Judge the whole history, print the verdict (unless ``print_it`` is False) and
-        return the Report."""
-        rep = self.guardian.judge(charts=True)
-        if self._log_file is not None:
-            self._log_file.flush()
-        if print_it:
+        """Judge the whole history (pending steps included), print the verdict (unless
+        ``print_it`` is False, or this is not the main process) and return the Report."""
+        self._flush()
+        rep = self._guardian.judge(charts=True)
+        if print_it and self.main:
             from rich.console import Console
 
             from ..render.text import render
@@ -188,9 +493,16 @@ class Monitor:
         return rep
 
     def close(self) -> None:
+        """Write the pending steps to the history and the log, then close the log
+        (idempotent)."""
+        self._flush()
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+
+
+#: The placeholder of the gradient norm while a step's values are gathered.
+_GRAD = object()
 
 
 def monitor(

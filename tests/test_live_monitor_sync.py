@@ -192,6 +192,44 @@ def test_frozen_and_unused_parameters():
     assert run.series["update_ratio"].values[-1] == pytest.approx(ratio, rel=1e-5)
 
 
+def test_a_gradient_that_comes_and_goes_between_checks_is_counted_each_step():
+    """The grouping of the gradients is kept between checks; a parameter that gets a
+    gradient only on some steps (a branch taken now and then, set_to_none zeroing) is in
+    the norm exactly on those steps. A parameter added to the model between checks is
+    measured from the next check on (the parameters are listed again at each check)."""
+    torch.manual_seed(0)
+    a, b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 1)
+    model = torch.nn.ModuleDict({"a": a, "b": b})
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    mon = Monitor(model, opt, check_every=1000, policy="silent")
+    x = torch.randn(8, 4)
+    expected = []
+
+    def step(i: int, listed) -> None:
+        opt.zero_grad(set_to_none=True)
+        out = a(x)
+        if "c" in model:
+            out = model["c"](out)
+        if i % 3 == 1:
+            out = b(out)  # ``b`` has a gradient on steps 1, 4, 7 only
+        loss = out.pow(2).mean()
+        loss.backward()
+        expected.append(manual_norm([p.grad for p in listed if p.grad is not None]))
+        mon.log(i, loss)
+
+    before = list(model.parameters())
+    for i in range(5):
+        step(i, before)
+    model["c"] = torch.nn.Linear(4, 4)
+    for i in range(5, 8):
+        step(i, before)  # not listed yet
+    mon.check()
+    for i in range(8, 11):
+        step(i, list(model.parameters()))
+    got = list(mon.guardian.runlog().series["grad_norm"].values)
+    assert got == pytest.approx(expected, rel=1e-6)
+
+
 def test_mixed_dtypes():
     torch.manual_seed(0)
     model = torch.nn.ParameterList(

@@ -167,6 +167,8 @@ class Monitor:
         self._fsdp1: dict[int, object] | None = None  # built at the first log()
         self._prev_params = None  # the preallocated copy of the trainable parameters
         self._prev_key: tuple | None = None
+        self._param_list: list | None = None  # see _model_params
+        self._grad_plan: tuple | None = None  # see _grad_partials
         self._last_time: float | None = None
         self._calls = 0
         self._announced: set[str] = set()
@@ -246,14 +248,57 @@ class Monitor:
             groups.setdefault((key, local.device, local.dtype), []).append(local)
         per_dev: dict[tuple, list] = {}
         for (key, device, dtype), ts in groups.items():
-            wide = torch.float32 if dtype.is_floating_point and dtype.itemsize < 4 else None
-            try:
-                norms = torch._foreach_norm(ts, 2.0, dtype=wide)
-            except (RuntimeError, NotImplementedError, TypeError):  # a dtype or device foreach lacks
-                norms = [torch.linalg.vector_norm(t, 2.0, dtype=wide) for t in ts]
-            sq = torch.stack(list(norms)).to(self._acc_dtype(device)).square().sum()
-            per_dev.setdefault((key, device), []).append(sq)
+            per_dev.setdefault((key, device), []).append(self._group_sumsq(ts, device, dtype))
         return [(parts[0] if len(parts) == 1 else torch.stack(parts).sum(), key) for (key, _), parts in per_dev.items()]
+
+    def _group_sumsq(self, ts: list, device, dtype):
+        """The sum of squares of tensors ``ts`` of one device and dtype, a 0-d tensor on
+        that device: one fused ``torch._foreach_norm`` (half precision accumulating in
+        float32), the squares summed in :meth:`_acc_dtype`."""
+        torch = self.torch
+        wide = torch.float32 if dtype.is_floating_point and dtype.itemsize < 4 else None
+        try:
+            norms = torch._foreach_norm(ts, 2.0, dtype=wide)
+        except (RuntimeError, NotImplementedError, TypeError):  # a dtype or device foreach lacks
+            norms = [torch.linalg.vector_norm(t, 2.0, dtype=wide) for t in ts]
+        return torch.stack(list(norms)).to(self._acc_dtype(device)).square().sum()
+
+    def _grad_partials(self, params: list) -> list[tuple[object, tuple | None]]:
+        """The gradient norm's partial sums of squares this step (as :meth:`_sumsq` gives
+        them), through a plan of (device, dtype) groups kept until the next check: the
+        grouping, not the norm, is most of the Python time on a model of a few hundred
+        tensors. The plan is made again whenever the set of parameters with a gradient
+        differs from the one it was made for; sharded (DTensor, FSDP1) and sparse
+        gradients always take :meth:`_sumsq`."""
+        grads = [p.grad for p in params]
+        present = [i for i, g in enumerate(grads) if g is not None]
+        plan = self._grad_plan
+        if plan is None or plan[0] != present:
+            plan = self._grad_plan = (present, self._plan_groups(params, grads, present))
+        groups = plan[1]
+        if groups is None:
+            return self._sumsq([(params[i], grads[i]) for i in present])
+        torch = self.torch
+        per_dev: dict = {}
+        for device, dtype, idxs in groups:
+            per_dev.setdefault(device, []).append(self._group_sumsq([grads[i] for i in idxs], device, dtype))
+        return [(parts[0] if len(parts) == 1 else torch.stack(parts).sum(), None) for parts in per_dev.values()]
+
+    def _plan_groups(self, params: list, grads: list, present: list[int]) -> list[tuple] | None:
+        """``(device, dtype, indices)`` of the gradients ``present``, grouped; ``None``
+        when one of them is sharded or not a dense tensor (see :meth:`_local`)."""
+        self._discover()
+        torch = self.torch
+        groups: dict[tuple, list[int]] = {}
+        for i in present:
+            g = grads[i]
+            sharded = (self._dtensor is not None and isinstance(g, self._dtensor)) or (
+                self._fsdp1 and id(params[i]) in self._fsdp1
+            )
+            if sharded or g.layout != torch.strided:
+                return None
+            groups.setdefault((g.device, g.dtype), []).append(i)
+        return [(device, dtype, idxs) for (device, dtype), idxs in groups.items()]
 
     def _push(self, partials) -> list[int]:
         """Append partial sums to the device buffer; returns their column indices."""
@@ -374,12 +419,12 @@ class Monitor:
             values["eval_loss"] = eval_loss
         values.update(metrics)
         entries: dict[str, tuple] = {}
-        params = list(self.model.parameters())
+        params = self._model_params()
         for k, v in values.items():
             if v is _GRAD:
-                grads = self._grads(params)
                 with self.torch.no_grad():
-                    spec = ("sqrt", self._push(self._sumsq(grads))) if grads else ("v", float("nan"))
+                    partials = self._grad_partials(params)
+                spec = ("sqrt", self._push(partials)) if partials else ("v", float("nan"))
             else:
                 spec = self._spec(v)
             if spec is not None:
@@ -400,10 +445,20 @@ class Monitor:
         # Measured from here, so the time spent judging is not charged to the next step.
         self._last_time = time.perf_counter()
 
+    def _model_params(self) -> list:
+        """The model's parameters, listed again after each check: walking the modules costs
+        about as much as the fused norm itself on a model of a few hundred tensors, so it
+        is not done on every step. A parameter added to the model between two checks is
+        measured from the next check on."""
+        if self._param_list is None:
+            self._param_list = list(self.model.parameters())
+        return self._param_list
+
     def _flush(self) -> None:
         """Copy the pending steps to the host (sharded sums first reduced across their
         process groups; then one stack and transfer per device), add them to the history
         and write their log lines."""
+        self._param_list = self._grad_plan = None
         if not self._pending:
             return
         torch = self.torch

@@ -63,6 +63,7 @@ def test_only_the_main_process_prints_and_alerts(monkeypatch, capsys, quiet):
         assert "trainproof: FAIL at step 12: TP-NAN:" in err and "stopped Test training at step 12" in err
 
 
+@pytest.mark.slow
 def test_tensors_are_read_at_check_points_not_at_every_record(monkeypatch):
     torch = pytest.importorskip("torch")
     always_affordable(monkeypatch)

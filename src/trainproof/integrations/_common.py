@@ -12,10 +12,12 @@ calls ``on_alert`` (the callback says which process that is, with ``quiet``). Wh
 process must call :meth:`LiveRun.record` with the same sequence of records (the same
 keys at the same steps; the values may differ): the cadence (``check_every``,
 :meth:`~trainproof.live.guardian.Guardian.due`) then falls on the same record
-everywhere, and at each such check point the processes agree, with two one-number
-all-reduces, whether judging is affordable now and whether any process found a FAIL. So
-every process judges at the same records and a ``stop_on_fail`` stop happens at the same
-step in all of them; between check points nothing is exchanged.
+everywhere, and at each such check point the processes agree, with one-number
+all-reduces, whether judging is affordable now (in every process) and, when they judged,
+whether any process found a FAIL. So every process judges at the same records and a
+``stop_on_fail`` stop happens at the same step in all of them; between check points, and
+in :meth:`LiveRun.finish`, nothing is exchanged. On NCCL each agreement reads one number
+back from the device: one wait per check point, none per record.
 
 Tensor values (Lightning's ``callback_metrics``) are kept as tensors until a check point
 needs their numbers, and then read together, so recording a step does not wait for the

@@ -27,6 +27,11 @@ process group, else the ``RANK`` variable): only rank 0 prints and calls ``on_al
 If a torch process group of more than one process is initialised, the processes agree at
 each check point as the other callbacks' do, which needs every process to run the same
 number of batches.
+
+Keras hands this callback its batch logs as Python numbers. A callback with its own
+``on_train_batch_end`` makes Keras convert them on the training thread after every batch
+(without one, the torch and JAX backends convert them in a worker thread), which on a GPU
+is a wait for the device per batch; the per-batch losses this callback judges need it.
 """
 
 from __future__ import annotations

@@ -21,10 +21,13 @@ point (every ``check_every`` records) whether to judge and whether any found a F
 ``stop_on_fail`` stop ends every process at the same step. Each process judges its own
 logged values (the same across processes when logged with ``sync_dist=True``).
 
-The logged values stay tensors until a check point reads them together: the callback does
-not wait for the device at every step. What Lightning itself does per step is unchanged:
-it reads ``prog_bar`` values as numbers for the progress bar, all-reduces values logged
-with ``sync_dist=True``, and converts what it hands its loggers.
+The logged values stay tensors until a check point reads them together: the callback
+itself waits for the device once per check point, not at every step. What remains per
+step is Lightning's: reading ``trainer.callback_metrics`` makes Lightning build its step
+metrics, which reads the values logged with ``prog_bar=True`` as numbers (Lightning builds
+them again after every batch anyway, so this adds no wait the run did not have); values
+logged with ``sync_dist=True`` are all-reduced at every step; loggers get numbers every
+``log_every_n_steps``.
 
 Importing this module imports lightning; ``import trainproof`` does not.
 """

@@ -143,39 +143,41 @@ def _two_liveruns(rank: int, port: int, out: str) -> None:
     from trainproof.integrations import _common
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-    calls = {"collectives": 0, "asked": 0}
     real_any = distributed.any_rank
+    got = {}
+    for policy in ("stop_on_fail", "warn"):
+        calls = {"collectives": 0, "asked": 0}
 
-    def counted(flag: bool) -> bool:
-        calls["collectives"] += 1
-        return real_any(flag)
+        def counted(flag: bool, calls=calls) -> bool:
+            calls["collectives"] += 1
+            return real_any(flag)
 
-    def uneven(self, now=None) -> bool:
-        # rank 0 can always afford a judgement, rank 1 every other time it is asked
-        calls["asked"] += 1
-        return rank == 0 or calls["asked"] % 2 == 0
+        def uneven(self, now=None, calls=calls) -> bool:
+            # rank 0 can always afford a judgement, rank 1 every other time it is asked
+            calls["asked"] += 1
+            return rank == 0 or calls["asked"] % 2 == 0
 
-    distributed.any_rank = counted  # all_ranks goes through it too
-    Guardian.affordable = uneven
-    err = io.StringIO()
-    sys.stderr = err
-    alerts = []
-    judged = []
-    live = _common.LiveRun("Test", "stop_on_fail", check_every=3, on_alert=lambda f: alerts.append(f.id))
-    check = live.check
-    live.check = lambda: judged.append(live._last_step) or check()
-    live.start(max_steps=60, quiet=rank != 0)
-    # Only rank 1 sees the NaN (its shard of the data); rank 0's loss stays finite.
-    stopped = None
-    for step, vals in nan_run(60, nan_from=20 if rank == 1 else 10**9):
-        if live.record(step, vals):
-            stopped = step
-            break
-    live.finish()
+        distributed.any_rank = counted  # all_ranks goes through it too
+        Guardian.affordable = uneven
+        err = io.StringIO()
+        sys.stderr = err
+        alerts = []
+        judged = []
+        live = _common.LiveRun("Test", policy, check_every=3, on_alert=lambda f: alerts.append(f.id))
+        check = live.check
+        live.check = lambda: judged.append(live._last_step) or check()
+        live.start(max_steps=60, quiet=rank != 0)
+        # Only rank 1 sees the NaN (its shard of the data); rank 0's loss stays finite.
+        stopped = None
+        for step, vals in nan_run(60, nan_from=20 if rank == 1 else 10**9):
+            if live.record(step, vals):
+                stopped = step
+                break
+        live.finish()
+        sys.stderr = sys.__stderr__
+        got[policy] = {"stopped": stopped, "judged": judged, "alerts": alerts, "err": err.getvalue(), **calls}
     dist.barrier()
     dist.destroy_process_group()
-    sys.stderr = sys.__stderr__
-    got = {"stopped": stopped, "judged": judged, "alerts": alerts, "err": err.getvalue(), **calls}
     Path(f"{out}.{rank}").write_text(json.dumps(got))
 
 
@@ -188,9 +190,9 @@ def test_two_processes_agree_where_to_judge_and_where_to_stop(tmp_path):
 
     out = str(tmp_path / "live")
     mp.spawn(_two_liveruns, args=(free_port(), out), nprocs=2, join=True)
-    r0, r1 = (json.loads(Path(f"{out}.{r}").read_text()) for r in (0, 1))
+    r0, r1 = (json.loads(Path(f"{out}.{r}").read_text())["stop_on_fail"] for r in (0, 1))
     # the same records judged everywhere, though rank 1 could afford only every other one
-    assert r0["judged"] == r1["judged"] and r0["judged"][0] == 6
+    assert r0["judged"] == r1["judged"] and r0["judged"][:2] == [6, 12]
     assert r0["stopped"] == r1["stopped"] and r0["stopped"] >= 20
     assert r0["stopped"] == r0["judged"][-1]
     # rank 1 found the FAIL, rank 0 (the one that prints) says the run stopped for it
@@ -202,6 +204,13 @@ def test_two_processes_agree_where_to_judge_and_where_to_stop(tmp_path):
     # one more to agree the stop where they judged
     points = r0["stopped"] // 3
     assert r0["collectives"] == r1["collectives"] == points + len(r0["judged"])
+    # warn: no stop to agree, so one collective per check point; rank 1 alone saw the
+    # NaN and keeps quiet, rank 0 has nothing to say
+    w0, w1 = (json.loads(Path(f"{out}.{r}").read_text())["warn"] for r in (0, 1))
+    assert w0["stopped"] is w1["stopped"] is None
+    assert w0["judged"] == w1["judged"] == list(range(6, 61, 6))
+    assert w0["collectives"] == w1["collectives"] == 60 // 3
+    assert w0["err"] == w1["err"] == "" and w0["alerts"] == w1["alerts"] == []
 
 
 # --- two processes, real trainers -------------------------------------------------------------

@@ -246,15 +246,16 @@ class LiveRun:
 
     def _agreed_check(self, g: Guardian) -> bool:
         """A check point of a distributed run, reached at the same record in every process:
-        judge if every process can afford it, stop if any process found a FAIL."""
+        judge if every process can afford it, stop if any process found a FAIL. Collectives:
+        one, plus one more when they judged under ``stop_on_fail``."""
         # The next check point is check_every records on, in every process, whether or not
         # this one judges: retrying at each record would be a collective per record.
         self._since = 0
         if not distributed.all_ranks(g.affordable()):
             return False
         mine = self.check()
-        if not distributed.any_rank(mine):
-            return False
+        if self.policy != "stop_on_fail" or not distributed.any_rank(mine):
+            return False  # the policy is the same in every process: warn never stops
         if not mine and self.stopped_at is None:
             self.stopped_at = self._last_step
             self._say(self.stop_message() + " A FAIL was found in another process of this distributed run.")

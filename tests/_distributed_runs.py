@@ -5,7 +5,7 @@ Run by tests/test_integrations_distributed.py under ``python -m torch.distribute
 runs of FRAMEWORK (``hf`` or ``lightning``) one after the other and writes, per run,
 ``OUT/<run>.<rank>.json``: the step training ended at, the callback's ``stopped_at``, the
 steps it judged at, the ids it alerted on and the trainproof lines it printed (its stderr
-goes to ``OUT/err.<rank>``).
+goes to ``OUT/err.<rank>``, its pid to ``OUT/pid.<rank>``).
 """
 
 from __future__ import annotations
@@ -155,6 +155,7 @@ def warm_up() -> None:
 
 def main() -> None:
     framework, out = sys.argv[1], Path(sys.argv[2])
+    (out / f"pid.{RANK}").write_text(str(os.getpid()))  # for the parent to kill on a hang
     sys.stderr = open(out / f"err.{RANK}", "w", encoding="utf-8", buffering=1)  # noqa: SIM115
     warm_up()
     {"hf": hf, "lightning": lightning}[framework](out)

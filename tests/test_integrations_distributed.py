@@ -12,6 +12,7 @@ import io
 import json
 import math
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -216,7 +217,7 @@ def test_two_processes_agree_where_to_judge_and_where_to_stop(tmp_path):
 # --- two processes, real trainers -------------------------------------------------------------
 
 
-def launch(framework: str, out: Path, timeout: float = 300) -> dict[str, list[dict]]:
+def launch(framework: str, out: Path, timeout: float = 240) -> dict[str, list[dict]]:
     """Run tests/_distributed_runs.py in 2 torchrun processes; ``{run: [rank 0, rank 1]}``.
     A hang fails the test at ``timeout`` seconds instead of blocking it."""
     out.mkdir(parents=True, exist_ok=True)
@@ -232,9 +233,25 @@ def launch(framework: str, out: Path, timeout: float = 300) -> dict[str, list[di
         framework,
         str(out),
     ]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    # Output to a file, not a pipe: a hung worker then cannot block reading it. The
+    # workers run in sessions of their own and write their pids, so a hang kills them too.
+    with open(out / "launcher.log", "w", encoding="utf-8") as log:
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for f in out.glob("pid.*"):
+                try:
+                    os.kill(int(f.read_text()), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+            p.kill()
+            p.wait()
+            pytest.fail(
+                f"the 2-process {framework} run did not finish in {timeout:.0f} s (a process waiting for the other?)"
+            )
     errs = "".join((out / f"err.{r}").read_text() for r in (0, 1) if (out / f"err.{r}").exists())
-    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:], errs[-3000:])
+    assert p.returncode == 0, ((out / "launcher.log").read_text()[-3000:], errs[-3000:])
     runs: dict[str, list[dict]] = {}
     for f in sorted(out.glob("*.json")):
         run, rank, _ = f.name.split(".")

@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -190,7 +191,13 @@ def test_two_processes_agree_where_to_judge_and_where_to_stop(tmp_path):
     import torch.multiprocessing as mp
 
     out = str(tmp_path / "live")
-    mp.spawn(_two_liveruns, args=(free_port(), out), nprocs=2, join=True)
+    procs = mp.spawn(_two_liveruns, args=(free_port(), out), nprocs=2, join=False)
+    deadline = time.monotonic() + 180
+    while not procs.join(timeout=1):  # raises when a process failed
+        if time.monotonic() > deadline:  # a process waiting for the other: fail, don't block
+            for p in procs.processes:
+                p.kill()
+            pytest.fail("the 2 LiveRun processes did not finish in 180 s")
     r0, r1 = (json.loads(Path(f"{out}.{r}").read_text())["stop_on_fail"] for r in (0, 1))
     # the same records judged everywhere, though rank 1 could afford only every other one
     assert r0["judged"] == r1["judged"] and r0["judged"][:2] == [6, 12]

@@ -166,3 +166,40 @@ def test_a_missing_transformers_names_the_extra():
     assert p.returncode != 0
     assert "ImportError: trainproof's hf callback needs transformers" in p.stderr
     assert 'pip install "trainproof[hf]"' in p.stderr
+
+
+def logged_nan_grad(cb, world_zero: bool) -> None:
+    """Feed ``cb`` what the Trainer logs for a run whose gradient norm turns NaN at step 21
+    (the loss still falling), as process zero or as another process."""
+    from transformers import TrainerControl, TrainerState
+
+    state = TrainerState(max_steps=40, is_world_process_zero=world_zero)
+    control = TrainerControl()
+    cb.on_train_begin(None, state, control)
+    for i in range(1, 41):
+        state.global_step = i
+        cb.on_log(None, state, control, logs={"loss": 3.0 - 0.01 * i, "grad_norm": float("nan") if i > 20 else 1.0})
+        if control.should_training_stop:
+            break
+    cb.on_train_end(None, state, control)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("world_zero", [True, False], ids=["process_zero", "other_process"])
+def test_a_gradient_norm_finding_says_the_trainer_reported_the_norm(hf, capsys, monkeypatch, world_zero):
+    from trainproof.live.guardian import Guardian
+
+    # judge at every log, whatever the first judgement cost in wall time
+    monkeypatch.setattr(Guardian, "affordable", lambda self, now=None: True)
+    alerts = []
+    cb = hf(policy="stop_on_fail", on_alert=alerts.append)
+    logged_nan_grad(cb, world_zero)
+    err = capsys.readouterr().err
+    assert cb.stopped_at == 23 and "TP-NAN-GRAD" in fails(cb.report)
+    if not world_zero:  # another process stops as well, in silence
+        assert err == "" and alerts == []
+        return
+    note = "(gradient norm as reported by the HF Trainer)"
+    grad = next(f for f in alerts if f.id == "TP-NAN-GRAD")
+    assert grad.evidence.endswith(" " + note)
+    assert f"lasts 3 points, every later entry is non-finite. {note}" in err

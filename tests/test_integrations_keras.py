@@ -142,3 +142,15 @@ def test_a_missing_keras_names_the_extra():
     assert p.returncode != 0
     assert "ImportError: trainproof's keras callback needs keras" in p.stderr
     assert 'pip install "trainproof[keras]"' in p.stderr
+
+
+@pytest.mark.slow
+def test_a_process_other_than_rank_zero_stops_in_silence(callback, capsys, monkeypatch):
+    # Keras 3 does not train in several processes on the torch backend; when a launcher
+    # runs one Keras process per rank anyway, its RANK says which one prints and alerts.
+    monkeypatch.setenv("RANK", "1")
+    alerts = []
+    cb = callback(policy="stop_on_fail", check_every=10, on_alert=alerts.append)
+    fit(cb, "sgd", 10.0)
+    assert cb.stopped_at == 10 and "TP-NAN" in fails(cb.report)
+    assert "trainproof" not in capsys.readouterr().err and alerts == []

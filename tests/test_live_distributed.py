@@ -76,3 +76,17 @@ def test_two_gloo_processes_agree(tmp_path):
 def test_all_gather_alone_is_a_list_of_one(monkeypatch):
     monkeypatch.delenv("RANK", raising=False)
     assert distributed.all_gather({"x": 1}) == [{"x": 1}]
+
+
+@pytest.mark.slow
+def test_asking_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from trainproof.live import distributed as d\n"
+        "print(d.rank(), d.world_size(), d.is_main(), d.any_rank(True), d.all_ranks(False), 'torch' in sys.modules)"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["0", "1", "True", "True", "False", "False"]

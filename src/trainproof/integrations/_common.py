@@ -5,17 +5,36 @@ number})`` records and hands them to a :class:`LiveRun`. The LiveRun feeds a
 :class:`~trainproof.live.guardian.Guardian` (the same rules as ``trainproof judge``),
 decides when to judge, prints new findings, and says when the run should stop; the
 callback only translates that answer into its framework's stop flag.
+
+Under data parallelism every process runs the callback. Only the main process prints and
+calls ``on_alert`` (the callback says which process that is, with ``quiet``). When a
+``torch.distributed`` process group of more than one process is initialised, every
+process must call :meth:`LiveRun.record` with the same sequence of records (the same
+keys at the same steps; the values may differ): the cadence (``check_every``,
+:meth:`~trainproof.live.guardian.Guardian.due`) then falls on the same record
+everywhere, and at each such check point the processes agree, with one-number
+all-reduces, whether judging is affordable now (in every process) and, when they judged,
+whether any process found a FAIL. So every process judges at the same records and a
+``stop_on_fail`` stop happens at the same step in all of them; between check points, and
+in :meth:`LiveRun.finish`, nothing is exchanged. On NCCL each agreement reads one number
+back from the device: one wait per check point, none per record.
+
+Tensor values (Lightning's ``callback_metrics``) are kept as tensors until a check point
+needs their numbers, and then read together, so recording a step does not wait for the
+device.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..findings import Finding, Level, Report
-from ..live.guardian import Guardian, numbers
+from ..live import distributed
+from ..live.guardian import Guardian, number
 from ..rules._fmt import pct
 from ..rules._fmt import step as step_fmt
 from ..rules.thresholds import DEFAULT, Thresholds
@@ -26,6 +45,10 @@ POLICIES = ("warn", "stop_on_fail")
 #: ``check_every`` says: a judgement costs O(records), so this keeps the amortised cost per
 #: record constant on long runs (up to 100 records, every record can still be judged).
 GROWTH_SHARE = 0.01
+
+#: Tensor values waiting to be read are read at the latest after this many records, which
+#: bounds the device memory they hold when ``check_every`` is large.
+PENDING_MAX = 256
 
 _EVAL_PREFIXES = ("val_", "val/", "valid_", "valid/", "validation_", "validation/", "eval_", "eval/")
 _EVAL_SUFFIXES = ("_val", "/val")
@@ -38,6 +61,46 @@ def missing(module: str, extra: str, err: BaseException | None = None) -> str:
         f"trainproof's {extra} callback needs {module}, which could not be imported{why}; "
         f'install it with: pip install "trainproof[{extra}]"'
     )
+
+
+def _lazy(value: Any) -> Any:
+    """``value`` detached, when it is a one-element real torch tensor whose number can be
+    read later (reading it now would wait for the device), else ``None``."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.Tensor):
+        return None
+    if value.numel() != 1 or value.dtype is torch.bool or value.is_complex():
+        return None
+    return value.detach()
+
+
+def _read(tensors: list) -> list[float | None]:
+    """The numbers of one-element tensors, read with one transfer per (device, dtype)."""
+    import torch
+
+    out: list[float | None] = [None] * len(tensors)
+    groups: dict[tuple, list[int]] = {}
+    for i, t in enumerate(tensors):
+        groups.setdefault((t.device, t.dtype), []).append(i)
+    for idx in groups.values():
+        try:
+            vals = torch.stack([tensors[i].reshape(()) for i in idx]).tolist()
+        except (TypeError, ValueError, RuntimeError):
+            vals = [number(tensors[i]) for i in idx]
+        for i, v in zip(idx, vals):
+            out[i] = number(v)
+    return out
+
+
+def cites_grad_norm(f: Finding) -> bool:
+    """True when finding ``f`` is about the gradient norm: its rule needs the
+    ``grad_norm`` series, or its numbers include gradient-norm counts."""
+    from ..rules.registry import get
+
+    r = get(f.id)
+    if r is not None and any("grad_norm" in n.names for n in r.needs):
+        return True
+    return any(str(k).startswith("grad_norm") for k in f.data)
 
 
 def is_eval_key(key: str) -> bool:
@@ -56,8 +119,15 @@ class LiveRun:
             the run and prints what the stop cut off.
         check_every: judge the history every this many records (and at :meth:`finish`).
         mute: rule ids not to run.
-        on_alert: called once per new WARN or FAIL finding id, with the finding.
+        on_alert: called once per new WARN or FAIL finding id, with the finding (in the
+            main process only: not while ``quiet``).
         thresholds: rule thresholds.
+        grad_norm_source: who computed a logged gradient norm (``"the HF Trainer"``): a
+            finding about the gradient norm then says, in its announcement and in the
+            evidence ``on_alert`` receives, that the norm is as that source reported it.
+
+    Raises:
+        ValueError: for a policy not in :data:`POLICIES`.
     """
 
     def __init__(
@@ -68,6 +138,7 @@ class LiveRun:
         mute: Iterable[str] = (),
         on_alert: Callable[[Finding], None] | None = None,
         thresholds: Thresholds = DEFAULT,
+        grad_norm_source: str | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
@@ -77,29 +148,35 @@ class LiveRun:
         self.mute = tuple(mute)
         self.on_alert = on_alert
         self.thresholds = thresholds
+        self.grad_norm_source = grad_norm_source
         self.guardian: Guardian | None = None
         self.report: Report | None = None
         self.stopped_at: float | None = None
         self.quiet = False
-        #: whether the last :meth:`record` call judged the history (a distributed caller
-        #: reduces the stop decision across processes exactly then)
+        #: whether the last :meth:`record` call judged the history (in a distributed run,
+        #: true in every process at the same record)
         self.judged = False
         self._since = 0
         self._last_step: float | None = None
+        #: records holding tensors not read yet: ``(step, values)``, in order
+        self._pending: list[tuple[float, dict[str, Any]]] = []
 
     # --- lifecycle ----------------------------------------------------------------------
     def start(self, max_steps: float | None = None, quiet: bool = False) -> None:
         """Begin a run (forgetting any earlier one). ``max_steps``: the scheduled end, when
-        known. ``quiet``: print nothing (another process of a distributed run prints)."""
-        self.guardian = Guardian("<live>", "live", self.mute, self.thresholds, self.on_alert)
+        known. ``quiet``: print nothing and call no ``on_alert`` (another process of a
+        distributed run does)."""
+        self.guardian = Guardian("<live>", "live", self.mute, self.thresholds, self._alert)
         self.set_max_steps(max_steps)
         self.report = None
         self.stopped_at = None
         self.quiet = quiet
         self._since = 0
         self._last_step = None
+        self._pending = []
 
     def set_max_steps(self, max_steps: float | None) -> None:
+        """Declare the scheduled end (steps); ignored unless a finite number above 0."""
         g = self._guardian()
         if max_steps is not None and math.isfinite(max_steps) and max_steps > 0:
             g.meta["max_steps"] = int(max_steps) if float(max_steps).is_integer() else float(max_steps)
@@ -118,27 +195,92 @@ class LiveRun:
     def record(self, step: float, values: Mapping[str, Any]) -> bool:
         """Add one logged row (non-numbers skipped) and judge when due.
 
+        Args:
+            step: the training step of the row.
+            values: metric key -> value; Python and numpy numbers and one-element tensors
+                are numbers (NaN and ±Inf kept), anything else is skipped. Tensors are
+                read at the next check point, not now.
+
         Returns:
             True when the caller should stop the run now (policy ``stop_on_fail`` and this
-            judgement found the run's first FAIL).
+            judgement found the run's first FAIL, in this process or, in a distributed
+            run, in any process). In a distributed run every process gets the same answer
+            at the same record.
         """
         self.judged = False
-        vals = numbers(values)
+        vals: dict[str, Any] = {}
+        lazy = False
+        for k, v in values.items():
+            t = _lazy(v)
+            if t is not None:
+                vals[str(k)] = t
+                lazy = True
+                continue
+            x = number(v)
+            if x is not None:
+                vals[str(k)] = x
         if not vals:
             return False
         g = self._guardian()
-        g.add(float(step), vals)
+        if lazy or self._pending:
+            self._pending.append((float(step), vals))
+            if len(self._pending) >= PENDING_MAX:
+                self._flush()
+        else:
+            g.add(float(step), vals)
         self._last_step = float(step)
         if self.stopped_at is not None:
             return False  # already stopping: the framework may still report a few rows
         self._since += 1
-        if self._since < self.check_every or not g.due(GROWTH_SHARE) or not g.affordable():
+        if self._since < self.check_every:
+            return False
+        self._flush()
+        if not g.due(GROWTH_SHARE):
+            return False
+        if distributed.world_size() > 1:
+            return self._agreed_check(g)
+        if not g.affordable():
             return False
         self._since = 0
         return self.check()
 
+    def _agreed_check(self, g: Guardian) -> bool:
+        """A check point of a distributed run, reached at the same record in every process:
+        judge if every process can afford it, stop if any process found a FAIL. Collectives:
+        one, plus one more when they judged under ``stop_on_fail``."""
+        # The next check point is check_every records on, in every process, whether or not
+        # this one judges: retrying at each record would be a collective per record.
+        self._since = 0
+        if not distributed.all_ranks(g.affordable()):
+            return False
+        mine = self.check()
+        if self.policy != "stop_on_fail" or not distributed.any_rank(mine):
+            return False  # the policy is the same in every process: warn never stops
+        if not mine and self.stopped_at is None:
+            self.stopped_at = self._last_step
+            self._say(self.stop_message() + " A FAIL was found in another process of this distributed run.")
+        return True
+
+    def _flush(self) -> None:
+        """Read the pending tensors and add their records, in order."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        tensors = [v for _, vals in pending for v in vals.values() if not isinstance(v, float)]
+        read = iter(_read(tensors))
+        g = self._guardian()
+        for step, vals in pending:
+            row = {}
+            for k, v in vals.items():
+                x = v if isinstance(v, float) else next(read)
+                if x is not None:
+                    row[k] = x
+            g.add(step, row)
+
     def check(self) -> bool:
-        """Judge now, announce new findings; True when the run should stop."""
+        """Judge now, announce new findings; True when the run should stop (this process's
+        judgement only: :meth:`record` is where distributed processes agree)."""
+        self._flush()
         g = self._guardian()
         if not g.records:
             return False
@@ -157,8 +299,10 @@ class LiveRun:
         return False
 
     def finish(self) -> Report | None:
-        """Judge the whole run once more at its end and keep the final Report."""
+        """Judge the whole run once more at its end and keep the final Report (``None`` when
+        nothing was recorded). No process waits for another here."""
         g = self.guardian
+        self._flush()
         if g is None or not g.records:
             return self.report
         rep = g.judge(charts=True)
@@ -173,9 +317,21 @@ class LiveRun:
         if not self.quiet:
             print(text, file=sys.stderr, flush=True)
 
+    def _sourced(self, f: Finding) -> Finding:
+        """``f``, its evidence saying who computed the gradient norm it is about."""
+        if not self.grad_norm_source or not cites_grad_norm(f):
+            return f
+        note = f"(gradient norm as reported by {self.grad_norm_source})"
+        return dataclasses.replace(f, evidence=f"{f.evidence} {note}" if f.evidence else note)
+
+    def _alert(self, f: Finding) -> None:
+        if self.on_alert is not None and not self.quiet:
+            self.on_alert(self._sourced(f))
+
     def _announce(self, findings: list[Finding]) -> None:
         at = step_fmt(self._last_step) if self._last_step is not None else "?"
         for f in findings:
+            f = self._sourced(f)
             self._say(
                 f"trainproof: {f.level.value} at step {at}: {f.id}: {f.message}"
                 + (f"\n    {f.evidence}" if f.evidence else "")

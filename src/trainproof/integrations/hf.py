@@ -14,6 +14,13 @@ rules compare the run with its starting level, so ``logging_first_step=True`` pu
 level on record (otherwise the first record is already the mean of the first
 ``logging_steps`` steps).
 
+Under DDP, DeepSpeed or FSDP every process runs the callback and gets the same logs (the
+Trainer gathers the loss; its ``grad_norm`` is the norm of the whole gradient, reduced
+across processes by the Trainer or the engine). Only the world-process-zero prints and
+calls ``on_alert``; the processes agree at each check point whether to judge and whether
+to stop, so a ``stop_on_fail`` stop ends every process at the same ``global_step``. A
+finding about the gradient norm says it is the norm as the HF Trainer reported it.
+
 Importing this module imports transformers; ``import trainproof`` does not.
 """
 
@@ -60,7 +67,9 @@ class TrainproofCallback(TrainerCallback):
         on_alert: Callable[[Finding], None] | None = None,
         thresholds: Thresholds = DEFAULT,
     ) -> None:
-        self.live = LiveRun("HF Trainer", policy, check_every, mute, on_alert, thresholds)
+        self.live = LiveRun(
+            "HF Trainer", policy, check_every, mute, on_alert, thresholds, grad_norm_source="the HF Trainer"
+        )
 
     @property
     def report(self) -> Report | None:
@@ -71,8 +80,9 @@ class TrainproofCallback(TrainerCallback):
         return self.live.stopped_at
 
     def on_train_begin(self, args, state, control, **kwargs):
-        # Every process of a distributed run judges the same (gathered) logs and so stops
-        # at the same step; only the main one prints.
+        # Every process of a distributed run logs the same (gathered) values; the LiveRun
+        # agrees at each check point whether to judge and whether to stop, and only the
+        # main process prints and alerts.
         self.live.start(max_steps=state.max_steps or None, quiet=not state.is_world_process_zero)
 
     def on_log(self, args, state, control, logs=None, **kwargs):

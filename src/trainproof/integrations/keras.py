@@ -19,6 +19,19 @@ scheduled end is ``epochs`` times the steps per epoch, when Keras knows them.
 
 Importing this module imports keras (the ``[keras]`` extra runs it on the torch backend:
 set ``KERAS_BACKEND=torch`` before keras is first imported); ``import trainproof`` does not.
+
+Keras 3 trains in one process on the torch backend (its distribution API is for JAX), so
+there is no Keras rank to ask. When a launcher runs one Keras process per rank anyway, the
+callback reads the rank from :func:`trainproof.live.distributed.rank` (the default torch
+process group, else the ``RANK`` variable): only rank 0 prints and calls ``on_alert``.
+If a torch process group of more than one process is initialised, the processes agree at
+each check point as the other callbacks' do, which needs every process to run the same
+number of batches.
+
+Keras hands this callback its batch logs as Python numbers. A callback with its own
+``on_train_batch_end`` makes Keras convert them on the training thread after every batch
+(without one, the torch and JAX backends convert them in a worker thread), which on a GPU
+is a wait for the device per batch; the per-batch losses this callback judges need it.
 """
 
 from __future__ import annotations
@@ -26,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ..findings import Finding, Report
+from ..live import distributed
 from ..live.guardian import number
 from ..rules.thresholds import DEFAULT, Thresholds
 from ._common import LiveRun, is_eval_key, missing
@@ -85,7 +99,7 @@ class TrainproofCallback(keras.callbacks.Callback):
         params = self.params or {}
         epochs, steps = params.get("epochs"), params.get("steps")
         end = epochs * steps if isinstance(epochs, int) and isinstance(steps, int) else None
-        self.live.start(max_steps=end)
+        self.live.start(max_steps=end, quiet=not distributed.is_main())
         self.batches = 0
         self._means: dict[str, tuple[int, float]] = {}
 

@@ -15,6 +15,20 @@ validation run (not the sanity check) it records the validation metrics (``val_*
 ``*_val``, …) under their own names; ``val_loss`` is read as the eval loss. The scheduled
 end is ``max_steps``, or the trainer's estimate from ``max_epochs``.
 
+Under DDP (and the other multi-process strategies) every process runs the callback; only
+the global-zero process prints and calls ``on_alert``. The processes agree at each check
+point (every ``check_every`` records) whether to judge and whether any found a FAIL, so a
+``stop_on_fail`` stop ends every process at the same step. Each process judges its own
+logged values (the same across processes when logged with ``sync_dist=True``).
+
+The logged values stay tensors until a check point reads them together: the callback
+itself waits for the device once per check point, not at every step. What remains per
+step is Lightning's: reading ``trainer.callback_metrics`` makes Lightning build its step
+metrics, which reads the values logged with ``prog_bar=True`` as numbers (Lightning builds
+them again after every batch anyway, so this adds no wait the run did not have); values
+logged with ``sync_dist=True`` are all-reduced at every step; loggers get numbers every
+``log_every_n_steps``.
+
 Importing this module imports lightning; ``import trainproof`` does not.
 """
 
@@ -103,13 +117,9 @@ class TrainproofCallback(Callback):
         self._record(trainer, int(trainer.global_step), values)
 
     def _record(self, trainer, step: int, values: dict) -> None:
-        stop = self.live.record(step, values)
-        if self.live.judged and trainer.world_size > 1:
-            # Every process judges at the same records; any one's FAIL stops them all.
-            stop = trainer.strategy.reduce_boolean_decision(stop, all=False)
-        if stop:
-            if self.live.stopped_at is None:  # another process found the FAIL
-                self.live.stopped_at = float(step)
+        # In a distributed run every process gets the same answer at the same record (the
+        # LiveRun agrees it at its check points).
+        if self.live.record(step, values):
             trainer.should_stop = True
 
     def on_train_end(self, trainer, pl_module) -> None:

@@ -7,19 +7,25 @@ process at the same call, so no process is left waiting in a collective the othe
 left.
 
 Everything here works without ``torch.distributed``: a single process is rank 0 of 1,
-and agreeing is the identity. torch is imported only when a function is called.
+and agreeing is the identity. Nothing here imports torch: a process group can only exist
+in a process that already imported ``torch.distributed``.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 
 def _group_ready():
-    """``torch.distributed`` when a default process group is initialised, else ``None``."""
-    try:
-        import torch.distributed as dist
-    except ImportError:  # torch missing or built without distributed support
+    """``torch.distributed`` when a default process group is initialised, else ``None``.
+
+    A process group exists only after ``torch.distributed`` was imported, so a process that
+    has not imported it gets ``None`` without importing torch (a Keras run on the JAX
+    backend, a log judged on a laptop).
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:
         return None
     if not dist.is_available() or not dist.is_initialized():
         return None

@@ -7,6 +7,8 @@ tensors each, plus a head), AdamW, a batch chosen so that one step (forward, bac
 optimizer step) takes at least ``--min-step-ms`` (20 ms) on ``--threads`` torch threads.
 ``mon.log(step, loss.detach())`` is called after ``loss.backward()`` and before
 ``optimizer.step()``: the loss goes in as a tensor, never through ``.item()`` in the loop.
+With ``--clip`` both arms call ``clip_grad_norm_`` (as most training loops do) and the
+monitor is given the norm it returns (``grad_norm=``), so it computes none of its own.
 
 It measures:
 
@@ -235,9 +237,14 @@ def train(torch, args, batch: int, steps: int, monitored: bool, judged=None, on_
         opt.zero_grad(set_to_none=True)
         loss = mse(model(x), y)
         loss.backward()
+        extra = {}
+        if args.clip:
+            # Both arms clip; the monitored one passes the norm clipping returns (a tensor
+            # on the device) instead of computing it again.
+            extra["grad_norm"] = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         if mon is not None:
             a = time.perf_counter()
-            mon.log(s, loss.detach())
+            mon.log(s, loss.detach(), **extra)
             b = time.perf_counter()
             now = len(judged) if judged is not None else 0
             calls.append((b - a, now != seen))
@@ -382,6 +389,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     ap.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     ap.add_argument(
+        "--clip",
+        action="store_true",
+        help="both arms call clip_grad_norm_ and the monitor is given its norm (grad_norm=): the loop most runs have",
+    )
+    ap.add_argument(
         "--quick",
         action="store_true",
         help="a smoke run: 200 steps, 2 rounds, 10 blocks, batch 8, sizes 1e3,1e4, 1 repeat (not a measurement)",
@@ -411,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{n_params:,} parameters; AdamW; batch {batch}"
     )
     print(f"one training step (forward, backward, AdamW step), calibration: {calib_s * 1e3:.1f} ms")
+    if args.clip:
+        print("both arms clip (clip_grad_norm_); the monitor gets grad_norm= from it and computes no norm")
     if calib_s * 1e3 < args.min_step_ms:
         print(f"  note: below the {args.min_step_ms:g} ms of the target (--batch or --quick)")
 
@@ -550,6 +564,7 @@ def main(argv: list[str] | None = None) -> int:
         "threads": args.threads,
         "device": "cpu",
         "quick": args.quick,
+        "clip": args.clip,
         "check_every": ce,
         "model": {
             "blocks": args.blocks,

@@ -230,6 +230,30 @@ def test_a_gradient_that_comes_and_goes_between_checks_is_counted_each_step():
     assert got == pytest.approx(expected, rel=1e-6)
 
 
+def test_a_grad_norm_passed_in_replaces_the_monitors_own(monkeypatch):
+    """The norm ``clip_grad_norm_`` returns, passed as ``grad_norm=``, is recorded as it is
+    and the monitor makes no pass of its own over the gradients."""
+    model = deep_model(5)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    mon = Monitor(model, opt, check_every=1000, policy="silent")
+    calls = []
+    real = torch._foreach_norm
+    monkeypatch.setattr(torch, "_foreach_norm", lambda *a, **k: calls.append(1) or real(*a, **k))
+    x = torch.randn(8, 4)
+    clipped = []
+    for step in range(3):
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1e-3)
+        clipped.append(float(norm))
+        n_before = len(calls)
+        mon.log(step, loss, grad_norm=norm)
+        assert len(calls) == n_before  # clipping's own call only
+        opt.step()
+    assert list(mon.guardian.runlog().series["grad_norm"].values) == pytest.approx(clipped, rel=1e-6)
+
+
 def test_mixed_dtypes():
     torch.manual_seed(0)
     model = torch.nn.ParameterList(

@@ -25,6 +25,9 @@ from pathlib import Path
 from .formats import log_name_test
 from .formats.tfevents import is_event_name
 from .formats.wandb import RUN_DIR as WANDB_RUN_DIR
+from .formats.wandb import log_file as wandb_log_file
+from .formats.wandb import log_id as wandb_log_id
+from .formats.wandb import part_order as wandb_part_order
 
 #: Folder names never descended into.
 PRUNE_DIRS = frozenset(
@@ -328,12 +331,31 @@ def walk(
                         "reason": f"search stopped at --max-files {max_files}: later logs were not judged",
                     }
                 )
-                return sorted(out)
+                return _one_folder_per_wandb_run(out)
             out.append(Path(dirpath) / f)
         if withheld:
             ignored.append({"file": dirpath, "reason": _TAINTED})
         stack.extend((os.path.join(dirpath, d), depth + 1) for d in reversed(dirnames))
-    return sorted(out)
+    return _one_folder_per_wandb_run(out)
+
+
+def _one_folder_per_wandb_run(paths: list[Path]) -> list[Path]:
+    """``paths`` sorted, with one folder per W&B run: a run resumed with its id writes a
+    folder each time, and the reader reads them all through the newest
+    (:func:`trainproof.formats.wandb.resumed_parts`)."""
+    newest: dict[tuple[Path, str], Path] = {}
+    keys: dict[Path, tuple[Path, str]] = {}
+    for p in paths:
+        if not WANDB_RUN_DIR.match(p.name):
+            continue
+        log = wandb_log_file(p)
+        rid = wandb_log_id(log) if log is not None else None
+        if rid is None:
+            continue
+        key = keys[p] = (p.parent, rid)
+        if key not in newest or wandb_part_order(p, rid) > wandb_part_order(newest[key], rid):
+            newest[key] = p
+    return sorted(p for p in paths if p not in keys or newest[keys[p]] == p)
 
 
 def group_runs(paths: list[Path]) -> list[Candidate]:

@@ -449,6 +449,47 @@ def log_file(d: Path) -> Path | None:
     return logs[-1] if logs else None
 
 
+def log_id(log: Path) -> str | None:
+    """The run id in a log's name (``run-<id>.wandb``), or ``None``."""
+    n = log.name
+    return n[4:-6] if n.startswith("run-") and n.endswith(".wandb") and len(n) > 10 else None
+
+
+_PART_TIME = re.compile(r"run-(\d{8}_\d{6})-")
+
+
+def part_order(d: Path, run_id: str) -> tuple[str, int]:
+    """Where run folder ``d`` of run ``run_id`` falls among the folders of that run: by the
+    time in its name, then by the ``-N`` W&B adds to a folder made in the same second."""
+    m = _PART_TIME.search(d.name)
+    tail = d.name.rsplit(f"-{run_id}", 1)[-1] if run_id else ""
+    n = int(tail[1:]) if tail.startswith("-") and tail[1:].isdigit() else 0
+    return (m.group(1) if m else "", n)
+
+
+def resumed_parts(d: Path) -> list[Path]:
+    """The run folders beside ``d`` that hold the same run (a run resumed with the same id,
+    ``wandb.init(id=…, resume=…)``, writes a new folder each time), ``d`` among them, in
+    the order they were written; ``[d]`` for a run written once. Folders reached through a
+    symlink (``latest-run``) and logs that are symlinks are not parts."""
+    log = log_file(d)
+    rid = log_id(log) if log is not None else None
+    if rid is None:
+        return [d]
+    try:
+        siblings = [p for p in d.parent.iterdir() if RUN_DIR.match(p.name) and not p.is_symlink() and p.is_dir()]
+    except OSError:
+        return [d]
+    parts = []
+    for p in siblings:
+        lf = p / log.name
+        if lf.is_file() and not lf.is_symlink():
+            parts.append(p)
+    if d not in parts:
+        return [d]
+    return sorted(parts, key=lambda p: part_order(p, rid))
+
+
 def sniff_dir(path: Path) -> bool:
     """A W&B run folder: it holds a ``.wandb`` log, or is named as W&B names run folders
     (``run-YYYYMMDD_HHMMSS-<id>``, ``offline-run-…``) and holds an older client's
@@ -525,20 +566,81 @@ def read(path: Path, state) -> Iterator[Record]:
             state.meta["log_file"] = "files/wandb-history.jsonl"
             x = aliases.step_key({k for r in rows for k in r.values}) or _STEP
         else:
+            parts = resumed_parts(path)
+            if len(parts) > 1:
+                yield from _read_parts(parts, path, state)
+                return
             rows, run = _read_log(log, state)
             x = _x_axis(run, rows)
             state.meta["log_file"] = log.name
     else:
         rows, run = _read_log(log, state)
         x = _x_axis(run, rows)
+    _describe(run, state)
+    if x != _STEP:
+        state.notes.append(f"the x axis is {x!r}, the step metric the run defines (define_metric)")
+    yield from _stepped(rows, x, state)
+
+
+def _describe(run: _Run, state) -> None:
+    """Fill ``state.meta`` from what the log says of its run (see :func:`read`)."""
     _intent(run.config, run.meta)
     summary = _numeric_summary(run.summary)
     if summary:
         run.meta["summary"] = summary
     for k, v in run.meta.items():
         state.meta.setdefault(k, v)
-    if x != _STEP:
-        state.notes.append(f"the x axis is {x!r}, the step metric the run defines (define_metric)")
+
+
+def _read_parts(parts: list[Path], path: Path, state) -> Iterator[Record]:
+    """The records of a resumed run's folders as one run, in the order they were written.
+
+    A part whose steps start at or before the previous part's first step restarted W&B's
+    step counter (an offline run resumed does not learn the run's last step; online, the
+    server continues it): its steps are placed after the previous part's last step, as
+    the online client would number them. A part that starts later keeps its own steps;
+    where it logs a step again (a resume from an earlier checkpoint), the later write
+    wins (:func:`trainproof.runlog.build_runlog`). The display name, config, intent and
+    summary are the last part's, the start time the first part's.
+    """
+    read = [(p, *_read_log(p / log_file(p).name, state)) for p in parts]
+    _describe(read[-1][2], state)
+    first_started = read[0][2].meta.get("started")
+    if first_started:
+        state.meta["started"] = first_started
+    state.meta["log_file"] = log_file(path).name
+    state.notes.append(
+        f"one W&B run resumed in {len(parts)} folders, read as one run in the order written: "
+        + ", ".join(p.name for p in parts)
+    )
+    prev_first = prev_last = None
+    line_base = 0
+    shifted = 0
+    for _, rows, run in read:
+        x = _x_axis(run, rows)
+        recs = list(_stepped(rows, x, state))
+        if not recs:
+            continue
+        first = recs[0].step
+        offset = 0.0
+        if prev_first is not None and first <= prev_first:
+            offset = prev_last + 1 - first
+            shifted += 1
+        top = 0
+        for r in recs:
+            top = max(top, r.line)
+            yield Record(r.step + offset, r.values, r.line + line_base, r.holes)
+        prev_first = first + offset
+        prev_last = max(r.step for r in recs) + offset
+        line_base += top
+    if shifted:
+        state.notes.append(
+            f"{shifted} resumed part(s) restarted W&B's step counter: their steps are placed after the part before"
+        )
+
+
+def _stepped(rows: list, x: str, state) -> Iterator[Record]:
+    """One log's rows as records stepped by its x axis ``x`` (see the module docstring)."""
     last = 0.0
     synced = 0
     for r in rows:

@@ -407,3 +407,44 @@ def test_what_a_reader_says_of_one_run_stays_with_that_run(stores, tmp_path) -> 
     reports = {rep.meta.get("run"): rep for rep in api.judge_all(db)}
     assert "TP-DATA-DROPPED" in {f.id for f in reports["nan-run"].findings}
     assert "TP-DATA-DROPPED" not in {f.id for f in reports["healthy"].findings}
+
+
+def _schema_not_utf8(path: Path) -> Path:
+    """An SQLite file whose schema text holds a byte that is not UTF-8 (sqlite3 raises
+    UnicodeDecodeError, not sqlite3.Error, on reading it)."""
+    con = sqlite3.connect(path)
+    con.execute('CREATE TABLE metrics("key" VARCHAR(250), value REAL, step INT, run_uuid TEXT)')
+    con.commit()
+    con.close()
+    data = bytearray(path.read_bytes())
+    i = data.find(b"VARCHAR(250)") + len("VARCHAR(250")
+    data[i] = 0x80
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("name", ["cache.sqlite", "mlflow.db"])
+def test_a_database_whose_schema_is_not_utf8_hides_no_other_run(tmp_path, name) -> None:
+    import _fuzz_logs as F
+
+    _schema_not_utf8(tmp_path / name)
+    F.write_input(tmp_path / "broken", "mlflow_db", F.valid("mlflow_db", "broken"))
+    code, out, err, _ = run_cli("doctor", str(tmp_path), "--json")
+    assert "internal error" not in err and "Traceback" not in err
+    doc = json.loads(out)
+    assert [r["verdict"] for r in doc["reports"] if r["file"].startswith(str(tmp_path / "broken"))] == ["FAIL"]
+    code_alone, _, err_alone, _ = run_cli("judge", str(tmp_path / name))
+    assert code_alone == 2 and len(err_alone.splitlines()) == 1 and "internal error" not in err_alone
+    if name == "mlflow.db":  # a store's name: the reason is its damage
+        assert "a corrupt SQLite database (its schema holds text that is not UTF-8)" in err_alone
+
+
+def test_a_run_name_that_is_not_utf8_does_not_hide_the_store(stores, tmp_path) -> None:
+    db = _copy(stores[0], tmp_path / "mlflow.db")
+    con = sqlite3.connect(db)
+    con.execute("UPDATE runs SET name = CAST(x'ff6162' AS TEXT) WHERE name = 'healthy'")
+    con.execute("UPDATE tags SET value = CAST(x'ff6162' AS TEXT) WHERE key = 'mlflow.runName' AND value = 'healthy'")
+    con.commit()
+    con.close()
+    runs = {r.meta["run"]: r for r in api.read_runlogs(db)}
+    assert set(runs) == {"\ufffdab", "nan-run", "diverged"}

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from ._io import ReadError
 
-__all__ = ["MAGIC", "LOCK_TIMEOUT_S", "connect", "is_sqlite", "read_error", "table_names"]
+__all__ = ["ERRORS", "MAGIC", "LOCK_TIMEOUT_S", "connect", "is_sqlite", "read_error", "table_names"]
 
 #: The first 16 bytes of every SQLite 3 database file (the SQLite file format, section 1.3).
 MAGIC = b"SQLite format 3\x00"
@@ -23,6 +23,10 @@ MAGIC = b"SQLite format 3\x00"
 #: Seconds a read waits for a writer's lock before it gives up (sqlite3's busy timeout):
 #: a tracker commits in milliseconds, so a lock held for this long is a stuck writer.
 LOCK_TIMEOUT_S = 5.0
+
+#: What reading a damaged database raises: sqlite3's errors, and UnicodeDecodeError when
+#: the schema text SQLite reports in an error is not UTF-8 (sqlite3 decodes it to raise).
+ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 
 def is_sqlite(path: Path) -> bool:
@@ -34,10 +38,13 @@ def is_sqlite(path: Path) -> bool:
         return False
 
 
-def read_error(path: Path, e: sqlite3.Error) -> ReadError:
-    """A one-line :class:`ReadError` for a SQLite failure on ``path``: locked, corrupt
-    (or not a database), or another error named by sqlite3's own message. The reason
-    does not name the file: whoever reports it puts the path in front."""
+def read_error(path: Path, e: BaseException) -> ReadError:
+    """A one-line :class:`ReadError` for a SQLite failure on ``path`` (one of
+    :data:`ERRORS`): locked, corrupt (or not a database), or another error named by
+    sqlite3's own message. The reason does not name the file: whoever reports it puts the
+    path in front."""
+    if isinstance(e, UnicodeDecodeError):
+        return ReadError("a corrupt SQLite database (its schema holds text that is not UTF-8)")
     msg = str(e)
     low = msg.lower()
     if "locked" in low or "busy" in low:
@@ -60,9 +67,12 @@ def connect(path: Path) -> sqlite3.Connection:
     uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro"
     try:
         con = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT_S, check_same_thread=False)
+        # A run or metric name stored with bytes that are not UTF-8 is read with U+FFFD in
+        # their place: one damaged name must not hide every run of the store.
+        con.text_factory = lambda b: b.decode("utf-8", "replace")
         # Touch the schema now, so that a file that is not a database fails here.
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error as e:
+    except ERRORS as e:
         raise read_error(Path(path), e) from None
     return con
 
@@ -78,7 +88,7 @@ def table_names(path: Path) -> set[str] | None:
         return None
     try:
         return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error:
+    except ERRORS:
         return None
     finally:
         con.close()

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..runlog import Columns, RunStart
 from ._io import NoRuns, NotALog
-from ._sqlite import MAGIC, connect, is_sqlite, read_error, table_names
+from ._sqlite import ERRORS, MAGIC, connect, is_sqlite, read_error, table_names
 from .mlflow import steps_as_logged
 
 name = "mlflow_db"
@@ -128,7 +128,7 @@ def read(path: Path, state) -> Iterator[RunStart | Columns]:
                     {"run": label, "run_id": _text(run_id), "experiment": _text(experiment), "started": _started(start)}
                 )
                 yield from _metrics(con, run_id, label, state)
-        except sqlite3.Error as e:
+        except ERRORS as e:
             raise read_error(path, e) from None
     finally:
         con.close()

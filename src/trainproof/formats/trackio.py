@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ..runlog import Record, RunStart
 from ._io import ReadError
-from ._sqlite import connect, read_error, table_names
+from ._sqlite import ERRORS, connect, read_error, table_names
 from ._values import JSON, MAX_DEPTH, flatten_numeric
 
 name = "trackio"
@@ -80,7 +80,7 @@ def sniff(path: Path, head: str) -> bool:
         return _trackio_place(path)
     try:
         return _METRICS_COLUMNS <= _columns(con, "metrics")
-    except sqlite3.Error:
+    except ERRORS:
         return _trackio_place(path)
     finally:
         con.close()
@@ -191,7 +191,7 @@ def read(path: Path, state) -> Iterator[Record | RunStart]:
     con = connect(path)
     try:
         yield from _read(con, path, state)
-    except sqlite3.Error as e:
+    except ERRORS as e:
         raise read_error(path, e) from None
     finally:
         con.close()

@@ -191,7 +191,8 @@ def test_judge_a_run_url_and_the_api(server):
 
 class Fake:
     """A tiny HTTP server on 127.0.0.1: ``answer(handler, path, query, body)`` returns
-    ``(status, content type, bytes)``; every request's headers are kept."""
+    ``(status, content type, bytes)`` (or a list of byte chunks, sent 0.3 s apart until the
+    test leaves the server); every request's headers are kept."""
 
     def __init__(self, answer):
         self.answer = answer
@@ -206,12 +207,17 @@ class Fake:
                 body = json.loads(self.rfile.read(n)) if n else None
                 fake.headers.append(dict(self.headers))
                 status, ctype, data = fake.answer(fake, u.path, parse_qs(u.query), body)
+                chunks = data if isinstance(data, list) else [data]
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Length", str(sum(len(c) for c in chunks)))
                 self.end_headers()
                 try:
-                    self.wfile.write(data)
+                    for i, chunk in enumerate(chunks):
+                        if i and fake.release.wait(0.3):
+                            return
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
                 except OSError:
                     pass
 
@@ -352,6 +358,45 @@ def test_a_slow_server_times_out(clean_env):
         err.strip()
         == f"trainproof: {fake.url}: experiments/search: no answer within 0.5 s (MLFLOW_HTTP_REQUEST_TIMEOUT sets the limit)"
     )
+
+
+def test_a_server_that_trickles_its_answer_times_out(clean_env):
+    """The limit bounds the whole request, not each read: a byte every 0.3 s would take
+    minutes to finish a page."""
+
+    def trickle(fake, path, query, body):
+        data = b'{"experiments": [' + b" " * 2000 + b"]}"
+        return 200, "application/json", [data[i : i + 1] for i in range(len(data))]
+
+    clean_env.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "1")
+    with Fake(trickle) as fake:
+        t = time.monotonic()
+        code, out, err, _ = run_cli("doctor", fake.url)
+        took = time.monotonic() - t
+    assert code == 2 and took < 30, took
+    assert (
+        err.strip()
+        == (
+            f"trainproof: {fake.url}: experiments/search: no answer within 1 s (MLFLOW_HTTP_REQUEST_TIMEOUT sets the limit)"
+        )
+        or "no complete answer within 1 s" in err
+    ), err
+
+
+def test_paging_that_never_ends_is_an_error(clean_env, monkeypatch):
+    monkeypatch.setattr(mlflow_server, "_MAX_PAGES", 5)
+    pages = []
+
+    def endless(fake, path, query, body):
+        pages.append(1)
+        doc = {"experiments": [{"experiment_id": str(len(pages)), "name": f"e{len(pages)}"}]}
+        doc["next_page_token"] = f"tok{len(pages)}"
+        return 200, "application/json", json.dumps(doc).encode()
+
+    with Fake(endless) as fake:
+        code, out, err, _ = run_cli("doctor", fake.url)
+    assert code == 2 and "more than 5 pages: the paging does not end" in err
+    assert len(pages) == 5
 
 
 def test_a_server_that_is_down_is_one_line_exit_2(clean_env):

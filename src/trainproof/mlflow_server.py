@@ -56,6 +56,9 @@ _IDS_PER_SEARCH = 50
 _THREADS = 4
 #: The most bytes one answer may have.
 _MAX_ANSWER = 64 << 20
+#: The most pages one list may have: 10,000 pages are 10 M runs or 250 M points of one
+#: metric, far past any store; a list longer than that is a server whose paging never ends.
+_MAX_PAGES = 10_000
 
 #: The ``#`` part of a UI URL: an experiment, or one of its runs (a run's page may go on:
 #: ``/runs/<id>/model-metrics``).
@@ -172,12 +175,44 @@ def _opener():
 
 def _call(base: str, endpoint: str, params: Mapping | None = None, body: Mapping | None = None) -> dict:
     """The JSON object the API answers at ``endpoint`` (GET with ``params``, or POST of
-    ``body``).
+    ``body``), within :func:`_timeout` seconds for the whole request.
+
+    The socket's timeout bounds each read only, so a server that trickles its headers or
+    its body a byte at a time would hold a read for ever: the request runs in a daemon
+    thread and is abandoned at the deadline.
 
     Raises:
-        ServerError: no connection, no answer within the timeout, an HTTP error, or an
-            answer that is not a JSON object.
+        ServerError: no connection, no complete answer within the timeout, an HTTP error,
+            or an answer that is not a JSON object.
     """
+    import threading
+
+    timeout = _timeout()
+    out: dict = {}
+
+    def request() -> None:
+        try:
+            out["doc"] = _request(base, endpoint, params, body, timeout)
+        except BaseException as e:  # handed to the caller's thread
+            out["error"] = e
+
+    worker = threading.Thread(target=request, name="trainproof-mlflow-request", daemon=True)
+    worker.start()
+    # The worker's own deadline check ends it a read later; the margin lets it report that.
+    worker.join(timeout + 1.0)
+    if worker.is_alive():
+        raise ServerError(
+            f"{endpoint}: no complete answer within {timeout:g} s (MLFLOW_HTTP_REQUEST_TIMEOUT sets the limit)"
+        )
+    if "error" in out:
+        raise out["error"]
+    return out["doc"]
+
+
+def _request(base: str, endpoint: str, params: Mapping | None, body: Mapping | None, timeout: float) -> dict:
+    """:func:`_call`'s request itself, in the calling thread (each read waits at most
+    ``timeout`` seconds; the body is read as it arrives, the deadline checked between
+    reads)."""
     import json
     import socket
     import time
@@ -196,7 +231,6 @@ def _call(base: str, endpoint: str, params: Mapping | None = None, body: Mapping
     auth = _auth_header()
     if auth is not None:
         headers["Authorization"] = auth
-    timeout = _timeout()
     deadline = time.monotonic() + timeout
     req = urllib.request.Request(url, data=data, headers=headers, method="POST" if body is not None else "GET")
     try:
@@ -205,7 +239,7 @@ def _call(base: str, endpoint: str, params: Mapping | None = None, body: Mapping
             while True:
                 if time.monotonic() > deadline:
                     raise TimeoutError
-                chunk = resp.read(1 << 16)
+                chunk = resp.read1(1 << 16)  # what has arrived: read() would wait for all of it
                 if not chunk:
                     break
                 size += len(chunk)
@@ -282,10 +316,15 @@ def _field(doc: Mapping, key: str, kind: type, endpoint: str, default=None):
 
 
 def _pages(base: str, endpoint: str, items: str, request: dict, post: bool) -> Iterator[dict]:
-    """Every item of a paged list (``items``, with ``next_page_token``), page after page."""
+    """Every item of a paged list (``items``, with ``next_page_token``), page after page.
+
+    Raises:
+        ServerError: a page token comes again, or the list goes on past
+            :data:`_MAX_PAGES` pages (a server whose paging does not end).
+    """
     seen: set[str] = set()
     token = None
-    while True:
+    for _ in range(_MAX_PAGES):
         req = dict(request, **({"page_token": token} if token else {}))
         doc = _call(base, endpoint, body=req) if post else _call(base, endpoint, params=req)
         page = _field(doc, items, list, endpoint, [])
@@ -299,6 +338,7 @@ def _pages(base: str, endpoint: str, items: str, request: dict, post: bool) -> I
         if token in seen or not page:
             raise ServerError(f"{endpoint}: the paging does not advance (the same page token again)")
         seen.add(token)
+    raise ServerError(f"{endpoint}: more than {_MAX_PAGES} pages: the paging does not end")
 
 
 def _id(value, what: str, endpoint: str) -> str:

@@ -448,3 +448,32 @@ def test_a_run_name_that_is_not_utf8_does_not_hide_the_store(stores, tmp_path) -
     con.close()
     runs = {r.meta["run"]: r for r in api.read_runlogs(db)}
     assert set(runs) == {"\ufffdab", "nan-run", "diverged"}
+
+
+@pytest.mark.slow
+def test_watch_follows_the_run_that_started_last_and_says_so(stores, tmp_path) -> None:
+    """A store holds many runs; the one being written is the one that started last."""
+    db = _copy(stores[0], tmp_path / "mlflow.db")
+    p = run_subprocess("watch", str(db), "--until-fail", "--interval", "1", timeout=120)
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "the store holds 3 runs: following the one that started last, 'diverged'" in p.stdout
+
+
+def test_latest_run_is_the_last_started() -> None:
+    from trainproof.live.tail import latest_run
+    from trainproof.runlog import build_runlog
+
+    def run(name, started=None):
+        r = build_runlog([], name, "mlflow_db")
+        r.meta.update({"run": name, **({"started": started} if started else {})})
+        return r
+
+    runs = [
+        run("a", "2026-01-02T00:00:00Z"),
+        run("b", "2026-01-03T00:00:00Z"),
+        run("c"),
+        run("d", "2026-01-01T00:00:00Z"),
+    ]
+    assert latest_run(runs).meta["run"] == "b"
+    assert latest_run([run("x"), run("y")]).meta["run"] == "y"  # no times: the store's last
+    assert latest_run([run("only")]).meta["run"] == "only"

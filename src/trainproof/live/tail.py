@@ -43,6 +43,19 @@ def _still_starting(path: Path) -> bool:
     return head.count(b"\n") < 2 and len(head) < (1 << 16)
 
 
+def latest_run(runs: list):
+    """Of a store's runs (an MLflow or Trackio database), the one ``watch`` follows: the
+    one that started last (``meta["started"]``, ISO 8601 UTC; a run without one counts as
+    oldest), the last in the store's order on a tie. A log of one run is that run."""
+    best = runs[-1]
+    best_at = best.meta.get("started") or ""
+    for run in reversed(runs[:-1]):
+        at = run.meta.get("started") or ""
+        if at > best_at:
+            best, best_at = run, at
+    return best
+
+
 class LogTail:
     """Follows one log file and feeds what is new to a :class:`Guardian`.
 
@@ -73,6 +86,7 @@ class LogTail:
         self._decoder = None  # incremental, so a character split across polls stays whole
         self._carry = ""  # the unfinished last line, decoded
         self._skipping = False  # inside an overlong line, up to its end
+        self._run_key: tuple | None = None  # the store run followed (see _reread)
         self._overlong: list[int] = []
 
     def exists(self) -> bool:
@@ -255,6 +269,16 @@ class LogTail:
 
     # --- rewritten whole ----------------------------------------------------------------
     def _reread(self) -> None:
-        from ..api import read_runlog
+        from ..api import read_runlogs
 
-        self.g.load(read_runlog(self.path, self.fmt))
+        runs = read_runlogs(self.path, self.fmt)
+        run = latest_run(runs)
+        key = (run.meta.get("run_id"), run.meta.get("run")) if len(runs) > 1 else None
+        if key != self._run_key and self._run_key is not None:
+            # Another run of the store began after the one followed: a new run.
+            self.g.reset(f"a newer run began in the store: following {run.meta.get('run')!r}")
+        self._run_key = key
+        self.g.load(run)
+        if key is not None:
+            note = f"the store holds {len(runs)} runs: following the one that started last, {run.meta.get('run')!r}"
+            self.g.notes[:] = [n for n in self.g.notes if not n.startswith("the store holds ")] + [note]

@@ -477,3 +477,14 @@ def test_latest_run_is_the_last_started() -> None:
     assert latest_run(runs).meta["run"] == "b"
     assert latest_run([run("x"), run("y")]).meta["run"] == "y"  # no times: the store's last
     assert latest_run([run("only")]).meta["run"] == "only"
+
+
+@pytest.mark.slow
+def test_compare_judges_every_run_of_a_store_and_refuses_one_as_baseline(stores) -> None:
+    db, _, jsonl = stores
+    base, reports = api.compare(jsonl / "healthy.jsonl", [db])
+    assert sorted(r.meta["run"] for r in reports) == ["diverged", "healthy", "nan-run"]
+    code, out, err, _ = run_cli("compare", str(jsonl / "healthy.jsonl"), str(db))
+    assert code == 1
+    code, out, err, _ = run_cli("compare", str(db), str(jsonl / "healthy.jsonl"))
+    assert code == 2 and "holds 3 runs ('healthy', 'nan-run', 'diverged'): a baseline is one run" in err

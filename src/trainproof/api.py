@@ -718,21 +718,28 @@ def compare(
     Returns:
         ``(baseline_report, run_reports)``: the baseline's own single-run report, and one
         report per run holding its single-run findings plus its compare findings (source
-        ``compare``). A run that cannot be read gives an error report.
+        ``compare``); a log that holds several runs (a tracker's store) gives one report
+        per run. A run that cannot be read gives an error report.
 
     Raises:
-        ReadError: the baseline cannot be read (nothing can be compared).
+        ReadError: the baseline cannot be read, or holds several runs (nothing, or no one
+            run, to compare with).
     """
     mute = list(mute)
-    base = read_runlog(baseline, fmt, mapping)
+    bases = read_runlogs(baseline, fmt, mapping)
+    if len(bases) != 1:
+        names = ", ".join(repr(r.meta.get("run", "?")) for r in bases[:5])
+        raise ReadError(f"holds {len(bases)} runs ({names}{', …' if len(bases) > 5 else ''}): a baseline is one run")
+    base = bases[0]
     base_report = _charted(judge_runlog(base, thresholds, mute), base, charts)
     reports = []
     for p in runs:
         try:
-            run = read_runlog(p, fmt, mapping)
+            found = read_runlogs(p, fmt, mapping)
         except (ReadError, MappingError) as e:
             reports.append(error_report(str(shown(p)), str(e)))
             continue
-        rep = _with_comparison(judge_runlog(run, thresholds, mute), base, run, base_report, thresholds, mute)
-        reports.append(_charted(rep, run, charts))
+        for run in found:
+            rep = _with_comparison(judge_runlog(run, thresholds, mute), base, run, base_report, thresholds, mute)
+            reports.append(_charted(rep, run, charts))
     return base_report, reports

@@ -488,3 +488,25 @@ def test_compare_judges_every_run_of_a_store_and_refuses_one_as_baseline(stores)
     assert code == 1
     code, out, err, _ = run_cli("compare", str(db), str(jsonl / "healthy.jsonl"))
     assert code == 2 and "holds 3 runs ('healthy', 'nan-run', 'diverged'): a baseline is one run" in err
+
+
+@pytest.mark.slow
+def test_a_run_that_logged_no_metric_is_not_judged_and_said(stores, tmp_path) -> None:
+    """A sweep's parent run (params and children, no metric) is not a run to judge: the
+    store's other runs say it was left out, and a store of such runs only is not a run."""
+    db = _copy(stores[0], tmp_path / "mlflow.db")
+    con = sqlite3.connect(db)
+    con.execute("CREATE TEMP TABLE t AS SELECT * FROM runs WHERE name = 'healthy'")
+    con.execute("UPDATE t SET run_uuid = 'parent0', name = 'sweep-parent'")
+    con.execute("INSERT INTO runs SELECT * FROM t")
+    con.commit()
+    runs = api.read_runlogs(db)
+    assert sorted(r.meta["run"] for r in runs) == ["diverged", "healthy", "nan-run"]
+    assert all("1 run(s) of the store logged no metric and are not judged: 'sweep-parent'" in r.notes for r in runs)
+    con.execute("DELETE FROM metrics")
+    con.commit()
+    con.close()
+    with pytest.raises(NoRuns, match="logged a metric"):
+        api.read_runlogs(db)
+    reports, ignored = api.doctor(tmp_path)
+    assert reports == [] and [i["file"] for i in ignored] == [str(db)]

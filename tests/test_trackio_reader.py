@@ -312,7 +312,7 @@ def test_media_objects_and_bad_rows_are_left_out_and_said(tmp_path):
     assert len(state.drops) == 1 and "2 metrics row(s)" in state.drops[0]
 
 
-def test_an_empty_project_database_is_a_read_error(tmp_path):
+def test_an_empty_project_database_is_not_a_run(tmp_path):
     db = tmp_path / "empty.db"
     con = sqlite3.connect(db)
     con.executescript(
@@ -322,6 +322,11 @@ def test_an_empty_project_database_is_a_read_error(tmp_path):
     assert detect(db).name == "trackio"
     res = CliRunner().invoke(cli, ["judge", str(db)])
     assert res.exit_code == 2 and "no logged metrics" in res.stderr
+    assert res.stderr.count("empty.db") == 1  # the name once, in front
+    from trainproof.api import doctor
+
+    reports, ignored = doctor(tmp_path)  # doctor lists it as not a run
+    assert reports == [] and [i["file"] for i in ignored] == [str(db)]
 
 
 @pytest.mark.slow

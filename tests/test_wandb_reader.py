@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from trainproof.api import judge_all, read_runlogs
 from trainproof.cli import cli
 from trainproof.findings import Level
-from trainproof.formats import NotALog, ReadError, ReadState, detect
+from trainproof.formats import NoRuns, NotALog, ReadError, ReadState, detect
 from trainproof.formats import wandb as tp_wandb
 
 import _fuzz_logs as F
@@ -207,7 +207,8 @@ def test_not_a_wandb_log(tmp_path):
     assert tp_wandb.sniff(q, "") is False
     with pytest.raises(NotALog):
         _read(q)
-    with pytest.raises(ReadError, match="no complete record"):
+    # the header alone: what the client writes first, a run that has logged nothing yet
+    with pytest.raises(NoRuns, match="holds only its file header"):
         _read(_write(tmp_path, F.WANDB_HEADER, "run-y.wandb"))
 
 
@@ -237,7 +238,7 @@ def test_a_corrupt_wandb_log_is_exit_2_with_one_line(tmp_path):
     log.write_bytes(bytes(data))
     header_only = tmp_path / "run-def456.wandb"
     header_only.write_bytes(F.WANDB_HEADER)
-    for target, why in ((log, "checksum"), (run, "checksum"), (header_only, "only the file header")):
+    for target, why in ((log, "checksum"), (run, "checksum"), (header_only, "holds only its file header")):
         p = run_subprocess("epoch", str(target))
         assert p.returncode == 2, p.stderr
         lines = p.stderr.splitlines()
@@ -246,7 +247,8 @@ def test_a_corrupt_wandb_log_is_exit_2_with_one_line(tmp_path):
         assert doc["reports"][0]["verdict"] == "NOT-CHECKED" and why in doc["error"]
     p = run_subprocess("doctor", str(tmp_path))
     assert p.returncode == 2 and "Traceback" not in p.stderr + p.stdout
-    assert "2 not judged" in p.stdout and "checksum" in p.stdout
+    # the corrupt run could not be judged; the header alone is a run not begun, not a run
+    assert "1 not judged" in p.stdout and "checksum" in p.stdout
 
 
 def _history_only(rows: list[dict[str, str]], step_metric: str = "") -> bytes:
@@ -330,17 +332,21 @@ _SMALL_ENDS = F.wandb_record_ends(_SMALL)
 @pytest.mark.slow
 def test_truncation_at_every_offset_keeps_every_complete_record(tmp_path):
     """A log cut at any byte: a ReadError, or its complete records and, when it was cut
-    inside a record, a drop note."""
+    inside a record, a drop note; cut cleanly before its first history row, a run that
+    logged nothing yet (NoRuns)."""
     full, _ = _read(_write(tmp_path, _SMALL))
     for k in range(len(_SMALL) + 1):
         p = _write(tmp_path, _SMALL[:k])
         complete = sum(1 for e in _SMALL_ENDS if e <= k)
+        rows = max(complete - 1, 0)  # the first record is the run record
         try:
             recs, state = _read(p)
+        except NoRuns:
+            assert rows == 0 and (k in _SMALL_ENDS or k <= len(F.WANDB_HEADER)), k
+            continue
         except ReadError:
             assert complete == 0, k
             continue
-        rows = max(complete - 1, 0)  # the first record is the run record
         assert [(r.step, r.values) for r in recs] == [(r.step, r.values) for r in full[:rows]], k
         cut = k not in _SMALL_ENDS and k > len(F.WANDB_HEADER)
         assert bool(state.drops) == cut, (k, state.drops)
@@ -348,10 +354,11 @@ def test_truncation_at_every_offset_keeps_every_complete_record(tmp_path):
 
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(cut=st.integers(0, len(_SMALL_ENDS) - 1), junk=st.binary(max_size=600))
+@given(cut=st.integers(1, len(_SMALL_ENDS) - 1), junk=st.binary(max_size=600))
 def test_bytes_appended_after_a_valid_prefix(tmp_path, cut, junk):
-    """Whatever follows a valid prefix, the reader raises nothing (its first record is
-    complete, so not even ReadError) and keeps every complete record of the prefix."""
+    """Whatever follows a valid prefix holding a history row, the reader raises nothing
+    (its first record is complete, so not even ReadError) and keeps every complete record
+    of the prefix. (A prefix of the run record alone is a run that logged nothing yet.)"""
     prefix = _SMALL[: _SMALL_ENDS[cut]]
     full, _ = _read(_write(tmp_path, _SMALL))
     recs, _ = _read(_write(tmp_path, prefix + junk))  # the run record is complete: no ReadError
@@ -368,3 +375,18 @@ def test_sarif_results_point_at_the_run_file_of_a_run_folder(runs, tmp_path):
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in doc["runs"][0]["results"]}
     assert uris and all(u.endswith(f"{d.name}/{_log_of(d).name}") for u in uris), uris
     assert "TP-NAN" in {r["ruleId"] for r in doc["runs"][0]["results"]}
+
+
+def test_a_run_that_logged_no_numbers_is_not_a_run(tmp_path):
+    """Media, tables or a summary only: doctor lists it as not a run, so a healthy project
+    is not 'could not judge' because of it."""
+    from trainproof.api import doctor
+
+    media = json.dumps({"_type": "image-file", "path": "media/a.png"})
+    d = tmp_path / "wandb" / "run-20261203_000000-media1"
+    d.mkdir(parents=True)
+    (d / "run-media1.wandb").write_bytes(_history_only([{"sample": media}, {"sample": media}]))
+    with pytest.raises(NoRuns, match="holds no numbers"):
+        read_runlogs(d)
+    reports, ignored = doctor(tmp_path)
+    assert reports == [] and [i["file"] for i in ignored] == [str(d)]

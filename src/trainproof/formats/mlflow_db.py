@@ -103,7 +103,7 @@ def read(path: Path, state) -> Iterator[RunStart | Columns]:
 
     Raises:
         NotALog: a SQLite database without MLflow's tables.
-        NoRuns: a store that holds no live run.
+        NoRuns: a store that holds no live run, or none that logged a metric.
         ReadError: the database is locked past the wait, corrupt, or cannot be read.
     """
     con = connect(path)
@@ -121,6 +121,19 @@ def read(path: Path, state) -> Iterator[RunStart | Columns]:
                 deleted = con.execute("SELECT count(*) FROM runs").fetchone()[0]
                 raise NoRuns(
                     "the MLflow store holds no runs" + (f" ({deleted} deleted)" if deleted else "") + ": not a run"
+                )
+            # A run without a metric (a sweep's parent, a run that only logged params or
+            # artifacts) is the tracker's record of something, but no run to judge.
+            logged = {r[0] for r in con.execute("SELECT DISTINCT run_uuid FROM metrics")}
+            silent = [r for r in runs if r[0] not in logged]
+            runs = [r for r in runs if r[0] in logged]
+            if not runs:
+                raise NoRuns(f"none of the MLflow store's {len(silent)} run(s) logged a metric: not a run")
+            if silent:
+                names = ", ".join(repr(_text(r[1], r[4], r[0]) or "?") for r in silent[:5])
+                state.notes.append(
+                    f"{len(silent)} run(s) of the store logged no metric and are not judged: {names}"
+                    + (", …" if len(silent) > 5 else "")
                 )
             for i, (run_id, run_name, start, experiment, tag_name) in enumerate(runs, 1):
                 label = _text(run_name, tag_name, run_id) or f"run {i}"

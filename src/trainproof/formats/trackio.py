@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..runlog import Record, RunStart
-from ._io import ReadError
+from ._io import NoRuns, ReadError
 from ._sqlite import ERRORS, connect, read_error, table_names
 from ._values import JSON, MAX_DEPTH, flatten_numeric
 
@@ -185,8 +185,8 @@ def read(path: Path, state) -> Iterator[Record | RunStart]:
 
     Raises:
         ReadError: the file cannot be opened or read as SQLite (corrupt, locked past
-            :data:`._sqlite.LOCK_TIMEOUT_S`), has no Trackio ``metrics`` table, or holds
-            no logged metric.
+            :data:`._sqlite.LOCK_TIMEOUT_S`) or has no Trackio ``metrics`` table.
+        NoRuns: it holds no logged metric (``doctor`` lists it as not a run).
     """
     con = connect(path)
     try:
@@ -200,11 +200,11 @@ def read(path: Path, state) -> Iterator[Record | RunStart]:
 def _read(con: sqlite3.Connection, path: Path, state) -> Iterator[Record | RunStart]:
     cols = _columns(con, "metrics")
     if not _METRICS_COLUMNS <= cols:
-        raise ReadError(f"{path.name}: not a Trackio database (no metrics table with run_name, step, metrics)")
+        raise ReadError("not a Trackio database (no metrics table with run_name, step, metrics)")
     has_ids = "run_id" in cols
     runs = _runs(con, has_ids)
     if not runs:
-        raise ReadError(f"{path.name}: a Trackio database with no logged metrics")
+        raise NoRuns("a Trackio database with no logged metrics: no run to judge")
     created = _created(con, has_ids)
     project = path.stem
     for key, run_name, first_ts in runs:

@@ -49,7 +49,7 @@ from pathlib import Path
 from .. import aliases
 from ..runlog import Record
 from ._event_proto import ProtoError, _fields
-from ._io import NotALog, ReadError, open_binary, open_text
+from ._io import NoRuns, NotALog, ReadError, open_binary, open_text
 from ._tfrecord import MAX_RECORD
 from ._values import JSON, MAX_DEPTH, as_step, flatten_numeric
 
@@ -350,6 +350,7 @@ def _read_log(path: Path, state) -> tuple[list[_Row], _Run]:
 
     Raises:
         ReadError: unreadable, not a W&B log, or no complete record at all.
+        NoRuns: only the file header (a run that has logged nothing yet).
     """
     try:
         with open_binary(path) as f:
@@ -379,8 +380,10 @@ def _read_log(path: Path, state) -> tuple[list[_Row], _Run]:
         except (ProtoError, UnicodeDecodeError, OverflowError):
             bad += 1
     if tail.records == 0:
-        why = tail.reason or "only the file header, no records"
-        raise ReadError(f"no complete record in {path.name}: {why}")
+        if tail.reason is None:
+            # What the client writes first: a run in its first seconds, not a damaged log.
+            raise NoRuns(f"{path.name} holds only its file header: a W&B run that has logged nothing yet")
+        raise ReadError(f"no complete record in {path.name}: {tail.reason}")
     if tail.reason is not None:
         state.drop(
             f"{path.name}: reading stopped after {tail.records} records: {tail.reason}; "
@@ -549,6 +552,8 @@ def read(path: Path, state) -> Iterator[Record]:
 
     Raises:
         ReadError: not a W&B log or run folder, or nothing in it is readable.
+        NoRuns: a run that logged no number (only its file header, or media, tables
+            and a summary): ``doctor`` lists it as not a run.
     """
     log = path
     if path.is_dir():
@@ -579,7 +584,16 @@ def read(path: Path, state) -> Iterator[Record]:
     _describe(run, state)
     if x != _STEP:
         state.notes.append(f"the x axis is {x!r}, the step metric the run defines (define_metric)")
-    yield from _stepped(rows, x, state)
+    n = 0
+    for rec in _stepped(rows, x, state):
+        n += 1
+        yield rec
+    if not n and not state.drops:
+        raise NoRuns(_NO_NUMBERS)
+
+
+#: Why a W&B run whose history holds no number is not a run to judge.
+_NO_NUMBERS = "a W&B run whose history holds no numbers (media, tables or a summary only): nothing to judge"
 
 
 def _describe(run: _Run, state) -> None:
@@ -603,7 +617,14 @@ def _read_parts(parts: list[Path], path: Path, state) -> Iterator[Record]:
     wins (:func:`trainproof.runlog.build_runlog`). The display name, config, intent and
     summary are the last part's, the start time the first part's.
     """
-    read = [(p, *_read_log(p / log_file(p).name, state)) for p in parts]
+    read = []
+    for p in parts:
+        try:
+            read.append((p, *_read_log(p / log_file(p).name, state)))
+        except NoRuns:  # a session that logged nothing (just started, or killed at once)
+            continue
+    if not read:
+        raise NoRuns(f"the {len(parts)} folders of this resumed W&B run hold only their file headers")
     _describe(read[-1][2], state)
     first_started = read[0][2].meta.get("started")
     if first_started:
@@ -637,6 +658,8 @@ def _read_parts(parts: list[Path], path: Path, state) -> Iterator[Record]:
         state.notes.append(
             f"{shifted} resumed part(s) restarted W&B's step counter: their steps are placed after the part before"
         )
+    if prev_first is None and not state.drops:
+        raise NoRuns(_NO_NUMBERS)
 
 
 def _stepped(rows: list, x: str, state) -> Iterator[Record]:

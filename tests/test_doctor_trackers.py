@@ -143,3 +143,18 @@ def test_every_name_wandb_gives_a_run_folder_is_a_run(tmp_path, name):
     run = _wandb_run(tmp_path / "wandb", name)
     (run / "files" / "output.log").write_text(LOSS_LINES)  # the console capture: not a run of its own
     assert walk(tmp_path) == [run]
+
+
+def test_a_store_run_is_named_by_its_name_id_and_experiment():
+    """Tracker run names need not be unique and a lone run's experiment has no group
+    header: the text names a store's run by its name, a short id, and its experiment."""
+    from trainproof.render.text import run_words
+
+    store = Report(file="ml/mlflow.db", meta={"run": "train", "run_id": "3f9a1c77e2d04b", "experiment": "bert/lr1e-4"})
+    assert run_words(store) == "run train [3f9a1c77] in bert/lr1e-4"
+    assert run_words(store, grouped=True) == "run train [3f9a1c77]"  # the group header names it
+    # a W&B run folder names its id, a server URL its run id: not said twice
+    wb = Report(file="wandb/run-20261203_000000-ab12cd34", meta={"run": "r", "run_id": "ab12cd34", "experiment": "p"})
+    assert run_words(wb) == "run r in p"
+    assert run_words(Report(file="a.jsonl", meta={})) == ""
+    assert _run_label(store, None) == "ml/mlflow.db — run train [3f9a1c77] in bert/lr1e-4"

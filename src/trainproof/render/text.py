@@ -99,11 +99,30 @@ def _skipped_brief(r: Report) -> str:
     return f"skipped {len(r.skipped)} checks ({by}); --verbose lists them"
 
 
+def run_words(r: Report, grouped: bool = False) -> str:
+    """How a tracker's run is named after its file: ``run NAME``, with the first 8
+    characters of its id when the file does not name it (a store holds many runs and a
+    tracker's run names need not be unique: ``[3f9a1c77]``), and its experiment when no
+    group header above it names that (``grouped``); ``""`` for a log of one unnamed run.
+    Not escaped (the caller escapes)."""
+    name = r.meta.get("run")
+    if not name:
+        return ""
+    words = f"run {name}"
+    rid = r.meta.get("run_id")
+    if isinstance(rid, str) and rid and rid != name and rid not in r.file:
+        words += f" [{rid[:8]}]"
+    exp = r.meta.get("experiment")
+    if not grouped and isinstance(exp, str) and exp and exp not in r.file:
+        words += f" in {exp}"
+    return words
+
+
 def render_report(console: Console, r: Report, brief: bool = False) -> None:
     """Print one report. ``brief`` (``doctor``'s screen) counts the skipped checks instead
     of listing them and says which other files hold the same run."""
     v = r.verdict
-    run = f" — run {clean(str(r.meta['run']))}" if r.meta.get("run") else ""
+    run = f" — {clean(run_words(r))}" if r.meta.get("run") else ""
     console.print(f"[bold]{clean(r.file)}[/bold]{run}")
     if r.error is not None:
         console.print(f"  [{_STYLE[v]}]{v.value}[/] could not read: {clean(r.error)}")
@@ -225,7 +244,8 @@ def _run_label(r: Report, experiment: str | None) -> str:
     elif experiment is not None and name == experiment:
         name = "  "
     if r.meta.get("run"):
-        name = f"{name} — run {r.meta['run']}" if name.strip() else f"  run {r.meta['run']}"
+        words = run_words(r, grouped=experiment is not None)
+        name = f"{name} — {words}" if name.strip() else f"  {words}"
     return printable(name)
 
 

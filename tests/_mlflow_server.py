@@ -43,9 +43,10 @@ def _health(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def running_server(folder: Path, env: dict | None = None) -> Iterator[str]:
+def running_server(folder: Path, env: dict | None = None, prefix: str = "") -> Iterator[str]:
     """Run ``mlflow server`` with its store in ``folder`` and yield its URL
-    (``http://127.0.0.1:<port>``) once it answers /health; stop its process group on exit.
+    (``http://127.0.0.1:<port>``, then ``prefix`` when it serves under a path prefix, the
+    ``--static-prefix`` option) once it answers /health; stop its process group on exit.
 
     Raises:
         AssertionError: the server exited or did not answer within START_DEADLINE_S
@@ -53,7 +54,7 @@ def running_server(folder: Path, env: dict | None = None) -> Iterator[str]:
     """
     folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}{prefix}"
     exe = Path(sys.executable).with_name("mlflow")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mlflow"]
     run_env = {**os.environ, **SERVER_ENV, **(env or {})}
@@ -74,6 +75,7 @@ def running_server(folder: Path, env: dict | None = None) -> Iterator[str]:
                 str(port),
                 "--workers",
                 "1",
+                *(["--static-prefix", prefix] if prefix else []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

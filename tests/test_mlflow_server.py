@@ -186,6 +186,25 @@ def test_judge_a_run_url_and_the_api(server):
     assert skip is None and reps[0].verdict is Level.FAIL
 
 
+@pytest.mark.slow
+def test_a_server_behind_a_path_prefix(server, tmp_path):
+    """``mlflow server --static-prefix /mlflow`` (or a reverse proxy at /mlflow): the API
+    lies under the prefix, and so do the run URLs doctor gives."""
+    url, ids, *_, tmp = server
+    import shutil
+
+    store = tmp_path / "store"
+    store.mkdir()
+    shutil.copyfile(tmp / "m.db", store / "m.db")  # the same runs, served again
+    with running_server(store, prefix="/mlflow") as prefixed:
+        want = {r.meta["run"]: r.verdict for r in doctor(url)[0]}
+        reports, _ = doctor(prefixed)
+        assert {r.meta["run"]: r.verdict for r in reports} == want
+        assert all(r.file.startswith(prefixed + "/#/experiments/") for r in reports)
+        code, out, err, doc = run_cli("judge", reports[0].file, "--json")
+        assert code in (0, 1) and doc["reports"][0]["meta"]["run"] == reports[0].meta["run"]
+
+
 # --------------------------------------------------------------------------- a fake API
 
 
@@ -444,6 +463,9 @@ def test_experiment_and_run_need_a_server(tmp_path):
         ("http://host:5000/#/experiments/3/runs/0a1b", True),
         ("http://host:5000/#/experiments/3/runs/0a1b/model-metrics", True),
         ("http://host:5000/runs/train.jsonl", False),
+        ("http://host:5000/mlflow", True),  # behind a path prefix
+        ("http://host:5000/mlflow/#/experiments/3/runs/0a1b", True),
+        ("https://example.org/team/mlflow/", True),
         ("http://host:5000/?x=1", False),
         ("http://host:5000/#/models", False),
         ("http://host:port", False),

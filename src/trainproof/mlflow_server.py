@@ -85,7 +85,13 @@ def _parts(url) -> tuple[str, str | None, str | None] | None:
         u.port  # noqa: B018 - a port that is not a number raises here
     except ValueError:
         return None
-    if u.scheme.lower() not in ("http", "https") or not u.hostname or u.path not in ("", "/") or u.query:
+    if u.scheme.lower() not in ("http", "https") or not u.hostname or u.query:
+        return None
+    path = u.path.rstrip("/")
+    # A server behind a path prefix (``mlflow server --static-prefix /mlflow``, a reverse
+    # proxy): its API lies under the prefix, as MLflow's client takes it. A last segment
+    # with a dot names a file (``…/metrics.jsonl``): a log to fetch, not a server.
+    if path and "." in path.rsplit("/", 1)[-1]:
         return None
     exp = run = None
     if u.fragment:
@@ -94,13 +100,14 @@ def _parts(url) -> tuple[str, str | None, str | None] | None:
             return None
         exp, run = m.group("exp"), m.group("run")
     host = u.netloc.rpartition("@")[2]
-    return f"{u.scheme.lower()}://{host}", exp, run
+    return f"{u.scheme.lower()}://{host}{path}", exp, run
 
 
 def is_tracking_server(url) -> bool:
-    """Whether ``url`` names an MLflow tracking server: ``http(s)://host[:port]`` with no
-    path (a trailing ``/`` allowed), or the UI's URL of one of its experiments or runs.
-    Imports nothing and touches no network."""
+    """Whether ``url`` names an MLflow tracking server: ``http(s)://host[:port]``, with a
+    path prefix the server lies under (``/mlflow``; a last segment holding a dot names a
+    file instead), or the UI's URL of one of its experiments or runs. Imports nothing and
+    touches no network."""
     return _parts(url) is not None
 
 

@@ -510,3 +510,30 @@ def test_a_run_that_logged_no_metric_is_not_judged_and_said(stores, tmp_path) ->
         api.read_runlogs(db)
     reports, ignored = api.doctor(tmp_path)
     assert reports == [] and [i["file"] for i in ignored] == [str(db)]
+
+
+@pytest.mark.slow
+def test_sarif_results_of_a_store_say_which_run(stores, tmp_path) -> None:
+    """The runs of one store share its file: each result names its run (message and
+    properties) and its fingerprint holds the run id, not the order of the runs."""
+    from trainproof.render.sarif import _document as document
+    from trainproof.render.sarif import sarif_log
+
+    db = _copy(stores[0], tmp_path / "mlflow.db")
+    reports = api.judge_all(db)
+    doc = document(sarif_log(reports))
+    results = doc["runs"][0]["results"]
+    nan = [r for r in results if r["ruleId"] == "TP-NAN"]
+    assert {r["properties"]["run"] for r in nan} == {"nan-run"}
+    assert all(r["message"]["text"].startswith("run nan-run [") for r in nan)
+    again = document(sarif_log(list(reversed(reports))))["runs"][0]["results"]
+    prints = lambda rs: sorted(r["partialFingerprints"]["trainproofFinding/v1"] for r in rs)  # noqa: E731
+    assert prints(results) == prints(again)
+
+
+def test_a_url_stays_a_uri_in_sarif() -> None:
+    from trainproof.render.sarif import artifact_uri
+
+    url = "http://127.0.0.1:5000/#/experiments/1/runs/0a1b"
+    assert artifact_uri(url) == url
+    assert artifact_uri("s3://bucket/runs/a b.jsonl") == "s3://bucket/runs/a%20b.jsonl"

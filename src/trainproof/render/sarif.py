@@ -33,7 +33,9 @@ goes into the result's ``properties`` (``recordIndex`` / ``metricFileLine``) nex
 ``step`` and the finding's ``data``.
 
 **Fingerprints.** ``partialFingerprints["trainproofFinding/v1"]`` is
-``sha256(rule id, artifact URI, step)`` (first 32 hex digits) followed by ``:N``, the
+``sha256(rule id, artifact URI, step)`` (with the run id too for a run of a file that holds
+many runs, a tracker's store, whose results also name the run in their message and
+properties) (first 32 hex digits) followed by ``:N``, the
 occurrence number of that triple within the log, the way code scanning numbers its own
 ``primaryLocationLineHash``. It never depends on message wording or on line numbers, so
 rewording a message or prepending lines to a log keeps an alert the same alert; two
@@ -56,6 +58,7 @@ import hashlib
 import json
 import os
 import posixpath
+import re
 from collections.abc import Iterable
 from pathlib import Path, PurePath
 from urllib.parse import quote
@@ -84,6 +87,8 @@ _LEVEL = {Level.FAIL: "error", Level.WARN: "warning"}
 #: Characters kept as they are in a URI path: RFC 3986 unreserved, sub-delims, ``:``,
 #: ``@`` and ``/``. Everything else is percent-encoded (UTF-8).
 _SAFE = "/!$&'()*+,;=:@-._~"
+#: ``scheme://``: a report's ``file`` that is a URL (a remote log, a tracking server's run).
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+://")
 
 
 def sarif_level(level: Level) -> str:
@@ -123,7 +128,10 @@ def _inside(path: str, base: Path) -> str | None:
 
 
 def artifact_uri(file: str, base: Path | None = None) -> str:
-    """The URI of a report's ``file`` for ``artifactLocation.uri`` (see the module doc)."""
+    """The URI of a report's ``file`` for ``artifactLocation.uri`` (see the module doc);
+    a URL (``s3://…``, a tracking server's run page) is a URI already and stays one."""
+    if _URL.match(file):
+        return quote(file, safe=_SAFE + "#%")
     if os.path.isabs(file):
         rel = _inside(file, base) if base is not None else None
         if rel is None:
@@ -222,8 +230,12 @@ def _reported(report: Report) -> list[Finding]:
     return out
 
 
-def _message(f: Finding, rule: Rule | None, record_index: int | None) -> str:
+def _message(f: Finding, rule: Rule | None, record_index: int | None, report: Report | None = None) -> str:
     head = " ".join(f.message.split()) or (rule.text("summary") if rule else f.id)
+    if report is not None and _store_run(report):
+        from .text import run_words
+
+        head = f"{run_words(report)}: {head}"  # the file holds many runs: say which
     where = []
     if f.step is not None:
         s = _step_json(f.step)
@@ -240,18 +252,29 @@ def _message(f: Finding, rule: Rule | None, record_index: int | None) -> str:
     return "\n".join(lines)
 
 
-def fingerprint(rule_id: str, uri: str, step: float | None, occurrence: int = 1) -> str:
-    """The ``partialFingerprints`` value: hash of rule id, artifact URI and step, plus the
-    occurrence number of that triple within the log."""
+def fingerprint(rule_id: str, uri: str, step: float | None, occurrence: int = 1, run: str = "") -> str:
+    """The ``partialFingerprints`` value: hash of rule id, artifact URI and step (and
+    ``run``, the run's id, for a file that holds many runs), plus the occurrence number
+    of that key within the log."""
     s = _step_json(step)
-    key = "\x1f".join((rule_id, uri, "" if s is None else json.dumps(s)))
+    key = "\x1f".join((rule_id, uri, "" if s is None else json.dumps(s), *((run,) if run else ())))
     return f"{hashlib.sha256(key.encode('utf-8')).hexdigest()[:32]}:{occurrence}"
+
+
+def _store_run(report: Report) -> str:
+    """The run id of a report whose file holds many runs (a tracker's store: the id is not
+    in its path), else ``""``: it tells apart the results of the runs of one file."""
+    rid = report.meta.get("run_id")
+    return rid if isinstance(rid, str) and rid and rid not in report.file else ""
 
 
 def _result(f: Finding, report: Report, uri: str, rule_index: int, rule: Rule | None, occurrence: int) -> om.Result:
     props: dict = {"trainproofLevel": f.level.value, "source": f.source}
     if report.format is not None:
         props["format"] = report.format
+    for key, meta_key in (("run", "run"), ("runId", "run_id"), ("experiment", "experiment")):
+        if isinstance(report.meta.get(meta_key), str):
+            props[key] = report.meta[meta_key]
     step = _step_json(f.step)
     if step is not None:
         props["step"] = step
@@ -276,9 +299,9 @@ def _result(f: Finding, report: Report, uri: str, rule_index: int, rule: Rule | 
         rule_id=f.id,
         rule_index=rule_index,
         level=sarif_level(f.level),
-        message=om.Message(text=_message(f, rule, record_index)),
+        message=om.Message(text=_message(f, rule, record_index, report)),
         locations=[location],
-        partial_fingerprints={FINGERPRINT_KEY: fingerprint(f.id, uri, f.step, occurrence)},
+        partial_fingerprints={FINGERPRINT_KEY: fingerprint(f.id, uri, f.step, occurrence, _store_run(report))},
         properties=props,
     )
 
@@ -306,7 +329,7 @@ def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLo
     seen: dict[tuple, int] = {}
     results = []
     for f, rep, uri in pending:
-        key = (f.id, uri, json.dumps(_step_json(f.step)))
+        key = (f.id, uri, json.dumps(_step_json(f.step)), _store_run(rep))
         seen[key] = seen.get(key, 0) + 1
         results.append(_result(f, rep, uri, index[f.id], rules[f.id], seen[key]))
 

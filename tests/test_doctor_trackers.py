@@ -158,3 +158,14 @@ def test_a_store_run_is_named_by_its_name_id_and_experiment():
     assert run_words(wb) == "run r in p"
     assert run_words(Report(file="a.jsonl", meta={})) == ""
     assert _run_label(store, None) == "ml/mlflow.db — run train [3f9a1c77] in bert/lr1e-4"
+
+
+def test_latest_run_is_skipped_from_inside_the_wandb_folder_and_in_a_renamed_copy(tmp_path, monkeypatch):
+    import shutil
+
+    new, old = _wandb_tree(tmp_path)
+    monkeypatch.chdir(tmp_path / "wandb")
+    assert sorted(p.name for p in walk(Path("."))) == sorted([new.name, old.name])
+    copy = tmp_path / "runs_backup"
+    shutil.copytree(tmp_path / "wandb", copy, symlinks=True)
+    assert sorted(p.name for p in walk(copy)) == sorted([new.name, old.name])

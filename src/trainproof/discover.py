@@ -97,6 +97,20 @@ def _is_mlflow_run(dirpath: str, dirnames: Collection[str], names: Collection[st
 _WANDB_CLIENT_LOG = re.compile(r"^debug(?:-internal|-cli\.[^/]*)?\.log$")
 
 
+def _is_wandb_dir(dirpath: str) -> bool:
+    """A W&B client's ``wandb/`` folder: so named (``.`` inside it counts by its real
+    name), or holding the client's ``latest-run`` link to a run folder beside it (a copy
+    under another name)."""
+    if os.path.basename(os.path.realpath(dirpath)) == "wandb":
+        return True
+    link = os.path.join(dirpath, "latest-run")
+    try:
+        target = os.readlink(link)
+    except OSError:
+        return False
+    return os.path.dirname(target.rstrip("/")) in ("", ".") and bool(WANDB_RUN_DIR.match(os.path.basename(target)))
+
+
 def _is_wandb_run(dirpath: str, dirnames: Collection[str], names: Collection[str]) -> bool:
     """A W&B run folder: its name, and the run's ``.wandb`` log or the older client's
     ``files/`` folder in it."""
@@ -294,7 +308,7 @@ def walk(
             else:
                 out.append(Path(dirpath))
         client_logs: set[str] = set()
-        if os.path.basename(dirpath) == "wandb":
+        if _is_wandb_dir(dirpath):
             if os.path.islink(os.path.join(dirpath, "latest-run")):
                 # The client's link to the newest run folder beside it: that run, not another.
                 skip.add("latest-run")

@@ -121,9 +121,8 @@ def damaged(src: Path, tmp: Path) -> list[tuple[str, Path, str]]:
         (
             f"`{src.name}`, byte {at:,} flipped",
             p,
-            "expected difference: W&B's reader skips the rest of the damaged 32 KiB block and reads on "
-            "from the next one; ours stops at the bad record and says so (TP-DATA-DROPPED), as it does "
-            "for event files, so a verdict never rests on a log with a hole inside it",
+            "damage inside the file: both readers give up the rest of the damaged 32 KiB block and read "
+            "on from the first record of the next one; ours says where and how much (TP-DATA-DROPPED)",
         )
     )
     return out
@@ -170,8 +169,9 @@ def render(sections: list[tuple[str, list[Row], str]]) -> str:
         f"Versions: {_versions()}.",
         "",
         f"**Summary: {len(rows)} `.wandb` files, {sum(len(r.ours) for r in rows)} values read by ours, "
-        f"{sum(len(r.theirs) for r in rows)} by W&B's reader, {sum(r.mismatches for r in rows)} mismatches "
-        f"({expected} of them the one explained difference below, on the file with a flipped byte).**",
+        f"{sum(len(r.theirs) for r in rows)} by W&B's reader, {sum(r.mismatches for r in rows)} mismatches"
+        + (f" ({expected} of them an explained difference below)" if expected else "")
+        + ".**",
         "",
         "## What is compared",
         "",

@@ -192,10 +192,16 @@ def test_checksum_is_crc32_of_type_and_payload(tmp_path):
     data = F.wandb_log_file("healthy")
     crc, n, kind = struct.unpack_from("<IHB", data, 7)
     assert crc == zlib.crc32(data[13 : 14 + n])
-    bad = bytearray(data)
-    bad[14 + 2] ^= 0x01  # inside the first record's payload
+    small = bytearray(_SMALL)  # one block: nothing after the damage to read on from
+    small[14 + 2] ^= 0x01  # inside the first record's payload
     with pytest.raises(ReadError, match="checksum"):
-        _read(_write(tmp_path, bytes(bad)))
+        _read(_write(tmp_path, bytes(small)))
+    bad = bytearray(data)
+    bad[14 + 2] ^= 0x01
+    recs, state = _read(_write(tmp_path, bytes(bad)))  # the first block lost, the rest read
+    full, _ = _read(_write(tmp_path, data, "run-full.wandb"))
+    assert recs and [(r.step, r.values) for r in recs] == [(r.step, r.values) for r in full[-len(recs) :]]
+    assert len(state.drops) == 1 and "checksum of the chunk at byte 7" in state.drops[0]
 
 
 def test_not_a_wandb_log(tmp_path):
@@ -212,16 +218,27 @@ def test_not_a_wandb_log(tmp_path):
         _read(_write(tmp_path, F.WANDB_HEADER, "run-y.wandb"))
 
 
-def test_a_corrupt_record_stops_the_read_with_a_drop(tmp_path):
+def test_a_corrupt_record_loses_the_rest_of_its_block_and_reading_goes_on(tmp_path):
+    """One damaged chunk inside the log loses the rest of its 32 KiB block only: the
+    records from the next block on are read (the broken run's blow-up after the damage is
+    still seen), and the hole is said."""
     data = F.wandb_log_file("broken")
     ends = F.wandb_record_ends(data)
-    cut = ends[10]
+    # The config record starts in the first block and ends in the second; every history
+    # row lies after it.
+    assert ends[0] < F.WANDB_BLOCK < ends[1]
     bad = bytearray(data)
-    bad[cut + 9] ^= 0xFF
+    bad[ends[0] + 9] ^= 0xFF  # inside the config record's first chunk
     recs, state = _read(_write(tmp_path, bytes(bad)))
-    complete = sum(1 for e in ends[:11]) - 2  # the run and config records hold no rows
-    assert len(recs) == complete
-    assert len(state.drops) == 1 and "checksum" in state.drops[0] and "bytes dropped" in state.drops[0]
+    full, _ = _read(_write(tmp_path, data, "run-full.wandb"))
+    assert [(r.step, r.values) for r in recs] == [(r.step, r.values) for r in full]
+    assert len(state.drops) == 1 and "checksum" in state.drops[0] and "read on from the next" in state.drops[0]
+    # damage in the last block: the rest of the file is lost, the records before it kept
+    late = bytearray(data)
+    late[ends[10] + 9] ^= 0xFF
+    recs, state = _read(_write(tmp_path, bytes(late)))
+    assert [(r.step, r.values) for r in recs] == [(r.step, r.values) for r in full[:9]]
+    assert len(state.drops) == 1 and "checksum" in state.drops[0]
 
 
 def test_a_corrupt_wandb_log_is_exit_2_with_one_line(tmp_path):
@@ -230,7 +247,7 @@ def test_a_corrupt_wandb_log_is_exit_2_with_one_line(tmp_path):
     doctor on the project; never a traceback."""
     from conftest import run_subprocess
 
-    data = bytearray(F.wandb_log_file("healthy"))
+    data = bytearray(_SMALL)  # one 32 KiB block: no record after the damage
     data[16] ^= 0x01  # inside the first record's payload
     run = tmp_path / "wandb" / "run-20261203_000000-abc123"
     (run / "files").mkdir(parents=True)

@@ -30,8 +30,11 @@ takes its last value (what W&B's ``step_sync`` does; ``0`` before the first). A 
 holds nothing but W&B's clock (``_timestamp``, ``_runtime``: a row of media only) is not a
 record.
 
-A torn or corrupt record stops the reading at the last good one, with a note saying how
+A torn record at the end stops the reading at the last good one, with a note saying how
 many bytes were dropped and why (a run still writing, or killed, ends inside a record). A
+damaged chunk inside the file loses the rest of its 32 KiB block only: reading goes on at
+the next block, as W&B's own reader does, and each region skipped is a drop note (so a
+verdict never rests silently on a log with a hole in it, nor stops at the hole). A
 run folder of an older client with no ``.wandb`` file is read from
 ``files/wandb-history.jsonl`` (one JSON object per row) and ``files/config.yaml``.
 """
@@ -42,7 +45,7 @@ import re
 import struct
 import zlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -112,6 +115,8 @@ class Tail:
 
     reason: str | None = None
     records: int = 0
+    #: ``(byte, length, why)`` of each damaged region given up (the rest of its block).
+    skipped: list = field(default_factory=list)
     #: Bytes up to the end of the last complete record.
     consumed: int = 0
     size: int = 0
@@ -125,9 +130,13 @@ def is_wandb_header(head: bytes) -> bool:
 def records(data: bytes, tail: Tail) -> Iterator[bytes]:
     """The record payloads of a whole ``.wandb`` file, in order.
 
-    Stops at the first chunk that is torn (the file ends inside it), has a bad checksum,
-    an unknown type, a length past its block, or breaks the first/middle/last order:
-    ``tail.reason`` says which, and ``tail.consumed`` where the last complete record ends.
+    A damaged chunk (a bad checksum, an unknown type, a length past its block, a broken
+    first/middle/last order, a record over :data:`MAX_RECORD`) loses the rest of its
+    32 KiB block: reading goes on at the next block, from the first record that starts
+    there (the LevelDB log format's recovery, which W&B's own reader applies too), and
+    ``tail.skipped`` lists each region given up, with why. A file that ends inside a
+    record stops the reading: ``tail.reason`` says so, and ``tail.consumed`` is where the
+    last complete record ends.
 
     Raises:
         NotALog: the file does not start with W&B's header.
@@ -142,6 +151,8 @@ def records(data: bytes, tail: Tail) -> Iterator[bytes]:
     parts: list[bytes] = []
     size = 0
     n = len(data)
+    # Set after damage: chunks continuing a record that began before it are not records.
+    resync = False
     while pos < n:
         left = BLOCK - pos % BLOCK
         if left < CHUNK_HEADER:
@@ -154,25 +165,34 @@ def records(data: bytes, tail: Tail) -> Iterator[bytes]:
         if crc == 0 and length == 0 and kind == 0 and not parts:
             pos += left  # a zeroed rest of a block: W&B's reader skips it too
             continue
-        if CHUNK_HEADER + length > left:
-            tail.reason = f"a chunk at byte {pos} is longer than its 32 KiB block (corrupt)"
-            return
         end = pos + CHUNK_HEADER + length
-        if end > n:
+        damage = None
+        if CHUNK_HEADER + length > left:
+            damage = f"a chunk at byte {pos} is longer than its 32 KiB block (corrupt)"
+        elif end > n:
             tail.reason = "the file ends inside a record"
             return
-        if zlib.crc32(data[pos + CHUNK_HEADER - 1 : end]) != crc:
-            tail.reason = f"the checksum of the chunk at byte {pos} does not match (corrupt)"
-            return
-        if kind not in (FULL, FIRST, MIDDLE, LAST) or (kind in (FULL, FIRST)) == bool(parts):
-            tail.reason = f"the chunk at byte {pos} is out of order (type {kind}; corrupt)"
-            return
+        elif zlib.crc32(data[pos + CHUNK_HEADER - 1 : end]) != crc:
+            damage = f"the checksum of the chunk at byte {pos} does not match (corrupt)"
+        elif kind not in (FULL, FIRST, MIDDLE, LAST):
+            damage = f"the chunk at byte {pos} has an unknown type {kind} (corrupt)"
+        elif resync and kind in (MIDDLE, LAST):
+            pos = end  # the rest of a record whose start was lost
+            continue
+        elif (kind in (FULL, FIRST)) == bool(parts):
+            damage = f"the chunk at byte {pos} is out of order (type {kind}; corrupt)"
+        elif size + length > MAX_RECORD:
+            damage = f"a record longer than {MAX_RECORD >> 20} MiB at byte {pos} (corrupt, or not a metrics record)"
+        if damage is not None:
+            start = tail.consumed if parts else pos
+            nxt = pos - pos % BLOCK + BLOCK
+            tail.skipped.append((start, min(nxt, n) - start, damage))
+            parts, size, resync, pos = [], 0, True, nxt
+            continue
+        resync = False
         parts.append(data[pos + CHUNK_HEADER : end])
         size += length
         pos = end
-        if size > MAX_RECORD:
-            tail.reason = f"a record longer than {MAX_RECORD >> 20} MiB (corrupt, or not a metrics record)"
-            return
         if kind in (FULL, LAST):
             payload = parts[0] if len(parts) == 1 else b"".join(parts)
             parts, size = [], 0
@@ -380,10 +400,12 @@ def _read_log(path: Path, state) -> tuple[list[_Row], _Run]:
         except (ProtoError, UnicodeDecodeError, OverflowError):
             bad += 1
     if tail.records == 0:
-        if tail.reason is None:
+        if tail.reason is None and not tail.skipped:
             # What the client writes first: a run in its first seconds, not a damaged log.
             raise NoRuns(f"{path.name} holds only its file header: a W&B run that has logged nothing yet")
-        raise ReadError(f"no complete record in {path.name}: {tail.reason}")
+        raise ReadError(f"no complete record in {path.name}: {tail.reason or tail.skipped[0][2]}")
+    for at, length, why in tail.skipped:
+        state.drop(f"{path.name}: {why}; skipped {length} bytes from byte {at} and read on from the next 32 KiB block")
     if tail.reason is not None:
         state.drop(
             f"{path.name}: reading stopped after {tail.records} records: {tail.reason}; "

@@ -537,3 +537,15 @@ def test_a_url_stays_a_uri_in_sarif() -> None:
     url = "http://127.0.0.1:5000/#/experiments/1/runs/0a1b"
     assert artifact_uri(url) == url
     assert artifact_uri("s3://bucket/runs/a b.jsonl") == "s3://bucket/runs/a%20b.jsonl"
+
+
+@pytest.mark.slow
+def test_file_store_runs_are_named_like_the_sqlite_stores(stores) -> None:
+    """The same runs written to a file store and to SQLite: each run folder is named by
+    its run name and experiment, as the SQLite store's runs are."""
+    db, mlruns, _ = stores
+    by_db = {r.meta["run"]: r.meta for r in api.read_runlogs(db)}
+    for name, folder in _file_store_runs(mlruns).items():
+        meta = api.read_runlog(folder).meta
+        assert meta["run"] == name and meta["experiment"] == EXPERIMENTS[name]
+        assert meta["run_id"] == folder.name and meta["started"][:4] == by_db[name]["started"][:4]

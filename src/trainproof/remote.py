@@ -127,10 +127,13 @@ def _reason(e: BaseException) -> str:
 
 def _run_folder_file(rel: str) -> bool:
     """Whether a file of a run folder is one a run-folder reader reads: event files directly
-    inside it or in Keras' ``train/``/``validation/``, and MLflow's ``metrics/``. The rest
-    (checkpoints, profiles, artifacts) is never copied."""
+    inside it or in Keras' ``train/``/``validation/``, and MLflow's ``metrics/``,
+    ``meta.yaml`` and run-name tag. The rest (checkpoints, profiles, artifacts) is never
+    copied."""
     parts = rel.split("/")
     if parts[0] == "metrics" and len(parts) > 1:
+        return True
+    if rel in ("meta.yaml", "tags/mlflow.runName"):
         return True
     return is_event_name(parts[-1]) and (len(parts) == 1 or (len(parts) == 2 and parts[0] in ("train", "validation")))
 
@@ -234,6 +237,12 @@ def staged(url: str, fmt: str = "auto") -> Iterator[Path]:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     remote.append(f)
                     dest.append(str(target))
+                if any(r.startswith(rpath + "/metrics/") for r in remote):
+                    # An MLflow run folder: its experiment's name is in the folder above.
+                    above = rpath.rsplit("/", 1)[0] + "/meta.yaml" if "/" in rpath else ""
+                    if above and fs.exists(above):
+                        remote.append(above)
+                        dest.append(str(Path(tmp) / "meta.yaml"))
                 if remote:
                     # One call: backends such as s3fs fetch the files concurrently.
                     fs.get(remote, dest)

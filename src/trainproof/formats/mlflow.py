@@ -138,13 +138,66 @@ def _metric_lines(key: str, p: Path, state, label: str) -> Iterator[Record]:
         state.drop(f"{label}: skipped {bad} line(s) that are not 'timestamp value step'")
 
 
+def _yaml_fields(path: Path, keys: tuple[str, ...]) -> dict[str, str]:
+    """The top-level ``key: value`` lines of a small YAML file MLflow writes (``meta.yaml``),
+    for ``keys``, quotes removed; ``{}`` when it cannot be read. Never raises."""
+    out: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")[: 1 << 16]
+    except OSError:
+        return out
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key in keys and not line.startswith((" ", "\t")):
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            if value:
+                out[key] = value
+    return out
+
+
+def _run_meta(run: Path) -> dict:
+    """What a file-store run folder says of its run, as the SQLite store's reader names
+    it: ``run`` (``meta.yaml``'s ``run_name``, else the ``mlflow.runName`` tag), ``run_id``,
+    ``experiment`` (the name in the experiment folder's ``meta.yaml``) and ``started``."""
+    meta: dict = {}
+    fields = _yaml_fields(run / "meta.yaml", ("run_name", "run_id", "run_uuid", "start_time"))
+    name = fields.get("run_name")
+    if not name:
+        try:
+            name = (run / "tags" / "mlflow.runName").read_text(encoding="utf-8", errors="replace").strip()[:500]
+        except OSError:
+            name = None
+    if name:
+        meta["run"] = name
+    rid = fields.get("run_id") or fields.get("run_uuid")
+    if rid:
+        meta["run_id"] = rid
+    exp = _yaml_fields(run.parent / "meta.yaml", ("name",)).get("name")
+    if exp:
+        meta["experiment"] = exp
+    start = fields.get("start_time", "")
+    if start.isdigit():
+        from datetime import datetime, timezone
+
+        try:
+            meta["started"] = datetime.fromtimestamp(int(start) / 1000, timezone.utc).isoformat(timespec="seconds")
+        except (ValueError, OverflowError, OSError):
+            pass
+    return meta
+
+
 def read(path: Path, state) -> Iterator[Record]:
-    """Yield one record per metric line."""
+    """Yield one record per metric line. A run folder also fills ``state.meta`` with the
+    run's name, id, experiment and start time (:func:`_run_meta`)."""
     if path.is_dir():
         files = _metric_files(path)
         if not files:
             raise ReadError("no metric files under metrics/")
         state.meta["metric_files"] = [k for k, _ in files]
+        for k, v in _run_meta(path).items():
+            state.meta.setdefault(k, v)
     else:
         files = [(path.name, path)]
     for key, p in files:

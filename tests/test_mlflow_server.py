@@ -184,6 +184,10 @@ def test_judge_a_run_url_and_the_api(server):
     assert math.isnan(rl.get("loss").values[-1]) and len(rl.get("loss")) == 300
     reps, skip = judge_runs(nan.file)
     assert skip is None and reps[0].verdict is Level.FAIL
+    healthy = next(r for r in reports if r.meta["run"] == "healthy")
+    code, out, err, doc = run_cli("compare", healthy.file, nan.file, "--json")
+    assert code == 1 and [r["meta"]["run"] for r in doc["reports"]] == ["nan"], err
+    assert doc["baseline"]["meta"]["run"] == "healthy"
 
 
 @pytest.mark.slow

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
-from ..options import log_options
+from ..options import location, log_options
 from ..output import emit_reports, settings, stdout_console, write_outputs
 
 
 @click.command("compare")
-@click.argument("baseline", type=click.Path(path_type=Path))
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("baseline")
+@click.argument("runs", nargs=-1, required=True)
 @log_options
-def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, config_path, outputs) -> int:
+def compare_cmd(baseline: str, runs, fmt: str, maps, as_json: bool, mute, config_path, outputs) -> int:
     """Judge each RUN on its own and against BASELINE, a known-good run of the same task.
 
     A run on shuffled labels lowers its own loss and looks healthy alone; against a
@@ -28,6 +26,9 @@ def compare_cmd(baseline: Path, runs, fmt: str, maps, as_json: bool, mute, confi
     from ...render import text as render_text
 
     overrides, cfg = settings("compare", as_json, maps, mute, config_path)
+    # A URL (a bucket's log, a tracking server's run) stays a string: a Path collapses "//".
+    baseline = location(baseline, "compare", as_json)
+    runs = [location(r, "compare", as_json) for r in runs]
     try:
         base_report, reports = api_compare(
             baseline, runs, fmt, overrides, cfg.mute, cfg.thresholds, charts=needs_charts(outputs)

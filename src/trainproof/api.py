@@ -492,9 +492,32 @@ def _signals_held():
     return release
 
 
+def _quiet_broken_pool() -> None:
+    """Keep the pool's manager thread from printing a traceback as the command stops:
+    before Python 3.12 it sets an exception on every pending future of a pool whose
+    workers died, and one this command has just cancelled raises InvalidStateError there
+    (a race in ``concurrent.futures.process``, handled in 3.12). Nothing is lost: the
+    command is stopping and its futures are cancelled."""
+    import threading
+    from concurrent.futures import InvalidStateError
+
+    before = threading.excepthook
+    if getattr(before, "_trainproof", False):
+        return
+
+    def hook(args) -> None:
+        if args.exc_type is not None and issubclass(args.exc_type, InvalidStateError):
+            return
+        before(args)
+
+    hook._trainproof = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
 def _end_workers(pool) -> None:
     """Stop a process pool's workers now (the command was interrupted): terminate them,
     then reap them, so none outlives the command holding its output."""
+    _quiet_broken_pool()
     procs = list((getattr(pool, "_processes", None) or {}).values())
     for p in procs:
         p.terminate()

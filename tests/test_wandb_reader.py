@@ -331,6 +331,7 @@ def test_run_folder_detection_and_older_clients(tmp_path):
     assert all(set(r.values) == {"_runtime", "loss"} for r in recs)
     assert state.meta["max_steps"] == 40 and state.meta["num_train_epochs"] == 2
     assert state.meta["run_id"] == "abcd1234"
+    assert state.meta["summary"] == {"loss": 1.22}  # files/wandb-summary.json
     (run / "files" / "wandb-history.jsonl").write_text("\n".join(lines) + '\n{"_step": 40, "lo')
     recs, state = _read(run)
     assert len(recs) == 40 and len(state.drops) == 1

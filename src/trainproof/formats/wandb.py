@@ -462,6 +462,21 @@ def _config_yaml(path: Path) -> dict[tuple[str, ...], object]:
     return out
 
 
+def _summary_json(path: Path) -> dict[tuple[str, ...], object]:
+    """An older client's ``files/wandb-summary.json`` (the run's last values, one JSON
+    object), as summary items keyed by path; ``{}`` when absent or not an object."""
+    import json
+
+    try:
+        if path.stat().st_size > MAX_RECORD:
+            return {}
+        with open_text(path) as f:
+            obj = json.loads(f.read())
+    except (OSError, ReadError, ValueError):
+        return {}
+    return {(str(k),): v for k, v in obj.items()} if isinstance(obj, dict) else {}
+
+
 # --- the run ----------------------------------------------------------------------------------
 
 
@@ -585,7 +600,8 @@ def read(path: Path, state) -> Iterator[Record]:
             if not history.is_file():
                 raise ReadError("no .wandb log or files/wandb-history.jsonl in this W&B run folder")
             rows = _history_jsonl(history, state)
-            run = _Run({}, _config_yaml(path / "files" / "config.yaml"), {}, [])
+            files = path / "files"
+            run = _Run({}, _config_yaml(files / "config.yaml"), _summary_json(files / "wandb-summary.json"), [])
             m = RUN_DIR.match(path.name)
             if m:
                 run.meta["run_id"] = m.group(1)

@@ -141,3 +141,15 @@ def core_examples(tmp_path) -> Path:
     for name in CORE_EXAMPLES:
         shutil.copytree(REPO / "examples" / name, dst / name)
     return dst
+
+
+@pytest.fixture
+def torch_one_thread():
+    """torch on one thread for the test, restored after: a small model's step on a small
+    machine is faster and steadier so."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -25,11 +25,8 @@ from conftest import run_cli  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _one_thread(torch_one_thread):
+    """Every test here on one torch thread (see conftest.torch_one_thread)."""
 
 
 def make_problem(seed: int = 0):

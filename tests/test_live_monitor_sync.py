@@ -21,11 +21,8 @@ SYNCS = ("item", "cpu", "tolist", "numpy", "__float__", "__int__", "__bool__", "
 
 
 @pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _one_thread(torch_one_thread):
+    """Every test here on one torch thread (see conftest.torch_one_thread)."""
 
 
 @pytest.fixture

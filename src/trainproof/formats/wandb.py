@@ -522,6 +522,8 @@ def resumed_parts(d: Path) -> list[Path]:
         return [d]
     parts = []
     for p in siblings:
+        if f"-{rid}" not in p.name:  # a folder name holds its run's id: no stat for others
+            continue
         lf = p / log.name
         if lf.is_file() and not lf.is_symlink():
             parts.append(p)

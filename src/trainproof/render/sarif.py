@@ -69,6 +69,7 @@ from jschema_to_python.to_json import to_json
 from .._files import write_atomic
 from ..findings import Finding, Level, Report, jsonable, worst_verdict
 from ..rules.registry import DOC_SECTIONS, Rule, all_rules, get
+from .text import run_words, unshown_run_id
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -232,9 +233,7 @@ def _reported(report: Report) -> list[Finding]:
 
 def _message(f: Finding, rule: Rule | None, record_index: int | None, report: Report | None = None) -> str:
     head = " ".join(f.message.split()) or (rule.text("summary") if rule else f.id)
-    if report is not None and _store_run(report):
-        from .text import run_words
-
+    if report is not None and unshown_run_id(report):
         head = f"{run_words(report)}: {head}"  # the file holds many runs: say which
     where = []
     if f.step is not None:
@@ -259,13 +258,6 @@ def fingerprint(rule_id: str, uri: str, step: float | None, occurrence: int = 1,
     s = _step_json(step)
     key = "\x1f".join((rule_id, uri, "" if s is None else json.dumps(s), *((run,) if run else ())))
     return f"{hashlib.sha256(key.encode('utf-8')).hexdigest()[:32]}:{occurrence}"
-
-
-def _store_run(report: Report) -> str:
-    """The run id of a report whose file holds many runs (a tracker's store: the id is not
-    in its path), else ``""``: it tells apart the results of the runs of one file."""
-    rid = report.meta.get("run_id")
-    return rid if isinstance(rid, str) and rid and rid not in report.file else ""
 
 
 def _result(f: Finding, report: Report, uri: str, rule_index: int, rule: Rule | None, occurrence: int) -> om.Result:
@@ -301,7 +293,7 @@ def _result(f: Finding, report: Report, uri: str, rule_index: int, rule: Rule | 
         level=sarif_level(f.level),
         message=om.Message(text=_message(f, rule, record_index, report)),
         locations=[location],
-        partial_fingerprints={FINGERPRINT_KEY: fingerprint(f.id, uri, f.step, occurrence, _store_run(report))},
+        partial_fingerprints={FINGERPRINT_KEY: fingerprint(f.id, uri, f.step, occurrence, unshown_run_id(report))},
         properties=props,
     )
 
@@ -329,7 +321,7 @@ def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLo
     seen: dict[tuple, int] = {}
     results = []
     for f, rep, uri in pending:
-        key = (f.id, uri, json.dumps(_step_json(f.step)), _store_run(rep))
+        key = (f.id, uri, json.dumps(_step_json(f.step)), unshown_run_id(rep))
         seen[key] = seen.get(key, 0) + 1
         results.append(_result(f, rep, uri, index[f.id], rules[f.id], seen[key]))
 

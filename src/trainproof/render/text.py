@@ -99,6 +99,14 @@ def _skipped_brief(r: Report) -> str:
     return f"skipped {len(r.skipped)} checks ({by}); --verbose lists them"
 
 
+def unshown_run_id(r: Report) -> str:
+    """The run id of a report whose file does not name its run (a run of a tracker's
+    store, one file for many runs), else ``""``: the text and SARIF outputs add it to tell
+    the runs of one file apart."""
+    rid = r.meta.get("run_id")
+    return rid if isinstance(rid, str) and rid and rid not in r.file else ""
+
+
 def run_words(r: Report, grouped: bool = False) -> str:
     """How a tracker's run is named after its file: ``run NAME``, with the first 8
     characters of its id when the file does not name it (a store holds many runs and a
@@ -109,8 +117,8 @@ def run_words(r: Report, grouped: bool = False) -> str:
     if not name:
         return ""
     words = f"run {name}"
-    rid = r.meta.get("run_id")
-    if isinstance(rid, str) and rid and rid != name and rid not in r.file:
+    rid = unshown_run_id(r)
+    if rid and rid != name:
         words += f" [{rid[:8]}]"
     exp = r.meta.get("experiment")
     if not grouped and isinstance(exp, str) and exp and exp not in r.file:

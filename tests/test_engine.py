@@ -54,6 +54,7 @@ def test_the_trend_checks_are_flat_diverge_and_dead_run():
         "TP-CHANCE-LEVEL",
         "TP-DIVERGE",
         "TP-DEAD-RUN",
+        "TP-LOSS-STALLED",
         "TP-RL-DEAD-POLICY",
         "TP-RL-NO-SIGNAL",
         "TP-RL-RETURN-COLLAPSE",

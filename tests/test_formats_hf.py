@@ -619,8 +619,17 @@ def _corpus_files():
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
 @pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: p.parent.name)
 def test_corpus_trainer_states_match_json_module(path: Path) -> None:
-    """Every real trainer_state.json reads to what ``json.load`` sees, entry for entry."""
-    doc = json.loads(path.read_text(encoding="utf-8-sig"))
+    """Every real trainer_state.json reads to what ``json.load`` sees, entry for entry; a
+    file of that name that is no trainer state (a Git LFS pointer, another program's JSON)
+    is a read error, never a run."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8-sig"))
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("log_history"), list):
+        with pytest.raises(ReadError):
+            read_runlog(path)
+        return
     hist = doc["log_history"]
     rows = [e for e in hist if isinstance(e, dict) and not ("train_runtime" in e or "total_flos" in e)]
     run = read_runlog(path)

@@ -1,4 +1,5 @@
-"""Issue 17, "safe to run on a pull request": a NaN is a NaN however it was written, a
+"""Issue 17, "safe to run on a pull request": a NaN is a NaN however it was spelled (a null or
+an empty cell is absent, issue 31), a
 repeated step is judged rather than overwritten, and the last of two ``log_history`` keys
 is the one read.
 
@@ -88,10 +89,11 @@ def nan_finding(rep: dict) -> dict:
 
 # --------------------------------------------------------------------------- 1. spellings
 
-#: The spellings each format could not read as a NaN before (JSON strings and null; in a
-#: CSV, float() always read "nan" and "inf", but not an empty cell nor the C runtime's).
-JSON_SPELLINGS = [None, "nan", "NaN", "inf", "-inf", "Infinity", "1.#QNAN", "-1.#IND", "1.#INF", "nan(ind)"]
-CSV_SPELLINGS = ["", "1.#QNAN", "-1.#IND", "1.#INF", "nan(ind)", "-nan(ind)"]
+#: The spellings of a non-finite value each format could not read before (JSON strings; in a
+#: CSV, float() always read "nan" and "inf", but not the C runtime's). A null or an empty
+#: cell is not among them: it is absent (section 1b).
+JSON_SPELLINGS = ["nan", "NaN", "inf", "-inf", "Infinity", "1.#QNAN", "-1.#IND", "1.#INF", "nan(ind)"]
+CSV_SPELLINGS = ["1.#QNAN", "-1.#IND", "1.#INF", "nan(ind)", "-nan(ind)"]
 CASES = (
     [("jsonl", s) for s in JSON_SPELLINGS] + [("hf", s) for s in JSON_SPELLINGS] + [("csv", s) for s in CSV_SPELLINGS]
 )
@@ -131,17 +133,40 @@ def test_every_spelling_of_a_nan_fails_as_the_nan_token_does(tmp_path, reference
         assert np.all(bad_part == -np.inf)
 
 
-def test_a_null_nan_fails_in_a_real_process(tmp_path) -> None:
+# --------------------------------------------------------------------------- 1b. nulls are absent
+
+
+def stopped_finding(rep: dict) -> dict:
+    (f,) = [f for f in rep["findings"] if f["id"] == "TP-LOSS-STOPPED"]
+    return f
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "hf", "csv"])
+def test_a_loss_written_null_or_empty_to_the_end_is_absent_and_warned(tmp_path, fmt) -> None:
+    """A null or an empty cell says nothing of the value: no TP-NAN, but the step where
+    the loss stops is a WARN, so the verdict does not rest silently on part of the log."""
+    p = write_run(tmp_path, fmt, None if fmt != "csv" else "")
+    code, rep = judged(p)
+    assert code == 0 and rep["verdict"] == "WARN", rep["findings"]
+    assert not any(f["id"] == "TP-NAN" for f in rep["findings"])
+    f = stopped_finding(rep)
+    assert f["step"] == BAD_FROM - 1 and f["data"]["records_after"] == STEPS - BAD_FROM + 1
+    assert f["data"]["held_empty"] == STEPS - BAD_FROM + 1
+    loss = read_runlog(p).get("loss")
+    assert np.isfinite(loss.values).all() and loss.steps[-1] == BAD_FROM - 1
+
+
+def test_a_null_loss_is_not_a_nan_in_a_real_process(tmp_path) -> None:
     p = write_jsonl(tmp_path / "metrics.jsonl", rows(None))
     res = run_subprocess("epoch", str(p), "--json", timeout=300)
-    assert res.returncode == 1, res.stderr
+    assert res.returncode == 0, res.stderr
     (rep,) = json.loads(res.stdout)["reports"]
-    assert nan_finding(rep)["step"] == BAD_FROM
-    assert any("read as NaN" in n and "loss" in n for n in rep["notes"])
+    assert stopped_finding(rep)["step"] == BAD_FROM - 1
+    assert any("stops at step" in n and "empty or null" in n for n in rep["notes"])
 
 
-def test_pandas_dense_csv_with_blanks_after_step_120_fails(tmp_path) -> None:
-    # pandas.to_csv of a frame whose loss is NaN from step 121: empty cells, index column.
+def test_pandas_dense_csv_with_blanks_after_step_120_warns_where_the_loss_stops(tmp_path) -> None:
+    # pandas.to_csv of a frame whose loss is missing from step 121: empty cells, index column.
     p = tmp_path / "history.csv"
     lines = [",step,loss,lr"]
     for i, s in enumerate(range(1, STEPS + 1)):
@@ -149,7 +174,39 @@ def test_pandas_dense_csv_with_blanks_after_step_120_fails(tmp_path) -> None:
         lines.append(f"{i},{s},{loss},0.0001")
     p.write_text("\n".join(lines) + "\n")
     code, rep = judged(p)
-    assert code == 1 and nan_finding(rep)["step"] == BAD_FROM
+    assert code == 0 and stopped_finding(rep)["step"] == BAD_FROM - 1
+    assert not any(f["id"] == "TP-NAN" for f in rep["findings"])
+
+
+def test_rollout_rows_with_empty_training_columns_are_not_nan(tmp_path) -> None:
+    """A reinforcement-learning progress table: every 20th row is a rollout row that leaves
+    every training column empty. Nothing is non-finite and nothing stops."""
+    recs = []
+    for s in range(1, STEPS + 1):
+        recs.append({"step": s, "loss": healthy_loss(s), "lr": 1e-4, "ep_rew_mean": None})
+        if s % 20 == 0:
+            recs.append({"step": s, "loss": None, "lr": None, "ep_rew_mean": round(10 + s / 10, 3)})
+    for p in (
+        write_csv(tmp_path / "progress.csv", recs, ["step", "loss", "lr", "ep_rew_mean"]),
+        write_jsonl(tmp_path / "progress.jsonl", recs),
+    ):
+        code, rep = judged(p)
+        ids = {f["id"] for f in rep["findings"]}
+        assert code == 0 and not ids & {"TP-NAN", "TP-LOSS-STOPPED"}, ids
+
+
+def test_null_keys_on_most_rows_are_absent(tmp_path) -> None:
+    """LLaMA-Factory writes ``"eval_loss": null`` and ``"reward": null`` on most rows."""
+    recs = [
+        {"current_steps": s, "loss": healthy_loss(s), "lr": 1e-4, "eval_loss": None, "reward": None}
+        for s in range(1, STEPS + 1)
+    ]
+    for s in (50, 100, 150, 200):
+        recs[s - 1]["eval_loss"] = round(healthy_loss(s) + 0.05, 6)
+    code, rep = judged(write_jsonl(tmp_path / "trainer_log.jsonl", recs))
+    assert code == 0 and rep["verdict"] == "PASS", rep["findings"]
+    run = read_runlog(tmp_path / "trainer_log.jsonl")
+    assert len(run.get("eval_loss")) == 4 and np.isfinite(run.get("eval_loss").values).all()
 
 
 def lightning_rows(val_loss_bad: bool = False) -> list[dict]:
@@ -170,7 +227,7 @@ def test_lightning_sparse_csv_blanks_stay_absent(tmp_path, last_rows) -> None:
     p = write_csv(tmp_path / "metrics.csv", recs, ["step", "epoch", "train/loss", "val_loss"])
     code, rep = judged(p)
     assert not any(f["id"] == "TP-NAN" for f in rep["findings"])
-    assert not any("read as NaN" in n for n in rep["notes"])
+    assert not any("stops at step" in n for n in rep["notes"])
     run = read_runlog(p)
     assert np.isfinite(run.get("loss").values).all() and np.isfinite(run.get("eval_loss").values).all()
     assert len(run.get("eval_loss")) == len(recs) // 11
@@ -183,7 +240,7 @@ def test_sparse_nulls_of_a_pandas_json_export_stay_absent(tmp_path) -> None:
     p = write_jsonl(tmp_path / "history.jsonl", lightning_rows())
     code, rep = judged(p)
     assert code == 0 and rep["verdict"] == "PASS"
-    assert not any("read as NaN" in n for n in rep["notes"])
+    assert not any("stops at step" in n for n in rep["notes"])
 
 
 def test_a_loss_that_stops_while_records_go_on_is_noted(tmp_path) -> None:

@@ -179,8 +179,8 @@ def test_hf_divergence_anchors_at_the_log_history_entry(tmp_path: Path, monkeypa
     offsets = [0]
     for ln in text.splitlines(keepends=True):
         offsets.append(offsets[-1] + len(ln))
-    # the divergence also explains the dead run: one result, the dead run listed as implied
-    assert "TP-DEAD-RUN" in finding(rep, "TP-DIVERGE").data["implies"]
+    # the divergence also explains the no-progress warning: one result, it listed as implied
+    assert "TP-LOSS-STALLED" in finding(rep, "TP-DIVERGE").data["implies"]
     for rule_id in ("TP-DIVERGE",):
         f = finding(rep, rule_id)
         res = only(doc, rule_id)

@@ -13,7 +13,7 @@ def test_rules_id_states_the_default_thresholds(tmp_path, monkeypatch):
     assert "The median of the last 5 losses is less than 5% below the median of the first 5" in out
     assert "## Thresholds in force\n\n- `dead_min_points` = 10: " in out and "\n- `dead_window` = 5: " in out
     assert "\n- `tiny_lr` = 1e-6: " in out and "(default" not in out
-    assert "FAIL TP-DEAD-RUN: loss did not improve" in out  # the example, judged
+    assert "FAIL TP-DEAD-RUN: loss did not move" in out  # the example, judged
 
 
 def test_rules_id_with_a_config_states_and_marks_the_override(tmp_path, monkeypatch):

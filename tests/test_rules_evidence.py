@@ -50,12 +50,18 @@ def test_a_flat_loss_early_in_a_declared_schedule_is_skipped_not_failed(n):
     assert rep.verdict is not Level.FAIL
 
 
-@pytest.mark.parametrize("n", [20, 60, 200])
+@pytest.mark.parametrize("n", [40, 60, 200])
 def test_the_same_flat_loss_over_its_whole_schedule_fails(n):
     loss = flat_noisy(n)
     rep = judge_runlog(run_of(meta={"max_steps": 10 * n}, loss=loss))
     assert rep.verdict is Level.FAIL
     assert "TP-DEAD-RUN" in ids(rep) or "TP-FLAT" in ids(rep)
+
+
+def test_a_flat_loss_of_twenty_points_is_too_little_to_call_dead():
+    # Fewer than dead_flat_min_points: no progress, a WARN, however flat.
+    rep = judge_runlog(run_of(meta={"max_steps": 200}, loss=flat_noisy(20)))
+    assert rep.verdict is Level.WARN and "TP-LOSS-STALLED" in ids(rep)
 
 
 def test_without_a_declared_schedule_the_points_alone_decide():
@@ -136,10 +142,12 @@ def test_a_plateau_after_an_early_fall_with_lr_and_grads_alive_is_a_warn(n, seed
     assert "gradient norm" in f.evidence
 
 
-def test_the_same_plateau_without_gradient_evidence_stays_a_dead_run():
+def test_the_same_plateau_without_gradient_evidence_is_no_progress_not_death():
+    # The fall from the first point is the model learning; a plateau after it is no
+    # progress whatever the optimizer shows.
     n = 100
     rep = judge_runlog(run_of(loss=plateau_after_fall(n), lr=np.full(n, 3e-4)))
-    assert "TP-DEAD-RUN" in ids(rep)
+    assert "TP-LOSS-STALLED" in ids(rep) and "TP-DEAD-RUN" not in ids(rep)
 
 
 def test_a_plateau_with_collapsed_gradients_is_not_alive():
@@ -165,7 +173,7 @@ def test_an_ordinary_learning_rate_is_not_called_tiny():
     n = 80
     rep = judge_runlog(run_of(loss=flat_noisy(n), lr=np.full(n, 2e-5)))
     f = one(rep, "TP-DEAD-RUN")
-    assert "cause" not in f.data
+    assert f.data["cause"] == "flat"
 
 
 # --- the noise floor: no divergence -----------------------------------------------------
@@ -203,10 +211,10 @@ def test_a_diverged_run_gets_the_divergence_and_the_dead_run_as_implied():
     rng = np.random.default_rng(0)
     loss = np.concatenate([np.full(10, 1.0), np.full(n - 10, 20.0)]) * np.exp(0.02 * rng.standard_normal(n))
     rep = judge_runlog(run_of(loss=loss))
-    assert "TP-DEAD-RUN" not in ids(rep)
+    assert "TP-LOSS-STALLED" not in ids(rep)
     f = one(rep, "TP-DIVERGE")
-    assert f.data["implies"] == ["TP-DEAD-RUN"]
-    assert "Also explains: TP-DEAD-RUN" in f.evidence
+    assert f.data["implies"] == ["TP-LOSS-STALLED"]
+    assert "Also explains: TP-LOSS-STALLED" in f.evidence
     assert "too small learning rate" not in f.hint
 
 

@@ -5,26 +5,15 @@ Readers yield :class:`Record` objects; :func:`build_runlog` turns that stream in
 ``eval_loss``, ``lr``, …, see :mod:`trainproof.aliases`) are stored under their canonical
 name; every other metric keeps its raw key.
 
-**Holes: a NaN or a metric not logged.** An empty CSV cell or a JSON ``null`` is a
-*hole*. ``pandas.to_csv``, ``pandas.to_json``, orjson and ``JSON.stringify`` write a NaN
-that way; a sparse table (Lightning ``CSVLogger``, a W&B export, a frame of a sparse
-history) writes it where a metric was not logged in that row. The column's history tells
-the two apart, deterministically:
-
-* A column is *dense* when it holds numbers on :data:`DENSE_RUN` consecutive records
-  starting with its first number (it is logged on every record); any other column that
-  holds a number is *sparse* (logged every few records: ``val_loss`` once an epoch,
-  train columns of a Lightning log on the rows between validation rows).
-* A record is a row *of the common kind* when no sparse column, and no column of another
-  run of the same export, holds a number on it: it exists only for dense columns.
-* A hole of a dense column, after its first number, on a row of the common kind, is a
-  non-finite value (NaN): that row is one on which the column is always logged. Every
-  other hole is absent: before a column's first number (it has not started), in a sparse
-  column, or on a row that exists for a sparse metric (a validation row has no train loss).
-
-So a dense run whose loss turns NaN at step 121 and is then written empty or ``null`` to
-the end reads NaN from step 121, while a Lightning log's train columns stay absent on its
-validation rows and ``val_loss`` stays absent between them.
+**Holes are absent, never NaN.** An empty CSV cell or a JSON ``null`` is a *hole*: the
+row holds the key with no value. A sparse table (Lightning ``CSVLogger``, a W&B export, a
+reinforcement-learning progress table whose rollout rows leave every training column empty,
+LLaMA-Factory's ``"eval_loss": null``) writes one wherever a metric was not logged in that
+row, so a hole says nothing about the metric's value and is left out. A value is non-finite
+only where it is spelled as non-finite (``NaN``, ``inf``, ``1.#QNAN``, a float NaN in a binary
+format). A loss that is present and then absent for the rest of the run while records go on
+is reported with its step (:func:`_loss_stops`): the note, and ``meta["loss_stopped"]`` for
+the rule that warns of it, say how many of the records after it hold the key empty.
 
 **Repeated steps.** A step logged more than once for a metric is kept as logged unless a
 *resume* replaced it: when the step counter goes back (a record whose step is below the
@@ -207,41 +196,6 @@ class _Column:
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a == b) | (np.isnan(a) & np.isnan(b))
-
-
-#: Consecutive records a column must hold numbers on, from its first number, to be dense
-#: (see the module docstring). A column logged once every two or more records never holds
-#: two consecutive ones; three leaves room for a pair (a metric logged at the end of one
-#: epoch and again at the start of the next).
-DENSE_RUN = 3
-
-
-def _counted_holes(cols: dict, holes: dict, keys: list[str], dropped: set, n: int) -> dict[str, np.ndarray]:
-    """The holes that are non-finite values (see the module docstring): for each column
-    of ``keys`` that has such holes, the ascending int64 array of their record indices."""
-    with_holes = [k for k in keys if k in holes and k in cols and len(cols[k].rec)]
-    if not with_holes:
-        return {}
-    recs = {k: np.frombuffer(cols[k].rec, dtype=np.int64) for k in keys if k in cols and len(cols[k].rec)}
-    dense = {k: r.size >= DENSE_RUN and int(r[DENSE_RUN - 1] - r[0]) == DENSE_RUN - 1 for k, r in recs.items()}
-    uncommon = np.zeros(n, dtype=bool)
-    for k, r in recs.items():
-        if not dense[k]:
-            uncommon[r] = True
-    for k in dropped:
-        c = cols.get(k)
-        if c is not None and len(c.rec):
-            uncommon[np.frombuffer(c.rec, dtype=np.int64)] = True
-    out = {}
-    for k in with_holes:
-        if not dense[k]:
-            continue
-        h = np.unique(np.frombuffer(holes[k], dtype=np.int64))
-        h = h[(h > recs[k][0]) & (h < n)]
-        h = h[~uncommon[h]]
-        if h.size:
-            out[k] = h
-    return out
 
 
 def _resolve_repeats(st: np.ndarray, vals: np.ndarray, seg: np.ndarray) -> tuple[np.ndarray, bool, bool]:
@@ -552,7 +506,6 @@ class RunLogBuilder:
         rewritten: list[str] = []
         repeated: list[str] = []
         kept_keys = sorted(all_keys - dropped)
-        counted = _counted_holes(cols, self._holes, kept_keys, dropped, n) if self._holes else {}
         # Segments: a record whose step is below the one before it starts a resume.
         seg_all = np.zeros(n, dtype=np.int64)
         if n > 1:
@@ -565,12 +518,6 @@ class RunLogBuilder:
             if c is not None:
                 idx = np.frombuffer(c.rec, dtype=np.int64)
                 v = arr(c.vals, np.float64)
-                h = counted.get(key)
-                if h is not None:  # holes read as NaN join the column in record order
-                    idx = np.concatenate([idx, h])
-                    v = np.concatenate([v, np.full(h.size, np.nan)])
-                    o = np.argsort(idx, kind="stable")
-                    idx, v = idx[o], v[o]
                 rec_of[key] = idx
                 parts.append((steps_all[idx], v, lines_all[idx], seg_all[idx]))
             bt = batches.get(key)
@@ -622,16 +569,9 @@ class RunLogBuilder:
                 + ", ".join(repeated[:10])
                 + (f" and {len(repeated) - 10} more" if len(repeated) > 10 else "")
             )
-        if counted:
-            shown = [f"{k} (from line {int(lines_all[h[0]])}, {h.size} point(s))" for k, h in sorted(counted.items())]
-            out_notes.append(
-                "empty or null values read as NaN, in columns logged on every record until then: "
-                + ", ".join(shown[:10])
-                + (f" and {len(shown) - 10} more" if len(shown) > 10 else "")
-            )
-        stop = _loss_stops(mapping, rec_of, steps_all, lines_all, n)
+        stop = _loss_stops(mapping, rec_of, self._holes, steps_all, lines_all, n)
         if stop:
-            out_notes.append(stop)
+            out_notes.append(stop[0])
         for canon, m in sorted(mapping.items()):
             if m["ignored"]:
                 out_notes.append(
@@ -647,6 +587,8 @@ class RunLogBuilder:
         if ends:
             step_range = (min(e[0] for e in ends), max(e[1] for e in ends))
         run_meta = dict(meta or {})
+        if stop:
+            run_meta["loss_stopped"] = stop[1]
         if run is not None:
             run_meta["run"] = run
         return RunLog(
@@ -662,12 +604,19 @@ class RunLogBuilder:
         )
 
 
-def _loss_stops(mapping: dict, rec_of: dict, steps_all: np.ndarray, lines_all: np.ndarray, n: int) -> str | None:
-    """The note for a loss that stops while the records go on, or ``None``.
+def _loss_stops(
+    mapping: dict, rec_of: dict, holes: dict, steps_all: np.ndarray, lines_all: np.ndarray, n: int
+) -> tuple[str, dict] | None:
+    """The note for a loss that stops while the records go on, and its numbers; or ``None``.
 
-    The loss stops when more records follow its last point than it ever went without
-    (its largest gap, in records) and more than four of its usual intervals (the median
-    gap): a log whose last rows are a validation or test row is not a loss that stopped.
+    The loss stops when the log goes on past its last step by more than the loss ever went
+    without (its largest gap between logged steps) and more than four of its usual
+    intervals (the median gap), on at least three later steps: a log whose last rows are a
+    validation, test or summary row is not a loss that stopped. Steps, not record order,
+    measure it: a store read one metric at a time (an MLflow run folder) gives the loss's
+    records before the others', whatever their steps. The numbers (``step``, ``line``,
+    ``records_after``, ``held_empty``: how many of those records hold the loss's key empty
+    or ``null``, ``last_step``, ``key``) go to ``meta["loss_stopped"]``.
     """
     m = mapping.get("loss")
     if m is None:
@@ -676,21 +625,34 @@ def _loss_stops(mapping: dict, rec_of: dict, steps_all: np.ndarray, lines_all: n
     rec = rec_of.get(key)
     if rec is None or not rec.size:
         return None
-    last = int(rec[-1])
-    gaps = np.diff(rec)
-    bound = max(4 * (float(np.median(gaps)) if gaps.size else 1.0), int(gaps.max()) if gaps.size else 1)
-    if n - 1 - last <= bound:
-        return None
+    last = int(rec[np.argmax(steps_all[rec])])
+    stop_step = float(steps_all[last])
+    gaps = np.diff(np.unique(steps_all[rec]))
+    bound = max(4 * float(np.median(gaps)), float(gaps.max())) if gaps.size else 0.0
     # Only records of this run count (a W&B export's other runs may go on longer).
-    after = np.unique(np.concatenate([r[r > last] for r in rec_of.values()]))
-    if after.size <= bound:
+    after = np.unique(np.concatenate([r for r in rec_of.values()]))
+    after = after[steps_all[after] > stop_step]
+    later = np.unique(steps_all[after])
+    if later.size < 3 or float(later[-1]) - stop_step <= bound:
         return None
-    end = int(after[-1])
-    return (
+    end = int(after[np.argmax(steps_all[after])])
+    h = np.frombuffer(holes[key], dtype=np.int64) if key in holes else np.empty(0, dtype=np.int64)
+    held = int(np.intersect1d(h, after).size)
+    empty = f", {held} of them holding it empty or null" if held else ""
+    note = (
         f"loss ({key!r}) stops at step {steps_all[last]:g} (line {int(lines_all[last])}) while the log goes "
-        f"on: {after.size} more records follow without it, to step {steps_all[end]:g} (line "
+        f"on: {after.size} more records follow without it{empty}, to step {steps_all[end]:g} (line "
         f"{int(lines_all[end])}); the run after it is not judged on its loss"
     )
+    data = {
+        "key": key,
+        "step": float(steps_all[last]),
+        "line": int(lines_all[last]),
+        "records_after": int(after.size),
+        "held_empty": held,
+        "last_step": float(steps_all[end]),
+    }
+    return note, data
 
 
 def _points(key: str, cols: dict, batches: dict) -> int:

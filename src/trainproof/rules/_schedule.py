@@ -48,10 +48,21 @@ def fraction_ran(run: RunLog) -> tuple[float | None, float | None, str]:
 
 
 def still_warming_up(lr: np.ndarray, rising_points: int) -> bool:
-    """True when the last ``rising_points`` finite learning rates strictly increase.
+    """True when the run is still in its warm-up: the last ``rising_points`` finite
+    learning rates strictly increase, the learning rate never fell, and it began rising
+    within the first 10% of the logged points (at the latest the second).
 
-    Schedules are deterministic, so two increases in a row are warm-up, not noise. A run
-    judged at that point has not yet trained at its intended learning rate.
+    Schedules are deterministic, so two increases in a row are warm-up, not noise; a run
+    judged then has not yet trained at its intended learning rate. A warm-up starts the
+    run: a learning rate that held or decayed and then climbs (a schedule that restarts
+    high, a rate multiplied up by a plateau-based scheduler gone wrong) is not a warm-up,
+    and the rules that wait for the warm-up judge it.
     """
     tail = lr[-rising_points:]
-    return bool(tail.size >= max(2, rising_points) and np.all(np.diff(tail) > 0))
+    if not (tail.size >= max(2, rising_points) and np.all(np.diff(tail) > 0)):
+        return False
+    d = np.diff(lr)
+    if np.any(d < 0):
+        return False
+    first_rise = int(np.argmax(d > 0))
+    return first_rise <= max(1, lr.size // 10)

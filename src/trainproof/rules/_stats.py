@@ -361,3 +361,37 @@ def ar1_inflation(residuals: np.ndarray, cap: float = 0.9) -> tuple[float, float
         return 0.0, 1.0
     rho = min(max(float(np.dot(r[1:], r[:-1])) / den, 0.0), cap)
     return rho, math.sqrt((1 + rho) / (1 - rho))
+
+
+def change_interval(steps: np.ndarray, values: np.ndarray, z: float) -> tuple[float, float] | None:
+    """The confidence interval ``(low, high)`` of the fall of ``values`` over the run: the
+    first minus the last value of their least-squares line against ``steps`` (so a falling
+    curve has a positive fall), ``z`` standard errors either side, the error widened for
+    the residuals' lag-1 autocorrelation (:func:`ar1_inflation`).
+
+    Args:
+        steps, values: shape ``(n,)``, finite, in step order; the units of the interval are
+            those of ``values`` (nats for a log-loss).
+        z: the normal quantile of the interval (2.576 for 99%).
+
+    Returns:
+        ``None`` when fewer than 3 points or the steps do not vary.
+    """
+    x = np.asarray(steps, dtype=float)
+    y = np.asarray(values, dtype=float)
+    if y.size < 3:
+        return None
+    span = float(x[-1] - x[0])
+    if not span > 0:
+        return None
+    x = (x - x[0]) / span
+    xm = x - x.mean()
+    sxx = float(np.dot(xm, xm))
+    if not sxx > 0:
+        return None
+    slope = float(np.dot(xm, y - y.mean())) / sxx
+    resid = y - y.mean() - slope * xm
+    _, factor = ar1_inflation(resid)
+    se = math.sqrt(float(np.dot(resid, resid)) / (y.size - 2) / sxx) * factor
+    fall = -slope
+    return fall - z * se, fall + z * se

@@ -135,24 +135,23 @@ def check_overfit(ctx):
         "eval_diverge_evals_after",
         "eval_diverge_rise",
         "eval_diverge_noise_factor",
-        "dead_min_schedule_share",
     ],
     # Not verdict-bearing: when it does not fire, a run with too few train points for the
     # trend rules stays not judged rather than PASSed on its eval loss alone.
-    min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
     least_evidence=(
         "{eval_diverge_min_evals} evaluations, {eval_diverge_evals_after} of them after the eval minimum and every one at least {eval_diverge_rise}x it; a train "
-        "loss that ends {eval_diverge_rise}x above its level at that minimum."
+        "loss that ends, or sits over the time after the minimum, {eval_diverge_rise}x above its level at that minimum."
     ),
     detects=(
         "At least {eval_diverge_min_evals} evaluations; every one of the at least {eval_diverge_evals_after} evaluations after the eval minimum is at least "
         "{eval_diverge_rise}x the minimum; the lowest of them is above it by at least {eval_diverge_noise_factor:g}x their median evaluation-to-evaluation "
         "change (log scale) and their median by at least 4x, with that change at most half of ln {eval_diverge_rise}, so the "
         "minimum is a level the run left, not the low tail of noise; and the train loss at the end "
-        "(median of up to its last 5 points) is at least {eval_diverge_rise}x the train loss at the eval minimum (the points "
-        "logged up to it, else its first). Judged on the eval loss when the train loss is logged too rarely "
+        "(median of up to its last 5 points), or its median over every point after the eval minimum, is at least "
+        "{eval_diverge_rise}x the train loss at the eval minimum (the points logged up to it, else its first): a run "
+        "that blew up and recovered part of the way by its end spent the time after the minimum worse. Judged on the eval loss when the train loss is logged too rarely "
         "for the train-loss trend rules."
     ),
     why=(
@@ -201,19 +200,25 @@ def check_eval_diverge(ctx):
     before = tr.values[tr.steps <= best_step]
     train_at_best = float(median(before[-w:])) if before.size else float(median(tr.values[:w]))
     train_end = float(median(tr.values[-w:]))
-    if train_at_best <= 0 or train_end < th.eval_diverge_rise * train_at_best:
+    # The train loss after the minimum: its end, or its median over everything logged after
+    # the minimum, whichever is higher (a run that blew up and recovered part of the way by
+    # its end spent the time after the minimum worse than it was there).
+    after = tr.values[tr.steps > best_step]
+    train_after = max(train_end, float(median(after))) if after.size else train_end
+    if train_at_best <= 0 or train_after < th.eval_diverge_rise * train_at_best:
         return
     extra, ckpt_data = best_checkpoint(ctx.run)
     yield ctx.finding(
         f"eval loss diverged: every evaluation after step {step(best_step)} is at least "
         f"{times(float(later.min()) / float(v[j]))} its minimum, and the train loss rose "
-        f"{times(train_end / train_at_best)}",
+        f"{times(train_after / train_at_best)}",
         f"eval loss minimum {num(v[j])} at step {step(best_step)} (line {int(ev.lines[j])}); the {later.size} "
         f"evaluations after it lie between {num(later.min())} and {num(later.max())} (median {num(median(later))}, "
         f"last {num(v[-1])}; log gap {num(gap)} from the minimum to the lowest of them against a median change "
         f"of {num(noise)} between evaluations); "
-        f"train loss {num(train_at_best)} at the minimum -> {num(train_end)} at the end "
-        f"(medians of {w} point(s), {len(tr)} train points in all).{extra}",
+        f"train loss {num(train_at_best)} at the minimum -> {num(train_end)} at the end (medians of {w} point(s)), "
+        f"{num(float(median(after)) if after.size else train_end)} over the {after.size} point(s) after the minimum "
+        f"({len(tr)} train points in all).{extra}",
         {
             "best_step": best_step,
             "eval_min": float(v[j]),
@@ -225,6 +230,7 @@ def check_eval_diverge(ctx):
             "log_noise": noise,
             "train_at_best": train_at_best,
             "train_end": train_end,
+            "train_after": train_after,
             **ckpt_data,
         },
         step=ev.steps[j + 1],

@@ -14,6 +14,7 @@ from ._shared import log_loss_noise
 from ._stats import (
     block_medians,
     block_sizes,
+    change_interval,
     end_window,
     expected_min_shift,
     improvement,
@@ -341,6 +342,113 @@ def check_negative_loss(ctx):
     )
 
 
+#: Words in a loss key that name a difference of terms, which may sit at zero and take
+#: both signs by design (a GAN's critic, an adversarial or contrastive margin).
+SIGNED_WORDS = frozenset({"gan", "adv", "adversarial", "disc", "discriminator", "critic", "wasserstein", "margin"})
+
+
+@rule(
+    "TP-LOSS-AT-ZERO",
+    Level.FAIL,
+    "zero",
+    "a supervised loss collapsed onto zero and takes both signs",
+    needs=[Need("loss", "min_trend_points")],
+    thresholds=["min_trend_points", "zero_min_points", "negative_loss_tol", "zero_collapse_share"],
+    least_evidence="A start level above 0; the last 40% of the run at a median magnitude under {zero_collapse_share:g} of it; at least {zero_min_points} of those points below -{negative_loss_tol:g}.",
+    detects=(
+        "A supervised train loss that started above 0 (the median of its first 5% of points, at least 3) and whose "
+        "last 40% of points (at least {zero_min_points}) sit around zero: their median magnitude under "
+        "{zero_collapse_share:g} of the start level, with at least {zero_min_points} of them below "
+        "-{negative_loss_tol:g}. The key must not name a difference of terms (GAN, adversarial, critic, margin)."
+    ),
+    why=(
+        "A loss that is noise around exactly zero with both signs is no longer a sum of positive terms computed on "
+        "data: a cross-entropy or a squared error cannot be negative, and a signed objective does not fall three "
+        "orders of magnitude onto 0 and stay there. The logger's rounding (HF rounds to 4 decimals) hides the "
+        "collapse behind values like -0.0001."
+    ),
+    not_mean=(
+        "A tiny but positive loss of a task fitted to the last example is not this (no negative values), nor an RL "
+        "or preference objective (judged by its own rules), nor a GAN's critic."
+    ),
+    causes="Every label masked to the ignore index, a loss computed on padding only, label leakage into the inputs, a loss term subtracted instead of added that cancels the rest.",
+    try_="Count the unmasked label tokens of a batch from the collapse step on; check that the labels are not visible to the model; log each loss term on its own.",
+    objectives=("supervised",),
+)
+def check_loss_at_zero(ctx):
+    th = ctx.th
+    s = ctx.finite("loss")
+    if set(words(s.key)) & SIGNED_WORDS:
+        return
+    v = s.values
+    n = v.size
+    start = float(median(v[: max(3, n // 20)]))
+    tail = v[-max(th.zero_min_points, int(0.4 * n)) :]
+    if not start > 0 or tail.size < th.zero_min_points:
+        return
+    neg = int((tail < -th.negative_loss_tol).sum())
+    mag = float(median(np.abs(tail)))
+    if neg < th.zero_min_points or mag > th.zero_collapse_share * start:
+        return
+    i0 = n - tail.size
+    yield ctx.finding(
+        f"loss collapsed onto zero: it fell from {num(start)} to {num(mag)} in magnitude and goes negative",
+        f"the median of the first {max(3, n // 20)} losses ({s.key}) is {num(start)}; the last {tail.size} "
+        f"(steps {step(s.steps[i0])}–{step(s.steps[-1])}) have a median magnitude of {num(mag)} "
+        f"({num(mag / start)} of the start, under {num(th.zero_collapse_share)}) and {neg} of them are below "
+        f"-{num(th.negative_loss_tol)} (minimum {num(float(tail.min()))}).",
+        {"start_level": start, "tail_points": int(tail.size), "tail_magnitude": mag, "negative_points": neg},
+        step=s.steps[i0],
+        line=s.lines[i0],
+    )
+
+
+@rule(
+    "TP-LOSS-UNBOUNDED",
+    Level.FAIL,
+    "diverge",
+    "a negative loss grew without bound",
+    needs=[Need("loss", "min_trend_points")],
+    thresholds=["min_trend_points", "unbounded_factor"],
+    least_evidence="Every finite loss below 0 and the end level at least {unbounded_factor:g}x the start level in magnitude.",
+    detects=(
+        "A train loss that is negative at every finite point and whose end level (median of its last 10%, at "
+        "least 3 points) is at least {unbounded_factor:g} times its start level (median of its first 10%) in "
+        "magnitude: an objective that is being driven towards minus infinity."
+    ),
+    why=(
+        "A divergence is a divergence whatever the loss's sign: a negative log-likelihood whose variance collapses, "
+        "or a loss unbounded below, runs off to ever larger negative values; the model is exploiting the objective, "
+        "not fitting the data. A healthy signed objective settles: it does not grow a thousandfold."
+    ),
+    not_mean=(
+        "A negative log-likelihood that crosses zero and settles at a negative level is not this (it must be "
+        "negative from the start, and grow {unbounded_factor:g}x)."
+    ),
+    causes="A predicted variance or scale that collapses to zero (log-likelihood of a Gaussian head), a reward maximised with no bound, a sign error that turns a penalty into a bonus, a learning rate far too high.",
+    try_="Bound the predicted variance (a floor or softplus with an offset), clip the log-likelihood, check the sign of every term.",
+    objectives=("supervised",),
+)
+def check_loss_unbounded(ctx):
+    s = ctx.finite("loss")
+    v = s.values
+    if not np.all(v < 0):
+        return
+    w = max(3, v.size // 10)
+    start, end = float(median(v[:w])), float(median(v[-w:]))
+    if end > ctx.th.unbounded_factor * start:
+        return
+    yield ctx.finding(
+        f"loss ran off to minus infinity: {num(start)} -> {num(end)} ({times(end / start)} in magnitude)",
+        f"every one of {v.size} finite losses ({s.key}) is negative; the median of the first {w} is {num(start)} and "
+        f"of the last {w} {num(end)}: {times(end / start)} the start in magnitude, at least "
+        f"{num(ctx.th.unbounded_factor)}x.",
+        {"start_level": start, "end_level": end, "factor": end / start},
+        step=s.steps[-1],
+        line=s.lines[-1],
+    )
+
+
 @rule(
     "TP-FLAT",
     Level.FAIL,
@@ -377,9 +485,15 @@ def check_flat(ctx):
 
 
 def chance_level(
-    values: np.ndarray, max_classes: int, tol_level: float, tol_block: float, share: float, trend_z: float
-) -> tuple[int, float, float, float] | None:
+    values: np.ndarray, max_classes: int, tol_level: float, tol_block: float, share: float
+) -> tuple[int, float, float, float, float] | None:
     """The class count k whose uniform-guess cross-entropy ln(k) a loss sits at, or None.
+
+    Whether the loss is leaving that level is an effect size, not a trend test: how far
+    the end of the run (the median of its last 10% of points, at least 3) sits below ln(k),
+    in nats, against ln(k). With many points a trend test calls a drift of 3% over 68,000
+    steps significant; a 4-class loss that goes 1.42 -> 1.36 (ln 4 = 1.386) has still
+    learned nothing worth the name.
 
     Args:
         values: finite losses in step order (n >= 3).
@@ -387,13 +501,13 @@ def chance_level(
             levels ln(k) crowd too close together (ln 11 / ln 10 = 1.04) for a level to name
             one k, so larger k are not guessed.
         tol_level: the median of the run must be within this relative distance of ln(k).
-        tol_block: a block median (5% of the run) counts as at that level within this.
+        tol_block: a block median (5% of the run) counts as at that level within this,
+            and the end of the run may sit at most this far below ln(k) (relative).
         share: the least share of the blocks at that level ("most of the run").
-        trend_z: a significant downward trend (Mann-Kendall z <= -trend_z over the block
-            medians) means the loss is leaving that level: passing through, not stuck.
 
     Returns:
-        ``(k, ln k, median, share of blocks at it)``.
+        ``(k, ln k, median, share of blocks at it, end level, Mann-Kendall z of the block
+        medians)``.
     """
     n = values.size
     block = smoothing_block(n)
@@ -401,14 +515,108 @@ def chance_level(
     if meds.size < 3:
         return None
     med = float(median(values))
+    end = float(median(values[-max(3, n // 10) :]))
     for k in range(2, max_classes + 1):
         level = math.log(k)
         if abs(med / level - 1) > tol_level:
             continue
         at = float(np.mean(np.abs(meds / level - 1) <= tol_block))
-        if at >= share and mann_kendall_z(meds) > -trend_z:
-            return k, level, med, at
+        if at >= share and (level - end) / level <= tol_block:
+            return k, level, med, at, end, mann_kendall_z(meds)
     return None
+
+
+def _accuracy_at_chance(ctx, k: int) -> tuple[str, float] | None:
+    """``(key, late median)`` of a logged accuracy (a series whose key names ``acc``, train
+    or eval, in [0, 1] or in percent) whose second-half median is within
+    ``chance_acc_tol`` of 1/k: the classifier's own evidence that it guesses. ``None``
+    when no accuracy is logged or none sits there."""
+    for name, s in sorted(ctx.run.series.items()):
+        low = s.key.lower()
+        if "acc" not in words(s.key) and "accuracy" not in low and not low.endswith("_acc"):
+            continue
+        if any(w in low for w in ("top5", "top_5", "top-5", "topk")):
+            continue
+        v = s.values[np.isfinite(s.values)]
+        if v.size < 2:
+            continue
+        late = float(median(v[v.size // 2 :]))
+        if 1 < float(v.max()) <= 100:
+            late /= 100
+        if abs(late - 1 / k) <= ctx.th.chance_acc_tol:
+            return s.key, late
+    return None
+
+
+def chance_state(ctx) -> dict | None:
+    """The chance-level judgement, computed once for TP-CHANCE-LEVEL and TP-NEAR-CHANCE:
+    ``None``, or the series judged, the hit of :func:`chance_level`, the Mann-Kendall z of
+    its block medians and the accuracy that confirms it (:func:`_accuracy_at_chance`)."""
+
+    def compute():
+        th = ctx.th
+        name = "loss" if ctx.has("loss") else "eval_loss"
+        s = ctx.finite(name)
+        if name == "loss" and len(s) < th.min_trend_points:
+            return None
+        if ctx.has("lr"):
+            lr = ctx.finite("lr").values
+            if lr.size and not float(median(lr)) > 0:
+                return None  # TP-ZERO-LR's
+        args = (th.chance_max_classes, th.chance_tol_level, th.chance_tol_block, th.chance_share)
+        found = []
+        for key, series in (
+            (name, s),
+            ("eval_loss", ctx.finite("eval_loss") if name == "loss" and ctx.has("eval_loss") else None),
+        ):
+            if series is None or (
+                key == "eval_loss"
+                and name == "loss"
+                and not (len(series) >= th.min_trend_points and np.all(series.values > 0))
+            ):
+                continue
+            hit = chance_level(series.values, *args)
+            if hit is not None:
+                st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": _accuracy_at_chance(ctx, hit[0])}
+                st["fails"] = bool(st["accuracy"]) or st["z"] > -th.dead_trend_z
+                found.append(st)
+        # The train loss first; the eval loss where the train loss drifts and the eval loss
+        # shows the level plainly.
+        for st in found:
+            if st["fails"]:
+                return st
+        return found[0] if found else None
+
+    return ctx.memo("chance_state", compute)
+
+
+def _chance_finding(ctx, st: dict, verb: str, tail: str):
+    th = ctx.th
+    s, name = st["s"], st["name"]
+    k, level, med, at, end, _ = st["hit"]
+    what = "train loss" if name == "loss" else "eval loss"
+    acc = st["accuracy"]
+    data = {
+        "classes": k,
+        "chance_level": level,
+        "median": med,
+        "share_at_level": at,
+        "end_level": end,
+        "trend_z": st["z"],
+        "series": name,
+    }
+    if acc:
+        data.update(accuracy_key=acc[0], accuracy_late=acc[1])
+    return ctx.finding(
+        f"{what} {verb} ln({k}) = {num(level)}, a uniform guess over {k} classes",
+        f"the {what} ({s.key}) has median {num(med)} over {len(s)} points (steps {step(s.steps[0])}–"
+        f"{step(s.steps[-1])}), {pct(abs(med / level - 1))} from ln({k}) = {num(level)}; {pct(at)} of its block medians "
+        f"are within {pct(th.chance_tol_block)} of it, and the run ends at {num(end)} (median of its last 10%), "
+        f"{num(level - end)} nats ({pct((level - end) / level)} of ln({k})) below it. " + tail,
+        data,
+        step=s.steps[0],
+        line=s.lines[0],
+    )
 
 
 @rule(
@@ -423,6 +631,7 @@ def chance_level(
         "chance_tol_level",
         "chance_tol_block",
         "chance_share",
+        "chance_acc_tol",
         "dead_trend_z",
         "dead_min_schedule_share",
     ],
@@ -430,21 +639,24 @@ def chance_level(
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
-    least_evidence="{chance_share:.0%} of the run's block medians at ln(k) and no significant downward trend.",
+    least_evidence="{chance_share:.0%} of the run's block medians at ln(k), the end of the run less than {chance_tol_block:.0%} below it, and either no significant downward trend or an accuracy at 1/k.",
     detects=(
         "A train loss (or, when it does not, an eval loss with at least {min_trend_points} evaluations) whose "
         "median is within {chance_tol_level:.0%} of ln(k) for some k from 2 to {chance_max_classes} (0.693, "
         "1.099, 1.386, 1.609, …), with at least {chance_share:.0%} of its block medians (blocks of 5% of the "
-        "run) within {chance_tol_block:.0%} of it and no significant downward trend (Mann-Kendall z above "
-        "-{dead_trend_z}), while the learning rate (when logged) is above zero."
+        "run) within {chance_tol_block:.0%} of it and the end of the run (the median of its last 10%) less than "
+        "{chance_tol_block:.0%} of ln(k) below it, while the learning rate (when logged) is above zero; and either no "
+        "significant downward trend (Mann-Kendall z above -{dead_trend_z}) or a logged accuracy whose second-half "
+        "median is within {chance_acc_tol} of 1/k, however significant the drift. A drift along ln(k) with "
+        "no accuracy to confirm it is TP-NEAR-CHANCE, a WARN."
     ),
     why=(
         "ln(k) is the cross-entropy of predicting every one of k classes with probability 1/k: a classifier whose "
         "loss holds that value has learned nothing, not even the class frequencies."
     ),
     not_mean=(
-        "A loss that passes through such a value on its way down is not stuck (the trend test and the "
-        "{chance_share:.0%} share exempt it). It cannot know the task's class count: a regression loss that "
+        "A loss that passes through such a value on its way down is not stuck (its end sits well below it, and "
+        "the {chance_share:.0%} share exempts it). It cannot know the task's class count: a regression loss that "
         "happens to sit at 0.693 is reported too, which is still a loss that does not move."
     ),
     causes="Labels unrelated to the inputs (shuffled, or a join that misaligned them), a collapsed output layer, a learning rate too small to leave the initialisation, features that carry no signal (all zeros, constant after a normalisation bug).",
@@ -452,42 +664,68 @@ def chance_level(
     objectives=("supervised",),
 )
 def check_chance_level(ctx):
-    th = ctx.th
-    name = "loss" if ctx.has("loss") else "eval_loss"
-    s = ctx.finite(name)
-    if name == "loss" and len(s) < th.min_trend_points:
+    st = chance_state(ctx)
+    if st is None:
         return
-    if ctx.has("lr"):
-        lr = ctx.finite("lr").values
-        if lr.size and not float(median(lr)) > 0:
-            return  # TP-ZERO-LR's
-    hit = chance_level(
-        s.values, th.chance_max_classes, th.chance_tol_level, th.chance_tol_block, th.chance_share, th.dead_trend_z
-    )
-    if hit is None and name == "loss" and ctx.has("eval_loss"):
-        ev = ctx.finite("eval_loss")
-        if len(ev) >= th.min_trend_points and np.all(ev.values > 0):
-            s, name = ev, "eval_loss"
-            hit = chance_level(
-                ev.values,
-                th.chance_max_classes,
-                th.chance_tol_level,
-                th.chance_tol_block,
-                th.chance_share,
-                th.dead_trend_z,
-            )
-    if hit is None:
+    acc = st["accuracy"]
+    if not st["fails"]:
+        return  # a drift along ln(k) with no accuracy to confirm it: TP-NEAR-CHANCE's
+    if acc:
+        tail = f"The accuracy confirms it: {acc[0]} has a second-half median of {num(acc[1])}, 1/{st['hit'][0]}."
+    else:
+        tail = f"It never left the level and shows no significant downward trend (Mann-Kendall z {st['z']:.2f})."
+    yield _chance_finding(ctx, st, "is stuck at chance: it sits at", tail)
+
+
+@rule(
+    "TP-NEAR-CHANCE",
+    Level.WARN,
+    "shape",
+    "the loss drifts along ln(k), a k-class classifier's uniform guess, for most of the run",
+    needs=[Need(("loss", "eval_loss"), "min_trend_points", positive=True, all_finite=True)],
+    thresholds=[
+        "min_trend_points",
+        "chance_max_classes",
+        "chance_tol_level",
+        "chance_tol_block",
+        "chance_share",
+        "chance_acc_tol",
+        "dead_trend_z",
+        "dead_min_schedule_share",
+    ],
+    min_schedule_share="dead_min_schedule_share",
+    after_warmup=True,
+    detects=(
+        "TP-CHANCE-LEVEL's level (the median within {chance_tol_level:.0%} of ln(k), {chance_share:.0%} of the "
+        "block medians within {chance_tol_block:.0%}, the end less than {chance_tol_block:.0%} of ln(k) below it) "
+        "on a loss that falls with a significant trend (Mann-Kendall z at most -{dead_trend_z}) while no logged "
+        "accuracy sits at 1/k: a classifier that has moved less than {chance_tol_block:.0%} of ln(k) away from a "
+        "uniform guess, or a loss of another kind that happens to sit at that value."
+    ),
+    why=(
+        "A k-class classifier whose loss has left ln(k) by only a few percent after most of its run has learned "
+        "next to nothing, however significant the drift; but a language model or a regression loss can sit at "
+        "1.386 or 1.792 by coincidence, and nothing in the log tells the two apart, so this warns."
+    ),
+    not_mean=(
+        "It does not mean the run is at chance: without an accuracy at 1/k the log cannot say the loss is a "
+        "k-class cross-entropy. A language model's loss near 1.4-2.3 lands near some ln(k) often."
+    ),
+    causes="Labels that carry almost no signal, a learning rate too small to leave the initialisation, a collapsed output layer; or a coincidence of level.",
+    try_="Log the accuracy: at 1/k the classifier guesses. Overfit a single batch; check labels against inputs.",
+    objectives=("supervised",),
+)
+def check_near_chance(ctx):
+    st = chance_state(ctx)
+    if st is None or st["fails"]:
         return
-    k, level, med, at = hit
-    what = "train loss" if name == "loss" else "eval loss"
-    yield ctx.finding(
-        f"{what} is stuck at chance: it sits at ln({k}) = {num(level)}, a uniform guess over {k} classes",
-        f"the {what} ({s.key}) has median {num(med)} over {len(s)} points (steps {step(s.steps[0])}–"
-        f"{step(s.steps[-1])}), {pct(abs(med / level - 1))} from ln({k}) = {num(level)}; {pct(at)} of its block medians "
-        f"are within {pct(th.chance_tol_block)} of it, with no significant downward trend.",
-        {"classes": k, "chance_level": level, "median": med, "share_at_level": at, "series": name},
-        step=s.steps[0],
-        line=s.lines[0],
+    yield _chance_finding(
+        ctx,
+        st,
+        "drifts along",
+        f"It falls with a significant trend (Mann-Kendall z {st['z']:.2f}) but has left the level by less than "
+        f"{pct(ctx.th.chance_tol_block)} of ln({st['hit'][0]}); no accuracy is logged at 1/{st['hit'][0]} to "
+        "say whether this is a guessing classifier.",
     )
 
 
@@ -514,13 +752,48 @@ def _lone_start_cut(ratio: float, k: int) -> float:
     return math.inf
 
 
+def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
+    """``(step, before, peak)`` when the learning rate climbed after its warm-up: from
+    ``before`` (its median up to the step where its rise begins) to at least
+    ``diverge_lr_rise`` times that (``peak``, its highest value after), the rise starting
+    after the learning rate had held or fallen for at least a tenth of the run. ``None``
+    without a logged learning rate or such a climb."""
+    if not ctx.has("lr"):
+        return None
+    lr = ctx.finite("lr")
+    x, st = lr.values, lr.steps
+    if x.size < 5:
+        return None
+    # The start of the climb: the last point at which the lr sits at its lowest since the
+    # peak of the warm-up (a warm-up is not a climb).
+    peak0 = int(np.argmax(x[: max(2, x.size // 10 + 1)]))
+    floor = float(np.min(x[peak0:]))
+    low = peak0 + int(np.flatnonzero(x[peak0:] <= floor)[-1])
+    if low < x.size // 10 or low >= x.size - 1:
+        return None
+    before = float(median(x[max(0, low - 5) : low + 1]))
+    peak = float(np.max(x[low:]))
+    if not before > 0 or peak < ctx.th.diverge_lr_rise * before:
+        return None
+    return float(st[low]), before, peak
+
+
 @rule(
     "TP-DIVERGE",
     Level.FAIL,
     "shape",
     "the run ends well above the best loss level it reached",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
-    thresholds=["min_trend_points", "diverge_ratio", "diverge_noise_z", "diverge_start_points", "floor_regain_share"],
+    thresholds=[
+        "min_trend_points",
+        "diverge_ratio",
+        "diverge_noise_z",
+        "diverge_start_points",
+        "floor_regain_share",
+        "diverge_caused_ratio",
+        "diverge_caused_regain",
+        "diverge_lr_rise",
+    ],
     verdict_bearing=True,
     implies=("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-EVAL-DIVERGE"),
     least_evidence="The run's own noise, measured on the log of the loss: the end level must clear the best level by the ratio and by {diverge_noise_z:g} standard errors of the two levels.",
@@ -533,7 +806,10 @@ def _lone_start_cut(ratio: float, k: int) -> float:
         "{diverge_start_points} points when they agree within the noise; and the first point alone, when the "
         "run right after it (median of the next 5 points) sits more than 3x above it. Not a divergence: a "
         "climb that regains less than {floor_regain_share:.0%} of the drop from the first block's level to the "
-        "best level (a loss at its noise floor after a large fall)."
+        "best level (a loss at its noise floor after a large fall). With a cause in the log, a learning rate "
+        "that climbed at least {diverge_lr_rise:g}x after it had held or fallen (not a warm-up), a smaller rise "
+        "counts: at least {diverge_caused_ratio}x the best level, past the same noise gate, giving back at least "
+        "{diverge_caused_regain:.0%} of the fall."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
     not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging.",
@@ -549,6 +825,12 @@ def check_diverge(ctx):
     ratio_th, z = th.diverge_ratio, th.diverge_noise_z
     w = end_window(n)
     end = float(median(v[-w:]))
+    # A cause in the log (the learning rate climbed after the best level) lets a smaller
+    # rise count, when it is beyond the noise and gives back a large share of what the run
+    # learned: a rise judged in the loss's own units, not by one ratio for every scale.
+    cause = _lr_climb(ctx, s)
+    if cause is not None:
+        ratio_th = min(ratio_th, th.diverge_caused_ratio)
     # Every candidate best level (a block median, the highest of the first points, the
     # first point) is at least the lowest point, so a run whose end level is within the
     # ratio of its lowest point has not diverged: settled without the noise and the block
@@ -600,6 +882,11 @@ def check_diverge(ctx):
     start_level = float(meds[0])
     if start_level > best and (end - best) < th.floor_regain_share * (start_level - best):
         return
+    regain = (end - best) / (start_level - best) if start_level > best else math.inf
+    if end <= th.diverge_ratio * best and (
+        cause is None or s.steps[best_idx] > cause[0] or regain < th.diverge_caused_regain
+    ):
+        return  # under the plain ratio, only a caused rise that gives back enough counts
     ratio = end / best
     through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
     # Onset: the first point after the best level from which the failure is visible and
@@ -624,12 +911,19 @@ def check_diverge(ctx):
         if from_start
         else f"median of {best_points} points"
     )
+    because = ""
+    if cause is not None and end <= th.diverge_ratio * best:
+        because = (
+            f" The learning rate climbed from {num(cause[1])} to {num(cause[2])} after step {step(cause[0])} and the "
+            f"loss gave back {pct(regain)} of its fall from {num(start_level)}: a rise under {num(th.diverge_ratio)}x "
+            f"counts with that cause (at least {num(th.diverge_caused_ratio)}x and {pct(th.diverge_caused_regain)})."
+        )
     yield ctx.finding(
         f"loss diverged: the run ends {times(ratio)} above {where}",
         f"end level {num(end)} (median of the last {w} points, steps {step(s.steps[-w])}–{step(s.steps[-1])}) is "
         f"{times(ratio)} the best level {num(best)} ({held}) at step {step(s.steps[best_idx])} "
-        f"({pct(through)} through the run); threshold {num(ratio_th)}x, relative noise {num(sigma)}, "
-        f"log gap {num(gap)} against a noise gate of {num(gate)}.{extra}",
+        f"({pct(through)} through the run); threshold {num(ratio_th if because else th.diverge_ratio)}x, relative noise {num(sigma)}, "
+        f"log gap {num(gap)} against a noise gate of {num(gate)}.{because}{extra}",
         {
             "end_level": end,
             "best_level": best,
@@ -687,6 +981,42 @@ def _alive(ctx) -> tuple[bool, str]:
     if lr_late <= th.tiny_lr or g_late <= 0 or (g_early > 0 and g_late < th.vanish_ratio * g_early):
         return False, ""
     return True, f"learning rate {num(lr_late)} and gradient norm {num(g_late)} (medians of the second half)"
+
+
+#: Words of a metric computed from the model's predictions (accuracy, F1, precision,
+#: recall, IoU): bit-identical over many evaluations, it says the predictions are frozen.
+PREDICTION_WORDS = frozenset({"acc", "accuracy", "f1", "precision", "recall", "iou", "miou", "auc"})
+
+
+def _frozen_metric(ctx) -> tuple[str, int, float] | None:
+    """``(key, evaluations, value)`` of a prediction metric (:data:`PREDICTION_WORDS`) that
+    holds one bit-identical value at every one of at least ``dead_flat_min_points``
+    evaluations after its first: the model's predictions do not change however the loss
+    wobbles. ``None`` when no such metric is logged."""
+    for name, s in sorted(ctx.run.series.items()):
+        if not set(words(s.key)) & PREDICTION_WORDS:
+            continue
+        v = s.values[np.isfinite(s.values)]
+        # A perfect score held is a solved task, not a frozen model.
+        if v.size - 1 >= ctx.th.dead_flat_min_points and np.all(v[1:] == v[1]) and v[1] not in (1.0, 100.0):
+            return s.key, int(v.size - 1), float(v[1])
+    return None
+
+
+def _grad_collapsed(ctx) -> tuple[float, float] | None:
+    """``(early, late)`` medians of the gradient norm when it collapsed over the run (the
+    second half's median at most ``vanish_ratio`` of the early level, the first logged
+    norm left out, or exactly 0), else ``None``; ``None`` without a logged norm."""
+    if not ctx.has("grad_norm"):
+        return None
+    g = ctx.finite("grad_norm").values
+    if g.size < 4:
+        return None
+    late = float(median(g[g.size // 2 :]))
+    early = float(median(g[1 : max(2, g.size // 10 + 1)]))
+    if late == 0 or (early > 0 and late < ctx.th.vanish_ratio * early):
+        return early, late
+    return None
 
 
 def dead_run_state(ctx) -> dict | None:
@@ -748,16 +1078,39 @@ def dead_run_state(ctx) -> dict | None:
             if lr.size and 0 < float(lr.max()) <= th.tiny_lr:
                 state["tiny_lr"] = float(lr.max())
                 return state  # the cause is named: a dead run, however it started
-        if alive and fall > max(math.log1p(th.dead_min_improvement), th.diverge_noise_z * math.sqrt(2) * sigma):
-            state["kind"] = "stalled"
-        # A log that starts later than its own length (a resumed run: Coqui's global step,
-        # a JSONL appended after a restart) shows a late window of a longer training; a
-        # level held there is the model the earlier steps trained, not a run that never
-        # learned.
+        frozen = _frozen_metric(ctx)
+        if frozen is not None:
+            state["frozen_metric"] = frozen
+            return state  # the cause is named: the model's predictions do not change
+        collapsed = _grad_collapsed(ctx)
+        if collapsed is not None:
+            state["grad_collapsed"] = collapsed
+            return state  # the cause is named: the gradients that move the weights are gone
+        # Did not improve is not dead: without a named cause the run must show that nothing
+        # moves. A loss that fell from its first point beyond the noise learned something
+        # and then held a level (a fine-tune at its floor, a distillation that steps down
+        # once); one that ended higher than it started moved (the divergence rules judge
+        # rises); a log that starts later than its own length (a resumed run: Coqui's
+        # global step, a JSONL appended after a restart) shows a late window of a longer
+        # training. Each is no progress, a WARN.
+        state["kind"] = "stalled"
         first_step, span = float(s.steps[0]), float(s.steps[-1] - s.steps[0])
         if first_step > 0 and first_step >= span:
-            state["kind"] = "stalled"
             state["resumed"] = first_step
+            return state
+        if fall > max(math.log1p(th.dead_min_improvement), th.diverge_noise_z * math.sqrt(2) * sigma):
+            state["fell_early"] = True
+            return state
+        if max(rel, rel_wide) < -th.dead_min_improvement:
+            state["rose"] = True
+            return state
+        # A flat loss whose 99% interval for the change over the run excludes the fall of a
+        # slow learner, in both directions (see dead_flat_min_points).
+        ci = change_interval(s.steps, np.log(v), th.dead_ci_z) if n >= th.dead_flat_min_points else None
+        bar = -math.log1p(-th.dead_min_improvement)
+        state.update(ci=ci, ci_bar=bar)
+        if ci is not None and -bar < ci[0] and ci[1] < bar:
+            state["kind"] = "dead"
         return state
 
     return ctx.memo("dead_run_state", compute)
@@ -794,6 +1147,7 @@ def _dead_data(st: dict, th) -> dict:
         "wide_window": st["wide"],
         "trend_z": st["z"],
         "threshold": th.dead_min_improvement,
+        "change_interval": list(st["ci"]) if st.get("ci") else None,
     }
 
 
@@ -801,7 +1155,7 @@ def _dead_data(st: dict, th) -> dict:
     "TP-DEAD-RUN",
     Level.FAIL,
     "shape",
-    "the loss did not improve over the run",
+    "the loss did not move over the run",
     needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
     thresholds=[
         "dead_min_points",
@@ -810,6 +1164,8 @@ def _dead_data(st: dict, th) -> dict:
         "dead_trend_z",
         "dead_trend_blocks",
         "dead_min_schedule_share",
+        "dead_flat_min_points",
+        "dead_ci_z",
         "tiny_lr",
         "diverge_noise_z",
         "vanish_ratio",
@@ -817,11 +1173,11 @@ def _dead_data(st: dict, th) -> dict:
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
-    least_evidence="Both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, and no significant trend over up to {dead_trend_blocks} block medians; no falling eval loss.",
-    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, and the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians). Not a dead run: an eval loss that falls with a significant trend (the model is learning); a loss that fell from its first point beyond the noise and then held a level while the learning rate and the gradient norm stayed alive, or a log that starts past its own span (a resumed run): TP-LOSS-STALLED, a WARN. A learning rate at most {tiny_lr} over the whole run is named as the cause.",
-    why="A run that ends where it started has spent its compute without learning.",
-    not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a loss with a large constant offset that falls slowly but steadily, nor a run judged early in its schedule or during warm-up. It does flag runs already converged at the start because they resumed from a good checkpoint; read the evidence with the run's history in mind.",
-    causes="A zero or far too small learning rate, frozen parameters, a model already at its floor (resumed run), labels unrelated to inputs.",
+    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause: a learning rate at most {tiny_lr} over the whole run, a gradient norm collapsed below {vanish_ratio:.0%} of its early level, an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations, or at least {dead_flat_min_points} points whose {dead_ci_z:g}-sigma interval for the change in log-loss over the run lies within the fall of a slow learner ({dead_min_improvement:.0%}) in both directions.",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend. And a cause that nothing moves: A learning rate at most {tiny_lr} over the whole run, or a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first (each named as the cause), or, over at least {dead_flat_min_points} points, a change in log-loss over the run whose confidence interval ({dead_ci_z:g} standard errors of a least-squares line, widened for autocorrelated noise) lies inside plus or minus the fall of a slow learner ({dead_min_improvement:.0%}). A loss that fell from its first point beyond its noise and then held, one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss whose interval is too wide to exclude slow learning are no progress, not death: TP-LOSS-STALLED, a WARN.",
+    why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
+    not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A fine-tune that had converged before its first logged point and shows no fall at all looks like a dead run; read the evidence with the run's history in mind.",
+    causes="A zero or far too small learning rate, frozen parameters, an optimizer that does not hold the trainable parameters, labels unrelated to inputs.",
     try_="Check the learning rate actually applied (schedulers, DeepSpeed configs), that the optimizer holds the trainable parameters, and that one batch can be overfit.",
     objectives=("supervised",),
 )
@@ -833,7 +1189,7 @@ def check_dead_run(ctx):
     s = st["s"]
     change, evidence = _no_progress_text(st)
     data = _dead_data(st, th)
-    message = f"loss did not improve: it {change}"
+    message = f"loss did not move: it {change}"
     if "tiny_lr" in st:
         message += f", with a learning rate of at most {num(st['tiny_lr'])} (effectively zero)"
         evidence += (
@@ -841,14 +1197,79 @@ def check_dead_run(ctx):
             "too small for the weights to move."
         )
         data.update(cause="tiny_lr", lr_max=st["tiny_lr"])
+    elif "frozen_metric" in st:
+        key, count, value = st["frozen_metric"]
+        message += f", with frozen predictions ({key} identical at {count} evaluations)"
+        evidence += (
+            f" {key} is exactly {num(value)} at every one of {count} evaluations after its first: the model's "
+            "predictions do not change, so nothing the updates do reaches them."
+        )
+        data.update(cause="frozen_predictions", metric=key, evaluations=count, value=value)
+    elif "grad_collapsed" in st:
+        early, late = st["grad_collapsed"]
+        message += ", with a gradient norm that collapsed"
+        evidence += (
+            f" The gradient norm fell from {num(early)} (early median) to {num(late)} (median of the second "
+            f"half), below {pct(th.vanish_ratio)} of its early level: nothing moves the weights."
+        )
+        data.update(cause="grad_collapsed", grad_norm_early=early, grad_norm_late=late)
+    else:
+        ci = st["ci"]
+        evidence += (
+            f" The {th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is [{ci[0]:.3f}, "
+            f"{ci[1]:.3f}] nats, inside plus or minus a slow learner's {st['ci_bar']:.3f}: the loss is pinned "
+            "to one level within its own noise."
+        )
+        data.update(cause="flat")
     yield ctx.finding(message, evidence, data, step=s.steps[-1], line=s.lines[-1])
+
+
+@rule(
+    "TP-FROZEN-PREDICTIONS",
+    Level.FAIL,
+    "shape",
+    "a metric of the model's predictions is bit-identical at every evaluation while the loss makes no progress",
+    needs=[Need(("loss", "eval_loss"), "dead_flat_min_points", positive=True, all_finite=True)],
+    thresholds=["dead_flat_min_points", "dead_min_improvement", "dead_min_schedule_share"],
+    min_schedule_share="dead_min_schedule_share",
+    after_warmup=True,
+    implies=("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-NEAR-CHANCE", "TP-CHANCE-LEVEL"),
+    least_evidence="A prediction metric (accuracy, F1, precision, recall, IoU, AUC) exactly equal at every one of at least {dead_flat_min_points} evaluations after its first, short of a perfect score, and an eval loss (else the train loss) whose last tenth is less than {dead_min_improvement:.0%} below its first tenth.",
+    detects="A metric computed from the model's predictions (a key naming accuracy, F1, precision, recall, IoU or AUC) that holds one bit-identical value, other than a perfect 1.0 or 100, at every one of at least {dead_flat_min_points} evaluations after its first, while the eval loss (the train loss when no eval loss is logged) made no progress: the median of its last 10% less than {dead_min_improvement:.0%} below the median of its first 10%.",
+    why="A metric of a model's predictions that does not change by a single example over dozens of evaluations means the predictions themselves do not change: the updates never reach the outputs (a frozen model, a collapsed output layer predicting one class, a metric computed on a cached tensor).",
+    not_mean="It does not flag a task solved to a perfect score, nor a metric that stays put while the loss still improves (a confident model sharpening the same predictions).",
+    causes="Frozen or unregistered parameters, an output layer collapsed to the majority class, a learning rate far too small, a metric computed on the wrong (cached) predictions.",
+    try_="Print the predicted class distribution of one batch; check that the optimizer holds the trainable parameters and that the metric is computed on this step's outputs.",
+    objectives=("supervised",),
+)
+def check_frozen_predictions(ctx):
+    frozen = _frozen_metric(ctx)
+    if frozen is None:
+        return
+    name = "eval_loss" if ctx.has("eval_loss") else "loss"
+    s = ctx.finite(name)
+    w = max(1, len(s) // 10)
+    first, last, rel = improvement(s.values, w)
+    if rel >= ctx.th.dead_min_improvement:
+        return
+    key, count, value = frozen
+    what = "eval loss" if name == "eval_loss" else "train loss"
+    yield ctx.finding(
+        f"predictions are frozen: {key} is exactly {num(value)} at {count} evaluations while the {what} makes no progress",
+        f"{key} is exactly {num(value)} at every one of {count} evaluations after its first; the {what} ({s.key}) "
+        f"goes {num(first)} -> {num(last)} (medians of its first and last {w} points, {pct(rel)} improvement, "
+        f"under {pct(ctx.th.dead_min_improvement)}).",
+        {"metric": key, "evaluations": count, "value": value, "series": name, "first": first, "last": last},
+        step=s.steps[-1],
+        line=s.lines[-1],
+    )
 
 
 @rule(
     "TP-LOSS-STALLED",
     Level.WARN,
     "shape",
-    "the loss fell early, then held a level while the optimizer stayed alive",
+    "the loss made no progress, but nothing in the log shows the run is dead",
     needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
     thresholds=[
         "dead_min_points",
@@ -858,15 +1279,18 @@ def check_dead_run(ctx):
         "dead_trend_blocks",
         "diverge_noise_z",
         "dead_min_schedule_share",
+        "dead_flat_min_points",
+        "dead_ci_z",
         "tiny_lr",
         "vanish_ratio",
     ],
+    verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
-    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend, no falling eval loss) on a loss whose first point sits above the end level by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points, while the learning rate (above {tiny_lr}) and the gradient norm (finite, non-zero, not collapsed below {vanish_ratio:.0%} of its early level) stay alive over the second half; or on a log that starts at a step past its own span (a resumed run whose earlier training is not in the log). A learning rate of at most {tiny_lr} keeps it a TP-DEAD-RUN.",
-    why="A loss that dropped at once and then stopped improving while the optimizer still moves the weights has reached a plateau: the rest of the run may be spent for little gain, but it is not a run that never trained.",
-    not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor and resumed runs look like this. It is not TP-DEAD-RUN, which needs the loss never to have moved.",
-    causes="A model at the floor of what its data allow, a learning rate too small after warm-up to make further progress, a resumed run already converged, too little capacity.",
+    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend, no falling eval loss) without its evidence that nothing moves: the loss fell from its first point by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points and then held a level; or it ended more than {dead_min_improvement:.0%} higher than it started; or the log starts at a step past its own span (a resumed run whose earlier training is not in the log); or its interval for the change over the run is too wide (or rests on fewer than {dead_flat_min_points} points) to exclude a slow learner's fall. A learning rate of at most {tiny_lr} keeps it a TP-DEAD-RUN.",
+    why="A loss that stops improving spends the rest of the run for little gain; but a plateau after an early fall, a level held by a fine-tune or a resumed run, and a curve too noisy to tell are not a run that never trained, so this is a warning to look, not a failure.",
+    not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor, slow learners on short or noisy logs and resumed runs look like this. It is not TP-DEAD-RUN, which needs the loss pinned to one level within its noise, or a learning rate of about zero.",
+    causes="A model at the floor of what its data allow, a learning rate too small after warm-up to make further progress, a resumed run already converged, too little capacity, a change of the loss's definition partway (a re-weighted objective).",
     try_="Check the eval metrics: if they still improve, nothing is wrong; otherwise try a larger learning rate, a longer schedule, or more capacity.",
     objectives=("supervised",),
 )
@@ -883,12 +1307,28 @@ def check_loss_stalled(ctx):
             f"({step(s.steps[-1] - s.steps[0])} steps): earlier training is not in this log, so a level "
             "held here is a plateau of a trained model, not a run that never learned."
         )
-    else:
+    elif st.get("fell_early"):
         message = f"loss stalled: it fell from its first point {num(s.values[0])}, then {change}"
-        evidence += (
-            f" The first loss {num(s.values[0])} sits {times(math.exp(st['fall']))} above the end level, "
-            f"and the optimizer is alive: {st['alive']}."
-        )
+        evidence += f" The first loss {num(s.values[0])} sits {times(math.exp(st['fall']))} above the end level."
+        if st["alive"]:
+            evidence += f" The optimizer is alive: {st['alive']}."
+    elif st.get("rose"):
+        message = f"loss made no progress: it {change}"
+        evidence += " A loss that rose is not a dead run; the divergence rules judge how far it rose."
+    else:
+        message = f"loss made no progress: it {change}"
+        ci = st.get("ci")
+        if ci is None:
+            evidence += (
+                f" With {len(s)} points (fewer than {ctx.th.dead_flat_min_points}) the noise cannot exclude "
+                "a slow learner: not enough evidence that nothing moves."
+            )
+        else:
+            evidence += (
+                f" The {ctx.th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is "
+                f"[{ci[0]:.3f}, {ci[1]:.3f}] nats, which reaches past a slow learner's {st['ci_bar']:.3f}: "
+                "not enough evidence that nothing moves."
+            )
     yield ctx.finding(
         message,
         evidence,

@@ -95,6 +95,20 @@ class Thresholds:
         "common level by chance. Measured on the same runs: log(end/best) is at most 0.46 of "
         "this gate for healthy runs and at least 19 times it for diverged ones.",
     )
+    diverge_caused_ratio: float = threshold(
+        1.15,
+        "A rise judged in the loss's own units: with a cause in the log, a learning rate that "
+        "climbed 2x or more after it had held or fallen for a tenth of the run (not a "
+        "warm-up), a loss that ends 1.15x above its best level, past the noise gate, and gives "
+        "back 25% or more of what the run learned (the fall from the first block's level to "
+        "the best) has diverged. A cross-entropy that rises 2.5 -> 3.3 and stays after the "
+        "learning rate climbed 1,500x (end/best 1.32) gives back half its fall; a healthy run "
+        "does not climb its learning rate after warm-up, and a healthy loss that wiggles at "
+        "its floor gives back a sliver (floor_regain_share). Without the cause the plain "
+        "ratio (diverge_ratio) stands.",
+    )
+    diverge_caused_regain: float = threshold(0.25, see="diverge_caused_ratio")
+    diverge_lr_rise: float = threshold(2.0, see="diverge_caused_ratio")
     diverge_start_points: int = threshold(
         2,
         "The starting level is the first 2 points: a run that blows up right after its first "
@@ -145,6 +159,25 @@ class Thresholds:
         "after them are still far from the steady state. By 30% a run that is training at all "
         "has shown it on the wide windows or the trend test.",
     )
+    dead_flat_min_points: int = threshold(
+        30,
+        "Did not improve is not dead. Without a cause named in the log (a learning rate at "
+        "most tiny_lr, a loss bit-identical or at chance), TP-DEAD-RUN fails a run only when "
+        "its loss shows that nothing moves: the 99% confidence interval (z = dead_ci_z) of the "
+        "change in log-loss over the run, from a least-squares line whose standard error is "
+        "widened for the autocorrelation of the residuals (AR(1)), lies inside +-ln(1/(1 - "
+        "dead_min_improvement)) = +-0.051 nats, the fall a slow but steady learner makes over a "
+        "run (the healthy slow learners of the corpus fall 5-10% over their logs; Adam at 1e-4 "
+        "on a small regression falls 10% in 300 steps). An interval that reaches past it, a "
+        "loss that fell early beyond its noise and then held, or one that ended higher than it "
+        "started, is no progress (TP-LOSS-STALLED, a WARN), not a dead run. 30 points make the "
+        "interval's width a property of the run's noise rather than of the few points it has "
+        "(a t quantile with 28 degrees of freedom is within 5% of the normal's). On the "
+        "corpus: a small LM stuck at its unigram plateau for 45 points gives [-0.006, 0.016] "
+        "(dead); a LoRA plateau of 31 points gives [-0.05, 0.05] and a 100-point LoRA with "
+        "+-0.2 noise gives [-0.04, 0.06] (no progress, not evidence of death).",
+    )
+    dead_ci_z: float = threshold(2.576, see="dead_flat_min_points")
     tiny_lr: float = threshold(
         1e-6,
         "A learning rate that never exceeds 1e-6 over a whole supervised run is effectively "
@@ -160,18 +193,46 @@ class Thresholds:
         "10: beyond that the levels crowd (ln 11 / ln 10 = 1.04) so a level cannot name one k. "
         "The run's median within 2% of ln(k) and 80% of its block medians within 3% (\"most of "
         'the run"): a 3-class GNN stuck at 1.06-1.10 against ln 3 = 1.0986 sits inside; a '
-        "healthy loss that passes through ln(k) spends a few blocks there, and its downward "
-        "trend exempts it anyway.",
+        "healthy loss that passes through ln(k) spends a few blocks there and ends far below. "
+        "Leaving the level is an effect size, not a trend test: the end of the run (median of "
+        "its last 10%) more than 3% of ln(k) below it. With many points a trend test calls a "
+        "3% drift significant (a 4-class loss going 1.42 -> 1.36 over 68,000 steps, ln 4 = "
+        "1.386; a 3-class NLI model at 1.128 -> 1.105, ln 3 = 1.0986), yet such a model has "
+        "learned next to nothing.",
     )
     chance_tol_level: float = threshold(0.02, see="chance_max_classes")
     chance_tol_block: float = threshold(0.03, see="chance_max_classes")
     chance_share: float = threshold(0.8, see="chance_max_classes")
+    chance_acc_tol: float = threshold(
+        0.05,
+        "A loss at ln(k) fails a run when it shows no significant downward trend, or, with a "
+        "drift, when the run's own accuracy confirms the guess: its second-half median within "
+        "0.05 of 1/k (a 3-class NLI model at ln 3 with an eval accuracy of 0.33). Without that "
+        "confirmation a drift along ln(k) is a WARN (TP-NEAR-CHANCE): language-model and "
+        "summarisation losses sit at 1.386 or 1.792 by coincidence (two healthy fine-tunes of "
+        "the corpus, 1.75 -> 1.35 and 1.87 -> 1.77) and the loss alone cannot tell them from a "
+        "classifier that left chance by 3%.",
+    )
 
     # --- exactly-zero values -----------------------------------------------------------
     zero_min_points: int = threshold(
         5,
         "Exact zero is compared with ==, never a tolerance. 5 points so that one logging "
         'artefact does not make "every value".',
+    )
+    zero_collapse_share: float = threshold(
+        1e-3,
+        "A loss that fell three orders of magnitude (its last 40% at a median magnitude under "
+        "0.001 of its start) onto zero and takes both signs there (at least zero_min_points "
+        "values below -negative_loss_tol) has collapsed: an unsloth SFT run went 0.31 -> "
+        "+-0.0002 with 19 negative values in 35 steps. A tiny-loss task fitted to the last "
+        "example stays positive (a vision-LM at 0.002, a GRPO loss near 1e-4 is RL's).",
+    )
+    unbounded_factor: float = threshold(
+        1000.0,
+        "A loss negative at every point whose end level is 1000x its start in magnitude is "
+        "driven to minus infinity (a Keras model whose loss runs -3e4 -> -6.5e7: 2,000x). A "
+        "healthy negative log-likelihood settles within a small multiple of where it started.",
     )
     negative_loss_tol: float = threshold(
         1e-6,
@@ -187,10 +248,11 @@ class Thresholds:
 
     # --- eval loss worse together with the train loss ---------------------------------------
     eval_diverge_min_evals: int = threshold(
-        8,
-        "A held-out loss that stays at least 20% above its minimum at every one of at least 6 "
-        "later evaluations, while the train loss ends at least 20% above where it was at that "
-        "minimum: both losses got worse, so training made the model worse (a learning rate far "
+        6,
+        "A held-out loss that stays at least 20% above its minimum at every one of at least 5 "
+        "later evaluations, while the train loss ends, or sits over the time after the minimum "
+        "(its median there), at least 20% above where it was at that minimum: both losses got "
+        "worse, so training made the model worse (a learning rate far "
         "too high, a broken schedule). Overfitting, where the train loss falls, is "
         "TP-OVERFIT's. A low outlier is not a minimum to measure from. The minimum must be a "
         "level the run left: the gap from it to the lowest later evaluation (log scale) at "
@@ -201,9 +263,12 @@ class Thresholds:
         "are pure noise (relative sd 2-50%) and whose train loss rises 1.27x, 3 fire, all at "
         "15% sd; with a train loss that falls or holds, none can. On the corpus the median "
         "change between consecutive evaluations is 2.2% (quartiles 0.8% and 6.8%, 80 eval "
-        "series).",
+        "series). Five later evaluations, not six: a Whisper fine-tune whose eval loss went "
+        "0.219 -> 0.40-0.44 at all 5 evaluations after warm-up (a rise of 13x the change "
+        "between them) while its train loss sat 1.9x above its level at the minimum is a "
+        "degraded run, and waiting for a sixth evaluation is compute spent on it.",
     )
-    eval_diverge_evals_after: int = threshold(6, see="eval_diverge_min_evals")
+    eval_diverge_evals_after: int = threshold(5, see="eval_diverge_min_evals")
     eval_diverge_rise: float = threshold(1.2, see="eval_diverge_min_evals")
     eval_diverge_noise_factor: float = threshold(2.0, see="eval_diverge_min_evals")
 
@@ -784,6 +849,9 @@ RANGES: dict[str, Range] = {
     "diverge_noise_z": SIGMAS,
     "diverge_start_points": count(1),
     "floor_regain_share": SHARE,
+    "diverge_caused_ratio": FACTOR,
+    "diverge_caused_regain": SHARE,
+    "diverge_lr_rise": FACTOR,
     "dead_window": count(1),
     "dead_min_improvement": SHARE,
     "dead_min_points": count(2),
@@ -791,6 +859,8 @@ RANGES: dict[str, Range] = {
     # The Mann-Kendall test needs 3 block medians.
     "dead_trend_blocks": count(3),
     "dead_min_schedule_share": SHARE,
+    "dead_flat_min_points": count(3),
+    "dead_ci_z": SIGMAS,
     # An Adam step moves a weight by about lr: a rate above 1 is never "effectively zero".
     "tiny_lr": Range(float, 0.0, 1.0),
     # ln(101) / ln(100) = 1.002, inside the 2% level tolerance: past 100 classes a level
@@ -799,8 +869,11 @@ RANGES: dict[str, Range] = {
     "chance_tol_level": SHARE,
     "chance_tol_block": SHARE,
     "chance_share": SHARE,
+    "chance_acc_tol": SHARE,
     "zero_min_points": count(1),
     "negative_loss_tol": NONNEG,
+    "zero_collapse_share": SHARE,
+    "unbounded_factor": FACTOR,
     "zero_mixed_share": SHARE,
     "zero_mixed_level": SHARE,
     "eval_diverge_min_evals": count(2),

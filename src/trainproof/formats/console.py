@@ -59,6 +59,22 @@ best epoch re-printed when its checkpoint is saved or loaded) is no step back an
 skipped. Runs and resumes are named in notes. The records of the current run and of the
 longest earlier one are held until the file ends.
 
+A line is read from its message on: a log record's prefix (a time stamp, then host, rank,
+logger and ``file.py:line`` up to the level, as Python's ``logging`` and OLMo's trainer
+write it; glog's ``I1226 19:16:08.325 138614 run.py:803]``) holds no metrics. A
+configuration or argument dump (``TrainConfig(…)``, ``Namespace(…)``: several assignments
+of ``None``, booleans, strings) gives no pairs, and neither does a line trainproof itself
+printed into the capture (the in-loop monitor's ``trainproof: FAIL at step …``, a finding).
+
+llm.c's ``main.log`` is read in its own dialect: ``s:<step> trl:<loss> lr:<lr>
+norm:<grad norm>``, ``s:<step> tel:<val loss>``, ``s:<step> eval:<accuracy>`` give ``loss``,
+``lr``, ``grad_norm``, ``eval_loss`` and ``eval_accuracy`` (``norm`` means a gradient norm
+there only).
+
+A log whose loss lines print no step (``batch loss:4.0292``, at least :data:`MIN_STEPLESS`
+lines of one loss name, nothing but pairs) takes the line order as its x axis and says so
+in a note; so does a capture of HF dicts without ``'step'`` (its steps are log rows).
+
 ANSI escapes and carriage-return progress output are ignored. A capture with none of these
 lines is not a training log.
 """

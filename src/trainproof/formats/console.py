@@ -157,7 +157,8 @@ _LOG_PREFIX = re.compile(
 # ``Config(``): a configuration or argument dump (``TrainConfig(...)``, ``Namespace(...)``),
 # whose numbers (``global_train_batch_size=512``, ``auxiliary_loss_multiplier=1e-4``) are
 # settings, not metrics. A line with :data:`_CONFIG_MIN` of them gives no pairs.
-_CONFIG_ASSIGN = re.compile(r"(?<![\w.])[A-Za-z_]\w*=(?:None|True|False|'[^']*'|\"[^\"]*\"|[A-Z]\w*\()")
+# A quoted value is bounded, so a line of unclosed quotes costs one short scan per ``=``.
+_CONFIG_ASSIGN = re.compile(r"(?<![\w.])[A-Za-z_]\w*=(?:None|True|False|'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|[A-Z]\w*\()")
 _CONFIG_MIN = 3
 # llm.c's ``main.log``: ``s:<step> trl:<train loss> lr:<lr> norm:<grad norm>``, ``s:<step>
 # tel:<val loss>`` and ``s:<step> eval:<HellaSwag accuracy>``. Its short names are read

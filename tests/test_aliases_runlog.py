@@ -423,3 +423,80 @@ def test_series_steps_are_sorted_and_repeat_only_with_different_values_for_rando
         assert np.array_equal(s.values, again.series[k].values)
         assert np.array_equal(s.lines, again.series[k].lines)
     assert run.notes == again.notes
+
+
+# --------------------------------------------------------------------------- prefixed spellings
+
+
+@pytest.mark.parametrize(
+    ("raw", "canon"),
+    [
+        ("train_lr", "lr"),
+        ("train/lr", "lr"),
+        ("training/learning_rate", "lr"),
+        ("Train-LR", "lr"),
+        ("optim/learning_rate_group0", "lr"),
+        ("optim_learning_rate_group0", "lr"),  # the console reader writes "/" as "_"
+        ("optimizer/lr_group_1", "lr"),
+        ("lr/pg0", "lr"),
+        ("trainer.learning_rate", "lr"),
+        ("train_grad_norm", "grad_norm"),
+        ("train/grad_norm", "grad_norm"),
+        ("optim/total_grad_norm", "grad_norm"),
+        ("optim_total_grad_norm", "grad_norm"),
+        ("training/gradient_norm", "grad_norm"),
+    ],
+)
+def test_train_side_prefixed_names_map_to_the_canonical_name(raw: str, canon: str) -> None:
+    m = resolve([raw, "loss"])
+    assert m[canon]["source"] == raw
+    assert m[canon]["how"] == "alias"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "lr_scale",
+        "train_lr_scale",
+        "lr_scheduler_step",
+        "grad_norm_clip",
+        "train/grad_norm_clip",
+        "optim/grad_norm_clipped",
+        "eval/grad_norm",
+        "eval_lr",
+        "val/learning_rate",
+        "test_grad_norm",
+        "train_norm",  # "norm" alone is no gradient norm outside llm.c's log
+        "group0",
+        "train_",
+        "optim/learning_rate_groupx",
+    ],
+)
+def test_a_canonical_name_does_not_take_a_column_that_means_something_else(raw: str) -> None:
+    m = resolve([raw, "loss"])
+    assert "lr" not in m and "grad_norm" not in m, m
+
+
+def test_a_name_as_written_beats_its_prefixed_spelling() -> None:
+    m = resolve(["train_lr", "lr", "optim/total_grad_norm", "grad_norm", "loss"])
+    assert m["lr"]["source"] == "lr" and m["lr"]["ignored"] == ["train_lr"]
+    assert m["grad_norm"]["source"] == "grad_norm" and m["grad_norm"]["ignored"] == ["optim/total_grad_norm"]
+
+
+def test_parameter_groups_go_to_the_first_group() -> None:
+    m = resolve(["optim/learning_rate_group1", "optim/learning_rate_group0", "loss"])
+    assert m["lr"]["source"] == "optim/learning_rate_group0"
+    assert m["lr"]["ignored"] == ["optim/learning_rate_group1"]
+
+
+def test_a_prefixed_lr_is_judged_not_absent(tmp_path: Path) -> None:
+    from trainproof.api import judge
+
+    rows = [{"step": i, "train_loss": 3 - i * 0.01, "train_lr": 0.0} for i in range(40)]
+    p = tmp_path / "metrics.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = read_runlog(p)
+    assert run.series["lr"].key == "train_lr"
+    assert np.all(run.series["lr"].values == 0.0)
+    rep = judge(p)
+    assert "TP-ZERO-LR" in rep.ids() and "TP-ZERO-LR" not in rep.skipped

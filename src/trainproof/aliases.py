@@ -7,7 +7,10 @@ e.g. two ``lr-*`` columns, go to the alphabetically first raw key); the report's
 ``mapping`` lists the winner and the candidates it beat.
 
 Matching ignores case, and for W&B chart exports (``"<run name> - train/loss"``) it also
-tries the part after the last ``" - "``. W&B's ``…__MIN`` / ``…__MAX`` companion columns
+tries the part after the last ``" - "``. The learning rate and the gradient norm also match
+behind a train-side namespace and, for the learning rate, with a parameter-group suffix
+(``train_lr``, ``optim/learning_rate_group0``, ``optim/total_grad_norm``; see
+:data:`PREFIXED`), after every alias that matches as written. W&B's ``…__MIN`` / ``…__MAX`` companion columns
 match nothing and stay raw series.
 
 **Loss fallback.** When no alias names the train loss (or the eval loss), the loss is
@@ -137,6 +140,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "train/grad_norm",
         "gradient_norm",
         "total_norm",
+        "total_grad_norm",  # DeepSpeed, OLMo's optim/total_grad_norm
         "gnorm",
         "grad_norm_1",
         "TrainIterStats/grad_norm",
@@ -232,8 +236,30 @@ _TABLE = _compile()
 _WANDB_BAND = ("__min", "__max")
 
 
+#: Canonical names whose aliases also match behind a train-side namespace
+#: (:data:`TRAIN_PREFIX`) and, for the learning rate, with a parameter-group suffix
+#: (:data:`GROUP_SUFFIX`): ``train_lr``, ``train/learning_rate``,
+#: ``optim/learning_rate_group0``, ``optim/total_grad_norm``. Only whole names match
+#: after the prefix is taken off, so ``lr_scale`` or ``grad_norm_clip`` stay raw, and an
+#: eval-side name (``eval/grad_norm``) never becomes a train metric.
+PREFIXED = ("lr", "grad_norm")
+
+#: A namespace that says a metric belongs to the optimiser's training step, written with
+#: ``/``, ``_``, ``.`` or ``-`` after it (the console reader writes ``/`` as ``_``).
+TRAIN_PREFIX = re.compile(r"^(?:train|training|trainer|optim|optimizer|opt)[/_.-](?P<rest>.+)$", re.IGNORECASE)
+
+#: A parameter group's index after a learning rate (``learning_rate_group0``,
+#: ``lr/group_1``, ``lr_pg0``): the rate of one group of the optimiser.
+GROUP_SUFFIX = re.compile(r"^(?P<rest>.+?)[/_.-](?:group|param_group|pg)[_-]?\d+$", re.IGNORECASE)
+
+
 def _alias_rank(canon: str, raw: str) -> int | None:
-    """Rank of the first alias of ``canon`` matching ``raw``, or ``None``."""
+    """Rank of the first alias of ``canon`` matching ``raw``, or ``None``.
+
+    A name that matches only after a train-side prefix or a parameter-group suffix is
+    taken off (:data:`PREFIXED`) ranks after every alias that matches it as written, so a
+    log's plain ``lr`` column beats its ``train_lr``.
+    """
     if raw.lower().endswith(_WANDB_BAND):
         # Checked before matching: a regex alias such as ``lr-.+`` would match
         # "run - lr-AdamW__MIN" and could win the tie-break over the real column.
@@ -241,6 +267,20 @@ def _alias_rank(canon: str, raw: str) -> int | None:
     names = [raw.lower()]
     if " - " in raw:  # W&B chart export: "<run> - train/loss"
         names.append(raw.rsplit(" - ", 1)[1].strip().lower())
+    r = _rank_of(canon, names)
+    if r is not None or canon not in PREFIXED:
+        return r
+    stripped = []
+    for name in names:
+        m = TRAIN_PREFIX.match(name)
+        core = m.group("rest") if m else name
+        g = GROUP_SUFFIX.match(core) if canon == "lr" else None
+        stripped += [c for c in (core, g.group("rest") if g else None) if c is not None and c != name]
+    r = _rank_of(canon, stripped)
+    return None if r is None else len(_TABLE[canon]) + r
+
+
+def _rank_of(canon: str, names: list[str]) -> int | None:
     for rank, alias in _TABLE[canon]:
         for name in names:
             if isinstance(alias, str):

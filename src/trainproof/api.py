@@ -11,7 +11,17 @@ from pathlib import Path
 from .aliases import MappingError
 from .discover import Candidate, experiment_of, fold_copies, group_runs, walk
 from .findings import EXPERIMENT_SEP, Finding, Report, worst_first
-from .formats import NoRuns, NotALog, NotOpened, ReadError, has_run_name, is_trainer_name, open_log, read_head
+from .formats import (
+    NoRuns,
+    NotALog,
+    NotOpened,
+    OwnOutput,
+    ReadError,
+    has_run_name,
+    is_trainer_name,
+    open_log,
+    read_head,
+)
 from .remote import is_url, refuse_password, shown
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
@@ -309,8 +319,9 @@ def _read_at(path: Path, label: str, config: JudgeConfig):
     try:
         runs = _read_local(path, config.fmt, mapping, label, every_run=True)
     except NotALog as e:
-        # A tracker's store with no run in it (NoRuns) is the tracker's file but not a run.
-        if _log_by_content(path) and not isinstance(e, NoRuns):
+        # A tracker's store with no run in it (NoRuns) is the tracker's file but not a run;
+        # a saved trainproof report (OwnOutput) is trainproof's, whatever its name says.
+        if _log_by_content(path) and not isinstance(e, (NoRuns, OwnOutput)):
             return None, ([error_report(label, str(e))], None)
         return None, ([], {"file": label, "reason": str(e)})
     except NotOpened as e:

@@ -38,6 +38,7 @@ from ._io import (
     NoRuns,
     NotALog,
     NotOpened,
+    OwnOutput,
     ReadError,
     check_readable_file,
     encoding_of,
@@ -61,6 +62,7 @@ __all__ = [
     "NoRuns",
     "NotALog",
     "NotOpened",
+    "OwnOutput",
     "ReadError",
     "ReadState",
     "Reader",
@@ -206,6 +208,7 @@ def detect(path: Path, fmt: str = "auto") -> Reader:
 
     Raises:
         ReadError: missing, unreadable, empty, an LFS pointer, or no reader recognises it.
+        OwnOutput: the file is trainproof's own output (a saved report), not a training log.
     """
     if path.is_dir():
         for r in _readers():
@@ -222,9 +225,18 @@ def detect(path: Path, fmt: str = "auto") -> Reader:
         raise NotOpened("empty file")
     if is_lfs_pointer(head):
         raise NotOpened("a Git LFS pointer, not data (run `git lfs pull` to fetch the file)")
+    from ._own import KINDS, own_output
+
+    text = head_text(head)
+    # Before any reader, and whatever --format says: a saved report names steps and losses
+    # and would read as a console capture of a run.
+    own = own_output(text)
+    if own is not None:
+        raise OwnOutput(
+            f"{KINDS[own]}, not a training log: trainproof reads the logs a run writes, not its own reports"
+        )
     if fmt != "auto":
         return get_reader(fmt)
-    text = head_text(head)
     for r in _readers():
         if r.sniff(path, text):
             return r

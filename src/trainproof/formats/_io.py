@@ -26,6 +26,11 @@ class NotALog(ReadError):
     """No reader recognises the content: the file is not a training log we know."""
 
 
+class OwnOutput(NotALog):
+    """The file is trainproof's own output (a saved report, the monitor's printout), not a
+    training log (see :mod:`trainproof.formats._own`); ``doctor`` lists it as skipped."""
+
+
 class NoRuns(NotALog):
     """A tracking store (an MLflow ``mlflow.db``) that holds no run: the file is the
     tracker's, but there is nothing to judge in it (``doctor`` lists it as not a run)."""

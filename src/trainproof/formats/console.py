@@ -59,6 +59,22 @@ best epoch re-printed when its checkpoint is saved or loaded) is no step back an
 skipped. Runs and resumes are named in notes. The records of the current run and of the
 longest earlier one are held until the file ends.
 
+A line is read from its message on: a log record's prefix (a time stamp, then host, rank,
+logger and ``file.py:line`` up to the level, as Python's ``logging`` and OLMo's trainer
+write it; glog's ``I1226 19:16:08.325 138614 run.py:803]``) holds no metrics. A
+configuration or argument dump (``TrainConfig(…)``, ``Namespace(…)``: several assignments
+of ``None``, booleans, strings) gives no pairs, and neither does a line trainproof itself
+printed into the capture (the in-loop monitor's ``trainproof: FAIL at step …``, a finding).
+
+llm.c's ``main.log`` is read in its own dialect: ``s:<step> trl:<loss> lr:<lr>
+norm:<grad norm>``, ``s:<step> tel:<val loss>``, ``s:<step> eval:<accuracy>`` give ``loss``,
+``lr``, ``grad_norm``, ``eval_loss`` and ``eval_accuracy`` (``norm`` means a gradient norm
+there only).
+
+A log whose loss lines print no step (``batch loss:4.0292``, at least :data:`MIN_STEPLESS`
+lines of one loss name, nothing but pairs) takes the line order as its x axis and says so
+in a note; so does a capture of HF dicts without ``'step'`` (its steps are log rows).
+
 ANSI escapes and carriage-return progress output are ignored. A capture with none of these
 lines is not a training log.
 """
@@ -127,6 +143,31 @@ _MMENGINE = re.compile(
 # A Keras progress or summary line: ``12/128 [==>...]``, ``128/128 ━━━━``, ``128/128 - 5s``.
 _KERAS = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[|━|- )")
 _RULER = re.compile(r"^\s*-{5,}\s*$")
+# A log record's prefix: a time stamp, then what the logging library adds before the
+# message (host, rank, logger, ``file.py:line``, process id) up to the level, or glog's
+# ``I1226 19:16:08.325 138614 file.py:803]``. Its ``name:number`` parts (``host:0``,
+# ``olmo.train:990``) are no metrics, so the line is read from its message on. The part
+# before the level holds no ``=``, so a message that prints a level word later keeps its pairs.
+_LOG_PREFIX = re.compile(
+    r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
+    r"[^=\n]{0,100}?(?<![\w/.-])(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|TRACE|NOTICE)(?![\w/.-])\]?\s*[:|\-]?\s*"
+    r"|^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[^\]\s]{1,200}\]\s?"
+)
+# An assignment whose value is no number (``None``, ``True``, a quoted string, a nested
+# ``Config(``): a configuration or argument dump (``TrainConfig(...)``, ``Namespace(...)``),
+# whose numbers (``global_train_batch_size=512``, ``auxiliary_loss_multiplier=1e-4``) are
+# settings, not metrics. A line with :data:`_CONFIG_MIN` of them gives no pairs.
+# A quoted value is bounded, so a line of unclosed quotes costs one short scan per ``=``.
+_CONFIG_ASSIGN = re.compile(r"(?<![\w.])[A-Za-z_]\w*=(?:None|True|False|'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|[A-Z]\w*\()")
+_CONFIG_MIN = 3
+# llm.c's ``main.log``: ``s:<step> trl:<train loss> lr:<lr> norm:<grad norm>``, ``s:<step>
+# tel:<val loss>`` and ``s:<step> eval:<HellaSwag accuracy>``. Its short names are read
+# in this dialect only (``norm`` alone means no gradient norm elsewhere).
+_LLMC = re.compile(r"^s:(\d+)((?:[ \t]+(?:trl|tel|lr|norm|eval):\S+)+)[ \t]*$")
+_LLMC_NAMES = {"trl": "loss", "tel": "eval_loss", "lr": "lr", "norm": "grad_norm", "eval": "eval_accuracy"}
+#: A line trainproof itself prints (the in-loop monitor's alerts on stderr, a finding of a
+#: report) inside a capture of the run: its numbers are trainproof's, not the run's.
+_OWN_LINE = re.compile(r"^(?:trainproof(?: \(rank \d+\))?: |\s*(?:PASS|INFO|WARN|FAIL|NOT-CHECKED)\s+TP-[A-Z0-9-]+: )")
 
 _EPOCH_WORDS = frozenset({"epoch", "ep"})
 _COUNTER_WORDS = frozenset({"step", "iter", "iteration", "batch", "it"})
@@ -177,7 +218,41 @@ def _triggered(line: str) -> bool:
         or "ep." in low
         or "entropy" in low
         or "-----" in low
+        or low.startswith("s:")
     )
+
+
+def _body(line: str) -> str:
+    """The message of a line: ``line`` without a log record's prefix (:data:`_LOG_PREFIX`)."""
+    if line[:1].isdigit() or line[:1] in "[ IWEF":
+        m = _LOG_PREFIX.match(line)
+        if m is not None:
+            return line[m.end() :]
+    return line
+
+
+def _is_config_dump(line: str) -> bool:
+    """Whether a line is a configuration or argument dump (see :data:`_CONFIG_ASSIGN`)."""
+    return "=" in line and len(_CONFIG_ASSIGN.findall(line, 0, MAX_TOKENIZED)) >= _CONFIG_MIN
+
+
+def _llmc(line: str) -> _Parsed | None:
+    """The parse of an llm.c ``main.log`` line (:data:`_LLMC`), ``None`` for any other."""
+    m = _LLMC.match(line)
+    if m is None:
+        return None
+    p = _Parsed()
+    p.counter = float(m.group(1))
+    for item in m.group(2).split():
+        name, _, num = item.partition(":")
+        try:
+            p.values[_LLMC_NAMES[name]] = float(num)
+        except ValueError:
+            return None
+    p.spans = [(0, len(line))]
+    p.has_loss = "loss" in p.values or "eval_loss" in p.values
+    p.is_eval = "loss" not in p.values and ("eval_loss" in p.values or "eval_accuracy" in p.values)
+    return p
 
 
 def _norm(raw: str) -> str:
@@ -281,6 +356,10 @@ class _Parsed:
 def _parse(line: str) -> _Parsed | None:
     """The step parts and metric values of one (ANSI-free) line, ``None`` when it has no
     pair at all."""
+    if line.startswith("s:"):
+        llmc = _llmc(line)
+        if llmc is not None:
+            return llmc
     mm = _MMENGINE.search(line)
     pairs = _pairs(line)
     if not pairs and mm is None:
@@ -580,6 +659,11 @@ def _dict_values(text: str) -> dict | None:
 # --------------------------------------------------------------------------- the line machine
 
 
+#: Lines with a loss and no step that make a log of one (see :meth:`_Machine._emit_stepless`).
+MIN_STEPLESS = 3
+_EVAL_KEYS = ("val", "eval", "test")
+
+
 class _Machine:
     """The reading of the tokenizer's lines: blocks, Keras epochs, SB3 tables, runs.
 
@@ -600,6 +684,8 @@ class _Machine:
         self.section = ""
         self.found = 0  # records with a loss
         self._last_parsed: _Parsed | None = None  # the line whose record is being added
+        self.stepped = False  # a line with a step has been seen
+        self.stepless: list[Record] = []  # lines of pairs with a loss and no step, until a step is seen
 
     def _emit(self, step: float | None, values: dict[str, float], line: int) -> None:
         if not values:
@@ -653,7 +739,9 @@ class _Machine:
     def feed(self, line: str, lineno: int) -> None:
         if self.table is None and not _triggered(line):
             return
-        line = _tail(line)
+        line = _body(_tail(line))
+        if _OWN_LINE.match(line) or _is_config_dump(line):
+            return
         if _RULER.match(line):
             if self.table:
                 self._close_table()
@@ -683,6 +771,8 @@ class _Machine:
         if p is None:
             return
         if p.has_step:
+            self.stepped = True
+            self.stepless = []
             self._close_block()
             if self.steps.went_back(p):
                 self.steps.reset()
@@ -700,11 +790,44 @@ class _Machine:
             if not self.block:
                 self.block_line = lineno
             self.block.update(p.values)
+        elif self.block_step is None and not self.stepped and p.has_loss and _pure(line, p):
+            self.stepless.append(Record(None, dict(p.values), lineno))
 
     def finish(self) -> None:
         if self.table:
             self._close_table()
         self._close_block()
+        if not self.stepped:
+            self._emit_stepless()
+
+    def _emit_stepless(self) -> None:
+        """The records of a log whose loss lines print no step (``batch loss:4.0292``): the
+        line order is the x axis, the n-th line with the train loss being step n; a line
+        with only an eval loss takes the step of the train line before it. The train loss
+        is the loss name most lines print, and it takes :data:`MIN_STEPLESS` lines, so a
+        sentence that happens to name a loss is no log."""
+        counts: dict[str, int] = {}
+        for r in self.stepless:
+            for k in r.values:
+                if _is_loss(k) and not k.startswith(_EVAL_KEYS):
+                    counts[k] = counts.get(k, 0) + 1
+        if not counts:
+            return
+        key = max(counts, key=lambda k: counts[k])  # the first seen of a tie
+        if counts[key] < MIN_STEPLESS:
+            return
+        n = 0
+        for r in self.stepless:
+            if key in r.values:
+                n += 1
+            elif not all(k.startswith(_EVAL_KEYS) for k in r.values if _is_loss(k)):
+                continue  # another train loss than the one judged: not on this axis
+            self._emit(float(n), r.values, r.line)
+        self.stepless = []
+        if self.state is not None:
+            self.state.notes.append(
+                f"no step in the log: the x axis is the line order (the n-th line with {key} is step n)"
+            )
 
 
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
@@ -783,6 +906,7 @@ def read(path: Path, state) -> Iterator[Record]:
         ReadError: the file cannot be opened or decoded.
     """
     train_count = 0
+    rows_noted = False
     last_step: float | None = None
     runs = _Runs(state)
     machine = _Machine(state, runs)
@@ -807,6 +931,12 @@ def read(path: Path, state) -> Iterator[Record]:
                     yield Record(step if step is not None else last_step, vals, lineno)
                     continue
                 train_count += 1
+                if step is None and not rows_noted:
+                    rows_noted = True
+                    state.notes.append(
+                        "the log dicts carry no 'step': their steps are log rows (the count of train dicts), "
+                        "not training steps"
+                    )
                 last_step = step if step is not None else float(train_count)
                 yield Record(last_step, vals, lineno)
             if found:
@@ -815,7 +945,7 @@ def read(path: Path, state) -> Iterator[Record]:
                 # The last line has no line end: unfinished, its last number may be cut
                 # ("0.6924" torn to "0.6"). A log dict is read whole or not at all, so only
                 # the other printouts wait for their line end.
-                p = _parse(_tail(line))
+                p = _parse(_body(_tail(line)))
                 if p is not None and p.has_loss:
                     state.drop(
                         f"the last line ({lineno}) has no line end: a training line cut "

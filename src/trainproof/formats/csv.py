@@ -40,6 +40,7 @@ from __future__ import annotations
 import csv
 import io
 import operator
+import re
 from collections.abc import Iterator
 from itertools import chain, repeat
 from pathlib import Path
@@ -84,11 +85,17 @@ def delimiter_of(line: str) -> str | None:
     return best[2] if best[0] > 0 else None
 
 
+#: A date and a time of day: a value (a log line's time stamp), never a column's name.
+#: Python's logging writes ``2025-04-24 21:16:20,207 - INFO - …``, whose comma makes every
+#: line of a console capture look like a row of a table.
+_TIME_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
+
+
 def _looks_like_header(cells: list[str]) -> bool:
     named = [c.strip() for c in cells if c.strip()]
     if not named or len(named) * 2 < len(cells):
         return False
-    return not any(_is_number(c) for c in named)
+    return not any(_is_number(c) or _TIME_STAMP.match(c) for c in named)
 
 
 def _is_new_header(row: list[str], header: list[str]) -> bool:

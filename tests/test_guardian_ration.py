@@ -18,9 +18,9 @@ def slow_judge(monkeypatch):
     def perf_counter():
         return clock[0]
 
-    def judge(run, thresholds, mute):
+    def judge(run, thresholds, mute, **live):
         clock[0] += cost[0]
-        return real(run, thresholds, mute)
+        return real(run, thresholds, mute, **live)
 
     monkeypatch.setattr(G.time, "perf_counter", perf_counter)
     monkeypatch.setattr(G, "judge_runlog", judge)

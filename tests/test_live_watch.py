@@ -1021,7 +1021,7 @@ def test_watcher_final_report_matches_epoch(tmp_path):
         with open(p, "a") as f:
             f.write("".join(jline(r) for r in rows[k : k + 7]))
         w.poll()
-    w.guardian.judge()
+    w.guardian.judge(final=True)
     ref = judge_runlog(read_runlog(p))
     rep = w.guardian.report
     assert rep.verdict is ref.verdict is Level.FAIL

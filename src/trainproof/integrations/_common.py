@@ -305,7 +305,7 @@ class LiveRun:
         self._flush()
         if g is None or not g.records:
             return self.report
-        rep = g.judge(charts=True)
+        rep = g.judge(charts=True, final=True)
         self.report = rep
         self._announce(g.new_findings)
         if self.policy == "warn" and rep.verdict is Level.FAIL and rep.summary:

@@ -110,6 +110,8 @@ class Guardian:
         self._builder = RunLogBuilder()
         self._judged_at = 0
         self._seen: set[str] = set()
+        #: FAIL id -> how many judgements in a row found it, up to the last one.
+        self._fail_runs: dict[str, int] = {}
         #: How many times the history was forgotten as a new run (see :meth:`reset`).
         self.restarts = 0
         #: Wall seconds the last judgement took (see :meth:`affordable`).
@@ -150,6 +152,7 @@ class Guardian:
         self._judged_at = 0
         self.judge_seconds = 0.0
         if forget_findings:
+            self._fail_runs = {}
             self._seen.clear()
             self.restarts += 1
         self.meta.pop("dropped", None)
@@ -192,17 +195,29 @@ class Guardian:
         """The history so far as a RunLog (copies the columns)."""
         return self._builder.build(self.path, self.fmt, self.meta, self.notes, self.overrides)
 
-    def judge(self, charts: bool = False) -> Report:
+    def judge(self, charts: bool = False, final: bool = False) -> Report:
         """Judge the history; remember and announce (``on_alert``) the new finding ids.
+
+        A judgement of a run still training (the default) holds its claims that the loss
+        made no progress to the least evidence of
+        :func:`trainproof.rules.engine.live_noise_skip` (a declared schedule, and enough
+        points for the loss's own noise), and reports a FAIL from the shape of the curve
+        only once ``live_confirm_checks`` judgements in a row have found it
+        (:func:`trainproof.rules.engine.hold_unconfirmed`). The report of a run that has ended (``final``) is
+        judged as ``trainproof judge`` judges its log.
 
         Args:
             charts: also attach the chart series (:func:`trainproof.render.charts.with_charts`;
                 only a final report needs them).
+            final: the run has ended: judge the whole history as a complete log.
         """
         self._judged_at = self.records
         t0 = time.perf_counter()
         run = self.runlog()
-        rep = judge_runlog(run, self.thresholds, self.mute)
+        rep = judge_runlog(run, self.thresholds, self.mute, live=not final, found_before=self._fail_runs)
+        found = {f.id for f in rep.findings if f.level is Level.FAIL}
+        found |= {k for k, v in rep.skipped.items() if v.reason == "unconfirmed"}
+        self._fail_runs = {k: self._fail_runs.get(k, 0) + 1 for k in found}
         if charts:
             from ..render.charts import with_charts
 

@@ -535,10 +535,12 @@ class Monitor:
         return self._judge()
 
     def report(self, print_it: bool = True) -> Report:
-        """Judge the whole history (pending steps included), print the verdict (unless
-        ``print_it`` is False, or this is not the main process) and return the Report."""
+        """Judge the whole history (pending steps included) as a run that has ended, print
+        the verdict (unless ``print_it`` is False, or this is not the main process) and
+        return the Report. Call it after the loop: the checks during the loop hold the
+        claims of no progress to more evidence (see :meth:`Guardian.judge`)."""
         self._flush()
-        rep = self._guardian.judge(charts=True)
+        rep = self._guardian.judge(charts=True, final=True)
         if print_it and self.main:
             from rich.console import Console
 

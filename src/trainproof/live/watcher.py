@@ -106,14 +106,16 @@ class Watcher:
                 self.report = replace(self.report, findings=[f for f in self.report.findings if f.id != "TP-STALL"])
         judged_new: list[str] = []
         if self._judge_due(now, new):
-            self.report = self.guardian.judge()
+            # ``watch`` stops no run and its last report is the verdict of the log it read,
+            # so it judges each read as ``trainproof judge`` judges a log.
+            self.report = self.guardian.judge(final=True)
             self.last_judge = now
             judged_new = [f.id for f in self.guardian.new_findings]
         stalled = self.stall_timeout is not None and now - self.last_growth >= self.stall_timeout
         if stalled:
             if self.report is None:
                 # Nothing complete to judge yet: the report says so (TP-NO-RECORDS).
-                self.report = self.guardian.judge()
+                self.report = self.guardian.judge(final=True)
                 self.last_judge = now
             if "TP-STALL" not in self.report.ids():
                 r = get("TP-STALL")

@@ -5,11 +5,23 @@ missing is skipped as ``absent``, one with too few finite points as ``too_few_po
 one whose data it cannot judge (non-positive values for a ratio rule, a constant series
 where variation is needed) as ``degenerate``, and a muted one as ``muted``. A skipped
 check is never reported as passed.
+
+A run still training (``live=True``: the in-loop monitor, the framework callbacks,
+``trainproof watch``) is judged on its first points, so a rule that claims the loss made
+no progress (one that declares ``min_schedule_share``) needs more there: the run must
+declare its schedule (else ``too_little_of_schedule``), and the loss's own noise must be
+small enough, over the points seen, for a trend of the rule's bar to stand out of it
+(else ``noise``): see :func:`live_noise_skip`. And a FAIL that rests on the run's noise (a
+curve's shape: every group but :data:`EXACT_GROUPS`) is held back, skipped as
+``unconfirmed``, until ``live_confirm_checks`` judgements in a row have found it: a run
+judged every few steps takes a test at every check, and one test's chance miss on a
+noisy small-batch curve is not a fault (see :func:`hold_unconfirmed`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -19,6 +31,7 @@ from ._checkpoint import best_checkpoint
 from ._fmt import num, pct
 from ._fmt import step as step_fmt
 from ._schedule import fraction_ran, still_warming_up
+from ._stats import median, noise_sigma
 from .objective_kind import detect_objective
 from .registry import Need, Rule, all_rules, get
 from .thresholds import DEFAULT, Thresholds
@@ -113,7 +126,104 @@ def _min_points(need: Need, th: Thresholds) -> int:
     return int(getattr(th, mp)) if isinstance(mp, str) else int(mp)
 
 
-def _skip_reason(rule: Rule, run: RunLog, th: Thresholds, shared: dict | None = None) -> Skip | None:
+#: The groups whose FAIL rules rest on exact values, not on a curve judged against its
+#: noise: a NaN or Inf, a value exactly zero, a learning rate at or below zero. One
+#: judgement proves them, so a live path stops on the first.
+EXACT_GROUPS = frozenset({"nan", "zero", "lr"})
+
+
+def hold_unconfirmed(
+    findings: list[Finding], found_before: Mapping[str, int], th: Thresholds
+) -> tuple[list[Finding], dict[str, Skip]]:
+    """Split a live judgement's findings into those reported and the FAILs held back.
+
+    A FAIL finding of a rule outside :data:`EXACT_GROUPS` is held (skipped as
+    ``unconfirmed``) unless ``found_before[id]`` earlier judgements in a row found it too,
+    ``live_confirm_checks`` in all with this one.
+
+    Returns:
+        ``(findings kept, {id: Skip})``.
+    """
+    kept: list[Finding] = []
+    held: dict[str, Skip] = {}
+    for f in findings:
+        r = get(f.id)
+        run_of = int(found_before.get(f.id, 0)) + 1
+        if f.level is Level.FAIL and r is not None and r.group not in EXACT_GROUPS and run_of < th.live_confirm_checks:
+            held[f.id] = Skip(
+                "unconfirmed",
+                f"found at {run_of} judgement(s) in a row of a run still training; a FAIL from the shape of the "
+                f"curve needs {th.live_confirm_checks}: {f.message}",
+            )
+        else:
+            kept.append(f)
+    return kept, held
+
+
+def no_progress_claim(rule: Rule) -> bool:
+    """Whether ``rule`` claims the train loss made no progress: it waits for a share of the
+    declared schedule (``min_schedule_share``) and judges the train loss first."""
+    return bool(rule.min_schedule_share) and bool(rule.needs) and rule.needs[0].names[0] == "loss"
+
+
+def live_points_needed(values: np.ndarray, th: Thresholds) -> tuple[int, float]:
+    """``(points, noise)``: how many points a run still training must have logged before a
+    claim that its loss made no progress may judge it, and the loss's noise that says so.
+
+    The noise is the robust point-to-point noise (:func:`noise_sigma`) of the log of the
+    loss (of the loss over its median magnitude when a value is not positive), measured on
+    the run itself. Fitted over n points of independent noise s, a trend's total change has
+    a standard error of s * sqrt(12 / n); the claim "improved less than
+    ``dead_min_improvement``" is evidence only once ``dead_trend_z`` such errors fit inside
+    that bar, log(1 + bar): n >= 12 * (z * s / log(1 + bar)) ** 2. Before that a slow but
+    healthy learner (Adam at 1e-4, a small batch) and a run that does not learn give the
+    same curve; a flat loss (small noise) opens the gate at once.
+    """
+    v = values[np.isfinite(values)]
+    if v.size < 3:
+        return th.dead_min_points, 0.0
+    if np.all(v > 0):
+        s = noise_sigma(np.log(v))
+    else:
+        scale = float(median(np.abs(v)))
+        s = noise_sigma(v) / scale if scale > 0 else 0.0
+    bar = math.log1p(th.dead_min_improvement)
+    need = 12.0 * (th.dead_trend_z * s / bar) ** 2
+    return max(th.dead_min_points, int(math.ceil(need))), s
+
+
+def live_noise_skip(rule: Rule, run: RunLog, th: Thresholds, shared: dict) -> Skip | None:
+    """The typed skip of a no-progress claim (:func:`no_progress_claim`) on a run still
+    training: no declared schedule (``too_little_of_schedule``: the share of the run seen
+    is unknown, so its first points cannot be told from the whole), or too few points for
+    the loss's own noise (``noise``, see :func:`live_points_needed`). ``None`` when it may
+    judge."""
+    facts = shared.setdefault("facts", {})
+    if "schedule" not in facts:
+        facts["schedule"] = fraction_ran(run)
+    if facts["schedule"][0] is None:
+        return Skip(
+            "too_little_of_schedule",
+            "the run is still training and declares no schedule (max_steps), so the share of it seen is "
+            "unknown: a claim that its loss made no progress waits for the end of the run",
+        )
+    if "live_points" not in facts:
+        facts["live_points"] = live_points_needed(_finite(run, shared, "loss").values, th)
+    need, s = facts["live_points"]
+    have = int(_finite(run, shared, "loss").values.size)
+    if have < need:
+        return Skip(
+            "noise",
+            f"the run is still training and its loss is too noisy yet for a claim of no progress: point-to-point "
+            f"noise {num(s)} (log scale) needs {need} points before a change of {pct(th.dead_min_improvement)} "
+            f"stands out by {num(th.dead_trend_z)} standard errors; it has {have}",
+        )
+    return None
+
+
+def _skip_reason(
+    rule: Rule, run: RunLog, th: Thresholds, shared: dict | None = None, live: bool = False
+) -> Skip | None:
     shared = {} if shared is None else shared
     facts = shared.setdefault("facts", {})
     for need in rule.needs:
@@ -162,11 +272,25 @@ def _skip_reason(rule: Rule, run: RunLog, th: Thresholds, shared: dict | None = 
                 f"the learning rate is still rising at the last logged step (its last "
                 f"{th.warmup_rising_points} values increase): warm-up has not ended",
             )
+    if live and no_progress_claim(rule) and "loss" in run.series:
+        return live_noise_skip(rule, run, th, shared)
     return None
 
 
-def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()) -> Report:
+def judge_runlog(
+    run: RunLog,
+    th: Thresholds = DEFAULT,
+    mute: Iterable[str] = (),
+    live: bool = False,
+    found_before: Mapping[str, int] | None = None,
+) -> Report:
     """Run every single-run rule on ``run``; the report is built once, at the end.
+
+    ``live``: the run is still training (a live path judging it as it grows), so the
+    no-progress claims need the least evidence of :func:`live_noise_skip` too, and a FAIL
+    from the shape of the curve is held until confirmed (:func:`hold_unconfirmed`, with
+    ``found_before``: for each FAIL id, how many judgements in a row of this run found it
+    just before this one).
 
     Chart data (the series the HTML report draws) is not computed here:
     :func:`trainproof.render.charts.with_charts` attaches it where an HTML report is asked for.
@@ -245,7 +369,7 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
                 )
             skipped[rule.id] = Skip(f"objective: {objective}", detail)
             continue
-        skip = _skip_reason(rule, run, th, shared)
+        skip = _skip_reason(rule, run, th, shared, live)
         if skip is not None:
             skipped[rule.id] = skip
             continue
@@ -258,6 +382,10 @@ def judge_runlog(run: RunLog, th: Thresholds = DEFAULT, mute: Iterable[str] = ()
         trend_ran |= rule.verdict_bearing
 
     findings = merge_implied(findings)
+    if live:
+        findings, held = hold_unconfirmed(findings, found_before or {}, th)
+        skipped.update(held)
+        ran = [r for r in ran if r not in held]
     if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
         skipped_text = "; ".join(f"{k} ({v.reason})" for k, v in skipped.items())
         if trend_ran:

@@ -219,6 +219,20 @@ def report(results: list[dict], fmt_results: list[dict], min_onset: float, cal: 
 
     if cal:
         out += ["## Calibration: the corpus's healthy runs and the generated healthy runs", "", *cal, ""]
+    out += [
+        "## Generator parameters and where they come from",
+        "",
+        "| parameter | range used | corpus measure (healthy files) |",
+        "|---|---|---|",
+        *(f"| {a} | {b} | {c} |" for a, b, c in _zoo.PARAMETER_SOURCES),
+        "",
+        "Healthy shapes: "
+        + ", ".join(_zoo.HEALTHY_SHAPES)
+        + "; broken kinds: "
+        + ", ".join(f"{k} ({v})" for k, v in _zoo.BROKEN_KINDS.items())
+        + " (`tests/_zoo.py`).",
+        "",
+    ]
     secs_judge = sum(r["seconds"] for r in results)
     out.append(
         f"{len(results):,} runs judged in-process ({sum(r['points'] for r in results):,} rows; "

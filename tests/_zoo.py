@@ -134,6 +134,70 @@ def measure(steps: np.ndarray, loss: np.ndarray, eval_steps: np.ndarray | None =
     return out
 
 
+#: Each generator parameter, the range used, and the corpus measure it comes from
+#: (``[pXX..pYY]``: percentiles over the healthy corpus files; evidence/zoo.md prints it).
+PARAMETER_SOURCES = (
+    (
+        "points n",
+        "80% log-normal (median 150, sd 1.5 in log), 20% log-uniform 5..100,000",
+        "points p10..p90 = 25..2,000, median 150, max 24,000",
+    ),
+    ("log interval", "1, 2, 5, 10, 20, 25, 50, 100, 200, 500 steps", "log_every min..p90 = 1..100, median 10"),
+    (
+        "eval cadence",
+        "every 1, 2, 4, 5, 10, 13, 20, 50, 100 points (40% of runs; >= 4 evals)",
+        "eval_every_logs min..p90 = 1..100, median 5; 47% of files evaluate",
+    ),
+    (
+        "noise sigma (log)",
+        "80% log-uniform 0.005..0.25, 10% 0.0007..0.005, 10% 0.25..0.6",
+        "noise_diff p10..p90 = 0.0075..0.225, min 0.00075, max 0.63",
+    ),
+    (
+        "AR(1) phi",
+        "90% 0..0.3, 10% 0.6..0.85 (then sigma <= 0.1)",
+        "ac1 p10..p90 = -0.39..0.06, max 0.75 (white noise reads -0.1..-0.3)",
+    ),
+    ("heavy tails", "50% Student-t, df 2.5..10", "noise_std / noise median 1.24, p90 2.5"),
+    (
+        "isolated spikes",
+        "30% of runs: rate 1e-4..0.02, 1.5x..(2..30)x, recovering at once",
+        "spike_rate p75..p90 = 0.011..0.058, max 0.15; GPT/PINN jumps 3.7-28x",
+    ),
+    (
+        "fall (decays)",
+        "log-uniform 0.15..8 (and >= 4 s.e. of the 10% end levels)",
+        "fall p10..max = 0.09..8.9, median 0.85",
+    ),
+    ("decay time tau", "exp 0.02..0.6; power 0.003..0.2, exponent 0.5..2", "fast_share p10..p90 = 0.19..0.78"),
+    (
+        "slow learner",
+        "fall ln(1/0.95)..ln(1/0.9), sigma <= fall/4, n >= 30",
+        "gpt2-poem fall 0.084 / noise 0.039; nsllm 0.049 / 0.0016",
+    ),
+    (
+        "at the floor",
+        "drift -1%..+3%, 0-3 first points still coming down",
+        "qwen-lora-plateau 0.022, vits-bangla-resume -0.012, unsloth-restarts 0.041",
+    ),
+    (
+        "loss scale",
+        "end level log-uniform 1e-4..1e3; NLL: A 0.5..1000, offset -0.2A..-2A",
+        "loss_level min..max = 1e-4..36 (and ELBO ~1000, GRPO 1e-4)",
+    ),
+    (
+        "peak lr",
+        "log-uniform 5e-6..0.3, warm-up 0..10% (60% of runs)",
+        "above tiny_lr 1e-6; warm-up 3-10% (dead_min_schedule_share)",
+    ),
+    (
+        "grad norm level",
+        "log-uniform 0.01..1e5, first norm 1-20x",
+        "LoRA 0.1, Whisper 17.9, TrOCR 2e5; big first norms in most files",
+    ),
+    ("eval gap / noise", "gap 0..30%, sd 0.002..0.05", "median change between evals 2.2%, quartiles 0.8%..6.8%"),
+)
+
 # --- the run ----------------------------------------------------------------------------
 
 #: Metric keys as the logs write them (HF's names); ``loss`` is the train loss.

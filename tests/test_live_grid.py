@@ -164,10 +164,6 @@ BROKEN = [  # (config, FAIL ids of which one names the cause, stopped by this st
         for s in (0, 1)
     ],
     *[
-        (Config("clf", "adam", 1e-3, seed=s, fault="not_in_optimizer"), {"TP-DEAD-RUN", "TP-CHANCE-LEVEL"}, 149)
-        for s in (0, 1)
-    ],
-    *[
         (Config(p, "adam", 1e-3, seed=s, fault="nan_at", fault_step=n), {"TP-NAN"}, (n // 10) * 10 + 9)
         for p in PROBLEMS
         for s in (0, 1)
@@ -183,11 +179,16 @@ def test_broken_run_is_stopped_by_its_bound(config, causes, by):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("problem,seed", [("reg", 1), ("offset", 0)])
-def test_weights_outside_the_optimizer_on_a_noisy_loss_fail_at_the_end(problem, seed):
-    """Weights that get gradients but are not in the optimizer leave only the loss as
-    evidence. On these losses (point-to-point noise 11-15% of the loss) 300 points cannot
-    tell 'no progress' from a slow learner's 3% (the live gate asks for 330-620 points), so
-    the loop is not stopped on them; the report of the ended run fails it."""
+@pytest.mark.parametrize("problem,seed", [("clf", 0), ("reg", 1), ("offset", 0)])
+def test_weights_outside_the_optimizer_leave_only_the_loss_as_evidence(problem, seed):
+    """Weights that get gradients but are not in the optimizer: the log shows the optimizer
+    stepping (a learning rate and a live gradient norm) while the weights do not move, so
+    the loss is the only evidence, and a loss that holds while the optimizer steps is a
+    model at its floor as often as one that cannot learn. The loop is not stopped; the
+    report of the ended run says no progress (TP-LOSS-STALLED, a WARN). Catching it needs
+    a measure of the weights themselves (an update ratio, parameters outside every
+    optimizer group)."""
     out = train(Config(problem, "adam", 1e-3, seed=seed, fault="not_in_optimizer"), policy="silent")
-    assert "TP-DEAD-RUN" in {f.id for f in out.monitor.report(print_it=False).findings}
+    assert out.stopped_at is None
+    rep = out.monitor.report(print_it=False)
+    assert "TP-LOSS-STALLED" in {f.id for f in rep.findings}

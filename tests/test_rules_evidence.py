@@ -85,7 +85,9 @@ def test_after_warm_up_the_same_loss_is_judged():
     n = 40
     lr = np.concatenate([np.linspace(1e-6, 1e-4, 5), np.full(n - 5, 1e-4)])
     rep = judge_runlog(run_of(loss=flat_noisy(n), lr=lr))
-    assert "TP-DEAD-RUN" in ids(rep)
+    # judged, not skipped as warm-up; the optimizer steps at 1e-4, so a pinned loss is no
+    # progress rather than death
+    assert "TP-DEAD-RUN" in rep.ran and "TP-LOSS-STALLED" in ids(rep)
 
 
 def test_still_warming_up_needs_strict_increases():
@@ -172,8 +174,9 @@ def test_a_tiny_learning_rate_is_named_as_the_dead_runs_cause(lr):
 def test_an_ordinary_learning_rate_is_not_called_tiny():
     n = 80
     rep = judge_runlog(run_of(loss=flat_noisy(n), lr=np.full(n, 2e-5)))
-    f = one(rep, "TP-DEAD-RUN")
-    assert f.data["cause"] == "flat"
+    f = one(rep, "TP-LOSS-STALLED")
+    assert "optimizer is stepping" in f.evidence and "effectively zero" not in f.message
+    assert one(judge_runlog(run_of(loss=flat_noisy(n))), "TP-DEAD-RUN").data["cause"] == "flat"
 
 
 # --- the noise floor: no divergence -----------------------------------------------------
@@ -273,7 +276,8 @@ def test_a_flat_loss_in_a_log_that_starts_past_its_own_span_is_a_warn(n, first):
 
 def test_a_log_that_starts_early_in_its_span_is_judged_as_usual():
     rep = judge_runlog(resumed_run(100, 500))  # starts at 500, spans 9,900 steps
-    assert "TP-DEAD-RUN" in ids(rep)
+    f = one(rep, "TP-LOSS-STALLED")  # judged as usual: the optimizer steps at 2e-4
+    assert f.data["resumed_at"] is None and "optimizer is stepping" in f.evidence
 
 
 def test_a_resumed_run_at_a_tiny_learning_rate_is_still_dead():

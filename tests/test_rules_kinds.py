@@ -694,3 +694,66 @@ def test_a_negative_loss_that_settles_is_not_unbounded(start, end):
     n = 200
     loss = end + (start - end) * np.exp(-np.arange(n) / 30)
     assert "TP-LOSS-UNBOUNDED" not in ids(judge_runlog(run_of(loss=loss)))
+
+
+# --- TP-ZERO-GRAD-ONSET --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,share", [(30, 0.3), (300, 0.5), (3000, 0.9)])
+def test_a_gradient_norm_exactly_zero_from_mid_run_with_a_frozen_loss_fails(n, share):
+    rng = np.random.default_rng(n)
+    k = int(n * (1 - share))
+    loss = np.r_[np.geomspace(3.0, 1.0, k), np.full(n - k, 1.0) * np.exp(0.01 * rng.standard_normal(n - k))]
+    grad = np.r_[np.full(k, 0.8) * np.exp(0.1 * rng.standard_normal(k)), np.zeros(n - k)]
+    f = one(judge_runlog(run_of(loss=loss, grad_norm=grad, lr=np.full(n, 1e-3))), "TP-ZERO-GRAD-ONSET")
+    assert f.data["zero_points"] == n - k
+
+
+@pytest.mark.parametrize("case", ["loss-still-falls", "a-few-zeros", "zeros-then-positive"])
+def test_zero_grad_onset_needs_a_trailing_stretch_and_a_loss_that_stopped(case):
+    n = 200
+    loss = np.geomspace(3.0, 0.5, n)
+    grad = np.full(n, 0.8)
+    if case == "loss-still-falls":
+        grad[100:] = 0.0  # a logger that stopped computing the norm
+    elif case == "a-few-zeros":
+        loss[100:] = 0.5
+        grad[-3:] = 0.0
+    else:
+        loss[100:] = 0.5
+        grad[100:150] = 0.0
+    assert "TP-ZERO-GRAD-ONSET" not in ids(judge_runlog(run_of(loss=loss, grad_norm=grad, lr=np.full(n, 1e-3))))
+
+
+# --- TP-LOSS-FROZEN -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,share,value", [(30, 0.4, 5.9712), (400, 0.2, 16.74222755432129), (5000, 0.9, 0.5712)])
+def test_a_loss_bit_identical_to_the_end_is_frozen(n, share, value):
+    rng = np.random.default_rng(n)
+    k = int(n * (1 - share))
+    loss = np.r_[value * 1.5 * np.exp(0.05 * rng.standard_normal(k)), np.full(n - k, value)]
+    f = one(judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3))), "TP-LOSS-FROZEN")
+    assert f.data["points"] == n - k and f.data["value"] == value
+
+
+@pytest.mark.parametrize("case", ["coarse-rounding", "short-tail", "small-share", "last-digits-move"])
+def test_a_repeated_loss_is_not_frozen_without_every_piece_of_evidence(case):
+    n = 300
+    rng = np.random.default_rng(0)
+    loss = 2.0 * np.exp(-np.arange(n) / 50) + 0.05
+    if case == "coarse-rounding":  # a logger at two decimals, converged at 0.05
+        loss = np.round(loss, 2)
+    elif case == "short-tail":
+        loss[-8:] = 0.1234
+    elif case == "small-share":  # 25 repeats in 3,000 points
+        loss = np.r_[2.0 * np.exp(-np.arange(3000) / 500) + 0.05 * rng.random(3000)]
+        loss[-25:] = 0.1234
+    else:  # a full-batch run converging in its last digits
+        loss = 0.25 + 1e-6 * np.exp(-np.arange(n) / 100)
+    assert "TP-LOSS-FROZEN" not in ids(judge_runlog(run_of(loss=loss, lr=np.full(loss.size, 1e-3))))
+
+
+def test_a_loss_frozen_at_ln2_is_named_for_chance_with_the_frozen_loss_implied():
+    rep = judge_runlog(run_of(loss=np.full(100, 0.6931), lr=np.full(100, 1e-3)))
+    assert "TP-LOSS-FROZEN" in one(rep, "TP-CHANCE-LEVEL").data["implies"]

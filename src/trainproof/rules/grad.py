@@ -139,6 +139,50 @@ def check_zero_grad(ctx):
 
 
 @rule(
+    "TP-ZERO-GRAD-ONSET",
+    Level.FAIL,
+    "zero",
+    "the gradient norm was positive, then exactly 0.0 to the end, and the loss stopped moving",
+    needs=[Need("grad_norm", "zero_min_points"), Need("loss", 2)],
+    thresholds=["zero_min_points", "dead_window", "dead_min_improvement"],
+    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-VANISHING-GRAD", "TP-PLATEAU"),
+    least_evidence="At least {zero_min_points} trailing norms exactly 0.0 after positive ones, and the loss over that stretch not improving by {dead_min_improvement:.0%}.",
+    detects="The gradient norm is positive earlier in the run and exactly 0.0 at every one of its last {zero_min_points} or more finite points, while the loss logged over that stretch did not improve by {dead_min_improvement:.0%} (median of its first vs its last points there, at least {dead_window} each when it has them).",
+    why="From the first zero on the optimizer cannot change the weights: the rest of the run is wasted, and a run that learned first and froze later hides it from rules that read the whole run.",
+    not_mean="It does not fire on small but non-zero norms, nor when the loss keeps improving over the zero stretch (a logger that stopped computing the norm).",
+    causes="Parameters frozen partway (a callback that sets requires_grad=False, an unfreezing schedule run backwards), the graph severed after a code path changes (a detach on a later epoch), every label masked from some batch on.",
+    try_="Look at what changed at the onset step (callbacks, schedule, data); count the parameters with requires_grad=True and check the loss has a grad_fn after it.",
+)
+def check_zero_grad_onset(ctx):
+    th = ctx.th
+    g = ctx.finite("grad_norm")
+    zero = g.values == 0
+    if zero.all() or not zero[-1] or not np.any(g.values > 0):
+        return
+    start = int(np.flatnonzero(~zero)[-1]) + 1
+    if g.values.size - start < th.zero_min_points:
+        return
+    onset = float(g.steps[start])
+    loss = ctx.finite("loss")
+    tail = loss.values[loss.steps >= onset]
+    if tail.size < 2:
+        return
+    w = min(max(th.dead_window, tail.size // 10), max(1, tail.size // 2))
+    first, last, rel = improvement(tail, w)
+    if rel >= th.dead_min_improvement:
+        return
+    yield ctx.finding(
+        f"gradient norm is exactly 0.0 from step {step(onset)} to the end",
+        f"the last {g.values.size - start} of {len(g)} finite gradient norms are exactly 0.0, from step {step(onset)} "
+        f"(line {int(g.lines[start])}); before that the norm was {num(g.values[start - 1])}. Over those steps the "
+        f"loss went from {num(first)} to {num(last)} (medians of {w} points at each end).",
+        {"onset_step": onset, "zero_points": int(g.values.size - start), "loss_first": first, "loss_last": last},
+        step=onset,
+        line=g.lines[start],
+    )
+
+
+@rule(
     "TP-GRAD-SPIKE",
     Level.WARN,
     "spike",

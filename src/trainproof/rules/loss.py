@@ -484,6 +484,52 @@ def check_flat(ctx):
     )
 
 
+def _significant_digits(x: float) -> int:
+    """Significant digits of ``x`` as its shortest repr writes it (``5.9712`` -> 5,
+    ``0.05`` -> 1)."""
+    digits = repr(abs(float(x))).split("e")[0].replace(".", "").lstrip("0")
+    return len(digits.rstrip("0")) if "." in repr(abs(float(x))).split("e")[0] else len(digits)
+
+
+@rule(
+    "TP-LOSS-FROZEN",
+    Level.FAIL,
+    "zero",
+    "the loss holds one bit-identical value to the end",
+    needs=[Need("loss", "min_trend_points")],
+    thresholds=["min_trend_points", "frozen_min_points", "frozen_share", "frozen_digits"],
+    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU"),
+    least_evidence="The last {frozen_min_points} or more finite losses, and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
+    detects="The train loss is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of the run, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen).",
+    why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
+    not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits.",
+    causes="A model whose output no longer depends on its input (collapsed to a constant), frozen weights evaluated on one fixed batch, a loss variable that is never updated in the logging code, a data loader stuck on one batch.",
+    try_="Print two consecutive batches and the model's outputs on them; check that the logged loss is the current step's; check requires_grad and the optimizer's parameter groups.",
+    objectives=("supervised",),
+)
+def check_loss_frozen(ctx):
+    th = ctx.th
+    s = ctx.finite("loss")
+    v = s.values
+    same = np.r_[False, v[1:] == v[:-1]]
+    if not same[-1]:
+        return
+    start = int(np.flatnonzero(~same)[-1])
+    length = v.size - start
+    if length < th.frozen_min_points or length < th.frozen_share * v.size:
+        return
+    if _significant_digits(v[-1]) < th.frozen_digits:
+        return
+    yield ctx.finding(
+        f"loss is frozen: exactly {float(v[-1])!r} at its last {length} points, from step {step(s.steps[start])}",
+        f"the last {length} of {v.size} finite losses ({s.key}) are all exactly {v[-1]!r}, from step "
+        f"{step(s.steps[start])} (line {int(s.lines[start])}) to step {step(s.steps[-1])}.",
+        {"value": float(v[-1]), "points": int(length), "onset_step": float(s.steps[start])},
+        step=s.steps[start],
+        line=s.lines[start],
+    )
+
+
 def chance_level(
     values: np.ndarray, max_classes: int, tol_level: float, tol_block: float, share: float
 ) -> tuple[int, float, float, float, float] | None:
@@ -638,7 +684,7 @@ def _chance_finding(ctx, st: dict, verb: str, tail: str):
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
-    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
+    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-LOSS-FROZEN"),
     least_evidence="{chance_share:.0%} of the run's block medians at ln(k), the end of the run less than {chance_tol_block:.0%} below it, and either no significant downward trend or an accuracy at 1/k.",
     detects=(
         "A train loss (or, when it does not, an eval loss with at least {min_trend_points} evaluations) whose "
@@ -983,6 +1029,23 @@ def _alive(ctx) -> tuple[bool, str]:
     return True, f"learning rate {num(lr_late)} and gradient norm {num(g_late)} (medians of the second half)"
 
 
+def _lr_alone_alive(ctx) -> str:
+    """The evidence that the optimizer steps when the log has a learning rate and no
+    gradient norm: its second-half median above ``tiny_lr`` (a frozen model would show a
+    zero gradient norm, had one been logged); ``""`` otherwise."""
+    if ctx.has("grad_norm") or not ctx.has("lr"):
+        return ""
+    lr = ctx.finite("lr").values
+    if lr.size < 2:
+        return ""
+    late = float(median(lr[lr.size // 2 :]))
+    return (
+        f"learning rate {num(late)} (median of the second half; no gradient norm logged)"
+        if late > ctx.th.tiny_lr
+        else ""
+    )
+
+
 #: Words of a metric computed from the model's predictions (accuracy, F1, precision,
 #: recall, IoU): bit-identical over many evaluations, it says the predictions are frozen.
 PREDICTION_WORDS = frozenset({"acc", "accuracy", "f1", "precision", "recall", "iou", "miou", "auc"})
@@ -1105,12 +1168,20 @@ def dead_run_state(ctx) -> dict | None:
             state["rose"] = True
             return state
         # A flat loss whose 99% interval for the change over the run excludes the fall of a
-        # slow learner, in both directions (see dead_flat_min_points).
+        # slow learner, in both directions (see dead_flat_min_points) ...
         ci = change_interval(s.steps, np.log(v), th.dead_ci_z) if n >= th.dead_flat_min_points else None
         bar = -math.log1p(-th.dead_min_improvement)
         state.update(ci=ci, ci_bar=bar)
         if ci is not None and -bar < ci[0] and ci[1] < bar:
-            state["kind"] = "dead"
+            # ... in a log that does not show the optimizer stepping: a learning rate above
+            # tiny_lr and a live gradient norm move the weights, and a loss that holds while
+            # they move is a model at its floor (a fine-tune converged before its first log)
+            # as often as one that cannot learn; the log cannot tell which.
+            stepping = alive_text or _lr_alone_alive(ctx)
+            if stepping:
+                state["stepping"] = stepping
+            else:
+                state["kind"] = "dead"
         return state
 
     return ctx.memo("dead_run_state", compute)
@@ -1174,7 +1245,7 @@ def _dead_data(st: dict, th) -> dict:
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause: a learning rate at most {tiny_lr} over the whole run, a gradient norm collapsed below {vanish_ratio:.0%} of its early level, an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations, or at least {dead_flat_min_points} points whose {dead_ci_z:g}-sigma interval for the change in log-loss over the run lies within the fall of a slow learner ({dead_min_improvement:.0%}) in both directions.",
-    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend. And a cause that nothing moves: A learning rate at most {tiny_lr} over the whole run, or a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first (each named as the cause), or, over at least {dead_flat_min_points} points, a change in log-loss over the run whose confidence interval ({dead_ci_z:g} standard errors of a least-squares line, widened for autocorrelated noise) lies inside plus or minus the fall of a slow learner ({dead_min_improvement:.0%}). A loss that fell from its first point beyond its noise and then held, one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss whose interval is too wide to exclude slow learning are no progress, not death: TP-LOSS-STALLED, a WARN.",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend. And a cause that nothing moves: A learning rate at most {tiny_lr} over the whole run, or a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first (each named as the cause), or, over at least {dead_flat_min_points} points, a change in log-loss over the run whose confidence interval ({dead_ci_z:g} standard errors of a least-squares line, widened for autocorrelated noise) lies inside plus or minus the fall of a slow learner ({dead_min_improvement:.0%}) in a log that does not show the optimizer stepping (a learning rate above {tiny_lr}, with a live gradient norm where one is logged). A loss that fell from its first point beyond its noise and then held, a pinned loss while the optimizer steps, one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss whose interval is too wide to exclude slow learning are no progress, not death: TP-LOSS-STALLED, a WARN.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A fine-tune that had converged before its first logged point and shows no fall at all looks like a dead run; read the evidence with the run's history in mind.",
     causes="A zero or far too small learning rate, frozen parameters, an optimizer that does not hold the trainable parameters, labels unrelated to inputs.",
@@ -1318,7 +1389,14 @@ def check_loss_stalled(ctx):
     else:
         message = f"loss made no progress: it {change}"
         ci = st.get("ci")
-        if ci is None:
+        if st.get("stepping"):
+            evidence += (
+                f" The {ctx.th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is [{ci[0]:.3f}, "
+                f"{ci[1]:.3f}] nats, inside a slow learner's {st['ci_bar']:.3f}, but the optimizer is stepping "
+                f"({st['stepping']}): a loss that holds while the weights move is a model at its floor as often "
+                "as one that cannot learn."
+            )
+        elif ci is None:
             evidence += (
                 f" With {len(s)} points (fewer than {ctx.th.dead_flat_min_points}) the noise cannot exclude "
                 "a slow learner: not enough evidence that nothing moves."

@@ -239,6 +239,16 @@ class Thresholds:
         "+-0.0002 with 19 negative values in 35 steps. A tiny-loss task fitted to the last "
         "example stays positive (a vision-LM at 0.002, a GRPO loss near 1e-4 is RL's).",
     )
+    frozen_min_points: int = threshold(
+        10,
+        "A loss exactly equal (==) at its last 10 or more logs, at least 10% of the run, "
+        "written with 4 or more significant digits, no longer depends on the data: batch "
+        "noise changes the last digits of a real loss at every log (a frozen run of the corpus "
+        "repeats one value for 74 rows; its healthy logs never repeat a 4-digit loss 10 times "
+        "in a row). Fewer digits are a logger's rounding at a converged floor.",
+    )
+    frozen_share: float = threshold(0.1, see="frozen_min_points")
+    frozen_digits: int = threshold(4, see="frozen_min_points")
     unbounded_factor: float = threshold(
         1000.0,
         "A loss negative at every point whose end level is 1000x its start in magnitude is "
@@ -886,6 +896,9 @@ RANGES: dict[str, Range] = {
     "negative_loss_tol": NONNEG,
     "zero_collapse_share": SHARE,
     "unbounded_factor": FACTOR,
+    "frozen_min_points": count(2),
+    "frozen_share": SHARE,
+    "frozen_digits": count(1, 17),
     "zero_mixed_share": SHARE,
     "zero_mixed_level": SHARE,
     "eval_diverge_min_evals": count(2),

@@ -73,6 +73,38 @@ WHY = {
         "PPO with approx_kl far beyond its trust region while ep_rew_mean still climbs: no rule reads a PPO KL "
         "against its target, and the reward rises, so it passes."
     ),
+    "hf-kevin-flat-1k": (
+        "Label disagreement (flat_or_dead; judged WARN TP-LOSS-STALLED). A LoRA at lr 2e-4 whose loss holds "
+        "2.17 -> 2.12 inside +-5% noise for 100 logs while the gradient norm stays near 1: the 99% interval of "
+        "its change over the run is [-0.028, 0.062] nats, which reaches a slow learner's 0.051, and the "
+        "optimizer is stepping. By its numbers it is the shape of hf-qwen-lora-plateau (labelled healthy) "
+        "without the first-log drop; the log cannot show that nothing moves, so a WARN, not a FAIL."
+    ),
+    "csv-lightning-probe-flat-noisy": (
+        "Label disagreement (flat_or_dead; judged WARN TP-LOSS-STALLED). 28 logs of a loss between 2.31 and "
+        "3.81 (first-5 median 3.18, last-5 3.10): too few and too noisy to exclude a slow learner; the "
+        "knowledge that sibling versions reach 0.05 is outside this log."
+    ),
+    "console-amharic-hnet-char-lm-ln190-stuck": (
+        "Label disagreement (flat_or_dead; judged WARN TP-LOSS-STALLED). 21 epoch averages 5.78 -> 5.66 at "
+        "+-3%: too few to exclude a slow learner. That 5.25 = ln(190) is the uniform guess over this model's "
+        "vocabulary is knowledge of the tokenizer, not of the log (chance levels are named for k <= 10)."
+    ),
+    "console-marian-ctx6l-stuck": (
+        "Label disagreement (flat_or_dead; judged WARN TP-LOSS-STALLED). The cost fell 9.37 -> 8.2 over its "
+        "first five logs, then held 7.9-8.3 for 20,000 updates while the learning rate warmed and decayed: a "
+        "fall then a plateau, the shape of a fine-tune at its floor. That siblings reach 2.6 and BLEU is 0 is "
+        "outside the train log; a plateau after a fall is no progress, not a dead run."
+    ),
+    "csv-lightning-lstm-odd-cols": (
+        "Label disagreement (flat_or_dead; judged PASS). The loss falls 1.75 -> 0.250005 smoothly and holds "
+        "there, still moving in its sixth digit. That 0.25 is the squared error of predicting 0.5 for 0/1 "
+        "targets is knowledge of the targets; the loss fell 86% and nothing in the log says it should go lower."
+    ),
+    "jsonl-rl-reward-only": (
+        "Labelled not_judgeable; judged PASS on its reward (TP-RL-OBJECTIVE), the RL rules' evidence: a log "
+        "of returns is judged on its return, as the issue asks for model-based RL logs with no loss."
+    ),
     "tfevents-yolov5-muzzle-warmup-collapse": (
         "The transient collapse is in validation (val/obj_loss 19.9 for one epoch, mAP near 0) and the train "
         "loss sum barely moves; TP-LOSS-SPIKE reads the train loss only."
@@ -163,7 +195,28 @@ def render(results: list[dict], summary: str) -> str:
             + ", ".join(f"{r['id']} ({r['verdict']})" for r in unscored)
             + ".",
         ]
+    lines += zoo_tables()
     return "\n".join(lines) + "\n"
+
+
+def zoo_tables() -> list[str]:
+    """The false-FAIL and recall tables of ``evidence/zoo.md`` (``bench/zoo.py``: generated
+    healthy and broken runs), copied under a heading of their own; none when that page is
+    absent."""
+    page = REPO / "evidence" / "zoo.md"
+    if not page.exists():
+        return []
+    out = ["", "## The zoo: generated runs (from evidence/zoo.md)", ""]
+    keep = False
+    for ln in page.read_text(encoding="utf-8").splitlines():
+        if ln.startswith("## "):
+            keep = ln.startswith("## False FAILs") or ln.startswith("## Recall")
+            if keep:
+                out += ["", "#" + ln]
+            continue
+        if keep and (ln.startswith("|") or ln.startswith("Healthy runs with any FAIL")):
+            out.append(ln)
+    return out
 
 
 def main() -> int:

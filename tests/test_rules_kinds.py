@@ -31,7 +31,23 @@ def at_level(n, level, rel, seed):
 # --- TP-CHANCE-LEVEL -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("k", [2, 3, 4, 5, 10])
+@pytest.mark.parametrize("k", [5, 7, 10])
+@pytest.mark.parametrize("n,rel,seed", [(20, 0.01, 0), (110, 0.03, 1), (1000, 0.05, 2)])
+def test_a_loss_held_at_ln_k_above_four_needs_the_accuracy_to_fail(k, n, rel, seed):
+    # From ln 5 on the levels crowd where language-model fine-tunes settle: a WARN alone,
+    # a FAIL with an accuracy at 1/k.
+    loss = at_level(n, math.log(k), rel, seed)
+    loss[0] = math.log(k) * 1.02
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)))
+    assert one(rep, "TP-NEAR-CHANCE").data["classes"] == k and "TP-CHANCE-LEVEL" not in ids(rep)
+    acc = [None] * n
+    for e in range(1, 5):
+        acc[e * n // 4 - 1] = 1 / k
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3), eval_accuracy=acc))
+    assert one(rep, "TP-CHANCE-LEVEL").data["classes"] == k
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
 @pytest.mark.parametrize("n,rel,seed", [(20, 0.01, 0), (110, 0.03, 1), (1000, 0.05, 2)])
 def test_a_loss_held_at_ln_k_is_stuck_at_chance(k, n, rel, seed):
     loss = at_level(n, math.log(k), rel, seed)
@@ -757,3 +773,22 @@ def test_a_repeated_loss_is_not_frozen_without_every_piece_of_evidence(case):
 def test_a_loss_frozen_at_ln2_is_named_for_chance_with_the_frozen_loss_implied():
     rep = judge_runlog(run_of(loss=np.full(100, 0.6931), lr=np.full(100, 1e-3)))
     assert "TP-LOSS-FROZEN" in one(rep, "TP-CHANCE-LEVEL").data["implies"]
+
+
+@pytest.mark.parametrize("n", [12, 100])
+def test_an_eval_loss_bit_identical_at_every_evaluation_is_frozen(n):
+    # A frozen Keras model: the train loss wobbles with its batches, the validation loss on
+    # a fixed set repeats to the bit.
+    rng = np.random.default_rng(n)
+    rep = judge_runlog(
+        run_of(loss=1.9 * np.exp(0.03 * rng.standard_normal(n)), eval_loss=np.full(n, 1.9191406965255737))
+    )
+    f = one(rep, "TP-LOSS-FROZEN")
+    assert f.data["series"] == "eval_loss" and f.data["points"] == n
+
+
+def test_an_eval_loss_that_moves_in_its_last_digits_is_not_frozen():
+    n = 100
+    ev = 1.9191406965255737 + 1e-9 * np.arange(n)
+    rep = judge_runlog(run_of(loss=np.geomspace(3, 1.5, n), eval_loss=ev))
+    assert "TP-LOSS-FROZEN" not in ids(rep)

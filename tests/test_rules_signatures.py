@@ -654,3 +654,24 @@ def test_ar1_inflation_widens_for_positive_autocorrelation_only():
     assert rho == pytest.approx(0.6, abs=0.05) and factor == pytest.approx(2.0, rel=0.1)
     assert ar1_inflation((-1.0) ** np.arange(100)) == (0.0, 1.0)
     assert ar1_inflation(np.zeros(10)) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("n,burst", [(100, 8), (300, 30), (2000, 200)])
+def test_a_blow_up_of_two_orders_of_magnitude_that_recovers_is_a_spike_warning(n, burst):
+    # The loss jumps 100x for a few epochs' worth of logs, then comes back to its level.
+    rng = np.random.default_rng(n)
+    v = (2.0 * np.exp(-np.arange(n) / (n / 6)) + 0.5) * np.exp(0.02 * rng.standard_normal(n))
+    k = n // 2
+    v[k : k + burst] *= np.r_[np.geomspace(10, 100, burst // 2), np.geomspace(100, 3, burst - burst // 2)]
+    rep = judge(loss=list(v))
+    f = one(rep, "TP-LOSS-SPIKE")
+    assert f.level is Level.WARN and f.data["recovered"] and f.data["largest_ratio"] > 50
+    assert rep.verdict is Level.WARN
+
+
+def test_a_long_climb_of_the_same_size_that_stays_is_not_a_spike():
+    # 100x above its level over the last third: a new level (TP-DIVERGE's), not a spike.
+    n = 300
+    v = np.r_[np.full(200, 1.0), np.full(100, 100.0)] * np.exp(0.02 * np.random.default_rng(0).standard_normal(n))
+    rep = judge(loss=list(v))
+    assert "TP-DIVERGE" in rep.ids()

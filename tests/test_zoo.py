@@ -23,9 +23,7 @@ HEALTHY_SEEDS = [0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 14, 15, 16, 17, 18, 19, 
 HEALTHY_SEEDS += [22, 23, 24, 25, 26, 27, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42]
 
 #: Healthy seeds a FAIL rule fires on today: seed -> (rule, why).
-HEALTHY_XFAIL = {
-    1: "TP-DEAD-RUN on a healthy 'floor' run (a fine-tune at its floor from the first log: drift -0.5%, 21 points)",
-}
+HEALTHY_XFAIL: dict[int, str] = {}
 
 #: Broken seeds per kind, with onset_share 0.6 (lr_zero and chance are broken from the start).
 BROKEN_SEEDS = {
@@ -38,13 +36,9 @@ BROKEN_SEEDS = {
     "spike": [7000000, 7000001, 7000002, 7000004, 7000005],
 }
 
-_FROZEN = (
-    "frozen from 40% of the run on (bit-identical or flat loss, grad_norm exactly 0 there): TP-FLAT, "
-    "TP-ZERO-GRAD and TP-DEAD-RUN read the whole run, whose first 60% learned"
-)
 _CHANCE = (
-    "stuck at ln k after a fall onto it over the first 0-5% of the run: TP-DEAD-RUN's first window "
-    "holds the fall, and TP-CHANCE-LEVEL names k <= 10 only"
+    "stuck at ln k after a fall onto it over the first 0-5% of the run, k above 10 or the fall inside "
+    "TP-DEAD-RUN's first window: chance levels are named for k <= 10"
 )
 #: Broken seeds the rules miss today: seed -> why.
 BROKEN_XFAIL = {
@@ -53,7 +47,6 @@ BROKEN_XFAIL = {
     4000003: _CHANCE,
     4000004: _CHANCE,
     4000005: _CHANCE,
-    **dict.fromkeys(BROKEN_SEEDS["frozen"], _FROZEN),
 }
 
 
@@ -86,7 +79,11 @@ def test_healthy_run_does_not_fail(seed):
 def test_broken_run_is_caught(kind, seed):
     run = _zoo.from_seed(seed, kind, onset_share=0.6)
     rep = judge_runlog(_zoo.to_runlog(run))
-    if _zoo.BROKEN_KINDS[kind] == "FAIL":
+    if kind == "chance" and not 2 <= run.params["classes"] <= 4:
+        # Above ln 4 the levels crowd where other losses settle: with no accuracy at 1/k the
+        # level is a WARN by design (TP-NEAR-CHANCE, chance_fail_max_classes).
+        assert _ids(rep, "FAIL") or _ids(rep, "WARN"), run.describe()
+    elif _zoo.BROKEN_KINDS[kind] == "FAIL":
         assert _ids(rep, "FAIL"), run.describe()
     else:
         assert _ids(rep, "FAIL") or _ids(rep, "WARN"), run.describe()

@@ -495,12 +495,12 @@ def _significant_digits(x: float) -> int:
     "TP-LOSS-FROZEN",
     Level.FAIL,
     "zero",
-    "the loss holds one bit-identical value to the end",
+    "the loss (or the eval loss) holds one bit-identical value to the end",
     needs=[Need("loss", "min_trend_points")],
     thresholds=["min_trend_points", "frozen_min_points", "frozen_share", "frozen_digits"],
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU"),
     least_evidence="The last {frozen_min_points} or more finite losses, and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
-    detects="The train loss is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of the run, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen).",
+    detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen). An eval loss on a fixed validation set repeats to the bit only when the weights do not change.",
     why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
     not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits.",
     causes="A model whose output no longer depends on its input (collapsed to a constant), frozen weights evaluated on one fixed batch, a loss variable that is never updated in the logging code, a data loader stuck on one batch.",
@@ -509,25 +509,32 @@ def _significant_digits(x: float) -> int:
 )
 def check_loss_frozen(ctx):
     th = ctx.th
-    s = ctx.finite("loss")
-    v = s.values
-    same = np.r_[False, v[1:] == v[:-1]]
-    if not same[-1]:
+    for name in ("loss", "eval_loss"):
+        if not ctx.has(name):
+            continue
+        s = ctx.finite(name)
+        v = s.values
+        if v.size < 2:
+            continue
+        same = np.r_[False, v[1:] == v[:-1]]
+        if not same[-1]:
+            continue
+        start = int(np.flatnonzero(~same)[-1])
+        length = v.size - start
+        if length < th.frozen_min_points or length < th.frozen_share * v.size:
+            continue
+        if _significant_digits(v[-1]) < th.frozen_digits:
+            continue
+        what = "loss" if name == "loss" else "eval loss"
+        yield ctx.finding(
+            f"{what} is frozen: exactly {float(v[-1])!r} at its last {length} points, from step {step(s.steps[start])}",
+            f"the last {length} of {v.size} finite {what}es ({s.key}) are all exactly {float(v[-1])!r}, from step "
+            f"{step(s.steps[start])} (line {int(s.lines[start])}) to step {step(s.steps[-1])}.",
+            {"value": float(v[-1]), "points": int(length), "onset_step": float(s.steps[start]), "series": name},
+            step=s.steps[start],
+            line=s.lines[start],
+        )
         return
-    start = int(np.flatnonzero(~same)[-1])
-    length = v.size - start
-    if length < th.frozen_min_points or length < th.frozen_share * v.size:
-        return
-    if _significant_digits(v[-1]) < th.frozen_digits:
-        return
-    yield ctx.finding(
-        f"loss is frozen: exactly {float(v[-1])!r} at its last {length} points, from step {step(s.steps[start])}",
-        f"the last {length} of {v.size} finite losses ({s.key}) are all exactly {v[-1]!r}, from step "
-        f"{step(s.steps[start])} (line {int(s.lines[start])}) to step {step(s.steps[-1])}.",
-        {"value": float(v[-1]), "points": int(length), "onset_step": float(s.steps[start])},
-        step=s.steps[start],
-        line=s.lines[start],
-    )
 
 
 def chance_level(
@@ -624,7 +631,9 @@ def chance_state(ctx) -> dict | None:
             hit = chance_level(series.values, *args)
             if hit is not None:
                 st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": _accuracy_at_chance(ctx, hit[0])}
-                st["fails"] = bool(st["accuracy"]) or st["z"] > -th.dead_trend_z
+                st["fails"] = bool(st["accuracy"]) or (
+                    st["z"] > -th.dead_trend_z and hit[0] <= th.chance_fail_max_classes
+                )
                 found.append(st)
         # The train loss first; the eval loss where the train loss drifts and the eval loss
         # shows the level plainly.
@@ -678,6 +687,7 @@ def _chance_finding(ctx, st: dict, verb: str, tail: str):
         "chance_tol_block",
         "chance_share",
         "chance_acc_tol",
+        "chance_fail_max_classes",
         "dead_trend_z",
         "dead_min_schedule_share",
     ],
@@ -736,6 +746,7 @@ def check_chance_level(ctx):
         "chance_tol_block",
         "chance_share",
         "chance_acc_tol",
+        "chance_fail_max_classes",
         "dead_trend_z",
         "dead_min_schedule_share",
     ],
@@ -744,8 +755,8 @@ def check_chance_level(ctx):
     detects=(
         "TP-CHANCE-LEVEL's level (the median within {chance_tol_level:.0%} of ln(k), {chance_share:.0%} of the "
         "block medians within {chance_tol_block:.0%}, the end less than {chance_tol_block:.0%} of ln(k) below it) "
-        "on a loss that falls with a significant trend (Mann-Kendall z at most -{dead_trend_z}) while no logged "
-        "accuracy sits at 1/k: a classifier that has moved less than {chance_tol_block:.0%} of ln(k) away from a "
+        "on a loss that falls with a significant trend (Mann-Kendall z at most -{dead_trend_z}), or sits at ln(k) "
+        "for a k above {chance_fail_max_classes}, while no logged accuracy sits at 1/k: a classifier that has moved less than {chance_tol_block:.0%} of ln(k) away from a "
         "uniform guess, or a loss of another kind that happens to sit at that value."
     ),
     why=(
@@ -768,10 +779,15 @@ def check_near_chance(ctx):
     yield _chance_finding(
         ctx,
         st,
-        "drifts along",
-        f"It falls with a significant trend (Mann-Kendall z {st['z']:.2f}) but has left the level by less than "
-        f"{pct(ctx.th.chance_tol_block)} of ln({st['hit'][0]}); no accuracy is logged at 1/{st['hit'][0]} to "
-        "say whether this is a guessing classifier.",
+        "drifts along" if st["z"] <= -ctx.th.dead_trend_z else "sits at",
+        (
+            f"It falls with a significant trend (Mann-Kendall z {st['z']:.2f}) but has left the level by less than "
+            f"{pct(ctx.th.chance_tol_block)} of ln({st['hit'][0]})"
+            if st["z"] <= -ctx.th.dead_trend_z
+            else f"It never left the level, but ln({st['hit'][0]}) is one of the crowded levels above "
+            f"ln({ctx.th.chance_fail_max_classes}) where other losses settle by coincidence"
+        )
+        + f"; no accuracy is logged at 1/{st['hit'][0]} to say whether this is a guessing classifier.",
     )
 
 
@@ -802,7 +818,8 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
     """``(step, before, peak)`` when the learning rate climbed after its warm-up: from
     ``before`` (its median up to the step where its rise begins) to at least
     ``diverge_lr_rise`` times that (``peak``, its highest value after), the rise starting
-    after the learning rate had held or fallen for at least a tenth of the run. ``None``
+    after the learning rate had held or fallen for at least a tenth of the run, taking 3
+    logs or more and ending at half its peak or more (not a warm restart). ``None``
     without a logged learning rate or such a climb."""
     if not ctx.has("lr"):
         return None
@@ -820,6 +837,12 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
     before = float(median(x[max(0, low - 5) : low + 1]))
     peak = float(np.max(x[low:]))
     if not before > 0 or peak < ctx.th.diverge_lr_rise * before:
+        return None
+    # A climb that persists: it takes at least 3 logs to reach its peak and the rate ends
+    # at half of it or more. A warm restart jumps in one log and decays again (SGDR, a
+    # cyclic schedule): a schedule, not a runaway.
+    top = low + int(np.argmax(x[low:]))
+    if top - low < 3 or x[-1] < 0.5 * peak:
         return None
     return float(st[low]), before, peak
 

@@ -8,6 +8,10 @@ matters, what it does NOT mean, likely causes, what to try). The engine
 function only sees data it can judge and yields :class:`~trainproof.findings.Finding`
 objects through ``ctx.finding``.
 
+The section "What it does NOT mean" (``not_mean``) of a FAIL rule names the healthy run
+shapes that look most like its signature; each has a negative test (see the thresholds
+module on what a FAIL may rest on).
+
 Outcome ids (``TP-PASS``, ``TP-NOT-CHECKED``, ``TP-NO-LOSS``, …) are declared with
 :func:`outcome`: they have documentation but no check function.
 """

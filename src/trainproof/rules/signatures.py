@@ -465,9 +465,13 @@ def _spike_candidates(y: np.ndarray, window: int, first: int, bar: float) -> tup
         "spike_settle_points",
         "spike_worse_ratio",
         "spike_worse_z",
+        "spike_excursion_factor",
+        "spike_excursion_share",
     ],
     detects=(
-        "A burst of at most {spike_max_points} consecutive points more than {spike_factor:g}x the loss level "
+        "A burst of at most {spike_max_points} consecutive points (or, for an excursion reaching "
+        "{spike_excursion_factor:g}x the level before it, at most {spike_excursion_share:.0%} of the run) more "
+        "than {spike_factor:g}x the loss level "
         "before it (median of up to the {spike_window} points before, at least 5) and more than "
         "{spike_noise_z:g} noise sigmas above it (noise of the log of the loss), followed by at least "
         "{spike_settle_points} more points. The loss must come back below that bar, and the best level the run "
@@ -536,7 +540,13 @@ def check_loss_spike(ctx):
         while end < n and y[end] - pre > bar:
             end += 1
         c = int(np.searchsorted(cand, end))
-        if end - i > th.spike_max_points or n - end < settle:
+        # A burst longer than spike_max_points is a new level, unless it is an excursion of
+        # an order of magnitude or more that lasts at most spike_excursion_share of the run:
+        # a blow-up the run came back from within a few epochs is a spike, not a level.
+        excursion = float(np.max(y[i:end])) - pre >= math.log(th.spike_excursion_factor) and (
+            end - i <= th.spike_excursion_share * n
+        )
+        if (end - i > th.spike_max_points and not excursion) or n - end < settle:
             continue
         if post_best is None:
             post_meds = window_medians(y, settle)

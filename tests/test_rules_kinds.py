@@ -792,3 +792,39 @@ def test_an_eval_loss_that_moves_in_its_last_digits_is_not_frozen():
     ev = 1.9191406965255737 + 1e-9 * np.arange(n)
     rep = judge_runlog(run_of(loss=np.geomspace(3, 1.5, n), eval_loss=ev))
     assert "TP-LOSS-FROZEN" not in ids(rep)
+
+
+# --- TP-RL-NO-PROGRESS and TP-RL-FROZEN-POLICY --------------------------------------------
+
+
+def _grpo(n, slope, kl_level, seed):
+    rng = np.random.default_rng(seed)
+    reward = -0.25 + slope * np.linspace(0, 1, n) + 0.08 * rng.standard_normal(n)
+    kl = np.full(n, kl_level) * np.exp(0.1 * rng.standard_normal(n)) if kl_level is not None else None
+    cols = {"loss": 1e-4 * rng.standard_normal(n), "reward": reward, "reward_std": np.full(n, 0.3)}
+    if kl is not None:
+        cols["kl"] = kl
+    return run_of(**cols)
+
+
+@pytest.mark.parametrize("n,seed", [(400, 1), (1000, 0), (3000, 2)])
+def test_a_flat_reward_with_a_kl_near_zero_is_a_frozen_policy(n, seed):
+    f = one(judge_runlog(_grpo(n, 0.0, 3e-4, seed)), "TP-RL-FROZEN-POLICY")
+    assert f.level is Level.FAIL and 0 < f.data["kl"] < 1e-3
+
+
+@pytest.mark.parametrize("kl", [None, 0.0, 0.03])
+def test_a_flat_reward_without_a_tiny_kl_is_only_a_warning(kl):
+    rep = judge_runlog(_grpo(1000, 0.0, kl, 3))
+    assert "TP-RL-FROZEN-POLICY" not in ids(rep) and "TP-RL-NO-PROGRESS" in ids(rep)
+
+
+@pytest.mark.parametrize("n,slope", [(100, 0.3), (400, 0.15), (2000, 0.08)])
+def test_a_reward_that_rises_past_its_noise_is_progress(n, slope):
+    rep = judge_runlog(_grpo(n, slope, 3e-4, 4))
+    assert not ids(rep) & {"TP-RL-FROZEN-POLICY", "TP-RL-NO-PROGRESS"}
+
+
+def test_a_short_flat_reward_is_not_enough_evidence():
+    rep = judge_runlog(_grpo(100, 0.0, 3e-4, 0))  # the interval cannot reach half the noise
+    assert "TP-RL-NO-PROGRESS" in rep.ran and not ids(rep) & {"TP-RL-FROZEN-POLICY", "TP-RL-NO-PROGRESS"}

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, pct, step
-from ._stats import median, trend_z
+from ._stats import change_interval, median, noise_sigma, trend_z
 from .objective_kind import detect_objective
 from .registry import Need, rule
 
@@ -147,6 +147,108 @@ def check_rl_no_signal(ctx):
             step=rw.steps[0],
             line=rw.lines[0],
         )
+
+
+def reward_pinned(ctx) -> dict | None:
+    """The numbers of a reward pinned to one level over the run, or ``None``: at least
+    ``dead_flat_min_points`` finite rewards whose ``dead_ci_z`` interval of the change over
+    the run (a least-squares line, AR(1)-widened) lies within ``rl_flat_noise_share`` of the
+    reward's own point noise in both directions. Also the KL's second-half median when a
+    KL is logged. Computed once for TP-RL-NO-PROGRESS and TP-RL-FROZEN-POLICY."""
+
+    def compute():
+        th = ctx.th
+        r = ctx.finite("reward")
+        if len(r) < th.dead_flat_min_points:
+            return None
+        sigma = noise_sigma(r.values)
+        ci = change_interval(r.steps, r.values, th.dead_ci_z)
+        if ci is None or not sigma > 0:
+            return None
+        bar = th.rl_flat_noise_share * sigma
+        # change_interval gives the fall; a reward that rises has a negative fall.
+        if not (-bar < ci[0] and ci[1] < bar):
+            return None
+        kl = None
+        if ctx.has("kl"):
+            k = ctx.finite("kl").values
+            if k.size >= 2:
+                kl = float(median(k[k.size // 2 :]))
+        return {"r": r, "ci": ci, "sigma": sigma, "bar": bar, "kl": kl}
+
+    return ctx.memo("reward_pinned", compute)
+
+
+_PINNED_TH = ["dead_flat_min_points", "dead_ci_z", "rl_flat_noise_share", "rl_kl_tiny"]
+
+
+def _pinned_finding(ctx, st: dict, message: str, tail: str):
+    r, ci = st["r"], st["ci"]
+    return ctx.finding(
+        message,
+        f"the reward ({r.key}) has median {num(median(r.values))} over {len(r)} points (steps {step(r.steps[0])}–"
+        f"{step(r.steps[-1])}); the {ctx.th.dead_ci_z:g}-sigma interval of its change over the run is "
+        f"[{num(-ci[1])}, {num(-ci[0])}], inside plus or minus {num(st['bar'])} ({num(ctx.th.rl_flat_noise_share)} of "
+        f"its point-to-point noise {num(st['sigma'])}). " + tail,
+        {
+            "reward_median": float(median(r.values)),
+            "change_interval": [-ci[1], -ci[0]],
+            "noise": st["sigma"],
+            "kl": st["kl"],
+        },
+        step=r.steps[-1],
+        line=r.lines[-1],
+    )
+
+
+@rule(
+    "TP-RL-FROZEN-POLICY",
+    Level.FAIL,
+    "rl",
+    "the reward is pinned to one level and the policy never left its reference",
+    needs=[Need("reward", "dead_flat_min_points"), Need("kl", 2)],
+    thresholds=_PINNED_TH,
+    objectives=("rl",),
+    least_evidence="At least {dead_flat_min_points} rewards whose interval of change over the run lies within {rl_flat_noise_share} of their noise, and a KL whose second-half median is above 0 and below {rl_kl_tiny}.",
+    detects="On an RL objective, a reward pinned to one level (TP-RL-NO-PROGRESS's evidence) while the KL to the reference policy, logged and non-zero, has a second-half median below {rl_kl_tiny}: the policy has not moved, and the reward says it learned nothing.",
+    why="Two independent measures agree that nothing changed: the reward the policy earns and its distance from where it started. A policy that learns moves away from its reference, and a GRPO or PPO run whose KL stays near zero while its reward stays flat has spent its compute on nothing.",
+    not_mean="A KL of exactly 0 is not this (TRL logs 0 when the KL coefficient beta is 0); nor a reward that still climbs, however slowly; nor a flat reward whose KL grows (the policy moves: TP-RL-NO-PROGRESS warns).",
+    causes="A learning rate too small for the adapter or model, LoRA adapters not attached to the trained modules, rewards with no spread inside groups (zero advantage), a reference model that is the policy itself.",
+    try_="Check the learning rate applied and that the adapters are trainable; log the reward spread in groups (reward_std, frac_reward_zero_std); raise num_generations or use a graded reward.",
+)
+def check_rl_frozen_policy(ctx):
+    st = reward_pinned(ctx)
+    if st is None or st["kl"] is None or not 0 < st["kl"] < ctx.th.rl_kl_tiny:
+        return
+    yield _pinned_finding(
+        ctx,
+        st,
+        "the policy learned nothing: its reward is pinned and its KL to the reference stays near zero",
+        f"The KL ({ctx.series('kl').key}) has a second-half median of {num(st['kl'])}, below {num(ctx.th.rl_kl_tiny)}: "
+        "the policy never left its reference.",
+    )
+
+
+@rule(
+    "TP-RL-NO-PROGRESS",
+    Level.WARN,
+    "rl",
+    "the reward is pinned to one level over the run",
+    needs=[Need("reward", "dead_flat_min_points")],
+    thresholds=_PINNED_TH,
+    objectives=("rl",),
+    detects="On an RL objective, at least {dead_flat_min_points} reward points whose {dead_ci_z:g}-sigma interval of change over the run (a least-squares line, its error widened for autocorrelation) lies within {rl_flat_noise_share} of the reward's point-to-point noise in both directions: the reward neither rose nor fell by a measurable amount. With a KL near zero as well it is TP-RL-FROZEN-POLICY, a FAIL.",
+    why="An RL run is judged by its reward: a reward that holds one level for the whole run means the policy is not improving at what it is rewarded for.",
+    not_mean="It does not mean the run is broken: a task at its ceiling, a sparse reward that has not yet been found, or a run meant to hold a level (a KL-regularised fine-tune) look like this.",
+    causes="A learning rate too small, rewards with no spread inside groups, a reward function that does not depend on the completion, a task far too hard for the policy.",
+    try_="Check that the reward varies across completions of one prompt, the learning rate applied, and the KL: a policy that does not move cannot improve.",
+)
+def check_rl_no_progress(ctx):
+    st = reward_pinned(ctx)
+    if st is None or (st["kl"] is not None and 0 < st["kl"] < ctx.th.rl_kl_tiny):
+        return
+    kl = f"The KL's second-half median is {num(st['kl'])}." if st["kl"] is not None else "No KL is logged."
+    yield _pinned_finding(ctx, st, "the reward made no progress: it holds one level over the run", kl)
 
 
 @rule(

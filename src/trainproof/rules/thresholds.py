@@ -335,6 +335,23 @@ class Thresholds:
         "downward trend (dead_trend_z), is a run that does not learn its preferences. 20 "
         "accuracy points make the second half 10.",
     )
+    rl_flat_noise_share: float = threshold(
+        0.5,
+        "An RL reward is noisy from step to step; it made no progress when the 99% interval "
+        "(dead_ci_z) of its change over the run, from a least-squares line with an AR(1)-widened "
+        "error, lies within half its own point-to-point noise in both directions. A healthy "
+        "GRPO or PPO reward rises by its noise or more over a run; the interval's half-width is "
+        "2.576 * noise * sqrt(12 / n), so the bar can be met from about 320 points on: a "
+        "shorter flat reward is not enough evidence (a reward flat at about -0.25 for 400 "
+        "steps is).",
+    )
+    rl_kl_tiny: float = threshold(
+        1e-3,
+        "A KL to the reference policy whose second-half median is above 0 and below 0.001 "
+        "nats: the policy has not left where it started (healthy GRPO runs grow their KL to "
+        "0.01-0.1; TRL logs exactly 0 when beta is 0, which says nothing). With a pinned "
+        "reward it is a FAIL (TP-RL-FROZEN-POLICY).",
+    )
     pref_min_points: int = threshold(20, see="pref_chance_accuracy")
     rl_collapse_min_points: int = threshold(
         30,
@@ -940,6 +957,8 @@ RANGES: dict[str, Range] = {
     "rl_zero_reward_share": SHARE,
     "rl_zero_std_warn": SHARE,
     "pref_chance_accuracy": SHARE,
+    "rl_flat_noise_share": SHARE,
+    "rl_kl_tiny": Range(float, 0.0, 1.0),
     # Two halves of 2 points each, the least a trend over the second half is read from.
     "pref_min_points": count(4),
     "rl_collapse_min_points": count(3),

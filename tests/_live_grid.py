@@ -79,8 +79,10 @@ class Outcome:
         )
 
 
-def make_problem(problem: str, seed: int):
-    """(inputs, targets, model, loss function) of a small problem, fixed by ``seed``."""
+def make_problem(problem: str, seed: int, samples: int = 2048):
+    """(inputs, targets, model, loss function) of a small problem, fixed by ``seed``:
+    ``clf`` (4 Gaussian clusters, 1,024 points, cross-entropy), ``reg`` (a tanh regression
+    of ``samples`` points, MSE) or ``offset`` (the same scaled by 2 around 2)."""
     g = torch.Generator().manual_seed(1000 + seed)
     d = 8
     if problem == "clf":
@@ -91,12 +93,12 @@ def make_problem(problem: str, seed: int):
         torch.manual_seed(seed)
         model = torch.nn.Sequential(torch.nn.Linear(d, 32), torch.nn.ReLU(), torch.nn.Linear(32, k))
         return x, y, model, torch.nn.functional.cross_entropy
-    x = torch.randn(2048, d, generator=g)
+    x = torch.randn(samples, d, generator=g)
     w = torch.randn(d, 1, generator=g)
     if problem == "reg":
-        y = torch.tanh(x @ w) + 0.05 * torch.randn(2048, 1, generator=g)
+        y = torch.tanh(x @ w) + 0.05 * torch.randn(samples, 1, generator=g)
     elif problem == "offset":
-        y = 2.0 * torch.tanh(x @ w) + 2.0 + 0.1 * torch.randn(2048, 1, generator=g)
+        y = 2.0 * torch.tanh(x @ w) + 2.0 + 0.1 * torch.randn(samples, 1, generator=g)
     else:
         raise ValueError(problem)
     torch.manual_seed(seed)

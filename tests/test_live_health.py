@@ -28,6 +28,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import _live_grid as _grid  # noqa: E402  (after the torch skip: it imports torch)
+
 import trainproof  # noqa: E402
 from trainproof import Level, RunFailed  # noqa: E402
 from trainproof.live.guardian import Guardian  # noqa: E402
@@ -54,33 +56,11 @@ def deterministic_cadence(monkeypatch):
 
 
 def make_problem(kind: str, seed: int):
-    """(inputs, targets, model, loss function) of a small problem, fixed by ``seed``."""
-    g = torch.Generator().manual_seed(1000 + seed)
-    d = 8
-    if kind == "clf":
-        k = 4
-        centers = 2.0 * torch.randn(k, d, generator=g)
-        y = torch.randint(0, k, (1024,), generator=g)
-        x = centers[y] + torch.randn(1024, d, generator=g)
-        torch.manual_seed(seed)
-        model = torch.nn.Sequential(torch.nn.Linear(d, 32), torch.nn.ReLU(), torch.nn.Linear(32, k))
-        return x, y, model, torch.nn.functional.cross_entropy
-    x = torch.randn(1024, d, generator=g)
-    w = torch.randn(d, 1, generator=g)
-    y = torch.tanh(x @ w) + 0.05 * torch.randn(1024, 1, generator=g)
-    torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(d, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
-    return x, y, model, torch.nn.functional.mse_loss
+    """The grid's problems (``tests/_live_grid.py``), regression on 1,024 points."""
+    return _grid.make_problem(kind, seed, samples=1024)
 
 
-def make_optimizer(params, opt: str, lr: float):
-    if opt == "adam":
-        return torch.optim.Adam(params, lr=lr)
-    if opt == "adamw":
-        return torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
-    if opt == "sgd_momentum":
-        return torch.optim.SGD(params, lr=lr, momentum=0.9)
-    return torch.optim.SGD(params, lr=lr)
+make_optimizer = _grid.make_optimizer
 
 
 def train(kind: str, opt: str, lr: float, seed: int, check_every: int, warmup: int = 0, frozen: bool = False):

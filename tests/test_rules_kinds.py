@@ -828,3 +828,16 @@ def test_a_reward_that_rises_past_its_noise_is_progress(n, slope):
 def test_a_short_flat_reward_is_not_enough_evidence():
     rep = judge_runlog(_grpo(100, 0.0, 3e-4, 0))  # the interval cannot reach half the noise
     assert "TP-RL-NO-PROGRESS" in rep.ran and not ids(rep) & {"TP-RL-FROZEN-POLICY", "TP-RL-NO-PROGRESS"}
+
+
+@pytest.mark.parametrize("key", ["eval_return", "train_return", "return", "evaluation/return"])
+def test_a_model_based_rl_log_with_returns_and_no_loss_is_judged_on_its_return(key):
+    n = 200
+    rng = np.random.default_rng(0)
+    rising = run_of(**{key: -200 + 2.0 * np.arange(n) + 10 * rng.standard_normal(n)})
+    rep = judge_runlog(rising)
+    assert "reward" in rising.series and rep.verdict is Level.PASS and "TP-RL-OBJECTIVE" in ids(rep)
+    # ... and a return that rises and collapses back fails on it
+    t = np.arange(n)
+    collapse = np.where(t < n // 2, -200 + 6.0 * t, -200 + 6.0 * (n - t) - 400) + 10 * rng.standard_normal(n)
+    assert judge_runlog(run_of(**{key: collapse})).verdict is Level.FAIL

@@ -180,6 +180,17 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "rollout/return",
         "episode_return",
         "episode/return",
+        # Model-based and off-policy RL loops (Dreamer, MBPO) log only returns: the
+        # training episodes' first, else the evaluation episodes' (their return is still the
+        # objective; a log with no loss is judged on it rather than not at all).
+        "return",
+        "train/return",
+        "train_return",
+        "mean_return",
+        "average_return",
+        "eval_return",
+        "eval/return",
+        "evaluation/return",
         "train/rewards/margins",
         "rewards/margins",
     ),

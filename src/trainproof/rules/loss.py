@@ -674,23 +674,28 @@ def _chance_finding(ctx, st: dict, verb: str, tail: str):
     )
 
 
+#: What TP-CHANCE-LEVEL and TP-NEAR-CHANCE need and read: one judgement (:func:`chance_state`).
+_CHANCE_NEEDS = [Need(("loss", "eval_loss"), "min_trend_points", positive=True, all_finite=True)]
+_CHANCE_TH = [
+    "min_trend_points",
+    "chance_max_classes",
+    "chance_tol_level",
+    "chance_tol_block",
+    "chance_share",
+    "chance_acc_tol",
+    "chance_fail_max_classes",
+    "dead_trend_z",
+    "dead_min_schedule_share",
+]
+
+
 @rule(
     "TP-CHANCE-LEVEL",
     Level.FAIL,
     "shape",
     "the loss sits at ln(k), a k-class classifier's uniform guess, for most of the run",
-    needs=[Need(("loss", "eval_loss"), "min_trend_points", positive=True, all_finite=True)],
-    thresholds=[
-        "min_trend_points",
-        "chance_max_classes",
-        "chance_tol_level",
-        "chance_tol_block",
-        "chance_share",
-        "chance_acc_tol",
-        "chance_fail_max_classes",
-        "dead_trend_z",
-        "dead_min_schedule_share",
-    ],
+    needs=_CHANCE_NEEDS,
+    thresholds=_CHANCE_TH,
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
@@ -738,18 +743,8 @@ def check_chance_level(ctx):
     Level.WARN,
     "shape",
     "the loss drifts along ln(k), a k-class classifier's uniform guess, for most of the run",
-    needs=[Need(("loss", "eval_loss"), "min_trend_points", positive=True, all_finite=True)],
-    thresholds=[
-        "min_trend_points",
-        "chance_max_classes",
-        "chance_tol_level",
-        "chance_tol_block",
-        "chance_share",
-        "chance_acc_tol",
-        "chance_fail_max_classes",
-        "dead_trend_z",
-        "dead_min_schedule_share",
-    ],
+    needs=_CHANCE_NEEDS,
+    thresholds=_CHANCE_TH,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     detects=(

@@ -634,3 +634,28 @@ def test_warm_restarts_are_a_schedule_not_a_caused_divergence(seed):
     loss = base * (1 + 0.25 * np.exp(-cycle / 8) * (t >= 100)) * np.exp(0.02 * rng.standard_normal(n))
     rep = judge(loss=list(loss[:310]), lr=list(lr[:310]))
     assert "TP-DIVERGE" not in rep.ids()
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("n,phi", [(60, 0.6), (150, 0.8), (600, 0.8)])
+def test_autocorrelated_noise_around_a_falling_curve_is_not_a_divergence(seed, n, phi):
+    # A running-average loss (AR(1) noise, phi 0.6-0.8, 10% per point) wanders above a low
+    # swing for many points: its levels are less sure than first differences say.
+    rng = np.random.default_rng(seed)
+    e = np.zeros(n)
+    for i in range(1, n):
+        e[i] = phi * e[i - 1] + math.sqrt(1 - phi**2) * rng.standard_normal()
+    v = (1.0 + 2.0 * np.exp(-np.arange(n) / (n / 8))) * np.exp(0.1 * e)
+    assert "TP-DIVERGE" not in judge(loss=list(v)).ids()
+
+
+def test_a_cyclic_learning_rate_with_warm_up_in_every_cycle_is_no_cause():
+    # Each cycle warms up over 5 logs, then decays: the climb returns to a rate the run
+    # held before, so the loss bump at the end of the log (mid-cycle) is not caused.
+    n = 230
+    cycle = np.arange(n) % 50
+    lr = np.where(cycle < 5, 1e-3 * (cycle + 1) / 5, 1e-3 * (1 - (cycle - 5) / 45) + 1e-5)
+    rng = np.random.default_rng(0)
+    loss = (0.8 + 1.5 * np.exp(-np.arange(n) / 40)) * (1 + 0.3 * (cycle < 10) * (np.arange(n) >= 50))
+    loss = loss * np.exp(0.01 * rng.standard_normal(n))
+    assert "TP-DIVERGE" not in judge(loss=list(loss), lr=list(lr)).ids()

@@ -12,6 +12,7 @@ from ._checkpoint import best_checkpoint
 from ._fmt import num, pct, step, times
 from ._shared import log_loss_noise
 from ._stats import (
+    ar1_inflation,
     block_medians,
     block_sizes,
     change_interval,
@@ -809,12 +810,18 @@ def _lone_start_cut(ratio: float, k: int) -> float:
     return math.inf
 
 
+#: Points a loss needs before TP-DIVERGE measures the autocorrelation of its noise (see
+#: check_diverge): 40 give at least 8 block medians of 5 points to follow the curve by.
+DIVERGE_AR_MIN_POINTS = 40
+
+
 def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
     """``(step, before, peak)`` when the learning rate climbed after its warm-up: from
     ``before`` (its median up to the step where its rise begins) to at least
     ``diverge_lr_rise`` times that (``peak``, its highest value after), the rise starting
     after the learning rate had held or fallen for at least a tenth of the run, taking 3
-    logs or more and ending at half its peak or more (not a warm restart). ``None``
+    logs or more, ending at half its peak or more, and reaching a rate the run never held
+    after its warm-up (not a warm restart or a cyclic schedule). ``None``
     without a logged learning rate or such a climb."""
     if not ctx.has("lr"):
         return None
@@ -838,6 +845,10 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
     # cyclic schedule): a schedule, not a runaway.
     top = low + int(np.argmax(x[low:]))
     if top - low < 3 or x[-1] < 0.5 * peak:
+        return None
+    # A climb back to a rate the run already held after its warm-up is a cycle of the
+    # schedule (cosine with warm restarts, a cyclic or triangular rate), not a runaway.
+    if low > peak0 and float(np.max(x[peak0:low])) >= 0.5 * peak:
         return None
     return float(st[low]), before, peak
 
@@ -907,6 +918,22 @@ def check_diverge(ctx):
     block = smoothing_block(n)
     meds, centres = block_medians(v, block)
     sizes = block_sizes(n, block)
+    # Autocorrelated noise (a running-average loss, a small-batch curve that wanders):
+    # first differences see only the part of the noise that changes from point to point,
+    # and a level read from m correlated points is less sure than from m independent ones.
+    # The residuals around the block medians give the lag-1 autocorrelation rho; the point
+    # noise is sigma / sqrt(1 - rho) and a level's error is widened by the AR(1) factor.
+    # Below DIVERGE_AR_MIN_POINTS the block medians are too few to separate a curve's bend
+    # from its noise, and the estimate would read the bend as autocorrelation.
+    y = np.log(v)
+    rho, infl = 0.0, 1.0
+    if n >= DIVERGE_AR_MIN_POINTS:
+        rho, infl = ar1_inflation(y - np.interp(np.arange(n), centres, np.log(meds)))
+    sigma = sigma / math.sqrt(1 - rho)
+
+    def se(points: int) -> float:
+        return level_se(sigma, points) * (infl if points > 1 else 1.0)
+
     j = int(np.argmin(meds))
     best, best_idx, best_points, from_start = float(meds[j]), int(centres[j]), int(sizes[j]), False
     # The starting level: the first k points, when they agree within the noise, held the
@@ -924,14 +951,14 @@ def check_diverge(ctx):
     if v[0] < best and lead_vals.size >= 3 and math.isfinite(cut):
         lead = float(median(lead_vals))
         # one standard error of margin: the level after the point is itself an estimate
-        if math.log(lead / v[0]) - math.log(cut) > level_se(sigma, lead_vals.size):
+        if math.log(lead / v[0]) - math.log(cut) > se(lead_vals.size):
             best, best_idx, best_points, from_start = float(v[0]), 0, 1, True
     if best <= 0 or end <= ratio_th * best:
         return
     # A starting level rests on one or two points: it is given a single point's noise, so
     # that a one-point dip next to an ordinary low swing is not taken for a held level.
-    se_best = level_se(sigma, 1 if from_start else best_points)
-    gate = z * math.hypot(se_best, level_se(sigma, w))
+    se_best = se(1 if from_start else best_points)
+    gate = z * math.hypot(se_best, se(w))
     if not from_start:
         # The lowest of several block medians at one level sits below that level by chance;
         # count the blocks statistically tied with the minimum and allow for that shift.

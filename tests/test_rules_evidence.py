@@ -329,3 +329,33 @@ def test_every_fail_rule_on_a_run_states_its_least_evidence():
         assert "**Least evidence.**" in rule_page(r).split("\n## ", 1)[0], r.id
     dead = rule_page(next(r for r in fail_rules if r.id == "TP-DEAD-RUN"))
     assert "30% of the scheduled run" in dead and "warming up" in dead
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_tiny_learning_rate_with_noisy_ends_is_still_dead(seed):
+    # lr 1e-8 for the whole run, 10% point noise: the 5-point ends may differ by more than
+    # 5% by chance, but the interval of the change shows no fall beyond a slow learner's.
+    n = 60
+    rng = np.random.default_rng(seed)
+    loss = 2.0 * np.exp(0.1 * rng.standard_normal(n))
+    loss[:5] *= 1.15  # noisy first points
+    f = one(judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-8))), "TP-DEAD-RUN")
+    assert f.data["cause"] == "tiny_lr"
+
+
+def test_a_tiny_learning_rate_with_a_real_fall_is_not_called_dead():
+    n = 200
+    loss = 3.0 * np.exp(-np.arange(n) / 50) + 0.5
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-7)))
+    assert "TP-DEAD-RUN" not in ids(rep)
+
+
+def test_a_resumed_run_at_a_tiny_learning_rate_whose_ends_improve_is_not_overridden():
+    # A late window (starts at step 32950, spans 1,700) at lr 1e-7 whose ends improve 6%:
+    # a fine-tune's continuation, judged on its ends as any resumed run.
+    n = 35
+    rng = np.random.default_rng(0)
+    loss = np.linspace(4.2, 3.93, n) * np.exp(0.04 * rng.standard_normal(n))
+    recs = [Record(float(32950 + 50 * i), {"loss": float(loss[i]), "lr": 1e-7}, i + 1) for i in range(n)]
+    rep = judge_runlog(build_runlog(recs, "x.jsonl", "jsonl"))
+    assert "TP-DEAD-RUN" not in ids(rep)

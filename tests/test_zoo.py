@@ -42,7 +42,6 @@ _CHANCE = (
 )
 #: Broken seeds the rules miss today: seed -> why.
 BROKEN_XFAIL = {
-    3000000: "lr_zero with a tiny lr (<= 1e-7): TP-DEAD-RUN exempts the flat loss on its 5-point end windows",
     4000000: _CHANCE,
     4000003: _CHANCE,
     4000004: _CHANCE,

@@ -1127,6 +1127,22 @@ def _grad_collapsed(ctx) -> tuple[float, float] | None:
     return None
 
 
+def _tiny_lr(ctx) -> float | None:
+    """The learning rate's maximum when it is above 0 and at most ``tiny_lr`` over the
+    whole run (a named cause of a dead run), else ``None``."""
+    if not ctx.has("lr"):
+        return None
+    lr = ctx.finite("lr").values
+    return float(lr.max()) if lr.size and 0 < float(lr.max()) <= ctx.th.tiny_lr else None
+
+
+def _fall_shown(s, th) -> bool:
+    """Whether the loss's 99% interval of its fall over the run (log scale) lies above a
+    slow learner's fall: a fall the noise cannot explain."""
+    ci = change_interval(s.steps, np.log(s.values), th.dead_ci_z) if len(s) >= 3 else None
+    return ci is not None and ci[0] > -math.log1p(-th.dead_min_improvement)
+
+
 def dead_run_state(ctx) -> dict | None:
     """The dead-run judgement, computed once for TP-DEAD-RUN and TP-LOSS-STALLED.
 
@@ -1145,16 +1161,21 @@ def dead_run_state(ctx) -> dict | None:
         th = ctx.th
         w = th.dead_window
         first, last, rel = improvement(v, w)
-        if rel >= th.dead_min_improvement:
-            return None
         # Robust to noise: the ends read over 10% of the run must agree, and a run whose loss
         # falls with a significant trend (Mann-Kendall on block medians) is learning, however
         # slowly: a noisy small-batch curve whose first and last five points happen to sit
         # close together is not a dead run.
         wide = max(w, min(n // 10, 500))
         _, last_wide, rel_wide = improvement(v, wide)
-        if rel_wide >= th.dead_min_improvement:
-            return None
+        if rel >= th.dead_min_improvement or rel_wide >= th.dead_min_improvement:
+            # With a learning rate that never exceeds tiny_lr (a named cause), ends that
+            # differ by noise are not progress: the fall must show in the interval of the
+            # change over the run, beyond a slow learner's. Not in a log that starts past
+            # its own span: a resumed run's late window at a low rate is a fine-tune's
+            # continuation, and its ends are the only evidence it has.
+            resumed = float(s.steps[0]) > 0 and float(s.steps[0]) >= float(s.steps[-1] - s.steps[0])
+            if resumed or not (_tiny_lr(ctx) and not _fall_shown(s, th)):
+                return None
         meds, _ = block_medians(v, max(1, -(-n // th.dead_trend_blocks)))
         z = mann_kendall_z(meds)
         if z <= -th.dead_trend_z:
@@ -1181,11 +1202,10 @@ def dead_run_state(ctx) -> dict | None:
         fall = math.log(v[0] / end_level) if v[0] > 0 and end_level > 0 else 0.0
         alive, alive_text = _alive(ctx)
         state.update(fall=fall, alive=alive_text)
-        if ctx.has("lr"):
-            lr = ctx.finite("lr").values
-            if lr.size and 0 < float(lr.max()) <= th.tiny_lr:
-                state["tiny_lr"] = float(lr.max())
-                return state  # the cause is named: a dead run, however it started
+        tiny = _tiny_lr(ctx)
+        if tiny is not None:
+            state["tiny_lr"] = tiny
+            return state  # the cause is named: a dead run, however it started
         frozen = _frozen_metric(ctx)
         if frozen is not None:
             state["frozen_metric"] = frozen

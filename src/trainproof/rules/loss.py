@@ -10,7 +10,7 @@ from ..aliases import words
 from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct, step, times
-from ._shared import log_loss_noise
+from ._shared import log_loss, log_loss_noise
 from ._stats import (
     ar1_inflation,
     block_medians,
@@ -488,8 +488,9 @@ def check_flat(ctx):
 def _significant_digits(x: float) -> int:
     """Significant digits of ``x`` as its shortest repr writes it (``5.9712`` -> 5,
     ``0.05`` -> 1)."""
-    digits = repr(abs(float(x))).split("e")[0].replace(".", "").lstrip("0")
-    return len(digits.rstrip("0")) if "." in repr(abs(float(x))).split("e")[0] else len(digits)
+    mantissa = repr(abs(float(x))).split("e")[0]
+    digits = mantissa.replace(".", "").lstrip("0")
+    return len(digits.rstrip("0")) if "." in mantissa else len(digits)
 
 
 @rule(
@@ -1056,39 +1057,59 @@ def _learning_elsewhere(ctx) -> str | None:
     )
 
 
+def _lr_late(ctx) -> float | None:
+    """The median learning rate over the second half of the run, or ``None`` (not logged,
+    or fewer than 2 finite points)."""
+    if not ctx.has("lr"):
+        return None
+    lr = ctx.finite("lr").values
+    return float(median(lr[lr.size // 2 :])) if lr.size >= 2 else None
+
+
+def _grad_levels(ctx) -> tuple[float, float] | None:
+    """``(early, late)`` medians of the gradient norm: its first tenth with the first
+    logged norm left out, and its second half; ``None`` without 4 finite norms."""
+    if not ctx.has("grad_norm"):
+        return None
+    g = ctx.finite("grad_norm").values
+    if g.size < 4:
+        return None
+    return float(median(g[1 : max(2, g.size // 10 + 1)])), float(median(g[g.size // 2 :]))
+
+
+def _grad_collapsed(ctx) -> tuple[float, float] | None:
+    """``(early, late)`` (:func:`_grad_levels`) when the gradient norm collapsed over the
+    run: the late median exactly 0 or under ``vanish_ratio`` of the early one; else
+    ``None``."""
+    levels = _grad_levels(ctx)
+    if levels is None:
+        return None
+    early, late = levels
+    return levels if late <= 0 or (early > 0 and late < ctx.th.vanish_ratio * early) else None
+
+
 def _alive(ctx) -> tuple[bool, str]:
     """Whether the log shows the optimizer still moving the weights over the second half
     of the run: a learning rate above ``tiny_lr`` and a finite, non-zero gradient norm
     that has not collapsed below ``vanish_ratio`` of its early level. Both series must be
     logged: without them nothing says the run is alive."""
-    th = ctx.th
-    if not (ctx.has("lr") and ctx.has("grad_norm")):
+    lr_late, levels = _lr_late(ctx), _grad_levels(ctx)
+    if lr_late is None or levels is None or lr_late <= ctx.th.tiny_lr or _grad_collapsed(ctx):
         return False, ""
-    lr, g = ctx.finite("lr").values, ctx.finite("grad_norm").values
-    if lr.size < 2 or g.size < 4:
-        return False, ""
-    lr_late, g_late = float(median(lr[lr.size // 2 :])), float(median(g[g.size // 2 :]))
-    g_early = float(median(g[1 : max(2, g.size // 10 + 1)]))
-    if lr_late <= th.tiny_lr or g_late <= 0 or (g_early > 0 and g_late < th.vanish_ratio * g_early):
-        return False, ""
-    return True, f"learning rate {num(lr_late)} and gradient norm {num(g_late)} (medians of the second half)"
+    return True, f"learning rate {num(lr_late)} and gradient norm {num(levels[1])} (medians of the second half)"
 
 
-def _lr_alone_alive(ctx) -> str:
-    """The evidence that the optimizer steps when the log has a learning rate and no
-    gradient norm: its second-half median above ``tiny_lr`` (a frozen model would show a
-    zero gradient norm, had one been logged); ``""`` otherwise."""
-    if ctx.has("grad_norm") or not ctx.has("lr"):
+def _stepping(ctx) -> str:
+    """The evidence that the optimizer steps, or ``""``: :func:`_alive`'s, or, in a log
+    with a learning rate and no gradient norm, a second-half learning rate above
+    ``tiny_lr`` (a frozen model would show a zero gradient norm, had one been logged)."""
+    alive, text = _alive(ctx)
+    if alive:
+        return text
+    lr_late = _lr_late(ctx)
+    if ctx.has("grad_norm") or lr_late is None or lr_late <= ctx.th.tiny_lr:
         return ""
-    lr = ctx.finite("lr").values
-    if lr.size < 2:
-        return ""
-    late = float(median(lr[lr.size // 2 :]))
-    return (
-        f"learning rate {num(late)} (median of the second half; no gradient norm logged)"
-        if late > ctx.th.tiny_lr
-        else ""
-    )
+    return f"learning rate {num(lr_late)} (median of the second half; no gradient norm logged)"
 
 
 #: Words of a metric computed from the model's predictions (accuracy, F1, precision,
@@ -1100,31 +1121,19 @@ def _frozen_metric(ctx) -> tuple[str, int, float] | None:
     """``(key, evaluations, value)`` of a prediction metric (:data:`PREDICTION_WORDS`) that
     holds one bit-identical value at every one of at least ``dead_flat_min_points``
     evaluations after its first: the model's predictions do not change however the loss
-    wobbles. ``None`` when no such metric is logged."""
-    for name, s in sorted(ctx.run.series.items()):
-        if not set(words(s.key)) & PREDICTION_WORDS:
-            continue
-        v = s.values[np.isfinite(s.values)]
-        # A perfect score held is a solved task, not a frozen model.
-        if v.size - 1 >= ctx.th.dead_flat_min_points and np.all(v[1:] == v[1]) and v[1] not in (1.0, 100.0):
-            return s.key, int(v.size - 1), float(v[1])
-    return None
+    wobbles. ``None`` when no such metric is logged. Computed once per judgement."""
 
+    def compute():
+        for s in (ctx.run.series[name] for name in sorted(ctx.run.series)):
+            if not set(words(s.key)) & PREDICTION_WORDS:
+                continue
+            v = s.values[np.isfinite(s.values)]
+            # A perfect score held is a solved task, not a frozen model.
+            if v.size - 1 >= ctx.th.dead_flat_min_points and np.all(v[1:] == v[1]) and v[1] not in (1.0, 100.0):
+                return s.key, int(v.size - 1), float(v[1])
+        return None
 
-def _grad_collapsed(ctx) -> tuple[float, float] | None:
-    """``(early, late)`` medians of the gradient norm when it collapsed over the run (the
-    second half's median at most ``vanish_ratio`` of the early level, the first logged
-    norm left out, or exactly 0), else ``None``; ``None`` without a logged norm."""
-    if not ctx.has("grad_norm"):
-        return None
-    g = ctx.finite("grad_norm").values
-    if g.size < 4:
-        return None
-    late = float(median(g[g.size // 2 :]))
-    early = float(median(g[1 : max(2, g.size // 10 + 1)]))
-    if late == 0 or (early > 0 and late < ctx.th.vanish_ratio * early):
-        return early, late
-    return None
+    return ctx.memo("frozen_metric", compute)
 
 
 def _tiny_lr(ctx) -> float | None:
@@ -1136,11 +1145,22 @@ def _tiny_lr(ctx) -> float | None:
     return float(lr.max()) if lr.size and 0 < float(lr.max()) <= ctx.th.tiny_lr else None
 
 
-def _fall_shown(s, th) -> bool:
+def _loss_change_interval(ctx) -> tuple[float, float] | None:
+    """:func:`~trainproof.rules._stats.change_interval` of the log of the finite train
+    losses at ``dead_ci_z``, computed once per judgement."""
+
+    def compute():
+        s = ctx.finite("loss")
+        return change_interval(s.steps, log_loss(ctx), ctx.th.dead_ci_z) if len(s) >= 3 else None
+
+    return ctx.memo("loss_change_interval", compute)
+
+
+def _fall_shown(ctx) -> bool:
     """Whether the loss's 99% interval of its fall over the run (log scale) lies above a
     slow learner's fall: a fall the noise cannot explain."""
-    ci = change_interval(s.steps, np.log(s.values), th.dead_ci_z) if len(s) >= 3 else None
-    return ci is not None and ci[0] > -math.log1p(-th.dead_min_improvement)
+    ci = _loss_change_interval(ctx)
+    return ci is not None and ci[0] > -math.log1p(-ctx.th.dead_min_improvement)
 
 
 def dead_run_state(ctx) -> dict | None:
@@ -1174,7 +1194,7 @@ def dead_run_state(ctx) -> dict | None:
             # its own span: a resumed run's late window at a low rate is a fine-tune's
             # continuation, and its ends are the only evidence it has.
             resumed = float(s.steps[0]) > 0 and float(s.steps[0]) >= float(s.steps[-1] - s.steps[0])
-            if resumed or not (_tiny_lr(ctx) and not _fall_shown(s, th)):
+            if resumed or not (_tiny_lr(ctx) and not _fall_shown(ctx)):
                 return None
         meds, _ = block_medians(v, max(1, -(-n // th.dead_trend_blocks)))
         z = mann_kendall_z(meds)
@@ -1234,7 +1254,7 @@ def dead_run_state(ctx) -> dict | None:
             return state
         # A flat loss whose 99% interval for the change over the run excludes the fall of a
         # slow learner, in both directions (see dead_flat_min_points) ...
-        ci = change_interval(s.steps, np.log(v), th.dead_ci_z) if n >= th.dead_flat_min_points else None
+        ci = _loss_change_interval(ctx) if n >= th.dead_flat_min_points else None
         bar = -math.log1p(-th.dead_min_improvement)
         state.update(ci=ci, ci_bar=bar)
         if ci is not None and -bar < ci[0] and ci[1] < bar:
@@ -1242,7 +1262,7 @@ def dead_run_state(ctx) -> dict | None:
             # tiny_lr and a live gradient norm move the weights, and a loss that holds while
             # they move is a model at its floor (a fine-tune converged before its first log)
             # as often as one that cannot learn; the log cannot tell which.
-            stepping = alive_text or _lr_alone_alive(ctx)
+            stepping = _stepping(ctx)
             if stepping:
                 state["stepping"] = stepping
             else:

@@ -201,7 +201,7 @@ PARAMETER_SOURCES = (
 # --- the run ----------------------------------------------------------------------------
 
 #: Metric keys as the logs write them (HF's names); ``loss`` is the train loss.
-KEYS = ("loss", "learning_rate", "grad_norm", "eval_loss")
+KEYS = ("loss", "learning_rate", "grad_norm", "eval_loss", "eval_accuracy")
 
 HEALTHY_SHAPES = (
     "exp",  # exponential decay: a fast first drop, then a plateau
@@ -260,8 +260,19 @@ class GeneratedRun:
 
     @property
     def expected(self) -> str:
-        """``PASS`` (no FAIL expected), ``FAIL`` or ``WARN``."""
-        return "PASS" if self.kind == "healthy" else BROKEN_KINDS[self.kind]
+        """``PASS`` (no FAIL expected), ``FAIL``, ``WARN`` or ``NONE`` (not scored). A run
+        stuck at chance is a FAIL only where the log can say so: an accuracy at 1/k for k up
+        to 10 (the classes TP-CHANCE-LEVEL names); a loss at ln k alone is a WARN (a loss of
+        another kind settles there too: ``chance_fail_max_classes``); above 10 classes
+        nothing in the log names the level (ln 11 / ln 10 = 1.04), and a loss that fell to
+        it and holds is the shape of a healthy run at its floor: not scored."""
+        if self.kind == "healthy":
+            return "PASS"
+        if self.kind == "chance" and self.params["classes"] > 10:
+            return "NONE"
+        if self.kind == "chance" and "eval_examples" not in self.params:
+            return "WARN"
+        return BROKEN_KINDS[self.kind]
 
     def series(self, key: str) -> tuple[np.ndarray, np.ndarray]:
         """``(steps, values)`` of ``key`` as a reader keeps it: rows logging it, a resumed
@@ -291,7 +302,7 @@ class GeneratedRun:
 _KIND_KEYS = {
     "diverge": ("rise", "ramp_share"),
     "lr_zero": ("lr_value",),
-    "chance": ("classes", "chance_sigma", "start_factor"),
+    "chance": ("classes", "chance_sigma", "start_factor", "eval_examples"),
     "frozen": ("frozen_exact", "frozen_rel"),
     "overfit": ("eval_rise", "eval_every", "train_fall_after"),
     "spike": ("burst_points", "spike_log", "settle"),
@@ -732,7 +743,9 @@ def broken(kind: str, rng: np.random.Generator, onset_share: float) -> Generated
         if "eval_loss" in cols:
             cols["eval_loss"] = p["scale"] * np.exp(p.get("eval_gap", 0.1) + 0.01 * rng.standard_normal(n))
     elif kind == "chance":
-        k = int(round(_logu(rng, 2, 1000)))
+        # 70% of the runs 2..10 classes (the levels TP-CHANCE-LEVEL names), the rest up to
+        # 1,000 (ImageNet's; a language model's vocabulary is larger still).
+        k = int(rng.integers(2, 11)) if rng.random() < 0.7 else int(round(_logu(rng, 11, 1000)))
         cs = _logu(rng, 0.002, 0.05)
         drift = float(rng.uniform(-0.005, 0.005))
         start = float(rng.uniform(1.05, 1.5))
@@ -743,6 +756,17 @@ def broken(kind: str, rng: np.random.Generator, onset_share: float) -> Generated
         loss = np.exp(x)
         if "eval_loss" in cols:
             cols["eval_loss"] = np.exp(np.where(tail, lvl, head) + 0.01 + 0.005 * rng.standard_normal(n))
+        # Half the runs log an eval accuracy, as a classifier's evaluation does: correct
+        # answers out of N examples (N log-uniform 32..5,000; the corpus's chance-level
+        # runs evaluate 32 graphs to 7,600 news items), a guess right 1/k of the time.
+        if rng.random() < 0.5:
+            n_eval = int(round(_logu(rng, 32, 5000)))
+            every = max(1, min(int(rng.choice(EVAL_EVERY)), n // 8))
+            m = np.zeros(n, dtype=bool)
+            m[every - 1 :: every] = True
+            cols["eval_accuracy"] = rng.binomial(n_eval, 1.0 / k, size=n) / n_eval
+            has["eval_accuracy"] = m
+            p.update(eval_examples=n_eval, accuracy_every=every)
     elif kind == "frozen":
         exact = rng.random() < 0.5
         rel = 0.0 if exact else _logu(rng, 1e-6, 3e-4)
@@ -891,8 +915,9 @@ def write(run: GeneratedRun, fmt: str, dir: Path) -> Path:
             train = {k: row[k] for k in ("loss", "learning_rate", "grad_norm") if k in row}
             if train:
                 hist.append({**train, "step": st})
-            if "eval_loss" in row:
-                hist.append({"eval_loss": row["eval_loss"], "step": st})
+            ev = {k: row[k] for k in ("eval_loss", "eval_accuracy") if k in row}
+            if ev:
+                hist.append({**ev, "step": st})
         state = {
             "global_step": int(run.steps.max()),
             "is_world_process_zero": True,
@@ -906,8 +931,9 @@ def write(run: GeneratedRun, fmt: str, dir: Path) -> Path:
             train = [f"{k}={_num(row[k])}" for k in ("loss", "learning_rate", "grad_norm") if k in row]
             if train:
                 lines.append(f"step={st} " + " ".join(train))
-            if "eval_loss" in row:
-                lines.append(f"step={st} eval_loss={_num(row['eval_loss'])}")
+            ev = [f"{k}={_num(row[k])}" for k in ("eval_loss", "eval_accuracy") if k in row]
+            if ev:
+                lines.append(f"step={st} " + " ".join(ev))
     else:
         raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

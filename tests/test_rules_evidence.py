@@ -116,7 +116,7 @@ def test_a_flat_train_loss_with_a_steadily_falling_eval_loss_is_not_dead(evals):
 def test_a_flat_eval_loss_does_not_rescue_a_dead_run():
     n = 120
     rng = np.random.default_rng(3)
-    loss = flat_noisy(n, level=0.73, rel=0.05)
+    loss = flat_noisy(n, level=0.73, rel=0.01)
     ev = [None] * n
     for k in range(10):
         ev[(k + 1) * 12 - 1] = 0.75 + 0.002 * rng.standard_normal()

@@ -5,6 +5,7 @@ negative; the n-th point sits at step ``10 * (n + 1)``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -13,7 +14,8 @@ from test_rules_evidence import run_of
 
 from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
-from trainproof.rules.loss import chance_level
+from trainproof.rules.loss import accuracy_tolerance, chance_level, eval_set_size
+from trainproof.rules.thresholds import DEFAULT
 from trainproof.runlog import Record, build_runlog
 
 from conftest import one
@@ -52,11 +54,57 @@ def test_a_loss_held_at_ln_k_above_four_needs_the_accuracy_to_fail(k, n, rel, se
 def test_a_loss_held_at_ln_k_is_stuck_at_chance(k, n, rel, seed):
     loss = at_level(n, math.log(k), rel, seed)
     loss[0] = math.log(k) * 1.02
+    # The loss alone: a classifier guessing or a loss of another kind settled at ln k, a WARN.
     rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)))
+    assert one(rep, "TP-NEAR-CHANCE").data["classes"] == k
+    assert not [f for f in rep.findings if f.level == Level.FAIL]
+    # The accuracy at 1/k says it: a FAIL.
+    acc = [None] * n
+    for e in range(1, 5):
+        acc[e * n // 4 - 1] = 1 / k
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3), eval_accuracy=acc))
     f = one(rep, "TP-CHANCE-LEVEL")
     assert f.data["classes"] == k
     assert f"ln({k})" in f.message
     assert "TP-DEAD-RUN" not in ids(rep)  # implied, not a second FAIL
+    # A user whose runs are all classifiers lets the level alone fail one.
+    th = dataclasses.replace(DEFAULT, chance_fail_max_classes=4)
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)), th)
+    assert one(rep, "TP-CHANCE-LEVEL").data["classes"] == k
+
+
+@pytest.mark.parametrize("k,examples", [(2, 32), (3, 32), (4, 100), (3, 500)])
+def test_an_accuracy_on_a_small_evaluation_set_is_judged_by_its_own_grain(k, examples):
+    # A 3-class GNN evaluated on 32 graphs scores 9/32 or 10/32 while guessing: 0.05 from
+    # 1/3 is inside two binomial standard errors (0.17) of a 32-example accuracy.
+    rng = np.random.default_rng(examples + k)
+    n = 120
+    loss = at_level(n, math.log(k), 0.01, k)
+    hits = rng.binomial(examples, 1 / k, size=12)
+    hits[-6:] = np.clip(np.round(examples / k - 1.6 * math.sqrt(examples * (1 / k) * (1 - 1 / k))), 0, None)
+    hits[-6:] += np.arange(6) % 2  # distinct values: the grain is readable
+    acc = [None] * n
+    for e in range(12):
+        acc[(e + 1) * 10 - 1] = float(np.float32(hits[e] / examples))
+    assert eval_set_size(np.array([a for a in acc if a is not None])) in (examples, None) or examples > 100
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3), eval_accuracy=acc))
+    assert "TP-CHANCE-LEVEL" in ids(rep)
+
+
+def test_an_accuracy_far_from_one_in_k_on_a_large_evaluation_set_is_not_chance():
+    # 5,000 examples: a guesser scores 1/3 within 0.014; 0.28 on such a set is not chance.
+    a = np.array([1400, 1410, 1395, 1405]) / 5000
+    assert eval_set_size(a) in (None, 1000) or eval_set_size(a) >= 200
+    assert abs(0.2805 - 1 / 3) > accuracy_tolerance(a, 1 / 3, DEFAULT.chance_acc_tol)
+
+
+def test_the_evaluation_set_size_is_read_from_the_accuracy_grain():
+    assert eval_set_size(np.float32(np.array([9, 10, 11, 9]) / 32)) == 32
+    assert eval_set_size(np.array([0.5, 0.5, 0.5])) is None  # one value: no grain
+    assert eval_set_size(np.array([0.3311, 0.3402, 0.3378, 0.3351])) is None  # batch averages
+    assert accuracy_tolerance(np.float32(np.array([9, 10, 11]) / 32), 1 / 3, 0.05) == pytest.approx(
+        2 * math.sqrt(1 / 3 * 2 / 3 / 32)
+    )
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])
@@ -142,6 +190,10 @@ def test_an_eval_loss_at_chance_is_caught_when_the_train_loss_is_not():
     for e in range(12):
         ev[(e + 1) * 10 - 1] = math.log(4) * (1 + 0.004 * ((-1) ** e))
     rep = judge_runlog(run_of(loss=train, eval_loss=ev, lr=np.full(n, 1e-3)))
+    f = one(rep, "TP-NEAR-CHANCE")
+    assert f.data["series"] == "eval_loss" and f.data["classes"] == 4
+    acc = [None if v is None else 0.25 for v in ev]
+    rep = judge_runlog(run_of(loss=train, eval_loss=ev, eval_accuracy=acc, lr=np.full(n, 1e-3)))
     f = one(rep, "TP-CHANCE-LEVEL")
     assert f.data["series"] == "eval_loss" and f.data["classes"] == 4
 
@@ -490,6 +542,35 @@ def test_eval_and_train_both_worse_than_at_the_eval_minimum_fail(n_train, n_eval
     assert "TP-OVERFIT" not in ids(rep)
 
 
+@pytest.mark.parametrize("restart_rate", [1e-4, 2e-4])
+def test_both_losses_up_in_a_new_cycle_of_a_restarting_schedule_are_not_divergence(restart_rate):
+    # Cosine with warm restarts: the rate decays to ~0 by the eval minimum, jumps back to a
+    # rate the run held before (1e-4, or 2e-4 from a 2e-4 warm-up), and the run ends while
+    # it is high: both losses are up in the new cycle, by the schedule.
+    n_train, n_eval = 40, 12
+    last = 40 * n_train
+    tr_steps = np.linspace(last / n_train, last, n_train)
+    ev_steps = np.linspace(last / n_eval, last, n_eval) + 0.5
+    rng = np.random.default_rng(0)
+    lr = np.where(tr_steps <= 1000, restart_rate * (1 - tr_steps / 1000) + 1e-7, restart_rate)
+    train = np.where(tr_steps <= 1000, 1.5 - 0.5 * tr_steps / 1000, 1.3) * np.exp(0.01 * rng.standard_normal(n_train))
+    evals = np.where(ev_steps <= 1000, 1.6 - 0.5 * ev_steps / 1000, 1.45) * np.exp(0.01 * rng.standard_normal(n_eval))
+
+    def run(lr_values):
+        recs = [
+            Record(float(s), {"loss": float(v), "learning_rate": float(r)}, i + 1)
+            for i, (s, v, r) in enumerate(zip(tr_steps, train, lr_values))
+        ]
+        recs += [Record(float(s), {"eval_loss": float(v)}, 100 + i) for i, (s, v) in enumerate(zip(ev_steps, evals))]
+        recs.sort(key=lambda r: r.step)
+        return build_runlog(recs, "x.jsonl", "jsonl")
+
+    assert "TP-EVAL-DIVERGE" not in ids(judge_runlog(run(lr)))
+    # The same losses with a rate that never came back: a divergence.
+    flat_after = np.where(tr_steps <= 1000, lr, 1e-7)
+    assert "TP-EVAL-DIVERGE" in ids(judge_runlog(run(flat_after)))
+
+
 @pytest.mark.parametrize("n_train,n_eval", [(5, 20), (200, 30)])
 def test_eval_rising_while_train_falls_is_overfitting_not_divergence(n_train, n_eval):
     evals = np.r_[2.0, np.linspace(2.5, 3.5, n_eval - 1)]
@@ -771,8 +852,12 @@ def test_a_repeated_loss_is_not_frozen_without_every_piece_of_evidence(case):
 
 
 def test_a_loss_frozen_at_ln2_is_named_for_chance_with_the_frozen_loss_implied():
-    rep = judge_runlog(run_of(loss=np.full(100, 0.6931), lr=np.full(100, 1e-3)))
+    acc = [None if i % 10 else 0.5 for i in range(100)]
+    rep = judge_runlog(run_of(loss=np.full(100, 0.6931), lr=np.full(100, 1e-3), eval_accuracy=acc))
     assert "TP-LOSS-FROZEN" in one(rep, "TP-CHANCE-LEVEL").data["implies"]
+    # Without the accuracy the frozen loss is the FAIL, and it explains the level (a WARN).
+    rep = judge_runlog(run_of(loss=np.full(100, 0.6931), lr=np.full(100, 1e-3)))
+    assert "TP-NEAR-CHANCE" in one(rep, "TP-LOSS-FROZEN").data["implies"]
 
 
 @pytest.mark.parametrize("n", [12, 100])

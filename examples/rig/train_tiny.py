@@ -55,7 +55,8 @@ EXPECTED_VERDICT = {
     "healthy_seed1": "PASS",
     "lr_hot": "FAIL",
     "lr_zero": "FAIL",
-    # shuffled labels on balanced classes hold the loss at ln(4): TP-CHANCE-LEVEL
+    # shuffled labels on balanced classes hold the loss at ln(4) and the eval accuracy near
+    # 1/4: TP-CHANCE-LEVEL
     "diverge": "FAIL",
     "bad_labels": "FAIL",
 }
@@ -122,13 +123,17 @@ def train(config: str, out: Path) -> dict:
             if step % EVAL_EVERY == 0:
                 model.eval()
                 with torch.no_grad():
-                    row["eval_loss"] = loss_fn(model(x_eval), y_eval).item()
+                    logits = model(x_eval)
+                    row["eval_loss"] = loss_fn(logits, y_eval).item()
+                    # A classifier's evaluation reports its accuracy too: on shuffled
+                    # labels it sits at the majority class's share, near 1/4.
+                    row["eval_accuracy"] = (logits.argmax(dim=1) == y_eval).float().mean().item()
             rows.append(row)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "metrics.jsonl", "w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")  # NaN/Infinity tokens as Python writes them
-    cols = ["step", "epoch", "loss", "grad_norm", "learning_rate", "step_time", "eval_loss"]
+    cols = ["step", "epoch", "loss", "grad_norm", "learning_rate", "step_time", "eval_loss", "eval_accuracy"]
     with open(out / "metrics.csv", "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(cols)

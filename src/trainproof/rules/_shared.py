@@ -26,3 +26,28 @@ def log_loss(ctx) -> np.ndarray:
 def log_loss_noise(ctx) -> float:
     """:func:`~trainproof.rules._stats.noise_sigma` of :func:`log_loss`."""
     return ctx.memo("noise_sigma(log(loss))", lambda: noise_sigma(log_loss(ctx)))
+
+
+def lr_restart_after(ctx, at_step: float) -> tuple[float, float, float] | None:
+    """``(step, rate at at_step, peak)`` when the logged learning rate, after ``at_step``,
+    climbs to at least ``diverge_lr_rise`` times its rate at ``at_step`` and back to a rate
+    the run already held before it (at least half its highest rate up to ``at_step``): a
+    new cycle of the schedule (cosine with warm restarts, a cyclic rate), after which the
+    loss is expected to rise while the rate is high again. ``None`` without a logged rate,
+    without one before ``at_step``, or without such a climb (a climb to a rate never held is
+    a runaway, which the divergence rules judge as a cause)."""
+    if not ctx.has("lr"):
+        return None
+    lr = ctx.finite("lr")
+    before = lr.values[lr.steps <= at_step]
+    after_mask = lr.steps > at_step
+    if before.size == 0 or not after_mask.any():
+        return None
+    rate = float(before[-1])
+    peak_i = int(np.argmax(np.where(after_mask, lr.values, -np.inf)))
+    peak = float(lr.values[peak_i])
+    if not rate > 0 or peak < ctx.th.diverge_lr_rise * rate or peak > 2.0 * float(before.max()):
+        return None
+    if float(before.max()) < 0.5 * peak:
+        return None
+    return float(lr.steps[peak_i]), rate, peak

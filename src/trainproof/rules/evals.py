@@ -9,6 +9,7 @@ import numpy as np
 from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, step, times
+from ._shared import lr_restart_after
 from ._stats import median, trend_z, window_medians
 from .registry import Need, rule
 
@@ -135,6 +136,7 @@ def check_overfit(ctx):
         "eval_diverge_evals_after",
         "eval_diverge_rise",
         "eval_diverge_noise_factor",
+        "diverge_lr_rise",
     ],
     # Not verdict-bearing: when it does not fire, a run with too few train points for the
     # trend rules stays not judged rather than PASSed on its eval loss alone.
@@ -152,7 +154,8 @@ def check_overfit(ctx):
         "(median of up to its last 5 points), or its median over every point after the eval minimum, is at least "
         "{eval_diverge_rise}x the train loss at the eval minimum (the points logged up to it, else its first): a run "
         "that blew up and recovered part of the way by its end spent the time after the minimum worse. Judged on the eval loss when the train loss is logged too rarely "
-        "for the train-loss trend rules."
+        "for the train-loss trend rules. Not when the learning rate, after the minimum, climbed {diverge_lr_rise:g}x "
+        "back to a rate the run held before it (a warm restart or a cyclic schedule)."
     ),
     why=(
         "Both the held-out loss and the train loss are worse than they were: training made the model worse "
@@ -161,7 +164,8 @@ def check_overfit(ctx):
     ),
     not_mean=(
         "An eval loss that rises while the train loss falls is TP-OVERFIT's (a WARN); a single bad "
-        "evaluation, or noise around a flat level measured from its lowest point, is not this."
+        "evaluation, noise around a flat level measured from its lowest point, or both losses up in a new "
+        "cycle of a restarting schedule, is not this."
     ),
     causes=(
         "A peak learning rate far too high for the model (fine-tuning a pretrained model at a from-scratch "
@@ -196,6 +200,11 @@ def check_eval_diverge(ctx):
     ):
         return
     best_step = ev.steps[j]
+    # A learning rate that restarted after the minimum, back to a rate the run held before
+    # (a warm restart, a cyclic schedule), raises both losses while it is high again: the
+    # schedule's cycle, not a divergence.
+    if lr_restart_after(ctx, best_step) is not None:
+        return
     w = max(1, min(5, len(tr) // 4))
     before = tr.values[tr.steps <= best_step]
     train_at_best = float(median(before[-w:])) if before.size else float(median(tr.values[:w]))

@@ -22,6 +22,7 @@ from ._stats import (
     level_se,
     mann_kendall_z,
     median,
+    noise_sigma,
     runs_of,
     smoothing_block,
 )
@@ -460,7 +461,7 @@ def check_loss_unbounded(ctx):
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
-    implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
+    implies=("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-NEAR-CHANCE"),
     least_evidence="Relative variation below {flat_rel_std:.1%} over every point.",
     detects="A loss whose relative variation (standard deviation / mean over every finite point) is below {flat_rel_std:.1%}.",
     why="A training loss always moves a little from batch to batch; a loss constant to three significant digits means the model's output does not depend on the updates.",
@@ -500,7 +501,7 @@ def _significant_digits(x: float) -> int:
     "the loss (or the eval loss) holds one bit-identical value to the end",
     needs=[Need("loss", "min_trend_points")],
     thresholds=["min_trend_points", "frozen_min_points", "frozen_share", "frozen_digits"],
-    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU"),
+    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE"),
     least_evidence="The last {frozen_min_points} or more finite losses, and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
     detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen). An eval loss on a fixed validation set repeats to the bit only when the weights do not change.",
     why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
@@ -539,6 +540,11 @@ def check_loss_frozen(ctx):
         return
 
 
+#: Standard errors (99%, two-sided) within which a block median of a noisy loss still
+#: counts as at ln(k): a block of 3 points with 3% noise has a median as uncertain as 3%.
+CHANCE_BLOCK_Z = 2.576
+
+
 def chance_level(
     values: np.ndarray, max_classes: int, tol_level: float, tol_block: float, share: float
 ) -> tuple[int, float, float, float, float] | None:
@@ -557,7 +563,10 @@ def chance_level(
             one k, so larger k are not guessed.
         tol_level: the median of the run must be within this relative distance of ln(k).
         tol_block: a block median (5% of the run) counts as at that level within this,
-            and the end of the run may sit at most this far below ln(k) (relative).
+            and the end of the run may sit at most this far below ln(k) (relative); for a
+            block median of few noisy points, within its own 99% margin
+            (:data:`CHANCE_BLOCK_Z` standard errors of a median of the block's points, on
+            the log of the loss) when that is wider.
         share: the least share of the blocks at that level ("most of the run").
 
     Returns:
@@ -571,11 +580,12 @@ def chance_level(
         return None
     med = float(median(values))
     end = float(median(values[-max(3, n // 10) :]))
+    margin = max(tol_block, CHANCE_BLOCK_Z * level_se(noise_sigma(np.log(values)), block))
     for k in range(2, max_classes + 1):
         level = math.log(k)
         if abs(med / level - 1) > tol_level:
             continue
-        at = float(np.mean(np.abs(meds / level - 1) <= tol_block))
+        at = float(np.mean(np.abs(meds / level - 1) <= margin))
         if at >= share and (level - end) / level <= tol_block:
             return k, level, med, at, end, mann_kendall_z(meds)
     return None
@@ -584,7 +594,8 @@ def chance_level(
 def _accuracy_at_chance(ctx, k: int) -> tuple[str, float] | None:
     """``(key, late median)`` of a logged accuracy (a series whose key names ``acc``, train
     or eval, in [0, 1] or in percent) whose second-half median is within
-    ``chance_acc_tol`` of 1/k: the classifier's own evidence that it guesses. ``None``
+    ``chance_acc_tol`` of 1/k (:func:`accuracy_tolerance`; below it, within twice that):
+    the classifier's own evidence that it guesses. ``None``
     when no accuracy is logged or none sits there."""
     for name, s in sorted(ctx.run.series.items()):
         low = s.key.lower()
@@ -598,9 +609,50 @@ def _accuracy_at_chance(ctx, k: int) -> tuple[str, float] | None:
         late = float(median(v[v.size // 2 :]))
         if 1 < float(v.max()) <= 100:
             late /= 100
-        if abs(late - 1 / k) <= ctx.th.chance_acc_tol:
+            v = v / 100
+        # Below 1/k by up to twice the tolerance: a guesser that favours a class rarer in
+        # the evaluation set than in its training labels scores under 1/k (a model trained
+        # on shuffled labels: 0.17-0.26 on 4 balanced classes).
+        tol = accuracy_tolerance(v, 1 / k, ctx.th.chance_acc_tol)
+        if -2 * tol <= late - 1 / k <= tol:
             return s.key, late
     return None
+
+
+#: The largest evaluation set whose size is read from an accuracy's granularity: beyond it
+#: the sampling error is below ``chance_acc_tol`` for every k and the granularity cannot be
+#: told from float rounding.
+MAX_GRAIN_EXAMPLES = 1000
+
+
+def eval_set_size(acc: np.ndarray) -> int | None:
+    """The number of examples an accuracy was measured on, read from its granularity: the
+    smallest N (2 to :data:`MAX_GRAIN_EXAMPLES`) that makes every logged value a whole
+    number of correct answers (``acc * N`` within 1e-4 of an integer, float32's rounding
+    of fractions at that size). ``None`` with fewer than 3 distinct values (a frozen
+    accuracy says nothing of its grain) or when no such N exists (an average over
+    batches)."""
+    # A sample of the distinct values decides it (the grain holds for all or for none).
+    u = np.unique(acc[(acc >= 0) & (acc <= 1)])[:64]
+    if u.size < 3:
+        return None
+    for n in range(2, MAX_GRAIN_EXAMPLES + 1):
+        x = u * n
+        if np.all(np.abs(x - np.round(x)) <= 1e-4 * max(1.0, n / 100)):
+            return n
+    return None
+
+
+def accuracy_tolerance(acc: np.ndarray, p: float, floor: float) -> float:
+    """How far an accuracy may sit from the chance rate ``p`` = 1/k and still be chance:
+    ``floor`` (``chance_acc_tol``), widened to two binomial standard errors
+    ``2 * sqrt(p (1 - p) / N)`` when the evaluation set's size N is read from the values'
+    granularity (:func:`eval_set_size`): on 32 examples a 3-class guesser scores anywhere
+    in 0.19-0.48 (one corpus run logs 0.28 and 0.31 at ln 3), on 10,000 within 0.01."""
+    n = eval_set_size(acc)
+    if n is None:
+        return floor
+    return max(floor, 2.0 * math.sqrt(p * (1 - p) / n))
 
 
 def chance_state(ctx) -> dict | None:
@@ -702,16 +754,17 @@ _CHANCE_TH = [
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-LOSS-FROZEN"),
-    least_evidence="{chance_share:.0%} of the run's block medians at ln(k), the end of the run less than {chance_tol_block:.0%} below it, and either no significant downward trend or an accuracy at 1/k.",
+    least_evidence="{chance_share:.0%} of the run's block medians at ln(k), the end of the run less than {chance_tol_block:.0%} below it, and a logged accuracy at 1/k (or, for k up to {chance_fail_max_classes}, no significant downward trend).",
     detects=(
         "A train loss (or, when it does not, an eval loss with at least {min_trend_points} evaluations) whose "
         "median is within {chance_tol_level:.0%} of ln(k) for some k from 2 to {chance_max_classes} (0.693, "
         "1.099, 1.386, 1.609, …), with at least {chance_share:.0%} of its block medians (blocks of 5% of the "
         "run) within {chance_tol_block:.0%} of it and the end of the run (the median of its last 10%) less than "
         "{chance_tol_block:.0%} of ln(k) below it, while the learning rate (when logged) is above zero; and either no "
-        "significant downward trend (Mann-Kendall z above -{dead_trend_z}) or a logged accuracy whose second-half "
-        "median is within {chance_acc_tol} of 1/k, however significant the drift. A drift along ln(k) with "
-        "no accuracy to confirm it is TP-NEAR-CHANCE, a WARN."
+        "significant downward trend (Mann-Kendall z above -{dead_trend_z}) and k at most {chance_fail_max_classes}, or a "
+        "logged accuracy whose second-half median is within {chance_acc_tol} of 1/k (wider for a small evaluation set: "
+        "two binomial standard errors, its size read from the accuracy's granularity), however significant the "
+        "drift. A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN."
     ),
     why=(
         "ln(k) is the cross-entropy of predicting every one of k classes with probability 1/k: a classifier whose "
@@ -753,7 +806,7 @@ def check_chance_level(ctx):
         "TP-CHANCE-LEVEL's level (the median within {chance_tol_level:.0%} of ln(k), {chance_share:.0%} of the "
         "block medians within {chance_tol_block:.0%}, the end less than {chance_tol_block:.0%} of ln(k) below it) "
         "on a loss that falls with a significant trend (Mann-Kendall z at most -{dead_trend_z}), or sits at ln(k) "
-        "for a k above {chance_fail_max_classes}, while no logged accuracy sits at 1/k: a classifier that has moved less than {chance_tol_block:.0%} of ln(k) away from a "
+        "for a k above {chance_fail_max_classes} (by default: any k), while no logged accuracy sits at 1/k: a classifier that has moved less than {chance_tol_block:.0%} of ln(k) away from a "
         "uniform guess, or a loss of another kind that happens to sit at that value."
     ),
     why=(
@@ -781,8 +834,8 @@ def check_near_chance(ctx):
             f"It falls with a significant trend (Mann-Kendall z {st['z']:.2f}) but has left the level by less than "
             f"{pct(ctx.th.chance_tol_block)} of ln({st['hit'][0]})"
             if st["z"] <= -ctx.th.dead_trend_z
-            else f"It never left the level, but ln({st['hit'][0]}) is one of the crowded levels above "
-            f"ln({ctx.th.chance_fail_max_classes}) where other losses settle by coincidence"
+            else f"It never left the level, but a loss of another kind (a language model's, a regression's) "
+            f"settles at ln({st['hit'][0]}) by coincidence as well"
         )
         + f"; no accuracy is logged at 1/{st['hit'][0]} to say whether this is a guessing classifier.",
     )
@@ -898,7 +951,7 @@ def check_diverge(ctx):
     v = s.values
     n = v.size
     th = ctx.th
-    ratio_th, z = th.diverge_ratio, th.diverge_noise_z
+    ratio_th = th.diverge_ratio
     w = end_window(n)
     end = float(median(v[-w:]))
     # A cause in the log (the learning rate climbed after the best level) lets a smaller
@@ -931,6 +984,7 @@ def check_diverge(ctx):
     if n >= DIVERGE_AR_MIN_POINTS:
         rho, infl = ar1_inflation(y - np.interp(np.arange(n), centres, np.log(meds)))
     sigma = sigma / math.sqrt(1 - rho)
+    z = th.diverge_noise_z
 
     def se(points: int) -> float:
         return level_se(sigma, points) * (infl if points > 1 else 1.0)
@@ -1221,7 +1275,7 @@ def dead_run_state(ctx) -> dict | None:
         end_level = min(last, last_wide)
         fall = math.log(v[0] / end_level) if v[0] > 0 and end_level > 0 else 0.0
         alive, alive_text = _alive(ctx)
-        state.update(fall=fall, alive=alive_text)
+        state.update(fall=fall, alive=alive_text, sigma=sigma)
         tiny = _tiny_lr(ctx)
         if tiny is not None:
             state["tiny_lr"] = tiny
@@ -1249,6 +1303,14 @@ def dead_run_state(ctx) -> dict | None:
         if fall > max(math.log1p(th.dead_min_improvement), th.diverge_noise_z * math.sqrt(2) * sigma):
             state["fell_early"] = True
             return state
+        # A pinned loss is a dead run only when it is pinned from its first point. A first
+        # log more than a slow learner's 5% above the end level, even inside the noise, is
+        # the shape of a log that starts at the end of the run's drop (a fine-tune logged
+        # every few hundred steps), which a healthy run produces; so is a first point too
+        # noisy to show such a drop (dead_ci_z single-point sigmas wider than the 5%).
+        bar_up = math.log1p(th.dead_min_improvement)
+        head_drop = fall > bar_up or th.dead_ci_z * sigma > bar_up
+        state["head_drop"] = head_drop
         if max(rel, rel_wide) < -th.dead_min_improvement:
             state["rose"] = True
             return state
@@ -1265,7 +1327,7 @@ def dead_run_state(ctx) -> dict | None:
             stepping = _stepping(ctx)
             if stepping:
                 state["stepping"] = stepping
-            else:
+            elif not head_drop:
                 state["kind"] = "dead"
         return state
 
@@ -1329,8 +1391,9 @@ def _dead_data(st: dict, th) -> dict:
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
-    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause: a learning rate at most {tiny_lr} over the whole run, a gradient norm collapsed below {vanish_ratio:.0%} of its early level, an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations, or at least {dead_flat_min_points} points whose {dead_ci_z:g}-sigma interval for the change in log-loss over the run lies within the fall of a slow learner ({dead_min_improvement:.0%}) in both directions.",
-    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend. And a cause that nothing moves: A learning rate at most {tiny_lr} over the whole run, or a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first (each named as the cause), or, over at least {dead_flat_min_points} points, a change in log-loss over the run whose confidence interval ({dead_ci_z:g} standard errors of a least-squares line, widened for autocorrelated noise) lies inside plus or minus the fall of a slow learner ({dead_min_improvement:.0%}) in a log that does not show the optimizer stepping (a learning rate above {tiny_lr}, with a live gradient norm where one is logged). A loss that fell from its first point beyond its noise and then held, a pinned loss while the optimizer steps, one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss whose interval is too wide to exclude slow learning are no progress, not death: TP-LOSS-STALLED, a WARN.",
+    implies=("TP-NEAR-CHANCE",),
+    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause: a learning rate at most {tiny_lr} over the whole run, a gradient norm collapsed below {vanish_ratio:.0%} of its early level, an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations, or at least {dead_flat_min_points} points whose {dead_ci_z:g}-sigma interval for the change in log-loss over the run lies within the fall of a slow learner ({dead_min_improvement:.0%}) in both directions, pinned from its first point (single points precise to {dead_ci_z:g} sigmas within that fall, and the first no more than it above the end level).",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend. And a cause that nothing moves: A learning rate at most {tiny_lr} over the whole run, or a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first (each named as the cause), or, over at least {dead_flat_min_points} points, a change in log-loss over the run whose confidence interval ({dead_ci_z:g} standard errors of a least-squares line, widened for autocorrelated noise) lies inside plus or minus the fall of a slow learner ({dead_min_improvement:.0%}) in a log that does not show the optimizer stepping (a learning rate above {tiny_lr}, with a live gradient norm where one is logged), pinned from its first point: the first loss no more than {dead_min_improvement:.0%} above the end level, with single points precise enough to show it ({dead_ci_z:g} point sigmas of the log-loss within that {dead_min_improvement:.0%}). A loss that fell from its first point beyond its noise and then held, a pinned loss while the optimizer steps, a pinned loss whose first point sits above its level or is too noisy to show whether it does (a log that starts at the end of the run's drop), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss whose interval is too wide to exclude slow learning are no progress, not death: TP-LOSS-STALLED, a WARN.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A fine-tune that had converged before its first logged point and shows no fall at all looks like a dead run; read the evidence with the run's history in mind.",
     causes="A zero or far too small learning rate, frozen parameters, an optimizer that does not hold the trainable parameters, labels unrelated to inputs.",
@@ -1480,6 +1543,19 @@ def check_loss_stalled(ctx):
                 f"{ci[1]:.3f}] nats, inside a slow learner's {st['ci_bar']:.3f}, but the optimizer is stepping "
                 f"({st['stepping']}): a loss that holds while the weights move is a model at its floor as often "
                 "as one that cannot learn."
+            )
+        elif ci is not None and -st["ci_bar"] < ci[0] and ci[1] < st["ci_bar"] and st.get("head_drop"):
+            evidence += (
+                f" The {ctx.th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is [{ci[0]:.3f}, "
+                f"{ci[1]:.3f}] nats, inside a slow learner's {st['ci_bar']:.3f}, but "
+                + (
+                    f"the first loss {num(s.values[0])} sits {times(math.exp(st['fall']))} above the end level"
+                    if st["fall"] > math.log1p(ctx.th.dead_min_improvement)
+                    else f"single points are too noisy (log-loss sigma {st['sigma']:.3f}) to show whether its first "
+                    "log sits above the level it holds"
+                )
+                + ": a log that starts at the end of the run's drop holds a level too, so this is not evidence "
+                "that nothing moves."
             )
         elif ci is None:
             evidence += (

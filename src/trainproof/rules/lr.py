@@ -106,7 +106,15 @@ _EDGES = (
     "the learning rate is zero (or negative) for the whole run",
     needs=[Need("lr", "min_value_points")],
     thresholds=["zero_lr_fail_share", "min_value_points", "lr_startup_share", "lr_startup_points"],
-    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-CHANCE-LEVEL", "TP-ZERO-LR-PARTIAL", "TP-LOSS-FROZEN"),
+    implies=(
+        "TP-DEAD-RUN",
+        "TP-FLAT",
+        "TP-LOSS-STALLED",
+        "TP-CHANCE-LEVEL",
+        "TP-NEAR-CHANCE",
+        "TP-ZERO-LR-PARTIAL",
+        "TP-LOSS-FROZEN",
+    ),
     least_evidence="At least {zero_lr_fail_share:.0%} of the points between start-up and a decayed end at lr <= 0.",
     detects="A learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end. "
     + _EDGES,

@@ -43,9 +43,10 @@ def echo_error(message: str) -> None:
     """Print ``trainproof: <message>`` on stderr as one line: a message names paths and
     values from the input, so its control characters are escaped (as the text report
     prints them) and cannot forge or erase lines of the output."""
+    from ..redact import mask
     from ..render.text import printable
 
-    click.echo(f"trainproof: {printable(message)}", err=True)
+    click.echo(f"trainproof: {printable(mask(message))}", err=True)
 
 
 def fail(message: str, command: str | None = None, as_json: bool = False):

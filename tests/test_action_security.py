@@ -358,3 +358,18 @@ def test_an_output_value_cannot_close_its_delimiter_early():
     for _ in range(20):
         text = ga.format_outputs({"sarif": value, "verdict": "FAIL"})
         assert parse_github_output(text) == {"sarif": value, "verdict": "FAIL"}
+
+
+def test_an_internal_error_is_exit_2_and_its_traceback_inside_the_frame(tmp_path, capsys):
+    # $GITHUB_OUTPUT is a folder with a hostile name: writing the outputs raises, naming it
+    folder = tmp_path / "##[add-mask]x"
+    folder.mkdir()
+    env = {"GITHUB_ACTIONS": "true", "INPUT_FAIL_ON": "bogus", "GITHUB_OUTPUT": str(folder)}
+    assert ga.main(env) == 2
+    out, err = capsys.readouterr()
+    frame = runner_lines(out)
+    token = frame[0].removeprefix("::stop-commands::")
+    assert frame[-1] == f"::{token}::"
+    assert "IsADirectoryError" in err and "#\\x23[add-mask]x" in err
+    assert [line for line in runner_lines(err) if parse_command(line)] == []
+    assert runner_commands(out) == [("stop-commands", token), (token, "")]

@@ -247,9 +247,13 @@ def run_doctor(argv: list[str], json_path: Path) -> int:
     Raises:
         OSError: ``json_path`` cannot be written.
     """
+    # -X utf8: the child writes its document and messages in UTF-8, as they are read here,
+    # whatever the runner's locale (a Windows runner's would be a legacy code page).
     with open(json_path, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, *python_flags(), "-m", "trainproof", *argv], stdout=out, stderr=subprocess.PIPE
+            [sys.executable, *python_flags(), "-X", "utf8", "-m", "trainproof", *argv],
+            stdout=out,
+            stderr=subprocess.PIPE,
         )
         with proc:
             for raw in iter(lambda: proc.stderr.readline(_MAX_LINE), b""):
@@ -481,7 +485,8 @@ def main(environ: Mapping[str, str] | None = None) -> int:
             ``GITHUB_OUTPUT``, ``GITHUB_STEP_SUMMARY``, ``RUNNER_TEMP``, ``GITHUB_ACTIONS``.
 
     Returns:
-        the step's exit code (:func:`decide`; 2 for a bad input, with one line on stderr).
+        the step's exit code (:func:`decide`; 2 for a bad input, with one line on stderr;
+        on a runner, 2 for an internal error, its traceback printed inside the frame).
     """
     environ = os.environ if environ is None else environ
     if environ.get("GITHUB_ACTIONS") != "true":
@@ -490,6 +495,12 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     print(f"::stop-commands::{token}", flush=True)
     try:
         return _step(environ)
+    except Exception:  # noqa: BLE001 - an internal error is exit 2, its traceback inside the frame
+        import traceback
+
+        for line in traceback.format_exc().splitlines():
+            print(log_line(_printable(line)), file=sys.stderr)
+        return 2
     finally:
         sys.stderr.flush()
         print(f"::{token}::", flush=True)

@@ -51,3 +51,19 @@ def test_every_documented_ref_exists():
             if tags is None:
                 pytest.skip(f"{where} shows {ref!r}, a tag, and there is no git here to list the tags")
         assert ref in tags, f"{where} pins {ref!r}: no such tag (tags: {sorted(tags)}); show {DEFAULT_BRANCH} or a SHA"
+
+
+def test_the_documented_workflow_uses_only_what_the_action_declares():
+    """The workflow on the CI page parses, and names only inputs and outputs action.yml has."""
+    yaml = pytest.importorskip("yaml")
+    action = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
+    text = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+    (workflow,) = [b for b in blocks if isinstance(b, dict) and "jobs" in b]
+    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
+    (ours,) = [s for s in steps if str(s.get("uses", "")).startswith("trainproof/trainproof@")]
+    assert set(ours.get("with", {})) <= set(action["inputs"])
+    used = set(re.findall(r"steps\.%s\.outputs\.([\w-]+)" % re.escape(ours["id"]), text))
+    assert used and used <= set(action["outputs"])
+    for step in steps:  # no expression inside a script: outputs go through env
+        assert "${{" not in step.get("run", ""), step

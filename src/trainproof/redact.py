@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MASK", "MIN_SECRET_LENGTH", "SECRET_VARIABLES", "mask", "scrub", "secret_forms"]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "SECRET_VARIABLES", "USER_VARIABLE", "mask", "scrub", "secret_forms"]
 
 #: The environment variables whose values are secrets (MLflow's client reads the same).
 SECRET_VARIABLES = ("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_PASSWORD")

@@ -247,13 +247,27 @@ def worst_first(reports: list[Report]) -> list[Report]:
     return sorted(reports, key=lambda r: -SEVERITY[r.verdict])
 
 
-def exit_code(reports: list[Report], error: str | None = None) -> int:
+#: ``doctor --fail-on`` (and the GitHub Action's ``fail-on``): the verdict that exits 1.
+FAIL_ON = ("FAIL", "WARN", "never")
+
+
+def exit_code(reports: list[Report], error: str | None = None, fail_on: str = "FAIL") -> int:
     """The exit-code policy shared by every command.
 
     Returns 1 if any report has a FAIL finding; else 2 if ``error`` is set, the list is
     empty, or any report could not be judged; else 0.
+
+    ``fail_on`` (one of :data:`FAIL_ON`) moves the first step: ``WARN`` also returns 1 when
+    a report WARNs; ``never`` never returns 1 (only 2, could not judge, or 0).
+
+    Raises:
+        ValueError: ``fail_on`` is not one of :data:`FAIL_ON`.
     """
-    if any(f.level is Level.FAIL for r in reports for f in r.findings):
+    if fail_on not in FAIL_ON:
+        raise ValueError(f"fail_on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
+    if fail_on != "never" and any(f.level is Level.FAIL for r in reports for f in r.findings):
+        return 1
+    if fail_on == "WARN" and any(r.verdict is Level.WARN for r in reports):
         return 1
     if error is not None or not reports:
         return 2

@@ -15,9 +15,11 @@ Credentials come from MLflow's own variables, as its client uses them: a user na
 password (``MLFLOW_TRACKING_USERNAME``, ``MLFLOW_TRACKING_PASSWORD``: HTTP Basic) or else
 a token (``MLFLOW_TRACKING_TOKEN``: Bearer). They are sent in a header only, never put in
 a location, a note or an error, and a URL that carries a user or password is refused.
-Every request has a deadline, ``MLFLOW_HTTP_REQUEST_TIMEOUT`` seconds (default
-:data:`DEFAULT_TIMEOUT`, MLflow's), for its whole answer; redirects are not followed (a
-header would travel to wherever they point).
+What the server answers may echo them: every output masks them in every form
+(:mod:`trainproof.redact`). Every request has a deadline, ``MLFLOW_HTTP_REQUEST_TIMEOUT``
+seconds (default :data:`DEFAULT_TIMEOUT`, MLflow's), for its whole answer; redirects are
+not followed (the credentials would travel to wherever they point): a redirect is an
+error, and nothing is sent to its target.
 
 A server that cannot be reached, does not answer in time, or answers something that is
 not the API's JSON raises :class:`ServerError`, a :class:`~trainproof.formats.ReadError`
@@ -144,12 +146,6 @@ def _timeout() -> float:
     return t
 
 
-def _secrets() -> list[str]:
-    """What must never be printed: the credential variables' values."""
-    names = ("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_PASSWORD")
-    return [v for v in (os.environ.get(n) for n in names) if v]
-
-
 def _auth_header() -> str | None:
     """The ``Authorization`` header MLflow's client would send (``rest_utils``: Basic when
     a user name and a password are both set, else Bearer with a token)."""
@@ -163,10 +159,11 @@ def _auth_header() -> str | None:
 
 
 def _clean(text: str, limit: int = 200) -> str:
-    """``text`` as one short line with no credential in it (a server may echo anything)."""
-    for s in _secrets():
-        text = text.replace(s, "***")
-    text = " ".join(text.split())
+    """``text`` as one short line with no credential in it, in any form (a server may echo
+    anything): masked before it is cut, so that a cut cannot leave part of one."""
+    from .redact import mask
+
+    text = " ".join(mask(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

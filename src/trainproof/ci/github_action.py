@@ -1,9 +1,12 @@
 """The GitHub Action's script: ``python -m trainproof.ci.github_action``.
 
 ``action.yml`` (the repository root) installs trainproof from the action's own checkout
-and runs this module with every input as an environment variable ``INPUT_<NAME>`` (upper
-case, ``-`` as ``_``): the step's ``env:`` carries them, so no input is ever part of a
-shell script. The module
+and runs this module, ``python -I -m trainproof.ci.github_action``, with every input as an
+environment variable ``INPUT_<NAME>`` (upper case, ``-`` as ``_``): the step's ``env:``
+carries them, so no input is ever part of a shell script. The step runs in the checked-out
+repository, which a pull request writes: isolated mode (``-I``) keeps that folder off
+``sys.path``, and the doctor child runs isolated too (:func:`python_flags`), so a planted
+``trainproof/`` package there is never imported. The module
 
 1. reads and checks the inputs (:func:`read_inputs`; a bad one: one line, exit 2);
 2. runs ``trainproof doctor`` once, as a child process of this interpreter, with
@@ -13,6 +16,14 @@ shell script. The module
    ``$GITHUB_OUTPUT`` (printed as ``name=value`` lines when it is not set) and appends a
    table to ``$GITHUB_STEP_SUMMARY`` when it is set;
 4. exits by the ``fail-on`` policy (:func:`decide`).
+
+Names in the logs (files, runs, metrics, trackers) are an outsider's text, and the runner
+reads workflow commands in a step's output: ``::name::`` at a line's start (after blanks)
+and ``##[name]`` anywhere in a line. Every line this module prints, doctor's messages
+included (read from its stderr and printed again), passes :func:`log_line`, so no name
+can form one; and the whole output is framed by ``::stop-commands::<random token>``, so
+that nothing printed in between (a traceback too) is read as a command. Credentials are
+masked in everything written (:func:`trainproof.redact.mask`).
 
 It knows doctor only by its command line and its published ``--json`` document.
 """
@@ -62,7 +73,7 @@ OUTPUTS = (
 )
 
 #: doctor options this script sets itself from the inputs; ``args`` may not repeat them.
-_OWNED = ("--json", "--sarif", "--html", "--baseline", "--mute", "--config", "--allow-empty")
+_OWNED = ("--json", "--sarif", "--html", "--baseline", "--mute", "--config", "--allow-empty", "--fail-on")
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 _SEVERITY = {"FAIL": 3, "WARN": 2, "NOT-CHECKED": 1, "PASS": 0}
@@ -180,6 +191,7 @@ def _input_for(option: str) -> str:
         "--sarif": "sarif-file",
         "--html": "html-file",
         "--allow-empty": "allow-empty",
+        "--fail-on": "fail-on",
     }.get(option, option[2:])
 
 
@@ -208,10 +220,26 @@ def doctor_command(settings: Settings) -> list[str]:
     return [*argv, *settings.extra, "--", *settings.paths]
 
 
+def python_flags() -> list[str]:
+    """The interpreter options of the doctor child, which runs in the checked-out
+    repository: ``-I`` when this script runs isolated (as ``action.yml`` runs it), else
+    ``-P`` (Python 3.11+: the working directory is not put on ``sys.path``, while
+    ``PYTHONPATH`` still counts), so that ``python -m trainproof`` never imports a
+    ``trainproof/`` package planted at the repository's root."""
+    if sys.flags.isolated:
+        return ["-I"]
+    return ["-P"] if sys.version_info >= (3, 11) else []
+
+
+#: The longest piece of doctor's stderr read as one line (a longer line is printed in pieces).
+_MAX_LINE = 1 << 16
+
+
 def run_doctor(argv: list[str], json_path: Path) -> int:
-    """Run ``python -m trainproof`` with ``argv`` (:func:`doctor_command`), its standard output into
-    ``json_path`` and its standard error passed through (where it says which files it
-    wrote and why a log could not be judged).
+    """Run ``python -m trainproof`` with ``argv`` (:func:`doctor_command`) and the options of
+    :func:`python_flags`, its standard output into ``json_path``; its standard error (where
+    it says which files it wrote and why a log could not be judged) is read line by line
+    and printed on this script's standard error through :func:`log_line`.
 
     Returns:
         doctor's exit code.
@@ -219,8 +247,19 @@ def run_doctor(argv: list[str], json_path: Path) -> int:
     Raises:
         OSError: ``json_path`` cannot be written.
     """
+    # -X utf8: the child writes its document and messages in UTF-8, as they are read here,
+    # whatever the runner's locale (a Windows runner's would be a legacy code page).
     with open(json_path, "wb") as out:
-        return subprocess.run([sys.executable, "-m", "trainproof", *argv], stdout=out, check=False).returncode
+        proc = subprocess.Popen(
+            [sys.executable, *python_flags(), "-X", "utf8", "-m", "trainproof", *argv],
+            stdout=out,
+            stderr=subprocess.PIPE,
+        )
+        with proc:
+            for raw in iter(lambda: proc.stderr.readline(_MAX_LINE), b""):
+                text = raw.decode("utf-8", errors="backslashreplace").rstrip("\r\n")
+                print(log_line(_printable(text)), file=sys.stderr, flush=True)
+        return proc.returncode
 
 
 def load_document(json_path: Path) -> dict | None:
@@ -312,9 +351,24 @@ def format_outputs(values: Mapping[str, str]) -> str:
 
 
 def _printable(text) -> str:
+    """``text`` as one line of the step's log or summary: credentials masked, control
+    characters escaped, and no ``##[`` (the runner reads it as a command anywhere in a line:
+    written ``#\\x23[``)."""
+    from ..redact import mask
     from ..render.text import printable
 
-    return printable(str(text))
+    return printable(mask(str(text))).replace("##[", "#\\x23[")
+
+
+def log_line(line: str) -> str:
+    """``line`` (built from :func:`_printable` pieces) as the runner must see it: one that
+    would start with ``::`` after its leading blanks (a command) has that first ``:``
+    written ``\\x3a``."""
+    body = line.lstrip()
+    if body.startswith("::"):
+        at = len(line) - len(body)
+        line = line[:at] + "\\x3a" + line[at + 1 :]
+    return line
 
 
 def _not_passed(doc: dict | None) -> list[dict]:
@@ -346,9 +400,9 @@ def totals(counts: Mapping[str, int]) -> str:
 def log_lines(doc: dict | None, code: int, fail_on: str) -> list[str]:
     """What the step prints: each run that did not pass (worst first, at most
     :data:`MAX_LISTED`) with the ids and messages of its findings, then the totals and the
-    exit code. Every line starts with text of this script's own, and values from the
-    logs are escaped (:func:`trainproof.render.text.printable`), so a file name cannot
-    start a workflow command (``::...``) or a new line."""
+    exit code. Values from the logs pass :func:`_printable` and each line
+    :func:`log_line`, so a file name cannot start a new line or form a workflow command
+    (``::name::`` at the start, ``##[name]`` anywhere)."""
     if doc is None:
         return [f"trainproof: doctor wrote no report (exit {code}); see its messages above"]
     lines = []
@@ -365,7 +419,7 @@ def log_lines(doc: dict | None, code: int, fail_on: str) -> list[str]:
         f"trainproof: {totals(count_verdicts(doc))}; worst verdict {doc.get('worst_verdict') or 'none'}; "
         f"fail-on {fail_on}: exit {code}"
     )
-    return lines
+    return [log_line(line) for line in lines]
 
 
 def _md(text) -> str:
@@ -422,26 +476,50 @@ def _append(path: str, text: str) -> None:
 def main(environ: Mapping[str, str] | None = None) -> int:
     """Run the action's step: read the inputs, run doctor, print, set outputs, summarise.
 
+    On a GitHub runner (``GITHUB_ACTIONS=true``) the output is framed by
+    ``::stop-commands::<token>`` and ``::<token>::`` with a random token: the runner reads
+    no workflow command in between, whatever a name in the logs holds.
+
     Args:
         environ: the environment to read (default ``os.environ``): ``INPUT_*``,
-            ``GITHUB_OUTPUT``, ``GITHUB_STEP_SUMMARY``, ``RUNNER_TEMP``.
+            ``GITHUB_OUTPUT``, ``GITHUB_STEP_SUMMARY``, ``RUNNER_TEMP``, ``GITHUB_ACTIONS``.
 
     Returns:
-        the step's exit code (:func:`decide`; 2 for a bad input, with one line on stderr).
+        the step's exit code (:func:`decide`; 2 for a bad input, with one line on stderr;
+        on a runner, 2 for an internal error, its traceback printed inside the frame).
     """
     environ = os.environ if environ is None else environ
+    if environ.get("GITHUB_ACTIONS") != "true":
+        return _step(environ)
+    token = secrets.token_hex(16)
+    print(f"::stop-commands::{token}", flush=True)
+    try:
+        return _step(environ)
+    except Exception:  # noqa: BLE001 - an internal error is exit 2, its traceback inside the frame
+        import traceback
+
+        for line in traceback.format_exc().splitlines():
+            print(log_line(_printable(line)), file=sys.stderr)
+        return 2
+    finally:
+        sys.stderr.flush()
+        print(f"::{token}::", flush=True)
+
+
+def _step(environ: Mapping[str, str]) -> int:
+    """:func:`main`'s work, inside the frame."""
     output_file = environ.get("GITHUB_OUTPUT") or None
     summary_file = environ.get("GITHUB_STEP_SUMMARY") or None
     try:
         settings = read_inputs(environ)
     except InputError as e:
-        print(f"trainproof: {_printable(e)}", file=sys.stderr)
+        print(log_line(f"trainproof: {_printable(e)}"), file=sys.stderr)
         values = outputs(None, 2, None)
         if output_file:
             _append(output_file, format_outputs(values))
         return 2
     argv = doctor_command(settings)
-    print("$ trainproof " + _printable(shlex.join(argv)), flush=True)
+    print(log_line("$ trainproof " + _printable(shlex.join(argv))), flush=True)
     tmp = environ.get("RUNNER_TEMP") or None
     fd, name = tempfile.mkstemp(prefix="trainproof-", suffix=".json", dir=tmp)
     os.close(fd)
@@ -458,7 +536,7 @@ def main(environ: Mapping[str, str] | None = None) -> int:
         _append(output_file, format_outputs(values))
     else:
         for key, value in values.items():
-            print(f"{key}={_printable(value)}")
+            print(log_line(f"{key}={_printable(value)}"))
     if summary_file:
         _append(summary_file, summary_markdown(doc, code, settings.fail_on, values))
     sys.stdout.flush()

@@ -186,7 +186,13 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(2)
         if debug:
             raise
-        click.echo(f"trainproof: internal error: {type(e).__name__}: {e} (run with --debug for a traceback)", err=True)
+        from ..redact import mask
+        from ..render.text import printable
+
+        click.echo(
+            f"trainproof: internal error: {type(e).__name__}: {printable(mask(str(e)))} (run with --debug for a traceback)",
+            err=True,
+        )
         sys.exit(2)
     finally:
         if previous:

@@ -43,9 +43,10 @@ def echo_error(message: str) -> None:
     """Print ``trainproof: <message>`` on stderr as one line: a message names paths and
     values from the input, so its control characters are escaped (as the text report
     prints them) and cannot forge or erase lines of the output."""
+    from ..redact import mask
     from ..render.text import printable
 
-    click.echo(f"trainproof: {printable(message)}", err=True)
+    click.echo(f"trainproof: {printable(mask(message))}", err=True)
 
 
 def fail(message: str, command: str | None = None, as_json: bool = False):
@@ -154,6 +155,7 @@ def emit_reports(
     outputs: dict[str, Path] | None = None,
     view: str = "default",
     only=None,
+    fail_on: str = "FAIL",
 ) -> int:
     """Write the report files asked for, print ``reports`` (the text report, or with
     ``as_json`` the JSON document of ``command``), and return the exit code by the shared
@@ -164,6 +166,7 @@ def emit_reports(
     document). ``outputs``: the report files asked for (renderer name -> path, the
     command's ``outputs`` parameter; :func:`write_outputs`). The reports are printed as they were built: muting is the check's (the
     rule engine's, :func:`trainproof.preflight.apply_mute`), never done here.
+    ``fail_on``: which verdict exits 1 (``doctor --fail-on``; :func:`trainproof.findings.exit_code`).
 
     Raises:
         click.exceptions.Exit: a report file that cannot be written (exit 2).
@@ -182,4 +185,4 @@ def emit_reports(
         render_text.render(stdout_console(), reports, summary=summary, view=view, only=only, ignored=ignored)
         if error:
             echo_error(error)
-    return exit_code(reports, error)
+    return exit_code(reports, error, fail_on)

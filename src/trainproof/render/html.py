@@ -36,6 +36,7 @@ import numpy as np
 
 from .._files import write_atomic
 from ..findings import SEVERITY, Level, Report, jsonable, worst_verdict
+from ..redact import scrub
 from .text import CLOSING_NOTE
 
 # ----------------------------------------------------------------------------- helpers
@@ -814,7 +815,7 @@ def render_html(reports: list[Report], title: str = "trainproof report", compare
     they are ordered worst first. With ``compare`` the order is kept (the first report is
     the baseline) and a chart overlays the loss of every run.
     """
-    reports = list(reports)
+    reports, title = scrub((list(reports), title))
     if compare or len(reports) < 2:
         ordered = reports
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from ..findings import Report, worst_verdict
+from ..redact import scrub
 
 #: Version of the JSON document's schema. Adding optional fields is a minor change;
 #: removing or renaming a field, or changing its meaning, is a major one (CONTRACTS.md).
@@ -29,7 +30,8 @@ def document(reports: list[Report], command: str, error: str | None = None, extr
     }
     if extra:
         doc.update(extra)
-    return doc
+    # The one place the document is built: every string in it passes the credential mask.
+    return scrub(doc)
 
 
 def dumps(doc: dict) -> str:

@@ -68,6 +68,7 @@ from jschema_to_python.to_json import to_json
 
 from .._files import write_atomic
 from ..findings import Finding, Level, Report, jsonable, worst_verdict
+from ..redact import scrub
 from ..rules.registry import DOC_SECTIONS, Rule, all_rules, get
 from .text import run_words, unshown_run_id
 
@@ -305,7 +306,7 @@ def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLo
     """The SARIF log of ``reports`` as :mod:`sarif_om` objects (one run)."""
     from .. import __version__
 
-    reports = list(reports)
+    reports = scrub(list(reports))
     order = {r.id: i for i, r in enumerate(all_rules())}
     pending: list[tuple[Finding, Report, str]] = []
     levels: dict[str, Level] = {}

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from ..findings import EXPERIMENT_SEP, Level, Report
+from ..redact import scrub
 from ..rules._fmt import pct, times
 
 if TYPE_CHECKING:
@@ -182,6 +183,7 @@ def render(
     ignored: int = 0,
 ) -> None:
     """Print reports; with ``summary``, ``doctor``'s screen (:func:`render_doctor`)."""
+    reports = scrub(reports)
     if summary:
         render_doctor(console, reports, view=view, only=only, unread=unread, ignored=ignored)
         return
@@ -452,6 +454,7 @@ def render_compare(console: Console, baseline: Report, reports: list[Report]) ->
     """The ranking table of runs against a baseline (worst first), then each report."""
     from rich.table import Table
 
+    baseline, reports = scrub((baseline, reports))
     t = Table(title=f"trainproof compare — baseline {clean(baseline.file)} ({baseline.verdict.value})")
     for col, just in (
         ("verdict", "left"),

@@ -153,6 +153,15 @@ def _is_server(root) -> bool:
     help="Show only runs of these verdicts, e.g. --only FAIL,WARN (FAIL, WARN, PASS, NOT-CHECKED); "
     "the totals line and --json still count every run.",
 )
+@click.option(
+    "--fail-on",
+    "fail_on",
+    type=click.Choice(["FAIL", "WARN", "never"], case_sensitive=False),
+    default="FAIL",
+    show_default=True,
+    help="Which verdict exits 1: FAIL (a run FAILs), WARN (a run FAILs or WARNs) or never. A log that "
+    "cannot be judged exits 2 whatever this is.",
+)
 def doctor_cmd(
     paths: tuple[str, ...],
     fmt: str,
@@ -172,6 +181,7 @@ def doctor_cmd(
     allow_empty,
     view,
     only,
+    fail_on,
 ) -> int:
     """Find every training log under each PATH (default: .) and judge each run.
 
@@ -262,4 +272,5 @@ def doctor_cmd(
         outputs=outputs,
         view=view or "default",
         only=only,
+        fail_on=fail_on,
     )

@@ -512,6 +512,21 @@ def test_loss_spike_recovered_slowly_is_a_recovered_spike(n):
     recovered(judge(loss=v))
 
 
+@pytest.mark.parametrize("n", [30, 200])
+@pytest.mark.parametrize("at", [1, 2, 4])
+def test_an_order_of_magnitude_burst_in_the_first_points_is_a_spike(n, at):
+    """Before 5 points make a level, a burst 10x or more above the points before it is a
+    spike however few they are; 5x there is not (a warm-up or a noisy start)."""
+    v = decaying(n, 0.02)
+    big = v.copy()
+    big[at] = 30 * v[at - 1]
+    f = one(judge(loss=big), "TP-LOSS-SPIKE")
+    assert f.level is Level.WARN and f.step == step_of(at)
+    small = v.copy()
+    small[at] = 5 * v[at - 1]
+    assert not fired(judge(loss=small), "TP-LOSS-SPIKE")
+
+
 @pytest.mark.parametrize("n", [40, 200, 2000])
 @pytest.mark.parametrize("burst", [1, 2])
 def test_loss_spike_at_the_very_end_of_the_log_is_silent(n, burst):

@@ -472,7 +472,8 @@ def _spike_candidates(y: np.ndarray, window: int, first: int, bar: float) -> tup
         "A burst of at most {spike_max_points} consecutive points (or, for an excursion reaching "
         "{spike_excursion_factor:g}x the level before it, at most {spike_excursion_share:.0%} of the run) more "
         "than {spike_factor:g}x the loss level "
-        "before it (median of up to the {spike_window} points before, at least 5) and more than "
+        "before it (median of up to the {spike_window} points before, at least 5; within the first 5 points, "
+        "an excursion of {spike_excursion_factor:g}x above the median of the points before it, however few) and more than "
         "{spike_noise_z:g} noise sigmas above it (noise of the log of the loss), followed by at least "
         "{spike_settle_points} more points. The loss must come back below that bar, and the best level the run "
         "reaches from there to the end of the log (the lowest median of any {spike_settle_points} consecutive "
@@ -519,12 +520,21 @@ def check_loss_spike(ctx):
     # The bar is the higher of the factor's and the noise's: the points above the factor's
     # bar are found first, and the noise is measured only when there are any.
     cand, cand_pre = _spike_candidates(y, win, first, factor_bar)
-    if not cand.size:
+    if not cand.size and not np.any(y[1:first] - np.minimum.accumulate(y)[: max(0, first - 1)] > factor_bar):
         return
     sigma = log_loss_noise(ctx)
     bar = max(factor_bar, th.spike_noise_z * sigma)
     above = y[cand] - cand_pre > bar
     cand, cand_pre = cand[above], cand_pre[above]
+    # Within the first points, before a level of `first` points exists, an excursion of an
+    # order of magnitude (spike_excursion_factor) above the points before it is a spike
+    # however few they are: no descent or warm-up multiplies the loss 10x and comes back.
+    head_bar = max(bar, math.log(th.spike_excursion_factor))
+    head = [(i, float(median(y[:i]))) for i in range(1, min(first, n))]
+    head = [(i, pre) for i, pre in head if y[i] - pre > head_bar]
+    if head:
+        cand = np.concatenate([np.array([i for i, _ in head], dtype=cand.dtype), cand])
+        cand_pre = np.concatenate([np.array([pre for _, pre in head]), cand_pre])
     # The best level after index k: the lowest median of `settle` consecutive points
     # starting at k or later (a suffix minimum, so each spike costs O(1)); computed when a
     # first spike needs it.

@@ -735,7 +735,10 @@ class Thresholds:
         "and that the run comes back from: a loss that blows up a hundredfold and recovers "
         "within a few epochs is a spike to warn of, not a level (and not a divergence, which "
         "reads where the run ends). Healthy noise does not stay 10x above its level for more "
-        "than a point or two.",
+        "than a point or two. The same factor lets a burst within the first 5 points count "
+        "against the median of however few points precede it: no descent or warm-up "
+        "multiplies the loss 10x and comes back (in the zoo, 13 of 15 missed spikes sat "
+        "among the first 5 logged points).",
     )
     spike_excursion_share: float = threshold(0.25, see="spike_excursion_factor")
     spike_settle_points: int = threshold(

@@ -500,6 +500,16 @@ class RunLogBuilder:
                 steps_all[: known[0]] = steps_all[known[0]]
             else:
                 steps_all = np.arange(n, dtype=np.float64)
+        if n > 1 and explicit_steps:
+            epoch_key = mapping.get("epoch", {}).get("source")
+            ec = cols.get(epoch_key) if epoch_key is not None else None
+            if ec is not None and len(ec.rec):
+                within = _steps_within_epochs(
+                    steps_all, np.frombuffer(ec.rec, dtype=np.int64), np.frombuffer(ec.vals, dtype=np.float64)
+                )
+                if within is not None:
+                    steps_all, how = within
+                    out_notes.append(how)
 
         source_to_name = {m["source"]: canon for canon, m in mapping.items()}
         series: dict[str, Series] = {}
@@ -602,6 +612,80 @@ class RunLogBuilder:
             step_range=step_range,
             explicit_steps=explicit_steps,
         )
+
+
+def _epoch_of_records(ep_rec: np.ndarray, ep_vals: np.ndarray, n: int) -> np.ndarray:
+    """Each record's epoch: the last finite epoch value logged at or before it (the first
+    one for the records before any), shape ``(n,)``; NaN where the log has none."""
+    ok = np.isfinite(ep_vals)
+    rec, vals = ep_rec[ok], ep_vals[ok]
+    if not rec.size:
+        return np.full(n, np.nan)
+    pos = np.searchsorted(rec, np.arange(n), side="right") - 1
+    return vals[np.maximum(pos, 0)]
+
+
+def _steps_within_epochs(
+    steps: np.ndarray, ep_rec: np.ndarray, ep_vals: np.ndarray
+) -> tuple[np.ndarray, str] | None:
+    """The global step of a log whose step counts within the epoch, and the note saying
+    how it was built; ``None`` for a log whose step does not restart with each epoch.
+
+    OpenMMLab's ``*.log.json`` (``iter`` counts within the epoch) and loops that log
+    ``{"epoch": e, "step": batch_idx}`` restart their step counter at every epoch: the x
+    axis is the ``(epoch, step in the epoch)`` pair, not a resume at each epoch. A log is
+    read so when its step goes back where the epoch rises, at two thirds of the epoch
+    changes or more (a resume's step goes back while its epoch stays or goes back with it;
+    a global step reset once by a resume that kept counting epochs goes back at one
+    epoch change of many). The global step is then
+    ``(epoch - first epoch) * L + step`` with ``L`` the steps per epoch seen (the span of
+    the steps within the epochs plus their median interval), when every epoch value is a
+    whole number; else the count of the epochs begun so far stands for the epoch. A real
+    resume inside such a log (the step goes back, the epoch does not rise) still goes
+    back on the global axis, so it stays a resume (see the module docstring).
+
+    Args:
+        steps: shape ``(n,)``, every record's step (finite, filled).
+        ep_rec, ep_vals: the epoch column: record indices (ascending) and values.
+    """
+    n = steps.size
+    ep = _epoch_of_records(ep_rec, ep_vals, n)
+    if not np.isfinite(ep).any():
+        return None
+    back = np.flatnonzero(steps[1:] < steps[:-1]) + 1  # records where the step goes back
+    if not back.size:
+        return None
+    rises = back[ep[back] > ep[back - 1]]
+    # Where the step counts within the epoch it goes back at (nearly) every epoch change;
+    # a global step that went back once, at a resume that kept counting epochs, does not.
+    changes = int(np.count_nonzero(ep[1:] > ep[:-1]))
+    if not rises.size or rises.size * 3 < changes * 2:
+        return None
+    # The first record of each epoch as the counter knows it: where the step goes back and
+    # the epoch rises.
+    block = np.zeros(n, dtype=np.int64)
+    block[rises] = 1
+    np.cumsum(block, out=block)
+    first = np.concatenate(([0], rises))
+    starts_next = np.append(rises, n)
+    spans = [(float(steps[a:b].min()), float(steps[a:b].max())) for a, b in zip(first.tolist(), starts_next.tolist())]
+    lo = min(sp[0] for sp in spans)
+    hi = max(sp[1] for sp in spans)
+    d = np.diff(steps)
+    same_block = block[1:] == block[:-1]
+    gaps = d[same_block & (d > 0)]
+    interval = float(np.median(gaps)) if gaps.size else 1.0
+    per_epoch = hi - lo + interval
+    whole = bool(np.all(ep[np.isfinite(ep)] == np.round(ep[np.isfinite(ep)])))
+    index = ep - float(np.nanmin(ep)) if whole else block.astype(np.float64)
+    glob = index * per_epoch + steps
+    what = "the epoch minus the first epoch" if whole else "the number of epochs begun before it"
+    note = (
+        f"the step counts within each epoch (it goes back as the epoch rises, at {rises.size} epoch "
+        f"change(s)): the x axis is the global step, ({what}) x {per_epoch:g} (the steps per epoch "
+        "seen) + the step in the epoch"
+    )
+    return glob, note
 
 
 def _loss_stops(

@@ -579,7 +579,8 @@ class RunLogBuilder:
                 + ", ".join(repeated[:10])
                 + (f" and {len(repeated) - 10} more" if len(repeated) > 10 else "")
             )
-        stop = _loss_stops(mapping, rec_of, self._holes, steps_all, lines_all, n)
+        others = [np.frombuffer(cols[k].rec, dtype=np.int64) for k in dropped if k in cols]
+        stop = _loss_stops(mapping, rec_of, self._holes, steps_all, lines_all, n, others)
         if stop:
             out_notes.append(stop[0])
         for canon, m in sorted(mapping.items()):
@@ -625,9 +626,7 @@ def _epoch_of_records(ep_rec: np.ndarray, ep_vals: np.ndarray, n: int) -> np.nda
     return vals[np.maximum(pos, 0)]
 
 
-def _steps_within_epochs(
-    steps: np.ndarray, ep_rec: np.ndarray, ep_vals: np.ndarray
-) -> tuple[np.ndarray, str] | None:
+def _steps_within_epochs(steps: np.ndarray, ep_rec: np.ndarray, ep_vals: np.ndarray) -> tuple[np.ndarray, str] | None:
     """The global step of a log whose step counts within the epoch, and the note saying
     how it was built; ``None`` for a log whose step does not restart with each epoch.
 
@@ -689,7 +688,13 @@ def _steps_within_epochs(
 
 
 def _loss_stops(
-    mapping: dict, rec_of: dict, holes: dict, steps_all: np.ndarray, lines_all: np.ndarray, n: int
+    mapping: dict,
+    rec_of: dict,
+    holes: dict,
+    steps_all: np.ndarray,
+    lines_all: np.ndarray,
+    n: int,
+    others: list[np.ndarray] = (),
 ) -> tuple[str, dict] | None:
     """The note for a loss that stops while the records go on, and its numbers; or ``None``.
 
@@ -700,7 +705,9 @@ def _loss_stops(
     measure it: a store read one metric at a time (an MLflow run folder) gives the loss's
     records before the others', whatever their steps. The numbers (``step``, ``line``,
     ``records_after``, ``held_empty``: how many of those records hold the loss's key empty
-    or ``null``, ``last_step``, ``key``) go to ``meta["loss_stopped"]``.
+    or ``null``, ``last_step``, ``key``) go to ``meta["loss_stopped"]``. ``others``: the
+    records (index arrays) that hold values of other runs' columns (a W&B export of
+    several runs), whose empty cells are not this run's.
     """
     m = mapping.get("loss")
     if m is None:
@@ -713,14 +720,17 @@ def _loss_stops(
     stop_step = float(steps_all[last])
     gaps = np.diff(np.unique(steps_all[rec]))
     bound = max(4 * float(np.median(gaps)), float(gaps.max())) if gaps.size else 0.0
-    # Only records of this run count (a W&B export's other runs may go on longer).
-    after = np.unique(np.concatenate([r for r in rec_of.values()]))
+    # Only records of this run count (a W&B export's other runs may go on longer): those
+    # with a value of its columns, and those that hold the loss's own key with no value (a
+    # log of step and loss alone whose loss turns into "None").
+    h = np.frombuffer(holes[key], dtype=np.int64) if key in holes else np.empty(0, dtype=np.int64)
+    alone = np.setdiff1d(h, np.concatenate(others)) if len(others) and h.size else h
+    after = np.unique(np.concatenate([*rec_of.values(), alone]))
     after = after[steps_all[after] > stop_step]
     later = np.unique(steps_all[after])
     if later.size < 3 or float(later[-1]) - stop_step <= bound:
         return None
     end = int(after[np.argmax(steps_all[after])])
-    h = np.frombuffer(holes[key], dtype=np.int64) if key in holes else np.empty(0, dtype=np.int64)
     held = int(np.intersect1d(h, after).size)
     empty = f", {held} of them holding it empty or null" if held else ""
     note = (

@@ -13,7 +13,8 @@ Two readings share one pass over the lines:
   being ``:``, ``=``, blanks, a ``|`` table cell or a ``[``: ``iter 100: loss 3.21``,
   ``step=100 loss=3.2``, ``| epoch 1 | lr 20.00 | loss 5.91 |``, ``Epoch [1/50], Train
   Loss: 1.94``, ``Ep. 3 : Up. 1000 : Cost 4.21``, ``train/CrossEntropyLoss=3.98``. A name
-  is up to six words; a value may carry ``%`` or ``s`` (dropped) and a ``/total``. Which
+  is up to six words; a value may carry ``%`` or ``s`` (dropped) and a ``/total``, and
+  may be printed as a tensor (``loss: tensor(0.53, device='cuda:0')``, in a dict too). Which
   pairs are the step is decided per line, in this order (see :func:`_step_of`):
 
   1. a global counter: a name containing ``global``, ``num_updates``, ``total_timesteps``,
@@ -101,6 +102,9 @@ tail_mode = "whole"
 preference = 6
 
 _DICT = re.compile(r"\{'(?:loss|eval_[A-Za-z0-9_]+|train_runtime|learning_rate|grad_norm|epoch)'\s*:[^{}]*\}")
+#: ``str(tensor)`` in a printed dict (``'loss': tensor(0.53, device='cuda:0',
+#: grad_fn=<NllLossBackward0>)``): the value is its first argument.
+_TENSOR = re.compile(r"tensor\(\s*([-+]?[\w.]{1,40})\s*(?:,[^(){}]{0,200})?\)")
 _BARE = re.compile(r"(?<=[:\[,\s])(-?inf|nan)(?=\s*[,}\]])")
 
 # --------------------------------------------------------------------------- the tokenizer
@@ -122,7 +126,7 @@ _NUM = (
 # blank run splits one way only; ``\s*\[\s*`` likewise; ``\s+`` alone is the third way.
 _PAIR = re.compile(
     rf"(?<![\w./-])(?P<name>{_WORD}(?: {_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
-    rf"(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
+    rf"(?:tensor\(\s*)?(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
 )
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _JOIN = re.compile(r"[^a-z0-9]+")
@@ -633,6 +637,8 @@ def _dict_values(text: str) -> dict | None:
         return None
     if _HUGE_INT is not None:
         text = _HUGE_INT.sub("1e999", text)
+    if "tensor(" in text:
+        text = _TENSOR.sub(r"\1", text)
     try:
         obj = ast.literal_eval(_BARE.sub(lambda m: f"'{m.group(1)}'", text))
     except (ValueError, SyntaxError, MemoryError, RecursionError):

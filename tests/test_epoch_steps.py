@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from trainproof.api import judge, read_runlog
 from trainproof.findings import Level
@@ -25,10 +26,10 @@ def _loss(t: int, total: int, diverge: bool, rng: np.random.Generator) -> float:
     return x
 
 
-def _openmmlab(path: Path, diverge: bool = False, iters: int = 400, every: int = 20) -> int:
+def _openmmlab(path: Path, diverge: bool = False, iters: int = 400, every: int = 20, val_iter: int = 125) -> int:
     """An mmdet-2.x-style log: a header object, train rows (``iter`` within the epoch)
-    and one validation row per epoch (``iter`` = validation batches). Returns the number
-    of train rows."""
+    and one validation row per epoch (``iter``: the validation batches in mmcv 1.3 and
+    later, the epoch's train iterations before). Returns the number of train rows."""
     rng = np.random.default_rng(1)
     total = EPOCHS * iters
     rows = [{"env_info": "sys.platform: linux", "config": "model = dict()", "seed": 0, "exp_name": "cfg.py"}]
@@ -52,7 +53,7 @@ def _openmmlab(path: Path, diverge: bool = False, iters: int = 400, every: int =
                 }
             )
             n += 1
-        rows.append({"mode": "val", "epoch": e, "iter": 125, "lr": 0.02, "bbox_mAP": 0.1 + 0.02 * e})
+        rows.append({"mode": "val", "epoch": e, "iter": val_iter, "lr": 0.02, "bbox_mAP": 0.1 + 0.02 * e})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return n
 
@@ -84,9 +85,10 @@ def _within_note(notes: list[str]) -> bool:
     return any("the step counts within each epoch" in n for n in notes)
 
 
-def test_openmmlab_log_json_is_judged_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize("val_iter", [125, 400])
+def test_openmmlab_log_json_is_judged_whole(tmp_path: Path, val_iter: int) -> None:
     p = tmp_path / "20240101_000000.log.json"
-    n = _openmmlab(p)
+    n = _openmmlab(p, val_iter=val_iter)
     run = read_runlog(p)
     loss = run.get("loss")
     assert len(loss) == n  # every epoch's rows, not the last epoch's
@@ -98,9 +100,10 @@ def test_openmmlab_log_json_is_judged_whole(tmp_path: Path) -> None:
     assert judge(p).verdict != Level.FAIL
 
 
-def test_openmmlab_log_json_diverging_fails(tmp_path: Path) -> None:
+@pytest.mark.parametrize("val_iter", [125, 400])
+def test_openmmlab_log_json_diverging_fails(tmp_path: Path, val_iter: int) -> None:
     p = tmp_path / "run.log.json"
-    n = _openmmlab(p, diverge=True)
+    n = _openmmlab(p, diverge=True, val_iter=val_iter)
     rep = judge(p)
     assert rep.verdict == Level.FAIL
     assert "TP-DIVERGE" in {f.id for f in rep.findings}

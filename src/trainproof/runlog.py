@@ -648,11 +648,11 @@ def _steps_within_epochs(steps: np.ndarray, ep_rec: np.ndarray, ep_vals: np.ndar
         ep_rec, ep_vals: the epoch column: record indices (ascending) and values.
     """
     n = steps.size
-    ep = _epoch_of_records(ep_rec, ep_vals, n)
-    if not np.isfinite(ep).any():
-        return None
     back = np.flatnonzero(steps[1:] < steps[:-1]) + 1  # records where the step goes back
     if not back.size:
+        return None
+    ep = _epoch_of_records(ep_rec, ep_vals, n)
+    if not np.isfinite(ep).any():
         return None
     rises = back[ep[back] > ep[back - 1]]
     # Where the step counts within the epoch it goes back at (nearly) every epoch change;
@@ -665,11 +665,7 @@ def _steps_within_epochs(steps: np.ndarray, ep_rec: np.ndarray, ep_vals: np.ndar
     block = np.zeros(n, dtype=np.int64)
     block[rises] = 1
     np.cumsum(block, out=block)
-    first = np.concatenate(([0], rises))
-    starts_next = np.append(rises, n)
-    spans = [(float(steps[a:b].min()), float(steps[a:b].max())) for a, b in zip(first.tolist(), starts_next.tolist())]
-    lo = min(sp[0] for sp in spans)
-    hi = max(sp[1] for sp in spans)
+    lo, hi = float(steps.min()), float(steps.max())
     d = np.diff(steps)
     same_block = block[1:] == block[:-1]
     gaps = d[same_block & (d > 0)]

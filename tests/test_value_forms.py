@@ -150,3 +150,16 @@ def test_absent_words() -> None:
         assert is_absent(s), s
     for s in ("nan", "0", "loss", "NaN"):
         assert not is_absent(s), s
+
+
+@pytest.mark.parametrize("word", ["None", "null", "N/A"])
+@pytest.mark.parametrize("extra", ["", " lr: 0.001"], ids=["step-and-loss", "with-lr"])
+def test_console_loss_printed_as_none_is_a_stop(tmp_path: Path, word: str, extra: str) -> None:
+    lines = [f"step {10 * i} loss: {_loss(i) if i < SWITCH else word}{extra}" for i in range(STEPS)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    assert len(read_runlog(p).get("loss")) == SWITCH
+    rep = judge(p)
+    data = _stopped(rep)
+    assert data is not None and data["held_empty"] == STEPS - SWITCH
+    assert rep.verdict == Level.WARN

@@ -6,7 +6,8 @@ Readers yield :class:`Record` objects; :func:`build_runlog` turns that stream in
 name; every other metric keeps its raw key.
 
 **Holes are absent, never NaN.** An empty CSV cell or a JSON ``null`` is a *hole*: the
-row holds the key with no value. A sparse table (Lightning ``CSVLogger``, a W&B export, a
+row holds the key with no value (a missing-value word such as ``"None"``, ``#N/A`` or
+``<NA>`` is one too). A sparse table (Lightning ``CSVLogger``, a W&B export, a
 reinforcement-learning progress table whose rollout rows leave every training column empty,
 LLaMA-Factory's ``"eval_loss": null``) writes one wherever a metric was not logged in that
 row, so a hole says nothing about the metric's value and is left out. A value is non-finite
@@ -21,6 +22,11 @@ one before it), the records from there on are a new segment, and for a step writ
 several segments only the latest segment's writes are kept. Repeats within one segment
 (two ranks writing one file, several rows a step) are all kept, in stream order, so a
 NaN of one writer is judged; identical repeats are kept once.
+
+**A step that counts within the epoch** (OpenMMLab's ``iter``, ``{"epoch": e, "step":
+batch_idx}``) goes back where the epoch rises: that is no resume. Such a log's x axis is
+the global step the ``(epoch, step)`` pair makes (:func:`_steps_within_epochs`), and the
+resume rule above applies to it.
 """
 
 from __future__ import annotations
@@ -244,7 +250,9 @@ def build_runlog(
 
     The x axis of a record is its ``step``; records without one take the last step seen
     before them. A log in which no record has a step uses its ``epoch`` column as the x
-    axis when it has one (Keras ``CSVLogger``), else the record index. Each series is
+    axis when it has one (Keras ``CSVLogger``), else the record index; a log whose step
+    counts within the epoch takes the global step of its ``(epoch, step)`` pair, with a
+    note (see the module docstring). Each series is
     sorted by step (stable); when a step is logged twice for the same metric the later
     write wins and, if the values differ, a note says so (a resumed or interleaved run).
     :class:`Rows` batches mean exactly their records in order. :class:`Columns` batches

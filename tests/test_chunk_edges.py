@@ -46,7 +46,8 @@ def _assert_same(ref, got) -> None:
 
 
 def _flatten(obj: dict, prefix: str = "", out: dict | None = None, depth: int = 0, holes: list | None = None) -> dict:
-    """Independent flattening: nested dicts to a/b keys, numbers only (no bools); the keys
+    """Independent flattening: nested dicts to a/b keys, numbers only (no bools; a numeric
+    string and a {"value": x} wrapper are numbers); the keys
     of nulls go to ``holes`` when given."""
     out = {} if out is None else out
     if depth > 32:
@@ -62,6 +63,13 @@ def _flatten(obj: dict, prefix: str = "", out: dict | None = None, depth: int = 
                 out[key] = float(v)
             except OverflowError:
                 out[key] = math.inf if v > 0 else -math.inf
+        elif isinstance(v, str) and v.strip() and set(v.strip()) <= set("0123456789.+-eE"):
+            try:  # a number written as a string (issue 32)
+                out[key] = float(v)
+            except ValueError:
+                pass
+        elif isinstance(v, dict) and list(v) == ["value"] and not isinstance(v["value"], dict):
+            _flatten({k: v["value"]}, prefix, out, depth + 1, holes)  # a wrapped scalar
         elif isinstance(v, dict):
             _flatten(v, key + "/", out, depth + 1, holes)
     return out
@@ -213,9 +221,10 @@ def test_jsonl_int_float_bool_null_string_for_one_key_within_and_across_chunks(t
         monkeypatch.setattr(jsonl, "_CHUNK", chunk)
         got = read_runlog(p, fmt="jsonl")
         _assert_same(ref, got)
-    # independently: v is present exactly where its value is a number (bools/null/strings absent)
+    # independently: v is present exactly where its value is a number, a numeric string
+    # included (bools/null absent)
     v = ref.series["v"]
-    want = [i for i in range(60) if kinds[i % len(kinds)] in ("1", "1.5", "NaN", "-0", "2", "1e309")]
+    want = [i for i in range(60) if kinds[i % len(kinds)] in ("1", "1.5", '"2"', "NaN", "-0", "2", "1e309")]
     assert v.steps.tolist() == [float(i) for i in want]
     assert "v/a" in ref.series
 

@@ -115,7 +115,7 @@ def test_lines_that_are_not_objects_are_skipped(tmp_path: Path, line: str) -> No
 # --------------------------------------------------------------------------- values
 
 
-@pytest.mark.parametrize("bad", [None, "1.5", "loss", True, False, [0.5], {}], ids=repr)
+@pytest.mark.parametrize("bad", [None, "None", "#N/A", "<NA>", "", "loss", True, False, [0.5], {}], ids=repr)
 def test_non_numbers_are_absent(tmp_path: Path, bad) -> None:
     rows = [{"step": 1, "loss": 2.0}, {"step": 2, "loss": bad, "lr": 0.1}, {"step": 3, "loss": 1.0}]
     run = read_runlog(write_lines(tmp_path / "m.jsonl", dumps(rows)))
@@ -146,7 +146,7 @@ def test_huge_integer_reads_as_infinity(tmp_path: Path) -> None:
 
 
 def test_string_step_is_not_a_step(tmp_path: Path) -> None:
-    rows = [{"step": 1, "loss": 2.0}, {"step": "2", "loss": 1.5}, {"step": 3, "loss": 1.0}]
+    rows = [{"step": 1, "loss": 2.0}, {"step": "two", "loss": 1.5}, {"step": 3, "loss": 1.0}]
     run = read_runlog(write_lines(tmp_path / "m.jsonl", dumps(rows)))
     loss = run.get("loss")
     # The row without a numeric step takes the last step seen: step 1, logged a second time
@@ -154,6 +154,13 @@ def test_string_step_is_not_a_step(tmp_path: Path) -> None:
     assert loss.steps.tolist() == [1, 1, 3]
     assert loss.values.tolist() == [2.0, 1.5, 1.0]
     assert loss.lines.tolist() == [1, 2, 3]
+
+
+def test_numeric_string_step_is_the_step(tmp_path: Path) -> None:
+    rows = [{"step": 1, "loss": 2.0}, {"step": "2", "loss": "1.5"}, {"step": 3, "loss": 1.0}]
+    loss = read_runlog(write_lines(tmp_path / "m.jsonl", dumps(rows))).get("loss")
+    assert loss.steps.tolist() == [1, 2, 3]
+    assert loss.values.tolist() == [2.0, 1.5, 1.0]
 
 
 # --------------------------------------------------------------------------- LLaMA-Factory

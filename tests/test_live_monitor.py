@@ -398,3 +398,69 @@ def test_bug_numpy_float32_metric_is_dropped():
     loss.backward()
     mon.log(0, loss.item(), acc=np.float32(0.5))
     assert "acc" in mon.guardian.runlog().series
+
+
+# --------------------------------------------------------------------------- steps of any type (issue 32)
+
+
+def _loop(steps, tmp_path, policy="warn"):
+    """The tiny MLP trained for ``len(steps)`` steps, ``mon.log(steps[i], loss)`` at step
+    ``i``, with ``log_path`` set; returns the monitor (closed) and the log's steps."""
+    X, Y, model = make_problem()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    log = tmp_path / "run.jsonl"
+    mon = trainproof.watch(model, opt, policy=policy, log_path=log, check_every=5)
+    for s in steps:
+        loss = torch.nn.functional.mse_loss(model(X[:32]), Y[:32])
+        opt.zero_grad()
+        loss.backward()
+        mon.log(s, loss)
+        opt.step()
+    mon.close()
+    return mon, [json.loads(x)["step"] for x in log.read_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["np.int64", "np.int32", "np.float64", "torch-int64", "torch-float32", "torch-1-element"],
+)
+def test_numpy_and_torch_steps_are_steps(tmp_path, kind):
+    make = {
+        "np.int64": np.int64,
+        "np.int32": np.int32,
+        "np.float64": np.float64,
+        "torch-int64": lambda i: torch.tensor(i, dtype=torch.int64),
+        "torch-float32": lambda i: torch.tensor(float(i)),
+        "torch-1-element": lambda i: torch.tensor([i]),
+    }[kind]
+    mon, logged = _loop([make(i) for i in range(12)], tmp_path)
+    assert logged == list(range(12)) and all(type(s) is int for s in logged)
+    assert mon.guardian.runlog().get("loss").steps.tolist() == [float(i) for i in range(12)]
+
+
+@pytest.mark.parametrize("bad", [None, "ten", 10**400, float("nan"), float("inf"), True, torch.tensor([1, 2])])
+@pytest.mark.parametrize("policy", ["warn", "raise"])
+def test_a_step_it_cannot_use_never_stops_the_loop(tmp_path, capsys, bad, policy):
+    steps = [0, 1, 2, bad, bad, 5, bad, 7, 8, 9, 10, 11]
+    mon, logged = _loop(steps, tmp_path, policy)
+    # The monitor's own count stands in: one more than the last step recorded.
+    assert logged == list(range(12))
+    assert mon.guardian.runlog().get("loss").steps.tolist() == [float(i) for i in range(12)]
+    err = capsys.readouterr().err
+    assert err.count("a step it cannot use") == 1, err
+
+
+def test_bad_steps_from_the_first_call_count_calls(tmp_path, capsys):
+    mon, logged = _loop([None] * 7, tmp_path, "silent")
+    assert logged == list(range(7))
+    assert capsys.readouterr().err == ""
+
+
+def test_huge_metric_is_infinite_not_an_error(tmp_path):
+    X, Y, model = make_problem()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    mon = trainproof.watch(model, opt, policy="silent")
+    loss = torch.nn.functional.mse_loss(model(X[:16]), Y[:16])
+    loss.backward()
+    mon.log(0, loss, tokens=10**400)
+    assert mon.guardian.runlog().get("tokens").values.tolist() == [math.inf]

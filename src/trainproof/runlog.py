@@ -6,7 +6,8 @@ Readers yield :class:`Record` objects; :func:`build_runlog` turns that stream in
 name; every other metric keeps its raw key.
 
 **Holes are absent, never NaN.** An empty CSV cell or a JSON ``null`` is a *hole*: the
-row holds the key with no value. A sparse table (Lightning ``CSVLogger``, a W&B export, a
+row holds the key with no value (a missing-value word such as ``"None"``, ``#N/A`` or
+``<NA>`` is one too). A sparse table (Lightning ``CSVLogger``, a W&B export, a
 reinforcement-learning progress table whose rollout rows leave every training column empty,
 LLaMA-Factory's ``"eval_loss": null``) writes one wherever a metric was not logged in that
 row, so a hole says nothing about the metric's value and is left out. A value is non-finite
@@ -21,6 +22,11 @@ one before it), the records from there on are a new segment, and for a step writ
 several segments only the latest segment's writes are kept. Repeats within one segment
 (two ranks writing one file, several rows a step) are all kept, in stream order, so a
 NaN of one writer is judged; identical repeats are kept once.
+
+**A step that counts within the epoch** (OpenMMLab's ``iter``, ``{"epoch": e, "step":
+batch_idx}``) goes back where the epoch rises: that is no resume. Such a log's x axis is
+the global step the ``(epoch, step)`` pair makes (:func:`_steps_within_epochs`), and the
+resume rule above applies to it.
 """
 
 from __future__ import annotations
@@ -244,7 +250,9 @@ def build_runlog(
 
     The x axis of a record is its ``step``; records without one take the last step seen
     before them. A log in which no record has a step uses its ``epoch`` column as the x
-    axis when it has one (Keras ``CSVLogger``), else the record index. Each series is
+    axis when it has one (Keras ``CSVLogger``), else the record index; a log whose step
+    counts within the epoch takes the global step of its ``(epoch, step)`` pair, with a
+    note (see the module docstring). Each series is
     sorted by step (stable); when a step is logged twice for the same metric the later
     write wins and, if the values differ, a note says so (a resumed or interleaved run).
     :class:`Rows` batches mean exactly their records in order. :class:`Columns` batches
@@ -500,6 +508,16 @@ class RunLogBuilder:
                 steps_all[: known[0]] = steps_all[known[0]]
             else:
                 steps_all = np.arange(n, dtype=np.float64)
+        if n > 1 and explicit_steps:
+            epoch_key = mapping.get("epoch", {}).get("source")
+            ec = cols.get(epoch_key) if epoch_key is not None else None
+            if ec is not None and len(ec.rec):
+                within = _steps_within_epochs(
+                    steps_all, np.frombuffer(ec.rec, dtype=np.int64), np.frombuffer(ec.vals, dtype=np.float64)
+                )
+                if within is not None:
+                    steps_all, how = within
+                    out_notes.append(how)
 
         source_to_name = {m["source"]: canon for canon, m in mapping.items()}
         series: dict[str, Series] = {}
@@ -569,7 +587,8 @@ class RunLogBuilder:
                 + ", ".join(repeated[:10])
                 + (f" and {len(repeated) - 10} more" if len(repeated) > 10 else "")
             )
-        stop = _loss_stops(mapping, rec_of, self._holes, steps_all, lines_all, n)
+        others = [np.frombuffer(cols[k].rec, dtype=np.int64) for k in dropped if k in cols]
+        stop = _loss_stops(mapping, rec_of, self._holes, steps_all, lines_all, n, others)
         if stop:
             out_notes.append(stop[0])
         for canon, m in sorted(mapping.items()):
@@ -604,8 +623,82 @@ class RunLogBuilder:
         )
 
 
+def _epoch_of_records(ep_rec: np.ndarray, ep_vals: np.ndarray, n: int) -> np.ndarray:
+    """Each record's epoch: the last finite epoch value logged at or before it (the first
+    one for the records before any), shape ``(n,)``; NaN where the log has none."""
+    ok = np.isfinite(ep_vals)
+    rec, vals = ep_rec[ok], ep_vals[ok]
+    if not rec.size:
+        return np.full(n, np.nan)
+    pos = np.searchsorted(rec, np.arange(n), side="right") - 1
+    return vals[np.maximum(pos, 0)]
+
+
+def _steps_within_epochs(steps: np.ndarray, ep_rec: np.ndarray, ep_vals: np.ndarray) -> tuple[np.ndarray, str] | None:
+    """The global step of a log whose step counts within the epoch, and the note saying
+    how it was built; ``None`` for a log whose step does not restart with each epoch.
+
+    OpenMMLab's ``*.log.json`` (``iter`` counts within the epoch) and loops that log
+    ``{"epoch": e, "step": batch_idx}`` restart their step counter at every epoch: the x
+    axis is the ``(epoch, step in the epoch)`` pair, not a resume at each epoch. A log is
+    read so when its step goes back where the epoch rises, at two thirds of the epoch
+    changes or more (a resume's step goes back while its epoch stays or goes back with it;
+    a global step reset once by a resume that kept counting epochs goes back at one
+    epoch change of many). The global step is then
+    ``(epoch - first epoch) * L + step`` with ``L`` the steps per epoch seen (the span of
+    the steps within the epochs plus their median interval), when every epoch value is a
+    whole number; else the count of the epochs begun so far stands for the epoch. A real
+    resume inside such a log (the step goes back, the epoch does not rise) still goes
+    back on the global axis, so it stays a resume (see the module docstring).
+
+    Args:
+        steps: shape ``(n,)``, every record's step (finite, filled).
+        ep_rec, ep_vals: the epoch column: record indices (ascending) and values.
+    """
+    n = steps.size
+    back = np.flatnonzero(steps[1:] < steps[:-1]) + 1  # records where the step goes back
+    if not back.size:
+        return None
+    ep = _epoch_of_records(ep_rec, ep_vals, n)
+    if not np.isfinite(ep).any():
+        return None
+    rises = back[ep[back] > ep[back - 1]]
+    # Where the step counts within the epoch it goes back at (nearly) every epoch change;
+    # a global step that went back once, at a resume that kept counting epochs, does not.
+    changes = int(np.count_nonzero(ep[1:] > ep[:-1]))
+    if not rises.size or rises.size * 3 < changes * 2:
+        return None
+    # The first record of each epoch as the counter knows it: where the step goes back and
+    # the epoch rises.
+    block = np.zeros(n, dtype=np.int64)
+    block[rises] = 1
+    np.cumsum(block, out=block)
+    lo, hi = float(steps.min()), float(steps.max())
+    d = np.diff(steps)
+    same_block = block[1:] == block[:-1]
+    gaps = d[same_block & (d > 0)]
+    interval = float(np.median(gaps)) if gaps.size else 1.0
+    per_epoch = hi - lo + interval
+    whole = bool(np.all(ep[np.isfinite(ep)] == np.round(ep[np.isfinite(ep)])))
+    index = ep - float(np.nanmin(ep)) if whole else block.astype(np.float64)
+    glob = index * per_epoch + steps
+    what = "the epoch minus the first epoch" if whole else "the number of epochs begun before it"
+    note = (
+        f"the step counts within each epoch (it goes back as the epoch rises, at {rises.size} epoch "
+        f"change(s)): the x axis is the global step, ({what}) x {per_epoch:g} (the steps per epoch "
+        "seen) + the step in the epoch"
+    )
+    return glob, note
+
+
 def _loss_stops(
-    mapping: dict, rec_of: dict, holes: dict, steps_all: np.ndarray, lines_all: np.ndarray, n: int
+    mapping: dict,
+    rec_of: dict,
+    holes: dict,
+    steps_all: np.ndarray,
+    lines_all: np.ndarray,
+    n: int,
+    others: list[np.ndarray] = (),
 ) -> tuple[str, dict] | None:
     """The note for a loss that stops while the records go on, and its numbers; or ``None``.
 
@@ -616,7 +709,9 @@ def _loss_stops(
     measure it: a store read one metric at a time (an MLflow run folder) gives the loss's
     records before the others', whatever their steps. The numbers (``step``, ``line``,
     ``records_after``, ``held_empty``: how many of those records hold the loss's key empty
-    or ``null``, ``last_step``, ``key``) go to ``meta["loss_stopped"]``.
+    or ``null``, ``last_step``, ``key``) go to ``meta["loss_stopped"]``. ``others``: the
+    records (index arrays) that hold values of other runs' columns (a W&B export of
+    several runs), whose empty cells are not this run's.
     """
     m = mapping.get("loss")
     if m is None:
@@ -629,14 +724,17 @@ def _loss_stops(
     stop_step = float(steps_all[last])
     gaps = np.diff(np.unique(steps_all[rec]))
     bound = max(4 * float(np.median(gaps)), float(gaps.max())) if gaps.size else 0.0
-    # Only records of this run count (a W&B export's other runs may go on longer).
-    after = np.unique(np.concatenate([r for r in rec_of.values()]))
+    # Only records of this run count (a W&B export's other runs may go on longer): those
+    # with a value of its columns, and those that hold the loss's own key with no value (a
+    # log of step and loss alone whose loss turns into "None").
+    h = np.frombuffer(holes[key], dtype=np.int64) if key in holes else np.empty(0, dtype=np.int64)
+    alone = np.setdiff1d(h, np.concatenate(others)) if len(others) and h.size else h
+    after = np.unique(np.concatenate([*rec_of.values(), alone]))
     after = after[steps_all[after] > stop_step]
     later = np.unique(steps_all[after])
     if later.size < 3 or float(later[-1]) - stop_step <= bound:
         return None
     end = int(after[np.argmax(steps_all[after])])
-    h = np.frombuffer(holes[key], dtype=np.int64) if key in holes else np.empty(0, dtype=np.int64)
     held = int(np.intersect1d(h, after).size)
     empty = f", {held} of them holding it empty or null" if held else ""
     note = (

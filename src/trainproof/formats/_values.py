@@ -70,19 +70,72 @@ def nonfinite(s: str) -> float | None:
     return math.nan
 
 
+#: Strings that say a value is missing, compared lower-cased and stripped: Python's
+#: ``None`` (``str(None)``), JSON's and SQL's ``null``, R's and pandas' ``NA``/``<NA>``/
+#: ``NaT``, spreadsheets' ``#N/A``, ``n/a``, an empty string. A missing value is absent
+#: (a hole), never NaN: only a spelled non-finite number is NaN (:func:`nonfinite`).
+ABSENT = frozenset(("", "none", "null", "nil", "na", "n/a", "#n/a", "<na>", "nat", "undefined", "missing"))
+
+#: A decimal number written as a string (``"0.53"``, ``"-1e-3"``); the exponent has at
+#: most three digits, so a hexadecimal id such as ``"7e123456"`` stays a string.
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d{1,3})?")
+
+#: A scalar printed by its framework: ``str(tensor)`` (``tensor(0.53)``, ``tensor(0.53,
+#: device='cuda:0', grad_fn=<NllLossBackward0>)``), numpy 2's ``repr`` (``np.float32(0.53)``)
+#: and TensorFlow's ``tf.Tensor(0.53, shape=(), dtype=float32)``: the first argument is the
+#: value.
+_WRAPPED = re.compile(
+    r"(?:tensor|tf\.Tensor|(?:np|numpy)\.(?:float|int|uint)(?:16|32|64|8)?)\(\s*([^\s,()\[\]]{1,40})\s*(?:,[^\n]*)?\)"
+)
+
+#: Longer strings are not read as numbers (a printed tensor with its device and gradient
+#: function is under 100 characters).
+_LONGEST_NUMBER = 200
+
+
+def is_absent(s: str) -> bool:
+    """True when the string ``s`` says the value is missing (:data:`ABSENT`)."""
+    return len(s) <= 16 and s.strip().lower() in ABSENT
+
+
+def string_number(s: str) -> float | None:
+    """The number a string holds, or ``None`` when it holds none.
+
+    Read: a non-finite spelling (:func:`nonfinite`), a decimal number (``"0.53"``, what
+    a logger that writes every value as a string gives) and a framework's printed scalar
+    (``tensor(0.53, device='cuda:0', grad_fn=…)``, ``np.float32(0.53)``,
+    ``tf.Tensor(0.53, shape=(), dtype=float32)``; ``tensor(nan)`` is NaN). Anything else,
+    a missing-value word (:func:`is_absent`) included, is ``None``.
+    """
+    if len(s) > _LONGEST_NUMBER:
+        return None
+    t = s.strip()
+    if _DECIMAL.fullmatch(t):
+        return float(t)
+    m = _WRAPPED.fullmatch(t)
+    if m is not None:
+        inner = m.group(1)
+        if _DECIMAL.fullmatch(inner):
+            return float(inner)
+        return nonfinite(inner)
+    return nonfinite(t)
+
+
 def flatten_numeric(
     obj: Mapping, prefix: str = "", out: dict | None = None, depth: int = 0, holes: list | None = None
 ) -> dict[str, float]:
     """Flatten nested dicts to ``a/b`` keys, keeping only numbers.
 
     ``int`` and ``float`` become ``float`` (NaN and ±Inf kept), and so does a string that
-    spells a non-finite number (:func:`nonfinite`): a serializer's way of writing NaN, not
-    a word. Booleans, other strings, lists and nulls are absent: a non-number is never
-    read as 0 or 1. Objects nested more than :data:`MAX_DEPTH` levels down are absent too.
+    holds a number (:func:`string_number`: ``"0.53"``, ``"nan"``, ``"tensor(0.53)"``). An
+    object ``{"value": x}`` (a logger's wrapped scalar) is read as ``x`` under its own key.
+    Booleans, other strings, lists and nulls are absent: a non-number is never read as 0
+    or 1. Objects nested more than :data:`MAX_DEPTH` levels down are absent too.
 
     Args:
-        holes: when given, the keys whose value is ``null`` are appended to it (a strict
-            serializer's NaN, or a key not logged in this row: the builder tells which).
+        holes: when given, the keys whose value is ``null`` or a missing-value word
+            (:func:`is_absent`: ``"None"``, ``"#N/A"``, ``"<NA>"``, ``""``) are appended to
+            it (a key not logged in this row).
     """
     if out is None:
         out = {}
@@ -97,16 +150,21 @@ def flatten_numeric(
         if isinstance(v, bool):
             continue
         if isinstance(v, str):
-            x = nonfinite(v)
+            x = string_number(v)
             if x is not None:
                 out[key] = x
+            elif holes is not None and is_absent(v):
+                holes.append(key)
         elif isinstance(v, (int, float)):
             try:
                 out[key] = float(v)
             except OverflowError:  # an integer too large for a float
                 out[key] = float("inf") if v > 0 else float("-inf")
         elif isinstance(v, Mapping):
-            flatten_numeric(v, key + "/", out, depth + 1, holes)
+            if len(v) == 1 and "value" in v and not isinstance(v["value"], Mapping):
+                flatten_numeric({k: v["value"]}, prefix, out, depth + 1, holes)
+            else:
+                flatten_numeric(v, key + "/", out, depth + 1, holes)
     return out
 
 

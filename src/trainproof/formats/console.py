@@ -13,7 +13,11 @@ Two readings share one pass over the lines:
   being ``:``, ``=``, blanks, a ``|`` table cell or a ``[``: ``iter 100: loss 3.21``,
   ``step=100 loss=3.2``, ``| epoch 1 | lr 20.00 | loss 5.91 |``, ``Epoch [1/50], Train
   Loss: 1.94``, ``Ep. 3 : Up. 1000 : Cost 4.21``, ``train/CrossEntropyLoss=3.98``. A name
-  is up to six words; a value may carry ``%`` or ``s`` (dropped) and a ``/total``. Which
+  is up to six words; a value may carry ``%`` or ``s`` (dropped) and a ``/total``, and
+  may be printed as a tensor (``loss: tensor(0.53, device='cuda:0')``, in a dict too). A
+  train loss printed with no value on a line with a step (``step 100 loss: None``,
+  ``null``, ``N/A``) is a record that holds the loss empty, so that a loss that stops is
+  told (TP-LOSS-STOPPED). Which
   pairs are the step is decided per line, in this order (see :func:`_step_of`):
 
   1. a global counter: a name containing ``global``, ``num_updates``, ``total_timesteps``,
@@ -101,6 +105,9 @@ tail_mode = "whole"
 preference = 6
 
 _DICT = re.compile(r"\{'(?:loss|eval_[A-Za-z0-9_]+|train_runtime|learning_rate|grad_norm|epoch)'\s*:[^{}]*\}")
+#: ``str(tensor)`` in a printed dict (``'loss': tensor(0.53, device='cuda:0',
+#: grad_fn=<NllLossBackward0>)``): the value is its first argument.
+_TENSOR = re.compile(r"tensor\(\s*([-+]?[\w.]{1,40})\s*(?:,[^(){}]{0,200})?\)")
 _BARE = re.compile(r"(?<=[:\[,\s])(-?inf|nan)(?=\s*[,}\]])")
 
 # --------------------------------------------------------------------------- the tokenizer
@@ -122,8 +129,14 @@ _NUM = (
 # blank run splits one way only; ``\s*\[\s*`` likewise; ``\s+`` alone is the third way.
 _PAIR = re.compile(
     rf"(?<![\w./-])(?P<name>{_WORD}(?: {_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
-    rf"(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
+    rf"(?:tensor\(\s*)?(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
 )
+#: A loss printed with no value (``step 100 loss: None``, ``loss=nan`` is a value): the
+#: record holds the loss empty (a hole), so that a loss that stops is told.
+_ABSENT_PAIR = re.compile(
+    rf"(?<![\w./-])(?P<name>{_WORD}(?: {_WORD}){{0,5}})(?:\s*[:=|]\s*|\s+)(?:None|null|N/A|<NA>|#N/A)(?![\w/>])"
+)
+_ABSENT_HINT = re.compile(r"None|null|N/A|<NA>")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _JOIN = re.compile(r"[^a-z0-9]+")
 _LEVEL = frozenset({"info", "debug", "warning", "warn", "error", "trace", "notice"})
@@ -335,7 +348,18 @@ def _kind(raw: str, key: str) -> str | None:
 class _Parsed:
     """What one line says: step parts and metric values."""
 
-    __slots__ = ("glob", "epoch", "counter", "counter_total", "position", "values", "has_loss", "spans", "is_eval")
+    __slots__ = (
+        "glob",
+        "epoch",
+        "counter",
+        "counter_total",
+        "position",
+        "values",
+        "has_loss",
+        "spans",
+        "is_eval",
+        "holes",
+    )
 
     def __init__(self) -> None:
         self.glob: float | None = None
@@ -347,6 +371,7 @@ class _Parsed:
         self.has_loss = False
         self.spans: list[tuple[int, int]] = []  # where the pairs are, in order
         self.is_eval = False
+        self.holes: tuple[str, ...] = ()  # train losses printed with no value ("loss: None")
 
     @property
     def has_step(self) -> bool:
@@ -392,6 +417,12 @@ def _parse(line: str) -> _Parsed | None:
             p.counter = float(mm.group(3))
         if mode == "train":
             mode = None
+    if mode is None and p.has_step and _ABSENT_HINT.search(line):
+        p.holes = tuple(
+            k
+            for k in (_norm(m.group("name")) for m in _ABSENT_PAIR.finditer(line))
+            if _is_loss(k) and k not in p.values
+        )
     first = metrics[0].start if metrics else len(line)
     if mm is None and p.epoch is not None and p.counter is None and p.glob is None and p.position is None:
         # A bar's position is the step of the metrics that follow it (tqdm's postfix) when it
@@ -633,6 +664,8 @@ def _dict_values(text: str) -> dict | None:
         return None
     if _HUGE_INT is not None:
         text = _HUGE_INT.sub("1e999", text)
+    if "tensor(" in text:
+        text = _TENSOR.sub(r"\1", text)
     try:
         obj = ast.literal_eval(_BARE.sub(lambda m: f"'{m.group(1)}'", text))
     except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -687,12 +720,12 @@ class _Machine:
         self.stepped = False  # a line with a step has been seen
         self.stepless: list[Record] = []  # lines of pairs with a loss and no step, until a step is seen
 
-    def _emit(self, step: float | None, values: dict[str, float], line: int) -> None:
-        if not values:
+    def _emit(self, step: float | None, values: dict[str, float], line: int, holes: tuple[str, ...] = ()) -> None:
+        if not values and not holes:
             return
         if any(_is_loss(k) for k in values):
             self.found += 1
-        if self.runs is not None and self.runs.add(Record(step, dict(values), line)) == "new":
+        if self.runs is not None and self.runs.add(Record(step, dict(values), line, holes)) == "new":
             # The counters of the new run start afresh, from the line that started it.
             self.steps.reset()
             if self._last_parsed is not None:
@@ -777,13 +810,13 @@ class _Machine:
             if self.steps.went_back(p):
                 self.steps.reset()
             step = self.steps.step_of(p)
-            if not p.values:
+            if not p.values and not p.holes:
                 self.block_step, self.block_line = step, lineno
                 return
             self.block_step = None  # a line with its own metrics opens no block
-            if p.has_loss or p.is_eval:
+            if p.has_loss or p.is_eval or p.holes:
                 self._last_parsed = p
-                self._emit(step, p.values, lineno)
+                self._emit(step, p.values, lineno, p.holes)
                 self._last_parsed = None
             return
         if self.block_step is not None and p.values and not self.keras and _pure(line, p):

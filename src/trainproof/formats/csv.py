@@ -20,8 +20,11 @@ Dialects that occur in the wild and are handled here:
 
 A cell that spells a non-finite number is that number: ``nan``, ``inf``, ``-Infinity``
 (what ``float()`` reads) and the Windows C runtime's ``1.#QNAN``, ``-1.#IND``, ``1.#INF``,
-``nan(ind)`` (:func:`~trainproof.formats._values.nonfinite`). Other non-numeric cells are
-absent values, never 0. An empty cell is a *hole*: ``pandas.to_csv`` writes NaN as an
+``nan(ind)`` (:func:`~trainproof.formats._values.nonfinite`). A framework's printed scalar
+is its number (``tensor(0.53, device='cuda:0')``, ``np.float32(0.53)``,
+:func:`~trainproof.formats._values.string_number`). Other non-numeric cells are absent
+values, never 0; a missing-value word (``None``, ``#N/A``, ``<NA>``, ``NA``, ``null``) is a
+hole as an empty cell is. An empty cell is a *hole*: ``pandas.to_csv`` writes NaN as an
 empty cell, and a sparse table (Lightning, W&B) leaves a cell empty where the metric was
 not logged; the column's history tells the two apart (the rule is
 :class:`~trainproof.runlog.RunLogBuilder`'s). A row whose field count differs from its
@@ -54,7 +57,7 @@ import trainproof.formats._rows as _rows  # noqa: PLR0402
 from .. import aliases
 from ..runlog import Record, Rows
 from ._io import MAX_LINE, Lines, ReadError, open_text
-from ._values import nonfinite
+from ._values import is_absent, string_number
 from .base import ReadState
 
 name = "csv"
@@ -324,8 +327,10 @@ class RowParser:
             try:
                 v = float(c)
             except ValueError:
-                v = nonfinite(c)
+                v = string_number(c)
                 if v is None:
+                    if i != step_idx and is_absent(c):
+                        holes.append(header[i])
                     continue
             if i == step_idx:
                 if v == v and abs(v) != float("inf"):
@@ -346,7 +351,7 @@ class RowParser:
         try:
             v = float(row[vi].strip())
         except ValueError:
-            v = nonfinite(row[vi])
+            v = string_number(row[vi])
             if v is None:
                 return None
         try:

@@ -12,6 +12,8 @@ last line of a killed run) are skipped and counted in the notes. detectron2's
 **Restarted runs appended to one file.** A logger that opens its file in append mode
 writes every new start after the last one: the step counter goes back. Two kinds:
 
+* a step that goes back where the epoch rises is no restart at all: the step counts
+  within the epoch (OpenMMLab's ``iter``), see :func:`trainproof.runlog.build_runlog`.
 * a *resume* (from a checkpoint) continues the curve: the loss after the step goes
   back is near where it was. It stays one run, and the later write of a step wins
   (:func:`trainproof.runlog.build_runlog`).
@@ -225,15 +227,27 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
     if m is None:
         return batches
     key = (m.get("sum_of") or [m["source"]])[0]
-    loss = np.full(n, np.nan)
-    off = 0
-    for b in batches:
-        for gk, pos, vals in b.groups:
-            if key in gk:
-                loss[off + pos] = vals[:, gk.index(key)]
-        off += len(b)
+    loss = _column(batches, key, n)
     idx = np.flatnonzero(finite)
-    rewinds = idx[1:][fs[1:] < fs[:-1]]  # record indices where the step goes back
+    back = fs[1:] < fs[:-1]
+    rewinds = idx[1:][back]  # record indices where the step goes back
+    ep_m = aliases.resolve(keys).get("epoch")
+    if ep_m is not None:
+        # A step that goes back where the epoch rises counts within the epoch (OpenMMLab's
+        # ``iter``): the run goes on (trainproof.runlog reads the (epoch, step) pair).
+        ep = _column(batches, ep_m["source"], n)
+        known = np.flatnonzero(np.isfinite(ep))
+        if known.size:
+            ep = ep[known[np.maximum(np.searchsorted(known, np.arange(n), side="right") - 1, 0)]]
+            rises = ep[rewinds] > ep[idx[:-1][back]]
+            # A rewind within the epoch whose next loss comes only after the epoch rises
+            # (OpenMMLab's validation row, whose ``iter`` counts validation batches) is
+            # not judged by the next epoch's loss either.
+            first_loss = np.append(np.flatnonzero(np.isfinite(loss)), n)
+            first_loss = first_loss[np.searchsorted(first_loss, rewinds)]
+            rise_next = np.append(rewinds[rises], n)
+            rise_next = rise_next[np.searchsorted(rise_next, rewinds, side="right")]
+            rewinds = rewinds[~rises & ~((rise_next <= first_loss) & (rise_next < n))]
     starts = [0]
     for r in rewinds.tolist():
         seen = loss[starts[-1] : r]
@@ -273,6 +287,18 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
         a, z = max(lo - off, 0), min(hi - off, len(b))
         if a < z:
             out.append(_slice(b, a, z))
+        off += len(b)
+    return out
+
+
+def _column(batches: list[Rows], key: str, n: int) -> np.ndarray:
+    """One raw key's values over the ``n`` records of ``batches``, NaN where absent."""
+    out = np.full(n, np.nan)
+    off = 0
+    for b in batches:
+        for gk, pos, vals in b.groups:
+            if key in gk:
+                out[off + pos] = vals[:, gk.index(key)]
         off += len(b)
     return out
 

@@ -13,6 +13,7 @@ cost per record constant however long the run gets.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -25,11 +26,15 @@ from ..runlog import Columns, Record, RunLog, RunLogBuilder
 
 def number(value: Any) -> float | None:
     """A logged value as a float (Python and numpy numbers, one-element tensors and arrays),
-    or ``None`` for anything else. NaN and ±Inf are kept; bools are not numbers."""
+    or ``None`` for anything else. NaN and ±Inf are kept (an integer too large for a float
+    is ±Inf); bools are not numbers."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer too large for a float
+            return math.inf if value > 0 else -math.inf
     item = getattr(value, "item", None)
     if item is None:
         return None
@@ -42,7 +47,10 @@ def number(value: Any) -> float | None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v)
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
 
 
 def numbers(values: Mapping[str, Any]) -> dict[str, float]:

@@ -171,6 +171,8 @@ class Monitor:
         self._grad_plan: tuple | None = None  # see _grad_partials
         self._last_time: float | None = None
         self._calls = 0
+        self._last_step: int | float | None = None  # the last step recorded (see _step_of)
+        self._step_warned = False
         self._announced: set[str] = set()
         # The steps not yet on the host: (step, [(key, spec)]) per step, where a spec is
         # ("v", float) for a host number, ("t", i) for column i, ("sqrt", idxs) for the
@@ -388,6 +390,34 @@ class Monitor:
         x = number(value)
         return None if x is None else ("v", x)
 
+    def _step_of(self, step) -> int | float:
+        """The step to record for what the loop passed as ``step``.
+
+        A Python, numpy or one-element torch number (a tensor on an accelerator is read
+        now: the step orders the record) that is finite is the step, an integer-valued one
+        as an ``int``. Anything else (``None``, a string, a number too large for a float, a
+        NaN) is not used: the monitor's own count stands in for it (one more than the last
+        step recorded, or the number of calls so far), and the first time a line on stderr
+        says so. Never raises: this runs inside the training loop.
+        """
+        x = number(step)
+        if x is not None and math.isfinite(x):
+            v: int | float = int(x) if x.is_integer() and abs(x) <= 2**53 else x
+        else:
+            v = self._calls if self._last_step is None else self._last_step + 1
+            if not self._step_warned:
+                self._step_warned = True
+                if self.policy != "silent" and self.main:
+                    shown = repr(step)
+                    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                    print(
+                        f"trainproof: mon.log() got a step it cannot use ({type(step).__name__} {shown}): the "
+                        f"monitor counts the steps itself from step {v:g} (said once)",
+                        file=sys.stderr,
+                    )
+        self._last_step = v
+        return v
+
     def log(self, step: int, loss, eval_loss=None, **metrics) -> None:
         """Record one step: call after ``loss.backward()`` and before ``optimizer.step()``.
 
@@ -405,11 +435,16 @@ class Monitor:
         ``check_every``-th call the pending steps go to the host in one transfer per
         device, are written to ``log_path`` and added to the history, which is then judged.
 
+        ``step`` may be a Python, numpy or torch number; a step that is no finite number
+        is replaced by the monitor's own count, with one warning on stderr (see
+        :meth:`_step_of`): a bad step never stops the training loop.
+
         Raises:
             RunFailed: with ``policy="raise"``, when a judgement finds a FAIL (in a
                 distributed run: in every process, at the same call, when any process
                 finds one).
         """
+        step = self._step_of(step)
         values: dict[str, object] = {"loss": loss, "grad_norm": _GRAD}
         for i, group in enumerate(self.optimizer.param_groups):
             values["lr" if i == 0 else f"lr_group_{i}"] = group.get("lr", float("nan"))

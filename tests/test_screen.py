@@ -165,3 +165,67 @@ def test_shortened_paths_keep_the_part_that_tells_them_apart() -> None:
     # store runs: one file, the run's name and id at the end tell them apart
     store = [f"trackers/mlflow.db — run {n} [{h}]" for n, h in (("train", "3f9a1c77"), ("train", "8e2b0d11"))]
     assert len(set(shorten_paths(store, 24))) == 2
+
+
+# --- a store's runs are named alike everywhere; a database cites records, not lines -------
+
+
+def two_runs_store(path: Path) -> Path:
+    """An MLflow SQLite store holding two runs both named ``train`` in one experiment: one
+    whose loss turns NaN (FAIL), one that only WARNs at most."""
+    import sqlite3
+
+    from _fuzz_logs import MLFLOW_DB_SCHEMA
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    for ddl in MLFLOW_DB_SCHEMA:
+        con.execute(ddl)
+    t0 = 1_700_000_000_000
+    con.execute("INSERT INTO experiments VALUES (0, 'Default', 'mlruns/0', 'active', ?, ?)", (t0, t0))
+    for run_id, nan_from in (("aaaa1111bbbb2222cccc3333dddd4444", 40), ("eeee5555ffff6666aaaa7777bbbb8888", None)):
+        con.execute("INSERT INTO runs VALUES (?, 'train', 'FINISHED', ?, ?, 'active', 0)", (run_id, t0, t0 + 60_000))
+        con.execute("INSERT INTO tags VALUES ('mlflow.runName', 'train', ?)", (run_id,))
+        rows = []
+        for i, r in enumerate(healthy_rows(60, seed=len(run_id) + (nan_from or 0))):
+            nan = nan_from is not None and i >= nan_from
+            rows.append(("loss", 0.0 if nan else r["loss"], t0 + 1000 * i, run_id, r["step"], int(nan)))
+            rows.append(("learning_rate", 1e-4, t0 + 1000 * i, run_id, r["step"], 0))
+        con.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?)", rows)
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.mark.slow
+def test_a_stores_runs_are_named_as_the_text_table_names_them_everywhere(tmp_path: Path) -> None:
+    from trainproof.ci import github_action as ga
+
+    two_runs_store(tmp_path / "trackers" / "mlflow.db")
+    html, sarif = tmp_path / "r.html", tmp_path / "r.sarif"
+    res = CliRunner().invoke(cli, ["doctor", str(tmp_path / "trackers"), "--json", "--html", str(html)])
+    doc = json.loads(res.stdout)
+    names = sorted(r["name"] for r in doc["reports"])
+    assert len(names) == 2 and names[0] != names[1], names
+    assert all(n.startswith(f"{tmp_path}/trackers/mlflow.db — run train [") for n in names), names
+    # The text table shows the same names (as rows of the store's group) ...
+    _, text = doctor(str(tmp_path / "trackers"), columns=120)
+    for n in names:
+        assert n.split("— ", 1)[1].split(" in ")[0] in text  # the group's header names the experiment
+    # ... the HTML report, the Action's step log and its job summary too.
+    page = html.read_text()
+    assert all(n in page for n in names)
+    for lines in (ga.log_lines(doc, 1, "fail"), ga.summary_markdown(doc, 1, "fail", ga.outputs(doc, 1, None))):
+        shown = "\n".join(lines) if isinstance(lines, list) else lines
+        assert "run train \\[aaaa1111\\]" in shown or "run train [aaaa1111]" in shown, shown
+    # A database has records, not lines: every output cites the record.
+    at = next(f["line"] for r in doc["reports"] for f in r["findings"] if f["id"] == "TP-NAN")
+    res = CliRunner().invoke(cli, ["doctor", str(tmp_path / "trackers"), "--sarif", str(sarif)])
+    assert f"(step 410, record {at})" in res.stdout, res.stdout
+    assert f"the first is at step 410 (record {at})" in res.stdout  # the evidence too
+    assert not re.search(r"\bline \d", res.stdout), res.stdout
+    assert f"record {at}" in page and not re.search(r"\bline \d", page)
+    results = json.loads(sarif.read_text())["runs"][0]["results"]
+    nan = next(r for r in results if r["ruleId"] == "TP-NAN")
+    assert f"record {at}" in nan["message"]["text"] and not re.search(r"\bline \d", nan["message"]["text"])
+    assert nan["properties"]["recordIndex"] == at

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 
 from ..findings import Report, worst_verdict
+from .names import run_name
 
 #: Version of the JSON document's schema. Adding optional fields is a minor change;
 #: removing or renaming a field, or changing its meaning, is a major one (CONTRACTS.md).
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 def document(reports: list[Report], command: str, error: str | None = None, extra: dict | None = None) -> dict:
@@ -23,13 +24,19 @@ def document(reports: list[Report], command: str, error: str | None = None, extr
         "schema_version": SCHEMA_VERSION,
         "trainproof_version": __version__,
         "command": command,
-        "reports": [r.to_dict() for r in reports],
+        "reports": [_named(r) for r in reports],
         "worst_verdict": worst.value if worst is not None else None,
         "error": error,
     }
     if extra:
         doc.update(extra)
     return doc
+
+
+def _named(r: Report) -> dict:
+    """``r.to_dict()`` with the run's ``name`` after its ``file`` (:func:`trainproof.render.names.run_name`)."""
+    d = r.to_dict()
+    return {"file": d.pop("file"), "name": run_name(r), **d}
 
 
 def dumps(doc: dict) -> str:

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from ..findings import EXPERIMENT_SEP, Level, Report
 from ..rules._fmt import pct, times
+from .names import location_words, run_name, run_words, unshown_run_id  # noqa: F401  (the names every output gives)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -100,33 +101,6 @@ def _skipped_brief(r: Report) -> str:
     return f"skipped {len(r.skipped)} checks ({by}); --verbose lists them"
 
 
-def unshown_run_id(r: Report) -> str:
-    """The run id of a report whose file does not name its run (a run of a tracker's
-    store, one file for many runs), else ``""``: the text and SARIF outputs add it to tell
-    the runs of one file apart."""
-    rid = r.meta.get("run_id")
-    return rid if isinstance(rid, str) and rid and rid not in r.file else ""
-
-
-def run_words(r: Report, grouped: bool = False) -> str:
-    """How a tracker's run is named after its file: ``run NAME``, with the first 8
-    characters of its id when the file does not name it (a store holds many runs and a
-    tracker's run names need not be unique: ``[3f9a1c77]``), and its experiment when no
-    group header above it names that (``grouped``); ``""`` for a log of one unnamed run.
-    Not escaped (the caller escapes)."""
-    name = r.meta.get("run")
-    if not name:
-        return ""
-    words = f"run {name}"
-    rid = unshown_run_id(r)
-    if rid and rid != name:
-        words += f" [{rid[:8]}]"
-    exp = r.meta.get("experiment")
-    if not grouped and isinstance(exp, str) and exp and exp not in r.file:
-        words += f" in {exp}"
-    return words
-
-
 def render_report(console: Console, r: Report, brief: bool = False) -> None:
     """Print one report. ``brief`` (``doctor``'s screen) counts the skipped checks instead
     of listing them and says which other files hold the same run."""
@@ -153,7 +127,9 @@ def render_report(console: Console, r: Report, brief: bool = False) -> None:
     for f in r.findings:
         where = ""
         if f.step is not None:
-            where = f" (step {_fmt_step(f.step)}" + (f", line {f.line}" if f.line is not None else "") + ")"
+            where = (
+                f" (step {_fmt_step(f.step)}" + (f", {location_words(r, f.line)}" if f.line is not None else "") + ")"
+            )
         _para(
             console,
             f"[{_STYLE.get(f.level, '')}]{f.level.value:<5}[/] {clean(f.id)}: {clean(f.message)}{clean(where)}",
@@ -576,7 +552,7 @@ def _run_row(r: Report, label: str, must: bool) -> Row:
 
 #: ``doctor``'s middle columns: the format from 100 columns on and the records from 80 (each
 #: report says both: the run's path is what a reader needs most).
-DOCTOR_COLUMNS = [Col("format", 8, 100, "left"), Col("records", 7, 80)]
+DOCTOR_COLUMNS = [Col("format", 9, 100, "left"), Col("records", 7, 80)]
 
 
 def render_doctor(

@@ -229,3 +229,33 @@ def test_a_stores_runs_are_named_as_the_text_table_names_them_everywhere(tmp_pat
     nan = next(r for r in results if r["ruleId"] == "TP-NAN")
     assert f"record {at}" in nan["message"]["text"] and not re.search(r"\bline \d", nan["message"]["text"])
     assert nan["properties"]["recordIndex"] == at
+
+
+# --- rule ids in any case --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("typed", ["tp-nan", "Tp-Nan", " TP-nan "])
+def test_rules_takes_an_id_in_any_case(typed: str) -> None:
+    res = CliRunner().invoke(cli, ["rules", typed, "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["id"] == "TP-NAN"
+
+
+@pytest.mark.slow
+def test_mute_and_the_configuration_take_ids_in_any_case(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    nan_log(log)
+    res = CliRunner().invoke(cli, ["judge", str(log), "--json", "--mute", "tp-nan", "--mute", "Tp-Nan-Grad"])
+    skipped = json.loads(res.stdout)["reports"][0]["checks"]["skipped"]
+    assert skipped["TP-NAN"]["reason"] == "muted", skipped
+    cfg = tmp_path / "trainproof.toml"
+    cfg.write_text('[tool.trainproof]\nmute = ["tp-nan"]\n')
+    res = CliRunner().invoke(cli, ["judge", str(log), "--json", "--config", str(cfg)])
+    assert json.loads(res.stdout)["reports"][0]["checks"]["skipped"]["TP-NAN"]["reason"] == "muted"
+    # the Python API too
+    from trainproof.api import judge
+
+    assert "TP-NAN" in judge(log, mute=["tp-nan"]).skipped
+    # an id no rule has is still an error, in any case
+    res = CliRunner().invoke(cli, ["judge", str(log), "--mute", "tp-no-such-rule"])
+    assert res.exit_code == 2 and "unknown rule id 'tp-no-such-rule'" in res.output

@@ -34,7 +34,7 @@ from ._fmt import step as step_fmt
 from ._schedule import fraction_ran, still_warming_up
 from ._stats import median, noise_sigma
 from .objective_kind import detect_objective
-from .registry import Need, Rule, all_rules, get
+from .registry import Need, Rule, all_rules, canonical_id, get
 from .thresholds import DEFAULT, Thresholds
 
 #: How the rules cite where a value is (``(line 12)``); see :meth:`Context.finding`.
@@ -307,7 +307,7 @@ def judge_runlog(
         NOT-CHECKED (``TP-NOT-CHECKED``) when none could, and carries ``TP-NO-RECORDS`` or
         ``TP-NO-LOSS`` when there was nothing to judge.
     """
-    mute = set(mute)
+    mute = {canonical_id(m) if isinstance(m, str) else m for m in mute}  # ``tp-nan`` mutes TP-NAN
 
     def built(findings: list[Finding], **rest) -> Report:
         return Report(

@@ -219,7 +219,8 @@ def _doctor_as_before(tree: Path, saved: str) -> None:
 
 #: (saved file name, command line with {log} and {tree}, environment). Each is one form a
 #: user saves: the doctor table at the default, 80, 60 and 40 columns and in colour, its
-#: quiet and verbose views, the closing lines alone, judge/epoch, compare, every --json.
+#: quiet and verbose views, the closing lines alone, judge/epoch, compare, every --json,
+#: watch's output.
 FORMS = [
     ("doctor.txt", ["doctor", "{tree}"], {}),
     ("doctor80.txt", ["doctor", "{tree}"], {"COLUMNS": "80"}),
@@ -238,6 +239,9 @@ FORMS = [
     ("doctor.json", ["doctor", "{tree}", "--json"], {}),
     ("judge.json", ["judge", "{log}", "--json"], {}),
     ("compare.json", ["compare", "{log}", "{log}", "--json"], {}),
+    # watch's polls and final report, in a pipe: it ends at the stall timeout
+    ("watch.txt", ["watch", "{log}", "--interval", "0.05", "--stall-timeout", "0.3"], {}),
+    ("watch.json", ["watch", "{log}", "--interval", "0.05", "--stall-timeout", "0.3", "--json"], {}),
 ]
 
 
@@ -261,7 +265,8 @@ def test_a_sarif_or_html_report_under_any_name_is_not_a_run(tmp_path: Path, name
     _doctor_as_before(tmp_path, name)
 
 
-def test_the_callbacks_printout_is_not_a_run(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("preamble", [1, 8])
+def test_the_callbacks_printout_is_not_a_run(tmp_path: Path, capsys, preamble: int) -> None:
     # What the framework callbacks print (HF, Lightning, Keras share it): each new finding
     # with its evidence, the stop, the closing FAIL line.
     from trainproof.integrations._common import LiveRun
@@ -274,7 +279,9 @@ def test_the_callbacks_printout_is_not_a_run(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert "trainproof: FAIL at step" in err and "stop_on_fail stopped" in err
     overfit_log(tmp_path / "overfit.log")
-    (tmp_path / "train-stderr.txt").write_text("Some weights were not initialized\n" + err)
+    # A capture of the job's stderr: the library's own warnings first, then the printout.
+    warnings = "".join(f"UserWarning: Some weights of layer {i} were not initialized\n" for i in range(preamble))
+    (tmp_path / "train-stderr.txt").write_text(warnings + err)
     _doctor_as_before(tmp_path, "train-stderr.txt")
 
 

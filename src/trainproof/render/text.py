@@ -505,7 +505,7 @@ def _doctor_rows(groups, prefix: str, quiet: bool, must: set[int]) -> list[Row]:
             if exp is not None and len(members) > 1:
                 label = _under(f"{exp.rstrip('/')}/", prefix)
                 cells = [
-                    members[0].format or "-" if len({m.format for m in members}) == 1 else "",
+                    (members[0].format or "-") if len({m.format for m in members}) == 1 else "",
                     f"{len(members)} runs",
                 ]
                 rows.append(Row(members[0].verdict, label, cells, ", ".join(_ids(members))))

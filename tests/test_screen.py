@@ -259,3 +259,12 @@ def test_mute_and_the_configuration_take_ids_in_any_case(tmp_path: Path) -> None
     # an id no rule has is still an error, in any case
     res = CliRunner().invoke(cli, ["judge", str(log), "--mute", "tp-no-such-rule"])
     assert res.exit_code == 2 and "unknown rule id 'tp-no-such-rule'" in res.output
+
+
+@pytest.mark.slow
+def test_compares_json_names_the_baseline_and_each_run(hf_tree: Path) -> None:
+    runs = sorted(str(p) for p in hf_tree.glob("hf_runs/lr_*/checkpoint-300/trainer_state.json"))[:2]
+    base = str(next(hf_tree.glob("hf_runs/baseline*/trainer_state.json")))
+    doc = json.loads(CliRunner().invoke(cli, ["compare", base, *runs, "--json"]).stdout)
+    assert doc["baseline"]["name"] == base
+    assert sorted(r["name"] for r in doc["reports"]) == runs

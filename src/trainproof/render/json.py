@@ -24,7 +24,7 @@ def document(reports: list[Report], command: str, error: str | None = None, extr
         "schema_version": SCHEMA_VERSION,
         "trainproof_version": __version__,
         "command": command,
-        "reports": [_named(r) for r in reports],
+        "reports": [report_dict(r) for r in reports],
         "worst_verdict": worst.value if worst is not None else None,
         "error": error,
     }
@@ -33,7 +33,7 @@ def document(reports: list[Report], command: str, error: str | None = None, extr
     return doc
 
 
-def _named(r: Report) -> dict:
+def report_dict(r: Report) -> dict:
     """``r.to_dict()`` with the run's ``name`` after its ``file`` (:func:`trainproof.render.names.run_name`)."""
     d = r.to_dict()
     return {"file": d.pop("file"), "name": run_name(r), **d}

@@ -436,18 +436,14 @@ def test_stalled_writer_gives_tp_stall(tmp_path, procs):
     assert wr.written == len(rows)
     assert d["records"] == len(rows)
     assert d["verdict"] == "WARN"  # a healthy curve, stalled: TP-STALL is a WARN
-    i = w.lines.index(json.dumps(d))
-    w.wait_for(lambda s: True, start=i + 2)  # two more polls after it
-    w.sigint()
+    # The stall timeout ends the watch: the run has finished (or hung); its verdict's code.
     assert w.wait() == 0
+    assert "stopped watching: the log has not grown for 3 s" in w.stderr
     polls = w.json_lines()
     stall_first = next(i for i, p in enumerate(polls) if p["stalled"])
-    assert polls[stall_first]["new"] == ["TP-STALL"]
+    assert polls[stall_first]["new"] == ["TP-STALL"] and stall_first == len(polls) - 1
     # Before the stall the log was growing or had grown within the timeout.
     assert all(not p["stalled"] for p in polls[:stall_first])
-    # Announced once; later polls stay stalled with a WARN verdict.
-    assert [p for p in polls if "TP-STALL" in p["new"]] == [polls[stall_first]]
-    assert all(p["stalled"] and p["verdict"] == "WARN" for p in polls[stall_first:])
     t_last_growth = max(p["time"] for p in polls if p["new_records"])
     assert polls[stall_first]["time"] - t_last_growth >= 3.0 - 1e-3
 
@@ -458,8 +454,7 @@ def test_stall_text_mode_prints_the_finding(tmp_path, procs):
     w = start_watch(procs, tmp_path, str(log), "--interval", "0.2", "--stall-timeout", "0.5")
     w.wait_for(lambda s: "STALLED" in s and "new=TP-STALL" in s)
     w.wait_for(lambda s: "WARN TP-STALL" in s)
-    w.sigint()
-    assert w.wait() == 0
+    assert w.wait() == 0  # the stall ends the watch
     assert "last verdict WARN (exit 0)" in w.stderr
 
 
@@ -1202,7 +1197,8 @@ def test_bug_empty_log_never_stalls(tmp_path):
 @pytest.mark.slow
 def test_bug_rotation_by_delete_and_recreate_exits_2(tmp_path, procs):
     log = write_jsonl(tmp_path / "run.jsonl", healthy_rows(50))
-    w = start_watch(procs, tmp_path, str(log), "--json", "--interval", "0.2", "--stall-timeout", "1")
+    # The stall timeout is far above the time the log is gone: a stall would end the watch.
+    w = start_watch(procs, tmp_path, str(log), "--json", "--interval", "0.2", "--stall-timeout", "60")
     w.wait_json(lambda d: d["records"] == 50)
     log.unlink()
     # Two polls see it gone (the bug: exit 2, "no such file after waiting 1 s", however
@@ -1303,3 +1299,82 @@ def test_watch_splits_lines_as_epoch_does(tmp_path):
     got = w.guardian.runlog()
     assert got.series["loss"].lines.tolist() == ref.series["loss"].lines.tolist()
     assert "TP-DATA-DROPPED" not in w.report.ids()
+
+
+# --------------------------------------------------------------------------- the end of a run
+
+HF_SUMMARY = {"train_runtime": 61.2, "train_samples_per_second": 52.3, "train_steps_per_second": 6.5, "train_loss": 1.1}
+
+
+@pytest.mark.slow
+def test_watch_ends_when_the_run_logs_its_end_of_training_summary(tmp_path, procs):
+    log = tmp_path / "run.jsonl"
+    rows = healthy_rows(60)
+    log.write_text("".join(jline(r) for r in rows[:40]))
+    w = start_watch(procs, tmp_path, str(log), "--interval", "0.1")
+    w.wait_for(lambda s: (p := text_poll(s)) is not None and p["records"] == 40)
+    with open(log, "a", encoding="utf-8") as f:  # the rest of the run, then HF's summary row
+        f.write("".join(jline(r) for r in rows[40:]) + jline({"step": rows[-1]["step"], **HF_SUMMARY}))
+    assert w.wait() == 0, w.stderr  # by itself: no signal, no --until-fail
+    assert "stopped watching: the run logged its end-of-training summary" in w.stderr
+    assert "last verdict PASS (exit 0)" in w.stderr
+    assert any(s.startswith("  verdict: PASS") for s in w.lines)  # the full report, judged on every record
+    assert text_poll([s for s in w.lines if text_poll(s)][-1])["records"] == 61
+
+
+@pytest.mark.slow
+def test_watch_ends_on_a_console_capture_of_the_hf_trainer(tmp_path, procs):
+    log = tmp_path / "train.log"
+    lines = [
+        str({"loss": r["loss"], "grad_norm": r["grad_norm"], "learning_rate": 1e-4, "epoch": r["epoch"]})
+        for r in healthy_rows(60)
+    ]
+    log.write_text("\n".join(lines[:30]) + "\n")
+    w = start_watch(procs, tmp_path, str(log), "--json", "--interval", "0.1")
+    w.wait_json(lambda d: d["records"] >= 30)
+    with open(log, "a", encoding="utf-8") as f:
+        f.write("\n".join(lines[30:]) + "\n" + str({**HF_SUMMARY, "epoch": 1.0}) + "\n")
+    assert w.wait() == 0, w.stderr
+    assert "end-of-training summary" in w.stderr
+    assert w.json_lines()[-1]["records"] == 60 and w.json_lines()[-1]["verdict"] == "PASS"
+
+
+@pytest.mark.slow
+def test_text_lines_only_when_something_changed(tmp_path, procs):
+    log = tmp_path / "run.jsonl"
+    rows = healthy_rows(60)
+    log.write_text("".join(jline(r) for r in rows[:40]))
+    # Polls every 0.1 s and a 2 s stall timeout: many polls find nothing new before the
+    # stall ends the watch.
+    w = start_watch(procs, tmp_path, str(log), "--interval", "0.1", "--stall-timeout", "2")
+    w.wait_for(lambda s: (p := text_poll(s)) is not None and p["records"] == 40)
+    with open(log, "a", encoding="utf-8") as f:
+        f.write("".join(jline(r) for r in rows[40:]))
+    assert w.wait() == 0, w.stderr
+    said = [s.split(" ", 1)[1] for s in w.lines if text_poll(s)]
+    assert said[0].startswith("records=40") and said[-1].endswith("STALLED")
+    assert all(a != b for a, b in zip(said, said[1:])), said  # never the same line twice in a row
+    assert len(said) <= 5, said  # records=40, records=60 (and its verdict), the stall
+
+
+def test_watcher_ends_on_the_summary_row_and_judges_every_record(tmp_path):
+    p = write_jsonl(tmp_path / "run.jsonl", healthy_rows(300))
+    w = Watcher(p)
+    first = w.poll()
+    assert w.ended is None and first.records == 300
+    with open(p, "a", encoding="utf-8") as f:
+        f.write(jline({"step": 3000, **HF_SUMMARY}))
+    last = w.poll()  # one record more: the cadence alone would not judge again
+    assert w.ended is not None and "train_runtime" in w.ended
+    assert last.report is not None and last.report.records == 301
+
+
+def test_watcher_ends_at_the_stall_timeout(tmp_path):
+    p = write_jsonl(tmp_path / "run.jsonl", healthy_rows(60))
+    now = [0.0]
+    w = Watcher(p, stall_timeout=30, clock=lambda: now[0])
+    w.poll()
+    now[0] = 10.0
+    assert w.poll().stalled is False and w.ended is None
+    now[0] = 31.0
+    assert w.poll().stalled and w.ended is not None and "--stall-timeout" in w.ended

@@ -194,3 +194,101 @@ def test_the_in_loop_monitors_printout_is_trainproof_output(tmp_path: Path, caps
     reports, ignored = doctor(d)
     assert [Path(r.file).name for r in reports] == ["good.log"]
     assert any(Path(i["file"]).name == "monitor.txt" and "monitor" in i["reason"] for i in ignored)
+
+
+# --- every output form, written into the tree, leaves doctor's verdict as it was -------------
+
+
+def _cli(*args: str, env: dict | None = None) -> tuple[int, str]:
+    """Run the CLI in-process with ``env`` set (``COLUMNS``, ``FORCE_COLOR``); (exit, stdout)."""
+    from click.testing import CliRunner
+
+    from trainproof.cli import cli
+
+    res = CliRunner().invoke(cli, list(args), env=env or {}, catch_exceptions=False)
+    return res.exit_code, res.stdout
+
+
+def _doctor_as_before(tree: Path, saved: str) -> None:
+    """``doctor`` on ``tree`` with the output ``saved`` in it exits as without it: 0, one run."""
+    code, out, _, doc = run_cli("doctor", str(tree), "--json")
+    assert code == 0, (saved, out[:2000])
+    assert [Path(r["file"]).name for r in doc["reports"]] == ["overfit.log"], saved
+    assert any(Path(i["file"]).name == saved and "trainproof" in i["reason"] for i in doc["ignored"]), doc["ignored"]
+
+
+#: (saved file name, command line with {log} and {tree}, environment). Each is one form a
+#: user saves: the doctor table at the default, 80, 60 and 40 columns and in colour, its
+#: quiet and verbose views, the closing lines alone, judge/epoch, compare, every --json,
+#: watch's output.
+FORMS = [
+    ("doctor.txt", ["doctor", "{tree}"], {}),
+    ("doctor80.txt", ["doctor", "{tree}"], {"COLUMNS": "80"}),
+    ("doctor60.txt", ["doctor", "{tree}"], {"COLUMNS": "60"}),
+    ("doctor40.txt", ["doctor", "{tree}"], {"COLUMNS": "40"}),
+    ("colour.txt", ["doctor", "{tree}"], {"FORCE_COLOR": "1"}),
+    ("verbose-colour.txt", ["doctor", "{tree}", "-v"], {"FORCE_COLOR": "1", "COLUMNS": "100"}),
+    ("quiet.txt", ["doctor", "{tree}", "--quiet"], {}),
+    ("quiet60.txt", ["doctor", "{tree}", "--quiet"], {"COLUMNS": "60"}),
+    ("only.txt", ["doctor", "{tree}", "--only", "PASS"], {}),
+    ("judge.txt", ["judge", "{log}"], {}),
+    ("epoch60.txt", ["epoch", "{log}"], {"COLUMNS": "60"}),
+    ("judge-colour.txt", ["judge", "{log}"], {"FORCE_COLOR": "1"}),
+    ("compare.txt", ["compare", "{log}", "{log}"], {}),
+    ("compare60.txt", ["compare", "{log}", "{log}"], {"COLUMNS": "60"}),
+    ("doctor.json", ["doctor", "{tree}", "--json"], {}),
+    ("judge.json", ["judge", "{log}", "--json"], {}),
+    ("compare.json", ["compare", "{log}", "{log}", "--json"], {}),
+    # watch's polls and final report, in a pipe: it ends at the stall timeout
+    ("watch.txt", ["watch", "{log}", "--interval", "0.05", "--stall-timeout", "0.3"], {}),
+    ("watch.json", ["watch", "{log}", "--interval", "0.05", "--stall-timeout", "0.3", "--json"], {}),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,args,env", FORMS, ids=[f[0] for f in FORMS])
+def test_each_saved_output_form_leaves_doctors_exit_code_as_it_was(tmp_path: Path, name, args, env) -> None:
+    log = overfit_log(tmp_path / "overfit.log")
+    code, out = _cli(*(a.format(log=log, tree=tmp_path) for a in args), env=env)
+    assert code == 0 and out.strip(), out
+    (tmp_path / name).write_text(out)
+    _doctor_as_before(tmp_path, name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,option", [("report.sarif.json", "--sarif"), ("report.txt", "--html")])
+def test_a_sarif_or_html_report_under_any_name_is_not_a_run(tmp_path: Path, name: str, option: str) -> None:
+    log = overfit_log(tmp_path / "overfit.log")
+    out = tmp_path / "out" / name
+    out.parent.mkdir()
+    assert _cli("judge", str(log), option, str(out))[0] == 0
+    _doctor_as_before(tmp_path, name)
+
+
+@pytest.mark.parametrize("preamble", [1, 8])
+def test_the_callbacks_printout_is_not_a_run(tmp_path: Path, capsys, preamble: int) -> None:
+    # What the framework callbacks print (HF, Lightning, Keras share it): each new finding
+    # with its evidence, the stop, the closing FAIL line.
+    from trainproof.integrations._common import LiveRun
+
+    live = LiveRun("HF Trainer", policy="stop_on_fail", check_every=10)
+    live.start(max_steps=400)
+    for i in range(200):
+        live.record(10 * i, {"loss": 2.0 * 0.99**i + (0 if i < 120 else float("nan")), "learning_rate": 1e-3})
+    live.finish()
+    err = capsys.readouterr().err
+    assert "trainproof: FAIL at step" in err and "stop_on_fail stopped" in err
+    overfit_log(tmp_path / "overfit.log")
+    # A capture of the job's stderr: the library's own warnings first, then the printout.
+    warnings = "".join(f"UserWarning: Some weights of layer {i} were not initialized\n" for i in range(preamble))
+    (tmp_path / "train-stderr.txt").write_text(warnings + err)
+    _doctor_as_before(tmp_path, "train-stderr.txt")
+
+
+def test_a_coloured_report_and_the_totals_line_alone_are_recognised() -> None:
+    coloured = "\x1b[3mtrainproof doctor\x1b[0m\n\x1b[1mverdict\x1b[0m  run\nWARN  a.log  30  TP-OVERFIT\n"
+    assert own_output(coloured) == "text"
+    assert own_output("3 runs: 1 FAIL, 0 WARN, 2 PASS, 0 not judged\n") == "text"
+    assert own_output("1 run: 0 FAIL, 0 WARN, 1 PASS, 0 not judged\n") == "text"
+    assert own_output("2 file(s) looked at are not training logs (--json lists them and why).\n") == "text"
+    assert own_output("3 runs: 1 FAIL\nstep 1 loss 2\n") is None

@@ -36,7 +36,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from .rules import thresholds as _th
-from .rules.registry import all_rules
+from .rules.registry import all_rules, canonical_id
 
 
 class ConfigError(ValueError):
@@ -125,12 +125,19 @@ def find_pyproject(start: Path) -> tuple[Path, dict] | None:
 
 
 def _check_ids(ids: Iterable[str], where: str) -> set[str]:
+    """The rule ids ``ids`` in the registry's spelling (``tp-nan`` is ``TP-NAN``: the case
+    a user types never matters).
+
+    Raises:
+        ConfigError: an id no rule has, or one that is not a string.
+    """
     known = {r.id for r in all_rules()}
     out = set()
     for i in ids:
-        if not isinstance(i, str) or i not in known:
+        rid = canonical_id(i) if isinstance(i, str) else None
+        if rid not in known:
             raise ConfigError(f"{where}: unknown rule id {i!r} (see `trainproof rules`)")
-        out.add(i)
+        out.add(rid)
     return out
 
 

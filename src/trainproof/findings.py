@@ -128,6 +128,11 @@ MUTED = Skip("muted", "muted by configuration or --mute")
 #: two stores are two groups.
 EXPERIMENT_SEP = " · "
 
+#: Formats whose ``Finding.line`` is a 1-based line of a text file (the log, or for an
+#: MLflow run folder one of its metric files); in every other format (a database, a binary
+#: log) it is a record's index, and the outputs say ``record N``.
+LINE_FORMATS = frozenset({"jsonl", "csv", "hf", "coqui", "console", "mlflow", "dataset", "speech-data"})
+
 
 @dataclass(frozen=True)
 class Report:

@@ -376,6 +376,12 @@ def _not_passed(doc: dict | None) -> list[dict]:
     return sorted(reports, key=lambda r: -_SEVERITY.get(r.get("verdict"), 1))
 
 
+def _run_name(rep: dict) -> str:
+    """A report's run as every output names it (its ``name``: a store's runs differ), or its file."""
+    name = rep.get("name")
+    return name if isinstance(name, str) and name else str(rep.get("file", "?"))
+
+
 def _reasons(rep: dict) -> list[tuple[str, str]]:
     """(id, message) of the findings that make a report's verdict, or its error."""
     found = [
@@ -408,7 +414,7 @@ def log_lines(doc: dict | None, code: int, fail_on: str) -> list[str]:
     lines = []
     listed = _not_passed(doc)
     for rep in listed[:MAX_LISTED]:
-        lines.append(f"{rep.get('verdict', '?'):<11} {_printable(rep.get('file', '?'))}")
+        lines.append(f"{rep.get('verdict', '?'):<11} {_printable(_run_name(rep))}")
         for rid, message in _reasons(rep):
             lines.append(f"{'':<11}   {_printable(rid) + ': ' if rid else ''}{_printable(message)}")
     if len(listed) > MAX_LISTED:
@@ -456,7 +462,7 @@ def summary_markdown(doc: dict | None, code: int, fail_on: str, values: Mapping[
             out += ["| verdict | run | findings |", "|---|---|---|"]
             for rep in listed[:MAX_LISTED]:
                 why = "; ".join(f"{_md(rid)}: {_md(msg)}" if rid else _md(msg) for rid, msg in _reasons(rep))
-                out.append(f"| {_md(rep.get('verdict', '?'))} | {_md(rep.get('file', '?'))} | {why} |")
+                out.append(f"| {_md(rep.get('verdict', '?'))} | {_md(_run_name(rep))} | {why} |")
             if len(listed) > MAX_LISTED:
                 out.append(f"\n... and {len(listed) - MAX_LISTED} more.")
             out.append("")

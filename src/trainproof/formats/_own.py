@@ -13,7 +13,12 @@ recognises, from the start of the file:
 * the SARIF log (its ``$schema`` names SARIF and its tool is ``trainproof``);
 * the HTML report (an HTML document that names trainproof);
 * the in-loop monitor's alerts (``trainproof: FAIL at step …``) and ``trainproof watch``'s
-  poll lines (``12:00:00 records=40 verdict=PASS``), text or ``--json``.
+  poll lines (``12:00:00 records=40 verdict=PASS``), text or ``--json``;
+* ``doctor``'s closing lines alone (``--quiet`` or ``--only`` with no row to show):
+  ``3 runs: 1 FAIL, 0 WARN, 2 PASS, 0 not judged``.
+
+A report saved with colour (``FORCE_COLOR``, a terminal capture) is recognised the same:
+terminal escape sequences are removed before looking.
 
 Only the start of the file decides: a capture of a run that ends with the monitor's
 printout is a training log (the console reader skips trainproof's own lines in it).
@@ -35,6 +40,10 @@ _VERDICT_LINE = re.compile(r"^  verdict: (?:PASS|WARN|FAIL|NOT-CHECKED)\s*$", re
 _UNREAD_LINE = re.compile(r"^  (?:PASS|WARN|FAIL|NOT-CHECKED) could not read: ")
 _SARIF = re.compile(r'"\$schema"\s*:\s*"[^"]*sarif[^"]*"', re.I)
 _SARIF_TOOL = re.compile(r'"name"\s*:\s*"trainproof"')
+_TOTALS = re.compile(r"^\d+ runs?: \d+ FAIL, \d+ WARN, \d+ PASS, \d+ not judged$")
+_IGNORED = re.compile(r"^\d+ file\(s\) looked at are not training logs ")
+#: A terminal escape sequence (CSI such as colours, or OSC such as hyperlinks).
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?)")
 _POLL_JSON = re.compile(r'^\{"time": [^,]*, "records": \d+, "new_records": \d+, "verdict": ')
 
 #: What each kind is called in the reason a file is not read.
@@ -58,6 +67,8 @@ def own_output(text: str) -> str | None:
         a key of :data:`KINDS` (``"text"``, ``"json"``, ``"sarif"``, ``"html"``,
         ``"monitor"``, ``"watch"``), or ``None``.
     """
+    if "\x1b" in text:
+        text = _ESCAPE.sub("", text)
     start = text.lstrip("\ufeff \t\r\n")
     if start.startswith("{"):
         window = start[:4096]
@@ -81,6 +92,8 @@ def own_output(text: str) -> str | None:
         return "monitor"
     if _POLL.match(first):
         return "watch"
+    if _IGNORED.match(first) or (len(lines) == 1 and _TOTALS.match(first)):
+        return "text"
     for i, ln in enumerate(lines[1 : _OPENING_LINES + 1], start=1):
         if _UNREAD_LINE.match(ln):
             return "text"

@@ -84,6 +84,13 @@ class RunFailed(RuntimeError):
         self.report = report
 
 
+#: What a run logs once, when its training has finished: the HF Trainer's end-of-training
+#: summary row (``train_runtime``, with ``train_loss`` averaged over the run and
+#: ``total_flos``), kept in the run's ``meta["summary"]`` by the HF and console readers and
+#: as a metric of its own in a JSONL or CSV log. ``trainproof watch`` ends when it is read.
+END_KEYS = frozenset({"train_runtime"})
+
+
 class Guardian:
     """Accumulates a run's records and judges them on demand.
 
@@ -128,6 +135,8 @@ class Guardian:
         self._judgements = 0
         self.report: Report | None = None
         self.new_findings: list[Finding] = []
+        #: The run logged that its training has finished (:data:`END_KEYS`).
+        self.finished = False
 
     # --- records in ---------------------------------------------------------------------
     @property
@@ -148,10 +157,14 @@ class Guardian:
 
     def add_record(self, rec: Record) -> None:
         self._builder.add(rec.step, rec.values, rec.line, rec.holes)
+        if not self.finished and not END_KEYS.isdisjoint(rec.values):
+            self.finished = True
 
     def add_columns(self, col: Columns) -> None:
         """Append a column batch (one metric, many points)."""
         self._builder.add_columns(col)
+        if col.key in END_KEYS:
+            self.finished = True
 
     def reset(self, note: str | None = None, forget_findings: bool = True) -> None:
         """Forget every record and, unless ``forget_findings`` is False, every finding
@@ -159,6 +172,7 @@ class Guardian:
         self._builder = RunLogBuilder()
         self._judged_at = 0
         self.judge_seconds = 0.0
+        self.finished = False
         if forget_findings:
             self._fail_runs = {}
             self._seen.clear()
@@ -176,6 +190,10 @@ class Guardian:
             self._builder.add_columns(Columns(s.key, s.steps, s.values, s.lines))
         self._builder.set_records(run.records)
         self.meta.update(run.meta)
+        summary = run.meta.get("summary")
+        self.finished = not END_KEYS.isdisjoint(run.series) or (
+            isinstance(summary, dict) and not END_KEYS.isdisjoint(summary)
+        )
 
     # --- verdicts out -------------------------------------------------------------------
     def due(self, share: float = 0.01) -> bool:

@@ -27,6 +27,7 @@ class WatchPresenter:
         self.as_json = as_json
         self._console = console
         self.live = None
+        self._last: str | None = None  # the last poll line printed, without its time
         if tty and not as_json:
             from rich.live import Live
             from rich.text import Text
@@ -43,12 +44,15 @@ class WatchPresenter:
 
     def poll(self, p) -> None:
         """Show one poll (:class:`~trainproof.live.watcher.Poll`): its status line, and each
-        finding it made new under it."""
-        line = (
-            f"{time.strftime('%H:%M:%S')} records={p.records} verdict={p.verdict or '-'}"
+        finding it made new under it. In a pipe (a CI log) the line is printed only when it
+        says something the last one did not (records, verdict, new findings, a stall): an
+        idle run prints nothing. ``--json`` prints every poll, as documented."""
+        said = (
+            f"records={p.records} verdict={p.verdict or '-'}"
             + (f" new={','.join(p.new)}" if p.new else "")
             + (" STALLED" if p.stalled else "")
         )
+        line = f"{time.strftime('%H:%M:%S')} {said}"
         if self.as_json:
             self._echo(json.dumps(p.to_dict()))
             return
@@ -56,7 +60,8 @@ class WatchPresenter:
             from rich.text import Text
 
             self.live.update(Text(f"trainproof watch {self.logfile}: {line}"))
-        else:
+        elif said != self._last:
+            self._last = said
             self._echo(line)
         if p.new and p.report is not None:
             for f in p.report.findings:

@@ -22,7 +22,7 @@ JUDGE_EVERY_SECONDS = 30.0
 @dataclass
 class Poll:
     """What one poll saw. ``time`` is the watcher's clock (monotonic seconds); ``wall``
-    the Unix time of the poll (what ``--json`` prints as ``time``)."""
+    the Unix time the poll began (what ``--json`` prints as ``time``)."""
 
     time: float
     wall: float
@@ -85,12 +85,16 @@ class Watcher:
 
     def poll(self) -> Poll:
         """Read new records; judge when enough arrived (within the judging budget, see
-        :meth:`Guardian.affordable`); report a stall as ``TP-STALL`` until the log grows again.
+        :meth:`Guardian.affordable`); report a stall as ``TP-STALL`` until the log grows again;
+        once the run has finished (:attr:`ended`), judge every record read.
 
         Raises:
             ReadError: the file exists but cannot be read as a log.
         """
         now = self.clock()
+        # The poll's time is when it began, as the stall's clock is: a judgement in the
+        # poll does not move it.
+        wall = self.wall()
         restarts = self.guardian.restarts
         new = self.tail.poll()
         if self.guardian.restarts != restarts:
@@ -133,8 +137,28 @@ class Watcher:
             if not self._stall_reported:
                 judged_new.append("TP-STALL")
                 self._stall_reported = True
+        if self.ended is not None and self.guardian.records and (self.report is None or self.guardian.due(0.0)):
+            # The run has finished: every record read is judged now, whatever the cadence
+            # left unjudged, for the last verdict; a TP-STALL found stays.
+            stall = [f for f in self.report.findings if f.id == "TP-STALL"] if self.report is not None else []
+            self.report = self.guardian.judge(final=True)
+            self.last_judge = now
+            judged_new += [f.id for f in self.guardian.new_findings if f.id not in judged_new]
+            if stall:
+                self.report = replace(self.report, findings=[*self.report.findings, *stall])
         verdict = self.report.verdict.value if self.report is not None else None
-        return Poll(now, self.wall(), self.guardian.records, new, verdict, judged_new, stalled, self.report)
+        return Poll(now, wall, self.guardian.records, new, verdict, judged_new, stalled, self.report)
+
+    @property
+    def ended(self) -> str | None:
+        """Why the run followed has finished, or ``None`` while it may still write: it logged
+        its end-of-training summary (:data:`~trainproof.live.guardian.END_KEYS`), or the log
+        has not grown for the stall timeout (a run that ended without a marker, or hung)."""
+        if self.guardian.finished:
+            return "the run logged its end-of-training summary (train_runtime)"
+        if self._stall_reported:
+            return f"the log has not grown for {self.stall_timeout:g} s (--stall-timeout)"
+        return None
 
     @property
     def failed(self) -> bool:

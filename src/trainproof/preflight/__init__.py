@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..findings import MUTED, Finding, Report, Skip
-from ..rules.registry import MODULE_OF, all_rules, get
+from ..rules.registry import MODULE_OF, all_rules, canonical_id, get
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -79,8 +79,9 @@ def apply_mute(rep: Report, mute: Iterable[str], also: Iterable[str] = ()) -> Re
     the report (the preflight family its ids were declared in), whether or not they would
     have fired; an id of another family is not this report's to list. ``also``: further ids
     the report's checks could have reported (their families count as the report's).
-    Idempotent; returns a new report (``rep`` itself when nothing is muted)."""
-    mute = set(mute)
+    Idempotent; returns a new report (``rep`` itself when nothing is muted). Ids in any
+    case (``tp-env-torch``)."""
+    mute = {canonical_id(m) if isinstance(m, str) else m for m in mute}
     if not mute:
         return rep
     own = {*rep.ran, *rep.skipped, *(f.id for f in rep.findings), *also}

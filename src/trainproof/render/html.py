@@ -37,6 +37,7 @@ import numpy as np
 from .._files import write_atomic
 from ..findings import SEVERITY, Level, Report, jsonable, worst_verdict
 from ..redact import scrub
+from .names import location_words, run_name
 from .text import CLOSING_NOTE
 
 # ----------------------------------------------------------------------------- helpers
@@ -571,7 +572,7 @@ def _compare_section(reports: list[Report], ids: list[str]) -> str:
             color = _PALETTE[(i - 1) % len(_PALETTE)]
             dash = _DASHES[((i - 1) // len(_PALETTE)) % len(_DASHES)]
             width = 1.8
-        name = r.file
+        name = run_name(r)
         loss = (r.charts or {}).get("loss")
         role = "baseline" if i == 0 else f"run {i + 1}"
         swatch = (
@@ -617,12 +618,12 @@ def _compare_section(reports: list[Report], ids: list[str]) -> str:
 # ----------------------------------------------------------------------------- sections
 
 
-def _finding(f) -> str:
+def _finding(f, r: Report) -> str:
     where = []
     if f.step is not None:
         where.append(f"step {_fmt_step(f.step)}")
     if f.line is not None:
-        where.append(f"line {f.line}")
+        where.append(location_words(r, f.line))
     where_html = f'<span class="where">{_esc(" · ".join(where))}</span>' if where else ""
     parts = [
         f'<li class="finding lv-{_LEVEL_CLASS.get(f.level, "info")}" data-rule="{_esc(f.id)}">',
@@ -643,7 +644,7 @@ def _report_section(r: Report, anchor: str, n: int) -> str:
     v = r.verdict
     out = [
         f'<section class="run lv-{_LEVEL_CLASS[v]}" id="{anchor}" data-verdict="{_esc(v.value)}">',
-        f'<h2><span class="runno">{n}</span> {_badge(v)} <code class="file">{_esc(r.file)}</code></h2>',
+        f'<h2><span class="runno">{n}</span> {_badge(v)} <code class="file">{_esc(run_name(r))}</code></h2>',
     ]
     if r.error is not None:
         out.append(f'<p class="error"><b>could not read:</b> {_esc(r.error)}</p>')
@@ -658,7 +659,7 @@ def _report_section(r: Report, anchor: str, n: int) -> str:
 
     out.append(f"<h3>Findings ({len(r.findings)})</h3>")
     if r.findings:
-        out.append('<ol class="findings">' + "".join(_finding(f) for f in r.findings) + "</ol>")
+        out.append('<ol class="findings">' + "".join(_finding(f, r) for f in r.findings) + "</ol>")
     else:
         out.append('<p class="muted">No findings.</p>')
 
@@ -718,7 +719,7 @@ def _summary_table(reports: list[Report], ids: list[str]) -> str:
         what = ", ".join(flagged) if flagged else ("could not read: " + r.error if r.error else "")
         rows.append(
             f'<tr class="lv-{_LEVEL_CLASS[r.verdict]}"><td class="num">{i + 1}</td><td>{_badge(r.verdict)}</td>'
-            f'<td><a href="#{ids[i]}"><code>{_esc(r.file)}</code></a></td><td>{_esc(r.format or "-")}</td>'
+            f'<td><a href="#{ids[i]}"><code>{_esc(run_name(r))}</code></a></td><td>{_esc(r.format or "-")}</td>'
             f'<td class="num">{_esc(r.records)}</td><td>{_esc(what)}</td></tr>'
         )
     return (
@@ -844,7 +845,7 @@ def render_html(reports: list[Report], title: str = "trainproof report", compare
     verdict_html = _badge(worst, big=True) if worst is not None else '<span class="badge big lv-info">NO INPUT</span>'
     what = f"{n} run{'s' if n != 1 else ''}" + (f": {counts}" if counts else "")
     if n == 1:
-        what = f"<code>{_esc(ordered[0].file)}</code>"
+        what = f"<code>{_esc(run_name(ordered[0]))}</code>"
     out.append(
         f'<header class="page" data-verdict="{_esc(worst.value if worst else "")}">'
         f'<div>{verdict_html}</div><div class="overall"><h1>{_esc(title)}</h1>'

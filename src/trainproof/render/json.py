@@ -10,10 +10,11 @@ import json
 
 from ..findings import Report, worst_verdict
 from ..redact import scrub
+from .names import run_name
 
 #: Version of the JSON document's schema. Adding optional fields is a minor change;
 #: removing or renaming a field, or changing its meaning, is a major one (CONTRACTS.md).
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 def document(reports: list[Report], command: str, error: str | None = None, extra: dict | None = None) -> dict:
@@ -24,7 +25,7 @@ def document(reports: list[Report], command: str, error: str | None = None, extr
         "schema_version": SCHEMA_VERSION,
         "trainproof_version": __version__,
         "command": command,
-        "reports": [r.to_dict() for r in reports],
+        "reports": [report_dict(r) for r in reports],
         "worst_verdict": worst.value if worst is not None else None,
         "error": error,
     }
@@ -32,6 +33,12 @@ def document(reports: list[Report], command: str, error: str | None = None, extr
         doc.update(extra)
     # The one place the document is built: every string in it passes the credential mask.
     return scrub(doc)
+
+
+def report_dict(r: Report) -> dict:
+    """``r.to_dict()`` with the run's ``name`` after its ``file`` (:func:`trainproof.render.names.run_name`)."""
+    d = r.to_dict()
+    return {"file": d.pop("file"), "name": run_name(r), **d}
 
 
 def dumps(doc: dict) -> str:

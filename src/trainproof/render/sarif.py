@@ -67,10 +67,10 @@ import sarif_om as om
 from jschema_to_python.to_json import to_json
 
 from .._files import write_atomic
-from ..findings import Finding, Level, Report, jsonable, worst_verdict
+from ..findings import LINE_FORMATS, Finding, Level, Report, jsonable, worst_verdict
 from ..redact import scrub
 from ..rules.registry import DOC_SECTIONS, Rule, all_rules, get
-from .text import run_words, unshown_run_id
+from .names import run_words, unshown_run_id
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -81,8 +81,6 @@ RULE_PAGES_URI = INFORMATION_URI + "/blob/main/docs/rules"
 FINGERPRINT_KEY = "trainproofFinding/v1"
 READ_ERROR_ID = "TP-READ-ERROR"
 
-#: Formats whose ``Finding.line`` is a 1-based line of the log file itself.
-LINE_FORMATS = frozenset({"jsonl", "csv", "hf", "coqui", "console", "mlflow", "dataset", "speech-data"})
 
 _LEVEL = {Level.FAIL: "error", Level.WARN: "warning"}
 

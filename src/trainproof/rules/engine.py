@@ -21,11 +21,12 @@ noisy small-batch curve is not a fault (see :func:`hold_unconfirmed`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from ..findings import MUTED, Finding, Level, Report, Skip
+from ..findings import LINE_FORMATS, MUTED, Finding, Level, Report, Skip
 from ..runlog import RunLog, Series
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct
@@ -33,8 +34,11 @@ from ._fmt import step as step_fmt
 from ._schedule import fraction_ran, still_warming_up
 from ._stats import median, noise_sigma
 from .objective_kind import detect_objective
-from .registry import Need, Rule, all_rules, get
+from .registry import Need, Rule, all_rules, canonical_id, get
 from .thresholds import DEFAULT, Thresholds
+
+#: How the rules cite where a value is (``(line 12)``); see :meth:`Context.finding`.
+_RECORD = re.compile(r"\(line (\d+)\)")
 
 
 class Context:
@@ -82,6 +86,9 @@ class Context:
         line: int | None = None,
     ) -> Finding:
         r = self.rule
+        if self.run.format not in LINE_FORMATS:
+            # A database or binary log has records, not lines: its "(line N)" is a record's index.
+            message, evidence = _RECORD.sub(r"(record \1)", message), _RECORD.sub(r"(record \1)", evidence)
         return Finding(
             id=r.id,
             level=r.level,
@@ -300,7 +307,7 @@ def judge_runlog(
         NOT-CHECKED (``TP-NOT-CHECKED``) when none could, and carries ``TP-NO-RECORDS`` or
         ``TP-NO-LOSS`` when there was nothing to judge.
     """
-    mute = set(mute)
+    mute = {canonical_id(m) if isinstance(m, str) else m for m in mute}  # ``tp-nan`` mutes TP-NAN
 
     def built(findings: list[Finding], **rest) -> Report:
         return Report(

@@ -472,10 +472,20 @@ def all_rules() -> list[Rule]:
     return list(REGISTRY.values())
 
 
+def canonical_id(text: str) -> str:
+    """A rule id as a user may type it (``tp-nan``, `` Tp-Nan ``) in the registry's spelling
+    (``TP-NAN``): ids are upper case, so the case a user types never matters."""
+    return text.strip().upper()
+
+
 def get(rule_id: str) -> Rule | None:
-    """The declaration of ``rule_id``, or ``None`` when no module declares it."""
+    """The declaration of ``rule_id`` in any case (:func:`canonical_id`), or ``None`` when
+    no module declares it."""
     load_all()
-    return REGISTRY.get(rule_id)
+    found = REGISTRY.get(rule_id)
+    if found is None and isinstance(rule_id, str):
+        found = REGISTRY.get(canonical_id(rule_id))
+    return found
 
 
 #: Where the example logs live: ``src/trainproof/rules/examples/<ID>.<ext>`` (package data).

@@ -37,6 +37,8 @@ def compare_cmd(baseline: str, runs, fmt: str, maps, as_json: bool, mute, config
         return emit_reports([], "compare", as_json, error=f"baseline {baseline}: {e}")
     write_outputs(reports, outputs, baseline=base_report)
     if as_json:
-        return emit_reports(reports, "compare", as_json, extra={"baseline": base_report.to_dict()})
+        from ...render.json import report_dict
+
+        return emit_reports(reports, "compare", as_json, extra={"baseline": report_dict(base_report)})
     render_text.render_compare(stdout_console(), base_report, reports)
     return exit_code(reports)

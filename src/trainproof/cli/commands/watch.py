@@ -32,8 +32,8 @@ from ..signals import by_interrupt, stop_requested, stopped_watching
     default=None,
     metavar="SECONDS",
     callback=seconds(False),
-    help="WARN (TP-STALL) when the log has not grown for this long; a log that does not exist "
-    "yet is waited for this long, then exit 2.",
+    help="WARN (TP-STALL) and stop watching when the log has not grown for this long; a log that "
+    "does not exist yet is waited for this long, then exit 2.",
 )
 @options("json", "mute", "config", json={"help": "One JSON line per poll: time, records, verdict, new ids."})
 def watch_cmd(
@@ -44,9 +44,13 @@ def watch_cmd(
     Each poll reads only what was appended (HF trainer_state.json, rewritten at each save,
     and gzip-compressed logs are re-read whole when they change); a log that is replaced
     or truncated is read again from the start. LOGFILE must be a regular file (or not
-    exist yet): a directory or a FIFO is a usage error. Ctrl-C or SIGTERM (also SIGINT to
-    a background job) stops watching and exits with the last verdict's code, not 130:
-    0 (judged, no FAIL), 1 (FAIL), 2 (nothing judged yet).
+    exist yet): a directory or a FIFO is a usage error. Watching ends by itself when the
+    run has finished: it logged its end-of-training summary (HF's train_runtime row), or
+    the log has not grown for --stall-timeout seconds; the full report is printed and the
+    exit code is the verdict's. In a pipe a poll's line is printed only when something
+    changed. Ctrl-C or SIGTERM (also SIGINT to a background job) stops watching and exits
+    with the last verdict's code, not 130: 0 (judged, no FAIL), 1 (FAIL), 2 (nothing
+    judged yet).
     """
     # Stopped (Ctrl-C, SIGTERM) at any point, from the imports on: the last verdict and
     # its code; before the first report, "-" and exit 2 (nothing judged).
@@ -116,4 +120,14 @@ def _follow(
         if until_fail and w.failed:
             show.final(w.report)
             return 1
+        why = w.ended
+        if why is not None:
+            from ...findings import exit_code
+
+            report = w.report
+            show.final(report)
+            code = exit_code([report] if report is not None else [])
+            verdict = report.verdict.value if report is not None else "-"
+            echo_error(f"stopped watching: {why}; last verdict {verdict} (exit {code})")
+            return code
         time.sleep(interval)

@@ -248,3 +248,39 @@ def test_doctor_over_fifos_named_like_stores_ends(tmp_path):
     proc = run_subprocess("doctor", str(tmp_path), "--json", "--jobs", "1", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _verdicts(json.loads(proc.stdout)) == ["PASS"]
+
+
+_KILLED_MID_TRANSACTION = textwrap.dedent(
+    """
+    import os, sqlite3, sys
+    con = sqlite3.connect(sys.argv[1], isolation_level=None)
+    con.execute("PRAGMA cache_size = 1")  # pages spill into the database file mid-transaction
+    con.execute("BEGIN")
+    for i in range(3000):
+        con.execute("INSERT INTO metrics VALUES ('loss', 1e30, 0, 'r0', 100000 + ?, 0)", (i,))
+    os._exit(0)  # killed before COMMIT: a hot rollback journal is left beside the store
+    """
+)
+
+
+def test_a_transaction_a_killed_writer_left_is_rolled_back_in_the_copy_only(tmp_path):
+    folder = tmp_path / "trackers"
+    folder.mkdir()
+    db = folder / "mlflow.db"
+    con = sqlite3.connect(db)
+    con.executescript(_MLFLOW)
+    for sql, args in _rows("mlflow", 0, STEPS, diverge=False):
+        con.execute(sql, args)
+    con.commit()
+    con.close()
+    subprocess.run([sys.executable, "-c", _KILLED_MID_TRANSACTION, str(db)], check=True, timeout=60)
+    assert db.with_name("mlflow.db-journal").stat().st_size > 0
+    before = _state(folder)
+    con = _sqlite.connect(db)
+    try:
+        assert _sqlite.read_snapshot(con)
+        # The committed rows only, as SQLite reads the store once it has rolled back.
+        assert con.execute("SELECT count(*), max(step) FROM metrics").fetchone() == (2 * STEPS, STEPS)
+    finally:
+        con.close()
+    assert _state(folder) == before

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +71,94 @@ def test_chart_series_only_where_the_html_report_needs_them(tmp_path):
     code, _, _, _ = run_cli("doctor", str(root), "--jobs", "2", "--html", str(html), "--json")
     assert code in (0, 1)
     assert html.read_text().count('<svg class="chart"') >= 12  # the workers still sent the series
+
+
+def _children(pid: int) -> set[int]:
+    out: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            out |= {int(c) for c in task.read_text().split()}
+        except OSError:
+            pass
+    return out
+
+
+def _catches(pid: int, signum: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next((int(ln.split()[1], 16) for ln in status.splitlines() if ln.startswith("SigCgt:")), 0)
+    return bool(mask >> (signum - 1) & 1)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc/<pid>/status and task children")
+def test_sigterm_to_doctor_jobs_exits_promptly_with_2_and_no_traceback(tmp_path):
+    """SIGTERM at each stage of a ``doctor --jobs 2`` over a tree, many times: its handlers
+    just installed, its first worker forked, both workers at work, and the workers'
+    results arriving (the report file being written). Every time: exit 2 within the
+    deadline, ``trainproof: aborted``, no traceback, no worker left."""
+    root = tmp_path / "runs"
+    for i in range(24):
+        rows = [{"step": s, "loss": 2.0 * 0.999**s + 0.001 * i, "lr": 1e-3} for s in range(1, 4001)]
+        write_jsonl(root / f"r{i:02d}" / "metrics.jsonl", rows)
+    html = tmp_path / "r.html"
+    stages = ("handlers", "one worker", "two workers", "results")
+    for it in range(24):
+        stage = stages[it % len(stages)]
+        # stdout to a file: a pipe nobody reads until the end would stop a doctor that
+        # finished before the signal from writing its JSON document.
+        with open(tmp_path / "out.json", "wb") as stdout:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "trainproof", "doctor", str(root), "--jobs", "2", "--json", "--html", str(html)],
+                stdout=stdout,
+                stderr=subprocess.PIPE,
+            )
+        deadline = time.monotonic() + 90
+        kids: set[int] = set()
+        seen_kids: set[int] = set()
+        while proc.poll() is None and time.monotonic() < deadline:
+            kids = _children(proc.pid)
+            seen_kids |= kids
+            if stage == "handlers" and _catches(proc.pid, signal.SIGTERM):
+                break
+            if stage == "one worker" and kids:
+                break
+            if stage == "two workers" and len(kids) >= 2:
+                break
+            # a worker's first results are back once the parent's progress reaches the runs
+            if stage == "results" and len(kids) >= 2 and any(_done_one(k) for k in kids):
+                break
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(f"doctor --jobs 2 did not exit within 60 s of SIGTERM ({stage}, try {it})")
+        text = err.decode()
+        if proc.returncode == 0:
+            continue  # it had finished before the signal came: nothing to stop
+        assert proc.returncode == 2, (stage, it, text)
+        assert "Traceback" not in text and "Exception ignored" not in text, (stage, it, text)
+        assert "trainproof: aborted" in text, (stage, it, text)
+        assert not [k for k in seen_kids | kids if _alive(k)], (stage, it)
+
+
+def _done_one(pid: int) -> bool:
+    """Whether worker ``pid`` has used some CPU time (it is judging, or has judged, a run)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return int(fields[11]) + int(fields[12]) > 5  # utime + stime, in clock ticks
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False

@@ -525,10 +525,26 @@ def _quiet_broken_pool() -> None:
     threading.excepthook = hook
 
 
+#: The work queues of the process pools ended by an interrupt in this process
+#: (:func:`_end_workers`), kept referenced until the process exits. Non-empty means the
+#: pool's own threads may never end: the command line exits without joining them
+#: (:func:`trainproof.cli.app.main`).
+ENDED_POOLS: list = []
+
+
 def _end_workers(pool) -> None:
     """Stop a process pool's workers now (the command was interrupted): terminate them,
-    then reap them, so none outlives the command holding its output."""
+    then reap them, so none outlives the command holding its output.
+
+    The pool's queue of work is kept referenced and not joined at exit: dropped, its pipe
+    would be closed under the thread still writing to it (an ``OSError`` traceback
+    printed as the command stops), and joined, that thread may wait forever on a pipe no
+    worker reads any more."""
     _quiet_broken_pool()
+    call_queue = getattr(pool, "_call_queue", None)
+    if call_queue is not None:
+        call_queue.cancel_join_thread()
+    ENDED_POOLS.append(call_queue)
     procs = list((getattr(pool, "_processes", None) or {}).values())
     for p in procs:
         p.terminate()
@@ -688,6 +704,7 @@ def doctor(
     except BaseException:
         if pool is not None:
             _end_workers(pool)
+            pool = None  # ended: its threads are not waited for (a killed worker may have left half a message)
         raise
     finally:
         if pool is not None:

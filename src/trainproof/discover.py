@@ -132,6 +132,20 @@ def _inside(real: str, real_root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
+#: How the walk's reasons for a folder it could not search begin (:func:`is_unsearched`).
+_UNSEARCHED = (
+    "a folder that cannot be listed",
+    "a folder that can be listed but not entered",
+    "a folder that cannot be entered",
+)
+
+
+def is_unsearched(reason: str) -> bool:
+    """Whether ``reason`` (of an entry :func:`walk` records in ``limits``) says a folder
+    could not be searched (not listed, or not entered): runs in it were not judged."""
+    return reason.startswith(_UNSEARCHED)
+
+
 def _why(e: OSError) -> str:
     # The reason only: an OSError's str() names the path, and a path outside the tree is
     # what must not be shown.

@@ -15,6 +15,12 @@ request per folder), walks that listing by the rules of :func:`discover.walk` an
 it with :func:`discover.group_runs` itself, so a bucket is searched, pruned and grouped
 exactly like the same tree on disk.
 
+Every fetch is bounded: a staged URL (one object, or the files of one run folder) brings
+at most :func:`max_fetch` bytes (``TRAINPROOF_MAX_FETCH``, default 1 GiB) and must arrive
+within :func:`fetch_timeout` seconds in all (``TRAINPROOF_FETCH_TIMEOUT``, default 300 s),
+listing included; past either it is a :class:`RemoteError`, so a server that streams
+forever or trickles a byte at a time costs at most that much disk and time.
+
 fsspec is imported only when a URL is given: a local path never imports it and never
 touches the network.
 """
@@ -22,7 +28,10 @@ touches the network.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
@@ -47,8 +56,122 @@ _EXTRA_HINT = "pip install 'trainproof[remote]'"
 FIRST_BYTES = 1 << 20
 
 
+#: The most bytes one staged URL (an object, or the files of a run folder) brings, unless
+#: ``TRAINPROOF_MAX_FETCH`` says otherwise: the decompression cap's value
+#: (:data:`trainproof.formats._io.MAX_DECOMPRESSED`), so a remote log costs at most what a
+#: compressed local one may; real logs are far smaller (a million steps of a dozen metrics
+#: is about 250 MB of JSONL).
+MAX_FETCH = 1 << 30
+
+#: The most seconds staging one URL (listing included) may take, unless
+#: ``TRAINPROOF_FETCH_TIMEOUT`` says otherwise: 1 GiB at about 3.5 MB/s, a slow link.
+FETCH_TIMEOUT_S = 300.0
+
+#: Bytes asked for in one read of a stream.
+_CHUNK = 1 << 20
+
+_SIZE = re.compile(r"\s*(\d+)\s*([kmg]?)(?:i?b)?\s*", re.I)
+
+
 class RemoteError(ReadError):
-    """A URL that cannot be listed or read (missing object, refused, unknown protocol)."""
+    """A URL that cannot be listed or read (missing object, refused, unknown protocol, over
+    the fetch cap or past the fetch deadline)."""
+
+
+def max_fetch() -> int:
+    """The fetch cap in bytes: ``TRAINPROOF_MAX_FETCH`` (bytes, or with a ``K``/``M``/``G``
+    suffix, powers of 1024) or :data:`MAX_FETCH`.
+
+    Raises:
+        RemoteError: the variable is set but is not a size.
+    """
+    raw = os.environ.get("TRAINPROOF_MAX_FETCH")
+    if raw is None or not raw.strip():
+        return MAX_FETCH
+    m = _SIZE.fullmatch(raw)
+    if m is None or int(m.group(1)) <= 0:
+        raise RemoteError(f"TRAINPROOF_MAX_FETCH={raw!r} is not a size in bytes (e.g. 4G, 512M, 1048576)")
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+
+
+def fetch_timeout() -> float:
+    """The fetch deadline in seconds: ``TRAINPROOF_FETCH_TIMEOUT`` or :data:`FETCH_TIMEOUT_S`.
+
+    Raises:
+        RemoteError: the variable is set but is not a positive finite number of seconds.
+    """
+    import math
+
+    raw = os.environ.get("TRAINPROOF_FETCH_TIMEOUT")
+    if raw is None or not raw.strip():
+        return FETCH_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise RemoteError(f"TRAINPROOF_FETCH_TIMEOUT={raw!r} is not a positive number of seconds")
+    return value
+
+
+def _size_text(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} bytes"
+
+
+class _Budget:
+    """What one staged URL may still take: bytes (:func:`max_fetch`) and time
+    (:func:`fetch_timeout`), and whether the caller has given up on it."""
+
+    def __init__(self) -> None:
+        self.max_bytes = max_fetch()
+        self.seconds = fetch_timeout()
+        self.ends = time.monotonic() + self.seconds
+        self.used = 0
+        self.cancelled = threading.Event()
+
+    def timeout_error(self) -> RemoteError:
+        return RemoteError(
+            f"not fetched within {self.seconds:g} s (TRAINPROOF_FETCH_TIMEOUT): a server that is slow or never ends"
+        )
+
+    def check(self) -> None:
+        """Raise :class:`RemoteError` past the deadline or once the caller gave up."""
+        if self.cancelled.is_set() or time.monotonic() > self.ends:
+            raise self.timeout_error()
+
+    def take(self, n: int) -> None:
+        """Count ``n`` more bytes; raise :class:`RemoteError` past the cap or the deadline."""
+        self.used += n
+        if self.used > self.max_bytes:
+            raise RemoteError(f"more than {_size_text(self.max_bytes)} to fetch (TRAINPROOF_MAX_FETCH): not read")
+        self.check()
+
+
+def _bounded(fn, budget: _Budget):
+    """``fn()`` run in a worker thread and waited for until ``budget``'s deadline: a read
+    that blocks (a server that sends nothing more) cannot hold the command past it. On
+    the deadline the worker is told to stop (it writes nothing more once its read
+    returns) and :class:`RemoteError` is raised; ``fn``'s own errors are raised here."""
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            out["error"] = e
+
+    t = threading.Thread(target=run, name="trainproof-fetch", daemon=True)
+    t.start()
+    t.join(max(0.0, budget.ends - time.monotonic()))
+    if t.is_alive():
+        budget.cancelled.set()
+        raise budget.timeout_error()
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
 
 
 class MissingExtra(RemoteError):
@@ -156,35 +279,59 @@ def _relabel(text: str, local: str, url: str) -> str:
     return text.replace(local, url) if local in text else text
 
 
-def _fetch_file(fs, rpath: str, local: Path, fmt: str) -> None:
-    """Copy one object to ``local``, in chunks.
+def _open_stream(fs, rpath: str):
+    """``rpath`` opened for reading from its first byte, each read brought as it is asked
+    for (no read-ahead block held in memory). Over HTTP, a stream without the request for
+    its size fsspec makes first (a server that never ends has none)."""
+    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    if any(p in ("http", "https") for p in protocols):
+        return fs.open(rpath, "rb", block_size=0, size=1)
+    return fs.open(rpath, "rb", cache_type="none")
 
-    The first request asks for at most :data:`FIRST_BYTES`: a log up to that size arrives
-    whole in that one request, and a larger file that is no log (a tokenizer.json beside
-    the trainer state) costs that much, not its size: its head (what content sniffing
-    reads) says so. Only a larger log is then fetched whole, streamed to disk. A gzip file
-    is fetched whole at once (its compressed head cannot be sniffed alone).
+
+def _copy(src, out, budget: _Budget, limit: int | None = None) -> bool:
+    """Copy from the open stream ``src`` into the open file ``out``, at most ``limit``
+    bytes (``None``: to the end), each read counted in ``budget``; ``True`` when the
+    stream ended."""
+    done = 0
+    while limit is None or done < limit:
+        budget.check()
+        chunk = src.read(_CHUNK if limit is None else min(_CHUNK, limit - done))
+        if not chunk:
+            return True
+        budget.take(len(chunk))
+        out.write(chunk)
+        done += len(chunk)
+    return False
+
+
+def _fetch_file(fs, rpath: str, local: Path, fmt: str, budget: _Budget) -> None:
+    """Copy one object to ``local``, streamed, within ``budget``.
+
+    The first :data:`FIRST_BYTES` (plus one) arrive first: a log up to that size is then
+    whole, and a larger file that is no log (a tokenizer.json beside the trainer state)
+    costs that much, not its size: its head (what content sniffing reads) says so. Only
+    a larger log is then fetched whole. A gzip file is fetched whole at once (its
+    compressed head cannot be sniffed alone).
     """
     from .formats import detect
 
-    if not rpath.endswith(".gz"):
-        try:
-            head = fs.cat_file(rpath, start=0, end=FIRST_BYTES + 1)
-        except (FileNotFoundError, IsADirectoryError):
-            raise
-        except OSError:
-            head = None  # S3 refuses a range of an empty object (416): fetch it whole
-        if head is not None:
-            local.write_bytes(head)
-            if len(head) <= FIRST_BYTES:
+    with _open_stream(fs, rpath) as src:
+        details = getattr(src, "details", None)
+        if isinstance(details, dict) and details.get("type") == "directory":
+            raise IsADirectoryError(rpath)  # s3fs opens a folder as an empty file
+        with open(local, "wb") as out:
+            if rpath.endswith(".gz"):
+                _copy(src, out, budget)
+                return
+            if _copy(src, out, budget, FIRST_BYTES + 1):
                 return  # the whole object
-            try:
-                detect(local, fmt)
-            except ReadError:
-                return  # not a log, or unreadable: the head says so, as it would locally
-    fs.get_file(rpath, str(local))
-    if local.is_dir():  # fsspec's generic get_file makes a folder for a folder
-        raise IsADirectoryError(rpath)
+        try:
+            detect(local, fmt)
+        except ReadError:
+            return  # not a log, or unreadable: the head says so, as it would locally
+        with open(local, "ab") as out:
+            _copy(src, out, budget)
 
 
 @contextlib.contextmanager
@@ -209,43 +356,13 @@ def staged(url: str, fmt: str = "auto") -> Iterator[Path]:
             raise RemoteError("no such file or directory")
         yield local
         return
+    budget = _Budget()
     tmp = tempfile.mkdtemp(prefix="trainproof-")
     try:
         rpath = rpath.rstrip("/") or rpath
         local = Path(tmp) / (rpath.rsplit("/", 1)[-1] or "run")
         try:
-            # An object is fetched straight away; only when there is no such object is the
-            # URL asked whether it is a folder.
-            try:
-                is_dir = False
-                _fetch_file(fs, rpath, local, fmt)
-            except (FileNotFoundError, IsADirectoryError):
-                is_dir = _info(fs, rpath).get("type") == "directory"
-                if not is_dir:
-                    raise
-            if is_dir:
-                local.mkdir(exist_ok=True)
-                remote, dest = [], []
-                listed = sorted(fs.find(rpath))
-                fs.invalidate_cache(rpath)  # a long-lived worker keeps no listings
-                for f in listed:
-                    rel = _below(f, rpath)
-                    parts = _safe_rel(rel)
-                    if parts is None or not _run_folder_file(rel):
-                        continue
-                    target = local.joinpath(*parts)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    remote.append(f)
-                    dest.append(str(target))
-                if any(r.startswith(rpath + "/metrics/") for r in remote):
-                    # An MLflow run folder: its experiment's name is in the folder above.
-                    above = rpath.rsplit("/", 1)[0] + "/meta.yaml" if "/" in rpath else ""
-                    if above and fs.exists(above):
-                        remote.append(above)
-                        dest.append(str(Path(tmp) / "meta.yaml"))
-                if remote:
-                    # One call: backends such as s3fs fetch the files concurrently.
-                    fs.get(remote, dest)
+            _bounded(lambda: _fetch(fs, rpath, local, fmt, budget, tmp), budget)
         except RemoteError:
             raise
         except FileNotFoundError:
@@ -260,7 +377,47 @@ def staged(url: str, fmt: str = "auto") -> Iterator[Path]:
                 raise
             raise type(e)(msg) from None
     finally:
+        # A worker past the deadline writes nothing more once its read returns.
+        budget.cancelled.set()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _fetch(fs, rpath: str, local: Path, fmt: str, budget: _Budget, tmp: str) -> None:
+    """Bring the object (or run folder) at ``rpath`` to ``local``, within ``budget``
+    (see :func:`staged`)."""
+    # An object is fetched straight away; only when there is no such object is the
+    # URL asked whether it is a folder.
+    try:
+        is_dir = False
+        _fetch_file(fs, rpath, local, fmt, budget)
+    except (FileNotFoundError, IsADirectoryError):
+        is_dir = _info(fs, rpath).get("type") == "directory"
+        if not is_dir:
+            raise
+    if is_dir:
+        local.mkdir(exist_ok=True)
+        remote, dest = [], []
+        listed = sorted(fs.find(rpath))
+        fs.invalidate_cache(rpath)  # a long-lived worker keeps no listings
+        for f in listed:
+            rel = _below(f, rpath)
+            parts = _safe_rel(rel)
+            if parts is None or not _run_folder_file(rel):
+                continue
+            target = local.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            remote.append(f)
+            dest.append(str(target))
+        if any(r.startswith(rpath + "/metrics/") for r in remote):
+            # An MLflow run folder: its experiment's name is in the folder above.
+            above = rpath.rsplit("/", 1)[0] + "/meta.yaml" if "/" in rpath else ""
+            if above and fs.exists(above):
+                remote.append(above)
+                dest.append(str(Path(tmp) / "meta.yaml"))
+        # One file at a time, each counted against the cap and the deadline.
+        for r, d in zip(remote, dest):
+            with _open_stream(fs, r) as src, open(d, "wb") as out:
+                _copy(src, out, budget)
 
 
 def discover(
@@ -280,14 +437,19 @@ def discover(
         if not root.exists():
             raise RemoteError("no such file or directory")
         return _to_urls(group_runs(walk(root, max_depth, max_files, local_limits)), root, base, limits, local_limits)
-    info = _info(fs, rpath)
+    budget = _Budget()
+    info = _bounded(lambda: _info(fs, rpath), budget)
     if info.get("type") != "directory":
         return [Candidate(url)]
     rroot = rpath.rstrip("/")
     try:
-        names = fs.find(rroot)
+        names = _bounded(lambda: fs.find(rroot), budget)
+    except RemoteError:
+        raise
     except Exception as e:  # noqa: BLE001
         raise RemoteError(f"cannot list: {_reason(e)}") from None
+    finally:
+        budget.cancelled.set()
     # The listing is not kept (s3fs caches every entry it lists: ~1 KB an object).
     fs.invalidate_cache(rroot)
     keys = [rel for rel in (_below(n, rroot) for n in names) if _safe_rel(rel) is not None]

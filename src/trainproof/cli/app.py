@@ -142,6 +142,36 @@ def _exit_code(rv, **_params) -> None:
         raise click.exceptions.Exit(rv)
 
 
+def _exit_stopped(code: int) -> None:
+    """Exit a command stopped by a signal with ``code``. Where ``doctor`` ended a pool of
+    worker processes (:data:`trainproof.api.ENDED_POOLS`), the process ends at once once
+    its output is flushed: the interpreter's exit would join the pool's threads, and one
+    may wait forever on half a message a killed worker left in its pipe. Everything the
+    command writes is written or removed by then (report files are whole or absent; the
+    staging folders are removed as the stop unwinds)."""
+    api = sys.modules.get("trainproof.api")
+    if argv_is_main() and api is not None and getattr(api, "ENDED_POOLS", None):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)
+
+
+def argv_is_main() -> bool:
+    """Whether this process runs the command line itself (``python -m trainproof``, the
+    ``trainproof`` script), not a caller's program that called :func:`main`, whose own
+    exit must run as it would."""
+    main_mod = sys.modules.get("__main__")
+    spec = getattr(main_mod, "__spec__", None)
+    name = getattr(spec, "name", "") or ""
+    if name.startswith("trainproof"):
+        return True
+    return os.path.basename(sys.argv[0] or "") == "trainproof"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning every unexpected error into one line and exit 2."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -170,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
                 click.echo(signals.stopped_watching(None, 2), err=True)
         else:
             click.echo("trainproof: aborted", err=True)
-        sys.exit(2)
+        _exit_stopped(2)
     except SystemExit:
         raise
     except BrokenPipeError:
@@ -183,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
                 signals.stopped_watching(None, 2) if signals.command_name(args) == "watch" else "trainproof: aborted",
                 err=True,
             )
-            sys.exit(2)
+            _exit_stopped(2)
         if debug:
             raise
         from ..redact import mask

@@ -51,7 +51,12 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
             help="Do not run this check; it is reported as skipped, reason muted (repeatable).",
         ),
     ),
-    "config": (("--config", "config_path"), dict(type=click.Path(dir_okay=False, path_type=Path), help=_CONFIG_HELP)),
+    # readable=False: an unreadable configuration is the loader's to report (exit 2, in the
+    # JSON document with --json).
+    "config": (
+        ("--config", "config_path"),
+        dict(type=click.Path(dir_okay=False, readable=False, path_type=Path), help=_CONFIG_HELP),
+    ),
 }
 
 

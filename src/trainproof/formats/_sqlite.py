@@ -1,21 +1,50 @@
 """Read-only access to the SQLite databases experiment trackers keep (an MLflow
 ``mlflow.db`` store, a Trackio project database), shared by their readers.
 
-A tracker may be writing the database while it is read (a training run, an ``mlflow
-server``): it is opened read-only (``mode=ro``), so reading never takes a write lock or
-changes the file, and a lock held too long by the writer is a :class:`ReadError` with a
-one-line reason rather than a hang. Only the standard library's :mod:`sqlite3` is used.
+Reading never creates, changes or locks a file beside the store (a tracker in CI may run
+as another user, and a ``-wal`` or ``-shm`` file made by the reader, owned by root, would
+stop its own writer). How a database is opened depends on what is beside it:
+
+* a ``-wal`` (write-ahead log) or ``-journal`` (rollback journal) file that is not empty:
+  the last commits, or a transaction a killed writer left, are in it, so the database and
+  that file are copied into a private temporary folder and the copy is opened; SQLite
+  reads the copy exactly as it would read the store (the log's commits included, a torn
+  transaction rolled back), and the folder is deleted when the connection is closed;
+* else, a database in WAL mode (its header's format version 2): opened ``immutable``, so
+  SQLite makes no ``-wal``/``-shm`` file and takes no lock (a writer that starts while it
+  is read appends to a new log, which is not read);
+* else (rollback-journal mode, no journal): opened read-only (``mode=ro``), so a reader
+  waits for a writer's lock and creates nothing.
+
+A lock held too long by a writer is a :class:`ReadError` with a one-line reason rather
+than a hang. Only the standard library's :mod:`sqlite3` is used.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
+import stat
+import tempfile
+import weakref
 from pathlib import Path
 from urllib.parse import quote
 
-from ._io import ReadError
+from ._io import ReadError, open_binary
 
-__all__ = ["ERRORS", "MAGIC", "LOCK_TIMEOUT_S", "connect", "is_sqlite", "read_error", "table_names"]
+__all__ = [
+    "ERRORS",
+    "MAGIC",
+    "LOCK_TIMEOUT_S",
+    "SIDECARS",
+    "connect",
+    "is_sqlite",
+    "read_error",
+    "read_snapshot",
+    "SNAPSHOT_NOTE",
+    "table_names",
+]
 
 #: The first 16 bytes of every SQLite 3 database file (the SQLite file format, section 1.3).
 MAGIC = b"SQLite format 3\x00"
@@ -29,13 +58,27 @@ LOCK_TIMEOUT_S = 5.0
 ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 
-def is_sqlite(path: Path) -> bool:
-    """Whether the file at ``path`` starts with the SQLite 3 header. Never raises."""
+#: The sidecar files SQLite keeps beside a database whose content a reader needs: the
+#: write-ahead log (WAL mode) and the rollback journal (a transaction in progress, or one
+#: a killed writer left).
+SIDECARS = ("-wal", "-journal")
+
+
+def _header(path: Path) -> bytes:
+    """The first 100 bytes of the regular file at ``path`` (the SQLite header), ``b""``
+    when it cannot be read. Opened without blocking and checked on the descriptor, so a
+    FIFO or device named like a store is never waited on."""
     try:
-        with open(path, "rb") as f:
-            return f.read(len(MAGIC)) == MAGIC
-    except OSError:
-        return False
+        with open_binary(Path(path)) as f:
+            return f.read(100)
+    except (OSError, ReadError):
+        return b""
+
+
+def is_sqlite(path: Path) -> bool:
+    """Whether the file at ``path`` is a regular file that starts with the SQLite 3
+    header. Never raises, never blocks (a FIFO is not opened for a blocking read)."""
+    return _header(path)[: len(MAGIC)] == MAGIC
 
 
 def read_error(path: Path, e: BaseException) -> ReadError:
@@ -57,24 +100,120 @@ def read_error(path: Path, e: BaseException) -> ReadError:
     return ReadError(f"the SQLite database cannot be read ({msg})")
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open the database at ``path`` read-only, waiting at most :data:`LOCK_TIMEOUT_S`
-    for a writer's lock on each statement.
+def _sidecars(path: Path) -> list[Path]:
+    """The non-empty regular ``-wal`` and ``-journal`` files beside ``path``. A symlink in
+    their place is not one: SQLite would follow it, and it may lead out of the tree."""
+    out = []
+    for suffix in SIDECARS:
+        side = path.with_name(path.name + suffix)
+        try:
+            st = os.lstat(side)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_size > 0:
+            out.append(side)
+    return out
+
+
+def _snapshot(path: Path, sidecars: list[Path]) -> Path:
+    """Copy ``path`` and its ``sidecars`` into a new private temporary folder; the copy of
+    the database. Every file is opened without blocking and checked to be regular.
 
     Raises:
-        ReadError: it cannot be opened (missing, unreadable, not a database).
+        ReadError: a file cannot be read, or the copy cannot be written.
     """
-    uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro"
+    tmp = Path(tempfile.mkdtemp(prefix="trainproof-sqlite-"))
     try:
-        con = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT_S, check_same_thread=False)
+        for src in (path, *sidecars):
+            with open_binary(src) as fin, open(tmp / src.name, "wb") as fout:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+    except BaseException as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError):
+            raise ReadError(f"the SQLite database cannot be copied to be read ({e.strerror or e})") from None
+        raise
+    return tmp / path.name
+
+
+def _uri(path: Path) -> tuple[str, str | None]:
+    """The URI that opens the database at ``path`` without writing beside it (module
+    docstring), and the private folder of a copy (``None`` when the store is opened in
+    place)."""
+    real = Path(path).resolve()
+    sidecars = _sidecars(real)
+    if sidecars:
+        copy = _snapshot(real, sidecars)
+        # A rollback journal is rolled back on open, which needs a writable connection;
+        # it is the private copy's, and the connection is made query-only.
+        mode = "rw" if any(s.name.endswith("-journal") for s in sidecars) else "ro"
+        return f"file:{quote(str(copy))}?mode={mode}", str(copy.parent)
+    header = _header(real)
+    if len(header) < 20 or header[18:20] != b"\x02\x02":
+        return f"file:{quote(str(real))}?mode=ro", None
+    return f"file:{quote(str(real))}?mode=ro&immutable=1", None
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that deletes the private copy it reads (if any) when it is closed or
+    collected."""
+
+    _cleanup = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self._cleanup is not None:
+                self._cleanup()
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open the database at ``path`` for reading without creating or changing any file
+    beside it (module docstring), waiting at most :data:`LOCK_TIMEOUT_S` for a writer's
+    lock on each statement. A FIFO or device named like a store is never opened.
+
+    Raises:
+        ReadError: it cannot be opened (missing, unreadable, not a regular file, not a
+            database), or its write-ahead log or journal cannot be copied.
+    """
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ReadError("not a regular file")
+    except OSError as e:
+        raise ReadError(f"the SQLite database cannot be opened ({e.strerror or e})") from None
+    uri, copy_dir = _uri(Path(path))
+    con = None
+    try:
+        con = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT_S, check_same_thread=False, factory=_Connection)
+        if copy_dir is not None:
+            con._cleanup = weakref.finalize(con, shutil.rmtree, copy_dir, True)
+            con.execute("PRAGMA query_only = ON")
         # A run or metric name stored with bytes that are not UTF-8 is read with U+FFFD in
         # their place: one damaged name must not hide every run of the store.
         con.text_factory = lambda b: b.decode("utf-8", "replace")
         # Touch the schema now, so that a file that is not a database fails here.
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except ERRORS as e:
+        if con is not None:
+            con.close()
+        if copy_dir is not None:
+            shutil.rmtree(copy_dir, ignore_errors=True)
         raise read_error(Path(path), e) from None
     return con
+
+
+#: The note a reader adds when it reads a private copy with the store's write-ahead log or
+#: journal (:func:`read_snapshot`).
+SNAPSHOT_NOTE = (
+    "read with its write-ahead log or journal, from a private copy: the store was being written, "
+    "or its writer stopped before its last commits were moved into the database"
+)
+
+
+def read_snapshot(con: sqlite3.Connection) -> bool:
+    """Whether ``con`` (from :func:`connect`) reads a private copy of the store with its
+    write-ahead log or journal (the store was being written, or its writer was killed)."""
+    return getattr(con, "_cleanup", None) is not None
 
 
 def table_names(path: Path) -> set[str] | None:

@@ -13,12 +13,14 @@ their one step would keep only the last value.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..runlog import Record
-from ._io import Lines, ReadError, open_text
+from ._io import Lines, ReadError, open_binary, open_text
 
 name = "mlflow"
 description = "MLflow file store (mlruns/<experiment>/<run>/metrics/<name>)"
@@ -138,13 +140,27 @@ def _metric_lines(key: str, p: Path, state, label: str) -> Iterator[Record]:
         state.drop(f"{label}: skipped {bad} line(s) that are not 'timestamp value step'")
 
 
+def _small_text(path: Path, limit: int) -> str | None:
+    """The first ``limit`` bytes of the small file MLflow writes at ``path`` as text, or
+    ``None`` when it is absent, unreadable, not a regular file, or a symlink: MLflow
+    writes none of these files as a link, and one (``mlruns/0/meta.yaml`` beside the run
+    folders) may lead out of the searched tree. Opened without blocking (a FIFO in its
+    place is not waited on). Never raises."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        with open_binary(path) as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except (OSError, ReadError):
+        return None
+
+
 def _yaml_fields(path: Path, keys: tuple[str, ...]) -> dict[str, str]:
     """The top-level ``key: value`` lines of a small YAML file MLflow writes (``meta.yaml``),
     for ``keys``, quotes removed; ``{}`` when it cannot be read. Never raises."""
     out: dict[str, str] = {}
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")[: 1 << 16]
-    except OSError:
+    text = _small_text(path, 1 << 16)
+    if text is None:
         return out
     for line in text.splitlines():
         key, sep, value = line.partition(":")
@@ -165,10 +181,8 @@ def _run_meta(run: Path) -> dict:
     fields = _yaml_fields(run / "meta.yaml", ("run_name", "run_id", "run_uuid", "start_time"))
     name = fields.get("run_name")
     if not name:
-        try:
-            name = (run / "tags" / "mlflow.runName").read_text(encoding="utf-8", errors="replace").strip()[:500]
-        except OSError:
-            name = None
+        name = _small_text(run / "tags" / "mlflow.runName", 4096)
+        name = name.strip()[:500] if name is not None else None
     if name:
         meta["run"] = name
     rid = fields.get("run_id") or fields.get("run_uuid")

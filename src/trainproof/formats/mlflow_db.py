@@ -32,7 +32,7 @@ import numpy as np
 
 from ..runlog import Columns, RunStart
 from ._io import NoRuns, NotALog
-from ._sqlite import ERRORS, MAGIC, connect, is_sqlite, read_error, table_names
+from ._sqlite import ERRORS, MAGIC, SNAPSHOT_NOTE, connect, is_sqlite, read_error, read_snapshot, table_names
 from .mlflow import steps_as_logged
 
 name = "mlflow_db"
@@ -107,6 +107,8 @@ def read(path: Path, state) -> Iterator[RunStart | Columns]:
         ReadError: the database is locked past the wait, corrupt, or cannot be read.
     """
     con = connect(path)
+    if read_snapshot(con):
+        state.notes.append(SNAPSHOT_NOTE)
     try:
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ..runlog import Record, RunStart
 from ._io import NoRuns, ReadError
-from ._sqlite import ERRORS, connect, read_error, table_names
+from ._sqlite import ERRORS, SNAPSHOT_NOTE, connect, read_error, read_snapshot, table_names
 from ._values import JSON, MAX_DEPTH, flatten_numeric
 
 name = "trackio"
@@ -189,6 +189,8 @@ def read(path: Path, state) -> Iterator[Record | RunStart]:
         NoRuns: it holds no logged metric (``doctor`` lists it as not a run).
     """
     con = connect(path)
+    if read_snapshot(con):
+        state.notes.append(SNAPSHOT_NOTE)
     try:
         yield from _read(con, path, state)
     except ERRORS as e:

@@ -41,7 +41,9 @@ run folder of an older client with no ``.wandb`` file is read from
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import struct
 import zlib
 from collections.abc import Iterator, Mapping
@@ -480,12 +482,46 @@ def _summary_json(path: Path) -> dict[tuple[str, ...], object]:
 # --- the run ----------------------------------------------------------------------------------
 
 
-def log_file(d: Path) -> Path | None:
-    """The ``run-<id>.wandb`` log of run folder ``d`` (the newest of several), or ``None``."""
+def _regular(p: Path) -> bool:
+    """Whether ``p`` itself is a regular file (a symlink is not one, wherever it leads)."""
     try:
-        logs = sorted(p for p in d.glob("*.wandb") if p.is_file())
+        return stat.S_ISREG(os.lstat(p).st_mode)
     except OSError:
-        return None
+        return False
+
+
+def _own_ids(d: Path) -> list[str]:
+    """The run ids the name of run folder ``d`` may give its log: the id in the name, and
+    without the ``-N`` W&B adds to a folder made in the same second as another."""
+    m = RUN_DIR.match(d.name)
+    if m is None:
+        return []
+    rid = m.group(1)
+    base = re.match(r"^(.+)-\d+$", rid)
+    return [rid, base.group(1)] if base else [rid]
+
+
+def log_files(d: Path) -> list[Path]:
+    """The ``.wandb`` logs of run folder ``d`` that are regular files, sorted by name
+    (a symlink is never a log: it may lead out of the searched tree)."""
+    try:
+        return sorted(p for p in d.glob("*.wandb") if _regular(p))
+    except OSError:
+        return []
+
+
+def log_file(d: Path) -> Path | None:
+    """The ``run-<id>.wandb`` log of run folder ``d``, or ``None``.
+
+    Where the folder's name holds the run id (``run-<date>-<id>``), the log is the file
+    the client writes there, ``run-<id>.wandb``: another ``.wandb`` file in the folder (a
+    copy, a planted file) never takes its place. Otherwise, or when that file is absent,
+    the last log by name. Only regular files count, never a symlink."""
+    for rid in _own_ids(d):
+        own = d / f"run-{rid}.wandb"
+        if _regular(own):
+            return own
+    logs = log_files(d)
     return logs[-1] if logs else None
 
 
@@ -524,8 +560,7 @@ def resumed_parts(d: Path) -> list[Path]:
     for p in siblings:
         if f"-{rid}" not in p.name:  # a folder name holds its run's id: no stat for others
             continue
-        lf = p / log.name
-        if lf.is_file() and not lf.is_symlink():
+        if _regular(p / log.name):
             parts.append(p)
     if d not in parts:
         return [d]
@@ -611,6 +646,12 @@ def read(path: Path, state) -> Iterator[Record]:
             state.meta["log_file"] = "files/wandb-history.jsonl"
             x = aliases.step_key({k for r in rows for k in r.values}) or _STEP
         else:
+            others = [p.name for p in log_files(path) if p != log]
+            if others:
+                state.notes.append(
+                    f"read {log.name}, the run's own log; {len(others)} other .wandb file(s) in the run folder "
+                    f"not read: {', '.join(others[:5])}" + (", …" if len(others) > 5 else "")
+                )
             parts = resumed_parts(path)
             if len(parts) > 1:
                 yield from _read_parts(parts, path, state)
@@ -657,10 +698,13 @@ def _read_parts(parts: list[Path], path: Path, state) -> Iterator[Record]:
     wins (:func:`trainproof.runlog.build_runlog`). The display name, config, intent and
     summary are the last part's, the start time the first part's.
     """
+    # Each part's log of the name resumed_parts found in it (a regular file), never
+    # another .wandb file of that folder.
+    name = log_file(path).name
     read = []
     for p in parts:
         try:
-            read.append((p, *_read_log(p / log_file(p).name, state)))
+            read.append((p, *_read_log(p / name, state)))
         except NoRuns:  # a session that logged nothing (just started, or killed at once)
             continue
     if not read:
@@ -669,7 +713,7 @@ def _read_parts(parts: list[Path], path: Path, state) -> Iterator[Record]:
     first_started = read[0][2].meta.get("started")
     if first_started:
         state.meta["started"] = first_started
-    state.meta["log_file"] = log_file(path).name
+    state.meta["log_file"] = name
     state.notes.append(
         f"one W&B run resumed in {len(parts)} folders, read as one run in the order written: "
         + ", ".join(p.name for p in parts)

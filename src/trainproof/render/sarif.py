@@ -15,7 +15,10 @@ later analysis stops reporting it, so a PASS result would be an alert on every h
 log, to be dismissed by hand, that "closes" exactly when the run breaks. In SARIF a clean
 file is one with no results. The verdict of every report, PASS included, is kept in the
 run's ``properties.reports`` so no outcome is lost. ``tool.driver.rules`` lists only the
-rules the results reference, in registry (RULES.md) order.
+rules the results reference, in registry (RULES.md) order. A run holds at most
+:data:`MAX_RESULTS` results (code scanning's limit): past it the lowest severity is left
+out first, and the run says so in a tool notification and in ``properties.droppedResults``
+(counts by level and by rule).
 
 **Locations.** The artifact URI is the report's ``file`` as invoked (for a W&B run folder,
 the ``.wandb`` log inside it, ``meta["log_file"]``): a relative path stays
@@ -299,6 +302,40 @@ def _result(f: Finding, report: Report, uri: str, rule_index: int, rule: Rule | 
 
 # --- the log -----------------------------------------------------------------------------
 
+#: The most results one SARIF run holds: GitHub code scanning rejects a file with more than
+#: 25,000 results in a run ("SARIF support for code scanning", upload limits).
+MAX_RESULTS = 25_000
+
+#: Which results are dropped first when there are more than :data:`MAX_RESULTS`.
+#: Context (INFO) before a run that could not be judged (NOT-CHECKED, which decides exit 2).
+_DROP_ORDER = {Level.INFO: 0, Level.NOT_CHECKED: 1, Level.WARN: 2, Level.FAIL: 3}
+
+
+def _capped(numbered: list[tuple], cap: int) -> tuple[list[tuple], dict | None]:
+    """``numbered`` (``(finding, report, uri, occurrence)`` in output order) cut to ``cap``
+    results, lowest severity first (notes, INFO before NOT-CHECKED, then warnings, then
+    errors; within a level, the last in output order), the kept ones in their order; and what was dropped
+    (``None`` when nothing): counts by SARIF level and by rule, and a sentence saying so."""
+    if len(numbered) <= cap:
+        return numbered, None
+    ranked = sorted(range(len(numbered)), key=lambda i: (-_DROP_ORDER.get(numbered[i][0].level, 0), i))
+    keep = set(ranked[:cap])
+    by_level: dict[str, int] = {}
+    by_rule: dict[str, int] = {}
+    for i in ranked[cap:]:
+        f = numbered[i][0]
+        lv = sarif_level(f.level)
+        by_level[lv] = by_level.get(lv, 0) + 1
+        by_rule[f.id] = by_rule.get(f.id, 0) + 1
+    n = len(numbered) - cap
+    levels = ", ".join(f"{by_level[lv]} {lv}" for lv in ("note", "warning", "error") if lv in by_level)
+    message = (
+        f"{n} of {len(numbered)} results were left out ({levels}): code scanning takes at most {cap} results "
+        "per run; the lowest severity was dropped first. The text or JSON report lists every finding."
+    )
+    dropped = {"count": n, "byLevel": by_level, "byRule": dict(sorted(by_rule.items())), "message": message}
+    return [x for i, x in enumerate(numbered) if i in keep], dropped
+
 
 def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLog:
     """The SARIF log of ``reports`` as :mod:`sarif_om` objects (one run)."""
@@ -317,12 +354,23 @@ def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLo
     index = {rid: n for n, rid in enumerate(ids)}
     rules = {rid: get(rid) for rid in ids}
 
+    # Occurrence numbers count every finding, kept or not, so a kept result's fingerprint
+    # does not depend on the cap.
     seen: dict[tuple, int] = {}
-    results = []
+    numbered = []
     for f, rep, uri in pending:
         key = (f.id, uri, json.dumps(_step_json(f.step)), unshown_run_id(rep))
         seen[key] = seen.get(key, 0) + 1
-        results.append(_result(f, rep, uri, index[f.id], rules[f.id], seen[key]))
+        numbered.append((f, rep, uri, seen[key]))
+    numbered, dropped = _capped(numbered, MAX_RESULTS)
+    if dropped:
+        levels = {}
+        for f, _, _, _ in numbered:
+            levels.setdefault(f.id, f.level)
+        ids = sorted(levels, key=lambda i: (i not in order, order.get(i, 0), i))
+        index = {rid: n for n, rid in enumerate(ids)}
+        rules = {rid: rules[rid] for rid in ids}
+    results = [_result(f, rep, uri, index[f.id], rules[f.id], n) for f, rep, uri, n in numbered]
 
     worst = worst_verdict(reports)
     driver = om.ToolComponent(
@@ -332,27 +380,40 @@ def sarif_log(reports: Iterable[Report], base: Path | None = None) -> om.SarifLo
         information_uri=INFORMATION_URI,
         rules=[_descriptor(rid, rules[rid], levels[rid]) for rid in ids],
     )
+    properties = {
+        "worstVerdict": worst.value if worst is not None else None,
+        "reports": [
+            {
+                "file": artifact_uri(_run_file(r), base),
+                "format": r.format,
+                "verdict": r.verdict.value,
+                "records": r.records,
+                "error": r.error,
+            }
+            for r in reports
+        ],
+    }
+    invocations = None
+    if dropped:
+        properties["droppedResults"] = dropped
+        invocations = [
+            om.Invocation(
+                execution_successful=True,
+                tool_execution_notifications=[
+                    om.Notification(message=om.Message(text=dropped["message"]), level="warning")
+                ],
+            )
+        ]
     run = om.Run(
         tool=om.Tool(driver=driver),
+        invocations=invocations,
         results=results,
         # The text readers number lines as Python's universal newlines do: a lone CR (a
         # progress bar's carriage return) ends a line too. SARIF's default is CR LF and LF
         # only (2.1.0, run.newlineSequences), so the run says which sequences its line
         # numbers count.
         newline_sequences=list(NEWLINE_SEQUENCES),
-        properties={
-            "worstVerdict": worst.value if worst is not None else None,
-            "reports": [
-                {
-                    "file": artifact_uri(_run_file(r), base),
-                    "format": r.format,
-                    "verdict": r.verdict.value,
-                    "records": r.records,
-                    "error": r.error,
-                }
-                for r in reports
-            ],
-        },
+        properties=properties,
     )
     return om.SarifLog(version=SARIF_VERSION, schema_uri=SARIF_SCHEMA_URI, runs=[run])
 

@@ -66,11 +66,13 @@ def _is_server(root) -> bool:
 
 
 @click.command("doctor")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+# readable=False: an unreadable file or folder is listed and decides the exit code (2),
+# in the JSON document with --json, not a usage error printed by click without one.
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str, readable=False))
 @log_options
 @click.option(
     "--baseline",
-    type=click.Path(path_type=str),
+    type=click.Path(path_type=str, readable=False),
     help="Also compare every run with this known-good run of the same task.",
 )
 @click.option(
@@ -192,6 +194,7 @@ def doctor_cmd(
     MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD).
     """
     from ...api import doctor as api_doctor
+    from ...discover import is_unsearched
     from ...engines import EngineError
     from ...formats import ReadError
     from ...remote import is_url
@@ -253,7 +256,17 @@ def doctor_cmd(
         if "--max-depth" in cut["reason"] or "--max-files" in cut["reason"]:
             echo_error(f"{cut['file']}: {cut['reason']}")
     progress.close()
-    if not reports and allow_empty:
+    # A folder that could not be searched may hold runs that were not judged: the search
+    # is incomplete, so the exit code says "could not judge" (2) unless a run FAILed.
+    unsearched = [cut["file"] for cut in ignored if is_unsearched(cut["reason"])]
+    unsearched_error = (
+        f"{len(unsearched)} folder(s) could not be searched (listed as ignored), so their runs are not judged: "
+        + ", ".join(str(f) for f in unsearched[:5])
+        + (", …" if len(unsearched) > 5 else "")
+        if unsearched
+        else None
+    )
+    if not reports and allow_empty and unsearched_error is None:
         if as_json:
             from ...render import json as render_json
 
@@ -261,7 +274,9 @@ def doctor_cmd(
         else:
             click.echo(f"no training logs found under {label}: nothing to judge")
         return 0
-    error = None if reports else f"no training logs found under {label}"
+    error = unsearched_error if reports else f"no training logs found under {label}"
+    if not reports and unsearched_error is not None:
+        error = f"{error}; {unsearched_error}"
     return emit_reports(
         reports,
         "doctor",

@@ -9,7 +9,9 @@ from ..output import emit_reports, invoked, settings
 
 
 @click.command("judge")
-@click.argument("logfile", type=click.Path(path_type=str))
+# readable=False: an unreadable log is the reader's to report (exit 2, in the JSON document
+# with --json), not a usage error printed by click without one.
+@click.argument("logfile", type=click.Path(path_type=str, readable=False))
 @log_options
 def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, outputs) -> int:
     """Judge one training log: a file (HF trainer_state.json, TensorBoard event file, JSONL,

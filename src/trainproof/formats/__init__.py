@@ -40,12 +40,14 @@ from ._io import (
     NotOpened,
     OwnOutput,
     ReadError,
+    Unreadable,
     check_readable_file,
     encoding_of,
     head_text,
     is_lfs_pointer,
     open_binary,
     read_head,
+    reading,
     reporting_to,
 )
 
@@ -67,6 +69,7 @@ __all__ = [
     "ReadState",
     "Reader",
     "RecordTailer",
+    "Unreadable",
     "detect",
     "encoding_of",
     "format_names",
@@ -80,6 +83,7 @@ __all__ = [
     "open_log",
     "preference",
     "read_head",
+    "reading",
     "tail_mode",
     "trainer_file_names",
 ]

@@ -108,7 +108,7 @@ def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str
         run.meta.update(state.meta)
         run.notes[:0] = notes
         if drops:
-            run.meta["dropped"] = list(drops)
+            run.meta["dropped"] = [*drops, *run.meta.get("dropped", ())]
     return runs if every_run else runs[0]
 
 

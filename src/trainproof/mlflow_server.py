@@ -69,14 +69,14 @@ MAX_POINTS_PER_METRIC = 5_000_000
 #: :data:`MAX_POINTS_PER_METRIC`): a fixed share, so the same server gives the same points
 #: whatever order the metrics' pages arrive in. A metric cut short is judged on its first
 #: points and ``TP-DATA-DROPPED`` says so.
-MAX_POINTS_PER_RUN = 50_000_000
+MAX_POINTS_PER_RUN = 20_000_000
 #: The most pages of one metric's history: :data:`MAX_POINTS_PER_METRIC` in pages of 5,000
 #: points (the server's pages are :data:`_HISTORY_PAGE` points but the last); a history
 #: longer than that is a server whose paging does not end, and the run is not read.
 MAX_HISTORY_PAGES = 1_000
 #: The most bytes of answers read from one server in one process (every request
 #: together): past it the server is not read further (a :class:`ServerError`). 16 GiB is
-#: about 300 M points of history, six runs at :data:`MAX_POINTS_PER_RUN`.
+#: about 300 M points of history, 15 runs at :data:`MAX_POINTS_PER_RUN`.
 MAX_BYTES_PER_SERVER = 16 << 30
 
 #: The ``#`` part of a UI URL: an experiment, or one of its runs (a run's page may go on:
@@ -549,7 +549,7 @@ def _value(v) -> float | None:
     if isinstance(v, int) and abs(v) > _MAX_FLOAT:
         # An integer past a double (no server writes one) reads as the infinity it
         # rounds to, as the file readers read it.
-        return math.copysign(math.inf, v)
+        return math.inf if v > 0 else -math.inf
     if isinstance(v, (int, float)):
         f = float(v)
     elif isinstance(v, str) and v in ("NaN", "Infinity", "-Infinity"):

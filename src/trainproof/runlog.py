@@ -42,16 +42,17 @@ import numpy as np
 
 from . import aliases
 
-#: The most records one run read from a log keeps (``TRAINPROOF_MAX_RECORDS`` says
-#: otherwise); the records after them are left out (``TP-DATA-DROPPED``). Five times a
-#: run of a million logged steps, the longest the shared corpus's real logs come near, and
-#: with :data:`MAX_VALUES` the memory ceiling of reading and judging one run: about 150
-#: bytes per record and 40 per value at the peak, 2.8 GB at both caps (measured on CSV
-#: logs of 2 and 20 metrics, docs/safety.md).
+#: The most records of one run read from a log (``TRAINPROOF_MAX_RECORDS`` says
+#: otherwise), identical repeats folded into one included; the records after them are left
+#: out (``TP-DATA-DROPPED``). Five times a run of a million logged steps; the shared
+#: corpus's largest real log has about 10,000. With :data:`MAX_VALUES` it sets the memory
+#: ceiling of reading and judging one run: about 150 bytes per record of two metrics and
+#: 55 per value at the peak, so under 1.2 GB at either cap (measured on CSV logs of 2 and
+#: 20 metrics; docs/safety.md).
 MAX_RECORDS = 5_000_000
-#: The most values (points of every metric together) one run read from a log keeps
-#: (``TRAINPROOF_MAX_VALUES``): a million steps of 50 metrics.
-MAX_VALUES = 50_000_000
+#: The most values (points of every metric together) of one run read from a log
+#: (``TRAINPROOF_MAX_VALUES``): a million steps of 20 metrics.
+MAX_VALUES = 20_000_000
 
 
 def _cap(var: str, default: int) -> int:

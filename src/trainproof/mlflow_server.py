@@ -319,12 +319,12 @@ _BYTES_LOCK = threading.Lock()
 
 
 def _json_object(endpoint: str, raw: bytes) -> dict:
-    from .formats._values import JSON
+    from .formats import decode_json
 
     try:
         # The readers' decoder: an integer of more digits than Python parses reads as a
         # float (±inf), a document nested past the recursion limit is a ValueError.
-        doc = JSON.decode(raw.decode("utf-8"))
+        doc = decode_json(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         head = raw[:200].lstrip().lower()
         what = "an HTML page" if head.startswith((b"<!doctype html", b"<html")) else "not JSON"

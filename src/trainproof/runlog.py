@@ -55,6 +55,11 @@ MAX_RECORDS = 5_000_000
 MAX_VALUES = 20_000_000
 
 
+class LimitError(ValueError):
+    """A cap's environment variable (``TRAINPROOF_MAX_RECORDS``, ``TRAINPROOF_MAX_VALUES``)
+    is set to something that is not a positive whole number. ``str(err)`` names it."""
+
+
 def _cap(var: str, default: int) -> int:
     import os
 
@@ -66,9 +71,7 @@ def _cap(var: str, default: int) -> int:
     except ValueError:
         n = 0
     if n <= 0:
-        from .formats._io import ReadError
-
-        raise ReadError(f"{var}={raw[:40]!r} is not a positive whole number")
+        raise LimitError(f"{var}={raw[:40]!r} is not a positive whole number")
     return n
 
 
@@ -80,7 +83,7 @@ def max_records() -> int:
     """The records one run keeps: ``TRAINPROOF_MAX_RECORDS`` or :data:`MAX_RECORDS`.
 
     Raises:
-        formats.ReadError: the variable is set and is not a positive whole number.
+        LimitError: the variable is set and is not a positive whole number.
     """
     return _cap("TRAINPROOF_MAX_RECORDS", MAX_RECORDS)
 

@@ -70,6 +70,7 @@ __all__ = [
     "Reader",
     "RecordTailer",
     "Unreadable",
+    "decode_json",
     "detect",
     "encoding_of",
     "format_names",
@@ -121,6 +122,18 @@ def _readers() -> tuple:
     may put another tuple in its place)."""
     g = globals()
     return g["READERS"] if "READERS" in g else __getattr__("READERS")
+
+
+def decode_json(text: str) -> object:
+    """``text`` decoded as every reader decodes JSON: ``NaN``/``Infinity`` allowed, an
+    integer of more digits than Python parses read as the float it rounds to (±inf).
+
+    Raises:
+        ValueError: not JSON, or nested deeper than the interpreter's recursion limit.
+    """
+    from ._values import JSON
+
+    return JSON.decode(text)
 
 
 def trainer_file_names() -> frozenset[str]:

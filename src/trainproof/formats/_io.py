@@ -68,9 +68,12 @@ def reading():
         raise
     except Exception as e:
         from ..aliases import MappingError
+        from ..runlog import LimitError
 
         if isinstance(e, MappingError) or _by_interrupt(e):
             raise
+        if isinstance(e, LimitError):
+            raise ReadError(str(e)) from None
         text = " ".join(str(e).split())
         if len(text) > _REASON_CHARS:
             text = text[: _REASON_CHARS - 1] + "…"

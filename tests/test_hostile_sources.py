@@ -402,6 +402,7 @@ def trackio_cpu_bomb(path: Path, rows: int = 6000, leaves: int = 4096) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bomb", [mlflow_cpu_bomb, trackio_cpu_bomb], ids=["mlflow_db", "trackio"])
 def test_a_sqlite_cpu_bomb_stops_at_the_work_budget(tmp_path, bomb):
     _tree(tmp_path)
@@ -443,6 +444,7 @@ def _time_bomb(path: Path, rows: int, blob: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_generated_column_that_spends_time_not_steps_stops_at_the_deadline(tmp_path, monkeypatch):
     """20,000 rows of 4 MB strings (about 400 s): few VM steps, much time. The deadline
     (lowered here) stops it."""
@@ -539,6 +541,7 @@ def _gzip_rows(path: Path, header: bytes, row: bytes, n: int) -> Path:
 LIMIT = 1 << 30
 
 
+@pytest.mark.slow
 def test_a_gzip_of_identical_rows_stays_under_the_memory_limit(tmp_path):
     p = _gzip_rows(tmp_path / "metrics.csv.gz", b"step,loss\n", b"1,1\n", 16 << 20)
     assert p.stat().st_size < 100_000

@@ -553,18 +553,13 @@ def test_a_gzip_of_identical_rows_stays_under_the_memory_limit(tmp_path):
     assert rep["records"] == 1_000_000
 
 
-def test_rows_past_the_record_cap_are_left_out_and_said(tmp_path):
+def test_rows_past_the_record_cap_are_left_out_and_said(tmp_path, monkeypatch):
     from trainproof.api import judge
 
     p = tmp_path / "metrics.csv"
     p.write_text("step,loss\n" + "".join(f"{s},{2.0 / (1 + s / 50):.5f}\n" for s in range(1, 3001)))
-    import os
-
-    os.environ["TRAINPROOF_MAX_RECORDS"] = "1000"
-    try:
-        rep = judge(p)
-    finally:
-        del os.environ["TRAINPROOF_MAX_RECORDS"]
+    monkeypatch.setenv("TRAINPROOF_MAX_RECORDS", "1000")
+    rep = judge(p)
     (drop,) = [f for f in rep.findings if f.id == "TP-DATA-DROPPED"]
     assert "records from line 1002 on were left out" in drop.evidence and "1,000 records" in drop.evidence
     assert rep.meta.get("dropped")

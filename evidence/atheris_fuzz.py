@@ -10,7 +10,14 @@ Targets, each run for a fixed time budget in its own process:
 * ``json``: ``read_runlog`` of the bytes as ``trainer_state.json`` and as
   ``metrics.jsonl`` (format sniffed, so every reader's sniffing is in the path);
 * ``csv``: ``read_runlog(..., fmt="csv")`` of the bytes as ``metrics.csv``, and the
-  CSV row parser (``RowParser``) on the rows the ``csv`` module makes of them.
+  CSV row parser (``RowParser``) on the rows the ``csv`` module makes of them;
+* ``wandb``: ``read_runlogs`` of an older W&B client's run folder whose
+  ``files/wandb-history.jsonl`` and ``files/wandb-summary.json`` are the bytes;
+* ``sqlite``: ``read_runlogs`` of the bytes as an ``mlflow.db`` and as a Trackio
+  ``<project>.db`` (seeds: valid stores of both);
+* ``mlflow_rest``: the bytes as the answers of an MLflow tracking server's REST API
+  (``runs/get`` and ``metrics/get-history`` of one run), through the parsing
+  ``mlflow_server`` applies to them, without a network.
 
 The only exceptions a reader may raise are ``ReadError`` / ``MappingError`` (and, inside
 the event decoding, the ones ``_read_file`` turns into a skipped record); anything else is a
@@ -41,7 +48,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = ("tfrecord", "tfevents", "json", "csv")
+TARGETS = ("tfrecord", "tfevents", "json", "csv", "wandb", "sqlite", "mlflow_rest")
 CRASHES = ROOT / "evidence" / "atheris-crashes"
 
 
@@ -53,6 +60,14 @@ def _seeds(target: str) -> list[bytes]:
         return [F.valid("tfevents", k) for k in F.KINDS] + [F.valid("tfevents_hand", k) for k in F.KINDS]
     if target == "json":
         return [F.valid(r, k) for r in ("hf", "jsonl") for k in F.KINDS]
+    if target == "wandb":
+        return [F.valid("jsonl", k) for k in F.KINDS]
+    if target == "sqlite":
+        return [F.valid(r, k) for r in ("mlflow_db", "trackio") for k in F.KINDS]
+    if target == "mlflow_rest":
+        pts = [{"key": "loss", "value": 2.0 / (s + 1), "timestamp": s, "step": s} for s in range(20)]
+        run = {"info": {"run_id": "abc", "run_name": "r", "experiment_id": "7", "start_time": 1}, "data": {}}
+        return [json.dumps({"metrics": pts}).encode(), json.dumps({"run": run}).encode()]
     return [F.valid(r, k) for r in ("csv", "csv_lightning", "csv_keras", "csv_wandb") for k in F.KINDS]
 
 
@@ -63,8 +78,9 @@ def _child(target: str, seconds: int, corpus: Path, crash_dir: Path) -> None:
     with atheris.instrument_imports():
         import csv
 
+        from trainproof import mlflow_server
         from trainproof.aliases import MappingError
-        from trainproof.api import read_runlog
+        from trainproof.api import read_runlog, read_runlogs
         from trainproof.formats import ReadError, _event_proto, _tfrecord
         from trainproof.formats import csv as csv_fmt
 
@@ -90,8 +106,47 @@ def _child(target: str, seconds: int, corpus: Path, crash_dir: Path) -> None:
                         pass  # the struct.error/ValueError/OverflowError _read_file skips
         assert tail.records >= 0 and tail.dropped_bytes >= 0
 
+    def wandb(data: bytes) -> None:
+        files = work / "run-20240101_000000-fuzz01" / "files"
+        files.mkdir(parents=True, exist_ok=True)
+        (files / "wandb-history.jsonl").write_bytes(data)
+        (files / "wandb-summary.json").write_bytes(data)
+        try:
+            read_runlogs(files.parent)
+        except (ReadError, MappingError):
+            pass
+
+    def sqlite(data: bytes) -> None:
+        for name in ("mlflow.db", "proj.db"):
+            p = work / name
+            p.write_bytes(data)
+            try:
+                read_runlogs(p)
+            except (ReadError, MappingError):
+                pass
+
+    def mlflow_rest(data: bytes) -> None:
+        # What _call returns for an answer, then what _read_run and _history do with it.
+        try:
+            doc = mlflow_server._json_object("fuzz", data)
+            run = doc.get("run")
+            if isinstance(run, dict):
+                mlflow_server._run_of(run, "runs/get")
+            for m in mlflow_server._field(doc, "metrics", list, "fuzz", []):
+                if isinstance(m, dict):
+                    mlflow_server._step(m)
+                    mlflow_server._value(m.get("value", 0.0))
+        except ReadError:
+            pass
+
     def one(data: bytes) -> None:
-        if target == "tfrecord":
+        if target == "wandb":
+            wandb(data)
+        elif target == "sqlite":
+            sqlite(data)
+        elif target == "mlflow_rest":
+            mlflow_rest(data)
+        elif target == "tfrecord":
             tfrecord(data)
         elif target == "tfevents":
             read("events.out.tfevents.1.host.1.0", data)

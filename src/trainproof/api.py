@@ -21,6 +21,7 @@ from .formats import (
     is_trainer_name,
     open_log,
     read_head,
+    reading,
 )
 from .remote import is_url, refuse_password, shown
 from .rules.engine import error_report, judge_runlog
@@ -67,7 +68,8 @@ def read_runlogs(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str]
     if _on_server(path):
         from .mlflow_server import read_runlogs as server_runlogs
 
-        return server_runlogs(path, mapping)
+        with reading():
+            return server_runlogs(path, mapping)
     if is_url(path):
         from .remote import staged
 
@@ -87,14 +89,18 @@ def _on_server(location) -> bool:
 
 def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str, every_run: bool = False):
     """The RunLog of the local log ``p`` named ``label`` (with ``every_run``: the list of
-    one RunLog per run it holds)."""
-    name, records, state = open_log(p, fmt)
-    marks: list[tuple[int, int]] = []
-    # The build consumes the stream; the reader fills state.meta/notes while it does.
-    if every_run:
-        runs = build_runlogs(_marking(records, state, marks), label, name, {}, (), mapping)
-    else:
-        runs = [build_runlog(records, label, name, {}, (), mapping)]
+    one RunLog per run it holds).
+
+    What the reader raises on input it cannot take besides ReadError leaves as a ReadError
+    (:func:`trainproof.formats.reading`): an error for this log's runs only."""
+    with reading():
+        name, records, state = open_log(p, fmt)
+        marks: list[tuple[int, int]] = []
+        # The build consumes the stream; the reader fills state.meta/notes while it does.
+        if every_run:
+            runs = build_runlogs(_marking(records, state, marks), label, name, {}, (), mapping)
+        else:
+            runs = [build_runlog(records, label, name, {}, (), mapping)]
     for i, run in enumerate(runs):
         notes, drops = _notes_of(state, marks, i) if len(marks) == len(runs) > 1 else (state.notes, state.drops)
         if label != str(p):
@@ -102,7 +108,7 @@ def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str
         run.meta.update(state.meta)
         run.notes[:0] = notes
         if drops:
-            run.meta["dropped"] = list(drops)
+            run.meta["dropped"] = [*drops, *run.meta.get("dropped", ())]
     return runs if every_run else runs[0]
 
 

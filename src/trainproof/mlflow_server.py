@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from urllib.parse import urlsplit
 
@@ -58,9 +59,27 @@ _IDS_PER_SEARCH = 50
 _THREADS = 4
 #: The most bytes one answer may have.
 _MAX_ANSWER = 64 << 20
-#: The most pages one list may have: 10,000 pages are 10 M runs or 250 M points of one
-#: metric, far past any store; a list longer than that is a server whose paging never ends.
+#: The most pages one list may have: 10,000 pages are 10 M runs, far past any store; a
+#: list longer than that is a server whose paging never ends.
 _MAX_PAGES = 10_000
+#: The most points read of one metric's history (its pages stop there): the records cap
+#: of a run read from a file (``runlog.MAX_RECORDS``), one point per logged step.
+MAX_POINTS_PER_METRIC = 5_000_000
+#: The most points read for one run, every metric together: the values cap of a run read
+#: from a file (``runlog.MAX_VALUES``), so a run costs the same memory whichever way it is
+#: read. Each metric may read its share (this over the number of metrics, at most
+#: :data:`MAX_POINTS_PER_METRIC`): a fixed share, so the same server gives the same points
+#: whatever order the metrics' pages arrive in. A metric cut short is judged on its first
+#: points and ``TP-DATA-DROPPED`` says so.
+MAX_POINTS_PER_RUN = 20_000_000
+#: The most pages of one metric's history: :data:`MAX_POINTS_PER_METRIC` in pages of 5,000
+#: points (the server's pages are :data:`_HISTORY_PAGE` points but the last); a history
+#: longer than that is a server whose paging does not end, and the run is not read.
+MAX_HISTORY_PAGES = 1_000
+#: The most bytes of answers read from one server in one process (every request
+#: together): past it the server is not read further (a :class:`ServerError`). 16 GiB is
+#: about 300 M points of history, 15 runs at :data:`MAX_POINTS_PER_RUN`.
+MAX_BYTES_PER_SERVER = 16 << 30
 
 #: The ``#`` part of a UI URL: an experiment, or one of its runs (a run's page may go on:
 #: ``/runs/<id>/model-metrics``).
@@ -249,6 +268,7 @@ def _request(base: str, endpoint: str, params: Mapping | None, body: Mapping | N
                 size += len(chunk)
                 if size > _MAX_ANSWER:
                     raise ServerError(f"{endpoint}: the answer is over {_MAX_ANSWER >> 20} MiB")
+                _count_bytes(base, len(chunk))
                 chunks.append(chunk)
             raw = b"".join(chunks)
     except urllib.error.HTTPError as e:
@@ -273,11 +293,35 @@ def _request(base: str, endpoint: str, params: Mapping | None, body: Mapping | N
     return _json_object(endpoint, raw)
 
 
+#: Bytes of answers read so far from each server (by base URL) in this process.
+_BYTES_READ: dict[str, int] = {}
+
+
+def _count_bytes(base: str, n: int) -> None:
+    """Count ``n`` more bytes read from ``base``.
+
+    Raises:
+        ServerError: past :data:`MAX_BYTES_PER_SERVER`.
+    """
+    with _BYTES_LOCK:
+        total = _BYTES_READ[base] = _BYTES_READ.get(base, 0) + n
+    if total > MAX_BYTES_PER_SERVER:
+        raise ServerError(
+            f"more than {MAX_BYTES_PER_SERVER >> 30} GiB read from the server: it is not read further "
+            "(a server that does not stop answering?)"
+        )
+
+
+_BYTES_LOCK = threading.Lock()
+
+
 def _json_object(endpoint: str, raw: bytes) -> dict:
-    import json
+    from .formats import decode_json
 
     try:
-        doc = json.loads(raw)
+        # The readers' decoder: an integer of more digits than Python parses reads as a
+        # float (±inf), a document nested past the recursion limit is a ValueError.
+        doc = decode_json(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         head = raw[:200].lstrip().lower()
         what = "an HTML page" if head.startswith((b"<!doctype html", b"<html")) else "not JSON"
@@ -319,16 +363,20 @@ def _field(doc: Mapping, key: str, kind: type, endpoint: str, default=None):
     return value
 
 
-def _pages(base: str, endpoint: str, items: str, request: dict, post: bool) -> Iterator[dict]:
+def _pages(
+    base: str, endpoint: str, items: str, request: dict, post: bool, max_pages: int | None = None
+) -> Iterator[dict]:
     """Every item of a paged list (``items``, with ``next_page_token``), page after page.
 
     Raises:
-        ServerError: a page token comes again, or the list goes on past
-            :data:`_MAX_PAGES` pages (a server whose paging does not end).
+        ServerError: a page token comes again, or the list goes on past ``max_pages``
+            pages (:data:`_MAX_PAGES` when ``None``: a server whose paging does not end).
     """
     seen: set[str] = set()
     token = None
-    for _ in range(_MAX_PAGES):
+    if max_pages is None:
+        max_pages = _MAX_PAGES
+    for _ in range(max_pages):
         req = dict(request, **({"page_token": token} if token else {}))
         doc = _call(base, endpoint, body=req) if post else _call(base, endpoint, params=req)
         page = _field(doc, items, list, endpoint, [])
@@ -342,7 +390,7 @@ def _pages(base: str, endpoint: str, items: str, request: dict, post: bool) -> I
         if token in seen or not page:
             raise ServerError(f"{endpoint}: the paging does not advance (the same page token again)")
         seen.add(token)
-    raise ServerError(f"{endpoint}: more than {_MAX_PAGES} pages: the paging does not end")
+    raise ServerError(f"{endpoint}: more than {max_pages:,} pages: the paging does not end")
 
 
 def _id(value, what: str, endpoint: str) -> str:
@@ -495,6 +543,10 @@ def _value(v) -> float | None:
     ``"-Infinity"``: protobuf's JSON for a double), ``None`` when it is neither."""
     if isinstance(v, bool):
         return None
+    if isinstance(v, int) and abs(v) > _MAX_FLOAT:
+        # An integer past a double (no server writes one) reads as the infinity it
+        # rounds to, as the file readers read it.
+        return math.inf if v > 0 else -math.inf
     if isinstance(v, (int, float)):
         f = float(v)
     elif isinstance(v, str) and v in ("NaN", "Infinity", "-Infinity"):
@@ -505,19 +557,47 @@ def _value(v) -> float | None:
     return math.copysign(math.inf, f) if abs(f) == _MAX_FLOAT else f
 
 
-def _history(base: str, run_id: str, key: str) -> list[tuple[float, float | None]]:
-    """``(step, value)`` of every point of one metric, in the server's order (the SQL
-    store's: by time, then step, then value)."""
-    out = []
-    req = {"run_id": run_id, "metric_key": key, "max_results": _HISTORY_PAGE}
-    for m in _pages(base, "metrics/get-history", "metrics", req, post=False):
-        step = m.get("step", 0)  # an unset step is 0 (service.proto's default)
-        if isinstance(step, str) and re.fullmatch(r"-?\d+", step):
-            step = int(step)
-        if not isinstance(step, int) or isinstance(step, bool):
-            raise ServerError("metrics/get-history: unexpected answer: a step that is not an integer")
-        out.append((float(step), _value(m.get("value", 0.0))))
-    return out
+#: A step as protobuf's JSON writes an int64: a decimal string (or a number) of at most
+#: 19 digits.
+_INT64 = re.compile(r"-?\d{1,19}")
+
+
+def _step(m: Mapping) -> float:
+    """A history point's step as a float (an unset step is 0, ``service.proto``'s default).
+
+    Raises:
+        ServerError: the step is not an int64 (text, a fraction, more digits than an int64
+            holds).
+    """
+    step = m.get("step", 0)
+    if isinstance(step, str) and _INT64.fullmatch(step):
+        step = int(step)
+    if not isinstance(step, int) or isinstance(step, bool) or not -(2**63) <= step < 2**63:
+        raise ServerError("metrics/get-history: unexpected answer: a step that is not an int64")
+    return float(step)
+
+
+def _history(base: str, run_id: str, key: str, share: int = MAX_POINTS_PER_METRIC) -> tuple[list, str | None]:
+    """``(points, cut)``: ``(step, value)`` of the first ``share`` points of one metric, in
+    the server's order (the SQL store's: by time, then step, then value), and the note for
+    a history cut at ``share`` (``None`` when it was read whole).
+
+    Raises:
+        ServerError: as :func:`_pages` (past :data:`MAX_HISTORY_PAGES` pages), a step
+            that is not an int64.
+    """
+    out: list[tuple[float, float | None]] = []
+    req = {"run_id": run_id, "metric_key": key, "max_results": min(_HISTORY_PAGE, share)}
+    pages = _pages(base, "metrics/get-history", "metrics", req, post=False, max_pages=MAX_HISTORY_PAGES)
+    for m in pages:
+        if len(out) >= share:
+            pages.close()
+            return out, (
+                f"metrics/{key}: only the first {share:,} points were read (a run is read up to "
+                f"{MAX_POINTS_PER_RUN:,} points, each of its metrics up to {MAX_POINTS_PER_METRIC:,})"
+            )
+        out.append((_step(m), _value(m.get("value", 0.0))))
+    return out, None
 
 
 def read_runlogs(url: str, mapping: Mapping[str, str] | None = None) -> list:
@@ -556,7 +636,8 @@ def _read_run(url: str, mapping: Mapping[str, str] | None):
     location = run_location(base, info["experiment_id"], info["run_id"])
     experiment = _experiment_name(base, info["experiment_id"])
     with ThreadPoolExecutor(max_workers=min(_THREADS, len(keys))) as pool:
-        futures = [pool.submit(_history, base, info["run_id"], k) for k in keys]
+        share = max(1, min(MAX_POINTS_PER_METRIC, MAX_POINTS_PER_RUN // len(keys)))
+        futures = [pool.submit(_history, base, info["run_id"], k, share) for k in keys]
         try:
             histories = [f.result() for f in futures]
         except BaseException:
@@ -568,23 +649,29 @@ def _read_run(url: str, mapping: Mapping[str, str] | None):
     if experiment:
         meta["experiment"] = experiment
     if info["start_time"] > 0:
-        started = datetime.fromtimestamp(info["start_time"] / 1000, tz=timezone.utc)
-        meta["started"] = started.isoformat(timespec="seconds")
+        try:
+            started = datetime.fromtimestamp(info["start_time"] / 1000, tz=timezone.utc)
+        except (OverflowError, ValueError, OSError):  # past the calendar's years: no start time
+            started = None
+        if started is not None:
+            meta["started"] = started.isoformat(timespec="seconds")
     meta["metric_files"] = list(keys)
     state.meta.update(meta)
 
     def records() -> Iterator[Record]:
-        for key, points in zip(keys, histories):
+        for key, (points, cut) in zip(keys, histories):
             label = f"metrics/{key}"
             bad = sum(v is None for _, v in points)
             kept = (Record(s, {key: v}, i) for i, (s, v) in enumerate(points, 1) if v is not None)
             yield from logged_order(kept, state, label)
             if bad:
                 state.drop(f"{label}: skipped {bad} value(s) that are not numbers")
+            if cut is not None:
+                state.drop(cut)
 
     runlog = build_runlog(records(), location, "mlflow", None, (), mapping)
     runlog.meta.update(state.meta)
     runlog.notes[:0] = state.notes
     if state.drops:
-        runlog.meta["dropped"] = list(state.drops)
+        runlog.meta["dropped"] = [*state.drops, *runlog.meta.get("dropped", ())]
     return runlog

@@ -40,12 +40,14 @@ from ._io import (
     NotOpened,
     OwnOutput,
     ReadError,
+    Unreadable,
     check_readable_file,
     encoding_of,
     head_text,
     is_lfs_pointer,
     open_binary,
     read_head,
+    reading,
     reporting_to,
 )
 
@@ -67,6 +69,8 @@ __all__ = [
     "ReadState",
     "Reader",
     "RecordTailer",
+    "Unreadable",
+    "decode_json",
     "detect",
     "encoding_of",
     "format_names",
@@ -80,6 +84,7 @@ __all__ = [
     "open_log",
     "preference",
     "read_head",
+    "reading",
     "tail_mode",
     "trainer_file_names",
 ]
@@ -117,6 +122,18 @@ def _readers() -> tuple:
     may put another tuple in its place)."""
     g = globals()
     return g["READERS"] if "READERS" in g else __getattr__("READERS")
+
+
+def decode_json(text: str) -> object:
+    """``text`` decoded as every reader decodes JSON: ``NaN``/``Infinity`` allowed, an
+    integer of more digits than Python parses read as the float it rounds to (±inf).
+
+    Raises:
+        ValueError: not JSON, or nested deeper than the interpreter's recursion limit.
+    """
+    from ._values import JSON
+
+    return JSON.decode(text)
 
 
 def trainer_file_names() -> frozenset[str]:

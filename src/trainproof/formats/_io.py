@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import contextvars
 import gzip
 import io
@@ -40,6 +41,58 @@ class NotOpened(ReadError):
     """The file was not looked into: missing, unreadable, not a regular file, empty (or
     only whitespace), or a Git LFS pointer. Nothing of its content says whether it is a
     training log; ``doctor`` goes by its name."""
+
+
+class Unreadable(ReadError):
+    """A reader or a source raised something other than :class:`ReadError` on its input
+    (a JSON document nested past the recursion limit, a number too large for a float, a
+    column of the wrong type, memory): the input is one it cannot take. Raised by
+    :func:`reading`, the exception it replaces kept as ``__cause__``."""
+
+
+#: The longest reason :func:`reading` puts in a read error (an exception's text may
+#: quote the input at length).
+_REASON_CHARS = 160
+
+
+@contextlib.contextmanager
+def reading():
+    """The guard around reading one source: whatever its reader or its source raises
+    besides :class:`ReadError` (and ``aliases.MappingError``, a mistake in the command's
+    own ``--map``) leaves as :class:`Unreadable`, so one hostile file is an error for its
+    own run and every other run is still judged. KeyboardInterrupt, SystemExit and
+    exceptions caused by them go on as they are."""
+    try:
+        yield
+    except ReadError:
+        raise
+    except Exception as e:
+        from ..aliases import MappingError
+        from ..runlog import LimitError
+
+        if isinstance(e, MappingError) or _by_interrupt(e):
+            raise
+        if isinstance(e, LimitError):
+            raise ReadError(str(e)) from None
+        text = " ".join(str(e).split())
+        if len(text) > _REASON_CHARS:
+            text = text[: _REASON_CHARS - 1] + "…"
+        raise Unreadable(
+            f"cannot be read: its reader stopped on {type(e).__name__}" + (f" ({text})" if text else "")
+        ) from e
+
+
+def _by_interrupt(e: BaseException) -> bool:
+    """Whether ``e`` was caused by a KeyboardInterrupt (a signal that arrived while code
+    that wraps exceptions ran): a stop, not a property of the input."""
+    seen = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _open_error(e: OSError) -> ReadError:

@@ -27,9 +27,21 @@ def _int_or_float(s: str) -> int | float:
         return float(s)
 
 
+class _Decoder(json.JSONDecoder):
+    """The standard decoder, with a document nested deeper than the interpreter's
+    recursion limit (``[[[[…``) raised as :class:`json.JSONDecodeError`, a ValueError like
+    every other document that is not JSON, instead of :class:`RecursionError`."""
+
+    def decode(self, s, *args, **kwargs):
+        try:
+            return super().decode(s, *args, **kwargs)
+        except RecursionError:
+            raise json.JSONDecodeError("nested too deeply to decode", s[:64], 0) from None
+
+
 #: The JSON decoder every reader uses: ``NaN``/``Infinity`` tokens allowed, huge integers
-#: read as floats instead of raising.
-JSON = json.JSONDecoder(parse_int=_int_or_float)
+#: read as floats instead of raising, too deep a nesting a ValueError (:class:`_Decoder`).
+JSON = _Decoder(parse_int=_int_or_float)
 
 
 #: Objects nested deeper than this inside a record are not metrics (a W&B export nests

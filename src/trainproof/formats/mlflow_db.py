@@ -58,9 +58,13 @@ WHERE coalesce(r.lifecycle_stage, '') != 'deleted' AND coalesce(e.lifecycle_stag
 ORDER BY r.experiment_id, r.start_time, r.run_uuid
 """
 
-_METRICS = """
-SELECT key, step, value, is_nan, rowid FROM metrics WHERE run_uuid = ? ORDER BY key, rowid
-"""
+#: Every metric row of the store in one ordered pass (``{rowid}``: a name of the table's
+#: row id that no column shadows). One statement, not one per run: a store whose metrics
+#: table has no index on ``run_uuid`` is sorted once instead of scanned once per run.
+_METRICS = "SELECT run_uuid, key, step, value, is_nan, {rowid} FROM metrics ORDER BY run_uuid, key, {rowid}"
+
+#: SQLite's names of a table's row id; a column may take any of them for itself.
+_ROWID_NAMES = ("rowid", "_rowid_", "oid")
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -126,9 +130,9 @@ def read(path: Path, state) -> Iterator[RunStart | Columns]:
                 )
             # A run without a metric (a sweep's parent, a run that only logged params or
             # artifacts) is the tracker's record of something, but no run to judge.
-            logged = {r[0] for r in con.execute("SELECT DISTINCT run_uuid FROM metrics")}
-            silent = [r for r in runs if r[0] not in logged]
-            runs = [r for r in runs if r[0] in logged]
+            metrics = _all_metrics(con, {r[0] for r in runs})
+            silent = [r for r in runs if r[0] not in metrics]
+            runs = [r for r in runs if r[0] in metrics]
             if not runs:
                 raise NoRuns(f"none of the MLflow store's {len(silent)} run(s) logged a metric: not a run")
             if silent:
@@ -142,48 +146,88 @@ def read(path: Path, state) -> Iterator[RunStart | Columns]:
                 yield RunStart(
                     {"run": label, "run_id": _text(run_id), "experiment": _text(experiment), "started": _started(start)}
                 )
-                yield from _metrics(con, run_id, label, state)
+                series, bad = metrics[run_id]
+                for key, steps, values, lines in series:
+                    yield _columns(key, steps, values, lines, label, state)
+                if bad:
+                    state.drop(
+                        f"{label}: skipped {bad} metric row(s) whose key, step or value is not of the type MLflow writes"
+                    )
         except ERRORS as e:
             raise read_error(path, e) from None
     finally:
         con.close()
 
 
-def _metrics(con: sqlite3.Connection, run_id: str, label: str, state) -> Iterator[Columns]:
-    """The run's metrics, one :class:`Columns` each, values in the order logged."""
-    key = None
+def _rowid(con: sqlite3.Connection) -> str | None:
+    """A name of the metrics table's row id that no column of it shadows (a column may be
+    called ``rowid``), or ``None`` when it has none to read (every name taken, or a
+    ``WITHOUT ROWID`` table)."""
+    taken = {str(r[1]).lower() for r in con.execute("PRAGMA table_info(metrics)")}
+    for alias in _ROWID_NAMES:
+        if alias not in taken:
+            try:
+                con.execute(f"SELECT {alias} FROM metrics LIMIT 0")
+            except sqlite3.OperationalError:
+                return None
+            return alias
+    return None
+
+
+_Series = tuple[str, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _all_metrics(con: sqlite3.Connection, live: set) -> dict[object, tuple[list[_Series], int]]:
+    """Run id -> ``(series, bad)`` for each run of ``live`` with a metric row, read in one
+    ordered pass: ``series`` one ``(key, steps, values, lines)`` per metric (by key, each
+    in the order logged: by row id), ``bad`` the count of rows of types MLflow never
+    writes. A row's line is its row id (its place in the pass where the table has none)."""
+    rowid = _rowid(con)
+    query = _METRICS.format(rowid=rowid) if rowid else _METRICS.format(rowid="NULL")
+    out: dict[object, tuple[list[_Series], int]] = {}
+    run = key = None
+    series: list[_Series] = []
+    bad = 0
     steps: list[float] = []
     values: list[float] = []
     lines: list[int] = []
-    bad = 0
-    for k, step, value, is_nan, rowid in con.execute(_METRICS, (run_id,)):
+
+    def close_metric() -> None:
+        if key is not None and steps:
+            series.append(
+                (key, np.asarray(steps, np.float64), np.asarray(values, np.float64), np.asarray(lines, np.int64))
+            )
+
+    def close_run() -> None:
+        close_metric()
+        if run is not None and (series or bad):
+            out[run] = (series, bad)
+
+    for n, (r, k, step, value, is_nan, rid) in enumerate(con.execute(query), 1):
+        if r != run:
+            close_run()
+            run, key, series, bad, steps, values, lines = r, None, [], 0, [], [], []
+        if r not in live:
+            continue
         # MLflow writes a text key, an integer step and a real value; a row of other types
         # is damage (the file edited, a page overwritten), not a value to guess at.
         if not isinstance(k, str) or not _number(step) or not _number(value):
             bad += 1
             continue
         if k != key:
-            if key is not None:
-                yield _columns(key, steps, values, lines, label, state)
+            close_metric()
             key, steps, values, lines = k, [], [], []
         steps.append(float(step))
         values.append(_value(value, is_nan))
-        lines.append(rowid)
-    if key is not None:
-        yield _columns(key, steps, values, lines, label, state)
-    if bad:
-        state.drop(f"{label}: skipped {bad} metric row(s) whose key, step or value is not of the type MLflow writes")
+        lines.append(rid if isinstance(rid, int) else n)
+    close_run()
+    return out
 
 
 def _number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and not (isinstance(x, float) and math.isnan(x))
 
 
-def _columns(key: str, steps: list[float], values: list[float], lines: list[int], label: str, state) -> Columns:
+def _columns(key: str, steps: np.ndarray, values: np.ndarray, lines: np.ndarray, label: str, state) -> Columns:
     logged = steps_as_logged(steps, f"{label}: metrics/{key}", state)
-    return Columns(
-        key,
-        np.asarray(steps if logged is None else logged, dtype=np.float64),
-        np.asarray(values, dtype=np.float64),
-        np.asarray(lines, dtype=np.int64),
-    )
+    return Columns(key, steps if logged is None else np.asarray(logged, dtype=np.float64), values, lines)

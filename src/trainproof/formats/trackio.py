@@ -27,6 +27,7 @@ as committed so far.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
@@ -160,6 +161,14 @@ def _created(con: sqlite3.Connection, has_ids: bool) -> dict[str, str]:
     return out
 
 
+def _finite_step(step: object) -> bool:
+    """Whether a row's ``step`` is a number that a float holds (SQLite integers reach
+    2**63, within a float's range; a REAL may be NaN or infinite)."""
+    if isinstance(step, bool) or not isinstance(step, (int, float)):
+        return False
+    return math.isfinite(step)
+
+
 def _records(con: sqlite3.Connection, key_col: str, key: str, state, label: str) -> Iterator[Record]:
     bad = 0
     for rid, step, raw in con.execute(f"SELECT id, step, metrics FROM metrics WHERE {key_col} = ? ORDER BY id", (key,)):
@@ -167,7 +176,9 @@ def _records(con: sqlite3.Connection, key_col: str, key: str, state, label: str)
             obj = _json(raw)
         except (ValueError, UnicodeDecodeError):
             obj = None
-        if not isinstance(obj, dict) or isinstance(step, bool) or not isinstance(step, (int, float)):
+        # Trackio writes an integer id and step; a row of other types (text in the id
+        # column, a step too large for a float) is damage, not a record to guess at.
+        if not isinstance(obj, dict) or not isinstance(rid, int) or not _finite_step(step):
             bad += 1
             continue
         holes: list[str] = []

@@ -466,14 +466,13 @@ def _config_yaml(path: Path) -> dict[tuple[str, ...], object]:
 
 def _summary_json(path: Path) -> dict[tuple[str, ...], object]:
     """An older client's ``files/wandb-summary.json`` (the run's last values, one JSON
-    object), as summary items keyed by path; ``{}`` when absent or not an object."""
-    import json
-
+    object), as summary items keyed by path; ``{}`` when absent, not an object, or not
+    JSON (nested deeper than a decoder follows, too)."""
     try:
         if path.stat().st_size > MAX_RECORD:
             return {}
         with open_text(path) as f:
-            obj = json.loads(f.read())
+            obj = JSON.decode(f.read())
     except (OSError, ReadError, ValueError):
         return {}
     return {(str(k),): v for k, v in obj.items()} if isinstance(obj, dict) else {}

@@ -142,7 +142,8 @@ def test_every_threshold_declares_its_reason_as_data():
     seen: list[str] = []
     for f in dataclasses.fields(th.Thresholds):
         meta = dict(f.metadata)
-        assert set(meta) in ({"why"}, {"see"}), f.name
+        assert set(meta) in ({"why", "valid"}, {"see", "valid"}), f.name
+        assert isinstance(meta["valid"], th.Range), f.name
         if "see" in meta:
             assert meta["see"] in seen and "why" in th.Thresholds.__dataclass_fields__[meta["see"]].metadata, f.name
         assert len(th.reason(f.name)) > 20, f.name

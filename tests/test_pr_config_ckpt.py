@@ -436,3 +436,19 @@ def test_deeply_nested_shard_index_is_a_finding(tmp_path):
     (d / "model.safetensors.index.json").write_text('{"weight_map": ' + "[" * 200_000 + "]" * 200_000 + "}")
     code, by_id = _env("--checkpoint", str(d))
     assert code == 1 and "nests too deeply" in by_id["TP-ENV-SAFETENSORS-CORRUPT"][0]["message"]
+
+
+def test_a_threshold_is_declared_once_with_its_range():
+    # The default, the reason and the accepted values are one declaration: RANGES is read
+    # from it, and a default outside its own range, or of another kind, is refused.
+    import dataclasses
+
+    from trainproof.rules import thresholds as th
+
+    for f in dataclasses.fields(th.Thresholds):
+        assert th.RANGES[f.name] is f.metadata["valid"]
+    with pytest.raises(ValueError, match="is not a whole number"):
+        th.threshold(0, "a count of none", valid=th.count(1))
+    with pytest.raises(ValueError, match="is not a whole number"):
+        th.threshold(2.5, "a count that is a fraction", valid=th.count(1))
+    assert th.threshold(2, "two points", valid=th.count(1)).metadata["valid"] == th.count(1)

@@ -1,0 +1,134 @@
+"""CONTRIBUTING.md's recipes, followed in a scratch copy of the repository with the code
+blocks the recipe shows, then the suite's checks run there: a recipe that leaves out a step
+(an example log, a regeneration) fails here rather than in a contributor's hands."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
+
+
+def _section(title: str) -> str:
+    """The text of CONTRIBUTING.md's ``## title`` section."""
+    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def _block(section: str, lang: str, marker: str) -> str:
+    """The one code block of ``section`` in language ``lang`` that contains ``marker``."""
+    found = [body for lg, body in _FENCE.findall(section) if lg == lang and marker in body]
+    assert len(found) == 1, f"the recipe has {len(found)} {lang} block(s) holding {marker!r}"
+    return found[0]
+
+
+def _named(section: str, pattern: str) -> str:
+    """The path the recipe's prose names where ``pattern`` (one group) matches."""
+    m = re.search(pattern, section)
+    assert m, f"the recipe no longer says {pattern!r}"
+    return m.group(1)
+
+
+def _scratch(tmp_path: Path, tests: list[str]) -> Path:
+    """A copy of the repository holding what the recipe touches and the checks it runs."""
+    root = tmp_path / "repo"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for folder in ("src", "tools", "docs", ".ci"):
+        shutil.copytree(REPO / folder, root / folder, ignore=ignore)
+    for name in ("RULES.md", "README.md", "CONTRACTS.md", "CHANGELOG.md", "CONTRIBUTING.md", "pyproject.toml"):
+        shutil.copy2(REPO / name, root / name)
+    (root / "tests").mkdir()
+    for name in ("conftest.py", "_hypothesis_profiles.py", *tests):
+        shutil.copy2(REPO / "tests" / name, root / "tests" / name)
+    return root
+
+
+def _run(root: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={"PYTHONPATH": str(root / "src"), "PATH": "/usr/bin:/bin", "NO_COLOR": "1", "HOME": str(root)},
+        timeout=timeout,
+    )
+
+
+def _insert_field(source: str, field: str) -> str:
+    """``source`` (rules/thresholds.py) with ``field`` added after the last field of
+    ``Thresholds`` (before its first method)."""
+    cls = source.index("\nclass Thresholds")
+    at = source.index("\n    def ", cls)
+    at = source.rindex("\n\n", cls, at)  # before the blank line that precedes the method
+    return source[:at] + "\n" + field.rstrip("\n") + source[at:]
+
+
+@pytest.mark.slow
+def test_the_new_rule_recipe_gives_a_rule_every_check_passes(tmp_path):
+    recipe = _section("Adding a rule")
+    rule_file = "src/trainproof/" + _named(recipe, r"The rule, in `(rules/\w+\.py)`")
+    example_file = _named(recipe, r"Its example, `(src/trainproof/rules/examples/[^`]+)`")
+    test_file = _named(recipe, r"Its own tests, beside the others of its group \(`(tests/test_\w+\.py)`")
+    rule_code = _block(recipe, "python", "@rule(")
+    threshold_code = _block(recipe, "python", "RANGES")
+    example = _block(recipe, "json", '"step"')
+    test_code = _block(recipe, "python", "def test_")
+    regen = _block(recipe, "bash", "tools/regen.py").strip()
+    assert regen == "python tools/regen.py", regen
+    rule_id = re.search(r'@rule\(\s*"(TP-[A-Z0-9-]+)"', rule_code).group(1)
+
+    checks = ["test_docs.py", "test_rule_examples.py", "test_registration.py", "test_rule_text.py"]
+    checks += ["test_threshold_reads.py", "test_pr_config_ckpt.py", Path(test_file).name]
+    root = _scratch(tmp_path, checks)
+
+    # The rule and its test, each appended to its group's module.
+    with open(root / rule_file, "a", encoding="utf-8") as f:
+        f.write("\n\n" + rule_code)
+    with open(root / test_file, "a", encoding="utf-8") as f:
+        f.write("\n\n" + test_code)
+    # Its threshold: the field (the lines before the recipe's "...") and its RANGES entry.
+    field, _, ranges = threshold_code.partition("\n...\n")
+    entries = [ln for ln in ranges.splitlines() if ln.strip() and ln.strip() != "..." and "RANGES" not in ln]
+    th = root / "src" / "trainproof" / "rules" / "thresholds.py"
+    source = _insert_field(th.read_text(encoding="utf-8"), field)
+    opening = "RANGES: dict[str, Range] = {\n"
+    assert source.count(opening) == 1
+    th.write_text(source.replace(opening, opening + "\n".join(entries) + "\n"), encoding="utf-8")
+    (root / example_file).write_text(example, encoding="utf-8")
+    # The recipe's command, with the targets this copy holds (the gallery, samples and HTML
+    # targets read examples/, the accuracy one ../shared; the checks below read none of them).
+    proc = _run(root, *regen.split()[1:], "rules", "pages")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert (root / "docs" / "rules" / f"{rule_id}.md").exists()
+    assert f"[{rule_id}](docs/rules/{rule_id}.md)" in (root / "RULES.md").read_text(encoding="utf-8")
+
+    test_name = re.search(r"^def (test_\w+)", test_code, re.M).group(1)
+    proc = _run(
+        root,
+        "-m",
+        "pytest",
+        "-v",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_docs.py",
+        "tests/test_rule_examples.py",
+        "tests/test_registration.py",
+        "tests/test_rule_text.py",
+        "tests/test_threshold_reads.py::test_every_declared_threshold_is_read_by_the_rule",
+        "tests/test_threshold_reads.py::test_declared_thresholds_exist",
+        "tests/test_pr_config_ckpt.py::test_every_threshold_declares_a_range_that_holds_its_default",
+        f"{test_file}::{test_name}",
+    )
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+    assert f"test_the_example_triggers_its_rule[{rule_id}] PASSED" in proc.stdout, proc.stdout[-3000:]
+    assert f"{test_name} PASSED" in proc.stdout, proc.stdout[-3000:]

@@ -39,18 +39,33 @@ def _named(section: str, pattern: str) -> str:
     return m.group(1)
 
 
-def _scratch(tmp_path: Path, tests: list[str]) -> Path:
-    """A copy of the repository holding what the recipe touches and the checks it runs."""
+def _scratch(tmp_path: Path) -> Path:
+    """A copy of the repository holding what the recipes touch and the checks they run
+    (not ``examples/`` or ``evidence/``: no check run here reads them)."""
     root = tmp_path / "repo"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for folder in ("src", "tools", "docs", ".ci"):
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis")
+    for folder in ("src", "tools", "docs", ".ci", "tests"):
         shutil.copytree(REPO / folder, root / folder, ignore=ignore)
     for name in ("RULES.md", "README.md", "CONTRACTS.md", "CHANGELOG.md", "CONTRIBUTING.md", "pyproject.toml"):
         shutil.copy2(REPO / name, root / name)
-    (root / "tests").mkdir()
-    for name in ("conftest.py", "_hypothesis_profiles.py", *tests):
-        shutil.copy2(REPO / "tests" / name, root / "tests" / name)
     return root
+
+
+def _append(path: Path, code: str) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n\n" + code)
+
+
+def _split_elided(block: str, opening: str) -> tuple[str, list[str]]:
+    """A block written as ``code``, a line ``...``, then ``opening`` and its new entries
+    between ``...`` lines: the code, and the entries."""
+    code, _, rest = block.partition("\n...\n")
+    entries = [ln for ln in rest.splitlines() if ln.strip() not in ("", "...") and opening.strip() not in ln]
+    return code, entries
+
+
+def _pytest(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return _run(root, "-m", "pytest", "-v", "-p", "no:cacheprovider", *args)
 
 
 def _run(root: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -87,21 +102,16 @@ def test_the_new_rule_recipe_gives_a_rule_every_check_passes(tmp_path):
     assert regen == "python tools/regen.py", regen
     rule_id = re.search(r'@rule\(\s*"(TP-[A-Z0-9-]+)"', rule_code).group(1)
 
-    checks = ["test_docs.py", "test_rule_examples.py", "test_registration.py", "test_rule_text.py"]
-    checks += ["test_threshold_reads.py", "test_pr_config_ckpt.py", Path(test_file).name]
-    root = _scratch(tmp_path, checks)
+    root = _scratch(tmp_path)
 
     # The rule and its test, each appended to its group's module.
-    with open(root / rule_file, "a", encoding="utf-8") as f:
-        f.write("\n\n" + rule_code)
-    with open(root / test_file, "a", encoding="utf-8") as f:
-        f.write("\n\n" + test_code)
+    _append(root / rule_file, rule_code)
+    _append(root / test_file, test_code)
     # Its threshold: the field (the lines before the recipe's "...") and its RANGES entry.
-    field, _, ranges = threshold_code.partition("\n...\n")
-    entries = [ln for ln in ranges.splitlines() if ln.strip() and ln.strip() != "..." and "RANGES" not in ln]
+    opening = "RANGES: dict[str, Range] = {\n"
+    field, entries = _split_elided(threshold_code, opening)
     th = root / "src" / "trainproof" / "rules" / "thresholds.py"
     source = _insert_field(th.read_text(encoding="utf-8"), field)
-    opening = "RANGES: dict[str, Range] = {\n"
     assert source.count(opening) == 1
     th.write_text(source.replace(opening, opening + "\n".join(entries) + "\n"), encoding="utf-8")
     (root / example_file).write_text(example, encoding="utf-8")
@@ -113,13 +123,8 @@ def test_the_new_rule_recipe_gives_a_rule_every_check_passes(tmp_path):
     assert f"[{rule_id}](docs/rules/{rule_id}.md)" in (root / "RULES.md").read_text(encoding="utf-8")
 
     test_name = re.search(r"^def (test_\w+)", test_code, re.M).group(1)
-    proc = _run(
+    proc = _pytest(
         root,
-        "-m",
-        "pytest",
-        "-v",
-        "-p",
-        "no:cacheprovider",
         "tests/test_docs.py",
         "tests/test_rule_examples.py",
         "tests/test_registration.py",
@@ -132,3 +137,48 @@ def test_the_new_rule_recipe_gives_a_rule_every_check_passes(tmp_path):
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
     assert f"test_the_example_triggers_its_rule[{rule_id}] PASSED" in proc.stdout, proc.stdout[-3000:]
     assert f"{test_name} PASSED" in proc.stdout, proc.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_the_new_format_recipe_gives_a_reader_every_check_passes(tmp_path):
+    recipe = _section("Adding a format")
+    module_file = _named(recipe, r"`(src/trainproof/formats/\w+\.py)`:")
+    test_file = _named(recipe, r"Its tests: `(tests/test_formats_\w+\.py)`")
+    module_code = _block(recipe, "python", "def sniff(")
+    line = _block(recipe, "python", "READER_MODULES = (").strip()
+    test_code = _block(recipe, "python", "def test_")
+    fuzz_code = _block(recipe, "python", "READERS = {")
+    name = re.search(r'^name = "(\w+)"', module_code, re.M).group(1)
+    assert Path(module_file).stem == name
+
+    root = _scratch(tmp_path)
+    init = root / "src" / "trainproof" / "formats" / "__init__.py"
+    text = init.read_text(encoding="utf-8")
+    current = re.search(r"^READER_MODULES = \(.*\)$", text, re.M).group(0)
+    assert line == current[:-1] + f', "{name}")', f"the recipe's registration line is not today's plus {name!r}: {line}"
+
+    (root / module_file).write_text(module_code, encoding="utf-8")
+    init.write_text(text.replace(current, line), encoding="utf-8")  # the one registration line
+    (root / test_file).write_text(test_code, encoding="utf-8")
+    # The fuzz table's builder and entry, and the key in the fuzz tests' list of text readers.
+    opening = "READERS = {\n"
+    builder, entries = _split_elided(fuzz_code, opening)
+    fuzz = root / "tests" / "_fuzz_logs.py"
+    source = fuzz.read_text(encoding="utf-8")
+    assert source.count(opening) == 1
+    source = source.replace(opening, builder.rstrip() + "\n\n\n" + opening + "\n".join(entries) + "\n")
+    fuzz.write_text(source, encoding="utf-8")
+    fuzz_tests = root / "tests" / "test_fuzz_readers.py"
+    source = fuzz_tests.read_text(encoding="utf-8")
+    assert source.count("TEXT = [\n") == 1
+    fuzz_tests.write_text(source.replace("TEXT = [\n", f'TEXT = [\n    "{name}",\n'), encoding="utf-8")
+
+    test_name = re.search(r"^def (test_\w+)", test_code, re.M).group(1)
+    # Leaves out the test that registers a made-up reader of the same name to show this recipe.
+    chosen = f"(protocol or {test_name} or {name}) and not test_a_new_reader_is_found"
+    proc = _pytest(root, "tests/test_reader_protocol.py", test_file, "tests/test_fuzz_readers.py", "-k", chosen)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
+    assert f"test_every_reader_follows_the_protocol[{name}] PASSED" in proc.stdout, proc.stdout[-3000:]
+    assert "test_every_reader_is_fuzzed PASSED" in proc.stdout, proc.stdout[-3000:]
+    assert f"{test_name} PASSED" in proc.stdout, proc.stdout[-3000:]
+    assert f"[{name}] PASSED" in proc.stdout.split("test_fuzz_readers.py", 1)[-1], proc.stdout[-3000:]

@@ -18,10 +18,9 @@ Outcome ids (``TP-PASS``, ``TP-NOT-CHECKED``, ``TP-NO-LOSS``, …) are declared 
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -492,7 +491,7 @@ def resolve_implied() -> None:
         for other in r.implied_by:
             explaining = REGISTRY[other]
             if r.id not in explaining.implies:
-                REGISTRY[other] = dataclasses.replace(explaining, implies=(*explaining.implies, r.id))
+                REGISTRY[other] = replace(explaining, implies=(*explaining.implies, r.id))
 
 
 def all_rules() -> list[Rule]:

@@ -4,6 +4,7 @@ blocks the recipe shows, then the suite's checks run there: a recipe that leaves
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -154,8 +155,9 @@ def test_the_new_format_recipe_gives_a_reader_every_check_passes(tmp_path):
     root = _scratch(tmp_path)
     init = root / "src" / "trainproof" / "formats" / "__init__.py"
     text = init.read_text(encoding="utf-8")
-    current = re.search(r"^READER_MODULES = \(.*\)$", text, re.M).group(0)
-    assert line == current[:-1] + f', "{name}")', f"the recipe's registration line is not today's plus {name!r}: {line}"
+    current = re.search(r"^READER_MODULES = \(.*?\)$", text, re.M | re.S).group(0)
+    today, shown = (ast.literal_eval(t.partition("=")[2].strip()) for t in (current, line))
+    assert shown == (*today, name), f"the recipe's READER_MODULES is not today's plus {name!r}: {shown}"
 
     (root / module_file).write_text(module_code, encoding="utf-8")
     init.write_text(text.replace(current, line), encoding="utf-8")  # the one registration line

@@ -153,18 +153,25 @@ def png_stats(path: Path, sample: int = 2) -> dict:
     }
 
 
+def report_page() -> str:
+    """The text of ``evidence/diverge_report.html``: the HTML report of :data:`EXAMPLE`,
+    judged from the current folder (the repository root: the report shows the path as
+    given)."""
+    sys.path.insert(0, str(REPO / "src"))
+    from trainproof import judge
+    from trainproof.render.html import render_html
+
+    return render_html([judge(EXAMPLE)], title="trainproof report: examples/diverge")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--chromium", default=CHROMIUM)
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(REPO / "src"))
-    from trainproof import judge
-    from trainproof.render.html import write_html
-
     os.chdir(REPO)  # the report shows the path as given: keep it relative and stable
     html_path = REPO / "evidence" / "diverge_report.html"
     png_path = REPO / "evidence" / "diverge_report.png"
-    write_html([judge(EXAMPLE)], html_path, title="trainproof report: examples/diverge")
+    html_path.write_text(report_page(), encoding="utf-8")
     print(f"wrote {html_path.relative_to(REPO)} ({html_path.stat().st_size} bytes)")
     if not shutil.which(args.chromium):
         print(f"no Chromium at {args.chromium}: screenshot skipped", file=sys.stderr)

@@ -142,6 +142,8 @@ def check_overfit(ctx):
     # trend rules stays not judged rather than PASSed on its eval loss alone.
     after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
+    # A divergence of the train loss explains an eval loss that follows it.
+    implied_by=("TP-DIVERGE",),
     least_evidence=(
         "{eval_diverge_min_evals} evaluations, {eval_diverge_evals_after} of them after the eval minimum and every one at least {eval_diverge_rise}x it; a train "
         "loss that ends, or sits over the time after the minimum, {eval_diverge_rise}x above its level at that minimum."

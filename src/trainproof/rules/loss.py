@@ -924,7 +924,7 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
         "diverge_lr_rise",
     ],
     verdict_bearing=True,
-    implies=("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-EVAL-DIVERGE"),
+    implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
     least_evidence="The run's own noise, measured on the log of the loss: the end level must clear the best level by the ratio and by {diverge_noise_z:g} standard errors of the two levels.",
     detects=(
         "A run whose end level (median of its last 10% of points, at least 3) is more than {diverge_ratio}x "

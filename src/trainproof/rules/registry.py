@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -93,6 +93,7 @@ class Rule:
     min_schedule_share: str | None = None
     after_warmup: bool = False
     implies: tuple[str, ...] = ()
+    implied_by: tuple[str, ...] = ()
     least_evidence: str = ""
     check: Callable | None = field(default=None, compare=False)
 
@@ -323,6 +324,7 @@ def rule(
     min_schedule_share: str | None = None,
     after_warmup: bool = False,
     implies: Iterable[str] = (),
+    implied_by: Iterable[str] = (),
     least_evidence: str = "",
 ):
     """Register the decorated ``check(ctx)`` generator as rule ``id``.
@@ -339,7 +341,10 @@ def rule(
 
     ``implies``: ids of less specific rules that this one explains when both fire on a
     run (a divergence also "did not improve"); the engine keeps this rule's finding,
-    drops theirs and lists them as implied in its ``data["implies"]``.
+    drops theirs and lists them as implied in its ``data["implies"]``. ``implied_by``: the
+    same relation declared from the other side, ids of more specific rules that explain this
+    one; :func:`load_all` adds this id to each of their ``implies``, so that a link sits
+    beside the rule it concerns, whichever module declares the other.
 
     ``least_evidence``: for a FAIL rule, what beyond its declared points it needs before it
     may fail a run (the noise measured, a share of the points); RULES.md prints it with
@@ -366,6 +371,7 @@ def rule(
                 min_schedule_share=min_schedule_share,
                 after_warmup=after_warmup,
                 implies=tuple(implies),
+                implied_by=tuple(implied_by),
                 least_evidence=least_evidence,
                 check=fn,
             ),
@@ -464,6 +470,28 @@ def load_all() -> None:
     for m in modules:
         importlib.import_module(m)
     canonical_order(modules)
+    resolve_implied()
+
+
+def resolve_implied() -> None:
+    """Fold every rule's ``implied_by`` into the ``implies`` of the rules it names, in
+    registry order (each id after the explaining rule's own ``implies``), and check that
+    every id either side names is declared.
+
+    Raises:
+        ValueError: an ``implies`` or ``implied_by`` id that no module declares, or a rule
+            that names itself.
+    """
+    for r in list(REGISTRY.values()):
+        for other in (*r.implies, *r.implied_by):
+            if other == r.id:
+                raise ValueError(f"{r.id} names itself in implies/implied_by")
+            if other not in REGISTRY:
+                raise ValueError(f"{r.id} names {other} in implies/implied_by, and no module declares {other}")
+        for other in r.implied_by:
+            explaining = REGISTRY[other]
+            if r.id not in explaining.implies:
+                REGISTRY[other] = replace(explaining, implies=(*explaining.implies, r.id))
 
 
 def all_rules() -> list[Rule]:

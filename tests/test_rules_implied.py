@@ -1,0 +1,118 @@
+"""The "one cause, one finding" relation: a rule's ``implies`` and the other side of the same
+link, ``implied_by``, declared beside the rule it concerns and resolved by the registry."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from trainproof.findings import Finding, Level
+from trainproof.rules.engine import merge_implied
+from trainproof.rules.registry import all_rules, get
+
+from conftest import REPO
+
+#: The relation as it stood when every link was declared with ``implies`` (explaining rule ->
+#: the ids it explains, in order): moving a link to the other side must not change it.
+IMPLIES = {
+    "TP-NAN": ("TP-NAN-GRAD",),
+    "TP-FLAT": ("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-NEAR-CHANCE"),
+    "TP-LOSS-FROZEN": ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE"),
+    "TP-CHANCE-LEVEL": ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-LOSS-FROZEN"),
+    "TP-DIVERGE": ("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-EVAL-DIVERGE"),
+    "TP-DEAD-RUN": ("TP-NEAR-CHANCE",),
+    "TP-FROZEN-PREDICTIONS": ("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-NEAR-CHANCE", "TP-CHANCE-LEVEL"),
+    "TP-ZERO-GRAD": (
+        "TP-DEAD-RUN",
+        "TP-FLAT",
+        "TP-LOSS-STALLED",
+        "TP-CHANCE-LEVEL",
+        "TP-NEAR-CHANCE",
+        "TP-VANISHING-GRAD",
+        "TP-LOSS-FROZEN",
+    ),
+    "TP-ZERO-GRAD-ONSET": (
+        "TP-DEAD-RUN",
+        "TP-FLAT",
+        "TP-LOSS-STALLED",
+        "TP-NEAR-CHANCE",
+        "TP-VANISHING-GRAD",
+        "TP-PLATEAU",
+        "TP-LOSS-FROZEN",
+    ),
+    "TP-ZERO-LR": (
+        "TP-DEAD-RUN",
+        "TP-FLAT",
+        "TP-LOSS-STALLED",
+        "TP-CHANCE-LEVEL",
+        "TP-NEAR-CHANCE",
+        "TP-ZERO-LR-PARTIAL",
+        "TP-LOSS-FROZEN",
+    ),
+    "TP-EVAL-DIVERGE": ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED"),
+    "TP-RL-DEAD-POLICY": ("TP-RL-NO-SIGNAL", "TP-ZERO-GRAD", "TP-PREF-NOT-LEARNING"),
+    "TP-RL-NO-SIGNAL": ("TP-PREF-NOT-LEARNING",),
+}
+
+
+def test_the_implies_map_is_the_relation_as_declared_before():
+    assert {r.id: r.implies for r in all_rules() if r.implies} == IMPLIES
+
+
+def test_the_eval_divergence_link_sits_beside_the_eval_rule():
+    assert get("TP-EVAL-DIVERGE").implied_by == ("TP-DIVERGE",)
+    assert "TP-EVAL-DIVERGE" not in (REPO / "src" / "trainproof" / "rules" / "loss.py").read_text(encoding="utf-8")
+
+
+def test_the_engine_drops_an_eval_divergence_a_divergence_explains():
+    kept = merge_implied(
+        [
+            Finding("TP-DIVERGE", Level.FAIL, "the loss diverged"),
+            Finding("TP-EVAL-DIVERGE", Level.FAIL, "the eval loss diverged"),
+        ]
+    )
+    assert [f.id for f in kept] == ["TP-DIVERGE"] and kept[0].data["implies"] == ["TP-EVAL-DIVERGE"]
+
+
+_TOY = """
+from trainproof.findings import Level
+from trainproof.rules.registry import rule
+
+
+@rule("TP-TOY-IMPLIED", Level.WARN, "loss", "a toy", {link}, detects="x", why="x", not_mean="x", causes="x", try_="x")
+def check_toy(ctx):
+    yield from ()
+"""
+
+
+def _register_toy(tmp_path, link: str) -> subprocess.CompletedProcess:
+    """Register a toy rule declaring ``link`` in a fresh interpreter (the registry of this one
+    stays as it is) and print TP-DIVERGE's ``implies``."""
+    (tmp_path / "toy_rules.py").write_text(_TOY.format(link=link), encoding="utf-8")
+    code = """
+        from trainproof.rules import registry
+        registry.RULE_MODULES += ("toy_rules",)
+        print(registry.get("TP-DIVERGE").implies)
+        """
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": f"{tmp_path}:{REPO / 'src'}", "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+
+
+def test_implied_by_in_a_new_module_joins_the_explaining_rules_implies(tmp_path):
+    proc = _register_toy(tmp_path, 'implied_by=("TP-DIVERGE",)')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str((*IMPLIES["TP-DIVERGE"], "TP-TOY-IMPLIED"))
+
+
+def test_a_dangling_id_is_an_error_at_registration(tmp_path):
+    for link in ('implied_by=("TP-NO-SUCH-RULE",)', 'implies=("TP-NO-SUCH-RULE",)'):
+        proc = _register_toy(tmp_path, link)
+        assert proc.returncode != 0, link
+        assert "ValueError: TP-TOY-IMPLIED names TP-NO-SUCH-RULE" in proc.stderr, proc.stderr

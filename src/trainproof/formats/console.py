@@ -195,6 +195,13 @@ _OWN_LINE = re.compile(r"^(?:trainproof(?: \(rank \d+\))?: |\s*(?:PASS|INFO|WARN
 _EPOCH_WORDS = aliases.console_words("epoch")
 _COUNTER_WORDS = aliases.console_words("step")
 _GLOBAL_WORDS = aliases.console_words("global")
+#: The global counts that win over another global word on the same line (SB3 prints
+#: ``total_timesteps`` beside its ``n_updates``): the environment steps are the x axis.
+_GLOBAL_FIRST = ("total_timesteps", "num_updates")
+#: The prefixes of an eval or test key: the split words no other split word starts
+#: (``val`` for ``valid``, ``validation``; ``eval``; ``test``).
+_SPLIT_WORDS = aliases.console_words("eval", "test")
+_EVAL_KEYS = tuple(sorted(w for w in _SPLIT_WORDS if not any(v != w and w.startswith(v) for v in _SPLIT_WORDS)))
 _SPLIT_NAMES = {
     "train": "train_loss",
     "training": "train_loss",
@@ -392,7 +399,7 @@ def _parse(line: str) -> _Parsed | None:
     for pr in pairs:
         kind = pr.kind
         if kind == "global":
-            if p.glob is None or pr.key in ("total_timesteps", "num_updates"):
+            if p.glob is None or pr.key in _GLOBAL_FIRST:
                 p.glob = pr.value
         elif kind == "epoch":
             if p.epoch is None:
@@ -444,7 +451,7 @@ def _parse(line: str) -> _Parsed | None:
             key = _SPLIT_NAMES[key]
         elif key == "cost" and mode is None:
             key = "loss"  # Marian's training cost is its loss
-        if mode is not None and not key.startswith(("val", "eval", "test")):
+        if mode is not None and not key.startswith(_EVAL_KEYS):
             key = "val_loss" if mode == "val" and key in _CE_NAMES else f"{mode}_{key}"
         p.values[key] = m.value
     p.has_loss = any(_is_loss(k) for k in p.values)
@@ -690,10 +697,6 @@ def _dict_values(text: str) -> dict | None:
 
 #: Lines with a loss and no step that make a log of one (see :meth:`_Machine._emit_stepless`).
 MIN_STEPLESS = 3
-#: The prefixes of an eval or test key: the split words no other split word starts
-#: (``val`` for ``valid``, ``validation``; ``eval``; ``test``).
-_SPLIT_WORDS = aliases.console_words("eval", "test")
-_EVAL_KEYS = tuple(sorted(w for w in _SPLIT_WORDS if not any(v != w and w.startswith(v) for v in _SPLIT_WORDS)))
 
 
 class _Machine:

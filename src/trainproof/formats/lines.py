@@ -20,7 +20,8 @@ follows). CSV reads with ``newline=""`` and keeps the ``\\r`` in its lines.
 
 Memory is bounded: a chunk plus at most one line of
 :data:`~trainproof.formats._io.MAX_LINE` characters. A longer line is read through
-without being kept and given out as an empty line (so the numbers after it stay right);
+without being kept, and given out as an empty line or not at all (the numbers after it
+stay right);
 its number is kept in :attr:`LineSplitter.overlong` for the reader's ``TP-DATA-DROPPED``
 note (:func:`overlong_note`).
 """
@@ -61,8 +62,8 @@ class LineSplitter:
 
     def feed(self, text: str) -> tuple[int, str] | None:
         """Add ``text``; return ``(number of its first line, lines)`` for the lines it
-        completes (each ending in ``\\n``, an overlong one emptied to ``\\n``), or ``None``
-        when it completes none."""
+        completes (each ending in ``\\n``; an overlong one emptied to ``\\n``, or not given
+        out when it was read through in pieces), or ``None`` when it completes none."""
         if self._skipping:
             nl = text.find("\n")
             if nl < 0:

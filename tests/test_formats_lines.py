@@ -199,3 +199,50 @@ def test_the_console_module_spells_no_word_list_of_its_own():
             if len(words & vocab) >= 2:
                 own.append((node.lineno, sorted(words & vocab)))
     assert own == []
+
+
+# --------------------------------------------------------------------------- watch
+
+
+def test_watch_skips_an_overlong_line_that_ends_within_one_read(tmp_path, monkeypatch):
+    """A line over the cap is skipped by ``watch`` as by ``epoch``, also when it ends in
+    the read that began it (the tail once handed such a line on whole)."""
+    import json
+
+    from trainproof.live import tail
+    from trainproof.live.guardian import Guardian
+
+    monkeypatch.setattr(tail, "MAX_LINE", 100)
+    p = tmp_path / "run.jsonl"
+    long = json.dumps({"step": 2, "loss": 0.5, "pad": "x" * 120})
+    p.write_text(
+        json.dumps({"step": 1, "loss": 1.0}) + "\n" + long + "\n" + json.dumps({"step": 3, "loss": 0.25}) + "\n"
+    )
+    g = Guardian()
+    t = tail.LogTail(p, g)
+    t.poll()
+    assert g.records == 2
+    assert list(g.runlog().series["loss"].steps) == [1.0, 3.0]
+    assert g.meta["dropped"] == ["skipped 1 line(s) longer than 100 characters (lines 2): not read"]
+
+
+def test_watch_counts_a_crlf_split_between_reads_as_one_line_end(tmp_path, monkeypatch):
+    """An overlong line whose CR ends one poll and whose LF starts the next is one line:
+    the lines after it keep their numbers (the tail once counted an extra line)."""
+    from trainproof.live import tail
+    from trainproof.live.guardian import Guardian
+
+    monkeypatch.setattr(tail, "MAX_LINE", 28)
+    p = tmp_path / "run.jsonl"
+    p.write_bytes(b'{"step": 1, "loss": 1.0}\r\n{"step": 2, "loss": 0.5}\r\n' + b"#" * 40)
+    g = Guardian()
+    t = tail.LogTail(p, g)
+    t.poll()  # the overlong line is being skipped
+    assert g.records == 2
+    for more in (b"#" * 10 + b"\r", b'\n{"step": 4, "loss": 0.25}\r\n{"step":5, "loss": 0.2}\r\n'):
+        with open(p, "ab") as f:
+            f.write(more)
+        t.poll()
+    assert g.records == 4
+    assert g.meta["dropped"] == ["skipped 1 line(s) longer than 28 characters (lines 3): not read"]
+    assert g.runlog().series["loss"].lines.tolist() == [1, 2, 4, 5]

@@ -474,13 +474,73 @@ NOT_LOSS_WORDS = frozenset(
     }
 )
 
+#: The words that say which split a number is from or what axis it counts, one table for
+#: every reader of names: word -> ``(meaning, in a key, in a console line)``. The meaning
+#: is ``"eval"`` (a validation split), ``"test"``, ``"train"``, ``"step"`` (a counter of
+#: steps or batches), ``"epoch"`` or ``"global"`` (a global step or update count). *In a
+#: key*: the loss fallback reads the word among a metric key's words (:func:`loss_candidate`);
+#: a test split is an eval split there. *In a console line*: the console reader reads it
+#: as the last word of a printed name (``Epoch``, ``Global Batch``: step and epoch
+#: words), the whole printed name (global words) or a word before the metrics
+#: (``Validating:``: eval and test words). Printed text is read more strictly than keys:
+#: ``Total steps: 1000`` prints a count, not a counter, and ``dev`` in a line is as likely
+#: a device as a split.
+VOCABULARY: dict[str, tuple[str, bool, bool]] = {
+    "val": ("eval", True, True),
+    "valid": ("eval", True, True),
+    "validation": ("eval", True, True),
+    "validating": ("eval", False, True),
+    "eval": ("eval", True, True),
+    "evaluation": ("eval", True, True),
+    "evaluating": ("eval", False, True),
+    "dev": ("eval", True, False),
+    "holdout": ("eval", True, False),
+    "heldout": ("eval", True, False),
+    "test": ("test", True, True),
+    "testing": ("test", True, True),
+    "train": ("train", True, False),
+    "training": ("train", True, False),
+    "trn": ("train", True, False),
+    "step": ("step", True, True),
+    "steps": ("step", True, False),
+    "batch": ("step", True, True),
+    "batches": ("step", True, False),
+    "iteration": ("step", True, True),
+    "iterations": ("step", True, False),
+    "iter": ("step", False, True),  # in a key a running reading (TOTAL_WORDS), not an axis
+    "it": ("step", True, True),
+    "epoch": ("epoch", True, True),
+    "epochs": ("epoch", True, False),
+    "ep": ("epoch", True, True),
+    "global_step": ("global", False, True),
+    "globalstep": ("global", False, True),
+    "global_batch": ("global", False, True),
+    "global_iter": ("global", False, True),
+    "num_updates": ("global", False, True),
+    "n_updates": ("global", False, True),
+    "updates": ("global", False, True),
+    "update": ("global", False, True),
+    "up": ("global", False, True),
+    "total_timesteps": ("global", False, True),
+    "timesteps": ("global", False, True),
+}
+
+
+def key_words(*meanings: str) -> frozenset[str]:
+    """The words of :data:`VOCABULARY` read in a metric key with one of ``meanings``."""
+    return frozenset(w for w, (m, in_key, _) in VOCABULARY.items() if in_key and m in meanings)
+
+
+def console_words(*meanings: str) -> frozenset[str]:
+    """The words of :data:`VOCABULARY` read in a console line with one of ``meanings``."""
+    return frozenset(w for w, (m, _, in_console) in VOCABULARY.items() if in_console and m in meanings)
+
+
 #: Words that mark an evaluation split (validation, test, dev, held-out).
-EVAL_WORDS = frozenset(
-    {"val", "valid", "validation", "eval", "evaluation", "test", "testing", "dev", "holdout", "heldout"}
-)
+EVAL_WORDS = key_words("eval", "test")
 
 #: Words that mark the training split.
-TRAIN_WORDS = frozenset({"train", "training", "trn"})
+TRAIN_WORDS = key_words("train")
 
 #: Words that leave a loss a total: an aggregate, or a running/smoothed reading of it.
 TOTAL_WORDS = frozenset(
@@ -514,8 +574,8 @@ LOSS_KIND_WORDS = frozenset(
     {"ce", "bce", "xent", "crossentropy", "nll", "mse", "rmse", "mae", "l1", "l2", "huber", "ctc", "lm", "mlm", "clm"}
 )
 
-_STEP_WORDS = frozenset({"step", "steps", "batch", "batches", "iteration", "iterations", "it"})
-_EPOCH_WORDS = frozenset({"epoch", "epochs", "ep"})
+_STEP_WORDS = key_words("step")
+_EPOCH_WORDS = key_words("epoch")
 
 #: Component words of separate networks or objectives whose sum means nothing (RL
 #: actor-critic and policy/value terms, GAN generator and discriminator, entropy bonuses).

@@ -91,6 +91,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from .. import aliases
 from ..runlog import Record
 from ._io import HEAD_BYTES, Lines, ReadError, open_binary, open_text
 from .coqui import ANSI
@@ -141,8 +142,17 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _JOIN = re.compile(r"[^a-z0-9]+")
 _LEVEL = frozenset({"info", "debug", "warning", "warn", "error", "trace", "notice"})
 
-_EVAL_MARK = re.compile(r"(?<![\w/.])(?:val|valid|validation|validating|eval|evaluation|evaluating)(?![\w/.])", re.I)
-_TEST_MARK = re.compile(r"(?<![\w/.])(?:test|testing)(?![\w/.])", re.I)
+
+def _mark(words: frozenset[str]) -> re.Pattern:
+    """A whole printed word of ``words``, in any case (longest first: one try each)."""
+    alts = "|".join(sorted(words, key=lambda w: (-len(w), w)))
+    return re.compile(rf"(?<![\w/.])(?:{alts})(?![\w/.])", re.I)
+
+
+# The split words and the step words come from the alias vocabulary (aliases.VOCABULARY),
+# as a console line reads them.
+_EVAL_MARK = _mark(aliases.console_words("eval"))
+_TEST_MARK = _mark(aliases.console_words("test"))
 _ACC = re.compile(r"acc", re.I)
 # A tqdm bar's position: ``45%|████ | 45/100``; the bar is bounded so a line of pipes
 # cannot make the search long.
@@ -182,23 +192,16 @@ _LLMC_NAMES = {"trl": "loss", "tel": "eval_loss", "lr": "lr", "norm": "grad_norm
 #: report) inside a capture of the run: its numbers are trainproof's, not the run's.
 _OWN_LINE = re.compile(r"^(?:trainproof(?: \(rank \d+\))?: |\s*(?:PASS|INFO|WARN|FAIL|NOT-CHECKED)\s+TP-[A-Z0-9-]+: )")
 
-_EPOCH_WORDS = frozenset({"epoch", "ep"})
-_COUNTER_WORDS = frozenset({"step", "iter", "iteration", "batch", "it"})
-_GLOBAL_WORDS = frozenset(
-    {
-        "num_updates",
-        "total_timesteps",
-        "up",
-        "global_step",
-        "globalstep",
-        "updates",
-        "update",
-        "n_updates",
-        "timesteps",
-        "global_batch",
-        "global_iter",
-    }
-)
+_EPOCH_WORDS = aliases.console_words("epoch")
+_COUNTER_WORDS = aliases.console_words("step")
+_GLOBAL_WORDS = aliases.console_words("global")
+#: The global counts that win over another global word on the same line (SB3 prints
+#: ``total_timesteps`` beside its ``n_updates``): the environment steps are the x axis.
+_GLOBAL_FIRST = ("total_timesteps", "num_updates")
+#: The prefixes of an eval or test key: the split words no other split word starts
+#: (``val`` for ``valid``, ``validation``; ``eval``; ``test``).
+_SPLIT_WORDS = aliases.console_words("eval", "test")
+_EVAL_KEYS = tuple(sorted(w for w in _SPLIT_WORDS if not any(v != w and w.startswith(v) for v in _SPLIT_WORDS)))
 _SPLIT_NAMES = {
     "train": "train_loss",
     "training": "train_loss",
@@ -396,7 +399,7 @@ def _parse(line: str) -> _Parsed | None:
     for pr in pairs:
         kind = pr.kind
         if kind == "global":
-            if p.glob is None or pr.key in ("total_timesteps", "num_updates"):
+            if p.glob is None or pr.key in _GLOBAL_FIRST:
                 p.glob = pr.value
         elif kind == "epoch":
             if p.epoch is None:
@@ -448,7 +451,7 @@ def _parse(line: str) -> _Parsed | None:
             key = _SPLIT_NAMES[key]
         elif key == "cost" and mode is None:
             key = "loss"  # Marian's training cost is its loss
-        if mode is not None and not key.startswith(("val", "eval", "test")):
+        if mode is not None and not key.startswith(_EVAL_KEYS):
             key = "val_loss" if mode == "val" and key in _CE_NAMES else f"{mode}_{key}"
         p.values[key] = m.value
     p.has_loss = any(_is_loss(k) for k in p.values)
@@ -694,7 +697,6 @@ def _dict_values(text: str) -> dict | None:
 
 #: Lines with a loss and no step that make a log of one (see :meth:`_Machine._emit_stepless`).
 MIN_STEPLESS = 3
-_EVAL_KEYS = ("val", "eval", "test")
 
 
 class _Machine:

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..runlog import Record, Rows
 from ._io import HEAD_BYTES, MAX_LINE, Lines, ReadError, open_binary, open_text
+from .lines import LineSplitter, line_chunks
 
 name = "coqui"
 description = "Coqui Trainer text log (trainer_0_log.txt)"
@@ -533,43 +534,12 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
     """Yield the train step blocks and evaluation blocks of a Coqui log, in order: one
     :class:`Record` per block, or a :class:`Rows` batch for a run of alike step blocks."""
     mc = _Machine(state)
-    overlong: list[int] = []
+    lines = LineSplitter(_MAX_LINE)
     with open_text(path) as f:
-        carry = ""
-        lineno = 1  # the number of the line that starts ``carry``
-        skipping = False  # reading through an overlong line, up to its end
-        while True:
-            chunk = f.read(_CHUNK)
-            if not chunk:
-                break
-            if skipping:
-                nl = chunk.find("\n")
-                if nl < 0:
-                    continue
-                # The overlong line reads as a blank line (as _io.Lines gives it): nothing.
-                chunk, skipping = chunk[nl + 1 :], False
-                lineno += 1
-            text = carry + chunk if carry else chunk
-            cut = text.rfind("\n") + 1
-            body, carry = text[:cut], text[cut:]
-            if body:
-                if len(body) > _MAX_LINE:
-                    lines = body.split("\n")
-                    for i, ln in enumerate(lines):
-                        if len(ln) >= _MAX_LINE:
-                            overlong.append(lineno + i)
-                            lines[i] = ""
-                    body = "\n".join(lines)
-                n_lines = body.count("\n")
-                yield from _chunk(mc, body, lineno)
-                lineno += n_lines
-            if len(carry) >= _MAX_LINE:
-                overlong.append(lineno)
-                carry, skipping = "", True
-        if carry:
-            mc.torn(ANSI.sub("", carry) if "\x1b" in carry else carry, lineno)
-    if overlong:
-        # The same note as _io.Lines.note.
-        shown = ", ".join(str(n) for n in overlong[:5]) + (" …" if len(overlong) > 5 else "")
-        state.drop(f"skipped {len(overlong)} line(s) longer than {_MAX_LINE:,} characters (lines {shown}): not read")
+        # An overlong line is given out empty, as _io.Lines gives it: a blank line.
+        for first, body in line_chunks(f, _CHUNK, lines):
+            yield from _chunk(mc, body, first)
+        if lines.carry:
+            mc.torn(ANSI.sub("", lines.carry) if "\x1b" in lines.carry else lines.carry, lines.next_line)
+    lines.note(state)  # the same note as _io.Lines.note
     yield from mc.finish()

@@ -59,6 +59,7 @@ from ..runlog import Record, Rows
 from ._io import MAX_LINE, Lines, ReadError, open_text
 from ._values import is_absent, string_number
 from .base import ReadState
+from .lines import ChainedText, LineSplitter
 
 name = "csv"
 description = "CSV/TSV metric table (Lightning, Keras, W&B export, pandas)"
@@ -629,19 +630,21 @@ def _read_chunks(f, parser: RowParser, state) -> Iterator[Record | Rows]:
     line_no = parser.lines_read
     if parser.header is None or parser.stopped:
         return
-    carry = ""
+    # No line limit here: a chunk with no line end, or a line too long for the fast path,
+    # goes row by row, where _io.Lines bounds it. The numbers are the table's own: row by
+    # row a lone CR ends a line too.
+    lines = LineSplitter(None)
     while True:
         chunk = f.read(_CHUNK)
         if not chunk:
             break
-        text = carry + chunk if carry else chunk
-        cut = text.rfind("\n")
-        if cut < 0 or '"' in text:
+        got = lines.feed(chunk)
+        if got is None or '"' in got[1] or '"' in lines.carry:
             # Quoted fields may span lines: the rest of the file row by row.
-            rest = io.StringIO(text, newline="")
-            yield from _row_by_row(_Chain(rest, f), parser, state, line_no)
+            rest = (got[1] if got is not None else "") + lines.take()
+            yield from _row_by_row(ChainedText(rest, f), parser, state, line_no)
             return
-        whole, carry = text[: cut + 1], text[cut + 1 :]
+        whole = got[1]
         rows = _fast_rows(whole, line_no + 1, parser)
         if rows is not None:
             if len(rows):
@@ -652,40 +655,8 @@ def _read_chunks(f, parser: RowParser, state) -> Iterator[Record | Rows]:
             if parser.stopped:
                 return
             line_no = parser.lines_read
-    if carry:
-        yield from _row_by_row(io.StringIO(carry, newline=""), parser, state, line_no)
-
-
-class _Chain:
-    """``readline`` over a text buffer, then over the file it was read from."""
-
-    def __init__(self, first, then) -> None:
-        self.first, self.then = first, then
-
-    def readline(self, limit: int = -1) -> str:
-        if self.first is not None:
-            line = self.first.readline(limit)
-            if line.endswith("\r") and self._exhausted():
-                # The buffer ended between the CR and the LF of a CRLF: the LF, if it is
-                # one, is the file's next character and belongs to this line.
-                nxt = self.then.read(1)
-                if nxt == "\n":
-                    return line + nxt
-                self.first = io.StringIO(nxt, newline="") if nxt else None
-                return line
-            if line.endswith(("\n", "\r")) or (limit > 0 and len(line) >= limit):
-                return line
-            self.first = None
-            if line:
-                return line + self.then.readline(limit - len(line) if limit > 0 else -1)
-        return self.then.readline(limit)
-
-    def _exhausted(self) -> bool:
-        pos = self.first.tell()
-        if self.first.read(1):
-            self.first.seek(pos)
-            return False
-        return True
+    if lines.carry:
+        yield from _row_by_row(io.StringIO(lines.carry, newline=""), parser, state, line_no)
 
 
 def _row_by_row(f, parser: RowParser, state, line_offset: int, stop_at_header: bool = False) -> Iterator[Record]:

@@ -46,6 +46,7 @@ from .. import aliases
 from ..runlog import Record, Rows
 from ._io import MAX_LINE, open_text
 from ._values import JSON, as_step, flatten_numeric
+from .lines import LineSplitter, line_chunks
 
 name = "jsonl"
 description = "JSON Lines (one metrics object per line)"
@@ -306,53 +307,24 @@ def _column(batches: list[Rows], key: str, n: int) -> np.ndarray:
 def _read_rows(path: Path, state) -> Iterator[Rows]:
     """Stream the JSON-object lines, a chunk of lines at a time (:class:`Rows`)."""
     bad: list[int] = []
-    overlong: list[int] = []
     last = (0, False)  # the last non-blank line, and whether it was skipped
+    lines = LineSplitter(MAX_LINE)
     with open_text(path) as f:
-        carry = ""
-        lineno = 1  # the number of the line that starts ``carry``
-        skipping = False  # reading through an overlong line, up to its end
-        while True:
-            chunk = f.read(_CHUNK)
-            if not chunk:
-                break
-            if skipping:
-                nl = chunk.find("\n")
-                if nl < 0:
-                    continue
-                chunk, skipping = chunk[nl + 1 :], False
-                lineno += 1
-            text = carry + chunk if carry else chunk
-            cut = text.rfind("\n")
-            if cut < 0:
-                lines, carry = [], text
-            elif text[:cut].isspace() or cut == 0:
-                # Only blank lines (a run of newlines is a cheap gzip bomb): counted in
-                # one C-level pass, not a Python step per line.
-                lineno += text.count("\n", 0, cut + 1)
-                lines, carry = [], text[cut + 1 :]
-            else:
-                lines, carry = text[:cut].split("\n"), text[cut + 1 :]
-            if lines:
-                if len(text) >= MAX_LINE:  # given out as blank lines, as _io.Lines does
-                    for i, ln in enumerate(lines):
-                        if len(ln) >= MAX_LINE:
-                            overlong.append(lineno + i)
-                            lines[i] = ""
-                rows, last = _chunk(lines, lineno, bad, last, "true" not in text and "false" not in text)
-                if rows is not None:
-                    yield rows
-                lineno += len(lines)
-            if len(carry) >= MAX_LINE:
-                overlong.append(lineno)
-                carry, skipping = "", True
-        if carry:
-            rows, last = _chunk([carry], lineno, bad, last)
+        for first, body in line_chunks(f, _CHUNK, lines):
+            if body.isspace():
+                # Only blank lines (a run of newlines is a cheap gzip bomb): counted by
+                # the splitter, not a Python step per line.
+                continue
+            chunk = body.split("\n")
+            chunk.pop()  # the empty string after the last line end
+            rows, last = _chunk(chunk, first, bad, last, "true" not in body and "false" not in body)
             if rows is not None:
                 yield rows
-    if overlong:
-        shown = ", ".join(str(n) for n in overlong[:5]) + (" …" if len(overlong) > 5 else "")
-        state.drop(f"skipped {len(overlong)} line(s) longer than {MAX_LINE:,} characters (lines {shown}): not read")
+        if lines.carry:
+            rows, last = _chunk([lines.carry], lines.next_line, bad, last)
+            if rows is not None:
+                yield rows
+    lines.note(state)
     if bad:
         msg = skipped_note(len(bad), bad[0])
         if last[1]:

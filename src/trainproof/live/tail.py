@@ -21,10 +21,12 @@ file: a folder or a FIFO is a usage error.
 from __future__ import annotations
 
 import codecs
+import io
 import os
 from pathlib import Path
 
 from ..formats import MAX_LINE, ReadError, detect, encoding_of, open_binary, tail_mode
+from ..formats.lines import LineSplitter, overlong_note
 from .guardian import Guardian
 
 #: How many first bytes are kept to notice a file rewritten in place.
@@ -74,7 +76,6 @@ class LogTail:
         self.fmt = fmt
         self.reader = None
         self.offset = 0
-        self.lineno = 0
         self.ident: tuple | None = None  # (inode, device) of the file being followed
         self.size = -1
         self.mtime = -1.0
@@ -84,10 +85,13 @@ class LogTail:
         self._encoding = "utf-8"
         self._gzip = False
         self._decoder = None  # incremental, so a character split across polls stays whole
-        self._carry = ""  # the unfinished last line, decoded
-        self._skipping = False  # inside an overlong line, up to its end
+        self._lines = LineSplitter(MAX_LINE)  # the unfinished last line waits in it
         self._run_key: tuple | None = None  # the store run followed (see _reread)
-        self._overlong: list[int] = []
+
+    @property
+    def _carry(self) -> str:
+        """The unfinished last line, decoded: it waits for the next poll."""
+        return self._lines.carry
 
     def exists(self) -> bool:
         """Whether the log file exists yet."""
@@ -96,13 +100,10 @@ class LogTail:
     def _restart(self, why: str | None) -> None:
         self.g.reset(why)
         self.offset = 0
-        self.lineno = 0
         self._head = b""
         self._tailer = None
         self._decoder = None
-        self._carry = ""
-        self._skipping = False
-        self._overlong = []
+        self._lines = LineSplitter(MAX_LINE)
 
     def _whole(self) -> bool:
         """Whether the log is re-read whole when it changes rather than from an offset:
@@ -195,11 +196,8 @@ class LogTail:
 
     def _set_drops(self) -> None:
         drops = []
-        if self._overlong:
-            shown = ", ".join(str(n) for n in self._overlong[:5]) + (" …" if len(self._overlong) > 5 else "")
-            drops.append(
-                f"skipped {len(self._overlong)} line(s) longer than {MAX_LINE:,} characters (lines {shown}): not read"
-            )
+        if self._lines.overlong:
+            drops.append(overlong_note(self._lines.overlong, MAX_LINE))
         if self._tailer is not None:
             drops += self._tailer.drops()
         if drops:
@@ -209,12 +207,22 @@ class LogTail:
 
     # --- append-only text ---------------------------------------------------------------
     def _poll_lines(self, handle) -> None:
-        """Decode what was appended, a chunk at a time, and hand each complete line to
-        ``handle``; the unfinished last line waits in ``_carry`` for the next poll."""
+        """Decode what was appended, a chunk at a time, and hand each complete line and its
+        number to ``handle``; the unfinished last line waits in the line splitter
+        (:class:`~trainproof.formats.lines.LineSplitter`, the one the readers of `epoch`
+        cut lines with) for the next poll. A line longer than ``MAX_LINE`` is skipped as
+        `epoch` skips it."""
         if self._decoder is None:
             # The encoding `epoch` reads the file with (the BOM's); the incremental decoder
-            # keeps a code unit or UTF-8 sequence split by a poll for the next one.
-            self._decoder = codecs.getincrementaldecoder(self._encoding)(errors="replace")
+            # keeps a code unit or UTF-8 sequence split by a poll for the next one. Lines
+            # end at \n, \r\n or \r, as `epoch` reads them (universal newlines; a CR that
+            # ends a poll waits to see whether an LF follows); str.splitlines would also
+            # split at \x0b, \x0c, \x1c-\x1e, \x85, \u2028 and \u2029, which JSON
+            # strings may hold raw.
+            self._decoder = io.IncrementalNewlineDecoder(
+                codecs.getincrementaldecoder(self._encoding)(errors="replace"), translate=True
+            )
+        lines = self._lines
         with open_binary(self.path) as f:
             f.seek(self.offset)
             while True:
@@ -222,41 +230,17 @@ class LogTail:
                 if not data:
                     return
                 self.offset += len(data)
-                self._feed(self._decoder.decode(data), handle)
+                text = self._decoder.decode(data)
+                if lines.next_line == 1 and not lines.carry:
+                    text = text.lstrip("\ufeff")
+                got = lines.feed(text)
+                if got is not None:
+                    first, body = got
+                    for i, raw in enumerate(body.split("\n")[:-1]):
+                        handle(raw, first + i)
 
-    def _feed(self, text: str, handle) -> None:
-        if self._skipping:
-            ends = [i for i in (text.find("\n"), text.find("\r")) if i >= 0]
-            if not ends:
-                return
-            i = min(ends)
-            i += 2 if text[i] == "\r" and text[i + 1 : i + 2] == "\n" else 1
-            text, self._skipping = text[i:], False
-        if self.lineno == 0 and not self._carry:
-            text = text.lstrip("\ufeff")
-        text = self._carry + text if self._carry else text
-        # A CR at the end may be the first half of a CRLF: it waits for the next chunk.
-        hold = "\r" if text.endswith("\r") else ""
-        if hold:
-            text = text[:-1]
-        # Lines end at \n, \r\n or \r, as the readers of `epoch` split them (str.splitlines
-        # would also split at \x0b, \x0c, \x1c-\x1e, \x85, \u2028 and \u2029, which JSON
-        # strings may hold raw).
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
-        self._carry = lines.pop() + hold
-        for raw in lines:
-            self.lineno += 1
-            handle(raw)
-        if len(self._carry) >= MAX_LINE:
-            # A line this long (a zero-filled tail, binary junk) is skipped as `epoch` skips it.
-            self.lineno += 1
-            self._overlong.append(self.lineno)
-            self._carry, self._skipping = "", True
-
-    def _line(self, raw: str) -> None:
-        rec = self._tailer.line(raw, self.lineno)
+    def _line(self, raw: str, lineno: int) -> None:
+        rec = self._tailer.line(raw, lineno)
         if rec is not None:
             self.g.add_record(rec)
 

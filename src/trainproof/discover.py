@@ -566,11 +566,9 @@ def fold_copies(candidates: list[Candidate]) -> list[Candidate]:
 
 
 #: Path parts that name one run of an experiment: Lightning's ``version_N``, a seed, a
-#: trial or a repeat, a W&B run folder; the part before them names the experiment.
-_RUN_PART = re.compile(
-    r"(?i)^(?:version_\d+|(?:seed|run|trial|rep|fold)[-_]?\d+|"
-    r"(?:offline-)?run-\d{8}_\d{6}-\w+)$"
-)
+#: trial or a repeat; the part before them names the experiment. A W&B run folder is one
+#: too, by the W&B reader's own pattern (:data:`trainproof.formats.wandb.RUN_DIR`).
+_RUN_PART = re.compile(r"(?i)^(?:version_\d+|(?:seed|run|trial|rep|fold)[-_]?\d+)$")
 _RUN_SUFFIX = re.compile(r"(?i)^(.+?)[-_.](?:seed|trial|rep)[-_]?\d+$")
 
 
@@ -587,7 +585,7 @@ def experiment_of(path: str) -> str | None:
     parts += [p for p in raw if p not in ("", ".")]
     # The outermost part that names a run: sweep/seed_1/csv/version_0/ is a seed of sweep.
     for i in range(len(parts)):
-        if _RUN_PART.match(parts[i]):
+        if _RUN_PART.match(parts[i]) or WANDB_RUN_DIR.match(parts[i]):
             return "/".join(parts[:i]) or ("/" if parts[:1] == [""] else ".")
         m = _RUN_SUFFIX.match(parts[i])
         if m and i < len(parts) - 1:

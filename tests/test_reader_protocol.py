@@ -206,6 +206,70 @@ def test_no_module_outside_formats_uses_a_private_formats_name():
     assert bad == []
 
 
+def _formats_imports(source: str, module: str) -> list[str]:
+    """Every ``trainproof.formats`` module the ``source`` of ``module`` imports."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            target = _resolve(module, False, node)
+            if target == "trainproof.formats" or target.startswith("trainproof.formats."):
+                found.append(target)
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("trainproof.formats")]
+    return found
+
+
+def test_the_import_check_sees_a_reader_module():
+    """What discover.py imported before the run-folder hooks: each one is found."""
+    source = "from .formats import log_name_test\nfrom .formats.wandb import RUN_DIR\nimport trainproof.formats.hf\n"
+    assert _formats_imports(source, "trainproof.discover") == [
+        "trainproof.formats",
+        "trainproof.formats.wandb",
+        "trainproof.formats.hf",
+    ]
+
+
+def test_the_walk_imports_the_registry_and_no_reader():
+    """``doctor``'s walk asks the registry what a run folder is (the readers' hooks), never
+    a reader module: a format's folders are known in its reader alone."""
+    f = SRC / "discover.py"
+    assert set(_formats_imports(f.read_text(encoding="utf-8"), "trainproof.discover")) == {"trainproof.formats"}
+
+
+def test_a_new_readers_run_folders_are_found_by_its_hooks(tmp_path, monkeypatch):
+    """A reader that declares its run folders (``run_dir``, ``run_part``) has them walked,
+    kept whole and named as runs of an experiment, with nothing added to discover.py."""
+    toy = _toy_reader()
+
+    def run_dir(path, dirnames, names):
+        if "toy.meta" in names:
+            return base.RunDir(parts=frozenset({"steps"}), reads=frozenset({"steps"}), owns_files=True)
+        return None
+
+    def run_part(name):
+        return name.startswith("toyrun-")
+
+    toy.run_dir, toy.run_part = run_dir, run_part
+    _check_reader(toy)
+    run = tmp_path / "exp" / "toyrun-7"
+    (run / "steps").mkdir(parents=True)
+    (run / "toy.meta").write_text("x\n")
+    (run / "own.toy").write_text(_toy_text())  # the run's own file: read through the folder
+    (run / "steps" / "metrics.jsonl").write_text("{}\n")  # a part of the run: not searched
+    (run / "artifacts").mkdir()
+    (run / "artifacts" / "metrics.jsonl").write_text("{}\n")  # not a part: searched
+    assert discover.experiment_of("exp/toyrun-7/") is None
+
+    monkeypatch.setitem(sys.modules, "trainproof.formats.toy", toy)
+    monkeypatch.setattr(formats, "READER_MODULES", ("toy", *formats.READER_MODULES))
+    monkeypatch.delattr(formats, "READERS")
+    assert [p.relative_to(tmp_path).as_posix() for p in discover.walk(tmp_path)] == [
+        "exp/toyrun-7",
+        "exp/toyrun-7/artifacts/metrics.jsonl",
+    ]
+    assert discover.experiment_of("exp/toyrun-7/") == "exp"
+
+
 @pytest.mark.slow
 def test_the_formats_package_has_no_import_cycle():
     """The readers and their helpers import their contract from ``formats.base`` and their

@@ -46,7 +46,7 @@ import re
 import stat
 import struct
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,6 +57,7 @@ from ._event_proto import ProtoError, _fields
 from ._io import NoRuns, NotALog, ReadError, open_binary, open_text
 from ._tfrecord import MAX_RECORD
 from ._values import JSON, MAX_DEPTH, as_step, flatten_numeric
+from .base import RunDir
 
 name = "wandb"
 description = "Weights & Biases run folders (wandb/run-*/, offline-run-*/) and their run-<id>.wandb logs, read directly"
@@ -564,6 +565,68 @@ def resumed_parts(d: Path) -> list[Path]:
     if d not in parts:
         return [d]
     return sorted(parts, key=lambda p: part_order(p, rid))
+
+
+def run_part(name: str) -> bool:
+    """Whether a path part of this name is a W&B run folder (:data:`RUN_DIR`): one run of
+    the experiment (the ``wandb/`` folder) above it (reader protocol hook)."""
+    return bool(RUN_DIR.match(name))
+
+
+#: What the walk leaves of a W&B run folder: it reads the ``.wandb`` log in the folder
+#: and, for an older client, ``files/``; the client's ``logs/`` links into ``~/.cache``
+#: (``debug-core.log``) in every run and is never read, and no subfolder holds another run.
+_RUN_DIR = RunDir(parts=None, reads=frozenset({"files"}), owns_files=True)
+
+
+def run_dir(path: str | Path, dirnames: Collection[str], names: Collection[str]) -> RunDir | None:
+    """A W&B run folder, by the names in it (reader protocol hook): named as W&B names
+    run folders (:data:`RUN_DIR`), with the run's ``.wandb`` log or an older client's
+    ``files/`` folder in it. The walk reads it whole through the folder."""
+    if RUN_DIR.match(os.path.basename(path)) and ("files" in dirnames or any(n.endswith(".wandb") for n in names)):
+        return _RUN_DIR
+    return None
+
+
+def resumed_run(path: Path) -> tuple[str, tuple[str, int]] | None:
+    """The run id of run folder ``path`` (its log's name) and the folder's place among
+    the folders of that run (:func:`part_order`), or ``None`` when it is not a run folder
+    with a log (reader protocol hook; :func:`resumed_parts` reads them all)."""
+    if not RUN_DIR.match(path.name):
+        return None
+    log = log_file(path)
+    rid = log_id(log) if log is not None else None
+    return None if rid is None else (rid, part_order(path, rid))
+
+
+#: The wandb client's own logs in a ``wandb/`` folder (``debug.log``,
+#: ``debug-internal.log``, ``debug-cli.<user>.log``).
+_CLIENT_LOG = re.compile(r"^debug(?:-internal|-cli\.[^/]*)?\.log$")
+
+
+def _is_client_dir(path: str | Path) -> bool:
+    """A W&B client's ``wandb/`` folder: so named (``.`` inside it counts by its real
+    name), or holding the client's ``latest-run`` link to a run folder beside it (a copy
+    under another name)."""
+    if os.path.basename(os.path.realpath(path)) == "wandb":
+        return True
+    try:
+        target = os.readlink(os.path.join(path, "latest-run"))
+    except OSError:
+        return False
+    return os.path.dirname(target.rstrip("/")) in ("", ".") and bool(RUN_DIR.match(os.path.basename(target)))
+
+
+def client_entries(path: str | Path, names: Collection[str]) -> frozenset[str]:
+    """In a W&B client's ``wandb/`` folder, the client's own entries (reader protocol
+    hook): its debug logs (links into the newest run's ``logs/``, no metrics) and its
+    ``latest-run`` link to the newest run folder beside it (that run, not another)."""
+    if not _is_client_dir(path):
+        return frozenset()
+    own = {n for n in names if _CLIENT_LOG.match(n)}
+    if os.path.islink(os.path.join(path, "latest-run")):
+        own.add("latest-run")
+    return frozenset(own)
 
 
 def sniff_dir(path: Path) -> bool:

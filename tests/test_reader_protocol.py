@@ -22,6 +22,8 @@ from trainproof import api, discover, formats, remote
 from trainproof.formats import base
 from trainproof.live.guardian import Guardian
 from trainproof.live.tail import LogTail
+from trainproof.render import names as render_names
+from trainproof.render import sarif
 from trainproof.runlog import Record
 
 SRC = Path(trainproof.__file__).parent
@@ -301,6 +303,23 @@ def test_importing_the_package_imports_no_reader():
     assert eval(out) == ["trainproof", "trainproof.formats", "trainproof.formats._io"]
 
 
+def test_line_numbered_formats_are_the_readers_declarations():
+    """A finding's ``line`` is a text line in the formats whose readers say so (SARIF anchors
+    it there), a record's index in the others, and in a format no reader has."""
+    from trainproof.findings import is_line_format
+
+    assert {r.name for r in formats.READERS if is_line_format(r.name)} == {
+        "jsonl",
+        "csv",
+        "hf",
+        "coqui",
+        "console",
+        "mlflow",
+    }
+    assert is_line_format("dataset") and is_line_format("speech-data")
+    assert not is_line_format("live") and not is_line_format(None)
+
+
 def test_preference_is_the_readers_declaration():
     assert sorted(formats.READER_MODULES, key=formats.preference)[:2] == ["hf", "tfevents"]
     assert formats.preference("no-such-format") == len(formats.READERS)
@@ -320,6 +339,7 @@ def _toy_reader() -> types.ModuleType:
     toy.run_suffixes = ()
     toy.tail_mode = "whole"
     toy.preference = 7
+    toy.line_anchors = True
 
     def sniff(path, head):
         return head.startswith("TOYLOG")
@@ -383,6 +403,14 @@ def test_a_new_reader_is_found_judged_and_watched_with_one_registration_line(tmp
     assert {"stray/other.toy", "stray/gz.toy.gz"} <= skipped
     assert "good/run.toy" not in skipped and "stray/other.toy" not in by_file
     assert formats.format_names()[0] == "toy" and formats.get_reader("toy") is toy
+
+    # its findings are anchored at their lines, as it declares (line_anchors)
+    nan = next(f for f in by_file["bad/toyrun.state"].findings if f.id == "TP-NAN")
+    result = next(
+        r for r in sarif.to_sarif([by_file["bad/toyrun.state"]])["runs"][0]["results"] if r["ruleId"] == "TP-NAN"
+    )
+    assert nan.line == 42 and result["locations"][0]["physicalLocation"]["region"]["startLine"] == 42
+    assert "line 42" in render_names.location_words(by_file["bad/toyrun.state"], nan.line)
 
     # watch follows it as its tail_mode says (read again whole when it changes)
     log = tmp_path / "live.toy"

@@ -84,6 +84,7 @@ __all__ = [
     "has_run_name",
     "is_log_name",
     "is_trainer_name",
+    "line_anchors",
     "log_name_test",
     "log_suffixes",
     "open_binary",
@@ -289,6 +290,15 @@ def preference(name: str | None) -> int:
     one run is written in several formats); an unknown format comes after every reader."""
     readers = _readers()
     return next((r.preference for r in readers if r.name == name), len(readers))
+
+
+def line_anchors(name: str | None) -> bool:
+    """The :attr:`~base.Reader.line_anchors` of format ``name``: whether a finding's
+    ``line`` in its logs is a line of a text file; ``False`` for a name no reader has
+    (asked without importing the readers: a reader's name is its module's)."""
+    if name not in READER_MODULES:
+        return False
+    return next((r.line_anchors for r in _readers() if r.name == name), False)
 
 
 def format_names() -> list[str]:

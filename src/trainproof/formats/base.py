@@ -138,6 +138,9 @@ class Reader(Protocol):
             (``doctor`` judges the lowest and lists the others as the same run); the
             trainer's own state first, as it also holds the run's intent (``max_steps``),
             then event files (every scalar, one per step), then tables and text logs.
+        line_anchors: whether a finding's ``line`` in its logs is a 1-based line of a text
+            file (SARIF anchors the result's region there; the outputs say ``line N``);
+            ``False`` where it is a record's index (a database, a binary log: ``record N``).
 
     Readers know bytes and formats only: no rules, thresholds or output. The optional
     hooks (:data:`OPTIONAL`) are module functions a reader defines where it needs them.
@@ -150,6 +153,7 @@ class Reader(Protocol):
     run_suffixes: tuple[str, ...]
     tail_mode: TailMode
     preference: int
+    line_anchors: bool
 
     def sniff(self, path: Path, head: str) -> bool:
         """Whether the file at ``path`` is of this format, judged from ``head`` (its first
@@ -177,6 +181,7 @@ REQUIRED: dict[str, tuple[str, ...] | type] = {
     "run_suffixes": tuple,
     "tail_mode": str,
     "preference": int,
+    "line_anchors": bool,
     "sniff": ("path", "head"),
     "read": ("path", "state"),
 }

@@ -42,6 +42,8 @@ run_suffixes = ()
 #: The Trainer rewrites the whole file at each save.
 tail_mode = "whole"
 preference = 0
+#: Whether outputs anchor a finding at its line (a finding's line is a line of trainer_state.json).
+line_anchors = True
 
 #: Top-level keys kept as the run's declared intent.
 META_KEYS = (

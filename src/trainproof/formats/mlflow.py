@@ -32,6 +32,8 @@ run_suffixes = ()
 #: A run folder is many files, read again whole.
 tail_mode = "whole"
 preference = 2
+#: Whether outputs anchor a finding at its line (a finding's line is a line of a metric file).
+line_anchors = True
 
 _LINE = re.compile(r"^\s*(\d{9,16})\s+(\S+)\s+(-?\d+)\s*$")
 

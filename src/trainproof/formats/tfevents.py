@@ -40,6 +40,8 @@ suffixes = ()
 run_suffixes = ()
 tail_mode = "records"
 preference = 1
+#: Whether outputs anchor a finding at its line (binary: a finding's line is an event record's index).
+line_anchors = False
 
 IGNORED_TAGS = frozenset({"hp_metric"})
 

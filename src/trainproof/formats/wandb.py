@@ -70,6 +70,8 @@ run_suffixes = ()
 #: flushed every few seconds; it is read again whole.
 tail_mode = "whole"
 preference = 2
+#: Whether outputs anchor a finding at its line (binary: a finding's line is a history record's index).
+line_anchors = False
 
 #: ``:W&B``, magic ``0xBEE1`` and version ``0``.
 HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)

@@ -238,6 +238,19 @@ def test_the_walk_imports_the_registry_and_no_reader():
     assert set(_formats_imports(f.read_text(encoding="utf-8"), "trainproof.discover")) == {"trainproof.formats"}
 
 
+def test_readers_share_helpers_by_their_public_names():
+    """Inside ``formats`` too, a module imports another's public names only (a private
+    module's, like ``_protowire.fields``): the W&B layers do not borrow ``_event_proto``'s
+    private walker."""
+    bad = []
+    for f in sorted((SRC / "formats").glob("*.py")):
+        m = _module_name(f)
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                bad += [(m, node.module, a.name) for a in node.names if a.name.startswith("_")]
+    assert bad == []
+
+
 def test_a_new_readers_run_folders_are_found_by_its_hooks(tmp_path, monkeypatch):
     """A reader that declares its run folders (``run_dir``, ``run_part``) has them walked,
     kept whole and named as runs of an experiment, with nothing added to discover.py."""

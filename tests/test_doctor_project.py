@@ -169,6 +169,25 @@ def test_experiment_of(path, want):
     assert experiment_of(path) == want
 
 
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "run-20240101_000000-ab-12",
+        "run-20240101_000000-ab12-1",
+        "offline-run-20240101_000000-a.b",
+        "run-20240101_000000-ab12",
+    ],
+)
+def test_a_run_folder_the_wandb_reader_claims_names_a_run_of_its_experiment(folder):
+    """Every folder name the W&B reader takes for a run folder (run ids with ``-``, the
+    ``-N`` of a second folder in one second) is a run of the experiment above it."""
+    from trainproof.formats import wandb
+
+    assert wandb.RUN_DIR.match(folder)
+    assert experiment_of(f"p/wandb/{folder}/") == "p/wandb"
+    assert experiment_of(f"p/wandb/{folder}/files/wandb-history.jsonl") == "p/wandb"
+
+
 def _run(steps, values, fmt="jsonl") -> RunLog:
     steps, values = np.asarray(steps, float), np.asarray(values, float)
     s = Series("loss", "loss", steps, values, np.arange(len(steps)))

@@ -22,6 +22,8 @@ from trainproof import api, discover, formats, remote
 from trainproof.formats import base
 from trainproof.live.guardian import Guardian
 from trainproof.live.tail import LogTail
+from trainproof.render import names as render_names
+from trainproof.render import sarif
 from trainproof.runlog import Record
 
 SRC = Path(trainproof.__file__).parent
@@ -207,6 +209,83 @@ def test_no_module_outside_formats_uses_a_private_formats_name():
     assert bad == []
 
 
+def _formats_imports(source: str, module: str) -> list[str]:
+    """Every ``trainproof.formats`` module the ``source`` of ``module`` imports."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            target = _resolve(module, False, node)
+            if target == "trainproof.formats" or target.startswith("trainproof.formats."):
+                found.append(target)
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("trainproof.formats")]
+    return found
+
+
+def test_the_import_check_sees_a_reader_module():
+    """What discover.py imported before the run-folder hooks: each one is found."""
+    source = "from .formats import log_name_test\nfrom .formats.wandb import RUN_DIR\nimport trainproof.formats.hf\n"
+    assert _formats_imports(source, "trainproof.discover") == [
+        "trainproof.formats",
+        "trainproof.formats.wandb",
+        "trainproof.formats.hf",
+    ]
+
+
+def test_the_walk_imports_the_registry_and_no_reader():
+    """``doctor``'s walk asks the registry what a run folder is (the readers' hooks), never
+    a reader module: a format's folders are known in its reader alone."""
+    f = SRC / "discover.py"
+    assert set(_formats_imports(f.read_text(encoding="utf-8"), "trainproof.discover")) == {"trainproof.formats"}
+
+
+def test_readers_share_helpers_by_their_public_names():
+    """Inside ``formats`` too, a module imports another's public names only (a private
+    module's, like ``_protowire.fields``): the W&B layers do not borrow ``_event_proto``'s
+    private walker."""
+    bad = []
+    for f in sorted((SRC / "formats").glob("*.py")):
+        m = _module_name(f)
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                bad += [(m, node.module, a.name) for a in node.names if a.name.startswith("_")]
+    assert bad == []
+
+
+def test_a_new_readers_run_folders_are_found_by_its_hooks(tmp_path, monkeypatch):
+    """A reader that declares its run folders (``run_dir``, ``run_part``) has them walked,
+    kept whole and named as runs of an experiment, with nothing added to discover.py."""
+    toy = _toy_reader()
+
+    def run_dir(path, dirnames, names):
+        if "toy.meta" in names:
+            return base.RunDir(parts=frozenset({"steps"}), reads=frozenset({"steps"}), owns_files=True)
+        return None
+
+    def run_part(name):
+        return name.startswith("toyrun-")
+
+    toy.run_dir, toy.run_part = run_dir, run_part
+    _check_reader(toy)
+    run = tmp_path / "exp" / "toyrun-7"
+    (run / "steps").mkdir(parents=True)
+    (run / "toy.meta").write_text("x\n")
+    (run / "own.toy").write_text(_toy_text())  # the run's own file: read through the folder
+    (run / "steps" / "metrics.jsonl").write_text("{}\n")  # a part of the run: not searched
+    (run / "artifacts").mkdir()
+    (run / "artifacts" / "metrics.jsonl").write_text("{}\n")  # not a part: searched
+    assert discover.experiment_of("exp/toyrun-7/") is None
+
+    monkeypatch.setitem(sys.modules, "trainproof.formats.toy", toy)
+    monkeypatch.setattr(formats, "READER_MODULES", ("toy", *formats.READER_MODULES))
+    monkeypatch.delattr(formats, "READERS")
+    assert [p.relative_to(tmp_path).as_posix() for p in discover.walk(tmp_path)] == [
+        "exp/toyrun-7",
+        "exp/toyrun-7/artifacts/metrics.jsonl",
+    ]
+    assert discover.experiment_of("exp/toyrun-7/") == "exp"
+
+
 @pytest.mark.slow
 def test_the_formats_package_has_no_import_cycle():
     """The readers and their helpers import their contract from ``formats.base`` and their
@@ -238,6 +317,23 @@ def test_importing_the_package_imports_no_reader():
     assert eval(out) == ["trainproof", "trainproof.formats", "trainproof.formats._io"]
 
 
+def test_line_numbered_formats_are_the_readers_declarations():
+    """A finding's ``line`` is a text line in the formats whose readers say so (SARIF anchors
+    it there), a record's index in the others, and in a format no reader has."""
+    from trainproof.findings import is_line_format
+
+    assert {r.name for r in formats.READERS if is_line_format(r.name)} == {
+        "jsonl",
+        "csv",
+        "hf",
+        "coqui",
+        "console",
+        "mlflow",
+    }
+    assert is_line_format("dataset") and is_line_format("speech-data")
+    assert not is_line_format("live") and not is_line_format(None)
+
+
 def test_preference_is_the_readers_declaration():
     assert sorted(formats.READER_MODULES, key=formats.preference)[:2] == ["hf", "tfevents"]
     assert formats.preference("no-such-format") == len(formats.READERS)
@@ -257,6 +353,7 @@ def _toy_reader() -> types.ModuleType:
     toy.run_suffixes = ()
     toy.tail_mode = "whole"
     toy.preference = 7
+    toy.line_anchors = True
 
     def sniff(path, head):
         return head.startswith("TOYLOG")
@@ -320,6 +417,14 @@ def test_a_new_reader_is_found_judged_and_watched_with_one_registration_line(tmp
     assert {"stray/other.toy", "stray/gz.toy.gz"} <= skipped
     assert "good/run.toy" not in skipped and "stray/other.toy" not in by_file
     assert formats.format_names()[0] == "toy" and formats.get_reader("toy") is toy
+
+    # its findings are anchored at their lines, as it declares (line_anchors)
+    nan = next(f for f in by_file["bad/toyrun.state"].findings if f.id == "TP-NAN")
+    result = next(
+        r for r in sarif.to_sarif([by_file["bad/toyrun.state"]])["runs"][0]["results"] if r["ruleId"] == "TP-NAN"
+    )
+    assert nan.line == 42 and result["locations"][0]["physicalLocation"]["region"]["startLine"] == 42
+    assert "line 42" in render_names.location_words(by_file["bad/toyrun.state"], nan.line)
 
     # watch follows it as its tail_mode says (read again whole when it changes)
     log = tmp_path / "live.toy"

@@ -4,7 +4,10 @@ The walk prunes version-control folders, virtual environments, package caches an
 ``node_modules``; follows symlinked folders but never the same folder twice (no loops)
 and never out of the folder it was given (a pull request can add a link to a secret);
 and looks only at regular files whose name or extension a training log can have (plus
-TensorBoard event files, MLflow and W&B run folders). Hugging Face
+TensorBoard event files, MLflow and W&B run folders). What a run folder of a format is
+(which folders are runs, what of them is read, a resumed run's folders, snapshots and
+siblings) its reader says, through the registry's run-folder hooks
+(:data:`trainproof.formats.base.OPTIONAL`): this module imports no reader. Hugging Face
 output folders hold ``checkpoint-N/trainer_state.json`` snapshots that are prefixes of
 the same run: only the most complete one (the top-level ``trainer_state.json`` if there
 is one, else the highest ``N``) is judged, and the others are listed as folded in. Logs
@@ -22,12 +25,19 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .formats import log_name_test
-from .formats.tfevents import is_event_name
-from .formats.wandb import RUN_DIR as WANDB_RUN_DIR
-from .formats.wandb import log_file as wandb_log_file
-from .formats.wandb import log_id as wandb_log_id
-from .formats.wandb import part_order as wandb_part_order
+# The registry only: what a run folder of a format is, the readers say (their run-folder
+# hooks, trainproof.formats.base.OPTIONAL); this module holds no format's knowledge.
+from .formats import (
+    client_entries,
+    log_name_test,
+    resumed_run,
+    run_dir,
+    run_part_test,
+    shard_name_test,
+    sibling_dirs,
+    snapshot,
+    split_dirs,
+)
 
 #: Folder names never descended into.
 PRUNE_DIRS = frozenset(
@@ -54,7 +64,6 @@ PRUNE_DIRS = frozenset(
     }
 )
 
-_CKPT = re.compile(r"checkpoint-(\d+)$")
 #: Why a run folder is left out: its reader would list the folder and follow the link.
 _TAINTED = "a run folder that holds a symlink that leaves the searched tree: not read"
 
@@ -86,46 +95,6 @@ class Candidate:
 
 def _is_venv(dirpath: str, filenames: Collection[str]) -> bool:
     return "pyvenv.cfg" in filenames
-
-
-def _is_mlflow_run(dirpath: str, dirnames: Collection[str], names: Collection[str]) -> bool:
-    return "metrics" in dirnames and ("meta.yaml" in names or "params" in dirnames or "tags" in dirnames)
-
-
-#: The wandb client's own logs in a ``wandb/`` folder (``debug.log``,
-#: ``debug-internal.log``, ``debug-cli.<user>.log``).
-_WANDB_CLIENT_LOG = re.compile(r"^debug(?:-internal|-cli\.[^/]*)?\.log$")
-
-
-def _is_wandb_dir(dirpath: str) -> bool:
-    """A W&B client's ``wandb/`` folder: so named (``.`` inside it counts by its real
-    name), or holding the client's ``latest-run`` link to a run folder beside it (a copy
-    under another name)."""
-    if os.path.basename(os.path.realpath(dirpath)) == "wandb":
-        return True
-    link = os.path.join(dirpath, "latest-run")
-    try:
-        target = os.readlink(link)
-    except OSError:
-        return False
-    return os.path.dirname(target.rstrip("/")) in ("", ".") and bool(WANDB_RUN_DIR.match(os.path.basename(target)))
-
-
-def _is_wandb_run(dirpath: str, dirnames: Collection[str], names: Collection[str]) -> bool:
-    """A W&B run folder: its name, and the run's ``.wandb`` log or the older client's
-    ``files/`` folder in it."""
-    return bool(WANDB_RUN_DIR.match(os.path.basename(dirpath))) and (
-        "files" in dirnames or any(n.endswith(".wandb") for n in names)
-    )
-
-
-#: The subfolders of a W&B run folder its reader may read (an older client's history and
-#: config); the rest (logs/, tmp/) is the client's own and never read.
-_WANDB_READ_PARTS = frozenset({"files"})
-
-#: The subfolders of an MLflow run folder its reader reads (its ``artifacts/`` may hold
-#: more logs, so the walk still descends there).
-_MLFLOW_PARTS = frozenset({"metrics", "params", "tags"})
 
 
 def _inside(real: str, real_root: str) -> bool:
@@ -276,6 +245,8 @@ def walk(
     real_root = os.path.realpath(root)
     # The readers' names and suffixes, read once for the whole tree.
     is_log = log_name_test()
+    is_shard = shard_name_test()
+    splits = split_dirs()
     out: list[Path] = []
     seen: set[tuple[int, int]] = set()
     tainted: set[str] = set()  # folders that directly hold a symlink leaving the tree
@@ -300,34 +271,19 @@ def walk(
             tainted.add(dirpath)
         skip = set(PRUNE_DIRS)
         # A run folder is read whole by its reader: the walk returns the folder and does not
-        # descend into what the reader reads (all of a W&B run folder: files/ holds its
-        # console capture and summary, logs/ the client's debug logs, none another run).
-        wandb_run = _is_wandb_run(dirpath, listing.dir_names, listing.names)
-        if wandb_run:
-            run_parts: frozenset[str] | None = frozenset(listing.dir_names)
-            # The reader reads the .wandb log beside files/ and, for an older client,
-            # files/; the client's logs/ links into ~/.cache (debug-core.log) in every
-            # run and is never read.
-            read_parts = _WANDB_READ_PARTS
-        elif _is_mlflow_run(dirpath, listing.dir_names, listing.names):
-            run_parts = read_parts = _MLFLOW_PARTS
-        else:
-            run_parts = read_parts = None
-        if run_parts is not None:
-            skip |= run_parts
+        # descend into the run's own subfolders (what its reader says, base.RunDir).
+        run = run_dir(dirpath, listing.dir_names, listing.names)
+        if run is not None:
+            skip |= listing.dir_names if run.parts is None else run.parts
             if dirpath in tainted or any(
-                _escapes_below(os.path.join(dirpath, d), real_root) for d in read_parts if d in listing.dir_names
+                _escapes_below(os.path.join(dirpath, d), real_root) for d in run.reads if d in listing.dir_names
             ):
                 ignored.append({"file": dirpath, "reason": _TAINTED})
             else:
                 out.append(Path(dirpath))
-        client_logs: set[str] = set()
-        if _is_wandb_dir(dirpath):
-            if os.path.islink(os.path.join(dirpath, "latest-run")):
-                # The client's link to the newest run folder beside it: that run, not another.
-                skip.add("latest-run")
-            # The client's own debug logs (links into the newest run's logs/): no metrics.
-            client_logs = {f for f in listing.files if _WANDB_CLIENT_LOG.match(f)}
+        # A tracker client's own entries (W&B's latest-run link and debug logs): no run.
+        client_own = client_entries(dirpath, listing.names)
+        skip |= client_own
         dirnames = [d for d in listing.dirs if d not in skip and not d.endswith(".egg-info")]
         if max_depth is not None and depth >= max_depth and dirnames:
             ignored.append(
@@ -337,19 +293,17 @@ def walk(
                 }
             )
             dirnames = []
-        # The event-file reader lists a run folder (and a Keras log folder's train/ and
-        # validation/) itself, so event files beside a symlink that leaves the tree are
-        # not returned: the folder would be read through the link.
+        # The reader of sharded logs (event files) lists a run folder (and a Keras log
+        # folder's train/ and validation/) itself, so shards beside a symlink that leaves
+        # the tree are not returned: the folder would be read through the link.
         parent = os.path.dirname(dirpath)
-        events_tainted = dirpath in tainted or (
-            os.path.basename(dirpath) in ("train", "validation") and parent in tainted
-        )
+        shards_tainted = dirpath in tainted or (os.path.basename(dirpath) in splits and parent in tainted)
         withheld = False
-        # A W&B run folder's own files (its .wandb log) are read through the folder.
-        for f in [] if wandb_run else listing.files:
-            if f in client_logs:
+        # A run folder's own files (a W&B run's .wandb log) are read through the folder.
+        for f in [] if run is not None and run.owns_files else listing.files:
+            if f in client_own:
                 continue
-            if is_event_name(f) and events_tainted:
+            if is_shard(f) and shards_tainted:
                 withheld = True
                 continue
             if max_files is not None and len(out) >= max_files:
@@ -359,29 +313,28 @@ def walk(
                         "reason": f"search stopped at --max-files {max_files}: later logs were not judged",
                     }
                 )
-                return _one_folder_per_wandb_run(out)
+                return _one_folder_per_resumed_run(out)
             out.append(Path(dirpath) / f)
         if withheld:
             ignored.append({"file": dirpath, "reason": _TAINTED})
         stack.extend((os.path.join(dirpath, d), depth + 1) for d in reversed(dirnames))
-    return _one_folder_per_wandb_run(out)
+    return _one_folder_per_resumed_run(out)
 
 
-def _one_folder_per_wandb_run(paths: list[Path]) -> list[Path]:
-    """``paths`` sorted, with one folder per W&B run: a run resumed with its id writes a
-    folder each time, and the reader reads them all through the newest
-    (:func:`trainproof.formats.wandb.resumed_parts`)."""
-    newest: dict[tuple[Path, str], Path] = {}
-    keys: dict[Path, tuple[Path, str]] = {}
+def _one_folder_per_resumed_run(paths: list[Path]) -> list[Path]:
+    """``paths`` sorted, with one folder per resumed run: a W&B run resumed with its id
+    writes a folder each time, and the reader reads them all through the last one
+    (:func:`trainproof.formats.resumed_run`)."""
+    newest: dict[tuple[Path, str, str], Path] = {}
+    keys: dict[Path, tuple[Path, str, str]] = {}
+    places: dict[Path, tuple] = {}
     for p in paths:
-        if not WANDB_RUN_DIR.match(p.name):
+        found = resumed_run(p)
+        if found is None:
             continue
-        log = wandb_log_file(p)
-        rid = wandb_log_id(log) if log is not None else None
-        if rid is None:
-            continue
-        key = keys[p] = (p.parent, rid)
-        if key not in newest or wandb_part_order(p, rid) > wandb_part_order(newest[key], rid):
+        fmt, rid, places[p] = found
+        key = keys[p] = (p.parent, fmt, rid)
+        if key not in newest or places[p] > places[newest[key]]:
             newest[key] = p
     return sorted(p for p in paths if p not in keys or newest[keys[p]] == p)
 
@@ -389,22 +342,27 @@ def _one_folder_per_wandb_run(paths: list[Path]) -> list[Path]:
 def group_runs(paths: list[Path]) -> list[Candidate]:
     """One candidate per run.
 
-    * ``checkpoint-N/trainer_state.json`` snapshots fold into the most complete one.
-    * Event files in one folder are the shards of one run (a resumed run writes a new
-      file): the folder is the candidate; a lone event file is its own candidate.
+    * Snapshots of one run (HF's ``checkpoint-N/trainer_state.json``, as a reader's
+      ``snapshot`` hook says) fold into the most complete one: the run's final state, else
+      the last snapshot.
+    * Shards in one folder (event files: a resumed run writes a new file) are one run: the
+      folder is the candidate; a lone shard is its own candidate.
     """
+    is_shard = shard_name_test()
+    splits = split_dirs()
     groups: dict[Path, list[tuple[int, Path]]] = {}
     top: dict[Path, Path] = {}
     events: dict[Path, list[Path]] = {}
     rest: list[Candidate] = []
     for p in paths:
-        if p.name == "trainer_state.json":
-            m = _CKPT.match(p.parent.name)
-            if m:
-                groups.setdefault(p.parent.parent, []).append((int(m.group(1)), p))
+        snap = snapshot(p)
+        if snap is not None:
+            out_dir, place = snap
+            if place is not None:
+                groups.setdefault(out_dir, []).append((place, p))
                 continue
-            top[p.parent] = p
-        elif is_event_name(p.name) and p.is_file():
+            top[out_dir] = p
+        elif is_shard(p.name) and p.is_file():
             events.setdefault(p.parent, []).append(p)
             continue
         rest.append(Candidate(p))
@@ -412,11 +370,11 @@ def group_runs(paths: list[Path]) -> list[Candidate]:
     event_runs: set[Path] = set()
     for folder in list(events):
         # Keras' TensorBoard callback: <log_dir>/train/ and <log_dir>/validation/ are one run.
-        if folder.name in ("train", "validation"):
+        if folder.name in splits:
             keras.setdefault(folder.parent, []).append(folder)
-    for log_dir, splits in keras.items():
-        if any(f.name == "train" for f in splits) and log_dir not in events:
-            for f in splits:
+    for log_dir, found in keras.items():
+        if any(f.name == splits[0] for f in found) and log_dir not in events:
+            for f in found:
                 del events[f]
             rest.append(Candidate(log_dir))
             event_runs.add(log_dir)
@@ -438,7 +396,7 @@ def group_runs(paths: list[Path]) -> list[Candidate]:
     for out_dir, snaps in groups.items():
         if out_dir not in top:
             hf_runs[out_dir] = by_path[snaps[-1][1]]
-    _attach_siblings(by_path, hf_runs, event_runs)
+    _attach_siblings(by_path, hf_runs, event_runs, is_shard)
     return sorted(by_path.values(), key=lambda c: str(c.path))
 
 
@@ -447,9 +405,10 @@ def group_runs(paths: list[Path]) -> list[Candidate]:
 _MAX_SIBLINGS = 3
 
 
-def _event_folder(p: Path) -> Path:
-    """The folder of an event-file candidate: the file's, or the run folder itself."""
-    return p.parent if is_event_name(p.name) else p
+def _event_folder(p: Path, is_shard: Callable[[str], bool]) -> Path:
+    """The folder of a sharded run's candidate (event files): the shard's, or the run
+    folder itself."""
+    return p.parent if is_shard(p.name) else p
 
 
 def _owner_first(logs: list[Candidate]) -> list[Candidate]:
@@ -457,31 +416,39 @@ def _owner_first(logs: list[Candidate]) -> list[Candidate]:
     return sorted(logs, key=lambda c: (c.path.name != "metrics.csv", str(c.path)))
 
 
-def _attach_siblings(by_path: dict[Path, Candidate], hf_runs: dict[Path, Candidate], event_runs: set[Path]) -> None:
+def _attach_siblings(
+    by_path: dict[Path, Candidate],
+    hf_runs: dict[Path, Candidate],
+    event_runs: set[Path],
+    is_shard: Callable[[str], bool],
+) -> None:
     """Give each log the other logs that may hold the same run, by the places the writers
     put them: an HF output folder's ``runs/<date>_<host>/`` (the Trainer's default logging
     folder), the folder of a Lightning ``version_N/`` (CSVLogger's ``metrics.csv`` beside
     TensorBoardLogger's event file, or ``csv/version_N`` and ``tb/version_N`` side by
     side), and a few logs in one folder. Each log goes to one group at most; a folder of
     more than ``_MAX_SIBLINGS`` logs is many runs and is not grouped. The worker compares
-    their values before folding anything."""
+    their values before folding anything. ``hf_runs``: the output folder of each run of
+    snapshots, and its candidate; the places beside it are its reader's
+    (:func:`trainproof.formats.sibling_dirs`)."""
     events = {p: by_path[p] for p in event_runs}
     taken: set[Path] = set()
     for out_dir, run in sorted(hf_runs.items()):
-        logs = out_dir / "runs"
+        places = sibling_dirs(out_dir)
         for p in sorted(events):
-            folder = _event_folder(p)
-            if p not in taken and (folder == out_dir or logs in folder.parents or folder == logs):
+            folder = _event_folder(p, is_shard)
+            if p not in taken and (folder == out_dir or any(d == folder or d in folder.parents for d in places)):
                 run.siblings.append(p)
                 taken.add(p)
+    states = {c.path for c in hf_runs.values()}
     by_folder: dict[Path, list[Candidate]] = {}
     for c in by_path.values():
-        if c.path not in event_runs and c.path.name != "trainer_state.json" and c.path not in taken:
+        if c.path not in event_runs and c.path not in states and c.path not in taken:
             by_folder.setdefault(c.path.parent, []).append(c)
     for p in sorted(events):
         if p in taken:
             continue
-        folder = _event_folder(p)
+        folder = _event_folder(p, is_shard)
         logs = by_folder.get(folder, [])
         if not logs and _VERSION.match(folder.name):
             # Lightning with each logger in its own folder: <save_dir>/csv/version_N and
@@ -566,11 +533,9 @@ def fold_copies(candidates: list[Candidate]) -> list[Candidate]:
 
 
 #: Path parts that name one run of an experiment: Lightning's ``version_N``, a seed, a
-#: trial or a repeat, a W&B run folder; the part before them names the experiment.
-_RUN_PART = re.compile(
-    r"(?i)^(?:version_\d+|(?:seed|run|trial|rep|fold)[-_]?\d+|"
-    r"(?:offline-)?run-\d{8}_\d{6}-\w+)$"
-)
+#: trial or a repeat; the part before them names the experiment. A reader's run folder (a
+#: W&B ``run-<time>-<id>``) is one too, by the reader's own ``run_part`` hook.
+_RUN_PART = re.compile(r"(?i)^(?:version_\d+|(?:seed|run|trial|rep|fold)[-_]?\d+)$")
 _RUN_SUFFIX = re.compile(r"(?i)^(.+?)[-_.](?:seed|trial|rep)[-_]?\d+$")
 
 
@@ -585,9 +550,10 @@ def experiment_of(path: str) -> str | None:
     # a leading empty part keeps an absolute path absolute when the parts are joined again
     parts = raw[:1] if raw[:1] == [""] else []
     parts += [p for p in raw if p not in ("", ".")]
+    names_a_run = run_part_test()
     # The outermost part that names a run: sweep/seed_1/csv/version_0/ is a seed of sweep.
     for i in range(len(parts)):
-        if _RUN_PART.match(parts[i]):
+        if _RUN_PART.match(parts[i]) or names_a_run(parts[i]):
             return "/".join(parts[:i]) or ("/" if parts[:1] == [""] else ".")
         m = _RUN_SUFFIX.match(parts[i])
         if m and i < len(parts) - 1:

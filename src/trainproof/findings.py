@@ -128,10 +128,22 @@ MUTED = Skip("muted", "muted by configuration or --mute")
 #: two stores are two groups.
 EXPERIMENT_SEP = " · "
 
-#: Formats whose ``Finding.line`` is a 1-based line of a text file (the log, or for an
-#: MLflow run folder one of its metric files); in every other format (a database, a binary
-#: log) it is a record's index, and the outputs say ``record N``.
-LINE_FORMATS = frozenset({"jsonl", "csv", "hf", "coqui", "console", "mlflow", "dataset", "speech-data"})
+#: The reports not of a training log whose ``Finding.line`` is a 1-based line of a text
+#: file: the data checks' (``trainproof dataset``); a log's format says it itself
+#: (:attr:`trainproof.formats.base.Reader.line_anchors`).
+_CHECK_LINE_FORMATS = frozenset({"dataset", "speech-data"})
+
+
+def is_line_format(fmt: str | None) -> bool:
+    """Whether a ``Finding.line`` of a report of format ``fmt`` is a 1-based line of a text
+    file (the log, or for an MLflow run folder one of its metric files): its reader's
+    ``line_anchors``, or a data check's report. Otherwise (a database, a binary log, a
+    format no reader has) it is a record's index, and the outputs say ``record N``."""
+    if fmt in _CHECK_LINE_FORMATS:
+        return True
+    from .formats import line_anchors
+
+    return line_anchors(fmt)
 
 
 @dataclass(frozen=True)

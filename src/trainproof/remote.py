@@ -35,8 +35,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from .discover import PRUNE_DIRS, Candidate, _is_mlflow_run, _is_venv, group_runs, walk
-from .formats import ReadError, log_name_test
+from .discover import PRUNE_DIRS, Candidate, _is_venv, group_runs, walk
+from .formats import ReadError, get_reader, log_name_test
 from .formats.tfevents import is_event_name
 
 __all__ = ["MissingExtra", "RemoteError", "discover", "has_password", "is_url", "shown", "staged"]
@@ -488,6 +488,7 @@ def _walk_listing(keys: list[str], max_depth: int | None, max_files: int | None,
         return [_Key(p) for p in sorted(out, key=lambda p: [] if p == "." else p.split("/"))]
 
     is_log = log_name_test()  # the readers' names and suffixes, read once for the listing
+    mlflow_run_dir = get_reader("mlflow").run_dir
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -496,9 +497,11 @@ def _walk_listing(keys: list[str], max_depth: int | None, max_files: int | None,
         if _is_venv(rel, filenames):
             continue
         skip = set(PRUNE_DIRS)
-        if _is_mlflow_run(rel, dirnames, filenames):
+        # Of the run folders, a listing holds MLflow's (its reader reads them from files).
+        run = mlflow_run_dir(rel, dirnames, filenames)
+        if run is not None:
             out.append(rel or ".")
-            skip |= {"metrics", "params", "tags"}
+            skip |= run.parts
         dirnames = [d for d in dirnames if d not in skip and not d.endswith(".egg-info")]
         depth = rel.count("/") + 1 if rel else 0
         if max_depth is not None and depth >= max_depth and dirnames:

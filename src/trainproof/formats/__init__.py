@@ -16,7 +16,12 @@ formats only: no rules, thresholds or output.
 ``doctor``'s walk (:mod:`trainproof.discover`), its judgement of what is a run
 (:mod:`trainproof.api`) and ``watch`` (:mod:`trainproof.live.tail`) ask the readers
 through :func:`is_log_name`, :func:`is_trainer_name`, :func:`has_run_name` and
-:func:`tail_mode`, so they hold no list of their own.
+:func:`tail_mode`, so they hold no list of their own; the walk learns what a run folder is
+(a W&B or MLflow run, a resumed run's folders, a folder of event-file shards, HF
+checkpoint snapshots) through :func:`run_dir`, :func:`resumed_run`,
+:func:`client_entries`, :func:`run_part_test`, :func:`shard_name_test`, :func:`split_dirs`,
+:func:`snapshot` and :func:`sibling_dirs`, which ask the readers' run-folder hooks
+(:data:`base.OPTIONAL`).
 
 To add a format: the module, its test, and one line in :data:`READER_MODULES` (order =
 sniffing priority). This package imports no reader and nothing heavy until one is asked
@@ -28,7 +33,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,7 +58,7 @@ from ._io import (
 
 if TYPE_CHECKING:
     from ..runlog import Columns, Record, Rows
-    from .base import LineTailer, Reader, ReadState, RecordTailer
+    from .base import LineTailer, Reader, ReadState, RecordTailer, RunDir
 
 __all__ = [
     "HEAD_BYTES",
@@ -70,6 +75,7 @@ __all__ = [
     "Reader",
     "RecordTailer",
     "Unreadable",
+    "client_entries",
     "decode_json",
     "detect",
     "encoding_of",
@@ -78,6 +84,7 @@ __all__ = [
     "has_run_name",
     "is_log_name",
     "is_trainer_name",
+    "line_anchors",
     "log_name_test",
     "log_suffixes",
     "open_binary",
@@ -85,6 +92,13 @@ __all__ = [
     "preference",
     "read_head",
     "reading",
+    "resumed_run",
+    "run_dir",
+    "run_part_test",
+    "shard_name_test",
+    "sibling_dirs",
+    "snapshot",
+    "split_dirs",
     "tail_mode",
     "trainer_file_names",
 ]
@@ -190,6 +204,81 @@ def has_run_name(name: str) -> bool:
     return is_trainer_name(name) or name.lower().endswith(run_suffixes())
 
 
+# --- run folders: what the readers say of the places their runs are written ----------------
+# ``doctor``'s walk (:mod:`trainproof.discover`) asks these instead of knowing any format's
+# folders; each asks every reader's hook of that name (:data:`base.OPTIONAL`), in reader order.
+
+
+def _hooks(name: str) -> tuple[Callable, ...]:
+    return tuple(h for h in (getattr(r, name, None) for r in _readers()) if h is not None)
+
+
+def run_dir(path: str | Path, dirnames: Collection[str], names: Collection[str]) -> RunDir | None:
+    """What the first reader that takes folder ``path`` for one of its run folders reads of
+    it (:class:`base.RunDir`), judged by the names of its subfolders (``dirnames``) and
+    entries (``names``) alone; ``None`` when no reader does."""
+    for hook in _hooks("run_dir"):
+        found = hook(path, dirnames, names)
+        if found is not None:
+            return found
+    return None
+
+
+def resumed_run(path: Path) -> tuple[str, str, tuple] | None:
+    """``(format, run id, place)`` of run folder ``path`` where its reader reads a resumed
+    run's folders through the last one (the highest ``place`` among the folders of one run
+    id side by side), else ``None``."""
+    for r in _readers():
+        hook = getattr(r, "resumed_run", None)
+        found = hook(path) if hook is not None else None
+        if found is not None:
+            return (r.name, *found)
+    return None
+
+
+def client_entries(path: str | Path, names: Collection[str]) -> frozenset[str]:
+    """Of the entries ``names`` of folder ``path``, those a tracker's client keeps for
+    itself there and that hold no run (W&B's ``latest-run`` link and debug logs)."""
+    return frozenset(n for hook in _hooks("client_entries") for n in hook(path, names))
+
+
+def run_part_test() -> Callable[[str], bool]:
+    """Whether a path part names one run of an experiment by a reader's ``run_part`` hook
+    (a W&B run folder), with the hooks read once."""
+    hooks = _hooks("run_part")
+    return lambda name: any(h(name) for h in hooks)
+
+
+def shard_name_test() -> Callable[[str], bool]:
+    """Whether files of a name are shards of the run their folder holds (event files), by
+    the readers' ``shard_name`` hooks read once."""
+    hooks = _hooks("shard_name")
+    return lambda name: any(h(name) for h in hooks)
+
+
+def split_dirs() -> tuple[str, ...]:
+    """The split folders of a run folder of shards (Keras' ``train``, ``validation``), the
+    first always present; every reader's ``split_dirs``, each once."""
+    return tuple(dict.fromkeys(d for hook in _hooks("split_dirs") for d in hook()))
+
+
+def snapshot(path: Path) -> tuple[Path, int | None] | None:
+    """``(output folder, place)`` where a reader takes the log at ``path`` for a snapshot
+    of the run in that output folder (``None`` place: the run's final state), else
+    ``None`` (:data:`base.OPTIONAL`)."""
+    for hook in _hooks("snapshot"):
+        found = hook(path)
+        if found is not None:
+            return found
+    return None
+
+
+def sibling_dirs(path: Path) -> tuple[Path, ...]:
+    """The folders under output folder ``path`` where another logger writes the same run
+    (the HF Trainer's ``runs/``), by every reader's ``sibling_dirs`` hook."""
+    return tuple(d for hook in _hooks("sibling_dirs") for d in hook(path))
+
+
 def tail_mode(reader) -> str:
     """How ``watch`` follows a log of ``reader`` (``lines``, ``records`` or ``whole``, see
     :data:`base.TailMode`); a reader that declares none is read again whole."""
@@ -201,6 +290,15 @@ def preference(name: str | None) -> int:
     one run is written in several formats); an unknown format comes after every reader."""
     readers = _readers()
     return next((r.preference for r in readers if r.name == name), len(readers))
+
+
+def line_anchors(name: str | None) -> bool:
+    """The :attr:`~base.Reader.line_anchors` of format ``name``: whether a finding's
+    ``line`` in its logs is a line of a text file; ``False`` for a name no reader has
+    (asked without importing the readers: a reader's name is its module's)."""
+    if name not in READER_MODULES:
+        return False
+    return next((r.line_anchors for r in _readers() if r.name == name), False)
 
 
 def format_names() -> list[str]:

@@ -19,6 +19,8 @@ import struct
 
 import numpy as np
 
+from ._protowire import ProtoError, fields, varint  # noqa: F401 (ProtoError: raised from here to tfevents)
+
 _F32 = struct.Struct("<f")
 _F64 = struct.Struct("<d")
 _E16 = struct.Struct("<e")
@@ -41,54 +43,9 @@ _CONTENT = {
 }
 
 
-class ProtoError(ValueError):
-    """The payload is not a well-formed Event message."""
-
-
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if i >= len(b):
-            raise ProtoError("truncated varint")
-        x = b[i]
-        i += 1
-        result |= (x & 0x7F) << shift
-        if x < 0x80:
-            return result, i
-        shift += 7
-        if shift > 70:
-            raise ProtoError("varint too long")
-
-
-def _fields(b: bytes):
-    """Yield ``(field_number, wire_type, value)``: int for varints, bytes for
-    length-delimited fields, raw 4/8 bytes for fixed32/fixed64."""
-    i, n = 0, len(b)
-    while i < n:
-        key, i = _varint(b, i)
-        field, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = _varint(b, i)
-        elif wt == 2:
-            ln, i = _varint(b, i)
-            if i + ln > n:
-                raise ProtoError("length-delimited field runs past the message")
-            v = b[i : i + ln]
-            i += ln
-        elif wt == 5:
-            if i + 4 > n:
-                raise ProtoError("truncated fixed32")
-            v = b[i : i + 4]
-            i += 4
-        elif wt == 1:
-            if i + 8 > n:
-                raise ProtoError("truncated fixed64")
-            v = b[i : i + 8]
-            i += 8
-        else:
-            raise ProtoError(f"unsupported wire type {wt}")
-        yield field, wt, v
+# The wire format is shared with the W&B reader; the short names are this module's own.
+_varint = varint
+_fields = fields
 
 
 def _signed64(v: int) -> int:

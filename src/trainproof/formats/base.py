@@ -33,6 +33,7 @@ __all__ = [
     "ReadState",
     "Reader",
     "RecordTailer",
+    "RunDir",
     "TailMode",
 ]
 
@@ -63,6 +64,26 @@ class ReadState:
         """Record that part of the input was not read, and why (also a note)."""
         self.notes.append(note)
         self.drops.append(note)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """What a reader reads of a run folder ``doctor``'s walk found, as its
+    :meth:`Reader.run_dir` hook says (the walk returns the folder, not its files).
+
+    Attributes:
+        parts: the subfolders that are the run's own: the walk does not descend into them
+            (``None``: none of its subfolders; an MLflow run's ``artifacts/`` is not a
+            part, so the walk still finds the logs in it).
+        reads: the subfolders its reader reads besides the folder's own entries: a symlink
+            in them that leaves the searched tree keeps the run from being read.
+        owns_files: the folder's own files are the run's, read through the folder: the
+            walk does not return them alone (a W&B run's ``.wandb`` log).
+    """
+
+    parts: frozenset[str] | None
+    reads: frozenset[str]
+    owns_files: bool = False
 
 
 class LineTailer(Protocol):
@@ -117,6 +138,9 @@ class Reader(Protocol):
             (``doctor`` judges the lowest and lists the others as the same run); the
             trainer's own state first, as it also holds the run's intent (``max_steps``),
             then event files (every scalar, one per step), then tables and text logs.
+        line_anchors: whether a finding's ``line`` in its logs is a 1-based line of a text
+            file (SARIF anchors the result's region there; the outputs say ``line N``);
+            ``False`` where it is a record's index (a database, a binary log: ``record N``).
 
     Readers know bytes and formats only: no rules, thresholds or output. The optional
     hooks (:data:`OPTIONAL`) are module functions a reader defines where it needs them.
@@ -129,6 +153,7 @@ class Reader(Protocol):
     run_suffixes: tuple[str, ...]
     tail_mode: TailMode
     preference: int
+    line_anchors: bool
 
     def sniff(self, path: Path, head: str) -> bool:
         """Whether the file at ``path`` is of this format, judged from ``head`` (its first
@@ -156,6 +181,7 @@ REQUIRED: dict[str, tuple[str, ...] | type] = {
     "run_suffixes": tuple,
     "tail_mode": str,
     "preference": int,
+    "line_anchors": bool,
     "sniff": ("path", "head"),
     "read": ("path", "state"),
 }
@@ -168,12 +194,45 @@ REQUIRED: dict[str, tuple[str, ...] | type] = {
 #:   besides :attr:`Reader.suffixes` (event files: ``tfevents`` anywhere in the name).
 #: * ``writer_name(name) -> bool``: besides :attr:`Reader.file_names`, a name only this
 #:   format's writer gives a file (``events.out.tfevents.*``).
+#: * ``run_dir(path, dirnames, names) -> RunDir | None``: folder ``path``, whose
+#:   subfolders are ``dirnames`` and whose entries are ``names`` (as the walk listed
+#:   them, nothing more is read), is a run folder of this format: what the reader reads of
+#:   it (:class:`RunDir`); ``None`` otherwise.
+#: * ``resumed_run(path) -> tuple[str, tuple] | None``: the run id a run folder holds and
+#:   where the folder stands among the folders of that run (a run resumed with its id
+#:   writes a folder each time and the reader reads them all through the last one), or
+#:   ``None``: the walk keeps the last folder of each run id among folders side by side.
+#: * ``client_entries(path, names) -> frozenset[str]``: of the entries ``names`` of folder
+#:   ``path``, those the format's client keeps for itself and that hold no run (W&B's
+#:   ``latest-run`` link and debug logs in its ``wandb/`` folder): never searched.
+#: * ``run_part(name) -> bool``: a path part of this name is one run of an experiment
+#:   (a W&B run folder): the folder above it names the experiment.
+#: * ``shard_name(name) -> bool``: files of this name in one folder are the shards of one
+#:   run, read through the folder (event files; a resumed run writes a new one).
+#: * ``split_dirs() -> tuple[str, ...]``: the subfolders a run folder of sharded logs may
+#:   hold its splits in, the first always present (Keras' ``train/`` and ``validation/``):
+#:   such a folder is one run.
+#: * ``snapshot(path) -> tuple[Path, int | None] | None``: the log at ``path`` is a
+#:   snapshot of the run in an output folder: that folder, and the snapshot's place among
+#:   them (``None`` for the run's final state): ``doctor`` judges the final state or the
+#:   last snapshot and folds the others into it (HF's ``checkpoint-N/trainer_state.json``).
+#: * ``sibling_dirs(path) -> tuple[Path, ...]``: the folders under the output folder
+#:   ``path`` of a run (:meth:`snapshot`) where another logger writes the same run (the
+#:   HF Trainer's ``runs/``): sharded logs there or in ``path`` are its siblings.
 #: * ``line_tailer() -> LineTailer``: required with ``tail_mode == "lines"``.
 #: * ``record_tailer() -> RecordTailer``: required with ``tail_mode == "records"``.
 OPTIONAL: dict[str, tuple[str, ...]] = {
     "sniff_dir": ("path",),
     "log_name": ("name",),
     "writer_name": ("name",),
+    "run_dir": ("path", "dirnames", "names"),
+    "resumed_run": ("path",),
+    "client_entries": ("path", "names"),
+    "run_part": ("name",),
+    "shard_name": ("name",),
+    "split_dirs": (),
+    "snapshot": ("path",),
+    "sibling_dirs": ("path",),
     "line_tailer": (),
     "record_tailer": (),
 }

@@ -104,6 +104,8 @@ run_suffixes = ()
 #: A line's meaning depends on the lines before it (epoch headers, progress bars).
 tail_mode = "whole"
 preference = 6
+#: Whether outputs anchor a finding at its line (a finding's line is the capture's line).
+line_anchors = True
 
 _DICT = re.compile(r"\{'(?:loss|eval_[A-Za-z0-9_]+|train_runtime|learning_rate|grad_norm|epoch)'\s*:[^{}]*\}")
 #: ``str(tensor)`` in a printed dict (``'loss': tensor(0.53, device='cuda:0',

@@ -37,6 +37,8 @@ run_suffixes = ()
 #: A step's block spans several lines, so appended lines cannot be read alone.
 tail_mode = "whole"
 preference = 5
+#: Whether outputs anchor a finding at its line (a finding's line is the log's line).
+line_anchors = True
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _STEP = re.compile(r"STEP:\s*(\d+)\s*/\s*(\d+)\s*--\s*GLOBAL_STEP:\s*(\d+)")

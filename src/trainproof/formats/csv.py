@@ -69,6 +69,8 @@ suffixes = (".csv", ".tsv")
 run_suffixes = ()
 tail_mode = "lines"
 preference = 3
+#: Whether outputs anchor a finding at its line (a finding's line is the table's line).
+line_anchors = True
 
 _DELIMS = (",", "\t", ";")
 

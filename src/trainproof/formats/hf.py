@@ -18,6 +18,7 @@ the other spellings of a NaN (a ``"nan"`` string, a ``null``, see
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from itertools import repeat
@@ -41,6 +42,8 @@ run_suffixes = ()
 #: The Trainer rewrites the whole file at each save.
 tail_mode = "whole"
 preference = 0
+#: Whether outputs anchor a finding at its line (a finding's line is a line of trainer_state.json).
+line_anchors = True
 
 #: Top-level keys kept as the run's declared intent.
 META_KEYS = (
@@ -65,6 +68,27 @@ MAX_VALUE = 4 * MAX_LINE
 _WS = " \t\r\n"
 _DECODER = JSON
 _STRUCTURE = ',:[]{}" \t\r\n'
+
+
+#: The Trainer's snapshot folders in its output folder, ``checkpoint-<global step>``.
+_CHECKPOINT = re.compile(r"checkpoint-(\d+)$")
+
+
+def snapshot(path: Path) -> tuple[Path, int | None] | None:
+    """The output folder whose run a ``trainer_state.json`` at ``path`` records, and the
+    snapshot's step (reader protocol hook): ``checkpoint-N/trainer_state.json`` is the
+    state saved at step ``N``, a prefix of the run; the output folder's own file is the
+    final state (``None``)."""
+    if path.name != "trainer_state.json":
+        return None
+    m = _CHECKPOINT.match(path.parent.name)
+    return (path.parent.parent, int(m.group(1))) if m else (path.parent, None)
+
+
+def sibling_dirs(path: Path) -> tuple[Path, ...]:
+    """Where the Trainer's TensorBoard callback writes the run of output folder ``path``:
+    ``runs/<date>_<host>/``, its default logging folder (reader protocol hook)."""
+    return (path / "runs",)
 
 
 def sniff(path: Path, head: str) -> bool:

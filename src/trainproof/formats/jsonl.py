@@ -58,6 +58,8 @@ suffixes = (".jsonl", ".ndjson", ".json")
 run_suffixes = (".jsonl", ".ndjson", ".jsonl.gz")
 tail_mode = "lines"
 preference = 4
+#: Whether outputs anchor a finding at its line (a finding's line is the log's line).
+line_anchors = True
 
 _SNIFF_LINES = 20
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..runlog import Record
 from ._io import Lines, ReadError, open_binary, open_text
+from .base import RunDir
 
 name = "mlflow"
 description = "MLflow file store (mlruns/<experiment>/<run>/metrics/<name>)"
@@ -31,8 +32,23 @@ run_suffixes = ()
 #: A run folder is many files, read again whole.
 tail_mode = "whole"
 preference = 2
+#: Whether outputs anchor a finding at its line (a finding's line is a line of a metric file).
+line_anchors = True
 
 _LINE = re.compile(r"^\s*(\d{9,16})\s+(\S+)\s+(-?\d+)\s*$")
+
+
+#: What the walk leaves of an MLflow run folder: the subfolders its reader reads (its
+#: ``artifacts/`` may hold more logs, so the walk still descends there).
+_RUN_DIR = RunDir(parts=frozenset({"metrics", "params", "tags"}), reads=frozenset({"metrics", "params", "tags"}))
+
+
+def run_dir(path: str | Path, dirnames: Collection[str], names: Collection[str]) -> RunDir | None:
+    """An MLflow run folder, by the names in it (reader protocol hook): a ``metrics/``
+    folder beside the run's ``meta.yaml``, ``params/`` or ``tags/``."""
+    if "metrics" in dirnames and ("meta.yaml" in names or "params" in dirnames or "tags" in dirnames):
+        return _RUN_DIR
+    return None
 
 
 def sniff_dir(path: Path) -> bool:

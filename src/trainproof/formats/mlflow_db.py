@@ -43,6 +43,8 @@ run_suffixes = ()
 #: The writer updates pages in place: read again whole.
 tail_mode = "whole"
 preference = 2
+#: Whether outputs anchor a finding at its line (a database: a finding's line is a row's index).
+line_anchors = False
 
 #: The tables a store has (a database without them is some other application's).
 TABLES = frozenset({"experiments", "runs", "metrics", "tags"})

@@ -40,6 +40,8 @@ suffixes = ()
 run_suffixes = ()
 tail_mode = "records"
 preference = 1
+#: Whether outputs anchor a finding at its line (binary: a finding's line is an event record's index).
+line_anchors = False
 
 IGNORED_TAGS = frozenset({"hp_metric"})
 
@@ -91,9 +93,11 @@ def has_writer_name(name: str) -> bool:
     return name.startswith("events.out.tfevents")
 
 
-#: The reader protocol's name hooks (:data:`trainproof.formats.base.OPTIONAL`).
+#: The reader protocol's name hooks (:data:`trainproof.formats.base.OPTIONAL`); event
+#: files in one folder are the shards of one run (a resumed run writes a new file).
 log_name = is_event_name
 writer_name = has_writer_name
+shard_name = is_event_name
 
 
 def is_event_file(p: Path) -> bool:
@@ -104,6 +108,12 @@ def is_event_file(p: Path) -> bool:
 #: Keras' TensorBoard callback writes ``<log_dir>/train/`` and ``<log_dir>/validation/``,
 #: both with ``epoch_loss``: read together, the validation tags get this prefix.
 KERAS_SPLITS = (("train", ""), ("validation", "validation/"))
+
+
+def split_dirs() -> tuple[str, ...]:
+    """The split folders of a Keras log folder (:data:`KERAS_SPLITS`), ``train`` first
+    (reader protocol hook: a folder with ``train/`` is one run)."""
+    return tuple(sub for sub, _ in KERAS_SPLITS)
 
 
 def run_files(path: Path) -> list[tuple[Path, str]]:

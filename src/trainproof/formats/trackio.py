@@ -48,6 +48,8 @@ run_suffixes = ()
 tail_mode = "whole"
 #: A tracker's store, read as written by the tracker: beside the trainer's own files.
 preference = 2
+#: Whether outputs anchor a finding at its line (a database: a finding's line is a row's index).
+line_anchors = False
 
 #: The columns of Trackio's ``metrics`` table that tell it from another store's (an
 #: MLflow ``metrics`` table has ``key``, ``value``, ``run_uuid`` instead).

@@ -1,26 +1,13 @@
 """Weights & Biases runs: the ``run-<id>.wandb`` transaction log and the run folder that
 holds it (``wandb/run-YYYYMMDD_HHMMSS-<id>/``, ``wandb/offline-run-…/``), without wandb.
 
-**Framing** (W&B's variant of the LevelDB log format, as ``wandb-core`` writes it in its
-``transactionlog`` and ``leveldb`` packages): a 7-byte file header, ``:W&B``, the magic
-``0xBEE1`` (uint16, little endian) and the version ``0``; then 32 KiB blocks, counted from
-the start of the file (the header lies in the first block). A block holds chunks, each a
-7-byte header (uint32 checksum, uint16 payload length, uint8 type: 1 full, 2 first,
-3 middle, 4 last; little endian) and its payload; a chunk never crosses a block boundary,
-and fewer than 7 bytes left at the end of a block are zero padding. A record is one full
-chunk, or a first chunk, any middle chunks and a last chunk. The checksum is the CRC-32
-(IEEE, as :func:`zlib.crc32`, not masked) of the type byte followed by the payload.
-
-**Records** are ``wandb_internal.Record`` protobuf messages; this module decodes the few
-fields judging needs, by number (``wandb/proto/wandb_internal.proto``), with the wire
-format walker of :mod:`._event_proto`: history rows, summary and config updates, the run
-record (run id, display name, project, start time) and metric definitions. Every other
-record type (console output, system stats, telemetry, files, artifacts) is skipped.
-
-**History values** are JSON (``value_json``): numbers, ``NaN`` and ``±Infinity`` as W&B
-writes them, kept as values. A dict logged as a value is stored as one item per leaf with
-its path in ``nested_key`` and read as ``a/b``; media, histograms and tables are objects
-with a ``_type`` and are skipped, whole. Strings, booleans and lists are not metrics.
+Three layers, as the event files have (:mod:`._tfrecord`, :mod:`._event_proto`,
+:mod:`.tfevents`): the **framing** of a ``.wandb`` file into record payloads
+(:mod:`._wandb_log`: W&B's variant of the LevelDB log format, 32 KiB blocks of
+checksummed chunks), the **records** (:mod:`._wandb_records`: the few fields of
+``wandb_internal.Record`` judging needs, over the shared protobuf wire format of
+:mod:`._protowire`; history values are JSON, media skipped), and here the **run**: the run
+folder, its log and a resumed run's folders, the x axis and what the run declares.
 
 **The x axis** is ``_step``, W&B's own row counter, unless a metric definition
 (``run.define_metric(..., step_metric=...)``, which the Hugging Face and Lightning
@@ -44,19 +31,34 @@ from __future__ import annotations
 import os
 import re
 import stat
-import struct
-import zlib
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 from .. import aliases
 from ..runlog import Record
-from ._event_proto import ProtoError, _fields
-from ._io import NoRuns, NotALog, ReadError, open_binary, open_text
+from ._io import NoRuns, ReadError, open_binary, open_text
+from ._protowire import ProtoError
 from ._tfrecord import MAX_RECORD
-from ._values import JSON, MAX_DEPTH, as_step, flatten_numeric
+from ._values import JSON, as_step
+
+# The framing and record layers; their names a caller of this reader used stay here too.
+from ._wandb_log import BLOCK, CHUNK_HEADER, FIRST, FULL, HEADER, LAST, MIDDLE, Tail, is_wandb_header, records
+from ._wandb_records import Row, Run, items_to_values, json_value, read_record
+from .base import RunDir
+
+__all__ = [
+    "BLOCK",
+    "CHUNK_HEADER",
+    "FIRST",
+    "FULL",
+    "HEADER",
+    "LAST",
+    "MIDDLE",
+    "RUN_DIR",
+    "Tail",
+    "is_wandb_header",
+    "records",
+]
 
 name = "wandb"
 description = "Weights & Biases run folders (wandb/run-*/, offline-run-*/) and their run-<id>.wandb logs, read directly"
@@ -69,21 +71,8 @@ run_suffixes = ()
 #: flushed every few seconds; it is read again whole.
 tail_mode = "whole"
 preference = 2
-
-#: ``:W&B``, magic ``0xBEE1`` and version ``0``.
-HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
-BLOCK = 32 * 1024
-_CHUNK = struct.Struct("<IHB")
-CHUNK_HEADER = _CHUNK.size
-FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
-
-# Field numbers of wandb_internal.proto (wandb/proto/wandb_internal_pb2.py).
-_REC_HISTORY, _REC_SUMMARY, _REC_CONFIG, _REC_METRIC, _REC_RUN = 2, 3, 5, 12, 17
-_RUN_ID, _RUN_PROJECT, _RUN_CONFIG, _RUN_SUMMARY, _RUN_NAME, _RUN_START = 1, 3, 4, 5, 8, 17
-_HIST_ITEM, _HIST_STEP = 1, 2
-_ITEM_KEY, _ITEM_NESTED, _ITEM_JSON = 1, 2, 16  # HistoryItem, SummaryItem and ConfigItem alike
-_UPDATE, _REMOVE = 1, 2  # SummaryRecord and ConfigRecord
-_METRIC_NAME, _METRIC_GLOB, _METRIC_STEP = 1, 2, 4
+#: Whether outputs anchor a finding at its line (binary: a finding's line is a history record's index).
+line_anchors = False
 
 #: W&B's bookkeeping keys: ``_step`` is the x axis, ``_wandb`` the client's own config
 #: and summary entries.
@@ -107,267 +96,7 @@ _INTENT = (
 RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-([^/\\#?%:]+)$")
 
 
-class _Torn(Exception):
-    """Reading stopped inside the log (``reason``); what was read before it stands."""
-
-
-@dataclass
-class Tail:
-    """How the framing ended: ``reason`` is ``None`` for a clean end of file."""
-
-    reason: str | None = None
-    records: int = 0
-    #: ``(byte, length, why)`` of each damaged region given up (the rest of its block).
-    skipped: list = field(default_factory=list)
-    #: Bytes up to the end of the last complete record.
-    consumed: int = 0
-    size: int = 0
-
-
-def is_wandb_header(head: bytes) -> bool:
-    """Whether ``head`` starts with W&B's file header (identifier, magic and version)."""
-    return head[: len(HEADER)] == HEADER
-
-
-def records(data: bytes, tail: Tail) -> Iterator[bytes]:
-    """The record payloads of a whole ``.wandb`` file, in order.
-
-    A damaged chunk (a bad checksum, an unknown type, a length past its block, a broken
-    first/middle/last order, a record over :data:`MAX_RECORD`) loses the rest of its
-    32 KiB block: reading goes on at the next block, from the first record that starts
-    there (the LevelDB log format's recovery, which W&B's own reader applies too), and
-    ``tail.skipped`` lists each region given up, with why. A file that ends inside a
-    record stops the reading: ``tail.reason`` says so, and ``tail.consumed`` is where the
-    last complete record ends.
-
-    Raises:
-        NotALog: the file does not start with W&B's header.
-    """
-    tail.size = len(data)
-    if not is_wandb_header(data):
-        if len(data) < len(HEADER) and HEADER.startswith(data):
-            tail.reason = f"the file ends inside its {len(HEADER)}-byte header"
-            return
-        raise NotALog("not a W&B run log: the file does not start with the ':W&B' header")
-    pos = tail.consumed = len(HEADER)
-    parts: list[bytes] = []
-    size = 0
-    n = len(data)
-    # Set after damage: chunks continuing a record that began before it are not records.
-    resync = False
-    while pos < n:
-        left = BLOCK - pos % BLOCK
-        if left < CHUNK_HEADER:
-            pos += left  # the block's zero padding
-            continue
-        if pos + CHUNK_HEADER > n:
-            tail.reason = "the file ends inside a chunk header"
-            return
-        crc, length, kind = _CHUNK.unpack_from(data, pos)
-        if crc == 0 and length == 0 and kind == 0 and not parts:
-            pos += left  # a zeroed rest of a block: W&B's reader skips it too
-            continue
-        end = pos + CHUNK_HEADER + length
-        damage = None
-        if CHUNK_HEADER + length > left:
-            damage = f"a chunk at byte {pos} is longer than its 32 KiB block (corrupt)"
-        elif end > n:
-            tail.reason = "the file ends inside a record"
-            return
-        elif zlib.crc32(data[pos + CHUNK_HEADER - 1 : end]) != crc:
-            damage = f"the checksum of the chunk at byte {pos} does not match (corrupt)"
-        elif kind not in (FULL, FIRST, MIDDLE, LAST):
-            damage = f"the chunk at byte {pos} has an unknown type {kind} (corrupt)"
-        elif resync and kind in (MIDDLE, LAST):
-            pos = end  # the rest of a record whose start was lost
-            continue
-        elif (kind in (FULL, FIRST)) == bool(parts):
-            damage = f"the chunk at byte {pos} is out of order (type {kind}; corrupt)"
-        elif size + length > MAX_RECORD:
-            damage = f"a record longer than {MAX_RECORD >> 20} MiB at byte {pos} (corrupt, or not a metrics record)"
-        if damage is not None:
-            start = tail.consumed if parts else pos
-            nxt = pos - pos % BLOCK + BLOCK
-            tail.skipped.append((start, min(nxt, n) - start, damage))
-            parts, size, resync, pos = [], 0, True, nxt
-            continue
-        resync = False
-        parts.append(data[pos + CHUNK_HEADER : end])
-        size += length
-        pos = end
-        if kind in (FULL, LAST):
-            payload = parts[0] if len(parts) == 1 else b"".join(parts)
-            parts, size = [], 0
-            tail.records += 1
-            tail.consumed = pos
-            yield payload
-    if parts:
-        tail.reason = "the file ends inside a record"
-
-
-# --- decoding the Record fields judging needs -----------------------------------------------
-
-
-def _text(v: bytes) -> str:
-    return v.decode("utf-8", "replace")
-
-
-def _item(b: bytes) -> tuple[tuple[str, ...], str | None]:
-    """``(path, value_json)`` of a HistoryItem, SummaryItem or ConfigItem: ``nested_key``
-    when set, else ``(key,)``."""
-    key = ""
-    nested: list[str] = []
-    value = None
-    for f, wt, v in _fields(b):
-        if wt != 2:
-            continue
-        if f == _ITEM_KEY:
-            key = _text(v)
-        elif f == _ITEM_NESTED:
-            nested.append(_text(v))
-        elif f == _ITEM_JSON:
-            value = _text(v)
-    return (tuple(nested) if nested else (key,)), value
-
-
-def _json(s: str | None) -> object:
-    """A ``value_json`` decoded (NaN and ±Infinity allowed), or ``None`` if it is not JSON."""
-    if s is None:
-        return None
-    try:
-        return JSON.decode(s)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _is_media(v: object) -> bool:
-    return isinstance(v, Mapping) and "_type" in v
-
-
-def _strip_media(v: object, depth: int = 0) -> object:
-    """``v`` with every object holding a ``_type`` (media, histogram, table) left out."""
-    if not isinstance(v, Mapping) or depth > MAX_DEPTH:
-        return v
-    return {k: _strip_media(x, depth + 1) for k, x in v.items() if not _is_media(x)}
-
-
-def _items_to_values(items: list[tuple[tuple[str, ...], object]]) -> tuple[dict[str, float], list[str]]:
-    """The numbers of one row (``a/b`` keys) and its ``null`` keys (holes), media left out.
-
-    ``items`` are ``(path, decoded value)``; a path whose last part is ``_type`` marks the
-    object at the rest of the path as media, and every item under it is skipped.
-    """
-    media = {p[:-1] for p, _ in items if len(p) > 1 and p[-1] == "_type"}
-    flat: dict[str, object] = {}
-    for path, value in items:
-        if media and any(path[:k] in media for k in range(1, len(path))):
-            continue
-        if _is_media(value):
-            continue
-        flat["/".join(path)] = _strip_media(value)
-    holes: list[str] = []
-    return flatten_numeric(flat, holes=holes), holes
-
-
-def _history(b: bytes) -> tuple[dict[str, float], list[str], float | None]:
-    """``(values, holes, step)`` of a HistoryRecord; ``step`` from its ``step.num``."""
-    items = []
-    step = None
-    for f, wt, v in _fields(b):
-        if f == _HIST_ITEM and wt == 2:
-            path, raw = _item(v)
-            items.append((path, _json(raw)))
-        elif f == _HIST_STEP and wt == 2:
-            step = 0.0  # proto3 leaves out a zero num
-            for f2, wt2, v2 in _fields(v):
-                if f2 == 1 and wt2 == 0:
-                    step = float(v2 - (1 << 64) if v2 >= 1 << 63 else v2)
-    values, holes = _items_to_values(items)
-    return values, holes, step
-
-
-def _updates(b: bytes, into: dict[tuple[str, ...], object]) -> None:
-    """Apply a SummaryRecord or ConfigRecord (its updates and removes) to ``into``."""
-    for f, wt, v in _fields(b):
-        if wt != 2:
-            continue
-        if f == _UPDATE:
-            path, raw = _item(v)
-            into[path] = _json(raw)
-        elif f == _REMOVE:
-            path, _ = _item(v)
-            for k in [k for k in into if k[: len(path)] == path]:
-                del into[k]
-
-
-def _timestamp_iso(b: bytes) -> str | None:
-    seconds, nanos = 0, 0
-    for f, wt, v in _fields(b):
-        if f == 1 and wt == 0:
-            seconds = v - (1 << 64) if v >= 1 << 63 else v
-        elif f == 2 and wt == 0:
-            nanos = v
-    if seconds <= 0:
-        return None
-    try:
-        t = datetime.fromtimestamp(seconds + nanos / 1e9, tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return t.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-@dataclass
-class _Run:
-    """What a log says about its run besides its rows."""
-
-    meta: dict
-    config: dict
-    summary: dict
-    step_metrics: list[tuple[str, str]]  # (name or glob, step metric)
-
-
-def _run_record(b: bytes, run: _Run) -> None:
-    for f, wt, v in _fields(b):
-        if wt != 2:
-            continue
-        if f == _RUN_ID:
-            run.meta["run_id"] = _text(v)
-        elif f == _RUN_NAME:
-            run.meta["run"] = _text(v)
-        elif f == _RUN_PROJECT:
-            run.meta["experiment"] = _text(v)
-        elif f == _RUN_START:
-            iso = _timestamp_iso(v)
-            if iso is not None:
-                run.meta["started"] = iso
-        elif f == _RUN_CONFIG:
-            _updates(v, run.config)
-        elif f == _RUN_SUMMARY:
-            _updates(v, run.summary)
-
-
-def _metric_record(b: bytes, run: _Run) -> None:
-    metric = step = ""
-    for f, wt, v in _fields(b):
-        if wt != 2:
-            continue
-        if f in (_METRIC_NAME, _METRIC_GLOB):
-            metric = _text(v)
-        elif f == _METRIC_STEP:
-            step = _text(v)
-    if step:
-        run.step_metrics.append((metric, step))
-
-
-@dataclass
-class _Row:
-    values: dict[str, float]
-    holes: list[str]
-    step: float | None
-    line: int
-
-
-def _read_log(path: Path, state) -> tuple[list[_Row], _Run]:
+def _read_log(path: Path, state) -> tuple[list[Row], Run]:
     """The history rows of a ``.wandb`` file and what it says of its run.
 
     Raises:
@@ -380,25 +109,12 @@ def _read_log(path: Path, state) -> tuple[list[_Row], _Run]:
     except OSError as e:
         raise ReadError(f"cannot read {path.name}: {e.strerror or e}") from None
     tail = Tail()
-    rows: list[_Row] = []
-    run = _Run({}, {}, {}, [])
+    rows: list[Row] = []
+    run = Run({}, {}, {}, [])
     bad = 0
     for idx, payload in enumerate(records(data, tail), 1):
         try:
-            for f, wt, v in _fields(payload):
-                if wt != 2:
-                    continue
-                if f == _REC_HISTORY:
-                    values, holes, step = _history(v)
-                    rows.append(_Row(values, holes, step, idx))
-                elif f == _REC_SUMMARY:
-                    _updates(v, run.summary)
-                elif f == _REC_CONFIG:
-                    _updates(v, run.config)
-                elif f == _REC_RUN:
-                    _run_record(v, run)
-                elif f == _REC_METRIC:
-                    _metric_record(v, run)
+            read_record(payload, idx, rows, run)
         except (ProtoError, UnicodeDecodeError, OverflowError):
             bad += 1
     if tail.records == 0:
@@ -421,8 +137,8 @@ def _read_log(path: Path, state) -> tuple[list[_Row], _Run]:
 # --- older clients: files/wandb-history.jsonl --------------------------------------------------
 
 
-def _history_jsonl(path: Path, state) -> list[_Row]:
-    rows: list[_Row] = []
+def _history_jsonl(path: Path, state) -> list[Row]:
+    rows: list[Row] = []
     bad = 0
     label = "files/wandb-history.jsonl"
     with open_text(path) as f:
@@ -433,13 +149,13 @@ def _history_jsonl(path: Path, state) -> list[_Row]:
             if not raw.endswith("\n"):
                 state.drop(f"{label}: the last line ({lineno}) has no line end: cut mid-write, so it was not read")
                 break
-            obj = _json(s)
+            obj = json_value(s)
             if not isinstance(obj, Mapping):
                 bad += 1
                 continue
             items = [((str(k),), v) for k, v in obj.items()]
-            values, holes = _items_to_values(items)
-            rows.append(_Row(values, holes, None, lineno))
+            values, holes = items_to_values(items)
+            rows.append(Row(values, holes, None, lineno))
     if bad:
         state.drop(f"{label}: skipped {bad} line(s) that are not JSON objects")
     return rows
@@ -457,7 +173,7 @@ def _config_yaml(path: Path) -> dict[tuple[str, ...], object]:
                 if line and not line[0].isspace() and line.endswith(":"):
                     key = line[:-1].strip()
                 elif key is not None and line.strip().startswith("value:"):
-                    out[(key,)] = _json(line.split(":", 1)[1].strip())
+                    out[(key,)] = json_value(line.split(":", 1)[1].strip())
                     key = None
     except (OSError, ReadError):
         return {}
@@ -566,6 +282,68 @@ def resumed_parts(d: Path) -> list[Path]:
     return sorted(parts, key=lambda p: part_order(p, rid))
 
 
+def run_part(name: str) -> bool:
+    """Whether a path part of this name is a W&B run folder (:data:`RUN_DIR`): one run of
+    the experiment (the ``wandb/`` folder) above it (reader protocol hook)."""
+    return bool(RUN_DIR.match(name))
+
+
+#: What the walk leaves of a W&B run folder: it reads the ``.wandb`` log in the folder
+#: and, for an older client, ``files/``; the client's ``logs/`` links into ``~/.cache``
+#: (``debug-core.log``) in every run and is never read, and no subfolder holds another run.
+_RUN_DIR = RunDir(parts=None, reads=frozenset({"files"}), owns_files=True)
+
+
+def run_dir(path: str | Path, dirnames: Collection[str], names: Collection[str]) -> RunDir | None:
+    """A W&B run folder, by the names in it (reader protocol hook): named as W&B names
+    run folders (:data:`RUN_DIR`), with the run's ``.wandb`` log or an older client's
+    ``files/`` folder in it. The walk reads it whole through the folder."""
+    if RUN_DIR.match(os.path.basename(path)) and ("files" in dirnames or any(n.endswith(".wandb") for n in names)):
+        return _RUN_DIR
+    return None
+
+
+def resumed_run(path: Path) -> tuple[str, tuple[str, int]] | None:
+    """The run id of run folder ``path`` (its log's name) and the folder's place among
+    the folders of that run (:func:`part_order`), or ``None`` when it is not a run folder
+    with a log (reader protocol hook; :func:`resumed_parts` reads them all)."""
+    if not RUN_DIR.match(path.name):
+        return None
+    log = log_file(path)
+    rid = log_id(log) if log is not None else None
+    return None if rid is None else (rid, part_order(path, rid))
+
+
+#: The wandb client's own logs in a ``wandb/`` folder (``debug.log``,
+#: ``debug-internal.log``, ``debug-cli.<user>.log``).
+_CLIENT_LOG = re.compile(r"^debug(?:-internal|-cli\.[^/]*)?\.log$")
+
+
+def _is_client_dir(path: str | Path) -> bool:
+    """A W&B client's ``wandb/`` folder: so named (``.`` inside it counts by its real
+    name), or holding the client's ``latest-run`` link to a run folder beside it (a copy
+    under another name)."""
+    if os.path.basename(os.path.realpath(path)) == "wandb":
+        return True
+    try:
+        target = os.readlink(os.path.join(path, "latest-run"))
+    except OSError:
+        return False
+    return os.path.dirname(target.rstrip("/")) in ("", ".") and bool(RUN_DIR.match(os.path.basename(target)))
+
+
+def client_entries(path: str | Path, names: Collection[str]) -> frozenset[str]:
+    """In a W&B client's ``wandb/`` folder, the client's own entries (reader protocol
+    hook): its debug logs (links into the newest run's ``logs/``, no metrics) and its
+    ``latest-run`` link to the newest run folder beside it (that run, not another)."""
+    if not _is_client_dir(path):
+        return frozenset()
+    own = {n for n in names if _CLIENT_LOG.match(n)}
+    if os.path.islink(os.path.join(path, "latest-run")):
+        own.add("latest-run")
+    return frozenset(own)
+
+
 def sniff_dir(path: Path) -> bool:
     """A W&B run folder: it holds a ``.wandb`` log, or is named as W&B names run folders
     (``run-YYYYMMDD_HHMMSS-<id>``, ``offline-run-…``) and holds an older client's
@@ -586,7 +364,7 @@ def sniff(path: Path, head: str) -> bool:
     return is_wandb_header(first) or path.name.lower().endswith(".wandb")
 
 
-def _x_axis(run: _Run, rows: list[_Row]) -> str:
+def _x_axis(run: Run, rows: list[Row]) -> str:
     """The run's step key: a defined step metric that the rows hold (the one defined for
     ``*``, else the one most metrics use, the first defined on a tie), else ``_step``."""
     counts: dict[str, int] = {}
@@ -610,7 +388,7 @@ def _intent(config: Mapping[tuple[str, ...], object], meta: dict) -> None:
 
 
 def _numeric_summary(summary: Mapping[tuple[str, ...], object]) -> dict[str, float]:
-    values, _ = _items_to_values([(p, v) for p, v in summary.items() if p and p[0] not in _PRIVATE])
+    values, _ = items_to_values([(p, v) for p, v in summary.items() if p and p[0] not in _PRIVATE])
     return {k: v for k, v in values.items() if not k.startswith("_")}
 
 
@@ -637,7 +415,7 @@ def read(path: Path, state) -> Iterator[Record]:
                 raise ReadError("no .wandb log or files/wandb-history.jsonl in this W&B run folder")
             rows = _history_jsonl(history, state)
             files = path / "files"
-            run = _Run({}, _config_yaml(files / "config.yaml"), _summary_json(files / "wandb-summary.json"), [])
+            run = Run({}, _config_yaml(files / "config.yaml"), _summary_json(files / "wandb-summary.json"), [])
             m = RUN_DIR.match(path.name)
             if m:
                 run.meta["run_id"] = m.group(1)
@@ -676,7 +454,7 @@ def read(path: Path, state) -> Iterator[Record]:
 _NO_NUMBERS = "a W&B run whose history holds no numbers (media, tables or a summary only): nothing to judge"
 
 
-def _describe(run: _Run, state) -> None:
+def _describe(run: Run, state) -> None:
     """Fill ``state.meta`` from what the log says of its run (see :func:`read`)."""
     _intent(run.config, run.meta)
     summary = _numeric_summary(run.summary)

@@ -48,7 +48,7 @@ def run_name(r: Report) -> str:
 
 def location_words(r: Report, line: int) -> str:
     """Where a finding is in the run's source: ``line N`` in a text log, ``record N`` in a
-    database or a binary log (:data:`trainproof.findings.LINE_FORMATS`)."""
-    from ..findings import LINE_FORMATS
+    database or a binary log (:func:`trainproof.findings.is_line_format`)."""
+    from ..findings import is_line_format
 
-    return f"{'line' if r.format in LINE_FORMATS else 'record'} {line}"
+    return f"{'line' if is_line_format(r.format) else 'record'} {line}"

@@ -29,7 +29,7 @@ removed (``./logs/a.jsonl`` is ``logs/a.jsonl``), and only characters a URI cann
 are percent-encoded (space, ``%``, ``#``, ``?``, non-ASCII, ...). An absolute path inside
 ``base`` becomes relative to ``base``; any other absolute path becomes a ``file://`` URI.
 The region's ``startLine`` is the finding's ``line`` for formats with text lines (see
-:data:`LINE_FORMATS`). For ``tfevents`` (binary; ``line`` is a record index), for an
+:func:`~trainproof.findings.is_line_format`). For ``tfevents`` (binary; ``line`` is a record index), for an
 MLflow run folder (``line`` is a line of one of several metric files, and the finding does
 not say which) and for findings without a line, ``startLine`` is 1 and the index or line
 goes into the result's ``properties`` (``recordIndex`` / ``metricFileLine``) next to
@@ -70,7 +70,7 @@ import sarif_om as om
 from jschema_to_python.to_json import to_json
 
 from .._files import write_atomic
-from ..findings import LINE_FORMATS, Finding, Level, Report, jsonable, worst_verdict
+from ..findings import Finding, Level, Report, is_line_format, jsonable, worst_verdict
 from ..redact import scrub
 from ..rules.registry import DOC_SECTIONS, Rule, all_rules, get
 from .names import run_words, unshown_run_id
@@ -168,7 +168,7 @@ def _step_json(step: float | None):
 
 def _line_is_in_file(report: Report) -> bool:
     """True when ``Finding.line`` is a line of the very file the report names."""
-    if report.format not in LINE_FORMATS:
+    if not is_line_format(report.format):
         return False
     # An MLflow run folder holds one file per metric; a line number cannot say which.
     return not (report.format == "mlflow" and report.meta.get("metric_files"))

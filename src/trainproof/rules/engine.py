@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from ..findings import LINE_FORMATS, MUTED, Finding, Level, Report, Skip
+from ..findings import MUTED, Finding, Level, Report, Skip, is_line_format
 from ..runlog import RunLog, Series
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct
@@ -86,7 +86,7 @@ class Context:
         line: int | None = None,
     ) -> Finding:
         r = self.rule
-        if self.run.format not in LINE_FORMATS:
+        if not is_line_format(self.run.format):
             # A database or binary log has records, not lines: its "(line N)" is a record's index.
             message, evidence = _RECORD.sub(r"(record \1)", message), _RECORD.sub(r"(record \1)", evidence)
         return Finding(

@@ -148,6 +148,15 @@ def test_the_cluster_engines_do_not_import_the_api():
     assert graph["trainproof.engines"] == set()
 
 
+def test_the_svg_chart_module_needs_no_report_layout():
+    """render/svgchart draws a chart from series and markers: it reaches the data model
+    (levels) and the shared markup helpers, never the HTML page's layout, the other
+    renderers or a report's reading."""
+    graph = _import_graph()
+    assert _reaches(graph, "trainproof.render.svgchart") <= {"trainproof.findings", "trainproof.render._markup"}
+    assert "trainproof.render.svgchart" in graph["trainproof.render.html"]
+
+
 @pytest.mark.slow
 def test_the_rule_registry_is_a_leaf():
     """The registry imports only the data model and the thresholds (rule modules register

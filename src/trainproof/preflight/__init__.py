@@ -1,5 +1,6 @@
 """Preflight: judge what a run will start from — its data, tokenizer, objective and machine —
 before it starts. Each check module emits ``TP-*`` ids declared, with their documentation, in
+its family's ``ids`` module beside it (``preflight/targets/ids.py``) or in
 :mod:`trainproof.rules.preflight_ids` (documented in RULES.md like every rule) and builds an ordinary
 :class:`~trainproof.findings.Report`, so preflight results go through the same renderers
 (text, ``--json``, ``--sarif``) and the same exit-code policy as the run checks.
@@ -127,7 +128,8 @@ class Check:
     """One pure preflight check: no click, no printing, no exit.
 
     Attributes:
-        ids: the declared ids it may report (``rules/preflight_ids``); when every one of
+        ids: the declared ids it may report (the family's ``ids`` module, or
+            ``rules/preflight_ids``); when every one of
             them is muted the check does not run and they are skipped, reason ``muted``.
         fn: called with the thresholds in force; returns an :class:`Outcome`, or an
             iterable of findings (then it judged the ids it reported).

@@ -26,15 +26,35 @@ package's numpy API when it is installed, else with the header read by
 :func:`trainproof.formats.safetensors.read_header`).
 
 The checks live in :mod:`.checks` (ignore_index, target coverage, label shift), reading
-targets files in :mod:`.files`, and the reports, built by :func:`trainproof.preflight.run`,
-in :mod:`.reports`.
+targets files in :mod:`.files`, the reports, built by :func:`trainproof.preflight.run`,
+in :mod:`.reports`, and the ids they emit, with their documentation, in :mod:`.ids`.
+
+The names below are loaded on first use (PEP 562): importing this package imports no
+check, so the rule registry reaches :mod:`.ids` through it without loading the checks.
 """
 
 from __future__ import annotations
 
-from .checks import TargetCoverage, check_ignore_index, check_label_shift, measure_label_shift
-from .files import TargetFileError, load_arrays
-from .reports import check_objective, ignore_index_report, objective_report
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .checks import TargetCoverage, check_ignore_index, check_label_shift, measure_label_shift
+    from .files import TargetFileError, load_arrays
+    from .reports import check_objective, ignore_index_report, objective_report
+
+#: Each public name -> the module of this package that defines it.
+_WHERE = {
+    "TargetCoverage": "checks",
+    "check_ignore_index": "checks",
+    "check_label_shift": "checks",
+    "measure_label_shift": "checks",
+    "TargetFileError": "files",
+    "load_arrays": "files",
+    "check_objective": "reports",
+    "ignore_index_report": "reports",
+    "objective_report": "reports",
+}
 
 __all__ = [
     "TargetCoverage",
@@ -47,3 +67,20 @@ __all__ = [
     "measure_label_shift",
     "objective_report",
 ]
+
+
+def __getattr__(name: str):
+    """A public name of the package, imported from its module on first use.
+
+    Raises:
+        AttributeError: ``name`` is not one of :data:`__all__`.
+    """
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

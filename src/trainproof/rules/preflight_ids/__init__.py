@@ -1,4 +1,7 @@
-"""The documentation of every preflight id, one module per preflight check.
+"""The documentation of the preflight ids of the families whose declarations are not yet
+beside their checks, one module per preflight check (the objective family's are in
+:mod:`trainproof.preflight.targets.ids`; see
+:func:`trainproof.rules.registry.preflight_id_modules`).
 
 Declarations only, no check code: the registry loads them (through
 :func:`trainproof.rules.registry.load_all`) without importing the checks, their file parsers or

@@ -1,7 +1,6 @@
 """The documentation of the preflight ids of the families whose declarations are not yet
-beside their checks, one module per preflight check (the objective and dataset families'
-are in their packages' ``ids`` modules, :mod:`trainproof.preflight.targets.ids` and
-:mod:`trainproof.preflight.dataset.ids`; see :func:`trainproof.rules.registry.preflight_id_modules`).
+beside their checks, one module per preflight check (the objective, dataset and env families'
+are in their packages' ``ids`` modules, such as :mod:`trainproof.preflight.targets.ids`; see :func:`trainproof.rules.registry.preflight_id_modules`).
 
 Declarations only, no check code: the registry loads them (through
 :func:`trainproof.rules.registry.load_all`) without importing the checks, their file parsers or

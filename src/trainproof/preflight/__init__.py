@@ -8,6 +8,7 @@ its family's ``ids`` module beside it (``preflight/targets/ids.py``) or in
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -204,3 +205,33 @@ def run(
     )
     # The muted ids of checks that did not run are this report's too.
     return apply_mute(rep, mute, also=declared)
+
+
+def lazy_names(package: str, where: dict[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """The module ``__getattr__`` and ``__dir__`` (PEP 562) of a family package whose
+    ``__init__`` imports no check: ``where`` maps each public name to the module of the
+    package that defines it, imported on first use; a submodule's name (``speech.audio``)
+    imports that submodule. So the rule registry can import the family's ``ids`` module
+    through the package without loading a check.
+
+    The ``__getattr__`` raises AttributeError for a name that is neither.
+    """
+    import importlib
+
+    def __getattr__(name: str):
+        if name in where:
+            value = getattr(importlib.import_module(f"{package}.{where[name]}"), name)
+        else:
+            try:
+                value = importlib.import_module(f"{package}.{name}")
+            except ModuleNotFoundError as e:
+                if e.name != f"{package}.{name}":
+                    raise
+                raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *where})
+
+    return __getattr__, __dir__

@@ -70,8 +70,9 @@ check, so the rule registry reaches :mod:`.ids` through it without loading the c
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from .. import lazy_names
 
 if TYPE_CHECKING:
     from .checks import ALL_IDS, KEYS_SHOWN
@@ -129,19 +130,4 @@ __all__ = [
     "open_dataset",
 ]
 
-
-def __getattr__(name: str):
-    """A public name of the package, imported from its module on first use.
-
-    Raises:
-        AttributeError: ``name`` is not one of :data:`__all__`.
-    """
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

@@ -123,8 +123,9 @@ def test_every_id_a_preflight_check_emits_is_declared():
 
 
 def test_a_preflight_familys_ids_are_declared_beside_the_checks_that_emit_them():
-    """A family package with an ``ids`` module declares there every id its checks emit
-    (the objective family, ``preflight/targets``, at least), and the registry lists it."""
+    """Every preflight id is declared in a family package's ``ids`` module, beside the
+    checks that emit it: each family's ids module declares every id its checks name, and
+    the registry lists it."""
     import re
     from pathlib import Path
 
@@ -132,7 +133,10 @@ def test_a_preflight_familys_ids_are_declared_beside_the_checks_that_emit_them()
     from trainproof.rules.registry import MODULE_OF, all_rules, preflight_id_modules
 
     families = sorted(p.parent for p in Path(pkg.__file__).parent.glob("*/ids.py"))
-    assert Path(pkg.__file__).parent / "targets" in families
+    assert {f.name for f in families} >= {"dataset", "env", "speech", "targets"}
+    assert {MODULE_OF[r.id] for r in all_rules() if r.source == "preflight"} == {
+        f"trainproof.preflight.{f.name}.ids" for f in families
+    }
     for fam in families:
         module = f"trainproof.preflight.{fam.name}.ids"
         assert module in preflight_id_modules()

@@ -1,9 +1,14 @@
 """Preflight: judge what a run will start from — its data, tokenizer, objective and machine —
 before it starts. Each check module emits ``TP-*`` ids declared, with their documentation, in
-its family's ``ids`` module beside it (``preflight/targets/ids.py``) or in
-:mod:`trainproof.rules.preflight_ids` (documented in RULES.md like every rule) and builds an ordinary
-:class:`~trainproof.findings.Report`, so preflight results go through the same renderers
-(text, ``--json``, ``--sarif``) and the same exit-code policy as the run checks.
+its family's ``ids`` module beside it (``preflight/targets/ids.py``; documented in RULES.md
+like every rule) and builds an ordinary :class:`~trainproof.findings.Report`, so preflight
+results go through the same renderers (text, ``--json``, ``--sarif``) and the same
+exit-code policy as the run checks.
+
+A family is a package whose ``__init__`` imports no check (its public names are loaded on
+first use, :func:`lazy_names`): the rule registry imports each family's ``ids`` module
+through it (:func:`trainproof.rules.registry.preflight_id_modules`), so documenting the ids
+or judging a run loads no check.
 """
 
 from __future__ import annotations
@@ -129,9 +134,8 @@ class Check:
     """One pure preflight check: no click, no printing, no exit.
 
     Attributes:
-        ids: the declared ids it may report (the family's ``ids`` module, or
-            ``rules/preflight_ids``); when every one of
-            them is muted the check does not run and they are skipped, reason ``muted``.
+        ids: the declared ids it may report (the family's ``ids`` module); when every one
+            of them is muted the check does not run and they are skipped, reason ``muted``.
         fn: called with the thresholds in force; returns an :class:`Outcome`, or an
             iterable of findings (then it judged the ids it reported).
         name: what it checks, for messages and tests.

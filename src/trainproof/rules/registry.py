@@ -389,8 +389,8 @@ def outcome(id: str, level: Level, group: str, summary: str, module: str | None 
 
 def declare(rule_id: str, level: Level, group: str, summary: str, **docs: str) -> Rule:
     """Register a preflight id with its documentation (source ``preflight``; declared in the
-    family's ``ids`` module beside the checks of :mod:`trainproof.preflight` that emit it, or
-    in :mod:`trainproof.rules.preflight_ids`; see :func:`preflight_id_modules`).
+    family's ``ids`` module beside the checks of :mod:`trainproof.preflight` that emit it;
+    see :func:`preflight_id_modules`).
 
     Raises:
         ValueError: the id does not start with ``TP-`` or is already declared.
@@ -428,12 +428,11 @@ PREFLIGHT_IDS_MODULE = "ids"
 
 
 def preflight_id_modules() -> list[str]:
-    """The modules that declare preflight ids, in the order of their ``ORDER`` (then name):
-    each family package's ``ids`` module (:data:`PREFLIGHT_IDS_MODULE`, beside its checks),
-    and the modules of :mod:`trainproof.rules.preflight_ids` (families whose declarations
-    have not moved beside their checks yet). Both are found by listing the packages, so a
-    new family's declarations need no registration line. Declarations only: a family
-    package imports no check on import, so neither does this.
+    """The modules that declare preflight ids: each family package's ``ids`` module
+    (``trainproof.preflight.<family>.ids``, :data:`PREFLIGHT_IDS_MODULE`, beside the checks
+    that emit them), in the order of their ``ORDER`` (then name). They are found by listing
+    the family folders, so a new family's declarations need no registration line; a family
+    package imports no check on import (``lazy_names``), so neither does this.
 
     Raises:
         ImportError: a declaration module that does not import.
@@ -443,13 +442,8 @@ def preflight_id_modules() -> list[str]:
     import pkgutil
 
     # By name, as the rule modules: the registry imports no declaring module by statement.
-    preflight_ids = importlib.import_module(f"{__package__}.preflight_ids")
-    names = [
-        f"{preflight_ids.__name__}.{m.name}"
-        for m in pkgutil.iter_modules(preflight_ids.__path__)
-        if not m.name.startswith("_")
-    ]
     preflight = importlib.import_module(f"{__package__.rpartition('.')[0]}.preflight")
+    names = []
     for fam in pkgutil.iter_modules(preflight.__path__):
         # The family's folder is listed, not imported: only a family with an ids module is.
         if fam.ispkg and not fam.name.startswith("_"):

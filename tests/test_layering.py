@@ -3,6 +3,7 @@ loads, and what the rule registry needs to document every id."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -13,6 +14,17 @@ import pytest
 _FORBIDDEN = ("click", "trainproof.cli", "trainproof.preflight")
 
 
+def _declarations_only(m: str, mod) -> bool:
+    """The preflight modules the registry loads to document the preflight ids, none of them
+    a check: the package, a family's package (its ``__init__`` imports no check) and the
+    family's ``ids`` module (its declarations, beside its checks)."""
+    parts = m.split(".")
+    return m == "trainproof.preflight" or (
+        parts[:2] == ["trainproof", "preflight"]
+        and ((len(parts) == 3 and hasattr(mod, "__path__")) or (len(parts) == 4 and parts[3] == "ids"))
+    )
+
+
 def _fresh(code: str) -> dict:
     """Run ``code`` in a new interpreter; it prints one JSON object as its last line."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
@@ -21,12 +33,19 @@ def _fresh(code: str) -> dict:
 
 def _then_loaded(code: str) -> str:
     """``code`` (which sets ``result``) followed by a report of the outer-ring modules loaded."""
-    return textwrap.dedent(code) + textwrap.dedent(f"""
+    return (
+        textwrap.dedent(code)
+        + inspect.getsource(_declarations_only)
+        + textwrap.dedent(f"""
         import json, sys
         forbidden = {_FORBIDDEN!r}
-        bad = sorted(m for m in sys.modules if any(m == f or m.startswith(f + ".") for f in forbidden))
+        bad = sorted(
+            m for m, mod in list(sys.modules.items())
+            if any(m == f or m.startswith(f + ".") for f in forbidden) and not _declarations_only(m, mod)
+        )
         print(json.dumps({{"bad": bad, "result": result}}))
     """)
+    )
 
 
 def test_judging_a_runlog_loads_no_click_no_cli_no_preflight(tmp_path):
@@ -103,6 +122,32 @@ def test_every_id_a_preflight_check_emits_is_declared():
     assert missing == []
 
 
+def test_a_preflight_familys_ids_are_declared_beside_the_checks_that_emit_them():
+    """Every preflight id is declared in a family package's ``ids`` module, beside the
+    checks that emit it: each family's ids module declares every id its checks name, and
+    the registry lists it."""
+    import re
+    from pathlib import Path
+
+    import trainproof.preflight as pkg
+    from trainproof.rules.registry import MODULE_OF, all_rules, preflight_id_modules
+
+    families = sorted(p.parent for p in Path(pkg.__file__).parent.glob("*/ids.py"))
+    assert {f.name for f in families} >= {"dataset", "env", "speech", "targets"}
+    assert {MODULE_OF[r.id] for r in all_rules() if r.source == "preflight"} == {
+        f"trainproof.preflight.{f.name}.ids" for f in families
+    }
+    for fam in families:
+        module = f"trainproof.preflight.{fam.name}.ids"
+        assert module in preflight_id_modules()
+        declared = {r.id for r in all_rules() if MODULE_OF[r.id] == module}
+        emitted = set()
+        for f in fam.rglob("*.py"):
+            if f.name != "ids.py":
+                emitted |= set(re.findall(r'"(TP-[A-Z0-9-]+)"', f.read_text(encoding="utf-8")))
+        assert emitted and emitted <= declared, (fam.name, sorted(emitted - declared))
+
+
 def _import_graph() -> dict[str, set[str]]:
     """trainproof's modules and the trainproof modules each imports anywhere in its source
     (module level or inside a function), read from the source, not by importing it."""
@@ -146,6 +191,15 @@ def test_the_cluster_engines_do_not_import_the_api():
     graph = _import_graph()
     assert "trainproof.engines" in graph["trainproof.api"]
     assert graph["trainproof.engines"] == set()
+
+
+def test_the_svg_chart_module_needs_no_report_layout():
+    """render/svgchart draws a chart from series and markers: it reaches the data model
+    (levels) and the shared markup helpers, never the HTML page's layout, the other
+    renderers or a report's reading."""
+    graph = _import_graph()
+    assert _reaches(graph, "trainproof.render.svgchart") <= {"trainproof.findings", "trainproof.render._markup"}
+    assert "trainproof.render.svgchart" in graph["trainproof.render.html"]
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import pkgutil
 import re
 import subprocess
@@ -115,3 +116,39 @@ def test_every_id_a_module_names_is_declared(module):
     text = Path(importlib.import_module(module).__file__).read_text(encoding="utf-8")
     names = set(re.findall(r'"(TP-[A-Z0-9-]+)"', text))
     assert sorted(n for n in names if get(n) is None) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "package",
+    [
+        "trainproof.preflight.dataset",
+        "trainproof.preflight.env",
+        "trainproof.preflight.speech",
+        "trainproof.preflight.targets",
+    ],
+)
+def test_a_family_package_loads_its_checks_on_first_use(package):
+    """Importing a family package (as the registry does, to reach its ids) loads no check;
+    a public name loads its module, a submodule's name the submodule, and any other name
+    is an AttributeError."""
+    script = f"""
+import importlib, json, sys
+pkg = importlib.import_module({package!r})
+before = sorted(m for m in sys.modules if m.startswith({package!r} + "."))
+name = pkg.__all__[0]
+getattr(pkg, name)
+loaded = sys.modules[{package!r} + "." + pkg._WHERE[name]] is not None
+sub = sorted(set(pkg._WHERE.values()))[0]
+is_module = getattr(pkg, sub) is sys.modules[{package!r} + "." + sub]
+try:
+    pkg.no_such_name
+    missing = "no error"
+except AttributeError:
+    missing = "AttributeError"
+print(json.dumps([before, loaded, is_module, missing, sorted(pkg.__all__) == sorted(pkg._WHERE)]))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    before, loaded, is_module, missing, complete = json.loads(out.stdout.strip().splitlines()[-1])
+    assert before == [] and loaded and is_module and complete
+    assert missing == "AttributeError"

@@ -215,12 +215,14 @@ def toyfile_cmd(path, as_json, mute, config_path, outputs):
 
 
 def test_a_command_and_its_preflight_family_are_one_line_in_commands(tmp_path):
-    ids_dir, cmd_dir = tmp_path / "ids", tmp_path / "cmds"
-    ids_dir.mkdir()
+    families, cmd_dir = tmp_path / "families", tmp_path / "cmds"
+    (families / "toyfile").mkdir(parents=True)
     cmd_dir.mkdir()
-    # The two new modules, as if in rules/preflight_ids/ and cli/commands/ (the packages'
-    # search paths extended, so the checkout stays as it is).
-    (ids_dir / "toyfile.py").write_text(_TOY_IDS)
+    # The new family package with its ids module, and the command module, as if in
+    # preflight/ and cli/commands/ (the packages' search paths extended, so the checkout
+    # stays as it is).
+    (families / "toyfile" / "__init__.py").write_text('"""The toy file check."""\n')
+    (families / "toyfile" / "ids.py").write_text(_TOY_IDS)
     (cmd_dir / "toyfile.py").write_text(_TOY_COMMAND)
     empty, full = tmp_path / "empty.txt", tmp_path / "full.txt"
     empty.write_bytes(b"")
@@ -230,8 +232,8 @@ def test_a_command_and_its_preflight_family_are_one_line_in_commands(tmp_path):
         tmp_path,
         f"""
         import json
-        import trainproof.cli.commands, trainproof.rules.preflight_ids
-        trainproof.rules.preflight_ids.__path__.append({str(ids_dir)!r})
+        import trainproof.cli.commands, trainproof.preflight
+        trainproof.preflight.__path__.append({str(families)!r})
         trainproof.cli.commands.__path__.append({str(cmd_dir)!r})
         from trainproof.cli import app
         app.COMMANDS["toyfile"] = ("toyfile", "toyfile_cmd", "Check that FILE holds at least one byte.")  # the line

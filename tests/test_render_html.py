@@ -428,10 +428,33 @@ def test_same_reports_give_the_same_html(tmp_path):
     assert b"\r\n" not in (tmp_path / "r.html").read_bytes()
 
 
-def test_the_renderer_knows_only_a_report():
-    src = (REPO / "src" / "trainproof" / "render" / "html.py").read_text(encoding="utf-8")
+@pytest.mark.parametrize("module", ["html.py", "svgchart.py", "_markup.py"])
+def test_the_renderer_knows_only_a_report(module):
+    src = (REPO / "src" / "trainproof" / "render" / module).read_text(encoding="utf-8")
     assert "from ..rules" not in src and "from ..formats" not in src and "import rules" not in src
     assert "datetime" not in src and "time.time" not in src and "random" not in src
+
+
+def test_the_stylesheet_is_package_data_inlined_whole_and_pinned_by_the_csp(diverge):
+    """render/report.css ships with the package, is the page's whole <style>, and is what
+    the Content-Security-Policy's hash allows (a browser drops a style whose hash differs)."""
+    import base64
+    import hashlib
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    conf = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "render/*.css" in conf["tool"]["setuptools"]["package-data"]["trainproof"]
+    css = (REPO / "src" / "trainproof" / "render" / "report.css").read_text(encoding="utf-8")
+    assert "svg.chart .marker-line" in css and "section.run" in css
+    page = render_html([diverge])
+    (style,) = re.findall(r"<style>(.*?)</style>", page, re.S)
+    assert style == "\n" + css
+    digest = base64.b64encode(hashlib.sha256(style.encode("utf-8")).digest()).decode("ascii")
+    assert f"style-src 'sha256-{digest}'" in page
 
 
 def test_the_committed_evidence_page_is_current():

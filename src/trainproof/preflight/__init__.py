@@ -1,12 +1,19 @@
 """Preflight: judge what a run will start from — its data, tokenizer, objective and machine —
 before it starts. Each check module emits ``TP-*`` ids declared, with their documentation, in
-:mod:`trainproof.rules.preflight_ids` (documented in RULES.md like every rule) and builds an ordinary
-:class:`~trainproof.findings.Report`, so preflight results go through the same renderers
-(text, ``--json``, ``--sarif``) and the same exit-code policy as the run checks.
+its family's ``ids`` module beside it (``preflight/targets/ids.py``; documented in RULES.md
+like every rule) and builds an ordinary :class:`~trainproof.findings.Report`, so preflight
+results go through the same renderers (text, ``--json``, ``--sarif``) and the same
+exit-code policy as the run checks.
+
+A family is a package whose ``__init__`` imports no check (its public names are loaded on
+first use, :func:`lazy_names`): the rule registry imports each family's ``ids`` module
+through it (:func:`trainproof.rules.registry.preflight_id_modules`), so documenting the ids
+or judging a run loads no check.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -127,8 +134,8 @@ class Check:
     """One pure preflight check: no click, no printing, no exit.
 
     Attributes:
-        ids: the declared ids it may report (``rules/preflight_ids``); when every one of
-            them is muted the check does not run and they are skipped, reason ``muted``.
+        ids: the declared ids it may report (the family's ``ids`` module); when every one
+            of them is muted the check does not run and they are skipped, reason ``muted``.
         fn: called with the thresholds in force; returns an :class:`Outcome`, or an
             iterable of findings (then it judged the ids it reported).
         name: what it checks, for messages and tests.
@@ -202,3 +209,33 @@ def run(
     )
     # The muted ids of checks that did not run are this report's too.
     return apply_mute(rep, mute, also=declared)
+
+
+def lazy_names(package: str, where: dict[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """The module ``__getattr__`` and ``__dir__`` (PEP 562) of a family package whose
+    ``__init__`` imports no check: ``where`` maps each public name to the module of the
+    package that defines it, imported on first use; a submodule's name (``speech.audio``)
+    imports that submodule. So the rule registry can import the family's ``ids`` module
+    through the package without loading a check.
+
+    The ``__getattr__`` raises AttributeError for a name that is neither.
+    """
+    import importlib
+
+    def __getattr__(name: str):
+        if name in where:
+            value = getattr(importlib.import_module(f"{package}.{where[name]}"), name)
+        else:
+            try:
+                value = importlib.import_module(f"{package}.{name}")
+            except ModuleNotFoundError as e:
+                if e.name != f"{package}.{name}":
+                    raise
+                raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *where})
+
+    return __getattr__, __dir__

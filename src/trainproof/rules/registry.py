@@ -394,8 +394,9 @@ def outcome(id: str, level: Level, group: str, summary: str, module: str | None 
 
 
 def declare(rule_id: str, level: Level, group: str, summary: str, **docs: str) -> Rule:
-    """Register a preflight id with its documentation (source ``preflight``; declared in
-    :mod:`trainproof.rules.preflight_ids`, emitted by :mod:`trainproof.preflight`).
+    """Register a preflight id with its documentation (source ``preflight``; declared in the
+    family's ``ids`` module beside the checks of :mod:`trainproof.preflight` that emit it;
+    see :func:`preflight_id_modules`).
 
     Raises:
         ValueError: the id does not start with ``TP-`` or is already declared.
@@ -427,24 +428,35 @@ RULE_MODULES = tuple(
 )
 
 
+#: The name of the module of a preflight family's package (``trainproof.preflight.<family>``)
+#: that declares the ids its checks emit, with their documentation, beside those checks.
+PREFLIGHT_IDS_MODULE = "ids"
+
+
 def preflight_id_modules() -> list[str]:
-    """The modules of :mod:`trainproof.rules.preflight_ids`, found by listing the package
-    (declarations only: importing them imports no check), in the order of their ``ORDER``
-    (then name): a new preflight family's declarations need no registration line.
+    """The modules that declare preflight ids: each family package's ``ids`` module
+    (``trainproof.preflight.<family>.ids``, :data:`PREFLIGHT_IDS_MODULE`, beside the checks
+    that emit them), in the order of their ``ORDER`` (then name). They are found by listing
+    the family folders, so a new family's declarations need no registration line; a family
+    package imports no check on import (``lazy_names``), so neither does this.
 
     Raises:
         ImportError: a declaration module that does not import.
     """
     import importlib
+    import os
     import pkgutil
 
     # By name, as the rule modules: the registry imports no declaring module by statement.
-    preflight_ids = importlib.import_module(f"{__package__}.preflight_ids")
-    found = [
-        importlib.import_module(f"{preflight_ids.__name__}.{m.name}")
-        for m in pkgutil.iter_modules(preflight_ids.__path__)
-        if not m.name.startswith("_")
-    ]
+    preflight = importlib.import_module(f"{__package__.rpartition('.')[0]}.preflight")
+    names = []
+    for fam in pkgutil.iter_modules(preflight.__path__):
+        # The family's folder is listed, not imported: only a family with an ids module is.
+        if fam.ispkg and not fam.name.startswith("_"):
+            inside = pkgutil.iter_modules([os.path.join(fam.module_finder.path, fam.name)])
+            if any(m.name == PREFLIGHT_IDS_MODULE for m in inside):
+                names.append(f"{preflight.__name__}.{fam.name}.{PREFLIGHT_IDS_MODULE}")
+    found = [importlib.import_module(n) for n in names]
     return [m.__name__ for m in sorted(found, key=lambda m: (getattr(m, "ORDER", len(found)), m.__name__))]
 
 

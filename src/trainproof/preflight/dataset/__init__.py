@@ -61,21 +61,55 @@ bounds (``meta.tokens.length_basis``).
 
 The package: :mod:`.sources` opens the file, :mod:`.shapes` finds the text of a record,
 :mod:`.tokenizer` loads the tokenizer, :mod:`.scan` reads every record once and
-:mod:`.checks` judges the scan; :func:`check_dataset` runs them.
+:mod:`.checks` judges the scan; :func:`check_dataset` (:mod:`.judge`) runs them; the ids
+they emit are declared, with their documentation, in :mod:`.ids`.
+
+The names below are loaded on first use (PEP 562): importing this package imports no
+check, so the rule registry reaches :mod:`.ids` through it without loading the checks.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ...findings import Report
-from .. import Check, Outcome, apply_mute, report, run
-from . import checks
-from .checks import ALL_IDS, KEYS_SHOWN
-from .scan import scan_dataset
-from .shapes import SHAPES
-from .sources import SHOW, DatasetError, open_dataset
-from .tokenizer import BOS_NAMES, EOS_NAMES, HF_EXTRA, PAD_NAMES, PROBE, Special, Tok, TokenizerError, load_tokenizer
+from .. import lazy_names
+
+if TYPE_CHECKING:
+    from .checks import ALL_IDS, KEYS_SHOWN
+    from .judge import check_dataset
+    from .shapes import SHAPES
+    from .sources import SHOW, DatasetError, open_dataset
+    from .tokenizer import (
+        BOS_NAMES,
+        EOS_NAMES,
+        HF_EXTRA,
+        PAD_NAMES,
+        PROBE,
+        Special,
+        Tok,
+        TokenizerError,
+        load_tokenizer,
+    )
+
+#: Each public name -> the module of this package that defines it.
+_WHERE = {
+    "ALL_IDS": "checks",
+    "KEYS_SHOWN": "checks",
+    "SHAPES": "shapes",
+    "SHOW": "sources",
+    "DatasetError": "sources",
+    "open_dataset": "sources",
+    "BOS_NAMES": "tokenizer",
+    "EOS_NAMES": "tokenizer",
+    "HF_EXTRA": "tokenizer",
+    "PAD_NAMES": "tokenizer",
+    "PROBE": "tokenizer",
+    "Special": "tokenizer",
+    "Tok": "tokenizer",
+    "TokenizerError": "tokenizer",
+    "load_tokenizer": "tokenizer",
+    "check_dataset": "judge",
+}
 
 __all__ = [
     "ALL_IDS",
@@ -96,69 +130,4 @@ __all__ = [
     "open_dataset",
 ]
 
-
-def check_dataset(
-    path: Path, text_field: str | None = None, tokenizer: str | None = None, max_len: int | None = None, mute=()
-) -> tuple[Report, str | None]:
-    """Judge a dataset file (the module doc says how it is read and tokenised).
-
-    ``text_field``: a key or dotted path holding the text, instead of the detected shape;
-    ``tokenizer``: a local tokenizer directory, tokenizer.json or cached hub name;
-    ``max_len``: the run's sequence length in tokens (needs ``tokenizer``); ``mute``: ids
-    reported skipped, reason ``muted``.
-
-    Returns ``(report, error)``: ``error`` is the command-level reason exit 2 applies even
-    when the dataset itself was judged (the tokenizer could not be loaded), else ``None``.
-    A dataset that cannot be read is a report with ``error`` set (its NOT-CHECKED reason);
-    nothing is raised for it.
-    """
-    mute = set(mute)
-    tok, tok_error = None, None
-    if tokenizer is not None:
-        try:
-            tok = load_tokenizer(tokenizer)
-        except TokenizerError as e:
-            tok_error = str(e)
-    try:
-        src = open_dataset(path)
-        bad, scan = scan_dataset(src, text_field, tok)
-    except DatasetError as e:
-        return report(str(path), "dataset", [], error=str(e)), tok_error
-
-    meta: dict = {
-        "container": src.label,
-        "shape": None,
-        "text_fields": None,
-        "records": scan.records,
-        "malformed": bad.count,
-    }
-    notes = list(src.notes)
-    if src.blank:
-        notes.append(f"{src.blank} blank line(s) skipped")
-    shape = scan.shape if scan.first_match is not None else None
-    found = [Check(("TP-PRE-MALFORMED-JSONL",), lambda th: checks.malformed(bad, scan), "malformed records")]
-    if scan.records == 0 and not bad.count:
-        # Nothing to judge: NOT-CHECKED, and like any dataset that cannot be read it lists no muted ids.
-        found.append(Check((), lambda th: Outcome(error=f"{path}: no records"), "records"))
-        return run(found, file=str(path), kind="dataset", meta=meta, notes=notes), tok_error
-    if scan.records and shape is None:
-        found.append(Check(("TP-PRE-NO-TEXT-FIELD",), lambda th: checks.no_text_field(scan, text_field), "text field"))
-    elif shape is not None:
-        found.append(Check(checks.DATA_IDS, lambda th: checks.texts(scan, shape), "empty and duplicate texts"))
-        if tok is not None:
-            found.append(
-                Check(
-                    (*checks.TOK_IDS, "TP-PRE-CONTEXT-CHECK-SKIPPED"),
-                    lambda th: checks.tokenizer(scan, tok, max_len),
-                    "tokenizer",
-                )
-            )
-        else:
-            found.append(Check(checks.TOK_IDS, lambda th: checks.no_tokenizer(max_len, tok_error), "no tokenizer"))
-    # Mute is applied after the run, as apply_mute does it, rather than by run's config:
-    # TP-PRE-OK summarises the other checks' findings left after mute (a check sees only the
-    # thresholds), and a check that run would leave out for its ids being muted still
-    # places its absent skips where the report has always listed them.
-    rep = run(found, file=str(path), kind="dataset", meta=meta, notes=notes)
-    rep = checks.with_ok(rep, mute, scan, shape, tok, max_len)
-    return apply_mute(rep, mute), tok_error
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

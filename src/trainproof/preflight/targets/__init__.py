@@ -26,15 +26,36 @@ package's numpy API when it is installed, else with the header read by
 :func:`trainproof.formats.safetensors.read_header`).
 
 The checks live in :mod:`.checks` (ignore_index, target coverage, label shift), reading
-targets files in :mod:`.files`, and the reports, built by :func:`trainproof.preflight.run`,
-in :mod:`.reports`.
+targets files in :mod:`.files`, the reports, built by :func:`trainproof.preflight.run`,
+in :mod:`.reports`, and the ids they emit, with their documentation, in :mod:`.ids`.
+
+The names below are loaded on first use (PEP 562): importing this package imports no
+check, so the rule registry reaches :mod:`.ids` through it without loading the checks.
 """
 
 from __future__ import annotations
 
-from .checks import TargetCoverage, check_ignore_index, check_label_shift, measure_label_shift
-from .files import TargetFileError, load_arrays
-from .reports import check_objective, ignore_index_report, objective_report
+from typing import TYPE_CHECKING
+
+from .. import lazy_names
+
+if TYPE_CHECKING:
+    from .checks import TargetCoverage, check_ignore_index, check_label_shift, measure_label_shift
+    from .files import TargetFileError, load_arrays
+    from .reports import check_objective, ignore_index_report, objective_report
+
+#: Each public name -> the module of this package that defines it.
+_WHERE = {
+    "TargetCoverage": "checks",
+    "check_ignore_index": "checks",
+    "check_label_shift": "checks",
+    "measure_label_shift": "checks",
+    "TargetFileError": "files",
+    "load_arrays": "files",
+    "check_objective": "reports",
+    "ignore_index_report": "reports",
+    "objective_report": "reports",
+}
 
 __all__ = [
     "TargetCoverage",
@@ -47,3 +68,5 @@ __all__ = [
     "measure_label_shift",
     "objective_report",
 ]
+
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

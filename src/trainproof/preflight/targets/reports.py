@@ -23,7 +23,7 @@ from .checks import (
 )
 from .files import TargetFileError, _pick, load_arrays
 
-#: The ids each check may report (``rules/preflight_ids/targets.py``).
+#: The ids each check may report (declared in :mod:`.ids`).
 _IGNORE_IDS = ("TP-OBJ-IGNORE-INDEX-COLLISION", "TP-OBJ-IGNORE-INDEX-OK")
 _COVERAGE_IDS = (
     "TP-OBJ-TARGET-OUT-OF-RANGE",

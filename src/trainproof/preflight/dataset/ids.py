@@ -1,9 +1,15 @@
-"""The ids the dataset check (`trainproof dataset`) emits, with their documentation (declarations only)."""
+"""The ids the dataset check (`trainproof dataset`) emits, with their documentation:
+declarations only, beside the checks that emit them (:mod:`.checks`, :mod:`.judge`).
+
+The rule registry imports this module by name, through this package, whose ``__init__``
+imports no check (:func:`trainproof.rules.registry.preflight_id_modules`): so ``trainproof
+rules``, RULES.md and judging a run know these ids without loading the checks.
+"""
 
 from __future__ import annotations
 
 from ...findings import Level
-from ..registry import declare
+from ...rules.registry import declare
 
 GROUP = "preflight"
 #: Where this family is listed among the preflight families (trainproof rules, RULES.md).

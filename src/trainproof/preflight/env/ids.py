@@ -1,9 +1,16 @@
-"""The ids the environment check (`trainproof env`) emits, with their documentation (declarations only)."""
+"""The ids the environment check (`trainproof env`) emits, with their documentation:
+declarations only, beside the checks that emit them (:mod:`.probe`, :mod:`.checkpoints`,
+:mod:`.resources`, :mod:`.judge`).
+
+The rule registry imports this module by name, through this package, whose ``__init__``
+imports no check (:func:`trainproof.rules.registry.preflight_id_modules`): so ``trainproof
+rules``, RULES.md and judging a run know these ids without loading the checks.
+"""
 
 from __future__ import annotations
 
 from ...findings import Level
-from ..registry import declare
+from ...rules.registry import declare
 
 GROUP = "env"
 #: Where this family is listed among the preflight families (trainproof rules, RULES.md).

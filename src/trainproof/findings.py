@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 
 class Level(str, enum.Enum):
@@ -134,16 +134,30 @@ EXPERIMENT_SEP = " · "
 _CHECK_LINE_FORMATS = frozenset({"dataset", "speech-data"})
 
 
+#: The readers' answer to "is a finding's line a line of text in this format" (their
+#: ``line_anchors``), set by :mod:`trainproof.formats` when it loads its readers: the data
+#: model asks the registry through it and imports no reader (tests/test_layering.py). A
+#: report of a reader's format comes from a process that loaded the readers (to read or to
+#: find its log); before that the answer is "no".
+def _no_reader_loaded(fmt: str | None) -> bool:
+    return False
+
+
+_reader_line_anchors: Callable[[str | None], bool] = _no_reader_loaded
+
+
+def set_line_anchors(resolver: Callable[[str | None], bool]) -> None:
+    """Install the readers' ``line_anchors`` lookup (called once by :mod:`trainproof.formats`)."""
+    global _reader_line_anchors
+    _reader_line_anchors = resolver
+
+
 def is_line_format(fmt: str | None) -> bool:
     """Whether a ``Finding.line`` of a report of format ``fmt`` is a 1-based line of a text
     file (the log, or for an MLflow run folder one of its metric files): its reader's
     ``line_anchors``, or a data check's report. Otherwise (a database, a binary log, a
     format no reader has) it is a record's index, and the outputs say ``record N``."""
-    if fmt in _CHECK_LINE_FORMATS:
-        return True
-    from .formats import line_anchors
-
-    return line_anchors(fmt)
+    return fmt in _CHECK_LINE_FORMATS or _reader_line_anchors(fmt)
 
 
 @dataclass(frozen=True)

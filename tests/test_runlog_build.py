@@ -183,3 +183,18 @@ def test_step_range_of_one_run_of_several_is_its_own() -> None:
     a, b = runlog.build_runlogs(recs, "x", "csv")
     assert (a.meta["run"], a.step_range, b.meta["run"], b.step_range) == ("a", (0.0, 2.0), "b", (3.0, 9.0))
     assert build_runlog(recs[:3], "x", "csv").step_range == (0.0, 2.0)
+
+
+@pytest.mark.parametrize(
+    "idx",
+    [
+        np.empty(0, dtype=np.int64),
+        np.array([5], dtype=np.int64),
+        np.array([3, 1, 2, 1, 3, 0], dtype=np.int64),
+        np.concatenate([np.arange(0, 50, 2), np.arange(0, 50, 3), np.arange(7, 9)]).astype(np.int64),
+    ],
+)
+def test_unique_indices_is_np_unique(idx) -> None:
+    got = runlog._unique_indices(idx)
+    assert got.dtype == np.int64
+    assert got.tolist() == np.unique(idx).tolist()

@@ -1079,7 +1079,7 @@ def _loss_stops(
     # log of step and loss alone whose loss turns into "None").
     h = np.frombuffer(holes[key], dtype=np.int64) if key in holes else np.empty(0, dtype=np.int64)
     alone = np.setdiff1d(h, np.concatenate(others)) if len(others) and h.size else h
-    after = np.unique(np.concatenate([*rec_of.values(), alone]))
+    after = _unique_indices(np.concatenate([*rec_of.values(), alone]))
     after = after[steps_all[after] > stop_step]
     later = np.unique(steps_all[after])
     if later.size < 3 or float(later[-1]) - stop_step <= bound:
@@ -1101,6 +1101,17 @@ def _loss_stops(
         "last_step": float(steps_all[end]),
     }
     return note, data
+
+
+def _unique_indices(idx: np.ndarray) -> np.ndarray:
+    """The distinct values of an int64 array, ascending: what ``np.unique`` gives, by a
+    sort. numpy 2.3+'s ``np.unique`` of integers takes a hash table that costs about 30
+    times the sort on the millions of record indices of a long log (2 s against 0.07 s
+    of CPU for 4 million)."""
+    s = np.sort(idx)
+    first = np.ones(s.size, dtype=bool)
+    np.not_equal(s[1:], s[:-1], out=first[1:])
+    return s[first]
 
 
 def _points(key: str, cols: dict, batches: dict) -> int:

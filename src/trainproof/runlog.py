@@ -721,7 +721,8 @@ class RunLogBuilder:
 
         Returns:
             ``(steps, explicit)``: ``steps`` a float64 array of shape ``(n,)`` (``n`` the
-            row records added; never a view of the builder's buffer), NaN nowhere;
+            row records added), NaN nowhere; filling it never writes to the builder (where
+            the epoch is the x axis it is a view of the epoch column, read only);
             ``explicit`` whether a row record has a step or a column batch was added.
         """
         n = self._n

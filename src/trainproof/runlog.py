@@ -797,7 +797,7 @@ class RunLogBuilder:
         rewritten: list[str] = []
         repeated: list[str] = []
         for key in keys:
-            st, vals, ln, sg, rec = self._points(key, steps_all, lines_all, seg_all, batch_seg0, copy)
+            st, vals, ln, sg, rec = self._points_of(key, steps_all, lines_all, seg_all, batch_seg0, copy)
             if rec is not None:
                 rec_of[key] = rec
             name = source_to_name.get(key)
@@ -815,7 +815,7 @@ class RunLogBuilder:
             series[name] = Series(name, key, st, vals, ln)
         return series, rec_of, rewritten, repeated
 
-    def _points(
+    def _points_of(
         self,
         key: str,
         steps_all: np.ndarray,

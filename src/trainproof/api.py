@@ -3,30 +3,24 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import sources
 from .aliases import MappingError
-from .discover import Candidate, experiment_of, fold_copies, group_runs, walk
+from .discover import experiment_of
 from .findings import EXPERIMENT_SEP, Finding, Report, worst_first
-from .formats import (
-    NoRuns,
-    NotALog,
-    NotOpened,
-    OwnOutput,
-    ReadError,
-    has_run_name,
-    is_trainer_name,
-    open_log,
-    read_head,
-    reading,
-)
+from .formats import ReadError
 from .remote import is_url, refuse_password, shown
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
-from .runlog import RunLog, RunStart, build_runlog, build_runlogs
+from .runlog import RunLog
+from .sources import Found, file_source, list_locations, source_of
+
+# What a log's name says, still asked of the API (tests/test_reader_protocol.py).
+_trainer_name = sources._trainer_name
+_looks_like_log_name = sources._looks_like_log_name
 
 
 def read_runlog(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None) -> RunLog:
@@ -45,17 +39,7 @@ def read_runlog(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] 
         MappingError: an override names a column the log does not have.
     """
     refuse_password(path)
-    if _on_server(path):
-        runs = read_runlogs(path, fmt, mapping)
-        if len(runs) != 1:
-            raise ReadError(f"holds {len(runs)} runs: give the URL of one run (…/#/experiments/<id>/runs/<id>)")
-        return runs[0]
-    if is_url(path):
-        from .remote import staged
-
-        with staged(path, fmt) as local:
-            return _read_local(local, fmt, mapping, label=path)
-    return _read_local(Path(path), fmt, mapping, label=str(path))
+    return source_of(path).open(fmt, mapping, every_run=False)
 
 
 def read_runlogs(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str] | None = None) -> list[RunLog]:
@@ -65,72 +49,7 @@ def read_runlogs(path: str | Path, fmt: str = "auto", mapping: Mapping[str, str]
     server's URL, or of one of its experiments. Arguments and errors as
     :func:`read_runlog`."""
     refuse_password(path)
-    if _on_server(path):
-        from .mlflow_server import read_runlogs as server_runlogs
-
-        with reading():
-            return server_runlogs(path, mapping)
-    if is_url(path):
-        from .remote import staged
-
-        with staged(path, fmt) as local:
-            return _read_local(local, fmt, mapping, label=path, every_run=True)
-    return _read_local(Path(path), fmt, mapping, label=str(path), every_run=True)
-
-
-def _on_server(location) -> bool:
-    """Whether ``location`` is an MLflow tracking server's URL (or one of its runs')."""
-    if not is_url(location):
-        return False
-    from .mlflow_server import is_tracking_server
-
-    return is_tracking_server(location)
-
-
-def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str, every_run: bool = False):
-    """The RunLog of the local log ``p`` named ``label`` (with ``every_run``: the list of
-    one RunLog per run it holds).
-
-    What the reader raises on input it cannot take besides ReadError leaves as a ReadError
-    (:func:`trainproof.formats.reading`): an error for this log's runs only."""
-    with reading():
-        name, records, state = open_log(p, fmt)
-        marks: list[tuple[int, int]] = []
-        # The build consumes the stream; the reader fills state.meta/notes while it does.
-        if every_run:
-            runs = build_runlogs(_marking(records, state, marks), label, name, {}, (), mapping)
-        else:
-            runs = [build_runlog(records, label, name, {}, (), mapping)]
-    for i, run in enumerate(runs):
-        notes, drops = _notes_of(state, marks, i) if len(marks) == len(runs) > 1 else (state.notes, state.drops)
-        if label != str(p):
-            notes = [n.replace(str(p), label) for n in notes]
-        run.meta.update(state.meta)
-        run.notes[:0] = notes
-        if drops:
-            run.meta["dropped"] = [*drops, *run.meta.get("dropped", ())]
-    return runs if every_run else runs[0]
-
-
-def _marking(records, state, marks: list[tuple[int, int]]):
-    """``records`` unchanged, noting at each :class:`~trainproof.runlog.RunStart` how many
-    notes and drops the reader had written so far: what a store's reader writes between
-    two markers is about the run the first one begins."""
-    for rec in records:
-        if type(rec) is RunStart:
-            marks.append((len(state.notes), len(state.drops)))
-        yield rec
-
-
-def _notes_of(state, marks: list[tuple[int, int]], i: int) -> tuple[list[str], list[str]]:
-    """Run ``i``'s notes and drops of a store's stream: those written before the first
-    run began (about the whole store) and those written while run ``i`` was read."""
-    end = marks[i + 1] if i + 1 < len(marks) else (len(state.notes), len(state.drops))
-    head_n, head_d = marks[0]
-    return (
-        state.notes[:head_n] + state.notes[marks[i][0] : end[0]],
-        state.drops[:head_d] + state.drops[marks[i][1] : end[1]],
-    )
+    return source_of(path).open(fmt, mapping)
 
 
 def judge(
@@ -175,39 +94,6 @@ def _charted(rep: Report, run: RunLog, charts: bool) -> Report:
     from .render.charts import with_charts
 
     return with_charts(rep, run)
-
-
-#: Words a training log's lines carry beside their numbers (a file of another dialect
-#: that holds them and numbers is a log no reader knows, not a stray file).
-_METRIC_WORDS = re.compile(rb"(?i)\b(loss|step|epoch|learning_rate|lr|grad_norm|reward)\b")
-
-
-def _trainer_name(p: Path) -> bool:
-    """A name only a trainer writes (the readers' ``file_names``, an event writer's name):
-    a file so named that cannot be read is a run that could not be judged; any other file
-    that cannot be read is not counted as a run."""
-    return is_trainer_name(p.name)
-
-
-def _looks_like_log_name(p: Path) -> bool:
-    """Whether only a training run would write a file of this name: a trainer's name, or a
-    log's suffix (the readers' ``run_suffixes``: ``.jsonl``, ``.ndjson``)."""
-    return has_run_name(p.name)
-
-
-def _log_by_content(p: Path) -> bool:
-    """A file no reader recognises that is still a run's log: a trainer's name (a corrupt
-    ``trainer_state.json`` or event file, not a stray file), or a log's suffix and, in its
-    first bytes, metric words beside digits (a dialect no reader knows)."""
-    if _trainer_name(p):
-        return True
-    if not _looks_like_log_name(p):
-        return False
-    try:
-        head = read_head(p)
-    except (OSError, ReadError):
-        return False
-    return bool(_METRIC_WORDS.search(head)) and any(c in head for c in b"0123456789")
 
 
 @dataclass(frozen=True)
@@ -282,23 +168,9 @@ def judge_runs(
         refuse_password(location)
     except ReadError as e:
         return [error_report(shown(location), str(e))], None
-    if _on_server(location):
-        # A run of an MLflow tracking server, fetched over its API where this runs.
-        try:
-            runs = read_runlogs(location, config.fmt, dict(config.mapping) or None)
-        except (ReadError, MappingError) as e:
-            return [error_report(location, str(e))], None
-        return worst_first([_judge_one(run, run.path, config) for run in runs]), None
-    if is_url(location):
-        from .remote import staged
-
-        try:
-            with staged(location, config.fmt) as local:
-                return _judge_at(local, location, config)
-        except ReadError as e:  # the extra is missing, or the URL cannot be fetched
-            return [error_report(location, str(e))], None
-    path = Path(location)
-    return _judge_at(path, str(path), config)
+    found = source_of(location).find(config.fmt, dict(config.mapping) or None)
+    reports, skip = _judged(found, config)
+    return reports, skip
 
 
 def _same_location(a: str, b: str) -> bool:
@@ -307,48 +179,15 @@ def _same_location(a: str, b: str) -> bool:
     return Path(a).resolve() == Path(b).resolve()
 
 
-def _judge_at(path: Path, label: str, config: JudgeConfig) -> tuple[list[Report], dict | None]:
-    """:func:`judge_runs` of the local ``path``, named ``label`` in what it returns."""
-    runs, out = _read_at(path, label, config)
-    if runs is None:
-        return out
-    return worst_first([_judge_one(run, label, config) for run in runs]), None
-
-
-def _read_at(path: Path, label: str, config: JudgeConfig):
-    """The runs of the local ``path`` as ``(runs, None)``, or ``(None, (reports, skip))``
-    when it is not a run (``skip``) or cannot be read (an error report)."""
-    mapping = dict(config.mapping) or None
-    # Only training logs are runs: a file counts when its content is a log (or, where its
-    # content cannot be seen, when only a run writes a file of its name), so a stray
-    # config, source file or empty file never makes a clean tree "not judged".
-    try:
-        runs = _read_local(path, config.fmt, mapping, label, every_run=True)
-    except NotALog as e:
-        # A tracker's store with no run in it (NoRuns) is the tracker's file but not a run;
-        # a saved trainproof report (OwnOutput) is trainproof's, whatever its name says.
-        if _log_by_content(path) and not isinstance(e, (NoRuns, OwnOutput)):
-            return None, ([error_report(label, str(e))], None)
-        return None, ([], {"file": label, "reason": str(e)})
-    except NotOpened as e:
-        if str(e) != "empty file" and _looks_like_log_name(path):
-            return None, ([error_report(label, str(e))], None)
-        return None, ([], {"file": label, "reason": f"{e}: not a run"})
-    except (ReadError, MappingError) as e:
-        return None, ([error_report(label, str(e))], None)
-    first = runs[0]
-    if first.format in ("jsonl", "csv") and not first.mapping and not first.explicit_steps:
-        return None, ([], {"file": label, "reason": "a data table: no step column and no known metric"})
-    if first.format in ("jsonl", "csv") and len(runs) == 1 and first.records < 2 and not _looks_like_log_name(path):
-        # One object is a config or a summary (HF all_results.json, wandb-summary.json),
-        # not a series of records: nothing a trend check could judge.
-        return None, ([], {"file": label, "reason": "one record, not a series (a config or a summary)"})
-    if first.format == "tfevents" and first.records == 0:
-        return None, (
-            [],
-            {"file": label, "reason": "an event file without scalars (hparams, text, graphs or profiles only)"},
-        )
-    return runs, None
+def _judged(found: Found, config: JudgeConfig) -> tuple[list[Report], dict | None]:
+    """The reports of what one location holds (worst first), or an error report, or
+    ``([], {"file", "reason"})`` for a location that is not a run."""
+    if found.error is not None:
+        return [error_report(found.label, found.error)], None
+    if found.skip is not None:
+        return [], {"file": found.label, "reason": found.skip}
+    # A run's own path is its name (the label; a tracking server's run: its run URL).
+    return worst_first([_judge_one(run, run.path, config) for run in found.runs]), None
 
 
 #: The series two logs of one run must agree on, the first both hold.
@@ -397,24 +236,17 @@ def _judge_group(paths: tuple, config: JudgeConfig) -> tuple[list[Report], list[
     single: list[tuple[str, RunLog]] = []
     for p in paths:
         label = str(p)
-        if is_url(p):
-            from .remote import staged
-
-            try:
-                with staged(p, config.fmt) as local:
-                    runs, out = _read_at(local, label, config)
-            except ReadError as e:
-                runs, out = None, ([error_report(label, str(e))], None)
-        else:
-            runs, out = _read_at(Path(p), label, config)
-        if runs is None:
-            reports.extend(out[0])
-            if out[1] is not None:
-                skips.append(out[1])
-        elif len(runs) == 1:
-            single.append((label, runs[0]))
-        else:
-            reports.extend(_judge_one(run, label, config) for run in runs)
+        found = file_source(p).find(config.fmt, dict(config.mapping) or None)
+        if found.runs:
+            if len(found.runs) == 1:
+                single.append((label, found.runs[0]))
+            else:
+                reports.extend(_judge_one(run, label, config) for run in found.runs)
+            continue
+        reps, skip = _judged(found, config)
+        reports.extend(reps)
+        if skip is not None:
+            skips.append(skip)
     clusters: list[list[tuple[str, RunLog]]] = []
     for item in single:
         for cl in clusters:
@@ -627,22 +459,8 @@ def doctor(
         charts,
     )
     limits: list[dict] = []
-    candidates = []
-    local: list[Path] = []
-    for one in [root] if isinstance(root, (str, Path)) else list(root):
-        if _on_server(one):
-            from .mlflow_server import discover as server_runs
-
-            candidates.extend(Candidate(loc) for loc in server_runs(str(one), experiments, runs, limits))
-        elif is_url(one):
-            from .remote import discover
-
-            candidates.extend(discover(one, max_depth, max_files, limits))
-        else:
-            local.extend(walk(Path(one), max_depth, max_files, limits))
-    # One grouping over every local path: snapshots and shards given as separate
-    # arguments still fold into their run; a path given twice is one candidate.
-    candidates.extend(fold_copies(group_runs(sorted(set(local)))))
+    roots = [root] if isinstance(root, (str, Path)) else list(root)
+    candidates = list_locations(roots, max_depth, max_files, limits, experiments, runs)
     reports: list[Report] = []
     ignored: list[dict] = list(limits)
     work = [(c.location, config) for c in candidates]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from . import sources
 from .aliases import MappingError
 from .discover import experiment_of
+from .engines import ENDED_POOLS, map_judge, usable_cpus  # noqa: F401 - ENDED_POOLS, usable_cpus: kept importable from the API
 from .findings import EXPERIMENT_SEP, Finding, Report, worst_first
 from .formats import ReadError
 from .remote import is_url, refuse_password, shown
@@ -286,114 +286,6 @@ def _judge_one(run: RunLog, label: str, config: JudgeConfig) -> Report:
     return _charted(rep, run, config.charts)
 
 
-def _judge_candidate(args: tuple) -> tuple[list[Report], dict | None]:
-    path, config = args
-    return judge_runs(path, config)
-
-
-#: Below this many runs a process pool costs more than it saves.
-_MIN_PARALLEL = 8
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one, else
-    ``os.cpu_count()``; at least 1): the most worker processes ``doctor`` starts, since
-    more workers than cores only add memory and switching."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-#: The signals held while the worker processes are forked (see :func:`_signals_held`).
-_STOP_SIGNALS = ("SIGINT", "SIGTERM")
-
-
-def _worker_start() -> None:
-    """In each worker: die on SIGTERM (the parent ends its workers so) and leave Ctrl-C
-    to the parent, which stops them all. The worker was forked while the parent held the
-    stop signals, so it takes them again here."""
-    import signal
-
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {getattr(signal, n) for n in _STOP_SIGNALS})
-
-
-def _signals_held():
-    """Hold SIGINT and SIGTERM in this thread (where the platform can) and return a function
-    that lets them through again. The worker pool forks its processes as the work is
-    submitted; a stop signal handled in the middle of a fork raises its KeyboardInterrupt
-    inside the interpreter's at-fork hooks, which print it as an ignored exception with a
-    traceback and go on. Held, it arrives once the forks are done, where ``doctor`` ends
-    the workers."""
-    import signal
-
-    if not hasattr(signal, "pthread_sigmask"):
-        return lambda: None
-    held = {getattr(signal, n) for n in _STOP_SIGNALS}
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-
-    def release() -> None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
-
-    return release
-
-
-def _quiet_broken_pool() -> None:
-    """Keep the pool's manager thread from printing a traceback as the command stops:
-    before Python 3.12 it sets an exception on every pending future of a pool whose
-    workers died, and one this command has just cancelled raises InvalidStateError there
-    (a race in ``concurrent.futures.process``, handled in 3.12). Nothing is lost: the
-    command is stopping and its futures are cancelled."""
-    import threading
-    from concurrent.futures import InvalidStateError
-
-    before = threading.excepthook
-    if getattr(before, "_trainproof", False):
-        return
-
-    def hook(args) -> None:
-        if args.exc_type is not None and issubclass(args.exc_type, InvalidStateError):
-            return
-        before(args)
-
-    hook._trainproof = True  # type: ignore[attr-defined]
-    threading.excepthook = hook
-
-
-#: The work queues of the process pools ended by an interrupt in this process
-#: (:func:`_end_workers`), kept referenced until the process exits. Non-empty means the
-#: pool's own threads may never end: the command line exits without joining them
-#: (:func:`trainproof.cli.app.main`).
-ENDED_POOLS: list = []
-
-
-def _end_workers(pool) -> None:
-    """Stop a process pool's workers now (the command was interrupted): terminate them,
-    then reap them, so none outlives the command holding its output.
-
-    The pool's queue of work is kept referenced and not joined at exit: dropped, its pipe
-    would be closed under the thread still writing to it (an ``OSError`` traceback
-    printed as the command stops), and joined, that thread may wait forever on a pipe no
-    worker reads any more."""
-    _quiet_broken_pool()
-    call_queue = getattr(pool, "_call_queue", None)
-    if call_queue is not None:
-        call_queue.cancel_join_thread()
-    ENDED_POOLS.append(call_queue)
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    for p in procs:
-        p.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        p.join(10)
-        if p.is_alive():
-            p.kill()
-            p.join(10)
-
-
 def doctor(
     root: str | Path | Sequence[str | Path],
     fmt: str = "auto",
@@ -463,38 +355,10 @@ def doctor(
     candidates = list_locations(roots, max_depth, max_files, limits, experiments, runs)
     reports: list[Report] = []
     ignored: list[dict] = list(limits)
-    work = [(c.location, config) for c in candidates]
-    pool = None
-    release = lambda: None  # noqa: E731 - nothing held unless the pool is started
-    if engine != "local":
-        from .engines import map_judge
-
-        if address is None and jobs is not None:
-            jobs = min(max(1, int(jobs)), usable_cpus())  # a local cluster on this machine
-        results = map_judge(
-            engine, [c.location for c in candidates], config, judge=judge_runs, address=address, workers=jobs
-        )
-    else:
-        jobs = usable_cpus() if jobs is None else min(max(1, int(jobs)), usable_cpus())
-        if jobs > 1 and len(work) >= _MIN_PARALLEL:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-            release = _signals_held()
-            try:
-                pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_start)
-                # map submits every chunk now, and the pool forks all its workers on the first.
-                results = pool.map(_judge_candidate, work, chunksize=max(1, min(16, len(work) // (4 * jobs))))
-            except BaseException:
-                release()
-                if pool is not None:
-                    _end_workers(pool)
-                raise
-        else:
-            results = map(_judge_candidate, work)
+    results = map_judge(
+        engine, [c.location for c in candidates], config, judge=judge_runs, address=address, workers=jobs
+    )
     try:
-        release()  # a stop signal held during the forks is handled here, inside the try
         for i, (cand, (reps, skip)) in enumerate(zip(candidates, results)):
             if progress is not None:
                 progress(i, len(candidates), str(cand.path))
@@ -526,16 +390,10 @@ def doctor(
                     )
                 reports.append(rep)
     except BaseException:
-        if pool is not None:
-            _end_workers(pool)
-            pool = None  # ended: its threads are not waited for (a killed worker may have left half a message)
+        results.abort()  # stopped (Ctrl-C, SIGTERM, an error): the workers end now
         raise
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
-        close = getattr(results, "close", None)
-        if close is not None:
-            close()
+        results.close()
     return _with_experiments(reports), ignored
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import sources
@@ -127,9 +127,48 @@ def _baseline(cfg: JudgeConfig):
     return _BASELINES[key]
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """What judging one location found by ``doctor`` gives (:func:`judge_location`).
+
+    Attributes:
+        reports: one report per run the location holds, worst first (almost always one;
+            one per run of a tracker's store or a W&B panel export of several runs; one
+            per distinct run of a log and its siblings), or one error report when a run's
+            log cannot be read. Empty when nothing there is a run.
+        ignored: ``{"file", "reason"}`` for each file looked at that is not a training log
+            (a data table, an event file without scalars, content no reader recognises
+            under a neutral name).
+    """
+
+    reports: list[Report] = field(default_factory=list)
+    ignored: list[dict] = field(default_factory=list)
+
+
+def judge_location(location: str | Path | tuple, config: JudgeConfig = JudgeConfig()) -> Judgement:
+    """Judge the log at one location found by ``doctor``: a pure function of the location
+    and the config, so that processes or a cluster engine (:mod:`trainproof.engines`) can
+    run it anywhere and only schedule. Never raises for a bad input.
+
+    ``location`` is a path, an fsspec URL (a string: the run is staged where this runs, see
+    :mod:`trainproof.remote`, so a cluster worker fetches its runs itself), the UI URL of a
+    run on an MLflow tracking server (fetched over its API, :mod:`trainproof.mlflow_server`),
+    or a tuple of a log and the siblings that may hold the same run
+    (:attr:`discover.Candidate.location`): one report per distinct run, the other logs of
+    a run in its ``also``.
+    """
+    if isinstance(location, tuple):
+        return _judge_group(location, config)
+    try:
+        refuse_password(location)
+    except ReadError as e:
+        return Judgement([error_report(shown(location), str(e))])
+    return _judged(source_of(location).find(config.fmt, dict(config.mapping) or None), config)
+
+
 def judge_run(location: str | Path, config: JudgeConfig = JudgeConfig()) -> tuple[Report | None, dict | None]:
-    """Judge one run found by ``doctor``: :func:`judge_runs` with only the worst report
-    of a log that holds several runs.
+    """:func:`judge_location` of one location with only the worst report of a log that holds
+    several runs (kept for callers of the earlier API).
 
     Returns:
         ``(report, None)`` for a run (an error report when it cannot be read), or
@@ -142,35 +181,17 @@ def judge_run(location: str | Path, config: JudgeConfig = JudgeConfig()) -> tupl
 def judge_runs(
     location: str | Path | tuple, config: JudgeConfig = JudgeConfig()
 ) -> tuple[list[Report], dict | list[dict] | None]:
-    """Judge the log at one location found by ``doctor``: a pure function of the location
-    and the config, so that processes or a cluster engine can run it anywhere and only
-    schedule.
+    """:func:`judge_location` in the earlier API's shape (kept for its callers).
 
     Returns:
-        ``(reports, None)``: one report per run the log holds (almost always one; one per
-        run of a W&B panel export of several), worst first, or one error report when it
-        cannot be read; or ``([], {"file", "reason"})`` for a file that is not a training
-        log (a data table, an event file without scalars, content no reader recognises
-        under a neutral name).
-
-    ``location`` may be an fsspec URL (a string): the run is staged where this runs (see
-    :mod:`trainproof.remote`), so a cluster worker fetches its runs itself; the UI URL of
-    a run on an MLflow tracking server is fetched over its API
-    (:mod:`trainproof.mlflow_server`). A tuple of
-    local paths is a log and the siblings that may hold the same run
-    (:attr:`discover.Candidate.location`): one report per distinct run, the other logs of
-    a run in its ``also``, and a list of ``{"file", "reason"}`` for members that are not
-    runs.
+        ``(reports, None)`` for a location that holds runs or cannot be read, or
+        ``([], {"file", "reason"})`` for a file that is not a training log; for a tuple of
+        a log and its siblings, ``(reports, [{"file", "reason"}, ...])``.
     """
+    judged = judge_location(location, config)
     if isinstance(location, tuple):
-        return _judge_group(location, config)
-    try:
-        refuse_password(location)
-    except ReadError as e:
-        return [error_report(shown(location), str(e))], None
-    found = source_of(location).find(config.fmt, dict(config.mapping) or None)
-    reports, skip = _judged(found, config)
-    return reports, skip
+        return judged.reports, judged.ignored
+    return judged.reports, (judged.ignored[0] if judged.ignored else None)
 
 
 def _same_location(a: str, b: str) -> bool:
@@ -179,15 +200,15 @@ def _same_location(a: str, b: str) -> bool:
     return Path(a).resolve() == Path(b).resolve()
 
 
-def _judged(found: Found, config: JudgeConfig) -> tuple[list[Report], dict | None]:
-    """The reports of what one location holds (worst first), or an error report, or
-    ``([], {"file", "reason"})`` for a location that is not a run."""
+def _judged(found: Found, config: JudgeConfig) -> Judgement:
+    """The judgement of what one location holds: its runs' reports (worst first), or an
+    error report, or the reason it is not a run."""
     if found.error is not None:
-        return [error_report(found.label, found.error)], None
+        return Judgement([error_report(found.label, found.error)])
     if found.skip is not None:
-        return [], {"file": found.label, "reason": found.skip}
+        return Judgement([], [{"file": found.label, "reason": found.skip}])
     # A run's own path is its name (the label; a tracking server's run: its run URL).
-    return worst_first([_judge_one(run, run.path, config) for run in found.runs]), None
+    return Judgement(worst_first([_judge_one(run, run.path, config) for run in found.runs]))
 
 
 #: The series two logs of one run must agree on, the first both hold.
@@ -226,7 +247,7 @@ def _richness(run: RunLog) -> tuple:
     return (-preference(run.format), len(run.series), run.records)
 
 
-def _judge_group(paths: tuple, config: JudgeConfig) -> tuple[list[Report], list[dict]]:
+def _judge_group(paths: tuple, config: JudgeConfig) -> Judgement:
     """Judge a log and the siblings that may hold the same run (:class:`discover.Candidate`):
     logs that hold one run and agree by :func:`same_run` are one report, of the richest
     (by the readers' ``preference``, then most metrics, then records), with the others in ``also``;
@@ -243,10 +264,9 @@ def _judge_group(paths: tuple, config: JudgeConfig) -> tuple[list[Report], list[
             else:
                 reports.extend(_judge_one(run, label, config) for run in found.runs)
             continue
-        reps, skip = _judged(found, config)
-        reports.extend(reps)
-        if skip is not None:
-            skips.append(skip)
+        judged = _judged(found, config)
+        reports.extend(judged.reports)
+        skips.extend(judged.ignored)
     clusters: list[list[tuple[str, RunLog]]] = []
     for item in single:
         for cl in clusters:
@@ -259,7 +279,7 @@ def _judge_group(paths: tuple, config: JudgeConfig) -> tuple[list[Report], list[
         label, run = max(cl, key=lambda it: _richness(it[1]))
         rep = _judge_one(run, label, config)
         reports.append(replace(rep, also=[lbl for lbl, _ in cl if lbl != label]))
-    return worst_first(reports), skips
+    return Judgement(worst_first(reports), skips)
 
 
 def _judge_one(run: RunLog, label: str, config: JudgeConfig) -> Report:
@@ -303,7 +323,9 @@ def doctor(
     experiments: Sequence[str] = (),
     runs: Sequence[str] = (),
 ) -> tuple[list[Report], list[dict]]:
-    """Find every training log under ``root`` and judge each run (:func:`judge_runs`).
+    """Find every training log under ``root`` and judge each run: the locations listed by
+    their sources (:func:`trainproof.sources.list_locations`), each judged by
+    :func:`judge_location` on ``engine``, the judgements folded into one list of reports.
 
     ``root`` is a folder, a file or a URL, or a list of them (their runs together, each
     location once, in the order found).
@@ -356,23 +378,21 @@ def doctor(
     reports: list[Report] = []
     ignored: list[dict] = list(limits)
     results = map_judge(
-        engine, [c.location for c in candidates], config, judge=judge_runs, address=address, workers=jobs
+        engine, [c.location for c in candidates], config, judge=judge_location, address=address, workers=jobs
     )
     try:
-        for i, (cand, (reps, skip)) in enumerate(zip(candidates, results)):
+        for i, (cand, judged) in enumerate(zip(candidates, results)):
             if progress is not None:
                 progress(i, len(candidates), str(cand.path))
-            if skip is not None:
-                skips = skip if isinstance(skip, list) else [skip]
-                ignored.extend(skips)
-                # a copy of a file that is not a run is not one either, for the same reason
-                ignored.extend(
-                    {"file": str(c), "reason": s["reason"]}
-                    for s in skips
-                    if s["file"] == str(cand.path)
-                    for c in cand.copies
-                )
-            for rep in reps:
+            ignored.extend(judged.ignored)
+            # a copy of a file that is not a run is not one either, for the same reason
+            ignored.extend(
+                {"file": str(c), "reason": s["reason"]}
+                for s in judged.ignored
+                if s["file"] == str(cand.path)
+                for c in cand.copies
+            )
+            for rep in judged.reports:
                 if rep.file == str(cand.path) or str(cand.path) in rep.also:
                     folded = (
                         [

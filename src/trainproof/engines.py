@@ -1,4 +1,4 @@
-"""Engines for ``doctor``: map a judgement (:func:`trainproof.api.judge_runs`, which
+"""Engines for ``doctor``: map a judgement (:func:`trainproof.api.judge_location`, which
 ``doctor`` passes in) over the runs in a pool of local processes (``local``, the default),
 or on Dask (the ``[dask]`` extra) or Ray (the ``[ray]`` extra).
 
@@ -56,7 +56,7 @@ def map_judge(
     """``judge(location, config)`` for each location, on ``engine``, in input order.
 
     ``judge`` is a module-level function (the workers import it by name), in ``doctor``
-    :func:`trainproof.api.judge_runs`. ``workers``: processes (``None``: one per core); on
+    :func:`trainproof.api.judge_location`. ``workers``: processes (``None``: one per core); on
     this machine (``local``, or a cluster started for the call) at most :func:`usable_cpus`.
 
     The engine is imported and connected (or started) before this returns, so a missing

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import sources
 from .aliases import MappingError
-from .discover import experiment_of
+from .discover import Candidate, experiment_of
 from .engines import ENDED_POOLS, map_judge, usable_cpus  # noqa: F401 - ENDED_POOLS, usable_cpus: kept importable from the API
 from .findings import EXPERIMENT_SEP, Finding, Report, worst_first
 from .formats import ReadError
@@ -384,37 +384,42 @@ def doctor(
         for i, (cand, judged) in enumerate(zip(candidates, results)):
             if progress is not None:
                 progress(i, len(candidates), str(cand.path))
-            ignored.extend(judged.ignored)
-            # a copy of a file that is not a run is not one either, for the same reason
-            ignored.extend(
-                {"file": str(c), "reason": s["reason"]}
-                for s in judged.ignored
-                if s["file"] == str(cand.path)
-                for c in cand.copies
-            )
-            for rep in judged.reports:
-                if rep.file == str(cand.path) or str(cand.path) in rep.also:
-                    folded = (
-                        [
-                            f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; "
-                            "judged the most complete"
-                        ]
-                        if cand.snapshots
-                        else []
-                    )
-                    rep = replace(
-                        rep,
-                        snapshots=[str(p) for p in cand.snapshots],
-                        notes=[*rep.notes, *folded],
-                        also=[*rep.also, *(str(p) for p in cand.copies)],
-                    )
-                reports.append(rep)
+            reps, skips = _folded(cand, judged)
+            reports.extend(reps)
+            ignored.extend(skips)
     except BaseException:
         results.abort()  # stopped (Ctrl-C, SIGTERM, an error): the workers end now
         raise
     finally:
         results.close()
     return _with_experiments(reports), ignored
+
+
+def _folded(cand: Candidate, judged: Judgement) -> tuple[list[Report], list[dict]]:
+    """``judged``'s reports and ignored files with what the search folded into ``cand``:
+    its checkpoint snapshots and its byte-identical copies (a copy of a file that is not a
+    run is not one either, for the same reason)."""
+    path = str(cand.path)
+    ignored = [*judged.ignored]
+    ignored.extend(
+        {"file": str(c), "reason": s["reason"]} for s in judged.ignored if s["file"] == path for c in cand.copies
+    )
+    reports = []
+    for rep in judged.reports:
+        if rep.file == path or path in rep.also:
+            folded = (
+                [f"folded {len(cand.snapshots)} checkpoint snapshot(s) of the same run; judged the most complete"]
+                if cand.snapshots
+                else []
+            )
+            rep = replace(
+                rep,
+                snapshots=[str(p) for p in cand.snapshots],
+                notes=[*rep.notes, *folded],
+                also=[*rep.also, *(str(p) for p in cand.copies)],
+            )
+        reports.append(rep)
+    return reports, ignored
 
 
 def _with_experiments(reports: list[Report]) -> list[Report]:

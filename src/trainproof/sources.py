@@ -74,7 +74,7 @@ class Found:
 class Source:
     """One location runs come from. Subclasses open it into RunLogs (:meth:`open`), say
     what it holds for ``doctor`` (:meth:`find`), and list the locations under it
-    (:meth:`list`)."""
+    (:meth:`locations`)."""
 
     def __init__(self, location) -> None:
         self.location = location
@@ -93,7 +93,7 @@ class Source:
         """What this location holds for ``doctor``; never raises for a bad input."""
         raise NotImplementedError
 
-    def list(self, max_depth: int | None, max_files: int | None, limits: list[dict], **narrow) -> list:
+    def locations(self, max_depth: int | None, max_files: int | None, limits: list[dict], **narrow) -> list:
         """The locations under this one (``doctor``'s search); where the bounds cut it,
         ``limits`` says so."""
         raise NotImplementedError
@@ -109,7 +109,7 @@ class LocalSource(Source):
         path = Path(self.location)
         return _find_at(path, str(path), fmt, mapping)
 
-    def list(self, max_depth, max_files, limits, **narrow) -> list[Path]:
+    def locations(self, max_depth, max_files, limits, **narrow) -> list[Path]:
         """The log files and run folders under this path (:func:`discover.walk`), not yet
         grouped into runs: :func:`list_locations` groups every local path together."""
         return walk(Path(self.location), max_depth, max_files, limits)
@@ -135,7 +135,7 @@ class UrlSource(Source):
         except ReadError as e:  # the extra is missing, or the URL cannot be fetched
             return Found(label, error=str(e))
 
-    def list(self, max_depth, max_files, limits, **narrow) -> list[Candidate]:
+    def locations(self, max_depth, max_files, limits, **narrow) -> list[Candidate]:
         """The runs under the URL, grouped as on disk (:func:`trainproof.remote.discover`)."""
         from .remote import discover
 
@@ -162,7 +162,7 @@ class MlflowServerSource(Source):
         except (ReadError, MappingError) as e:
             return Found(self.location, error=str(e))
 
-    def list(self, max_depth, max_files, limits, experiments: Sequence[str] = (), runs: Sequence[str] = ()):
+    def locations(self, max_depth, max_files, limits, experiments: Sequence[str] = (), runs: Sequence[str] = ()):
         """The server's live runs with a metric, as run URLs (runs without one go to
         ``limits``), narrowed to ``experiments`` (names) and ``runs`` (ids)."""
         from .mlflow_server import discover as server_runs
@@ -210,7 +210,7 @@ def list_locations(
     local: list[Path] = []
     for one in roots:
         source = source_of(one)
-        found = source.list(max_depth, max_files, limits, experiments=experiments, runs=runs)
+        found = source.locations(max_depth, max_files, limits, experiments=experiments, runs=runs)
         if isinstance(source, LocalSource):
             local.extend(found)
         else:

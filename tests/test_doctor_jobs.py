@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trainproof.api import JudgeConfig, doctor, judge_run
+from trainproof.api import JudgeConfig, Judgement, doctor, judge_location, judge_run, judge_runs
 
 from conftest import REPO, healthy_rows, run_cli, write_jsonl
 
@@ -57,6 +57,24 @@ def test_judge_run_is_the_unit_of_work(tmp_path):
     assert rep is None and "data table" in skip["reason"]
     rep, skip = judge_run(tmp_path / "missing.jsonl", JudgeConfig())
     assert rep.error is not None and skip is None
+
+
+def test_judge_location_gives_one_typed_result_for_every_kind_of_location(tmp_path):
+    log = write_jsonl(tmp_path / "run.jsonl", healthy_rows(60))
+    got = judge_location(log, JudgeConfig(charts=False))
+    assert isinstance(got, Judgement) and got.ignored == []
+    assert [r.verdict.value for r in got.reports] == ["PASS"] and got.reports[0].file == str(log)
+    table = write_jsonl(tmp_path / "t.jsonl", [{"a": i} for i in range(20)])
+    got = judge_location(table, JudgeConfig())
+    assert got.reports == [] and [i["file"] for i in got.ignored] == [str(table)]
+    got = judge_location(tmp_path / "missing.jsonl", JudgeConfig())
+    assert len(got.reports) == 1 and got.reports[0].error is not None and got.ignored == []
+    # A log and its siblings: one Judgement too, members that are not runs in ``ignored``.
+    got = judge_location((log, table), JudgeConfig(charts=False))
+    assert [r.file for r in got.reports] == [str(log)] and [i["file"] for i in got.ignored] == [str(table)]
+    # The earlier forms keep their shapes.
+    assert judge_runs(table, JudgeConfig())[1]["file"] == str(table)
+    assert judge_runs((log, table), JudgeConfig())[1] == got.ignored
 
 
 @pytest.mark.slow

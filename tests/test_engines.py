@@ -279,3 +279,41 @@ def test_address_needs_an_engine():
 def test_unknown_engine():
     with pytest.raises(EngineError, match="unknown engine"):
         map_judge("spark", [], JudgeConfig(), judge=judge_runs)
+
+
+# ----------------------------------------------------------------------------- local
+
+
+def _paths(tmp_path, n: int) -> list[str]:
+    out = []
+    for i in range(n):
+        rows = [{"step": s, "loss": 1.0 / (s + 1) + i * 1e-3} for s in range(30)]
+        out.append(str(write_jsonl(tmp_path / f"r{i:02d}.jsonl", rows)))
+    return out
+
+
+@pytest.mark.slow
+def test_the_local_engine_judges_in_a_pool_in_input_order(tmp_path):
+    paths = _paths(tmp_path, 9)  # at least the pool's minimum of 8 runs
+    serial = map_judge("local", paths, JudgeConfig(charts=False), judge=judge_runs, workers=1)
+    pooled = map_judge("local", paths, JudgeConfig(charts=False), judge=judge_runs, workers=2)
+    try:
+        assert type(pooled).__name__ == "_Pool"  # the process pool, not the in-process loop
+        got = [(tuple(r.to_dict() for r in reps), skip) for reps, skip in pooled]
+    finally:
+        pooled.close()
+    want = [(tuple(r.to_dict() for r in reps), skip) for reps, skip in serial]
+    assert got == want and [reps[0]["file"] for reps, _ in got] == paths
+
+
+def test_aborting_the_local_pool_ends_its_workers(tmp_path):
+    import multiprocessing
+
+    paths = _paths(tmp_path, 16)
+    results = map_judge("local", paths, JudgeConfig(charts=False), judge=judge_runs, workers=2)
+    next(results)  # the workers are at work
+    workers = multiprocessing.active_children()
+    assert workers
+    results.abort()
+    results.close()
+    assert all(not p.is_alive() for p in workers) and multiprocessing.active_children() == []

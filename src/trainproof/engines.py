@@ -1,5 +1,6 @@
-"""Cluster engines for ``doctor``: map a judgement (:func:`trainproof.api.judge_runs`, which
-``doctor`` passes in) over the runs on Dask (the ``[dask]`` extra) or Ray (the ``[ray]`` extra).
+"""Engines for ``doctor``: map a judgement (:func:`trainproof.api.judge_location`, which
+``doctor`` passes in) over the runs in a pool of local processes (``local``, the default),
+or on Dask (the ``[dask]`` extra) or Ray (the ``[ray]`` extra).
 
 The judgement is one pure function of a run's location and a :class:`~trainproof.api.JudgeConfig`,
 so an engine only schedules, and knows nothing of how a run is judged (this module imports
@@ -12,6 +13,11 @@ be visible to every worker (a shared file system).
 ``address`` names a cluster the user already has (a Dask scheduler ``tcp://host:8786``, a
 Ray address ``auto`` / ``ray://host:10001``); without one a local cluster is started for
 the call (``workers`` processes, default one per core) and stopped after it.
+
+The ``local`` engine judges in this process, or, for at least :data:`_MIN_PARALLEL` runs and
+more than one worker, in a pool of ``workers`` processes (at most :func:`usable_cpus`). When
+the command is stopped (Ctrl-C, or SIGTERM as the command line handles it) while the pool
+runs, :meth:`_Pool.abort` ends its workers before the exception goes on.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 
-__all__ = ["ENGINES", "EngineError", "judge_batch", "map_judge"]
+__all__ = ["ENDED_POOLS", "ENGINES", "EngineError", "judge_batch", "map_judge", "usable_cpus"]
 
 ENGINES = ("local", "dask", "ray")
 
@@ -46,19 +52,29 @@ def _batches(items: Sequence, slots: int) -> list[list]:
 
 def map_judge(
     engine: str, locations: Sequence, config, *, judge: Callable, address: str | None = None, workers: int | None = None
-) -> Iterator[tuple]:
+) -> _Results | _Pool:
     """``judge(location, config)`` for each location, on ``engine``, in input order.
 
     ``judge`` is a module-level function (the workers import it by name), in ``doctor``
-    :func:`trainproof.api.judge_runs`.
+    :func:`trainproof.api.judge_location`. ``workers``: processes (``None``: one per core); on
+    this machine (``local``, or a cluster started for the call) at most :func:`usable_cpus`.
 
     The engine is imported and connected (or started) before this returns, so a missing
-    package or an unreachable cluster raises here; the results are a generator that stops
-    the cluster it started once exhausted or closed.
+    package or an unreachable cluster raises here. The results are an iterator with
+    ``close()``, which stops what was started once the results are consumed or not
+    wanted, and ``abort()``, for a consumer that was stopped (Ctrl-C, SIGTERM, an error):
+    the local pool's workers are ended at once.
 
     Raises:
         EngineError: unknown engine, package not installed, or cluster unreachable.
     """
+    if engine == "local":
+        jobs = usable_cpus() if workers is None else min(max(1, int(workers)), usable_cpus())
+        if jobs > 1 and len(locations) >= _MIN_PARALLEL:
+            return _Pool(judge, list(locations), config, jobs)
+        return _Results((judge(loc, config) for loc in locations), None)
+    if address is None and workers is not None:
+        workers = min(max(1, int(workers)), usable_cpus())  # a local cluster on this machine
     if engine == "dask":
         return _dask(judge, list(locations), config, address, workers)
     if engine == "ray":
@@ -88,6 +104,85 @@ class _Results:
         cleanup, self._cleanup = self._cleanup, None
         if cleanup is not None:
             cleanup()
+
+    def abort(self) -> None:
+        """The consumer was stopped: as :meth:`close`."""
+        self.close()
+
+
+def _call_judge(judge: Callable, config, location):
+    """``judge(location, config)``: the task a pool worker runs (a module-level function,
+    so that it travels to the worker by name)."""
+    return judge(location, config)
+
+
+class _Pool:
+    """Results of a pool of worker processes, in input order.
+
+    The stop signals are held while the pool forks its workers (:func:`_signals_held`)
+    and let through at the first result asked for, where a signal held meanwhile is
+    handled: the workers are ended (:meth:`abort`) before the exception goes on."""
+
+    def __init__(self, judge: Callable, locations: list, config, jobs: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from functools import partial
+
+        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        self._pool = None
+        self._release = _signals_held()
+        try:
+            self._pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_start)
+            # map submits every chunk now, and the pool forks all its workers on the first.
+            self._results = self._pool.map(
+                partial(_call_judge, judge, config), locations, chunksize=max(1, min(16, len(locations) // (4 * jobs)))
+            )
+        except BaseException:
+            self._release()
+            if self._pool is not None:
+                _end_workers(self._pool)
+            raise
+        self._held = True
+
+    def __iter__(self) -> _Pool:
+        return self
+
+    def __next__(self) -> tuple:
+        try:
+            self._let_signals_through()
+            return next(self._results)
+        except StopIteration:
+            raise
+        except BaseException:
+            self.abort()
+            raise
+
+    def _let_signals_through(self) -> None:
+        """Release the stop signals held since the forks (once): one that arrived
+        meanwhile is handled here."""
+        if self._held:
+            self._held = False
+            self._release()
+
+    def abort(self) -> None:
+        """End the workers now (the consumer was stopped); their threads are not waited
+        for, since a killed worker may have left half a message."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            _end_workers(pool)
+
+    def close(self) -> None:
+        """Shut the pool down (work not yet started is cancelled)."""
+        try:
+            self._let_signals_through()
+        except BaseException:
+            self.abort()
+            raise
+        finally:
+            if self._pool is not None:
+                pool, self._pool = self._pool, None
+                pool.shutdown(cancel_futures=True)
+            self._results.close()
 
 
 def _missing(engine: str, package: str) -> EngineError:
@@ -191,3 +286,106 @@ def _ray_results(ray, judge: Callable, locations: list, config) -> Iterator[tupl
         if nxt is not None:
             in_flight.append(task.remote(nxt, cfg, judge))
         yield from results
+
+
+#: Below this many runs a process pool costs more than it saves.
+_MIN_PARALLEL = 8
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one, else
+    ``os.cpu_count()``; at least 1): the most worker processes ``doctor`` starts, since
+    more workers than cores only add memory and switching."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+#: The signals held while the worker processes are forked (see :func:`_signals_held`).
+_STOP_SIGNALS = ("SIGINT", "SIGTERM")
+
+
+def _worker_start() -> None:
+    """In each worker: die on SIGTERM (the parent ends its workers so) and leave Ctrl-C
+    to the parent, which stops them all. The worker was forked while the parent held the
+    stop signals, so it takes them again here."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {getattr(signal, n) for n in _STOP_SIGNALS})
+
+
+def _signals_held():
+    """Hold SIGINT and SIGTERM in this thread (where the platform can) and return a function
+    that lets them through again. The worker pool forks its processes as the work is
+    submitted; a stop signal handled in the middle of a fork raises its KeyboardInterrupt
+    inside the interpreter's at-fork hooks, which print it as an ignored exception with a
+    traceback and go on. Held, it arrives once the forks are done, where ``doctor`` ends
+    the workers."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        return lambda: None
+    held = {getattr(signal, n) for n in _STOP_SIGNALS}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+
+    def release() -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+    return release
+
+
+def _quiet_broken_pool() -> None:
+    """Keep the pool's manager thread from printing a traceback as the command stops:
+    before Python 3.12 it sets an exception on every pending future of a pool whose
+    workers died, and one this command has just cancelled raises InvalidStateError there
+    (a race in ``concurrent.futures.process``, handled in 3.12). Nothing is lost: the
+    command is stopping and its futures are cancelled."""
+    import threading
+    from concurrent.futures import InvalidStateError
+
+    before = threading.excepthook
+    if getattr(before, "_trainproof", False):
+        return
+
+    def hook(args) -> None:
+        if args.exc_type is not None and issubclass(args.exc_type, InvalidStateError):
+            return
+        before(args)
+
+    hook._trainproof = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
+#: The work queues of the process pools ended by an interrupt in this process
+#: (:func:`_end_workers`), kept referenced until the process exits. Non-empty means the
+#: pool's own threads may never end: the command line exits without joining them
+#: (:func:`trainproof.cli.app.main`).
+ENDED_POOLS: list = []
+
+
+def _end_workers(pool) -> None:
+    """Stop a process pool's workers now (the command was interrupted): terminate them,
+    then reap them, so none outlives the command holding its output.
+
+    The pool's queue of work is kept referenced and not joined at exit: dropped, its pipe
+    would be closed under the thread still writing to it (an ``OSError`` traceback
+    printed as the command stops), and joined, that thread may wait forever on a pipe no
+    worker reads any more."""
+    _quiet_broken_pool()
+    call_queue = getattr(pool, "_call_queue", None)
+    if call_queue is not None:
+        call_queue.cancel_join_thread()
+    ENDED_POOLS.append(call_queue)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        p.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.join(10)
+        if p.is_alive():
+            p.kill()
+            p.join(10)

@@ -144,13 +144,13 @@ def _exit_code(rv, **_params) -> None:
 
 def _exit_stopped(code: int) -> None:
     """Exit a command stopped by a signal with ``code``. Where ``doctor`` ended a pool of
-    worker processes (:data:`trainproof.api.ENDED_POOLS`), the process ends at once once
+    worker processes (:data:`trainproof.engines.ENDED_POOLS`), the process ends at once once
     its output is flushed: the interpreter's exit would join the pool's threads, and one
     may wait forever on half a message a killed worker left in its pipe. Everything the
     command writes is written or removed by then (report files are whole or absent; the
     staging folders are removed as the stop unwinds)."""
-    api = sys.modules.get("trainproof.api")
-    if argv_is_main() and api is not None and getattr(api, "ENDED_POOLS", None):
+    engines = sys.modules.get("trainproof.engines")
+    if argv_is_main() and engines is not None and getattr(engines, "ENDED_POOLS", None):
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

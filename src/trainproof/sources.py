@@ -1,0 +1,336 @@
+"""Where runs come from: local paths, fsspec URLs and MLflow tracking servers.
+
+Each kind of location is a :class:`Source` that lists the runs under it (``doctor``'s
+search) and opens one location into :class:`~trainproof.runlog.RunLog` objects.
+:func:`source_of` is the one place that tells the three apart; the API (:mod:`trainproof.api`)
+reads and judges through it and knows no kind of location.
+
+- :class:`LocalSource`: a file or folder on this machine, read by the readers
+  (:mod:`trainproof.formats`); a folder is searched by :func:`trainproof.discover.walk`.
+- :class:`UrlSource`: an fsspec URL (``s3://...``, the ``[remote]`` extra), staged on this
+  machine in chunks under the size cap and deadline of :mod:`trainproof.remote`, read as a
+  local path and named by its URL.
+- :class:`MlflowServerSource`: an MLflow tracking server's URL, or the UI URL of one of its
+  experiments or runs, read over its REST API (:mod:`trainproof.mlflow_server`).
+
+What a reader raises on input it cannot take besides ``ReadError`` leaves as a
+``ReadError`` (:func:`trainproof.formats.reading`): an error for that location only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .aliases import MappingError
+from .discover import Candidate, fold_copies, group_runs, walk
+from .formats import (
+    NoRuns,
+    NotALog,
+    NotOpened,
+    OwnOutput,
+    ReadError,
+    has_run_name,
+    is_trainer_name,
+    open_log,
+    read_head,
+    reading,
+)
+from .remote import is_url
+from .runlog import RunLog, RunStart, build_runlog, build_runlogs
+
+__all__ = [
+    "Found",
+    "LocalSource",
+    "MlflowServerSource",
+    "Source",
+    "UrlSource",
+    "file_source",
+    "list_locations",
+    "source_of",
+]
+
+
+@dataclass
+class Found:
+    """What one location holds, as ``doctor`` sees it: runs to judge, or a reason it is not
+    a run, or a reason it could not be read.
+
+    Attributes:
+        label: the location's name in reports (the path or URL as given).
+        runs: the runs it holds (empty when ``skip`` or ``error`` is set).
+        skip: why it is not a training log (a data table, a config, an empty file…).
+        error: why it could not be read although it is a run's log.
+    """
+
+    label: str
+    runs: list[RunLog] = field(default_factory=list)
+    skip: str | None = None
+    error: str | None = None
+
+
+class Source:
+    """One location runs come from. Subclasses open it into RunLogs (:meth:`open`), say
+    what it holds for ``doctor`` (:meth:`find`), and list the locations under it
+    (:meth:`locations`)."""
+
+    def __init__(self, location) -> None:
+        self.location = location
+
+    def open(self, fmt: str = "auto", mapping: Mapping[str, str] | None = None, every_run: bool = True):
+        """The RunLogs of this location: a list of one per run it holds (with
+        ``every_run``), else the one RunLog it holds.
+
+        Raises:
+            ReadError: it cannot be read as a training log.
+            MappingError: an override names a column the log does not have.
+        """
+        raise NotImplementedError
+
+    def find(self, fmt: str, mapping: Mapping[str, str] | None) -> Found:
+        """What this location holds for ``doctor``; never raises for a bad input."""
+        raise NotImplementedError
+
+    def locations(self, max_depth: int | None, max_files: int | None, limits: list[dict], **narrow) -> list:
+        """The locations under this one (``doctor``'s search); where the bounds cut it,
+        ``limits`` says so."""
+        raise NotImplementedError
+
+
+class LocalSource(Source):
+    """A file or folder on this machine."""
+
+    def open(self, fmt="auto", mapping=None, every_run=True):
+        return _read_local(Path(self.location), fmt, mapping, label=str(self.location), every_run=every_run)
+
+    def find(self, fmt, mapping) -> Found:
+        path = Path(self.location)
+        return _find_at(path, str(path), fmt, mapping)
+
+    def locations(self, max_depth, max_files, limits, **narrow) -> list[Path]:
+        """The log files and run folders under this path (:func:`discover.walk`), not yet
+        grouped into runs: :func:`list_locations` groups every local path together."""
+        return walk(Path(self.location), max_depth, max_files, limits)
+
+
+class UrlSource(Source):
+    """An fsspec URL: staged on this machine (:func:`trainproof.remote.staged`), read as a
+    local path, named by the URL."""
+
+    def open(self, fmt="auto", mapping=None, every_run=True):
+        from .remote import staged
+
+        with staged(self.location, fmt) as local:
+            return _read_local(local, fmt, mapping, label=self.location, every_run=every_run)
+
+    def find(self, fmt, mapping) -> Found:
+        from .remote import staged
+
+        label = str(self.location)
+        try:
+            with staged(self.location, fmt) as local:
+                return _find_at(local, label, fmt, mapping)
+        except ReadError as e:  # the extra is missing, or the URL cannot be fetched
+            return Found(label, error=str(e))
+
+    def locations(self, max_depth, max_files, limits, **narrow) -> list[Candidate]:
+        """The runs under the URL, grouped as on disk (:func:`trainproof.remote.discover`)."""
+        from .remote import discover
+
+        return discover(self.location, max_depth, max_files, limits)
+
+
+class MlflowServerSource(Source):
+    """An MLflow tracking server's URL, or the UI URL of one of its experiments or runs."""
+
+    def open(self, fmt="auto", mapping=None, every_run=True):
+        from .mlflow_server import read_runlogs as server_runlogs
+
+        with reading():
+            runs = server_runlogs(self.location, mapping)
+        if every_run:
+            return runs
+        if len(runs) != 1:
+            raise ReadError(f"holds {len(runs)} runs: give the URL of one run (…/#/experiments/<id>/runs/<id>)")
+        return runs[0]
+
+    def find(self, fmt, mapping) -> Found:
+        try:
+            return Found(self.location, runs=self.open(fmt, mapping))
+        except (ReadError, MappingError) as e:
+            return Found(self.location, error=str(e))
+
+    def locations(self, max_depth, max_files, limits, experiments: Sequence[str] = (), runs: Sequence[str] = ()):
+        """The server's live runs with a metric, as run URLs (runs without one go to
+        ``limits``), narrowed to ``experiments`` (names) and ``runs`` (ids)."""
+        from .mlflow_server import discover as server_runs
+
+        return [Candidate(loc) for loc in server_runs(str(self.location), experiments, runs, limits)]
+
+
+def is_server(location) -> bool:
+    """Whether ``location`` is an MLflow tracking server's URL (or one of its runs')."""
+    if not is_url(location):
+        return False
+    from .mlflow_server import is_tracking_server
+
+    return is_tracking_server(location)
+
+
+def source_of(location) -> Source:
+    """The source ``location`` (a path, a URL or an MLflow server's URL) belongs to."""
+    if is_server(location):
+        return MlflowServerSource(location)
+    if is_url(location):
+        return UrlSource(location)
+    return LocalSource(location)
+
+
+def list_locations(
+    roots: Sequence,
+    max_depth: int | None = None,
+    max_files: int | None = None,
+    limits: list[dict] | None = None,
+    experiments: Sequence[str] = (),
+    runs: Sequence[str] = (),
+) -> list[Candidate]:
+    """``doctor``'s candidates under each of ``roots``, in the order found: a URL's and a
+    server's as their source lists them, then every local path's grouped together (so
+    that snapshots and shards given as separate arguments still fold into their run, and
+    a path given twice is one candidate). Where a bound cuts the search, or a server's run
+    has no metric, ``limits`` gets a ``{"file", "reason"}``.
+
+    Raises:
+        ReadError: a URL cannot be listed, or a tracking server cannot be read.
+    """
+    limits = [] if limits is None else limits
+    candidates: list[Candidate] = []
+    local: list[Path] = []
+    for one in roots:
+        source = source_of(one)
+        found = source.locations(max_depth, max_files, limits, experiments=experiments, runs=runs)
+        if isinstance(source, LocalSource):
+            local.extend(found)
+        else:
+            candidates.extend(found)
+    candidates.extend(fold_copies(group_runs(sorted(set(local)))))
+    return candidates
+
+
+def _read_local(p: Path, fmt: str, mapping: Mapping[str, str] | None, label: str, every_run: bool = False):
+    """The RunLog of the local log ``p`` named ``label`` (with ``every_run``: the list of
+    one RunLog per run it holds).
+
+    What the reader raises on input it cannot take besides ReadError leaves as a ReadError
+    (:func:`trainproof.formats.reading`): an error for this log's runs only."""
+    with reading():
+        name, records, state = open_log(p, fmt)
+        marks: list[tuple[int, int]] = []
+        # The build consumes the stream; the reader fills state.meta/notes while it does.
+        if every_run:
+            runs = build_runlogs(_marking(records, state, marks), label, name, {}, (), mapping)
+        else:
+            runs = [build_runlog(records, label, name, {}, (), mapping)]
+    for i, run in enumerate(runs):
+        notes, drops = _notes_of(state, marks, i) if len(marks) == len(runs) > 1 else (state.notes, state.drops)
+        if label != str(p):
+            notes = [n.replace(str(p), label) for n in notes]
+        run.meta.update(state.meta)
+        run.notes[:0] = notes
+        if drops:
+            run.meta["dropped"] = [*drops, *run.meta.get("dropped", ())]
+    return runs if every_run else runs[0]
+
+
+def _marking(records, state, marks: list[tuple[int, int]]):
+    """``records`` unchanged, noting at each :class:`~trainproof.runlog.RunStart` how many
+    notes and drops the reader had written so far: what a store's reader writes between
+    two markers is about the run the first one begins."""
+    for rec in records:
+        if type(rec) is RunStart:
+            marks.append((len(state.notes), len(state.drops)))
+        yield rec
+
+
+def _notes_of(state, marks: list[tuple[int, int]], i: int) -> tuple[list[str], list[str]]:
+    """Run ``i``'s notes and drops of a store's stream: those written before the first
+    run began (about the whole store) and those written while run ``i`` was read."""
+    end = marks[i + 1] if i + 1 < len(marks) else (len(state.notes), len(state.drops))
+    head_n, head_d = marks[0]
+    return (
+        state.notes[:head_n] + state.notes[marks[i][0] : end[0]],
+        state.drops[:head_d] + state.drops[marks[i][1] : end[1]],
+    )
+
+
+#: Words a training log's lines carry beside their numbers (a file of another dialect
+#: that holds them and numbers is a log no reader knows, not a stray file).
+_METRIC_WORDS = re.compile(rb"(?i)\b(loss|step|epoch|learning_rate|lr|grad_norm|reward)\b")
+
+
+def _trainer_name(p: Path) -> bool:
+    """A name only a trainer writes (the readers' ``file_names``, an event writer's name):
+    a file so named that cannot be read is a run that could not be judged; any other file
+    that cannot be read is not counted as a run."""
+    return is_trainer_name(p.name)
+
+
+def _looks_like_log_name(p: Path) -> bool:
+    """Whether only a training run would write a file of this name: a trainer's name, or a
+    log's suffix (the readers' ``run_suffixes``: ``.jsonl``, ``.ndjson``)."""
+    return has_run_name(p.name)
+
+
+def _log_by_content(p: Path) -> bool:
+    """A file no reader recognises that is still a run's log: a trainer's name (a corrupt
+    ``trainer_state.json`` or event file, not a stray file), or a log's suffix and, in its
+    first bytes, metric words beside digits (a dialect no reader knows)."""
+    if _trainer_name(p):
+        return True
+    if not _looks_like_log_name(p):
+        return False
+    try:
+        head = read_head(p)
+    except (OSError, ReadError):
+        return False
+    return bool(_METRIC_WORDS.search(head)) and any(c in head for c in b"0123456789")
+
+
+def _find_at(path: Path, label: str, fmt: str, mapping: Mapping[str, str] | None) -> Found:
+    """What the local ``path`` (named ``label``) holds for ``doctor``."""
+    # Only training logs are runs: a file counts when its content is a log (or, where its
+    # content cannot be seen, when only a run writes a file of its name), so a stray
+    # config, source file or empty file never makes a clean tree "not judged".
+    try:
+        runs = _read_local(path, fmt, mapping, label, every_run=True)
+    except NotALog as e:
+        # A tracker's store with no run in it (NoRuns) is the tracker's file but not a run;
+        # a saved trainproof report (OwnOutput) is trainproof's, whatever its name says.
+        if _log_by_content(path) and not isinstance(e, (NoRuns, OwnOutput)):
+            return Found(label, error=str(e))
+        return Found(label, skip=str(e))
+    except NotOpened as e:
+        if str(e) != "empty file" and _looks_like_log_name(path):
+            return Found(label, error=str(e))
+        return Found(label, skip=f"{e}: not a run")
+    except (ReadError, MappingError) as e:
+        return Found(label, error=str(e))
+    first = runs[0]
+    if first.format in ("jsonl", "csv") and not first.mapping and not first.explicit_steps:
+        return Found(label, skip="a data table: no step column and no known metric")
+    if first.format in ("jsonl", "csv") and len(runs) == 1 and first.records < 2 and not _looks_like_log_name(path):
+        # One object is a config or a summary (HF all_results.json, wandb-summary.json),
+        # not a series of records: nothing a trend check could judge.
+        return Found(label, skip="one record, not a series (a config or a summary)")
+    if first.format == "tfevents" and first.records == 0:
+        return Found(label, skip="an event file without scalars (hparams, text, graphs or profiles only)")
+    return Found(label, runs=runs)
+
+
+def file_source(location) -> Source:
+    """The source of a log found by a search (a member of a
+    :attr:`~trainproof.discover.Candidate.location`): a URL's or a local path's, never a
+    tracking server's (a run folder's URL without a dot could pass for one)."""
+    return UrlSource(location) if is_url(location) else LocalSource(location)

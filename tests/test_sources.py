@@ -1,0 +1,66 @@
+"""The source layer (:mod:`trainproof.sources`): which source a location belongs to, what
+each opens it into, and what ``doctor``'s listing of several roots gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainproof.sources import (
+    LocalSource,
+    MlflowServerSource,
+    UrlSource,
+    file_source,
+    list_locations,
+    source_of,
+)
+
+from conftest import healthy_rows, write_jsonl
+
+
+def test_each_kind_of_location_has_its_source(tmp_path):
+    assert type(source_of(tmp_path / "run.jsonl")) is LocalSource
+    assert type(source_of(str(tmp_path))) is LocalSource
+    assert type(source_of("s3://bucket/runs/")) is UrlSource
+    assert type(source_of("http://127.0.0.1:5000")) is MlflowServerSource
+    assert type(source_of("http://127.0.0.1:5000/#/experiments/1/runs/ab12")) is MlflowServerSource
+    assert type(source_of("http://127.0.0.1:8000/runs/metrics.jsonl")) is UrlSource  # a file: its name has a dot
+    # A member of a search is a file or a run folder, never a server, dot or not.
+    assert type(file_source("http://127.0.0.1:8000/runs/wandb/run-1")) is UrlSource
+    assert type(file_source(tmp_path / "run.jsonl")) is LocalSource
+
+
+def test_a_local_source_says_what_it_holds(tmp_path):
+    log = write_jsonl(tmp_path / "run.jsonl", healthy_rows(60))
+    found = LocalSource(log).find("auto", None)
+    assert found.label == str(log) and found.skip is None and found.error is None
+    assert [r.path for r in found.runs] == [str(log)] and found.runs[0].format == "jsonl"
+
+    table = write_jsonl(tmp_path / "table.jsonl", [{"a": i, "b": 2 * i} for i in range(20)])
+    found = LocalSource(table).find("auto", None)
+    assert found.runs == [] and found.error is None and "data table" in found.skip
+
+    broken = tmp_path / "trainer_state.json"
+    broken.write_text("{ this is not json")  # a trainer's name: a run that could not be read
+    found = LocalSource(broken).find("auto", None)
+    assert found.runs == [] and found.skip is None and found.error
+
+
+def test_a_url_source_reads_where_it_runs_and_names_the_run_by_its_url(tmp_path):
+    log = write_jsonl(tmp_path / "run.jsonl", healthy_rows(60))
+    url = "file://" + log.as_posix()
+    run = UrlSource(url).open("auto", None, every_run=False)
+    assert run.path == url and run.format == "jsonl"
+    assert run.get("loss").values.tolist() == LocalSource(log).open(every_run=False).get("loss").values.tolist()
+    missing = UrlSource("file://" + (tmp_path / "gone.jsonl").as_posix()).find("auto", None)
+    assert missing.runs == [] and missing.error
+
+
+def test_local_roots_are_grouped_together_and_each_path_is_listed_once(tmp_path):
+    a = write_jsonl(tmp_path / "a" / "run.jsonl", healthy_rows(60))
+    b = write_jsonl(tmp_path / "b" / "run.jsonl", healthy_rows(60, seed=1))
+    limits: list[dict] = []
+    found = list_locations([tmp_path / "a", a, str(tmp_path / "b")], limits=limits)
+    assert sorted(Path(c.path) for c in found) == [a, b] and limits == []
+    # The bound cuts the search and says so.
+    found = list_locations([tmp_path], max_files=1, limits=limits)
+    assert len(found) == 1 and any("--max-files" in lim["reason"] for lim in limits)

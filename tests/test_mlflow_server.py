@@ -480,3 +480,29 @@ def test_experiment_and_run_need_a_server(tmp_path):
 )
 def test_what_is_a_tracking_server(url, yes):
     assert is_tracking_server(url) is yes
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _answer(200, "text/html", b"<!DOCTYPE html><html><body>login</body></html>"),
+        _answer(200, "application/json", b"[" * 100_000 + b"]" * 100_000),
+        _echo_token,
+    ],
+)
+def test_a_server_answering_garbage_beside_a_tree_never_hides_the_trees_fail(clean_env, tmp_path, answer):
+    # doctor TREE URL: the server is one NOT-CHECKED entry with its reason, the tree's runs
+    # are judged and its FAIL still decides the exit code.
+    clean_env.setenv("MLFLOW_TRACKING_TOKEN", TOKEN)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    rows = [{"step": i, "loss": 2.0 * 0.98**i if i < 60 else 0.6 * 1.08 ** (i - 60)} for i in range(120)]
+    (tree / "fail.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with Fake(answer) as fake:
+        code, out, err, _ = run_cli("doctor", str(tree), fake.url, "--json")
+    doc = json.loads(out)
+    by_file = {r["file"]: r["verdict"] for r in doc["reports"]}
+    assert code == 1, (out, err)
+    assert by_file[str(tree / "fail.jsonl")] == "FAIL"
+    assert by_file[fake.url] == "NOT-CHECKED"
+    assert "Traceback" not in out + err and TOKEN not in out + err

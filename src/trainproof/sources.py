@@ -202,15 +202,26 @@ def list_locations(
     a path given twice is one candidate). Where a bound cuts the search, or a server's run
     has no metric, ``limits`` gets a ``{"file", "reason"}``.
 
+    With several roots, a URL or a server that cannot be listed is one candidate of its
+    own (judged, it is a NOT-CHECKED report with the reason), so that one hostile server
+    never hides the runs of the other roots.
+
     Raises:
-        ReadError: a URL cannot be listed, or a tracking server cannot be read.
+        ReadError: the only root is a URL that cannot be listed, or a tracking server that
+            cannot be read.
     """
     limits = [] if limits is None else limits
     candidates: list[Candidate] = []
     local: list[Path] = []
     for one in roots:
         source = source_of(one)
-        found = source.locations(max_depth, max_files, limits, experiments=experiments, runs=runs)
+        try:
+            found = source.locations(max_depth, max_files, limits, experiments=experiments, runs=runs)
+        except ReadError:
+            if len(roots) == 1 or isinstance(source, LocalSource):
+                raise
+            candidates.append(Candidate(one))
+            continue
         if isinstance(source, LocalSource):
             local.extend(found)
         else:

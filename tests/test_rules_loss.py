@@ -677,3 +677,13 @@ def test_a_cyclic_learning_rate_with_warm_up_in_every_cycle_is_no_cause():
     loss = (0.8 + 1.5 * np.exp(-np.arange(n) / 40)) * (1 + 0.3 * (cycle < 10) * (np.arange(n) >= 50))
     loss = loss * np.exp(0.01 * rng.standard_normal(n))
     assert "TP-DIVERGE" not in judge(loss=list(loss), lr=list(lr)).ids()
+
+
+@pytest.mark.parametrize("rel", [0.005, 0.05])
+def test_dead_run_a_learning_rate_of_zero_is_its_cause_whatever_the_noise(rel):
+    # A learning rate of 0 at every step is a cause however noisy the per-step loss:
+    # TP-ZERO-LR fails the run and lists the dead run as what it explains.
+    rng = np.random.default_rng(7)
+    rep = judge(loss=list(1.49 * np.exp(rel * rng.standard_normal(300))), lr=[0.0] * 300)
+    f = one(rep, "TP-ZERO-LR")
+    assert f.level is Level.FAIL and "TP-DEAD-RUN" in f.data["implies"]

@@ -1191,12 +1191,13 @@ def _frozen_metric(ctx) -> tuple[str, int, float] | None:
 
 
 def _tiny_lr(ctx) -> float | None:
-    """The learning rate's maximum when it is above 0 and at most ``tiny_lr`` over the
-    whole run (a named cause of a dead run), else ``None``."""
+    """The learning rate's maximum when it is at most ``tiny_lr`` over the whole run (a
+    named cause of a dead run; 0 too, where TP-ZERO-LR fails the run and lists the dead
+    run as what it explains), else ``None``."""
     if not ctx.has("lr"):
         return None
     lr = ctx.finite("lr").values
-    return float(lr.max()) if lr.size and 0 < float(lr.max()) <= ctx.th.tiny_lr else None
+    return float(lr.max()) if lr.size and 0 <= float(lr.max()) <= ctx.th.tiny_lr else None
 
 
 def _loss_change_interval(ctx) -> tuple[float, float] | None:
@@ -1409,7 +1410,11 @@ def check_dead_run(ctx):
     change, evidence = _no_progress_text(st)
     data = _dead_data(st, th)
     message = f"loss did not move: it {change}"
-    if "tiny_lr" in st:
+    if "tiny_lr" in st and st["tiny_lr"] == 0:
+        message += ", with a learning rate of 0"
+        evidence += " The learning rate is 0 at every logged step: the weights cannot move."
+        data.update(cause="zero_lr", lr_max=0.0)
+    elif "tiny_lr" in st:
         message += f", with a learning rate of at most {num(st['tiny_lr'])} (effectively zero)"
         evidence += (
             f" The learning rate never exceeds {num(st['tiny_lr'])} (at most {num(th.tiny_lr)}): "

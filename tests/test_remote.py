@@ -268,7 +268,11 @@ def test_staging_streams_a_large_object(s3, tmp_path):
     assert p.returncode == 0, p.stderr
     size, peak = map(int, p.stdout.split())
     assert size == big.stat().st_size > 20_000_000
-    assert peak < 4_000_000, peak  # the object is six times that
+    # A few read chunks in flight (the client's response body, the chunk, the file's write
+    # buffer), never the object: 5 chunks of 1 MiB are a fifth of it.
+    from trainproof.remote import _CHUNK
+
+    assert peak < 5 * _CHUNK < size / 4, peak
 
 
 # ------------------------------------------------------------------ other protocols

@@ -477,7 +477,7 @@ forged file name, a FIFO, 1,200 nested folders, two 1 GiB gzip bombs, an event r
 (the command and its workers), {m["reports"]} reports ({verdicts}), {m["ignored"]} ignored entries; runs
 judged other than expected: {len(m["wrong"])}; outputs holding the secret: {len(m["leaked"])}
 {("(" + ", ".join(m["leaked"]) + ")") if m["leaked"] else "(text, --json, stderr, SARIF, HTML checked)"}.
-tests/test_pr_tree.py runs the same tree with 48 MiB bombs on every test run.
+tests/cli/test_doctor_hostile_tree.py runs the same tree with 48 MiB bombs on every test run.
 {END}"""
 
 
@@ -531,7 +531,7 @@ with `MLFLOW_TRACKING_USERNAME`/`PASSWORD` set ({platform.python_implementation(
 - files changed in the tree: {len(m["changed"])} of {m["entries"]:,} entries (listing, sizes, mtimes before and after,
   every store's folder included); internal errors or tracebacks: {len(m["internal_error"])}.
 
-tests/test_attack_tree32.py runs the same with 1 MiB bombs and 4 MiB of rows and asserts each of these."""
+tests/cli/test_doctor_hostile_tree_trackers.py runs the same with 1 MiB bombs and 4 MiB of rows and asserts each of these."""
 
 
 def main() -> int:

@@ -10,7 +10,7 @@ background, as a check that the page is not blank. Usage (from the repository ro
 
     .venv/bin/python evidence/html_screenshot.py [--chromium /usr/bin/chromium]
 
-``chromium_screenshot`` and ``png_stats`` are also used by ``tests/test_render_html.py``.
+``chromium_screenshot`` and ``png_stats`` are also used by ``tests/render/test_html.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A sample is a ```console block whose first line is ``$ trainproof …``: the rest of the
 block is that command's standard output, run from the repository root with
 ``COLUMNS=80`` and ``NO_COLOR=1`` (a CI log's view). ``python evidence/readme_samples.py``
-rewrites every page of :func:`pages` in place; ``tests/test_readme_samples.py`` fails when
+rewrites every page of :func:`pages` in place; ``tests/project/test_readme_samples.py`` fails when
 a sample and its command's output differ, so neither the README nor a guide can drift
 from the tool.
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the reader fuzzing at length and write ``evidence/robustness.md``.
 
-1. The Hypothesis suite ``tests/test_fuzz_readers.py`` under the ``long`` profile (the
+1. The Hypothesis suite ``tests/formats/test_fuzz_readers.py`` under the ``long`` profile (the
    same tests CI runs under ``ci``), counting per reader: inputs generated, how they
    exited (0/1/2), crashes (an exception out of ``trainproof epoch``), tracebacks on
    stderr, and contract violations (an exit code outside 0/1/2, a read error that is not
@@ -82,7 +82,7 @@ def run_hypothesis(examples: int | None) -> dict:
             "long",
             "-p",
             "no:cacheprovider",
-            "tests/test_fuzz_readers.py",
+            "tests/formats/test_fuzz_readers.py",
         ],
         cwd=ROOT,
         env=env,
@@ -254,7 +254,7 @@ def render(h: dict, ath, args) -> str:
     lines += [
         "## Hostile inputs",
         "",
-        "`tests/test_hostile_inputs.py`, one test each: empty file, one newline, a 2 GiB line (a sparse NUL hole "
+        "`tests/cli/test_hostile_inputs.py`, one test each: empty file, one newline, a 2 GiB line (a sparse NUL hole "
         "between two halves of a log: skipped in 16 Mi-character pieces, peak RSS ≈ 100 MiB), a line over the cap "
         "in every line reader, a 70 Mi-character JSON value, a 10,000,000-line console capture (≈ 15 s, flat "
         "memory), a Git LFS pointer, a directory named `x.jsonl`, a FIFO and a `/dev/zero` symlink (no hang), "
@@ -285,7 +285,7 @@ def render(h: dict, ath, args) -> str:
         "* A console capture of ten million lines took 47 s (the regexes ran on every progress-bar line); 15 s now.",
         "",
         "Not a reader's: a finite loss of `1e308` overflows `np.std` in `TP-FLAT` (`rules/loss.py`) and numpy "
-        "prints a `RuntimeWarning` on stderr (the pytest warnings above); `tests/test_hostile_inputs.py` holds it "
+        "prints a `RuntimeWarning` on stderr (the pytest warnings above); `tests/cli/test_hostile_inputs.py` holds it "
         "as a strict xfail.",
         "",
     ]

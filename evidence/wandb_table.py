@@ -215,7 +215,7 @@ def render(sections: list[tuple[str, list[Row], str]]) -> str:
         "* Resumed runs: an offline resume writes a second run folder with its own `.wandb` file; each "
         "file is read on its own here (merging a run's folders is `doctor`'s grouping, not the reader's).",
         "* Older clients' `files/wandb-history.jsonl` folders (no `.wandb` file): tested in "
-        "`tests/test_wandb_reader.py` with hand-written files; the installed client no longer writes them.",
+        "`tests/formats/test_wandb.py` with hand-written files; the installed client no longer writes them.",
         "",
     ]
     return "\n".join(lines)

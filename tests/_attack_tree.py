@@ -1,5 +1,5 @@
 """A pull request's tree holding every attack of issue 17 at once, for the test that runs
-``doctor`` over it (tests/test_pr_tree.py) and for the evidence it is measured in
+``doctor`` over it (tests/cli/test_doctor_hostile_tree.py) and for the evidence it is measured in
 (evidence/attacks.py). Everything is built under one folder the caller owns: no device,
 ``/proc`` entry or home-folder file of the machine is touched.
 """

@@ -1,5 +1,5 @@
 """The attacks of issue 32 in one pull request's tree, and a hostile MLflow server on
-127.0.0.1, for the combined run (tests/test_attack_tree32.py) and the evidence it is
+127.0.0.1, for the combined run (tests/cli/test_doctor_hostile_tree_trackers.py) and the evidence it is
 measured in (evidence/attacks.py).
 
 :func:`build` adds to a repository folder (tests/_attack_tree.py's, or an empty one):
@@ -114,7 +114,7 @@ def _balanced(leaf: str, n: int) -> str:
 
 def _mlflow_cpu_bomb(path: Path, rows: int = 6000, leaves: int = 4096) -> Path:
     """An ``mlflow.db`` whose metric values are a generated column of ~8,000 SQLite VM
-    steps a row: 48 M steps in about 200 KB (as tests/test_hostile_sources.py's)."""
+    steps a row: 48 M steps in about 200 KB (as tests/test_sources_hostile.py's)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     con = sqlite3.connect(path)
     con.executescript(

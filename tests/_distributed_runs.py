@@ -1,6 +1,6 @@
 """One process of a 2-process (gloo, CPU) training run with a trainproof callback.
 
-Run by tests/test_integrations_distributed.py under ``python -m torch.distributed.run
+Run by tests/integrations/test_callbacks_distributed.py under ``python -m torch.distributed.run
 --nproc_per_node=2 tests/_distributed_runs.py FRAMEWORK OUT``. Every process trains the
 runs of FRAMEWORK (``hf`` or ``lightning``) one after the other and writes, per run,
 ``OUT/<run>.<rank>.json``: the step training ended at, the callback's ``stopped_at``, the
@@ -60,7 +60,7 @@ class Seen:
 
 def hf(out: Path) -> None:
     import transformers
-    from test_integrations_hf import random_tokens
+    from _hf_runs import random_tokens
     from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 
     from trainproof.integrations.hf import TrainproofCallback
@@ -96,7 +96,7 @@ def hf(out: Path) -> None:
 def lightning(out: Path) -> None:
     import lightning.pytorch as pl
     import torch
-    from test_integrations_lightning import clusters, mlp
+    from _lightning_runs import clusters, mlp
 
     from trainproof.integrations.lightning import TrainproofCallback
     from trainproof.live import guardian

@@ -1,7 +1,7 @@
 """Valid training logs of every format, the mutations the fuzz tests apply to them, and the
 CLI check every fuzzed input must pass.
 
-Shared by ``tests/test_fuzz_readers.py``, ``tests/test_hostile_inputs.py``,
+Shared by ``tests/formats/test_fuzz_readers.py``, ``tests/cli/test_hostile_inputs.py``,
 ``evidence/robustness.py`` and ``evidence/atheris_fuzz.py``. Every valid log here is
 written the way its real writer writes it (HF's ``json.dumps(indent=2, sort_keys=True)``,
 Keras' ``csv.writer`` with ``\\r\\n``, Lightning's sparse rows, W&B's quoted export

@@ -1,4 +1,4 @@
-"""Hypothesis profiles of the reader fuzz tests (``tests/test_fuzz_readers.py``).
+"""Hypothesis profiles of the reader fuzz tests (``tests/formats/test_fuzz_readers.py``).
 
 * ``ci`` (the default): bounded so that the whole fuzz module generates more than 10,000
   inputs across the readers in about three minutes on two cores; derandomized, so CI sees

@@ -1,4 +1,4 @@
-"""Small real training problems and the documented monitor loop, for tests/test_live_grid.py.
+"""Small real training problems and the documented monitor loop, for tests/live/test_monitor_grid.py.
 
 Every run is the snippet of docs/live.md::
 

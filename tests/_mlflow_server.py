@@ -4,15 +4,21 @@ only, on a free port; started by :func:`running_server` and always stopped by it
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
 
 #: Environment a test's MLflow server and clients run with: no telemetry, no proxy for
 #: loopback, the file store allowed (MLflow 3 keeps it behind this switch).
@@ -98,3 +104,95 @@ def running_server(folder: Path, env: dict | None = None, prefix: str = "") -> I
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(30)
+
+
+T0 = 1_700_000_000_000
+
+
+class Fake:
+    """A tiny HTTP server on 127.0.0.1: ``answer(handler, path, query, body)`` returns
+    ``(status, content type, bytes)`` (or a list of byte chunks, sent 0.3 s apart until the
+    test leaves the server); every request's headers are kept."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.headers: list[dict] = []
+        self.release = threading.Event()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self):
+                u = urlsplit(self.path)
+                n = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(n)) if n else None
+                fake.headers.append(dict(self.headers))
+                status, ctype, data = fake.answer(fake, u.path, parse_qs(u.query), body)
+                chunks = data if isinstance(data, list) else [data]
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(sum(len(c) for c in chunks)))
+                self.end_headers()
+                try:
+                    for i, chunk in enumerate(chunks):
+                        if i and fake.release.wait(0.3):
+                            return
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                except OSError:
+                    pass
+
+            do_GET = do_POST = _serve
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+RUN = {
+    "info": {"run_id": "abc123", "run_name": "fake-run", "experiment_id": "7", "start_time": T0},
+    "data": {"metrics": [{"key": "loss", "value": 0.2, "timestamp": T0, "step": 59}]},
+}
+
+
+def mlflow_api(fake, path, query, body):
+    """Answers like the API, the history of ``loss`` in pages of 10 points."""
+    ok = lambda doc: (200, "application/json", json.dumps(doc).encode())  # noqa: E731
+    if path.endswith("/experiments/search"):
+        return ok({"experiments": [{"experiment_id": "7", "name": "fake-exp"}]})
+    if path.endswith("/runs/search"):
+        return ok({"runs": [RUN]})
+    if path.endswith("/runs/get"):
+        return ok({"run": RUN})
+    if path.endswith("/experiments/get"):
+        return ok({"experiment": {"experiment_id": "7", "name": "fake-exp"}})
+    if path.endswith("/metrics/get-history"):
+        start = int(query.get("page_token", ["0"])[0])
+        pts = [
+            {"key": "loss", "value": "NaN" if s >= 40 else 2.0 / (s + 1), "timestamp": T0 + s, "step": s}
+            for s in range(start, min(start + 10, 60))
+        ]
+        return ok({"metrics": pts, **({"next_page_token": str(start + 10)} if start + 10 < 60 else {})})
+    return 404, "application/json", b'{"error_code": "ENDPOINT_NOT_FOUND", "message": "no"}'
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for k in ("MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_TIMEOUT", raising=False)
+    return monkeypatch

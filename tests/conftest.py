@@ -11,6 +11,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from _mlflow_server import clean_env  # noqa: F401  (a fixture of the MLflow server tests)
+from _watch_procs import procs  # noqa: F401  (a fixture of the watch tests)
 from click.testing import CliRunner
 
 from trainproof.cli import cli
@@ -153,3 +155,4 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+

@@ -56,7 +56,7 @@ def _same_as_local(local_out, tree, *engine_args):
 def s3(tree):
     """The same tree on a loopback S3 server, ``(url, local output of doctor --json)``;
     ``None`` when moto, boto3 or s3fs is absent."""
-    from test_remote import BUCKET, s3_server
+    from _s3_server import BUCKET, s3_server
 
     try:
         server = s3_server(tree)

@@ -18,13 +18,13 @@ the samples of docs/gallery.md are filled in after its table):
 ========  ==========================================================  ==============================
 target    files                                                       checked by
 ========  ==========================================================  ==============================
-rules     ``RULES.md``                                                ``tests/test_docs.py``
-pages     ``docs/rules/*.md`` (a page of no id is removed)            ``tests/test_docs.py``
-gallery   ``EVIDENCE_MATRIX.md``, ``tests/golden/gallery.json``,       ``tests/test_gallery.py``
+rules     ``RULES.md``                                                ``tests/project/test_docs.py``
+pages     ``docs/rules/*.md`` (a page of no id is removed)            ``tests/project/test_docs.py``
+gallery   ``EVIDENCE_MATRIX.md``, ``tests/golden/gallery.json``,       ``tests/project/test_gallery.py``
           the table in ``docs/gallery.md``
-samples   the ```` ```console ```` samples of ``README.md``, ``docs/*.md``  ``tests/test_readme_samples.py``
-html      ``evidence/diverge_report.html``                            ``tests/test_render_html.py``
-accuracy  ``evidence/accuracy.md`` (needs ``../shared``; minutes)     ``tests/test_accuracy_page.py``
+samples   the ```` ```console ```` samples of ``README.md``, ``docs/*.md``  ``tests/project/test_readme_samples.py``
+html      ``evidence/diverge_report.html``                            ``tests/render/test_html.py``
+accuracy  ``evidence/accuracy.md`` (needs ``../shared``; minutes)     ``tests/project/test_accuracy_page.py``
 ========  ==========================================================  ==============================
 
 When ``html`` rewrites the report page it also retakes its screenshot,

@@ -18,7 +18,7 @@ from .rules.thresholds import DEFAULT, Thresholds
 from .runlog import RunLog
 from .sources import Found, file_source, list_locations, source_of
 
-# What a log's name says, still asked of the API (tests/test_reader_protocol.py).
+# What a log's name says, still asked of the API (tests/formats/test_base.py).
 _trainer_name = sources._trainer_name
 _looks_like_log_name = sources._looks_like_log_name
 

@@ -136,7 +136,7 @@ _CHECK_LINE_FORMATS = frozenset({"dataset", "speech-data"})
 
 #: The readers' answer to "is a finding's line a line of text in this format" (their
 #: ``line_anchors``), set by :mod:`trainproof.formats` when it loads its readers: the data
-#: model asks the registry through it and imports no reader (tests/test_layering.py). A
+#: model asks the registry through it and imports no reader (tests/project/test_layering.py). A
 #: report of a reader's format comes from a process that loaded the readers (to read or to
 #: find its log); before that the answer is "no".
 def _no_reader_loaded(fmt: str | None) -> bool:
@@ -166,7 +166,7 @@ class Report:
 
     Built once: a step that adds to a report (a comparison, doctor's grouping, a live
     stall) makes a new one (:func:`dataclasses.replace`), and nothing changes a report's
-    lists or mappings after it is built (tests/test_report_built_once.py).
+    lists or mappings after it is built (tests/cli/test_report_built_once.py).
 
     Attributes:
         file: the path as given (relative paths stay relative).

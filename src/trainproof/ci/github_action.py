@@ -43,7 +43,7 @@ from pathlib import Path
 
 #: The inputs this script reads and their defaults, as ``action.yml`` declares them (the
 #: action's other inputs, ``python-version``, ``upload-sarif`` and ``sarif-category``, are
-#: used by its own steps). tests/test_ci_adoption.py checks the two against each other.
+#: used by its own steps). tests/ci/test_github_action.py checks the two against each other.
 INPUTS: dict[str, str] = {
     "path": ".",
     "baseline": "",

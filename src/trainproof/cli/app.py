@@ -3,7 +3,7 @@ the one place the process exits.
 
 Start-up cost: this module imports only click. Each command's module (and numpy, rich,
 the readers, the rules) is imported when the command runs, so ``trainproof --version``
-and ``--help`` stay close to a bare interpreter (tests/test_startup.py).
+and ``--help`` stay close to a bare interpreter (tests/cli/test_startup.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from . import signals
 
 #: Every command: name -> (module in trainproof.cli.commands, the click command's name in
 #: it, the first paragraph of its help). `trainproof --help` shows the static text, so
-#: listing the commands imports none of them; tests/test_startup.py checks it against each
+#: listing the commands imports none of them; tests/cli/test_startup.py checks it against each
 #: command's real help. Adding a command is its module, its test and one line here.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": (

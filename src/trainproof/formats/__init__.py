@@ -120,7 +120,7 @@ def __getattr__(name: str):
         readers = tuple(importlib.import_module(f"{__name__}.{m}") for m in READER_MODULES)
         globals()["READERS"] = readers
         # The data model asks the readers whether a finding's line is a line of text
-        # through this lookup, so that it imports no reader (tests/test_layering.py).
+        # through this lookup, so that it imports no reader (tests/project/test_layering.py).
         from .. import findings
 
         findings.set_line_anchors(line_anchors)

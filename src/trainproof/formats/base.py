@@ -6,7 +6,7 @@ here (and their I/O from :mod:`._io`), never from the package ``__init__``, whic
 them; so the package has no import cycle.
 
 A reader is a *module*, not a class: :data:`trainproof.formats.READERS` lists modules that
-each satisfy :class:`Reader` by their module-level names. ``tests/test_reader_protocol.py``
+each satisfy :class:`Reader` by their module-level names. ``tests/formats/test_base.py``
 checks every one of them against :data:`REQUIRED` and :data:`OPTIONAL` with
 :mod:`inspect` (``isinstance`` with a runtime-checkable protocol only checks that the
 names exist, not their signatures).

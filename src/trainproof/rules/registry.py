@@ -549,7 +549,7 @@ def example_of(rule_id: str) -> tuple[str, str] | None:
     the run judged against the baseline :func:`baseline_of` gives.
 
     The example is a literal file (``src/trainproof/rules/examples/``): what a user reads on
-    the rule's page is the log ``tests/test_rule_examples.py`` judges with the engine.
+    the rule's page is the log ``tests/rules/test_rule_examples.py`` judges with the engine.
     """
     found = _example_files()
     for name in sorted(found):

@@ -316,7 +316,7 @@ class Thresholds:
         "A run still training is judged every few steps, so each check is one more chance for a "
         "test on a noisy curve to miss; a FAIL from the shape of the curve (a divergence, a dead "
         "or flat loss) stops a live run only when 3 judgements in a row find it. Measured on "
-        "the healthy grid of tests/test_live_grid.py (3 problems, Adam, AdamW, SGD with and "
+        "the healthy grid of tests/live/test_monitor_grid.py (3 problems, Adam, AdamW, SGD with and "
         "without momentum, batches 8-64, checks every 10 steps): at 1 or 2, batch-8 SGD runs "
         "at their noise floor are called diverging from a 3- to 6-point dip (end level 1.7x-68x "
         "it); at 3 none is, while runs that really diverge (40x and climbing) are stopped 2 "

@@ -1,0 +1,248 @@
+"""The one chunked line reader (trainproof.formats.lines), that every text format and
+``watch`` read lines through, and the console reader's words taken from the alias
+vocabulary."""
+
+from __future__ import annotations
+
+import ast
+import io
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainproof import aliases
+from trainproof.formats import console
+from trainproof.formats.base import ReadState
+from trainproof.formats.lines import ChainedText, LineSplitter, line_chunks
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "trainproof"
+
+
+def _split(text: str, size: int, limit: int | None) -> tuple[list[tuple[int, str]], LineSplitter]:
+    sp = LineSplitter(limit)
+    lines = []
+    for first, body in line_chunks(io.StringIO(text, newline=""), size, sp):
+        lines += [(first + i, ln) for i, ln in enumerate(body.split("\n")[:-1])]
+    return lines, sp
+
+
+@given(
+    st.lists(st.text(alphabet="ab \r{}", max_size=12), max_size=12),
+    st.booleans(),
+    st.integers(min_value=1, max_value=9),
+)
+def test_the_lines_and_their_numbers_do_not_depend_on_the_chunks(lines, ended, size):
+    text = "\n".join(lines) + ("\n" if ended and lines else "")
+    got, sp = _split(text, size, None)
+    whole = text.split("\n")
+    assert got == list(enumerate(whole[:-1], 1))
+    assert sp.carry == whole[-1]
+    assert sp.next_line == len(whole)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 64])
+def test_an_overlong_line_is_given_out_empty_with_its_number_noted(size):
+    text = "ok\n" + "x" * 10 + "\nafter\n" + "y" * 4 + "\n" + "z" * 12
+    got, sp = _split(text, size, 8)
+    # Read through in pieces, it is not given out; inside one piece, as an empty line.
+    assert [(n, ln) for n, ln in got if ln] == [(1, "ok"), (3, "after"), (4, "yyyy")]
+    assert sp.overlong == [2, 5]  # the unfinished last line too: it was not kept
+    assert sp.carry == ""
+    state = ReadState()
+    sp.note(state)
+    assert state.drops == ["skipped 2 line(s) longer than 8 characters (lines 2, 5): not read"]
+
+
+def test_the_splitter_holds_at_most_one_line_below_the_limit():
+    sp = LineSplitter(100)
+    for _ in range(50):
+        assert sp.feed("x" * 30) is None
+        assert len(sp.carry) < 100
+    assert sp.feed("\nnext\n") == (2, "next\n")
+    assert sp.overlong == [1]
+
+
+def test_chained_text_joins_a_crlf_cut_between_buffer_and_stream():
+    rest = ChainedText('1,"a\r', io.StringIO('\nb"\r\n2,c\n', newline=""))
+    assert [rest.readline(), rest.readline(), rest.readline(), rest.readline()] == ['1,"a\r\n', 'b"\r\n', "2,c\n", ""]
+
+
+# --------------------------------------------------------------------------- one reader
+
+#: The modules that cut text streams into lines: the shared reader and the stream opener.
+_SHARED = {"formats/lines.py", "formats/_io.py"}
+#: Functions that read a stream in a loop without cutting it into lines, and why.
+_READS_NO_LINES = {
+    ("formats/_tfrecord.py", "record_spans"): "binary records, framed by their length",
+    ("formats/_tfrecord.py", "_remaining"): "binary records, framed by their length",
+    ("formats/hf.py", "_Scanner.remaining_bytes"): "one JSON document, counted, not lines",
+    ("formats/coqui.py", "_deep_step_header"): "a pattern searched in the first MiBs",
+}
+#: Functions that split a string into lines with ``splitlines``: each a sniffing head or
+#: a small file read whole (bounded), never a chunk of a log.
+_SPLITLINES = {
+    ("formats/__init__.py", "describe_shape"),
+    ("formats/_own.py", "own_output"),
+    ("formats/console.py", "sniff"),
+    ("formats/csv.py", "sniff"),
+    ("formats/jsonl.py", "sniff"),
+    ("formats/mlflow.py", "sniff"),
+    ("formats/mlflow.py", "_yaml_fields"),
+}
+
+
+def _line_cutting(source: str, rel: str) -> list[str]:
+    """What in ``source`` (the module ``rel``) cuts a stream into lines on its own: a
+    ``readline``; a ``rfind("\\n")`` (the cut before a chunk's unfinished last line); a
+    ``.read(`` in a loop of a function that hands no text to a splitter (``.feed(``);
+    ``splitlines`` outside :data:`_SPLITLINES`."""
+    found = []
+
+    def visit(node, func: str, loop: bool, feeds: bool) -> None:
+        for ch in ast.iter_child_nodes(node):
+            fn, lp, fd = func, loop, feeds
+            if isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                fn = f"{func}.{ch.name}" if func else ch.name
+                lp = False
+                fd = any(
+                    isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "feed"
+                    for c in ast.walk(ch)
+                )
+            elif isinstance(ch, ast.ClassDef):
+                fn = ch.name
+            if isinstance(ch, (ast.While, ast.For, ast.comprehension)):
+                lp = True
+            if isinstance(ch, ast.Call) and isinstance(ch.func, ast.Attribute):
+                a = ch.func.attr
+                where = f"{rel}:{ch.lineno} {fn}"
+                if a in ("readline", "readlines"):
+                    found.append(f"{where}: .{a}()")
+                elif a == "rfind" and ch.args and isinstance(ch.args[0], ast.Constant) and ch.args[0].value == "\n":
+                    found.append(f"{where}: .rfind('\\n')")
+                elif a == "read" and lp and not fd and (rel, fn) not in _READS_NO_LINES:
+                    found.append(f"{where}: .read() in a loop")
+                elif a == "splitlines" and (rel, fn) not in _SPLITLINES:
+                    found.append(f"{where}: .splitlines()")
+            visit(ch, fn, lp, fd)
+
+    visit(ast.parse(source), "", False, False)
+    return found
+
+
+def test_the_line_cutting_check_sees_each_way_of_cutting_lines():
+    """What jsonl, coqui, csv and watch did before the shared reader: each is found."""
+    source = (
+        "def read(f):\n"
+        "    while True:\n"
+        "        chunk = f.read(1 << 22)\n"
+        "        cut = chunk.rfind('\\n')\n"
+        "class _Chain:\n"
+        "    def readline(self):\n"
+        "        return self.first.readline()\n"
+        "def read_all(f):\n"
+        "    return f.read().splitlines()\n"
+    )
+    assert _line_cutting(source, "formats/x.py") == [
+        "formats/x.py:3 read: .read() in a loop",
+        "formats/x.py:4 read: .rfind('\\n')",
+        "formats/x.py:7 _Chain.readline: .readline()",
+        "formats/x.py:9 read_all: .splitlines()",
+    ]
+    fed = "def read(f, sp):\n    while True:\n        sp.feed(f.read(9))\n"
+    assert _line_cutting(fed, "formats/x.py") == []
+
+
+def test_no_text_reader_cuts_lines_outside_the_shared_reader():
+    """Every format module and ``watch`` read lines through trainproof.formats.lines (or
+    _io.Lines), so that a line and its number are the same for all of them."""
+    files = sorted((SRC / "formats").glob("*.py")) + [SRC / "live" / "tail.py"]
+    found = []
+    for f in files:
+        rel = f.relative_to(SRC).as_posix()
+        if rel not in _SHARED:
+            found += _line_cutting(f.read_text(encoding="utf-8"), rel)
+    assert found == []
+
+
+# --------------------------------------------------------------------------- console words
+
+
+def test_the_console_reads_its_split_and_step_words_from_the_alias_vocabulary():
+    assert console._EPOCH_WORDS == aliases.console_words("epoch") == {"epoch", "ep"}
+    assert console._COUNTER_WORDS == aliases.console_words("step") == {"step", "iter", "iteration", "batch", "it"}
+    assert console._GLOBAL_WORDS == aliases.console_words("global")
+    for w in aliases.console_words("eval"):
+        assert console._EVAL_MARK.fullmatch(w.upper()) and not console._TEST_MARK.fullmatch(w)
+    for w in aliases.console_words("test"):
+        assert console._TEST_MARK.fullmatch(w.title()) and not console._EVAL_MARK.fullmatch(w)
+    assert not console._EVAL_MARK.search("dev") and not console._EVAL_MARK.search("Total steps")
+    # Keys are read with the same table: a test split is an eval split there.
+    assert aliases.EVAL_WORDS == aliases.key_words("eval", "test")
+    assert {"steps", "epochs"} <= aliases.key_words("step", "epoch")
+
+
+def test_the_console_module_spells_no_word_list_of_its_own():
+    """No set or tuple of split or axis words is written in console.py: they are read
+    from :data:`trainproof.aliases.VOCABULARY`."""
+    tree = ast.parse((SRC / "formats" / "console.py").read_text(encoding="utf-8"))
+    vocab = set(aliases.VOCABULARY)
+    # Which global count wins on a line is a rule of the console reader, not a word list.
+    allowed = {
+        id(n.value) for n in tree.body if isinstance(n, ast.Assign) and [t.id for t in n.targets] == ["_GLOBAL_FIRST"]
+    }
+    own = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Set, ast.Tuple, ast.List)) and id(node) not in allowed:
+            words = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            if len(words & vocab) >= 2:
+                own.append((node.lineno, sorted(words & vocab)))
+    assert own == []
+
+
+# --------------------------------------------------------------------------- watch
+
+
+def test_watch_skips_an_overlong_line_that_ends_within_one_read(tmp_path, monkeypatch):
+    """A line over the cap is skipped by ``watch`` as by ``epoch``, also when it ends in
+    the read that began it (the tail once handed such a line on whole)."""
+    import json
+
+    from trainproof.live import tail
+    from trainproof.live.guardian import Guardian
+
+    monkeypatch.setattr(tail, "MAX_LINE", 100)
+    p = tmp_path / "run.jsonl"
+    long = json.dumps({"step": 2, "loss": 0.5, "pad": "x" * 120})
+    p.write_text(
+        json.dumps({"step": 1, "loss": 1.0}) + "\n" + long + "\n" + json.dumps({"step": 3, "loss": 0.25}) + "\n"
+    )
+    g = Guardian()
+    t = tail.LogTail(p, g)
+    t.poll()
+    assert g.records == 2
+    assert list(g.runlog().series["loss"].steps) == [1.0, 3.0]
+    assert g.meta["dropped"] == ["skipped 1 line(s) longer than 100 characters (lines 2): not read"]
+
+
+def test_watch_counts_a_crlf_split_between_reads_as_one_line_end(tmp_path, monkeypatch):
+    """An overlong line whose CR ends one poll and whose LF starts the next is one line:
+    the lines after it keep their numbers (the tail once counted an extra line)."""
+    from trainproof.live import tail
+    from trainproof.live.guardian import Guardian
+
+    monkeypatch.setattr(tail, "MAX_LINE", 28)
+    p = tmp_path / "run.jsonl"
+    p.write_bytes(b'{"step": 1, "loss": 1.0}\r\n{"step": 2, "loss": 0.5}\r\n' + b"#" * 40)
+    g = Guardian()
+    t = tail.LogTail(p, g)
+    t.poll()  # the overlong line is being skipped
+    assert g.records == 2
+    for more in (b"#" * 10 + b"\r", b'\n{"step": 4, "loss": 0.25}\r\n{"step":5, "loss": 0.2}\r\n'):
+        with open(p, "ab") as f:
+            f.write(more)
+        t.poll()
+    assert g.records == 4
+    assert g.meta["dropped"] == ["skipped 1 line(s) longer than 28 characters (lines 3): not read"]
+    assert g.runlog().series["loss"].lines.tolist() == [1, 2, 4, 5]

@@ -1,0 +1,89 @@
+"""The Lightning callback on real tiny MLP runs (CPU, a few seconds each)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from _lightning_runs import BATCH, MAX_STEPS, clusters, fit, mlp  # noqa: F401  # noqa: F401
+
+from trainproof import Level
+
+# Lightning's own use of torch's pytree API.
+pytestmark = pytest.mark.filterwarnings("ignore:`isinstance\\(treespec, LeafSpec\\)` is deprecated")
+
+
+@pytest.fixture(scope="module")
+def callback():
+    """The callback class; skips unless torch and lightning are installed."""
+    pytest.importorskip("torch")
+    pytest.importorskip("lightning.pytorch")
+    from trainproof.integrations.lightning import TrainproofCallback
+
+    return TrainproofCallback
+
+
+def fails(report) -> set[str]:
+    return {f.id for f in report.findings if f.level is Level.FAIL}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "optimizer, lr, schedule, scheduled, rule",
+    [
+        # SGD at lr 10 with no clipping: the loss is 31 at step 2, 1e26 at step 6, NaN from step 7.
+        ("sgd", 10.0, {"max_steps": MAX_STEPS}, MAX_STEPS, "TP-NAN"),
+        # Adam at lr 0: nothing moves. No max_steps: the schedule is 2 epochs of 64 batches.
+        ("adam", 0.0, {"max_epochs": 2}, 2 * 2048 // BATCH, "TP-ZERO-LR"),
+    ],
+    ids=["lr_hot_nan", "lr_zero"],
+)
+def test_stop_on_fail_stops_a_broken_run(callback, capsys, optimizer, lr, schedule, scheduled, rule):
+    cb = callback(policy="stop_on_fail", check_every=10)
+    trainer = fit(cb, optimizer, lr, **schedule)
+    err = capsys.readouterr().err
+    stopped = trainer.global_step
+    assert stopped <= 20 and cb.stopped_at == stopped
+    assert rule in fails(cb.report)
+    assert cb.report.meta["max_steps"] == scheduled
+    left = scheduled - stopped
+    assert (
+        f"stopped Lightning training at step {stopped} of {scheduled} scheduled steps: "
+        f"{left} scheduled steps ({100 * left / scheduled:.0f}%) never ran."
+    ) in err
+    assert f": {rule}: " in err
+
+
+def test_healthy_run_finishes_silent(callback, capsys):
+    cb = callback(policy="stop_on_fail", check_every=10)
+    trainer = fit(cb, "adam", 3e-3)
+    err = capsys.readouterr().err
+    assert trainer.global_step == MAX_STEPS and cb.stopped_at is None
+    assert not fails(cb.report), cb.report.ids()
+    assert "trainproof" not in err
+    assert cb.report.mapping["loss"]["source"] == "train_loss"
+    assert cb.report.mapping["eval_loss"]["source"] == "val_loss"
+    series = cb.live.guardian.runlog().series
+    # One record per optimizer step; the validation loss only where validation ran (not
+    # repeated from callback_metrics at every step, not the sanity check).
+    assert list(series["loss"].steps) == list(range(1, MAX_STEPS + 1))
+    assert list(series["eval_loss"].steps) == [50, 100, 150]
+    assert series["lr"].values[0] == 3e-3
+
+
+def test_a_missing_lightning_names_the_extra():
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.modules['lightning'] = None\n"
+            "from trainproof.integrations.lightning import TrainproofCallback",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode != 0
+    assert "ImportError: trainproof's lightning callback needs lightning" in p.stderr
+    assert 'pip install "trainproof[lightning]"' in p.stderr

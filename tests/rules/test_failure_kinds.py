@@ -1,0 +1,928 @@
+"""Kinds of failure (issue 16, section 3): a classifier stuck at chance, exact zeros mixed
+among ordinary losses, slow durable eval rises. Each on built variants, positive and
+negative; the n-th point sits at step ``10 * (n + 1)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from _helpers import run_of
+
+from trainproof.findings import Level
+from trainproof.rules.engine import judge_runlog
+from trainproof.rules.loss import accuracy_tolerance, chance_level, eval_set_size
+from trainproof.rules.thresholds import DEFAULT
+from trainproof.runlog import Record, build_runlog
+
+from conftest import one
+
+
+def ids(rep):
+    return {f.id for f in rep.findings}
+
+
+def at_level(n, level, rel, seed):
+    rng = np.random.default_rng(seed)
+    return level * np.exp(rel * rng.standard_normal(n))
+
+
+# --- TP-CHANCE-LEVEL -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [5, 7, 10])
+@pytest.mark.parametrize("n,rel,seed", [(20, 0.01, 0), (110, 0.03, 1), (1000, 0.05, 2)])
+def test_a_loss_held_at_ln_k_above_four_needs_the_accuracy_to_fail(k, n, rel, seed):
+    # From ln 5 on the levels crowd where language-model fine-tunes settle: a WARN alone,
+    # a FAIL with an accuracy at 1/k.
+    loss = at_level(n, math.log(k), rel, seed)
+    loss[0] = math.log(k) * 1.02
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)))
+    assert one(rep, "TP-NEAR-CHANCE").data["classes"] == k and "TP-CHANCE-LEVEL" not in ids(rep)
+    acc = [None] * n
+    for e in range(1, 5):
+        acc[e * n // 4 - 1] = 1 / k
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3), eval_accuracy=acc))
+    assert one(rep, "TP-CHANCE-LEVEL").data["classes"] == k
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("n,rel,seed", [(20, 0.01, 0), (110, 0.03, 1), (1000, 0.05, 2)])
+def test_a_loss_held_at_ln_k_is_stuck_at_chance(k, n, rel, seed):
+    loss = at_level(n, math.log(k), rel, seed)
+    loss[0] = math.log(k) * 1.02
+    # The loss alone: a classifier guessing or a loss of another kind settled at ln k, a WARN.
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)))
+    assert one(rep, "TP-NEAR-CHANCE").data["classes"] == k
+    assert not [f for f in rep.findings if f.level == Level.FAIL]
+    # The accuracy at 1/k says it: a FAIL.
+    acc = [None] * n
+    for e in range(1, 5):
+        acc[e * n // 4 - 1] = 1 / k
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3), eval_accuracy=acc))
+    f = one(rep, "TP-CHANCE-LEVEL")
+    assert f.data["classes"] == k
+    assert f"ln({k})" in f.message
+    assert "TP-DEAD-RUN" not in ids(rep)  # implied, not a second FAIL
+    # A user whose runs are all classifiers lets the level alone fail one.
+    th = dataclasses.replace(DEFAULT, chance_fail_max_classes=4)
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)), th)
+    assert one(rep, "TP-CHANCE-LEVEL").data["classes"] == k
+
+
+@pytest.mark.parametrize("k,examples", [(2, 32), (3, 32), (4, 100), (3, 500)])
+def test_an_accuracy_on_a_small_evaluation_set_is_judged_by_its_own_grain(k, examples):
+    # A 3-class GNN evaluated on 32 graphs scores 9/32 or 10/32 while guessing: 0.05 from
+    # 1/3 is inside two binomial standard errors (0.17) of a 32-example accuracy.
+    rng = np.random.default_rng(examples + k)
+    n = 120
+    loss = at_level(n, math.log(k), 0.01, k)
+    hits = rng.binomial(examples, 1 / k, size=12)
+    hits[-6:] = np.clip(np.round(examples / k - 1.6 * math.sqrt(examples * (1 / k) * (1 - 1 / k))), 0, None)
+    hits[-6:] += np.arange(6) % 2  # distinct values: the grain is readable
+    acc = [None] * n
+    for e in range(12):
+        acc[(e + 1) * 10 - 1] = float(np.float32(hits[e] / examples))
+    assert eval_set_size(np.array([a for a in acc if a is not None])) in (examples, None) or examples > 100
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3), eval_accuracy=acc))
+    assert "TP-CHANCE-LEVEL" in ids(rep)
+
+
+def test_an_accuracy_far_from_one_in_k_on_a_large_evaluation_set_is_not_chance():
+    # 5,000 examples: a guesser scores 1/3 within 0.014; 0.28 on such a set is not chance.
+    a = np.array([1400, 1410, 1395, 1405]) / 5000
+    assert eval_set_size(a) in (None, 1000) or eval_set_size(a) >= 200
+    assert abs(0.2805 - 1 / 3) > accuracy_tolerance(a, 1 / 3, DEFAULT.chance_acc_tol)
+
+
+def test_the_evaluation_set_size_is_read_from_the_accuracy_grain():
+    assert eval_set_size(np.float32(np.array([9, 10, 11, 9]) / 32)) == 32
+    assert eval_set_size(np.array([0.5, 0.5, 0.5])) is None  # one value: no grain
+    assert eval_set_size(np.array([0.3311, 0.3402, 0.3378, 0.3351])) is None  # batch averages
+    assert accuracy_tolerance(np.float32(np.array([9, 10, 11]) / 32), 1 / 3, 0.05) == pytest.approx(
+        2 * math.sqrt(1 / 3 * 2 / 3 / 32)
+    )
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("n", [40, 300])
+def test_a_loss_passing_through_ln_k_is_not_stuck(k, n):
+    # a healthy fall from 2 ln(k) to a tenth of it crosses ln(k) on the way
+    t = np.linspace(0, 1, n)
+    loss = at_level(n, 1.0, 0.03, 0) * (0.2 * math.log(k) + 1.8 * math.log(k) * np.exp(-3 * t))
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)))
+    assert "TP-CHANCE-LEVEL" not in ids(rep)
+
+
+DRIFTS = [(4, 1.42, 1.36, 6800), (3, 1.128, 1.105, 50), (3, 1.10, 1.09, 400)]
+
+
+@pytest.mark.parametrize("k,start,end,n", DRIFTS)
+def test_a_drift_at_chance_with_the_accuracy_at_one_in_k_fails(k, start, end, n):
+    # A 4-class classifier going 1.42 -> 1.36 over 68,000 steps (ln 4 = 1.386), a 3-class
+    # NLI model at ln 3 whole run: a trend test calls the drift significant; the departure
+    # from ln k, in nats against ln k, is under 3%, and the accuracy sits at 1/k.
+    loss = np.linspace(start, end, n) * at_level(n, 1.0, 0.01, 3)
+    acc = [None] * n
+    for e in range(1, 6):
+        acc[e * n // 5 - 1] = 1 / k + 0.01 * (-1) ** e
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3), eval_accuracy=acc))
+    f = one(rep, "TP-CHANCE-LEVEL")
+    assert f.data["classes"] == k and (math.log(k) - f.data["end_level"]) / math.log(k) < 0.03
+    assert f.data["accuracy_key"] == "eval_accuracy" and "TP-NEAR-CHANCE" not in ids(rep)
+
+
+@pytest.mark.parametrize("k,start,end,n", DRIFTS)
+def test_a_drift_at_chance_without_an_accuracy_is_a_warning(k, start, end, n):
+    # The same losses alone: a language model can sit at 1.386 by coincidence, so a drift
+    # along ln k with a significant trend warns; a level with no trend still fails.
+    loss = np.linspace(start, end, n) * at_level(n, 1.0, 0.01, 3)
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)))
+    found = ids(rep) & {"TP-CHANCE-LEVEL", "TP-NEAR-CHANCE"}
+    assert len(found) == 1
+    (f,) = [f for f in rep.findings if f.id in found]
+    assert (f.id == "TP-NEAR-CHANCE") == (f.data["trend_z"] <= -2.326)
+
+
+def test_an_accuracy_far_from_one_in_k_does_not_confirm_chance():
+    n = 400
+    loss = np.linspace(1.42, 1.36, n) * at_level(n, 1.0, 0.01, 3)
+    acc = [None] * n
+    for e in range(1, 6):
+        acc[e * n // 5 - 1] = 0.7
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3), eval_accuracy=acc))
+    assert "TP-CHANCE-LEVEL" not in ids(rep)
+
+
+def test_a_language_model_passing_through_ln4_is_never_failed_at_chance():
+    # jsonl-llamafactory-reward-keys' shape: 1.75 falling to 1.35, most of the run near
+    # ln 4 = 1.386, the trend significant.
+    n = 1700
+    t = np.linspace(0, 1, n)
+    loss = (1.33 + 0.42 * np.exp(-6 * t)) * at_level(n, 1.0, 0.02, 5)
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-4)))
+    assert rep.verdict is not Level.FAIL
+
+
+@pytest.mark.parametrize("n", [50, 400, 6800])
+def test_a_loss_that_leaves_chance_by_more_than_three_percent_is_not_stuck(n):
+    # The same start at ln 4, but the end 6% below it: the model is learning.
+    loss = np.linspace(1.40, 1.30, n) * at_level(n, 1.0, 0.01, 3)
+    assert "TP-CHANCE-LEVEL" not in ids(judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3))))
+
+
+def test_a_plateau_between_chance_levels_is_not_called_chance():
+    # 1.25 sits between ln 3 (1.099) and ln 4 (1.386)
+    assert chance_level(at_level(200, 1.25, 0.02, 0), 10, 0.02, 0.03, 0.8) is None
+
+
+def test_classes_beyond_ten_are_not_guessed():
+    assert chance_level(at_level(200, math.log(20), 0.01, 0), 10, 0.02, 0.03, 0.8) is None
+
+
+def test_an_eval_loss_at_chance_is_caught_when_the_train_loss_is_not():
+    n = 120
+    train = at_level(n, 1.0, 0.05, 0) * np.linspace(1.3, 1.0, n)  # noisy, some trend
+    ev = [None] * n
+    for e in range(12):
+        ev[(e + 1) * 10 - 1] = math.log(4) * (1 + 0.004 * ((-1) ** e))
+    rep = judge_runlog(run_of(loss=train, eval_loss=ev, lr=np.full(n, 1e-3)))
+    f = one(rep, "TP-NEAR-CHANCE")
+    assert f.data["series"] == "eval_loss" and f.data["classes"] == 4
+    acc = [None if v is None else 0.25 for v in ev]
+    rep = judge_runlog(run_of(loss=train, eval_loss=ev, eval_accuracy=acc, lr=np.full(n, 1e-3)))
+    f = one(rep, "TP-CHANCE-LEVEL")
+    assert f.data["series"] == "eval_loss" and f.data["classes"] == 4
+
+
+def test_a_zero_learning_rate_is_left_to_its_own_rule():
+    n = 60
+    rep = judge_runlog(run_of(loss=at_level(n, math.log(2), 0.01, 0), lr=np.zeros(n)))
+    assert "TP-CHANCE-LEVEL" not in ids(rep)
+    assert "TP-ZERO-LR" in ids(rep)
+
+
+def test_an_rl_objective_near_ln2_is_not_judged_at_chance():
+    n = 60  # a DPO loss starts at ln 2 by construction
+    rep = judge_runlog(run_of(loss=at_level(n, math.log(2), 0.01, 0), **{"rewards/margins": np.linspace(0, 1, n)}))
+    assert "TP-CHANCE-LEVEL" not in ids(rep)
+
+
+# --- TP-ZERO-LOSS-MIXED ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,share,seed", [(50, 0.3, 0), (200, 0.12, 1), (2000, 0.5, 2)])
+def test_exact_zeros_among_ordinary_losses_fail(n, share, seed):
+    rng = np.random.default_rng(seed)
+    loss = at_level(n, 9.0, 0.2, seed)
+    idx = rng.choice(np.arange(n // 4, n - 1), size=max(5, int(share * n)), replace=False)
+    loss[idx] = 0.0
+    loss[-1] = 8.0
+    rep = judge_runlog(run_of(loss=loss))
+    f = one(rep, "TP-ZERO-LOSS-MIXED")
+    assert f.level is Level.FAIL
+    assert f.data["zero_points"] == idx.size
+
+
+def test_saturation_zeros_of_a_converged_classifier_are_not_mixed_zeros():
+    loss = np.concatenate([np.geomspace(0.8, 1e-4, 150), at_level(150, 1e-4, 0.5, 0)])
+    loss[np.arange(160, 300, 3)] = 0.0
+    loss[-1] = 1e-4
+    rep = judge_runlog(run_of(loss=loss))
+    assert "TP-ZERO-LOSS-MIXED" not in ids(rep)
+
+
+def test_a_few_zeros_in_a_long_run_are_not_mixed_zeros():
+    n = 500
+    loss = at_level(n, 2.0, 0.1, 0)
+    loss[[100, 200, 300, 400, 450]] = 0.0  # 1%
+    rep = judge_runlog(run_of(loss=loss))
+    assert "TP-ZERO-LOSS-MIXED" not in ids(rep)
+
+
+# --- TP-OVERFIT: slow durable rises -----------------------------------------------------
+
+
+def eval_curve(values, every=10):
+    n = every * len(values)
+    ev = [None] * n
+    for i, v in enumerate(values):
+        ev[(i + 1) * every - 1] = v
+    return n, ev
+
+
+@pytest.mark.parametrize("evals_after,rise", [(4, 0.08), (10, 0.12), (30, 0.10)])
+def test_a_slow_steady_eval_rise_while_train_falls_warns(evals_after, rise):
+    rng = np.random.default_rng(evals_after)
+    down = list(np.linspace(0.70, 0.52, 5))
+    up = list(0.52 * (1 + np.linspace(0, rise, evals_after + 1)[1:]) * (1 + 0.003 * rng.standard_normal(evals_after)))
+    n, ev = eval_curve(down + up)
+    train = np.geomspace(0.7, 0.1, n)
+    f = one(judge_runlog(run_of(loss=train, eval_loss=ev)), "TP-OVERFIT")
+    assert f.level is Level.WARN
+    assert f.data["ratio"] > 1.05
+
+
+def test_eval_noise_around_a_level_is_not_a_slow_rise():
+    rng = np.random.default_rng(0)
+    vals = list(np.linspace(0.7, 0.52, 5)) + list(0.53 * (1 + 0.02 * rng.standard_normal(12)))
+    n, ev = eval_curve(vals)
+    rep = judge_runlog(run_of(loss=np.geomspace(0.7, 0.1, n), eval_loss=ev))
+    assert "TP-OVERFIT" not in ids(rep)
+
+
+def test_a_slow_rise_under_five_percent_is_not_overfitting():
+    vals = list(np.linspace(0.7, 0.52, 5)) + list(0.52 * (1 + np.linspace(0.003, 0.03, 8)))
+    n, ev = eval_curve(vals)
+    rep = judge_runlog(run_of(loss=np.geomspace(0.7, 0.1, n), eval_loss=ev))
+    assert "TP-OVERFIT" not in ids(rep)
+
+
+def test_a_slow_eval_rise_with_the_train_loss_rising_too_is_not_overfitting():
+    vals = list(np.linspace(0.7, 0.52, 5)) + list(0.52 * (1 + np.linspace(0.01, 0.12, 10)))
+    n, ev = eval_curve(vals)
+    train = np.concatenate([np.geomspace(0.7, 0.3, n // 3), np.linspace(0.3, 0.4, n - n // 3)])
+    rep = judge_runlog(run_of(loss=train, eval_loss=ev))
+    assert "TP-OVERFIT" not in ids(rep)
+
+
+# --- RL and preference runs: judged without a gradient norm; no signal; fading signal ----
+
+
+def dpo(n, margins):
+    loss = np.log(2) * np.exp(-np.linspace(0, 0.5, n)) * at_level(n, 1.0, 0.02, 0)
+    return run_of(
+        loss=loss,
+        **{
+            "rewards/margins": margins,
+            "rewards/accuracies": np.linspace(0.5, 0.8, n),
+            "logps/chosen": np.linspace(-100, -90, n),
+        },
+    )
+
+
+@pytest.mark.parametrize("n", [10, 100])
+def test_a_dpo_run_without_a_gradient_norm_is_judged(n):
+    rep = judge_runlog(dpo(n, np.linspace(0.0, 1.0, n)))
+    assert rep.verdict is Level.PASS
+    assert "TP-RL-NO-SIGNAL" in rep.ran
+
+
+def test_dpo_margins_exactly_zero_throughout_is_no_signal():
+    rep = judge_runlog(dpo(50, np.zeros(50)))
+    f = one(rep, "TP-RL-NO-SIGNAL")
+    assert f.level is Level.FAIL and f.data["value"] == 0.0
+
+
+def grpo(n, zero_std, reward):
+    return run_of(loss=np.full(n, 1e-4), reward=reward, frac_reward_zero_std=zero_std, grad_norm=np.full(n, 0.3))
+
+
+@pytest.mark.parametrize("n", [20, 200])
+def test_a_grpo_run_with_no_reward_spread_and_zero_reward_fails(n):
+    reward = np.zeros(n)
+    reward[::7] = 0.25  # a few groups get something
+    rep = judge_runlog(grpo(n, np.full(n, 1.0), reward))
+    f = one(rep, "TP-RL-NO-SIGNAL")
+    assert f.data["zero_std_median"] == 1.0 and f.data["reward_zero_share"] >= 0.8
+
+
+def test_a_learning_grpo_run_has_signal():
+    n = 100
+    rep = judge_runlog(grpo(n, np.linspace(0.0, 0.2, n), np.linspace(0.1, 2.0, n)))
+    assert "TP-RL-NO-SIGNAL" not in ids(rep) and "TP-RL-SIGNAL-FADING" not in ids(rep)
+    assert rep.verdict is not Level.FAIL
+
+
+def test_half_the_groups_without_spread_at_the_end_is_a_fading_signal_warn():
+    n = 60
+    zs = np.concatenate([np.full(40, 0.1), np.full(20, 0.7)])
+    rep = judge_runlog(grpo(n, zs, np.linspace(0.5, 1.0, n)))
+    assert one(rep, "TP-RL-SIGNAL-FADING").level is Level.WARN
+    assert rep.verdict is Level.WARN
+
+
+# --- TP-LOSS-SPIKE: spikes the run came back from ------------------------------------------
+
+
+@pytest.mark.parametrize("n,burst,seed", [(60, 1, 0), (200, 3, 1), (1000, 5, 2)])
+def test_a_spike_that_comes_back_is_a_warn_with_its_steps(n, burst, seed):
+    t = np.linspace(0, 1, n)
+    loss = (0.5 + 2.0 * np.exp(-4 * t)) * at_level(n, 1.0, 0.02, seed)
+    at = n // 2
+    loss[at : at + burst] *= 8.0
+    rep = judge_runlog(run_of(loss=loss))
+    f = one(rep, "TP-LOSS-SPIKE")
+    assert f.level is Level.WARN and f.data["recovered"] is True
+    assert 10 * (at + 1) <= f.data["largest_step"] <= 10 * (at + burst)
+    assert rep.verdict is Level.WARN
+    assert "TP-DIVERGE" not in ids(rep)
+
+
+def test_a_spike_before_a_plateau_does_not_make_the_plateau_a_divergence():
+    n = 120
+    loss = at_level(n, 1.0, 0.02, 3) * np.concatenate([np.geomspace(3.0, 0.6, 40), np.full(n - 40, 0.6)])
+    loss[60:63] *= 10
+    rep = judge_runlog(run_of(loss=loss))
+    assert "TP-DIVERGE" not in ids(rep) and rep.verdict is not Level.FAIL
+    assert "TP-LOSS-SPIKE" in ids(rep)
+
+
+def test_ordinary_noise_is_no_spike():
+    n = 300
+    rep = judge_runlog(run_of(loss=at_level(n, 1.0, 0.15, 4) * np.geomspace(3, 0.5, n)))
+    assert "TP-LOSS-SPIKE" not in ids(rep)
+
+
+# --- TP-NEGATIVE-LOSS ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key", ["train/CrossEntropyLoss", "ce_loss", "train_mse", "train_bce_loss", "loss_ctc", "LogLoss"]
+)
+def test_a_negative_value_of_a_loss_that_cannot_be_negative_fails(key):
+    n = 40
+    loss = np.geomspace(2.0, 0.01, n)
+    loss[30:] = -0.05
+    rep = judge_runlog(run_of(**{key: loss}))
+    assert rep.mapping["loss"]["source"] == key
+    f = one(rep, "TP-NEGATIVE-LOSS")
+    assert f.data["negative_points"] == 10 and f.step == 310
+
+
+def test_a_perplexity_beside_the_loss_says_it_is_a_cross_entropy():
+    n = 40
+    loss = np.linspace(3.0, -0.2, n)
+    rep = judge_runlog(run_of(loss=loss, perplexity=np.exp(np.abs(loss))))
+    assert "perplexity" in one(rep, "TP-NEGATIVE-LOSS").data["because"]
+
+
+@pytest.mark.parametrize("key", ["loss", "nll_loss", "total_loss", "elbo_loss"])
+def test_a_loss_that_may_be_negative_by_design_is_not_failed_for_it(key):
+    n = 40
+    rep = judge_runlog(run_of(**{key: np.linspace(1.0, -3.0, n)}))
+    assert "TP-NEGATIVE-LOSS" not in ids(rep)
+
+
+def test_rounding_noise_below_zero_is_not_negative():
+    n = 40
+    loss = np.geomspace(1.0, 1e-4, n)
+    loss[-1] = -1e-9
+    rep = judge_runlog(run_of(ce_loss=loss))
+    assert "TP-NEGATIVE-LOSS" not in ids(rep)
+
+
+# --- TP-RL-RETURN-COLLAPSE: a return that rose and fell back to its start ----------------
+
+
+def returns(n, shape, noise, seed, start=-1800.0, peak=2500.0, end=-1900.0):
+    """An episode return over ``n`` points: ``rise`` climbs start -> peak; ``collapse``
+    climbs to the peak by 40% of the run, then falls to ``end`` by 70% and stays;
+    ``late_dip`` climbs and loses a third of its gain over the last 20%."""
+    t = np.linspace(0, 1, n)
+    rng = np.random.default_rng(seed)
+    gain = peak - start
+    if shape == "rise":
+        y = start + gain * (1 - np.exp(-5 * t))
+    elif shape == "collapse":
+        y = np.where(t < 0.4, start + gain * t / 0.4, np.where(t < 0.7, peak + (end - peak) * (t - 0.4) / 0.3, end))
+    elif shape == "late_dip":
+        y = np.where(t < 0.8, start + gain * np.minimum(1, t / 0.5), peak - gain / 3 * (t - 0.8) / 0.2)
+    else:
+        raise ValueError(shape)
+    return y + noise * gain * rng.standard_normal(n)
+
+
+def rl_run(reward, key="rollout/return_history", **extra):
+    # DDPG-style: actor and critic terms only, no loss.
+    n = len(reward)
+    return run_of(
+        **{key: reward, "train/loss_actor": np.linspace(-100, 90, n), "train/loss_critic": np.full(n, 80.0)}, **extra
+    )
+
+
+@pytest.mark.parametrize("n,noise,seed", [(30, 0.02, 0), (200, 0.1, 1), (850, 0.3, 2), (3000, 0.5, 3)])
+@pytest.mark.parametrize("key", ["rollout/return_history", "rollout/ep_rew_mean", "episode_return"])
+def test_a_return_that_collapses_back_to_its_start_fails(n, noise, seed, key):
+    rep = judge_runlog(rl_run(returns(n, "collapse", noise, seed), key=key))
+    f = one(rep, "TP-RL-RETURN-COLLAPSE")
+    assert f.level is Level.FAIL and rep.verdict is Level.FAIL
+    assert f.data["end"] <= f.data["start"] < f.data["peak"]
+    # the collapse is visible after the peak (40% of the run) and before it settles (70%)
+    assert f.data["peak_step"] < f.data["onset_step"] <= 10 * n * 0.85
+    assert "TP-NO-LOSS" not in ids(rep)  # judged on its return without a loss
+
+
+@pytest.mark.parametrize("n,noise,seed", [(30, 0.02, 0), (300, 0.2, 1), (1000, 0.5, 2)])
+def test_a_rising_return_and_a_late_dip_above_the_start_pass(n, noise, seed):
+    for shape in ("rise", "late_dip"):
+        rep = judge_runlog(rl_run(returns(n, shape, noise, seed)))
+        assert "TP-RL-RETURN-COLLAPSE" not in ids(rep), shape
+        assert rep.verdict is not Level.FAIL and "TP-RL-RETURN-COLLAPSE" in rep.ran
+
+
+@pytest.mark.slow
+def test_pure_noise_returns_never_collapse():
+    fired = 0
+    for seed in range(300):
+        n = 30 + 17 * seed % 900
+        rng = np.random.default_rng(seed)
+        rep = judge_runlog(rl_run(100.0 * rng.standard_normal(n) - 50.0))
+        fired += "TP-RL-RETURN-COLLAPSE" in ids(rep)
+    assert fired == 0
+
+
+def test_a_return_that_only_falls_is_not_a_collapse_and_short_runs_are_skipped():
+    n = 200
+    falling = np.linspace(1000, -1000, n) + np.random.default_rng(0).normal(0, 50, n)
+    assert "TP-RL-RETURN-COLLAPSE" not in ids(judge_runlog(rl_run(falling)))
+    rep = judge_runlog(rl_run(returns(29, "collapse", 0.0, 0)))
+    assert rep.skipped["TP-RL-RETURN-COLLAPSE"].reason == "too_few_points"
+
+
+def test_a_preference_margin_is_not_a_return():
+    n = 100
+    m = returns(n, "collapse", 0.05, 0, start=0.0, peak=2.0, end=-0.1)
+    rep = judge_runlog(run_of(loss=np.full(n, 0.69) * np.linspace(1, 0.8, n), **{"rewards/margins": m}))
+    assert "TP-RL-RETURN-COLLAPSE" not in ids(rep)
+
+
+def test_a_collapsed_return_is_read_from_a_baselines_progress_csv(tmp_path):
+    from trainproof.api import judge
+
+    n = 400
+    r = returns(n, "collapse", 0.1, 4)
+    lines = ["rollout/return,rollout/return_history,train/loss_actor,train/loss_critic,total/steps"]
+    for i in range(n):
+        lines.append(f"{float(np.mean(r[: i + 1]))},{r[i]},{-100 + i * 0.5},{80.0},{2000 * (i + 1)}")
+    p = tmp_path / "progress.csv"
+    p.write_text("\n".join(lines) + "\n")
+    rep = judge(p)
+    assert rep.mapping["reward"]["source"] == "rollout/return_history"  # the 100-episode window, not the lagging mean
+    assert one(rep, "TP-RL-RETURN-COLLAPSE").level is Level.FAIL
+
+
+# --- TP-EVAL-DIVERGE: eval loss and train loss both worse than they were ---------------------
+
+
+def eval_run(n_train, n_eval, train, evals):
+    """A run of ``n_train`` train-loss points and ``n_eval`` evaluations spread over the
+    same steps (10..10 * max(n_train, n_eval) * 4), like an HF run logging every
+    ``logging_steps`` and evaluating every epoch."""
+    last = 40 * max(n_train, n_eval)
+    recs = []
+    for i, s in enumerate(np.linspace(last / n_train, last, n_train)):
+        recs.append(Record(float(round(s)), {"loss": float(train[i]), "learning_rate": 1e-4}, 2 * i + 1))
+    for i, s in enumerate(np.linspace(last / n_eval, last, n_eval)):
+        recs.append(Record(float(round(s)) + 0.5, {"eval_loss": float(evals[i])}, 2 * i + 2))
+    recs.sort(key=lambda r: r.step)
+    return build_runlog(recs, "x.jsonl", "jsonl")
+
+
+@pytest.mark.parametrize(
+    "n_train,n_eval,noise,seed", [(3, 8, 0.02, 0), (5, 20, 0.08, 1), (50, 60, 0.05, 2), (400, 12, 0.03, 3)]
+)
+def test_eval_and_train_both_worse_than_at_the_eval_minimum_fail(n_train, n_eval, noise, seed):
+    rng = np.random.default_rng(seed)
+    evals = 2.5 * np.r_[1.0, np.full(n_eval - 1, 1.45)] * np.exp(noise * rng.standard_normal(n_eval))
+    evals[0] = 2.5
+    train = np.linspace(1.2, 1.9, n_train) * np.exp(0.02 * rng.standard_normal(n_train))
+    rep = judge_runlog(eval_run(n_train, n_eval, train, evals))
+    fails = [f for f in rep.findings if f.level is Level.FAIL]
+    assert len(fails) == 1, rep.ids()  # one cause, one FAIL
+    if fails[0].id == "TP-DIVERGE":  # the train loss alone shows it: the eval finding is implied
+        assert "TP-EVAL-DIVERGE" in fails[0].data["implies"]
+    else:
+        f = one(rep, "TP-EVAL-DIVERGE")
+        assert f.data["evals_after_min"] == n_eval - 1
+    assert n_train >= 10 or fails[0].id == "TP-EVAL-DIVERGE"
+    assert "TP-OVERFIT" not in ids(rep)
+
+
+@pytest.mark.parametrize("restart_rate", [1e-4, 2e-4])
+def test_both_losses_up_in_a_new_cycle_of_a_restarting_schedule_are_not_divergence(restart_rate):
+    # Cosine with warm restarts: the rate decays to ~0 by the eval minimum, jumps back to a
+    # rate the run held before (1e-4, or 2e-4 from a 2e-4 warm-up), and the run ends while
+    # it is high: both losses are up in the new cycle, by the schedule.
+    n_train, n_eval = 40, 12
+    last = 40 * n_train
+    tr_steps = np.linspace(last / n_train, last, n_train)
+    ev_steps = np.linspace(last / n_eval, last, n_eval) + 0.5
+    rng = np.random.default_rng(0)
+    lr = np.where(tr_steps <= 1000, restart_rate * (1 - tr_steps / 1000) + 1e-7, restart_rate)
+    train = np.where(tr_steps <= 1000, 1.5 - 0.5 * tr_steps / 1000, 1.3) * np.exp(0.01 * rng.standard_normal(n_train))
+    evals = np.where(ev_steps <= 1000, 1.6 - 0.5 * ev_steps / 1000, 1.45) * np.exp(0.01 * rng.standard_normal(n_eval))
+
+    def run(lr_values):
+        recs = [
+            Record(float(s), {"loss": float(v), "learning_rate": float(r)}, i + 1)
+            for i, (s, v, r) in enumerate(zip(tr_steps, train, lr_values))
+        ]
+        recs += [Record(float(s), {"eval_loss": float(v)}, 100 + i) for i, (s, v) in enumerate(zip(ev_steps, evals))]
+        recs.sort(key=lambda r: r.step)
+        return build_runlog(recs, "x.jsonl", "jsonl")
+
+    assert "TP-EVAL-DIVERGE" not in ids(judge_runlog(run(lr)))
+    # The same losses with a rate that never came back: a divergence.
+    flat_after = np.where(tr_steps <= 1000, lr, 1e-7)
+    assert "TP-EVAL-DIVERGE" in ids(judge_runlog(run(flat_after)))
+
+
+@pytest.mark.parametrize("n_train,n_eval", [(5, 20), (200, 30)])
+def test_eval_rising_while_train_falls_is_overfitting_not_divergence(n_train, n_eval):
+    evals = np.r_[2.0, np.linspace(2.5, 3.5, n_eval - 1)]
+    train = np.linspace(1.5, 0.3, n_train)
+    rep = judge_runlog(eval_run(n_train, n_eval, train, evals))
+    assert "TP-EVAL-DIVERGE" not in ids(rep)
+    assert "TP-OVERFIT" in ids(rep)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sd", [0.02, 0.1, 0.3])
+def test_a_low_outlier_among_noisy_evaluations_is_not_a_minimum_to_diverge_from(sd):
+    healthy = rising = 0
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        n_eval = 8 + seed % 40
+        evals = 3.0 * np.exp(sd * rng.standard_normal(n_eval))
+        healthy += "TP-EVAL-DIVERGE" in ids(judge_runlog(eval_run(6, n_eval, np.linspace(1.9, 1.5, 6), evals)))
+        # the train loss even rises 1.27x: the minimum of noise still rarely passes
+        rising += "TP-EVAL-DIVERGE" in ids(judge_runlog(eval_run(6, n_eval, np.linspace(1.5, 1.9, 6), evals)))
+    assert healthy == 0 and rising <= 2
+
+
+def test_too_few_evaluations_after_the_minimum_or_a_train_loss_that_held_is_not_divergence():
+    evals = np.r_[2.0, np.full(4, 3.0)]  # 4 after the minimum, 5 needed
+    rep = judge_runlog(eval_run(5, 5, np.linspace(1.2, 1.9, 5), evals))
+    assert rep.skipped["TP-EVAL-DIVERGE"].reason == "too_few_points"
+    evals = np.r_[2.0, np.full(19, 3.0) * np.linspace(1, 1.02, 19)]
+    rep = judge_runlog(eval_run(5, 20, np.linspace(1.2, 1.3, 5), evals))  # train up only 8%
+    assert "TP-EVAL-DIVERGE" not in ids(rep)
+    evals = np.r_[2.0, np.full(10, 3.0), np.full(9, 2.1)]  # came back near the minimum
+    rep = judge_runlog(eval_run(5, 20, np.linspace(1.2, 1.9, 5), evals))
+    assert "TP-EVAL-DIVERGE" not in ids(rep)
+
+
+@pytest.mark.parametrize("total", [2000, 11000])
+def test_a_run_that_blew_up_and_recovered_part_of_the_way_diverged_on_its_eval(total):
+    # hf-whisper-warmup-degrade's shape: after warm-up the train loss climbs 2.8x and comes
+    # back to 1.4x its best only at the end; the eval loss doubles at all 5 evaluations
+    # after its minimum. Judged whatever share of its schedule the log covers (EarlyStopping
+    # ended it at 14%).
+    n = 60
+    t = np.arange(1, n + 1) * 25
+    train = np.where(
+        t < 150, 0.9 * np.exp(-t / 40) + 0.12, np.where(t < 1100, np.minimum(0.30, 0.12 + (t - 150) * 0.0005), 0.17)
+    )
+    evals = [None] * n
+    for i, e in enumerate([0.219, 0.416, 0.423, 0.410, 0.438, 0.402]):
+        evals[(i + 1) * 10 - 1] = e
+    rows = [
+        Record(float(s), {"loss": float(x), "learning_rate": 1e-4}, i + 1) for i, (s, x) in enumerate(zip(t, train))
+    ]
+    for i, e in enumerate(evals):
+        if e is not None:
+            rows.append(Record(float(t[i]), {"eval_loss": e}, n + i + 1))
+    run = build_runlog(rows, "x.json", "hf", meta={"max_steps": total})
+    f = one(judge_runlog(run), "TP-EVAL-DIVERGE")
+    assert f.data["train_end"] < 1.2 * f.data["train_at_best"] < f.data["train_after"]
+
+
+def test_eval_divergence_is_read_from_an_hf_trainer_state(tmp_path):
+    import json
+
+    from trainproof.api import judge
+
+    hist = []
+    for e in range(1, 21):
+        hist.append({"epoch": float(e), "step": 100 * e, "eval_loss": 2.5 if e == 1 else 3.4 + 0.05 * (e % 4)})
+        if e % 4 == 0:
+            hist.append(
+                {
+                    "epoch": float(e),
+                    "step": 100 * e,
+                    "loss": 1.2 + 0.15 * (e // 4),
+                    "learning_rate": 1e-3,
+                    "grad_norm": 10.0,
+                }
+            )
+    p = tmp_path / "trainer_state.json"
+    p.write_text(json.dumps({"global_step": 2000, "max_steps": 2000, "log_history": hist}))
+    rep = judge(p)
+    assert one(rep, "TP-EVAL-DIVERGE").level is Level.FAIL
+
+
+# --- TP-PREF-NOT-LEARNING: preference accuracy at chance, objective no better -----------------
+
+
+def pref_run(n, acc, loss, seed=0):
+    rng = np.random.default_rng(seed)
+    return run_of(
+        loss=loss * np.exp(0.02 * rng.standard_normal(n)),
+        **{
+            "rewards/accuracies": np.clip(acc + 0.05 * rng.standard_normal(n), 0, 1),
+            "rewards/margins": np.linspace(0.1, 1.0, n),
+            "logps/chosen": np.linspace(-200, -190, n),
+            "grad_norm": np.linspace(1.3, 7.5, n),
+        },
+    )
+
+
+@pytest.mark.parametrize("n,seed", [(20, 0), (100, 1), (400, 2)])
+@pytest.mark.parametrize("loss_shape", ["flat", "rises"])
+def test_preference_accuracy_at_chance_with_no_better_loss_fails(n, seed, loss_shape):
+    loss = (
+        np.full(n, 0.693) if loss_shape == "flat" else np.r_[np.linspace(1.6, 2.8, n // 10), np.full(n - n // 10, 2.8)]
+    )
+    rep = judge_runlog(pref_run(n, np.full(n, 0.55), loss, seed))
+    f = one(rep, "TP-PREF-NOT-LEARNING")
+    assert f.level is Level.FAIL and f.data["accuracy_level"] <= 0.6
+    assert f.data["loss_trend_z"] > -2.326
+
+
+@pytest.mark.parametrize("n", [20, 100, 400])
+def test_preferences_being_learned_are_not_flagged(n):
+    t = np.linspace(0, 1, n)
+    healthy = pref_run(n, 0.5 + 0.3 * (1 - np.exp(-5 * t)), 0.693 - 0.12 * t)  # accuracy to 0.8, loss falls
+    # a low learning rate: still near chance, but the loss falls beyond its noise
+    slow = pref_run(n, np.full(n, 0.55), 0.693 - 0.06 * t)
+    late = pref_run(n, np.r_[np.full(n // 2, 0.5), np.linspace(0.5, 0.6, n - n // 2)], np.full(n, 0.693))
+    for run in (healthy, slow, late):
+        rep = judge_runlog(run)
+        assert "TP-PREF-NOT-LEARNING" not in ids(rep), rep.ids()
+
+
+def test_too_few_accuracy_points_or_none_is_not_judged_by_it():
+    rep = judge_runlog(pref_run(19, np.full(19, 0.5), np.full(19, 0.693)))
+    assert rep.skipped["TP-PREF-NOT-LEARNING"].reason == "too_few_points"
+    n = 100
+    rep = judge_runlog(run_of(loss=np.full(n, 0.693), **{"rewards/margins": np.linspace(0, 1, n)}))
+    assert "TP-PREF-NOT-LEARNING" not in ids(rep)
+
+
+def test_a_dead_policy_explains_its_chance_accuracy():
+    n = 100
+    run = run_of(
+        loss=np.full(n, 0.6931),
+        grad_norm=np.zeros(n),
+        **{"rewards/accuracies": np.zeros(n), "rewards/margins": np.zeros(n)},
+    )
+    rep = judge_runlog(run)
+    assert [f.id for f in rep.findings if f.level is Level.FAIL] == ["TP-RL-DEAD-POLICY"]
+
+
+# --- TP-FROZEN-PREDICTIONS -----------------------------------------------------------
+
+
+def _frozen_run(n_eval, acc_value, eval_fall, seed, vary=False):
+    rng = np.random.default_rng(seed)
+    n = n_eval * 5
+    train = at_level(n, 1.0, 0.03, seed) * np.linspace(1.9, 1.75, n)
+    ev = [None] * n
+    acc = [None] * n
+    for e in range(n_eval):
+        i = (e + 1) * 5 - 1
+        ev[i] = 1.77 * (1 - eval_fall * e / n_eval) * math.exp(0.002 * rng.standard_normal())
+        acc[i] = 0.5 if e == 0 else acc_value + (0.01 * rng.standard_normal() if vary else 0.0)
+    return run_of(loss=train, eval_loss=ev, valid_accuracy=acc, lr=np.full(n, 1e-5))
+
+
+@pytest.mark.parametrize("n_eval,seed", [(31, 0), (120, 1), (300, 2)])
+def test_an_accuracy_identical_at_every_evaluation_with_a_flat_eval_loss_is_frozen(n_eval, seed):
+    f = one(judge_runlog(_frozen_run(n_eval, 0.7615, 0.003, seed)), "TP-FROZEN-PREDICTIONS")
+    assert f.data["metric"] == "valid_accuracy" and f.data["evaluations"] == n_eval - 1
+
+
+@pytest.mark.parametrize(
+    "n_eval,acc,fall,vary",
+    [(20, 0.7615, 0.003, False), (120, 1.0, 0.003, False), (120, 0.7615, 0.2, False), (120, 0.7615, 0.003, True)],
+    ids=["too-few", "perfect-score", "eval-improves", "accuracy-moves"],
+)
+def test_frozen_predictions_needs_every_piece_of_its_evidence(n_eval, acc, fall, vary):
+    assert "TP-FROZEN-PREDICTIONS" not in ids(judge_runlog(_frozen_run(n_eval, acc, fall, 0, vary)))
+
+
+# --- TP-LOSS-AT-ZERO and TP-LOSS-UNBOUNDED ----------------------------------------------
+
+
+@pytest.mark.parametrize("n,seed", [(60, 0), (300, 1), (3000, 2)])
+def test_a_loss_that_collapses_onto_zero_with_both_signs_fails(n, seed):
+    rng = np.random.default_rng(seed)
+    k = n // 3
+    loss = np.r_[np.geomspace(0.31, 1e-3, k), np.round(2e-4 * rng.standard_normal(n - k), 4)]
+    f = one(judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-4))), "TP-LOSS-AT-ZERO")
+    assert f.data["negative_points"] >= 5 and f.data["tail_magnitude"] < 1e-3 * 0.31
+
+
+@pytest.mark.parametrize(
+    "case", ["tiny-but-positive", "gan-critic", "rl-objective", "crosses-zero-and-settles"], ids=str
+)
+def test_a_loss_near_zero_is_not_a_collapse_without_every_piece_of_evidence(case):
+    rng = np.random.default_rng(0)
+    n = 300
+    cols = {"lr": np.full(n, 1e-4)}
+    loss = np.r_[np.geomspace(0.31, 1e-3, 100), 2e-4 * rng.standard_normal(200)]
+    key = "loss"
+    if case == "tiny-but-positive":
+        loss = np.abs(loss) + 1e-5
+    elif case == "gan-critic":
+        key = "loss_critic"
+    elif case == "rl-objective":
+        cols["reward"] = np.linspace(0, 1, n)
+    else:  # a density NLL: 2.0 -> -3.0, settling
+        loss = -3.0 + 5.0 * np.exp(-np.arange(n) / 40) + 0.05 * rng.standard_normal(n)
+    cols[key] = loss
+    assert "TP-LOSS-AT-ZERO" not in ids(judge_runlog(run_of(**cols)))
+
+
+@pytest.mark.parametrize("n,seed", [(30, 0), (200, 1), (2000, 2)])
+def test_a_negative_loss_that_grows_a_thousandfold_diverged(n, seed):
+    rng = np.random.default_rng(seed)
+    loss = -np.geomspace(3e4, 6.5e7, n) * np.exp(0.05 * rng.standard_normal(n))
+    f = one(judge_runlog(run_of(loss=loss)), "TP-LOSS-UNBOUNDED")
+    assert f.data["factor"] > 1000
+
+
+@pytest.mark.parametrize("start,end", [(-1.0, -5.0), (-30.0, -300.0), (2.0, -3.0)])
+def test_a_negative_loss_that_settles_is_not_unbounded(start, end):
+    n = 200
+    loss = end + (start - end) * np.exp(-np.arange(n) / 30)
+    assert "TP-LOSS-UNBOUNDED" not in ids(judge_runlog(run_of(loss=loss)))
+
+
+# --- TP-ZERO-GRAD-ONSET --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,share", [(30, 0.3), (300, 0.5), (3000, 0.9)])
+def test_a_gradient_norm_exactly_zero_from_mid_run_with_a_frozen_loss_fails(n, share):
+    rng = np.random.default_rng(n)
+    k = int(n * (1 - share))
+    loss = np.r_[np.geomspace(3.0, 1.0, k), np.full(n - k, 1.0) * np.exp(0.01 * rng.standard_normal(n - k))]
+    grad = np.r_[np.full(k, 0.8) * np.exp(0.1 * rng.standard_normal(k)), np.zeros(n - k)]
+    f = one(judge_runlog(run_of(loss=loss, grad_norm=grad, lr=np.full(n, 1e-3))), "TP-ZERO-GRAD-ONSET")
+    assert f.data["zero_points"] == n - k
+
+
+@pytest.mark.parametrize("case", ["loss-still-falls", "a-few-zeros", "zeros-then-positive"])
+def test_zero_grad_onset_needs_a_trailing_stretch_and_a_loss_that_stopped(case):
+    n = 200
+    loss = np.geomspace(3.0, 0.5, n)
+    grad = np.full(n, 0.8)
+    if case == "loss-still-falls":
+        grad[100:] = 0.0  # a logger that stopped computing the norm
+    elif case == "a-few-zeros":
+        loss[100:] = 0.5
+        grad[-3:] = 0.0
+    else:
+        loss[100:] = 0.5
+        grad[100:150] = 0.0
+    assert "TP-ZERO-GRAD-ONSET" not in ids(judge_runlog(run_of(loss=loss, grad_norm=grad, lr=np.full(n, 1e-3))))
+
+
+# --- TP-LOSS-FROZEN -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,share,value", [(30, 0.4, 5.9712), (400, 0.2, 16.74222755432129), (5000, 0.9, 0.5712)])
+def test_a_loss_bit_identical_to_the_end_is_frozen(n, share, value):
+    rng = np.random.default_rng(n)
+    k = int(n * (1 - share))
+    loss = np.r_[value * 1.5 * np.exp(0.05 * rng.standard_normal(k)), np.full(n - k, value)]
+    f = one(judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3))), "TP-LOSS-FROZEN")
+    assert f.data["points"] == n - k and f.data["value"] == value
+
+
+@pytest.mark.parametrize("case", ["coarse-rounding", "short-tail", "small-share", "last-digits-move"])
+def test_a_repeated_loss_is_not_frozen_without_every_piece_of_evidence(case):
+    n = 300
+    rng = np.random.default_rng(0)
+    loss = 2.0 * np.exp(-np.arange(n) / 50) + 0.05
+    if case == "coarse-rounding":  # a logger at two decimals, converged at 0.05
+        loss = np.round(loss, 2)
+    elif case == "short-tail":
+        loss[-8:] = 0.1234
+    elif case == "small-share":  # 25 repeats in 3,000 points
+        loss = np.r_[2.0 * np.exp(-np.arange(3000) / 500) + 0.05 * rng.random(3000)]
+        loss[-25:] = 0.1234
+    else:  # a full-batch run converging in its last digits
+        loss = 0.25 + 1e-6 * np.exp(-np.arange(n) / 100)
+    assert "TP-LOSS-FROZEN" not in ids(judge_runlog(run_of(loss=loss, lr=np.full(loss.size, 1e-3))))
+
+
+def test_a_loss_frozen_at_ln2_is_named_for_chance_with_the_frozen_loss_implied():
+    acc = [None if i % 10 else 0.5 for i in range(100)]
+    rep = judge_runlog(run_of(loss=np.full(100, 0.6931), lr=np.full(100, 1e-3), eval_accuracy=acc))
+    assert "TP-LOSS-FROZEN" in one(rep, "TP-CHANCE-LEVEL").data["implies"]
+    # Without the accuracy the frozen loss is the FAIL, and it explains the level (a WARN).
+    rep = judge_runlog(run_of(loss=np.full(100, 0.6931), lr=np.full(100, 1e-3)))
+    assert "TP-NEAR-CHANCE" in one(rep, "TP-LOSS-FROZEN").data["implies"]
+
+
+@pytest.mark.parametrize("n", [12, 100])
+def test_an_eval_loss_bit_identical_at_every_evaluation_is_frozen(n):
+    # A frozen Keras model: the train loss wobbles with its batches, the validation loss on
+    # a fixed set repeats to the bit.
+    rng = np.random.default_rng(n)
+    rep = judge_runlog(
+        run_of(loss=1.9 * np.exp(0.03 * rng.standard_normal(n)), eval_loss=np.full(n, 1.9191406965255737))
+    )
+    f = one(rep, "TP-LOSS-FROZEN")
+    assert f.data["series"] == "eval_loss" and f.data["points"] == n
+
+
+def test_an_eval_loss_that_moves_in_its_last_digits_is_not_frozen():
+    n = 100
+    ev = 1.9191406965255737 + 1e-9 * np.arange(n)
+    rep = judge_runlog(run_of(loss=np.geomspace(3, 1.5, n), eval_loss=ev))
+    assert "TP-LOSS-FROZEN" not in ids(rep)
+
+
+# --- TP-RL-NO-PROGRESS and TP-RL-FROZEN-POLICY --------------------------------------------
+
+
+def _grpo(n, slope, kl_level, seed):
+    rng = np.random.default_rng(seed)
+    reward = -0.25 + slope * np.linspace(0, 1, n) + 0.08 * rng.standard_normal(n)
+    kl = np.full(n, kl_level) * np.exp(0.1 * rng.standard_normal(n)) if kl_level is not None else None
+    cols = {"loss": 1e-4 * rng.standard_normal(n), "reward": reward, "reward_std": np.full(n, 0.3)}
+    if kl is not None:
+        cols["kl"] = kl
+    return run_of(**cols)
+
+
+@pytest.mark.parametrize("n,seed", [(400, 1), (1000, 0), (3000, 2)])
+def test_a_flat_reward_with_a_kl_near_zero_is_a_frozen_policy(n, seed):
+    f = one(judge_runlog(_grpo(n, 0.0, 3e-4, seed)), "TP-RL-FROZEN-POLICY")
+    assert f.level is Level.FAIL and 0 < f.data["kl"] < 1e-3
+
+
+@pytest.mark.parametrize("kl", [None, 0.0, 0.03])
+def test_a_flat_reward_without_a_tiny_kl_is_only_a_warning(kl):
+    rep = judge_runlog(_grpo(1000, 0.0, kl, 3))
+    assert "TP-RL-FROZEN-POLICY" not in ids(rep) and "TP-RL-NO-PROGRESS" in ids(rep)
+
+
+@pytest.mark.parametrize("n,slope", [(100, 0.3), (400, 0.15), (2000, 0.08)])
+def test_a_reward_that_rises_past_its_noise_is_progress(n, slope):
+    rep = judge_runlog(_grpo(n, slope, 3e-4, 4))
+    assert not ids(rep) & {"TP-RL-FROZEN-POLICY", "TP-RL-NO-PROGRESS"}
+
+
+def test_a_short_flat_reward_is_not_enough_evidence():
+    rep = judge_runlog(_grpo(100, 0.0, 3e-4, 0))  # the interval cannot reach half the noise
+    assert "TP-RL-NO-PROGRESS" in rep.ran and not ids(rep) & {"TP-RL-FROZEN-POLICY", "TP-RL-NO-PROGRESS"}
+
+
+@pytest.mark.parametrize("key", ["eval_return", "train_return", "return", "evaluation/return"])
+def test_a_model_based_rl_log_with_returns_and_no_loss_is_judged_on_its_return(key):
+    n = 200
+    rng = np.random.default_rng(0)
+    rising = run_of(**{key: -200 + 2.0 * np.arange(n) + 10 * rng.standard_normal(n)})
+    rep = judge_runlog(rising)
+    assert "reward" in rising.series and rep.verdict is Level.PASS and "TP-RL-OBJECTIVE" in ids(rep)
+    # ... and a return that rises and collapses back fails on it
+    t = np.arange(n)
+    collapse = np.where(t < n // 2, -200 + 6.0 * t, -200 + 6.0 * (n - t) - 400) + 10 * rng.standard_normal(n)
+    assert judge_runlog(run_of(**{key: collapse})).verdict is Level.FAIL

@@ -173,7 +173,7 @@ def test_the_new_format_recipe_gives_a_reader_every_check_passes(tmp_path):
 
     test_name = re.search(r"^def (test_\w+)", test_code, re.M).group(1)
     # Leaves out the test that registers a made-up reader of the same name to show this recipe.
-    chosen = f"(protocol or {test_name} or {name}) and not test_a_new_reader_is_found"
+    chosen = f"(test_base or {test_name} or {name}) and not test_a_new_reader_is_found"
     proc = _pytest(root, "tests/formats/test_base.py", test_file, "tests/formats/test_fuzz_readers.py", "-k", chosen)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
     assert f"test_every_reader_follows_the_protocol[{name}] PASSED" in proc.stdout, proc.stdout[-3000:]

@@ -432,6 +432,7 @@ def _attach_siblings(
     snapshots, and its candidate; the places beside it are its reader's
     (:func:`trainproof.formats.sibling_dirs`)."""
     events = {p: by_path[p] for p in event_runs}
+    names_a_run = run_part_test()
     taken: set[Path] = set()
     for out_dir, run in sorted(hf_runs.items()):
         places = sibling_dirs(out_dir)
@@ -450,9 +451,10 @@ def _attach_siblings(
             continue
         folder = _event_folder(p, is_shard)
         logs = by_folder.get(folder, [])
-        if not logs and _VERSION.match(folder.name):
-            # Lightning with each logger in its own folder: <save_dir>/csv/version_N and
-            # <save_dir>/tb/version_N are one run's two loggers.
+        if not logs and names_a_run(folder.name, ()):
+            # Two loggers of one run, each in its own folder under one save folder, each
+            # naming the run alike (Lightning's <save_dir>/csv/version_N and
+            # <save_dir>/tb/version_N): their values decide, as for logs side by side.
             logs = [
                 c
                 for f, cs in by_folder.items()
@@ -479,9 +481,6 @@ def _attach_siblings(
                 taken.add(c.path)
     for p in taken:
         by_path.pop(p, None)
-
-
-_VERSION = re.compile(r"^version_\d+$")
 
 
 def fold_copies(candidates: list[Candidate]) -> list[Candidate]:
@@ -532,10 +531,11 @@ def fold_copies(candidates: list[Candidate]) -> list[Candidate]:
     return [c for c in candidates if id(c) not in dropped]
 
 
-#: Path parts that name one run of an experiment: Lightning's ``version_N``, a seed, a
-#: trial or a repeat; the part before them names the experiment. A reader's run folder (a
-#: W&B ``run-<time>-<id>``) is one too, by the reader's own ``run_part`` hook.
-_RUN_PART = re.compile(r"(?i)^(?:version_\d+|(?:seed|run|trial|rep|fold)[-_]?\d+)$")
+#: Path parts that name one run of an experiment whatever wrote it: a seed, a trial, a
+#: repeat or a fold; the part before them names the experiment. A writer's own run folders
+#: (Lightning's ``version_N``, W&B's ``run-<time>-<id>``, an MLflow run under ``mlruns/``)
+#: are named by their readers' ``run_part`` hooks.
+_RUN_PART = re.compile(r"(?i)^(?:(?:seed|run|trial|rep|fold)[-_]?\d+)$")
 _RUN_SUFFIX = re.compile(r"(?i)^(.+?)[-_.](?:seed|trial|rep)[-_]?\d+$")
 
 
@@ -553,11 +553,9 @@ def experiment_of(path: str) -> str | None:
     names_a_run = run_part_test()
     # The outermost part that names a run: sweep/seed_1/csv/version_0/ is a seed of sweep.
     for i in range(len(parts)):
-        if _RUN_PART.match(parts[i]) or names_a_run(parts[i]):
+        if _RUN_PART.match(parts[i]) or names_a_run(parts[i], tuple(parts[:i])):
             return "/".join(parts[:i]) or ("/" if parts[:1] == [""] else ".")
         m = _RUN_SUFFIX.match(parts[i])
         if m and i < len(parts) - 1:
             return "/".join([*parts[:i], m.group(1)])
-    if len(parts) >= 3 and parts[-3] == "mlruns":
-        return "/".join(parts[:-1])
     return None

@@ -104,6 +104,7 @@ def test_different_runs_in_one_folder_stay_apart(tmp_path):
     assert len(files) == 4 and not any(r.get("also") for r in doc["reports"]), files
 
 
+@pytest.mark.slow
 def test_a_copy_of_a_log_is_one_row_wherever_it_lies(tmp_path):
     root = tmp_path / "proj"
     rows = [
@@ -167,6 +168,25 @@ def test_runs_of_one_experiment_share_it(tmp_path):
 )
 def test_experiment_of(path, want):
     assert experiment_of(path) == want
+
+
+@pytest.mark.parametrize(
+    "reader, path, want",
+    [
+        ("csv", "lightning_logs/version_3/metrics.csv", "lightning_logs"),
+        ("mlflow", "mlruns/0/0123abcd", "mlruns/0"),
+        ("wandb", "p/wandb/run-20240101_000000-ab12/", "p/wandb"),
+    ],
+)
+def test_a_writers_run_folders_are_named_by_its_reader_alone(reader, path, want, monkeypatch):
+    """discover.py holds no writer's run-folder names: without the reader's ``run_part``
+    hook the folder is no longer a run of an experiment."""
+    import importlib
+
+    module = importlib.import_module(f"trainproof.formats.{reader}")
+    assert experiment_of(path) == want
+    monkeypatch.setattr(module, "run_part", lambda name, above: False)
+    assert experiment_of(path) is None
 
 
 @pytest.mark.parametrize(
@@ -282,6 +302,7 @@ def test_long_lines_wrap_with_their_indent_at_80_columns(tmp_path):
     assert max(len(line) for line in piped.stdout.splitlines()) > 80  # a pipe keeps lines whole
 
 
+@pytest.mark.slow
 def test_quiet_row_of_an_unreadable_log_names_its_reason(tmp_path):
     root = tmp_path / "proj"
     (root / "out").mkdir(parents=True)

@@ -195,6 +195,7 @@ def test_the_private_name_check_sees_each_kind_of_private_use():
     assert _private_uses("from .formats import ReadError, read_head\n", "trainproof.api") == []
 
 
+@pytest.mark.slow
 def test_no_module_outside_formats_uses_a_private_formats_name():
     bad = []
     for f in sorted(SRC.rglob("*.py")):
@@ -239,6 +240,7 @@ def test_the_walk_imports_the_registry_and_no_reader():
     assert set(_formats_imports(f.read_text(encoding="utf-8"), "trainproof.discover")) == {"trainproof.formats"}
 
 
+@pytest.mark.slow
 def test_readers_share_helpers_by_their_public_names():
     """Inside ``formats`` too, a module imports another's public names only (a private
     module's, like ``_protowire.fields``): the W&B layers do not borrow ``_event_proto``'s
@@ -262,7 +264,7 @@ def test_a_new_readers_run_folders_are_found_by_its_hooks(tmp_path, monkeypatch)
             return base.RunDir(parts=frozenset({"steps"}), reads=frozenset({"steps"}), owns_files=True)
         return None
 
-    def run_part(name):
+    def run_part(name, above):
         return name.startswith("toyrun-")
 
     toy.run_dir, toy.run_part = run_dir, run_part

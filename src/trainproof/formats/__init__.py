@@ -247,11 +247,12 @@ def client_entries(path: str | Path, names: Collection[str]) -> frozenset[str]:
     return frozenset(n for hook in _hooks("client_entries") for n in hook(path, names))
 
 
-def run_part_test() -> Callable[[str], bool]:
-    """Whether a path part names one run of an experiment by a reader's ``run_part`` hook
-    (a W&B run folder), with the hooks read once."""
+def run_part_test() -> Callable[[str, tuple[str, ...]], bool]:
+    """Whether a path part (a name, below the parts ``above``) names one run of an
+    experiment by a reader's ``run_part`` hook (a W&B run folder, Lightning's
+    ``version_N``), with the hooks read once."""
     hooks = _hooks("run_part")
-    return lambda name: any(h(name) for h in hooks)
+    return lambda name, above: any(h(name, above) for h in hooks)
 
 
 def shard_name_test() -> Callable[[str], bool]:

@@ -205,8 +205,10 @@ REQUIRED: dict[str, tuple[str, ...] | type] = {
 #: * ``client_entries(path, names) -> frozenset[str]``: of the entries ``names`` of folder
 #:   ``path``, those the format's client keeps for itself and that hold no run (W&B's
 #:   ``latest-run`` link and debug logs in its ``wandb/`` folder): never searched.
-#: * ``run_part(name) -> bool``: a path part of this name is one run of an experiment
-#:   (a W&B run folder): the folder above it names the experiment.
+#: * ``run_part(name, above) -> bool``: a path part of this name, below the parts
+#:   ``above`` (a tuple of names, outermost first), is one run of an experiment (a W&B run
+#:   folder, Lightning's ``version_N``, an MLflow run folder): the folder above it names
+#:   the experiment.
 #: * ``shard_name(name) -> bool``: files of this name in one folder are the shards of one
 #:   run, read through the folder (event files; a resumed run writes a new one).
 #: * ``split_dirs() -> tuple[str, ...]``: the subfolders a run folder of sharded logs may
@@ -228,7 +230,7 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
     "run_dir": ("path", "dirnames", "names"),
     "resumed_run": ("path",),
     "client_entries": ("path", "names"),
-    "run_part": ("name",),
+    "run_part": ("name", "above"),
     "shard_name": ("name",),
     "split_dirs": (),
     "snapshot": ("path",),

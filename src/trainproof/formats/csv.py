@@ -121,6 +121,18 @@ def _is_new_header(row: list[str], header: list[str]) -> bool:
     return len(set(named)) == len(named) and all(any(ch.isalpha() for ch in c) for c in named)
 
 
+#: Lightning's loggers (CSVLogger's ``metrics.csv``, TensorBoardLogger's event file) write
+#: each run of an experiment into its own ``<save_dir>/<name>/version_N/``.
+LIGHTNING_VERSION = re.compile(r"^version_\d+$")
+
+
+def run_part(name: str, above: tuple[str, ...] = ()) -> bool:
+    """Whether a path part of this name is one run of a Lightning experiment
+    (:data:`LIGHTNING_VERSION`): the folder above it names the experiment (reader protocol
+    hook)."""
+    return bool(LIGHTNING_VERSION.match(name))
+
+
 def sniff(path: Path, head: str) -> bool:
     """A header row of names followed by a row with the same field count and a number;
     or a header-less table of numbers in a file whose name says it holds a loss (see

@@ -51,6 +51,13 @@ def run_dir(path: str | Path, dirnames: Collection[str], names: Collection[str])
     return None
 
 
+def run_part(name: str, above: tuple[str, ...] = ()) -> bool:
+    """Whether a path part is an MLflow run folder: the second part below ``mlruns/``
+    (``mlruns/<experiment id>/<run id>``), whose experiment is the folder above it
+    (reader protocol hook)."""
+    return len(above) >= 2 and above[-2] == "mlruns"
+
+
 def sniff_dir(path: Path) -> bool:
     """A run folder: it has a ``metrics/`` folder holding at least one file."""
     m = path / "metrics"

@@ -282,7 +282,7 @@ def resumed_parts(d: Path) -> list[Path]:
     return sorted(parts, key=lambda p: part_order(p, rid))
 
 
-def run_part(name: str) -> bool:
+def run_part(name: str, above: tuple[str, ...] = ()) -> bool:
     """Whether a path part of this name is a W&B run folder (:data:`RUN_DIR`): one run of
     the experiment (the ``wandb/`` folder) above it (reader protocol hook)."""
     return bool(RUN_DIR.match(name))

@@ -194,6 +194,7 @@ def test_too_many_components_are_not_one_objective() -> None:
     assert "sum_of" not in m and m["source"] == sorted(keys)[0]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     st.permutations(
@@ -217,6 +218,7 @@ def test_column_order_changes_nothing(keys: list[str]) -> None:
     assert resolve(keys) == resolve(sorted(keys))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
@@ -420,6 +422,7 @@ def test_validation_only_csv_is_judged_as_eval_loss(tmp_path: Path) -> None:
     assert "TP-NO-LOSS" not in {f.id for f in rep.findings}
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.permutations(list(range(9))))
 def test_shuffled_csv_columns_read_the_same_loss(tmp_path_factory, order: list[int]) -> None:

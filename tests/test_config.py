@@ -26,6 +26,7 @@ def test_pyproject_mute_and_threshold_are_applied(tmp_path, monkeypatch):
     assert doc["reports"][0]["checks"]["skipped"]["TP-ZERO-LR"]["reason"] == "muted"
 
 
+@pytest.mark.slow
 def test_threshold_override_changes_the_outcome(tmp_path):
     rows = healthy_rows(60)
     rows[20]["grad_norm"] = 4.0  # ~7x the median of ~0.55: below 10x, above 5x

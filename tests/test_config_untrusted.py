@@ -59,6 +59,7 @@ def test_config_above_the_repository_root_is_not_applied(tmp_path):
     assert _zero_lr_outcome(doc) == "FAIL"
 
 
+@pytest.mark.slow
 def test_config_at_the_repository_root_is_applied(tmp_path):
     repo, log = _repo(tmp_path, git_file=True)
     (tmp_path / "pyproject.toml").write_text('[tool.trainproof]\nmute = ["TP-NOT-A-RULE"]\n')  # never read
@@ -78,6 +79,7 @@ def test_outside_a_repository_only_the_current_folder_is_searched(tmp_path):
     assert code == 0 and _zero_lr_outcome(doc) == "muted"
 
 
+@pytest.mark.slow
 def test_broken_pyproject_in_the_repository_is_exit_2_naming_it(tmp_path):
     repo, log = _repo(tmp_path)
     (tmp_path / "pyproject.toml").write_text(MUTE)
@@ -234,6 +236,7 @@ def test_hostile_threshold_is_rejected_naming_it_or_judges_healthy_runs(tmp_path
             assert all(r["error"] is None for r in doc["reports"]), (name, label)
 
 
+@pytest.mark.slow
 def test_non_finite_out_of_range_and_huge_values_are_refused(tmp_path, runs_dir):
     cfg = tmp_path / "tp.toml"
     cases = [
@@ -271,6 +274,7 @@ def test_negative_log10_thresholds_can_be_set(tmp_path, runs_dir):
     assert code == 0, err
 
 
+@pytest.mark.slow
 def test_out_of_range_threshold_is_exit_2_from_a_real_process(tmp_path, runs_dir):
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)

@@ -272,6 +272,7 @@ def test_a_server_answering_garbage_is_one_line_exit_2(clean_env, answer, reason
     assert "Traceback" not in out + err and TOKEN not in out + err
 
 
+@pytest.mark.slow
 def test_a_slow_server_times_out(clean_env):
     def slow(fake, path, query, body):
         fake.release.wait(30)  # released when the test leaves the server
@@ -289,6 +290,7 @@ def test_a_slow_server_times_out(clean_env):
     )
 
 
+@pytest.mark.slow
 def test_a_server_that_trickles_its_answer_times_out(clean_env):
     """The limit bounds the whole request, not each read: a byte every 0.3 s would take
     minutes to finish a page."""

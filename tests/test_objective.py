@@ -378,6 +378,7 @@ def test_cli_npy(tmp_path, dead_targets):
     assert code == 0 and "TP-OBJ-COVERAGE-INSUFFICIENT" in by_id and rep["verdict"] == "PASS"
 
 
+@pytest.mark.slow
 def test_cli_npz_with_input_ids_checks_the_label_shift(tmp_path):
     x = _lm_batch(b=8, length=32, vocab=300, seed=8, pad_from=[32, 30, 28, 26, 24, 22, 20, 18])
     p = tmp_path / "batch.npz"
@@ -427,6 +428,7 @@ class _Trap:
         return (os.mkdir, (self.path,))
 
 
+@pytest.mark.slow
 def test_cli_refuses_pickled_arrays(tmp_path):
     sentinel = tmp_path / "unpickled"
     p = tmp_path / "targets.npy"
@@ -447,6 +449,7 @@ def test_cli_refuses_pickled_arrays(tmp_path):
     assert sentinel.is_dir()
 
 
+@pytest.mark.slow
 def test_cli_unreadable_inputs(tmp_path):
     code, _, _, doc = obj("--num-classes", "10", "--targets", str(tmp_path / "nope.npy"))
     assert code == 2 and "no such file" in doc["error"]
@@ -462,6 +465,7 @@ def test_cli_unreadable_inputs(tmp_path):
     assert code == 2
 
 
+@pytest.mark.slow
 def test_cli_ignore_index_only(tmp_path):
     code, rep, by_id, _ = obj("--num-classes", "32000", "--ignore-index", "2")
     assert code == 1 and set(by_id) == {"TP-OBJ-IGNORE-INDEX-COLLISION"}

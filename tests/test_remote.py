@@ -126,11 +126,13 @@ def test_epoch_url_gives_the_local_report(s3, tree, rel):
     assert os.path.join(tempfile.gettempdir(), "trainproof-") not in rout  # never the temporary copy
 
 
+@pytest.mark.slow
 def test_epoch_url_text_names_the_url(s3):
     code, out, _, _ = run_cli("epoch", f"{URL}/torch/lr_zero/metrics.jsonl")
     assert code == 1 and out.startswith(f"{URL}/torch/lr_zero/metrics.jsonl\n") and "TP-ZERO-LR" in out
 
 
+@pytest.mark.slow
 def test_doctor_bucket_gives_the_local_output(s3, tree):
     lcode, lout, _, ldoc = run_cli("doctor", str(tree), "--json", "--jobs", "1")
     rcode, rout, rerr, rdoc = run_cli("doctor", URL + "/", "--json", "--jobs", "1")
@@ -182,6 +184,7 @@ def test_a_large_file_that_is_no_log_is_fetched_only_to_its_head(s3):
     assert doc["reports"][0]["records"] == 3000
 
 
+@pytest.mark.slow
 def test_missing_object_and_bucket_are_exit_2(s3):
     code, out, err, doc = run_cli("epoch", f"{URL}/nope.jsonl", "--json")
     assert code == 2 and "no such file" in doc["reports"][0]["error"]
@@ -284,6 +287,7 @@ def test_an_unknown_protocol_is_exit_2(monkeypatch):
     assert code == 2 and doc["reports"][0]["error"]
 
 
+@pytest.mark.slow
 def test_a_local_path_never_imports_fsspec_or_opens_a_socket(tmp_path):
     write_jsonl(tmp_path / "runs" / "a" / "metrics.jsonl", healthy_rows(60))
     code = (
@@ -358,6 +362,7 @@ def test_a_url_holding_a_password_is_refused_and_the_password_never_printed(url,
             assert doc["reports"] == [] and "***" in doc["error"]
 
 
+@pytest.mark.slow
 def test_the_api_refuses_a_password_url_without_repeating_it():
     from trainproof import api
     from trainproof.formats import ReadError

@@ -62,7 +62,7 @@ def server():
     handler = type("Handler", (_Handler,), {"stop": stop})
     srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     srv.daemon_threads = True
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t = threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True)
     t.start()
     try:
         yield f"http://127.0.0.1:{srv.server_address[1]}"

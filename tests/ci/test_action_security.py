@@ -237,6 +237,7 @@ def test_a_planted_trainproof_package_in_the_checkout_never_runs(tmp_path):
     assert (checkout / "trainproof.html").read_text().startswith("<!DOCTYPE html>")
 
 
+@pytest.mark.slow
 def test_every_python_the_action_starts_runs_isolated():
     """Every interpreter in every step's script is started with -I (the steps run in the
     checkout), and the doctor child inherits it."""

@@ -394,6 +394,7 @@ def hooks() -> dict:
     return {h["id"]: h for h in yaml.safe_load(HOOKS.read_text(encoding="utf-8"))}
 
 
+@pytest.mark.slow
 def test_hook_manifest_is_valid_for_pre_commit(hooks):
     pytest.importorskip("pre_commit")
     res = subprocess.run(

@@ -21,6 +21,7 @@ def test_version_matches_package_metadata():
     assert version("trainproof") == __version__
 
 
+@pytest.mark.slow
 def test_python_dash_m_and_console_script_agree(tmp_path):
     p = write_jsonl(tmp_path / "m.jsonl", healthy_rows())
     proc = run_subprocess("epoch", str(p), "--json")
@@ -122,6 +123,7 @@ def test_map_to_missing_column_is_exit_2(tmp_path):
     assert code == 2 and "nope" in err
 
 
+@pytest.mark.slow
 def test_unknown_format_is_usage_error_exit_2(tmp_path):
     p = write_jsonl(tmp_path / "m.jsonl", healthy_rows())
     proc = run_subprocess("epoch", str(p), "--format", "parquet")
@@ -135,6 +137,7 @@ def test_forced_format_that_does_not_fit_is_exit_2(tmp_path):
     assert code == 2
 
 
+@pytest.mark.slow
 def test_mute_skips_rule_and_changes_exit(tmp_path):
     rows = healthy_rows()
     for r in rows:
@@ -164,6 +167,7 @@ def test_json_output_is_byte_identical_twice(tmp_path):
     assert a == b and a
 
 
+@pytest.mark.slow
 def test_rules_lists_every_registered_rule_and_documents_one():
     from trainproof.rules.registry import all_rules
 

@@ -38,6 +38,7 @@ def test_jobs_give_identical_json_in_identical_order(tmp_path):
     assert outs[0] == outs[1] == outs[2]
 
 
+@pytest.mark.slow
 def test_jobs_with_a_baseline_compare_every_run(tmp_path):
     root = _tree(tmp_path)
     base = root / "torch" / "healthy" / "metrics.jsonl"

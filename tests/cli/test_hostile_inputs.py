@@ -257,6 +257,7 @@ def test_fifo_does_not_hang(tmp_path):
     assert doc["reports"] == [] and "not a regular file" in doc["ignored"][0]["reason"]
 
 
+@pytest.mark.slow
 def test_device_file_under_a_log_name_does_not_hang(tmp_path):
     """A symlink to /dev/zero named like a log (endless bytes) is not read at all."""
     p = tmp_path / "metrics.csv"
@@ -267,6 +268,7 @@ def test_device_file_under_a_log_name_does_not_hang(tmp_path):
     assert res.returncode == 2 and "not a regular file" in one_clear_line(res.stderr)
 
 
+@pytest.mark.slow
 def test_symlink_loops_in_a_doctor_tree(tmp_path):
     """A folder that links to its parent and two files that link to each other: the walk
     ends, the healthy run is judged once, and the looping file is named with its reason."""
@@ -345,6 +347,7 @@ def test_file_that_grows_or_shrinks_while_being_read(tmp_path, reader):
 # --------------------------------------------------------------------------- encodings, line ends
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", ["jsonl", "csv", "console", "coqui"])
 def test_utf16_with_bom(tmp_path, reader):
     """A log saved as UTF-16 (PowerShell's ``>`` redirection): read as the UTF-8 one is."""
@@ -400,6 +403,7 @@ def test_mixed_carriage_return_progress_output(tmp_path):
 # --------------------------------------------------------------------------- JSON edge cases
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [900, 990, 1_000, 100_000])
 def test_deeply_nested_json(tmp_path, depth):
     """Nesting near and far past the recursion limit: a line or entry that cannot be
@@ -513,6 +517,7 @@ def test_gzip_of_nothing_and_gzip_of_garbage(tmp_path):
     cannot_judge(p, "gzip", "cannot read")
 
 
+@pytest.mark.slow
 def test_huge_finite_loss_prints_nothing_on_stderr(tmp_path):
     rows = healthy_rows(30)
     rows[1]["loss"] = 1e308

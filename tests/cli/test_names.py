@@ -38,6 +38,7 @@ def _cases(dataset, targets):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", [0, 1, 2])
 def test_old_names_run_the_same_command(dataset, targets, which):
     new, old, args = _cases(dataset, targets)[which]

@@ -35,6 +35,7 @@ def _check_sarif(path):
     return doc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cmd", ["epoch", "doctor", "compare"])
 def test_sarif_and_html_are_written_and_the_exit_code_is_unchanged(tmp_path, cmd, core_examples):
     sarif, html = tmp_path / "out.sarif", tmp_path / "out.html"

@@ -137,6 +137,7 @@ def _watch_outputs(tmp_path) -> list:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("paths", [_api_outputs, _cli_outputs, _watch_outputs], ids=["api", "cli", "watch"])
 def test_the_main_paths_never_change_a_built_report(tmp_path, monkeypatch, paths):
     monkeypatch.chdir(tmp_path)

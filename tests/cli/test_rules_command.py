@@ -3,6 +3,8 @@ the pyproject.toml of the current folder, loaded as `epoch` loads them."""
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import run_cli
 
 
@@ -50,6 +52,7 @@ def test_rules_id_with_a_bad_config_exits_2_with_one_line(tmp_path, monkeypatch)
         assert err.startswith("trainproof: ") and err.count("\n") == 1, err
 
 
+@pytest.mark.slow
 def test_rules_markdown_and_the_list_ignore_the_configuration(tmp_path, monkeypatch):
     """RULES.md states the defaults wherever it is generated."""
     (tmp_path / "pyproject.toml").write_text("[tool.trainproof]\ndead_window = 9\n", encoding="utf-8")

@@ -48,6 +48,7 @@ def _calls(tree: ast.AST):
                 yield f.value.id, f.attr, node
 
 
+@pytest.mark.slow
 def test_no_source_file_evaluates_or_unpickles_what_it_reads():
     offenders = []
     for path in sorted(SRC.rglob("*.py")):
@@ -264,6 +265,7 @@ def test_a_killed_writer_never_leaves_half_a_report(tmp_path):
 # --------------------------------------------------------------------------- env probes
 
 
+@pytest.mark.slow
 def test_env_clean_env_drops_pythonpath_from_the_probe(tmp_path, monkeypatch):
     extra = tmp_path / "extra"
     extra.mkdir()
@@ -288,6 +290,7 @@ def _tree(root, depth: int, per_level: int = 2):
     return root
 
 
+@pytest.mark.slow
 def test_doctor_max_depth_and_max_files_bound_the_search(tmp_path):
     root = _tree(tmp_path / "t", depth=5)
     code, _, _, doc = run_cli("doctor", str(root), "--json")

@@ -105,6 +105,7 @@ def test_sigint_stops_a_watch_that_inherited_it_ignored(tmp_path, rows, code, ve
     assert f"last verdict {verdict} (exit {code})" in err
 
 
+@pytest.mark.slow
 def test_sigint_stops_a_watch_started_with_ampersand_by_a_script(tmp_path):
     log = write_jsonl(tmp_path / "run.jsonl", nan_rows())
     pidfile = tmp_path / "pid"

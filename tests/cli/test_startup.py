@@ -131,6 +131,7 @@ def test_python_m_version_under_importtime():
     assert trainproof_modules(mods) <= LIGHT_TRAINPROOF
 
 
+@pytest.mark.slow
 def test_console_script_version_under_importtime():
     script = Path(sys.executable).with_name("trainproof")
     if not script.exists():
@@ -143,6 +144,7 @@ def test_console_script_version_under_importtime():
         assert trainproof_modules(mods) <= LIGHT_TRAINPROOF
 
 
+@pytest.mark.slow
 def test_epoch_json_on_a_small_log_imports_no_rich_sarif_or_torch(tmp_path):
     log = write_jsonl(tmp_path / "tiny.jsonl", healthy_rows(n=10))
     proc, mods = loaded_modules(tmp_path, "epoch", str(log), "--json")
@@ -153,6 +155,7 @@ def test_epoch_json_on_a_small_log_imports_no_rich_sarif_or_torch(tmp_path):
     assert heavy(mods, ("rich", "sarif_om", "jschema_to_python", "torch")) == []
 
 
+@pytest.mark.slow
 def test_epoch_text_imports_rich_but_no_table_sarif_or_torch(tmp_path):
     log = write_jsonl(tmp_path / "tiny.jsonl", healthy_rows(n=10))
     proc, mods = loaded_modules(tmp_path, "epoch", str(log))

@@ -109,6 +109,7 @@ def _report(i: int, level: Level, n: int) -> Report:
     return Report(file=f"logs/run{i}.jsonl", format="jsonl", findings=findings, records=n)
 
 
+@pytest.mark.slow
 def test_sarif_drops_the_lowest_severity_first_past_the_cap(monkeypatch):
     # 90 errors, 90 warnings and 90 notes against a cap of 250: 20 notes too many. The cap
     # is lowered so the test stays fast (building a result costs about 2 ms).
@@ -136,6 +137,7 @@ def test_sarif_drops_the_lowest_severity_first_past_the_cap(monkeypatch):
     ]
 
 
+@pytest.mark.slow
 def test_within_one_level_the_last_results_go_and_rules_listed_are_those_kept(monkeypatch):
     monkeypatch.setattr(sarif, "MAX_RESULTS", 100)
     reports = [_report(0, Level.WARN, 60), _report(1, Level.WARN, 60), _report(2, Level.INFO, 5)]

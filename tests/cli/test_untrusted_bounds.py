@@ -177,6 +177,7 @@ def test_watch_reads_a_utf16_log_as_epoch_does(tmp_path):
     assert list(g.runlog().series["loss"].values) == [r["loss"] for r in _rows(200)]
 
 
+@pytest.mark.slow
 def test_watch_holds_at_most_one_line_of_a_zero_filled_tail(tmp_path):
     from trainproof.formats._io import MAX_LINE
     from trainproof.live.guardian import Guardian
@@ -348,6 +349,7 @@ def test_a_first_line_longer_than_the_sniffing_head_is_sniffed_past(tmp_path):
     assert rep["verdict"] != "NOT-CHECKED"
 
 
+@pytest.mark.slow
 def test_a_removed_working_directory_is_a_clean_error(tmp_path):
     log = tmp_path / "run.jsonl"
     log.write_text("".join(json.dumps(r) + "\n" for r in _rows(50)))
@@ -365,6 +367,7 @@ def test_a_removed_working_directory_is_a_clean_error(tmp_path):
     assert "current directory" in p.stderr
 
 
+@pytest.mark.slow
 def test_csv_blank_line_runs_stay_on_the_chunked_path_with_the_same_records(tmp_path, monkeypatch):
     # A run of empty lines used to send every chunk row by row (a Python step per line: a
     # gzip bomb of newlines after the header took minutes); empty lines are no records, so

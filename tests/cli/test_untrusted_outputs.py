@@ -208,6 +208,7 @@ def test_a_report_through_a_symlink_to_a_file_replaces_the_link_never_its_target
     assert sorted(p.name for p in store.iterdir()) == ["r.html", "r.sarif"]  # no temporary left
 
 
+@pytest.mark.slow
 def test_a_report_path_that_is_a_folder_is_a_clear_error(tmp_path):
     from trainproof._files import write_atomic
 

@@ -195,6 +195,7 @@ def test_jsonl_every_chunk_size_matches_json_loads_per_line(tmp_path, monkeypatc
         _assert_same(ref, read_runlog(p, fmt="jsonl"))
 
 
+@pytest.mark.slow
 def test_jsonl_gzip_and_utf8_split_at_every_boundary(tmp_path, monkeypatch):
     lines = [
         json.dumps({"step": i, "loss": 1 / (i + 1), "t\u00e9\u00df": "\U0001f600" * (i % 3)}, ensure_ascii=False)
@@ -397,6 +398,7 @@ def test_csv_dialects_every_chunk_size_match_whole_file(tmp_path, monkeypatch, n
         _assert_same(ref, read_runlog(p, fmt="csv"))
 
 
+@pytest.mark.slow
 def test_csv_lightning_sparse_rows_gzip_bom_every_chunk_size(tmp_path, monkeypatch):
     lines = ["epoch,step,train_loss,val_loss,lr-Adam"]
     for s in range(40):

@@ -434,6 +434,7 @@ def test_doctor_reads_gzip_logs_of_every_text_format(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- corpus (skips without ../shared)
 
 
+@pytest.mark.slow
 def test_corpus_hf_nohup_matches_a_direct_parse(shared: Path) -> None:
     import ast
 
@@ -473,6 +474,7 @@ def test_corpus_marian_cost_lines_match_a_direct_parse(shared: Path) -> None:
     assert run.get("eval_loss").values.tolist() == ce
 
 
+@pytest.mark.slow
 def test_corpus_concatenated_keras_runs_are_not_merged(shared: Path) -> None:
     p = shared / "corpus" / "console" / "console-keras-v2-lstm-5runs-concat" / "ReadMe.txt"
     run = read_runlog(p)

@@ -489,6 +489,7 @@ def test_a_capture_with_no_training_line_is_not_a_log(tmp_path: Path) -> None:
         detect(p)
 
 
+@pytest.mark.slow
 def test_training_lines_past_the_sniffing_head_are_found(tmp_path: Path) -> None:
     """A capture that opens with a long install log: its first training line lies past the
     64 KiB head and is still found."""

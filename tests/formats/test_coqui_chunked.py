@@ -325,6 +325,7 @@ def test_regular_blocks_take_the_fast_path(tmp_path, monkeypatch, ansi):
     assert fast["records"] == 1004
 
 
+@pytest.mark.slow
 def test_chunk_boundaries_anywhere(tmp_path, monkeypatch):
     """Every chunk size from 1 to 300 characters cuts the log at another place."""
     p = tmp_path / "trainer_0_log.txt"

@@ -352,6 +352,7 @@ def test_sniff(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- fuzz
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=600))
 def test_arbitrary_bytes_read_or_raise_read_error(tmp_path: Path, data: bytes) -> None:
@@ -571,6 +572,7 @@ def test_long_format_with_several_runs_keeps_one(tmp_path: Path) -> None:
     assert any("judged 'id-b'" in n and "'id-a' (15 rows)" in n for n in run.notes)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.permutations(list(range(6))))
 def test_long_format_column_order_changes_nothing(tmp_path: Path, order) -> None:

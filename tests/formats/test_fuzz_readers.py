@@ -266,6 +266,7 @@ def test_profiles_are_registered():
     assert active_name() in ("ci", "long")
 
 
+@pytest.mark.slow
 def test_every_valid_base_log_is_judged_as_written(work):
     """The starting points are what they claim: healthy logs PASS, broken ones FAIL."""
     for reader in TEXT + BINARY:

@@ -378,6 +378,7 @@ def _big_history(n: int) -> list[dict]:
     return hist
 
 
+@pytest.mark.slow
 def test_entries_straddling_chunk_boundaries(tmp_path: Path) -> None:
     hist = _big_history(12000)
     p = write_state(tmp_path / "trainer_state.json", state(hist))
@@ -486,6 +487,7 @@ def _complete_entries_before(text: str, cut: int) -> int:
     return sum(1 for e in ends if e <= cut)
 
 
+@pytest.mark.slow
 def test_torn_file_keeps_records_before_the_tear(tmp_path: Path) -> None:
     hist = [train_row(i, 10.0 - i * 0.5, lr=i * 1e-5) for i in range(1, 9)]
     hist[4]["tag"] = "a string value that can be torn"
@@ -571,6 +573,7 @@ def test_sniff_does_not_claim_plain_json_object(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- fuzz
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=600))
 def test_arbitrary_bytes_read_or_raise_read_error(tmp_path: Path, data: bytes) -> None:

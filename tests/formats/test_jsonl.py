@@ -358,6 +358,7 @@ def test_empty_and_blank_files_are_read_errors(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- fuzz
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=600))
 def test_arbitrary_bytes_read_or_raise_read_error(tmp_path: Path, data: bytes) -> None:
@@ -512,6 +513,7 @@ def test_restarts_without_a_step_key_use_the_progress_counter(tmp_path: Path) ->
     assert any("Judged run 2" in n for n in run.notes)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.integers(min_value=3, max_value=30), min_size=1, max_size=4))
 def test_the_kept_run_is_always_one_increasing_run(tmp_path: Path, sizes: list[int]) -> None:

@@ -28,6 +28,7 @@ def _split(text: str, size: int, limit: int | None) -> tuple[list[tuple[int, str
     return lines, sp
 
 
+@pytest.mark.slow
 @given(
     st.lists(st.text(alphabet="ab \r{}", max_size=12), max_size=12),
     st.booleans(),
@@ -154,6 +155,7 @@ def test_the_line_cutting_check_sees_each_way_of_cutting_lines():
     assert _line_cutting(fed, "formats/x.py") == []
 
 
+@pytest.mark.slow
 def test_no_text_reader_cuts_lines_outside_the_shared_reader():
     """Every format module and ``watch`` read lines through trainproof.formats.lines (or
     _io.Lines), so that a line and its number are the same for all of them."""

@@ -439,6 +439,7 @@ def test_a_database_whose_schema_is_not_utf8_hides_no_other_run(tmp_path, name) 
         assert "a corrupt SQLite database (its schema holds text that is not UTF-8)" in err_alone
 
 
+@pytest.mark.slow
 def test_a_run_name_that_is_not_utf8_does_not_hide_the_store(stores, tmp_path) -> None:
     db = _copy(stores[0], tmp_path / "mlflow.db")
     con = sqlite3.connect(db)

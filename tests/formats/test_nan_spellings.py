@@ -156,6 +156,7 @@ def test_a_loss_written_null_or_empty_to_the_end_is_absent_and_warned(tmp_path, 
     assert np.isfinite(loss.values).all() and loss.steps[-1] == BAD_FROM - 1
 
 
+@pytest.mark.slow
 def test_a_null_loss_is_not_a_nan_in_a_real_process(tmp_path) -> None:
     p = write_jsonl(tmp_path / "metrics.jsonl", rows(None))
     res = run_subprocess("epoch", str(p), "--json", timeout=300)

@@ -133,6 +133,7 @@ _hf_entry = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     entries=st.lists(_hf_entry, max_size=120),

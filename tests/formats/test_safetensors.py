@@ -166,6 +166,7 @@ def test_a_long_tensor_name_is_cut_in_the_reason():
     assert e.tensor == "x" * 10_000 and len(str(e)) < 200
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=512))
 def test_arbitrary_bytes_raise_only_safetensors_error(data):
@@ -183,6 +184,7 @@ _json_tails = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=256), st.integers(0, len(_prefix)))
 def test_bytes_after_a_valid_prefix_raise_only_safetensors_error(tail, cut):
@@ -192,6 +194,7 @@ def test_bytes_after_a_valid_prefix_raise_only_safetensors_error(tail, cut):
         assert str(e) and "\n" not in str(e)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text(max_size=6), _json_tails, max_size=4), st.binary(max_size=64))
 def test_arbitrary_json_headers_raise_only_safetensors_error(header, body):

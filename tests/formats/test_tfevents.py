@@ -746,6 +746,7 @@ def test_bytes_after_a_valid_prefix(tmp_path: Path, valid_prefix, garbage: bytes
         assert not run.notes
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=300))
 def test_arbitrary_bytes_in_an_event_file_raise_only_read_error(tmp_path: Path, data: bytes) -> None:

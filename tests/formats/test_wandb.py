@@ -241,6 +241,7 @@ def test_a_corrupt_record_loses_the_rest_of_its_block_and_reading_goes_on(tmp_pa
     assert len(state.drops) == 1 and "checksum" in state.drops[0]
 
 
+@pytest.mark.slow
 def test_a_corrupt_wandb_log_is_exit_2_with_one_line(tmp_path):
     """A ``.wandb`` log with no readable record (a checksum that fails at the first
     record, a header alone) is exit 2 with one clear line, for the file, its run folder and
@@ -383,6 +384,7 @@ def test_bytes_appended_after_a_valid_prefix(tmp_path, cut, junk):
     assert [(r.step, r.values) for r in recs[:cut]] == [(r.step, r.values) for r in full[:cut]]
 
 
+@pytest.mark.slow
 def test_sarif_results_point_at_the_run_file_of_a_run_folder(runs, tmp_path):
     """Code scanning annotates files: a W&B run folder's results point at its .wandb log."""
     _, d = runs["nan"]

@@ -9,6 +9,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from trainproof.api import read_runlogs
 from trainproof.formats import wandb as tp_wandb
 
@@ -37,6 +39,7 @@ def _judge(path: Path) -> tuple[int, dict]:
     return proc.returncode, json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_a_second_wandb_file_does_not_hide_the_folders_own_log(tmp_path):
     run = _run_folder(tmp_path / "wandb", "20240101_000000", "diverge")
     # Sorts after the run's own log: the last by name was read, and it is healthy.
@@ -57,6 +60,7 @@ def test_a_folder_made_in_the_same_second_reads_its_own_log(tmp_path):
     assert tp_wandb.log_file(run) == run / f"run-{RID}.wandb"
 
 
+@pytest.mark.slow
 def test_a_symlinked_log_in_the_folder_given_is_never_read(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -73,6 +77,7 @@ def test_a_symlinked_log_in_the_folder_given_is_never_read(tmp_path):
     assert tp_wandb.log_file(run) is None
 
 
+@pytest.mark.slow
 def test_a_resumed_runs_sibling_folder_never_reads_a_link_out_of_the_tree(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -93,6 +98,7 @@ def test_a_resumed_runs_sibling_folder_never_reads_a_link_out_of_the_tree(tmp_pa
     assert [r["verdict"] for r in doc["reports"]] == ["PASS"]
 
 
+@pytest.mark.slow
 def test_a_resumed_part_whose_own_log_is_a_link_is_not_a_part(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()

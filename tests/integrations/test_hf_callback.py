@@ -133,6 +133,7 @@ def python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_importing_trainproof_and_its_integrations_imports_no_framework():
     p = python(
         "import sys, trainproof, trainproof.integrations, trainproof.integrations._common\n"
@@ -142,6 +143,7 @@ def test_importing_trainproof_and_its_integrations_imports_no_framework():
     assert p.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_a_missing_transformers_names_the_extra():
     p = python(
         "import sys; sys.modules['transformers'] = None\nfrom trainproof.integrations.hf import TrainproofCallback"

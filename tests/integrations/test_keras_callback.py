@@ -110,6 +110,7 @@ def test_healthy_run_finishes_silent(callback, capsys):
     assert np.all(loss.std(axis=1) > 0)
 
 
+@pytest.mark.slow
 def test_running_means_are_turned_back_into_batch_losses(callback):
     cb = callback()
     cb.on_epoch_begin(0)
@@ -128,6 +129,7 @@ def test_running_means_are_turned_back_into_batch_losses(callback):
     assert cb._per_batch(0, {"loss": 7.0}) == {"loss": 7.0}
 
 
+@pytest.mark.slow
 def test_a_missing_keras_names_the_extra():
     p = subprocess.run(
         [

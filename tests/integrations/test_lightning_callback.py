@@ -55,6 +55,7 @@ def test_stop_on_fail_stops_a_broken_run(callback, capsys, optimizer, lr, schedu
     assert f": {rule}: " in err
 
 
+@pytest.mark.slow
 def test_healthy_run_finishes_silent(callback, capsys):
     cb = callback(policy="stop_on_fail", check_every=10)
     trainer = fit(cb, "adam", 3e-3)
@@ -72,6 +73,7 @@ def test_healthy_run_finishes_silent(callback, capsys):
     assert series["lr"].values[0] == 3e-3
 
 
+@pytest.mark.slow
 def test_a_missing_lightning_names_the_extra():
     p = subprocess.run(
         [

@@ -49,6 +49,7 @@ def _agree(rank: int, world: int, port: int, out: str) -> None:
         json.dump(got, f)
 
 
+@pytest.mark.slow
 def test_two_gloo_processes_agree(tmp_path):
     torch = pytest.importorskip("torch")
     import json

@@ -77,6 +77,7 @@ def train(
 # --------------------------------------------------------------------------- lr far too high
 
 
+@pytest.mark.slow
 def test_lr_far_too_high_raises_run_failed_during_the_run():
     steps = 300
     reached = []
@@ -97,6 +98,7 @@ def test_lr_far_too_high_raises_run_failed_during_the_run():
     assert e.report.step_range[1] < steps - 1
 
 
+@pytest.mark.slow
 def test_lr_far_too_high_with_warn_is_seen_during_the_run(capsys):
     alerts = []
     progress = {"step": -1}
@@ -125,6 +127,7 @@ def test_lr_far_too_high_with_warn_is_seen_during_the_run(capsys):
     assert rep.verdict is Level.FAIL
 
 
+@pytest.mark.slow
 def test_silent_policy_prints_nothing_and_does_not_raise(capsys):
     mon, last, _ = train("sgd", lr=5.0, steps=150, policy="silent", check_every=10)
     assert last == 149
@@ -133,6 +136,7 @@ def test_silent_policy_prints_nothing_and_does_not_raise(capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_report_prints_the_verdict(capsys):
     mon, _, _ = train("sgd", lr=5.0, steps=100, policy="silent", check_every=1000)
     mon.report()
@@ -164,6 +168,7 @@ def test_zero_lr_raise_policy_stops_at_the_first_check():
 # --------------------------------------------------------------------------- healthy
 
 
+@pytest.mark.slow
 def test_healthy_run_no_fail_and_no_fail_alert():
     alerts = []
     mon, last, _ = train("adam", lr=1e-3, steps=300, policy="raise", check_every=25, on_alert=alerts.append)
@@ -240,6 +245,7 @@ def test_update_ratio_is_not_recorded_unless_asked():
     assert "update_ratio" not in mon.guardian.runlog().series
 
 
+@pytest.mark.slow
 def test_update_ratio_low_with_a_far_too_small_lr():
     mon, _, _ = train("sgd", lr=1e-6, steps=200, policy="silent", track_update_ratio=True)
     rep = mon.report(print_it=False)
@@ -248,6 +254,7 @@ def test_update_ratio_low_with_a_far_too_small_lr():
     assert f.level is Level.WARN and f.data["median_log10"] < -4
 
 
+@pytest.mark.slow
 def test_update_ratio_sane_lr_is_not_low():
     mon, _, _ = train("adam", lr=1e-3, steps=200, policy="silent", track_update_ratio=True)
     rep = mon.report(print_it=False)
@@ -303,6 +310,7 @@ def test_log_path_appends_and_close(tmp_path):
 # --------------------------------------------------------------------------- non-finite
 
 
+@pytest.mark.slow
 def test_non_finite_losses_are_recorded_never_raised_with_warn(tmp_path, capsys):
     log = tmp_path / "run.jsonl"
     bad = {30: float("nan"), 31: float("inf"), 90: float("-inf")}
@@ -335,6 +343,7 @@ def test_non_finite_losses_are_recorded_never_raised_with_warn(tmp_path, capsys)
     assert "TP-NAN" in [f["id"] for f in ep["findings"]]
 
 
+@pytest.mark.slow
 def test_non_finite_losses_silent():
     mon, last, _ = train(
         "adam",
@@ -377,6 +386,7 @@ def test_check_every_cadence():
     assert judged == [7, 14, 21, 28]
 
 
+@pytest.mark.slow
 def test_max_steps_reaches_the_schedule_rules():
     mon, _, _ = train("adam", lr=1e-3, steps=100, policy="silent", max_steps=10_000)
     rep = mon.report(print_it=False)
@@ -384,6 +394,7 @@ def test_max_steps_reaches_the_schedule_rules():
     assert "TP-RUN-INCOMPLETE" in rep.ids()
 
 
+@pytest.mark.slow
 def test_import_trainproof_does_not_import_torch():
     code = "import sys, trainproof; trainproof.watch; trainproof.RunFailed; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

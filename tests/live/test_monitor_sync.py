@@ -85,6 +85,7 @@ def count_per_call(layers: int, syncs: list[str], check_every: int = 10, steps: 
     return per_call, mon
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layers", [1, 100])
 def test_log_makes_no_host_sync_between_checks_and_a_constant_few_at_a_check(syncs, layers):
     per_call, mon = count_per_call(layers, syncs)

@@ -235,6 +235,7 @@ def test_sigint_after_a_healthy_run_exits_0_and_says_the_last_verdict(tmp_path, 
     assert "Traceback" not in w.stderr and "KeyboardInterrupt" not in w.stderr
 
 
+@pytest.mark.slow
 def test_sigint_on_a_diverged_log_exits_1(tmp_path, procs):
     log = write_jsonl(tmp_path / "run.jsonl", diverging_rows(200))
     w = start_watch(procs, tmp_path, str(log), "--interval", "0.2")
@@ -247,6 +248,7 @@ def test_sigint_on_a_diverged_log_exits_1(tmp_path, procs):
     assert any("TP-DIVERGE" in s for s in w.lines)
 
 
+@pytest.mark.slow
 def test_sigint_with_json_exits_with_the_last_verdict_too(tmp_path, procs):
     log = write_jsonl(tmp_path / "run.jsonl", diverging_rows(200))
     w = start_watch(procs, tmp_path, str(log), "--interval", "0.2", "--json")
@@ -590,6 +592,7 @@ def test_not_an_event_file_is_a_read_error(tmp_path):
         Watcher(f).poll()
 
 
+@pytest.mark.slow
 def test_cli_unreadable_log_exits_2(tmp_path, procs):
     f = tmp_path / "x.bin"
     f.write_bytes(bytes(range(256)) * 4)
@@ -753,6 +756,7 @@ class Clock:
         return self.t
 
 
+@pytest.mark.slow
 def test_watcher_judges_when_due_and_announces_once(tmp_path):
     p = tmp_path / "run.jsonl"
     rows = diverging_rows(300)

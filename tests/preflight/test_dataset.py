@@ -125,6 +125,7 @@ def test_dotted_text_field(tmp_path):
     assert code == 2 and ids(rep) == {"TP-PRE-NO-TEXT-FIELD"}
 
 
+@pytest.mark.slow
 def test_json_array_jsonl_named_json_and_gzip(tmp_path):
     rows = [{"text": sentence(i)} for i in range(7)]
     arr = tmp_path / "arr.json"
@@ -258,6 +259,7 @@ def test_no_text_field_lists_the_keys_and_exits_2(tmp_path):
     assert f["data"]["nested_keys"] == {"path": "meta", "keys": {"src": 4}}
 
 
+@pytest.mark.slow
 def test_unreadable_inputs_exit_2(tmp_path):
     code, rep, err, doc = pf(tmp_path / "missing.jsonl")
     assert code == 2 and rep["error"] and "no such file" in doc["error"]
@@ -342,6 +344,7 @@ def test_one_dataset_prints_what_it_printed_before_several_were_taken(tmp_path, 
         assert (tmp_path / "new.sarif").read_bytes() == (tmp_path / "ref.sarif").read_bytes()
 
 
+@pytest.mark.slow
 def test_several_datasets_are_each_judged_and_the_worst_decides(tmp_path):
     good = write_jsonl(tmp_path / "good.jsonl", [{"text": sentence(i)} for i in range(12)])
     dup = write_jsonl(tmp_path / "dup.jsonl", [{"text": sentence(i % 3)} for i in range(9)])
@@ -574,6 +577,7 @@ def test_chat_dataset_uses_the_chat_template(tmp_path, base_tok):
     assert by_id(rep, "TP-PRE-BOS-TOKEN-INFO")["data"]["double_bos"] == 0
 
 
+@pytest.mark.slow
 def test_bare_tokenizer_json_roles(tmp_path, base_tok):
     """A tokenizer.json names no roles: the post-processor gives EOS/BOS, a name gives pad;
     config files next to it win over both."""

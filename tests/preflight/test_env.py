@@ -69,6 +69,7 @@ def proj(tmp_path: Path) -> Path:
 # --- imports -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_module_that_imports_passes_exit_0(proj):
     code, rep, by_id = env("--cwd", str(proj), "--module", "goodmod")
     assert code == 0 and rep["verdict"] == "PASS"
@@ -89,6 +90,7 @@ def test_import_error_names_type_message_and_file_line(proj):
     assert "ImportError: libfoo.so.3" in f["message"] and "badmod.py:3" in f["message"]
 
 
+@pytest.mark.slow
 def test_missing_dependency_is_located_where_it_is_imported(proj):
     code, _, by_id = env("--cwd", str(proj), "--module", "chainpkg")
     assert code == 1
@@ -101,6 +103,7 @@ def test_missing_dependency_is_located_where_it_is_imported(proj):
     assert any("chainpkg/__init__.py:1" in fr for fr in f["data"]["frames"])
 
 
+@pytest.mark.slow
 def test_syntax_error_and_sys_exit_are_import_failures(proj):
     code, _, by_id = env("--cwd", str(proj), "--module", "syntaxmod", "--module", "sysexitmod")
     assert code == 1
@@ -110,6 +113,7 @@ def test_syntax_error_and_sys_exit_are_import_failures(proj):
     assert fails["SystemExit"]["data"]["message"] == "refusing to import"
 
 
+@pytest.mark.slow
 def test_segfault_on_import_is_a_crash_naming_sigsegv_and_trainproof_survives(proj):
     code, rep, by_id = env("--cwd", str(proj), "--module", "segvmod", "--module", "goodmod")
     # we are still here (the import ran in a child), and the next module was still probed
@@ -128,6 +132,7 @@ def test_segfault_as_a_real_process_exits_1_with_text(proj):
     assert "TP-ENV-IMPORT-CRASH" in p.stdout and "SIGSEGV" in p.stdout
 
 
+@pytest.mark.slow
 def test_exit_without_exception_is_a_crash(proj):
     code, _, by_id = env("--cwd", str(proj), "--module", "exitmod")
     assert code == 1
@@ -152,6 +157,7 @@ def test_timeout_cites_the_importing_thread_not_a_background_one(proj):
     assert code == 1 and "threadslow.py:4" in f["evidence"] and f["data"]["module_line"].endswith("threadslow.py:6")
 
 
+@pytest.mark.slow
 def test_cwd_decides_what_imports(proj, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -180,6 +186,7 @@ def test_unusable_python_is_not_checked_exit_2(tmp_path):
     assert "did not run as Python" in the(by_id, "TP-ENV-PYTHON-UNUSABLE")["message"]
 
 
+@pytest.mark.slow
 def test_explicit_python_is_used(proj):
     code, _, by_id = env("--python", sys.executable, "--cwd", str(proj), "--module", "goodmod")
     assert code == 0 and the(by_id, "TP-ENV-PYTHON-INFO")["data"]["python"] == sys.executable
@@ -544,6 +551,7 @@ def test_disk_output_dir_that_is_a_file(tmp_path):
     assert code == 2 and the(by_id, "TP-ENV-DISK-UNKNOWN")["level"] == "NOT-CHECKED"
 
 
+@pytest.mark.slow
 def test_info_alone_is_not_a_verdict():
     code, rep, by_id = env()
     assert code == 2 and rep["verdict"] == "NOT-CHECKED"
@@ -565,6 +573,7 @@ def test_gpu_is_info_or_a_typed_skip():
 # --- CLI outputs -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_text_output_and_mute(proj, ckpt):
     code, out, err, _ = run_cli(
         "env", "--cwd", str(proj), "--module", "goodmod", "--checkpoint", str(ckpt), "--required-gb", "0.01"
@@ -576,6 +585,7 @@ def test_text_output_and_mute(proj, ckpt):
     assert "TP-ENV-IMPORT-FAIL" not in by_id and code == 2
 
 
+@pytest.mark.slow
 def test_sarif_written_to_a_file(proj, ckpt, tmp_path):
     sarif = tmp_path / "env.sarif"
     raw = ckpt.read_bytes()

@@ -49,6 +49,7 @@ def test_preflight_mute_from_the_configuration(dataset, tmp_path):
     _assert_muted(*_checks(out), "TP-PRE-DUPLICATE-TEXT")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rid", ["TP-ENV-IMPORT-OK", "TP-ENV-IMPORT-FAIL"])
 def test_env_mute_is_a_muted_skip(rid):
     _, out, _, _ = run_cli("env", "--module", "json", "--mute", rid, "--json")

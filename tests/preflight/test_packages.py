@@ -99,6 +99,7 @@ def test_a_check_module_does_not_print_exit_or_use_click(module):
             assert "cli" not in (node.module or "").split("."), (module, node.lineno)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("package", PACKAGES)
 def test_the_entry_points_are_the_packages(package):
     pkg = importlib.import_module(package)

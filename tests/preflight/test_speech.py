@@ -97,6 +97,7 @@ def by_id(rep: dict, rule_id: str) -> dict:
 # --- inputs ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_clean_directory_passes(tmp_path):
     d = healthy(tmp_path / "corpus")
     code, rep, _, _ = data(d)
@@ -112,6 +113,7 @@ def test_clean_directory_passes(tmp_path):
     assert code == 0 and "TP-DATA-PASS" in out and "12 pair(s)" in out
 
 
+@pytest.mark.slow
 def test_lab_flac_and_nested_folders_are_read(tmp_path):
     d = healthy(tmp_path / "c" / "spk1", n=6)
     for i in range(6):
@@ -140,6 +142,7 @@ def write_ljspeech(root: Path, n: int = 12, sr: int = 22050) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_ljspeech_folder_uses_the_normalized_column(tmp_path):
     root = write_ljspeech(tmp_path / "LJSpeech-1.1")
     for target in (root, root / "metadata.csv"):
@@ -212,6 +215,7 @@ def test_manifest_problems_cite_their_lines(tmp_path):
     assert any("blank line" in n for n in rep["notes"])
 
 
+@pytest.mark.slow
 def test_unusable_inputs_exit_2(tmp_path):
     code, rep, err, doc = data(tmp_path / "nope")
     assert code == 2 and ids(rep) == {"TP-DATA-INVALID-INPUT"} and rep["verdict"] == "NOT-CHECKED"
@@ -281,6 +285,7 @@ def test_unreadable_audio(tmp_path):
     assert all(r for r in f["data"]["reasons"])
 
 
+@pytest.mark.slow
 def test_empty_and_missing_transcripts(tmp_path):
     d = healthy(tmp_path / "c")
     pair(d, "blank", tone(2.0, freq=500), "   \n")
@@ -298,6 +303,7 @@ def test_empty_and_missing_transcripts(tmp_path):
 # --- WARNs -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_long_and_short_clips(tmp_path):
     d = healthy(tmp_path / "c")
     pair(d, "long", tone(25.0), text_for(25.0))
@@ -314,6 +320,7 @@ def test_long_and_short_clips(tmp_path):
     assert code == 0 and not {"TP-DATA-DURATION-LONG", "TP-DATA-DURATION-SHORT"} & ids(rep)
 
 
+@pytest.mark.slow
 def test_char_rate_outliers(tmp_path):
     d = healthy(tmp_path / "c")
     pair(d, "toolong", tone(1.5, freq=600), text_for(6.0, 3))  # a 6-second transcript on 1.5 s
@@ -335,6 +342,7 @@ def test_char_rate_outliers(tmp_path):
     assert ids(rep3) == {"TP-DATA-PASS"}
 
 
+@pytest.mark.slow
 def test_duplicate_audio_content(tmp_path):
     d = healthy(tmp_path / "c")
     shutil.copy(d / "utt03.wav", d / "copy_of_3.wav")
@@ -360,6 +368,7 @@ def test_duplicate_audio_content(tmp_path):
     assert f3["line"] == 13 and f3["data"]["extra_copies"] == 1
 
 
+@pytest.mark.slow
 def test_clipping(tmp_path):
     d = healthy(tmp_path / "c")
     pair(d, "hot", np.clip(tone(2.0, amp=2.0), -1.0, 1.0), text_for(2.0))
@@ -391,6 +400,7 @@ def test_silence_at_the_edges_and_silent_files(tmp_path):
     assert "no sound at all" in f["evidence"]
 
 
+@pytest.mark.slow
 def test_unnormalized_transcripts(tmp_path):
     d = healthy(tmp_path / "c")
     pair(d, "dates", tone(3.0, freq=700), "we met on 12/03/2021 and paid $40 for 50% of it")
@@ -541,6 +551,7 @@ def transcripts(tmp_path: Path, lines: list[str], name: str = "t.txt") -> Path:
     return p
 
 
+@pytest.mark.slow
 def test_tokenizer_passes_on_text_like_its_training_text(tmp_path, models):
     rows = [{"audio_filepath": f"a{i}.wav", "text": sentence(i), "duration": 3.0} for i in range(30)]
     m = write_manifest(tmp_path / "m.jsonl", rows)
@@ -635,6 +646,7 @@ def test_number_splits(pieces, reasons):
     assert [r for _, _, r in bad] == reasons
 
 
+@pytest.mark.slow
 def test_tokenizer_unusable_inputs(tmp_path, models):
     t = transcripts(tmp_path, ["hello there"])
     vocab = models["bpe"].with_suffix(".vocab")

@@ -17,6 +17,7 @@ gallery = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gallery)
 
 
+# Judging every run of the gallery takes seconds: the tests that read it are in the slow set.
 @pytest.fixture(scope="module")
 def rows():
     return gallery.collect()
@@ -56,6 +57,7 @@ def test_evidence_matrix_is_up_to_date(rows):
     )
 
 
+@pytest.mark.slow
 def test_no_healthy_or_negative_run_gets_a_fail(rows):
     bad = [(r["file"], r["key"]) for r in rows if r["kind"] in ("healthy", "negative") and r["verdict"] == "FAIL"]
     assert not bad
@@ -67,6 +69,7 @@ def test_no_healthy_or_negative_run_gets_a_fail(rows):
     assert not bad_cmp
 
 
+@pytest.mark.slow
 def test_healthy_seeds_compare_as_pass(rows):
     healthy = [r for r in rows if r["config"] == "healthy" and r["seed"] != 0]
     assert healthy
@@ -107,6 +110,7 @@ def test_a_rig_still_runs_and_its_log_is_judged_as_its_meta_expects(tmp_path):
         assert set(meta["expected_rules"]) <= seen
 
 
+@pytest.mark.slow
 def test_docs_gallery_table_is_up_to_date(rows):
     page = (REPO / "docs" / "gallery.md").read_text(encoding="utf-8")
     assert gallery.README_START in page and gallery.README_END in page

@@ -49,6 +49,7 @@ def _then_loaded(code: str) -> str:
     )
 
 
+@pytest.mark.slow
 def test_judging_a_runlog_loads_no_click_no_cli_no_preflight(tmp_path):
     log = tmp_path / "train.jsonl"
     log.write_text(
@@ -90,6 +91,7 @@ def test_judging_in_the_training_loop_loads_no_click_no_cli_no_preflight():
     assert got["bad"] == []
 
 
+@pytest.mark.slow
 def test_the_registry_documents_every_preflight_id_without_importing_a_check():
     got = _fresh(
         _then_loaded("""
@@ -149,6 +151,7 @@ def test_a_preflight_familys_ids_are_declared_beside_the_checks_that_emit_them()
         assert emitted and emitted <= declared, (fam.name, sorted(emitted - declared))
 
 
+@pytest.mark.slow
 def test_the_cluster_engines_do_not_import_the_api():
     """engines schedules a judgement it is given; api -> engines is the only direction."""
     graph = _import_graph()
@@ -156,6 +159,7 @@ def test_the_cluster_engines_do_not_import_the_api():
     assert graph["trainproof.engines"] == set()
 
 
+@pytest.mark.slow
 def test_the_svg_chart_module_needs_no_report_layout():
     """render/svgchart draws a chart from series and markers: it reaches the data model
     (levels) and the shared markup helpers, never the HTML page's layout, the other

@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 
 _TOY_RULES = """
@@ -52,6 +54,7 @@ def _python(tmp_path: Path, code: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_a_rule_in_a_new_module_is_one_line_in_rule_modules(tmp_path):
     (tmp_path / "toy_rules.py").write_text(_TOY_RULES)
     log = tmp_path / "metrics.jsonl"
@@ -73,6 +76,7 @@ def test_a_rule_in_a_new_module_is_one_line_in_rule_modules(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 def test_without_the_line_the_rule_is_unknown(tmp_path):
     (tmp_path / "toy_rules.py").write_text(_TOY_RULES)
     proc = _python(tmp_path, "from trainproof.rules import registry; print(registry.get('TP-TOY-LOSS-ABOVE-TEN'))")
@@ -97,6 +101,7 @@ render.RENDERERS += (  # the one registration line
 """
 
 
+@pytest.mark.slow
 def test_a_renderer_is_one_line_in_renderers(tmp_path):
     (tmp_path / "toy_markdown.py").write_text(_TOY_RENDERER)
     log = tmp_path / "metrics.jsonl"
@@ -123,6 +128,7 @@ except SystemExit:
     assert out.read_text().splitlines()[-1] == f"| {log} | PASS |"
 
 
+@pytest.mark.slow
 def test_a_registered_renderer_does_not_overwrite_a_log_or_reach_the_preflight_family(tmp_path):
     (tmp_path / "toy_markdown.py").write_text(_TOY_RENDERER)
     log = tmp_path / "metrics.jsonl"
@@ -214,6 +220,7 @@ def toyfile_cmd(path, as_json, mute, config_path, outputs):
 '''
 
 
+@pytest.mark.slow
 def test_a_command_and_its_preflight_family_are_one_line_in_commands(tmp_path):
     families, cmd_dir = tmp_path / "families", tmp_path / "cmds"
     (families / "toyfile").mkdir(parents=True)

@@ -273,6 +273,7 @@ def test_doctor_summary_table_links_every_section(tmp_path):
     assert "cannot tell whether the run learned the right thing" in text
 
 
+@pytest.mark.slow
 def test_compare_overlays_every_runs_loss_with_a_legend():
     names = ("healthy", "diverge", "lr_hot", "bad_labels")
     reports = [judge(EX / n / "metrics.jsonl") for n in names]
@@ -400,6 +401,7 @@ _REMOTE = [
 ]
 
 
+@pytest.mark.slow
 def test_the_page_references_nothing_outside_itself(diverge, lr_hot, core_examples):
     reports, _ = doctor(core_examples)
     for page in (
@@ -482,6 +484,7 @@ def _evidence_module():
     return mod
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None, reason="no Chromium at /usr/bin/chromium"
 )

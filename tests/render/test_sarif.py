@@ -323,6 +323,7 @@ def test_examples_gallery(monkeypatch, core_examples) -> None:
 # --------------------------------------------------------------------------- fingerprints
 
 
+@pytest.mark.slow
 def test_fingerprints_are_stable_across_runs_and_unique(tmp_path: Path, monkeypatch, core_examples) -> None:
     monkeypatch.chdir(core_examples.parent)
     one = check_sarif(sarif.to_sarif(doctor("examples")[0]))
@@ -429,6 +430,7 @@ def test_properties_are_strict_json(tmp_path: Path, monkeypatch, nan_jsonl: Path
     assert (data["worst"], data["peak"], data["at"]) == ("NaN", "Infinity", [1, "-Infinity"])
 
 
+@pytest.mark.slow
 def test_output_is_deterministic(tmp_path: Path, monkeypatch, core_examples) -> None:
     monkeypatch.chdir(core_examples.parent)
     reps = doctor("examples")[0]

@@ -531,6 +531,7 @@ def test_case07_shared_keras_repeated_header(shared):
     np.testing.assert_allclose(loss, [1.43, 1.19, 0.88, 0.81, 0.75, 0.69, 0.62, 0.55], atol=0.006)
 
 
+@pytest.mark.slow
 def test_case07_shared_keras_no_second_header(shared):
     p = case_path(shared, "07-keras-csvlogger-repeated-header-new-column/training_variant_no_second_header.log")
     code, rep = judge_cli(p)
@@ -577,6 +578,7 @@ KERAS_NO_HEADER_VARIANTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("segments", KERAS_NO_HEADER_VARIANTS, ids=lambda s: "+".join(str(len(c)) for c, _ in s))
 def test_case07_kind_keras_changed_columns_without_header(tmp_path, segments):
     p = tmp_path / "training.log"

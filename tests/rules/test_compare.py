@@ -159,6 +159,7 @@ def test_doctor_with_an_unreadable_baseline_says_so(tmp_path):
     assert code == 0
 
 
+@pytest.mark.slow
 def test_compare_json_is_deterministic(tmp_path):
     base = write_jsonl(tmp_path / "base.jsonl", _rows(80, 2.0, 0.3))
     run = write_jsonl(tmp_path / "run.jsonl", _rows(80, 2.0, 0.9, seed=1))

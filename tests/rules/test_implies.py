@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from trainproof.findings import Finding, Level
 from trainproof.rules.engine import merge_implied
 from trainproof.rules.registry import all_rules, get
@@ -105,12 +107,14 @@ def _register_toy(tmp_path, link: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_implied_by_in_a_new_module_joins_the_explaining_rules_implies(tmp_path):
     proc = _register_toy(tmp_path, 'implied_by=("TP-DIVERGE",)')
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str((*IMPLIES["TP-DIVERGE"], "TP-TOY-IMPLIED"))
 
 
+@pytest.mark.slow
 def test_a_dangling_id_is_an_error_at_registration(tmp_path):
     for link in ('implied_by=("TP-NO-SUCH-RULE",)', 'implies=("TP-NO-SUCH-RULE",)'):
         proc = _register_toy(tmp_path, link)

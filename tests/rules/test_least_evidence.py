@@ -308,6 +308,7 @@ def test_a_rising_dead_run_says_its_trend_rises():
 # --- RULES.md states each FAIL rule's least evidence ------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_fail_rule_on_a_run_states_its_least_evidence():
     from trainproof.rules.docs import rule_page
     from trainproof.rules.registry import all_rules

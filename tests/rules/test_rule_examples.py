@@ -57,6 +57,7 @@ def test_the_example_triggers_its_rule(rule_id, tmp_path):
     assert rule_id in fired | implied, (rule_id, sorted(fired), sorted(implied))
 
 
+@pytest.mark.slow
 def test_compare_rules_have_a_baseline_and_no_other_rule_does():
     for r in _check_rules():
         assert (baseline_of(r.id) is not None) == (r.source == "compare"), r.id
@@ -73,6 +74,7 @@ def test_every_example_file_belongs_to_a_check_rule_and_is_small():
         assert rule_id in ids and example_of(rule_id) is None, rule_id
 
 
+@pytest.mark.slow
 def test_outcomes_and_preflight_ids_have_no_log_example():
     for r in all_rules():
         if r.is_outcome:

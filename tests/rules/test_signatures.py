@@ -129,6 +129,7 @@ def _rows(**cols):
     return [{"step": 10 * (i + 1), **{k: float(c[i]) for k, c in cols.items()}} for i in range(n)]
 
 
+@pytest.mark.slow
 def test_signatures_through_the_cli_are_warnings_with_valid_json(tmp_path):
     """Each loss signature alone on a log: the --json document validates against the
     schema, the verdict is WARN and the exit code 0; data and step survive serialisation.

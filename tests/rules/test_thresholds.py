@@ -265,6 +265,7 @@ def _readable(fn: types.FunctionType) -> set[str]:
     return out
 
 
+@pytest.mark.slow
 def test_every_declared_threshold_is_read_by_the_rule():
     wrong = {}
     for r in _checked_rules():
@@ -280,6 +281,7 @@ def test_declared_thresholds_exist():
         assert _engine_reads(r) <= NAMES, r.id
 
 
+@pytest.mark.slow
 def test_the_static_reading_also_covers_every_dynamic_read(reads):
     """The static side is not blind: what a rule was seen to read, its source names."""
     got, _ = reads

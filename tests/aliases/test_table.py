@@ -1,5 +1,9 @@
 """The alias table (trainproof.aliases.table) as resolve() applies it: which raw key stands
-for each canonical metric, the step keys, the prefixed spellings."""
+for each canonical metric, the step keys, the prefixed spellings.
+
+The order of the table is checked against precedences written here apart from it
+(:data:`PROMISED`), never against the table itself, and tests that build a table in the
+wrong order (reversed, or one alias moved) show that the check then fails."""
 
 from __future__ import annotations
 
@@ -12,7 +16,9 @@ import pytest
 
 from trainproof import aliases
 from trainproof.aliases import ALIASES, CANONICAL, STEP_KEYS, resolve
+from trainproof.aliases.table import alias_rank
 from trainproof.api import read_runlog
+from trainproof.runlog import Record, build_runlog
 
 
 def sample(alias: str) -> str:
@@ -22,14 +28,11 @@ def sample(alias: str) -> str:
     return alias
 
 
-ALL_ALIASES = [(canon, alias) for canon, al in ALIASES.items() for alias in al]
-
-
 # --------------------------------------------------------------------------- the table
 
 
-def test_every_alias_is_for_a_canonical_name() -> None:
-    assert set(ALIASES) <= set(CANONICAL)
+def test_every_canonical_name_has_aliases_and_no_alias_is_for_another_name() -> None:
+    assert set(ALIASES) == set(CANONICAL)
     for canon in (
         "loss",
         "eval_loss",
@@ -43,27 +46,6 @@ def test_every_alias_is_for_a_canonical_name() -> None:
         "update_ratio",
     ):
         assert canon in CANONICAL  # the names DESIGN.md promises
-
-
-@pytest.mark.parametrize("canon,alias", ALL_ALIASES, ids=[f"{c}<-{a}" for c, a in ALL_ALIASES])
-def test_every_alias_resolves_to_its_canonical_name(canon: str, alias: str) -> None:
-    raw = sample(alias)
-    m = resolve([raw])
-    assert m == {canon: {"source": raw, "ignored": [], "how": "alias"}}
-
-
-@pytest.mark.parametrize("canon,alias", ALL_ALIASES, ids=[f"{c}<-{a}" for c, a in ALL_ALIASES])
-def test_aliases_ignore_case_and_wandb_run_prefix(canon: str, alias: str) -> None:
-    raw = sample(alias)
-    assert resolve([raw.upper()])[canon]["source"] == raw.upper()
-    wb = f"my-run 3 - {raw}"
-    assert resolve([wb])[canon]["source"] == wb
-
-
-@pytest.mark.parametrize("canon,alias", ALL_ALIASES, ids=[f"{c}<-{a}" for c, a in ALL_ALIASES])
-def test_wandb_band_columns_match_nothing(canon: str, alias: str) -> None:
-    raw = f"run - {sample(alias)}"
-    assert resolve([raw + "__MIN", raw + "__MAX"]) == {}
 
 
 def test_step_keys_are_never_metrics() -> None:
@@ -91,23 +73,157 @@ def test_unknown_keys_stay_unmapped() -> None:
 # --------------------------------------------------------------------------- priority
 
 
-def _pairs():
-    for canon, al in ALIASES.items():
-        for i, j in itertools.combinations(range(len(al)), 2):
-            if sample(al[i]).lower() != sample(al[j]).lower():
-                yield canon, al[i], al[j]
+#: Precedences the table's comments and the documentation promise, stated here apart from
+#: the table, so that a table in the wrong order contradicts them: ``(canonical name, the
+#: key that must win, the keys it must beat, why)``. Each canonical metric's own name
+#: beating every other spelling of it is promised too (:func:`promises`).
+PROMISED = [
+    (
+        "loss",
+        winner,
+        ["train_loss_epoch", "TrainEpochStats/avg_loss", "TrainEpochStats/avg_loss_1"],
+        "a per-step train loss before the per-epoch aggregates (Lightning, Coqui)",
+    )
+    for winner in (
+        "train/loss",
+        "train_loss",
+        "training_loss",
+        "train_loss_step",
+        "loss_step",
+        "Loss/train",
+        "train/loss_step",
+        "TrainIterStats/loss",
+        "loss_1",
+        "TrainIterStats/loss_1",
+    )
+] + [
+    ("loss", "TrainIterStats/loss", ["TrainIterStats/loss_1"], "a model's one loss before a GAN generator's"),
+    ("loss", "TrainEpochStats/avg_loss", ["TrainEpochStats/avg_loss_1"], "a model's one loss before a GAN generator's"),
+    *[
+        ("eval_loss", winner, ["eval_squad_loss"], "a plain eval loss before one dataset's of several (HF)")
+        for winner in ("val_loss", "validation_loss", "valid_loss", "val/loss", "eval/loss", "EvalStats/loss")
+    ],
+    ("eval_loss", "val_loss", ["val_loss_epoch"], "Lightning's per-step validation loss before its epoch aggregate"),
+    ("eval_loss", "eval/avg_loss", ["eval/avg_loss_1"], "a model's one eval loss before a GAN generator's"),
+    ("eval_loss", "EvalStats/avg_loss", ["EvalStats/avg_loss_1"], "a model's one eval loss before a GAN generator's"),
+    (
+        "reward",
+        "rollout/return_history",
+        ["rollout/return"],
+        "the last 100 episodes' mean before the lagging all-time mean",
+    ),
+    *[
+        (
+            "reward",
+            winner,
+            ["eval_return", "eval/return", "evaluation/return"],
+            "training episodes' returns before eval",
+        )
+        for winner in ("return", "train/return", "train_return", "mean_return", "average_return")
+    ],
+]
 
 
-PAIRS = list(_pairs())
+def promises() -> list[tuple[str, str, list[str], str]]:
+    """:data:`PROMISED`, and for each canonical name: its own name beats every other alias."""
+    own = [
+        (canon, canon, [sample(a) for a in ALIASES[canon] if sample(a) != canon], "its own name first")
+        for canon in CANONICAL
+    ]
+    return own + PROMISED
 
 
-@pytest.mark.parametrize("canon,first,later", PAIRS, ids=[f"{c}:{a}>{b}" for c, a, b in PAIRS])
-def test_earlier_alias_wins(canon: str, first: str, later: str) -> None:
-    a, b = sample(first), sample(later)
-    for keys in ([a, b], [b, a]):
-        m = resolve(keys)[canon]
-        assert m["source"] == a
-        assert m["ignored"] == [b]
+def broken_promises(only: str | None = None) -> list[str]:
+    """Every promise :func:`resolve` breaks (of the canonical name ``only``, or of all): the
+    loser wins a record holding the two keys (in either order), or ranks before the winner
+    in a record holding every alias of the name."""
+    broken = []
+    for canon, winner, losers, why in promises():
+        if only not in (None, canon):
+            continue
+        everything = resolve([sample(a) for a in ALIASES[canon]])[canon]
+        ranked = [everything["source"], *everything["ignored"]]
+        for loser in losers:
+            for keys in ([winner, loser], [loser, winner]):
+                m = resolve(keys).get(canon)
+                if m != {"source": winner, "ignored": [loser], "how": "alias"}:
+                    broken.append(f"{canon}: {keys} -> {m} ({why})")
+            if loser not in ranked or winner not in ranked or ranked.index(loser) < ranked.index(winner):
+                broken.append(f"{canon}: {loser!r} does not rank after {winner!r} among every alias ({why})")
+    return broken
+
+
+def test_the_table_keeps_its_promised_order() -> None:
+    assert broken_promises() == []
+
+
+def _with_table(monkeypatch, canon: str, order: list[str]) -> None:
+    """Let resolve() read a table whose aliases of ``canon`` are ``order``."""
+    from trainproof.aliases import table
+
+    wrong = {**ALIASES, canon: tuple(order)}
+    assert sorted(wrong[canon]) == sorted(ALIASES[canon])  # the same aliases, another order
+    monkeypatch.setattr(table, "_TABLE", table.compile_table(wrong))
+
+
+@pytest.mark.parametrize("canon", CANONICAL)
+def test_a_reversed_table_breaks_a_promise(monkeypatch, canon: str) -> None:
+    _with_table(monkeypatch, canon, list(reversed(ALIASES[canon])))
+    assert broken_promises(canon)
+
+
+def _moved(canon: str, alias: str, before: str) -> list[str]:
+    order = [a for a in ALIASES[canon] if a != alias]
+    order.insert(order.index(before), alias)
+    return order
+
+
+@pytest.mark.parametrize(
+    ("canon", "alias", "before"),
+    [
+        ("loss", "train_loss_epoch", "train_loss_step"),  # an epoch aggregate moved up by one group
+        ("loss", "TrainIterStats/loss_1", "TrainIterStats/loss"),  # two adjacent aliases swapped
+        ("eval_loss", "re:eval_(.+)_loss", "EvalStats/loss"),
+        ("reward", "rollout/return", "rollout/return_history"),
+        ("reward", "eval_return", "average_return"),
+    ],
+)
+def test_one_alias_out_of_place_breaks_a_promise(monkeypatch, canon: str, alias: str, before: str) -> None:
+    _with_table(monkeypatch, canon, _moved(canon, alias, before))
+    assert broken_promises(canon)
+
+
+def test_a_record_of_every_alias_ranks_them_in_table_order() -> None:
+    """One record per canonical metric holding all its aliases at once: the first alias is
+    read, and the others are listed in table order (an alias that an earlier one, or a
+    pattern, already matches would rank out of place). Case and a W&B run prefix change
+    nothing, and two neighbours of the table rank the same in either column order."""
+    for canon, names in ALIASES.items():
+        keys = [sample(a) for a in names]
+        for spelled in (keys, [k.upper() for k in keys], [f"my-run 3 - {k}" for k in keys]):
+            run = build_runlog([Record(1.0, {k: float(i) for i, k in enumerate(spelled)}, 1)], "p", "jsonl")
+            assert set(run.mapping) == {canon}, (canon, run.mapping)
+            assert run.mapping[canon] == {"source": spelled[0], "ignored": spelled[1:], "how": "alias"}
+            assert run.get(canon).key == spelled[0] and run.get(canon).values.tolist() == [0.0]
+        for first, then in itertools.pairwise(keys):
+            for pair in ([first, then], [then, first]):
+                assert resolve(pair) == {canon: {"source": first, "ignored": [then], "how": "alias"}}
+
+
+def test_no_alias_belongs_to_two_canonical_names() -> None:
+    # resolve() gives a key to the first canonical name that claims it: an alias listed
+    # under a second name would never be read there.
+    claims = {
+        (canon, sample(a)): [c for c in CANONICAL if alias_rank(c, sample(a)) is not None]
+        for canon, names in ALIASES.items()
+        for a in names
+    }
+    assert {k: v for k, v in claims.items() if v != [k[0]]} == {}
+
+
+def test_wandb_band_columns_match_nothing() -> None:
+    keys = [f"run - {sample(a)}{band}" for names in ALIASES.values() for a in names for band in ("__MIN", "__max")]
+    assert resolve(keys) == {}
 
 
 def test_ignored_candidates_are_listed_in_priority_order() -> None:

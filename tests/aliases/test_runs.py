@@ -10,8 +10,30 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from trainproof.aliases import resolve, words
+from trainproof.aliases.runs import is_band, run_of, runs_in, split_run
 from trainproof.api import doctor, judge, judge_all, read_runlog, read_runlogs
 from trainproof.cli import cli
+
+
+def test_a_panel_export_column_splits_at_its_last_separator() -> None:
+    assert split_run("my run - 3 - train/loss") == ("my run - 3", "train/loss")
+    assert split_run("train/loss") == (None, "train/loss")
+    assert split_run(" alpha  -  lr") == (" alpha ", " lr")  # nothing stripped here
+    assert run_of(" alpha  -  lr") == "alpha" and run_of("Step") is None
+    # The table, the key words and the runs read a column the same way.
+    assert resolve([" alpha  -  lr"])["lr"]["source"] == " alpha  -  lr"
+    assert words("a - b - Train/EvalLoss") == ["train", "eval", "loss"]
+
+
+def test_band_columns_are_any_case() -> None:
+    assert is_band("run - loss__MIN") and is_band("run - loss__max") and is_band("loss__Min")
+    assert not is_band("loss__mean") and not is_band("min_loss")
+
+
+def test_two_runs_make_a_log_of_several_runs() -> None:
+    assert runs_in(["Step", "a - loss", "a - loss__MIN"]) == {}
+    assert runs_in(["Step", "b - loss", "a - loss", "a - lr"]) == {"a": ["a - loss", "a - lr"], "b": ["b - loss"]}
 
 
 def test_wandb_export_of_several_runs_judges_one_run(tmp_path: Path) -> None:

@@ -15,9 +15,11 @@ learning rate, with a parameter-group suffix (``train_lr``, ``optim/learning_rat
 ``optim/total_grad_norm``; see :data:`PREFIXED`), after every alias that matches as
 written. W&B's ``…__MIN`` / ``…__MAX`` companion columns match nothing and stay raw series.
 
-The table is data and matching only: it imports nothing of the package but the W&B column
-names (:mod:`.runs`), so a reader that needs only the step keys, or a test that builds a
-differently ordered table (:func:`compile_table`), reaches it alone.
+The table is data and matching only, apart from the judgement of the loss fallback
+(:mod:`.loss_fallback`) and from how the two are combined (:mod:`.mapping`): it imports
+nothing of the package but the W&B column names (:mod:`.runs`). :func:`compile_table`
+builds the matchers of any table shaped like :data:`ALIASES` (the tests build wrongly
+ordered ones to show that their checks of the order fail on them).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ CANONICAL = (
     "loss_scale",
 )
 
-#: canonical name -> ordered aliases. Earlier aliases win over later ones.
+#: canonical name -> ordered aliases. Earlier aliases win over later ones; the precedences
+#: the comments below give are checked by ``PROMISED`` in tests/aliases/test_table.py.
 #: Plain strings match a raw key exactly (ignoring case); ``re:`` entries are regular
 #: expressions matched against the whole key.
 ALIASES: dict[str, tuple[str, ...]] = {

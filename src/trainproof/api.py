@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import sources
-from .aliases import MappingError
+from .aliases.mapping import MappingError
 from .discover import Candidate, experiment_of
 from .engines import ENDED_POOLS, map_judge, usable_cpus  # noqa: F401 - ENDED_POOLS, usable_cpus: kept importable from the API
 from .findings import EXPERIMENT_SEP, Finding, Report, worst_first

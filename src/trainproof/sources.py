@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .aliases import MappingError
+from .aliases.mapping import MappingError
 from .discover import Candidate, fold_copies, group_runs, walk
 from .formats import (
     NoRuns,

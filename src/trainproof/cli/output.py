@@ -78,7 +78,7 @@ def settings(command: str, as_json: bool, maps=(), mute=(), config_path: Path | 
     Raises:
         click.exceptions.Exit: a bad ``--map`` or configuration (its line printed; exit 2).
     """
-    from ..aliases import MappingError, parse_map_option
+    from ..aliases.mapping import MappingError, parse_map_option
     from ..config import ConfigError, load_config
 
     try:

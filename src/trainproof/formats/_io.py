@@ -67,7 +67,7 @@ def reading():
     except ReadError:
         raise
     except Exception as e:
-        from ..aliases import MappingError
+        from ..aliases.mapping import MappingError
         from ..runlog import LimitError
 
         if isinstance(e, MappingError) or _by_interrupt(e):

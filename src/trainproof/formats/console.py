@@ -91,7 +91,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import aliases
+from ..aliases.vocabulary import console_words
 from ..runlog import Record
 from ._io import HEAD_BYTES, Lines, ReadError, open_binary, open_text
 from .coqui import ANSI
@@ -151,10 +151,10 @@ def _mark(words: frozenset[str]) -> re.Pattern:
     return re.compile(rf"(?<![\w/.])(?:{alts})(?![\w/.])", re.I)
 
 
-# The split words and the step words come from the alias vocabulary (aliases.VOCABULARY),
+# The split words and the step words come from the alias vocabulary (aliases.vocabulary.VOCABULARY),
 # as a console line reads them.
-_EVAL_MARK = _mark(aliases.console_words("eval"))
-_TEST_MARK = _mark(aliases.console_words("test"))
+_EVAL_MARK = _mark(console_words("eval"))
+_TEST_MARK = _mark(console_words("test"))
 _ACC = re.compile(r"acc", re.I)
 # A tqdm bar's position: ``45%|████ | 45/100``; the bar is bounded so a line of pipes
 # cannot make the search long.
@@ -194,15 +194,15 @@ _LLMC_NAMES = {"trl": "loss", "tel": "eval_loss", "lr": "lr", "norm": "grad_norm
 #: report) inside a capture of the run: its numbers are trainproof's, not the run's.
 _OWN_LINE = re.compile(r"^(?:trainproof(?: \(rank \d+\))?: |\s*(?:PASS|INFO|WARN|FAIL|NOT-CHECKED)\s+TP-[A-Z0-9-]+: )")
 
-_EPOCH_WORDS = aliases.console_words("epoch")
-_COUNTER_WORDS = aliases.console_words("step")
-_GLOBAL_WORDS = aliases.console_words("global")
+_EPOCH_WORDS = console_words("epoch")
+_COUNTER_WORDS = console_words("step")
+_GLOBAL_WORDS = console_words("global")
 #: The global counts that win over another global word on the same line (SB3 prints
 #: ``total_timesteps`` beside its ``n_updates``): the environment steps are the x axis.
 _GLOBAL_FIRST = ("total_timesteps", "num_updates")
 #: The prefixes of an eval or test key: the split words no other split word starts
 #: (``val`` for ``valid``, ``validation``; ``eval``; ``test``).
-_SPLIT_WORDS = aliases.console_words("eval", "test")
+_SPLIT_WORDS = console_words("eval", "test")
 _EVAL_KEYS = tuple(sorted(w for w in _SPLIT_WORDS if not any(v != w and w.startswith(v) for v in _SPLIT_WORDS)))
 _SPLIT_NAMES = {
     "train": "train_loss",

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..aliases import words
+from ..aliases.vocabulary import words
 from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct, step, times

@@ -18,7 +18,7 @@ def compare_cmd(baseline: str, runs, fmt: str, maps, as_json: bool, mute, config
     A run on shuffled labels lowers its own loss and looks healthy alone; against a
     baseline its loss floor sits far above. Prints a ranking table, worst first.
     """
-    from ...aliases import MappingError
+    from ...aliases.mapping import MappingError
     from ...api import compare as api_compare
     from ...findings import exit_code
     from ...formats import ReadError

@@ -18,7 +18,7 @@ def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, ou
     CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow run folder.
     LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] extra). A log that
     holds several runs (a W&B export) gives one report per run, worst first."""
-    from ...aliases import MappingError
+    from ...aliases.mapping import MappingError
     from ...api import read_runlogs
     from ...findings import worst_first
     from ...formats import ReadError

@@ -1,0 +1,293 @@
+"""The loss fallback: which key is the train (or eval) loss when no alias names it.
+
+When no alias names the train loss (or the eval loss), the loss is chosen among the keys
+whose *words* name a loss (:func:`loss_candidate`). A key is split into lower-case words at
+every non-alphanumeric character and at every lower-to-upper case change
+(``train/CrossEntropyLoss`` -> ``train cross entropy loss``;
+:func:`~trainproof.aliases.vocabulary.words`). A key is a
+candidate when one word is a loss word (:data:`LOSS_WORDS`: ``loss``, ``losses``,
+``cost``, ``nll``, ``elbo``, ``mse``, or any word ending in ``loss`` such as
+``logloss``), and never when one word says it is something else (:data:`NOT_LOSS_WORDS`:
+an accuracy, a learning rate, a count, a time, a scale, a gradient norm, a weight, a
+best-so-far, a min/max band…). Each candidate has a split (a word from
+:data:`EVAL_WORDS` makes it an eval loss, one from :data:`TRAIN_WORDS` a train loss, else
+unmarked: read as train), a kind (a *total* when its other words are only total words,
+:data:`TOTAL_WORDS`, or none; a *component* otherwise: ``loss_cls``, ``train/box_loss``)
+and a granularity (per step: ``step``/``batch``/``iter`` words; per epoch: ``epoch``;
+else unmarked, between the two). The train loss is the first train or unmarked candidate
+in the order
+
+1. a total before a component (``total_loss`` beats ``loss_cls``);
+2. train before unmarked (``train_loss_batch`` beats ``mean_loss``);
+3. per step, then unmarked, then per epoch (``loss_step`` beats ``loss_epoch``);
+4. fewer words, then the alphabetically first key (so column order never matters).
+
+The eval loss is the first eval candidate in the same order: a log whose only loss is a
+validation or test loss gets it as ``eval_loss``, never ignored. When the best train (or
+eval) candidate is a component, there is no total to read:
+
+* components of one objective (YOLO's ``train/box_loss``, ``train/obj_loss``,
+  ``train/cls_loss``; detectron2's ``loss_*`` without ``total_loss``; a VAE's
+  ``recon_loss`` and ``kld_loss``) are summed into the total the optimiser minimises,
+  reported as ``how: "fallback"`` with ``sum_of`` listing them, over the steps where every
+  one of them is logged (:class:`~trainproof.runlog.RunLogBuilder` builds the sum; a
+  component that is exactly zero by construction, such as a one-class detector's class
+  loss, then cannot pass for a collapsed loss);
+* components of separate networks (RL ``loss_actor``/``loss_critic``,
+  ``policy_gradient_loss``/``value_loss``, a GAN's generator and discriminator:
+  :data:`SEPARATE_NETWORK_WORDS`) have no meaningful sum, and none of them is a loss that
+  must fall in a healthy run (an actor's ``-Q`` falls or rises with the returns, a
+  critic's TD error grows with them): no loss is mapped, and the run is not judged on a
+  loss (``TP-NO-LOSS``) rather than judged on the wrong curve. A total beside them
+  (``total_loss`` with ``value_loss`` and ``policy_gradient_loss``) is read as usual.
+
+The report's ``mapping`` says ``how: "fallback"`` and lists the other candidates under
+``ignored`` (the first of them is the runner-up).
+
+The fallback is a judgement of its own (what is a loss, which of several is *the* loss, when
+components are summed) beside the alias table's plain ranking: it reads keys by their words
+(:mod:`.vocabulary`), never by the table, and :func:`~trainproof.aliases.mapping.resolve`
+asks it only for keys no alias claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .runs import is_band
+from .vocabulary import key_words, words
+
+#: Words that name a loss. A word ending in ``loss`` (``logloss``, ``bceloss``) is one too.
+LOSS_WORDS = frozenset({"loss", "losses", "cost", "nll", "elbo", "mse"})
+
+#: Words that make a key something other than a loss even when it has a loss word: an
+#: accuracy, a learning rate, a count, a time, the mixed-precision scale, a gradient norm,
+#: a loss weight or coefficient, a best-so-far or a band, a ratio or share.
+NOT_LOSS_WORDS = frozenset(
+    {
+        "acc",
+        "accuracy",
+        "lr",
+        "learning",
+        "rate",
+        "count",
+        "counts",
+        "num",
+        "number",
+        "n",
+        "time",
+        "timestamp",
+        "duration",
+        "sec",
+        "secs",
+        "seconds",
+        "ms",
+        "scale",
+        "scaler",
+        "grad",
+        "grads",
+        "gradients",
+        "norm",
+        "weight",
+        "weights",
+        "coef",
+        "coeff",
+        "coefficient",
+        "lambda",
+        "alpha",
+        "beta",
+        "best",
+        "min",
+        "max",
+        "ratio",
+        "std",
+        "var",
+        "variance",
+        "percent",
+        "pct",
+        "frac",
+        "fraction",
+        "improvement",
+        "delta",
+        "diff",
+        "threshold",
+        "patience",
+        "clip",
+        "clipped",
+        "skipped",
+        "nan",
+        "inf",
+        "is",
+        "has",
+    }
+)
+
+#: Words that mark an evaluation split (validation, test, dev, held-out).
+EVAL_WORDS = key_words("eval", "test")
+
+#: Words that mark the training split.
+TRAIN_WORDS = key_words("train")
+
+#: Words that leave a loss a total: an aggregate, or a running/smoothed reading of it.
+TOTAL_WORDS = frozenset(
+    {
+        "total",
+        "overall",
+        "combined",
+        "full",
+        "sum",
+        "all",
+        "mean",
+        "avg",
+        "average",
+        "current",
+        "running",
+        "smoothed",
+        "smooth",
+        "ema",
+        "reduced",
+        "global",
+        "stats",
+        "iter",
+        "logs",
+        "metrics",
+    }
+)
+
+#: Words that name what kind of loss it is (cross-entropy, NLL, a regression error), not a
+#: part of it: ``train/CrossEntropyLoss`` and ``val/rmse_loss`` are totals.
+LOSS_KIND_WORDS = frozenset(
+    {"ce", "bce", "xent", "crossentropy", "nll", "mse", "rmse", "mae", "l1", "l2", "huber", "ctc", "lm", "mlm", "clm"}
+)
+
+_STEP_WORDS = key_words("step")
+_EPOCH_WORDS = key_words("epoch")
+
+#: Component words of separate networks or objectives whose sum means nothing (RL
+#: actor-critic and policy/value terms, GAN generator and discriminator, entropy bonuses).
+SEPARATE_NETWORK_WORDS = frozenset(
+    {
+        "actor",
+        "critic",
+        "policy",
+        "pg",
+        "value",
+        "vf",
+        "qf",
+        "q",
+        "entropy",
+        "generator",
+        "discriminator",
+        "gen",
+        "disc",
+        "objective",
+    }
+)
+
+#: At most this many components are summed into a synthesized total; more than that are
+#: several groups (a multi-agent log), not one objective.
+MAX_SUM_PARTS = 8
+
+
+def _is_loss_word(w: str) -> bool:
+    return w in LOSS_WORDS or (w.endswith("loss") and len(w) > 4)
+
+
+def loss_candidate(raw: str) -> dict | None:
+    """How the fallback order sees one raw key, or ``None`` when it is no loss.
+
+    Returns:
+        ``{"split": "train"|"eval"|"unmarked", "total": bool, "granularity":
+        "step"|"unmarked"|"epoch", "parts": [the words that make it a component],
+        "words": [...]}``.
+    """
+    if is_band(raw):
+        return None
+    ws = words(raw)
+    if not any(_is_loss_word(w) for w in ws) or any(w in NOT_LOSS_WORDS for w in ws):
+        return None
+    wset = set(ws)
+    split = "eval" if wset & EVAL_WORDS else "train" if wset & TRAIN_WORDS else "unmarked"
+    gran = "step" if wset & _STEP_WORDS else "epoch" if wset & _EPOCH_WORDS else "unmarked"
+    # "cross entropy" is a kind of loss; a bare "entropy" loss is an RL entropy bonus.
+    kinds = ws if "cross" not in wset else [w for w in ws if w not in ("cross", "entropy")]
+    parts = [
+        w
+        for w in kinds
+        if not (
+            _is_loss_word(w)
+            or w in EVAL_WORDS
+            or w in TRAIN_WORDS
+            or w in TOTAL_WORDS
+            or w in LOSS_KIND_WORDS
+            or w in _STEP_WORDS
+            or w in _EPOCH_WORDS
+        )
+    ]
+    total = not parts or bool(wset & {"total", "overall", "combined", "full", "sum"})
+    return {"split": split, "total": total, "granularity": gran, "parts": parts, "words": ws}
+
+
+_SPLIT_RANK = {"train": 0, "unmarked": 1, "eval": 0}
+_GRAN_RANK = {"step": 0, "unmarked": 1, "epoch": 2}
+
+
+def _order(key: str, c: dict) -> tuple:
+    return (not c["total"], _SPLIT_RANK[c["split"]], _GRAN_RANK[c["granularity"]], len(c["words"]), key)
+
+
+def fallback_entry(canon: str, keys: Iterable[str]) -> dict | None:
+    """The mapping entry the loss fallback order gives ``canon`` (``loss`` or
+    ``eval_loss``) among ``keys``, or ``None`` when no key is a candidate for it.
+
+    Returns:
+        ``{"source", "ignored", "how": "fallback", "why"}``, plus ``"sum_of"`` (the
+        component keys, sorted; ``source`` is then their names joined by ``+``) when the
+        loss is the sum of one objective's components.
+    """
+    want_eval = canon == "eval_loss"
+    cands = []
+    for k in keys:
+        c = loss_candidate(k)
+        if c is not None and (c["split"] == "eval") == want_eval:
+            cands.append((_order(k, c), k, c))
+    if not cands:
+        return None
+    cands.sort()
+    _, best, bc = cands[0]
+    ranked = [k for _, k, _ in cands]
+    split = {"train": "train", "eval": "evaluation", "unmarked": "unmarked (read as train)"}[bc["split"]]
+    if bc["total"]:
+        gran = {"step": ", logged per step", "epoch": ", logged per epoch", "unmarked": ""}[bc["granularity"]]
+        why = f"no alias names it: the first {split} total loss by the fallback order{gran}"
+        return {"source": best, "ignored": ranked[1:], "how": "fallback", "why": why}
+    # No total: the components of the best (split, granularity) class.
+    same = [
+        (o, k, c)
+        for o, k, c in cands
+        if not c["total"] and c["split"] == bc["split"] and c["granularity"] == bc["granularity"]
+    ]
+    separate = any(set(c["parts"]) & SEPARATE_NETWORK_WORDS for _, _, c in same)
+    if separate:
+        # An actor's loss (-Q), a policy-gradient term or a GAN's losses need not fall in a
+        # healthy run, and a critic's TD loss grows with the returns it predicts: none of
+        # them can be judged as "the" training loss, so none is mapped (TP-NO-LOSS says so).
+        return None
+    if len(same) < 2 or len(same) > MAX_SUM_PARTS:
+        chosen = best
+        why = (
+            f"no total loss; {len(same)} components, too many to be one objective: the first "
+            "by the fallback order is read"
+            if len(same) > MAX_SUM_PARTS
+            else "no total loss; its only component is read"
+        )
+        return {"source": chosen, "ignored": [k for k in ranked if k != chosen], "how": "fallback", "why": why}
+    parts = sorted(k for _, k, _ in same)
+    why = f"no total loss: the sum of its {len(parts)} {split} components, over the steps where every one is logged"
+    return {
+        "source": "+".join(parts),
+        "ignored": [k for k in ranked if k not in parts],
+        "how": "fallback",
+        "why": why,
+        "sum_of": parts,
+    }

@@ -1,0 +1,285 @@
+"""The alias table: the canonical metric names, the raw keys that mean each of them, and the
+raw keys that name the training step.
+
+Readers keep every raw key; :func:`~trainproof.aliases.mapping.resolve` decides which raw
+key stands for each canonical metric, and this module says how well a raw key matches one:
+its rank (:func:`alias_rank`). When several raw keys of one log match the same canonical
+name, the one whose alias comes first in :data:`ALIASES` wins (ties between raw keys
+matching the same alias, e.g. two ``lr-*`` columns, go to the alphabetically first raw
+key); the report's ``mapping`` lists the winner and the candidates it beat.
+
+Matching ignores case, and for W&B chart exports (``"<run name> - train/loss"``) it also
+tries the part after the last ``" - "`` (:func:`~trainproof.aliases.runs.split_run`). The
+learning rate and the gradient norm also match behind a train-side namespace and, for the
+learning rate, with a parameter-group suffix (``train_lr``, ``optim/learning_rate_group0``,
+``optim/total_grad_norm``; see :data:`PREFIXED`), after every alias that matches as
+written. W&B's ``…__MIN`` / ``…__MAX`` companion columns match nothing and stay raw series.
+
+The table is data and matching only, apart from the judgement of the loss fallback
+(:mod:`.loss_fallback`) and from how the two are combined (:mod:`.mapping`): it imports
+nothing of the package but the W&B column names (:mod:`.runs`). :func:`compile_table`
+builds the matchers of any table shaped like :data:`ALIASES` (the tests build wrongly
+ordered ones to show that their checks of the order fail on them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from .runs import is_band, split_run
+
+#: Canonical metric names (see DESIGN.md, "Data model").
+CANONICAL = (
+    "loss",
+    "eval_loss",
+    "lr",
+    "grad_norm",
+    "epoch",
+    "time",
+    "step_time",
+    "loader_time",
+    "gpu_util",
+    "update_ratio",
+    "throughput",
+    "kl",
+    "reward",
+    "loss_scale",
+)
+
+#: canonical name -> ordered aliases. Earlier aliases win over later ones; the precedences
+#: the comments below give are checked by ``PROMISED`` in tests/aliases/test_table.py.
+#: Plain strings match a raw key exactly (ignoring case); ``re:`` entries are regular
+#: expressions matched against the whole key.
+ALIASES: dict[str, tuple[str, ...]] = {
+    # Per-step train loss first; Lightning's per-epoch aggregate only when nothing else.
+    "loss": (
+        "loss",
+        "train/loss",
+        "train_loss",
+        "training_loss",
+        "train_loss_step",
+        "loss_step",
+        "Loss/train",
+        "train/loss_step",
+        "epoch_loss",  # Keras TensorBoard callback
+        "TrainIterStats/loss",  # Coqui's event files
+        # Coqui GAN models (VITS, HiFi-GAN) log no single loss: loss_0 is the
+        # discriminator's total, loss_1 the generator's (the model being trained).
+        "loss_1",
+        "TrainIterStats/loss_1",
+        # Epoch aggregates, only when nothing per step exists.
+        "train_loss_epoch",
+        "TrainEpochStats/avg_loss",
+        "TrainEpochStats/avg_loss_1",
+    ),
+    # Multi-dataset HF evaluation (``eval_<name>_loss``) only when no plain eval loss.
+    "eval_loss": (
+        "eval_loss",
+        "val_loss",
+        "validation_loss",
+        "valid_loss",
+        "val/loss",
+        "eval/loss",
+        "Loss/val",
+        "val_loss_epoch",
+        "validation/loss",
+        "validation/epoch_loss",  # Keras TensorBoard callback (validation/ folder)
+        "eval/avg_loss",  # Coqui's EVALUATION block
+        "EvalStats/avg_loss",
+        "EvalStats/loss",
+        "eval/avg_loss_1",
+        "EvalStats/avg_loss_1",
+        "re:eval_(.+)_loss",
+    ),
+    "lr": (
+        "lr",
+        "learning_rate",
+        "train/learning_rate",
+        "train/lr",
+        "current_lr",  # Coqui
+        "current_lr_1",  # Coqui GAN: the generator's optimizer
+        "TrainIterStats/current_lr",
+        "TrainIterStats/current_lr_1",
+        "re:lr-.+",  # Lightning LearningRateMonitor: lr-<OptimizerName>
+    ),
+    "grad_norm": (
+        "grad_norm",
+        "train/grad_norm",
+        "gradient_norm",
+        "total_norm",
+        "total_grad_norm",  # DeepSpeed, OLMo's optim/total_grad_norm
+        "gnorm",
+        "grad_norm_1",
+        "TrainIterStats/grad_norm",
+        "TrainIterStats/grad_norm_1",
+    ),
+    "epoch": ("epoch", "train/epoch"),
+    "time": ("time", "wall_time", "_timestamp", "timestamp"),
+    "step_time": (
+        "step_time",
+        "train/step_time",
+        "iter_time",
+        "batch_time",
+        "time/step",
+        "TrainIterStats/step_time",
+    ),  # Coqui's event file
+    "loader_time": ("loader_time", "data_time", "train/data_time", "time/data", "TrainIterStats/loader_time"),
+    "gpu_util": ("gpu_util", "gpu_utilization", "system/gpu.0.gpu"),
+    "update_ratio": ("update_ratio", "update_to_weight_ratio"),
+    # The mixed-precision loss scale (torch GradScaler, DeepSpeed, Coqui's amp_scaler).
+    "loss_scale": ("loss_scale", "amp_scaler", "train/loss_scale", "scaler/scale", "grad_scale"),
+    # RL and preference objectives (TRL GRPO/PPO/DPO): the policy's KL to the reference
+    # model and the mean reward.
+    "kl": ("kl", "objective/kl", "train/kl", "policy/kl", "ppo/policy/kl"),
+    "reward": (
+        "reward",
+        "train/reward",
+        "objective/scores",
+        "rewards/mean",
+        "env/reward_mean",
+        "rollout/ep_rew_mean",
+        "ep_rew_mean",
+        "episode_reward_mean",
+        "mean_reward",
+        # OpenAI baselines: return_history is the mean of the last 100 episodes,
+        # return the mean of every episode since the start (it lags), so the first.
+        "rollout/return_history",
+        "rollout/return",
+        "episode_return",
+        "episode/return",
+        # Model-based and off-policy RL loops (Dreamer, MBPO) log only returns: the
+        # training episodes' first, else the evaluation episodes' (their return is still the
+        # objective; a log with no loss is judged on it rather than not at all).
+        "return",
+        "train/return",
+        "train_return",
+        "mean_return",
+        "average_return",
+        "eval_return",
+        "eval/return",
+        "evaluation/return",
+        "train/rewards/margins",
+        "rewards/margins",
+    ),
+    "throughput": (
+        "throughput",
+        "samples_per_second",
+        "train/samples_per_second",
+        "tokens_per_second",
+        "train/tokens_per_second",
+    ),
+}
+
+#: Raw keys that name the x axis (training step), in order of preference.
+STEP_KEYS = (
+    "step",
+    "global_step",
+    "_step",
+    "trainer/global_step",
+    "train/global_step",
+    "current_steps",
+    "iteration",
+    "iter",
+    # RL loggers count environment steps: OpenAI baselines' ``total/steps``,
+    # Stable-Baselines3's ``time/total_timesteps`` and hand-written equivalents.
+    "time/total_timesteps",
+    "total_timesteps",
+    "total timesteps",
+    "total/steps",
+    # A progress counter in percent rises with training like a step (a log with no
+    # step counter at all, e.g. a hand-written JSONL logger's ``progress_percent``).
+    "progress_percent",
+)
+
+_STEP_KEYS_LOWER = {k.lower(): i for i, k in enumerate(STEP_KEYS)}
+
+
+def compile_table(aliases: Mapping[str, tuple[str, ...]]) -> dict[str, list[tuple[int, object]]]:
+    """canonical name -> ``[(rank, matcher), ...]`` for a table shaped like :data:`ALIASES`:
+    a plain alias becomes its lower-case string, a ``re:`` alias a case-insensitive pattern
+    (matched against the whole key); the rank is the alias's index in its tuple."""
+    table: dict[str, list[tuple[int, object]]] = {}
+    for canon, names in aliases.items():
+        entries: list[tuple[int, object]] = []
+        for rank, alias in enumerate(names):
+            if alias.startswith("re:"):
+                entries.append((rank, re.compile(alias[3:], re.IGNORECASE)))
+            else:
+                entries.append((rank, alias.lower()))
+        table[canon] = entries
+    return table
+
+
+_TABLE = compile_table(ALIASES)
+
+
+#: Canonical names whose aliases also match behind a train-side namespace
+#: (:data:`TRAIN_PREFIX`) and, for the learning rate, with a parameter-group suffix
+#: (:data:`GROUP_SUFFIX`): ``train_lr``, ``train/learning_rate``,
+#: ``optim/learning_rate_group0``, ``optim/total_grad_norm``. Only whole names match
+#: after the prefix is taken off, so ``lr_scale`` or ``grad_norm_clip`` stay raw, and an
+#: eval-side name (``eval/grad_norm``) never becomes a train metric.
+PREFIXED = ("lr", "grad_norm")
+
+#: A namespace that says a metric belongs to the optimiser's training step, written with
+#: ``/``, ``_``, ``.`` or ``-`` after it (the console reader writes ``/`` as ``_``).
+TRAIN_PREFIX = re.compile(r"^(?:train|training|trainer|optim|optimizer|opt)[/_.-](?P<rest>.+)$", re.IGNORECASE)
+
+#: A parameter group's index after a learning rate (``learning_rate_group0``,
+#: ``lr/group_1``, ``lr_pg0``): the rate of one group of the optimiser.
+GROUP_SUFFIX = re.compile(r"^(?P<rest>.+?)[/_.-](?:group|param_group|pg)[_-]?\d+$", re.IGNORECASE)
+
+
+def alias_rank(canon: str, raw: str) -> int | None:
+    """Rank of the first alias of ``canon`` matching ``raw``, or ``None``.
+
+    A name that matches only after a train-side prefix or a parameter-group suffix is
+    taken off (:data:`PREFIXED`) ranks after every alias that matches it as written, so a
+    log's plain ``lr`` column beats its ``train_lr``.
+    """
+    if is_band(raw):
+        # Checked before matching: a regex alias such as ``lr-.+`` would match
+        # "run - lr-AdamW__MIN" and could win the tie-break over the real column.
+        return None
+    names = [raw.lower()]
+    run, metric = split_run(raw)
+    if run is not None:  # W&B chart export: "<run> - train/loss"
+        names.append(metric.strip().lower())
+    r = _rank_of(canon, names)
+    if r is not None or canon not in PREFIXED:
+        return r
+    stripped = []
+    for name in names:
+        m = TRAIN_PREFIX.match(name)
+        core = m.group("rest") if m else name
+        g = GROUP_SUFFIX.match(core) if canon == "lr" else None
+        stripped += [c for c in (core, g.group("rest") if g else None) if c is not None and c != name]
+    r = _rank_of(canon, stripped)
+    return None if r is None else len(_TABLE[canon]) + r
+
+
+def _rank_of(canon: str, names: list[str]) -> int | None:
+    for rank, alias in _TABLE[canon]:
+        for name in names:
+            if isinstance(alias, str):
+                if name == alias:
+                    return rank
+            elif alias.fullmatch(name):  # type: ignore[union-attr]
+                return rank
+    return None
+
+
+def is_step_key(raw: str) -> bool:
+    """True when ``raw`` names the training step (see :data:`STEP_KEYS`)."""
+    return raw.lower() in _STEP_KEYS_LOWER
+
+
+def step_key(keys: Iterable[str]) -> str | None:
+    """The preferred step key among ``keys`` (by :data:`STEP_KEYS` order), or ``None``."""
+    best: tuple[int, str] | None = None
+    for k in keys:
+        r = _STEP_KEYS_LOWER.get(k.lower())
+        if r is not None and (best is None or (r, k) < best):
+            best = (r, k)
+    return best[1] if best else None

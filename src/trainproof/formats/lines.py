@@ -319,7 +319,7 @@ class Lines:
         return self.splitter.next_line
 
     def _load(self, first: int, body: str) -> None:
-        self._lines = (_CR_LINE if self.splitter.cr else _LF_LINE).findall(body)
+        self._lines = (_CR_LINE if self.splitter.cr and "\r" in body else _LF_LINE).findall(body)
         self._i, self._first = 0, first
         self.unterminated = False
 

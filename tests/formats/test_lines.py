@@ -89,6 +89,12 @@ def test_lines_kept_as_written_are_those_of_universal_newlines_whatever_the_chun
     lines = Lines(io.StringIO(text[cut:], newline=""), newline="", size=size, first=text[:cut])
     assert _taken(lines) == list(enumerate(ref, 1))
     assert lines.unterminated == (bool(ref) and not ref[-1].endswith(("\r", "\n")))
+    # With a cap: a line of 4 characters or more (its end not counted) is given out as an
+    # empty line that joins no line end around it, or as " " at the unterminated end.
+    capped = Lines(io.StringIO(text[cut:], newline=""), 4, newline="", size=size, first=text[:cut])
+    want = [ln if len(ln.rstrip("\r\n")) < 4 else "\r\n" if ln.endswith(("\r", "\n")) else " " for ln in ref]
+    assert _taken(capped) == list(enumerate(want, 1))
+    assert capped.overlong == [n for n, ln in enumerate(ref, 1) if len(ln.rstrip("\r\n")) >= 4]
 
 
 def _numbered_reference(text: str, limit: int) -> tuple[list[tuple[int, str]], list[int]]:
@@ -366,3 +372,26 @@ def test_watch_counts_a_crlf_split_between_reads_as_one_line_end(tmp_path, monke
     assert g.records == 4
     assert g.meta["dropped"] == ["skipped 1 line(s) longer than 28 characters (lines 3): not read"]
     assert g.runlog().series["loss"].lines.tolist() == [1, 2, 4, 5]
+
+
+# --------------------------------------------------------------------------- CSV through Lines
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_csv_skips_an_overlong_row_at_its_line_whatever_the_chunk_size(tmp_path, monkeypatch, newline):
+    """CSV reads its header line by line and its rows a chunk at a time from one
+    :class:`Lines`: an overlong row is skipped with its own number, the rows after it keep
+    theirs, wherever the chunks end (also right after the header, and quoted rows)."""
+    from trainproof.api import read_runlog
+    from trainproof.formats import csv as csv_reader
+
+    rows = ["step,loss", "1,0.5", "2," + "9" * 30, "3,0.25", '4,"0.125"', "5," + "8" * 20, "6,0.0625"]
+    p = tmp_path / "metrics.csv"
+    p.write_bytes((newline.join(rows) + newline).encode())
+    monkeypatch.setattr(csv_reader, "MAX_LINE", 16)
+    for chunk in [*range(1, 30), 1 << 22]:
+        monkeypatch.setattr(csv_reader, "_CHUNK", chunk)
+        run = read_runlog(p, fmt="csv")
+        assert run.series["loss"].lines.tolist() == [2, 4, 5, 7], chunk
+        assert run.series["loss"].steps.tolist() == [1.0, 3.0, 4.0, 6.0], chunk
+        assert "skipped 2 line(s) longer than 16 characters (lines 3, 6): not read" in run.notes, chunk

@@ -574,7 +574,7 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
         parser = RowParser(delim)
         _prepare(path, f, parser, state)
         f.seek(0)
-        table = Lines(f, newline="", size=_CHUNK)
+        table = Lines(f, MAX_LINE, newline="", size=_CHUNK)
         yield from _read_chunks(table, parser, state)
     table.note(state)
     parser.finish(state)

@@ -92,8 +92,8 @@ class LineSplitter:
 
     def feed(self, text: str) -> tuple[int, str] | None:
         """Add ``text``; return ``(number of its first line, lines)`` for the lines it
-        completes (each with its line end; an overlong one given out as ``\\n``), or
-        ``None`` when it completes none."""
+        completes (each with its line end; an overlong one given out empty, as
+        :attr:`empty`), or ``None`` when it completes none."""
         cr = self.cr
         if cr:
             if self._cr:
@@ -112,7 +112,7 @@ class LineSplitter:
                 if not end:
                     return None
             # The overlong line ends here: it is given out as an empty line.
-            text, self.skipping = "\n" + text[end:], False
+            text, self.skipping = self.empty + text[end:], False
         text = self.carry + text if self.carry else text
         cut = (max(text.rfind("\n"), text.rfind("\r")) if cr else text.rfind("\n")) + 1
         body, self.carry = text[:cut], text[cut:]
@@ -132,14 +132,14 @@ class LineSplitter:
 
     def _empty_overlong(self, body: str, first: int) -> str:
         """``body`` with each line of ``limit`` characters or more (its end not counted)
-        given out as ``\\n``, its number noted."""
+        given out as :attr:`empty`, its number noted."""
         limit = self.limit
         if self.cr:
             lines = _CR_LINE.findall(body)
             for i, ln in enumerate(lines):
                 if len(ln.rstrip("\r\n")) >= limit:
                     self.overlong.append(first + i)
-                    lines[i] = "\n"
+                    lines[i] = "\r\n"
             return "".join(lines)
         lines = body.split("\n")
         for i, ln in enumerate(lines):
@@ -147,6 +147,13 @@ class LineSplitter:
                 self.overlong.append(first + i)
                 lines[i] = ""
         return "\n".join(lines)
+
+    @property
+    def empty(self) -> str:
+        """The empty line an overlong line is given out as: ``\\n``; ``\\r\\n`` with
+        ``cr=True``, which no line end before or after it joins (a ``\\n`` after a
+        line that ends in a lone ``\\r`` would make one CRLF of the two)."""
+        return "\r\n" if self.cr else "\n"
 
     def end(self) -> tuple[int, str] | None:
         """At the end of the text: the line a held ``\\r`` ends (``cr=True``), as
@@ -159,7 +166,7 @@ class LineSplitter:
         self.next_line += 1
         if self.skipping:
             self.skipping = False
-            return first, "\n"
+            return first, self.empty
         body, self.carry = self.carry + "\r", ""
         return first, body
 
@@ -267,7 +274,7 @@ class Lines:
     :class:`LineSplitter`: each line at most ``limit`` characters in memory, numbered
     from ``start``.
 
-    An overlong line is given out as a blank line (``\\n``), so the line numbers stay
+    An overlong line is given out as a blank line (:attr:`LineSplitter.empty`), so the line numbers stay
     right; :meth:`note` reports it. The file's unfinished last line is given out last, as
     it is (``" "`` when it was overlong), and :attr:`unterminated` says that the line
     just given out is that one. Iterating, :meth:`numbered` and :meth:`chunks` read on

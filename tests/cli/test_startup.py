@@ -110,6 +110,7 @@ def test_version_and_help_import_nothing_heavy(tmp_path, args):
             # the --format choices: the formats' registration, no reader (stdlib only)
             "trainproof.formats",
             "trainproof.formats._io",
+            "trainproof.formats.lines",  # MAX_LINE, the line cap (stdlib only)
             # the report-file options: the renderers' registration, no renderer (stdlib only)
             "trainproof.render",
             f"trainproof.cli.commands.{COMMANDS_OF[args[0]]}",

@@ -179,7 +179,7 @@ def test_watch_reads_a_utf16_log_as_epoch_does(tmp_path):
 
 @pytest.mark.slow
 def test_watch_holds_at_most_one_line_of_a_zero_filled_tail(tmp_path):
-    from trainproof.formats._io import MAX_LINE
+    from trainproof.formats.lines import MAX_LINE
     from trainproof.live.guardian import Guardian
     from trainproof.live.tail import LogTail
 

@@ -25,7 +25,8 @@ from trainproof.api import read_runlog
 from trainproof.formats import ReadError, ReadState, hf, jsonl
 from trainproof.formats import csv as csv_reader
 from trainproof.formats._event_proto import parse_event
-from trainproof.formats._io import Lines, open_text
+from trainproof.formats._io import open_text
+from trainproof.formats.lines import Lines
 from trainproof.runlog import Record, build_runlog
 
 from conftest import run_cli
@@ -123,12 +124,12 @@ def _csv_reference(path: Path):
     recs = []
     with open_text(path, newline="") as f:
         first = ""
-        for first in Lines(f):
+        for first in Lines(f, newline=""):
             if first.strip():
                 break
         delim = csv_reader.delimiter_of(first) or ","
         f.seek(0)
-        lines = Lines(f)
+        lines = Lines(f, newline="")
         reader = pycsv.reader(lines, delimiter=delim)
         parser = csv_reader.RowParser(delim)
         prev_end = 0

@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING
 
 from ._io import (
     HEAD_BYTES,
-    MAX_LINE,
     NoRuns,
     NotALog,
     NotOpened,
@@ -55,6 +54,7 @@ from ._io import (
     reading,
     reporting_to,
 )
+from .lines import MAX_LINE
 
 if TYPE_CHECKING:
     from ..runlog import Columns, Record, Rows

@@ -93,8 +93,9 @@ from pathlib import Path
 
 from ..aliases.vocabulary import console_words
 from ..runlog import Record
-from ._io import HEAD_BYTES, Lines, ReadError, open_binary, open_text
+from ._io import HEAD_BYTES, ReadError, open_binary, open_text
 from .coqui import ANSI
+from .lines import Lines
 
 name = "console"
 description = "console capture: HF Trainer log dicts or trainer printouts of 'name: value' pairs"

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from ..runlog import Record, Rows
-from ._io import HEAD_BYTES, MAX_LINE, Lines, ReadError, open_binary, open_text
-from .lines import LineSplitter, line_chunks
+from ._io import HEAD_BYTES, ReadError, open_binary, open_text
+from .lines import MAX_LINE, Lines, LineSplitter, line_chunks
 
 name = "coqui"
 description = "Coqui Trainer text log (trainer_0_log.txt)"
@@ -306,7 +306,7 @@ class _Machine:
             meta["last_checkpoint"] = self.last_ckpt
 
 
-#: The longest line read, in characters (:data:`~trainproof.formats._io.MAX_LINE`; a
+#: The longest line read, in characters (:data:`~trainproof.formats.lines.MAX_LINE`; a
 #: module constant so that tests can make it small).
 _MAX_LINE = MAX_LINE
 
@@ -538,10 +538,9 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
     mc = _Machine(state)
     lines = LineSplitter(_MAX_LINE)
     with open_text(path) as f:
-        # An overlong line is given out empty, as _io.Lines gives it: a blank line.
         for first, body in line_chunks(f, _CHUNK, lines):
             yield from _chunk(mc, body, first)
         if lines.carry:
             mc.torn(ANSI.sub("", lines.carry) if "\x1b" in lines.carry else lines.carry, lines.next_line)
-    lines.note(state)  # the same note as _io.Lines.note
+    lines.note(state)
     yield from mc.finish()

@@ -41,7 +41,6 @@ a :class:`ReadError` with the reason: no column is guessed.
 from __future__ import annotations
 
 import csv
-import io
 import operator
 import re
 from collections.abc import Iterator
@@ -56,10 +55,10 @@ import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from .. import aliases
 from ..runlog import Record, Rows
-from ._io import MAX_LINE, Lines, ReadError, open_text
+from ._io import ReadError, open_text
 from ._values import is_absent, string_number
 from .base import ReadState
-from .lines import ChainedText, LineSplitter
+from .lines import MAX_LINE, Lines
 
 name = "csv"
 description = "CSV/TSV metric table (Lightning, Keras, W&B export, pandas)"
@@ -275,9 +274,7 @@ class RowParser:
         self.bad_rows: list[int] = []
         self.bad_shape = ""
         self.header_changes: list[str] = []
-        self.lines_read = 0  # see _row_by_row
-        self.stopped = False
-        self.overlong: list[int] = []  # lines too long to read (numbers in the file)
+        self.stopped = False  # an unclosed quote ended the reading (see _row_by_row)
         # Long format: (metric, step, value, run) column indices, and the run kept.
         self.long: tuple[int, int, int, int | None] | None = None
         self.long_run: str | None = None
@@ -581,7 +578,7 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
     csv.field_size_limit(MAX_LINE)
     with open_text(path, newline="") as f:
         first = ""
-        for first in Lines(f):
+        for first in Lines(f, newline=""):
             if first.strip():
                 break
         delim = delimiter_of(first) or ","
@@ -589,10 +586,9 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
         parser = RowParser(delim)
         _prepare(path, f, parser, state)
         f.seek(0)
-        yield from _read_chunks(f, parser, state)
-    overlong = Lines(None)
-    overlong.overlong = parser.overlong
-    overlong.note(state)
+        table = Lines(f, MAX_LINE, newline="", size=_CHUNK)
+        yield from _read_chunks(table, parser, state)
+    table.note(state)
     parser.finish(state)
 
 
@@ -601,7 +597,7 @@ def _prepare(path: Path, f, parser: RowParser, state) -> None:
     header-less table (:func:`headerless_columns`), and, for a long-format export of
     several runs, the run kept (the one with the most rows; ties: the first seen), which
     needs one pass over its run column."""
-    reader = csv.reader(Lines(f), delimiter=parser.delimiter)
+    reader = csv.reader(Lines(f, newline=""), delimiter=parser.delimiter)
     head: list[list[str]] = []
     try:
         for row in reader:
@@ -638,63 +634,46 @@ def _prepare(path: Path, f, parser: RowParser, state) -> None:
         parser.long_run = max(counts, key=lambda r: counts[r])  # first seen wins a tie
 
 
-def _read_chunks(f, parser: RowParser, state) -> Iterator[Record | Rows]:
+def _read_chunks(table: Lines, parser: RowParser, state) -> Iterator[Record | Rows]:
     """Row by row up to the header, then chunks of whole lines (see :func:`read`)."""
-    yield from _row_by_row(f, parser, state, 0, stop_at_header=True)
-    line_no = parser.lines_read
+    yield from _row_by_row(table, parser, state, stop_at_header=True)
     if parser.header is None or parser.stopped:
         return
-    # No line limit here: a chunk with no line end, or a line too long for the fast path,
-    # goes row by row, where _io.Lines bounds it. The numbers are the table's own: row by
-    # row a lone CR ends a line too.
-    lines = LineSplitter(None)
-    while True:
-        chunk = f.read(_CHUNK)
-        if not chunk:
-            break
-        got = lines.feed(chunk)
-        if got is None or '"' in got[1] or '"' in lines.carry:
+    # The numbers are the table's own: a lone CR ends a line too, as row by row.
+    for first, whole in table.chunks():
+        if '"' in whole or '"' in table.carry:
             # Quoted fields may span lines: the rest of the file row by row.
-            rest = (got[1] if got is not None else "") + lines.take()
-            yield from _row_by_row(ChainedText(rest, f), parser, state, line_no)
-            return
-        whole = got[1]
-        rows = _fast_rows(whole, line_no + 1, parser)
+            table.unread(first, whole)
+            break
+        rows = _fast_rows(whole, first, parser)
         if rows is not None:
             if len(rows):
                 yield rows
-            line_no += whole.count("\n")
         else:
-            yield from _row_by_row(io.StringIO(whole, newline=""), parser, state, line_no)
+            yield from _row_by_row(Lines(None, newline="", first=whole, start=first), parser, state)
             if parser.stopped:
                 return
-            line_no = parser.lines_read
-    if lines.carry:
-        yield from _row_by_row(io.StringIO(lines.carry, newline=""), parser, state, line_no)
+    # What is left: the rest of the file from a quoted field on, or the unfinished last line.
+    yield from _row_by_row(table, parser, state)
 
 
-def _row_by_row(f, parser: RowParser, state, line_offset: int, stop_at_header: bool = False) -> Iterator[Record]:
-    """The rows of ``f`` one at a time (lines numbered after ``line_offset``); with
-    ``stop_at_header``, only up to the first header. Sets ``parser.lines_read`` (the
-    last line number consumed) and ``parser.stopped`` (an unclosed quote ended it)."""
-    lines = Lines(f)
+def _row_by_row(lines: Lines, parser: RowParser, state, stop_at_header: bool = False) -> Iterator[Record]:
+    """The rows of ``lines`` one at a time, from where its reading is; with
+    ``stop_at_header``, only up to the first header. Sets ``parser.stopped`` when an
+    unclosed quote ended it."""
     reader = csv.reader(lines, delimiter=parser.delimiter)
-    prev_end = 0
     while True:
         if stop_at_header and parser.header is not None:
             break
+        start = lines.next_line
         try:
             row = next(reader)
         except StopIteration:
             break
         except csv.Error as e:
-            state.drop(
-                f"line {line_offset + prev_end + 1}: {e} (an unclosed quote?); the rest of the file was not read"
-            )
+            state.drop(f"line {start}: {e} (an unclosed quote?); the rest of the file was not read")
             parser.stopped = True
             break
-        start = line_offset + prev_end + 1
-        prev_end = reader.line_num
         rec = parser.row(row, start)
         if rec is not None:
             if lines.unterminated:
@@ -704,5 +683,3 @@ def _row_by_row(f, parser: RowParser, state, line_offset: int, stop_at_header: b
                 )
                 continue
             yield rec
-    parser.lines_read = line_offset + prev_end
-    parser.overlong.extend(line_offset + n for n in lines.overlong)

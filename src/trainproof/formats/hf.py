@@ -31,8 +31,9 @@ import numpy as np
 import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from ..runlog import Record, Rows
-from ._io import MAX_LINE, ReadError, open_text
+from ._io import ReadError, open_text
 from ._values import JSON, as_step, flatten_numeric
+from .lines import MAX_LINE
 
 name = "hf"
 description = "Hugging Face Trainer trainer_state.json"

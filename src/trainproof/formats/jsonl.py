@@ -44,9 +44,9 @@ import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from .. import aliases
 from ..runlog import Record, Rows
-from ._io import MAX_LINE, open_text
+from ._io import open_text
 from ._values import JSON, as_step, flatten_numeric
-from .lines import LineSplitter, line_chunks
+from .lines import MAX_LINE, LineSplitter, line_chunks
 
 name = "jsonl"
 description = "JSON Lines (one metrics object per line)"

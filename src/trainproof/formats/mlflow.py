@@ -20,8 +20,9 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..runlog import Record
-from ._io import Lines, ReadError, open_binary, open_text
+from ._io import ReadError, open_binary, open_text
 from .base import RunDir
+from .lines import Lines
 
 name = "mlflow"
 description = "MLflow file store (mlruns/<experiment>/<run>/metrics/<name>)"

@@ -20,13 +20,11 @@ file: a folder or a FIFO is a usage error.
 
 from __future__ import annotations
 
-import codecs
-import io
 import os
 from pathlib import Path
 
 from ..formats import MAX_LINE, ReadError, detect, encoding_of, open_binary, tail_mode
-from ..formats.lines import LineSplitter, overlong_note
+from ..formats.lines import IncrementalText, LineSplitter, line_chunks, numbered_lines, overlong_note
 from .guardian import Guardian
 
 #: How many first bytes are kept to notice a file rewritten in place.
@@ -84,7 +82,7 @@ class LogTail:
         self._torn: tuple | None = None
         self._encoding = "utf-8"
         self._gzip = False
-        self._decoder = None  # incremental, so a character split across polls stays whole
+        self._text: IncrementalText | None = None  # decodes what is appended, poll by poll
         self._lines = LineSplitter(MAX_LINE)  # the unfinished last line waits in it
         self._run_key: tuple | None = None  # the store run followed (see _reread)
 
@@ -102,7 +100,7 @@ class LogTail:
         self.offset = 0
         self._head = b""
         self._tailer = None
-        self._decoder = None
+        self._text = None
         self._lines = LineSplitter(MAX_LINE)
 
     def _whole(self) -> bool:
@@ -208,36 +206,22 @@ class LogTail:
     # --- append-only text ---------------------------------------------------------------
     def _poll_lines(self, handle) -> None:
         """Decode what was appended, a chunk at a time, and hand each complete line and its
-        number to ``handle``; the unfinished last line waits in the line splitter
-        (:class:`~trainproof.formats.lines.LineSplitter`, the one the readers of `epoch`
-        cut lines with) for the next poll. A line longer than ``MAX_LINE`` is skipped as
-        `epoch` skips it."""
-        if self._decoder is None:
-            # The encoding `epoch` reads the file with (the BOM's); the incremental decoder
-            # keeps a code unit or UTF-8 sequence split by a poll for the next one. Lines
-            # end at \n, \r\n or \r, as `epoch` reads them (universal newlines; a CR that
-            # ends a poll waits to see whether an LF follows); str.splitlines would also
-            # split at \x0b, \x0c, \x1c-\x1e, \x85, \u2028 and \u2029, which JSON
-            # strings may hold raw.
-            self._decoder = io.IncrementalNewlineDecoder(
-                codecs.getincrementaldecoder(self._encoding)(errors="replace"), translate=True
-            )
-        lines = self._lines
+        number to ``handle``; the unfinished last line waits in the line splitter for the
+        next poll. The chunks and their lines are cut as `epoch`'s readers cut them
+        (:func:`~trainproof.formats.lines.line_chunks`), a line longer than ``MAX_LINE``
+        skipped as `epoch` skips it, and the text decoded as `epoch` decodes it (the
+        byte-order mark's encoding, universal newlines:
+        :class:`~trainproof.formats.lines.IncrementalText`)."""
+        if self._text is None:
+            self._text = IncrementalText(self._encoding)
         with open_binary(self.path) as f:
             f.seek(self.offset)
-            while True:
-                data = f.read(_READ_CHUNK)
-                if not data:
-                    return
-                self.offset += len(data)
-                text = self._decoder.decode(data)
-                if lines.next_line == 1 and not lines.carry:
-                    text = text.lstrip("\ufeff")
-                got = lines.feed(text)
-                if got is not None:
-                    first, body = got
-                    for i, raw in enumerate(body.split("\n")[:-1]):
-                        handle(raw, first + i)
+            try:
+                chunks = line_chunks(self._text.reading(f), _READ_CHUNK, self._lines, end=False)
+                for lineno, raw in numbered_lines(chunks):
+                    handle(raw, lineno)
+            finally:
+                self.offset = f.tell()
 
     def _line(self, raw: str, lineno: int) -> None:
         rec = self._tailer.line(raw, lineno)

@@ -17,7 +17,7 @@ Usage (from the repository root)::
     .venv/bin/python evidence/robustness.py --out -                # print instead of writing
 
 ``--examples N`` sets the examples per fuzz test at weight 1 (the long profile's default is
-ten times CI's); the document states the budget used.
+22 times CI's); the document states the budget used.
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from _hypothesis_profiles import fuzz_settings
 from conftest import healthy_rows, run_cli
 
 _VALID_JSONL = "".join(json.dumps(r) + "\n" for r in healthy_rows(20)).encode()
@@ -44,7 +45,8 @@ def _check(tmp_path_factory, data: bytes, suffix: str):
         assert code == 2
 
 
-_S = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Each input is a real process: a third of the weight of an in-process reader's input.
+_S = fuzz_settings(0.33)
 
 
 @pytest.mark.slow

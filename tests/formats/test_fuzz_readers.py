@@ -13,8 +13,9 @@ bytes) runs through the click runner twice and must give byte-identical JSON, th
 through the same pipeline called as the API (``read_runlog`` + ``judge_runlog`` + the JSON
 renderer), which costs a third less.
 
-Budget (profile ``ci``, ``tests/_hypothesis_profiles.py``): 10,434 inputs, measured on
-the 2-core machine shared with other jobs at 152-176 s wall, 132 s CPU. The session
+Budget (profile ``ci``, ``tests/_hypothesis_profiles.py``): 5,010 inputs, measured on
+the 2-core machine shared with other jobs at 87 s wall, 64 s CPU; the ``long`` profile
+runs 22 times as many. The session
 summary prints the figures of each run ("trainproof fuzz (ci profile): N inputs …");
 ``TRAINPROOF_FUZZ_STATS=path`` also writes them as JSON (``evidence/robustness.py``).
 """
@@ -262,7 +263,8 @@ def test_torn_gzip_stream(work, reader, kind, frac):
 def test_profiles_are_registered():
     from hypothesis import settings
 
-    assert settings.get_profile("ci").max_examples * 10 == settings.get_profile("long").max_examples
+    # The short budget every run pays, and a long one on demand.
+    assert 0 < settings.get_profile("ci").max_examples < settings.get_profile("long").max_examples
     assert active_name() in ("ci", "long")
 
 

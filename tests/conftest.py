@@ -7,7 +7,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jsonschema
@@ -158,73 +157,11 @@ def torch_one_thread():
     torch.set_num_threads(n)
 
 
-# --- The fast loop's guard ----------------------------------------------------------------
-#
-# `pytest -m "not slow"` is the inner loop (CONTRIBUTING.md: under a minute on 2 cores).
-# A test not marked slow may use at most FAST_TEST_CPU_S seconds of CPU, counted as this
-# process's CPU time plus that of the child processes it waited for, over its setup and
-# call. CPU time rather than wall time: it does not grow when the machine is loaded, so the
-# guard fails a test for what the test costs, never for what else the machine runs. A test
-# over the limit fails with its figure and is fixed or marked `@pytest.mark.slow`.
-# `TRAINPROOF_FAST_TEST_CPU_S=0` turns the guard off (a profiler, a debugger).
-
-#: CPU seconds a test not marked slow may use (3x the 0.3 s a slow test takes on CI's
-#: 2 cores, so that the order tests run in, which decides who pays a first import, never
-#: decides a failure).
-FAST_TEST_CPU_S = float(os.environ.get("TRAINPROOF_FAST_TEST_CPU_S", "1.0"))
-#: Wall seconds of the fast loop on 2 cores that CONTRIBUTING.md promises.
-FAST_LOOP_BUDGET_S = 60.0
-
-_cpu_spent: dict[str, float] = {}
-_fast_wall = [0.0, 0]
-
-
-def _cpu_now() -> float:
-    import resource
-
-    own = time.process_time()
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own + kids.ru_utime + kids.ru_stime
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item):
-    t0 = _cpu_now()
-    try:
-        return (yield)
-    finally:
-        _cpu_spent[item.nodeid] = _cpu_now() - t0
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item):
-    t0 = _cpu_now()
-    try:
-        return (yield)
-    finally:
-        _cpu_spent[item.nodeid] = _cpu_spent.get(item.nodeid, 0.0) + _cpu_now() - t0
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    report = yield
-    if item.get_closest_marker("slow") is None and report.when in ("setup", "call"):
-        _fast_wall[0] += report.duration
-        _fast_wall[1] += report.when == "call"
-        spent = _cpu_spent.get(item.nodeid, 0.0)
-        if report.when == "call" and report.passed and FAST_TEST_CPU_S > 0 and spent > FAST_TEST_CPU_S:
-            report.outcome = "failed"
-            report.longrepr = (
-                f"{item.nodeid} used {spent:.2f} s of CPU (setup and call, children included), over the "
-                f"{FAST_TEST_CPU_S:.1f} s a test outside the slow set may use (tests/conftest.py, "
-                "FAST_TEST_CPU_S): make it cheaper or mark it @pytest.mark.slow"
-            )
-    return report
-
-
-def pytest_terminal_summary(terminalreporter, config):
-    if config.getoption("markexpr", "") == "not slow" and _fast_wall[1]:
-        terminalreporter.write_line(
-            f"fast loop: {_fast_wall[1]} tests not marked slow ran in {_fast_wall[0]:.1f} s "
-            f"(setup and call; the budget is {FAST_LOOP_BUDGET_S:.0f} s on 2 cores for the whole run)"
-        )
+# The fast loop's guard (tests/_fast_loop_guard.py): its hooks, registered with this conftest.
+from _fast_loop_guard import (  # noqa: E402, F401
+    pytest_fixture_setup,
+    pytest_runtest_call,
+    pytest_runtest_makereport,
+    pytest_runtest_setup,
+    pytest_terminal_summary,
+)

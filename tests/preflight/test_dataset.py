@@ -321,7 +321,18 @@ def _reference_single(*args: str):
     return res.exit_code, res.stdout, res.stderr
 
 
-@pytest.mark.parametrize("case", ["good", "bad", "bad-json", "missing", "no-text", "tokenizer-missing", "mute-sarif"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "good",
+        "bad",
+        "bad-json",
+        "missing",
+        "no-text",
+        pytest.param("tokenizer-missing", marks=pytest.mark.slow),
+        "mute-sarif",
+    ],
+)
 def test_one_dataset_prints_what_it_printed_before_several_were_taken(tmp_path, case):
     good = write_jsonl(tmp_path / "good.jsonl", [{"text": sentence(i)} for i in range(12)])
     bad = tmp_path / "bad.jsonl"

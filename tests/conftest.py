@@ -165,3 +165,28 @@ from _fast_loop_guard import (  # noqa: E402, F401
     pytest_runtest_setup,
     pytest_terminal_summary,
 )
+
+
+def first_seed_fast(cases, seed_at: int | None = None) -> list:
+    """Parametrize ``cases`` (tuples holding a seed at ``seed_at``, or bare seeds) with every
+    case of a seed other than the lowest marked slow: the inner loop judges each shape of a
+    generated run (length, noise, ...) once, the full suite every seed of it."""
+    cases = list(cases)
+    seed_of = (lambda c: c) if seed_at is None else (lambda c: c[seed_at])
+    first = min(seed_of(c) for c in cases)
+    return [
+        c if seed_of(c) == first else pytest.param(*(c if seed_at is not None else (c,)), marks=pytest.mark.slow)
+        for c in cases
+    ]
+
+
+def first_cases_fast(cases, keep: int = 2) -> list:
+    """Parametrize ``cases`` with all but the first ``keep`` marked slow: the inner loop
+    judges the first variants of a kind, the full suite every variant."""
+    out = []
+    for i, c in enumerate(cases):
+        if i < keep:
+            out.append(c)
+        else:
+            out.append(pytest.param(*(c if isinstance(c, tuple) else (c,)), marks=pytest.mark.slow))
+    return out

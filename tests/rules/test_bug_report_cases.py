@@ -29,7 +29,7 @@ import pytest
 
 from trainproof.api import read_runlog
 
-from conftest import run_cli, write_hf, write_jsonl
+from conftest import first_cases_fast, run_cli, write_hf, write_jsonl
 
 CASES = "cases"
 
@@ -231,7 +231,7 @@ HIDDEN_NAN_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("fmt,n,onset,every,partial,bad", HIDDEN_NAN_VARIANTS)
+@pytest.mark.parametrize("fmt,n,onset,every,partial,bad", first_cases_fast(HIDDEN_NAN_VARIANTS))
 def test_case01_kind_hidden_nan_zero_loss(tmp_path, fmt, n, onset, every, partial, bad):
     rows = hidden_nan_rows(n, onset, every, partial, bad, seed=n + onset)
     p = write_rows(tmp_path, fmt, rows, summary=hf_summary(n * every, 0.89), max_steps=n * every, logging_steps=every)
@@ -324,7 +324,7 @@ GRPO_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("fmt,n,every,beta,keys,kl", GRPO_VARIANTS)
+@pytest.mark.parametrize("fmt,n,every,beta,keys,kl", first_cases_fast(GRPO_VARIANTS))
 def test_case02_kind_grpo_zero_loss(tmp_path, fmt, n, every, beta, keys, kl):
     rows, zeros = grpo_rows(n, every, beta, keys, kl, seed=n + every)
     assert zeros >= 2  # the shape: exact zeros (some of them -0.0) in the logged loss
@@ -382,7 +382,7 @@ ZERO_LR_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("fmt,n,every,level,noise", ZERO_LR_VARIANTS)
+@pytest.mark.parametrize("fmt,n,every,level,noise", first_cases_fast(ZERO_LR_VARIANTS))
 def test_case04_kind_lr_zero_whole_run(tmp_path, fmt, n, every, level, noise):
     rows = zero_lr_rows(n, every, level, noise, seed=n * every)
     if fmt == "csv":
@@ -454,7 +454,7 @@ ZERO_START_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("fmt,n,every,sched", ZERO_START_VARIANTS)
+@pytest.mark.parametrize("fmt,n,every,sched", first_cases_fast(ZERO_START_VARIANTS))
 def test_case06_kind_zero_loss_zero_grad_from_start(tmp_path, fmt, n, every, sched):
     rows = zero_from_start_rows(n, every, sched)
     p = write_rows(tmp_path, fmt, rows, summary=hf_summary(n * every, 0.0), max_steps=n * every, logging_steps=every)
@@ -697,7 +697,9 @@ LIGHTNING_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("epochs,per_epoch,every,opt,lr_monitor,val_first,sort_cols", LIGHTNING_VARIANTS)
+@pytest.mark.parametrize(
+    "epochs,per_epoch,every,opt,lr_monitor,val_first,sort_cols", first_cases_fast(LIGHTNING_VARIANTS)
+)
 def test_case08_kind_lightning_sparse_rows(tmp_path, epochs, per_epoch, every, opt, lr_monitor, val_first, sort_cols):
     p = tmp_path / "metrics.csv"
     train, val = lightning_csv(
@@ -773,7 +775,7 @@ TRUNCATED_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("n,every,torn,where", TRUNCATED_VARIANTS)
+@pytest.mark.parametrize("n,every,torn,where", first_cases_fast(TRUNCATED_VARIANTS))
 def test_case10_kind_truncated_event_file(tmp_path, n, every, torn, where):
     src, losses = write_torch_run(tmp_path / "run", n, every, seed=n + every)
     data = src.read_bytes()
@@ -1020,7 +1022,7 @@ COQUI_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("n_finite,n_nan,interval,first,collapse,ansi,style,digits", COQUI_VARIANTS)
+@pytest.mark.parametrize("n_finite,n_nan,interval,first,collapse,ansi,style,digits", first_cases_fast(COQUI_VARIANTS))
 def test_case12_kind_coqui_gan_nan_with_finite_mel(
     tmp_path, n_finite, n_nan, interval, first, collapse, ansi, style, digits
 ):
@@ -1099,7 +1101,7 @@ SPIKE_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("fmt,n,spikes,first", SPIKE_VARIANTS)
+@pytest.mark.parametrize("fmt,n,spikes,first", first_cases_fast(SPIKE_VARIANTS))
 def test_case14_kind_isolated_grad_spike(tmp_path, fmt, n, spikes, first):
     rows = spike_rows(n, spikes, first, seed=n + len(spikes))
     big = max(spikes, key=spikes.get)
@@ -1178,7 +1180,7 @@ OVERFIT_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("fmt,n_evals,best,eval_every,log_every,end_ratio,ckpt", OVERFIT_VARIANTS)
+@pytest.mark.parametrize("fmt,n_evals,best,eval_every,log_every,end_ratio,ckpt", first_cases_fast(OVERFIT_VARIANTS))
 def test_case16_kind_eval_loss_rises_after_minimum(
     tmp_path, fmt, n_evals, best, eval_every, log_every, end_ratio, ckpt
 ):
@@ -1273,7 +1275,7 @@ CLIFF_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize("fmt,n,cliff,every,factor,key", CLIFF_VARIANTS)
+@pytest.mark.parametrize("fmt,n,cliff,every,factor,key", first_cases_fast(CLIFF_VARIANTS))
 def test_case17_kind_step_time_cliff_loader_driven(tmp_path, fmt, n, cliff, every, factor, key):
     rows = cliff_rows(n, cliff, every, factor, key, seed=n + cliff)
     if fmt == "csv":

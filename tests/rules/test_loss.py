@@ -18,8 +18,8 @@ from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
 from trainproof.rules.thresholds import DEFAULT
 
+from conftest import first_seed_fast, make_run, one
 from conftest import judge_cols as judge
-from conftest import make_run, one
 
 # --- helpers --------------------------------------------------------------------------
 
@@ -387,7 +387,7 @@ def flat_with_dips(n, rel, seed, level=2.0):
     return v
 
 
-@pytest.mark.parametrize("n,rel,seed", GRID)
+@pytest.mark.parametrize("n,rel,seed", first_seed_fast(GRID, 2))
 def test_diverge_a_flat_series_with_one_point_dips_does_not_fire(n, rel, seed):
     v = flat_with_dips(n, rel, seed)
     assert v[0] == pytest.approx(0.8) and np.sum(np.isclose(v, 0.8)) >= max(1, n // 100)
@@ -414,7 +414,7 @@ BLOWUP_GRID = [
 ]
 
 
-@pytest.mark.parametrize("n,rel,seed,head", BLOWUP_GRID)
+@pytest.mark.parametrize("n,rel,seed,head", first_seed_fast(BLOWUP_GRID, 2))
 def test_diverge_an_early_blow_up_fires_from_the_starting_level(n, rel, seed, head):
     v = blow_up(n, rel, seed, head)
     rep = judge(loss=v)
@@ -445,7 +445,7 @@ def decay_with_terminal_spike(n, rel, seed):
     return v
 
 
-@pytest.mark.parametrize("n,rel,seed", GRID)
+@pytest.mark.parametrize("n,rel,seed", first_seed_fast(GRID, 2))
 def test_diverge_a_healthy_curve_with_one_terminal_spike_does_not_fire(n, rel, seed):
     v = decay_with_terminal_spike(n, rel, seed)
     rep = judge(loss=v)
@@ -463,7 +463,7 @@ def warm_restarts(n, rel, seed, cycles=4):
     return noisy(3.0 * np.exp(-1.5 * t) * bump, rel, rng)
 
 
-@pytest.mark.parametrize("n,rel,seed", GRID)
+@pytest.mark.parametrize("n,rel,seed", first_seed_fast(GRID, 2))
 def test_diverge_warm_restarts_that_trend_down_do_not_fire(n, rel, seed):
     v = warm_restarts(n, rel, seed)
     rep = judge(loss=v)
@@ -496,7 +496,7 @@ CLIMB_GRID = [
 ]
 
 
-@pytest.mark.parametrize("n,rel,seed", CLIMB_GRID)
+@pytest.mark.parametrize("n,rel,seed", first_seed_fast(CLIMB_GRID, 2))
 def test_diverge_a_climb_back_to_twice_the_minimum_fires_at_the_minimum(n, rel, seed):
     v = fall_and_climb(n, rel, seed)
     rep = judge(loss=v)
@@ -555,7 +555,7 @@ def test_diverge_a_two_point_start_that_the_run_leaves_for_twice_its_level_fires
     assert f.data["ratio"] == pytest.approx(2.0 / 1.01, rel=0.05)
 
 
-@pytest.mark.parametrize("n,rel,seed", GRID)
+@pytest.mark.parametrize("n,rel,seed", first_seed_fast(GRID, 2))
 def test_diverge_a_flat_noisy_series_does_not_fire(n, rel, seed):
     rng = np.random.default_rng(seed)
     rep = judge(loss=noisy(np.full(n, 2.0), rel, rng))

@@ -8,7 +8,8 @@ call (fixtures shared by a module or the session are paid once and charged to no
 CPU time rather than wall time: it does not grow when the machine is loaded, so the
 guard fails a test for what the test costs, never for what else the machine runs. A test
 over the limit fails with its figure and is fixed or marked `@pytest.mark.slow`.
-`TRAINPROOF_FAST_TEST_CPU_S=0` turns the guard off (a profiler, a debugger).
+`TRAINPROOF_FAST_TEST_CPU_S=0` turns the guard off (a profiler, a debugger). It holds the
+whole inner loop only: a run of chosen files is left alone (see :func:`_guarding`).
 """
 
 from __future__ import annotations
@@ -87,9 +88,24 @@ def pytest_runtest_call(item):
         _cpu_spent[item.nodeid] = _cpu_spent.get(item.nodeid, 0.0) + _cpu_now() - t0
 
 
+def _guarding(config) -> bool:
+    """Whether this run is the inner loop the guard holds to its budget: ``pytest -m "not
+    slow"`` over the test paths (``TRAINPROOF_FAST_TEST_GUARD=1`` forces it on). A run of
+    chosen files is left alone: which of its tests pays the first import of a heavy library
+    (tensorboard, torch) depends on what was chosen."""
+    if os.environ.get("TRAINPROOF_FAST_TEST_GUARD") == "1":
+        return True
+    if config.getoption("markexpr", "") != "not slow":
+        return False
+    paths = {str(config.rootpath / p) for p in config.getini("testpaths")}
+    return all(str(config.rootpath / a) in paths for a in config.args)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
+    if not _guarding(item.config):
+        return report
     if item.get_closest_marker("slow") is None and report.when in ("setup", "call"):
         _fast_wall[0] += report.duration
         _fast_wall[1] += report.when == "call"
@@ -105,7 +121,7 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    if config.getoption("markexpr", "") == "not slow" and _fast_wall[1]:
+    if _guarding(config) and _fast_wall[1]:
         terminalreporter.write_line(
             f"fast loop: {_fast_wall[1]} tests not marked slow ran in {_fast_wall[0]:.1f} s "
             f"(setup and call; the budget is {FAST_LOOP_BUDGET_S:.0f} s on 2 cores for the whole run)"

@@ -40,7 +40,9 @@ def test_burns_cpu_in_a_child():
 @pytest.mark.slow
 def test_the_guard_fails_what_spends_too_much_and_spares_the_slow_set(tmp_path):
     (tmp_path / "test_guarded.py").write_text(_TESTS, encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=str(REPO / "tests"), TRAINPROOF_FAST_TEST_CPU_S="0.4")
+    env = dict(
+        os.environ, PYTHONPATH=str(REPO / "tests"), TRAINPROOF_FAST_TEST_CPU_S="0.4", TRAINPROOF_FAST_TEST_GUARD="1"
+    )
     proc = subprocess.run(
         [
             sys.executable,

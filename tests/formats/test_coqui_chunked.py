@@ -106,40 +106,35 @@ value_text = st.one_of(
 )
 
 
-# The strategies the generators draw from, built once: Hypothesis builds and validates a
-# strategy where it is made, and the generators below draw some 40,000 times per test.
-_SEPS = st.sampled_from(["", "TIME: 2024-05-02 03:11:07 -- ", "TIME: 2024-05-02 03:11:07.5 -- "])
-_BATCHES = st.sampled_from([36, 405, 999, 10**19])
-_CODES = st.sampled_from([(BOLD, END)] * 3 + [("", ""), (BOLD, ""), ("\x1b[4m\x1b[1m", "\x1b[0m "), ("\x1b[1S", END)])
-_INDENTS = st.sampled_from(["   ", "", "\t", " \x0c"])
-_ONE_IN_20 = st.integers(0, 19)
-_TENSOR_VALUES = st.floats(allow_nan=False, allow_infinity=False, width=32).map(lambda x: f"tensor({x:.4f})")
-_FLOAT_VALUES = st.floats(allow_nan=False, allow_infinity=False).map(repr) | st.sampled_from(["nan", "inf", "-inf"])
-_BOOLS = st.booleans()
-_PREFIXES = st.sampled_from(["     ", "", " "])
-_GAPS = st.sampled_from([" ", "", "  ", chr(9)])
-_AVERAGES = st.sampled_from(AVERAGES)
-
-
+@st.composite
 def header(draw, gstep: int) -> str:
-    """A step block's header line at ``gstep``, drawn with ``draw``."""
-    sep = draw(_SEPS)
-    b = draw(_BATCHES)
+    sep = draw(st.sampled_from(["", "TIME: 2024-05-02 03:11:07 -- ", "TIME: 2024-05-02 03:11:07.5 -- "]))
+    b = draw(st.sampled_from([36, 405, 999, 10**19]))
     g = draw(st.sampled_from([str(gstep)] * 6 + ["0" + str(gstep), "1" * 19, str(gstep) + " x"]))
-    codes = draw(_CODES)
-    indent = draw(_INDENTS)
+    codes = draw(
+        st.sampled_from([(BOLD, END)] * 3 + [("", ""), (BOLD, ""), ("\x1b[4m\x1b[1m", "\x1b[0m "), ("\x1b[1S", END)])
+    )
+    indent = draw(st.sampled_from(["   ", "", "\t", " \x0c"]))
     return f"{codes[0]}{indent}--> {sep}STEP: {gstep % 7}/{b} -- GLOBAL_STEP: {g}{codes[1]}"
 
 
+@st.composite
 def metric(draw, name: str, regular: bool, tensor: bool = False) -> str:
-    """A metric line of ``name``, drawn with ``draw``: mostly well formed when ``regular``."""
-    if regular and draw(_ONE_IN_20):
-        v = draw(_TENSOR_VALUES if tensor else _FLOAT_VALUES)
+    if regular and draw(st.integers(0, 19)):
+        if tensor:
+            v = draw(st.floats(allow_nan=False, allow_infinity=False, width=32).map(lambda x: f"tensor({x:.4f})"))
+        else:
+            v = draw(
+                st.floats(allow_nan=False, allow_infinity=False).map(repr) | st.sampled_from(["nan", "inf", "-inf"])
+            )
         return f"     | > {name}: {v}  (1.0)"
     v = draw(value_text)
-    if draw(_BOOLS):
+    if draw(st.booleans()):
         v = f"tensor({v})" if not v.startswith("tensor") else v
-    return f"{draw(_PREFIXES)}| > {name}:{draw(_GAPS)}{v}{draw(_AVERAGES)}"
+    return (
+        f"{draw(st.sampled_from(['     ', '', ' ']))}| > {name}:{draw(st.sampled_from([' ', '', '  ', chr(9)]))}"
+        f"{v}{draw(st.sampled_from(AVERAGES))}"
+    )
 
 
 @st.composite
@@ -162,24 +157,24 @@ def coqui_log(draw) -> str:
                 gstep += draw(st.sampled_from([1, 1, 1, 0, -1, 5]))
                 regular = clean or draw(st.integers(0, 7)) > 0
                 lines.append(
-                    header(draw, gstep)
+                    draw(header(gstep))
                     if not clean and (not regular or not draw(st.integers(0, 9)))
                     else f"{BOLD}   --> STEP: {gstep % 7}/36 -- GLOBAL_STEP: {gstep}{END}"
                 )
-                lines += [metric(draw, n, regular, t) for n, t in zip(names, tensors)]
+                lines += [draw(metric(n, regular, t)) for n, t in zip(names, tensors)]
                 lines += [""] * blanks
                 if not regular:
                     lines += draw(
                         st.lists(st.sampled_from(["", " \t", "\x0c", f"     | > {names[0]}: 9.5", "junk"]), max_size=2)
                     )
         elif kind == "block":
-            lines.append(header(draw, gstep))
-            lines += [metric(draw, n, False) for n in draw(st.lists(st.sampled_from(NAMES), max_size=4))]
+            lines.append(draw(header(gstep)))
+            lines += [draw(metric(n, False)) for n in draw(st.lists(st.sampled_from(NAMES), max_size=4))]
         elif kind == "eval":
             lines += ["", f"{BOLD} > EVALUATION {END}", ""]
             for i in range(draw(st.integers(0, 2))):
                 lines.append(f"{BOLD}   --> STEP: {i}{END}")
-                lines += [metric(draw, n, True) for n in names]
+                lines += [draw(metric(n, True)) for n in names]
             lines += ["", f"  {BOLD}--> EVAL PERFORMANCE{END}"]
             lines += [f"     | > avg_{n}: {draw(value_text)} {END}(+0.0)" for n in names]
         elif kind == "epoch":

@@ -160,6 +160,25 @@ def test_a_store_run_is_named_by_its_name_id_and_experiment():
     assert _run_label(store, None) == "ml/mlflow.db — run train [3f9a1c77] in bert/lr1e-4"
 
 
+def test_a_wandb_folder_is_known_by_its_real_name_through_a_link(tmp_path, monkeypatch):
+    # Without its latest-run link, a client's folder is known by its name alone: the real
+    # one, through a link named otherwise or through ".", not the written one.
+    from trainproof.formats import client_entries
+
+    _wandb_tree(tmp_path / "z")
+    (tmp_path / "z" / "wandb" / "latest-run").unlink()
+    names = os.listdir(tmp_path / "z" / "wandb")
+    own = {"debug.log", "debug-internal.log", "debug-cli.root.log"}
+    os.symlink(tmp_path / "z" / "wandb", tmp_path / "runs")
+    assert client_entries(str(tmp_path / "runs"), names) == own
+    monkeypatch.chdir(tmp_path / "z" / "wandb")
+    assert client_entries(".", names) == own
+    os.symlink(tmp_path / "z", tmp_path / "w")  # a link above: the folder's own name counts
+    assert client_entries(str(tmp_path / "w" / "wandb"), names) == own
+    (tmp_path / "z" / "other").mkdir()
+    assert client_entries(str(tmp_path / "z" / "other"), names) == frozenset()
+
+
 def test_latest_run_is_skipped_from_inside_the_wandb_folder_and_in_a_renamed_copy(tmp_path, monkeypatch):
     import shutil
 

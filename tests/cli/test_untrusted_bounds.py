@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -56,11 +57,17 @@ def run_cli(args, cwd=None, timeout=DEADLINE, **env):
 
 
 def _gzip(path: Path, head: bytes, filler: bytes, mib: int) -> Path:
-    with gzip.open(path, "wb", compresslevel=9) as f:
-        f.write(head)
-        block = filler * ((1 << 20) // len(filler))
+    """A gzip file of ``head`` then ``mib`` MiB of ``filler`` repeated, at level 9. A
+    filler of one byte repeated is deflated run-length (``Z_RLE``): as small as level 9's
+    search makes it (about 1 KB per MiB) in less than half its time."""
+    rle = len(set(filler)) == 1
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31, 9, zlib.Z_RLE if rle else zlib.Z_DEFAULT_STRATEGY)
+    block = filler * ((1 << 20) // len(filler))
+    with open(path, "wb") as f:
+        f.write(comp.compress(head))
         for _ in range(mib):
-            f.write(block)
+            f.write(comp.compress(block))
+        f.write(comp.flush())
     return path
 
 

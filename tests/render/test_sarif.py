@@ -500,3 +500,22 @@ def test_corpus_sarif_is_valid(shared: Path) -> None:
                     assert line <= sum(1 for _ in fh), (uri, line)
             if res["properties"].get("format") == "tfevents":
                 assert line == 1
+
+
+# --------------------------------------------------------------------------- serialisation
+
+
+@pytest.mark.slow
+def test_serialisation_writes_what_to_json_writes(monkeypatch, core_examples) -> None:
+    """The module serialises sarif_om objects itself (to_json deep-copies every object once
+    per level above it): the text is the same as jschema_to_python's to_json gives, key
+    order and dropped defaults included, for a log with rules, results, regions,
+    fingerprints, properties and a notification of dropped results."""
+    from jschema_to_python.to_json import to_json
+
+    monkeypatch.chdir(core_examples.parent)
+    monkeypatch.setattr(sarif, "MAX_RESULTS", 5)
+    log = sarif.sarif_log(doctor("examples")[0])
+    assert log.runs[0].properties["droppedResults"]["count"] > 0
+    ours = json.dumps(log, default=sarif._schema_dict, indent=2)
+    assert ours == to_json(log)

@@ -952,6 +952,10 @@ def read(path: Path, state) -> Iterator[Record]:
         lines = Lines(f)
         # Of a run of blank lines only the first comes out: the rest change nothing here.
         for lineno, raw in lines.numbered():
+            if raw == "\n" and machine.table is None:
+                # A blank line outside a table holds no dict and does not trigger: half the
+                # lines of a capture whose progress bar redraws with a carriage return.
+                continue
             # A capture is mostly progress-bar lines: the substring tests skip the regexes
             # on the lines that cannot match them.
             line = ANSI.sub("", raw) if "\x1b" in raw else raw

@@ -323,7 +323,13 @@ def _is_client_dir(path: str | Path) -> bool:
     """A W&B client's ``wandb/`` folder: so named (``.`` inside it counts by its real
     name), or holding the client's ``latest-run`` link to a run folder beside it (a copy
     under another name)."""
-    if os.path.basename(os.path.realpath(path)) == "wandb":
+    name = os.path.basename(path)
+    # The real name is the written one unless the last part is ``.``, ``..``, empty (a
+    # trailing ``/``) or a link; realpath costs one lstat per part of the path, and the
+    # walk asks for every folder, 1,200 deep in a hostile tree.
+    if name in ("", ".", "..") or os.path.islink(path):
+        name = os.path.basename(os.path.realpath(path))
+    if name == "wandb":
         return True
     try:
         target = os.readlink(os.path.join(path, "latest-run"))

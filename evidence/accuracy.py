@@ -13,11 +13,15 @@ Usage (from the repository root; needs ../shared)::
 
     python evidence/accuracy.py            # rewrites evidence/accuracy.md
     python evidence/accuracy.py --check    # exit 1 if the page is out of date
+    python evidence/accuracy.py --in-process --check   # the same, every file judged in this process
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib.util
+import io
 import json
 import subprocess
 import sys
@@ -112,26 +116,75 @@ WHY = {
 }
 
 
-def run_scorecard() -> tuple[list[dict], str]:
+class InProcess:
+    """Stands in for :mod:`subprocess` inside the scorecard: ``run(cmd, ...)`` runs the
+    ``trainproof`` command line that ``cmd`` names (what follows ``trainproof`` in it) in
+    this process, with its own output streams and exit status, and returns them as a
+    :class:`subprocess.CompletedProcess`. Judging the corpus so takes seconds, not the
+    minutes of starting Python once per file; the scorecard's parsing, counting and
+    SUMMARY line are its own. ``outputs``: file judged -> its standard output."""
+
+    TimeoutExpired = subprocess.TimeoutExpired
+
+    def __init__(self) -> None:
+        self.outputs: dict[str, str] = {}
+
+    def run(self, cmd: list[str], **_ignored) -> subprocess.CompletedProcess:
+        from click.testing import CliRunner
+
+        from trainproof.cli.app import main
+
+        args = cmd[cmd.index("trainproof") + 1 :]
+        with CliRunner().isolation() as (out, err, _):
+            try:
+                main(args)
+                rc = 0
+            except SystemExit as e:
+                rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
+        self.outputs[args[1]] = stdout
+        return subprocess.CompletedProcess(cmd, rc, stdout, stderr)
+
+
+def run_scorecard(runner: InProcess | None = None) -> tuple[list[dict], str]:
+    """The shared scorecard's per-file results and its SUMMARY line. ``runner``: ``None``
+    runs the scorecard as its own process (Python started once per file); an
+    :class:`InProcess` runs the scorecard's code here with each file judged in this
+    process (the same results, in seconds)."""
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "results.json"
-        p = subprocess.run(
-            [
-                sys.executable,
-                str(SHARED / "tools" / "scorecard.py"),
-                "--cmd",
-                f"{sys.executable} -m trainproof",
-                "--corpus",
-                str(SHARED / "corpus"),
-                "--json-out",
-                str(out),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        args = [
+            "--cmd",
+            f"{sys.executable} -m trainproof",
+            "--corpus",
+            str(SHARED / "corpus"),
+            "--json-out",
+            str(out),
+        ]
+        if runner is None:
+            p = subprocess.run(
+                [sys.executable, str(SHARED / "tools" / "scorecard.py"), *args],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            printed = p.stdout
+        else:
+            spec = importlib.util.spec_from_file_location("_scorecard", SHARED / "tools" / "scorecard.py")
+            scorecard = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(scorecard)
+            scorecard.subprocess = runner  # this copy of the module only
+            buf = io.StringIO()
+            argv = sys.argv
+            sys.argv = ["scorecard.py", *args]
+            try:
+                with contextlib.redirect_stdout(buf):
+                    scorecard.main()
+            finally:
+                sys.argv = argv
+            printed = buf.getvalue()
         results = json.loads(out.read_text())
-    summary = next(line for line in p.stdout.splitlines() if line.startswith("SUMMARY"))
+    summary = next(line for line in printed.splitlines() if line.startswith("SUMMARY"))
     return results, summary
 
 
@@ -222,11 +275,16 @@ def zoo_tables() -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 when evidence/accuracy.md is out of date")
+    ap.add_argument(
+        "--in-process",
+        action="store_true",
+        help="judge every file in this process (seconds) instead of one Python per file (minutes); same page",
+    )
     a = ap.parse_args()
     if not (SHARED / "corpus" / "MANIFEST.tsv").exists():
         print(f"no corpus at {SHARED / 'corpus'}", file=sys.stderr)
         return 2
-    text = render(*run_scorecard())
+    text = render(*run_scorecard(InProcess() if a.in_process else None))
     if a.check:
         same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
         print("evidence/accuracy.md is up to date" if same else "evidence/accuracy.md is out of date")

@@ -21,9 +21,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 #: Environment a test's MLflow server and clients run with: no telemetry, no proxy for
-#: loopback, the file store allowed (MLflow 3 keeps it behind this switch).
+#: loopback, the file store allowed (MLflow 3 keeps it behind this switch), and no job
+#: execution (MLflow 3's server otherwise starts a job runner and seven huey consumers,
+#: each a Python importing MLflow: half a minute of CPU on 2 cores, for GenAI jobs that
+#: reading runs never asks for).
 SERVER_ENV = {
     "MLFLOW_DISABLE_TELEMETRY": "true",
+    "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
     "DO_NOT_TRACK": "true",
     "MLFLOW_ALLOW_FILE_STORE": "true",
     "NO_PROXY": "127.0.0.1,localhost",

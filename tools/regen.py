@@ -24,7 +24,7 @@ gallery   ``EVIDENCE_MATRIX.md``, ``tests/golden/gallery.json``,       ``tests/p
           the table in ``docs/gallery.md``
 samples   the ```` ```console ```` samples of ``README.md``, ``docs/*.md``  ``tests/project/test_readme_samples.py``
 html      ``evidence/diverge_report.html``                            ``tests/render/test_html.py``
-accuracy  ``evidence/accuracy.md`` (needs ``../shared``; minutes)     ``tests/project/test_accuracy_page.py``
+accuracy  ``evidence/accuracy.md`` (needs ``../shared``)              ``tests/project/test_accuracy_page.py``
 ========  ==========================================================  ==============================
 
 When ``html`` rewrites the report page it also retakes its screenshot,
@@ -187,11 +187,12 @@ def html(tree: Tree) -> str | None:
 
 def accuracy(tree: Tree) -> str | None:
     """``evidence/accuracy.md``: the shared scorecard over the labelled corpus of real runs
-    (``evidence/accuracy.py``); skipped where ``../shared/corpus`` is absent."""
+    (``evidence/accuracy.py``), every file judged in this process; skipped where
+    ``../shared/corpus`` is absent."""
     if not (SHARED / "corpus" / "MANIFEST.tsv").exists():
         return f"skipped: no corpus at {SHARED / 'corpus'}"
     a = _evidence("accuracy")
-    tree.want[a.OUT] = a.render(*a.run_scorecard())
+    tree.want[a.OUT] = a.render(*a.run_scorecard(a.InProcess()))
     return None
 
 

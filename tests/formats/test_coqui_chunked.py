@@ -106,35 +106,44 @@ value_text = st.one_of(
 )
 
 
-@st.composite
+# The strategies the generators draw from, built once: Hypothesis builds and validates a
+# strategy where it is made, and the generators below draw some 40,000 times per test.
+_SEPS = st.sampled_from(["", "TIME: 2024-05-02 03:11:07 -- ", "TIME: 2024-05-02 03:11:07.5 -- "])
+_BATCHES = st.sampled_from([36, 405, 999, 10**19])
+_CODES = st.sampled_from([(BOLD, END)] * 3 + [("", ""), (BOLD, ""), ("\x1b[4m\x1b[1m", "\x1b[0m "), ("\x1b[1S", END)])
+_INDENTS = st.sampled_from(["   ", "", "\t", " \x0c"])
+_ONE_IN_20 = st.integers(0, 19)
+_TENSOR_VALUES = st.floats(allow_nan=False, allow_infinity=False, width=32).map(lambda x: f"tensor({x:.4f})")
+_FLOAT_VALUES = st.floats(allow_nan=False, allow_infinity=False).map(repr) | st.sampled_from(["nan", "inf", "-inf"])
+_BOOLS = st.booleans()
+_PREFIXES = st.sampled_from(["     ", "", " "])
+_GAPS = st.sampled_from([" ", "", "  ", chr(9)])
+_AVERAGES = st.sampled_from(AVERAGES)
+_RUN_LENGTHS = st.integers(1, 12)
+_STEP_DELTAS = st.sampled_from([1, 1, 1, 0, -1, 5])
+_ONE_IN_8 = st.integers(0, 7)
+_ONE_IN_10 = st.integers(0, 9)
+
+
 def header(draw, gstep: int) -> str:
-    sep = draw(st.sampled_from(["", "TIME: 2024-05-02 03:11:07 -- ", "TIME: 2024-05-02 03:11:07.5 -- "]))
-    b = draw(st.sampled_from([36, 405, 999, 10**19]))
+    """A step block's header line at ``gstep``, drawn with ``draw``."""
+    sep = draw(_SEPS)
+    b = draw(_BATCHES)
     g = draw(st.sampled_from([str(gstep)] * 6 + ["0" + str(gstep), "1" * 19, str(gstep) + " x"]))
-    codes = draw(
-        st.sampled_from([(BOLD, END)] * 3 + [("", ""), (BOLD, ""), ("\x1b[4m\x1b[1m", "\x1b[0m "), ("\x1b[1S", END)])
-    )
-    indent = draw(st.sampled_from(["   ", "", "\t", " \x0c"]))
+    codes = draw(_CODES)
+    indent = draw(_INDENTS)
     return f"{codes[0]}{indent}--> {sep}STEP: {gstep % 7}/{b} -- GLOBAL_STEP: {g}{codes[1]}"
 
 
-@st.composite
 def metric(draw, name: str, regular: bool, tensor: bool = False) -> str:
-    if regular and draw(st.integers(0, 19)):
-        if tensor:
-            v = draw(st.floats(allow_nan=False, allow_infinity=False, width=32).map(lambda x: f"tensor({x:.4f})"))
-        else:
-            v = draw(
-                st.floats(allow_nan=False, allow_infinity=False).map(repr) | st.sampled_from(["nan", "inf", "-inf"])
-            )
+    """A metric line of ``name``, drawn with ``draw``: mostly well formed when ``regular``."""
+    if regular and draw(_ONE_IN_20):
+        v = draw(_TENSOR_VALUES if tensor else _FLOAT_VALUES)
         return f"     | > {name}: {v}  (1.0)"
     v = draw(value_text)
-    if draw(st.booleans()):
+    if draw(_BOOLS):
         v = f"tensor({v})" if not v.startswith("tensor") else v
-    return (
-        f"{draw(st.sampled_from(['     ', '', ' ']))}| > {name}:{draw(st.sampled_from([' ', '', '  ', chr(9)]))}"
-        f"{v}{draw(st.sampled_from(AVERAGES))}"
-    )
+    return f"{draw(_PREFIXES)}| > {name}:{draw(_GAPS)}{v}{draw(_AVERAGES)}"
 
 
 @st.composite
@@ -153,28 +162,28 @@ def coqui_log(draw) -> str:
             st.sampled_from(["run"] * (12 if clean else 6) + ["eval", "epoch", "best", "ckpt", "junk", "block", "perf"])
         )
         if kind == "run":
-            for _ in range(draw(st.integers(1, 12))):
-                gstep += draw(st.sampled_from([1, 1, 1, 0, -1, 5]))
-                regular = clean or draw(st.integers(0, 7)) > 0
+            for _ in range(draw(_RUN_LENGTHS)):
+                gstep += draw(_STEP_DELTAS)
+                regular = clean or draw(_ONE_IN_8) > 0
                 lines.append(
-                    draw(header(gstep))
-                    if not clean and (not regular or not draw(st.integers(0, 9)))
+                    header(draw, gstep)
+                    if not clean and (not regular or not draw(_ONE_IN_10))
                     else f"{BOLD}   --> STEP: {gstep % 7}/36 -- GLOBAL_STEP: {gstep}{END}"
                 )
-                lines += [draw(metric(n, regular, t)) for n, t in zip(names, tensors)]
+                lines += [metric(draw, n, regular, t) for n, t in zip(names, tensors)]
                 lines += [""] * blanks
                 if not regular:
                     lines += draw(
                         st.lists(st.sampled_from(["", " \t", "\x0c", f"     | > {names[0]}: 9.5", "junk"]), max_size=2)
                     )
         elif kind == "block":
-            lines.append(draw(header(gstep)))
-            lines += [draw(metric(n, False)) for n in draw(st.lists(st.sampled_from(NAMES), max_size=4))]
+            lines.append(header(draw, gstep))
+            lines += [metric(draw, n, False) for n in draw(st.lists(st.sampled_from(NAMES), max_size=4))]
         elif kind == "eval":
             lines += ["", f"{BOLD} > EVALUATION {END}", ""]
             for i in range(draw(st.integers(0, 2))):
                 lines.append(f"{BOLD}   --> STEP: {i}{END}")
-                lines += [draw(metric(n, True)) for n in names]
+                lines += [metric(draw, n, True) for n in names]
             lines += ["", f"  {BOLD}--> EVAL PERFORMANCE{END}"]
             lines += [f"     | > avg_{n}: {draw(value_text)} {END}(+0.0)" for n in names]
         elif kind == "epoch":

@@ -4,11 +4,13 @@ explained, no FAIL on a file labelled healthy. Skips where ../shared is absent."
 from __future__ import annotations
 
 import csv
+import json
 import os
 
+import _corpus
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, validate_doc
 
 FAIL_LABELS = {"diverged", "nan_or_inf", "zero_loss", "flat_or_dead", "zero_lr"}
 READ_NOW = {"hf", "jsonl", "csv"}
@@ -49,11 +51,15 @@ def test_doctor_over_the_corpus(shared):
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", sorted(READ_NOW))
 def test_labelled_broken_runs_fail(shared, fmt):
+    # Each file judged by ``epoch FILE --json`` (the scorecard's run, in the manifest's
+    # order, shared with the accuracy page's test).
+    results, _, outputs = _corpus.scorecard()
     missed = []
-    for row in _manifest(shared):
+    for row, r in zip(_manifest(shared), results, strict=True):
+        assert r["id"] == row["id"]
         if row["format"] != fmt or not (set(row["label"].split("+")) & FAIL_LABELS):
             continue
-        code, _, _, doc = run_cli("epoch", str(shared / "corpus" / row["file"]), "--json")
+        doc = validate_doc(json.loads(outputs[str(shared / "corpus" / row["file"])]))
         if doc["reports"][0]["verdict"] != "FAIL":
             missed.append(row["id"])
     # Each miss kept, with why the tool cannot know (see the closing note of issue 16):

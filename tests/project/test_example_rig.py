@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -46,11 +47,15 @@ def test_committed_examples_keep_their_verdicts(config):
 @pytest.mark.slow
 def test_rig_trains_and_reproduces_the_verdicts(tmp_path):
     pytest.importorskip("torch")
+    # One thread: the MLP's matrices are too small to split, and on a busy 2-core machine
+    # OpenMP's spinning threads made the run 6x slower; every logged number but the
+    # wall-clock step_time is the same.
     proc = subprocess.run(
         [sys.executable, str(REPO / "examples" / "rig" / "train_tiny.py"), "--out", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     assert proc.returncode == 0, proc.stderr
     from trainproof.rules.registry import get

@@ -451,6 +451,7 @@ def texts(n: int = 30) -> list[dict]:
     return [{"text": sentence(i, 5 + i % 7)} for i in range(n)]
 
 
+@pytest.mark.slow
 def test_good_tokenizer_directory_passes(tmp_path, tokdirs):
     p = write_jsonl(tmp_path / "d.jsonl", texts())
     code, rep, _, _ = pf(p, "--tokenizer", tokdirs["good"], "--max-len", 512)

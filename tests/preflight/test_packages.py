@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import first_cases_fast
+
 PACKAGES = ("trainproof.preflight.dataset", "trainproof.preflight.speech")
 
 #: What the commands, the tests and the docs import from each package.
@@ -72,7 +74,7 @@ def test_the_packages_are_split():
         assert sum(m.startswith(name + ".") for m in MODULES) >= 4, name
 
 
-@pytest.mark.parametrize("module", MODULES)
+@pytest.mark.parametrize("module", first_cases_fast(MODULES, 3))
 def test_importing_a_module_loads_no_click_and_no_cli(module):
     script = (
         "import importlib, sys\n"

@@ -18,7 +18,7 @@ from trainproof.rules.loss import accuracy_tolerance, chance_level, eval_set_siz
 from trainproof.rules.thresholds import DEFAULT
 from trainproof.runlog import Record, build_runlog
 
-from conftest import one
+from conftest import first_cases_fast, one
 
 
 def ids(rep):
@@ -34,7 +34,7 @@ def at_level(n, level, rel, seed):
 
 
 @pytest.mark.parametrize("k", [5, 7, 10])
-@pytest.mark.parametrize("n,rel,seed", [(20, 0.01, 0), (110, 0.03, 1), (1000, 0.05, 2)])
+@pytest.mark.parametrize("n,rel,seed", first_cases_fast([(20, 0.01, 0), (110, 0.03, 1), (1000, 0.05, 2)], 1))
 def test_a_loss_held_at_ln_k_above_four_needs_the_accuracy_to_fail(k, n, rel, seed):
     # From ln 5 on the levels crowd where language-model fine-tunes settle: a WARN alone,
     # a FAIL with an accuracy at 1/k.
@@ -50,7 +50,7 @@ def test_a_loss_held_at_ln_k_above_four_needs_the_accuracy_to_fail(k, n, rel, se
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])
-@pytest.mark.parametrize("n,rel,seed", [(20, 0.01, 0), (110, 0.03, 1), (1000, 0.05, 2)])
+@pytest.mark.parametrize("n,rel,seed", first_cases_fast([(20, 0.01, 0), (110, 0.03, 1), (1000, 0.05, 2)], 1))
 def test_a_loss_held_at_ln_k_is_stuck_at_chance(k, n, rel, seed):
     loss = at_level(n, math.log(k), rel, seed)
     loss[0] = math.log(k) * 1.02

@@ -143,14 +143,6 @@ class _Pool:
                 _end_workers(self._pool)
             raise
         self._held = True
-        # Every worker process the pool has had: its own table drops a worker its manager
-        # thread found broken, which must still be ended (:meth:`abort`).
-        self._workers: dict[int, object] = {}
-        self._note_workers()
-
-    def _note_workers(self) -> None:
-        if self._pool is not None:
-            self._workers.update(getattr(self._pool, "_processes", None) or {})
 
     def __iter__(self) -> _Pool:
         return self
@@ -158,9 +150,7 @@ class _Pool:
     def __next__(self) -> tuple:
         try:
             self._let_signals_through()
-            result = next(self._results)
-            self._note_workers()
-            return result
+            return next(self._results)
         except StopIteration:
             raise
         except BaseException:
@@ -178,9 +168,8 @@ class _Pool:
         """End the workers now (the consumer was stopped); their threads are not waited
         for, since a killed worker may have left half a message."""
         if self._pool is not None:
-            self._note_workers()
             pool, self._pool = self._pool, None
-            _end_workers(pool, also=list(self._workers.values()))
+            _end_workers(pool)
 
     def close(self) -> None:
         """Shut the pool down (work not yet started is cancelled)."""
@@ -378,10 +367,9 @@ def _quiet_broken_pool() -> None:
 ENDED_POOLS: list = []
 
 
-def _end_workers(pool, also: list | None = None) -> None:
+def _end_workers(pool) -> None:
     """Stop a process pool's workers now (the command was interrupted): terminate them,
-    then reap them, so none outlives the command holding its output. ``also``: worker
-    processes the pool had that its own table may have dropped (:class:`_Pool` notes them).
+    then reap them, so none outlives the command holding its output.
 
     The pool's queue of work is kept referenced and not joined at exit: dropped, its pipe
     would be closed under the thread still writing to it (an ``OSError`` traceback
@@ -393,7 +381,6 @@ def _end_workers(pool, also: list | None = None) -> None:
         call_queue.cancel_join_thread()
     ENDED_POOLS.append(call_queue)
     procs = list((getattr(pool, "_processes", None) or {}).values())
-    procs += [p for p in also or () if p not in procs]
     for p in procs:
         p.terminate()
     pool.shutdown(wait=False, cancel_futures=True)

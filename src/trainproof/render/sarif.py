@@ -1,8 +1,8 @@
 """SARIF 2.1.0 output, for GitHub code scanning and any other SARIF consumer.
 
-The log is built from :mod:`sarif_om` objects and serialised as
-:func:`jschema_to_python.to_json.to_json` does (without its deep copies), then parsed back and written once more with the
-project's JSON settings (see *Serialisation* below). Everything comes from the
+The log is built from :mod:`sarif_om` objects, turned into plain JSON values as
+:func:`jschema_to_python.to_json.to_json` would write them (:func:`_plain`, without its
+deep copies), then written once with the project's JSON settings (see *Serialisation* below). Everything comes from the
 :class:`~trainproof.findings.Report` objects and the rule registry; nothing is recomputed.
 
 **Which findings become results.** Every finding whose level is FAIL (``error``), WARN
@@ -453,10 +453,23 @@ def _schema_dict(obj: object) -> object:
     return d
 
 
+def _plain(obj: object) -> object:
+    """``obj`` as the JSON values ``json.loads(json.dumps(obj, default=_schema_dict))``
+    gives, built directly: no text written and parsed again."""
+    if obj is None or isinstance(obj, (str, bool, int, float)):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    d = _schema_dict(obj)
+    return d if isinstance(d, str) else {k: _plain(v) for k, v in d.items()}
+
+
 def _document(log: om.SarifLog) -> dict:
     """Serialise as ``to_json`` does (:func:`_schema_dict`) and restore what it drops (see
     the module doc)."""
-    doc = json.loads(json.dumps(log, default=_schema_dict))
+    doc = _plain(log)
     for n, (run_obj, run) in enumerate(zip(log.runs, doc["runs"])):
         driver = run["tool"]["driver"]
         for desc_obj, desc in zip(run_obj.tool.driver.rules, driver.get("rules", [])):

@@ -168,8 +168,11 @@ def test_json_output_is_byte_identical_twice(tmp_path):
 
 
 @pytest.mark.slow
-def test_rules_lists_every_registered_rule_and_documents_one():
+def test_rules_lists_every_registered_rule_and_documents_one(monkeypatch):
     from trainproof.rules.registry import all_rules
+
+    # Wide enough that no id is cut, whatever rich would take the screen's width to be.
+    monkeypatch.setenv("COLUMNS", "250")
 
     code, out, _, _ = run_cli("rules")
     assert code == 0

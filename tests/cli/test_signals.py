@@ -303,3 +303,33 @@ def test_signals_are_not_held_outside_the_main_thread(tmp_path):
     t.start()
     t.join(DEADLINE)
     assert errors == [] and (tmp_path / "r.sarif").read_text() == "{}"
+
+
+def test_a_signal_in_exec_string_code_is_sent_again_once_that_code_has_run(cli_handlers):
+    """A stop that lands in code compiled from a string (what ``dataclasses`` runs while a
+    module is imported) is not raised there, where CPython would end the process by SIGINT
+    once it exits, but sent again and raised in the caller's own code."""
+    ran = []
+    with pytest.raises(KeyboardInterrupt):
+        exec("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\nran.append(1)", {"ran": ran})
+        assert ran == [1]  # the exec'd code ran to its end
+        deadline = time.monotonic() + DEADLINE
+        while time.monotonic() < deadline:  # the signal comes again from a timer thread
+            time.sleep(0.01)
+    assert ran == [1]
+
+
+def test_a_signal_in_a_test_under_exec_string_code_is_raised_where_it_lands(cli_handlers):
+    """Code run from a string at the bottom of the stack (pytest-xdist's workers,
+    ``python -c``) does not defer a stop that lands in ordinary code above it."""
+
+    reached = []
+
+    def interrupted():
+        os.kill(os.getpid(), signal.SIGTERM)  # os.kill runs the handler before it returns
+        reached.append(1)  # a deferred stop would come back later, from a timer thread
+        time.sleep(DEADLINE)
+
+    with pytest.raises(KeyboardInterrupt):
+        exec("interrupted()", {"interrupted": interrupted})
+    assert reached == []

@@ -356,7 +356,9 @@ def test_one_dataset_prints_what_it_printed_before_several_were_taken(tmp_path, 
 
 
 @pytest.mark.slow
-def test_several_datasets_are_each_judged_and_the_worst_decides(tmp_path):
+def test_several_datasets_are_each_judged_and_the_worst_decides(tmp_path, monkeypatch):
+    # Wide enough that no temporary path wraps (they are longer under pytest-xdist).
+    monkeypatch.setenv("COLUMNS", "250")
     good = write_jsonl(tmp_path / "good.jsonl", [{"text": sentence(i)} for i in range(12)])
     dup = write_jsonl(tmp_path / "dup.jsonl", [{"text": sentence(i % 3)} for i in range(9)])
     empty = write_jsonl(tmp_path / "empty.jsonl", [{"text": sentence(i)} for i in range(5)] + [{"text": ""}])

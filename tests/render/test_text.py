@@ -198,7 +198,9 @@ def two_runs_store(path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_a_stores_runs_are_named_as_the_text_table_names_them_everywhere(tmp_path: Path) -> None:
+def test_a_stores_runs_are_named_as_the_text_table_names_them_everywhere(tmp_path: Path, monkeypatch) -> None:
+    # Wide enough that no temporary path wraps (they are longer under pytest-xdist).
+    monkeypatch.setenv("COLUMNS", "250")
     from trainproof.ci import github_action as ga
 
     two_runs_store(tmp_path / "trackers" / "mlflow.db")

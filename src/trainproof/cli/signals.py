@@ -19,12 +19,16 @@ def stop_requested() -> None:
 
 
 def _in_exec_string(frame) -> bool:
-    """Whether ``frame`` runs inside code compiled from a string (``exec(str)``)."""
-    while frame is not None:
-        if frame.f_code.co_filename == "<string>":
-            return True
-        frame = frame.f_back
-    return False
+    """Whether the interrupted ``frame`` is code compiled from a string (``exec(str)``,
+    ``eval(str)``): the module code ``dataclasses`` and ``collections.namedtuple`` run
+    while a module is imported.
+
+    Only the interrupted frame counts. A harness that runs the whole program from a string
+    (pytest-xdist's workers, ``python -c``) puts such frames at the bottom of every stack,
+    and a ``KeyboardInterrupt`` raised far above them is caught long before it reaches
+    them; the exec'd code of an import, which the deferral is for, is the frame that runs
+    when the signal's handler does (it defines functions and calls nothing)."""
+    return frame is not None and frame.f_code.co_filename == "<string>"
 
 
 def command_name(args: list[str]) -> str | None:

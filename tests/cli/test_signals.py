@@ -201,10 +201,11 @@ def test_sigterm_to_epoch_mid_run_exits_2_and_leaves_no_partial_report(tmp_path)
 
 
 @pytest.fixture
-def cli_handlers():
-    """The CLI's SIGTERM/SIGINT handlers for the test, put back after."""
+def cli_handlers(request):
+    """The CLI's SIGTERM/SIGINT handlers for the test, put back after; the test function is
+    what catches the ``KeyboardInterrupt``, as ``main()`` is for the CLI."""
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    previous = cli_mod.signals.interrupt_handlers()
+    previous = cli_mod.signals.interrupt_handlers(catcher=request.function.__code__)
     yield
     for s, h in previous.items():
         signal.signal(s, h)
@@ -319,17 +320,26 @@ def test_a_signal_in_exec_string_code_is_sent_again_once_that_code_has_run(cli_h
     assert ran == [1]
 
 
-def test_a_signal_in_a_test_under_exec_string_code_is_raised_where_it_lands(cli_handlers):
-    """Code run from a string at the bottom of the stack (pytest-xdist's workers,
-    ``python -c``) does not defer a stop that lands in ordinary code above it."""
-
-    reached = []
+def test_a_signal_is_raised_where_it_lands_when_exec_string_code_is_only_below_its_catcher():
+    """Code run from a string below the function that catches the stop (pytest-xdist's
+    workers, ``python -c``) does not defer a stop that lands above that function."""
+    reached, caught = [], []
 
     def interrupted():
         os.kill(os.getpid(), signal.SIGTERM)  # os.kill runs the handler before it returns
         reached.append(1)  # a deferred stop would come back later, from a timer thread
         time.sleep(DEADLINE)
 
-    with pytest.raises(KeyboardInterrupt):
-        exec("interrupted()", {"interrupted": interrupted})
-    assert reached == []
+    def catch():
+        try:
+            interrupted()
+        except KeyboardInterrupt:
+            caught.append(1)
+
+    previous = cli_mod.signals.interrupt_handlers(catcher=catch.__code__)
+    try:
+        exec("catch()", {"catch": catch})
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    assert caught == [1] and reached == []

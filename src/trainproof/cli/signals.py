@@ -5,6 +5,7 @@ unwinds the same way (``doctor`` ends its workers, report files stay whole)."""
 from __future__ import annotations
 
 import os
+import sys
 
 #: The signals that asked this process to stop (see :func:`interrupt_handlers`). The
 #: ``KeyboardInterrupt`` a handler raises can land in code that swallows it (a library's
@@ -18,17 +19,23 @@ def stop_requested() -> None:
         raise KeyboardInterrupt
 
 
-def _in_exec_string(frame) -> bool:
-    """Whether the interrupted ``frame`` is code compiled from a string (``exec(str)``,
-    ``eval(str)``): the module code ``dataclasses`` and ``collections.namedtuple`` run
-    while a module is imported.
+def _in_exec_string(frame, catcher=None) -> bool:
+    """Whether a ``KeyboardInterrupt`` raised in ``frame`` would leave code compiled from a
+    string (``exec(str)``, ``eval(str)``: the code ``dataclasses`` and
+    ``collections.namedtuple`` run while a module is imported) on its way to ``catcher``,
+    the code object of the function that catches it (:func:`trainproof.cli.main`).
 
-    Only the interrupted frame counts. A harness that runs the whole program from a string
-    (pytest-xdist's workers, ``python -c``) puts such frames at the bottom of every stack,
-    and a ``KeyboardInterrupt`` raised far above them is caught long before it reaches
-    them; the exec'd code of an import, which the deferral is for, is the frame that runs
-    when the signal's handler does (it defines functions and calls nothing)."""
-    return frame is not None and frame.f_code.co_filename == "<string>"
+    The frames below the catcher do not count: the exception never reaches them, and a
+    harness that runs the whole program from a string (pytest-xdist's workers,
+    ``python -c``) puts such frames at the bottom of every stack. Without a catcher on the
+    stack, every frame counts."""
+    while frame is not None:
+        if catcher is not None and frame.f_code is catcher:
+            return False
+        if frame.f_code.co_filename == "<string>":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def command_name(args: list[str]) -> str | None:
@@ -56,12 +63,15 @@ def stopped_watching(verdict: str | None, code: int) -> str:
     return f"trainproof: stopped watching; last verdict {verdict or '-'} (exit {code})"
 
 
-def interrupt_handlers() -> dict:
+def interrupt_handlers(catcher=None) -> dict:
     """Handle SIGTERM (a CI job cancelled, ``timeout``) as Ctrl-C: the command unwinds,
     ``doctor`` ends its workers, report files are whole or absent, and the exit code
     follows the policy (``watch``: its last verdict's; otherwise 2). A SIGINT inherited as
     ignored (a shell script's background job, ``trainproof watch LOG &``) is handled as
     Ctrl-C too, so that ``kill -INT`` stops the command.
+
+    ``catcher`` is the code object of the function that catches the ``KeyboardInterrupt``
+    (default: the caller's, :func:`trainproof.cli.main`'s); see :func:`_in_exec_string`.
 
     Returns ``{signal: previous handler}`` for what was changed, for :func:`trainproof.cli.main` to put
     back (tests call it in-process); empty where nothing could be set (not the main
@@ -69,12 +79,15 @@ def interrupt_handlers() -> dict:
     import signal
     import threading
 
+    if catcher is None:
+        catcher = sys._getframe(1).f_code
+
     if threading.current_thread() is not threading.main_thread():
         return {}
 
     def interrupt(signum, frame):
         STOP.append(signum)
-        if _in_exec_string(frame):
+        if _in_exec_string(frame, catcher):
             # A KeyboardInterrupt that leaves code run by exec(str) (dataclasses build
             # their methods so, during imports) makes CPython end the process by SIGINT
             # once it exits, whatever the exit code: send the signal again a moment

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -155,13 +154,10 @@ def test_within_one_level_the_last_results_go_and_rules_listed_are_those_kept(mo
 @pytest.mark.slow
 def test_sarif_holds_at_most_25000_results():
     """A run is cut at code scanning's 25,000 results, the lowest severity first, and the
-    cut is said; writing them takes seconds (to_json's deep copies took half a minute)."""
+    cut is said (how long writing them takes: bench/bench_sarif.py)."""
     assert sarif.MAX_RESULTS == 25_000
     reports = [_report(0, Level.WARN, 12_510), _report(1, Level.INFO, 12_510)]
-    t0 = time.monotonic()
     doc = json.loads(sarif.dumps(reports))
-    # about 4 s on a loaded 2-core machine
-    assert time.monotonic() - t0 < 15
     run = doc["runs"][0]
     assert len(run["results"]) == 25_000
     assert run["properties"]["droppedResults"] == {

@@ -134,9 +134,11 @@ def _min_points(need: Need, th: Thresholds) -> int:
 
 
 #: The groups whose FAIL rules rest on exact values, not on a curve judged against its
-#: noise: a NaN or Inf, a value exactly zero, a learning rate at or below zero. One
+#: noise: a NaN or Inf, a value exactly zero, a learning rate at or below zero, and the
+#: model probe's facts (gradients never reset, a whole ReLU layer dead, replicas apart),
+#: which their rules already require at several checks in a row (``model_checks``). One
 #: judgement proves them, so a live path stops on the first.
-EXACT_GROUPS = frozenset({"nan", "zero", "lr"})
+EXACT_GROUPS = frozenset({"nan", "zero", "lr", "model"})
 
 
 def hold_unconfirmed(

@@ -88,12 +88,16 @@ def ids(rep) -> set[str]:
 # --- an ordinary log -------------------------------------------------------------------------
 
 
-def test_an_ordinary_log_skips_every_model_rule_as_absent(tmp_path):
-    rep = judge_file(tmp_path, {}, 10)
+def test_an_ordinary_log_leaves_the_model_rules_out_and_a_probed_one_lists_the_absent(tmp_path):
+    """A log no probe wrote: the model rules do not apply, and its report is what it was
+    before they existed. A probed run without activations: the activation rules are
+    skipped as ``absent``, the others run."""
     assert len(MODEL_IDS) == 14
-    for rid in MODEL_IDS:
-        assert rep.skipped[rid].reason == "absent", rid
-        assert rid not in rep.ran
+    rep = judge_file(tmp_path, {}, 10)
+    assert not set(MODEL_IDS) & (set(rep.ran) | set(rep.skipped)) and rep.verdict.value == "PASS"
+    rep = judge_file(tmp_path, {"model/params_no_grad": np.zeros(10), "model/grads_not_reset": np.zeros(10)}, 10)
+    assert {"TP-PARAMS-NO-GRAD", "TP-GRADS-NOT-RESET"} <= set(rep.ran)
+    assert rep.skipped["TP-DEAD-RELU"].reason == "absent" and rep.skipped["TP-SATURATION"].reason == "absent"
     assert rep.verdict.value == "PASS"
 
 

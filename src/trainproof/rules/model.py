@@ -5,8 +5,10 @@ model and its optimizer at each check through :class:`trainproof.live.probes.Mod
 and record the results as ordinary metric keys of the record at that step, all named
 ``model/...`` (see the design of issue 34): one point per check, absent when it could not
 be measured. These rules read those series by name, so they judge a run live and its
-log (``trainproof judge run.jsonl``) alike, and an ordinary log, which has none of the
-keys, skips every one of them as ``absent``.
+log (``trainproof judge run.jsonl``) alike. On an ordinary log, which holds none of the keys,
+the engine leaves these rules out of the report (:func:`trainproof.rules.engine.probe_only`);
+a probed run without one rule's key (``activations=False``) lists that rule skipped as
+``absent``.
 
 A check measures one step and one batch. Every rule here needs its evidence at
 ``model_checks`` checks in a row (``replica_drift_checks`` replica checks for the replica

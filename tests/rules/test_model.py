@@ -457,3 +457,26 @@ def test_per_epoch_schedulers_moving_lrs_and_stepping_schedulers_are_not_stuck(t
         extra=lambda s: {"lr": 1e-3 * (1 - s / (n * EVERY + 1))},
     )
     assert "TP-SCHEDULER-STUCK" not in ids(moved)
+
+
+def test_a_nonfinite_layer_explains_the_nonfinite_global_norm(tmp_path):
+    """One cause, one finding: the layer-level rule keeps the finding and lists TP-NAN-GRAD
+    (the same gradients, seen as a global norm) as implied."""
+    n = 8
+    rep = judge_file(
+        tmp_path,
+        {"model/grad_nonfinite_params": [0, 0, 0, 0, 2, 2, 2, 2]},
+        n,
+        extra=lambda s: {"grad_norm": 0.5 if s <= 200 else math.inf},
+    )
+    f = one(rep, "TP-GRAD-NONFINITE-LAYER")
+    assert f.data["implies"] == ["TP-NAN-GRAD"] and "TP-NAN-GRAD" not in ids(rep)
+
+
+def test_the_vanishing_evidence_cites_the_smallest_ratio(tmp_path):
+    mn = [-4.5, -5.0, -6.5, -5.5]
+    f = one(
+        judge_file(tmp_path, {"model/layer_grad_norm_max": [1.0] * 4, "model/layer_grad_norm_min": mn}, 4),
+        "TP-LAYER-GRAD-VANISHING",
+    )
+    assert "(smallest -6.5)" in f.evidence and f.data["extreme_value"] == -6.5

@@ -75,13 +75,16 @@ def _persistent(
     layer_key: str | None = None,
     need: int | None = None,
     to_end: bool = False,
+    low: bool = False,
 ) -> Finding | None:
     """The finding of a rule whose evidence is ``hit(values)`` at ``need`` (default
     ``model_checks``) checks of ``key`` in a row; with ``to_end``, the run of checks must
     reach the last check (nothing after it recovered).
 
     ``message(v)`` is the finding's message for the value ``v`` at the first check of the
-    run; ``what`` names the condition in the evidence ("a count above 0").
+    run; ``what`` names the condition in the evidence ("a count above 0"). The evidence
+    cites the most extreme value of the run of checks: the largest, or with ``low`` (a bar
+    from above) the smallest.
     """
     s = ctx.finite(key)
     need = ctx.th.model_checks if need is None else need
@@ -95,11 +98,12 @@ def _persistent(
         return None
     start, length = found
     end = start + length - 1
-    v0, vmax = float(s.values[start]), float(np.max(s.values[start : end + 1]))
+    inside = s.values[start : end + 1]
+    v0, extreme = float(s.values[start]), float(np.min(inside) if low else np.max(inside))
     text, name = _layer_text(ctx, layer_key)
     evidence = (
         f"{key} was {what} at {length} checks in a row, from step {step(s.steps[start])} (line "
-        f"{int(s.lines[start])}, value {num(v0)}) to step {step(s.steps[end])} (largest {num(vmax)}); "
+        f"{int(s.lines[start])}, value {num(v0)}) to step {step(s.steps[end])} ({'smallest' if low else 'largest'} {num(extreme)}); "
         f"{int(mask.sum())} of {len(s)} checks in all; needed {need} in a row.{text}"
     )
     data = {
@@ -110,7 +114,7 @@ def _persistent(
         "checks_hit": int(mask.sum()),
         "checks": len(s),
         "first_value": v0,
-        "max_value": vmax,
+        "extreme_value": extreme,
         "layer": name,
     }
     return ctx.finding(message(v0), evidence, data, step=s.steps[start], line=s.lines[start])
@@ -270,6 +274,7 @@ def check_params_not_updated(ctx):
     "gradients hold NaN or Inf before the optimizer step, at every check to the end",
     needs=[Need("model/grad_nonfinite_params", "model_checks")],
     thresholds=["model_checks"],
+    implies=("TP-NAN-GRAD",),
     least_evidence="Non-finite gradients at the last {model_checks} checks or more, with no clean check after "
     "them: a loss scaler that skips an overflowing step recovers within a few steps.",
     detects="`model/grad_nonfinite_params` above 0 at the last {model_checks} or more checks in a row, none "
@@ -309,8 +314,8 @@ def check_grad_nonfinite_layer(ctx):
     "gradients are never reset between optimizer steps (zero_grad missing)",
     needs=[Need("model/grads_not_reset", "model_checks")],
     thresholds=["model_checks"],
-    least_evidence="The measurement at {model_checks} checks in a row: the gradient after backward still held "
-    "the gradient of before the previous optimizer step each time.",
+    least_evidence="The points are consecutive checks, each a measurement of its own optimizer step: at every "
+    "one the gradient after backward still held the gradient of before the previous step.",
     detects="`model/grads_not_reset` is 1 at {model_checks} checks in a row: the gradient present after a "
     "step's backward still holds what it held before the previous optimizer step, so every step adds its "
     "gradient to all the earlier ones.",
@@ -513,6 +518,7 @@ def check_layer_grad_vanishing(ctx):
         lambda v: f"a layer's gradient norm is 10^{v:.1f} of the median layer's",
         f"below {num(bar)} (log10 of the ratio to the median layer)",
         layer_key="model/layer_grad_norm_min_layer",
+        low=True,
     )
     if f is not None:
         yield f
@@ -528,7 +534,8 @@ def check_layer_grad_vanishing(ctx):
     "a whole ReLU layer outputs nothing positive, at every check",
     needs=[Need("model/dead_relu_share", "model_checks")],
     thresholds=["model_checks", "dead_relu_share"],
-    least_evidence="The layer dead at {model_checks} checks in a row, each on a batch of its own.",
+    least_evidence="The points are consecutive checks, each on a batch of its own: a layer dead on one batch is "
+    "not enough.",
     detects="`model/dead_relu_share` at or above {dead_relu_share:.0%} at {model_checks} checks in a row: that "
     "share of a ReLU module's output units was never positive over the whole batch of each check.",
     why="A ReLU unit that is never positive passes no gradient, so it can never recover; a whole layer dead "
@@ -599,7 +606,8 @@ def check_saturation(ctx):
     "data-parallel replicas hold different parameters",
     needs=[Need("model/replica_drift", "replica_drift_checks")],
     thresholds=["replica_drift_checks", "replica_drift_tol"],
-    least_evidence="The replicas apart at {replica_drift_checks} replica checks in a row.",
+    least_evidence="The points are consecutive replica checks (every replica_every checks): one measurement "
+    "apart could be a rank caught mid-update.",
     detects="`model/replica_drift` (the largest relative difference, over ranks, of a checksum of every "
     "parameter from rank 0's) above {replica_drift_tol} at {replica_drift_checks} replica checks in a row.",
     why="Data-parallel replicas must be identical: each rank computes its gradient on its own model, so ranks "

@@ -293,11 +293,16 @@ def test_healthy_update_ratios_a_zero_init_head_and_a_decayed_schedule_are_silen
     # ordinary training: every layer within a decade or two of 1e-3
     mx = -2.5 + noise * rng.standard_normal(n) * 0.3
     mn = -4.0 + noise * rng.standard_normal(n) * 0.3
-    # a zero-initialised head: ratio ~1 at the first two checks, then ordinary
+    # a zero-initialised layer settling: ratio ~1 at the first check, falling at each check
+    # until it is ordinary (a positional embedding under SGD: 0, -0.8, -1.0, -1.1, ... at
+    # checks every 25 steps)
     mx_head = mx.copy()
-    mx_head[:2] = [0.0, -0.8]
+    k = min(n, 6)
+    mx_head[:k] = np.maximum(np.linspace(0.0, -1.5, 6)[:k], mx[:k])
+    mx_head[:k] = np.minimum.accumulate(mx_head[:k])
     # the end of a decaying schedule: every layer low together
     decayed_mx, decayed_mn = mx - 3.5, mn - 3.5
+    assert np.sum(mx_head > -1) >= 4  # above the bar at more than model_checks checks, falling
     for hi, lo in ((mx, mn), (mx_head, mn), (decayed_mx, decayed_mn)):
         rep = judge_file(tmp_path, {"model/layer_update_ratio_max": hi, "model/layer_update_ratio_min": lo}, n, seed)
         assert "TP-LAYER-UPDATE-RATIO" not in ids(rep)

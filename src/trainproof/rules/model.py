@@ -76,6 +76,7 @@ def _persistent(
     need: int | None = None,
     to_end: bool = False,
     low: bool = False,
+    accept: Callable[[np.ndarray], bool] | None = None,
 ) -> Finding | None:
     """The finding of a rule whose evidence is ``hit(values)`` at ``need`` (default
     ``model_checks``) checks of ``key`` in a row; with ``to_end``, the run of checks must
@@ -84,14 +85,19 @@ def _persistent(
     ``message(v)`` is the finding's message for the value ``v`` at the first check of the
     run; ``what`` names the condition in the evidence ("a count above 0"). The evidence
     cites the most extreme value of the run of checks: the largest, or with ``low`` (a bar
-    from above) the smallest.
+    from above) the smallest. ``accept(values)``, when given, must also hold for the values
+    of the run of checks (a rule that tells a healthy shape apart inside the run).
     """
     s = ctx.finite(key)
     need = ctx.th.model_checks if need is None else need
     mask = hit(s.values)
     found = None
     for start, length in runs_of(mask):
-        if length >= need and (not to_end or start + length == len(s)):
+        if (
+            length >= need
+            and (not to_end or start + length == len(s))
+            and (accept is None or accept(s.values[start : start + length]))
+        ):
             found = (start, length)
             break
     if found is None:
@@ -398,8 +404,9 @@ def check_eval_mode(ctx):
     why="The update ratio is the step size each layer actually takes (~1e-3 is the rule of thumb). One layer far "
     "above it is rewritten at every step and destabilizes the rest; one far below it, while others move, "
     "barely learns: a global learning rate or update ratio hides both.",
-    not_mean="A zero-initialised layer (a LoRA B matrix, a fresh head) starts with huge ratios and settles within "
-    "a few steps, which the checks in a row leave out. Layer-wise learning-rate decay in fine-tuning gives the "
+    not_mean="A zero-initialised layer (a LoRA B matrix, a positional embedding, a fresh head) starts with "
+    "ratios near 1 that fall at every check while it settles: a run of checks above the bar whose ratio falls at "
+    "each one is left out. Layer-wise learning-rate decay in fine-tuning gives the "
     "bottom layers small ratios on purpose; the end of a decaying schedule lowers every layer, which is not "
     "this rule (the largest must still move).",
     causes="Too high: a learning rate too high for that layer, no warm-up, weights with a tiny norm (weight decay "
@@ -416,6 +423,9 @@ def check_layer_update_ratio(ctx):
         lambda v: f"a layer's weights change by 10^{v:.1f} of their norm per step (rule of thumb ~1e-3)",
         f"above {num(ctx.th.layer_update_ratio_high_log10)} (log10)",
         layer_key="model/layer_update_ratio_max_layer",
+        # A fresh layer settling (zero-initialised: its ratio starts near 1 and falls at every
+        # check) is not a layer rewritten at every step.
+        accept=lambda v: bool(np.any(np.diff(v) >= 0)),
     )
     if high is not None:
         yield high

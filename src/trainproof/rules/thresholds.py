@@ -635,9 +635,12 @@ class Thresholds:
     layer_update_ratio_high_log10: float = threshold(
         -1.0,
         "A weight matrix changed by more than 10% of its norm in one optimizer step: 100x the "
-        "~1e-3 rule of thumb for ||dW||/||W|| (Karpathy, 2019; see update_ratio_min_points). A "
-        "zero-initialised head (LoRA's B) starts above it and falls below within a few steps, "
-        "which the checks in a row leave out.",
+        "~1e-3 rule of thumb for ||dW||/||W|| (Karpathy, 2019; see update_ratio_min_points). "
+        "Measured on tiny healthy models (MLPs of depth 2 and 6, a CNN with batch norm, a "
+        "2-layer transformer; Adam, AdamW, SGD; a check every 25 of 200-300 steps): the largest "
+        "per-layer ratio stayed below 10^-1.3, except a zero-initialised positional embedding "
+        "under SGD at lr 0.1, which starts at 1 and falls below 0.1 within 50 steps (a falling "
+        "ratio is left out: a layer settling).",
         valid=Range(float, -16.0, 2.0),
     )
     # float32 resolves a relative change down to about 6e-8 (log10 -7.2); below it nothing changes.
@@ -654,16 +657,18 @@ class Thresholds:
         3.0,
         "A weight matrix whose gradient norm is 1000x (10^3) the median weight matrix's of the "
         "same model at the same step. Measured against the model's own median, the bar holds at "
-        "any scale of loss or learning rate. In healthy networks the per-tensor gradient norms of "
-        "weight matrices spread over about two decades (embeddings and output heads at the top); "
-        "three decades is an engineering choice above that spread.",
+        "any scale of loss or learning rate. Measured on tiny healthy models (MLPs of depth 2 "
+        "and 6, a CNN with batch norm, a 2-layer transformer; Adam, AdamW, SGD): the largest "
+        "weight matrix's gradient norm sat at most 10^1.0 above the median, the smallest at most "
+        "10^0.8 below it. Three decades is an engineering choice well above that spread, which "
+        "deeper and larger models widen.",
         valid=Range(float, 0.0, 16.0, lo_open=True),
     )
     layer_grad_vanishing_log10: float = threshold(
         -4.0,
         "A weight matrix whose gradient norm is 1e-4 of the median weight matrix's at the same "
         "step: that layer learns ten thousand times slower than the typical one. Engineering "
-        "choice, two decades beyond the ordinary spread of per-tensor gradient norms (see "
+        "choice, three decades beyond the spread measured on healthy models (see "
         "layer_grad_exploding_log10). All-zero gradients are TP-PARAMS-NO-GRAD's.",
         valid=Range(float, -16.0, 0.0, hi_open=True),
     )

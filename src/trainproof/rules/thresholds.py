@@ -677,8 +677,10 @@ class Thresholds:
         1.0,
         "Every output unit of a ReLU layer non-positive for every example of the check's batch: "
         "the layer passes no signal and no gradient, so nothing before it on that path learns. "
-        "An exact fact, not a statistical bar: a healthy layer of more than a few units always "
-        "has some unit active on some example of a batch.",
+        "An exact fact, not a statistical bar. Measured on tiny healthy MLPs (widths 16 and 64, "
+        "Adam at lr 1e-3 to 1e-2, batches of 1 to 64, a check every 25 steps): the largest share "
+        "reached 0.98 at batch 1 (one example leaves most units inactive) and 0.42 at batch 8, "
+        "and never 1 at any of 660 checks; hence the whole layer, not a share, is the bar.",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )
     saturation_share: float = threshold(
@@ -686,8 +688,10 @@ class Thresholds:
         "90% of a tanh/sigmoid layer's outputs within 1% of an asymptote (|tanh| > 0.99, "
         "sigmoid < 0.01 or > 0.99), where the derivative is below 0.02: almost no gradient "
         "passes. Glorot and Bengio (2010) describe the saturated sigmoid layer that stalls "
-        "training. Engineering choice for the share: a healthy hidden layer keeps most units in "
-        "the linear range.",
+        "training. Measured on tiny MLPs (Adam at lr 1e-3 to 1e-2, batches of 1 to 64): tanh "
+        "layers reached at most 0.38, sigmoid layers 0.30 at batch 8 and more but 0.98 at batch "
+        "1 and lr 1e-2, which is why the rule only warns. The share is an engineering choice "
+        "above the healthy spread.",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )
     scheduler_stuck_steps: int = threshold(

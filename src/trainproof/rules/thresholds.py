@@ -680,7 +680,7 @@ class Thresholds:
         "An exact fact, not a statistical bar. Measured on tiny healthy MLPs (widths 16 and 64, "
         "Adam at lr 1e-3 to 1e-2, batches of 1 to 64, a check every 25 steps): the largest share "
         "reached 0.98 at batch 1 (one example leaves most units inactive) and 0.42 at batch 8, "
-        "and never 1 at any of 660 checks; hence the whole layer, not a share, is the bar.",
+        "and never 1 at any of 714 checks; hence the whole layer, not a share, is the bar.",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )
     saturation_share: float = threshold(

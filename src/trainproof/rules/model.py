@@ -375,7 +375,7 @@ def check_eval_mode(ctx):
         ctx,
         "model/eval_mode_share",
         lambda v: v >= bar,
-        lambda v: f"the model is in eval mode at {pct(v)} of the logged training steps",
+        lambda v: f"the model is in eval mode at {pct(v)} of the log() calls between two checks",
         f"at or above {pct(bar)}",
     )
     if f is not None:
@@ -653,7 +653,7 @@ def check_replica_drift(ctx):
     "TP-SCHEDULER-STUCK",
     Level.WARN,
     GROUP,
-    "the learning-rate scheduler never steps",
+    "the learning-rate scheduler does not step",
     needs=[Need("model/scheduler_steps", "model_checks")],
     thresholds=["model_checks", "scheduler_stuck_steps"],
     detects="`model/scheduler_steps` (the scheduler's step count) unchanged from some check to the last, over "

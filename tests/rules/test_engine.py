@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from trainproof.findings import Finding, Level, Report, exit_code
-from trainproof.rules.engine import judge_runlog
+from trainproof.rules.engine import judge_runlog, probe_only
 from trainproof.rules.registry import all_rules, get
 from trainproof.rules.thresholds import DEFAULT, ThresholdError, Thresholds
 from trainproof.runlog import Record, build_runlog
@@ -83,12 +83,14 @@ def test_pass_lists_what_ran_and_what_was_skipped_with_typed_reasons():
     assert f.data["ran"] == rep.ran
     assert f.data["skipped"] == sorted(rep.skipped)
     # loss only: every rule on another series is skipped because that series is absent
-    # (and the RL-only rules because this is a supervised objective)
+    # (and the RL-only rules because this is a supervised objective); the rules on the live
+    # model probe's keys do not apply to a run no probe measured and are not listed
     assert {k: v.reason for k, v in rep.skipped.items()} == {
         k: ("objective: supervised" if "supervised" not in get(k).objectives else "absent")
         for k in SINGLE_RUN
-        if k not in rep.ran
+        if k not in rep.ran and not probe_only(get(k))
     }
+    assert any(probe_only(get(k)) for k in SINGLE_RUN)
     assert rep.skipped["TP-GRAD-SPIKE"].detail == "no grad_norm series in the log"
     assert "ran: TP-NAN, TP-ZERO-LOSS" in f.evidence and "TP-GRAD-SPIKE (absent)" in f.evidence
     assert exit_code([rep]) == 0
@@ -108,11 +110,15 @@ def test_every_single_run_rule_either_ran_or_was_skipped_never_both():
         make_run(loss=[2.0, 2.1, 1.9]),
         make_run(loss=[-1.0 + 0.01 * i for i in range(30)]),
         make_run(eval_loss=[1.0, 0.9, 0.8, 0.85, 0.9]),
+        make_run(loss=healthy(), **{"model/params_no_grad": [0.0] * 60}),  # a run the model probe measured
     ]
     for run in runs:
         rep = judge_runlog(run)
         assert not set(rep.ran) & set(rep.skipped)
-        assert set(rep.ran) | set(rep.skipped) == set(SINGLE_RUN)
+        # the model probe's rules do not apply to a run no probe measured, and are not listed
+        probed = any(k.startswith("model/") for k in run.series)
+        expected = {k for k in SINGLE_RUN if probed or not probe_only(get(k))}
+        assert set(rep.ran) | set(rep.skipped) == expected
         assert all(
             v.reason in ("absent", "too_few_points", "degenerate", "muted", "objective: supervised")
             for v in rep.skipped.values()

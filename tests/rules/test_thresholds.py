@@ -174,6 +174,25 @@ def _built_runs():
     )  # perf
     add(loss=_decay(n), update_ratio=[1e-1] * n)  # update ratio high
     add(loss=_decay(n), update_ratio=[1e-6] * n)  # update ratio low
+    # the model probe's keys, every one firing (and the low side of the layer update ratio)
+    probe = {
+        "model/params_outside_optimizer": [2.0] * n,
+        "model/params_frozen_in_optimizer": [2.0] * n,
+        "model/params_no_grad": [1.0] * n,
+        "model/params_not_updated": [1.0] * n,
+        "model/grad_nonfinite_params": [1.0] * n,
+        "model/grads_not_reset": [1.0] * n,
+        "model/eval_mode_share": [1.0] * n,
+        "model/layer_grad_norm_max": [4.0] * n,
+        "model/layer_grad_norm_min": [-5.0] * n,
+        "model/dead_relu_share": [1.0] * n,
+        "model/saturated_share": [0.99] * n,
+        "model/replica_drift": [0.1] * n,
+        "model/scheduler_steps": [0.0] * n,
+        "model/optimizer_steps": list(100.0 * np.arange(n)),
+    }
+    add(loss=_decay(n), **probe, **{"model/layer_update_ratio_max": [0.0] * n})
+    add(loss=_decay(n), **{"model/layer_update_ratio_max": [-3.0] * n, "model/layer_update_ratio_min": [-7.0] * n})
     # RL and preference runs
     add(loss=_noise(n, 0.1), reward=[1.0] * n)  # constant reward
     add(loss=_noise(n, 0.1), reward=[0.0] * 100 + [1.0] * 20, frac_reward_zero_std=[0.97] * n)  # GRPO no signal

@@ -33,6 +33,7 @@ FAMILIES: dict[str, str] = {
     "lr": "Learning rate",
     "eval": "Evaluation",
     "updates": "Weight updates",
+    "model": "Inside the model (live probe)",
     "speed": "Speed",
     "rl": "Reinforcement and preference learning",
     "context": "Context",

@@ -4,7 +4,9 @@ The engine, not the rule, decides whether a rule runs: a rule whose needed serie
 missing is skipped as ``absent``, one with too few finite points as ``too_few_points``,
 one whose data it cannot judge (non-positive values for a ratio rule, a constant series
 where variation is needed) as ``degenerate``, and a muted one as ``muted``. A skipped
-check is never reported as passed.
+check is never reported as passed. The rules on the live model probe's keys
+(:func:`probe_only`) are left out of the report of a run that holds none of those keys: they
+do not apply to a log no probe wrote.
 
 A run still training (``live=True``: the in-loop monitor, the framework callbacks,
 ``trainproof watch``) is judged on its first points, so a rule that claims the loss made
@@ -134,9 +136,11 @@ def _min_points(need: Need, th: Thresholds) -> int:
 
 
 #: The groups whose FAIL rules rest on exact values, not on a curve judged against its
-#: noise: a NaN or Inf, a value exactly zero, a learning rate at or below zero. One
+#: noise: a NaN or Inf, a value exactly zero, a learning rate at or below zero, and the
+#: model probe's facts (gradients never reset, a whole ReLU layer dead, replicas apart),
+#: which their rules already require at several checks in a row (``model_checks``). One
 #: judgement proves them, so a live path stops on the first.
-EXACT_GROUPS = frozenset({"nan", "zero", "lr"})
+EXACT_GROUPS = frozenset({"nan", "zero", "lr", "model"})
 
 
 def hold_unconfirmed(
@@ -165,6 +169,19 @@ def hold_unconfirmed(
         else:
             kept.append(f)
     return kept, held
+
+
+#: The prefix of the keys the live model probe records (``model/params_no_grad``, ...).
+PROBE_PREFIX = "model/"
+
+
+def probe_only(rule: Rule) -> bool:
+    """Whether ``rule`` judges only the live model probe's measurements: every series it
+    needs is a :data:`PROBE_PREFIX` key. On a run that holds no such key at all (a log no
+    probe wrote: every ordinary log) these rules do not apply, and the engine leaves them
+    out of the report rather than list them skipped; a probed run that lacks one rule's key
+    (activations off) lists that rule skipped as ``absent``."""
+    return bool(rule.needs) and all(n.startswith(PROBE_PREFIX) for need in rule.needs for n in need.names)
 
 
 def no_progress_claim(rule: Rule) -> bool:
@@ -357,8 +374,11 @@ def judge_runlog(
     findings: list[Finding] = []
     ran: list[str] = []
     skipped: dict[str, Skip] = {}
+    probed = any(k.startswith(PROBE_PREFIX) for k in run.series)
     for rule in all_rules():
         if rule.is_outcome or rule.source not in ("single_run", "reader"):
+            continue
+        if not probed and probe_only(rule):
             continue
         if rule.id in mute:
             skipped[rule.id] = MUTED

@@ -418,6 +418,7 @@ RULE_MODULES = tuple(
         "evals",
         "perf",
         "updates",
+        "model",
         "signatures",
         "rl",
         "intent",

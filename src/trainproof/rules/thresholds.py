@@ -596,6 +596,113 @@ class Thresholds:
     update_ratio_high_log10: float = threshold(-2.0, see="update_ratio_min_points", valid=Range(float, -16.0, 2.0))
     update_ratio_low_log10: float = threshold(-4.0, see="update_ratio_min_points", valid=Range(float, -16.0, 2.0))
 
+    # --- model (measured at check steps by trainproof.live.probes.ModelProbe) ------------
+    model_checks: int = threshold(
+        3,
+        "A model-level rule needs its evidence at 3 checks in a row (2 check intervals). One "
+        "check measures one step and one batch, and a single batch has legitimate quirks: a "
+        "mixture-of-experts expert no token was routed to, a validation pass between two checks, "
+        "a loss scaler calibrating its scale. A configuration fault (a layer outside the "
+        "optimizer, zero_grad missing, model.eval() left on) holds at every check, so it is still "
+        "found at the third. Engineering choice: the least that rules out one batch.",
+        valid=count(1),
+    )
+    replica_drift_tol: float = threshold(
+        1e-6,
+        "Data-parallel (DDP) replicas hold bit-identical parameters: DDP broadcasts rank 0's "
+        "parameters when it wraps the model and every rank applies the same all-reduced gradient, "
+        "so the float64 checksums of identical tensors agree exactly. 1e-6 (relative) leaves room "
+        "for a different summation order on mixed hardware, far below the O(1) difference of a "
+        "rank that started from another seed. Engineering choice above exact equality.",
+        valid=NONNEG,
+    )
+    # Replica checks come every replica_every checks (10 by default), so two are 10 checks apart.
+    replica_drift_checks: int = threshold(
+        2,
+        "Replicas apart at 2 replica checks in a row (10 checks apart at the monitor's default "
+        "replica_every=10): one measurement could be a rank caught mid-update by a hook; a "
+        "difference that persists across two is in the parameters.",
+        valid=count(1),
+    )
+    # 0 would call every run eval-mode (a share of 0 is "at least 0").
+    eval_mode_share: float = threshold(
+        0.9,
+        "model.training False at 90% or more of the log() calls between two checks: a periodic "
+        "validation pass that logs inside the training loop takes a minority of the calls, while "
+        "model.eval() left on takes all of them. Engineering choice between the two.",
+        valid=Range(float, 0.0, 1.0, lo_open=True),
+    )
+    layer_update_ratio_high_log10: float = threshold(
+        -1.0,
+        "A weight matrix changed by more than 10% of its norm in one optimizer step: 100x the "
+        "~1e-3 rule of thumb for ||dW||/||W|| (Karpathy, 2019; see update_ratio_min_points). "
+        "Measured on tiny healthy models (MLPs of depth 2 and 6, a CNN with batch norm, a "
+        "2-layer transformer; Adam, AdamW, SGD; a check every 25 of 200-300 steps): the largest "
+        "per-layer ratio stayed below 10^-1.3, except a zero-initialised positional embedding "
+        "under SGD at lr 0.1, which starts at 1 and falls below 0.1 within 50 steps (a falling "
+        "ratio is left out: a layer settling).",
+        valid=Range(float, -16.0, 2.0),
+    )
+    # float32 resolves a relative change down to about 6e-8 (log10 -7.2); below it nothing changes.
+    layer_update_ratio_low_log10: float = threshold(
+        -6.0,
+        "One weight matrix changed by less than 1e-6 of its norm in a step, a thousandth of the "
+        "rule of thumb, while the fastest one moved at least update_ratio_low_log10 (the whole "
+        "model is not simply at a low learning rate, which TP-UPDATE-RATIO-LOW judges). "
+        "Engineering choice: float32 resolves changes down to about 6e-8, so the layer does "
+        "change, but too little to learn.",
+        valid=Range(float, -16.0, 2.0),
+    )
+    layer_grad_exploding_log10: float = threshold(
+        3.0,
+        "A weight matrix whose gradient norm is 1000x (10^3) the median weight matrix's of the "
+        "same model at the same step. Measured against the model's own median, the bar holds at "
+        "any scale of loss or learning rate. Measured on tiny healthy models (MLPs of depth 2 "
+        "and 6, a CNN with batch norm, a 2-layer transformer; Adam, AdamW, SGD): the largest "
+        "weight matrix's gradient norm sat at most 10^1.0 above the median, the smallest at most "
+        "10^0.8 below it. Three decades is an engineering choice well above that spread, which "
+        "deeper and larger models widen.",
+        valid=Range(float, 0.0, 16.0, lo_open=True),
+    )
+    layer_grad_vanishing_log10: float = threshold(
+        -4.0,
+        "A weight matrix whose gradient norm is 1e-4 of the median weight matrix's at the same "
+        "step: that layer learns ten thousand times slower than the typical one. Engineering "
+        "choice, three decades beyond the spread measured on healthy models (see "
+        "layer_grad_exploding_log10). All-zero gradients are TP-PARAMS-NO-GRAD's.",
+        valid=Range(float, -16.0, 0.0, hi_open=True),
+    )
+    # 1 is the whole layer; below it a configuration turns the FAIL into a judgement of a share.
+    dead_relu_share: float = threshold(
+        1.0,
+        "Every output unit of a ReLU layer non-positive for every example of the check's batch: "
+        "the layer passes no signal and no gradient, so nothing before it on that path learns. "
+        "An exact fact, not a statistical bar. Measured on tiny healthy MLPs (widths 16 and 64, "
+        "Adam at lr 1e-3 to 1e-2, batches of 1 to 64, a check every 25 steps): the largest share "
+        "reached 0.98 at batch 1 (one example leaves most units inactive) and 0.42 at batch 8, "
+        "and never 1 at any of 714 checks; hence the whole layer, not a share, is the bar.",
+        valid=Range(float, 0.0, 1.0, lo_open=True),
+    )
+    saturation_share: float = threshold(
+        0.9,
+        "90% of a tanh/sigmoid layer's outputs within 1% of an asymptote (|tanh| > 0.99, "
+        "sigmoid < 0.01 or > 0.99), where the derivative is below 0.02: almost no gradient "
+        "passes. Glorot and Bengio (2010) describe the saturated sigmoid layer that stalls "
+        "training. Measured on tiny MLPs (Adam at lr 1e-3 to 1e-2, batches of 1 to 64): tanh "
+        "layers reached at most 0.38, sigmoid layers 0.30 at batch 8 and more but 0.98 at batch "
+        "1 and lr 1e-2, which is why the rule only warns. The share is an engineering choice "
+        "above the healthy spread.",
+        valid=Range(float, 0.0, 1.0, lo_open=True),
+    )
+    scheduler_stuck_steps: int = threshold(
+        2000,
+        "A learning-rate scheduler whose step count did not move while the optimizer took 2000 "
+        "steps (or, where the log records the epoch, while a whole epoch passed). A scheduler "
+        "stepped once per epoch legitimately stands still within an epoch; 2000 steps is an "
+        "engineering choice above most epochs of small and medium datasets.",
+        valid=count(1),
+    )
+
     # --- env (can this machine start the run: `trainproof env`) ------------------------------
     env_mem_headroom: float = threshold(
         0.2,
@@ -1069,6 +1176,12 @@ CONSTRAINTS: tuple[Constraint, ...] = (
     ),
     Constraint(
         "update_ratio_low_log10", "update_ratio_high_log10", lambda a, b: a < b, "below 'update_ratio_high_log10'"
+    ),
+    Constraint(
+        "layer_update_ratio_low_log10",
+        "layer_update_ratio_high_log10",
+        lambda a, b: a < b,
+        "below 'layer_update_ratio_high_log10'",
     ),
     Constraint("speech_min_duration_s", "speech_max_duration_s", lambda a, b: a < b, "below 'speech_max_duration_s'"),
     Constraint("zero_lr_warn_share", "zero_lr_fail_share", lambda a, b: a <= b, "at most 'zero_lr_fail_share'"),

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..findings import Finding, Level, Report
-from ..rules.thresholds import DEFAULT, Thresholds
 from ..rules._fmt import step as step_fmt
+from ..rules.thresholds import DEFAULT, Thresholds
 from . import distributed, stops
 from .guardian import Guardian, RunFailed, number
 
@@ -181,7 +181,14 @@ class Monitor:
         self.main = distributed.is_main()
         meta = {"max_steps": max_steps} if max_steps else {}
         self._guardian = Guardian(
-            "<live>", "live", mute, thresholds, on_alert if self.main else None, meta, stop_on=stop_on, patience=patience
+            "<live>",
+            "live",
+            mute,
+            thresholds,
+            on_alert if self.main else None,
+            meta,
+            stop_on=stop_on,
+            patience=patience,
         )
         # The denominator of "no trainable tensor was updated" (a measured cause of a stop).
         self._guardian.meta["trainable_tensors"] = sum(1 for p in model.parameters() if p.requires_grad)

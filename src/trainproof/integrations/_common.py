@@ -298,7 +298,8 @@ class LiveRun:
         if not (self.policy == "stop_on_fail" or self.stop_on) or not distributed.any_rank(mine):
             return False  # the policy and stop_on are the same in every process: warn alone never stops
         if not mine and self.stopped_at is None:
-            self._stop([], " A finding that stops the run was found in another process of this distributed run.")
+            what = "A FAIL or a stop_on finding" if self.stop_on else "A FAIL"
+            self._stop([], f" {what} was found in another process of this distributed run.")
         return True
 
     def _flush(self) -> None:

@@ -10,6 +10,8 @@ so a loaded machine does not move the step of a stop.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -330,3 +332,63 @@ def test_stop_on_stops_a_silent_monitor_too_and_a_failing_save_does_not_hide_the
     assert stopped is not None
     assert "save_on_stop failed: OSError: disk full." in str(err)
     assert capsys.readouterr().err == ""  # silent prints nothing
+
+
+# ---------------------------------------------------------- the callbacks' shared LiveRun
+
+
+def overfit_records(n=200):
+    """``(step, values)``: a train loss falling from 2.0 and, every 10 steps from step 9,
+    an eval loss that falls to its minimum at step 49 and then climbs."""
+    for s in range(n):
+        yield s, {"loss": 2.0 * math.exp(-s / 60), "lr": 1e-3}
+        if s % 10 == 9:
+            yield s, {"eval_loss": 1.0 + 0.002 * (s - 49) ** 2 / 10}
+
+
+@pytest.mark.slow
+def test_liverun_stop_on_waits_for_patience_checks_in_a_row(capsys):
+    from trainproof.integrations._common import LiveRun
+
+    def first_stop(**kw):
+        live = LiveRun("Test", check_every=10, **kw)
+        live.start(max_steps=200)
+        found = []
+        for step, values in overfit_records():
+            if live.record(step, values):
+                return step, live, found
+            if live.judged and "TP-OVERFIT" in live.report.ids():
+                found.append(step)
+        return None, live, found
+
+    never, _, found = first_stop()
+    assert never is None and found  # a WARN: warn does not stop
+    at1, live1, _ = first_stop(stop_on=["TP-OVERFIT"])
+    at3, live3, _ = first_stop(stop_on=["TP-OVERFIT"], patience=3)
+    assert at1 == found[0] and at3 == found[2]  # the third check in a row that finds it
+    assert [f.id for f in live3.stop_findings] == ["TP-OVERFIT"]
+    err = capsys.readouterr().err
+    assert f"trainproof: stop_on stopped Test training at step {at3} of 200 scheduled steps" in err
+    assert "TP-OVERFIT (WARN, chosen in stop_on, found 3 check(s) in a row)" in err
+    assert "Last good step: 49." in err
+
+
+@pytest.mark.slow
+def test_liverun_does_not_stop_on_a_claim_of_no_progress_without_a_cause(capsys):
+    from trainproof.integrations._common import LiveRun
+
+    live = LiveRun("Test", policy="stop_on_fail", check_every=10)
+    live.start(max_steps=400)
+    for s in range(300):
+        assert not live.record(s, {"loss": 1000.0 + 0.1 * math.sin(s), "lr": 1e-3, "grad_norm": 1.0})
+    err = capsys.readouterr().err
+    assert "WARN at step" in err and "TP-FLAT" in err and "no measured cause was found" in err
+    # with the weights outside the optimizer measured, the same claim stops the run
+    live.start(max_steps=400)
+    stopped = None
+    for s in range(300):
+        if live.record(s, {"loss": 1000.0 + 0.1 * math.sin(s), "lr": 1e-3, "grad_norm": 1.0, stops.OUTSIDE_KEY: 4}):
+            stopped = s
+            break
+    assert stopped is not None
+    assert "Measured cause (TP-FLAT): 4 parameter tensor(s)" in capsys.readouterr().err

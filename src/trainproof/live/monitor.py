@@ -113,7 +113,8 @@ class Monitor:
             :class:`RunFailed` at the check where the finding has been present ``patience``
             checks in a row (in ``"silent"`` too, without printing).
         patience: checks in a row a ``stop_on`` finding must be present before the stop
-            (at least 1).
+            (at least 1; the checks that judged: on a long run judging is rationed, see
+            :meth:`Guardian.affordable`).
         save_on_stop: a callable ``save(step)``, called with the step of the stop just
             before :class:`RunFailed` is raised (save a checkpoint there); an exception it
             raises is reported in the stop's message, and the stop goes on.

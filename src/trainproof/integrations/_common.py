@@ -397,7 +397,8 @@ class LiveRun:
         before it (when :attr:`checkpoints` is set) and the rule's first remedy."""
         at = self.stopped_at if self.stopped_at is not None else self._last_step
         end = self.max_steps
-        chosen = any(f.level is not Level.FAIL or self.policy != "stop_on_fail" for f in self.stop_findings)
+        # stop_on_fail stops on FAILs; any other stop is one that stop_on chose.
+        chosen = self.policy != "stop_on_fail" or any(f.level is not Level.FAIL for f in self.stop_findings)
         head = f"trainproof: {'stop_on' if chosen else 'stop_on_fail'} stopped {self.framework} training at step {step_fmt(at)}"
         if end is None or at is None:
             text = head + " (the scheduled end is unknown)."

@@ -156,3 +156,18 @@ def test_a_process_other_than_rank_zero_stops_in_silence(callback, capsys, monke
     fit(cb, "sgd", 10.0)
     assert cb.stopped_at == 10 and "TP-NAN" in fails(cb.report)
     assert "trainproof" not in capsys.readouterr().err and alerts == []
+
+
+@pytest.mark.slow
+def test_stop_on_stops_a_warn_run_and_save_on_stop_saves_the_model(callback, capsys, tmp_path):
+    """policy "warn" alone never stops; ``stop_on={"TP-NAN"}`` stops it at the first check
+    that finds the NaN, and ``save_on_stop`` writes the model there with ``model.save``."""
+    path = tmp_path / "stopped.keras"
+    cb = callback(policy="warn", check_every=10, stop_on={"TP-NAN"}, save_on_stop=str(path))
+    history = fit(cb, "sgd", 10.0)
+    err = capsys.readouterr().err
+    assert len(history.history["loss"]) < EPOCHS
+    assert cb.batches == cb.stopped_at == 10
+    assert f"trainproof: stop_on stopped Keras training at step 10 of {STEPS} scheduled steps" in err
+    assert "TP-NAN (FAIL, chosen in stop_on, found 1 check(s) in a row)" in err
+    assert f"save_on_stop saved {path}." in err and path.is_file()

@@ -94,7 +94,9 @@ def test_lr_far_too_high_raises_run_failed_during_the_run():
     assert last < steps - 1
     assert e.report.records == last + 2  # the failing check ran inside log() of step last+1
     assert (last + 2) % 25 == 0
-    assert e.report.summary and str(e) == e.report.summary
+    # The summary, then where to resume: the last good step and the rule's first remedy.
+    assert e.report.summary and str(e).startswith(e.report.summary)
+    assert "Last good step:" in str(e) and "First remedy" in str(e)
     assert e.report.step_range[1] < steps - 1
 
 

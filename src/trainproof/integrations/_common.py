@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..findings import Finding, Level, Report
-from ..live import distributed
+from ..live import distributed, stops
 from ..live.guardian import Guardian, number
 from ..rules._fmt import pct
 from ..rules._fmt import step as step_fmt
@@ -125,9 +125,27 @@ class LiveRun:
         grad_norm_source: who computed a logged gradient norm (``"the HF Trainer"``): a
             finding about the gradient norm then says, in its announcement and in the
             evidence ``on_alert`` receives, that the norm is as that source reported it.
+        stop_on: rule ids on which to stop the run whatever the policy (a WARN such as
+            TP-OVERFIT), once found ``patience`` checks in a row.
+        patience: checks in a row a ``stop_on`` finding must be present (at least 1).
+
+    Attributes:
+        checkpoints: set by the callback: a function giving the run's saved checkpoints as
+            ``(step, name)`` pairs, read at a stop to name the newest one at or before the
+            last good step (``None``: the framework keeps none the callback can see).
+        save: set by the callback: a function ``save(step)`` called at a stop (before its
+            message is printed) that saves a checkpoint, or has the framework save one,
+            and returns what it saved, for the message.
+        stop_findings: the findings the stop rests on (empty before a stop, and when
+            another process of a distributed run found them).
+
+    A claim that the loss made no progress stops the run only with a measured cause in the
+    history (see :mod:`trainproof.live.stops`); without one it is announced as a WARN that
+    says so and training goes on.
 
     Raises:
-        ValueError: for a policy not in :data:`POLICIES`.
+        ValueError: for a policy not in :data:`POLICIES`, a ``stop_on`` id that names no
+            rule, or a ``patience`` below 1.
     """
 
     def __init__(
@@ -139,9 +157,18 @@ class LiveRun:
         on_alert: Callable[[Finding], None] | None = None,
         thresholds: Thresholds = DEFAULT,
         grad_norm_source: str | None = None,
+        stop_on: Iterable[str] = (),
+        patience: int = 1,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        if int(patience) < 1:
+            raise ValueError(f"patience must be at least 1 (checks in a row), got {patience!r}")
+        self.stop_on = stops.stop_ids(stop_on)
+        self.patience = int(patience)
+        self.checkpoints: Callable[[], list[tuple[float, str]]] | None = None
+        self.save: Callable[[float | None], str | None] | None = None
+        self.stop_findings: list[Finding] = []
         self.framework = framework
         self.policy = policy
         self.check_every = max(1, int(check_every))
@@ -166,10 +193,13 @@ class LiveRun:
         """Begin a run (forgetting any earlier one). ``max_steps``: the scheduled end, when
         known. ``quiet``: print nothing and call no ``on_alert`` (another process of a
         distributed run does)."""
-        self.guardian = Guardian("<live>", "live", self.mute, self.thresholds, self._alert)
+        self.guardian = Guardian(
+            "<live>", "live", self.mute, self.thresholds, self._alert, stop_on=self.stop_on, patience=self.patience
+        )
         self.set_max_steps(max_steps)
         self.report = None
         self.stopped_at = None
+        self.stop_findings = []
         self.quiet = quiet
         self._since = 0
         self._last_step = None
@@ -186,6 +216,17 @@ class LiveRun:
             self.start()
         assert self.guardian is not None
         return self.guardian
+
+    def set_model(self, model) -> None:
+        """Note the number of trainable parameter tensors of ``model`` (a torch module; the
+        denominator of "no trainable tensor updated", a measured cause of a stop). Anything
+        without ``parameters()`` is ignored."""
+        try:
+            n = sum(1 for p in model.parameters() if getattr(p, "requires_grad", True))
+        except Exception:  # noqa: BLE001 - a model the callback cannot count is no cause
+            return
+        if n:
+            self._guardian().meta["trainable_tensors"] = n
 
     @property
     def max_steps(self) -> float | None:
@@ -254,11 +295,11 @@ class LiveRun:
         if not distributed.all_ranks(g.affordable()):
             return False
         mine = self.check()
-        if self.policy != "stop_on_fail" or not distributed.any_rank(mine):
-            return False  # the policy is the same in every process: warn never stops
+        if not (self.policy == "stop_on_fail" or self.stop_on) or not distributed.any_rank(mine):
+            return False  # the policy and stop_on are the same in every process: warn alone never stops
         if not mine and self.stopped_at is None:
-            self.stopped_at = self._last_step
-            self._say(self.stop_message() + " A FAIL was found in another process of this distributed run.")
+            what = "A FAIL or a stop_on finding" if self.stop_on else "A FAIL"
+            self._stop([], f" {what} was found in another process of this distributed run.")
         return True
 
     def _flush(self) -> None:
@@ -288,15 +329,27 @@ class LiveRun:
         self.report = rep
         self.judged = True
         self._announce(g.new_findings)
-        if (
-            self.policy == "stop_on_fail"
-            and self.stopped_at is None
-            and any(f.level is Level.FAIL for f in rep.findings)
-        ):
-            self.stopped_at = self._last_step
-            self._say(self.stop_message())
+        if self.stopped_at is not None:
+            return False
+        basis = [f for f in rep.findings if f.level is Level.FAIL] if self.policy == "stop_on_fail" else []
+        basis = basis or g.chosen_stops(rep)
+        if basis:
+            self._stop(basis)
             return True
         return False
+
+    def _stop(self, findings: list[Finding], note: str = "") -> None:
+        """Stop here: keep the step and the findings, have the callback save (``save``),
+        print the stop's message."""
+        self.stopped_at = self._last_step
+        self.stop_findings = list(findings)
+        saved = None
+        if self.save is not None:
+            try:
+                saved = self.save(self.stopped_at)
+            except Exception as e:  # noqa: BLE001 - the stop goes on; the message says why nothing was saved
+                saved = f"save_on_stop failed: {type(e).__name__}: {e}."
+        self._say(self.stop_message() + note + (f" {saved}" if saved else ""))
 
     def finish(self) -> Report | None:
         """Judge the whole run once more at its end and keep the final Report (``None`` when
@@ -339,14 +392,31 @@ class LiveRun:
 
     def stop_message(self) -> str:
         """What a stop cut off: the step it stopped at, the scheduled steps, the share of
-        them that never ran."""
+        them that never ran; then the findings it rests on, the measured cause of a claim
+        of no progress, the last good step before their onset, the newest checkpoint at or
+        before it (when :attr:`checkpoints` is set) and the rule's first remedy."""
         at = self.stopped_at if self.stopped_at is not None else self._last_step
         end = self.max_steps
-        head = f"trainproof: stop_on_fail stopped {self.framework} training at step {step_fmt(at)}"
+        # stop_on_fail stops on FAILs; any other stop is one that stop_on chose.
+        chosen = self.policy != "stop_on_fail" or any(f.level is not Level.FAIL for f in self.stop_findings)
+        head = f"trainproof: {'stop_on' if chosen else 'stop_on_fail'} stopped {self.framework} training at step {step_fmt(at)}"
         if end is None or at is None:
-            return head + " (the scheduled end is unknown)."
-        left = max(float(end) - float(at), 0.0)
-        return (
-            f"{head} of {step_fmt(end)} scheduled steps: {step_fmt(left)} scheduled steps "
-            f"({pct(left / float(end))}) never ran."
-        )
+            text = head + " (the scheduled end is unknown)."
+        else:
+            left = max(float(end) - float(at), 0.0)
+            text = (
+                f"{head} of {step_fmt(end)} scheduled steps: {step_fmt(left)} scheduled steps "
+                f"({pct(left / float(end))}) never ran."
+            )
+        g = self.guardian
+        if self.stop_findings and g is not None:
+            found = None
+            if self.checkpoints is not None:
+                try:
+                    found = list(self.checkpoints())
+                except OSError:
+                    found = None
+            text += " " + stops.stop_text(
+                "It stopped", self.stop_findings, g.runlog(), found, self.thresholds, self.stop_on, self.patience
+            )
+        return text

@@ -26,9 +26,12 @@ Importing this module imports transformers; ``import trainproof`` does not.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Iterable
 
 from ..findings import Finding, Report
+from ..rules._fmt import step as step_fmt
 from ..rules.thresholds import DEFAULT, Thresholds
 from ._common import LiveRun, missing
 
@@ -37,7 +40,26 @@ try:
 except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(missing("transformers", "hf", _e)) from _e
 
-__all__ = ["TrainproofCallback"]
+__all__ = ["TrainproofCallback", "checkpoints"]
+
+_CHECKPOINT = re.compile(r"checkpoint-(\d+)")
+
+
+def checkpoints(output_dir: str | os.PathLike) -> list[tuple[float, str]]:
+    """The Trainer's checkpoints in ``output_dir``: ``(global step, path)`` of each
+    ``checkpoint-N`` folder (the Trainer's own naming), in no particular order; empty when
+    the folder does not exist."""
+    try:
+        names = os.listdir(output_dir)
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        m = _CHECKPOINT.fullmatch(name)
+        path = os.path.join(output_dir, name)
+        if m and os.path.isdir(path):
+            out.append((float(m.group(1)), path))
+    return out
 
 
 class TrainproofCallback(TrainerCallback):
@@ -52,6 +74,21 @@ class TrainproofCallback(TrainerCallback):
         mute: rule ids not to run.
         on_alert: called once per new WARN or FAIL finding id, with the finding.
         thresholds: rule thresholds.
+        stop_on: rule ids on which to stop training whatever the policy (a WARN you care
+            about, such as ``{"TP-OVERFIT"}``, as ``EarlyStoppingCallback`` stops), once the
+            finding has been present ``patience`` checks in a row.
+        patience: checks in a row a ``stop_on`` finding must be present (at least 1).
+        save_on_stop: at a stop, also set ``control.should_save``: the Trainer saves
+            ``checkpoint-<global_step>`` in ``args.output_dir`` right after the log that
+            stopped it.
+
+    A claim that the loss made no progress (TP-DEAD-RUN, TP-FLAT, TP-CHANCE-LEVEL…) stops
+    the run only with a measured cause in the history (a learning rate, updates or
+    gradients about zero, parameters outside the optimizer); without one it is printed as
+    a WARN that says so and training goes on. A stop's message names the findings, the
+    last good step before their onset, the newest ``checkpoint-N`` folder of
+    ``args.output_dir`` at or before it, and the rule's first remedy ("Resume from
+    .../checkpoint-1200 with a lower peak learning rate…").
 
     Attributes:
         report: the latest :class:`~trainproof.findings.Report` (the final one after
@@ -66,10 +103,33 @@ class TrainproofCallback(TrainerCallback):
         mute: Iterable[str] = (),
         on_alert: Callable[[Finding], None] | None = None,
         thresholds: Thresholds = DEFAULT,
+        stop_on: Iterable[str] = (),
+        patience: int = 1,
+        save_on_stop: bool = False,
     ) -> None:
         self.live = LiveRun(
-            "HF Trainer", policy, check_every, mute, on_alert, thresholds, grad_norm_source="the HF Trainer"
+            "HF Trainer",
+            policy,
+            check_every,
+            mute,
+            on_alert,
+            thresholds,
+            grad_norm_source="the HF Trainer",
+            stop_on=stop_on,
+            patience=patience,
         )
+        self.save_on_stop = bool(save_on_stop)
+
+    def _wire(self, args, model=None) -> None:
+        """Tell the LiveRun where this Trainer's checkpoints are and how it saves one."""
+        out = getattr(args, "output_dir", None)
+        self.live.checkpoints = (lambda: checkpoints(out)) if out else None
+        if self.save_on_stop:
+            self.live.save = lambda step: (
+                f"save_on_stop: the Trainer saves checkpoint-{step_fmt(step)} in {out} at this step."
+            )
+        if model is not None:
+            self.live.set_model(model)
 
     @property
     def report(self) -> Report | None:
@@ -84,6 +144,7 @@ class TrainproofCallback(TrainerCallback):
         # agrees at each check point whether to judge and whether to stop, and only the
         # main process prints and alerts.
         self.live.start(max_steps=state.max_steps or None, quiet=not state.is_world_process_zero)
+        self._wire(args, kwargs.get("model"))
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         # The end-of-training summary (train_runtime, train_loss averaged over the run) is
@@ -92,10 +153,13 @@ class TrainproofCallback(TrainerCallback):
             return
         if self.live.guardian is None:
             self.live.start(quiet=not state.is_world_process_zero)
+            self._wire(args, kwargs.get("model"))
         if state.max_steps and self.live.max_steps is None:
             self.live.set_max_steps(state.max_steps)
         if self.live.record(state.global_step, logs):
             control.should_training_stop = True
+            if self.save_on_stop:
+                control.should_save = True
 
     def on_train_end(self, args, state, control, **kwargs):
         self.live.finish()

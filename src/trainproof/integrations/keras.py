@@ -67,6 +67,18 @@ class TrainproofCallback(keras.callbacks.Callback):
         mute: rule ids not to run.
         on_alert: called once per new WARN or FAIL finding id, with the finding.
         thresholds: rule thresholds.
+        stop_on: rule ids on which to stop training whatever the policy (a WARN you care
+            about, such as ``{"TP-OVERFIT"}``, as ``keras.callbacks.EarlyStopping`` stops),
+            once the finding has been present ``patience`` checks in a row.
+        patience: checks in a row a ``stop_on`` finding must be present (at least 1).
+        save_on_stop: a file path (``.keras``): at a stop, ``model.save`` writes the model
+            there; ``None`` saves nothing.
+
+    A claim that the loss made no progress (TP-DEAD-RUN, TP-FLAT, TP-CHANCE-LEVEL…) stops
+    the run only with a measured cause in the history (a learning rate about zero, a
+    collapsed gradient norm when one is logged); without one it is printed as a WARN that
+    says so and training goes on. A stop's message names the findings, the last good
+    batch count before their onset and the rule's first remedy.
 
     Attributes:
         report: the latest :class:`~trainproof.findings.Report` (the final one after
@@ -81,9 +93,15 @@ class TrainproofCallback(keras.callbacks.Callback):
         mute: Iterable[str] = (),
         on_alert: Callable[[Finding], None] | None = None,
         thresholds: Thresholds = DEFAULT,
+        stop_on: Iterable[str] = (),
+        patience: int = 1,
+        save_on_stop: str | None = None,
     ) -> None:
         super().__init__()
-        self.live = LiveRun("Keras", policy, check_every, mute, on_alert, thresholds)
+        self.live = LiveRun(
+            "Keras", policy, check_every, mute, on_alert, thresholds, stop_on=stop_on, patience=patience
+        )
+        self.save_on_stop = None if save_on_stop is None else str(save_on_stop)
         self.batches = 0
         self._means: dict[str, tuple[int, float]] = {}
 
@@ -100,8 +118,14 @@ class TrainproofCallback(keras.callbacks.Callback):
         epochs, steps = params.get("epochs"), params.get("steps")
         end = epochs * steps if isinstance(epochs, int) and isinstance(steps, int) else None
         self.live.start(max_steps=end, quiet=not distributed.is_main())
+        self.live.save = self._save if self.save_on_stop else None
         self.batches = 0
         self._means: dict[str, tuple[int, float]] = {}
+
+    def _save(self, step) -> str:
+        """Save the model at the stop; returns what the stop's message says of it."""
+        self.model.save(self.save_on_stop)
+        return f"save_on_stop saved {self.save_on_stop}."
 
     def on_epoch_begin(self, epoch, logs=None) -> None:
         self._means = {}  # Keras restarts its running means here

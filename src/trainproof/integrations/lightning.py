@@ -35,6 +35,8 @@ Importing this module imports lightning; ``import trainproof`` does not.
 from __future__ import annotations
 
 import math
+import os
+import re
 from collections.abc import Callable, Iterable
 
 from ..findings import Finding, Report
@@ -46,7 +48,28 @@ try:
 except ImportError as _e:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(missing("lightning", "lightning", _e)) from _e
 
-__all__ = ["TrainproofCallback"]
+__all__ = ["TrainproofCallback", "checkpoints"]
+
+_STEP = re.compile(r"(?:^|[-_])step=(\d+)")
+
+
+def checkpoints(trainer) -> list[tuple[float, str]]:
+    """The checkpoints the trainer's ``ModelCheckpoint`` callbacks hold (their top-k, best
+    and last paths) that exist on disk, as ``(global step, path)``; the step is read from
+    the file name's ``step=N`` (the default file name ``epoch={epoch}-step={step}``
+    writes it), and a file whose name holds none is left out."""
+    out = {}
+    for cb in getattr(trainer, "checkpoint_callbacks", None) or []:
+        paths = [
+            *(getattr(cb, "best_k_models", None) or {}),
+            getattr(cb, "best_model_path", ""),
+            getattr(cb, "last_model_path", ""),
+        ]
+        for path in paths:
+            m = _STEP.search(os.path.splitext(os.path.basename(str(path)))[0]) if path else None
+            if m and os.path.exists(path):
+                out[str(path)] = float(m.group(1))
+    return [(step, path) for path, step in out.items()]
 
 
 class TrainproofCallback(Callback):
@@ -62,6 +85,22 @@ class TrainproofCallback(Callback):
         mute: rule ids not to run.
         on_alert: called once per new WARN or FAIL finding id, with the finding.
         thresholds: rule thresholds.
+        stop_on: rule ids on which to stop training whatever the policy (a WARN you care
+            about, such as ``{"TP-OVERFIT"}``, as ``EarlyStopping`` stops), once the finding
+            has been present ``patience`` checks in a row.
+        patience: checks in a row a ``stop_on`` finding must be present (at least 1).
+        save_on_stop: at a stop, also save a checkpoint with ``trainer.save_checkpoint``
+            (in every process, as Lightning asks) to ``trainproof-stop-step=<N>.ckpt`` in
+            the first ``ModelCheckpoint``'s ``dirpath``, else in
+            ``trainer.default_root_dir``.
+
+    A claim that the loss made no progress (TP-DEAD-RUN, TP-FLAT, TP-CHANCE-LEVEL…) stops
+    the run only with a measured cause in the history (a learning rate, updates or
+    gradients about zero, parameters outside the optimizer); without one it is printed as
+    a WARN that says so and training goes on. A stop's message names the findings, the
+    last good step before their onset, the newest checkpoint the ``ModelCheckpoint``
+    callbacks hold at or before it (its step read from the file name's ``step=N``, as
+    the default file name writes it), and the rule's first remedy.
 
     Attributes:
         report: the latest :class:`~trainproof.findings.Report` (the final one after
@@ -76,10 +115,18 @@ class TrainproofCallback(Callback):
         mute: Iterable[str] = (),
         on_alert: Callable[[Finding], None] | None = None,
         thresholds: Thresholds = DEFAULT,
+        stop_on: Iterable[str] = (),
+        patience: int = 1,
+        save_on_stop: bool = False,
     ) -> None:
         super().__init__()
-        self.live = LiveRun("Lightning", policy, check_every, mute, on_alert, thresholds)
+        self.live = LiveRun(
+            "Lightning", policy, check_every, mute, on_alert, thresholds, stop_on=stop_on, patience=patience
+        )
+        self.save_on_stop = bool(save_on_stop)
         self._last_step: int | None = None
+        #: the path ``save_on_stop`` saved to, else ``None``
+        self.saved_path: str | None = None
 
     @property
     def report(self) -> Report | None:
@@ -98,7 +145,19 @@ class TrainproofCallback(Callback):
                 est = math.inf
             end = est if math.isfinite(est) and est > 0 else None
         self.live.start(max_steps=end, quiet=not trainer.is_global_zero)
+        self.live.set_model(pl_module)
+        self.live.checkpoints = lambda: checkpoints(trainer)
+        self.live.save = (lambda step: self._save(trainer, step)) if self.save_on_stop else None
         self._last_step = None
+        self.saved_path = None
+
+    def _save(self, trainer, step) -> str:
+        """Save a checkpoint at the stop; returns what the stop's message says of it."""
+        dirpath = next((cb.dirpath for cb in trainer.checkpoint_callbacks if getattr(cb, "dirpath", None)), None)
+        path = os.path.join(dirpath or trainer.default_root_dir, f"trainproof-stop-step={int(step or 0)}.ckpt")
+        trainer.save_checkpoint(path)
+        self.saved_path = path
+        return f"save_on_stop saved {path}."
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = int(trainer.global_step)

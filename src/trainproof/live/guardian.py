@@ -16,12 +16,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..findings import Finding, Level, Report
-from ..rules.engine import judge_runlog
+from ..rules.engine import fail_summary, judge_runlog
 from ..rules.thresholds import DEFAULT, Thresholds
 from ..runlog import Columns, Record, RunLog, RunLogBuilder
+from . import stops
 
 
 def number(value: Any) -> float | None:
@@ -71,17 +73,23 @@ JUDGE_FREE_SECONDS = 0.05
 
 
 class RunFailed(RuntimeError):
-    """Raised by a guardian with ``policy="raise"`` when the run gets a FAIL.
+    """Raised by the monitor with ``policy="raise"`` when the run gets a FAIL, or (any
+    policy) when a finding named in ``stop_on`` has been found ``patience`` checks in a row.
 
     Attributes:
-        report: the :class:`~trainproof.findings.Report` that failed.
+        report: the :class:`~trainproof.findings.Report` of the judgement that stopped it.
+        findings: the findings the stop rests on (the new FAILs, or the chosen ones).
+        message: what the stop tells (also the exception's text): the findings, the last
+            good step before their onset and the first remedy.
     """
 
-    def __init__(self, report: Report) -> None:
+    def __init__(self, report: Report, message: str | None = None, findings: list[Finding] | None = None) -> None:
         fails = [f for f in report.findings if f.level is Level.FAIL]
         first = fails[0] if fails else None
-        super().__init__(report.summary or (f"{first.id}: {first.message}" if first else "FAIL"))
+        self.message = message or report.summary or (f"{first.id}: {first.message}" if first else "FAIL")
+        super().__init__(self.message)
         self.report = report
+        self.findings = list(fails if findings is None else findings)
 
 
 #: What a run logs once, when its training has finished: the HF Trainer's end-of-training
@@ -102,6 +110,12 @@ class Guardian:
         on_alert: called once per new WARN or FAIL finding id, with the finding.
         meta: declared intent (e.g. ``{"max_steps": 1000}``), used by the schedule rules.
         overrides: ``--map`` choices, canonical -> raw key.
+        stop_on: rule ids (any level) on which the live path stops the run once they have
+            been found ``patience`` judgements in a row (see :meth:`chosen_stops`).
+        patience: judgements in a row a ``stop_on`` finding must be present (at least 1).
+
+    Raises:
+        ValueError: ``stop_on`` names no rule, or ``patience`` is below 1.
     """
 
     def __init__(
@@ -113,7 +127,15 @@ class Guardian:
         on_alert: Callable[[Finding], None] | None = None,
         meta: Mapping | None = None,
         overrides: Mapping[str, str] | None = None,
+        stop_on: Iterable[str] = (),
+        patience: int = 1,
     ) -> None:
+        if int(patience) < 1:
+            raise ValueError(f"patience must be at least 1 (checks in a row), got {patience!r}")
+        self.stop_on = stops.stop_ids(stop_on)
+        self.patience = int(patience)
+        #: finding id -> how many judgements in a row found it (any level), up to the last one.
+        self.present_runs: dict[str, int] = {}
         self.path = path
         self.fmt = fmt
         self.mute = set(mute)
@@ -124,7 +146,7 @@ class Guardian:
         self.overrides = dict(overrides or {})
         self._builder = RunLogBuilder()
         self._judged_at = 0
-        self._seen: set[str] = set()
+        self._seen: set[tuple[str, Level]] = set()
         #: FAIL id -> how many judgements in a row found it, up to the last one.
         self._fail_runs: dict[str, int] = {}
         #: How many times the history was forgotten as a new run (see :meth:`reset`).
@@ -175,6 +197,7 @@ class Guardian:
         self.finished = False
         if forget_findings:
             self._fail_runs = {}
+            self.present_runs = {}
             self._seen.clear()
             self.restarts += 1
         self.meta.pop("dropped", None)
@@ -229,8 +252,12 @@ class Guardian:
         :func:`trainproof.rules.engine.live_noise_skip` (a declared schedule, and enough
         points for the loss's own noise), and reports a FAIL from the shape of the curve
         only once ``live_confirm_checks`` judgements in a row have found it
-        (:func:`trainproof.rules.engine.hold_unconfirmed`). The report of a run that has ended (``final``) is
-        judged as ``trainproof judge`` judges its log.
+        (:func:`trainproof.rules.engine.hold_unconfirmed`). Such a FAIL that claims no
+        progress needs a measured cause in the history too (a learning rate, updates or
+        gradients about zero, parameters outside the optimizer or none updated): without
+        one it is reported as a WARN that says so, and no live path stops on it
+        (:func:`trainproof.live.stops.demote_uncaused`). The report of a run that has ended
+        (``final``) is judged as ``trainproof judge`` judges its log.
 
         Args:
             charts: also attach the chart series (:func:`trainproof.render.charts.with_charts`;
@@ -244,6 +271,14 @@ class Guardian:
         found = {f.id for f in rep.findings if f.level is Level.FAIL}
         found |= {k for k, v in rep.skipped.items() if v.reason == "unconfirmed"}
         self._fail_runs = {k: self._fail_runs.get(k, 0) + 1 for k in found}
+        if not final:
+            # After the confirmation count: a claim held as a WARN for want of a cause keeps
+            # its count, so it stops at once when a cause is measured later.
+            kept = stops.demote_uncaused(rep.findings, run, self.thresholds)
+            if kept != rep.findings:
+                rep = replace(rep, findings=kept, summary=fail_summary(kept, run))
+        present = {f.id for f in rep.findings if f.level in (Level.FAIL, Level.WARN)}
+        self.present_runs = {k: self.present_runs.get(k, 0) + 1 for k in present}
         if charts:
             from ..render.charts import with_charts
 
@@ -254,10 +289,29 @@ class Guardian:
         # next one costs; rationing on it would hold back the early checks of every run.
         self.judge_seconds = self._judge_end - t0 if self._judgements else 0.0
         self._judgements += 1
-        self.new_findings = [f for f in rep.findings if f.level in (Level.FAIL, Level.WARN) and f.id not in self._seen]
+        # Seen by id and level: a claim reported as a WARN for want of a cause is announced
+        # again when it becomes a FAIL.
+        self.new_findings = [
+            f for f in rep.findings if f.level in (Level.FAIL, Level.WARN) and (f.id, f.level) not in self._seen
+        ]
         for f in self.new_findings:
-            self._seen.add(f.id)
+            self._seen.add((f.id, f.level))
             if self.on_alert is not None:
                 self.on_alert(f)
         self.report = rep
         return rep
+
+    def chosen_stops(self, report: Report | None = None) -> list[Finding]:
+        """The findings of ``report`` (default: the latest judgement's) whose id is in
+        ``stop_on`` and that the last ``patience`` judgements in a row have found (at
+        WARN or FAIL)."""
+        rep = self.report if report is None else report
+        if rep is None or not self.stop_on:
+            return []
+        return [
+            f
+            for f in rep.findings
+            if f.id in self.stop_on
+            and f.level in (Level.FAIL, Level.WARN)
+            and self.present_runs.get(f.id, 0) >= self.patience
+        ]

@@ -28,8 +28,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..findings import Finding, Level, Report
+from ..rules._fmt import step as step_fmt
 from ..rules.thresholds import DEFAULT, Thresholds
-from . import distributed
+from . import distributed, stops
 from .guardian import Guardian, RunFailed, number
 
 POLICIES = ("warn", "raise", "silent")
@@ -107,6 +108,24 @@ class Monitor:
         max_steps: the run's scheduled number of steps, when known (for the schedule rules
             and the share of the run a stop saves).
         thresholds: rule thresholds.
+        stop_on: rule ids on which to stop the run whatever the policy (a WARN such as
+            TP-OVERFIT, as Lightning's EarlyStopping stops): :meth:`log` raises
+            :class:`RunFailed` at the check where the finding has been present ``patience``
+            checks in a row (in ``"silent"`` too, without printing).
+        patience: checks in a row a ``stop_on`` finding must be present before the stop
+            (at least 1; the checks that judged: on a long run judging is rationed, see
+            :meth:`Guardian.affordable`).
+        save_on_stop: a callable ``save(step)``, called with the step of the stop just
+            before :class:`RunFailed` is raised (save a checkpoint there); an exception it
+            raises is reported in the stop's message, and the stop goes on.
+
+    A stop's message (``str(RunFailed)``) names the findings it rests on, the measured
+    cause of a claim that the loss made no progress, the last good step before the
+    finding's onset and the rule's first remedy. Such a claim (TP-DEAD-RUN, TP-FLAT,
+    TP-CHANCE-LEVEL…) stops a run still training only with a measured cause (a learning
+    rate, update ratio or gradient norm about zero, parameters outside the optimizer or
+    none updated); without one it is a WARN saying so and the loop goes on (see
+    :mod:`trainproof.live.stops`).
 
     Attributes:
         main: whether this process prints, writes ``log_path`` and calls ``on_alert``
@@ -149,6 +168,9 @@ class Monitor:
         track_update_ratio: bool = False,
         max_steps: int | None = None,
         thresholds: Thresholds = DEFAULT,
+        stop_on: Iterable[str] = (),
+        patience: int = 1,
+        save_on_stop: Callable[[int | float], object] | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
@@ -159,7 +181,20 @@ class Monitor:
         self.policy = policy
         self.main = distributed.is_main()
         meta = {"max_steps": max_steps} if max_steps else {}
-        self._guardian = Guardian("<live>", "live", mute, thresholds, on_alert if self.main else None, meta)
+        self._guardian = Guardian(
+            "<live>",
+            "live",
+            mute,
+            thresholds,
+            on_alert if self.main else None,
+            meta,
+            stop_on=stop_on,
+            patience=patience,
+        )
+        # The denominator of "no trainable tensor was updated" (a measured cause of a stop).
+        self._guardian.meta["trainable_tensors"] = sum(1 for p in model.parameters() if p.requires_grad)
+        self.save_on_stop = save_on_stop
+        self._stopped_on: set[str] = set()
         self.log_path = Path(log_path) if log_path else None
         self._log_file = open(self.log_path, "a", encoding="utf-8") if self.log_path and self.main else None
         self.track_update_ratio = track_update_ratio
@@ -535,28 +570,56 @@ class Monitor:
             self._log_file.flush()
 
     def _judge(self) -> Report:
-        rep = self._guardian.judge()
+        g = self._guardian
+        rep = g.judge()
         new_fail = [f for f in rep.findings if f.level is Level.FAIL and f.id not in self._announced]
         for f in new_fail:
             self._announced.add(f.id)
+        at = self._last_step if self._last_step is not None else int(g.records and rep.step_range[1])
         said = None
         if new_fail:
-            said = f"FAIL at step {int(self._guardian.records and rep.step_range[1])}: " + "; ".join(
+            said = f"FAIL at step {int(g.records and rep.step_range[1])}: " + "; ".join(
                 f"{f.id}: {f.message}" for f in new_fail
             )
-        # Every process raises at the same call when any found a new FAIL, so none is left
-        # waiting in a collective the others have left; the main process tells what each
-        # found (another rank's loss may fail where its own does not).
-        stop = self.policy == "raise" and distributed.any_rank(bool(new_fail))
+        chosen = [f for f in g.chosen_stops(rep) if f.id not in self._stopped_on]
+        basis = new_fail if self.policy == "raise" and new_fail else chosen
+        # Every process stops at the same call when any found a new FAIL (or a chosen
+        # finding), so none is left waiting in a collective the others have left; the main
+        # process tells what each found (another rank's loss may fail where its own does not).
+        stop = (self.policy == "raise" or bool(g.stop_on)) and distributed.any_rank(bool(basis))
+        message = None
+        if basis:
+            run = g.runlog()
+            if basis is new_fail:
+                extra = stops.advice(basis, run, None, g.thresholds)
+                said = f"{said}. {extra}"
+                message = f"{rep.summary or said} {extra}"
+            else:
+                text = stops.stop_text(
+                    f"stopping the run at step {step_fmt(at)}", basis, run, None, g.thresholds, g.stop_on, g.patience
+                )
+                said = f"{said}; {text}" if said else text
+                message = text
         lines = [said]
         if stop:
             lines = distributed.all_gather(said)
         if self.policy != "silent" and self.main:
+            for f in g.new_findings:
+                if f.data.get("uncaused"):  # would have stopped the run before: say why it does not
+                    print(f"trainproof: WARN at step {step_fmt(at)}: {f.id}: {f.message}", file=sys.stderr)
             for r, line in enumerate(lines):
                 if line is not None:
                     print(f"trainproof: {line}" if r == 0 else f"trainproof (rank {r}): {line}", file=sys.stderr)
         if stop:
-            raise RunFailed(rep)
+            self._stopped_on.update(f.id for f in chosen)
+            message = message or "trainproof stopped the run: a finding that stops it was found in another process."
+            if self.save_on_stop is not None:
+                try:
+                    self.save_on_stop(at)
+                    message += f" save_on_stop saved at step {step_fmt(at)}."
+                except Exception as e:  # noqa: BLE001 - the stop goes on; the message says why nothing was saved
+                    message += f" save_on_stop failed: {type(e).__name__}: {e}."
+            raise RunFailed(rep, message, basis)
         return rep
 
     def check(self) -> Report:
@@ -608,10 +671,25 @@ def monitor(
     track_update_ratio: bool = False,
     max_steps: int | None = None,
     thresholds: Thresholds = DEFAULT,
+    stop_on: Iterable[str] = (),
+    patience: int = 1,
+    save_on_stop: Callable[[int | float], object] | None = None,
 ) -> Monitor:
     """Start monitoring a raw PyTorch loop; see :class:`Monitor` for the arguments."""
     return Monitor(
-        model, optimizer, check_every, policy, mute, on_alert, log_path, track_update_ratio, max_steps, thresholds
+        model,
+        optimizer,
+        check_every,
+        policy,
+        mute,
+        on_alert,
+        log_path,
+        track_update_ratio,
+        max_steps,
+        thresholds,
+        stop_on=stop_on,
+        patience=patience,
+        save_on_stop=save_on_stop,
     )
 
 

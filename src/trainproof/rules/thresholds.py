@@ -595,6 +595,17 @@ class Thresholds:
     # training.
     update_ratio_high_log10: float = threshold(-2.0, see="update_ratio_min_points", valid=Range(float, -16.0, 2.0))
     update_ratio_low_log10: float = threshold(-4.0, see="update_ratio_min_points", valid=Range(float, -16.0, 2.0))
+    # log10, bounded as the two above.
+    live_zero_update_ratio_log10: float = threshold(
+        -6.0,
+        "Updates about zero, a measured cause that lets a live stop rest on a claim of no "
+        "progress: an update/weight ratio of at most 1e-6 per step moves the weights by at "
+        "most 1% of their norm over 10,000 steps even when every step points the same way "
+        "(1e-6 x 1e4), two decades below TP-UPDATE-RATIO-LOW's bar (1e-4, a slow but "
+        "moving run) and a few float32 roundings (6e-8) above no change at all. Adam at "
+        "1e-4 on weights of scale 0.1 gives about 1e-3.",
+        valid=Range(float, -16.0, 2.0),
+    )
 
     # --- model (measured at check steps by trainproof.live.probes.ModelProbe) ------------
     model_checks: int = threshold(

@@ -1,0 +1,315 @@
+"""What a live stop rests on and what it tells: the measured cause, the chosen rules, where to resume.
+
+A run still training is stopped (the monitor's ``policy="raise"``, the callbacks'
+``stop_on_fail``) at a FAIL. A FAIL that claims the loss made no progress
+(:func:`trainproof.rules.engine.no_progress_claim`: TP-DEAD-RUN, TP-FLAT, TP-CHANCE-LEVEL…)
+rests on the loss alone, and a slow but healthy learner's first few hundred noisy points can
+look the same. So a live stop on such a claim needs a *measured cause* in the history
+(:func:`measured_cause`): a learning rate about zero, updates about zero, gradients about
+zero, parameters outside the optimizer, or no trainable tensor updated. Without one the
+finding is turned into a WARN for the run still training (:func:`demote_uncaused`) and the
+run goes on. The judgement of the ended run (``trainproof judge`` on its log) is not
+touched.
+
+A stop names the last good step before the onset its finding cites, the newest checkpoint
+at or before it when the framework keeps checkpoints, and the rule's first remedy
+(:func:`resume_advice`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from ..findings import Finding, Level
+from ..rules._fmt import num
+from ..rules._fmt import step as step_fmt
+from ..rules.registry import canonical_id, get
+from ..rules.thresholds import Thresholds
+from ..runlog import RunLog
+
+#: The model-level keys the probes record at check steps (see the issue-34 design): read
+#: here when present.
+OUTSIDE_KEY = "model/params_outside_optimizer"
+NOT_UPDATED_KEY = "model/params_not_updated"
+LAYER_RATIO_KEY = "model/layer_update_ratio_max"
+
+#: The phrase a demoted finding's message ends with.
+UNCAUSED_NOTE = (
+    "no measured cause was found in the history (a learning rate, updates or gradients about zero, parameters "
+    "outside the optimizer), so the run goes on"
+)
+
+
+def _late(run: RunLog, name: str) -> np.ndarray | None:
+    """The finite values of the second half of series ``name`` (``None``: absent or fewer
+    than 2 finite points)."""
+    s = run.series.get(name)
+    if s is None:
+        return None
+    v = s.values[np.isfinite(s.values)]
+    return v[v.size // 2 :] if v.size >= 2 else None
+
+
+def _latest(run: RunLog, name: str) -> float | None:
+    """The last finite value of series ``name``, or ``None``."""
+    s = run.series.get(name)
+    if s is None:
+        return None
+    v = s.values[np.isfinite(s.values)]
+    return float(v[-1]) if v.size else None
+
+
+def trainable_tensors(run: RunLog) -> int | None:
+    """The number of parameter tensors that require grad, as the live path recorded it in
+    the run's meta (``trainable_tensors``, or the probe's ``model_probe`` details), or
+    ``None`` when not known."""
+    for holder in (run.meta, run.meta.get("model_probe")):
+        if isinstance(holder, dict):
+            n = holder.get("trainable_tensors")
+            if isinstance(n, (int, float)) and not isinstance(n, bool) and n > 0:
+                return int(n)
+    return None
+
+
+def measured_cause(run: RunLog, th: Thresholds) -> tuple[str, str] | None:
+    """A measured reason why the weights do not move, read from a run's history, or ``None``.
+
+    Returns ``(key, sentence)``, key one of:
+
+    - ``lr``: the median learning rate of the second half of the points is at most
+      ``tiny_lr`` (every param group's, when several are logged as ``lr_group_N``);
+    - ``update_ratio``: the median ``update_ratio`` of the second half, or the latest
+      ``model/layer_update_ratio_max`` (the largest per-tensor ratio, log10), is at most
+      ``10 ** live_zero_update_ratio_log10``;
+    - ``grad_norm``: the gradient norm of the second half is exactly 0, or its median is
+      below ``vanish_ratio`` of the early median (TP-DEAD-RUN's collapse);
+    - ``params_outside_optimizer``: the latest ``model/params_outside_optimizer`` is above 0;
+    - ``params_not_updated``: the latest ``model/params_not_updated`` covers every
+      trainable tensor (:func:`trainable_tensors`; not judged when that count is unknown).
+    """
+    from ..rules.engine import Context
+    from ..rules.loss import _grad_collapsed
+
+    lrs = [k for k in run.series if k == "lr" or re.fullmatch(r"lr_group_\d+", k)]
+    late = {k: _late(run, k) for k in lrs}
+    if late and all(v is not None for v in late.values()):
+        meds = {k: float(np.median(v)) for k, v in late.items()}
+        if all(m <= th.tiny_lr for m in meds.values()):
+            top = max(meds.values())
+            return "lr", (
+                f"the learning rate is about zero: median {num(top)} over the second half of the points "
+                f"(at most {num(th.tiny_lr)}, tiny_lr)"
+            )
+    bar = 10.0**th.live_zero_update_ratio_log10
+    ratio = _late(run, "update_ratio")
+    if ratio is not None and float(np.median(ratio)) <= bar:
+        return "update_ratio", (
+            f"the updates are about zero: median update/weight ratio {num(float(np.median(ratio)))} over the second "
+            f"half of the points (at most {num(bar)})"
+        )
+    layer = _latest(run, LAYER_RATIO_KEY)
+    if layer is not None and layer <= th.live_zero_update_ratio_log10:
+        return "update_ratio", (
+            f"the updates are about zero: the largest per-tensor update/weight ratio at the latest check is "
+            f"{num(10.0**layer)} (at most {num(bar)})"
+        )
+    if "grad_norm" in run.series:
+        g = _late(run, "grad_norm")
+        if g is not None and np.all(g == 0):
+            return "grad_norm", "the gradients are zero: every gradient norm of the second half of the points is 0.0"
+        rule = get("TP-DEAD-RUN")
+        collapsed = _grad_collapsed(Context(run, th, rule)) if rule is not None else None
+        if collapsed:
+            early, late_g = collapsed
+            return "grad_norm", (
+                f"the gradients are about zero: the gradient norm fell from {num(early)} to {num(late_g)} "
+                f"(medians; under {num(th.vanish_ratio)} of the early level, vanish_ratio)"
+            )
+    outside = _latest(run, OUTSIDE_KEY)
+    if outside is not None and outside > 0:
+        return "params_outside_optimizer", (
+            f"{int(outside)} parameter tensor(s) get gradients but are in no param group of the optimizer "
+            f"({OUTSIDE_KEY} at the latest check)"
+        )
+    stuck, total = _latest(run, NOT_UPDATED_KEY), trainable_tensors(run)
+    if stuck is not None and total is not None and stuck >= total:
+        return "params_not_updated", (
+            f"none of the {total} trainable tensors changed across the optimizer step though they have a gradient "
+            f"and a learning rate above 0 ({NOT_UPDATED_KEY} {int(stuck)} at the latest check)"
+        )
+    return None
+
+
+def demote_uncaused(findings: Sequence[Finding], run: RunLog, th: Thresholds) -> list[Finding]:
+    """The findings of a judgement of a run still training, each FAIL that claims the loss
+    made no progress either citing the measured cause (:func:`measured_cause`: its evidence
+    says it, ``data["cause"]`` names it) or, without one, turned into a WARN whose message
+    says no measured cause was found and the run goes on (``data["uncaused"] = True``)."""
+    from ..rules.engine import no_progress_claim
+
+    out: list[Finding] = []
+    cause: tuple[str, str] | None | bool = False  # False: not looked for yet
+    for f in findings:
+        r = get(f.id)
+        if f.level is not Level.FAIL or r is None or not no_progress_claim(r):
+            out.append(f)
+            continue
+        if cause is False:
+            cause = measured_cause(run, th)
+        if cause:
+            key, text = cause
+            ev = f"{f.evidence} Measured cause: {text}." if f.evidence else f"Measured cause: {text}."
+            out.append(dataclasses.replace(f, evidence=ev, data={**f.data, "cause": key}))
+        else:
+            out.append(
+                dataclasses.replace(
+                    f,
+                    level=Level.WARN,
+                    message=f"{f.message} ({UNCAUSED_NOTE})",
+                    data={**f.data, "uncaused": True},
+                )
+            )
+    return out
+
+
+def stop_ids(ids: Iterable[str]) -> frozenset[str]:
+    """``stop_on`` as canonical rule ids.
+
+    Raises:
+        ValueError: an id names no rule (a typo would otherwise never stop anything).
+    """
+    out = set()
+    for i in [ids] if isinstance(ids, str) else ids:
+        r = get(canonical_id(str(i)))
+        if r is None:
+            raise ValueError(f"stop_on names no rule: {i!r} (see RULES.md for the ids)")
+        out.add(r.id)
+    return frozenset(out)
+
+
+def last_good_step(f: Finding, run: RunLog) -> float | None:
+    """The last step of the run before the onset that finding ``f`` cites: its
+    ``onset_step`` (a divergence, a collapse) or its ``best_step`` (an eval minimum, itself
+    good) or, failing those, its step; ``None`` when no recorded step lies before it, and
+    for a claim that the loss made no progress (it covers the run from its start)."""
+    from ..rules.engine import no_progress_claim
+
+    r = get(f.id)
+    if r is not None and no_progress_claim(r):
+        return None
+    onset = f.data.get("onset_step")
+    best = f.data.get("best_step")
+    if isinstance(best, (int, float)) and not isinstance(onset, (int, float)):
+        return float(best)
+    at = onset if isinstance(onset, (int, float)) else f.step
+    if at is None or not math.isfinite(float(at)):
+        return None
+    steps = [s.steps for s in run.series.values() if s.steps.size]
+    if not steps:
+        return None
+    allsteps = np.concatenate(steps)
+    before = allsteps[allsteps < float(at)]
+    return float(before.max()) if before.size else None
+
+
+def newest_checkpoint(checkpoints: Iterable[tuple[float, str]], at: float | None) -> tuple[float, str] | None:
+    """The ``(step, name)`` with the largest step at or before ``at`` (``None``: none)."""
+    if at is None:
+        return None
+    ok = [c for c in checkpoints if c[0] <= at]
+    return max(ok, key=lambda c: c[0]) if ok else None
+
+
+_RESUME = re.compile(r"^Resume from (?:the|a) (?:last )?checkpoint\b.*?(?= with |, |\.$|$)", re.IGNORECASE)
+
+
+def first_remedy(rule_id: str, th: Thresholds | None = None) -> str:
+    """The first sentence (or clause before a ``;``) of the rule's "what to try" text,
+    thresholds filled in; ``""`` for an unknown rule."""
+    r = get(rule_id)
+    if r is None:
+        return ""
+    text = r.text("try_", th).strip()
+    first = re.split(r"(?<=[.;])\s", text, maxsplit=1)[0].rstrip(";").strip()
+    return first if first.endswith(".") else first + "."
+
+
+def resume_advice(
+    f: Finding, run: RunLog, checkpoints: Iterable[tuple[float, str]] | None = None, th: Thresholds | None = None
+) -> str:
+    """What a stop on finding ``f`` tells about resuming: the last good step before its
+    onset (:func:`last_good_step`), the newest of ``checkpoints`` (``(step, name)`` pairs)
+    at or before it, and the rule's first remedy; a remedy that starts "Resume from the
+    checkpoint …" is given with the checkpoint's name in its place ("Resume from
+    checkpoint-1200 with a lower peak learning rate …")."""
+    good = last_good_step(f, run)
+    remedy = first_remedy(f.id, th)
+    parts = []
+    if good is None:
+        parts.append(f"No good step before the onset {f.id} cites: the run was not learning from its start.")
+    else:
+        parts.append(f"Last good step: {step_fmt(good)}.")
+    ckpt = newest_checkpoint(checkpoints or (), good)
+    if checkpoints is not None:
+        if ckpt is None:
+            parts.append("No checkpoint was saved at or before it.")
+        elif _RESUME.match(remedy):
+            remedy = _RESUME.sub(f"Resume from {ckpt[1]}", remedy, count=1)
+            ckpt = None  # named in the remedy
+        else:
+            parts.append(f"Newest checkpoint at or before it: {ckpt[1]} (step {step_fmt(ckpt[0])}).")
+    if remedy:
+        parts.append(f"First remedy ({f.id}): {remedy}")
+    return " ".join(parts)
+
+
+def _onset(f: Finding) -> float:
+    for k in ("onset_step", "best_step"):
+        v = f.data.get(k)
+        if isinstance(v, (int, float)):
+            return float(v)
+    return float(f.step) if f.step is not None else math.inf
+
+
+def advice(
+    findings: Sequence[Finding],
+    run: RunLog,
+    checkpoints: Iterable[tuple[float, str]] | None = None,
+    th: Thresholds | None = None,
+) -> str:
+    """What a stop on ``findings`` adds to their messages: the measured cause of each claim
+    that the loss made no progress, then :func:`resume_advice` for the finding whose onset
+    comes first (``""`` without findings)."""
+    if not findings:
+        return ""
+    bits = []
+    for f in findings:
+        if "cause" in f.data and "Measured cause: " in f.evidence:
+            bits.append(f"Measured cause ({f.id}): " + f.evidence.rsplit("Measured cause: ", 1)[1].rstrip(".") + ".")
+    bits.append(resume_advice(min(findings, key=_onset), run, checkpoints, th))
+    return " ".join(bits)
+
+
+def stop_text(
+    head: str,
+    findings: Sequence[Finding],
+    run: RunLog,
+    checkpoints: Iterable[tuple[float, str]] | None = None,
+    th: Thresholds | None = None,
+    chosen: Iterable[str] = (),
+    patience: int = 1,
+) -> str:
+    """The message of a stop: ``head`` (who stopped what, at which step), then each finding
+    it rests on (a ``chosen`` id says it was chosen with ``stop_on`` and for how many checks
+    it held), then :func:`advice`."""
+    chosen = set(chosen)
+    bits = []
+    for f in findings:
+        why = f", chosen in stop_on, found {patience} check(s) in a row" if f.id in chosen else ""
+        bits.append(f"{f.id} ({f.level.value}{why}): {f.message}")
+    return f"{head} on " + "; ".join(bits) + ". " + advice(findings, run, checkpoints, th)

@@ -1,0 +1,394 @@
+"""Live stops (issue 34, section 3): a measured cause for every stop on a claim of no
+progress, stop_on with patience, and where to resume.
+
+The runs are small real torch loops (CPU, one thread, a second or two each) through the
+documented snippet ``trainproof.watch(model, optimizer, check_every=10, policy="raise",
+max_steps=...)``; the cause itself is also checked on generated histories through the
+Guardian. Every check the snippet asks for is judged (``Guardian.affordable`` always true),
+so a loaded machine does not move the step of a stop.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from trainproof import Level
+from trainproof.live import stops
+from trainproof.live.guardian import Guardian
+from trainproof.rules.thresholds import DEFAULT
+
+torch = pytest.importorskip("torch")
+
+import trainproof  # noqa: E402
+from trainproof import RunFailed  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def deterministic_cadence(torch_one_thread, monkeypatch):
+    """One torch thread, and a judgement at every ``check_every``-th call."""
+    monkeypatch.setattr(Guardian, "affordable", lambda self, now=None: True)
+
+
+# ------------------------------------------------------------------ the cause, on histories
+
+
+def history(n=200, lr=1e-3, grad=None, extra=None, meta=None) -> Guardian:
+    """A Guardian holding ``n`` steps of a flat loss near 3.0 (a claim of no progress), a
+    learning rate ``lr``, gradient norms ``grad(step)`` and ``extra(step)`` values."""
+    g = Guardian(meta={"max_steps": n, **(meta or {})})
+    rng = np.random.default_rng(0)
+    for s in range(n):
+        row = {"loss": 3.0 + 1e-4 * rng.standard_normal(), "lr": lr, "grad_norm": 1.0 if grad is None else grad(s)}
+        row.update(extra(s) if extra else {})
+        g.add(s, row)
+    return g
+
+
+def judged(g: Guardian):
+    """The live report after ``live_confirm_checks`` judgements in a row (a FAIL from the
+    shape of the curve is held until then)."""
+    for _ in range(DEFAULT.live_confirm_checks):
+        rep = g.judge()
+    return rep
+
+
+def cause(g: Guardian):
+    return stops.measured_cause(g.runlog(), DEFAULT)
+
+
+def test_a_run_whose_optimizer_steps_has_no_measured_cause():
+    assert cause(history()) is None
+    assert cause(history(extra=lambda s: {"update_ratio": 1e-3, "model/params_outside_optimizer": 0.0})) is None
+
+
+@pytest.mark.parametrize(
+    "kw,key",
+    [
+        ({"lr": 1e-7}, "lr"),
+        ({"lr": 0.0}, "lr"),
+        ({"grad": lambda s: 0.0}, "grad_norm"),
+        ({"grad": lambda s: 1.0 if s < 20 else 1e-4}, "grad_norm"),
+        ({"extra": lambda s: {"update_ratio": 1e-8}}, "update_ratio"),
+        ({"extra": lambda s: {"model/layer_update_ratio_max": -7.0}}, "update_ratio"),
+        (
+            {"extra": lambda s: {"model/params_outside_optimizer": 2.0} if s % 10 == 9 else {}},
+            "params_outside_optimizer",
+        ),
+        (
+            {"extra": lambda s: {"model/params_not_updated": 4.0}, "meta": {"trainable_tensors": 4}},
+            "params_not_updated",
+        ),
+    ],
+)
+def test_each_measured_cause_is_found(kw, key):
+    got = cause(history(**kw))
+    assert got is not None and got[0] == key, got
+
+
+def test_some_tensors_not_updated_is_no_cause():
+    # 1 of 4 trainable tensors bit-identical across the step: a frozen part, not a frozen model.
+    g = history(extra=lambda s: {"model/params_not_updated": 1.0}, meta={"trainable_tensors": 4})
+    assert cause(g) is None
+    # and without the count of trainable tensors nothing says it covers them all
+    assert cause(history(extra=lambda s: {"model/params_not_updated": 4.0})) is None
+
+
+def test_one_group_at_zero_lr_is_no_cause_while_another_learns():
+    g = history(lr=0.0, extra=lambda s: {"lr_group_1": 1e-3})
+    assert cause(g) is None
+
+
+def test_a_live_claim_without_cause_is_a_warn_and_the_final_judgement_is_unchanged():
+    g = history()
+    live = judged(g)
+    flat = [f for f in live.findings if f.id == "TP-FLAT"]
+    assert flat and flat[0].level is Level.WARN and flat[0].data["uncaused"] is True
+    assert "no measured cause was found" in flat[0].message and "the run goes on" in flat[0].message
+    assert live.verdict is not Level.FAIL
+    final = g.judge(final=True)
+    assert [(f.id, f.level) for f in final.findings if f.id == "TP-FLAT"] == [("TP-FLAT", Level.FAIL)]
+    assert [f.data for f in final.findings if f.id == "TP-FLAT"][0].get("uncaused") is None
+
+
+def test_a_live_claim_with_a_cause_stays_a_fail_and_cites_it():
+    g = history(extra=lambda s: {"model/params_outside_optimizer": 3.0})
+    rep = judged(g)
+    flat = [f for f in rep.findings if f.id == "TP-FLAT"]
+    assert flat and flat[0].level is Level.FAIL and flat[0].data["cause"] == "params_outside_optimizer"
+    assert "Measured cause: 3 parameter tensor(s) get gradients but are in no param group" in flat[0].evidence
+
+
+def test_a_claim_warned_for_want_of_a_cause_is_announced_again_as_a_fail_once_one_is_measured():
+    alerts = []
+    g = Guardian(meta={"max_steps": 400}, on_alert=alerts.append)
+    for s in range(200):
+        g.add(s, {"loss": 3.0, "lr": 1e-3, "grad_norm": 1.0})
+    judged(g)
+    for s in range(200, 220):
+        g.add(s, {"loss": 3.0, "lr": 1e-3, "grad_norm": 1.0, "model/params_outside_optimizer": 2.0})
+    g.judge()
+    assert [(f.id, f.level) for f in alerts if f.id == "TP-FLAT"] == [("TP-FLAT", Level.WARN), ("TP-FLAT", Level.FAIL)]
+
+
+def test_stop_on_and_patience_are_checked():
+    with pytest.raises(ValueError, match="names no rule"):
+        Guardian(stop_on={"TP-OVERFITT"})
+    with pytest.raises(ValueError, match="patience"):
+        Guardian(stop_on={"TP-OVERFIT"}, patience=0)
+    assert Guardian(stop_on=["tp-overfit"]).stop_on == {"TP-OVERFIT"}
+
+
+def test_resume_advice_names_the_checkpoint_in_the_remedy():
+    g = Guardian()
+    for s in range(40):
+        g.add(s, {"loss": 1.0})
+    from trainproof.findings import Finding
+
+    f = Finding("TP-DIVERGE", Level.FAIL, "loss diverged", data={"onset_step": 31.0}, step=25.0)
+    text = stops.resume_advice(f, g.runlog(), [(10.0, "out/checkpoint-10"), (30.0, "out/checkpoint-30"), (35.0, "x")])
+    assert text.startswith("Last good step: 30.")
+    assert "Resume from out/checkpoint-30 with a lower peak learning rate" in text
+    f = Finding("TP-OVERFIT", Level.WARN, "overfitting", data={"best_step": 20.0}, step=20.0)
+    text = stops.resume_advice(f, g.runlog(), [(10.0, "out/checkpoint-10"), (30.0, "out/checkpoint-30")])
+    assert "Last good step: 20." in text and "Newest checkpoint at or before it: out/checkpoint-10 (step 10)" in text
+    assert "First remedy (TP-OVERFIT): Keep the checkpoint at the best eval step" in text
+
+
+# ------------------------------------------------------------------------- real torch runs
+
+
+def regression(seed=0, d=8, n=2048):
+    g = torch.Generator().manual_seed(1000 + seed)
+    x = torch.randn(n, d, generator=g)
+    w = torch.randn(d, 1, generator=g)
+    y = 2.0 * torch.tanh(x @ w) + 2.0 + 0.1 * torch.randn(n, 1, generator=g)
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(d, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
+    return x, y, model
+
+
+def classifier(seed=0, d=8, k=4, n=1024):
+    """Four Gaussian clusters and an MLP (cross-entropy near 1.4 at the start)."""
+    g = torch.Generator().manual_seed(1000 + seed)
+    centers = 2.0 * torch.randn(k, d, generator=g)
+    y = torch.randint(0, k, (n,), generator=g)
+    x = centers[y] + torch.randn(n, d, generator=g)
+    torch.manual_seed(seed)
+    return x, y, torch.nn.Sequential(torch.nn.Linear(d, 32), torch.nn.ReLU(), torch.nn.Linear(32, k))
+
+
+def loop(model, optimizer, x, y, steps=300, offset=0.0, batch=32, seed=7, extra=None, **kw):
+    """The documented snippet around a plain regression loop. Returns ``(step stopped at or
+    None, the RunFailed or None, the monitor)``."""
+    g = torch.Generator().manual_seed(seed)
+    mon = trainproof.watch(model, optimizer, check_every=10, policy=kw.pop("policy", "raise"), max_steps=steps, **kw)
+    step = -1
+    try:
+        for step in range(steps):
+            idx = torch.randint(0, x.shape[0], (batch,), generator=g)
+            out = model(x[idx])
+            lossf = torch.nn.functional.cross_entropy if y.dtype == torch.int64 else torch.nn.functional.mse_loss
+            loss = lossf(out, y[idx]) + offset
+            optimizer.zero_grad()
+            loss.backward()
+            mon.log(step, loss, **(extra() if extra else {}))
+            optimizer.step()
+    except RunFailed as e:
+        return step, e, mon
+    return None, None, mon
+
+
+@pytest.mark.slow
+def test_the_healthy_slow_learner_of_issue_31_is_never_stopped():
+    """Adam at 1e-4 on the offset regression: its MSE falls from about 8.4 to 7.6 over 300
+    steps, slower than its noise shows in the first hundred."""
+    x, y, model = regression()
+    stopped, err, mon = loop(model, torch.optim.Adam(model.parameters(), lr=1e-4), x, y)
+    assert stopped is None, err
+    loss = mon.guardian.runlog().series["loss"].values
+    assert np.median(loss[-30:]) < 0.95 * np.median(loss[:30])  # it really learns
+
+
+@pytest.mark.slow
+def test_a_flat_loss_without_a_measured_cause_is_a_warn_and_the_run_completes(capsys, tmp_path):
+    """A classifier's loss with a large constant term (a regulariser at 1000) while it learns:
+    its relative variation is far under TP-FLAT's bar, which stopped this run at step 119
+    before the cause was asked for. The live WARN says why the run goes on; the judgement
+    of the ended run and of its log are what they were."""
+    x, y, model = classifier()
+    log = tmp_path / "run.jsonl"
+    stopped, err, mon = loop(model, torch.optim.Adam(model.parameters(), lr=1e-3), x, y, offset=1000.0, log_path=log)
+    assert stopped is None, err
+    out = capsys.readouterr().err
+    assert "trainproof: WARN at step 119: TP-FLAT" in out and "no measured cause was found" in out
+    final = mon.report(print_it=False)
+    assert ("TP-FLAT", Level.FAIL) in [(f.id, f.level) for f in final.findings]
+    mon.close()
+    judged = trainproof.judge(str(log))
+    assert [(f.id, f.level) for f in judged.findings if f.level is Level.FAIL] == [("TP-FLAT", Level.FAIL)]
+
+
+@pytest.mark.slow
+def test_the_same_flat_loss_with_weights_outside_the_optimizer_is_stopped_with_the_cause_cited():
+    """The same loop with the bug the claim suspects: the optimizer holds another
+    parameter, so the weights never move. The count of parameter tensors with a gradient
+    in no optimizer group (the probe's ``model/params_outside_optimizer``, measured here
+    by the loop) is the cause the stop cites."""
+    x, y, model = classifier()
+    stray = torch.nn.Parameter(torch.zeros(()))
+    opt = torch.optim.Adam([stray], lr=1e-3)
+
+    def outside():
+        held = {id(p) for group in opt.param_groups for p in group["params"]}
+        n = sum(1 for p in model.parameters() if p.grad is not None and id(p) not in held)
+        return {"model/params_outside_optimizer": float(n)}
+
+    stopped, err, _ = loop(model, opt, x, y, offset=1000.0, extra=outside)
+    assert stopped is not None and stopped < 300
+    text = str(err)
+    assert "TP-FLAT" in {f.id for f in err.findings}
+    assert "Measured cause (TP-FLAT): 4 parameter tensor(s) get gradients but are in no param group" in text
+    assert "First remedy (TP-FLAT): Check that the optimizer holds the trainable parameters" in text
+
+
+@pytest.mark.slow
+def test_a_learning_rate_about_zero_is_stopped_with_the_cause_cited():
+    x, y, model = classifier()
+    stopped, err, _ = loop(model, torch.optim.SGD(model.parameters(), lr=1e-7), x, y)
+    assert stopped is not None, "never stopped"
+    assert "TP-DEAD-RUN" in {f.id for f in err.findings}
+    assert "Measured cause (TP-DEAD-RUN): the learning rate is about zero: median 1e-07" in str(err)
+    assert "No good step before the onset TP-DEAD-RUN cites" in str(err)
+
+
+def test_a_zero_learning_rate_is_stopped_at_the_first_check_and_says_what_to_do():
+    x, y, model = regression()
+    stopped, err, _ = loop(model, torch.optim.SGD(model.parameters(), lr=0.0), x, y, steps=100)
+    assert stopped == 9
+    assert [f.id for f in err.findings] == ["TP-ZERO-LR"]
+    assert "learning rate is <= 0" in str(err) and "First remedy (TP-ZERO-LR): Print optimizer.param_groups" in str(err)
+
+
+def overfit_loop(steps=200, **kw):
+    """Memorising 32 noise targets with a wide MLP: the train loss falls, the eval loss
+    (256 other noise targets, every 10 steps) rises from step 9 on. Returns ``(step
+    stopped at or None, the RunFailed or None, [check steps where TP-OVERFIT was found])``."""
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(32, 16, generator=g), torch.randn(32, 1, generator=g)
+    xe, ye = torch.randn(256, 16, generator=g), torch.randn(256, 1, generator=g)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    mon = trainproof.watch(model, opt, check_every=10, max_steps=steps, **kw)
+    found, step = [], -1
+    try:
+        for step in range(steps):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            ev = None
+            if step % 10 == 9:
+                with torch.no_grad():
+                    ev = torch.nn.functional.mse_loss(model(xe), ye)
+            mon.log(step, loss, eval_loss=ev)
+            opt.step()
+            if step % 10 == 9 and "TP-OVERFIT" in mon.guardian.report.ids():
+                found.append(step)
+    except RunFailed as e:
+        return step, e, found
+    return None, None, found
+
+
+@pytest.mark.slow
+def test_stop_on_overfit_waits_for_patience_checks_in_a_row():
+    never, _, found = overfit_loop(policy="warn")
+    assert never is None  # a WARN: warn does not stop
+    first = found[0]
+    assert found[:4] == [first, first + 10, first + 20, first + 30]  # present at every check from then on
+    saved = []
+    for patience in (1, 3):
+        stopped, err, _ = overfit_loop(
+            policy="warn", stop_on={"TP-OVERFIT"}, patience=patience, save_on_stop=saved.append
+        )
+        assert stopped == first + 10 * (patience - 1), (patience, stopped, first)
+        assert [f.id for f in err.findings] == ["TP-OVERFIT"]
+        text = str(err)
+        assert f"TP-OVERFIT (WARN, chosen in stop_on, found {patience} check(s) in a row)" in text
+        assert "Last good step: 9." in text  # the eval minimum
+        assert f"save_on_stop saved at step {stopped}." in text
+    # save_on_stop is called once per stop, with the step of the stop, before the raise
+    assert saved == [first, first + 20]
+
+
+@pytest.mark.slow
+def test_stop_on_stops_a_silent_monitor_too_and_a_failing_save_does_not_hide_the_stop(capsys):
+    def broken(step):
+        raise OSError("disk full")
+
+    stopped, err, _ = overfit_loop(policy="silent", stop_on={"TP-OVERFIT"}, save_on_stop=broken)
+    assert stopped is not None
+    assert "save_on_stop failed: OSError: disk full." in str(err)
+    assert capsys.readouterr().err == ""  # silent prints nothing
+
+
+# ---------------------------------------------------------- the callbacks' shared LiveRun
+
+
+def overfit_records(n=200):
+    """``(step, values)``: a train loss falling from 2.0 and, every 10 steps from step 9,
+    an eval loss that falls to its minimum at step 49 and then climbs."""
+    for s in range(n):
+        yield s, {"loss": 2.0 * math.exp(-s / 60), "lr": 1e-3}
+        if s % 10 == 9:
+            yield s, {"eval_loss": 1.0 + 0.002 * (s - 49) ** 2 / 10}
+
+
+@pytest.mark.slow
+def test_liverun_stop_on_waits_for_patience_checks_in_a_row(capsys):
+    from trainproof.integrations._common import LiveRun
+
+    def first_stop(**kw):
+        live = LiveRun("Test", check_every=10, **kw)
+        live.start(max_steps=200)
+        found = []
+        for step, values in overfit_records():
+            if live.record(step, values):
+                return step, live, found
+            if live.judged and "TP-OVERFIT" in live.report.ids():
+                found.append(step)
+        return None, live, found
+
+    never, _, found = first_stop()
+    assert never is None and found  # a WARN: warn does not stop
+    at1, live1, _ = first_stop(stop_on=["TP-OVERFIT"])
+    at3, live3, _ = first_stop(stop_on=["TP-OVERFIT"], patience=3)
+    assert at1 == found[0] and at3 == found[2]  # the third check in a row that finds it
+    assert [f.id for f in live3.stop_findings] == ["TP-OVERFIT"]
+    err = capsys.readouterr().err
+    assert f"trainproof: stop_on stopped Test training at step {at3} of 200 scheduled steps" in err
+    assert "TP-OVERFIT (WARN, chosen in stop_on, found 3 check(s) in a row)" in err
+    assert "Last good step: 49." in err
+
+
+@pytest.mark.slow
+def test_liverun_does_not_stop_on_a_claim_of_no_progress_without_a_cause(capsys):
+    from trainproof.integrations._common import LiveRun
+
+    live = LiveRun("Test", policy="stop_on_fail", check_every=10)
+    live.start(max_steps=400)
+    for s in range(300):
+        assert not live.record(s, {"loss": 1000.0 + 0.1 * math.sin(s), "lr": 1e-3, "grad_norm": 1.0})
+    err = capsys.readouterr().err
+    assert "WARN at step" in err and "TP-FLAT" in err and "no measured cause was found" in err
+    # with the weights outside the optimizer measured, the same claim stops the run
+    live.start(max_steps=400)
+    stopped = None
+    for s in range(300):
+        if live.record(s, {"loss": 1000.0 + 0.1 * math.sin(s), "lr": 1e-3, "grad_norm": 1.0, stops.OUTSIDE_KEY: 4}):
+            stopped = s
+            break
+    assert stopped is not None
+    assert "Measured cause (TP-FLAT): 4 parameter tensor(s)" in capsys.readouterr().err

@@ -122,8 +122,21 @@ WHY: dict[str, str] = {
         "takes its share of the points logged so far, not of the declared schedule."
     ),
 }
-#: Buggy programs whose ``CATCH`` is known to be missed (the tests mark them xfail, strict).
+_TRIAL = (
+    "in a trial merge with the model probe and the model-level rules (branches i34-probes 28996a7, i34-rules e614ba5) "
+)
+#: Buggy programs whose ``CATCH`` is known to be missed (the tests mark them xfail, strict:
+#: one that is caught again fails, and its entry goes). The model-level ones skip while
+#: this build has none of their rules.
 KNOWN_MISSES: dict[str, str] = {
+    "bug_clip_before_unscale": _TRIAL + "the largest per-layer update ratio is about 1e-6 and no rule fired",
+    "bug_dead_relu_bad_init": _TRIAL + "model/dead_relu_share is about 0.94 at every check and no rule fired",
+    "bug_dead_relu_large_lr": _TRIAL
+    + "model/dead_relu_share rises to 0.75; TP-LAYER-UPDATE-RATIO fired, not TP-DEAD-RELU",
+    "bug_exploding_layer": _TRIAL
+    + "no model-level rule fired: the layer's weights grow, its gradient stays near the median",
+    "bug_saturated_sigmoid": _TRIAL + "with a 10x init (42 % saturated) no rule fired; not tried again at 30x",
+    "bug_scheduler_never_stepped": _TRIAL + "model/scheduler_steps stays 0 while the optimizer steps and no rule fired",
     "bug_scheduler_per_epoch": (
         "TP-WARMUP-UNFINISHED does not read a warm-up stepped once per epoch (the lr rises in stairs), and "
         "TP-SCHEDULER-STUCK is not in this build or does not flag a scheduler that moves once per epoch"

@@ -1,4 +1,4 @@
-"""Bug: a sigmoid MLP initialised with weights 10 times too large (a gain meant for
+"""Bug: a sigmoid MLP initialised with weights 30 times too large (a gain meant for
 another activation): its units sit at 0 or 1, their gradients vanish, and the network
 learns only slowly."""
 
@@ -7,7 +7,7 @@ from torch import nn, optim
 
 from . import _common as c
 
-BUG = "saturated sigmoid units from a 10x too large init"
+BUG = "saturated sigmoid units from a 30x too large init"
 CATCH = {"by": "model", "rules": ("TP-SATURATION",), "level": "WARN"}
 
 
@@ -17,7 +17,7 @@ def run(**monitor_kwargs):
     with torch.no_grad():
         for m in list(model)[:-1]:
             if isinstance(m, nn.Linear):
-                m.weight.mul_(10.0)  # the bug
+                m.weight.mul_(30.0)  # the bug
     opt = optim.Adam(model.parameters(), lr=1e-3)
     xv, _ = c.holdout()
 

@@ -44,6 +44,7 @@ def _bug_params():
     return out
 
 
+@pytest.mark.slow
 def test_the_gallery_has_twenty_bugs_and_ten_healthy_programs_each_declared():
     assert len(BUGS) >= 20 and len(HEALTHY) >= 10, (len(BUGS), len(HEALTHY))
     for name in NAMES:

@@ -66,7 +66,9 @@ WHY: dict[str, str] = {
     "bug_clip_before_unscale": f"in the loss curve it is a loss that makes no progress; {_GATE}",
     "bug_ddp_seed_drift": (
         "each replica learns normally from its own start and its loss falls as in a healthy run: only a "
-        "comparison of the replicas' parameters shows it"
+        "comparison of the replicas' parameters shows it, and that comparison comes every 10th check (the "
+        "monitor's default replica_every) and must hold at 2 in a row (in the trial merge: first flagged at the "
+        "11th check, step 109)"
     ),
     "bug_dead_relu_bad_init": f"in the loss curve it is a slow learner near chance; {_GATE}",
     "bug_dead_relu_large_lr": (
@@ -79,7 +81,7 @@ WHY: dict[str, str] = {
         "curve is a healthy one"
     ),
     "bug_exploding_layer": (
-        "the loss-curve rules see only its effect on the loss: TP-PLATEAU at a live check on the first 40 steps"
+        "one layer's weights grow about fivefold while the network learns and the loss falls as in a healthy run"
     ),
     "bug_fp16_no_scaler": (
         "the output layer's larger gradients survive float16 and it learns, so the loss moves; no gradient "
@@ -116,11 +118,6 @@ WHY: dict[str, str] = {
         "rule's band around ln(10) for most of it; in a loss curve a learner this slow looks like one stuck near "
         "chance."
     ),
-    "ok_warmup": (
-        "TP-PLATEAU (a WARN) at a live check only (the final report has none): judged on the first 40 steps, "
-        "the flat first 12 (the warm-up) count as 'the first 30 % of the run'; in a live judgement the rule "
-        "takes its share of the points logged so far, not of the declared schedule."
-    ),
 }
 _TRIAL = (
     "in a trial merge with the model probe and the model-level rules (branches i34-probes 28996a7, i34-rules e614ba5) "
@@ -129,14 +126,20 @@ _TRIAL = (
 #: one that is caught again fails, and its entry goes). The model-level ones skip while
 #: this build has none of their rules.
 KNOWN_MISSES: dict[str, str] = {
-    "bug_clip_before_unscale": _TRIAL + "the largest per-layer update ratio is about 1e-6 and no rule fired",
-    "bug_dead_relu_bad_init": _TRIAL + "model/dead_relu_share is about 0.94 at every check and no rule fired",
+    "bug_clip_before_unscale": _TRIAL
+    + "every layer's update ratio is about 1e-6: TP-LAYER-UPDATE-RATIO's low side needs the fastest layer "
+    "above 1e-4 (a uniformly slow model is left to TP-UPDATE-RATIO-LOW, which needs track_update_ratio=True)",
+    "bug_dead_relu_bad_init": _TRIAL
+    + "model/dead_relu_share is about 0.94 at every check; TP-DEAD-RELU's bar (dead_relu_share) is the whole layer",
     "bug_dead_relu_large_lr": _TRIAL
-    + "model/dead_relu_share rises to 0.75; TP-LAYER-UPDATE-RATIO fired, not TP-DEAD-RELU",
+    + "model/dead_relu_share rises to 0.75, under TP-DEAD-RELU's whole-layer bar; TP-LAYER-UPDATE-RATIO fired instead",
     "bug_exploding_layer": _TRIAL
-    + "no model-level rule fired: the layer's weights grow, its gradient stays near the median",
-    "bug_saturated_sigmoid": _TRIAL + "model/saturated_share is about 0.8 at the checks and no rule fired",
-    "bug_scheduler_never_stepped": _TRIAL + "model/scheduler_steps stays 0 while the optimizer steps and no rule fired",
+    + "the layer's largest update ratio is about 10^-1.5 and its gradient about 10^0.3 of the median, under "
+    "TP-LAYER-UPDATE-RATIO's 10^-1 and TP-LAYER-GRAD-EXPLODING's 10^3",
+    "bug_saturated_sigmoid": _TRIAL
+    + "model/saturated_share is about 0.8 at the checks, under TP-SATURATION's bar of 0.9",
+    "bug_scheduler_never_stepped": _TRIAL
+    + "model/scheduler_steps stays 0, but TP-SCHEDULER-STUCK waits for 2000 optimizer steps and the run has 300",
     "bug_scheduler_per_epoch": (
         "TP-WARMUP-UNFINISHED does not read a warm-up stepped once per epoch (the lr rises in stairs), and "
         "TP-SCHEDULER-STUCK is not in this build or does not flag a scheduler that moves once per epoch"
@@ -259,6 +262,8 @@ def why(row: dict, model_present: bool) -> str:
             f"its mechanism is visible only to the model-level rules ({', '.join(catch['rules'])}), "
             + ("which do not include these ids in this build" if model_present else "which this build does not have")
         )
+    elif catch.get("by") == "model" and row["name"] in KNOWN_MISSES:
+        parts.append(KNOWN_MISSES[row["name"]])
     parts.append(WHY.get(row["name"], "NOT YET EXPLAINED."))
     return "; ".join(p for p in parts if p)
 

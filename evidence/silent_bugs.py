@@ -120,7 +120,7 @@ WHY: dict[str, str] = {
     ),
 }
 _TRIAL = (
-    "in a trial merge with the model probe and the model-level rules (branches i34-probes 28996a7, i34-rules e614ba5) "
+    "in a trial merge with the model probe and the model-level rules (branches i34-probes 28ab64d, i34-rules 2c40b05) "
 )
 #: Buggy programs whose ``CATCH`` is known to be missed (the tests mark them xfail, strict:
 #: one that is caught again fails, and its entry goes). The model-level ones skip while

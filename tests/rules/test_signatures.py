@@ -442,6 +442,24 @@ def test_plateau_a_stall_after_an_early_fall_is_not_an_early_plateau():
     assert not fired(judge(loss=noisy(level, 0.02, rng)), "TP-PLATEAU")
 
 
+@pytest.mark.parametrize("max_steps", [3000, 1000])
+def test_plateau_waits_for_its_share_of_a_declared_schedule(max_steps):
+    """A run still training, judged live at step 400 of a declared 3000 (13 %) or 1000
+    (40 %): the first 30 % of its points (a warm-up, say) are not the first 30 % of the
+    run, so the claim waits until 30 % of the schedule is logged; the same points as a
+    whole run (max_steps 400) are an early plateau."""
+    from trainproof.live.guardian import Guardian
+
+    def live(end):
+        g = Guardian(meta={"max_steps": end})
+        for i, v in enumerate(late_start(40, 0.01, 0)):
+            g.add(step_of(i), {"loss": float(v)})
+        return g.judge()
+
+    assert fired(live(400), "TP-PLATEAU")
+    assert fired(live(max_steps), "TP-PLATEAU") is (max_steps == 1000)
+
+
 def test_plateau_needs_thirty_four_points():
     assert judge(loss=late_start(33, 0.01, 0)).skipped["TP-PLATEAU"].reason == "too_few_points"
     assert fired(judge(loss=late_start(34, 0.01, 0)), "TP-PLATEAU")

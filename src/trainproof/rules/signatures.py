@@ -14,6 +14,7 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, pct, signed_pct, step, times
+from ._schedule import fraction_ran
 from ._shared import log_loss, log_loss_noise
 from ._stats import (
     ar1_inflation,
@@ -302,7 +303,8 @@ def _trend_change(slope: float, span: float) -> float:
         "there (difference of the two slopes at least {plateau_accel_t:g} standard errors, z <= "
         "-{plateau_accel_t:g}). Standard errors are widened for the lag-1 autocorrelation of the head's "
         "residuals (a running-average loss is autocorrelated). A run whose loss did not improve overall "
-        "(TP-DEAD-RUN's condition) is left to TP-DEAD-RUN."
+        "(TP-DEAD-RUN's condition) is left to TP-DEAD-RUN. Where the log declares its schedule (a monitor's "
+        "max_steps, HF max_steps), the rule judges only once that share of the schedule is logged."
     ),
     why=(
         "A healthy curve falls fastest at the start and slows down; one that sits at its starting level for "
@@ -335,6 +337,12 @@ def check_plateau(ctx):
     n = v.size
     _, _, rel = improvement(v, th.dead_window)
     if rel < th.dead_min_improvement:
+        return
+    # The claim is about the first share of the run: a log that declares its schedule and
+    # covers less of it (a run still training, judged live) has not shown that share yet,
+    # and its points' first share is a shorter stretch (a warm-up, say) than the claim names.
+    done, _, _ = fraction_ran(ctx.run)
+    if done is not None and done < th.plateau_head_share:
         return
     h = math.ceil(th.plateau_head_share * n)
     if h < 3 or n - h < 3:

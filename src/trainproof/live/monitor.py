@@ -31,6 +31,7 @@ from ..findings import Finding, Level, Report
 from ..rules.thresholds import DEFAULT, Thresholds
 from . import distributed
 from .guardian import Guardian, RunFailed, number
+from .probes import ModelProbe
 
 POLICIES = ("warn", "raise", "silent")
 
@@ -149,6 +150,11 @@ class Monitor:
         track_update_ratio: bool = False,
         max_steps: int | None = None,
         thresholds: Thresholds = DEFAULT,
+        layers: bool = True,
+        activations: bool = False,
+        scheduler=None,
+        scaler=None,
+        replica_every: int = 10,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
@@ -181,6 +187,8 @@ class Monitor:
         self._cols: list = []  # 0-d tensors on their devices, float64 (float32 on MPS)
         self._shard_cols: dict[tuple, list[int]] = {}  # shard-group key -> columns to sum
         self._shard_groups: dict[tuple, list] = {}  # shard-group key -> process groups
+        #: The model-level measurements at the check steps (see :mod:`trainproof.live.probes`).
+        self.probe = ModelProbe(model, optimizer, layers, activations, scheduler, scaler, replica_every)
 
     @property
     def guardian(self) -> Guardian:
@@ -301,6 +309,13 @@ class Monitor:
                 return None
             groups.setdefault((g.device, g.dtype), []).append(i)
         return [(device, dtype, idxs) for (device, dtype), idxs in groups.items()]
+
+    def _push_any(self, t) -> int:
+        """Append a tensor of any shape to the device buffer (detached, in the dtype of the
+        sums); returns its column index. It is read with the other columns of its device."""
+        t = t.detach()
+        self._cols.append(t.to(self._acc_dtype(t.device)))
+        return len(self._cols) - 1
 
     def _push(self, partials) -> list[int]:
         """Append partial sums to the device buffer; returns their column indices."""
@@ -454,6 +469,8 @@ class Monitor:
             values["eval_loss"] = eval_loss
         values.update(metrics)
         entries: dict[str, tuple] = {}
+        probe = self.probe
+        probe.on_log()
         params = self._model_params()
         for k, v in values.items():
             if v is _GRAD:
@@ -468,6 +485,11 @@ class Monitor:
             r = self._update_ratio_spec(params)
             if r is not None:
                 entries["update_ratio"] = r
+        if (self._calls + 1) % self.check_every == 0:
+            deferred = probe.collect()
+            entries[_PROBE] = ("probe", [self._push_any(t) for t in deferred.tensors], deferred.finish)
+        if (self._calls + 2) % self.check_every == 0:
+            probe.arm()  # the optimizer step and forward passes before the next check
         self._pending.append((step, list(entries.items())))
         self._calls += 1
         if self._calls % self.check_every == 0:
@@ -504,13 +526,18 @@ class Monitor:
                 torch.distributed.all_reduce(t, group=group)
             for j, i in enumerate(idxs):
                 cols[i] = t[j]
-        host: list[float] = [math.nan] * len(cols)
+        host: list = [math.nan] * len(cols)
         by_dev: dict[object, list[int]] = {}
         for i, t in enumerate(cols):
             by_dev.setdefault(t.device, []).append(i)
         for idxs in by_dev.values():
-            for i, v in zip(idxs, torch.stack([cols[i] for i in idxs]).tolist()):
-                host[i] = v
+            # One transfer per device: the 0-d columns and the probe's vectors, flattened.
+            flat = torch.cat([cols[i].reshape(-1) for i in idxs]).tolist()
+            at = 0
+            for i in idxs:
+                n = cols[i].numel()
+                host[i] = flat[at] if cols[i].dim() == 0 else flat[at : at + n]
+                at += n
         pending = self._pending
         self._pending, self._cols, self._shard_cols = [], [], {}
 
@@ -527,7 +554,13 @@ class Monitor:
             return num / den if den > 0 else float("nan")
 
         for step, entries in pending:
-            nums = {k: value(s) for k, s in entries}
+            nums: dict = {}
+            for k, s in entries:
+                if s[0] == "probe":
+                    nums.update(s[2]([host[i] for i in s[1]]))
+                    self._guardian.meta["model_probe"] = {"step": step, **self.probe.details}
+                else:
+                    nums[k] = value(s)
             self._guardian.add(float(step), nums)
             if self._log_file is not None:
                 self._log_file.write(json.dumps({"step": step, **nums}) + "\n")
@@ -588,6 +621,7 @@ class Monitor:
         """Write the pending steps to the history and the log, then close the log
         (idempotent)."""
         self._flush()
+        self.probe.close()
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
@@ -595,6 +629,8 @@ class Monitor:
 
 #: The placeholder of the gradient norm while a step's values are gathered.
 _GRAD = object()
+#: The entry of a check step that holds the probe's measurements (several keys).
+_PROBE = "\x00model_probe"
 
 
 def monitor(
@@ -608,10 +644,29 @@ def monitor(
     track_update_ratio: bool = False,
     max_steps: int | None = None,
     thresholds: Thresholds = DEFAULT,
+    layers: bool = True,
+    activations: bool = False,
+    scheduler=None,
+    scaler=None,
+    replica_every: int = 10,
 ) -> Monitor:
     """Start monitoring a raw PyTorch loop; see :class:`Monitor` for the arguments."""
     return Monitor(
-        model, optimizer, check_every, policy, mute, on_alert, log_path, track_update_ratio, max_steps, thresholds
+        model,
+        optimizer,
+        check_every,
+        policy,
+        mute,
+        on_alert,
+        log_path,
+        track_update_ratio,
+        max_steps,
+        thresholds,
+        layers=layers,
+        activations=activations,
+        scheduler=scheduler,
+        scaler=scaler,
+        replica_every=replica_every,
     )
 
 

@@ -108,10 +108,29 @@ class Monitor:
         max_steps: the run's scheduled number of steps, when known (for the schedule rules
             and the share of the run a stop saves).
         thresholds: rule thresholds.
+        layers: measure the model at each check step (default on): per-tensor gradient
+            norms and update ratios (the change across the optimizer step after the
+            ``log()`` before the check), parameters outside the optimizer, frozen in it,
+            without a gradient, not updated, non-finite gradients by layer, gradients
+            never reset (``zero_grad`` missing). Recorded as ``model/*`` keys of the check
+            step (see :mod:`trainproof.live.probes`); costs one copy of the parameters
+            during one optimizer step per check, and nothing between checks.
+        activations: also hook the activation modules (``nn.ReLU``, ``nn.Tanh``,
+            ``nn.Sigmoid``, ``nn.GELU`` ...) for the forward passes of each check step:
+            ``model/dead_relu_share``, ``model/saturated_share``,
+            ``model/activation_scale_max``. Off by default (it reduces each hooked
+            output once per check step); skipped, with a note, on a ``torch.compile``\\ d
+            model (adding a hook recompiles it).
+        scheduler: the LR scheduler, for ``model/scheduler_steps`` (its ``last_epoch``).
+        scaler: the AMP ``GradScaler``, for ``loss_scale`` and ``model/amp_skipped_steps``.
+        replica_every: in a distributed run, compare the replicas' parameter checksums
+            every this many checks, from the first (``model/replica_drift``; 0: never).
 
     Attributes:
         main: whether this process prints, writes ``log_path`` and calls ``on_alert``
             (:func:`trainproof.live.distributed.is_main` when the monitor is created).
+        probe: the :class:`~trainproof.live.probes.ModelProbe`; the latest check's layer
+            names and notes are also in ``guardian.meta["model_probe"]``.
 
     Raises:
         ValueError: for an unknown ``policy``.
@@ -442,7 +461,8 @@ class Monitor:
         other ``metrics`` that are numbers (Python or numpy numbers, one-element tensors).
         With ``track_update_ratio``, ``update_ratio`` compares the parameters now with
         those at the previous call, so it measures the optimizer step taken after the
-        previous call. Non-finite values are recorded, never raised on.
+        previous call. At a check step the record also holds the ``model/*``
+        measurements (see ``layers``). Non-finite values are recorded, never raised on.
 
         ``loss`` and the metrics may be tensors (a 0-d loss as it comes out of the model):
         they are detached and kept on their device with the gradient norm until the next

@@ -9,14 +9,13 @@ a Python bool per :meth:`ModelProbe.on_log` and an integer increment per optimiz
 The work around one check step:
 
 * at the ``log()`` call before a check (:meth:`ModelProbe.arm`): an optimizer pre-step hook
-  (keeps a copy of the parameters that have a gradient, and their gradients' largest
-  magnitude) and, with ``activations=True``, forward hooks on the activation modules;
+  (keeps a copy of the parameters that have a gradient, and their gradients' norms) and, with ``activations=True``, forward hooks on the activation modules;
 * in the optimizer step that follows: the per-tensor change ``||W_after - W_before||`` and
   ``||W_after||`` (fused ``torch._foreach_norm``); the copy is dropped at once; then a
   gradient hook on one small parameter, which looks at the gradient the next backward
   finds already there (``zero_grad`` clears it; nothing else does);
 * at the check's ``log()`` (:meth:`ModelProbe.collect`): the per-tensor gradient norms
-  (L2 and largest magnitude) and the counts of the optimizer facts; every hook armed for
+  and the counts of the optimizer facts; every hook armed for
   this check is removed. The device tensors go back to the caller, which reads them with
   its other values and hands the numbers to :meth:`Deferred.finish`.
 
@@ -129,7 +128,7 @@ class _Update:
     lrs: list  # float, or a 0-d tensor (a tensor lr is read with the rest)
     diff: object  # 1-d: ||W_after - W_before|| per tensor
     weight: object  # 1-d: ||W_after||
-    gmax: object  # 1-d: max |grad| before the step
+    gmax: object  # 1-d: ||grad|| before the step (finite and > 0: a gradient to apply)
     sharded: bool = False
 
 
@@ -353,7 +352,7 @@ class ModelProbe:
                 sharded = self._sharded(params)
                 locs = [self._local(p.detach()) for p in params]
                 home = locs[0].device
-                gmax = self._norms([self._local(p.grad) for p in params], math.inf, home)
+                gmax = self._norms([self._local(p.grad) for p in params], 2.0, home)
                 copies = [t.clone() for t in locs]
                 self._snap = (
                     params,
@@ -622,24 +621,25 @@ class ModelProbe:
             return
         grads = [self._local(p.grad) for p in params]
         home = grads[0].device
-        i_max = take(self._norms(grads, math.inf, home))
-        i_l2 = take(self._norms(grads, 2.0, home)) if not sharded else None
+        # One L2 norm per tensor serves every count: 0 exactly when the gradient is all
+        # zero, not finite when it holds a NaN or an Inf (or overflows float32, ~1e19 per
+        # element: an explosion by any measure). On the CPU it costs a third of a max-norm.
+        i_l2 = take(self._norms(grads, 2.0, home))
         if sharded:
             self._note("per-layer gradient norms skipped: the parameters are sharded across processes")
 
         def job(v, out, d):
-            gmax = _flat(v[i_max])
-            zero = [n for n, g, o in zip(names, gmax, in_opt) if o and g == 0.0]
-            bad = [n for n, g in zip(names, gmax) if not math.isfinite(g)]
+            l2 = _flat(v[i_l2])
+            zero = [n for n, g, o in zip(names, l2, in_opt) if o and g == 0.0]
+            bad = [n for n, g in zip(names, l2) if not math.isfinite(g)]
             out["model/params_no_grad"] = float(len(none_names) + len(zero))
             d["params_no_grad"] = (none_names + zero)[:MAX_NAMES]
             out["model/grad_nonfinite_params"] = float(len(bad))
             if bad:
                 out["model/grad_nonfinite_layer"] = bad[0]
                 d["grad_nonfinite_layer"] = bad[0]
-            if i_l2 is None:
+            if sharded:
                 return
-            l2 = _flat(v[i_l2])
             rows = [(n, x) for n, x, nd in zip(names, l2, ndims) if nd >= 2 and math.isfinite(x)]
             if not rows:
                 return

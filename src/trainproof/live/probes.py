@@ -123,7 +123,7 @@ class Deferred:
 class _Update:
     """What the armed optimizer step left on the device: per-tensor norms."""
 
-    names: list[str]
+    ids: list[int]  # id() of each parameter, named at the check
     ndims: list[int]
     lrs: list  # float, or a 0-d tensor (a tensor lr is read with the rest)
     diff: object  # 1-d: ||W_after - W_before|| per tensor
@@ -239,6 +239,8 @@ class ModelProbe:
         self._reset_flag = None  # 0-d tensor: 1 when the gradient was not reset
         self._reset_pending = False
         self._acts: _Acts | None = None
+        self._fsdp1: bool | None = None
+        self._name_map: dict[int, str] = {}  # id(parameter) -> name, as of the last check
         self._post_handle = None
         ref = weakref.ref(self)
 
@@ -272,11 +274,20 @@ class ModelProbe:
         dt = self._dtensor()
         if dt is not None and any(isinstance(p, dt) for p in params):
             return True
-        return bool(_fsdp1_shard_groups(self.model))
+        if self._fsdp1 is None:  # a model is wrapped by FSDP1 before its monitor is made
+            self._fsdp1 = bool(_fsdp1_shard_groups(self.model))
+        return self._fsdp1
 
     def _local(self, t):
         dt = self._dtensor()
         return t.to_local() if dt is not None and isinstance(t, dt) else t
+
+    def _locals(self, ts: list) -> list:
+        """:meth:`_local` of each of ``ts`` (the list itself when no DTensor exists)."""
+        dt = self._dtensor()
+        if dt is None:
+            return ts
+        return [t.to_local() if isinstance(t, dt) else t for t in ts]
 
     def _norms(self, ts: list, ord: float, home):
         """Per-tensor ``ord``-norms of ``ts`` as one float32 vector on ``home`` (fused
@@ -285,7 +296,9 @@ class ModelProbe:
         groups: dict[tuple, list[int]] = {}
         for i, t in enumerate(ts):
             groups.setdefault((t.device, t.dtype), []).append(i)
-        out: list = [None] * len(ts)
+        if not ts:
+            return torch.zeros(0, device=home)
+        parts, order = [], []
         for (_, dtype), idxs in groups.items():
             sub = [ts[i] for i in idxs]
             wide = torch.float32 if dtype.is_floating_point and dtype.itemsize < 4 else None
@@ -293,11 +306,16 @@ class ModelProbe:
                 norms = torch._foreach_norm(sub, ord, dtype=wide)
             except (RuntimeError, NotImplementedError, TypeError):
                 norms = [torch.linalg.vector_norm(t, ord, dtype=wide) for t in sub]
-            for i, n in zip(idxs, norms):
-                out[i] = n
-        if not out:
-            return torch.zeros(0, device=home)
-        return torch.stack([n.to(device=home, dtype=torch.float32) for n in out])
+            # one stack per group, then one move: not a .to() per tensor
+            parts.append(torch.stack(list(norms)).to(device=home, dtype=torch.float32))
+            order += idxs
+        vec = parts[0] if len(parts) == 1 else torch.cat(parts)
+        if order == sorted(order):
+            return vec
+        inv = [0] * len(order)
+        for pos, i in enumerate(order):
+            inv[i] = pos
+        return vec[torch.tensor(inv, device=home)]
 
     def _opt_params(self) -> list:
         return [p for g in self.optimizer.param_groups for p in g["params"]]
@@ -340,7 +358,6 @@ class ModelProbe:
         torch = self.torch
         try:
             with torch.no_grad():
-                names = self._names()
                 params, lrs = [], []
                 for g in self.optimizer.param_groups:
                     for p in g["params"]:
@@ -350,13 +367,14 @@ class ModelProbe:
                 if not params:
                     return
                 sharded = self._sharded(params)
-                locs = [self._local(p.detach()) for p in params]
+                # Under no_grad the parameters are read as they are (no detach per tensor).
+                locs = self._locals(params)
                 home = locs[0].device
-                gmax = self._norms([self._local(p.grad) for p in params], 2.0, home)
-                copies = [t.clone() for t in locs]
+                gmax = self._norms(self._locals([p.grad for p in params]), 2.0, home)
+                copies = self._snapshot(locs)
                 self._snap = (
                     params,
-                    [names.get(id(p), "?") for p in params],
+                    [id(p) for p in params],
                     [p.dim() for p in params],
                     lrs,
                     copies,
@@ -368,6 +386,23 @@ class ModelProbe:
             self._armed = False
             self._off("update ratios", e)
 
+    def _snapshot(self, ts: list) -> list:
+        """Copies of ``ts``, as views into one buffer per (device, dtype): one allocation
+        and one fused copy per group rather than one of each per tensor."""
+        torch = self.torch
+        groups: dict[tuple, list[int]] = {}
+        for i, t in enumerate(ts):
+            groups.setdefault((t.device, t.dtype), []).append(i)
+        out: list = [None] * len(ts)
+        for (device, dtype), idxs in groups.items():
+            sizes = [ts[i].numel() for i in idxs]
+            buf = torch.empty(sum(sizes), dtype=dtype, device=device)
+            views = [v.view(ts[i].shape) for v, i in zip(buf.split(sizes), idxs)]
+            torch._foreach_copy_(views, [ts[i] for i in idxs])
+            for v, i in zip(views, idxs):
+                out[i] = v
+        return out
+
     def _post_step(self) -> None:
         self.optimizer_steps += 1
         if self._snap is not None:
@@ -377,7 +412,7 @@ class ModelProbe:
             self._armed = False
             try:
                 with torch.no_grad():
-                    after = [self._local(p.detach()) for p in params]
+                    after = self._locals(params)
                     home = after[0].device
                     torch._foreach_sub_(copies, after)  # copies := W_before - W_after
                     diff = self._norms(copies, 2.0, home)
@@ -481,9 +516,6 @@ class ModelProbe:
         self._acts = acts
 
     # --- the check ----------------------------------------------------------------------
-    def _names(self) -> dict[int, str]:
-        return {id(p): _strip(n) for n, p in self.inner.named_parameters()}
-
     def disarm(self) -> None:
         """Remove every hook armed for a check (the step counter stays until :meth:`close`)."""
         if self._pre_handle is not None:
@@ -592,6 +624,7 @@ class ModelProbe:
     def _grad_facts(self, host: dict, jobs: list, take) -> None:
         """Counts of the optimizer facts and the per-tensor gradient norms at this step."""
         inner_named = [(_strip(n), p) for n, p in self.inner.named_parameters()]
+        self._name_map = {id(p): n for n, p in inner_named}
         opt = self._opt_params()
         opt_ids = {id(p) for p in opt}
         model_ids = {id(p) for _, p in inner_named}
@@ -619,7 +652,7 @@ class ModelProbe:
             host["model/params_no_grad"] = float(len(none_names))
             jobs.append(lambda v, out, d: d.__setitem__("params_no_grad", none_names[:MAX_NAMES]))
             return
-        grads = [self._local(p.grad) for p in params]
+        grads = self._locals([p.grad for p in params])
         home = grads[0].device
         # One L2 norm per tensor serves every count: 0 exactly when the gradient is all
         # zero, not finite when it holds a NaN or an Inf (or overflows float32, ~1e19 per
@@ -663,18 +696,18 @@ class ModelProbe:
 
         def job(v, out, d):
             diff, w, g = _flat(v[i_diff]), _flat(v[i_w]), _flat(v[i_g])
+            named = self._name_map
+            names = [named.get(i, "?") for i in u.ids]
             lrs = [float(v[lr_idx[k]]) if k in lr_idx else float(lr) for k, lr in enumerate(u.lrs)]
             stuck = [
-                n
-                for n, dn, gm, lr in zip(u.names, diff, g, lrs)
-                if dn == 0.0 and math.isfinite(gm) and gm > 0 and lr > 0
+                n for n, dn, gm, lr in zip(names, diff, g, lrs) if dn == 0.0 and math.isfinite(gm) and gm > 0 and lr > 0
             ]
             if not u.sharded:
                 out["model/params_not_updated"] = float(len(stuck))
                 d["params_not_updated"] = stuck[:MAX_NAMES]
             rows = [
                 (n, dn / wn)
-                for n, dn, wn, nd in zip(u.names, diff, w, u.ndims)
+                for n, dn, wn, nd in zip(names, diff, w, u.ndims)
                 if nd >= 2 and dn > 0 and wn > 0 and math.isfinite(dn / wn)
             ]
             if u.sharded or not rows:

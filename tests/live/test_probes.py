@@ -198,6 +198,53 @@ def test_scheduler_steps_follow_the_scheduler():
     assert list(mon.guardian.runlog().series["model/scheduler_steps"].values) == [3.0, 4.0]
 
 
+def test_the_probe_on_its_own_reads_its_measurements():
+    from trainproof.live.probes import ModelProbe
+
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    probe = ModelProbe(model, opt)
+    x, y = data()
+    got = {}
+    for step in range(3):
+        nn.functional.mse_loss(model(x), y).backward()
+        probe.on_log()
+        if step == 1:
+            probe.arm()
+        if step == 2:
+            got = probe.read(probe.collect())
+        opt.step()
+        opt.zero_grad()
+    probe.close()
+    assert got["model/optimizer_steps"] == 2.0 and got["model/params_not_updated"] == 0.0
+    assert got["model/grads_not_reset"] == 0.0 and -6 < got["model/layer_update_ratio_max"] < 0
+    assert isinstance(got["model/layer_grad_norm_max_layer"], str)
+    assert len(opt._optimizer_step_post_hooks) == 0
+
+
+def test_an_optimizer_step_with_a_closure_is_measured():
+    """The pre-step hook runs before the closure's backward (as under Lightning): the
+    gradients are looked at after the step."""
+    from trainproof.live.probes import ModelProbe
+
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    probe = ModelProbe(model, opt)
+    x, y = data()
+
+    def closure():
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    probe.arm()
+    opt.step(closure)
+    got = probe.read(probe.collect())
+    probe.close()
+    assert got["model/params_not_updated"] == 0.0 and -6 < got["model/layer_update_ratio_max"] < 0
+
+
 # --------------------------------------------------------------------------- gradients
 
 

@@ -8,16 +8,18 @@ a Python bool per :meth:`ModelProbe.on_log` and an integer increment per optimiz
 
 The work around one check step:
 
-* at the ``log()`` call before a check (:meth:`ModelProbe.arm`): an optimizer pre-step hook
-  (keeps a copy of the parameters that have a gradient, and their gradients' norms) and, with ``activations=True``, forward hooks on the activation modules;
-* in the optimizer step that follows: the per-tensor change ``||W_after - W_before||`` and
-  ``||W_after||`` (fused ``torch._foreach_norm``); the copy is dropped at once; then a
-  gradient hook on one small parameter, which looks at the gradient the next backward
-  finds already there (``zero_grad`` clears it; nothing else does);
-* at the check's ``log()`` (:meth:`ModelProbe.collect`): the per-tensor gradient norms
-  and the counts of the optimizer facts; every hook armed for
-  this check is removed. The device tensors go back to the caller, which reads them with
-  its other values and hands the numbers to :meth:`Deferred.finish`.
+* at the ``log()`` call before a check (:meth:`ModelProbe.arm`): an optimizer pre-step
+  hook, which keeps a copy of the trainable parameters in the optimizer, and, with
+  ``activations=True``, forward hooks on the activation modules;
+* in the optimizer step that follows: the per-tensor change ``||W_after - W_before||``,
+  ``||W_after||`` and the norm of the gradient applied (fused ``torch._foreach_norm``); the
+  copy is dropped at once; then a gradient hook on one small parameter, which looks at the
+  gradient the next backward finds already there (``zero_grad`` clears it; nothing else
+  does);
+* at the check's ``log()`` (:meth:`ModelProbe.collect`): the per-tensor gradient norms and
+  the counts of the optimizer facts; every hook armed for this check is removed. The
+  device tensors go back to the caller, which reads them with its other values and hands
+  the numbers to :meth:`Deferred.finish`.
 
 Nothing here waits for the device: every count that needs a tensor's value is a tensor
 until the caller's read. Layer names never go into a series: the latest details (names,
@@ -128,7 +130,8 @@ class _Update:
     lrs: list  # float, or a 0-d tensor (a tensor lr is read with the rest)
     diff: object  # 1-d: ||W_after - W_before|| per tensor
     weight: object  # 1-d: ||W_after||
-    gmax: object  # 1-d: ||grad|| before the step (finite and > 0: a gradient to apply)
+    gnorm: object  # 1-d: ||grad|| applied by the step, of the parameters at gidx
+    gidx: list[int]  # the parameters that had a gradient
     sharded: bool = False
 
 
@@ -153,6 +156,20 @@ def unwrap(model):
             return model
         model = inner
     return model
+
+
+def unwrap_optimizer(optimizer):
+    """The ``torch.optim.Optimizer`` inside a wrapper that holds one as ``.optimizer``
+    (accelerate's ``AcceleratedOptimizer``, Lightning's ``LightningOptimizer``): the step
+    hooks are the inner optimizer's, since the wrapper's ``step`` calls the inner one's."""
+    import torch
+
+    for _ in range(4):
+        inner = getattr(optimizer, "optimizer", None)
+        if not isinstance(inner, torch.optim.Optimizer):
+            return optimizer
+        optimizer = inner
+    return optimizer
 
 
 def _strip(name: str) -> str:
@@ -216,7 +233,7 @@ class ModelProbe:
         self.torch = torch
         self.model = model
         self.inner = unwrap(model)
-        self.optimizer = optimizer
+        self.optimizer = unwrap_optimizer(optimizer)
         self.layers = bool(layers)
         self.activations = bool(activations)
         self.scheduler = scheduler
@@ -232,7 +249,7 @@ class ModelProbe:
         self._steps_at_last_log: int | None = None
         self._pre_handle = None
         self._armed = False
-        self._snap: tuple | None = None  # (params, names, ndims, lrs, copies, gmax, sharded)
+        self._snap: tuple | None = None  # (params, ids, ndims, lrs, copies, sharded)
         self._update: _Update | None = None
         self._reset_param = None
         self._reset_handle = None
@@ -358,29 +375,21 @@ class ModelProbe:
         torch = self.torch
         try:
             with torch.no_grad():
+                # Every trainable parameter, with or without a gradient yet: an optimizer
+                # given a closure (Lightning) runs this hook before the closure's backward.
+                # The gradients are looked at after the step, where they are the ones applied.
                 params, lrs = [], []
                 for g in self.optimizer.param_groups:
                     for p in g["params"]:
-                        if p.requires_grad and p.grad is not None:
+                        if p.requires_grad:
                             params.append(p)
                             lrs.append(g.get("lr", float("nan")))
                 if not params:
                     return
                 sharded = self._sharded(params)
                 # Under no_grad the parameters are read as they are (no detach per tensor).
-                locs = self._locals(params)
-                home = locs[0].device
-                gmax = self._norms(self._locals([p.grad for p in params]), 2.0, home)
-                copies = self._snapshot(locs)
-                self._snap = (
-                    params,
-                    [id(p) for p in params],
-                    [p.dim() for p in params],
-                    lrs,
-                    copies,
-                    gmax,
-                    sharded,
-                )
+                copies = self._snapshot(self._locals(params))
+                self._snap = (params, [id(p) for p in params], [p.dim() for p in params], lrs, copies, sharded)
         except Exception as e:  # noqa: BLE001 - a probe never stops the training loop
             self._snap = None
             self._armed = False
@@ -407,7 +416,7 @@ class ModelProbe:
         self.optimizer_steps += 1
         if self._snap is not None:
             torch = self.torch
-            params, names, ndims, lrs, copies, gmax, sharded = self._snap
+            params, ids, ndims, lrs, copies, sharded = self._snap
             self._snap = None
             self._armed = False
             try:
@@ -417,8 +426,10 @@ class ModelProbe:
                     torch._foreach_sub_(copies, after)  # copies := W_before - W_after
                     diff = self._norms(copies, 2.0, home)
                     weight = self._norms(after, 2.0, home)
+                    gidx = [i for i, p in enumerate(params) if p.grad is not None]
+                    gnorm = self._norms(self._locals([params[i].grad for i in gidx]), 2.0, home)
                 del copies
-                self._update = _Update(names, ndims, lrs, diff, weight, gmax, sharded)
+                self._update = _Update(ids, ndims, lrs, diff, weight, gnorm, gidx, sharded)
                 self._arm_reset_check(params)
             except Exception as e:  # noqa: BLE001
                 self._off("update ratios", e)
@@ -600,12 +611,22 @@ class ModelProbe:
         return Deferred(tensors, finish)
 
     def read(self, deferred: Deferred) -> dict:
-        """Read ``deferred``'s tensors now (one transfer per tensor group) and finish it:
-        for callers without a transfer of their own at the check."""
-        values = []
-        for t in deferred.tensors:
-            x = t.detach().reshape(-1).double().cpu().tolist() if t.numel() != 1 else float(t.detach().reshape(()))
-            values.append(x if t.dim() else (x[0] if isinstance(x, list) else x))
+        """Read ``deferred``'s tensors now and finish it: for a caller without a transfer of
+        its own at the check (a framework callback). Waits for the device once per tensor
+        group (one per device)."""
+        torch = self.torch
+        ts = [t.detach() for t in deferred.tensors]
+        values: list = [None] * len(ts)
+        by_dev: dict = {}
+        for i, t in enumerate(ts):
+            by_dev.setdefault(t.device, []).append(i)
+        for idxs in by_dev.values():
+            flat = torch.cat([ts[i].reshape(-1).to(torch.float64) for i in idxs]).tolist()
+            at = 0
+            for i in idxs:
+                n = ts[i].numel()
+                values[i] = flat[at] if ts[i].dim() == 0 else flat[at : at + n]
+                at += n
         return deferred.finish(values)
 
     def _scaler_values(self, host: dict, jobs: list, take) -> None:
@@ -689,13 +710,16 @@ class ModelProbe:
         jobs.append(job)
 
     def _update_job(self, u: _Update, jobs: list, take) -> None:
-        i_diff, i_w, i_g = take(u.diff), take(u.weight), take(u.gmax)
+        i_diff, i_w, i_g = take(u.diff), take(u.weight), take(u.gnorm)
         lr_idx = {k: take(lr.detach().reshape(()).float()) for k, lr in enumerate(u.lrs) if hasattr(lr, "detach")}
         if u.sharded:
             self._note("per-layer update ratios skipped: the parameters are sharded across processes")
 
         def job(v, out, d):
-            diff, w, g = _flat(v[i_diff]), _flat(v[i_w]), _flat(v[i_g])
+            diff, w = _flat(v[i_diff]), _flat(v[i_w])
+            g = [0.0] * len(diff)  # no gradient: nothing to apply
+            for i, x in zip(u.gidx, _flat(v[i_g])):
+                g[i] = x
             named = self._name_map
             names = [named.get(i, "?") for i in u.ids]
             lrs = [float(v[lr_idx[k]]) if k in lr_idx else float(lr) for k, lr in enumerate(u.lrs)]

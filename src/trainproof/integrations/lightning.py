@@ -62,6 +62,12 @@ class TrainproofCallback(Callback):
         mute: rule ids not to run.
         on_alert: called once per new WARN or FAIL finding id, with the finding.
         thresholds: rule thresholds.
+        layers: measure the model and its first optimizer every ``check_every``
+            optimizer steps (the ``model/*`` keys of :class:`trainproof.live.monitor.Monitor`,
+            ``layers``), recorded in that step's record; the layer names of the latest
+            measurement are in ``live.guardian.meta["model_probe"]``.
+        activations: also hook the activation modules for those steps' forward passes
+            (see the monitor's ``activations``).
 
     Attributes:
         report: the latest :class:`~trainproof.findings.Report` (the final one after
@@ -76,10 +82,16 @@ class TrainproofCallback(Callback):
         mute: Iterable[str] = (),
         on_alert: Callable[[Finding], None] | None = None,
         thresholds: Thresholds = DEFAULT,
+        layers: bool = True,
+        activations: bool = False,
     ) -> None:
         super().__init__()
         self.live = LiveRun("Lightning", policy, check_every, mute, on_alert, thresholds)
         self._last_step: int | None = None
+        self.layers = layers
+        self.activations = activations
+        self._probe = None
+        self._steps = 0  # optimizer steps recorded
 
     @property
     def report(self) -> Report | None:
@@ -99,6 +111,22 @@ class TrainproofCallback(Callback):
             end = est if math.isfinite(est) and est > 0 else None
         self.live.start(max_steps=end, quiet=not trainer.is_global_zero)
         self._last_step = None
+        self._steps = 0
+        if self._probe is not None:
+            self._probe.close()
+        self._probe = None
+        if trainer.optimizers and (self.layers or self.activations):
+            from ..live.probes import ModelProbe
+
+            configs = getattr(trainer, "lr_scheduler_configs", None) or []
+            self._probe = ModelProbe(
+                pl_module,
+                trainer.optimizers[0],
+                self.layers,
+                self.activations,
+                scheduler=configs[0].scheduler if configs else None,
+                scaler=getattr(getattr(trainer, "precision_plugin", None), "scaler", None),
+            )
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         step = int(trainer.global_step)
@@ -108,6 +136,21 @@ class TrainproofCallback(Callback):
         values = {k: v for k, v in trainer.callback_metrics.items() if not is_eval_key(k) and not k.endswith("_epoch")}
         if trainer.optimizers and "lr" not in values:
             values["lr"] = trainer.optimizers[0].param_groups[0].get("lr")
+        probe = self._probe
+        if probe is not None:
+            # The gradients of this step are still there (Lightning clears them in the next
+            # step's closure). As in the monitor, the update measured is the step before the
+            # check's own: armed two records ahead, so that the check step's backward also
+            # shows whether that step's gradients were cleared.
+            self._steps += 1
+            every = self.live.check_every
+            probe.on_log()
+            if self._steps % every == 0:
+                values.update(probe.read(probe.collect()))
+                if self.live.guardian is not None:
+                    self.live.guardian.meta["model_probe"] = {"step": step, **probe.details}
+            if (self._steps + 2) % every == 0:
+                probe.arm()
         self._record(trainer, step, values)
 
     def on_validation_end(self, trainer, pl_module) -> None:
@@ -123,4 +166,6 @@ class TrainproofCallback(Callback):
             trainer.should_stop = True
 
     def on_train_end(self, trainer, pl_module) -> None:
+        if self._probe is not None:
+            self._probe.close()
         self.live.finish()

@@ -52,6 +52,12 @@ class TrainproofCallback(TrainerCallback):
         mute: rule ids not to run.
         on_alert: called once per new WARN or FAIL finding id, with the finding.
         thresholds: rule thresholds.
+        layers: measure the model and its optimizer at each step the Trainer logs
+            (``logging_steps``, and step 1 with ``logging_first_step``): the ``model/*``
+            keys of :class:`trainproof.live.monitor.Monitor` (``layers``), added to that
+            log's record; the latest layer names are in ``live.guardian.meta["model_probe"]``.
+        activations: also hook the activation modules for those steps' forward passes
+            (see the monitor's ``activations``).
 
     Attributes:
         report: the latest :class:`~trainproof.findings.Report` (the final one after
@@ -66,10 +72,16 @@ class TrainproofCallback(TrainerCallback):
         mute: Iterable[str] = (),
         on_alert: Callable[[Finding], None] | None = None,
         thresholds: Thresholds = DEFAULT,
+        layers: bool = True,
+        activations: bool = False,
     ) -> None:
         self.live = LiveRun(
             "HF Trainer", policy, check_every, mute, on_alert, thresholds, grad_norm_source="the HF Trainer"
         )
+        self.layers = layers
+        self.activations = activations
+        self._probe = None
+        self._measured: dict | None = None  # the probe's keys for the next training log
 
     @property
     def report(self) -> Report | None:
@@ -84,6 +96,43 @@ class TrainproofCallback(TrainerCallback):
         # agrees at each check point whether to judge and whether to stop, and only the
         # main process prints and alerts.
         self.live.start(max_steps=state.max_steps or None, quiet=not state.is_world_process_zero)
+        if self._probe is not None:
+            self._probe.close()
+        self._probe, self._measured = None, None
+        model, optimizer = kwargs.get("model"), kwargs.get("optimizer")
+        if model is not None and optimizer is not None and (self.layers or self.activations):
+            from ..live.probes import ModelProbe
+
+            self._probe = ModelProbe(
+                model, optimizer, self.layers, self.activations, scheduler=kwargs.get("lr_scheduler")
+            )
+
+    @staticmethod
+    def _logs_at(args, state, step: int) -> bool:
+        """Whether the Trainer logs the training metrics after optimizer step ``step``
+        (as its ``DefaultFlowCallback`` decides)."""
+        if step == 1 and args.logging_first_step:
+            return True
+        every = getattr(state, "logging_steps", None) or args.logging_steps
+        strategy = str(getattr(args.logging_strategy, "value", args.logging_strategy))
+        return strategy == "steps" and isinstance(every, int) and every > 0 and step % every == 0
+
+    def on_optimizer_step(self, args, state, control, **kwargs):
+        # After optimizer.step(), before zero_grad: this step's gradients are still there.
+        # As in the monitor, the update measured is the step before the logged one: armed
+        # two steps ahead, so the logged step's backward also shows whether that step's
+        # gradients were cleared.
+        probe = self._probe
+        if probe is None:
+            return
+        step = state.global_step + 1  # the Trainer counts this step right after
+        probe.on_log()
+        if self._logs_at(args, state, step):
+            self._measured = probe.read(probe.collect())
+            if self.live.guardian is not None:
+                self.live.guardian.meta["model_probe"] = {"step": step, **probe.details}
+        if self._logs_at(args, state, step + 2):
+            probe.arm()
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         # The end-of-training summary (train_runtime, train_loss averaged over the run) is
@@ -94,8 +143,13 @@ class TrainproofCallback(TrainerCallback):
             self.live.start(quiet=not state.is_world_process_zero)
         if state.max_steps and self.live.max_steps is None:
             self.live.set_max_steps(state.max_steps)
+        if self._measured is not None and "loss" in logs:
+            logs = {**logs, **self._measured}
+            self._measured = None
         if self.live.record(state.global_step, logs):
             control.should_training_stop = True
 
     def on_train_end(self, args, state, control, **kwargs):
+        if self._probe is not None:
+            self._probe.close()
         self.live.finish()

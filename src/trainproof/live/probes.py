@@ -267,7 +267,7 @@ class ModelProbe:
                 me._post_step()
 
         try:
-            self._post_handle = optimizer.register_step_post_hook(post)
+            self._post_handle = self.optimizer.register_step_post_hook(post)
         except (AttributeError, RuntimeError, TypeError) as e:
             self._note(f"optimizer step hooks unavailable ({type(e).__name__}): no optimizer_steps, update ratios")
 

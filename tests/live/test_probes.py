@@ -245,6 +245,33 @@ def test_an_optimizer_step_with_a_closure_is_measured():
     assert got["model/params_not_updated"] == 0.0 and -6 < got["model/layer_update_ratio_max"] < 0
 
 
+class PlainSGD:
+    """An optimizer that is no ``torch.optim.Optimizer`` (no step hooks): SGD by hand."""
+
+    def __init__(self, params, lr: float) -> None:
+        self.param_groups = [{"params": list(params), "lr": lr}]
+
+    @torch.no_grad()
+    def step(self) -> None:
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    p.sub_(g["lr"] * p.grad)
+
+    def zero_grad(self) -> None:
+        for g in self.param_groups:
+            for p in g["params"]:
+                p.grad = None
+
+
+def test_an_optimizer_without_step_hooks_is_noted_and_the_rest_measured():
+    model = mlp()
+    mon, s = loop(model, PlainSGD(model.parameters(), lr=0.05))
+    assert s["model/params_outside_optimizer"] == [0.0, 0.0] and s["model/params_no_grad"] == [0.0, 0.0]
+    assert "model/layer_update_ratio_max" not in s and "model/optimizer_steps" not in s
+    assert any("step hooks unavailable" in n for n in mon.guardian.meta["model_probe"]["notes"])
+
+
 # --------------------------------------------------------------------------- gradients
 
 

@@ -257,6 +257,7 @@ class ModelProbe:
         self._reset_pending = False
         self._acts: _Acts | None = None
         self._fsdp1: bool | None = None
+        self._updates_off = False  # the step hooks failed once on this model or optimizer
         self._name_map: dict[int, str] = {}  # id(parameter) -> name, as of the last check
         self._post_handle = None
         ref = weakref.ref(self)
@@ -277,8 +278,10 @@ class ModelProbe:
             self.notes.append(text)
 
     def _off(self, what: str, err: BaseException) -> None:
-        """Turn ``what`` off for the rest of the run and say why once."""
+        """Note once that ``what`` was skipped, and why (the caller turns it off)."""
         self._note(f"{what} skipped: {type(err).__name__}: {str(err)[:120]}")
+        if what == "update ratios":
+            self._updates_off = True
 
     def _dtensor(self):
         mod = sys.modules.get("torch.distributed.tensor")
@@ -353,7 +356,7 @@ class ModelProbe:
     def arm(self) -> None:
         """Arm the measurements of the next optimizer step and forward passes (called at
         the ``log()`` before a check)."""
-        if self.layers and self._post_handle is not None and self._pre_handle is None:
+        if self.layers and self._post_handle is not None and self._pre_handle is None and not self._updates_off:
             ref = weakref.ref(self)
 
             def pre(opt, args, kwargs):

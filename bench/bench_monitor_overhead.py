@@ -32,13 +32,31 @@ It measures:
   ``--repeat``, and what it costs per step at ``check_every`` under the ration of
   ``Guardian.affordable`` (at most 1/``JUDGE_COST_RATIO`` of the wall time).
 
+* **model probes** (issue 34): the rounds cycle through four arms, each cycle from the same
+  seed on the same batches: no monitor; the monitor with ``layers=False`` (``plain``: the
+  loop's metrics only); the default monitor (``layers``: per-layer gradient norms, update
+  ratios and the optimizer facts at each check); and ``activations=True`` as well
+  (``activations``: forward hooks on the activation modules at each check step). The
+  added share of a step of ``layers`` over ``plain`` and of ``activations`` over
+  ``layers``, median over the cycles; and, directly, the host seconds spent inside the
+  probe (its methods, its optimizer hooks, its forward hooks) per step, which on the CPU
+  is the probe's whole cost and is free of the machine's drift.
+
 Targets (issue 21): the added time between checks is at most 1% of a step of 20 ms or
-more; judging at a check stays within the ≤10% wall-time ration.
+more; judging at a check stays within the ≤10% wall-time ration. Issue 34: ``layers=True``
+at the default check interval adds at most 1% of such a step over ``layers=False``; the
+cost of ``activations=True`` is reported, with no target.
+
+On a CUDA device (``--device cuda``) the model and the batches live on the GPU, every timed
+step ends with ``torch.cuda.synchronize()`` (so a step's time is its device time; both
+arms pay it alike), and the sync count still counts the calls that would wait. Widen the
+model there (``--width 1024``) so a step takes at least ``--min-step-ms``.
 
 Usage (from the repository root)::
 
-    .venv/bin/python bench/bench_monitor_overhead.py                    # ~3 min on 2 cores
+    .venv/bin/python bench/bench_monitor_overhead.py                    # ~5 min on 2 cores
     .venv/bin/python bench/bench_monitor_overhead.py --quick --json /tmp/o.json   # a smoke run
+    python bench/bench_monitor_overhead.py --device cuda --width 1024 --json /tmp/gpu.json
 """
 
 from __future__ import annotations
@@ -59,6 +77,97 @@ sys.path.insert(0, str(ROOT / "src"))
 #: Added time per step between checks, as a share of a step of at least MIN_STEP_MS.
 TARGET_BETWEEN_SHARE = 0.01
 MIN_STEP_MS = 20.0
+#: Added time per step of ``layers=True`` over ``layers=False`` at the default check
+#: interval, as a share of a step of at least MIN_STEP_MS (issue 34).
+TARGET_LAYERS_SHARE = 0.01
+
+#: The monitored arms: the keyword arguments of ``trainproof.monitor`` each adds.
+ARMS = {"plain": {"layers": False}, "layers": {}, "activations": {"activations": True}}
+
+
+# --- the time spent inside the model probe ----------------------------------------------
+class ProbeTimer:
+    """Sums the host seconds spent inside :class:`trainproof.live.probes.ModelProbe`: its
+    methods (those the monitor calls, its optimizer step hooks, the finishing of a check's
+    numbers) and the forward hooks it installs. A context manager; restores on exit.
+
+    Attributes:
+        seconds: host seconds summed so far (float).
+    """
+
+    METHODS = ("on_log", "arm", "collect", "_pre_step", "_post_step")
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._undo: list = []
+        self._depth = 0
+
+    def _timed(self, fn):
+        timer = self
+
+        def timed(*a, **k):
+            if timer._depth:
+                return fn(*a, **k)
+            timer._depth += 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                timer.seconds += time.perf_counter() - t0
+                timer._depth -= 1
+
+        return timed
+
+    def __enter__(self) -> ProbeTimer:
+        import torch
+
+        from trainproof.live.probes import Deferred, ModelProbe
+
+        timer = self
+        for name in self.METHODS:
+            orig = vars(ModelProbe)[name]
+            wrapped = self._timed(orig)
+            if name == "collect":
+
+                def wrapped(probe, _orig=orig):  # the finishing runs later, at the monitor's read
+                    with timer._scope():
+                        d = _orig(probe)
+                    return Deferred(d.tensors, timer._timed(d.finish))
+
+            setattr(ModelProbe, name, wrapped)
+            self._undo.append(lambda n=name, o=orig: setattr(ModelProbe, n, o))
+        orig_arm = vars(ModelProbe)["_arm_activations"]
+
+        def arm_activations(probe):
+            reg = torch.nn.Module.register_forward_hook
+
+            def reg_timed(mod, hook, *a, **k):
+                return reg(mod, timer._timed(hook), *a, **k)
+
+            torch.nn.Module.register_forward_hook = reg_timed
+            try:
+                return orig_arm(probe)
+            finally:
+                torch.nn.Module.register_forward_hook = reg
+
+        ModelProbe._arm_activations = self._timed(arm_activations)
+        self._undo.append(lambda: setattr(ModelProbe, "_arm_activations", orig_arm))
+        return self
+
+    @contextlib.contextmanager
+    def _scope(self):
+        self._depth += 1
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if not self._depth:
+                self.seconds += time.perf_counter() - t0
+
+    def __exit__(self, *exc) -> None:
+        while self._undo:
+            self._undo.pop()()
 
 
 # --- counting host-device synchronisations ----------------------------------------------
@@ -185,9 +294,10 @@ def _to_host(args: tuple, kwargs: dict) -> bool:
 
 
 # --- the training problem ----------------------------------------------------------------
-def build(torch, blocks: int, width: int, seed: int = 0):
-    """The model (``blocks`` residual Linear + LayerNorm blocks and a Linear head: 4 *
-    blocks + 2 parameter tensors) and its AdamW optimizer, from ``seed``."""
+def build(torch, blocks: int, width: int, seed: int = 0, device: str = "cpu"):
+    """The model (``blocks`` residual Linear + LayerNorm blocks (the nonlinearity an
+    ``nn.Tanh`` module, so ``activations=True`` has modules to hook) and a Linear head:
+    4 * blocks + 2 parameter tensors) on ``device``, and its AdamW optimizer, from ``seed``."""
     nn = torch.nn
 
     class Block(nn.Module):
@@ -195,39 +305,45 @@ def build(torch, blocks: int, width: int, seed: int = 0):
             super().__init__()
             self.lin = nn.Linear(width, width)
             self.norm = nn.LayerNorm(width)
+            self.act = nn.Tanh()
 
         def forward(self, x):
-            return x + torch.tanh(self.norm(self.lin(x)))
+            return x + self.act(self.norm(self.lin(x)))
 
     torch.manual_seed(seed)
-    model = nn.Sequential(*[Block() for _ in range(blocks)], nn.Linear(width, 1))
+    model = nn.Sequential(*[Block() for _ in range(blocks)], nn.Linear(width, 1)).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     return model, opt
 
 
-def batches(torch, width: int, batch: int, n: int = 8, seed: int = 1):
-    """``n`` fixed (input ``(batch, width)``, target ``(batch, 1)``) pairs."""
+def batches(torch, width: int, batch: int, n: int = 8, seed: int = 1, device: str = "cpu"):
+    """``n`` fixed (input ``(batch, width)``, target ``(batch, 1)``) pairs on ``device``."""
     g = torch.Generator().manual_seed(seed)
     w = torch.randn(width, 1, generator=g) / math.sqrt(width)
     out = []
     for _ in range(n):
         x = torch.randn(batch, width, generator=g)
-        out.append((x, torch.tanh(x @ w)))
+        out.append((x.to(device), torch.tanh(x @ w).to(device)))
     return out
 
 
-def train(torch, args, batch: int, steps: int, monitored: bool, judged=None, on_log=None):
+def train(torch, args, batch: int, steps: int, monitored, judged=None, on_log=None):
     """Train a fresh model ``steps`` steps; returns per-step seconds (list) and, when
     ``monitored``, per-call ``(seconds inside log, judged)`` (list).
 
-    ``judged``: the list :func:`timed_judge` yields (a call judged when it grew);
-    ``on_log(k)``, when given, is called after the k-th (1-based) log call.
+    ``monitored``: False (no monitor), True (the default monitor) or an arm of
+    :data:`ARMS`. ``judged``: the list :func:`timed_judge` yields (a call judged when it
+    grew); ``on_log(k)``, when given, is called after the k-th (1-based) log call. On CUDA
+    each step ends with a device synchronisation.
     """
     import trainproof
 
-    model, opt = build(torch, args.blocks, args.width)
-    data = batches(torch, args.width, batch)
-    mon = trainproof.monitor(model, opt, check_every=args.check_every, policy="silent") if monitored else None
+    device = getattr(args, "device", "cpu")
+    cuda = device.startswith("cuda")
+    model, opt = build(torch, args.blocks, args.width, device=device)
+    data = batches(torch, args.width, batch, device=device)
+    kw = ARMS.get(monitored, {}) if isinstance(monitored, str) else {}
+    mon = trainproof.monitor(model, opt, check_every=args.check_every, policy="silent", **kw) if monitored else None
     mse = torch.nn.functional.mse_loss
     step_s, calls = [], []
     seen = len(judged) if judged is not None else 0
@@ -252,6 +368,8 @@ def train(torch, args, batch: int, steps: int, monitored: bool, judged=None, on_
             if on_log is not None:
                 on_log(s + 1)
         opt.step()
+        if cuda:
+            torch.cuda.synchronize()
         step_s.append(time.perf_counter() - t0)
     if mon is not None:
         mon.close()
@@ -287,7 +405,7 @@ def calibrate(torch, args) -> tuple[int, float]:
     while True:
         st, _ = train(torch, args, batch, args.warmup + 10, monitored=False)
         mean = statistics.fmean(st[args.warmup :])
-        if args.batch or mean * 1e3 >= args.min_step_ms or batch >= 8192:
+        if args.batch or mean * 1e3 >= args.min_step_ms or batch >= 65536:
             return batch, mean
         batch *= 2
 
@@ -387,6 +505,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1e3,1e5,1e6", help="history sizes judged (records)")
     ap.add_argument("--repeat", type=int, default=3, help="judge() timings per size (median)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ap.add_argument(
+        "--device",
+        default="cpu",
+        help="where the model trains: cpu (default), cuda, cuda:N; auto picks cuda when present",
+    )
     ap.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     ap.add_argument(
         "--clip",
@@ -409,6 +532,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from trainproof.live.guardian import JUDGE_COST_RATIO
 
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        ap.error(f"--device {args.device}: torch sees no CUDA device")
     torch.set_num_threads(args.threads)
     ce = args.check_every
     sizes = [int(float(s)) for s in args.sizes.split(",")]
@@ -417,7 +544,8 @@ def main(argv: list[str] | None = None) -> int:
     n_tensors = sum(1 for p in model.parameters() if p.requires_grad)
     n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
     batch, calib_s = calibrate(torch, args)
-    print(f"torch {torch.__version__}, {args.threads} thread(s), CPU")
+    where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "CPU"
+    print(f"torch {torch.__version__}, {args.threads} thread(s), {where}")
     print(
         f"model: {args.blocks} blocks of Linear({args.width}) + LayerNorm, {n_tensors} parameter tensors, "
         f"{n_params:,} parameters; AdamW; batch {batch}"
@@ -428,39 +556,66 @@ def main(argv: list[str] | None = None) -> int:
     if calib_s * 1e3 < args.min_step_ms:
         print(f"  note: below the {args.min_step_ms:g} ms of the target (--batch or --quick)")
 
-    # --- timed rounds
+    # --- timed rounds: cycles of [off, plain, layers, activations], same seed and batches
     per_round = max(ce, args.steps // args.rounds)
+    cycles = max(1, args.rounds // 2)
+    arms = [False, *ARMS]
     rounds = []
     with timed_judge() as judge_s:
-        train(torch, args, batch, args.warmup + ce, monitored=True, judged=judge_s)  # first-call costs
+        train(torch, args, batch, args.warmup + ce, monitored="activations", judged=judge_s)  # first-call costs
         judge_s.clear()
         between, at_check, judge_at_check, n_judged = [], [], [], 0
-        for r in range(args.rounds):
-            on = r % 2 == 1
-            j0 = len(judge_s)
-            st, calls = train(torch, args, batch, args.warmup + per_round, monitored=on, judged=judge_s)
-            rounds.append({"monitor": on, "steps": per_round, "mean_step_s": statistics.fmean(st[args.warmup :])})
-            js = iter(judge_s[j0:])
-            mine = []
-            for k, (sec, judged) in enumerate(calls, start=1):
-                if judged:
-                    n_judged += 1
-                    judge_at_check.append(next(js))
-                (at_check if judged or k % ce == 0 else mine).append(sec)
-            if on:
+        for _ in range(cycles):
+            for arm in arms:
+                j0 = len(judge_s)
+                with ProbeTimer() as pt:
+                    st, calls = train(torch, args, batch, args.warmup + per_round, monitored=arm, judged=judge_s)
+                timed = st[args.warmup :]
+                rounds.append(
+                    {
+                        "monitor": arm,
+                        "steps": per_round,
+                        "mean_step_s": statistics.fmean(timed),
+                        # the probe's host time over the timed steps (its share of the warm-up
+                        # steps is left out by scaling; the first check falls after them)
+                        "probe_s_per_step": pt.seconds / len(st),
+                    }
+                )
+                if arm != "layers":
+                    continue
+                js = iter(judge_s[j0:])
+                mine = []
+                for k, (sec, judged) in enumerate(calls, start=1):
+                    if judged:
+                        n_judged += 1
+                        judge_at_check.append(next(js))
+                    (at_check if judged or k % ce == 0 else mine).append(sec)
                 rounds[-1]["mean_log_between_checks_s"] = statistics.fmean(mine)
                 between += mine
-    off = [r["mean_step_s"] for r in rounds if not r["monitor"]]
-    on_ = [r["mean_step_s"] for r in rounds if r["monitor"]]
+
+    def by_arm(arm) -> list[dict]:
+        return [r for r in rounds if r["monitor"] == arm]
+
+    off = [r["mean_step_s"] for r in by_arm(False)]
+    on_ = [r["mean_step_s"] for r in by_arm("layers")]
+    plain = [r["mean_step_s"] for r in by_arm("plain")]
+    acts = [r["mean_step_s"] for r in by_arm("activations")]
     ratios = [b / a for a, b in zip(off, on_)]
     diffs = [b - a for a, b in zip(off, on_)]
     step_s = statistics.median(off)
-    # Each log() against the step of the round just before it: the machine's speed drifts.
-    between_shares = [r["mean_log_between_checks_s"] / a for a, r in zip(off, (r for r in rounds if r["monitor"]))]
+    # Each arm against the unmonitored round of its own cycle: the machine's speed drifts.
+    between_shares = [r["mean_log_between_checks_s"] / a for a, r in zip(off, by_arm("layers"))]
+    layers_shares = [(b - p) / a for a, p, b in zip(off, plain, on_)]
+    acts_shares = [(c - b) / a for a, b, c in zip(off, on_, acts)]
+    probe_layers = [r["probe_s_per_step"] / a for a, r in zip(off, by_arm("layers"))]
+    probe_acts = [
+        (r["probe_s_per_step"] - q["probe_s_per_step"]) / a
+        for a, q, r in zip(off, by_arm("layers"), by_arm("activations"))
+    ]
     log_between = statistics.fmean(between) if between else 0.0
     log_check = statistics.fmean(at_check) if at_check else 0.0
     judge_mean = statistics.fmean(judge_at_check) if judge_at_check else 0.0
-    mon_wall = sum(r["mean_step_s"] * r["steps"] for r in rounds if r["monitor"])
+    mon_wall = sum(r["mean_step_s"] * r["steps"] for r in by_arm("layers"))
     judging_share = sum(judge_at_check) / mon_wall if mon_wall else 0.0
 
     # --- syncs, untimed
@@ -468,9 +623,9 @@ def main(argv: list[str] | None = None) -> int:
     names_between, names_check = Counter(), Counter()
     import trainproof
 
-    probe = trainproof.monitor(*build(torch, 1, 4), policy="silent")
-    mon_cls = type(probe)
-    probe.close()
+    tiny = trainproof.monitor(*build(torch, 1, 4), policy="silent")
+    mon_cls = type(tiny)
+    tiny.close()
     with SyncCounter() as sc:
         sc.scope(mon_cls, "log")
         last = {"count": 0, "names": Counter()}
@@ -496,18 +651,48 @@ def main(argv: list[str] | None = None) -> int:
     # --- report
     between_share = statistics.median(between_shares)
     print()
-    print(f"{'round':>5} {'monitor':>7} {'steps':>5} {'mean step ms':>12} {'log() ms between checks':>23}")
-    for i, r in enumerate(rounds):
-        lb = f"{r['mean_log_between_checks_s'] * 1e3:.3f}" if r["monitor"] else ""
-        print(f"{i:>5} {'on' if r['monitor'] else 'off':>7} {r['steps']:>5} {r['mean_step_s'] * 1e3:>12.2f} {lb:>23}")
     print(
-        "with/without per pair: "
+        f"{'round':>5} {'monitor':>11} {'steps':>5} {'mean step ms':>12} {'log() ms between checks':>23} "
+        f"{'probe ms/step':>13}"
+    )
+    for i, r in enumerate(rounds):
+        lb = f"{r['mean_log_between_checks_s'] * 1e3:.3f}" if "mean_log_between_checks_s" in r else ""
+        pr = f"{r['probe_s_per_step'] * 1e3:.4f}" if r["monitor"] else ""
+        print(f"{i:>5} {r['monitor'] or 'off':>11} {r['steps']:>5} {r['mean_step_s'] * 1e3:>12.2f} {lb:>23} {pr:>13}")
+    print(
+        "default monitor (layers=True) with/without per cycle: "
         + ", ".join(f"{x:.4f}" for x in ratios)
         + f"; median {statistics.median(ratios):.4f} (added {statistics.median(diffs) * 1e3:+.3f} ms/step)"
     )
     print()
+    layers_share = statistics.median(layers_shares)
+    probe_share = statistics.median(probe_layers)
+    acts_share = statistics.median(acts_shares)
+    probe_acts_share = statistics.median(probe_acts)
+    # On the CPU the probe's host time is its whole cost, free of the drift between rounds;
+    # on a GPU its kernels run on the device, so only the rounds (each step synchronised) see them.
+    judged_share = layers_share if args.device.startswith("cuda") else probe_share
+    layers_met = judged_share <= TARGET_LAYERS_SHARE
     rows = [
         ("step without the monitor (median of rounds)", f"{step_s * 1e3:.2f} ms", ""),
+        (
+            f"layers=True over layers=False, every {ce} steps",
+            f"{layers_share:+.2%}",
+            f"of a step (median per cycle; rounds, drift included); target <= {TARGET_LAYERS_SHARE:.0%}"
+            + (": " + ("met" if layers_met else "NOT met") if args.device.startswith("cuda") else ""),
+        ),
+        (
+            "  the probe's own host time (layers=True)",
+            f"{probe_share:.3%}",
+            "of a step (median per cycle)"
+            + ("" if args.device.startswith("cuda") else ": " + ("met" if layers_met else "NOT met")),
+        ),
+        (
+            "activations=True over layers=True",
+            f"{acts_share:+.2%}",
+            "of a step (median per cycle; rounds, drift included); no target",
+        ),
+        ("  the forward hooks' and probe's host time", f"{probe_acts_share:.3%}", "of a step (median per cycle)"),
         (
             "log() between checks (mean)",
             f"{log_between * 1e3:.3f} ms",
@@ -562,7 +747,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "torch": torch.__version__,
         "threads": args.threads,
-        "device": "cpu",
+        "device": args.device,
         "quick": args.quick,
         "clip": args.clip,
         "check_every": ce,
@@ -596,7 +781,21 @@ def main(argv: list[str] | None = None) -> int:
             "by_name_at_checks": dict(names_check),
         },
         "judge_cost": costs,
+        "probes": {
+            "layers_share_per_cycle": layers_shares,
+            "layers_share": layers_share,
+            "layers_probe_host_share_per_cycle": probe_layers,
+            "layers_probe_host_share": probe_share,
+            "activations_share_per_cycle": acts_shares,
+            "activations_share": acts_share,
+            "activations_probe_host_share": probe_acts_share,
+            "plain_mean_step_s": plain,
+            "activations_mean_step_s": acts,
+        },
         "targets": {
+            "layers_max_share": TARGET_LAYERS_SHARE,
+            "layers_share": judged_share,
+            "layers_met": layers_met,
             "between_checks_max_share": TARGET_BETWEEN_SHARE,
             "min_step_s": MIN_STEP_MS / 1e3,
             "judging_max_share": 1 / JUDGE_COST_RATIO,

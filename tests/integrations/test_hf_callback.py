@@ -188,3 +188,21 @@ def test_a_gradient_norm_finding_says_the_trainer_reported_the_norm(hf, capsys, 
     grad = next(f for f in alerts if f.id == "TP-NAN-GRAD")
     assert grad.evidence.endswith(" " + note)
     assert f"lasts 3 points, every later entry is non-finite. {note}" in err
+
+
+@pytest.mark.slow
+def test_the_model_is_measured_at_each_logged_step(hf, tmp_path):
+    cb = hf()
+    trainer = train(tmp_path, cb, lr=5e-4)
+    series = cb.live.guardian.runlog().series
+    logged = [1, *range(5, MAX_STEPS + 1, 5)]
+    for key in ("model/params_outside_optimizer", "model/params_frozen_in_optimizer", "model/grad_nonfinite_params"):
+        assert list(series[key].steps) == logged, key
+        assert set(series[key].values) == {0.0}, key
+    # the update and the gradient reset need the steps before: from the second log on
+    assert list(series["model/grads_not_reset"].steps) == logged[1:]
+    assert set(series["model/grads_not_reset"].values) == {0.0}
+    assert all(-8 < v < 0 for v in series["model/layer_update_ratio_max"].values)
+    assert list(series["model/scheduler_steps"].values)[-1] == MAX_STEPS - 1
+    assert cb.live.guardian.meta["model_probe"]["step"] == MAX_STEPS
+    assert not any(m._forward_hooks for m in trainer.model.modules())

@@ -89,3 +89,21 @@ def test_a_missing_lightning_names_the_extra():
     assert p.returncode != 0
     assert "ImportError: trainproof's lightning callback needs lightning" in p.stderr
     assert 'pip install "trainproof[lightning]"' in p.stderr
+
+
+@pytest.mark.slow
+def test_the_model_is_measured_every_check_every_optimizer_steps(callback):
+    cb = callback(check_every=10, activations=True)
+    trainer = fit(cb, "adam", 3e-3, max_steps=40)
+    series = cb.live.guardian.runlog().series
+    for key in ("model/params_outside_optimizer", "model/params_not_updated", "model/grads_not_reset"):
+        assert list(series[key].steps) == [10, 20, 30, 40], key
+        assert set(series[key].values) == {0.0}, key
+    assert list(series["model/optimizer_steps"].values) == [10.0, 20.0, 30.0, 40.0]
+    assert all(-6 < v < 0 for v in series["model/layer_update_ratio_max"].values)
+    assert all(0 <= v < 0.5 for v in series["model/dead_relu_share"].values)
+    assert cb.live.guardian.meta["model_probe"]["step"] == 40
+    # every hook is gone after training
+    module = trainer.lightning_module
+    assert not any(m._forward_hooks for m in module.modules())
+    assert not trainer.optimizers[0]._optimizer_step_post_hooks

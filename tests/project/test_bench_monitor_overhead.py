@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -55,7 +56,12 @@ def test_quick_run_writes_sane_json(tmp_path):
     ):
         assert key in res, key
     assert res["model"]["param_tensors"] == 4 * res["model"]["blocks"] + 2
-    assert [r["monitor"] for r in res["rounds"]] == [False, True]
+    # one cycle: no monitor, layers=False, the default monitor (layers=True), activations=True
+    assert [r["monitor"] for r in res["rounds"]] == [False, "plain", "layers", "activations"]
+    probes = res["probes"]
+    assert len(probes["layers_share_per_cycle"]) == len(probes["activations_share_per_cycle"]) == 1
+    assert 0 < probes["layers_probe_host_share"] < 1 and math.isfinite(probes["activations_share"])
+    assert res["rounds"][2]["probe_s_per_step"] > 0 and res["device"] == "cpu"
     assert res["ratios"] and all(r > 0 for r in res["ratios"])
     assert res["ratio_median"] > 0 and res["step_s"] > 0
     assert res["log_s_between_checks"] > 0 and res["judgements"] >= 1
@@ -67,7 +73,7 @@ def test_quick_run_writes_sane_json(tmp_path):
     for c in res["judge_cost"]:
         assert c["judge_s"] > 0 and c["judged_every_steps"] >= res["check_every"]
         assert c["same_verdict_as_rows"] is True
-    assert set(res["targets"]) >= {"between_checks_met", "judging_within_ration"}
+    assert set(res["targets"]) >= {"between_checks_met", "judging_within_ration", "layers_met"}
 
 
 def test_sync_counter_counts_only_inside_its_scope_and_restores():

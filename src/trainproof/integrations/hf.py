@@ -89,6 +89,12 @@ class TrainproofCallback(TrainerCallback):
     last good step before their onset, the newest ``checkpoint-N`` folder of
     ``args.output_dir`` at or before it, and the rule's first remedy ("Resume from
     .../checkpoint-1200 with a lower peak learning rate…").
+        layers: measure the model and its optimizer at each step the Trainer logs
+            (``logging_steps``, and step 1 with ``logging_first_step``): the ``model/*``
+            keys of :class:`trainproof.live.monitor.Monitor` (``layers``), added to that
+            log's record; the latest layer names are in ``live.guardian.meta["model_probe"]``.
+        activations: also hook the activation modules for those steps' forward passes
+            (see the monitor's ``activations``).
 
     Attributes:
         report: the latest :class:`~trainproof.findings.Report` (the final one after
@@ -106,6 +112,8 @@ class TrainproofCallback(TrainerCallback):
         stop_on: Iterable[str] = (),
         patience: int = 1,
         save_on_stop: bool = False,
+        layers: bool = True,
+        activations: bool = False,
     ) -> None:
         self.live = LiveRun(
             "HF Trainer",
@@ -118,6 +126,10 @@ class TrainproofCallback(TrainerCallback):
             stop_on=stop_on,
             patience=patience,
         )
+        self.layers = layers
+        self.activations = activations
+        self._probe = None
+        self._measured: dict | None = None  # the probe's keys for the next training log
         self.save_on_stop = bool(save_on_stop)
 
     def _wire(self, args, model=None) -> None:
@@ -145,6 +157,43 @@ class TrainproofCallback(TrainerCallback):
         # main process prints and alerts.
         self.live.start(max_steps=state.max_steps or None, quiet=not state.is_world_process_zero)
         self._wire(args, kwargs.get("model"))
+        if self._probe is not None:
+            self._probe.close()
+        self._probe, self._measured = None, None
+        model, optimizer = kwargs.get("model"), kwargs.get("optimizer")
+        if model is not None and optimizer is not None and (self.layers or self.activations):
+            from ..live.probes import ModelProbe
+
+            self._probe = ModelProbe(
+                model, optimizer, self.layers, self.activations, scheduler=kwargs.get("lr_scheduler")
+            )
+
+    @staticmethod
+    def _logs_at(args, state, step: int) -> bool:
+        """Whether the Trainer logs the training metrics after optimizer step ``step``
+        (as its ``DefaultFlowCallback`` decides)."""
+        if step == 1 and args.logging_first_step:
+            return True
+        every = getattr(state, "logging_steps", None) or args.logging_steps
+        strategy = str(getattr(args.logging_strategy, "value", args.logging_strategy))
+        return strategy == "steps" and isinstance(every, int) and every > 0 and step % every == 0
+
+    def on_optimizer_step(self, args, state, control, **kwargs):
+        # After optimizer.step(), before zero_grad: this step's gradients are still there.
+        # As in the monitor, the update measured is the step before the logged one: armed
+        # two steps ahead, so the logged step's backward also shows whether that step's
+        # gradients were cleared.
+        probe = self._probe
+        if probe is None:
+            return
+        step = state.global_step + 1  # the Trainer counts this step right after
+        probe.on_log()
+        if self._logs_at(args, state, step):
+            self._measured = probe.read(probe.collect())
+            if self.live.guardian is not None:
+                self.live.guardian.meta["model_probe"] = {"step": step, **probe.details}
+        if self._logs_at(args, state, step + 2):
+            probe.arm()
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         # The end-of-training summary (train_runtime, train_loss averaged over the run) is
@@ -156,10 +205,15 @@ class TrainproofCallback(TrainerCallback):
             self._wire(args, kwargs.get("model"))
         if state.max_steps and self.live.max_steps is None:
             self.live.set_max_steps(state.max_steps)
+        if self._measured is not None and "loss" in logs:
+            logs = {**logs, **self._measured}
+            self._measured = None
         if self.live.record(state.global_step, logs):
             control.should_training_stop = True
             if self.save_on_stop:
                 control.should_save = True
 
     def on_train_end(self, args, state, control, **kwargs):
+        if self._probe is not None:
+            self._probe.close()
         self.live.finish()

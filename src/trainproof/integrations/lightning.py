@@ -101,6 +101,12 @@ class TrainproofCallback(Callback):
     last good step before their onset, the newest checkpoint the ``ModelCheckpoint``
     callbacks hold at or before it (its step read from the file name's ``step=N``, as
     the default file name writes it), and the rule's first remedy.
+        layers: measure the model and its first optimizer every ``check_every``
+            optimizer steps (the ``model/*`` keys of :class:`trainproof.live.monitor.Monitor`,
+            ``layers``), recorded in that step's record; the layer names of the latest
+            measurement are in ``live.guardian.meta["model_probe"]``.
+        activations: also hook the activation modules for those steps' forward passes
+            (see the monitor's ``activations``).
 
     Attributes:
         report: the latest :class:`~trainproof.findings.Report` (the final one after
@@ -118,6 +124,8 @@ class TrainproofCallback(Callback):
         stop_on: Iterable[str] = (),
         patience: int = 1,
         save_on_stop: bool = False,
+        layers: bool = True,
+        activations: bool = False,
     ) -> None:
         super().__init__()
         self.live = LiveRun(
@@ -127,6 +135,10 @@ class TrainproofCallback(Callback):
         self._last_step: int | None = None
         #: the path ``save_on_stop`` saved to, else ``None``
         self.saved_path: str | None = None
+        self.layers = layers
+        self.activations = activations
+        self._probe = None
+        self._steps = 0  # optimizer steps recorded
 
     @property
     def report(self) -> Report | None:
@@ -149,6 +161,22 @@ class TrainproofCallback(Callback):
         self.live.checkpoints = lambda: checkpoints(trainer)
         self.live.save = (lambda step: self._save(trainer, step)) if self.save_on_stop else None
         self._last_step = None
+        self._steps = 0
+        if self._probe is not None:
+            self._probe.close()
+        self._probe = None
+        if trainer.optimizers and (self.layers or self.activations):
+            from ..live.probes import ModelProbe
+
+            configs = getattr(trainer, "lr_scheduler_configs", None) or []
+            self._probe = ModelProbe(
+                pl_module,
+                trainer.optimizers[0],
+                self.layers,
+                self.activations,
+                scheduler=configs[0].scheduler if configs else None,
+                scaler=getattr(getattr(trainer, "precision_plugin", None), "scaler", None),
+            )
         self.saved_path = None
 
     def _save(self, trainer, step) -> str:
@@ -167,6 +195,21 @@ class TrainproofCallback(Callback):
         values = {k: v for k, v in trainer.callback_metrics.items() if not is_eval_key(k) and not k.endswith("_epoch")}
         if trainer.optimizers and "lr" not in values:
             values["lr"] = trainer.optimizers[0].param_groups[0].get("lr")
+        probe = self._probe
+        if probe is not None:
+            # The gradients of this step are still there (Lightning clears them in the next
+            # step's closure). As in the monitor, the update measured is the step before the
+            # check's own: armed two records ahead, so that the check step's backward also
+            # shows whether that step's gradients were cleared.
+            self._steps += 1
+            every = self.live.check_every
+            probe.on_log()
+            if self._steps % every == 0:
+                values.update(probe.read(probe.collect()))
+                if self.live.guardian is not None:
+                    self.live.guardian.meta["model_probe"] = {"step": step, **probe.details}
+            if (self._steps + 2) % every == 0:
+                probe.arm()
         self._record(trainer, step, values)
 
     def on_validation_end(self, trainer, pl_module) -> None:
@@ -182,4 +225,6 @@ class TrainproofCallback(Callback):
             trainer.should_stop = True
 
     def on_train_end(self, trainer, pl_module) -> None:
+        if self._probe is not None:
+            self._probe.close()
         self.live.finish()

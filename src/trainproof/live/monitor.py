@@ -32,6 +32,7 @@ from ..rules._fmt import step as step_fmt
 from ..rules.thresholds import DEFAULT, Thresholds
 from . import distributed, stops
 from .guardian import Guardian, RunFailed, number
+from .probes import ModelProbe
 
 POLICIES = ("warn", "raise", "silent")
 
@@ -126,10 +127,29 @@ class Monitor:
     rate, update ratio or gradient norm about zero, parameters outside the optimizer or
     none updated); without one it is a WARN saying so and the loop goes on (see
     :mod:`trainproof.live.stops`).
+        layers: measure the model at each check step (default on): per-tensor gradient
+            norms and update ratios (the change across the optimizer step after the
+            ``log()`` before the check), parameters outside the optimizer, frozen in it,
+            without a gradient, not updated, non-finite gradients by layer, gradients
+            never reset (``zero_grad`` missing). Recorded as ``model/*`` keys of the check
+            step (see :mod:`trainproof.live.probes`); costs one copy of the parameters
+            during one optimizer step per check, and nothing between checks.
+        activations: also hook the activation modules (``nn.ReLU``, ``nn.Tanh``,
+            ``nn.Sigmoid``, ``nn.GELU`` ...) for the forward passes of each check step:
+            ``model/dead_relu_share``, ``model/saturated_share``,
+            ``model/activation_scale_max``. Off by default (it reduces each hooked
+            output once per check step); skipped, with a note, on a ``torch.compile``\\ d
+            model (adding a hook recompiles it).
+        scheduler: the LR scheduler, for ``model/scheduler_steps`` (its ``last_epoch``).
+        scaler: the AMP ``GradScaler``, for ``loss_scale`` and ``model/amp_skipped_steps``.
+        replica_every: in a distributed run, compare the replicas' parameter checksums
+            every this many checks, from the first (``model/replica_drift``; 0: never).
 
     Attributes:
         main: whether this process prints, writes ``log_path`` and calls ``on_alert``
             (:func:`trainproof.live.distributed.is_main` when the monitor is created).
+        probe: the :class:`~trainproof.live.probes.ModelProbe`; the latest check's layer
+            names and notes are also in ``guardian.meta["model_probe"]``.
 
     Raises:
         ValueError: for an unknown ``policy``.
@@ -171,6 +191,11 @@ class Monitor:
         stop_on: Iterable[str] = (),
         patience: int = 1,
         save_on_stop: Callable[[int | float], object] | None = None,
+        layers: bool = True,
+        activations: bool = False,
+        scheduler=None,
+        scaler=None,
+        replica_every: int = 10,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
@@ -216,6 +241,8 @@ class Monitor:
         self._cols: list = []  # 0-d tensors on their devices, float64 (float32 on MPS)
         self._shard_cols: dict[tuple, list[int]] = {}  # shard-group key -> columns to sum
         self._shard_groups: dict[tuple, list] = {}  # shard-group key -> process groups
+        #: The model-level measurements at the check steps (see :mod:`trainproof.live.probes`).
+        self.probe = ModelProbe(model, optimizer, layers, activations, scheduler, scaler, replica_every)
 
     @property
     def guardian(self) -> Guardian:
@@ -336,6 +363,13 @@ class Monitor:
                 return None
             groups.setdefault((g.device, g.dtype), []).append(i)
         return [(device, dtype, idxs) for (device, dtype), idxs in groups.items()]
+
+    def _push_any(self, t) -> int:
+        """Append a tensor of any shape to the device buffer (detached, in the dtype of the
+        sums); returns its column index. It is read with the other columns of its device."""
+        t = t.detach()
+        self._cols.append(t.to(self._acc_dtype(t.device)))
+        return len(self._cols) - 1
 
     def _push(self, partials) -> list[int]:
         """Append partial sums to the device buffer; returns their column indices."""
@@ -462,7 +496,8 @@ class Monitor:
         other ``metrics`` that are numbers (Python or numpy numbers, one-element tensors).
         With ``track_update_ratio``, ``update_ratio`` compares the parameters now with
         those at the previous call, so it measures the optimizer step taken after the
-        previous call. Non-finite values are recorded, never raised on.
+        previous call. At a check step the record also holds the ``model/*``
+        measurements (see ``layers``). Non-finite values are recorded, never raised on.
 
         ``loss`` and the metrics may be tensors (a 0-d loss as it comes out of the model):
         they are detached and kept on their device with the gradient norm until the next
@@ -489,6 +524,8 @@ class Monitor:
             values["eval_loss"] = eval_loss
         values.update(metrics)
         entries: dict[str, tuple] = {}
+        probe = self.probe
+        probe.on_log()
         params = self._model_params()
         for k, v in values.items():
             if v is _GRAD:
@@ -503,6 +540,11 @@ class Monitor:
             r = self._update_ratio_spec(params)
             if r is not None:
                 entries["update_ratio"] = r
+        if (self._calls + 1) % self.check_every == 0:
+            deferred = probe.collect()
+            entries[_PROBE] = ("probe", [self._push_any(t) for t in deferred.tensors], deferred.finish)
+        if (self._calls + 2) % self.check_every == 0:
+            probe.arm()  # the optimizer step and forward passes before the next check
         self._pending.append((step, list(entries.items())))
         self._calls += 1
         if self._calls % self.check_every == 0:
@@ -539,13 +581,18 @@ class Monitor:
                 torch.distributed.all_reduce(t, group=group)
             for j, i in enumerate(idxs):
                 cols[i] = t[j]
-        host: list[float] = [math.nan] * len(cols)
+        host: list = [math.nan] * len(cols)
         by_dev: dict[object, list[int]] = {}
         for i, t in enumerate(cols):
             by_dev.setdefault(t.device, []).append(i)
         for idxs in by_dev.values():
-            for i, v in zip(idxs, torch.stack([cols[i] for i in idxs]).tolist()):
-                host[i] = v
+            # One transfer per device: the 0-d columns and the probe's vectors, flattened.
+            flat = torch.cat([cols[i].reshape(-1) for i in idxs]).tolist()
+            at = 0
+            for i in idxs:
+                n = cols[i].numel()
+                host[i] = flat[at] if cols[i].dim() == 0 else flat[at : at + n]
+                at += n
         pending = self._pending
         self._pending, self._cols, self._shard_cols = [], [], {}
 
@@ -562,7 +609,13 @@ class Monitor:
             return num / den if den > 0 else float("nan")
 
         for step, entries in pending:
-            nums = {k: value(s) for k, s in entries}
+            nums: dict = {}
+            for k, s in entries:
+                if s[0] == "probe":
+                    nums.update(s[2]([host[i] for i in s[1]]))
+                    self._guardian.meta["model_probe"] = {"step": step, **self.probe.details}
+                else:
+                    nums[k] = value(s)
             self._guardian.add(float(step), nums)
             if self._log_file is not None:
                 self._log_file.write(json.dumps({"step": step, **nums}) + "\n")
@@ -651,6 +704,7 @@ class Monitor:
         """Write the pending steps to the history and the log, then close the log
         (idempotent)."""
         self._flush()
+        self.probe.close()
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
@@ -658,6 +712,8 @@ class Monitor:
 
 #: The placeholder of the gradient norm while a step's values are gathered.
 _GRAD = object()
+#: The entry of a check step that holds the probe's measurements (several keys).
+_PROBE = "\x00model_probe"
 
 
 def monitor(
@@ -674,6 +730,11 @@ def monitor(
     stop_on: Iterable[str] = (),
     patience: int = 1,
     save_on_stop: Callable[[int | float], object] | None = None,
+    layers: bool = True,
+    activations: bool = False,
+    scheduler=None,
+    scaler=None,
+    replica_every: int = 10,
 ) -> Monitor:
     """Start monitoring a raw PyTorch loop; see :class:`Monitor` for the arguments."""
     return Monitor(
@@ -690,6 +751,11 @@ def monitor(
         stop_on=stop_on,
         patience=patience,
         save_on_stop=save_on_stop,
+        layers=layers,
+        activations=activations,
+        scheduler=scheduler,
+        scaler=scaler,
+        replica_every=replica_every,
     )
 
 

@@ -1,0 +1,817 @@
+"""Measurements from the model and the optimizer, taken at the monitor's check steps only.
+
+:class:`ModelProbe` looks at what the in-loop monitor (and the framework callbacks) hold:
+the model, its optimizer, optionally the LR scheduler and the AMP ``GradScaler``. At a
+check it returns the ``model/*`` metric keys of one record (see :data:`KEYS`), measured on
+the device and read with the monitor's own transfer at that check; between checks it costs
+a Python bool per :meth:`ModelProbe.on_log` and an integer increment per optimizer step.
+
+The work around one check step:
+
+* at the ``log()`` call before a check (:meth:`ModelProbe.arm`): an optimizer pre-step
+  hook, which keeps a copy of the trainable parameters in the optimizer, and, with
+  ``activations=True``, forward hooks on the activation modules;
+* in the optimizer step that follows: the per-tensor change ``||W_after - W_before||``,
+  ``||W_after||`` and the norm of the gradient applied (fused ``torch._foreach_norm``); the
+  copy is dropped at once; then a gradient hook on one small parameter, which looks at the
+  gradient the next backward finds already there (``zero_grad`` clears it; nothing else
+  does);
+* at the check's ``log()`` (:meth:`ModelProbe.collect`): the per-tensor gradient norms and
+  the counts of the optimizer facts; every hook armed for this check is removed. The
+  device tensors go back to the caller, which reads them with its other values and hands
+  the numbers to :meth:`Deferred.finish`.
+
+Nothing here waits for the device: every count that needs a tensor's value is a tensor
+until the caller's read. Layer names never go into a series: the latest details (names,
+notes) are in :attr:`ModelProbe.details`, which the monitor puts in
+``guardian.meta["model_probe"]``; the record gets them as strings under keys ending in
+``_layer`` (readers skip strings).
+
+What is skipped, with a note in the details rather than an error:
+
+* forward hooks on a ``torch.compile``\\ d model (adding a hook recompiles the graph);
+* per-layer norms and update ratios of sharded parameters (FSDP2 DTensors, FSDP1 flat
+  parameters: one process holds a shard of each, so a per-tensor norm would be a shard's);
+  the replica checksum, for the same reason;
+* any measurement whose torch call fails on this model or optimizer: it is turned off for
+  the rest of the run and the failure noted once.
+
+torch is imported only when a probe is created.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+#: Every key a probe may put in a check step's record (numbers; the ``*_layer`` keys of
+#: :data:`LAYER_KEYS` are strings). ``loss_scale`` is the existing canonical metric.
+KEYS = (
+    "model/params_outside_optimizer",
+    "model/params_frozen_in_optimizer",
+    "model/params_no_grad",
+    "model/params_not_updated",
+    "model/grad_nonfinite_params",
+    "model/eval_mode_share",
+    "model/grads_not_reset",
+    "model/layer_update_ratio_max",
+    "model/layer_update_ratio_min",
+    "model/layer_grad_norm_max",
+    "model/layer_grad_norm_min",
+    "model/dead_relu_share",
+    "model/saturated_share",
+    "model/activation_scale_max",
+    "model/replica_drift",
+    "model/scheduler_steps",
+    "model/optimizer_steps",
+    "model/amp_skipped_steps",
+    "loss_scale",
+)
+
+#: The string keys: the layer (parameter or module name) a number of :data:`KEYS` is about.
+LAYER_KEYS = (
+    "model/grad_nonfinite_layer",
+    "model/layer_update_ratio_max_layer",
+    "model/layer_update_ratio_min_layer",
+    "model/layer_grad_norm_max_layer",
+    "model/layer_grad_norm_min_layer",
+    "model/dead_relu_layer",
+    "model/saturated_layer",
+    "model/activation_scale_max_layer",
+)
+
+#: A per-layer ratio (gradient norm over the median, update over weight) below this is
+#: recorded as this, so that an exactly zero norm gives log10 = -12, not -inf (a value the
+#: JSONL log and the rules can carry). An engineering floor: float32 resolves relative
+#: changes down to about 1e-7.
+RATIO_FLOOR = 1e-12
+
+#: At most this many parameter names are kept per list in the details (parameters
+#: outside the optimizer, not updated, without a gradient, ...): enough to name the
+#: culprit, bounded for a model of thousands of tensors.
+MAX_NAMES = 20
+
+#: Saturation: |tanh| above this, or a sigmoid output within ``1 - SATURATION`` of 0 or 1,
+#: counts as saturated (within 1% of the asymptote).
+SATURATION = 0.99
+
+_RELU = ("ReLU", "ReLU6")
+_SATURATING = ("Tanh", "Sigmoid")
+#: Modules whose output scale is recorded too (with ``activations=True``).
+_SCALE_ONLY = ("GELU", "SiLU", "LeakyReLU", "ELU", "Softplus", "Mish", "Hardswish", "Hardtanh")
+_WRAPPERS = ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel")
+
+
+@dataclass
+class Deferred:
+    """The device part of one check's measurements and what turns it into the record's keys.
+
+    Attributes:
+        tensors: tensors on their devices (any shape, any real dtype), read by the caller
+            in its own transfer at the check.
+        finish: called with the host values of ``tensors`` in order (a float for a
+            one-element tensor, a flat list of floats otherwise); returns the record's
+            ``model/*`` keys (numbers, and strings under ``*_layer`` keys).
+    """
+
+    tensors: list
+    finish: Callable[[list], dict]
+
+
+@dataclass
+class _Update:
+    """What the armed optimizer step left on the device: per-tensor norms."""
+
+    ids: list[int]  # id() of each parameter, named at the check
+    ndims: list[int]
+    lrs: list  # float, or a 0-d tensor (a tensor lr is read with the rest)
+    diff: object  # 1-d: ||W_after - W_before|| per tensor
+    weight: object  # 1-d: ||W_after||
+    gnorm: object  # 1-d: ||grad|| applied by the step, of the parameters at gidx
+    gidx: list[int]  # the parameters that had a gradient
+    sharded: bool = False
+
+
+@dataclass
+class _Acts:
+    """Forward-hook state of one check step."""
+
+    handles: list = field(default_factory=list)
+    alive: dict = field(default_factory=dict)  # module name -> bool tensor of units seen > 0
+    saturated: dict = field(default_factory=dict)  # name -> [count tensor, numel]
+    sumsq: dict = field(default_factory=dict)  # name -> [float tensor, numel]
+
+
+def unwrap(model):
+    """The module inside the DDP / DataParallel / FSDP1 wrappers and ``torch.compile``'s
+    ``OptimizedModule`` (whose own ``training`` flag may not follow the inner model's)."""
+    for _ in range(8):
+        inner = getattr(model, "_orig_mod", None)
+        if inner is None and type(model).__name__ in _WRAPPERS:
+            inner = getattr(model, "module", None)
+        if inner is None:
+            return model
+        model = inner
+    return model
+
+
+def unwrap_optimizer(optimizer):
+    """The ``torch.optim.Optimizer`` inside a wrapper that holds one as ``.optimizer``
+    (accelerate's ``AcceleratedOptimizer``, Lightning's ``LightningOptimizer``): the step
+    hooks are the inner optimizer's, since the wrapper's ``step`` calls the inner one's."""
+    import torch
+
+    for _ in range(4):
+        inner = getattr(optimizer, "optimizer", None)
+        if not isinstance(inner, torch.optim.Optimizer):
+            return optimizer
+        optimizer = inner
+    return optimizer
+
+
+def _strip(name: str) -> str:
+    """A parameter or module name without the wrappers' prefixes."""
+    for prefix in ("_orig_mod.", "module.", "_fsdp_wrapped_module."):
+        name = name.replace(prefix, "")
+    return name
+
+
+def is_compiled(model) -> bool:
+    """True when ``model`` or one of its submodules is compiled by ``torch.compile``."""
+    if getattr(model, "_orig_mod", None) is not None:
+        return True
+    try:
+        return any(getattr(m, "_compiled_call_impl", None) is not None for m in model.modules())
+    except Exception:  # noqa: BLE001 - a model that cannot list its modules is not compiled by us
+        return False
+
+
+class ModelProbe:
+    """Measures a model and its optimizer at the monitor's check steps.
+
+    Args:
+        model: the ``torch.nn.Module`` trained (DDP-, FSDP- or ``torch.compile``-wrapped
+            is fine).
+        optimizer: its ``torch.optim.Optimizer``; the step hooks need torch's
+            ``register_step_pre_hook`` / ``register_step_post_hook`` (torch >= 2.0).
+        layers: per-tensor gradient norms, update ratios and the optimizer facts.
+        activations: forward hooks on the activation modules (``nn.ReLU``, ``nn.ReLU6``,
+            ``nn.Tanh``, ``nn.Sigmoid``, and for the output scale GELU, SiLU and other
+            activation modules) for the check step's forward passes.
+        scheduler: an LR scheduler, for ``model/scheduler_steps`` (its ``last_epoch``).
+        scaler: a ``torch.amp.GradScaler``, for ``loss_scale`` and
+            ``model/amp_skipped_steps``.
+        replica_every: in a distributed run, compare the replicas' parameter checksums
+            every this many checks (from the first; 0 turns it off). A collective: every
+            process must reach the same checks.
+
+    Attributes:
+        details: the latest check's names and notes (JSON-able): the ``*_layer`` names,
+            lists of parameter names per count (at most :data:`MAX_NAMES` each), and
+            ``notes`` (measurements skipped and why).
+        optimizer_steps: optimizer steps taken since the probe was created.
+
+    Call :meth:`on_log` at every ``log()``, :meth:`arm` at the call before a check,
+    :meth:`collect` at the check, :meth:`close` at the end (removes the step counter).
+    """
+
+    def __init__(
+        self,
+        model,
+        optimizer,
+        layers: bool = True,
+        activations: bool = False,
+        scheduler=None,
+        scaler=None,
+        replica_every: int = 10,
+    ) -> None:
+        import torch
+
+        self.torch = torch
+        self.model = model
+        self.inner = unwrap(model)
+        self.optimizer = unwrap_optimizer(optimizer)
+        self.layers = bool(layers)
+        self.activations = bool(activations)
+        self.scheduler = scheduler
+        self.scaler = scaler
+        self.replica_every = max(0, int(replica_every or 0))
+        self.details: dict = {}
+        self.notes: list[str] = []
+        self.optimizer_steps = 0
+        self._checks = 0
+        self._calls = 0
+        self._eval_calls = 0
+        self._skipped = 0
+        self._steps_at_last_log: int | None = None
+        self._pre_handle = None
+        self._armed = False
+        self._snap: tuple | None = None  # (params, ids, ndims, lrs, copies, sharded)
+        self._update: _Update | None = None
+        self._reset_param = None
+        self._reset_handle = None
+        self._reset_flag = None  # 0-d tensor: 1 when the gradient was not reset
+        self._reset_pending = False
+        self._acts: _Acts | None = None
+        self._fsdp1: bool | None = None
+        self._updates_off = False  # the step hooks failed once on this model or optimizer
+        self._name_map: dict[int, str] = {}  # id(parameter) -> name, as of the last check
+        self._post_handle = None
+        ref = weakref.ref(self)
+
+        def post(opt, args, kwargs):  # the step counter, and the armed step's second half
+            me = ref()
+            if me is not None:
+                me._post_step()
+
+        try:
+            self._post_handle = self.optimizer.register_step_post_hook(post)
+        except (AttributeError, RuntimeError, TypeError) as e:
+            self._note(f"optimizer step hooks unavailable ({type(e).__name__}): no optimizer_steps, update ratios")
+
+    # --- bookkeeping --------------------------------------------------------------------
+    def _note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def _off(self, what: str, err: BaseException) -> None:
+        """Note once that ``what`` was skipped, and why (the caller turns it off)."""
+        self._note(f"{what} skipped: {type(err).__name__}: {str(err)[:120]}")
+        if what == "update ratios":
+            self._updates_off = True
+
+    def _dtensor(self):
+        mod = sys.modules.get("torch.distributed.tensor")
+        return getattr(mod, "DTensor", None)
+
+    def _sharded(self, params) -> bool:
+        """Whether any of ``params`` is sharded across processes (FSDP2 DTensor, FSDP1)."""
+        from .monitor import _fsdp1_shard_groups
+
+        dt = self._dtensor()
+        if dt is not None and any(isinstance(p, dt) for p in params):
+            return True
+        if self._fsdp1 is None:  # a model is wrapped by FSDP1 before its monitor is made
+            self._fsdp1 = bool(_fsdp1_shard_groups(self.model))
+        return self._fsdp1
+
+    def _local(self, t):
+        dt = self._dtensor()
+        return t.to_local() if dt is not None and isinstance(t, dt) else t
+
+    def _locals(self, ts: list) -> list:
+        """:meth:`_local` of each of ``ts`` (the list itself when no DTensor exists)."""
+        dt = self._dtensor()
+        if dt is None:
+            return ts
+        return [t.to_local() if isinstance(t, dt) else t for t in ts]
+
+    def _norms(self, ts: list, ord: float, home):
+        """Per-tensor ``ord``-norms of ``ts`` as one float32 vector on ``home`` (fused
+        ``torch._foreach_norm`` per device and dtype; nothing read to the host)."""
+        torch = self.torch
+        groups: dict[tuple, list[int]] = {}
+        for i, t in enumerate(ts):
+            groups.setdefault((t.device, t.dtype), []).append(i)
+        if not ts:
+            return torch.zeros(0, device=home)
+        parts, order = [], []
+        for (_, dtype), idxs in groups.items():
+            sub = [ts[i] for i in idxs]
+            wide = torch.float32 if dtype.is_floating_point and dtype.itemsize < 4 else None
+            try:
+                norms = torch._foreach_norm(sub, ord, dtype=wide)
+            except (RuntimeError, NotImplementedError, TypeError):
+                norms = [torch.linalg.vector_norm(t, ord, dtype=wide) for t in sub]
+            # one stack per group, then one move: not a .to() per tensor
+            parts.append(torch.stack(list(norms)).to(device=home, dtype=torch.float32))
+            order += idxs
+        vec = parts[0] if len(parts) == 1 else torch.cat(parts)
+        if order == sorted(order):
+            return vec
+        inv = [0] * len(order)
+        for pos, i in enumerate(order):
+            inv[i] = pos
+        return vec[torch.tensor(inv, device=home)]
+
+    def _opt_params(self) -> list:
+        return [p for g in self.optimizer.param_groups for p in g["params"]]
+
+    # --- every log() --------------------------------------------------------------------
+    def on_log(self) -> None:
+        """Count this ``log()`` call: whether the model was in training mode, and (with a
+        scaler) whether an optimizer step ran since the previous call. Host work only."""
+        self._calls += 1
+        if not getattr(self.inner, "training", True):
+            self._eval_calls += 1
+        if self.scaler is not None and self._post_handle is not None:
+            if self._steps_at_last_log is not None and self.optimizer_steps == self._steps_at_last_log:
+                self._skipped += 1
+            self._steps_at_last_log = self.optimizer_steps
+
+    # --- the step before a check ----------------------------------------------------------
+    def arm(self) -> None:
+        """Arm the measurements of the next optimizer step and forward passes (called at
+        the ``log()`` before a check)."""
+        if self.layers and self._post_handle is not None and self._pre_handle is None and not self._updates_off:
+            ref = weakref.ref(self)
+
+            def pre(opt, args, kwargs):
+                me = ref()
+                if me is not None:
+                    me._pre_step()
+
+            try:
+                self._pre_handle = self.optimizer.register_step_pre_hook(pre)
+                self._armed = True
+            except (AttributeError, RuntimeError, TypeError) as e:
+                self._off("update ratios", e)
+        if self.activations and self._acts is None:
+            self._arm_activations()
+
+    def _pre_step(self) -> None:
+        if not self._armed or self._snap is not None or self._update is not None:
+            return
+        torch = self.torch
+        try:
+            with torch.no_grad():
+                # Every trainable parameter, with or without a gradient yet: an optimizer
+                # given a closure (Lightning) runs this hook before the closure's backward.
+                # The gradients are looked at after the step, where they are the ones applied.
+                params, lrs = [], []
+                for g in self.optimizer.param_groups:
+                    for p in g["params"]:
+                        if p.requires_grad:
+                            params.append(p)
+                            lrs.append(g.get("lr", float("nan")))
+                if not params:
+                    return
+                sharded = self._sharded(params)
+                # Under no_grad the parameters are read as they are (no detach per tensor).
+                copies = self._snapshot(self._locals(params))
+                self._snap = (params, [id(p) for p in params], [p.dim() for p in params], lrs, copies, sharded)
+        except Exception as e:  # noqa: BLE001 - a probe never stops the training loop
+            self._snap = None
+            self._armed = False
+            self._off("update ratios", e)
+
+    def _snapshot(self, ts: list) -> list:
+        """Copies of ``ts``, as views into one buffer per (device, dtype): one allocation
+        and one fused copy per group rather than one of each per tensor."""
+        torch = self.torch
+        groups: dict[tuple, list[int]] = {}
+        for i, t in enumerate(ts):
+            groups.setdefault((t.device, t.dtype), []).append(i)
+        out: list = [None] * len(ts)
+        for (device, dtype), idxs in groups.items():
+            sizes = [ts[i].numel() for i in idxs]
+            buf = torch.empty(sum(sizes), dtype=dtype, device=device)
+            views = [v.view(ts[i].shape) for v, i in zip(buf.split(sizes), idxs)]
+            torch._foreach_copy_(views, [ts[i] for i in idxs])
+            for v, i in zip(views, idxs):
+                out[i] = v
+        return out
+
+    def _post_step(self) -> None:
+        self.optimizer_steps += 1
+        if self._snap is not None:
+            torch = self.torch
+            params, ids, ndims, lrs, copies, sharded = self._snap
+            self._snap = None
+            self._armed = False
+            try:
+                with torch.no_grad():
+                    after = self._locals(params)
+                    home = after[0].device
+                    torch._foreach_sub_(copies, after)  # copies := W_before - W_after
+                    diff = self._norms(copies, 2.0, home)
+                    weight = self._norms(after, 2.0, home)
+                    gidx = [i for i, p in enumerate(params) if p.grad is not None]
+                    gnorm = self._norms(self._locals([params[i].grad for i in gidx]), 2.0, home)
+                del copies
+                self._update = _Update(ids, ndims, lrs, diff, weight, gnorm, gidx, sharded)
+                self._arm_reset_check(params)
+            except Exception as e:  # noqa: BLE001
+                self._off("update ratios", e)
+
+    def _arm_reset_check(self, params: list) -> None:
+        """Hook the smallest trainable parameter's gradient: the first backward after this
+        step looks at the gradient it finds there (not ``None`` and not all zero: the
+        optimizer step's gradient was never cleared)."""
+        if self._reset_handle is not None or not params:
+            return
+        p = min(params, key=lambda q: q.numel())
+        ref = weakref.ref(self)
+
+        def hook(grad):
+            me = ref()
+            if me is None or not me._reset_pending:
+                return None
+            me._reset_pending = False
+            old = p.grad
+            if old is None:
+                me._reset_flag = 0.0
+            else:
+                with me.torch.no_grad():
+                    me._reset_flag = (me._local(old) != 0).any().to(me.torch.float32)
+            return None
+
+        try:
+            self._reset_handle = p.register_hook(hook)
+            self._reset_param = p
+            self._reset_pending = True
+            self._reset_flag = None
+        except (RuntimeError, AttributeError) as e:
+            self._off("grads_not_reset", e)
+
+    def _arm_activations(self) -> None:
+        if is_compiled(self.model):
+            self._note("activations skipped: forward hooks on a torch.compile'd model would recompile it")
+            return
+        torch = self.torch
+        acts = _Acts()
+        nn = torch.nn
+        kinds = {
+            **{k: "relu" for k in _RELU},
+            **{k: "sat_" + k.lower() for k in _SATURATING},
+            **{k: "scale" for k in _SCALE_ONLY},
+        }
+        ref = weakref.ref(acts)
+
+        def make(name: str, kind: str):
+            def hook(mod, inp, out):
+                a = ref()
+                if a is None or not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.numel() == 0:
+                    return None
+                with torch.no_grad():
+                    o = out.detach()
+                    n = o.numel()
+                    sq = o.float().square().sum()
+                    prev = a.sumsq.get(name)
+                    a.sumsq[name] = [sq, n] if prev is None else [prev[0] + sq, prev[1] + n]
+                    if kind == "relu" and o.dim() >= 1:
+                        pos = o > 0
+                        if o.dim() == 1:
+                            alive = pos
+                        elif o.dim() <= 3:
+                            alive = pos.reshape(-1, o.shape[-1]).any(0)
+                        else:
+                            alive = pos.transpose(0, 1).reshape(o.shape[1], -1).any(1)
+                        was = a.alive.get(name)
+                        a.alive[name] = alive if was is None or was.shape != alive.shape else (was | alive)
+                    elif kind.startswith("sat_"):
+                        if kind == "sat_tanh":
+                            c = (o.abs() > SATURATION).sum()
+                        else:
+                            c = ((o < 1 - SATURATION) | (o > SATURATION)).sum()
+                        prev = a.saturated.get(name)
+                        a.saturated[name] = [c, n] if prev is None else [prev[0] + c, prev[1] + n]
+                return None
+
+            return hook
+
+        try:
+            for name, m in self.inner.named_modules():
+                kind = kinds.get(type(m).__name__)
+                if kind is None or not isinstance(m, nn.Module):
+                    continue
+                acts.handles.append(m.register_forward_hook(make(_strip(name) or type(m).__name__, kind)))
+        except Exception as e:  # noqa: BLE001
+            for h in acts.handles:
+                h.remove()
+            self.activations = False
+            self._off("activations", e)
+            return
+        if not acts.handles:
+            self._note("activations: no activation modules (nn.ReLU, nn.Tanh, ...) to hook")
+        self._acts = acts
+
+    # --- the check ----------------------------------------------------------------------
+    def disarm(self) -> None:
+        """Remove every hook armed for a check (the step counter stays until :meth:`close`)."""
+        if self._pre_handle is not None:
+            self._pre_handle.remove()
+            self._pre_handle = None
+        self._armed = False
+        self._snap = None
+        if self._reset_handle is not None:
+            self._reset_handle.remove()
+            self._reset_handle = None
+        self._reset_param = None
+        self._reset_pending = False
+        if self._acts is not None:
+            for h in self._acts.handles:
+                h.remove()
+            self._acts.handles = []
+
+    def collect(self) -> Deferred:
+        """This check's measurements: device tensors and their finishing step. Removes
+        every hook armed for this check. Never raises for a model or optimizer it cannot
+        measure: that measurement is skipped and noted."""
+        torch = self.torch
+        self._checks += 1
+        check_no = self._checks - 1
+        tensors: list = []
+        host: dict[str, float] = {}
+        jobs: list[Callable[[list, dict, dict], None]] = []  # (values, out, details)
+
+        def take(t) -> int:
+            tensors.append(t)
+            return len(tensors) - 1
+
+        if self._calls:
+            host["model/eval_mode_share"] = self._eval_calls / self._calls
+        self._calls = self._eval_calls = 0
+        if self._post_handle is not None:
+            host["model/optimizer_steps"] = float(self.optimizer_steps)
+        if self.scheduler is not None:
+            last = getattr(self.scheduler, "last_epoch", None)
+            if isinstance(last, (int, float)):
+                host["model/scheduler_steps"] = float(last)
+        if self.scaler is not None:
+            self._scaler_values(host, jobs, take)
+        update, self._update = self._update, None
+        reset_flag, self._reset_flag = self._reset_flag, None
+        acts = self._acts
+        self.disarm()
+        self._acts = None
+        if self.layers:
+            try:
+                with torch.no_grad():
+                    self._grad_facts(host, jobs, take)
+            except Exception as e:  # noqa: BLE001
+                self.layers = False
+                self._off("per-layer gradients", e)
+            if update is not None:
+                self._update_job(update, jobs, take)
+            if reset_flag is not None:
+                if isinstance(reset_flag, float):
+                    host["model/grads_not_reset"] = reset_flag
+                else:
+                    i = take(reset_flag)
+                    jobs.append(lambda v, out, d, i=i: out.__setitem__("model/grads_not_reset", float(v[i] > 0)))
+        if acts is not None:
+            self._acts_job(acts, jobs, take)
+        if self.replica_every and check_no % self.replica_every == 0:
+            self._replica_job(jobs, take)
+        notes = list(self.notes)
+
+        def finish(values: list) -> dict:
+            out: dict = dict(host)
+            details: dict = {}
+            for job in jobs:
+                try:
+                    job(values, out, details)
+                except (ValueError, TypeError, ZeroDivisionError, IndexError) as e:
+                    self._off("a model measurement", e)
+            details["notes"] = list(self.notes) or notes
+            self.details = details
+            return out
+
+        return Deferred(tensors, finish)
+
+    def read(self, deferred: Deferred) -> dict:
+        """Read ``deferred``'s tensors now and finish it: for a caller without a transfer of
+        its own at the check (a framework callback). Waits for the device once per tensor
+        group (one per device)."""
+        torch = self.torch
+        ts = [t.detach() for t in deferred.tensors]
+        values: list = [None] * len(ts)
+        by_dev: dict = {}
+        for i, t in enumerate(ts):
+            by_dev.setdefault(t.device, []).append(i)
+        for idxs in by_dev.values():
+            flat = torch.cat([ts[i].reshape(-1).to(torch.float64) for i in idxs]).tolist()
+            at = 0
+            for i in idxs:
+                n = ts[i].numel()
+                values[i] = flat[at] if ts[i].dim() == 0 else flat[at : at + n]
+                at += n
+        return deferred.finish(values)
+
+    def _scaler_values(self, host: dict, jobs: list, take) -> None:
+        scaler = self.scaler
+        enabled = getattr(scaler, "is_enabled", lambda: True)()
+        if not enabled:
+            return
+        scale = getattr(scaler, "_scale", None)
+        if isinstance(scale, self.torch.Tensor):
+            i = take(scale.detach().reshape(()).float().clone())
+            jobs.append(lambda v, out, d, i=i: out.__setitem__("loss_scale", float(v[i])))
+        if self._post_handle is not None:
+            host["model/amp_skipped_steps"] = float(self._skipped)
+        self._skipped = 0
+
+    def _grad_facts(self, host: dict, jobs: list, take) -> None:
+        """Counts of the optimizer facts and the per-tensor gradient norms at this step."""
+        inner_named = [(_strip(n), p) for n, p in self.inner.named_parameters()]
+        self._name_map = {id(p): n for n, p in inner_named}
+        opt = self._opt_params()
+        opt_ids = {id(p) for p in opt}
+        model_ids = {id(p) for _, p in inner_named}
+        outside = [n for n, p in inner_named if p.requires_grad and p.grad is not None and id(p) not in opt_ids]
+        frozen_names = {id(p): n for n, p in inner_named}
+        frozen = [frozen_names.get(id(p), "?") for p in opt if not p.requires_grad]
+        host["model/params_outside_optimizer"] = float(len(outside))
+        host["model/params_frozen_in_optimizer"] = float(len(frozen))
+        names = [n for n, p in inner_named if p.grad is not None]
+        params = [p for _, p in inner_named if p.grad is not None]
+        extra = [p for p in opt if id(p) not in model_ids and p.grad is not None]
+        names += [f"optimizer.param_{i}" for i in range(len(extra))]
+        params += extra
+        none_names = [frozen_names.get(id(p), "?") for p in opt if p.requires_grad and p.grad is None]
+        in_opt = [id(p) in opt_ids and p.requires_grad for p in params]
+        ndims = [p.dim() for p in params]
+        sharded = self._sharded(params) if params else False
+
+        def base(v, out, d):
+            d["params_outside_optimizer"] = outside[:MAX_NAMES]
+            d["params_frozen_in_optimizer"] = frozen[:MAX_NAMES]
+
+        jobs.append(base)
+        if not params:
+            host["model/params_no_grad"] = float(len(none_names))
+            jobs.append(lambda v, out, d: d.__setitem__("params_no_grad", none_names[:MAX_NAMES]))
+            return
+        grads = self._locals([p.grad for p in params])
+        home = grads[0].device
+        # One L2 norm per tensor serves every count: 0 exactly when the gradient is all
+        # zero, not finite when it holds a NaN or an Inf (or overflows float32, ~1e19 per
+        # element: an explosion by any measure). On the CPU it costs a third of a max-norm.
+        i_l2 = take(self._norms(grads, 2.0, home))
+        if sharded:
+            self._note("per-layer gradient norms skipped: the parameters are sharded across processes")
+
+        def job(v, out, d):
+            l2 = _flat(v[i_l2])
+            zero = [n for n, g, o in zip(names, l2, in_opt) if o and g == 0.0]
+            bad = [n for n, g in zip(names, l2) if not math.isfinite(g)]
+            out["model/params_no_grad"] = float(len(none_names) + len(zero))
+            d["params_no_grad"] = (none_names + zero)[:MAX_NAMES]
+            out["model/grad_nonfinite_params"] = float(len(bad))
+            if bad:
+                out["model/grad_nonfinite_layer"] = bad[0]
+                d["grad_nonfinite_layer"] = bad[0]
+            if sharded:
+                return
+            rows = [(n, x) for n, x, nd in zip(names, l2, ndims) if nd >= 2 and math.isfinite(x)]
+            if not rows:
+                return
+            med = _median([x for _, x in rows])
+            if not med > 0:
+                return
+            hi = max(rows, key=lambda r: r[1])
+            lo = min(rows, key=lambda r: r[1])
+            out["model/layer_grad_norm_max"] = math.log10(max(hi[1] / med, RATIO_FLOOR))
+            out["model/layer_grad_norm_min"] = math.log10(max(lo[1] / med, RATIO_FLOOR))
+            out["model/layer_grad_norm_max_layer"] = d["layer_grad_norm_max_layer"] = hi[0]
+            out["model/layer_grad_norm_min_layer"] = d["layer_grad_norm_min_layer"] = lo[0]
+
+        jobs.append(job)
+
+    def _update_job(self, u: _Update, jobs: list, take) -> None:
+        i_diff, i_w, i_g = take(u.diff), take(u.weight), take(u.gnorm)
+        lr_idx = {k: take(lr.detach().reshape(()).float()) for k, lr in enumerate(u.lrs) if hasattr(lr, "detach")}
+        if u.sharded:
+            self._note("per-layer update ratios skipped: the parameters are sharded across processes")
+
+        def job(v, out, d):
+            diff, w = _flat(v[i_diff]), _flat(v[i_w])
+            g = [0.0] * len(diff)  # no gradient: nothing to apply
+            for i, x in zip(u.gidx, _flat(v[i_g])):
+                g[i] = x
+            named = self._name_map
+            names = [named.get(i, "?") for i in u.ids]
+            lrs = [float(v[lr_idx[k]]) if k in lr_idx else float(lr) for k, lr in enumerate(u.lrs)]
+            stuck = [
+                n for n, dn, gm, lr in zip(names, diff, g, lrs) if dn == 0.0 and math.isfinite(gm) and gm > 0 and lr > 0
+            ]
+            if not u.sharded:
+                out["model/params_not_updated"] = float(len(stuck))
+                d["params_not_updated"] = stuck[:MAX_NAMES]
+            rows = [
+                (n, dn / wn)
+                for n, dn, wn, nd in zip(names, diff, w, u.ndims)
+                if nd >= 2 and dn > 0 and wn > 0 and math.isfinite(dn / wn)
+            ]
+            if u.sharded or not rows:
+                return
+            hi = max(rows, key=lambda r: r[1])
+            lo = min(rows, key=lambda r: r[1])
+            out["model/layer_update_ratio_max"] = math.log10(max(hi[1], RATIO_FLOOR))
+            out["model/layer_update_ratio_min"] = math.log10(max(lo[1], RATIO_FLOOR))
+            out["model/layer_update_ratio_max_layer"] = d["layer_update_ratio_max_layer"] = hi[0]
+            out["model/layer_update_ratio_min_layer"] = d["layer_update_ratio_min_layer"] = lo[0]
+
+        jobs.append(job)
+
+    def _acts_job(self, acts: _Acts, jobs: list, take) -> None:
+        dead = {n: take(1.0 - a.float().mean()) for n, a in acts.alive.items()}
+        sat = {n: (take(c.float()), k) for n, (c, k) in acts.saturated.items()}
+        rms = {n: (take(s.float()), k) for n, (s, k) in acts.sumsq.items()}
+
+        def job(v, out, d):
+            if dead:
+                name, share = max(((n, float(v[i])) for n, i in dead.items()), key=lambda r: r[1])
+                out["model/dead_relu_share"] = share
+                out["model/dead_relu_layer"] = d["dead_relu_layer"] = name
+            if sat:
+                name, share = max(((n, float(v[i]) / k) for n, (i, k) in sat.items()), key=lambda r: r[1])
+                out["model/saturated_share"] = share
+                out["model/saturated_layer"] = d["saturated_layer"] = name
+            if rms:
+                name, r = max(((n, math.sqrt(float(v[i]) / k)) for n, (i, k) in rms.items()), key=lambda r: r[1])
+                out["model/activation_scale_max"] = math.log10(r) if r > 0 else math.log10(RATIO_FLOOR)
+                out["model/activation_scale_max_layer"] = d["activation_scale_max_layer"] = name
+
+        jobs.append(job)
+
+    def _replica_job(self, jobs: list, take) -> None:
+        """Gather every process's parameter checksum (sum and sum of squares) and record
+        how far the farthest one is from rank 0's (relative). A collective."""
+        from . import distributed
+
+        dist = distributed._group_ready()
+        if dist is None or dist.get_world_size() < 2:
+            return
+        torch = self.torch
+        params = [p for p in self.model.parameters()]
+        if not params:
+            return
+        if self._sharded(params):
+            self._note("replica_drift skipped: the parameters are sharded across processes")
+            return
+        dev = distributed._reduce_device(dist)
+        acc = torch.float32 if params[0].device.type == "mps" else torch.float64
+        with torch.no_grad():
+            s = torch.stack([p.detach().sum(dtype=acc).to(dev) for p in params]).sum()
+            q = self._norms([p.detach() for p in params], 2.0, params[0].device).to(acc).square().sum().to(dev)
+            mine = torch.stack([s, q]).to(torch.float64 if dev.type != "mps" else torch.float32)
+            every = [torch.zeros_like(mine) for _ in range(dist.get_world_size())]
+            dist.all_gather(every, mine)
+            g = torch.stack(every)
+            ref = g[0].abs().clamp_min(torch.finfo(g.dtype).tiny)
+            drift = ((g - g[0]).abs() / ref).amax()
+        i = take(drift)
+        jobs.append(lambda v, out, d, i=i: out.__setitem__("model/replica_drift", float(v[i])))
+
+    def close(self) -> None:
+        """Remove every hook, the step counter included (idempotent)."""
+        self.disarm()
+        self._acts = None
+        if self._post_handle is not None:
+            self._post_handle.remove()
+            self._post_handle = None
+
+
+def _flat(x) -> list[float]:
+    return x if isinstance(x, list) else [x]
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])

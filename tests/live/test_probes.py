@@ -1,0 +1,535 @@
+"""The model-level measurements (``trainproof.live.probes.ModelProbe``) through the monitor:
+each ``model/*`` key on a tiny real PyTorch loop with one bug, and on the correct loop.
+
+Every measurement is taken at a check step only and lands in that step's record; these
+tests read the series from the monitor's history (or its JSONL log). torch runs on one
+thread, on the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from trainproof.api import read_runlog  # noqa: E402
+from trainproof.live.monitor import Monitor  # noqa: E402
+from trainproof.live.probes import KEYS, LAYER_KEYS  # noqa: E402
+
+nn = torch.nn
+CHECK = 4
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(torch_one_thread):
+    """Every test here on one torch thread (see conftest.torch_one_thread)."""
+
+
+def mlp(act=None, seed: int = 0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(6, 16), act or nn.Tanh(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1))
+
+
+def data(seed: int = 1):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(32, 6, generator=g)
+    return x, torch.tanh(x.sum(1, keepdim=True))
+
+
+def loop(model, opt, steps: int = 2 * CHECK, zero_grad=True, accumulate: int = 1, before_log=None, **kw):
+    """Train ``steps`` optimizer steps with the monitor checking every CHECK calls; returns
+    the monitor (closed) and the series of the check steps as ``{key: [values]}``."""
+    x, y = data()
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent", **kw)
+    for step in range(steps):
+        for k in range(accumulate):
+            part = slice(k * len(x) // accumulate, (k + 1) * len(x) // accumulate)
+            loss = nn.functional.mse_loss(model(x[part]), y[part]) / accumulate
+            loss.backward()
+        if before_log is not None:
+            before_log(step)
+        mon.log(step, loss.detach())
+        opt.step()
+        if zero_grad:
+            opt.zero_grad()
+    mon.close()
+    run = mon.guardian.runlog()
+    return mon, {k: list(map(float, s.values)) for k, s in run.series.items() if k.startswith("model/")}
+
+
+def last(series: dict, key: str) -> float:
+    assert key in series, sorted(series)
+    return series[key][-1]
+
+
+# --------------------------------------------------------------------------- the correct loop
+
+
+def test_correct_loop_reports_nothing_wrong_at_each_check_only():
+    model = mlp()
+    mon, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05))
+    for key in (
+        "model/params_outside_optimizer",
+        "model/params_frozen_in_optimizer",
+        "model/params_no_grad",
+        "model/params_not_updated",
+        "model/grad_nonfinite_params",
+        "model/eval_mode_share",
+        "model/grads_not_reset",
+    ):
+        assert s[key] == [0.0, 0.0], (key, s[key])
+    run = mon.guardian.runlog()
+    # One value per check step (steps 3 and 7), none in between.
+    assert list(run.series["model/params_no_grad"].steps) == [3.0, 7.0]
+    assert s["model/optimizer_steps"] == [3.0, 7.0]
+    assert "model/dead_relu_share" not in s  # activations are opt-in
+    assert set(s) <= set(KEYS)
+
+
+def test_layers_false_leaves_out_the_per_layer_measurements():
+    model = mlp()
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05), layers=False)
+    assert "model/layer_grad_norm_max" not in s and "model/params_outside_optimizer" not in s
+    assert s["model/eval_mode_share"] == [0.0, 0.0]
+
+
+# --------------------------------------------------------------------------- optimizer facts
+
+
+def test_layer_added_after_the_optimizer_was_built_is_outside_it():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    model.append(nn.Linear(1, 1))  # added after the optimizer took model.parameters()
+    mon, s = loop(model, opt)
+    assert s["model/params_outside_optimizer"] == [2.0, 2.0]
+    assert mon.guardian.meta["model_probe"]["params_outside_optimizer"] == ["5.weight", "5.bias"]
+
+
+def test_frozen_parameters_in_the_optimizer_are_counted():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    model[0].requires_grad_(False)  # frozen after the optimizer was built
+    _, s = loop(model, opt)
+    assert s["model/params_frozen_in_optimizer"] == [2.0, 2.0]
+    assert s["model/params_outside_optimizer"] == [0.0, 0.0]
+
+
+def test_parameters_without_a_gradient_are_counted():
+    model = mlp()
+    unused = nn.Linear(3, 3)  # in the optimizer, never in the forward pass
+    opt = torch.optim.SGD([*model.parameters(), *unused.parameters()], lr=0.05)
+    _, s = loop(model, opt)
+    assert s["model/params_no_grad"] == [2.0, 2.0]
+
+
+def test_an_all_zero_gradient_counts_as_no_gradient():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    model[4].bias.register_hook(lambda g: g * 0)  # a detached path: the bias gets zeros
+    mon, s = loop(model, opt)
+    assert s["model/params_no_grad"] == [1.0, 1.0]
+    assert mon.guardian.meta["model_probe"]["params_no_grad"] == ["4.bias"]
+
+
+@pytest.mark.slow
+def test_updates_below_float_resolution_are_not_updated_and_a_sane_lr_is():
+    model = mlp()
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=1e-20))
+    assert s["model/params_not_updated"] == [6.0, 6.0]
+    model = mlp()
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05))
+    assert s["model/params_not_updated"] == [0.0, 0.0]
+
+
+@pytest.mark.slow
+def test_a_group_with_lr_zero_is_not_counted_as_not_updated():
+    model = mlp()
+    opt = torch.optim.SGD([{"params": model[0].parameters(), "lr": 0.0}, {"params": model[2:].parameters()}], lr=0.05)
+    _, s = loop(model, opt)
+    assert s["model/params_not_updated"] == [0.0, 0.0]
+
+
+@pytest.mark.slow
+def test_a_step_the_grad_scaler_skips_is_not_counted_and_the_scale_is_recorded():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    x, y = data()
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent", scaler=scaler)
+    for step in range(2 * CHECK):
+        loss = nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        if step == CHECK - 1:  # the step after the first check's log is skipped
+            model[0].weight.grad[0, 0] = math.inf
+        mon.log(step, loss.detach())
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+    mon.close()
+    run = mon.guardian.runlog()
+    assert list(run.series["loss_scale"].values) == [2.0**10, 2.0**9]
+    assert list(run.series["model/amp_skipped_steps"].values) == [0.0, 1.0]
+    assert list(run.series["model/optimizer_steps"].values) == [3.0, 6.0]
+    # the first check's log saw the inf gradient
+    assert list(run.series["model/grad_nonfinite_params"].values) == [1.0, 0.0]
+
+
+@pytest.mark.slow
+def test_scheduler_steps_follow_the_scheduler():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2)
+    x, y = data()
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent", scheduler=sched)
+    for step in range(2 * CHECK):
+        nn.functional.mse_loss(model(x), y).backward()
+        mon.log(step, 1.0)
+        opt.step()
+        opt.zero_grad()
+        if step < CHECK:  # the scheduler stops being stepped after the first check
+            sched.step()
+    mon.close()
+    assert list(mon.guardian.runlog().series["model/scheduler_steps"].values) == [3.0, 4.0]
+
+
+def test_the_probe_on_its_own_reads_its_measurements():
+    from trainproof.live.probes import ModelProbe
+
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    probe = ModelProbe(model, opt)
+    x, y = data()
+    got = {}
+    for step in range(3):
+        nn.functional.mse_loss(model(x), y).backward()
+        probe.on_log()
+        if step == 1:
+            probe.arm()
+        if step == 2:
+            got = probe.read(probe.collect())
+        opt.step()
+        opt.zero_grad()
+    probe.close()
+    assert got["model/optimizer_steps"] == 2.0 and got["model/params_not_updated"] == 0.0
+    assert got["model/grads_not_reset"] == 0.0 and -6 < got["model/layer_update_ratio_max"] < 0
+    assert isinstance(got["model/layer_grad_norm_max_layer"], str)
+    assert len(opt._optimizer_step_post_hooks) == 0
+
+
+def test_an_optimizer_step_with_a_closure_is_measured():
+    """The pre-step hook runs before the closure's backward (as under Lightning): the
+    gradients are looked at after the step."""
+    from trainproof.live.probes import ModelProbe
+
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    probe = ModelProbe(model, opt)
+    x, y = data()
+
+    def closure():
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    probe.arm()
+    opt.step(closure)
+    got = probe.read(probe.collect())
+    probe.close()
+    assert got["model/params_not_updated"] == 0.0 and -6 < got["model/layer_update_ratio_max"] < 0
+
+
+class PlainSGD:
+    """An optimizer that is no ``torch.optim.Optimizer`` (no step hooks): SGD by hand."""
+
+    def __init__(self, params, lr: float) -> None:
+        self.param_groups = [{"params": list(params), "lr": lr}]
+
+    @torch.no_grad()
+    def step(self) -> None:
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    p.sub_(g["lr"] * p.grad)
+
+    def zero_grad(self) -> None:
+        for g in self.param_groups:
+            for p in g["params"]:
+                p.grad = None
+
+
+def test_an_optimizer_without_step_hooks_is_noted_and_the_rest_measured():
+    model = mlp()
+    mon, s = loop(model, PlainSGD(model.parameters(), lr=0.05))
+    assert s["model/params_outside_optimizer"] == [0.0, 0.0] and s["model/params_no_grad"] == [0.0, 0.0]
+    assert "model/layer_update_ratio_max" not in s and "model/optimizer_steps" not in s
+    assert any("step hooks unavailable" in n for n in mon.guardian.meta["model_probe"]["notes"])
+
+
+# --------------------------------------------------------------------------- gradients
+
+
+def test_non_finite_gradient_names_the_first_layer_in_model_order():
+    model = mlp()
+
+    def poison(step):
+        if step == CHECK - 1:
+            model[4].weight.grad[0, 0] = math.nan
+            model[2].weight.grad[1, 1] = math.inf
+
+    mon, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05), before_log=poison, steps=CHECK)
+    assert s["model/grad_nonfinite_params"] == [2.0]
+    assert mon.guardian.meta["model_probe"]["grad_nonfinite_layer"] == "2.weight"
+
+
+def test_a_finite_loop_has_no_non_finite_gradient():
+    model = mlp()
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05))
+    assert s["model/grad_nonfinite_params"] == [0.0, 0.0]
+
+
+@pytest.mark.slow
+def test_one_exploding_layer_stands_out_in_the_layer_gradient_norms(tmp_path):
+    model = mlp()
+    model[2].weight.register_hook(lambda g: g * 1e5)
+    log = tmp_path / "run.jsonl"
+    mon, s = loop(model, torch.optim.SGD(model.parameters(), lr=1e-9), log_path=log)
+    assert last(s, "model/layer_grad_norm_max") > 3.0
+    assert mon.guardian.meta["model_probe"]["layer_grad_norm_max_layer"] == "2.weight"
+    line = json.loads(log.read_text().splitlines()[CHECK - 1])
+    assert line["model/layer_grad_norm_max_layer"] == "2.weight" and line["model/layer_grad_norm_max"] > 3.0
+    # a reader takes the numbers back and skips the layer names
+    run = read_runlog(log)
+    assert list(run.series["model/layer_grad_norm_max"].values) == pytest.approx(s["model/layer_grad_norm_max"])
+    assert not any(k.endswith("_layer") for k in run.series)
+
+
+def test_healthy_layers_have_gradient_norms_near_the_median():
+    model = mlp()
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05))
+    assert abs(last(s, "model/layer_grad_norm_max")) < 2 and abs(last(s, "model/layer_grad_norm_min")) < 2
+
+
+def test_layer_update_ratio_matches_a_manual_computation_of_the_measured_step():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, y = data()
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent")
+    manual = None
+    for step in range(CHECK):
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        mon.log(step, loss.detach())
+        before = {n: p.detach().clone() for n, p in model.named_parameters() if p.dim() >= 2}
+        opt.step()
+        if step == CHECK - 2:  # the step after the log() before the check is measured
+            after = {n: model.get_parameter(n).detach() for n in before}
+            manual = {n: float((after[n] - before[n]).norm() / after[n].norm()) for n in before}
+        opt.zero_grad()
+    mon.close()
+    run = mon.guardian.runlog()
+    hi = max(manual, key=manual.get)
+    assert run.series["model/layer_update_ratio_max"].values[-1] == pytest.approx(math.log10(manual[hi]), abs=1e-5)
+    assert mon.guardian.meta["model_probe"]["layer_update_ratio_max_layer"] == hi
+
+
+# --------------------------------------------------------------------------- loop bugs
+
+
+def test_eval_mode_during_training_is_the_share_of_calls():
+    model = mlp()
+    model.eval()
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05))
+    assert s["model/eval_mode_share"] == [1.0, 1.0]
+
+
+def test_eval_mode_half_the_calls():
+    model = mlp()
+
+    def flip(step):
+        model.train(step % 2 == 0)
+
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05), before_log=flip)
+    assert s["model/eval_mode_share"] == [0.5, 0.5]
+
+
+def test_zero_grad_missing_is_grads_not_reset():
+    model = mlp()
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.01), zero_grad=False)
+    assert s["model/grads_not_reset"] == [1.0, 1.0]
+
+
+@pytest.mark.slow
+def test_gradient_accumulation_done_right_resets_the_gradients():
+    model = mlp()
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05), accumulate=4)
+    assert s["model/grads_not_reset"] == [0.0, 0.0]
+
+
+@pytest.mark.slow
+def test_zero_grad_to_zeros_not_none_is_a_reset():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, y = data()
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent")
+    for step in range(2 * CHECK):
+        opt.zero_grad(set_to_none=False)  # before the forward pass, as many loops do
+        nn.functional.mse_loss(model(x), y).backward()
+        mon.log(step, 1.0)
+        opt.step()
+    mon.close()
+    assert list(mon.guardian.runlog().series["model/grads_not_reset"].values) == [0.0, 0.0]
+
+
+# --------------------------------------------------------------------------- activations
+
+
+@pytest.mark.slow
+def test_dead_relu_from_a_huge_negative_bias():
+    model = mlp()
+    with torch.no_grad():
+        model[2].bias.fill_(-1e3)
+    mon, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.01), activations=True)
+    assert s["model/dead_relu_share"] == [1.0, 1.0]
+    assert mon.guardian.meta["model_probe"]["dead_relu_layer"] == "3"
+
+
+def test_healthy_relu_is_mostly_alive():
+    model = mlp()
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05), activations=True)
+    assert last(s, "model/dead_relu_share") < 0.5
+
+
+@pytest.mark.slow
+def test_saturated_tanh_and_the_activation_scale():
+    model = mlp()
+    with torch.no_grad():
+        model[0].weight.mul_(1e3)
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=1e-6), activations=True)
+    assert last(s, "model/saturated_share") > 0.9
+    model = mlp()
+    _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05), activations=True)
+    assert last(s, "model/saturated_share") < 0.1
+    assert -3 < last(s, "model/activation_scale_max") < 1
+
+
+def test_hooks_are_removed_after_each_check_and_the_step_counter_at_close():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x, y = data()
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent", activations=True)
+
+    def hooks():
+        mods = [(m._forward_hooks, m._forward_pre_hooks) for m in model.modules()]
+        params = [p._backward_hooks for p in model.parameters()]
+        return (
+            sum(len(a) + len(b) for a, b in mods),
+            sum(len(h or {}) for h in params),
+            len(opt._optimizer_step_pre_hooks),
+        )
+
+    during = []
+    for step in range(2 * CHECK):
+        nn.functional.mse_loss(model(x), y).backward()
+        mon.log(step, 1.0)
+        during.append(hooks())
+        opt.step()
+        opt.zero_grad()
+    # armed at the call before each check (steps 2 and 6), gone after the check
+    assert during[2][0] == 2 and during[2][2] == 1
+    assert during[3] == (0, 0, 0) and during[7] == (0, 0, 0)
+    assert len(opt._optimizer_step_post_hooks) == 1  # the step counter
+    mon.close()
+    assert hooks() == (0, 0, 0) and len(opt._optimizer_step_post_hooks) == 0
+
+
+@pytest.mark.slow
+def test_a_compiled_model_skips_activation_hooks_with_a_note_and_keeps_the_rest():
+    model = mlp()
+    fwd = torch.compile(model, backend="eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    mon, s = loop(fwd, opt, activations=True)
+    assert "model/dead_relu_share" not in s
+    assert s["model/params_outside_optimizer"] == [0.0, 0.0] and s["model/grads_not_reset"] == [0.0, 0.0]
+    assert any("torch.compile" in n for n in mon.guardian.meta["model_probe"]["notes"])
+    assert all(not m._forward_hooks for m in model.modules())
+
+
+def test_every_key_written_is_declared(tmp_path):
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    sched = torch.optim.lr_scheduler.StepLR(opt, 2)
+    log = tmp_path / "run.jsonl"
+    loop(model, opt, activations=True, scheduler=sched, log_path=log)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    check = {k for k in lines[CHECK - 1] if k.startswith("model/")}
+    assert check and check <= set(KEYS) | set(LAYER_KEYS)
+    assert {k for k in check if isinstance(lines[CHECK - 1][k], str)} <= set(LAYER_KEYS)
+    assert not any(k.startswith("model/") for k in lines[0])  # nothing between checks
+
+
+# --------------------------------------------------------------------------- two replicas
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _replica_worker(rank: int, world: int, port: int, out: str) -> None:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    res = {}
+    try:
+        for case in ("same", "perturbed"):
+            model = mlp()
+            ddp = DDP(model)
+            if case == "perturbed" and rank == 1:
+                with torch.no_grad():  # after DDP's broadcast: this replica starts elsewhere
+                    model[0].weight.add_(0.01)
+            opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
+            mon = Monitor(ddp, opt, check_every=2, policy="silent", replica_every=2)
+            x, y = data(seed=rank)
+            for step in range(8):
+                nn.functional.mse_loss(ddp(x), y).backward()
+                mon.log(step, 1.0)
+                opt.step()
+                opt.zero_grad()
+            mon.close()
+            s = mon.guardian.runlog().series["model/replica_drift"]
+            res[case] = {"steps": list(map(float, s.steps)), "values": list(map(float, s.values))}
+    finally:
+        Path(out, f"replica.{rank}.json").write_text(json.dumps(res))
+        dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_replica_drift_two_gloo_processes(tmp_path):
+    import torch.multiprocessing as mp
+
+    if not torch.distributed.is_available():
+        pytest.skip("this torch is built without torch.distributed")
+    ctx = mp.spawn(_replica_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=False)
+    deadline = time.monotonic() + 240.0  # 2 processes importing torch on a busy 2-core machine
+    while not ctx.join(timeout=1.0):
+        if time.monotonic() > deadline:
+            for p in ctx.processes:
+                if p.is_alive():
+                    p.kill()
+            pytest.fail("the 2 processes were not done after 240 s")
+    res = [json.loads((tmp_path / f"replica.{r}.json").read_text()) for r in (0, 1)]
+    for r in res:
+        # every replica_every=2 checks from the first: the checks at steps 1 and 5
+        assert r["same"]["steps"] == [1.0, 5.0] and r["same"]["values"] == [0.0, 0.0]
+        assert r["perturbed"]["steps"] == [1.0, 5.0]
+        assert all(v > 1e-4 for v in r["perturbed"]["values"])

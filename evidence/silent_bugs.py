@@ -67,8 +67,7 @@ WHY: dict[str, str] = {
     "bug_ddp_seed_drift": (
         "each replica learns normally from its own start and its loss falls as in a healthy run: only a "
         "comparison of the replicas' parameters shows it, and that comparison comes every 10th check (the "
-        "monitor's default replica_every) and must hold at 2 in a row (in the trial merge: first flagged at the "
-        "11th check, step 109)"
+        "monitor's default replica_every) and must hold at 2 in a row (first flagged at the 11th check, step 109)"
     ),
     "bug_dead_relu_bad_init": f"in the loss curve it is a slow learner near chance; {_GATE}",
     "bug_dead_relu_large_lr": (
@@ -119,26 +118,24 @@ WHY: dict[str, str] = {
         "chance."
     ),
 }
-_TRIAL = (
-    "in a trial merge with the model probe and the model-level rules (branches i34-probes 28ab64d, i34-rules 2c40b05) "
-)
+_MEASURED = "measured by the model probe: "
 #: Buggy programs whose ``CATCH`` is known to be missed (the tests mark them xfail, strict:
 #: one that is caught again fails, and its entry goes). The model-level ones skip while
 #: this build has none of their rules.
 KNOWN_MISSES: dict[str, str] = {
-    "bug_clip_before_unscale": _TRIAL
+    "bug_clip_before_unscale": _MEASURED
     + "every layer's update ratio is about 1e-6: TP-LAYER-UPDATE-RATIO's low side needs the fastest layer "
     "above 1e-4 (a uniformly slow model is left to TP-UPDATE-RATIO-LOW, which needs track_update_ratio=True)",
-    "bug_dead_relu_bad_init": _TRIAL
+    "bug_dead_relu_bad_init": _MEASURED
     + "model/dead_relu_share is about 0.94 at every check; TP-DEAD-RELU's bar (dead_relu_share) is the whole layer",
-    "bug_dead_relu_large_lr": _TRIAL
+    "bug_dead_relu_large_lr": _MEASURED
     + "model/dead_relu_share rises to 0.75, under TP-DEAD-RELU's whole-layer bar; TP-LAYER-UPDATE-RATIO fired instead",
-    "bug_exploding_layer": _TRIAL
+    "bug_exploding_layer": _MEASURED
     + "the layer's largest update ratio is about 10^-1.5 and its gradient about 10^0.3 of the median, under "
     "TP-LAYER-UPDATE-RATIO's 10^-1 and TP-LAYER-GRAD-EXPLODING's 10^3",
-    "bug_saturated_sigmoid": _TRIAL
+    "bug_saturated_sigmoid": _MEASURED
     + "model/saturated_share is about 0.8 at the checks, under TP-SATURATION's bar of 0.9",
-    "bug_scheduler_never_stepped": _TRIAL
+    "bug_scheduler_never_stepped": _MEASURED
     + "model/scheduler_steps stays 0, but TP-SCHEDULER-STUCK waits for 2000 optimizer steps and the run has 300",
     "bug_scheduler_per_epoch": (
         "TP-WARMUP-UNFINISHED does not read a warm-up stepped once per epoch (the lr rises in stairs), and "

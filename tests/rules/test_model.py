@@ -136,6 +136,18 @@ def test_a_count_at_zero_or_on_scattered_checks_is_silent(tmp_path, rid, key, se
     assert rid not in ids(judge_file(tmp_path, {key: scattered}, n, seed))
 
 
+@pytest.mark.parametrize("rid,key", COUNT_RULES)
+def test_a_count_names_the_tensors_the_probe_listed(tmp_path, rid, key):
+    """Live, the evidence names the counted tensors (the first five, then how many more);
+    read from a file, where the names are not kept, it says so."""
+    names = [f"blocks.{i}.weight" for i in range(7)]
+    f = one(judge_live({key: np.full(6, 7.0)}, 6, probe={key.removeprefix("model/"): names}), rid)
+    assert "Tensors at the latest check: blocks.0.weight, blocks.1.weight, blocks.2.weight, " in f.evidence
+    assert "blocks.4.weight and 2 more." in f.evidence and f.data["layer"].endswith("and 2 more")
+    f = one(judge_file(tmp_path, {key: np.full(6, 7.0)}, 6), rid)
+    assert "Tensors not recorded (the probe keeps tensor names in the live run" in f.evidence
+
+
 def test_two_checks_in_a_row_are_below_the_least_evidence(tmp_path):
     rep = judge_file(tmp_path, {"model/params_outside_optimizer": [0, 2, 2, 0, 0, 0]}, 6)
     assert "TP-PARAMS-NOT-OPTIMIZED" not in ids(rep)

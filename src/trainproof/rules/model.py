@@ -44,7 +44,15 @@ def layer_name(ctx, key: str) -> str | None:
         v = probe.get(k)
         if isinstance(v, str) and v:
             return v
+        names = [n for n in v if isinstance(n, str) and n] if isinstance(v, list) else []
+        if names:  # a count's tensors, as the probe lists them (at most 20)
+            shown = ", ".join(names[:_NAMES_SHOWN])
+            return shown + (f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else "")
     return None
+
+
+#: How many of a count's tensor names the evidence shows (the probe keeps up to 20).
+_NAMES_SHOWN = 5
 
 
 def _layer_text(ctx, key: str | None) -> tuple[str, str | None]:
@@ -52,9 +60,11 @@ def _layer_text(ctx, key: str | None) -> tuple[str, str | None]:
     if key is None:
         return "", None
     name = layer_name(ctx, key)
+    # A ``..._layer`` key names one layer; a count's key lists the tensors it counted.
+    what = ("Layer", "layer names") if key.endswith("_layer") else ("Tensors", "tensor names")
     if name is None:
-        return " Layer not recorded (the probe keeps layer names in the live run, not in the log).", None
-    return f" Layer at the latest check: {name}.", name
+        return f" {what[0]} not recorded (the probe keeps {what[1]} in the live run, not in the log).", None
+    return f" {what[0]} at the latest check: {name}.", name
 
 
 def _streak(s: Series, hit: np.ndarray, k: int) -> tuple[int, int] | None:
@@ -165,6 +175,7 @@ def check_params_not_optimized(ctx):
         _positive,
         lambda v: f"{_count(v)} with a gradient are in no optimizer group: they are never updated",
         "above 0",
+        layer_key="model/params_outside_optimizer",
     )
     if f is not None:
         yield f
@@ -199,6 +210,7 @@ def check_params_frozen(ctx):
         _positive,
         lambda v: f"{_count(v)} in the optimizer do not require grad: they are frozen",
         "above 0",
+        layer_key="model/params_frozen_in_optimizer",
     )
     if f is not None:
         yield f
@@ -233,6 +245,7 @@ def check_params_no_grad(ctx):
         _positive,
         lambda v: f"{_count(v)} in the optimizer get no gradient: they are cut off from the loss",
         "above 0",
+        layer_key="model/params_no_grad",
     )
     if f is not None:
         yield f
@@ -268,6 +281,7 @@ def check_params_not_updated(ctx):
         _positive,
         lambda v: f"{_count(v)} with a gradient and lr > 0 did not change across the optimizer step",
         "above 0",
+        layer_key="model/params_not_updated",
     )
     if f is not None:
         yield f

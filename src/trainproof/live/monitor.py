@@ -20,6 +20,7 @@ torch is imported only when a monitor is created, never by ``import trainproof``
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import sys
@@ -716,47 +717,14 @@ _GRAD = object()
 _PROBE = "\x00model_probe"
 
 
-def monitor(
-    model,
-    optimizer,
-    check_every: int = 50,
-    policy: str = "warn",
-    mute: Iterable[str] = (),
-    on_alert: Callable[[Finding], None] | None = None,
-    log_path: str | Path | None = None,
-    track_update_ratio: bool = False,
-    max_steps: int | None = None,
-    thresholds: Thresholds = DEFAULT,
-    stop_on: Iterable[str] = (),
-    patience: int = 1,
-    save_on_stop: Callable[[int | float], object] | None = None,
-    layers: bool = True,
-    activations: bool = False,
-    scheduler=None,
-    scaler=None,
-    replica_every: int = 10,
-) -> Monitor:
-    """Start monitoring a raw PyTorch loop; see :class:`Monitor` for the arguments."""
-    return Monitor(
-        model,
-        optimizer,
-        check_every,
-        policy,
-        mute,
-        on_alert,
-        log_path,
-        track_update_ratio,
-        max_steps,
-        thresholds,
-        stop_on=stop_on,
-        patience=patience,
-        save_on_stop=save_on_stop,
-        layers=layers,
-        activations=activations,
-        scheduler=scheduler,
-        scaler=scaler,
-        replica_every=replica_every,
-    )
+def monitor(model, optimizer, *args, **kwargs) -> Monitor:
+    """Start monitoring a raw PyTorch loop: ``Monitor(model, optimizer, ...)``, with the
+    same arguments in the same order (see :class:`Monitor`; its signature is this
+    function's, for ``help()`` and ``inspect.signature``)."""
+    return Monitor(model, optimizer, *args, **kwargs)
+
+
+monitor.__signature__ = inspect.signature(Monitor).replace(return_annotation=Monitor)  # type: ignore[attr-defined]
 
 
 #: The former name of :func:`monitor`.

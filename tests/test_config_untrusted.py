@@ -524,15 +524,17 @@ def test_a_refused_value_names_the_unit_with_the_range():
 
 
 def test_the_documentation_prints_each_threshold_with_its_unit_and_range():
+    from trainproof.rules import registry
     from trainproof.rules import thresholds as th
-    from trainproof.rules.docs import pages
+    from trainproof.rules.docs import thresholds_markdown
 
-    table = pages()["thresholds.md"]
+    table = thresholds_markdown()
     assert "| name | default | unit | accepts | why this value |" in table
     for name in th.names():
         row = f"| `{name}` | {th.shown(getattr(th.DEFAULT, name))} | {th.unit_of(name)} | {th.range_of(name).describe()} | "
         assert row in table, name
     for u, what in th.UNITS.items():
         assert f"- **{u}**: {what}." in table, u
-    page = pages()["TP-LOSS-SPIKE.md"]
+    registry.load_all()
+    page = registry.get("TP-LOSS-SPIKE").doc_markdown("#")  # the rule page, without its example
     assert "- `spike_factor` = 3.0 (ratio): " in page and "- `spike_window` = 10 (points): " in page

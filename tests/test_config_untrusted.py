@@ -452,7 +452,89 @@ def test_a_threshold_is_declared_once_with_its_range():
     for f in dataclasses.fields(th.Thresholds):
         assert th.RANGES[f.name] is f.metadata["valid"]
     with pytest.raises(ValueError, match="is not a whole number"):
-        th.threshold(0, "a count of none", valid=th.count(1))
+        th.threshold(0, "a count of none", unit="points", valid=th.count(1))
     with pytest.raises(ValueError, match="is not a whole number"):
-        th.threshold(2.5, "a count that is a fraction", valid=th.count(1))
-    assert th.threshold(2, "two points", valid=th.count(1)).metadata["valid"] == th.count(1)
+        th.threshold(2.5, "a count that is a fraction", unit="points", valid=th.count(1))
+    field = th.threshold(2, "two points", unit="points", valid=th.count(1))
+    assert field.metadata["valid"] == th.count(1) and field.metadata["unit"] == "points"
+
+
+def test_a_threshold_refuses_an_unknown_or_missing_unit():
+    # The unit is part of the one declaration, from a fixed vocabulary: a misspelt or
+    # invented unit is refused when the module is imported, as a default outside its range is.
+    from trainproof.rules import thresholds as th
+
+    with pytest.raises(ValueError, match="unknown unit 'furlongs'"):
+        th.threshold(2, "two points", unit="furlongs", valid=th.count(1))
+    with pytest.raises(ValueError, match="unknown unit 'point'"):
+        th.threshold(2, "two points", unit="point", valid=th.count(1))
+    with pytest.raises(TypeError, match="unit"):
+        th.threshold(2, "two points", valid=th.count(1))
+
+
+#: Units that count whole things: a threshold in one of them is a whole number, and a whole
+#: number is in one of them.
+_COUNT_UNITS = {"points", "evaluations", "checks", "steps", "blocks", "classes", "targets/class"}
+_COUNT_UNITS |= {"items", "samples", "checkpoints", "digits"}
+
+
+def test_every_threshold_declares_a_unit_from_the_vocabulary():
+    from trainproof.rules import thresholds as th
+
+    units = {n: th.unit_of(n) for n in th.names()}
+    assert set(units.values()) <= set(th.UNITS), set(units.values()) - set(th.UNITS)
+    # the vocabulary stays exact: every unit is used and said in one line
+    assert set(th.UNITS) == set(units.values()), set(th.UNITS) - set(units.values())
+    assert _COUNT_UNITS <= set(th.UNITS)
+    for u, what in th.UNITS.items():
+        assert what and "\n" not in what and not what.endswith("."), u
+    # the unit agrees with what the declaration already says of the value
+    for name, u in units.items():
+        r = th.range_of(name)
+        assert (r.kind is int) == (u in _COUNT_UNITS), (name, u, r.describe())
+        if u == "share":  # a fraction of a whole
+            assert r.lo is not None and r.lo >= 0 and r.hi is not None and r.hi <= 1, (name, r.describe())
+        assert (u == "log10") == name.endswith("_log10"), (name, u)
+        if name.endswith(("_points", "_evals")) and r.kind is int:
+            assert u in ("points", "evaluations"), (name, u)
+        if name.endswith(("_factor", "_ratio")) and not name.startswith("update_ratio"):
+            assert u == "ratio", (name, u)
+        if name.endswith("_z"):
+            assert u == "z", (name, u)
+        if name.endswith("_s"):
+            assert u == "seconds", (name, u)
+    with pytest.raises(th.ThresholdError, match="unknown threshold"):
+        th.unit_of("no_such_threshold")
+
+
+def test_a_refused_value_names_the_unit_with_the_range():
+    from trainproof.rules import thresholds as th
+
+    with pytest.raises(th.ThresholdError) as e:
+        th.DEFAULT.with_overrides({"dead_window": 0})
+    assert "'dead_window' must be a whole number in [1, 1e+07] (points), got 0" in str(e.value)
+    with pytest.raises(th.ThresholdError) as e:
+        th.DEFAULT.with_overrides({"dead_window": 2.5})
+    assert "'dead_window' must be a whole number (points), got 2.5" in str(e.value)
+    with pytest.raises(th.ThresholdError) as e:
+        th.DEFAULT.with_overrides({"speech_silence_db": -3})
+    assert "must be a finite number in (0, 300] (dB), got -3" in str(e.value)
+    with pytest.raises(th.ThresholdError, match=r"must be a number \(share\), got 'x'"):
+        th.DEFAULT.with_overrides({"chance_share": "x"})
+
+
+def test_the_documentation_prints_each_threshold_with_its_unit_and_range():
+    from trainproof.rules import registry
+    from trainproof.rules import thresholds as th
+    from trainproof.rules.docs import thresholds_markdown
+
+    table = thresholds_markdown()
+    assert "| name | default | unit | accepts | why this value |" in table
+    for name in th.names():
+        row = f"| `{name}` | {th.shown(getattr(th.DEFAULT, name))} | {th.unit_of(name)} | {th.range_of(name).describe()} | "
+        assert row in table, name
+    for u, what in th.UNITS.items():
+        assert f"- **{u}**: {what}." in table, u
+    registry.load_all()
+    page = registry.get("TP-LOSS-SPIKE").doc_markdown("#")  # the rule page, without its example
+    assert "- `spike_factor` = 3.0 (ratio): " in page and "- `spike_window` = 10 (points): " in page

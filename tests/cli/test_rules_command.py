@@ -13,8 +13,11 @@ def test_rules_id_states_the_default_thresholds(tmp_path, monkeypatch):
     code, out, err, _ = run_cli("rules", "TP-DEAD-RUN")
     assert code == 0 and not err
     assert "The median of the last 5 losses is less than 5% below the median of the first 5" in out
-    assert "## Thresholds in force\n\n- `dead_min_points` = 10: " in out and "\n- `dead_window` = 5: " in out
-    assert "\n- `tiny_lr` = 1e-6: " in out and "(default" not in out
+    assert (
+        "## Thresholds in force\n\n- `dead_min_points` = 10 (points): " in out
+        and "\n- `dead_window` = 5 (points): " in out
+    )
+    assert "\n- `tiny_lr` = 1e-6 (learning rate): " in out and "(default" not in out
     assert "FAIL TP-DEAD-RUN: loss did not move" in out  # the example, judged
 
 
@@ -26,9 +29,9 @@ def test_rules_id_with_a_config_states_and_marks_the_override(tmp_path, monkeypa
     assert code == 0 and not err
     assert "the last 9 losses" in out and "the first 9 (at least 10 points)" in out
     assert "A learning rate at most 1e-7 over" in out
-    assert "\n- `dead_window` = 9 (default 5): " in out
-    assert "\n- `tiny_lr` = 1e-7 (default 1e-6): " in out
-    assert "\n- `dead_min_improvement` = 0.05: " in out
+    assert "\n- `dead_window` = 9 (points; default 5): " in out
+    assert "\n- `tiny_lr` = 1e-7 (learning rate; default 1e-6): " in out
+    assert "\n- `dead_min_improvement` = 0.05 (ratio): " in out
     assert f"(dead_window, tiny_lr) are from {cfg}." in out
 
 
@@ -38,7 +41,7 @@ def test_rules_id_reads_the_pyproject_of_the_current_folder(tmp_path, monkeypatc
     code, out, _, _ = run_cli("rules", "TP-FLAT")
     assert code == 0
     assert "is below 0.4%." in out
-    assert "\n- `flat_rel_std` = 0.004 (default 0.001): " in out
+    assert "\n- `flat_rel_std` = 0.004 (ratio; default 0.001): " in out
     assert "(flat_rel_std) are from " in out and "pyproject.toml." in out
 
 

@@ -134,7 +134,8 @@ def test_registry_order_does_not_depend_on_import_order():
 
 def test_every_threshold_declares_its_reason_as_data():
     """Each Thresholds field carries why= (its own reason) or see= (an earlier field whose
-    reason covers it); RULES.md's table prints that text, not parsed source comments."""
+    reason covers it), its unit and its range; RULES.md's table prints that text, not parsed
+    source comments."""
     import dataclasses
 
     from trainproof.rules import thresholds as th
@@ -142,8 +143,8 @@ def test_every_threshold_declares_its_reason_as_data():
     seen: list[str] = []
     for f in dataclasses.fields(th.Thresholds):
         meta = dict(f.metadata)
-        assert set(meta) in ({"why", "valid"}, {"see", "valid"}), f.name
-        assert isinstance(meta["valid"], th.Range), f.name
+        assert set(meta) in ({"why", "unit", "valid"}, {"see", "unit", "valid"}), f.name
+        assert isinstance(meta["valid"], th.Range) and meta["unit"] in th.UNITS, f.name
         if "see" in meta:
             assert meta["see"] in seen and "why" in th.Thresholds.__dataclass_fields__[meta["see"]].metadata, f.name
         assert len(th.reason(f.name)) > 20, f.name

@@ -108,7 +108,8 @@ def test_the_new_rule_recipe_gives_a_rule_every_check_passes(tmp_path):
     # The rule and its test, each appended to its group's module.
     _append(root / rule_file, rule_code)
     _append(root / test_file, test_code)
-    # Its threshold: one field, with its default, reason and range (valid=).
+    # Its threshold: one field, with its default, reason, unit (unit=) and range (valid=).
+    assert "unit=" in threshold_code, threshold_code
     th = root / "src" / "trainproof" / "rules" / "thresholds.py"
     th.write_text(_insert_field(th.read_text(encoding="utf-8"), threshold_code), encoding="utf-8")
     (root / example_file).write_text(example, encoding="utf-8")
@@ -129,6 +130,7 @@ def test_the_new_rule_recipe_gives_a_rule_every_check_passes(tmp_path):
         "tests/rules/test_thresholds.py::test_every_declared_threshold_is_read_by_the_rule",
         "tests/rules/test_thresholds.py::test_declared_thresholds_exist",
         "tests/test_config_untrusted.py::test_every_threshold_declares_a_range_that_holds_its_default",
+        "tests/test_config_untrusted.py::test_every_threshold_declares_a_unit_from_the_vocabulary",
         f"{test_file}::{test_name}",
     )
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]

@@ -200,22 +200,31 @@ def rules_markdown() -> str:
 
 
 def _thresholds_table() -> list[str]:
-    """Every threshold with its default and its reason, as Markdown lines (RULES.md's
-    section and ``docs/rules/thresholds.md`` print the same table)."""
+    """Every threshold with its default, unit, accepted values and reason, as Markdown lines
+    (RULES.md's section and ``docs/rules/thresholds.md`` print the same table), after the
+    units it uses, each with what it means."""
+    used = {_th.unit_of(n) for n in _th.names()}
     lines = [
         "Override any of them by name in `[tool.trainproof]` (pyproject.toml) or a `--config` file, "
-        "e.g. `diverge_ratio = 2.0`. Counts are logged points, not training steps.",
+        "e.g. `diverge_ratio = 2.0`; a value outside the accepted range is refused with exit 2. "
+        "The units:",
         "",
-        "| name | default | why this value |",
-        "|---|---|---|",
+        *(f"- **{u}**: {what}." for u, what in _th.UNITS.items() if u in used),
+        "",
+        "| name | default | unit | accepts | why this value |",
+        "|---|---|---|---|---|",
     ]
     for name in _th.names():
-        lines.append(f"| `{name}` | {_th.shown(getattr(_th.DEFAULT, name))} | {_th.reason(name)} |")
+        lines.append(
+            f"| `{name}` | {_th.shown(getattr(_th.DEFAULT, name))} | {_th.unit_of(name)} "
+            f"| {_th.range_of(name).describe()} | {_th.reason(name)} |"
+        )
     return lines
 
 
 def thresholds_markdown() -> str:
-    """The text of ``docs/rules/thresholds.md``: every threshold, its default and reason."""
+    """The text of ``docs/rules/thresholds.md``: every threshold, its default, unit, accepted
+    values and reason."""
     lines = ["# Thresholds", "", _HEADER.format(cmd=_PAGES_CMD), "", *_thresholds_table()]
     return "\n".join(lines).rstrip() + "\n"
 

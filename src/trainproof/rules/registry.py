@@ -152,7 +152,7 @@ class Rule:
                 other than the default is marked with the default.
             example: the Example section's body.
         """
-        from .thresholds import DEFAULT, reason, shown
+        from .thresholds import DEFAULT, reason, shown, unit_of
 
         sub = heading + "#"
         parts = [f"{heading} {self.id} — {self.text('summary', th)}", ""]
@@ -188,11 +188,11 @@ class Rule:
             rows, said = [], set()
             for name in self.thresholds:
                 value, default = getattr(values, name), getattr(DEFAULT, name)
-                note = f" (default {shown(default)})" if value != default else ""
+                note = f"; default {shown(default)}" if value != default else ""
                 see = type(values).__dataclass_fields__[name].metadata.get("see")
                 why = f"read with `{see}`, above." if see in said else reason(name)
                 said.add(name)
-                rows.append(f"- `{name}` = {shown(value)}{note}: {why}")
+                rows.append(f"- `{name}` = {shown(value)} ({unit_of(name)}{note}): {why}")
             section("Thresholds in force", "\n".join(rows))
         for attr, title in DOC_SECTIONS[2:]:
             section(title, self.text(attr, th))

@@ -19,8 +19,9 @@ the zoo of generated runs (``tests/_zoo.py``, ``bench/zoo.py``) measures its fal
 rate on ten thousand healthy runs.
 
 A new threshold is a field of :class:`Thresholds` declared once, with :func:`threshold`: its
-default, the reason for that value (RULES.md prints the reason: :func:`reason`) and the values
-it accepts (``valid=``, a :class:`Range`); :data:`RANGES` is read from the declarations.
+default, the reason for that value (RULES.md prints the reason: :func:`reason`), its unit
+(``unit=``, a key of :data:`UNITS`: :func:`unit_of`) and the values it accepts (``valid=``, a
+:class:`Range`); :data:`RANGES` is read from the declarations.
 """
 
 from __future__ import annotations
@@ -72,21 +73,25 @@ class Range:
             return False
         return True
 
-    def check(self, name: str, val: object) -> int | float:
+    def check(self, name: str, val: object, unit: str = "") -> int | float:
         """``val`` as the threshold's type.
+
+        ``unit``, when given, is the threshold's unit (a key of :data:`UNITS`), written in
+        brackets after the range in an error message: ``... in [1, 1e+07] (points), got 0``.
 
         Raises:
             ThresholdError: not a number, a fraction for a whole-number range, not finite,
-                or outside the bounds; the message names ``name`` and the range.
+                or outside the bounds; the message names ``name``, the range and the unit.
         """
-        bad = f"threshold {name!r} must be {self.describe()}, got {val!r}"
+        of = f" ({unit})" if unit else ""
+        bad = f"threshold {name!r} must be {self.describe()}{of}, got {val!r}"
         if isinstance(val, bool) or not isinstance(val, (int, float)):
-            raise ThresholdError(f"threshold {name!r} must be a number, got {val!r}")
+            raise ThresholdError(f"threshold {name!r} must be a number{of}, got {val!r}")
         if isinstance(val, float) and not math.isfinite(val):
             raise ThresholdError(bad)
         if self.kind is int:
             if isinstance(val, float) and not val.is_integer():
-                raise ThresholdError(f"threshold {name!r} must be a whole number, got {val!r}")
+                raise ThresholdError(f"threshold {name!r} must be a whole number{of}, got {val!r}")
             val = int(val)
         if not self.contains(val):  # Python ints compare exactly at any size
             raise ThresholdError(bad)
@@ -127,9 +132,41 @@ NONNEG = Range(float, 0.0, None)
 POSITIVE = Range(float, 0.0, None, lo_open=True)
 
 
-def threshold(default: int | float, why: str = "", *, see: str = "", valid: Range):
+# --- units ------------------------------------------------------------------------------
+
+#: Every unit a threshold may be declared in (``threshold(..., unit=)``), with what it means.
+#: The documentation prints the unit beside the default; the judging never reads it.
+UNITS: dict[str, str] = {
+    "points": "logged points of one series (not training steps)",
+    "evaluations": "logged evaluations (points of an eval series)",
+    "checks": "consecutive checks of a running training (judgements of the log, or a monitor's model or replica checks)",
+    "steps": "optimizer steps",
+    "blocks": "blocks of consecutive points, each read as its median",
+    "classes": "class ids",
+    "targets/class": "valid class targets per class, on average",
+    "items": "dataset items (audio and transcript pairs)",
+    "samples": "consecutive audio samples",
+    "checkpoints": "saved checkpoints",
+    "digits": "significant digits of a logged value",
+    "share": "a fraction in [0, 1] of a whole that the reason names: of points, steps, items, samples, "
+    "groups, units or tokens, of the run's length or of a step's time; an accuracy",
+    "ratio": "a quotient of two values of one quantity that the reason names: a factor (end level / best "
+    "level) or a relative difference (a change as a fraction of a level, a gap as a fraction of a drop)",
+    "log10": "the base-10 logarithm of a ratio (-3 is 1e-3)",
+    "z": "standard errors of a difference or a trend (a normal quantile, a Mann-Kendall z)",
+    "t": "a t statistic (standard errors of a fitted slope or of a difference of slopes)",
+    "nats": "natural-log units of a KL divergence",
+    "loss units": "the logged loss's own units",
+    "learning rate": "the optimizer's learning rate, as logged",
+    "seconds": "seconds of audio",
+    "dB": "decibels of power below a reference that the reason names",
+    "tokens/second": "tokens per second of audio",
+}
+
+
+def threshold(default: int | float, why: str = "", *, see: str = "", unit: str, valid: Range):
     """Declare one :class:`Thresholds` field, in one place: its default, why the default is
-    that value, and the values it accepts.
+    that value, its unit and the values it accepts.
 
     Args:
         default: the value (an int for a count of points, a float otherwise).
@@ -137,29 +174,34 @@ def threshold(default: int | float, why: str = "", *, see: str = "", valid: Rang
             from, or that it is a judgement. RULES.md prints it beside the default.
         see: instead of ``why``, the name of an earlier field whose reason explains this
             one too (one paragraph for a group of thresholds read together).
+        unit: what the value counts or measures, a key of :data:`UNITS` (``"points"``,
+            ``"share"``, ``"ratio"``, ``"z"``...).
         valid: the values an override may take (:class:`Range`); a comment above the field
             says where a bound comes from when it is not that of its kind.
 
     Returns:
         A :func:`dataclasses.field` with ``default`` and the metadata ``{"why": why}`` or
-        ``{"see": see}``, and ``{"valid": valid}``.
+        ``{"see": see}``, and ``{"unit": unit, "valid": valid}``.
 
     Raises:
-        ValueError: neither or both of ``why`` and ``see`` are given, or ``valid`` does not
-            contain the default.
+        ValueError: neither or both of ``why`` and ``see`` are given, ``unit`` is not a key
+            of :data:`UNITS`, or ``valid`` does not contain the default.
     """
     if bool(why) == bool(see):
         raise ValueError("a threshold declares exactly one of why= and see=")
+    if unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}; known: {', '.join(UNITS)}")
     if not valid.contains(default) or (valid.kind is int) != isinstance(default, int):
         raise ValueError(f"default {default!r} is not {valid.describe()}")
     meta = {"why": why} if why else {"see": see}
-    return dataclasses.field(default=default, metadata={**meta, "valid": valid})
+    return dataclasses.field(default=default, metadata={**meta, "unit": unit, "valid": valid})
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The rules' thresholds. Units: ratios are plain multiples, shares are in [0, 1],
-    counts are numbers of logged points (not training steps)."""
+    """The rules' thresholds. Each field's unit is declared with it (:func:`unit_of`,
+    :data:`UNITS`): ratios are plain multiples, shares are in [0, 1], points are logged
+    points (not training steps)."""
 
     # --- minimum lengths -------------------------------------------------------------
     # A first point, a last point and one between: with fewer there is no curve, and a 1-point
@@ -170,6 +212,7 @@ class Thresholds:
         "handful of noisy samples (8 = a 3-point starting block, a 3-point end window and room "
         "between them). Short Keras runs log one point per epoch, and 8 epochs is a common "
         "length, so the bar is not set higher.",
+        unit="points",
         valid=count(3),
     )
     # Two points: one start-up value is then not "every value".
@@ -177,6 +220,7 @@ class Thresholds:
         5,
         "Value rules on gradient norms and learning rate need a few points so that one warm-up "
         'or start-up value is not "every value".',
+        unit="points",
         valid=count(2),
     )
 
@@ -189,6 +233,7 @@ class Thresholds:
         "std/mean of the loss below 0.1% means the loss is constant to three significant "
         "digits over the whole run: nothing is being learned (a frozen model, a constant "
         "prediction). Healthy noisy runs sit at 1%..30%.",
+        unit="ratio",
         valid=Range(float, 0.0, 1.0),
     )
 
@@ -200,6 +245,7 @@ class Thresholds:
         "HF/JSONL/CSV runs of the shared corpus: end/best is at most 1.24, except one Whisper "
         "fine-tune whose loss ends near 0.01 (1.60, see the noise gate below); the diverged "
         "runs there sit at 5.2-5.5.",
+        unit="ratio",
         valid=FACTOR,
     )
     diverge_noise_z: float = threshold(
@@ -213,6 +259,7 @@ class Thresholds:
         "allowed the shift by which the lowest of the blocks tied with it falls below their "
         "common level by chance. Measured on the same runs: log(end/best) is at most 0.46 of "
         "this gate for healthy runs and at least 19 times it for diverged ones.",
+        unit="z",
         valid=SIGMAS,
     )
     diverge_caused_ratio: float = threshold(
@@ -226,10 +273,11 @@ class Thresholds:
         "does not climb its learning rate after warm-up, and a healthy loss that wiggles at "
         "its floor gives back a sliver (floor_regain_share). Without the cause the plain "
         "ratio (diverge_ratio) stands.",
+        unit="ratio",
         valid=FACTOR,
     )
-    diverge_caused_regain: float = threshold(0.25, see="diverge_caused_ratio", valid=SHARE)
-    diverge_lr_rise: float = threshold(2.0, see="diverge_caused_ratio", valid=FACTOR)
+    diverge_caused_regain: float = threshold(0.25, see="diverge_caused_ratio", unit="ratio", valid=SHARE)
+    diverge_lr_rise: float = threshold(2.0, see="diverge_caused_ratio", unit="ratio", valid=FACTOR)
     diverge_start_points: int = threshold(
         2,
         "The starting level is the first 2 points: a run that blows up right after its first "
@@ -238,6 +286,7 @@ class Thresholds:
         "than taken as a level. What follows is read as the median of the next 5 points (or "
         "block), not one noisy neighbour, so a lone first point counts only when the run right "
         "after it sits 3x above it (the median of the two is then still 1.5x below).",
+        unit="points",
         valid=count(1),
     )
     floor_regain_share: float = threshold(
@@ -249,6 +298,7 @@ class Thresholds:
         "diverge undo a large part of what they learned (lr far too high: 100% or more); a "
         "late but durable climb from 0.002 back towards a start of 0.03 regains over half. "
         "Ratios cannot express this: only the absolute climb measured against the fall does.",
+        unit="ratio",
         valid=SHARE,
     )
 
@@ -258,10 +308,11 @@ class Thresholds:
         "Median of the last 5 vs the first 5 losses; under 5% relative improvement over the "
         "whole run means the optimiser is not making progress (the values the foundation issue "
         "specifies).",
+        unit="points",
         valid=count(1),
     )
-    dead_min_improvement: float = threshold(0.05, see="dead_window", valid=SHARE)
-    dead_min_points: int = threshold(10, "Two non-overlapping windows of 5.", valid=count(2))
+    dead_min_improvement: float = threshold(0.05, see="dead_window", unit="ratio", valid=SHARE)
+    dead_min_points: int = threshold(10, "Two non-overlapping windows of 5.", unit="points", valid=count(2))
     dead_trend_z: float = threshold(
         2.326,
         "A loss with a significant downward trend is learning, however slowly: Mann-Kendall z "
@@ -270,10 +321,11 @@ class Thresholds:
         "the test O(1) in the run length. On the corpus: a VAE loss falling 1008 -> 995 "
         "steadily has z = -10 (learning); a LoRA run drifting 2.17 -> 2.12 inside +-0.2 noise "
         "has z = -1.0 to -1.8 (no progress).",
+        unit="z",
         valid=SIGMAS,
     )
     # The Mann-Kendall test needs 3 block medians.
-    dead_trend_blocks: int = threshold(40, see="dead_trend_z", valid=count(3))
+    dead_trend_blocks: int = threshold(40, see="dead_trend_z", unit="blocks", valid=count(3))
     dead_min_schedule_share: float = threshold(
         0.3,
         "Least evidence for the rules that claim nothing happened (TP-DEAD-RUN, TP-FLAT, "
@@ -284,6 +336,7 @@ class Thresholds:
         "largest; warm-up schedules commonly take 3-10% of the steps and the first few percent "
         "after them are still far from the steady state. By 30% a run that is training at all "
         "has shown it on the wide windows or the trend test.",
+        unit="share",
         valid=SHARE,
     )
     dead_flat_min_points: int = threshold(
@@ -308,9 +361,10 @@ class Thresholds:
         "5% drop in the first log would not show, is the shape of a log that starts at the end "
         "of the run's drop (in the zoo, 14 of 1,001 healthy floor runs with no learning rate "
         "logged FAILed without this).",
+        unit="points",
         valid=count(3),
     )
-    dead_ci_z: float = threshold(2.576, see="dead_flat_min_points", valid=SIGMAS)
+    dead_ci_z: float = threshold(2.576, see="dead_flat_min_points", unit="z", valid=SIGMAS)
     live_confirm_checks: int = threshold(
         3,
         "A run still training is judged every few steps, so each check is one more chance for a "
@@ -321,6 +375,7 @@ class Thresholds:
         "at their noise floor are called diverging from a 3- to 6-point dip (end level 1.7x-68x "
         "it); at 3 none is, while runs that really diverge (40x and climbing) are stopped 2 "
         "checks later. A NaN, an exact zero or a zero learning rate needs no confirmation.",
+        unit="checks",
         valid=count(1),
     )
     # An Adam step moves a weight by about lr: a rate above 1 is never "effectively zero".
@@ -330,6 +385,7 @@ class Thresholds:
         "zero: an Adam step moves each weight by about lr, so even 10,000 steps move a weight "
         "of scale 0.02 (a usual initialisation) by at most 1e-2 of the way it would travel at "
         "a common fine-tuning rate (1e-5 to 5e-4). TP-DEAD-RUN names it as the cause.",
+        unit="learning rate",
         valid=Range(float, 0.0, 1.0),
     )
 
@@ -348,11 +404,12 @@ class Thresholds:
         "3% drift significant (a 4-class loss going 1.42 -> 1.36 over 68,000 steps, ln 4 = "
         "1.386; a 3-class NLI model at 1.128 -> 1.105, ln 3 = 1.0986), yet such a model has "
         "learned next to nothing.",
+        unit="classes",
         valid=Range(int, 2, 100),
     )
-    chance_tol_level: float = threshold(0.02, see="chance_max_classes", valid=SHARE)
-    chance_tol_block: float = threshold(0.03, see="chance_max_classes", valid=SHARE)
-    chance_share: float = threshold(0.8, see="chance_max_classes", valid=SHARE)
+    chance_tol_level: float = threshold(0.02, see="chance_max_classes", unit="ratio", valid=SHARE)
+    chance_tol_block: float = threshold(0.03, see="chance_max_classes", unit="ratio", valid=SHARE)
+    chance_share: float = threshold(0.8, see="chance_max_classes", unit="share", valid=SHARE)
     chance_fail_max_classes: int = threshold(
         1,
         "Without an accuracy at 1/k, a level fails a run as chance only for k up to this: by "
@@ -364,6 +421,7 @@ class Thresholds:
         "Without one the level is TP-NEAR-CHANCE, a WARN. Raise it to 4 (ln 2, ln 3, ln 4 "
         "stand 26% apart) where every run judged is a classifier; above 4 the bands around "
         "ln 5 ... ln 10 cover about 40% of 1.6-2.35, where language-model fine-tunes settle.",
+        unit="classes",
         valid=Range(int, 1, 100),
     )
     chance_acc_tol: float = threshold(
@@ -377,6 +435,7 @@ class Thresholds:
         "summarisation losses sit at 1.386 or 1.792 by coincidence (two healthy fine-tunes of "
         "the corpus, 1.75 -> 1.35 and 1.87 -> 1.77) and the loss alone cannot tell them from a "
         "classifier that left chance by 3%.",
+        unit="share",
         valid=SHARE,
     )
 
@@ -385,6 +444,7 @@ class Thresholds:
         5,
         "Exact zero is compared with ==, never a tolerance. 5 points so that one logging "
         'artefact does not make "every value".',
+        unit="points",
         valid=count(1),
     )
     zero_collapse_share: float = threshold(
@@ -394,6 +454,7 @@ class Thresholds:
         "values below -negative_loss_tol) has collapsed: an unsloth SFT run went 0.31 -> "
         "+-0.0002 with 19 negative values in 35 steps. A tiny-loss task fitted to the last "
         "example stays positive (a vision-LM at 0.002, a GRPO loss near 1e-4 is RL's).",
+        unit="ratio",
         valid=SHARE,
     )
     frozen_min_points: int = threshold(
@@ -403,15 +464,17 @@ class Thresholds:
         "noise changes the last digits of a real loss at every log (a frozen run of the corpus "
         "repeats one value for 74 rows; its healthy logs never repeat a 4-digit loss 10 times "
         "in a row). Fewer digits are a logger's rounding at a converged floor.",
+        unit="points",
         valid=count(2),
     )
-    frozen_share: float = threshold(0.1, see="frozen_min_points", valid=SHARE)
-    frozen_digits: int = threshold(4, see="frozen_min_points", valid=count(1, 17))
+    frozen_share: float = threshold(0.1, see="frozen_min_points", unit="share", valid=SHARE)
+    frozen_digits: int = threshold(4, see="frozen_min_points", unit="digits", valid=count(1, 17))
     unbounded_factor: float = threshold(
         1000.0,
         "A loss negative at every point whose end level is 1000x its start in magnitude is "
         "driven to minus infinity (a Keras model whose loss runs -3e4 -> -6.5e7: 2,000x). A "
         "healthy negative log-likelihood settles within a small multiple of where it started.",
+        unit="ratio",
         valid=FACTOR,
     )
     negative_loss_tol: float = threshold(
@@ -422,10 +485,11 @@ class Thresholds:
         "saturation only when it is already tiny, orders of magnitude below its start. A loss "
         "that cannot be negative (cross-entropy, squared error) is negative when it is below "
         "-1e-6: float rounding of a sum of tiny non-negative terms stays far above that.",
+        unit="loss units",
         valid=NONNEG,
     )
-    zero_mixed_share: float = threshold(0.1, see="negative_loss_tol", valid=SHARE)
-    zero_mixed_level: float = threshold(0.1, see="negative_loss_tol", valid=SHARE)
+    zero_mixed_share: float = threshold(0.1, see="negative_loss_tol", unit="share", valid=SHARE)
+    zero_mixed_level: float = threshold(0.1, see="negative_loss_tol", unit="ratio", valid=SHARE)
 
     # --- eval loss worse together with the train loss ---------------------------------------
     eval_diverge_min_evals: int = threshold(
@@ -448,11 +512,12 @@ class Thresholds:
         "0.219 -> 0.40-0.44 at all 5 evaluations after warm-up (a rise of 13x the change "
         "between them) while its train loss sat 1.9x above its level at the minimum is a "
         "degraded run, and waiting for a sixth evaluation is compute spent on it.",
+        unit="evaluations",
         valid=count(2),
     )
-    eval_diverge_evals_after: int = threshold(5, see="eval_diverge_min_evals", valid=count(1))
-    eval_diverge_rise: float = threshold(1.2, see="eval_diverge_min_evals", valid=FACTOR)
-    eval_diverge_noise_factor: float = threshold(2.0, see="eval_diverge_min_evals", valid=SIGMAS)
+    eval_diverge_evals_after: int = threshold(5, see="eval_diverge_min_evals", unit="evaluations", valid=count(1))
+    eval_diverge_rise: float = threshold(1.2, see="eval_diverge_min_evals", unit="ratio", valid=FACTOR)
+    eval_diverge_noise_factor: float = threshold(2.0, see="eval_diverge_min_evals", unit="ratio", valid=SIGMAS)
 
     # --- RL and preference signal -----------------------------------------------------------
     rl_zero_std_fail: float = threshold(
@@ -463,10 +528,11 @@ class Thresholds:
         "is a run with no signal at all (FAIL); half of the groups without spread over the "
         "last third is most of each batch wasted (WARN). Healthy GRPO runs on the corpus sit "
         "at 0.0-0.2.",
+        unit="share",
         valid=SHARE,
     )
-    rl_zero_reward_share: float = threshold(0.8, see="rl_zero_std_fail", valid=SHARE)
-    rl_zero_std_warn: float = threshold(0.5, see="rl_zero_std_fail", valid=SHARE)
+    rl_zero_reward_share: float = threshold(0.8, see="rl_zero_std_fail", unit="share", valid=SHARE)
+    rl_zero_std_warn: float = threshold(0.5, see="rl_zero_std_fail", unit="share", valid=SHARE)
     pref_chance_accuracy: float = threshold(
         0.6,
         "A preference run (DPO, IPO, ORPO, CPO: TRL logs rewards/accuracies, the share of "
@@ -476,6 +542,7 @@ class Thresholds:
         "most 0.6, with no significant upward trend there, while the loss has no significant "
         "downward trend (dead_trend_z), is a run that does not learn its preferences. 20 "
         "accuracy points make the second half 10.",
+        unit="share",
         valid=SHARE,
     )
     rl_flat_noise_share: float = threshold(
@@ -487,6 +554,7 @@ class Thresholds:
         "2.576 * noise * sqrt(12 / n), so the bar can be met from about 320 points on: a "
         "shorter flat reward is not enough evidence (a reward flat at about -0.25 for 400 "
         "steps is).",
+        unit="ratio",
         valid=SHARE,
     )
     rl_kl_tiny: float = threshold(
@@ -495,10 +563,11 @@ class Thresholds:
         "nats: the policy has not left where it started (healthy GRPO runs grow their KL to "
         "0.01-0.1; TRL logs exactly 0 when beta is 0, which says nothing). With a pinned "
         "reward it is a FAIL (TP-RL-FROZEN-POLICY).",
+        unit="nats",
         valid=Range(float, 0.0, 1.0),
     )
     # Two halves of 2 points each, the least a trend over the second half is read from.
-    pref_min_points: int = threshold(20, see="pref_chance_accuracy", valid=count(4))
+    pref_min_points: int = threshold(20, see="pref_chance_accuracy", unit="points", valid=count(4))
     rl_collapse_min_points: int = threshold(
         30,
         "An RL return (reward) that rose and then fell back to or below where it started has "
@@ -509,12 +578,13 @@ class Thresholds:
         "in 10^4), and the last 3 blocks (30% of the run) must all sit below the halfway point "
         "between start and peak, so a late dip that recovers is not it. 30 points give block "
         "medians of 3 points; fewer is skipped.",
+        unit="points",
         valid=count(3),
     )
     # A start, a peak and a tail block at least.
-    rl_collapse_blocks: int = threshold(10, see="rl_collapse_min_points", valid=count(3))
-    rl_collapse_tail_blocks: int = threshold(3, see="rl_collapse_min_points", valid=count(1))
-    rl_collapse_rise_se: float = threshold(6.0, see="rl_collapse_min_points", valid=SIGMAS)
+    rl_collapse_blocks: int = threshold(10, see="rl_collapse_min_points", unit="blocks", valid=count(3))
+    rl_collapse_tail_blocks: int = threshold(3, see="rl_collapse_min_points", unit="blocks", valid=count(1))
+    rl_collapse_rise_se: float = threshold(6.0, see="rl_collapse_min_points", unit="z", valid=SIGMAS)
 
     # --- gradients -----------------------------------------------------------------------
     grad_spike_factor: float = threshold(
@@ -522,6 +592,7 @@ class Thresholds:
         "A gradient norm 10x the run's median is a spike (clipping thresholds are usually set "
         "at a few times the typical norm). The first logged norm is ignored: large norms at "
         "the first log are normal (measured on the corpus: most files).",
+        unit="ratio",
         valid=FACTOR,
     )
     nan_grad_sustained_points: int = threshold(
@@ -529,6 +600,7 @@ class Thresholds:
         "Non-finite gradient norms on the last 3 or more logged points, never followed by a "
         "finite one, are not the loss scaler skipping steps (it lowers its scale and the norm "
         "becomes finite again, sometimes after several skips in a row while it calibrates).",
+        unit="points",
         valid=count(1),
     )
     loss_scale_collapse_factor: float = threshold(
@@ -536,6 +608,7 @@ class Thresholds:
         "A dynamic loss scaler halves on each overflow and doubles back only after a long run "
         "of clean steps (torch GradScaler: 2000); ending 2^10 below its peak means ten "
         "overflows it never recovered from.",
+        unit="ratio",
         valid=FACTOR,
     )
 
@@ -546,35 +619,47 @@ class Thresholds:
         "lr <= 0 on 99% of logged points: the optimiser never moved the weights. Over 10%: a "
         "real share of the run was wasted (warm-up starts at 0 and schedules end at 0, so one "
         "or two edge points are normal).",
+        unit="share",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )
-    zero_lr_warn_share: float = threshold(0.1, see="zero_lr_fail_share", valid=SHARE)
+    zero_lr_warn_share: float = threshold(0.1, see="zero_lr_fail_share", unit="share", valid=SHARE)
     lr_startup_points: int = threshold(
         3,
         "Leading zeros are warm-up or mixed-precision start-up when they last at most 3 logged "
         "points or 5% of the run, whichever is more (HF logs lr 0 at the first step when "
         "warm-up is on and logging_steps=1; fp16 start-up skips its first steps).",
+        unit="points",
         valid=count(0),
     )
-    lr_startup_share: float = threshold(0.05, see="lr_startup_points", valid=SHARE)
+    lr_startup_share: float = threshold(0.05, see="lr_startup_points", unit="share", valid=SHARE)
     # One value cannot increase: two are the least that show a rise.
     warmup_rising_points: int = threshold(
         3,
         "Warm-up is still running at the end when the last 3 logged learning rates strictly "
         "increase (two increases in a row are not noise: schedules are deterministic).",
+        unit="points",
         valid=count(2),
     )
 
     # --- throughput --------------------------------------------------------------------
     step_cliff_factor: float = threshold(
-        3.0, "The median step time of the last 20% of the run more than 3x that of the first half.", valid=FACTOR
+        3.0,
+        "The median step time of the last 20% of the run more than 3x that of the first half.",
+        unit="ratio",
+        valid=FACTOR,
     )
-    step_cliff_tail_share: float = threshold(0.2, see="step_cliff_factor", valid=SHARE)
+    step_cliff_tail_share: float = threshold(0.2, see="step_cliff_factor", unit="share", valid=SHARE)
     step_cliff_min_points: int = threshold(
-        10, "10 points: the last 20% is then at least 2 points, so one slow step is not a cliff.", valid=count(2)
+        10,
+        "10 points: the last 20% is then at least 2 points, so one slow step is not a cliff.",
+        unit="points",
+        valid=count(2),
     )
     loader_bound_share: float = threshold(
-        0.5, "Data loading takes more than half of each step: the accelerator waits on the input pipeline.", valid=SHARE
+        0.5,
+        "Data loading takes more than half of each step: the accelerator waits on the input pipeline.",
+        unit="share",
+        valid=SHARE,
     )
 
     # --- update/weight ratio ------------------------------------------------------------
@@ -584,17 +669,22 @@ class Thresholds:
         'Recipe for Training Neural Networks", 2019: "ratio of updates to weights ... should '
         'be around 1e-3"); a decade either side is still ordinary, so warn outside [1e-4, '
         "1e-2]. Judged after warm-up (the first 10% of points) on at least 30 points.",
+        unit="points",
         valid=count(2),
     )
     # 1 would skip every point as warm-up.
     update_ratio_warmup_share: float = threshold(
-        0.1, see="update_ratio_min_points", valid=Range(float, 0.0, 1.0, hi_open=True)
+        0.1, see="update_ratio_min_points", unit="share", valid=Range(float, 0.0, 1.0, hi_open=True)
     )
     # log10 of ||dW||/||W||: float64 resolves a relative change down to its epsilon
     # (2.2e-16, log10 about -15.7), and an update 100 times the weights is a reset, not
     # training.
-    update_ratio_high_log10: float = threshold(-2.0, see="update_ratio_min_points", valid=Range(float, -16.0, 2.0))
-    update_ratio_low_log10: float = threshold(-4.0, see="update_ratio_min_points", valid=Range(float, -16.0, 2.0))
+    update_ratio_high_log10: float = threshold(
+        -2.0, see="update_ratio_min_points", unit="log10", valid=Range(float, -16.0, 2.0)
+    )
+    update_ratio_low_log10: float = threshold(
+        -4.0, see="update_ratio_min_points", unit="log10", valid=Range(float, -16.0, 2.0)
+    )
     # log10, bounded as the two above.
     live_zero_update_ratio_log10: float = threshold(
         -6.0,
@@ -604,6 +694,7 @@ class Thresholds:
         "(1e-6 x 1e4), two decades below TP-UPDATE-RATIO-LOW's bar (1e-4, a slow but "
         "moving run) and a few float32 roundings (6e-8) above no change at all. Adam at "
         "1e-4 on weights of scale 0.1 gives about 1e-3.",
+        unit="log10",
         valid=Range(float, -16.0, 2.0),
     )
 
@@ -616,6 +707,7 @@ class Thresholds:
         "a loss scaler calibrating its scale. A configuration fault (a layer outside the "
         "optimizer, zero_grad missing, model.eval() left on) holds at every check, so it is still "
         "found at the third. Engineering choice: the least that rules out one batch.",
+        unit="checks",
         valid=count(1),
     )
     replica_drift_tol: float = threshold(
@@ -625,6 +717,7 @@ class Thresholds:
         "so the float64 checksums of identical tensors agree exactly. 1e-6 (relative) leaves room "
         "for a different summation order on mixed hardware, far below the O(1) difference of a "
         "rank that started from another seed. Engineering choice above exact equality.",
+        unit="ratio",
         valid=NONNEG,
     )
     # Replica checks come every replica_every checks (10 by default), so two are 10 checks apart.
@@ -633,6 +726,7 @@ class Thresholds:
         "Replicas apart at 2 replica checks in a row (10 checks apart at the monitor's default "
         "replica_every=10): one measurement could be a rank caught mid-update by a hook; a "
         "difference that persists across two is in the parameters.",
+        unit="checks",
         valid=count(1),
     )
     # 0 would call every run eval-mode (a share of 0 is "at least 0").
@@ -641,6 +735,7 @@ class Thresholds:
         "model.training False at 90% or more of the log() calls between two checks: a periodic "
         "validation pass that logs inside the training loop takes a minority of the calls, while "
         "model.eval() left on takes all of them. Engineering choice between the two.",
+        unit="share",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )
     layer_update_ratio_high_log10: float = threshold(
@@ -652,6 +747,7 @@ class Thresholds:
         "per-layer ratio stayed below 10^-1.3, except a zero-initialised positional embedding "
         "under SGD at lr 0.1, which starts at 1 and falls below 0.1 within 50 steps (a falling "
         "ratio is left out: a layer settling).",
+        unit="log10",
         valid=Range(float, -16.0, 2.0),
     )
     # float32 resolves a relative change down to about 6e-8 (log10 -7.2); below it nothing changes.
@@ -662,6 +758,7 @@ class Thresholds:
         "model is not simply at a low learning rate, which TP-UPDATE-RATIO-LOW judges). "
         "Engineering choice: float32 resolves changes down to about 6e-8, so the layer does "
         "change, but too little to learn.",
+        unit="log10",
         valid=Range(float, -16.0, 2.0),
     )
     layer_grad_exploding_log10: float = threshold(
@@ -673,6 +770,7 @@ class Thresholds:
         "weight matrix's gradient norm sat at most 10^1.0 above the median, the smallest at most "
         "10^0.8 below it. Three decades is an engineering choice well above that spread, which "
         "deeper and larger models widen.",
+        unit="log10",
         valid=Range(float, 0.0, 16.0, lo_open=True),
     )
     layer_grad_vanishing_log10: float = threshold(
@@ -681,6 +779,7 @@ class Thresholds:
         "step: that layer learns ten thousand times slower than the typical one. Engineering "
         "choice, three decades beyond the spread measured on healthy models (see "
         "layer_grad_exploding_log10). All-zero gradients are TP-PARAMS-NO-GRAD's.",
+        unit="log10",
         valid=Range(float, -16.0, 0.0, hi_open=True),
     )
     # 1 is the whole layer; below it a configuration turns the FAIL into a judgement of a share.
@@ -692,6 +791,7 @@ class Thresholds:
         "Adam at lr 1e-3 to 1e-2, batches of 1 to 64, a check every 25 steps): the largest share "
         "reached 0.98 at batch 1 (one example leaves most units inactive) and 0.42 at batch 8, "
         "and never 1 at any of 714 checks; hence the whole layer, not a share, is the bar.",
+        unit="share",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )
     saturation_share: float = threshold(
@@ -703,6 +803,7 @@ class Thresholds:
         "layers reached at most 0.38, sigmoid layers 0.30 at batch 8 and more but 0.98 at batch "
         "1 and lr 1e-2, which is why the rule only warns. The share is an engineering choice "
         "above the healthy spread.",
+        unit="share",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )
     scheduler_stuck_steps: int = threshold(
@@ -711,6 +812,7 @@ class Thresholds:
         "steps (or, where the log records the epoch, while a whole epoch passed). A scheduler "
         "stepped once per epoch legitimately stands still within an epoch; 2000 steps is an "
         "engineering choice above most epochs of small and medium datasets.",
+        unit="steps",
         valid=count(1),
     )
 
@@ -723,6 +825,7 @@ class Thresholds:
         'data-loader worker forks with its own copy of the dataset object; "available" also '
         "moves as other processes and the page cache come and go. A fifth is a judgement, not "
         "a measurement: below it ordinary variation is enough to reach the OOM killer.",
+        unit="ratio",
         valid=NONNEG,
     )
     env_disk_headroom_checkpoints: int = threshold(
@@ -730,6 +833,7 @@ class Thresholds:
         "Free disk must hold one checkpoint more than --keep, else TP-ENV-DISK-TIGHT: trainers "
         "write the new checkpoint before deleting the oldest (the HF Trainer rotates after "
         "saving), so --keep + 1 checkpoints are on disk while each save completes.",
+        unit="checkpoints",
         valid=count(0),
     )
 
@@ -742,6 +846,7 @@ class Thresholds:
         "unseen by chance with probability e^-5 = 0.7%; at 20 per class that chance would be "
         "13%. 50 per class is 500 targets for 10 classes (a few batches) and 50,000 for "
         "ImageNet's 1,000 (4% of an epoch). Below it the check only says it saw too few.",
+        unit="targets/class",
         valid=count(1),
     )
     obj_dead_class_max_missing: int = threshold(
@@ -753,6 +858,7 @@ class Thresholds:
         "misdescribe: the reserved special tokens of an LM vocabulary, the 13 byte values that "
         "never occur in UTF-8 text (a byte-level BPE has a token for each), or a num_classes "
         "larger than the label set. The check then reports TP-OBJ-COVERAGE-INSUFFICIENT.",
+        unit="classes",
         valid=count(0),
     )
 
@@ -763,6 +869,7 @@ class Thresholds:
         "(1.11 s; its README gives 1.11-10.10 s, mean 6.57 s, for 13,100 clips). Shorter clips "
         "are truncated files or mis-segmented pairs, and give a subsampling encoder few "
         "frames.",
+        unit="seconds",
         valid=NONNEG,
     )
     speech_max_duration_s: float = threshold(
@@ -771,6 +878,7 @@ class Thresholds:
         "(`max_duration: 16.7` in its documented train_ds config); Whisper pads or truncates "
         "every input to a 30 s window. Between 16.7 and 30 s a clip is still trainable by some "
         "models, so the bar is set between the two rather than at either.",
+        unit="seconds",
         valid=POSITIVE,
     )
     speech_char_rate_factor: float = threshold(
@@ -781,12 +889,14 @@ class Thresholds:
         "one reader's rate varies far less than 2x; a truncated or neighbouring transcript is "
         "off by about 2x or more. A judgement, not a measurement: speakers of a multi-speaker "
         "corpus differ more.",
+        unit="ratio",
         valid=FACTOR,
     )
     speech_char_rate_min_items: int = threshold(
         10,
         "The median needs 10 measurable pairs: with fewer, two or three mismatched pairs move "
         "it far enough to hide themselves (a median of 10 survives 4 outliers).",
+        unit="items",
         valid=count(1),
     )
     # A fraction of full scale: 1 is the rails themselves.
@@ -796,6 +906,7 @@ class Thresholds:
         "32767/32768 = 0.99997, and 0.1% leaves room for dither on a clipped plateau. At 99% "
         "instead, the top of every loud peak of clean 48 kHz speech normalised to 0 dBFS would "
         "count (a 150 Hz sine stays above 0.99 for 14 samples at 48 kHz, above 0.999 for 4).",
+        unit="ratio",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )
     speech_clip_run: int = threshold(
@@ -805,6 +916,7 @@ class Thresholds:
         "scale stays above the level for at most 2 samples at 16-22 kHz when its frequency is "
         "150 Hz or more (3 at 100 Hz and 22.05 kHz; longer at 48 kHz, which the share below "
         "absorbs).",
+        unit="samples",
         valid=count(1),
     )
     speech_clip_share: float = threshold(
@@ -814,6 +926,7 @@ class Thresholds:
         "the few peak samples of clean audio normalised to full scale stay far below it (a "
         "dozen loud peaks of 4 samples in a 5 s clip at 48 kHz is 0.02%). A judgement, not a "
         "measurement.",
+        unit="share",
         valid=SHARE,
     )
     # 24-bit PCM spans 144 dB; 300 dB (a power ratio of 1e-30) is below any recording's
@@ -826,6 +939,7 @@ class Thresholds:
         "less). The weakest speech sounds sit about 28 dB below the strongest vowels "
         '(Fletcher, "Speech and Hearing in Communication", 1953: "th" in "thin" vs "aw" in '
         '"talk"), so 45 dB leaves room before soft consonants would be counted as silence.',
+        unit="dB",
         valid=Range(float, 0.0, 300.0, lo_open=True),
     )
     speech_silence_max_s: float = threshold(
@@ -833,6 +947,7 @@ class Thresholds:
         "More than 1 s of silence before the first or after the last sound: longer than a "
         "pause between sentences in read speech, so it is padding or a missed cut rather than "
         "a breath. A judgement, not a measurement.",
+        unit="seconds",
         valid=NONNEG,
     )
     tok_min_char_coverage: float = threshold(
@@ -841,6 +956,7 @@ class Thresholds:
         "excluded): SentencePiece's own default `character_coverage=0.9995`, which its docs "
         "recommend for large character sets (1.0 for small alphabets); a tokenizer trained on "
         "these transcripts with the defaults passes, one trained on other text does not.",
+        unit="share",
         valid=SHARE,
     )
     tok_max_unk_share: float = threshold(
@@ -848,6 +964,7 @@ class Thresholds:
         "Unknown tokens above 1% of all tokens: 20 times the 0.05% of characters that the "
         "default coverage leaves out, and at ~30 tokens a sentence an unknown token in every "
         "third transcript: the tokenizer does not fit the text, it is not a rare symbol.",
+        unit="share",
         valid=SHARE,
     )
     tok_max_tokens_per_second: float = threshold(
@@ -857,6 +974,7 @@ class Thresholds:
         'convolutional downsampling" of 10 ms feature frames = 80 ms per frame). CTC needs at '
         "least one frame per token, so an utterance above it cannot be aligned. A 4x Conformer "
         "has 25 frames/s.",
+        unit="tokens/second",
         valid=POSITIVE,
     )
 
@@ -865,6 +983,7 @@ class Thresholds:
         10,
         "Levels are compared only when both sides have at least 10 finite loss points over the "
         "steps they share (the shape rules' minimum plus room for a 10% end window).",
+        unit="points",
         valid=count(2),
     )
     cmp_floor_ratio: float = threshold(
@@ -872,25 +991,31 @@ class Thresholds:
         "A floor or an end level twice the baseline's is far outside seed-to-seed variation "
         "(the two healthy example seeds differ by under 1.5x at their floors); a run on "
         "shuffled labels sits at 5-20x.",
+        unit="ratio",
         valid=FACTOR,
     )
-    cmp_end_ratio: float = threshold(2.0, see="cmp_floor_ratio", valid=FACTOR)
+    cmp_end_ratio: float = threshold(2.0, see="cmp_floor_ratio", unit="ratio", valid=FACTOR)
     cmp_min_gap_share: float = threshold(
         0.1,
         "...and the gap must be a material share of what the baseline learned (its start minus "
         "its floor or end): near a floor of almost zero a ratio of two small numbers says "
         "little (the gallery's healthy torch seeds reach 0.043 and 0.089 from 1.39, a 2.07x "
         "ratio but a 3% share), while shuffled labels miss 60-80% of it.",
+        unit="ratio",
         valid=SHARE,
     )
     # 1 would FAIL a run that improves exactly as much as its baseline, minus noise.
     cmp_improve_deficit: float = threshold(
         0.25,
         "Improving less than a quarter of what the baseline improved over the same steps.",
+        unit="ratio",
         valid=Range(float, 0.0, 1.0, hi_open=True),
     )
     cmp_gradnorm_ratio: float = threshold(
-        5.0, "Gradient norms five times the baseline's: well beyond batch-to-batch variation.", valid=FACTOR
+        5.0,
+        "Gradient norms five times the baseline's: well beyond batch-to-batch variation.",
+        unit="ratio",
+        valid=FACTOR,
     )
 
     # --- intent ---------------------------------------------------------------------------
@@ -898,6 +1023,7 @@ class Thresholds:
         0.05,
         "A log whose last step is more than 5% short of the declared end did not finish (HF "
         "logs every logging_steps, so the last log may sit a few steps before max_steps).",
+        unit="share",
         valid=SHARE,
     )
 
@@ -906,11 +1032,12 @@ class Thresholds:
         4,
         "At least 4 evaluations; the median of the last 3 above 1.2x the eval minimum, with at "
         "least 3 evaluations after it, while the train loss kept falling.",
+        unit="evaluations",
         valid=count(2),
     )
-    overfit_ratio: float = threshold(1.2, see="overfit_min_evals", valid=FACTOR)
-    overfit_tail_evals: int = threshold(3, see="overfit_min_evals", valid=count(1))
-    overfit_evals_after_min: int = threshold(3, see="overfit_min_evals", valid=count(1))
+    overfit_ratio: float = threshold(1.2, see="overfit_min_evals", unit="ratio", valid=FACTOR)
+    overfit_tail_evals: int = threshold(3, see="overfit_min_evals", unit="evaluations", valid=count(1))
+    overfit_evals_after_min: int = threshold(3, see="overfit_min_evals", unit="evaluations", valid=count(1))
     overfit_slow_ratio: float = threshold(
         1.05,
         "A durable rise needs less height: an eval loss that climbs at every evaluation after "
@@ -918,6 +1045,7 @@ class Thresholds:
         "least 5% is overfitting even below the 1.2x bar (a +12% creep over ten Keras epochs "
         "with val accuracy flat). 5% is above the evaluation-to-evaluation wiggle of a fixed "
         "eval set, and the trend or the strict climb rules out one noisy evaluation.",
+        unit="ratio",
         valid=FACTOR,
     )
 
@@ -927,6 +1055,7 @@ class Thresholds:
         "Growing oscillation: 40 points leave 34 residuals after the 10% warm-up (the last two "
         "points have no right-hand neighbours), enough for 8 windows of 4 (the trend test "
         "needs at least 6) and thirds of 11 or 12.",
+        unit="points",
         valid=count(10),
     )
     # 1 would leave no points after the warm-up.
@@ -934,6 +1063,7 @@ class Thresholds:
         0.1,
         "The first 10% of the run is warm-up: the loss falls fastest and the learning rate is "
         "still moving there, so its swings say nothing about stability.",
+        unit="share",
         valid=Range(float, 0.0, 1.0, hi_open=True),
     )
     osc_growth: float = threshold(
@@ -947,12 +1077,14 @@ class Thresholds:
         "residuals), 6% of 60-point and 0.4% of 200-point ones (simulated); together with the "
         "trend and alternation tests below, none of 24,000 simulated constant-amplitude runs "
         "of 40-200 points fired, noisy or alternating.",
+        unit="ratio",
         valid=FACTOR,
     )
     osc_trend_z: float = threshold(
         2.5,
         "The window amplitudes rise consistently: a Mann–Kendall z of 2.5 (one-sided p 0.006) "
         "on both scales, so one late burst is not a growing oscillation.",
+        unit="z",
         valid=SIGMAS,
     )
     osc_min_alternation: float = threshold(
@@ -963,6 +1095,7 @@ class Thresholds:
         "noise gives 62% on average (the residuals of a 4-neighbour median are slightly "
         "anti-correlated) and reaches 80% by chance in 13% of 11-pair last thirds (40-point "
         "runs), 4% of 17-pair ones and never in 60-pair ones (simulated).",
+        unit="share",
         valid=SHARE,
     )
     # The first and the last 10% must hold 3 points each besides the ignored first norm.
@@ -970,6 +1103,7 @@ class Thresholds:
         10,
         "Vanishing gradient: 10 norms, so that the first 10% and the last 10% (at least 3 "
         "each, the first logged norm ignored) do not overlap.",
+        unit="points",
         valid=count(7),
     )
     vanish_ratio: float = threshold(
@@ -981,12 +1115,14 @@ class Thresholds:
         "after a blow-up with the blow-up's own norms, and its loss condition keeps it out "
         "(TP-DIVERGE judges that run). The loss condition (TP-DEAD-RUN's window and share) "
         "keeps converged runs out in general.",
+        unit="ratio",
         valid=SHARE,
     )
     plateau_min_points: int = threshold(
         34,
         "Early plateau: the first 30% of the run must hold at least 10 points for its slope to "
         "mean something, so the run needs 34.",
+        unit="points",
         valid=count(10),
     )
     # The head and the rest must both hold points.
@@ -995,6 +1131,7 @@ class Thresholds:
         '"Early" is the first 30% of the run: long enough that a normal warm-up (a few % of '
         "the run) plus the fast first fall are inside it, short enough to leave most of the "
         "run to show the decrease that came later.",
+        unit="share",
         valid=Range(float, 0.0, 1.0, lo_open=True, hi_open=True),
     )
     plateau_t: float = threshold(
@@ -1005,6 +1142,7 @@ class Thresholds:
         "10% without it being significant; that is not a plateau). Standard errors are widened "
         "for the lag-1 autocorrelation of the head's residuals: a running-average loss is "
         "autocorrelated, and plain least squares would find trends in its drift.",
+        unit="t",
         valid=SIGMAS,
     )
     plateau_accel_t: float = threshold(
@@ -1017,18 +1155,21 @@ class Thresholds:
         "passes both; on 9,000 simulated healthy curves (exponential, power-law and "
         "step-schedule decays; normal, heavy-tailed and autocorrelated noise of 0.5-40%) 4 "
         "fired, all step-schedule curves whose first 30% fell less than 5%.",
+        unit="t",
         valid=SIGMAS,
     )
     spike_min_points: int = threshold(
         20,
         "Loss spike: 20 points, so that a spike has its 5-point level before it, up to 5 burst "
         "points and 5 points after it to settle.",
+        unit="points",
         valid=count(3),
     )
     spike_window: int = threshold(
         10,
         "The level before a spike is the median of up to the 10 points before it (at least 5): "
         "local, and steady against a spike of up to 5 points inside it.",
+        unit="points",
         valid=count(1),
     )
     spike_factor: float = threshold(
@@ -1038,12 +1179,14 @@ class Thresholds:
         "ordinary swings are not spikes. The factor alone does not separate harm from noise: "
         "on the shared corpus the healthy GPT run logged every step and the PINN run jump to "
         "3.7-28x their trailing level and recover fully; the recovery test below does.",
+        unit="ratio",
         valid=FACTOR,
     )
-    spike_noise_z: float = threshold(6.0, see="spike_factor", valid=SIGMAS)
+    spike_noise_z: float = threshold(6.0, see="spike_factor", unit="z", valid=SIGMAS)
     spike_max_points: int = threshold(
         5,
         "A burst of at most 5 consecutive points: longer, and it is a new level (TP-DIVERGE), not a spike.",
+        unit="points",
         valid=count(1),
     )
     spike_excursion_factor: float = threshold(
@@ -1057,24 +1200,27 @@ class Thresholds:
         "against the median of however few points precede it: no descent or warm-up "
         "multiplies the loss 10x and comes back (in the zoo, 13 of 15 missed spikes sat "
         "among the first 5 logged points).",
+        unit="ratio",
         valid=FACTOR,
     )
-    spike_excursion_share: float = threshold(0.25, see="spike_excursion_factor", valid=SHARE)
+    spike_excursion_share: float = threshold(0.25, see="spike_excursion_factor", unit="share", valid=SHARE)
     spike_settle_points: int = threshold(
         5,
         "The level after the spike is the lowest median of any 5 consecutive points from the "
         "end of the burst to the end of the log: a slow recovery still counts as recovery, and "
         "5 points after the spike are needed to read a level at all. The lowest of many such "
         "medians sits below the true level by chance, so the rule errs towards silence.",
+        unit="points",
         valid=count(1),
     )
     spike_worse_ratio: float = threshold(
         1.1,
         "Left worse: that level more than 1.1x the level before the spike, and above it by "
         "more than 3 standard errors of the two levels (as TP-DIVERGE's noise gate).",
+        unit="ratio",
         valid=FACTOR,
     )
-    spike_worse_z: float = threshold(3.0, see="spike_worse_ratio", valid=SIGMAS)
+    spike_worse_z: float = threshold(3.0, see="spike_worse_ratio", unit="z", valid=SIGMAS)
 
     def with_overrides(self, overrides: Mapping[str, object]) -> "Thresholds":
         """A copy with some values replaced, each checked against its :data:`RANGES` entry
@@ -1084,14 +1230,14 @@ class Thresholds:
             ThresholdError: unknown name; a value that is not a number (bools are not);
                 a fraction for a whole-number threshold; a non-finite value; a value
                 outside the threshold's range, or breaking a constraint between two
-                thresholds. The message names the key and the range.
+                thresholds. The message names the key, the range and the unit.
         """
         fields = {f.name for f in dataclasses.fields(self)}
         clean: dict[str, object] = {}
         for key, val in overrides.items():
             if key not in fields:
                 raise ThresholdError(f"unknown threshold {key!r}; known: {', '.join(sorted(fields))}")
-            clean[key] = range_of(key).check(key, val)
+            clean[key] = range_of(key).check(key, val, unit_of(key))
         out = dataclasses.replace(self, **clean)
         for c in CONSTRAINTS:
             if (c.a in clean or c.b in clean) and not c.holds(getattr(out, c.a), getattr(out, c.b)):
@@ -1134,6 +1280,17 @@ def reason(name: str) -> str:
             raise ThresholdError(f"threshold {name!r}: see={meta['see']!r} names no threshold with a reason")
         return target.metadata["why"]
     return meta["why"]
+
+
+def unit_of(name: str) -> str:
+    """The unit threshold ``name`` was declared in, a key of :data:`UNITS`.
+
+    Raises:
+        ThresholdError: ``name`` is not a threshold.
+    """
+    if name not in _FIELDS:
+        raise ThresholdError(f"unknown threshold {name!r}")
+    return _FIELDS[name].metadata["unit"]
 
 
 def shown(value: int | float) -> str:

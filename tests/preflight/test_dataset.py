@@ -439,7 +439,7 @@ def tokdirs(base_tok, tmp_path_factory):
         fast.save_pretrained(str(d))
         return d
 
-    return {
+    dirs = {
         "good": save("good", "<s> $A </s>", eos_token="</s>", pad_token="<pad>", bos_token="<s>"),
         "no_append": save("no_append", "<s> $A", eos_token="</s>", pad_token="<pad>", bos_token="<s>"),
         "pad_eos": save("pad_eos", "<s> $A </s>", eos_token="</s>", pad_token="</s>", bos_token="<s>"),
@@ -447,6 +447,10 @@ def tokdirs(base_tok, tmp_path_factory):
         "no_eos": save("no_eos", "<s> $A", pad_token="<pad>", bos_token="<s>"),
         "no_bos": save("no_bos", "$A </s>", eos_token="</s>", pad_token="<pad>"),
     }
+    # The first AutoTokenizer load in a process imports transformers' auto classes (about 3 s
+    # of CPU): paid here, once for the module, not by whichever test loads a directory first.
+    transformers.AutoTokenizer.from_pretrained(str(dirs["good"]), local_files_only=True)
+    return dirs
 
 
 def texts(n: int = 30) -> list[dict]:

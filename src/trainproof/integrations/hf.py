@@ -187,13 +187,11 @@ class TrainproofCallback(TrainerCallback):
         if probe is None:
             return
         step = state.global_step + 1  # the Trainer counts this step right after
-        probe.on_log()
-        if self._logs_at(args, state, step):
-            self._measured = probe.read(probe.collect())
-            if self.live.guardian is not None:
-                self.live.guardian.meta["model_probe"] = {"step": step, **probe.details}
-        if self._logs_at(args, state, step + 2):
-            probe.arm()
+        meta = self.live.guardian.meta if self.live.guardian is not None else None
+        logged = self._logs_at(args, state, step)
+        measured = probe.after_step(step, logged, self._logs_at(args, state, step + 2), meta)
+        if logged:
+            self._measured = measured
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         # The end-of-training summary (train_runtime, train_loss averaged over the run) is

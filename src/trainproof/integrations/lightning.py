@@ -203,13 +203,8 @@ class TrainproofCallback(Callback):
             # shows whether that step's gradients were cleared.
             self._steps += 1
             every = self.live.check_every
-            probe.on_log()
-            if self._steps % every == 0:
-                values.update(probe.read(probe.collect()))
-                if self.live.guardian is not None:
-                    self.live.guardian.meta["model_probe"] = {"step": step, **probe.details}
-            if (self._steps + 2) % every == 0:
-                probe.arm()
+            meta = self.live.guardian.meta if self.live.guardian is not None else None
+            values.update(probe.after_step(step, self._steps % every == 0, (self._steps + 2) % every == 0, meta))
         self._record(trainer, step, values)
 
     def on_validation_end(self, trainer, pl_module) -> None:

@@ -632,6 +632,23 @@ class ModelProbe:
                 at += n
         return deferred.finish(values)
 
+    def after_step(self, step, measure: bool, arm_next: bool, meta: dict | None = None) -> dict:
+        """What a framework callback does after each optimizer step, in one place: count
+        the step (:meth:`on_log`); when ``measure``, read this check's measurements now
+        (:meth:`read`) and put the latest details in ``meta["model_probe"]``; when
+        ``arm_next``, arm the probe for the step after next (the update measured is the
+        step before a check's own, and that check's backward shows whether its gradients
+        were cleared). Returns the ``model/*`` values measured, or ``{}``."""
+        self.on_log()
+        out = {}
+        if measure:
+            out = self.read(self.collect())
+            if meta is not None:
+                meta["model_probe"] = {"step": step, **self.details}
+        if arm_next:
+            self.arm()
+        return out
+
     def _scaler_values(self, host: dict, jobs: list, take) -> None:
         scaler = self.scaler
         enabled = getattr(scaler, "is_enabled", lambda: True)()

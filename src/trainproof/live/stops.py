@@ -93,7 +93,7 @@ def measured_cause(run: RunLog, th: Thresholds) -> tuple[str, str] | None:
       trainable tensor (:func:`trainable_tensors`; not judged when that count is unknown).
     """
     from ..rules.engine import Context
-    from ..rules.loss import _grad_collapsed
+    from ..rules.loss import grad_collapsed
 
     lrs = [k for k in run.series if k == "lr" or re.fullmatch(r"lr_group_\d+", k)]
     late = {k: _late(run, k) for k in lrs}
@@ -123,7 +123,7 @@ def measured_cause(run: RunLog, th: Thresholds) -> tuple[str, str] | None:
         if g is not None and np.all(g == 0):
             return "grad_norm", "the gradients are zero: every gradient norm of the second half of the points is 0.0"
         rule = get("TP-DEAD-RUN")
-        collapsed = _grad_collapsed(Context(run, th, rule)) if rule is not None else None
+        collapsed = grad_collapsed(Context(run, th, rule)) if rule is not None else None
         if collapsed:
             early, late_g = collapsed
             return "grad_norm", (

@@ -1131,7 +1131,7 @@ def _grad_levels(ctx) -> tuple[float, float] | None:
     return float(median(g[1 : max(2, g.size // 10 + 1)])), float(median(g[g.size // 2 :]))
 
 
-def _grad_collapsed(ctx) -> tuple[float, float] | None:
+def grad_collapsed(ctx) -> tuple[float, float] | None:
     """``(early, late)`` (:func:`_grad_levels`) when the gradient norm collapsed over the
     run: the late median exactly 0 or under ``vanish_ratio`` of the early one; else
     ``None``."""
@@ -1148,7 +1148,7 @@ def _alive(ctx) -> tuple[bool, str]:
     that has not collapsed below ``vanish_ratio`` of its early level. Both series must be
     logged: without them nothing says the run is alive."""
     lr_late, levels = _lr_late(ctx), _grad_levels(ctx)
-    if lr_late is None or levels is None or lr_late <= ctx.th.tiny_lr or _grad_collapsed(ctx):
+    if lr_late is None or levels is None or lr_late <= ctx.th.tiny_lr or grad_collapsed(ctx):
         return False, ""
     return True, f"learning rate {num(lr_late)} and gradient norm {num(levels[1])} (medians of the second half)"
 
@@ -1285,7 +1285,7 @@ def dead_run_state(ctx) -> dict | None:
         if frozen is not None:
             state["frozen_metric"] = frozen
             return state  # the cause is named: the model's predictions do not change
-        collapsed = _grad_collapsed(ctx)
+        collapsed = grad_collapsed(ctx)
         if collapsed is not None:
             state["grad_collapsed"] = collapsed
             return state  # the cause is named: the gradients that move the weights are gone

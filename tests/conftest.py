@@ -159,10 +159,13 @@ def torch_one_thread():
 
 # The fast loop's guard (tests/_fast_loop_guard.py): its hooks, registered with this conftest.
 from _fast_loop_guard import (  # noqa: E402, F401
+    pytest_collection_finish,
     pytest_fixture_setup,
     pytest_runtest_call,
+    pytest_runtest_logreport,
     pytest_runtest_makereport,
     pytest_runtest_setup,
+    pytest_sessionstart,
     pytest_terminal_summary,
 )
 

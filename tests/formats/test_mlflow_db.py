@@ -14,6 +14,7 @@ import math
 import random
 import shutil
 import sqlite3
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +24,6 @@ from trainproof import api
 from trainproof.formats import NoRuns, NotALog, ReadError, _sqlite, detect
 
 from conftest import run_cli, run_subprocess
-
-mlflow = pytest.importorskip("mlflow")
 
 N = 300
 
@@ -59,6 +58,7 @@ NO_STEP = [0.9, 0.7, 0.6, 0.55]
 
 def _log_all(uri: str) -> None:
     """Log every run of :func:`_runs` to the tracking store at ``uri`` with the client."""
+    mlflow = pytest.importorskip("mlflow")  # here, not at import: only the slow tests log (3 s)
     from mlflow.entities import Metric
     from mlflow.tracking import MlflowClient
 
@@ -101,7 +101,7 @@ def stores(tmp_path_factory):
         mp.chdir(root)  # anything the client writes relative goes here
         _log_all("sqlite:///" + str(root / "mlflow.db"))
         _log_all("file:" + str(root / "mlruns"))
-        mlflow.set_tracking_uri(None)
+        sys.modules["mlflow"].set_tracking_uri(None)
     jsonl = root / "jsonl"
     jsonl.mkdir()
     for run_name, metrics in _runs().items():

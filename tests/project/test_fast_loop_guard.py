@@ -38,7 +38,10 @@ def test_burns_cpu_in_a_child():
 
 
 @pytest.mark.slow
-def test_the_guard_fails_what_spends_too_much_and_spares_the_slow_set(tmp_path):
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_the_guard_fails_what_spends_too_much_and_spares_the_slow_set(tmp_path, workers):
+    """Serially and in pytest-xdist's workers alike; the timing lines count every test once
+    (the reports reach the controller)."""
     (tmp_path / "test_guarded.py").write_text(_TESTS, encoding="utf-8")
     env = dict(
         os.environ, PYTHONPATH=str(REPO / "tests"), TRAINPROOF_FAST_TEST_CPU_S="0.4", TRAINPROOF_FAST_TEST_GUARD="1"
@@ -52,6 +55,7 @@ def test_the_guard_fails_what_spends_too_much_and_spares_the_slow_set(tmp_path):
             "_fast_loop_guard",
             "-p",
             "no:cacheprovider",
+            *workers,
             "-rA",
             "-m",
             "not slow",
@@ -75,5 +79,6 @@ def test_the_guard_fails_what_spends_too_much_and_spares_the_slow_set(tmp_path):
     assert "FAILED test_guarded.py::test_burns_cpu_in_a_child" in out, out[-3000:]
     assert "test_burns_cpu_marked_slow" not in out.split("short test summary")[-1]
     assert "mark it @pytest.mark.slow" in out
-    assert "fast loop: 3 tests not marked slow ran in" in out
+    assert "timing: the 3 tests not marked slow took" in out
+    assert "timing: 3 tests in" in out
     assert proc.returncode == 1

@@ -687,3 +687,62 @@ def test_dead_run_a_learning_rate_of_zero_is_its_cause_whatever_the_noise(rel):
     rep = judge(loss=list(1.49 * np.exp(rel * rng.standard_normal(300))), lr=[0.0] * 300)
     f = one(rep, "TP-ZERO-LR")
     assert f.level is Level.FAIL and "TP-DEAD-RUN" in f.data["implies"]
+
+
+def _dip_run(n: int, rel: float, seed: int, dip_share: float, end_level: float, descent: bool = False):
+    """3.0 falls to a plateau of 1.0 by 30% of the run (or, with ``descent``, keeps falling
+    through it), dips to 0.4 at 60% for ``dip_share`` of the run, then returns to
+    ``end_level`` within 5% of the run and holds it to the end."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0.0, 1.0, n)
+    d0, d1 = 0.60, 0.60 + dip_share
+    if descent:
+        knots, levels = [0.0, d0 - 0.02, d0, d1, d1 + 0.05, 1.0], [3.0, 0.45, 0.4, 0.4, end_level, end_level]
+    else:
+        knots = [0.0, 0.30, d0 - 0.02, d0, d1, d1 + 0.05, 1.0]
+        levels = [3.0, 1.0, 1.0, 0.4, 0.4, end_level, end_level]
+    return noisy(np.interp(t, knots, levels), rel, rng)
+
+
+DIP_GRID = [(n, rel, seed) for n in (60, 200, 1000) for rel in (0.02, 0.08) for seed in range(3)]
+
+
+@pytest.mark.parametrize("n,rel,seed", first_seed_fast(DIP_GRID, 2))
+def test_diverge_a_brief_dip_and_a_return_to_the_plateau_does_not_fire(n, rel, seed):
+    # The run held 1.0, dipped to 0.4 for 5% of the run and came back to where it stood:
+    # it lost nothing it held (diverge_dip_blocks).
+    v = _dip_run(n, rel, seed, dip_share=0.05, end_level=1.0)
+    assert "TP-DIVERGE" not in judge(loss=list(v)).ids()
+
+
+@pytest.mark.parametrize("n,rel,seed", first_seed_fast(DIP_GRID, 2))
+def test_diverge_a_drop_held_for_a_quarter_of_the_run_then_lost_fires(n, rel, seed):
+    # The same shape with the low level held for 25% of the run: a level the run reached
+    # and held, then gave back (2.5x), is a divergence.
+    v = _dip_run(n, rel, seed, dip_share=0.25, end_level=1.0)
+    f = one(judge(loss=list(v)), "TP-DIVERGE")
+    assert f.level is Level.FAIL and f.data["ratio"] == pytest.approx(2.5, rel=0.2)
+
+
+@pytest.mark.parametrize("n,rel,seed", first_seed_fast(DIP_GRID, 2))
+def test_diverge_a_brief_minimum_on_a_descent_then_a_climb_fires(n, rel, seed):
+    # A V: the run falls straight through 1.0 to a brief minimum and climbs back to 1.0.
+    # Before its best it was descending, not holding a plateau: a divergence.
+    v = _dip_run(n, rel, seed, dip_share=0.05, end_level=1.0, descent=True)
+    assert one(judge(loss=list(v)), "TP-DIVERGE").level is Level.FAIL
+
+
+@pytest.mark.parametrize("n,rel,seed", first_seed_fast(DIP_GRID, 2))
+def test_diverge_a_brief_dip_then_a_climb_above_the_plateau_fires(n, rel, seed):
+    # Back past where the run stood before its dip (2x the plateau): a divergence.
+    v = _dip_run(n, rel, seed, dip_share=0.05, end_level=2.0)
+    f = one(judge(loss=list(v)), "TP-DIVERGE")
+    assert f.level is Level.FAIL and f.data["ratio"] == pytest.approx(5.0, rel=0.25)
+
+
+def test_diverge_dip_blocks_threshold_sets_how_brief_a_dip_is():
+    # With diverge_dip_blocks 0 no dip is brief enough: the return to the plateau fails.
+    v = _dip_run(200, 0.02, 0, dip_share=0.05, end_level=1.0)
+    assert "TP-DIVERGE" not in judge(loss=list(v)).ids()
+    th = DEFAULT.with_overrides({"diverge_dip_blocks": 0})
+    assert "TP-DIVERGE" in judge_runlog(make_run(loss=list(v)), th).ids()

@@ -907,6 +907,34 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
     return float(st[low]), before, peak
 
 
+def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, gate: float, se_best: float, th) -> bool:
+    """Whether the best level is a brief dip below a plateau the run held just before it,
+    and the run ends back at that plateau rather than above it.
+
+    ``meds``: the block medians; ``j``: the best block; ``gate``: the rule's noise gate (on
+    the log of the loss); ``se_best``: the best level's standard error. The dip is the
+    stretch of consecutive blocks around ``j`` statistically tied with the best, at most
+    ``diverge_dip_blocks`` long; the plateau is the two blocks right before it, neither the
+    run's first block (its starting level, which a run that unlearns everything returns to),
+    tied with each other (a level held, not a descent passed through), and no lower than
+    the end level by more than the gate. A run that dips and returns has lost nothing it
+    held; a divergence climbs above where the run stood before its best.
+    """
+    logm = np.log(meds)
+    tie = th.diverge_noise_z * math.sqrt(2) * se_best
+    lo = hi = j
+    while lo > 0 and logm[lo - 1] - logm[j] <= tie:
+        lo -= 1
+    while hi + 1 < logm.size and logm[hi + 1] - logm[j] <= tie:
+        hi += 1
+    if hi - lo + 1 > th.diverge_dip_blocks or lo < 3 or tied_total > hi - lo + 1:
+        return False
+    a, b = logm[lo - 2], logm[lo - 1]
+    if abs(a - b) > tie:
+        return False
+    return math.log(end) - min(a, b) <= gate
+
+
 @rule(
     "TP-DIVERGE",
     Level.FAIL,
@@ -919,6 +947,7 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
         "diverge_noise_z",
         "diverge_start_points",
         "floor_regain_share",
+        "diverge_dip_blocks",
         "diverge_caused_ratio",
         "diverge_caused_regain",
         "diverge_lr_rise",
@@ -1027,6 +1056,8 @@ def check_diverge(ctx):
     # that regains a sliver of what the run learned is that wiggle, not a divergence.
     start_level = float(meds[0])
     if start_level > best and (end - best) < th.floor_regain_share * (start_level - best):
+        return
+    if not from_start and _returned_from_dip(meds, j, tied, end, gate, se_best, th):
         return
     regain = (end - best) / (start_level - best) if start_level > best else math.inf
     if end <= th.diverge_ratio * best and (

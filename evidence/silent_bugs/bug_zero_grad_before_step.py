@@ -8,8 +8,15 @@ from . import _common as c
 
 BUG = "zero_grad() called between backward() and step(): no step ever changes a weight"
 CATCH = {
-    "by": "loss",
-    "rules": ("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-FLAT", "TP-CHANCE-LEVEL", "TP-NEAR-CHANCE"),
+    "by": "model",
+    "rules": (
+        "TP-GRADS-CLEARED-BEFORE-STEP",
+        "TP-DEAD-RUN",
+        "TP-LOSS-STALLED",
+        "TP-FLAT",
+        "TP-CHANCE-LEVEL",
+        "TP-NEAR-CHANCE",
+    ),
     "level": "WARN",
 }
 

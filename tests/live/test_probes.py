@@ -42,21 +42,41 @@ def data(seed: int = 1):
     return x, torch.tanh(x.sum(1, keepdim=True))
 
 
-def loop(model, opt, steps: int = 2 * CHECK, zero_grad=True, accumulate: int = 1, before_log=None, **kw):
+def loop(
+    model,
+    opt,
+    steps: int = 2 * CHECK,
+    zero_grad=True,
+    accumulate: int = 1,
+    before_log=None,
+    order: str = "log-step-clear",
+    **kw,
+):
     """Train ``steps`` optimizer steps with the monitor checking every CHECK calls; returns
-    the monitor (closed) and the series of the check steps as ``{key: [values]}``."""
+    the monitor (closed) and the series of the check steps as ``{key: [values]}``.
+    ``order``: after backward, ``log-step-clear`` (log, step, zero_grad),
+    ``clear-first`` (zero_grad before the forward pass, log after the step) or
+    ``log-clear-step`` (the bug: zero_grad between backward and step)."""
     x, y = data()
     mon = Monitor(model, opt, check_every=CHECK, policy="silent", **kw)
     for step in range(steps):
+        if order == "clear-first" and zero_grad:
+            opt.zero_grad()
         for k in range(accumulate):
             part = slice(k * len(x) // accumulate, (k + 1) * len(x) // accumulate)
             loss = nn.functional.mse_loss(model(x[part]), y[part]) / accumulate
             loss.backward()
         if before_log is not None:
             before_log(step)
+        if order == "clear-first":
+            opt.step()
+            mon.log(step, loss.detach())
+            continue
         mon.log(step, loss.detach())
+        if order == "log-clear-step" and zero_grad:
+            opt.zero_grad()
         opt.step()
-        if zero_grad:
+        if order == "log-step-clear" and zero_grad:
             opt.zero_grad()
     mon.close()
     run = mon.guardian.runlog()
@@ -79,6 +99,7 @@ def test_correct_loop_reports_nothing_wrong_at_each_check_only():
         "model/params_frozen_in_optimizer",
         "model/params_no_grad",
         "model/params_not_updated",
+        "model/grads_cleared_before_step",
         "model/grad_nonfinite_params",
         "model/eval_mode_share",
         "model/grads_not_reset",
@@ -243,6 +264,8 @@ def test_an_optimizer_step_with_a_closure_is_measured():
     got = probe.read(probe.collect())
     probe.close()
     assert got["model/params_not_updated"] == 0.0 and -6 < got["model/layer_update_ratio_max"] < 0
+    # The closure's backward runs inside the step: its gradients are there at the step's end.
+    assert got["model/grads_cleared_before_step"] == 0.0
 
 
 class PlainSGD:
@@ -370,6 +393,28 @@ def test_gradient_accumulation_done_right_resets_the_gradients():
     model = mlp()
     _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05), accumulate=4)
     assert s["model/grads_not_reset"] == [0.0, 0.0]
+    assert s["model/grads_cleared_before_step"] == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("opt_name", ["sgd", "adam"])
+def test_gradients_cleared_between_backward_and_step_are_counted(opt_name):
+    # zero_grad() between backward() and step(): backward gives every tensor a gradient,
+    # the step finds none and changes nothing.
+    model = mlp()
+    cls = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}[opt_name]
+    before = [p.detach().clone() for p in model.parameters()]
+    mon, s = loop(model, cls(model.parameters(), lr=0.01), order="log-clear-step")
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))  # the bug is real
+    assert s["model/grads_cleared_before_step"] == [6.0, 6.0]
+    assert s["model/params_not_updated"] == [0.0, 0.0]  # no gradient at the step: not this one
+    assert mon.probe.details["grads_cleared_before_step"][0] == "0.weight"
+
+
+@pytest.mark.parametrize("order", ["log-step-clear", "clear-first"])
+def test_gradients_cleared_in_the_usual_places_are_not_counted(order):
+    model = mlp()
+    _, s = loop(model, torch.optim.Adam(model.parameters(), lr=0.01), order=order)
+    assert s["model/grads_cleared_before_step"] == [0.0, 0.0]
 
 
 @pytest.mark.slow

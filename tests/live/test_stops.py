@@ -81,6 +81,10 @@ def test_a_run_whose_optimizer_steps_has_no_measured_cause():
             {"extra": lambda s: {"model/params_not_updated": 4.0}, "meta": {"trainable_tensors": 4}},
             "params_not_updated",
         ),
+        (
+            {"extra": lambda s: {"model/grads_cleared_before_step": 4.0}, "meta": {"trainable_tensors": 4}},
+            "grads_cleared_before_step",
+        ),
     ],
 )
 def test_each_measured_cause_is_found(kw, key):
@@ -94,6 +98,9 @@ def test_some_tensors_not_updated_is_no_cause():
     assert cause(g) is None
     # and without the count of trainable tensors nothing says it covers them all
     assert cause(history(extra=lambda s: {"model/params_not_updated": 4.0})) is None
+    # gradients cleared before the step on some tensors only: no cause either
+    g = history(extra=lambda s: {"model/grads_cleared_before_step": 1.0}, meta={"trainable_tensors": 4})
+    assert cause(g) is None
 
 
 def test_one_group_at_zero_lr_is_no_cause_while_another_learns():

@@ -19,6 +19,7 @@ from conftest import REPO
 #: the ids it explains, in order): moving a link to the other side must not change it.
 IMPLIES = {
     "TP-NAN": ("TP-NAN-GRAD",),
+    "TP-GRADS-CLEARED-BEFORE-STEP": ("TP-PARAMS-NOT-UPDATED",),
     "TP-FLAT": ("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-NEAR-CHANCE"),
     "TP-LOSS-FROZEN": ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE"),
     "TP-CHANCE-LEVEL": ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-LOSS-FROZEN"),

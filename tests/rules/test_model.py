@@ -92,7 +92,7 @@ def test_an_ordinary_log_leaves_the_model_rules_out_and_a_probed_one_lists_the_a
     """A log no probe wrote: the model rules do not apply, and its report is what it was
     before they existed. A probed run without activations: the activation rules are
     skipped as ``absent``, the others run."""
-    assert len(MODEL_IDS) == 14
+    assert len(MODEL_IDS) == 15
     rep = judge_file(tmp_path, {}, 10)
     assert not set(MODEL_IDS) & (set(rep.ran) | set(rep.skipped)) and rep.verdict.value == "PASS"
     rep = judge_file(tmp_path, {"model/params_no_grad": np.zeros(10), "model/grads_not_reset": np.zeros(10)}, 10)
@@ -108,6 +108,7 @@ COUNT_RULES = [
     ("TP-PARAMS-FROZEN", "model/params_frozen_in_optimizer"),
     ("TP-PARAMS-NO-GRAD", "model/params_no_grad"),
     ("TP-PARAMS-NOT-UPDATED", "model/params_not_updated"),
+    ("TP-GRADS-CLEARED-BEFORE-STEP", "model/grads_cleared_before_step"),
 ]
 
 

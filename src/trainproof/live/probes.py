@@ -54,6 +54,7 @@ KEYS = (
     "model/params_frozen_in_optimizer",
     "model/params_no_grad",
     "model/params_not_updated",
+    "model/grads_cleared_before_step",
     "model/grad_nonfinite_params",
     "model/eval_mode_share",
     "model/grads_not_reset",
@@ -586,7 +587,10 @@ class ModelProbe:
                 self.layers = False
                 self._off("per-layer gradients", e)
             if update is not None:
-                self._update_job(update, jobs, take)
+                # The tensors backward has given a gradient by this check: one without a
+                # gradient at the end of the measured step had it cleared before the step.
+                with_grad = {id(p) for p in self._opt_params() if p.grad is not None}
+                self._update_job(update, jobs, take, with_grad)
             if reset_flag is not None:
                 if isinstance(reset_flag, float):
                     host["model/grads_not_reset"] = reset_flag
@@ -729,7 +733,7 @@ class ModelProbe:
 
         jobs.append(job)
 
-    def _update_job(self, u: _Update, jobs: list, take) -> None:
+    def _update_job(self, u: _Update, jobs: list, take, with_grad: set[int] | frozenset = frozenset()) -> None:
         i_diff, i_w, i_g = take(u.diff), take(u.weight), take(u.gnorm)
         lr_idx = {k: take(lr.detach().reshape(()).float()) for k, lr in enumerate(u.lrs) if hasattr(lr, "detach")}
         if u.sharded:
@@ -746,9 +750,21 @@ class ModelProbe:
             stuck = [
                 n for n, dn, gm, lr in zip(names, diff, g, lrs) if dn == 0.0 and math.isfinite(gm) and gm > 0 and lr > 0
             ]
+            # No gradient (None) at the end of the step, unchanged by it, a learning rate
+            # above 0, and a gradient from backward at this check: the gradients were
+            # cleared between backward() and step(). An optimizer given a closure runs its
+            # backward inside the step, so its gradients are there at the step's end.
+            had = set(u.gidx)
+            cleared = [
+                n
+                for k, (n, pid, dn, lr) in enumerate(zip(names, u.ids, diff, lrs))
+                if k not in had and pid in with_grad and dn == 0.0 and lr > 0
+            ]
             if not u.sharded:
                 out["model/params_not_updated"] = float(len(stuck))
                 d["params_not_updated"] = stuck[:MAX_NAMES]
+                out["model/grads_cleared_before_step"] = float(len(cleared))
+                d["grads_cleared_before_step"] = cleared[:MAX_NAMES]
             rows = [
                 (n, dn / wn)
                 for n, dn, wn, nd in zip(names, diff, w, u.ndims)

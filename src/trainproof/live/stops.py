@@ -36,6 +36,7 @@ from ..runlog import RunLog
 #: here when present.
 OUTSIDE_KEY = "model/params_outside_optimizer"
 NOT_UPDATED_KEY = "model/params_not_updated"
+CLEARED_KEY = "model/grads_cleared_before_step"
 LAYER_RATIO_KEY = "model/layer_update_ratio_max"
 
 #: The phrase a demoted finding's message ends with.
@@ -89,6 +90,8 @@ def measured_cause(run: RunLog, th: Thresholds) -> tuple[str, str] | None:
     - ``grad_norm``: the gradient norm of the second half is exactly 0, or its median is
       below ``vanish_ratio`` of the early median (TP-DEAD-RUN's collapse);
     - ``params_outside_optimizer``: the latest ``model/params_outside_optimizer`` is above 0;
+    - ``grads_cleared_before_step``: the latest ``model/grads_cleared_before_step`` covers
+      every trainable tensor (gradients from backward, none at the step);
     - ``params_not_updated``: the latest ``model/params_not_updated`` covers every
       trainable tensor (:func:`trainable_tensors`; not judged when that count is unknown).
     """
@@ -137,6 +140,12 @@ def measured_cause(run: RunLog, th: Thresholds) -> tuple[str, str] | None:
             f"({OUTSIDE_KEY} at the latest check)"
         )
     stuck, total = _latest(run, NOT_UPDATED_KEY), trainable_tensors(run)
+    cleared = _latest(run, CLEARED_KEY)
+    if cleared is not None and total is not None and cleared >= total:
+        return "grads_cleared_before_step", (
+            f"none of the {total} trainable tensors changed across the optimizer step: backward gives them "
+            f"gradients, but they are cleared before step() ({CLEARED_KEY} {int(cleared)} at the latest check)"
+        )
     if stuck is not None and total is not None and stuck >= total:
         return "params_not_updated", (
             f"none of the {total} trainable tensors changed across the optimizer step though they have a gradient "

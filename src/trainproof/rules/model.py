@@ -288,6 +288,44 @@ def check_params_not_updated(ctx):
 
 
 @rule(
+    "TP-GRADS-CLEARED-BEFORE-STEP",
+    Level.WARN,
+    GROUP,
+    "the gradients are cleared between backward() and optimizer.step(): no step changes a weight",
+    needs=[Need("model/grads_cleared_before_step", "model_checks")],
+    thresholds=["model_checks"],
+    implies=("TP-PARAMS-NOT-UPDATED",),
+    detects="`model/grads_cleared_before_step` above 0 at {model_checks} checks in a row: parameter tensors in the "
+    "optimizer, with a group learning rate above 0, that backward gives a gradient (present at the check) but that "
+    "hold none (None) at the end of optimizer.step() and are bit-identical before and after it.",
+    why="The optimizer steps on gradients that are no longer there: zero_grad() (or set_to_none) runs after "
+    "backward() and before step(), so every step is a no-op. The loss wanders with the batches around its "
+    "starting level; a loss curve shows it only once the run is long enough to call it stalled.",
+    not_mean="Healthy loops that look like it are not counted: an optimizer given a closure (L-BFGS, Lightning) "
+    "runs its backward inside step() and holds the gradients at its end; a loop that clears its gradients after "
+    "step() (the usual place, and HF Trainer's) has them at the step; a step the loss scaler skipped holds its "
+    "non-finite gradients; accumulation steps without an optimizer step are not measured. Gradients cleared with "
+    "zeros (set_to_none=False) are not told apart from unused parameters and are not counted.",
+    causes="optimizer.zero_grad() moved between loss.backward() and optimizer.step() (a refactoring, a callback "
+    "that clears gradients after logging them), model.zero_grad() inside a logging hook, a gradient-clipping helper "
+    "that replaces the gradients with None.",
+    try_="Call optimizer.zero_grad() at the start of each optimizer step (before the forward pass) or right after "
+    "optimizer.step(), never between backward() and step().",
+)
+def check_grads_cleared_before_step(ctx):
+    f = _persistent(
+        ctx,
+        "model/grads_cleared_before_step",
+        _positive,
+        lambda v: f"{_count(v)} get a gradient from backward but none at optimizer.step(): nothing is updated",
+        "above 0",
+        layer_key="model/grads_cleared_before_step",
+    )
+    if f is not None:
+        yield f
+
+
+@rule(
     "TP-GRAD-NONFINITE-LAYER",
     Level.FAIL,
     GROUP,

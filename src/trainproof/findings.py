@@ -76,7 +76,8 @@ class Finding:
         step: training step where it happened (``None`` when it is about the whole run).
         line: 1-based source line of the offending record in text formats
             (record index in binary ones), or ``None``.
-        source: ``single_run``, ``compare``, ``preflight``, ``live`` or ``reader``.
+        source: ``single_run``, ``compare``, ``history`` (judged against the run history),
+            ``preflight``, ``live`` or ``reader``.
         hint: likely cause and what to try, from the rule's documentation.
     """
 

@@ -50,29 +50,35 @@ class Side:
         return (self.start - self.end) / self.start if self.start else 0.0
 
 
+def loss_levels(steps: np.ndarray, values: np.ndarray) -> tuple[float, float, float, float]:
+    """``(start, end, floor, floor_step)`` of a loss curve: the robust levels of the module's
+    docstring (medians of the first and last 10%, the lowest median of blocks of 5%).
+
+    Args:
+        steps, values: float arrays of shape (n,), n >= 1, finite, in step order.
+    """
+    n = values.size
+    w = end_window(n)
+    meds, centres = block_medians(values, smoothing_block(n))
+    j = int(np.argmin(meds))
+    return (
+        float(median(values[:w])),
+        float(median(values[-w:])),
+        float(meds[j]),
+        float(steps[min(int(centres[j]), n - 1)]),
+    )
+
+
 def _levels(name: str, run: RunLog, lo: float, hi: float) -> Side:
     s = run.series["loss"].finite()
     m = (s.steps >= lo) & (s.steps <= hi)
     st, v = s.steps[m], s.values[m]
-    n = v.size
-    w = end_window(n)
-    meds, centres = block_medians(v, smoothing_block(n))
-    j = int(np.argmin(meds))
     g = run.series.get("grad_norm")
     gm = None
     if g is not None:
         gv = g.values[np.isfinite(g.values) & (g.steps >= lo) & (g.steps <= hi)]
         gm = float(median(gv)) if gv.size else None
-    return Side(
-        name,
-        st,
-        v,
-        float(median(v[:w])),
-        float(median(v[-w:])),
-        float(meds[j]),
-        float(st[min(int(centres[j]), n - 1)]),
-        gm,
-    )
+    return Side(name, st, v, *loss_levels(st, v), gm)
 
 
 @dataclass

@@ -39,6 +39,7 @@ FAMILIES: dict[str, str] = {
     "context": "Context",
     "reader": "Reading the log",
     "compare": "Against a baseline",
+    "history": "Against the experiment's history",
     "outcome": "Outcomes",
     "live": "Live monitoring",
     "preflight": "Dataset preflight",

@@ -424,6 +424,7 @@ RULE_MODULES = tuple(
         "intent",
         "reading",
         "compare",
+        "history",
         "outcomes",
     )
 )

@@ -424,11 +424,20 @@ def compare_runlogs(
 
 #: How a PASS finding of one half reads as a note of a report whose verdict the other
 #: half sets, by the PASS finding's source.
-_PASS_NOTE = {"single_run": "On its own curve", "compare": "Against the baseline"}
+_PASS_NOTE = {
+    "single_run": "On its own curve",
+    "compare": "Against the baseline",
+    "history": "Against the experiment's history",
+}
 
 
 def merge_comparison(
-    report: Report, findings: list[Finding], skipped: dict[str, Skip], ran: list[str], metrics: dict
+    report: Report,
+    findings: list[Finding],
+    skipped: dict[str, Skip],
+    ran: list[str],
+    metrics: dict,
+    key: str = "compare",
 ) -> Report:
     """``report``, the run's own report, with the output of :func:`compare_runlogs` merged in.
 
@@ -438,6 +447,9 @@ def merge_comparison(
     becomes a note (``On its own curve: no check fired (25 ran, 7 skipped).``) and the checks it
     counts stay in ``ran`` and ``skipped``.
 
+    ``key``: where ``metrics`` go in the report's ``meta`` (``compare``; ``history`` for
+    :func:`trainproof.rules.history.judge_history`, which returns the same four parts).
+
     Returns:
         A new report: ``report`` itself is left as it was built.
     """
@@ -446,7 +458,7 @@ def merge_comparison(
         findings=[*report.findings, *findings],
         skipped={**report.skipped, **skipped},
         ran=[*report.ran, *ran],
-        meta={**report.meta, "compare": metrics} if metrics else dict(report.meta),
+        meta={**report.meta, key: metrics} if metrics else dict(report.meta),
     )
     # Under a WARN a PASS of the other half is no contradiction (the run compares well and
     # has something to watch); under a FAIL or NOT-CHECKED it would read as one.

@@ -100,7 +100,8 @@ def judge_against(
     if me is None:
         return report
     runs = traces(siblings, exclude=source)
-    findings, skipped, ran, metrics = judge_history(me, runs, thresholds, mute)
+    objective = report.meta.get("objective") or "supervised"
+    findings, skipped, ran, metrics = judge_history(me, runs, thresholds, mute, objective)
     return merge_comparison(report, findings, skipped, ran, metrics, key="history")
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..findings import Finding, Level, Report
+from ..findings import Finding, Level, Report, Skip
 from ..rules.engine import fail_summary, judge_runlog
 from ..rules.thresholds import DEFAULT, Thresholds
 from ..runlog import Columns, Record, RunLog, RunLogBuilder
@@ -113,6 +113,11 @@ class Guardian:
         stop_on: rule ids (any level) on which the live path stops the run once they have
             been found ``patience`` judgements in a row (see :meth:`chosen_stops`).
         patience: judgements in a row a ``stop_on`` finding must be present (at least 1).
+        siblings: the loss curves of the recent healthy runs of the run's experiment
+            (:class:`trainproof.rules.history.Trace`, from a run history:
+            :func:`trainproof.history.against.traces`): each judgement of the run still
+            training also holds it against their envelope at the same step
+            (``TP-BEHIND-ENVELOPE``, a WARN; a stop only when ``stop_on`` names it).
 
     Raises:
         ValueError: ``stop_on`` names no rule, or ``patience`` is below 1.
@@ -129,6 +134,7 @@ class Guardian:
         overrides: Mapping[str, str] | None = None,
         stop_on: Iterable[str] = (),
         patience: int = 1,
+        siblings: Sequence = (),
     ) -> None:
         if int(patience) < 1:
             raise ValueError(f"patience must be at least 1 (checks in a row), got {patience!r}")
@@ -144,6 +150,7 @@ class Guardian:
         self.meta = dict(meta or {})
         self.notes: list[str] = []
         self.overrides = dict(overrides or {})
+        self.siblings = list(siblings)
         self._builder = RunLogBuilder()
         self._judged_at = 0
         self._seen: set[tuple[str, Level]] = set()
@@ -277,6 +284,8 @@ class Guardian:
             kept = stops.demote_uncaused(rep.findings, run, self.thresholds)
             if kept != rep.findings:
                 rep = replace(rep, findings=kept, summary=fail_summary(kept, run))
+            if self.siblings:
+                rep = self._against_siblings(rep, run)
         present = {f.id for f in rep.findings if f.level in (Level.FAIL, Level.WARN)}
         self.present_runs = {k: self.present_runs.get(k, 0) + 1 for k in present}
         if charts:
@@ -300,6 +309,33 @@ class Guardian:
                 self.on_alert(f)
         self.report = rep
         return rep
+
+    def _against_siblings(self, rep: Report, run: RunLog) -> Report:
+        """``rep`` with the run held against the envelope of :attr:`siblings` at its latest
+        steps: the ``TP-BEHIND-ENVELOPE`` finding added, or the rule's skip with its reason
+        (:func:`trainproof.rules.history.envelope_finding`)."""
+        from ..rules._schedule import scheduled_end
+        from ..rules.history import Trace, envelope_finding
+        from ..rules.registry import get
+
+        rid = "TP-BEHIND-ENVELOPE"
+        objective = rep.meta.get("objective") or "supervised"
+        loss = run.get("loss")
+        if objective not in get(rid).objectives:
+            return replace(
+                rep, skipped={**rep.skipped, rid: Skip(f"objective: {objective}", "its loss is not expected to fall")}
+            )
+        if loss is None:
+            return replace(rep, skipped={**rep.skipped, rid: Skip("absent", "no loss series in the log")})
+        end, _ = scheduled_end(run)
+        found, skip = envelope_finding(
+            Trace(run.path, loss.steps, loss.values, end), self.siblings, self.thresholds, self.mute
+        )
+        if found is not None:
+            return replace(rep, findings=[*rep.findings, found], ran=[*rep.ran, rid])
+        if skip is not None:
+            return replace(rep, skipped={**rep.skipped, rid: skip})
+        return replace(rep, ran=[*rep.ran, rid])
 
     def chosen_stops(self, report: Report | None = None) -> list[Finding]:
         """The findings of ``report`` (default: the latest judgement's) whose id is in

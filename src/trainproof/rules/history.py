@@ -416,10 +416,16 @@ def _history_rules():
 
 
 def judge_history(
-    run: Trace, runs: Sequence[Trace], th: Thresholds = DEFAULT, mute: Iterable[str] = ()
+    run: Trace,
+    runs: Sequence[Trace],
+    th: Thresholds = DEFAULT,
+    mute: Iterable[str] = (),
+    objective: str = "supervised",
 ) -> tuple[list[Finding], dict[str, Skip], list[str], dict]:
     """Judge a finished ``run`` against ``runs``, the recent healthy runs of its experiment
-    (the run itself left out).
+    (the run itself left out). ``objective``: the run's kind of objective (its report's
+    ``meta["objective"]``); a rule that does not judge it is skipped as ``objective: <kind>``
+    (an RL loss is not expected to fall).
 
     Returns:
         ``(findings, skipped, ran, metrics)`` as :func:`trainproof.rules.compare.compare_runlogs`:
@@ -439,6 +445,21 @@ def judge_history(
             skipped[r.id] = MUTED if r.id in mute else Skip(reason, detail)
         return findings, skipped, ran, {}
 
+    if any(objective not in r.objectives for r in rules):
+        for r in rules:
+            if objective not in r.objectives:
+                skipped[r.id] = (
+                    MUTED
+                    if r.id in mute
+                    else Skip(
+                        f"objective: {objective}",
+                        f"the log is an {objective.upper()} objective: its loss is not expected to fall as its "
+                        "siblings' did",
+                    )
+                )
+        rules = [r for r in rules if r.id not in skipped]
+        if not rules:
+            return findings, skipped, ran, {}
     me = run.finite()
     why = _usable(me, th)
     if why is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -12,10 +13,22 @@ import textwrap
 
 import numpy as np
 import pytest
+from _postgres import STORE_KINDS, location_of, new_database, running_server
 
 from trainproof.history import store as store_mod
 from trainproof.history.record import Curve, RunRecord
 from trainproof.history.store import SCHEMA_VERSION, HistoryError, RunNotFound, open_store
+
+
+@pytest.fixture(scope="module")
+def pg():
+    with running_server() as url:
+        yield url
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_location(request, tmp_path) -> str:
+    return location_of(request.param, tmp_path, request)
 
 
 def rec(run: str, t: float, verdict: str = "PASS", experiment: str = "exp", **summary) -> RunRecord:
@@ -35,8 +48,8 @@ def rec(run: str, t: float, verdict: str = "PASS", experiment: str = "exp", **su
     )
 
 
-def test_a_record_comes_back_whole_with_its_id(tmp_path):
-    with open_store(tmp_path / "h.db") as st:
+def test_a_record_comes_back_whole_with_its_id(store_location):
+    with open_store(store_location) as st:
         r = rec("seed0", 100.0)
         rid = st.add(r)
         got = st.get("seed0")
@@ -44,8 +57,8 @@ def test_a_record_comes_back_whole_with_its_id(tmp_path):
     assert np.isnan(got.curves["loss"].values[7]) and dict(got.summary)["max_steps"] is None
 
 
-def test_runs_are_listed_newest_first_and_filtered(tmp_path):
-    with open_store(tmp_path / "h.db") as st:
+def test_runs_are_listed_newest_first_and_filtered(store_location):
+    with open_store(store_location) as st:
         for i, v in enumerate(["PASS", "FAIL", "WARN", "PASS"]):
             st.add(rec(f"r{i}", 10.0 * i, v))
         st.add(rec("other", 5.0, experiment="exp2"))
@@ -56,8 +69,8 @@ def test_runs_are_listed_newest_first_and_filtered(tmp_path):
         assert st.runs("nothing") == []
 
 
-def test_get_finds_a_run_by_name_source_or_id_and_the_newest_of_a_name(tmp_path):
-    with open_store(tmp_path / "h.db") as st:
+def test_get_finds_a_run_by_name_source_or_id_and_the_newest_of_a_name(store_location):
+    with open_store(store_location) as st:
         st.add(rec("seed0", 1.0, summary_mark=1.0))
         second = st.add(rec("seed0", 2.0, summary_mark=2.0))
         assert st.get("seed0").summary["summary_mark"] == 2.0
@@ -76,8 +89,8 @@ def test_the_store_is_in_wal_mode_with_its_schema_version(tmp_path):
     assert con.execute("SELECT version FROM trainproof_schema").fetchall() == [(SCHEMA_VERSION,)]
 
 
-def test_an_older_schema_is_migrated_forward_and_a_newer_one_refused(tmp_path, monkeypatch):
-    path = tmp_path / "h.db"
+def test_an_older_schema_is_migrated_forward_and_a_newer_one_refused(store_location, monkeypatch):
+    path = store_location
     with open_store(path) as st:
         st.add(rec("seed0", 1.0))
     step = ("CREATE INDEX trainproof_runs_verdict ON trainproof_runs (verdict)",)
@@ -90,6 +103,32 @@ def test_an_older_schema_is_migrated_forward_and_a_newer_one_refused(tmp_path, m
     monkeypatch.undo()
     with pytest.raises(HistoryError, match=f"schema version {SCHEMA_VERSION + 1} was written by a newer trainproof"):
         open_store(path)
+
+
+def test_concurrent_first_writers_create_the_schema_once(store_location):
+    # Eight threads, each with its own connection, open a store that does not exist yet
+    # and record one run each: the schema is made once, no record is lost.
+    import threading
+
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def write(i: int) -> None:
+        try:
+            start.wait()
+            with open_store(store_location) as st:
+                st.add(rec(f"r{i}", float(i)))
+        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    with open_store(store_location, create=False) as st:
+        assert st.count() == 8 and st.schema_version() == SCHEMA_VERSION
 
 
 def test_a_missing_store_is_an_error_without_create_and_nothing_is_written(tmp_path):
@@ -175,3 +214,44 @@ def test_a_read_only_store_is_read_and_refuses_a_write_with_a_clear_error(tmp_pa
         [*_unprivileged(), sys.executable, "-c", child], capture_output=True, text=True, timeout=120, check=True
     ).stdout.splitlines()
     assert out == ["['seed0']", f"history {path}: read-only (no permission to write the file or its folder)"]
+
+
+def test_an_unreachable_postgresql_server_is_a_clear_error():
+    pytest.importorskip("psycopg", reason="the psycopg driver (the postgres extra) is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once the socket closes
+    with pytest.raises(HistoryError, match=rf"history postgresql://u:\*\*\*@127.0.0.1:{port}/x: cannot connect"):
+        open_store(f"postgresql://u:secret@127.0.0.1:{port}/x")
+
+
+@pytest.mark.slow
+def test_a_postgresql_store_locked_past_the_timeout_is_a_clear_error(pg):
+    import psycopg
+
+    url = new_database(pg)
+    open_store(url).close()
+    with psycopg.connect(url) as holder:
+        holder.execute("LOCK TABLE trainproof_runs IN EXCLUSIVE MODE")  # held until the block ends
+        with open_store(url, timeout=0.2) as st, pytest.raises(HistoryError, match="locked by another client"):
+            st.add(rec("seed0", 1.0))
+    with open_store(url) as st:
+        st.add(rec("seed0", 1.0))
+        assert st.count() == 1
+
+
+@pytest.mark.slow
+def test_a_postgresql_role_that_may_only_read_gets_a_read_only_error(pg):
+    import psycopg
+
+    url = new_database(pg)
+    with open_store(url) as st:
+        st.add(rec("seed0", 1.0))
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("CREATE ROLE reader LOGIN")
+        admin.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader")
+    reader = url.replace("trainproof@", "reader@")
+    with open_store(reader, create=False) as st:
+        assert [r.run for r in st.runs("exp")] == ["seed0"]
+        with pytest.raises(HistoryError, match="read-only .permission denied"):
+            st.add(rec("seed1", 2.0))

@@ -34,6 +34,7 @@ import math
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -353,6 +354,8 @@ class Store:
                 f"history {shown(self.location)}: schema version {version} is older than this trainproof's "
                 f"({SCHEMA_VERSION}); record one run into it to migrate it"
             )
+        if self.dialect is _SQLITE:
+            self._wal()
         with self._transaction(write=True) as cur:
             if self.dialect is _POSTGRES:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (_PG_LOCK_KEY,))
@@ -367,18 +370,32 @@ class Store:
                 self._x(cur, "INSERT INTO trainproof_schema (version) VALUES (?)", (SCHEMA_VERSION,))
             else:
                 self._x(cur, "UPDATE trainproof_schema SET version = ?", (SCHEMA_VERSION,))
-        if self.dialect is _SQLITE:
-            self._wal()
 
     def _wal(self) -> None:
-        """Put the SQLite file in WAL mode (kept in the file: set once, when the schema is
-        made), so readers never wait for a writer and a writer never waits for readers."""
-        with self._lock:
-            try:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            except sqlite3.Error as e:
-                raise self._error(e) from None
+        """Put the SQLite file in WAL mode (kept in the file: set once, before the schema is
+        made), so readers never wait for a writer and a writer never waits for readers.
+
+        Changing the journal mode needs the file to itself, and SQLite answers "busy" at
+        once, without its busy handler, while another connection reads it (concurrent
+        first writers do): the change is retried, waiting a little longer each time (as
+        the busy handler itself does), until it is made or the busy timeout is spent."""
+        deadline = time.monotonic() + self.timeout
+        pause = 0.001
+        while True:
+            with self._lock:
+                try:
+                    mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                    self._conn.execute("PRAGMA synchronous=NORMAL")
+                    if str(mode).lower() == "wal":
+                        return
+                    raise HistoryError(f"history {self.location}: cannot use WAL mode (the journal mode stays {mode})")
+                except sqlite3.OperationalError as e:
+                    if "locked" not in str(e).lower() or time.monotonic() + pause > deadline:
+                        raise self._error(e) from None
+                except sqlite3.Error as e:
+                    raise self._error(e) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
     def _refuse_newer(self, version: int | None) -> None:
         if version is not None and version > SCHEMA_VERSION:

@@ -17,6 +17,7 @@ of the comparison are read from curves of the same resolution.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from ..findings import Report
 from ..rules.compare import merge_comparison
@@ -82,12 +83,17 @@ def judge_against(
     mute: Iterable[str] = (),
     *,
     source: str | None = None,
+    chart: bool = False,
 ) -> Report:
     """``report`` (the run's own) with the run judged against ``siblings``, the records of
     its experiment the store holds (newest first, as :meth:`Store.runs` gives them; the
     caller takes the last ``hist_last_runs``). Only the healthy ones are used (a FAIL in the
     history is no reference), and not the run itself (``source``: the source the run is
     recorded under, should an earlier judgement of it be there).
+
+    ``chart``: also attach the band of the siblings at the run's steps for the HTML report
+    (:data:`trainproof.render.charts.HISTORY_BAND`; only where an HTML report is asked for,
+    as the run's own chart data).
 
     Returns:
         A new report (``report`` is left as it was): the history findings merged in by
@@ -102,7 +108,15 @@ def judge_against(
     runs = traces(siblings, exclude=source)
     objective = report.meta.get("objective") or "supervised"
     findings, skipped, ran, metrics = judge_history(me, runs, thresholds, mute, objective)
-    return merge_comparison(report, findings, skipped, ran, metrics, key="history")
+    merged = merge_comparison(report, findings, skipped, ran, metrics, key="history")
+    if chart:
+        b = band(runs, me.steps, thresholds)
+        if b is not None:
+            from ..render.charts import HISTORY_BAND
+
+            drawn = {"steps": b.steps, "lower": b.lower, "median": b.median, "upper": b.upper, "runs": list(b.runs)}
+            merged = replace(merged, charts={**(merged.charts or {}), HISTORY_BAND: drawn})
+    return merged
 
 
 def envelope(siblings: Sequence[RunRecord], steps, thresholds: Thresholds = DEFAULT) -> Band | None:

@@ -1038,7 +1038,7 @@ class Thresholds:
     hist_mad_z: float = threshold(
         4.0,
         "A level more than 4 robust standard deviations (1.4826 x MAD) of the recent runs beyond "
-        "their median: a healthy seed sits within 4 with a chance of about 6e-5 under normal "
+        "their median: a healthy seed lies beyond 4 with a chance of about 3e-5 (one-sided) under normal "
         "seed-to-seed variation, and the MAD of a few runs is itself uncertain, hence not 3.",
         unit="z",
         valid=SIGMAS,

@@ -113,6 +113,13 @@ class Guardian:
         stop_on: rule ids (any level) on which the live path stops the run once they have
             been found ``patience`` judgements in a row (see :meth:`chosen_stops`).
         patience: judgements in a row a ``stop_on`` finding must be present (at least 1).
+        history: a run history (an SQLite file or a ``postgresql://`` URL,
+            :mod:`trainproof.history`) :meth:`record` judges the ended run against and
+            records it into; ``None``: nothing is read or written.
+        experiment: the experiment the run is recorded under (default: the tracker's, else
+            the folder of ``source``'s run family, else the current folder).
+        source: where the run is written (its log), for the history; default ``path``.
+        run_name: the run's name in the history (default: from ``source``).
 
     Raises:
         ValueError: ``stop_on`` names no rule, or ``patience`` is below 1.
@@ -129,6 +136,10 @@ class Guardian:
         overrides: Mapping[str, str] | None = None,
         stop_on: Iterable[str] = (),
         patience: int = 1,
+        history: str | None = None,
+        experiment: str | None = None,
+        source: str | None = None,
+        run_name: str | None = None,
     ) -> None:
         if int(patience) < 1:
             raise ValueError(f"patience must be at least 1 (checks in a row), got {patience!r}")
@@ -159,6 +170,13 @@ class Guardian:
         self.new_findings: list[Finding] = []
         #: The run logged that its training has finished (:data:`END_KEYS`).
         self.finished = False
+        self.history = None if history is None else str(history)
+        self.experiment = experiment
+        self.source = source
+        self.run_name = run_name
+        #: The report :meth:`record` kept in the history (``None`` before).
+        self.recorded: Report | None = None
+        self._recorded_at = 0
 
     # --- records in ---------------------------------------------------------------------
     @property
@@ -300,6 +318,43 @@ class Guardian:
                 self.on_alert(f)
         self.report = rep
         return rep
+
+    @property
+    def unrecorded(self) -> bool:
+        """Whether there is a history and records it has not been given (:meth:`record`)."""
+        return (
+            self.history is not None
+            and self.records > 0
+            and (self.recorded is None or self._recorded_at != self.records)
+        )
+
+    def record(self, report: Report) -> Report:
+        """Judge the ended run (its final ``report``) against its experiment's recent
+        healthy runs in :attr:`history` and record it there, once (a second call returns
+        the report it recorded, unless records arrived since): see
+        :func:`trainproof.history.recording.record`. Without a history, ``report`` as it is.
+
+        Returns:
+            the report, with ``history_error`` set where the store could not be used.
+        """
+        if self.history is None or not self.records:
+            return report
+        if not self.unrecorded:
+            return self.recorded
+        from ..history.recording import live_source, record
+
+        source = self.source or live_source()
+        self.recorded = record(
+            self.runlog(),
+            report,
+            self.history,
+            experiment=self.experiment,
+            thresholds=self.thresholds,
+            source=source,
+            name=self.run_name,
+        )
+        self._recorded_at = self.records
+        return self.recorded
 
     def chosen_stops(self, report: Report | None = None) -> list[Finding]:
         """The findings of ``report`` (default: the latest judgement's) whose id is in

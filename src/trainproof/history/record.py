@@ -381,7 +381,8 @@ def experiment_of(
        one project read from two copies of a store are one experiment;
     3. the folder of a run family (:func:`trainproof.discover.experiment_of`: the folder
        above ``seed_1/``, ``version_3/``, ``run-<id>/``), as an absolute path;
-    4. the folder holding the log, as an absolute path.
+    4. the folder holding the log, as an absolute path (for a live run without a log,
+       the current folder).
 
     The path is ``path``, else the run log's or the report's. A URL without a tracker's
     experiment is its own experiment.
@@ -397,6 +398,8 @@ def experiment_of(
         raise ValueError("experiment_of needs a run log, a report, a path or an explicit experiment")
     if _is_url(where):
         return where.split("#", 1)[0].rstrip("/")
+    if where.startswith(LIVE) or where == "<live>":
+        return _absolute(".")
     from ..discover import experiment_of as family_of
 
     fam = family_of(str(where))
@@ -406,15 +409,17 @@ def experiment_of(
     return _absolute(str(p if p.is_dir() else p.parent))
 
 
-def run_name_of(runlog: RunLog, experiment: str) -> str:
-    """A run's name in its experiment: the tracker's run name, else its path below the
-    experiment's folder (``seed0/train.jsonl``), else the log's file name."""
+def run_name_of(runlog: RunLog, experiment: str, path: str | None = None) -> str:
+    """A run's name in its experiment: the tracker's run name, else its path (``path``,
+    default the run log's) below the experiment's folder (``seed0/train.jsonl``), else its
+    file name; a live run without a log is its :data:`LIVE` source."""
     name = runlog.meta.get("run")
     if isinstance(name, str) and name:
         return name
-    if _is_url(runlog.path):
-        return runlog.path
-    p = Path(_absolute(runlog.path))
+    where = path if path is not None else runlog.path
+    if _is_url(where) or where.startswith(LIVE):
+        return where
+    p = Path(_absolute(where))
     try:
         rel = p.relative_to(experiment)
     except ValueError:
@@ -422,10 +427,24 @@ def run_name_of(runlog: RunLog, experiment: str) -> str:
     return rel.as_posix() if rel.parts else p.name
 
 
+#: The start of the source of a live run that writes no log (the in-loop monitor, a
+#: framework callback): ``live:<host>:<process id>:<UTC start time>``.
+LIVE = "live:"
+
+
+def live_source() -> str:
+    """A source for a live run that writes no log, unique to this process and moment."""
+    import socket
+    from datetime import datetime, timezone
+
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"{LIVE}{socket.gethostname()}:{os.getpid()}:{now}"
+
+
 def source_of(path: str) -> str:
-    """Where a run was read from, as the history keeps it: a URL as given, a path made
-    absolute (so runs recorded from two working folders agree)."""
-    return path if _is_url(path) else _absolute(path)
+    """Where a run was read from, as the history keeps it: a URL or a :data:`LIVE` source
+    as given, a path made absolute (so runs recorded from two working folders agree)."""
+    return path if _is_url(path) or str(path).startswith(LIVE) else _absolute(path)
 
 
 def commit_of(source: str) -> str | None:
@@ -504,6 +523,8 @@ __all__ = [
     "commit_of",
     "curves_of",
     "experiment_of",
+    "LIVE",
+    "live_source",
     "lr_shape",
     "run_name_of",
     "runlog_of",

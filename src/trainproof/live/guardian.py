@@ -118,6 +118,13 @@ class Guardian:
             :func:`trainproof.history.against.traces`): each judgement of the run still
             training also holds it against their envelope at the same step
             (``TP-BEHIND-ENVELOPE``, a WARN; a stop only when ``stop_on`` names it).
+        history: a run history (an SQLite file or a ``postgresql://`` URL,
+            :mod:`trainproof.history`) :meth:`record` judges the ended run against and
+            records it into; ``None``: nothing is read or written.
+        experiment: the experiment the run is recorded under (default: the tracker's, else
+            the folder of ``source``'s run family, else the current folder).
+        source: where the run is written (its log), for the history; default ``path``.
+        run_name: the run's name in the history (default: from ``source``).
 
     Raises:
         ValueError: ``stop_on`` names no rule, or ``patience`` is below 1.
@@ -135,6 +142,10 @@ class Guardian:
         stop_on: Iterable[str] = (),
         patience: int = 1,
         siblings: Sequence = (),
+        history: str | None = None,
+        experiment: str | None = None,
+        source: str | None = None,
+        run_name: str | None = None,
     ) -> None:
         if int(patience) < 1:
             raise ValueError(f"patience must be at least 1 (checks in a row), got {patience!r}")
@@ -151,6 +162,9 @@ class Guardian:
         self.notes: list[str] = []
         self.overrides = dict(overrides or {})
         self.siblings = list(siblings)
+        #: Whether :attr:`siblings` are settled: given, or (with a history) read from it at
+        #: the first judgement (:meth:`_load_siblings`).
+        self._siblings_read = bool(self.siblings) or history is None
         self._builder = RunLogBuilder()
         self._judged_at = 0
         self._seen: set[tuple[str, Level]] = set()
@@ -166,6 +180,13 @@ class Guardian:
         self.new_findings: list[Finding] = []
         #: The run logged that its training has finished (:data:`END_KEYS`).
         self.finished = False
+        self.history = None if history is None else str(history)
+        self.experiment = experiment
+        self.source = source
+        self.run_name = run_name
+        #: The report :meth:`record` kept in the history (``None`` before).
+        self.recorded: Report | None = None
+        self._recorded_at = 0
 
     # --- records in ---------------------------------------------------------------------
     @property
@@ -284,6 +305,8 @@ class Guardian:
             kept = stops.demote_uncaused(rep.findings, run, self.thresholds)
             if kept != rep.findings:
                 rep = replace(rep, findings=kept, summary=fail_summary(kept, run))
+            if not self._siblings_read:
+                self._load_siblings(run, rep)
             if self.siblings:
                 rep = self._against_siblings(rep, run)
         present = {f.id for f in rep.findings if f.level in (Level.FAIL, Level.WARN)}
@@ -309,6 +332,30 @@ class Guardian:
                 self.on_alert(f)
         self.report = rep
         return rep
+
+    def _load_siblings(self, run: RunLog, rep: Report) -> None:
+        """Read :attr:`siblings` from :attr:`history`, once: the last ``hist_last_runs``
+        healthy runs of the experiment the run will be recorded under (as
+        :func:`trainproof.history.recording.record` names it), not the run itself. A store
+        that cannot be read leaves them empty: the run is still judged, and :meth:`record`
+        says why the store failed when the run ends."""
+        from ..history.against import traces
+        from ..history.record import experiment_of, live_source, run_name_of, source_of
+        from ..history.recording import store_at
+        from ..history.store import HistoryError
+
+        self._siblings_read = True
+        where = self.source or live_source()
+        exp = experiment_of(run, rep, explicit=self.experiment, path=where)
+        src = source_of(where)
+        name = self.run_name or run_name_of(run, exp, src)
+        last = self.thresholds.hist_last_runs
+        try:
+            recent = store_at(self.history).runs(exp, healthy_only=True, limit=last + 1)
+        except HistoryError as e:
+            self.notes.append(f"The history could not be read for the envelope of the recent runs: {e}")
+            return
+        self.siblings = traces([r for r in recent if (r.source, r.run) != (src, name)][:last])
 
     def _against_siblings(self, rep: Report, run: RunLog) -> Report:
         """``rep`` with the run held against the envelope of :attr:`siblings` at its latest
@@ -336,6 +383,45 @@ class Guardian:
         if skip is not None:
             return replace(rep, skipped={**rep.skipped, rid: skip})
         return replace(rep, ran=[*rep.ran, rid])
+
+    @property
+    def unrecorded(self) -> bool:
+        """Whether there is a history and records it has not been given (:meth:`record`)."""
+        return (
+            self.history is not None
+            and self.records > 0
+            and (self.recorded is None or self._recorded_at != self.records)
+        )
+
+    def record(self, report: Report) -> Report:
+        """Judge the ended run (its final ``report``) against its experiment's recent
+        healthy runs in :attr:`history` and record it there, once (a second call returns
+        the report it recorded, unless records arrived since): see
+        :func:`trainproof.history.recording.record`. Without a history, ``report`` as it is.
+
+        Returns:
+            the report, with ``history_error`` set where the store could not be used.
+        """
+        if self.history is None or not self.records:
+            return report
+        if not self.unrecorded:
+            return self.recorded
+        from ..history.recording import live_source, record
+
+        source = self.source or live_source()
+        self.recorded = record(
+            self.runlog(),
+            report,
+            self.history,
+            experiment=self.experiment,
+            thresholds=self.thresholds,
+            source=source,
+            name=self.run_name,
+            mute=self.mute,
+            chart=bool(report.charts),
+        )
+        self._recorded_at = self.records
+        return self.recorded
 
     def chosen_stops(self, report: Report | None = None) -> list[Finding]:
         """The findings of ``report`` (default: the latest judgement's) whose id is in

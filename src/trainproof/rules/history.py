@@ -270,18 +270,21 @@ def check_behind_history(c: HistoryContext):
     al, b = found[first][0]
     parts = []
     for metric, each in found.items():
-        a0, b0 = each[0]
+        b0 = each[0][1]
         parts.append(
             f"{_WORDS[metric]} {_shown(metric, b0.value)} vs their median {_shown(metric, b0.median)} "
-            f"(margin {_shown(metric, b0.margin)}: the larger of {num(c.th.hist_mad_z)} x 1.4826 MAD "
-            f"= {_shown(metric, c.th.hist_mad_z * b0.spread)} and {pct(c.th.hist_min_gap_share)} of what "
-            f"they learned) " + " and ".join(a.label for a, _ in each)
+            f"(margin {_shown(metric, b0.margin)}, spread {_shown(metric, b0.spread)})"
         )
+    how = " and ".join(a.label for a, _ in next(iter(found.values())))
+    rule_text = (
+        f"The margin is the larger of {num(c.th.hist_mad_z)} x the spread (1.4826 x MAD) and "
+        f"{pct(c.th.hist_min_gap_share)} of what they learned; behind {how}."
+    )
     worse = "above" if first != "improvement" else "below"
     yield c.finding(
         f"{_WORDS[first]} {_shown(first, b.value)} is far {worse} the {_shown(first, b.median)} of "
         f"{len(c.names)} recent healthy runs of the experiment",
-        "; ".join(parts) + f". Held against: {named(c.names)}.",
+        "; ".join(parts) + f". {rule_text} Held against: {named(c.names)}.",
         {
             "behind": {m: each[0][1].to_dict() for m, each in found.items()},
             "runs": list(c.names),

@@ -670,7 +670,9 @@ class Monitor:
             lines = distributed.all_gather(said)
         if self.policy != "silent" and self.main:
             for f in g.new_findings:
-                if f.data.get("uncaused"):  # would have stopped the run before: say why it does not
+                # A claim that would have stopped the run before (say why it does not), and a
+                # run fallen behind its siblings (a WARN the loop should hear of at once).
+                if f.data.get("uncaused") or f.id == "TP-BEHIND-ENVELOPE":
                     print(f"trainproof: WARN at step {step_fmt(at)}: {f.id}: {f.message}", file=sys.stderr)
             for r, line in enumerate(lines):
                 if line is not None:

@@ -552,3 +552,69 @@ def compare(
                 )
             reports.append(_charted(rep, run, charts))
     return base_report, reports
+
+
+def compare_against(
+    runs: Iterable[str | Path],
+    against: str,
+    history: str | Path,
+    fmt: str = "auto",
+    mapping: Mapping[str, str] | None = None,
+    mute: Iterable[str] = (),
+    thresholds: Thresholds = DEFAULT,
+    charts: bool = True,
+    experiment: str | None = None,
+) -> tuple[list[Report], list[Report]]:
+    """Judge each run on its own and against a baseline taken from the run history:
+    ``against`` is ``best`` (the experiment's healthy run with the lowest floor),
+    ``last:N`` (the median of its N most recent healthy runs) or a recorded run's name
+    (:func:`trainproof.history.baseline.pick`). Each run's experiment is ``experiment``,
+    else its own (:func:`trainproof.history.record.experiment_of`); each run is then
+    recorded into the history, as :func:`compare` with ``history`` does.
+
+    Returns:
+        ``(baseline_reports, run_reports)``: each distinct baseline's own report (its
+        record's curves judged; file ``<run> (history #<id>)``), in the order first used,
+        and one report per run (``meta["compare"]["baseline"]`` names its baseline's file). A run
+        whose baseline cannot be found gets its own report with ``history_error`` set.
+
+    Raises:
+        ValueError: ``against`` is not ``best``, ``last:N`` or a name.
+        trainproof.history.store.HistoryError: the history cannot be opened.
+    """
+    from .history.baseline import Against, pick
+    from .history.record import experiment_of, run_name_of, runlog_of, source_of
+    from .history.recording import record, store_at
+    from .history.store import HistoryError
+
+    spec = Against.parse(against)
+    mute = list(mute)
+    store = store_at(str(history))
+    bases: dict[int, tuple[RunLog, Report]] = {}
+    reports = []
+    for p in runs:
+        try:
+            found = read_runlogs(p, fmt, mapping)
+        except (ReadError, MappingError) as e:
+            reports.append(error_report(str(shown(p)), str(e)))
+            continue
+        for run in found:
+            rep = judge_runlog(run, thresholds, mute)
+            exp = experiment_of(run, rep, explicit=experiment)
+            src = source_of(run.path)
+            try:
+                chosen = pick(store, exp, spec, exclude=(src, run_name_of(run, exp, src)))
+            except HistoryError as e:
+                reports.append(_charted(replace(rep, history_error=str(e)), run, charts))
+                continue
+            if chosen.id not in bases:
+                base = runlog_of(chosen)
+                bases[chosen.id] = (base, _charted(judge_runlog(base, thresholds, mute), base, charts))
+            base, base_report = bases[chosen.id]
+            rep = _with_comparison(rep, base, run, base_report, thresholds, mute)
+            rep = replace(
+                rep, meta={**rep.meta, "compare": {**rep.meta.get("compare", {}), "baseline": base_report.file}}
+            )
+            rep = record(run, rep, str(history), experiment=experiment, thresholds=thresholds)
+            reports.append(_charted(rep, run, charts))
+    return [b for _, b in bases.values()], reports

@@ -411,8 +411,9 @@ def experiment_of(
 
 def run_name_of(runlog: RunLog, experiment: str, path: str | None = None) -> str:
     """A run's name in its experiment: the tracker's run name, else its path (``path``,
-    default the run log's) below the experiment's folder (``seed0/train.jsonl``), else its
-    file name; a live run without a log is its :data:`LIVE` source."""
+    default the run log's) below the experiment's folder, else below its run family's
+    folder (``seed0/train.jsonl``), else its file name; a live run without a log is its
+    :data:`LIVE` source."""
     name = runlog.meta.get("run")
     if isinstance(name, str) and name:
         return name
@@ -420,11 +421,19 @@ def run_name_of(runlog: RunLog, experiment: str, path: str | None = None) -> str
     if _is_url(where) or where.startswith(LIVE):
         return where
     p = Path(_absolute(where))
-    try:
-        rel = p.relative_to(experiment)
-    except ValueError:
-        return p.name
-    return rel.as_posix() if rel.parts else p.name
+    from ..discover import experiment_of as family_of
+
+    family = family_of(p.as_posix())
+    for folder in (experiment, family):
+        if folder is None:
+            continue
+        try:
+            rel = p.relative_to(folder)
+        except ValueError:
+            continue
+        if rel.parts:
+            return rel.as_posix()
+    return p.name
 
 
 #: The start of the source of a live run that writes no log (the in-loop monitor, a

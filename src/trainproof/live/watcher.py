@@ -52,6 +52,8 @@ class Watcher:
         fmt, overrides, mute, thresholds: as for ``trainproof judge``.
         stall_timeout: seconds without growth after which ``TP-STALL`` (WARN) is reported.
         clock: the time source (tests pass a fake one).
+        history, experiment: the run history the ended run is recorded into, and under
+            which experiment (:meth:`record`); ``None``: nothing is written.
     """
 
     def __init__(
@@ -64,8 +66,19 @@ class Watcher:
         stall_timeout: float | None = None,
         clock=time.monotonic,
         wall=time.time,
+        history: str | None = None,
+        experiment: str | None = None,
     ) -> None:
-        self.guardian = Guardian(str(path), fmt, mute, thresholds, overrides=overrides)
+        self.guardian = Guardian(
+            str(path),
+            fmt,
+            mute,
+            thresholds,
+            overrides=overrides,
+            history=history,
+            experiment=experiment,
+            source=str(path),
+        )
         self.tail = LogTail(Path(path), self.guardian, fmt)
         self.stall_timeout = stall_timeout
         self.clock = clock
@@ -159,6 +172,14 @@ class Watcher:
         if self._stall_reported:
             return f"the log has not grown for {self.stall_timeout:g} s (--stall-timeout)"
         return None
+
+    def record(self) -> Report | None:
+        """Record the last report into the history (once; see
+        :meth:`trainproof.live.guardian.Guardian.record`) and return it, with
+        ``history_error`` set where the store could not be used; ``None`` before any."""
+        if self.report is not None:
+            self.report = self.guardian.record(self.report)
+        return self.report
 
     @property
     def failed(self) -> bool:

@@ -1,7 +1,7 @@
 """The run history's promise, end to end on the gallery, in an SQLite file and in a real
 PostgreSQL server: an experiment's history built from the healthy seeds by
-``doctor --history``; then ``doctor --history`` and the live monitor flag the shuffled-label
-runs, and leave the healthy seeds, the cosine-restart runs and the longer (converged) runs
+``doctor --history``; then ``compare --against best``, ``doctor --history`` and the live
+monitor flag the shuffled-label runs, and leave the healthy seeds, the cosine-restart runs and the longer (converged) runs
 of the same task silent."""
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from conftest import REPO, run_cli
 
 GALLERY = REPO / "examples" / "gallery"
 FRAMEWORKS = ["torch", "hf"]
+#: The log of a seed's folder that ``compare`` is given, by framework.
+LOG = {"torch": "metrics.jsonl", "hf": "trainer_state.json"}
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +59,24 @@ def test_doctor_with_a_history_flags_shuffled_labels_and_leaves_healthy_runs_sil
         assert code == 0, config
         for r in reports:
             assert [f["id"] for f in history_findings(r)] == ["TP-HISTORY-PASS"], (config, r["file"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_compare_against_the_best_recorded_run_flags_shuffled_labels_only(store_location, framework):
+    assert doctor(store_location, framework, "healthy")[0] == 0
+    for config, flagged in (("bad_labels", True), ("cosine_restarts", False), ("converged", False)):
+        for seed in range(3):
+            log = str(GALLERY / framework / config / f"seed{seed}" / LOG[framework])
+            code, out, err, doc = run_cli(
+                "compare", "--against", "best", "--history", store_location, "--experiment", framework, log, "--json"
+            )
+            [r] = [r for r in doc["reports"] if config in r["file"]]
+            ids = [f["id"] for f in r["findings"]]
+            if flagged:
+                assert code == 1 and "TP-FLOOR-RATIO" in ids and "TP-BEHIND-HISTORY" in ids, (config, seed, ids)
+            else:
+                assert code == 0 and "TP-CMP-PASS" in ids and "TP-HISTORY-PASS" in ids, (config, seed, ids)
 
 
 @pytest.mark.slow

@@ -107,3 +107,22 @@ def test_the_model_is_measured_every_check_every_optimizer_steps(callback):
     module = trainer.lightning_module
     assert not any(m._forward_hooks for m in module.modules())
     assert not trainer.optimizers[0]._optimizer_step_post_hooks
+
+
+@pytest.mark.slow
+def test_with_a_history_a_run_far_behind_its_siblings_is_warned_while_it_trains(callback, capsys, tmp_path):
+    history = str(tmp_path / "history.db")
+    for _ in range(3):  # the experiment's healthy runs, recorded by the callback itself
+        cb = callback(check_every=10, history=history, experiment="mlp")
+        fit(cb, "adam", 3e-3)
+        assert cb.report.verdict is not Level.FAIL and "TP-BEHIND-ENVELOPE" not in cb.report.ids()
+    capsys.readouterr()
+    cb = callback(check_every=10, history=history, experiment="mlp")
+    fit(cb, "adam", 3e-3)  # one more healthy run: silent against the three
+    assert "TP-BEHIND-ENVELOPE" not in capsys.readouterr().err and "TP-HISTORY-PASS" in cb.report.ids()
+    cb = callback(check_every=10, history=history, experiment="mlp")
+    trainer = fit(cb, "sgd", 1e-4)  # a learning rate far below the usual: it barely learns
+    err = capsys.readouterr().err
+    assert trainer.global_step == MAX_STEPS and cb.stopped_at is None  # a WARN never stops it
+    assert "TP-BEHIND-ENVELOPE" in err and "margin" in err
+    assert "TP-BEHIND-HISTORY" in fails(cb.report)

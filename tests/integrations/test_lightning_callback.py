@@ -56,8 +56,8 @@ def test_stop_on_fail_stops_a_broken_run(callback, capsys, optimizer, lr, schedu
 
 
 @pytest.mark.slow
-def test_healthy_run_finishes_silent(callback, capsys):
-    cb = callback(policy="stop_on_fail", check_every=10)
+def test_healthy_run_finishes_silent(callback, capsys, tmp_path):
+    cb = callback(policy="stop_on_fail", history=str(tmp_path / "history.db"), experiment="cb", check_every=10)
     trainer = fit(cb, "adam", 3e-3)
     err = capsys.readouterr().err
     assert trainer.global_step == MAX_STEPS and cb.stopped_at is None
@@ -71,6 +71,16 @@ def test_healthy_run_finishes_silent(callback, capsys):
     assert list(series["loss"].steps) == list(range(1, MAX_STEPS + 1))
     assert list(series["eval_loss"].steps) == [50, 100, 150]
     assert series["lr"].values[0] == 3e-3
+
+    # With a history, the ended run is recorded there once, as judged.
+    from trainproof.history.recording import forget
+    from trainproof.history.store import open_store
+
+    forget(str(tmp_path / "history.db"))
+    with open_store(str(tmp_path / "history.db"), create=False) as st:
+        (rec,) = st.runs("cb")
+    assert rec.verdict == cb.report.verdict.value and rec.source.startswith("live:")
+    assert rec.summary["points"] == len(series["loss"])
 
 
 @pytest.mark.slow

@@ -45,9 +45,11 @@ def history_cmd(experiment, history, as_json: bool, config_path, limit: int) -> 
                 return _experiments(rows, as_json)
             chosen = _match(experiment, names)
             if isinstance(chosen, str):
-                runs = st.runs(chosen, limit=limit)
+                from ...history.recording import SIBLINGS
+
+                runs = st.runs(chosen, limit=max(limit, SIBLINGS + 1))
                 total = st.count(chosen)
-                return _runs(chosen, runs, total, as_json)
+                return _runs(chosen, runs[:limit], total, as_json, _standing(runs[: SIBLINGS + 1]))
     except HistoryError as e:
         return _fail(str(e), as_json)
     if not chosen:
@@ -111,8 +113,9 @@ def _experiments(rows, as_json: bool) -> int:
 
 
 def _standing(runs) -> dict | None:
-    """How the newest run's floor sits against the healthy runs before it: their median,
-    the robust spread (1.4826 x MAD), the newest run's distance in spreads and its rank."""
+    """How the newest run's floor sits against the healthy runs before it (``runs``: newest
+    first, the recent ones the history judges against): their median, the robust spread
+    (1.4826 x MAD), the newest run's distance in spreads and how many it is lower than."""
     from ...history.baseline import floor_of
 
     if len(runs) < 2:
@@ -147,8 +150,7 @@ def _notable(ids) -> list[str]:
     return [i for i in ids if i not in info]
 
 
-def _runs(experiment: str, runs, total: int, as_json: bool) -> int:
-    standing = _standing(runs)
+def _runs(experiment: str, runs, total: int, as_json: bool, standing: dict | None) -> int:
     if as_json:
         doc = {
             "command": "history",

@@ -615,8 +615,6 @@ def compare_against(
             rep = replace(
                 rep, meta={**rep.meta, "compare": {**rep.meta.get("compare", {}), "baseline": base_report.file}}
             )
-            rep = record(
-                run, rep, str(history), experiment=experiment, thresholds=thresholds, mute=mute, chart=charts
-            )
+            rep = record(run, rep, str(history), experiment=experiment, thresholds=thresholds, mute=mute, chart=charts)
             reports.append(_charted(rep, run, charts))
     return [b for _, b in bases.values()], reports

@@ -38,6 +38,9 @@ def test_a_run_behind_its_siblings_warns_once_with_the_step_and_no_stop():
     reports = _train(g, _loss(150, 2.0, 9, rate=1.0))
     first = reports[0]  # step 30: 10% of the siblings' length, too early
     assert first.skipped["TP-BEHIND-ENVELOPE"].reason == "too_little_of_schedule"
+    # Behind from step 60: held back until three judgements in a row have found it.
+    assert [r.skipped["TP-BEHIND-ENVELOPE"].reason for r in reports[1:3]] == ["unconfirmed"] * 2
+    assert "TP-BEHIND-ENVELOPE" in reports[3].ids()
     found = [f for f in reports[-1].findings if f.id == "TP-BEHIND-ENVELOPE"]
     assert len(found) == 1 and found[0].level is Level.WARN and found[0].step == 150
     assert "at step 150" in found[0].message and "margin" in found[0].evidence

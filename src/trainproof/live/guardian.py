@@ -165,6 +165,8 @@ class Guardian:
         #: Whether :attr:`siblings` are settled: given, or (with a history) read from it at
         #: the first judgement (:meth:`_load_siblings`).
         self._siblings_read = bool(self.siblings) or history is None
+        #: Judgements in a row that found the run behind its siblings' envelope.
+        self._behind_runs = 0
         self._builder = RunLogBuilder()
         self._judged_at = 0
         self._seen: set[tuple[str, Level]] = set()
@@ -224,6 +226,7 @@ class Guardian:
         self.judge_seconds = 0.0
         self.finished = False
         if forget_findings:
+            self._behind_runs = 0
             self._fail_runs = {}
             self.present_runs = {}
             self._seen.clear()
@@ -378,6 +381,16 @@ class Guardian:
         found, skip = envelope_finding(
             Trace(run.path, loss.steps, loss.values, end), self.siblings, self.thresholds, self.mute
         )
+        self._behind_runs = self._behind_runs + 1 if found is not None else 0
+        # A restart of a cosine schedule or a run of skipped fp16 steps puts a healthy run
+        # above the envelope for a check or two; a run that learns the wrong thing stays there.
+        if found is not None and self._behind_runs < self.thresholds.live_confirm_checks:
+            skip = Skip(
+                "unconfirmed",
+                f"behind the envelope at {self._behind_runs} judgement(s) in a row; a WARN needs "
+                f"{self.thresholds.live_confirm_checks}: {found.message}",
+            )
+            found = None
         if found is not None:
             return replace(rep, findings=[*rep.findings, found], ran=[*rep.ran, rid])
         if skip is not None:

@@ -322,8 +322,9 @@ outcome(
     "points) is above the median of at least {hist_min_runs} recent healthy runs of its experiment "
     "at the same steps (and at the same fraction of the schedule, where every schedule length is "
     "known) by more than the larger of {hist_mad_z:g} robust standard deviations and "
-    "{hist_min_gap_share:.0%} of what they had learned by then. The step and the margin are in the "
-    "evidence.",
+    "{hist_min_gap_share:.0%} of what they had learned by then, at `live_confirm_checks` judgements "
+    "in a row (a cosine restart or a few skipped fp16 steps lift a healthy run above it for a check "
+    "or two). The step and the margin are in the evidence.",
     why="A run on the wrong labels or data trails its siblings from early on; seeing it at a fifth "
     "of the run saves the other four fifths.",
     not_mean="It never stops the run (unless its id is in `stop_on`): a run may catch up, and a "

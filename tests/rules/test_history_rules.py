@@ -188,3 +188,31 @@ def test_the_band_is_the_median_and_margin_of_the_siblings_at_each_step():
     assert b.median[0] > b.median[1] > b.median[2] and np.isnan(b.median[3])  # past every run's end
     assert np.all(b.upper[:3] > b.median[:3]) and np.all(b.lower[:3] < b.median[:3])
     assert band(runs[:2], np.array([1.0])) is None
+
+
+def _drawn(rng, name, shift=0.0):
+    """A run of a healthy sweep drawn at random: 150-600 steps, learning per step or per its
+    schedule, noise 0.5-15%, learning rate (rate) within 0.7-1.4x, floor within 0.8-1.25x,
+    sometimes resumed from a checkpoint; ``shift`` raises its floor by that share of the
+    2.2 the sweep's runs learn."""
+    floor = 0.3 * rng.uniform(0.8, 1.25) + shift * 2.2
+    return curve(
+        name,
+        n=int(rng.integers(150, 601)),
+        floor=floor,
+        rate=5.0 * rng.uniform(0.7, 1.4),
+        noise=float(rng.uniform(0.005, 0.15)),
+        seed=int(rng.integers(1 << 30)),
+        per="step" if rng.random() < 0.5 else "fraction",
+        first=1 if rng.random() < 0.8 else int(rng.integers(20, 100)),
+    )
+
+
+@pytest.mark.slow
+def test_drawn_healthy_sweeps_are_silent_and_shifted_floors_caught():
+    rng = np.random.default_rng(2026)
+    for trial in range(200):
+        k = int(rng.integers(3, 11))
+        runs = [_drawn(rng, f"r{i}") for i in range(k)]
+        assert history_ids(_drawn(rng, "me"), runs)[0] == ["TP-HISTORY-PASS"], trial
+        assert history_ids(_drawn(rng, "me", shift=0.8), runs)[0] == ["TP-BEHIND-HISTORY"], trial

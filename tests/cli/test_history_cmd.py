@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+from _postgres import new_database, running_server
 from click.testing import CliRunner
 
 from trainproof.cli import cli
@@ -154,3 +155,20 @@ def test_watch_records_the_run_when_it_ends(tmp_path):
     assert p.returncode == 0, p.stderr
     (got,) = runs_in(where, tmp_path.as_posix())
     assert got.source == log.as_posix() and "TP-STALL" in got.findings
+
+
+@pytest.fixture(scope="module")
+def pg():
+    with running_server() as url:
+        yield url
+
+
+def test_the_same_commands_on_a_postgresql_history(pg):
+    where = new_database(pg)
+    code, _, err, _ = run_cli("doctor", str(HEALTHY), "--history", where, "--experiment", "torch", "-q")
+    assert code == 0, err
+    bad = str(BAD / "seed2" / "metrics.jsonl")
+    code, out, err, _ = run_cli("compare", "--against", "best", "--history", where, "--experiment", "torch", bad)
+    assert code == 1 and "TP-FLOOR-RATIO" in out and "baseline seed0/metrics.jsonl (history #1)" in out, err
+    code, out, _, _ = run_cli("history", "torch", "--history", where)
+    assert code == 0 and "(4 of 4 runs, newest first)" in out and "lower than 0 of the 3 healthy runs" in out

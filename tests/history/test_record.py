@@ -152,3 +152,11 @@ def test_a_record_gives_back_a_runlog_of_its_curves():
     assert np.array_equal(back.series["loss"].values, run.series["loss"].values)
     assert back.step_range == (10.0, 400.0) and "history #7" in back.path
     assert judge_runlog(back).verdict.value in ("PASS", "WARN")
+
+
+def test_a_record_pickles_for_a_worker_process():
+    import pickle
+
+    run = make_run(loss=np.linspace(2, 1, 40), lr=[1e-3] * 40)
+    rec = summarize(run, judge_runlog(run), experiment="e", run="r", now=1.0)
+    assert pickle.loads(pickle.dumps(rec)) == rec

@@ -84,3 +84,15 @@ def test_the_watcher_records_the_log_it_watched(tmp_path):
     with open_store(where, create=False) as st:
         (got,) = st.runs("watched")
     assert got.source == (HEALTHY / "seed0" / "metrics.jsonl").as_posix()
+
+
+@pytest.mark.slow
+def test_the_python_api_records_a_judged_log(tmp_path):
+    import trainproof
+
+    where = str(tmp_path / "h.db")
+    rep = trainproof.judge(HEALTHY / "seed2" / "metrics.jsonl", history=where, experiment="api")
+    assert rep.verdict.value == "PASS" and rep.history_error is None
+    forget(where)
+    with open_store(where, create=False) as st:
+        assert [r.run for r in st.runs("api")] == ["seed2/metrics.jsonl"]

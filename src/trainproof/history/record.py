@@ -14,7 +14,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 
 import numpy as np
 
@@ -163,9 +162,11 @@ class RunRecord:
     id: int | None = None
 
     def __post_init__(self) -> None:
+        # Copies, so that the caller's mappings changing later does not change the record;
+        # plain dicts, so that a record pickles (it may travel to a worker process).
         object.__setattr__(self, "findings", tuple(self.findings))
-        object.__setattr__(self, "summary", MappingProxyType(dict(self.summary)))
-        object.__setattr__(self, "curves", MappingProxyType(dict(self.curves)))
+        object.__setattr__(self, "summary", dict(self.summary))
+        object.__setattr__(self, "curves", dict(self.curves))
 
     @property
     def healthy(self) -> bool:

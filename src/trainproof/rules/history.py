@@ -497,7 +497,8 @@ def judge_history(
     al = alignments[0]
     floors = robust_spread([x.floor for x in al.runs])
     ends = robust_spread([x.end for x in al.runs])
-    if not any(f.level in (Level.FAIL, Level.WARN) for f in findings) and "TP-HISTORY-PASS" not in mute:
+    # A PASS only for checks that ran: a muted rule is never reported as passed.
+    if ran and not any(f.level in (Level.FAIL, Level.WARN) for f in findings) and "TP-HISTORY-PASS" not in mute:
         p = get("TP-HISTORY-PASS")
         findings.append(
             Finding(

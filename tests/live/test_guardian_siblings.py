@@ -65,3 +65,14 @@ def test_a_healthy_run_and_a_guardian_without_siblings_get_no_envelope_finding()
     plain = Guardian()
     rep = _train(plain, _loss(150, 2.0, 9, rate=1.0))[-1]
     assert "TP-BEHIND-ENVELOPE" not in rep.ids() + rep.ran + list(rep.skipped)
+
+
+def test_a_history_of_too_few_runs_lists_the_envelope_skipped(tmp_path):
+    g = Guardian(history=str(tmp_path / "history.db"), experiment="exp")
+    for i, v in enumerate(_loss(40, 0.3, 1), start=1):
+        g.add(float(i), {"loss": float(v)})
+    rep = g.judge()
+    assert (
+        rep.skipped["TP-BEHIND-ENVELOPE"].reason == "too_few_runs"
+        and "holds 0" in rep.skipped["TP-BEHIND-ENVELOPE"].detail
+    )

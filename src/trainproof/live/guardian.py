@@ -310,7 +310,8 @@ class Guardian:
                 rep = replace(rep, findings=kept, summary=fail_summary(kept, run))
             if not self._siblings_read:
                 self._load_siblings(run, rep)
-            if self.siblings:
+            if self.siblings or self.history is not None:
+                # With a history of too few runs the rule is listed skipped, saying so.
                 rep = self._against_siblings(rep, run)
         present = {f.id for f in rep.findings if f.level in (Level.FAIL, Level.WARN)}
         self.present_runs = {k: self.present_runs.get(k, 0) + 1 for k in present}

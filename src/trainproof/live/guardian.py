@@ -275,7 +275,7 @@ class Guardian:
         """The history so far as a RunLog (copies the columns)."""
         return self._builder.build(self.path, self.fmt, self.meta, self.notes, self.overrides)
 
-    def judge(self, charts: bool = False, final: bool = False) -> Report:
+    def judge(self, charts: bool = False, final: bool = False, envelope: bool | None = None) -> Report:
         """Judge the history; remember and announce (``on_alert``) the new finding ids.
 
         A judgement of a run still training (the default) holds its claims that the loss
@@ -294,6 +294,10 @@ class Guardian:
             charts: also attach the chart series (:func:`trainproof.render.charts.with_charts`;
                 only a final report needs them).
             final: the run has ended: judge the whole history as a complete log.
+            envelope: hold the run against the envelope of its siblings (:attr:`siblings`,
+                or those of :attr:`history`; ``TP-BEHIND-ENVELOPE``); default: while it
+                trains (not ``final``). ``watch`` judges each read of a growing log as a
+                complete log, and asks for the envelope until the run has ended.
         """
         self._judged_at = self.records
         t0 = time.perf_counter()
@@ -308,6 +312,7 @@ class Guardian:
             kept = stops.demote_uncaused(rep.findings, run, self.thresholds)
             if kept != rep.findings:
                 rep = replace(rep, findings=kept, summary=fail_summary(kept, run))
+        if (not final) if envelope is None else envelope:
             if not self._siblings_read:
                 self._load_siblings(run, rep)
             if self.siblings or self.history is not None:

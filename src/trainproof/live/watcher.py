@@ -125,7 +125,9 @@ class Watcher:
         if self._judge_due(now, new):
             # ``watch`` stops no run and its last report is the verdict of the log it read,
             # so it judges each read as ``trainproof judge`` judges a log.
-            self.report = self.guardian.judge(final=True)
+            # Until the run has ended it is also held against its siblings' envelope, as a
+            # monitor holds it (with a history).
+            self.report = self.guardian.judge(final=True, envelope=self.ended is None)
             self.last_judge = now
             judged_new = [f.id for f in self.guardian.new_findings]
         stalled = self.stall_timeout is not None and now - self.last_growth >= self.stall_timeout

@@ -58,15 +58,18 @@ def judge(
     mapping: Mapping[str, str] | None = None,
     mute: Iterable[str] = (),
     thresholds: Thresholds = DEFAULT,
+    history: str | Path | None = None,
+    experiment: str | None = None,
 ) -> Report:
     """Read and judge one log (for a log of several runs, the worst of
-    :func:`judge_all`).
+    :func:`judge_all`); with ``history``, judged against and recorded into the run history
+    (see :func:`doctor`).
 
     Never raises for a bad input: a file that cannot be read gives a report with
     ``error`` set and a ``TP-READ-ERROR`` finding (verdict NOT-CHECKED, exit 2). ``path``
     may be an fsspec URL (see :func:`read_runlog`).
     """
-    return judge_all(path, fmt, mapping, mute, thresholds)[0]
+    return judge_all(path, fmt, mapping, mute, thresholds, history=history, experiment=experiment)[0]
 
 
 def judge_all(
@@ -76,15 +79,26 @@ def judge_all(
     mute: Iterable[str] = (),
     thresholds: Thresholds = DEFAULT,
     charts: bool = True,
+    history: str | Path | None = None,
+    experiment: str | None = None,
 ) -> list[Report]:
     """Read and judge one log: one report per run it holds (:func:`read_runlogs`), worst
     verdict first (runs of one verdict in the order of their names). Never raises for a
-    bad input (an error report, as :func:`judge`); never an empty list."""
+    bad input (an error report, as :func:`judge`); never an empty list. ``history`` and
+    ``experiment``: as :func:`doctor`'s."""
     try:
         runs = read_runlogs(path, fmt, mapping)
     except (ReadError, MappingError) as e:
         return [error_report(str(shown(path)), str(e), None if fmt == "auto" else fmt)]
-    return worst_first([_charted(judge_runlog(run, thresholds, mute), run, charts) for run in runs])
+    reports = [judge_runlog(run, thresholds, mute) for run in runs]
+    if history is not None:
+        from .history.recording import record
+
+        reports = [
+            record(run, rep, str(history), experiment=experiment, thresholds=thresholds, mute=mute, chart=charts)
+            for run, rep in zip(runs, reports)
+        ]
+    return worst_first([_charted(rep, run, charts) for rep, run in zip(reports, runs)])
 
 
 def _charted(rep: Report, run: RunLog, charts: bool) -> Report:
@@ -102,7 +116,9 @@ class JudgeConfig:
     processes and cluster engines). ``mapping``: canonical -> raw key (``--map``);
     ``baseline``: a known-good run each run is also compared with; ``charts``: fill
     ``Report.charts`` (only the HTML report draws them; without, a report is a fraction of
-    the size to send back from a worker)."""
+    the size to send back from a worker); ``history``: the run history each judged run is
+    judged against and recorded into (a location string, opened by whoever judges:
+    :mod:`trainproof.history`), under ``experiment`` where given."""
 
     fmt: str = "auto"
     mapping: tuple[tuple[str, str], ...] = ()
@@ -110,6 +126,8 @@ class JudgeConfig:
     thresholds: Thresholds = DEFAULT
     baseline: str | None = None
     charts: bool = True
+    history: str | None = None
+    experiment: str | None = None
 
 
 _BASELINES: dict = {}
@@ -303,6 +321,19 @@ def _judge_one(run: RunLog, label: str, config: JudgeConfig) -> Report:
                 hint=r.hint,
             )
             rep = replace(rep, findings=[*rep.findings, cmp_error])
+    if config.history is not None:
+        from .history.recording import record
+
+        rep = record(
+            run,
+            rep,
+            config.history,
+            experiment=config.experiment,
+            thresholds=config.thresholds,
+            source=label,
+            mute=config.mute,
+            chart=config.charts,
+        )
     return _charted(rep, run, config.charts)
 
 
@@ -322,6 +353,8 @@ def doctor(
     charts: bool = True,
     experiments: Sequence[str] = (),
     runs: Sequence[str] = (),
+    history: str | Path | None = None,
+    experiment: str | None = None,
 ) -> tuple[list[Report], list[dict]]:
     """Find every training log under ``root`` and judge each run: the locations listed by
     their sources (:func:`trainproof.sources.list_locations`), each judged by
@@ -348,6 +381,12 @@ def doctor(
 
     ``charts=False`` leaves ``Report.charts`` empty (nothing but the HTML report uses them).
 
+    ``history``: a run history (an SQLite file or a ``postgresql://`` URL,
+    :mod:`trainproof.history`): each judged run is judged also against its experiment's
+    recent healthy runs there, then recorded, under ``experiment`` where given (else its
+    tracker's experiment or its folder). A store that cannot be used sets the report's
+    ``history_error``; the verdict stays the run's own.
+
     ``root`` may be an MLflow tracking server (``http://host:5000``, see
     :mod:`trainproof.mlflow_server`): each of its live runs is a location, fetched by
     whoever judges it. ``experiments`` (names) and ``runs`` (run ids) narrow what such a
@@ -371,6 +410,8 @@ def doctor(
         thresholds,
         str(baseline) if baseline is not None else None,
         charts,
+        str(history) if history is not None else None,
+        experiment,
     )
     limits: list[dict] = []
     roots = [root] if isinstance(root, (str, Path)) else list(root)
@@ -468,10 +509,14 @@ def compare(
     mute: Iterable[str] = (),
     thresholds: Thresholds = DEFAULT,
     charts: bool = True,
+    history: str | Path | None = None,
+    experiment: str | None = None,
 ) -> tuple[Report, list[Report]]:
     """Judge each run on its own and against a known-good baseline of the same task.
 
     ``charts=False`` leaves ``Report.charts`` empty (nothing but the HTML report uses them).
+    ``history`` and ``experiment``: each run (not the baseline) is judged against and
+    recorded into the run history, as :func:`doctor`'s.
 
     Returns:
         ``(baseline_report, run_reports)``: the baseline's own single-run report, and one
@@ -499,5 +544,77 @@ def compare(
             continue
         for run in found:
             rep = _with_comparison(judge_runlog(run, thresholds, mute), base, run, base_report, thresholds, mute)
+            if history is not None:
+                from .history.recording import record
+
+                rep = record(
+                    run, rep, str(history), experiment=experiment, thresholds=thresholds, mute=mute, chart=charts
+                )
             reports.append(_charted(rep, run, charts))
     return base_report, reports
+
+
+def compare_against(
+    runs: Iterable[str | Path],
+    against: str,
+    history: str | Path,
+    fmt: str = "auto",
+    mapping: Mapping[str, str] | None = None,
+    mute: Iterable[str] = (),
+    thresholds: Thresholds = DEFAULT,
+    charts: bool = True,
+    experiment: str | None = None,
+) -> tuple[list[Report], list[Report]]:
+    """Judge each run on its own and against a baseline taken from the run history:
+    ``against`` is ``best`` (the experiment's healthy run with the lowest floor),
+    ``last:N`` (the median of its N most recent healthy runs) or a recorded run's name
+    (:func:`trainproof.history.baseline.pick`). Each run's experiment is ``experiment``,
+    else its own (:func:`trainproof.history.record.experiment_of`); each run is then
+    recorded into the history, as :func:`compare` with ``history`` does.
+
+    Returns:
+        ``(baseline_reports, run_reports)``: each distinct baseline's own report (its
+        record's curves judged; file ``<run> (history #<id>)``), in the order first used,
+        and one report per run (``meta["compare"]["baseline"]`` names its baseline's file). A run
+        whose baseline cannot be found gets its own report with ``history_error`` set.
+
+    Raises:
+        ValueError: ``against`` is not ``best``, ``last:N`` or a name.
+        trainproof.history.store.HistoryError: the history cannot be opened.
+    """
+    from .history.baseline import Against, pick
+    from .history.record import experiment_of, run_name_of, runlog_of, source_of
+    from .history.recording import record, store_at
+    from .history.store import HistoryError
+
+    spec = Against.parse(against)
+    mute = list(mute)
+    store = store_at(str(history))
+    bases: dict[int, tuple[RunLog, Report]] = {}
+    reports = []
+    for p in runs:
+        try:
+            found = read_runlogs(p, fmt, mapping)
+        except (ReadError, MappingError) as e:
+            reports.append(error_report(str(shown(p)), str(e)))
+            continue
+        for run in found:
+            rep = judge_runlog(run, thresholds, mute)
+            exp = experiment_of(run, rep, explicit=experiment)
+            src = source_of(run.path)
+            try:
+                chosen = pick(store, exp, spec, exclude=(src, run_name_of(run, exp, src)))
+            except HistoryError as e:
+                reports.append(_charted(replace(rep, history_error=str(e)), run, charts))
+                continue
+            if chosen.id not in bases:
+                base = runlog_of(chosen)
+                bases[chosen.id] = (base, _charted(judge_runlog(base, thresholds, mute), base, charts))
+            base, base_report = bases[chosen.id]
+            rep = _with_comparison(rep, base, run, base_report, thresholds, mute)
+            rep = replace(
+                rep, meta={**rep.meta, "compare": {**rep.meta.get("compare", {}), "baseline": base_report.file}}
+            )
+            rep = record(run, rep, str(history), experiment=experiment, thresholds=thresholds, mute=mute, chart=charts)
+            reports.append(_charted(rep, run, charts))
+    return [b for _, b in bases.values()], reports

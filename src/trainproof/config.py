@@ -12,6 +12,7 @@ Accepted keys::
 
     [tool.trainproof]
     mute = ["TP-GRAD-SPIKE"]          # rule ids never run
+    history = "runs/history.db"       # record every judged run (a path or a postgresql:// URL)
     diverge_ratio = 2.0               # any threshold, by name ...
     [tool.trainproof.thresholds]      # ... or grouped under a table
     grad_spike_factor = 20
@@ -50,6 +51,10 @@ class Config:
     mute: set[str] = field(default_factory=set)
     thresholds: _th.Thresholds = _th.DEFAULT
     source: str | None = None
+    #: The run history every judged run is recorded into (``history = ...``): a
+    #: ``postgresql://`` URL, or an SQLite file's path made absolute from the folder of the
+    #: file that names it; ``None``: none.
+    history: str | None = None
 
 
 #: The largest configuration file read, in bytes. Real pyproject.toml files are a few
@@ -173,6 +178,7 @@ def load_config(config_path: Path | None = None, start: Path | None = None, extr
     names = set(_th.names())
     overrides: dict = {}
     mute: set[str] = set()
+    history = None
     for key, val in table.items():
         if key == "mute":
             if not isinstance(val, list):
@@ -185,13 +191,30 @@ def load_config(config_path: Path | None = None, start: Path | None = None, extr
                 if k not in names:
                     raise ConfigError(f"{where}: unknown threshold {k!r} in [thresholds]")
                 overrides[k] = v
+        elif key == "history":
+            history = _history(val, where, Path(source).parent if source else Path.cwd())
         elif key in names:
             overrides[key] = val
         else:
-            raise ConfigError(f"{where}: unknown key {key!r} (known: mute, thresholds, or a threshold name)")
+            raise ConfigError(f"{where}: unknown key {key!r} (known: mute, thresholds, history, or a threshold name)")
     try:
         th = _th.DEFAULT.with_overrides(overrides)
     except _th.ThresholdError as e:
         raise ConfigError(f"{where}: {e}") from None
     mute |= _check_ids(extra_mute, "--mute")
-    return Config(mute=mute, thresholds=th, source=source)
+    return Config(mute=mute, thresholds=th, source=source, history=history)
+
+
+def _history(value, where: str, base: Path) -> str:
+    """The ``history`` setting: a ``postgresql://`` URL as given, a path made absolute from
+    ``base`` (the configuration file's folder), so that a command run from a subfolder
+    records into the same file.
+
+    Raises:
+        ConfigError: not a non-empty string.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: 'history' must be a file path or a postgresql:// URL")
+    if "://" in value:
+        return value
+    return str((base / value).absolute())

@@ -76,7 +76,8 @@ class Finding:
         step: training step where it happened (``None`` when it is about the whole run).
         line: 1-based source line of the offending record in text formats
             (record index in binary ones), or ``None``.
-        source: ``single_run``, ``compare``, ``preflight``, ``live`` or ``reader``.
+        source: ``single_run``, ``compare``, ``history`` (judged against the run history),
+            ``preflight``, ``live`` or ``reader``.
         hint: likely cause and what to try, from the rule's documentation.
     """
 
@@ -189,6 +190,9 @@ class Report:
             seeds, ``version_N`` folders or tracker runs; for a run a tracker names an
             experiment or project of, ``"<store> · <experiment>"``, see
             :data:`EXPERIMENT_SEP`), or ``None``.
+        history_error: why the run could not be judged against or recorded into the run
+            history (``--history``; one line), or ``None``. The verdict is the run's own
+            either way.
     """
 
     file: str
@@ -206,6 +210,7 @@ class Report:
     summary: str | None = None
     also: list[str] = field(default_factory=list)
     experiment: str | None = None
+    history_error: str | None = None
     #: Series for charts (HTML): name -> {"key", "steps", "values"}, downsampled; not part
     #: of the JSON document.
     charts: dict = field(default_factory=dict, repr=False, compare=False)
@@ -259,6 +264,8 @@ class Report:
             out["also"] = list(self.also)
         if self.experiment is not None:
             out["experiment"] = self.experiment
+        if self.history_error is not None:
+            out["history_error"] = self.history_error
         return out
 
 

@@ -107,7 +107,7 @@ def test_warn_runs_to_the_end_and_reports_fail(hf, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_healthy_run_is_silent_and_records_every_logged_key(hf, tmp_path, capsys):
-    cb = hf(policy="stop_on_fail")
+    cb = hf(policy="stop_on_fail", history=str(tmp_path / "history.db"), experiment="cb")
     trainer = train(tmp_path, cb, lr=1e-3, eval_steps=40)
     err = capsys.readouterr().err
     assert trainer.state.global_step == MAX_STEPS
@@ -121,6 +121,16 @@ def test_healthy_run_is_silent_and_records_every_logged_key(hf, tmp_path, capsys
     # The end-of-training summary is not a point of the run.
     assert "train_runtime" not in series and "train_loss" not in series
     assert series["loss"].steps[0] == 1 and series["loss"].steps[-1] == MAX_STEPS
+
+    # With a history, the ended run is recorded there once, as judged.
+    from trainproof.history.recording import forget
+    from trainproof.history.store import open_store
+
+    forget(str(tmp_path / "history.db"))
+    with open_store(str(tmp_path / "history.db"), create=False) as st:
+        (rec,) = st.runs("cb")
+    assert rec.verdict == cb.report.verdict.value and rec.source.startswith("live:")
+    assert rec.summary["points"] == len(series["loss"])
 
 
 @pytest.mark.slow

@@ -91,8 +91,8 @@ def test_stop_on_fail_stops_a_broken_run(callback, capsys, optimizer, lr, rule):
 
 
 @pytest.mark.slow
-def test_healthy_run_finishes_silent(callback, capsys):
-    cb = callback(policy="stop_on_fail", check_every=10)
+def test_healthy_run_finishes_silent(callback, capsys, tmp_path):
+    cb = callback(policy="stop_on_fail", history=str(tmp_path / "history.db"), experiment="cb", check_every=10)
     history = fit(cb, "adam", 3e-3)
     err = capsys.readouterr().err
     assert len(history.history["loss"]) == EPOCHS and cb.batches == STEPS
@@ -108,6 +108,16 @@ def test_healthy_run_finishes_silent(callback, capsys):
     loss = series["loss"].values.reshape(EPOCHS, per_epoch)
     assert loss.mean(axis=1) == pytest.approx(history.history["loss"], rel=1e-4)
     assert np.all(loss.std(axis=1) > 0)
+
+    # With a history, the ended run is recorded there once, as judged.
+    from trainproof.history.recording import forget
+    from trainproof.history.store import open_store
+
+    forget(str(tmp_path / "history.db"))
+    with open_store(str(tmp_path / "history.db"), create=False) as st:
+        (rec,) = st.runs("cb")
+    assert rec.verdict == cb.report.verdict.value and rec.source.startswith("live:")
+    assert rec.summary["points"] == len(series["loss"])
 
 
 @pytest.mark.slow

@@ -56,8 +56,8 @@ def test_stop_on_fail_stops_a_broken_run(callback, capsys, optimizer, lr, schedu
 
 
 @pytest.mark.slow
-def test_healthy_run_finishes_silent(callback, capsys):
-    cb = callback(policy="stop_on_fail", check_every=10)
+def test_healthy_run_finishes_silent(callback, capsys, tmp_path):
+    cb = callback(policy="stop_on_fail", history=str(tmp_path / "history.db"), experiment="cb", check_every=10)
     trainer = fit(cb, "adam", 3e-3)
     err = capsys.readouterr().err
     assert trainer.global_step == MAX_STEPS and cb.stopped_at is None
@@ -71,6 +71,16 @@ def test_healthy_run_finishes_silent(callback, capsys):
     assert list(series["loss"].steps) == list(range(1, MAX_STEPS + 1))
     assert list(series["eval_loss"].steps) == [50, 100, 150]
     assert series["lr"].values[0] == 3e-3
+
+    # With a history, the ended run is recorded there once, as judged.
+    from trainproof.history.recording import forget
+    from trainproof.history.store import open_store
+
+    forget(str(tmp_path / "history.db"))
+    with open_store(str(tmp_path / "history.db"), create=False) as st:
+        (rec,) = st.runs("cb")
+    assert rec.verdict == cb.report.verdict.value and rec.source.startswith("live:")
+    assert rec.summary["points"] == len(series["loss"])
 
 
 @pytest.mark.slow
@@ -107,3 +117,22 @@ def test_the_model_is_measured_every_check_every_optimizer_steps(callback):
     module = trainer.lightning_module
     assert not any(m._forward_hooks for m in module.modules())
     assert not trainer.optimizers[0]._optimizer_step_post_hooks
+
+
+@pytest.mark.slow
+def test_with_a_history_a_run_far_behind_its_siblings_is_warned_while_it_trains(callback, capsys, tmp_path):
+    history = str(tmp_path / "history.db")
+    for _ in range(3):  # the experiment's healthy runs, recorded by the callback itself
+        cb = callback(check_every=10, history=history, experiment="mlp")
+        fit(cb, "adam", 3e-3)
+        assert cb.report.verdict is not Level.FAIL and "TP-BEHIND-ENVELOPE" not in cb.report.ids()
+    capsys.readouterr()
+    cb = callback(check_every=10, history=history, experiment="mlp")
+    fit(cb, "adam", 3e-3)  # one more healthy run: silent against the three
+    assert "TP-BEHIND-ENVELOPE" not in capsys.readouterr().err and "TP-HISTORY-PASS" in cb.report.ids()
+    cb = callback(check_every=10, history=history, experiment="mlp")
+    trainer = fit(cb, "sgd", 1e-4)  # a learning rate far below the usual: it barely learns
+    err = capsys.readouterr().err
+    assert trainer.global_step == MAX_STEPS and cb.stopped_at is None  # a WARN never stops it
+    assert "TP-BEHIND-ENVELOPE" in err and "margin" in err
+    assert "TP-BEHIND-HISTORY" in fails(cb.report)

@@ -477,3 +477,36 @@ def test_huge_metric_is_infinite_not_an_error(tmp_path):
     loss.backward()
     mon.log(0, loss, tokens=10**400)
     assert mon.guardian.runlog().get("tokens").values.tolist() == [math.inf]
+
+
+# --------------------------------------------------------------------------- run history
+
+
+@pytest.mark.slow
+def test_a_monitor_with_a_history_records_its_run_once_at_close_and_none_without(tmp_path):
+    from trainproof.history.recording import forget
+    from trainproof.history.store import open_store
+
+    where = str(tmp_path / "history.db")
+    log = tmp_path / "seed3" / "train.jsonl"
+    log.parent.mkdir()
+    mon, _, _ = train(steps=120, check_every=40, log_path=log, history=where, layers=False)
+    mon.close()  # no report() asked for: the close judges and records the ended run
+    mon.close()
+    forget(where)
+    with open_store(where, create=False) as st:
+        (rec,) = st.runs(tmp_path.as_posix())  # the folder of the log's run family
+    assert (rec.run, rec.source) == ("seed3/train.jsonl", log.as_posix()) and rec.summary["points"] == 120
+    mon, _, _ = train(steps=60, check_every=40, layers=False)
+    mon.report(print_it=False)
+    mon.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.db", "seed3"]
+
+
+@pytest.mark.slow
+def test_a_monitor_whose_history_cannot_be_used_keeps_training_and_says_why(tmp_path, capsys):
+    where = str(tmp_path / "missing" / "history.db")
+    mon, step, _ = train(steps=60, check_every=40, history=where, layers=False)
+    rep = mon.report(print_it=False)
+    assert step == 59 and rep.judged and rep.history_error.endswith("does not exist")
+    assert f"the run was not recorded: history {where}" in capsys.readouterr().err

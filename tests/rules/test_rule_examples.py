@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from trainproof import api
-from trainproof.rules.registry import all_rules, baseline_of, example_of
+from trainproof.rules.docs import judge_with_history
+from trainproof.rules.registry import all_rules, baseline_of, example_of, history_of
 
 from conftest import REPO
 
@@ -39,6 +40,12 @@ def _judge(rule_id: str, folder: Path):
     name, text = example_of(rule_id)
     run = folder / name
     run.write_text(text, encoding="utf-8")
+    runs = history_of(rule_id)
+    if runs:
+        for n, t in runs:
+            (folder / n).write_text(t, encoding="utf-8")
+        live = next(r for r in all_rules() if r.id == rule_id).source == "live"
+        return judge_with_history(run, [folder / n for n, _ in runs], live=live)
     base = baseline_of(rule_id)
     if base is None:
         return api.judge(run)

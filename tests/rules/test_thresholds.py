@@ -29,6 +29,7 @@ from trainproof import api
 from trainproof.rules import engine
 from trainproof.rules import thresholds as T
 from trainproof.rules.compare import compare_runlogs
+from trainproof.rules.history import Trace, envelope_finding, judge_history
 from trainproof.rules.registry import Rule, all_rules
 
 from conftest import REPO, make_run
@@ -225,6 +226,12 @@ def reads():
             engine.judge_runlog(run)
             # A loose configuration reaches branches the defaults stop before.
             engine.judge_runlog(run, T.DEFAULT.with_overrides({"dead_min_schedule_share": 0.0}))
+        # The history rules: a run behind its siblings, finished and still training.
+        steps = np.arange(1.0, 121.0)
+        sibs = [Trace(f"s{i}", steps, _decay(120, floor=0.3, seed=i), 120.0) for i in range(4)]
+        behind = Trace("run", steps, _decay(120, floor=1.8, seed=9), 120.0)
+        judge_history(behind, sibs)
+        envelope_finding(Trace("run", steps[:60], behind.values[:60], 120.0), sibs)
     finally:
         _restore(saved)
     return got, calls

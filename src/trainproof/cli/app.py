@@ -47,6 +47,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Can this machine start this run at all? Probe imports in a child interpreter, verify "
         "checkpoints without unpickling them, and compare RAM and disk with what the run needs.",
     ),
+    "history": (
+        "history",
+        "history_cmd",
+        "List the runs of EXPERIMENT in the run history, newest first, with their verdicts and key figures, and "
+        "how the last run sits against the others; without EXPERIMENT, list the experiments.",
+    ),
     "judge": (
         "judge",
         "judge_cmd",

@@ -57,6 +57,25 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
         ("--config", "config_path"),
         dict(type=click.Path(dir_okay=False, readable=False, path_type=Path), help=_CONFIG_HELP),
     ),
+    "history": (
+        ("--history",),
+        dict(
+            metavar="PATH|URL",
+            default=None,
+            help="Record each judged run into this run history (an SQLite file, created if missing, or a "
+            "postgresql:// URL) and judge it against its experiment's recent healthy runs there "
+            "(default: [tool.trainproof] history; none: nothing is written).",
+        ),
+    ),
+    "experiment": (
+        ("--experiment",),
+        dict(
+            metavar="NAME",
+            default=None,
+            help="With --history: the experiment runs are recorded under and judged within (default: the "
+            "tracker's project or experiment, else the folder of the run family, else the log's folder).",
+        ),
+    ),
 }
 
 

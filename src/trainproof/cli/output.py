@@ -89,6 +89,24 @@ def settings(command: str, as_json: bool, maps=(), mute=(), config_path: Path | 
     return overrides, cfg
 
 
+def history_of(option: str | None, cfg) -> str | None:
+    """The run history a command records into: ``--history`` (a ``postgresql://`` URL as
+    given, a path as typed), else the configuration's ``history``, else ``None``."""
+    if option:
+        return option
+    return getattr(cfg, "history", None)
+
+
+def history_errors(reports: list[Report], error: str | None) -> str | None:
+    """``error`` with the reports' run-history errors after it (each once): a store that
+    could not be used is said on its own line and makes the exit code 2 (unless a run
+    FAILs), while each verdict stays the run's own."""
+    lines = list(dict.fromkeys(r.history_error for r in reports if getattr(r, "history_error", None)))
+    if not lines:
+        return error
+    return "; ".join([*([error] if error else []), *lines])
+
+
 def not_a_report(path: Path | None, renderer: Renderer) -> str | None:
     """Why ``path`` must not be overwritten by ``renderer``'s report file, or ``None``: a
     regular file (not a link, FIFO or device: those are handled by the atomic write)
@@ -173,6 +191,7 @@ def emit_reports(
     """
     from ..findings import exit_code
 
+    error = history_errors(reports, error)
     write_outputs(reports, outputs)
     if as_json:
         from ..render import json as render_json

@@ -128,6 +128,10 @@ class LiveRun:
         stop_on: rule ids on which to stop the run whatever the policy (a WARN such as
             TP-OVERFIT), once found ``patience`` checks in a row.
         patience: checks in a row a ``stop_on`` finding must be present (at least 1).
+        history: the run history :meth:`finish` records the run into (see
+            :meth:`trainproof.live.guardian.Guardian.record`); only the main process
+            (not ``quiet``) reads and writes it.
+        experiment: the experiment the run is recorded under.
 
     Attributes:
         checkpoints: set by the callback: a function giving the run's saved checkpoints as
@@ -159,6 +163,8 @@ class LiveRun:
         grad_norm_source: str | None = None,
         stop_on: Iterable[str] = (),
         patience: int = 1,
+        history: str | None = None,
+        experiment: str | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
@@ -176,6 +182,8 @@ class LiveRun:
         self.on_alert = on_alert
         self.thresholds = thresholds
         self.grad_norm_source = grad_norm_source
+        self.history = history
+        self.experiment = experiment
         self.guardian: Guardian | None = None
         self.report: Report | None = None
         self.stopped_at: float | None = None
@@ -194,7 +202,16 @@ class LiveRun:
         known. ``quiet``: print nothing and call no ``on_alert`` (another process of a
         distributed run does)."""
         self.guardian = Guardian(
-            "<live>", "live", self.mute, self.thresholds, self._alert, stop_on=self.stop_on, patience=self.patience
+            "<live>",
+            "live",
+            self.mute,
+            self.thresholds,
+            self._alert,
+            stop_on=self.stop_on,
+            patience=self.patience,
+            # one process of a distributed run records it: the one that speaks
+            history=None if quiet else self.history,
+            experiment=self.experiment,
         )
         self.set_max_steps(max_steps)
         self.report = None
@@ -358,9 +375,11 @@ class LiveRun:
         self._flush()
         if g is None or not g.records:
             return self.report
-        rep = g.judge(charts=True, final=True)
+        rep = g.record(g.judge(charts=True, final=True))
         self.report = rep
         self._announce(g.new_findings)
+        if rep.history_error is not None:
+            self._say(f"trainproof: the run was not recorded: {rep.history_error}")
         if self.policy == "warn" and rep.verdict is Level.FAIL and rep.summary:
             self._say(f"trainproof: the run ended with a FAIL verdict. {rep.summary}")
         return rep

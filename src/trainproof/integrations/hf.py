@@ -78,6 +78,11 @@ class TrainproofCallback(TrainerCallback):
             about, such as ``{"TP-OVERFIT"}``, as ``EarlyStoppingCallback`` stops), once the
             finding has been present ``patience`` checks in a row.
         patience: checks in a row a ``stop_on`` finding must be present (at least 1).
+        history: a run history (an SQLite file or a ``postgresql://`` URL, see
+            :mod:`trainproof.history`): at the end of training the run is judged against
+            its experiment's recent healthy runs there and recorded; ``None`` (default):
+            nothing is read or written.
+        experiment: the experiment the run is recorded under (default: the current folder).
         save_on_stop: at a stop, also set ``control.should_save``: the Trainer saves
             ``checkpoint-<global_step>`` in ``args.output_dir`` right after the log that
             stopped it.
@@ -114,6 +119,8 @@ class TrainproofCallback(TrainerCallback):
         save_on_stop: bool = False,
         layers: bool = True,
         activations: bool = False,
+        history: str | None = None,
+        experiment: str | None = None,
     ) -> None:
         self.live = LiveRun(
             "HF Trainer",
@@ -125,6 +132,8 @@ class TrainproofCallback(TrainerCallback):
             grad_norm_source="the HF Trainer",
             stop_on=stop_on,
             patience=patience,
+            history=history,
+            experiment=experiment,
         )
         self.layers = layers
         self.activations = activations

@@ -71,6 +71,11 @@ class TrainproofCallback(keras.callbacks.Callback):
             about, such as ``{"TP-OVERFIT"}``, as ``keras.callbacks.EarlyStopping`` stops),
             once the finding has been present ``patience`` checks in a row.
         patience: checks in a row a ``stop_on`` finding must be present (at least 1).
+        history: a run history (an SQLite file or a ``postgresql://`` URL, see
+            :mod:`trainproof.history`): at the end of training the run is judged against
+            its experiment's recent healthy runs there and recorded; ``None`` (default):
+            nothing is read or written.
+        experiment: the experiment the run is recorded under (default: the current folder).
         save_on_stop: a file path (``.keras``): at a stop, ``model.save`` writes the model
             there; ``None`` saves nothing.
 
@@ -96,10 +101,21 @@ class TrainproofCallback(keras.callbacks.Callback):
         stop_on: Iterable[str] = (),
         patience: int = 1,
         save_on_stop: str | None = None,
+        history: str | None = None,
+        experiment: str | None = None,
     ) -> None:
         super().__init__()
         self.live = LiveRun(
-            "Keras", policy, check_every, mute, on_alert, thresholds, stop_on=stop_on, patience=patience
+            "Keras",
+            policy,
+            check_every,
+            mute,
+            on_alert,
+            thresholds,
+            stop_on=stop_on,
+            patience=patience,
+            history=history,
+            experiment=experiment,
         )
         self.save_on_stop = None if save_on_stop is None else str(save_on_stop)
         self.batches = 0

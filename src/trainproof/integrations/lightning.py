@@ -89,6 +89,11 @@ class TrainproofCallback(Callback):
             about, such as ``{"TP-OVERFIT"}``, as ``EarlyStopping`` stops), once the finding
             has been present ``patience`` checks in a row.
         patience: checks in a row a ``stop_on`` finding must be present (at least 1).
+        history: a run history (an SQLite file or a ``postgresql://`` URL, see
+            :mod:`trainproof.history`): at the end of training the run is judged against
+            its experiment's recent healthy runs there and recorded; ``None`` (default):
+            nothing is read or written.
+        experiment: the experiment the run is recorded under (default: the current folder).
         save_on_stop: at a stop, also save a checkpoint with ``trainer.save_checkpoint``
             (in every process, as Lightning asks) to ``trainproof-stop-step=<N>.ckpt`` in
             the first ``ModelCheckpoint``'s ``dirpath``, else in
@@ -126,10 +131,21 @@ class TrainproofCallback(Callback):
         save_on_stop: bool = False,
         layers: bool = True,
         activations: bool = False,
+        history: str | None = None,
+        experiment: str | None = None,
     ) -> None:
         super().__init__()
         self.live = LiveRun(
-            "Lightning", policy, check_every, mute, on_alert, thresholds, stop_on=stop_on, patience=patience
+            "Lightning",
+            policy,
+            check_every,
+            mute,
+            on_alert,
+            thresholds,
+            stop_on=stop_on,
+            patience=patience,
+            history=history,
+            experiment=experiment,
         )
         self.save_on_stop = bool(save_on_stop)
         self._last_step: int | None = None

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..findings import Finding, Level, Report
+from ..findings import Finding, Level, Report, Skip
 from ..rules.engine import fail_summary, judge_runlog
 from ..rules.thresholds import DEFAULT, Thresholds
 from ..runlog import Columns, Record, RunLog, RunLogBuilder
@@ -113,6 +113,18 @@ class Guardian:
         stop_on: rule ids (any level) on which the live path stops the run once they have
             been found ``patience`` judgements in a row (see :meth:`chosen_stops`).
         patience: judgements in a row a ``stop_on`` finding must be present (at least 1).
+        siblings: the loss curves of the recent healthy runs of the run's experiment
+            (:class:`trainproof.rules.history.Trace`, from a run history:
+            :func:`trainproof.history.against.traces`): each judgement of the run still
+            training also holds it against their envelope at the same step
+            (``TP-BEHIND-ENVELOPE``, a WARN; a stop only when ``stop_on`` names it).
+        history: a run history (an SQLite file or a ``postgresql://`` URL,
+            :mod:`trainproof.history`) :meth:`record` judges the ended run against and
+            records it into; ``None``: nothing is read or written.
+        experiment: the experiment the run is recorded under (default: the tracker's, else
+            the folder of ``source``'s run family, else the current folder).
+        source: where the run is written (its log), for the history; default ``path``.
+        run_name: the run's name in the history (default: from ``source``).
 
     Raises:
         ValueError: ``stop_on`` names no rule, or ``patience`` is below 1.
@@ -129,6 +141,11 @@ class Guardian:
         overrides: Mapping[str, str] | None = None,
         stop_on: Iterable[str] = (),
         patience: int = 1,
+        siblings: Sequence = (),
+        history: str | None = None,
+        experiment: str | None = None,
+        source: str | None = None,
+        run_name: str | None = None,
     ) -> None:
         if int(patience) < 1:
             raise ValueError(f"patience must be at least 1 (checks in a row), got {patience!r}")
@@ -144,6 +161,12 @@ class Guardian:
         self.meta = dict(meta or {})
         self.notes: list[str] = []
         self.overrides = dict(overrides or {})
+        self.siblings = list(siblings)
+        #: Whether :attr:`siblings` are settled: given, or (with a history) read from it at
+        #: the first judgement (:meth:`_load_siblings`).
+        self._siblings_read = bool(self.siblings) or history is None
+        #: Judgements in a row that found the run behind its siblings' envelope.
+        self._behind_runs = 0
         self._builder = RunLogBuilder()
         self._judged_at = 0
         self._seen: set[tuple[str, Level]] = set()
@@ -159,6 +182,13 @@ class Guardian:
         self.new_findings: list[Finding] = []
         #: The run logged that its training has finished (:data:`END_KEYS`).
         self.finished = False
+        self.history = None if history is None else str(history)
+        self.experiment = experiment
+        self.source = source
+        self.run_name = run_name
+        #: The report :meth:`record` kept in the history (``None`` before).
+        self.recorded: Report | None = None
+        self._recorded_at = 0
 
     # --- records in ---------------------------------------------------------------------
     @property
@@ -196,6 +226,7 @@ class Guardian:
         self.judge_seconds = 0.0
         self.finished = False
         if forget_findings:
+            self._behind_runs = 0
             self._fail_runs = {}
             self.present_runs = {}
             self._seen.clear()
@@ -244,7 +275,7 @@ class Guardian:
         """The history so far as a RunLog (copies the columns)."""
         return self._builder.build(self.path, self.fmt, self.meta, self.notes, self.overrides)
 
-    def judge(self, charts: bool = False, final: bool = False) -> Report:
+    def judge(self, charts: bool = False, final: bool = False, envelope: bool | None = None) -> Report:
         """Judge the history; remember and announce (``on_alert``) the new finding ids.
 
         A judgement of a run still training (the default) holds its claims that the loss
@@ -263,6 +294,10 @@ class Guardian:
             charts: also attach the chart series (:func:`trainproof.render.charts.with_charts`;
                 only a final report needs them).
             final: the run has ended: judge the whole history as a complete log.
+            envelope: hold the run against the envelope of its siblings (:attr:`siblings`,
+                or those of :attr:`history`; ``TP-BEHIND-ENVELOPE``); default: while it
+                trains (not ``final``). ``watch`` judges each read of a growing log as a
+                complete log, and asks for the envelope until the run has ended.
         """
         self._judged_at = self.records
         t0 = time.perf_counter()
@@ -277,6 +312,12 @@ class Guardian:
             kept = stops.demote_uncaused(rep.findings, run, self.thresholds)
             if kept != rep.findings:
                 rep = replace(rep, findings=kept, summary=fail_summary(kept, run))
+        if (not final) if envelope is None else envelope:
+            if not self._siblings_read:
+                self._load_siblings(run, rep)
+            if self.siblings or self.history is not None:
+                # With a history of too few runs the rule is listed skipped, saying so.
+                rep = self._against_siblings(rep, run)
         present = {f.id for f in rep.findings if f.level in (Level.FAIL, Level.WARN)}
         self.present_runs = {k: self.present_runs.get(k, 0) + 1 for k in present}
         if charts:
@@ -300,6 +341,106 @@ class Guardian:
                 self.on_alert(f)
         self.report = rep
         return rep
+
+    def _load_siblings(self, run: RunLog, rep: Report) -> None:
+        """Read :attr:`siblings` from :attr:`history`, once: the last ``hist_last_runs``
+        healthy runs of the experiment the run will be recorded under (as
+        :func:`trainproof.history.recording.record` names it), not the run itself. A store
+        that cannot be read leaves them empty: the run is still judged, and :meth:`record`
+        says why the store failed when the run ends."""
+        from ..history.against import traces
+        from ..history.record import experiment_of, live_source, run_name_of, source_of
+        from ..history.recording import store_at
+        from ..history.store import HistoryError
+
+        self._siblings_read = True
+        where = self.source or live_source()
+        exp = experiment_of(run, rep, explicit=self.experiment, path=where)
+        src = source_of(where)
+        name = self.run_name or run_name_of(run, exp, src)
+        last = self.thresholds.hist_last_runs
+        try:
+            recent = store_at(self.history).runs(exp, healthy_only=True, limit=last + 1)
+        except HistoryError as e:
+            self.notes.append(f"The history could not be read for the envelope of the recent runs: {e}")
+            return
+        self.siblings = traces([r for r in recent if (r.source, r.run) != (src, name)][:last])
+
+    def _against_siblings(self, rep: Report, run: RunLog) -> Report:
+        """``rep`` with the run held against the envelope of :attr:`siblings` at its latest
+        steps: the ``TP-BEHIND-ENVELOPE`` finding added, or the rule's skip with its reason
+        (:func:`trainproof.rules.history.envelope_finding`)."""
+        from ..rules._schedule import scheduled_end
+        from ..rules.history import Trace, envelope_finding
+        from ..rules.registry import get
+
+        rid = "TP-BEHIND-ENVELOPE"
+        objective = rep.meta.get("objective") or "supervised"
+        loss = run.get("loss")
+        if objective not in get(rid).objectives:
+            return replace(
+                rep, skipped={**rep.skipped, rid: Skip(f"objective: {objective}", "its loss is not expected to fall")}
+            )
+        if loss is None:
+            return replace(rep, skipped={**rep.skipped, rid: Skip("absent", "no loss series in the log")})
+        end, _ = scheduled_end(run)
+        found, skip = envelope_finding(
+            Trace(run.path, loss.steps, loss.values, end), self.siblings, self.thresholds, self.mute
+        )
+        self._behind_runs = self._behind_runs + 1 if found is not None else 0
+        # A restart of a cosine schedule or a run of skipped fp16 steps puts a healthy run
+        # above the envelope for a check or two; a run that learns the wrong thing stays there.
+        if found is not None and self._behind_runs < self.thresholds.live_confirm_checks:
+            skip = Skip(
+                "unconfirmed",
+                f"behind the envelope at {self._behind_runs} judgement(s) in a row; a WARN needs "
+                f"{self.thresholds.live_confirm_checks}: {found.message}",
+            )
+            found = None
+        if found is not None:
+            return replace(rep, findings=[*rep.findings, found], ran=[*rep.ran, rid])
+        if skip is not None:
+            return replace(rep, skipped={**rep.skipped, rid: skip})
+        return replace(rep, ran=[*rep.ran, rid])
+
+    @property
+    def unrecorded(self) -> bool:
+        """Whether there is a history and records it has not been given (:meth:`record`)."""
+        return (
+            self.history is not None
+            and self.records > 0
+            and (self.recorded is None or self._recorded_at != self.records)
+        )
+
+    def record(self, report: Report) -> Report:
+        """Judge the ended run (its final ``report``) against its experiment's recent
+        healthy runs in :attr:`history` and record it there, once (a second call returns
+        the report it recorded, unless records arrived since): see
+        :func:`trainproof.history.recording.record`. Without a history, ``report`` as it is.
+
+        Returns:
+            the report, with ``history_error`` set where the store could not be used.
+        """
+        if self.history is None or not self.records:
+            return report
+        if not self.unrecorded:
+            return self.recorded
+        from ..history.recording import live_source, record
+
+        source = self.source or live_source()
+        self.recorded = record(
+            self.runlog(),
+            report,
+            self.history,
+            experiment=self.experiment,
+            thresholds=self.thresholds,
+            source=source,
+            name=self.run_name,
+            mute=self.mute,
+            chart=bool(report.charts),
+        )
+        self._recorded_at = self.records
+        return self.recorded
 
     def chosen_stops(self, report: Report | None = None) -> list[Finding]:
         """The findings of ``report`` (default: the latest judgement's) whose id is in

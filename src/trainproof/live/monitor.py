@@ -145,6 +145,12 @@ class Monitor:
         scaler: the AMP ``GradScaler``, for ``loss_scale`` and ``model/amp_skipped_steps``.
         replica_every: in a distributed run, compare the replicas' parameter checksums
             every this many checks, from the first (``model/replica_drift``; 0: never).
+        history: a run history (an SQLite file or a ``postgresql://`` URL, see
+            :mod:`trainproof.history`): :meth:`report` (or :meth:`close`, where no report
+            was asked for) judges the ended run against its experiment's recent healthy
+            runs there and records it, in the main process; ``None``: nothing is written.
+        experiment: the experiment the run is recorded under (default: the folder of
+            ``log_path``'s run family, else the current folder).
 
     Attributes:
         main: whether this process prints, writes ``log_path`` and calls ``on_alert``
@@ -197,6 +203,8 @@ class Monitor:
         scheduler=None,
         scaler=None,
         replica_every: int = 10,
+        history: str | None = None,
+        experiment: str | None = None,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
@@ -216,6 +224,9 @@ class Monitor:
             meta,
             stop_on=stop_on,
             patience=patience,
+            history=history if self.main else None,
+            experiment=experiment,
+            source=str(log_path) if log_path else None,
         )
         # The denominator of "no trainable tensor was updated" (a measured cause of a stop).
         self._guardian.meta["trainable_tensors"] = sum(1 for p in model.parameters() if p.requires_grad)
@@ -659,7 +670,9 @@ class Monitor:
             lines = distributed.all_gather(said)
         if self.policy != "silent" and self.main:
             for f in g.new_findings:
-                if f.data.get("uncaused"):  # would have stopped the run before: say why it does not
+                # A claim that would have stopped the run before (say why it does not), and a
+                # run fallen behind its siblings (a WARN the loop should hear of at once).
+                if f.data.get("uncaused") or f.id == "TP-BEHIND-ENVELOPE":
                     print(f"trainproof: WARN at step {step_fmt(at)}: {f.id}: {f.message}", file=sys.stderr)
             for r, line in enumerate(lines):
                 if line is not None:
@@ -692,19 +705,28 @@ class Monitor:
         return the Report. Call it after the loop: the checks during the loop hold the
         claims of no progress to more evidence (see :meth:`Guardian.judge`)."""
         self._flush()
-        rep = self._guardian.judge(charts=True, final=True)
+        rep = self._guardian.record(self._guardian.judge(charts=True, final=True))
         if print_it and self.main:
             from rich.console import Console
 
             from ..render.text import render
 
             render(Console(stderr=True, highlight=False), [rep])
+        if rep.history_error is not None and self.main:
+            print(f"trainproof: the run was not recorded: {rep.history_error}", file=sys.stderr)
         return rep
 
     def close(self) -> None:
         """Write the pending steps to the history and the log, then close the log
-        (idempotent)."""
+        (idempotent). With a history and no :meth:`report` since the last step, the ended
+        run is judged and recorded here."""
         self._flush()
+        g = self._guardian
+        if g.unrecorded:
+            # only the main process has a history: nothing here may wait for the others
+            rep = g.record(g.judge(final=True))
+            if rep.history_error is not None:
+                print(f"trainproof: the run was not recorded: {rep.history_error}", file=sys.stderr)
         self.probe.close()
         if self._log_file is not None:
             self._log_file.close()

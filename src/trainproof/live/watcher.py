@@ -52,6 +52,8 @@ class Watcher:
         fmt, overrides, mute, thresholds: as for ``trainproof judge``.
         stall_timeout: seconds without growth after which ``TP-STALL`` (WARN) is reported.
         clock: the time source (tests pass a fake one).
+        history, experiment: the run history the ended run is recorded into, and under
+            which experiment (:meth:`record`); ``None``: nothing is written.
     """
 
     def __init__(
@@ -64,8 +66,19 @@ class Watcher:
         stall_timeout: float | None = None,
         clock=time.monotonic,
         wall=time.time,
+        history: str | None = None,
+        experiment: str | None = None,
     ) -> None:
-        self.guardian = Guardian(str(path), fmt, mute, thresholds, overrides=overrides)
+        self.guardian = Guardian(
+            str(path),
+            fmt,
+            mute,
+            thresholds,
+            overrides=overrides,
+            history=history,
+            experiment=experiment,
+            source=str(path),
+        )
         self.tail = LogTail(Path(path), self.guardian, fmt)
         self.stall_timeout = stall_timeout
         self.clock = clock
@@ -112,7 +125,9 @@ class Watcher:
         if self._judge_due(now, new):
             # ``watch`` stops no run and its last report is the verdict of the log it read,
             # so it judges each read as ``trainproof judge`` judges a log.
-            self.report = self.guardian.judge(final=True)
+            # Until the run has ended it is also held against its siblings' envelope, as a
+            # monitor holds it (with a history).
+            self.report = self.guardian.judge(final=True, envelope=self.ended is None)
             self.last_judge = now
             judged_new = [f.id for f in self.guardian.new_findings]
         stalled = self.stall_timeout is not None and now - self.last_growth >= self.stall_timeout
@@ -159,6 +174,14 @@ class Watcher:
         if self._stall_reported:
             return f"the log has not grown for {self.stall_timeout:g} s (--stall-timeout)"
         return None
+
+    def record(self) -> Report | None:
+        """Record the last report into the history (once; see
+        :meth:`trainproof.live.guardian.Guardian.record`) and return it, with
+        ``history_error`` set where the store could not be used; ``None`` before any."""
+        if self.report is not None:
+            self.report = self.guardian.record(self.report)
+        return self.report
 
     @property
     def failed(self) -> bool:

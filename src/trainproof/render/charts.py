@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 #: The series drawn in reports, in this order.
 CHART_SERIES = ("loss", "eval_loss", "lr", "grad_norm")
 
+#: The key of :attr:`Report.charts` that holds the band of the run's history (the recent
+#: healthy runs of its experiment, :func:`trainproof.history.against.judge_against`), drawn
+#: under the loss: ``{"steps", "lower", "median", "upper", "runs"}``. A judgement against a
+#: history attaches it; attaching the run's own chart data keeps it.
+HISTORY_BAND = "history_band"
+
 
 def chart_series(run: RunLog) -> dict:
     """Downsampled copies of ``run``'s charted series (:data:`CHART_SERIES`, see
@@ -37,4 +43,5 @@ def chart_series(run: RunLog) -> dict:
 def with_charts(report: Report, run: RunLog) -> Report:
     """``report`` with the chart data of ``run`` (the RunLog it judged) attached: a new
     report; ``report`` itself is left as it was built."""
-    return replace(report, charts=chart_series(run))
+    kept = {HISTORY_BAND: report.charts[HISTORY_BAND]} if HISTORY_BAND in (report.charts or {}) else {}
+    return replace(report, charts={**chart_series(run), **kept})

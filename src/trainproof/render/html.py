@@ -35,8 +35,9 @@ from .._files import write_atomic
 from ..findings import SEVERITY, Level, Report, jsonable, worst_verdict
 from ..redact import scrub
 from ._markup import LEVEL_CLASS, esc, fmt_step
+from .charts import HISTORY_BAND
 from .names import location_words, run_name
-from .svgchart import BASELINE_COLOR, DASHES, PALETTE, Marker, Series, nonfinite_note, step_domain, svg_chart
+from .svgchart import BASELINE_COLOR, DASHES, PALETTE, Band, Marker, Series, nonfinite_note, step_domain, svg_chart
 from .text import CLOSING_NOTE
 
 # ----------------------------------------------------------------------------- helpers
@@ -86,7 +87,16 @@ def _markers(r: Report) -> list[Marker]:
 
 def _chart_names(charts: dict) -> list[str]:
     known = [n for n in _CHART_ORDER if n in charts]
-    return known + sorted(n for n in charts if n not in _CHART_ORDER)
+    return known + sorted(n for n in charts if n not in _CHART_ORDER and n != HISTORY_BAND)
+
+
+def _history_band(charts: dict) -> Band | None:
+    """The band of the run's history under its loss chart (:data:`charts.HISTORY_BAND`)."""
+    b = charts.get(HISTORY_BAND)
+    if not b:
+        return None
+    runs = list(b.get("runs", ()))
+    return Band(b["steps"], b["lower"], b["median"], b["upper"], f"the band of {len(runs)} recent healthy runs")
 
 
 def _report_charts(r: Report) -> str:
@@ -105,8 +115,9 @@ def _report_charts(r: Report) -> str:
     for i, n in enumerate(names):
         s = series[n]
         label = _CHART_LABEL.get(n, str(n))
+        band = _history_band(charts) if n == "loss" else None
         svg, counts = svg_chart(
-            [s], label, n, markers, dom, width=900 if i == 0 else 500, plot_h=260 if i == 0 else 200
+            [s], label, n, markers, dom, width=900 if i == 0 else 500, plot_h=260 if i == 0 else 200, envelope=band
         )
         key = charts[n].get("key", n)
         fin = int(np.isfinite(s.values).sum())
@@ -114,6 +125,13 @@ def _report_charts(r: Report) -> str:
             f'<b>{esc(label)}</b> <span class="muted">(raw key <code>{esc(key)}</code>, '
             f"{len(s.values)} points charted, {fin} finite)</span>"
         ]
+        if band is not None:
+            runs = charts[HISTORY_BAND].get("runs", ())
+            cap.append(
+                f'<span class="muted small">Shaded: the band of the {len(runs)} recent healthy runs of its '
+                f"experiment ({esc(', '.join(runs[:6]))}{' …' if len(runs) > 6 else ''}): their median "
+                "dashed, edges at the median plus and minus the margin the history rules allow.</span>"
+            )
         note = nonfinite_note(counts)
         if note:
             cap.append(note)

@@ -14,7 +14,7 @@ from .names import run_name
 
 #: Version of the JSON document's schema. Adding optional fields is a minor change;
 #: removing or renaming a field, or changing its meaning, is a major one (CONTRACTS.md).
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 def document(reports: list[Report], command: str, error: str | None = None, extra: dict | None = None) -> dict:

@@ -175,6 +175,65 @@ class Series:
         return {"NaN": int(np.isnan(v).sum()), "+Inf": int(np.isposinf(v).sum()), "-Inf": int(np.isneginf(v).sum())}
 
 
+class Band:
+    """A shaded envelope on a chart: at each of ``steps``, the span ``lower``..``upper`` and
+    the ``median`` (float64 arrays of one length; a NaN column is a gap), named ``label`` in
+    its tooltip (``the band of 3 recent runs``)."""
+
+    def __init__(self, steps, lower, median, upper, label=""):
+        self.steps = np.asarray(steps, dtype=np.float64)
+        self.lower = np.asarray(lower, dtype=np.float64)
+        self.median = np.asarray(median, dtype=np.float64)
+        self.upper = np.asarray(upper, dtype=np.float64)
+        self.label = label
+
+
+def _band_svg(band: Band, sx: Scale, sy: Scale, y0: float, y1: float, x0: float, x1: float) -> str:
+    """The band's shaded polygons (one per run of columns with every value finite, clamped
+    to the plot) and its dashed median line, in one ``<g class="band">``."""
+    f1 = lambda v: f"{v:.1f}"  # noqa: E731
+
+    def y(v: float) -> float:
+        if sy.log and v <= 0:
+            return y1
+        return min(max(sy(v), y0), y1)
+
+    ok = (
+        np.isfinite(band.steps)
+        & np.isfinite(band.lower)
+        & np.isfinite(band.median)
+        & np.isfinite(band.upper)
+        & (band.steps >= min(sx.lo, sx.hi) / sx.k)
+        & (band.steps <= max(sx.lo, sx.hi) / sx.k)
+    )
+    runs, cur = [], []
+    for i, good in enumerate(ok.tolist()):
+        if good:
+            cur.append(i)
+        elif cur:
+            runs.append(cur)
+            cur = []
+    if cur:
+        runs.append(cur)
+    parts = [f'<g class="band" data-band="{esc(band.label)}"><title>{esc(band.label)}</title>']
+    for idx in runs:
+        if len(idx) < 2:
+            continue
+        xs = [min(max(sx(float(band.steps[i])), x0), x1) for i in idx]
+        top = [f"{f1(x)} {f1(y(float(band.upper[i])))}" for x, i in zip(xs, idx)]
+        bottom = [f"{f1(x)} {f1(y(float(band.lower[i])))}" for x, i in reversed(list(zip(xs, idx)))]
+        parts.append(f'<path d="M{" L".join(top + bottom)} Z" fill="{_BAND_FILL}" fill-opacity="0.22" stroke="none"/>')
+        mid = " L".join(f"{f1(x)} {f1(y(float(band.median[i])))}" for x, i in zip(xs, idx))
+        parts.append(f'<path d="M{mid}" fill="none" stroke="{_BAND_FILL}" stroke-width="1.2" stroke-dasharray="4 3"/>')
+    parts.append("</g>")
+    return "".join(parts)
+
+
+#: The band's fill and median colour: a neutral grey-blue that the series' colour and the
+#: finding markers stand out of.
+_BAND_FILL = "#667085"
+
+
 class Marker:
     """A vertical line at ``step`` for the rule ``rule`` at ``level``; ``kind`` is ``finding``
     (the step of a finding) or ``onset`` (where a failure became visible: drawn dashed)."""
@@ -241,12 +300,15 @@ def svg_chart(
     x_domain: tuple[float, float],
     width: int = 900,
     plot_h: int = 250,
+    envelope: Band | None = None,
 ) -> tuple[str, dict]:
     """An SVG chart of ``series`` against step; returns ``(svg, counts of non-finite points)``.
 
     ``ylabel`` labels the y axis, ``name`` is the chart's ``data-series``, ``markers`` are
     drawn over every series, ``x_domain`` is the ``(first, last)`` step shown (widened when
-    they are equal); ``width`` and ``plot_h`` are in px.
+    they are equal); ``width`` and ``plot_h`` are in px. ``envelope``: a shaded band (other
+    runs' spread) drawn under the series, its median dashed; its edges count in the y scale,
+    and an edge off the plot is drawn at the plot's edge.
     """
     left, right_m, bottom = 74.0, 18.0, 46.0
     x0, x1 = left, width - right_m
@@ -267,7 +329,8 @@ def svg_chart(
     top = 10.0 + n_lanes * _LANE_H + band + (4.0 if n_lanes else 0.0)
     y0, y1 = top, top + plot_h  # y0: top of the plot, y1: bottom
     height = y1 + bottom
-    sy, yticks, log = _y_axis([s.values for s in series], y1, y0)
+    banded = [envelope.median, envelope.upper] if envelope is not None else []
+    sy, yticks, log = _y_axis([s.values for s in series] + banded, y1, y0)
     f1 = lambda v: f"{v:.1f}"  # noqa: E731 - one decimal keeps the output small and stable
 
     ylab = f"{ylabel} (log scale)" if log else ylabel
@@ -339,6 +402,9 @@ def svg_chart(
             f'<text x="{f1(tx)}" y="{f1(ly)}" text-anchor="{anchor}" fill="{_LEVEL_COLOR.get(lab.level, "#475467")}">'
             f"{esc(lab.text)}</text></g>"
         )
+
+    if envelope is not None:
+        out.append(_band_svg(envelope, sx, sy, y0, y1, x0, x1))
 
     # data
     for s in series:

@@ -50,29 +50,35 @@ class Side:
         return (self.start - self.end) / self.start if self.start else 0.0
 
 
+def loss_levels(steps: np.ndarray, values: np.ndarray) -> tuple[float, float, float, float]:
+    """``(start, end, floor, floor_step)`` of a loss curve: the robust levels of the module's
+    docstring (medians of the first and last 10%, the lowest median of blocks of 5%).
+
+    Args:
+        steps, values: float arrays of shape (n,), n >= 1, finite, in step order.
+    """
+    n = values.size
+    w = end_window(n)
+    meds, centres = block_medians(values, smoothing_block(n))
+    j = int(np.argmin(meds))
+    return (
+        float(median(values[:w])),
+        float(median(values[-w:])),
+        float(meds[j]),
+        float(steps[min(int(centres[j]), n - 1)]),
+    )
+
+
 def _levels(name: str, run: RunLog, lo: float, hi: float) -> Side:
     s = run.series["loss"].finite()
     m = (s.steps >= lo) & (s.steps <= hi)
     st, v = s.steps[m], s.values[m]
-    n = v.size
-    w = end_window(n)
-    meds, centres = block_medians(v, smoothing_block(n))
-    j = int(np.argmin(meds))
     g = run.series.get("grad_norm")
     gm = None
     if g is not None:
         gv = g.values[np.isfinite(g.values) & (g.steps >= lo) & (g.steps <= hi)]
         gm = float(median(gv)) if gv.size else None
-    return Side(
-        name,
-        st,
-        v,
-        float(median(v[:w])),
-        float(median(v[-w:])),
-        float(meds[j]),
-        float(st[min(int(centres[j]), n - 1)]),
-        gm,
-    )
+    return Side(name, st, v, *loss_levels(st, v), gm)
 
 
 @dataclass
@@ -418,11 +424,20 @@ def compare_runlogs(
 
 #: How a PASS finding of one half reads as a note of a report whose verdict the other
 #: half sets, by the PASS finding's source.
-_PASS_NOTE = {"single_run": "On its own curve", "compare": "Against the baseline"}
+_PASS_NOTE = {
+    "single_run": "On its own curve",
+    "compare": "Against the baseline",
+    "history": "Against the experiment's history",
+}
 
 
 def merge_comparison(
-    report: Report, findings: list[Finding], skipped: dict[str, Skip], ran: list[str], metrics: dict
+    report: Report,
+    findings: list[Finding],
+    skipped: dict[str, Skip],
+    ran: list[str],
+    metrics: dict,
+    key: str = "compare",
 ) -> Report:
     """``report``, the run's own report, with the output of :func:`compare_runlogs` merged in.
 
@@ -432,6 +447,9 @@ def merge_comparison(
     becomes a note (``On its own curve: no check fired (25 ran, 7 skipped).``) and the checks it
     counts stay in ``ran`` and ``skipped``.
 
+    ``key``: where ``metrics`` go in the report's ``meta`` (``compare``; ``history`` for
+    :func:`trainproof.rules.history.judge_history`, which returns the same four parts).
+
     Returns:
         A new report: ``report`` itself is left as it was built.
     """
@@ -440,7 +458,7 @@ def merge_comparison(
         findings=[*report.findings, *findings],
         skipped={**report.skipped, **skipped},
         ran=[*report.ran, *ran],
-        meta={**report.meta, "compare": metrics} if metrics else dict(report.meta),
+        meta={**report.meta, key: metrics} if metrics else dict(report.meta),
     )
     # Under a WARN a PASS of the other half is no contradiction (the run compares well and
     # has something to watch); under a FAIL or NOT-CHECKED it would read as one.

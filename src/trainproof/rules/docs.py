@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from . import thresholds as _th
-from .registry import Rule, all_rules, baseline_of, example_of
+from .registry import Rule, all_rules, baseline_of, example_of, history_of
 from .thresholds import Thresholds
 
 #: The families of ids, in the order the indexes list them: the checks of a run's log
@@ -39,6 +39,7 @@ FAMILIES: dict[str, str] = {
     "context": "Context",
     "reader": "Reading the log",
     "compare": "Against a baseline",
+    "history": "Against the experiment's history",
     "outcome": "Outcomes",
     "live": "Live monitoring",
     "preflight": "Dataset preflight",
@@ -77,11 +78,47 @@ def judge_example(rule_id: str, th: Thresholds | None = None):
     with tempfile.TemporaryDirectory(prefix="trainproof-example-") as d:
         run = Path(d) / ex[0]
         run.write_text(ex[1], encoding="utf-8")
+        runs = history_of(rule_id)
+        if runs:
+            for name, text in runs:
+                (Path(d) / name).write_text(text, encoding="utf-8")
+            from .registry import get
+
+            live = get(rule_id).source == "live"
+            return judge_with_history(run, [Path(d) / name for name, _ in runs], th, live=live)
         base = baseline_of(rule_id)
         if base is None:
             return judge(run, thresholds=th)
         (Path(d) / base[0]).write_text(base[1], encoding="utf-8")
         return compare(Path(d) / base[0], [run], thresholds=th)[1][0]
+
+
+def judge_with_history(run: Path, runs: list[Path], th: Thresholds | None = None, live: bool = False):
+    """The report of the log ``run`` judged against the logs ``runs`` as its experiment's
+    recent healthy runs, without a store: the finished run
+    (:func:`trainproof.rules.history.judge_history`), or with ``live`` the run as a monitor
+    sees it while it trains (:func:`trainproof.rules.history.envelope_finding`)."""
+    from dataclasses import replace
+
+    from ..api import read_runlog
+    from .compare import merge_comparison
+    from .engine import judge_runlog
+    from .history import Trace, envelope_finding, judge_history
+
+    th = _th.DEFAULT if th is None else th
+
+    def trace(path: Path, end: float | None = None) -> Trace:
+        s = read_runlog(path).series["loss"]
+        return Trace(path.stem.partition(".")[2] or path.stem, s.steps, s.values, end or float(s.steps[-1]))
+
+    runlog = read_runlog(run)
+    siblings = [trace(p) for p in runs]
+    me = trace(run)
+    if live:
+        rep = judge_runlog(runlog, th, live=True)
+        f, _ = envelope_finding(Trace(me.name, me.steps, me.values, None), siblings, th)
+        return replace(rep, findings=[*rep.findings, f]) if f is not None else rep
+    return merge_comparison(judge_runlog(runlog, th), *judge_history(me, siblings, th), key="history")
 
 
 def _shown_lines(name: str, text: str) -> list[str]:
@@ -107,7 +144,17 @@ def example_markdown(rule: Rule, th: Thresholds | None = None) -> str:
     src = "src/trainproof/rules/examples/"
     parts = _shown_lines(ex[0], ex[1])
     base = baseline_of(rule.id)
-    if base is not None:
+    runs = history_of(rule.id)
+    if runs:
+        parts += ["", "judged against a history of these recent healthy runs of its experiment", ""]
+        for name, text in runs:
+            parts += _shown_lines(name, text)
+        cmd = (
+            f"trainproof watch {ex[0]} --history H"
+            if rule.source == "live"
+            else f"trainproof judge {ex[0]} --history H"
+        ) + " (H: a store holding the runs above)"
+    elif base is not None:
         parts += ["", "judged against the known-good baseline", ""] + _shown_lines(base[0], base[1])
         cmd = f"trainproof compare {base[0]} {ex[0]}"
     else:
@@ -127,6 +174,7 @@ def example_markdown(rule: Rule, th: Thresholds | None = None) -> str:
         "",
         f"The file is `{src}{ex[0]}`"
         + (f" (and `{base[0]}`)" if base else "")
+        + (f" (and {', '.join(f'`{n}`' for n, _ in runs)})" if runs else "")
         + "; a test judges it with the engine, so this output cannot drift.",
     ]
     return "\n".join(parts)

@@ -424,6 +424,7 @@ RULE_MODULES = tuple(
         "intent",
         "reading",
         "compare",
+        "history",
         "outcomes",
     )
 )
@@ -547,7 +548,8 @@ def _example_files() -> dict[str, str]:
 def example_of(rule_id: str) -> tuple[str, str] | None:
     """The example log that triggers ``rule_id``: ``(file name, text)``, or ``None`` when
     the id has none (outcomes and preflight ids, judged on no log). For a compare rule it is
-    the run judged against the baseline :func:`baseline_of` gives.
+    the run judged against the baseline :func:`baseline_of` gives; for a history rule, the run
+    judged against the runs :func:`history_of` gives.
 
     The example is a literal file (``src/trainproof/rules/examples/``): what a user reads on
     the rule's page is the log ``tests/rules/test_rule_examples.py`` judges with the engine.
@@ -555,7 +557,7 @@ def example_of(rule_id: str) -> tuple[str, str] | None:
     found = _example_files()
     for name in sorted(found):
         stem, _, rest = name.partition(".")
-        if stem == rule_id and rest.split(".")[0] != "baseline":
+        if stem == rule_id and rest.split(".")[0] not in ("baseline", "history"):
             return name, found[name]
     return None
 
@@ -566,3 +568,10 @@ def baseline_of(rule_id: str) -> tuple[str, str] | None:
     found = _example_files()
     name = next((n for n in sorted(found) if n.startswith(rule_id + ".baseline.")), None)
     return (name, found[name]) if name else None
+
+
+def history_of(rule_id: str) -> list[tuple[str, str]]:
+    """The recent healthy runs a history rule's example run is judged against: ``(file name,
+    text)`` of each ``<ID>.history.<n>.<ext>``, in name order; empty for any other rule."""
+    found = _example_files()
+    return [(n, found[n]) for n in sorted(found) if n.startswith(rule_id + ".history.")]

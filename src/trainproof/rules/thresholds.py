@@ -147,6 +147,7 @@ UNITS: dict[str, str] = {
     "items": "dataset items (audio and transcript pairs)",
     "samples": "consecutive audio samples",
     "checkpoints": "saved checkpoints",
+    "runs": "runs of one experiment recorded in the run history",
     "digits": "significant digits of a logged value",
     "share": "a fraction in [0, 1] of a whole that the reason names: of points, steps, items, samples, "
     "groups, units or tokens, of the run's length or of a step's time; an accuracy",
@@ -1035,6 +1036,53 @@ class Thresholds:
         "Gradient norms five times the baseline's: well beyond batch-to-batch variation.",
         unit="ratio",
         valid=FACTOR,
+    )
+
+    # --- history (a run against the recent healthy runs of its experiment) ---------------
+    # A median and a MAD of fewer than 3 values are no robust spread at all.
+    hist_min_runs: int = threshold(
+        3,
+        "A median and a median absolute deviation (MAD) need at least 3 runs: with 2 the median "
+        "is their mean and the MAD half their distance, which one odd run moves at will.",
+        unit="runs",
+        valid=count(3, 1000),
+    )
+    hist_last_runs: int = threshold(
+        10,
+        "The last 10 healthy runs of the experiment: enough for a MAD that one odd run does not "
+        "move, recent enough that the code and the data they ran on are close to the run's.",
+        unit="runs",
+        valid=count(3, 1000),
+    )
+    hist_mad_z: float = threshold(
+        4.0,
+        "A level more than 4 robust standard deviations (1.4826 x MAD) of the recent runs beyond "
+        "their median: a healthy seed lies beyond 4 with a chance of about 3e-5 (one-sided) under normal "
+        "seed-to-seed variation, and the MAD of a few runs is itself uncertain, hence not 3.",
+        unit="z",
+        valid=SIGMAS,
+    )
+    hist_min_gap_share: float = threshold(
+        0.5,
+        "...and the gap must be over half of what the recent runs learned (their median start "
+        "minus their median floor or end; for the improvement, half their median improvement): "
+        "the run kept more than half of the loss its siblings removed. Seeds of one "
+        "configuration can agree so closely that their MAD is almost 0 (the gallery's HF seeds "
+        "reach floors 1.228, 1.276 and 1.228 from 3.5), so a spread alone would flag any "
+        "difference. Measured on the gallery against its healthy seeds (five frameworks): its "
+        "cosine-restart, converged, slow-loader, spike and fp16 runs of the same task stay under "
+        "0.47 of it under at least one alignment, its small-batch runs (another configuration) "
+        "under 0.40; its shuffled-label runs miss 0.58-3.2 of it under both.",
+        unit="ratio",
+        valid=Range(float, 0.0, 1.0, lo_open=True),
+    )
+    hist_live_min_share: float = threshold(
+        0.2,
+        "A run still training is held against the envelope of its siblings only past 20% of "
+        "their length: before it, they have learned too little for a gap to stand out of the "
+        "noise of one small-batch step.",
+        unit="share",
+        valid=SHARE,
     )
 
     # --- intent ---------------------------------------------------------------------------

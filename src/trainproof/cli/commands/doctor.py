@@ -7,8 +7,8 @@ import time
 
 import click
 
-from ..options import location, log_options
-from ..output import echo_error, emit_reports, settings
+from ..options import OPTIONS, location, log_options
+from ..output import echo_error, emit_reports, history_of, settings
 
 
 class _LazyProgress:
@@ -114,12 +114,15 @@ def _is_server(root) -> bool:
     help="The cluster for --engine: a Dask scheduler (tcp://host:8786) or a Ray address (auto, "
     "ray://host:10001). Default: start a local one for this run.",
 )
+@click.option(*OPTIONS["history"][0], **OPTIONS["history"][1])
 @click.option(
     "--experiment",
     "experiments",
     multiple=True,
     metavar="NAME",
-    help="With an MLflow tracking server as PATH: only the runs of this experiment (repeatable).",
+    help="With an MLflow tracking server as PATH: only the runs of this experiment (repeatable). With "
+    "--history and another PATH: the experiment every run is recorded under and judged within (default: "
+    "the tracker's project or experiment, else the folder of the run family, else the log's folder).",
 )
 @click.option(
     "--run",
@@ -178,6 +181,7 @@ def doctor_cmd(
     jobs,
     engine,
     address,
+    history,
     experiments,
     run_ids,
     allow_empty,
@@ -204,7 +208,9 @@ def doctor_cmd(
     if address is not None and engine == "local":
         return emit_reports([], "doctor", as_json, summary=True, error="--address needs --engine dask or --engine ray")
     roots = [location(p, "doctor", as_json) for p in (paths or (".",))]
-    if (experiments or run_ids) and not any(_is_server(p) for p in roots):
+    history = history_of(history, cfg)
+    server = any(_is_server(p) for p in roots)
+    if (run_ids or (experiments and history is None)) and not server:
         return emit_reports(
             [],
             "doctor",
@@ -212,6 +218,12 @@ def doctor_cmd(
             summary=True,
             error="--experiment and --run narrow an MLflow tracking server: give its URL (http://host:5000)",
         )
+    if history is not None and not server and len(experiments) > 1:
+        return emit_reports(
+            [], "doctor", as_json, summary=True, error="--history records the runs under one --experiment, not several"
+        )
+    # A tracking server's runs are recorded under their own experiment, which --experiment names.
+    record_under = experiments[0] if history is not None and experiments and not server else None
     for path in roots:
         if not is_url(path) and not path.exists():
             return emit_reports(
@@ -239,8 +251,10 @@ def doctor_cmd(
             engine=engine,
             address=address,
             charts=needs_charts(outputs),
-            experiments=experiments,
+            experiments=experiments if server else (),
             runs=run_ids,
+            history=history,
+            experiment=record_under,
         )
     except (ReadError, EngineError) as e:
         progress.close()

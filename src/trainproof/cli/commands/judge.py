@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..options import location, log_options
-from ..output import emit_reports, invoked, settings
+from ..options import location, log_options, options
+from ..output import emit_reports, history_of, invoked, settings
 
 
 @click.command("judge")
@@ -13,7 +13,8 @@ from ..output import emit_reports, invoked, settings
 # with --json), not a usage error printed by click without one.
 @click.argument("logfile", type=click.Path(path_type=str, readable=False))
 @log_options
-def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, outputs) -> int:
+@options("history", "experiment")
+def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, outputs, history, experiment) -> int:
     """Judge one training log: a file (HF trainer_state.json, TensorBoard event file, JSONL,
     CSV, Coqui log, console capture, MLflow metric) or a TensorBoard/MLflow run folder.
     LOGFILE may be an fsspec URL (s3://bucket/run.jsonl; the [remote] extra). A log that
@@ -37,6 +38,22 @@ def judge_cmd(logfile: str, fmt: str, maps, as_json: bool, mute, config_path, ou
     # One report per run the log holds (a W&B export of several runs), worst first; chart
     # series only for the HTML report (the only output that draws them).
     reports = [judge_runlog(run, cfg.thresholds, cfg.mute) for run in runs]
+    history = history_of(history, cfg)
+    if history is not None:
+        from ...history.recording import record
+
+        reports = [
+            record(
+                run,
+                rep,
+                history,
+                experiment=experiment,
+                thresholds=cfg.thresholds,
+                mute=cfg.mute,
+                chart=needs_charts(outputs),
+            )
+            for run, rep in zip(runs, reports)
+        ]
     if needs_charts(outputs):
         reports = [with_charts(rep, run) for rep, run in zip(reports, runs)]
     reports = worst_first(reports)

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import click
 
 from ..options import options, seconds
-from ..output import echo_error, settings, stdout_console
+from ..output import echo_error, history_of, settings, stdout_console
 from ..signals import by_interrupt, stop_requested, stopped_watching
 
 
@@ -36,8 +36,19 @@ from ..signals import by_interrupt, stop_requested, stopped_watching
     "does not exist yet is waited for this long, then exit 2.",
 )
 @options("json", "mute", "config", json={"help": "One JSON line per poll: time, records, verdict, new ids."})
+@options("history", "experiment")
 def watch_cmd(
-    logfile: Path, interval: float, fmt: str, maps, until_fail: bool, stall_timeout, as_json: bool, mute, config_path
+    logfile: Path,
+    interval: float,
+    fmt: str,
+    maps,
+    until_fail: bool,
+    stall_timeout,
+    as_json: bool,
+    mute,
+    config_path,
+    history,
+    experiment,
 ) -> int:
     """Judge LOGFILE while the run writes it, polling every --interval seconds.
 
@@ -50,22 +61,34 @@ def watch_cmd(
     exit code is the verdict's. In a pipe a poll's line is printed only when something
     changed. Ctrl-C or SIGTERM (also SIGINT to a background job) stops watching and exits
     with the last verdict's code, not 130: 0 (judged, no FAIL), 1 (FAIL), 2 (nothing
-    judged yet).
+    judged yet). With --history, the run is recorded when watching ends (a store that
+    cannot be used is a line on stderr and exit 2 unless the verdict is FAIL).
     """
     # Stopped (Ctrl-C, SIGTERM) at any point, from the imports on: the last verdict and
     # its code; before the first report, "-" and exit 2 (nothing judged).
     state = SimpleNamespace(watcher=None, presenter=None)
     try:
-        return _follow(state, logfile, interval, fmt, maps, until_fail, stall_timeout, as_json, mute, config_path)
+        return _follow(
+            state,
+            logfile,
+            interval,
+            fmt,
+            maps,
+            until_fail,
+            stall_timeout,
+            as_json,
+            mute,
+            config_path,
+            history,
+            experiment,
+        )
     except (KeyboardInterrupt, Exception) as e:
         if not isinstance(e, KeyboardInterrupt) and not by_interrupt(e):
             raise
-        from ...findings import exit_code
-
         if state.presenter is not None:
             state.presenter.stop()
-        report = state.watcher.report if state.watcher is not None else None
-        code = exit_code([report] if report is not None else [])
+        report = state.watcher.record() if state.watcher is not None else None
+        code = _code(report)
         if not as_json:
             click.echo(stopped_watching(report.verdict.value if report is not None else None, code), err=True)
         return code
@@ -82,6 +105,8 @@ def _follow(
     as_json: bool,
     mute,
     config_path,
+    history=None,
+    experiment=None,
 ) -> int:
     """The poll loop of :func:`watch_cmd`; ``state`` holds the watcher and the presenter as
     they are made, for the interrupt handler. Returns the exit code."""
@@ -94,7 +119,16 @@ def _follow(
         # is_file() stats without opening: a FIFO is refused here, never opened.
         kind = "a directory" if logfile.is_dir() else "not a regular file"
         raise click.UsageError(f"{logfile}: {kind}; watch follows one log file as it grows")
-    w = state.watcher = Watcher(logfile, fmt, overrides, cfg.mute, cfg.thresholds, stall_timeout)
+    w = state.watcher = Watcher(
+        logfile,
+        fmt,
+        overrides,
+        cfg.mute,
+        cfg.thresholds,
+        stall_timeout,
+        history=history_of(history, cfg),
+        experiment=experiment,
+    )
     show = state.presenter = WatchPresenter(logfile, as_json, stdout_console, tty=sys.stdout.isatty())
     started = time.monotonic()
     seen = False
@@ -118,16 +152,26 @@ def _follow(
         seen = True
         show.poll(p)
         if until_fail and w.failed:
-            show.final(w.report)
+            show.final(w.record())
+            _code(w.report)
             return 1
         why = w.ended
         if why is not None:
-            from ...findings import exit_code
-
-            report = w.report
+            report = w.record()
             show.final(report)
-            code = exit_code([report] if report is not None else [])
+            code = _code(report)
             verdict = report.verdict.value if report is not None else "-"
             echo_error(f"stopped watching: {why}; last verdict {verdict} (exit {code})")
             return code
         time.sleep(interval)
+
+
+def _code(report) -> int:
+    """The exit code of the last report (:func:`trainproof.findings.exit_code`); a run
+    history that could not be used is said on stderr and counts as an error."""
+    from ...findings import exit_code
+
+    error = getattr(report, "history_error", None)
+    if error is not None:
+        echo_error(error)
+    return exit_code([report] if report is not None else [], error)

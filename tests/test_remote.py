@@ -378,3 +378,32 @@ def test_the_api_refuses_a_password_url_without_repeating_it():
     assert rep.file == "http://alice:***@127.0.0.1:9" and "s3cret" not in json.dumps(rep.to_dict())
     reports, skip = api.judge_runs(url)
     assert skip is None and "s3cret" not in json.dumps([r.to_dict() for r in reports])
+
+
+@pytest.mark.parametrize(
+    "url,secret",
+    [
+        ("postgresql:///tp?host=127.0.0.1&port=1&user=postgres&password=s3cr3tpw", "s3cr3tpw"),
+        ("postgresql://u@h/db?sslpassword=k3y&application_name=a", "k3y"),
+        ("https://bucket.example/x.jsonl?X-Amz-Signature=5ig&X-Amz-Credential=cr3d", "5ig"),
+        ("https://host.example/log.jsonl?token=t0ken", "t0ken"),
+    ],
+)
+def test_a_secret_in_a_query_parameter_is_shown_masked(url, secret):
+    from trainproof.remote import shown
+
+    out = shown(url)
+    assert secret not in out and "***" in out
+    assert out.split("?")[0] == url.split("?")[0]  # the rest of the location is kept
+
+
+@pytest.mark.slow
+def test_a_history_url_with_a_password_parameter_never_prints_it():
+    # A PostgreSQL history that cannot be reached: the error line and the --json error
+    # name the location with its password masked.
+    from conftest import REPO, run_cli
+
+    log = REPO / "examples" / "gallery" / "torch" / "healthy" / "seed0" / "metrics.jsonl"
+    url = "postgresql:///tp?host=127.0.0.1&port=1&user=postgres&password=s3cr3tpw&connect_timeout=2"
+    code, out, err, doc = run_cli("judge", str(log), "--history", url, "--json")
+    assert code == 2 and "s3cr3tpw" not in out + err and "password=***" in out + err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -94,8 +95,18 @@ def judge_all(
     if history is not None:
         from .history.recording import record
 
+        started = time.time()  # the runs of one log are not each other's past
         reports = [
-            record(run, rep, str(history), experiment=experiment, thresholds=thresholds, mute=mute, chart=charts)
+            record(
+                run,
+                rep,
+                str(history),
+                experiment=experiment,
+                thresholds=thresholds,
+                mute=mute,
+                chart=charts,
+                before=started,
+            )
             for run, rep in zip(runs, reports)
         ]
     return worst_first([_charted(rep, run, charts) for rep, run in zip(reports, runs)])
@@ -118,7 +129,10 @@ class JudgeConfig:
     ``Report.charts`` (only the HTML report draws them; without, a report is a fraction of
     the size to send back from a worker); ``history``: the run history each judged run is
     judged against and recorded into (a location string, opened by whoever judges:
-    :mod:`trainproof.history`), under ``experiment`` where given."""
+    :mod:`trainproof.history`), under ``experiment`` where given; ``history_before``: each
+    run is judged against the runs recorded before this time (seconds since the epoch: when
+    the command started), so that the runs of one command are never each other's past and
+    the result is the same in any order and for any number of workers."""
 
     fmt: str = "auto"
     mapping: tuple[tuple[str, str], ...] = ()
@@ -128,6 +142,7 @@ class JudgeConfig:
     charts: bool = True
     history: str | None = None
     experiment: str | None = None
+    history_before: float | None = None
 
 
 _BASELINES: dict = {}
@@ -333,6 +348,7 @@ def _judge_one(run: RunLog, label: str, config: JudgeConfig) -> Report:
             source=label,
             mute=config.mute,
             chart=config.charts,
+            before=config.history_before,
         )
     return _charted(rep, run, config.charts)
 
@@ -412,6 +428,7 @@ def doctor(
         charts,
         str(history) if history is not None else None,
         experiment,
+        time.time() if history is not None else None,
     )
     limits: list[dict] = []
     roots = [root] if isinstance(root, (str, Path)) else list(root)
@@ -536,6 +553,7 @@ def compare(
     base = bases[0]
     base_report = _charted(judge_runlog(base, thresholds, mute), base, charts)
     reports = []
+    started = time.time()  # the runs compared by one command are not each other's past
     for p in runs:
         try:
             found = read_runlogs(p, fmt, mapping)
@@ -548,7 +566,14 @@ def compare(
                 from .history.recording import record
 
                 rep = record(
-                    run, rep, str(history), experiment=experiment, thresholds=thresholds, mute=mute, chart=charts
+                    run,
+                    rep,
+                    str(history),
+                    experiment=experiment,
+                    thresholds=thresholds,
+                    mute=mute,
+                    chart=charts,
+                    before=started,
                 )
             reports.append(_charted(rep, run, charts))
     return base_report, reports
@@ -589,6 +614,7 @@ def compare_against(
 
     spec = Against.parse(against)
     mute = list(mute)
+    started = time.time()  # the runs compared by one command are not each other's past
     store = store_at(str(history))
     bases: dict[int, tuple[RunLog, Report]] = {}
     reports = []
@@ -615,6 +641,15 @@ def compare_against(
             rep = replace(
                 rep, meta={**rep.meta, "compare": {**rep.meta.get("compare", {}), "baseline": base_report.file}}
             )
-            rep = record(run, rep, str(history), experiment=experiment, thresholds=thresholds, mute=mute, chart=charts)
+            rep = record(
+                run,
+                rep,
+                str(history),
+                experiment=experiment,
+                thresholds=thresholds,
+                mute=mute,
+                chart=charts,
+                before=started,
+            )
             reports.append(_charted(rep, run, charts))
     return [b for _, b in bases.values()], reports

@@ -47,6 +47,13 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+://")
 #: ``scheme://user:password@``: the password is what lies between the first ``:`` of the
 #: authority and its last ``@`` (a password may itself hold ``@``).
 _PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+://[^/?#:@]*:(?P<password>[^/?#]*)@")
+#: A secret passed as a query parameter (``postgresql:///db?password=...``, a presigned URL's
+#: ``token=``/``signature=``): its value is masked like a password in the authority.
+_SECRET_PARAM = re.compile(
+    r"(?i)(?P<key>[?&](?:password|passwd|pwd|sslpassword|token|access_token|secret|api_key|apikey|signature|sig|"
+    r"x-amz-signature|x-amz-credential|x-amz-security-token)=)"
+    r"(?P<value>[^&#]*)"
+)
 
 _EXTRA_HINT = "pip install 'trainproof[remote]'"
 
@@ -191,11 +198,14 @@ def has_password(location) -> bool:
 
 def shown(location):
     """``location`` as output may print it: a URL's password replaced by ``***`` (the user
-    name kept); anything else unchanged."""
-    if not has_password(location):
+    name kept), and so the value of a query parameter that carries a secret (``password``,
+    ``token``, ``signature`` ...); anything else unchanged."""
+    if not is_url(location):
         return location
     m = _PASSWORD.match(location)
-    return location[: m.start("password")] + "***" + location[m.end("password") :]
+    if m is not None:
+        location = location[: m.start("password")] + "***" + location[m.end("password") :]
+    return _SECRET_PARAM.sub(lambda q: q.group("key") + ("***" if q.group("value") else ""), location)
 
 
 def refuse_password(location) -> None:

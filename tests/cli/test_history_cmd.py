@@ -179,3 +179,26 @@ def test_the_same_commands_on_a_postgresql_history(pg):
     assert code == 1 and "TP-FLOOR-RATIO" in out and "baseline seed0/metrics.jsonl (history #1)" in out, err
     code, out, _, _ = run_cli("history", "torch", "--history", where)
     assert code == 0 and "(4 of 4 runs, newest first)" in out and "lower than 0 of the 3 healthy runs" in out
+
+
+def test_doctor_with_a_history_judges_the_same_for_any_number_of_jobs(tmp_path):
+    """The runs of one `doctor` are judged against the history as it was when the command
+    started, never against each other: the reports are the same for --jobs 1 and 2 (a
+    history holding the healthy seeds, then every configuration of the framework)."""
+    got = {}
+    for jobs in ("1", "2"):
+        where = tmp_path / f"h{jobs}.db"
+        code, _, err, _ = run_cli("doctor", str(HEALTHY), "--history", str(where), "--experiment", "t", "-q")
+        assert code == 0, err
+        code, out, err, doc = run_cli(
+            "doctor", str(TORCH), "--history", str(where), "--experiment", "t", "--jobs", jobs, "--json"
+        )
+        got[jobs] = sorted((r["file"], tuple((f["id"], f["level"]) for f in r["findings"])) for r in doc["reports"])
+        # nothing recorded by this command was a reference for its other runs
+        assert all(
+            len(f["data"].get("runs", [])) <= 3
+            for r in doc["reports"]
+            for f in r["findings"]
+            if f["id"] == "TP-BEHIND-HISTORY"
+        )
+    assert got["1"] == got["2"]

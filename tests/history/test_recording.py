@@ -96,3 +96,19 @@ def test_the_python_api_records_a_judged_log(tmp_path):
     forget(where)
     with open_store(where, create=False) as st:
         assert [r.run for r in st.runs("api")] == ["seed2/metrics.jsonl"]
+
+
+def test_the_experiment_of_a_log_is_the_same_from_any_folder(tmp_path, monkeypatch):
+    """The same log, named from inside its seed folder or from above it, is one experiment;
+    a folder far above the project whose name looks like a run's does not name it."""
+    from trainproof.history.record import experiment_of
+
+    log = tmp_path / "run1" / "proj" / "sweep" / "seed0" / "train.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text('{"step": 1, "loss": 1.0}\n')
+    want = (tmp_path / "run1" / "proj" / "sweep").as_posix()
+    assert experiment_of(path=str(log)) == want
+    monkeypatch.chdir(log.parent)
+    assert experiment_of(path="train.jsonl") == want
+    monkeypatch.chdir(tmp_path / "run1")
+    assert experiment_of(path="proj/sweep/seed0/train.jsonl") == want

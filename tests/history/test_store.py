@@ -255,3 +255,25 @@ def test_a_postgresql_role_that_may_only_read_gets_a_read_only_error(pg):
         assert [r.run for r in st.runs("exp")] == ["seed0"]
         with pytest.raises(HistoryError, match="read-only .permission denied"):
             st.add(rec("seed1", 2.0))
+
+
+def test_references_are_one_per_run_without_the_run_itself_nor_what_came_after(store_location):
+    """A run judged many times is one past run (its newest record), the run being judged is
+    not its own past however often it was recorded, a run flagged behind its past is no
+    reference, and ``before`` leaves out what the same command recorded."""
+    from trainproof.history.recording import references
+
+    with open_store(store_location) as st:
+        for i, name in enumerate(("b", "c", "d")):
+            st.add(rec(name, 10.0 + i))
+        for k in range(13):  # the run being judged, recorded again and again
+            st.add(rec("a", 20.0 + k))
+        for k in range(3):  # one other run recorded three times
+            st.add(rec("d", 40.0 + k))
+        behind = rec("e", 50.0)
+        st.add(RunRecord(**{**behind.__dict__, "verdict": "WARN", "findings": ("TP-BEHIND-HISTORY",)}))
+        st.add(rec("f", 60.0))  # recorded by the same command, after it started
+        got = references(st, "exp", 10, exclude=("/runs/a/train.jsonl", "a"), before=55.0)
+        assert [r.run for r in got] == ["d", "c", "b"]
+        assert got[0].recorded_at == 42.0  # the newest record of d
+        assert [r.run for r in references(st, "exp", 2)] == ["f", "d"]

@@ -10,6 +10,8 @@ from _lightning_runs import BATCH, MAX_STEPS, clusters, fit, mlp  # noqa: F401  
 
 from trainproof import Level
 
+from conftest import one
+
 # Lightning's own use of torch's pytree API.
 pytestmark = pytest.mark.filterwarnings("ignore:`isinstance\\(treespec, LeafSpec\\)` is deprecated")
 
@@ -135,4 +137,4 @@ def test_with_a_history_a_run_far_behind_its_siblings_is_warned_while_it_trains(
     err = capsys.readouterr().err
     assert trainer.global_step == MAX_STEPS and cb.stopped_at is None  # a WARN never stops it
     assert "TP-BEHIND-ENVELOPE" in err and "margin" in err
-    assert "TP-BEHIND-HISTORY" in fails(cb.report)
+    assert one(cb.report, "TP-BEHIND-HISTORY").level is Level.WARN  # a WARN: the past may hold deliberate changes

@@ -181,6 +181,7 @@ def _built_runs():
         "model/params_frozen_in_optimizer": [2.0] * n,
         "model/params_no_grad": [1.0] * n,
         "model/params_not_updated": [1.0] * n,
+        "model/grads_cleared_before_step": [1.0] * n,
         "model/grad_nonfinite_params": [1.0] * n,
         "model/grads_not_reset": [1.0] * n,
         "model/eval_mode_share": [1.0] * n,

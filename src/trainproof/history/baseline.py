@@ -80,10 +80,12 @@ def pick(store: Store, experiment: str, against: Against, exclude: tuple[str, st
         if exclude is not None and (rec.source, rec.run) == exclude:
             raise HistoryError(f"--against {against.run}: that is the run being compared")
         return rec
-    limit = against.n + 1 if against.kind == "last" else None
-    runs = [r for r in store.runs(experiment, healthy_only=True, limit=limit) if (r.source, r.run) != exclude]
+    from .recording import references
+
     if against.kind == "last":
-        runs = runs[: against.n]
+        runs = references(store, experiment, against.n, exclude=exclude)
+    else:
+        runs = [r for r in store.runs(experiment, healthy_only=True) if (r.source, r.run) != exclude]
     runs = [r for r in runs if floor_of(r) is not None]
     if not runs:
         raise HistoryError(

@@ -8,6 +8,7 @@ run's name), so a store can be shared wider than the logs themselves.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import time
@@ -401,11 +402,9 @@ def experiment_of(
         return where.split("#", 1)[0].rstrip("/")
     if where.startswith(LIVE) or where == "<live>":
         return _absolute(".")
-    from ..discover import experiment_of as family_of
-
-    fam = family_of(str(where))
+    fam = _family(_absolute(str(where)))
     if fam is not None:
-        return _absolute(fam)
+        return fam
     p = Path(where)
     return _absolute(str(p if p.is_dir() else p.parent))
 
@@ -442,13 +441,18 @@ def run_name_of(runlog: RunLog, experiment: str, path: str | None = None) -> str
 LIVE = "live:"
 
 
+_LIVE_RUNS = itertools.count(1)
+
+
 def live_source() -> str:
     """A source for a live run that writes no log, unique to this process and moment."""
     import socket
     from datetime import datetime, timezone
 
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return f"{LIVE}{socket.gethostname()}:{os.getpid()}:{now}"
+    # Microseconds and a count: runs trained one after another in one process (a sweep in
+    # a notebook) within one second are still distinct runs of the history.
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{LIVE}{socket.gethostname()}:{os.getpid()}:{now}:{next(_LIVE_RUNS)}"
 
 
 def source_of(path: str) -> str:
@@ -518,6 +522,27 @@ def _is_sha(text: str) -> bool:
 
 def _is_url(text: str) -> bool:
     return "://" in str(text)
+
+
+#: Path parts, counted back from the log, in which a run family's run folder is looked
+#: for: the log, the writer's own nesting of up to two folders (``csv/version_0/``) and the
+#: run folder (``seed_1/``), so that a folder far above the project whose name looks like a run's
+#: (``/data/run1/project/...``) never names the experiment.
+FAMILY_DEPTH = 4
+
+
+def _family(absolute: str) -> str | None:
+    """The run family's folder of the log at ``absolute`` (an absolute POSIX path), or
+    ``None``: :func:`trainproof.discover.experiment_of` on the last :data:`FAMILY_DEPTH`
+    parts, the same whatever the current folder is."""
+    from ..discover import experiment_of as family_of
+
+    parts = absolute.split("/")
+    head, tail = parts[:-FAMILY_DEPTH], parts[-FAMILY_DEPTH:]
+    fam = family_of("/".join(tail))
+    if fam is None:
+        return None
+    return "/".join([*head, *([] if fam == "." else [fam])]) or "/"
 
 
 def _absolute(path: str) -> str:

@@ -68,6 +68,7 @@ def record(
     name: str | None = None,
     mute=(),
     chart: bool = False,
+    before: float | None = None,
 ) -> Report:
     """Judge ``run`` (judged alone as ``report``) against the recent healthy runs of its
     experiment in the history at ``location``, record it, and return its report.
@@ -77,7 +78,9 @@ def record(
     ``--experiment`` (else :func:`~trainproof.history.record.experiment_of`); ``source``
     where the run was read from (default: the run log's path); ``name`` the run's name
     (default: :func:`~trainproof.history.record.run_name_of`); ``mute`` the ids not to
-    judge; ``chart``: attach the band of the recent runs for the HTML report.
+    judge; ``chart``: attach the band of the recent runs for the HTML report; ``before``:
+    judge against the runs recorded before this time only (seconds since the epoch; a
+    command's start, so that the runs it records are not each other's past).
 
     Returns:
         the report, with the judgement against the history merged in; where the store
@@ -90,7 +93,7 @@ def record(
     name = name if name is not None else run_name_of(run, exp, src)
     try:
         st = store_at(location)
-        report = against_history(st, run, report, exp, src, name, thresholds, mute, chart)
+        report = against_history(st, run, report, exp, src, name, thresholds, mute, chart, before)
         st.add(summarize(run, report, experiment=exp, run=name, source=src))
     except HistoryError as e:
         forget(location)
@@ -98,6 +101,35 @@ def record(
 
         return replace(report, history_error=str(e))
     return report
+
+
+def references(st: Store, experiment: str, last: int, exclude=None, before: float | None = None) -> list:
+    """The runs of ``experiment`` that a new run is held against: its healthy records
+    (:meth:`Store.runs` with ``healthy_only``), newest first, one per run (a log judged
+    several times is one past run, at its newest record), leaving out ``exclude`` (a
+    ``(source, name)``: the run being judged is not its own past) and anything recorded at
+    or after ``before``; at most ``last`` of them.
+
+    Raises:
+        HistoryError: the store cannot be read.
+    """
+    out, seen = [], {exclude} if exclude is not None else set()
+    # Pages of records until ``last`` distinct runs are found: repeats of one run (or of the
+    # run being judged) must not crowd the others out of a fixed window.
+    offset, page = 0, max(4 * last, 32)
+    while len(out) < last:
+        batch = st.runs(experiment, healthy_only=True, limit=page, offset=offset, before=before)
+        for r in batch:
+            key = (r.source, r.run)
+            if key not in seen:
+                seen.add(key)
+                out.append(r)
+                if len(out) == last:
+                    break
+        if len(batch) < page:
+            break
+        offset += page
+    return out
 
 
 def against_history(
@@ -110,6 +142,7 @@ def against_history(
     thresholds,
     mute=(),
     chart: bool = False,
+    before: float | None = None,
 ) -> Report:
     """``report`` judged also against the recent healthy runs of ``experiment`` in ``st``
     (but the records of this run, ``name`` read from ``source``: a run judged again is not
@@ -124,8 +157,7 @@ def against_history(
 
     th = thresholds if thresholds is not None else DEFAULT
     last = th.hist_last_runs
-    recent = st.runs(experiment, healthy_only=True, limit=last + 1)
-    siblings = [r for r in recent if (r.source, r.run) != (source, name)][:last]
+    siblings = references(st, experiment, last, exclude=(source, name), before=before)
     return judge_against(run, report, siblings, th, mute, chart=chart)
 
 

@@ -459,12 +459,14 @@ class Store:
         limit: int | None = None,
         healthy_only: bool = False,
         before: float | None = None,
+        offset: int = 0,
     ) -> list[RunRecord]:
         """The runs recorded under ``experiment``, newest first (by ``recorded_at``, then
         by id). ``limit``: at most that many; ``healthy_only``: only runs judged PASS or
         WARN and not found behind their own past by TP-BEHIND-HISTORY (the ones the history
         takes as references); ``before``: only runs recorded
-        before that time (seconds since the epoch)."""
+        before that time (seconds since the epoch); ``offset``: skip that many first (with
+        ``limit``, a page)."""
         sql = f"SELECT {self._COLUMNS} FROM trainproof_runs WHERE experiment = ?"
         params: list = [experiment]
         if healthy_only:
@@ -479,6 +481,9 @@ class Store:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(max(0, int(limit)))
+            if offset:
+                sql += " OFFSET ?"
+                params.append(max(0, int(offset)))
         with self._transaction(write=False) as cur:
             self._x(cur, sql, params)
             rows = cur.fetchall()

@@ -350,7 +350,7 @@ class Guardian:
         says why the store failed when the run ends."""
         from ..history.against import traces
         from ..history.record import experiment_of, live_source, run_name_of, source_of
-        from ..history.recording import store_at
+        from ..history.recording import references, store_at
         from ..history.store import HistoryError
 
         self._siblings_read = True
@@ -360,11 +360,11 @@ class Guardian:
         name = self.run_name or run_name_of(run, exp, src)
         last = self.thresholds.hist_last_runs
         try:
-            recent = store_at(self.history).runs(exp, healthy_only=True, limit=last + 1)
+            recent = references(store_at(self.history), exp, last, exclude=(src, name))
         except HistoryError as e:
             self.notes.append(f"The history could not be read for the envelope of the recent runs: {e}")
             return
-        self.siblings = traces([r for r in recent if (r.source, r.run) != (src, name)][:last])
+        self.siblings = traces(recent)
 
     def _against_siblings(self, rep: Report, run: RunLog) -> Report:
         """``rep`` with the run held against the envelope of :attr:`siblings` at its latest

@@ -798,3 +798,17 @@ def test_peak_memory_of_judge_on_a_long_trainer_state_is_under_64_bytes_a_value(
     assert per_value <= 64, (
         f"{per_value:.1f} bytes a value ({long / 1e6:.0f} MB peak, {small / 1e6:.0f} MB for ten entries)"
     )
+
+
+def test_a_capped_gzip_trainer_state_is_scanned_to_the_cap_and_noted_once(tmp_path, monkeypatch):
+    entries = ",\n".join(
+        '    {\n      "loss": %r,\n      "step": %d\n    }' % (2.0 - i * 1e-4, i + 1) for i in range(5000)
+    )
+    text = '{\n  "global_step": 5000,\n  "log_history": [\n' + entries + '\n  ],\n  "max_steps": 5000\n}\n'
+    p = tmp_path / "trainer_state.json"
+    p.write_bytes(gzip.compress(text.encode()))
+    monkeypatch.setenv("TRAINPROOF_MAX_DECOMPRESSED", "60000")
+    assert hf._one_history_key(p)  # the spelling is within the cap; the scan stops there
+    run = read_runlog(p)
+    assert 0 < len(run.series["loss"]) < 5000
+    assert sum("decompressed log is longer" in n for n in run.notes) == 1, run.notes

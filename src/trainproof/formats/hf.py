@@ -248,20 +248,27 @@ def _one_history_key(path: Path) -> bool:
     the search stops at the second spelling or the first escape."""
     tail = b""
     seen = 0
-    with _raw_open(path) as f:
-        head = f.read(4)
-        if encoding_of(head) == "utf-16":
-            return False
-        chunk = head
-        while chunk:
-            data = tail + chunk
-            if b"\\u" in data:
+    try:
+        with _raw_open(path) as f:
+            # A gzip stream is scanned up to its decompression cap, no further: the read
+            # stops there too, and it is the read that notes the cap (once).
+            limit = getattr(f, "limit", None)
+            head = f.read(4)
+            if encoding_of(head) == "utf-16":
                 return False
-            seen += data.count(_KEY)
-            if seen > 1:
-                return False
-            tail = data[-(len(_KEY) - 1) :]
-            chunk = f.read(_CHUNK)
+            chunk = head
+            while chunk:
+                data = tail + chunk
+                if b"\\u" in data:
+                    return False
+                seen += data.count(_KEY)
+                if seen > 1:
+                    return False
+                tail = data[-(len(_KEY) - 1) :]
+                size = _CHUNK if limit is None else min(_CHUNK, limit - f.tell())
+                chunk = f.read(size) if size > 0 else b""
+    except ReadError:  # unreadable or a corrupt stream: the read says what and where
+        return False
     return seen == 1
 
 

@@ -397,7 +397,7 @@ def _return_free_heap() -> None:
 
     try:
         trim = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError):  # not glibc (musl, macOS, Windows)
+    except (AttributeError, OSError, TypeError):  # not glibc (musl, macOS, Windows)
         return
     trim(0)
 

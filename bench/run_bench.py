@@ -424,11 +424,20 @@ def _tp_script() -> list[str]:
     return [str(script)] if script.exists() else [PY, "-m", "trainproof"]
 
 
+_FLOOR_IMPORTS = (
+    "import os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); import numpy, click, rich.console, orjson"
+)
+
+
 def startup(tiny: Path, n: int = 10) -> dict:
     cmds = {
         "python -c pass": [PY, "-c", "pass"],
         "trainproof --version": _tp_script() + ["--version"],
         "trainproof epoch (10 lines) --json": _tp_script() + ["epoch", str(tiny), "--json"],
+        "trainproof judge (10 lines)": _tp_script() + ["judge", str(tiny)],
+        # What judge cannot avoid importing (numpy, with OpenBLAS on one thread as the command
+        # runs it; click; rich for the text; orjson): the floor under the line above.
+        "imports judge needs": [PY, "-c", _FLOOR_IMPORTS],
     }
     res: dict[str, dict] = {k: {"walls": [], "rss": []} for k in cmds}
     for _ in range(n):  # interleaved, like the rounds above
@@ -445,6 +454,33 @@ def startup(tiny: Path, n: int = 10) -> dict:
         base = w if base is None else base
         out[k] = {"wall": w, "rss": statistics.median(v["rss"]), "over_python": w - base}
     return out
+
+
+def startup_only(data: Path, n: int) -> int:
+    """Print the start-up table and the import profile of ``judge`` (``--startup``)."""
+    tiny = data / "tiny" / "metrics.jsonl"
+    if not tiny.exists():
+        subprocess.run(
+            [PY, str(BENCH / "gen_logs.py"), "jsonl", "10", str(tiny)], cwd=ROOT, check=True, capture_output=True
+        )
+    res = startup(tiny, n)
+    load = os.getloadavg()[0]
+    print(f"Start-up, median wall of {n} interleaved rounds (load average {load:.2f}; cores {os.cpu_count()}):\n")
+    print("| command | median wall s | over `python -c pass` | over the imports judge needs | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|")
+    floor = res["imports judge needs"]["wall"]
+    for k, v in res.items():
+        print(
+            f"| `{k}` | {v['wall']:.3f} | {v['over_python'] * 1000:+.0f} ms | {(v['wall'] - floor) * 1000:+.0f} ms "
+            f"| {v['rss'] / 1e6:.1f} |"
+        )
+    imp = importtime(_tp_script() + ["judge", str(tiny)])
+    print(
+        f"\n`python -X importtime` of `trainproof judge (10 lines)`: {imp['modules']} modules, {imp['total_ms']:.0f} ms "
+        f"of imports (trainproof's own {imp['trainproof_self_ms']:.0f} ms, self time); heavy: {', '.join(imp['heavy'])}; "
+        "top 10 packages by cumulative time: " + ", ".join(f"{m} {ms:.0f} ms" for m, ms in imp["top10"]) + "."
+    )
+    return 0
 
 
 def importtime(argv: list[str]) -> dict:
@@ -913,6 +949,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="RESULTS_JSON",
         help="re-write bench/RESULTS.md from a suite's saved results.json (no measuring)",
     )
+    ap.add_argument(
+        "--startup", action="store_true", help="only the start-up table (--startup-n rounds), printed as markdown"
+    )
     ap.add_argument("--profile", metavar="FILE", help="cProfile read_runlog on FILE")
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--naive-child", help=argparse.SUPPRESS)
@@ -940,6 +979,8 @@ def main(argv: list[str] | None = None) -> int:
         (BENCH / "RESULTS.md").write_text(render(R))
         print(f"wrote {BENCH / 'RESULTS.md'} from {args.render_only}")
         return 0
+    if args.startup:
+        return startup_only(Path(args.data), args.startup_n)
     if args.suite:
         return suite(args)
     if not args.files:

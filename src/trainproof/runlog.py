@@ -327,7 +327,8 @@ def build_runlog(
     Raises:
         aliases.MappingError: an override names a column the log does not have.
     """
-    return _builder_of(records).build(path, fmt, meta, notes, overrides, copy=False)
+    b = _builder_of(records)
+    return _trimmed(b, b.build(path, fmt, meta, notes, overrides, copy=False))
 
 
 def _bounded() -> "RunLogBuilder":
@@ -364,8 +365,41 @@ def build_runlogs(
     runs = b.runs()
     chosen = {aliases.run_of(col) for col in (overrides or {}).values()} & set(runs)
     if len(runs) < 2 or chosen:
-        return [b.build(path, fmt, meta, notes, overrides, copy=False)]
-    return [b.build(path, fmt, meta, notes, overrides, run=r) for r in runs]
+        return _trimmed(b, [b.build(path, fmt, meta, notes, overrides, copy=False)])
+    return _trimmed(b, [b.build(path, fmt, meta, notes, overrides, run=r) for r in runs])
+
+
+#: Records read before the builder hands the allocator's free memory back (below, the
+#: heap a read leaves is a few MB and the call would cost more than it returns).
+_TRIM_RECORDS = 100_000
+
+
+def _trimmed(b: "RunLogBuilder", built):
+    """``built``, after the heap the build left free is handed back (a long log only):
+    the build's temporaries, freed, would otherwise add to what judging then uses."""
+    if b.records >= _TRIM_RECORDS:
+        _return_free_heap()
+    return built
+
+
+def _return_free_heap() -> None:
+    """Give the C allocator's free heap pages back to the system (glibc ``malloc_trim``;
+    a no-op elsewhere).
+
+    A long read leaves much of its heap free but resident: the reader's per-chunk arrays
+    and the builder's columns, which grow by reallocation, interleave on glibc's heap
+    (its mmap threshold rises with the first large buffer freed), and the holes they
+    leave stay in the process's memory. At 1e6 steps of a ``trainer_state.json`` that
+    is ~120 MiB, 30 bytes a value; the series that :meth:`RunLogBuilder.build` makes next
+    are new allocations that cannot reuse it, so it would add to the peak.
+    """
+    import ctypes  # numpy has imported it already: no start-up cost
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError, TypeError):  # not glibc (musl, macOS, Windows)
+        return
+    trim(0)
 
 
 def _runs_of(first: RunStart, rest: Iterator) -> list[tuple[Mapping, "RunLogBuilder"]]:
@@ -397,6 +431,8 @@ def _builder_of(records: Iterable[Record | Rows | Columns]) -> "RunLogBuilder":
             _add_one(b, rec)
             if runs == 0 and b.full:
                 break
+    if b.records >= _TRIM_RECORDS:
+        _return_free_heap()
     return b
 
 
@@ -1080,8 +1116,9 @@ def _loss_stops(
     # log of step and loss alone whose loss turns into "None").
     h = np.frombuffer(holes[key], dtype=np.int64) if key in holes else np.empty(0, dtype=np.int64)
     alone = np.setdiff1d(h, np.concatenate(others)) if len(others) and h.size else h
-    after = _unique_indices(np.concatenate([*rec_of.values(), alone]))
-    after = after[steps_all[after] > stop_step]
+    # Each key's records are cut to those past the stop before they are merged: the merge
+    # of every key's record indices would be a copy (and a sort) of all the log's points.
+    after = _unique_indices(np.concatenate([r[steps_all[r] > stop_step] for r in (*rec_of.values(), alone)]))
     later = np.unique(steps_all[after])
     if later.size < 3 or float(later[-1]) - stop_step <= bound:
         return None

@@ -167,6 +167,142 @@ def test_epoch_text_imports_rich_but_no_table_sarif_or_torch(tmp_path):
     assert heavy(mods, ("sarif_om", "jschema_to_python", "torch")) == []
 
 
+#: Everything of trainproof that `judge` on a small JSONL log may import: the command, the
+#: readers' sniffing (every reader module, none of their decoders), the rules and the text
+#: renderer. A module added here is a start-up cost every `judge` pays; a reader's decoder
+#: (the event-file protobuf and CRC code) or a preflight check is not one.
+JUDGE_JSONL_TRAINPROOF = {
+    "trainproof",
+    "trainproof.__main__",
+    *(f"trainproof.aliases{m}" for m in ("", ".loss_fallback", ".mapping", ".runs", ".table", ".vocabulary")),
+    "trainproof.api",
+    *(f"trainproof.cli{m}" for m in ("", ".app", ".commands", ".commands.judge", ".options", ".output", ".signals")),
+    "trainproof.config",
+    "trainproof.discover",
+    "trainproof.engines",
+    "trainproof.findings",
+    "trainproof.formats",
+    *(
+        f"trainproof.formats.{m}"
+        for m in (
+            "_io",
+            "_own",
+            "_protowire",  # W&B's record walker (70 lines of stdlib), imported by its reader
+            "_rows",
+            "_sqlite",
+            "_tfrecord",
+            "_values",
+            "_wandb_log",
+            "_wandb_records",
+            "base",
+            "console",
+            "coqui",
+            "csv",
+            "hf",
+            "jsonl",
+            "lines",
+            "mlflow",
+            "mlflow_db",
+            "tfevents",
+            "trackio",
+            "wandb",
+        )
+    ),
+    # the rule-id lists of the preflight families (config validation), not their checks
+    "trainproof.preflight",
+    *(f"trainproof.preflight.{m}{s}" for m in ("dataset", "env", "speech", "targets") for s in ("", ".ids")),
+    "trainproof.redact",
+    "trainproof.remote",
+    *(f"trainproof.render{m}" for m in ("", ".charts", ".names", ".text")),
+    "trainproof.rules",
+    *(
+        f"trainproof.rules.{m}"
+        for m in (
+            "_checkpoint",
+            "_fmt",
+            "_schedule",
+            "_shared",
+            "_stats",
+            "compare",
+            "engine",
+            "evals",
+            "grad",
+            "history",
+            "intent",
+            "loss",
+            "lr",
+            "model",
+            "objective_kind",
+            "outcomes",
+            "perf",
+            "reading",
+            "registry",
+            "rl",
+            "signatures",
+            "thresholds",
+            "updates",
+        )
+    ),
+    "trainproof.runlog",
+    "trainproof.sources",
+}
+#: The packages outside the standard library `judge` on a small JSONL log may import.
+JUDGE_JSONL_THIRD_PARTY = {"click", "numpy", "orjson", "rich"}
+#: Standard-library modules `judge` on a JSONL log does not need: numpy.random's (secrets,
+#: hmac), statistics' (fractions, decimal), the SQLite readers' copying (tempfile, shutil).
+JUDGE_JSONL_NOT_STDLIB = {"secrets", "hmac", "statistics", "fractions", "decimal", "tempfile", "shutil"}
+
+_WRAPPER_ENV = _WRAPPER.replace(
+    "json.dump(sorted(sys.modules), f)",
+    "json.dump([*sorted(sys.modules), 'OPENBLAS_NUM_THREADS=' + os.environ.get('OPENBLAS_NUM_THREADS', '')], f)",
+)
+
+
+@pytest.mark.slow
+def test_judge_on_a_small_jsonl_log_imports_only_what_it_needs(tmp_path):
+    """The import set of `judge` on a 10-line JSONL log, pinned: no event-file decoder, no
+    CRC library, no numpy.random or statistics, no table/SARIF/torch; one BLAS thread."""
+    log = write_jsonl(tmp_path / "tiny.jsonl", healthy_rows(n=10))
+    out = tmp_path / "modules.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAPPER_ENV, "judge", str(log)],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in _env(TP_MODULES_OUT=str(out)).items() if k != "OPENBLAS_NUM_THREADS"},
+        timeout=120,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "records" in proc.stdout  # it did judge
+    names = json.loads(out.read_text())
+    assert names[-1] == "OPENBLAS_NUM_THREADS=1"
+    mods = set(names[:-1])
+    assert "trainproof.rules.engine" in mods and "numpy" in mods
+    extra = trainproof_modules(mods) - JUDGE_JSONL_TRAINPROOF
+    assert not extra, f"`judge` on a JSONL log imported {sorted(extra)}"
+    roots = {m.split(".")[0] for m in mods}
+    # (private top-level names: the interpreter's own and site hooks such as _distutils_hack)
+    outside = {r for r in roots if r not in sys.stdlib_module_names and not r.startswith("_")} - {"trainproof"}
+    assert outside <= JUDGE_JSONL_THIRD_PARTY, sorted(outside - JUDGE_JSONL_THIRD_PARTY)
+    assert not roots & JUDGE_JSONL_NOT_STDLIB, sorted(roots & JUDGE_JSONL_NOT_STDLIB)
+    assert not {"numpy.random", "google_crc32c", "trainproof.formats._event_proto"} & mods
+    assert "rich.table" not in mods
+
+
+@pytest.mark.slow
+def test_judge_keeps_a_blas_thread_count_the_user_set(tmp_path):
+    log = write_jsonl(tmp_path / "tiny.jsonl", healthy_rows(n=10))
+    out = tmp_path / "modules.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAPPER_ENV, "judge", str(log)],
+        capture_output=True,
+        text=True,
+        env=_env(TP_MODULES_OUT=str(out), OPENBLAS_NUM_THREADS="2"),
+        timeout=120,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    assert json.loads(out.read_text())[-1] == "OPENBLAS_NUM_THREADS=2"
+
+
 def test_static_format_names_match_the_reader_registry():
     from trainproof.formats import format_names
 

@@ -682,3 +682,133 @@ def test_truncated_gzip_is_a_read_error(tmp_path: Path) -> None:
     p.write_bytes(g[: len(g) - 12])
     with pytest.raises(ReadError):
         read_runlog(p)
+
+
+# --------------------------------------------------------------------------- streaming and memory
+
+
+def _state_text(history: str) -> str:
+    return '{\n  "global_step": 3,\n  "log_history": ' + history + ',\n  "max_steps": 3\n}\n'
+
+
+_ENTRIES = (
+    '[\n    {\n      "loss": 2.0,\n      "step": 1\n    },\n    {\n      "loss": 1.5,\n      "step": 2\n    }\n  ]'
+)
+
+
+def test_one_history_key_is_seen_only_where_no_other_key_can_be_log_history(tmp_path):
+    one = tmp_path / "one" / "trainer_state.json"
+    one.parent.mkdir()
+    one.write_text(_state_text(_ENTRIES))
+    assert hf._one_history_key(one)
+    gz = tmp_path / "gz" / "trainer_state.json"
+    gz.parent.mkdir()
+    gz.write_bytes(gzip.compress(one.read_bytes()))
+    assert hf._one_history_key(gz)
+    cases = {
+        "two": one.read_text().replace('"max_steps"', '"log_history": [],\n  "max_steps"'),
+        # a key spelled with an escape decodes to log_history too
+        "escaped": one.read_text().replace('"max_steps"', '"log\\u005fhistory": [],\n  "max_steps"'),
+        # the spelling as a string value: not a second key, but the scan cannot tell
+        "a_value": one.read_text().replace('"max_steps": 3', '"max_steps": 3, "note": "log_history"'),
+        "none": '{"global_step": 3}',
+    }
+    for name, text in cases.items():
+        p = tmp_path / name / "trainer_state.json"
+        p.parent.mkdir()
+        p.write_text(text)
+        assert not hf._one_history_key(p), name
+    utf16 = tmp_path / "utf16" / "trainer_state.json"
+    utf16.parent.mkdir()
+    utf16.write_bytes(one.read_text().encode("utf-16"))
+    assert not hf._one_history_key(utf16)
+
+
+def test_a_log_history_key_spelled_with_an_escape_is_the_last_one_read(tmp_path):
+    # json.load keeps the last of two keys that decode alike, whatever their spelling.
+    later = '[\n    {\n      "loss": 9.0,\n      "step": 7\n    }\n  ]'
+    text = _state_text(_ENTRIES).replace('"max_steps"', f'"log\\u005fhistory": {later},\n  "max_steps"')
+    p = tmp_path / "trainer_state.json"
+    p.write_text(text)
+    assert json.loads(text)["log_history"] == [{"loss": 9.0, "step": 7}]
+    run = read_runlog(p)
+    assert run.series["loss"].values.tolist() == [9.0]
+    assert run.series["loss"].steps.tolist() == [7.0]
+
+
+def _write_trainer_state(path: Path, steps: int) -> int:
+    """A trainer_state.json of ``steps`` train entries as HF writes it (indent 2, keys
+    sorted), four numbers an entry; returns how many numbers its log_history holds."""
+    rng = np.random.default_rng(0)
+    loss = 3.0 * np.exp(-np.arange(steps) / steps) + rng.normal(0, 0.01, steps)
+    grad = np.exp(rng.normal(0, 0.3, steps))
+    with path.open("w") as f:
+        f.write('{\n  "best_metric": null,\n  "epoch": 1.0,\n  "global_step": %d,\n  "log_history": [\n' % steps)
+        for a in range(0, steps, 10_000):
+            f.write(
+                ",\n".join(
+                    '    {\n      "epoch": %r,\n      "grad_norm": %r,\n      "learning_rate": %r,\n'
+                    '      "loss": %r,\n      "step": %d\n    }'
+                    % (i / steps, float(g), 1e-4 * (1 - i / steps), round(float(v), 4), i + 1)
+                    for i, v, g in zip(range(a, min(a + 10_000, steps)), loss[a : a + 10_000], grad[a : a + 10_000])
+                )
+            )
+            f.write(",\n" if a + 10_000 < steps else "\n")
+        f.write('  ],\n  "logging_steps": 1,\n  "max_steps": %d\n}\n' % steps)
+    return 4 * steps
+
+
+_PEAK = """
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=False)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def _peak_bytes(*args: str) -> int:
+    """Peak resident memory of ``python -m trainproof ARGS`` in a child process, in bytes
+    (Linux reports ``ru_maxrss`` in KiB)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, sys.executable, "-m", "trainproof", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return int(out.stdout.split()[-1]) * 1024
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="ru_maxrss in KiB: Linux")
+def test_peak_memory_of_judge_on_a_long_trainer_state_is_under_64_bytes_a_value(tmp_path):
+    """The issue-36 bar: at most 64 bytes a numeric value at peak, over the peak of the same
+    command on a ten-entry file, at 500,000 steps (2,000,000 values, an 80 MB file; at 1e6
+    steps the figure is lower, bench/RESULTS.md). Holding the history until the object
+    ends, as the reader did before it streamed, measured 85-91 bytes a value here."""
+    (tmp_path / "small").mkdir()
+    (tmp_path / "long").mkdir()
+    _write_trainer_state(tmp_path / "small" / "trainer_state.json", 10)
+    values = _write_trainer_state(tmp_path / "long" / "trainer_state.json", 500_000)
+    small = _peak_bytes("judge", "--json", str(tmp_path / "small" / "trainer_state.json"))
+    long = _peak_bytes("judge", "--json", str(tmp_path / "long" / "trainer_state.json"))
+    per_value = (long - small) / values
+    assert per_value <= 64, (
+        f"{per_value:.1f} bytes a value ({long / 1e6:.0f} MB peak, {small / 1e6:.0f} MB for ten entries)"
+    )
+
+
+def test_a_capped_gzip_trainer_state_is_scanned_to_the_cap_and_noted_once(tmp_path, monkeypatch):
+    entries = ",\n".join(
+        '    {\n      "loss": %r,\n      "step": %d\n    }' % (2.0 - i * 1e-4, i + 1) for i in range(5000)
+    )
+    text = '{\n  "global_step": 5000,\n  "log_history": [\n' + entries + '\n  ],\n  "max_steps": 5000\n}\n'
+    p = tmp_path / "trainer_state.json"
+    p.write_bytes(gzip.compress(text.encode()))
+    monkeypatch.setenv("TRAINPROOF_MAX_DECOMPRESSED", "60000")
+    assert hf._one_history_key(p)  # the spelling is within the cap; the scan stops there
+    run = read_runlog(p)
+    assert 0 < len(run.series["loss"]) < 5000
+    assert sum("decompressed log is longer" in n for n in run.notes) == 1, run.notes

@@ -15,6 +15,7 @@ tag, so the caller keeps the plugin name per tag (``plugins``). Everything else
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -329,7 +330,11 @@ def _windows(buf: np.ndarray, width: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(buf, width)
 
 
-_ROW_WEIGHTS = np.random.default_rng(0x7F).integers(1, 2**63, size=4096, dtype=np.uint64) | np.uint64(1)
+@functools.cache
+def _row_weights() -> np.ndarray:
+    """4,096 odd uint64 weights (fixed seed) for hashing rows of up to 4,096 bytes; made on
+    first use, so that a process that reads no event file never imports ``numpy.random``."""
+    return np.random.default_rng(0x7F).integers(1, 2**63, size=4096, dtype=np.uint64) | np.uint64(1)
 
 
 def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -337,11 +342,12 @@ def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     each row (sorting a few integers instead of byte rows), checked exactly: every row
     is compared with its group's first row, and any collision falls back to numpy's."""
     m, width = rows.shape
-    if m == 0 or width == 0 or width > _ROW_WEIGHTS.size:
+    weights = _row_weights()
+    if m == 0 or width == 0 or width > weights.size:
         uniq, inv = np.unique(rows, axis=0, return_inverse=True)
         return uniq, inv.reshape(-1)
     with np.errstate(over="ignore"):
-        h = (rows.astype(np.uint64) * _ROW_WEIGHTS[:width]).sum(axis=1, dtype=np.uint64)
+        h = (rows.astype(np.uint64) * weights[:width]).sum(axis=1, dtype=np.uint64)
     keys, first, inv = np.unique(h, return_index=True, return_inverse=True)
     uniq = rows[first]
     if not (rows == uniq[inv.reshape(-1)]).all():

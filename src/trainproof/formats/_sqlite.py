@@ -23,10 +23,8 @@ than a hang. Only the standard library's :mod:`sqlite3` is used.
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import stat
-import tempfile
 import weakref
 from pathlib import Path
 from urllib.parse import quote
@@ -154,6 +152,11 @@ def _snapshot(path: Path, sidecars: list[Path]) -> Path:
     Raises:
         ReadError: a file cannot be read, or the copy cannot be written.
     """
+    # shutil and tempfile (with random, bz2, lzma) only when a store is copied: every
+    # log's format sniffing imports this module.
+    import shutil
+    import tempfile
+
     tmp = Path(tempfile.mkdtemp(prefix="trainproof-sqlite-"))
     try:
         for src in (path, *sidecars):
@@ -213,6 +216,8 @@ def connect(path: Path) -> sqlite3.Connection:
             raise ReadError("not a regular file")
     except OSError as e:
         raise ReadError(f"the SQLite database cannot be opened ({e.strerror or e})") from None
+    import shutil
+
     uri, copy_dir = _uri(Path(path))
     con = None
     try:

@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-import google_crc32c
 import numpy as np
 
 _MASK_DELTA = 0xA282EAD8
@@ -36,6 +35,10 @@ MAX_RECORD = 64 << 20
 
 def masked_crc(data: bytes) -> int:
     """TFRecord's masked CRC-32C: rotate right by 15 bits and add a constant."""
+    # google_crc32c is imported by the first checksum, so that sniffing another format
+    # (which asks looks_like_tfrecord first) never loads it.
+    import google_crc32c
+
     crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
@@ -163,6 +166,8 @@ def record_spans(f: BinaryIO, tail: Tail, verify: bool = True) -> Iterator[Spans
     by record (``google-crc32c`` has no batch call) and compared in one vectorised step,
     so a corrupt record still ends the chunk right before it.
     """
+    import google_crc32c
+
     crc32c = google_crc32c.value
     header = _HEADER.unpack_from
     buf = b""
@@ -356,4 +361,6 @@ def looks_like_tfrecord(head: bytes) -> bool:
     if len(head) < _HEADER.size:
         return False
     length, len_crc = _HEADER.unpack_from(head, 0)
-    return masked_crc(head[:8]) == len_crc and length <= MAX_RECORD
+    # The length first: a text file's first eight bytes read as a length far past the cap,
+    # and the answer is the same without a checksum.
+    return length <= MAX_RECORD and masked_crc(head[:8]) == len_crc

@@ -31,7 +31,7 @@ import numpy as np
 import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from ..runlog import Record, Rows
-from ._io import ReadError, open_text
+from ._io import ReadError, _raw_open, encoding_of, open_text
 from ._values import JSON, as_step, flatten_numeric
 from .lines import MAX_LINE
 
@@ -235,14 +235,55 @@ class _Scanner:
         return max(rest, 0)
 
 
+_KEY = b'"log_history"'
+
+
+def _one_history_key(path: Path) -> bool:
+    """Whether ``path`` (UTF-8, plain or gzip) spells ``"log_history"`` exactly once and
+    holds no ``\\u`` escape: then no other object key can decode to ``log_history`` (only
+    a ``\\u`` escape writes a letter or ``_`` another way), so the one key there is is the
+    last, and its entries can be handed on as they are decoded instead of held until the
+    object ends. ``False`` for UTF-16 (the byte pattern is UTF-8's). The bytes are searched
+    in 1 MiB chunks (an ASCII pattern matches the same in UTF-8 bytes as in their text);
+    the search stops at the second spelling or the first escape."""
+    tail = b""
+    seen = 0
+    try:
+        with _raw_open(path) as f:
+            # A gzip stream is scanned up to its decompression cap, no further: the read
+            # stops there too, and it is the read that notes the cap (once).
+            limit = getattr(f, "limit", None)
+            head = f.read(4)
+            if encoding_of(head) == "utf-16":
+                return False
+            chunk = head
+            while chunk:
+                data = tail + chunk
+                if b"\\u" in data:
+                    return False
+                seen += data.count(_KEY)
+                if seen > 1:
+                    return False
+                tail = data[-(len(_KEY) - 1) :]
+                size = _CHUNK if limit is None else min(_CHUNK, limit - f.tell())
+                chunk = f.read(size) if size > 0 else b""
+    except ReadError:  # unreadable or a corrupt stream: the read says what and where
+        return False
+    return seen == 1
+
+
 def read(path: Path, state) -> Iterator[Record | Rows]:
     """Stream the ``log_history`` entries of a ``trainer_state.json`` as records.
 
     Raises:
         ReadError: not a JSON object, or ``log_history`` is not a list.
     """
-    # Each log_history array is held until the object ends: only then is it known to be
-    # the last one (``json.load`` and HF keep the last of duplicated keys).
+    # ``json.load`` and HF keep the last of duplicated keys. Where the text shows that only
+    # one key can be log_history (:func:`_one_history_key`, a scan that costs a fraction of
+    # the decoding), its entries go on as they are decoded, so memory does not grow with the
+    # history; otherwise each log_history array is held until the object ends, when it is
+    # known which one is the last.
+    streaming = _one_history_key(path)
     histories: list[tuple[list, dict, _Drops]] = []
     with open_text(path) as f:
         sc = _Scanner(f)
@@ -265,11 +306,18 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
                         # leaves nothing to read: that is an error, not a torn tail.
                         val, ln = sc.value()
                         raise ReadError(f"log_history at line {ln} is {type(val).__name__}, not a list")
+                    if streaming and seen_history:
+                        # The file changed between the scan and this read (the Trainer
+                        # rewrites it at each save): the first history was handed on.
+                        raise ReadError("the file changed while it was read (a second log_history key)")
                     seen_history = True
-                    cur: tuple[list, dict, _Drops] = ([], {}, _Drops())
+                    cur: tuple[list, dict, _Drops] = ([], {}, state if streaming else _Drops())
                     histories.append(cur)
-                    for rec in _entries(sc, cur[2], cur[1]):
-                        cur[0].append(rec)
+                    if streaming:
+                        yield from _entries(sc, state, cur[1])
+                    else:
+                        for rec in _entries(sc, cur[2], cur[1]):
+                            cur[0].append(rec)
                 else:
                     val, _ = sc.value()
                     if (
@@ -300,8 +348,9 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
                 f"the file holds {len(histories)} log_history keys; the last one is read, as json.load and "
                 f"Hugging Face read it ({lost} records of the earlier ones are not)"
             )
-        for note in drops.drops:
-            state.drop(note)
+        if not streaming:  # a streamed history gave its drops to state as they came
+            for note in drops.drops:
+                state.drop(note)
         if tail is not None:
             state.drop(tail)
         if summary:

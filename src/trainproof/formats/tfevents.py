@@ -27,7 +27,6 @@ import numpy as np
 import trainproof.formats._tfrecord as _tfrecord  # noqa: PLR0402
 
 from ..runlog import Columns
-from ._event_proto import ProtoError, parse_event, parse_simple_spans
 from ._io import ReadError, open_binary
 from .base import ReadState
 
@@ -189,6 +188,10 @@ def _read_file(
     its ``plugins`` and record count ``first_index``; with ``live`` a torn last record is
     a record not written yet, not damage, and is neither noted nor dropped.
     """
+    # The event decoder is imported by the first event file read, not by sniffing: every
+    # log's format detection imports this module.
+    from ._event_proto import ProtoError, parse_event, parse_simple_spans
+
     plugins = {} if plugins is None else plugins
     tail = _tfrecord.Tail()
     bad_events = 0

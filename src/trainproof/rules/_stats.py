@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 
 import numpy as np
 
@@ -109,6 +108,9 @@ def expected_min_shift(k: int) -> float:
     standard normals; 0 for a single estimate)."""
     if k <= 1:
         return 0.0
+    # statistics (with fractions and decimal) is imported here, by the one rule that asks.
+    from statistics import NormalDist
+
     return NormalDist().inv_cdf((k - 0.375) / (k + 0.25))
 
 

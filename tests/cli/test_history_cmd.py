@@ -202,3 +202,31 @@ def test_doctor_with_a_history_judges_the_same_for_any_number_of_jobs(tmp_path):
             if f["id"] == "TP-BEHIND-HISTORY"
         )
     assert got["1"] == got["2"]
+
+
+def test_compare_against_a_named_run_looks_in_the_experiment_and_takes_no_failed_run(tmp_path, seeded):
+    """A name shared across experiments names the run of the compared run's experiment; a
+    path given relative to the current folder finds its run; a run judged FAIL is no
+    known-good baseline."""
+    bad = str(BAD / "seed0" / "metrics.jsonl")
+    # the same names under another experiment, one of them a FAIL run
+    code, _, err, _ = run_cli("doctor", str(TORCH / "lr_hot"), "--history", str(seeded), "--experiment", "other", "-q")
+    code, out, err, doc = run_cli(
+        "compare", "--against", "seed1/metrics.jsonl", "--history", str(seeded), "--experiment", "torch", bad, "--json"
+    )
+    assert code == 1 and doc["baseline"]["file"].startswith("seed1/metrics.jsonl (history #2)"), doc["baseline"]["file"]
+    rel = str((HEALTHY / "seed1" / "metrics.jsonl").relative_to(REPO))
+    code, out, err, _ = (
+        run_subprocess(
+            "compare", "--against", rel, "--history", str(seeded), "--experiment", "torch", bad, cwd=REPO
+        ).returncode,
+        None,
+        None,
+        None,
+    )
+    assert code == 1
+    with open_store(str(seeded), create=False) as st:
+        failed = [r for r in st.runs("other") if r.verdict == "FAIL"]
+    assert failed, "the lr_hot runs FAIL"
+    code, out, err, _ = run_cli("compare", "--against", f"#{failed[0].id}", "--history", str(seeded), bad)
+    assert code == 2 and "was judged FAIL, not a known-good baseline" in err

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 
 from .record import RunRecord
-from .store import HistoryError, Store, shown
+from .store import HistoryError, RunNotFound, Store, shown
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,24 @@ def floor_of(record: RunRecord) -> float | None:
     return None
 
 
+def _named(store: Store, experiment: str, name: str) -> RunRecord:
+    """The run ``--against NAME`` names (see :func:`pick`)."""
+    from .record import source_of
+
+    if name.startswith("#") and name[1:].isdigit():
+        rec = store.get(name)
+    else:
+        try:
+            rec = store.get(name, experiment=experiment)
+        except RunNotFound:
+            rec = store.get(source_of(name), experiment=experiment)  # a path, relative here
+    if rec.verdict not in ("PASS", "WARN"):
+        raise HistoryError(
+            f"--against {name}: that run (#{rec.id}, {rec.run}) was judged {rec.verdict}, not a known-good baseline"
+        )
+    return rec
+
+
 def pick(store: Store, experiment: str, against: Against, exclude: tuple[str, str] | None = None) -> RunRecord:
     """The baseline ``against`` names in ``experiment`` of ``store``; never the run
     ``exclude`` (its ``(source, name)``: a run is not its own baseline).
@@ -69,14 +87,17 @@ def pick(store: Store, experiment: str, against: Against, exclude: tuple[str, st
     - ``last:N``: of its N most recent healthy runs, the one whose floor is their median
       (the lower middle of an even N): a typical recent run, not the luckiest or the
       unluckiest of them;
-    - a run: the newest record of that name (or source, or ``#id``) in any experiment.
+    - a run: the newest record of that name or source (a path as given or made absolute)
+      in the experiment, or the record ``#id`` in any; it must have been judged PASS or
+      WARN (a known-good baseline).
 
     Raises:
-        HistoryError: no such run, or no healthy run of the experiment to take (the message
+        HistoryError: no such run, a named run judged FAIL (or not judged), or no healthy
+            run of the experiment to take (the message
             names the experiment and the store); or the store cannot be read.
     """
     if against.kind == "run":
-        rec = store.get(against.run)
+        rec = _named(store, experiment, against.run)
         if exclude is not None and (rec.source, rec.run) == exclude:
             raise HistoryError(f"--against {against.run}: that is the run being compared")
         return rec

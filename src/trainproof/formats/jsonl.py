@@ -44,6 +44,7 @@ import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from .. import aliases
 from ..runlog import Record, Rows
+from . import _columnar
 from ._io import open_text
 from ._values import JSON, as_step, flatten_numeric
 from .lines import MAX_LINE, LineSplitter, line_chunks
@@ -194,7 +195,9 @@ RESTART_DROP = 1.5
 def read(path: Path, state) -> Iterator[Rows]:
     """The JSON-object lines as :class:`Rows` batches, one run of them when restarted
     runs were appended to the file (see the module docstring)."""
-    batches = list(_read_rows(path, state))
+    batches = _columnar.jsonl_batches(path, _step_key) if _columnar.wanted(path) else None
+    if batches is None:
+        batches = list(_read_rows(path, state))
     yield from one_run(batches, state)
 
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainproof.api import read_runlog
-from trainproof.formats import ReadError, _columnar, jsonl
+from trainproof.formats import ReadError, _columnar, csv, jsonl
 
 import _fuzz_logs as F
 from conftest import REPO
@@ -100,7 +100,6 @@ def test_a_plain_log_takes_the_columnar_path(tmp_path, monkeypatch):
         '{"step": 1, "loss": 1}\r\n{"step": 2, "loss": 2}\r\n',  # CRLF
         '{"step": 1, "loss": 1}\nbanner\n',  # not an object
         '{"step": 1, "loss": 1}\n{"step": 2, "loss": 0.',  # a torn last line
-        '{"step": 18446744073709551616, "loss": 1}\n',  # an integer beyond 64 bits
         '{"st\\u0065p": 1, "loss": 1}\n',  # an escape
         '{"step": 1, "lo\u00df": 1}\n',  # not ASCII
         "\ufeff" + '{"step": 1, "loss": 1}\n',  # a byte-order mark
@@ -179,6 +178,7 @@ def test_generated_jsonl_logs_read_the_same(tmp_path, monkeypatch, rows, chunk, 
 
 def test_numbers_parse_as_python_parses_them(tmp_path, monkeypatch):
     xs = [0.1, 1 / 3, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 9007199254740993, -(2**63), 2**63 - 1]
+    xs += [2**64, 2**64 + 1, -(2**70) - 1, 10**30]  # beyond 64 bits: the float it rounds to, as float() gives
     xs += [math.pi * 10.0**e for e in range(-300, 300, 7)]
     p = tmp_path / "metrics.jsonl"
     p.write_text("".join(json.dumps({"step": i, "loss": x}) + "\n" for i, x in enumerate(xs)))
@@ -201,4 +201,128 @@ def test_generated_plain_logs_take_the_columnar_path(tmp_path, monkeypatch, rows
     p = tmp_path / "metrics.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert _taken(p)
+    _both(p, monkeypatch)
+
+
+# CSV and TSV tables
+
+
+def _table_taken(path: Path) -> bool:
+    return _columnar.table_batches(path, lambda line: csv._plain_header(line, [])) is not None
+
+
+def test_a_plain_table_takes_the_columnar_path(tmp_path, monkeypatch):
+    p = tmp_path / "metrics.csv"
+    lines = ["step,epoch,loss,grad_norm,lr,eval_loss"]
+    lines += [f"{i},{i / 100},{1 / (i + 1)!r},{2.0**-i},-0,{'' if i % 10 else 0.5}" for i in range(300)]
+    lines += [",,,,,", "301,,,,,", "302,3.02,1e999,-1e999,1e-400,.5", "303,00012,5.,+1,1E5,1e+05"]
+    p.write_text("\n".join(lines) + "\n")
+    assert _table_taken(p)
+    _both(p, monkeypatch)
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        ["1,0.5,", "2,nan,"],  # a non-finite spelling
+        ["1, 0.5,", "2,0.4,"],  # a blank in a cell
+        ["1,0.5,", "", "2,0.4,"],  # a blank line
+        ["1,0.5,", "2,0.4"],  # a row of another field count
+        ["1,0.5,,", "2,0.4,"],  # a longer row
+        ["1,0.5,,", "2,0.4"],  # a long and a short row
+        ['1,"0.5",', "2,0.4,"],  # a quote
+        ["1,0.5,", "step,loss,x", "2,0.4,"],  # a header again
+        ["1,0.5,", "e,e,e", "2,0.4,"],  # letters the allowed bytes hold
+        ["1,e5,", "2,1.2.3,", "3,--1,", "4,-,", "5,.,"],  # what float() refuses
+        ["1,0.5,", "2,0.4,"],  # no line end at the end (below)
+        ["1,0.5,\r", "2,0.4,\r"],  # CR
+    ],
+)
+def test_what_the_table_path_refuses_goes_to_the_pure_path(tmp_path, monkeypatch, rows):
+    p = tmp_path / "metrics.csv"
+    text = "step,loss,x\n" + "\n".join(rows)
+    p.write_text(text + ("" if rows == ["1,0.5,", "2,0.4,"] else "\n"))
+    assert not _table_taken(p)
+    _both(p, monkeypatch)
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["1,2,3", "step,step,loss", "Run,Run ID,metric,step,timestamp,value", "", ",".join(f"m{i}" for i in range(63))],
+)
+def test_headers_the_table_path_leaves_to_the_pure_path(tmp_path, monkeypatch, header):
+    p = tmp_path / "metrics.csv"
+    k = max(header.count(",") + 1, 1)
+    p.write_text(header + "\n" + "".join(",".join(str(i + j) for j in range(k)) + "\n" for i in range(5)))
+    assert not _table_taken(p)
+    _both(p, monkeypatch)
+
+
+@pytest.mark.parametrize("path", _corpus_files("csv"), ids=lambda p: p.parent.name)
+def test_corpus_csv_logs_read_the_same(path, monkeypatch):
+    _both(path, monkeypatch)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for ext in ("*.csv", "*.tsv") for p in (REPO / "examples").rglob(ext)),
+    ids=lambda p: str(p.relative_to(REPO)),
+)
+def test_example_csv_logs_read_the_same(path, monkeypatch):
+    _both(path, monkeypatch)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    reader=st.sampled_from(["csv", "csv_lightning", "csv_keras", "csv_wandb"]),
+    kind=st.sampled_from(F.KINDS),
+    plan=F.plans(),
+)
+def test_fuzz_csv_inputs_read_the_same(tmp_path, monkeypatch, reader, kind, plan):
+    p = tmp_path / ("training.log" if reader == "csv_keras" else "metrics.csv")
+    p.write_bytes(F.apply_plan(F.valid(reader, kind), plan))
+    _both(p, monkeypatch)
+
+
+_cell = st.one_of(
+    st.floats(allow_nan=False).map(repr),
+    st.integers(-(2**70), 2**70).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda x: f"{x:e}"),
+    st.just(""),
+    st.sampled_from(["-0", ".5", "5.", "+1", "1e999", "1E-5", "e5", "1.2.3", "-", "nan", "inf", " 1", "0x1"]),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    width=st.integers(1, 6),
+    data=st.data(),
+    delim=st.sampled_from([",", "\t", ";"]),
+    chunk=st.sampled_from([16, 64, 1 << 20]),
+)
+def test_generated_tables_read_the_same(tmp_path, monkeypatch, width, data, delim, chunk):
+    monkeypatch.setattr(_columnar, "CHUNK", chunk)
+    names = ["step", "loss", "lr", "grad_norm", "eval_loss", "epoch"][:width]
+    rows = data.draw(st.lists(st.lists(_cell, min_size=width, max_size=width), max_size=40))
+    p = tmp_path / "metrics.csv"
+    p.write_text("\n".join([delim.join(names)] + [delim.join(r) for r in rows]) + "\n")
+    _both(p, monkeypatch)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=st.lists(
+        st.lists(
+            st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr), st.just("")), min_size=4, max_size=4
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    chunk=st.sampled_from([16, 1 << 20]),
+)
+def test_generated_plain_tables_take_the_columnar_path(tmp_path, monkeypatch, rows, chunk):
+    monkeypatch.setattr(_columnar, "CHUNK", chunk)
+    p = tmp_path / "metrics.csv"
+    p.write_text("step,loss,lr,eval_loss\n" + "".join(",".join(r) + "\n" for r in rows))
+    assert _table_taken(p)
     _both(p, monkeypatch)

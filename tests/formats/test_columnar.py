@@ -126,11 +126,13 @@ def test_the_size_threshold_and_the_switch(tmp_path, monkeypatch):
     p = tmp_path / "metrics.jsonl"
     p.write_text('{"step": 1, "loss": 1}\n')
     monkeypatch.delenv(_columnar.ENV, raising=False)
-    assert not _columnar.wanted(p)  # small: the pure path, no polars import
-    monkeypatch.setattr(_columnar, "MIN_BYTES", 1)
-    assert _columnar.wanted(p)
+    assert not _columnar.wanted(p, _columnar.JSONL_MIN_BYTES)  # small: the pure path, no polars import
+    assert not _columnar.wanted(p, _columnar.TABLE_MIN_BYTES)
+    assert _columnar.wanted(p, 1)
     monkeypatch.setenv(_columnar.ENV, "0")
-    assert not _columnar.wanted(p)
+    assert not _columnar.wanted(p, 1)
+    monkeypatch.setenv(_columnar.ENV, "1")
+    assert _columnar.wanted(p, 1 << 40)
 
 
 @pytest.mark.parametrize("path", _corpus_files("jsonl"), ids=lambda p: p.parent.name)

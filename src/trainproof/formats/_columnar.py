@@ -47,13 +47,19 @@ from .lines import MAX_LINE
 #: the chunk's text and its frame a few tens of MB.
 CHUNK = 16 << 20
 
-#: Files smaller than this are read on the pure path: importing polars costs about 0.27 s
-#: (2-core machine), what the pure path needs for about 15 MB of JSON lines, and the
-#: columnar read saves about two thirds of the pure read's time (``bench/bench_readers.py``).
-MIN_BYTES = 24 << 20
+#: JSON-lines files smaller than this are read on the pure path: importing polars costs
+#: about 0.27 s (2-core machine), and the columnar read saves about 7 ms a MB over the pure
+#: one (1e6 steps, 137 MB: 1.4 s against 2.3 s, ``read_runlog`` in one process), so below
+#: about 40 MB the import costs more than it saves.
+JSONL_MIN_BYTES = 40 << 20
+
+#: Tables (CSV, TSV) smaller than this are read on the pure path: the columnar read saves
+#: about 15 ms a MB (1e6 steps, 77 MB: 1.2 s against 2.3 s), so it pays for polars' import
+#: from about 18 MB.
+TABLE_MIN_BYTES = 20 << 20
 
 #: ``TRAINPROOF_COLUMNAR``: ``0`` never takes the columnar path; ``1`` takes it at any size
-#: when polars is installed; unset, it is taken from :data:`MIN_BYTES` up.
+#: when polars is installed; unset, from the size of each reader's threshold up.
 ENV = "TRAINPROOF_COLUMNAR"
 
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
@@ -70,16 +76,17 @@ def _polars():
     return polars
 
 
-def wanted(path: Path) -> bool:
+def wanted(path: Path, least: int) -> bool:
     """Whether ``path`` is read on the columnar path: :data:`ENV` says so, or it is unset
-    and the file has at least :data:`MIN_BYTES` bytes (a file that cannot be stat-ed is the
-    pure path's, which reports why)."""
+    and the file has at least ``least`` bytes (:data:`JSONL_MIN_BYTES`,
+    :data:`TABLE_MIN_BYTES`; a file that cannot be stat-ed is the pure path's, which
+    reports why)."""
     mode = os.environ.get(ENV, "").strip()
     if mode == "0":
         return False
     if mode != "1":
         try:
-            if os.stat(path).st_size < MIN_BYTES:
+            if os.stat(path).st_size < least:
                 return False
         except OSError:
             return False

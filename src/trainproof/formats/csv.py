@@ -597,7 +597,7 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
     rows with one, so an unfinished last line is a row cut mid-write, and a cut number
     (``0.8123`` torn to ``0.``) would otherwise be read as a different value.
     """
-    if _columnar.wanted(path):
+    if _columnar.wanted(path, _columnar.TABLE_MIN_BYTES):
         plan: list = []
         chunks = _columnar.table_batches(path, lambda line: _plain_header(line, plan))
         if chunks is not None:

@@ -195,7 +195,7 @@ RESTART_DROP = 1.5
 def read(path: Path, state) -> Iterator[Rows]:
     """The JSON-object lines as :class:`Rows` batches, one run of them when restarted
     runs were appended to the file (see the module docstring)."""
-    batches = _columnar.jsonl_batches(path, _step_key) if _columnar.wanted(path) else None
+    batches = _columnar.jsonl_batches(path, _step_key) if _columnar.wanted(path, _columnar.JSONL_MIN_BYTES) else None
     if batches is None:
         batches = list(_read_rows(path, state))
     yield from one_run(batches, state)

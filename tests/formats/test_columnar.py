@@ -209,8 +209,15 @@ def test_generated_plain_logs_take_the_columnar_path(tmp_path, monkeypatch, rows
 # CSV and TSV tables
 
 
+def _table_read(path: Path) -> tuple[_columnar.TableRead, int]:
+    """The columnar read of a table, run through, and the rows it gave out."""
+    tr = _columnar.TableRead(path, lambda line: csv._plain_header(line, []))
+    return tr, sum(len(v) for v, _, _ in tr)
+
+
 def _table_taken(path: Path) -> bool:
-    return _columnar.table_batches(path, lambda line: csv._plain_header(line, [])) is not None
+    tr, _ = _table_read(path)
+    return tr.started and tr.rest is None
 
 
 def test_a_plain_table_takes_the_columnar_path(tmp_path, monkeypatch):
@@ -246,6 +253,23 @@ def test_what_the_table_path_refuses_goes_to_the_pure_path(tmp_path, monkeypatch
     p.write_text(text + ("" if rows == ["1,0.5,", "2,0.4,"] else "\n"))
     assert not _table_taken(p)
     _both(p, monkeypatch)
+
+
+def test_a_table_hands_over_to_the_pure_path_where_a_chunk_is_not_plain(tmp_path, monkeypatch):
+    monkeypatch.setattr(_columnar, "CHUNK", 256)
+    p = tmp_path / "metrics.csv"
+    lines = ["step,loss,eval_loss"] + [f"{i},{1 / (i + 1)!r},{'' if i % 7 else i}" for i in range(200)]
+    lines[150] = "150,nan,"  # a spelling only the pure path reads
+    lines[170] = "step,loss,eval_loss"  # the header again: a note
+    lines[180] = "180,0.5"  # a short row: a note
+    p.write_text("\n".join(lines) + "\n201,0.5,")  # and a last row without a line end
+    tr, given = _table_read(p)
+    assert tr.started and tr.rest is not None and 0 < given < 150
+    _both(p, monkeypatch)
+    monkeypatch.setenv(_columnar.ENV, "1")
+    run = read_runlog(p)
+    assert any("header repeated at line 171" in n for n in run.notes)
+    assert any("no line end" in n for n in run.notes)
 
 
 @pytest.mark.parametrize(

@@ -597,16 +597,18 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
     rows with one, so an unfinished last line is a row cut mid-write, and a cut number
     (``0.8123`` torn to ``0.``) would otherwise be read as a different value.
     """
+    resume = None
     if _columnar.wanted(path, _columnar.TABLE_MIN_BYTES):
         plan: list = []
-        chunks = _columnar.table_batches(path, lambda line: _plain_header(line, plan))
-        if chunks is not None:
-            names, si = plan[0]
-            for vals, present, nums in chunks:
-                rows = _table_rows(vals, present, nums, names, si)
-                if len(rows):
-                    yield rows
-            return
+        table_read = _columnar.TableRead(path, lambda line: _plain_header(line, plan))
+        for vals, present, nums in table_read:
+            rows = _table_rows(vals, present, nums, *plan[0])
+            if len(rows):
+                yield rows
+        if table_read.started:
+            if table_read.rest is None:
+                return
+            resume = (table_read.rest, plan[0])
     # A quoted field may span lines; an unclosed quote would make the rest of the file one
     # field, so a field is bounded like a line.
     csv.field_size_limit(MAX_LINE)
@@ -618,9 +620,16 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
         delim = delimiter_of(first) or ","
         f.seek(0)
         parser = RowParser(delim)
-        _prepare(path, f, parser, state)
-        f.seek(0)
-        table = Lines(f, MAX_LINE, newline="", size=_CHUNK)
+        start = 1
+        if resume is None:
+            _prepare(path, f, parser, state)
+            f.seek(0)
+        else:
+            # The columnar path read the header and the rows before ``offset``: the rest
+            # from there (a plain file's byte offset at a line start is its text position).
+            (offset, start), (parser.header, parser.step_idx) = resume
+            f.seek(offset)
+        table = Lines(f, MAX_LINE, newline="", size=_CHUNK, start=start)
         yield from _read_chunks(table, parser, state)
     table.note(state)
     parser.finish(state)

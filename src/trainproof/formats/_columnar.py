@@ -164,7 +164,7 @@ def _frame(pl, body: bytes, n: int, known: dict):
                 known.setdefault(c, pl.Float64)
             df = df.select(pl.all().cast(pl.Float64))
         present = (
-            np.column_stack([s.is_not_null().to_numpy() for s in df.get_columns()])
+            df.select(pl.all().is_not_null()).to_numpy().astype(bool, copy=False)  # one query
             if df.width
             else np.zeros((n, 0), dtype=bool)
         )
@@ -332,5 +332,5 @@ def _table_chunk(pl, body, k: int, d: bytes, delim: str, schema: dict) -> tuple[
         return None
     if df.height != n:
         return None
-    present = np.column_stack([s.is_not_null().to_numpy() for s in df.get_columns()])
+    present = df.select(pl.all().is_not_null()).to_numpy().astype(bool, copy=False)  # one query
     return df.to_numpy(), present

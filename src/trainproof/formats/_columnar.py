@@ -1,6 +1,8 @@
-"""The optional columnar path of the JSON-lines reader: ``polars`` parses a chunk of lines
-in compiled code when it is installed (the ``fast`` extra), and the pure path
-(:mod:`trainproof.formats.jsonl` with ``orjson``) stays the reference and the fallback.
+"""The optional columnar path of the JSON-lines and table (CSV, TSV) readers: ``polars``
+parses a chunk of lines in compiled code when it is installed (the ``fast`` extra), and
+the pure paths (:mod:`trainproof.formats.jsonl` with ``orjson``,
+:mod:`trainproof.formats.csv`) stay the reference and the fallback. Tables: see
+:class:`TableRead`; the rest of this docstring is the JSON-lines path.
 
 The columnar path reads only what it can prove it reads exactly as the pure path does. A
 chunk is taken only when every test below holds; otherwise :func:`jsonl_batches` gives
@@ -10,8 +12,8 @@ to the reader's state before then):
 * the file is a plain (not gzip) file, its first bytes no byte-order mark;
 * the chunk's bytes are ASCII and hold no backslash, ``\\r`` or ``null`` (escapes, other
   line ends and holes are the pure path's);
-* polars parses the chunk with every column a float64 (the keys of the earlier chunks as
-  its schema) or, where the chunk has a new key, with each column inferred as a 64-bit
+* polars parses the chunk with every column a float64 (the keys of the earlier chunks, or
+  of the first lines, as its schema) or, where the chunk has a new key, with each column inferred as a 64-bit
   integer or float: polars refuses a string, a boolean, a nested object, a list, the
   ``NaN``/``Infinity`` tokens and a number beyond a float's range, which are the pure
   path's (flattening, string numbers, non-finite spellings);
@@ -37,9 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
+# Helper modules by their full names, not `from . import`: a reader's helper never imports
+# the package __init__ (which imports the readers).
+import trainproof.formats._rows as _rows  # noqa: PLR0402
+
 from ..runlog import Rows
-from . import _rows
-from ._io import _GZIP_MAGIC, open_binary
+from ._io import open_binary
 from .lines import LineTooLong, byte_line_chunks, first_byte_line
 
 #: Bytes parsed per chunk (the last, incomplete line is carried to the next). Measured at
@@ -64,6 +69,7 @@ TABLE_MIN_BYTES = 20 << 20
 ENV = "TRAINPROOF_COLUMNAR"
 
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
+_GZIP = b"\x1f\x8b"  # gzip's magic: a compressed log is the pure path's (the decompression cap)
 _REFUSED = (b"\\", b"\r", b"null")
 _NUMERIC = frozenset(("Int64", "Float64"))
 
@@ -99,7 +105,7 @@ def _plain_start(f) -> bool:
     byte-order mark (both are the pure path's)."""
     head = f.read(4)
     f.seek(0)
-    return not (head.startswith(_GZIP_MAGIC) or head.startswith(_BOMS))
+    return not (head.startswith(_GZIP) or head.startswith(_BOMS))
 
 
 def jsonl_batches(path: Path, step_of) -> list[Rows] | None:
@@ -230,7 +236,7 @@ def _chunk(pl, body: bytes, first_line: int, step_of, known: dict, final: bool =
         cols = np.flatnonzero(present[pos[0]])
         keys = tuple(names[j] for j in cols.tolist())
         block = np.ascontiguousarray(vals[np.ix_(pos, cols)]) if cols.size else np.empty((pos.size, 0))
-        _rows._add_group(groups, steps, keys, pos, block, step_of)
+        _rows.add_group(groups, steps, keys, pos, block, step_of)
     lines = np.arange(first_line, first_line + n, dtype=np.int64)
     return Rows(steps, lines, groups)
 

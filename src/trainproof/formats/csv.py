@@ -51,11 +51,11 @@ import numpy as np
 
 # The helper module by its full name, not `from . import`: a reader never imports the
 # package __init__ (which imports the readers), and _rows's attributes stay patchable.
+import trainproof.formats._columnar as _columnar  # noqa: PLR0402
 import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from .. import aliases
 from ..runlog import Record, Rows
-from . import _columnar
 from ._io import ReadError, open_text
 from ._values import is_absent, string_number
 from .base import ReadState
@@ -577,7 +577,7 @@ def _fill_empty(text: str, delim: str, token: str) -> str:
 
 def _plain_header(line: str, plan: list) -> tuple[str, int] | None:
     """``(delimiter, width)`` when ``line``, a table's first line, is a header the columnar
-    path can follow (:func:`trainproof.formats._columnar.table_batches`): named columns
+    path can follow (:class:`trainproof.formats._columnar.TableRead`): named columns
     (:func:`_looks_like_header`), distinct, at most 62 of them, not a long-format export;
     its names and step column are appended to ``plan``. ``None`` otherwise."""
     delim = delimiter_of(line) or ","

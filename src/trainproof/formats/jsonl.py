@@ -40,11 +40,11 @@ import numpy as np
 
 # The helper module by its full name, not `from . import`: a reader never imports the
 # package __init__ (which imports the readers), and _rows's attributes stay patchable.
+import trainproof.formats._columnar as _columnar  # noqa: PLR0402
 import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from .. import aliases
 from ..runlog import Record, Rows
-from . import _columnar
 from ._io import open_text
 from ._values import JSON, as_step, flatten_numeric
 from .lines import MAX_LINE, LineSplitter, line_chunks

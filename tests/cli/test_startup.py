@@ -185,6 +185,7 @@ JUDGE_JSONL_TRAINPROOF = {
     *(
         f"trainproof.formats.{m}"
         for m in (
+            "_columnar",  # the size test of the optional polars path (polars itself not imported)
             "_io",
             "_own",
             "_protowire",  # W&B's record walker (70 lines of stdlib), imported by its reader

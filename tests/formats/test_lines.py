@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from trainproof import aliases
 from trainproof.formats import console
 from trainproof.formats.base import ReadState
-from trainproof.formats.lines import Lines, LineSplitter, line_chunks
+from trainproof.formats.lines import Lines, LineSplitter, LineTooLong, byte_line_chunks, line_chunks
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "trainproof"
 
@@ -157,6 +157,7 @@ _READS_NO_LINES = {
     ("formats/_tfrecord.py", "record_spans"): "binary records, framed by their length",
     ("formats/_tfrecord.py", "_remaining"): "binary records, framed by their length",
     ("formats/hf.py", "_Scanner.remaining_bytes"): "one JSON document, counted, not lines",
+    ("formats/hf.py", "_one_history_key"): "a byte search for one key across the document, not lines",
     ("formats/coqui.py", "_deep_step_header"): "a pattern searched in the first MiBs",
 }
 #: Functions that split a string into lines with ``splitlines``: each a sniffing head or
@@ -402,3 +403,27 @@ def test_csv_skips_an_overlong_row_at_its_line_whatever_the_chunk_size(tmp_path,
             assert "skipped 2 line(s) longer than 16 characters (lines 3, 6): not read" in run.notes, chunk
     finally:
         pycsv.field_size_limit(field_limit)
+
+
+# --------------------------------------------------------------------------- bytes
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 64])
+def test_byte_line_chunks_give_whole_lines_and_the_rest(size):
+    data = b"a,1\nbb,22\n\nccc,333\ntail"
+    pieces = list(byte_line_chunks(io.BytesIO(data), size))
+    assert all(body.endswith(b"\n") for body, final in pieces if not final and body)
+    assert [final for _, final in pieces] == [False] * (len(pieces) - 1) + [True]
+    assert b"".join(bytes(body) for body, _ in pieces) == data
+    assert pieces[-1][0] == b"tail"
+
+
+def test_byte_line_chunks_refuse_a_line_over_the_limit():
+    with pytest.raises(LineTooLong):
+        list(byte_line_chunks(io.BytesIO(b"ok\n" + b"x" * 100 + b"\nok\n"), 16, limit=50))
+    with pytest.raises(LineTooLong):
+        list(byte_line_chunks(io.BytesIO(b"x" * 100), 16, limit=50))  # no line end at all
+    assert list(byte_line_chunks(io.BytesIO(b"x" * 40 + b"\n"), 16, limit=50)) == [
+        (b"x" * 40 + b"\n", False),
+        (b"", True),
+    ]

@@ -249,7 +249,13 @@ class _GzipFile(gzip.GzipFile):
         return self._guard(super().readline, n) if n else b""
 
 
-def _raw_open(path: Path) -> IO[bytes]:
+def raw_open(path: Path) -> IO[bytes]:
+    """``path`` opened for bytes, a gzip stream decompressed (within its cap), as the text
+    opener reads it.
+
+    Raises:
+        ReadError: the file cannot be opened.
+    """
     f = open_binary(path)
     try:
         magic = f.read(2)
@@ -279,7 +285,7 @@ def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
         ReadError: the file cannot be opened or its gzip stream is corrupt.
     """
     try:
-        with _raw_open(path) as f:
+        with raw_open(path) as f:
             head = f.read(n)
             if len(head) < n or b"\n" in head:
                 return head
@@ -330,7 +336,7 @@ def open_text(path: Path, newline: str | None = None) -> IO[str]:
         ReadError: the file cannot be opened.
     """
     try:
-        raw = _raw_open(path)
+        raw = raw_open(path)
         enc = encoding_of(raw.read(4))
         raw.seek(0)
     except OSError as e:

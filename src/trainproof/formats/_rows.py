@@ -120,12 +120,12 @@ def rows_from_dicts(
                 if vals2 is None:
                     slow.append(pos[sel])
                 else:
-                    _add_group(groups, steps, keys2, pos[sel], vals2, step_of)
+                    add_group(groups, steps, keys2, pos[sel], vals2, step_of)
             continue
         if vals is None:
             slow.append(pos)
         else:
-            _add_group(groups, steps, keys, pos, vals, step_of)
+            add_group(groups, steps, keys, pos, vals, step_of)
     if slow:
         pos_all = np.sort(np.concatenate(slow))
         flat = []
@@ -143,13 +143,13 @@ def rows_from_dicts(
             sub = list(map(flat.__getitem__, sel.tolist()))
             vals = _block(sub, keys, True)  # flattened values are all floats
             assert vals is not None
-            _add_group(groups, steps, keys, pos_all[sel], vals, step_of)
+            add_group(groups, steps, keys, pos_all[sel], vals, step_of)
     return Rows(
         steps, np.asarray(lines, dtype=np.int64), groups, [(k, np.array(p, dtype=np.int64)) for k, p in holes.items()]
     )
 
 
-def _add_group(
+def add_group(
     groups: list,
     steps: np.ndarray,
     keys: tuple,
@@ -157,6 +157,9 @@ def _add_group(
     vals: np.ndarray,
     step_of: Callable[[tuple], str | None],
 ) -> None:
+    """Append the group of records ``pos`` (int64 ``(m,)``) holding exactly ``keys`` with
+    ``vals`` (float64 ``(m, len(keys))``) to ``groups``; the key ``step_of(keys)`` names,
+    if any, becomes those records' ``steps`` (NaN unless finite) and leaves the group."""
     sk = step_of(keys)
     if sk is not None:
         j = keys.index(sk)

@@ -51,6 +51,7 @@ import numpy as np
 
 # The helper module by its full name, not `from . import`: a reader never imports the
 # package __init__ (which imports the readers), and _rows's attributes stay patchable.
+import trainproof.formats._columnar as _columnar  # noqa: PLR0402
 import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from .. import aliases
@@ -510,17 +511,26 @@ def _fast_rows(text: str, first_line: int, parser: RowParser) -> Rows | None:
         empty = np.isnan(vals)
     vals = vals.reshape(len(lines), k)
     present = ~empty.reshape(len(lines), k)
-    keep = present.any(axis=1)  # a row of empty cells is no record
     nums = (
         np.arange(first_line, first_line + len(lines), dtype=np.int64)
         if kept is None
         else first_line + kept.astype(np.int64)
     )
+    return _table_rows(vals, present, nums, header, parser.step_idx)
+
+
+def _table_rows(vals: np.ndarray, present: np.ndarray, nums: np.ndarray, header: list[str], si: int | None) -> Rows:
+    """Rows of a table as :class:`Rows`: ``vals`` float64 ``(n, k)`` (any value where a
+    cell is empty), ``present`` bool ``(n, k)`` (the cell is not empty), ``nums`` the int64
+    ``(n,)`` line numbers, ``header`` the ``k`` column names (distinct, at most 62),
+    ``si`` the step column. A row of empty cells is no record; an empty cell is a hole
+    (the step column's excepted)."""
+    k = len(header)
+    keep = present.any(axis=1)  # a row of empty cells is no record
     if not keep.all():
         vals, present, nums = vals[keep], present[keep], nums[keep]
     n = len(nums)
     steps = np.full(n, np.nan)
-    si = parser.step_idx
     if si is not None:
         col = vals[:, si]
         ok = present[:, si] & np.isfinite(col)
@@ -565,6 +575,20 @@ def _fill_empty(text: str, delim: str, token: str) -> str:
     return text.replace("\n" + delim, "\n" + token + delim).replace(delim + "\n", delim + token + "\n")
 
 
+def _plain_header(line: str, plan: list) -> tuple[str, int] | None:
+    """``(delimiter, width)`` when ``line``, a table's first line, is a header the columnar
+    path can follow (:class:`trainproof.formats._columnar.TableRead`): named columns
+    (:func:`_looks_like_header`), distinct, at most 62 of them, not a long-format export;
+    its names and step column are appended to ``plan``. ``None`` otherwise."""
+    delim = delimiter_of(line) or ","
+    names = [c.strip() for c in line.split(delim)]
+    if not _looks_like_header(names) or len(names) > 62 or len(set(names)) != len(names) or _is_long_format(names):
+        return None
+    sk = aliases.step_key(names)
+    plan.append((names, names.index(sk) if sk is not None else None))
+    return delim, len(names)
+
+
 def read(path: Path, state) -> Iterator[Record | Rows]:
     """Stream the data rows: the header row by row, then chunks of whole lines, each
     converted in one go when it is plain numbers (:class:`Rows`), else row by row.
@@ -573,6 +597,18 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
     rows with one, so an unfinished last line is a row cut mid-write, and a cut number
     (``0.8123`` torn to ``0.``) would otherwise be read as a different value.
     """
+    resume = None
+    if _columnar.wanted(path, _columnar.TABLE_MIN_BYTES):
+        plan: list = []
+        table_read = _columnar.TableRead(path, lambda line: _plain_header(line, plan))
+        for vals, present, nums in table_read:
+            rows = _table_rows(vals, present, nums, *plan[0])
+            if len(rows):
+                yield rows
+        if table_read.started:
+            if table_read.rest is None:
+                return
+            resume = (table_read.rest, plan[0])
     # A quoted field may span lines; an unclosed quote would make the rest of the file one
     # field, so a field is bounded like a line.
     csv.field_size_limit(MAX_LINE)
@@ -584,9 +620,16 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
         delim = delimiter_of(first) or ","
         f.seek(0)
         parser = RowParser(delim)
-        _prepare(path, f, parser, state)
-        f.seek(0)
-        table = Lines(f, MAX_LINE, newline="", size=_CHUNK)
+        start = 1
+        if resume is None:
+            _prepare(path, f, parser, state)
+            f.seek(0)
+        else:
+            # The columnar path read the header and the rows before ``offset``: the rest
+            # from there (a plain file's byte offset at a line start is its text position).
+            (offset, start), (parser.header, parser.step_idx) = resume
+            f.seek(offset)
+        table = Lines(f, MAX_LINE, newline="", size=_CHUNK, start=start)
         yield from _read_chunks(table, parser, state)
     table.note(state)
     parser.finish(state)

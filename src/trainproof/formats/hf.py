@@ -31,7 +31,7 @@ import numpy as np
 import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from ..runlog import Record, Rows
-from ._io import ReadError, _raw_open, encoding_of, open_text
+from ._io import ReadError, raw_open, encoding_of, open_text
 from ._values import JSON, as_step, flatten_numeric
 from .lines import MAX_LINE
 
@@ -249,7 +249,7 @@ def _one_history_key(path: Path) -> bool:
     tail = b""
     seen = 0
     try:
-        with _raw_open(path) as f:
+        with raw_open(path) as f:
             # A gzip stream is scanned up to its decompression cap, no further: the read
             # stops there too, and it is the read that notes the cap (once).
             limit = getattr(f, "limit", None)

@@ -40,6 +40,7 @@ import numpy as np
 
 # The helper module by its full name, not `from . import`: a reader never imports the
 # package __init__ (which imports the readers), and _rows's attributes stay patchable.
+import trainproof.formats._columnar as _columnar  # noqa: PLR0402
 import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from .. import aliases
@@ -194,7 +195,9 @@ RESTART_DROP = 1.5
 def read(path: Path, state) -> Iterator[Rows]:
     """The JSON-object lines as :class:`Rows` batches, one run of them when restarted
     runs were appended to the file (see the module docstring)."""
-    batches = list(_read_rows(path, state))
+    batches = _columnar.jsonl_batches(path, _step_key) if _columnar.wanted(path, _columnar.JSONL_MIN_BYTES) else None
+    if batches is None:
+        batches = list(_read_rows(path, state))
     yield from one_run(batches, state)
 
 

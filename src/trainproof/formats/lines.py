@@ -415,3 +415,45 @@ class Lines:
     def note(self, state, label: str = "") -> None:
         """Report the overlong lines skipped, if any, as dropped input."""
         self.splitter.note(state, label)
+
+
+class LineTooLong(Exception):
+    """A line of more than the limit's bytes (:func:`byte_line_chunks`): a byte reader
+    that cannot skip it as :class:`LineSplitter` does leaves the file to a text reader."""
+
+
+def byte_line_chunks(f: IO[bytes], size: int, limit: int = MAX_LINE) -> Iterator[tuple[bytes, bool]]:
+    """The binary stream ``f`` from where it is, as ``(body, final)`` pieces of whole
+    lines ending in ``\\n`` (lines end at ``\\n`` only), about ``size`` bytes each; the
+    last piece has ``final`` set and holds what follows the last ``\\n`` (empty when the
+    stream ends in one). Lines are numbered as :class:`LineSplitter` numbers them (one
+    per ``\\n``), for readers of bytes (the columnar path) that count them.
+
+    Raises:
+        LineTooLong: a line of more than ``limit`` bytes (memory stays one piece and one
+            line).
+    """
+    carry = b""
+    while True:
+        block = f.read(size)
+        if not block:
+            yield carry, True
+            return
+        end = block.rfind(b"\n")
+        if end < 0:
+            carry += block
+            if len(carry) > limit:
+                raise LineTooLong
+            continue
+        # One copy of the block: the carried line's start joined to its whole lines.
+        body = carry + memoryview(block)[: end + 1] if carry else block[: end + 1]
+        carry = block[end + 1 :]
+        if len(carry) > limit:
+            raise LineTooLong
+        yield body, False
+
+
+def first_byte_line(f: IO[bytes], limit: int = MAX_LINE) -> bytes:
+    """The next line of the binary stream ``f`` with its ``\\n`` (without one at the end of
+    the stream, or when it is longer than ``limit`` bytes: then only its first ``limit``)."""
+    return f.readline(limit)

@@ -180,3 +180,20 @@ def test_global_step_reset_once_is_not_within_epoch(tmp_path: Path) -> None:
     rows += [{"epoch": e, "step": 7142 * (e - 8), "loss": 4.0 - e / 100} for e in range(9, 21)]
     run = read_runlog(_jsonl(tmp_path / "d.jsonl", rows))
     assert not _within_note(run.notes)
+
+
+def test_steps_near_the_float_range_are_not_read_as_epochs_of_that_many_steps(tmp_path):
+    # Found by the JSONL reader's property test: epochs of ~1e308 steps overflow the global
+    # step to inf and NaN; the steps stay as logged, finite and never decreasing.
+    import numpy as np
+
+    from trainproof.api import read_runlogs
+
+    p = tmp_path / "x.jsonl"
+    p.write_text(
+        '{"epoch":-1,"STEP":0}\n{"step": null, "current_steps": -1, "loss": null, "epoch": 0}\n'
+        '{"step": 8.98846567431158e+307}\n'
+    )
+    for run in read_runlogs(p):
+        for s in run.series.values():
+            assert np.all(np.isfinite(s.steps)) and np.all(np.diff(s.steps) >= 0), (s.name, s.steps)

@@ -1068,7 +1068,12 @@ def _steps_within_epochs(steps: np.ndarray, ep_rec: np.ndarray, ep_vals: np.ndar
     per_epoch = hi - lo + interval
     whole = bool(np.all(ep[np.isfinite(ep)] == np.round(ep[np.isfinite(ep)])))
     index = ep - float(np.nanmin(ep)) if whole else block.astype(np.float64)
-    glob = index * per_epoch + steps
+    with np.errstate(over="ignore", invalid="ignore"):
+        glob = index * per_epoch + steps
+    if not np.all(np.isfinite(glob[np.isfinite(index)])):
+        # Steps near the float range (a hostile or corrupt log): epochs of that many steps
+        # overflow, and the steps are kept as logged rather than read as inf or NaN.
+        return None
     what = "the epoch minus the first epoch" if whole else "the number of epochs begun before it"
     note = (
         f"the step counts within each epoch (it goes back as the epoch rises, at {rises.size} epoch "

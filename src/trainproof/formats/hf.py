@@ -31,7 +31,7 @@ import numpy as np
 import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from ..runlog import Record, Rows
-from ._io import ReadError, raw_open, encoding_of, open_text
+from ._io import ReadError, encoding_of, open_text, raw_open
 from ._values import JSON, as_step, flatten_numeric
 from .lines import MAX_LINE
 

@@ -68,8 +68,11 @@ def _named(store: Store, experiment: str, name: str) -> RunRecord:
     else:
         try:
             rec = store.get(name, experiment=experiment)
-        except RunNotFound:
-            rec = store.get(source_of(name), experiment=experiment)  # a path, relative here
+        except RunNotFound as by_name:
+            try:
+                rec = store.get(source_of(name), experiment=experiment)  # a path, relative here
+            except RunNotFound:
+                raise by_name from None
     if rec.verdict not in ("PASS", "WARN"):
         raise HistoryError(
             f"--against {name}: that run (#{rec.id}, {rec.run}) was judged {rec.verdict}, not a known-good baseline"

@@ -216,6 +216,41 @@ def test_a_read_only_store_is_read_and_refuses_a_write_with_a_clear_error(tmp_pa
     assert out == ["['seed0']", f"history {path}: read-only (no permission to write the file or its folder)"]
 
 
+@pytest.mark.slow
+def test_a_store_in_a_folder_that_cannot_be_written_is_read(tmp_path):
+    """A store on a read-only mount, or in a folder the user cannot write: a WAL store
+    cannot be opened the usual way there (its -shm would be created beside it), so a
+    command that only reads opens it read-only; a write is still the clear error."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    path = folder / "h.db"
+    with open_store(path) as st:
+        st.add(rec("seed0", 1.0))
+        st.add(rec("seed1", 2.0))
+    for extra in ("-wal", "-shm"):
+        (folder / f"h.db{extra}").unlink(missing_ok=True)
+    path.chmod(0o444)
+    folder.chmod(0o555)
+    child = textwrap.dedent(f"""
+        from trainproof.history.store import open_store, HistoryError
+        from trainproof.history.record import RunRecord
+        st = open_store({str(path)!r}, create=False)
+        print([r.run for r in st.runs("exp")])
+        try:
+            st.add(RunRecord("exp", "seed2", "/x", "PASS", (), {{}}, {{}}))
+        except HistoryError as e:
+            print("refused:", e)
+    """)
+    try:
+        out = subprocess.run(
+            [*_unprivileged(), sys.executable, "-c", child], capture_output=True, text=True, timeout=120, check=True
+        ).stdout.splitlines()
+    finally:
+        folder.chmod(0o755)
+    assert out[0] == "['seed1', 'seed0']"
+    assert out[1].startswith(f"refused: history {path}: read-only"), out
+
+
 def test_an_unreachable_postgresql_server_is_a_clear_error():
     pytest.importorskip("psycopg", reason="the psycopg driver (the postgres extra) is not installed")
     with socket.socket() as s:

@@ -179,11 +179,18 @@ def _open_sqlite(loc: str, create: bool, timeout: float) -> Store:
             raise HistoryError(f"history {loc}: no such file (nothing recorded there yet)")
         if not path.parent.is_dir():
             raise HistoryError(f"history {loc}: the folder {path.parent} does not exist")
+    target: str = loc
+    uri = False
+    if not create and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        # Only read, from a file or a folder that cannot be written (a read-only mount, a
+        # shared copy): a WAL store cannot be opened the usual way there (SQLite would
+        # create its -shm beside it), so it is opened read-only as an immutable file.
+        target, uri = path.resolve().as_uri() + "?mode=ro&immutable=1", True
     try:
         # isolation_level=None: the store issues BEGIN/COMMIT itself (BEGIN IMMEDIATE for
         # writes); check_same_thread=False: one Store is shared by a monitor's threads, and
         # its lock serialises them.
-        conn = sqlite3.connect(loc, timeout=timeout, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False, uri=uri)
     except sqlite3.Error as e:
         raise HistoryError(f"history {loc}: {_sqlite_reason(e, timeout)}") from None
     return Store(loc, _SQLITE, conn, timeout)

@@ -91,25 +91,25 @@ def judge_all(
         runs = read_runlogs(path, fmt, mapping)
     except (ReadError, MappingError) as e:
         return [error_report(str(shown(path)), str(e), None if fmt == "auto" else fmt)]
-    reports = [judge_runlog(run, thresholds, mute) for run in runs]
-    if history is not None:
-        from .history.recording import record
-
-        started = time.time()  # the runs of one log are not each other's past
-        reports = [
-            record(
-                run,
-                rep,
-                str(history),
-                experiment=experiment,
-                thresholds=thresholds,
-                mute=mute,
-                chart=charts,
-                before=started,
-            )
-            for run, rep in zip(runs, reports)
-        ]
+    keep = _recorder(history, experiment, thresholds, mute, charts)
+    reports = [keep(run, judge_runlog(run, thresholds, mute)) for run in runs]
     return worst_first([_charted(rep, run, charts) for rep, run in zip(reports, runs)])
+
+
+def _recorder(history, experiment, thresholds, mute, charts) -> Callable[[RunLog, Report], Report]:
+    """``(run, report) -> report``: each run judged against the run history and recorded
+    into it (:func:`trainproof.history.recording.record`), or the report unchanged without
+    a history. The runs one command records are judged against the history as it was when
+    the recorder was made (``before``), never against each other: the result is the same in
+    any order."""
+    if history is None:
+        return lambda run, rep: rep
+    from .history.recording import record
+
+    started = time.time()
+    return lambda run, rep: record(
+        run, rep, str(history), experiment=experiment, thresholds=thresholds, mute=mute, chart=charts, before=started
+    )
 
 
 def _charted(rep: Report, run: RunLog, charts: bool) -> Report:
@@ -553,7 +553,7 @@ def compare(
     base = bases[0]
     base_report = _charted(judge_runlog(base, thresholds, mute), base, charts)
     reports = []
-    started = time.time()  # the runs compared by one command are not each other's past
+    keep = _recorder(history, experiment, thresholds, mute, charts)
     for p in runs:
         try:
             found = read_runlogs(p, fmt, mapping)
@@ -562,20 +562,7 @@ def compare(
             continue
         for run in found:
             rep = _with_comparison(judge_runlog(run, thresholds, mute), base, run, base_report, thresholds, mute)
-            if history is not None:
-                from .history.recording import record
-
-                rep = record(
-                    run,
-                    rep,
-                    str(history),
-                    experiment=experiment,
-                    thresholds=thresholds,
-                    mute=mute,
-                    chart=charts,
-                    before=started,
-                )
-            reports.append(_charted(rep, run, charts))
+            reports.append(_charted(keep(run, rep), run, charts))
     return base_report, reports
 
 
@@ -609,12 +596,12 @@ def compare_against(
     """
     from .history.baseline import Against, pick
     from .history.record import experiment_of, run_name_of, runlog_of, source_of
-    from .history.recording import record, store_at
+    from .history.recording import store_at
     from .history.store import HistoryError
 
     spec = Against.parse(against)
     mute = list(mute)
-    started = time.time()  # the runs compared by one command are not each other's past
+    keep = _recorder(history, experiment, thresholds, mute, charts)
     store = store_at(str(history))
     bases: dict[int, tuple[RunLog, Report]] = {}
     reports = []
@@ -641,15 +628,5 @@ def compare_against(
             rep = replace(
                 rep, meta={**rep.meta, "compare": {**rep.meta.get("compare", {}), "baseline": base_report.file}}
             )
-            rep = record(
-                run,
-                rep,
-                str(history),
-                experiment=experiment,
-                thresholds=thresholds,
-                mute=mute,
-                chart=charts,
-                before=started,
-            )
-            reports.append(_charted(rep, run, charts))
+            reports.append(_charted(keep(run, rep), run, charts))
     return [b for _, b in bases.values()], reports

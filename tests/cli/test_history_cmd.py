@@ -179,6 +179,8 @@ def test_the_same_commands_on_a_postgresql_history(pg):
     assert code == 1 and "TP-FLOOR-RATIO" in out and "baseline seed0/metrics.jsonl (history #1)" in out, err
     code, out, _, _ = run_cli("history", "torch", "--history", where)
     assert code == 0 and "(4 of 4 runs, newest first)" in out and "lower than 0 of the 3 healthy runs" in out
+    code, out, _, _ = run_cli("history", "--history", where)  # the experiments, in one query
+    assert code == 0 and "torch" in out and "experiments (1, most recent first)" in out
 
 
 def test_doctor_with_a_history_judges_the_same_for_any_number_of_jobs(tmp_path):
@@ -230,3 +232,27 @@ def test_compare_against_a_named_run_looks_in_the_experiment_and_takes_no_failed
     assert failed, "the lr_hot runs FAIL"
     code, out, err, _ = run_cli("compare", "--against", f"#{failed[0].id}", "--history", str(seeded), bad)
     assert code == 2 and "was judged FAIL, not a known-good baseline" in err
+
+
+def test_history_lists_the_most_recent_experiments_up_to_the_limit(tmp_path):
+    where = tmp_path / "h.db"
+    with open_store(str(where)) as st:
+        import numpy as np
+
+        from trainproof.history.record import Curve, RunRecord
+
+        for i in range(30):
+            steps = np.arange(1.0, 11.0)
+            st.add(
+                RunRecord(
+                    f"exp{i:02d}", "r", f"/x/{i}", "PASS", (), {}, {"loss": Curve(steps, 1 / steps)}, None, float(i)
+                )
+            )
+    res = CliRunner().invoke(cli, ["history", "--history", str(where), "--limit", "5", "--json"])
+    doc = json.loads(res.stdout)
+    assert res.exit_code == 0
+    assert doc["total"] == 30 and [e["experiment"] for e in doc["experiments"]] == [
+        f"exp{i}" for i in (29, 28, 27, 26, 25)
+    ]
+    code, out, _, _ = run_cli("history", "--history", str(where), "--limit", "3")
+    assert "experiments (3 of 30, most recent" in out and "exp29" in out and "exp10" not in out

@@ -533,6 +533,18 @@ class Store:
             cur.execute("SELECT DISTINCT experiment FROM trainproof_runs ORDER BY experiment")
             return [r[0] for r in cur.fetchall()]
 
+    def recent_experiments(self, limit: int) -> list[tuple[str, int]]:
+        """``(experiment, number of runs)`` of the ``limit`` experiments recorded into most
+        recently, newest first: one query, however many experiments the history holds."""
+        with self._transaction(write=False) as cur:
+            self._x(
+                cur,
+                "SELECT experiment, COUNT(*), MAX(recorded_at) AS last FROM trainproof_runs "
+                "GROUP BY experiment ORDER BY last DESC, experiment LIMIT ?",
+                (max(0, int(limit)),),
+            )
+            return [(r[0], int(r[1])) for r in cur.fetchall()]
+
     def count(self, experiment: str | None = None) -> int:
         """The number of recorded runs (of ``experiment``, where given)."""
         with self._transaction(write=False) as cur:

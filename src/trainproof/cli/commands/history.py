@@ -21,7 +21,7 @@ from ..output import echo_error, history_of, settings, stdout_console
     default=20,
     show_default=True,
     metavar="N",
-    help="Show the N most recent runs of EXPERIMENT.",
+    help="Show the N most recent runs of EXPERIMENT (without EXPERIMENT: the N experiments recorded into most recently).",
 )
 def history_cmd(experiment, history, as_json: bool, config_path, limit: int) -> int:
     """List the runs of EXPERIMENT in the run history, newest first, with their verdicts and key figures, and how
@@ -39,10 +39,13 @@ def history_cmd(experiment, history, as_json: bool, config_path, limit: int) -> 
         return _fail("no run history given: --history PATH|URL or [tool.trainproof] history", as_json)
     try:
         with open_store(location, create=False) as st:
-            names = st.experiments()
             if experiment is None:
-                rows = [(name, st.runs(name, limit=1)[0], st.count(name)) for name in names]
-                return _experiments(rows, as_json)
+                # The most recent experiments only (--limit): a history of thousands of
+                # experiments is listed in as many queries as are shown, not all of them.
+                recent = st.recent_experiments(limit)
+                rows = [(name, st.runs(name, limit=1)[0], n) for name, n in recent]
+                return _experiments(rows, as_json, len(st.experiments()))
+            names = st.experiments()
             chosen = _match(experiment, names)
             if isinstance(chosen, str):
                 from ...rules.thresholds import DEFAULT
@@ -87,10 +90,11 @@ def _num(v) -> str:
     return num(float(v))
 
 
-def _experiments(rows, as_json: bool) -> int:
+def _experiments(rows, as_json: bool, total: int) -> int:
     if as_json:
         doc = {
             "command": "history",
+            "total": total,
             "experiments": [
                 {"experiment": name, "runs": n, "last_verdict": last.verdict, "last_recorded_at": last.recorded_at}
                 for name, last, n in rows
@@ -104,7 +108,8 @@ def _experiments(rows, as_json: bool) -> int:
     if not rows:
         console.print("the history holds no runs yet")
         return 0
-    table = Table(title="trainproof history — experiments", box=None, header_style="bold")
+    shown_n = f"{len(rows)} of {total}, most recent first" if len(rows) < total else f"{total}, most recent first"
+    table = Table(title=f"trainproof history — experiments ({shown_n})", box=None, header_style="bold")
     for col in ("experiment", "runs", "last run", "verdict", "recorded (UTC)"):
         table.add_column(col)
     for name, last, n in rows:

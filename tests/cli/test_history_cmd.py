@@ -81,6 +81,29 @@ def test_the_history_setting_of_the_configuration_is_a_path_from_its_folder(tmp_
     code, _, err, _ = run_cli("judge", str(log), "--experiment", "cfg")
     assert code == 0, err
     assert [r.run for r in runs_in(tmp_path / "runs" / "history.db", "cfg")] == ["seed0/metrics.jsonl"]
+    # an empty --history turns the configured one off for the command
+    code, _, err, _ = run_cli("judge", str(log), "--experiment", "cfg", "--history", "")
+    assert code == 0, err
+    assert len(runs_in(tmp_path / "runs" / "history.db", "cfg")) == 1
+
+
+@pytest.mark.parametrize("command", ["judge", "doctor"])
+@pytest.mark.parametrize("name", ["", "   ", "a\nb"])
+def test_a_blank_experiment_name_or_one_with_a_control_character_is_refused(tmp_path, command, name):
+    where = tmp_path / "h.db"
+    code, out, err, _ = run_cli(
+        command, str(HEALTHY / "seed0" / "metrics.jsonl"), "--history", str(where), "--experiment", name
+    )
+    assert code == 2 and "printable, non-blank name" in out + err, (out, err)
+
+
+def test_spaces_around_an_experiment_name_are_dropped(tmp_path):
+    where = tmp_path / "h.db"
+    code, _, err, _ = run_cli(
+        "judge", str(HEALTHY / "seed0" / "metrics.jsonl"), "--history", str(where), "--experiment", " mnist "
+    )
+    assert code == 0, err
+    assert len(runs_in(where, "mnist")) == 1
 
 
 def test_compare_against_best_flags_the_shuffled_labels_and_passes_a_healthy_seed(tmp_path, seeded):

@@ -64,7 +64,8 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
             default=None,
             help="Record each judged run into this run history (an SQLite file, created if missing, or a "
             "postgresql:// URL) and judge it against its experiment's recent healthy runs there "
-            "(default: [tool.trainproof] history; none: nothing is written).",
+            "(default: [tool.trainproof] history; none: nothing is written; an empty value turns a configured "
+            "history off).",
         ),
     ),
     "experiment": (
@@ -72,6 +73,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
         dict(
             metavar="NAME",
             default=None,
+            callback=lambda ctx, param, value: experiment_name(value),
             help="With --history: the experiment runs are recorded under and judged within (default: the "
             "tracker's project or experiment, else the folder of the run family, else the log's folder).",
         ),
@@ -178,3 +180,19 @@ def location(arg: str | None, command: str | None = None, as_json: bool = False)
 
         fail(str(e), command, as_json)
     return arg if is_url(arg) else Path(arg)
+
+
+def experiment_name(value: str | None) -> str | None:
+    """``--experiment``'s value, checked: ``None`` when not given; a name with nothing but
+    spaces, or with a control character (a newline would split the history's listing), is
+    refused as a usage error; spaces around it are dropped (``"mnist "`` is ``mnist``).
+
+    Raises:
+        click.BadParameter: a blank name or one with a control character.
+    """
+    if value is None:
+        return None
+    name = value.strip()
+    if not name or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise click.BadParameter(f"{value!r}: an experiment's name needs a printable, non-blank name")
+    return name

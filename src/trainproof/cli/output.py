@@ -91,9 +91,10 @@ def settings(command: str, as_json: bool, maps=(), mute=(), config_path: Path | 
 
 def history_of(option: str | None, cfg) -> str | None:
     """The run history a command records into: ``--history`` (a ``postgresql://`` URL as
-    given, a path as typed), else the configuration's ``history``, else ``None``."""
-    if option:
-        return option
+    given, a path as typed), else the configuration's ``history``, else ``None``. An empty
+    ``--history ""`` turns a configured history off for the command."""
+    if option is not None:
+        return option or None
     return getattr(cfg, "history", None)
 
 

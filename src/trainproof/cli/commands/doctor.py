@@ -7,7 +7,7 @@ import time
 
 import click
 
-from ..options import OPTIONS, location, log_options
+from ..options import OPTIONS, experiment_name, location, log_options
 from ..output import echo_error, emit_reports, history_of, settings
 
 
@@ -224,6 +224,11 @@ def doctor_cmd(
         )
     # A tracking server's runs are recorded under their own experiment, which --experiment names.
     record_under = experiments[0] if history is not None and experiments and not server else None
+    if record_under is not None:
+        try:
+            record_under = experiment_name(record_under)
+        except click.BadParameter as e:
+            return emit_reports([], "doctor", as_json, summary=True, error=f"--experiment {e.format_message()}")
     for path in roots:
         if not is_url(path) and not path.exists():
             return emit_reports(

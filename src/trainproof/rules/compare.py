@@ -94,17 +94,26 @@ class CompareContext:
     rule_id: str = ""
 
     def finding(self, message: str, evidence: str, data: dict | None = None, step_: float | None = None) -> Finding:
-        r = get(self.rule_id)
-        return Finding(
-            id=r.id,
-            level=r.level,
-            message=message,
-            evidence=f"{evidence} {self.range_note}".strip(),
-            data=dict(data or {}),
-            step=step_,
-            source="compare",
-            hint=r.hint_for(self.th),
-        )
+        return rule_finding(self.rule_id, self.th, message, f"{evidence} {self.range_note}", data, step_)
+
+
+def rule_finding(
+    rule_id: str, th: Thresholds, message: str, evidence: str, data: dict | None = None, step_: float | None = None
+) -> Finding:
+    """The finding of the registered rule ``rule_id`` for a judgement of more than one run
+    (compare, history): its id, level and source as registered, the hint under ``th``;
+    ``step_`` the step it is placed at (``None``: not at a step)."""
+    r = get(rule_id)
+    return Finding(
+        id=r.id,
+        level=r.level,
+        message=message,
+        evidence=evidence.strip(),
+        data=dict(data or {}),
+        step=step_,
+        source=r.source,
+        hint=r.hint_for(th),
+    )
 
 
 _COMMON = dict(source="compare", objectives=("supervised",))

@@ -36,7 +36,7 @@ import numpy as np
 from ..findings import MUTED, Finding, Level, Skip
 from ._fmt import num, pct, step
 from ._stats import block_medians, end_window, median, smoothing_block
-from .compare import loss_levels
+from .compare import loss_levels, rule_finding
 from .registry import get, outcome, rule
 from .thresholds import DEFAULT, Thresholds
 
@@ -198,17 +198,7 @@ class HistoryContext:
         return [t.name for t in self.runs]
 
     def finding(self, message: str, evidence: str, data: dict | None = None, step_: float | None = None) -> Finding:
-        r = get(self.rule_id)
-        return Finding(
-            id=r.id,
-            level=r.level,
-            message=message,
-            evidence=f"{evidence} {' '.join(self.notes)}".strip(),
-            data=dict(data or {}),
-            step=step_,
-            source=r.source,
-            hint=r.hint_for(self.th),
-        )
+        return rule_finding(self.rule_id, self.th, message, f"{evidence} {' '.join(self.notes)}", data, step_)
 
 
 #: The levels judged, most telling first: the finding's message names the first behind.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -94,6 +94,18 @@ def judge_all(
     keep = _recorder(history, experiment, thresholds, mute, charts)
     reports = [keep(run, judge_runlog(run, thresholds, mute)) for run in runs]
     return worst_first([_charted(rep, run, charts) for rep, run in zip(reports, runs)])
+
+
+def _each_run(paths: Iterable[str | Path], fmt: str, mapping, errors: list[Report]) -> Iterator[RunLog]:
+    """Every run of every log in ``paths``, in order; a log that cannot be read adds its
+    error report to ``errors`` (in its place among the reports) instead."""
+    for p in paths:
+        try:
+            found = read_runlogs(p, fmt, mapping)
+        except (ReadError, MappingError) as e:
+            errors.append(error_report(str(shown(p)), str(e)))
+            continue
+        yield from found
 
 
 def _recorder(history, experiment, thresholds, mute, charts) -> Callable[[RunLog, Report], Report]:
@@ -554,15 +566,9 @@ def compare(
     base_report = _charted(judge_runlog(base, thresholds, mute), base, charts)
     reports = []
     keep = _recorder(history, experiment, thresholds, mute, charts)
-    for p in runs:
-        try:
-            found = read_runlogs(p, fmt, mapping)
-        except (ReadError, MappingError) as e:
-            reports.append(error_report(str(shown(p)), str(e)))
-            continue
-        for run in found:
-            rep = _with_comparison(judge_runlog(run, thresholds, mute), base, run, base_report, thresholds, mute)
-            reports.append(_charted(keep(run, rep), run, charts))
+    for run in _each_run(runs, fmt, mapping, reports):
+        rep = _with_comparison(judge_runlog(run, thresholds, mute), base, run, base_report, thresholds, mute)
+        reports.append(_charted(keep(run, rep), run, charts))
     return base_report, reports
 
 
@@ -605,28 +611,20 @@ def compare_against(
     store = store_at(str(history))
     bases: dict[int, tuple[RunLog, Report]] = {}
     reports = []
-    for p in runs:
+    for run in _each_run(runs, fmt, mapping, reports):
+        rep = judge_runlog(run, thresholds, mute)
+        exp = experiment_of(run, rep, explicit=experiment)
+        src = source_of(run.path)
         try:
-            found = read_runlogs(p, fmt, mapping)
-        except (ReadError, MappingError) as e:
-            reports.append(error_report(str(shown(p)), str(e)))
+            chosen = pick(store, exp, spec, exclude=(src, run_name_of(run, exp, src)))
+        except HistoryError as e:
+            reports.append(_charted(replace(rep, history_error=str(e)), run, charts))
             continue
-        for run in found:
-            rep = judge_runlog(run, thresholds, mute)
-            exp = experiment_of(run, rep, explicit=experiment)
-            src = source_of(run.path)
-            try:
-                chosen = pick(store, exp, spec, exclude=(src, run_name_of(run, exp, src)))
-            except HistoryError as e:
-                reports.append(_charted(replace(rep, history_error=str(e)), run, charts))
-                continue
-            if chosen.id not in bases:
-                base = runlog_of(chosen)
-                bases[chosen.id] = (base, _charted(judge_runlog(base, thresholds, mute), base, charts))
-            base, base_report = bases[chosen.id]
-            rep = _with_comparison(rep, base, run, base_report, thresholds, mute)
-            rep = replace(
-                rep, meta={**rep.meta, "compare": {**rep.meta.get("compare", {}), "baseline": base_report.file}}
-            )
-            reports.append(_charted(keep(run, rep), run, charts))
+        if chosen.id not in bases:
+            base = runlog_of(chosen)
+            bases[chosen.id] = (base, _charted(judge_runlog(base, thresholds, mute), base, charts))
+        base, base_report = bases[chosen.id]
+        rep = _with_comparison(rep, base, run, base_report, thresholds, mute)
+        rep = replace(rep, meta={**rep.meta, "compare": {**rep.meta.get("compare", {}), "baseline": base_report.file}})
+        reports.append(_charted(keep(run, rep), run, charts))
     return [b for _, b in bases.values()], reports

@@ -84,6 +84,14 @@ WHY = {
         "optimizer is stepping. By its numbers it is the shape of hf-qwen-lora-plateau (labelled healthy) "
         "without the first-log drop; the log cannot show that nothing moves, so a WARN, not a FAIL."
     ),
+    "csv-lightning-slm-unigram-stuck": (
+        "Label disagreement (flat_or_dead; judged WARN TP-LOSS-STALLED). The train loss holds 7.50 -> 7.39 "
+        "over 45 logs (99% interval of its fall [-0.001, 0.020] nats, inside a slow learner's 0.051): pinned, and "
+        "the WARN says so. The log has no learning rate, no gradient norm and no accuracy, so it names no cause; "
+        "a run at its floor before its first log holds one level the same way (generated healthy runs of the "
+        "floor shape did, 4 in 20,000 on unseen seeds). That 7.4 is a unigram model's entropy is knowledge of "
+        "the data, not of the log."
+    ),
     "csv-lightning-probe-flat-noisy": (
         "Label disagreement (flat_or_dead; judged WARN TP-LOSS-STALLED). 28 logs of a loss between 2.31 and "
         "3.81 (first-5 median 3.18, last-5 3.10): too few and too noisy to exclude a slow learner; the "

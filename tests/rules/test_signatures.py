@@ -428,10 +428,10 @@ def test_plateau_warm_restart_schedule_is_silent(n, cycles):
     assert not fired(judge(loss=warm_restarts(n, cycles=cycles)), "TP-PLATEAU")
 
 
-def test_plateau_a_run_that_never_improves_is_left_to_dead_run():
+def test_plateau_a_run_that_never_improves_is_left_to_the_no_progress_rules():
     rep = judge(loss=flat_loss(100, 0.02))
     assert "TP-PLATEAU" in rep.ran and not fired(rep, "TP-PLATEAU")
-    assert fired(rep, "TP-DEAD-RUN")
+    assert fired(rep, "TP-LOSS-STALLED")
 
 
 def test_plateau_a_stall_after_an_early_fall_is_not_an_early_plateau():

@@ -315,6 +315,10 @@ def ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     return slope, se, slope / se
 
 
+#: Values :func:`mann_kendall_z` holds at once while comparing pairs (4 M floats, 32 MB).
+MK_CHUNK_VALUES = 1 << 22
+
+
 def mann_kendall_z(values: np.ndarray) -> float:
     """Mann–Kendall trend statistic of a short sequence, as a normal score.
 
@@ -328,8 +332,18 @@ def mann_kendall_z(values: np.ndarray) -> float:
     k = v.size
     if k < 3:
         return 0.0
-    diff = v[None, :] - v[:, None]
-    s = float(np.sum(np.sign(diff[np.triu_indices(k, 1)])))
+    # The pairs are compared a band of rows at a time, so that memory stays bounded (about
+    # MK_CHUNK_VALUES floats) however long the sequence: a log with 80,000 evaluations
+    # would otherwise ask for a k x k matrix of 50 GB.
+    s = 0.0
+    rows = max(1, MK_CHUNK_VALUES // k)
+    for i0 in range(0, k - 1, rows):
+        i1 = min(k - 1, i0 + rows)
+        # rows i0..i1-1 against the columns after i0; row i counts the columns j > i only
+        band = np.sign(v[None, i0 + 1 :] - v[i0:i1, None])
+        h = i1 - i0
+        band[:, :h][np.tril_indices(h, -1)] = 0.0
+        s += float(band.sum())
     var = k * (k - 1) * (2 * k + 5) / 18.0
     if s == 0:
         return 0.0

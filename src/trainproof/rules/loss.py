@@ -25,6 +25,7 @@ from ._stats import (
     noise_sigma,
     runs_of,
     smoothing_block,
+    trend_z,
 )
 from .registry import Need, rule
 
@@ -964,7 +965,10 @@ def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, ga
         "{diverge_start_points} points when they agree within the noise; and the first point alone, when the "
         "run right after it (median of the next 5 points) sits more than 3x above it. Not a divergence: a "
         "climb that regains less than {floor_regain_share:.0%} of the drop from the first block's level to the "
-        "best level (a loss at its noise floor after a large fall). With a cause in the log, a learning rate "
+        "best level (a loss at its noise floor after a large fall). The climb must be held: from some point "
+        "after the best level (the onset the finding names), that point and the next two are above the bar and "
+        "so are at least 80% of the points to the end; a few high points among low ones at the end of the log "
+        "are not a level the run moved to. With a cause in the log, a learning rate "
         "that climbed at least {diverge_lr_rise:g}x after it had held or fallen (not a warm-up), a smaller rise "
         "counts: at least {diverge_caused_ratio}x the best level, past the same noise gate, giving back at least "
         "{diverge_caused_regain:.0%} of the fall."
@@ -1080,7 +1084,12 @@ def check_diverge(ctx):
     for k in (1, 2):
         held[:-k] &= high[k:]
     cand = np.flatnonzero(held & (suffix >= 0.8))
-    onset = int(cand[0]) if cand.size else n - w
+    if not cand.size:
+        # No point from which the run stays up: the end window's median is lifted by a
+        # few high points among low ones (a heavy-tailed tail, a last-logs wobble), not by
+        # a level the run moved to.
+        return
+    onset = int(cand[0])
     where = "its starting level" if best_idx == 0 else f"the level it held around step {step(s.steps[best_idx])}"
     extra, ckpt_data = best_checkpoint(ctx.run)
     held = (
@@ -1123,6 +1132,12 @@ def check_diverge(ctx):
     )
 
 
+#: Evaluations the trend test of :func:`_learning_elsewhere` reads one by one; a longer
+#: eval series is read as this many block medians (a median of k evaluations is a level,
+#: not a loss of the trend: the test is rank-based).
+EVAL_TREND_MAX_POINTS = 1000
+
+
 def _learning_elsewhere(ctx) -> str | None:
     """Evidence, outside the train loss, that the model is learning: a held-out loss that
     falls with a significant trend (Mann-Kendall z at or below ``-dead_trend_z`` over its
@@ -1133,12 +1148,15 @@ def _learning_elsewhere(ctx) -> str | None:
     ev = ctx.finite("eval_loss")
     if len(ev) < 3 or not ev.values[-1] < ev.values[0]:
         return None
-    z = mann_kendall_z(ev.values)
+    # Read as at most EVAL_TREND_MAX_POINTS block medians: a log that evaluates at every
+    # step has tens of thousands of evaluations, and the test compares every pair.
+    z = trend_z(ev.values, EVAL_TREND_MAX_POINTS)
     if z > -ctx.th.dead_trend_z:
         return None
     return (
         f"the eval loss falls with a significant trend ({num(ev.values[0])} -> {num(ev.values[-1])} over "
-        f"{len(ev)} evaluations, Mann-Kendall z {z:.2f})"
+        f"{len(ev)} evaluations, Mann-Kendall z {z:.2f}"
+        + (" over their block medians)" if len(ev) > EVAL_TREND_MAX_POINTS else ")")
     )
 
 
@@ -1335,7 +1353,7 @@ def dead_run_state(ctx) -> dict | None:
         if fall > max(math.log1p(th.dead_min_improvement), th.diverge_noise_z * math.sqrt(2) * sigma):
             state["fell_early"] = True
             return state
-        # A pinned loss is a dead run only when it is pinned from its first point. A first
+        # A loss is called pinned only when it is pinned from its first point. A first
         # log more than a slow learner's 5% above the end level, even inside the noise, is
         # the shape of a log that starts at the end of the run's drop (a fine-tune logged
         # every few hundred steps), which a healthy run produces; so is a first point too
@@ -1352,15 +1370,17 @@ def dead_run_state(ctx) -> dict | None:
         bar = -math.log1p(-th.dead_min_improvement)
         state.update(ci=ci, ci_bar=bar)
         if ci is not None and -bar < ci[0] and ci[1] < bar:
-            # ... in a log that does not show the optimizer stepping: a learning rate above
+            # ... is pinned, but pinned is not dead without a cause. A learning rate above
             # tiny_lr and a live gradient norm move the weights, and a loss that holds while
             # they move is a model at its floor (a fine-tune converged before its first log)
-            # as often as one that cannot learn; the log cannot tell which.
+            # as often as one that cannot learn; a log that names neither shows less, not
+            # more, and a run that reached its floor before its first log holds one level
+            # from its first point too. The causes above make it a TP-DEAD-RUN.
             stepping = _stepping(ctx)
             if stepping:
                 state["stepping"] = stepping
             elif not head_drop:
-                state["kind"] = "dead"
+                state["pinned"] = True
         return state
 
     return ctx.memo("dead_run_state", compute)
@@ -1415,19 +1435,17 @@ def _dead_data(st: dict, th) -> dict:
         "dead_trend_blocks",
         "dead_min_schedule_share",
         "dead_flat_min_points",
-        "dead_ci_z",
         "tiny_lr",
-        "diverge_noise_z",
         "vanish_ratio",
     ],
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     implies=("TP-NEAR-CHANCE",),
-    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause: a learning rate at most {tiny_lr} over the whole run, a gradient norm collapsed below {vanish_ratio:.0%} of its early level, an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations, or at least {dead_flat_min_points} points whose {dead_ci_z:g}-sigma interval for the change in log-loss over the run lies within the fall of a slow learner ({dead_min_improvement:.0%}) in both directions, pinned from its first point (single points precise to {dead_ci_z:g} sigmas within that fall, and the first no more than it above the end level).",
-    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend. And a cause that nothing moves: A learning rate at most {tiny_lr} over the whole run, or a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first (each named as the cause), or, over at least {dead_flat_min_points} points, a change in log-loss over the run whose confidence interval ({dead_ci_z:g} standard errors of a least-squares line, widened for autocorrelated noise) lies inside plus or minus the fall of a slow learner ({dead_min_improvement:.0%}) in a log that does not show the optimizer stepping (a learning rate above {tiny_lr}, with a live gradient norm where one is logged), pinned from its first point: the first loss no more than {dead_min_improvement:.0%} above the end level, with single points precise enough to show it ({dead_ci_z:g} point sigmas of the log-loss within that {dead_min_improvement:.0%}). A loss that fell from its first point beyond its noise and then held, a pinned loss while the optimizer steps, a pinned loss whose first point sits above its level or is too noisy to show whether it does (a log that starts at the end of the run's drop), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss whose interval is too wide to exclude slow learning are no progress, not death: TP-LOSS-STALLED, a WARN.",
+    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run, a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend. And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run, a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
-    not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A fine-tune that had converged before its first logged point and shows no fall at all looks like a dead run; read the evidence with the run's history in mind.",
+    not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A flat loss with no cause in the log is not dead either: a run that had converged before its first logged point holds one level from its first point.",
     causes="A zero or far too small learning rate, frozen parameters, an optimizer that does not hold the trainable parameters, labels unrelated to inputs.",
     try_="Check the learning rate actually applied (schedulers, DeepSpeed configs), that the optimizer holds the trainable parameters, and that one batch can be overfit.",
     objectives=("supervised",),
@@ -1542,7 +1560,7 @@ def check_frozen_predictions(ctx):
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
-    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend, no falling eval loss) without its evidence that nothing moves: the loss fell from its first point by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points and then held a level; or it ended more than {dead_min_improvement:.0%} higher than it started; or the log starts at a step past its own span (a resumed run whose earlier training is not in the log); or its interval for the change over the run is too wide (or rests on fewer than {dead_flat_min_points} points) to exclude a slow learner's fall. A learning rate of at most {tiny_lr} keeps it a TP-DEAD-RUN.",
+    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend, no falling eval loss) without its evidence that nothing moves: the loss fell from its first point by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points and then held a level; or it ended more than {dead_min_improvement:.0%} higher than it started; or the log starts at a step past its own span (a resumed run whose earlier training is not in the log); or its interval for the change over the run is too wide (or rests on fewer than {dead_flat_min_points} points) to exclude a slow learner's fall; or the loss is pinned to one level within its noise ({dead_ci_z:g}-sigma interval inside the slow learner's fall) with no cause in the log, which a run at its floor before its first log shows too. A cause (a learning rate of at most {tiny_lr}, a collapsed gradient norm, a frozen prediction metric) makes it a TP-DEAD-RUN.",
     why="A loss that stops improving spends the rest of the run for little gain; but a plateau after an early fall, a level held by a fine-tune or a resumed run, and a curve too noisy to tell are not a run that never trained, so this is a warning to look, not a failure.",
     not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor, slow learners on short or noisy logs and resumed runs look like this. It is not TP-DEAD-RUN, which needs the loss pinned to one level within its noise, or a learning rate of about zero.",
     causes="A model at the floor of what its data allow, a learning rate too small after warm-up to make further progress, a resumed run already converged, too little capacity, a change of the loss's definition partway (a re-weighted objective).",
@@ -1579,6 +1597,14 @@ def check_loss_stalled(ctx):
                 f"{ci[1]:.3f}] nats, inside a slow learner's {st['ci_bar']:.3f}, but the optimizer is stepping "
                 f"({st['stepping']}): a loss that holds while the weights move is a model at its floor as often "
                 "as one that cannot learn."
+            )
+        elif st.get("pinned"):
+            evidence += (
+                f" The {ctx.th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is [{ci[0]:.3f}, "
+                f"{ci[1]:.3f}] nats, inside a slow learner's {st['ci_bar']:.3f}: the loss is pinned to one level "
+                "within its noise from its first point. The log names no cause (no learning rate of about zero, "
+                "no collapsed gradient norm, no frozen prediction metric), and a run that reached its floor "
+                "before its first log holds one level too: check that the optimizer steps."
             )
         elif ci is not None and -st["ci_bar"] < ci[0] and ci[1] < st["ci_bar"] and st.get("head_drop"):
             evidence += (

@@ -74,6 +74,10 @@ def test_labelled_broken_runs_fail(shared, fmt):
         "hf-kevin-flat-1k",
         # 28 noisy points (2.3-3.8): too few to exclude a slow learner.
         "csv-lightning-probe-flat-noisy",
+        # Pinned at 7.5 -> 7.4 (interval [-0.001, 0.020] nats), but the log has no learning
+        # rate, gradient norm or accuracy: it names no cause, and a run at its floor before
+        # its first log holds one level the same way (a WARN that says it is pinned).
+        "csv-lightning-slm-unigram-stuck",
         # Falls 1.75 -> 0.25000 and holds: that 0.25 is the squared error of predicting 0.5
         # for 0/1 targets is knowledge of the targets, not of the log.
         "csv-lightning-lstm-odd-cols",

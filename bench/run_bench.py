@@ -133,8 +133,9 @@ CAUSES = {
     "~40% of the read under the profiler), one numpy prediction per break in the pattern of "
     "record sizes (an eval record every 100 steps here) and the numpy decoding of each chunk; "
     "plus start-up (~0.44 s)",
-    "coqui": "Python work per text line (~7 lines per step block with ANSI codes; regular expressions only "
-    "on lines that can match): not decoded in batches",
+    "coqui": "one regular expression per chunk that matches whole step blocks (findall, ~40% of the read "
+    "under the profiler), the keyword counts that prove a chunk holds only such blocks (~15%) and float() of "
+    "every value word; plus start-up (~0.26 s)",
     "judge": "chart series (downsampling every series for the HTML/JSON charts) and rules that slide "
     "windows over every point",
     "startup": "numpy (~0.1 s) and trainproof's readers and rule modules are imported before the first record",
@@ -710,7 +711,21 @@ def render(R: dict) -> str:
             f"{d['judge_nocharts']:.3f} | {100 * d['judge'] / 2.0:.0f}% |"
         )
     a("")
-    a("## Targets (issue 9, section 2)")
+    if R.get("readers"):
+        rc = R.get("readers_cmd", {})
+        a("## Readers side by side (issue 36)")
+        a("")
+        a(
+            "`bench/bench_readers.py`, run by the suite: whole processes in turn, "
+            f"{rc.get('rounds')} rounds, medians, ratios per round. *polars*: `polars.read_ndjson` / "
+            "`read_csv` of the same file, process start and import included; *ours*: `epoch FILE --json` (the "
+            "columnar path where polars is installed); *pure*: the same with `TRAINPROOF_COLUMNAR=0`; *0.22*: "
+            f"trainproof 0.22's `epoch FILE --json` (`{rc.get('old')}`, no console reader); *base*: the code at "
+            f"the issue (`{rc.get('base')}`), for Coqui and console; *start-up*: `epoch` of a 10-line log."
+        )
+        L.extend(R["readers"])
+        a("")
+    a("## Targets (issue 9, section 2; issue 36)")
     a("")
     a("| target | measured | status | cause of a gap |")
     a("|---|---|---|---|")
@@ -806,6 +821,27 @@ def _targets(R: dict) -> list[tuple[str, str, str]]:
                 "**met**" if not bad else f"**not met** (imports {', '.join(bad)})",
             )
         )
+    s = R["startup"].get("trainproof judge (10 lines)")
+    if s is not None:
+        floor = R["startup"].get("imports judge needs")
+        ok = s["wall"] <= 0.150
+        out.append(
+            (
+                "`trainproof judge` on a 10-line log ≤ 150 ms (issue 36)",
+                f"{s['wall'] * 1000:.0f} ms wall (median of {R.get('startup_n', 10)})",
+                "**met**"
+                if ok
+                else f"**not met** ({s['wall'] / 0.150:.2f}× the budget)"
+                + (
+                    f"; cause: the imports it cannot avoid (numpy, click, rich's console, orjson) take "
+                    f"{floor['wall'] * 1000:.0f} ms alone in a process of their own"
+                    if floor
+                    else ""
+                ),
+            )
+        )
+    for t in R.get("readers_targets", []):
+        out.append(tuple(t))
     j = R.get("jobs")
     if j:
         m = statistics.median(j["ratios"])
@@ -911,6 +947,32 @@ def suite(args) -> int:
                 flush=True,
             )
 
+    if args.readers:
+        # Issue 36: the readers side by side with polars, trainproof 0.22 and the code at the
+        # issue (bench/bench_readers.py), whole processes, ratios per round.
+        sys.path.insert(0, str(BENCH))
+        import bench_readers as br
+
+        rdata = data / "readers"
+        rdata.mkdir(parents=True, exist_ok=True)
+        rtiny = rdata / "tiny.jsonl"
+        rtiny.write_text("".join(f'{{"step": {i}, "loss": {1 / i}}}\n' for i in range(1, 11)))
+        old = shlex.split(args.old) if args.old else None
+        base = Path(args.base).resolve() if args.base else None
+        R["readers"], R["readers_targets"] = [], []
+        for size in args.readers_sizes.split(","):
+            steps = int(float(size))
+            for fmt in args.readers.split(","):
+                path = br.log_file(fmt, steps, rdata)
+                got = br.bench(
+                    fmt, path, args.readers_rounds, base if fmt in ("coqui", "console") else None, rtiny, False, old
+                )
+                lines = br.report(fmt, steps, path, got)
+                print("\n".join(lines), flush=True)
+                R["readers"].extend(lines)
+                R["readers_targets"].extend(br.targets(fmt, steps, got))
+        R["readers_cmd"] = {"old": args.old, "base": args.base, "rounds": args.readers_rounds}
+
     if args.jobs_n:
         print(f"\ndoctor --jobs 1 vs --jobs 2 on {args.jobs_n:,} small logs:", flush=True)
         R["jobs"] = bench_jobs(jobs_tree(data, args.jobs_n), args.repeat)
@@ -944,6 +1006,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--startup-n", type=int, default=10)
     ap.add_argument("--jobs-n", type=int, default=1000, help="logs for the doctor --jobs 1 vs 2 bench (0: skip)")
     ap.add_argument("--write-results", action="store_true", help="write bench/RESULTS.md (with --suite)")
+    ap.add_argument(
+        "--readers",
+        default="",
+        help="with --suite: formats to bench against polars, trainproof 0.22 and --base (bench/bench_readers.py), "
+        "e.g. jsonl,csv,hf,tfevents,coqui,console",
+    )
+    ap.add_argument("--readers-sizes", default="1e5,1e6")
+    ap.add_argument("--readers-rounds", type=int, default=3)
+    ap.add_argument("--old", help="trainproof 0.22's epoch command (see bench/bench_readers.py --old)")
+    ap.add_argument("--base", help="the src directory of the code at the issue, for Coqui and console")
     ap.add_argument(
         "--render-only",
         metavar="RESULTS_JSON",

@@ -513,7 +513,8 @@ class RunLogBuilder:
         row holds with no value (:attr:`Record.holes`); a row without a finite step takes
         the last step seen before it."""
         if self._bounded:
-            if not self._fits(np.array([len(values)])):
+            # _fits for one record, without building arrays (this runs once per record)
+            if self.full or self._read + 1 > self._max_records or self._values + len(values) > self._max_values:
                 self._take(0, 0, line)
                 return
             self._take(1, len(values), None)

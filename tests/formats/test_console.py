@@ -482,3 +482,102 @@ def test_corpus_concatenated_keras_runs_are_not_merged(shared: Path) -> None:
     assert loss.steps.tolist() == list(range(1, 501))  # one 500-epoch run, the longest
     assert bool(np.all(np.diff(loss.values) < 0.5))  # no jump back to a restart's first loss
     assert any("holds 5 runs" in n for n in run.notes)
+
+
+# --- HF dict prints: the flat fast path reads what literal_eval reads ------------------------
+
+
+def _by_literal_eval(text, monkeypatch):
+    from trainproof.formats import console
+
+    with monkeypatch.context() as m:
+        m.setattr(console, "_flat_dict_values", lambda t: None)
+        return console._dict_values(text)
+
+
+def _same_values(a, b) -> bool:
+    import struct
+
+    if a is None or b is None:
+        return a is b
+    return list(a) == list(b) and all(
+        struct.pack("d", a[k]) == struct.pack("d", b[k]) or (math.isnan(a[k]) and math.isnan(b[k])) for k in a
+    )
+
+
+EDGE_DICTS = [
+    "{'loss': 3.5040, 'grad_norm': 1.076923, 'learning_rate': 9.999900e-05, 'epoch': 0.0000}",
+    "{}",
+    "{ }",
+    "{'a': -0}",  # the int 0 to literal_eval: +0.0, not -0.0
+    "{'a': -0.0}",
+    "{'a': +5}",
+    "{'a': 007}",  # a SyntaxError in Python: the whole dict is skipped
+    "{'a': 00}",
+    "{'a': 00.5}",
+    "{'a': 00e5}",
+    "{'a': 1,}",
+    "{'a': 1 'b': 2}",
+    "{,'a':1}",
+    "{'a':1,,'b':2}",
+    "{\"a\": 1.5, 'b': 2}",
+    "{'a': 1e999}",
+    "{'a': -1e999}",
+    "{'a': " + "9" * 400 + "}",  # an int too large for a float: inf
+    "{'a': -" + "9" * 400 + "}",
+    "{'a': 1_000}",
+    "{'a': 0x10}",
+    "{'a': True}",
+    "{'a': nan}",
+    "{'a': 1, 'a': 2}",
+    "{'': 3}",
+    "{'a':.5}",
+    "{'a': 5.}",
+    "{'a': 1.5.3}",
+    "{'a': 12abc}",
+    "{'a' : 1}",
+    "{'a':\t1}",
+    "{'a': - 1}",
+    "{'a\\'b': 1}",
+    "{'a': '1.5'}",
+    "{'a': 1e5, 'b': 1E-5, 'c': 1e+5}",
+    "{'loss': tensor(0.5)}",
+]
+
+
+@pytest.mark.parametrize("text", EDGE_DICTS)
+def test_a_flat_dict_reads_as_literal_eval_reads_it(text, monkeypatch):
+    from trainproof.formats import console
+
+    assert _same_values(console._dict_values(text), _by_literal_eval(text, monkeypatch))
+
+
+def test_generated_dicts_read_as_literal_eval_reads_them(monkeypatch):
+    import random
+
+    from trainproof.formats import console
+
+    rng = random.Random(0)
+    alphabet = "{}'\":,. -+0123456789eEab_\t"
+    numbers = ["0", "00", "7", "12", "3.", ".5", "1e3", "1.5e-3", "0.0", "01", "9" * 330]
+    for _ in range(3000):
+        texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30)))]
+        pairs = [
+            f"'{rng.choice(['a', 'loss', 'b c', ''])}': {rng.choice(['', '-', '+'])}{rng.choice(numbers)}"
+            for _ in range(rng.randint(0, 4))
+        ]
+        texts.append("{" + ", ".join(pairs) + rng.choice(["}", ",}", " }"]))
+        for t in texts:
+            assert _same_values(console._dict_values(t), _by_literal_eval(t, monkeypatch)), t
+
+
+def test_a_trainer_dict_print_takes_the_flat_path():
+    from trainproof.formats import console
+
+    assert console._flat_dict_values(EDGE_DICTS[0]) == {
+        "loss": 3.504,
+        "grad_norm": 1.076923,
+        "learning_rate": 9.9999e-05,
+        "epoch": 0.0,
+    }
+    assert console._flat_dict_values("{'a': 007}") is None  # left to literal_eval

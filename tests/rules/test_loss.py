@@ -792,3 +792,20 @@ def test_a_log_that_evaluates_at_every_step_is_judged():
     assert not {"TP-DEAD-RUN", "TP-LOSS-STALLED"} & set(learning.ids())
     stalled = judge(loss=loss, eval_loss=flat)
     assert "TP-LOSS-STALLED" in stalled.ids()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dead_run_two_logged_rates_at_the_schedule_edges_are_not_a_cause(seed):
+    # A short log whose learning rate is logged at the first and the last step only: a
+    # warm-up starting at 0 and a cosine ending at 0. Those are the schedule's edges, not
+    # its rate: no dead run (generated healthy run, tests/_zoo.py seed 20007030's shape).
+    rng = np.random.default_rng(seed)
+    n = 40
+    loss = list(1.9 * np.exp(0.01 * rng.standard_normal(n)))
+    edges = [0.0] + [None] * (n - 2) + [0.0]
+    assert "TP-DEAD-RUN" not in judge(loss=loss, lr=edges).ids()
+    # the same rate logged at every step is a cause
+    assert one(judge(loss=loss, lr=[1e-9] * n), "TP-DEAD-RUN").data["cause"] == "tiny_lr"
+    # ... and at five points, the least TP-ZERO-LR reads too
+    five = [1e-9 if i % 10 == 0 or i == n - 1 else None for i in range(n)]
+    assert one(judge(loss=loss, lr=five), "TP-DEAD-RUN").data["cause"] == "tiny_lr"

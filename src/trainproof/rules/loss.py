@@ -1242,11 +1242,15 @@ def _frozen_metric(ctx) -> tuple[str, int, float] | None:
 def _tiny_lr(ctx) -> float | None:
     """The learning rate's maximum when it is at most ``tiny_lr`` over the whole run (a
     named cause of a dead run; 0 too, where TP-ZERO-LR fails the run and lists the dead
-    run as what it explains), else ``None``."""
+    run as what it explains), else ``None``. The cause needs the least evidence TP-ZERO-LR
+    needs, ``min_value_points`` logged rates: a warm-up that starts at 0 and a cosine that
+    ends at 0, logged once each, show the schedule's edges, not the rate between them."""
     if not ctx.has("lr"):
         return None
     lr = ctx.finite("lr").values
-    return float(lr.max()) if lr.size and 0 <= float(lr.max()) <= ctx.th.tiny_lr else None
+    if lr.size < ctx.th.min_value_points:
+        return None
+    return float(lr.max()) if 0 <= float(lr.max()) <= ctx.th.tiny_lr else None
 
 
 def _loss_change_interval(ctx) -> tuple[float, float] | None:
@@ -1437,6 +1441,7 @@ def _dead_data(st: dict, th) -> dict:
         "dead_flat_min_points",
         "dead_ci_z",
         "tiny_lr",
+        "min_value_points",
         "diverge_noise_z",
         "vanish_ratio",
     ],
@@ -1444,8 +1449,8 @@ def _dead_data(st: dict, th) -> dict:
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     implies=("TP-NEAR-CHANCE",),
-    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run, a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
-    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend. And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run, a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
+    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend. And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A flat loss with no cause in the log is not dead either: a run that had converged before its first logged point holds one level from its first point.",
     causes="A zero or far too small learning rate, frozen parameters, an optimizer that does not hold the trainable parameters, labels unrelated to inputs.",
@@ -1557,6 +1562,7 @@ def check_frozen_predictions(ctx):
         "dead_flat_min_points",
         "dead_ci_z",
         "tiny_lr",
+        "min_value_points",
         "vanish_ratio",
     ],
     verdict_bearing=True,

@@ -603,12 +603,20 @@ def compare_against(
     from .history.baseline import Against, pick
     from .history.record import experiment_of, run_name_of, runlog_of, source_of
     from .history.recording import store_at
-    from .history.store import HistoryError
+    from .history.store import HistoryError, is_postgres
 
     spec = Against.parse(against)
     mute = list(mute)
     keep = _recorder(history, experiment, thresholds, mute, charts)
-    store = store_at(str(history))
+    # A history file that does not exist holds no baseline; and since a run is recorded
+    # only once compared, nothing would be written: it is not created.
+    loc = str(history)
+    missing = (
+        None
+        if is_postgres(loc) or Path(loc).exists()
+        else f"history {loc}: no such file (nothing recorded there yet, so no run to compare with)"
+    )
+    store = None if missing else store_at(loc)
     bases: dict[int, tuple[RunLog, Report]] = {}
     reports = []
     for run in _each_run(runs, fmt, mapping, reports):
@@ -616,6 +624,8 @@ def compare_against(
         exp = experiment_of(run, rep, explicit=experiment)
         src = source_of(run.path)
         try:
+            if store is None:
+                raise HistoryError(missing)
             chosen = pick(store, exp, spec, exclude=(src, run_name_of(run, exp, src)))
         except HistoryError as e:
             reports.append(_charted(replace(rep, history_error=str(e)), run, charts))

@@ -146,6 +146,12 @@ def test_compare_against_needs_a_history_a_known_run_and_a_valid_spec(tmp_path, 
     assert code == 2 and "no healthy run with a loss recorded in experiment empty" in err
     code, _, err, _ = run_cli("compare", bad)
     assert code == 2 and "compare needs a BASELINE and at least one RUN" in err
+    # a history that does not exist yet holds no baseline, and is not created by looking
+    new = tmp_path / "new" / "history.db"
+    new.parent.mkdir()
+    code, out, err, _ = run_cli("compare", "--against", "best", "--history", str(new), bad)
+    assert code == 2 and "no such file (nothing recorded there yet" in err and "verdict: WARN" in out
+    assert not new.exists() and list(new.parent.iterdir()) == []
 
 
 def test_history_lists_experiments_and_an_experiments_runs(seeded):

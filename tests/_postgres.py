@@ -153,3 +153,16 @@ def location_of(kind: str, tmp_path: Path, request) -> str:
     if kind == "sqlite":
         return str(tmp_path / "history.db")
     return new_database(request.getfixturevalue("pg"))
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[str]:
+    """A PostgreSQL server for the requesting module (:func:`running_server`); its URL."""
+    with running_server() as url:
+        yield url
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_location(request, tmp_path) -> str:
+    """A new history location of each kind in :data:`STORE_KINDS` (:func:`location_of`)."""
+    return location_of(request.param, tmp_path, request)

@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from _mlflow_server import clean_env  # noqa: F401  (a fixture of the MLflow server tests)
+from _postgres import pg, store_location  # noqa: F401  (fixtures of the run-history tests)
 from _watch_procs import procs  # noqa: F401  (a fixture of the watch tests)
 from click.testing import CliRunner
 

@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from _postgres import new_database, running_server
+from _postgres import new_database
 from click.testing import CliRunner
 
 from trainproof.cli import cli
@@ -191,12 +191,6 @@ def test_watch_records_the_run_when_it_ends(tmp_path):
     assert p.returncode == 0, p.stderr
     (got,) = runs_in(where, tmp_path.as_posix())
     assert got.source == log.as_posix() and "TP-STALL" in got.findings
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with running_server() as url:
-        yield url
 
 
 def test_the_same_commands_on_a_postgresql_history(pg):

@@ -10,7 +10,6 @@ import glob
 
 import numpy as np
 import pytest
-from _postgres import STORE_KINDS, location_of, running_server
 
 from trainproof.api import read_runlog
 from trainproof.findings import Level
@@ -55,17 +54,6 @@ def judged(location: str, framework: str, config: str, seed: int):
     with open_store(location) as store:
         siblings = store.runs(framework, limit=DEFAULT.hist_last_runs, healthy_only=True)
     return judge_against(run, judge_runlog(run), siblings, source=path), run
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with running_server() as url:
-        yield url
-
-
-@pytest.fixture(params=STORE_KINDS)
-def store_location(request, tmp_path) -> str:
-    return location_of(request.param, tmp_path, request)
 
 
 @pytest.mark.slow

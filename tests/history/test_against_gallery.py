@@ -7,7 +7,7 @@ of the same task silent."""
 from __future__ import annotations
 
 import pytest
-from _postgres import STORE_KINDS, location_of, running_server
+from _postgres import STORE_KINDS, location_of
 
 from trainproof.api import read_runlog
 from trainproof.findings import Level
@@ -18,17 +18,6 @@ GALLERY = REPO / "examples" / "gallery"
 FRAMEWORKS = ["torch", "hf"]
 #: The log of a seed's folder that ``compare`` is given, by framework.
 LOG = {"torch": "metrics.jsonl", "hf": "trainer_state.json"}
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with running_server() as url:
-        yield url
-
-
-@pytest.fixture(params=STORE_KINDS)
-def store_location(request, tmp_path) -> str:
-    return location_of(request.param, tmp_path, request)
 
 
 def doctor(location: str, framework: str, config: str):

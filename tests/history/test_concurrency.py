@@ -11,7 +11,6 @@ import sys
 import textwrap
 
 import pytest
-from _postgres import STORE_KINDS, location_of, running_server
 
 from trainproof.history.store import open_store
 
@@ -47,17 +46,6 @@ MONITOR = textwrap.dedent("""
     mon.close()
     print(rep.history_error or "recorded")
 """)
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with running_server() as url:
-        yield url
-
-
-@pytest.fixture(params=STORE_KINDS)
-def store_location(request, tmp_path) -> str:
-    return location_of(request.param, tmp_path, request)
 
 
 def test_eight_doctors_and_two_monitors_lose_no_record_and_corrupt_nothing(tmp_path, store_location):

@@ -13,22 +13,11 @@ import textwrap
 
 import numpy as np
 import pytest
-from _postgres import STORE_KINDS, location_of, new_database, running_server
+from _postgres import new_database
 
 from trainproof.history import store as store_mod
 from trainproof.history.record import Curve, RunRecord
 from trainproof.history.store import SCHEMA_VERSION, HistoryError, RunNotFound, open_store
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with running_server() as url:
-        yield url
-
-
-@pytest.fixture(params=STORE_KINDS)
-def store_location(request, tmp_path) -> str:
-    return location_of(request.param, tmp_path, request)
 
 
 def rec(run: str, t: float, verdict: str = "PASS", experiment: str = "exp", **summary) -> RunRecord:

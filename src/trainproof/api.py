@@ -623,12 +623,14 @@ def compare_against(
         rep = judge_runlog(run, thresholds, mute)
         exp = experiment_of(run, rep, explicit=experiment)
         src = source_of(run.path)
-        try:
-            if store is None:
-                raise HistoryError(missing)
-            chosen = pick(store, exp, spec, exclude=(src, run_name_of(run, exp, src)))
-        except HistoryError as e:
-            reports.append(_charted(replace(rep, history_error=str(e)), run, charts))
+        error = missing
+        if store is not None:
+            try:
+                chosen = pick(store, exp, spec, exclude=(src, run_name_of(run, exp, src)))
+            except HistoryError as e:
+                error = str(e)
+        if error:
+            reports.append(_charted(replace(rep, history_error=error), run, charts))
             continue
         if chosen.id not in bases:
             base = runlog_of(chosen)

@@ -490,10 +490,14 @@ class RunLogBuilder:
         """Whether a cap was reached: every record added from now on is left out."""
         return self._over_line is not None
 
-    def _fits(self, counts: np.ndarray) -> int:
-        """How many of the next records, holding ``counts`` values each, stay within the caps."""
+    def _fits(self, counts: np.ndarray | int) -> int:
+        """How many of the next records, holding ``counts`` values each, stay within the caps
+        (``counts`` an int: the one next record, checked without building arrays, as
+        :meth:`add` does once per record)."""
         if self.full:
             return 0
+        if isinstance(counts, int):
+            return int(self._read + 1 <= self._max_records and self._values + counts <= self._max_values)
         ok = (self._read + np.arange(1, counts.size + 1) <= self._max_records) & (
             self._values + np.cumsum(counts) <= self._max_values
         )
@@ -513,8 +517,7 @@ class RunLogBuilder:
         row holds with no value (:attr:`Record.holes`); a row without a finite step takes
         the last step seen before it."""
         if self._bounded:
-            # _fits for one record, without building arrays (this runs once per record)
-            if self.full or self._read + 1 > self._max_records or self._values + len(values) > self._max_values:
+            if not self._fits(len(values)):
                 self._take(0, 0, line)
                 return
             self._take(1, len(values), None)

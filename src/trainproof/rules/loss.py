@@ -1485,7 +1485,7 @@ def check_dead_run(ctx):
             "predictions do not change, so nothing the updates do reaches them."
         )
         data.update(cause="frozen_predictions", metric=key, evaluations=count, value=value)
-    elif "grad_collapsed" in st:
+    else:  # dead_run_state calls a run dead only with one of these four causes
         early, late = st["grad_collapsed"]
         message += ", with a gradient norm that collapsed"
         evidence += (
@@ -1493,14 +1493,6 @@ def check_dead_run(ctx):
             f"half), below {pct(th.vanish_ratio)} of its early level: nothing moves the weights."
         )
         data.update(cause="grad_collapsed", grad_norm_early=early, grad_norm_late=late)
-    else:
-        ci = st["ci"]
-        evidence += (
-            f" The {th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is [{ci[0]:.3f}, "
-            f"{ci[1]:.3f}] nats, inside plus or minus a slow learner's {st['ci_bar']:.3f}: the loss is pinned "
-            "to one level within its own noise."
-        )
-        data.update(cause="flat")
     yield ctx.finding(message, evidence, data, step=s.steps[-1], line=s.lines[-1])
 
 
@@ -1599,25 +1591,27 @@ def check_loss_stalled(ctx):
     else:
         message = f"loss made no progress: it {change}"
         ci = st.get("ci")
+        if ci is not None:
+            interval = (
+                f" The {ctx.th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is [{ci[0]:.3f}, "
+                f"{ci[1]:.3f}] nats"
+            )
+            inside = f"{interval}, inside a slow learner's {st['ci_bar']:.3f}"
         if st.get("stepping"):
             evidence += (
-                f" The {ctx.th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is [{ci[0]:.3f}, "
-                f"{ci[1]:.3f}] nats, inside a slow learner's {st['ci_bar']:.3f}, but the optimizer is stepping "
-                f"({st['stepping']}): a loss that holds while the weights move is a model at its floor as often "
-                "as one that cannot learn."
+                f"{inside}, but the optimizer is stepping ({st['stepping']}): a loss that holds while the weights "
+                "move is a model at its floor as often as one that cannot learn."
             )
         elif st.get("pinned"):
             evidence += (
-                f" The {ctx.th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is [{ci[0]:.3f}, "
-                f"{ci[1]:.3f}] nats, inside a slow learner's {st['ci_bar']:.3f}: the loss is pinned to one level "
-                "within its noise from its first point. The log names no cause (no learning rate of about zero, "
-                "no collapsed gradient norm, no frozen prediction metric), and a run that reached its floor "
-                "before its first log holds one level too: check that the optimizer steps."
+                f"{inside}: the loss is pinned to one level within its noise from its first point. The log names "
+                "no cause (no learning rate of about zero, no collapsed gradient norm, no frozen prediction "
+                "metric), and a run that reached its floor before its first log holds one level too: check that "
+                "the optimizer steps."
             )
         elif ci is not None and -st["ci_bar"] < ci[0] and ci[1] < st["ci_bar"] and st.get("head_drop"):
             evidence += (
-                f" The {ctx.th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is [{ci[0]:.3f}, "
-                f"{ci[1]:.3f}] nats, inside a slow learner's {st['ci_bar']:.3f}, but "
+                f"{inside}, but "
                 + (
                     f"the first loss {num(s.values[0])} sits {times(math.exp(st['fall']))} above the end level"
                     if st["fall"] > math.log1p(ctx.th.dead_min_improvement)
@@ -1634,9 +1628,8 @@ def check_loss_stalled(ctx):
             )
         else:
             evidence += (
-                f" The {ctx.th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is "
-                f"[{ci[0]:.3f}, {ci[1]:.3f}] nats, which reaches past a slow learner's {st['ci_bar']:.3f}: "
-                "not enough evidence that nothing moves."
+                f"{interval}, which reaches past a slow learner's {st['ci_bar']:.3f}: not enough evidence that "
+                "nothing moves."
             )
     yield ctx.finding(
         message,

@@ -116,6 +116,21 @@ def rule_finding(
     )
 
 
+def run_rules(rules, ctx, mute, findings: list, skipped: dict, ran: list) -> None:
+    """Run each rule of ``rules`` on ``ctx`` (a judgement of more than one run: compare,
+    history), a muted one recorded in ``skipped`` as muted; its findings go to
+    ``findings`` and its id to ``ran``. ``ctx.rule_id`` names the rule running (its
+    findings are built with :func:`rule_finding`)."""
+    for r in rules:
+        if r.id in mute:
+            skipped[r.id] = MUTED
+            continue
+        ctx.rule_id = r.id
+        with np.errstate(all="ignore"):
+            findings.extend(r.check(ctx) or ())
+        ran.append(r.id)
+
+
 _COMMON = dict(source="compare", objectives=("supervised",))
 
 
@@ -394,14 +409,7 @@ def compare_runlogs(
         if s.steps[-1] < max(baseline.series["loss"].steps[-1], run.series["loss"].steps[-1]):
             notes.append(f"The {label} stopped early, at step {step(s.steps[-1])}.")
     ctx = CompareContext(base, other, th, lo, hi, " ".join(notes))
-    for r in rules:
-        if r.id in mute:
-            skipped[r.id] = MUTED
-            continue
-        ctx.rule_id = r.id
-        with np.errstate(all="ignore"):
-            findings.extend(r.check(ctx) or ())
-        ran.append(r.id)
+    run_rules(rules, ctx, mute, findings, skipped, ran)
     if not any(f.level in (Level.FAIL, Level.WARN) for f in findings):
         p = get("TP-CMP-PASS")
         findings.append(

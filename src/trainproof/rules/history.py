@@ -36,7 +36,7 @@ import numpy as np
 from ..findings import MUTED, Finding, Level, Skip
 from ._fmt import num, pct, step
 from ._stats import block_medians, end_window, median, smoothing_block
-from .compare import loss_levels, rule_finding
+from .compare import loss_levels, rule_finding, run_rules
 from .registry import get, outcome, rule
 from .thresholds import DEFAULT, Thresholds
 
@@ -480,14 +480,7 @@ def judge_history(
         return skip_all("degenerate", "the runs cannot be aligned: " + "; ".join(why_not))
     notes = [f"Left out: {'; '.join(left_out)}."] if left_out else []
     ctx = HistoryContext(me, usable, th, notes)
-    for r in rules:
-        if r.id in mute:
-            skipped[r.id] = MUTED
-            continue
-        ctx.rule_id = r.id
-        with np.errstate(all="ignore"):
-            findings.extend(r.check(ctx) or ())
-        ran.append(r.id)
+    run_rules(rules, ctx, mute, findings, skipped, ran)
     al = alignments[0]
     floors = robust_spread([x.floor for x in al.runs])
     ends = robust_spread([x.end for x in al.runs])

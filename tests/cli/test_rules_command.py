@@ -40,7 +40,7 @@ def test_rules_id_reads_the_pyproject_of_the_current_folder(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     code, out, _, _ = run_cli("rules", "TP-FLAT")
     assert code == 0
-    assert "is below 0.4%." in out
+    assert "is below 0.4% and that does not move" in out
     assert "\n- `flat_rel_std` = 0.004 (ratio; default 0.001): " in out
     assert "(flat_rel_std) are from " in out and "pyproject.toml." in out
 

@@ -191,16 +191,45 @@ def test_zero_loss_onset_near_zero_tail_does_not_fire():
 # --- TP-FLAT --------------------------------------------------------------------------
 
 
-def test_flat_constant_to_three_digits_fails():
+def test_flat_constant_at_the_logs_resolution_fails():
+    # A collapsed output scores every example alike: written to 4 decimals, the loss
+    # repeats its value at most logs.
     rng = np.random.default_rng(0)
-    loss = 2.0 * (1 + 2e-4 * rng.standard_normal(50))
+    loss = np.round(2.0 * (1 + 2e-4 * rng.standard_normal(50)), 3)
     rep = judge(loss=loss)
     f = one(rep, "TP-FLAT")
     assert f.level is Level.FAIL and rep.verdict is Level.FAIL
     assert f.data["points"] == 50
     assert f.data["rel_std"] < 0.001 and f.data["threshold"] == 0.001
+    assert f.data["repeat_share"] >= 0.5
     assert f.data["mean"] == pytest.approx(2.0, rel=1e-3)
     assert (f.step, f.line) == (step_of(0), 1)
+    assert "exactly equal" in f.evidence
+
+
+@pytest.mark.parametrize("n", [12, 50, 5000])
+def test_flat_float_rounding_alone_fails(n):
+    # A fixed batch through a frozen model with nondeterministic kernels: distinct values,
+    # a spread of float32 rounding.
+    rng = np.random.default_rng(n)
+    loss = 2.0 * (1 + 2e-7 * rng.standard_normal(n))
+    f = one(judge(loss=loss), "TP-FLAT")
+    assert f.data["repeat_share"] < 0.5 and f.data["rel_std"] < 1e-6
+    assert "float rounding" in f.evidence
+
+
+@pytest.mark.parametrize("n,rel", [(12, 2e-4), (50, 2e-4), (50, 7e-4), (5000, 5e-5), (40000, 7e-4)])
+def test_flat_a_resolved_small_spread_is_a_floor_not_a_fail(n, rel):
+    # A run at its floor, its loss averaged over many steps: tiny noise, but every logged
+    # value differs. Nothing in the log says the model is frozen: a WARN at most.
+    rng = np.random.default_rng(n)
+    loss = 0.002 * (1 + rel * rng.standard_normal(n))
+    rep = judge(loss=loss)
+    assert "TP-FLAT" not in rep.ids() and "TP-FLAT" in rep.ran
+    assert rep.verdict is not Level.FAIL, rep.ids()
+    # The same loss beside a learning rate of 0 is dead, through its cause.
+    rep = judge(loss=loss, learning_rate=[0.0] * n)
+    assert rep.verdict is Level.FAIL and "TP-FLAT" not in rep.ids()
 
 
 def test_flat_exactly_constant_loss_fails():
@@ -809,3 +838,20 @@ def test_dead_run_two_logged_rates_at_the_schedule_edges_are_not_a_cause(seed):
     # ... and at five points, the least TP-ZERO-LR reads too
     five = [1e-9 if i % 10 == 0 or i == n - 1 else None for i in range(n)]
     assert one(judge(loss=loss, lr=five), "TP-DEAD-RUN").data["cause"] == "tiny_lr"
+
+
+@pytest.mark.parametrize("n", [30, 200, 3000])
+def test_dead_run_at_a_tiny_lr_a_significant_drift_is_not_progress(n):
+    # 0.15% down over the run at lr 4e-10: a trend test calls it significant, an effect
+    # size calls it nothing. The cause in the log makes it dead.
+    rng = np.random.default_rng(n)
+    loss = 16.5 * (1 - 0.0015 * np.linspace(0, 1, n)) * (1 + 3e-4 * rng.standard_normal(n))
+    rep = judge(loss=loss, learning_rate=[3.6e-10] * n)
+    f = one(rep, "TP-DEAD-RUN")
+    assert f.data["cause"] == "tiny_lr" and f.data["trend_z"] < -2.326
+    assert "whose size is no progress" in f.evidence
+    # The same drift at a live learning rate is no FAIL; a real fall at the tiny rate
+    # (20% over the run, beyond any noise) is not dead either.
+    assert judge(loss=loss, learning_rate=[3e-4] * n).verdict is not Level.FAIL
+    falling = 16.5 * np.exp(-0.2 * np.linspace(0, 1, n)) * (1 + 3e-4 * rng.standard_normal(n))
+    assert "TP-DEAD-RUN" not in judge(loss=falling, learning_rate=[3.6e-10] * n).ids()

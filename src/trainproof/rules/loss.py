@@ -458,30 +458,40 @@ def check_loss_unbounded(ctx):
     "shape",
     "the loss does not move at all",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
-    thresholds=["min_trend_points", "flat_rel_std", "dead_min_schedule_share"],
+    thresholds=["min_trend_points", "flat_rel_std", "flat_repeat_share", "flat_float_rel_std", "dead_min_schedule_share"],
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-NEAR-CHANCE"),
-    least_evidence="Relative variation below {flat_rel_std:.1%} over every point.",
-    detects="A loss whose relative variation (standard deviation / mean over every finite point) is below {flat_rel_std:.1%}.",
-    why="A training loss always moves a little from batch to batch; a loss constant to three significant digits means the model's output does not depend on the updates.",
-    not_mean="It does not flag a slowly improving or a noisy loss; those vary far more than {flat_rel_std:.1%}.",
+    least_evidence="Relative variation below {flat_rel_std:.1%} over every point, and either at least {flat_repeat_share:.0%} of consecutive values exactly equal or a relative variation below {flat_float_rel_std:.0e} (float rounding).",
+    detects="A loss whose relative variation (standard deviation / mean over every finite point) is below {flat_rel_std:.1%} and that does not move at the log's resolution: at least {flat_repeat_share:.0%} of consecutive logged values are exactly equal, or the variation is below {flat_float_rel_std:.0e}, the size of float rounding.",
+    why="A training loss moves from batch to batch; a loss that repeats its logged value, or moves only by float rounding, no longer depends on the data or on the updates.",
+    not_mean="It does not flag a slowly improving or a noisy loss, nor a run at its floor whose small variation the log still resolves (values that differ from log to log); a loss pinned to one level without a cause in the log is TP-LOSS-STALLED.",
     causes="Frozen parameters, a zero learning rate, a model that predicts a constant (collapsed output, dead ReLUs), a loss computed on a constant tensor.",
     try_="Check that the optimizer holds the trainable parameters and the learning rate is non-zero; print the gradient norm; overfit one batch to confirm the model can learn.",
     objectives=("supervised",),
 )
 def check_flat(ctx):
     s = ctx.finite("loss")
-    mean = float(np.mean(s.values))
-    rel = float(np.std(s.values)) / mean
-    if rel >= ctx.th.flat_rel_std:
+    th = ctx.th
+    v = s.values
+    mean = float(np.mean(v))
+    rel = float(np.std(v)) / mean
+    if rel >= th.flat_rel_std:
         return
+    repeats = float(np.mean(v[1:] == v[:-1]))
+    if repeats < th.flat_repeat_share and rel >= th.flat_float_rel_std:
+        return
+    how = (
+        f"{repeats:.0%} of consecutive values are exactly equal"
+        if repeats >= th.flat_repeat_share
+        else f"it varies only by float rounding (below {num(th.flat_float_rel_std)})"
+    )
     yield ctx.finding(
         "loss is flat: it does not change over the run",
         f"over {len(s)} points (steps {step(s.steps[0])}–{step(s.steps[-1])}) the loss has mean {num(mean)} "
-        f"and std/mean {num(rel)}, below {num(ctx.th.flat_rel_std)}.",
-        {"points": len(s), "mean": mean, "rel_std": rel, "threshold": ctx.th.flat_rel_std},
+        f"and std/mean {num(rel)}, below {num(th.flat_rel_std)}, and {how}.",
+        {"points": len(s), "mean": mean, "rel_std": rel, "threshold": th.flat_rel_std, "repeat_share": repeats},
         step=s.steps[0],
         line=s.lines[0],
     )
@@ -1295,18 +1305,20 @@ def dead_run_state(ctx) -> dict | None:
         # close together is not a dead run.
         wide = max(w, min(n // 10, 500))
         _, last_wide, rel_wide = improvement(v, wide)
-        if rel >= th.dead_min_improvement or rel_wide >= th.dead_min_improvement:
-            # With a learning rate that never exceeds tiny_lr (a named cause), ends that
-            # differ by noise are not progress: the fall must show in the interval of the
-            # change over the run, beyond a slow learner's. Not in a log that starts past
-            # its own span: a resumed run's late window at a low rate is a fine-tune's
-            # continuation, and its ends are the only evidence it has.
-            resumed = float(s.steps[0]) > 0 and float(s.steps[0]) >= float(s.steps[-1] - s.steps[0])
-            if resumed or not (_tiny_lr(ctx) and not _fall_shown(ctx)):
-                return None
+        # With a learning rate that never exceeds tiny_lr (a named cause), progress is an
+        # effect size: ends that differ by noise, or a trend the test calls significant
+        # because it has many points (0.15% over a run at lr 4e-10), are not progress; the
+        # fall must show in the interval of the change over the run, beyond a slow
+        # learner's. Not in a log that starts past its own span: a resumed run's late
+        # window at a low rate is a fine-tune's continuation, and its ends are the only
+        # evidence it has.
+        resumed = float(s.steps[0]) > 0 and float(s.steps[0]) >= float(s.steps[-1] - s.steps[0])
+        effect_only = not resumed and _tiny_lr(ctx) is not None and not _fall_shown(ctx)
+        if (rel >= th.dead_min_improvement or rel_wide >= th.dead_min_improvement) and not effect_only:
+            return None
         meds, _ = block_medians(v, max(1, -(-n // th.dead_trend_blocks)))
         z = mann_kendall_z(meds)
-        if z <= -th.dead_trend_z:
+        if z <= -th.dead_trend_z and not effect_only:
             return None
         elsewhere = _learning_elsewhere(ctx)
         if elsewhere:
@@ -1405,6 +1417,9 @@ def _no_progress_text(st: dict) -> tuple[str, str]:
         + (
             f"a significant upward trend (Mann-Kendall z {st['z']:.2f})."
             if st["z"] >= st["trend_z_bar"]
+            else f"a downward trend (Mann-Kendall z {st['z']:.2f}) whose size is no progress: the 99% interval of "
+            "the change over the run does not show a fall beyond a slow learner's."
+            if st["z"] <= -st["trend_z_bar"]
             else f"no significant downward trend (Mann-Kendall z {st['z']:.2f})."
         )
     )
@@ -1450,7 +1465,7 @@ def _dead_data(st: dict, th) -> dict:
     after_warmup=True,
     implies=("TP-NEAR-CHANCE",),
     least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
-    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend. And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend; with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A flat loss with no cause in the log is not dead either: a run that had converged before its first logged point holds one level from its first point.",
     causes="A zero or far too small learning rate, frozen parameters, an optimizer that does not hold the trainable parameters, labels unrelated to inputs.",

@@ -237,6 +237,30 @@ class Thresholds:
         unit="ratio",
         valid=Range(float, 0.0, 1.0),
     )
+    # A small spread alone is what a healthy run at its floor logs as well: a loss averaged
+    # over 100 steps of a converged model moves by 0.05%, every value distinct (the zoo's
+    # floor shape at 0.07% noise, the corpus's quietest healthy file at 0.075%). A frozen
+    # model leaves another trace: the logged value repeats, because the loss no longer
+    # depends on the batch (a collapsed output scores every example alike; the corpus's
+    # gait transformer writes 0.5000 at 9 of its 10 epochs), or it moves only by float
+    # rounding (a fixed batch through nondeterministic kernels: about 1e-7 relative in
+    # float32, below any batch-to-batch noise). So a flat FAIL needs one of the two.
+    flat_repeat_share: float = threshold(
+        0.5,
+        "Share of consecutive logged losses exactly equal at which the log does not resolve "
+        "any movement: at least half of them, so a loss that moves between most logs is "
+        "moving (a run at its floor), and one written to coarse digits that repeats is not.",
+        unit="share",
+        valid=SHARE,
+    )
+    flat_float_rel_std: float = threshold(
+        1e-6,
+        "std/mean at which a loss moves only by float rounding: about 8 float32 ulps "
+        "(eps 1.2e-7). No batch-to-batch variation is that small; a fixed batch through a "
+        "frozen model with nondeterministic reductions is.",
+        unit="ratio",
+        valid=Range(float, 0.0, 1.0),
+    )
 
     # --- divergence --------------------------------------------------------------------
     diverge_ratio: float = threshold(

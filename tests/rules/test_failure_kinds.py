@@ -542,6 +542,38 @@ def test_eval_and_train_both_worse_than_at_the_eval_minimum_fail(n_train, n_eval
     assert "TP-OVERFIT" not in ids(rep)
 
 
+@pytest.mark.parametrize("n_eval,sd,seed", [(12, 0.02, 0), (30, 0.05, 1), (60, 0.06, 2), (129, 0.04, 3)])
+def test_one_low_evaluation_the_series_returns_from_is_not_a_minimum_to_diverge_from(n_eval, sd, seed):
+    # A noisy validation subset: one evaluation 35% below a level the series holds before
+    # and after it, while the train loss dips and comes back 1.3x higher.
+    rng = np.random.default_rng(seed)
+    evals = 1.5 * np.exp(sd * rng.standard_normal(n_eval))
+    j = n_eval // 2
+    evals[j] = 0.65 * evals[j - 1]
+    n_train = max(6, n_eval)
+    train = np.where(np.arange(n_train) < n_train // 2, 0.8, 1.05) * np.exp(0.02 * rng.standard_normal(n_train))
+    assert "TP-EVAL-DIVERGE" not in ids(judge_runlog(eval_run(n_train, n_eval, train, evals)))
+    # The same dip followed by a climb above where the series stood before it diverged.
+    climbed = evals.copy()
+    climbed[j + 1 :] *= 1.6
+    assert "TP-EVAL-DIVERGE" in ids(judge_runlog(eval_run(n_train, n_eval, train, climbed)))
+
+
+@pytest.mark.parametrize(
+    "evals",
+    [
+        [3.0, 2.0, 1.5, 2.5, 3.0, 3.5, 3.6, 3.7],  # a steep V
+        [3.0, 2.6, 2.2, 1.8, 1.5, 2.4, 2.5, 2.45, 2.5, 2.55],  # a gradual fall, then a step up that holds
+        [2.0, 1.0, 3.0, 3.1, 3.0, 3.2, 3.1],  # a step up after the second evaluation
+        [3.0, 2.0, 1.9, 1.8, 1.0, 2.5, 2.6, 2.5, 2.7, 2.6],  # one deep evaluation, then above every earlier level but the first
+    ],
+)
+def test_a_divergence_from_a_sharp_eval_minimum_still_fails(evals):
+    n = len(evals)
+    train = np.r_[np.linspace(1.2, 0.8, n // 2), np.full(n - n // 2, 1.3)]
+    assert "TP-EVAL-DIVERGE" in ids(judge_runlog(eval_run(n, n, train, np.array(evals))))
+
+
 @pytest.mark.parametrize("restart_rate", [1e-4, 2e-4])
 def test_both_losses_up_in_a_new_cycle_of_a_restarting_schedule_are_not_divergence(restart_rate):
     # Cosine with warm restarts: the rate decays to ~0 by the eval minimum, jumps back to a

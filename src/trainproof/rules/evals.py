@@ -10,7 +10,7 @@ from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, step, times
 from ._shared import lr_restart_after
-from ._stats import median, trend_z, window_medians
+from ._stats import level_se, median, trend_z, window_medians
 from .registry import Need, rule
 
 
@@ -125,6 +125,30 @@ def check_overfit(ctx):
     )
 
 
+def _returned_to_level_before(v: np.ndarray, j: int, z: float) -> bool:
+    """Whether the evaluations after the minimum ``v[j]`` are back at a level the series
+    held just before it: a dip and a return, not a divergence.
+
+    The level before is the two evaluations before the minimum (both after the first: a
+    run that unlearns everything returns to its starting level), held when they are tied
+    with each other; the series is back at it when the median of the evaluations after the
+    minimum is no higher than it beyond ``z`` standard errors. The noise is read from the
+    second differences of the log of the later evaluations (for independent noise s their
+    median absolute value is 1.652 s), which a steady climb does not inflate: the rising
+    side of a V-shaped divergence has none, so its minimum stays a level the run left.
+    """
+    later = np.log(v[j + 1 :])
+    d2 = np.diff(later, 2)
+    if d2.size == 0:
+        return False
+    sigma = float(median(np.abs(d2))) / 1.652
+    a, b = math.log(float(v[j - 2])), math.log(float(v[j - 1]))
+    if abs(a - b) > z * math.sqrt(2) * sigma:
+        return False
+    se = math.hypot(sigma / math.sqrt(2), level_se(sigma, later.size))
+    return float(median(later)) - (a + b) / 2 <= z * se
+
+
 @rule(
     "TP-EVAL-DIVERGE",
     Level.FAIL,
@@ -136,6 +160,7 @@ def check_overfit(ctx):
         "eval_diverge_evals_after",
         "eval_diverge_rise",
         "eval_diverge_noise_factor",
+        "diverge_noise_z",
         "diverge_lr_rise",
     ],
     # Not verdict-bearing: when it does not fire, a run with too few train points for the
@@ -152,7 +177,10 @@ def check_overfit(ctx):
         "At least {eval_diverge_min_evals} evaluations; every one of the at least {eval_diverge_evals_after} evaluations after the eval minimum is at least "
         "{eval_diverge_rise}x the minimum; the lowest of them is above it by at least {eval_diverge_noise_factor:g}x their median evaluation-to-evaluation "
         "change (log scale) and their median by at least 4x, with that change at most half of ln {eval_diverge_rise}, so the "
-        "minimum is a level the run left, not the low tail of noise; and the train loss at the end "
+        "minimum is a level the run left, not the low tail of noise; the evaluations after it are not back at a level the series held just before it (two evaluations "
+        "after the first, tied with each other within {diverge_noise_z:g} standard errors, and the median of the later ones no higher than "
+        "their mean beyond {diverge_noise_z:g} standard errors, the noise read from second differences, which a steady climb does not "
+        "inflate), so one low evaluation the series returns from is not the minimum of a divergence; and the train loss at the end "
         "(median of up to its last 5 points), or its median over every point after the eval minimum, is at least "
         "{eval_diverge_rise}x the train loss at the eval minimum (the points logged up to it, else its first): a run "
         "that blew up and recovered part of the way by its end spent the time after the minimum worse. Judged on the eval loss when the train loss is logged too rarely "
@@ -200,6 +228,8 @@ def check_eval_diverge(ctx):
         or rise < 2 * th.eval_diverge_noise_factor * noise
         or noise > 0.5 * math.log(th.eval_diverge_rise)
     ):
+        return
+    if j >= 3 and _returned_to_level_before(v, j, th.diverge_noise_z):
         return
     best_step = ev.steps[j]
     # A learning rate that restarted after the minimum, back to a rate the run held before

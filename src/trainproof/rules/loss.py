@@ -22,6 +22,7 @@ from ._stats import (
     level_se,
     mann_kendall_z,
     median,
+    neighbour_median,
     noise_sigma,
     runs_of,
     smoothing_block,
@@ -918,6 +919,14 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
     return float(st[low]), before, peak
 
 
+def _largest_excursion(y: np.ndarray) -> float:
+    """The largest distance of a point of ``y`` (the log of a loss) from the median of its
+    four neighbours (:func:`~trainproof.rules._stats.neighbour_median`): how far the run's
+    own noise throws a single point, tails included. 0 for fewer than 5 points."""
+    idx, level = neighbour_median(y)
+    return float(np.max(np.abs(y[idx] - level))) if idx.size else 0.0
+
+
 def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, gate: float, se_best: float, th) -> bool:
     """Whether the best level is a brief dip below a plateau the run held just before it,
     and the run ends back at that plateau rather than above it.
@@ -973,7 +982,9 @@ def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, ga
         "tied blocks sitting low by chance). The best level is the lowest of: the medians of consecutive "
         "blocks of 5% of the run (at least 3 points); the starting level, the higher of the first "
         "{diverge_start_points} points when they agree within the noise; and the first point alone, when the "
-        "run right after it (median of the next 5 points) sits more than 3x above it. Not a divergence: a "
+        "run right after it (median of the next 5 points) sits more than 3x above it, and further above it than any "
+        "other point of the run strays from the median of its four neighbours (a low first point among heavy-tailed "
+        "noise is one more stray point). Not a divergence: a "
         "climb that regains less than {floor_regain_share:.0%} of the drop from the first block's level to the "
         "best level (a loss at its noise floor after a large fall). The climb must be held: from some point "
         "after the best level (the onset the finding names), that point and the next two are above the bar and "
@@ -1048,8 +1059,14 @@ def check_diverge(ctx):
     cut = _lone_start_cut(ratio_th, k)
     if v[0] < best and lead_vals.size >= 3 and math.isfinite(cut):
         lead = float(median(lead_vals))
-        # one standard error of margin: the level after the point is itself an estimate
-        if math.log(lead / v[0]) - math.log(cut) > se(lead_vals.size):
+        # one standard error of margin: the level after the point is itself an estimate;
+        # and the point must sit further below that level than any other single point of
+        # the run strays from its neighbours: a run whose heavy-tailed noise throws points
+        # 40x off their level shows a low first point to be one more of them.
+        # The point is measured as the others are, against the median of its (four, all
+        # later) neighbours.
+        stray = float(np.median(y[1:5]) - y[0])
+        if math.log(lead / v[0]) - math.log(cut) > se(lead_vals.size) and stray > _largest_excursion(y[1:]):
             best, best_idx, best_points, from_start = float(v[0]), 0, 1, True
     if best <= 0 or end <= ratio_th * best:
         return

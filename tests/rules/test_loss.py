@@ -877,3 +877,57 @@ def test_diverge_a_low_first_point_among_heavy_tailed_noise_is_not_a_level(n):
     z = np.log(2.3) + np.r_[0.0, np.full(n - 1, 3.0)] + 0.1 * rng.standard_normal(n)
     f = one(judge(loss=np.exp(z)), "TP-DIVERGE")
     assert f.data["from_start"] and f.data["best_points"] == 1
+
+
+def _short_noisy(rng, n, sigma, df):
+    """The log of a healthy short run: a fall of 1.2 nats and noise ``sigma`` (Student t
+    with ``df`` degrees of freedom, normal for 0)."""
+    e = rng.standard_t(df, n) if df else rng.standard_normal(n)
+    return 1.2 * np.exp(-np.linspace(0, 1, n) / 0.2) + sigma * e
+
+
+@pytest.mark.parametrize("n,at", [(19, 3), (19, 6), (25, 6), (33, 3), (33, 6)])
+def test_diverge_two_stray_low_points_in_one_short_block_are_not_a_level(n, at):
+    # A short run at its level after a first fall, with 10% noise and two points of one
+    # 3-point block 0.56x that level: the block's median is theirs.
+    rng = np.random.default_rng(n + at)
+    y = 0.1 * rng.standard_normal(n)
+    y[0] += 1.3
+    y[at] = y[at + 2] = math.log(0.56)
+    run = make_run(loss=np.exp(y))
+    assert "TP-DIVERGE" not in judge_runlog(run).ids()
+    assert "TP-DIVERGE" in judge_runlog(run, DEFAULT.with_overrides({"diverge_level_points": 3})).ids()
+
+
+@pytest.mark.slow
+def test_diverge_two_low_points_in_a_short_block_are_not_a_level():
+    # Short noisy healthy runs: a 3-point block holds two low points now and then, and its
+    # median sat below anything the run held. A level of 3 points of 5 does not.
+    off = DEFAULT.with_overrides({"diverge_level_points": 3})
+    on_fails = off_fails = 0
+    rng = np.random.default_rng(5)
+    for n in (15, 20, 25, 30, 40, 60):
+        for sigma, df in ((0.2, 0), (0.3, 0), (0.2, 4), (0.3, 4)):
+            for _ in range(40):
+                loss = np.exp(_short_noisy(rng, n, sigma, df))
+                run = make_run(loss=loss)
+                on_fails += "TP-DIVERGE" in judge_runlog(run).ids()
+                off_fails += "TP-DIVERGE" in judge_runlog(run, off).ids()
+    assert on_fails == 0 and off_fails >= 1
+
+
+@pytest.mark.parametrize("n", [15, 25, 60, 100, 1000])
+def test_diverge_a_sharp_minimum_still_fails_with_its_neighbourhood(n):
+    rng = np.random.default_rng(n)
+    # A V: 3.0 down to 0.38 at 40% of the run, back up to 1.0 and held (at 15 points its
+    # bottom is two points, which is not a level).
+    t = np.linspace(0, 1, n)
+    v_shape = np.where(t < 0.4, np.log(3.0) + (np.log(0.38) - np.log(3.0)) * t / 0.4,
+                       np.minimum(np.log(1.0), np.log(0.38) + (t - 0.4) * 8))
+    if n > 15:
+        f = one(judge(loss=np.exp(v_shape + 0.05 * rng.standard_normal(n))), "TP-DIVERGE")
+        assert f.data["ratio"] > 1.5
+    # A climb of 7x over the last 40% of a short noisy run.
+    y = _short_noisy(rng, n, 0.1, 0)
+    y[int(0.6 * n):] += np.linspace(0, 2.0, n - int(0.6 * n))
+    assert "TP-DIVERGE" in judge(loss=np.exp(y)).ids()

@@ -27,6 +27,7 @@ from ._stats import (
     runs_of,
     smoothing_block,
     trend_z,
+    window_medians,
 )
 from .registry import Need, rule
 
@@ -965,6 +966,7 @@ def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, ga
         "min_trend_points",
         "diverge_ratio",
         "diverge_noise_z",
+        "diverge_level_points",
         "diverge_start_points",
         "floor_regain_share",
         "diverge_dip_blocks",
@@ -980,7 +982,8 @@ def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, ga
         "the best level it held, and above it by more than {diverge_noise_z:g} standard errors of the two "
         "levels (noise measured on the log of the loss; a block minimum also allows for the lowest of several "
         "tied blocks sitting low by chance). The best level is the lowest of: the medians of consecutive "
-        "blocks of 5% of the run (at least 3 points); the starting level, the higher of the first "
+        "blocks of 5% of the run (at least 3 points), a block shorter than {diverge_level_points} points raised to the lowest median of "
+        "{diverge_level_points} consecutive points when that is higher (two low points of a 3-point block are not a level); the starting level, the higher of the first "
         "{diverge_start_points} points when they agree within the noise; and the first point alone, when the "
         "run right after it (median of the next 5 points) sits more than 3x above it, and further above it than any "
         "other point of the run strays from the median of its four neighbours (a low first point among heavy-tailed "
@@ -1045,13 +1048,28 @@ def check_diverge(ctx):
 
     j = int(np.argmin(meds))
     best, best_idx, best_points, from_start = float(meds[j]), int(centres[j]), int(sizes[j]), False
+    # A median of 3 points ignores one stray point, not two: heavy-tailed noise puts two
+    # low points in one short block of a short run. A level is held by a majority of
+    # diverge_level_points consecutive points: a shorter block's minimum is raised to the
+    # lowest sliding median of that many (a dip held by 3 points of 5 keeps its level,
+    # wherever the blocks cut it).
+    m = int(th.diverge_level_points)
+    if block < m <= n:
+        wm = window_medians(v, m)
+        k = int(np.argmin(wm))
+        if float(wm[k]) > best:
+            best, best_idx = float(wm[k]), k + m // 2
     # The starting level: the first k points, when they agree within the noise, held the
     # highest of them (a run that blows up right after its first logs did hold it) ...
     k = max(1, int(th.diverge_start_points))
     head = np.log(v[:k])
     if head.size == k and float(np.ptp(head)) <= z * math.sqrt(2) * sigma:
         start = float(np.max(v[:k]))
-        if start < best:
+        # Fewer points than a level needs (diverge_level_points) count only as far from
+        # the points after them as no stray point of the run strays (see below).
+        if start < best and (
+            k >= m or float(np.median(y[k : k + 4])) - math.log(start) > _largest_excursion(y[k:])
+        ):
             best, best_idx, best_points, from_start = start, 0, k, True
     # ... or a lone first point, when the run right after it sits so far above it that
     # averaging it with what follows still leaves it a level below.

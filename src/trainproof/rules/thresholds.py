@@ -287,6 +287,26 @@ class Thresholds:
         unit="z",
         valid=SIGMAS,
     )
+    diverge_level_points: int = threshold(
+        5,
+        "Least points whose median TP-DIVERGE takes for a level the run held: a median of 3 "
+        "ignores one stray point, not two, and heavy-tailed noise puts two low points in one "
+        "3-point block of a short run (its 5% blocks are 3 points below 80 points). A block "
+        "shorter than this is raised to the lowest median of this many consecutive points, so "
+        "a level needs 3 points of 5 below it; a dip held by 3 points keeps its level wherever "
+        "the blocks cut it; the first diverge_start_points points, fewer than this, count as "
+        "the starting level only when they sit further below the points after them than any "
+        "stray point of the run strays from its neighbours. 3 turns it off. On the zoo "
+        "(tests/_zoo.py), healthy TP-DIVERGE FAILs go 2 -> 0 on seeds 0-9,999, 2 -> 1 on "
+        "10,000,000-10,009,999 and 6 -> 2 on 30,000,000-30,009,999; recall on generated "
+        "diverged runs stays 220 of 223. On short (15-60 points) noisy (10-30%, normal or t "
+        "with 4 degrees of freedom) generated runs healthy FAILs go 14 -> 6 in 10,800 and a 7x "
+        "climb over the last 40% is caught in 4,996 of 5,400 (5,049 without). A median of 5 "
+        "around a 3-point block (half a block each way) would make it 0 in 10,800, but a dip "
+        "held by 3 points of a 60-point run at 2% noise would no longer be a level.",
+        unit="points",
+        valid=count(3),
+    )
     diverge_caused_ratio: float = threshold(
         1.15,
         "A rise judged in the loss's own units: with a cause in the log, a learning rate that "

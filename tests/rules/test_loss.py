@@ -931,3 +931,30 @@ def test_diverge_a_sharp_minimum_still_fails_with_its_neighbourhood(n):
     y = _short_noisy(rng, n, 0.1, 0)
     y[int(0.6 * n):] += np.linspace(0, 2.0, n - int(0.6 * n))
     assert "TP-DIVERGE" in judge(loss=np.exp(y)).ids()
+
+
+def _warm_restarts(n, seed, blowup=1.0):
+    """Cosine with warm restarts over 4 cycles, the run ending 30% into its last one: the
+    loss (2.5 -> 0.5 underneath) rises with the rate, x(1 + lr / peak), 3% noise; the
+    last cycle times ``blowup``. Returns ``(loss, lr)``."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    phase = (t * 3.3) % 1.0
+    lr = 1e-3 * 0.5 * (1 + np.cos(np.pi * phase))
+    loss = (0.5 + 2.0 * np.exp(-t / 0.15)) * (1 + lr / 1e-3) * np.exp(0.03 * rng.standard_normal(n))
+    loss[t >= 3 / 3.3] *= blowup
+    return loss, lr
+
+
+@pytest.mark.parametrize("n,seed", [(60, 0), (200, 1), (1000, 2)])
+def test_diverge_a_new_cycle_of_warm_restarts_is_not_a_divergence(n, seed):
+    # The run ends early in a cycle, its rate back at the peak: the loss stands 1.8x its
+    # best (the end of the previous cycle), no higher than where the previous cycle stood
+    # at the same rate.
+    loss, lr = _warm_restarts(n, seed)
+    assert "TP-DIVERGE" not in judge(loss=loss, learning_rate=lr).ids()
+    # The same loss with no learning rate in the log names no restart: a FAIL.
+    assert "TP-DIVERGE" in judge(loss=loss).ids()
+    # A blow-up after the restart climbs above the previous cycle: a divergence.
+    loss, lr = _warm_restarts(n, seed, blowup=5.0)
+    assert one(judge(loss=loss, learning_rate=lr), "TP-DIVERGE").level is Level.FAIL

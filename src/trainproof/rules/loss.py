@@ -10,7 +10,7 @@ from ..aliases.vocabulary import words
 from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct, step, times
-from ._shared import log_loss, log_loss_noise
+from ._shared import log_loss, log_loss_noise, lr_restart_after
 from ._stats import (
     ar1_inflation,
     block_medians,
@@ -928,6 +928,37 @@ def _largest_excursion(y: np.ndarray) -> float:
     return float(np.max(np.abs(y[idx] - level))) if idx.size else 0.0
 
 
+def _warm_restart_cycle(ctx, s, meds, centres, best_idx: int, end: float, gate: float) -> bool:
+    """Whether the rise after the best level is a new cycle of a restarting schedule.
+
+    After the best level the learning rate climbed back to a rate the run held before it
+    (:func:`~trainproof.rules._shared.lr_restart_after`: cosine with warm restarts, a
+    cyclic rate), and the end level is no higher, beyond the noise ``gate`` (log scale),
+    than the highest block median of the previous high-rate phase: from the start of the
+    last stretch before the best where the rate was at least half the new peak (the
+    previous restart), to the best. The loss
+    rises with the rate and comes down with it; a blow-up after a restart climbs above
+    where the previous cycle stood at the same rate.
+    """
+    best_step = float(s.steps[best_idx])
+    restart = lr_restart_after(ctx, best_step)
+    if restart is None:
+        return False
+    lr = ctx.finite("lr")
+    before = lr.steps < best_step
+    high = before & (lr.values >= 0.5 * restart[2])
+    if not high.any():
+        return False
+    # The start of the last stretch of high rates before the best: the previous restart.
+    last = int(np.flatnonzero(high)[-1])
+    first = last
+    while first > 0 and high[first - 1]:
+        first -= 1
+    at = s.steps[centres]
+    prev = meds[(at >= float(lr.steps[first])) & (at <= best_step)]
+    return prev.size > 0 and math.log(end) - math.log(float(np.max(prev))) <= gate
+
+
 def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, gate: float, se_best: float, th) -> bool:
     """Whether the best level is a brief dip below a plateau the run held just before it,
     and the run ends back at that plateau rather than above it.
@@ -992,7 +1023,9 @@ def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, ga
         "best level (a loss at its noise floor after a large fall). The climb must be held: from some point "
         "after the best level (the onset the finding names), that point and the next two are above the bar and "
         "so are at least 80% of the points to the end; a few high points among low ones at the end of the log "
-        "are not a level the run moved to. With a cause in the log, a learning rate "
+        "are not a level the run moved to. Not a new cycle of a restarting schedule: a learning rate that climbed after the best level back to a "
+        "rate the run held before, with the end level no higher, within the gate, than the highest block level of the previous "
+        "high-rate phase. With a cause in the log, a learning rate "
         "that climbed at least {diverge_lr_rise:g}x after it had held or fallen (not a warm-up), a smaller rise "
         "counts: at least {diverge_caused_ratio}x the best level, past the same noise gate, giving back at least "
         "{diverge_caused_regain:.0%} of the fall."
@@ -1107,6 +1140,8 @@ def check_diverge(ctx):
     if start_level > best and (end - best) < th.floor_regain_share * (start_level - best):
         return
     if not from_start and _returned_from_dip(meds, j, tied, end, gate, se_best, th):
+        return
+    if not from_start and _warm_restart_cycle(ctx, s, meds, centres, best_idx, end, gate):
         return
     regain = (end - best) / (start_level - best) if start_level > best else math.inf
     if end <= th.diverge_ratio * best and (

@@ -304,7 +304,9 @@ def test_threshold_overrides_change_outcomes():
     assert "TP-DIVERGE" not in judge_runlog(run, DEFAULT.with_overrides({"diverge_ratio": 10})).ids()
     calm = make_run(loss=healthy())
     assert "TP-FLAT" not in judge_runlog(calm).ids()
-    assert "TP-FLAT" in judge_runlog(calm, DEFAULT.with_overrides({"flat_rel_std": 0.9, "flat_float_rel_std": 0.9})).ids()
+    assert (
+        "TP-FLAT" in judge_runlog(calm, DEFAULT.with_overrides({"flat_rel_std": 0.9, "flat_float_rel_std": 0.9})).ids()
+    )
     g = [0.5] * 60
     g[30] = 3.0  # 6x the median
     spiky = make_run(loss=healthy(), grad_norm=g)

@@ -565,7 +565,18 @@ def test_one_low_evaluation_the_series_returns_from_is_not_a_minimum_to_diverge_
         [3.0, 2.0, 1.5, 2.5, 3.0, 3.5, 3.6, 3.7],  # a steep V
         [3.0, 2.6, 2.2, 1.8, 1.5, 2.4, 2.5, 2.45, 2.5, 2.55],  # a gradual fall, then a step up that holds
         [2.0, 1.0, 3.0, 3.1, 3.0, 3.2, 3.1],  # a step up after the second evaluation
-        [3.0, 2.0, 1.9, 1.8, 1.0, 2.5, 2.6, 2.5, 2.7, 2.6],  # one deep evaluation, then above every earlier level but the first
+        [
+            3.0,
+            2.0,
+            1.9,
+            1.8,
+            1.0,
+            2.5,
+            2.6,
+            2.5,
+            2.7,
+            2.6,
+        ],  # one deep evaluation, then above every earlier level but the first
     ],
 )
 def test_a_divergence_from_a_sharp_eval_minimum_still_fails(evals):

@@ -922,14 +922,17 @@ def test_diverge_a_sharp_minimum_still_fails_with_its_neighbourhood(n):
     # A V: 3.0 down to 0.38 at 40% of the run, back up to 1.0 and held (at 15 points its
     # bottom is two points, which is not a level).
     t = np.linspace(0, 1, n)
-    v_shape = np.where(t < 0.4, np.log(3.0) + (np.log(0.38) - np.log(3.0)) * t / 0.4,
-                       np.minimum(np.log(1.0), np.log(0.38) + (t - 0.4) * 8))
+    v_shape = np.where(
+        t < 0.4,
+        np.log(3.0) + (np.log(0.38) - np.log(3.0)) * t / 0.4,
+        np.minimum(np.log(1.0), np.log(0.38) + (t - 0.4) * 8),
+    )
     if n > 15:
         f = one(judge(loss=np.exp(v_shape + 0.05 * rng.standard_normal(n))), "TP-DIVERGE")
         assert f.data["ratio"] > 1.5
     # A climb of 7x over the last 40% of a short noisy run.
     y = _short_noisy(rng, n, 0.1, 0)
-    y[int(0.6 * n):] += np.linspace(0, 2.0, n - int(0.6 * n))
+    y[int(0.6 * n) :] += np.linspace(0, 2.0, n - int(0.6 * n))
     assert "TP-DIVERGE" in judge(loss=np.exp(y)).ids()
 
 

@@ -128,6 +128,17 @@ def noise_sigma(values: np.ndarray) -> float:
     return float(1.4826 * mad / math.sqrt(2))
 
 
+def curvature_noise_sigma(values: np.ndarray) -> float:
+    """Point-to-point noise read from second differences: median |second difference| /
+    1.652 (for independent noise of standard deviation s the second differences have
+    standard deviation s*sqrt(6), and 0.6745 * sqrt(6) = 1.652). A steady climb or fall
+    has no second differences, so unlike :func:`noise_sigma` a trend does not count as
+    noise. 0.0 for fewer than 3 values."""
+    if values.size < 3:
+        return 0.0
+    return float(median(np.abs(np.diff(values, 2)))) / 1.652
+
+
 def improvement(values: np.ndarray, window: int) -> tuple[float, float, float]:
     """``(first, last, relative improvement)`` of the medians of the first and last
     ``window`` points. The improvement is ``(first - last) / |first|``; 0 when first is 0

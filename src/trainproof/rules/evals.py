@@ -10,7 +10,7 @@ from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, step, times
 from ._shared import lr_restart_after
-from ._stats import level_se, median, trend_z, window_medians
+from ._stats import curvature_noise_sigma, level_se, median, trend_z, window_medians
 from .registry import Need, rule
 
 
@@ -133,15 +133,15 @@ def _returned_to_level_before(v: np.ndarray, j: int, z: float) -> bool:
     run that unlearns everything returns to its starting level), held when they are tied
     with each other; the series is back at it when the median of the evaluations after the
     minimum is no higher than it beyond ``z`` standard errors. The noise is read from the
-    second differences of the log of the later evaluations (for independent noise s their
-    median absolute value is 1.652 s), which a steady climb does not inflate: the rising
-    side of a V-shaped divergence has none, so its minimum stays a level the run left.
+    second differences of the log of the later evaluations
+    (:func:`~trainproof.rules._stats.curvature_noise_sigma`), which a steady climb does not
+    inflate: the rising side of a V-shaped divergence has none, so its minimum stays a
+    level the run left.
     """
     later = np.log(v[j + 1 :])
-    d2 = np.diff(later, 2)
-    if d2.size == 0:
+    if later.size < 3:
         return False
-    sigma = float(median(np.abs(d2))) / 1.652
+    sigma = curvature_noise_sigma(later)
     a, b = math.log(float(v[j - 2])), math.log(float(v[j - 1]))
     if abs(a - b) > z * math.sqrt(2) * sigma:
         return False

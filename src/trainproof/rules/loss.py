@@ -460,7 +460,13 @@ def check_loss_unbounded(ctx):
     "shape",
     "the loss does not move at all",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
-    thresholds=["min_trend_points", "flat_rel_std", "flat_repeat_share", "flat_float_rel_std", "dead_min_schedule_share"],
+    thresholds=[
+        "min_trend_points",
+        "flat_rel_std",
+        "flat_repeat_share",
+        "flat_float_rel_std",
+        "dead_min_schedule_share",
+    ],
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
@@ -920,12 +926,16 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
     return float(st[low]), before, peak
 
 
-def _largest_excursion(y: np.ndarray) -> float:
-    """The largest distance of a point of ``y`` (the log of a loss) from the median of its
-    four neighbours (:func:`~trainproof.rules._stats.neighbour_median`): how far the run's
-    own noise throws a single point, tails included. 0 for fewer than 5 points."""
-    idx, level = neighbour_median(y)
-    return float(np.max(np.abs(y[idx] - level))) if idx.size else 0.0
+def _stands_apart(y: np.ndarray, k: int, level: float) -> bool:
+    """Whether a starting level of the first ``k`` points, ``level`` on the log scale of
+    ``y`` (the log of a loss), sits further below the 4 points after it (their median)
+    than any later point strays from the median of its four neighbours
+    (:func:`~trainproof.rules._stats.neighbour_median`): how far the run's own noise
+    throws a single point, tails included. A start held by fewer points than a level needs
+    is one more stray point when the run's noise throws points as far."""
+    idx, around = neighbour_median(y[k:])
+    largest = float(np.max(np.abs(y[k:][idx] - around))) if idx.size else 0.0
+    return float(np.median(y[k : k + 4])) - level > largest
 
 
 def _warm_restart_cycle(ctx, s, meds, centres, best_idx: int, end: float, gate: float) -> bool:
@@ -1089,20 +1099,18 @@ def check_diverge(ctx):
     m = int(th.diverge_level_points)
     if block < m <= n:
         wm = window_medians(v, m)
-        k = int(np.argmin(wm))
-        if float(wm[k]) > best:
-            best, best_idx = float(wm[k]), k + m // 2
+        at = int(np.argmin(wm))
+        if float(wm[at]) > best:
+            best, best_idx = float(wm[at]), at + m // 2
     # The starting level: the first k points, when they agree within the noise, held the
     # highest of them (a run that blows up right after its first logs did hold it) ...
     k = max(1, int(th.diverge_start_points))
     head = np.log(v[:k])
     if head.size == k and float(np.ptp(head)) <= z * math.sqrt(2) * sigma:
         start = float(np.max(v[:k]))
-        # Fewer points than a level needs (diverge_level_points) count only as far from
-        # the points after them as no stray point of the run strays (see below).
-        if start < best and (
-            k >= m or float(np.median(y[k : k + 4])) - math.log(start) > _largest_excursion(y[k:])
-        ):
+        # Fewer points than a level needs (diverge_level_points) count only when they
+        # stand apart from the run's own stray points.
+        if start < best and (k >= m or _stands_apart(y, k, math.log(start))):
             best, best_idx, best_points, from_start = start, 0, k, True
     # ... or a lone first point, when the run right after it sits so far above it that
     # averaging it with what follows still leaves it a level below.
@@ -1111,13 +1119,10 @@ def check_diverge(ctx):
     if v[0] < best and lead_vals.size >= 3 and math.isfinite(cut):
         lead = float(median(lead_vals))
         # one standard error of margin: the level after the point is itself an estimate;
-        # and the point must sit further below that level than any other single point of
-        # the run strays from its neighbours: a run whose heavy-tailed noise throws points
-        # 40x off their level shows a low first point to be one more of them.
-        # The point is measured as the others are, against the median of its (four, all
-        # later) neighbours.
-        stray = float(np.median(y[1:5]) - y[0])
-        if math.log(lead / v[0]) - math.log(cut) > se(lead_vals.size) and stray > _largest_excursion(y[1:]):
+        # and the point must stand apart from the run's own stray points: a run whose
+        # heavy-tailed noise throws points 40x off their level shows a low first point to
+        # be one more of them.
+        if math.log(lead / v[0]) - math.log(cut) > se(lead_vals.size) and _stands_apart(y, 1, float(y[0])):
             best, best_idx, best_points, from_start = float(v[0]), 0, 1, True
     if best <= 0 or end <= ratio_th * best:
         return
@@ -1383,7 +1388,8 @@ def dead_run_state(ctx) -> dict | None:
         # window at a low rate is a fine-tune's continuation, and its ends are the only
         # evidence it has.
         resumed = float(s.steps[0]) > 0 and float(s.steps[0]) >= float(s.steps[-1] - s.steps[0])
-        effect_only = not resumed and _tiny_lr(ctx) is not None and not _fall_shown(ctx)
+        tiny = _tiny_lr(ctx)
+        effect_only = not resumed and tiny is not None and not _fall_shown(ctx)
         if (rel >= th.dead_min_improvement or rel_wide >= th.dead_min_improvement) and not effect_only:
             return None
         meds, _ = block_medians(v, max(1, -(-n // th.dead_trend_blocks)))
@@ -1412,7 +1418,6 @@ def dead_run_state(ctx) -> dict | None:
         fall = math.log(v[0] / end_level) if v[0] > 0 and end_level > 0 else 0.0
         alive, alive_text = _alive(ctx)
         state.update(fall=fall, alive=alive_text, sigma=sigma)
-        tiny = _tiny_lr(ctx)
         if tiny is not None:
             state["tiny_lr"] = tiny
             return state  # the cause is named: a dead run, however it started
@@ -1647,7 +1652,7 @@ def check_frozen_predictions(ctx):
     after_warmup=True,
     detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend, no falling eval loss) without its evidence that nothing moves: the loss fell from its first point by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points and then held a level; or it ended more than {dead_min_improvement:.0%} higher than it started; or the log starts at a step past its own span (a resumed run whose earlier training is not in the log); or its interval for the change over the run is too wide (or rests on fewer than {dead_flat_min_points} points) to exclude a slow learner's fall; or the loss is pinned to one level within its noise ({dead_ci_z:g}-sigma interval inside the slow learner's fall) with no cause in the log, which a run at its floor before its first log shows too. A cause (a learning rate of at most {tiny_lr}, a collapsed gradient norm, a frozen prediction metric) makes it a TP-DEAD-RUN.",
     why="A loss that stops improving spends the rest of the run for little gain; but a plateau after an early fall, a level held by a fine-tune or a resumed run, and a curve too noisy to tell are not a run that never trained, so this is a warning to look, not a failure.",
-    not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor, slow learners on short or noisy logs and resumed runs look like this. It is not TP-DEAD-RUN, which needs the loss pinned to one level within its noise, or a learning rate of about zero.",
+    not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor, slow learners on short or noisy logs and resumed runs look like this. It is not TP-DEAD-RUN, which needs a cause in the log: a learning rate of about zero, a collapsed gradient norm or a frozen prediction metric.",
     causes="A model at the floor of what its data allow, a learning rate too small after warm-up to make further progress, a resumed run already converged, too little capacity, a change of the loss's definition partway (a re-weighted objective).",
     try_="Check the eval metrics: if they still improve, nothing is wrong; otherwise try a larger learning rate, a longer schedule, or more capacity.",
     objectives=("supervised",),

@@ -488,6 +488,34 @@ def test_diverge_a_healthy_curve_with_one_terminal_spike_does_not_fire(n, rel, s
     assert "TP-DIVERGE" not in rep.ids(), one(rep, "TP-DIVERGE").evidence
 
 
+def decay_with_terminal_pair(n, rel, seed, factor):
+    v = decaying(n, rel, seed)
+    v[-2:] *= factor  # the last two points only: nothing after them shows the climb held
+    return v
+
+
+@pytest.mark.parametrize("factor", [2.5, 8.0])
+@pytest.mark.parametrize("n,rel,seed", first_seed_fast(GRID, 2))
+def test_diverge_two_high_points_at_the_end_of_the_log_are_not_a_held_climb(n, rel, seed, factor):
+    # The onset must be followed by two points above the bar: the last two points of a
+    # log have fewer, so two high last points (a terminal pair of spikes, a log cut in
+    # the middle of a wobble) are not a level the run moved to.
+    rep = judge(loss=list(decay_with_terminal_pair(n, rel, seed, factor)))
+    assert "TP-DIVERGE" in rep.ran
+    assert "TP-DIVERGE" not in rep.ids(), one(rep, "TP-DIVERGE").evidence
+
+
+@pytest.mark.parametrize("n", [20, 29, 60, 300])
+def test_diverge_a_climb_held_over_the_end_window_is_a_held_climb(n):
+    # The positive side of the test above: the same curve with its whole end window (3
+    # points up to 29 points, 10% after) 8x up shows the climb held from its first point.
+    w = max(3, n // 10)
+    v = decaying(n, 0.02, 0)
+    v[-w:] *= 8.0
+    f = one(judge(loss=list(v)), "TP-DIVERGE")
+    assert f.level is Level.FAIL and f.data["onset_step"] == step_of(n - w)
+
+
 def warm_restarts(n, rel, seed, cycles=4):
     """Cosine-like warm restarts: within each cycle the loss decays by ~17%; at each
     restart it bumps back up by ~20%; the whole curve trends down from 3.6 to 0.8."""

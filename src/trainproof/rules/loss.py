@@ -1168,6 +1168,8 @@ def check_diverge(ctx):
     held = high.copy()
     for k in (1, 2):
         held[:-k] &= high[k:]
+    # The last two points have fewer than two after them: they cannot show a held climb.
+    held[max(0, n - 2) :] = False
     cand = np.flatnonzero(held & (suffix >= 0.8))
     if not cand.size:
         # No point from which the run stays up: the end window's median is lifted by a

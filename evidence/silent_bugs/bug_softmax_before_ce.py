@@ -7,9 +7,11 @@ from torch import nn, optim
 from . import _common as c
 
 BUG = "softmax applied before CrossEntropyLoss (which applies log-softmax itself)"
+#: The loss's autograd graph shows log-softmax taking a softmax's output
+#: (TP-SOFTMAX-BEFORE-LOSS); the loss curve shows a run near chance.
 CATCH = {
-    "by": "loss",
-    "rules": ("TP-CHANCE-LEVEL", "TP-NEAR-CHANCE", "TP-LOSS-STALLED", "TP-DEAD-RUN"),
+    "by": "model",
+    "rules": ("TP-SOFTMAX-BEFORE-LOSS", "TP-CHANCE-LEVEL", "TP-NEAR-CHANCE", "TP-LOSS-STALLED", "TP-DEAD-RUN"),
     "level": "WARN",
 }
 

@@ -578,3 +578,89 @@ def test_replica_drift_two_gloo_processes(tmp_path):
         assert r["same"]["steps"] == [1.0, 5.0] and r["same"]["values"] == [0.0, 0.0]
         assert r["perturbed"]["steps"] == [1.0, 5.0]
         assert all(v > 1e-4 for v in r["perturbed"]["values"])
+
+
+# --------------------------------------------------------------------------- the loss's graph
+
+
+def _classifier_loop(head, loss_of, steps: int = 2 * CHECK, detach: bool = False):
+    """A 4-class classifier ``Linear -> ReLU -> Linear -> head`` trained ``steps`` steps,
+    the loss ``loss_of(output, labels)`` given to the monitor as a tensor (its graph kept,
+    or with ``detach`` none); returns the check steps' ``model/*`` series and the probe's
+    latest details."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4), *([head] if head is not None else []))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(32, 6, generator=g)
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent")
+    for step in range(steps):
+        loss = loss_of(model(x), y)
+        loss.backward()
+        mon.log(step, loss.detach() if detach else loss)
+        opt.step()
+        opt.zero_grad()
+    mon.close()
+    run = mon.guardian.runlog()
+    series = {k: list(map(float, s.values)) for k, s in run.series.items() if k.startswith("model/")}
+    return series, mon.probe.details
+
+
+F = torch.nn.functional
+
+
+@pytest.mark.parametrize(
+    "head,loss_of,what",
+    [
+        (nn.Softmax(dim=1), lambda out, y: F.cross_entropy(out, y), "softmax applied before CrossEntropyLoss"),
+        # a sequence model's shape: (batch, tokens, classes) flattened before the loss
+        (
+            nn.Softmax(dim=1),
+            lambda out, y: nn.CrossEntropyLoss()(out.unsqueeze(1).view(-1, 4), y.view(-1)),
+            "softmax applied before CrossEntropyLoss",
+        ),
+        # the cross-entropy is one term of a weighted sum
+        (
+            nn.Softmax(dim=1),
+            lambda out, y: 0.7 * F.cross_entropy(out, y) + 0.01 * out.pow(2).mean(),
+            "softmax applied before CrossEntropyLoss",
+        ),
+        (
+            nn.Sigmoid(),
+            lambda out, y: F.binary_cross_entropy_with_logits(out, F.one_hot(y, 4).float()),
+            "sigmoid applied before BCEWithLogitsLoss",
+        ),
+    ],
+)
+def test_a_loss_given_probabilities_is_seen_in_its_graph(head, loss_of, what):
+    s, details = _classifier_loop(head, loss_of)
+    assert s["model/loss_on_probabilities"] == [1.0, 1.0]
+    assert what in details["loss_on_probabilities_layer"]
+
+
+@pytest.mark.parametrize(
+    "head,loss_of",
+    [
+        (None, lambda out, y: F.cross_entropy(out, y)),  # logits into cross-entropy: correct
+        (nn.Softmax(dim=1), lambda out, y: F.nll_loss(torch.log(out), y)),  # log of probabilities into NLL
+        (nn.LogSoftmax(dim=1), lambda out, y: F.nll_loss(out, y)),
+        (nn.Sigmoid(), lambda out, y: F.binary_cross_entropy(out, F.one_hot(y, 4).float())),  # BCE wants probs
+        # a softmax elsewhere in the graph (a distillation target), cross-entropy on logits
+        (
+            None,
+            lambda out, y: F.cross_entropy(out, y) + F.kl_div(F.log_softmax(out, 1), F.softmax(out.detach() * 2, 1)),
+        ),
+    ],
+)
+def test_a_loss_given_what_it_expects_is_not_flagged(head, loss_of):
+    s, details = _classifier_loop(head, loss_of)
+    assert s["model/loss_on_probabilities"] == [0.0, 0.0]
+    assert "loss_on_probabilities_layer" not in details
+
+
+def test_a_loss_without_its_graph_records_nothing():
+    # A detached loss (or a float) carries no graph: the key is absent and the rule is
+    # skipped as absent, not told "no".
+    s, _ = _classifier_loop(nn.Softmax(dim=1), lambda out, y: F.cross_entropy(out, y), detach=True)
+    assert "model/loss_on_probabilities" not in s

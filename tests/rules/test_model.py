@@ -92,7 +92,7 @@ def test_an_ordinary_log_leaves_the_model_rules_out_and_a_probed_one_lists_the_a
     """A log no probe wrote: the model rules do not apply, and its report is what it was
     before they existed. A probed run without activations: the activation rules are
     skipped as ``absent``, the others run."""
-    assert len(MODEL_IDS) == 15
+    assert len(MODEL_IDS) == 16
     rep = judge_file(tmp_path, {}, 10)
     assert not set(MODEL_IDS) & (set(rep.ran) | set(rep.skipped)) and rep.verdict.value == "PASS"
     rep = judge_file(tmp_path, {"model/params_no_grad": np.zeros(10), "model/grads_not_reset": np.zeros(10)}, 10)
@@ -498,3 +498,28 @@ def test_the_vanishing_evidence_cites_the_smallest_ratio(tmp_path):
         "TP-LAYER-GRAD-VANISHING",
     )
     assert "(smallest -6.5)" in f.evidence and f.data["extreme_value"] == -6.5
+
+
+# --- a loss given probabilities ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed,n,noise", GRID)
+def test_a_loss_given_probabilities_warns_from_the_first_check_that_shows_it(tmp_path, seed, n, noise):
+    rng = np.random.default_rng(seed)
+    onset = int(rng.integers(0, n - 3))  # a model changed mid-run (a head swapped in)
+    flag = np.r_[np.zeros(onset), np.ones(n - onset)]
+    f = one(judge_file(tmp_path, {"model/loss_on_probabilities": flag}, n, seed), "TP-SOFTMAX-BEFORE-LOSS")
+    assert f.level is Level.WARN and f.step == (onset + 1) * EVERY
+
+
+@pytest.mark.parametrize("seed,n,noise", GRID)
+def test_a_loss_given_logits_is_not_flagged(tmp_path, seed, n, noise):
+    rep = judge_file(tmp_path, {"model/loss_on_probabilities": np.zeros(n)}, n, seed)
+    assert "TP-SOFTMAX-BEFORE-LOSS" in rep.ran and "TP-SOFTMAX-BEFORE-LOSS" not in ids(rep)
+
+
+def test_a_loss_given_probabilities_at_two_checks_only_is_not_yet_enough(tmp_path):
+    # model_checks (3) in a row: two checks do not make the claim (one evaluation-only
+    # graph seen twice is not the training loss).
+    flag = np.r_[np.zeros(4), np.ones(2), np.zeros(4)]
+    assert "TP-SOFTMAX-BEFORE-LOSS" not in ids(judge_file(tmp_path, {"model/loss_on_probabilities": flag}, 10))

@@ -553,6 +553,7 @@ class Monitor:
             if r is not None:
                 entries["update_ratio"] = r
         if (self._calls + 1) % self.check_every == 0:
+            probe.on_loss(loss)
             deferred = probe.collect()
             entries[_PROBE] = ("probe", [self._push_any(t) for t in deferred.tensors], deferred.finish)
         if (self._calls + 2) % self.check_every == 0:

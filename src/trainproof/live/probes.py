@@ -16,6 +16,9 @@ The work around one check step:
   copy is dropped at once; then a gradient hook on one small parameter, which looks at the
   gradient the next backward finds already there (``zero_grad`` clears it; nothing else
   does);
+* at the check's ``log()``, the loss it is given (:meth:`ModelProbe.on_loss`): a walk of
+  at most 256 nodes of its autograd graph, on the host, for a cross-entropy given
+  probabilities (:func:`squashed_twice`);
 * at the check's ``log()`` (:meth:`ModelProbe.collect`): the per-tensor gradient norms and
   the counts of the optimizer facts; every hook armed for this check is removed. The
   device tensors go back to the caller, which reads them with its other values and hands
@@ -57,6 +60,7 @@ KEYS = (
     "model/grads_cleared_before_step",
     "model/grad_nonfinite_params",
     "model/eval_mode_share",
+    "model/loss_on_probabilities",
     "model/grads_not_reset",
     "model/layer_update_ratio_max",
     "model/layer_update_ratio_min",
@@ -75,6 +79,7 @@ KEYS = (
 #: The string keys: the layer (parameter or module name) a number of :data:`KEYS` is about.
 LAYER_KEYS = (
     "model/grad_nonfinite_layer",
+    "model/loss_on_probabilities_layer",
     "model/layer_update_ratio_max_layer",
     "model/layer_update_ratio_min_layer",
     "model/layer_grad_norm_max_layer",
@@ -190,6 +195,86 @@ def is_compiled(model) -> bool:
         return False
 
 
+#: A loss that applies its own squashing function, and the node of that function in the
+#: autograd graph: ``nn.CrossEntropyLoss`` / ``F.cross_entropy`` is log-softmax then NLL,
+#: ``BCEWithLogitsLoss`` applies a sigmoid. Each maps to the squashing node that, found
+#: as its input, means the input was already a probability.
+_SQUASHED_TWICE = {
+    "LogSoftmaxBackward0": ("SoftmaxBackward0", "log_softmax(softmax(...)): softmax applied before CrossEntropyLoss"),
+    "BinaryCrossEntropyWithLogitsBackward0": (
+        "SigmoidBackward0",
+        "binary_cross_entropy_with_logits(sigmoid(...)): sigmoid applied before BCEWithLogitsLoss",
+    ),
+}
+#: Nodes that only move, cast or select values (a sequence model's logits reshaped to
+#: (tokens, vocabulary) before the loss): the walk from the loss's log-softmax to its input
+#: passes through them.
+_SHAPE_ONLY = frozenset(
+    {
+        "ViewBackward0",
+        "ReshapeAliasBackward0",
+        "UnsafeViewBackward0",
+        "PermuteBackward0",
+        "TransposeBackward0",
+        "TBackward0",
+        "SqueezeBackward0",
+        "SqueezeBackward1",
+        "UnsqueezeBackward0",
+        "SliceBackward0",
+        "SelectBackward0",
+        "CloneBackward0",
+        "ToCopyBackward0",
+        "ExpandBackward0",
+        "IndexBackward0",
+    }
+)
+#: Nodes of the loss's autograd graph the walk visits at most: the loss function sits
+#: within a few nodes of the loss (a weighted sum of terms at most adds a few more), and
+#: the bound keeps a check's cost independent of the model's size.
+LOSS_GRAPH_NODES = 256
+
+
+def squashed_twice(loss) -> str | None:
+    """What the loss's autograd graph shows when a loss that squashes its input itself
+    (cross-entropy's log-softmax, BCE-with-logits' sigmoid) is given an input that was
+    already squashed the same way: a description, or ``None``.
+
+    ``loss``: the loss tensor as the training loop computed it (its ``grad_fn`` graph is
+    still there after ``backward()``; a float or a detached tensor gives ``None``). The walk
+    is breadth-first from the loss over at most :data:`LOSS_GRAPH_NODES` nodes, and from a
+    loss's squashing node through at most 8 shape-only nodes (:data:`_SHAPE_ONLY`) to its
+    input. ``torch.log(softmax(x))`` with ``NLLLoss`` (a correct spelling) is not flagged:
+    its log node is not log-softmax's.
+    """
+    fn = getattr(loss, "grad_fn", None)
+    if fn is None:
+        return None
+    seen = {id(fn)}
+    queue = [fn]
+    i = 0
+    while i < len(queue) and i < LOSS_GRAPH_NODES:
+        node = queue[i]
+        i += 1
+        name = type(node).__name__
+        pair = _SQUASHED_TWICE.get(name)
+        if pair is not None:
+            inner = node
+            for _ in range(8):
+                nxt = [f for f, _ in getattr(inner, "next_functions", ()) if f is not None]
+                if not nxt:
+                    break
+                inner = nxt[0]
+                if type(inner).__name__ == pair[0]:
+                    return pair[1]
+                if type(inner).__name__ not in _SHAPE_ONLY:
+                    break
+        for f, _ in getattr(node, "next_functions", ()):
+            if f is not None and id(f) not in seen:
+                seen.add(id(f))
+                queue.append(f)
+    return None
+
+
 class ModelProbe:
     """Measures a model and its optimizer at the monitor's check steps.
 
@@ -246,6 +331,7 @@ class ModelProbe:
         self._checks = 0
         self._calls = 0
         self._eval_calls = 0
+        self._loss_graph: str | None | bool = False  # False: no loss seen since the last check
         self._skipped = 0
         self._steps_at_last_log: int | None = None
         self._pre_handle = None
@@ -352,6 +438,17 @@ class ModelProbe:
             if self._steps_at_last_log is not None and self.optimizer_steps == self._steps_at_last_log:
                 self._skipped += 1
             self._steps_at_last_log = self.optimizer_steps
+
+    def on_loss(self, loss) -> None:
+        """Look at the autograd graph of this check step's ``loss`` (host work: a walk of at
+        most :data:`LOSS_GRAPH_NODES` nodes, no device read); the check records
+        ``model/loss_on_probabilities``. A loss without a graph (a float) records nothing."""
+        if getattr(loss, "grad_fn", None) is None:
+            return
+        try:
+            self._loss_graph = squashed_twice(loss)
+        except Exception as e:  # noqa: BLE001 - an unusual graph must not stop training
+            self._off("the loss graph", e)
 
     # --- the step before a check ----------------------------------------------------------
     def arm(self) -> None:
@@ -565,6 +662,15 @@ class ModelProbe:
 
         if self._calls:
             host["model/eval_mode_share"] = self._eval_calls / self._calls
+        graph, self._loss_graph = self._loss_graph, False
+        if graph is not False:
+            host["model/loss_on_probabilities"] = float(graph is not None)
+            if graph is not None:
+
+                def named(v, out, d, g=graph):
+                    out["model/loss_on_probabilities_layer"] = d["loss_on_probabilities_layer"] = g
+
+                jobs.append(named)
         self._calls = self._eval_calls = 0
         if self._post_handle is not None:
             host["model/optimizer_steps"] = float(self.optimizer_steps)

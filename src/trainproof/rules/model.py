@@ -434,6 +434,47 @@ def check_eval_mode(ctx):
         yield f
 
 
+@rule(
+    "TP-SOFTMAX-BEFORE-LOSS",
+    Level.WARN,
+    GROUP,
+    "a loss that applies softmax (or sigmoid) itself is given probabilities",
+    needs=[Need("model/loss_on_probabilities", "model_checks")],
+    thresholds=["model_checks"],
+    least_evidence="The points are consecutive checks, each a look at the autograd graph of that step's loss: "
+    "the graph itself is the evidence, not a curve.",
+    detects="`model/loss_on_probabilities` is 1 at {model_checks} checks in a row: in the autograd graph of the "
+    "loss given to the monitor, the log-softmax of a cross-entropy takes the output of a softmax, or a "
+    "binary cross-entropy with logits takes the output of a sigmoid (through reshapes, casts and selections "
+    "only). Measured by `trainproof.monitor` from the loss tensor passed to `log()` (a float carries no graph).",
+    why="CrossEntropyLoss applies log-softmax to its input and BCEWithLogitsLoss a sigmoid: given probabilities, "
+    "the loss can only move inside a narrow band (for 10 classes between about 1.46 and ln 10) and its "
+    "gradients are squashed twice, so the model crawls near chance or learns far slower than it should. A loss "
+    "curve shows a slow learner; the graph shows the cause.",
+    not_mean="A model that outputs probabilities for inference and takes torch.log of them into NLLLoss, or "
+    "gives them to BCELoss (a loss that expects probabilities), is correct and not flagged; so is a softmax "
+    "elsewhere in the graph (attention, a distillation target).",
+    causes="nn.Softmax (or a sigmoid) left as the model's last layer from inference code, a model copied from a "
+    "Keras example whose loss expects probabilities, a head that returns probs where the loss wants logits.",
+    try_="Return logits from the model and let the loss apply the softmax (CrossEntropyLoss) or sigmoid "
+    "(BCEWithLogitsLoss); apply softmax only at inference. Restart training: the run so far learned with "
+    "squashed gradients.",
+)
+def check_softmax_before_loss(ctx):
+    f = _persistent(
+        ctx,
+        "model/loss_on_probabilities",
+        lambda v: v >= 0.5,
+        lambda v: (
+            "the loss is given probabilities: it applies its own softmax (or sigmoid) to an output that already had one"
+        ),
+        "1 (a squashing function applied twice)",
+        layer_key="model/loss_on_probabilities_layer",
+    )
+    if f is not None:
+        yield f
+
+
 # --- per-layer gradients and updates ------------------------------------------------------
 
 

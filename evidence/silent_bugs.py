@@ -66,8 +66,7 @@ WHY: dict[str, str] = {
     "bug_clip_before_unscale": f"in the loss curve it is a loss that makes no progress; {_GATE}",
     "bug_ddp_seed_drift": (
         "each replica learns normally from its own start and its loss falls as in a healthy run: only a "
-        "comparison of the replicas' parameters shows it, and that comparison comes every 10th check (the "
-        "monitor's default replica_every) and must hold at 2 in a row (first flagged at the 11th check, step 109)"
+        "comparison of the replicas' parameters shows it (at the first two checks, then every 10th)"
     ),
     "bug_dead_relu_bad_init": f"in the loss curve it is a slow learner near chance; {_GATE}",
     "bug_dead_relu_large_lr": (

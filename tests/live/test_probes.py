@@ -543,7 +543,7 @@ def _replica_worker(rank: int, world: int, port: int, out: str) -> None:
                 with torch.no_grad():  # after DDP's broadcast: this replica starts elsewhere
                     model[0].weight.add_(0.01)
             opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
-            mon = Monitor(ddp, opt, check_every=2, policy="silent", replica_every=2)
+            mon = Monitor(ddp, opt, check_every=2, policy="silent", replica_every=3)
             x, y = data(seed=rank)
             for step in range(8):
                 nn.functional.mse_loss(ddp(x), y).backward()
@@ -574,9 +574,9 @@ def test_replica_drift_two_gloo_processes(tmp_path):
             pytest.fail("the 2 processes were not done after 240 s")
     res = [json.loads((tmp_path / f"replica.{r}.json").read_text()) for r in (0, 1)]
     for r in res:
-        # every replica_every=2 checks from the first: the checks at steps 1 and 5
-        assert r["same"]["steps"] == [1.0, 5.0] and r["same"]["values"] == [0.0, 0.0]
-        assert r["perturbed"]["steps"] == [1.0, 5.0]
+        # the first two checks (steps 1 and 3), then every replica_every=3 checks (step 7)
+        assert r["same"]["steps"] == [1.0, 3.0, 7.0] and r["same"]["values"] == [0.0, 0.0, 0.0]
+        assert r["perturbed"]["steps"] == [1.0, 3.0, 7.0]
         assert all(v > 1e-4 for v in r["perturbed"]["values"])
 
 

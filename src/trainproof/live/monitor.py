@@ -144,7 +144,8 @@ class Monitor:
         scheduler: the LR scheduler, for ``model/scheduler_steps`` (its ``last_epoch``).
         scaler: the AMP ``GradScaler``, for ``loss_scale`` and ``model/amp_skipped_steps``.
         replica_every: in a distributed run, compare the replicas' parameter checksums
-            every this many checks, from the first (``model/replica_drift``; 0: never).
+            at the first two checks and then every this many checks
+            (``model/replica_drift``; 0: never).
         history: a run history (an SQLite file or a ``postgresql://`` URL, see
             :mod:`trainproof.history`): :meth:`report` (or :meth:`close`, where no report
             was asked for) judges the ended run against its experiment's recent healthy

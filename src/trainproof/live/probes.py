@@ -100,6 +100,13 @@ RATIO_FLOOR = 1e-12
 #: culprit, bounded for a model of thousands of tensors.
 MAX_NAMES = 20
 
+#: The first checks that compare the replicas whatever ``replica_every`` says: a rank
+#: built from another seed is apart from the first check, and TP-REPLICA-DRIFT needs two
+#: replica checks in a row (``replica_drift_checks``), so it is told at the second check
+#: rather than ``replica_every`` checks later. A later drift (a rank that skipped a step)
+#: grows from where it starts and waits for the periodic checks.
+REPLICA_FIRST_CHECKS = 2
+
 #: Saturation: |tanh| above this, or a sigmoid output within ``1 - SATURATION`` of 0 or 1,
 #: counts as saturated (within 1% of the asymptote).
 SATURATION = 0.99
@@ -291,8 +298,8 @@ class ModelProbe:
         scaler: a ``torch.amp.GradScaler``, for ``loss_scale`` and
             ``model/amp_skipped_steps``.
         replica_every: in a distributed run, compare the replicas' parameter checksums
-            every this many checks (from the first; 0 turns it off). A collective: every
-            process must reach the same checks.
+            at the first :data:`REPLICA_FIRST_CHECKS` checks and then every this many
+            checks (0 turns it off). A collective: every process must reach the same checks.
 
     Attributes:
         details: the latest check's names and notes (JSON-able): the ``*_layer`` names,
@@ -705,7 +712,7 @@ class ModelProbe:
                     jobs.append(lambda v, out, d, i=i: out.__setitem__("model/grads_not_reset", float(v[i] > 0)))
         if acts is not None:
             self._acts_job(acts, jobs, take)
-        if self.replica_every and check_no % self.replica_every == 0:
+        if self.replica_every and (check_no < REPLICA_FIRST_CHECKS or check_no % self.replica_every == 0):
             self._replica_job(jobs, take)
         notes = list(self.notes)
 

@@ -709,7 +709,8 @@ def check_saturation(ctx):
     "data-parallel replicas hold different parameters",
     needs=[Need("model/replica_drift", "replica_drift_checks")],
     thresholds=["replica_drift_checks", "replica_drift_tol"],
-    least_evidence="The points are consecutive replica checks (every replica_every checks): one measurement "
+    least_evidence="The points are consecutive replica checks (the first two checks, then every replica_every "
+    "checks): one measurement "
     "apart could be a rank caught mid-update.",
     detects="`model/replica_drift` (the largest relative difference, over ranks, of a checksum of every "
     "parameter from rank 0's) above {replica_drift_tol} at {replica_drift_checks} replica checks in a row.",

@@ -787,12 +787,13 @@ class Thresholds:
         unit="ratio",
         valid=NONNEG,
     )
-    # Replica checks come every replica_every checks (10 by default), so two are 10 checks apart.
+    # Replica checks come at the first two checks, then every replica_every checks (10 by
+    # default): a rank apart from the start is told at the second check.
     replica_drift_checks: int = threshold(
         2,
-        "Replicas apart at 2 replica checks in a row (10 checks apart at the monitor's default "
-        "replica_every=10): one measurement could be a rank caught mid-update by a hook; a "
-        "difference that persists across two is in the parameters.",
+        "Replicas apart at 2 replica checks in a row (the monitor compares them at its first "
+        "two checks, then every replica_every=10): one measurement could be a rank caught "
+        "mid-update by a hook; a difference that persists across two is in the parameters.",
         unit="checks",
         valid=count(1),
     )

@@ -122,9 +122,6 @@ _MEASURED = "measured by the model probe: "
 #: one that is caught again fails, and its entry goes). The model-level ones skip while
 #: this build has none of their rules.
 KNOWN_MISSES: dict[str, str] = {
-    "bug_clip_before_unscale": _MEASURED
-    + "every layer's update ratio is about 1e-6: TP-LAYER-UPDATE-RATIO's low side needs the fastest layer "
-    "above 1e-4 (a uniformly slow model is left to TP-UPDATE-RATIO-LOW, which needs track_update_ratio=True)",
     "bug_dead_relu_bad_init": _MEASURED
     + "model/dead_relu_share is about 0.94 at every check; TP-DEAD-RELU's bar (dead_relu_share) is the whole layer",
     "bug_dead_relu_large_lr": _MEASURED

@@ -10,7 +10,9 @@ from torch import nn, optim
 from . import _common as c
 
 BUG = "gradient clipping before scaler.unscale_(): every update shrunk by the loss scale"
-CATCH = {"by": "model", "rules": ("TP-LAYER-UPDATE-RATIO",), "level": "WARN"}
+#: The gradient norm the optimizer gets times the loss scale is the clipping bar at every
+#: check (TP-CLIP-BEFORE-UNSCALE); per layer, every update ratio is tiny.
+CATCH = {"by": "model", "rules": ("TP-CLIP-BEFORE-UNSCALE", "TP-LAYER-UPDATE-RATIO"), "level": "WARN"}
 
 
 def run(**monitor_kwargs):

@@ -350,3 +350,74 @@ def test_isolated_nonfinite_norm_in_the_middle_is_recovered():
     g[30] = math.inf
     f = one(judge(loss=np.linspace(2, 1, 60), grad_norm=g), "TP-GRAD-OVERFLOW-SKIPPED")
     assert f.data["at_end"] is False and "1 followed by finite norms" in f.evidence
+
+
+# --- gradients clipped before unscale_ -----------------------------------------------------
+
+
+def _amp_run(n: int, seed: int, grad_norm, scale, every: int = 5):
+    """``n`` records of a slowly falling loss with ``grad_norm`` (an array) at every record
+    and ``scale`` (an array) at every ``every``-th one, as the monitor's probe records it."""
+    rng = np.random.default_rng(seed)
+    loss = 1.2 * np.exp(-0.1 * np.arange(n) / n + 0.01 * rng.standard_normal(n))
+    ls = [float(scale[i]) if (i + 1) % every == 0 else None for i in range(n)]
+    return judge(loss=list(loss), grad_norm=list(grad_norm), loss_scale=ls)
+
+
+CLIP_GRID = [
+    (scale, bar, n, seed)
+    for scale in (2.0**10, 2.0**16, 2.0**24)
+    for bar in (0.1, 1.0, 25.0)
+    for n, seed in ((20, 0), (300, 1))
+]
+
+
+@pytest.mark.parametrize("scale,bar,n,seed", CLIP_GRID)
+def test_gradients_clipped_before_unscale_warn_at_the_third_scale_step(scale, bar, n, seed):
+    # Clipped while scaled, the norm the optimizer gets is the bar over the scale at every
+    # step, however the unclipped gradient moved.
+    norms = np.full(n, np.float32(bar) / np.float32(scale), dtype=np.float64)
+    f = one(_amp_run(n, seed, norms, np.full(n, scale)), "TP-CLIP-BEFORE-UNSCALE")
+    assert f.level is Level.WARN and f.step == 50.0
+    assert f.data["clip_bar"] == pytest.approx(bar, rel=1e-6) and f.data["loss_scale"] == scale
+
+
+def test_gradients_clipped_before_unscale_across_a_change_of_scale_warn():
+    # The scaler halves at an overflow: the norm doubles with it, the product stays the bar.
+    n = 60
+    scale = np.where(np.arange(n) < 32, 2.0**16, 2.0**15)
+    f = one(_amp_run(n, 0, 1.0 / scale, scale), "TP-CLIP-BEFORE-UNSCALE")
+    assert f.data["clip_bar"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("bar", [0.1, 1.0, 25.0])
+@pytest.mark.parametrize("scale", [2.0**10, 2.0**16])
+def test_gradients_clipped_after_unscale_are_not_flagged(scale, bar):
+    # The right order: the norm is the bar itself at every step.
+    n = 100
+    assert "TP-CLIP-BEFORE-UNSCALE" not in _amp_run(n, 0, np.full(n, bar), np.full(n, scale)).ids()
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("level", [1e-6, 1e-5, 1e-4])
+def test_tiny_gradients_that_vary_are_not_read_as_clipped(seed, level):
+    # A run near its end with gradient norms of 1e-6..1e-4 at a scale of 65,536: the
+    # product sits under the bar, but it moves from step to step as gradients do.
+    n = 100
+    rng = np.random.default_rng(seed)
+    norms = level * np.exp(0.05 * rng.standard_normal(n))
+    assert "TP-CLIP-BEFORE-UNSCALE" not in _amp_run(n, seed, norms, np.full(n, 2.0**16)).ids()
+
+
+def test_a_scaler_that_fell_low_is_left_alone():
+    # At a scale of 64 the right order (bar 0.1) and the wrong one (bar 6.4/64) look alike.
+    n = 100
+    assert "TP-CLIP-BEFORE-UNSCALE" not in _amp_run(n, 0, np.full(n, 0.1), np.full(n, 64.0)).ids()
+
+
+def test_a_gradient_norm_logged_before_unscale_is_not_read_as_clipped():
+    # Logged while scaled, the norm is the scale times an ordinary gradient: far above the bar.
+    n = 100
+    rng = np.random.default_rng(3)
+    norms = 2.0**16 * 0.5 * np.exp(0.1 * rng.standard_normal(n))
+    assert "TP-CLIP-BEFORE-UNSCALE" not in _amp_run(n, 0, norms, np.full(n, 2.0**16)).ids()

@@ -267,3 +267,64 @@ def check_loss_scale_collapse(ctx):
         step=fin.steps[-1],
         line=fin.lines[-1],
     )
+
+
+#: How close the gradient norm times the loss scale must come back at each check to be
+#: one clipping bar: ``clip_grad_norm_`` sets the norm to the bar times
+#: norm / (norm + 1e-6), and unscaling multiplies by a power of two, so the product
+#: repeats to float32 rounding (about 1e-7); 1e-3 leaves room for a norm logged in
+#: float16 or rounded by a logger to 4 significant digits.
+CLIP_PRODUCT_REL_TOL = 1e-3
+
+
+@rule(
+    "TP-CLIP-BEFORE-UNSCALE",
+    Level.WARN,
+    "updates",
+    "gradients are clipped while still multiplied by the loss scale",
+    needs=[Need("loss_scale", "model_checks"), Need("grad_norm", "model_checks")],
+    thresholds=["model_checks", "clip_unscale_max_product", "clip_unscale_min_scale"],
+    least_evidence="The points are steps that log both the loss scale and the gradient norm, {model_checks} "
+    "in a row: the clipping bar read back from each of them is the evidence, not a curve.",
+    detects="At {model_checks} steps in a row that log the loss scale (at least {clip_unscale_min_scale:g}) "
+    "and the gradient norm as the optimizer gets it (after unscale_), the norm times the scale is the same "
+    "value to 0.1% and at most {clip_unscale_max_product:g}: every step's gradient was clipped to that bar "
+    "while it was still multiplied by the scale.",
+    why="A GradScaler multiplies the loss, so the gradients, by its scale (65,536 at the start). Clipping them "
+    "before scaler.unscale_ clips the scaled gradients to the bar; unscaling then divides by the scale, and "
+    "every update is the scale times smaller than it should be: the run barely moves and its loss curve looks "
+    "like a slow learner's.",
+    not_mean="Gradients clipped after unscale_ at every step have a norm equal to the bar itself, and times "
+    "a scale of 1024 or more that is far above any bar in use. A gradient norm logged before unscale_ "
+    "(scaled) varies from step to step and is not read as clipped.",
+    causes="clip_grad_norm_ called between scaler.scale(loss).backward() and scaler.unscale_(optimizer) "
+    "(or with no unscale_ at all before scaler.step), a custom loop ported from fp32 code to AMP.",
+    try_="Call scaler.unscale_(optimizer) before clip_grad_norm_, then scaler.step(optimizer) and "
+    "scaler.update(); restart training: the run so far took updates the scale times too small.",
+)
+def check_clip_before_unscale(ctx):
+    th = ctx.th
+    ls, g = ctx.finite("loss_scale"), ctx.finite("grad_norm")
+    at = np.searchsorted(g.steps, ls.steps)
+    same = at < len(g)
+    same[same] = g.steps[at[same]] == ls.steps[same]
+    scale, norm, steps, lines = ls.values[same], g.values[at[same]], ls.steps[same], ls.lines[same]
+    product = norm * scale
+    hit = (scale >= th.clip_unscale_min_scale) & (product > 0) & (product <= th.clip_unscale_max_product)
+    need = int(th.model_checks)
+    for start, length in runs_of(hit):
+        for i in range(start, start + length - need + 1):
+            window = product[i : i + need]
+            if float(np.max(window)) <= float(np.min(window)) * (1 + CLIP_PRODUCT_REL_TOL):
+                bar = float(np.median(window))
+                yield ctx.finding(
+                    f"gradients are clipped before unscale_: each update is {float(scale[i]):,.0f}x too small",
+                    f"at {need} steps in a row from step {step(steps[i])} the gradient norm times the loss scale "
+                    f"is {num(bar)} (norm {num(float(norm[i]))}, scale {num(float(scale[i]))}): the gradients were "
+                    f"clipped to a bar of {num(bar)} while still scaled, and unscaling divided them by the scale. "
+                    f"Clipped after unscale_, the norm would be {num(bar)} itself.",
+                    {"clip_bar": bar, "loss_scale": float(scale[i]), "grad_norm": float(norm[i]), "points": need},
+                    step=steps[i],
+                    line=lines[i],
+                )
+                return

@@ -159,6 +159,7 @@ UNITS: dict[str, str] = {
     "nats": "natural-log units of a KL divergence",
     "loss units": "the logged loss's own units",
     "learning rate": "the optimizer's learning rate, as logged",
+    "gradient norm": "the L2 norm of the gradient over the parameters, as logged",
     "seconds": "seconds of audio",
     "dB": "decibels of power below a reference that the reason names",
     "tokens/second": "tokens per second of audio",
@@ -669,6 +670,24 @@ class Thresholds:
         "becomes finite again, sometimes after several skips in a row while it calibrates).",
         unit="points",
         valid=count(1),
+    )
+    clip_unscale_max_product: float = threshold(
+        100.0,
+        "The largest gradient-clipping bar in use: max_grad_norm 1.0 is the HF Trainer and "
+        "Megatron-LM default, fairseq recipes clip at 0.1 to 25 (wav2vec 2.0 at 25). Gradients "
+        "clipped while still multiplied by the loss scale come out of unscale_ with a norm of "
+        "the bar divided by the scale, so their norm times the scale sits at or below this.",
+        unit="gradient norm",
+        valid=POSITIVE,
+    )
+    clip_unscale_min_scale: float = threshold(
+        1024.0,
+        "A loss scale of at least 2^10 (torch's GradScaler starts at 2^16, DeepSpeed's at 2^16 "
+        "or 2^32): there, gradients clipped after unscale_ at any bar of 0.1 or more give a "
+        "norm times the scale of at least 102, above clip_unscale_max_product, so the two "
+        "orders cannot be confused. A scaler that fell lower is left alone.",
+        unit="ratio",
+        valid=FACTOR,
     )
     loss_scale_collapse_factor: float = threshold(
         1024.0,

@@ -635,8 +635,8 @@ F = torch.nn.functional
 )
 def test_a_loss_given_probabilities_is_seen_in_its_graph(head, loss_of, what):
     s, details = _classifier_loop(head, loss_of)
-    assert s["model/loss_on_probabilities"] == [1.0, 1.0]
-    assert what in details["loss_on_probabilities_layer"]
+    assert s["model/probs_as_logits"] == [1.0, 1.0]
+    assert what in details["probs_as_logits_layer"]
 
 
 @pytest.mark.parametrize(
@@ -655,12 +655,124 @@ def test_a_loss_given_probabilities_is_seen_in_its_graph(head, loss_of, what):
 )
 def test_a_loss_given_what_it_expects_is_not_flagged(head, loss_of):
     s, details = _classifier_loop(head, loss_of)
-    assert s["model/loss_on_probabilities"] == [0.0, 0.0]
-    assert "loss_on_probabilities_layer" not in details
+    assert s["model/probs_as_logits"] == [0.0, 0.0]
+    assert "probs_as_logits_layer" not in details
 
 
 def test_a_loss_without_its_graph_records_nothing():
     # A detached loss (or a float) carries no graph: the key is absent and the rule is
     # skipped as absent, not told "no".
     s, _ = _classifier_loop(nn.Softmax(dim=1), lambda out, y: F.cross_entropy(out, y), detach=True)
-    assert "model/loss_on_probabilities" not in s
+    assert "model/probs_as_logits" not in s
+
+
+def test_no_probe_key_is_ever_read_as_the_loss():
+    # The loss fallback takes a key that names a loss when no alias does: a probe key
+    # that named one would become "the loss" of a run whose loss was not recorded.
+    from trainproof.aliases.loss_fallback import loss_candidate
+
+    assert [k for k in (*KEYS, *LAYER_KEYS) if loss_candidate(k) is not None] == []
+
+
+def test_a_per_sample_loss_is_recorded_as_its_mean_with_one_warning(capsys):
+    # reduction="none" hands log() a vector: its mean is recorded (once warned), not
+    # dropped (a run without its loss, judged on what else it logged).
+    torch.manual_seed(0)
+    model = nn.Linear(6, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent")
+    x, y = torch.randn(16, 6), torch.randint(0, 3, (16,))
+    means = []
+    for step in range(2 * CHECK):
+        per = F.cross_entropy(model(x), y, reduction="none")
+        per.mean().backward()
+        mon.log(step, per)
+        means.append(float(per.mean()))
+        opt.step()
+        opt.zero_grad()
+    mon.close()
+    run = mon.guardian.runlog()
+    assert run.series["loss"].key == "loss"
+    assert list(run.series["loss"].values) == pytest.approx(means, rel=1e-6)
+    err = capsys.readouterr().err
+    assert err.count("the loss given to log() has 16 elements; their mean is recorded") == 1
+
+
+def test_a_sigmoid_target_of_a_loss_whose_input_has_no_graph_is_not_flagged():
+    # A label-update phase (PENCIL-style): the network is frozen, so the logits carry no
+    # graph, and the soft labels are sigmoid(learnable label logits) as BCE's target. The
+    # loss node's input edge is empty; its target edge holds the sigmoid.
+    torch.manual_seed(0)
+    model = nn.Linear(6, 4).requires_grad_(False)
+    labels = nn.Parameter(torch.zeros(16, 4))
+    opt = torch.optim.SGD([labels], lr=0.1)
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent")
+    x = torch.randn(16, 6)
+    for step in range(2 * CHECK):
+        loss = F.binary_cross_entropy_with_logits(model(x), torch.sigmoid(labels))
+        loss.backward()
+        mon.log(step, loss)
+        opt.step()
+        opt.zero_grad()
+    mon.close()
+    s = mon.guardian.runlog().series
+    assert list(s["model/probs_as_logits"].values) == [0.0, 0.0]
+
+
+# --------------------------------------------------------------------------- clipping and the scaler
+
+
+def _amp_loop(order: str, steps: int = 3 * CHECK):
+    """A classifier trained with a bf16 autocast and a CPU GradScaler (scale 2^16), the
+    gradients clipped to 1.0 in the given ``order``: ``"right"`` (unscale_, clip, log,
+    step), ``"no-unscale"`` (clip the scaled gradients, log, step: the bug). Returns the
+    monitor's report and the norms of the gradients the optimizer applied at each step."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent", scaler=scaler)
+    g = torch.Generator().manual_seed(1)
+    applied = []
+    for step in range(steps):
+        x = torch.randn(32, 6, generator=g)
+        y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        if order == "right":
+            scaler.unscale_(opt)
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        mon.log(step, loss)
+        if order == "right":
+            applied.append(float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))))
+        else:  # scaler.step unscales what the clip left
+            applied.append(float(torch.stack([p.grad.norm() for p in model.parameters()]).norm()) / scaler.get_scale())
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+    mon.close()
+    return mon.report(print_it=False), mon.guardian.runlog(), applied
+
+
+def test_the_applied_gradient_norm_is_the_norm_the_measured_step_applied():
+    _, run, applied = _amp_loop("right")
+    s = run.series["model/applied_grad_norm"]
+    # measured over the optimizer step after the call before each check
+    expected = [applied[int(st) - 1] for st in s.steps]
+    assert list(s.values) == pytest.approx(expected, rel=1e-5)
+
+
+def test_clipping_the_scaled_gradients_is_flagged_and_the_right_order_is_not():
+    rep, _, applied = _amp_loop("no-unscale")
+    f = one_finding(rep, "TP-CLIP-BEFORE-UNSCALE")
+    assert f.data["clip_bar"] == 1.0 and f.data["loss_scale"] == 2.0**16
+    assert max(applied) < 2e-5  # what the bug did: every gradient 1 / 65,536
+    rep, _, _ = _amp_loop("right")
+    assert "TP-CLIP-BEFORE-UNSCALE" not in {x.id for x in rep.findings}
+
+
+def one_finding(rep, rid):
+    found = [x for x in rep.findings if x.id == rid]
+    assert len(found) == 1, [x.id for x in rep.findings]
+    return found[0]

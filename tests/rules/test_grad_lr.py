@@ -421,3 +421,40 @@ def test_a_gradient_norm_logged_before_unscale_is_not_read_as_clipped():
     rng = np.random.default_rng(3)
     norms = 2.0**16 * 0.5 * np.exp(0.1 * rng.standard_normal(n))
     assert "TP-CLIP-BEFORE-UNSCALE" not in _amp_run(n, 0, norms, np.full(n, 2.0**16)).ids()
+
+
+@pytest.mark.parametrize("bar,scale", [(0.05, 2.0**10), (0.01, 2.0**12), (0.01, 2.0**13), (0.002, 2.0**15)])
+def test_a_small_bar_clipped_after_unscale_at_a_low_scale_is_not_flagged(bar, scale):
+    # The right order with a bar under 0.1 and a scaler that fell to 2^10..2^15: norm x
+    # scale (51.2, 40.96, 81.92, 65.536) is under 100 but no short decimal; the bar itself
+    # is the norm.
+    n = 100
+    norms = np.full(n, np.float32(bar) * (1 - 1e-6 / 0.3), dtype=np.float64)  # clip_grad_norm_'s 1e-6
+    assert "TP-CLIP-BEFORE-UNSCALE" not in _amp_run(n, 0, norms, np.full(n, scale)).ids()
+
+
+@pytest.mark.parametrize("rate", [1e-6, 1e-5, 1e-4])
+def test_a_smooth_unclipped_gradient_under_the_bar_is_not_flagged(rate):
+    # Full-batch training with no clipping at all: the gradient norm falls smoothly
+    # (rate per logged step), norm x scale passes 100 and keeps falling through numbers
+    # that are no short decimals for three steps in a row.
+    n = 400
+    norms = 1.53e-3 * np.exp(-rate * np.arange(n))
+    rep = _amp_run(n, 0, norms, np.full(n, 2.0**16), every=1)
+    assert "TP-CLIP-BEFORE-UNSCALE" not in rep.ids()
+
+
+def test_the_probe_s_applied_gradient_norm_is_read_before_the_logged_one():
+    # Clipped with no unscale_ at all and logged before scaler.step: the logged norm is the
+    # bar (the scaled gradients, clipped); the probe's applied norm is what the optimizer got.
+    n = 60
+    ls = [2.0**16 if (i + 1) % 5 == 0 else None for i in range(n)]
+    applied = [1.0 / 2.0**16 if (i + 1) % 5 == 0 else None for i in range(n)]
+    rep = judge(
+        loss=list(1.2 - 0.001 * np.arange(n)),
+        grad_norm=[1.0] * n,
+        loss_scale=ls,
+        **{"model/applied_grad_norm": applied},
+    )
+    f = one(rep, "TP-CLIP-BEFORE-UNSCALE")
+    assert f.data["clip_bar"] == 1.0 and "model/applied_grad_norm" in f.evidence

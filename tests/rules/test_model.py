@@ -508,13 +508,13 @@ def test_a_loss_given_probabilities_warns_from_the_first_check_that_shows_it(tmp
     rng = np.random.default_rng(seed)
     onset = int(rng.integers(0, n - 3))  # a model changed mid-run (a head swapped in)
     flag = np.r_[np.zeros(onset), np.ones(n - onset)]
-    f = one(judge_file(tmp_path, {"model/loss_on_probabilities": flag}, n, seed), "TP-SOFTMAX-BEFORE-LOSS")
+    f = one(judge_file(tmp_path, {"model/probs_as_logits": flag}, n, seed), "TP-SOFTMAX-BEFORE-LOSS")
     assert f.level is Level.WARN and f.step == (onset + 1) * EVERY
 
 
 @pytest.mark.parametrize("seed,n,noise", GRID)
 def test_a_loss_given_logits_is_not_flagged(tmp_path, seed, n, noise):
-    rep = judge_file(tmp_path, {"model/loss_on_probabilities": np.zeros(n)}, n, seed)
+    rep = judge_file(tmp_path, {"model/probs_as_logits": np.zeros(n)}, n, seed)
     assert "TP-SOFTMAX-BEFORE-LOSS" in rep.ran and "TP-SOFTMAX-BEFORE-LOSS" not in ids(rep)
 
 
@@ -522,4 +522,4 @@ def test_a_loss_given_probabilities_at_two_checks_only_is_not_yet_enough(tmp_pat
     # model_checks (3) in a row: two checks do not make the claim (one evaluation-only
     # graph seen twice is not the training loss).
     flag = np.r_[np.zeros(4), np.ones(2), np.zeros(4)]
-    assert "TP-SOFTMAX-BEFORE-LOSS" not in ids(judge_file(tmp_path, {"model/loss_on_probabilities": flag}, 10))
+    assert "TP-SOFTMAX-BEFORE-LOSS" not in ids(judge_file(tmp_path, {"model/probs_as_logits": flag}, 10))

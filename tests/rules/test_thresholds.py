@@ -185,7 +185,7 @@ def _built_runs():
         "model/grad_nonfinite_params": [1.0] * n,
         "model/grads_not_reset": [1.0] * n,
         "model/eval_mode_share": [1.0] * n,
-        "model/loss_on_probabilities": [1.0] * n,
+        "model/probs_as_logits": [1.0] * n,
         "model/layer_grad_norm_max": [4.0] * n,
         "model/layer_grad_norm_min": [-5.0] * n,
         "model/dead_relu_share": [1.0] * n,

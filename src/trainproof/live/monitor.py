@@ -244,6 +244,7 @@ class Monitor:
         self._grad_plan: tuple | None = None  # see _grad_partials
         self._last_time: float | None = None
         self._calls = 0
+        self._warned_vector_loss = False
         self._last_step: int | float | None = None  # the last step recorded (see _step_of)
         self._step_warned = False
         self._announced: set[str] = set()
@@ -456,6 +457,22 @@ class Monitor:
         return ("ratio", self._push(num), self._push(den))
 
     # --- the loop -----------------------------------------------------------------------
+    def _scalar_loss(self, loss):
+        """``loss`` as one value: a tensor of several elements (a per-sample loss, as
+        ``reduction="none"`` gives) is recorded as its mean, with one warning on stderr;
+        anything else as given (:meth:`_spec` keeps numbers and one-element tensors)."""
+        torch = self.torch
+        if isinstance(loss, torch.Tensor) and loss.numel() > 1 and loss.is_floating_point():
+            if not self._warned_vector_loss:
+                self._warned_vector_loss = True
+                print(
+                    f"trainproof: the loss given to log() has {loss.numel()} elements; their mean is recorded "
+                    "(pass the reduced loss to record what backward() was called on)",
+                    file=sys.stderr,
+                )
+            return loss.detach().float().mean()
+        return loss
+
     def _spec(self, value) -> tuple | None:
         """How a logged value is kept until the next flush: a host number as ``("v", x)``,
         a one-element real or integer tensor as a device column (detached, no copy to the
@@ -528,7 +545,7 @@ class Monitor:
                 finds one).
         """
         step = self._step_of(step)
-        values: dict[str, object] = {"loss": loss, "grad_norm": _GRAD}
+        values: dict[str, object] = {"loss": self._scalar_loss(loss), "grad_norm": _GRAD}
         for i, group in enumerate(self.optimizer.param_groups):
             values["lr" if i == 0 else f"lr_group_{i}"] = group.get("lr", float("nan"))
         if self._last_time is not None:

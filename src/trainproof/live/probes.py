@@ -60,8 +60,9 @@ KEYS = (
     "model/grads_cleared_before_step",
     "model/grad_nonfinite_params",
     "model/eval_mode_share",
-    "model/loss_on_probabilities",
+    "model/probs_as_logits",
     "model/grads_not_reset",
+    "model/applied_grad_norm",
     "model/layer_update_ratio_max",
     "model/layer_update_ratio_min",
     "model/layer_grad_norm_max",
@@ -79,7 +80,7 @@ KEYS = (
 #: The string keys: the layer (parameter or module name) a number of :data:`KEYS` is about.
 LAYER_KEYS = (
     "model/grad_nonfinite_layer",
-    "model/loss_on_probabilities_layer",
+    "model/probs_as_logits_layer",
     "model/layer_update_ratio_max_layer",
     "model/layer_update_ratio_min_layer",
     "model/layer_grad_norm_max_layer",
@@ -265,12 +266,15 @@ def squashed_twice(loss) -> str | None:
         name = type(node).__name__
         pair = _SQUASHED_TWICE.get(name)
         if pair is not None:
+            # The input is the node's first edge (a loss's target is another, and may be
+            # a sigmoid's output on purpose: soft labels); an input without a graph has
+            # None there.
             inner = node
             for _ in range(8):
-                nxt = [f for f, _ in getattr(inner, "next_functions", ()) if f is not None]
-                if not nxt:
+                edges = getattr(inner, "next_functions", ())
+                inner = edges[0][0] if edges else None
+                if inner is None:
                     break
-                inner = nxt[0]
                 if type(inner).__name__ == pair[0]:
                     return pair[1]
                 if type(inner).__name__ not in _SHAPE_ONLY:
@@ -449,7 +453,7 @@ class ModelProbe:
     def on_loss(self, loss) -> None:
         """Look at the autograd graph of this check step's ``loss`` (host work: a walk of at
         most :data:`LOSS_GRAPH_NODES` nodes, no device read); the check records
-        ``model/loss_on_probabilities``. A loss without a graph (a float) records nothing."""
+        ``model/probs_as_logits``. A loss without a graph (a float) records nothing."""
         if getattr(loss, "grad_fn", None) is None:
             return
         try:
@@ -671,11 +675,11 @@ class ModelProbe:
             host["model/eval_mode_share"] = self._eval_calls / self._calls
         graph, self._loss_graph = self._loss_graph, False
         if graph is not False:
-            host["model/loss_on_probabilities"] = float(graph is not None)
+            host["model/probs_as_logits"] = float(graph is not None)
             if graph is not None:
 
                 def named(v, out, d, g=graph):
-                    out["model/loss_on_probabilities_layer"] = d["loss_on_probabilities_layer"] = g
+                    out["model/probs_as_logits_layer"] = d["probs_as_logits_layer"] = g
 
                 jobs.append(named)
         self._calls = self._eval_calls = 0
@@ -874,6 +878,11 @@ class ModelProbe:
                 if k not in had and pid in with_grad and dn == 0.0 and lr > 0
             ]
             if not u.sharded:
+                applied = [x * x for x in g if math.isfinite(x) and x > 0]
+                if applied:
+                    # the norm of the gradient the optimizer step applied (after the
+                    # scaler's unscale_, wherever the training loop logs its own norm)
+                    out["model/applied_grad_norm"] = math.sqrt(math.fsum(applied))
                 out["model/params_not_updated"] = float(len(stuck))
                 d["params_not_updated"] = stuck[:MAX_NAMES]
                 out["model/grads_cleared_before_step"] = float(len(cleared))

@@ -269,12 +269,29 @@ def check_loss_scale_collapse(ctx):
     )
 
 
-#: How close the gradient norm times the loss scale must come back at each check to be
-#: one clipping bar: ``clip_grad_norm_`` sets the norm to the bar times
-#: norm / (norm + 1e-6), and unscaling multiplies by a power of two, so the product
-#: repeats to float32 rounding (about 1e-7); 1e-3 leaves room for a norm logged in
-#: float16 or rounded by a logger to 4 significant digits.
-CLIP_PRODUCT_REL_TOL = 1e-3
+#: How close to a short decimal a clipping bar read back must come. The bar a person sets
+#: (1.0, 0.5, 25) comes back from norm x scale to float32's precision (about 1e-7). Clipped
+#: after unscale_, norm x scale is the bar times a power of two of 2^10 or more, which for
+#: every bar of one significant digit from 0.001 to 0.1 lies more than 2e-4 from every
+#: decimal of two significant digits (a search over 2^10..2^32); among two-digit bars only
+#: 0.0047, 0.0083, 0.0094 and 0.083 come within 1e-4 at some scale.
+CLIP_BAR_REL_TOL = 1e-4
+#: How much norm x scale may move across the steps of the evidence: a clip returns the same
+#: norm at every step to float32's precision (clip_grad_norm_'s 1e-6 in the divisor is 1e-9
+#: of a scaled norm), where a smooth unclipped gradient passing a short decimal moves by its
+#: own rate from step to step.
+CLIP_PRODUCT_REL_SPREAD = 1e-6
+
+
+def short_decimal(x: float, digits: int, rel_tol: float = CLIP_BAR_REL_TOL) -> float | None:
+    """The decimal with at most ``digits`` significant digits within ``rel_tol`` of
+    ``x`` (relative), or ``None``: a value a person typed (a clipping bar of 1.0, 0.5, 25)
+    read back through float arithmetic. ``x`` must be positive and finite."""
+    if not (x > 0 and math.isfinite(x)):
+        return None
+    e = math.floor(math.log10(x)) - (digits - 1)
+    c = round(x / 10.0**e) * 10.0**e
+    return c if c > 0 and abs(x - c) <= rel_tol * c else None
 
 
 @rule(
@@ -282,49 +299,60 @@ CLIP_PRODUCT_REL_TOL = 1e-3
     Level.WARN,
     "updates",
     "gradients are clipped while still multiplied by the loss scale",
-    needs=[Need("loss_scale", "model_checks"), Need("grad_norm", "model_checks")],
+    needs=[Need("loss_scale", "model_checks"), Need(("model/applied_grad_norm", "grad_norm"), "model_checks")],
     thresholds=["model_checks", "clip_unscale_max_product", "clip_unscale_min_scale"],
     least_evidence="The points are steps that log both the loss scale and the gradient norm, {model_checks} "
     "in a row: the clipping bar read back from each of them is the evidence, not a curve.",
     detects="At {model_checks} steps in a row that log the loss scale (at least {clip_unscale_min_scale:g}) "
-    "and the gradient norm as the optimizer gets it (after unscale_), the norm times the scale is the same "
-    "value to 0.1% and at most {clip_unscale_max_product:g}: every step's gradient was clipped to that bar "
-    "while it was still multiplied by the scale.",
+    "and the norm of the gradient the optimizer applied (the live probe's `model/applied_grad_norm`, else the "
+    "logged gradient norm), the norm times the scale is one and the same short decimal (at most two significant "
+    "digits, at most {clip_unscale_max_product:g}: a clipping bar someone set): the gradients were clipped to "
+    "that bar while still multiplied by the scale.",
     why="A GradScaler multiplies the loss, so the gradients, by its scale (65,536 at the start). Clipping them "
-    "before scaler.unscale_ clips the scaled gradients to the bar; unscaling then divides by the scale, and "
-    "every update is the scale times smaller than it should be: the run barely moves and its loss curve looks "
-    "like a slow learner's.",
-    not_mean="Gradients clipped after unscale_ at every step have a norm equal to the bar itself, and times "
-    "a scale of 1024 or more that is far above any bar in use. A gradient norm logged before unscale_ "
-    "(scaled) varies from step to step and is not read as clipped.",
-    causes="clip_grad_norm_ called between scaler.scale(loss).backward() and scaler.unscale_(optimizer) "
-    "(or with no unscale_ at all before scaler.step), a custom loop ported from fp32 code to AMP.",
+    "before scaler.unscale_ (or with no unscale_ before scaler.step) clips the scaled gradients to the bar; "
+    "unscaling then divides by the scale. With SGD every update is the scale times too small and the run barely "
+    "moves; Adam's normalisation hides most of the shrink, but the clip then acts at every step whatever the "
+    "gradient.",
+    not_mean="Gradients clipped after unscale_ have a norm equal to the bar itself (a short decimal), and the "
+    "bar times a scale of 2^10 or more is no short decimal. A norm that moves from step to step, however small, "
+    "is not a clip; a scaler that fell below 2^10 is left alone.",
+    causes="clip_grad_norm_ called between scaler.scale(loss).backward() and scaler.unscale_(optimizer), or "
+    "with no unscale_ at all before scaler.step; a custom loop ported from fp32 code to AMP.",
     try_="Call scaler.unscale_(optimizer) before clip_grad_norm_, then scaler.step(optimizer) and "
-    "scaler.update(); restart training: the run so far took updates the scale times too small.",
+    "scaler.update(); restart training: the run so far took updates clipped at the scale times the bar.",
 )
 def check_clip_before_unscale(ctx):
     th = ctx.th
-    ls, g = ctx.finite("loss_scale"), ctx.finite("grad_norm")
+    ls = ctx.finite("loss_scale")
+    g = ctx.finite("model/applied_grad_norm" if ctx.has("model/applied_grad_norm") else "grad_norm")
     at = np.searchsorted(g.steps, ls.steps)
     same = at < len(g)
     same[same] = g.steps[at[same]] == ls.steps[same]
     scale, norm, steps, lines = ls.values[same], g.values[at[same]], ls.steps[same], ls.lines[same]
     product = norm * scale
-    hit = (scale >= th.clip_unscale_min_scale) & (product > 0) & (product <= th.clip_unscale_max_product)
+    bars = [
+        short_decimal(float(p), 2) if s >= th.clip_unscale_min_scale and 0 < p <= th.clip_unscale_max_product else None
+        for p, s in zip(product.tolist(), scale.tolist())
+    ]
+    hit = np.array([b is not None for b in bars], dtype=bool)
     need = int(th.model_checks)
     for start, length in runs_of(hit):
         for i in range(start, start + length - need + 1):
             window = product[i : i + need]
-            if float(np.max(window)) <= float(np.min(window)) * (1 + CLIP_PRODUCT_REL_TOL):
-                bar = float(np.median(window))
-                yield ctx.finding(
-                    f"gradients are clipped before unscale_: each update is {float(scale[i]):,.0f}x too small",
-                    f"at {need} steps in a row from step {step(steps[i])} the gradient norm times the loss scale "
-                    f"is {num(bar)} (norm {num(float(norm[i]))}, scale {num(float(scale[i]))}): the gradients were "
-                    f"clipped to a bar of {num(bar)} while still scaled, and unscaling divided them by the scale. "
-                    f"Clipped after unscale_, the norm would be {num(bar)} itself.",
-                    {"clip_bar": bar, "loss_scale": float(scale[i]), "grad_norm": float(norm[i]), "points": need},
-                    step=steps[i],
-                    line=lines[i],
-                )
-                return
+            if len({bars[k] for k in range(i, i + need)}) != 1 or np.max(window) > np.min(window) * (
+                1 + CLIP_PRODUCT_REL_SPREAD
+            ):
+                continue
+            bar = float(bars[i])
+            yield ctx.finding(
+                f"gradients are clipped before unscale_: the optimizer gets them {float(scale[i]):,.0f}x below "
+                f"the bar {num(bar)}",
+                f"at {need} steps in a row from step {step(steps[i])} the norm of the gradient applied ({g.key}) "
+                f"times the loss scale is {num(bar)} (norm {num(float(norm[i]))}, scale {num(float(scale[i]))}): the "
+                f"gradients were clipped to a bar of {num(bar)} while still scaled, and unscaling divided them by "
+                f"the scale. Clipped after unscale_, the norm would be {num(bar)} itself.",
+                {"clip_bar": bar, "loss_scale": float(scale[i]), "grad_norm": float(norm[i]), "points": need},
+                step=steps[i],
+                line=lines[i],
+            )
+            return

@@ -439,11 +439,11 @@ def check_eval_mode(ctx):
     Level.WARN,
     GROUP,
     "a loss that applies softmax (or sigmoid) itself is given probabilities",
-    needs=[Need("model/loss_on_probabilities", "model_checks")],
+    needs=[Need("model/probs_as_logits", "model_checks")],
     thresholds=["model_checks"],
     least_evidence="The points are consecutive checks, each a look at the autograd graph of that step's loss: "
     "the graph itself is the evidence, not a curve.",
-    detects="`model/loss_on_probabilities` is 1 at {model_checks} checks in a row: in the autograd graph of the "
+    detects="`model/probs_as_logits` is 1 at {model_checks} checks in a row: in the autograd graph of the "
     "loss given to the monitor, the log-softmax of a cross-entropy takes the output of a softmax, or a "
     "binary cross-entropy with logits takes the output of a sigmoid (through reshapes, casts and selections "
     "only). Measured by `trainproof.monitor` from the loss tensor passed to `log()` (a float carries no graph).",
@@ -463,13 +463,13 @@ def check_eval_mode(ctx):
 def check_softmax_before_loss(ctx):
     f = _persistent(
         ctx,
-        "model/loss_on_probabilities",
+        "model/probs_as_logits",
         lambda v: v >= 0.5,
         lambda v: (
             "the loss is given probabilities: it applies its own softmax (or sigmoid) to an output that already had one"
         ),
         "1 (a squashing function applied twice)",
-        layer_key="model/loss_on_probabilities_layer",
+        layer_key="model/probs_as_logits_layer",
     )
     if f is not None:
         yield f

@@ -458,3 +458,40 @@ def test_the_probe_s_applied_gradient_norm_is_read_before_the_logged_one():
     )
     f = one(rep, "TP-CLIP-BEFORE-UNSCALE")
     assert f.data["clip_bar"] == 1.0 and "model/applied_grad_norm" in f.evidence
+
+
+# --- gradient spikes against the level around them -------------------------------------------
+
+
+def _norm_curve(n: int, start: float, end: float, noise: float, seed: int) -> np.ndarray:
+    """A gradient norm moving geometrically from ``start`` to ``end`` over ``n`` logs,
+    with log-normal noise of sd ``noise``."""
+    rng = np.random.default_rng(seed)
+    return np.geomspace(start, end, n) * np.exp(noise * rng.standard_normal(n))
+
+
+SPIKE_GRID = [(n, noise, seed) for n in (60, 300, 3000) for noise in (0.1, 0.3) for seed in (0, 1)]
+
+
+@pytest.mark.parametrize("n,noise,seed", SPIKE_GRID)
+@pytest.mark.parametrize("start,end", [(0.4, 0.01), (1.0, 0.02), (0.5, 5.0)])
+def test_a_gradient_norm_that_falls_or_rises_over_the_run_is_no_spike(n, noise, seed, start, end):
+    # A regression's gradient shrinks with its residual (40x, 50x); a language model's
+    # grows as its learning rate decays (10x): each norm is at the level around it.
+    g = _norm_curve(n, start, end, noise, seed)
+    rep = judge(loss=list(np.geomspace(3.0, 0.5, n)), grad_norm=list(g))
+    assert "TP-GRAD-SPIKE" in rep.ran and "TP-GRAD-SPIKE" not in rep.ids(), one(rep, "TP-GRAD-SPIKE").evidence
+
+
+@pytest.mark.parametrize("n,noise,seed", SPIKE_GRID)
+@pytest.mark.parametrize("where", [0.05, 0.3, 0.5])
+@pytest.mark.parametrize("burst", [1, 5])
+def test_a_spike_above_the_level_around_it_warns_in_a_falling_norm(n, noise, seed, where, burst):
+    # Up to the middle of the run the level around a norm is at or above the run's median;
+    # later the median is the level (a spike must clear 10x of it), as it was before the
+    # level around a norm counted.
+    g = _norm_curve(n, 0.4, 0.01, noise, seed)
+    at = min(max(1, int(where * n)), n - burst)
+    g[at : at + burst] *= 30.0
+    f = one(judge(loss=list(np.geomspace(3.0, 0.5, n)), grad_norm=list(g)), "TP-GRAD-SPIKE")
+    assert f.level is Level.WARN and at * 10 + 10 <= f.step <= (at + burst) * 10

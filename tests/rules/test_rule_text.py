@@ -105,7 +105,7 @@ def test_the_other_families_state_their_thresholds_too():
         }
     )
     cases = {
-        "TP-GRAD-SPIKE": ("above 10x the median", "above 20x the median"),
+        "TP-GRAD-SPIKE": ("above 10x the level around", "above 20x the level around"),
         "TP-ZERO-LR": ("at least 99% of the logged", "at least 95% of the logged"),
         "TP-EVAL-DIVERGE": ("half of ln 1.2,", "half of ln 1.3,"),
         "TP-STEP-CLIFF": ("more than 3x that of the first half", "more than 4x that of the first half"),

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, step, times
-from ._stats import improvement, median, runs_of
+from ._stats import improvement, median, runs_of, window_medians
 from .registry import Need, rule
 
 
@@ -198,14 +198,36 @@ def check_zero_grad_onset(ctx):
     )
 
 
+#: Logged gradient norms around a norm whose median is its local level (TP-GRAD-SPIKE): a
+#: norm that falls as the model fits (a regression's gradient shrinks with its residual,
+#: 20x over a run) or rises as the learning rate decays is its own level, while a burst of
+#: up to 10 high norms in a row leaves the median of 21 at the level around it.
+GRAD_SPIKE_WINDOW = 21
+
+
+def grad_level_around(vals: np.ndarray) -> np.ndarray:
+    """For each gradient norm of ``vals`` (shape ``(n,)``, finite), the level it is
+    compared with: the larger of the run's median and the median of the
+    :data:`GRAD_SPIKE_WINDOW` logged norms centred on it (the first and last full window
+    at the ends; the run's median alone when the run is shorter than a window). The
+    larger of the two: a norm that falls over the run is not a spike where it is high, and
+    the noisy low end of a small-batch run is not held to a lower level than before."""
+    med = float(median(vals))
+    n = vals.size
+    if n < GRAD_SPIKE_WINDOW:
+        return np.full(n, med)
+    wm = window_medians(vals, GRAD_SPIKE_WINDOW)
+    return np.maximum(med, wm[np.clip(np.arange(n) - GRAD_SPIKE_WINDOW // 2, 0, wm.size - 1)])
+
+
 @rule(
     "TP-GRAD-SPIKE",
     Level.WARN,
     "spike",
-    "a gradient norm more than {grad_spike_factor:g}x the run's median",
+    "a gradient norm more than {grad_spike_factor:g}x the level around it",
     needs=[Need("grad_norm", "min_value_points")],
     thresholds=["grad_spike_factor", "min_value_points"],
-    detects="Finite gradient norms above {grad_spike_factor:g}x the median norm of the run, ignoring the first logged norm.",
+    detects="Finite gradient norms above {grad_spike_factor:g}x the level around them: the larger of the run's median norm and the median of the 21 logged norms centred on each (a norm high where the whole run's norm is high, early in a falling norm or late in a rising one, is its own level). The first logged norm is ignored.",
     why="A spike is one step that moved the weights far more than the others; repeated spikes often precede divergence.",
     not_mean="It does not mean the run diverged: the loss may absorb a spike (gradient clipping caps the update). The first logged norm is ignored because large norms at the start are normal.",
     causes="An outlier batch (very long sequence, corrupt sample), a learning rate near the edge of stability, no gradient clipping.",
@@ -219,16 +241,26 @@ def check_grad_spike(ctx):
     med = float(median(vals))
     if med <= 0:
         return
-    spikes = vals > ctx.th.grad_spike_factor * med
+    level = grad_level_around(vals)
+    spikes = vals > ctx.th.grad_spike_factor * level
     if not spikes.any():
         return
-    i = int(np.argmax(np.where(spikes, vals, -np.inf)))
+    i = int(np.argmax(np.where(spikes, vals / level, -np.inf)))
     count = int(spikes.sum())
     yield ctx.finding(
-        f"gradient norm spikes to {num(vals[i])} at step {step(steps[i])} ({times(vals[i] / med, 0)} the median)",
-        f"{count} logged gradient norm(s) exceed {num(ctx.th.grad_spike_factor)}x the median {num(med)}; "
-        f"the largest is {num(vals[i])} at step {step(steps[i])} (line {int(lines[i])}).",
-        {"count": count, "max": vals[i], "max_step": steps[i], "median": med, "factor": ctx.th.grad_spike_factor},
+        f"gradient norm spikes to {num(vals[i])} at step {step(steps[i])} ({times(vals[i] / level[i], 0)} the level "
+        "around it)",
+        f"{count} logged gradient norm(s) exceed {num(ctx.th.grad_spike_factor)}x the level around them (the larger "
+        f"of the run's median {num(med)} and the median of the {GRAD_SPIKE_WINDOW} norms centred on each); the "
+        f"largest is {num(vals[i])} at step {step(steps[i])} (line {int(lines[i])}), against {num(float(level[i]))}.",
+        {
+            "count": count,
+            "max": vals[i],
+            "max_step": steps[i],
+            "median": med,
+            "level": float(level[i]),
+            "factor": ctx.th.grad_spike_factor,
+        },
         step=steps[i],
         line=lines[i],
     )

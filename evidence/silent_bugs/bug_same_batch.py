@@ -9,7 +9,9 @@ from torch import nn, optim
 from . import _common as c
 
 BUG = "the same batch every step: the model memorises one batch"
-CATCH = {"by": "loss", "rules": ("TP-OVERFIT", "TP-EVAL-DIVERGE"), "level": "WARN"}
+#: The input of each check step is the batch of the check before (TP-SAME-BATCH, with
+#: activations=True); in the loss curves, a held-out loss that rises.
+CATCH = {"by": "model", "rules": ("TP-SAME-BATCH", "TP-OVERFIT", "TP-EVAL-DIVERGE"), "level": "WARN"}
 
 
 def run(**monitor_kwargs):

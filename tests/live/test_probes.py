@@ -487,7 +487,7 @@ def test_hooks_are_removed_after_each_check_and_the_step_counter_at_close():
         opt.step()
         opt.zero_grad()
     # armed at the call before each check (steps 2 and 6), gone after the check
-    assert during[2][0] == 2 and during[2][2] == 1
+    assert during[2][0] == 3 and during[2][2] == 1  # tanh, relu and the input batch's pre-hook
     assert during[3] == (0, 0, 0) and during[7] == (0, 0, 0)
     assert len(opt._optimizer_step_post_hooks) == 1  # the step counter
     mon.close()
@@ -776,3 +776,55 @@ def one_finding(rep, rid):
     found = [x for x in rep.findings if x.id == rid]
     assert len(found) == 1, [x.id for x in rep.findings]
     return found[0]
+
+
+# --------------------------------------------------------------------------- the input batch
+
+
+def _batch_loop(kind: str, steps: int = 3 * CHECK):
+    """A classifier trained with activations=True on batches drawn as ``kind`` says:
+    ``"same"`` (one batch drawn before the loop), ``"shuffled"`` (a new random batch each
+    step), ``"first-of-fresh-iterator"`` (``next(iter(loader))`` in the loop, no shuffle),
+    ``"eval-first"`` (shuffled, with an evaluation pass on a fixed set before the training
+    forward of every step). Returns the check steps' ``model/same_batch`` values."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent", activations=True)
+    g = torch.Generator().manual_seed(1)
+    data = torch.utils.data.TensorDataset(torch.randn(256, 6, generator=g), torch.randint(0, 4, (256,), generator=g))
+    loader = torch.utils.data.DataLoader(data, batch_size=32, shuffle=False)
+    fixed = data[:32]
+    held_out = torch.randn(64, 6, generator=g)
+    for step in range(steps):
+        if kind == "same":
+            x, y = fixed
+        elif kind == "first-of-fresh-iterator":
+            x, y = next(iter(loader))
+        else:
+            idx = torch.randint(0, 256, (32,), generator=g)
+            x, y = data[idx]
+        if kind == "eval-first":
+            model.eval()
+            with torch.no_grad():
+                model(held_out)
+            model.train()
+        F.cross_entropy(model(x), y).backward()
+        mon.log(step, 1.0)
+        opt.step()
+        opt.zero_grad()
+    mon.close()
+    s = mon.guardian.runlog().series
+    return list(s["model/same_batch"].values) if "model/same_batch" in s else None
+
+
+@pytest.mark.parametrize("kind", ["same", "first-of-fresh-iterator"])
+def test_the_same_input_batch_at_every_check_is_seen(kind):
+    assert _batch_loop(kind) == [1.0, 1.0]  # compared from the second check on
+
+
+@pytest.mark.parametrize("kind", ["shuffled", "eval-first"])
+def test_fresh_batches_are_not_the_same_batch(kind):
+    # An evaluation pass on a fixed held-out set (no gradients, eval mode) is not the
+    # batch trained on.
+    assert _batch_loop(kind) == [0.0, 0.0]

@@ -92,7 +92,7 @@ def test_an_ordinary_log_leaves_the_model_rules_out_and_a_probed_one_lists_the_a
     """A log no probe wrote: the model rules do not apply, and its report is what it was
     before they existed. A probed run without activations: the activation rules are
     skipped as ``absent``, the others run."""
-    assert len(MODEL_IDS) == 16
+    assert len(MODEL_IDS) == 17
     rep = judge_file(tmp_path, {}, 10)
     assert not set(MODEL_IDS) & (set(rep.ran) | set(rep.skipped)) and rep.verdict.value == "PASS"
     rep = judge_file(tmp_path, {"model/params_no_grad": np.zeros(10), "model/grads_not_reset": np.zeros(10)}, 10)
@@ -523,3 +523,25 @@ def test_a_loss_given_probabilities_at_two_checks_only_is_not_yet_enough(tmp_pat
     # graph seen twice is not the training loss).
     flag = np.r_[np.zeros(4), np.ones(2), np.zeros(4)]
     assert "TP-SOFTMAX-BEFORE-LOSS" not in ids(judge_file(tmp_path, {"model/probs_as_logits": flag}, 10))
+
+
+# --- the same batch at every check -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed,n,noise", GRID)
+def test_the_same_batch_at_checks_in_a_row_warns_from_its_first_repeat(tmp_path, seed, n, noise):
+    rng = np.random.default_rng(seed)
+    onset = int(rng.integers(1, n - 2))  # a loop changed mid-run
+    flag = np.r_[np.zeros(onset), np.ones(n - onset)]
+    f = one(judge_file(tmp_path, {"model/same_batch": flag}, n, seed), "TP-SAME-BATCH")
+    assert f.level is Level.WARN and f.step == (onset + 1) * EVERY
+
+
+@pytest.mark.parametrize("seed,n,noise", GRID)
+def test_a_batch_repeated_once_is_not_the_same_batch_every_step(tmp_path, seed, n, noise):
+    # One repeat (a loader that yields a batch twice at an epoch boundary) among fresh ones.
+    rng = np.random.default_rng(seed)
+    flag = np.zeros(n)
+    flag[int(rng.integers(0, n))] = 1.0
+    rep = judge_file(tmp_path, {"model/same_batch": flag}, n, seed)
+    assert "TP-SAME-BATCH" in rep.ran and "TP-SAME-BATCH" not in ids(rep)

@@ -186,6 +186,7 @@ def _built_runs():
         "model/grads_not_reset": [1.0] * n,
         "model/eval_mode_share": [1.0] * n,
         "model/probs_as_logits": [1.0] * n,
+        "model/same_batch": [1.0] * n,
         "model/layer_grad_norm_max": [4.0] * n,
         "model/layer_grad_norm_min": [-5.0] * n,
         "model/dead_relu_share": [1.0] * n,

@@ -70,6 +70,7 @@ KEYS = (
     "model/dead_relu_share",
     "model/saturated_share",
     "model/activation_scale_max",
+    "model/same_batch",
     "model/replica_drift",
     "model/scheduler_steps",
     "model/optimizer_steps",
@@ -157,6 +158,7 @@ class _Acts:
     alive: dict = field(default_factory=dict)  # module name -> bool tensor of units seen > 0
     saturated: dict = field(default_factory=dict)  # name -> [count tensor, numel]
     sumsq: dict = field(default_factory=dict)  # name -> [float tensor, numel]
+    batch: tuple | None = None  # (shape, sum, sum of squares) of the first training input
 
 
 def unwrap(model):
@@ -354,6 +356,7 @@ class ModelProbe:
         self._reset_flag = None  # 0-d tensor: 1 when the gradient was not reset
         self._reset_pending = False
         self._acts: _Acts | None = None
+        self._last_batch: tuple | None = None  # the previous check's input fingerprint
         self._fsdp1: bool | None = None
         self._updates_off = False  # the step hooks failed once on this model or optimizer
         self._name_map: dict[int, str] = {}  # id(parameter) -> name, as of the last check
@@ -622,7 +625,22 @@ class ModelProbe:
 
             return hook
 
+        def batch_hook(mod, args, kwargs):
+            a = ref()
+            # The first forward with gradients on, in training mode: an evaluation pass on
+            # a fixed held-out set in the same window is not the batch trained on.
+            if a is None or a.batch is not None or not torch.is_grad_enabled() or not mod.training:
+                return None
+            t = next((x for x in (*args, *kwargs.values()) if isinstance(x, torch.Tensor) and x.numel()), None)
+            if t is None or t.is_complex():
+                return None
+            with torch.no_grad():
+                d = t.detach().to(torch.float64)
+                a.batch = (tuple(t.shape), d.sum(), d.square().sum())
+            return None
+
         try:
+            acts.handles.append(self.inner.register_forward_pre_hook(batch_hook, with_kwargs=True))
             for name, m in self.inner.named_modules():
                 kind = kinds.get(type(m).__name__)
                 if kind is None or not isinstance(m, nn.Module):
@@ -904,6 +922,22 @@ class ModelProbe:
         jobs.append(job)
 
     def _acts_job(self, acts: _Acts, jobs: list, take) -> None:
+        batch = None
+        if acts.batch is not None:
+            shape, total, squares = acts.batch
+            batch = (shape, take(total), take(squares))
+
+        def same_batch(v, out, d):
+            # The input's fingerprint against the previous check's: identical shape, sum
+            # and sum of squares (float64) is the same batch, 10 steps (a check) later.
+            if batch is None:
+                return
+            fp = (batch[0], float(v[batch[1]]), float(v[batch[2]]))
+            if self._last_batch is not None:
+                out["model/same_batch"] = float(fp == self._last_batch)
+            self._last_batch = fp
+
+        jobs.append(same_batch)
         dead = {n: take(1.0 - a.float().mean()) for n, a in acts.alive.items()}
         sat = {n: (take(c.float()), k) for n, (c, k) in acts.saturated.items()}
         rms = {n: (take(s.float()), k) for n, (s, k) in acts.sumsq.items()}

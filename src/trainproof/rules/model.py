@@ -475,6 +475,43 @@ def check_softmax_before_loss(ctx):
         yield f
 
 
+@rule(
+    "TP-SAME-BATCH",
+    Level.WARN,
+    GROUP,
+    "the model trains on the same input batch at every check",
+    needs=[Need("model/same_batch", "same_batch_checks")],
+    thresholds=["same_batch_checks"],
+    least_evidence="The points are consecutive checks, each comparing the input trained on with the one of "
+    "the check before: a fingerprint, not a curve.",
+    detects="`model/same_batch` is 1 at {same_batch_checks} checks in a row: the first training forward pass "
+    "of each check step (gradients on, training mode; with `activations=True`) took an input with the same "
+    "shape, float64 sum and sum of squares as at the check before it.",
+    why="A model shown one batch over and over memorises it: the training loss falls fast and smoothly, the "
+    "look of a run learning well, while nothing is learned about the data set; only a held-out loss shows it, "
+    "and only later.",
+    not_mean="Full-batch training (the whole data set at every step: a small regression, a PINN, L-BFGS) "
+    "shows the same input at every check by design; so does a data set no larger than one batch. Evaluation "
+    "passes are not compared (they run without gradients or in eval mode).",
+    causes="`next(iter(loader))` inside the loop (a fresh iterator each step, without shuffling: its first "
+    "batch), one batch drawn before the loop from a debugging session, a sampler or data set that returns one "
+    "item, an index that never advances.",
+    try_="Iterate the loader (`for x, y in loader:`) or keep one iterator across steps; check that two "
+    "consecutive batches differ.",
+)
+def check_same_batch(ctx):
+    f = _persistent(
+        ctx,
+        "model/same_batch",
+        lambda v: v >= 0.5,
+        lambda v: "the model trains on the same input batch at every check",
+        "1 (the batch of the check before)",
+        need=int(ctx.th.same_batch_checks),
+    )
+    if f is not None:
+        yield f
+
+
 # --- per-layer gradients and updates ------------------------------------------------------
 
 

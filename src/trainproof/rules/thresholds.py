@@ -893,6 +893,17 @@ class Thresholds:
         unit="share",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )
+    same_batch_checks: int = threshold(
+        2,
+        "Checks in a row (each a comparison with the check before it, 10 steps apart at the "
+        "monitor's default) whose training input is the same batch, bit for bit: three checks "
+        "that saw one batch. Engineering choice: a fingerprint of the input (its shape, float64 "
+        "sum and sum of squares) that repeats across independent draws of a shuffled loader "
+        "does not happen by chance, so two comparisons suffice; one could be a loader that "
+        "yields a batch twice at an epoch boundary.",
+        unit="checks",
+        valid=count(1),
+    )
     scheduler_stuck_steps: int = threshold(
         2000,
         "A learning-rate scheduler whose step count did not move while the optimizer took 2000 "

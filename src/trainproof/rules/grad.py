@@ -8,7 +8,7 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, step, times
-from ._stats import improvement, median, runs_of, window_medians
+from ._stats import improvement, median, runs_of, window_medians_at
 from .registry import Need, rule
 
 
@@ -205,19 +205,30 @@ def check_zero_grad_onset(ctx):
 GRAD_SPIKE_WINDOW = 21
 
 
-def grad_level_around(vals: np.ndarray) -> np.ndarray:
-    """For each gradient norm of ``vals`` (shape ``(n,)``, finite), the level it is
-    compared with: the larger of the run's median and the median of the
+def grad_level_around(vals: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The level each gradient norm ``vals[at]`` is compared with (``vals`` shape ``(n,)``,
+    finite; ``at`` int indices): the larger of the run's median and the median of the
     :data:`GRAD_SPIKE_WINDOW` logged norms centred on it (the first and last full window
-    at the ends; the run's median alone when the run is shorter than a window). The
-    larger of the two: a norm that falls over the run is not a spike where it is high, and
-    the noisy low end of a small-batch run is not held to a lower level than before."""
+    at the ends; the run's median alone when the run is shorter than a window). Only the
+    windows of ``at`` are sorted: a spike is above the run's median anyway, so the caller
+    asks for the few norms above it, never for a window per point of a long run."""
     med = float(median(vals))
     n = vals.size
-    if n < GRAD_SPIKE_WINDOW:
-        return np.full(n, med)
-    wm = window_medians(vals, GRAD_SPIKE_WINDOW)
-    return np.maximum(med, wm[np.clip(np.arange(n) - GRAD_SPIKE_WINDOW // 2, 0, wm.size - 1)])
+    if n < GRAD_SPIKE_WINDOW or at.size == 0:
+        return np.full(at.size, med)
+    starts = np.clip(at - GRAD_SPIKE_WINDOW // 2, 0, n - GRAD_SPIKE_WINDOW)
+    # in slices, so that a run with many norms above its median sorts a bounded block
+    local = np.concatenate(
+        [
+            window_medians_at(vals, GRAD_SPIKE_WINDOW, starts[i : i + _LEVEL_BLOCK])
+            for i in range(0, starts.size, _LEVEL_BLOCK)
+        ]
+    )
+    return np.maximum(med, local)
+
+
+#: Windows sorted at once by :func:`grad_level_around` (65,536 windows of 21 float64: 11 MB).
+_LEVEL_BLOCK = 1 << 16
 
 
 @rule(
@@ -241,24 +252,27 @@ def check_grad_spike(ctx):
     med = float(median(vals))
     if med <= 0:
         return
-    level = grad_level_around(vals)
-    spikes = vals > ctx.th.grad_spike_factor * level
-    if not spikes.any():
+    factor = ctx.th.grad_spike_factor
+    above = np.flatnonzero(vals > factor * med)
+    levels = grad_level_around(vals, above)
+    hit = vals[above] > factor * levels
+    if not hit.any():
         return
-    i = int(np.argmax(np.where(spikes, vals / level, -np.inf)))
-    count = int(spikes.sum())
+    spikes, level_of = above[hit], levels[hit]
+    k = int(np.argmax(vals[spikes] / level_of))
+    i, count, lvl = int(spikes[k]), int(spikes.size), float(level_of[k])
     yield ctx.finding(
-        f"gradient norm spikes to {num(vals[i])} at step {step(steps[i])} ({times(vals[i] / level[i], 0)} the level "
+        f"gradient norm spikes to {num(vals[i])} at step {step(steps[i])} ({times(vals[i] / lvl, 0)} the level "
         "around it)",
         f"{count} logged gradient norm(s) exceed {num(ctx.th.grad_spike_factor)}x the level around them (the larger "
         f"of the run's median {num(med)} and the median of the {GRAD_SPIKE_WINDOW} norms centred on each); the "
-        f"largest is {num(vals[i])} at step {step(steps[i])} (line {int(lines[i])}), against {num(float(level[i]))}.",
+        f"largest is {num(vals[i])} at step {step(steps[i])} (line {int(lines[i])}), against {num(lvl)}.",
         {
             "count": count,
             "max": vals[i],
             "max_step": steps[i],
             "median": med,
-            "level": float(level[i]),
+            "level": lvl,
             "factor": ctx.th.grad_spike_factor,
         },
         step=steps[i],

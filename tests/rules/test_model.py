@@ -503,12 +503,17 @@ def test_the_vanishing_evidence_cites_the_smallest_ratio(tmp_path):
 # --- a loss given probabilities ----------------------------------------------------------------
 
 
+#: The rules whose evidence is a 0/1 flag the probe sets at a check: (id, key).
+FLAG_RULES = [("TP-SOFTMAX-BEFORE-LOSS", "model/probs_as_logits"), ("TP-SAME-BATCH", "model/same_batch")]
+
+
+@pytest.mark.parametrize("rid,key", FLAG_RULES)
 @pytest.mark.parametrize("seed,n,noise", GRID)
-def test_a_loss_given_probabilities_warns_from_the_first_check_that_shows_it(tmp_path, seed, n, noise):
+def test_a_flag_rule_warns_from_the_first_check_that_shows_it(tmp_path, rid, key, seed, n, noise):
     rng = np.random.default_rng(seed)
-    onset = int(rng.integers(0, n - 3))  # a model changed mid-run (a head swapped in)
+    onset = int(rng.integers(1, n - 3))  # a loop changed mid-run (a head swapped in, a loader replaced)
     flag = np.r_[np.zeros(onset), np.ones(n - onset)]
-    f = one(judge_file(tmp_path, {"model/probs_as_logits": flag}, n, seed), "TP-SOFTMAX-BEFORE-LOSS")
+    f = one(judge_file(tmp_path, {key: flag}, n, seed), rid)
     assert f.level is Level.WARN and f.step == (onset + 1) * EVERY
 
 
@@ -526,15 +531,6 @@ def test_a_loss_given_probabilities_at_two_checks_only_is_not_yet_enough(tmp_pat
 
 
 # --- the same batch at every check -------------------------------------------------------------
-
-
-@pytest.mark.parametrize("seed,n,noise", GRID)
-def test_the_same_batch_at_checks_in_a_row_warns_from_its_first_repeat(tmp_path, seed, n, noise):
-    rng = np.random.default_rng(seed)
-    onset = int(rng.integers(1, n - 2))  # a loop changed mid-run
-    flag = np.r_[np.zeros(onset), np.ones(n - onset)]
-    f = one(judge_file(tmp_path, {"model/same_batch": flag}, n, seed), "TP-SAME-BATCH")
-    assert f.level is Level.WARN and f.step == (onset + 1) * EVERY
 
 
 @pytest.mark.parametrize("seed,n,noise", GRID)

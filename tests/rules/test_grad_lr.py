@@ -495,3 +495,16 @@ def test_a_spike_above_the_level_around_it_warns_in_a_falling_norm(n, noise, see
     g[at : at + burst] *= 30.0
     f = one(judge(loss=list(np.geomspace(3.0, 0.5, n)), grad_norm=list(g)), "TP-GRAD-SPIKE")
     assert f.level is Level.WARN and at * 10 + 10 <= f.step <= (at + burst) * 10
+
+
+@pytest.mark.parametrize("n,noise,seed", SPIKE_GRID)
+@pytest.mark.parametrize("at", [1, 3, 10])
+def test_a_norm_that_climbs_over_several_logs_while_the_loss_leaves_its_plateau_is_no_spike(n, noise, seed, at):
+    # An HF classifier's norm: 0.6, 1.4, 3.4, 4.3, 2.7, 1.3, 0.8 while the loss falls 5.5 -> 0.7,
+    # then down to 20x under its peak as the model fits: a hump, not a jump.
+    g = _norm_curve(n, 0.3, 0.09, noise, seed)
+    hump = np.array([0.63, 1.42, 3.43, 4.33, 2.74, 1.30, 0.83])
+    k = min(hump.size, n - at)
+    g[at : at + k] = hump[:k] * np.exp(0.05 * np.random.default_rng(seed).standard_normal(k))
+    rep = judge(loss=list(np.geomspace(5.5, 0.03, n)), grad_norm=list(g))
+    assert "TP-GRAD-SPIKE" in rep.ran and "TP-GRAD-SPIKE" not in rep.ids(), one(rep, "TP-GRAD-SPIKE").evidence

@@ -136,6 +136,17 @@ def jsonl_log(kind: str = "healthy") -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
 
+def columns_log(kind: str = "healthy") -> bytes:
+    """Keras' ``History.history`` as ``json.dump`` writes it: one line, a list per metric."""
+    losses = _losses(kind)
+    doc = {
+        "loss": losses,
+        "val_loss": [round(v + 0.05, 6) for v in losses],
+        "learning_rate": [1e-4] * len(losses),
+    }
+    return json.dumps(doc).encode()
+
+
 def csv_log(kind: str = "healthy") -> bytes:
     lines = ["step,loss,learning_rate,grad_norm"]
     lines += [f"{10 * (i + 1)},{v},0.0001,0.5" for i, v in enumerate(_losses(kind))]
@@ -548,6 +559,7 @@ class Reader:
 READERS = {
     "hf": Reader("hf", "trainer_state.json", hf_log),
     "jsonl": Reader("jsonl", "metrics.jsonl", jsonl_log),
+    "columns": Reader("columns", "history.json", columns_log),
     "csv": Reader("csv", "metrics.csv", csv_log),
     "csv_lightning": Reader("csv_lightning", "metrics.csv", lightning_log),
     "csv_keras": Reader("csv_keras", "training.log", keras_log),

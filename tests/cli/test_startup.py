@@ -196,6 +196,7 @@ JUDGE_JSONL_TRAINPROOF = {
             "_wandb_log",
             "_wandb_records",
             "base",
+            "columns",
             "console",
             "coqui",
             "csv",

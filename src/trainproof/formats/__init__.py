@@ -108,8 +108,21 @@ __all__ = [
 #: one line that registers a format.
 #: ``mlflow_db`` stands before the text readers: a SQLite file's first pages hold its schema
 #: and rows as text (commas, metric names beside digits), which csv or console could take for
-#: a log.
-READER_MODULES = ("tfevents", "hf", "wandb", "trackio", "mlflow_db", "jsonl", "csv", "coqui", "mlflow", "console")
+#: a log. ``columns`` stands before ``jsonl``: a one-line JSON object of columns is also one
+#: JSON object per line.
+READER_MODULES = (
+    "tfevents",
+    "hf",
+    "wandb",
+    "trackio",
+    "mlflow_db",
+    "columns",
+    "jsonl",
+    "csv",
+    "coqui",
+    "mlflow",
+    "console",
+)
 
 #: Names loaded on first use (PEP 562), so that importing this package stays light.
 _BASE_NAMES = ("LineTailer", "Reader", "ReadState", "RecordTailer")

@@ -1,0 +1,130 @@
+"""A JSON document of metric columns: Keras' ``History.history`` saved with ``json.dump``
+(``{"loss": [0.69, 0.52, …], "val_loss": […], "learning_rate": […]}``), and a pandas
+``DataFrame.to_json()`` of such a history in its default layout
+(``{"loss": {"0": 0.69, "1": 0.52, …}, …}``).
+
+The n-th value of every column is one record. Keras writes one value per epoch and no
+step, so a record's step is its position (1, 2, …) and a note says that the steps are the
+positions of the lists, epochs of a Keras history. A ``null`` (a NaN written by a strict
+serializer) is a hole, as in JSON lines; a value that is no number is absent.
+
+What the format is not, so that a folder's other JSON files are not taken for a log: a
+document whose columns differ in length, one with no column that names a loss (a model
+config with list-valued fields, a tokenizer's vocabulary), and one larger than
+:data:`MAX_BYTES` (a history of epochs is kilobytes; the document must be read whole).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from .. import aliases
+from ..runlog import Record
+from ._io import NotALog, ReadError, open_binary
+from ._values import JSON, string_number
+
+name = "columns"
+description = "JSON object of metric columns (Keras History.history via json.dump, pandas DataFrame.to_json)"
+#: Names only its writer uses: none (people name the file themselves).
+file_names = ()
+#: Suffixes its logs have.
+suffixes = (".json",)
+run_suffixes = ()
+#: How ``watch`` follows it: a document rewritten whole.
+tail_mode = "whole"
+#: Where it stands among one run's logs in several formats: after the trainers' own logs.
+preference = 5
+#: A finding's line is a record's position, not a line of the file.
+line_anchors = False
+
+#: The largest document read (bytes): a Keras history of 100,000 epochs and ten metrics is
+#: about 20 MB; the document is parsed whole, so the cap bounds the memory it takes.
+MAX_BYTES = 64 << 20
+
+#: The start of such a document: an object whose first value is a list, or a pandas
+#: column (an object keyed by the row index, ``"0"`` first).
+_START = re.compile(r'\A\s*\{\s*"(?:[^"\\]|\\.)*"\s*:\s*(?:\[|\{\s*"0"\s*:)')
+
+STEPS_NOTE = "steps are the positions in the lists (epochs of a Keras history), not training steps"
+
+
+def sniff(path: Path, head: str) -> bool:
+    """The head opens an object whose first value is a list or a pandas column."""
+    return bool(_START.match(head))
+
+
+def _number(v) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        return string_number(v)
+    return None
+
+
+def _column(value) -> list | None:
+    """A column's values in row order (``None`` where null), or ``None`` when ``value`` is
+    no column: a list, or a dict keyed by the row indices ``"0"``, ``"1"``, … in order."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, dict) and value:
+        keys = list(value)
+        if keys != [str(i) for i in range(len(keys))]:
+            return None
+        return list(value.values())
+    return None
+
+
+def read(path: Path, state) -> Iterator[Record]:
+    """The records of the document, one per position of its columns.
+
+    Raises:
+        ReadError: the file cannot be opened or is larger than :data:`MAX_BYTES`.
+        NotALog: the document is no JSON object of equal-length columns, or no column
+            names a loss (a config with list-valued fields): not a log, as for a file no
+            reader sniffs.
+    """
+    try:
+        with open_binary(path) as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise ReadError(f"cannot open {path}: {e.strerror or e}") from None
+    if len(raw) > MAX_BYTES:
+        raise ReadError(f"a JSON document of columns larger than {MAX_BYTES >> 20} MiB is not read")
+    try:
+        doc = JSON.decode(raw.decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError):
+        raise NotALog("not a JSON document") from None
+    if not isinstance(doc, dict) or not doc:
+        raise NotALog("not a JSON object of metric columns")
+    columns: dict[str, list] = {}
+    for key, value in doc.items():
+        col = _column(value)
+        if col is None:
+            raise NotALog(f"not a JSON object of metric columns: {key!r} is no list")
+        columns[str(key)] = col
+    lengths = {len(c) for c in columns.values()}
+    if len(lengths) != 1:
+        raise NotALog("not a JSON object of metric columns: the columns differ in length")
+    if not any(aliases.loss_candidate(k) is not None for k in columns):
+        raise NotALog("not a JSON object of metric columns: no column names a loss")
+    step_key = aliases.step_key(columns.keys())
+    n = lengths.pop()
+    if step_key is None:
+        state.notes.append(STEPS_NOTE)
+    for i in range(n):
+        values: dict[str, float] = {}
+        holes: list[str] = []
+        for key, col in columns.items():
+            v = col[i]
+            if v is None:
+                holes.append(key)
+                continue
+            x = _number(v)
+            if x is not None:
+                values[key] = x
+        step = values.pop(step_key, None) if step_key is not None else float(i + 1)
+        yield Record(step, values, i + 1, tuple(h for h in holes if h != step_key))

@@ -1,0 +1,149 @@
+"""The reader of a JSON document of metric columns (``trainproof.formats.columns``): Keras'
+``History.history`` saved with ``json.dump``, and pandas' ``DataFrame.to_json()``."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from trainproof import api
+from trainproof.findings import Level
+from trainproof.formats import columns, detect
+from trainproof.formats._io import NotALog, ReadError
+
+from conftest import one
+
+
+def history(n: int = 30, seed: int = 0) -> dict[str, list[float]]:
+    """A Keras-like history of ``n`` epochs: a falling loss and val_loss, a learning rate."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    loss = 1.2 * np.exp(-t / 8) + 0.2 + 0.01 * rng.standard_normal(n)
+    return {
+        "loss": loss.tolist(),
+        "val_loss": (loss + 0.05).tolist(),
+        "learning_rate": [1e-3] * n,
+    }
+
+
+@pytest.mark.parametrize("indent", [None, 4])
+def test_a_keras_history_dumped_with_json_is_read_one_record_per_epoch(tmp_path, indent):
+    h = history()
+    p = tmp_path / "history.json"
+    p.write_text(json.dumps(h, indent=indent))
+    assert detect(p).name == "columns"
+    [run] = api.read_runlogs(str(p))
+    assert run.format == "columns"
+    assert list(run.series["loss"].steps) == [float(i) for i in range(1, 31)]
+    assert list(run.series["loss"].values) == pytest.approx(h["loss"])
+    assert list(run.series["eval_loss"].values) == pytest.approx(h["val_loss"])
+    assert columns.STEPS_NOTE in run.notes
+    assert api.judge(p).verdict is Level.PASS
+
+
+def test_a_pandas_frame_written_with_to_json_is_read_as_its_columns(tmp_path):
+    pd = pytest.importorskip("pandas")
+    h = history(12)
+    p = tmp_path / "history_df.json"
+    pd.DataFrame(h).to_json(p)
+    [run] = api.read_runlogs(str(p))
+    assert run.format == "columns" and len(run.series["loss"]) == 12
+    assert list(run.series["loss"].values) == pytest.approx(h["loss"])
+
+
+def test_a_null_is_a_hole_and_a_nan_token_a_nan(tmp_path):
+    h = history(20)
+    h["val_loss"][3] = None
+    p = tmp_path / "h.json"
+    text = json.dumps(h)
+    i = text.index("[") + 1
+    j = text.index(",", i)
+    p.write_text(text[:i] + "NaN" + text[j:])  # the first loss: a NaN token
+    [run] = api.read_runlogs(str(p))
+    assert math.isnan(run.series["loss"].values[0])
+    assert 4.0 not in list(run.series["eval_loss"].steps)
+    assert one(api.judge(p), "TP-NAN").level is Level.FAIL
+
+
+def test_a_column_that_counts_steps_gives_the_steps(tmp_path):
+    h = history(10)
+    h["step"] = [100 * (i + 1) for i in range(10)]
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps(h))
+    [run] = api.read_runlogs(str(p))
+    assert list(run.series["loss"].steps) == [100.0 * (i + 1) for i in range(10)]
+    assert columns.STEPS_NOTE not in run.notes
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"hidden_sizes": [64, 128], "dropouts": [0.1, 0.2]},  # a model config: no loss column
+        {"loss": [0.5, 0.4, 0.3], "val_loss": [0.6, 0.5]},  # columns of different lengths
+        {"loss": [0.5, 0.4], "name": "run-1"},  # a value that is no column
+    ],
+)
+def test_what_is_no_document_of_metric_columns_is_not_a_log(tmp_path, doc):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(NotALog):
+        list(columns.read(p, _State()))
+
+
+def test_a_folder_with_a_history_and_a_config_judges_the_history_only(tmp_path):
+    (tmp_path / "history.json").write_text(json.dumps(history()))
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_sizes": [64, 128], "dropouts": [0.1, 0.2]}))
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"version": "1.0", "model": {"vocab": {"a": 0}}}))
+    reports, ignored = api.doctor(tmp_path)
+    assert [os.path.basename(r.file) for r in reports] == ["history.json"]
+    assert reports[0].verdict is Level.PASS and reports[0].error is None
+    assert {os.path.basename(x["file"]) for x in ignored} == {"config.json", "tokenizer.json"}
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        '{"best_metric": null, "log_history": [{"loss": 1.0, "step": 1}]}',  # HF trainer_state.json
+        '{"loss": 0.5, "_step": 10}',  # a W&B summary: scalars
+        '{"loss": 0.5, "step": 1}\n{"loss": 0.4, "step": 2}\n',  # JSON lines
+    ],
+)
+def test_other_json_is_not_sniffed(tmp_path, head):
+    assert not columns.sniff(tmp_path / "x.json", head)
+
+
+def test_a_document_over_the_cap_is_refused_unread(tmp_path, monkeypatch):
+    monkeypatch.setattr(columns, "MAX_BYTES", 1000)
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps(history(200)))
+    with pytest.raises(ReadError, match="larger than"):
+        list(columns.read(p, _State()))
+
+
+class _State:
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+
+@pytest.mark.slow
+def test_a_real_keras_history_saved_with_json_dump_is_judged(tmp_path):
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    pytest.importorskip("torch")
+    keras = pytest.importorskip("keras")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 8)).astype("float32")
+    y = (x @ rng.standard_normal(8)).astype("float32")
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
+    hist = model.fit(x, y, epochs=12, batch_size=32, validation_split=0.25, verbose=0)
+    p = tmp_path / "history.json"
+    with open(p, "w") as f:
+        json.dump(hist.history, f)
+    [run] = api.read_runlogs(str(p))
+    assert run.format == "columns" and len(run.series["loss"]) == 12
+    assert list(run.series["loss"].values) == pytest.approx(hist.history["loss"])
+    assert api.judge(p).verdict is not Level.FAIL

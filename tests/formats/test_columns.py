@@ -14,6 +14,7 @@ from trainproof import api
 from trainproof.findings import Level
 from trainproof.formats import columns, detect
 from trainproof.formats._io import NotALog, ReadError
+from trainproof.formats.base import ReadState
 
 from conftest import one
 
@@ -69,6 +70,17 @@ def test_a_null_is_a_hole_and_a_nan_token_a_nan(tmp_path):
     assert one(api.judge(p), "TP-NAN").level is Level.FAIL
 
 
+def test_a_row_reads_as_a_json_lines_record_does(tmp_path):
+    # A 400-digit integer is the float it rounds to (inf), not an OverflowError; a
+    # missing-value word is a hole; a string holding a number is that number.
+    text = json.dumps({"loss": ["0.5", 0.4, "None", 0.3], "val_loss": [0.6, 0.5, 0.4, 0.35]})
+    p = tmp_path / "h.json"
+    p.write_text(text.replace("0.4,", "1" + "0" * 400 + ",", 1))
+    [run] = api.read_runlogs(str(p))
+    assert list(run.series["loss"].steps) == [1.0, 2.0, 4.0]
+    assert run.series["loss"].values[0] == 0.5 and math.isinf(run.series["loss"].values[1])
+
+
 def test_a_column_that_counts_steps_gives_the_steps(tmp_path):
     h = history(10)
     h["step"] = [100 * (i + 1) for i in range(10)]
@@ -91,7 +103,7 @@ def test_what_is_no_document_of_metric_columns_is_not_a_log(tmp_path, doc):
     p = tmp_path / "config.json"
     p.write_text(json.dumps(doc))
     with pytest.raises(NotALog):
-        list(columns.read(p, _State()))
+        list(columns.read(p, ReadState()))
 
 
 def test_a_folder_with_a_history_and_a_config_judges_the_history_only(tmp_path):
@@ -121,12 +133,7 @@ def test_a_document_over_the_cap_is_refused_unread(tmp_path, monkeypatch):
     p = tmp_path / "h.json"
     p.write_text(json.dumps(history(200)))
     with pytest.raises(ReadError, match="larger than"):
-        list(columns.read(p, _State()))
-
-
-class _State:
-    def __init__(self) -> None:
-        self.notes: list[str] = []
+        list(columns.read(p, ReadState()))
 
 
 @pytest.mark.slow

@@ -5,8 +5,9 @@
 
 The n-th value of every column is one record. Keras writes one value per epoch and no
 step, so a record's step is its position (1, 2, …) and a note says that the steps are the
-positions of the lists, epochs of a Keras history. A ``null`` (a NaN written by a strict
-serializer) is a hole, as in JSON lines; a value that is no number is absent.
+positions of the lists, epochs of a Keras history. Each row's values are read as a JSON
+lines record's are (:func:`~trainproof.formats._values.flatten_numeric`): a ``null`` is a
+hole, a value that is no number is absent.
 
 What the format is not, so that a folder's other JSON files are not taken for a log: a
 document whose columns differ in length, one with no column that names a loss (a model
@@ -23,7 +24,7 @@ from pathlib import Path
 from .. import aliases
 from ..runlog import Record
 from ._io import NotALog, ReadError, open_binary
-from ._values import JSON, string_number
+from ._values import JSON, as_step, flatten_numeric
 
 name = "columns"
 description = "JSON object of metric columns (Keras History.history via json.dump, pandas DataFrame.to_json)"
@@ -53,16 +54,6 @@ STEPS_NOTE = "steps are the positions in the lists (epochs of a Keras history), 
 def sniff(path: Path, head: str) -> bool:
     """The head opens an object whose first value is a list or a pandas column."""
     return bool(_START.match(head))
-
-
-def _number(v) -> float | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        return string_number(v)
-    return None
 
 
 def _column(value) -> list | None:
@@ -116,15 +107,9 @@ def read(path: Path, state) -> Iterator[Record]:
     if step_key is None:
         state.notes.append(STEPS_NOTE)
     for i in range(n):
-        values: dict[str, float] = {}
+        # each row read as a JSON-lines record is: numbers, numeric strings and huge
+        # integers as floats, null and missing-value words as holes
         holes: list[str] = []
-        for key, col in columns.items():
-            v = col[i]
-            if v is None:
-                holes.append(key)
-                continue
-            x = _number(v)
-            if x is not None:
-                values[key] = x
-        step = values.pop(step_key, None) if step_key is not None else float(i + 1)
+        values = flatten_numeric({key: col[i] for key, col in columns.items()}, holes=holes)
+        step = as_step(values.pop(step_key, None)) if step_key is not None else float(i + 1)
         yield Record(step, values, i + 1, tuple(h for h in holes if h != step_key))

@@ -22,6 +22,8 @@ from trainproof.api import read_runlog  # noqa: E402
 from trainproof.live.monitor import Monitor  # noqa: E402
 from trainproof.live.probes import KEYS, LAYER_KEYS  # noqa: E402
 
+from conftest import one  # noqa: E402
+
 nn = torch.nn
 CHECK = 4
 
@@ -744,10 +746,9 @@ def _amp_loop(order: str, steps: int = 3 * CHECK):
             scaler.unscale_(opt)
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         mon.log(step, loss)
-        if order == "right":
-            applied.append(float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))))
-        else:  # scaler.step unscales what the clip left
-            applied.append(float(torch.stack([p.grad.norm() for p in model.parameters()]).norm()) / scaler.get_scale())
+        norm = float(torch.stack([p.grad.norm() for p in model.parameters()]).norm())
+        # in the bug's order scaler.step unscales what the clip left
+        applied.append(norm if order == "right" else norm / scaler.get_scale())
         scaler.step(opt)
         scaler.update()
         opt.zero_grad()
@@ -765,17 +766,11 @@ def test_the_applied_gradient_norm_is_the_norm_the_measured_step_applied():
 
 def test_clipping_the_scaled_gradients_is_flagged_and_the_right_order_is_not():
     rep, _, applied = _amp_loop("no-unscale")
-    f = one_finding(rep, "TP-CLIP-BEFORE-UNSCALE")
+    f = one(rep, "TP-CLIP-BEFORE-UNSCALE")
     assert f.data["clip_bar"] == 1.0 and f.data["loss_scale"] == 2.0**16
     assert max(applied) < 2e-5  # what the bug did: every gradient 1 / 65,536
     rep, _, _ = _amp_loop("right")
     assert "TP-CLIP-BEFORE-UNSCALE" not in {x.id for x in rep.findings}
-
-
-def one_finding(rep, rid):
-    found = [x for x in rep.findings if x.id == rid]
-    assert len(found) == 1, [x.id for x in rep.findings]
-    return found[0]
 
 
 # --------------------------------------------------------------------------- the input batch

@@ -139,6 +139,24 @@ def curvature_noise_sigma(values: np.ndarray) -> float:
     return float(median(np.abs(np.diff(values, 2)))) / 1.652
 
 
+def common_steps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray | slice, np.ndarray | slice]:
+    """The indices into ``a`` and ``b`` of the values they share, in increasing order: those
+    of ``np.intersect1d(a, b, return_indices=True)`` (``slice(None)`` for both when ``a``
+    and ``b`` hold the same values: every index). A series' steps are strictly increasing,
+    so the same steps on both sides (the usual case) or a binary search give them without
+    intersect1d's sort; any other input goes to intersect1d."""
+    if a.size and b.size and np.all(a[1:] > a[:-1]) and np.all(b[1:] > b[:-1]):
+        if a.size == b.size and np.array_equal(a, b):
+            return slice(None), slice(None)
+        pos = np.searchsorted(b, a)
+        hit = np.zeros(a.size, dtype=bool)
+        inside = pos < b.size
+        hit[inside] = b[pos[inside]] == a[inside]
+        return np.flatnonzero(hit), pos[hit]
+    _, ia, ib = np.intersect1d(a, b, return_indices=True)
+    return ia, ib
+
+
 def improvement(values: np.ndarray, window: int) -> tuple[float, float, float]:
     """``(first, last, relative improvement)`` of the medians of the first and last
     ``window`` points. The improvement is ``(first - last) / |first|``; 0 when first is 0

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, step, times
-from ._stats import improvement, median, runs_of, window_medians_at
+from ._stats import common_steps, improvement, median, runs_of, window_medians_at
 from .registry import Need, rule
 
 
@@ -373,10 +373,8 @@ def check_clip_before_unscale(ctx):
     th = ctx.th
     ls = ctx.finite("loss_scale")
     g = ctx.finite("model/applied_grad_norm" if ctx.has("model/applied_grad_norm") else "grad_norm")
-    at = np.searchsorted(g.steps, ls.steps)
-    same = at < len(g)
-    same[same] = g.steps[at[same]] == ls.steps[same]
-    scale, norm, steps, lines = ls.values[same], g.values[at[same]], ls.steps[same], ls.lines[same]
+    li, gi = common_steps(ls.steps, g.steps)
+    scale, norm, steps, lines = ls.values[li], g.values[gi], ls.steps[li], ls.lines[li]
     product = norm * scale
     bars = [
         short_decimal(float(p), 2) if s >= th.clip_unscale_min_scale and 0 < p <= th.clip_unscale_max_product else None

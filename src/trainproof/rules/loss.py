@@ -960,10 +960,7 @@ def _warm_restart_cycle(ctx, s, meds, centres, best_idx: int, end: float, gate: 
     if not high.any():
         return False
     # The start of the last stretch of high rates before the best: the previous restart.
-    last = int(np.flatnonzero(high)[-1])
-    first = last
-    while first > 0 and high[first - 1]:
-        first -= 1
+    first = runs_of(high)[-1][0]
     at = s.steps[centres]
     prev = meds[(at >= float(lr.steps[first])) & (at <= best_step)]
     return prev.size > 0 and math.log(end) - math.log(float(np.max(prev))) <= gate

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, pct, step, times
-from ._stats import median
+from ._stats import common_steps, median
 from .registry import Need, rule
 
 
@@ -65,29 +65,11 @@ def check_step_cliff(ctx):
     )
 
 
-def _common_steps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray | slice, np.ndarray | slice]:
-    """The indices into ``a`` and ``b`` of the values they share, in increasing order: those
-    of ``np.intersect1d(a, b, return_indices=True)`` (``slice(None)`` for both when ``a``
-    and ``b`` hold the same values: every index). A series' steps are strictly increasing,
-    so the same steps on both sides (the usual case) or a binary search give them without
-    intersect1d's sort; any other input goes to intersect1d."""
-    if a.size and b.size and np.all(a[1:] > a[:-1]) and np.all(b[1:] > b[:-1]):
-        if a.size == b.size and np.array_equal(a, b):
-            return slice(None), slice(None)
-        pos = np.searchsorted(b, a)
-        hit = np.zeros(a.size, dtype=bool)
-        inside = pos < b.size
-        hit[inside] = b[pos[inside]] == a[inside]
-        return np.flatnonzero(hit), pos[hit]
-    _, ia, ib = np.intersect1d(a, b, return_indices=True)
-    return ia, ib
-
-
 def _loader_shares(ctx):
     """loader_time / step_time at the steps that log both (step_time > 0)."""
     lt = ctx.finite("loader_time")
     st = ctx.finite("step_time")
-    li, si = _common_steps(lt.steps, st.steps)
+    li, si = common_steps(lt.steps, st.steps)
     steps, loader, step_time, lines = st.steps[si], lt.values[li], st.values[si], st.lines[si]
     ok = step_time > 0
     if not ok.all():

@@ -660,7 +660,8 @@ def broken(kind: str, rng: np.random.Generator, onset_share: float) -> Generated
 
     * ``diverge``: from the onset the loss climbs to ``rise`` above its level there (in
       log: at least ln 2 and 10 noise sigmas, up to 100 times more), over a ramp of
-      2-100% of the rest of the run, then stays up; gradient norms grow with it.
+      2-100% of the rest of the run, then stays up; gradient norms grow with it, and the
+      eval loss climbs by the same factor from its value at the onset.
     * ``nan``: loss (and gradient norm, eval loss) NaN from the onset on; an Inf now and then.
     * ``lr_zero``: the whole run at lr 0 (or a tiny lr <= 1e-7), logged; the loss flat with
       the run's noise and no drift (no weight moves).
@@ -722,7 +723,11 @@ def broken(kind: str, rng: np.random.Generator, onset_share: float) -> Generated
         if "grad_norm" in cols:
             cols["grad_norm"] = cols["grad_norm"] * np.exp(0.5 * rise * h * tail)
         if "eval_loss" in cols:
-            cols["eval_loss"] = cols["eval_loss"] * np.exp(rise * h * tail)
+            # The held-out loss climbs from where it stood at the onset, as the train loss
+            # does: a diverging model does not go on improving on held-out data.
+            ev = cols["eval_loss"]
+            ev_hold = float(ev[i0]) * np.exp(rise * h + p.get("eval_sigma", 0.0) * rng.standard_normal(n))
+            cols["eval_loss"] = np.where(tail, ev_hold, ev)
     elif kind == "nan":
         bad = np.where(rng.random(n) < 0.05, np.inf, np.nan)
         loss = np.where(tail, bad, loss)

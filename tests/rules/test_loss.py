@@ -989,3 +989,117 @@ def test_diverge_a_new_cycle_of_warm_restarts_is_not_a_divergence(n, seed):
     # A blow-up after the restart climbs above the previous cycle: a divergence.
     loss, lr = _warm_restarts(n, seed, blowup=5.0)
     assert one(judge(loss=loss, learning_rate=lr), "TP-DIVERGE").level is Level.FAIL
+
+
+def _annealed(n, ramp_share, rel, seed, kl=3.0):
+    """A VAE's summed loss: a reconstruction term that falls 8 -> 1 and a KL term of
+    ``kl`` nats weighted by beta, annealed from 0 to 1 over the first ``ramp_share`` of the
+    run (noise ``rel``, relative). Returns ``(loss, beta)``."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    beta = np.minimum(1.0, t / ramp_share)
+    recon = 1.0 + 7.0 * np.exp(-t / 0.03)
+    return (recon + beta * kl) * np.exp(rel * rng.standard_normal(n)), beta
+
+
+@pytest.mark.parametrize("n", [40, 200, 1000])
+@pytest.mark.parametrize("ramp_share", [0.3, 1.0])
+@pytest.mark.parametrize("rel", [0.02, 0.08])
+def test_objective_changed_a_kl_weight_annealed_up_is_not_a_divergence(n, ramp_share, rel):
+    # The summed loss climbs 2-4x from its best as beta goes 0 -> 1 while the model
+    # improves (a new user's VAE runs FAILed TP-DIVERGE). The logged beta says so.
+    loss, beta = _annealed(n, ramp_share, rel, seed=n)
+    rep = judge(loss=loss, beta=beta)
+    assert "TP-DIVERGE" not in rep.ids()
+    f = one(rep, "TP-OBJECTIVE-CHANGED")
+    assert f.level is Level.INFO and "beta climbed" in f.data["reason"]
+    # The same loss without its schedule is a climb the log cannot explain.
+    assert "TP-DIVERGE" in judge(loss=loss).ids()
+
+
+@pytest.mark.parametrize("key", ["kl_weight", "train/kl_coef", "klBeta"])
+def test_objective_changed_reads_the_spellings_of_a_kl_weight(key):
+    loss, beta = _annealed(200, 0.5, 0.03, seed=1)
+    rep = judge(loss=loss, **{key: beta})
+    assert "TP-DIVERGE" not in rep.ids() and "TP-OBJECTIVE-CHANGED" in rep.ids()
+
+
+def test_objective_changed_a_constant_weight_or_the_kl_value_itself_explains_nothing():
+    # A divergence in a run that logs a constant beta (a beta-VAE at beta 4) or the KL
+    # term's own value (which climbs with the loss) is still a divergence.
+    rng = np.random.default_rng(3)
+    n = 200
+    t = np.linspace(0, 1, n)
+    level = np.where(t < 0.5, 2.0 * np.exp(-t / 0.1) + 0.5, 0.5 + 3.0 * (t - 0.5))
+    loss = level * np.exp(0.03 * rng.standard_normal(n))
+    rep = judge(loss=loss, beta=[4.0] * n, kl=loss * 0.3)
+    assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids()
+
+
+def _climb_with_eval(n, eval_every, eval_trend, seed):
+    """A train loss that falls to 1.0 by 30% of the run, then climbs to 2.5x that by
+    the end; an eval loss every ``eval_every`` points, falling 3.0 -> 2.0 until 30% and
+    then ``eval_trend`` (``"falls"`` on to 1.6, ``"rises"`` to 3.5)."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    train = np.where(t < 0.3, 1.0 + 4.0 * (1 - t / 0.3) ** 2, 1.0 + 1.5 * (t - 0.3) / 0.7)
+    end = 1.6 if eval_trend == "falls" else 3.5
+    ev = np.where(t < 0.3, 3.0 - t / 0.3, 2.0 + (end - 2.0) * (t - 0.3) / 0.7)
+    ev = ev * np.exp(0.005 * rng.standard_normal(n))
+    ev_col = [float(e) if (i + 1) % eval_every == 0 else None for i, e in enumerate(ev)]
+    return train * np.exp(0.03 * rng.standard_normal(n)), ev_col
+
+
+@pytest.mark.parametrize("n,eval_every", [(60, 5), (300, 25), (2000, 100)])
+def test_objective_changed_an_eval_loss_that_kept_falling_over_the_climb(n, eval_every):
+    # A curriculum's harder data, stronger augmentation: the train loss climbs while the
+    # held-out loss keeps falling. A divergence makes the held-out loss worse too.
+    train, ev = _climb_with_eval(n, eval_every, "falls", seed=n)
+    rep = judge(loss=train, eval_loss=ev)
+    assert "TP-DIVERGE" not in rep.ids()
+    assert "did not get worse" in one(rep, "TP-OBJECTIVE-CHANGED").data["reason"]
+    train, ev = _climb_with_eval(n, eval_every, "rises", seed=n)
+    rep = judge(loss=train, eval_loss=ev)
+    assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids()
+
+
+def test_objective_changed_needs_evaluations_on_both_sides_of_the_climb():
+    train, ev = _climb_with_eval(300, 25, "falls", seed=7)
+    # Evaluations only before the climb began: they say nothing about it.
+    early = [e if i < 80 else None for i, e in enumerate(ev)]
+    assert "TP-DIVERGE" in judge(loss=train, eval_loss=early).ids()
+    # Fewer than objective_eval_after evaluations after it: one lucky evaluation does not decide.
+    few = [e if i < 80 or i in (199, 299) else None for i, e in enumerate(ev)]
+    assert "TP-DIVERGE" in judge(loss=train, eval_loss=few).ids()
+
+
+@pytest.mark.parametrize("key", ["stage", "curriculum_phase", "seq_len", "image_size"])
+def test_objective_changed_a_stage_or_example_size_that_changed(key):
+    # Two-stage training: stage 2's harder data has a higher floor than stage 1's.
+    rng = np.random.default_rng(5)
+    n = 150
+    t = np.linspace(0, 1, n)
+    loss = np.where(t < 0.4, 1.4 + 2.0 * np.exp(-t / 0.05), 3.1 + 1.0 * np.exp(-(t - 0.4) / 0.05))
+    loss = loss * np.exp(0.02 * rng.standard_normal(n))
+    stage = np.where(t < 0.4, 1.0, 2.0)
+    rep = judge(loss=loss, **{key: stage})
+    assert "TP-DIVERGE" not in rep.ids() and "TP-OBJECTIVE-CHANGED" in rep.ids()
+    # A stage that never changes explains nothing.
+    assert "TP-DIVERGE" in judge(loss=loss, **{key: np.ones(n)}).ids()
+
+
+@pytest.mark.parametrize("n,eval_every", [(40, 4), (120, 10), (800, 50)])
+def test_dead_run_an_eval_loss_drifting_by_rounding_at_a_tiny_lr_is_no_learning(n, eval_every):
+    # lr 1e-9 (a typo): the eval loss falls by 1e-6 of its value at every evaluation, a
+    # trend a rank test calls significant; it is float rounding, not learning (a new
+    # user's HF run PASSed through it).
+    rng = np.random.default_rng(n)
+    loss = 2.30 * np.exp(0.02 * rng.standard_normal(n))
+    ev = [2.3081677 * (1 - 1e-7 * i) if (i + 1) % eval_every == 0 else None for i in range(n)]
+    rep = judge(loss=loss, learning_rate=[1e-9] * n, eval_loss=ev)
+    assert one(rep, "TP-DEAD-RUN").data["cause"] == "tiny_lr"
+    # An eval loss that falls 20% at that rate is learning the train curve hides.
+    falling = [2.3 * (1 - 0.2 * i / n) if (i + 1) % eval_every == 0 else None for i in range(n)]
+    assert "TP-DEAD-RUN" not in judge(loss=loss, learning_rate=[1e-9] * n, eval_loss=falling).ids()
+    # At a live rate the same drifting eval loss keeps its say (no cause, no FAIL).
+    assert "TP-DEAD-RUN" not in judge(loss=loss, learning_rate=[3e-4] * n, eval_loss=ev).ids()

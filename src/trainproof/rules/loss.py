@@ -1011,6 +1011,8 @@ def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, ga
         "diverge_caused_ratio",
         "diverge_caused_regain",
         "diverge_lr_rise",
+        "objective_eval_after",
+        "objective_weight_rise",
     ],
     verdict_bearing=True,
     implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
@@ -1035,15 +1037,91 @@ def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, ga
         "high-rate phase. With a cause in the log, a learning rate "
         "that climbed at least {diverge_lr_rise:g}x after it had held or fallen (not a warm-up), a smaller rise "
         "counts: at least {diverge_caused_ratio}x the best level, past the same noise gate, giving back at least "
-        "{diverge_caused_regain:.0%} of the fall."
+        "{diverge_caused_regain:.0%} of the fall. Not a divergence when the loss measures something else after "
+        "its best level (TP-OBJECTIVE-CHANGED says so instead): an eval loss that did not get worse over the climb "
+        "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no higher than "
+        "its best evaluation before it), a logged loss-term weight (beta, kl_weight, kl_coef, …) that climbed "
+        "{objective_weight_rise}x or more after the best level, or a logged stage, phase or example size (sequence "
+        "length, image size) that changed after it."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
-    not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging.",
+    not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging. Nor is a train loss whose objective changed after its best level while the model improved: a VAE's KL weight annealed up, a curriculum's harder stage, with a held-out loss that kept falling.",
     causes="A learning rate too high (often revealed after warm-up ends), no gradient clipping, fp16 overflow handled by skipping steps, a data-order change late in the run.",
     try_="Resume from the checkpoint at the best step with a lower peak learning rate, longer warm-up or gradient clipping (max_grad_norm 1.0).",
     objectives=("supervised",),
 )
 def check_diverge(ctx):
+    st = diverge_state(ctx)
+    if st is None or st["objective_changed"]:
+        return
+    yield ctx.finding(st["message"], st["evidence"], st["data"], step=st["step"], line=st["line"])
+
+
+@rule(
+    "TP-OBJECTIVE-CHANGED",
+    Level.INFO,
+    "context",
+    "the train loss climbed from its best level after what it measures changed",
+    needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
+    thresholds=[
+        "min_trend_points",
+        "diverge_ratio",
+        "diverge_noise_z",
+        "diverge_level_points",
+        "diverge_start_points",
+        "floor_regain_share",
+        "diverge_dip_blocks",
+        "diverge_caused_ratio",
+        "diverge_caused_regain",
+        "diverge_lr_rise",
+        "objective_eval_after",
+        "objective_weight_rise",
+    ],
+    detects=(
+        "A climb of the train loss that TP-DIVERGE would call a divergence, in a log that shows the loss "
+        "measures something else after its best level: an eval loss that did not get worse over the climb "
+        "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no "
+        "higher than its best evaluation before it), a logged loss-term weight (beta, kl_weight, kl_coef, …) "
+        "that climbed {objective_weight_rise}x or more after the best level, or a logged stage, phase or example "
+        "size (sequence length, image size) that changed after it."
+    ),
+    why="Levels of a loss compare only while it measures one thing. A VAE whose KL weight is annealed from 0 to 1, "
+    "or a curriculum that moves to harder data, raises the train loss while the model improves; a divergence would "
+    "make the held-out loss worse too.",
+    not_mean="It is context, not a judgement: the climb is not called a divergence, and the held-out loss or the "
+    "schedule named is what to judge progress by.",
+    causes="Not applicable: this is context.",
+    try_="Judge the run by its held-out loss (or the unweighted terms of the loss); log the objective's schedule "
+    "beside the loss so that its levels can be read.",
+    objectives=("supervised",),
+)
+def check_objective_changed(ctx):
+    st = diverge_state(ctx)
+    if st is None or not st["objective_changed"]:
+        return
+    d = st["data"]
+    yield ctx.finding(
+        f"the train loss ends {times(d['ratio'])} above its best level after what it measures changed",
+        f"{st['evidence']} Not called a divergence: {st['objective_changed']}.",
+        {**d, "reason": st["objective_changed"]},
+        step=st["step"],
+        line=st["line"],
+    )
+
+
+def diverge_state(ctx) -> dict | None:
+    """The divergence judgement, computed once for TP-DIVERGE and TP-OBJECTIVE-CHANGED.
+
+    ``None`` when the loss has not diverged by TP-DIVERGE's measure; otherwise a dict with
+    the finding's ``message``, ``evidence``, ``data``, ``step`` and ``line``, and
+    ``objective_changed``: the reason (a sentence with the numbers), when the log shows
+    that what the loss measures changed after its best level, or ``None``
+    (see :func:`objective_changed`).
+    """
+    return ctx.memo("diverge_state", lambda: _diverge(ctx))
+
+
+def _diverge(ctx) -> dict | None:
     s = ctx.finite("loss")
     v = s.values
     n = v.size
@@ -1188,13 +1266,18 @@ def check_diverge(ctx):
             f"loss gave back {pct(regain)} of its fall from {num(start_level)}: a rise under {num(th.diverge_ratio)}x "
             f"counts with that cause (at least {num(th.diverge_caused_ratio)}x and {pct(th.diverge_caused_regain)})."
         )
-    yield ctx.finding(
-        f"loss diverged: the run ends {times(ratio)} above {where}",
-        f"end level {num(end)} (median of the last {w} points, steps {step(s.steps[-w])}–{step(s.steps[-1])}) is "
-        f"{times(ratio)} the best level {num(best)} ({held}) at step {step(s.steps[best_idx])} "
-        f"({pct(through)} through the run); threshold {num(ratio_th if because else th.diverge_ratio)}x, relative noise {num(sigma)}, "
-        f"log gap {num(gap)} against a noise gate of {num(gate)}.{because}{extra}",
-        {
+    return dict(
+        objective_changed=objective_changed(ctx, float(s.steps[best_idx]), float(s.steps[onset])),
+        step=s.steps[best_idx],
+        line=s.lines[best_idx],
+        message=f"loss diverged: the run ends {times(ratio)} above {where}",
+        evidence=(
+            f"end level {num(end)} (median of the last {w} points, steps {step(s.steps[-w])}–{step(s.steps[-1])}) is "
+            f"{times(ratio)} the best level {num(best)} ({held}) at step {step(s.steps[best_idx])} "
+            f"({pct(through)} through the run); threshold {num(ratio_th if because else th.diverge_ratio)}x, relative noise {num(sigma)}, "
+            f"log gap {num(gap)} against a noise gate of {num(gate)}.{because}{extra}"
+        ),
+        data={
             "end_level": end,
             "best_level": best,
             "best_step": s.steps[best_idx],
@@ -1211,9 +1294,103 @@ def check_diverge(ctx):
             "threshold": th.diverge_ratio,
             **ckpt_data,
         },
-        step=s.steps[best_idx],
-        line=s.lines[best_idx],
     )
+
+
+#: Words of a key that logs the weight of a term of the loss (KL annealing of a VAE, where
+#: a ``beta`` climbs from 0 to 1 as training goes: Bowman et al. 2016), read by
+#: :func:`objective_changed`. A key with ``kl`` (or ``kld``) is a KL weight only with one of
+#: :data:`KL_WEIGHT_WORDS`: ``kl`` alone is the KL term's value.
+OBJECTIVE_WEIGHT_WORDS = frozenset({"beta", "anneal", "annealing"})
+KL_WEIGHT_WORDS = frozenset({"weight", "coef", "coeff", "coefficient", "scale", "beta", "lambda", "factor", "w"})
+#: Words of a key that logs which data the loss is measured on: a curriculum's stage or
+#: phase, and the size of each example (a sequence length, an image size) that a
+#: curriculum or progressive resizing raises.
+STAGE_WORDS = frozenset({"stage", "phase", "curriculum", "seqlen", "resolution"})
+STAGE_WORD_PAIRS = (
+    frozenset({"seq", "len"}),
+    frozenset({"seq", "length"}),
+    frozenset({"sequence", "length"}),
+    frozenset({"context", "length"}),
+    frozenset({"image", "size"}),
+    frozenset({"img", "size"}),
+)
+#: Series the schedule search never reads: the metrics the rules know by their canonical
+#: names are measurements or the optimizer's own schedule, not the objective's.
+_NOT_OBJECTIVE_SCHEDULES = frozenset({"loss", "eval_loss", "lr", "grad_norm", "epoch", "step_time"})
+
+
+def _eval_not_worse(ctx, onset_step: float) -> str | None:
+    """The held-out loss says the model did not get worse while the train loss climbed:
+    the median of its last 3 evaluations after ``onset_step`` (where the climb begins), of
+    at least ``objective_eval_after``, no higher than the best evaluation at or before it.
+    The best, not the last: a run whose eval loss spiked as the climb began and then
+    settled at chance has not improved on what it held."""
+    if not ctx.has("eval_loss"):
+        return None
+    e = ctx.finite("eval_loss")
+    before = np.flatnonzero(e.steps <= onset_step)
+    late = e.values[e.steps > onset_step]
+    if not before.size or late.size < ctx.th.objective_eval_after:
+        return None
+    at = int(before[np.argmin(e.values[before])])
+    ref, k = float(e.values[at]), min(3, late.size)
+    end = float(median(late[-k:]))
+    if end > ref:
+        return None
+    return (
+        f"the eval loss ({e.key}) was at best {num(ref)} (step {step(e.steps[at])}) before the climb and "
+        f"{num(end)} at the end (median of its last {k} of {late.size} evaluations after it): the held-out loss "
+        "did not get worse"
+    )
+
+
+def _objective_schedule(ctx, best_step: float) -> str | None:
+    """A logged schedule of the objective that moved after ``best_step``: a loss-term
+    weight (:data:`OBJECTIVE_WEIGHT_WORDS`, a KL weight) that climbed at least
+    ``objective_weight_rise`` times (or from 0), or a stage or example size
+    (:data:`STAGE_WORDS`, :data:`STAGE_WORD_PAIRS`) that took another value."""
+    for name, series in ctx.run.series.items():
+        if name in _NOT_OBJECTIVE_SCHEDULES:
+            continue
+        w = set(words(series.key or name))
+        weight = bool(w & OBJECTIVE_WEIGHT_WORDS) or bool(w & {"kl", "kld"} and w & KL_WEIGHT_WORDS)
+        stage = bool(w & STAGE_WORDS) or any(pair <= w for pair in STAGE_WORD_PAIRS)
+        if not (weight or stage):
+            continue
+        f = ctx.finite(name)
+        before = np.flatnonzero(f.steps <= best_step)
+        after = f.values[f.steps > best_step]
+        if not after.size or not f.values.size:
+            continue
+        ref = float(f.values[before[-1]] if before.size else f.values[0])
+        if weight:
+            top = float(np.max(after))
+            if (ref > 0 and top >= ctx.th.objective_weight_rise * ref) or (ref == 0 and top > 0):
+                return (
+                    f"the loss weight {series.key or name} climbed from {num(ref)} at the best level's step to "
+                    f"{num(top)} after it: the loss weighs its terms differently"
+                )
+        elif np.any(after != ref):
+            later = float(after[np.flatnonzero(after != ref)[0]])
+            return (
+                f"{series.key or name} went from {num(ref)} at the best level's step to {num(later)} after it: "
+                "the loss is measured on other data"
+            )
+    return None
+
+
+def objective_changed(ctx, best_step: float, onset_step: float) -> str | None:
+    """Why a climb of the train loss from its best level (at ``best_step``, climbing from
+    ``onset_step``) is not a divergence, in a sentence with the numbers, or ``None``.
+
+    The loss's levels compare only while it measures one thing. A held-out loss that did
+    not get worse over the climb says the model did not (:func:`_eval_not_worse`); a
+    logged schedule of the objective that moved after the best level says the loss now
+    measures something else (:func:`_objective_schedule`): a VAE's KL weight annealed up,
+    a curriculum's next stage.
+    """
+    return _eval_not_worse(ctx, onset_step) or _objective_schedule(ctx, best_step)
 
 
 #: Evaluations the trend test of :func:`_learning_elsewhere` reads one by one; a longer
@@ -1222,15 +1399,21 @@ def check_diverge(ctx):
 EVAL_TREND_MAX_POINTS = 1000
 
 
-def _learning_elsewhere(ctx) -> str | None:
+def _learning_elsewhere(ctx, effect: bool = False) -> str | None:
     """Evidence, outside the train loss, that the model is learning: a held-out loss that
     falls with a significant trend (Mann-Kendall z at or below ``-dead_trend_z`` over its
     evaluations, last below first). An evaluation loss carries no mini-batch noise, so a
-    steady fall there is learning that a noisy or resumed train curve can hide."""
+    steady fall there is learning that a noisy or resumed train curve can hide. With
+    ``effect`` (a learning rate at most ``tiny_lr``) the fall must also be an effect, at
+    least ``dead_min_improvement`` of the first evaluation: at a rate of 1e-9 an eval loss
+    drifts by float rounding (1e-6 of its value) at every evaluation, which a rank test
+    calls significant."""
     if not ctx.has("eval_loss"):
         return None
     ev = ctx.finite("eval_loss")
     if len(ev) < 3 or not ev.values[-1] < ev.values[0]:
+        return None
+    if effect and not ev.values[-1] <= (1 - ctx.th.dead_min_improvement) * ev.values[0]:
         return None
     # Read as at most EVAL_TREND_MAX_POINTS block medians: a log that evaluates at every
     # step has tens of thousands of evaluations, and the test compares every pair.
@@ -1395,7 +1578,7 @@ def dead_run_state(ctx) -> dict | None:
         z = mann_kendall_z(meds)
         if z <= -th.dead_trend_z and not effect_only:
             return None
-        elsewhere = _learning_elsewhere(ctx)
+        elsewhere = _learning_elsewhere(ctx, effect=effect_only)
         if elsewhere:
             return None
         state = {
@@ -1539,7 +1722,7 @@ def _dead_data(st: dict, th) -> dict:
     after_warmup=True,
     implies=("TP-NEAR-CHANCE",),
     least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
-    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend; with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians) and no eval loss falls with such a trend; with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant), and a falling eval loss only where its last evaluation is at least {dead_min_improvement:.0%} below its first (at such a rate it drifts by float rounding). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A flat loss with no cause in the log is not dead either: a run that had converged before its first logged point holds one level from its first point.",
     causes="A zero or far too small learning rate, frozen parameters, an optimizer that does not hold the trainable parameters, labels unrelated to inputs.",
@@ -1670,6 +1853,9 @@ def check_loss_stalled(ctx):
             "held here is a plateau of a trained model, not a run that never learned."
         )
     elif st.get("fell_early"):
+        # "than it started" would read as "than its first point", which it fell from: the
+        # comparison is with the median of the first points.
+        change = change.replace("than it started", f"than the median of its first {st['w']} points")
         message = f"loss stalled: it fell from its first point {num(s.values[0])}, then {change}"
         evidence += f" The first loss {num(s.values[0])} sits {times(math.exp(st['fall']))} above the end level."
         if st["alive"]:

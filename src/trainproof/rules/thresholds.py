@@ -335,6 +335,31 @@ class Thresholds:
         unit="points",
         valid=count(1),
     )
+    objective_eval_after: int = threshold(
+        3,
+        "A train loss that climbs from its best level is not a divergence when the held-out "
+        "loss did not get worse over the climb: the median of the last 3 of at least this many "
+        "evaluations after the climb began no higher than the best evaluation before it. A "
+        "model that diverges gets worse on held-out data too; a train loss whose objective "
+        "changed (a VAE's KL weight annealed up, a curriculum's harder stage, stronger "
+        "augmentation) climbs while the held-out loss falls. Found by a new user's real runs: "
+        "a Lightning VAE with KL warm-up (train loss 2.0 -> 3.9, validation ELBO 9.8 -> 3.6) and "
+        "a two-stage language model (eval loss on the target data at its minimum at the end) "
+        "FAILed TP-DIVERGE. 3, so that one lucky evaluation does not decide.",
+        unit="evaluations",
+        valid=count(1),
+    )
+    objective_weight_rise: float = threshold(
+        1.5,
+        "A logged weight of a term of the loss (a key such as beta, kl_weight, kl_coef) that "
+        "climbs at least this factor after the train loss's best level (or from 0) changes "
+        "what the loss measures: KL annealing takes beta from about 0 to 1 over the first "
+        "10-100% of a VAE's training (Bowman et al. 2016, 'Generating Sentences from a "
+        "Continuous Space'), and the summed loss climbs with it while the model improves. "
+        "1.5x is a change of the objective, not a rounding of a constant.",
+        unit="ratio",
+        valid=FACTOR,
+    )
     diverge_dip_blocks: int = threshold(
         2,
         "A best level that is a dip of at most 2 smoothing blocks (10% of the run) below a "

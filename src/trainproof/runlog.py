@@ -719,6 +719,9 @@ class RunLogBuilder:
         all_keys = set(self._cols) | set(self._batches)
         dropped = _other_runs(all_keys, self._cols, self._batches, overrides, out_notes, run)
         mapping = aliases.resolve(all_keys - dropped, overrides)
+        richer = _richer_loss(mapping, self._cols, self._batches)
+        if richer:
+            out_notes.append(richer)
         steps_all, explicit_steps = self._record_steps(mapping, out_notes)
         lines_all = _view(self._rec_lines, np.int64, copy)
         series, rec_of, rewritten, repeated = self._collect_series(
@@ -1161,15 +1164,49 @@ def _unique_indices(idx: np.ndarray) -> np.ndarray:
     return s[first]
 
 
-def _points(key: str, cols: dict, batches: dict) -> int:
-    """Finite values logged for ``key``."""
+#: Fewer finite loss points than this leave every trend rule unjudged (the rules'
+#: ``min_trend_points``, 8): a loss the aliases chose with fewer is replaced by another
+#: alias of the loss that has at least this many (:func:`_richer_loss`).
+LOSS_TREND_POINTS = 8
+
+
+def _richer_loss(mapping: dict, cols: dict, batches: dict) -> str | None:
+    """Read the loss from another of its aliases when the one the alias order chose is too
+    short to judge and the other is not, and say so; ``mapping`` is changed in place.
+
+    Lightning logs ``train_loss_step`` every ``log_every_n_steps`` (50 by default) and
+    ``train_loss_epoch`` at every epoch: a run of 20 short epochs has 6 step points and 20
+    epoch points, and the alias order (per step first) left it unjudged. Only an alias
+    choice is revised (never a ``--map`` or a fallback), only below
+    :data:`LOSS_TREND_POINTS`, only when every value of the chosen loss is finite (a NaN is
+    evidence the NaN rule reads), and only for the alias with the most finite points.
+    Returns the note, or ``None`` when the choice stands.
+    """
+    m = mapping.get("loss")
+    if m is None or m["how"] != "alias" or not m["ignored"]:
+        return None
+    have = _points(m["source"], cols, batches)
+    if have >= LOSS_TREND_POINTS or _points(m["source"], cols, batches, finite=False) > have:
+        # A non-finite value is evidence of its own (TP-NAN reads it): the choice stands.
+        return None
+    best = max(m["ignored"], key=lambda k: (_points(k, cols, batches), -m["ignored"].index(k)))
+    more = _points(best, cols, batches)
+    if more < LOSS_TREND_POINTS:
+        return None
+    old = m["source"]
+    m["source"], m["ignored"] = best, [old] + [k for k in m["ignored"] if k != best]
+    return (
+        f"loss: {old!r} has {have} finite points, too few for the trend rules ({LOSS_TREND_POINTS}); "
+        f"read from {best!r} ({more} points) instead"
+    )
+
+
+def _points(key: str, cols: dict, batches: dict, finite: bool = True) -> int:
+    """Finite values logged for ``key`` (every value, non-finite too, with ``finite=False``)."""
     n = 0
-    c = cols.get(key)
-    if c is not None and len(c.vals):
-        n += int(np.isfinite(np.frombuffer(c.vals, dtype=np.float64)).sum())
-    b = batches.get(key)
-    if b is not None and len(b[1]):
-        n += int(np.isfinite(np.frombuffer(b[1], dtype=np.float64)).sum())
+    for vals in (cols[key].vals if key in cols else None, batches[key][1] if key in batches else None):
+        if vals is not None and len(vals):
+            n += int(np.isfinite(np.frombuffer(vals, dtype=np.float64)).sum()) if finite else len(vals)
     return n
 
 

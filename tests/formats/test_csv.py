@@ -14,8 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainproof.api import read_runlog
+from trainproof.findings import Level
 from trainproof.formats import ReadError, hf, jsonl
 from trainproof.formats import csv as csv_reader
+from trainproof.rules.engine import judge_runlog
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 
@@ -582,3 +584,64 @@ def test_long_format_column_order_changes_nothing(tmp_path: Path, order) -> None
     run = read_runlog(write(tmp_path / "long.csv", text))
     assert run.get("loss").values.tolist() == [1.0 / (i + 1) for i in range(12)]
     assert run.get("loss").steps.tolist() == [10.0 * i for i in range(12)]
+
+
+def _lightning_epochs(epochs: int, step_every: int, per_epoch: int = 16) -> str:
+    """A Lightning CSVLogger file of ``self.log("train_loss", on_step=True,
+    on_epoch=True)``: a ``train_loss_step`` row every ``step_every`` optimizer steps and a
+    ``train_loss_epoch`` row (and ``val_loss``) at every epoch's end, the loss falling."""
+    rows = ["epoch,step,train_loss_epoch,train_loss_step,val_loss"]
+    for step in range(epochs * per_epoch):
+        epoch = step // per_epoch
+        if (step + 1) % step_every == 0:
+            rows.append(f"{epoch},{step},,{2.3 * 0.9 ** (step / per_epoch):.4f},")
+        if (step + 1) % per_epoch == 0:
+            rows.append(f"{epoch},{step},,,{2.4 * 0.9**epoch:.4f}")
+            rows.append(f"{epoch},{step},{2.3 * 0.9**epoch:.4f},,")
+    return "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize(
+    "epochs,step_every,want",
+    [
+        (20, 50, "train_loss_epoch"),
+        (20, 200, "train_loss_epoch"),
+        (20, 30, "train_loss_step"),
+        (4, 50, "train_loss_step"),
+    ],
+)
+def test_lightning_a_per_step_loss_too_short_to_judge_gives_way_to_the_epoch_loss(
+    tmp_path: Path, epochs, step_every, want
+) -> None:
+    # Lightning's default log_every_n_steps=50 over 20 epochs of 16 batches logs the step
+    # loss 6 times and the epoch loss 20 times: the step series left the run unjudged.
+    # The step series stays the loss when it has 8 points or more, or when the epoch
+    # series is no longer (4 epochs).
+    run = read_runlog(write(tmp_path / "metrics.csv", _lightning_epochs(epochs, step_every)))
+    assert run.mapping["loss"]["source"] == want
+    swapped = [n for n in run.notes if "too few for the trend rules" in n]
+    assert bool(swapped) == (want == "train_loss_epoch")
+    if want == "train_loss_epoch":
+        assert run.get("loss").values.size == epochs
+        assert "train_loss_step" in run.mapping["loss"]["ignored"]
+        rep = judge_runlog(run)
+        assert rep.verdict is not Level.NOT_CHECKED and "TP-LOSS-STOPPED" not in rep.ids()
+
+
+def test_lightning_a_mapped_step_loss_is_kept_however_short(tmp_path: Path) -> None:
+    path = write(tmp_path / "metrics.csv", _lightning_epochs(20, 50))
+    run = read_runlog(path, mapping={"loss": "train_loss_step"})
+    assert run.mapping["loss"]["source"] == "train_loss_step" and run.get("loss").values.size == 6
+
+
+def test_lightning_a_short_step_loss_with_a_nan_stays_the_loss(tmp_path: Path) -> None:
+    # A non-finite step loss is evidence of its own (TP-NAN): it is not traded for the
+    # longer epoch series.
+    lines = _lightning_epochs(20, 50).splitlines()
+    at = next(i for i, ln in enumerate(lines) if i and ln.split(",")[3])
+    parts = lines[at].split(",")
+    parts[3] = "nan"
+    lines[at] = ",".join(parts)
+    run = read_runlog(write(tmp_path / "metrics.csv", "\n".join(lines) + "\n"))
+    assert run.mapping["loss"]["source"] == "train_loss_step"
+    assert "TP-NAN" in judge_runlog(run).ids()

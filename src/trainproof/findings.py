@@ -110,7 +110,9 @@ class Finding:
 
 @dataclass
 class Skip:
-    """Why a check did not run: ``absent``, ``too_few_points``, ``degenerate`` or ``muted``."""
+    """Why a check did not run: ``absent``, ``too_few_points``, ``degenerate``,
+    ``not_applicable`` (a check of a signed loss on a positive one), ``muted``, or
+    ``objective: <kind>``."""
 
     reason: str
     detail: str = ""

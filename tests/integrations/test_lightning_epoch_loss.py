@@ -17,10 +17,9 @@ pytestmark = pytest.mark.slow
 def _fit(tmp_path, hot_from_epoch: int | None):
     pl = pytest.importorskip("lightning.pytorch")
     import torch
+    from _lightning_runs import clusters
     from lightning.pytorch.loggers import CSVLogger
     from torch import nn
-
-    from _lightning_runs import clusters
 
     torch.set_num_threads(1)
 

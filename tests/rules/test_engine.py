@@ -58,6 +58,8 @@ def test_the_trend_checks_are_flat_diverge_and_dead_run():
         "TP-RL-DEAD-POLICY",
         "TP-RL-NO-SIGNAL",
         "TP-RL-RETURN-COLLAPSE",
+        "TP-DIVERGE-SIGNED",
+        "TP-NO-PROGRESS-SIGNED",
     }
 
 
@@ -75,7 +77,7 @@ def test_pass_lists_what_ran_and_what_was_skipped_with_typed_reasons():
         for r in all_rules()
         if not r.is_outcome
         and r.id in SINGLE_RUN
-        and all(n.names[0] == "loss" for n in r.needs)
+        and all(n.names[0] == "loss" and not n.signed for n in r.needs)
         and "supervised" in r.objectives
     ]
     assert rep.ran == needs_loss_or_nothing
@@ -85,8 +87,15 @@ def test_pass_lists_what_ran_and_what_was_skipped_with_typed_reasons():
     # loss only: every rule on another series is skipped because that series is absent
     # (and the RL-only rules because this is a supervised objective); the rules on the live
     # model probe's keys do not apply to a run no probe measured and are not listed
+    # (and the rules of a loss below 0 because this one never is)
     assert {k: v.reason for k, v in rep.skipped.items()} == {
-        k: ("objective: supervised" if "supervised" not in get(k).objectives else "absent")
+        k: (
+            "objective: supervised"
+            if "supervised" not in get(k).objectives
+            else "not_applicable"
+            if any(n.signed for n in get(k).needs)
+            else "absent"
+        )
         for k in SINGLE_RUN
         if k not in rep.ran and not probe_only(get(k))
     }
@@ -120,7 +129,7 @@ def test_every_single_run_rule_either_ran_or_was_skipped_never_both():
         expected = {k for k in SINGLE_RUN if probed or not probe_only(get(k))}
         assert set(rep.ran) | set(rep.skipped) == expected
         assert all(
-            v.reason in ("absent", "too_few_points", "degenerate", "muted", "objective: supervised")
+            v.reason in ("absent", "too_few_points", "degenerate", "not_applicable", "muted", "objective: supervised")
             for v in rep.skipped.values()
         )
 
@@ -153,6 +162,11 @@ def test_degenerate_skip_for_a_non_positive_loss():
     for rid in ("TP-FLAT", "TP-DIVERGE", "TP-DEAD-RUN"):
         assert rep.skipped[rid].reason == "degenerate"
         assert rid not in rep.ran
+    # The rules of a loss below 0 judge it in its own units: it rose, it made no progress.
+    assert {"TP-DIVERGE-SIGNED", "TP-NO-PROGRESS-SIGNED"} <= set(rep.ran)
+    assert rep.verdict is Level.WARN and "TP-NO-PROGRESS-SIGNED" in rep.ids()
+    # A loss never below 0 with an exact 0 among its values is judged by neither.
+    rep = judge_runlog(make_run(loss=[2.0 - 0.04 * i for i in range(39)] + [0.0]))
     assert rep.verdict is Level.NOT_CHECKED
     nc = one(rep, "TP-NOT-CHECKED")
     assert "values <= 0" in nc.evidence

@@ -1103,3 +1103,49 @@ def test_dead_run_an_eval_loss_drifting_by_rounding_at_a_tiny_lr_is_no_learning(
     assert "TP-DEAD-RUN" not in judge(loss=loss, learning_rate=[1e-9] * n, eval_loss=falling).ids()
     # At a live rate the same drifting eval loss keeps its say (no cause, no FAIL).
     assert "TP-DEAD-RUN" not in judge(loss=loss, learning_rate=[3e-4] * n, eval_loss=ev).ids()
+
+
+def _signed(n, rel, seed, rise_share=0.0, at=0.5):
+    """A negative log-likelihood by design: A*exp(-t/0.1) + c with c < 0 (it crosses 0
+    and settles at c), additive noise ``rel`` of the fall; from ``at`` of the run it climbs
+    back ``rise_share`` of its fall over a tenth of the run and stays there."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    a, c = 3.0, -2.0
+    level = a * np.exp(-t / 0.1) + c + rise_share * a * np.clip((t - at) / 0.1, 0, 1)
+    return level + rel * a * rng.standard_normal(n)
+
+
+@pytest.mark.parametrize("n", [20, 100, 1000])
+@pytest.mark.parametrize("rel", [0.005, 0.05])
+def test_signed_loss_a_healthy_negative_nll_is_judged_and_passes(n, rel):
+    # A Gaussian NLL that crosses 0 was NOT-CHECKED (exit 2): every trend rule reads
+    # ratios of levels. It is judged in its own units now.
+    for seed in range(5):
+        rep = judge(loss=_signed(n, rel, seed))
+        assert rep.verdict is not Level.NOT_CHECKED, rep.ids()
+        assert not {"TP-DIVERGE-SIGNED", "TP-NO-PROGRESS-SIGNED"} & set(rep.ids())
+
+
+@pytest.mark.parametrize("n", [40, 200, 2000])
+@pytest.mark.parametrize("rel", [0.005, 0.05])
+def test_signed_loss_a_climb_back_of_most_of_the_fall_is_a_divergence(n, rel):
+    f = one(judge(loss=_signed(n, rel, seed=n, rise_share=0.8)), "TP-DIVERGE-SIGNED")
+    assert f.data["regain"] > 0.6  # of the fall from the first block, which sits below the first point
+    # A climb back of a fifth of the fall is the floor's wiggle, not a divergence.
+    assert "TP-DIVERGE-SIGNED" not in judge(loss=_signed(n, rel, seed=n, rise_share=0.2)).ids()
+
+
+def test_signed_loss_that_never_falls_is_no_progress():
+    rng = np.random.default_rng(2)
+    rep = judge(loss=-1.0 + 0.05 * rng.standard_normal(200))
+    assert one(rep, "TP-NO-PROGRESS-SIGNED").level is Level.WARN
+    assert "TP-DIVERGE-SIGNED" not in rep.ids()
+
+
+def test_signed_loss_rules_leave_a_positive_loss_to_the_ratio_rules():
+    rep = judge(loss=np.linspace(3.0, 1.0, 50))
+    assert rep.skipped["TP-DIVERGE-SIGNED"].reason == "not_applicable"
+    # Nor a loss at 0: the zero-loss rules judge it.
+    assert "TP-NO-PROGRESS-SIGNED" not in judge(loss=[0.0] * 50).ids()
+    assert rep.skipped["TP-NO-PROGRESS-SIGNED"].reason == "not_applicable"

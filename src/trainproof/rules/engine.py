@@ -316,6 +316,15 @@ def _skip_reason(
                 facts[key] = bool(np.any(vals <= 0))
             if facts[key]:
                 return Skip("degenerate", f"{s.name} has values <= 0, so ratios of its levels mean nothing")
+        if need.signed and vals.size:
+            key = (present[0], "negative")
+            if key not in facts:
+                facts[key] = bool(np.any(vals < 0))
+            if not facts[key]:
+                return Skip(
+                    "not_applicable",
+                    f"{s.name} is never below 0: the rules on ratios of its levels (and on a loss at 0) judge it",
+                )
         if need.varying and vals.size:
             key = (present[0], "constant")
             if key not in facts:

@@ -454,6 +454,166 @@ def check_loss_unbounded(ctx):
     )
 
 
+def signed_levels(ctx) -> dict:
+    """The levels of a loss read on its own additive scale, computed once for
+    TP-DIVERGE-SIGNED and TP-NO-PROGRESS-SIGNED: ``start`` (the first block's median),
+    ``best`` (the lowest block median, at index ``best_idx`` of the finite loss),
+    ``end`` (median of the end window of ``w`` points), the point noise ``sigma``
+    (:func:`~trainproof.rules._stats.noise_sigma` of the values, not their log) and
+    ``se(points)``, the standard error of a level of that many points."""
+
+    def compute():
+        s = ctx.finite("loss")
+        v = s.values
+        n = v.size
+        block = smoothing_block(n)
+        meds, centres = block_medians(v, block)
+        sizes = block_sizes(n, block)
+        sigma = noise_sigma(v)
+        j = int(np.argmin(meds))
+        w = end_window(n)
+        return {
+            "s": s,
+            "v": v,
+            "meds": meds,
+            "sizes": sizes,
+            "start": float(meds[0]),
+            "start_points": int(sizes[0]),
+            "j": j,
+            "best": float(meds[j]),
+            "best_idx": int(centres[j]),
+            "best_points": int(sizes[j]),
+            "end": float(median(v[-w:])),
+            "w": w,
+            "sigma": sigma,
+            "se": lambda points: level_se(sigma, points),
+        }
+
+    return ctx.memo("signed_levels", compute)
+
+
+@rule(
+    "TP-DIVERGE-SIGNED",
+    Level.FAIL,
+    "shape",
+    "a loss that is negative by design climbs back much of what it learned",
+    needs=[Need("loss", "min_trend_points", signed=True, all_finite=True)],
+    thresholds=[
+        "min_trend_points",
+        "diverge_noise_z",
+        "signed_regain_share",
+        "objective_eval_after",
+        "objective_weight_rise",
+    ],
+    verdict_bearing=True,
+    least_evidence="A fall from the first block's level to the best level beyond {diverge_noise_z:g} standard errors of the two, and a held climb back of at least {signed_regain_share:.0%} of it, past the same noise gate.",
+    detects=(
+        "For a train loss with values below 0 (a negative log-likelihood of a continuous density, an ELBO), "
+        "judged in its own units: the run learned (its best block median sits below its first block's median by more "
+        "than {diverge_noise_z:g} standard errors of the two, blocks of 5% of the run, the noise read from first "
+        "differences of the values) and then climbed back: its end level (median of its last 10%, at least 3 points) "
+        "is above the best level by at least {signed_regain_share:.0%} of that fall and by more than {diverge_noise_z:g} "
+        "standard errors of the two levels (the best also allowed the shift of the lowest of the blocks tied with it), "
+        "and the climb is held (from some point after the best, that point and the next two and at least 80% of the "
+        "points to the end are above the bar). Not when the log shows that the loss measures something else after its "
+        "best level (an eval loss no worse than before the climb, a loss-term weight annealed up, a stage that "
+        "changed: see TP-OBJECTIVE-CHANGED)."
+    ),
+    why="A divergence is a divergence whatever the loss's sign: a negative log-likelihood that gives back half of what "
+    "the run learned and stays there has lost its fit, and further steps spend compute undoing damage.",
+    not_mean="A positive loss is not judged here (TP-DIVERGE judges it on ratios). A negative NLL that wiggles at its "
+    "floor regains a sliver of its fall, and a run that learned nothing beyond its noise has no fall to give back "
+    "(TP-NO-PROGRESS-SIGNED speaks of it).",
+    causes="A learning rate too high, a predicted variance or scale that collapses and rebounds, no gradient clipping.",
+    try_="Resume from the checkpoint at the best step with a lower learning rate or gradient clipping; bound the "
+    "predicted variance (a floor or a softplus with an offset).",
+    objectives=("supervised",),
+)
+def check_diverge_signed(ctx):
+    L = signed_levels(ctx)
+    th, z, se, meds = ctx.th, ctx.th.diverge_noise_z, L["se"], L["meds"]
+    fall = L["start"] - L["best"]
+    if fall <= z * math.hypot(se(L["start_points"]), se(L["best_points"])):
+        return  # nothing learned beyond the noise: no fall to give back
+    se_best = se(L["best_points"])
+    tied = int(np.sum(meds - L["best"] <= z * math.sqrt(2) * se_best))
+    gate = z * math.hypot(se_best, se(L["w"])) + expected_min_shift(tied) * se_best
+    rise = L["end"] - L["best"]
+    need = max(gate, th.signed_regain_share * fall)
+    if rise <= need:
+        return
+    s, v, best_idx = L["s"], L["v"], L["best_idx"]
+    onset = held_climb_onset(v, L["best"] + need, best_idx)
+    if onset is None:
+        return
+    if objective_changed(ctx, float(s.steps[best_idx]), float(s.steps[onset])):
+        return
+    yield ctx.finding(
+        f"loss diverged: it climbed back {pct(rise / fall)} of what it learned",
+        f"the loss ({s.key}) fell from {num(L['start'])} (median of its first {L['start_points']} points) to "
+        f"{num(L['best'])} (median of {L['best_points']} points) at step {step(s.steps[best_idx])}, then ended at "
+        f"{num(L['end'])} (median of the last {L['w']} points, steps {step(s.steps[-L['w']])}–{step(s.steps[-1])}): "
+        f"{pct(rise / fall)} of the fall given back, at least {pct(th.signed_regain_share)} and past a noise gate of "
+        f"{num(gate)} (point noise {num(L['sigma'])}); held from step {step(s.steps[onset])}.",
+        {
+            "start_level": L["start"],
+            "best_level": L["best"],
+            "end_level": L["end"],
+            "best_step": s.steps[best_idx],
+            "regain": rise / fall,
+            "noise_gate": gate,
+            "noise_std": L["sigma"],
+            "onset_step": s.steps[onset],
+            "threshold": th.signed_regain_share,
+        },
+        step=s.steps[best_idx],
+        line=s.lines[best_idx],
+    )
+
+
+@rule(
+    "TP-NO-PROGRESS-SIGNED",
+    Level.WARN,
+    "shape",
+    "a loss that is negative by design did not fall beyond its noise",
+    needs=[Need("loss", "min_trend_points", signed=True, all_finite=True)],
+    thresholds=["min_trend_points", "diverge_noise_z", "dead_min_schedule_share"],
+    verdict_bearing=True,
+    implied_by=("TP-DIVERGE-SIGNED", "TP-ZERO-LR", "TP-ZERO-GRAD", "TP-ZERO-GRAD-ONSET"),
+    min_schedule_share="dead_min_schedule_share",
+    after_warmup=True,
+    detects=(
+        "For a train loss with values below 0, judged in its own units: its end level (median of its last 10%, "
+        "at least 3 points) is not below its first block's level (median of its first 5%, at least 3 points) by more "
+        "than {diverge_noise_z:g} standard errors of the two (the noise read from first differences of the values)."
+    ),
+    why="A loss that ends where it started, within its own noise, spent its compute without measurable learning.",
+    not_mean="It is not a dead run: a run at its floor before its first log holds one level too, and a signed loss has "
+    "no ratio to size a slow learner's fall by; a positive loss is judged by TP-DEAD-RUN and TP-LOSS-STALLED.",
+    causes="A learning rate too small, frozen parameters, an optimizer that does not hold the parameters, a run "
+    "already converged before its first log.",
+    try_="Check the learning rate actually applied and that the optimizer holds the trainable parameters; check the "
+    "held-out likelihood.",
+    objectives=("supervised",),
+)
+def check_no_progress_signed(ctx):
+    L = signed_levels(ctx)
+    z, se, s = ctx.th.diverge_noise_z, L["se"], L["s"]
+    gate = z * math.hypot(se(L["start_points"]), se(L["w"]))
+    fall = L["start"] - L["end"]
+    if fall > gate:
+        return
+    yield ctx.finding(
+        f"loss made no progress: {num(L['start'])} -> {num(L['end'])}, within its noise",
+        f"the loss ({s.key}) started at {num(L['start'])} (median of its first {L['start_points']} points) and ended at "
+        f"{num(L['end'])} (median of the last {L['w']} points): a fall of {num(fall)}, not beyond a noise gate of "
+        f"{num(gate)} (point noise {num(L['sigma'])}).",
+        {"start_level": L["start"], "end_level": L["end"], "fall": fall, "noise_gate": gate, "noise_std": L["sigma"]},
+        step=s.steps[-1],
+        line=s.lines[-1],
+    )
+
+
 @rule(
     "TP-FLAT",
     Level.FAIL,
@@ -938,6 +1098,25 @@ def _stands_apart(y: np.ndarray, k: int, level: float) -> bool:
     return float(np.median(y[k : k + 4])) - level > largest
 
 
+def held_climb_onset(values: np.ndarray, bar: float, best_idx: int) -> int | None:
+    """The index where a climb above ``bar`` after ``best_idx`` begins and is held, or
+    ``None``: the first point after the best level that, with the next two, is above the
+    bar, with at least 80% of the points from it to the end above it too. A lone high point
+    followed by a return to the old level is not where a run went wrong, and the last two
+    points of a log have fewer than two after them: they cannot show a held climb.
+    ``values``: shape ``(n,)``; ``bar`` on their scale."""
+    n = values.size
+    high = values > bar
+    high[: best_idx + 1] = False
+    suffix = np.cumsum(high[::-1])[::-1] / np.arange(n, 0, -1)
+    held = high.copy()
+    for k in (1, 2):
+        held[:-k] &= high[k:]
+    held[max(0, n - 2) :] = False
+    cand = np.flatnonzero(held & (suffix >= 0.8))
+    return int(cand[0]) if cand.size else None
+
+
 def _warm_restart_cycle(ctx, s, meds, centres, best_idx: int, end: float, gate: float) -> bool:
     """Whether the rise after the best level is a new cycle of a restarting schedule.
 
@@ -1230,28 +1409,15 @@ def _diverge(ctx) -> dict | None:
         return  # under the plain ratio, only a caused rise that gives back enough counts
     ratio = end / best
     through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
-    # Onset: the first point after the best level from which the failure is visible and
-    # stays so: at least 80% of the remaining points above the bar this rule judges the
-    # end level by (the ratio and the noise gate above the best level). A loss that
-    # explodes on a log scale passes that bar long before it nears its end level.
-    # The point and the next two must all be above it, so a lone high point followed by a
-    # return to the old level is not where the run went wrong.
-    bar = best * max(ratio_th, math.exp(gate))
-    high = v > bar
-    high[: best_idx + 1] = False
-    suffix = np.cumsum(high[::-1])[::-1] / np.arange(n, 0, -1)
-    held = high.copy()
-    for k in (1, 2):
-        held[:-k] &= high[k:]
-    # The last two points have fewer than two after them: they cannot show a held climb.
-    held[max(0, n - 2) :] = False
-    cand = np.flatnonzero(held & (suffix >= 0.8))
-    if not cand.size:
+    # Onset: where the climb past the bar this rule judges the end level by (the ratio and
+    # the noise gate above the best level) begins and is held. A loss that explodes on a
+    # log scale passes that bar long before it nears its end level.
+    onset = held_climb_onset(v, best * max(ratio_th, math.exp(gate)), best_idx)
+    if onset is None:
         # No point from which the run stays up: the end window's median is lifted by a
         # few high points among low ones (a heavy-tailed tail, a last-logs wobble), not by
         # a level the run moved to.
         return
-    onset = int(cand[0])
     where = "its starting level" if best_idx == 0 else f"the level it held around step {step(s.steps[best_idx])}"
     extra, ckpt_data = best_checkpoint(ctx.run)
     held = (

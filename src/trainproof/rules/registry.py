@@ -58,6 +58,9 @@ class Need:
             themselves set this to False: an all-NaN series is exactly what they judge).
         all_finite: skipped as ``degenerate`` when any value is NaN or ±Inf: the shape of
             a curve with holes is not judged (the NaN rules judge the holes).
+        signed: the rule judges a loss on its own additive scale, for a loss that goes
+            below 0: skipped as ``not_applicable`` when no finite value is < 0 (the ratio
+            rules, ``positive``, judge a positive loss, and the zero-loss rules a loss at 0).
     """
 
     series: str | tuple[str, ...]
@@ -66,6 +69,7 @@ class Need:
     varying: bool = False
     finite: bool = True
     all_finite: bool = False
+    signed: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -570,6 +570,21 @@ class Thresholds:
         unit="ratio",
         valid=FACTOR,
     )
+    signed_regain_share: float = threshold(
+        0.5,
+        "A loss that is negative by design (the negative log-likelihood of a continuous "
+        "density: a Gaussian NLL, a flow, a VAE's ELBO with a Gaussian likelihood) has no "
+        "ratio of levels: its climb is judged in its own units, as a share of what the run "
+        "learned (the fall from its first block's level to its best level). A climb back of "
+        "half of it, past the noise gate (diverge_noise_z standard errors of the two levels) "
+        "and held, is a divergence: a healthy run at its floor wiggles by its noise, a sliver "
+        "of a fall that had to clear the same gate to count. Half is the rise at which "
+        "TP-DIVERGE's 1.5x bar sits for a positive loss that fell 2x (from 3 to 1.5, back to "
+        "2.25). On the zoo's 981 healthy negative-NLL runs (tests/_zoo.py, seed 5) it fires "
+        "on none.",
+        unit="share",
+        valid=SHARE,
+    )
     negative_loss_tol: float = threshold(
         1e-6,
         "Exact zeros mixed among ordinary losses: at least 10% of the points (so that one "

@@ -1179,7 +1179,8 @@ def _richer_loss(mapping: dict, cols: dict, batches: dict) -> str | None:
     epoch points, and the alias order (per step first) left it unjudged. Only an alias
     choice is revised (never a ``--map`` or a fallback), only below
     :data:`LOSS_TREND_POINTS`, only when every value of the chosen loss is finite (a NaN is
-    evidence the NaN rule reads), and only for the alias with the most finite points.
+    evidence the NaN rule reads), and only for the same key at the epoch cadence (its
+    words with ``step`` read as ``epoch``).
     Returns the note, or ``None`` when the choice stands.
     """
     m = mapping.get("loss")
@@ -1189,7 +1190,16 @@ def _richer_loss(mapping: dict, cols: dict, batches: dict) -> str | None:
     if have >= LOSS_TREND_POINTS or _points(m["source"], cols, batches, finite=False) > have:
         # A non-finite value is evidence of its own (TP-NAN reads it): the choice stands.
         return None
-    best = max(m["ignored"], key=lambda k: (_points(k, cols, batches), -m["ignored"].index(k)))
+    # Only the same loss at another cadence: the chosen key's words with "step" for
+    # "epoch" (train_loss_step -> train_loss_epoch), never another alias that may be one
+    # component of the loss (loss_1 is Coqui's generator loss, a task loss elsewhere).
+    w = aliases.words(m["source"])
+    if "step" not in w:
+        return None
+    same = [k for k in m["ignored"] if aliases.words(k) == ["epoch" if x == "step" else x for x in w]]
+    if not same:
+        return None
+    best = same[0]
     more = _points(best, cols, batches)
     if more < LOSS_TREND_POINTS:
         return None

@@ -180,10 +180,19 @@ def test_components_of_one_objective_are_summed() -> None:
         ["train/loss_critic", "train/loss_actor"],
         ["policy_gradient_loss", "value_loss", "entropy_loss"],
         ["loss_generator", "loss_discriminator"],
+        ["d_loss", "g_loss"],
+        ["loss_D", "loss_G"],
+        ["lossD", "lossG"],
+        ["train/d_loss", "train/g_loss"],
     ],
 )
 def test_components_of_separate_networks_map_no_loss(keys: list[str]) -> None:
     assert "loss" not in resolve(keys)
+
+
+def test_one_d_component_alone_is_not_a_gan() -> None:
+    # A depth loss and a colour loss (loss_d, loss_rgb) are one objective's terms: summed.
+    assert resolve(["loss_d", "loss_rgb"])["loss"]["sum_of"] == ["loss_d", "loss_rgb"]
 
 
 def test_too_many_components_are_not_one_objective() -> None:

@@ -645,3 +645,18 @@ def test_lightning_a_short_step_loss_with_a_nan_stays_the_loss(tmp_path: Path) -
     run = read_runlog(write(tmp_path / "metrics.csv", "\n".join(lines) + "\n"))
     assert run.mapping["loss"]["source"] == "train_loss_step"
     assert "TP-NAN" in judge_runlog(run).ids()
+
+
+def test_a_short_loss_is_not_traded_for_another_alias_that_may_be_a_component(tmp_path: Path) -> None:
+    # An epoch total `loss` (7 points) beside per-step task losses loss_0 / loss_1: loss_1
+    # is an alias only as Coqui's generator loss; elsewhere it is one term of the total,
+    # and judging it instead gave a false FAIL (a helper's log). Only the same key at the
+    # epoch cadence replaces a short step loss.
+    rows = ["step,loss,loss_0,loss_1"]
+    for i in range(70):
+        rows.append(f"{i},,{1.0 - 0.005 * i:.4f},{0.59 + 0.0075 * i:.4f}")
+        if i % 10 == 9:
+            rows.append(f"{i},{2.0 - 0.05 * i / 10:.4f},,")
+    run = read_runlog(write(tmp_path / "metrics.csv", "\n".join(rows) + "\n"))
+    assert run.mapping["loss"]["source"] == "loss"
+    assert not [n for n in run.notes if "too few for the trend rules" in n]

@@ -969,3 +969,23 @@ def test_a_model_based_rl_log_with_returns_and_no_loss_is_judged_on_its_return(k
     t = np.arange(n)
     collapse = np.where(t < n // 2, -200 + 6.0 * t, -200 + 6.0 * (n - t) - 400) + 10 * rng.standard_normal(n)
     assert judge_runlog(run_of(**{key: collapse})).verdict is Level.FAIL
+
+
+@pytest.mark.parametrize("k", [3, 4, 7, 10])
+@pytest.mark.parametrize("n,rel", [(30, 0.06), (72, 0.1), (100, 0.15)])
+def test_a_noisy_short_run_at_chance_is_not_let_off_by_its_end_window(k, n, rel):
+    # Short noisy runs at ln k whose accuracy sits at 1/k: the median of the last 10% (3-10
+    # points) strays 4-5% below ln k by noise alone, and a fixed 3% bar for the end let 6
+    # of 117 generated chance runs pass (zoo seed 5). The end is read within its own 99%
+    # margin, as the blocks are.
+    fails = 0
+    for seed in range(10):
+        loss = at_level(n, math.log(k), rel, seed)
+        acc = [1 / k if (i + 1) % 5 == 0 else None for i in range(n)]
+        fails += "TP-CHANCE-LEVEL" in ids(judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3), eval_accuracy=acc)))
+    assert fails >= 9
+    # A run that leaves ln k by a fifth over its second half is learning, noise or not.
+    t = np.linspace(0, 1, n)
+    leaving = math.log(k) * (1 - 0.2 * np.clip((t - 0.5) / 0.5, 0, 1)) * at_level(n, 1.0, rel, 1)
+    acc = [1 / k if (i + 1) % 5 == 0 else None for i in range(n)]
+    assert "TP-CHANCE-LEVEL" not in ids(judge_runlog(run_of(loss=leaving, lr=np.full(n, 1e-3), eval_accuracy=acc)))

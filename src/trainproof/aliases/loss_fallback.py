@@ -184,6 +184,11 @@ SEPARATE_NETWORK_WORDS = frozenset(
     }
 )
 
+#: A GAN's discriminator and generator by their letters (``d_loss``/``g_loss``,
+#: ``loss_D``/``loss_G``, ``lossD``/``lossG``): separate networks when both are there (one
+#: ``d`` alone may name another term, a depth loss).
+GAN_PAIR = frozenset({"d", "g"})
+
 #: At most this many components are summed into a synthesized total; more than that are
 #: several groups (a multi-agent log), not one objective.
 MAX_SUM_PARTS = 8
@@ -267,7 +272,8 @@ def fallback_entry(canon: str, keys: Iterable[str]) -> dict | None:
         for o, k, c in cands
         if not c["total"] and c["split"] == bc["split"] and c["granularity"] == bc["granularity"]
     ]
-    separate = any(set(c["parts"]) & SEPARATE_NETWORK_WORDS for _, _, c in same)
+    parts = {w for _, _, c in same for w in c["parts"]}
+    separate = bool(parts & SEPARATE_NETWORK_WORDS) or GAN_PAIR <= parts
     if separate:
         # An actor's loss (-Q), a policy-gradient term or a GAN's losses need not fall in a
         # healthy run, and a critic's TD loss grows with the returns it predicts: none of

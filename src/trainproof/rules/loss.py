@@ -454,13 +454,27 @@ def check_loss_unbounded(ctx):
     )
 
 
+#: The largest lag-1 autocorrelation the signed rules credit: a progress bar's running
+#: loss (an EMA with beta 0.95-0.98, fastai's default) is autocorrelated at 0.95 and more,
+#: and TP-DIVERGE's cap of 0.9 left its wander looking like a level: healthy running losses
+#: of 10,000 points (t(2) batch noise, EMA 0.95, at their floor) FAILed TP-DIVERGE-SIGNED
+#: on 6 of 20 seeds at 0.9, on none at 0.99.
+SIGNED_AR_CAP = 0.99
+#: How many noise gates the fall from the first block to the best must clear before
+#: TP-DIVERGE-SIGNED reads a climb as giving it back: at 1, healthy running losses of t(2)
+#: batch noise through an EMA of 0.95, at their floor from the start, FAILed 5 of 20 over
+#: 1,000 points; at 2, 2 of 20 (a helper's sweep of such runs: 1 of 240 configurations).
+SIGNED_FALL_GATES = 2
+
+
 def signed_levels(ctx) -> dict:
     """The levels of a loss read on its own additive scale, computed once for
     TP-DIVERGE-SIGNED and TP-NO-PROGRESS-SIGNED: ``start`` (the first block's median),
     ``best`` (the lowest block median, at index ``best_idx`` of the finite loss),
     ``end`` (median of the end window of ``w`` points), the point noise ``sigma``
-    (:func:`~trainproof.rules._stats.noise_sigma` of the values, not their log) and
-    ``se(points)``, the standard error of a level of that many points."""
+    (:func:`~trainproof.rules._stats.noise_sigma` of the values, not their log, widened
+    for autocorrelated noise as TP-DIVERGE widens it) and ``se(points)``, the standard
+    error of a level of that many points."""
 
     def compute():
         s = ctx.finite("loss")
@@ -469,7 +483,15 @@ def signed_levels(ctx) -> dict:
         block = smoothing_block(n)
         meds, centres = block_medians(v, block)
         sizes = block_sizes(n, block)
-        sigma = noise_sigma(v)
+        # As TP-DIVERGE reads it: first differences see only the part of the noise that
+        # changes from point to point, and a smoothed loss (an EMA in a progress bar)
+        # wanders; the residuals around the block medians give the lag-1 autocorrelation
+        # rho, the point noise is sigma / sqrt(1 - rho) and a level's error is widened by
+        # the AR(1) factor (from DIVERGE_AR_MIN_POINTS points on).
+        rho, infl = 0.0, 1.0
+        if n >= DIVERGE_AR_MIN_POINTS:
+            rho, infl = ar1_inflation(v - np.interp(np.arange(n), centres, meds), cap=SIGNED_AR_CAP)
+        sigma = noise_sigma(v) / math.sqrt(1 - rho)
         j = int(np.argmin(meds))
         w = end_window(n)
         return {
@@ -486,7 +508,7 @@ def signed_levels(ctx) -> dict:
             "end": float(median(v[-w:])),
             "w": w,
             "sigma": sigma,
-            "se": lambda points: level_se(sigma, points),
+            "se": lambda points: level_se(sigma, points) * (infl if points > 1 else 1.0),
         }
 
     return ctx.memo("signed_levels", compute)
@@ -506,12 +528,12 @@ def signed_levels(ctx) -> dict:
         "objective_weight_rise",
     ],
     verdict_bearing=True,
-    least_evidence="A fall from the first block's level to the best level beyond {diverge_noise_z:g} standard errors of the two, and a held climb back of at least {signed_regain_share:.0%} of it, past the same noise gate.",
+    least_evidence="A fall from the first block's level to the best level beyond twice {diverge_noise_z:g} standard errors of the two, and a held climb back of at least {signed_regain_share:.0%} of it, past the noise gate.",
     detects=(
         "For a train loss with values below 0 (a negative log-likelihood of a continuous density, an ELBO), "
         "judged in its own units: the run learned (its best block median sits below its first block's median by more "
-        "than {diverge_noise_z:g} standard errors of the two, blocks of 5% of the run, the noise read from first "
-        "differences of the values) and then climbed back: its end level (median of its last 10%, at least 3 points) "
+        "than twice {diverge_noise_z:g} standard errors of the two, blocks of 5% of the run, the noise read from first "
+        "differences of the values and widened for autocorrelation, as a running average's is) and then climbed back: its end level (median of its last 10%, at least 3 points) "
         "is above the best level by at least {signed_regain_share:.0%} of that fall and by more than {diverge_noise_z:g} "
         "standard errors of the two levels (the best also allowed the shift of the lowest of the blocks tied with it), "
         "and the climb is held (from some point after the best, that point and the next two and at least 80% of the "
@@ -533,8 +555,11 @@ def check_diverge_signed(ctx):
     L = signed_levels(ctx)
     th, z, se, meds = ctx.th, ctx.th.diverge_noise_z, L["se"], L["meds"]
     fall = L["start"] - L["best"]
-    if fall <= z * math.hypot(se(L["start_points"]), se(L["best_points"])):
-        return  # nothing learned beyond the noise: no fall to give back
+    # The run must have learned plainly, twice past the noise gate, before a climb can give
+    # it back: a fall barely past the gate is as likely the wander of a heavy-tailed,
+    # smoothed loss, whose best block is one shock decaying through the running average.
+    if fall <= SIGNED_FALL_GATES * z * math.hypot(se(L["start_points"]), se(L["best_points"])):
+        return
     se_best = se(L["best_points"])
     tied = int(np.sum(meds - L["best"] <= z * math.sqrt(2) * se_best))
     gate = z * math.hypot(se_best, se(L["w"])) + expected_min_shift(tied) * se_best
@@ -546,7 +571,8 @@ def check_diverge_signed(ctx):
     onset = held_climb_onset(v, L["best"] + need, best_idx)
     if onset is None:
         return
-    if objective_changed(ctx, float(s.steps[best_idx]), float(s.steps[onset])):
+    reach = reached_step(s.steps, meds, smoothing_block(v.size), L["best"] + need)
+    if objective_changed(ctx, float(s.steps[best_idx]), float(s.steps[onset]), reach):
         return
     yield ctx.finding(
         f"loss diverged: it climbed back {pct(rise / fall)} of what it learned",
@@ -742,10 +768,10 @@ def chance_level(
             one k, so larger k are not guessed.
         tol_level: the median of the run must be within this relative distance of ln(k).
         tol_block: a block median (5% of the run) counts as at that level within this,
-            and the end of the run may sit at most this far below ln(k) (relative); for a
-            block median of few noisy points, within its own 99% margin
-            (:data:`CHANCE_BLOCK_Z` standard errors of a median of the block's points, on
-            the log of the loss) when that is wider.
+            and the end of the run (median of its last 10%) may sit at most this far below
+            ln(k) (relative); for a median of few noisy points (a block, the end), within
+            its own 99% margin (:data:`CHANCE_BLOCK_Z` standard errors of a median of that
+            many points, on the log of the loss) when that is wider.
         share: the least share of the blocks at that level ("most of the run").
 
     Returns:
@@ -758,14 +784,19 @@ def chance_level(
     if meds.size < 3:
         return None
     med = float(median(values))
-    end = float(median(values[-max(3, n // 10) :]))
-    margin = max(tol_block, CHANCE_BLOCK_Z * level_se(noise_sigma(np.log(values)), block))
+    w = max(3, n // 10)
+    end = float(median(values[-w:]))
+    sigma = noise_sigma(np.log(values))
+    margin = max(tol_block, CHANCE_BLOCK_Z * level_se(sigma, block))
+    # The end level is a median of w points too: it has left ln(k) only past its own 99%
+    # margin (a loss at ln 4 with 16% noise ends 5% below it by chance over 7 points).
+    end_margin = max(tol_block, CHANCE_BLOCK_Z * level_se(sigma, w))
     for k in range(2, max_classes + 1):
         level = math.log(k)
         if abs(med / level - 1) > tol_level:
             continue
         at = float(np.mean(np.abs(meds / level - 1) <= margin))
-        if at >= share and (level - end) / level <= tol_block:
+        if at >= share and (level - end) / level <= end_margin:
             return k, level, med, at, end, mann_kendall_z(meds)
     return None
 
@@ -933,13 +964,15 @@ _CHANCE_TH = [
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-LOSS-FROZEN"),
-    least_evidence="{chance_share:.0%} of the run's block medians at ln(k), the end of the run less than {chance_tol_block:.0%} below it, and a logged accuracy at 1/k (or, for k up to {chance_fail_max_classes}, no significant downward trend).",
+    least_evidence="{chance_share:.0%} of the run's block medians at ln(k), the end of the run less than {chance_tol_block:.0%} below it (or within its noise margin), and a logged accuracy at 1/k (or, for k up to {chance_fail_max_classes}, no significant downward trend).",
     detects=(
         "A train loss (or, when it does not, an eval loss with at least {min_trend_points} evaluations) whose "
         "median is within {chance_tol_level:.0%} of ln(k) for some k from 2 to {chance_max_classes} (0.693, "
         "1.099, 1.386, 1.609, …), with at least {chance_share:.0%} of its block medians (blocks of 5% of the "
         "run) within {chance_tol_block:.0%} of it and the end of the run (the median of its last 10%) less than "
-        "{chance_tol_block:.0%} of ln(k) below it, while the learning rate (when logged) is above zero; and either no "
+        "{chance_tol_block:.0%} of ln(k) below it (each of these medians of few noisy points within its own 99% margin, "
+        "2.576 standard errors of a median of that many points on the log of the loss, where that is wider), while "
+        "the learning rate (when logged) is above zero; and either no "
         "significant downward trend (Mann-Kendall z above -{dead_trend_z}) and k at most {chance_fail_max_classes}, or a "
         "logged accuracy whose second-half median is within {chance_acc_tol} of 1/k (wider for a small evaluation set: "
         "two binomial standard errors, its size read from the accuracy's granularity), however significant the "
@@ -1219,9 +1252,9 @@ def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, ga
         "{diverge_caused_regain:.0%} of the fall. Not a divergence when the loss measures something else after "
         "its best level (TP-OBJECTIVE-CHANGED says so instead): an eval loss that did not get worse over the climb "
         "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no higher than "
-        "its best evaluation before it), a logged loss-term weight (beta, kl_weight, kl_coef, …) that climbed "
-        "{objective_weight_rise}x or more after the best level, or a logged stage, phase or example size (sequence "
-        "length, image size) that changed after it."
+        "its best evaluation while the run held the level it climbed from), a logged loss-term weight (beta, "
+        "kl_weight, kl_coef, kl_warmup, …) that climbed {objective_weight_rise}x or more after the best level, or a "
+        "logged stage (a key naming a stage or a curriculum, not a scheduler's phase) that changed after it."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
     not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging. Nor is a train loss whose objective changed after its best level while the model improved: a VAE's KL weight annealed up, a curriculum's harder stage, with a held-out loss that kept falling.",
@@ -1260,9 +1293,10 @@ def check_diverge(ctx):
         "A climb of the train loss that TP-DIVERGE would call a divergence, in a log that shows the loss "
         "measures something else after its best level: an eval loss that did not get worse over the climb "
         "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no "
-        "higher than its best evaluation before it), a logged loss-term weight (beta, kl_weight, kl_coef, …) "
-        "that climbed {objective_weight_rise}x or more after the best level, or a logged stage, phase or example "
-        "size (sequence length, image size) that changed after it."
+        "higher than its best evaluation while the run held the level it climbed from, from the step it first "
+        "reached it), a logged loss-term weight (beta, kl_weight, kl_coef, kl_warmup, …) "
+        "that climbed {objective_weight_rise}x or more after the best level, or a logged stage (a key naming a stage or "
+        "a curriculum, not a scheduler's phase) that changed after it."
     ),
     why="Levels of a loss compare only while it measures one thing. A VAE whose KL weight is annealed from 0 to 1, "
     "or a curriculum that moves to harder data, raises the train loss while the model improves; a divergence would "
@@ -1412,7 +1446,8 @@ def _diverge(ctx) -> dict | None:
     # Onset: where the climb past the bar this rule judges the end level by (the ratio and
     # the noise gate above the best level) begins and is held. A loss that explodes on a
     # log scale passes that bar long before it nears its end level.
-    onset = held_climb_onset(v, best * max(ratio_th, math.exp(gate)), best_idx)
+    bar = best * max(ratio_th, math.exp(gate))
+    onset = held_climb_onset(v, bar, best_idx)
     if onset is None:
         # No point from which the run stays up: the end window's median is lifted by a
         # few high points among low ones (a heavy-tailed tail, a last-logs wobble), not by
@@ -1433,7 +1468,9 @@ def _diverge(ctx) -> dict | None:
             f"counts with that cause (at least {num(th.diverge_caused_ratio)}x and {pct(th.diverge_caused_regain)})."
         )
     return dict(
-        objective_changed=objective_changed(ctx, float(s.steps[best_idx]), float(s.steps[onset])),
+        objective_changed=objective_changed(
+            ctx, float(s.steps[best_idx]), float(s.steps[onset]), reached_step(s.steps, meds, block, bar)
+        ),
         step=s.steps[best_idx],
         line=s.lines[best_idx],
         message=f"loss diverged: the run ends {times(ratio)} above {where}",
@@ -1468,34 +1505,41 @@ def _diverge(ctx) -> dict | None:
 #: :func:`objective_changed`. A key with ``kl`` (or ``kld``) is a KL weight only with one of
 #: :data:`KL_WEIGHT_WORDS`: ``kl`` alone is the KL term's value.
 OBJECTIVE_WEIGHT_WORDS = frozenset({"beta", "anneal", "annealing"})
-KL_WEIGHT_WORDS = frozenset({"weight", "coef", "coeff", "coefficient", "scale", "beta", "lambda", "factor", "w"})
-#: Words of a key that logs which data the loss is measured on: a curriculum's stage or
-#: phase, and the size of each example (a sequence length, an image size) that a
-#: curriculum or progressive resizing raises.
-STAGE_WORDS = frozenset({"stage", "phase", "curriculum", "seqlen", "resolution"})
-STAGE_WORD_PAIRS = (
-    frozenset({"seq", "len"}),
-    frozenset({"seq", "length"}),
-    frozenset({"sequence", "length"}),
-    frozenset({"context", "length"}),
-    frozenset({"image", "size"}),
-    frozenset({"img", "size"}),
+KL_WEIGHT_WORDS = frozenset(
+    {"weight", "coef", "coeff", "coefficient", "scale", "beta", "lambda", "factor", "w", "warmup", "mult", "multiplier"}
 )
+#: Words of a key that logs which data the loss is measured on: a curriculum's stage. Not
+#: a "phase" (a scheduler's warm-up/stable/decay phase says nothing of the data) and not
+#: an example size (a longer context or a larger image lowers the loss; it cannot explain
+#: a rise).
+STAGE_WORDS = frozenset({"stage", "curriculum"})
+#: Words that make a stage key the optimizer's or the scheduler's, not the data's.
+_SCHEDULE_WORDS = frozenset({"lr", "learning", "rate", "sched", "scheduler", "warmup", "optim", "optimizer"})
 #: Series the schedule search never reads: the metrics the rules know by their canonical
 #: names are measurements or the optimizer's own schedule, not the objective's.
 _NOT_OBJECTIVE_SCHEDULES = frozenset({"loss", "eval_loss", "lr", "grad_norm", "epoch", "step_time"})
 
 
-def _eval_not_worse(ctx, onset_step: float) -> str | None:
+def reached_step(steps: np.ndarray, meds: np.ndarray, block: int, bar: float) -> float:
+    """The step where the run first reached the level it later climbed from: the first
+    step of the first block (of ``block`` points, medians ``meds``) whose median is at or
+    below ``bar``. ``steps``: the loss's steps, shape ``(n,)``."""
+    j = int(np.argmax(meds <= bar))
+    return float(steps[min(j * block, steps.size - 1)])
+
+
+def _eval_not_worse(ctx, reach_step: float, onset_step: float) -> str | None:
     """The held-out loss says the model did not get worse while the train loss climbed:
     the median of its last 3 evaluations after ``onset_step`` (where the climb begins), of
-    at least ``objective_eval_after``, no higher than the best evaluation at or before it.
-    The best, not the last: a run whose eval loss spiked as the climb began and then
-    settled at chance has not improved on what it held."""
+    at least ``objective_eval_after``, no higher than the best evaluation made while the
+    run held the level it climbed from (from ``reach_step``, where it first reached it, to
+    the onset). The best, not the last: a run whose eval loss spiked as the climb began
+    and then settled at chance has not improved on what it held; and not an evaluation
+    from before the run reached that level (an untrained model's, at step 0)."""
     if not ctx.has("eval_loss"):
         return None
     e = ctx.finite("eval_loss")
-    before = np.flatnonzero(e.steps <= onset_step)
+    before = np.flatnonzero((e.steps >= reach_step) & (e.steps <= onset_step))
     late = e.values[e.steps > onset_step]
     if not before.size or late.size < ctx.th.objective_eval_after:
         return None
@@ -1514,14 +1558,14 @@ def _eval_not_worse(ctx, onset_step: float) -> str | None:
 def _objective_schedule(ctx, best_step: float) -> str | None:
     """A logged schedule of the objective that moved after ``best_step``: a loss-term
     weight (:data:`OBJECTIVE_WEIGHT_WORDS`, a KL weight) that climbed at least
-    ``objective_weight_rise`` times (or from 0), or a stage or example size
-    (:data:`STAGE_WORDS`, :data:`STAGE_WORD_PAIRS`) that took another value."""
+    ``objective_weight_rise`` times (or from 0), or a stage (:data:`STAGE_WORDS`) that
+    took another value."""
     for name, series in ctx.run.series.items():
         if name in _NOT_OBJECTIVE_SCHEDULES:
             continue
         w = set(words(series.key or name))
         weight = bool(w & OBJECTIVE_WEIGHT_WORDS) or bool(w & {"kl", "kld"} and w & KL_WEIGHT_WORDS)
-        stage = bool(w & STAGE_WORDS) or any(pair <= w for pair in STAGE_WORD_PAIRS)
+        stage = bool(w & STAGE_WORDS) and not w & _SCHEDULE_WORDS
         if not (weight or stage):
             continue
         f = ctx.finite(name)
@@ -1546,9 +1590,10 @@ def _objective_schedule(ctx, best_step: float) -> str | None:
     return None
 
 
-def objective_changed(ctx, best_step: float, onset_step: float) -> str | None:
-    """Why a climb of the train loss from its best level (at ``best_step``, climbing from
-    ``onset_step``) is not a divergence, in a sentence with the numbers, or ``None``.
+def objective_changed(ctx, best_step: float, onset_step: float, reach_step: float) -> str | None:
+    """Why a climb of the train loss from its best level (at ``best_step``, first reached
+    at ``reach_step``, climbing from ``onset_step``) is not a divergence, in a sentence
+    with the numbers, or ``None``.
 
     The loss's levels compare only while it measures one thing. A held-out loss that did
     not get worse over the climb says the model did not (:func:`_eval_not_worse`); a
@@ -1556,7 +1601,7 @@ def objective_changed(ctx, best_step: float, onset_step: float) -> str | None:
     measures something else (:func:`_objective_schedule`): a VAE's KL weight annealed up,
     a curriculum's next stage.
     """
-    return _eval_not_worse(ctx, onset_step) or _objective_schedule(ctx, best_step)
+    return _eval_not_worse(ctx, reach_step, onset_step) or _objective_schedule(ctx, best_step)
 
 
 #: Evaluations the trend test of :func:`_learning_elsewhere` reads one by one; a longer

@@ -1073,14 +1073,19 @@ def test_objective_changed_needs_evaluations_on_both_sides_of_the_climb():
     assert "TP-DIVERGE" in judge(loss=train, eval_loss=few).ids()
 
 
-@pytest.mark.parametrize("key", ["stage", "curriculum_stage", "train/stage", "curriculum"])
-def test_objective_changed_a_stage_that_changed(key):
-    # Two-stage training: stage 2's harder data has a higher floor than stage 1's.
+def _two_stage(n=150):
+    """Two-stage training: a floor of 1.4 on stage 1's data, then from 40% of the run a
+    floor of 3.1 on stage 2's harder data (2% noise). Returns ``(loss, t)``."""
     rng = np.random.default_rng(5)
-    n = 150
     t = np.linspace(0, 1, n)
     loss = np.where(t < 0.4, 1.4 + 2.0 * np.exp(-t / 0.05), 3.1 + 1.0 * np.exp(-(t - 0.4) / 0.05))
-    loss = loss * np.exp(0.02 * rng.standard_normal(n))
+    return loss * np.exp(0.02 * rng.standard_normal(n)), t
+
+
+@pytest.mark.parametrize("key", ["stage", "curriculum_stage", "train/stage", "curriculum"])
+def test_objective_changed_a_stage_that_changed(key):
+    loss, t = _two_stage()
+    n = t.size
     stage = np.where(t < 0.4, 1.0, 2.0)
     rep = judge(loss=loss, **{key: stage})
     assert "TP-DIVERGE" not in rep.ids() and "TP-OBJECTIVE-CHANGED" in rep.ids()
@@ -1156,11 +1161,7 @@ def test_objective_changed_a_scheduler_phase_or_an_example_size_explains_nothing
     # A WSD scheduler's phase flag (0/1/2) says nothing of the data, and a longer context
     # or a larger image lowers the loss: a divergence logged beside them is still one (a
     # helper's divergence with an lr_phase column PASSed).
-    rng = np.random.default_rng(5)
-    n = 150
-    t = np.linspace(0, 1, n)
-    loss = np.where(t < 0.4, 1.4 + 2.0 * np.exp(-t / 0.05), 3.1 + 1.0 * np.exp(-(t - 0.4) / 0.05))
-    loss = loss * np.exp(0.02 * rng.standard_normal(n))
+    loss, t = _two_stage()
     rep = judge(loss=loss, **{key: np.where(t < 0.4, 1.0, 2.0)})
     assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids()
 

@@ -1206,26 +1206,31 @@ def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, ga
     return math.log(end) - min(a, b) <= gate
 
 
+#: The thresholds :func:`diverge_state` reads, declared by both rules that share it
+#: (TP-DIVERGE and TP-OBJECTIVE-CHANGED).
+DIVERGE_THRESHOLDS = [
+    "min_trend_points",
+    "diverge_ratio",
+    "diverge_noise_z",
+    "diverge_level_points",
+    "diverge_start_points",
+    "floor_regain_share",
+    "diverge_dip_blocks",
+    "diverge_caused_ratio",
+    "diverge_caused_regain",
+    "diverge_lr_rise",
+    "objective_eval_after",
+    "objective_weight_rise",
+]
+
+
 @rule(
     "TP-DIVERGE",
     Level.FAIL,
     "shape",
     "the run ends well above the best loss level it reached",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
-    thresholds=[
-        "min_trend_points",
-        "diverge_ratio",
-        "diverge_noise_z",
-        "diverge_level_points",
-        "diverge_start_points",
-        "floor_regain_share",
-        "diverge_dip_blocks",
-        "diverge_caused_ratio",
-        "diverge_caused_regain",
-        "diverge_lr_rise",
-        "objective_eval_after",
-        "objective_weight_rise",
-    ],
+    thresholds=DIVERGE_THRESHOLDS,
     verdict_bearing=True,
     implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
     least_evidence="The run's own noise, measured on the log of the loss: the end level must clear the best level by the ratio and by {diverge_noise_z:g} standard errors of the two levels.",
@@ -1275,20 +1280,7 @@ def check_diverge(ctx):
     "context",
     "the train loss climbed from its best level after what it measures changed",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
-    thresholds=[
-        "min_trend_points",
-        "diverge_ratio",
-        "diverge_noise_z",
-        "diverge_level_points",
-        "diverge_start_points",
-        "floor_regain_share",
-        "diverge_dip_blocks",
-        "diverge_caused_ratio",
-        "diverge_caused_regain",
-        "diverge_lr_rise",
-        "objective_eval_after",
-        "objective_weight_rise",
-    ],
+    thresholds=DIVERGE_THRESHOLDS,
     detects=(
         "A climb of the train loss that TP-DIVERGE would call a divergence, in a log that shows the loss "
         "measures something else after its best level: an eval loss that did not get worse over the climb "

@@ -1228,3 +1228,22 @@ def test_signed_loss_a_heavy_tailed_running_loss_at_its_floor_is_no_divergence()
     # one noise gate FAILed 5 of 20 (SIGNED_FALL_GATES 2: 2, left as they are).
     assert sum("TP-DIVERGE-SIGNED" in judge(loss=_running_at_floor(10_000, s)).ids() for s in range(20)) == 0
     assert sum("TP-DIVERGE-SIGNED" in judge(loss=_running_at_floor(1_000, s)).ids() for s in range(20)) <= 2
+
+
+@pytest.mark.parametrize("n", [60, 300, 3000])
+def test_dead_run_a_significant_drift_too_small_to_be_learning_is_no_progress(n):
+    # A contrastive model collapsed at ln(2B - 1) = ln 511: its loss drifts one way by
+    # 0.01% over the run, with noise of 1e-5 (a helper's SimCLR run). The rank test calls
+    # the drift significant, and it PASSed as "learning, however slowly"; its 99% interval
+    # of change sits inside a slow learner's 5% both ways: pinned.
+    rng = np.random.default_rng(n)
+    t = np.linspace(0, 1, n)
+    loss = math.log(511) * (1 + 1e-4 * (1 - t)) * (1 + 1e-5 * rng.standard_normal(n))
+    rep = judge(loss=loss)
+    assert "TP-LOSS-STALLED" in rep.ids() and rep.verdict is Level.WARN
+    # With the gradient norm collapsed a hundredfold, the cause is named: a dead run.
+    gn = 5e-3 * np.where(t < 0.2, 1.0, 5e-3)
+    assert "TP-DEAD-RUN" in judge(loss=loss, grad_norm=gn).ids()
+    # A slow learner whose trend is an effect (8% over the run) is learning.
+    slow = 2.0 * (1 - 0.08 * t) * (1 + 0.002 * rng.standard_normal(n))
+    assert not {"TP-LOSS-STALLED", "TP-DEAD-RUN"} & set(judge(loss=slow).ids())

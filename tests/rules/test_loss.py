@@ -1247,3 +1247,24 @@ def test_dead_run_a_significant_drift_too_small_to_be_learning_is_no_progress(n)
     # A slow learner whose trend is an effect (8% over the run) is learning.
     slow = 2.0 * (1 - 0.08 * t) * (1 + 0.002 * rng.standard_normal(n))
     assert not {"TP-LOSS-STALLED", "TP-DEAD-RUN"} & set(judge(loss=slow).ids())
+
+
+@pytest.mark.parametrize("n", [80, 400])
+def test_zero_loss_onset_a_margin_loss_that_lands_on_zero_is_not_a_failure(n):
+    # A triplet-margin run converges: its loss is exactly 0, with a zero gradient, once
+    # every triplet in a batch meets the margin, more and more often, then on every batch
+    # (a helper's metric-learning run FAILed TP-ZERO-LOSS-ONSET and TP-ZERO-GRAD-ONSET).
+    # The log names the margin loss (val_triplet_acc).
+    rng = np.random.default_rng(n)
+    t = np.linspace(0, 1, n)
+    hit = rng.random(n) < 0.6 * np.exp(-t / 0.3)
+    loss = np.where(hit, 0.02 * rng.random(n), 0.0)
+    loss[: n // 20] = 0.03
+    loss[-n // 10 :] = 0.0
+    grad = np.where(loss > 0, 0.5, 0.0)
+    acc = [0.99 + 0.01 * x if (i + 1) % 10 == 0 else None for i, x in enumerate(t)]
+    rep = judge(loss=loss, grad_norm=grad, val_triplet_acc=acc)
+    assert not {"TP-ZERO-LOSS-ONSET", "TP-ZERO-GRAD-ONSET"} & set(rep.ids())
+    # The same log without a key naming the margin loss: a loss that went to 0 and stayed.
+    rep = judge(loss=loss, grad_norm=grad)
+    assert "TP-ZERO-LOSS-ONSET" in rep.ids()

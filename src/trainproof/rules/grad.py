@@ -9,6 +9,7 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, step, times
 from ._stats import common_steps, improvement, median, runs_of, window_medians_at
+from .loss import margin_objective
 from .registry import Need, rule
 
 
@@ -165,7 +166,7 @@ def check_zero_grad(ctx):
     least_evidence="At least {zero_min_points} trailing norms exactly 0.0 after positive ones, and the loss over that stretch not improving by {dead_min_improvement:.0%}.",
     detects="The gradient norm is positive earlier in the run and exactly 0.0 at every one of its last {zero_min_points} or more finite points, while the loss logged over that stretch did not improve by {dead_min_improvement:.0%} (median of its first vs its last points there, at least {dead_window} each when it has them).",
     why="From the first zero on the optimizer cannot change the weights: the rest of the run is wasted, and a run that learned first and froze later hides it from rules that read the whole run.",
-    not_mean="It does not fire on small but non-zero norms, nor when the loss keeps improving over the zero stretch (a logger that stopped computing the norm).",
+    not_mean="It does not fire on small but non-zero norms, nor when the loss keeps improving over the zero stretch (a logger that stopped computing the norm), nor on a margin loss (a key naming triplet, hinge or margin) that is exactly 0 over the stretch: every example meets its margin.",
     causes="Parameters frozen partway (a callback that sets requires_grad=False, an unfreezing schedule run backwards), the graph severed after a code path changes (a detach on a later epoch), every label masked from some batch on.",
     try_="Look at what changed at the onset step (callbacks, schedule, data); count the parameters with requires_grad=True and check the loss has a grad_fn after it.",
 )
@@ -183,6 +184,8 @@ def check_zero_grad_onset(ctx):
     tail = loss.values[loss.steps >= onset]
     if tail.size < 2:
         return
+    if np.all(tail == 0) and margin_objective(ctx.run):
+        return  # a margin loss at 0 has no gradient: every example meets its margin
     w = min(max(th.dead_window, tail.size // 10), max(1, tail.size // 2))
     first, last, rel = improvement(tail, w)
     if rel >= th.dead_min_improvement:

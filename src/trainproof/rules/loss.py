@@ -165,7 +165,7 @@ def check_zero_loss(ctx):
     least_evidence="At least 5 trailing losses exactly 0.0 after positive ones.",
     detects="A loss that was positive earlier in the run and is exactly 0.0 on the last 5 or more logged points.",
     why="A sudden exact zero is almost always a NaN hidden by the logger (HF's logging_nan_inf_filter averages over a window of NaNs to exactly 0.0) or a batch pipeline that stopped producing labels.",
-    not_mean="It does not mean the model converged: convergence approaches zero, it does not land on it exactly.",
+    not_mean="It does not mean the model converged: convergence approaches zero, it does not land on it exactly; except a margin loss (a key naming triplet, hinge or margin), exactly 0 whenever every example meets its margin, which this does not judge.",
     causes="NaN losses replaced by 0 in the logger, labels that became fully masked (a truncation or packing bug), a data loader that started yielding empty batches.",
     try_="Look at the gradient norm from the onset step (NaN there confirms a hidden NaN); rerun with logging_nan_inf_filter=False to see the true loss; resume from a checkpoint before the onset with a lower learning rate.",
     objectives=("supervised",),
@@ -179,6 +179,8 @@ def check_zero_loss_onset(ctx):
     start, length = runs[-1]
     if length < ctx.th.zero_min_points or not np.any(s.values[:start] > 0):
         return
+    if margin_objective(ctx.run):
+        return  # a margin loss lands on 0 when every example meets its margin
     clause, gdata = _grad_clause(ctx, s.steps[start:])
     yield ctx.finding(
         f"loss drops to exactly 0.0 at step {step(s.steps[start])} and stays there",
@@ -280,6 +282,20 @@ NONNEGATIVE_WORDS = frozenset(
         "smoothl1",
     }
 )
+
+
+#: Words of a key that names a margin loss (a triplet or contrastive margin loss, a
+#: hinge loss): exactly 0, with a zero gradient, whenever every example in the batch meets
+#: its margin, as a converged metric-learning run does.
+MARGIN_WORDS = frozenset({"triplet", "hinge", "margin"})
+
+
+def margin_objective(run) -> str | None:
+    """The key of the run that names a margin loss (:data:`MARGIN_WORDS`), or ``None``."""
+    for s in run.series.values():
+        if set(words(s.key)) & MARGIN_WORDS:
+            return s.key
+    return None
 
 
 def nonnegative_objective(run) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..aliases.vocabulary import words
 from ._stats import noise_sigma
 
 
@@ -51,3 +52,17 @@ def lr_restart_after(ctx, at_step: float) -> tuple[float, float, float] | None:
     if float(before.max()) < 0.5 * peak:
         return None
     return float(lr.steps[peak_i]), rate, peak
+
+
+#: Words of a key that names a margin loss (a triplet or contrastive margin loss, a
+#: hinge loss): exactly 0, with a zero gradient, whenever every example in the batch meets
+#: its margin, as a converged metric-learning run does.
+MARGIN_WORDS = frozenset({"triplet", "hinge", "margin"})
+
+
+def margin_objective(run) -> str | None:
+    """The key of the run that names a margin loss (:data:`MARGIN_WORDS`), or ``None``."""
+    for s in run.series.values():
+        if set(words(s.key)) & MARGIN_WORDS:
+            return s.key
+    return None

@@ -8,8 +8,8 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, step, times
+from ._shared import margin_objective
 from ._stats import common_steps, improvement, median, runs_of, window_medians_at
-from .loss import margin_objective
 from .registry import Need, rule
 
 

@@ -10,7 +10,7 @@ from ..aliases.vocabulary import words
 from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct, step, times
-from ._shared import log_loss, log_loss_noise, lr_restart_after
+from ._shared import log_loss, log_loss_noise, lr_restart_after, margin_objective
 from ._stats import (
     ar1_inflation,
     block_medians,
@@ -282,20 +282,6 @@ NONNEGATIVE_WORDS = frozenset(
         "smoothl1",
     }
 )
-
-
-#: Words of a key that names a margin loss (a triplet or contrastive margin loss, a
-#: hinge loss): exactly 0, with a zero gradient, whenever every example in the batch meets
-#: its margin, as a converged metric-learning run does.
-MARGIN_WORDS = frozenset({"triplet", "hinge", "margin"})
-
-
-def margin_objective(run) -> str | None:
-    """The key of the run that names a margin loss (:data:`MARGIN_WORDS`), or ``None``."""
-    for s in run.series.values():
-        if set(words(s.key)) & MARGIN_WORDS:
-            return s.key
-    return None
 
 
 def nonnegative_objective(run) -> str | None:
@@ -1875,9 +1861,8 @@ def dead_run_state(ctx) -> dict | None:
         # A flat loss whose 99% interval for the change over the run excludes the fall of a
         # slow learner, in both directions (see dead_flat_min_points) ...
         ci = _loss_change_interval(ctx) if n >= th.dead_flat_min_points else None
-        bar = -math.log1p(-th.dead_min_improvement)
-        state.update(ci=ci, ci_bar=bar)
-        if ci is not None and -bar < ci[0] and ci[1] < bar:
+        state.update(ci=ci, ci_bar=-math.log1p(-th.dead_min_improvement))
+        if _pinned(ctx):
             # ... is pinned, but pinned is not dead without a cause. A learning rate above
             # tiny_lr and a live gradient norm move the weights, and a loss that holds while
             # they move is a model at its floor (a fine-tune converged before its first log)

@@ -237,3 +237,59 @@ def test_huge_ratios_and_improvements_read_short(tmp_path):
     assert re.search(r"is ×\d\.\de\d+ the baseline's", text), text
     assert re.search(r"the run improved -×\d\.\de\d+ where", text), text
     assert not re.search(r"\d{5,}", text.replace("0.3", "")), text
+
+
+def _with_evals(rows, eval_floor, rise=0.0, every=5, start=None, seed=0):
+    """``rows`` with an eval loss every ``every`` rows: falling to ``eval_floor``, then
+    climbing by ``rise`` (a share of its floor) over the run; noise 1%."""
+    rng = np.random.default_rng(seed)
+    n = len(rows)
+    start = start or rows[0]["loss"] * 1.05
+    for i in range(every - 1, n, every):
+        level = eval_floor + (start - eval_floor) * np.exp(-i / (n / 5)) + rise * eval_floor * i / n
+        rows[i]["eval_loss"] = float(level * np.exp(0.01 * rng.standard_normal()))
+    return rows
+
+
+def _eval_worse(tmp_path, base_rows, run_rows):
+    b = write_jsonl(tmp_path / "base.jsonl", base_rows)
+    r = write_jsonl(tmp_path / "run.jsonl", run_rows)
+    _, (rep,) = compare(b, [r])
+    return [f for f in rep.findings if f.id == "TP-CMP-EVAL-WORSE"]
+
+
+@pytest.mark.parametrize("n,seed", [(40, 0), (200, 1), (1000, 2)])
+def test_an_eval_loss_far_worse_than_the_baselines_warns_whatever_the_train_loss_says(tmp_path, n, seed):
+    # A train loss that counts unmasked padding falls lower than the baseline's while the
+    # held-out loss ends a third worse: the train-loss rules call the run favourable.
+    base = _with_evals(_rows(n, 6.0, 2.0, seed=seed), 2.2, seed=seed)
+    run = _with_evals(_rows(n, 6.0, 0.6, seed=seed + 10), 2.2, rise=0.35, seed=seed + 10)
+    (f,) = _eval_worse(tmp_path, base, run)
+    assert f.level.value == "WARN" and 1.2 < f.data["ratio"] < 1.6
+    assert "no higher than the baseline's" in f.evidence
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["same_eval", "seed_noise", "immaterial_gap", "different_eval_steps", "baseline_has_no_eval"],
+)
+def test_an_eval_loss_near_the_baselines_or_not_comparable_does_not_warn(tmp_path, case):
+    n = 200
+    base = _with_evals(_rows(n, 6.0, 2.0), 2.2)
+    if case == "same_eval":
+        run = _with_evals(_rows(n, 6.0, 2.0, seed=5), 2.2, seed=5)
+    elif case == "seed_noise":  # 12% worse: a seed's or a config's difference, not a defect
+        run = _with_evals(_rows(n, 6.0, 2.0, seed=5), 2.2 * 1.12, seed=5)
+    elif case == "immaterial_gap":
+        # a tiny task near 0: 1.5x of 0.02 is under 10% of the 5.9 the baseline learned
+        base = _with_evals(_rows(n, 6.0, 0.01), 0.02)
+        run = _with_evals(_rows(n, 6.0, 0.01, seed=5), 0.03, seed=5)
+    elif case == "different_eval_steps":
+        # the run evaluated only in its first half: where each got, not how well
+        run = _with_evals(_rows(n, 6.0, 2.0, seed=5), 3.0, seed=5)
+        for row in run[n // 2 :]:
+            row.pop("eval_loss", None)
+    else:
+        base = _rows(n, 6.0, 2.0)
+        run = _with_evals(_rows(n, 6.0, 2.0, seed=5), 4.0, seed=5)
+    assert _eval_worse(tmp_path, base, run) == []

@@ -44,6 +44,9 @@ class Side:
     floor: float
     floor_step: float
     grad_median: float | None
+    eval_end: float | None = None
+    eval_step: float | None = None
+    eval_points: int = 0
 
     @property
     def improvement(self) -> float:
@@ -78,7 +81,23 @@ def _levels(name: str, run: RunLog, lo: float, hi: float) -> Side:
     if g is not None:
         gv = g.values[np.isfinite(g.values) & (g.steps >= lo) & (g.steps <= hi)]
         gm = float(median(gv)) if gv.size else None
-    return Side(name, st, v, *loss_levels(st, v), gm)
+    return Side(name, st, v, *loss_levels(st, v), gm, *eval_end(run, lo, hi))
+
+
+def eval_end(run: RunLog, lo: float, hi: float) -> tuple[float | None, float | None, int]:
+    """``(level, step, points)``: where the run's eval loss ends over steps ``lo``..``hi``,
+    the median of its last evaluations there (a quarter of them, 1 to 3) and the step of the
+    last one; ``(None, None, 0)`` without a positive, finite eval loss in that range."""
+    s = run.series.get("eval_loss")
+    if s is None:
+        return None, None, 0
+    s = s.finite()
+    m = (s.steps >= lo) & (s.steps <= hi) & (s.values > 0)
+    st, v = s.steps[m], s.values[m]
+    if not v.size:
+        return None, None, 0
+    k = min(3, max(1, v.size // 4))
+    return float(median(v[-k:])), float(st[-1]), int(v.size)
 
 
 @dataclass
@@ -273,6 +292,48 @@ def check_gradnorm_ratio(c: CompareContext):
     )
 
 
+@rule(
+    "TP-CMP-EVAL-WORSE",
+    Level.WARN,
+    "compare",
+    "the run's eval loss ends far above the baseline's",
+    thresholds=["cmp_eval_ratio", "cmp_min_gap_share"],
+    **_COMMON,
+    least_evidence="Both runs usable (10 finite, positive loss points each), each with an eval loss in the shared steps, their last evaluations within 10% of the shared span of each other.",
+    detects="The run's eval loss where it ends (the median of its last evaluations in the shared steps: a quarter of them, 1 to 3) is more than {cmp_eval_ratio:g}x the baseline's, and the gap is more than {cmp_min_gap_share:.0%} of what the baseline's train loss learned over the shared steps (its start minus its end).",
+    why="The held-out loss is what the model is for. A run whose train loss looks as good as the baseline's, or better, while its eval loss ends far worse learns something that does not carry to held-out data: the train-loss rules cannot see it.",
+    not_mean="It does not say the run is broken: it compares where each run got by the same step. A run that sees fewer examples per step than the baseline (a batch of 1 against 16) ends worse by this measure too. Nor does it judge evaluations on another set or of another metric than the baseline's: both must evaluate the same held-out data.",
+    causes="Overfitting (less data, less regularisation than the baseline), a train loss that counts something the eval loss does not (padding tokens not masked, a different reduction), a data leak from the eval set into the baseline, a different eval set.",
+    try_="Check that both runs evaluate the same data the same way; then compare their data pipelines and regularisation (dropout, weight decay, augmentation), and how the train loss masks padding.",
+)
+def check_eval_worse(c: CompareContext):
+    b, r = c.base.eval_end, c.run.eval_end
+    if b is None or r is None or r <= c.th.cmp_eval_ratio * b:
+        return
+    # Evaluations at different points of training say how far each run got, not how well.
+    if abs(c.run.eval_step - c.base.eval_step) > 0.1 * (c.hi - c.lo):
+        return
+    learned = c.base.start - c.base.end
+    if learned > 0 and r - b <= c.th.cmp_min_gap_share * learned:
+        return
+    ratio = r / b
+    train = ""
+    if c.run.end <= c.base.end:
+        train = (
+            f" Its train loss ends at {num(c.run.end)}, no higher than the baseline's {num(c.base.end)}: it fits its "
+            "training data as well or better and does worse on held-out data."
+        )
+    yield c.finding(
+        f"eval loss ends at {num(r)}, {times(ratio)} the baseline's {num(b)}",
+        f"eval loss {num(r)} (median of its last evaluations, the last at step {step(c.run.eval_step)}) vs the "
+        f"baseline's {num(b)} (last at step {step(c.base.eval_step)}); threshold {num(c.th.cmp_eval_ratio)}x, and the "
+        f"gap {num(r - b)} is more than {pct(c.th.cmp_min_gap_share)} of the {num(learned)} the baseline's train loss "
+        f"learned.{train}",
+        {"run_eval_end": r, "baseline_eval_end": b, "ratio": ratio, "run_eval_step": c.run.eval_step},
+        c.run.eval_step,
+    )
+
+
 outcome(
     "TP-BAD-BASELINE",
     Level.WARN,
@@ -302,7 +363,7 @@ outcome(
     Level.PASS,
     "compare",
     "the run compares favourably with the baseline",
-    detects="No compare rule fired: floor, end, improvement and gradient norms are within the thresholds of the baseline's.",
+    detects="No compare rule fired: floor, end, improvement, eval loss and gradient norms are within the thresholds of the baseline's.",
     why="The run learns as much as a known-good run of the same task, over the same steps.",
     not_mean="It does not make the run better than the baseline; it is not much worse.",
     causes="Not applicable.",
@@ -435,6 +496,8 @@ def compare_runlogs(
         "improvement": other.improvement,
         "baseline_improvement": base.improvement,
         "grad_ratio": (other.grad_median / base.grad_median if other.grad_median and base.grad_median else None),
+        "eval_end": other.eval_end,
+        "baseline_eval_end": base.eval_end,
     }
     return findings, skipped, ran, metrics
 

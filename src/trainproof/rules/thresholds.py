@@ -1142,6 +1142,16 @@ class Thresholds:
         unit="ratio",
         valid=SHARE,
     )
+    cmp_eval_ratio: float = threshold(
+        1.2,
+        "An eval loss that ends 20% above the baseline's, on the same held-out data at the same "
+        "point of training, is beyond what a seed changes in a run large enough for the gap to be "
+        "material (cmp_min_gap_share decides small tasks: the gallery's healthy Coqui seeds end "
+        "their eval loss at 0.20-0.27, 1.35x apart, a 5% share of what they learned); a train "
+        "loss that counted unmasked padding tokens (a new user's tiny language model) ended 34% worse on held-out data than its baseline.",
+        unit="ratio",
+        valid=FACTOR,
+    )
     # 1 would FAIL a run that improves exactly as much as its baseline, minus noise.
     cmp_improve_deficit: float = threshold(
         0.25,

@@ -117,10 +117,6 @@ WHY = {
         "Labelled not_judgeable; judged PASS on its reward (TP-RL-OBJECTIVE), the RL rules' evidence: a log "
         "of returns is judged on its return, as the issue asks for model-based RL logs with no loss."
     ),
-    "tfevents-yolov5-muzzle-warmup-collapse": (
-        "The transient collapse is in validation (val/obj_loss 19.9 for one epoch, mAP near 0) and the train "
-        "loss sum barely moves; TP-LOSS-SPIKE reads the train loss only."
-    ),
 }
 
 

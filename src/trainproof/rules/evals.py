@@ -306,3 +306,104 @@ def check_nan_eval(ctx):
         step=s.steps[i],
         line=s.lines[i],
     )
+
+
+@rule(
+    "TP-EVAL-SPIKE",
+    Level.WARN,
+    "eval",
+    "an eval-loss spike: held-out loss jumped an order of magnitude and came back",
+    needs=[Need("eval_loss", "eval_spike_min_evals", positive=True, all_finite=True)],
+    thresholds=[
+        "eval_spike_min_evals",
+        "spike_excursion_factor",
+        "spike_noise_z",
+        "spike_factor",
+        "spike_excursion_share",
+    ],
+    least_evidence=(
+        "{eval_spike_min_evals} evaluations: at least 3 before the burst (its level) and one after it back under "
+        "{spike_factor:g}x that level."
+    ),
+    detects=(
+        "An evaluation at least {spike_excursion_factor:g}x the eval loss's level before it (the median of up to the "
+        "5 evaluations before, at least 3) and more than {spike_noise_z:g} noise sigmas above it (noise of the log of "
+        "the eval loss, from second differences), in a burst of evaluations above {spike_factor:g}x that level lasting at "
+        "most {spike_excursion_share:.0%} of the evaluations, after which an evaluation is back under "
+        "{spike_factor:g}x the level."
+    ),
+    why=(
+        "An eval loss is measured on a fixed held-out set: it does not jump tenfold by batch noise. A burst that "
+        "size is the model broken for a while (a learning rate at the edge of stability, normalisation statistics "
+        "corrupted, an EMA or checkpoint swap gone wrong) that the train loss may barely show; the run came back, "
+        "but the checkpoints saved inside the burst are bad and the instability can return."
+    ),
+    not_mean=(
+        "An eval loss that rises and stays up is TP-OVERFIT or TP-EVAL-DIVERGE; an ordinary noisy evaluation of a "
+        "small eval set moves by far less than tenfold. A recovered spike is a warning, never a FAIL."
+    ),
+    causes=(
+        "A warm-up that peaks too high, BatchNorm statistics updated on an odd batch, a mixed-precision overflow, "
+        "an evaluation run on the EMA weights before they warmed up, a data or label error in one evaluation."
+    ),
+    try_=(
+        "Look at the train loss and gradient norm at those steps; lower the peak learning rate or lengthen the "
+        "warm-up, clip gradients, and do not keep a checkpoint saved inside the burst."
+    ),
+    objectives=("supervised",),
+)
+def check_eval_spike(ctx):
+    th = ctx.th
+    ev = ctx.finite("eval_loss")
+    y = np.log(ev.values)
+    n = y.size
+    # The bar is the higher of tenfold and spike_noise_z of the evaluations' own noise
+    # (second differences of the log: a trend is not noise), as TP-LOSS-SPIKE's is.
+    spike = max(math.log(th.spike_excursion_factor), th.spike_noise_z * curvature_noise_sigma(y))
+    back = math.log(th.spike_factor)
+    longest = max(1, int(th.spike_excursion_share * n))
+    hits = []
+    i = 3
+    while i < n - 1:
+        pre = float(median(y[max(0, i - 5) : i]))
+        if y[i] - pre <= back:
+            i += 1
+            continue
+        end = i
+        while end < n and y[end] - pre > back:
+            end += 1
+        peak = i + int(np.argmax(y[i:end]))
+        # Back under spike_factor x the level before it, within spike_excursion_share of the
+        # evaluations: a burst, not a new level (TP-OVERFIT, TP-EVAL-DIVERGE read those).
+        if y[peak] - pre >= spike and end < n and end - i <= longest:
+            hits.append((i, end, peak, pre))
+        i = end + 1
+    if not hits:
+        return
+    i, end, peak, pre = max(hits, key=lambda h: y[h[2]] - h[3])
+    pre_v, peak_v = math.exp(pre), float(ev.values[peak])
+    more = f" {len(hits)} such bursts; the largest is shown." if len(hits) > 1 else ""
+    burst = (
+        f"the evaluation at step {step(ev.steps[i])} alone is"
+        if end - i == 1
+        else f"{end - i} evaluations, steps {step(ev.steps[i])}–{step(ev.steps[end - 1])}, are"
+    )
+    yield ctx.finding(
+        f"eval loss spiked to {num(peak_v)} at step {step(ev.steps[peak])}, {times(peak_v / pre_v)} its level; it came back",
+        f"at step {step(ev.steps[peak])} (line {int(ev.lines[peak])}) the eval loss is {num(peak_v)}, "
+        f"{times(peak_v / pre_v)} its level before (median {num(pre_v)} of the {min(i, 5)} evaluations to step "
+        f"{step(ev.steps[i - 1])}); {burst} above {num(th.spike_factor)}x that level; back to "
+        f"{num(ev.values[end])} at step {step(ev.steps[end])}.{more}",
+        {
+            "spike_step": float(ev.steps[peak]),
+            "peak": peak_v,
+            "pre_level": pre_v,
+            "ratio": peak_v / pre_v,
+            "burst_evals": end - i,
+            "back_step": float(ev.steps[end]),
+            "back_level": float(ev.values[end]),
+            "bursts": len(hits),
+        },
+        step=ev.steps[peak],
+        line=ev.lines[peak],
+    )

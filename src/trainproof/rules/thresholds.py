@@ -1399,6 +1399,16 @@ class Thresholds:
         valid=FACTOR,
     )
     spike_excursion_share: float = threshold(0.25, see="spike_excursion_factor", unit="share", valid=SHARE)
+    eval_spike_min_evals: int = threshold(
+        8,
+        "TP-EVAL-SPIKE needs 8 evaluations: 3 before a burst give its level, 1 after shows the "
+        "return, and a burst of a quarter of the evaluations (spike_excursion_share) is then at "
+        "least 2 evaluations long. An eval loss is measured on a fixed set, so the tenfold bar "
+        "(spike_excursion_factor) is no noise of it: the corpus's YOLOv5 run whose validation "
+        "collapsed during warm-up jumps 300x for 3 epochs.",
+        unit="evaluations",
+        valid=count(4),
+    )
     spike_settle_points: int = threshold(
         5,
         "The level after the spike is the lowest median of any 5 consecutive points from the "

@@ -803,15 +803,21 @@ def chance_level(
     return None
 
 
-def _accuracy_at_chance(ctx, k: int) -> tuple[str, float] | None:
+#: Words of a key that measures on held-out data (an eval or validation accuracy).
+HELD_OUT_WORDS = frozenset({"val", "valid", "validation", "eval", "test", "dev"})
+
+
+def _accuracy_at_chance(ctx, k: int, held_out: bool = False) -> tuple[str, float] | None:
     """``(key, late median)`` of a logged accuracy (a series whose key names ``acc``, train
-    or eval, in [0, 1] or in percent) whose second-half median is within
-    ``chance_acc_tol`` of 1/k (:func:`accuracy_tolerance`; below it, within twice that):
-    the classifier's own evidence that it guesses. ``None``
-    when no accuracy is logged or none sits there."""
+    or eval, in [0, 1] or in percent; with ``held_out``, only one whose key names held-out
+    data, :data:`HELD_OUT_WORDS`) whose second-half median is within ``chance_acc_tol``
+    of 1/k (:func:`accuracy_tolerance`; below it, within twice that): the classifier's own
+    evidence that it guesses. ``None`` when no accuracy is logged or none sits there."""
     for name, s in sorted(ctx.run.series.items()):
         low = s.key.lower()
         if "acc" not in words(s.key) and "accuracy" not in low and not low.endswith("_acc"):
+            continue
+        if held_out and not (HELD_OUT_WORDS & set(words(s.key))):
             continue
         if any(w in low for w in ("top5", "top_5", "top-5", "topk")):
             continue
@@ -906,9 +912,60 @@ def chance_state(ctx) -> dict | None:
         for st in found:
             if st["fails"]:
                 return st
+        if name == "loss" and ctx.has("eval_loss"):
+            st = _held_out_at_chance(ctx, s.values)
+            if st is not None:
+                return st
         return found[0] if found else None
 
     return ctx.memo("chance_state", compute)
+
+
+def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
+    """A classifier that memorises its training labels and never beats a uniform guess on
+    held-out data (labels shuffled against the inputs): the train loss falls below ln(k)
+    while the eval loss holds at or climbs above it, never lower. TP-CHANCE-LEVEL's state
+    (``"above": True``), or ``None``.
+
+    k is the class count (2 to ``chance_max_classes``) whose 1/k a held-out accuracy's
+    second half confirms (:func:`_accuracy_at_chance`), the nearest to it where several
+    do (0.24 is 1/4, not 1/5). Every block median of the eval loss (at least ``min_trend_points``
+    evaluations) must sit in [ln(k) (1 - margin), ln(k) x ``chance_above_ratio``] (the
+    margin as :func:`chance_level`'s), with the eval loss no lower than its first block by
+    more than ``dead_min_improvement``: an eval loss that falls onto the band is a model
+    learning (a language model at 1.6 nats with a token accuracy of 0.2), and one far above
+    it is not a uniform guess's. The train loss must end below ln(k) by more than the
+    margin: a train loss at ln(k) is read by :func:`chance_level` itself.
+
+    Args:
+        train: the finite train losses, shape ``(n,)``.
+    """
+    th = ctx.th
+    ev = ctx.finite("eval_loss")
+    v = ev.values
+    if v.size < th.min_trend_points or not np.all(v > 0):
+        return None
+    matches = [
+        (k, a) for k in range(2, int(th.chance_max_classes) + 1) if (a := _accuracy_at_chance(ctx, k, held_out=True))
+    ]
+    if not matches:
+        return None
+    k, acc = min(matches, key=lambda m: abs(m[1][1] - 1 / m[0]))
+    level = math.log(k)
+    # At least 4 blocks: a held-out series is short (8 evaluations give 4 blocks of 2).
+    block = max(1, min(smoothing_block(v.size), v.size // 4))
+    meds, _ = block_medians(v, block)
+    margin = max(th.chance_tol_block, CHANCE_BLOCK_Z * level_se(noise_sigma(np.log(v)), block))
+    if float(meds.min()) < level * (1 - margin) or float(meds.max()) > level * th.chance_above_ratio:
+        return None
+    if float(meds.min()) < float(meds[0]) * (1 - th.dead_min_improvement):
+        return None
+    w = max(3, train.size // 10)
+    if float(median(train[-w:])) >= level * (1 - margin):
+        return None
+    end = float(median(v[-max(3, v.size // 10) :]))
+    hit = (k, level, float(median(v)), 1.0, end, mann_kendall_z(meds))
+    return {"s": ev, "name": "eval_loss", "hit": hit, "z": hit[5], "accuracy": acc, "fails": True, "above": True}
 
 
 def _chance_finding(ctx, st: dict, verb: str, tail: str):
@@ -944,6 +1001,8 @@ def _chance_finding(ctx, st: dict, verb: str, tail: str):
 _CHANCE_NEEDS = [Need(("loss", "eval_loss"), "min_trend_points", positive=True, all_finite=True)]
 _CHANCE_TH = [
     "min_trend_points",
+    "chance_above_ratio",
+    "dead_min_improvement",
     "chance_max_classes",
     "chance_tol_level",
     "chance_tol_block",
@@ -978,7 +1037,12 @@ _CHANCE_TH = [
         "significant downward trend (Mann-Kendall z above -{dead_trend_z}) and k at most {chance_fail_max_classes}, or a "
         "logged accuracy whose second-half median is within {chance_acc_tol} of 1/k (wider for a small evaluation set: "
         "two binomial standard errors, its size read from the accuracy's granularity), however significant the "
-        "drift. A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN."
+        "drift. A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN. Also a model that learns its "
+        "training labels and never beats the uniform guess on held-out data: a train loss that ends below ln(k) "
+        "while every block median of the eval loss (at least {min_trend_points} evaluations) sits between ln(k) "
+        "(less that margin) and {chance_above_ratio:g}x ln(k), never below its first block by "
+        "{dead_min_improvement:.0%}, and a held-out accuracy (a key naming val, eval, test or dev) whose second "
+        "half sits at 1/k, k the class count nearest it."
     ),
     why=(
         "ln(k) is the cross-entropy of predicting every one of k classes with probability 1/k: a classifier whose "
@@ -1000,6 +1064,31 @@ def check_chance_level(ctx):
     acc = st["accuracy"]
     if not st["fails"]:
         return  # a drift along ln(k) with no accuracy to confirm it: TP-NEAR-CHANCE's
+    if st.get("above"):
+        k, level = st["hit"][0], st["hit"][1]
+        tr = ctx.finite("loss").values
+        yield ctx.finding(
+            f"held-out loss never beat a uniform guess over {k} classes while the train loss fell: nothing "
+            "the model learns carries to held-out data",
+            f"every block median of the eval loss ({st['s'].key}, {len(st['s'])} evaluations, steps "
+            f"{step(st['s'].steps[0])}–{step(st['s'].steps[-1])}) is at or above ln({k}) = {num(level)} (median "
+            f"{num(st['hit'][2])}, end {num(st['hit'][4])}), and it never fell from its first level; {acc[0]} has a "
+            f"second-half median of {num(acc[1])}, 1/{k}; the train loss fell from {num(tr[0])} to "
+            f"{num(float(median(tr[-max(3, tr.size // 10) :])))}, below ln({k}).",
+            {
+                "classes": k,
+                "chance_level": level,
+                "median": st["hit"][2],
+                "end_level": st["hit"][4],
+                "series": "eval_loss",
+                "accuracy_key": acc[0],
+                "accuracy_late": acc[1],
+                "held_out": True,
+            },
+            step=st["s"].steps[0],
+            line=st["s"].lines[0],
+        )
+        return
     if acc:
         tail = f"The accuracy confirms it: {acc[0]} has a second-half median of {num(acc[1])}, 1/{st['hit'][0]}."
     else:

@@ -517,6 +517,16 @@ class Thresholds:
         unit="classes",
         valid=Range(int, 1, 100),
     )
+    chance_above_ratio: float = threshold(
+        1.3,
+        "A held-out loss of a classifier that memorises shuffled labels holds at or climbs "
+        "above ln(k), the uniform guess's: confident answers that are wrong cost more than "
+        "1/k each (a Keras MLP on 10 shuffled classes, built by a new user: 1.09-1.18x ln 10 "
+        "over 25 epochs). Up to 1.3x ln(k) is that band; far above it the loss is not a "
+        "guesser's, and a model whose eval loss falls onto the band is learning.",
+        unit="ratio",
+        valid=FACTOR,
+    )
     chance_acc_tol: float = threshold(
         0.05,
         "A loss at ln(k) fails a run when the run's own accuracy confirms the guess: its "

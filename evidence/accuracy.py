@@ -45,9 +45,17 @@ WHY = {
         "trend rules, which find nothing wrong. A PASS on a short but finished run is defensible."
     ),
     "hf-bert2bert-sum-zero-loss": (
-        "Its cross-entropy falls 9.25 -> 4e-4 with one exact 0.0 in 4,800 points; a loss with a value <= 0 "
-        "leaves the ratio rules unjudged (degenerate), and that a summarisation loss cannot honestly get that "
-        "low is knowledge of the task, not of the log. Not judged rather than guessed."
+        "Its cross-entropy falls 9.25 -> 4e-4 with one exact 0.0 in 4,800 points, logged at 4 decimals among "
+        "positive values down to 0.0001: a value below half the rounding step, read as 5e-05, not a zero-loss "
+        "failure. That a summarisation loss cannot honestly get that low is knowledge of the task, not of the log."
+    ),
+    "hf-hatespeech-cls-zero-loss": (
+        "Label disagreement (zero_loss). The loss falls 0.85 -> 0.0098 by step 40 and holds 0.0001 for the ten "
+        "logs before step 970, where HF's 4-decimal rounding starts writing 0.0 (54 of 150 rows); the gradient "
+        "norm goes on smoothly across it (0.00094 -> 0.00073), where a NaN hidden as 0 shows NaN. The zeros are "
+        "rounding, not an exact zero, so TP-ZERO-LOSS-ONSET no longer fires (it did, for that wrong reason). That a "
+        "hate-speech task cannot honestly reach 1e-4 in 40 steps (leaked or trivially separable labels) is "
+        "knowledge of the task, not of the log."
     ),
     "hf-wav2vec2-ctc-sum-spike-recovers": (
         "The spike (883 -> 2397, 2.7x its level) is under TP-LOSS-SPIKE's 3x bar, and the run recovers to "

@@ -894,6 +894,55 @@ def test_a_repeated_loss_is_not_frozen_without_every_piece_of_evidence(case):
     assert "TP-LOSS-FROZEN" not in ids(judge_runlog(run_of(loss=loss, lr=np.full(loss.size, 1e-3))))
 
 
+def _learned_then_frozen(n, frozen_at, series="eval_loss", lr=None, seed=0):
+    """A run whose train loss falls with batch noise; ``series`` (the eval loss, every 5th
+    point, or the train loss) repeats one value to the bit from index ``frozen_at``."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    loss = (0.1 + 2.0 * np.exp(-t / (n / 6))) * np.exp(0.05 * rng.standard_normal(n))
+    cols = {"loss": loss}
+    if series == "eval_loss":
+        ev = [None] * n
+        for i in range(4, n, 5):
+            ev[i] = float(0.15 + 2.0 * np.exp(-min(i, frozen_at) / (n / 6))) if i < frozen_at else 0.2345678
+        cols["eval_loss"] = ev
+    else:
+        loss[frozen_at:] = 0.1234567
+    if lr is not None:
+        cols["lr"] = lr
+    return cols
+
+
+@pytest.mark.parametrize("n", [100, 400, 3000])
+@pytest.mark.parametrize("lr_kind", ["none", "decayed", "alive"])
+def test_an_eval_loss_that_froze_after_the_run_learned_is_a_warning(n, lr_kind):
+    # ReduceLROnPlateau with min_lr=0 (Keras's default): the rate falls 10x per plateau until
+    # the weights stop changing, and an eval loss on a fixed set repeats to the bit.
+    lr = {"none": None, "decayed": 1e-3 * 0.1 ** np.minimum(np.arange(n) // (n // 8), 7), "alive": np.full(n, 1e-4)}
+    rep = judge_runlog(run_of(**_learned_then_frozen(n, n // 2, lr=lr[lr_kind])))
+    f = one(rep, "TP-FROZEN-AFTER-LEARNING")
+    assert "TP-LOSS-FROZEN" not in ids(rep) and rep.verdict.value == "WARN"
+    assert f.data["series"] == "eval_loss" and f.data["value"] == 0.2345678
+
+
+def test_a_train_loss_frozen_after_learning_is_a_warning_only_under_a_decayed_rate():
+    n = 400
+    decayed = 1e-3 * 0.1 ** np.minimum(np.arange(n) // 40, 8)  # at 1e-9 from step 320 on
+    rep = judge_runlog(run_of(**_learned_then_frozen(n, 330, series="loss", lr=decayed)))
+    assert one(rep, "TP-FROZEN-AFTER-LEARNING").data["lr_after"] <= 1e-6
+    # on fresh batches, a train loss repeated to the bit under a live rate (or no logged
+    # rate) depends on neither the data nor the weights: still the FAIL
+    for lr in (np.full(n, 1e-3), None):
+        rep = judge_runlog(run_of(**_learned_then_frozen(n, 330, series="loss", lr=lr)))
+        assert "TP-LOSS-FROZEN" in ids(rep) and "TP-FROZEN-AFTER-LEARNING" not in ids(rep)
+
+
+def test_an_eval_loss_frozen_from_its_first_evaluation_is_still_the_fail():
+    # a frozen model: nothing learned before the freeze
+    rep = judge_runlog(run_of(**_learned_then_frozen(200, 0)))
+    assert "TP-LOSS-FROZEN" in ids(rep) and "TP-FROZEN-AFTER-LEARNING" not in ids(rep)
+
+
 def test_a_loss_frozen_at_ln2_is_named_for_chance_with_the_frozen_loss_implied():
     acc = [None if i % 10 else 0.5 for i in range(100)]
     rep = judge_runlog(run_of(loss=np.full(100, 0.6931), lr=np.full(100, 1e-3), eval_accuracy=acc))

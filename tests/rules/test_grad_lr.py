@@ -28,6 +28,11 @@ def healthy_loss(n, seed=0):
     return (0.5 + 2.5 * np.exp(-5 * t)) * np.exp(0.02 * rng.standard_normal(n))
 
 
+def still_loss(n, seed=0):
+    """A loss that does not move: what a learning rate of 0 leaves (2.0 with 2% noise)."""
+    return 2.0 * np.exp(0.02 * np.random.default_rng(seed).standard_normal(n))
+
+
 def healthy_grad(n, seed=0):
     rng = np.random.default_rng(seed + 100)
     return 0.5 * np.exp(0.1 * rng.standard_normal(n))
@@ -229,24 +234,32 @@ def test_grad_spike_needs_five_norms():
 
 
 def test_zero_lr_everywhere_fails_and_counts_no_negatives():
-    rep = judge(loss=healthy_loss(30), lr=[0.0] * 30)
+    rep = judge(loss=still_loss(30), lr=[0.0] * 30)
     f = one(rep, "TP-ZERO-LR")
     assert f.level is Level.FAIL and rep.verdict is Level.FAIL
-    assert f.data == {"nonpositive": 30, "negative": 0, "points": 30, "share": 1.0, "sustained_share": 1.0}
+    # the loss that does not move is TP-DEAD-RUN's too, which the zero rate explains
+    assert f.data == {
+        "nonpositive": 30,
+        "negative": 0,
+        "points": 30,
+        "share": 1.0,
+        "sustained_share": 1.0,
+        "implies": ["TP-DEAD-RUN"],
+    }
     assert (f.step, f.line) == (step_of(0), 1)
     assert "negative" not in f.evidence
     assert "TP-ZERO-LR-PARTIAL" not in rep.ids()
 
 
 def test_zero_lr_negative_learning_rates_are_counted_as_negative():
-    f = one(judge(loss=healthy_loss(20), lr=[-1e-4] * 15 + [0.0] * 5), "TP-ZERO-LR")
+    f = one(judge(loss=still_loss(20), lr=[-1e-4] * 15 + [0.0] * 5), "TP-ZERO-LR")
     assert f.data["negative"] == 15 and f.data["nonpositive"] == 20
     assert "15 of them negative" in f.evidence
 
 
 def test_zero_lr_fail_boundary_99_of_100():
     lr99 = [0.0] * 99 + [1e-4]
-    f = one(judge(loss=healthy_loss(100), lr=lr99), "TP-ZERO-LR")
+    f = one(judge(loss=still_loss(100), lr=lr99), "TP-ZERO-LR")
     assert f.data["share"] == pytest.approx(0.99)
     lr98 = [0.0] * 98 + [1e-4] * 2
     rep = judge(loss=healthy_loss(100), lr=lr98)
@@ -508,3 +521,34 @@ def test_a_norm_that_climbs_over_several_logs_while_the_loss_leaves_its_plateau_
     g[at : at + k] = hump[:k] * np.exp(0.05 * np.random.default_rng(seed).standard_normal(k))
     rep = judge(loss=list(np.geomspace(5.5, 0.03, n)), grad_norm=list(g))
     assert "TP-GRAD-SPIKE" in rep.ran and "TP-GRAD-SPIKE" not in rep.ids(), one(rep, "TP-GRAD-SPIKE").evidence
+
+
+def _lr_zero_run(n, seed, fall, noise=0.03, phi=0.0):
+    """A run that logs lr 0 on every point and a loss that falls by ``fall`` (a share of
+    its start) with log-noise ``noise`` (AR(1) ``phi``)."""
+    rng = np.random.default_rng(seed)
+    e = rng.standard_normal(n)
+    for i in range(1, n):
+        e[i] = phi * e[i - 1] + math.sqrt(1 - phi * phi) * e[i]
+    t = np.arange(n) / n
+    loss = 0.7 * (1 - fall + fall * np.exp(-4 * t)) * np.exp(noise * e)
+    return dict(loss=loss.tolist(), lr=[0.0] * n)
+
+
+@pytest.mark.parametrize("n,seed,fall", [(12, 0, 0.6), (40, 1, 0.3), (300, 2, 0.5), (2000, 3, 0.2)])
+def test_a_logged_zero_rate_under_a_falling_loss_warns_that_the_log_misreports_it(n, seed, fall):
+    # HF logs the first parameter group's rate: a frozen embedding group at lr 0 while the
+    # head trains; a cyclic schedule logged only at its zero troughs.
+    rep = judge(**_lr_zero_run(n, seed, fall))
+    assert "TP-ZERO-LR" not in rep.ids() and rep.verdict.value == "WARN"
+    assert one(rep, "TP-ZERO-LR-LEARNING").data["loss_fall_low"] > math.log(1 / 0.95)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_zero_rate_with_a_loss_that_does_not_fall_still_fails(seed):
+    # noisy and wandering losses that do not move (what lr 0 produces): never read as learning
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([12, 40, 300, 2000]))
+    cols = _lr_zero_run(n, seed, 0.0, noise=float(rng.uniform(0.005, 0.3)), phi=float(rng.choice([0.0, 0.5, 0.85])))
+    rep = judge(**cols)
+    assert "TP-ZERO-LR" in rep.ids() and "TP-ZERO-LR-LEARNING" not in rep.ids()

@@ -66,8 +66,12 @@ def test_zeros_in_the_middle_are_still_partial_zero_lr():
 
 
 def test_all_zero_is_still_a_fail_whatever_the_edges():
-    rep = judge_cols(loss=_loss(60), lr=[0.0] * 60)
+    # a loss that does not move (what a zero rate leaves); a falling one is TP-ZERO-LR-LEARNING's
+    still = list(1.5 * np.exp(0.03 * np.random.default_rng(0).standard_normal(60)))
+    rep = judge_cols(loss=still, lr=[0.0] * 60)
     assert one(rep, "TP-ZERO-LR").level is Level.FAIL
+    rep = judge_cols(loss=_loss(60), lr=[0.0] * 60)
+    assert one(rep, "TP-ZERO-LR-LEARNING").level is Level.WARN and "TP-ZERO-LR" not in rep.ids()
 
 
 def test_warmup_unfinished_when_the_run_reached_max_steps(tmp_path):

@@ -7,10 +7,12 @@ would have computed itself.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..aliases.vocabulary import words
-from ._stats import noise_sigma
+from ._stats import change_interval, noise_sigma
 
 
 def log_loss(ctx) -> np.ndarray:
@@ -27,6 +29,25 @@ def log_loss(ctx) -> np.ndarray:
 def log_loss_noise(ctx) -> float:
     """:func:`~trainproof.rules._stats.noise_sigma` of :func:`log_loss`."""
     return ctx.memo("noise_sigma(log(loss))", lambda: noise_sigma(log_loss(ctx)))
+
+
+def loss_change_interval(ctx) -> tuple[float, float] | None:
+    """:func:`~trainproof.rules._stats.change_interval` of the log of the finite train
+    losses at ``dead_ci_z`` (nats of a log-loss; a positive value is a fall), computed once
+    per judgement; ``None`` with fewer than 3 points."""
+
+    def compute():
+        s = ctx.finite("loss")
+        return change_interval(s.steps, log_loss(ctx), ctx.th.dead_ci_z) if len(s) >= 3 else None
+
+    return ctx.memo("loss_change_interval", compute)
+
+
+def fall_shown(ctx) -> bool:
+    """Whether the loss's 99% interval of its fall over the run (log scale) lies above a
+    slow learner's fall (``dead_min_improvement``): a fall the noise cannot explain."""
+    ci = loss_change_interval(ctx)
+    return ci is not None and ci[0] > -math.log1p(-ctx.th.dead_min_improvement)
 
 
 def lr_restart_after(ctx, at_step: float) -> tuple[float, float, float] | None:

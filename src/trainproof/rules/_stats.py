@@ -440,3 +440,24 @@ def change_interval(steps: np.ndarray, values: np.ndarray, z: float) -> tuple[fl
     se = math.sqrt(float(np.dot(resid, resid)) / (y.size - 2) / sxx) * factor
     fall = -slope
     return fall - z * se, fall + z * se
+
+
+def rounding_step(values: np.ndarray, max_decimals: int = 8) -> float | None:
+    """The decimal step ``10**-d`` (d from 0 to ``max_decimals``, the coarsest that fits)
+    of which every finite value is a whole multiple: the precision a logger printed at
+    (HF Trainer before 4.46 logs ``round(loss, 4)``). ``None`` for fewer than 3 finite
+    values or when no step fits (full-precision floats).
+
+    Args:
+        values: any shape; non-finite values are ignored.
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size < 3:
+        return None
+    for d in range(max_decimals + 1):
+        x = v * 10.0**d
+        # A decimal parsed into binary and scaled back is off by a few ulps of x.
+        if np.all(np.abs(x - np.round(x)) <= 1e-9 + 1e-14 * np.abs(x)):
+            return 10.0**-d
+    return None

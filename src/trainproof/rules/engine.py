@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from ._checkpoint import best_checkpoint
 from ._fmt import num, pct
 from ._fmt import step as step_fmt
 from ._schedule import fraction_ran, still_warming_up
-from ._stats import median, noise_sigma
+from ._stats import median, noise_sigma, rounding_step
 from .objective_kind import detect_objective
 from .registry import Need, Rule, all_rules, canonical_id, get
 from .thresholds import DEFAULT, Thresholds
@@ -356,6 +357,39 @@ def _skip_reason(
     return None
 
 
+def lift_rounding_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
+    """``run`` with the zeros of its loss and eval loss that are rounding read as half the
+    rounding step: a loss printed at d decimals (:func:`~trainproof.rules._stats.rounding_step`,
+    at least 2) whose positive values reach within ``rounding_floor_steps`` steps of 0 logs
+    a value below half a step as 0.0, which is no exact zero (a hidden NaN, a batch of
+    masked labels) and no value <= 0 for the ratio rules. A note says so. ``run`` itself
+    when nothing is lifted."""
+    lifted: dict[str, Series] = {}
+    notes = []
+    for name in ("loss", "eval_loss"):
+        s = run.series.get(name)
+        if s is None:
+            continue
+        v = s.values
+        zero = v == 0
+        if not zero.any():
+            continue
+        pos = v[np.isfinite(v) & (v > 0)]
+        q = rounding_step(v)
+        if q is None or q > 0.01 or not pos.size or float(pos.min()) > th.rounding_floor_steps * q:
+            continue
+        nv = v.copy()
+        nv[zero] = q / 2
+        lifted[name] = Series(s.name, s.key, s.steps, nv, s.lines)
+        notes.append(
+            f"{name}: {int(zero.sum())} values logged as 0 at {round(-math.log10(q))} decimals, among positive values "
+            f"down to {num(float(pos.min()))}, read as {num(q / 2)} (below the rounding step, not an exact zero)"
+        )
+    if not lifted:
+        return run
+    return replace(run, series={**run.series, **lifted}, notes=[*run.notes, *notes])
+
+
 def judge_runlog(
     run: RunLog,
     th: Thresholds = DEFAULT,
@@ -380,6 +414,7 @@ def judge_runlog(
         ``TP-NO-LOSS`` when there was nothing to judge.
     """
     mute = {canonical_id(m) if isinstance(m, str) else m for m in mute}  # ``tp-nan`` mutes TP-NAN
+    run = lift_rounding_zeros(run, th)
 
     def built(findings: list[Finding], **rest) -> Report:
         return Report(

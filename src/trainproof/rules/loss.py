@@ -10,12 +10,11 @@ from ..aliases.vocabulary import words
 from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct, step, times
-from ._shared import log_loss, log_loss_noise, lr_restart_after, margin_objective
+from ._shared import fall_shown, log_loss_noise, loss_change_interval, lr_restart_after, margin_objective
 from ._stats import (
     ar1_inflation,
     block_medians,
     block_sizes,
-    change_interval,
     end_window,
     expected_min_shift,
     improvement,
@@ -701,50 +700,170 @@ def _significant_digits(x: float) -> int:
     return len(digits.rstrip("0")) if "." in mantissa else len(digits)
 
 
+def frozen_stretch(ctx) -> tuple[str, object, int, int] | None:
+    """``(name, series, start, length)``: the train loss, or else the eval loss, whose last
+    ``length`` finite points from index ``start`` are one bit-identical value (TP-LOSS-FROZEN's
+    condition), or ``None``."""
+
+    def compute():
+        th = ctx.th
+        for name in ("loss", "eval_loss"):
+            if not ctx.has(name):
+                continue
+            s = ctx.finite(name)
+            v = s.values
+            if v.size < 2:
+                continue
+            same = np.r_[False, v[1:] == v[:-1]]
+            if not same[-1]:
+                continue
+            start = int(np.flatnonzero(~same)[-1])
+            length = v.size - start
+            if length < th.frozen_min_points or length < th.frozen_share * v.size:
+                continue
+            if _significant_digits(v[-1]) < th.frozen_digits:
+                continue
+            return name, s, start, length
+        return None
+
+    return ctx.memo("frozen_stretch", compute)
+
+
+def lr_decayed_under(ctx, at_step: float) -> tuple[float, float] | None:
+    """``(highest rate from at_step on, peak rate before it)`` when the logged learning
+    rate, from ``at_step`` to the end (at least one logged rate), never exceeds
+    ``tiny_lr`` after a peak above it: a schedule that decayed the rate to about zero
+    (ReduceLROnPlateau with ``min_lr=0``, Keras's default), under which the weights stop
+    changing. ``None`` without such a decay (a rate tiny from the start is TP-DEAD-RUN's
+    cause)."""
+    if not ctx.has("lr"):
+        return None
+    lr = ctx.finite("lr")
+    after = lr.values[lr.steps >= at_step]
+    before = lr.values[lr.steps < at_step]
+    if not after.size or not before.size:
+        return None
+    hi, peak = float(after.max()), float(before.max())
+    return (hi, peak) if 0 <= hi <= ctx.th.tiny_lr < peak else None
+
+
+def _frozen_after_learning(ctx) -> tuple | None:
+    """``(stretch, decay)`` when a frozen stretch (:func:`frozen_stretch`) came after the
+    run learned (its value more than ``dead_min_improvement`` below the series' first) and
+    a healthy run can produce it: the logged learning rate decayed to about zero
+    (:func:`lr_decayed_under`, ``decay`` its rates), or the frozen series is the eval loss
+    (on a fixed set it stops moving whenever the weights do, and a log without the rate
+    cannot say why they did; ``decay`` ``None`` then). ``None`` otherwise: a train loss on
+    fresh batches that repeats to the bit without a decayed rate depends on neither."""
+    fr = frozen_stretch(ctx)
+    if fr is None:
+        return None
+    name, s, start, _ = fr
+    v = s.values
+    if not v[-1] < v[0] * (1 - ctx.th.dead_min_improvement):
+        return None
+    decay = lr_decayed_under(ctx, float(s.steps[start]))
+    if decay is None and name != "eval_loss":
+        return None
+    return fr, decay
+
+
 @rule(
     "TP-LOSS-FROZEN",
     Level.FAIL,
     "zero",
     "the loss (or the eval loss) holds one bit-identical value to the end",
     needs=[Need("loss", "min_trend_points")],
-    thresholds=["min_trend_points", "frozen_min_points", "frozen_share", "frozen_digits"],
+    thresholds=[
+        "min_trend_points",
+        "frozen_min_points",
+        "frozen_share",
+        "frozen_digits",
+        "dead_min_improvement",
+        "tiny_lr",
+    ],
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE"),
     least_evidence="The last {frozen_min_points} or more finite losses, and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
     detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen). An eval loss on a fixed validation set repeats to the bit only when the weights do not change.",
     why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
-    not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits.",
+    not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, or a train loss under a rate decayed to about zero): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
     causes="A model whose output no longer depends on its input (collapsed to a constant), frozen weights evaluated on one fixed batch, a loss variable that is never updated in the logging code, a data loader stuck on one batch.",
     try_="Print two consecutive batches and the model's outputs on them; check that the logged loss is the current step's; check requires_grad and the optimizer's parameter groups.",
     objectives=("supervised",),
 )
 def check_loss_frozen(ctx):
-    th = ctx.th
-    for name in ("loss", "eval_loss"):
-        if not ctx.has(name):
-            continue
-        s = ctx.finite(name)
-        v = s.values
-        if v.size < 2:
-            continue
-        same = np.r_[False, v[1:] == v[:-1]]
-        if not same[-1]:
-            continue
-        start = int(np.flatnonzero(~same)[-1])
-        length = v.size - start
-        if length < th.frozen_min_points or length < th.frozen_share * v.size:
-            continue
-        if _significant_digits(v[-1]) < th.frozen_digits:
-            continue
-        what = "loss" if name == "loss" else "eval loss"
-        yield ctx.finding(
-            f"{what} is frozen: exactly {float(v[-1])!r} at its last {length} points, from step {step(s.steps[start])}",
-            f"the last {length} of {v.size} finite {what}es ({s.key}) are all exactly {float(v[-1])!r}, from step "
-            f"{step(s.steps[start])} (line {int(s.lines[start])}) to step {step(s.steps[-1])}.",
-            {"value": float(v[-1]), "points": int(length), "onset_step": float(s.steps[start]), "series": name},
-            step=s.steps[start],
-            line=s.lines[start],
-        )
+    fr = frozen_stretch(ctx)
+    if fr is None or _frozen_after_learning(ctx) is not None:
         return
+    name, s, start, length = fr
+    v = s.values
+    what = "loss" if name == "loss" else "eval loss"
+    yield ctx.finding(
+        f"{what} is frozen: exactly {float(v[-1])!r} at its last {length} points, from step {step(s.steps[start])}",
+        f"the last {length} of {v.size} finite {what}es ({s.key}) are all exactly {float(v[-1])!r}, from step "
+        f"{step(s.steps[start])} (line {int(s.lines[start])}) to step {step(s.steps[-1])}.",
+        {"value": float(v[-1]), "points": int(length), "onset_step": float(s.steps[start]), "series": name},
+        step=s.steps[start],
+        line=s.lines[start],
+    )
+
+
+@rule(
+    "TP-FROZEN-AFTER-LEARNING",
+    Level.WARN,
+    "zero",
+    "the run learned, then its loss stopped moving to the bit while the run went on",
+    needs=[Need("loss", "min_trend_points")],
+    thresholds=[
+        "min_trend_points",
+        "frozen_min_points",
+        "frozen_share",
+        "frozen_digits",
+        "tiny_lr",
+        "dead_min_improvement",
+    ],
+    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE"),
+    least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, on the eval loss, or on the train loss under a learning rate decayed to at most {tiny_lr}.",
+    detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first: the run learned, then stopped moving. On the eval loss; on the train loss only where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} after a peak above it (a full batch at a rate decayed to about zero repeats its loss to the bit).",
+    why="Every step after the freeze costs compute and changes nothing. The model is where the run had taken it, not broken: a schedule that decays the rate to about zero does exactly this to a healthy run, so it is a warning.",
+    not_mean="It does not mean the model collapsed to a constant (TP-LOSS-FROZEN, a FAIL: a value repeated from where the run started, or a train loss on fresh batches repeated without a decayed rate).",
+    causes="ReduceLROnPlateau with min_lr=0 (Keras's default) cutting the rate by 10x at every plateau, a decay schedule far shorter than the run; or weights frozen mid-run, or training stopped while evaluation and logging went on.",
+    try_="Log the learning rate; set min_lr (1e-6, or 1e-2 of the peak) and stop with early stopping when the rate reaches it, or shorten the run. If the rate is alive, check that optimizer.step() still runs and no callback froze the weights.",
+    objectives=("supervised",),
+)
+def check_frozen_after_learning(ctx):
+    found = _frozen_after_learning(ctx)
+    if found is None:
+        return
+    (name, s, start, length), decay = found
+    v = s.values
+    what = "loss" if name == "loss" else "eval loss"
+    if decay is not None:
+        why = f"every logged learning rate from there is at most {num(decay[0])}, down from a peak of {num(decay[1])}"
+    elif ctx.has("lr") and len(lr := ctx.finite("lr")):
+        after = lr.values[lr.steps >= s.steps[start]]
+        at, end = (float(after[0]), float(after[-1])) if after.size else (float(lr.values[-1]),) * 2
+        why = f"the logged learning rate is {num(at)} where it froze and {num(end)} at the end" + (
+            ": a schedule decaying it toward zero" if end < at / 10 else ": check that the weights are still updated"
+        )
+    else:
+        why = "the log has no learning rate to say whether a schedule decayed it to about zero"
+    yield ctx.finding(
+        f"the {what} fell from {num(v[0])}, then froze at {float(v[-1])!r} from step {step(s.steps[start])}: its last "
+        f"{length} points changed nothing",
+        f"the last {length} of {v.size} finite {what}es ({s.key}) are exactly {float(v[-1])!r}, from step "
+        f"{step(s.steps[start])} (line {int(s.lines[start])}); {why}.",
+        {
+            "value": float(v[-1]),
+            "points": int(length),
+            "onset_step": float(s.steps[start]),
+            "series": name,
+            "lr_after": decay[0] if decay else None,
+            "lr_peak": decay[1] if decay else None,
+        },
+        step=s.steps[start],
+        line=s.lines[start],
+    )
 
 
 #: Standard errors (99%, two-sided) within which a block median of a noisy loss still
@@ -1814,33 +1933,15 @@ def _tiny_lr(ctx) -> float | None:
     return float(lr.max()) if 0 <= float(lr.max()) <= ctx.th.tiny_lr else None
 
 
-def _loss_change_interval(ctx) -> tuple[float, float] | None:
-    """:func:`~trainproof.rules._stats.change_interval` of the log of the finite train
-    losses at ``dead_ci_z``, computed once per judgement."""
-
-    def compute():
-        s = ctx.finite("loss")
-        return change_interval(s.steps, log_loss(ctx), ctx.th.dead_ci_z) if len(s) >= 3 else None
-
-    return ctx.memo("loss_change_interval", compute)
-
-
 def _pinned(ctx) -> bool:
     """Whether the loss's 99% interval of its change over the run (log scale, at least
     ``dead_flat_min_points`` points) lies inside a slow learner's fall in both directions:
     whatever its trend, the run moved less than a learning run does."""
     if len(ctx.finite("loss")) < ctx.th.dead_flat_min_points:
         return False
-    ci = _loss_change_interval(ctx)
+    ci = loss_change_interval(ctx)
     bar = -math.log1p(-ctx.th.dead_min_improvement)
     return ci is not None and -bar < ci[0] and ci[1] < bar
-
-
-def _fall_shown(ctx) -> bool:
-    """Whether the loss's 99% interval of its fall over the run (log scale) lies above a
-    slow learner's fall: a fall the noise cannot explain."""
-    ci = _loss_change_interval(ctx)
-    return ci is not None and ci[0] > -math.log1p(-ctx.th.dead_min_improvement)
 
 
 def dead_run_state(ctx) -> dict | None:
@@ -1876,7 +1977,7 @@ def dead_run_state(ctx) -> dict | None:
         # evidence it has.
         resumed = float(s.steps[0]) > 0 and float(s.steps[0]) >= float(s.steps[-1] - s.steps[0])
         tiny = _tiny_lr(ctx)
-        effect_only = not resumed and tiny is not None and not _fall_shown(ctx)
+        effect_only = not resumed and tiny is not None and not fall_shown(ctx)
         if (rel >= th.dead_min_improvement or rel_wide >= th.dead_min_improvement) and not effect_only:
             return None
         meds, _ = block_medians(v, max(1, -(-n // th.dead_trend_blocks)))
@@ -1885,7 +1986,7 @@ def dead_run_state(ctx) -> dict | None:
         # loss that drifts one way by 0.01% over 300 points (a contrastive model collapsed
         # at ln(2B-1)) has a trend any rank test calls significant and a 99% interval of
         # its change over the run inside a slow learner's fall, both ways: pinned, an
-        # effect too small to be progress (see _loss_change_interval).
+        # effect too small to be progress (see loss_change_interval).
         if z <= -th.dead_trend_z and not effect_only and not _pinned(ctx):
             return None
         elsewhere = _learning_elsewhere(ctx, effect=effect_only)
@@ -1949,7 +2050,7 @@ def dead_run_state(ctx) -> dict | None:
             return state
         # A flat loss whose 99% interval for the change over the run excludes the fall of a
         # slow learner, in both directions (see dead_flat_min_points) ...
-        ci = _loss_change_interval(ctx) if n >= th.dead_flat_min_points else None
+        ci = loss_change_interval(ctx) if n >= th.dead_flat_min_points else None
         state.update(ci=ci, ci_bar=-math.log1p(-th.dead_min_improvement))
         if _pinned(ctx):
             # ... is pinned, but pinned is not dead without a cause. A learning rate above

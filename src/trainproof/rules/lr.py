@@ -18,6 +18,7 @@ from ..findings import Level
 from ..runlog import Series
 from ._fmt import num, pct, step
 from ._schedule import still_warming_up
+from ._shared import fall_shown, loss_change_interval
 from .registry import Need, rule
 
 
@@ -99,13 +100,31 @@ _EDGES = (
 )
 
 
+def _learns_anyway(ctx) -> bool:
+    """Whether the train loss falls beyond what noise and a slow learner explain
+    (:func:`~trainproof.rules._shared.fall_shown`): weights that a zero rate cannot move
+    are moving, so the logged rate is not the one that trains the model."""
+    if not ctx.has("loss"):
+        return False
+    v = ctx.finite("loss").values
+    return v.size >= ctx.th.min_trend_points and bool(np.all(v > 0)) and fall_shown(ctx)
+
+
 @rule(
     "TP-ZERO-LR",
     Level.FAIL,
     "lr",
     "the learning rate is zero (or negative) for the whole run",
     needs=[Need("lr", "min_value_points")],
-    thresholds=["zero_lr_fail_share", "min_value_points", "lr_startup_share", "lr_startup_points"],
+    thresholds=[
+        "zero_lr_fail_share",
+        "min_value_points",
+        "lr_startup_share",
+        "lr_startup_points",
+        "min_trend_points",
+        "dead_min_improvement",
+        "dead_ci_z",
+    ],
     implies=(
         "TP-DEAD-RUN",
         "TP-FLAT",
@@ -119,13 +138,13 @@ _EDGES = (
     detects="A learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end. "
     + _EDGES,
     why="With a zero learning rate the optimizer never changes the weights; the run computes gradients for nothing.",
-    not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted.",
+    not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted. A logged rate of 0 under a loss that falls beyond its noise is not this: the rate logged is not the one training the model (TP-ZERO-LR-LEARNING, a WARN).",
     causes="A scheduler configured with zero peak or zero warm-up target, DeepSpeed/accelerate config overriding the optimizer's lr, lr set in the wrong config field, a warm-up longer than the run.",
     try_="Print optimizer.param_groups[0]['lr'] after the first step; check the scheduler's total and warm-up steps and any DeepSpeed optimizer/scheduler block.",
 )
 def check_zero_lr(ctx):
     p = _profile(ctx)
-    if p.sustained_share < ctx.th.zero_lr_fail_share:
+    if p.sustained_share < ctx.th.zero_lr_fail_share or _learns_anyway(ctx):
         return
     s = p.s
     k = int(p.nonpos.sum())
@@ -141,6 +160,48 @@ def check_zero_lr(ctx):
             "share": k / len(s),
             "sustained_share": p.sustained_share,
         },
+        step=s.steps[0],
+        line=s.lines[0],
+    )
+
+
+@rule(
+    "TP-ZERO-LR-LEARNING",
+    Level.WARN,
+    "lr",
+    "the logged learning rate is zero, yet the loss falls",
+    needs=[Need("lr", "min_value_points"), Need("loss", "min_trend_points", positive=True, all_finite=True)],
+    thresholds=[
+        "zero_lr_fail_share",
+        "dead_min_improvement",
+        "dead_ci_z",
+        "min_value_points",
+        "lr_startup_share",
+        "lr_startup_points",
+    ],
+    least_evidence="TP-ZERO-LR's share of logged rates <= 0 and a train loss whose fall shows beyond its noise.",
+    detects="TP-ZERO-LR's condition (a learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end) while the train loss falls: the {dead_ci_z:g}-sigma interval of its change over the run (log scale, widened for autocorrelation) lies above a slow learner's {dead_min_improvement:.0%} fall. "
+    + _EDGES,
+    why="A zero rate cannot move the weights, so a loss that falls beyond its noise shows that the rate in the log is not the one training the model. The run is not dead; the log misreports the rate, and every lr check reads the wrong number.",
+    not_mean="It does not mean the run is broken: the loss it learns is the evidence that it is not.",
+    causes="HF Trainer logs the first parameter group's rate, and that group (embeddings, a frozen backbone) has lr 0 on purpose; a cyclic schedule whose base rate is 0, logged only at its troughs; a custom optimizer that ignores the scheduler's rate.",
+    try_="Log the rate of the group that trains (optimizer.param_groups[i]['lr']) or all of them; for a cyclic schedule, log at a step that is not a multiple of the cycle.",
+)
+def check_zero_lr_learning(ctx):
+    p = _profile(ctx)
+    if p.sustained_share < ctx.th.zero_lr_fail_share or not _learns_anyway(ctx):
+        return
+    s = p.s
+    k = int(p.nonpos.sum())
+    lo, hi = loss_change_interval(ctx)
+    loss = ctx.finite("loss")
+    yield ctx.finding(
+        f"the logged learning rate is <= 0 on {pct(k / len(s))} of logged steps, yet the loss falls: the rate in the "
+        "log is not the one training the model",
+        f"{k} of {len(s)} logged learning rates are <= 0 (steps {step(s.steps[0])}–{step(s.steps[-1])}); the train "
+        f"loss goes {num(loss.values[0])} -> {num(loss.values[-1])}, and the 99% interval of its fall over the run is "
+        f"{num(lo)} to {num(hi)} nats (log scale), beyond a slow learner's {pct(ctx.th.dead_min_improvement)}.",
+        {"nonpositive": k, "points": len(s), "share": k / len(s), "loss_fall_low": lo, "loss_fall_high": hi},
         step=s.steps[0],
         line=s.lines[0],
     )

@@ -149,6 +149,7 @@ UNITS: dict[str, str] = {
     "checkpoints": "saved checkpoints",
     "runs": "runs of one experiment recorded in the run history",
     "digits": "significant digits of a logged value",
+    "rounding steps": "steps of the decimal precision a value was printed at (1e-4 for 4 decimals)",
     "share": "a fraction in [0, 1] of a whole that the reason names: of points, steps, items, samples, "
     "groups, units or tokens, of the run's length or of a step's time; an accuracy",
     "ratio": "a quotient of two values of one quantity that the reason names: a factor (end level / best "
@@ -549,6 +550,17 @@ class Thresholds:
         'artefact does not make "every value".',
         unit="points",
         valid=count(1),
+    )
+    rounding_floor_steps: float = threshold(
+        10.0,
+        "A 0.0 in a loss printed at d decimals (every value a multiple of 10^-d) is a value below "
+        "half that step, not an exact zero, when the run's positive losses reach within 10 "
+        "steps of 0: HF Trainer before 4.46 rounds the logged loss to 4 decimals, so a "
+        "fine-tune at its floor logs 0.0001, 0.0002 and 0.0 (a new user's runs FAILed "
+        "TP-ZERO-LOSS-ONSET and went unjudged), while a NaN hidden as 0.0 or a batch of masked "
+        "labels lands on 0 from an ordinary level, thousands of steps above.",
+        unit="rounding steps",
+        valid=POSITIVE,
     )
     zero_collapse_share: float = threshold(
         1e-3,

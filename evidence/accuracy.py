@@ -49,6 +49,14 @@ WHY = {
         "positive values down to 0.0001: a value below half the rounding step, read as 5e-05, not a zero-loss "
         "failure. That a summarisation loss cannot honestly get that low is knowledge of the task, not of the log."
     ),
+    "console-dp-softprompt-4runs-rising": (
+        "A capture of many runs: 4 runs of 'Epoch | Step | Train loss' printouts and 54 HF dicts with "
+        "10 end-of-training summaries. Each stream's longest run is judged: printout run 2 (156 records, "
+        "at ln 3 without a named cause: TP-LOSS-STALLED) and the longest dict run. Run 1's climb "
+        "(0.755 -> 1.853) is in a shorter run, and the final 'Evaluation results' dicts with loss nan now "
+        "belong to the runs they follow; the FAIL (TP-NAN) came from all 54 dicts read as one run, "
+        "the evaluations' NaN as a train loss."
+    ),
     "hf-hatespeech-cls-zero-loss": (
         "Label disagreement (zero_loss). The loss falls 0.85 -> 0.0098 by step 40 and holds 0.0001 for the ten "
         "logs before step 970, where HF's 4-decimal rounding starts writing 0.0 (54 of 150 rows); the gradient "

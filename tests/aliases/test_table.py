@@ -327,7 +327,7 @@ def test_parameter_groups_go_to_the_first_group() -> None:
 def test_a_prefixed_lr_is_judged_not_absent(tmp_path: Path) -> None:
     from trainproof.api import judge
 
-    rows = [{"step": i, "train_loss": 3 - i * 0.01, "train_lr": 0.0} for i in range(40)]
+    rows = [{"step": i, "train_loss": 3 + 0.01 * ((i * 7) % 5 - 2), "train_lr": 0.0} for i in range(40)]
     p = tmp_path / "metrics.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     run = read_runlog(p)

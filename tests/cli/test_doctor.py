@@ -13,8 +13,9 @@ def _tree(tmp_path):
     root = tmp_path / "runs"
     write_jsonl(root / "a" / "metrics.jsonl", healthy_rows(seed=1))
     bad = healthy_rows(seed=2)
-    for r in bad:
+    for i, r in enumerate(bad):  # lr 0: the weights never move, nor the loss
         r["learning_rate"] = 0.0
+        r["loss"] = 2.0 + 0.01 * ((i * 7) % 5 - 2)
     write_jsonl(root / "b" / "metrics.jsonl", bad)
     return root
 

@@ -155,6 +155,45 @@ def test_bare_nan_and_inf(tmp_path: Path) -> None:
     assert np.isnan(run.get("eval_loss").values[0])
 
 
+@pytest.mark.parametrize("nan", ["nan", "NaN", "inf", "-inf", "nan.0"])
+def test_a_non_finite_value_followed_by_another_pair_is_read_as_the_value(tmp_path: Path, nan: str) -> None:
+    # ``loss nan lr 0.01``: the NaN is loss's value, never a word of a name ``loss_nan_lr``.
+    lines = [f"epoch 1 step {s} loss {2 - s / 100:.3f} lr 1.00e-02\n" for s in range(10, 110, 10)]
+    lines += [f"epoch 1 step {s} loss {nan} lr 1.00e-02\n" for s in range(110, 160, 10)]
+    p = tmp_path / "train.log"
+    p.write_text("".join(lines))
+    run = read_runlog(p)
+    loss = run.get("loss").values
+    assert loss.size == 15 and not np.isfinite(loss[10:]).any() and np.isfinite(loss[:10]).all()
+    assert run.get("lr").values.tolist() == [0.01] * 15
+    assert set(run.series) == {"loss", "lr"}  # the epoch and the step make the step axis
+
+
+def test_hf_dict_captures_appended_after_a_summary_are_separate_runs(tmp_path: Path) -> None:
+    # nohup.out of two HF Trainer runs: no 'step' in the dicts, the same seed (the rerun's
+    # first losses repeat the first run's), each ending with its train_runtime summary. The
+    # longer run is judged alone, never the two merged into one curve.
+    def run(n: int, nan_from: int | None) -> str:
+        rows = []
+        for i in range(n):
+            loss = "nan" if nan_from is not None and i >= nan_from else f"'{3.0 - i * 0.05:.3f}'"
+            rows.append(f"{{'loss': {loss}, 'grad_norm': '1.0', 'learning_rate': '0.0002', 'epoch': '{i / 10:.2f}'}}\n")
+        rows.append(
+            "{'train_runtime': '1.5', 'train_samples_per_second': '100', 'train_loss': '2.0', 'epoch': '3.0'}\n"
+        )
+        return "".join(rows)
+
+    p = tmp_path / "nohup.out"
+    p.write_text(run(30, 12) + "Traceback? no: a rerun with the NaN fixed\n" + run(20, None))
+    rl = read_runlog(p)
+    loss = rl.get("loss").values
+    assert loss.size == 30 and np.isnan(loss[12:]).all()  # the first, longer run alone
+    assert any("holds 2 runs" in n for n in rl.notes)
+    p.write_text(run(20, 12) + run(30, None))
+    rl = read_runlog(p)
+    assert rl.get("loss").values.size == 30 and np.isfinite(rl.get("loss").values).all()
+
+
 def test_nan_loss_capture_fails_through_the_cli(tmp_path: Path) -> None:
     rows = train_rows(30)
     for r in rows[-4:]:

@@ -124,6 +124,57 @@ def lightning() -> tuple[list[Unit], list]:
     return units, want
 
 
+def lightning_tqdm_redraws() -> tuple[list[Unit], list]:
+    """Lightning's TQDMProgressBar as a capture holds it: every position drawn twice (the
+    count moved on with the step before's postfix, then its own), the bar reset to 0/N at
+    each epoch's end and at the next one's start, and the validation values carried in
+    every later postfix until the next validation; a NaN printed as ``nan.0``."""
+    units, want = [], []
+    n = 4
+    post = "v_num=0"
+    val = None  # the last validation's loss, carried in the postfix from the second epoch on
+    for e in range(3):
+        for b in range(1, n + 1):
+            loss = "nan.0" if (e, b) == (2, 3) else str(round(2 - e / 10 - b / 100, 3))
+            frame = f"\rEpoch {e}:  {b * 25}%|{'█' * b}{' ' * (n - b)}| {b}/{n} [00:10<00:12, 8.50it/s, "
+            stale = post
+            post = f"v_num=0, train_loss={loss}" + (f", val_loss={val}" if e else "")
+            units.append([frame + stale + "]", frame + post + "]"])
+            want.append(
+                (e * n + b, {"v_num": 0.0, "train_loss": float(loss.replace(".0", "") if "nan" in loss else loss)})
+            )
+        val = round(1.5 - e / 10, 3)
+        post = f"v_num=0, train_loss={loss}, val_loss={val}"
+        units.append(
+            [
+                "\rValidation DataLoader 0: 100%|████| 2/2 [00:00<00:00, 90.10it/s]",
+                f"\rEpoch {e}: 100%|████| {n}/{n} [00:10<00:00, 8.50it/s, {post}]",
+                f"\rEpoch {e}:   0%|    | 0/{n} [00:00<?, ?it/s, {post}]",
+                f"\rEpoch {e + 1}:   0%|    | 0/{n} [00:00<?, ?it/s, {post}]",
+            ]
+        )
+        want[-1][1]["val_loss"] = val
+    units[-1].append("\n")
+    return units, want
+
+
+def tqdm_postfix_bars() -> tuple[list[Unit], list]:
+    """A plain loop's tqdm bar with ``set_postfix(loss=...)`` and no epoch in its
+    description, one bar per epoch (``Training: 45%|██| 9/20 [..., loss=0.5]``): the position
+    is the step, counted on when the next epoch's bar starts again."""
+    units, want = [], []
+    n = 20
+    for e in range(3):
+        for b in range(2, n + 1, 6):
+            loss = round(2 - e / 5 - b / 100, 4)
+            units.append(
+                [f"\rTraining: {100 * b // n:3d}%|{'█' * (b // 4)}| {b}/{n} [00:01<00:01, 9.50it/s, loss={loss}]"]
+            )
+            want.append((e * n + b, {"loss": loss}))
+        units[-1].append("\n")
+    return units, want
+
+
 def pytorch_examples() -> tuple[list[Unit], list]:
     units, want = [], []
     for e in (1, 2):
@@ -336,6 +387,8 @@ DIALECTS = {
         keras2_verbose2,
         keras3,
         lightning,
+        lightning_tqdm_redraws,
+        tqdm_postfix_bars,
         pytorch_examples,
         fairseq,
         marian,
@@ -351,11 +404,16 @@ DIALECTS = {
 }
 
 
+def _eq(a: float, b: float) -> bool:
+    """Equal values: close, or both NaN (a NaN loss is read as NaN)."""
+    return math.isclose(a, b, rel_tol=1e-9) or (math.isnan(a) and math.isnan(b))
+
+
 def _same(got: list, want: list) -> bool:
     if len(got) != len(want):
         return False
     for (gs, gv), (ws, wv) in zip(got, want):
-        if gs != ws or set(gv) != set(wv) or any(not math.isclose(gv[k], wv[k], rel_tol=1e-9) for k in wv):
+        if gs != ws or set(gv) != set(wv) or any(not _eq(gv[k], wv[k]) for k in wv):
             return False
     return True
 

@@ -474,6 +474,69 @@ def test_diverge_single_point_start_is_the_level_the_corpus_shape():
     assert f.data["ratio"] == pytest.approx(f.data["end_level"] / 1.4)
 
 
+@pytest.mark.parametrize("n,seed", [(40, 0), (150, 1), (600, 2)])
+def test_diverge_a_blow_up_from_the_first_step_that_settles_at_twice_the_start_fires(n, seed):
+    # HF Trainer at lr 2.0, logging every step: 3.27 at step 1, a peak of 235, and a run that
+    # settles around twice its starting loss. The first block holds the blow-up itself, so
+    # the regain against it (3% of 235) is no noise-floor wiggle: the run never fell.
+    rng = np.random.default_rng(seed)
+    k = max(3, n // 15)
+    up = np.exp(np.linspace(math.log(60), math.log(235), k))
+    down = np.exp(np.linspace(math.log(235), math.log(7), k))
+    tail = 6.5 * np.exp(0.08 * rng.standard_normal(n - 1 - 2 * k))
+    v = np.r_[3.27, up, down, tail]
+    f = one(judge(loss=v.tolist()), "TP-DIVERGE")
+    assert f.data["from_start"] is True and f.data["best_level"] == 3.27
+
+
+def _cyclic_lr(n):
+    """A triangular cyclic learning rate, 0.005 -> 0.099 over 20 points, down to 0.002 over
+    the next 20 (torch's CyclicLR with base_lr 0.002, max_lr 0.1, logged every 5 steps)."""
+    cycle = np.r_[np.linspace(0.005, 0.099, 20), np.linspace(0.096, 0.002, 20)]
+    return np.resize(cycle, n)
+
+
+#: Block levels (12 points each) of a healthy run under that schedule: the loss falls with the
+#: run and rises with the rate, and its lowest block (0.08) falls half-way up the last rising
+#: phase, the run ending at the next peak (a new user's real run, 2 of 6 seeds FAILed).
+CYCLIC_LEVELS = [
+    1.31,
+    0.73,
+    0.43,
+    0.16,
+    0.32,
+    0.47,
+    0.146,
+    0.167,
+    0.42,
+    0.216,
+    0.165,
+    0.32,
+    0.23,
+    0.108,
+    0.23,
+    0.26,
+    0.15,
+    0.08,
+    0.32,
+    0.23,
+]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_diverge_a_cyclic_rate_whose_best_is_half_way_up_a_rising_phase_is_not_a_divergence(seed):
+    # The rate at the best block (0.05) climbs under 2x to the next peak, so the rate there
+    # alone shows no new cycle; the cycle's trough (0.002) does.
+    rng = np.random.default_rng(seed)
+    lr = _cyclic_lr(240)
+    loss = np.repeat(CYCLIC_LEVELS, 12) * np.exp(0.3 * rng.standard_normal(240))
+    assert "TP-DIVERGE" not in judge(loss=loss.tolist(), lr=lr.tolist()).ids()
+    # the same run blowing up in its last cycle, far above where the earlier cycles stood at
+    # the same rates, still fails
+    loss[-24:] *= 8
+    assert "TP-DIVERGE" in judge(loss=loss.tolist(), lr=lr.tolist()).ids()
+
+
 def decay_with_terminal_spike(n, rel, seed):
     v = decaying(n, rel, seed)
     v[-1] = 6.0  # 12x the end level, on the last point only

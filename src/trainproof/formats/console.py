@@ -86,6 +86,7 @@ lines is not a training log.
 from __future__ import annotations
 
 import ast
+import math
 import re
 import sys
 from collections.abc import Iterator
@@ -127,18 +128,21 @@ _WORD = r"[A-Za-z_][A-Za-z0-9_]*(?:[./-][A-Za-z0-9_]+)*\.?"
 # clock's ``:`` + digit (``0:10:00``) makes it no value, and so does a digit right after it: a number is read whole or not at all (never ``41`` of ``41.23ms``).
 _NUM = (
     r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
-    r"|(?i:nan|inf(?:inity)?))"
+    r"|(?i:nan|inf(?:inity)?)(?:\.0(?!\d))?)"
 )
+# A word of a name is never a non-finite value: ``loss nan lr 0.01`` is ``loss`` = NaN and
+# ``lr`` = 0.01, not ``loss_nan_lr`` = 0.01.
+_NAME_WORD = r"(?!(?i:nan|inf(?:inity)?)(?:\.0)?(?![\w.]))" + _WORD
 # Separators: ``\s*[:=|]\s*`` has one required character between its blank runs, so a long
 # blank run splits one way only; ``\s*\[\s*`` likewise; ``\s+`` alone is the third way.
 _PAIR = re.compile(
-    rf"(?<![\w./-])(?P<name>{_WORD}(?: {_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
+    rf"(?<![\w./-])(?P<name>{_WORD}(?: {_NAME_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
     rf"(?:tensor\(\s*)?(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
 )
 #: A loss printed with no value (``step 100 loss: None``, ``loss=nan`` is a value): the
 #: record holds the loss empty (a hole), so that a loss that stops is told.
 _ABSENT_PAIR = re.compile(
-    rf"(?<![\w./-])(?P<name>{_WORD}(?: {_WORD}){{0,5}})(?:\s*[:=|]\s*|\s+)(?:None|null|N/A|<NA>|#N/A)(?![\w/>])"
+    rf"(?<![\w./-])(?P<name>{_WORD}(?: {_NAME_WORD}){{0,5}})(?:\s*[:=|]\s*|\s+)(?:None|null|N/A|<NA>|#N/A)(?![\w/>])"
 )
 _ABSENT_HINT = re.compile(r"None|null|N/A|<NA>")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -160,6 +164,8 @@ _ACC = re.compile(r"acc", re.I)
 # A tqdm bar's position: ``45%|████ | 45/100``; the bar is bounded so a line of pipes
 # cannot make the search long.
 _TQDM = re.compile(r"(?<![\d.])\d+%\|[^|\n]{0,400}\|\s*(\d+)/(\d+)")
+# Between a bar's position and the first metric of its postfix: the bracket opened, not closed.
+_POSTFIX_OPEN = re.compile(r"\s*\[[^\]\n]*")
 _BATCHES = re.compile(r"(?<![\w.])(\d+)\s*/\s*(\d+)\s+(?:batches|batch|steps|iters|iterations)\b", re.I)
 # mmengine: ``Epoch(train) [1][50/500]``, ``Iter(train) [50/1000]``.
 _MMENGINE = re.compile(
@@ -313,7 +319,9 @@ def _pairs(line: str) -> list[_Pair]:
         if not key:
             continue
         try:
-            value = float(m.group("num").replace(",", ""))
+            num = m.group("num")
+            # tqdm's postfix prints a NaN loss as ``nan.0``
+            value = float(num[:-2] if num[-2:] == ".0" and num[-3:-2].isalpha() else num.replace(",", ""))
         except ValueError:
             continue
         tot = m.group("tot")
@@ -381,7 +389,7 @@ class _Parsed:
 
     @property
     def has_step(self) -> bool:
-        return self.glob is not None or self.epoch is not None or self.counter is not None
+        return self.glob is not None or self.epoch is not None or self.counter is not None or self.position is not None
 
 
 def _parse(line: str) -> _Parsed | None:
@@ -436,6 +444,15 @@ def _parse(line: str) -> _Parsed | None:
         # the metrics is another progress line glued to this one.
         t = _TQDM.search(line, epoch_end, first) or _BATCHES.search(line, epoch_end, first)
         if t is not None:
+            p.position = (float(t.group(1)), float(t.group(2)))
+    elif mm is None and p.epoch is None and p.counter is None and p.glob is None and metrics:
+        # A bar with no epoch in its description (``train: 45%|██| 180/400 [..., loss=0.5]``,
+        # tqdm's set_postfix in a plain loop): its position is the step, counted on across
+        # bars that start again (one bar per epoch, see _Steps.bar_step).
+        t = _TQDM.search(line, 0, first)
+        # Only the bar's own postfix: the metrics inside the bracket that follows it, not a
+        # line glued after another bar (``Map: 45%|██| 4500/10000 [...]Epoch 1 | Train: …``).
+        if t is not None and _POSTFIX_OPEN.fullmatch(line, t.end(), first):
             p.position = (float(t.group(1)), float(t.group(2)))
     if not metrics:
         return p
@@ -531,6 +548,13 @@ class _Runs:
         self.current.append(rec)
         return event
 
+    def start_new(self) -> None:
+        """End the current run: the next record starts a new one whatever its step (a log
+        that says its run ended, as HF Trainer's end-of-training summary does)."""
+        self._end_run()
+        self.current = []
+        self.first = self.second = self.last = None
+
     def _restates(self, rec: Record) -> bool:
         """Whether an earlier record of the run at the same step holds the same values: a
         log re-printing the best epoch when it saves or loads that checkpoint ("Loaded …
@@ -562,8 +586,8 @@ class _Runs:
                 " …" if len(runs) > 8 else ""
             )
             self.state.notes.append(
-                f"the capture holds {len(runs)} runs (the step counter starts again {len(runs) - 1} "
-                f"time(s)); only run {self.best_index}, the longest, is judged, never the runs merged "
+                f"the capture holds {len(runs)} runs (the step counter starts again, or a run prints its end, "
+                f"{len(runs) - 1} time(s)); only run {self.best_index}, the longest, is judged, never the runs merged "
                 f"into one curve ({listed})"
             )
         for line, step, k in self.resumes[:5]:
@@ -589,6 +613,17 @@ class _Steps:
         self.zero_based = False  # the run counts epochs from 0
         self.own: dict[int, float] = {}  # the last step each source gave, by rank
         self.last_step: float | None = None
+        self.bar_offset = 0.0  # the steps of the bars before this one (bar_step)
+        self.bar_last: tuple[float, float] | None = None
+
+    def bar_step(self, n: float, total: float) -> float:
+        """The step of position ``n`` of a bar of ``total`` with no epoch in its description:
+        a bar of the same total that starts again (its position goes back) is the next
+        epoch's, counted on from where the last one ended."""
+        if self.bar_last is not None and total == self.bar_last[1] and n < self.bar_last[0]:
+            self.bar_offset += self.bar_last[1]
+        self.bar_last = (n, total)
+        return self.bar_offset + n
 
     def went_back(self, p: _Parsed) -> bool:
         """Whether an epoch + counter pair goes back (a restart), before it is used."""
@@ -616,6 +651,8 @@ class _Steps:
         elif p.epoch is not None and p.position is not None:
             n, total = p.position
             rank, step = 2, (p.epoch - self._first_epoch(p.epoch)) * total + n if total > 0 else p.epoch
+        elif p.position is not None:
+            rank, step = 2, self.bar_step(*p.position)
         elif p.epoch is not None:
             rank, step = 1, p.epoch
         else:
@@ -759,10 +796,17 @@ class _Machine:
         self._last_parsed: _Parsed | None = None  # the line whose record is being added
         self.stepped = False  # a line with a step has been seen
         self.stepless: list[Record] = []  # lines of pairs with a loss and no step, until a step is seen
+        # A tqdm bar frame held until the bar moves on: (position, step, values, line, parsed).
+        self.bar_frame: tuple | None = None
+        self.bar_seen: dict[str, float] = {}  # the postfix values of the bar frames emitted
+        self._bar_next: dict[str, float] = {}
 
     def _emit(self, step: float | None, values: dict[str, float], line: int, holes: tuple[str, ...] = ()) -> None:
         if not values and not holes:
             return
+        # A held bar frame comes before any later record; lines that give none (warnings,
+        # other bars) leave it held, so a redraw after them still replaces it.
+        self._flush_bar()
         if any(_is_loss(k) for k in values):
             self.found += 1
         if self.runs is not None and self.runs.add(Record(step, dict(values), line, holes)) == "new":
@@ -770,6 +814,18 @@ class _Machine:
             self.steps.reset()
             if self._last_parsed is not None:
                 self.steps.step_of(self._last_parsed)
+
+    def _flush_bar(self) -> None:
+        """Emit the last frame at the held bar position (see :meth:`feed`)."""
+        if self.bar_frame is None:
+            return
+        _, step, values, lineno, p = self.bar_frame
+        self.bar_frame = None  # before _emit, which flushes a held frame first
+        self.bar_seen.update(self._bar_next)
+        if any(_is_loss(k) for k in values) or p.is_eval:
+            self._last_parsed = p
+            self._emit(step, values, lineno)
+            self._last_parsed = None
 
     def _close_block(self) -> None:
         if self.block and any(_is_loss(k) for k in self.block):
@@ -843,6 +899,15 @@ class _Machine:
         p = _parse(line)
         if p is None:
             return
+        bar = p.position is not None and p.counter is None and p.glob is None
+        if (
+            bar
+            and self.bar_frame is not None
+            and not (p.position == self.bar_frame[0] and p.epoch == self.bar_frame[4].epoch)
+        ):
+            self._flush_bar()
+        if bar and p.position[0] == 0:
+            return  # a bar reset to 0/N has finished no step: its postfix is the last epoch's
         if p.has_step:
             self.stepped = True
             self.stepless = []
@@ -854,6 +919,19 @@ class _Machine:
                 self.block_step, self.block_line = step, lineno
                 return
             self.block_step = None  # a line with its own metrics opens no block
+            if bar and p.values:
+                # tqdm redraws a bar at each position twice or more: with the count moved on
+                # and the postfix of the step before, then with its own. The last frame at a
+                # position holds that step's values; a held-out value the postfix carries over
+                # unchanged from the frame before is that evaluation again, not a new one.
+                values = {
+                    k: v
+                    for k, v in p.values.items()
+                    if not (k.startswith(_EVAL_KEYS) and self.bar_seen.get(k) == v and not math.isnan(v))
+                }
+                self.bar_frame = (p.position, step, values, lineno, p)
+                self._bar_next = dict(p.values)
+                return
             if p.has_loss or p.is_eval or p.holes:
                 self._last_parsed = p
                 self._emit(step, p.values, lineno, p.holes)
@@ -867,6 +945,7 @@ class _Machine:
             self.stepless.append(Record(None, dict(p.values), lineno))
 
     def finish(self) -> None:
+        self._flush_bar()
         if self.table:
             self._close_table()
         self._close_block()
@@ -972,7 +1051,7 @@ def _bounded(lines, limit: int):
 
 
 def read(path: Path, state) -> Iterator[Record]:
-    """Yield one record per log dict, then the records of the judged run of the other
+    """Yield the records of the judged run of the log dicts, then those of the other
     printouts (see the module doc).
 
     Raises:
@@ -981,6 +1060,10 @@ def read(path: Path, state) -> Iterator[Record]:
     train_count = 0
     rows_noted = False
     last_step: float | None = None
+    # The log dicts are a run of their own (HF prints no step in them): a train dict after
+    # the end-of-training summary starts the next run of a capture appended to (nohup.out).
+    dict_runs = _Runs(state)
+    ended = False
     runs = _Runs(state)
     machine = _Machine(state, runs)
     with open_text(path) as f:
@@ -1002,11 +1085,19 @@ def read(path: Path, state) -> Iterator[Record]:
                 found = True
                 if "train_runtime" in vals:
                     state.meta.setdefault("summary", {}).update(vals)
+                    ended = True
                     continue
                 step = vals.pop("step", None)
                 if any(k.startswith("eval_") for k in vals):
-                    yield Record(step if step is not None else last_step, vals, lineno)
+                    dict_runs.add(Record(step if step is not None else last_step, vals, lineno))
                     continue
+                if ended:
+                    # A run that reran with the same seed repeats the last one's first values,
+                    # which is no restatement: the summary said that run had ended.
+                    dict_runs.start_new()
+                    if step is None:
+                        train_count = 0
+                ended = False
                 train_count += 1
                 if step is None and not rows_noted:
                     rows_noted = True
@@ -1015,7 +1106,7 @@ def read(path: Path, state) -> Iterator[Record]:
                         "not training steps"
                     )
                 last_step = step if step is not None else float(train_count)
-                yield Record(last_step, vals, lineno)
+                dict_runs.add(Record(last_step, vals, lineno))
             if found:
                 continue
             if not raw.endswith(("\n", "\r")) and _triggered(line):
@@ -1033,4 +1124,5 @@ def read(path: Path, state) -> Iterator[Record]:
                 machine.feed(line.rstrip("\r\n"), lineno)
         lines.note(state)
     machine.finish()
+    yield from dict_runs.finish()
     yield from runs.finish()

@@ -50,29 +50,38 @@ def fall_shown(ctx) -> bool:
     return ci is not None and ci[0] > -math.log1p(-ctx.th.dead_min_improvement)
 
 
-def lr_restart_after(ctx, at_step: float) -> tuple[float, float, float] | None:
-    """``(step, rate at at_step, peak)`` when the logged learning rate, after ``at_step``,
-    climbs to at least ``diverge_lr_rise`` times its rate at ``at_step`` and back to a rate
-    the run already held before it (at least half its highest rate up to ``at_step``): a
-    new cycle of the schedule (cosine with warm restarts, a cyclic rate), after which the
-    loss is expected to rise while the rate is high again. ``None`` without a logged rate,
-    without one before ``at_step``, or without such a climb (a climb to a rate never held is
-    a runaway, which the divergence rules judge as a cause)."""
+def lr_restart_after(ctx, at_step: float) -> tuple[float, float, float, float] | None:
+    """``(step, trough rate, peak, trough step)`` when the logged learning rate, after
+    ``at_step``, climbs to at least ``diverge_lr_rise`` times the trough of the cycle
+    ``at_step`` is in and back to a rate the run already held before it (at least half its
+    highest rate up to ``at_step``): a new cycle of the schedule (cosine with warm restarts,
+    a cyclic rate), after which the loss is expected to rise while the rate is high again.
+
+    The trough is the lowest rate since the last time the rate stood at three quarters of
+    that peak before ``at_step`` (the previous cycle's top): with warm restarts it is the
+    rate at ``at_step`` or just before; in a triangular cyclic schedule the loss is often
+    lowest half-way up a rising phase, whose trough came earlier. ``None`` without a logged
+    rate, without one before ``at_step``, or without such a climb (a climb to a rate never
+    held is a runaway, which the divergence rules judge as a cause)."""
     if not ctx.has("lr"):
         return None
     lr = ctx.finite("lr")
-    before = lr.values[lr.steps <= at_step]
+    upto = lr.steps <= at_step
+    before = lr.values[upto]
     after_mask = lr.steps > at_step
     if before.size == 0 or not after_mask.any():
         return None
-    rate = float(before[-1])
     peak_i = int(np.argmax(np.where(after_mask, lr.values, -np.inf)))
     peak = float(lr.values[peak_i])
+    top = np.flatnonzero(before >= 0.75 * peak)
+    since = int(top[-1]) if top.size else 0
+    trough_i = since + int(np.argmin(before[since:]))
+    rate = float(before[trough_i])
     if not rate > 0 or peak < ctx.th.diverge_lr_rise * rate or peak > 2.0 * float(before.max()):
         return None
     if float(before.max()) < 0.5 * peak:
         return None
-    return float(lr.steps[peak_i]), rate, peak
+    return float(lr.steps[peak_i]), rate, peak, float(lr.steps[np.flatnonzero(upto)[trough_i]])
 
 
 #: Words of a key that names a margin loss (a triplet or contrastive margin loss, a

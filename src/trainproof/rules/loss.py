@@ -410,6 +410,81 @@ def check_loss_at_zero(ctx):
 
 
 @rule(
+    "TP-LOSS-BLOWUPS",
+    Level.FAIL,
+    "diverge",
+    "the loss keeps blowing up far above where the run started",
+    needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
+    thresholds=["min_trend_points", "blowup_share", "blowup_bursts", "spike_excursion_factor", "diverge_start_points"],
+    implies=("TP-LOSS-SPIKE",),
+    # A late half that climbed to a level and held it is TP-DIVERGE's, which names where.
+    implied_by=("TP-DIVERGE",),
+    least_evidence="At least {min_trend_points} losses; in the second half of the run at least {blowup_share:.0%} of the points (and 5 or more), in at least {blowup_bursts} separate bursts, above {spike_excursion_factor:g}x the starting level.",
+    detects=(
+        "In the second half of the run, at least {blowup_share:.0%} of the losses (5 or more), in at least "
+        "{blowup_bursts} separate bursts, are more than "
+        "{spike_excursion_factor:g}x the run's starting level (the higher of the median of its first "
+        "{diverge_start_points} points and of its first block, 5% of the run): a loss that blows up again and "
+        "again, however often it comes back in between. Where TP-DIVERGE fires (a level the run climbed to and "
+        "held), it is listed under it."
+    ),
+    why=(
+        "A spike that comes back is a warning; a loss that sits tenfold above where the untrained model "
+        "started on a large share of the late run has not been learning for a long time. Its median can "
+        "still look ordinary (half the batches at 1.1, half at 1e15), which the level rules read."
+    ),
+    not_mean=(
+        "Isolated spikes, however large, that the run comes back from (TP-LOSS-SPIKE, a WARN: healthy runs "
+        "spike on a few percent of their points at most), and a loss above its start only in its first half "
+        "(a warm-up bump) are not this."
+    ),
+    causes="A learning rate far too high (SGD at 20), no gradient clipping, fp16 overflow feeding back into the weights, replicas of a data-parallel run that diverged apart.",
+    try_="Restart from scratch or from the last checkpoint before the first blow-up with a learning rate 10x lower, gradient clipping (max_grad_norm 1.0) and a warm-up.",
+    objectives=("supervised",),
+)
+def check_loss_blowups(ctx):
+    th = ctx.th
+    s = ctx.finite("loss")
+    v = s.values
+    n = v.size
+    k = max(1, int(th.diverge_start_points))
+    meds, _ = block_medians(v, smoothing_block(n))
+    start = max(float(median(v[:k])), float(meds[0]))
+    late = v[n // 2 :]
+    bar = th.spike_excursion_factor * start
+    up = late > bar
+    count = int(up.sum())
+    if count < 5 or count < th.blowup_share * late.size:
+        return
+    # Again and again: one excursion the run comes back from, however long, is a spike
+    # (TP-LOSS-SPIKE reads a blow-up of two orders of magnitude that recovers within a few
+    # epochs); this needs at least blowup_bursts separate ones.
+    bursts = len(runs_of(up))
+    if bursts < th.blowup_bursts:
+        return
+    first = n // 2 + int(np.argmax(up))
+    peak = float(late.max())
+    yield ctx.finding(
+        f"the loss blows up again and again: {count} of the last {late.size} losses are over "
+        f"{times(th.spike_excursion_factor)} its starting level, up to {num(peak)}",
+        f"{count} of the {late.size} losses of the second half (steps {step(s.steps[n // 2])}–{step(s.steps[-1])}), "
+        f"in {bursts} separate bursts, are above {num(bar)}, {times(th.spike_excursion_factor)} the starting level {num(start)}; the first at step "
+        f"{step(s.steps[first])} (line {int(s.lines[first])}), the largest {num(peak)}, the median of that half "
+        f"{num(float(median(late)))}.",
+        {
+            "count": count,
+            "points": int(late.size),
+            "start_level": start,
+            "bar": bar,
+            "peak": peak,
+            "first_step": float(s.steps[first]),
+        },
+        step=s.steps[first],
+        line=s.lines[first],
+    )
+
+
+@rule(
     "TP-LOSS-UNBOUNDED",
     Level.FAIL,
     "diverge",
@@ -1367,8 +1442,8 @@ def _warm_restart_cycle(ctx, s, meds, centres, best_idx: int, end: float, gate: 
     (:func:`~trainproof.rules._shared.lr_restart_after`: cosine with warm restarts, a
     cyclic rate), and the end level is no higher, beyond the noise ``gate`` (log scale),
     than the highest block median of the previous high-rate phase: from the start of the
-    last stretch before the best where the rate was at least half the new peak (the
-    previous restart), to the best. The loss
+    last stretch before the cycle's trough where the rate was at least half the new peak
+    (the previous restart), to the best. The loss
     rises with the rate and comes down with it; a blow-up after a restart climbs above
     where the previous cycle stood at the same rate.
     """
@@ -1377,11 +1452,13 @@ def _warm_restart_cycle(ctx, s, meds, centres, best_idx: int, end: float, gate: 
     if restart is None:
         return False
     lr = ctx.finite("lr")
-    before = lr.steps < best_step
+    # Before the cycle's trough: a best half-way up a rising phase of a cyclic rate sits
+    # among rates already above half the peak.
+    before = lr.steps < min(best_step, restart[3])
     high = before & (lr.values >= 0.5 * restart[2])
     if not high.any():
         return False
-    # The start of the last stretch of high rates before the best: the previous restart.
+    # The start of the last stretch of high rates before the trough: the previous restart.
     first = runs_of(high)[-1][0]
     at = s.steps[centres]
     prev = meds[(at >= float(lr.steps[first])) & (at <= best_step)]
@@ -1631,8 +1708,10 @@ def _diverge(ctx) -> dict | None:
     # At a noise floor: a run that fell far (an order of magnitude or more) sits where a
     # few examples decide each batch's loss, so its relative wiggle is large; a climb
     # that regains a sliver of what the run learned is that wiggle, not a divergence.
+    # Not when the best level is the run's start: a first block above it holds the climb
+    # itself (a run that blew up from its first step), not a fall the run made.
     start_level = float(meds[0])
-    if start_level > best and (end - best) < th.floor_regain_share * (start_level - best):
+    if not from_start and start_level > best and (end - best) < th.floor_regain_share * (start_level - best):
         return
     if not from_start and _returned_from_dip(meds, j, tied, end, gate, se_best, th):
         return

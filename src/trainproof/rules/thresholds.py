@@ -149,6 +149,7 @@ UNITS: dict[str, str] = {
     "checkpoints": "saved checkpoints",
     "runs": "runs of one experiment recorded in the run history",
     "digits": "significant digits of a logged value",
+    "bursts": "separate runs of consecutive points above a bar",
     "rounding steps": "steps of the decimal precision a value was printed at (1e-4 for 4 decimals)",
     "share": "a fraction in [0, 1] of a whole that the reason names: of points, steps, items, samples, "
     "groups, units or tokens, of the run's length or of a step's time; an accuracy",
@@ -1421,6 +1422,24 @@ class Thresholds:
         valid=FACTOR,
     )
     spike_excursion_share: float = threshold(0.25, see="spike_excursion_factor", unit="share", valid=SHARE)
+    blowup_share: float = threshold(
+        0.2,
+        "TP-LOSS-BLOWUPS needs 20% of the second half of the run tenfold above the starting "
+        "level. Healthy runs spike on a few percent of their points at most (the corpus's "
+        "healthy files: p90 5.8% of points more than 4 sigmas up, max 15%, and those up against "
+        "their local level, not tenfold above the untrained start); a data-parallel run at SGD "
+        "lr 20 logs 1e14-1e16 on 40% of its late points between ordinary ones.",
+        unit="share",
+        valid=SHARE,
+    )
+    blowup_bursts: int = threshold(
+        3,
+        "...in at least 3 separate bursts: a loss that blows up again and again. One excursion "
+        "the run comes back from, however long, is a spike to warn of (TP-LOSS-SPIKE; the zoo's "
+        "recovering blow-ups of two orders of magnitude), and two may be a spike and its echo.",
+        unit="bursts",
+        valid=count(1),
+    )
     eval_spike_min_evals: int = threshold(
         8,
         "TP-EVAL-SPIKE needs 8 evaluations: 3 before a burst give its level, 1 after shows the "

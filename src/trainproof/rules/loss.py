@@ -1121,9 +1121,10 @@ def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
     while the eval loss holds at or climbs above it, never lower. TP-CHANCE-LEVEL's state
     (``"above": True``), or ``None``.
 
-    k is the class count (2 to ``chance_max_classes``) whose 1/k a held-out accuracy's
-    second half confirms (:func:`_accuracy_at_chance`), the nearest to it where several
-    do (0.24 is 1/4, not 1/5). Every block median of the eval loss (at least ``min_trend_points``
+    k is a class count (2 to ``chance_max_classes``) whose 1/k a held-out accuracy's
+    second half confirms (:func:`_accuracy_at_chance`); where several do (0.24 is within
+    the tolerance of 1/4 and 1/5), the first, by how near its ln(k) is to the eval loss's
+    first block (where a guesser starts), whose band below holds. Every block median of the eval loss (at least ``min_trend_points``
     evaluations) must sit in [ln(k) (1 - margin), ln(k) x ``chance_above_ratio``] (the
     margin as :func:`chance_level`'s), with the eval loss no lower than its first block by
     more than ``dead_min_improvement``: an eval loss that falls onto the band is a model
@@ -1144,22 +1145,23 @@ def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
     ]
     if not matches:
         return None
-    k, acc = min(matches, key=lambda m: abs(m[1][1] - 1 / m[0]))
-    level = math.log(k)
     # At least 4 blocks: a held-out series is short (8 evaluations give 4 blocks of 2).
     block = max(1, min(smoothing_block(v.size), v.size // 4))
     meds, _ = block_medians(v, block)
-    margin = max(th.chance_tol_block, CHANCE_BLOCK_Z * level_se(noise_sigma(np.log(v)), block))
-    if float(meds.min()) < level * (1 - margin) or float(meds.max()) > level * th.chance_above_ratio:
-        return None
     if float(meds.min()) < float(meds[0]) * (1 - th.dead_min_improvement):
-        return None
-    w = max(3, train.size // 10)
-    if float(median(train[-w:])) >= level * (1 - margin):
-        return None
-    end = float(median(v[-max(3, v.size // 10) :]))
-    hit = (k, level, float(median(v)), 1.0, end, mann_kendall_z(meds))
-    return {"s": ev, "name": "eval_loss", "hit": hit, "z": hit[5], "accuracy": acc, "fails": True, "above": True}
+        return None  # the eval loss fell: the model learned something that carries
+    margin = max(th.chance_tol_block, CHANCE_BLOCK_Z * level_se(noise_sigma(np.log(v)), block))
+    late_train = float(median(train[-max(3, train.size // 10) :]))
+    for k, acc in sorted(matches, key=lambda m: abs(math.log(float(meds[0]) / math.log(m[0])))):
+        level = math.log(k)
+        if float(meds.min()) < level * (1 - margin) or float(meds.max()) > level * th.chance_above_ratio:
+            continue
+        if late_train >= level * (1 - margin):
+            continue
+        end = float(median(v[-max(3, v.size // 10) :]))
+        hit = (k, level, float(median(v)), 1.0, end, mann_kendall_z(meds))
+        return {"s": ev, "name": "eval_loss", "hit": hit, "z": hit[5], "accuracy": acc, "fails": True, "above": True}
+    return None
 
 
 def _chance_finding(ctx, st: dict, verb: str, tail: str):
@@ -1184,7 +1186,8 @@ def _chance_finding(ctx, st: dict, verb: str, tail: str):
         f"the {what} ({s.key}) has median {num(med)} over {len(s)} points (steps {step(s.steps[0])}–"
         f"{step(s.steps[-1])}), {pct(abs(med / level - 1))} from ln({k}) = {num(level)}; {pct(at)} of its block medians "
         f"are within {pct(th.chance_tol_block)} of it, and the run ends at {num(end)} (median of its last 10%), "
-        f"{num(level - end)} nats ({pct((level - end) / level)} of ln({k})) below it. " + tail,
+        f"{num(abs(level - end))} nats ({pct(abs(level - end) / level)} of ln({k})) "
+        f"{'below' if end <= level else 'above'} it. " + tail,
         data,
         step=s.steps[0],
         line=s.lines[0],
@@ -1236,7 +1239,7 @@ _CHANCE_TH = [
         "while every block median of the eval loss (at least {min_trend_points} evaluations) sits between ln(k) "
         "(less that margin) and {chance_above_ratio:g}x ln(k), never below its first block by "
         "{dead_min_improvement:.0%}, and a held-out accuracy (a key naming val, eval, test or dev) whose second "
-        "half sits at 1/k, k the class count nearest it."
+        "half sits at 1/k (of the class counts it matches, the one nearest the eval loss's first block whose band holds)."
     ),
     why=(
         "ln(k) is the cross-entropy of predicting every one of k classes with probability 1/k: a classifier whose "
@@ -1334,7 +1337,7 @@ def check_near_chance(ctx):
             else f"It never left the level, but a loss of another kind (a language model's, a regression's) "
             f"settles at ln({st['hit'][0]}) by coincidence as well"
         )
-        + f"; no accuracy is logged at 1/{st['hit'][0]} to say whether this is a guessing classifier.",
+        + f"; no logged accuracy sits at 1/{st['hit'][0]} to say whether this is a guessing classifier.",
     )
 
 

@@ -620,3 +620,48 @@ def test_a_trainer_dict_print_takes_the_flat_path():
         "epoch": 0.0,
     }
     assert console._flat_dict_values("{'a': 007}") is None  # left to literal_eval
+
+
+def _capture(tmp_path: Path, tail: str, head: str = "") -> Path:
+    lines = [f"Step {s}/400 | loss {2 - s / 300:.4f} | lr 1.0e-03\n" for s in range(10, 250, 10)]
+    p = tmp_path / "train.log"
+    p.write_text(head + "".join(lines) + tail)
+    return p
+
+
+_OOM = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 56, in <module>\n'
+    "    loss.backward()\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        _OOM,
+        "[rank0]: " + _OOM.replace("\n", "\n[rank0]: ", 3),
+        _OOM.rsplit("\n", 2)[0] + "\nKeyboardInterrupt\n",
+        "Killed\n",
+    ],
+)
+def test_a_capture_that_ends_in_a_traceback_or_a_kill_says_the_run_crashed(tmp_path: Path, tail: str) -> None:
+    from trainproof.api import judge
+
+    rep = judge(_capture(tmp_path, tail))
+    f = [f for f in rep.findings if f.id == "TP-RUN-CRASHED"]
+    assert len(f) == 1 and f[0].level.value == "WARN" and f[0].data["last_step"] == 240
+
+
+@pytest.mark.parametrize("where", ["before_training", "caught_then_training_went_on", "a_warning_not_an_exception"])
+def test_a_traceback_the_run_went_on_after_is_no_crash(tmp_path: Path, where: str) -> None:
+    from trainproof.api import judge
+
+    if where == "before_training":  # a failed import retried, then the run
+        p = _capture(tmp_path, "", head=_OOM)
+    elif where == "caught_then_training_went_on":
+        p = _capture(tmp_path, _OOM + "".join(f"Step {s}/400 | loss 1.2 | lr 1.0e-03\n" for s in range(250, 300, 10)))
+    else:
+        p = _capture(tmp_path, "  warnings.warn(\nUserWarning: the Killed flag is deprecated\n")
+    assert "TP-RUN-CRASHED" not in judge(p).ids()

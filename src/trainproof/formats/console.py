@@ -1050,6 +1050,17 @@ def _bounded(lines, limit: int):
         yield ln
 
 
+# A Python traceback's first line, and the exception line that ends it (``RuntimeError:
+# CUDA out of memory…``, ``torch.OutOfMemoryError: …``, ``KeyboardInterrupt``), after a
+# log record's or a rank's prefix (``[rank0]: ``).
+_TRACEBACK = re.compile(r"(?:^|\]:\s*)Traceback \(most recent call last\):")
+_EXCEPTION = re.compile(
+    r"^(?:\[[^\]]*\]:\s*)?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))\b(?::\s*(.*))?$"
+)
+# The shell's word for a process the kernel's out-of-memory killer ended.
+_KILLED = re.compile(r"^(?:.*:\s*)?Killed\s*$")
+
+
 def read(path: Path, state) -> Iterator[Record]:
     """Yield the records of the judged run of the log dicts, then those of the other
     printouts (see the module doc).
@@ -1066,6 +1077,8 @@ def read(path: Path, state) -> Iterator[Record]:
     ended = False
     runs = _Runs(state)
     machine = _Machine(state, runs)
+    crash: dict | None = None  # the last traceback or kill seen, and where
+    in_traceback = 0
     with open_text(path) as f:
         lines = Lines(f)
         # Of a run of blank lines only the first comes out: the rest change nothing here.
@@ -1077,6 +1090,15 @@ def read(path: Path, state) -> Iterator[Record]:
             # A capture is mostly progress-bar lines: the substring tests skip the regexes
             # on the lines that cannot match them.
             line = ANSI.sub("", raw) if "\x1b" in raw else raw
+            if "Traceback" in line and _TRACEBACK.search(line):
+                in_traceback = lineno
+            elif in_traceback and not line.startswith((" ", "\t")):
+                e = _EXCEPTION.match(line.strip())
+                if e is not None:
+                    crash = {"line": in_traceback, "error": line.strip()[:300]}
+                    in_traceback = 0
+            if "Killed" in line and _KILLED.match(line.strip()):
+                crash = {"line": lineno, "error": "Killed (the kernel's out-of-memory killer, or a scheduler)"}
             found = False
             for m in _DICT.finditer(line) if "{'" in line else ():
                 vals = _dict_values(m.group(0))
@@ -1124,5 +1146,14 @@ def read(path: Path, state) -> Iterator[Record]:
                 machine.feed(line.rstrip("\r\n"), lineno)
         lines.note(state)
     machine.finish()
-    yield from dict_runs.finish()
-    yield from runs.finish()
+    last = 0
+    for rec in dict_runs.finish():
+        last = max(last, rec.line)
+        yield rec
+    for rec in runs.finish():
+        last = max(last, rec.line)
+        yield rec
+    # A traceback (or a kill) after the last record the run is judged on: the run crashed
+    # there. One with records after it was caught, or a run that started again.
+    if crash is not None and crash["line"] > last > 0:
+        state.meta["crash"] = crash

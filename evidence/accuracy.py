@@ -46,8 +46,10 @@ WHY = {
     ),
     "hf-bert2bert-sum-zero-loss": (
         "Its cross-entropy falls 9.25 -> 4e-4 with one exact 0.0 in 4,800 points, logged at 4 decimals among "
-        "positive values down to 0.0001: a value below half the rounding step, read as 5e-05, not a zero-loss "
-        "failure. That a summarisation loss cannot honestly get that low is knowledge of the task, not of the log."
+        "values 3-5 rounding steps up: too far above 0 for rounding to explain it, too lone to be a zero-loss "
+        "failure, and a loss with a value <= 0 leaves the ratio rules unjudged (degenerate). That a "
+        "summarisation loss cannot honestly get that low is knowledge of the task, not of the log. Not judged "
+        "rather than guessed."
     ),
     "console-dp-softprompt-4runs-rising": (
         "A capture of many runs: 4 runs of 'Epoch | Step | Train loss' printouts and 54 HF dicts with "

@@ -95,6 +95,20 @@ def healthy_rows(n: int = 60, seed: int = 0, every: int = 10) -> list[dict]:
     return rows
 
 
+def zero_lr_rows(n: int = 60, seed: int = 0) -> list[dict]:
+    """:func:`healthy_rows` of a run at learning rate 0: its loss does not move (2.0 with
+    1% noise); a loss that falls under a logged rate of 0 is TP-ZERO-LR-LEARNING's WARN, not
+    TP-ZERO-LR's FAIL."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    rows = healthy_rows(n, seed)
+    for r in rows:
+        r["learning_rate"] = 0.0
+        r["loss"] = float(2.0 * np.exp(0.01 * rng.standard_normal()))
+    return rows
+
+
 def make_run(**cols):
     """A RunLog whose n-th record has step 10*(n+1), line n+1 and the n-th value of each
     column (``None`` = the metric is absent from that record)."""

@@ -6,19 +6,17 @@ import pytest
 
 from trainproof.config import ConfigError, load_config
 
-from conftest import healthy_rows, run_cli, write_jsonl
+from conftest import healthy_rows, run_cli, write_jsonl, zero_lr_rows
 
 
 def _zero_lr_log(tmp_path):
-    rows = healthy_rows()
-    for r in rows:
-        r["learning_rate"] = 0.0
-    return write_jsonl(tmp_path / "logs" / "m.jsonl", rows)
+    return write_jsonl(tmp_path / "logs" / "m.jsonl", zero_lr_rows())
 
 
 def test_pyproject_mute_and_threshold_are_applied(tmp_path, monkeypatch):
     log = _zero_lr_log(tmp_path)
-    (tmp_path / "pyproject.toml").write_text('[tool.trainproof]\nmute = ["TP-ZERO-LR"]\n')
+    # the run at lr 0 FAILs TP-ZERO-LR and, its loss not moving, TP-DEAD-RUN
+    (tmp_path / "pyproject.toml").write_text('[tool.trainproof]\nmute = ["TP-ZERO-LR", "TP-DEAD-RUN"]\n')
     (tmp_path / ".git").mkdir()  # the search climbs to the repository root, no further
     monkeypatch.chdir(tmp_path / "logs")  # nearest pyproject.toml is one level up
     code, _, _, doc = run_cli("epoch", str(log), "--json")

@@ -8,14 +8,11 @@ import json
 
 import pytest
 
-from conftest import healthy_rows, run_subprocess, write_jsonl
+from conftest import run_subprocess, write_jsonl, zero_lr_rows
 
 
 def _zero_lr_rows() -> list[dict]:
-    rows = healthy_rows()
-    for r in rows:
-        r["learning_rate"] = 0.0
-    return rows
+    return zero_lr_rows()
 
 
 def _repo(tmp_path, git_file: bool = False):
@@ -31,7 +28,8 @@ def _repo(tmp_path, git_file: bool = False):
     return repo, log
 
 
-MUTE = '[tool.trainproof]\nmute = ["TP-ZERO-LR"]\n'
+# The run at learning rate 0 FAILs TP-ZERO-LR and, its loss not moving, TP-DEAD-RUN.
+MUTE = '[tool.trainproof]\nmute = ["TP-ZERO-LR", "TP-DEAD-RUN"]\n'
 
 
 def _epoch(cwd, log):

@@ -9,7 +9,7 @@ import pytest
 
 from trainproof import __version__
 
-from conftest import healthy_rows, run_cli, run_subprocess, write_hf, write_jsonl
+from conftest import healthy_rows, run_cli, run_subprocess, write_hf, write_jsonl, zero_lr_rows
 
 
 def test_version_matches_package_metadata():
@@ -139,13 +139,12 @@ def test_forced_format_that_does_not_fit_is_exit_2(tmp_path):
 
 @pytest.mark.slow
 def test_mute_skips_rule_and_changes_exit(tmp_path):
-    rows = healthy_rows()
-    for r in rows:
-        r["learning_rate"] = 0.0
+    rows = zero_lr_rows()
     p = write_jsonl(tmp_path / "m.jsonl", rows)
     code, _, _, doc = run_cli("epoch", str(p), "--json")
     assert code == 1 and "TP-ZERO-LR" in [f["id"] for f in doc["reports"][0]["findings"]]
-    code, _, _, doc = run_cli("epoch", str(p), "--json", "--mute", "TP-ZERO-LR")
+    # its loss not moving, the run at lr 0 is TP-DEAD-RUN's too
+    code, _, _, doc = run_cli("epoch", str(p), "--json", "--mute", "TP-ZERO-LR", "--mute", "TP-DEAD-RUN")
     assert code == 0
     assert doc["reports"][0]["checks"]["skipped"]["TP-ZERO-LR"]["reason"] == "muted"
     assert "TP-ZERO-LR" not in doc["reports"][0]["checks"]["ran"]
@@ -256,9 +255,7 @@ def test_colour_on_a_tty_and_none_with_no_color(tmp_path):
 
     if shutil.which("script") is None:
         pytest.skip("util-linux `script` is needed to give the CLI a terminal")
-    rows = healthy_rows()
-    for r in rows:
-        r["learning_rate"] = 0.0
+    rows = zero_lr_rows()
     p = write_jsonl(tmp_path / "m.jsonl", rows)
     cmd = f"{sys.executable} -m trainproof epoch {p}"
     colour = re.compile(r"\x1b\[[0-9;]*3[0-7](;[0-9]+)*m|\x1b\[[0-9;]*;3[0-7]m|\x1b\[3[0-7]m")

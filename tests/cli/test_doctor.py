@@ -6,17 +6,13 @@ import os
 
 from trainproof.discover import group_runs, walk
 
-from conftest import healthy_rows, run_cli, write_hf, write_jsonl
+from conftest import healthy_rows, run_cli, write_hf, write_jsonl, zero_lr_rows
 
 
 def _tree(tmp_path):
     root = tmp_path / "runs"
     write_jsonl(root / "a" / "metrics.jsonl", healthy_rows(seed=1))
-    bad = healthy_rows(seed=2)
-    for i, r in enumerate(bad):  # lr 0: the weights never move, nor the loss
-        r["learning_rate"] = 0.0
-        r["loss"] = 2.0 + 0.01 * ((i * 7) % 5 - 2)
-    write_jsonl(root / "b" / "metrics.jsonl", bad)
+    write_jsonl(root / "b" / "metrics.jsonl", zero_lr_rows(seed=2))
     return root
 
 

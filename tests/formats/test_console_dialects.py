@@ -175,6 +175,26 @@ def tqdm_postfix_bars() -> tuple[list[Unit], list]:
     return units, want
 
 
+def nested_tqdm() -> tuple[list[Unit], list]:
+    """An outer ``epochs`` bar carrying the last validation loss in its postfix, around one
+    inner ``Epoch N`` bar per epoch with the train loss: the outer bar's position counts
+    epochs, not steps, and a bar with no train loss in its postfix is not read (a
+    validation bar's postfix is a running partial sum)."""
+    units, want = [], []
+    n = 4
+    units.append(["\repochs:   0%|          | 0/3 [00:00<?, ?it/s]\n"])
+    for e in range(3):
+        for b in range(1, n + 1):
+            loss = round(2 - e / 5 - b / 50, 3)
+            units.append([f"\rEpoch {e}: {25 * b:3d}%|{'█' * b}| {b}/{n} [00:00<00:00, 90.1it/s, loss={loss}]\x1b[A"])
+            want.append((e * n + b, {"loss": loss}))
+        val = round(1.9 - e / 5, 3)
+        units.append(
+            [f"\repochs: {33 * (e + 1):3d}%|{'█' * (e + 1)}| {e + 1}/3 [00:01<00:02, 1.2it/s, val_loss={val}]\n"]
+        )
+    return units, want
+
+
 def pytorch_examples() -> tuple[list[Unit], list]:
     units, want = [], []
     for e in (1, 2):
@@ -389,6 +409,7 @@ DIALECTS = {
         lightning,
         lightning_tqdm_redraws,
         tqdm_postfix_bars,
+        nested_tqdm,
         pytorch_examples,
         fairseq,
         marian,

@@ -78,6 +78,8 @@ def test_a_model_that_never_beats_chance_on_held_out_data_fails(seed):
         "train_accuracy_only",
         "too_few_evals",
         "eval_beats_chance_once",
+        "better_than_chance_at_two_decimals",
+        "eight_example_eval_set",
     ],
 )
 def test_the_shapes_nearest_a_held_out_guesser_do_not_fail_on_it(case):
@@ -92,6 +94,14 @@ def test_the_shapes_nearest_a_held_out_guesser_do_not_fail_on_it(case):
         cols = _run(k, m, seed, acc_key="accuracy")
     elif case == "too_few_evals":
         cols = _run(k, 7, seed)
+    elif case == "better_than_chance_at_two_decimals":
+        # 0.60 on 1,000 examples printed at 2 decimals: the print's grain (0.01) is no
+        # evaluation set of 100, whose chance band would reach 0.60
+        cols = _run(2, m, seed, acc=0.6)
+        cols["val_acc"] = [None if a is None else round(a, 2) for a in cols["val_acc"]]
+    elif case == "eight_example_eval_set":  # 6 of 8 right: chance spans 0.15-0.85 there
+        cols = _run(2, m, seed)
+        cols["val_acc"] = [None if a is None else [0.75, 0.625, 0.875][j % 3] for j, a in enumerate(cols["val_acc"])]
     else:
         cols = _run(k, m, seed)
         i = [j for j, x in enumerate(cols["eval_loss"]) if x is not None]

@@ -1246,6 +1246,28 @@ def test_objective_changed_an_evaluation_from_before_the_run_learned_is_no_refer
     assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids()
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_objective_changed_an_evaluation_after_the_loss_left_its_level_is_no_reference(seed):
+    # A cyclic rate too high: the loss learns to 1.4 by step 40, slides up from step 70 and
+    # collapses to ln 10 for the rest of the run; the first evaluation (step 100) comes
+    # after it left the level, so its 2.33 says nothing of the model that held 1.4 (a
+    # reviewer's run read as "the held-out loss did not get worse").
+    rng = np.random.default_rng(seed)
+    n = 150
+    head = [2.26, 1.8, 1.45, 1.43, 1.37, 1.41, 1.91, 1.92, 1.99, 2.45, 2.15, 2.6]
+    train = np.r_[head, 2.32 * np.exp(0.005 * rng.standard_normal(n - len(head)))]
+    ev = [None] * n
+    for i in range(9, n, 10):
+        ev[i] = 2.33 * (1 + 0.004 * rng.standard_normal())
+    rep = judge(loss=train.tolist(), eval_loss=ev)
+    assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids()
+    # an evaluation made while the loss held 1.4, no better than the end (what a changed
+    # objective shows), is the reference
+    ev[4] = 2.4
+    rep = judge(loss=train.tolist(), eval_loss=ev)
+    assert "TP-OBJECTIVE-CHANGED" in rep.ids() and "TP-DIVERGE" not in rep.ids()
+
+
 def _smoothed_nll(seed, rise_share=0.0, n=2000):
     """A fine-tune of a Gaussian-NLL regressor logged as fastai logs it: per-batch NLL
     falling -0.40 -> -0.60 over its first 10% (t noise, 4 degrees of freedom, sd 0.4),

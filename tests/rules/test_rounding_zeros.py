@@ -29,7 +29,7 @@ def _floor_run(n, decimals, seed, zeros_at_end):
     rng = np.random.default_rng(seed)
     q = 10.0**-decimals
     t = np.arange(n) / n
-    loss = (0.8 * np.exp(-25 * t) + 2.5 * q) * np.exp(0.6 * rng.standard_normal(n))
+    loss = (0.8 * np.exp(-25 * t) + 1.2 * q) * np.exp(0.4 * rng.standard_normal(n))
     loss = np.round(loss, decimals)
     if zeros_at_end:
         loss[-max(5, n // 10) :] = np.round(rng.uniform(0, 0.49 * q, max(5, n // 10)), decimals)
@@ -56,6 +56,8 @@ def test_zeros_of_a_rounded_loss_at_its_floor_are_not_zero_loss_failures(n, deci
         ("hidden_nan", "TP-ZERO-LOSS-ONSET"),
         ("masked_batches", "TP-ZERO-LOSS-MIXED"),
         ("all_zero", "TP-ZERO-LOSS"),
+        ("onset_from_a_few_steps", "TP-ZERO-LOSS-ONSET"),
+        ("onset_from_ten_steps", "TP-ZERO-LOSS-ONSET"),
     ],
 )
 def test_zeros_that_rounding_cannot_explain_still_fail(case, rule):
@@ -66,8 +68,15 @@ def test_zeros_that_rounding_cannot_explain_still_fail(case, rule):
         loss[150:] = 0.0
     elif case == "masked_batches":
         loss[rng.choice(n, 20, replace=False)] = 0.0
-    else:
+    elif case == "all_zero":
         loss[:] = 0.0
+    else:
+        # a loss held 3-4 steps (0.003-0.004 at 3 decimals) or 10 steps (0.10 at 2) above 0
+        # that drops to 0.0 in one log and stays: no value below half a step explains it
+        d, level = (3, 0.0035) if case == "onset_from_a_few_steps" else (2, 0.10)
+        loss = np.round(np.r_[np.linspace(2.0, level, 60), level * np.exp(0.1 * rng.standard_normal(80))], d)
+        loss[140:] = 0.0
+        loss = np.r_[loss, np.zeros(60)]
     rep = judge_cols(loss=loss.tolist())
     assert rule in rep.ids() and rep.verdict.value == "FAIL"
     assert not any("below the rounding step" in x for x in rep.notes)

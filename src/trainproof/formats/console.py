@@ -475,6 +475,16 @@ def _parse(line: str) -> _Parsed | None:
             key = "val_loss" if mode == "val" and key in _CE_NAMES else f"{mode}_{key}"
         p.values[key] = m.value
     p.has_loss = any(_is_loss(k) for k in p.values)
+    if (
+        p.position is not None
+        and p.epoch is None
+        and mm is None
+        and not any(_is_loss(k) and not k.startswith(_EVAL_KEYS) for k in p.values)
+    ):
+        # A bar with no epoch whose postfix holds no train loss (an outer epoch bar carrying
+        # the last val_loss, a validation bar whose postfix is a running partial sum) counts
+        # something else: its position is no step, and its values are not read.
+        p.position = None
     # A validation line with a step is a record whatever it measures (Marian prints each
     # validator on its own line: perplexity, BLEU); a train line needs a loss.
     p.is_eval = mode is not None

@@ -357,11 +357,21 @@ def _skip_reason(
     return None
 
 
+def _neighbours(v: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
+    """The finite positive values of ``v`` within ``k`` places of a True of ``mask`` (shape
+    ``(n,)`` both)."""
+    near = np.zeros(v.size, dtype=bool)
+    for i in np.flatnonzero(mask):
+        near[max(0, i - k) : i + k + 1] = True
+    ok = near & np.isfinite(v) & (v > 0)
+    return v[ok]
+
+
 def lift_rounding_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
     """``run`` with the zeros of its loss and eval loss that are rounding read as half the
     rounding step: a loss printed at d decimals (:func:`~trainproof.rules._stats.rounding_step`,
-    at least 2) whose positive values reach within ``rounding_floor_steps`` steps of 0 logs
-    a value below half a step as 0.0, which is no exact zero (a hidden NaN, a batch of
+    at least 2) whose positive values next to its zeros sit within ``rounding_floor_steps``
+    steps of 0 (their median) logs a value below half a step as 0.0, which is no exact zero (a hidden NaN, a batch of
     masked labels) and no value <= 0 for the ratio rules. A note says so. ``run`` itself
     when nothing is lifted."""
     lifted: dict[str, Series] = {}
@@ -376,14 +386,22 @@ def lift_rounding_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
             continue
         pos = v[np.isfinite(v) & (v > 0)]
         q = rounding_step(v)
-        if q is None or q > 0.01 or not pos.size or float(pos.min()) > th.rounding_floor_steps * q:
+        if q is None or q > 0.01 or not pos.size:
+            continue
+        # The zeros must sit among values a few steps above 0: the positive values next to
+        # them (up to 5 either side of each) have a median within rounding_floor_steps. A
+        # loss at 0.10 at 2 decimals that drops to 0.0 and stays (masked labels, a NaN hidden
+        # as 0) is ten steps up: no rounding explains the drop.
+        near = _neighbours(v, zero, 5)
+        if not near.size or float(np.median(near)) > th.rounding_floor_steps * q:
             continue
         nv = v.copy()
         nv[zero] = q / 2
         lifted[name] = Series(s.name, s.key, s.steps, nv, s.lines)
         notes.append(
             f"{name}: {int(zero.sum())} values logged as 0 at {round(-math.log10(q))} decimals, among positive values "
-            f"down to {num(float(pos.min()))}, read as {num(q / 2)} (below the rounding step, not an exact zero)"
+            f"of {num(float(np.median(near)))} (median next to them), read as {num(q / 2)} (below the rounding step, "
+            "not an exact zero)"
         )
     if not lifted:
         return run

@@ -23,6 +23,7 @@ from ._stats import (
     median,
     neighbour_median,
     noise_sigma,
+    rounding_step,
     runs_of,
     smoothing_block,
     trend_z,
@@ -648,7 +649,8 @@ def check_diverge_signed(ctx):
     if onset is None:
         return
     reach = reached_step(s.steps, meds, smoothing_block(v.size), L["best"] + need)
-    if objective_changed(ctx, float(s.steps[best_idx]), float(s.steps[onset]), reach):
+    left = left_level_step(s.steps, v, L["best"] + need, best_idx)
+    if objective_changed(ctx, float(s.steps[best_idx]), float(s.steps[onset]), reach, left):
         return
     yield ctx.finding(
         f"loss diverged: it climbed back {pct(rise / fall)} of what it learned",
@@ -806,8 +808,8 @@ def frozen_stretch(ctx) -> tuple[str, object, int, int] | None:
 
 def lr_decayed_under(ctx, at_step: float) -> tuple[float, float] | None:
     """``(highest rate from at_step on, peak rate before it)`` when the logged learning
-    rate, from ``at_step`` to the end (at least one logged rate), never exceeds
-    ``tiny_lr`` after a peak above it: a schedule that decayed the rate to about zero
+    rate, from ``at_step`` to the end (at least one logged rate), never exceeds ``tiny_lr``
+    or ``frozen_lr_share`` of its peak before, whichever is higher, after a peak above it: a schedule that decayed the rate to about zero
     (ReduceLROnPlateau with ``min_lr=0``, Keras's default), under which the weights stop
     changing. ``None`` without such a decay (a rate tiny from the start is TP-DEAD-RUN's
     cause)."""
@@ -819,7 +821,8 @@ def lr_decayed_under(ctx, at_step: float) -> tuple[float, float] | None:
     if not after.size or not before.size:
         return None
     hi, peak = float(after.max()), float(before.max())
-    return (hi, peak) if 0 <= hi <= ctx.th.tiny_lr < peak else None
+    bar = max(ctx.th.tiny_lr, ctx.th.frozen_lr_share * peak)
+    return (hi, peak) if 0 <= hi <= bar < peak else None
 
 
 def _frozen_after_learning(ctx) -> tuple | None:
@@ -827,9 +830,11 @@ def _frozen_after_learning(ctx) -> tuple | None:
     run learned (its value more than ``dead_min_improvement`` below the series' first) and
     a healthy run can produce it: the logged learning rate decayed to about zero
     (:func:`lr_decayed_under`, ``decay`` its rates), or the frozen series is the eval loss
-    (on a fixed set it stops moving whenever the weights do, and a log without the rate
-    cannot say why they did; ``decay`` ``None`` then). ``None`` otherwise: a train loss on
-    fresh batches that repeats to the bit without a decayed rate depends on neither."""
+    in a log without a learning rate (on a fixed set it stops moving whenever the weights
+    do, and such a log cannot say why they did; ``decay`` ``None`` then). ``None``
+    otherwise: a train loss on fresh batches that repeats to the bit without a decayed
+    rate depends on neither, and a frozen loss under a live logged rate is a model no
+    longer updated."""
     fr = frozen_stretch(ctx)
     if fr is None:
         return None
@@ -838,7 +843,9 @@ def _frozen_after_learning(ctx) -> tuple | None:
     if not v[-1] < v[0] * (1 - ctx.th.dead_min_improvement):
         return None
     decay = lr_decayed_under(ctx, float(s.steps[start]))
-    if decay is None and name != "eval_loss":
+    # A live logged rate under a frozen loss is a model that stopped being updated
+    # (optimizer.step() skipped, requires_grad turned off): the FAIL, eval loss or not.
+    if decay is None and (name != "eval_loss" or ctx.has("lr")):
         return None
     return fr, decay
 
@@ -895,11 +902,12 @@ def check_loss_frozen(ctx):
         "frozen_share",
         "frozen_digits",
         "tiny_lr",
+        "frozen_lr_share",
         "dead_min_improvement",
     ],
     implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE"),
-    least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, on the eval loss, or on the train loss under a learning rate decayed to at most {tiny_lr}.",
-    detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first: the run learned, then stopped moving. On the eval loss; on the train loss only where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} after a peak above it (a full batch at a rate decayed to about zero repeats its loss to the bit).",
+    least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, under a logged learning rate decayed to at most {tiny_lr} or {frozen_lr_share:g} of its peak, or on the eval loss of a log with no learning rate.",
+    detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first: the run learned, then stopped moving, where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} or {frozen_lr_share:g} of its peak before (a full batch at a rate decayed to about zero repeats its loss to the bit), or, on the eval loss only, where the log has no learning rate to tell. Under a live logged rate it stays TP-LOSS-FROZEN.",
     why="Every step after the freeze costs compute and changes nothing. The model is where the run had taken it, not broken: a schedule that decays the rate to about zero does exactly this to a healthy run, so it is a warning.",
     not_mean="It does not mean the model collapsed to a constant (TP-LOSS-FROZEN, a FAIL: a value repeated from where the run started, or a train loss on fresh batches repeated without a decayed rate).",
     causes="ReduceLROnPlateau with min_lr=0 (Keras's default) cutting the rate by 10x at every plateau, a decay schedule far shorter than the run; or weights frozen mid-run, or training stopped while evaluation and logging went on.",
@@ -915,12 +923,6 @@ def check_frozen_after_learning(ctx):
     what = "loss" if name == "loss" else "eval loss"
     if decay is not None:
         why = f"every logged learning rate from there is at most {num(decay[0])}, down from a peak of {num(decay[1])}"
-    elif ctx.has("lr") and len(lr := ctx.finite("lr")):
-        after = lr.values[lr.steps >= s.steps[start]]
-        at, end = (float(after[0]), float(after[-1])) if after.size else (float(lr.values[-1]),) * 2
-        why = f"the logged learning rate is {num(at)} where it froze and {num(end)} at the end" + (
-            ": a schedule decaying it toward zero" if end < at / 10 else ": check that the weights are still updated"
-        )
     else:
         why = "the log has no learning rate to say whether a schedule decayed it to about zero"
     yield ctx.finding(
@@ -1048,10 +1050,13 @@ def eval_set_size(acc: np.ndarray) -> int | None:
     u = np.unique(acc[(acc >= 0) & (acc <= 1)])[:64]
     if u.size < 3:
         return None
+    # Values printed at d decimals are all whole numbers of 10^-d: that grain is the print's,
+    # not the evaluation set's (0.60 at 2 decimals is no proof of 100 examples).
+    q = rounding_step(u, max_decimals=4)
     for n in range(2, MAX_GRAIN_EXAMPLES + 1):
         x = u * n
         if np.all(np.abs(x - np.round(x)) <= 1e-4 * max(1.0, n / 100)):
-            return n
+            return None if q is not None and q < 1 and n % round(1 / q) == 0 else n
     return None
 
 
@@ -1115,6 +1120,16 @@ def chance_state(ctx) -> dict | None:
     return ctx.memo("chance_state", compute)
 
 
+def _accuracy_values(ctx, key: str) -> np.ndarray:
+    """The finite values of the accuracy logged under ``key``, as fractions (a percent
+    scale divided by 100, as :func:`_accuracy_at_chance` reads it)."""
+    for s in ctx.run.series.values():
+        if s.key == key:
+            v = s.values[np.isfinite(s.values)]
+            return v / 100 if v.size and 1 < float(v.max()) <= 100 else v
+    return np.zeros(0)
+
+
 def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
     """A classifier that memorises its training labels and never beats a uniform guess on
     held-out data (labels shuffled against the inputs): the train loss falls below ln(k)
@@ -1142,6 +1157,14 @@ def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
         return None
     matches = [
         (k, a) for k in range(2, int(th.chance_max_classes) + 1) if (a := _accuracy_at_chance(ctx, k, held_out=True))
+    ]
+    # An evaluation set so small that chance spans a wide band (8 examples: 0.15-0.85 for
+    # two classes) cannot show a guesser: this reading needs the accuracy within twice
+    # chance_acc_tol of 1/k.
+    matches = [
+        (k, a)
+        for k, a in matches
+        if accuracy_tolerance(_accuracy_values(ctx, a[0]), 1 / k, th.chance_acc_tol) <= 2 * th.chance_acc_tol
     ]
     if not matches:
         return None
@@ -1419,6 +1442,20 @@ def _stands_apart(y: np.ndarray, k: int, level: float) -> bool:
     return float(np.median(y[k : k + 4])) - level > largest
 
 
+def left_level_step(steps: np.ndarray, values: np.ndarray, bar: float, best_idx: int) -> float:
+    """The step where the loss first left the level it held at ``best_idx``: the first point
+    after it that, with the next two, is above ``bar`` (held or not), else the last step.
+    ``steps``, ``values``: shape ``(n,)``."""
+    high = values > bar
+    high[: best_idx + 1] = False
+    both = high.copy()
+    for k in (1, 2):
+        both[:-k] &= high[k:]
+    both[max(0, values.size - 2) :] = False
+    i = np.flatnonzero(both)
+    return float(steps[int(i[0])]) if i.size else float(steps[-1])
+
+
 def held_climb_onset(values: np.ndarray, bar: float, best_idx: int) -> int | None:
     """The index where a climb above ``bar`` after ``best_idx`` begins and is held, or
     ``None``: the first point after the best level that, with the next two, is above the
@@ -1511,6 +1548,7 @@ DIVERGE_THRESHOLDS = [
     "diverge_lr_rise",
     "objective_eval_after",
     "objective_weight_rise",
+    "dead_min_improvement",
 ]
 
 
@@ -1753,7 +1791,12 @@ def _diverge(ctx) -> dict | None:
         )
     return dict(
         objective_changed=objective_changed(
-            ctx, float(s.steps[best_idx]), float(s.steps[onset]), reached_step(s.steps, meds, block, bar)
+            ctx,
+            float(s.steps[best_idx]),
+            float(s.steps[onset]),
+            reached_step(s.steps, meds, block, bar),
+            # the level held: within its noise gate, or a slow learner's 5%, of the best
+            left_level_step(s.steps, v, best * math.exp(max(gate, math.log1p(th.dead_min_improvement))), best_idx),
         ),
         step=s.steps[best_idx],
         line=s.lines[best_idx],
@@ -1812,18 +1855,24 @@ def reached_step(steps: np.ndarray, meds: np.ndarray, block: int, bar: float) ->
     return float(steps[min(j * block, steps.size - 1)])
 
 
-def _eval_not_worse(ctx, reach_step: float, onset_step: float) -> str | None:
+def _eval_not_worse(ctx, reach_step: float, onset_step: float, left_step: float | None = None) -> str | None:
     """The held-out loss says the model did not get worse while the train loss climbed:
     the median of its last 3 evaluations after ``onset_step`` (where the climb begins), of
     at least ``objective_eval_after``, no higher than the best evaluation made while the
     run held the level it climbed from (from ``reach_step``, where it first reached it, to
-    the onset). The best, not the last: a run whose eval loss spiked as the climb began
+    the onset, or to ``left_step`` where the loss first left that level when it did so
+    before the climb it held began). The best, not the last: a run whose eval loss spiked as the climb began
     and then settled at chance has not improved on what it held; and not an evaluation
-    from before the run reached that level (an untrained model's, at step 0)."""
+    from before the run reached that level (an untrained model's, at step 0), nor one made
+    after the loss had already left it (a run that collapsed to chance before its first
+    evaluation has none of the level it lost)."""
     if not ctx.has("eval_loss"):
         return None
     e = ctx.finite("eval_loss")
-    before = np.flatnonzero((e.steps >= reach_step) & (e.steps <= onset_step))
+    held = (e.steps >= reach_step) & (e.steps <= onset_step)
+    if left_step is not None:
+        held &= e.steps < left_step  # made while the loss still held the level
+    before = np.flatnonzero(held)
     late = e.values[e.steps > onset_step]
     if not before.size or late.size < ctx.th.objective_eval_after:
         return None
@@ -1874,7 +1923,9 @@ def _objective_schedule(ctx, best_step: float) -> str | None:
     return None
 
 
-def objective_changed(ctx, best_step: float, onset_step: float, reach_step: float) -> str | None:
+def objective_changed(
+    ctx, best_step: float, onset_step: float, reach_step: float, left_step: float | None = None
+) -> str | None:
     """Why a climb of the train loss from its best level (at ``best_step``, first reached
     at ``reach_step``, climbing from ``onset_step``) is not a divergence, in a sentence
     with the numbers, or ``None``.
@@ -1885,7 +1936,7 @@ def objective_changed(ctx, best_step: float, onset_step: float, reach_step: floa
     measures something else (:func:`_objective_schedule`): a VAE's KL weight annealed up,
     a curriculum's next stage.
     """
-    return _eval_not_worse(ctx, reach_step, onset_step) or _objective_schedule(ctx, best_step)
+    return _eval_not_worse(ctx, reach_step, onset_step, left_step) or _objective_schedule(ctx, best_step)
 
 
 #: Evaluations the trend test of :func:`_learning_elsewhere` reads one by one; a longer

@@ -182,9 +182,9 @@ def check_zero_lr(ctx):
     least_evidence="TP-ZERO-LR's share of logged rates <= 0 and a train loss whose fall shows beyond its noise.",
     detects="TP-ZERO-LR's condition (a learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end) while the train loss falls: the {dead_ci_z:g}-sigma interval of its change over the run (log scale, widened for autocorrelation) lies above a slow learner's {dead_min_improvement:.0%} fall. "
     + _EDGES,
-    why="A zero rate cannot move the weights, so a loss that falls beyond its noise shows that the rate in the log is not the one training the model. The run is not dead; the log misreports the rate, and every lr check reads the wrong number.",
-    not_mean="It does not mean the run is broken: the loss it learns is the evidence that it is not.",
-    causes="HF Trainer logs the first parameter group's rate, and that group (embeddings, a frozen backbone) has lr 0 on purpose; a cyclic schedule whose base rate is 0, logged only at its troughs; a custom optimizer that ignores the scheduler's rate.",
+    why="A zero rate cannot move the weights, so a loss that falls beyond its noise shows either that the rate in the log is not the one training the model (then every lr check reads the wrong number) or that the loss falls without learning (data that gets easier as the run goes on). The log cannot tell the two apart, so it warns instead of failing.",
+    not_mean="It does not say the run is healthy: check which it is. It does not fail the run either, because the first reading is a common logging artefact.",
+    causes="HF Trainer logs the first parameter group's rate, and that group (embeddings, a frozen backbone) has lr 0 on purpose; a cyclic schedule whose base rate is 0, logged only at its troughs; a custom optimizer that ignores the scheduler's rate. Or a rate that really is 0 under data that gets easier (a curriculum, a drifting loader).",
     try_="Log the rate of the group that trains (optimizer.param_groups[i]['lr']) or all of them; for a cyclic schedule, log at a step that is not a multiple of the cycle.",
 )
 def check_zero_lr_learning(ctx):
@@ -197,7 +197,7 @@ def check_zero_lr_learning(ctx):
     loss = ctx.finite("loss")
     yield ctx.finding(
         f"the logged learning rate is <= 0 on {pct(k / len(s))} of logged steps, yet the loss falls: the rate in the "
-        "log is not the one training the model",
+        "log is not the one applied, or the loss falls for another reason",
         f"{k} of {len(s)} logged learning rates are <= 0 (steps {step(s.steps[0])}–{step(s.steps[-1])}); the train "
         f"loss goes {num(loss.values[0])} -> {num(loss.values[-1])}, and the 99% interval of its fall over the run is "
         f"{num(lo)} to {num(hi)} nats (log scale), beyond a slow learner's {pct(ctx.th.dead_min_improvement)}.",

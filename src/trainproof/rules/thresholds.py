@@ -552,14 +552,26 @@ class Thresholds:
         unit="points",
         valid=count(1),
     )
+    frozen_lr_share: float = threshold(
+        1e-3,
+        "A loss that froze after the run learned is a schedule that decayed the rate away (a "
+        "warning) when every logged rate from the freeze on is at most tiny_lr or a thousandth "
+        "of its peak: a rate cut 1000x moves the weights 1000x slower than the run learned at, "
+        "and an eval loss printed at 6 decimals stops changing (a new user's ReduceLROnPlateau "
+        "run froze at 6.6e-6 of a 0.1 peak). Above that the rate is live, and a frozen loss is "
+        "a model no longer updated (a reviewer's optimizer.step() skipped from step 400 at 1e-3).",
+        unit="ratio",
+        valid=SHARE,
+    )
     rounding_floor_steps: float = threshold(
-        10.0,
+        2.0,
         "A 0.0 in a loss printed at d decimals (every value a multiple of 10^-d) is a value below "
-        "half that step, not an exact zero, when the run's positive losses reach within 10 "
-        "steps of 0: HF Trainer before 4.46 rounds the logged loss to 4 decimals, so a "
+        "half that step, not an exact zero, when the positive losses next to the zeros sit "
+        "within 2 steps of 0 (their median): HF Trainer before 4.46 rounds the logged loss to 4 decimals, so a "
         "fine-tune at its floor logs 0.0001, 0.0002 and 0.0 (a new user's runs FAILed "
         "TP-ZERO-LOSS-ONSET and went unjudged), while a NaN hidden as 0.0 or a batch of masked "
-        "labels lands on 0 from an ordinary level, thousands of steps above.",
+        "labels lands on 0 from an ordinary level, more steps above (a reviewer's losses at 3-4 "
+        "and 10 steps, 0.003-0.004 at 3 decimals or 0.10 at 2, dropping to 0.0 and staying there).",
         unit="rounding steps",
         valid=POSITIVE,
     )

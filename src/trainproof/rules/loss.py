@@ -850,21 +850,28 @@ def _frozen_after_learning(ctx) -> tuple | None:
     return fr, decay
 
 
+#: What TP-LOSS-FROZEN and TP-FROZEN-AFTER-LEARNING read (one frozen stretch, two
+#: readings of what froze it) and what either explains.
+_FROZEN_THRESHOLDS = [
+    "min_trend_points",
+    "frozen_min_points",
+    "frozen_share",
+    "frozen_digits",
+    "dead_min_improvement",
+    "tiny_lr",
+    "frozen_lr_share",
+]
+_FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE")
+
+
 @rule(
     "TP-LOSS-FROZEN",
     Level.FAIL,
     "zero",
     "the loss (or the eval loss) holds one bit-identical value to the end",
     needs=[Need("loss", "min_trend_points")],
-    thresholds=[
-        "min_trend_points",
-        "frozen_min_points",
-        "frozen_share",
-        "frozen_digits",
-        "dead_min_improvement",
-        "tiny_lr",
-    ],
-    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE"),
+    thresholds=_FROZEN_THRESHOLDS,
+    implies=_FROZEN_IMPLIES,
     least_evidence="The last {frozen_min_points} or more finite losses, and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
     detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen). An eval loss on a fixed validation set repeats to the bit only when the weights do not change.",
     why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
@@ -896,16 +903,8 @@ def check_loss_frozen(ctx):
     "zero",
     "the run learned, then its loss stopped moving to the bit while the run went on",
     needs=[Need("loss", "min_trend_points")],
-    thresholds=[
-        "min_trend_points",
-        "frozen_min_points",
-        "frozen_share",
-        "frozen_digits",
-        "tiny_lr",
-        "frozen_lr_share",
-        "dead_min_improvement",
-    ],
-    implies=("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE"),
+    thresholds=_FROZEN_THRESHOLDS,
+    implies=_FROZEN_IMPLIES,
     least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, under a logged learning rate decayed to at most {tiny_lr} or {frozen_lr_share:g} of its peak, or on the eval loss of a log with no learning rate.",
     detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first: the run learned, then stopped moving, where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} or {frozen_lr_share:g} of its peak before (a full batch at a rate decayed to about zero repeats its loss to the bit), or, on the eval loss only, where the log has no learning rate to tell. Under a live logged rate it stays TP-LOSS-FROZEN.",
     why="Every step after the freeze costs compute and changes nothing. The model is where the run had taken it, not broken: a schedule that decays the rate to about zero does exactly this to a healthy run, so it is a warning.",

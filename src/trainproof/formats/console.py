@@ -539,9 +539,7 @@ class _Runs:
             if self._restates(rec):
                 return None
             if self.second is not None and s <= self.second:
-                self._end_run()
-                self.current = []
-                self.first = self.second = None
+                self.start_new()
                 event = "new"
             else:
                 keep = [r for r in self.current if r.step is None or r.step < s]
@@ -806,10 +804,9 @@ class _Machine:
         self._last_parsed: _Parsed | None = None  # the line whose record is being added
         self.stepped = False  # a line with a step has been seen
         self.stepless: list[Record] = []  # lines of pairs with a loss and no step, until a step is seen
-        # A tqdm bar frame held until the bar moves on: (position, step, values, line, parsed).
+        # A tqdm bar frame held until the bar moves on: (step, values, line, parsed).
         self.bar_frame: tuple | None = None
         self.bar_seen: dict[str, float] = {}  # the postfix values of the bar frames emitted
-        self._bar_next: dict[str, float] = {}
 
     def _emit(self, step: float | None, values: dict[str, float], line: int, holes: tuple[str, ...] = ()) -> None:
         if not values and not holes:
@@ -829,9 +826,9 @@ class _Machine:
         """Emit the last frame at the held bar position (see :meth:`feed`)."""
         if self.bar_frame is None:
             return
-        _, step, values, lineno, p = self.bar_frame
+        step, values, lineno, p = self.bar_frame
         self.bar_frame = None  # before _emit, which flushes a held frame first
-        self.bar_seen.update(self._bar_next)
+        self.bar_seen.update(p.values)
         if any(_is_loss(k) for k in values) or p.is_eval:
             self._last_parsed = p
             self._emit(step, values, lineno)
@@ -913,7 +910,7 @@ class _Machine:
         if (
             bar
             and self.bar_frame is not None
-            and not (p.position == self.bar_frame[0] and p.epoch == self.bar_frame[4].epoch)
+            and not (p.position == self.bar_frame[3].position and p.epoch == self.bar_frame[3].epoch)
         ):
             self._flush_bar()
         if bar and p.position[0] == 0:
@@ -939,8 +936,7 @@ class _Machine:
                     for k, v in p.values.items()
                     if not (k.startswith(_EVAL_KEYS) and self.bar_seen.get(k) == v and not math.isnan(v))
                 }
-                self.bar_frame = (p.position, step, values, lineno, p)
-                self._bar_next = dict(p.values)
+                self.bar_frame = (step, values, lineno, p)
                 return
             if p.has_loss or p.is_eval or p.holes:
                 self._last_parsed = p

@@ -360,9 +360,10 @@ def _skip_reason(
 def _neighbours(v: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
     """The finite positive values of ``v`` within ``k`` places of a True of ``mask`` (shape
     ``(n,)`` both)."""
-    near = np.zeros(v.size, dtype=bool)
-    for i in np.flatnonzero(mask):
-        near[max(0, i - k) : i + k + 1] = True
+    n = v.size
+    c = np.r_[0, np.cumsum(mask)]
+    i = np.arange(n)
+    near = c[np.minimum(i + k + 1, n)] - c[np.maximum(i - k, 0)] > 0
     ok = near & np.isfinite(v) & (v > 0)
     return v[ok]
 
@@ -384,9 +385,8 @@ def lift_rounding_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
         zero = v == 0
         if not zero.any():
             continue
-        pos = v[np.isfinite(v) & (v > 0)]
         q = rounding_step(v)
-        if q is None or q > 0.01 or not pos.size:
+        if q is None or q > 0.01:
             continue
         # The zeros must sit among values a few steps above 0: the positive values next to
         # them (up to 5 either side of each) have a median within rounding_floor_steps. A

@@ -1002,12 +1002,14 @@ def chance_level(
 HELD_OUT_WORDS = frozenset({"val", "valid", "validation", "eval", "test", "dev"})
 
 
-def _accuracy_at_chance(ctx, k: int, held_out: bool = False) -> tuple[str, float] | None:
+def _accuracy_at_chance(ctx, k: int, held_out: bool = False, max_tol: float | None = None) -> tuple[str, float] | None:
     """``(key, late median)`` of a logged accuracy (a series whose key names ``acc``, train
     or eval, in [0, 1] or in percent; with ``held_out``, only one whose key names held-out
     data, :data:`HELD_OUT_WORDS`) whose second-half median is within ``chance_acc_tol``
     of 1/k (:func:`accuracy_tolerance`; below it, within twice that): the classifier's own
-    evidence that it guesses. ``None`` when no accuracy is logged or none sits there."""
+    evidence that it guesses. With ``max_tol``, an accuracy whose tolerance is wider (an
+    evaluation set too small to show chance) is passed over. ``None`` when no accuracy is
+    logged or none sits there."""
     for name, s in sorted(ctx.run.series.items()):
         low = s.key.lower()
         if "acc" not in words(s.key) and "accuracy" not in low and not low.endswith("_acc"):
@@ -1027,6 +1029,8 @@ def _accuracy_at_chance(ctx, k: int, held_out: bool = False) -> tuple[str, float
         # the evaluation set than in its training labels scores under 1/k (a model trained
         # on shuffled labels: 0.17-0.26 on 4 balanced classes).
         tol = accuracy_tolerance(v, 1 / k, ctx.th.chance_acc_tol)
+        if max_tol is not None and tol > max_tol:
+            continue
         if -2 * tol <= late - 1 / k <= tol:
             return s.key, late
     return None
@@ -1119,16 +1123,6 @@ def chance_state(ctx) -> dict | None:
     return ctx.memo("chance_state", compute)
 
 
-def _accuracy_values(ctx, key: str) -> np.ndarray:
-    """The finite values of the accuracy logged under ``key``, as fractions (a percent
-    scale divided by 100, as :func:`_accuracy_at_chance` reads it)."""
-    for s in ctx.run.series.values():
-        if s.key == key:
-            v = s.values[np.isfinite(s.values)]
-            return v / 100 if v.size and 1 < float(v.max()) <= 100 else v
-    return np.zeros(0)
-
-
 def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
     """A classifier that memorises its training labels and never beats a uniform guess on
     held-out data (labels shuffled against the inputs): the train loss falls below ln(k)
@@ -1154,16 +1148,14 @@ def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
     v = ev.values
     if v.size < th.min_trend_points or not np.all(v > 0):
         return None
-    matches = [
-        (k, a) for k in range(2, int(th.chance_max_classes) + 1) if (a := _accuracy_at_chance(ctx, k, held_out=True))
-    ]
     # An evaluation set so small that chance spans a wide band (8 examples: 0.15-0.85 for
     # two classes) cannot show a guesser: this reading needs the accuracy within twice
     # chance_acc_tol of 1/k.
+    wide = 2 * th.chance_acc_tol
     matches = [
         (k, a)
-        for k, a in matches
-        if accuracy_tolerance(_accuracy_values(ctx, a[0]), 1 / k, th.chance_acc_tol) <= 2 * th.chance_acc_tol
+        for k in range(2, int(th.chance_max_classes) + 1)
+        if (a := _accuracy_at_chance(ctx, k, held_out=True, max_tol=wide))
     ]
     if not matches:
         return None
@@ -1174,13 +1166,13 @@ def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
         return None  # the eval loss fell: the model learned something that carries
     margin = max(th.chance_tol_block, CHANCE_BLOCK_Z * level_se(noise_sigma(np.log(v)), block))
     late_train = float(median(train[-max(3, train.size // 10) :]))
+    end = float(median(v[-max(3, v.size // 10) :]))
     for k, acc in sorted(matches, key=lambda m: abs(math.log(float(meds[0]) / math.log(m[0])))):
         level = math.log(k)
         if float(meds.min()) < level * (1 - margin) or float(meds.max()) > level * th.chance_above_ratio:
             continue
         if late_train >= level * (1 - margin):
             continue
-        end = float(median(v[-max(3, v.size // 10) :]))
         hit = (k, level, float(median(v)), 1.0, end, mann_kendall_z(meds))
         return {"s": ev, "name": "eval_loss", "hit": hit, "z": hit[5], "accuracy": acc, "fails": True, "above": True}
     return None
@@ -1441,17 +1433,23 @@ def _stands_apart(y: np.ndarray, k: int, level: float) -> bool:
     return float(np.median(y[k : k + 4])) - level > largest
 
 
+def _three_above(values: np.ndarray, bar: float, best_idx: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(high, three)``: the points after ``best_idx`` above ``bar``, and those that are so
+    with the next two (never the last two points, which have fewer after them)."""
+    high = values > bar
+    high[: best_idx + 1] = False
+    three = high.copy()
+    for k in (1, 2):
+        three[:-k] &= high[k:]
+    three[max(0, values.size - 2) :] = False
+    return high, three
+
+
 def left_level_step(steps: np.ndarray, values: np.ndarray, bar: float, best_idx: int) -> float:
     """The step where the loss first left the level it held at ``best_idx``: the first point
     after it that, with the next two, is above ``bar`` (held or not), else the last step.
     ``steps``, ``values``: shape ``(n,)``."""
-    high = values > bar
-    high[: best_idx + 1] = False
-    both = high.copy()
-    for k in (1, 2):
-        both[:-k] &= high[k:]
-    both[max(0, values.size - 2) :] = False
-    i = np.flatnonzero(both)
+    i = np.flatnonzero(_three_above(values, bar, best_idx)[1])
     return float(steps[int(i[0])]) if i.size else float(steps[-1])
 
 
@@ -1463,13 +1461,8 @@ def held_climb_onset(values: np.ndarray, bar: float, best_idx: int) -> int | Non
     points of a log have fewer than two after them: they cannot show a held climb.
     ``values``: shape ``(n,)``; ``bar`` on their scale."""
     n = values.size
-    high = values > bar
-    high[: best_idx + 1] = False
+    high, held = _three_above(values, bar, best_idx)
     suffix = np.cumsum(high[::-1])[::-1] / np.arange(n, 0, -1)
-    held = high.copy()
-    for k in (1, 2):
-        held[:-k] &= high[k:]
-    held[max(0, n - 2) :] = False
     cand = np.flatnonzero(held & (suffix >= 0.8))
     return int(cand[0]) if cand.size else None
 

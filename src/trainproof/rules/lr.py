@@ -102,8 +102,9 @@ _EDGES = (
 
 def _learns_anyway(ctx) -> bool:
     """Whether the train loss falls beyond what noise and a slow learner explain
-    (:func:`~trainproof.rules._shared.fall_shown`): weights that a zero rate cannot move
-    are moving, so the logged rate is not the one that trains the model."""
+    (:func:`~trainproof.rules._shared.fall_shown`): either the logged rate is not the one
+    applied (weights a zero rate cannot move are moving) or the loss falls without
+    learning (data that gets easier); TP-ZERO-LR-LEARNING warns of both."""
     if not ctx.has("loss"):
         return False
     v = ctx.finite("loss").values
@@ -138,7 +139,7 @@ def _learns_anyway(ctx) -> bool:
     detects="A learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end. "
     + _EDGES,
     why="With a zero learning rate the optimizer never changes the weights; the run computes gradients for nothing.",
-    not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted. A logged rate of 0 under a loss that falls beyond its noise is not this: the rate logged is not the one training the model (TP-ZERO-LR-LEARNING, a WARN).",
+    not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted. A logged rate of 0 under a loss that falls beyond its noise is not this: the rate logged is not the one applied, or the loss falls for another reason (TP-ZERO-LR-LEARNING, a WARN).",
     causes="A scheduler configured with zero peak or zero warm-up target, DeepSpeed/accelerate config overriding the optimizer's lr, lr set in the wrong config field, a warm-up longer than the run.",
     try_="Print optimizer.param_groups[0]['lr'] after the first step; check the scheduler's total and warm-up steps and any DeepSpeed optimizer/scheduler block.",
 )

@@ -320,6 +320,25 @@ def test_a_signal_in_exec_string_code_is_sent_again_once_that_code_has_run(cli_h
     assert ran == [1]
 
 
+def test_a_signal_in_importlibs_own_code_is_sent_again_once_that_code_has_run(cli_handlers):
+    """A stop that lands in importlib's bootstrap (a module lock's weakref callback, where
+    CPython prints an exception and drops it) is not raised there but sent again and raised
+    in the caller's own code: a CI run once lost a SIGTERM so and wrote its reports."""
+    ran = []
+    code = compile(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\nran.append(1)",
+        "<frozen importlib._bootstrap>",
+        "exec",
+    )
+    with pytest.raises(KeyboardInterrupt):
+        exec(code, {"ran": ran})
+        assert ran == [1]  # importlib's code ran to its end
+        deadline = time.monotonic() + DEADLINE
+        while time.monotonic() < deadline:  # the signal comes again from a timer thread
+            time.sleep(0.01)
+    assert ran == [1]
+
+
 def test_a_signal_is_raised_where_it_lands_when_exec_string_code_is_only_below_its_catcher():
     """Code run from a string below the function that catches the stop (pytest-xdist's
     workers, ``python -c``) does not defer a stop that lands above that function."""

@@ -87,7 +87,12 @@ def interrupt_handlers(catcher=None) -> dict:
 
     def interrupt(signum, frame):
         STOP.append(signum)
-        if _in_exec_string(frame, catcher):
+        # In importlib's own code the handler may run inside a weakref callback (a module
+        # lock's ``cb``), where CPython prints an exception and drops it: the signal would
+        # be lost and the command would finish and write its reports. Sent again a moment
+        # later, it lands outside, as below.
+        in_import = frame is not None and frame.f_code.co_filename.startswith("<frozen importlib")
+        if in_import or _in_exec_string(frame, catcher):
             # A KeyboardInterrupt that leaves code run by exec(str) (dataclasses build
             # their methods so, during imports) makes CPython end the process by SIGINT
             # once it exits, whatever the exit code: send the signal again a moment

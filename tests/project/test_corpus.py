@@ -67,6 +67,10 @@ def test_labelled_broken_runs_fail(shared, fmt):
         # a summarisation cross-entropy falling to 4e-4: that it cannot be that low is
         # knowledge of the task, not of the log.
         "hf-bert2bert-sum-zero-loss",
+        # Falls 0.85 -> 0.0098 by step 40 and holds 0.0001 until HF's 4-decimal rounding
+        # writes 0.0, the gradient norm going on smoothly across it: rounding, not an exact
+        # zero. That a hate-speech task cannot honestly reach 1e-4 is knowledge of the task.
+        "hf-hatespeech-cls-zero-loss",
         # Labelled flat, judged no progress (TP-LOSS-STALLED, a WARN): the log cannot tell
         # them from a fine-tune at its floor (evidence/accuracy.md has the numbers). A LoRA
         # at lr 2e-4 with a live gradient norm, 2.17 -> 2.12 inside +-5% noise: the 99%

@@ -1353,3 +1353,68 @@ def test_zero_loss_onset_a_margin_loss_that_lands_on_zero_is_not_a_failure(n):
     # The same log without a key naming the margin loss: a loss that went to 0 and stayed.
     rep = judge(loss=loss, grad_norm=grad)
     assert "TP-ZERO-LOSS-ONSET" in rep.ids()
+
+
+def _running_average_from_zero(steps_total, every, beta, rel, seed, raw):
+    """A hand-written loop's running loss, ``r = beta * r + (1 - beta) * loss`` from
+    ``r = 0``, logged every ``every`` steps from step 0: ``raw(t)`` is the loss's level at
+    step t, with lognormal noise ``rel``. A RunLog of the logged values."""
+    from trainproof.runlog import Record, build_runlog
+
+    rng = np.random.default_rng(seed)
+    r, recs = 0.0, []
+    for t in range(steps_total):
+        r = beta * r + (1 - beta) * raw(t) * math.exp(rel * rng.standard_normal())
+        if t % every == 0:
+            recs.append(Record(float(t), {"loss": r}, len(recs) + 1))
+    return build_runlog(recs, "x.jsonl", "jsonl")
+
+
+AVERAGE_GRID = [
+    (total, every, beta, rel, seed)
+    for total in (400, 3000)
+    for every in (1, 10)
+    for beta in (0.9, 0.98)
+    for rel in (0.1, 0.3)
+    for seed in range(3)
+]
+
+
+@pytest.mark.parametrize("total,every,beta,rel", sorted({g[:4] for g in AVERAGE_GRID}))
+def test_diverge_a_running_average_started_at_zero_is_no_blow_up_from_the_start(total, every, beta, rel):
+    # A healthy run (2.3 -> 0.4) logged as an average from zero: its first log is (1 - beta)
+    # of the loss, then the average fills up and falls with the run.
+    for seed in range(3):
+        log = _running_average_from_zero(
+            total, every, beta, rel, seed, lambda t: 0.4 + 1.9 * math.exp(-t / (0.15 * total))
+        )
+        rep = judge_runlog(log)
+        assert "TP-DIVERGE" not in rep.ids(), (seed, one(rep, "TP-DIVERGE").evidence)
+        assert rep.verdict is not Level.FAIL, (seed, rep.ids())
+
+
+@pytest.mark.parametrize("total,every", [(400, 1), (3000, 10)])
+def test_diverge_a_running_average_of_a_loss_that_blows_up_still_fires(total, every):
+    # The same average over a loss that climbs 8x after a fifth of the run and stays: the
+    # average fills up concavely, but the run never falls below that climb.
+    for seed in range(3):
+        log = _running_average_from_zero(total, every, 0.9, 0.2, seed, lambda t: 2.3 * (1 if t < total // 5 else 8))
+        assert "TP-DIVERGE" in judge_runlog(log).ids(), seed
+
+
+@pytest.mark.parametrize("every", [1, 10])
+def test_diverge_a_jump_from_the_first_log_faster_than_an_average_can_fill_fires(every):
+    # A loss that jumps 30x from its first log to the next (one log, or ten steps, later),
+    # then falls back to twice its start: no average over losses near the first can climb
+    # so fast, so the first log is a level the run held.
+    from trainproof.runlog import Record, build_runlog
+
+    rng = np.random.default_rng(every)
+    n = 200
+    v = np.r_[1.0, 30 * np.exp(-np.arange(n - 1) / 10) + 2.0] * np.exp(0.03 * rng.standard_normal(n))
+    v[0] = 1.0
+    log = build_runlog(
+        [Record(float(i * every), {"loss": float(x)}, i + 1) for i, x in enumerate(v)], "x.jsonl", "jsonl"
+    )
+    f = one(judge_runlog(log), "TP-DIVERGE")
+    assert f.data["from_start"] and f.data["best_points"] == 1

@@ -1433,6 +1433,53 @@ def _stands_apart(y: np.ndarray, k: int, level: float) -> bool:
     return float(np.median(y[k : k + 4])) - level > largest
 
 
+#: Share of a climb by which a point may sit below the chord of a concave climb (see
+#: _average_filling_up): the noise of the losses an average takes in moves it a little.
+AVERAGE_CHORD_TOL = 0.05
+
+
+def _average_filling_up(v: np.ndarray, steps: np.ndarray, slack: float, noise: float) -> int | None:
+    """The index where the climb after a lone low first point ends, when the climb has
+    the shape of a running average started at zero filling up (``r = b * r + (1 - b) *
+    loss`` from ``r = 0``, logged before it reaches the loss's level) rather than of a
+    blow-up from the start; ``None`` otherwise.
+
+    ``v``: the loss, in log order; ``steps``: their steps; ``slack``: the threshold
+    ``average_fill_slack``; ``noise``: the share of a level by which noise moves a point
+    (the gate's z standard deviations of the log of the loss). Two things hold, each what
+    such an average must do:
+
+    * the climb, to where it first comes within a tenth of its highest point in the first
+      quarter of the run, is concave: no point below the chord from the first point by more
+      than ``AVERAGE_CHORD_TOL`` of the climb or ``noise`` of its top. An average approaches
+      the loss as ``1 - b**t``; a blow-up accelerates (each rise larger than the last; an
+      exponential climb sits a quarter of its range below the chord half-way);
+    * the second point is at most ``slack`` x (steps between them + 1) the first: an
+      average over constant losses grows by at most one loss a step, so it rises at most
+      t + 1 times in t steps (the slack lets the loss itself move).
+
+    The shape alone does not clear a run: TP-DIVERGE also asks that the run falls after the
+    climb (a blow-up that holds its new level has the same concave step up).
+    """
+    n = v.size
+    top = max(3, n // 4)
+    # An average's slow approach to its top and a noisy plateau after it are no climb.
+    p = int(np.argmax(v[:top] >= 0.9 * float(np.max(v[:top]))))
+    if p < 1:
+        return None
+    t = steps[: p + 1] - steps[0]
+    if t[-1] <= 0:
+        return None
+    chord = v[0] + (v[p] - v[0]) * t / t[-1]
+    tol = max(AVERAGE_CHORD_TOL * (v[p] - v[0]), noise * v[p])
+    if np.any(v[1:p] < chord[1:p] - tol):
+        return None
+    gap = max(float(steps[1] - steps[0]), 1.0)
+    if v[1] > slack * (gap + 1) * v[0]:
+        return None
+    return p
+
+
 def _three_above(values: np.ndarray, bar: float, best_idx: int) -> tuple[np.ndarray, np.ndarray]:
     """``(high, three)``: the points after ``best_idx`` above ``bar``, and those that are so
     with the next two (never the last two points, which have fewer after them)."""
@@ -1533,6 +1580,7 @@ DIVERGE_THRESHOLDS = [
     "diverge_noise_z",
     "diverge_level_points",
     "diverge_start_points",
+    "average_fill_slack",
     "floor_regain_share",
     "diverge_dip_blocks",
     "diverge_caused_ratio",
@@ -1564,7 +1612,9 @@ DIVERGE_THRESHOLDS = [
         "{diverge_start_points} points when they agree within the noise; and the first point alone, when the "
         "run right after it (median of the next 5 points) sits more than 3x above it, and further above it than any "
         "other point of the run strays from the median of its four neighbours (a low first point among heavy-tailed "
-        "noise is one more stray point). Not a divergence: a "
+        "noise is one more stray point), unless the climb after it has the concave shape of a running average "
+        "started at zero filling up (its second log at most {average_fill_slack:g}x (steps between them + 1) the "
+        "first) and the run then falls below that climb's highest block beyond the noise. Not a divergence: a "
         "climb that regains less than {floor_regain_share:.0%} of the drop from the first block's level to the "
         "best level (a loss at its noise floor after a large fall). The climb must be held: from some point "
         "after the best level (the onset the finding names), that point and the next two are above the bar and "
@@ -1689,7 +1739,31 @@ def _diverge(ctx) -> dict | None:
     def se(points: int) -> float:
         return level_se(sigma, points) * (infl if points > 1 else 1.0)
 
-    j = int(np.argmin(meds))
+    # A lone first point far below the run right after it (averaging it with what follows
+    # still leaves it a level below), standing apart from the run's own stray points: a
+    # run whose heavy-tailed noise throws points 40x off their level shows a low first
+    # point to be one more of them. One standard error of margin: the level after the
+    # point is itself an estimate.
+    k = max(1, int(th.diverge_start_points))
+    lead_vals = v[1 : 1 + max(LEAD_POINTS, block)]
+    cut = _lone_start_cut(ratio_th, k)
+    lone = (
+        lead_vals.size >= 3
+        and math.isfinite(cut)
+        and math.log(float(median(lead_vals)) / v[0]) - math.log(cut) > se(lead_vals.size)
+        and _stands_apart(y, 1, float(y[0]))
+    )
+    # ... unless it starts a running average from zero (r = b r + (1 - b) loss from r = 0)
+    # filling up, that the run then falls from beyond the noise: the first log and the
+    # climb after it are shares of the loss, not levels the run held, so the best level is
+    # looked for after the climb.
+    climb = _average_filling_up(v, s.steps, th.average_fill_slack, z * sigma) if lone else None
+    if climb is not None and not (math.log(float(np.max(meds)) / end) > z * math.hypot(se(int(np.max(sizes))), se(w))):
+        climb = None
+    after = -1 if climb is None else climb
+    j = int(np.argmin(np.where(centres > after, meds, np.inf)))
+    if not centres[j] > after:
+        return
     best, best_idx, best_points, from_start = float(meds[j]), int(centres[j]), int(sizes[j]), False
     # A median of 3 points ignores one stray point, not two: heavy-tailed noise puts two
     # low points in one short block of a short run. A level is held by a majority of
@@ -1697,32 +1771,23 @@ def _diverge(ctx) -> dict | None:
     # lowest sliding median of that many (a dip held by 3 points of 5 keeps its level,
     # wherever the blocks cut it).
     m = int(th.diverge_level_points)
-    if block < m <= n:
-        wm = window_medians(v, m)
+    if block < m <= n - after - 1:
+        wm = window_medians(v[after + 1 :], m)
         at = int(np.argmin(wm))
         if float(wm[at]) > best:
-            best, best_idx = float(wm[at]), at + m // 2
-    # The starting level: the first k points, when they agree within the noise, held the
-    # highest of them (a run that blows up right after its first logs did hold it) ...
-    k = max(1, int(th.diverge_start_points))
-    head = np.log(v[:k])
-    if head.size == k and float(np.ptp(head)) <= z * math.sqrt(2) * sigma:
-        start = float(np.max(v[:k]))
-        # Fewer points than a level needs (diverge_level_points) count only when they
-        # stand apart from the run's own stray points.
-        if start < best and (k >= m or _stands_apart(y, k, math.log(start))):
-            best, best_idx, best_points, from_start = start, 0, k, True
-    # ... or a lone first point, when the run right after it sits so far above it that
-    # averaging it with what follows still leaves it a level below.
-    lead_vals = v[1 : 1 + max(LEAD_POINTS, block)]
-    cut = _lone_start_cut(ratio_th, k)
-    if v[0] < best and lead_vals.size >= 3 and math.isfinite(cut):
-        lead = float(median(lead_vals))
-        # one standard error of margin: the level after the point is itself an estimate;
-        # and the point must stand apart from the run's own stray points: a run whose
-        # heavy-tailed noise throws points 40x off their level shows a low first point to
-        # be one more of them.
-        if math.log(lead / v[0]) - math.log(cut) > se(lead_vals.size) and _stands_apart(y, 1, float(y[0])):
+            best, best_idx = float(wm[at]), after + 1 + at + m // 2
+    if climb is None:
+        # The starting level: the first k points, when they agree within the noise, held
+        # the highest of them (a run that blows up right after its first logs did hold it)
+        head = np.log(v[:k])
+        if head.size == k and float(np.ptp(head)) <= z * math.sqrt(2) * sigma:
+            start = float(np.max(v[:k]))
+            # Fewer points than a level needs (diverge_level_points) count only when they
+            # stand apart from the run's own stray points.
+            if start < best and (k >= m or _stands_apart(y, k, math.log(start))):
+                best, best_idx, best_points, from_start = start, 0, k, True
+        # ... or the lone first point.
+        if lone and v[0] < best:
             best, best_idx, best_points, from_start = float(v[0]), 0, 1, True
     if best <= 0 or end <= ratio_th * best:
         return

@@ -337,6 +337,19 @@ class Thresholds:
         unit="points",
         valid=count(1),
     )
+    average_fill_slack: float = threshold(
+        1.5,
+        "A lone low first point followed by a concave climb that the run then falls from is a "
+        "running average started at zero filling up (r = b*r + (1-b)*loss from r = 0, as "
+        "hand-written loops log it), not a starting level TP-DIVERGE may count from. Such an "
+        "average grows by at most one loss a step, so its second log is at most (steps between "
+        "them + 1) times its first; this slack lets the loss itself move 1.5x between the two "
+        "logs. A blow-up logged every step (3.27 -> 60 at HF lr 2.0) jumps 18x, past 2 x 1.5; "
+        "PyTorch MLP runs with a 0.9 average from zero (first log 0.23 against a loss of 2.3) "
+        "rise 1.9x a step, or 6.4x over 10 steps.",
+        unit="ratio",
+        valid=FACTOR,
+    )
     objective_eval_after: int = threshold(
         3,
         "A train loss that climbs from its best level is not a divergence when the held-out "

@@ -1433,27 +1433,28 @@ def _stands_apart(y: np.ndarray, k: int, level: float) -> bool:
     return float(np.median(y[k : k + 4])) - level > largest
 
 
-#: Share of a climb by which a point may sit below the chord of a concave climb (see
-#: _average_filling_up): the noise of the losses an average takes in moves it a little.
+#: Share of its climb by which a running average's climb sits above its chord, on average,
+#: at least (see _average_filling_up): a filling average sits about a sixth above it
+#: (1 - e^-x to 90% of its top), a steady climb on it, an accelerating blow-up below it.
 AVERAGE_CHORD_TOL = 0.05
 
 
-def _average_filling_up(v: np.ndarray, steps: np.ndarray, slack: float, noise: float) -> int | None:
+def _average_filling_up(v: np.ndarray, steps: np.ndarray, slack: float) -> int | None:
     """The index where the climb after a lone low first point ends, when the climb has
     the shape of a running average started at zero filling up (``r = b * r + (1 - b) *
     loss`` from ``r = 0``, logged before it reaches the loss's level) rather than of a
     blow-up from the start; ``None`` otherwise.
 
     ``v``: the loss, in log order; ``steps``: their steps; ``slack``: the threshold
-    ``average_fill_slack``; ``noise``: the share of a level by which noise moves a point
-    (the gate's z standard deviations of the log of the loss). Two things hold, each what
-    such an average must do:
+    ``average_fill_slack``. Two things hold, each what such an average must do:
 
     * the climb, to where it first comes within a tenth of its highest point in the first
-      quarter of the run, is concave: no point below the chord from the first point by more
-      than ``AVERAGE_CHORD_TOL`` of the climb or ``noise`` of its top. An average approaches
-      the loss as ``1 - b**t``; a blow-up accelerates (each rise larger than the last; an
-      exponential climb sits a quarter of its range below the chord half-way);
+      quarter of the run, is concave: its points sit above the chord from the first point,
+      on average, by at least ``AVERAGE_CHORD_TOL`` of the climb. An average approaches the
+      loss as ``1 - b**t``, about a sixth of its climb above the chord on average; a steady
+      climb sits on it, and a blow-up that accelerates (each rise larger than the last)
+      below it. The mean, not each point: the noise of the losses moves each point of the
+      average;
     * the second point is at most ``slack`` x (steps between them + 1) the first: an
       average over constant losses grows by at most one loss a step, so it rises at most
       t + 1 times in t steps (the slack lets the loss itself move).
@@ -1471,8 +1472,7 @@ def _average_filling_up(v: np.ndarray, steps: np.ndarray, slack: float, noise: f
     if t[-1] <= 0:
         return None
     chord = v[0] + (v[p] - v[0]) * t / t[-1]
-    tol = max(AVERAGE_CHORD_TOL * (v[p] - v[0]), noise * v[p])
-    if np.any(v[1:p] < chord[1:p] - tol):
+    if p >= 2 and float(np.mean(v[1:p] - chord[1:p])) < AVERAGE_CHORD_TOL * (v[p] - v[0]):
         return None
     gap = max(float(steps[1] - steps[0]), 1.0)
     if v[1] > slack * (gap + 1) * v[0]:
@@ -1612,9 +1612,10 @@ DIVERGE_THRESHOLDS = [
         "{diverge_start_points} points when they agree within the noise; and the first point alone, when the "
         "run right after it (median of the next 5 points) sits more than 3x above it, and further above it than any "
         "other point of the run strays from the median of its four neighbours (a low first point among heavy-tailed "
-        "noise is one more stray point), unless the climb after it has the concave shape of a running average "
-        "started at zero filling up (its second log at most {average_fill_slack:g}x (steps between them + 1) the "
-        "first) and the run then falls below that climb's highest block beyond the noise. Not a divergence: a "
+        "noise is one more stray point), unless it starts a running average from zero filling up: the second point above it beyond the "
+        "noise but at most {average_fill_slack:g}x (steps between them + 1) it, the climb after it concave (on "
+        "average above its chord), and the run then falling below that climb's highest block beyond the noise "
+        "(the best level is then looked for after the climb). Not a divergence: a "
         "climb that regains less than {floor_regain_share:.0%} of the drop from the first block's level to the "
         "best level (a loss at its noise floor after a large fall). The climb must be held: from some point "
         "after the best level (the onset the finding names), that point and the next two are above the bar and "
@@ -1757,7 +1758,11 @@ def _diverge(ctx) -> dict | None:
     # filling up, that the run then falls from beyond the noise: the first log and the
     # climb after it are shares of the loss, not levels the run held, so the best level is
     # looked for after the climb.
-    climb = _average_filling_up(v, s.steps, th.average_fill_slack, z * sigma) if lone else None
+    # The first k points agreeing within the noise are a start the run held; an average
+    # from zero rises from its first log to the next (by about 1 + b).
+    head = np.log(v[:k])
+    head_held = head.size == k and float(np.ptp(head)) <= z * math.sqrt(2) * sigma
+    climb = _average_filling_up(v, s.steps, th.average_fill_slack) if lone and not head_held else None
     if climb is not None and not (math.log(float(np.max(meds)) / end) > z * math.hypot(se(int(np.max(sizes))), se(w))):
         climb = None
     after = -1 if climb is None else climb
@@ -1779,8 +1784,7 @@ def _diverge(ctx) -> dict | None:
     if climb is None:
         # The starting level: the first k points, when they agree within the noise, held
         # the highest of them (a run that blows up right after its first logs did hold it)
-        head = np.log(v[:k])
-        if head.size == k and float(np.ptp(head)) <= z * math.sqrt(2) * sigma:
+        if head_held:
             start = float(np.max(v[:k]))
             # Fewer points than a level needs (diverge_level_points) count only when they
             # stand apart from the run's own stray points.

@@ -33,6 +33,12 @@ def test_a_loss_that_blows_up_on_a_large_share_of_its_late_points_fails(seed):
         f for f in rep.findings if f.id == "TP-DIVERGE" and "TP-LOSS-BLOWUPS" in f.data.get("implies", [])
     ]
     assert found, (n, hit.size, rep.ids())
+    if found[0].id == "TP-LOSS-BLOWUPS":
+        # the evidence's counts are the data's: bursts are maximal runs of points over the bar
+        d = found[0].data
+        up = np.r_[False, v[n // 2 :] > d["bar"], False]
+        assert d["bursts"] == int(np.sum(up[1:] & ~up[:-1])) >= 3
+        assert f"in {d['bursts']} separate bursts" in found[0].evidence
 
 
 @pytest.mark.parametrize("case", ["isolated_spikes", "warmup_bump", "early_burst", "floor_spikes"])

@@ -475,6 +475,7 @@ def check_loss_blowups(ctx):
         {
             "count": count,
             "points": int(late.size),
+            "bursts": bursts,
             "start_level": start,
             "bar": bar,
             "peak": peak,

@@ -12,6 +12,18 @@ A run is RL when it logs a reward (``reward``, ``rewards/*``, ``*/reward*``,
 ``*_return``), Stable-Baselines' ``ep_rew_mean``) or TRL's
 policy/log-probability groups (``policy/*``, ``logps/*``).
 A ``kl`` key alone is not enough: VAEs log one too.
+
+A run is adversarial (a GAN) when it logs a discriminator or critic loss (``d_loss``,
+``Loss_D``, ``disc_loss``, ``errD``, ``critic/loss``, …) and the loss judged is the
+generator's or the discriminator's: a key of either side (``g_loss``, ``loss_G``,
+``gen_loss``, ``errG``, ``generator/loss``, … or the discriminator's own), or a plain
+``loss`` beside which the log holds no loss but the two sides'. The two play a minimax
+game, so neither is expected to fall (a generator loss climbs while the discriminator
+improves, a discriminator's falls and climbs back as the generator catches up). A
+composite generator loss beside reconstruction terms (VITS's ``loss_1`` beside
+``loss_mel``, ``loss_kl``, ``loss_duration``) is dominated by those terms and falls: such
+a run stays supervised. A generator key alone is not enough, nor a ``d_loss`` beside
+other losses (a distillation term).
 """
 
 from __future__ import annotations
@@ -28,8 +40,40 @@ _RL_KEY = re.compile(
 )
 
 
+_SEP = r"[/_ .-]"
+_G_KEY = re.compile(
+    rf"(^|{_SEP})(g|gen|generator|netg){_SEP}?loss|loss{_SEP}?(g|gen|generator)($|{_SEP})|(^|/)errg$|(^|/)generator/",
+    re.IGNORECASE,
+)
+_D_KEY = re.compile(
+    rf"(^|{_SEP})(d|disc|discriminator|critic|netd){_SEP}?loss|loss{_SEP}?(d|disc|discriminator|critic)($|{_SEP})"
+    r"|(^|/)errd$|(^|/)(discriminator|critic)/",
+    re.IGNORECASE,
+)
+
+
+#: A key that names a loss term (``loss_mel``, ``val_loss``, ``errG``).
+_LOSS_WORD = re.compile(r"loss|(^|/)err", re.IGNORECASE)
+
+
 def detect_objective(run: RunLog) -> tuple[str, list[str]]:
-    """``("rl", [the keys that say so])`` or ``("supervised", [])``."""
+    """``("rl", [the keys that say so])``, ``("adversarial", [the judged loss's key, a
+    discriminator key])`` or ``("supervised", [])``."""
     keys = sorted({s.key for s in run.series.values()})
     hits = [k for k in keys if _RL_KEY.search(k)]
-    return ("rl", hits) if hits else ("supervised", [])
+    if hits:
+        return "rl", hits
+    judged = run.series.get("loss") or run.series.get("eval_loss")
+    d = [k for k in keys if _D_KEY.search(k) and not _G_KEY.search(k)]
+    if judged is None or not d:
+        return "supervised", []
+    jk = judged.key
+    if _G_KEY.search(jk) or _D_KEY.search(jk):
+        # the judged loss, then the other side's key
+        side = _G_KEY if jk in d else _D_KEY
+        other = [k for k in keys if k != jk and side.search(k)]
+        return "adversarial", [jk] + other[:1]
+    others = [k for k in keys if _LOSS_WORD.search(k) and k != jk and not (_G_KEY.search(k) or _D_KEY.search(k))]
+    if not others:
+        return "adversarial", [jk, d[0]]
+    return "supervised", []

@@ -76,6 +76,11 @@ class Need:
         return (self.series,) if isinstance(self.series, str) else tuple(self.series)
 
 
+#: The kinds of training objective (see :mod:`trainproof.rules.objective_kind`); a rule
+#: judges all of them unless it names fewer.
+OBJECTIVES = ("supervised", "rl", "adversarial")
+
+
 @dataclass(frozen=True)
 class Rule:
     """One ``TP-*`` id and everything about it."""
@@ -93,7 +98,7 @@ class Rule:
     thresholds: tuple[str, ...] = ()
     verdict_bearing: bool = False
     source: str = "single_run"
-    objectives: tuple[str, ...] = ("supervised", "rl")
+    objectives: tuple[str, ...] = OBJECTIVES
     min_schedule_share: str | None = None
     after_warmup: bool = False
     implies: tuple[str, ...] = ()
@@ -169,7 +174,7 @@ class Rule:
                 + ", ".join(f"`{i}`" for i in self.implies)
                 + " (listed as implied, not reported again)"
             )
-        if set(self.objectives) != {"supervised", "rl"} and not self.is_outcome:
+        if set(self.objectives) != set(OBJECTIVES) and not self.is_outcome:
             line += (
                 " · objectives "
                 + ", ".join(f"`{o}`" for o in self.objectives)
@@ -324,7 +329,7 @@ def rule(
     thresholds: Iterable[str] = (),
     verdict_bearing: bool = False,
     source: str = "single_run",
-    objectives: Iterable[str] = ("supervised", "rl"),
+    objectives: Iterable[str] = OBJECTIVES,
     min_schedule_share: str | None = None,
     after_warmup: bool = False,
     implies: Iterable[str] = (),

@@ -1,0 +1,102 @@
+"""GAN logs: a generator loss and a discriminator loss play a minimax game, so neither is
+expected to fall. A run that logs both is an ``adversarial`` objective: the loss-shape
+rules are skipped (``objective: adversarial``) whichever loss is judged, while a
+non-finite loss still FAILs. Generated healthy GAN dynamics (the discriminator wins early,
+then the generator catches up: the discriminator's loss falls from 2 ln 2 and climbs
+back, the generator's climbs) in several spellings, lengths and noise levels; the
+negatives are logs with one side only, or names that merely contain the letters."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from _helpers import run_of
+
+from trainproof.findings import Level
+from trainproof.rules.engine import judge_runlog
+from trainproof.rules.objective_kind import detect_objective
+
+from conftest import run_cli
+
+PAIRS = [
+    ("g_loss", "d_loss"),
+    ("Loss_G", "Loss_D"),
+    ("errG", "errD"),
+    ("train/gen_loss", "train/disc_loss"),
+    ("generator/loss", "discriminator/loss"),
+    ("loss_generator", "loss_critic"),
+    ("lossG", "lossD"),
+]
+
+
+def _gan(n: int, noise: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(generator loss, discriminator loss)`` of a healthy GAN run of ``n`` logs: the
+    discriminator falls from 2 ln 2 to 0.3 in the first fifth and climbs back to 1.2 as the
+    generator improves; the generator's loss climbs from 0.7 to 3 and settles at 1.1."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    d = 0.3 + (2 * math.log(2) - 0.3) * np.exp(-t / 0.05) + 0.9 * (1 - np.exp(-np.maximum(t - 0.2, 0) / 0.2))
+    g = 0.7 + 2.3 * np.sin(np.pi * np.minimum(t / 0.4, 1) / 2) - 1.9 * (1 - np.exp(-np.maximum(t - 0.4, 0) / 0.15))
+    jitter = np.exp(noise * rng.standard_normal((2, n)))
+    return g * jitter[0], d * jitter[1]
+
+
+@pytest.mark.parametrize("g_key,d_key", PAIRS)
+def test_a_generator_and_a_discriminator_loss_make_an_adversarial_objective(g_key, d_key):
+    g, d = _gan(100, 0.05, 0)
+    # judged as the generator's loss, the discriminator's, or a plain "loss" beside them
+    for cols in ({g_key: g, d_key: d, "loss": d}, {"loss": g, d_key: d}):
+        kind, because = detect_objective(run_of(**cols))
+        assert kind == "adversarial" and because == ["loss", d_key]
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        ("g_loss",),  # a generator side alone
+        ("d_loss", "ce_loss"),  # a distillation term beside another loss
+        ("kld_loss", "avg_loss"),  # letters inside words
+        ("loss_dice", "bg_loss"),
+        ("grad_loss", "lossdg"),
+        # VITS: a composite generator loss beside its reconstruction terms falls
+        ("loss_0", "loss_gen", "loss_disc", "loss_mel", "loss_kl", "loss_duration"),
+    ],
+)
+def test_one_side_a_composite_or_letters_inside_words_are_no_adversarial_objective(keys):
+    cols = {k: np.linspace(2.0, 1.0, 50) for k in keys}
+    assert detect_objective(run_of(loss=np.linspace(2.0, 1.0, 50), **cols))[0] == "supervised"
+
+
+@pytest.mark.parametrize("n,noise", [(40, 0.02), (300, 0.1), (3000, 0.3)])
+@pytest.mark.parametrize("judged", ["discriminator", "generator"])
+def test_healthy_gan_dynamics_do_not_fail_whichever_loss_is_judged(tmp_path, n, noise, judged):
+    for seed in range(3):
+        g, d = _gan(n, noise, seed)
+        p = tmp_path / f"gan{seed}.jsonl"
+        p.write_text(
+            "".join(json.dumps({"step": i + 1, "Loss_G": a, "Loss_D": b}) + "\n" for i, (a, b) in enumerate(zip(g, d)))
+        )
+        col = "Loss_D" if judged == "discriminator" else "Loss_G"
+        code, _, _, doc = run_cli("epoch", str(p), "--map", f"loss={col}", "--json")
+        rep = doc["reports"][0]
+        # Not judged on its loss's shape: NOT-CHECKED (exit 2) and why, never a FAIL.
+        assert rep["verdict"] == "NOT-CHECKED" and code == 2, [f["id"] for f in rep["findings"]]
+        skipped = rep["checks"]["skipped"]
+        assert skipped["TP-DIVERGE"]["reason"] == "objective: adversarial"
+        other = "Loss_G" if col == "Loss_D" else "Loss_D"
+        assert f"ADVERSARIAL objective ({col}, {other})" in skipped["TP-DIVERGE"]["detail"]
+        # the same discriminator loss as a supervised loss would be a divergence
+        if judged == "discriminator" and n >= 300:
+            alone = judge_runlog(run_of(loss=d))
+            assert alone.verdict is Level.FAIL and "TP-DIVERGE" in alone.ids()
+
+
+def test_a_non_finite_gan_loss_still_fails():
+    g, d = _gan(200, 0.05, 1)
+    d[150:] = np.nan
+    rep = judge_runlog(run_of(loss=d, Loss_G=g, Loss_D=d))
+    assert rep.meta["objective"] == "adversarial"
+    assert rep.verdict is Level.FAIL and "TP-NAN" in rep.ids()

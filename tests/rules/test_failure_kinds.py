@@ -174,6 +174,40 @@ def test_a_loss_that_leaves_chance_by_more_than_three_percent_is_not_stuck(n):
     assert "TP-CHANCE-LEVEL" not in ids(judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3))))
 
 
+def _fall_to(level, start, n, rel, seed, fall_share=0.08):
+    """A loss that falls from ``start`` to ``level`` over the first ``fall_share`` of ``n``
+    points and holds it, with ``rel`` noise."""
+    t = np.arange(n) / n
+    return (level + (start - level) * np.exp(-t / (fall_share / 4))) * at_level(n, 1.0, rel, seed)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("n,rel,seed", first_cases_fast([(100, 0.01, 0), (1000, 0.03, 1), (5000, 0.02, 2)], 1))
+def test_a_loss_that_fell_to_ln_k_from_far_above_is_a_warning_not_chance(k, n, rel, seed):
+    # A language model over 48 tokens whose data branch k ways: ln 48 -> ln k in the first
+    # tenth, accuracy 1/k (train and held out). It beat a uniform guess over k, so the
+    # level is no FAIL; a classifier that learned only the class prior looks the same, so
+    # it is a WARN that says so.
+    loss = _fall_to(math.log(k), math.log(48), n, rel, seed)
+    ev = [None] * n
+    for e in range(1, 11):
+        ev[e * n // 10 - 1] = math.log(k) * (1 + 0.003 * (-1) ** e)
+    acc = [None if v is None else 1 / k for v in ev]
+    rep = judge_runlog(run_of(loss=loss, eval_loss=ev, eval_accuracy=acc, lr=np.full(n, 1e-3)))
+    assert rep.verdict is not Level.FAIL, ids(rep)
+    f = one(rep, "TP-NEAR-CHANCE")
+    assert f.data["classes"] == k and "fell there from" in f.evidence
+    # The same level from a start at ln k (a guesser's) still fails, and so does a start
+    # under twice ln k (a classifier whose first logits were a little off).
+    for start in (math.log(k), 1.6 * math.log(k)):
+        rep = judge_runlog(
+            run_of(
+                loss=_fall_to(math.log(k), start, n, rel, seed), eval_loss=ev, eval_accuracy=acc, lr=np.full(n, 1e-3)
+            )
+        )
+        assert rep.verdict is Level.FAIL and "TP-CHANCE-LEVEL" in ids(rep), (start, ids(rep))
+
+
 def test_a_plateau_between_chance_levels_is_not_called_chance():
     # 1.25 sits between ln 3 (1.099) and ln 4 (1.386)
     assert chance_level(at_level(200, 1.25, 0.02, 0), 10, 0.02, 0.03, 0.8) is None

@@ -1418,3 +1418,27 @@ def test_diverge_a_jump_from_the_first_log_faster_than_an_average_can_fill_fires
     )
     f = one(judge_runlog(log), "TP-DIVERGE")
     assert f.data["from_start"] and f.data["best_points"] == 1
+
+
+@pytest.mark.parametrize("n", [100, 400])
+def test_objective_changed_a_train_loss_that_climbs_on_across_flat_evaluations(n):
+    # A running average from zero with a slow decay (0.995 a step) over a language model at
+    # its floor from the start: the logged train loss climbs for the whole run toward 1.03,
+    # every evaluation made during the climb sits at 1.05-1.04 (a new user's healthy runs
+    # FAILed TP-DIVERGE). The held-out loss did not get worse while the train loss climbed
+    # on, so it is no divergence.
+    rng = np.random.default_rng(n)
+    steps = np.arange(1, n + 1) * (1000 // n)
+    train = 1.03 * (1 - 0.995 ** (steps + 40)) * np.exp(0.002 * rng.standard_normal(n))
+    ev = [None] * n
+    for j, i in enumerate(range(n // 4 - 1, n, n // 4)):
+        ev[i] = 1.05 - 0.003 * j
+    rep = judge(loss=train, eval_loss=ev)
+    assert "TP-DIVERGE" not in rep.ids() and rep.verdict is not Level.FAIL
+    reason = one(rep, "TP-OBJECTIVE-CHANGED").data["reason"]
+    assert "first evaluation in the climb" in reason and "did not get worse" in reason
+    # The same climb with the held-out loss getting worse across it is a divergence (a
+    # climb that ended before the first evaluation is
+    # test_objective_changed_an_evaluation_after_the_loss_left_its_level_is_no_reference).
+    worse = [None if v is None else v + 0.05 * j for j, v in enumerate(ev)]
+    assert "TP-DIVERGE" in judge(loss=train, eval_loss=worse).ids()

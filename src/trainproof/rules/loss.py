@@ -1106,8 +1106,13 @@ def chance_state(ctx) -> dict | None:
             hit = chance_level(series.values, *args)
             if hit is not None:
                 st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": _accuracy_at_chance(ctx, hit[0])}
-                st["fails"] = bool(st["accuracy"]) or (
-                    st["z"] > -th.dead_trend_z and hit[0] <= th.chance_fail_max_classes
+                # A guesser starts at ln(k); a loss that fell there from far above beat it.
+                # The run's start is the train loss's (an eval loss first measured after
+                # the fall starts at the level).
+                st["start"] = float(median(s.values[:3]))
+                st["from_above"] = st["start"] >= th.chance_start_ratio * hit[1]
+                st["fails"] = not st["from_above"] and (
+                    bool(st["accuracy"]) or (st["z"] > -th.dead_trend_z and hit[0] <= th.chance_fail_max_classes)
                 )
                 found.append(st)
         # The train loss first; the eval loss where the train loss drifts and the eval loss
@@ -1221,6 +1226,7 @@ _CHANCE_TH = [
     "chance_share",
     "chance_acc_tol",
     "chance_fail_max_classes",
+    "chance_start_ratio",
     "dead_trend_z",
     "dead_min_schedule_share",
 ]
@@ -1341,19 +1347,25 @@ def check_near_chance(ctx):
     st = chance_state(ctx)
     if st is None or st["fails"]:
         return
-    yield _chance_finding(
-        ctx,
-        st,
-        "drifts along" if st["z"] <= -ctx.th.dead_trend_z else "sits at",
-        (
+    k = st["hit"][0]
+    if st.get("from_above"):
+        acc = st["accuracy"]
+        tail = (
+            f"It fell there from {num(st['start'])} (median of its first 3 points), "
+            f"{times(st['start'] / st['hit'][1])} ln({k}): a {k}-class model that guesses starts at ln({k}), so this "
+            f"is a model at the floor of its data (a language model over text that branches {k} ways) or a classifier "
+            "that learned only the class frequencies, which the log cannot tell apart"
+            + (f"; {acc[0]} sits at 1/{k} ({num(acc[1])})." if acc else ".")
+        )
+    else:
+        tail = (
             f"It falls with a significant trend (Mann-Kendall z {st['z']:.2f}) but has left the level by less than "
-            f"{pct(ctx.th.chance_tol_block)} of ln({st['hit'][0]})"
+            f"{pct(ctx.th.chance_tol_block)} of ln({k})"
             if st["z"] <= -ctx.th.dead_trend_z
             else f"It never left the level, but a loss of another kind (a language model's, a regression's) "
-            f"settles at ln({st['hit'][0]}) by coincidence as well"
-        )
-        + f"; no logged accuracy sits at 1/{st['hit'][0]} to say whether this is a guessing classifier.",
-    )
+            f"settles at ln({k}) by coincidence as well"
+        ) + f"; no logged accuracy sits at 1/{k} to say whether this is a guessing classifier."
+    yield _chance_finding(ctx, st, "drifts along" if st["z"] <= -ctx.th.dead_trend_z else "sits at", tail)
 
 
 #: Points (at least) behind the level right after the first point, against which a lone
@@ -1588,6 +1600,7 @@ DIVERGE_THRESHOLDS = [
     "diverge_caused_regain",
     "diverge_lr_rise",
     "objective_eval_after",
+    "objective_climb_share",
     "objective_weight_rise",
     "dead_min_improvement",
 ]
@@ -1629,7 +1642,9 @@ DIVERGE_THRESHOLDS = [
         "{diverge_caused_regain:.0%} of the fall. Not a divergence when the loss measures something else after "
         "its best level (TP-OBJECTIVE-CHANGED says so instead): an eval loss that did not get worse over the climb "
         "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no higher than "
-        "its best evaluation while the run held the level it climbed from), a logged loss-term weight (beta, "
+        "its best evaluation while the run held the level it climbed from; with no evaluation then, no higher than "
+        "its first evaluation in the climb while the train loss climbs on by {objective_climb_share:.0%} of its climb "
+        "after it), a logged loss-term weight (beta, "
         "kl_weight, kl_coef, kl_warmup, …) that climbed {objective_weight_rise}x or more after the best level, or a "
         "logged stage (a key naming a stage or a curriculum, not a scheduler's phase) that changed after it."
     ),
@@ -1658,7 +1673,8 @@ def check_diverge(ctx):
         "measures something else after its best level: an eval loss that did not get worse over the climb "
         "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no "
         "higher than its best evaluation while the run held the level it climbed from, from the step it first "
-        "reached it), a logged loss-term weight (beta, kl_weight, kl_coef, kl_warmup, …) "
+        "reached it; with no evaluation then, no higher than its first evaluation in the climb while the train "
+        "loss climbs on by {objective_climb_share:.0%} of its climb after it), a logged loss-term weight (beta, kl_weight, kl_coef, kl_warmup, …) "
         "that climbed {objective_weight_rise}x or more after the best level, or a logged stage (a key naming a stage or "
         "a curriculum, not a scheduler's phase) that changed after it."
     ),
@@ -1936,8 +1952,10 @@ def _eval_not_worse(ctx, reach_step: float, onset_step: float, left_step: float 
         held &= e.steps < left_step  # made while the loss still held the level
     before = np.flatnonzero(held)
     late = e.values[e.steps > onset_step]
-    if not before.size or late.size < ctx.th.objective_eval_after:
+    if late.size < ctx.th.objective_eval_after:
         return None
+    if not before.size:
+        return _eval_flat_while_climbing(ctx, e, onset_step)
     at = int(before[np.argmin(e.values[before])])
     ref, k = float(e.values[at]), min(3, late.size)
     end = float(median(late[-k:]))
@@ -1947,6 +1965,41 @@ def _eval_not_worse(ctx, reach_step: float, onset_step: float, left_step: float 
         f"the eval loss ({e.key}) was at best {num(ref)} (step {step(e.steps[at])}) before the climb and "
         f"{num(end)} at the end (median of its last {k} of {late.size} evaluations after it): the held-out loss "
         "did not get worse"
+    )
+
+
+def _eval_flat_while_climbing(ctx, e, onset_step: float) -> str | None:
+    """The held-out loss did not get worse while the train loss went on climbing across
+    the evaluations, where none was made before the climb: the train loss (median of the
+    ``end_window`` points centred on the first evaluation after ``onset_step``, against the
+    median of the run's last as many points and of as many before the onset) climbs on by at least
+    ``objective_climb_share`` of its whole climb after that evaluation, and the median of
+    the last 3 evaluations is no higher than it. ``e``: the finite eval loss."""
+    s = ctx.finite("loss")
+    v, n = s.values, len(s)
+    w = end_window(n)
+    after = np.flatnonzero(e.steps > onset_step)
+    first = int(after[0])
+    i_on = int(np.searchsorted(s.steps, onset_step))
+    i_ev = int(np.searchsorted(s.steps, e.steps[first], side="right"))
+    if i_ev <= i_on:
+        return None
+    t_on = float(median(v[max(0, i_on - w) : max(i_on, 1)]))
+    # centred on the evaluation: a window before it lags behind a fast climb, and three
+    # points of a noisy plateau are no level
+    t_ev = float(median(v[max(i_on, i_ev - w // 2) : i_ev + w // 2 + 1]))
+    t_end = float(median(v[-w:]))
+    if not t_end - t_ev >= ctx.th.objective_climb_share * (t_end - t_on) > 0:
+        return None
+    ref, late = float(e.values[first]), e.values[after]
+    k = min(3, late.size)
+    end = float(median(late[-k:]))
+    if end > ref:
+        return None
+    return (
+        f"the eval loss ({e.key}) was {num(ref)} at its first evaluation in the climb (step {step(e.steps[first])}) "
+        f"and {num(end)} at the end (median of its last {k} of {late.size}), while the train loss climbed on from "
+        f"{num(t_ev)} to {num(t_end)}: the held-out loss did not get worse"
     )
 
 

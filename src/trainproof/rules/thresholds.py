@@ -364,6 +364,22 @@ class Thresholds:
         unit="evaluations",
         valid=count(1),
     )
+    objective_climb_share: float = threshold(
+        0.25,
+        "Where no evaluation was made while the train loss held the level it climbed from, "
+        "the evaluations made during the climb serve: the train loss must climb on across them "
+        "(from the first evaluation after the climb began to the end, at least this share of "
+        "its whole climb) while the held-out loss does not get worse (the median of its last 3 "
+        "no higher than that first evaluation). A model that diverges gets worse on held-out "
+        "data while its train loss climbs; a train loss logged as a running average started at "
+        "zero with a slow decay (0.995-0.999 a step, a new user's healthy language models) "
+        "climbs for the whole run toward a loss the model held from the start, its eval loss "
+        "flat (1.050 -> 1.040) and its accuracy rising. A run that collapsed before its first "
+        "evaluation has a train loss that no longer climbs across the evaluations, so this "
+        "reading does not clear it.",
+        unit="share",
+        valid=SHARE,
+    )
     objective_weight_rise: float = threshold(
         1.5,
         "A logged weight of a term of the loss (a key such as beta, kl_weight, kl_coef) that "
@@ -518,6 +534,20 @@ class Thresholds:
     chance_tol_level: float = threshold(0.02, see="chance_max_classes", unit="ratio", valid=SHARE)
     chance_tol_block: float = threshold(0.03, see="chance_max_classes", unit="ratio", valid=SHARE)
     chance_share: float = threshold(0.8, see="chance_max_classes", unit="share", valid=SHARE)
+    chance_start_ratio: float = threshold(
+        2.0,
+        "A loss at ln(k) fails a run as chance only when it did not fall there from this many "
+        "times ln(k) or more (the median of its first 3 points). A k-class classifier that "
+        "guesses starts at ln(k): its initial logits are near uniform, so its first losses sit "
+        "at ln(k) (every chance-level run of the corpus starts within 4% of it). A loss that "
+        "starts at 2x ln(k) or more and falls to it has beaten a uniform guess over k: a "
+        "language model over a 48-token vocabulary (ln 48 = 3.87) whose data branch three ways "
+        "at every token reaches its floor at ln 3 with an accuracy of 1/3, a new user's healthy "
+        "runs. A classifier with badly scaled initial logits that falls to the class prior "
+        "looks the same, so such a level is TP-NEAR-CHANCE, a WARN, not a PASS.",
+        unit="ratio",
+        valid=FACTOR,
+    )
     chance_fail_max_classes: int = threshold(
         1,
         "Without an accuracy at 1/k, a level fails a run as chance only for k up to this: by "

@@ -53,9 +53,21 @@ def test_a_generator_and_a_discriminator_loss_make_an_adversarial_objective(g_ke
         assert kind == "adversarial" and because == ["loss", d_key]
 
 
+@pytest.mark.parametrize("d_out", ["D_x", "D(x)", "D_G_z1", "d_real", "fake_score"])
+def test_a_plain_loss_beside_a_generator_loss_and_the_discriminator_outputs_is_adversarial(d_out):
+    # The discriminator's loss logged as "loss", the generator's as "loss_G", with the
+    # discriminator's outputs on real and generated samples (a new user's healthy GAN whose
+    # discriminator loss climbs 0.97 -> 1.23 toward 2 ln 2 FAILed TP-DIVERGE).
+    g, d = _gan(200, 0.05, 2)
+    run = run_of(loss=d, loss_G=g, **{d_out: np.linspace(0.7, 0.55, 200)})
+    assert detect_objective(run) == ("adversarial", ["loss", d_out])
+    assert judge_runlog(run).verdict is not Level.FAIL
+
+
 @pytest.mark.parametrize(
     "keys",
     [
+        ("dx", "dgz"),  # no separator: not the discriminator's outputs
         ("g_loss",),  # a generator side alone
         ("d_loss", "ce_loss"),  # a distillation term beside another loss
         ("kld_loss", "avg_loss"),  # letters inside words

@@ -14,7 +14,8 @@ policy/log-probability groups (``policy/*``, ``logps/*``).
 A ``kl`` key alone is not enough: VAEs log one too.
 
 A run is adversarial (a GAN) when it logs a discriminator or critic loss (``d_loss``,
-``Loss_D``, ``disc_loss``, ``errD``, ``critic/loss``, …) and the loss judged is the
+``Loss_D``, ``disc_loss``, ``errD``, ``critic/loss``, …) or the discriminator's outputs
+(``D(x)``, ``D_G_z``, ``d_real``, …) and the loss judged is the
 generator's or the discriminator's: a key of either side (``g_loss``, ``loss_G``,
 ``gen_loss``, ``errG``, ``generator/loss``, … or the discriminator's own), or a plain
 ``loss`` beside which the log holds no loss but the two sides'. The two play a minimax
@@ -52,6 +53,15 @@ _D_KEY = re.compile(
 )
 
 
+#: A discriminator's outputs as GAN loops log them (the PyTorch DCGAN tutorial's ``D(x)``
+#: and ``D(G(z))``, ``D_x``, ``D_G_z1``, ``d_real``, ``fake_score``): the discriminator's
+#: side of the game where its loss is logged as a plain ``loss``.
+_D_OUT = re.compile(
+    r"(^|[/_ .-])(d_x|d_g_z\d?|d\(x\)|d\(g\(z\)\)\d?|d_(real|fake)|(real|fake)_scores?)($|[/_ .-])",
+    re.IGNORECASE,
+)
+
+
 #: A key that names a loss term (``loss_mel``, ``val_loss``, ``errG``).
 _LOSS_WORD = re.compile(r"loss|(^|/)err", re.IGNORECASE)
 
@@ -64,7 +74,7 @@ def detect_objective(run: RunLog) -> tuple[str, list[str]]:
     if hits:
         return "rl", hits
     judged = run.series.get("loss") or run.series.get("eval_loss")
-    d = [k for k in keys if _D_KEY.search(k) and not _G_KEY.search(k)]
+    d = [k for k in keys if (_D_KEY.search(k) or _D_OUT.search(k)) and not _G_KEY.search(k)]
     if judged is None or not d:
         return "supervised", []
     jk = judged.key

@@ -47,6 +47,40 @@ def test_schedule_that_decays_to_zero_early_is_ended_early_not_zero_lr(n, zero_s
     assert not {"TP-ZERO-LR", "TP-ZERO-LR-PARTIAL"} & set(rep.ids())
 
 
+@pytest.mark.parametrize("n,gamma,peak", [(300, 0.9, 1e-3), (1000, 0.98, 1e-3), (3000, 0.95, 5e-5)])
+def test_an_exponential_decay_to_effectively_zero_early_is_ended_early(n, gamma, peak):
+    # ExponentialLR stepped per batch where per epoch was meant: the rate never reaches 0
+    # but falls under both tiny_lr and 1/1000 of its peak within the first tenth, and the
+    # rest of the run changes nothing (a new user's run: 1e-3 -> 4.9e-30).
+    lr = peak * gamma ** np.arange(n)
+    rep = judge_cols(loss=_loss(n), lr=list(lr))
+    f = one(rep, "TP-LR-SCHEDULE-ENDED-EARLY")
+    first = int(np.argmax(lr <= min(1e-6, 1e-3 * peak)))
+    assert f.step == 10 * (first + 1) and f.data["effective_zero"] == pytest.approx(min(1e-6, 1e-3 * peak))
+    assert "effectively zero" in f.message
+    assert f.data["share"] == pytest.approx((n - 1 - first) / (n - 1), rel=0.01) and f.data["share"] > 0.6
+
+
+@pytest.mark.parametrize(
+    "lr",
+    [
+        # cosine to a floor of 1e-7 at the very end of the run (no more than its last points)
+        list(1e-7 + (1e-4 - 1e-7) * 0.5 * (1 + np.cos(np.pi * np.arange(300) / 299))),
+        # an RLHF-style peak of 1e-6 decaying to 5e-8: 1/20 of its peak is no zero
+        list(np.linspace(1e-6, 5e-8, 300)),
+        # a rate under 1e-6 from the start: TP-DEAD-RUN's tiny rate, not a schedule's end
+        [5e-7] * 300,
+        # a step schedule that drops by 10x twice: far from zero
+        [1e-3] * 100 + [1e-4] * 100 + [1e-5] * 100,
+        # ReduceLROnPlateau down to its min_lr of 1e-6 under a peak of 1e-3, held there for
+        # the last third (the corpus's csv-keras-brats-unet): a floor the run trains at
+        [1e-3] * 80 + [2e-4] * 40 + [4e-5] * 40 + [8e-6] * 40 + [1e-6] * 100,
+    ],
+)
+def test_schedules_that_do_not_decay_to_effectively_zero_early_are_not_ended_early(lr):
+    assert "TP-LR-SCHEDULE-ENDED-EARLY" not in judge_cols(loss=_loss(len(lr)), lr=lr).ids()
+
+
 def test_schedule_ended_early_uses_declared_max_steps(tmp_path):
     # The log stops at step 300 with lr 0 from step 200; max_steps says 1000.
     rows = []

@@ -264,14 +264,40 @@ def check_zero_lr_partial(ctx):
     )
 
 
+def _effectively_zero_tail(s: Series, floor: float, decay: float) -> int:
+    """Trailing points of a positive learning rate at or below ``floor`` that a decaying
+    schedule reached (the 3 points before them do not rise) and that decays on, to
+    ``decay`` x ``floor`` or below by the end; 0 otherwise. A floor a scheduler holds
+    (ReduceLROnPlateau's ``min_lr`` of 1e-6 under a peak of 1e-3, a step schedule's last
+    stage) is a rate the run trains at, however small; a rate that goes on shrinking
+    geometrically to 1e-30 (``ExponentialLR`` stepped per batch) is none."""
+    v = s.values
+    low = (v > 0) & (v <= floor)
+    if not v.size or not low[-1] or not v[-1] <= decay * floor:
+        return 0
+    above = np.flatnonzero(~low)
+    if not above.size:
+        return 0  # a rate that was never above it is TP-DEAD-RUN's tiny rate, not a schedule's end
+    first = int(above[-1]) + 1
+    before = v[max(0, first - 3) : first + 1]
+    return v.size - first if np.all(np.diff(before) <= 0) else 0
+
+
 @rule(
     "TP-LR-SCHEDULE-ENDED-EARLY",
     Level.WARN,
     "lr",
     "the schedule decayed to zero while many steps remained",
     needs=[Need("lr", "min_value_points")],
-    thresholds=["zero_lr_warn_share", "min_value_points", "lr_startup_share", "lr_startup_points"],
-    detects="The learning rate decays to exactly 0 and stays there for more than {zero_lr_warn_share:.0%} of the run: the scheduled end (HF's max_steps when the log declares it, else the last logged step) is far beyond the step where the schedule ended.",
+    thresholds=[
+        "zero_lr_warn_share",
+        "min_value_points",
+        "lr_startup_share",
+        "lr_startup_points",
+        "tiny_lr",
+        "frozen_lr_share",
+    ],
+    detects="The learning rate decays to exactly 0, or to effectively zero (at or below both {tiny_lr:g} and {frozen_lr_share:g} of its peak, decaying on to {frozen_lr_share:g} of that by the end: an exponential decay stepped per batch that never reaches 0, not a floor a scheduler holds), and stays there for more than {zero_lr_warn_share:.0%} of the run: the scheduled end (HF's max_steps when the log declares it, else the last logged step) is far beyond the step where the schedule ended.",
     why="Every step after the schedule reached 0 costs compute and changes nothing.",
     not_mean="A zero at the very end of a decaying schedule is normal; so is a short tail.",
     causes="A scheduler configured with fewer total steps than the run (epochs changed but not the scheduler, gradient accumulation not accounted for, a resumed run that kept the old schedule).",
@@ -280,9 +306,14 @@ def check_zero_lr_partial(ctx):
 def check_schedule_ended_early(ctx):
     p = _profile(ctx)
     s = p.s
-    if not p.decayed_tail:
+    tail, floor = p.decayed_tail, 0.0
+    if not tail:
+        v = s.values
+        floor = min(ctx.th.tiny_lr, ctx.th.frozen_lr_share * float(np.max(v))) if v.size else 0.0
+        tail = _effectively_zero_tail(s, floor, ctx.th.frozen_lr_share)
+    if not tail:
         return
-    i = len(s) - p.decayed_tail
+    i = len(s) - tail
     zero_step = float(s.steps[i])
     end = _scheduled_end(ctx) or float(s.steps[-1])
     span = max(end - float(s.steps[0]), 1e-300)
@@ -291,19 +322,28 @@ def check_schedule_ended_early(ctx):
     if share <= ctx.th.zero_lr_warn_share:
         return
     declared = _scheduled_end(ctx) is not None
+    reached = (
+        f"decays to exactly 0 at step {step(zero_step)}"
+        if not floor
+        else f"decays to effectively zero at step {step(zero_step)} ({num(float(s.values[i]))}, at or below "
+        f"{num(floor)}: {num(ctx.th.tiny_lr)} and {num(ctx.th.frozen_lr_share)} of its peak "
+        f"{num(float(np.max(s.values)))}; {num(float(s.values[-1]))} at the end)"
+    )
     yield ctx.finding(
-        f"the learning rate reached 0 at step {step(zero_step)} with {pct(share)} of the run still to go",
-        f"lr decays to exactly 0 at step {step(zero_step)} (line {int(s.lines[i])}) and stays there for the last "
-        f"{p.decayed_tail} logged points; {step(remaining)} of the run's {step(span)} steps "
+        f"the learning rate reached {'0' if not floor else 'effectively zero'} at step {step(zero_step)} with "
+        f"{pct(share)} of the run still to go",
+        f"lr {reached} (line {int(s.lines[i])}) and stays there for the last "
+        f"{tail} logged points; {step(remaining)} of the run's {step(span)} steps "
         + ("(to its declared max_steps) " if declared else "(to its last logged step) ")
         + "come after it.",
         {
             "zero_step": zero_step,
             "remaining_steps": remaining,
             "share": share,
-            "tail_points": p.decayed_tail,
+            "tail_points": tail,
             "scheduled_end": end,
             "declared_end": declared,
+            "effective_zero": floor or None,
         },
         step=zero_step,
         line=s.lines[i],

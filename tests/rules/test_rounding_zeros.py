@@ -50,6 +50,28 @@ def test_zeros_of_a_rounded_loss_at_its_floor_are_not_zero_loss_failures(n, deci
     assert any("below the rounding step" in n for n in rep.notes)
 
 
+@pytest.mark.parametrize("decimals", [2, 4])
+@pytest.mark.parametrize("n", [40, 300])
+def test_a_loss_that_walks_down_the_print_steps_to_zero_is_rounding(decimals, n):
+    # A full-batch LBFGS fit converging below half a step, printed at `decimals`: ...,
+    # 4, 3, 2, 1 steps, then 0.0 held for most of the run (a new user's regression printed
+    # with {:.4f} FAILed TP-ZERO-LOSS-ONSET). The values right next to the zeros are one step.
+    q = 10.0**-decimals
+    loss = np.round(
+        np.r_[0.16 * np.exp(-np.arange(12) / 1.2) + 4 * q * np.exp(-np.arange(12) / 3), np.zeros(n - 12)], decimals
+    )
+    loss[loss > 0] = np.maximum(loss[loss > 0], q)
+    assert q in loss and (loss == 0).sum() > n // 2
+    rep = judge_cols(loss=loss.tolist())
+    assert not {"TP-ZERO-LOSS-ONSET", "TP-ZERO-LOSS-MIXED", "TP-ZERO-LOSS"} & set(rep.ids()), rep.ids()
+    assert any("below the rounding step" in x for x in rep.notes)
+    # the same descent that stops two steps up and drops to 0.0 in one log still fails
+    jump = loss.copy()
+    jump[jump == q] = 2 * q
+    jump = np.round(np.where((jump > 0) & (jump < 3 * q), 3 * q, jump), decimals)
+    assert "TP-ZERO-LOSS-ONSET" in judge_cols(loss=jump.tolist()).ids()
+
+
 @pytest.mark.parametrize(
     "case,rule",
     [

@@ -372,7 +372,7 @@ def lift_rounding_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
     """``run`` with the zeros of its loss and eval loss that are rounding read as half the
     rounding step: a loss printed at d decimals (:func:`~trainproof.rules._stats.rounding_step`,
     at least 2) whose positive values next to its zeros sit within ``rounding_floor_steps``
-    steps of 0 (their median) logs a value below half a step as 0.0, which is no exact zero (a hidden NaN, a batch of
+    steps of 0 (their median), or whose values right next to them are one step, logs a value below half a step as 0.0, which is no exact zero (a hidden NaN, a batch of
     masked labels) and no value <= 0 for the ratio rules. A note says so. ``run`` itself
     when nothing is lifted."""
     lifted: dict[str, Series] = {}
@@ -393,7 +393,11 @@ def lift_rounding_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
         # loss at 0.10 at 2 decimals that drops to 0.0 and stays (masked labels, a NaN hidden
         # as 0) is ten steps up: no rounding explains the drop.
         near = _neighbours(v, zero, 5)
-        if not near.size or float(np.median(near)) > th.rounding_floor_steps * q:
+        # ... or the loss walked down the print's steps to 0: the values right next to
+        # the zeros are one step (0.0004, 0.0003, 0.0002, 0.0001, then 0.0000 held, a
+        # full-batch fit converging below half a step).
+        walked = float(np.median(_neighbours(v, zero, 1))) <= q * (1 + 1e-6) if near.size else False
+        if not near.size or (float(np.median(near)) > th.rounding_floor_steps * q and not walked):
             continue
         nv = v.copy()
         nv[zero] = q / 2

@@ -1957,8 +1957,8 @@ def _eval_not_worse(ctx, reach_step: float, onset_step: float, left_step: float 
     if not before.size:
         return _eval_flat_while_climbing(ctx, e, onset_step)
     at = int(before[np.argmin(e.values[before])])
-    ref, k = float(e.values[at]), min(3, late.size)
-    end = float(median(late[-k:]))
+    ref = float(e.values[at])
+    end, k = _eval_end(late)
     if end > ref:
         return None
     return (
@@ -1966,6 +1966,13 @@ def _eval_not_worse(ctx, reach_step: float, onset_step: float, left_step: float 
         f"{num(end)} at the end (median of its last {k} of {late.size} evaluations after it): the held-out loss "
         "did not get worse"
     )
+
+
+def _eval_end(late: np.ndarray) -> tuple[float, int]:
+    """``(level, k)``: the median of the last ``k`` = min(3, n) of ``late`` evaluations
+    (shape ``(n,)``, n >= 1), so that one lucky evaluation does not decide."""
+    k = min(3, late.size)
+    return float(median(late[-k:])), k
 
 
 def _eval_flat_while_climbing(ctx, e, onset_step: float) -> str | None:
@@ -1992,8 +1999,7 @@ def _eval_flat_while_climbing(ctx, e, onset_step: float) -> str | None:
     if not t_end - t_ev >= ctx.th.objective_climb_share * (t_end - t_on) > 0:
         return None
     ref, late = float(e.values[first]), e.values[after]
-    k = min(3, late.size)
-    end = float(median(late[-k:]))
+    end, k = _eval_end(late)
     if end > ref:
         return None
     return (

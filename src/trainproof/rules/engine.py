@@ -396,7 +396,8 @@ def lift_rounding_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
         # ... or the loss walked down the print's steps to 0: the values right next to
         # the zeros are one step (0.0004, 0.0003, 0.0002, 0.0001, then 0.0000 held, a
         # full-batch fit converging below half a step).
-        walked = float(np.median(_neighbours(v, zero, 1))) <= q * (1 + 1e-6) if near.size else False
+        adjacent = _neighbours(v, zero, 1)
+        walked = bool(adjacent.size) and float(np.median(adjacent)) <= q * (1 + 1e-6)
         if not near.size or (float(np.median(near)) > th.rounding_floor_steps * q and not walked):
             continue
         nv = v.copy()

@@ -1092,6 +1092,10 @@ def chance_state(ctx) -> dict | None:
             if lr.size and not float(median(lr)) > 0:
                 return None  # TP-ZERO-LR's
         args = (th.chance_max_classes, th.chance_tol_level, th.chance_tol_block, th.chance_share)
+        # A guesser starts at ln(k); a loss that fell there from far above beat it. The
+        # run's start is the train loss's (an eval loss first measured after the fall
+        # starts at the level).
+        start = float(median(s.values[:3])) if len(s) else math.nan
         found = []
         for key, series in (
             (name, s),
@@ -1106,11 +1110,8 @@ def chance_state(ctx) -> dict | None:
             hit = chance_level(series.values, *args)
             if hit is not None:
                 st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": _accuracy_at_chance(ctx, hit[0])}
-                # A guesser starts at ln(k); a loss that fell there from far above beat it.
-                # The run's start is the train loss's (an eval loss first measured after
-                # the fall starts at the level).
-                st["start"] = float(median(s.values[:3]))
-                st["from_above"] = st["start"] >= th.chance_start_ratio * hit[1]
+                st["start"] = start
+                st["from_above"] = start >= th.chance_start_ratio * hit[1]
                 st["fails"] = not st["from_above"] and (
                     bool(st["accuracy"]) or (st["z"] > -th.dead_trend_z and hit[0] <= th.chance_fail_max_classes)
                 )
@@ -1771,14 +1772,14 @@ def _diverge(ctx) -> dict | None:
         and math.log(float(median(lead_vals)) / v[0]) - math.log(cut) > se(lead_vals.size)
         and _stands_apart(y, 1, float(y[0]))
     )
-    # ... unless it starts a running average from zero (r = b r + (1 - b) loss from r = 0)
-    # filling up, that the run then falls from beyond the noise: the first log and the
-    # climb after it are shares of the loss, not levels the run held, so the best level is
-    # looked for after the climb.
-    # The first k points agreeing within the noise are a start the run held; an average
-    # from zero rises from its first log to the next (by about 1 + b).
+    # The first k points agreeing within the noise are a start the run held.
     head = np.log(v[:k])
     head_held = head.size == k and float(np.ptp(head)) <= z * math.sqrt(2) * sigma
+    # A lone first point that starts a running average from zero (r = b r + (1 - b) loss
+    # from r = 0; it rises from its first log to the next by about 1 + b, so never a held
+    # start) filling up, that the run then falls from beyond the noise: the first log and
+    # the climb after it are shares of the loss, not levels the run held, so the best
+    # level is looked for after the climb.
     climb = _average_filling_up(v, s.steps, th.average_fill_slack) if lone and not head_held else None
     if climb is not None and not (math.log(float(np.max(meds)) / end) > z * math.hypot(se(int(np.max(sizes))), se(w))):
         climb = None
@@ -1951,11 +1952,12 @@ def _eval_not_worse(ctx, reach_step: float, onset_step: float, left_step: float 
     if left_step is not None:
         held &= e.steps < left_step  # made while the loss still held the level
     before = np.flatnonzero(held)
-    late = e.values[e.steps > onset_step]
+    after = np.flatnonzero(e.steps > onset_step)
+    late = e.values[after]
     if late.size < ctx.th.objective_eval_after:
         return None
     if not before.size:
-        return _eval_flat_while_climbing(ctx, e, onset_step)
+        return _eval_flat_while_climbing(ctx, e, after, onset_step)
     at = int(before[np.argmin(e.values[before])])
     ref = float(e.values[at])
     end, k = _eval_end(late)
@@ -1975,17 +1977,17 @@ def _eval_end(late: np.ndarray) -> tuple[float, int]:
     return float(median(late[-k:])), k
 
 
-def _eval_flat_while_climbing(ctx, e, onset_step: float) -> str | None:
+def _eval_flat_while_climbing(ctx, e, after: np.ndarray, onset_step: float) -> str | None:
     """The held-out loss did not get worse while the train loss went on climbing across
     the evaluations, where none was made before the climb: the train loss (median of the
     ``end_window`` points centred on the first evaluation after ``onset_step``, against the
     median of the run's last as many points and of as many before the onset) climbs on by at least
     ``objective_climb_share`` of its whole climb after that evaluation, and the median of
-    the last 3 evaluations is no higher than it. ``e``: the finite eval loss."""
+    the last 3 evaluations is no higher than it. ``e``: the finite eval loss; ``after``:
+    the indices of its evaluations after ``onset_step`` (at least one)."""
     s = ctx.finite("loss")
     v, n = s.values, len(s)
     w = end_window(n)
-    after = np.flatnonzero(e.steps > onset_step)
     first = int(after[0])
     i_on = int(np.searchsorted(s.steps, onset_step))
     i_ev = int(np.searchsorted(s.steps, e.steps[first], side="right"))

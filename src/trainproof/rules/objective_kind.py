@@ -18,13 +18,16 @@ A run is adversarial (a GAN) when it logs a discriminator or critic loss (``d_lo
 (``D(x)``, ``D_G_z``, ``d_real``, …) and the loss judged is the
 generator's or the discriminator's: a key of either side (``g_loss``, ``loss_G``,
 ``gen_loss``, ``errG``, ``generator/loss``, … or the discriminator's own), or a plain
-``loss`` beside which the log holds no loss but the two sides'. The two play a minimax
+``loss`` beside which the log holds no loss but the two sides' (or but a generator loss
+named as one, ``loss_G``, ``gen_loss``, ``errG``: the discriminator's loss logged without
+its name). The two play a minimax
 game, so neither is expected to fall (a generator loss climbs while the discriminator
 improves, a discriminator's falls and climbs back as the generator catches up). A
 composite generator loss beside reconstruction terms (VITS's ``loss_1`` beside
 ``loss_mel``, ``loss_kl``, ``loss_duration``) is dominated by those terms and falls: such
-a run stays supervised. A generator key alone is not enough, nor a ``d_loss`` beside
-other losses (a distillation term).
+a run stays supervised. A lowercase ``g_loss`` beside a plain loss is not enough (a
+gradient-matching or global term), nor a ``d_loss`` beside other losses (a distillation
+term).
 """
 
 from __future__ import annotations
@@ -62,6 +65,15 @@ _D_OUT = re.compile(
 )
 
 
+#: A generator loss named so that it cannot be another term's: ``gen``/``generator``/
+#: ``netG``, ``errG`` or a capital ``G`` (``loss_G``, ``G_loss``); a lowercase ``g_loss``
+#: is as often a gradient-matching or a global term of a supervised loss.
+_G_STRONG = re.compile(
+    rf"(^|{_SEP})((?i:gen|generator|netg)|G){_SEP}?(?i:loss)|(?i:loss){_SEP}?((?i:gen|generator)|G)($|{_SEP})"
+    r"|(^|/)errG$|(^|/)(?i:generator)/"
+)
+
+
 #: A key that names a loss term (``loss_mel``, ``val_loss``, ``errG``).
 _LOSS_WORD = re.compile(r"loss|(^|/)err", re.IGNORECASE)
 
@@ -75,8 +87,18 @@ def detect_objective(run: RunLog) -> tuple[str, list[str]]:
         return "rl", hits
     judged = run.series.get("loss") or run.series.get("eval_loss")
     d = [k for k in keys if (_D_KEY.search(k) or _D_OUT.search(k)) and not _G_KEY.search(k)]
-    if judged is None or not d:
+    if judged is None:
         return "supervised", []
+    if not d:
+        # A plain train loss beside nothing but a generator loss named as one: the
+        # discriminator's side of the game, logged without its name.
+        g = [k for k in keys if _G_STRONG.search(k)]
+        jk = judged.key
+        if not g or run.series.get("loss") is not judged or _G_KEY.search(jk) or _D_KEY.search(jk):
+            return "supervised", []
+        if any(_LOSS_WORD.search(k) and k != jk and not _G_KEY.search(k) for k in keys):
+            return "supervised", []
+        return "adversarial", [jk, g[0]]
     jk = judged.key
     if _G_KEY.search(jk) or _D_KEY.search(jk):
         # the judged loss, then the other side's key

@@ -976,6 +976,77 @@ def test_a_train_loss_frozen_after_learning_is_a_warning_only_under_a_decayed_ra
         assert "TP-LOSS-FROZEN" in ids(rep) and "TP-FROZEN-AFTER-LEARNING" not in ids(rep)
 
 
+def _converged(n, start, decades, fall_steps, grad="frozen", seed=0):
+    """A full-batch fit: the loss falls ``decades`` decades from ``start`` in ``fall_steps``
+    logs (geometrically, with a wobble), then repeats its last value to the bit; the lr is
+    a constant 1; the gradient norm is frozen with it, still moving, or not logged."""
+    rng = np.random.default_rng(seed)
+    fall = start * 10 ** (-decades * np.linspace(0, 1, fall_steps)) * np.exp(0.2 * rng.standard_normal(fall_steps))
+    fall[-1] = start * 10.0**-decades * 1.0123456
+    loss = np.r_[fall, np.full(n - fall_steps, fall[-1])]
+    cols = {"loss": loss, "lr": np.ones(n)}
+    if grad != "none":
+        g = 1e-2 * np.exp(-np.arange(n) / 5) + 1e-6
+        g[fall_steps:] = (
+            5.1198024481288606e-05 if grad == "frozen" else 5e-5 * np.exp(0.1 * rng.standard_normal(n - fall_steps))
+        )
+        cols["grad_norm"] = g
+    return cols
+
+
+@pytest.mark.parametrize(
+    "n,start,decades,fall_steps", [(100, 0.16, 5.3, 18), (300, 1e4, 3.2, 40), (2000, 2.5, 8.0, 200)]
+)
+@pytest.mark.parametrize("grad", ["frozen", "none"])
+def test_a_loss_frozen_after_falling_three_decades_has_converged(n, start, decades, fall_steps, grad):
+    # L-BFGS on a full batch stops moving the weights once a step changes the loss by less
+    # than its tolerance: loss and gradient norm repeat to the bit under a live rate.
+    rep = judge_runlog(run_of(**_converged(n, start, decades, fall_steps, grad)))
+    f = one(rep, "TP-FROZEN-AFTER-LEARNING")
+    assert "TP-LOSS-FROZEN" not in ids(rep) and rep.verdict.value == "WARN"
+    assert f.data["decades_fallen"] >= DEFAULT.frozen_converged_decades and f.data["lr_after"] is None
+
+
+@pytest.mark.parametrize("decades,grad", [(2.5, "frozen"), (1.0, "none"), (5.0, "moving")])
+def test_a_loss_frozen_without_a_converged_fit_is_still_the_fail(decades, grad):
+    # A fall of under three decades is a level a stale logger or a collapsed model repeats;
+    # a gradient norm that still moves under a frozen loss is a loss no longer computed
+    # from the model.
+    rep = judge_runlog(run_of(**_converged(300, 2.0, decades, 40, grad)))
+    assert "TP-LOSS-FROZEN" in ids(rep) and "TP-FROZEN-AFTER-LEARNING" not in ids(rep)
+
+
+def test_a_real_lbfgs_fit_that_converged_is_a_warning(tmp_path):
+    torch = pytest.importorskip("torch")
+    from trainproof.api import read_runlog
+
+    torch.manual_seed(0)
+    x = torch.linspace(-1, 1, 64).unsqueeze(1)
+    y = 0.7 * x**3 - 0.2 * x + 0.1  # noiseless: a small MLP fits it to far below 1e-4 of its start
+    model = torch.nn.Sequential(torch.nn.Linear(1, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    opt = torch.optim.LBFGS(model.parameters(), lr=1, max_iter=5, history_size=50, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    lines = []
+    for step in range(1, 301):
+        opt.step(closure)
+        loss = closure()
+        g = torch.sqrt(sum((p.grad**2).sum() for p in model.parameters()))
+        lines.append(f'{{"step": {step}, "loss": {loss.item()!r}, "lr": 1, "grad_norm": {g.item()!r}}}')
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    run = read_runlog(path)
+    v = np.asarray(run.series["loss"].values)
+    assert v[-1] == v[-2] and math.log10(v[0] / v[-1]) >= 3  # the fit converged and froze
+    rep = judge_runlog(run)
+    assert "TP-FROZEN-AFTER-LEARNING" in ids(rep) and rep.verdict.value != "FAIL"
+
+
 def test_an_eval_loss_frozen_from_its_first_evaluation_is_still_the_fail():
     # a frozen model: nothing learned before the freeze
     rep = judge_runlog(run_of(**_learned_then_frozen(200, 0)))

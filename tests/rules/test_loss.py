@@ -1156,6 +1156,50 @@ def test_objective_changed_a_stage_that_changed(key):
     assert "TP-DIVERGE" in judge(loss=loss, **{key: np.ones(n)}).ids()
 
 
+def _noise_curriculum(n, stages, rel, seed, ramp=False, learned=False):
+    """A denoiser trained on data whose noise level sigma doubles at each of ``stages``
+    stages (or climbs smoothly, ``ramp``): within a stage the loss falls toward a floor
+    that grows with sigma squared; an eval loss every 20 points at the current sigma.
+    ``learned``: sigma is a noisy learned scale instead of a schedule. Returns
+    ``(loss, eval_loss, sigma)``."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n, endpoint=False)
+    k = np.floor(t * stages)
+    sigma = 0.1 * 2.0 ** (t * stages if ramp else k)
+    within = t * stages - k
+    floor = 0.8 * sigma**2
+    fresh = np.exp(-t / 0.05) if ramp else np.exp(-within / 0.1)  # re-learning at each new level
+    loss = floor * (1 + 0.5 * fresh) * np.exp(rel * rng.standard_normal(n))
+    ev = [float(floor[i] * (1.05 + 0.01 * rng.standard_normal())) if (i + 1) % 20 == 0 else None for i in range(n)]
+    if learned:
+        sigma = sigma * np.exp(0.05 * rng.standard_normal(n))
+    return loss, ev, sigma
+
+
+@pytest.mark.parametrize("n,stages,rel", [(200, 3, 0.05), (1000, 4, 0.1), (4000, 5, 0.2)])
+@pytest.mark.parametrize("key", ["sigma", "noise_level", "train/noise_std"])
+def test_objective_changed_a_noise_curriculum_that_raises_the_loss(n, stages, rel, key):
+    # A denoiser whose curriculum doubles the noise: both losses climb with sigma squared
+    # while the model improves at each level (a new user's healthy run FAILed TP-DIVERGE
+    # and TP-EVAL-DIVERGE). A schedule set by the code never falls.
+    for ramp in (False, True):
+        loss, ev, sigma = _noise_curriculum(n, stages, rel, seed=n, ramp=ramp)
+        rep = judge(loss=loss, eval_loss=ev, **{key: sigma})
+        assert rep.verdict is not Level.FAIL, (ramp, rep.ids())
+        assert "never falling" in one(rep, "TP-OBJECTIVE-CHANGED").data["reason"]
+        bare = judge(loss=loss, eval_loss=ev)
+        assert "TP-DIVERGE" in bare.ids() or "TP-EVAL-DIVERGE" in bare.ids()
+
+
+@pytest.mark.parametrize("key", ["sigma", "grad_noise_scale"])
+def test_objective_changed_a_learned_noise_scale_or_a_gradient_noise_explains_nothing(key):
+    # A learned scale wobbles (a heteroscedastic model's sigma grows as it gets worse); a
+    # gradient's noise scale is a measurement: neither is a curriculum.
+    loss, ev, sigma = _noise_curriculum(1000, 4, 0.1, seed=3, learned=key == "sigma")
+    rep = judge(loss=loss, eval_loss=ev, **{key: sigma})
+    assert "TP-OBJECTIVE-CHANGED" not in rep.ids() and rep.verdict is Level.FAIL
+
+
 @pytest.mark.parametrize("n,eval_every", [(40, 4), (120, 10), (800, 50)])
 def test_dead_run_an_eval_loss_drifting_by_rounding_at_a_tiny_lr_is_no_learning(n, eval_every):
     # lr 1e-9 (a typo): the eval loss falls by 1e-6 of its value at every evaluation, a
@@ -1442,3 +1486,71 @@ def test_objective_changed_a_train_loss_that_climbs_on_across_flat_evaluations(n
     # test_objective_changed_an_evaluation_after_the_loss_left_its_level_is_no_reference).
     worse = [None if v is None else v + 0.05 * j for j, v in enumerate(ev)]
     assert "TP-DIVERGE" in judge(loss=train, eval_loss=worse).ids()
+
+
+def _slow_average_with_accuracy(total, every, beta, seed, acc_of, key="accuracy", percent=False, with_acc=True):
+    """A slow running average from zero (decay ``beta``) over a model at its floor (1.04)
+    after a fast fall from ln 48 in its first few dozen steps, logged every ``every``
+    steps with the batch accuracy of that step (64 examples, true rate ``acc_of(t)``)."""
+    from trainproof.runlog import Record, build_runlog
+
+    rng = np.random.default_rng(seed)
+    r, recs = 0.0, []
+    for t in range(total):
+        raw = (1.04 + 2.83 * math.exp(-t / 20)) * math.exp(0.1 * rng.standard_normal())
+        r = beta * r + (1 - beta) * raw
+        if t % every == 0:
+            acc = rng.binomial(64, acc_of(t)) / 64
+            row = {"loss": r, key: 100 * acc if percent else acc} if with_acc else {"loss": r}
+            recs.append(Record(float(t + 1), row, len(recs) + 1))
+    return build_runlog(recs, "x.jsonl", "jsonl")
+
+
+def _rising(t):
+    return 0.55 - 0.45 * math.exp(-t / 20)
+
+
+@pytest.mark.parametrize("total,every,beta", [(1000, 5, 0.995), (3000, 20, 0.998), (2000, 10, 0.999), (400, 4, 0.99)])
+def test_objective_changed_a_loss_that_climbs_while_the_accuracy_rises(total, every, beta):
+    # The average climbs toward the floor for the whole run and never falls: without the
+    # accuracy it reads as a blow-up from the first log; the accuracy that rose from 0.1 to
+    # 0.55 meanwhile says the loss no longer measures the model's error.
+    for seed in range(2):
+        log = _slow_average_with_accuracy(total, every, beta, seed, _rising)
+        rep = judge_runlog(log)
+        assert "TP-DIVERGE" not in rep.ids() and rep.verdict is not Level.FAIL, (seed, rep.ids())
+        assert "accuracy" in one(rep, "TP-OBJECTIVE-CHANGED").data["reason"]
+        bare = _slow_average_with_accuracy(total, every, beta, seed, _rising, with_acc=False)
+        assert "TP-DIVERGE" in judge_runlog(bare).ids(), seed
+
+
+@pytest.mark.parametrize("key,percent", [("train_acc", True), ("eval_accuracy", False)])
+def test_objective_changed_reads_an_accuracy_in_percent_or_held_out(key, percent):
+    log = _slow_average_with_accuracy(1000, 5, 0.995, 0, _rising, key=key, percent=percent)
+    assert "TP-OBJECTIVE-CHANGED" in judge_runlog(log).ids()
+
+
+@pytest.mark.parametrize(
+    "acc_of",
+    [
+        lambda t: 0.8 - 0.6 * min(1.0, t / 300),  # the model gets worse at its task
+        lambda t: 0.12,  # flat at chance, within its noise
+        lambda t: 0.14 if t > 500 else 0.1,  # a rise smaller than the bar
+    ],
+    ids=["falls", "flat", "small-rise"],
+)
+def test_objective_changed_needs_an_accuracy_that_rose_beyond_its_noise(acc_of):
+    for seed in range(2):
+        rep = judge_runlog(_slow_average_with_accuracy(1000, 5, 0.995, seed, acc_of))
+        assert "TP-DIVERGE" in rep.ids(), (seed, rep.ids())
+
+
+def test_diverge_after_learning_fires_though_the_accuracy_rose_before_the_climb():
+    # A run that learns (loss 2.3 -> 0.4, accuracy 0.1 -> 0.85), then blows up at step 600
+    # (loss to 2.0, accuracy to 0.3): the accuracy's best came before the climb.
+    rng = np.random.default_rng(0)
+    t = np.arange(1000)
+    loss = np.where(t < 600, 0.4 + 1.9 * np.exp(-t / 100), 2.0) * np.exp(0.05 * rng.standard_normal(t.size))
+    acc = np.where(t < 600, 0.85 - 0.75 * np.exp(-t / 100), 0.3) + 0.03 * rng.standard_normal(t.size)
+    rep = judge(loss=loss, accuracy=acc)
+    assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids()

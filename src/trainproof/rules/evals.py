@@ -11,6 +11,7 @@ from ._checkpoint import best_checkpoint
 from ._fmt import num, step, times
 from ._shared import lr_restart_after
 from ._stats import curvature_noise_sigma, level_se, median, trend_z, window_medians
+from .loss import objective_schedule
 from .registry import Need, rule
 
 
@@ -162,6 +163,7 @@ def _returned_to_level_before(v: np.ndarray, j: int, z: float) -> bool:
         "eval_diverge_noise_factor",
         "diverge_noise_z",
         "diverge_lr_rise",
+        "objective_weight_rise",
     ],
     # Not verdict-bearing: when it does not fire, a run with too few train points for the
     # trend rules stays not judged rather than PASSed on its eval loss alone.
@@ -185,7 +187,9 @@ def _returned_to_level_before(v: np.ndarray, j: int, z: float) -> bool:
         "{eval_diverge_rise}x the train loss at the eval minimum (the points logged up to it, else its first): a run "
         "that blew up and recovered part of the way by its end spent the time after the minimum worse. Judged on the eval loss when the train loss is logged too rarely "
         "for the train-loss trend rules. Not when the learning rate, after the minimum, climbed {diverge_lr_rise:g}x "
-        "back to a rate the run held before it (a warm restart or a cyclic schedule)."
+        "back to a rate the run held before it (a warm restart or a cyclic schedule), nor when a logged schedule "
+        "of the objective moved after it (a loss-term weight or a never-falling noise level that climbed "
+        "{objective_weight_rise}x, a stage that changed: what both losses measure changed)."
     ),
     why=(
         "Both the held-out loss and the train loss are worse than they were: training made the model worse "
@@ -236,6 +240,11 @@ def check_eval_diverge(ctx):
     # (a warm restart, a cyclic schedule), raises both losses while it is high again: the
     # schedule's cycle, not a divergence.
     if lr_restart_after(ctx, best_step) is not None:
+        return
+    # A logged schedule of the objective that moved after the minimum (a KL weight
+    # annealed up, a curriculum's next stage, a noise level raised) raises both losses
+    # while the model improves: what they measure changed, not the model.
+    if objective_schedule(ctx, best_step) is not None:
         return
     w = max(1, min(5, len(tr) // 4))
     before = tr.values[tr.steps <= best_step]

@@ -416,7 +416,14 @@ def check_loss_at_zero(ctx):
     "diverge",
     "the loss keeps blowing up far above where the run started",
     needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
-    thresholds=["min_trend_points", "blowup_share", "blowup_bursts", "spike_excursion_factor", "diverge_start_points"],
+    thresholds=[
+        "min_trend_points",
+        "blowup_share",
+        "blowup_bursts",
+        "spike_excursion_factor",
+        "diverge_start_points",
+        "objective_weight_rise",
+    ],
     implies=("TP-LOSS-SPIKE",),
     # A late half that climbed to a level and held it is TP-DIVERGE's, which names where.
     implied_by=("TP-DIVERGE",),
@@ -427,7 +434,9 @@ def check_loss_at_zero(ctx):
         "{spike_excursion_factor:g}x the run's starting level (the higher of the median of its first "
         "{diverge_start_points} points and of its first block, 5% of the run): a loss that blows up again and "
         "again, however often it comes back in between. Where TP-DIVERGE fires (a level the run climbed to and "
-        "held), it is listed under it."
+        "held), it is listed under it. Not where a logged schedule of the objective moved after the first point "
+        "(a loss-term weight or a never-falling noise level that climbed {objective_weight_rise}x, a stage that "
+        "changed): the starting level then measured something else."
     ),
     why=(
         "A spike that comes back is a warning; a loss that sits tenfold above where the untrained model "
@@ -462,6 +471,10 @@ def check_loss_blowups(ctx):
     # epochs); this needs at least blowup_bursts separate ones.
     bursts = len(runs_of(up))
     if bursts < th.blowup_bursts:
+        return
+    # A logged schedule of the objective that moved since the start (a KL weight annealed
+    # up, a noise level raised, a new stage) makes the starting level no yardstick.
+    if objective_schedule(ctx, float(s.steps[0])) is not None:
         return
     first = n // 2 + int(np.argmax(up))
     peak = float(late.max())
@@ -826,16 +839,38 @@ def lr_decayed_under(ctx, at_step: float) -> tuple[float, float] | None:
     return (hi, peak) if 0 <= hi <= bar < peak else None
 
 
+def _converged_decades(ctx, s, start: int) -> float | None:
+    """How many decades the series ``s`` (finite) fell from its first value to the value
+    it froze at from index ``start``, when that is at least ``frozen_converged_decades``
+    and a gradient norm logged over the frozen stretch repeats one value too: a
+    deterministic full-batch optimizer converged to its precision. ``None`` otherwise."""
+    v0, v1 = float(s.values[0]), float(s.values[-1])
+    if not (v0 > 0 and v1 > 0):
+        return None
+    decades = math.log10(v0 / v1)
+    if decades < ctx.th.frozen_converged_decades:
+        return None
+    if ctx.has("grad_norm"):
+        g = ctx.finite("grad_norm")
+        # after the freeze's first point: a loop may log the norm of the step before it
+        g = g.values[g.steps > s.steps[start]]
+        if np.unique(g).size > 1:
+            return None
+    return decades
+
+
 def _frozen_after_learning(ctx) -> tuple | None:
-    """``(stretch, decay)`` when a frozen stretch (:func:`frozen_stretch`) came after the
-    run learned (its value more than ``dead_min_improvement`` below the series' first) and
-    a healthy run can produce it: the logged learning rate decayed to about zero
-    (:func:`lr_decayed_under`, ``decay`` its rates), or the frozen series is the eval loss
+    """``(stretch, decay, decades)`` when a frozen stretch (:func:`frozen_stretch`) came
+    after the run learned (its value more than ``dead_min_improvement`` below the series'
+    first) and a healthy run can produce it: the logged learning rate decayed to about
+    zero (:func:`lr_decayed_under`, ``decay`` its rates), the series fell
+    ``frozen_converged_decades`` or more before it froze (:func:`_converged_decades`,
+    ``decades``: a full-batch optimizer converged), or the frozen series is the eval loss
     in a log without a learning rate (on a fixed set it stops moving whenever the weights
-    do, and such a log cannot say why they did; ``decay`` ``None`` then). ``None``
-    otherwise: a train loss on fresh batches that repeats to the bit without a decayed
-    rate depends on neither, and a frozen loss under a live logged rate is a model no
-    longer updated."""
+    do, and such a log cannot say why they did; ``decay`` and ``decades`` ``None`` then).
+    ``None`` otherwise: a train loss on fresh batches that repeats to the bit without a
+    decayed rate depends on neither, and a frozen loss under a live logged rate is a model
+    no longer updated."""
     fr = frozen_stretch(ctx)
     if fr is None:
         return None
@@ -844,11 +879,13 @@ def _frozen_after_learning(ctx) -> tuple | None:
     if not v[-1] < v[0] * (1 - ctx.th.dead_min_improvement):
         return None
     decay = lr_decayed_under(ctx, float(s.steps[start]))
+    decades = None if decay is not None else _converged_decades(ctx, s, start)
     # A live logged rate under a frozen loss is a model that stopped being updated
-    # (optimizer.step() skipped, requires_grad turned off): the FAIL, eval loss or not.
-    if decay is None and (name != "eval_loss" or ctx.has("lr")):
+    # (optimizer.step() skipped, requires_grad turned off): the FAIL, eval loss or not,
+    # unless the run fit its data to a thousandth of its first loss first.
+    if decay is None and decades is None and (name != "eval_loss" or ctx.has("lr")):
         return None
-    return fr, decay
+    return fr, decay, decades
 
 
 #: What TP-LOSS-FROZEN and TP-FROZEN-AFTER-LEARNING read (one frozen stretch, two
@@ -861,6 +898,7 @@ _FROZEN_THRESHOLDS = [
     "dead_min_improvement",
     "tiny_lr",
     "frozen_lr_share",
+    "frozen_converged_decades",
 ]
 _FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE")
 
@@ -876,7 +914,7 @@ _FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "T
     least_evidence="The last {frozen_min_points} or more finite losses, and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
     detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen). An eval loss on a fixed validation set repeats to the bit only when the weights do not change.",
     why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
-    not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, or a train loss under a rate decayed to about zero): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
+    not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, a train loss under a rate decayed to about zero, or a loss that fell {frozen_converged_decades:g} decades first): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
     causes="A model whose output no longer depends on its input (collapsed to a constant), frozen weights evaluated on one fixed batch, a loss variable that is never updated in the logging code, a data loader stuck on one batch.",
     try_="Print two consecutive batches and the model's outputs on them; check that the logged loss is the current step's; check requires_grad and the optimizer's parameter groups.",
     objectives=("supervised",),
@@ -906,11 +944,11 @@ def check_loss_frozen(ctx):
     needs=[Need("loss", "min_trend_points")],
     thresholds=_FROZEN_THRESHOLDS,
     implies=_FROZEN_IMPLIES,
-    least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, under a logged learning rate decayed to at most {tiny_lr} or {frozen_lr_share:g} of its peak, or on the eval loss of a log with no learning rate.",
-    detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first: the run learned, then stopped moving, where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} or {frozen_lr_share:g} of its peak before (a full batch at a rate decayed to about zero repeats its loss to the bit), or, on the eval loss only, where the log has no learning rate to tell. Under a live logged rate it stays TP-LOSS-FROZEN.",
+    least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, under a logged learning rate decayed to at most {tiny_lr} or {frozen_lr_share:g} of its peak, at {frozen_converged_decades:g} decades or more below the series' first value (with any logged gradient norm frozen too), or on the eval loss of a log with no learning rate.",
+    detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first: the run learned, then stopped moving, where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} or {frozen_lr_share:g} of its peak before (a full batch at a rate decayed to about zero repeats its loss to the bit), or where the frozen value is {frozen_converged_decades:g} decades or more below the series' first and a gradient norm logged over the stretch repeats one value too (a full-batch optimizer such as L-BFGS converged to its precision: it stops moving the weights), or, on the eval loss only, where the log has no learning rate to tell. Under a live logged rate it stays TP-LOSS-FROZEN.",
     why="Every step after the freeze costs compute and changes nothing. The model is where the run had taken it, not broken: a schedule that decays the rate to about zero does exactly this to a healthy run, so it is a warning.",
     not_mean="It does not mean the model collapsed to a constant (TP-LOSS-FROZEN, a FAIL: a value repeated from where the run started, or a train loss on fresh batches repeated without a decayed rate).",
-    causes="ReduceLROnPlateau with min_lr=0 (Keras's default) cutting the rate by 10x at every plateau, a decay schedule far shorter than the run; or weights frozen mid-run, or training stopped while evaluation and logging went on.",
+    causes="ReduceLROnPlateau with min_lr=0 (Keras's default) cutting the rate by 10x at every plateau, a decay schedule far shorter than the run, a full-batch optimizer (L-BFGS) that converged and ran on; or weights frozen mid-run, or training stopped while evaluation and logging went on.",
     try_="Log the learning rate; set min_lr (1e-6, or 1e-2 of the peak) and stop with early stopping when the rate reaches it, or shorten the run. If the rate is alive, check that optimizer.step() still runs and no callback froze the weights.",
     objectives=("supervised",),
 )
@@ -918,11 +956,18 @@ def check_frozen_after_learning(ctx):
     found = _frozen_after_learning(ctx)
     if found is None:
         return
-    (name, s, start, length), decay = found
+    (name, s, start, length), decay, decades = found
     v = s.values
     what = "loss" if name == "loss" else "eval loss"
     if decay is not None:
         why = f"every logged learning rate from there is at most {num(decay[0])}, down from a peak of {num(decay[1])}"
+    elif decades is not None:
+        why = (
+            f"it had fallen {decades:.1f} decades from its first value {num(v[0])} (at least "
+            f"{num(ctx.th.frozen_converged_decades)}): an optimizer converged to its precision on a full batch"
+        )
+        if ctx.has("grad_norm"):
+            why += ", the logged gradient norm frozen with it"
     else:
         why = "the log has no learning rate to say whether a schedule decayed it to about zero"
     yield ctx.finding(
@@ -937,6 +982,7 @@ def check_frozen_after_learning(ctx):
             "series": name,
             "lr_after": decay[0] if decay else None,
             "lr_peak": decay[1] if decay else None,
+            "decades_fallen": decades,
         },
         step=s.steps[start],
         line=s.lines[start],
@@ -1003,6 +1049,15 @@ def chance_level(
 HELD_OUT_WORDS = frozenset({"val", "valid", "validation", "eval", "test", "dev"})
 
 
+def is_accuracy_key(key: str) -> bool:
+    """Whether a logged key is a top-1 accuracy (train or held-out): it names ``acc`` or
+    ``accuracy``, and no top-k (a top-5 accuracy sits far above a top-1's chance)."""
+    low = key.lower()
+    if "acc" not in words(key) and "accuracy" not in low and not low.endswith("_acc"):
+        return False
+    return not any(w in low for w in ("top5", "top_5", "top-5", "topk"))
+
+
 def _accuracy_at_chance(ctx, k: int, held_out: bool = False, max_tol: float | None = None) -> tuple[str, float] | None:
     """``(key, late median)`` of a logged accuracy (a series whose key names ``acc``, train
     or eval, in [0, 1] or in percent; with ``held_out``, only one whose key names held-out
@@ -1012,12 +1067,9 @@ def _accuracy_at_chance(ctx, k: int, held_out: bool = False, max_tol: float | No
     evaluation set too small to show chance) is passed over. ``None`` when no accuracy is
     logged or none sits there."""
     for name, s in sorted(ctx.run.series.items()):
-        low = s.key.lower()
-        if "acc" not in words(s.key) and "accuracy" not in low and not low.endswith("_acc"):
+        if not is_accuracy_key(s.key):
             continue
         if held_out and not (HELD_OUT_WORDS & set(words(s.key))):
-            continue
-        if any(w in low for w in ("top5", "top_5", "top-5", "topk")):
             continue
         v = s.values[np.isfinite(s.values)]
         if v.size < 2:
@@ -1603,6 +1655,7 @@ DIVERGE_THRESHOLDS = [
     "objective_eval_after",
     "objective_climb_share",
     "objective_weight_rise",
+    "objective_accuracy_rise",
     "dead_min_improvement",
 ]
 
@@ -1646,8 +1699,9 @@ DIVERGE_THRESHOLDS = [
         "its best evaluation while the run held the level it climbed from; with no evaluation then, no higher than "
         "its first evaluation in the climb while the train loss climbs on by {objective_climb_share:.0%} of its climb "
         "after it), a logged loss-term weight (beta, "
-        "kl_weight, kl_coef, kl_warmup, …) that climbed {objective_weight_rise}x or more after the best level, or a "
-        "logged stage (a key naming a stage or a curriculum, not a scheduler's phase) that changed after it."
+        "kl_weight, kl_coef, kl_warmup, …) or a noise level never falling (sigma, noise_level) that climbed "
+        "{objective_weight_rise}x or more after the best level, a logged stage (a key naming a stage or a curriculum, not a scheduler's phase) that changed after it, or the "
+        "run's own accuracy ending {objective_accuracy_rise} or more (and beyond its noise) above where it stood at the loss's best level."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
     not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging. Nor is a train loss whose objective changed after its best level while the model improved: a VAE's KL weight annealed up, a curriculum's harder stage, with a held-out loss that kept falling.",
@@ -1676,8 +1730,11 @@ def check_diverge(ctx):
         "higher than its best evaluation while the run held the level it climbed from, from the step it first "
         "reached it; with no evaluation then, no higher than its first evaluation in the climb while the train "
         "loss climbs on by {objective_climb_share:.0%} of its climb after it), a logged loss-term weight (beta, kl_weight, kl_coef, kl_warmup, …) "
-        "that climbed {objective_weight_rise}x or more after the best level, or a logged stage (a key naming a stage or "
-        "a curriculum, not a scheduler's phase) that changed after it."
+        "or a noise level a curriculum adds to the data (sigma, noise_level; never falling) "
+        "that climbed {objective_weight_rise}x or more after the best level, a logged stage (a key naming a stage or "
+        "a curriculum, not a scheduler's phase) that changed after it, or the run's own accuracy (train or held-out) "
+        "ending {objective_accuracy_rise} or more, and beyond its noise, above where it stood at the loss's best level: the model "
+        "got better at its task while the loss climbed (a running average filling up)."
     ),
     why="Levels of a loss compare only while it measures one thing. A VAE whose KL weight is annealed from 0 to 1, "
     "or a curriculum that moves to harder data, raises the train loss while the model improves; a divergence would "
@@ -1919,6 +1976,11 @@ KL_WEIGHT_WORDS = frozenset(
 #: an example size (a longer context or a larger image lowers the loss; it cannot explain
 #: a rise).
 STAGE_WORDS = frozenset({"stage", "curriculum"})
+#: Words of a key that logs the noise a curriculum adds to the data (a denoiser's
+#: ``sigma``, a ``noise_level``): a schedule only where it never falls (a learned noise
+#: scale wobbles), read by :func:`objective_schedule`. Not a gradient's noise scale.
+NOISE_WORDS = frozenset({"sigma", "noise"})
+_MEASURED_NOISE_WORDS = frozenset({"grad", "gradient", "lr"})
 #: Words that make a stage key the optimizer's or the scheduler's, not the data's.
 _SCHEDULE_WORDS = frozenset({"lr", "learning", "rate", "sched", "scheduler", "warmup", "optim", "optimizer"})
 #: Series the schedule search never reads: the metrics the rules know by their canonical
@@ -2011,18 +2073,20 @@ def _eval_flat_while_climbing(ctx, e, after: np.ndarray, onset_step: float) -> s
     )
 
 
-def _objective_schedule(ctx, best_step: float) -> str | None:
+def objective_schedule(ctx, best_step: float) -> str | None:
     """A logged schedule of the objective that moved after ``best_step``: a loss-term
-    weight (:data:`OBJECTIVE_WEIGHT_WORDS`, a KL weight) that climbed at least
-    ``objective_weight_rise`` times (or from 0), or a stage (:data:`STAGE_WORDS`) that
-    took another value."""
+    weight (:data:`OBJECTIVE_WEIGHT_WORDS`, a KL weight) or a noise level that a
+    curriculum adds to the data (:data:`NOISE_WORDS`, never falling over the run) that
+    climbed at least ``objective_weight_rise`` times (or from 0), or a stage
+    (:data:`STAGE_WORDS`) that took another value."""
     for name, series in ctx.run.series.items():
         if name in _NOT_OBJECTIVE_SCHEDULES:
             continue
         w = set(words(series.key or name))
         weight = bool(w & OBJECTIVE_WEIGHT_WORDS) or bool(w & {"kl", "kld"} and w & KL_WEIGHT_WORDS)
         stage = bool(w & STAGE_WORDS) and not w & _SCHEDULE_WORDS
-        if not (weight or stage):
+        noise = bool(w & NOISE_WORDS) and not w & _MEASURED_NOISE_WORDS
+        if not (weight or stage or noise):
             continue
         f = ctx.finite(name)
         before = np.flatnonzero(f.steps <= best_step)
@@ -2030,6 +2094,15 @@ def _objective_schedule(ctx, best_step: float) -> str | None:
         if not after.size or not f.values.size:
             continue
         ref = float(f.values[before[-1]] if before.size else f.values[0])
+        if noise and not (weight or stage):
+            top = float(np.max(after))
+            set_by_code = bool(np.all(np.diff(f.values) >= 0))
+            if set_by_code and ((ref > 0 and top >= ctx.th.objective_weight_rise * ref) or (ref == 0 and top > 0)):
+                return (
+                    f"the noise level {series.key or name} climbed from {num(ref)} at the best level's step to "
+                    f"{num(top)} after it, never falling: the loss is measured on noisier data"
+                )
+            continue
         if weight:
             top = float(np.max(after))
             if (ref > 0 and top >= ctx.th.objective_weight_rise * ref) or (ref == 0 and top > 0):
@@ -2056,10 +2129,53 @@ def objective_changed(
     The loss's levels compare only while it measures one thing. A held-out loss that did
     not get worse over the climb says the model did not (:func:`_eval_not_worse`); a
     logged schedule of the objective that moved after the best level says the loss now
-    measures something else (:func:`_objective_schedule`): a VAE's KL weight annealed up,
+    measures something else (:func:`objective_schedule`): a VAE's KL weight annealed up,
     a curriculum's next stage.
     """
-    return _eval_not_worse(ctx, reach_step, onset_step, left_step) or _objective_schedule(ctx, best_step)
+    return (
+        _eval_not_worse(ctx, reach_step, onset_step, left_step)
+        or objective_schedule(ctx, best_step)
+        or _accuracy_rose(ctx, best_step, onset_step)
+    )
+
+
+def _accuracy_rose(ctx, best_step: float, onset_step: float) -> str | None:
+    """The run's own accuracy (train or held-out, :func:`is_accuracy_key`; in [0, 1] or in
+    percent) ended above where it stood when the loss was at its best level (at
+    ``best_step``) by at least ``objective_accuracy_rise`` and by ``diverge_noise_z``
+    standard errors of the two levels: the model got better at its task while the loss
+    climbed, so the loss no longer measures its error (a running average filling up, a
+    changed objective). The end is the median of the last 10% of the accuracies after the
+    climb's onset (``onset_step``), at least 3; the level at the best, the median of as
+    many up to ``best_step`` (or the first accuracy, where it came later but before the
+    onset)."""
+    th = ctx.th
+    for name, series in sorted(ctx.run.series.items()):
+        if not is_accuracy_key(series.key or name):
+            continue
+        f = ctx.finite(name)
+        v = f.values
+        if not v.size or float(v.min()) < 0 or float(v.max()) > 100:
+            continue
+        if float(v.max()) > 1:
+            v = v / 100
+        after = v[f.steps > onset_step]
+        k = max(3, after.size // 10)
+        ref = v[f.steps <= best_step][-k:]
+        if not ref.size:
+            ref = v[f.steps <= onset_step][:1]
+        if not ref.size or after.size < k:
+            continue
+        at_best, end = float(median(ref)), float(median(after[-k:]))
+        sigma = noise_sigma(v)
+        gate = th.diverge_noise_z * math.hypot(level_se(sigma, ref.size), level_se(sigma, k))
+        if end - at_best >= max(th.objective_accuracy_rise, gate):
+            return (
+                f"the accuracy {series.key or name} ended at {num(end)} (median of its last {k}), up from "
+                f"{num(at_best)} when the loss was at its best: the model got better at its task while the loss "
+                "climbed"
+            )
+    return None
 
 
 #: Evaluations the trend test of :func:`_learning_elsewhere` reads one by one; a longer

@@ -364,6 +364,19 @@ class Thresholds:
         unit="evaluations",
         valid=count(1),
     )
+    objective_accuracy_rise: float = threshold(
+        0.05,
+        "A train loss that climbs while the run's own accuracy (train or held-out) ends above "
+        "where it stood when the loss was at its best level, by at least this much (5 points) "
+        "and by diverge_noise_z standard errors of the accuracy's point noise, does not "
+        "measure the model's error any more: a model that diverges gets worse at its task, and "
+        "its accuracy falls (a running average of the accuracy falls with it). A new user's "
+        "language model whose loss was logged as a running average from zero with a decay of "
+        "0.995 climbed 0.09 -> 1.03 over 1,000 steps while its token accuracy rose 0.10 -> "
+        "0.54 and its eval loss held at 1.05.",
+        unit="share",
+        valid=SHARE,
+    )
     objective_climb_share: float = threshold(
         0.25,
         "Where no evaluation was made while the train loss held the level it climbed from, "
@@ -605,6 +618,22 @@ class Thresholds:
         "a model no longer updated (a reviewer's optimizer.step() skipped from step 400 at 1e-3).",
         unit="ratio",
         valid=SHARE,
+    )
+    frozen_converged_decades: float = threshold(
+        3.0,
+        "A loss that fell this many decades below its first logged value and then repeats one "
+        "value to the bit has converged to the precision of a deterministic full-batch "
+        "optimizer (L-BFGS stops moving the weights once a step changes the loss by less than "
+        "its tolerance_change of 1e-9; full-batch gradient descent at a minimum), not a model "
+        "that stopped learning: a warning that the rest of the run changes nothing, not a "
+        "FAIL. A new user's full-batch L-BFGS fits fell 3.7-5.3 decades before their loss and "
+        "gradient norm froze. A stale logger or a model collapsed to a constant repeats a level "
+        "near where the run started or one it held; a fall of 1000x is the model fitting its "
+        "data. Where a gradient norm is logged over the frozen stretch it must repeat one "
+        "value too (the same weights on the same data): a norm that still moves under a "
+        "frozen loss is a loss no longer computed from the model.",
+        unit="log10",
+        valid=Range(float, 1.0, 30.0),
     )
     rounding_floor_steps: float = threshold(
         2.0,

@@ -129,6 +129,8 @@ class _Pool:
         from functools import partial
 
         ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        global _POOL_PARENT
+        _POOL_PARENT = os.getpid()
         self._pool = None
         self._release = _signals_held()
         try:
@@ -304,6 +306,32 @@ def usable_cpus() -> int:
 
 #: The signals held while the worker processes are forked (see :func:`_signals_held`).
 _STOP_SIGNALS = ("SIGINT", "SIGTERM")
+#: The process that forks the pool's workers, read by each worker at its start
+#: (:func:`_die_with_parent`).
+_POOL_PARENT: int | None = None
+#: Linux's prctl option that sends the caller a signal when its parent ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In a worker on Linux: be killed when the process that forked it ends, however it
+    ends. A stop signal handled in the parent between a worker's fork and its pool
+    recording it (the signal delivered to another of the parent's threads, whose flag
+    the main thread reads at once) leaves a worker the parent does not know to end; it
+    would outlive the command, holding its output pipes open. Elsewhere, nothing."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    except (OSError, AttributeError):
+        return
+    if _POOL_PARENT is not None and os.getppid() != _POOL_PARENT:
+        os._exit(1)  # the parent ended before the request took effect
 
 
 def _worker_start() -> None:
@@ -312,6 +340,7 @@ def _worker_start() -> None:
     stop signals, so it takes them again here."""
     import signal
 
+    _die_with_parent()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):

@@ -176,6 +176,38 @@ def test_sigterm_to_doctor_jobs_exits_promptly_with_2_and_no_traceback(tmp_path)
         assert not [k for k in seen_kids | kids if _alive(k)], (stage, it)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a worker dies with its parent through Linux's prctl")
+def test_workers_die_with_a_doctor_killed_outright(tmp_path):
+    """SIGKILL gives ``doctor`` no chance to end its workers: each worker asked the kernel
+    to end it with its parent, so none is left once the parent is gone."""
+    root = tmp_path / "runs"
+    for i in range(24):
+        rows = [{"step": s, "loss": 2.0 * 0.999**s + 0.001 * i, "lr": 1e-3} for s in range(1, 4001)]
+        write_jsonl(root / f"r{i:02d}" / "metrics.jsonl", rows)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainproof", "doctor", str(root), "--jobs", "2", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    kids: set[int] = set()
+    deadline = time.monotonic() + 90
+    while proc.poll() is None and len(kids) < 2 and time.monotonic() < deadline:
+        kids |= _children(proc.pid)
+        time.sleep(0.005)
+    if proc.poll() is not None:
+        pytest.skip("doctor finished before both workers were seen")
+    proc.kill()
+    proc.wait(30)
+    deadline = time.monotonic() + 60
+    while any(_alive(k) for k in kids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [k for k in kids if _alive(k)]
+    for k in left:
+        with contextlib.suppress(OSError):
+            os.kill(k, signal.SIGKILL)
+    assert len(kids) >= 2 and not left, left
+
+
 def _done_one(pid: int) -> bool:
     """Whether worker ``pid`` has used some CPU time (it is judging, or has judged, a run)."""
     try:

@@ -544,6 +544,20 @@ def test_a_logged_zero_rate_under_a_falling_loss_warns_that_the_log_misreports_i
     assert one(rep, "TP-ZERO-LR-LEARNING").data["loss_fall_low"] > math.log(1 / 0.95)
 
 
+@pytest.mark.parametrize("n,seed,tau", [(20, 0, 0.1), (51, 1, 0.05), (300, 2, 0.03), (2000, 3, 0.08)])
+def test_a_logged_zero_rate_over_a_fast_fall_that_holds_warns(n, seed, tau):
+    # A head that learns 1.9 -> 0.25 within the first tenth of the run and then holds
+    # (its backbone's group at lr 0 logged): a line over the run fits it badly, and its
+    # interval, widened for the bend, crossed a slow learner's fall (a helper's run FAILed
+    # TP-ZERO-LR). The fall from the start level to the end level shows it.
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    loss = (0.25 + 1.65 * np.exp(-t / tau)) * np.exp(0.1 * rng.standard_normal(n))
+    rep = judge(loss=loss.tolist(), lr=[0.0] * n)
+    assert "TP-ZERO-LR" not in rep.ids() and rep.verdict.value == "WARN"
+    assert one(rep, "TP-ZERO-LR-LEARNING").data["loss_fall_low"] > math.log(1 / 0.95)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_a_zero_rate_with_a_loss_that_does_not_fall_still_fails(seed):
     # noisy and wandering losses that do not move (what lr 0 produces): never read as learning

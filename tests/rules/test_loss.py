@@ -1545,6 +1545,17 @@ def test_objective_changed_needs_an_accuracy_that_rose_beyond_its_noise(acc_of):
         assert "TP-DIVERGE" in rep.ids(), (seed, rep.ids())
 
 
+@pytest.mark.parametrize("n", [30, 300])
+def test_diverge_an_accelerating_blow_up_fires_whatever_the_accuracy_says(n):
+    # A loss that grows 3x a log from two thirds of the run on: no running average climbs
+    # faster and faster, so an accuracy that goes on rising does not explain it.
+    t = np.arange(n)
+    k = 2 * n // 3
+    loss = (0.8 + 1.5 * np.exp(-t / (n / 4))) * np.where(t >= k, 3.0 ** np.minimum(t - k + 1, 12), 1.0)
+    rep = judge(loss=loss, accuracy=0.5 + t / (3 * n))
+    assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids()
+
+
 def test_diverge_after_learning_fires_though_the_accuracy_rose_before_the_climb():
     # A run that learns (loss 2.3 -> 0.4, accuracy 0.1 -> 0.85), then blows up at step 600
     # (loss to 2.0, accuracy to 0.3): the accuracy's best came before the climb.

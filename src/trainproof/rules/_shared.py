@@ -12,7 +12,14 @@ import math
 import numpy as np
 
 from ..aliases.vocabulary import words
-from ._stats import change_interval, noise_sigma
+from ._stats import (
+    block_medians,
+    change_interval,
+    median,
+    noise_sigma,
+    smoothing_block,
+    t_quantile,
+)
 
 
 def log_loss(ctx) -> np.ndarray:
@@ -43,11 +50,65 @@ def loss_change_interval(ctx) -> tuple[float, float] | None:
     return ctx.memo("loss_change_interval", compute)
 
 
+#: Points a loss needs before the autocorrelation of its noise is measured around its
+#: block medians (8 blocks of 5 to follow the curve by); TP-DIVERGE reads the same.
+AR_MIN_POINTS = 40
+
+
+#: Block medians the level reading of a fall needs: the first, and 5 later ones whose
+#: spread stands for the run's block-scale noise (fewer give a spread too often near 0).
+LEVEL_FALL_BLOCKS = 6
+
+
 def fall_shown(ctx) -> bool:
-    """Whether the loss's 99% interval of its fall over the run (log scale) lies above a
-    slow learner's fall (``dead_min_improvement``): a fall the noise cannot explain."""
+    """Whether the train loss fell beyond what its noise and a slow learner's fall
+    explain (:func:`fall_evidence`)."""
+    return fall_evidence(ctx) is not None
+
+
+def fall_evidence(ctx) -> tuple[str, float, float] | None:
+    """``(how, low, high)``: the train loss fell beyond what its noise and a slow
+    learner's fall (``dead_min_improvement``) explain, ``low`` to ``high`` the
+    ``dead_ci_z`` (99%) interval of the fall in nats of the log-loss; ``None`` when it
+    did not. Read two ways, either of which suffices (``how`` names it): ``"line"``, the
+    fall of the loss's least-squares line over the run (:func:`loss_change_interval`),
+    which a steady fall fits; ``"levels"``, the fall from its start level to its end
+    level, each the median of :func:`~trainproof.rules._stats.end_window` points, against
+    their standard errors from the point noise (widened for autocorrelation, as a running
+    average has it), which a fast fall that then holds shows and a line does not (a head
+    that learns 1.9 -> 0.25 in a tenth of the run: the line's residuals are one long
+    bend, whose autocorrelation widens its interval past the fall)."""
+    bar = -math.log1p(-ctx.th.dead_min_improvement)
     ci = loss_change_interval(ctx)
-    return ci is not None and ci[0] > -math.log1p(-ctx.th.dead_min_improvement)
+    if ci is not None and ci[0] > bar:
+        return "line", ci[0], ci[1]
+    levels = ctx.memo("level_fall", lambda: _level_fall(ctx))
+    if levels is not None and levels[0] > bar:
+        return "levels", levels[0], levels[1]
+    return None
+
+
+def _level_fall(ctx) -> tuple[float, float] | None:
+    """The ``dead_ci_z`` interval of the fall from the start level (the first block
+    median, blocks of :func:`~trainproof.rules._stats.smoothing_block` points) to the level
+    the run then held (the median of the later block medians), against the spread of those
+    later block medians (1.4826 x their MAD): the block-scale noise of the run itself, its
+    wander and autocorrelation included; the interval's half-width is a Student-t quantile
+    of that spread, since a spread of few blocks is itself uncertain. ``None`` with fewer than :data:`LEVEL_FALL_BLOCKS` blocks or non-positive
+    points (see :func:`fall_evidence`)."""
+    s = ctx.finite("loss")
+    if not bool(np.all(s.values > 0)):
+        return None
+    meds, _ = block_medians(s.values, smoothing_block(len(s)))
+    if meds.size < LEVEL_FALL_BLOCKS:
+        return None
+    y = np.log(meds)
+    later = y[1:]
+    held = float(median(later))
+    spread = 1.4826 * float(median(np.abs(later - held)))
+    half = t_quantile(ctx.th.dead_ci_z, later.size - 1) * spread * math.sqrt(1 + 1 / later.size)
+    fall = float(y[0]) - held
+    return fall - half, fall + half
 
 
 def lr_restart_after(ctx, at_step: float) -> tuple[float, float, float, float] | None:

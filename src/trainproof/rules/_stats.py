@@ -408,6 +408,16 @@ def ar1_inflation(residuals: np.ndarray, cap: float = 0.9) -> tuple[float, float
     return rho, math.sqrt((1 + rho) / (1 - rho))
 
 
+def t_quantile(z: float, df: int) -> float:
+    """The Student-t quantile with ``df`` degrees of freedom at the normal quantile ``z``
+    (2.576 for 99% two-sided), by the Cornish-Fisher expansion to 1/df^2 (within 5% of the
+    exact value from df = 4 on: 4.36 against 4.60 at df 4, 3.50 at df 7): a spread read
+    from few values is itself uncertain."""
+    df = max(1, int(df))
+    z3, z5 = z**3, z**5
+    return z + (z3 + z) / (4 * df) + (5 * z5 + 16 * z3 + 3 * z) / (96 * df * df)
+
+
 def change_interval(steps: np.ndarray, values: np.ndarray, z: float) -> tuple[float, float] | None:
     """The confidence interval ``(low, high)`` of the fall of ``values`` over the run: the
     first minus the last value of their least-squares line against ``steps`` (so a falling

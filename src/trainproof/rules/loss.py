@@ -10,7 +10,7 @@ from ..aliases.vocabulary import words
 from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct, step, times
-from ._shared import fall_shown, log_loss_noise, loss_change_interval, lr_restart_after, margin_objective
+from ._shared import AR_MIN_POINTS, fall_shown, log_loss_noise, loss_change_interval, lr_restart_after, margin_objective
 from ._stats import (
     ar1_inflation,
     block_medians,
@@ -1446,7 +1446,7 @@ def _lone_start_cut(ratio: float, k: int) -> float:
 
 #: Points a loss needs before TP-DIVERGE measures the autocorrelation of its noise (see
 #: check_diverge): 40 give at least 8 block medians of 5 points to follow the curve by.
-DIVERGE_AR_MIN_POINTS = 40
+DIVERGE_AR_MIN_POINTS = AR_MIN_POINTS
 
 
 def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
@@ -1701,7 +1701,8 @@ DIVERGE_THRESHOLDS = [
         "after it), a logged loss-term weight (beta, "
         "kl_weight, kl_coef, kl_warmup, …) or a noise level never falling (sigma, noise_level) that climbed "
         "{objective_weight_rise}x or more after the best level, a logged stage (a key naming a stage or a curriculum, not a scheduler's phase) that changed after it, or the "
-        "run's own accuracy ending {objective_accuracy_rise} or more (and beyond its noise) above where it stood at the loss's best level."
+        "run's own accuracy ending {objective_accuracy_rise} or more (and beyond its noise) above where it stood at the loss's best level, "
+        "under a climb from the first point that slows down."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
     not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging. Nor is a train loss whose objective changed after its best level while the model improved: a VAE's KL weight annealed up, a curriculum's harder stage, with a held-out loss that kept falling.",
@@ -1733,8 +1734,8 @@ def check_diverge(ctx):
         "or a noise level a curriculum adds to the data (sigma, noise_level; never falling) "
         "that climbed {objective_weight_rise}x or more after the best level, a logged stage (a key naming a stage or "
         "a curriculum, not a scheduler's phase) that changed after it, or the run's own accuracy (train or held-out) "
-        "ending {objective_accuracy_rise} or more, and beyond its noise, above where it stood at the loss's best level: the model "
-        "got better at its task while the loss climbed (a running average filling up)."
+        "ending {objective_accuracy_rise} or more, and beyond its noise, above where it stood at the loss's best level, under a climb "
+        "from the first point that slows down: the model got better at its task while the loss climbed (a running average filling up)."
     ),
     why="Levels of a loss compare only while it measures one thing. A VAE whose KL weight is annealed from 0 to 1, "
     "or a curriculum that moves to harder data, raises the train loss while the model improves; a divergence would "
@@ -2139,6 +2140,27 @@ def objective_changed(
     )
 
 
+def _climb_decelerates(ctx, onset_step: float) -> bool:
+    """Whether the train loss's climb from ``onset_step`` to the end slows down: it rises
+    no more over the second half of those steps than over the first (levels the median of
+    ``end_window`` // 2 points, at least 1, around the onset, the midpoint and the end). A
+    running average filling up climbs so (each step adds a share of what is left); a
+    blow-up accelerates, and no accuracy explains that away."""
+    s = ctx.finite("loss")
+    v, n = s.values, len(s)
+    i_on = int(np.searchsorted(s.steps, onset_step))
+    if n - i_on < 3:
+        return False
+    h = max(1, end_window(n) // 4)
+
+    def level(i: int) -> float:
+        return float(median(v[max(i_on, i - h) : min(n, i + h + 1)]))
+
+    i_mid = (i_on + n - 1) // 2
+    on, mid, end = level(i_on), level(i_mid), float(median(v[max(i_on, n - 1 - 2 * h) :]))
+    return end - mid <= mid - on
+
+
 def _accuracy_rose(ctx, best_step: float, onset_step: float) -> str | None:
     """The run's own accuracy (train or held-out, :func:`is_accuracy_key`; in [0, 1] or in
     percent) ended above where it stood when the loss was at its best level (at
@@ -2148,8 +2170,13 @@ def _accuracy_rose(ctx, best_step: float, onset_step: float) -> str | None:
     changed objective). The end is the median of the last 10% of the accuracies after the
     climb's onset (``onset_step``), at least 3; the level at the best, the median of as
     many up to ``best_step`` (or the first accuracy, where it came later but before the
-    onset)."""
+    onset). Only for a climb from the run's first point that slows down
+    (:func:`_climb_decelerates`)."""
     th = ctx.th
+    # An average that filled and held, then climbs, follows a loss that climbs: only a
+    # climb from the run's first point is an average filling up from zero.
+    if best_step > float(ctx.finite("loss").steps[0]) or not _climb_decelerates(ctx, onset_step):
+        return None
     for name, series in sorted(ctx.run.series.items()):
         if not is_accuracy_key(series.key or name):
             continue

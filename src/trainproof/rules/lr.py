@@ -18,7 +18,7 @@ from ..findings import Level
 from ..runlog import Series
 from ._fmt import num, pct, step
 from ._schedule import still_warming_up
-from ._shared import fall_shown, loss_change_interval
+from ._shared import fall_evidence, fall_shown
 from .registry import Need, rule
 
 
@@ -181,7 +181,7 @@ def check_zero_lr(ctx):
         "lr_startup_points",
     ],
     least_evidence="TP-ZERO-LR's share of logged rates <= 0 and a train loss whose fall shows beyond its noise.",
-    detects="TP-ZERO-LR's condition (a learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end) while the train loss falls: the {dead_ci_z:g}-sigma interval of its change over the run (log scale, widened for autocorrelation) lies above a slow learner's {dead_min_improvement:.0%} fall. "
+    detects="TP-ZERO-LR's condition (a learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end) while the train loss falls: the {dead_ci_z:g}-sigma interval of its change over the run (log scale, widened for autocorrelation), or of the change from its start level to its end level (medians of its first and last 10%, a fall that is fast and then holds), lies above a slow learner's {dead_min_improvement:.0%} fall. "
     + _EDGES,
     why="A zero rate cannot move the weights, so a loss that falls beyond its noise shows either that the rate in the log is not the one training the model (then every lr check reads the wrong number) or that the loss falls without learning (data that gets easier as the run goes on). The log cannot tell the two apart, so it warns instead of failing.",
     not_mean="It does not say the run is healthy: check which it is. It does not fail the run either, because the first reading is a common logging artefact.",
@@ -194,15 +194,23 @@ def check_zero_lr_learning(ctx):
         return
     s = p.s
     k = int(p.nonpos.sum())
-    lo, hi = loss_change_interval(ctx)
+    how, lo, hi = fall_evidence(ctx)
     loss = ctx.finite("loss")
+    over = "over the run" if how == "line" else "from its first to its last points (medians)"
     yield ctx.finding(
         f"the logged learning rate is <= 0 on {pct(k / len(s))} of logged steps, yet the loss falls: the rate in the "
         "log is not the one applied, or the loss falls for another reason",
         f"{k} of {len(s)} logged learning rates are <= 0 (steps {step(s.steps[0])}–{step(s.steps[-1])}); the train "
-        f"loss goes {num(loss.values[0])} -> {num(loss.values[-1])}, and the 99% interval of its fall over the run is "
+        f"loss goes {num(loss.values[0])} -> {num(loss.values[-1])}, and the 99% interval of its fall {over} is "
         f"{num(lo)} to {num(hi)} nats (log scale), beyond a slow learner's {pct(ctx.th.dead_min_improvement)}.",
-        {"nonpositive": k, "points": len(s), "share": k / len(s), "loss_fall_low": lo, "loss_fall_high": hi},
+        {
+            "nonpositive": k,
+            "points": len(s),
+            "share": k / len(s),
+            "loss_fall_low": lo,
+            "loss_fall_high": hi,
+            "loss_fall_read": how,
+        },
         step=s.steps[0],
         line=s.lines[0],
     )

@@ -373,7 +373,11 @@ class Thresholds:
         "its accuracy falls (a running average of the accuracy falls with it). A new user's "
         "language model whose loss was logged as a running average from zero with a decay of "
         "0.995 climbed 0.09 -> 1.03 over 1,000 steps while its token accuracy rose 0.10 -> "
-        "0.54 and its eval loss held at 1.05.",
+        "0.54 and its eval loss held at 1.05. Only for a climb from the run's first point that "
+        "slows down (it rises no more over the second half of its steps than over the "
+        "first), as an average filling up from zero does: an average that filled and held "
+        "and then climbs follows a loss that climbs, and a blow-up accelerates, whatever an "
+        "accuracy beside it says.",
         unit="share",
         valid=SHARE,
     )

@@ -67,6 +67,14 @@ WHY = {
         "hate-speech task cannot honestly reach 1e-4 in 40 steps (leaked or trivially separable labels) is "
         "knowledge of the task, not of the log."
     ),
+    "csv-lightning-lstm-exact-zero-loss": (
+        "Label disagreement (zero_loss). A 37-class LSTM's cross-entropy falls 0.685 -> 0.030 by step 109, "
+        "4.0e-5 over the first fifth and 2.6e-8 over the second, then is exactly 0.0 for 3,389 of 4,907 rows: "
+        "a float32 cross-entropy underflowing once every margin passes about 17 nats, not a zero from a level "
+        "the run held (no gradient norm is logged). Helpers' healthy easy tasks reach exactly 0.0 the same way, "
+        "so the log cannot tell a leaked or trivial target from an easy one: TP-ZERO-LOSS-FITTED, a WARN that "
+        "names the leak, instead of TP-ZERO-LOSS-ONSET's 'a NaN hidden by the logger'."
+    ),
     "hf-wav2vec2-ctc-sum-spike-recovers": (
         "The spike (883 -> 2397, 2.7x its level) is under TP-LOSS-SPIKE's 3x bar, and the run recovers to "
         "1.2x its minimum, under TP-DIVERGE's 1.5x: a WARN would need a lower spike bar, which healthy noisy "

@@ -510,3 +510,47 @@ def test_a_monitor_whose_history_cannot_be_used_keeps_training_and_says_why(tmp_
     rep = mon.report(print_it=False)
     assert step == 59 and rep.judged and rep.history_error.endswith("does not exist")
     assert f"the run was not recorded: history {where}" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- a loss solved to exactly 0
+
+
+def _separable(seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(1024, 20, generator=g)
+    w = torch.randn(20, generator=g)
+    y = (x @ w > 0).long()
+    x = x + 4.0 * (2 * y.float() - 1).unsqueeze(1) * w / w.norm()  # a wide margin
+    return x, y
+
+
+@pytest.mark.parametrize("loss_kind", ["hinge", "cross-entropy"])
+def test_a_task_solved_to_exactly_zero_is_not_stopped(loss_kind):
+    # A hinge loss is exactly 0 once every example meets its margin (the monitor reads the
+    # clamp in the loss's graph); a float32 cross-entropy on well-separated classes
+    # underflows to exactly 0. Both were stopped with TP-ZERO-LOSS-ONSET ("a hidden NaN").
+    x, y = _separable()
+    torch.manual_seed(0)
+    out = 1 if loss_kind == "hinge" else 2
+    model = torch.nn.Linear(20, out)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2 if loss_kind == "hinge" else 5e-2)
+    mon = trainproof.watch(model, opt, check_every=10, policy="raise", max_steps=400)
+    g = torch.Generator().manual_seed(1)
+    zeros = 0
+    for step in range(400):
+        i = torch.randint(0, 1024, (32,), generator=g)
+        if loss_kind == "hinge":
+            loss = torch.clamp(1 - (2 * y[i].float() - 1) * model(x[i]).squeeze(1), min=0).mean()
+        else:
+            loss = torch.nn.functional.cross_entropy(model(x[i]) * 10, y[i])
+        opt.zero_grad()
+        loss.backward()
+        mon.log(step, loss)  # raises RunFailed on a FAIL
+        opt.step()
+        zeros += loss.item() == 0.0
+    rep = mon.report(print_it=False)
+    mon.close()
+    assert zeros > 100  # the mechanism: the loss sat at exactly 0
+    assert rep.verdict is not Level.FAIL and "TP-ZERO-LOSS-FITTED" in rep.ids(), rep.ids()
+    # gradients that are all zero because the loss is exactly 0 are not cut off from it
+    assert "TP-PARAMS-NO-GRAD" not in rep.ids()

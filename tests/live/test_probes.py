@@ -823,3 +823,30 @@ def test_fresh_batches_are_not_the_same_batch(kind):
     # An evaluation pass on a fixed held-out set (no gradients, eval mode) is not the
     # batch trained on.
     assert _batch_loop(kind) == [0.0, 0.0]
+
+
+def test_margin_loss_reads_a_hinge_in_the_loss_graph():
+    from trainproof.live.probes import margin_loss
+
+    x = torch.randn(8, 4, requires_grad=True)
+    s = torch.sign(torch.randn(8))
+    y = torch.randint(0, 4, (8,))
+    F = nn.functional
+    hinges = [
+        torch.clamp(1 - s * x[:, 0], min=0).mean(),
+        F.relu(1 - s * x[:, 0]).sum() / 8,
+        F.triplet_margin_loss(x[:4], x[4:], x[:4].flip(0)),
+        F.margin_ranking_loss(x[:, 0], x[:, 1], s),
+        F.multi_margin_loss(x, y),
+        0.5 * torch.clamp(1 - s * x[:, 0], min=0).mean(),
+    ]
+    others = [
+        F.cross_entropy(x, y),
+        F.mse_loss(x, torch.zeros(8, 4)),
+        F.soft_margin_loss(x[:, 0], s),  # a softplus: never exactly 0
+        torch.clamp(1 - s * x[:, 0], min=0).mean() + 0.01 * x.pow(2).sum(),  # plus a penalty
+        torch.clamp(1 - s * x[:, 0], min=0).mean().detach(),
+        1.5,
+    ]
+    assert [margin_loss(v) for v in hinges] == [True] * len(hinges)
+    assert [margin_loss(v) for v in others] == [False] * len(others)

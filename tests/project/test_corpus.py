@@ -71,6 +71,11 @@ def test_labelled_broken_runs_fail(shared, fmt):
         # writes 0.0, the gradient norm going on smoothly across it: rounding, not an exact
         # zero. That a hate-speech task cannot honestly reach 1e-4 is knowledge of the task.
         "hf-hatespeech-cls-zero-loss",
+        # A 37-class cross-entropy at 2.6e-8 that underflows to exactly 0.0 for 70% of the
+        # run: what an easy task solved to float precision does too (TP-ZERO-LOSS-FITTED,
+        # a WARN naming the leak). That this task cannot honestly be that easy is knowledge
+        # of the task.
+        "csv-lightning-lstm-exact-zero-loss",
         # Labelled flat, judged no progress (TP-LOSS-STALLED, a WARN): the log cannot tell
         # them from a fine-tune at its floor (evidence/accuracy.md has the numbers). A LoRA
         # at lr 2e-4 with a live gradient norm, 2.17 -> 2.12 inside +-5% noise: the 99%

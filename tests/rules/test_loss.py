@@ -188,6 +188,65 @@ def test_zero_loss_onset_near_zero_tail_does_not_fire():
     assert "TP-ZERO-LOSS-ONSET" not in rep.ids() and "TP-ZERO-LOSS" not in rep.ids()
 
 
+# --- TP-ZERO-LOSS-FITTED --------------------------------------------------------------
+
+
+def _underflow(n, decades_per_log, start=0.76, seed=0):
+    """A loss that falls ``decades_per_log`` decades a log with a wobble until it
+    underflows (below 1e-9) to exactly 0.0, as a float32 cross-entropy on an easy task
+    does; the rest of the run is 0.0."""
+    rng = np.random.default_rng(seed)
+    v = start * 10.0 ** (-decades_per_log * np.arange(n)) * np.exp(0.3 * rng.standard_normal(n))
+    v[v < 1e-9] = 0.0
+    return v
+
+
+@pytest.mark.parametrize("n,dpl", [(20, 1.5), (100, 0.5), (2000, 0.05)])
+@pytest.mark.parametrize("grad", ["zero", "none"])
+def test_zero_loss_fitted_a_loss_that_underflows_to_zero_is_a_warning(n, dpl, grad):
+    # Helpers' easy 2- and 4-class tasks went 0.76 -> 3.7e-9 -> 0.0 and were stopped
+    # in-loop by TP-ZERO-LOSS-ONSET ("a hidden NaN").
+    loss = _underflow(n, dpl)
+    cols = {"loss": loss}
+    if grad == "zero":
+        cols["grad_norm"] = np.where(loss > 0, 1e-3 + loss, 0.0)
+    rep = judge(**cols)
+    f = one(rep, "TP-ZERO-LOSS-FITTED")
+    assert rep.verdict is Level.WARN and f.data["read"] == "underflow"
+    assert not {"TP-ZERO-LOSS-ONSET", "TP-ZERO-GRAD-ONSET"} & set(rep.ids())
+
+
+@pytest.mark.parametrize("n,seed", [(60, 0), (400, 1), (3000, 2)])
+def test_zero_loss_fitted_zeros_that_come_and_go_far_below_the_start(n, seed):
+    # A hinge loss on separable data: 1.39 at the start, then batches at 0.001-0.01
+    # among batches where every example meets the margin (exactly 0), then 0 to the end.
+    rng = np.random.default_rng(seed)
+    loss = np.where(rng.random(n) < 0.5, 0.0, 0.005 * np.exp(rng.standard_normal(n)))
+    loss[:3] = [1.39, 0.14, 0.016]
+    loss[-max(5, n // 10) :] = 0.0
+    rep = judge(loss=loss)
+    assert one(rep, "TP-ZERO-LOSS-FITTED").data["read"] == "intermittent"
+    assert rep.verdict is Level.WARN
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["ordinary-level", "nan-grad", "fell-three-decades", "zeros-among-ordinary"],
+)
+def test_zero_loss_fitted_a_zero_from_a_level_the_run_holds_is_still_the_fail(case):
+    loss = list(decaying(20)) + [0.0] * 6  # an ordinary level, then zeros: a hidden NaN
+    cols = {}
+    if case == "nan-grad":  # an underflow shape whose zeros have NaN gradient norms
+        loss = list(_underflow(40, 0.5))
+        cols["grad_norm"] = [0.5 if x > 0 else math.nan for x in loss]
+    elif case == "fell-three-decades":  # 1e-3 of the start, then abruptly 0.0
+        loss = list(0.76 * 10.0 ** (-3 * np.linspace(0, 1, 30))) + [0.0] * 8
+    elif case == "zeros-among-ordinary":  # zeros that came and went among ordinary losses
+        loss = [2.3, 2.2, 2.1] + [0.0 if i % 3 == 0 else 0.9 for i in range(30)] + [0.0] * 6
+    rep = judge(loss=loss, **cols)
+    assert "TP-ZERO-LOSS-FITTED" not in rep.ids() and rep.verdict is Level.FAIL, rep.ids()
+
+
 # --- TP-FLAT --------------------------------------------------------------------------
 
 

@@ -61,6 +61,7 @@ KEYS = (
     "model/grad_nonfinite_params",
     "model/eval_mode_share",
     "model/probs_as_logits",
+    "model/margin_graph",
     "model/grads_not_reset",
     "model/applied_grad_norm",
     "model/layer_update_ratio_max",
@@ -288,6 +289,56 @@ def squashed_twice(loss) -> str | None:
     return None
 
 
+#: Autograd nodes of a batch reduction or a scaling that pass a margin loss through: a mean
+#: or sum over the batch, a division by its size, a weight.
+_REDUCTIONS = frozenset(
+    {
+        "MeanBackward0",
+        "MeanBackward1",
+        "SumBackward0",
+        "SumBackward1",
+        "DivBackward0",
+        "DivBackward1",
+        "MulBackward0",
+        "MulBackward1",
+    }
+)
+#: Autograd nodes whose output is exactly 0 on every example that meets its margin: a clamp
+#: at 0 (``torch.clamp(1 - y * f, min=0)``, triplet and margin-ranking losses), a ReLU or
+#: ``max(0, ...)``, and torch's multi-class margin losses.
+_MARGIN_NODES = frozenset(
+    {
+        "ClampBackward1",
+        "ClampMinBackward0",
+        "ReluBackward0",
+        "ThresholdBackward0",
+        "MaximumBackward0",
+        "MultiMarginLossBackward0",
+        "MultilabelMarginLossBackward0",
+    }
+)
+
+
+def margin_loss(loss) -> bool:
+    """Whether the loss tensor is a margin loss (a hinge): under at most 4 batch
+    reductions or scalings (:data:`_REDUCTIONS`) its graph starts at a node that is
+    exactly 0 for an example that meets its margin (:data:`_MARGIN_NODES`). Such a loss is
+    exactly 0.0, with no gradient, once every example in the batch meets it: a solved
+    task, not a hidden NaN. A float or a detached tensor gives ``False``."""
+    fn = getattr(loss, "grad_fn", None)
+    for _ in range(5):
+        if fn is None:
+            return False
+        name = type(fn).__name__
+        if name in _MARGIN_NODES:
+            return True
+        if name not in _REDUCTIONS:
+            return False
+        edges = getattr(fn, "next_functions", ())
+        fn = edges[0][0] if edges else None
+    return False
+
+
 class ModelProbe:
     """Measures a model and its optimizer at the monitor's check steps.
 
@@ -345,6 +396,7 @@ class ModelProbe:
         self._calls = 0
         self._eval_calls = 0
         self._loss_graph: str | None | bool = False  # False: no loss seen since the last check
+        self._margin: bool | None = None  # None: no loss graph seen since the last check
         self._skipped = 0
         self._steps_at_last_log: int | None = None
         self._pre_handle = None
@@ -461,6 +513,7 @@ class ModelProbe:
             return
         try:
             self._loss_graph = squashed_twice(loss)
+            self._margin = margin_loss(loss)
         except Exception as e:  # noqa: BLE001 - an unusual graph must not stop training
             self._off("the loss graph", e)
 
@@ -692,6 +745,9 @@ class ModelProbe:
         if self._calls:
             host["model/eval_mode_share"] = self._eval_calls / self._calls
         graph, self._loss_graph = self._loss_graph, False
+        if self._margin is not None:
+            host["model/margin_graph"] = float(self._margin)
+            self._margin = None
         if graph is not False:
             host["model/probs_as_logits"] = float(graph is not None)
             if graph is not None:

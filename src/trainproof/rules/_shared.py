@@ -152,8 +152,61 @@ MARGIN_WORDS = frozenset({"triplet", "hinge", "margin"})
 
 
 def margin_objective(run) -> str | None:
-    """The key of the run that names a margin loss (:data:`MARGIN_WORDS`), or ``None``."""
+    """The key of the run that names a margin loss (:data:`MARGIN_WORDS`), or the live
+    monitor's ``model/margin_graph`` where it read one in the loss's autograd graph (a
+    hinge: a clamp at 0 under the batch mean), or ``None``."""
     for s in run.series.values():
         if set(words(s.key)) & MARGIN_WORDS:
             return s.key
+    graph = run.series.get("model/margin_graph")
+    if graph is not None and bool(np.any(np.asarray(graph.values) == 1)):
+        return graph.key
     return None
+
+
+def zero_loss_fitted(ctx) -> dict | None:
+    """The train loss ends on at least ``zero_min_points`` exact zeros after positive
+    values, the last of which (median of up to 3) are at most ``zero_fitted_share`` of its
+    starting level (median of its first 3 positive points) (``how`` ``"underflow"``), or
+    zeros came and went before the trailing run among positives whose median is under
+    ``zero_mixed_level`` of that start (``"intermittent"``, ``before`` that median: batches
+    every example fits exactly, a margin loss at its margin); and no gradient norm logged
+    over the zeros is non-finite: a loss fitted to float precision, not zeroed by a bug (a
+    hidden NaN, a masked batch). ``{"start", "before", "onset", "how"}`` (levels, the index
+    of the first zero of the trailing run, the reading), or ``None``."""
+
+    def compute():
+        th = ctx.th
+        s = ctx.finite("loss")
+        v = s.values
+        zero = v == 0
+        if v.size < 2 or zero.all() or not zero[-1]:
+            return None
+        onset = int(np.flatnonzero(~zero)[-1]) + 1
+        if v.size - onset < th.zero_min_points:
+            return None
+        pos = v[:onset][v[:onset] > 0]
+        if not pos.size:
+            return None
+        # three points at each end: a fall fast enough to underflow crosses decades
+        # between logs, and five would reach into it
+        start, before = float(median(pos[:3])), float(median(pos[-3:]))
+        how = "underflow"
+        if before > th.zero_fitted_share * start:
+            # Zeros that came and went before the trailing run, among positives far below
+            # the start: batches that every example fits exactly (a hinge or triplet loss at
+            # its margin, easy batches), not a bug that zeroes an ordinary loss
+            # (TP-ZERO-LOSS-MIXED's zero_mixed_level).
+            first = int(np.argmax(zero))
+            mid = v[first:onset][v[first:onset] > 0]
+            if first >= onset or not mid.size or float(median(mid)) >= th.zero_mixed_level * start:
+                return None
+            how, before = "intermittent", float(median(mid))
+        if ctx.has("grad_norm"):
+            g = ctx.series("grad_norm")
+            gv = g.values[g.steps >= s.steps[onset]]
+            if not bool(np.all(np.isfinite(gv))):
+                return None
+        return {"start": start, "before": before, "onset": onset, "how": how}
+
+    return ctx.memo("zero_loss_fitted", compute)

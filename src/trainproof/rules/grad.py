@@ -8,7 +8,7 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, step, times
-from ._shared import margin_objective
+from ._shared import margin_objective, zero_loss_fitted
 from ._stats import common_steps, improvement, median, runs_of, window_medians_at
 from .registry import Need, rule
 
@@ -153,7 +153,7 @@ def check_zero_grad(ctx):
     "zero",
     "the gradient norm was positive, then exactly 0.0 to the end, and the loss stopped moving",
     needs=[Need("grad_norm", "zero_min_points"), Need("loss", 2)],
-    thresholds=["zero_min_points", "dead_window", "dead_min_improvement"],
+    thresholds=["zero_min_points", "dead_window", "dead_min_improvement", "zero_fitted_share"],
     implies=(
         "TP-DEAD-RUN",
         "TP-FLAT",
@@ -166,7 +166,7 @@ def check_zero_grad(ctx):
     least_evidence="At least {zero_min_points} trailing norms exactly 0.0 after positive ones, and the loss over that stretch not improving by {dead_min_improvement:.0%}.",
     detects="The gradient norm is positive earlier in the run and exactly 0.0 at every one of its last {zero_min_points} or more finite points, while the loss logged over that stretch did not improve by {dead_min_improvement:.0%} (median of its first vs its last points there, at least {dead_window} each when it has them).",
     why="From the first zero on the optimizer cannot change the weights: the rest of the run is wasted, and a run that learned first and froze later hides it from rules that read the whole run.",
-    not_mean="It does not fire on small but non-zero norms, nor when the loss keeps improving over the zero stretch (a logger that stopped computing the norm), nor on a margin loss (a key naming triplet, hinge or margin) that is exactly 0 over the stretch: every example meets its margin.",
+    not_mean="It does not fire on small but non-zero norms, nor when the loss keeps improving over the zero stretch (a logger that stopped computing the norm), nor on a margin loss (a key naming triplet, hinge or margin) that is exactly 0 over the stretch: every example meets its margin; nor on a loss fitted to float precision (TP-ZERO-LOSS-FITTED's, last positive values at {zero_fitted_share:g} of the start or below) that is exactly 0 over it.",
     causes="Parameters frozen partway (a callback that sets requires_grad=False, an unfreezing schedule run backwards), the graph severed after a code path changes (a detach on a later epoch), every label masked from some batch on.",
     try_="Look at what changed at the onset step (callbacks, schedule, data); count the parameters with requires_grad=True and check the loss has a grad_fn after it.",
 )
@@ -184,8 +184,10 @@ def check_zero_grad_onset(ctx):
     tail = loss.values[loss.steps >= onset]
     if tail.size < 2:
         return
-    if np.all(tail == 0) and margin_objective(ctx.run):
-        return  # a margin loss at 0 has no gradient: every example meets its margin
+    if np.all(tail == 0) and (margin_objective(ctx.run) or zero_loss_fitted(ctx) is not None):
+        # a margin loss at 0 has no gradient (every example meets its margin), nor has a
+        # loss fitted to float precision (TP-ZERO-LOSS-FITTED's)
+        return
     w = min(max(th.dead_window, tail.size // 10), max(1, tail.size // 2))
     first, last, rel = improvement(tail, w)
     if rel >= th.dead_min_improvement:

@@ -10,7 +10,15 @@ from ..aliases.vocabulary import words
 from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct, step, times
-from ._shared import AR_MIN_POINTS, fall_shown, log_loss_noise, loss_change_interval, lr_restart_after, margin_objective
+from ._shared import (
+    AR_MIN_POINTS,
+    fall_shown,
+    log_loss_noise,
+    loss_change_interval,
+    lr_restart_after,
+    margin_objective,
+    zero_loss_fitted,
+)
 from ._stats import (
     ar1_inflation,
     block_medians,
@@ -161,11 +169,11 @@ def check_zero_loss(ctx):
     "zero",
     "loss was positive, then exactly 0.0 to the end",
     needs=[Need("loss", "zero_min_points")],
-    thresholds=["zero_min_points"],
+    thresholds=["zero_min_points", "zero_fitted_share", "zero_mixed_level"],
     least_evidence="At least 5 trailing losses exactly 0.0 after positive ones.",
     detects="A loss that was positive earlier in the run and is exactly 0.0 on the last 5 or more logged points.",
     why="A sudden exact zero is almost always a NaN hidden by the logger (HF's logging_nan_inf_filter averages over a window of NaNs to exactly 0.0) or a batch pipeline that stopped producing labels.",
-    not_mean="It does not mean the model converged: convergence approaches zero, it does not land on it exactly; except a margin loss (a key naming triplet, hinge or margin), exactly 0 whenever every example meets its margin, which this does not judge.",
+    not_mean="It does not mean the model converged: convergence approaches zero, it does not land on it from an ordinary level; a loss whose last positive values were already at {zero_fitted_share:g} of its start or below underflowed to 0 (TP-ZERO-LOSS-FITTED, a WARN), and a margin loss (a key naming triplet, hinge or margin, or a hinge the live monitor read in the loss's graph) is exactly 0 whenever every example meets its margin, which this does not judge.",
     causes="NaN losses replaced by 0 in the logger, labels that became fully masked (a truncation or packing bug), a data loader that started yielding empty batches.",
     try_="Look at the gradient norm from the onset step (NaN there confirms a hidden NaN); rerun with logging_nan_inf_filter=False to see the true loss; resume from a checkpoint before the onset with a lower learning rate.",
     objectives=("supervised",),
@@ -181,6 +189,8 @@ def check_zero_loss_onset(ctx):
         return
     if margin_objective(ctx.run):
         return  # a margin loss lands on 0 when every example meets its margin
+    if zero_loss_fitted(ctx) is not None:
+        return  # fitted to float precision: TP-ZERO-LOSS-FITTED's
     clause, gdata = _grad_clause(ctx, s.steps[start:])
     yield ctx.finding(
         f"loss drops to exactly 0.0 at step {step(s.steps[start])} and stays there",
@@ -198,19 +208,91 @@ def check_zero_loss_onset(ctx):
     )
 
 
+def _margin_met(ctx) -> dict | None:
+    """For a margin loss: its trailing run of at least ``zero_min_points`` exact zeros after
+    positive values, read as :func:`~trainproof.rules._shared.zero_loss_fitted` reads an
+    underflow (``how`` ``"margin"``), or ``None``."""
+    s = ctx.finite("loss")
+    v = s.values
+    zero = v == 0
+    if v.size < 2 or zero.all() or not zero[-1]:
+        return None
+    onset = int(np.flatnonzero(~zero)[-1]) + 1
+    pos = v[:onset][v[:onset] > 0]
+    if v.size - onset < ctx.th.zero_min_points or not pos.size:
+        return None
+    return {"start": float(median(pos[:3])), "before": float(median(pos[-3:])), "onset": onset, "how": "margin"}
+
+
+@rule(
+    "TP-ZERO-LOSS-FITTED",
+    Level.WARN,
+    "zero",
+    "the loss fell to float precision, then exactly 0.0 to the end",
+    needs=[Need("loss", "zero_min_points")],
+    thresholds=["zero_min_points", "zero_fitted_share", "zero_mixed_level"],
+    least_evidence="At least {zero_min_points} trailing losses exactly 0.0 after positive ones whose last values (median of up to 3) are at most {zero_fitted_share:g} of the starting level, or after zeros that came and went among positives under {zero_mixed_level:.0%} of it; no non-finite gradient norm over the zeros.",
+    detects="TP-ZERO-LOSS-ONSET's condition (a loss exactly 0.0 on its last {zero_min_points} or more points after positive ones) where the positive losses just before the zeros (median of up to 3) are at most {zero_fitted_share:g} of the run's starting level (median of its first 3 positive points), or where exact zeros already came and went before the trailing run among positive losses whose median is under {zero_mixed_level:.0%} of that start (batches every example fits exactly: a hinge or triplet loss at its margin, easy batches), and no gradient norm logged over the zeros is NaN or Inf: the loss fitted its data to float precision.",
+    why="A loss averaged over a batch is exactly 0.0 once every example is fitted to the last bit of float precision: a float32 cross-entropy reaches it when every margin passes about 17 nats. The model learned its training data perfectly, which is as often a label leak, a duplicated split or a task too easy as a success; the rest of the run changes nothing.",
+    not_mean="It is not a hidden NaN or a fully masked batch: those zero a loss from an ordinary level (TP-ZERO-LOSS-ONSET, a FAIL), and a non-finite gradient norm over the zeros keeps it that. A margin loss (a key naming triplet, hinge or margin, or a hinge the live monitor read in the loss's graph) that ends on exact zeros is read the same, from any level: every example meets its margin.",
+    causes="An easy or separable task (a few well-separated classes), labels visible in the inputs (a leak), the evaluation data in the training set, a model far larger than the data.",
+    try_="Check the held-out loss and accuracy: perfect there too on a hard task means a leak; otherwise stop the run earlier (early stopping) or make the task harder.",
+    objectives=("supervised",),
+)
+def check_zero_loss_fitted(ctx):
+    fit = zero_loss_fitted(ctx)
+    margin = margin_objective(ctx.run)
+    if fit is None and margin:
+        # a margin loss that ends on zeros from a higher level: every example met its margin
+        fit = _margin_met(ctx)
+    if fit is None:
+        return
+    s = ctx.finite("loss")
+    i = fit["onset"]
+    length = len(s) - i
+    clause, gdata = _grad_clause(ctx, s.steps[i:])
+    if fit["how"] == "underflow":
+        before = f"the positive losses just before were {num(fit['before'])} (median of up to 3)"
+    elif fit["how"] == "margin":
+        before = f"a margin loss ({margin}): every example of every batch meets its margin, from {num(fit['before'])}"
+    else:
+        before = (
+            f"exact zeros came and went before, among positive losses of median {num(fit['before'])} "
+            "(batches every example fits exactly)"
+        )
+    yield ctx.finding(
+        f"the loss fell to {num(fit['before'])} and then to exactly 0.0 at step {step(s.steps[i])}: fitted to "
+        "float precision",
+        f"the last {length} of {len(s)} finite losses are exactly 0.0, from step {step(s.steps[i])} (line "
+        f"{int(s.lines[i])}); {before}, {num(fit['before'] / fit['start'])} of the starting level "
+        f"{num(fit['start'])}." + clause,
+        {
+            "onset_step": s.steps[i],
+            "zero_points": length,
+            "points": len(s),
+            "loss_before": fit["before"],
+            "start_level": fit["start"],
+            "read": fit["how"],
+            **gdata,
+        },
+        step=s.steps[i],
+        line=s.lines[i],
+    )
+
+
 @rule(
     "TP-ZERO-LOSS-MIXED",
     Level.FAIL,
     "zero",
     "exact 0.0 losses mixed among ordinary ones",
     needs=[Need("loss", "zero_min_points")],
-    thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level", "dead_window"],
+    thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level"],
     least_evidence="At least {zero_min_points} exact zeros that are also at least {zero_mixed_share:.0%} of the points, among positive losses at least {zero_mixed_level:.0%} of the starting level.",
     detects=(
         "At least {zero_min_points} finite losses, and at least {zero_mixed_share:.0%} of them, are exactly "
         "0.0, the run does not end on a run of zeros (TP-ZERO-LOSS-ONSET's), and the positive losses logged "
         "from the first zero on have a median of at least {zero_mixed_level:.0%} of the run's starting level "
-        "(median of its first {dead_window} losses)."
+        "(median of its first 3 positive losses)."
     ),
     why=(
         "A loss averaged over a batch is exactly 0.0 only when every example in it is fitted to the last bit; "
@@ -234,7 +316,10 @@ def check_zero_loss_mixed(ctx):
     if count < th.zero_min_points or count < th.zero_mixed_share * v.size or zero.all() or zero[-1]:
         return
     first_zero = int(np.argmax(zero))
-    start = float(median(v[: th.dead_window]))
+    # the first 3 positive losses: a loss that falls within a few logs (a separable task)
+    # has left its start by the fifth, and zeros there are no level
+    head = v[v > 0][:3]
+    start = float(median(head)) if head.size else 0.0
     after = v[first_zero:]
     pos = after[after > 0]
     if start <= 0 or pos.size == 0 or float(median(pos)) < th.zero_mixed_level * start:

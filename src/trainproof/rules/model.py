@@ -231,7 +231,8 @@ def check_params_frozen(ctx):
     not_mean="Weights that the task does not use are healthy without gradients: BERT's pooler under a "
     "token-level loss, an auxiliary head whose loss is switched off, a discriminator on its generator's steps. "
     "An expert of a mixture-of-experts layer that one batch routes no token to has none for that batch only, "
-    "which the checks in a row leave out.",
+    "which the checks in a row leave out. Nor are gradients that are all zero because the loss at that step is "
+    "exactly 0 (a hinge or triplet loss met by every example of the batch).",
     causes="A .detach(), .item(), .numpy() or torch.no_grad() in the path from these parameters to the loss; a "
     "module defined but never called in forward; an output overwritten before the loss.",
     try_="After loss.backward(), list [n for n, p in model.named_parameters() if p.requires_grad and "
@@ -239,10 +240,17 @@ def check_params_frozen(ctx):
     "the unused module from the optimizer.",
 )
 def check_params_no_grad(ctx):
+    # At a step whose loss is exactly 0 (a margin loss met by every example, a loss fitted
+    # to float precision) every gradient is 0: nothing is cut off, there is nothing to learn.
+    s = ctx.finite("model/params_no_grad")
+    zero_loss = np.zeros(len(s), dtype=bool)
+    if ctx.has("loss"):
+        loss = ctx.finite("loss")
+        zero_loss = np.isin(s.steps, loss.steps[loss.values == 0])
     f = _persistent(
         ctx,
         "model/params_no_grad",
-        _positive,
+        lambda v: _positive(v) & ~zero_loss,
         lambda v: f"{_count(v)} in the optimizer get no gradient: they are cut off from the loss",
         "above 0",
         layer_key="model/params_no_grad",

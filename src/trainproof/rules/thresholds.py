@@ -612,6 +612,19 @@ class Thresholds:
         unit="points",
         valid=count(1),
     )
+    zero_fitted_share: float = threshold(
+        1e-4,
+        "A loss that ends on exact zeros after its last positive values (the median of up to "
+        "3) had fallen to this share of its starting level or below was fitted to float "
+        "precision, not zeroed by a bug: a float32 cross-entropy is exactly 0 once every "
+        "example's margin passes about 17 nats (helpers' easy 2- and 4-class tasks went "
+        "0.76 -> 3.7e-9 -> 0.0), a sum of squares underflows the same way. A hidden NaN or "
+        "a fully masked batch zeroes a loss from an ordinary level (HF's NaN filter writes "
+        "0.0 where the loss was 0.3). Such zeros are TP-ZERO-LOSS-FITTED, a warning: a task "
+        "solved to the last bit is as often a label leak or a task too easy as a success.",
+        unit="ratio",
+        valid=SHARE,
+    )
     frozen_lr_share: float = threshold(
         1e-3,
         "A loss that froze after the run learned is a schedule that decayed the rate away (a "

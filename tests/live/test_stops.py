@@ -412,3 +412,48 @@ def test_liverun_does_not_stop_on_a_claim_of_no_progress_without_a_cause(capsys)
             break
     assert stopped is not None
     assert "Measured cause (TP-FLAT): 4 parameter tensor(s)" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ a divergence the held-out loss does not confirm
+
+
+def climbing(n=260, eval_after=None, every=50) -> Guardian:
+    """A Guardian holding a train loss that falls to 1.75 by step 60 and then climbs
+    (a KL weight annealed up, unlogged) to about 3x that, its climb past TP-DIVERGE's bar
+    beginning near step 160, with an eval loss every ``every`` steps that falls
+    10.2 -> 5.4 until then and is ``eval_after(step)`` after it."""
+    g = Guardian(meta={"max_steps": 1500})
+    rng = np.random.default_rng(1)
+    for s in range(n):
+        level = 1.75 + 13.0 * math.exp(-s / 12) + (0.0 if s < 60 else 3.5 * (s - 60) / 340)
+        row = {"loss": level * math.exp(0.03 * rng.standard_normal()), "lr": 1e-3}
+        if (s + 1) % every == 0:
+            row["eval_loss"] = 4.3 + 5.9 * math.exp(-(s - 49) / 60) if s < 160 else eval_after(s)
+        g.add(s, row)
+    return g
+
+
+def test_a_divergence_whose_held_out_loss_keeps_improving_is_held_as_a_warning():
+    # The in-loop judgement stopped a helper's VAE with KL annealing (eval 10.2 -> 3.9)
+    # while only one or two evaluations had been made since the climb began: while every
+    # one of them is no worse than before it, the run goes on; a worse one stops it.
+    # (From objective_eval_after evaluations on, TP-OBJECTIVE-CHANGED reads them.)
+    rep = judged(climbing(eval_after=lambda s: 5.0 - 0.001 * s))
+    f = next(f for f in rep.findings if f.id == "TP-DIVERGE")
+    assert f.level is Level.WARN and f.data["held_out_not_worse"] and stops.HELD_OUT_NOTE in f.message
+    rep = judged(climbing(eval_after=lambda s: 5.6 + 0.01 * (s - 160)))
+    f = next(f for f in rep.findings if f.id == "TP-DIVERGE")
+    assert f.level is Level.FAIL and "held_out_not_worse" not in f.data
+
+
+def test_a_divergence_with_no_evaluation_since_the_climb_began_stands():
+    rep = judged(climbing(n=190, eval_after=lambda s: 4.0))  # no evaluation after step 160
+    f = next(f for f in rep.findings if f.id == "TP-DIVERGE")
+    assert f.level is Level.FAIL
+    # ... nor with no eval loss at all
+    g = Guardian(meta={"max_steps": 1500})
+    src = climbing(eval_after=lambda s: 4.0).runlog()
+    for s, v in zip(src.series["loss"].steps, src.series["loss"].values, strict=True):
+        g.add(int(s), {"loss": float(v), "lr": 1e-3})
+    f = next(f for f in judged(g).findings if f.id == "TP-DIVERGE")
+    assert f.level is Level.FAIL

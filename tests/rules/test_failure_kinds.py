@@ -619,6 +619,23 @@ def test_a_divergence_from_a_sharp_eval_minimum_still_fails(evals):
     assert "TP-EVAL-DIVERGE" in ids(judge_runlog(eval_run(n, n, train, np.array(evals))))
 
 
+@pytest.mark.parametrize("n_train,seed", [(60, 0), (300, 1), (1000, 2)])
+def test_eval_diverge_needs_a_train_rise_beyond_the_train_losss_own_noise(n_train, seed):
+    # A converged classifier trained on at lr 1e-4: its batches at 1e-5..3e-3 (heavy-tailed
+    # around 3e-5), its eval loss 0.0040 -> 0.0011 and then wiggling at 0.0015-0.0018 (one
+    # example of 1,024 deciding). Medians of 5 such train points differ 4x by chance (a
+    # helper's run FAILed TP-EVAL-DIVERGE, "the train loss rose 4.39x").
+    rng = np.random.default_rng(seed)
+    train = 3e-5 * np.exp(1.5 * rng.standard_normal(n_train))
+    evals = np.array([0.0040, 0.0021, 0.0019, 0.0014, 0.0013, 0.0011, 0.00108, 0.0018, 0.0017, 0.0017, 0.0016, 0.0016])
+    rep = judge_runlog(eval_run(n_train, evals.size, train, evals))
+    assert "TP-EVAL-DIVERGE" not in ids(rep) and rep.verdict is not Level.FAIL, ids(rep)
+    # The same evaluations over a train loss that climbs 3x beyond its noise: a divergence.
+    climbing = np.where(np.arange(n_train) < n_train * 7 // 12, 0.2, 0.6) * np.exp(0.1 * rng.standard_normal(n_train))
+    rep = judge_runlog(eval_run(n_train, evals.size, climbing, evals * 100))
+    assert {"TP-EVAL-DIVERGE", "TP-DIVERGE"} & ids(rep) and rep.verdict is Level.FAIL, ids(rep)
+
+
 @pytest.mark.parametrize("restart_rate", [1e-4, 2e-4])
 def test_both_losses_up_in_a_new_cycle_of_a_restarting_schedule_are_not_divergence(restart_rate):
     # Cosine with warm restarts: the rate decays to ~0 by the eval minimum, jumps back to a

@@ -287,8 +287,11 @@ class Guardian:
         progress needs a measured cause in the history too (a learning rate, updates or
         gradients about zero, parameters outside the optimizer or none updated): without
         one it is reported as a WARN that says so, and no live path stops on it
-        (:func:`trainproof.live.stops.demote_uncaused`). The report of a run that has ended
-        (``final``) is judged as ``trainproof judge`` judges its log.
+        (:func:`trainproof.live.stops.demote_uncaused`). A divergence of the train loss
+        whose held-out loss, evaluated since the climb began, is no worse than before it is
+        held as a WARN until an evaluation shows it
+        (:func:`trainproof.live.stops.hold_unconfirmed_divergence`). The report of a run
+        that has ended (``final``) is judged as ``trainproof judge`` judges its log.
 
         Args:
             charts: also attach the chart series (:func:`trainproof.render.charts.with_charts`;
@@ -310,6 +313,7 @@ class Guardian:
             # After the confirmation count: a claim held as a WARN for want of a cause keeps
             # its count, so it stops at once when a cause is measured later.
             kept = stops.demote_uncaused(rep.findings, run, self.thresholds)
+            kept = stops.hold_unconfirmed_divergence(kept, run)
             if kept != rep.findings:
                 rep = replace(rep, findings=kept, summary=fail_summary(kept, run))
         if (not final) if envelope is None else envelope:

@@ -186,6 +186,63 @@ def demote_uncaused(findings: Sequence[Finding], run: RunLog, th: Thresholds) ->
     return out
 
 
+#: The phrase a divergence held back for its held-out loss ends with.
+HELD_OUT_NOTE = (
+    "the held-out loss has not got worse since the climb began, so the run goes on until an evaluation shows it"
+)
+
+
+def _held_out_not_worse(run: RunLog, onset: float | None) -> str | None:
+    """A sentence with the numbers when the run's eval loss was evaluated both before
+    ``onset`` (a divergence's climb) and after it, and no evaluation after it is higher
+    than the best one before it; else ``None``."""
+    s = run.series.get("eval_loss")
+    if s is None or onset is None:
+        return None
+    ok = np.isfinite(s.values)
+    v, st = s.values[ok], s.steps[ok]
+    before, after = v[st <= onset], v[st > onset]
+    if not before.size or not after.size:
+        return None
+    ref = float(before.min())
+    if float(after.max()) > ref:
+        return None
+    return (
+        f"The eval loss ({s.key}) was at best {num(ref)} before the climb began (step {step_fmt(onset)}) and "
+        f"{num(float(after[-1]))} at the latest of its {after.size} evaluation(s) since: no worse."
+    )
+
+
+def hold_unconfirmed_divergence(findings: Sequence[Finding], run: RunLog) -> list[Finding]:
+    """The findings of a judgement of a run still training, a TP-DIVERGE FAIL turned into
+    a WARN while the held-out loss, evaluated since the climb began, is no worse than its
+    best before it (:func:`_held_out_not_worse`; ``data["held_out_not_worse"] = True``). A
+    model that diverges gets worse on held-out data too; a train loss whose objective
+    changes as planned (a KL weight annealed up, a longer sequence, a harder curriculum
+    stage) climbs while it improves there, and the ended run's judgement reads enough
+    evaluations to tell (TP-OBJECTIVE-CHANGED). Without an evaluation on each side of the
+    onset, or with one after it that is worse, the FAIL stands. The judgement of the ended
+    run is not touched."""
+    out: list[Finding] = []
+    for f in findings:
+        held = None
+        if f.id == "TP-DIVERGE" and f.level is Level.FAIL:
+            held = _held_out_not_worse(run, f.data.get("onset_step"))
+        if held is None:
+            out.append(f)
+            continue
+        out.append(
+            dataclasses.replace(
+                f,
+                level=Level.WARN,
+                message=f"{f.message} ({HELD_OUT_NOTE})",
+                evidence=f"{f.evidence} {held}" if f.evidence else held,
+                data={**f.data, "held_out_not_worse": True},
+            )
+        )
+    return out
+
+
 def stop_ids(ids: Iterable[str]) -> frozenset[str]:
     """``stop_on`` as canonical rule ids.
 

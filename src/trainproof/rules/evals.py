@@ -10,7 +10,7 @@ from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, step, times
 from ._shared import lr_restart_after
-from ._stats import curvature_noise_sigma, level_se, median, trend_z, window_medians
+from ._stats import curvature_noise_sigma, level_se, median, noise_sigma, trend_z, window_medians
 from .loss import objective_schedule
 from .registry import Need, rule
 
@@ -150,6 +150,24 @@ def _returned_to_level_before(v: np.ndarray, j: int, z: float) -> bool:
     return float(median(later)) - (a + b) / 2 <= z * se
 
 
+#: Train losses the noise gate of TP-EVAL-DIVERGE needs: fewer first differences are
+#: dominated by the curve's own fall and rise, not its noise (the rule also judges runs whose
+#: train loss is logged a handful of times, where it keeps the plain ratio).
+TRAIN_NOISE_MIN_POINTS = 20
+
+
+def _train_rise_shown(v: np.ndarray, w: int, after: float, at_best: float, z: float) -> bool:
+    """Whether a train-loss rise from ``at_best`` to ``after`` (levels of at least ``w``
+    points each) stands ``z`` standard errors above the loss's point noise
+    (:func:`noise_sigma` of the log of ``v``, the finite train losses); always, with fewer
+    than :data:`TRAIN_NOISE_MIN_POINTS` positive ones."""
+    pos = v[v > 0]
+    if pos.size < TRAIN_NOISE_MIN_POINTS:
+        return True
+    se = math.sqrt(2) * level_se(noise_sigma(np.log(pos)), w)
+    return math.log(after / at_best) > z * se
+
+
 @rule(
     "TP-EVAL-DIVERGE",
     Level.FAIL,
@@ -185,7 +203,9 @@ def _returned_to_level_before(v: np.ndarray, j: int, z: float) -> bool:
         "inflate), so one low evaluation the series returns from is not the minimum of a divergence; and the train loss at the end "
         "(median of up to its last 5 points), or its median over every point after the eval minimum, is at least "
         "{eval_diverge_rise}x the train loss at the eval minimum (the points logged up to it, else its first): a run "
-        "that blew up and recovered part of the way by its end spent the time after the minimum worse. Judged on the eval loss when the train loss is logged too rarely "
+        "that blew up and recovered part of the way by its end spent the time after the minimum worse; that rise "
+        "beyond {diverge_noise_z:g} standard errors of the train loss's own noise (on its log; from 20 train points "
+        "on), so that a heavy-tailed loss at its floor moving by chance is not read as worse. Judged on the eval loss when the train loss is logged too rarely "
         "for the train-loss trend rules. Not when the learning rate, after the minimum, climbed {diverge_lr_rise:g}x "
         "back to a rate the run held before it (a warm restart or a cyclic schedule), nor when a logged schedule "
         "of the objective moved after it (a loss-term weight or a never-falling noise level that climbed "
@@ -256,6 +276,11 @@ def check_eval_diverge(ctx):
     after = tr.values[tr.steps > best_step]
     train_after = max(train_end, float(median(after))) if after.size else train_end
     if train_at_best <= 0 or train_after < th.eval_diverge_rise * train_at_best:
+        return
+    # ... and beyond the train loss's own noise: levels of a few points of a heavy-tailed
+    # loss at its floor (a converged classifier's batches at 1e-5 to 3e-3) move 4x by
+    # chance. The noise on the log of the loss, as TP-DIVERGE reads it.
+    if not _train_rise_shown(tr.values, w, train_after, train_at_best, th.diverge_noise_z):
         return
     extra, ckpt_data = best_checkpoint(ctx.run)
     yield ctx.finding(

@@ -220,6 +220,32 @@ def pytorch_examples() -> tuple[list[Unit], list]:
     return units, want
 
 
+def pytorch_examples_imagenet() -> tuple[list[Unit], list]:
+    # The ImageNet script's ProgressMeter: each meter's value, then its running average in
+    # brackets; the epoch and the batch position in brackets; validation batches ("Test:")
+    # and the epoch's " * Acc@1" summary are no train steps. The batch index is 0-based: the
+    # line after batch i is step i + 1 of its epoch.
+    units, want = [], []
+    for e in (0, 1):
+        for i in (0, 10, 20):
+            loss = round(1.4 - e / 5 - i / 100, 4)
+            units.append(
+                [
+                    f"Epoch: [{e}][{i:3d}/100]\tTime  0.012 ( 0.015)\tData  0.001 ( 0.001)\t"
+                    f"Loss {loss:.4e} ({loss + 0.1:.4e})\tAcc@1  59.38 ( 33.24)\tAcc@5 100.00 (100.00)\n"
+                ]
+            )
+            want.append((e * 100 + i + 1, {"time": 0.012, "data": 0.001, "loss": loss}))
+        units.append(
+            [
+                "Test: [ 0/20]\tTime  0.004 ( 0.004)\tLoss 3.1000e-01 (3.1000e-01)\tAcc@1  90.62 ( 90.62)\n",
+                "Test: [10/20]\tTime  0.004 ( 0.004)\tLoss 2.9000e-01 (3.0000e-01)\tAcc@1  93.75 ( 92.19)\n",
+                " * Acc@1 92.500 Acc@5 100.000\n",
+            ]
+        )
+    return units, want
+
+
 def fairseq() -> tuple[list[Unit], list]:
     units, want = [], []
     for e in (1, 2):
@@ -411,6 +437,7 @@ DIALECTS = {
         tqdm_postfix_bars,
         nested_tqdm,
         pytorch_examples,
+        pytorch_examples_imagenet,
         fairseq,
         marian,
         mmengine,

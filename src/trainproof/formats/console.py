@@ -172,6 +172,14 @@ _MMENGINE = re.compile(
     r"\b(Epoch|Iter)\((train|val|test)\)\s*\[\s*(\d+)(?:\s*/\s*(\d+))?\s*\]"
     r"(?:\s*\[\s*(\d+)\s*/\s*(\d+)\s*\])?"
 )
+# pytorch/examples' ProgressMeter (its ImageNet script, copied into many loops): a train
+# line ``Epoch: [0][ 10/100]\tTime ...\tLoss 1.2429e+00 (1.3428e+00)\t...`` (each meter's
+# value, then its running average in brackets) and a validation batch ``Test: [ 10/ 20]``,
+# whose running values are no train step (its epoch's result is the `` * Acc@1`` line).
+# Searched, not matched at the start: a progress frame can be glued before it.
+_PROGRESS_METER = re.compile(
+    r"(?<![\w.])(?:Epoch:\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]|(Test):\s*\[\s*\d+\s*/\s*\d+\s*\])"
+)
 # A Keras progress or summary line: ``12/128 [==>...]``, ``128/128 ━━━━``, ``128/128 - 5s``.
 _KERAS = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[|━|- )")
 _RULER = re.compile(r"^\s*-{5,}\s*$")
@@ -400,6 +408,9 @@ def _parse(line: str) -> _Parsed | None:
         if llmc is not None:
             return llmc
     mm = _MMENGINE.search(line)
+    pm = _PROGRESS_METER.search(line) if mm is None else None
+    if pm is not None and pm.group(4):
+        return None  # a validation batch's running values
     pairs = _pairs(line)
     if not pairs and mm is None:
         return None
@@ -431,6 +442,10 @@ def _parse(line: str) -> _Parsed | None:
             p.counter = float(mm.group(3))
         if mode == "train":
             mode = None
+    elif pm is not None:
+        # the 0-based index of the batch just done: the (index + 1)-th step of the epoch
+        p.epoch = float(pm.group(1))
+        p.position = (float(pm.group(2)) + 1, float(pm.group(3)))
     if mode is None and p.has_step and _ABSENT_HINT.search(line):
         p.holes = tuple(
             k

@@ -164,6 +164,22 @@ def margin_objective(run) -> str | None:
     return None
 
 
+def trailing_zero_run(v: np.ndarray, min_points: int) -> tuple[int, float, float] | None:
+    """``(onset, start, before)`` when the losses ``v`` (finite, shape ``(n,)``) end on at
+    least ``min_points`` exact zeros after positive values: the index of the first zero of
+    that run, and the medians of the first and of the last 3 positive values before it
+    (three at each end: a fall fast enough to underflow crosses decades between logs, and
+    five would reach into it). ``None`` otherwise."""
+    zero = v == 0
+    if v.size < 2 or zero.all() or not zero[-1]:
+        return None
+    onset = int(np.flatnonzero(~zero)[-1]) + 1
+    pos = v[:onset][v[:onset] > 0]
+    if v.size - onset < min_points or not pos.size:
+        return None
+    return onset, float(median(pos[:3])), float(median(pos[-3:]))
+
+
 def zero_loss_fitted(ctx) -> dict | None:
     """The train loss ends on at least ``zero_min_points`` exact zeros after positive
     values, the last of which (median of up to 3) are at most ``zero_fitted_share`` of its
@@ -179,18 +195,11 @@ def zero_loss_fitted(ctx) -> dict | None:
         th = ctx.th
         s = ctx.finite("loss")
         v = s.values
+        run = trailing_zero_run(v, th.zero_min_points)
+        if run is None:
+            return None
+        onset, start, before = run
         zero = v == 0
-        if v.size < 2 or zero.all() or not zero[-1]:
-            return None
-        onset = int(np.flatnonzero(~zero)[-1]) + 1
-        if v.size - onset < th.zero_min_points:
-            return None
-        pos = v[:onset][v[:onset] > 0]
-        if not pos.size:
-            return None
-        # three points at each end: a fall fast enough to underflow crosses decades
-        # between logs, and five would reach into it
-        start, before = float(median(pos[:3])), float(median(pos[-3:]))
         how = "underflow"
         if before > th.zero_fitted_share * start:
             # Zeros that came and went before the trailing run, among positives far below

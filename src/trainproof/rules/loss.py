@@ -17,6 +17,7 @@ from ._shared import (
     loss_change_interval,
     lr_restart_after,
     margin_objective,
+    trailing_zero_run,
     zero_loss_fitted,
 )
 from ._stats import (
@@ -212,16 +213,11 @@ def _margin_met(ctx) -> dict | None:
     """For a margin loss: its trailing run of at least ``zero_min_points`` exact zeros after
     positive values, read as :func:`~trainproof.rules._shared.zero_loss_fitted` reads an
     underflow (``how`` ``"margin"``), or ``None``."""
-    s = ctx.finite("loss")
-    v = s.values
-    zero = v == 0
-    if v.size < 2 or zero.all() or not zero[-1]:
+    run = trailing_zero_run(ctx.finite("loss").values, ctx.th.zero_min_points)
+    if run is None:
         return None
-    onset = int(np.flatnonzero(~zero)[-1]) + 1
-    pos = v[:onset][v[:onset] > 0]
-    if v.size - onset < ctx.th.zero_min_points or not pos.size:
-        return None
-    return {"start": float(median(pos[:3])), "before": float(median(pos[-3:])), "onset": onset, "how": "margin"}
+    onset, start, before = run
+    return {"start": start, "before": before, "onset": onset, "how": "margin"}
 
 
 @rule(

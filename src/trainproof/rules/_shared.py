@@ -50,11 +50,6 @@ def loss_change_interval(ctx) -> tuple[float, float] | None:
     return ctx.memo("loss_change_interval", compute)
 
 
-#: Points a loss needs before the autocorrelation of its noise is measured around its
-#: block medians (8 blocks of 5 to follow the curve by); TP-DIVERGE reads the same.
-AR_MIN_POINTS = 40
-
-
 #: Block medians the level reading of a fall needs: the first, and 5 later ones whose
 #: spread stands for the run's block-scale noise (fewer give a spread too often near 0).
 LEVEL_FALL_BLOCKS = 6
@@ -72,12 +67,11 @@ def fall_evidence(ctx) -> tuple[str, float, float] | None:
     ``dead_ci_z`` (99%) interval of the fall in nats of the log-loss; ``None`` when it
     did not. Read two ways, either of which suffices (``how`` names it): ``"line"``, the
     fall of the loss's least-squares line over the run (:func:`loss_change_interval`),
-    which a steady fall fits; ``"levels"``, the fall from its start level to its end
-    level, each the median of :func:`~trainproof.rules._stats.end_window` points, against
-    their standard errors from the point noise (widened for autocorrelation, as a running
-    average has it), which a fast fall that then holds shows and a line does not (a head
-    that learns 1.9 -> 0.25 in a tenth of the run: the line's residuals are one long
-    bend, whose autocorrelation widens its interval past the fall)."""
+    which a steady fall fits; ``"levels"``, the fall from its first block's level to the
+    level it then held, against the spread of its later block levels (:func:`_level_fall`),
+    which a fast fall that then holds shows and a line does not (a head that learns
+    1.9 -> 0.25 in a tenth of the run: the line's residuals are one long bend, whose
+    autocorrelation widens its interval past the fall)."""
     bar = -math.log1p(-ctx.th.dead_min_improvement)
     ci = loss_change_interval(ctx)
     if ci is not None and ci[0] > bar:
@@ -94,8 +88,9 @@ def _level_fall(ctx) -> tuple[float, float] | None:
     the run then held (the median of the later block medians), against the spread of those
     later block medians (1.4826 x their MAD): the block-scale noise of the run itself, its
     wander and autocorrelation included; the interval's half-width is a Student-t quantile
-    of that spread, since a spread of few blocks is itself uncertain. ``None`` with fewer than :data:`LEVEL_FALL_BLOCKS` blocks or non-positive
-    points (see :func:`fall_evidence`)."""
+    of that spread, since a spread of few blocks is itself uncertain. ``None`` with fewer
+    than :data:`LEVEL_FALL_BLOCKS` blocks or non-positive points (see
+    :func:`fall_evidence`)."""
     s = ctx.finite("loss")
     if not bool(np.all(s.values > 0)):
         return None

@@ -11,7 +11,6 @@ from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct, step, times
 from ._shared import (
-    AR_MIN_POINTS,
     fall_shown,
     log_loss_noise,
     loss_change_interval,
@@ -1527,7 +1526,7 @@ def _lone_start_cut(ratio: float, k: int) -> float:
 
 #: Points a loss needs before TP-DIVERGE measures the autocorrelation of its noise (see
 #: check_diverge): 40 give at least 8 block medians of 5 points to follow the curve by.
-DIVERGE_AR_MIN_POINTS = AR_MIN_POINTS
+DIVERGE_AR_MIN_POINTS = 40
 
 
 def _lr_climb(ctx, s) -> tuple[float, float, float] | None:

@@ -636,6 +636,19 @@ def test_eval_diverge_needs_a_train_rise_beyond_the_train_losss_own_noise(n_trai
     assert {"TP-EVAL-DIVERGE", "TP-DIVERGE"} & ids(rep) and rep.verdict is Level.FAIL, ids(rep)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_eval_diverge_reads_the_train_levels_from_enough_points(seed):
+    # A reviewer's run: train loss 0.60 then 0.84 from step 1,000 (1.4x) at 25% noise, 100
+    # points a side; eval 0.645 at its minimum, then 1.14-1.16 at all 6 later evaluations.
+    # Levels of 5 points would hide the rise in their noise; a quarter of the run does not.
+    rng = np.random.default_rng(seed)
+    n = 200
+    train = np.where(np.arange(n) < 100, 0.6, 0.84) * np.exp(0.25 * rng.standard_normal(n))
+    evals = np.array([1.54, 1.11, 0.87, 0.75, 0.66, 0.645, 1.16, 1.16, 1.14, 1.16, 1.14, 1.16])
+    rep = judge_runlog(eval_run(n, evals.size, train, evals))
+    assert "TP-EVAL-DIVERGE" in ids(rep), ids(rep)
+
+
 @pytest.mark.parametrize("restart_rate", [1e-4, 2e-4])
 def test_both_losses_up_in_a_new_cycle_of_a_restarting_schedule_are_not_divergence(restart_rate):
     # Cosine with warm restarts: the rate decays to ~0 by the eval minimum, jumps back to a
@@ -996,7 +1009,8 @@ def test_a_train_loss_frozen_after_learning_is_a_warning_only_under_a_decayed_ra
 def _converged(n, start, decades, fall_steps, grad="frozen", seed=0):
     """A full-batch fit: the loss falls ``decades`` decades from ``start`` in ``fall_steps``
     logs (geometrically, with a wobble), then repeats its last value to the bit; the lr is
-    a constant 1; the gradient norm is frozen with it, still moving, or not logged."""
+    a constant 1; the gradient norm falls from 1e-2 and is frozen with it at 5e-4 of its
+    start, frozen at an ordinary size or at 0, still moving, or not logged."""
     rng = np.random.default_rng(seed)
     fall = start * 10 ** (-decades * np.linspace(0, 1, fall_steps)) * np.exp(0.2 * rng.standard_normal(fall_steps))
     fall[-1] = start * 10.0**-decades * 1.0123456
@@ -1004,9 +1018,8 @@ def _converged(n, start, decades, fall_steps, grad="frozen", seed=0):
     cols = {"loss": loss, "lr": np.ones(n)}
     if grad != "none":
         g = 1e-2 * np.exp(-np.arange(n) / 5) + 1e-6
-        g[fall_steps:] = (
-            5.1198024481288606e-05 if grad == "frozen" else 5e-5 * np.exp(0.1 * rng.standard_normal(n - fall_steps))
-        )
+        tail = {"frozen": 5.1198024481288606e-06, "ordinary": 3.3e-3, "zero": 0.0}.get(grad)
+        g[fall_steps:] = tail if tail is not None else 5e-6 * np.exp(0.1 * rng.standard_normal(n - fall_steps))
         cols["grad_norm"] = g
     return cols
 
@@ -1021,16 +1034,30 @@ def test_a_loss_frozen_after_falling_three_decades_has_converged(n, start, decad
     rep = judge_runlog(run_of(**_converged(n, start, decades, fall_steps, grad)))
     f = one(rep, "TP-FROZEN-AFTER-LEARNING")
     assert "TP-LOSS-FROZEN" not in ids(rep) and rep.verdict.value == "WARN"
-    assert f.data["decades_fallen"] >= DEFAULT.frozen_converged_decades and f.data["lr_after"] is None
+    assert f.data["decades_fallen"] >= DEFAULT.frozen_fall_log10 and f.data["lr_after"] is None
 
 
-@pytest.mark.parametrize("decades,grad", [(2.5, "frozen"), (1.0, "none"), (5.0, "moving")])
+@pytest.mark.parametrize(
+    "decades,grad", [(2.5, "none"), (1.0, "none"), (2.5, "ordinary"), (5.0, "moving"), (5.0, "zero")]
+)
 def test_a_loss_frozen_without_a_converged_fit_is_still_the_fail(decades, grad):
-    # A fall of under three decades is a level a stale logger or a collapsed model repeats;
-    # a gradient norm that still moves under a frozen loss is a loss no longer computed
-    # from the model.
+    # With no gradient norm, a fall of under three decades is a level a stale logger or a
+    # collapsed model repeats; a gradient norm that still moves under a frozen loss is a
+    # loss no longer computed from the model; one frozen at its ordinary size after a fall
+    # of under three decades is weights no longer updated; an exactly zero one a loss cut
+    # off from the weights (a reviewer's loss multiplied by a weight decayed to 0, read as
+    # TP-ZERO-GRAD-ONSET, which lists the frozen loss under it).
     rep = judge_runlog(run_of(**_converged(300, 2.0, decades, 40, grad)))
-    assert "TP-LOSS-FROZEN" in ids(rep) and "TP-FROZEN-AFTER-LEARNING" not in ids(rep)
+    assert rep.verdict is Level.FAIL and "TP-FROZEN-AFTER-LEARNING" not in ids(rep)
+    assert {"TP-LOSS-FROZEN", "TP-ZERO-GRAD-ONSET"} & ids(rep)
+
+
+@pytest.mark.parametrize("decades", [1.25, 2.0])
+def test_a_fit_whose_gradient_vanished_has_converged_at_its_noise_floor(decades):
+    # L-BFGS on noisy data stops at the noise floor, 1.25 decades down, its gradient norm
+    # frozen at 1.5e-6 of its start (a reviewer's healthy run FAILed TP-LOSS-FROZEN).
+    rep = judge_runlog(run_of(**_converged(300, 4.16, decades, 40, "frozen")))
+    assert "TP-LOSS-FROZEN" not in ids(rep) and "TP-FROZEN-AFTER-LEARNING" in ids(rep)
 
 
 def test_a_real_lbfgs_fit_that_converged_is_a_warning(tmp_path):

@@ -558,6 +558,17 @@ def test_a_logged_zero_rate_over_a_fast_fall_that_holds_warns(n, seed, tau):
     assert one(rep, "TP-ZERO-LR-LEARNING").data["loss_fall_low"] > math.log(1 / 0.95)
 
 
+def test_a_zero_rate_whose_eval_loss_repeats_to_the_bit_still_fails():
+    # lr really 0 (a schedule given total=3), the train loss falling only because an
+    # unshuffled loader serves the longest sequences first: the eval loss, the same value
+    # to the bit at every evaluation, shows the weights never moved.
+    n = 200
+    loss = (21 + 144 * np.exp(-np.arange(n) / 40)).tolist()
+    ev = [4.085160446166992 if (i + 1) % 28 == 0 else None for i in range(n)]
+    rep = judge(loss=loss, lr=[0.0] * n, eval_loss=ev)
+    assert "TP-ZERO-LR" in rep.ids() and "TP-ZERO-LR-LEARNING" not in rep.ids()
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_a_zero_rate_with_a_loss_that_does_not_fall_still_fails(seed):
     # noisy and wandering losses that do not move (what lr 0 produces): never read as learning

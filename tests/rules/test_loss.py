@@ -231,7 +231,7 @@ def test_zero_loss_fitted_zeros_that_come_and_go_far_below_the_start(n, seed):
 
 @pytest.mark.parametrize(
     "case",
-    ["ordinary-level", "nan-grad", "fell-three-decades", "zeros-among-ordinary"],
+    ["ordinary-level", "nan-grad", "fell-three-decades", "zeros-among-ordinary", "large-start", "stray-zeros"],
 )
 def test_zero_loss_fitted_a_zero_from_a_level_the_run_holds_is_still_the_fail(case):
     loss = list(decaying(20)) + [0.0] * 6  # an ordinary level, then zeros: a hidden NaN
@@ -243,6 +243,14 @@ def test_zero_loss_fitted_a_zero_from_a_level_the_run_holds_is_still_the_fail(ca
         loss = list(0.76 * 10.0 ** (-3 * np.linspace(0, 1, 30))) + [0.0] * 8
     elif case == "zeros-among-ordinary":  # zeros that came and went among ordinary losses
         loss = [2.3, 2.2, 2.1] + [0.0 if i % 3 == 0 else 0.9 for i in range(30)] + [0.0] * 6
+    elif case == "large-start":  # a regression from 7,876 to its noise floor 0.68, then a NaN written as 0
+        loss = list(0.68 + 7876 * np.exp(-np.arange(60) / 5)) + [0.0] * 8
+    elif case == "stray-zeros":  # three fully masked batches in 600, then every label masked
+        rng = np.random.default_rng(0)
+        loss = list(1.93 * np.exp(-np.arange(600) / 20) + 0.13 * np.exp(0.1 * rng.standard_normal(600)))
+        for i in (150, 300, 450):
+            loss[i] = 0.0
+        loss += [0.0] * 50
     rep = judge(loss=loss, **cols)
     assert "TP-ZERO-LOSS-FITTED" not in rep.ids() and rep.verdict is Level.FAIL, rep.ids()
 
@@ -1185,6 +1193,15 @@ def test_objective_changed_an_eval_loss_that_kept_falling_over_the_climb(n, eval
     assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids()
 
 
+def test_objective_changed_a_stale_evaluation_repeated_to_the_bit_is_no_evidence():
+    # An eval worker that died: its last value forward-filled at every later evaluation
+    # says nothing of the model.
+    train, ev = _climb_with_eval(300, 25, "falls", seed=7)
+    stale = [None if e is None else (e if i < 100 else 1.020871639251709) for i, e in enumerate(ev)]
+    rep = judge(loss=train, eval_loss=stale)
+    assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids()
+
+
 def test_objective_changed_needs_evaluations_on_both_sides_of_the_climb():
     train, ev = _climb_with_eval(300, 25, "falls", seed=7)
     # Evaluations only before the climb began: they say nothing about it.
@@ -1612,6 +1629,18 @@ def test_diverge_an_accelerating_blow_up_fires_whatever_the_accuracy_says(n):
     k = 2 * n // 3
     loss = (0.8 + 1.5 * np.exp(-t / (n / 4))) * np.where(t >= k, 3.0 ** np.minimum(t - k + 1, 12), 1.0)
     rep = judge(loss=loss, accuracy=0.5 + t / (3 * n))
+    assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids()
+
+
+def test_diverge_a_climb_no_average_can_fill_fires_whatever_the_accuracy_says():
+    # lr 3 from the first step, loss and accuracy logged as averages from 0: the loss
+    # reaches 1e30x its first log while the averaged accuracy creeps to chance. An average
+    # from 0 fills by 1 / (1 - decay) at the most (objective_fill_max_ratio).
+    n = 200
+    t = np.arange(n)
+    loss = 0.24 * np.exp(np.minimum(t, 30) * 2.3) * (1 - 0.5 ** (t + 1))
+    acc = 0.1 * (1 - 0.98 ** (t + 1))
+    rep = judge(loss=loss, accuracy=acc)
     assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids()
 
 

@@ -205,8 +205,8 @@ def _held_out_not_worse(run: RunLog, onset: float | None) -> str | None:
     if not before.size or not after.size:
         return None
     ref = float(before.min())
-    if float(after.max()) > ref:
-        return None
+    if float(after.max()) > ref or (after.size > 1 and np.unique(after).size == 1):
+        return None  # worse, or one value repeated to the bit (a stale evaluation)
     return (
         f"The eval loss ({s.key}) was at best {num(ref)} before the climb began (step {step_fmt(onset)}) and "
         f"{num(float(after[-1]))} at the latest of its {after.size} evaluation(s) since: no worse."

@@ -178,10 +178,11 @@ def trailing_zero_run(v: np.ndarray, min_points: int) -> tuple[int, float, float
 def zero_loss_fitted(ctx) -> dict | None:
     """The train loss ends on at least ``zero_min_points`` exact zeros after positive
     values, the last of which (median of up to 3) are at most ``zero_fitted_share`` of its
-    starting level (median of its first 3 positive points) (``how`` ``"underflow"``), or
-    zeros came and went before the trailing run among positives whose median is under
-    ``zero_mixed_level`` of that start (``"intermittent"``, ``before`` that median: batches
-    every example fits exactly, a margin loss at its margin); and no gradient norm logged
+    starting level (median of its first 3 positive points) and at most ``zero_fitted_abs``
+    (``how`` ``"underflow"``), or zeros came and went before the trailing run, on at least
+    ``zero_mixed_share`` of the points since the first, among positives whose median is
+    under ``zero_mixed_level`` of that start (``"intermittent"``, ``before`` that median:
+    batches every example fits exactly, a margin loss at its margin); and no gradient norm logged
     over the zeros is non-finite: a loss fitted to float precision, not zeroed by a bug (a
     hidden NaN, a masked batch). ``{"start", "before", "onset", "how"}`` (levels, the index
     of the first zero of the trailing run, the reading), or ``None``."""
@@ -196,7 +197,7 @@ def zero_loss_fitted(ctx) -> dict | None:
         onset, start, before = run
         zero = v == 0
         how = "underflow"
-        if before > th.zero_fitted_share * start:
+        if before > min(th.zero_fitted_share * start, th.zero_fitted_abs):
             # Zeros that came and went before the trailing run, among positives far below
             # the start: batches that every example fits exactly (a hinge or triplet loss at
             # its margin, easy batches), not a bug that zeroes an ordinary loss
@@ -204,6 +205,10 @@ def zero_loss_fitted(ctx) -> dict | None:
             first = int(np.argmax(zero))
             mid = v[first:onset][v[first:onset] > 0]
             if first >= onset or not mid.size or float(median(mid)) >= th.zero_mixed_level * start:
+                return None
+            # ... on a real share of the batches: a margin met batch after batch, not three
+            # stray masked batches in a thousand
+            if float(np.mean(zero[first:onset])) < th.zero_mixed_share:
                 return None
             how, before = "intermittent", float(median(mid))
         if ctx.has("grad_norm"):

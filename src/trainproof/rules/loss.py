@@ -169,7 +169,7 @@ def check_zero_loss(ctx):
     "zero",
     "loss was positive, then exactly 0.0 to the end",
     needs=[Need("loss", "zero_min_points")],
-    thresholds=["zero_min_points", "zero_fitted_share", "zero_mixed_level"],
+    thresholds=["zero_min_points", "zero_fitted_share", "zero_fitted_abs", "zero_mixed_level", "zero_mixed_share"],
     least_evidence="At least 5 trailing losses exactly 0.0 after positive ones.",
     detects="A loss that was positive earlier in the run and is exactly 0.0 on the last 5 or more logged points.",
     why="A sudden exact zero is almost always a NaN hidden by the logger (HF's logging_nan_inf_filter averages over a window of NaNs to exactly 0.0) or a batch pipeline that stopped producing labels.",
@@ -225,9 +225,9 @@ def _margin_met(ctx) -> dict | None:
     "zero",
     "the loss fell to float precision, then exactly 0.0 to the end",
     needs=[Need("loss", "zero_min_points")],
-    thresholds=["zero_min_points", "zero_fitted_share", "zero_mixed_level"],
-    least_evidence="At least {zero_min_points} trailing losses exactly 0.0 after positive ones whose last values (median of up to 3) are at most {zero_fitted_share:g} of the starting level, or after zeros that came and went among positives under {zero_mixed_level:.0%} of it; no non-finite gradient norm over the zeros.",
-    detects="TP-ZERO-LOSS-ONSET's condition (a loss exactly 0.0 on its last {zero_min_points} or more points after positive ones) where the positive losses just before the zeros (median of up to 3) are at most {zero_fitted_share:g} of the run's starting level (median of its first 3 positive points), or where exact zeros already came and went before the trailing run among positive losses whose median is under {zero_mixed_level:.0%} of that start (batches every example fits exactly: a hinge or triplet loss at its margin, easy batches), and no gradient norm logged over the zeros is NaN or Inf: the loss fitted its data to float precision.",
+    thresholds=["zero_min_points", "zero_fitted_share", "zero_fitted_abs", "zero_mixed_level", "zero_mixed_share"],
+    least_evidence="At least {zero_min_points} trailing losses exactly 0.0 after positive ones whose last values (median of up to 3) are at most {zero_fitted_share:g} of the starting level and {zero_fitted_abs:g}, or after zeros that came and went (on {zero_mixed_share:.0%} of the points since the first) among positives under {zero_mixed_level:.0%} of it; no non-finite gradient norm over the zeros.",
+    detects="TP-ZERO-LOSS-ONSET's condition (a loss exactly 0.0 on its last {zero_min_points} or more points after positive ones) where the positive losses just before the zeros (median of up to 3) are at most {zero_fitted_share:g} of the run's starting level (median of its first 3 positive points) and at most {zero_fitted_abs:g} (a float32 batch loss rounds to 0 only from there), or where exact zeros already came and went before the trailing run, on at least {zero_mixed_share:.0%} of the points since the first, among positive losses whose median is under {zero_mixed_level:.0%} of that start (batches every example fits exactly: a hinge or triplet loss at its margin, easy batches), and no gradient norm logged over the zeros is NaN or Inf: the loss fitted its data to float precision.",
     why="A loss averaged over a batch is exactly 0.0 once every example is fitted to the last bit of float precision: a float32 cross-entropy reaches it when every margin passes about 17 nats. The model learned its training data perfectly, which is as often a label leak, a duplicated split or a task too easy as a success; the rest of the run changes nothing.",
     not_mean="It is not a hidden NaN or a fully masked batch: those zero a loss from an ordinary level (TP-ZERO-LOSS-ONSET, a FAIL), and a non-finite gradient norm over the zeros keeps it that. A margin loss (a key naming triplet, hinge or margin, or a hinge the live monitor read in the loss's graph) that ends on exact zeros is read the same, from any level: every example meets its margin.",
     causes="An easy or separable task (a few well-separated classes), labels visible in the inputs (a leak), the evaluation data in the training set, a model far larger than the data.",
@@ -921,22 +921,28 @@ def lr_decayed_under(ctx, at_step: float) -> tuple[float, float] | None:
 
 def _converged_decades(ctx, s, start: int) -> float | None:
     """How many decades the series ``s`` (finite) fell from its first value to the value
-    it froze at from index ``start``, when that is at least ``frozen_converged_decades``
-    and a gradient norm logged over the frozen stretch repeats one value too: a
-    deterministic full-batch optimizer converged to its precision. ``None`` otherwise."""
+    it froze at from index ``start``, when the freeze reads as a deterministic full-batch
+    optimizer converged to its precision (L-BFGS stops moving the weights); ``None``
+    otherwise: the series fell ``frozen_fall_log10`` or more, or a gradient norm
+    logged over the frozen stretch is at most ``frozen_grad_share`` of its start (the
+    largest of its first 3 values: the gradient vanished, however little the loss fell, as
+    a fit to noisy data stops at its noise floor). A gradient norm logged there must repeat
+    one value too (the same weights on the same data) and be above 0 (an exactly zero
+    gradient is a graph cut off or a loss multiplied by 0: TP-ZERO-GRAD-ONSET's)."""
     v0, v1 = float(s.values[0]), float(s.values[-1])
     if not (v0 > 0 and v1 > 0):
         return None
     decades = math.log10(v0 / v1)
-    if decades < ctx.th.frozen_converged_decades:
-        return None
     if ctx.has("grad_norm"):
         g = ctx.finite("grad_norm")
         # after the freeze's first point: a loop may log the norm of the step before it
-        g = g.values[g.steps > s.steps[start]]
-        if np.unique(g).size > 1:
+        tail = g.values[g.steps > s.steps[start]]
+        head = g.values[:3]
+        if not tail.size or np.unique(tail).size > 1 or not tail[0] > 0 or not head.size:
             return None
-    return decades
+        if float(tail[0]) <= ctx.th.frozen_grad_share * float(np.max(head)):
+            return decades  # the gradient vanished: converged, however little the loss fell
+    return decades if decades >= ctx.th.frozen_fall_log10 else None
 
 
 def _frozen_after_learning(ctx) -> tuple | None:
@@ -944,7 +950,7 @@ def _frozen_after_learning(ctx) -> tuple | None:
     after the run learned (its value more than ``dead_min_improvement`` below the series'
     first) and a healthy run can produce it: the logged learning rate decayed to about
     zero (:func:`lr_decayed_under`, ``decay`` its rates), the series fell
-    ``frozen_converged_decades`` or more before it froze (:func:`_converged_decades`,
+    ``frozen_fall_log10`` or more before it froze (:func:`_converged_decades`,
     ``decades``: a full-batch optimizer converged), or the frozen series is the eval loss
     in a log without a learning rate (on a fixed set it stops moving whenever the weights
     do, and such a log cannot say why they did; ``decay`` and ``decades`` ``None`` then).
@@ -978,7 +984,8 @@ _FROZEN_THRESHOLDS = [
     "dead_min_improvement",
     "tiny_lr",
     "frozen_lr_share",
-    "frozen_converged_decades",
+    "frozen_fall_log10",
+    "frozen_grad_share",
 ]
 _FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE")
 
@@ -994,7 +1001,7 @@ _FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "T
     least_evidence="The last {frozen_min_points} or more finite losses, and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
     detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen). An eval loss on a fixed validation set repeats to the bit only when the weights do not change.",
     why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
-    not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, a train loss under a rate decayed to about zero, or a loss that fell {frozen_converged_decades:g} decades first): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
+    not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, a train loss under a rate decayed to about zero, or a full-batch fit that converged: a fall of {frozen_fall_log10:g} decades, or a gradient norm frozen with it at {frozen_grad_share:g} of its start or below): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
     causes="A model whose output no longer depends on its input (collapsed to a constant), frozen weights evaluated on one fixed batch, a loss variable that is never updated in the logging code, a data loader stuck on one batch.",
     try_="Print two consecutive batches and the model's outputs on them; check that the logged loss is the current step's; check requires_grad and the optimizer's parameter groups.",
     objectives=("supervised",),
@@ -1024,8 +1031,8 @@ def check_loss_frozen(ctx):
     needs=[Need("loss", "min_trend_points")],
     thresholds=_FROZEN_THRESHOLDS,
     implies=_FROZEN_IMPLIES,
-    least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, under a logged learning rate decayed to at most {tiny_lr} or {frozen_lr_share:g} of its peak, at {frozen_converged_decades:g} decades or more below the series' first value (with any logged gradient norm frozen too), or on the eval loss of a log with no learning rate.",
-    detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first: the run learned, then stopped moving, where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} or {frozen_lr_share:g} of its peak before (a full batch at a rate decayed to about zero repeats its loss to the bit), or where the frozen value is {frozen_converged_decades:g} decades or more below the series' first and a gradient norm logged over the stretch repeats one value too (a full-batch optimizer such as L-BFGS converged to its precision: it stops moving the weights), or, on the eval loss only, where the log has no learning rate to tell. Under a live logged rate it stays TP-LOSS-FROZEN.",
+    least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, under a logged learning rate decayed to at most {tiny_lr} or {frozen_lr_share:g} of its peak, {frozen_fall_log10:g} decades or more below the series' first value or with a logged gradient norm at {frozen_grad_share:g} of its start or below (a logged gradient norm frozen with it, above 0), or on the eval loss of a log with no learning rate.",
+    detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first: the run learned, then stopped moving, where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} or {frozen_lr_share:g} of its peak before (a full batch at a rate decayed to about zero repeats its loss to the bit), or where a full-batch fit converged (a full-batch optimizer such as L-BFGS stops moving the weights): the frozen value is {frozen_fall_log10:g} decades or more below the series' first, or a gradient norm logged over the stretch is at most {frozen_grad_share:g} of its start (the largest of its first 3), and any gradient norm logged there repeats one value too, above 0, or, on the eval loss only, where the log has no learning rate to tell. Under a live logged rate it stays TP-LOSS-FROZEN.",
     why="Every step after the freeze costs compute and changes nothing. The model is where the run had taken it, not broken: a schedule that decays the rate to about zero does exactly this to a healthy run, so it is a warning.",
     not_mean="It does not mean the model collapsed to a constant (TP-LOSS-FROZEN, a FAIL: a value repeated from where the run started, or a train loss on fresh batches repeated without a decayed rate).",
     causes="ReduceLROnPlateau with min_lr=0 (Keras's default) cutting the rate by 10x at every plateau, a decay schedule far shorter than the run, a full-batch optimizer (L-BFGS) that converged and ran on; or weights frozen mid-run, or training stopped while evaluation and logging went on.",
@@ -1042,12 +1049,10 @@ def check_frozen_after_learning(ctx):
     if decay is not None:
         why = f"every logged learning rate from there is at most {num(decay[0])}, down from a peak of {num(decay[1])}"
     elif decades is not None:
-        why = (
-            f"it had fallen {decades:.1f} decades from its first value {num(v[0])} (at least "
-            f"{num(ctx.th.frozen_converged_decades)}): an optimizer converged to its precision on a full batch"
-        )
+        why = f"it had fallen {decades:.1f} decades from its first value {num(v[0])}"
         if ctx.has("grad_norm"):
-            why += ", the logged gradient norm frozen with it"
+            why += f" and the logged gradient norm froze with it at {num(ctx.finite('grad_norm').values[-1])}"
+        why += ": an optimizer converged to its precision on a full batch"
     else:
         why = "the log has no learning rate to say whether a schedule decayed it to about zero"
     yield ctx.finding(
@@ -1736,6 +1741,7 @@ DIVERGE_THRESHOLDS = [
     "objective_climb_share",
     "objective_weight_rise",
     "objective_accuracy_rise",
+    "objective_fill_max_ratio",
     "dead_min_improvement",
 ]
 
@@ -2099,6 +2105,8 @@ def _eval_not_worse(ctx, reach_step: float, onset_step: float, left_step: float 
     late = e.values[after]
     if late.size < ctx.th.objective_eval_after:
         return None
+    if np.unique(late).size == 1:
+        return None  # one value repeated to the bit: a stale evaluation, no measure of the model
     if not before.size:
         return _eval_flat_while_climbing(ctx, e, after, onset_step)
     at = int(before[np.argmin(e.values[before])])
@@ -2251,11 +2259,18 @@ def _accuracy_rose(ctx, best_step: float, onset_step: float) -> str | None:
     climb's onset (``onset_step``), at least 3; the level at the best, the median of as
     many up to ``best_step`` (or the first accuracy, where it came later but before the
     onset). Only for a climb from the run's first point that slows down
-    (:func:`_climb_decelerates`)."""
+    (:func:`_climb_decelerates`) and ends at most ``objective_fill_max_ratio`` times that
+    first point."""
     th = ctx.th
     # An average that filled and held, then climbs, follows a loss that climbs: only a
     # climb from the run's first point is an average filling up from zero.
-    if best_step > float(ctx.finite("loss").steps[0]) or not _climb_decelerates(ctx, onset_step):
+    s = ctx.finite("loss")
+    if best_step > float(s.steps[0]) or not _climb_decelerates(ctx, onset_step):
+        return None
+    # An average of r = b r + (1 - b) loss from 0 logs (1 - b) of the loss first: it can
+    # fill up by 1 / (1 - b) at the most.
+    end = float(median(s.values[-end_window(len(s)) :]))
+    if not 0 < float(s.values[0]) or end > th.objective_fill_max_ratio * float(s.values[0]):
         return None
     for name, series in sorted(ctx.run.series.items()):
         if not is_accuracy_key(series.key or name):

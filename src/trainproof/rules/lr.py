@@ -108,6 +108,13 @@ def _learns_anyway(ctx) -> bool:
     if not ctx.has("loss"):
         return False
     v = ctx.finite("loss").values
+    if ctx.has("eval_loss"):
+        # An eval loss repeated to the bit at 3 or more evaluations: the weights did not
+        # move, so the falling train loss is the data's doing (an unshuffled loader), and
+        # the zero rate is the one applied.
+        e = ctx.finite("eval_loss").values
+        if e.size >= 3 and np.unique(e).size == 1:
+            return False
     return v.size >= ctx.th.min_trend_points and bool(np.all(v > 0)) and fall_shown(ctx)
 
 

@@ -19,15 +19,15 @@ A run is adversarial (a GAN) when it logs a discriminator or critic loss (``d_lo
 generator's or the discriminator's: a key of either side (``g_loss``, ``loss_G``,
 ``gen_loss``, ``errG``, ``generator/loss``, … or the discriminator's own), or a plain
 ``loss`` beside which the log holds no loss but the two sides' (or but a generator loss
-named as one, ``loss_G``, ``gen_loss``, ``errG``: the discriminator's loss logged without
-its name). The two play a minimax
+named as one, ``loss_G``, ``generator_loss``, ``errG``: the discriminator's loss logged
+without its name). The two play a minimax
 game, so neither is expected to fall (a generator loss climbs while the discriminator
 improves, a discriminator's falls and climbs back as the generator catches up). A
 composite generator loss beside reconstruction terms (VITS's ``loss_1`` beside
 ``loss_mel``, ``loss_kl``, ``loss_duration``) is dominated by those terms and falls: such
-a run stays supervised. A lowercase ``g_loss`` beside a plain loss is not enough (a
-gradient-matching or global term), nor a ``d_loss`` beside other losses (a distillation
-term).
+a run stays supervised. A lowercase ``g_loss`` or a ``gen_loss`` beside a plain loss is
+not enough (a gradient-matching, global or sequence-generation term), nor a ``d_loss``
+beside other losses (a distillation term).
 """
 
 from __future__ import annotations
@@ -65,11 +65,12 @@ _D_OUT = re.compile(
 )
 
 
-#: A generator loss named so that it cannot be another term's: ``gen``/``generator``/
-#: ``netG``, ``errG`` or a capital ``G`` (``loss_G``, ``G_loss``); a lowercase ``g_loss``
-#: is as often a gradient-matching or a global term of a supervised loss.
+#: A generator loss named so that it cannot be another term's: ``generator``, ``netG``,
+#: ``errG`` or a capital ``G`` (``loss_G``, ``G_loss``); a lowercase ``g_loss`` is as
+#: often a gradient-matching or a global term of a supervised loss, and ``gen_loss`` a
+#: sequence model's generation loss.
 _G_STRONG = re.compile(
-    rf"(^|{_SEP})((?i:gen|generator|netg)|G){_SEP}?(?i:loss)|(?i:loss){_SEP}?((?i:gen|generator)|G)($|{_SEP})"
+    rf"(^|{_SEP})((?i:generator|netg)|G){_SEP}?(?i:loss)|(?i:loss){_SEP}?((?i:generator)|G)($|{_SEP})"
     r"|(^|/)errG$|(^|/)(?i:generator)/"
 )
 

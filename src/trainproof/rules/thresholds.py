@@ -381,6 +381,18 @@ class Thresholds:
         unit="share",
         valid=SHARE,
     )
+    objective_fill_max_ratio: float = threshold(
+        1000.0,
+        "A running average r = b r + (1 - b) loss started at 0 logs (1 - b) of the loss first, "
+        "so it fills up by at most 1 / (1 - b): 1,000x at a decay of 0.999 logged every step, "
+        "the slowest average seen in practice (new users' language models: 2.7x-25x at "
+        "0.995-0.999 logged every 5 steps). A climb from the first point past this is no "
+        "average filling up, whatever an accuracy beside it says (a reviewer's run at lr 3 "
+        "whose averaged loss reached 1.8e32x its first log while its averaged accuracy rose "
+        "to chance).",
+        unit="ratio",
+        valid=FACTOR,
+    )
     objective_climb_share: float = threshold(
         0.25,
         "Where no evaluation was made while the train loss held the level it climbed from, "
@@ -625,6 +637,17 @@ class Thresholds:
         unit="ratio",
         valid=SHARE,
     )
+    zero_fitted_abs: float = threshold(
+        1e-5,
+        "...and at most this in the loss's own units: a batch's float32 cross-entropy is "
+        "exactly 0.0 only when every example's loss is below 2^-24 (6e-8), so the batches just "
+        "before hold values of 1e-9 to 1e-6 (helpers' easy tasks 3.7e-9, the corpus's 37-class "
+        "LSTM 2.6e-8). A loss at 0.68 cannot round to 0 whatever its start: a reviewer's "
+        "regression from 7,876 to its noise floor of 0.68, then 0.0 where a NaN was written as "
+        "0, is a hidden NaN.",
+        unit="loss units",
+        valid=Range(float, 0.0, 1.0, lo_open=True),
+    )
     frozen_lr_share: float = threshold(
         1e-3,
         "A loss that froze after the run learned is a schedule that decayed the rate away (a "
@@ -636,7 +659,7 @@ class Thresholds:
         unit="ratio",
         valid=SHARE,
     )
-    frozen_converged_decades: float = threshold(
+    frozen_fall_log10: float = threshold(
         3.0,
         "A loss that fell this many decades below its first logged value and then repeats one "
         "value to the bit has converged to the precision of a deterministic full-batch "
@@ -647,10 +670,24 @@ class Thresholds:
         "gradient norm froze. A stale logger or a model collapsed to a constant repeats a level "
         "near where the run started or one it held; a fall of 1000x is the model fitting its "
         "data. Where a gradient norm is logged over the frozen stretch it must repeat one "
-        "value too (the same weights on the same data): a norm that still moves under a "
-        "frozen loss is a loss no longer computed from the model.",
+        "value too, above 0 (the same weights on the same data): a norm that still moves "
+        "under a frozen loss is a loss no longer computed from the model.",
         unit="log10",
         valid=Range(float, 1.0, 30.0),
+    )
+    frozen_grad_share: float = threshold(
+        1e-3,
+        "A frozen loss also reads as a converged full-batch fit, however little it fell, when a "
+        "logged gradient norm froze with it at this share of its start (the largest of its "
+        "first 3 values) or below: the gradient vanished, so the optimizer has nothing left "
+        "to do (a reviewer's L-BFGS fit of noisy data stopped at its noise floor, 1.25 decades "
+        "down, its gradient at 1.5e-6 of its start). An exactly zero frozen norm is a loss cut "
+        "off from the weights (a reviewer's loss multiplied by a weight decayed to 0) and stays "
+        "TP-LOSS-FROZEN. Not separated: a full-batch run whose optimizer.step() a bug skips "
+        "after the loss fell 3 decades, its norm frozen at 3.6e-3 of its start, reads as a "
+        "float32 L-BFGS fit that stopped at 3.3e-3 of its own.",
+        unit="ratio",
+        valid=SHARE,
     )
     rounding_floor_steps: float = threshold(
         2.0,

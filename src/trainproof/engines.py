@@ -317,7 +317,7 @@ def _die_with_parent() -> None:
     """In a worker on Linux: be killed when the process that forked it ends, however it
     ends. A stop signal handled in the parent between a worker's fork and its pool
     recording it (the signal delivered to another of the parent's threads, whose flag
-    the main thread reads at once) leaves a worker the parent does not know to end; it
+    the main thread reads at once) can leave a worker the parent does not know to end; it
     would outlive the command, holding its output pipes open. Elsewhere, nothing."""
     import sys
 

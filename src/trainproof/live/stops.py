@@ -28,6 +28,7 @@ import numpy as np
 from ..findings import Finding, Level
 from ..rules._fmt import num
 from ..rules._fmt import step as step_fmt
+from ..rules._stats import repeats_one_value
 from ..rules.registry import canonical_id, get
 from ..rules.thresholds import Thresholds
 from ..runlog import RunLog
@@ -205,7 +206,7 @@ def _held_out_not_worse(run: RunLog, onset: float | None) -> str | None:
     if not before.size or not after.size:
         return None
     ref = float(before.min())
-    if float(after.max()) > ref or (after.size > 1 and np.unique(after).size == 1):
+    if float(after.max()) > ref or repeats_one_value(after):
         return None  # worse, or one value repeated to the bit (a stale evaluation)
     return (
         f"The eval loss ({s.key}) was at best {num(ref)} before the climb began (step {step_fmt(onset)}) and "

@@ -408,6 +408,13 @@ def ar1_inflation(residuals: np.ndarray, cap: float = 0.9) -> tuple[float, float
     return rho, math.sqrt((1 + rho) / (1 - rho))
 
 
+def repeats_one_value(values: np.ndarray) -> bool:
+    """Whether ``values`` (shape ``(n,)``, n >= 2) are one value repeated to the bit: a
+    measurement that stopped being taken (a stale evaluation forward-filled, a frozen
+    norm), not one that happens to agree."""
+    return values.size >= 2 and np.unique(values).size == 1
+
+
 def t_quantile(z: float, df: int) -> float:
     """The Student-t quantile with ``df`` degrees of freedom at the normal quantile ``z``
     (2.576 for 99% two-sided), by the Cornish-Fisher expansion to 1/df^2 (within 5% of the

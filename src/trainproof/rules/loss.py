@@ -31,6 +31,7 @@ from ._stats import (
     median,
     neighbour_median,
     noise_sigma,
+    repeats_one_value,
     rounding_step,
     runs_of,
     smoothing_block,
@@ -938,7 +939,7 @@ def _converged_decades(ctx, s, start: int) -> float | None:
         # after the freeze's first point: a loop may log the norm of the step before it
         tail = g.values[g.steps > s.steps[start]]
         head = g.values[:3]
-        if not tail.size or np.unique(tail).size > 1 or not tail[0] > 0 or not head.size:
+        if not tail.size or not (tail.size == 1 or repeats_one_value(tail)) or not tail[0] > 0 or not head.size:
             return None
         if float(tail[0]) <= ctx.th.frozen_grad_share * float(np.max(head)):
             return decades  # the gradient vanished: converged, however little the loss fell
@@ -949,9 +950,9 @@ def _frozen_after_learning(ctx) -> tuple | None:
     """``(stretch, decay, decades)`` when a frozen stretch (:func:`frozen_stretch`) came
     after the run learned (its value more than ``dead_min_improvement`` below the series'
     first) and a healthy run can produce it: the logged learning rate decayed to about
-    zero (:func:`lr_decayed_under`, ``decay`` its rates), the series fell
-    ``frozen_fall_log10`` or more before it froze (:func:`_converged_decades`,
-    ``decades``: a full-batch optimizer converged), or the frozen series is the eval loss
+    zero (:func:`lr_decayed_under`, ``decay`` its rates), a full-batch fit converged
+    before it froze (:func:`_converged_decades`, ``decades`` the series' fall), or the
+    frozen series is the eval loss
     in a log without a learning rate (on a fixed set it stops moving whenever the weights
     do, and such a log cannot say why they did; ``decay`` and ``decades`` ``None`` then).
     ``None`` otherwise: a train loss on fresh batches that repeats to the bit without a
@@ -968,7 +969,7 @@ def _frozen_after_learning(ctx) -> tuple | None:
     decades = None if decay is not None else _converged_decades(ctx, s, start)
     # A live logged rate under a frozen loss is a model that stopped being updated
     # (optimizer.step() skipped, requires_grad turned off): the FAIL, eval loss or not,
-    # unless the run fit its data to a thousandth of its first loss first.
+    # unless a full-batch fit converged first.
     if decay is None and decades is None and (name != "eval_loss" or ctx.has("lr")):
         return None
     return fr, decay, decades
@@ -1134,6 +1135,12 @@ def chance_level(
 HELD_OUT_WORDS = frozenset({"val", "valid", "validation", "eval", "test", "dev"})
 
 
+def accuracy_as_share(v: np.ndarray) -> np.ndarray:
+    """A logged accuracy ``v`` (shape ``(n,)``) as a share: divided by 100 when it is in
+    percent (its largest value above 1 and at most 100), else as it is."""
+    return v / 100 if v.size and 1 < float(v.max()) <= 100 else v
+
+
 def is_accuracy_key(key: str) -> bool:
     """Whether a logged key is a top-1 accuracy (train or held-out): it names ``acc`` or
     ``accuracy``, and no top-k (a top-5 accuracy sits far above a top-1's chance)."""
@@ -1159,10 +1166,8 @@ def _accuracy_at_chance(ctx, k: int, held_out: bool = False, max_tol: float | No
         v = s.values[np.isfinite(s.values)]
         if v.size < 2:
             continue
+        v = accuracy_as_share(v)
         late = float(median(v[v.size // 2 :]))
-        if 1 < float(v.max()) <= 100:
-            late /= 100
-            v = v / 100
         # Below 1/k by up to twice the tolerance: a guesser that favours a class rarer in
         # the evaluation set than in its training labels scores under 1/k (a model trained
         # on shuffled labels: 0.17-0.26 on 4 balanced classes).
@@ -2105,8 +2110,8 @@ def _eval_not_worse(ctx, reach_step: float, onset_step: float, left_step: float 
     late = e.values[after]
     if late.size < ctx.th.objective_eval_after:
         return None
-    if np.unique(late).size == 1:
-        return None  # one value repeated to the bit: a stale evaluation, no measure of the model
+    if repeats_one_value(late):
+        return None  # a stale evaluation, no measure of the model
     if not before.size:
         return _eval_flat_while_climbing(ctx, e, after, onset_step)
     at = int(before[np.argmin(e.values[before])])
@@ -2183,18 +2188,18 @@ def objective_schedule(ctx, best_step: float) -> str | None:
         if not after.size or not f.values.size:
             continue
         ref = float(f.values[before[-1]] if before.size else f.values[0])
+        top = float(np.max(after))
+        climbed = (ref > 0 and top >= ctx.th.objective_weight_rise * ref) or (ref == 0 and top > 0)
         if noise and not (weight or stage):
-            top = float(np.max(after))
             set_by_code = bool(np.all(np.diff(f.values) >= 0))
-            if set_by_code and ((ref > 0 and top >= ctx.th.objective_weight_rise * ref) or (ref == 0 and top > 0)):
+            if set_by_code and climbed:
                 return (
                     f"the noise level {series.key or name} climbed from {num(ref)} at the best level's step to "
                     f"{num(top)} after it, never falling: the loss is measured on noisier data"
                 )
             continue
         if weight:
-            top = float(np.max(after))
-            if (ref > 0 and top >= ctx.th.objective_weight_rise * ref) or (ref == 0 and top > 0):
+            if climbed:
                 return (
                     f"the loss weight {series.key or name} climbed from {num(ref)} at the best level's step to "
                     f"{num(top)} after it: the loss weighs its terms differently"
@@ -2269,8 +2274,8 @@ def _accuracy_rose(ctx, best_step: float, onset_step: float) -> str | None:
         return None
     # An average of r = b r + (1 - b) loss from 0 logs (1 - b) of the loss first: it can
     # fill up by 1 / (1 - b) at the most.
-    end = float(median(s.values[-end_window(len(s)) :]))
-    if not 0 < float(s.values[0]) or end > th.objective_fill_max_ratio * float(s.values[0]):
+    loss_end = float(median(s.values[-end_window(len(s)) :]))
+    if not 0 < float(s.values[0]) or loss_end > th.objective_fill_max_ratio * float(s.values[0]):
         return None
     for name, series in sorted(ctx.run.series.items()):
         if not is_accuracy_key(series.key or name):
@@ -2279,8 +2284,7 @@ def _accuracy_rose(ctx, best_step: float, onset_step: float) -> str | None:
         v = f.values
         if not v.size or float(v.min()) < 0 or float(v.max()) > 100:
             continue
-        if float(v.max()) > 1:
-            v = v / 100
+        v = accuracy_as_share(v)
         after = v[f.steps > onset_step]
         k = max(3, after.size // 10)
         ref = v[f.steps <= best_step][-k:]

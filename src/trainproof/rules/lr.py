@@ -19,6 +19,7 @@ from ..runlog import Series
 from ._fmt import num, pct, step
 from ._schedule import still_warming_up
 from ._shared import fall_evidence, fall_shown
+from ._stats import repeats_one_value
 from .registry import Need, rule
 
 
@@ -113,7 +114,7 @@ def _learns_anyway(ctx) -> bool:
         # move, so the falling train loss is the data's doing (an unshuffled loader), and
         # the zero rate is the one applied.
         e = ctx.finite("eval_loss").values
-        if e.size >= 3 and np.unique(e).size == 1:
+        if e.size >= 3 and repeats_one_value(e):
             return False
     return v.size >= ctx.th.min_trend_points and bool(np.all(v > 0)) and fall_shown(ctx)
 
@@ -188,7 +189,7 @@ def check_zero_lr(ctx):
         "lr_startup_points",
     ],
     least_evidence="TP-ZERO-LR's share of logged rates <= 0 and a train loss whose fall shows beyond its noise.",
-    detects="TP-ZERO-LR's condition (a learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end) while the train loss falls: the {dead_ci_z:g}-sigma interval of its change over the run (log scale, widened for autocorrelation), or of the change from its start level to its end level (medians of its first and last 10%, a fall that is fast and then holds), lies above a slow learner's {dead_min_improvement:.0%} fall. "
+    detects="TP-ZERO-LR's condition (a learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end) while the train loss falls: the {dead_ci_z:g}-sigma interval of its change over the run (log scale, widened for autocorrelation), or of the change from its first block's level to the level it then held (the median of its later block medians, against their spread: a fall that is fast and then holds), lies above a slow learner's {dead_min_improvement:.0%} fall. "
     + _EDGES,
     why="A zero rate cannot move the weights, so a loss that falls beyond its noise shows either that the rate in the log is not the one training the model (then every lr check reads the wrong number) or that the loss falls without learning (data that gets easier as the run goes on). The log cannot tell the two apart, so it warns instead of failing.",
     not_mean="It does not say the run is healthy: check which it is. It does not fail the run either, because the first reading is a common logging artefact.",
@@ -203,7 +204,7 @@ def check_zero_lr_learning(ctx):
     k = int(p.nonpos.sum())
     how, lo, hi = fall_evidence(ctx)
     loss = ctx.finite("loss")
-    over = "over the run" if how == "line" else "from its first to its last points (medians)"
+    over = "over the run" if how == "line" else "from its first block to the level it then held"
     yield ctx.finding(
         f"the logged learning rate is <= 0 on {pct(k / len(s))} of logged steps, yet the loss falls: the rate in the "
         "log is not the one applied, or the loss falls for another reason",

@@ -267,6 +267,41 @@ def test_update_ratio_sane_lr_is_not_low():
     assert -4 < med < -2
 
 
+# --------------------------------------------------------------------------- carried evaluations
+
+
+def test_a_loop_passing_its_latest_evaluation_at_every_call_is_not_stopped(tmp_path):
+    # Progress bars and loggers keep the latest validation metric and pass it with every
+    # train step: one evaluation repeated is not an eval loss frozen by a stopped model.
+    X, Y, model = make_problem(3)
+    Xe, Ye = X[400:], Y[400:]
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    log = tmp_path / "run.jsonl"
+    mon = trainproof.watch(model, optimizer, check_every=10, policy="raise", max_steps=300, log_path=log)
+    g = torch.Generator().manual_seed(4)
+    latest, evaluated = None, []
+    for step in range(300):
+        idx = torch.randint(0, 400, (32,), generator=g)
+        loss = torch.nn.functional.mse_loss(model(X[idx]), Y[idx])
+        optimizer.zero_grad()
+        loss.backward()
+        if step % 100 == 50:
+            with torch.no_grad():
+                latest = torch.nn.functional.mse_loss(model(Xe), Ye).item()
+            evaluated.append(step)
+        mon.log(step, loss, **({} if latest is None else {"eval_loss": latest, "val_acc": 0.5}))
+        optimizer.step()
+    mon.close()
+    rep = mon.report(print_it=False)
+    assert rep.verdict is not Level.FAIL, rep.ids()
+    rows = [json.loads(x) for x in log.read_text().splitlines()]
+    assert len(rows) == 300
+    # each evaluation recorded once, at the call that first passed it
+    assert [r["step"] for r in rows if "eval_loss" in r] == evaluated
+    assert [r["step"] for r in rows if "val_acc" in r] == evaluated[:1]
+
+
+# --------------------------------------------------------------------------- log_path
 # --------------------------------------------------------------------------- log_path
 
 

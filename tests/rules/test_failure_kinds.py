@@ -1118,6 +1118,46 @@ def test_an_eval_loss_bit_identical_at_every_evaluation_is_frozen(n):
     assert f.data["series"] == "eval_loss" and f.data["points"] == n
 
 
+def _carried(n, cadence, series, frozen_measurements=0, seed=0):
+    """A run whose ``series`` is shown on every row and changes only every ``cadence``
+    rows (a progress bar or logger that copies the latest measurement onto each train
+    row); with ``frozen_measurements`` the last that many measurements are one value."""
+    rng = np.random.default_rng(seed)
+    m = -(-n // cadence)
+    measured = (0.1 + 2.0 * np.exp(-np.arange(m) / (m / 5))) * np.exp(0.03 * rng.standard_normal(m))
+    if frozen_measurements:
+        measured[-frozen_measurements:] = 0.2345678
+    shown = np.repeat(measured, cadence)[:n]
+    t = np.arange(n)
+    cols = {"loss": (0.1 + 2.0 * np.exp(-t / (n / 5))) * np.exp(0.05 * rng.standard_normal(n)), "lr": np.full(n, 1e-3)}
+    cols[series] = shown
+    return cols
+
+
+@pytest.mark.parametrize("n,cadence", [(120, 12), (200, 25), (500, 50), (1000, 100), (1000, 7)])
+@pytest.mark.parametrize("series", ["eval_loss", "loss"])
+def test_a_measurement_carried_onto_every_row_until_the_next_is_not_frozen(n, cadence, series):
+    # The last measurement is carried over up to one cadence of rows at the end (10 or
+    # more rows, a tenth of the run or more where there are 10 measurements or fewer: an
+    # epoch's progress bar showing the last validation loss): one measurement, however
+    # many rows show it.
+    rep = judge_runlog(run_of(**_carried(n, cadence, series)))
+    assert not {"TP-LOSS-FROZEN", "TP-FROZEN-AFTER-LEARNING"} & set(ids(rep)), ids(rep)
+
+
+@pytest.mark.parametrize("n,cadence", [(300, 5), (1200, 20), (3000, 50)])
+@pytest.mark.parametrize("series", ["eval_loss", "loss"])
+def test_a_carried_measurement_frozen_for_many_measurements_is_still_frozen(n, cadence, series):
+    # The same logger over a model that stopped changing: twelve measurements in a row
+    # are one value to the bit, under a live learning rate.
+    rep = judge_runlog(run_of(**_carried(n, cadence, series, frozen_measurements=12)))
+    f = one(rep, "TP-LOSS-FROZEN")
+    assert f.data["series"] == series and f.data["value"] == 0.2345678
+    # nine measurements are not enough, whatever the rows they cover
+    rep = judge_runlog(run_of(**_carried(n, cadence, series, frozen_measurements=9)))
+    assert "TP-LOSS-FROZEN" not in ids(rep), ids(rep)
+
+
 def test_an_eval_loss_that_moves_in_its_last_digits_is_not_frozen():
     n = 100
     ev = 1.9191406965255737 + 1e-9 * np.arange(n)

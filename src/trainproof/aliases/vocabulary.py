@@ -88,3 +88,16 @@ def words(raw: str) -> list[str]:
     part after the last ``" - "``."""
     _, name = split_run(raw)
     return [w for w in _NON_ALNUM.split(_CAMEL.sub(" ", name).lower()) if w]
+
+
+#: How the framework callbacks and the monitor name an evaluation metric's key: a split
+#: word as its first or last part, as Lightning, Keras and HF write them.
+_EVAL_PREFIXES = ("val_", "val/", "valid_", "valid/", "validation_", "validation/", "eval_", "eval/")
+_EVAL_SUFFIXES = ("_val", "/val")
+
+
+def is_eval_key(key: str) -> bool:
+    """True for a validation/evaluation metric's key as a training loop passes it
+    (``val_loss``, ``eval_acc``, ``loss_val``…): a split word leads or ends the key."""
+    k = key.lower()
+    return k.startswith(_EVAL_PREFIXES) or k.endswith(_EVAL_SUFFIXES)

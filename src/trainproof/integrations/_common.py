@@ -50,9 +50,6 @@ GROWTH_SHARE = 0.01
 #: bounds the device memory they hold when ``check_every`` is large.
 PENDING_MAX = 256
 
-_EVAL_PREFIXES = ("val_", "val/", "valid_", "valid/", "validation_", "validation/", "eval_", "eval/")
-_EVAL_SUFFIXES = ("_val", "/val")
-
 
 def missing(module: str, extra: str, err: BaseException | None = None) -> str:
     """The message for a framework that cannot be imported."""
@@ -101,12 +98,6 @@ def cites_grad_norm(f: Finding) -> bool:
     if r is not None and any("grad_norm" in n.names for n in r.needs):
         return True
     return any(str(k).startswith("grad_norm") for k in f.data)
-
-
-def is_eval_key(key: str) -> bool:
-    """True for a validation/evaluation metric (``val_loss``, ``eval_acc``, ``loss_val``…)."""
-    k = key.lower()
-    return k.startswith(_EVAL_PREFIXES) or k.endswith(_EVAL_SUFFIXES)
 
 
 class LiveRun:

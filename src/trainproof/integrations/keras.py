@@ -38,11 +38,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from ..aliases.vocabulary import is_eval_key
 from ..findings import Finding, Report
 from ..live import distributed
 from ..live.guardian import number
 from ..rules.thresholds import DEFAULT, Thresholds
-from ._common import LiveRun, is_eval_key, missing
+from ._common import LiveRun, missing
 
 try:
     import keras

@@ -39,9 +39,10 @@ import os
 import re
 from collections.abc import Callable, Iterable
 
+from ..aliases.vocabulary import is_eval_key
 from ..findings import Finding, Report
 from ..rules.thresholds import DEFAULT, Thresholds
-from ._common import LiveRun, is_eval_key, missing
+from ._common import LiveRun, missing
 
 try:
     from lightning.pytorch import Callback

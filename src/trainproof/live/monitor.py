@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..aliases.vocabulary import is_eval_key
 from ..findings import Finding, Level, Report
 from ..rules._fmt import step as step_fmt
 from ..rules.thresholds import DEFAULT, Thresholds
@@ -252,6 +253,8 @@ class Monitor:
         # ("v", float) for a host number, ("t", i) for column i, ("sqrt", idxs) for the
         # square root of the sum of columns idxs, ("ratio", num_idxs, den_idxs).
         self._pending: list[tuple[object, list[tuple[str, tuple]]]] = []
+        # the evaluation metrics passed at the previous call, to record a carried one once
+        self._last_eval: dict[str, float] = {}
         self._cols: list = []  # 0-d tensors on their devices, float64 (float32 on MPS)
         self._shard_cols: dict[tuple, list[int]] = {}  # shard-group key -> columns to sum
         self._shard_groups: dict[tuple, list] = {}  # shard-group key -> process groups
@@ -528,6 +531,12 @@ class Monitor:
         those at the previous call, so it measures the optimizer step taken after the
         previous call. At a check step the record also holds the ``model/*``
         measurements (see ``layers``). Non-finite values are recorded, never raised on.
+        An evaluation metric (``eval_loss``, ``val_*``, ``*_val``…) passed at consecutive
+        calls with one value to the bit is recorded at the first of them: a loop that
+        passes its latest evaluation at every call passes one measurement many times, and
+        the copies would read as an eval loss frozen by a model that stopped changing (the
+        model-level checks read frozen weights directly). An evaluation passed only at the
+        steps that compute it is recorded every time.
 
         ``loss`` and the metrics may be tensors (a 0-d loss as it comes out of the model):
         they are detached and kept on their device with the gradient norm until the next
@@ -641,12 +650,19 @@ class Monitor:
 
         for step, entries in pending:
             nums: dict = {}
+            passed: dict[str, float] = {}
             for k, s in entries:
                 if s[0] == "probe":
                     nums.update(s[2]([host[i] for i in s[1]]))
                     self._guardian.meta["model_probe"] = {"step": step, **self.probe.details}
                 else:
-                    nums[k] = value(s)
+                    x = value(s)
+                    if is_eval_key(k):
+                        passed[k] = x
+                        if x == self._last_eval.get(k):
+                            continue  # the previous call's evaluation passed again
+                    nums[k] = x
+            self._last_eval = passed
             self._guardian.add(float(step), nums)
             if self._log_file is not None:
                 self._log_file.write(json.dumps({"step": step, **nums}) + "\n")

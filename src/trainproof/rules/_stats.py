@@ -181,6 +181,19 @@ def runs_of(mask: np.ndarray) -> list[tuple[int, int]]:
     return [(int(s), int(e - s)) for s, e in zip(starts, ends)]
 
 
+def repeat_cadence(values: np.ndarray) -> float:
+    """The median length of the stretches of one value repeated to the bit over
+    consecutive points of ``values`` (shape ``(n,)``; 1.0 when ``n`` is 0): how many logged
+    points one measurement is carried over. A loss measured at every log changes at every
+    point (1.0); a progress bar or a logger that copies the latest evaluation onto every
+    train row repeats each one until the next (50.0 for an evaluation every 50 rows)."""
+    if values.size == 0:
+        return 1.0
+    changes = np.flatnonzero(values[1:] != values[:-1]) + 1
+    lengths = np.diff(np.concatenate(([0], changes, [values.size])))
+    return float(np.median(lengths))
+
+
 def neighbour_median(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(indices, level)``: for each point with two neighbours on each side, the median
     of those four neighbours (``i-2, i-1, i+1, i+2``), the point itself left out.

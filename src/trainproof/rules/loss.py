@@ -31,6 +31,7 @@ from ._stats import (
     median,
     neighbour_median,
     noise_sigma,
+    repeat_cadence,
     repeats_one_value,
     rounding_step,
     runs_of,
@@ -875,7 +876,13 @@ def _significant_digits(x: float) -> int:
 def frozen_stretch(ctx) -> tuple[str, object, int, int] | None:
     """``(name, series, start, length)``: the train loss, or else the eval loss, whose last
     ``length`` finite points from index ``start`` are one bit-identical value (TP-LOSS-FROZEN's
-    condition), or ``None``."""
+    condition), or ``None``.
+
+    The points are counted in measurements: where the points before the stretch repeat
+    each value over several rows (:func:`repeat_cadence`: a progress bar or a logger that
+    carries the latest evaluation onto every train row), the stretch's length is divided
+    by that cadence, so a value carried over the rows up to the next evaluation is one
+    measurement, not a frozen model."""
 
     def compute():
         th = ctx.th
@@ -891,7 +898,8 @@ def frozen_stretch(ctx) -> tuple[str, object, int, int] | None:
                 continue
             start = int(np.flatnonzero(~same)[-1])
             length = v.size - start
-            if length < th.frozen_min_points or length < th.frozen_share * v.size:
+            measured = length / repeat_cadence(v[:start])
+            if measured < th.frozen_min_points or length < th.frozen_share * v.size:
                 continue
             if _significant_digits(v[-1]) < th.frozen_digits:
                 continue
@@ -1000,7 +1008,7 @@ _FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "T
     thresholds=_FROZEN_THRESHOLDS,
     implies=_FROZEN_IMPLIES,
     least_evidence="The last {frozen_min_points} or more finite losses, and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
-    detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen). An eval loss on a fixed validation set repeats to the bit only when the weights do not change.",
+    detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen). Points count as measurements: where the series repeats each value over several rows before the stretch (the latest evaluation carried onto every train row until the next), the stretch's rows are divided by the median length of those repeats. An eval loss on a fixed validation set repeats to the bit only when the weights do not change.",
     why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
     not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, a train loss under a rate decayed to about zero, or a full-batch fit that converged: a fall of {frozen_fall_log10:g} decades, or a gradient norm frozen with it at {frozen_grad_share:g} of its start or below): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
     causes="A model whose output no longer depends on its input (collapsed to a constant), frozen weights evaluated on one fixed batch, a loss variable that is never updated in the logging code, a data loader stuck on one batch.",

@@ -717,7 +717,11 @@ class Thresholds:
         "written with 4 or more significant digits, no longer depends on the data: batch "
         "noise changes the last digits of a real loss at every log (a frozen run of the corpus "
         "repeats one value for 74 rows; its healthy logs never repeat a 4-digit loss 10 times "
-        "in a row). Fewer digits are a logger's rounding at a converged floor.",
+        "in a row). Fewer digits are a logger's rounding at a converged floor. Points count "
+        "as measurements: where the series before the stretch repeats each value over several "
+        "rows (a progress bar or logger that copies the latest evaluation onto every train "
+        "row), the stretch's rows are divided by that median repeat, so one evaluation "
+        "carried to the next is one point.",
         unit="points",
         valid=count(2),
     )

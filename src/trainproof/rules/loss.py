@@ -1751,6 +1751,7 @@ DIVERGE_THRESHOLDS = [
     "diverge_caused_regain",
     "diverge_lr_rise",
     "objective_eval_after",
+    "objective_eval_resolution",
     "objective_climb_share",
     "objective_weight_rise",
     "objective_accuracy_rise",
@@ -1795,7 +1796,7 @@ DIVERGE_THRESHOLDS = [
         "{diverge_caused_regain:.0%} of the fall. Not a divergence when the loss measures something else after "
         "its best level (TP-OBJECTIVE-CHANGED says so instead): an eval loss that did not get worse over the climb "
         "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no higher than "
-        "its best evaluation while the run held the level it climbed from; with no evaluation then, no higher than "
+        "its best evaluation, beyond {diverge_noise_z:g} standard errors of the evaluations' own noise where that allowance is at most {objective_eval_resolution:.0%} of the train loss's climb in log units, while the run held the level it climbed from; with no evaluation then, no higher than "
         "its first evaluation in the climb while the train loss climbs on by {objective_climb_share:.0%} of its climb "
         "after it), a logged loss-term weight (beta, "
         "kl_weight, kl_coef, kl_warmup, …) or a noise level never falling (sigma, noise_level) that climbed "
@@ -1827,7 +1828,7 @@ def check_diverge(ctx):
         "A climb of the train loss that TP-DIVERGE would call a divergence, in a log that shows the loss "
         "measures something else after its best level: an eval loss that did not get worse over the climb "
         "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no "
-        "higher than its best evaluation while the run held the level it climbed from, from the step it first "
+        "higher than its best evaluation, beyond {diverge_noise_z:g} standard errors of the evaluations' own noise where that allowance is at most {objective_eval_resolution:.0%} of the train loss's climb in log units, while the run held the level it climbed from, from the step it first "
         "reached it; with no evaluation then, no higher than its first evaluation in the climb while the train "
         "loss climbs on by {objective_climb_share:.0%} of its climb after it), a logged loss-term weight (beta, kl_weight, kl_coef, kl_warmup, …) "
         "or a noise level a curriculum adds to the data (sigma, noise_level; never falling) "
@@ -2033,6 +2034,7 @@ def _diverge(ctx) -> dict | None:
             reached_step(s.steps, meds, block, bar),
             # the level held: within its noise gate, or a slow learner's 5%, of the best
             left_level_step(s.steps, v, best * math.exp(max(gate, math.log1p(th.dead_min_improvement))), best_idx),
+            math.log(ratio),
         ),
         step=s.steps[best_idx],
         line=s.lines[best_idx],
@@ -2096,7 +2098,9 @@ def reached_step(steps: np.ndarray, meds: np.ndarray, block: int, bar: float) ->
     return float(steps[min(j * block, steps.size - 1)])
 
 
-def _eval_not_worse(ctx, reach_step: float, onset_step: float, left_step: float | None = None) -> str | None:
+def _eval_not_worse(
+    ctx, reach_step: float, onset_step: float, left_step: float | None = None, climb_log: float | None = None
+) -> str | None:
     """The held-out loss says the model did not get worse while the train loss climbed:
     the median of its last 3 evaluations after ``onset_step`` (where the climb begins), of
     at least ``objective_eval_after``, no higher than the best evaluation made while the
@@ -2106,7 +2110,14 @@ def _eval_not_worse(ctx, reach_step: float, onset_step: float, left_step: float 
     and then settled at chance has not improved on what it held; and not an evaluation
     from before the run reached that level (an untrained model's, at step 0), nor one made
     after the loss had already left it (a run that collapsed to chance before its first
-    evaluation has none of the level it lost)."""
+    evaluation has none of the level it lost).
+
+    The end may exceed that best by ``diverge_noise_z`` standard errors of the
+    point-to-point noise of the evaluations it is chosen from (one evaluation against a
+    median of 3; none from fewer than 3), only where that allowance is at most
+    ``objective_eval_resolution`` of the train loss's climb (``climb_log``, in log
+    units): evaluations too noisy to show a climb of the train loss's size say nothing
+    of whether the model got worse."""
     if not ctx.has("eval_loss"):
         return None
     e = ctx.finite("eval_loss")
@@ -2125,12 +2136,20 @@ def _eval_not_worse(ctx, reach_step: float, onset_step: float, left_step: float 
     at = int(before[np.argmin(e.values[before])])
     ref = float(e.values[at])
     end, k = _eval_end(late)
-    if end > ref:
+    # One evaluation against the median of k, each with the evaluations' own noise: a
+    # healthy eval loss wanders by a few percent from evaluation to evaluation, and the
+    # best of many sits low by chance; a diverged model's moves far past both.
+    sigma = noise_sigma(e.values[before])  # at the held level: not the fall before it
+    gate = ctx.th.diverge_noise_z * math.hypot(sigma, level_se(sigma, k))
+    if climb_log is None or not ref > 0 or math.log1p(gate / ref) > ctx.th.objective_eval_resolution * climb_log:
+        gate = 0.0
+    if end > ref + gate:
         return None
+    within = f" beyond its noise ({num(gate)}, {ctx.th.diverge_noise_z:g} standard errors)" if end > ref else ""
     return (
         f"the eval loss ({e.key}) was at best {num(ref)} (step {step(e.steps[at])}) before the climb and "
-        f"{num(end)} at the end (median of its last {k} of {late.size} evaluations after it): the held-out loss "
-        "did not get worse"
+        f"{num(end)} at the end (median of its last {k} of {late.size} evaluations after it): the held-out "
+        f"loss did not get worse{within}"
     )
 
 
@@ -2222,11 +2241,17 @@ def objective_schedule(ctx, best_step: float) -> str | None:
 
 
 def objective_changed(
-    ctx, best_step: float, onset_step: float, reach_step: float, left_step: float | None = None
+    ctx,
+    best_step: float,
+    onset_step: float,
+    reach_step: float,
+    left_step: float | None = None,
+    climb_log: float | None = None,
 ) -> str | None:
     """Why a climb of the train loss from its best level (at ``best_step``, first reached
     at ``reach_step``, climbing from ``onset_step``) is not a divergence, in a sentence
-    with the numbers, or ``None``.
+    with the numbers, or ``None``. ``climb_log``: the climb as the natural log of end
+    level / best level, where the loss is positive (it sizes the eval noise allowed).
 
     The loss's levels compare only while it measures one thing. A held-out loss that did
     not get worse over the climb says the model did not (:func:`_eval_not_worse`); a
@@ -2235,7 +2260,7 @@ def objective_changed(
     a curriculum's next stage.
     """
     return (
-        _eval_not_worse(ctx, reach_step, onset_step, left_step)
+        _eval_not_worse(ctx, reach_step, onset_step, left_step, climb_log)
         or objective_schedule(ctx, best_step)
         or _accuracy_rose(ctx, best_step, onset_step)
     )

@@ -354,7 +354,9 @@ class Thresholds:
         3,
         "A train loss that climbs from its best level is not a divergence when the held-out "
         "loss did not get worse over the climb: the median of the last 3 of at least this many "
-        "evaluations after the climb began no higher than the best evaluation before it. A "
+        "evaluations after the climb began no higher than the best evaluation before it (for a "
+        "positive loss, beyond the evaluations' own noise where objective_eval_resolution "
+        "allows it). A "
         "model that diverges gets worse on held-out data too; a train loss whose objective "
         "changed (a VAE's KL weight annealed up, a curriculum's harder stage, stronger "
         "augmentation) climbs while the held-out loss falls. Found by a new user's real runs: "
@@ -363,6 +365,21 @@ class Thresholds:
         "FAILed TP-DIVERGE. 3, so that one lucky evaluation does not decide.",
         unit="evaluations",
         valid=count(1),
+    )
+    objective_eval_resolution: float = threshold(
+        0.5,
+        "The eval loss's end may exceed its best held evaluation by its own noise "
+        "(diverge_noise_z standard errors of its point-to-point noise, one evaluation against a "
+        "median of 3: a healthy eval loss wanders a few percent between evaluations, and the best "
+        "of many sits low by chance; a cyclical-KL VAE's validation ELBO ended 0.09 above its "
+        "best of 16 held evaluations at 3% noise) only where that allowance, as a log ratio of the "
+        "best, is at most this share of the train loss's climb (log end/best): evaluations "
+        "that cannot resolve a climb half the train loss's size cannot say the model did "
+        "not get worse. A cyclical-KL VAE's evaluations at 3% noise allow 0.11 against a "
+        "1.08 climb; a run at lr 10 whose evaluations swing 0.47-2.1 would allow 1.8 against "
+        "1.45, and is compared strictly (it diverged).",
+        unit="share",
+        valid=SHARE,
     )
     objective_accuracy_rise: float = threshold(
         0.05,

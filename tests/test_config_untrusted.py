@@ -536,3 +536,27 @@ def test_the_documentation_prints_each_threshold_with_its_unit_and_range():
     registry.load_all()
     page = registry.get("TP-LOSS-SPIKE").doc_markdown("#")  # the rule page, without its example
     assert "- `spike_factor` = 3.0 (ratio): " in page and "- `spike_window` = 10 (points): " in page
+
+
+# --- Thresholds as a value -------------------------------------------------------------
+
+
+def test_thresholds_take_field_names_only_and_compare_as_values():
+    import copy
+    import pickle
+
+    from trainproof.rules.thresholds import DEFAULT, Thresholds
+
+    t = DEFAULT.with_overrides({"diverge_ratio": 2.0})
+    assert t.diverge_ratio == 2.0 and DEFAULT.diverge_ratio != 2.0
+    assert Thresholds() == DEFAULT and hash(Thresholds()) == hash(DEFAULT)
+    assert Thresholds(diverge_ratio=2.0) == t and t != DEFAULT
+    assert pickle.loads(pickle.dumps(t)) == t and copy.deepcopy(t) == t
+    assert repr(t) == "Thresholds(diverge_ratio=2.0)" and repr(DEFAULT) == "Thresholds()"
+    assert t.as_dict() == {**DEFAULT.as_dict(), "diverge_ratio": 2.0}
+    with pytest.raises(TypeError, match="no_such_threshold"):
+        Thresholds(no_such_threshold=1)
+    with pytest.raises(TypeError):
+        Thresholds(2.0)
+    with pytest.raises(AttributeError):
+        t.diverge_ratio = 3.0  # frozen

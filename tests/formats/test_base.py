@@ -444,3 +444,22 @@ def test_every_reader_is_fuzzed():
 
     fuzzed = {key.split("_")[0] for key in _fuzz_logs.READERS} | set(_fuzz_logs.READERS)
     assert set(formats.READER_MODULES) <= fuzzed, sorted(set(formats.READER_MODULES) - fuzzed)
+
+
+def test_reading_one_log_imports_only_the_readers_it_tries(tmp_path):
+    # Detection tries the readers in sniffing order and imports each when it is reached: a
+    # JSONL log never loads the text readers after it (the console reader's patterns cost
+    # start-up), and asking for one format by name loads that reader alone.
+    log = tmp_path / "run.jsonl"
+    log.write_text("".join(json.dumps({"step": i, "loss": 2.0 - 0.1 * i}) + "\n" for i in range(10)))
+    code = (
+        "import sys; from pathlib import Path; from trainproof import formats as F; "
+        f"r = F.detect(Path({str(log)!r})); "
+        "loaded = sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('trainproof.formats.')); "
+        "c = F.get_reader('coqui'); "
+        "print(r.name, 'console' in loaded, 'coqui' in loaded, 'csv' in loaded, c.name, "
+        "'trainproof.formats.console' in sys.modules, F.format_names() == list(F.READER_MODULES), "
+        "F.line_anchors('console'), 'trainproof.formats.console' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["jsonl", "False", "False", "False", "coqui", "False", "True", "True", "True"]

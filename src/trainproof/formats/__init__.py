@@ -156,6 +156,31 @@ def _readers() -> tuple:
     return g["READERS"] if "READERS" in g else __getattr__("READERS")
 
 
+def _reader(name: str):
+    """The reader module of :data:`READER_MODULES` called ``name``, importing only it:
+    a command that reads one log pays for the readers it tries, not for all of them
+    (the console reader's patterns alone cost a few milliseconds of start-up)."""
+    g = globals()
+    if "READERS" in g:
+        return next(r for r in g["READERS"] if r.name == name)
+    module = importlib.import_module(f"{__name__}.{name}")
+    from .. import findings
+
+    findings.set_line_anchors(line_anchors)
+    return module
+
+
+def _sniffing_order():
+    """The readers in sniffing order, each imported when it is reached (:data:`READERS`
+    itself where it is loaded or a test replaced it)."""
+    g = globals()
+    if "READERS" in g:
+        yield from g["READERS"]
+        return
+    for name in READER_MODULES:
+        yield _reader(name)
+
+
 def decode_json(text: str) -> object:
     """``text`` decoded as every reader decodes JSON: ``NaN``/``Infinity`` allowed, an
     integer of more digits than Python parses read as the float it rounds to (±inf).
@@ -317,12 +342,13 @@ def line_anchors(name: str | None) -> bool:
     (asked without importing the readers: a reader's name is its module's)."""
     if name not in READER_MODULES:
         return False
-    return next((r.line_anchors for r in _readers() if r.name == name), False)
+    return bool(_reader(name).line_anchors)
 
 
 def format_names() -> list[str]:
     """The reader names, in sniffing order."""
-    return [r.name for r in _readers()]
+    g = globals()
+    return [r.name for r in g["READERS"]] if "READERS" in g else list(READER_MODULES)
 
 
 def get_reader(name: str) -> Reader:
@@ -331,6 +357,8 @@ def get_reader(name: str) -> Reader:
     Raises:
         ReadError: no reader has that name.
     """
+    if "READERS" not in globals() and name in READER_MODULES:
+        return _reader(name)
     for r in _readers():
         if r.name == name:
             return r
@@ -371,7 +399,7 @@ def detect(path: Path, fmt: str = "auto") -> Reader:
         )
     if fmt != "auto":
         return get_reader(fmt)
-    for r in _readers():
+    for r in _sniffing_order():
         if r.sniff(path, text):
             return r
     raise NotALog(

@@ -201,11 +201,21 @@ def threshold(default: int | float, why: str = "", *, see: str = "", unit: str, 
     return dataclasses.field(default=default, metadata={**meta, "unit": unit, "valid": valid})
 
 
-@dataclass(frozen=True)
+# The methods a dataclass would generate for 160 fields (__init__, __repr__, __eq__,
+# __hash__) are written below instead: generated code is compiled at every import (about
+# 5 ms of every command's start-up), written code comes from the bytecode cache.
+@dataclass(frozen=True, init=False, repr=False, eq=False)
 class Thresholds:
     """The rules' thresholds. Each field's unit is declared with it (:func:`unit_of`,
     :data:`UNITS`): ratios are plain multiples, shares are in [0, 1], points are logged
-    points (not training steps)."""
+    points (not training steps).
+
+    ``Thresholds(**values)`` takes keyword arguments only, each a field's name; the fields
+    not given keep their defaults. Unchecked: :meth:`with_overrides` checks values.
+
+    Raises:
+        TypeError: a positional argument, or a name that is no field.
+    """
 
     # --- minimum lengths -------------------------------------------------------------
     # A first point, a last point and one between: with fewer there is no curve, and a 1-point
@@ -1627,6 +1637,29 @@ class Thresholds:
     )
     spike_worse_z: float = threshold(3.0, see="spike_worse_ratio", unit="z", valid=SIGMAS)
 
+    def __init__(self, **values: object) -> None:
+        defaults = _DEFAULTS
+        unknown = values.keys() - defaults.keys()
+        if unknown:
+            raise TypeError(f"Thresholds() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+        for name, default in defaults.items():
+            object.__setattr__(self, name, values.get(name, default))
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in _DEFAULTS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self is other or self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        changed = ", ".join(f"{n}={getattr(self, n)!r}" for n, d in _DEFAULTS.items() if getattr(self, n) != d)
+        return f"Thresholds({changed})"
+
     def with_overrides(self, overrides: Mapping[str, object]) -> "Thresholds":
         """A copy with some values replaced, each checked against its :data:`RANGES` entry
         and the result against :data:`CONSTRAINTS`.
@@ -1655,6 +1688,9 @@ class Thresholds:
         """Every threshold by name."""
         return dataclasses.asdict(self)
 
+
+#: Every field's default, by name, in the order of the fields.
+_DEFAULTS: dict[str, object] = {f.name: f.default for f in dataclasses.fields(Thresholds)}
 
 DEFAULT = Thresholds()
 

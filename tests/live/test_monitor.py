@@ -167,6 +167,35 @@ def test_zero_lr_raise_policy_stops_at_the_first_check():
     assert ei.value.report.records == 50
 
 
+@pytest.mark.parametrize("head_lr", [1e-3, 0.0])
+def test_a_backbone_group_at_lr_0_stops_nothing_while_the_head_group_trains(head_lr):
+    # Group 0 (the backbone, frozen on purpose) is recorded as lr and group 1 as
+    # lr_group_1: the run trains. With both at 0 nothing does, and the first check stops it.
+    X, Y, model = make_problem(5)
+    opt = torch.optim.Adam(
+        [{"params": model[0].parameters(), "lr": 0.0}, {"params": model[2].parameters(), "lr": head_lr}]
+    )
+    mon = trainproof.watch(model, opt, check_every=10, policy="raise", max_steps=300)
+    g = torch.Generator().manual_seed(6)
+    stopped = None
+    for step in range(300):
+        idx = torch.randint(0, 512, (32,), generator=g)
+        loss = torch.nn.functional.mse_loss(model(X[idx]), Y[idx])
+        opt.zero_grad()
+        loss.backward()
+        try:
+            mon.log(step, loss)
+        except RunFailed as e:
+            stopped = (step, e.report.ids())
+            break
+        opt.step()
+    if head_lr > 0:
+        assert stopped is None
+        assert "lr_group_1" in mon.guardian.runlog().series
+    else:
+        assert stopped is not None and stopped[0] == 9 and "TP-ZERO-LR" in stopped[1]
+
+
 # --------------------------------------------------------------------------- healthy
 
 

@@ -251,6 +251,33 @@ def test_zero_lr_everywhere_fails_and_counts_no_negatives():
     assert "TP-ZERO-LR-PARTIAL" not in rep.ids()
 
 
+@pytest.mark.parametrize("key", ["lr_group_1", "learning_rate_pg1", "train/lr_group_2", "lr-param_group-1"])
+@pytest.mark.parametrize("n", [10, 30, 400])
+@pytest.mark.parametrize("shape", ["falling", "flat"])
+def test_zero_lr_on_one_group_while_another_group_trains_is_no_dead_run(key, n, shape):
+    # A fine-tune with its backbone's group at lr 0 on purpose: the monitor and many loops
+    # log group 0 as the rate, and the head's group beside it (a monitor stopped such a run
+    # at its first check with TP-ZERO-LR).
+    rng = np.random.default_rng(n)
+    t = np.arange(n)
+    loss = (0.4 + 1.1 * np.exp(-t / max(n / 5, 2))) if shape == "falling" else np.full(n, 0.9)
+    loss = loss * np.exp(0.05 * rng.standard_normal(n))
+    rep = judge(loss=loss, lr=[0.0] * n, **{key: [1e-3] * n})
+    assert not {"TP-ZERO-LR", "TP-ZERO-LR-PARTIAL", "TP-ZERO-LR-LEARNING", "TP-DEAD-RUN"} & set(rep.ids()), rep.ids()
+    assert rep.verdict is not Level.FAIL
+    # Every logged group at lr 0, or the other at a rate that moves nothing: a dead run.
+    for other in (0.0, 1e-12):
+        rep = judge(loss=still_loss(n), lr=[0.0] * n, **{key: [other] * n})
+        assert "TP-ZERO-LR" in rep.ids() and rep.verdict is Level.FAIL
+
+
+def test_zero_lr_another_rate_key_that_names_no_group_changes_nothing():
+    # Two spellings of one rate that disagree (a scheduler's and the optimizer's) say
+    # nothing about a group that trains: the rate read is still 0.
+    rep = judge(loss=still_loss(30), lr=[0.0] * 30, learning_rate_scheduled=[1e-3] * 30)
+    assert "TP-ZERO-LR" in rep.ids()
+
+
 def test_zero_lr_negative_learning_rates_are_counted_as_negative():
     f = one(judge(loss=still_loss(20), lr=[-1e-4] * 15 + [0.0] * 5), "TP-ZERO-LR")
     assert f.data["negative"] == 15 and f.data["nonpositive"] == 20

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..aliases.table import GROUP_SUFFIX
 from ..aliases.vocabulary import words
 from ._stats import (
     block_medians,
@@ -138,6 +139,24 @@ def lr_restart_after(ctx, at_step: float) -> tuple[float, float, float, float] |
     if float(before.max()) < 0.5 * peak:
         return None
     return float(lr.steps[peak_i]), rate, peak, float(lr.steps[np.flatnonzero(upto)[trough_i]])
+
+
+def trained_group_rate(ctx) -> tuple[str, float] | None:
+    """``(key, rate)``: a learning rate logged for another parameter group than the one
+    read as the run's rate (a key such as ``lr_group_1`` or ``learning_rate_pg2`` that the
+    mapping left beside ``lr``), whose median is above ``tiny_lr``: the optimizer trains
+    that group whatever the rate read shows, as a fine-tune with its backbone's group at lr
+    0 on purpose does (the monitor and many loops log group 0 as ``lr``). The group with the
+    largest median; ``None`` where no such rate is logged."""
+    best = None
+    for key in ctx.run.mapping.get("lr", {}).get("ignored", ()):
+        if not GROUP_SUFFIX.match(key) or key not in ctx.run.series:
+            continue
+        v = ctx.run.series[key].values
+        v = v[np.isfinite(v)]
+        if v.size and float(np.median(v)) > ctx.th.tiny_lr and (best is None or float(np.median(v)) > best[1]):
+            best = (key, float(np.median(v)))
+    return best
 
 
 #: Words of a key that names a margin loss (a triplet or contrastive margin loss, a

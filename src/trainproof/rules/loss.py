@@ -17,6 +17,7 @@ from ._shared import (
     lr_restart_after,
     margin_objective,
     trailing_zero_run,
+    trained_group_rate,
     zero_loss_fitted,
 )
 from ._stats import (
@@ -2455,9 +2456,10 @@ def _tiny_lr(ctx) -> float | None:
     named cause of a dead run; 0 too, where TP-ZERO-LR fails the run and lists the dead
     run as what it explains), else ``None``. The cause needs the least evidence TP-ZERO-LR
     needs, ``min_value_points`` logged rates: a warm-up that starts at 0 and a cosine that
-    ends at 0, logged once each, show the schedule's edges, not the rate between them."""
-    if not ctx.has("lr"):
-        return None
+    ends at 0, logged once each, show the schedule's edges, not the rate between them. Not
+    where another parameter group's logged rate trains (:func:`_shared.trained_group_rate`)."""
+    if not ctx.has("lr") or trained_group_rate(ctx):
+        return None  # another parameter group trains at a real rate
     lr = ctx.finite("lr").values
     if lr.size < ctx.th.min_value_points:
         return None

@@ -18,7 +18,7 @@ from ..findings import Level
 from ..runlog import Series
 from ._fmt import num, pct, step
 from ._schedule import still_warming_up
-from ._shared import fall_evidence, fall_shown
+from ._shared import fall_evidence, fall_shown, trained_group_rate
 from ._stats import repeats_one_value
 from .registry import Need, rule
 
@@ -133,6 +133,7 @@ def _learns_anyway(ctx) -> bool:
         "min_trend_points",
         "dead_min_improvement",
         "dead_ci_z",
+        "tiny_lr",
     ],
     implies=(
         "TP-DEAD-RUN",
@@ -147,13 +148,13 @@ def _learns_anyway(ctx) -> bool:
     detects="A learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end. "
     + _EDGES,
     why="With a zero learning rate the optimizer never changes the weights; the run computes gradients for nothing.",
-    not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted. A logged rate of 0 under a loss that falls beyond its noise is not this: the rate logged is not the one applied, or the loss falls for another reason (TP-ZERO-LR-LEARNING, a WARN).",
+    not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted. A logged rate of 0 under a loss that falls beyond its noise is not this: the rate logged is not the one applied, or the loss falls for another reason (TP-ZERO-LR-LEARNING, a WARN). Not where the log also holds another parameter group's rate (`lr_group_1`, `learning_rate_pg2`) with a median above {tiny_lr}: the optimizer trains that group, and the group read as the rate is frozen on purpose (a fine-tune's backbone at lr 0). Not where the log also holds another parameter group's rate (`lr_group_1`, `learning_rate_pg2`) with a median above {tiny_lr}: the optimizer trains that group, and the group read as the rate is frozen on purpose (a fine-tune's backbone at lr 0).",
     causes="A scheduler configured with zero peak or zero warm-up target, DeepSpeed/accelerate config overriding the optimizer's lr, lr set in the wrong config field, a warm-up longer than the run.",
     try_="Print optimizer.param_groups[0]['lr'] after the first step; check the scheduler's total and warm-up steps and any DeepSpeed optimizer/scheduler block.",
 )
 def check_zero_lr(ctx):
     p = _profile(ctx)
-    if p.sustained_share < ctx.th.zero_lr_fail_share or _learns_anyway(ctx):
+    if p.sustained_share < ctx.th.zero_lr_fail_share or _learns_anyway(ctx) or trained_group_rate(ctx):
         return
     s = p.s
     k = int(p.nonpos.sum())
@@ -187,18 +188,19 @@ def check_zero_lr(ctx):
         "min_value_points",
         "lr_startup_share",
         "lr_startup_points",
+        "tiny_lr",
     ],
     least_evidence="TP-ZERO-LR's share of logged rates <= 0 and a train loss whose fall shows beyond its noise.",
     detects="TP-ZERO-LR's condition (a learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end) while the train loss falls: the {dead_ci_z:g}-sigma interval of its change over the run (log scale, widened for autocorrelation), or of the change from its first block's level to the level it then held (the median of its later block medians, against their spread: a fall that is fast and then holds), lies above a slow learner's {dead_min_improvement:.0%} fall. "
     + _EDGES,
     why="A zero rate cannot move the weights, so a loss that falls beyond its noise shows either that the rate in the log is not the one training the model (then every lr check reads the wrong number) or that the loss falls without learning (data that gets easier as the run goes on). The log cannot tell the two apart, so it warns instead of failing.",
-    not_mean="It does not say the run is healthy: check which it is. It does not fail the run either, because the first reading is a common logging artefact.",
+    not_mean="It does not say the run is healthy: check which it is. It does not fail the run either, because the first reading is a common logging artefact. Not where the log also holds another parameter group's rate (`lr_group_1`, `learning_rate_pg2`) with a median above {tiny_lr}: the optimizer trains that group, and the group read as the rate is frozen on purpose (a fine-tune's backbone at lr 0).",
     causes="HF Trainer logs the first parameter group's rate, and that group (embeddings, a frozen backbone) has lr 0 on purpose; a cyclic schedule whose base rate is 0, logged only at its troughs; a custom optimizer that ignores the scheduler's rate. Or a rate that really is 0 under data that gets easier (a curriculum, a drifting loader).",
     try_="Log the rate of the group that trains (optimizer.param_groups[i]['lr']) or all of them; for a cyclic schedule, log at a step that is not a multiple of the cycle.",
 )
 def check_zero_lr_learning(ctx):
     p = _profile(ctx)
-    if p.sustained_share < ctx.th.zero_lr_fail_share or not _learns_anyway(ctx):
+    if p.sustained_share < ctx.th.zero_lr_fail_share or not _learns_anyway(ctx) or trained_group_rate(ctx):
         return
     s = p.s
     k = int(p.nonpos.sum())
@@ -236,6 +238,7 @@ def check_zero_lr_learning(ctx):
         "min_value_points",
         "lr_startup_share",
         "lr_startup_points",
+        "tiny_lr",
     ],
     detects="A learning rate <= 0 on more than {zero_lr_warn_share:.0%} (and less than {zero_lr_fail_share:.0%}) of the logged points between start-up and the scheduled end. "
     + _EDGES,
@@ -247,7 +250,7 @@ def check_zero_lr_learning(ctx):
 def check_zero_lr_partial(ctx):
     p = _profile(ctx)
     share = p.sustained_share
-    if share <= ctx.th.zero_lr_warn_share or share >= ctx.th.zero_lr_fail_share:
+    if share <= ctx.th.zero_lr_warn_share or share >= ctx.th.zero_lr_fail_share or trained_group_rate(ctx):
         return
     s = p.s
     idx = np.flatnonzero(p.nonpos)

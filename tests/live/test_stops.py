@@ -417,15 +417,15 @@ def test_liverun_does_not_stop_on_a_claim_of_no_progress_without_a_cause(capsys)
 # ------------------------------------------------------------------ a divergence the held-out loss does not confirm
 
 
-def climbing(n=260, eval_after=None, every=50) -> Guardian:
-    """A Guardian holding a train loss that falls to 1.75 by step 60 and then climbs
-    (a KL weight annealed up, unlogged) to about 3x that, its climb past TP-DIVERGE's bar
-    beginning near step 160, with an eval loss every ``every`` steps that falls
-    10.2 -> 5.4 until then and is ``eval_after(step)`` after it."""
+def climbing(n=260, eval_after=None, every=50, climb_from=60, climb_rate=3.5 / 340) -> Guardian:
+    """A Guardian holding a train loss that falls to 1.75 by step 60 and then climbs from
+    ``climb_from`` (a KL weight annealed up, unlogged) to about 3x that, its climb past
+    TP-DIVERGE's bar beginning near step 160 by default, with an eval loss every ``every``
+    steps that falls 10.2 -> 5.4 until step 160 and is ``eval_after(step)`` after it."""
     g = Guardian(meta={"max_steps": 1500})
     rng = np.random.default_rng(1)
     for s in range(n):
-        level = 1.75 + 13.0 * math.exp(-s / 12) + (0.0 if s < 60 else 3.5 * (s - 60) / 340)
+        level = 1.75 + 13.0 * math.exp(-s / 12) + (0.0 if s < climb_from else climb_rate * (s - climb_from))
         row = {"loss": level * math.exp(0.03 * rng.standard_normal()), "lr": 1e-3}
         if (s + 1) % every == 0:
             row["eval_loss"] = 4.3 + 5.9 * math.exp(-(s - 49) / 60) if s < 160 else eval_after(s)
@@ -446,9 +446,37 @@ def test_a_divergence_whose_held_out_loss_keeps_improving_is_held_as_a_warning()
     assert f.level is Level.FAIL and "held_out_not_worse" not in f.data
 
 
-def test_a_divergence_with_no_evaluation_since_the_climb_began_stands():
-    rep = judged(climbing(n=190, eval_after=lambda s: 4.0))  # no evaluation after step 160
+def test_a_divergence_held_out_by_evaluations_made_mid_climb():
+    # No evaluation since the onset (step 160) yet, but those at steps 99 and 149 were made
+    # while the loss climbed (a helper's VAE was stopped so at step 539, its eval ELBO
+    # 15.2 -> 5.3 over the climb): they measured the model mid-climb and it was better.
+    rep = judged(climbing(n=190, eval_after=lambda s: 4.0))
     f = next(f for f in rep.findings if f.id == "TP-DIVERGE")
+    assert f.level is Level.WARN and "no worse mid-climb" in f.evidence
+
+
+def test_a_divergence_with_no_evaluation_since_the_climb_got_under_way_stands():
+    # A blow-up right after the last evaluation: it was made at the best level and says
+    # nothing of the climb.
+    rep = judged(climbing(n=190, eval_after=lambda s: 4.0, climb_from=150, climb_rate=0.2))
+    f = next(f for f in rep.findings if f.id == "TP-DIVERGE")
+    assert f.level is Level.FAIL
+    # ... nor where the evaluations made mid-climb got worse
+    g = Guardian(meta={"max_steps": 1500})
+    src = climbing(n=190, eval_after=lambda s: 4.0).runlog()
+    ev = src.series["eval_loss"]
+    for s_, v in zip(src.series["loss"].steps, src.series["loss"].values, strict=True):
+        row = {"loss": float(v), "lr": 1e-3}
+        if s_ in ev.steps:
+            row["eval_loss"] = float(ev.values[list(ev.steps).index(s_)]) * (1.0 if s_ < 60 else 3.0)
+        g.add(int(s_), row)
+    f = next(f for f in judged(g).findings if f.id == "TP-DIVERGE")
+    assert f.level is Level.FAIL
+    # ... nor with no eval loss at all
+    g = Guardian(meta={"max_steps": 1500})
+    for s_, v in zip(src.series["loss"].steps, src.series["loss"].values, strict=True):
+        g.add(int(s_), {"loss": float(v), "lr": 1e-3})
+    f = next(f for f in judged(g).findings if f.id == "TP-DIVERGE")
     assert f.level is Level.FAIL
     # ... nor with no eval loss at all
     g = Guardian(meta={"max_steps": 1500})

@@ -193,24 +193,60 @@ HELD_OUT_NOTE = (
 )
 
 
-def _held_out_not_worse(run: RunLog, onset: float | None) -> str | None:
-    """A sentence with the numbers when the run's eval loss was evaluated both before
-    ``onset`` (a divergence's climb) and after it, and no evaluation after it is higher
-    than the best one before it; else ``None``."""
+def _held_out_not_worse(run: RunLog, data: dict) -> str | None:
+    """A sentence with the numbers when the run's eval loss says a divergence's climb
+    (``data``: TP-DIVERGE's ``onset_step``, ``best_step``, ``best_level``,
+    ``end_level``) is not the model getting worse; else ``None``.
+
+    Evaluated both before the onset (where the climb passed the rule's bar) and after it,
+    no evaluation after it is higher than the best one before it. Or, with none yet after
+    the onset, the evaluations made since the best level (while the loss climbed) are no
+    higher than the best one made before that level, and the latest of them was made
+    where the train loss had already risen half of its climb (from the best level to the
+    end level): it measured the model mid-climb. An evaluation made before the climb got
+    under way says nothing of it (a blow-up right after an evaluation stands)."""
     s = run.series.get("eval_loss")
+    onset = data.get("onset_step")
     if s is None or onset is None:
         return None
     ok = np.isfinite(s.values)
     v, st = s.values[ok], s.steps[ok]
     before, after = v[st <= onset], v[st > onset]
-    if not before.size or not after.size:
+    if not before.size:
+        return None
+    if after.size:
+        ref = float(before.min())
+        if float(after.max()) > ref or repeats_one_value(after):
+            return None  # worse, or one value repeated to the bit (a stale evaluation)
+        return (
+            f"The eval loss ({s.key}) was at best {num(ref)} before the climb began (step {step_fmt(onset)}) and "
+            f"{num(float(after[-1]))} at the latest of its {after.size} evaluation(s) since: no worse."
+        )
+    return _held_out_during_climb(run, v, st, data)
+
+
+def _held_out_during_climb(run: RunLog, v: np.ndarray, st: np.ndarray, data: dict) -> str | None:
+    """:func:`_held_out_not_worse`'s reading of the evaluations made between the best
+    level's step and the onset (``v``, ``st``: the finite eval losses and their steps)."""
+    best_step, best, end = data.get("best_step"), data.get("best_level"), data.get("end_level")
+    loss = run.series.get("loss")
+    if loss is None or not all(isinstance(x, (int, float)) for x in (best_step, best, end)) or not end > best:
+        return None
+    before, during = v[st <= best_step], v[st > best_step]
+    if not before.size or not during.size or (during.size > 1 and repeats_one_value(during)):
         return None
     ref = float(before.min())
-    if float(after.max()) > ref or repeats_one_value(after):
-        return None  # worse, or one value repeated to the bit (a stale evaluation)
+    if float(during.max()) > ref:
+        return None
+    at = float(st[-1])
+    ok = np.isfinite(loss.values) & (loss.steps <= at)
+    recent = loss.values[ok][-5:]  # the train loss's level where the latest evaluation was made
+    if not recent.size or float(np.median(recent)) < best + 0.5 * (end - best):
+        return None
     return (
-        f"The eval loss ({s.key}) was at best {num(ref)} before the climb began (step {step_fmt(onset)}) and "
-        f"{num(float(after[-1]))} at the latest of its {after.size} evaluation(s) since: no worse."
+        f"The eval loss ({run.series['eval_loss'].key}) was at best {num(ref)} before the loss's best level (step {step_fmt(best_step)}) "
+        f"and {num(float(v[-1]))} at step {step_fmt(at)}, where the train loss had already climbed to "
+        f"{num(float(np.median(recent)))} of the {num(best)} -> {num(end)} climb: no worse mid-climb."
     )
 
 
@@ -221,14 +257,14 @@ def hold_unconfirmed_divergence(findings: Sequence[Finding], run: RunLog) -> lis
     model that diverges gets worse on held-out data too; a train loss whose objective
     changes as planned (a KL weight annealed up, a longer sequence, a harder curriculum
     stage) climbs while it improves there, and the ended run's judgement reads enough
-    evaluations to tell (TP-OBJECTIVE-CHANGED). Without an evaluation on each side of the
-    onset, or with one after it that is worse, the FAIL stands. The judgement of the ended
-    run is not touched."""
+    evaluations to tell (TP-OBJECTIVE-CHANGED). Without an evaluation before the climb and
+    one made after it was under way, or with one of those that is worse, the FAIL stands.
+    The judgement of the ended run is not touched."""
     out: list[Finding] = []
     for f in findings:
         held = None
         if f.id == "TP-DIVERGE" and f.level is Level.FAIL:
-            held = _held_out_not_worse(run, f.data.get("onset_step"))
+            held = _held_out_not_worse(run, f.data)
         if held is None:
             out.append(f)
             continue

@@ -107,6 +107,48 @@ def test_the_evaluation_set_size_is_read_from_the_accuracy_grain():
     )
 
 
+def _at_ln6(n, seed, train_p=None, eval_p=None, eval_n=2000):
+    """A loss pinned at ln 6 (3% noise) with, optionally, a per-batch train accuracy (32
+    examples a batch, true rate ``train_p``) at every point and a held-out accuracy on
+    ``eval_n`` examples (true rate ``eval_p``) every 10th point."""
+    rng = np.random.default_rng(seed)
+    cols = {"loss": math.log(6) * np.exp(0.03 * rng.standard_normal(n)), "lr": np.full(n, 1e-3)}
+    if train_p is not None:
+        cols["train_accuracy"] = np.float32(rng.binomial(32, train_p, n) / 32)
+    if eval_p is not None:
+        cols["eval_accuracy"] = [
+            float(np.float32(rng.binomial(eval_n, eval_p) / eval_n)) if i % 10 == 9 else None for i in range(n)
+        ]
+    return cols
+
+
+@pytest.mark.parametrize("n", [100, 400])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_train_accuracy_is_read_as_the_median_of_its_batches(n, seed):
+    # Each batch's accuracy is a new sample of 32: their median sits within the error of
+    # a median of many, not of one batch. A mixup run's train accuracy of 0.28 against its
+    # unmixed labels (a helper's healthy run, loss at ln 6 by coincidence) was read as 1/6.
+    rep = judge_runlog(run_of(**_at_ln6(n, seed, train_p=0.28)))
+    for f in rep.findings:
+        assert "confirms" not in f.evidence, f.evidence
+    # a train accuracy at 1/6 still confirms the guess
+    f = one(judge_runlog(run_of(**_at_ln6(n, seed, train_p=1 / 6))), "TP-CHANCE-LEVEL")
+    assert "train_accuracy" in f.evidence
+
+
+@pytest.mark.parametrize("n", [100, 400])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_held_out_accuracy_above_chance_makes_the_level_a_coincidence(n, seed):
+    # The loss at ln 6 (mixup, label smoothing keep it high) while the classifier scores
+    # 0.47 on 2,000 held-out examples: no FAIL, and the WARN names the accuracy.
+    rep = judge_runlog(run_of(**_at_ln6(n, seed, train_p=1 / 6, eval_p=0.47)))
+    assert rep.verdict is not Level.FAIL, ids(rep)
+    assert "eval_accuracy ends at" in one(rep, "TP-NEAR-CHANCE").evidence
+    # a held-out accuracy at 1/6, or within twice its tolerance above it, contradicts nothing
+    for p in (1 / 6, 0.2):
+        assert "TP-CHANCE-LEVEL" in ids(judge_runlog(run_of(**_at_ln6(n, seed, eval_p=p))))
+
+
 @pytest.mark.parametrize("k", [2, 3, 4])
 @pytest.mark.parametrize("n", [40, 300])
 def test_a_loss_passing_through_ln_k_is_not_stuck(k, n):

@@ -1170,7 +1170,8 @@ def _accuracy_at_chance(ctx, k: int, held_out: bool = False, max_tol: float | No
     for name, s in sorted(ctx.run.series.items()):
         if not is_accuracy_key(s.key):
             continue
-        if held_out and not (HELD_OUT_WORDS & set(words(s.key))):
+        measured_held_out = bool(HELD_OUT_WORDS & set(words(s.key)))
+        if held_out and not measured_held_out:
             continue
         v = s.values[np.isfinite(s.values)]
         if v.size < 2:
@@ -1179,11 +1180,32 @@ def _accuracy_at_chance(ctx, k: int, held_out: bool = False, max_tol: float | No
         late = float(median(v[v.size // 2 :]))
         # Below 1/k by up to twice the tolerance: a guesser that favours a class rarer in
         # the evaluation set than in its training labels scores under 1/k (a model trained
-        # on shuffled labels: 0.17-0.26 on 4 balanced classes).
-        tol = accuracy_tolerance(v, 1 / k, ctx.th.chance_acc_tol)
+        # on shuffled labels: 0.17-0.26 on 4 balanced classes). A train accuracy's late
+        # median is over batches, each a new sample; a held-out set is one.
+        samples = 1 if measured_held_out else v.size - v.size // 2
+        tol = accuracy_tolerance(v, 1 / k, ctx.th.chance_acc_tol, samples)
         if max_tol is not None and tol > max_tol:
             continue
         if -2 * tol <= late - 1 / k <= tol:
+            return s.key, late
+    return None
+
+
+def held_out_above_chance(ctx, k: int) -> tuple[str, float] | None:
+    """``(key, late median)`` of a held-out accuracy (a key naming ``acc`` and held-out
+    data, :data:`HELD_OUT_WORDS`) whose second-half median sits above 1/k by more than
+    twice its tolerance (:func:`accuracy_tolerance`): the classifier beats a uniform guess
+    over k on data it was not trained on, so a loss at ln(k) is a coincidence of the
+    objective (mixup, label smoothing and distillation keep a train loss high), not a
+    guess. ``None`` otherwise."""
+    for s in sorted(ctx.run.series.values(), key=lambda x: x.key):
+        if not is_accuracy_key(s.key) or not HELD_OUT_WORDS & set(words(s.key)):
+            continue
+        v = accuracy_as_share(s.values[np.isfinite(s.values)])
+        if v.size < 2 or float(v.min()) < 0 or float(v.max()) > 1:
+            continue
+        late = float(median(v[v.size // 2 :]))
+        if late - 1 / k > 2 * accuracy_tolerance(v, 1 / k, ctx.th.chance_acc_tol):
             return s.key, late
     return None
 
@@ -1215,16 +1237,19 @@ def eval_set_size(acc: np.ndarray) -> int | None:
     return None
 
 
-def accuracy_tolerance(acc: np.ndarray, p: float, floor: float) -> float:
+def accuracy_tolerance(acc: np.ndarray, p: float, floor: float, samples: int = 1) -> float:
     """How far an accuracy may sit from the chance rate ``p`` = 1/k and still be chance:
     ``floor`` (``chance_acc_tol``), widened to two binomial standard errors
     ``2 * sqrt(p (1 - p) / N)`` when the evaluation set's size N is read from the values'
     granularity (:func:`eval_set_size`): on 32 examples a 3-class guesser scores anywhere
-    in 0.19-0.48 (one corpus run logs 0.28 and 0.31 at ln 3), on 10,000 within 0.01."""
+    in 0.19-0.48 (one corpus run logs 0.28 and 0.31 at ln 3), on 10,000 within 0.01.
+    ``samples``: how many independent draws the judged level is the median of (a train
+    accuracy's batches: each is a new sample, so their median of m sits within the
+    standard error of a median of m; a held-out set measured again is one sample, 1)."""
     n = eval_set_size(acc)
     if n is None:
         return floor
-    return max(floor, 2.0 * math.sqrt(p * (1 - p) / n))
+    return max(floor, 2.0 * level_se(math.sqrt(p * (1 - p) / n), samples))
 
 
 def chance_state(ctx) -> dict | None:
@@ -1263,8 +1288,13 @@ def chance_state(ctx) -> dict | None:
                 st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": _accuracy_at_chance(ctx, hit[0])}
                 st["start"] = start
                 st["from_above"] = start >= th.chance_start_ratio * hit[1]
-                st["fails"] = not st["from_above"] and (
-                    bool(st["accuracy"]) or (st["z"] > -th.dead_trend_z and hit[0] <= th.chance_fail_max_classes)
+                # A held-out accuracy that beats a guess over k says the level is a
+                # coincidence of the objective (mixup, label smoothing): no FAIL.
+                st["above"] = held_out_above_chance(ctx, hit[0])
+                st["fails"] = (
+                    not st["from_above"]
+                    and st["above"] is None
+                    and (bool(st["accuracy"]) or (st["z"] > -th.dead_trend_z and hit[0] <= th.chance_fail_max_classes))
                 )
                 found.append(st)
         # The train loss first; the eval loss where the train loss drifts and the eval loss
@@ -1406,8 +1436,11 @@ _CHANCE_TH = [
         "the learning rate (when logged) is above zero; and either no "
         "significant downward trend (Mann-Kendall z above -{dead_trend_z}) and k at most {chance_fail_max_classes}, or a "
         "logged accuracy whose second-half median is within {chance_acc_tol} of 1/k (wider for a small evaluation set: "
-        "two binomial standard errors, its size read from the accuracy's granularity), however significant the "
-        "drift. A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN. Also a model that learns its "
+        "two binomial standard errors, its size read from the accuracy's granularity; for a train accuracy, "
+        "of the median of its second-half batches, each a new sample), however significant the "
+        "drift. A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN; so is one where a held-out "
+        "accuracy's second-half median sits above 1/k by more than twice that tolerance (the classifier beats a "
+        "guess: mixup or label smoothing keep its loss high). Also a model that learns its "
         "training labels and never beats the uniform guess on held-out data: a train loss that ends below ln(k) "
         "while every block median of the eval loss (at least {min_trend_points} evaluations) sits between ln(k) "
         "(less that margin) and {chance_above_ratio:g}x ln(k), never below its first block by "
@@ -1516,7 +1549,12 @@ def check_near_chance(ctx):
             if st["z"] <= -ctx.th.dead_trend_z
             else f"It never left the level, but a loss of another kind (a language model's, a regression's) "
             f"settles at ln({k}) by coincidence as well"
-        ) + f"; no logged accuracy sits at 1/{k} to say whether this is a guessing classifier."
+        ) + (
+            f"; the held-out accuracy {st['above'][0]} ends at {num(st['above'][1])}, well above 1/{k}: the level is "
+            "more likely a coincidence of the objective (mixup, label smoothing keep a loss high) than a guess."
+            if st.get("above")
+            else f"; no logged accuracy sits at 1/{k} to say whether this is a guessing classifier."
+        )
     yield _chance_finding(ctx, st, "drifts along" if st["z"] <= -ctx.th.dead_trend_z else "sits at", tail)
 
 

@@ -1518,6 +1518,22 @@ def test_zero_loss_onset_a_margin_loss_that_lands_on_zero_is_not_a_failure(n):
     assert "TP-ZERO-LOSS-ONSET" in rep.ids()
 
 
+@pytest.mark.parametrize("n", [60, 200, 2000])
+@pytest.mark.parametrize("zero_share", [0.15, 0.3, 0.7])
+def test_zero_loss_mixed_a_margin_loss_zero_on_easy_batches_is_not_a_failure(n, zero_share):
+    # A triplet-margin run: a batch whose triplets all meet the margin has loss exactly 0,
+    # the others sit at the run's ordinary level (the monitor stopped a helper's run at step
+    # 49 with TP-ZERO-LOSS-MIXED; its loss graph was read as a hinge, model/margin_graph).
+    rng = np.random.default_rng(n)
+    loss = 0.05 * np.exp(0.3 * rng.standard_normal(n))
+    loss[3:][rng.random(n - 3) < zero_share] = 0.0
+    loss[-1] = 0.04
+    assert "TP-ZERO-LOSS-MIXED" not in judge(loss=loss, **{"model/margin_graph": np.ones(n)}).ids()
+    assert "TP-ZERO-LOSS-MIXED" not in judge(train_triplet_margin_loss=loss).ids()
+    # The same zeros in a loss that names no margin: batches computed on nothing.
+    assert "TP-ZERO-LOSS-MIXED" in judge(loss=loss).ids()
+
+
 def _running_average_from_zero(steps_total, every, beta, rel, seed, raw):
     """A hand-written loop's running loss, ``r = beta * r + (1 - beta) * loss`` from
     ``r = 0``, logged every ``every`` steps from step 0: ``raw(t)`` is the loss's level at

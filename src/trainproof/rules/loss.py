@@ -299,7 +299,9 @@ def check_zero_loss_fitted(ctx):
     ),
     not_mean=(
         "A classifier that has converged can log exact zeros once its losses are tiny (float saturation); those "
-        "zeros sit among losses far below the starting level and do not trigger this."
+        "zeros sit among losses far below the starting level and do not trigger this. Nor does a margin loss (a "
+        "key naming triplet, hinge or margin, or the monitor's reading of a hinge in the loss's graph): it is "
+        "exactly 0 on every batch whose examples all meet the margin, among batches at its ordinary level."
     ),
     causes="Batches whose labels are all the ignore index (-100) after truncation or packing, empty batches from a sampler, a logging filter that writes 0 for NaN, a loss that returns 0 on an exception path.",
     try_="Log the number of unmasked label tokens per batch; look at the batches of the zero steps; rerun with the NaN filter off to see the true values.",
@@ -313,6 +315,8 @@ def check_zero_loss_mixed(ctx):
     count = int(zero.sum())
     if count < th.zero_min_points or count < th.zero_mixed_share * v.size or zero.all() or zero[-1]:
         return
+    if margin_objective(ctx.run):
+        return  # a margin loss is exactly 0 on every batch whose examples all meet the margin
     first_zero = int(np.argmax(zero))
     # the first 3 positive losses: a loss that falls within a few logs (a separable task)
     # has left its start by the fifth, and zeros there are no level

@@ -417,11 +417,12 @@ def test_liverun_does_not_stop_on_a_claim_of_no_progress_without_a_cause(capsys)
 # ------------------------------------------------------------------ a divergence the held-out loss does not confirm
 
 
-def climbing(n=260, eval_after=None, every=50, climb_from=60, climb_rate=3.5 / 340) -> Guardian:
+def climbing(n=260, eval_after=None, every=50, climb_from=60, climb_rate=3.5 / 340, stale_from=None) -> Guardian:
     """A Guardian holding a train loss that falls to 1.75 by step 60 and then climbs from
     ``climb_from`` (a KL weight annealed up, unlogged) to about 3x that, its climb past
     TP-DIVERGE's bar beginning near step 160 by default, with an eval loss every ``every``
-    steps that falls 10.2 -> 5.4 until step 160 and is ``eval_after(step)`` after it."""
+    steps that falls 10.2 -> 5.4 until step 160 and is ``eval_after(step)`` after it (from
+    ``stale_from`` on, the first evaluation's 10.2 again: a dead eval worker's)."""
     g = Guardian(meta={"max_steps": 1500})
     rng = np.random.default_rng(1)
     for s in range(n):
@@ -429,6 +430,8 @@ def climbing(n=260, eval_after=None, every=50, climb_from=60, climb_rate=3.5 / 3
         row = {"loss": level * math.exp(0.03 * rng.standard_normal()), "lr": 1e-3}
         if (s + 1) % every == 0:
             row["eval_loss"] = 4.3 + 5.9 * math.exp(-(s - 49) / 60) if s < 160 else eval_after(s)
+            if stale_from is not None and s >= stale_from:
+                row["eval_loss"] = 10.2  # the last value before it, carried by a dead eval worker
         g.add(s, row)
     return g
 
@@ -453,6 +456,10 @@ def test_a_divergence_held_out_by_evaluations_made_mid_climb():
     rep = judged(climbing(n=190, eval_after=lambda s: 4.0))
     f = next(f for f in rep.findings if f.id == "TP-DIVERGE")
     assert f.level is Level.WARN and "no worse mid-climb" in f.evidence
+    # an eval worker that died before the climb, its last value forward-filled: no evidence
+    rep = judged(climbing(n=190, eval_after=lambda s: 4.0, every=50, stale_from=60))
+    f = next(f for f in rep.findings if f.id == "TP-DIVERGE")
+    assert f.level is Level.FAIL
 
 
 def test_a_divergence_with_no_evaluation_since_the_climb_got_under_way_stands():

@@ -233,8 +233,8 @@ def _held_out_during_climb(run: RunLog, v: np.ndarray, st: np.ndarray, data: dic
     if loss is None or not all(isinstance(x, (int, float)) for x in (best_step, best, end)) or not end > best:
         return None
     before, during = v[st <= best_step], v[st > best_step]
-    if not before.size or not during.size or (during.size > 1 and repeats_one_value(during)):
-        return None
+    if not before.size or not during.size or bool(np.isin(during, before).all()):
+        return None  # none since the best level, or values repeated to the bit (a stale evaluation)
     ref = float(before.min())
     if float(during.max()) > ref:
         return None
@@ -245,8 +245,8 @@ def _held_out_during_climb(run: RunLog, v: np.ndarray, st: np.ndarray, data: dic
         return None
     return (
         f"The eval loss ({run.series['eval_loss'].key}) was at best {num(ref)} before the loss's best level (step {step_fmt(best_step)}) "
-        f"and {num(float(v[-1]))} at step {step_fmt(at)}, where the train loss had already climbed to "
-        f"{num(float(np.median(recent)))} of the {num(best)} -> {num(end)} climb: no worse mid-climb."
+        f"and {num(float(v[-1]))} at step {step_fmt(at)}, where the train loss already stood at "
+        f"{num(float(np.median(recent)))} on its climb from {num(best)} to {num(end)}: no worse mid-climb."
     )
 
 

@@ -330,6 +330,29 @@ def test_a_loop_passing_its_latest_evaluation_at_every_call_is_not_stopped(tmp_p
     assert [r["step"] for r in rows if "val_acc" in r] == evaluated[:1]
 
 
+def test_an_evaluation_repeated_over_weights_that_never_change_is_still_frozen():
+    # The optimizer steps a copy of the model: the model's weights never change, so its
+    # evaluation, recomputed at every call, repeats to the bit. That is the frozen-model
+    # evidence, not a carried value: the monitor keeps it and stops at the first check.
+    import copy
+
+    X, Y, model = make_problem(7)
+    optimizer = torch.optim.Adam(copy.deepcopy(model).parameters(), lr=1e-3)
+    mon = trainproof.watch(model, optimizer, check_every=10, policy="raise", max_steps=300)
+    g = torch.Generator().manual_seed(8)
+    with pytest.raises(RunFailed) as ei:
+        for step in range(300):
+            idx = torch.randint(0, 400, (32,), generator=g)
+            loss = torch.nn.functional.mse_loss(model(X[idx]), Y[idx])
+            optimizer.zero_grad()
+            loss.backward()
+            with torch.no_grad():
+                ev = torch.nn.functional.mse_loss(model(X[400:]), Y[400:]).item()
+            mon.log(step, loss, eval_loss=ev)
+            optimizer.step()
+    assert "TP-LOSS-FROZEN" in ei.value.report.ids() and ei.value.report.records == 10
+
+
 # --------------------------------------------------------------------------- log_path
 # --------------------------------------------------------------------------- log_path
 

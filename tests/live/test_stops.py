@@ -462,6 +462,22 @@ def test_a_divergence_held_out_by_evaluations_made_mid_climb():
     assert f.level is Level.FAIL
 
 
+def test_an_untrained_models_evaluation_is_no_reference_for_the_hold():
+    # The only evaluation before the climb is an untrained model's (step 0, 10.2): any
+    # later one beats it. It says nothing of the level the run held: the FAIL stands.
+    g = Guardian(meta={"max_steps": 1500})
+    src = climbing(n=190, eval_after=lambda s: 4.0).runlog()
+    for s_, v in zip(src.series["loss"].steps, src.series["loss"].values, strict=True):
+        row = {"loss": float(v), "lr": 1e-3}
+        if s_ == 0:
+            row["eval_loss"] = 10.2
+        elif s_ == 149:
+            row["eval_loss"] = 6.5  # made mid-climb, worse than the held level's 5.4
+        g.add(int(s_), row)
+    f = next(f for f in judged(g).findings if f.id == "TP-DIVERGE")
+    assert f.level is Level.FAIL
+
+
 def test_a_divergence_with_no_evaluation_since_the_climb_got_under_way_stands():
     # A blow-up right after the last evaluation: it was made at the best level and says
     # nothing of the climb.

@@ -124,9 +124,9 @@ def _at_ln6(n, seed, train_p=None, eval_p=None, eval_n=2000):
 
 @pytest.mark.parametrize("n", [100, 400])
 @pytest.mark.parametrize("seed", range(3))
-def test_a_train_accuracy_is_read_as_the_median_of_its_batches(n, seed):
-    # Each batch's accuracy is a new sample of 32: their median sits within the error of
-    # a median of many, not of one batch. A mixup run's train accuracy of 0.28 against its
+def test_a_train_accuracy_is_read_as_the_mean_of_its_batches(n, seed):
+    # Each batch's accuracy is a new sample of 32: their mean sits within the error of a
+    # mean of many, not of one batch. A mixup run's train accuracy of 0.28 against its
     # unmixed labels (a helper's healthy run, loss at ln 6 by coincidence) was read as 1/6.
     rep = judge_runlog(run_of(**_at_ln6(n, seed, train_p=0.28)))
     for f in rep.findings:
@@ -134,6 +134,31 @@ def test_a_train_accuracy_is_read_as_the_median_of_its_batches(n, seed):
     # a train accuracy at 1/6 still confirms the guess
     f = one(judge_runlog(run_of(**_at_ln6(n, seed, train_p=1 / 6))), "TP-CHANCE-LEVEL")
     assert "train_accuracy" in f.evidence
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_train_accuracy_on_batches_of_4_is_read_by_its_mean(seed):
+    # A batch of 4 scores 0, 0.25, 0.5…: at 1/6 the median of many is 0.25, their mean 1/6.
+    rng = np.random.default_rng(seed)
+    cols = _at_ln6(400, seed)
+    cols["train_accuracy"] = rng.binomial(4, 1 / 6, 400) / 4
+    assert "train_accuracy" in one(judge_runlog(run_of(**cols)), "TP-CHANCE-LEVEL").evidence
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_held_out_accuracy_at_chance_outweighs_another_above_it(seed):
+    # The main head's val_acc at 1/6 confirms the guess; an auxiliary head's accuracy, or
+    # a top-5 accuracy (torchvision's acc@5), above it says nothing of the main head.
+    cols = _at_ln6(400, seed, eval_p=1 / 6)
+    rng = np.random.default_rng(seed)
+    cols["val_aux_acc"] = [
+        float(rng.binomial(2000, 0.92) / 2000) if a is not None else None for a in cols["eval_accuracy"]
+    ]
+    assert "TP-CHANCE-LEVEL" in ids(judge_runlog(run_of(**cols)))
+    cols = _at_ln6(400, seed)
+    cols["val_acc@1"] = [float(rng.binomial(2000, 1 / 6) / 2000) if i % 10 == 9 else None for i in range(400)]
+    cols["val_acc@5"] = [float(rng.binomial(2000, 0.83) / 2000) if i % 10 == 9 else None for i in range(400)]
+    assert "TP-CHANCE-LEVEL" in ids(judge_runlog(run_of(**cols)))
 
 
 @pytest.mark.parametrize("n", [100, 400])

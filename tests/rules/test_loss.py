@@ -1212,12 +1212,14 @@ def _cyclical_kl(n, cycles, rel_eval, seed, eval_rise=1.0):
 
 
 @pytest.mark.parametrize("n,cycles", [(600, 3), (1500, 4), (3000, 4), (6000, 5)])
-@pytest.mark.parametrize("rel_eval", [0.01, 0.03, 0.06])
+@pytest.mark.parametrize("rel_eval", [0.01, 0.02, 0.03])
 @pytest.mark.parametrize("seed", range(3))
 def test_objective_changed_an_eval_loss_that_wanders_within_its_noise_did_not_get_worse(n, cycles, rel_eval, seed):
     # The end of the eval loss is compared with the best of many held evaluations: it sits
     # a little above it by chance (a helper's cyclical-KL VAE, 3.737 against a best of 3.644
-    # at 3% noise, FAILed TP-DIVERGE at 2.96x).
+    # at 3% noise, FAILed TP-DIVERGE at 2.96x); within the noise of the level it held just
+    # before the climb, it did not get worse. (At 4-6% noise the allowance often passes
+    # objective_eval_resolution, and the comparison is strict again.)
     train, ev = _cyclical_kl(n, cycles, rel_eval, seed)
     assert "TP-DIVERGE" in judge(loss=train).ids()  # the train loss alone cannot tell
     rep = judge(loss=train, eval_loss=ev)
@@ -1234,6 +1236,22 @@ def test_objective_changed_evaluations_too_noisy_to_show_the_climb_are_compared_
     # allowed at all: the model got worse (the gallery's lr_hot runs).
     train, ev = _cyclical_kl(1500, 4, 0.35, seed, eval_rise=2.0)
     assert one(judge(loss=train, eval_loss=ev), "TP-DIVERGE").level is Level.FAIL
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_objective_changed_the_noise_allowed_does_not_grow_with_the_train_climb(seed):
+    # A divergence whose train loss climbs 10x while its evaluations, at 15% noise, end 35%
+    # above the level they held: noise that large cannot show the model did not get worse
+    # (a reviewer's case passed when the allowance was sized by the train loss's climb).
+    rng = np.random.default_rng(seed)
+    n = 600
+    t = np.linspace(0, 1, n)
+    train = np.where(t < 0.4, 0.8 + 3.0 * np.exp(-t / 0.05), 0.8 * np.exp(2.3 * (t - 0.4) / 0.6))
+    train = train * np.exp(0.03 * rng.standard_normal(n))
+    level = np.where(t < 0.4, 0.9 + 2.0 * np.exp(-t / 0.05), 0.9 * (1 + 0.35 * (t - 0.4) / 0.6))
+    ev = level * np.exp(0.15 * rng.standard_normal(n))
+    ev_col = [float(e) if (i + 1) % 20 == 0 else None for i, e in enumerate(ev)]
+    assert one(judge(loss=train, eval_loss=ev_col), "TP-DIVERGE").level is Level.FAIL
 
 
 def test_objective_changed_a_stale_evaluation_repeated_to_the_bit_is_no_evidence():
@@ -1518,6 +1536,17 @@ def test_zero_loss_onset_a_margin_loss_that_lands_on_zero_is_not_a_failure(n):
     assert "TP-ZERO-LOSS-ONSET" in rep.ids()
 
 
+@pytest.mark.parametrize("zeros", [5, 7, 40])
+def test_zero_loss_a_cross_entropy_that_underflows_within_three_logs_is_fitted(zeros):
+    # A float32 cross-entropy on well-separated classes with large logits: 2.0, 0.067,
+    # 5e-8, then exactly 0 (the monitor's first check sees 3 positives). The last positive
+    # value, not the median of all three, is where the loss stood before the zeros.
+    rep = judge(loss=[2.0, 0.067, 5e-8] + [0.0] * zeros)
+    assert "TP-ZERO-LOSS-ONSET" not in rep.ids() and "TP-ZERO-LOSS-FITTED" in rep.ids()
+    # from an ordinary level straight to 0: a zeroed loss
+    assert "TP-ZERO-LOSS-ONSET" in judge(loss=[2.0, 1.9, 1.8] + [0.0] * zeros).ids()
+
+
 @pytest.mark.parametrize("n", [60, 200, 2000])
 @pytest.mark.parametrize("zero_share", [0.15, 0.3, 0.7])
 def test_zero_loss_mixed_a_margin_loss_zero_on_easy_batches_is_not_a_failure(n, zero_share):
@@ -1530,8 +1559,14 @@ def test_zero_loss_mixed_a_margin_loss_zero_on_easy_batches_is_not_a_failure(n, 
     loss[-1] = 0.04
     assert "TP-ZERO-LOSS-MIXED" not in judge(loss=loss, **{"model/margin_graph": np.ones(n)}).ids()
     assert "TP-ZERO-LOSS-MIXED" not in judge(train_triplet_margin_loss=loss).ids()
-    # The same zeros in a loss that names no margin: batches computed on nothing.
+    # The same zeros in a loss that names no margin: batches computed on nothing. A
+    # measurement named margin beside it (a logit margin, a mean margin), or a graph
+    # reading that found a hinge at only some checks, names no margin objective.
     assert "TP-ZERO-LOSS-MIXED" in judge(loss=loss).ids()
+    assert "TP-ZERO-LOSS-MIXED" in judge(loss=loss, logit_margin=np.full(n, 2.0)).ids()
+    assert "TP-ZERO-LOSS-MIXED" in judge(loss=loss, margin_mean=np.full(n, 0.5)).ids()
+    half = np.where(np.arange(n) % 2 == 0, 1.0, 0.0)
+    assert "TP-ZERO-LOSS-MIXED" in judge(loss=loss, **{"model/margin_graph": half}).ids()
 
 
 def _running_average_from_zero(steps_total, every, beta, rel, seed, raw):

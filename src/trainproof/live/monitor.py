@@ -253,7 +253,8 @@ class Monitor:
         # ("v", float) for a host number, ("t", i) for column i, ("sqrt", idxs) for the
         # square root of the sum of columns idxs, ("ratio", num_idxs, den_idxs).
         self._pending: list[tuple[object, list[tuple[str, tuple]]]] = []
-        # the evaluation metrics passed at the previous call, to record a carried one once
+        # the evaluation metrics (and the weights' norm) at the previous call, to record a
+        # carried evaluation once
         self._last_eval: dict[str, float] = {}
         self._cols: list = []  # 0-d tensors on their devices, float64 (float32 on MPS)
         self._shard_cols: dict[tuple, list[int]] = {}  # shard-group key -> columns to sum
@@ -532,11 +533,12 @@ class Monitor:
         previous call. At a check step the record also holds the ``model/*``
         measurements (see ``layers``). Non-finite values are recorded, never raised on.
         An evaluation metric (``eval_loss``, ``val_*``, ``*_val``…) passed at consecutive
-        calls with one value to the bit is recorded at the first of them: a loop that
+        calls with one value to the bit, while the model's weights changed between them (their
+        norm, measured at calls that pass one), is recorded at the first of them: a loop that
         passes its latest evaluation at every call passes one measurement many times, and
-        the copies would read as an eval loss frozen by a model that stopped changing (the
-        model-level checks read frozen weights directly). An evaluation passed only at the
-        steps that compute it is recorded every time.
+        the copies would read as an eval loss frozen by a model that stopped changing. Over
+        weights that did not change the repeat is recorded: it is that evidence. An
+        evaluation passed only at the steps that compute it is recorded every time.
 
         ``loss`` and the metrics may be tensors (a 0-d loss as it comes out of the model):
         they are detached and kept on their device with the gradient norm until the next
@@ -575,6 +577,9 @@ class Monitor:
                 spec = self._spec(v)
             if spec is not None:
                 entries[str(k)] = spec
+        if any(is_eval_key(k) for k in entries):
+            with self.torch.no_grad():
+                entries[_WEIGHTS] = ("sqrt", self._push(self._sumsq([(p, p.detach()) for p in params])))
         if self.track_update_ratio:
             r = self._update_ratio_spec(params)
             if r is not None:
@@ -651,16 +656,20 @@ class Monitor:
         for step, entries in pending:
             nums: dict = {}
             passed: dict[str, float] = {}
+            weights = next((value(s) for k, s in entries if k == _WEIGHTS), None)
+            moved = weights is not None and weights != self._last_eval.get(_WEIGHTS)
             for k, s in entries:
-                if s[0] == "probe":
+                if k == _WEIGHTS:
+                    passed[k] = value(s)
+                elif s[0] == "probe":
                     nums.update(s[2]([host[i] for i in s[1]]))
                     self._guardian.meta["model_probe"] = {"step": step, **self.probe.details}
                 else:
                     x = value(s)
                     if is_eval_key(k):
                         passed[k] = x
-                        if x == self._last_eval.get(k):
-                            continue  # the previous call's evaluation passed again
+                        if moved and x == self._last_eval.get(k):
+                            continue  # the previous call's evaluation passed again over new weights
                     nums[k] = x
             self._last_eval = passed
             self._guardian.add(float(step), nums)
@@ -772,6 +781,10 @@ class Monitor:
 _GRAD = object()
 #: The entry of a check step that holds the probe's measurements (several keys).
 _PROBE = "\x00model_probe"
+#: The entry of a record that holds the weights' norm at a call that passed an evaluation
+#: metric (read, not recorded): an evaluation repeated to the bit is a carried one only if
+#: the weights changed since the call before.
+_WEIGHTS = "\x00weights_norm"
 
 
 def monitor(model, optimizer, *args, **kwargs) -> Monitor:

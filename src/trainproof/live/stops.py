@@ -211,7 +211,13 @@ def _held_out_not_worse(run: RunLog, data: dict) -> str | None:
         return None
     ok = np.isfinite(s.values)
     v, st = s.values[ok], s.steps[ok]
-    before, after = v[st <= onset], v[st > onset]
+    # The reference is an evaluation made while the loss held its level, never one made
+    # before it got there (an untrained model's, at step 0) or after it had climbed half
+    # its rise.
+    level = _train_level_at(run, st)
+    bar = _half_rise(data)
+    at_level = (st <= onset) & (level <= bar) if bar is not None else st <= onset
+    before, after = v[at_level], v[st > onset]
     if not before.size:
         return None
     if after.size:
@@ -222,31 +228,58 @@ def _held_out_not_worse(run: RunLog, data: dict) -> str | None:
             f"The eval loss ({s.key}) was at best {num(ref)} before the climb began (step {step_fmt(onset)}) and "
             f"{num(float(after[-1]))} at the latest of its {after.size} evaluation(s) since: no worse."
         )
-    return _held_out_during_climb(run, v, st, data)
+    return _held_out_during_climb(run, v, st, level, at_level, data)
 
 
-def _held_out_during_climb(run: RunLog, v: np.ndarray, st: np.ndarray, data: dict) -> str | None:
-    """:func:`_held_out_not_worse`'s reading of the evaluations made between the best
-    level's step and the onset (``v``, ``st``: the finite eval losses and their steps)."""
-    best_step, best, end = data.get("best_step"), data.get("best_level"), data.get("end_level")
-    loss = run.series.get("loss")
-    if loss is None or not all(isinstance(x, (int, float)) for x in (best_step, best, end)) or not end > best:
+def _half_rise(data: dict) -> float | None:
+    """Half-way up a divergence's climb (``data``: TP-DIVERGE's ``best_level`` and
+    ``end_level``), or ``None`` without them."""
+    best, end = data.get("best_level"), data.get("end_level")
+    if not all(isinstance(x, (int, float)) for x in (best, end)) or not end > best:
         return None
-    before, during = v[st <= best_step], v[st > best_step]
+    return best + 0.5 * (end - best)
+
+
+def _train_level_at(run: RunLog, steps: np.ndarray) -> np.ndarray:
+    """The train loss's level where each evaluation at ``steps`` was made: the median of
+    its last 5 finite values at or before the step (inf where none is)."""
+    loss = run.series.get("loss")
+    out = np.full(steps.size, np.inf)
+    if loss is None:
+        return out
+    ok = np.isfinite(loss.values)
+    ls, lv = loss.steps[ok], loss.values[ok]
+    for i, at in enumerate(steps):
+        j = int(np.searchsorted(ls, at, side="right"))
+        if j:
+            out[i] = float(np.median(lv[max(0, j - 5) : j]))
+    return out
+
+
+def _held_out_during_climb(
+    run: RunLog, v: np.ndarray, st: np.ndarray, level: np.ndarray, at_level: np.ndarray, data: dict
+) -> str | None:
+    """:func:`_held_out_not_worse`'s reading of the evaluations made between the best
+    level's step and the onset (``v``, ``st``: the finite eval losses and their steps;
+    ``level``: the train loss's level at each; ``at_level``: those made at the held level)."""
+    best_step, best, end = data.get("best_step"), data.get("best_level"), data.get("end_level")
+    bar = _half_rise(data)
+    if bar is None or not isinstance(best_step, (int, float)):
+        return None
+    before, during = v[at_level & (st <= best_step)], v[st > best_step]
     if not before.size or not during.size or bool(np.isin(during, before).all()):
         return None  # none since the best level, or values repeated to the bit (a stale evaluation)
     ref = float(before.min())
     if float(during.max()) > ref:
         return None
     at = float(st[-1])
-    ok = np.isfinite(loss.values) & (loss.steps <= at)
-    recent = loss.values[ok][-5:]  # the train loss's level where the latest evaluation was made
-    if not recent.size or float(np.median(recent)) < best + 0.5 * (end - best):
+    # the latest was made where the train loss had climbed half its rise: mid-climb
+    if not level[-1] >= bar:
         return None
     return (
         f"The eval loss ({run.series['eval_loss'].key}) was at best {num(ref)} before the loss's best level (step {step_fmt(best_step)}) "
         f"and {num(float(v[-1]))} at step {step_fmt(at)}, where the train loss already stood at "
-        f"{num(float(np.median(recent)))} on its climb from {num(best)} to {num(end)}: no worse mid-climb."
+        f"{num(float(level[-1]))} on its climb from {num(best)} to {num(end)}: no worse mid-climb."
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -1160,7 +1161,8 @@ def is_accuracy_key(key: str) -> bool:
     low = key.lower()
     if "acc" not in words(key) and "accuracy" not in low and not low.endswith("_acc"):
         return False
-    return not any(w in low for w in ("top5", "top_5", "top-5", "topk"))
+    # a top-k accuracy for k > 1: top5, top_5, top-5, topk, acc@5 (torchvision's spelling)
+    return "topk" not in low and not any(int(m) > 1 for m in re.findall(r"(?:top[_-]?|@)(\d+)", low))
 
 
 def _accuracy_at_chance(ctx, k: int, held_out: bool = False, max_tol: float | None = None) -> tuple[str, float] | None:
@@ -1181,12 +1183,14 @@ def _accuracy_at_chance(ctx, k: int, held_out: bool = False, max_tol: float | No
         if v.size < 2:
             continue
         v = accuracy_as_share(v)
-        late = float(median(v[v.size // 2 :]))
         # Below 1/k by up to twice the tolerance: a guesser that favours a class rarer in
         # the evaluation set than in its training labels scores under 1/k (a model trained
-        # on shuffled labels: 0.17-0.26 on 4 balanced classes). A train accuracy's late
-        # median is over batches, each a new sample; a held-out set is one.
+        # on shuffled labels: 0.17-0.26 on 4 balanced classes). A held-out set measured
+        # again is one sample: the median of its evaluations. A train accuracy's batches
+        # are each a new sample: their mean (a median of batch accuracies on 4 examples
+        # takes one of five values, 0.25 for a mean of 0.17).
         samples = 1 if measured_held_out else v.size - v.size // 2
+        late = float(median(v[v.size // 2 :])) if measured_held_out else float(np.mean(v[v.size // 2 :]))
         tol = accuracy_tolerance(v, 1 / k, ctx.th.chance_acc_tol, samples)
         if max_tol is not None and tol > max_tol:
             continue
@@ -1247,13 +1251,13 @@ def accuracy_tolerance(acc: np.ndarray, p: float, floor: float, samples: int = 1
     ``2 * sqrt(p (1 - p) / N)`` when the evaluation set's size N is read from the values'
     granularity (:func:`eval_set_size`): on 32 examples a 3-class guesser scores anywhere
     in 0.19-0.48 (one corpus run logs 0.28 and 0.31 at ln 3), on 10,000 within 0.01.
-    ``samples``: how many independent draws the judged level is the median of (a train
-    accuracy's batches: each is a new sample, so their median of m sits within the
-    standard error of a median of m; a held-out set measured again is one sample, 1)."""
+    ``samples``: how many independent draws the judged level is the mean of (a train
+    accuracy's batches: each is a new sample, so their mean of m sits within
+    ``1 / sqrt(m)`` of one draw's error; a held-out set measured again is one sample, 1)."""
     n = eval_set_size(acc)
     if n is None:
         return floor
-    return max(floor, 2.0 * level_se(math.sqrt(p * (1 - p) / n), samples))
+    return max(floor, 2.0 * math.sqrt(p * (1 - p) / n) / math.sqrt(max(1, samples)))
 
 
 def chance_state(ctx) -> dict | None:
@@ -1294,7 +1298,9 @@ def chance_state(ctx) -> dict | None:
                 st["from_above"] = start >= th.chance_start_ratio * hit[1]
                 # A held-out accuracy that beats a guess over k says the level is a
                 # coincidence of the objective (mixup, label smoothing): no FAIL.
-                st["above"] = held_out_above_chance(ctx, hit[0])
+                st["above"] = (
+                    None if _accuracy_at_chance(ctx, hit[0], held_out=True) else held_out_above_chance(ctx, hit[0])
+                )
                 st["fails"] = (
                     not st["from_above"]
                     and st["above"] is None
@@ -1839,7 +1845,7 @@ DIVERGE_THRESHOLDS = [
         "{diverge_caused_regain:.0%} of the fall. Not a divergence when the loss measures something else after "
         "its best level (TP-OBJECTIVE-CHANGED says so instead): an eval loss that did not get worse over the climb "
         "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no higher than "
-        "its best evaluation, beyond {diverge_noise_z:g} standard errors of the evaluations' own noise where that allowance is at most {objective_eval_resolution:.0%} of the train loss's climb in log units, while the run held the level it climbed from; with no evaluation then, no higher than "
+        "its best evaluation, beyond {diverge_noise_z:g} standard errors of the evaluations' own noise where that allowance is at most {objective_eval_resolution:.0%} of the level the eval loss held just before the climb, while the run held the level it climbed from; with no evaluation then, no higher than "
         "its first evaluation in the climb while the train loss climbs on by {objective_climb_share:.0%} of its climb "
         "after it), a logged loss-term weight (beta, "
         "kl_weight, kl_coef, kl_warmup, …) or a noise level never falling (sigma, noise_level) that climbed "
@@ -1871,7 +1877,7 @@ def check_diverge(ctx):
         "A climb of the train loss that TP-DIVERGE would call a divergence, in a log that shows the loss "
         "measures something else after its best level: an eval loss that did not get worse over the climb "
         "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no "
-        "higher than its best evaluation, beyond {diverge_noise_z:g} standard errors of the evaluations' own noise where that allowance is at most {objective_eval_resolution:.0%} of the train loss's climb in log units, while the run held the level it climbed from, from the step it first "
+        "higher than its best evaluation, beyond {diverge_noise_z:g} standard errors of the evaluations' own noise where that allowance is at most {objective_eval_resolution:.0%} of the level the eval loss held just before the climb, while the run held the level it climbed from, from the step it first "
         "reached it; with no evaluation then, no higher than its first evaluation in the climb while the train "
         "loss climbs on by {objective_climb_share:.0%} of its climb after it), a logged loss-term weight (beta, kl_weight, kl_coef, kl_warmup, …) "
         "or a noise level a curriculum adds to the data (sigma, noise_level; never falling) "
@@ -2155,12 +2161,14 @@ def _eval_not_worse(
     after the loss had already left it (a run that collapsed to chance before its first
     evaluation has none of the level it lost).
 
-    The end may exceed that best by ``diverge_noise_z`` standard errors of the
-    point-to-point noise of the evaluations it is chosen from (one evaluation against a
-    median of 3; none from fewer than 3), only where that allowance is at most
-    ``objective_eval_resolution`` of the train loss's climb (``climb_log``, in log
-    units): evaluations too noisy to show a climb of the train loss's size say nothing
-    of whether the model got worse."""
+    Or, for a positive loss (``climb_log`` given), the end no higher than the level the
+    eval loss held just before the climb (the median of its last 3 evaluations in that
+    window) by ``diverge_noise_z`` standard errors of the two medians (the larger
+    point-to-point noise of the held and the later evaluations; none from fewer than 3),
+    where that allowance is at
+    most ``objective_eval_resolution`` of the level: evaluations too noisy to show a rise
+    of that share of their level say nothing of whether the model got worse, and the
+    allowance does not grow with the train loss's climb."""
     if not ctx.has("eval_loss"):
         return None
     e = ctx.finite("eval_loss")
@@ -2179,20 +2187,30 @@ def _eval_not_worse(
     at = int(before[np.argmin(e.values[before])])
     ref = float(e.values[at])
     end, k = _eval_end(late)
-    # One evaluation against the median of k, each with the evaluations' own noise: a
-    # healthy eval loss wanders by a few percent from evaluation to evaluation, and the
-    # best of many sits low by chance; a diverged model's moves far past both.
-    sigma = noise_sigma(e.values[before])  # at the held level: not the fall before it
-    gate = ctx.th.diverge_noise_z * math.hypot(sigma, level_se(sigma, k))
-    if climb_log is None or not ref > 0 or math.log1p(gate / ref) > ctx.th.objective_eval_resolution * climb_log:
-        gate = 0.0
-    if end > ref + gate:
-        return None
-    within = f" beyond its noise ({num(gate)}, {ctx.th.diverge_noise_z:g} standard errors)" if end > ref else ""
+    within = ""
+    if end > ref:
+        # A healthy eval loss wanders by a few percent from evaluation to evaluation, and
+        # the best of many sits low by chance: the end is compared with the level held
+        # just before the climb, within the noise of the two medians; a diverged model's
+        # moves far past it.
+        held_values = e.values[before]
+        level, k_ref = _eval_end(held_values)
+        # at the held level (not the fall before it) and after the onset: the larger, as a
+        # few evaluations can show little of their noise by chance
+        sigma = max(noise_sigma(held_values), noise_sigma(late))
+        gate = ctx.th.diverge_noise_z * math.hypot(level_se(sigma, k_ref), level_se(sigma, k))
+        if climb_log is None or not level > 0 or gate > ctx.th.objective_eval_resolution * level:
+            return None
+        if end > level + gate:
+            return None
+        within = (
+            f", within {num(gate)} ({ctx.th.diverge_noise_z:g} standard errors of its noise) of the level {num(level)} "
+            f"it held just before the climb (median of its last {k_ref} evaluations there)"
+        )
     return (
         f"the eval loss ({e.key}) was at best {num(ref)} (step {step(e.steps[at])}) before the climb and "
-        f"{num(end)} at the end (median of its last {k} of {late.size} evaluations after it): the held-out "
-        f"loss did not get worse{within}"
+        f"{num(end)} at the end (median of its last {k} of {late.size} evaluations after it{within}): the held-out "
+        "loss did not get worse"
     )
 
 

@@ -578,8 +578,12 @@ class Monitor:
             if spec is not None:
                 entries[str(k)] = spec
         if any(is_eval_key(k) for k in entries):
+            # This process's own part of the weights (no collective: a loop may pass its
+            # evaluation on one rank only); it changes whenever the weights do.
+            self._discover()
             with self.torch.no_grad():
-                entries[_WEIGHTS] = ("sqrt", self._push(self._sumsq([(p, p.detach()) for p in params])))
+                local = [(self._local(p.detach(), p)[0], None) for p in params]
+                entries[_WEIGHTS] = ("sqrt", self._push(self._sumsq_local(local)))
         if self.track_update_ratio:
             r = self._update_ratio_spec(params)
             if r is not None:

@@ -148,15 +148,19 @@ def trained_group_rate(ctx) -> tuple[str, float] | None:
     that group whatever the rate read shows, as a fine-tune with its backbone's group at lr
     0 on purpose does (the monitor and many loops log group 0 as ``lr``). The group with the
     largest median; ``None`` where no such rate is logged."""
-    best = None
-    for key in ctx.run.mapping.get("lr", {}).get("ignored", ()):
-        if not GROUP_SUFFIX.match(key) or key not in ctx.run.series:
-            continue
-        v = ctx.run.series[key].values
-        v = v[np.isfinite(v)]
-        if v.size and float(np.median(v)) > ctx.th.tiny_lr and (best is None or float(np.median(v)) > best[1]):
-            best = (key, float(np.median(v)))
-    return best
+
+    def compute():
+        rates = []
+        for key in ctx.run.mapping.get("lr", {}).get("ignored", ()):
+            if GROUP_SUFFIX.match(key) and key in ctx.run.series:
+                v = ctx.run.series[key].values
+                v = v[np.isfinite(v)]
+                if v.size:
+                    rates.append((float(median(v)), key))
+        rate, key = max(rates, default=(0.0, None))
+        return (key, rate) if key is not None and rate > ctx.th.tiny_lr else None
+
+    return ctx.memo("trained_group_rate", compute)
 
 
 #: Words of a key that names a margin loss (a triplet or contrastive margin loss, a

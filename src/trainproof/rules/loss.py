@@ -184,13 +184,10 @@ def check_zero_loss(ctx):
 )
 def check_zero_loss_onset(ctx):
     s = ctx.finite("loss")
-    zero = s.values == 0
-    if zero.all() or not zero[-1]:
+    run = trailing_zero_run(s.values, ctx.th.zero_min_points)
+    if run is None:
         return
-    runs = runs_of(zero)
-    start, length = runs[-1]
-    if length < ctx.th.zero_min_points or not np.any(s.values[:start] > 0):
-        return
+    start, length = run[0], len(s) - run[0]
     if margin_objective(ctx.run):
         return  # a margin loss lands on 0 when every example meets its margin
     if zero_loss_fitted(ctx) is not None:
@@ -1165,15 +1162,16 @@ def is_accuracy_key(key: str) -> bool:
     return "topk" not in low and not any(int(m) > 1 for m in re.findall(r"(?:top[_-]?|@)(\d+)", low))
 
 
-def _accuracy_at_chance(ctx, k: int, held_out: bool = False, max_tol: float | None = None) -> tuple[str, float] | None:
-    """``(key, late median)`` of a logged accuracy (a series whose key names ``acc``, train
-    or eval, in [0, 1] or in percent; with ``held_out``, only one whose key names held-out
-    data, :data:`HELD_OUT_WORDS`) whose second-half median is within ``chance_acc_tol``
-    of 1/k (:func:`accuracy_tolerance`; below it, within twice that): the classifier's own
-    evidence that it guesses. With ``max_tol``, an accuracy whose tolerance is wider (an
-    evaluation set too small to show chance) is passed over. ``None`` when no accuracy is
-    logged or none sits there."""
-    for name, s in sorted(ctx.run.series.items()):
+def _accuracy_levels(ctx, k: int, held_out: bool = False):
+    """``(key, late level, tolerance, every value in [0, 1])`` of every logged top-1
+    accuracy (:func:`is_accuracy_key`, in [0, 1] or in percent, at least 2 finite values),
+    in the order of the series' names; with ``held_out``, only one whose key names held-out
+    data (:data:`HELD_OUT_WORDS`). The late level is that of its second half: a held-out
+    set measured again is one sample, read as the median of its evaluations; a train
+    accuracy's batches are each a new sample, read as their mean (a median of batch
+    accuracies on 4 examples takes one of five values, 0.25 for a mean of 0.17), with the
+    mean's tolerance (:func:`accuracy_tolerance` at 1/k)."""
+    for _, s in sorted(ctx.run.series.items()):
         if not is_accuracy_key(s.key):
             continue
         measured_held_out = bool(HELD_OUT_WORDS & set(words(s.key)))
@@ -1183,38 +1181,39 @@ def _accuracy_at_chance(ctx, k: int, held_out: bool = False, max_tol: float | No
         if v.size < 2:
             continue
         v = accuracy_as_share(v)
-        # Below 1/k by up to twice the tolerance: a guesser that favours a class rarer in
-        # the evaluation set than in its training labels scores under 1/k (a model trained
-        # on shuffled labels: 0.17-0.26 on 4 balanced classes). A held-out set measured
-        # again is one sample: the median of its evaluations. A train accuracy's batches
-        # are each a new sample: their mean (a median of batch accuracies on 4 examples
-        # takes one of five values, 0.25 for a mean of 0.17).
-        samples = 1 if measured_held_out else v.size - v.size // 2
-        late = float(median(v[v.size // 2 :])) if measured_held_out else float(np.mean(v[v.size // 2 :]))
-        tol = accuracy_tolerance(v, 1 / k, ctx.th.chance_acc_tol, samples)
+        late = v[v.size // 2 :]
+        samples = 1 if measured_held_out else late.size
+        level = float(median(late)) if measured_held_out else float(np.mean(late))
+        in_range = bool(v.min() >= 0 and v.max() <= 1)
+        yield s.key, level, accuracy_tolerance(v, 1 / k, ctx.th.chance_acc_tol, samples), in_range
+
+
+def _accuracy_at_chance(ctx, k: int, held_out: bool = False, max_tol: float | None = None) -> tuple[str, float] | None:
+    """``(key, late level)`` of a logged accuracy (:func:`_accuracy_levels`; with
+    ``held_out``, only a held-out one) whose second half sits within its tolerance of 1/k
+    (below it, within twice that): the classifier's own evidence that it guesses. With
+    ``max_tol``, an accuracy whose tolerance is wider (an evaluation set too small to show
+    chance) is passed over. ``None`` when no accuracy is logged or none sits there."""
+    for key, late, tol, _ in _accuracy_levels(ctx, k, held_out):
         if max_tol is not None and tol > max_tol:
             continue
+        # Below 1/k by up to twice the tolerance: a guesser that favours a class rarer in
+        # the evaluation set than in its training labels scores under 1/k (a model trained
+        # on shuffled labels: 0.17-0.26 on 4 balanced classes).
         if -2 * tol <= late - 1 / k <= tol:
-            return s.key, late
+            return key, late
     return None
 
 
 def held_out_above_chance(ctx, k: int) -> tuple[str, float] | None:
-    """``(key, late median)`` of a held-out accuracy (a key naming ``acc`` and held-out
-    data, :data:`HELD_OUT_WORDS`) whose second-half median sits above 1/k by more than
-    twice its tolerance (:func:`accuracy_tolerance`): the classifier beats a uniform guess
-    over k on data it was not trained on, so a loss at ln(k) is a coincidence of the
-    objective (mixup, label smoothing and distillation keep a train loss high), not a
-    guess. ``None`` otherwise."""
-    for s in sorted(ctx.run.series.values(), key=lambda x: x.key):
-        if not is_accuracy_key(s.key) or not HELD_OUT_WORDS & set(words(s.key)):
-            continue
-        v = accuracy_as_share(s.values[np.isfinite(s.values)])
-        if v.size < 2 or float(v.min()) < 0 or float(v.max()) > 1:
-            continue
-        late = float(median(v[v.size // 2 :]))
-        if late - 1 / k > 2 * accuracy_tolerance(v, 1 / k, ctx.th.chance_acc_tol):
-            return s.key, late
+    """``(key, late median)`` of a held-out accuracy (:func:`_accuracy_levels`) whose
+    second half sits above 1/k by more than twice its tolerance: the classifier beats a
+    uniform guess over k on data it was not trained on, so a loss at ln(k) is a
+    coincidence of the objective (mixup, label smoothing and distillation keep a train
+    loss high), not a guess. ``None`` otherwise."""
+    for key, late, tol, in_range in _accuracy_levels(ctx, k, held_out=True):
+        if in_range and late - 1 / k > 2 * tol:
+            return key, late
     return None
 
 
@@ -2083,7 +2082,7 @@ def _diverge(ctx) -> dict | None:
             reached_step(s.steps, meds, block, bar),
             # the level held: within its noise gate, or a slow learner's 5%, of the best
             left_level_step(s.steps, v, best * math.exp(max(gate, math.log1p(th.dead_min_improvement))), best_idx),
-            math.log(ratio),
+            positive=True,
         ),
         step=s.steps[best_idx],
         line=s.lines[best_idx],
@@ -2148,7 +2147,7 @@ def reached_step(steps: np.ndarray, meds: np.ndarray, block: int, bar: float) ->
 
 
 def _eval_not_worse(
-    ctx, reach_step: float, onset_step: float, left_step: float | None = None, climb_log: float | None = None
+    ctx, reach_step: float, onset_step: float, left_step: float | None = None, positive: bool = False
 ) -> str | None:
     """The held-out loss says the model did not get worse while the train loss climbed:
     the median of its last 3 evaluations after ``onset_step`` (where the climb begins), of
@@ -2161,7 +2160,7 @@ def _eval_not_worse(
     after the loss had already left it (a run that collapsed to chance before its first
     evaluation has none of the level it lost).
 
-    Or, for a positive loss (``climb_log`` given), the end no higher than the level the
+    Or, for a positive loss (``positive``), the end no higher than the level the
     eval loss held just before the climb (the median of its last 3 evaluations in that
     window) by ``diverge_noise_z`` standard errors of the two medians (the larger
     point-to-point noise of the held and the later evaluations; none from fewer than 3),
@@ -2199,7 +2198,7 @@ def _eval_not_worse(
         # few evaluations can show little of their noise by chance
         sigma = max(noise_sigma(held_values), noise_sigma(late))
         gate = ctx.th.diverge_noise_z * math.hypot(level_se(sigma, k_ref), level_se(sigma, k))
-        if climb_log is None or not level > 0 or gate > ctx.th.objective_eval_resolution * level:
+        if not positive or not level > 0 or gate > ctx.th.objective_eval_resolution * level:
             return None
         if end > level + gate:
             return None
@@ -2307,12 +2306,13 @@ def objective_changed(
     onset_step: float,
     reach_step: float,
     left_step: float | None = None,
-    climb_log: float | None = None,
+    positive: bool = False,
 ) -> str | None:
     """Why a climb of the train loss from its best level (at ``best_step``, first reached
     at ``reach_step``, climbing from ``onset_step``) is not a divergence, in a sentence
-    with the numbers, or ``None``. ``climb_log``: the climb as the natural log of end
-    level / best level, where the loss is positive (it sizes the eval noise allowed).
+    with the numbers, or ``None``. ``positive``: the loss is positive, so an eval loss
+    may be read within its noise (:func:`_eval_not_worse`); a signed loss is compared
+    strictly.
 
     The loss's levels compare only while it measures one thing. A held-out loss that did
     not get worse over the climb says the model did not (:func:`_eval_not_worse`); a
@@ -2321,7 +2321,7 @@ def objective_changed(
     a curriculum's next stage.
     """
     return (
-        _eval_not_worse(ctx, reach_step, onset_step, left_step, climb_log)
+        _eval_not_worse(ctx, reach_step, onset_step, left_step, positive)
         or objective_schedule(ctx, best_step)
         or _accuracy_rose(ctx, best_step, onset_step)
     )

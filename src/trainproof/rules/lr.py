@@ -95,6 +95,14 @@ def _scheduled_end(ctx) -> float | None:
     return None
 
 
+#: What the zero-rate rules leave to a log with another parameter group's rate beside the
+#: one read (:func:`~trainproof.rules._shared.trained_group_rate`).
+_OTHER_GROUP = (
+    " Not where the log also holds another parameter group's rate (`lr_group_1`, `learning_rate_pg2`) with a "
+    "median above {tiny_lr}: the optimizer trains that group, and the group read as the rate is frozen on purpose "
+    "(a fine-tune's backbone at lr 0)."
+)
+
 _EDGES = (
     "Zeros at the schedule's edges — the first few points of warm-up or start-up, and the end a "
     "decaying schedule reaches — are not counted."
@@ -148,7 +156,8 @@ def _learns_anyway(ctx) -> bool:
     detects="A learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end. "
     + _EDGES,
     why="With a zero learning rate the optimizer never changes the weights; the run computes gradients for nothing.",
-    not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted. A logged rate of 0 under a loss that falls beyond its noise is not this: the rate logged is not the one applied, or the loss falls for another reason (TP-ZERO-LR-LEARNING, a WARN). Not where the log also holds another parameter group's rate (`lr_group_1`, `learning_rate_pg2`) with a median above {tiny_lr}: the optimizer trains that group, and the group read as the rate is frozen on purpose (a fine-tune's backbone at lr 0). Not where the log also holds another parameter group's rate (`lr_group_1`, `learning_rate_pg2`) with a median above {tiny_lr}: the optimizer trains that group, and the group read as the rate is frozen on purpose (a fine-tune's backbone at lr 0).",
+    not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted. A logged rate of 0 under a loss that falls beyond its noise is not this: the rate logged is not the one applied, or the loss falls for another reason (TP-ZERO-LR-LEARNING, a WARN)."
+    + _OTHER_GROUP,
     causes="A scheduler configured with zero peak or zero warm-up target, DeepSpeed/accelerate config overriding the optimizer's lr, lr set in the wrong config field, a warm-up longer than the run.",
     try_="Print optimizer.param_groups[0]['lr'] after the first step; check the scheduler's total and warm-up steps and any DeepSpeed optimizer/scheduler block.",
 )
@@ -194,7 +203,8 @@ def check_zero_lr(ctx):
     detects="TP-ZERO-LR's condition (a learning rate <= 0 on at least {zero_lr_fail_share:.0%} of the logged points between start-up and the scheduled end) while the train loss falls: the {dead_ci_z:g}-sigma interval of its change over the run (log scale, widened for autocorrelation), or of the change from its first block's level to the level it then held (the median of its later block medians, against their spread: a fall that is fast and then holds), lies above a slow learner's {dead_min_improvement:.0%} fall. "
     + _EDGES,
     why="A zero rate cannot move the weights, so a loss that falls beyond its noise shows either that the rate in the log is not the one training the model (then every lr check reads the wrong number) or that the loss falls without learning (data that gets easier as the run goes on). The log cannot tell the two apart, so it warns instead of failing.",
-    not_mean="It does not say the run is healthy: check which it is. It does not fail the run either, because the first reading is a common logging artefact. Not where the log also holds another parameter group's rate (`lr_group_1`, `learning_rate_pg2`) with a median above {tiny_lr}: the optimizer trains that group, and the group read as the rate is frozen on purpose (a fine-tune's backbone at lr 0).",
+    not_mean="It does not say the run is healthy: check which it is. It does not fail the run either, because the first reading is a common logging artefact."
+    + _OTHER_GROUP,
     causes="HF Trainer logs the first parameter group's rate, and that group (embeddings, a frozen backbone) has lr 0 on purpose; a cyclic schedule whose base rate is 0, logged only at its troughs; a custom optimizer that ignores the scheduler's rate. Or a rate that really is 0 under data that gets easier (a curriculum, a drifting loader).",
     try_="Log the rate of the group that trains (optimizer.param_groups[i]['lr']) or all of them; for a cyclic schedule, log at a step that is not a multiple of the cycle.",
 )
@@ -243,7 +253,8 @@ def check_zero_lr_learning(ctx):
     detects="A learning rate <= 0 on more than {zero_lr_warn_share:.0%} (and less than {zero_lr_fail_share:.0%}) of the logged points between start-up and the scheduled end. "
     + _EDGES,
     why="Steps taken at lr 0 cost compute and change nothing; negative values move the weights uphill.",
-    not_mean="Warm-up that starts at 0 and a schedule that ends at 0 are normal; a schedule that decayed to 0 long before the run ended is TP-LR-SCHEDULE-ENDED-EARLY instead.",
+    not_mean="Warm-up that starts at 0 and a schedule that ends at 0 are normal; a schedule that decayed to 0 long before the run ended is TP-LR-SCHEDULE-ENDED-EARLY instead."
+    + _OTHER_GROUP,
     causes="A restart that reset the scheduler to a zero phase, a long warm-up starting at 0, a scheduler stepped at the wrong frequency, negative values from a misconfigured cyclic schedule.",
     try_="Look at where the zeros are (the evidence gives the first); match the scheduler's warm-up and total steps to the run.",
 )

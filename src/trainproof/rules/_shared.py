@@ -13,6 +13,7 @@ import numpy as np
 
 from ..aliases.table import GROUP_SUFFIX
 from ..aliases.vocabulary import words
+from ._fmt import num
 from ._stats import (
     block_medians,
     change_interval,
@@ -258,3 +259,74 @@ def zero_loss_fitted(ctx) -> dict | None:
         return {"start": start, "before": before, "onset": onset, "how": how}
 
     return ctx.memo("zero_loss_fitted", compute)
+
+
+#: Words of a key that logs the weight of a term of the loss (KL annealing of a VAE, where
+#: a ``beta`` climbs from 0 to 1 as training goes: Bowman et al. 2016), read by
+#: :func:`objective_schedule`. A key with ``kl`` (or ``kld``) is a KL weight only with one of
+#: :data:`KL_WEIGHT_WORDS`: ``kl`` alone is the KL term's value.
+OBJECTIVE_WEIGHT_WORDS = frozenset({"beta", "anneal", "annealing"})
+KL_WEIGHT_WORDS = frozenset(
+    {"weight", "coef", "coeff", "coefficient", "scale", "beta", "lambda", "factor", "w", "warmup", "mult", "multiplier"}
+)
+#: Words of a key that logs which data the loss is measured on: a curriculum's stage. Not
+#: a "phase" (a scheduler's warm-up/stable/decay phase says nothing of the data) and not
+#: an example size (a longer context or a larger image lowers the loss; it cannot explain
+#: a rise).
+STAGE_WORDS = frozenset({"stage", "curriculum"})
+#: Words of a key that logs the noise a curriculum adds to the data (a denoiser's
+#: ``sigma``, a ``noise_level``): a schedule only where it never falls (a learned noise
+#: scale wobbles), read by :func:`objective_schedule`. Not a gradient's noise scale.
+NOISE_WORDS = frozenset({"sigma", "noise"})
+_MEASURED_NOISE_WORDS = frozenset({"grad", "gradient", "lr"})
+#: Words that make a stage key the optimizer's or the scheduler's, not the data's.
+_SCHEDULE_WORDS = frozenset({"lr", "learning", "rate", "sched", "scheduler", "warmup", "optim", "optimizer"})
+#: Series the schedule search never reads: the metrics the rules know by their canonical
+#: names are measurements or the optimizer's own schedule, not the objective's.
+_NOT_OBJECTIVE_SCHEDULES = frozenset({"loss", "eval_loss", "lr", "grad_norm", "epoch", "step_time"})
+
+
+def objective_schedule(ctx, best_step: float) -> str | None:
+    """A logged schedule of the objective that moved after ``best_step``: a loss-term
+    weight (:data:`OBJECTIVE_WEIGHT_WORDS`, a KL weight) or a noise level that a
+    curriculum adds to the data (:data:`NOISE_WORDS`, never falling over the run) that
+    climbed at least ``objective_weight_rise`` times (or from 0), or a stage
+    (:data:`STAGE_WORDS`) that took another value."""
+    for name, series in ctx.run.series.items():
+        if name in _NOT_OBJECTIVE_SCHEDULES:
+            continue
+        w = set(words(series.key or name))
+        weight = bool(w & OBJECTIVE_WEIGHT_WORDS) or bool(w & {"kl", "kld"} and w & KL_WEIGHT_WORDS)
+        stage = bool(w & STAGE_WORDS) and not w & _SCHEDULE_WORDS
+        noise = bool(w & NOISE_WORDS) and not w & _MEASURED_NOISE_WORDS
+        if not (weight or stage or noise):
+            continue
+        f = ctx.finite(name)
+        before = np.flatnonzero(f.steps <= best_step)
+        after = f.values[f.steps > best_step]
+        if not after.size or not f.values.size:
+            continue
+        ref = float(f.values[before[-1]] if before.size else f.values[0])
+        top = float(np.max(after))
+        climbed = (ref > 0 and top >= ctx.th.objective_weight_rise * ref) or (ref == 0 and top > 0)
+        if noise and not (weight or stage):
+            set_by_code = bool(np.all(np.diff(f.values) >= 0))
+            if set_by_code and climbed:
+                return (
+                    f"the noise level {series.key or name} climbed from {num(ref)} at the best level's step to "
+                    f"{num(top)} after it, never falling: the loss is measured on noisier data"
+                )
+            continue
+        if weight:
+            if climbed:
+                return (
+                    f"the loss weight {series.key or name} climbed from {num(ref)} at the best level's step to "
+                    f"{num(top)} after it: the loss weighs its terms differently"
+                )
+        elif np.any(after != ref):
+            later = float(after[np.flatnonzero(after != ref)[0]])
+            return (
+                f"{series.key or name} went from {num(ref)} at the best level's step to {num(later)} after it: "
+                "the loss is measured on other data"
+            )
+    return None

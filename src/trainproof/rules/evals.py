@@ -9,9 +9,8 @@ import numpy as np
 from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, step, times
-from ._shared import lr_restart_after
+from ._shared import lr_restart_after, objective_schedule
 from ._stats import curvature_noise_sigma, level_se, median, noise_sigma, trend_z, window_medians
-from .loss import objective_schedule
 from .registry import Need, rule
 
 

@@ -61,6 +61,12 @@ MAX_RECORDS = 5_000_000
 MAX_VALUES = 20_000_000
 
 
+def _raw(a, dtype) -> memoryview:
+    """The bytes of ``a`` as a C-contiguous array of ``dtype``, without the copy that
+    ``tobytes`` makes, for ``array.frombytes``."""
+    return memoryview(np.ascontiguousarray(a, dtype=dtype)).cast("B")
+
+
 class LimitError(ValueError):
     """A cap's environment variable (``TRAINPROOF_MAX_RECORDS``, ``TRAINPROOF_MAX_VALUES``)
     is set to something that is not a positive whole number. ``str(err)`` names it."""
@@ -569,8 +575,8 @@ class RunLogBuilder:
             filled = np.full(n, self._last_step)
         if known.any():
             self._last_step = float(steps[np.flatnonzero(known)[-1]])
-        self._rec_steps.frombytes(np.ascontiguousarray(filled, dtype=np.float64).tobytes())
-        self._rec_lines.frombytes(np.ascontiguousarray(rows.lines, dtype=np.int64).tobytes())
+        self._rec_steps.frombytes(_raw(filled, np.float64))
+        self._rec_lines.frombytes(_raw(rows.lines, np.int64))
         per_key: dict[str, list] = {}
         for keys, pos, vals in rows.groups:
             for j, k in enumerate(keys):
@@ -587,13 +593,13 @@ class RunLogBuilder:
             c = cols.get(k)
             if c is None:
                 c = cols[k] = _Column()
-            c.rec.frombytes((np.asarray(pos, dtype=np.int64) + n0).tobytes())
-            c.vals.frombytes(np.ascontiguousarray(v, dtype=np.float64).tobytes())
+            c.rec.frombytes(_raw(np.asarray(pos, dtype=np.int64) + n0, np.int64))
+            c.vals.frombytes(_raw(v, np.float64))
         for k, pos in rows.holes:
             h = self._holes.get(k)
             if h is None:
                 h = self._holes[k] = array("q")
-            h.frombytes((np.asarray(pos, dtype=np.int64) + n0).tobytes())
+            h.frombytes(_raw(np.asarray(pos, dtype=np.int64) + n0, np.int64))
         self._n = n0 + n
 
     def _bounded_rows(self, rows: Rows) -> Rows:
@@ -674,9 +680,9 @@ class RunLogBuilder:
         b = self._batches.get(col.key)
         if b is None:
             b = self._batches[col.key] = (array("d"), array("d"), array("q"))
-        b[0].frombytes(np.ascontiguousarray(col.steps, dtype=np.float64).tobytes())
-        b[1].frombytes(np.ascontiguousarray(col.values, dtype=np.float64).tobytes())
-        b[2].frombytes(np.ascontiguousarray(col.lines, dtype=np.int64).tobytes())
+        b[0].frombytes(_raw(col.steps, np.float64))
+        b[1].frombytes(_raw(col.values, np.float64))
+        b[2].frombytes(_raw(col.lines, np.int64))
         self._n_batched += len(col)
 
     def runs(self) -> list[str]:

@@ -84,3 +84,15 @@ def test_too_few_evaluations_are_skipped_not_passed():
     rep = judge_cols(**_run(evals))
     assert "TP-EVAL-SPIKE" not in rep.ids()
     assert rep.skipped["TP-EVAL-SPIKE"].reason == "too_few_points"
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 7, 40, 501])
+def test_the_level_before_each_evaluation_is_the_median_of_the_five_before_it(n):
+    from trainproof.rules._stats import median
+    from trainproof.rules.evals import _preceding_medians
+
+    y = np.log(np.random.default_rng(n).lognormal(0.0, 1.0, n))
+    got = _preceding_medians(y)
+    assert np.isnan(got[:3]).all()
+    for i in range(3, n):
+        assert got[i] == float(median(y[max(0, i - 5) : i])), i

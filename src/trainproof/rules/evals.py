@@ -10,7 +10,7 @@ from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, step, times
 from ._shared import lr_restart_after, objective_schedule
-from ._stats import curvature_noise_sigma, level_se, median, noise_sigma, trend_z, window_medians
+from ._stats import curvature_noise_sigma, level_se, median, noise_sigma, row_medians, trend_z, window_medians
 from .registry import Need, rule
 
 
@@ -349,6 +349,19 @@ def check_nan_eval(ctx):
     )
 
 
+def _preceding_medians(y: np.ndarray) -> np.ndarray:
+    """Per evaluation ``i`` (``y`` shape ``(n,)``), the median of the up to 5 before it,
+    ``y[max(0, i - 5):i]`` (NaN for ``i`` < 3): TP-EVAL-SPIKE's level before each
+    evaluation, the same values as :func:`median` of each window, in one call."""
+    n = y.size
+    out = np.full(n, np.nan)
+    for i in range(3, min(5, n)):
+        out[i] = median(y[:i])
+    if n > 5:
+        out[5:] = row_medians(np.lib.stride_tricks.sliding_window_view(y, 5)[: n - 5])
+    return out
+
+
 @rule(
     "TP-EVAL-SPIKE",
     Level.WARN,
@@ -404,12 +417,13 @@ def check_eval_spike(ctx):
     back = math.log(th.spike_factor)
     longest = max(1, int(th.spike_excursion_share * n))
     hits = []
+    pres = _preceding_medians(y)
     i = 3
-    while i < n - 1:
-        pre = float(median(y[max(0, i - 5) : i]))
-        if y[i] - pre <= back:
-            i += 1
-            continue
+    for i0 in np.flatnonzero(y[3 : n - 1] - pres[3 : n - 1] > back).tolist():
+        if i0 + 3 < i:
+            continue  # inside a burst already read
+        i = i0 + 3
+        pre = float(pres[i])
         end = i
         while end < n and y[end] - pre > back:
             end += 1

@@ -1232,6 +1232,64 @@ def test_an_eval_loss_that_moves_in_its_last_digits_is_not_frozen():
     assert "TP-LOSS-FROZEN" not in ids(rep)
 
 
+def _sparse_evals(n_evals, frozen, value, every=10, lr=1e-3, seed=0, fall=0.0):
+    """A run logged every 10 steps with an evaluation every ``every`` rows (its own
+    values, absent in between): the train loss wobbles with its batches; the eval loss
+    moves (from ``fall`` above its level down) until its last ``frozen`` evaluations,
+    which are ``value`` to the bit. ``lr``: a number, or an array per row."""
+    rng = np.random.default_rng(seed)
+    n = n_evals * every
+    loss = 1.7 * np.exp(0.03 * rng.standard_normal(n))
+    moving = 1.65 * (1 + fall * np.linspace(1, 0, n_evals)) * np.exp(0.004 * rng.standard_normal(n_evals))
+    if frozen:
+        moving[-frozen:] = value
+    ev = [None] * n
+    for j in range(n_evals):
+        ev[(j + 1) * every - 1] = moving[j]
+    lr_col = np.full(n, lr) if np.isscalar(lr) else lr
+    return run_of(loss=loss, eval_loss=ev, lr=lr_col)
+
+
+@pytest.mark.parametrize("n_evals,frozen", [(8, 8), (6, 6), (20, 5), (40, 6)])
+@pytest.mark.parametrize("value", [1.6439998149871826, 1.6434312345678])
+def test_an_eval_loss_at_full_precision_bit_identical_at_5_evaluations_is_frozen(n_evals, frozen, value):
+    # optimizer.step() removed: the weights never change, so every evaluation on the fixed
+    # set gives one float32 value (or one float64 average) to the bit, under a live rate.
+    rep = judge_runlog(_sparse_evals(n_evals, frozen, value))
+    f = one(rep, "TP-LOSS-FROZEN")
+    assert f.data["series"] == "eval_loss" and f.data["points"] == frozen and rep.verdict.value == "FAIL"
+
+
+@pytest.mark.parametrize(
+    "frozen,value,why",
+    [
+        (4, 1.6439998149871826, "four evaluations are three comparisons"),
+        (6, 1.6484375, "a bfloat16 value: a loss computed in 16 bits moves in coarse steps"),
+        (6, float(np.float16(1.6439998149871826)), "a float16 value"),
+        (6, 1.643999, "printed at 6 decimals: 7 significant digits"),
+        (9, 1.6440, "printed at 4 decimals: the train loss's bar of 10 applies"),
+    ],
+)
+def test_an_eval_loss_repeated_fewer_times_or_written_coarsely_is_not_frozen(frozen, value, why):
+    rep = judge_runlog(_sparse_evals(20, frozen, value))
+    assert not {"TP-LOSS-FROZEN", "TP-FROZEN-AFTER-LEARNING"} & set(ids(rep)), (why, ids(rep))
+
+
+def test_an_eval_loss_frozen_under_a_rate_decayed_to_about_zero_is_a_warning():
+    # A schedule that decays the rate to ~0 freezes a healthy model's evaluations: the
+    # run learned (its eval loss fell 40%) and the rest changes nothing.
+    lr = np.r_[np.full(140, 1e-3), np.full(60, 1e-9)]
+    rep = judge_runlog(_sparse_evals(20, 6, 1.6439998149871826, lr=lr, fall=0.4))
+    assert "TP-LOSS-FROZEN" not in ids(rep) and "TP-FROZEN-AFTER-LEARNING" in ids(rep), ids(rep)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_healthy_full_precision_evaluations_of_a_run_at_its_floor_are_not_frozen(seed):
+    # A converged run's evaluations move in their last float32 digits at every evaluation.
+    rep = judge_runlog(_sparse_evals(30, 0, 0.0, seed=seed))
+    assert not {"TP-LOSS-FROZEN", "TP-FROZEN-AFTER-LEARNING"} & set(ids(rep)), ids(rep)
+
+
 # --- TP-RL-NO-PROGRESS and TP-RL-FROZEN-POLICY --------------------------------------------
 
 

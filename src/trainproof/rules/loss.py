@@ -877,6 +877,19 @@ def _significant_digits(x: float) -> int:
     return len(digits.rstrip("0")) if "." in mantissa else len(digits)
 
 
+def _full_precision(x: float, digits: int) -> bool:
+    """Whether ``x`` is written at full precision: at least ``digits`` significant digits
+    (:func:`_significant_digits`), and not a value that a float16 or a bfloat16 holds
+    exactly (a loss computed in 16 bits moves in coarse steps that repeat at a floor)."""
+    if _significant_digits(x) < digits:
+        return False
+    f32 = np.float32(x)
+    if float(f32) != x:
+        return True  # finer than a float32: no 16-bit float holds it
+    bf16_exact = int(f32.view(np.uint32)) & 0xFFFF == 0
+    return not bf16_exact and float(np.float16(f32)) != x
+
+
 def frozen_stretch(ctx) -> tuple[str, object, int, int] | None:
     """``(name, series, start, length)``: the train loss, or else the eval loss, whose last
     ``length`` finite points from index ``start`` are one bit-identical value (TP-LOSS-FROZEN's
@@ -903,7 +916,13 @@ def frozen_stretch(ctx) -> tuple[str, object, int, int] | None:
             start = int(np.flatnonzero(~same)[-1])
             length = v.size - start
             measured = length / repeat_cadence(v[:start])
-            if measured < th.frozen_min_points or length < th.frozen_share * v.size:
+            # A held-out loss at full precision repeats to the bit only over unchanged weights.
+            fewest = (
+                th.frozen_eval_min_points
+                if name == "eval_loss" and _full_precision(float(v[-1]), th.frozen_eval_digits)
+                else th.frozen_min_points
+            )
+            if measured < fewest or length < th.frozen_share * v.size:
                 continue
             if _significant_digits(v[-1]) < th.frozen_digits:
                 continue
@@ -994,6 +1013,8 @@ _FROZEN_THRESHOLDS = [
     "frozen_min_points",
     "frozen_share",
     "frozen_digits",
+    "frozen_eval_min_points",
+    "frozen_eval_digits",
     "dead_min_improvement",
     "tiny_lr",
     "frozen_lr_share",
@@ -1011,8 +1032,8 @@ _FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "T
     needs=[Need("loss", "min_trend_points")],
     thresholds=_FROZEN_THRESHOLDS,
     implies=_FROZEN_IMPLIES,
-    least_evidence="The last {frozen_min_points} or more finite losses, and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
-    detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen). Points count as measurements: where the series repeats each value over several rows before the stretch (the latest evaluation carried onto every train row until the next), the stretch's rows are divided by the median length of those repeats. An eval loss on a fixed validation set repeats to the bit only when the weights do not change.",
+    least_evidence="The last {frozen_min_points} or more finite losses (for an eval loss written at full precision, {frozen_eval_min_points} or more evaluations), and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
+    detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen). Points count as measurements: where the series repeats each value over several rows before the stretch (the latest evaluation carried onto every train row until the next), the stretch's rows are divided by the median length of those repeats. An eval loss on a fixed validation set repeats to the bit only when the weights do not change: an eval loss written at full precision (at least {frozen_eval_digits} significant digits, a value no float16 or bfloat16 holds exactly) needs {frozen_eval_min_points} such evaluations.",
     why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
     not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, a train loss under a rate decayed to about zero, or a full-batch fit that converged: a fall of {frozen_fall_log10:g} decades, or a gradient norm frozen with it at {frozen_grad_share:g} of its start or below): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
     causes="A model whose output no longer depends on its input (collapsed to a constant), frozen weights evaluated on one fixed batch, a loss variable that is never updated in the logging code, a data loader stuck on one batch.",

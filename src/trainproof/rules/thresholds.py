@@ -760,6 +760,23 @@ class Thresholds:
     )
     frozen_share: float = threshold(0.1, see="frozen_min_points", unit="share", valid=SHARE)
     frozen_digits: int = threshold(4, see="frozen_min_points", unit="digits", valid=count(1, 17))
+    frozen_eval_min_points: int = threshold(
+        5,
+        "An eval loss written at full precision (at least frozen_eval_digits significant "
+        "digits, and not a value a 16-bit float can hold: a loss computed in float16 or "
+        "bfloat16 moves in steps of 0.1-0.8% of itself) that is bit-identical at its last 5 "
+        "or more evaluations is a model whose weights did not change between them: an average "
+        "over a fixed held-out set moves in its last float32 digits (a relative 6e-8) whenever "
+        "any weight moves, and a live learning rate moves them by far more. The train loss "
+        "needs frozen_min_points: a fixed batch or a cached loss tensor repeats it too. Five "
+        "evaluations are four comparisons, each of which a changed model fails; a new user's "
+        "loop without optimizer.step() evaluated 8 times, all identical, and its coarser twin "
+        "went unflagged. A rate decayed to about zero (frozen_lr_share) is still "
+        "TP-FROZEN-AFTER-LEARNING's warning.",
+        unit="points",
+        valid=count(2),
+    )
+    frozen_eval_digits: int = threshold(8, see="frozen_eval_min_points", unit="digits", valid=count(1, 17))
     unbounded_factor: float = threshold(
         1000.0,
         "A loss negative at every point whose end level is 1000x its start in magnitude is "

@@ -17,7 +17,7 @@ from _helpers import run_of
 
 from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
-from trainproof.rules.objective_kind import detect_objective
+from trainproof.rules.objective_kind import adversarial_pair, detect_objective
 
 from conftest import run_cli
 
@@ -134,3 +134,36 @@ def test_a_non_finite_gan_loss_still_fails():
     rep = judge_runlog(run_of(loss=d, Loss_G=g, Loss_D=d))
     assert rep.meta["objective"] == "adversarial"
     assert rep.verdict is Level.FAIL and "TP-NAN" in rep.ids()
+
+
+@pytest.mark.parametrize("g_key,d_key", PAIRS)
+def test_a_log_of_a_gans_two_losses_alone_is_named_adversarial_not_a_log_without_loss(tmp_path, g_key, d_key):
+    # A new user's healthy 1-D GAN (loss_G, loss_D and nothing else) read "no loss series
+    # found ... name the loss column with --map": a parsing failure, to the reader.
+    g, d = _gan(120, 0.05, 1)
+    p = tmp_path / "gan.jsonl"
+    p.write_text("".join(json.dumps({"step": i + 1, g_key: a, d_key: b}) + "\n" for i, (a, b) in enumerate(zip(g, d))))
+    code, _, _, doc = run_cli("judge", str(p), "--json")
+    rep = doc["reports"][0]
+    (f,) = rep["findings"]
+    assert code == 2 and rep["verdict"] == "NOT-CHECKED" and f["id"] == "TP-NO-LOSS"
+    assert f["data"]["objective"] == "adversarial" and f["data"]["losses"] == [g_key, d_key]
+    assert "ADVERSARIAL" in f["evidence"] and f"--map loss={g_key}" in f["evidence"]
+
+
+@pytest.mark.parametrize("keys", [("accuracy",), ("accuracy", "lr"), ("d_real", "d_fake")])
+def test_a_log_without_both_sides_of_a_gan_still_says_it_has_no_loss(tmp_path, keys):
+    # One side of the game, or no loss at all: the reader found nothing to read as the loss.
+    p = tmp_path / "m.jsonl"
+    p.write_text("".join(json.dumps({"step": i + 1, **{k: 0.5 + 0.01 * i for k in keys}}) + "\n" for i in range(30)))
+    code, _, _, doc = run_cli("judge", str(p), "--json")
+    (f,) = doc["reports"][0]["findings"]
+    assert code == 2 and f["id"] == "TP-NO-LOSS"
+    assert "objective" not in f["data"] and "--map loss=COLUMN" in f["evidence"]
+
+
+def test_the_gan_pair_needs_a_generator_and_a_discriminator_loss():
+    assert adversarial_pair(["loss_G", "loss_D", "D(x)"]) == ("loss_G", "loss_D")
+    assert adversarial_pair(["Loss_D", "D(x)", "D(G(z))"]) is None  # the generator's loss absent
+    assert adversarial_pair(["g_loss", "accuracy"]) is None
+    assert adversarial_pair(["loss_dice", "bg_loss"]) is None  # letters inside words

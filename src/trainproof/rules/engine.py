@@ -37,7 +37,7 @@ from ._fmt import num, pct
 from ._fmt import step as step_fmt
 from ._schedule import fraction_ran, still_warming_up
 from ._stats import median, noise_sigma, rounding_step
-from .objective_kind import detect_objective
+from .objective_kind import adversarial_pair, detect_objective
 from .registry import Need, Rule, all_rules, canonical_id, get
 from .thresholds import DEFAULT, Thresholds
 
@@ -468,17 +468,22 @@ def judge_runlog(
     if "loss" not in run.series and "eval_loss" not in run.series and not judged_on_reward:
         keys = sorted(run.series)
         shown = ", ".join(keys[:15]) + (" …" if len(keys) > 15 else "")
-        return built(
-            [
-                _outcome(
-                    "TP-NO-LOSS",
-                    "no loss series found: nothing to judge",
-                    f"metrics in the log: {shown or '(none)'}; name the loss column with --map loss=COLUMN",
-                    data={"metrics": keys},
-                )
-            ],
-            meta=dict(run.meta),
-        )
+        gan = adversarial_pair(s.key for s in run.series.values())
+        if gan is not None:
+            # A GAN's two losses: what the log is, not a reader that missed its loss.
+            message = f"a GAN's losses ({gan[0]}, {gan[1]}): no training loss to judge"
+            evidence = (
+                f"the log holds a generator loss ({gan[0]}) and a discriminator loss ({gan[1]}), an ADVERSARIAL "
+                "objective: the two play a minimax game, so neither is expected to fall and neither is read as "
+                f"the training loss. --map loss={gan[0]} runs the checks that apply to it (non-finite values). "
+                f"Metrics in the log: {shown}"
+            )
+            data = {"metrics": keys, "objective": "adversarial", "losses": list(gan)}
+        else:
+            message = "no loss series found: nothing to judge"
+            evidence = f"metrics in the log: {shown or '(none)'}; name the loss column with --map loss=COLUMN"
+            data = {"metrics": keys}
+        return built([_outcome("TP-NO-LOSS", message, evidence, data=data)], meta=dict(run.meta))
 
     trend_ran = False
     shared: dict = {}  # finite series, facts and memos shared by this run's rules

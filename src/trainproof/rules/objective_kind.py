@@ -79,6 +79,18 @@ _G_STRONG = re.compile(
 _LOSS_WORD = re.compile(r"loss|(^|/)err", re.IGNORECASE)
 
 
+def adversarial_pair(keys) -> tuple[str, str] | None:
+    """``(generator key, discriminator key)`` when ``keys`` (logged metric names) hold
+    both sides of a GAN's game, a generator loss (:data:`_G_KEY`) and a discriminator or
+    critic loss (:data:`_D_KEY`); ``None`` otherwise. Neither is "the" training loss (the
+    loss mapping leaves such a pair unmapped), so a log of them alone is named for what it
+    is instead of as a log with no loss."""
+    keys = sorted(keys)
+    g = [k for k in keys if _G_KEY.search(k) and not _D_KEY.search(k)]
+    d = [k for k in keys if _D_KEY.search(k) and not _G_KEY.search(k)]
+    return (g[0], d[0]) if g and d else None
+
+
 def detect_objective(run: RunLog) -> tuple[str, list[str]]:
     """``("rl", [the keys that say so])``, ``("adversarial", [the judged loss's key, a
     discriminator key])`` or ``("supervised", [])``."""

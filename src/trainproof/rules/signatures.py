@@ -15,9 +15,10 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, pct, signed_pct, step, times
 from ._schedule import fraction_ran
-from ._shared import log_loss, log_loss_noise
+from ._shared import log_loss, log_loss_noise, lr_restart_after, objective_schedule
 from ._stats import (
     ar1_inflation,
+    block_medians,
     end_window,
     improvement,
     level_se,
@@ -26,6 +27,7 @@ from ._stats import (
     neighbour_median,
     ols_slope,
     sign_change_share,
+    smoothing_block,
     window_medians,
     window_medians_at,
     window_mins,
@@ -455,6 +457,141 @@ def _spike_candidates(y: np.ndarray, window: int, first: int, bar: float) -> tup
     return (
         np.concatenate([head[head_hit], window + maybe[tail_hit]]),
         np.concatenate([head_meds[head_hit], tail_meds[tail_hit]]),
+    )
+
+
+def _reset(ctx) -> dict | None:
+    """The first return of the train loss to where the run started (TP-LOSS-RESET), or
+    ``None``. Read on block medians of 5% of the run (at least ``reset_min_block``
+    points) of the positive loss, in log-loss; the start is the first block's median. A
+    block that regained ``reset_regain`` of the run's fall so far (from the lowest block
+    before it), after a fall of at least ``reset_min_fall``, at most ``reset_peak_ratio``
+    x the start, with the fall and the return each beyond ``diverge_noise_z`` standard
+    errors of two block medians (point noise widened by its lag-1 autocorrelation), and
+    the run's end (its last 10%) below it again by ``reset_relearn`` of that fall."""
+    th = ctx.th
+    s = ctx.finite("loss")
+    v = s.values
+    n = v.size
+    block = smoothing_block(n)
+    meds, centres = block_medians(v, block)
+    if block < th.reset_min_block or meds.size < 6:
+        return None
+    lm = np.log(meds)
+    start = float(meds[0])
+    # A block median's noise: the point noise of the log-loss, widened where the points are
+    # autocorrelated (a running average moves in runs that a block does not average out).
+    y = log_loss(ctx)
+    _, widen = ar1_inflation(y - np.interp(np.arange(n), centres, lm))
+    gate = th.diverge_noise_z * math.sqrt(2) * level_se(log_loss_noise(ctx) * widen, block)
+    # The level the run had reached: the lowest mean of 3 neighbouring blocks (the lowest
+    # single block of many sits low by chance). The return: the mean of 2 blocks, as weights
+    # that start over take as long to relearn as the run took to learn, where one block's
+    # median of a noisy run jumps by chance.
+    smooth = np.convolve(lm, np.ones(3) / 3, mode="valid")  # blocks i..i+2 at index i
+    low = np.r_[np.full(3, np.nan), np.minimum.accumulate(smooth)[:-1]]  # reached before block i
+    fall = lm[0] - low
+    back = np.r_[(lm[:-1] + lm[1:]) / 2, np.nan]  # blocks i and i+1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        regained = (back - low) / fall
+        hit = (
+            (fall >= max(-math.log1p(-th.reset_min_fall), gate))
+            & (regained >= th.reset_regain)
+            & (meds <= th.reset_peak_ratio * start)
+            & (back - low > gate)
+        )
+    before_low, before_fall = low, fall
+    if not hit.any():
+        return None
+    j = int(np.flatnonzero(hit)[0])
+    lo = int(np.argmin(smooth[: j - 2])) + 1  # the middle block of the lowest three
+    end = float(median(v[-end_window(n) :]))
+    if math.log(meds[j]) - math.log(end) < th.reset_relearn * before_fall[j]:
+        return None  # no second fall: a rise that stays (TP-DIVERGE reads it)
+    low_step, at_step = float(s.steps[int(centres[lo])]), float(s.steps[int(centres[j])])
+    # A new cycle of a logged schedule, or a logged change of the objective, explains a climb.
+    if lr_restart_after(ctx, low_step) is not None or objective_schedule(ctx, low_step) is not None:
+        return None
+    return {
+        "start": start,
+        "low": math.exp(float(before_low[j])),
+        "low_step": low_step,
+        "back": math.exp(float(back[j])),
+        "reset_step": at_step,
+        "regained": float(regained[j]),
+        "end": end,
+        "block": block,
+        "noise_gate": gate,
+        "line": int(s.lines[int(centres[j])]),
+    }
+
+
+@rule(
+    "TP-LOSS-RESET",
+    Level.WARN,
+    "signature",
+    "the loss went back to where the run started, then fell again: the model started over",
+    needs=[Need("loss", "reset_min_points", positive=True, all_finite=True)],
+    thresholds=[
+        "reset_min_points",
+        "reset_min_block",
+        "reset_min_fall",
+        "reset_regain",
+        "reset_peak_ratio",
+        "reset_relearn",
+        "diverge_noise_z",
+    ],
+    least_evidence=(
+        "{reset_min_points} points, and blocks of 5% of the run of at least {reset_min_block} points: block medians "
+        "that fall {reset_min_fall:.0%} below the start, come back {reset_regain:.0%} of the way and fall again."
+    ),
+    detects=(
+        "Two neighbouring block medians of the loss (blocks of 5% of the run, their mean in log-loss) that regain "
+        "at least {reset_regain:.0%} of the run's fall so far (from the lowest mean of 3 neighbouring blocks "
+        "before them back toward the start, the first block's median), after the run had fallen at least "
+        "{reset_min_fall:.0%} below its start, the first of them at most "
+        "{reset_peak_ratio:g}x the start (a blow-up far above it is TP-LOSS-SPIKE's or TP-DIVERGE's), and above "
+        "the lowest block by more than {diverge_noise_z:g} standard "
+        "errors of the two block medians (the noise of the log of the loss, widened by its lag-1 "
+        "autocorrelation), as the fall below the start must be too; blocks of at least "
+        "{reset_min_block} points; the run's end (median of its last 10%) below that block again by at "
+        "least {reset_relearn:.0%} of the first fall; and no logged learning rate starting a new cycle "
+        "(a warm restart) nor a logged objective schedule (a loss weight, a curriculum stage) changing after the "
+        "lowest block."
+    ),
+    why=(
+        "A model that learned does not unlearn everything by noise: a loss back at its untrained level, then "
+        "falling along the same path again, is weights that started over (a resume that loaded the step count "
+        "but not the checkpoint, a re-initialisation, a new run appended to the log under continuing step "
+        "numbers). The steps before it were lost, and the checkpoints saved from there hold an untrained model."
+    ),
+    not_mean=(
+        "A warm restart of a logged learning rate, a harder curriculum stage that the log names, or a spike that "
+        "comes back within a few points (TP-LOSS-SPIKE) is not this; a climb that stays is TP-DIVERGE. A warning, "
+        "never a FAIL: an unlogged warm-restart schedule or a change of data can give back what the run learned."
+    ),
+    causes=(
+        "resume_from_checkpoint given the step but not the weights, a model or optimizer re-created inside the "
+        "training loop, a second run appended to the same log file, an unlogged schedule that restarts; or an "
+        "instability that threw the loss back up and took as long to recover as the first fall (the steps before "
+        "it are lost either way)."
+    ),
+    try_="Check that the resume loads the model and optimizer state; give each run its own log; log the learning rate.",
+    objectives=("supervised",),
+)
+def check_loss_reset(ctx):
+    r = _reset(ctx)
+    if r is None:
+        return
+    yield ctx.finding(
+        f"the loss went back to where the run started at step {step(r['reset_step'])}, then fell again",
+        f"the loss started at {num(r['start'])} (median of its first {r['block']} points) and fell to {num(r['low'])} by step "
+        f"{step(r['low_step'])} (blocks of {r['block']} points), then went back to {num(r['back'])} at step "
+        f"{step(r['reset_step'])}, {pct(r['regained'])} of the way back in log-loss, and fell again to {num(r['end'])} "
+        "(median of the last 10%): the model started over, and what it learned before was lost.",
+        {k: v for k, v in r.items() if k not in ("line",)},
+        step=r["reset_step"],
+        line=r["line"],
     )
 
 

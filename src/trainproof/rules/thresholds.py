@@ -1568,6 +1568,65 @@ class Thresholds:
         unit="t",
         valid=SIGMAS,
     )
+    # --- a return to the untrained level (TP-LOSS-RESET) --------------------------------------
+    reset_min_points: int = threshold(
+        40,
+        "A loss that went back to where the run started: 40 points, 20 block medians of 5% of "
+        "the run (blocks of at least 3 points), so that a fall, a return and a second fall "
+        "each span several blocks and one noisy block decides nothing.",
+        unit="points",
+        valid=count(8),
+    )
+    reset_min_block: int = threshold(
+        5,
+        "Block medians of at least 5 points (a run of 100 points or more): the median of 3 "
+        "spiky small-batch losses jumps back toward the start by chance (a healthy GAT at "
+        "batch 1 and a Keras run at batch 4 did), one of 5 ignores two outliers.",
+        unit="points",
+        valid=count(3),
+    )
+    reset_min_fall: float = threshold(
+        0.3,
+        "The run must first have fallen 30% below its start (the median of its first 3 "
+        "points; block medians of 5% of the run): a return to the start is told from noise "
+        "only against a fall far larger than a block median's wobble (a few percent on the "
+        "corpus's healthy logs). Engineering choice.",
+        unit="share",
+        valid=SHARE,
+    )
+    reset_regain: float = threshold(
+        0.65,
+        "The loss regains 65% or more of the run's fall so far, in log-loss (a run at 1.61 "
+        "that fell to 0.60 and is back at 1.14 or above): the model is back near its untrained "
+        "level. Read on blocks of 5% of the run: the level reached is the lowest mean of 3 "
+        "neighbouring blocks (the lowest single block of many sits low by chance), the return "
+        "the mean of 2 blocks (weights that start over relearn about as slowly as they first "
+        "learned, while one block of a noisy healthy run jumps by chance: the first version, "
+        "on single blocks, warned on 28 of 10,000 generated healthy runs, this on 0 of 3,000). "
+        "Generated runs that start over at 30-70% of the run and relearn at their first pace "
+        "read 0.65-0.96 (120 to 3,000 points, noise 1-15%); a helper's run whose resume "
+        "skipped the weights (1.61 -> 0.60 -> 1.6 -> 0.64) reads 0.90. Giving back 60% or 30% "
+        "of the fall (a warm restart, a harder stage) never reached it.",
+        unit="share",
+        valid=SHARE,
+    )
+    reset_peak_ratio: float = threshold(
+        1.5,
+        "That block median at most 1.5x the start: an untrained model sits near the start "
+        "level, while a blow-up far above it is a divergence or a spike (TP-DIVERGE, "
+        "TP-LOSS-SPIKE).",
+        unit="ratio",
+        valid=FACTOR,
+    )
+    reset_relearn: float = threshold(
+        0.5,
+        "After the return, the run falls again by at least half its first fall (the end of "
+        "the run, the median of its last 10%, in log-loss): it relearns what it had. A rise "
+        "that stays is TP-DIVERGE's.",
+        unit="share",
+        valid=SHARE,
+    )
+
     spike_min_points: int = threshold(
         20,
         "Loss spike: 20 points, so that a spike has its 5-point level before it, up to 5 burst "

@@ -7,6 +7,8 @@ the step of a train row, the way HF's ``log_history`` writes them.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -272,3 +274,51 @@ def test_nan_eval_fails_and_overfit_is_skipped_not_passed(where):
     assert f.level is Level.FAIL and f.step == ev[where][0]
     assert rep.skipped["TP-OVERFIT"].reason == "degenerate"
     assert "TP-OVERFIT" not in rep.ran
+
+
+def _two_sets(n_evals, orig, new, seed=0, noise=0.02):
+    """An HF-style log: a train loss every 10 steps falling 2.0 -> 0.3, and after every
+    10th train row one evaluation row with two held-out sets, ``eval_new_loss`` and
+    ``eval_orig_loss`` (each a function of the evaluation's index in [0, 1])."""
+    rng = np.random.default_rng(seed)
+    recs, line = [], 0
+    n = 10 * n_evals
+    train = (0.3 + 1.7 * np.exp(-np.arange(n) / (n / 5))) * np.exp(noise * rng.standard_normal(n))
+    for i, v in enumerate(train):
+        step = float(10 * (i + 1))
+        line += 1
+        recs.append(Record(step, {"loss": float(v)}, line))
+        if (i + 1) % 10 == 0:
+            x = (i + 1) / n
+            line += 1
+            vals = {
+                "eval_new_loss": new(x) * math.exp(noise * rng.standard_normal()),
+                "eval_orig_loss": orig(x) * math.exp(noise * rng.standard_normal()),
+            }
+            recs.append(Record(step, vals, line))
+    return build_runlog(recs, "trainer_state.json", "hf")
+
+
+@pytest.mark.parametrize("n_evals", [10, 30, 100])
+@pytest.mark.parametrize("noise", [0.01, 0.05])
+def test_a_second_held_out_set_that_climbs_while_the_train_loss_falls_warns(n_evals, noise):
+    # Fine-tuned on a new task, the model forgets the old one: the new task's set falls,
+    # the old task's climbs 1.9 -> 3.2.
+    run = _two_sets(n_evals, orig=lambda x: 1.9 + 1.3 * x, new=lambda x: 1.5 - 0.8 * x, noise=noise)
+    f = one(judge_runlog(run), "TP-OVERFIT")
+    assert f.data["series"] == "eval_orig_loss" and f.data["ratio"] > 1.3
+    assert f.message.startswith("overfitting on eval_orig_loss")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_second_held_out_sets_that_hold_or_fall_do_not_warn(seed):
+    for orig in (lambda x: 1.9, lambda x: 1.9 - 0.3 * x):
+        run = _two_sets(30, orig=orig, new=lambda x: 1.5 - 0.8 * x, seed=seed, noise=0.05)
+        assert "TP-OVERFIT" not in {f.id for f in judge_runlog(run).findings}
+
+
+def test_the_mapped_eval_loss_is_read_first_and_other_sets_only_when_it_holds():
+    # Both sets climb: the finding is the eval loss's own, with its best checkpoint.
+    run = _two_sets(30, orig=lambda x: 1.9 + 1.3 * x, new=lambda x: 1.5 + 1.0 * x)
+    f = one(judge_runlog(run), "TP-OVERFIT")
+    assert "series" not in f.data and f.message.startswith("overfitting: eval loss")

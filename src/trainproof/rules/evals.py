@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -39,6 +40,24 @@ def _durable_rise(v: np.ndarray, j: int, climb: bool, th) -> tuple[float, bool]:
     return z, bool(best_level > 0 and end_level > th.overfit_slow_ratio * best_level and z >= th.dead_trend_z)
 
 
+#: The loss of one of several held-out sets of an HF evaluation (``eval_<name>_loss``,
+#: ``trainer.evaluate`` given a dict of data sets): each is a held-out set of its own.
+_EVAL_SET_LOSS = re.compile(r"^eval_(.+)_loss$")
+
+
+def _other_eval_sets(ctx):
+    """The finite series of the held-out sets other than the one read as ``eval_loss``
+    (:data:`_EVAL_SET_LOSS` keys), each with at least ``overfit_min_evals`` evaluations,
+    all finite, in key order."""
+    mapped = ctx.run.series["eval_loss"].key
+    for name, series in sorted(ctx.run.series.items()):
+        key = series.key or name
+        if key == mapped or not _EVAL_SET_LOSS.match(key):
+            continue
+        if np.all(np.isfinite(series.values)) and series.values.size >= ctx.th.overfit_min_evals:
+            yield series
+
+
 @rule(
     "TP-OVERFIT",
     Level.WARN,
@@ -61,7 +80,10 @@ def _durable_rise(v: np.ndarray, j: int, climb: bool, th) -> tuple[float, bool]:
         "minimum higher than the one before, or, between levels, the median of the last 10% of evaluations (at "
         "least 3) above {overfit_slow_ratio}x the lowest median of 5% of them (at least 3) with a Mann-Kendall "
         "z of at least {dead_trend_z} over the evaluations from that level on — while the train loss at the "
-        "end is below the train loss around the best evaluation."
+        "end is below the train loss around the best evaluation. Where it does not hold on the eval loss, the "
+        "same on each other held-out set of an HF evaluation of several (``eval_<name>_loss``), with at least "
+        "{overfit_min_evals} finite evaluations: a fine-tune that forgets its first task shows it on that "
+        "task's set."
     ),
     why="Past the eval minimum the model memorises the training set; the checkpoint at the best step generalises better than the last one.",
     not_mean="A single bad evaluation is not overfitting (the median of the last {overfit_tail_evals} ignores it, and a spike that comes back down is no steady climb); an eval loss that rises together with the train loss is a divergence, not this.",
@@ -69,14 +91,34 @@ def _durable_rise(v: np.ndarray, j: int, climb: bool, th) -> tuple[float, bool]:
     try_="Keep the checkpoint at the best eval step (load_best_model_at_end), add early stopping, more data or regularisation, or fewer epochs.",
 )
 def check_overfit(ctx):
+    """TP-OVERFIT on the eval loss, or else on another held-out set of the log (a model
+    fine-tuned on a new task that forgets the old one: its second set's loss climbs)."""
+    f = _overfit(ctx, ctx.finite("eval_loss"))
+    if f is None:
+        for series in _other_eval_sets(ctx):
+            f = _overfit(ctx, series, other=True)
+            if f is not None:
+                break
+    if f is not None:
+        yield f
+
+
+def _overfit(ctx, ev, other: bool = False):
+    """TP-OVERFIT's finding on the held-out loss ``ev`` (finite, ``(n,)``), or ``None``;
+    ``other``: ``ev`` is a held-out set beside the one read as the eval loss."""
     th = ctx.th
-    ev = ctx.finite("eval_loss")
     tr = ctx.finite("loss")
     j = int(np.argmin(ev.values))
     best = float(ev.values[j])
+    if other and ev.values.size >= 3:
+        # A set read beside the eval loss warns only from a level it held: the lowest
+        # median of 3 consecutive evaluations (one lucky evaluation is no minimum).
+        level = row_medians(np.lib.stride_tricks.sliding_window_view(ev.values, 3))
+        j = int(np.argmin(level)) + 1
+        best = float(level[j - 1])
     after = len(ev) - 1 - j
     if after < th.overfit_evals_after_min or best <= 0:
-        return
+        return None
     tail = float(median(ev.values[-th.overfit_tail_evals :]))
     # A steady climb (each evaluation after the minimum higher than the one before) is
     # judged by where it ended; a noisy tail by its median, so one bad evaluation is not
@@ -88,18 +130,24 @@ def check_overfit(ctx):
     # (Mann-Kendall), ending at least 5% above the minimum.
     trend_z, slow = _durable_rise(ev.values, j, climb, th)
     if end <= th.overfit_ratio * best and not slow:
-        return
+        return None
     best_step = ev.steps[j]
     before = tr.values[tr.steps <= best_step]
     w = max(1, min(5, tr.values.size // 4))
     train_at_best = float(median(before[-w:])) if before.size else float(median(tr.values[:w]))
     train_end = float(median(tr.values[-w:]))
     if train_end >= train_at_best:
-        return
-    extra, ckpt_data = best_checkpoint(ctx.run)
-    yield ctx.finding(
-        f"overfitting: eval loss is {times(end / best)} its minimum at step {step(best_step)}",
-        f"eval loss reached its minimum {num(best)} at step {step(best_step)} (line {int(ev.lines[j])}); "
+        return None
+    # The best checkpoint is chosen on the eval loss, not on another held-out set.
+    extra, ckpt_data = ("", {}) if other else best_checkpoint(ctx.run)
+    what = f"the held-out loss {ev.key}" if other else "eval loss"
+    return ctx.finding(
+        (
+            f"overfitting on {ev.key}: it is {times(end / best)} its minimum at step {step(best_step)}"
+            if other
+            else f"overfitting: eval loss is {times(end / best)} its minimum at step {step(best_step)}"
+        ),
+        f"{what} reached its minimum {num(best)} at step {step(best_step)} (line {int(ev.lines[j])}); "
         + (
             f"it then rose at each of the {after} evaluations after it, to {num(end)}, "
             if climb
@@ -118,7 +166,7 @@ def check_overfit(ctx):
             "steady_climb": climb,
             "train_at_best": train_at_best,
             "train_end": train_end,
-            **ckpt_data,
+            **({"series": ev.key} if other else ckpt_data),
         },
         step=best_step,
         line=ev.lines[j],

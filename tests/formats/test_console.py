@@ -644,6 +644,11 @@ _OOM = (
         "[rank0]: " + _OOM.replace("\n", "\n[rank0]: ", 3),
         _OOM.rsplit("\n", 2)[0] + "\nKeyboardInterrupt\n",
         "Killed\n",
+        # killed mid-epoch: the traceback starts on the progress bar's line (tqdm ends a
+        # line only when the bar closes), and the bar redraws once more after it
+        " 27%|##6       | 160/600 [00:03<00:11, 38.34it/s] 28%|##7       | 165/600 [00:03<00:10, 40.56it/s]"
+        + _OOM
+        + " 28%|##8       | 169/600 [00:04<00:11, 38.96it/s]\n",
     ],
 )
 def test_a_capture_that_ends_in_a_traceback_or_a_kill_says_the_run_crashed(tmp_path: Path, tail: str) -> None:

@@ -1073,8 +1073,10 @@ def _bounded(lines, limit: int):
 
 # A Python traceback's first line, and the exception line that ends it (``RuntimeError:
 # CUDA out of memory…``, ``torch.OutOfMemoryError: …``, ``KeyboardInterrupt``), after a
-# log record's or a rank's prefix (``[rank0]: ``).
-_TRACEBACK = re.compile(r"(?:^|\]:\s*)Traceback \(most recent call last\):")
+# log record's or a rank's prefix (``[rank0]: ``), or after a progress bar's last redraw
+# on the same line (tqdm ends a line only when the bar closes, so the traceback of a run
+# killed mid-epoch starts right after ``… 38.96it/s]``).
+_TRACEBACK = re.compile(r"(?:^|\]:?\s*)Traceback \(most recent call last\):")
 _EXCEPTION = re.compile(
     r"^(?:\[[^\]]*\]:\s*)?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))\b(?::\s*(.*))?$"
 )

@@ -1357,3 +1357,44 @@ def test_a_noisy_short_run_at_chance_is_not_let_off_by_its_end_window(k, n, rel)
     leaving = math.log(k) * (1 - 0.2 * np.clip((t - 0.5) / 0.5, 0, 1)) * at_level(n, 1.0, rel, 1)
     acc = [1 / k if (i + 1) % 5 == 0 else None for i in range(n)]
     assert "TP-CHANCE-LEVEL" not in ids(judge_runlog(run_of(loss=leaving, lr=np.full(n, 1e-3), eval_accuracy=acc)))
+
+
+def _frozen_but_norm(n_evals, eval_fall, seed=0, grad=None):
+    """A model frozen but for its final LayerNorm: a train loss at 3.26 drifting down
+    0.5% with 1% batch noise, logged every 10 steps; an evaluation every 10 rows falling
+    ``eval_fall`` of its first value, smoothly (a fixed set: no batch noise)."""
+    rng = np.random.default_rng(seed)
+    n = 10 * n_evals
+    loss = 3.26 * (1 - 0.005 * np.linspace(0, 1, n)) * np.exp(0.01 * rng.standard_normal(n))
+    ev = [None] * n
+    for j in range(n_evals):
+        ev[(j + 1) * 10 - 1] = 3.26 * (1 - eval_fall * j / (n_evals - 1)) * (1 + 1e-4 * rng.standard_normal())
+    cols = {"loss": loss, "eval_loss": ev, "lr": np.full(n, 1e-3)}
+    if grad is not None:
+        cols["grad_norm"] = grad(n)
+    return run_of(**cols)
+
+
+@pytest.mark.parametrize("n_evals", [6, 10, 30])
+@pytest.mark.parametrize("eval_fall", [0.004, 0.007, 0.02])
+def test_a_pinned_loss_whose_eval_falls_significantly_but_slightly_made_no_progress(n_evals, eval_fall):
+    # Two helpers' freeze loops that froze everything but ln_f PASSed: the eval loss fell
+    # 0.4-0.7% with a significant trend, which read as learning.
+    rep = judge_runlog(_frozen_but_norm(n_evals, eval_fall))
+    f = one(rep, "TP-LOSS-STALLED")
+    assert rep.verdict.value == "WARN" and "under the 5% a slow learner makes" in f.evidence
+
+
+def test_a_faint_eval_fall_is_never_a_fail_even_with_a_named_cause():
+    # A gradient norm that collapses is a cause of a dead run; a significant eval drift
+    # under a pinned loss stays a WARN, as the held-out loss did move.
+    rep = judge_runlog(_frozen_but_norm(10, 0.01, grad=lambda n: np.geomspace(1.0, 1e-5, n)))
+    assert rep.verdict.value == "WARN" and "TP-DEAD-RUN" not in ids(rep), ids(rep)
+
+
+@pytest.mark.parametrize("eval_fall", [0.06, 0.15])
+def test_a_pinned_loss_whose_eval_falls_by_a_learners_effect_is_learning(eval_fall):
+    # The train loss can hide learning (a fine-tune at its batch floor); an eval loss that
+    # falls 6% or more shows it.
+    rep = judge_runlog(_frozen_but_norm(10, eval_fall))
+    assert not {"TP-LOSS-STALLED", "TP-DEAD-RUN"} & set(ids(rep)), ids(rep)

@@ -463,12 +463,13 @@ def _spike_candidates(y: np.ndarray, window: int, first: int, bar: float) -> tup
 def _reset(ctx) -> dict | None:
     """The first return of the train loss to where the run started (TP-LOSS-RESET), or
     ``None``. Read on block medians of 5% of the run (at least ``reset_min_block``
-    points) of the positive loss, in log-loss; the start is the first block's median. A
-    block that regained ``reset_regain`` of the run's fall so far (from the lowest block
-    before it), after a fall of at least ``reset_min_fall``, at most ``reset_peak_ratio``
-    x the start, with the fall and the return each beyond ``diverge_noise_z`` standard
-    errors of two block medians (point noise widened by its lag-1 autocorrelation), and
-    the run's end (its last 10%) below it again by ``reset_relearn`` of that fall."""
+    points) of the positive loss, in log-loss; the start is the first block's median. Two
+    neighbouring blocks (their mean) that regained ``reset_regain`` of the run's fall so
+    far (from the lowest mean of 3 neighbouring blocks before them), after a fall of at
+    least ``reset_min_fall``, the first at most ``reset_peak_ratio`` x the start, with the
+    fall and the return each beyond ``diverge_noise_z`` standard errors of two block
+    medians (point noise widened by its lag-1 autocorrelation), and the run's end (its
+    last 10%) below the first of them again by ``reset_relearn`` of that fall."""
     th = ctx.th
     s = ctx.finite("loss")
     v = s.values
@@ -500,13 +501,12 @@ def _reset(ctx) -> dict | None:
             & (meds <= th.reset_peak_ratio * start)
             & (back - low > gate)
         )
-    before_low, before_fall = low, fall
     if not hit.any():
         return None
     j = int(np.flatnonzero(hit)[0])
     lo = int(np.argmin(smooth[: j - 2])) + 1  # the middle block of the lowest three
     end = float(median(v[-end_window(n) :]))
-    if math.log(meds[j]) - math.log(end) < th.reset_relearn * before_fall[j]:
+    if math.log(meds[j]) - math.log(end) < th.reset_relearn * fall[j]:
         return None  # no second fall: a rise that stays (TP-DIVERGE reads it)
     low_step, at_step = float(s.steps[int(centres[lo])]), float(s.steps[int(centres[j])])
     # A new cycle of a logged schedule, or a logged change of the objective, explains a climb.
@@ -514,7 +514,7 @@ def _reset(ctx) -> dict | None:
         return None
     return {
         "start": start,
-        "low": math.exp(float(before_low[j])),
+        "low": math.exp(float(low[j])),
         "low_step": low_step,
         "back": math.exp(float(back[j])),
         "reset_step": at_step,

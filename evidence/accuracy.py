@@ -45,11 +45,11 @@ WHY = {
         "trend rules, which find nothing wrong. A PASS on a short but finished run is defensible."
     ),
     "hf-bert2bert-sum-zero-loss": (
-        "Its cross-entropy falls 9.25 -> 4e-4 with one exact 0.0 in 4,800 points, logged at 4 decimals among "
-        "values 3-5 rounding steps up: too far above 0 for rounding to explain it, too lone to be a zero-loss "
-        "failure, and a loss with a value <= 0 leaves the ratio rules unjudged (degenerate). That a "
-        "summarisation loss cannot honestly get that low is knowledge of the task, not of the log. Not judged "
-        "rather than guessed."
+        "Label disagreement (zero_loss). Its cross-entropy falls 9.25 -> 4e-4 with one exact 0.0 in 4,800 "
+        "points, logged at 4 decimals among values 3-5 rounding steps up: too far above 0 for rounding to "
+        "explain it, and too lone to be a zero-loss failure (TP-ZERO-LOSS-MIXED needs 10% of the points): the "
+        "stray zero is left out with a note and the rest of the run is judged, and nothing in it is wrong. That "
+        "a summarisation loss cannot honestly get that low is knowledge of the task, not of the log."
     ),
     "console-dp-softprompt-4runs-rising": (
         "A capture of many runs: 4 runs of 'Epoch | Step | Train loss' printouts and 54 HF dicts with "

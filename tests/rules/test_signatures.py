@@ -108,8 +108,14 @@ def test_loss_signatures_do_not_judge_a_loss_with_holes_or_non_positive_values(r
     v[40] = math.nan
     assert judge(loss=v).skipped[rule_id].reason == "degenerate"
     w = list(decaying(100))
-    w[40] = 0.0
+    w[40] = -0.1
     assert judge(loss=w).skipped[rule_id].reason == "degenerate"
+    # A stray exact zero (a batch with every label masked) is left out, with a note: the
+    # positive losses around it are judged.
+    z = list(decaying(100))
+    z[40] = 0.0
+    rep = judge(loss=z)
+    assert rule_id not in rep.skipped and any("1 exact 0.0 value(s)" in n for n in rep.notes)
 
 
 def learned_then_spiked(n, seed=0):

@@ -368,6 +368,25 @@ def _neighbours(v: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
     return v[ok]
 
 
+def _rewrite_zeros(run: RunLog, fix) -> RunLog:
+    """``run`` with each of its loss and eval loss that holds an exact 0.0 replaced where
+    ``fix(name, series)`` gives ``(series, note)`` (``None``: kept), the notes added.
+    ``run`` itself when nothing changes."""
+    changed: dict[str, Series] = {}
+    notes = []
+    for name in ("loss", "eval_loss"):
+        s = run.series.get(name)
+        if s is None or not np.any(s.values == 0):
+            continue
+        done = fix(name, s)
+        if done is not None:
+            changed[name] = done[0]
+            notes.append(done[1])
+    if not changed:
+        return run
+    return replace(run, series={**run.series, **changed}, notes=[*run.notes, *notes])
+
+
 def lift_rounding_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
     """``run`` with the zeros of its loss and eval loss that are rounding read as half the
     rounding step: a loss printed at d decimals (:func:`~trainproof.rules._stats.rounding_step`,
@@ -375,19 +394,13 @@ def lift_rounding_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
     steps of 0 (their median), or whose values right next to them are one step, logs a value below half a step as 0.0, which is no exact zero (a hidden NaN, a batch of
     masked labels) and no value <= 0 for the ratio rules. A note says so. ``run`` itself
     when nothing is lifted."""
-    lifted: dict[str, Series] = {}
-    notes = []
-    for name in ("loss", "eval_loss"):
-        s = run.series.get(name)
-        if s is None:
-            continue
+
+    def fix(name: str, s: Series):
         v = s.values
         zero = v == 0
-        if not zero.any():
-            continue
         q = rounding_step(v)
         if q is None or q > 0.01:
-            continue
+            return None
         # The zeros must sit among values a few steps above 0: the positive values next to
         # them (up to 5 either side of each) have a median within rounding_floor_steps. A
         # loss at 0.10 at 2 decimals that drops to 0.0 and stays (masked labels, a NaN hidden
@@ -399,18 +412,49 @@ def lift_rounding_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
         adjacent = _neighbours(v, zero, 1)
         walked = bool(adjacent.size) and float(np.median(adjacent)) <= q * (1 + 1e-6)
         if not near.size or (float(np.median(near)) > th.rounding_floor_steps * q and not walked):
-            continue
+            return None
         nv = v.copy()
         nv[zero] = q / 2
-        lifted[name] = Series(s.name, s.key, s.steps, nv, s.lines)
-        notes.append(
+        return Series(s.name, s.key, s.steps, nv, s.lines), (
             f"{name}: {int(zero.sum())} values logged as 0 at {round(-math.log10(q))} decimals, among positive values "
             f"of {num(float(np.median(near)))} (median next to them), read as {num(q / 2)} (below the rounding step, "
             "not an exact zero)"
         )
-    if not lifted:
-        return run
-    return replace(run, series={**run.series, **lifted}, notes=[*run.notes, *notes])
+
+    return _rewrite_zeros(run, fix)
+
+
+def set_aside_stray_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
+    """``run`` with the few exact zeros of its loss and eval loss left out, where they are
+    stray: fewer than ``zero_mixed_share`` of the series' finite points, none the last of
+    them, every other finite value above 0. Such zeros are not the run's level: batches
+    with nothing to learn from (every label masked, the loss then 0 with a gradient norm
+    of 0) or values a logger wrote as 0, and one of them made every rule on ratios of the
+    loss's levels skip the run (a value <= 0), so that a run of 200 logs with 5 masked
+    batches went unjudged (exit 2). A note names them; from ``zero_mixed_share`` of the
+    points on, or at the end, they are the zero-loss rules' (TP-ZERO-LOSS-MIXED,
+    TP-ZERO-LOSS-ONSET), and a loss rounded to 0 is :func:`lift_rounding_zeros`'s. ``run``
+    itself when nothing is left out."""
+
+    def fix(name: str, s: Series):
+        v = s.values
+        finite = np.isfinite(v)
+        zero = v == 0
+        count = int(zero.sum())
+        last = int(np.flatnonzero(finite)[-1])
+        others = v[finite & ~zero]
+        if zero[last] or not others.size or not np.all(others > 0) or count >= th.zero_mixed_share * finite.sum():
+            return None
+        keep = ~zero
+        at = s.steps[zero]
+        shown = ", ".join(step_fmt(x) for x in at[:5]) + (" …" if count > 5 else "")
+        return Series(s.name, s.key, s.steps[keep], v[keep], s.lines[keep]), (
+            f"{name}: {count} exact 0.0 value(s) among {others.size} positive ones (step {shown}) left out of the "
+            f"judging: fewer than {pct(th.zero_mixed_share)} of its points and not at its end, they are batches with "
+            "nothing to learn from (every label masked) or values a logger wrote as 0, not the run's level"
+        )
+
+    return _rewrite_zeros(run, fix)
 
 
 def judge_runlog(
@@ -437,7 +481,7 @@ def judge_runlog(
         ``TP-NO-LOSS`` when there was nothing to judge.
     """
     mute = {canonical_id(m) if isinstance(m, str) else m for m in mute}  # ``tp-nan`` mutes TP-NAN
-    run = lift_rounding_zeros(run, th)
+    run = set_aside_stray_zeros(lift_rounding_zeros(run, th), th)
 
     def built(findings: list[Finding], **rest) -> Report:
         return Report(

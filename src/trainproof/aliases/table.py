@@ -51,6 +51,11 @@ CANONICAL = (
 #: the comments below give are checked by ``PROMISED`` in tests/aliases/test_table.py.
 #: Plain strings match a raw key exactly (ignoring case); ``re:`` entries are regular
 #: expressions matched against the whole key.
+#: The loss of one held-out set of an HF evaluation of several (``eval_<name>_loss``,
+#: ``trainer.evaluate`` given a dict of data sets), a regular expression for the whole key:
+#: the first such key is read as the eval loss, and TP-OVERFIT reads the others too.
+EVAL_SET_LOSS = r"eval_(.+)_loss"
+
 ALIASES: dict[str, tuple[str, ...]] = {
     # Per-step train loss first; Lightning's per-epoch aggregate only when nothing else.
     "loss": (
@@ -90,7 +95,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "EvalStats/loss",
         "eval/avg_loss_1",
         "EvalStats/avg_loss_1",
-        "re:eval_(.+)_loss",
+        "re:" + EVAL_SET_LOSS,
     ),
     "lr": (
         "lr",

@@ -228,7 +228,7 @@ def _held_out_not_worse(run: RunLog, data: dict) -> str | None:
             f"The eval loss ({s.key}) was at best {num(ref)} before the climb began (step {step_fmt(onset)}) and "
             f"{num(float(after[-1]))} at the latest of its {after.size} evaluation(s) since: no worse."
         )
-    return _held_out_during_climb(run, v, st, level, at_level, data)
+    return _held_out_during_climb(run, v, st, level, at_level, data, bar)
 
 
 def _half_rise(data: dict) -> float | None:
@@ -257,13 +257,19 @@ def _train_level_at(run: RunLog, steps: np.ndarray) -> np.ndarray:
 
 
 def _held_out_during_climb(
-    run: RunLog, v: np.ndarray, st: np.ndarray, level: np.ndarray, at_level: np.ndarray, data: dict
+    run: RunLog,
+    v: np.ndarray,
+    st: np.ndarray,
+    level: np.ndarray,
+    at_level: np.ndarray,
+    data: dict,
+    bar: float | None,
 ) -> str | None:
     """:func:`_held_out_not_worse`'s reading of the evaluations made between the best
     level's step and the onset (``v``, ``st``: the finite eval losses and their steps;
-    ``level``: the train loss's level at each; ``at_level``: those made at the held level)."""
+    ``level``: the train loss's level at each; ``at_level``: those made at the held level;
+    ``bar``: :func:`_half_rise` of ``data``)."""
     best_step, best, end = data.get("best_step"), data.get("best_level"), data.get("end_level")
-    bar = _half_rise(data)
     if bar is None or not isinstance(best_step, (int, float)):
         return None
     before, during = v[at_level & (st <= best_step)], v[st > best_step]

@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 
+from ..aliases.table import EVAL_SET_LOSS
 from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, step, times
@@ -40,9 +41,8 @@ def _durable_rise(v: np.ndarray, j: int, climb: bool, th) -> tuple[float, bool]:
     return z, bool(best_level > 0 and end_level > th.overfit_slow_ratio * best_level and z >= th.dead_trend_z)
 
 
-#: The loss of one of several held-out sets of an HF evaluation (``eval_<name>_loss``,
-#: ``trainer.evaluate`` given a dict of data sets): each is a held-out set of its own.
-_EVAL_SET_LOSS = re.compile(r"^eval_(.+)_loss$")
+#: The loss of one of several held-out sets of an HF evaluation, as the alias table reads it.
+_EVAL_SET_LOSS = re.compile(EVAL_SET_LOSS)
 
 
 def _other_eval_sets(ctx):
@@ -52,7 +52,7 @@ def _other_eval_sets(ctx):
     mapped = ctx.run.series["eval_loss"].key
     for name, series in sorted(ctx.run.series.items()):
         key = series.key or name
-        if key == mapped or not _EVAL_SET_LOSS.match(key):
+        if key == mapped or not _EVAL_SET_LOSS.fullmatch(key):
             continue
         if np.all(np.isfinite(series.values)) and series.values.size >= ctx.th.overfit_min_evals:
             yield series

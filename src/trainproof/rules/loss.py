@@ -2477,6 +2477,12 @@ def _tiny_lr(ctx) -> float | None:
     return float(lr.max()) if 0 <= float(lr.max()) <= ctx.th.tiny_lr else None
 
 
+def _slow_learner_nats(th) -> float:
+    """A slow learner's fall over a run, ``dead_min_improvement`` of its level, in nats
+    of the log-loss (0.051 for 5%): the effect a change over the run is measured against."""
+    return -math.log1p(-th.dead_min_improvement)
+
+
 def _pinned(ctx) -> bool:
     """Whether the loss's 99% interval of its change over the run (log scale, at least
     ``dead_flat_min_points`` points) lies inside a slow learner's fall in both directions:
@@ -2484,7 +2490,7 @@ def _pinned(ctx) -> bool:
     if len(ctx.finite("loss")) < ctx.th.dead_flat_min_points:
         return False
     ci = loss_change_interval(ctx)
-    bar = -math.log1p(-ctx.th.dead_min_improvement)
+    bar = _slow_learner_nats(ctx.th)
     return ci is not None and -bar < ci[0] and ci[1] < bar
 
 
@@ -2567,7 +2573,7 @@ def dead_run_state(ctx) -> dict | None:
                 faint_eval=faint,
                 eval_fall=float(1 - ev[-1] / ev[0]),
                 ci=loss_change_interval(ctx),
-                ci_bar=-math.log1p(-th.dead_min_improvement),
+                ci_bar=_slow_learner_nats(th),
             )
             return state
         if tiny is not None:
@@ -2610,7 +2616,7 @@ def dead_run_state(ctx) -> dict | None:
         # A flat loss whose 99% interval for the change over the run excludes the fall of a
         # slow learner, in both directions (see dead_flat_min_points) ...
         ci = loss_change_interval(ctx) if n >= th.dead_flat_min_points else None
-        state.update(ci=ci, ci_bar=-math.log1p(-th.dead_min_improvement))
+        state.update(ci=ci, ci_bar=_slow_learner_nats(th))
         if _pinned(ctx):
             # ... is pinned, but pinned is not dead without a cause. A learning rate above
             # tiny_lr and a live gradient norm move the weights, and a loss that holds while
@@ -2832,15 +2838,6 @@ def check_loss_stalled(ctx):
     elif st.get("rose"):
         message = f"loss made no progress: it {change}"
         evidence += " A loss that rose is not a dead run; the divergence rules judge how far it rose."
-    elif st.get("faint_eval"):
-        message = f"loss made no progress: it {change}"
-        ci = st["ci"]
-        evidence += (
-            f" The {ctx.th.dead_ci_z:g}-sigma interval of the fall in log-loss over the run is [{ci[0]:.3f}, "
-            f"{ci[1]:.3f}] nats, inside a slow learner's {st['ci_bar']:.3f}; and {st['faint_eval']}, a fall of "
-            f"{pct(st['eval_fall'])}, under the {pct(ctx.th.dead_min_improvement)} a slow learner makes: a trend a "
-            "rank test calls significant, but no progress."
-        )
     else:
         message = f"loss made no progress: it {change}"
         ci = st.get("ci")
@@ -2850,7 +2847,13 @@ def check_loss_stalled(ctx):
                 f"{ci[1]:.3f}] nats"
             )
             inside = f"{interval}, inside a slow learner's {st['ci_bar']:.3f}"
-        if st.get("stepping"):
+        if st.get("faint_eval"):
+            evidence += (
+                f"{inside}; and {st['faint_eval']}, a fall of {pct(st['eval_fall'])}, under the "
+                f"{pct(ctx.th.dead_min_improvement)} a slow learner makes: a trend a rank test calls significant, "
+                "but no progress."
+            )
+        elif st.get("stepping"):
             evidence += (
                 f"{inside}, but the optimizer is stepping ({st['stepping']}): a loss that holds while the weights "
                 "move is a model at its floor as often as one that cannot learn."

@@ -12,7 +12,16 @@ from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, step, times
 from ._shared import lr_restart_after, objective_schedule
-from ._stats import curvature_noise_sigma, level_se, median, noise_sigma, row_medians, trend_z, window_medians
+from ._stats import (
+    block_medians,
+    curvature_noise_sigma,
+    level_se,
+    median,
+    noise_sigma,
+    row_medians,
+    trend_z,
+    window_medians,
+)
 from .registry import Need, rule
 
 
@@ -103,16 +112,20 @@ def check_overfit(ctx):
         yield f
 
 
-def _overfit(ctx, ev, other: bool = False):
-    """TP-OVERFIT's finding on the held-out loss ``ev`` (finite, ``(n,)``), or ``None``;
-    ``other``: ``ev`` is a held-out set beside the one read as the eval loss."""
-    th = ctx.th
-    tr = ctx.finite("loss")
+def _eval_rise(ev, th, level_min: bool):
+    """The rise of the held-out loss ``ev`` (finite, ``(n,)``) from its minimum, as
+    TP-OVERFIT reads it: ``(j, best, end, tail, climb, trend_z)``, or ``None`` when it did
+    not rise past ``overfit_ratio`` (or ``overfit_slow_ratio`` durably) with at least
+    ``overfit_evals_after_min`` evaluations after the minimum.
+
+    ``j`` indexes the minimum, ``best`` is its value, ``end`` the level it is judged at (the
+    last evaluation of a steady climb, else ``tail``, the median of the last
+    ``overfit_tail_evals``). ``level_min``: the minimum is the lowest median of 3
+    consecutive evaluations, a level the series held (one lucky evaluation is no minimum),
+    with ``j`` its middle evaluation."""
     j = int(np.argmin(ev.values))
     best = float(ev.values[j])
-    if other and ev.values.size >= 3:
-        # A set read beside the eval loss warns only from a level it held: the lowest
-        # median of 3 consecutive evaluations (one lucky evaluation is no minimum).
+    if level_min and ev.values.size >= 3:
         level = row_medians(np.lib.stride_tricks.sliding_window_view(ev.values, 3))
         j = int(np.argmin(level)) + 1
         best = float(level[j - 1])
@@ -128,14 +141,37 @@ def _overfit(ctx, ev, other: bool = False):
     # A slow durable rise: below the 1.2x bar, but every evaluation after the minimum
     # higher than the one before, or a significant upward trend from the minimum on
     # (Mann-Kendall), ending at least 5% above the minimum.
-    trend_z, slow = _durable_rise(ev.values, j, climb, th)
+    z, slow = _durable_rise(ev.values, j, climb, th)
     if end <= th.overfit_ratio * best and not slow:
         return None
-    best_step = ev.steps[j]
+    return j, best, end, tail, climb, z
+
+
+def _train_levels(tr, best_step: float) -> tuple[float, float, np.ndarray, np.ndarray, int]:
+    """``(train_at_best, train_end, before, after, w)``: the train loss ``tr`` around the
+    evaluation at ``best_step`` (median of up to its last ``w`` points logged up to it, else
+    of its first ``w``) and at the end (median of its last ``w``), ``w`` = a quarter of the
+    points, 1 to 5; ``before`` / ``after`` the train losses up to / after that step."""
     before = tr.values[tr.steps <= best_step]
+    after = tr.values[tr.steps > best_step]
     w = max(1, min(5, tr.values.size // 4))
     train_at_best = float(median(before[-w:])) if before.size else float(median(tr.values[:w]))
-    train_end = float(median(tr.values[-w:]))
+    return train_at_best, float(median(tr.values[-w:])), before, after, w
+
+
+def _overfit(ctx, ev, other: bool = False):
+    """TP-OVERFIT's finding on the held-out loss ``ev`` (finite, ``(n,)``), or ``None``;
+    ``other``: ``ev`` is a held-out set beside the one read as the eval loss."""
+    th = ctx.th
+    tr = ctx.finite("loss")
+    # A set read beside the eval loss warns only from a level it held.
+    rise = _eval_rise(ev, th, level_min=other)
+    if rise is None:
+        return None
+    j, best, end, tail, climb, trend_z = rise
+    after = len(ev) - 1 - j
+    best_step = ev.steps[j]
+    train_at_best, train_end, _, _, _ = _train_levels(tr, best_step)
     if train_end >= train_at_best:
         return None
     # The best checkpoint is chosen on the eval loss, not on another held-out set.
@@ -321,14 +357,10 @@ def check_eval_diverge(ctx):
     # while the model improves: what they measure changed, not the model.
     if objective_schedule(ctx, best_step) is not None:
         return
-    w = max(1, min(5, len(tr) // 4))
-    before = tr.values[tr.steps <= best_step]
-    train_at_best = float(median(before[-w:])) if before.size else float(median(tr.values[:w]))
-    train_end = float(median(tr.values[-w:]))
+    train_at_best, train_end, before, after, w = _train_levels(tr, best_step)
     # The train loss after the minimum: its end, or its median over everything logged after
     # the minimum, whichever is higher (a run that blew up and recovered part of the way by
     # its end spent the time after the minimum worse than it was there).
-    after = tr.values[tr.steps > best_step]
     train_after = max(train_end, float(median(after))) if after.size else train_end
     if train_at_best <= 0 or train_after < th.eval_diverge_rise * train_at_best:
         return
@@ -365,6 +397,187 @@ def check_eval_diverge(ctx):
         },
         step=ev.steps[j + 1],
         line=ev.lines[j + 1],
+    )
+
+
+def _ar1_level_widening(y: np.ndarray, block: int) -> float:
+    """The factor by which :func:`noise_sigma` of ``y`` (``(n,)``, n >= 3) is widened to
+    give the noise of a level of many points, when ``y``'s noise is AR(1).
+
+    Under AR(1) noise of coefficient rho, first differences see sigma * sqrt(1 - rho), and
+    a median of k points moves like sigma * sqrt((1 + rho) / ((1 - rho) k)), so the factor
+    is sqrt(1 + rho) / (1 - rho). rho is read from the lag-1 autocorrelation r of the first
+    differences (r = -(1 - rho) / 2 for AR(1) noise), each difference taken from the median
+    of its block of ``block`` (a smooth fall or climb shifts the differences, not their
+    correlation), clipped to [0, 0.95]: 1 for independent noise, 2.4 at rho 0.5, 28 at 0.95
+    (a running average with a long window, a loss that follows the data's order)."""
+    d = np.diff(y)
+    meds, centres = block_medians(d, block)
+    d = d - np.interp(np.arange(d.size), centres, meds)
+    den = float(np.dot(d, d))
+    if d.size < 3 or den <= 0:
+        return 1.0
+    r = float(np.dot(d[1:], d[:-1])) / den
+    rho = min(max(1 + 2 * r, 0.0), 0.95)
+    return math.sqrt(1 + rho) / (1 - rho)
+
+
+def _train_gave_back(tr, best_step: float, th) -> tuple[float, float, float, int] | None:
+    """``(train_at_best, train_end, start, k)`` when the train loss ``tr`` (finite,
+    positive, at least :data:`TRAIN_NOISE_MIN_POINTS` points) ends worse than it stood at the
+    eval minimum ``best_step``, by an effect the run's own units and noise can show.
+
+    Both levels are medians of ``k`` points, a tenth of the run (at least 5): the one at the
+    minimum centred on the last point logged up to ``best_step`` (a V-shaped curve's
+    neighbours on both sides only raise it), the end one the last ``k``. The end must be at
+    least ``overfit_slow_ratio`` x the level at the minimum and above it by
+    ``diverge_noise_z`` standard errors of two such medians, the point noise read on the log
+    of the loss (:func:`noise_sigma`, from first differences) and widened for its lag-1
+    autocorrelation around a smoothed curve (a running average, or a loss that follows the
+    data's order, moves in runs that a median does not average out).
+    The end must also stand within that many standard errors of the highest median of
+    ``k`` points after the minimum: a loss that jumped and is falling again (a warm restart
+    whose rate is not logged, a spike that recovers) is not getting worse. ``start`` is the
+    median of the first ``k``; ``None`` also for a run that had not fallen from it by the
+    eval minimum (a rise from the start is TP-DIVERGE's)."""
+    v = tr.values
+    n = v.size
+    if n < TRAIN_NOISE_MIN_POINTS or not np.all(v > 0):
+        return None
+    k = max(5, n // 10)
+    i = int(np.searchsorted(tr.steps, best_step, side="right")) - 1
+    lo = min(max(0, i - k // 2), n - k)
+    if i < 0 or lo + k > n - k:
+        return None
+    at_best = float(median(v[lo : lo + k]))
+    end = float(median(v[-k:]))
+    start = float(median(v[:k]))
+    if start <= at_best or end < th.overfit_slow_ratio * at_best:
+        return None
+    y = np.log(v)
+    widen = _ar1_level_widening(y, k)
+    gate = th.diverge_noise_z * math.sqrt(2) * level_se(noise_sigma(y) * widen, k)
+    if math.log(end / at_best) <= gate:
+        return None
+    # ... and the end is the level the rise reached, not one the loss is falling back from
+    # (a jump and a fall: a warm restart whose rate is not logged, a spike that recovers).
+    peak = float(np.max(block_medians(v[i:], k)[0]))
+    if math.log(peak / end) > gate:
+        return None
+    return at_best, end, start, k
+
+
+@rule(
+    "TP-EVAL-DEGRADE",
+    Level.WARN,
+    "eval",
+    "eval loss rose after its minimum and the train loss rose with it",
+    needs=[
+        Need("eval_loss", "overfit_min_evals", positive=True, all_finite=True),
+        Need("loss", TRAIN_NOISE_MIN_POINTS),
+    ],
+    thresholds=[
+        "overfit_min_evals",
+        "overfit_ratio",
+        "overfit_tail_evals",
+        "overfit_evals_after_min",
+        "overfit_slow_ratio",
+        "dead_trend_z",
+        "diverge_noise_z",
+        "diverge_lr_rise",
+        "objective_weight_rise",
+    ],
+    objectives=("supervised",),
+    after_warmup=True,
+    # A divergence of either curve explains a milder rise of both.
+    implied_by=("TP-DIVERGE", "TP-EVAL-DIVERGE"),
+    # A train loss shown to rise overrules TP-OVERFIT's reading of it as falling (medians of
+    # up to 5 points a side, which a noisy loss crosses by chance).
+    implies=("TP-OVERFIT",),
+    detects=(
+        "The eval loss rose after its minimum as TP-OVERFIT reads a rise (at least {overfit_min_evals} "
+        "evaluations, {overfit_evals_after_min} after the minimum; the median of the last {overfit_tail_evals} "
+        "above {overfit_ratio}x it, or a durable rise above {overfit_slow_ratio}x), the minimum taken as the "
+        "lowest median of 3 consecutive evaluations, so that one lucky evaluation is not the reference; and "
+        "the train loss (at least 20 positive points) ends at least {overfit_slow_ratio}x its level at that "
+        "minimum (median of up to 5 points each), after falling from its first points to that level, and "
+        "stands above it by {diverge_noise_z:g} standard "
+        "errors of its own point noise (on its log, medians of a tenth of the run, the noise widened for its "
+        "autocorrelation), and still stands there at the end (within the same standard errors of the highest "
+        "such median after the minimum: a jump it is falling back from is a restart or a spike). Not when the "
+        "learning rate climbed {diverge_lr_rise:g}x after the minimum back to a rate the run held before it "
+        "(a warm restart, a cyclic schedule), nor when a logged schedule of the objective moved after it (a "
+        "loss-term weight that climbed {objective_weight_rise}x, a stage that changed)."
+    ),
+    why=(
+        "Both curves are worse than at the best evaluation: the model is getting worse on the data it "
+        "trains on and on held-out data alike, which overfitting does not do. It is the mild form of "
+        "TP-EVAL-DIVERGE's divergence (a rise of 20% or more on both curves, a FAIL): too small to call "
+        "a blow-up, too consistent to be noise; compute spent from here on undoes training."
+    ),
+    not_mean=(
+        "An eval loss that rises while the train loss falls is TP-OVERFIT's; a train loss at its noise "
+        "floor that wiggles up by a sliver of what it learned is not worse; both losses up in a new cycle of "
+        "a restarting schedule, or after a logged change of the objective (a KL weight annealed up, a harder "
+        "curriculum stage), measure something else. A schedule that restarts without the learning rate "
+        "logged cannot be told apart: log it."
+    ),
+    causes=(
+        "A learning rate that stays too high after warm-up (constant, or a schedule whose decay never "
+        "comes), a rate that climbs again, optimizer state lost on a resume, data order that changes "
+        "mid-run (a new shard of harder or noisier data), fp16 precision loss at a small loss."
+    ),
+    try_=(
+        "Keep the checkpoint at the eval minimum; resume from it with the learning rate halved or a decay "
+        "to 10% of the peak, and check what the data loader serves after that step."
+    ),
+)
+def check_eval_degrade(ctx):
+    """TP-EVAL-DEGRADE: the eval loss rose from a level it held and the train loss ended
+    worse than it stood there, in its own units and noise."""
+    th = ctx.th
+    ev = ctx.finite("eval_loss")
+    rise = _eval_rise(ev, th, level_min=True)
+    if rise is None:
+        return
+    j, best, end, tail, climb, trend_z = rise
+    best_step = ev.steps[j]
+    if lr_restart_after(ctx, best_step) is not None or objective_schedule(ctx, best_step) is not None:
+        return
+    gave = _train_gave_back(ctx.finite("loss"), best_step, th)
+    if gave is None:
+        return
+    train_at_best, train_end, start, k = gave
+    extra, ckpt_data = best_checkpoint(ctx.run)
+    yield ctx.finding(
+        f"both losses rose after step {step(best_step)}: eval loss {times(end / best)} its minimum level, "
+        f"train loss {times(train_end / train_at_best)} its level there",
+        f"eval loss held {num(best)} around step {step(best_step)} (median of 3 evaluations, line "
+        f"{int(ev.lines[j])}) and ends at {num(end)} "
+        + (
+            f"after rising at each of the {len(ev) - 1 - j} evaluations after it; "
+            if climb
+            else f"(median of the last {th.overfit_tail_evals} of {len(ev) - 1 - j} evaluations after it); "
+        )
+        + f"train loss {num(start)} at the start, {num(train_at_best)} around that step, {num(train_end)} at "
+        f"the end (medians of {k} points; {len(ctx.finite('loss'))} in all), a rise beyond its own noise.{extra}",
+        {
+            "best_step": best_step,
+            "eval_min_level": best,
+            "eval_end": end,
+            "eval_tail_median": tail,
+            "eval_ratio": end / best,
+            "trend_z": trend_z,
+            "steady_climb": climb,
+            "train_start": start,
+            "train_at_best": train_at_best,
+            "train_end": train_end,
+            "train_ratio": train_end / train_at_best,
+            "train_level_points": k,
+            **ckpt_data,
+        },
+        step=best_step,
+        line=ev.lines[j],
     )
 
 

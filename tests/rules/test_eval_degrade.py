@@ -1,0 +1,158 @@
+"""TP-EVAL-DEGRADE: the eval loss rises from a level it held while the train loss ends
+worse than it stood there, by less than TP-EVAL-DIVERGE's 1.2x on both; on generated runs of
+several lengths, noise levels, evaluation cadences and formats, and the healthy shapes
+nearest it (overfitting, both curves at a noisy floor, a running-average train loss, a warm
+restart of a logged rate, an annealed loss-term weight), which must not fire it."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from _helpers import run_of
+
+from trainproof.rules.engine import judge_runlog
+
+from conftest import one, run_cli
+
+
+def _curves(
+    n: int,
+    noise: float,
+    seed: int,
+    train_rise: float = 0.15,
+    eval_rise: float = 0.3,
+    onset: float = 0.5,
+    eval_every: int | None = None,
+    phi: float = 0.0,
+) -> tuple[np.ndarray, list]:
+    """A train loss falling from 2.6 to 0.6 (time constant an eighth of the run) that from
+    ``onset`` of the run climbs linearly to ``1 + train_rise`` times its level there, with
+    log-normal point noise ``noise`` (AR(1) with coefficient ``phi``), and an eval loss 0.1
+    above it at every ``eval_every`` points (a twentieth of the run unless given), 1% noise,
+    climbing to ``1 + eval_rise`` times its level from the same onset. The eval list holds
+    ``None`` where no evaluation was made."""
+    rng = np.random.default_rng(seed)
+    x = np.arange(1, n + 1) / n
+
+    def shape(floor: float, rise: float) -> np.ndarray:
+        base = floor + 2.0 * np.exp(-x / 0.125)
+        at = floor + 2.0 * math.exp(-onset / 0.125)
+        return np.where(x > onset, at * (1 + rise * (x - onset) / (1 - onset)), base)
+
+    e = rng.standard_normal(n) * noise * math.sqrt(1 - phi**2)
+    for i in range(1, n):
+        e[i] += phi * e[i - 1]
+    loss = shape(0.6, train_rise) * np.exp(e)
+    every = eval_every or max(1, n // 20)
+    ev = shape(0.7, eval_rise) * np.exp(0.01 * rng.standard_normal(n))
+    evals = [float(ev[i]) if (i + 1) % every == 0 else None for i in range(n)]
+    return loss, evals
+
+
+def _ids(rep) -> set[str]:
+    return {f.id for f in rep.findings}
+
+
+@pytest.mark.parametrize(
+    "n,noise",
+    [(200, 0.01), (200, 0.05), (1000, 0.05), (1000, 0.1), (5000, 0.15)],
+)
+def test_both_losses_rising_after_the_eval_minimum_warn(n, noise):
+    for seed in range(3):
+        loss, ev = _curves(n, noise, seed)
+        rep = judge_runlog(run_of(loss=loss, eval_loss=ev, learning_rate=np.full(n, 1e-4)))
+        f = one(rep, "TP-EVAL-DEGRADE")
+        assert rep.verdict.value == "WARN", rep.ids()
+        # the level it names is the one held around the onset (steps are 10 apart)
+        assert abs(f.data["best_step"] - 10 * n * 0.5) <= 10 * n * 0.1, f.data
+        assert 1.05 <= f.data["train_ratio"] < 1.2 and f.data["eval_ratio"] > 1.2, f.data
+
+
+def test_a_rise_the_noise_can_hide_is_not_claimed():
+    # 200 points at 15% noise: medians of 20 points move 18% (3 standard errors) by chance,
+    # more than the 15% rise, so the rule does not claim it.
+    fired = 0
+    for seed in range(5):
+        loss, ev = _curves(200, 0.15, seed)
+        fired += "TP-EVAL-DEGRADE" in _ids(judge_runlog(run_of(loss=loss, eval_loss=ev)))
+    assert fired <= 1
+
+
+def test_few_evaluations_and_an_hf_trainer_state_read_from_disk(tmp_path):
+    # 8 evaluations, the usual HF cadence: a steady climb over the last four.
+    loss, ev = _curves(400, 0.05, 11, eval_every=50)
+    history = []
+    for i, x in enumerate(loss):
+        history.append(
+            {"step": 10 * (i + 1), "epoch": (i + 1) / 100, "loss": round(float(x), 4), "learning_rate": 1e-4}
+        )
+        if ev[i] is not None:
+            history.append({"step": 10 * (i + 1), "epoch": (i + 1) / 100, "eval_loss": ev[i]})
+    p = tmp_path / "trainer_state.json"
+    p.write_text(json.dumps({"global_step": 4000, "max_steps": 4000, "log_history": history}))
+    code, _, _, doc = run_cli("judge", str(p), "--json")
+    ids = [f["id"] for f in doc["reports"][0]["findings"]]
+    assert code == 0 and "TP-EVAL-DEGRADE" in ids, ids
+
+
+def test_a_csv_log_read_from_disk_warns(tmp_path):
+    loss, ev = _curves(1000, 0.05, 12)
+    p = tmp_path / "metrics.csv"
+    rows = "".join(f"{10 * (i + 1)},{x!r},{'' if e is None else repr(e)}\n" for i, (x, e) in enumerate(zip(loss, ev)))
+    p.write_text("step,train_loss,val_loss\n" + rows)
+    code, _, _, doc = run_cli("judge", str(p), "--json")
+    assert code == 0 and "TP-EVAL-DEGRADE" in [f["id"] for f in doc["reports"][0]["findings"]]
+
+
+@pytest.mark.parametrize("noise", [0.02, 0.1, 0.3])
+def test_overfitting_is_not_this(noise):
+    # The train loss falls on while the eval loss climbs: TP-OVERFIT's, not this.
+    for seed in range(3):
+        loss, ev = _curves(1000, noise, seed, train_rise=-0.3)
+        ids = _ids(judge_runlog(run_of(loss=loss, eval_loss=ev)))
+        assert "TP-EVAL-DEGRADE" not in ids and "TP-OVERFIT" in ids, ids
+
+
+@pytest.mark.parametrize("n", [100, 1000, 10000])
+@pytest.mark.parametrize("noise", [0.02, 0.1, 0.3])
+def test_both_curves_at_a_noisy_floor_are_not_this(n, noise):
+    # Healthy: both fall and hold their floor; the eval loss at 5% noise.
+    for seed in range(4):
+        rng = np.random.default_rng(100 + seed)
+        loss, _ = _curves(n, noise, seed, train_rise=0.0, eval_rise=0.0)
+        _, ev = _curves(n, noise, seed, train_rise=0.0, eval_rise=0.0)
+        ev = [None if e is None else e * math.exp(0.05 * rng.standard_normal()) for e in ev]
+        assert "TP-EVAL-DEGRADE" not in _ids(judge_runlog(run_of(loss=loss, eval_loss=ev))), seed
+
+
+@pytest.mark.parametrize("phi", [0.5, 0.9, 0.98])
+def test_a_running_average_train_loss_at_its_floor_is_not_this(phi):
+    # An autocorrelated (running-average) train loss wanders in long runs; with an eval loss
+    # that drifts up a little by chance, its wander is not a rise the noise can show.
+    fired = 0
+    for seed in range(10):
+        loss, ev = _curves(2000, 0.05, seed, train_rise=0.0, eval_rise=0.07, phi=phi)
+        fired += "TP-EVAL-DEGRADE" in _ids(judge_runlog(run_of(loss=loss, eval_loss=ev)))
+    assert fired == 0
+
+
+def test_a_warm_restart_of_a_logged_rate_and_an_annealed_weight_are_not_this():
+    n = 1000
+    loss, ev = _curves(n, 0.05, 3)
+    half = np.r_[np.arange(n // 2), np.arange(n - n // 2)] / (n // 2)
+    lr = 1e-3 * 0.5 * (1 + np.cos(np.pi * half)) + 1e-6
+    assert "TP-EVAL-DEGRADE" in _ids(judge_runlog(run_of(loss=loss, eval_loss=ev)))
+    assert "TP-EVAL-DEGRADE" not in _ids(judge_runlog(run_of(loss=loss, eval_loss=ev, learning_rate=lr)))
+    beta = np.r_[np.full(n // 2, 0.1), np.linspace(0.1, 1.0, n - n // 2)]
+    assert "TP-EVAL-DEGRADE" not in _ids(judge_runlog(run_of(loss=loss, eval_loss=ev, kl_weight=beta)))
+
+
+def test_a_larger_rise_of_both_is_eval_diverge_and_implies_this():
+    loss, ev = _curves(1000, 0.05, 4, train_rise=0.8, eval_rise=0.8)
+    rep = judge_runlog(run_of(loss=loss, eval_loss=ev))
+    ids = _ids(rep)
+    assert rep.verdict.value == "FAIL" and "TP-EVAL-DEGRADE" not in ids, ids
+    assert ids & {"TP-EVAL-DIVERGE", "TP-DIVERGE"}, ids

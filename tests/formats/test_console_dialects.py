@@ -286,6 +286,80 @@ def fairseq() -> tuple[list[Unit], list]:
     return units, want
 
 
+def megatron() -> tuple[list[Unit], list]:
+    # Megatron-LM's training line: its step is the iteration, not the "global batch size"
+    # beside it, and "number of nan iterations" is a name, not a NaN.
+    units, want = [], []
+    for i in range(10, 60, 10):
+        loss = round(3.0 - i / 50, 6)
+        units.append(
+            [
+                f" [2024-05-03 14:02:28] iteration {i:>8}/     500 | consumed samples: {32 * i:>12} | elapsed time per "
+                f"iteration (ms): 410.3 | throughput per GPU (TFLOP/s/GPU): 141.2 | learning rate: 6.000000E-05 | "
+                f"global batch size:    32 | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: 0.637 | number of "
+                "skipped iterations:   0 | number of nan iterations:   0 |\n"
+            ]
+        )
+        want.append(
+            (
+                i,
+                {
+                    "consumed_samples": 32.0 * i,
+                    "learning_rate": 6e-05,
+                    "global_batch_size": 32.0,
+                    "lm_loss": loss,
+                    "loss_scale": 1.0,
+                    "grad_norm": 0.637,
+                    "number_of_skipped_iterations": 0.0,
+                },
+            )
+        )
+    units.append(
+        [
+            "-" * 60 + "\n",
+            " validation loss at iteration 50 | lm loss value: 3.040379E-01 | lm loss PPL: 1.355320E+00 | \n",
+            "-" * 60 + "\n",
+        ]
+    )
+    want.append((50, {"val_lm_loss": 0.3040379, "val_lm_loss_ppl": 1.35532}))
+    return units, want
+
+
+def fairseq_json() -> tuple[list[Unit], list]:
+    # fairseq with --log-format json: a logging prefix, then a JSON dict whose numbers are
+    # strings; the step is num_updates (valid_num_updates on the validation dict).
+    units, want = [], []
+    for u in range(10, 70, 10):
+        loss = round(3.0 - u / 40, 3)
+        units.append(
+            [
+                f'2024-05-03 14:02:28 | INFO | train_inner | {{"epoch": 1, "update": {u / 60:.3f}, "loss": '
+                f'"{loss}", "nll_loss": "{loss - 0.2:.3f}", "num_updates": "{u}", "lr": "0.0005", "gnorm": "0.635"}}\n'
+            ]
+        )
+        want.append(
+            (
+                u,
+                {
+                    "epoch": 1.0,
+                    "update": round(u / 60, 3),
+                    "loss": loss,
+                    "nll_loss": round(loss - 0.2, 3),
+                    "lr": 0.0005,
+                    "gnorm": 0.635,
+                },
+            )
+        )
+    units.append(
+        [
+            '2024-05-03 14:03:53 | INFO | valid | {"epoch": 1, "valid_loss": "0.572", "valid_nll_loss": "0.532", '
+            '"valid_num_updates": "60"}\n'
+        ]
+    )
+    want.append((60, {"epoch": 1.0, "valid_loss": 0.572, "valid_nll_loss": 0.532}))
+    return units, want
+
+
 def marian() -> tuple[list[Unit], list]:
     units, want = [], []
     for k in range(1, 5):
@@ -439,7 +513,9 @@ DIALECTS = {
         pytorch_examples,
         pytorch_examples_imagenet,
         fairseq,
+        fairseq_json,
         marian,
+        megatron,
         mmengine,
         olmo,
         composer,

@@ -92,7 +92,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..aliases.vocabulary import console_words
+from ..aliases.vocabulary import console_words, key_words
 from ..runlog import Record
 from ._io import HEAD_BYTES, ReadError, open_binary, open_text
 from .coqui import ANSI
@@ -110,6 +110,32 @@ preference = 6
 line_anchors = True
 
 _DICT = re.compile(r"\{'(?:loss|eval_[A-Za-z0-9_]+|train_runtime|learning_rate|grad_norm|epoch)'\s*:[^{}]*\}")
+#: A JSON dict logged after a record prefix (fairseq's ``--log-format json``: ``… | INFO |
+#: train_inner | {"epoch": 1, "update": 0.17, "loss": "2.875", …, "num_updates": "10"}``):
+#: read as an HF dict is, when one of its keys names a loss.
+#: Only after a blank (the prefix's): a line that is a JSON value itself is no capture's.
+_JSON_DICT = re.compile(r'(?<=\s)\{"[A-Za-z_][A-Za-z0-9_]*"\s*:[^{}]*\}')
+
+
+def _dict_step_key(key: str) -> bool:
+    """Whether a logged dict's ``key`` is its step counter (see :data:`_DICT_GLOBAL`)."""
+    if key in _DICT_GLOBAL:
+        return True
+    split, _, rest = key.partition("_")
+    return rest in _DICT_GLOBAL and split in _DICT_SPLITS
+
+
+def _dict_matches(line: str):
+    """The logged dicts of ``line``: HF's Python literals, and JSON dicts with a loss key
+    (a JSON dict of settings alone, a printed configuration, is none)."""
+    if "{'" in line:
+        yield from _DICT.finditer(line)
+    if '{"' in line:
+        for m in _JSON_DICT.finditer(line):
+            if "loss" in m.group(0):
+                yield m
+
+
 #: ``str(tensor)`` in a printed dict (``'loss': tensor(0.53, device='cuda:0',
 #: grad_fn=<NllLossBackward0>)``): the value is its first argument.
 _TENSOR = re.compile(r"tensor\(\s*([-+]?[\w.]{1,40})\s*(?:,[^(){}]{0,200})?\)")
@@ -139,6 +165,10 @@ _PAIR = re.compile(
     rf"(?<![\w./-])(?P<name>{_WORD}(?: {_NAME_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
     rf"(?:tensor\(\s*)?(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
 )
+#: A name that ends in a function word (``number of``, ``count of the``) is followed by more
+#: name, never by its value: ``nan``/``inf`` after it is a word of the name (Megatron-LM's
+#: ``number of nan iterations:   0``), not a NaN.
+_NAME_NAN = re.compile(r"(?i)(?:^|[ _])(?:of|the|with|for|per|no|a|an)$")
 #: A loss printed with no value (``step 100 loss: None``, ``loss=nan`` is a value): the
 #: record holds the loss empty (a hole), so that a loss that stops is told.
 _ABSENT_PAIR = re.compile(
@@ -191,6 +221,7 @@ _RULER = re.compile(r"^\s*-{5,}\s*$")
 _LOG_PREFIX = re.compile(
     r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
     r"[^=\n]{0,100}?(?<![\w/.-])(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|TRACE|NOTICE)(?![\w/.-])\]?\s*[:|\-]?\s*"
+    r"(?:\[[\w.-]{1,100}\.py:\d+(?::\w{1,100})?\]\s*)?(?:\[Rank \d+\]\s*)?"
     r"|^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[^\]\s]{1,200}\]\s?"
 )
 # An assignment whose value is no number (``None``, ``True``, a quoted string, a nested
@@ -212,6 +243,10 @@ _OWN_LINE = re.compile(r"^(?:trainproof(?: \(rank \d+\))?: |\s*(?:PASS|INFO|WARN
 _EPOCH_WORDS = console_words("epoch")
 _COUNTER_WORDS = console_words("step")
 _GLOBAL_WORDS = console_words("global")
+#: The last words of a ``global…`` name that make it a counter (``global_step``,
+#: ``trainer/global_step``, ``global_batch``, ``global_iter``); any other (``size``,
+#: ``tokens``, ``norm``) names a quantity.
+_COUNTER_TAILS = _COUNTER_WORDS | key_words("step") | {w.rsplit("_", 1)[-1] for w in _GLOBAL_WORDS}
 #: The global counts that win over another global word on the same line (SB3 prints
 #: ``total_timesteps`` beside its ``n_updates``): the environment steps are the x axis.
 _GLOBAL_FIRST = ("total_timesteps", "num_updates")
@@ -219,6 +254,13 @@ _GLOBAL_FIRST = ("total_timesteps", "num_updates")
 #: (``val`` for ``valid``, ``validation``; ``eval``; ``test``).
 _SPLIT_WORDS = console_words("eval", "test")
 _EVAL_KEYS = tuple(sorted(w for w in _SPLIT_WORDS if not any(v != w and w.startswith(v) for v in _SPLIT_WORDS)))
+#: The counters a logged dict gives its step by, besides ``step``: the global counts of more
+#: than one word (``num_updates``, ``global_step``; ``update`` alone is fairseq's fractional
+#: epoch), bare or after a split word (fairseq's ``valid_num_updates``, ``train_num_updates``).
+_DICT_GLOBAL = frozenset(w for w in _GLOBAL_WORDS if "_" in w)
+_DICT_SPLITS = _SPLIT_WORDS | key_words("train")
+#: The key prefixes of a logged dict of held-out metrics (HF's ``eval_``, fairseq's ``valid_``).
+_DICT_EVAL_PREFIXES = tuple(sorted(w + "_" for w in _SPLIT_WORDS))
 _SPLIT_NAMES = {
     "train": "train_loss",
     "training": "train_loss",
@@ -290,7 +332,8 @@ def _llmc(line: str) -> _Parsed | None:
 
 def _norm(raw: str) -> str:
     """A printed name as a key: ``Train Loss`` and ``TrainLoss`` -> ``train_loss``, ``L.r.``
-    -> ``lr`` (an abbreviation of single letters), a leading log level dropped."""
+    -> ``lr`` (an abbreviation of single letters), a leading log level dropped, a ``value``
+    after ``loss`` dropped (``lm loss value`` -> ``lm_loss``)."""
     parts = raw.split(" ")
     if len(parts) > 1 and parts[0].lower() in _LEVEL:
         parts = parts[1:]
@@ -303,7 +346,9 @@ def _norm(raw: str) -> str:
         if len(bits) > 1 and all(len(b) <= 1 for b in bits):
             p = "".join(bits)  # ``L.r.`` is one abbreviated word, not ``l_r``
         words.append(_CAMEL.sub("_", p))
-    return _JOIN.sub("_", " ".join(words).lower()).strip("_")
+    key = _JOIN.sub("_", " ".join(words).lower()).strip("_")
+    # "lm loss value" (Megatron-LM's validation line) is the loss itself.
+    return key[:-6] if key.endswith("loss_value") else key
 
 
 def _is_loss(key: str) -> bool:
@@ -320,9 +365,16 @@ class _Pair:
 
 def _pairs(line: str) -> list[_Pair]:
     out = []
+    glued = -1  # where a pair that continues a skipped name would start
     for m in _PAIR.finditer(line):
         if m.group("unit") == "%" and line.startswith("|", m.end()):
             continue  # a progress bar's percentage ("Map:  45%|███"), not a metric
+        if m.start() == glued:
+            continue  # the rest of Megatron's "number of nan iterations: 0"
+        if _NAME_NAN.search(m.group("name")) and m.group("num")[:1].isalpha() and m.start("num") > m.end("name"):
+            if not line[m.end("name") : m.start("num")].strip():
+                glued = m.end() + len(line[m.end() :]) - len(line[m.end() :].lstrip())
+                continue
         key = _norm(m.group("name"))
         if not key:
             continue
@@ -352,9 +404,11 @@ def _kind(raw: str, key: str) -> str | None:
 
     The last printed word decides (``INFO Epoch``, ``Global Batch``); a word with a ``/`` is
     a rate or a namespaced metric (``ms/batch``, ``time/batch``), never a counter, unless it
-    names a global step (``trainer/global_step``).
+    names a global step (``trainer/global_step``). A name with ``global`` in it is a global
+    counter only when it ends in a counter's word (``global_step``, ``Global Batch``), not
+    in a size (Megatron's ``global batch size: 32`` beside its ``iteration 10/ 500``).
     """
-    if key in _GLOBAL_WORDS or "global" in key:
+    if key in _GLOBAL_WORDS or ("global" in key and key.rsplit("_", 1)[-1] in _COUNTER_TAILS):
         return "global"
     last = raw.rsplit(" ", 1)[-1].lower().rstrip(".")
     if "/" in last:
@@ -400,6 +454,11 @@ class _Parsed:
         return self.glob is not None or self.epoch is not None or self.counter is not None or self.position is not None
 
 
+#: The PyTorch CIFAR-10 tutorial's print, ``[epoch, batch] loss: 2.173`` (``print(f'[{epoch +
+#: 1}, {i + 1:5d}] loss: …')``): an epoch and a batch counter that starts again each epoch.
+_EPOCH_BATCH = re.compile(r"^\s*\[\s*(\d+),\s*(\d+)\]")
+
+
 def _parse(line: str) -> _Parsed | None:
     """The step parts and metric values of one (ANSI-free) line, ``None`` when it has no
     pair at all."""
@@ -432,6 +491,10 @@ def _parse(line: str) -> _Parsed | None:
         elif not pr.key.startswith("best"):
             metrics.append(pr)
     mode = None
+    if mm is None and pm is None and p.epoch is None and p.counter is None and p.glob is None and line[:1] in " [":
+        eb = _EPOCH_BATCH.match(line)
+        if eb is not None:
+            p.epoch, p.counter = float(eb.group(1)), float(eb.group(2))
     if mm is not None:
         unit, mode = mm.group(1).lower(), mm.group(2)
         if unit == "epoch":
@@ -652,6 +715,10 @@ class _Steps:
         """Whether an epoch + counter pair goes back (a restart), before it is used."""
         if p.epoch is None or self.last_e is None:
             return False
+        if p.counter is None and p.position is None and self.rank > 1:
+            # A bare epoch on a run stepped by a better source is a lesser counter (a
+            # library's own line counting epochs from 0 beside the script's from 1).
+            return False
         if p.epoch < self.last_e:
             return True
         return p.epoch == self.last_e and p.counter is not None and self.last_c is not None and p.counter < self.last_c
@@ -668,7 +735,10 @@ class _Steps:
         if p.glob is not None:
             rank, step = 4, p.glob
         elif p.epoch is not None and p.counter is not None:
-            rank, step = 3, self._composed(p.epoch, p.counter, p.counter_total)
+            # An epoch with its counter ranks above a bare counter: a library's own log
+            # lines (DeepSpeed's "step=50, skipped=0, lr=[…]") count otherwise than the
+            # script's "[2,    20] loss: 0.204" beside them, and must not interleave with it.
+            rank, step = 3.5, self._composed(p.epoch, p.counter, p.counter_total)
         elif p.counter is not None:
             rank, step = 3, p.counter
         elif p.epoch is not None and p.position is not None:
@@ -1029,10 +1099,9 @@ def _lines_have_training(lines) -> bool:
     m = _Machine(None, None)
     for i, raw in enumerate(lines, 1):
         line = ANSI.sub("", raw) if "\x1b" in raw else raw
-        if "{'" in line:
-            for d in _DICT.finditer(line):
-                if _dict_values(d.group(0)) is not None:
-                    return True
+        for d in _dict_matches(line):
+            if _dict_values(d.group(0)) is not None:
+                return True
         m.feed(line.rstrip("\r\n"), i)
         if m.found:
             return True
@@ -1123,7 +1192,7 @@ def read(path: Path, state) -> Iterator[Record]:
             if "Killed" in line and _KILLED.match(line.strip()):
                 crash = {"line": lineno, "error": "Killed (the kernel's out-of-memory killer, or a scheduler)"}
             found = False
-            for m in _DICT.finditer(line) if "{'" in line else ():
+            for m in _dict_matches(line):
                 vals = _dict_values(m.group(0))
                 if vals is None:
                     continue
@@ -1133,7 +1202,9 @@ def read(path: Path, state) -> Iterator[Record]:
                     ended = True
                     continue
                 step = vals.pop("step", None)
-                if any(k.startswith("eval_") for k in vals):
+                if step is None:
+                    step = next((vals.pop(k) for k in list(vals) if _dict_step_key(k)), None)
+                if any(k.startswith(_DICT_EVAL_PREFIXES) for k in vals):
                     dict_runs.add(Record(step if step is not None else last_step, vals, lineno))
                     continue
                 if ended:

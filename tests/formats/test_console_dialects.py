@@ -360,6 +360,29 @@ def fairseq_json() -> tuple[list[Unit], list]:
     return units, want
 
 
+def deepspeed_cifar() -> tuple[list[Unit], list]:
+    # The PyTorch CIFAR-10 tutorial's print under DeepSpeed: the script's "[epoch, batch]
+    # loss" lines are the records; DeepSpeed's own lines (its logger tag after the level,
+    # its step counter, epochs from 0) neither step nor split the run.
+    units, want = [], []
+    for e in (1, 2):
+        for b in (20, 40, 60):
+            loss = round(2.0 - e / 4 - b / 200, 3)
+            units.append([f"[{e:2d}, {b:5d}] loss: {loss:6.3f}\n"])
+            want.append(((e - 1) * 60 + b, {"loss": loss}))
+            if b == 40:
+                g = (e - 1) * 60 + b
+                units.append(
+                    [
+                        f"[2024-05-03 14:03:36,050] [INFO] [logging.py:96:log_dist] [Rank 0] step={g}, skipped=0, "
+                        "lr=[0.05], mom=[(0.9, 0.999)]\n",
+                        f"[2024-05-03 14:03:36,050] [INFO] [timer.py:260:stop] epoch={e - 1}/micro_step={g}/global_step="
+                        f"{g}, RunningAvgSamplesPerSec=3512.44, CurrSamplesPerSec=3601.2, MemAllocated=0.01GB\n",
+                    ]
+                )
+    return units, want
+
+
 def marian() -> tuple[list[Unit], list]:
     units, want = [], []
     for k in range(1, 5):
@@ -512,6 +535,7 @@ DIALECTS = {
         nested_tqdm,
         pytorch_examples,
         pytorch_examples_imagenet,
+        deepspeed_cifar,
         fairseq,
         fairseq_json,
         marian,

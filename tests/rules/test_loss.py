@@ -831,6 +831,25 @@ def test_a_learning_rate_that_climbs_after_it_held_is_not_an_unfinished_warmup()
     assert "TP-DIVERGE" in rep.ran and "TP-WARMUP-UNFINISHED" not in rep.ids()
 
 
+@pytest.mark.parametrize("hold", [0.12, 0.45])
+def test_a_warmup_that_held_and_then_climbs_again_has_ended(hold):
+    # A warm-up to 0.05, a hold for part of the run, then a scheduler's sign bug ramps the
+    # rate 3x to the end (a helper's Lightning and JSONL runs): not a warm-up, so the rules
+    # that wait for one judge the run.
+    from trainproof.rules._schedule import still_warming_up
+
+    n = 400
+    w, h = n // 20, int(n * hold)
+    lr = np.r_[np.linspace(0.005, 0.05, w), np.full(h, 0.05), np.linspace(0.05, 0.15, n - w - h + 1)[1:]]
+    assert not still_warming_up(lr, 3)
+    # a warm-up with a short hold (a logger that repeats a value) is still one
+    short = np.r_[np.linspace(0.005, 0.05, 30), np.full(3, 0.05), np.linspace(0.05, 0.1, 30)[1:]]
+    assert still_warming_up(short, 3)
+    loss, _ = _lr_climb_run(150, 60, 0)
+    rep = judge(loss=loss, lr=list(lr[: len(loss)]))
+    assert "TP-DIVERGE" in rep.ran
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_warm_restarts_are_a_schedule_not_a_caused_divergence(seed):
     # SGDR: the learning rate jumps back up in one log and decays again; the loss bumps at

@@ -456,7 +456,8 @@ class _Parsed:
 
 #: The PyTorch CIFAR-10 tutorial's print, ``[epoch, batch] loss: 2.173`` (``print(f'[{epoch +
 #: 1}, {i + 1:5d}] loss: …')``): an epoch and a batch counter that starts again each epoch.
-_EPOCH_BATCH = re.compile(r"^\s*\[\s*(\d+),\s*(\d+)\]")
+#: Read right before the first metric (a progress bar may be glued in front of it).
+_EPOCH_BATCH = re.compile(r"\[\s*(\d+),\s*(\d+)\]\s*$")
 
 
 def _parse(line: str) -> _Parsed | None:
@@ -491,8 +492,8 @@ def _parse(line: str) -> _Parsed | None:
         elif not pr.key.startswith("best"):
             metrics.append(pr)
     mode = None
-    if mm is None and pm is None and p.epoch is None and p.counter is None and p.glob is None and line[:1] in " [":
-        eb = _EPOCH_BATCH.match(line)
+    if mm is None and pm is None and p.epoch is None and p.counter is None and p.glob is None and metrics:
+        eb = _EPOCH_BATCH.search(line, 0, metrics[0].start)
         if eb is not None:
             p.epoch, p.counter = float(eb.group(1)), float(eb.group(2))
     if mm is not None:

@@ -49,8 +49,9 @@ def fraction_ran(run: RunLog) -> tuple[float | None, float | None, str]:
 
 def still_warming_up(lr: np.ndarray, rising_points: int) -> bool:
     """True when the run is still in its warm-up: the last ``rising_points`` finite
-    learning rates strictly increase, the learning rate never fell, and it began rising
-    within the first 10% of the logged points (at the latest the second).
+    learning rates strictly increase, the learning rate never fell, it began rising
+    within the first 10% of the logged points (at the latest the second), and it never
+    held one value for more than 10% of them since.
 
     Schedules are deterministic, so two increases in a row are warm-up, not noise; a run
     judged then has not yet trained at its intended learning rate. A warm-up starts the
@@ -65,4 +66,10 @@ def still_warming_up(lr: np.ndarray, rising_points: int) -> bool:
     if np.any(d < 0):
         return False
     first_rise = int(np.argmax(d > 0))
-    return first_rise <= max(1, lr.size // 10)
+    if first_rise > max(1, lr.size // 10):
+        return False
+    # ... and it kept rising: a rate that reached a level, held it for a tenth of the run
+    # and climbs again (a scheduler's sign bug, a plateau scheduler multiplying it up) has
+    # ended its warm-up, however it began.
+    held = np.flatnonzero(d[first_rise:] > 0)
+    return not held.size or int(np.max(np.diff(held, prepend=held[0]))) <= max(1, lr.size // 10)

@@ -383,6 +383,21 @@ def deepspeed_cifar() -> tuple[list[Unit], list]:
     return units, want
 
 
+def torchtune() -> tuple[list[Unit], list]:
+    # torchtune's progress bar: "epoch|global step|Loss: value" as its description, each
+    # frame redrawn with a carriage return; the second epoch's bar counts on the global step.
+    units, want = [], []
+    for e, steps in ((1, range(1, 4)), (2, range(4, 7))):
+        units.append(["  0%|          | 0/3 [00:00<?, ?it/s]"])
+        for g in steps:
+            loss = round(2.2 - g / 10, 4)
+            n = g - 3 * (e - 1)
+            units.append([f"\r{e}|{g}|Loss: {loss}:  {33 * n}%|███       | {n}/3 [00:01<00:02,  1.02it/s]"])
+            want.append((g, {"loss": loss}))
+        units.append(["\n"])
+    return units, want
+
+
 def marian() -> tuple[list[Unit], list]:
     units, want = [], []
     for k in range(1, 5):
@@ -475,11 +490,11 @@ def sb3() -> tuple[list[Unit], list]:
             (
                 2048 * k,
                 {
-                    "rollout_ep_len_mean": 200.0,
-                    "rollout_ep_rew_mean": -1200.0,
-                    "time_fps": 1000.0,
-                    "train_loss": float(f"{0.5 / k:.4g}"),
-                    "train_n_updates": 10.0 * k,
+                    "rollout/ep_len_mean": 200.0,
+                    "rollout/ep_rew_mean": -1200.0,
+                    "time/fps": 1000.0,
+                    "train/loss": float(f"{0.5 / k:.4g}"),
+                    "train/n_updates": 10.0 * k,
                 },
             )
         )
@@ -540,6 +555,7 @@ DIALECTS = {
         fairseq_json,
         marian,
         megatron,
+        torchtune,
         mmengine,
         olmo,
         composer,
@@ -743,3 +759,15 @@ def test_a_hyphenated_adjective_in_prose_is_no_value(tmp_path):
     )
     with pytest.raises(NotALog):
         detect(p)
+
+
+def test_an_sb3_capture_is_judged_on_its_reward(tmp_path: Path) -> None:
+    # The table's sections are namespaces, as SB3 writes the same keys to TensorBoard: the
+    # mean episode reward is the reward and the run an RL objective, not a supervised loss.
+    from trainproof.api import judge
+
+    units, _ = sb3()
+    rep = judge(write(tmp_path, units, "sb3.log"))
+    assert rep.mapping["reward"]["source"] == "rollout/ep_rew_mean", rep.mapping
+    assert rep.mapping["loss"]["source"] == "train/loss"
+    assert "TP-RL-OBJECTIVE" in {f.id for f in rep.findings}

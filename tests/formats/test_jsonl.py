@@ -523,3 +523,20 @@ def test_the_kept_run_is_always_one_increasing_run(tmp_path: Path, sizes: list[i
     best = max(range(len(sizes)), key=lambda i: (sizes[i], i))
     assert loss.values.tolist() == _curve(sizes[best], 7.0, 1.0)
     assert np.all(np.diff(loss.lines) == 1)
+
+
+def test_validation_rows_stepped_by_epoch_are_no_restart(tmp_path) -> None:
+    # OpenMMLab's vis_data/scalars.json: train rows carry the iteration as their step,
+    # validation rows the epoch; a run whose loss climbs back (a divergence) is still one run.
+    rows = []
+    for e in range(4):
+        for i in range(10):
+            it = 100 * e + 10 * (i + 1)
+            loss = 0.05 + 2.0 * math.exp(-it / 30) if e < 2 else 0.5 + (it - 200) / 50
+            rows.append({"lr": 0.02, "loss": loss, "epoch": e + 1, "iter": it, "step": it})
+        rows.append({"coco/bbox_mAP": 0.1 * e, "time": 0.07, "step": e + 1})
+    p = tmp_path / "scalars.json"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = read_runlog(p)
+    assert len(run.series["loss"]) == 40 and run.series["loss"].steps[0] == 10
+    assert not any("runs appended" in n for n in run.notes), run.notes

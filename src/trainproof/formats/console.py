@@ -458,6 +458,9 @@ class _Parsed:
 #: 1}, {i + 1:5d}] loss: …')``): an epoch and a batch counter that starts again each epoch.
 #: Read right before the first metric (a progress bar may be glued in front of it).
 _EPOCH_BATCH = re.compile(r"\[\s*(\d+),\s*(\d+)\]\s*$")
+#: torchtune's progress-bar description, ``1|25|Loss: 1.5432:   4%|▍ | 25/600 […]``: the epoch
+#: and the global step, right before the first metric.
+_EPOCH_GLOBAL = re.compile(r"(?<![\w.|])(\d+)\|(\d+)\|\s*$")
 
 
 def _parse(line: str) -> _Parsed | None:
@@ -496,6 +499,10 @@ def _parse(line: str) -> _Parsed | None:
         eb = _EPOCH_BATCH.search(line, 0, metrics[0].start)
         if eb is not None:
             p.epoch, p.counter = float(eb.group(1)), float(eb.group(2))
+        else:
+            eg = _EPOCH_GLOBAL.search(line, 0, metrics[0].start)
+            if eg is not None:
+                p.epoch, p.glob = float(eg.group(1)), float(eg.group(2))
     if mm is not None:
         unit, mode = mm.group(1).lower(), mm.group(2)
         if unit == "epoch":
@@ -932,7 +939,7 @@ class _Machine:
         if not t:
             return
         step = None
-        for k in ("time_total_timesteps", "total_timesteps", "time_iterations", "train_n_updates"):
+        for k in ("time/total_timesteps", "total_timesteps", "time/iterations", "train/n_updates"):
             if k in t:
                 step = t.pop(k) if k.endswith("total_timesteps") else t[k]
                 break
@@ -952,7 +959,11 @@ class _Machine:
             v = float(value_cell)
         except ValueError:
             return bool(name_cell)
-        key = _norm(self.section + name_cell)
+        # A section's rows keep it as a namespace, as SB3 writes the same keys to
+        # TensorBoard (``rollout/ep_rew_mean``, ``train/loss``): the alias table reads them so.
+        key = _norm(name_cell)
+        if key and self.section:
+            key = f"{_norm(self.section)}/{key}"
         if key:
             assert self.table is not None
             self.table[key] = v

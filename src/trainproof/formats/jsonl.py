@@ -254,6 +254,17 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
             rise_next = np.append(rewinds[rises], n)
             rise_next = rise_next[np.searchsorted(rise_next, rewinds, side="right")]
             rewinds = rewinds[~rises & ~((rise_next <= first_loss) & (rise_next < n))]
+    # A row with no loss whose step goes back while the next loss comes at a step past
+    # every one before it (OpenMMLab's ``scalars.json``: its validation rows carry the
+    # epoch as their step) is a row on another axis, not a restart.
+    has_loss = np.isfinite(loss)
+    if rewinds.size:
+        reached = np.fmax.accumulate(np.where(np.isfinite(steps), steps, -np.inf))
+        nxt = np.append(np.flatnonzero(has_loss), n)
+        nxt = nxt[np.searchsorted(nxt, rewinds)]
+        other_axis = ~has_loss[rewinds] & (nxt < n)
+        other_axis[other_axis] = steps[nxt[other_axis]] > reached[rewinds[other_axis] - 1]
+        rewinds = rewinds[~other_axis]
     starts = [0]
     for r in rewinds.tolist():
         seen = loss[starts[-1] : r]

@@ -90,6 +90,34 @@ def keras2_verbose2() -> tuple[list[Unit], list]:
     return units, want
 
 
+def keras_checkpoint_messages() -> tuple[list[Unit], list]:
+    # ModelCheckpoint's message before the epoch's line: "improved from inf to 1.1" is prose,
+    # not an eval loss of inf (a healthy run once FAILed TP-NAN-EVAL on it).
+    units, want, best = [], [], "inf"
+    for e in range(1, 5):
+        loss, val = round(1.2 - e / 10, 4), round(1.1 - e / 10, 4)
+        units.append(
+            [
+                f"Epoch {e}/4\n",
+                f"Epoch {e}: val_loss improved from {best} to {val:.5f}, saving model to best.keras\n",
+                f"32/32 - 0s - 6ms/step - loss: {loss:.4f} - val_loss: {val:.4f}\n",
+            ]
+        )
+        want.append((e, {"loss": loss, "val_loss": val}))
+        best = f"{val:.5f}"
+    return units, want
+
+
+def fastai() -> tuple[list[Unit], list]:
+    # fastai's epoch table: blank-separated columns under a header, its time column no number.
+    units, want = [["epoch     train_loss  valid_loss  accuracy  time    \n"]], []
+    for e in range(4):
+        tl, vl, acc = round(1.0 - e / 5, 6), round(0.7 - e / 10, 6), round(0.8 + e / 50, 6)
+        units.append([f"{e:<9} {tl:<11.6f} {vl:<11.6f} {acc:<9.6f} 00:01     \n"])
+        want.append((e, {"train_loss": tl, "valid_loss": vl, "accuracy": acc}))
+    return units, want
+
+
 def keras3() -> tuple[list[Unit], list]:
     units, want = [], []
     for e in range(1, 5):
@@ -541,9 +569,11 @@ DIALECTS = {
     for f in (
         nanogpt,
         step_forms,
+        fastai,
         keras2,
         keras2_verbose2,
         keras3,
+        keras_checkpoint_messages,
         lightning,
         lightning_tqdm_redraws,
         tqdm_postfix_bars,

@@ -165,10 +165,11 @@ _PAIR = re.compile(
     rf"(?<![\w./-])(?P<name>{_WORD}(?: {_NAME_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
     rf"(?:tensor\(\s*)?(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
 )
-#: A name that ends in a function word (``number of``, ``count of the``) is followed by more
-#: name, never by its value: ``nan``/``inf`` after it is a word of the name (Megatron-LM's
-#: ``number of nan iterations:   0``), not a NaN.
-_NAME_NAN = re.compile(r"(?i)(?:^|[ _])(?:of|the|with|for|per|no|a|an)$")
+#: A name that ends in a function word is prose, and the number after it no value of it:
+#: Keras' ``val_loss improved from inf to 0.96310`` (read as ``val_loss_improved_from`` =
+#: inf, a healthy run's eval loss non-finite), Megatron-LM's ``number of nan iterations: 0``.
+#: The pair glued after it by a blank (``to 0.96310``, ``iterations: 0``) is the same phrase.
+_PROSE_END = re.compile(r"(?i)(?:^|[ _])(?:of|the|with|for|per|no|a|an|from|to|than|at|by|in|on|into|as)$")
 #: A loss printed with no value (``step 100 loss: None``, ``loss=nan`` is a value): the
 #: record holds the loss empty (a hole), so that a loss that stops is told.
 _ABSENT_PAIR = re.compile(
@@ -370,11 +371,11 @@ def _pairs(line: str) -> list[_Pair]:
         if m.group("unit") == "%" and line.startswith("|", m.end()):
             continue  # a progress bar's percentage ("Map:  45%|███"), not a metric
         if m.start() == glued:
-            continue  # the rest of Megatron's "number of nan iterations: 0"
-        if _NAME_NAN.search(m.group("name")) and m.group("num")[:1].isalpha() and m.start("num") > m.end("name"):
-            if not line[m.end("name") : m.start("num")].strip():
-                glued = m.end() + len(line[m.end() :]) - len(line[m.end() :].lstrip())
-                continue
+            continue  # the rest of a phrase (see _PROSE_END)
+        if _PROSE_END.search(m.group("name")):
+            rest = line[m.end() :]
+            glued = m.end() + len(rest) - len(rest.lstrip(" \t"))
+            continue
         key = _norm(m.group("name"))
         if not key:
             continue
@@ -458,6 +459,8 @@ class _Parsed:
 #: 1}, {i + 1:5d}] loss: …')``): an epoch and a batch counter that starts again each epoch.
 #: Read right before the first metric (a progress bar may be glued in front of it).
 _EPOCH_BATCH = re.compile(r"\[\s*(\d+),\s*(\d+)\]\s*$")
+#: The header of a table of blank-separated columns (fastai): names only, at least three.
+_WS_HEADER = re.compile(r"[A-Za-z_]\w*(?:[ \t]+[A-Za-z_]\w*){2,15}")
 #: torchtune's progress-bar description, ``1|25|Loss: 1.5432:   4%|▍ | 25/600 […]``: the epoch
 #: and the global step, right before the first metric.
 _EPOCH_GLOBAL = re.compile(r"(?<![\w.|])(\d+)\|(\d+)\|\s*$")
@@ -900,6 +903,7 @@ class _Machine:
         # A tqdm bar frame held until the bar moves on: (step, values, line, parsed).
         self.bar_frame: tuple | None = None
         self.bar_seen: dict[str, float] = {}  # the postfix values of the bar frames emitted
+        self.ws_header: list[str] | None = None  # the columns of a blank-separated epoch table
 
     def _emit(self, step: float | None, values: dict[str, float], line: int, holes: tuple[str, ...] = ()) -> None:
         if not values and not holes:
@@ -969,7 +973,37 @@ class _Machine:
             self.table[key] = v
         return True
 
+    def _ws_table(self, line: str, lineno: int) -> bool:
+        """A header or a row of a table of blank-separated columns whose first column is the
+        epoch (fastai's ``epoch  train_loss  valid_loss  accuracy  time``); True when the
+        line was one. A row has as many fields as the header and an integer epoch; a field
+        that is no number (its ``00:01`` time, ``#na#``) is left out."""
+        s = line.strip()
+        if _WS_HEADER.fullmatch(s):
+            names = [_norm(t) for t in s.split()]
+            if names[0] in _EPOCH_WORDS and any(_is_loss(n) for n in names[1:]):
+                self.ws_header = names
+                return True
+            return False
+        if self.ws_header is None:
+            return False
+        # a progress bar's frame may be glued in front of a row (no line end after its \r)
+        fields = s.rsplit("]", 1)[-1].split()
+        if len(fields) != len(self.ws_header) or not fields[0].isdigit():
+            return False
+        values: dict[str, float] = {}
+        for name, f in zip(self.ws_header[1:], fields[1:]):
+            try:
+                values[name] = float(f)
+            except ValueError:
+                continue
+        if any(_is_loss(k) for k in values):
+            self._emit(float(fields[0]), values, lineno)
+        return True
+
     def feed(self, line: str, lineno: int) -> None:
+        if (self.ws_header is not None or "epoch" in line[:12]) and self._ws_table(line, lineno):
+            return
         if self.table is None and not _triggered(line):
             return
         line = _body(_tail(line))
@@ -1248,7 +1282,7 @@ def read(path: Path, state) -> Iterator[Record]:
                         "mid-write (a run killed or still writing?), so it was not read"
                     )
                     continue
-            if machine.table is not None or _triggered(line):
+            if machine.table is not None or machine.ws_header is not None or _triggered(line):
                 machine.feed(line.rstrip("\r\n"), lineno)
         lines.note(state)
     machine.finish()

@@ -426,6 +426,20 @@ def torchtune() -> tuple[list[Unit], list]:
     return units, want
 
 
+def clu() -> tuple[list[Unit], list]:
+    # JAX/Flax with clu's logging writer: the step in brackets before the metrics, under a
+    # glog prefix; "at step 1" in prose before it is no record.
+    units = [["I0501 12:00:01.100000 140234 train.py:140] Starting training loop at step 1.\n"]]
+    want = []
+    for k in range(20, 120, 20):
+        loss = round(1.2 - k / 200, 6)
+        units.append(
+            [f"I0501 12:00:01.123456 140234 logging_writer.py:48] [{k}] learning_rate=0.003, train_loss={loss}\n"]
+        )
+        want.append((k, {"learning_rate": 0.003, "train_loss": loss}))
+    return units, want
+
+
 def marian() -> tuple[list[Unit], list]:
     units, want = [], []
     for k in range(1, 5):
@@ -567,6 +581,7 @@ def hf_dicts_in_logging() -> tuple[list[Unit], list]:
 DIALECTS = {
     f.__name__: f
     for f in (
+        clu,
         nanogpt,
         step_forms,
         fastai,

@@ -459,6 +459,9 @@ class _Parsed:
 #: 1}, {i + 1:5d}] loss: …')``): an epoch and a batch counter that starts again each epoch.
 #: Read right before the first metric (a progress bar may be glued in front of it).
 _EPOCH_BATCH = re.compile(r"\[\s*(\d+),\s*(\d+)\]\s*$")
+#: A step in brackets alone before the first metric, at the line's start or after a blank
+#: (clu's ``[20] train_loss=2.31``, XGBoost's ``[10]\tvalidation_0-logloss:0.52``).
+_BRACKET_STEP = re.compile(r"(?:^|\s)\[\s*(\d+)\s*\]\s*$")
 #: The header of a table of blank-separated columns (fastai): names only, at least three.
 _WS_HEADER = re.compile(r"[A-Za-z_]\w*(?:[ \t]+[A-Za-z_]\w*){2,15}")
 #: torchtune's progress-bar description, ``1|25|Loss: 1.5432:   4%|▍ | 25/600 […]``: the epoch
@@ -506,6 +509,15 @@ def _parse(line: str) -> _Parsed | None:
             eg = _EPOCH_GLOBAL.search(line, 0, metrics[0].start)
             if eg is not None:
                 p.epoch, p.glob = float(eg.group(1)), float(eg.group(2))
+            else:
+                # right before one of the metrics: a glued bar or prefix may hold pairs first
+                # (whose pairs are then no metrics of the line)
+                for i, mt in enumerate(metrics):
+                    bs = _BRACKET_STEP.search(line, 0, mt.start)
+                    if bs is not None:
+                        p.counter = float(bs.group(1))
+                        metrics = metrics[i:]
+                        break
     if mm is not None:
         unit, mode = mm.group(1).lower(), mm.group(2)
         if unit == "epoch":
@@ -978,7 +990,8 @@ class _Machine:
         epoch (fastai's ``epoch  train_loss  valid_loss  accuracy  time``); True when the
         line was one. A row has as many fields as the header and an integer epoch; a field
         that is no number (its ``00:01`` time, ``#na#``) is left out."""
-        s = line.strip()
+        # a progress bar's frame may be glued in front (no line end after its \r)
+        s = line.rsplit("]", 1)[-1].strip()
         if _WS_HEADER.fullmatch(s):
             names = [_norm(t) for t in s.split()]
             if names[0] in _EPOCH_WORDS and any(_is_loss(n) for n in names[1:]):
@@ -987,8 +1000,7 @@ class _Machine:
             return False
         if self.ws_header is None:
             return False
-        # a progress bar's frame may be glued in front of a row (no line end after its \r)
-        fields = s.rsplit("]", 1)[-1].split()
+        fields = s.split()
         if len(fields) != len(self.ws_header) or not fields[0].isdigit():
             return False
         values: dict[str, float] = {}
@@ -1002,7 +1014,7 @@ class _Machine:
         return True
 
     def feed(self, line: str, lineno: int) -> None:
-        if (self.ws_header is not None or "epoch" in line[:12]) and self._ws_table(line, lineno):
+        if (self.ws_header is not None or "epoch" in line) and self._ws_table(line, lineno):
             return
         if self.table is None and not _triggered(line):
             return

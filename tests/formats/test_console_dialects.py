@@ -816,3 +816,18 @@ def test_an_sb3_capture_is_judged_on_its_reward(tmp_path: Path) -> None:
     assert rep.mapping["reward"]["source"] == "rollout/ep_rew_mean", rep.mapping
     assert rep.mapping["loss"]["source"] == "train/loss"
     assert "TP-RL-OBJECTIVE" in {f.id for f in rep.findings}
+
+
+@pytest.mark.parametrize(
+    "line,pairs",
+    [
+        # a number after a function word is no value of the phrase before it
+        ("Epoch 1: val_loss improved from inf to 0.96310, saving model to best.keras", [("epoch", 1.0)]),
+        ("Epoch 2: val_loss did not improve from 0.80000", [("epoch", 2.0)]),
+        ("number of skipped iterations:   0 | number of nan iterations:   0 |", [("number_of_skipped_iterations", 0.0)]),
+        # ... but a pair after it is its own
+        ("Batch 5 of 100 loss 0.3", [("batch", 5.0), ("loss", 0.3)]),
+    ],
+)
+def test_prose_around_numbers_gives_no_values(line: str, pairs: list) -> None:
+    assert [(p.key, p.value) for p in console._pairs(line)] == pairs

@@ -168,7 +168,8 @@ _PAIR = re.compile(
 #: A name that ends in a function word is prose, and the number after it no value of it:
 #: Keras' ``val_loss improved from inf to 0.96310`` (read as ``val_loss_improved_from`` =
 #: inf, a healthy run's eval loss non-finite), Megatron-LM's ``number of nan iterations: 0``.
-#: The pair glued after it by a blank (``to 0.96310``, ``iterations: 0``) is the same phrase.
+#: After a ``nan``/``inf`` there, the pair glued by a blank (``iterations: 0``) is the same
+#: phrase; after a number it is a pair of its own (``Batch 5 of 100 loss 0.3``).
 _PROSE_END = re.compile(r"(?i)(?:^|[ _])(?:of|the|with|for|per|no|a|an|from|to|than|at|by|in|on|into|as)$")
 #: A loss printed with no value (``step 100 loss: None``, ``loss=nan`` is a value): the
 #: record holds the loss empty (a hole), so that a loss that stops is told.
@@ -373,8 +374,9 @@ def _pairs(line: str) -> list[_Pair]:
         if m.start() == glued:
             continue  # the rest of a phrase (see _PROSE_END)
         if _PROSE_END.search(m.group("name")):
-            rest = line[m.end() :]
-            glued = m.end() + len(rest) - len(rest.lstrip(" \t"))
+            if m.group("num")[:1].isalpha():  # "nan"/"inf" here is a word of the phrase
+                rest = line[m.end() :]
+                glued = m.end() + len(rest) - len(rest.lstrip(" \t"))
             continue
         key = _norm(m.group("name"))
         if not key:

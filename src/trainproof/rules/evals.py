@@ -50,6 +50,18 @@ def _durable_rise(v: np.ndarray, j: int, climb: bool, th) -> tuple[float, bool]:
     return z, bool(best_level > 0 and end_level > th.overfit_slow_ratio * best_level and z >= th.dead_trend_z)
 
 
+#: The thresholds :func:`_eval_rise` reads, declared by both rules that share it (TP-OVERFIT
+#: and TP-EVAL-DEGRADE).
+EVAL_RISE_THRESHOLDS = [
+    "overfit_min_evals",
+    "overfit_ratio",
+    "overfit_tail_evals",
+    "overfit_evals_after_min",
+    "overfit_slow_ratio",
+    "dead_trend_z",
+]
+
+
 #: The loss of one of several held-out sets of an HF evaluation, as the alias table reads it.
 _EVAL_SET_LOSS = re.compile(EVAL_SET_LOSS)
 
@@ -73,14 +85,7 @@ def _other_eval_sets(ctx):
     "eval",
     "eval loss rises after its minimum while the train loss keeps falling",
     needs=[Need("eval_loss", "overfit_min_evals", all_finite=True), Need("loss", 2)],
-    thresholds=[
-        "overfit_min_evals",
-        "overfit_ratio",
-        "overfit_tail_evals",
-        "overfit_evals_after_min",
-        "overfit_slow_ratio",
-        "dead_trend_z",
-    ],
+    thresholds=EVAL_RISE_THRESHOLDS,
     detects=(
         "At least {overfit_min_evals} evaluations and at least {overfit_evals_after_min} after the eval "
         "minimum; the eval loss ends above {overfit_ratio}x the minimum — by the median of the last "
@@ -476,17 +481,7 @@ def _train_gave_back(tr, best_step: float, th) -> tuple[float, float, float, int
         Need("eval_loss", "overfit_min_evals", positive=True, all_finite=True),
         Need("loss", TRAIN_NOISE_MIN_POINTS),
     ],
-    thresholds=[
-        "overfit_min_evals",
-        "overfit_ratio",
-        "overfit_tail_evals",
-        "overfit_evals_after_min",
-        "overfit_slow_ratio",
-        "dead_trend_z",
-        "diverge_noise_z",
-        "diverge_lr_rise",
-        "objective_weight_rise",
-    ],
+    thresholds=[*EVAL_RISE_THRESHOLDS, "diverge_noise_z", "diverge_lr_rise", "objective_weight_rise"],
     objectives=("supervised",),
     after_warmup=True,
     # A divergence of either curve explains a milder rise of both.

@@ -824,9 +824,18 @@ def test_an_sb3_capture_is_judged_on_its_reward(tmp_path: Path) -> None:
         # a number after a function word is no value of the phrase before it
         ("Epoch 1: val_loss improved from inf to 0.96310, saving model to best.keras", [("epoch", 1.0)]),
         ("Epoch 2: val_loss did not improve from 0.80000", [("epoch", 2.0)]),
-        ("number of skipped iterations:   0 | number of nan iterations:   0 |", [("number_of_skipped_iterations", 0.0)]),
+        (
+            "number of skipped iterations:   0 | number of nan iterations:   0 |",
+            [("number_of_skipped_iterations", 0.0)],
+        ),
         # ... but a pair after it is its own
         ("Batch 5 of 100 loss 0.3", [("batch", 5.0), ("loss", 0.3)]),
+        # a decimal comma (a locale's): read as one, never cut to its integer part (a
+        # healthy run once FAILed TP-ZERO-LR and TP-ZERO-LOSS-ONSET on 0,0030 read as 0)
+        ("step: 10 loss: 2,2214 lr: 0,0030", [("step", 10.0), ("loss", 2.2214), ("lr", 0.003)]),
+        ("loss: 1,234 lr: 0,001", [("loss", 1.234), ("lr", 0.001)]),
+        ("samples 12,345 loss 0.5", [("samples", 12345.0), ("loss", 0.5)]),
+        ("step 5 vals 1,2,3 loss 0.2", [("step", 5.0), ("loss", 0.2)]),
     ],
 )
 def test_prose_around_numbers_gives_no_values(line: str, pairs: list) -> None:

@@ -153,7 +153,7 @@ _WORD = r"[A-Za-z_][A-Za-z0-9_]*(?:[./-][A-Za-z0-9_]+)*\.?"
 # ``nanoGPT``), a hyphen and a word (``5-step``, ``3-layer``: an adjective in prose) or a
 # clock's ``:`` + digit (``0:10:00``) makes it no value, and so does a digit right after it: a number is read whole or not at all (never ``41`` of ``41.23ms``).
 _NUM = (
-    r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
+    r"[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.,])|\d+,\d+(?![\d.,])|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
     r"|(?i:nan|inf(?:inity)?)(?:\.0(?!\d))?)"
 )
 # A word of a name is never a non-finite value: ``loss nan lr 0.01`` is ``loss`` = NaN and
@@ -163,8 +163,11 @@ _NAME_WORD = r"(?!(?i:nan|inf(?:inity)?)(?:\.0)?(?![\w.]))" + _WORD
 # blank run splits one way only; ``\s*\[\s*`` likewise; ``\s+`` alone is the third way.
 _PAIR = re.compile(
     rf"(?<![\w./-])(?P<name>{_WORD}(?: {_NAME_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
-    rf"(?:tensor\(\s*)?(?P<num>{_NUM})(?!\.?\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
+    rf"(?:tensor\(\s*)?(?P<num>{_NUM})(?!\.?\d|,\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
 )
+#: A number whose comma can only be a decimal one: ``0,5``, or not three digits after it.
+_DECIMAL_COMMA = re.compile(r"(?<![\d.,])(?:[-+]?0,\d+|\d+,(?:\d{1,2}|\d{4,}))(?![\d.,])")
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
 #: A name that ends in a function word is prose, and the number after it no value of it:
 #: Keras' ``val_loss improved from inf to 0.96310`` (read as ``val_loss_improved_from`` =
 #: inf, a healthy run's eval loss non-finite), Megatron-LM's ``number of nan iterations: 0``.
@@ -367,6 +370,9 @@ class _Pair:
 
 def _pairs(line: str) -> list[_Pair]:
     out = []
+    # A line that prints one number with a decimal comma (``0,0030``, ``2,2214``: no
+    # thousands group) prints them all so (``loss: 1,234`` is 1.234 there, not 1234).
+    decimal_comma = "," in line and _DECIMAL_COMMA.search(line) is not None
     glued = -1  # where a pair that continues a skipped name would start
     for m in _PAIR.finditer(line):
         if m.group("unit") == "%" and line.startswith("|", m.end()):
@@ -384,7 +390,9 @@ def _pairs(line: str) -> list[_Pair]:
         try:
             num = m.group("num")
             # tqdm's postfix prints a NaN loss as ``nan.0``
-            value = float(num[:-2] if num[-2:] == ".0" and num[-3:-2].isalpha() else num.replace(",", ""))
+            if "," in num:
+                num = num.replace(",", "." if decimal_comma or not _THOUSANDS.fullmatch(num.lstrip("+-")) else "")
+            value = float(num[:-2] if num[-2:] == ".0" and num[-3:-2].isalpha() else num)
         except ValueError:
             continue
         tot = m.group("tot")

@@ -440,6 +440,24 @@ def clu() -> tuple[list[Unit], list]:
     return units, want
 
 
+def timm() -> tuple[list[Unit], list]:
+    # timm's train.py: "Train: epoch [batch index/batches (pct%)]", the loss then its running
+    # average; the run's last line names its best epoch, which is no step of the run.
+    units, want = [], []
+    for e in (0, 1):
+        for i in (0, 50, 99):
+            loss = round(2.4 - e / 2 - i / 100, 3)
+            units.append(
+                [
+                    f"Train: {e} [{i:4d}/100 ({100 * (i + 1) // 100:3d}%)]  Loss: {loss} ({loss + 0.1:.3f})  "
+                    f"Time: 0.052s,  616.78/s  (0.052s,  616.78/s)  LR: 3.000e-03  Data: 0.012 (0.015)\n"
+                ]
+            )
+            want.append((e * 100 + i + 1, {"loss": loss, "time": 0.052, "lr": 0.003, "data": 0.012}))
+    units.append(["*** Best metric: 85.3515625 (epoch 1)\n"])
+    return units, want
+
+
 def marian() -> tuple[list[Unit], list]:
     units, want = [], []
     for k in range(1, 5):
@@ -600,6 +618,7 @@ DIALECTS = {
         fairseq_json,
         marian,
         megatron,
+        timm,
         torchtune,
         mmengine,
         olmo,

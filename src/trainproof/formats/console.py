@@ -469,6 +469,9 @@ class _Parsed:
 #: 1}, {i + 1:5d}] loss: …')``): an epoch and a batch counter that starts again each epoch.
 #: Read right before the first metric (a progress bar may be glued in front of it).
 _EPOCH_BATCH = re.compile(r"\[\s*(\d+),\s*(\d+)\]\s*$")
+#: timm's train.py line head, ``Train: 3 [ 100/1251 (  8%)]``: the epoch (from 0) and the
+#: 0-based index of the batch just done out of the epoch's batches, right before a metric.
+_TIMM_TRAIN = re.compile(r"(?:^|[\s\]])Train:\s*(\d+)\s*\[\s*(\d+)/(\d+)\s*\(\s*\d+%\)\]\s*$")
 #: A step in brackets alone before the first metric, at the line's start or after a blank
 #: (clu's ``[20] train_loss=2.31``, XGBoost's ``[10]\tvalidation_0-logloss:0.52``).
 _BRACKET_STEP = re.compile(r"(?:^|\s)\[\s*(\d+)\s*\]\s*$")
@@ -511,6 +514,15 @@ def _parse(line: str) -> _Parsed | None:
         elif not pr.key.startswith("best"):
             metrics.append(pr)
     mode = None
+    if mm is None and pm is None and p.counter is None and p.glob is None and metrics and "Train:" in line:
+        # timm's "Train: 3 [ 100/1251 (  8%)]  Loss: …": its "Train: 3" pair is the epoch,
+        # the bracket the 0-based index of the batch just done
+        for i, mt in enumerate(metrics):
+            tm = _TIMM_TRAIN.search(line, 0, mt.start)
+            if tm is not None:
+                p.epoch, p.position = float(tm.group(1)), (float(tm.group(2)) + 1, float(tm.group(3)))
+                metrics = [m for m in metrics[i:] if m.start >= tm.end()]
+                break
     if mm is None and pm is None and p.epoch is None and p.counter is None and p.glob is None and metrics:
         eb = _EPOCH_BATCH.search(line, 0, metrics[0].start)
         if eb is not None:

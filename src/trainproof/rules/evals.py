@@ -437,10 +437,9 @@ def _train_gave_back(tr, best_step: float, th) -> tuple[float, float, float, int
     neighbours on both sides only raise it), the end one the last ``k``. The end must be at
     least ``overfit_slow_ratio`` x the level at the minimum and above it by
     ``diverge_noise_z`` standard errors of two such medians, the point noise read on the log
-    of the loss (:func:`noise_sigma`, from first differences) and widened for its lag-1
-    autocorrelation around a smoothed curve (a running average, or a loss that follows the
-    data's order, moves in runs that a median does not average out).
-    The end must also stand within that many standard errors of the highest median of
+    of the loss (:func:`noise_sigma`, from first differences) and widened for its AR(1)
+    autocorrelation (:func:`_ar1_level_widening`: a running average, or a loss that follows
+    the data's order, moves in runs that a median does not average out). The end must also stand within that many standard errors of the highest median of
     ``k`` points after the minimum: a loss that jumped and is falling again (a warm restart
     whose rate is not logged, a spike that recovers) is not getting worse. ``start`` is the
     median of the first ``k``; ``None`` also for a run that had not fallen from it by the

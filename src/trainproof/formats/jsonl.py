@@ -237,6 +237,8 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
     idx = np.flatnonzero(finite)
     back = fs[1:] < fs[:-1]
     rewinds = idx[1:][back]  # record indices where the step goes back
+    # the index of the first loss at or after each record (n: none)
+    loss_rows = np.append(np.flatnonzero(np.isfinite(loss)), n)
     ep_m = aliases.resolve(keys).get("epoch")
     if ep_m is not None:
         # A step that goes back where the epoch rises counts within the epoch (OpenMMLab's
@@ -249,20 +251,17 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
             # A rewind within the epoch whose next loss comes only after the epoch rises
             # (OpenMMLab's validation row, whose ``iter`` counts validation batches) is
             # not judged by the next epoch's loss either.
-            first_loss = np.append(np.flatnonzero(np.isfinite(loss)), n)
-            first_loss = first_loss[np.searchsorted(first_loss, rewinds)]
+            first_loss = loss_rows[np.searchsorted(loss_rows, rewinds)]
             rise_next = np.append(rewinds[rises], n)
             rise_next = rise_next[np.searchsorted(rise_next, rewinds, side="right")]
             rewinds = rewinds[~rises & ~((rise_next <= first_loss) & (rise_next < n))]
     # A row with no loss whose step goes back while the next loss comes at a step past
     # every one before it (OpenMMLab's ``scalars.json``: its validation rows carry the
     # epoch as their step) is a row on another axis, not a restart.
-    has_loss = np.isfinite(loss)
     if rewinds.size:
         reached = np.fmax.accumulate(np.where(np.isfinite(steps), steps, -np.inf))
-        nxt = np.append(np.flatnonzero(has_loss), n)
-        nxt = nxt[np.searchsorted(nxt, rewinds)]
-        other_axis = ~has_loss[rewinds] & (nxt < n)
+        nxt = loss_rows[np.searchsorted(loss_rows, rewinds)]
+        other_axis = ~np.isfinite(loss[rewinds]) & (nxt < n)
         other_axis[other_axis] = steps[nxt[other_axis]] > reached[rewinds[other_axis] - 1]
         rewinds = rewinds[~other_axis]
     starts = [0]

@@ -421,6 +421,28 @@ def ar1_inflation(residuals: np.ndarray, cap: float = 0.9) -> tuple[float, float
     return rho, math.sqrt((1 + rho) / (1 - rho))
 
 
+def ar1_level_widening(y: np.ndarray, block: int) -> float:
+    """The factor by which :func:`noise_sigma` of ``y`` (``(n,)``, n >= 3) is widened to
+    give the noise of a level of many points, when ``y``'s noise is AR(1).
+
+    Under AR(1) noise of coefficient rho, first differences see sigma * sqrt(1 - rho), and
+    a median of k points moves like sigma * sqrt((1 + rho) / ((1 - rho) k)), so the factor
+    is sqrt(1 + rho) / (1 - rho). rho is read from the lag-1 autocorrelation r of the first
+    differences (r = -(1 - rho) / 2 for AR(1) noise), each difference taken from the median
+    of its block of ``block`` (a smooth fall or climb shifts the differences, not their
+    correlation), clipped to [0, 0.95]: 1 for independent noise, 2.4 at rho 0.5, 28 at 0.95
+    (a running average with a long window, a loss that follows the data's order)."""
+    d = np.diff(y)
+    meds, centres = block_medians(d, block)
+    d = d - np.interp(np.arange(d.size), centres, meds)
+    den = float(np.dot(d, d))
+    if d.size < 3 or den <= 0:
+        return 1.0
+    r = float(np.dot(d[1:], d[:-1])) / den
+    rho = min(max(1 + 2 * r, 0.0), 0.95)
+    return math.sqrt(1 + rho) / (1 - rho)
+
+
 def repeats_one_value(values: np.ndarray) -> bool:
     """Whether ``values`` (shape ``(n,)``, n >= 2) are one value repeated to the bit: a
     measurement that stopped being taken (a stale evaluation forward-filled, a frozen

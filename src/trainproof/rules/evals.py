@@ -13,6 +13,7 @@ from ._checkpoint import best_checkpoint
 from ._fmt import num, step, times
 from ._shared import lr_restart_after, objective_schedule
 from ._stats import (
+    ar1_level_widening,
     block_medians,
     curvature_noise_sigma,
     level_se,
@@ -405,28 +406,6 @@ def check_eval_diverge(ctx):
     )
 
 
-def _ar1_level_widening(y: np.ndarray, block: int) -> float:
-    """The factor by which :func:`noise_sigma` of ``y`` (``(n,)``, n >= 3) is widened to
-    give the noise of a level of many points, when ``y``'s noise is AR(1).
-
-    Under AR(1) noise of coefficient rho, first differences see sigma * sqrt(1 - rho), and
-    a median of k points moves like sigma * sqrt((1 + rho) / ((1 - rho) k)), so the factor
-    is sqrt(1 + rho) / (1 - rho). rho is read from the lag-1 autocorrelation r of the first
-    differences (r = -(1 - rho) / 2 for AR(1) noise), each difference taken from the median
-    of its block of ``block`` (a smooth fall or climb shifts the differences, not their
-    correlation), clipped to [0, 0.95]: 1 for independent noise, 2.4 at rho 0.5, 28 at 0.95
-    (a running average with a long window, a loss that follows the data's order)."""
-    d = np.diff(y)
-    meds, centres = block_medians(d, block)
-    d = d - np.interp(np.arange(d.size), centres, meds)
-    den = float(np.dot(d, d))
-    if d.size < 3 or den <= 0:
-        return 1.0
-    r = float(np.dot(d[1:], d[:-1])) / den
-    rho = min(max(1 + 2 * r, 0.0), 0.95)
-    return math.sqrt(1 + rho) / (1 - rho)
-
-
 def _train_gave_back(tr, best_step: float, th) -> tuple[float, float, float, int] | None:
     """``(train_at_best, train_end, start, k)`` when the train loss ``tr`` (finite,
     positive, at least :data:`TRAIN_NOISE_MIN_POINTS` points) ends worse than it stood at the
@@ -438,7 +417,7 @@ def _train_gave_back(tr, best_step: float, th) -> tuple[float, float, float, int
     least ``overfit_slow_ratio`` x the level at the minimum and above it by
     ``diverge_noise_z`` standard errors of two such medians, the point noise read on the log
     of the loss (:func:`noise_sigma`, from first differences) and widened for its AR(1)
-    autocorrelation (:func:`_ar1_level_widening`: a running average, or a loss that follows
+    autocorrelation (:func:`~trainproof.rules._stats.ar1_level_widening`: a running average, or a loss that follows
     the data's order, moves in runs that a median does not average out). The end must also stand within that many standard errors of the highest median of
     ``k`` points after the minimum: a loss that jumped and is falling again (a warm restart
     whose rate is not logged, a spike that recovers) is not getting worse. ``start`` is the
@@ -459,7 +438,7 @@ def _train_gave_back(tr, best_step: float, th) -> tuple[float, float, float, int
     if start <= at_best or end < th.overfit_slow_ratio * at_best:
         return None
     y = np.log(v)
-    widen = _ar1_level_widening(y, k)
+    widen = ar1_level_widening(y, k)
     gate = th.diverge_noise_z * math.sqrt(2) * level_se(noise_sigma(y) * widen, k)
     if math.log(end / at_best) <= gate:
         return None

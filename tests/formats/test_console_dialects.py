@@ -458,6 +458,87 @@ def timm() -> tuple[list[Unit], list]:
     return units, want
 
 
+def paddledet() -> tuple[list[Unit], list]:
+    # PaddleDetection: "Epoch: [e] [ i/N]" with a 0-based batch index; each evaluation prints
+    # "Eval iter: 0", the evaluation loop's batch counter, which is no train step.
+    units, want = [], []
+    for e in (0, 1, 2):
+        for i in (0, 50):
+            loss = round(2.4 - e / 2 - i / 100, 6)
+            units.append(
+                [
+                    f"[05/01 10:00:05] ppdet.engine INFO: Epoch: [{e}] [{i:3d}/100] learning_rate: 0.000100 "
+                    f"loss: {loss:.6f} loss_cls: 1.413704 eta: 0:05:00 batch_cost: 0.4981 data_cost: 0.0012 "
+                    f"ips: 32.1200 images/s, max_mem_reserved: 10123 MB\n"
+                ]
+            )
+            want.append(
+                (
+                    e * 100 + i + 1,
+                    {
+                        "learning_rate": 1e-4,
+                        "loss": loss,
+                        "loss_cls": 1.413704,
+                        "batch_cost": 0.4981,
+                        "data_cost": 0.0012,
+                        "ips": 32.12,
+                        "max_mem_reserved": 10123.0,
+                    },
+                )
+            )
+        units.append(
+            [
+                "[05/01 10:01:00] ppdet.utils.checkpoint INFO: Save checkpoint: output/ppyoloe_crn_l_300e_coco\n",
+                "[05/01 10:01:01] ppdet.engine INFO: Eval iter: 0\n",
+                "[05/01 10:01:02] ppdet.metrics.metrics INFO: Accumulating evaluatation results...\n",
+            ]
+        )
+    return units, want
+
+
+def _yolo(header: str, first_epoch: int, names: tuple[str, ...]) -> tuple[list[Unit], list]:
+    units, want = [], []
+    for e in range(first_epoch, first_epoch + 3):
+        frames = []
+        for b in range(1, 5):
+            losses = [round(0.9 / (e + 1) + 0.1 * k - b / 1000, 4) for k in range(3)]
+            cells = "".join(f"{v:>10}" for v in losses)
+            frames.append(
+                f"{e:>8}/9{'3.52G':>10}{cells}{232:>11}{640:>11}: {25 * b:3d}%|{'#' * b}{' ' * (4 - b)}| "
+                f"{b}/4 [00:0{b}<00:00,  1.45it/s]"
+            )
+        units.append(
+            [
+                f"\n{header}\n",
+                "\r".join(frames) + "\n",
+                "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): "
+                "100%|####| 4/4 [00:01<00:00,  3.2it/s]\n",
+                "                   all        128        929      0.64      0.537      0.605      0.446\n",
+            ]
+        )
+        want.append((e, {**dict(zip(names, losses)), names[3]: 232.0, names[4]: 640.0}))
+    return units, want
+
+
+def yolov8() -> tuple[list[Unit], list]:
+    # Ultralytics YOLOv8: the header before each epoch, the epoch's bar redrawn with a
+    # carriage return (each frame the epoch's running mean losses), then its validation.
+    return _yolo(
+        "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size",
+        1,
+        ("box_loss", "cls_loss", "dfl_loss", "instances", "size"),
+    )
+
+
+def yolov5_v6() -> tuple[list[Unit], list]:
+    # YOLOv5 before v7 counts epochs from 0 and heads its loss columns "box obj cls".
+    return _yolo(
+        "     Epoch   gpu_mem       box       obj       cls    labels  img_size",
+        0,
+        ("box_loss", "obj_loss", "cls_loss", "labels", "img_size"),
+    )
+
+
 def marian() -> tuple[list[Unit], list]:
     units, want = [], []
     for k in range(1, 5):
@@ -618,6 +699,9 @@ DIALECTS = {
         fairseq_json,
         marian,
         megatron,
+        paddledet,
+        yolov8,
+        yolov5_v6,
         timm,
         torchtune,
         mmengine,

@@ -477,6 +477,12 @@ _TIMM_TRAIN = re.compile(r"(?:^|[\s\]])Train:\s*(\d+)\s*\[\s*(\d+)/(\d+)\s*\(\s*
 _BRACKET_STEP = re.compile(r"(?:^|\s)\[\s*(\d+)\s*\]\s*$")
 #: The header of a table of blank-separated columns (fastai): names only, at least three.
 _WS_HEADER = re.compile(r"[A-Za-z_]\w*(?:[ \t]+[A-Za-z_]\w*){2,15}")
+#: A frame of YOLOv5/YOLOv8's epoch bar under such a header (``Epoch GPU_mem box_loss …
+#: Size``): ``  3/30  3.52G  1.31  3.02  1.51  232  640:  45%|███ | 9/20 [...]``, the epoch
+#: (of the total) and the other columns up to the colon before the bar.
+_YOLO_ROW = re.compile(r"\s*(\d+)/\d+\s+([^:|\n]{1,200}?):\s+\d+%\|")
+#: YOLOv5 before v7 heads its loss columns ``box obj cls`` (``labels img_size`` after them).
+_YOLO_V5_LOSSES = {"box": "box_loss", "obj": "obj_loss", "cls": "cls_loss", "total": "loss"}
 #: torchtune's progress-bar description, ``1|25|Loss: 1.5432:   4%|▍ | 25/600 […]``: the epoch
 #: and the global step, right before the first metric.
 _EPOCH_GLOBAL = re.compile(r"(?<![\w.|])(\d+)\|(\d+)\|\s*$")
@@ -513,6 +519,12 @@ def _parse(line: str) -> _Parsed | None:
                 p.counter, p.counter_total = pr.value, pr.total
         elif not pr.key.startswith("best"):
             metrics.append(pr)
+    if not metrics and mm is None and pairs and (p.counter is not None or p.glob is not None):
+        # A step with nothing else on its line, named by an evaluation word (PaddleDetection's
+        # "Eval iter: 0" at each evaluation), counts the evaluation loop's batches: no train
+        # step, so it neither opens a block nor reads as a restart.
+        if _EVAL_MARK.search(line, 0, pairs[0].end) or _TEST_MARK.search(line, 0, pairs[0].end):
+            return None
     mode = None
     if mm is None and pm is None and p.counter is None and p.glob is None and metrics and "Train:" in line:
         # timm's "Train: 3 [ 100/1251 (  8%)]  Loss: …": its "Train: 3" pair is the epoch,
@@ -1012,17 +1024,21 @@ class _Machine:
         epoch (fastai's ``epoch  train_loss  valid_loss  accuracy  time``); True when the
         line was one. A row has as many fields as the header and an integer epoch; a field
         that is no number (its ``00:01`` time, ``#na#``) is left out."""
+        yolo = _YOLO_ROW.match(line)
         # a progress bar's frame may be glued in front (no line end after its \r)
-        s = line.rsplit("]", 1)[-1].strip()
+        s = line.rsplit("]", 1)[-1].strip() if yolo is None else ""
         if _WS_HEADER.fullmatch(s):
             names = [_norm(t) for t in s.split()]
+            if names[0] in _EPOCH_WORDS and "gpu_mem" in names:
+                names = [_YOLO_V5_LOSSES.get(n, n) for n in names]
             if names[0] in _EPOCH_WORDS and any(_is_loss(n) for n in names[1:]):
+                self._flush_bar()
                 self.ws_header = names
                 return True
             return False
         if self.ws_header is None:
             return False
-        fields = s.split()
+        fields = s.split() if yolo is None else [yolo.group(1), *yolo.group(2).split()]
         if len(fields) != len(self.ws_header) or not fields[0].isdigit():
             return False
         values: dict[str, float] = {}
@@ -1031,12 +1047,23 @@ class _Machine:
                 values[name] = float(f)
             except ValueError:
                 continue
-        if any(_is_loss(k) for k in values):
+        if not any(_is_loss(k) for k in values):
+            return True
+        if yolo is None:
             self._emit(float(fields[0]), values, lineno)
+            return True
+        # Each frame of the epoch's bar prints the epoch's running mean losses: the last
+        # frame of an epoch holds its values, kept as a bar frame until the epoch moves on.
+        step = float(fields[0])
+        if self.bar_frame is not None and self.bar_frame[0] != step:
+            self._flush_bar()
+        p = _Parsed()
+        p.epoch, p.values = step, values
+        self.bar_frame = (step, values, lineno, p)
         return True
 
     def feed(self, line: str, lineno: int) -> None:
-        if (self.ws_header is not None or "epoch" in line) and self._ws_table(line, lineno):
+        if (self.ws_header is not None or "epoch" in line or "Epoch" in line) and self._ws_table(line, lineno):
             return
         if self.table is None and not _triggered(line):
             return

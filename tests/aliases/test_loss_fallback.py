@@ -49,6 +49,10 @@ def test_words_split_at_separators_and_case_changes() -> None:
         "Cost",
         "current_loss",
         "nll",
+        "xent",
+        "cross-entropy",
+        "Train-cross-entropy",
+        "categorical_crossentropy",
     ],
 )
 def test_loss_names_are_candidates(key: str) -> None:
@@ -77,6 +81,9 @@ def test_loss_names_are_candidates(key: str) -> None:
         "train_rmse",
         "eval_wer",
         "timestamp",
+        "entropy",
+        "policy_entropy",
+        "cross_entropy_weight",
     ],
 )
 def test_never_a_loss(key: str) -> None:

@@ -154,3 +154,52 @@ def test_a_real_keras_history_saved_with_json_dump_is_judged(tmp_path):
     assert run.format == "columns" and len(run.series["loss"]) == 12
     assert list(run.series["loss"].values) == pytest.approx(hist.history["loss"])
     assert api.judge(p).verdict is not Level.FAIL
+
+
+def chainer_log(n: int = 20, nan_from: int | None = None) -> list[dict]:
+    """Chainer's LogReport file: one object per report (every epoch of 32 iterations)."""
+    rows = []
+    for e in range(1, n + 1):
+        loss = 2.0 * math.exp(-e / 6) + 0.1 + 0.01 * ((e * 7) % 3)
+        if nan_from is not None and e >= nan_from:
+            loss = float("nan")
+        rows.append(
+            {
+                "main/loss": loss,
+                "main/accuracy": 0.9,
+                "validation/main/loss": loss + 0.05,
+                "epoch": e,
+                "iteration": 32 * e,
+                "elapsed_time": 1.9 * e,
+            }
+        )
+    return rows
+
+
+def test_chainer_logreport_an_array_of_records_is_read_and_found_by_doctor(tmp_path):
+    result = tmp_path / "result"
+    result.mkdir()
+    (result / "log").write_text(json.dumps(chainer_log(), indent=4))
+    assert detect(result / "log").name == "columns"
+    rl = api.read_runlog(result / "log")
+    assert rl.series["loss"].key == "main/loss" and rl.series["eval_loss"].key == "validation/main/loss"
+    assert rl.series["loss"].steps.tolist() == [32.0 * e for e in range(1, 21)]
+    reports, _ = api.doctor(tmp_path)
+    assert [os.path.basename(r.file) for r in reports] == ["log"] and reports[0].verdict is Level.PASS
+    # json.dump writes NaN as a bare token: a run whose loss turns NaN fails
+    (result / "log").write_text(json.dumps(chainer_log(nan_from=12), indent=4))
+    assert "TP-NAN" in api.judge(result / "log").ids()
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        [{"text": "a sentence", "label": 1}, {"text": "another", "label": 0}],  # data examples: no loss key
+        [{"loss": 0.5, "step": 1}, 3],  # an element that is no object
+    ],
+)
+def test_an_array_that_holds_no_metric_records_is_not_a_log(tmp_path, doc):
+    p = tmp_path / "data.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(NotALog):
+        list(columns.read(p, ReadState()))

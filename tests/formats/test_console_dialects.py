@@ -391,13 +391,15 @@ def fairseq_json() -> tuple[list[Unit], list]:
 def deepspeed_cifar() -> tuple[list[Unit], list]:
     # The PyTorch CIFAR-10 tutorial's print under DeepSpeed: the script's "[epoch, batch]
     # loss" lines are the records; DeepSpeed's own lines (its logger tag after the level,
-    # its step counter, epochs from 0) neither step nor split the run.
+    # its step counter, epochs from 0) neither step nor split the run, and their values at
+    # the step just logged join its record.
     units, want = [], []
+    ds = {"skipped": 0.0, "running_avg_samples_per_sec": 3512.44, "curr_samples_per_sec": 3601.2}
     for e in (1, 2):
         for b in (20, 40, 60):
             loss = round(2.0 - e / 4 - b / 200, 3)
             units.append([f"[{e:2d}, {b:5d}] loss: {loss:6.3f}\n"])
-            want.append(((e - 1) * 60 + b, {"loss": loss}))
+            want.append(((e - 1) * 60 + b, {"loss": loss, **(ds if b == 40 else {})}))
             if b == 40:
                 g = (e - 1) * 60 + b
                 units.append(
@@ -677,6 +679,128 @@ def hf_dicts_in_logging() -> tuple[list[Unit], list]:
     return units, want
 
 
+def accelerate_examples() -> tuple[list[Unit], list]:
+    # Accelerate's complete_nlp_example: "epoch N:" and a dict of numbers whose first key
+    # is no HF key; with no 'step' in it, its steps are log rows.
+    units, want = [], []
+    for e in range(4):
+        d = {"accuracy": round(0.5 + e / 10, 4), "f1": 0.61, "train_loss": round(1.9 - e / 5, 4), "epoch": e}
+        units.append([f"epoch {e}: {d}\n"])
+        want.append((float(e + 1), {k: float(v) for k, v in d.items()}))
+    return units, want
+
+
+def caffe() -> tuple[list[Unit], list]:
+    # Caffe's solver: the loss on the iteration's line, its learning rate on a line of its
+    # own at the same iteration (joined to that step's record), the train net's outputs in
+    # between, and a test pass opened by "Iteration N, Testing net" (its outputs, prose
+    # around their values, are not read).
+    g = "I0412 10:00:00.334865 12345 "
+    units, want = [], []
+    for it in (0, 20, 40, 60):
+        loss = round(2.4 - it / 100, 5)
+        units.append(
+            [
+                f"{g}solver.cpp:218] Iteration {it} (2.98627 iter/s, 1.73s/20 iters), loss = {loss}\n",
+                f"{g}solver.cpp:237]     Train net output #0: loss = {loss} (* 1 = {loss} loss)\n",
+                f"{g}sgd_solver.cpp:105] Iteration {it}, lr = 0.01\n",
+            ]
+        )
+        want.append((it, {"loss": loss, "lr": 0.01}))
+    units.append(
+        [
+            f"{g}solver.cpp:330] Iteration 80, Testing net (#0)\n",
+            f"{g}solver.cpp:397]     Test net output #0: accuracy = 0.8\n",
+            f"{g}solver.cpp:397]     Test net output #1: loss = 1.6 (* 1 = 1.6 loss)\n",
+            f"{g}solver.cpp:218] Iteration 80 (2.98627 iter/s, 1.73s/20 iters), loss = 1.5\n",
+            f"{g}sgd_solver.cpp:105] Iteration 80, lr = 0.01\n",
+        ]
+    )
+    want.append((80, {"loss": 1.5, "lr": 0.01}))
+    return units, want
+
+
+def tf_estimator() -> tuple[list[Unit], list]:
+    # TF1 Estimator: "loss = …, step = …" while training; its evaluation's results line
+    # ("Saving dict for global step N: …") holds the eval loss, not a train loss.
+    units, want = [], []
+    for st_ in range(0, 400, 100):
+        loss = round(2.3 - st_ / 200, 6)
+        tail = "" if st_ == 0 else " (0.340 sec)"
+        units.append(
+            [f"INFO:tensorflow:loss = {loss}, step = {st_}{tail}\n", "INFO:tensorflow:global_step/sec: 314.5\n"]
+        )
+        want.append((st_, {"loss": loss}))
+    units.append(
+        [
+            "INFO:tensorflow:Starting evaluation at 2024-05-01T10:00:15Z\n",
+            "INFO:tensorflow:Saving dict for global step 400: accuracy = 0.8476562, global_step = 400, "
+            "loss = 0.3879616\n",
+        ]
+    )
+    want.append((400, {"val_accuracy": 0.8476562, "val_loss": 0.3879616}))
+    return units, want
+
+
+def mxnet_module() -> tuple[list[Unit], list]:
+    # MXNet Module.fit's Speedometer: "Batch [a-b]" counts the batches done up to b in the
+    # epoch; its metric is "cross-entropy" (a loss by name); the epoch's train and
+    # validation means follow on lines of their own.
+    units, want = [], []
+    for e in (0, 1):
+        for b in (10, 20, 30):
+            ce = round(2.3 - e / 2 - b / 100, 6)
+            units.append(
+                [f"INFO:root:Epoch[{e}] Batch [{b - 10}-{b}]\tSpeed: 27792.87 samples/sec\tcross-entropy={ce:f}\n"]
+            )
+            want.append((e * 30 + b, {"speed": 27792.87, "cross_entropy": ce}))
+        units.append([f"INFO:root:Epoch[{e}] Validation-cross-entropy=1.809781\n"])
+        want.append((e * 30 + 30, {"validation_cross_entropy": 1.809781}))
+    return units, want
+
+
+def hf_dicts_numpy_scalars() -> tuple[list[Unit], list]:
+    # sentence-transformers v3 (HF Trainer) prints its evaluator's scores as numpy 2 reprs
+    # inside the eval dict: each is its number, and the row is read whole.
+    units, want = [], []
+    for i in range(1, 4):
+        units.append([f"{{'loss': {1.5 - i / 10:.4f}, 'grad_norm': 2.5, 'learning_rate': 2e-05, 'epoch': {i / 2}}}\n"])
+        want.append(
+            (float(i), {"loss": round(1.5 - i / 10, 4), "grad_norm": 2.5, "learning_rate": 2e-05, "epoch": i / 2})
+        )
+        units.append(
+            [
+                f"{{'eval_loss': 0.05{i}, 'eval_sts-dev_pearson_cosine': np.float32(0.68{i}), "
+                f"'eval_sts-dev_spearman_cosine': np.float64(0.75{i}), 'epoch': {i / 2}}}\n"
+            ]
+        )
+        want.append(
+            (
+                float(i),
+                {
+                    "eval_loss": float(f"0.05{i}"),
+                    "eval_sts-dev_pearson_cosine": float(f"0.68{i}"),
+                    "eval_sts-dev_spearman_cosine": float(f"0.75{i}"),
+                    "epoch": i / 2,
+                },
+            )
+        )
+    return units, want
+
+
+def pytorch_examples_mnist() -> tuple[list[Unit], list]:
+    # pytorch/examples' MNIST: "Train Epoch: e [samples done/epoch's samples (pct%)]", the
+    # samples done counted on across epochs (the first line of an epoch at 0 included).
+    units, want = [], []
+    for e in (1, 2):
+        for n in (0, 640, 1280):
+            loss = round(2.3 - e / 2 - n / 2000, 6)
+            units.append([f"Train Epoch: {e} [{n}/12800 ({100 * n // 12800}%)]\tLoss: {loss:.6f}\n"])
+            want.append(((e - 1) * 12800 + n, {"loss": loss}))
+        units.append(["\nTest set: Average loss: 0.1310, Accuracy: 1915/2000 (96%)\n\n"])
+    return units, want
+
+
 DIALECTS = {
     f.__name__: f
     for f in (
@@ -712,6 +836,12 @@ DIALECTS = {
         hand_rolled,
         split_names,
         hf_dicts_in_logging,
+        accelerate_examples,
+        caffe,
+        tf_estimator,
+        mxnet_module,
+        hf_dicts_numpy_scalars,
+        pytorch_examples_mnist,
     )
 }
 
@@ -850,6 +980,19 @@ def test_lines_without_a_step_or_a_loss_are_no_records(tmp_path: Path) -> None:
         "Epoch 3/3 | Loss: 0.7\n"
     )
     assert records(p) == [(1, {"loss": 0.9}), (3, {"loss": 0.7})]
+
+
+def test_a_printed_dict_of_settings_is_no_record(tmp_path: Path) -> None:
+    # Numbers alone under loss-like names, but no epoch or step head before the dict, or a
+    # value that is no number: a configuration, not a logged point.
+    p = tmp_path / "train.log"
+    p.write_text(
+        "{'lambda_loss': 0.5, 'lr': 0.001, 'loss_weight': 1.0}\n"
+        "epoch 0: {'loss_type': 'ce', 'lr': 0.1}\n"
+        "epoch 0: {'accuracy': 0.5, 'train_loss': 1.9}\n"
+        "epoch 1: {'accuracy': 0.6, 'train_loss': 1.7}\n"
+    )
+    assert records(p) == [(1.0, {"accuracy": 0.5, "train_loss": 1.9}), (2.0, {"accuracy": 0.6, "train_loss": 1.7})]
 
 
 def test_a_capture_with_no_training_line_is_not_a_log(tmp_path: Path) -> None:

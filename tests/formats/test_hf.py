@@ -471,6 +471,11 @@ def test_top_level_not_an_object(tmp_path: Path, text: str) -> None:
     assert not hf.sniff(p, text)
     with pytest.raises(ReadError):
         read_runlog(p, "hf")
+    if text.startswith("["):
+        # an array of record objects is a log of its own kind (Chainer's LogReport), whatever
+        # the file's name
+        assert read_runlog(p).format == "columns"
+        return
     with pytest.raises(ReadError):
         read_runlog(p)
 

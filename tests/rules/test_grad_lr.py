@@ -604,3 +604,28 @@ def test_a_zero_rate_with_a_loss_that_does_not_fall_still_fails(seed):
     cols = _lr_zero_run(n, seed, 0.0, noise=float(rng.uniform(0.005, 0.3)), phi=float(rng.choice([0.0, 0.5, 0.85])))
     rep = judge(**cols)
     assert "TP-ZERO-LR" in rep.ids() and "TP-ZERO-LR-LEARNING" not in rep.ids()
+
+
+def _scaled_run(ls: list[float]) -> dict:
+    n = len(ls)
+    return {"loss": [3.0 * math.exp(-i / (n / 3)) + 1.0 for i in range(n)], "loss_scale": ls}
+
+
+@pytest.mark.parametrize("start", [2.0**32, 2.0**16])
+def test_a_scalers_start_up_search_is_no_collapse(start: float) -> None:
+    # Megatron/DeepSpeed start at 2^32, GradScaler at 2^16, and halve at each first step
+    # until one fits; then the scale holds and doubles back now and then.
+    search = [start / 2**k for k in range(16)]
+    rest = [search[-1] * (2 if 40 <= i < 70 else 1) for i in range(184)]
+    ids = judge(**_scaled_run(search + rest)).ids()
+    assert "TP-LOSS-SCALE-COLLAPSE" not in ids, ids
+
+
+def test_a_collapse_after_the_search_and_a_run_long_fall_are_still_collapses() -> None:
+    search = [2.0**32 / 2**k for k in range(16)]
+    settled = [2.0**17] * 100
+    collapse = [2.0**17 / 2 ** min(i // 4, 14) for i in range(84)]
+    assert "TP-LOSS-SCALE-COLLAPSE" in judge(**_scaled_run(search + settled + collapse)).ids()
+    # a fall at every point of the run is no start-up search
+    fall = [2.0**16 / 2 ** (i // 10) for i in range(200)]
+    assert "TP-LOSS-SCALE-COLLAPSE" in judge(**_scaled_run(fall)).ids()

@@ -57,8 +57,10 @@ from collections.abc import Iterable
 from .runs import is_band
 from .vocabulary import key_words, words
 
-#: Words that name a loss. A word ending in ``loss`` (``logloss``, ``bceloss``) is one too.
-LOSS_WORDS = frozenset({"loss", "losses", "cost", "nll", "elbo", "mse"})
+#: Words that name a loss. A word ending in ``loss`` (``logloss``, ``bceloss``) is one too,
+#: and so are the words ``cross entropy`` together (MXNet's ``cross-entropy`` metric):
+#: OpenNMT-py prints its train loss as ``xent``, Keras' metric as ``crossentropy``.
+LOSS_WORDS = frozenset({"loss", "losses", "cost", "nll", "elbo", "mse", "xent", "crossentropy"})
 
 #: Words that make a key something other than a loss even when it has a loss word: an
 #: accuracy, a learning rate, a count, a time, the mixed-precision scale, a gradient norm,
@@ -155,9 +157,13 @@ TOTAL_WORDS = frozenset(
 )
 
 #: Words that name what kind of loss it is (cross-entropy, NLL, a regression error), not a
-#: part of it: ``train/CrossEntropyLoss`` and ``val/rmse_loss`` are totals.
+#: part of it: ``train/CrossEntropyLoss``, ``val/rmse_loss`` and Keras'
+#: ``sparse_categorical_crossentropy`` are totals.
 LOSS_KIND_WORDS = frozenset(
-    {"ce", "bce", "xent", "crossentropy", "nll", "mse", "rmse", "mae", "l1", "l2", "huber", "ctc", "lm", "mlm", "clm"}
+    {
+        *("ce", "bce", "xent", "crossentropy", "nll", "mse", "rmse", "mae", "l1", "l2", "huber", "ctc"),
+        *("lm", "mlm", "clm", "binary", "categorical", "sparse"),
+    }
 )
 
 _STEP_WORDS = key_words("step")
@@ -209,7 +215,8 @@ def loss_candidate(raw: str) -> dict | None:
     if is_band(raw):
         return None
     ws = words(raw)
-    if not any(_is_loss_word(w) for w in ws) or any(w in NOT_LOSS_WORDS for w in ws):
+    named = any(_is_loss_word(w) for w in ws) or any(a == "cross" and b == "entropy" for a, b in zip(ws, ws[1:]))
+    if not named or any(w in NOT_LOSS_WORDS for w in ws):
         return None
     wset = set(ws)
     split = "eval" if wset & EVAL_WORDS else "train" if wset & TRAIN_WORDS else "unmarked"

@@ -107,6 +107,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "TrainIterStats/current_lr",
         "TrainIterStats/current_lr_1",
         "re:lr-.+",  # Lightning LearningRateMonitor: lr-<OptimizerName>
+        "charts/learning_rate",  # CleanRL
+        # RLlib's learner statistics, nested under the policy's name: the old API's
+        # cur_lr, the new API's rate of its default optimizer.
+        "re:.+/learner_stats/cur_lr",
+        "re:.+/default_optimizer_learning_rate",
     ),
     "grad_norm": (
         "grad_norm",
@@ -146,7 +151,16 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "rollout/ep_rew_mean",
         "ep_rew_mean",
         "episode_reward_mean",
+        # RLlib: the old API's mean episode reward (also under sampler_results/), the new
+        # API's mean return under env_runners/; CleanRL's charts/episodic_return. Another
+        # namespace (one agent's of several) is no run's reward to guess.
+        "episode_return_mean",
+        "sampler_results/episode_reward_mean",
+        "env_runners/episode_return_mean",
+        "charts/episodic_return",
+        "episodic_return",
         "mean_reward",
+        "rew",  # Tianshou's progress bar: the mean return of the episodes collected
         # OpenAI baselines: return_history is the mean of the last 100 episodes,
         # return the mean of every episode since the start (it lags), so the first.
         "rollout/return_history",
@@ -161,9 +175,13 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "train_return",
         "mean_return",
         "average_return",
+        "train/averagereturns",  # Dopamine's summaries: the mean return per iteration
         "eval_return",
         "eval/return",
         "evaluation/return",
+        "eval/averagereturns",
+        "eval/mean_reward",  # Stable-Baselines3's EvalCallback
+        "test_reward",
         "train/rewards/margins",
         "rewards/margins",
     ),

@@ -9,6 +9,11 @@ positions of the lists, epochs of a Keras history. Each row's values are read as
 lines record's are (:func:`~trainproof.formats._values.flatten_numeric`): a ``null`` is a
 hole, a value that is no number is absent.
 
+A JSON array of record objects is read here too, one record per object in order: Chainer's
+``LogReport`` file (``result/log``: ``[{"main/loss": 2.3, "epoch": 1, "iteration": 100,
+…}, …]``), pandas' ``to_json(orient="records")``, a hand-rolled ``json.dump`` of a list of
+dicts. Its step is the step key the objects hold (``iteration``), else the position.
+
 What the format is not, so that a folder's other JSON files are not taken for a log: a
 document whose columns differ in length, one with no column that names a loss (a model
 config with list-valued fields, a tokenizer's vocabulary), and one larger than
@@ -27,7 +32,10 @@ from ._io import NotALog, ReadError, open_binary
 from ._values import JSON, as_step, flatten_numeric
 
 name = "columns"
-description = "JSON object of metric columns (Keras History.history via json.dump, pandas DataFrame.to_json)"
+description = (
+    "JSON object of metric columns (Keras History.history via json.dump, pandas DataFrame.to_json), "
+    "or a JSON array of record objects (Chainer's LogReport)"
+)
 #: Names only its writer uses: none (people name the file themselves).
 file_names = ()
 #: Suffixes its logs have.
@@ -40,15 +48,23 @@ preference = 5
 #: A finding's line is a record's position, not a line of the file.
 line_anchors = False
 
+
+def log_name(name: str) -> bool:
+    """``doctor``'s walk also looks at a file named ``log`` with no extension: the name
+    Chainer's ``LogReport`` gives its JSON array of records (``result/log``)."""
+    return name == "log"
+
+
 #: The largest document read (bytes): a Keras history of 100,000 epochs and ten metrics is
 #: about 20 MB; the document is parsed whole, so the cap bounds the memory it takes.
 MAX_BYTES = 64 << 20
 
 #: The start of such a document: an object whose first value is a list, or a pandas
 #: column (an object keyed by the row index, ``"0"`` first).
-_START = re.compile(r'\A\s*\{\s*"(?:[^"\\]|\\.)*"\s*:\s*(?:\[|\{\s*"0"\s*:)')
+_START = re.compile(r'\A\s*(?:\{\s*"(?:[^"\\]|\\.)*"\s*:\s*(?:\[|\{\s*"0"\s*:)|\[\s*\{\s*"[^"\n]{1,200}"\s*:)')
 
 STEPS_NOTE = "steps are the positions in the lists (epochs of a Keras history), not training steps"
+RECORDS_NOTE = "steps are the positions of the records in the array (no step key), not training steps"
 
 
 def sniff(path: Path, head: str) -> bool:
@@ -89,6 +105,9 @@ def read(path: Path, state) -> Iterator[Record]:
         doc = JSON.decode(raw.decode("utf-8-sig"))
     except (ValueError, UnicodeDecodeError):
         raise NotALog("not a JSON document") from None
+    if isinstance(doc, list):
+        yield from _records(doc, state)
+        return
     if not isinstance(doc, dict) or not doc:
         raise NotALog("not a JSON object of metric columns")
     columns: dict[str, list] = {}
@@ -111,5 +130,31 @@ def read(path: Path, state) -> Iterator[Record]:
         # integers as floats, null and missing-value words as holes
         holes: list[str] = []
         values = flatten_numeric({key: col[i] for key, col in columns.items()}, holes=holes)
+        step = as_step(values.pop(step_key, None)) if step_key is not None else float(i + 1)
+        yield Record(step, values, i + 1, tuple(h for h in holes if h != step_key))
+
+
+def _records(doc: list, state) -> Iterator[Record]:
+    """The records of a JSON array of objects (see the module doc).
+
+    Raises:
+        NotALog: an element is no object, or no key of any object names a loss (a list of
+            data examples or of settings).
+    """
+    rows: list[tuple[dict, list[str]]] = []
+    keys: dict[str, None] = {}
+    for row in doc:
+        if not isinstance(row, dict):
+            raise NotALog("not a JSON array of record objects: an element is no object")
+        holes: list[str] = []
+        values = flatten_numeric(row, holes=holes)
+        rows.append((values, holes))
+        keys.update(dict.fromkeys(values))
+    if not any(aliases.loss_candidate(k) is not None for k in keys):
+        raise NotALog("not a JSON array of metric records: no key names a loss")
+    step_key = aliases.step_key(keys)
+    if step_key is None:
+        state.notes.append(RECORDS_NOTE)
+    for i, (values, holes) in enumerate(rows):
         step = as_step(values.pop(step_key, None)) if step_key is not None else float(i + 1)
         yield Record(step, values, i + 1, tuple(h for h in holes if h != step_key))

@@ -110,6 +110,18 @@ preference = 6
 line_anchors = True
 
 _DICT = re.compile(r"\{'(?:loss|eval_[A-Za-z0-9_]+|train_runtime|learning_rate|grad_norm|epoch)'\s*:[^{}]*\}")
+#: Any flat Python dict with a quoted first key (see :func:`_dict_matches`).
+_PY_DICT = re.compile(r"\{'[A-Za-z_][\w/.-]*'\s*:[^{}]*\}")
+_DICT_KEYS = re.compile(r"""(?:'[^'\\\n]*'|"[^"\\\n]*")[ \t]*:""")
+
+
+def _numbers_only(text: str) -> bool:
+    """Whether every value of the printed dict ``text`` is a number (``nan``/``inf`` and
+    ``tensor(…)`` reprs included): a dict of metrics, not of settings."""
+    values = _dict_values(text)
+    return bool(values) and len(values) == len(_DICT_KEYS.findall(text))
+
+
 #: A JSON dict logged after a record prefix (fairseq's ``--log-format json``: ``… | INFO |
 #: train_inner | {"epoch": 1, "update": 0.17, "loss": "2.875", …, "num_updates": "10"}``):
 #: read as an HF dict is, when one of its keys names a loss.
@@ -126,10 +138,19 @@ def _dict_step_key(key: str) -> bool:
 
 
 def _dict_matches(line: str):
-    """The logged dicts of ``line``: HF's Python literals, and JSON dicts with a loss key
-    (a JSON dict of settings alone, a printed configuration, is none)."""
+    """The logged dicts of ``line``: HF's Python literals, other Python dicts of numbers
+    alone with a loss key after an epoch or step head (Accelerate's examples print ``epoch
+    0: {'accuracy': 0.58, 'train_loss': 1.93, 'epoch': 0}``), and JSON dicts with a loss key
+    (a dict of settings alone, a printed configuration, is none)."""
     if "{'" in line:
-        yield from _DICT.finditer(line)
+        end = 0
+        for m in _DICT.finditer(line):
+            end = m.end()
+            yield m
+        if end == 0 and "loss" in line:
+            for m in _PY_DICT.finditer(line):
+                if "loss" in m.group(0) and _DICT_HEAD.search(line, 0, m.start()) and _numbers_only(m.group(0)):
+                    yield m
     if '{"' in line:
         for m in _JSON_DICT.finditer(line):
             if "loss" in m.group(0):
@@ -137,8 +158,13 @@ def _dict_matches(line: str):
 
 
 #: ``str(tensor)`` in a printed dict (``'loss': tensor(0.53, device='cuda:0',
-#: grad_fn=<NllLossBackward0>)``): the value is its first argument.
-_TENSOR = re.compile(r"tensor\(\s*([-+]?[\w.]{1,40})\s*(?:,[^(){}]{0,200})?\)")
+#: grad_fn=<NllLossBackward0>)``), numpy 2's ``np.float32(0.53)`` (sentence-transformers'
+#: evaluator dicts) and ``tf.Tensor(0.53, shape=(), dtype=float32)``: the value is its first
+#: argument.
+_TENSOR = re.compile(
+    r"(?:tensor|tf\.Tensor|(?:np|numpy)\.(?:float|int|uint)(?:8|16|32|64)?)\(\s*([-+]?[\w.]{1,40})\s*"
+    r"(?:,(?:[^(){}]|\(\)){0,200})?\)"
+)
 _BARE = re.compile(r"(?<=[:\[,\s])(-?inf|nan)(?=\s*[,}\]])")
 
 # --------------------------------------------------------------------------- the tokenizer
@@ -165,6 +191,8 @@ _PAIR = re.compile(
     rf"(?<![\w./-])(?P<name>{_WORD}(?: {_NAME_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
     rf"(?:tensor\(\s*)?(?P<num>{_NUM})(?!\.?\d|,\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
 )
+#: The rest of a bracketed range after its first number (``-20]`` of ``Batch [10-20]``).
+_BATCH_RANGE = re.compile(r"-(\d{1,12})\s*\]")
 #: A number whose comma can only be a decimal one: ``0,5``, or not three digits after it.
 _DECIMAL_COMMA = re.compile(r"(?<![\d.,])(?:[-+]?0,\d+|\d+,(?:\d{1,2}|\d{4,}))(?![\d.,])")
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
@@ -196,12 +224,18 @@ def _mark(words: frozenset[str]) -> re.Pattern:
 _EVAL_MARK = _mark(console_words("eval"))
 _TEST_MARK = _mark(console_words("test"))
 _ACC = re.compile(r"acc", re.I)
+#: TF Estimator's line of evaluation results, ``Saving dict for global step 1000: accuracy =
+#: 0.85, global_step = 1000, loss = 0.388``: its loss is the eval loss.
+_TF_EVAL_RESULT = re.compile(r"Saving dict for global step")
 # A tqdm bar's position: ``45%|████ | 45/100``; the bar is bounded so a line of pipes
 # cannot make the search long.
 _TQDM = re.compile(r"(?<![\d.])\d+%\|[^|\n]{0,400}\|\s*(\d+)/(\d+)")
 # Between a bar's position and the first metric of its postfix: the bracket opened, not closed.
 _POSTFIX_OPEN = re.compile(r"\s*\[[^\]\n]*")
 _BATCHES = re.compile(r"(?<![\w.])(\d+)\s*/\s*(\d+)\s+(?:batches|batch|steps|iters|iterations)\b", re.I)
+#: The PyTorch MNIST example's position right after the epoch, ``Train Epoch: 1 [640/60000
+#: (1%)]``: the samples done in the epoch of its total.
+_DONE_OF = re.compile(r"\s*\[\s*(\d+)\s*/\s*(\d+)\s*\(\s*\d+(?:\.\d+)?%\)\s*\]")
 # mmengine: ``Epoch(train) [1][50/500]``, ``Iter(train) [50/1000]``.
 _MMENGINE = re.compile(
     r"\b(Epoch|Iter)\((train|val|test)\)\s*\[\s*(\d+)(?:\s*/\s*(\d+))?\s*\]"
@@ -229,6 +263,9 @@ _LOG_PREFIX = re.compile(
     r"(?:\[[\w.-]{1,100}\.py:\d+(?::\w{1,100})?\]\s*)?(?:\[Rank \d+\]\s*)?"
     r"|^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[^\]\s]{1,200}\]\s?"
 )
+#: A tqdm frame at a line's start, up to the end of its bracket (``Map:  45%|████▌ |
+#: 4500/10000 [00:01<00:01, 4410.12 examples/s]``).
+_GLUED_BAR = re.compile(r"[^|\n]{0,200}?\d+%\|[^|\n]{0,400}\|[^\[\n]{0,100}\[[^\]\n]{0,200}\]")
 # An assignment whose value is no number (``None``, ``True``, a quoted string, a nested
 # ``Config(``): a configuration or argument dump (``TrainConfig(...)``, ``Namespace(...)``),
 # whose numbers (``global_train_batch_size=512``, ``auxiliary_loss_multiplier=1e-4``) are
@@ -247,6 +284,12 @@ _OWN_LINE = re.compile(r"^(?:trainproof(?: \(rank \d+\))?: |\s*(?:PASS|INFO|WARN
 
 _EPOCH_WORDS = console_words("epoch")
 _COUNTER_WORDS = console_words("step")
+#: An epoch or step head right before a printed dict (``epoch 3: {…}``, ``Step [20/100] {…}``).
+_DICT_HEAD = re.compile(
+    rf"(?<![\w/.])(?:{'|'.join(sorted(_EPOCH_WORDS | _COUNTER_WORDS, key=lambda w: (-len(w), w)))})"
+    r"\s*\[?\s*\d+(?:\s*/\s*\d+)?\s*\]?\s*[:|,-]?\s*$",
+    re.I,
+)
 _GLOBAL_WORDS = console_words("global")
 #: The last words of a ``global…`` name that make it a counter (``global_step``,
 #: ``trainer/global_step``, ``global_batch``, ``global_iter``); any other (``size``,
@@ -303,11 +346,19 @@ def _triggered(line: str) -> bool:
 
 
 def _body(line: str) -> str:
-    """The message of a line: ``line`` without a log record's prefix (:data:`_LOG_PREFIX`)."""
+    """The message of a line: ``line`` without a log record's prefix (:data:`_LOG_PREFIX`),
+    also where a progress bar's last frame is glued in front of it (no line end after it)."""
     if line[:1].isdigit() or line[:1] in "[ IWEF":
         m = _LOG_PREFIX.match(line)
         if m is not None:
             return line[m.end() :]
+    if "%|" in line:
+        bar = _GLUED_BAR.match(line)
+        if bar is not None:
+            rest = line[bar.end() :]
+            m = _LOG_PREFIX.match(rest)
+            if m is not None:
+                return rest[m.end() :]
     return line
 
 
@@ -396,14 +447,22 @@ def _pairs(line: str) -> list[_Pair]:
         except ValueError:
             continue
         tot = m.group("tot")
+        kind = _kind(m.group("name"), key)
+        end = m.end()
+        if kind == "counter" and line.startswith("-", end):
+            # a range of batches in brackets, MXNet's Speedometer ``Batch [10-20]``: the
+            # batches done are its end
+            r = _BATCH_RANGE.match(line, end)
+            if r is not None and "[" in line[m.end("name") : m.start("num")]:
+                value, end = float(r.group(1)), r.end()
         out.append(
             _Pair(
                 key,
-                _kind(m.group("name"), key),
+                kind,
                 value,
                 float(tot) if tot and len(tot) <= 18 else None,
                 m.start("name"),
-                m.end(),
+                end,
                 m.group("unit"),
             )
         )
@@ -578,6 +637,10 @@ def _parse(line: str) -> _Parsed | None:
         # follows the epoch (``Epoch 0:  45%|██| 45/100``); a bar before the epoch or after
         # the metrics is another progress line glued to this one.
         t = _TQDM.search(line, epoch_end, first) or _BATCHES.search(line, epoch_end, first)
+        done = _DONE_OF.match(line, epoch_end, first) if t is None else None
+        if done is not None:
+            # a count within the epoch, printed on every line: no bar to hold
+            p.counter, p.counter_total = float(done.group(1)), float(done.group(2))
         if t is not None:
             p.position = (float(t.group(1)), float(t.group(2)))
     elif mm is None and p.epoch is None and p.counter is None and p.glob is None and metrics:
@@ -593,7 +656,7 @@ def _parse(line: str) -> _Parsed | None:
         return p
     prefix = line[:first]
     if mode is None:
-        if _EVAL_MARK.search(prefix):
+        if _EVAL_MARK.search(prefix) or _TF_EVAL_RESULT.search(prefix):
             mode = "val"
         elif _TEST_MARK.search(prefix):
             mode = "test"
@@ -889,7 +952,7 @@ def _dict_values(text: str) -> dict | None:
         return None
     if _HUGE_INT is not None:
         text = _HUGE_INT.sub("1e999", text)
-    if "tensor(" in text:
+    if "tensor(" in text or "Tensor(" in text or "np." in text or "numpy." in text:
         text = _TENSOR.sub(r"\1", text)
     flat = _flat_dict_values(text)
     if flat is not None:
@@ -1134,6 +1197,13 @@ class _Machine:
                 self._last_parsed = p
                 self._emit(step, p.values, lineno, p.holes)
                 self._last_parsed = None
+            elif self.runs is not None and self.runs.current and self.runs.current[-1].step == step:
+                # The rest of the step's values on a line of their own, right after its
+                # loss line (Caffe's "Iteration 20, lr = 0" after "Iteration 20 (…), loss
+                # = 2.35"): they join that step's record, new names only.
+                last = self.runs.current[-1].values
+                for k, v in p.values.items():
+                    last.setdefault(k, v)
             return
         if self.block_step is not None and p.values and not self.keras and _pure(line, p):
             if not self.block:
@@ -1256,6 +1326,27 @@ _TRACEBACK = re.compile(r"(?:^|\]:?\s*)Traceback \(most recent call last\):")
 _EXCEPTION = re.compile(
     r"^(?:\[[^\]]*\]:\s*)?((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit))\b(?::\s*(.*))?$"
 )
+#: A program stopping training because its loss became non-finite, in its own words:
+#: detectron2's ``FloatingPointError: Loss became infinite or NaN at iteration=499!``, the
+#: torchvision/DETR/DeiT/MAE references' ``Loss is nan, stopping training``, Keras'
+#: TerminateOnNaN ``Batch 3: Invalid loss, terminating training``.
+_NONFINITE_STOP = re.compile(
+    r"\bLoss became infinite or NaN\b|\bLoss is [-+]?(?:nan|inf)\b,? stopping training|"
+    r"\bInvalid loss, terminating training",
+    re.I,
+)
+#: An exception's message naming a non-finite loss (``ValueError: Loss is NaN``).
+_NONFINITE_LOSS = re.compile(r"\bloss\b.{0,40}?\b(?:nan|inf|infinite|non-finite)\b", re.I)
+
+
+def _nonfinite_stop(line: str) -> bool:
+    """Whether ``line`` says training stopped on a non-finite loss (see above)."""
+    if _NONFINITE_STOP.search(line):
+        return True
+    e = _EXCEPTION.match(line.strip())
+    return e is not None and bool(e.group(2)) and _NONFINITE_LOSS.search(e.group(2)) is not None
+
+
 # The shell's word for a process the kernel's out-of-memory killer ended.
 _KILLED = re.compile(r"^(?:.*:\s*)?Killed\s*$")
 
@@ -1277,6 +1368,7 @@ def read(path: Path, state) -> Iterator[Record]:
     runs = _Runs(state)
     machine = _Machine(state, runs)
     crash: dict | None = None  # the last traceback or kill seen, and where
+    stop: dict | None = None  # the first line saying the loss became non-finite
     in_traceback = 0
     with open_text(path) as f:
         lines = Lines(f)
@@ -1298,6 +1390,11 @@ def read(path: Path, state) -> Iterator[Record]:
                     in_traceback = 0
             if "Killed" in line and _KILLED.match(line.strip()):
                 crash = {"line": lineno, "error": "Killed (the kernel's out-of-memory killer, or a scheduler)"}
+            if ("oss" in line or "OSS" in line) and _nonfinite_stop(line):
+                # a statement, not a logged value: its words are read as no metric
+                if stop is None:
+                    stop = {"line": lineno, "message": line.strip()[:300]}
+                continue
             found = False
             for m in _dict_matches(line):
                 vals = _dict_values(m.group(0))
@@ -1347,14 +1444,20 @@ def read(path: Path, state) -> Iterator[Record]:
                 machine.feed(line.rstrip("\r\n"), lineno)
         lines.note(state)
     machine.finish()
-    last = 0
+    last, first = 0, 0
     for rec in dict_runs.finish():
-        last = max(last, rec.line)
+        last, first = max(last, rec.line), first or rec.line
         yield rec
     for rec in runs.finish():
-        last = max(last, rec.line)
+        last, first = max(last, rec.line), first or rec.line
         yield rec
     # A traceback (or a kill) after the last record the run is judged on: the run crashed
     # there. One with records after it was caught, or a run that started again.
     if crash is not None and crash["line"] > last > 0:
         state.meta["crash"] = crash
+    # The program's own word that the loss became non-finite, inside the judged run (after
+    # its first record, before any later run of the capture starts).
+    if stop is not None and 0 < first < stop["line"]:
+        later = [a for r in (dict_runs, runs) for a, _, _ in r.summary if a > last]
+        if not later or stop["line"] < min(later):
+            state.meta["nonfinite_stop"] = stop

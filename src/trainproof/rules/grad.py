@@ -287,14 +287,27 @@ def check_grad_spike(ctx):
     )
 
 
+def _scale_search_end(values: np.ndarray, steps: np.ndarray, share: float) -> int:
+    """The index where a loss scaler's start-up search ends: the last point of a fall at
+    every logged point from the first, when it ends within ``share`` of the logged steps
+    and the scale does not fall on at once after it; 0 when the log shows no such search."""
+    k = 0
+    while k + 1 < len(values) and values[k + 1] < values[k]:
+        k += 1
+    span = float(steps[-1] - steps[0])
+    if k == 0 or k >= len(values) - 1 or span <= 0 or float(steps[k] - steps[0]) > share * span:
+        return 0
+    return k
+
+
 @rule(
     "TP-LOSS-SCALE-COLLAPSE",
     Level.WARN,
     "nan",
     "the mixed-precision loss scale collapsed",
     needs=[Need("loss_scale", "min_value_points", finite=False)],
-    thresholds=["loss_scale_collapse_factor", "min_value_points"],
-    detects="The mixed-precision loss scale (GradScaler's scale, DeepSpeed's loss_scale, Coqui's amp_scaler) ends at 0 or at least {loss_scale_collapse_factor:g}x below its peak.",
+    thresholds=["loss_scale_collapse_factor", "loss_scale_search_share", "min_value_points"],
+    detects="The mixed-precision loss scale (GradScaler's scale, DeepSpeed's loss_scale, Coqui's amp_scaler) ends at 0 or at least {loss_scale_collapse_factor:g}x below its peak; the scaler's start-up search (a fall at every logged point from the first, over at most {loss_scale_search_share:g} of the logged steps) is before the peak is read.",
     why="A dynamic loss scaler halves its scale at every overflowing step and grows it back after a long run of good ones; a scale that keeps halving means nearly every step overflows, and at 0 the gradients vanish while the forward pass produces NaN.",
     not_mean="A scale that drops a few times and recovers is the scaler working as designed.",
     causes="fp16 activations or gradients overflowing (a learning rate too high, a diverging model, long sequences), a loss computed in fp16.",
@@ -305,7 +318,8 @@ def check_loss_scale_collapse(ctx):
     fin = ctx.finite("loss_scale")
     if len(fin) < 2:
         return
-    j = int(np.argmax(fin.values))
+    first = _scale_search_end(fin.values, fin.steps, ctx.th.loss_scale_search_share)
+    j = first + int(np.argmax(fin.values[first:]))
     peak = float(fin.values[j])
     end = float(fin.values[-1])
     if peak <= 0 or (end > 0 and peak / end < ctx.th.loss_scale_collapse_factor):

@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 
+from ..aliases import loss_candidate
 from ..aliases.vocabulary import words
 from ..findings import Level
 from ._checkpoint import best_checkpoint
@@ -81,19 +82,26 @@ def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
     Level.FAIL,
     "nan",
     "a logged loss is NaN or ±Inf",
-    needs=[Need("loss", 1, finite=False)],
+    needs=[Need(("loss", "reward"), 1, finite=False)],
     implies=("TP-NAN-GRAD",),
-    least_evidence="A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss.",
-    detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log.",
+    least_evidence="A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss. So is the training program's own line that it stopped on one.",
+    detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log (in a run with no single loss, an RL run whose terms are an actor's and a critic's, any train loss term); or, in a console capture, the program's own line that training stopped because the loss became non-finite (detectron2's 'Loss became infinite or NaN', the torchvision references' 'Loss is nan, stopping training', Keras' TerminateOnNaN, an exception whose message says the loss is NaN), which programs that stop at the first NaN print instead of the value.",
     why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",
     not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite.",
     causes="A learning rate too high for the model, fp16 overflow without a loss scaler, a log of 0 or division by zero in a custom loss, bad input data (NaN features, empty targets).",
     try_="Lower the learning rate or add warm-up, enable gradient clipping, use bf16 or a GradScaler for fp16, and check the batch at the first non-finite step for NaN inputs.",
 )
 def check_nan(ctx):
+    if not ctx.has("loss"):
+        # An RL run judged on its reward, whose loss terms are separate networks' (an
+        # actor's and a critic's) and so map to no single loss: a term that turns
+        # non-finite is still a NaN loss.
+        yield from _nonfinite_term(ctx)
+        return
     s = ctx.series("loss")
     bad = ~np.isfinite(s.values)
     if not bad.any():
+        yield from _nonfinite_stop(ctx, s)
         return
     i = int(np.flatnonzero(bad)[0])
     count = int(bad.sum())
@@ -120,6 +128,57 @@ def check_nan(ctx):
         {"first_step": at, "count": count, "points": len(s), "also_nonfinite": others},
         step=at,
         line=s.lines[i],
+    )
+
+
+def _nonfinite_term(ctx):
+    """TP-NAN's finding on a run with no mapped loss: the first train loss term (a key the
+    loss fallback reads as a train or unmarked loss) with a non-finite value."""
+    first = None
+    # a term named a loss in its own name first (CleanRL's losses/value_loss before the
+    # losses/approx_kl beside it in the same namespace)
+    for o in sorted(ctx.run.series.values(), key=lambda o: ("loss" not in o.key.rsplit("/", 1)[-1].lower(), o.key)):
+        c = loss_candidate(o.key)
+        if c is None or c["split"] == "eval":
+            continue
+        bad = np.flatnonzero(~np.isfinite(o.values))
+        if bad.size and (first is None or o.steps[bad[0]] < first[0].steps[first[1][0]]):
+            first = (o, bad)
+    if first is None:
+        return
+    o, bad = first
+    i = int(bad[0])
+    yield ctx.finding(
+        f"a loss term ({o.key}) is non-finite from step {step(o.steps[i])}",
+        f"{bad.size} of {len(o)} logged values of {o.key} are non-finite; the first is at step {step(o.steps[i])} "
+        f"(line {int(o.lines[i])}). The run logs no single loss (its terms are separate networks'), so this term "
+        "is read on its own.",
+        {"first_step": o.steps[i], "count": int(bad.size), "points": len(o), "also_nonfinite": [], "key": o.key},
+        step=o.steps[i],
+        line=o.lines[i],
+    )
+
+
+def _nonfinite_stop(ctx, s):
+    """TP-NAN's finding from the reader's ``nonfinite_stop`` meta (the capture's line where
+    the program says it stopped on a non-finite loss), placed after the last logged loss
+    before that line."""
+    stop = ctx.run.meta.get("nonfinite_stop")
+    if not isinstance(stop, dict) or not isinstance(stop.get("line"), int):
+        return
+    before = np.flatnonzero(s.lines < stop["line"])
+    if before.size == 0:
+        return
+    i = int(before[-1])
+    at = s.steps[i]
+    yield ctx.finding(
+        f"training stopped on a non-finite loss after step {step(at)}",
+        f"line {stop['line']} says so: {stop.get('message', '')!s}; every logged loss ({s.key}) is finite, "
+        f"the last one before that line {num(s.values[i])} at step {step(at)}: the program stops at the first "
+        "non-finite loss without logging it.",
+        {"first_step": None, "count": 0, "points": len(s), "also_nonfinite": [], "stop_line": stop["line"]},
+        step=at,
+        line=stop["line"],
     )
 
 

@@ -9,7 +9,9 @@ no gradient) stays judged.
 
 A run is RL when it logs a reward (``reward``, ``rewards/*``, ``*/reward*``,
 ``objective/scores``, an episode return (``episode/Return``, baselines' ``rollout/return``,
-``*_return``), Stable-Baselines' ``ep_rew_mean``) or TRL's
+``*_return``), Stable-Baselines' ``ep_rew_mean`` and EvalCallback's ``eval/mean_reward``,
+RLlib's ``episode_reward_mean``/``episode_return_mean``, CleanRL's ``episodic_return``,
+Dopamine's ``AverageReturns``, Tianshou's ``rew``) or TRL's
 policy/log-probability groups (``policy/*``, ``logps/*``).
 A ``kl`` key alone is not enough: VAEs log one too.
 
@@ -39,6 +41,10 @@ from ..runlog import RunLog
 _RL_KEY = re.compile(
     r"(^|/)(rewards?(_[a-z]+)?|objective/scores|env/reward[a-z_]*|episode[/_ ]return|ep_rew_mean)($|/)"
     r"|(^|[/_ ])(episode_|ep_)?returns?(_mean|_history)?$"
+    # RLlib's episode_reward_mean / episode_return_mean, CleanRL's episodic_return,
+    # Dopamine's AverageReturns, Tianshou's rew, SB3 EvalCallback's mean_reward under eval/
+    r"|(^|/)(episode_(reward|return)_(mean|min|max)|episodic_return|averagereturns|rew|test_reward)$"
+    r"|(^|/)eval/mean_reward$"
     r"|^(policy|logps|train/policy|train/logps)/",
     re.IGNORECASE,
 )

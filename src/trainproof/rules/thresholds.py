@@ -952,6 +952,15 @@ class Thresholds:
         unit="ratio",
         valid=FACTOR,
     )
+    loss_scale_search_share: float = threshold(
+        0.1,
+        "A scaler starts high and halves at each of its first steps until one fits (Megatron-LM "
+        "and DeepSpeed start at 2^32, torch's GradScaler at 2^16): a fall at every logged point "
+        "from the first that ends within this share of the logged steps is that search, and the "
+        "peak is read after it. A fall that goes on longer is no search.",
+        unit="share",
+        valid=SHARE,
+    )
 
     # --- learning rate -----------------------------------------------------------------
     # 0 would FAIL every run: a share of zero learning rates of 0 is "at least 0".

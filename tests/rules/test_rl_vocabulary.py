@@ -95,3 +95,13 @@ def test_a_nan_term_of_an_actor_critic_with_no_single_loss_fails(tmp_path: Path)
     f = [x for x in broken.findings if x.id == "TP-NAN"]
     assert broken.verdict.value == "FAIL" and f and f[0].data["key"] == "losses/policy_loss"
     assert f[0].data["first_step"] == 512 * 31
+
+
+def test_ray_tune_and_rllib_rows_step_by_their_counters(tmp_path: Path) -> None:
+    from trainproof.api import read_runlog
+
+    rows = _ppo_rows("episode_reward_mean", timesteps_total=lambda i: 2048 * (i + 1), timestamp=1.7e9)
+    assert read_runlog(_write(tmp_path, rows)).series["loss"].steps[[0, -1]].tolist() == [2048.0, 2048.0 * 40]
+    for r in rows:
+        del r["timesteps_total"]  # a Tune trainable that is no RLlib algorithm: its report count
+    assert read_runlog(_write(tmp_path, rows)).series["loss"].steps[[0, -1]].tolist() == [1.0, 40.0]

@@ -210,6 +210,10 @@ STEP_KEYS = (
     "total_timesteps",
     "total timesteps",
     "total/steps",
+    # Ray Tune and RLlib results: RLlib's environment steps, else Tune's report count (a
+    # trial's rows; its CSV and JSON carry both beside wall-clock columns).
+    "timesteps_total",
+    "training_iteration",
     # A progress counter in percent rises with training like a step (a log with no
     # step counter at all, e.g. a hand-written JSONL logger's ``progress_percent``).
     "progress_percent",

@@ -801,6 +801,72 @@ def pytorch_examples_mnist() -> tuple[list[Unit], list]:
     return units, want
 
 
+def torchtitan() -> tuple[list[Unit], list]:
+    # torchtitan: colour codes between the fields, and a "validate step: N" line after the
+    # train line of the same step, whose loss is the eval loss.
+    head = "[rank0]:[titan] 2025-03-04 10:15:09,400 - root - INFO - "
+    units, want = [], []
+    for st_ in (50, 100):
+        loss = round(3.0 - st_ / 100, 4)
+        units.append(
+            [
+                f"{head}\x1b[31mstep: {st_}  \x1b[32mloss:  {loss:.4f}  \x1b[33mgrad_norm:  0.9980  "
+                "\x1b[33mmemory:  1.39GiB(1.75%)  \x1b[35mmfu: 0.45%\x1b[39m\n"
+            ]
+        )
+        want.append((st_, {"loss": loss, "grad_norm": 0.998, "mfu": 0.45}))
+    units.append(
+        [f"{head}\x1b[33mvalidate step: 100  \x1b[32mloss:  1.8082  \x1b[33mmemory:  1.41GiB(1.78%)\x1b[39m\n"]
+    )
+    want.append((100, {"val_loss": 1.8082}))
+    return units, want
+
+
+def chainer_print_report() -> tuple[list[Unit], list]:
+    # Chainer's PrintReport: a blank-separated table whose names hold a "/".
+    units = [
+        ["epoch       main/loss   validation/main/loss  main/accuracy  validation/main/accuracy  elapsed_time  \n"]
+    ]
+    want = []
+    for e in (1, 2, 3):
+        loss, val = round(2.0 / e, 5), round(2.1 / e, 5)
+        units.append([f"{e:<12d}{loss:<12g}{val:<22g}0.85           0.82                      {1.9 * e:g}\n"])
+        want.append(
+            (
+                float(e),
+                {
+                    "main_loss": loss,
+                    "validation_main_loss": val,
+                    "main_accuracy": 0.85,
+                    "validation_main_accuracy": 0.82,
+                    "elapsed_time": round(1.9 * e, 6),
+                },
+            )
+        )
+    return units, want
+
+
+def darknet() -> tuple[list[Unit], list]:
+    # darknet: per-layer lines, then "i: loss, running mean avg[ loss], rate rate, …"
+    # (pjreddie's "avg", AlexeyAB's "avg loss"; a NaN printed as -nan). The rate is no
+    # learning rate here (its burn-in prints 0.000000).
+    units, want = [], []
+    for i in range(1, 7):
+        loss = round(23.0 - i, 6)
+        avg = "avg loss" if i > 3 else "avg"
+        units.append(
+            [
+                "Region 82 Avg IOU: 0.028125, Class: 0.046875, Obj: 0.512341, No Obj: 0.004123, .5R: 0.5, count: 8\n",
+                f" {i}: {loss:f}, {loss + 0.5:f} {avg}, 0.000000 rate, 4.115663 seconds, {64 * i} images\n",
+                "Loaded: 0.000025 seconds\n",
+            ]
+        )
+        want.append((float(i), {"loss": loss, "avg_loss": loss + 0.5, "rate": 0.0}))
+    units.append([" 7: -nan, -nan avg loss, 0.001000 rate, 4.1 seconds, 448 images, 6.8 hours left\n"])
+    want.append((7.0, {"loss": math.nan, "avg_loss": math.nan, "rate": 0.001}))
+    return units, want
+
+
 DIALECTS = {
     f.__name__: f
     for f in (
@@ -842,6 +908,9 @@ DIALECTS = {
         mxnet_module,
         hf_dicts_numpy_scalars,
         pytorch_examples_mnist,
+        torchtitan,
+        chainer_print_report,
+        darknet,
     )
 }
 

@@ -31,6 +31,7 @@ VOCABULARY: dict[str, tuple[str, bool, bool]] = {
     "valid": ("eval", True, True),
     "validation": ("eval", True, True),
     "validating": ("eval", False, True),
+    "validate": ("eval", False, True),  # torchtitan's "validate step: 100  loss: 1.81"
     "eval": ("eval", True, True),
     "evaluation": ("eval", True, True),
     "evaluating": ("eval", False, True),

@@ -342,6 +342,7 @@ def _triggered(line: str) -> bool:
         or "entropy" in low
         or "-----" in low
         or low.startswith("s:")
+        or " avg" in low  # darknet's "1: 23.67, 23.67 avg, 0.001000 rate, …"
     )
 
 
@@ -383,6 +384,33 @@ def _llmc(line: str) -> _Parsed | None:
     p.spans = [(0, len(line))]
     p.has_loss = "loss" in p.values or "eval_loss" in p.values
     p.is_eval = "loss" not in p.values and ("eval_loss" in p.values or "eval_accuracy" in p.values)
+    return p
+
+
+#: darknet's (pjreddie, AlexeyAB) training line: ``  12: 23.67, 23.60 avg loss, 0.001000
+#: rate, 4.1 seconds, 768 images[, 6.8 hours left]``: the iteration, that batch's loss, its
+#: running mean. Its rate is kept under its own name, not read as the learning rate: the
+#: burn-in prints it as 0.000000 for the first hundreds of iterations (lr x (i/burn_in)^4).
+_DARKNET = re.compile(
+    r"\s*(\d+):\s*([-+]?(?:nan|inf|\d+(?:\.\d*)?(?:e[-+]?\d+)?)),\s*"
+    r"([-+]?(?:nan|inf|\d+(?:\.\d*)?(?:e[-+]?\d+)?)) avg(?: loss)?,\s*(\d+(?:\.\d*)?(?:e[-+]?\d+)?) rate,",
+    re.I,
+)
+
+
+def _darknet(line: str) -> _Parsed | None:
+    """The parse of a darknet training line (:data:`_DARKNET`), ``None`` for any other."""
+    m = _DARKNET.match(line)
+    if m is None and "%|" in line:
+        bar = _GLUED_BAR.match(line)  # a progress bar's last frame glued in front
+        m = _DARKNET.match(line, bar.end()) if bar is not None else None
+    if m is None:
+        return None
+    p = _Parsed()
+    p.counter = float(m.group(1))
+    p.values = {"loss": float(m.group(2)), "avg_loss": float(m.group(3)), "rate": float(m.group(4))}
+    p.spans = [(0, m.end())]
+    p.has_loss = True
     return p
 
 
@@ -534,8 +562,9 @@ _TIMM_TRAIN = re.compile(r"(?:^|[\s\]])Train:\s*(\d+)\s*\[\s*(\d+)/(\d+)\s*\(\s*
 #: A step in brackets alone before the first metric, at the line's start or after a blank
 #: (clu's ``[20] train_loss=2.31``, XGBoost's ``[10]\tvalidation_0-logloss:0.52``).
 _BRACKET_STEP = re.compile(r"(?:^|\s)\[\s*(\d+)\s*\]\s*$")
-#: The header of a table of blank-separated columns (fastai): names only, at least three.
-_WS_HEADER = re.compile(r"[A-Za-z_]\w*(?:[ \t]+[A-Za-z_]\w*){2,15}")
+#: The header of a table of blank-separated columns (fastai, Chainer's PrintReport with
+#: its ``main/loss``): names only, at least three.
+_WS_HEADER = re.compile(r"[A-Za-z_][\w/]*(?:[ \t]+[A-Za-z_][\w/]*){2,15}")
 #: A frame of YOLOv5/YOLOv8's epoch bar under such a header (``Epoch GPU_mem box_loss …
 #: Size``): ``  3/30  3.52G  1.31  3.02  1.51  232  640:  45%|███ | 9/20 [...]``, the epoch
 #: (of the total) and the other columns up to the colon before the bar.
@@ -554,6 +583,10 @@ def _parse(line: str) -> _Parsed | None:
         llmc = _llmc(line)
         if llmc is not None:
             return llmc
+    if " avg" in line and " rate," in line:
+        dk = _darknet(line)
+        if dk is not None:
+            return dk
     mm = _MMENGINE.search(line)
     pm = _PROGRESS_METER.search(line) if mm is None else None
     if pm is not None and pm.group(4):

@@ -867,6 +867,23 @@ def darknet() -> tuple[list[Unit], list]:
     return units, want
 
 
+def nemo_bar_with_global_step() -> tuple[list[Unit], list]:
+    """NeMo's (Lightning's) bar whose postfix prints the global step: each frame is read at
+    that step, and the validation loss it carries on from frame to frame is one evaluation,
+    read once."""
+    units, want = [], []
+    val = None
+    for g in range(8):
+        loss = round(2.0 - g / 10, 3)
+        post = f"v_num=0, reduced_train_loss={loss}, global_step={g}.0" + (f", val_loss={val}" if val else "")
+        units.append([f"\rEpoch 0:  {g * 10}%|{'█' * g}| {g + 1}/10 [00:02<00:04, 61.54it/s, {post}]"])
+        want.append((float(g), {"v_num": 0.0, "reduced_train_loss": loss, **({"val_loss": val} if g == 4 else {})}))
+        if g == 3:
+            val = 1.76  # a validation ran after step 3: the next frames carry its loss
+    units[-1].append("\n")
+    return units, want
+
+
 DIALECTS = {
     f.__name__: f
     for f in (
@@ -911,6 +928,7 @@ DIALECTS = {
         torchtitan,
         chainer_print_report,
         darknet,
+        nemo_bar_with_global_step,
     )
 }
 

@@ -1227,8 +1227,20 @@ class _Machine:
                 self.bar_frame = (step, values, lineno, p)
                 return
             if p.has_loss or p.is_eval or p.holes:
+                values = p.values
+                if "%|" in line:
+                    # A progress bar that prints its own step counter (Lightning's and NeMo's
+                    # "global_step=149.0" in the postfix) carries the last validation loss on
+                    # in every frame: a held-out value unchanged since it was last read is
+                    # that evaluation again, not a new one.
+                    values = {
+                        k: v
+                        for k, v in values.items()
+                        if not (k.startswith(_EVAL_KEYS) and self.bar_seen.get(k) == v and not math.isnan(v))
+                    }
+                    self.bar_seen.update(p.values)
                 self._last_parsed = p
-                self._emit(step, p.values, lineno, p.holes)
+                self._emit(step, values, lineno, p.holes)
                 self._last_parsed = None
             elif self.runs is not None and self.runs.current and self.runs.current[-1].step == step:
                 # The rest of the step's values on a line of their own, right after its

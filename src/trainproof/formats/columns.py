@@ -121,15 +121,28 @@ def read(path: Path, state) -> Iterator[Record]:
         raise NotALog("not a JSON object of metric columns: the columns differ in length")
     if not any(aliases.loss_candidate(k) is not None for k in columns):
         raise NotALog("not a JSON object of metric columns: no column names a loss")
-    step_key = aliases.step_key(columns.keys())
     n = lengths.pop()
+    yield from _stepped(
+        (_row({key: col[i] for key, col in columns.items()}) for i in range(n)),
+        aliases.step_key(columns.keys()),
+        STEPS_NOTE,
+        state,
+    )
+
+
+def _row(row: dict) -> tuple[dict, list[str]]:
+    """One row read as a JSON-lines record is (numbers, numeric strings and huge integers
+    as floats; null and missing-value words as holes): ``(values, holes)``."""
+    holes: list[str] = []
+    return flatten_numeric(row, holes=holes), holes
+
+
+def _stepped(rows, step_key: str | None, note: str, state) -> Iterator[Record]:
+    """The records of ``rows`` (``(values, holes)`` in order): stepped by ``step_key``'s
+    value, else by position (1, 2, …) with ``note`` written."""
     if step_key is None:
-        state.notes.append(STEPS_NOTE)
-    for i in range(n):
-        # each row read as a JSON-lines record is: numbers, numeric strings and huge
-        # integers as floats, null and missing-value words as holes
-        holes: list[str] = []
-        values = flatten_numeric({key: col[i] for key, col in columns.items()}, holes=holes)
+        state.notes.append(note)
+    for i, (values, holes) in enumerate(rows):
         step = as_step(values.pop(step_key, None)) if step_key is not None else float(i + 1)
         yield Record(step, values, i + 1, tuple(h for h in holes if h != step_key))
 
@@ -146,15 +159,8 @@ def _records(doc: list, state) -> Iterator[Record]:
     for row in doc:
         if not isinstance(row, dict):
             raise NotALog("not a JSON array of record objects: an element is no object")
-        holes: list[str] = []
-        values = flatten_numeric(row, holes=holes)
-        rows.append((values, holes))
-        keys.update(dict.fromkeys(values))
+        rows.append(_row(row))
+        keys.update(dict.fromkeys(rows[-1][0]))
     if not any(aliases.loss_candidate(k) is not None for k in keys):
         raise NotALog("not a JSON array of metric records: no key names a loss")
-    step_key = aliases.step_key(keys)
-    if step_key is None:
-        state.notes.append(RECORDS_NOTE)
-    for i, (values, holes) in enumerate(rows):
-        step = as_step(values.pop(step_key, None)) if step_key is not None else float(i + 1)
-        yield Record(step, values, i + 1, tuple(h for h in holes if h != step_key))
+    yield from _stepped(rows, aliases.step_key(keys), RECORDS_NOTE, state)

@@ -115,13 +115,6 @@ _PY_DICT = re.compile(r"\{'[A-Za-z_][\w/.-]*'\s*:[^{}]*\}")
 _DICT_KEYS = re.compile(r"""(?:'[^'\\\n]*'|"[^"\\\n]*")[ \t]*:""")
 
 
-def _numbers_only(text: str) -> bool:
-    """Whether every value of the printed dict ``text`` is a number (``nan``/``inf`` and
-    ``tensor(…)`` reprs included): a dict of metrics, not of settings."""
-    values = _dict_values(text)
-    return bool(values) and len(values) == len(_DICT_KEYS.findall(text))
-
-
 #: A JSON dict logged after a record prefix (fairseq's ``--log-format json``: ``… | INFO |
 #: train_inner | {"epoch": 1, "update": 0.17, "loss": "2.875", …, "num_updates": "10"}``):
 #: read as an HF dict is, when one of its keys names a loss.
@@ -137,24 +130,32 @@ def _dict_step_key(key: str) -> bool:
     return rest in _DICT_GLOBAL and split in _DICT_SPLITS
 
 
-def _dict_matches(line: str):
+def _dict_matches(line: str) -> Iterator[tuple[re.Match, dict]]:
     """The logged dicts of ``line``: HF's Python literals, other Python dicts of numbers
     alone with a loss key after an epoch or step head (Accelerate's examples print ``epoch
     0: {'accuracy': 0.58, 'train_loss': 1.93, 'epoch': 0}``), and JSON dicts with a loss key
-    (a dict of settings alone, a printed configuration, is none)."""
+    (a dict of settings alone, a printed configuration, is none). Each with its values
+    (:func:`_dict_values`); a dict that does not parse is left out."""
     if "{'" in line:
-        end = 0
+        hf = False
         for m in _DICT.finditer(line):
-            end = m.end()
-            yield m
-        if end == 0 and "loss" in line:
+            hf = True
+            vals = _dict_values(m.group(0))
+            if vals is not None:
+                yield m, vals
+        if not hf and "loss" in line:
             for m in _PY_DICT.finditer(line):
-                if "loss" in m.group(0) and _DICT_HEAD.search(line, 0, m.start()) and _numbers_only(m.group(0)):
-                    yield m
+                if "loss" in m.group(0) and _DICT_HEAD.search(line, 0, m.start()):
+                    vals = _dict_values(m.group(0))
+                    # numbers only: a dict of metrics, not of settings
+                    if vals and len(vals) == len(_DICT_KEYS.findall(m.group(0))):
+                        yield m, vals
     if '{"' in line:
         for m in _JSON_DICT.finditer(line):
             if "loss" in m.group(0):
-                yield m
+                vals = _dict_values(m.group(0))
+                if vals is not None:
+                    yield m, vals
 
 
 #: ``str(tensor)`` in a printed dict (``'loss': tensor(0.53, device='cuda:0',
@@ -353,14 +354,21 @@ def _body(line: str) -> str:
         m = _LOG_PREFIX.match(line)
         if m is not None:
             return line[m.end() :]
-    if "%|" in line:
-        bar = _GLUED_BAR.match(line)
-        if bar is not None:
-            rest = line[bar.end() :]
-            m = _LOG_PREFIX.match(rest)
-            if m is not None:
-                return rest[m.end() :]
+    cut = _after_glued_bar(line)
+    if cut:
+        m = _LOG_PREFIX.match(line[cut:])
+        if m is not None:
+            return line[cut + m.end() :]
     return line
+
+
+def _after_glued_bar(line: str) -> int:
+    """Where a line starts after a progress bar's last frame glued in front of it (no line
+    end after the frame, :data:`_GLUED_BAR`); 0 when there is none."""
+    if "%|" not in line:
+        return 0
+    bar = _GLUED_BAR.match(line)
+    return bar.end() if bar is not None else 0
 
 
 def _is_config_dump(line: str) -> bool:
@@ -400,10 +408,7 @@ _DARKNET = re.compile(
 
 def _darknet(line: str) -> _Parsed | None:
     """The parse of a darknet training line (:data:`_DARKNET`), ``None`` for any other."""
-    m = _DARKNET.match(line)
-    if m is None and "%|" in line:
-        bar = _GLUED_BAR.match(line)  # a progress bar's last frame glued in front
-        m = _DARKNET.match(line, bar.end()) if bar is not None else None
+    m = _DARKNET.match(line) or _DARKNET.match(line, _after_glued_bar(line) or len(line))
     if m is None:
         return None
     p = _Parsed()
@@ -787,6 +792,14 @@ class _Runs:
         self.current.append(rec)
         return event
 
+    def join_last(self, step: float | None, values: dict[str, float]) -> None:
+        """Add ``values`` to the current run's last record when it is at ``step`` (new
+        names only): more of that step's values, printed on a line of their own."""
+        if self.current and self.current[-1].step == step:
+            last = self.current[-1].values
+            for k, v in values.items():
+                last.setdefault(k, v)
+
     def start_new(self) -> None:
         """End the current run: the next record starts a new one whatever its step (a log
         that says its run ended, as HF Trainer's end-of-training summary does)."""
@@ -1061,6 +1074,14 @@ class _Machine:
             if self._last_parsed is not None:
                 self.steps.step_of(self._last_parsed)
 
+    def _fresh(self, values: dict[str, float]) -> dict[str, float]:
+        """``values`` of a progress bar's frame without the held-out values it carries on
+        unchanged since they were last read: that evaluation again, not a new one."""
+        seen = self.bar_seen
+        return {
+            k: v for k, v in values.items() if not (k.startswith(_EVAL_KEYS) and seen.get(k) == v and not math.isnan(v))
+        }
+
     def _flush_bar(self) -> None:
         """Emit the last frame at the held bar position (see :meth:`feed`)."""
         if self.bar_frame is None:
@@ -1219,36 +1240,24 @@ class _Machine:
                 # and the postfix of the step before, then with its own. The last frame at a
                 # position holds that step's values; a held-out value the postfix carries over
                 # unchanged from the frame before is that evaluation again, not a new one.
-                values = {
-                    k: v
-                    for k, v in p.values.items()
-                    if not (k.startswith(_EVAL_KEYS) and self.bar_seen.get(k) == v and not math.isnan(v))
-                }
-                self.bar_frame = (step, values, lineno, p)
+                self.bar_frame = (step, self._fresh(p.values), lineno, p)
                 return
             if p.has_loss or p.is_eval or p.holes:
                 values = p.values
                 if "%|" in line:
                     # A progress bar that prints its own step counter (Lightning's and NeMo's
                     # "global_step=149.0" in the postfix) carries the last validation loss on
-                    # in every frame: a held-out value unchanged since it was last read is
-                    # that evaluation again, not a new one.
-                    values = {
-                        k: v
-                        for k, v in values.items()
-                        if not (k.startswith(_EVAL_KEYS) and self.bar_seen.get(k) == v and not math.isnan(v))
-                    }
+                    # in every frame, as any bar does.
+                    values = self._fresh(values)
                     self.bar_seen.update(p.values)
                 self._last_parsed = p
                 self._emit(step, values, lineno, p.holes)
                 self._last_parsed = None
-            elif self.runs is not None and self.runs.current and self.runs.current[-1].step == step:
+            elif self.runs is not None:
                 # The rest of the step's values on a line of their own, right after its
                 # loss line (Caffe's "Iteration 20, lr = 0" after "Iteration 20 (…), loss
-                # = 2.35"): they join that step's record, new names only.
-                last = self.runs.current[-1].values
-                for k, v in p.values.items():
-                    last.setdefault(k, v)
+                # = 2.35").
+                self.runs.join_last(step, p.values)
             return
         if self.block_step is not None and p.values and not self.keras and _pure(line, p):
             if not self.block:
@@ -1321,9 +1330,8 @@ def _lines_have_training(lines) -> bool:
     m = _Machine(None, None)
     for i, raw in enumerate(lines, 1):
         line = ANSI.sub("", raw) if "\x1b" in raw else raw
-        for d in _dict_matches(line):
-            if _dict_values(d.group(0)) is not None:
-                return True
+        for _ in _dict_matches(line):
+            return True
         m.feed(line.rstrip("\r\n"), i)
         if m.found:
             return True
@@ -1380,6 +1388,9 @@ _NONFINITE_STOP = re.compile(
     r"\bInvalid loss, terminating training",
     re.I,
 )
+#: The words one of those lines holds, as programs print them (``INFO`` is none): a
+#: literal scan that keeps the two regexes off the ordinary loss lines of a capture.
+_NONFINITE_HINT = re.compile(r"nan|NaN|NAN|Nan|inf(?!o)|Inf(?!o)|INF(?!O)|finite|FINITE|nvalid|NVALID")
 #: An exception's message naming a non-finite loss (``ValueError: Loss is NaN``).
 _NONFINITE_LOSS = re.compile(r"\bloss\b.{0,40}?\b(?:nan|inf|infinite|non-finite)\b", re.I)
 
@@ -1435,16 +1446,13 @@ def read(path: Path, state) -> Iterator[Record]:
                     in_traceback = 0
             if "Killed" in line and _KILLED.match(line.strip()):
                 crash = {"line": lineno, "error": "Killed (the kernel's out-of-memory killer, or a scheduler)"}
-            if ("oss" in line or "OSS" in line) and _nonfinite_stop(line):
+            if ("oss" in line or "OSS" in line) and _NONFINITE_HINT.search(line) and _nonfinite_stop(line):
                 # a statement, not a logged value: its words are read as no metric
                 if stop is None:
                     stop = {"line": lineno, "message": line.strip()[:300]}
                 continue
             found = False
-            for m in _dict_matches(line):
-                vals = _dict_values(m.group(0))
-                if vals is None:
-                    continue
+            for _, vals in _dict_matches(line):
                 found = True
                 if "train_runtime" in vals:
                     state.meta.setdefault("summary", {}).update(vals)
@@ -1491,10 +1499,10 @@ def read(path: Path, state) -> Iterator[Record]:
     machine.finish()
     last, first = 0, 0
     for rec in dict_runs.finish():
-        last, first = max(last, rec.line), first or rec.line
+        last, first = max(last, rec.line), min(first or rec.line, rec.line)
         yield rec
     for rec in runs.finish():
-        last, first = max(last, rec.line), first or rec.line
+        last, first = max(last, rec.line), min(first or rec.line, rec.line)
         yield rec
     # A traceback (or a kill) after the last record the run is judged on: the run crashed
     # there. One with records after it was caught, or a run that started again.

@@ -101,7 +101,7 @@ def check_nan(ctx):
     s = ctx.series("loss")
     bad = ~np.isfinite(s.values)
     if not bad.any():
-        yield from _nonfinite_stop(ctx, s)
+        yield from _stopped_on_nonfinite(ctx, s)
         return
     i = int(np.flatnonzero(bad)[0])
     count = int(bad.sum())
@@ -134,19 +134,17 @@ def check_nan(ctx):
 def _nonfinite_term(ctx):
     """TP-NAN's finding on a run with no mapped loss: the first train loss term (a key the
     loss fallback reads as a train or unmarked loss) with a non-finite value."""
-    first = None
-    # a term named a loss in its own name first (CleanRL's losses/value_loss before the
-    # losses/approx_kl beside it in the same namespace)
-    for o in sorted(ctx.run.series.values(), key=lambda o: ("loss" not in o.key.rsplit("/", 1)[-1].lower(), o.key)):
+    hits = []
+    for o in ctx.run.series.values():
         c = loss_candidate(o.key)
-        if c is None or c["split"] == "eval":
-            continue
-        bad = np.flatnonzero(~np.isfinite(o.values))
-        if bad.size and (first is None or o.steps[bad[0]] < first[0].steps[first[1][0]]):
-            first = (o, bad)
-    if first is None:
+        bad = np.flatnonzero(~np.isfinite(o.values)) if c is not None and c["split"] != "eval" else ()
+        if len(bad):
+            # the earliest; at one step a term named a loss in its own name first (CleanRL's
+            # losses/value_loss before the losses/approx_kl in the same namespace)
+            hits.append((o.steps[bad[0]], "loss" not in o.key.rsplit("/", 1)[-1].lower(), o.key, o, bad))
+    if not hits:
         return
-    o, bad = first
+    *_, o, bad = min(hits, key=lambda h: h[:3])
     i = int(bad[0])
     yield ctx.finding(
         f"a loss term ({o.key}) is non-finite from step {step(o.steps[i])}",
@@ -159,7 +157,7 @@ def _nonfinite_term(ctx):
     )
 
 
-def _nonfinite_stop(ctx, s):
+def _stopped_on_nonfinite(ctx, s):
     """TP-NAN's finding from the reader's ``nonfinite_stop`` meta (the capture's line where
     the program says it stopped on a non-finite loss), placed after the last logged loss
     before that line."""

@@ -13,7 +13,9 @@ A run is RL when it logs a reward (``reward``, ``rewards/*``, ``*/reward*``,
 RLlib's ``episode_reward_mean``/``episode_return_mean``, CleanRL's ``episodic_return``,
 Dopamine's ``AverageReturns``, Tianshou's ``rew``) or TRL's
 policy/log-probability groups (``policy/*``, ``logps/*``).
-A ``kl`` key alone is not enough: VAEs log one too.
+A ``kl`` key alone is not enough: VAEs log one too. Every name the alias table reads as the
+reward says RL here too (a test holds the two lists together) except ``mean_reward``:
+custom REINFORCE and verifier loops log it beside a loss they minimise and judge.
 
 A run is adversarial (a GAN) when it logs a discriminator or critic loss (``d_loss``,
 ``Loss_D``, ``disc_loss``, ``errD``, ``critic/loss``, …) or the discriminator's outputs

@@ -247,6 +247,46 @@ def console_epoch_log(kind: str = "healthy") -> bytes:
     ).encode()
 
 
+def notebook_log(kind: str = "healthy") -> bytes:
+    """A Jupyter notebook as nbformat writes it (keys sorted, indent 1): a markdown cell, a
+    code cell whose stdout printed the model's loading, and HF Trainer's progress table as
+    an HTML display output."""
+    losses = _losses(kind)
+    prints = [
+        "Loading checkpoint shards: 100%|##########| 2/2 [00:01<00:00,  1.20it/s]\n",
+        "trainable params: 4,194,304\n",
+    ]
+    rows = "".join(f"<tr><td>{i + 1}</td><td>{v:.6f}</td></tr>\n" for i, v in enumerate(losses))
+    html = f'<table border="1" class="dataframe"><thead><tr><th>Step</th><th>Training Loss</th></tr></thead>\n<tbody>{rows}</tbody></table>'
+    cells = [
+        {"cell_type": "markdown", "id": "a1", "metadata": {}, "source": ["# Train\n", "loss 0.0 here is prose"]},
+        {
+            "cell_type": "code",
+            "execution_count": 1,
+            "id": "b2",
+            "metadata": {},
+            "outputs": [{"name": "stdout", "output_type": "stream", "text": prints}],
+            "source": ["train()"],
+        },
+        {
+            "cell_type": "code",
+            "execution_count": 2,
+            "id": "c3",
+            "metadata": {},
+            "outputs": [
+                {
+                    "data": {"text/html": [html], "text/plain": ["<IPython.core.display.HTML object>"]},
+                    "metadata": {},
+                    "output_type": "display_data",
+                }
+            ],
+            "source": ["trainer.train()"],
+        },
+    ]
+    doc = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
+
+
 T0 = 1_664_364_007_310
 
 
@@ -567,6 +607,7 @@ READERS = {
     "coqui": Reader("coqui", "trainer_0_log.txt", coqui_log),
     "console": Reader("console", "nohup.out", console_log),
     "console_epoch": Reader("console_epoch", "train.log", console_epoch_log),
+    "notebook": Reader("notebook", "train.ipynb", notebook_log),
     "mlflow_file": Reader("mlflow_file", "loss", mlflow_metric),
     "trackio": Reader("trackio", "project.db", trackio_db, lines=False),
     "mlflow_db": Reader("mlflow_db", "mlflow.db", mlflow_db_log, lines=False),

@@ -585,6 +585,183 @@ def mmengine() -> tuple[list[Unit], list]:
     return units, want
 
 
+def mmcv1_text() -> tuple[list[Unit], list]:
+    """MMCV 1.x's text logger (mmdet 2.x): train lines with no mode, ``Epoch [e][i/N]`` then a
+    tab and the learning rate; its evaluation ``Epoch(val) [e][N]``; a resume line before
+    the first line of epoch 3 (the run resumed from epoch 2's checkpoint)."""
+    pre = "2024-01-10 10:15:0{}, 321 - mmdet - INFO - "
+    units: list[Unit] = [[pre.format(1).replace(", ", ",") + "resumed epoch 2, iter 200\n"]]
+    want = []
+    for e in (3, 4):
+        for i in (50, 100):
+            loss = round(1.4 - e / 10 - i / 1000, 4)
+            units.append(
+                [
+                    pre.format(2).replace(", ", ",")
+                    + f"Epoch [{e}][{i}/100]\tlr: 2.000e-02, eta: 0:00:01, time: 0.003, data_time: 0.000, "
+                    f"memory: 1872, loss_cls: 0.6421, acc: 22.5000, loss: {loss:.4f}\n"
+                ]
+            )
+            want.append(
+                (
+                    (e - 1) * 100 + i,
+                    {
+                        "lr": 0.02,
+                        "time": 0.003,
+                        "data_time": 0.0,
+                        "memory": 1872.0,
+                        "loss_cls": 0.6421,
+                        "acc": 22.5,
+                        "loss": loss,
+                    },
+                )
+            )
+        units.append(
+            [pre.format(3).replace(", ", ",") + f"Epoch(val) [{e}][500]\tbbox_mAP: 0.0969, bbox_mAP_50: 0.2100\n"]
+        )
+        want.append(((e - 1) * 100 + 100, {"val_bbox_m_ap": 0.0969, "val_bbox_m_ap_50": 0.21}))
+    return units, want
+
+
+def mindspore() -> tuple[list[Unit], list]:
+    """MindSpore's LossMonitor (``epoch: 1 step: 50, loss is 1.43``, the step counted within
+    the epoch) and its TimeMonitor line after each epoch."""
+    units, want = [["============== Starting Training ==============\n"]], []
+    for e in (1, 2, 3):
+        for i in (50, 100):
+            loss = round(1.5 - e / 10 - i / 1000, 7)
+            units.append([f"epoch: {e} step: {i}, loss is {loss}\n"])
+            want.append(((e - 1) * 100 + i, {"loss": loss}))
+        units.append(["epoch time: 124.502 ms, per step time: 1.245 ms\n"])
+    return units, want
+
+
+def paddle_hapi() -> tuple[list[Unit], list]:
+    """PaddlePaddle's ``Model.fit`` (ProgBarLogger): a bare ``Epoch 2/3`` header, ``step
+    50/100 - loss: … - acc: … - 1ms/step`` counted within the epoch, and an evaluation between
+    ``Eval begin...`` and ``Eval samples: N`` whose batches are no train steps (its last line
+    is the evaluation's result, joined to the epoch's last record)."""
+    units: list[Unit] = [
+        [
+            "The loss value printed in the log is the current step, and the metric is the average value of previous steps.\n"
+        ]
+    ]
+    want = []
+    for e in (1, 2, 3):
+        units.append([f"Epoch {e}/3\n"])
+        for i in (50, 100):
+            loss, acc = round(1.4 - e / 10 - i / 1000, 4), round(0.2 + e / 10, 4)
+            units.append([f"step {i:3d}/100 - loss: {loss:.4f} - acc: {acc:.4f} - 1ms/step\n"])
+            want.append(((e - 1) * 100 + i, {"loss": loss, "acc": acc}))
+        ev = round(1.2 - e / 10, 4)
+        units.append(
+            [
+                "Eval begin...\n",
+                f"step  8/16 - loss: {ev + 0.1:.4f} - acc: 0.5000 - 1ms/step\n",
+                f"step 16/16 - loss: {ev:.4f} - acc: 0.6000 - 1ms/step\n",
+                "Eval samples: 512\n",
+            ]
+        )
+        want[-1][1].update({"eval_loss": ev, "eval_acc": 0.6})
+    return units, want
+
+
+def espnet2() -> tuple[list[Unit], list]:
+    """ESPnet2's train.log: ``[host] date (trainer:732) INFO: 1epoch:train:51-100batch:`` then
+    ``k=v`` pairs (the batch span's end counted within the epoch), and the epoch summary
+    whose ``[valid]`` part is the evaluation (its ``[train]`` part restates the epoch)."""
+    pre = "[gpu-node03] 2024-01-09 10:00:02,233 ({}) INFO: "
+    units: list[Unit] = [[pre.format("abs_task:1157") + "pytorch.version=2.1.0, cuda.available=True\n"]]
+    want = []
+    for e in (1, 2):
+        for a, b in ((1, 50), (51, 100)):
+            loss = round(1.5 - e / 10 - b / 1000, 3)
+            units.append(
+                [
+                    pre.format("trainer:732")
+                    + f"{e}epoch:train:{a}-{b}batch: iter_time=1.358e-04, loss_ctc=2.267, acc=0.234, "
+                    f"loss={loss:.3f}, grad_norm=0.632, optim0_lr0=0.020, train_time=0.002\n"
+                ]
+            )
+            want.append(
+                (
+                    (e - 1) * 100 + b,
+                    {
+                        "iter_time": 1.358e-4,
+                        "loss_ctc": 2.267,
+                        "acc": 0.234,
+                        "loss": loss,
+                        "grad_norm": 0.632,
+                        "optim0_lr0": 0.02,
+                        "train_time": 0.002,
+                    },
+                )
+            )
+        val = round(1.3 - e / 10, 3)
+        units.append(
+            [
+                pre.format("trainer:338")
+                + f"{e}epoch results: [train] iter_time=1.173e-04, loss=1.375, time=2.73 seconds, total_count=100, "
+                f"[valid] loss_ctc=2.127, acc=0.371, loss={val:.3f}, time=0.21 seconds, total_count=16, "
+                "[att_plot] time=0.52 seconds, total_count=0\n"
+            ]
+        )
+        want[-1][1].update(
+            {
+                "valid_loss_ctc": 2.127,
+                "valid_acc": 0.371,
+                "valid_loss": val,
+                "valid_time": 0.21,
+                "valid_total_count": 16.0,
+            }
+        )
+    return units, want
+
+
+def flair() -> tuple[list[Unit], list]:
+    """Flair's ModelTrainer training.log: ``epoch 1 - iter 21/63 - loss … - lr: …`` lines,
+    then per epoch ``EPOCH 1 done: loss …`` (the epoch's mean, no point of the series) and
+    ``DEV : loss … - f1-score (micro avg)  0.2`` (the dev evaluation, joined to the epoch's
+    last step)."""
+    pre = "2023-05-01 10:00:00,{:03d} "
+    units: list[Unit] = [[pre.format(1) + '  - learning_rate: "0.050000"\n']]
+    want = []
+    for e in (1, 2, 3):
+        for i in (21, 42, 63):
+            loss = round(1.4 - e / 10 - i / 1000, 8)
+            units.append(
+                [
+                    pre.format(2)
+                    + f"epoch {e} - iter {i}/63 - loss {loss:.8f} - time (sec): 0.13 - samples/sec: 1523.81 - lr: 0.050000\n"
+                ]
+            )
+            want.append(((e - 1) * 63 + i, {"loss": loss, "samples_sec": 1523.81, "lr": 0.05}))
+        dev = round(1.3 - e / 10, 6)
+        units.append(
+            [
+                pre.format(3) + "-" * 100 + "\n",
+                pre.format(4) + f"EPOCH {e} done: loss {loss + 0.05:.4f} - lr 0.0500000\n",
+                pre.format(5) + f"DEV : loss {dev} - f1-score (micro avg)  0.2025\n",
+                pre.format(6) + "BAD EPOCHS (no improvement): 0\n",
+            ]
+        )
+        want[-1][1]["dev_loss"] = dev
+    return units, want
+
+
+def held_out_line_after_a_step() -> tuple[list[Unit], list]:
+    """A hand-written loop that prints its evaluation on a line of its own, with no step:
+    it belongs to the training line's step before it."""
+    units, want = [], []
+    for e in (1, 2, 3, 4):
+        loss, val = round(1.0 / e, 4), round(1.1 / e, 4)
+        units.append(
+            [f"Epoch {e}, Step {e * 100}, Loss: {loss:.4f}\n", f"Validation loss: {val:.4f}, accuracy: 0.81\n"]
+        )
+        want.append((e * 100, {"loss": loss, "validation_loss": val, "accuracy": 0.81}))
+    return units, want
+
+
 def olmo() -> tuple[list[Unit], list]:
     units, want = [], []
     for s in (100, 200, 300):
@@ -884,6 +1061,41 @@ def nemo_bar_with_global_step() -> tuple[list[Unit], list]:
     return units, want
 
 
+def hf_notebook_table() -> tuple[list[Unit], list]:
+    """transformers' NotebookProgressCallback table copied from a notebook cell (Unsloth's
+    banner above it): a tab between the cells, one row per logged training loss."""
+    units: list[Unit] = [
+        ["==((====))==  Unsloth - 2x faster free finetuning | Num GPUs used = 1\n"],
+        ["   \\\\   /|    Num examples = 4,000 | Num Epochs = 2 | Total steps = 60\n"],
+        [" [60/60 00:45, Epoch 0/1]\n"],
+    ]
+    rows, want = ["Step\tTraining Loss\n"], []
+    for i in range(1, 61):
+        loss = round(2.5 - i / 40 + (0.03 if i % 3 else -0.02), 6)
+        rows.append(f"{i}\t{loss:.6f}\n")
+        want.append((i, {"training_loss": loss}))
+    units.append(rows)
+    return units, want
+
+
+def hf_notebook_eval_table() -> tuple[list[Unit], list]:
+    """The same callback's table where the run evaluates each epoch: each row repeats the
+    newest training loss logged before the evaluation (``No log`` before the first), so a
+    training loss equal to the row before's is no new point; metric columns are the
+    evaluation's."""
+    rows = ["Epoch  Training Loss  Validation Loss  Accuracy  F1 Macro\n"]
+    train = ["No log", "0.912300", "0.912300", "0.605100", "0.431800", "0.431800", "0.298800", "0.241000"]
+    want = []
+    for e, t in enumerate(train, 1):
+        val, acc = round(1.0 - e / 20, 6), round(0.5 + e / 30, 6)
+        rows.append(f"{e}  {t}  {val:.6f}  {acc:.6f}  {acc - 0.1:.6f}\n")
+        values = {"validation_loss": val, "eval_accuracy": acc, "eval_f1_macro": round(acc - 0.1, 6)}
+        if t != "No log" and (e == 1 or t != train[e - 2]):
+            values["training_loss"] = float(t)
+        want.append((e, values))
+    return [[" [1600/1600 12:31, Epoch 8/8]\n"], rows], want
+
+
 DIALECTS = {
     f.__name__: f
     for f in (
@@ -912,6 +1124,12 @@ DIALECTS = {
         timm,
         torchtune,
         mmengine,
+        mmcv1_text,
+        mindspore,
+        paddle_hapi,
+        espnet2,
+        flair,
+        held_out_line_after_a_step,
         olmo,
         composer,
         epoch_step_loss,
@@ -929,6 +1147,8 @@ DIALECTS = {
         chainer_print_report,
         darknet,
         nemo_bar_with_global_step,
+        hf_notebook_table,
+        hf_notebook_eval_table,
     )
 }
 

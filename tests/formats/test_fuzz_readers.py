@@ -45,6 +45,7 @@ TEXT = [
     "coqui",
     "console",
     "console_epoch",
+    "notebook",
     "mlflow_file",
 ]
 BINARY = ["tfevents", "tfevents_hand", "wandb"]
@@ -180,6 +181,9 @@ def _keeps_unterminated_tail(reader: str, tail: bytes) -> bool:
         from trainproof.formats.console import _DICT
 
         return bool(_DICT.search(tail.decode("utf-8", "replace")))
+    if reader == "notebook":
+        # one JSON document, complete at its closing brace with or without the line end
+        return tail.strip() == b"}"
     return False
 
 

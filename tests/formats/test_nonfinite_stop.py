@@ -37,6 +37,16 @@ STOPS = {
     "torchvision_references": ["Loss is nan, stopping training\n", "{'loss_ce': nan}\n"],
     "keras_terminate_on_nan": ["Batch 3: Invalid loss, terminating training\n"],
     "exception": ["Traceback (most recent call last):\n", "ValueError: Loss is NaN at step 520\n"],
+    # SpeechBrain skips a non-finite batch until its patience runs out, then raises
+    "speechbrain": [
+        "speechbrain.core - Patience not yet exhausted, ignoring this batch.\n",
+        "Traceback (most recent call last):\n",
+        '  File "speechbrain/core.py", line 1201, in check_loss_isfinite\n',
+        "ValueError: Loss is not finite and patience is exhausted. To debug, wrap `fit()` with autograd's "
+        "`detect_anomaly()`, e.g.\n",
+    ],
+    # MindSpore 2.x's LossMonitor
+    "mindspore": ["ValueError: epoch: 3 step: 20. Invalid loss, terminating training.\n"],
 }
 
 
@@ -61,6 +71,9 @@ def test_the_programs_own_stop_line_fails_tp_nan(tmp_path: Path, name: str) -> N
         ["UserWarning: loss_scale is inf, reset to 65536\n"],
         # prose about NaN guards in a banner
         ["Config: stop training when the loss is nan: False\n"],
+        # SpeechBrain skipped one non-finite batch and trained on (its patience not spent)
+        ["speechbrain.core - Loss is nan.\n", "speechbrain.core - Patience not yet exhausted, ignoring this batch.\n"],
+        ["UserWarning: grad norm is not finite, skipping this update\n"],
     ],
 )
 def test_a_healthy_capture_and_lookalike_lines_pass(tmp_path: Path, tail: list[str]) -> None:

@@ -84,6 +84,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "val_loss",
         "validation_loss",
         "valid_loss",
+        "dev_loss",  # Flair's DEV line; NLP's dev split
         "val/loss",
         "eval/loss",
         "Loss/val",
@@ -108,6 +109,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "TrainIterStats/current_lr_1",
         "re:lr-.+",  # Lightning LearningRateMonitor: lr-<OptimizerName>
         "charts/learning_rate",  # CleanRL
+        "optim0_lr0",  # ESPnet2: its first optimizer's first parameter group
         # RLlib's learner statistics, nested under the policy's name: the old API's
         # cur_lr, the new API's rate of its default optimizer.
         "re:.+/learner_stats/cur_lr",

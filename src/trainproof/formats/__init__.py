@@ -121,6 +121,7 @@ READER_MODULES = (
     "csv",
     "coqui",
     "mlflow",
+    "notebook",
     "console",
 )
 

@@ -68,7 +68,10 @@ RECORDS_NOTE = "steps are the positions of the records in the array (no step key
 
 
 def sniff(path: Path, head: str) -> bool:
-    """The head opens an object whose first value is a list or a pandas column."""
+    """The head opens an object whose first value is a list or a pandas column, and is no
+    Jupyter notebook (whose ``cells`` list is the notebook reader's)."""
+    if path.suffix.lower() == ".ipynb" or '"cell_type"' in head:
+        return False
     return bool(_START.match(head))
 
 

@@ -237,10 +237,13 @@ _BATCHES = re.compile(r"(?<![\w.])(\d+)\s*/\s*(\d+)\s+(?:batches|batch|steps|ite
 #: The PyTorch MNIST example's position right after the epoch, ``Train Epoch: 1 [640/60000
 #: (1%)]``: the samples done in the epoch of its total.
 _DONE_OF = re.compile(r"\s*\[\s*(\d+)\s*/\s*(\d+)\s*\(\s*\d+(?:\.\d+)?%\)\s*\]")
-# mmengine: ``Epoch(train) [1][50/500]``, ``Iter(train) [50/1000]``.
+# mmengine: ``Epoch(train) [1][50/500]``, ``Iter(train) [50/1000]``; MMCV 1.x's text logger
+# writes its train lines with no mode, ``Epoch [1][50/500]\tlr: 2.000e-02, …`` and ``Iter
+# [50/1000]\tlr: …`` (its evaluations ``Epoch(val) [1][500]``): the modeless form is read
+# only where the learning rate follows, as MMCV prints it first.
 _MMENGINE = re.compile(
-    r"\b(Epoch|Iter)\((train|val|test)\)\s*\[\s*(\d+)(?:\s*/\s*(\d+))?\s*\]"
-    r"(?:\s*\[\s*(\d+)\s*/\s*(\d+)\s*\])?"
+    r"\b(Epoch|Iter)(?:\((train|val|test)\)|(?=\s*\[[^\]\n]{1,20}\](?:\s*\[[^\]\n]{1,20}\])?\s+lr))"
+    r"\s*\[\s*(\d+)(?:\s*/\s*(\d+))?\s*\](?:\s*\[\s*(\d+)\s*/\s*(\d+)\s*\])?"
 )
 # pytorch/examples' ProgressMeter (its ImageNet script, copied into many loops): a train
 # line ``Epoch: [0][ 10/100]\tTime ...\tLoss 1.2429e+00 (1.3428e+00)\t...`` (each meter's
@@ -250,16 +253,35 @@ _MMENGINE = re.compile(
 _PROGRESS_METER = re.compile(
     r"(?<![\w.])(?:Epoch:\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]|(Test):\s*\[\s*\d+\s*/\s*\d+\s*\])"
 )
+#: A line that is only an epoch header, ``Epoch 3/6`` (Keras; PaddlePaddle's ``Model.fit``,
+#: whose ``step 10/100 - loss: …`` lines under it count within the epoch).
+_EPOCH_HEADER = re.compile(r"\s*Epoch\s+(\d+)\s*/\s*\d+\s*$")
+#: PaddlePaddle's ``Model.fit`` evaluates between ``Eval begin...`` and ``Eval samples: N``;
+#: its ``step 16/16 - loss: …`` lines there count the evaluation's batches, and the last
+#: one holds the evaluation's result.
+_HAPI_EVAL_BEGIN = "Eval begin..."
+_HAPI_EVAL_END = re.compile(r"\s*Eval samples:\s*\d+\s*$")
+#: ESPnet2's trainer line head, ``1epoch:train:201-300batch: iter_time=…, loss=…``: the
+#: epoch and the last batch of the span within it; its epoch summary ``1epoch results:
+#: [train] … [valid] … loss=1.329, …`` holds the evaluation after ``[valid]``.
+_ESPNET_BATCH = re.compile(r"\s*(\d+)epoch:train:\d+-(\d+)batch:\s*")
+_ESPNET_RESULTS = re.compile(r"\s*(\d+)epoch results: ")
+_ESPNET_VALID = re.compile(r"\[valid\]\s*([^\[\n]*)")
+#: Flair's ModelTrainer: ``EPOCH 3 done: loss 1.4713 - lr 0.05`` restates the epoch's mean
+#: (no step of the per-iteration series), and ``DEV : loss 1.43 - f1-score (micro avg)
+#: 0.20`` is the evaluation on the dev split after it.
+_FLAIR_EPOCH_DONE = re.compile(r"(?<![\w-])EPOCH \d+ done: ")
+_FLAIR_DEV = re.compile(r"(?<![\w-])DEV\s*:\s+")
 # A Keras progress or summary line: ``12/128 [==>...]``, ``128/128 ━━━━``, ``128/128 - 5s``.
 _KERAS = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[|━|- )")
 _RULER = re.compile(r"^\s*-{5,}\s*$")
-# A log record's prefix: a time stamp, then what the logging library adds before the
-# message (host, rank, logger, ``file.py:line``, process id) up to the level, or glog's
+# A log record's prefix: a time stamp (after the host in brackets, as ESPnet writes it),
+# then what the logging library adds before the message (host, rank, logger, ``file.py:line``, process id) up to the level, or glog's
 # ``I1226 19:16:08.325 138614 file.py:803]``. Its ``name:number`` parts (``host:0``,
 # ``olmo.train:990``) are no metrics, so the line is read from its message on. The part
 # before the level holds no ``=``, so a message that prints a level word later keeps its pairs.
 _LOG_PREFIX = re.compile(
-    r"^\s*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
+    r"^\s*(?:\[[^\]\s]{1,100}\]\s+)?\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
     r"[^=\n]{0,100}?(?<![\w/.-])(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|TRACE|NOTICE)(?![\w/.-])\]?\s*[:|\-]?\s*"
     r"(?:\[[\w.-]{1,100}\.py:\d+(?::\w{1,100})?\]\s*)?(?:\[Rank \d+\]\s*)?"
     r"|^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[^\]\s]{1,200}\]\s?"
@@ -422,7 +444,8 @@ def _darknet(line: str) -> _Parsed | None:
 def _norm(raw: str) -> str:
     """A printed name as a key: ``Train Loss`` and ``TrainLoss`` -> ``train_loss``, ``L.r.``
     -> ``lr`` (an abbreviation of single letters), a leading log level dropped, a ``value``
-    after ``loss`` dropped (``lm loss value`` -> ``lm_loss``)."""
+    after ``loss`` dropped (``lm loss value`` -> ``lm_loss``), as an ``is`` (``loss is`` ->
+    ``loss``)."""
     parts = raw.split(" ")
     if len(parts) > 1 and parts[0].lower() in _LEVEL:
         parts = parts[1:]
@@ -436,8 +459,11 @@ def _norm(raw: str) -> str:
             p = "".join(bits)  # ``L.r.`` is one abbreviated word, not ``l_r``
         words.append(_CAMEL.sub("_", p))
     key = _JOIN.sub("_", " ".join(words).lower()).strip("_")
-    # "lm loss value" (Megatron-LM's validation line) is the loss itself.
-    return key[:-6] if key.endswith("loss_value") else key
+    # "lm loss value" (Megatron-LM's validation line) is the loss itself, as is MindSpore's
+    # LossMonitor's "loss is 2.302" ("epoch: 1 step: 100, loss is 2.302").
+    if key.endswith("loss_value"):
+        return key[:-6]
+    return key[:-3] if key.endswith("loss_is") else key
 
 
 def _is_loss(key: str) -> bool:
@@ -570,6 +596,13 @@ _BRACKET_STEP = re.compile(r"(?:^|\s)\[\s*(\d+)\s*\]\s*$")
 #: The header of a table of blank-separated columns (fastai, Chainer's PrintReport with
 #: its ``main/loss``): names only, at least three.
 _WS_HEADER = re.compile(r"[A-Za-z_][\w/]*(?:[ \t]+[A-Za-z_][\w/]*){2,15}")
+#: The table transformers' ``NotebookProgressCallback`` draws in a notebook (Unsloth's too),
+#: as text copied from the cell: a header ``Step``/``Epoch``, ``Training Loss``, then
+#: ``Validation Loss`` and the evaluation's metrics (``Accuracy``, ``F1``…) where the run
+#: evaluates, cells apart by a tab (or two blanks or more, as pasted into a README). A
+#: cell holds a number or ``No log`` (no training loss logged yet).
+_NB_SPLIT = re.compile(r"\t|\s{2,}")
+_NB_NAMES = {"training loss": "training_loss", "validation loss": "validation_loss"}
 #: A frame of YOLOv5/YOLOv8's epoch bar under such a header (``Epoch GPU_mem box_loss …
 #: Size``): ``  3/30  3.52G  1.31  3.02  1.51  232  640:  45%|███ | 9/20 [...]``, the epoch
 #: (of the total) and the other columns up to the colon before the bar.
@@ -584,6 +617,10 @@ _EPOCH_GLOBAL = re.compile(r"(?<![\w.|])(\d+)\|(\d+)\|\s*$")
 def _parse(line: str) -> _Parsed | None:
     """The step parts and metric values of one (ANSI-free) line, ``None`` when it has no
     pair at all."""
+    if "epoch:train:" in line:
+        es = _ESPNET_BATCH.match(line)
+        if es is not None:
+            line = f"epoch={es.group(1)}, batch={es.group(2)}, {line[es.end() :]}"
     if line.startswith("s:"):
         llmc = _llmc(line)
         if llmc is not None:
@@ -650,11 +687,13 @@ def _parse(line: str) -> _Parsed | None:
                         metrics = metrics[i:]
                         break
     if mm is not None:
-        unit, mode = mm.group(1).lower(), mm.group(2)
+        unit, mode = mm.group(1).lower(), mm.group(2) or "train"
         if unit == "epoch":
             p.epoch = float(mm.group(3))
             if mm.group(5) and mode == "train":  # a val loop's position is not a train step
-                p.position = (float(mm.group(5)), float(mm.group(6)))
+                # the library's own count within the epoch, as a resume line's ``resumed
+                # epoch 2, iter 200`` is (MMCV): one source of steps, not two that rank apart
+                p.counter, p.counter_total = float(mm.group(5)), float(mm.group(6))
         else:
             p.counter = float(mm.group(3))
         if mode == "train":
@@ -1048,6 +1087,8 @@ class _Machine:
         self.block: dict[str, float] = {}
         self.block_line = 0
         self.keras = False  # the open block is a Keras epoch (replaced, not merged, by each frame)
+        self.header_epoch: float | None = None  # the epoch of the last bare ``Epoch 3/6`` line
+        self.hapi_eval: dict[str, float] | None = None  # Paddle's evaluation being read
         self.table: dict[str, float] | None = None  # an SB3 table being read
         self.table_line = 0
         self.section = ""
@@ -1059,6 +1100,8 @@ class _Machine:
         self.bar_frame: tuple | None = None
         self.bar_seen: dict[str, float] = {}  # the postfix values of the bar frames emitted
         self.ws_header: list[str] | None = None  # the columns of a blank-separated epoch table
+        self.nb_header: list[str] | None = None  # the columns of a notebook progress table
+        self.nb_loss: str | None = None  # that table's training loss cell in the row before
 
     def _emit(self, step: float | None, values: dict[str, float], line: int, holes: tuple[str, ...] = ()) -> None:
         if not values and not holes:
@@ -1179,7 +1222,68 @@ class _Machine:
         self.bar_frame = (step, values, lineno, p)
         return True
 
+    def _notebook_table(self, line: str, lineno: int) -> bool:
+        """A header or a row of the table of transformers' notebook progress callback (see
+        :data:`_NB_SPLIT`); True when the line was one. The step is the table's first column
+        (the epoch where it is ``Epoch``). Where the table holds evaluations, each row
+        repeats the newest training loss logged before it: a training loss cell equal to the
+        one in the row before is that same log, not a new point, and is left out."""
+        s = line[_after_glued_bar(line) :].strip()
+        if self.nb_header is None:
+            cells = [c.strip().lower() for c in _NB_SPLIT.split(s)]
+            if (
+                len(cells) < 2
+                or cells[0] not in _EPOCH_WORDS | _COUNTER_WORDS
+                or not any(c in _NB_NAMES for c in cells[1:])
+            ):
+                return False
+            self._flush_bar()
+            self.nb_header = [cells[0]] + [_NB_NAMES.get(c) or "eval_" + _norm(c) for c in cells[1:]]
+            self.nb_loss = None
+            return True
+        if not s:
+            return True
+        fields = s.replace("No log", "-").split()
+        if len(fields) != len(self.nb_header) or not fields[0].isdigit():
+            self.nb_header = None
+            return False
+        values: dict[str, float] = {}
+        for name, f in zip(self.nb_header[1:], fields[1:]):
+            if name == "training_loss" and "validation_loss" in self.nb_header:
+                fresh = f != self.nb_loss
+                self.nb_loss = f
+                if not fresh:
+                    continue
+            try:
+                values[name] = float(f)
+            except ValueError:
+                continue
+        self.stepped = True
+        self._emit(float(fields[0]), values, lineno)
+        return True
+
+    def _hapi_eval(self, line: str) -> bool:
+        """A line of PaddlePaddle's evaluation block (see :data:`_HAPI_EVAL_END`); True when
+        it was one. The block's last line's values are the evaluation's, added to the last
+        train step's record as ``eval_*``."""
+        if _HAPI_EVAL_BEGIN in line:
+            self._flush_bar()
+            self.hapi_eval = {}
+            return True
+        assert self.hapi_eval is not None
+        end = _HAPI_EVAL_END.match(line, _after_glued_bar(line))
+        p = _parse(line) if end is None else None
+        if p is not None and p.counter is not None and p.values:
+            self.hapi_eval = {k if k.startswith(_EVAL_KEYS) else f"eval_{k}": v for k, v in p.values.items()}
+            return True
+        values, self.hapi_eval = self.hapi_eval, None
+        if values and self.runs is not None:
+            self.runs.join_last(self.steps.last_step, values)
+        return end is not None
+
     def feed(self, line: str, lineno: int) -> None:
+        if (self.nb_header is not None or "Loss" in line or "loss" in line) and self._notebook_table(line, lineno):
+            return
         if (self.ws_header is not None or "epoch" in line or "Epoch" in line) and self._ws_table(line, lineno):
             return
         if self.table is None and not _triggered(line):
@@ -1212,9 +1316,33 @@ class _Machine:
                 self.block_line = lineno
                 self.keras = True
             return
+        if "EPOCH" in line and _FLAIR_EPOCH_DONE.search(line):
+            return
+        dev = _FLAIR_DEV.search(line) if "DEV" in line else None
+        if dev is not None:
+            p = _parse(line[dev.end() :])
+            if p is not None and self.runs is not None:
+                self.runs.join_last(self.steps.last_step, {f"dev_{k}": v for k, v in p.values.items()})
+            return
+        if "epoch results:" in line and _ESPNET_RESULTS.match(line):
+            valid = _ESPNET_VALID.search(line)
+            p = _parse(valid.group(1)) if valid is not None else None
+            if p is not None and self.runs is not None:
+                self.runs.join_last(self.steps.last_step, {f"valid_{k}": v for k, v in p.values.items()})
+            return  # its [train] part restates the epoch's mean, no step of its own
+        if self.hapi_eval is not None or _HAPI_EVAL_BEGIN in line:
+            if self._hapi_eval(line):
+                return
+        header = _EPOCH_HEADER.match(line, _after_glued_bar(line))
+        if header is not None:
+            self.header_epoch = float(header.group(1))
         p = _parse(line)
         if p is None:
             return
+        if self.header_epoch is not None and p.counter is not None and p.epoch is None and p.glob is None:
+            # a count under a bare epoch header counts within that epoch, or on across epochs
+            # (_Steps._composed tells which at the first new epoch)
+            p.epoch = self.header_epoch
         bar = p.position is not None and p.counter is None and p.glob is None
         if (
             bar
@@ -1265,9 +1393,15 @@ class _Machine:
             self.block.update(p.values)
         elif self.block_step is None and not self.stepped and p.has_loss and _pure(line, p):
             self.stepless.append(Record(None, dict(p.values), lineno))
+        elif self.stepped and self.runs is not None and _held_out_only(p.values) and _pure(line, p):
+            # An evaluation printed on a line of its own with no step (``Validation loss:
+            # 0.45`` after a training line) belongs to the last train step.
+            self.runs.join_last(self.steps.last_step, p.values)
 
     def finish(self) -> None:
         self._flush_bar()
+        if self.hapi_eval is not None:
+            self._hapi_eval("")
         if self.table:
             self._close_table()
         self._close_block()
@@ -1305,6 +1439,18 @@ class _Machine:
 
 
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
+
+
+#: The key heads of a validation during training (a test set's loss, printed once after
+#: training, is no point of the run's eval series).
+_VALIDATION_KEYS = tuple(w for w in _EVAL_KEYS if w not in console_words("test"))
+
+
+def _held_out_only(values: dict[str, float]) -> bool:
+    """Whether the losses among ``values`` are all validation ones (``val_loss``,
+    ``validation_loss``, ``eval_loss``), and there is one."""
+    losses = [k for k in values if _is_loss(k)]
+    return bool(losses) and all(k.startswith(_VALIDATION_KEYS) for k in losses)
 
 
 def _pure(line: str, p: _Parsed) -> bool:
@@ -1391,8 +1537,10 @@ _NONFINITE_STOP = re.compile(
 #: The words one of those lines holds, as programs print them (``INFO`` is none): a
 #: literal scan that keeps the two regexes off the ordinary loss lines of a capture.
 _NONFINITE_HINT = re.compile(r"nan|NaN|NAN|Nan|inf(?!o)|Inf(?!o)|INF(?!O)|finite|FINITE|nvalid|NVALID")
-#: An exception's message naming a non-finite loss (``ValueError: Loss is NaN``).
-_NONFINITE_LOSS = re.compile(r"\bloss\b.{0,40}?\b(?:nan|inf|infinite|non-finite)\b", re.I)
+#: An exception's message naming a non-finite loss (``ValueError: Loss is NaN``;
+#: SpeechBrain's ``ValueError: Loss is not finite and patience is exhausted``, raised once
+#: more non-finite batches came than it skips).
+_NONFINITE_LOSS = re.compile(r"\bloss\b.{0,40}?\b(?:nan|inf|infinite|non-finite|not finite)\b", re.I)
 
 
 def _nonfinite_stop(line: str) -> bool:
@@ -1414,6 +1562,17 @@ def read(path: Path, state) -> Iterator[Record]:
     Raises:
         ReadError: the file cannot be opened or decoded.
     """
+    with open_text(path) as f:
+        yield from read_text(f, state)
+
+
+def read_text(f, state) -> Iterator[Record]:
+    """:func:`read` of a text stream ``f`` (a notebook's cell outputs, :mod:`.notebook`):
+    the records of a capture whose lines are numbered from 1 in ``f``.
+
+    Raises:
+        ReadError: the stream cannot be decoded.
+    """
     train_count = 0
     rows_noted = False
     last_step: float | None = None
@@ -1426,76 +1585,80 @@ def read(path: Path, state) -> Iterator[Record]:
     crash: dict | None = None  # the last traceback or kill seen, and where
     stop: dict | None = None  # the first line saying the loss became non-finite
     in_traceback = 0
-    with open_text(path) as f:
-        lines = Lines(f)
-        # Of a run of blank lines only the first comes out: the rest change nothing here.
-        for lineno, raw in lines.numbered():
-            if raw == "\n" and machine.table is None:
-                # A blank line outside a table holds no dict and does not trigger: half the
-                # lines of a capture whose progress bar redraws with a carriage return.
+    lines = Lines(f)
+    # Of a run of blank lines only the first comes out: the rest change nothing here.
+    for lineno, raw in lines.numbered():
+        if raw == "\n" and machine.table is None:
+            # A blank line outside a table holds no dict and does not trigger: half the
+            # lines of a capture whose progress bar redraws with a carriage return.
+            continue
+        # A capture is mostly progress-bar lines: the substring tests skip the regexes
+        # on the lines that cannot match them.
+        line = ANSI.sub("", raw) if "\x1b" in raw else raw
+        if "Traceback" in line and _TRACEBACK.search(line):
+            in_traceback = lineno
+        elif in_traceback and not line.startswith((" ", "\t")):
+            e = _EXCEPTION.match(line.strip())
+            if e is not None:
+                crash = {"line": in_traceback, "error": line.strip()[:300]}
+                in_traceback = 0
+        if "Killed" in line and _KILLED.match(line.strip()):
+            crash = {"line": lineno, "error": "Killed (the kernel's out-of-memory killer, or a scheduler)"}
+        if ("oss" in line or "OSS" in line) and _NONFINITE_HINT.search(line) and _nonfinite_stop(line):
+            # a statement, not a logged value: its words are read as no metric
+            if stop is None:
+                stop = {"line": lineno, "message": line.strip()[:300]}
+            continue
+        found = False
+        for _, vals in _dict_matches(line):
+            found = True
+            if "train_runtime" in vals:
+                state.meta.setdefault("summary", {}).update(vals)
+                ended = True
                 continue
-            # A capture is mostly progress-bar lines: the substring tests skip the regexes
-            # on the lines that cannot match them.
-            line = ANSI.sub("", raw) if "\x1b" in raw else raw
-            if "Traceback" in line and _TRACEBACK.search(line):
-                in_traceback = lineno
-            elif in_traceback and not line.startswith((" ", "\t")):
-                e = _EXCEPTION.match(line.strip())
-                if e is not None:
-                    crash = {"line": in_traceback, "error": line.strip()[:300]}
-                    in_traceback = 0
-            if "Killed" in line and _KILLED.match(line.strip()):
-                crash = {"line": lineno, "error": "Killed (the kernel's out-of-memory killer, or a scheduler)"}
-            if ("oss" in line or "OSS" in line) and _NONFINITE_HINT.search(line) and _nonfinite_stop(line):
-                # a statement, not a logged value: its words are read as no metric
-                if stop is None:
-                    stop = {"line": lineno, "message": line.strip()[:300]}
+            step = vals.pop("step", None)
+            if step is None:
+                step = next((vals.pop(k) for k in list(vals) if _dict_step_key(k)), None)
+            if any(k.startswith(_DICT_EVAL_PREFIXES) for k in vals):
+                dict_runs.add(Record(step if step is not None else last_step, vals, lineno))
                 continue
-            found = False
-            for _, vals in _dict_matches(line):
-                found = True
-                if "train_runtime" in vals:
-                    state.meta.setdefault("summary", {}).update(vals)
-                    ended = True
-                    continue
-                step = vals.pop("step", None)
+            if ended:
+                # A run that reran with the same seed repeats the last one's first values,
+                # which is no restatement: the summary said that run had ended.
+                dict_runs.start_new()
                 if step is None:
-                    step = next((vals.pop(k) for k in list(vals) if _dict_step_key(k)), None)
-                if any(k.startswith(_DICT_EVAL_PREFIXES) for k in vals):
-                    dict_runs.add(Record(step if step is not None else last_step, vals, lineno))
-                    continue
-                if ended:
-                    # A run that reran with the same seed repeats the last one's first values,
-                    # which is no restatement: the summary said that run had ended.
-                    dict_runs.start_new()
-                    if step is None:
-                        train_count = 0
-                ended = False
-                train_count += 1
-                if step is None and not rows_noted:
-                    rows_noted = True
-                    state.notes.append(
-                        "the log dicts carry no 'step': their steps are log rows (the count of train dicts), "
-                        "not training steps"
-                    )
-                last_step = step if step is not None else float(train_count)
-                dict_runs.add(Record(last_step, vals, lineno))
-            if found:
+                    train_count = 0
+            ended = False
+            train_count += 1
+            if step is None and not rows_noted:
+                rows_noted = True
+                state.notes.append(
+                    "the log dicts carry no 'step': their steps are log rows (the count of train dicts), "
+                    "not training steps"
+                )
+            last_step = step if step is not None else float(train_count)
+            dict_runs.add(Record(last_step, vals, lineno))
+        if found:
+            continue
+        if not raw.endswith(("\n", "\r")) and _triggered(line):
+            # The last line has no line end: unfinished, its last number may be cut
+            # ("0.6924" torn to "0.6"). A log dict is read whole or not at all, so only
+            # the other printouts wait for their line end.
+            p = _parse(_body(_tail(line)))
+            if p is not None and p.has_loss:
+                state.drop(
+                    f"the last line ({lineno}) has no line end: a training line cut "
+                    "mid-write (a run killed or still writing?), so it was not read"
+                )
                 continue
-            if not raw.endswith(("\n", "\r")) and _triggered(line):
-                # The last line has no line end: unfinished, its last number may be cut
-                # ("0.6924" torn to "0.6"). A log dict is read whole or not at all, so only
-                # the other printouts wait for their line end.
-                p = _parse(_body(_tail(line)))
-                if p is not None and p.has_loss:
-                    state.drop(
-                        f"the last line ({lineno}) has no line end: a training line cut "
-                        "mid-write (a run killed or still writing?), so it was not read"
-                    )
-                    continue
-            if machine.table is not None or machine.ws_header is not None or _triggered(line):
-                machine.feed(line.rstrip("\r\n"), lineno)
-        lines.note(state)
+        if (
+            machine.table is not None
+            or machine.ws_header is not None
+            or machine.nb_header is not None
+            or _triggered(line)
+        ):
+            machine.feed(line.rstrip("\r\n"), lineno)
+    lines.note(state)
     machine.finish()
     last, first = 0, 0
     for rec in dict_runs.finish():

@@ -603,6 +603,7 @@ _WS_HEADER = re.compile(r"[A-Za-z_][\w/]*(?:[ \t]+[A-Za-z_][\w/]*){2,15}")
 #: cell holds a number or ``No log`` (no training loss logged yet).
 _NB_SPLIT = re.compile(r"\t|\s{2,}")
 _NB_NAMES = {"training loss": "training_loss", "validation loss": "validation_loss"}
+_NB_FIRST = _EPOCH_WORDS | _COUNTER_WORDS
 #: A frame of YOLOv5/YOLOv8's epoch bar under such a header (``Epoch GPU_mem box_loss …
 #: Size``): ``  3/30  3.52G  1.31  3.02  1.51  232  640:  45%|███ | 9/20 [...]``, the epoch
 #: (of the total) and the other columns up to the colon before the bar.
@@ -1228,19 +1229,20 @@ class _Machine:
         (the epoch where it is ``Epoch``). Where the table holds evaluations, each row
         repeats the newest training loss logged before it: a training loss cell equal to the
         one in the row before is that same log, not a new point, and is left out."""
-        s = line[_after_glued_bar(line) :].strip()
         if self.nb_header is None:
+            # the callback writes its column names so: a literal test keeps the split off
+            # every other line that names a loss
+            if "Training Loss" not in line and "Validation Loss" not in line:
+                return False
+            s = line[_after_glued_bar(line) :].strip()
             cells = [c.strip().lower() for c in _NB_SPLIT.split(s)]
-            if (
-                len(cells) < 2
-                or cells[0] not in _EPOCH_WORDS | _COUNTER_WORDS
-                or not any(c in _NB_NAMES for c in cells[1:])
-            ):
+            if len(cells) < 2 or cells[0] not in _NB_FIRST or not any(c in _NB_NAMES for c in cells[1:]):
                 return False
             self._flush_bar()
             self.nb_header = [cells[0]] + [_NB_NAMES.get(c) or "eval_" + _norm(c) for c in cells[1:]]
             self.nb_loss = None
             return True
+        s = line[_after_glued_bar(line) :].strip()
         if not s:
             return True
         fields = s.replace("No log", "-").split()
@@ -1333,7 +1335,7 @@ class _Machine:
         if self.hapi_eval is not None or _HAPI_EVAL_BEGIN in line:
             if self._hapi_eval(line):
                 return
-        header = _EPOCH_HEADER.match(line, _after_glued_bar(line))
+        header = _EPOCH_HEADER.match(line, _after_glued_bar(line)) if "Epoch" in line else None
         if header is not None:
             self.header_epoch = float(header.group(1))
         p = _parse(line)

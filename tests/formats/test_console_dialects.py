@@ -762,6 +762,20 @@ def held_out_line_after_a_step() -> tuple[list[Unit], list]:
     return units, want
 
 
+def ignite_progress_bar() -> tuple[list[Unit], list]:
+    """PyTorch Ignite's ProgressBar: the position ``[n/total]`` before the bar, the loss in
+    the postfix after it, one bar per epoch redrawn with carriage returns."""
+    units, want = [], []
+    for e in (1, 2):
+        frames = [f"\rEpoch [{e}/2]: [0/4]   0%|           [00:00<?]"]
+        for n in range(1, 5):
+            loss = round(1.6 - e / 5 - n / 20, 2)
+            frames.append(f"\rEpoch [{e}/2]: [{n}/4]  {25 * n:3d}%|{'█' * (n * 2):<10}, loss={loss} [00:00<00:00]")
+            want.append(((e - 1) * 4 + n, {"loss": loss}))
+        units.append(frames + ["\n"])
+    return units, want
+
+
 def olmo() -> tuple[list[Unit], list]:
     units, want = [], []
     for s in (100, 200, 300):
@@ -1129,6 +1143,7 @@ DIALECTS = {
         paddle_hapi,
         espnet2,
         flair,
+        ignite_progress_bar,
         held_out_line_after_a_step,
         olmo,
         composer,

@@ -231,6 +231,9 @@ _TF_EVAL_RESULT = re.compile(r"Saving dict for global step")
 # A tqdm bar's position: ``45%|████ | 45/100``; the bar is bounded so a line of pipes
 # cannot make the search long.
 _TQDM = re.compile(r"(?<![\d.])\d+%\|[^|\n]{0,400}\|\s*(\d+)/(\d+)")
+# PyTorch Ignite's ProgressBar puts the position before the bar: ``Epoch [1/10]: [57/63]
+# 90%|█████████ , loss=0.396 [00:00<00:00]`` (its description, then ``[n/total]``).
+_IGNITE_BAR = re.compile(r"\[(\d+)/(\d+)\]\s+\d+%\|[^|\n]{0,400}?(?:\||,\s)")
 # Between a bar's position and the first metric of its postfix: the bracket opened, not closed.
 _POSTFIX_OPEN = re.compile(r"\s*\[[^\]\n]*")
 _BATCHES = re.compile(r"(?<![\w.])(\d+)\s*/\s*(\d+)\s+(?:batches|batch|steps|iters|iterations)\b", re.I)
@@ -714,7 +717,11 @@ def _parse(line: str) -> _Parsed | None:
         # A bar's position is the step of the metrics that follow it (tqdm's postfix) when it
         # follows the epoch (``Epoch 0:  45%|██| 45/100``); a bar before the epoch or after
         # the metrics is another progress line glued to this one.
-        t = _TQDM.search(line, epoch_end, first) or _BATCHES.search(line, epoch_end, first)
+        t = (
+            _TQDM.search(line, epoch_end, first)
+            or _BATCHES.search(line, epoch_end, first)
+            or _IGNITE_BAR.search(line, epoch_end, first)
+        )
         done = _DONE_OF.match(line, epoch_end, first) if t is None else None
         if done is not None:
             # a count within the epoch, printed on every line: no bar to hold
@@ -730,6 +737,10 @@ def _parse(line: str) -> _Parsed | None:
         # line glued after another bar (``Map: 45%|██| 4500/10000 [...]Epoch 1 | Train: …``).
         if t is not None and _POSTFIX_OPEN.fullmatch(line, t.end(), first):
             p.position = (float(t.group(1)), float(t.group(2)))
+        elif t is None:
+            ig = _IGNITE_BAR.search(line, 0, first)
+            if ig is not None and ig.end() >= first - 4:  # the metrics right after the bar
+                p.position = (float(ig.group(1)), float(ig.group(2)))
     if not metrics:
         return p
     prefix = line[:first]

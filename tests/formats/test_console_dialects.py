@@ -776,6 +776,25 @@ def ignite_progress_bar() -> tuple[list[Unit], list]:
     return units, want
 
 
+def sklearn_partial_fit() -> tuple[list[Unit], list]:
+    """scikit-learn's SGDClassifier(verbose=1) fed by partial_fit: every call prints ``--
+    Epoch 1``; a step that never moves is no x axis, so the records keep their order."""
+    units, want = [], []
+    for i in range(10):
+        loss = round(0.57 - i / 100, 6)
+        units.append(
+            [
+                "-- Epoch 1\n",
+                f"Norm: 0.66, NNZs: 20, Bias: 0.030000, T: 1000, Avg. loss: {loss:.6f}, Objective: 0.569971\n",
+                "Total training time: 0.00 seconds.\n",
+            ]
+        )
+        want.append(
+            (i + 1, {"norm": 0.66, "nnzs": 20.0, "bias": 0.03, "t": 1000.0, "avg_loss": loss, "objective": 0.569971})
+        )
+    return units, want
+
+
 def olmo() -> tuple[list[Unit], list]:
     units, want = [], []
     for s in (100, 200, 300):
@@ -1144,6 +1163,7 @@ DIALECTS = {
         espnet2,
         flair,
         ignite_progress_bar,
+        sklearn_partial_fit,
         held_out_line_after_a_step,
         olmo,
         composer,

@@ -1082,6 +1082,9 @@ def _dict_values(text: str) -> dict | None:
 
 #: Lines with a loss and no step that make a log of one (see :meth:`_Machine._emit_stepless`).
 MIN_STEPLESS = 3
+#: Records in a run that all print one step before that step is read as no x axis (the
+#: trend rules' fewest points).
+ONE_STEP_MIN = 8
 
 
 class _Machine:
@@ -1677,7 +1680,16 @@ def read_text(f, state) -> Iterator[Record]:
     for rec in dict_runs.finish():
         last, first = max(last, rec.line), min(first or rec.line, rec.line)
         yield rec
-    for rec in runs.finish():
+    recs = list(runs.finish())
+    if len(recs) >= ONE_STEP_MIN and all(r.step == recs[0].step for r in recs):
+        # scikit-learn's partial_fit prints "-- Epoch 1" at every call: a step that never
+        # moves is no x axis, and the judged curve must keep its order
+        state.notes.append(
+            f"every record of the run prints the same step ({recs[0].step:g}): it is no x axis, so the "
+            "records are stepped by their order (the n-th is step n)"
+        )
+        recs = [Record(float(i + 1), r.values, r.line, r.holes) for i, r in enumerate(recs)]
+    for rec in recs:
         last, first = max(last, rec.line), min(first or rec.line, rec.line)
         yield rec
     # A traceback (or a kill) after the last record the run is judged on: the run crashed

@@ -229,6 +229,37 @@ def test_zero_loss_fitted_zeros_that_come_and_go_far_below_the_start(n, seed):
     assert rep.verdict is Level.WARN
 
 
+@pytest.mark.parametrize("n", [30, 150, 600])
+@pytest.mark.parametrize("first", [[5.5e-6], [1.26e-3, 3.0e-6, 1.86e-8], [3.2e-5, 1.49e-8, 1.49e-8]])
+def test_zero_loss_fitted_a_run_logged_from_float_precision_is_a_warning(n, first):
+    # An easy task fitted within its first logging intervals (a helper's Lightning run:
+    # 5.5e-6 at its first log, then 149 exact zeros) shows no ordinary level for the zeros
+    # to fall from: TP-ZERO-LOSS-ONSET failed it as a hidden NaN.
+    loss = list(first) + [0.0] * (n - len(first))
+    rep = judge(loss=loss)
+    assert rep.verdict is Level.WARN and "TP-ZERO-LOSS-FITTED" in rep.ids(), rep.ids()
+    assert "TP-ZERO-LOSS-ONSET" not in rep.ids()
+    # The same first level with a NaN gradient norm over the zeros is still the hidden NaN.
+    grad = [0.1] * len(first) + [math.nan] * (n - len(first))
+    assert judge(loss=loss, grad_norm=grad).verdict is Level.FAIL
+
+
+@pytest.mark.parametrize("n,seed", [(200, 0), (1000, 1)])
+def test_zero_loss_mixed_zeros_among_float_precision_losses_are_no_fail(n, seed):
+    # Batches of 4 on an easy task: 0.0 whenever every example is fitted, else one or a few
+    # float32 ulps (2.98e-8, 5.96e-8, ...): positives at float precision are no ordinary level.
+    rng = np.random.default_rng(seed)
+    loss = np.where(rng.random(n) < 0.85, 0.0, 2.98e-8 * rng.integers(1, 6, n))
+    loss[:3] = [1.36e-4, 1.19e-7, 2.98e-8]
+    loss[-1] = 2.98e-8
+    rep = judge(loss=loss)
+    assert "TP-ZERO-LOSS-MIXED" not in rep.ids() and rep.verdict is not Level.FAIL, rep.ids()
+    # Zeros among ordinary losses still fail.
+    ordinary = np.where(rng.random(n) < 0.3, 0.0, 0.9 * np.exp(0.05 * rng.standard_normal(n)))
+    ordinary[:3], ordinary[-1] = [2.3, 2.2, 2.1], 0.9
+    assert "TP-ZERO-LOSS-MIXED" in judge(loss=ordinary).ids()
+
+
 @pytest.mark.parametrize(
     "case",
     ["ordinary-level", "nan-grad", "fell-three-decades", "zeros-among-ordinary", "large-start", "stray-zeros"],
@@ -1171,6 +1202,23 @@ def test_objective_changed_reads_the_spellings_of_a_kl_weight(key):
     loss, beta = _annealed(200, 0.5, 0.03, seed=1)
     rep = judge(loss=loss, **{key: beta})
     assert "TP-DIVERGE" not in rep.ids() and "TP-OBJECTIVE-CHANGED" in rep.ids()
+
+
+@pytest.mark.parametrize(
+    "key", ["label_smoothing", "smoothing", "l2_weight", "reg_weight", "lambda_reg", "penalty_coef"]
+)
+def test_objective_changed_a_smoothing_or_penalty_weight_ramped_up(key):
+    # A helper's healthy runs: label smoothing ramped 0 -> 0.4 (the cross-entropy's floor
+    # climbs to 1.44 nats) and an L2 penalty weight ramped inside the loss FAILed TP-DIVERGE.
+    loss, weight = _annealed(200, 0.7, 0.03, seed=2)
+    rep = judge(loss=loss, **{key: 0.4 * weight})
+    assert "TP-DIVERGE" not in rep.ids() and "TP-OBJECTIVE-CHANGED" in rep.ids(), rep.ids()
+
+
+def test_objective_changed_a_weight_decay_schedule_explains_no_climb():
+    # AdamW's decoupled weight decay is not part of the loss: its schedule excuses nothing.
+    loss, weight = _annealed(200, 0.7, 0.03, seed=2)
+    assert "TP-DIVERGE" in judge(loss=loss, weight_decay=0.1 * weight).ids()
 
 
 def test_objective_changed_a_constant_weight_or_the_kl_value_itself_explains_nothing():

@@ -217,9 +217,10 @@ def trailing_zero_run(v: np.ndarray, min_points: int) -> tuple[int, float, float
 
 def zero_loss_fitted(ctx) -> dict | None:
     """The train loss ends on at least ``zero_min_points`` exact zeros after positive
-    values, the last of which (median of up to 3) are at most ``zero_fitted_share`` of its
-    starting level (median of its first 3 positive points) and at most ``zero_fitted_abs``
-    (``how`` ``"underflow"``), or zeros came and went before the trailing run, on at least
+    values, the last of which (median of up to 3) are at most ``zero_fitted_abs`` and at
+    most ``zero_fitted_share`` of its starting level (median of its first 3 positive points;
+    a start itself at most ``zero_fitted_abs`` shows no ordinary level, so the fall is not
+    asked) (``how`` ``"underflow"``), or zeros came and went before the trailing run, on at least
     ``zero_mixed_share`` of the points since the first, among positives whose median is
     under ``zero_mixed_level`` of that start (``"intermittent"``, ``before`` that median:
     batches every example fits exactly, a margin loss at its margin); and no gradient norm logged
@@ -237,7 +238,12 @@ def zero_loss_fitted(ctx) -> dict | None:
         onset, start, before = run
         zero = v == 0
         how = "underflow"
-        if before > min(th.zero_fitted_share * start, th.zero_fitted_abs):
+        # A log whose first positive losses already sit at float precision shows no ordinary
+        # level the zeros could fall from: the fall from the start cannot be measured, and
+        # a loss that small rounds to 0 by itself (an easy task fitted within its first
+        # logging intervals).
+        fell = before <= th.zero_fitted_share * start or start <= th.zero_fitted_abs
+        if before > th.zero_fitted_abs or not fell:
             # Zeros that came and went before the trailing run, among positives far below
             # the start: batches that every example fits exactly (a hinge or triplet loss at
             # its margin, easy batches), not a bug that zeroes an ordinary loss
@@ -265,10 +271,16 @@ def zero_loss_fitted(ctx) -> dict | None:
 #: a ``beta`` climbs from 0 to 1 as training goes: Bowman et al. 2016), read by
 #: :func:`objective_schedule`. A key with ``kl`` (or ``kld``) is a KL weight only with one of
 #: :data:`KL_WEIGHT_WORDS`: ``kl`` alone is the KL term's value.
-OBJECTIVE_WEIGHT_WORDS = frozenset({"beta", "anneal", "annealing"})
+OBJECTIVE_WEIGHT_WORDS = frozenset({"beta", "anneal", "annealing", "smoothing"})
 KL_WEIGHT_WORDS = frozenset(
     {"weight", "coef", "coeff", "coefficient", "scale", "beta", "lambda", "factor", "w", "warmup", "mult", "multiplier"}
 )
+#: Words of a key that names a penalty term added to the loss (``l2_weight``, ``reg_weight``,
+#: ``lambda_reg``): a weight of the objective only beside one of :data:`KL_WEIGHT_WORDS`.
+#: Label smoothing (``label_smoothing`` among :data:`OBJECTIVE_WEIGHT_WORDS`) raises the
+#: floor of a cross-entropy as it climbs: at 0.4 over 10 classes the floor is 1.44 nats. A
+#: ``weight_decay`` is no such weight: AdamW's decoupled decay is not part of the loss.
+PENALTY_WORDS = frozenset({"reg", "l2", "penalty", "regularization", "regularisation", "regularizer"})
 #: Words of a key that logs which data the loss is measured on: a curriculum's stage. Not
 #: a "phase" (a scheduler's warm-up/stable/decay phase says nothing of the data) and not
 #: an example size (a longer context or a larger image lowers the loss; it cannot explain
@@ -296,7 +308,7 @@ def objective_schedule(ctx, best_step: float) -> str | None:
         if name in _NOT_OBJECTIVE_SCHEDULES:
             continue
         w = set(words(series.key or name))
-        weight = bool(w & OBJECTIVE_WEIGHT_WORDS) or bool(w & {"kl", "kld"} and w & KL_WEIGHT_WORDS)
+        weight = bool(w & OBJECTIVE_WEIGHT_WORDS) or bool(w & ({"kl", "kld"} | PENALTY_WORDS) and w & KL_WEIGHT_WORDS)
         stage = bool(w & STAGE_WORDS) and not w & _SCHEDULE_WORDS
         noise = bool(w & NOISE_WORDS) and not w & _MEASURED_NOISE_WORDS
         if not (weight or stage or noise):

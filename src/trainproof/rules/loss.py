@@ -340,13 +340,14 @@ def check_zero_loss_fitted(ctx):
     "zero",
     "exact 0.0 losses mixed among ordinary ones",
     needs=[Need("loss", "zero_min_points")],
-    thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level"],
-    least_evidence="At least {zero_min_points} exact zeros that are also at least {zero_mixed_share:.0%} of the points, among positive losses at least {zero_mixed_level:.0%} of the starting level.",
+    thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level", "zero_fitted_abs"],
+    least_evidence="At least {zero_min_points} exact zeros that are also at least {zero_mixed_share:.0%} of the points, among positive losses at least {zero_mixed_level:.0%} of the starting level and above {zero_fitted_abs:g}.",
     detects=(
         "At least {zero_min_points} finite losses, and at least {zero_mixed_share:.0%} of them, are exactly "
         "0.0, the run does not end on a run of zeros (TP-ZERO-LOSS-ONSET's), and the positive losses logged "
         "from the first zero on have a median of at least {zero_mixed_level:.0%} of the run's starting level "
-        "(median of its first 3 positive losses)."
+        "(median of its first 3 positive losses) and is above {zero_fitted_abs:g}, where a batch's float32 loss "
+        "cannot round to 0."
     ),
     why=(
         "A loss averaged over a batch is exactly 0.0 only when every example in it is fitted to the last bit; "
@@ -381,6 +382,10 @@ def check_zero_loss_mixed(ctx):
     after = v[first_zero:]
     pos = after[after > 0]
     if start <= 0 or pos.size == 0 or float(median(pos)) < th.zero_mixed_level * start:
+        return
+    if float(median(pos)) <= th.zero_fitted_abs:
+        # positives at float precision are no ordinary level: a batch mean that small is
+        # exactly 0 whenever every example of the batch is fitted (an easy task, small batches)
         return
     at = s.steps[zero]
     shown = ", ".join(step(x) for x in at[:8]) + (" …" if at.size > 8 else "")

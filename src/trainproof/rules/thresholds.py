@@ -677,7 +677,13 @@ class Thresholds:
         "before hold values of 1e-9 to 1e-6 (helpers' easy tasks 3.7e-9, the corpus's 37-class "
         "LSTM 2.6e-8). A loss at 0.68 cannot round to 0 whatever its start: a reviewer's "
         "regression from 7,876 to its noise floor of 0.68, then 0.0 where a NaN was written as "
-        "0, is a hidden NaN.",
+        "0, is a hidden NaN. A log whose start (the median of its first 3 positive points) is "
+        "itself at most this shows no ordinary level for the zeros to fall from, so the fall "
+        "from the start is not asked (an easy task fitted within its first logging intervals: "
+        "a helper's Lightning run logged 5.5e-6, then 149 exact zeros, and FAILed as a hidden "
+        "NaN); and positives at most this are no ordinary level for TP-ZERO-LOSS-MIXED (batches "
+        "of 4 on such a task log 0.0 or a few float32 ulps, 3e-8 to 1.5e-6). A NaN gradient "
+        "norm over the zeros keeps either a FAIL.",
         unit="loss units",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )

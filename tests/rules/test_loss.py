@@ -1215,6 +1215,36 @@ def test_objective_changed_a_smoothing_or_penalty_weight_ramped_up(key):
     assert "TP-DIVERGE" not in rep.ids() and "TP-OBJECTIVE-CHANGED" in rep.ids(), rep.ids()
 
 
+@pytest.mark.parametrize("n", [40, 200, 1000])
+@pytest.mark.parametrize("keys", [("recon_loss", "kl"), ("train/reconstruction_loss", "train/kl_div"), ("rec", "kld")])
+def test_objective_changed_a_kl_weight_read_from_the_logged_terms(n, keys):
+    # A VAE logging loss, reconstruction and KL but not beta (a helper's Lightning run):
+    # (loss - recon) / kl is beta, climbing 0 -> 1 while the summed loss climbs 2-4x.
+    rng = np.random.default_rng(n)
+    t = np.linspace(0, 1, n)
+    beta = np.minimum(1.0, t / 0.8)
+    recon = (1.0 + 7.0 * np.exp(-t / 0.03)) * np.exp(0.02 * rng.standard_normal(n))
+    kl = 3.0 + 2.0 * np.exp(-t / 0.3)
+    rep = judge(loss=recon + beta * kl, **{keys[0]: recon, keys[1]: kl})
+    assert "TP-DIVERGE" not in rep.ids() and "TP-OBJECTIVE-CHANGED" in rep.ids(), rep.ids()
+    assert "KL term's weight" in one(rep, "TP-OBJECTIVE-CHANGED").data["reason"]
+
+
+@pytest.mark.parametrize("beta", [1.0, 4.0])
+def test_objective_changed_a_vae_whose_terms_diverge_at_a_constant_weight_still_diverges(beta):
+    # Logged terms whose weight holds (a plain VAE, a beta-VAE at 4) explain no climb: the
+    # reconstruction itself blew up.
+    rng = np.random.default_rng(5)
+    n = 200
+    t = np.linspace(0, 1, n)
+    recon = np.where(t < 0.5, 2.0 * np.exp(-t / 0.1) + 0.5, 0.5 + 3.0 * (t - 0.5)) * np.exp(
+        0.03 * rng.standard_normal(n)
+    )
+    kl = 0.3 + 0.1 * np.exp(-t / 0.3)
+    rep = judge(loss=recon + beta * kl, recon_loss=recon, kl=kl)
+    assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids(), rep.ids()
+
+
 def test_objective_changed_a_weight_decay_schedule_explains_no_climb():
     # AdamW's decoupled weight decay is not part of the loss: its schedule excuses nothing.
     loss, weight = _annealed(200, 0.7, 0.03, seed=2)

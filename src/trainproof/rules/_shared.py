@@ -298,6 +298,49 @@ _SCHEDULE_WORDS = frozenset({"lr", "learning", "rate", "sched", "scheduler", "wa
 _NOT_OBJECTIVE_SCHEDULES = frozenset({"loss", "eval_loss", "lr", "grad_norm", "epoch", "step_time"})
 
 
+#: Words of a key that logs a VAE's reconstruction term, read by :func:`_implied_kl_weight`.
+RECON_WORDS = frozenset({"recon", "reconstruction", "rec"})
+
+
+def _implied_kl_weight(ctx, best_step: float) -> str | None:
+    """A summed loss that logs its reconstruction and KL terms but not the KL's weight: the
+    weight is ``(loss - reconstruction) / KL`` at the steps that log all three (an ELBO is
+    the reconstruction plus beta times the KL). A weight that climbed ``objective_weight_rise``
+    times after ``best_step`` (from at most a tenth of its final value where it starts near
+    0) is KL annealing, as a logged beta is; a weight that holds (beta 1, or a beta-VAE's
+    constant) explains nothing."""
+    recon = kl = None
+    for name, series in ctx.run.series.items():
+        w = set(words(series.key or name))
+        if recon is None and w & RECON_WORDS and not w & KL_WEIGHT_WORDS:
+            recon = name
+        elif kl is None and w & {"kl", "kld"} and not w & KL_WEIGHT_WORDS and not w & RECON_WORDS:
+            kl = name
+    if recon is None or kl is None:
+        return None
+    loss, r, k = ctx.finite("loss"), ctx.finite(recon), ctx.finite(kl)
+    at = np.intersect1d(np.intersect1d(loss.steps, r.steps), k.steps)
+    if at.size < 8:
+        return None
+    lv = loss.values[np.searchsorted(loss.steps, at)]
+    rv = r.values[np.searchsorted(r.steps, at)]
+    kv = k.values[np.searchsorted(k.steps, at)]
+    ok = kv > 1e-6 * np.maximum(np.abs(lv), 1e-12)
+    if np.count_nonzero(ok) < 8:
+        return None
+    weight, st = (lv[ok] - rv[ok]) / kv[ok], at[ok]
+    before, after = weight[st <= best_step], weight[st > best_step]
+    if not after.size or not before.size:
+        return None
+    ref, top = float(np.median(before[-3:])), float(np.median(after[-3:]))
+    if not (top > 0 and (ref <= 0.1 * top or top >= ctx.th.objective_weight_rise * ref)):
+        return None
+    return (
+        f"the KL term's weight, ({loss.key} - {r.key}) / {k.key}, climbed from {num(max(ref, 0.0))} at the best "
+        f"level's step to {num(top)} at the end: the loss weighs its terms differently (KL annealing)"
+    )
+
+
 def objective_schedule(ctx, best_step: float) -> str | None:
     """A logged schedule of the objective that moved after ``best_step``: a loss-term
     weight (:data:`OBJECTIVE_WEIGHT_WORDS`, a KL weight) or a noise level that a
@@ -341,4 +384,4 @@ def objective_schedule(ctx, best_step: float) -> str | None:
                 f"{series.key or name} went from {num(ref)} at the best level's step to {num(later)} after it: "
                 "the loss is measured on other data"
             )
-    return None
+    return _implied_kl_weight(ctx, best_step)

@@ -342,3 +342,28 @@ def open_text(path: Path, newline: str | None = None) -> IO[str]:
     except OSError as e:
         raise ReadError(f"cannot read: {e}") from None
     return io.TextIOWrapper(raw, encoding=enc, errors="replace", newline=newline)
+
+
+def read_json_document(path: Path, max_bytes: int, what: str):
+    """The JSON document in ``path`` (gzip decompressed), parsed whole with
+    :data:`~trainproof.formats._values.JSON`: a format read as one document (a Keras
+    history, a notebook), bounded by ``max_bytes`` since it is held in memory.
+
+    Raises:
+        ReadError: the file cannot be opened, or is larger than ``max_bytes`` (``what`` names
+            the document in the message).
+        NotALog: the bytes are no JSON document.
+    """
+    from ._values import JSON  # on first use: the command line's start-up imports no reader helper
+
+    try:
+        with open_binary(path) as f:
+            raw = f.read(max_bytes + 1)
+    except OSError as e:
+        raise ReadError(f"cannot open {path}: {e.strerror or e}") from None
+    if len(raw) > max_bytes:
+        raise ReadError(f"{what} larger than {max_bytes >> 20} MiB is not read")
+    try:
+        return JSON.decode(raw.decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError):
+        raise NotALog("not a JSON document") from None

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from .. import aliases
 from ..runlog import Record
-from ._io import NotALog, ReadError, open_binary
-from ._values import JSON, as_step, flatten_numeric
+from ._io import NotALog, read_json_document
+from ._values import as_step, flatten_numeric
 
 name = "columns"
 description = (
@@ -97,17 +97,7 @@ def read(path: Path, state) -> Iterator[Record]:
             names a loss (a config with list-valued fields): not a log, as for a file no
             reader sniffs.
     """
-    try:
-        with open_binary(path) as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        raise ReadError(f"cannot open {path}: {e.strerror or e}") from None
-    if len(raw) > MAX_BYTES:
-        raise ReadError(f"a JSON document of columns larger than {MAX_BYTES >> 20} MiB is not read")
-    try:
-        doc = JSON.decode(raw.decode("utf-8-sig"))
-    except (ValueError, UnicodeDecodeError):
-        raise NotALog("not a JSON document") from None
+    doc = read_json_document(path, MAX_BYTES, "a JSON document of columns")
     if isinstance(doc, list):
         yield from _records(doc, state)
         return

@@ -27,8 +27,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from ..runlog import Record
-from ._io import NotALog, ReadError, open_binary
-from ._values import JSON
+from ._io import NotALog, read_json_document
 from .console import read_text
 
 name = "notebook"
@@ -142,21 +141,11 @@ def read(path: Path, state) -> Iterator[Record]:
         ReadError: the file cannot be opened or is larger than :data:`MAX_BYTES`.
         NotALog: the file is no JSON notebook, or its outputs hold no training line.
     """
-    try:
-        with open_binary(path) as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        raise ReadError(f"cannot open {path}: {e.strerror or e}") from None
-    if len(raw) > MAX_BYTES:
-        raise ReadError(f"a notebook larger than {MAX_BYTES >> 20} MiB is not read")
-    try:
-        doc = JSON.decode(raw.decode("utf-8-sig"))
-    except (ValueError, UnicodeDecodeError):
-        raise NotALog("not a JSON document") from None
+    doc = read_json_document(path, MAX_BYTES, "a notebook")
     if not isinstance(doc, dict):
         raise NotALog("not a notebook: no JSON object")
     text = "".join(_outputs(doc))
-    del raw, doc
+    del doc
     records = list(read_text(io.StringIO(text, newline=None), state))
     if not records:
         raise NotALog("a notebook whose outputs hold no training line")

@@ -48,9 +48,9 @@ line_anchors = False
 #: memory it takes. A notebook of text outputs is kilobytes to a few megabytes.
 MAX_BYTES = 64 << 20
 
-#: The start of a notebook as Jupyter, Colab and nbformat write it: its keys sorted, so
-#: ``cells`` first (``metadata`` first where another writer kept its own order).
-_START = re.compile(r'\A\s*\{\s*"(?:cells|metadata|nbformat|worksheets)"\s*:')
+#: The start of a notebook as Jupyter, Colab and nbformat write it (keys sorted, so
+#: ``cells`` first), under a name that is not ``.ipynb``.
+_START = re.compile(r'\A\s*\{\s*"cells"\s*:\s*\[')
 
 LINES_NOTE = "a notebook: its cells' outputs read as a console capture; line numbers count the outputs' lines"
 
@@ -60,7 +60,7 @@ def sniff(path: Path, head: str) -> bool:
     named ``.ipynb``."""
     if path.suffix.lower() == ".ipynb":
         return head.lstrip().startswith("{")
-    return bool(re.match(r'\A\s*\{\s*"cells"\s*:\s*\[', head)) and '"cell_type"' in head
+    return bool(_START.match(head)) and '"cell_type"' in head
 
 
 class _Tables(HTMLParser):

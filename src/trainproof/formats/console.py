@@ -1082,8 +1082,9 @@ def _dict_values(text: str) -> dict | None:
 
 #: Lines with a loss and no step that make a log of one (see :meth:`_Machine._emit_stepless`).
 MIN_STEPLESS = 3
-#: Records in a run that all print one step before that step is read as no x axis (the
-#: trend rules' fewest points).
+#: Records in a run that all print one step before that step is read as no x axis: a few
+#: records on one step can be that step's lines (its metrics printed over several), eight
+#: or more each with a loss are a series whose counter does not move.
 ONE_STEP_MIN = 8
 
 
@@ -1290,12 +1291,24 @@ class _Machine:
         end = _HAPI_EVAL_END.match(line, _after_glued_bar(line))
         p = _parse(line) if end is None else None
         if p is not None and p.counter is not None and p.values:
-            self.hapi_eval = {k if k.startswith(_EVAL_KEYS) else f"eval_{k}": v for k, v in p.values.items()}
+            self.hapi_eval = p.values
             return True
-        values, self.hapi_eval = self.hapi_eval, None
-        if values and self.runs is not None:
-            self.runs.join_last(self.steps.last_step, values)
+        self._close_hapi_eval()
         return end is not None
+
+    def _close_hapi_eval(self) -> None:
+        values, self.hapi_eval = self.hapi_eval, None
+        self._join_eval(values or {}, "eval")
+
+    def _join_eval(self, values: dict[str, float], split: str | None) -> None:
+        """An evaluation printed with no step (Flair's ``DEV :``, ESPnet's ``[valid]``, Paddle's
+        evaluation block, a ``Validation loss:`` line): joined to the last train step's
+        record, each name not already held-out taking ``split`` in front (``None``: names
+        as printed, the line names its split itself)."""
+        if values and self.runs is not None:
+            if split is not None:
+                values = {k if k.startswith(_EVAL_KEYS) else f"{split}_{k}": v for k, v in values.items()}
+            self.runs.join_last(self.steps.last_step, values)
 
     def feed(self, line: str, lineno: int) -> None:
         if (self.nb_header is not None or "Loss" in line or "loss" in line) and self._notebook_table(line, lineno):
@@ -1337,14 +1350,12 @@ class _Machine:
         dev = _FLAIR_DEV.search(line) if "DEV" in line else None
         if dev is not None:
             p = _parse(line[dev.end() :])
-            if p is not None and self.runs is not None:
-                self.runs.join_last(self.steps.last_step, {f"dev_{k}": v for k, v in p.values.items()})
+            self._join_eval(p.values if p is not None else {}, "dev")
             return
         if "epoch results:" in line and _ESPNET_RESULTS.match(line):
             valid = _ESPNET_VALID.search(line)
             p = _parse(valid.group(1)) if valid is not None else None
-            if p is not None and self.runs is not None:
-                self.runs.join_last(self.steps.last_step, {f"valid_{k}": v for k, v in p.values.items()})
+            self._join_eval(p.values if p is not None else {}, "valid")
             return  # its [train] part restates the epoch's mean, no step of its own
         if self.hapi_eval is not None or _HAPI_EVAL_BEGIN in line:
             if self._hapi_eval(line):
@@ -1409,15 +1420,15 @@ class _Machine:
             self.block.update(p.values)
         elif self.block_step is None and not self.stepped and p.has_loss and _pure(line, p):
             self.stepless.append(Record(None, dict(p.values), lineno))
-        elif self.stepped and self.runs is not None and _held_out_only(p.values) and _pure(line, p):
+        elif self.stepped and _held_out_only(p.values) and _pure(line, p):
             # An evaluation printed on a line of its own with no step (``Validation loss:
             # 0.45`` after a training line) belongs to the last train step.
-            self.runs.join_last(self.steps.last_step, p.values)
+            self._join_eval(p.values, None)
 
     def finish(self) -> None:
         self._flush_bar()
         if self.hapi_eval is not None:
-            self._hapi_eval("")
+            self._close_hapi_eval()
         if self.table:
             self._close_table()
         self._close_block()

@@ -1428,3 +1428,25 @@ def test_an_sb3_capture_is_judged_on_its_reward(tmp_path: Path) -> None:
 )
 def test_prose_around_numbers_gives_no_values(line: str, pairs: list) -> None:
     assert [(p.key, p.value) for p in console._pairs(line)] == pairs
+
+
+@pytest.mark.parametrize("lr, verdict", [(2e-2, "PASS"), (0.0, "FAIL")])
+def test_speechbrain_lr_of_its_model_optimizer_is_the_lr(tmp_path: Path, lr: float, verdict: str) -> None:
+    """SpeechBrain recipes name one learning rate per optimizer, ``lr_<module>``; the
+    model's (``lr_model``) is the run's lr, so a run whose model optimizer is at 0 while
+    the fine-tuned encoder's is not is caught (TP-ZERO-LR)."""
+    lines = []
+    for e in range(1, 31):
+        loss, val = (1.42, 1.39) if lr == 0 else (1.42 - e * 0.03, 1.39 - e * 0.025)
+        lines.append(
+            f"epoch: {e}, lr_model: {lr:.2e}, lr_wav2vec: 1.00e-04 - train loss: {loss:.2f} - "
+            f"valid loss: {val:.2f}, valid CER: 30.78, valid WER: 76.95\n"
+        )
+    from trainproof.api import judge
+
+    path = tmp_path / "train_log.txt"
+    path.write_text("".join(lines))
+    rep = judge(path)
+    assert rep.mapping["lr"]["source"] == "lr_model", rep.mapping
+    assert rep.verdict.name == verdict
+    assert ("TP-ZERO-LR" in {f.id for f in rep.findings}) == (lr == 0)

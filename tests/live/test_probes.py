@@ -419,6 +419,42 @@ def test_gradients_cleared_in_the_usual_places_are_not_counted(order):
     assert s["model/grads_cleared_before_step"] == [0.0, 0.0]
 
 
+@pytest.mark.parametrize("clear_d", [True, False])
+def test_a_gan_generator_backward_through_the_discriminator_is_no_missing_reset(clear_d):
+    # The DCGAN order: D.zero_grad(); lossD.backward(); D's step; G.zero_grad();
+    # lossG.backward() (through D, after D's step); G's step. The generator's backward finds
+    # D's applied gradient, which D's own zero_grad clears before D's next backward: not a
+    # missing reset. Without D.zero_grad() it is one.
+    torch.manual_seed(0)
+    gen = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 6))
+    disc = nn.Sequential(nn.Linear(6, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+    opt_g = torch.optim.Adam(gen.parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(disc.parameters(), lr=1e-3)
+    mon_d = Monitor(disc, opt_d, check_every=CHECK, policy="silent")
+    mon_g = Monitor(gen, opt_g, check_every=CHECK, policy="silent")
+    bce = nn.BCEWithLogitsLoss()
+    g = torch.Generator().manual_seed(2)
+    for step in range(3 * CHECK):
+        real = torch.randn(16, 6, generator=g) + 2.0
+        fake = gen(torch.randn(16, 4, generator=g))
+        if clear_d:
+            opt_d.zero_grad()
+        loss_d = bce(disc(real), torch.ones(16, 1)) + bce(disc(fake.detach()), torch.zeros(16, 1))
+        loss_d.backward()
+        mon_d.log(step, loss_d)
+        opt_d.step()
+        opt_g.zero_grad()
+        loss_g = bce(disc(fake), torch.ones(16, 1))
+        loss_g.backward()
+        mon_g.log(step, loss_g)
+        opt_g.step()
+    mon_d.close()
+    mon_g.close()
+    flags = list(mon_d.guardian.runlog().series["model/grads_not_reset"].values)
+    assert flags == ([0.0] * len(flags) if clear_d else [1.0] * len(flags)) and len(flags) >= 2
+    assert set(mon_g.guardian.runlog().series["model/grads_not_reset"].values) == {0.0}
+
+
 @pytest.mark.slow
 def test_zero_grad_to_zeros_not_none_is_a_reset():
     model = mlp()

@@ -582,6 +582,8 @@ class ModelProbe:
 
     def _post_step(self) -> None:
         self.optimizer_steps += 1
+        if self._reset_handle is not None and self._reset_flag is not None:
+            self._reset_pending = False  # the next step ends the interval the check reads
         if self._snap is not None:
             torch = self.torch
             params, ids, ndims, lrs, copies, sharded = self._snap
@@ -603,9 +605,12 @@ class ModelProbe:
                 self._off("update ratios", e)
 
     def _arm_reset_check(self, params: list) -> None:
-        """Hook the smallest trainable parameter's gradient: the first backward after this
-        step looks at the gradient it finds there (not ``None`` and not all zero: the
-        optimizer step's gradient was never cleared)."""
+        """Hook the smallest trainable parameter's gradient: every backward until the next
+        optimizer step looks at the gradient it finds there, and the gradient was never
+        cleared when each of them found one (not ``None``, not all zero). One backward
+        that finds it cleared settles it: a GAN's generator backward runs through the
+        discriminator after the discriminator's step and finds its gradient, which the
+        discriminator's own zero_grad clears before its next backward."""
         if self._reset_handle is not None or not params:
             return
         p = min(params, key=lambda q: q.numel())
@@ -615,13 +620,14 @@ class ModelProbe:
             me = ref()
             if me is None or not me._reset_pending:
                 return None
-            me._reset_pending = False
             old = p.grad
             if old is None:
                 me._reset_flag = 0.0
+                me._reset_pending = False
             else:
                 with me.torch.no_grad():
-                    me._reset_flag = (me._local(old) != 0).any().to(me.torch.float32)
+                    found = (me._local(old) != 0).any().to(me.torch.float32)
+                me._reset_flag = found if me._reset_flag is None else me._reset_flag * found
             return None
 
         try:

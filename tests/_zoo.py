@@ -188,7 +188,7 @@ PARAMETER_SOURCES = (
     (
         "peak lr",
         "log-uniform 5e-6..0.3, warm-up 0..10% (60% of runs)",
-        "above tiny_lr 1e-6; warm-up 3-10% (dead_min_schedule_share)",
+        "above tiny_lr 1e-7; warm-up 3-10% (dead_min_schedule_share)",
     ),
     (
         "grad norm level",
@@ -408,7 +408,7 @@ def _noise(rng, n: int, p: dict) -> np.ndarray:
 def _lr_schedule(rng, t: np.ndarray, kind: str) -> tuple[np.ndarray, dict]:
     """A learning-rate schedule over ``t`` in [0, 1] and its parameters.
 
-    Peak lr log-uniform over [5e-6, 0.3] (above TP-DEAD-RUN's tiny_lr 1e-6: the corpus's
+    Peak lr log-uniform over [5e-6, 0.3] (above TP-DEAD-RUN's tiny_lr 1e-7: the corpus's
     fine-tunes run 1e-5..3e-4, the Keras and PINN runs up to 1e-2); warm-up over the first
     0..10% (warm-up takes 3-10% of the steps, thresholds.dead_min_schedule_share).
     """

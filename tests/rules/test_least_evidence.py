@@ -158,7 +158,7 @@ def test_a_plateau_with_collapsed_gradients_is_not_alive():
 # --- an effectively zero learning rate --------------------------------------------------
 
 
-@pytest.mark.parametrize("lr", [1e-7, 5e-7, 1e-6])
+@pytest.mark.parametrize("lr", [1e-9, 5e-8, 1e-7])
 def test_a_tiny_learning_rate_is_named_as_the_dead_runs_cause(lr):
     n = 80
     rep = judge_runlog(run_of(loss=flat_noisy(n), lr=np.full(n, lr)))
@@ -167,9 +167,11 @@ def test_a_tiny_learning_rate_is_named_as_the_dead_runs_cause(lr):
     assert "effectively zero" in f.message
 
 
-def test_an_ordinary_learning_rate_is_not_called_tiny():
+@pytest.mark.parametrize("lr", [2e-5, 1e-6, 5e-7])
+def test_an_ordinary_learning_rate_is_not_called_tiny(lr):
+    # 1e-6 and 5e-7: a large model's full fine-tune, a preference tune
     n = 80
-    rep = judge_runlog(run_of(loss=flat_noisy(n), lr=np.full(n, 2e-5)))
+    rep = judge_runlog(run_of(loss=flat_noisy(n), lr=np.full(n, lr)))
     f = one(rep, "TP-LOSS-STALLED")
     assert "optimizer is stepping" in f.evidence and "effectively zero" not in f.message
     f = one(judge_runlog(run_of(loss=flat_noisy(n))), "TP-LOSS-STALLED")  # no lr logged: no cause

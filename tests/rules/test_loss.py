@@ -805,16 +805,20 @@ def test_diverge_start_points_threshold_sets_what_a_lone_first_point_needs():
 # --- divergence in the loss's own units (issue 31, part 2) ------------------------------
 
 
-def _lr_climb_run(n_flat: int, n_climb: int, seed: int, rise_to: float = 3.3, climb: bool = True):
+def _lr_climb_run(
+    n_flat: int, n_climb: int, seed: int, rise_to: float = 3.3, climb: bool = True, jump: float | None = None
+):
     """A cross-entropy falling 4.0 -> 2.5 under a flat learning rate for ``n_flat`` logs,
-    then (``climb``) a learning rate multiplied by 1.05 a log while the loss rises to
-    ``rise_to`` and stays; 1% point noise."""
+    then (``climb``) a learning rate multiplied by 1.05 a log (or, with ``jump``, raised
+    that many times in one log and held) while the loss rises to ``rise_to`` and stays; 1%
+    point noise."""
     rng = np.random.default_rng(seed)
     t = np.arange(n_flat + n_climb)
     base = np.where(t < n_flat, 2.5 + 1.5 * np.exp(-t / (n_flat / 5)), 0.0)
     k = np.clip((t - n_flat) / max(1, n_climb // 3), 0, 1)
     loss = np.where(t < n_flat, base, 2.5 + (rise_to - 2.5) * k) * np.exp(0.01 * rng.standard_normal(t.size))
-    lr = np.where(t < n_flat, 1e-3, 1e-3 * 1.05 ** (t - n_flat + 1)) if climb else np.full(t.size, 1e-3)
+    raised = 1e-3 * jump if jump is not None else 1e-3 * 1.05 ** (t - n_flat + 1)
+    lr = np.where(t < n_flat, 1e-3, raised) if climb else np.full(t.size, 1e-3)
     return list(loss), list(lr)
 
 
@@ -824,6 +828,88 @@ def test_a_rise_after_the_learning_rate_climbed_diverged_under_the_plain_ratio(s
     loss, lr = _lr_climb_run(n_flat, n_climb, seed)
     f = one(judge(loss=loss, lr=lr), "TP-DIVERGE")
     assert f.data["ratio"] < 1.5 and "learning rate climbed" in f.evidence
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("jump", [3.0, 30.0, 1500.0])
+def test_a_rise_after_the_learning_rate_was_raised_in_one_log_diverged(seed, jump):
+    # A rate raised by hand (or a resumed run given a larger one) jumps in one log and holds:
+    # the same cause as a climb (a new user's 30-class run: 2.54 -> 3.12 after lr x30).
+    loss, lr = _lr_climb_run(150, 150, seed, rise_to=3.1, jump=jump)
+    f = one(judge(loss=loss, lr=lr), "TP-DIVERGE")
+    assert f.data["ratio"] < 1.5 and "learning rate climbed" in f.evidence
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_raised_rate_whose_loss_holds_or_recovers_is_not_a_divergence(seed):
+    # A higher rate in a second stage (a backbone unfrozen with a larger rate): the loss
+    # holds, or bumps and comes back; a rate that jumps and decays again is a schedule.
+    loss, lr = _lr_climb_run(150, 150, seed, rise_to=2.6, jump=10.0)
+    assert "TP-DIVERGE" not in judge(loss=loss, lr=lr).ids()
+    loss, lr = _lr_climb_run(150, 150, seed, rise_to=3.1, jump=10.0)
+    t = np.arange(150)
+    loss = list(np.r_[loss[:150], (2.4 + 0.7 * np.exp(-t / 15)) * np.array(loss[150:]) / 3.1])
+    assert "TP-DIVERGE" not in judge(loss=loss, lr=lr).ids()
+    loss, _ = _lr_climb_run(150, 150, seed, rise_to=3.1, jump=10.0)
+    decays = list(np.r_[np.full(150, 1e-3), 1e-2 * 0.9 ** np.arange(150)])
+    assert "learning rate climbed" not in " ".join(f.evidence for f in judge(loss=loss, lr=decays).findings)
+
+
+# --- a run stopped in a blow-up ----------------------------------------------------------
+
+
+def _falling(n: int, rel: float, seed: int, tail: float = 0.0) -> np.ndarray:
+    """A loss falling 3.0 -> 0.9 with ``rel`` lognormal point noise; with ``tail``, that
+    share of points thrown up to 20x (heavy-tailed batch noise)."""
+    rng = np.random.default_rng(seed)
+    v = (0.9 + 2.1 * np.exp(-np.arange(n) / (n / 6))) * np.exp(rel * rng.standard_normal(n))
+    if tail:
+        hit = rng.random(n) < tail
+        v[hit] *= rng.uniform(3, 20, int(hit.sum()))
+    return v
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("n,k,factor", [(40, 3, 10.0), (100, 3, 10.0), (1000, 8, 10.0), (300, 5, 4.0), (5000, 12, 3.0)])
+@pytest.mark.parametrize("rel", [0.01, 0.1])
+def test_a_run_stopped_in_a_blow_up_diverged(seed, n, k, factor, rel):
+    # The run is stopped k logs into its climb (a guard on the loss, a crash): the median of
+    # its last 10% is still its level, but its last k points climb by `factor` a log.
+    v = _falling(n, rel, seed)
+    v[-k:] = v[-k - 1] * factor ** np.arange(1, k + 1)
+    f = one(judge(loss=list(v)), "TP-DIVERGE")
+    assert step_of(n - k - 5) <= f.data["onset_step"] <= step_of(n - k)
+    if k >= max(3, n // 20):  # half the end window climbed: its median reads the level
+        return
+    assert f.data["terminal_points"] >= k and f.data["end_level"] == v[-1]
+    assert "climbs at each of its last" in f.message
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_terminal_spikes_and_small_climbs_are_no_blow_up(seed):
+    n = 200
+    v = _falling(n, 0.05, seed)
+    one_spike = v.copy()
+    one_spike[-1] *= 40  # one stray batch at the end
+    two = v.copy()
+    two[-2:] *= [8.0, 30.0]  # two rising points: a spike, not a climb
+    mild = v.copy()
+    mild[-4:] = v[-5] * np.array([1.2, 1.5, 2.0, 2.6])  # rising, but under 10x what the run held
+    for loss in (one_spike, two, mild):
+        assert "TP-DIVERGE" not in judge(loss=list(loss)).ids()
+    # A fitted loss at its floor rising 100x in its last logs stays far below its start.
+    fitted = 2.0 * np.exp(-np.arange(n) / 10) + 1e-7
+    fitted[-3:] = fitted[-4] * np.array([10.0, 100.0, 1000.0])
+    assert "TP-DIVERGE" not in judge(loss=list(fitted)).ids()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_heavy_tailed_run_ending_within_its_own_strays_is_no_blow_up(seed):
+    # 5% of batches thrown 3-20x up: three rising last points at 15x the run's level are
+    # within what its own stray points do.
+    v = _falling(400, 0.05, seed, tail=0.05)
+    v[-3:] = v[-4] * np.array([2.0, 5.0, 15.0]) / max(1.0, v[-4] / 0.9)
+    assert "TP-DIVERGE" not in judge(loss=list(v)).ids()
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -1432,6 +1518,22 @@ def test_objective_changed_a_learned_noise_scale_or_a_gradient_noise_explains_no
     loss, ev, sigma = _noise_curriculum(1000, 4, 0.1, seed=3, learned=key == "sigma")
     rep = judge(loss=loss, eval_loss=ev, **{key: sigma})
     assert "TP-OBJECTIVE-CHANGED" not in rep.ids() and rep.verdict is Level.FAIL
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("rate", [1e-6, 5e-7])
+def test_dead_run_a_fine_tune_at_a_low_but_real_rate_is_no_dead_run(seed, rate):
+    # A large model's full fine-tune runs at 1e-6, a preference tune at 5e-7: a real rate.
+    # A new user's tiny GPT-2 at a constant 1e-6: the loss falls 5% over 55 logs and the eval
+    # loss at every one of 5 evaluations (3%); no FAIL. The same log at 1e-9 (a typo) is dead.
+    rng = np.random.default_rng(seed)
+    n = 55
+    loss = 2.33 * (1 - 0.05 * np.linspace(0, 1, n)) * np.exp(0.02 * rng.standard_normal(n))
+    ev = [2.235 * (1 - 0.031 * (i + 1) / 5) if (i + 1) % 11 == 0 else None for i in range(n)]
+    assert "TP-DEAD-RUN" not in judge(loss=loss, learning_rate=[rate] * n, eval_loss=ev).ids()
+    flat = 2.33 * np.exp(0.02 * rng.standard_normal(n))
+    dead = judge(loss=flat, learning_rate=[1e-9] * n, eval_loss=[2.235 if x else None for x in ev])
+    assert one(dead, "TP-DEAD-RUN").data["cause"] == "tiny_lr"
 
 
 @pytest.mark.parametrize("n,eval_every", [(40, 4), (120, 10), (800, 50)])

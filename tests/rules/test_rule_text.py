@@ -50,18 +50,18 @@ def test_default_text_states_the_default_numbers():
         "The median of the last 5 losses is less than 5% below the median of the first 5 (at least 10 points)"
     ) in r.text("detects")
     assert "Mann-Kendall z above -2.326, one-sided 1%, over at most 40 block medians" in r.text("detects")
-    assert "A learning rate at most 1e-6 over the whole run" in r.text("detects")
+    assert "A learning rate at most 1e-7 over the whole run" in r.text("detects")
     assert "below 0.1%" in get("TP-FLAT").text("detects")
     assert "more than 1.5x the best level" in get("TP-DIVERGE").text("detects")
     assert "(t > -2.5, one-sided)" in get("TP-PLATEAU").text("detects")
 
 
 def test_an_override_is_what_the_text_states():
-    th = DEFAULT.with_overrides({"dead_window": 9, "dead_min_points": 12, "tiny_lr": 1e-7, "flat_rel_std": 0.004})
+    th = DEFAULT.with_overrides({"dead_window": 9, "dead_min_points": 12, "tiny_lr": 1e-8, "flat_rel_std": 0.004})
     r = get("TP-DEAD-RUN")
     text = r.text("detects", th)
     assert "the last 9 losses" in text and "the first 9 (at least 12 points)" in text
-    assert "at most 1e-7 over" in text
+    assert "at most 1e-8 over" in text
     md = r.doc_markdown("#", th)
     assert "`loss` (≥ 12 points, `dead_min_points`)" in md and "Needs 12 finite points of `loss`" in md
     assert "the 9-point ends" in md

@@ -127,7 +127,7 @@ def _built_runs():
     )  # NaN
     add(loss=np.r_[_decay(50), [math.inf]], grad_norm=g[:20] + [math.nan, 0.5] * 5)  # overflow skips
     add(loss=1.0 * _noise(n, 1e-5), learning_rate=lr, grad_norm=g)  # flat
-    add(loss=2.0 * _noise(n, 0.05, 3), learning_rate=[1e-7] * n, grad_norm=g)  # dead, tiny lr
+    add(loss=2.0 * _noise(n, 0.05, 3), learning_rate=[1e-8] * n, grad_norm=g)  # dead, tiny lr
     add(loss=2.0 * _noise(n, 0.05, 4), learning_rate=lr, grad_norm=g)  # dead
     add(loss=np.r_[[6.0], 2.0 * _noise(n - 1, 0.01, 5)], learning_rate=lr, grad_norm=g)  # stalled
     add(

@@ -1684,8 +1684,9 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
     ``before`` (its median up to the step where its rise begins) to at least
     ``diverge_lr_rise`` times that (``peak``, its highest value after), the rise starting
     after the learning rate had held or fallen for at least a tenth of the run, taking 3
-    logs or more, ending at half its peak or more, and reaching a rate the run never held
-    after its warm-up (not a warm restart or a cyclic schedule). ``None``
+    logs or more (or jumping there and holding half of it for 3 logs or more), ending at
+    half its peak or more, and reaching a rate the run never held after its warm-up (not
+    a warm restart or a cyclic schedule). ``None``
     without a logged learning rate or such a climb."""
     if not ctx.has("lr"):
         return None
@@ -1704,11 +1705,13 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
     peak = float(np.max(x[low:]))
     if not before > 0 or peak < ctx.th.diverge_lr_rise * before:
         return None
-    # A climb that persists: it takes at least 3 logs to reach its peak and the rate ends
-    # at half of it or more. A warm restart jumps in one log and decays again (SGDR, a
-    # cyclic schedule): a schedule, not a runaway.
+    # A climb that persists: it takes at least 3 logs to reach its peak, or it jumps there
+    # and holds half of it or more for 3 logs (a rate raised by hand, a resumed run given a
+    # larger one), and the rate ends at half of it or more. A warm restart jumps in one
+    # log and decays again (SGDR, a cyclic schedule): a schedule, not a runaway.
     top = low + int(np.argmax(x[low:]))
-    if top - low < 3 or x[-1] < 0.5 * peak:
+    held = int(np.count_nonzero(x[top:] >= 0.5 * peak))
+    if (top - low < 3 and held < 3) or x[-1] < 0.5 * peak:
         return None
     # A climb back to a rate the run already held after its warm-up is a cycle of the
     # schedule (cosine with warm restarts, a cyclic or triangular rate), not a runaway.
@@ -1882,6 +1885,8 @@ DIVERGE_THRESHOLDS = [
     "diverge_caused_ratio",
     "diverge_caused_regain",
     "diverge_lr_rise",
+    "blowup_ratio",
+    "blowup_points",
     "objective_eval_after",
     "objective_eval_resolution",
     "objective_climb_share",
@@ -1934,10 +1939,13 @@ DIVERGE_THRESHOLDS = [
         "kl_weight, kl_coef, kl_warmup, …) or a noise level never falling (sigma, noise_level) that climbed "
         "{objective_weight_rise}x or more after the best level, a logged stage (a key naming a stage or a curriculum, not a scheduler's phase) that changed after it, or the "
         "run's own accuracy ending {objective_accuracy_rise} or more (and beyond its noise) above where it stood at the loss's best level, "
-        "under a climb from the first point that slows down."
+        "under a climb from the first point that slows down. A run stopped in a blow-up has no end level yet and is read "
+        "apart: its last {blowup_points} or more points each above the one before and above the highest block level the run "
+        "held before the climb (its start included), the last at least {blowup_ratio:g}x that level and further above it, on the log "
+        "scale, than any earlier point strays from the median of its four neighbours."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
-    not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a single terminal spike is not an end level (the end window median ignores it), and an ordinarily noisy curve is not diverging. Nor is a train loss whose objective changed after its best level while the model improved: a VAE's KL weight annealed up, a curriculum's harder stage, with a held-out loss that kept falling.",
+    not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a terminal spike of one or two points is not an end level (the end window median ignores it, and a blow-up needs {blowup_points} rising points), and an ordinarily noisy curve is not diverging. Nor is a train loss whose objective changed after its best level while the model improved: a VAE's KL weight annealed up, a curriculum's harder stage, with a held-out loss that kept falling.",
     causes="A learning rate too high (often revealed after warm-up ends), no gradient clipping, fp16 overflow handled by skipping steps, a data-order change late in the run.",
     try_="Resume from the checkpoint at the best step with a lower peak learning rate, longer warm-up or gradient clipping (max_grad_norm 1.0).",
     objectives=("supervised",),
@@ -2007,6 +2015,78 @@ def diverge_state(ctx) -> dict | None:
 
 
 def _diverge(ctx) -> dict | None:
+    return _diverge_level(ctx) or _terminal_blowup(ctx)
+
+
+def _terminal_blowup(ctx) -> dict | None:
+    """TP-DIVERGE's judgement of a run stopped in a blow-up (see ``blowup_ratio``): its last
+    ``blowup_points`` or more points each above the one before and above the highest block
+    level the run held before the climb, the last at least ``blowup_ratio`` times it and
+    further above it, on the log scale, than any earlier point strays from the median of
+    its four neighbours. The same dict as :func:`_diverge_level`; ``None`` otherwise."""
+    s = ctx.finite("loss")
+    v = s.values
+    n = v.size
+    th = ctx.th
+    m = int(th.blowup_points)
+    start = n - 1
+    while start > 0 and v[start - 1] < v[start]:
+        start -= 1
+    # start: the lowest point of the climb, where it leaves the run's level
+    if n - 1 - start < m or start < LEAD_POINTS or not v[start] > 0:
+        return None
+    before = v[: start + 1]
+    meds, centres = block_medians(before, smoothing_block(before.size))
+    top = float(np.max(meds))
+    last = float(v[-1])
+    # The climb itself, not the noise it starts from: its last m points all above the
+    # highest level the run held (worse than it ever was), the last blowup_ratio times it.
+    if not top > 0 or last < th.blowup_ratio * top or not np.all(v[-m:] > top):
+        return None
+    y = np.log(before)
+    idx, around = neighbour_median(y)
+    stray = float(np.max(np.abs(y[idx] - around))) if idx.size else 0.0
+    gap = math.log(last / top)
+    if gap <= stray:
+        return None
+    j = int(np.argmin(meds))
+    best, best_idx = float(meds[j]), int(centres[j])
+    onset = start + 1
+    ratio = last / best
+    rising = n - 1 - start
+    through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
+    extra, ckpt_data = best_checkpoint(ctx.run)
+    return dict(
+        objective_changed=None,
+        step=s.steps[best_idx],
+        line=s.lines[best_idx],
+        message=f"loss diverged: it climbs at each of its last {rising} logs, ending {times(ratio)} above its best level",
+        evidence=(
+            f"the loss climbs at each of its last {rising} logs, from {num(float(v[start]))} at step "
+            f"{step(s.steps[start])} to {num(last)} at step {step(s.steps[-1])}, where the log ends: "
+            f"{times(last / top)} the highest level the run held before (block median {num(top)}; at least "
+            f"{num(th.blowup_ratio)}x), further above it than any earlier point strays from its neighbours "
+            f"(log gap {num(gap)} against {num(stray)}); its best level was {num(best)} around step "
+            f"{step(s.steps[best_idx])} ({pct(through)} through the run).{extra}"
+        ),
+        data={
+            "end_level": last,
+            "best_level": best,
+            "best_step": s.steps[best_idx],
+            "ratio": ratio,
+            "terminal_points": rising,
+            "held_top": top,
+            "log_gap": gap,
+            "stray_log": stray,
+            "best_fraction": through,
+            "onset_step": s.steps[onset],
+            "threshold": th.blowup_ratio,
+            **ckpt_data,
+        },
+    )
+
+
+def _diverge_level(ctx) -> dict | None:
     s = ctx.finite("loss")
     v = s.values
     n = v.size

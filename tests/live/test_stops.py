@@ -418,7 +418,7 @@ def test_liverun_does_not_stop_on_a_claim_of_no_progress_without_a_cause(capsys)
 
 
 def climbing(n=260, eval_after=None, every=50, climb_from=60, climb_rate=3.5 / 340, stale_from=None) -> Guardian:
-    """A Guardian holding a train loss that falls to 1.75 by step 60 and then climbs from
+    """A Guardian holding a train loss that falls 3.75 -> 1.75 by step 60 and then climbs from
     ``climb_from`` (a KL weight annealed up, unlogged) to about 3x that, its climb past
     TP-DIVERGE's bar beginning near step 160 by default, with an eval loss every ``every``
     steps that falls 10.2 -> 5.4 until step 160 and is ``eval_after(step)`` after it (from
@@ -426,7 +426,7 @@ def climbing(n=260, eval_after=None, every=50, climb_from=60, climb_rate=3.5 / 3
     g = Guardian(meta={"max_steps": 1500})
     rng = np.random.default_rng(1)
     for s in range(n):
-        level = 1.75 + 13.0 * math.exp(-s / 12) + (0.0 if s < climb_from else climb_rate * (s - climb_from))
+        level = 1.75 + 2.0 * math.exp(-s / 12) + (0.0 if s < climb_from else climb_rate * (s - climb_from))
         row = {"loss": level * math.exp(0.03 * rng.standard_normal()), "lr": 1e-3}
         if (s + 1) % every == 0:
             row["eval_loss"] = 4.3 + 5.9 * math.exp(-(s - 49) / 60) if s < 160 else eval_after(s)
@@ -508,3 +508,54 @@ def test_a_divergence_with_no_evaluation_since_the_climb_got_under_way_stands():
         g.add(int(s), {"loss": float(v), "lr": 1e-3})
     f = next(f for f in judged(g).findings if f.id == "TP-DIVERGE")
     assert f.level is Level.FAIL
+
+
+# ------------------------------------------------------------------ a climb that gives back little
+
+
+def bump(regain: float, n: int = 300, lr=None, blow_up: bool = False) -> Guardian:
+    """A Guardian holding a train loss that falls 1.37 -> 0.21 by step 100 and, from step
+    200 to the end, climbs to give back ``regain`` of that fall (a CNN at batch 8 under SGD
+    with momentum); ``lr(step)`` logged when given; with ``blow_up``, its last 4 points
+    climb 10x a step."""
+    g = Guardian(meta={"max_steps": 1000})
+    rng = np.random.default_rng(3)
+    for s in range(n):
+        level = 0.21 + 1.16 * math.exp(-s / 20)
+        if s >= 200:
+            level += regain * 1.16 * min(1.0, (s - 200) / 20)
+        v = level * math.exp(0.03 * rng.standard_normal())
+        if blow_up and s >= n - 4:
+            v = level * 10.0 ** (s - n + 5)
+        row = {"loss": v}
+        if lr is not None:
+            row["lr"] = lr(s)
+        g.add(s, row)
+    return g
+
+
+def _diverge(rep):
+    return next(f for f in rep.findings if f.id == "TP-DIVERGE")
+
+
+def test_a_climb_that_gives_back_little_is_held_while_the_run_trains():
+    # A healthy run's bump (0.21 -> 0.55, 29% of its fall from 1.37) is a WARN while it
+    # trains; the ended run's judgement is unchanged.
+    g = bump(0.29)
+    f = _diverge(judged(g))
+    assert f.level is Level.WARN and f.data["small_climb"] and stops.SMALL_CLIMB_NOTE in f.message
+    assert 0.2 < f.data["regain"] < DEFAULT.live_diverge_regain
+    assert _diverge(g.judge(final=True)).level is Level.FAIL
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"regain": 0.7},  # gives back most of what it learned
+        {"regain": 0.29, "lr": lambda s: 1e-3 if s < 190 else 3e-2},  # after the rate was raised
+        {"regain": 0.1, "blow_up": True},  # a blow-up
+    ],
+)
+def test_a_climb_that_gives_back_much_or_has_a_cause_still_stops(kw):
+    f = _diverge(judged(bump(**kw)))
+    assert f.level is Level.FAIL and "small_climb" not in f.data

@@ -877,6 +877,38 @@ def test_too_few_accuracy_points_or_none_is_not_judged_by_it():
     assert "TP-PREF-NOT-LEARNING" not in ids(rep)
 
 
+def _margins_run(n, margin_end, loss_end, seed, noise=0.15):
+    """A DPO log without rewards/accuracies: the mean margin goes 0 -> ``margin_end`` and
+    the loss 0.693 -> ``loss_end`` over the run, with point noise."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    return run_of(
+        loss=(0.693 + (loss_end - 0.693) * t) * np.exp(0.03 * rng.standard_normal(n)),
+        **{
+            "rewards/margins": margin_end * t + noise * rng.standard_normal(n),
+            "rewards/chosen": 0.5 * margin_end * t,
+            "logps/chosen": np.linspace(-13, -20, n),
+        },
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("n", [20, 80, 400])
+def test_margins_below_zero_without_an_accuracy_are_preferences_learned_backwards(n, seed):
+    # Gradient ascent on the preference loss (a sign error): the loss climbs past ln 2 and
+    # the policy ranks the rejected answers higher, margins to -2.5; no accuracy logged.
+    f = one(judge_runlog(_margins_run(n, -2.5, 2.6, seed)), "TP-PREF-NOT-LEARNING")
+    assert f.level is Level.FAIL and f.data["margins_level"] < 0 and "backwards" in f.message
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("n", [20, 80, 400])
+def test_margins_that_grow_or_hover_at_zero_are_not_backwards(n, seed):
+    assert "TP-PREF-NOT-LEARNING" not in ids(judge_runlog(_margins_run(n, 2.0, 0.3, seed)))
+    # an early run whose margins hover at 0 within their noise
+    assert "TP-PREF-NOT-LEARNING" not in ids(judge_runlog(_margins_run(n, 0.0, 0.69, seed, noise=0.3)))
+
+
 def test_a_dead_policy_explains_its_chance_accuracy():
     n = 100
     run = run_of(
@@ -1319,6 +1351,23 @@ def test_a_flat_reward_without_a_tiny_kl_is_only_a_warning(kl):
 def test_a_reward_that_rises_past_its_noise_is_progress(n, slope):
     rep = judge_runlog(_grpo(n, slope, 3e-4, 4))
     assert not ids(rep) & {"TP-RL-FROZEN-POLICY", "TP-RL-NO-PROGRESS"}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("n,rise_share", [(3000, 0.02), (6000, 0.01), (2000, 0.05)])
+def test_a_reward_that_rose_early_and_held_is_no_frozen_policy(seed, n, rise_share):
+    # A policy that solves its task in the first few percent of a run and holds (a helper's
+    # PPO: episodic return 0.27 -> 0.84 in the first 2%); its per-update KL then goes to
+    # about zero. The line over the run is flat; the start is not.
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    reward = 0.27 + 0.57 * np.minimum(1.0, t / (rise_share * n)) + 0.4 * rng.standard_normal(n)
+    kl = 1e-8 * np.exp(0.3 * rng.standard_normal(n))
+    rep = judge_runlog(run_of(loss=1e-3 * rng.standard_normal(n), reward=reward, kl=kl))
+    assert not ids(rep) & {"TP-RL-FROZEN-POLICY", "TP-RL-NO-PROGRESS"}
+    # the same noise without the rise is still a frozen policy
+    flat = run_of(loss=1e-3 * rng.standard_normal(n), reward=0.84 + 0.4 * rng.standard_normal(n), kl=kl)
+    assert "TP-RL-FROZEN-POLICY" in ids(judge_runlog(flat))
 
 
 def test_a_short_flat_reward_is_not_enough_evidence():

@@ -10,6 +10,7 @@ generator), so "10% noise" means a point-to-point relative noise of about 10%.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -855,6 +856,20 @@ def test_a_raised_rate_whose_loss_holds_or_recovers_is_not_a_divergence(seed):
     assert "learning rate climbed" not in " ".join(f.evidence for f in judge(loss=loss, lr=decays).findings)
 
 
+def test_a_best_block_inside_the_end_window_is_no_level_the_run_climbed_from():
+    # A healthy batch-1 run (single-sample cross-entropy, heavy-tailed): its lowest 5% block
+    # median (steps 900-949) lies inside the end window (the last 100 points), so the end
+    # level is read over it, not after it. It FAILed at 1,000 points and WARNed at 999.
+    path = Path(__file__).parent / "data" / "mlp_adam_batch1_loss.txt"
+    v = np.loadtxt(path)
+    assert v.size == 1000
+    for loss in (v, v[1:], v[:999]):
+        assert "TP-DIVERGE" not in judge(loss=list(loss)).ids()
+    # the same climb with the low block before the end window is still judged
+    moved = np.r_[v[:800], v[900:950], v[800:900], np.full(50, 1.2) * v[950:] / np.median(v[950:])]
+    assert "TP-DIVERGE" in judge(loss=list(moved)).ran
+
+
 # --- a run stopped in a blow-up ----------------------------------------------------------
 
 
@@ -1534,6 +1549,24 @@ def test_dead_run_a_fine_tune_at_a_low_but_real_rate_is_no_dead_run(seed, rate):
     flat = 2.33 * np.exp(0.02 * rng.standard_normal(n))
     dead = judge(loss=flat, learning_rate=[1e-9] * n, eval_loss=[2.235 if x else None for x in ev])
     assert one(dead, "TP-DEAD-RUN").data["cause"] == "tiny_lr"
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("scale", [5e-6, 1.0, 300.0])
+def test_an_eval_loss_that_drifts_by_a_sliver_is_no_learning_elsewhere(seed, scale):
+    # float16 weights with no loss scaler: updates round away, the train loss is flat and
+    # the eval loss drifts down 0.004% over 6 evaluations, steadily (a rank test calls it
+    # significant). No progress, at any scale; a 3% fall of the eval loss is learning.
+    rng = np.random.default_rng(seed)
+    n = 60
+    loss = list(scale * np.exp(0.07 * rng.standard_normal(n)))
+    sliver = [scale * (1 - 7e-6 * i) if (i + 1) % 10 == 0 else None for i in range(n)]
+    rep = judge(loss=loss, learning_rate=[0.05] * n, eval_loss=sliver)
+    assert "TP-LOSS-STALLED" in rep.ids() and "TP-DEAD-RUN" not in rep.ids()
+    real = [scale * (1 - 0.006 * i / 10) if (i + 1) % 10 == 0 else None for i in range(n)]
+    assert not {"TP-LOSS-STALLED", "TP-DEAD-RUN"} & set(
+        judge(loss=loss, learning_rate=[0.05] * n, eval_loss=real).ids()
+    )
 
 
 @pytest.mark.parametrize("n,eval_every", [(40, 4), (120, 10), (800, 50)])

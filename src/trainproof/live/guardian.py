@@ -290,7 +290,9 @@ class Guardian:
         (:func:`trainproof.live.stops.demote_uncaused`). A divergence of the train loss
         whose held-out loss, evaluated since the climb began, is no worse than before it is
         held as a WARN until an evaluation shows it
-        (:func:`trainproof.live.stops.hold_unconfirmed_divergence`). The report of a run
+        (:func:`trainproof.live.stops.hold_unconfirmed_divergence`), and one whose climb gives
+        back little of what the run learned is held as a WARN too
+        (:func:`trainproof.live.stops.hold_small_divergence`). The report of a run
         that has ended (``final``) is judged as ``trainproof judge`` judges its log.
 
         Args:
@@ -314,6 +316,7 @@ class Guardian:
             # its count, so it stops at once when a cause is measured later.
             kept = stops.demote_uncaused(rep.findings, run, self.thresholds)
             kept = stops.hold_unconfirmed_divergence(kept, run)
+            kept = stops.hold_small_divergence(kept, self.thresholds)
             if kept != rep.findings:
                 rep = replace(rep, findings=kept, summary=fail_summary(kept, run))
         if (not final) if envelope is None else envelope:

@@ -8,8 +8,10 @@ look the same. So a live stop on such a claim needs a *measured cause* in the hi
 (:func:`measured_cause`): a learning rate about zero, updates about zero, gradients about
 zero, parameters outside the optimizer, or no trainable tensor updated. Without one the
 finding is turned into a WARN for the run still training (:func:`demote_uncaused`) and the
-run goes on. The judgement of the ended run (``trainproof judge`` on its log) is not
-touched.
+run goes on. A divergence whose climb gives back little of what the run learned, with
+no blow-up and no learning rate that climbed before it, is held as a WARN the same way
+(:func:`hold_small_divergence`): a healthy run's bump looks the same until it comes back.
+The judgement of the ended run (``trainproof judge`` on its log) is not touched.
 
 A stop names the last good step before the onset its finding cites, the newest checkpoint
 at or before it when the framework keeps checkpoints, and the rule's first remedy
@@ -314,6 +316,52 @@ def hold_unconfirmed_divergence(findings: Sequence[Finding], run: RunLog) -> lis
                 message=f"{f.message} ({HELD_OUT_NOTE})",
                 evidence=f"{f.evidence} {held}" if f.evidence else held,
                 data={**f.data, "held_out_not_worse": True},
+            )
+        )
+    return out
+
+
+#: The phrase a divergence held for its small climb ends with.
+SMALL_CLIMB_NOTE = "the climb gives back little of what the run learned, so the run goes on"
+
+
+def hold_small_divergence(findings: Sequence[Finding], th: Thresholds) -> list[Finding]:
+    """The findings of a judgement of a run still training, a TP-DIVERGE FAIL turned into
+    a WARN (``data["small_climb"] = True``) while its climb gives back less than
+    ``live_diverge_regain`` of what the run learned (from its first block level down to
+    its best level), with no blow-up (``terminal_points``) and no learning rate that
+    climbed before it (``caused``): a healthy run's bump (SGD with momentum at a small
+    batch) looks the same until it comes back. The judgement of the ended run is not
+    touched."""
+    out: list[Finding] = []
+    for f in findings:
+        d = f.data
+        start, best, end = d.get("start_level"), d.get("best_level"), d.get("end_level")
+        if (
+            f.id != "TP-DIVERGE"
+            or f.level is not Level.FAIL
+            or d.get("terminal_points")
+            or d.get("caused")
+            or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in (start, best, end))
+            or not start > best
+        ):
+            out.append(f)
+            continue
+        regain = (end - best) / (start - best)
+        if regain >= th.live_diverge_regain:
+            out.append(f)
+            continue
+        why = (
+            f"The climb from {num(best)} to {num(end)} gives back {regain:.0%} of the run's fall from {num(start)}, "
+            f"under {th.live_diverge_regain:.0%}: a healthy run's bump looks the same until it comes back."
+        )
+        out.append(
+            dataclasses.replace(
+                f,
+                level=Level.WARN,
+                message=f"{f.message} ({SMALL_CLIMB_NOTE})",
+                evidence=f"{f.evidence} {why}" if f.evidence else why,
+                data={**d, "small_climb": True, "regain": regain},
             )
         )
     return out

@@ -2015,7 +2015,8 @@ def diverge_state(ctx) -> dict | None:
 
 
 def _diverge(ctx) -> dict | None:
-    return _diverge_level(ctx) or _terminal_blowup(ctx)
+    # A run that ends in a blow-up is named as one, whatever its end window says.
+    return _terminal_blowup(ctx) or _diverge_level(ctx)
 
 
 def _terminal_blowup(ctx) -> dict | None:
@@ -2184,6 +2185,11 @@ def _diverge_level(ctx) -> dict | None:
             best, best_idx, best_points, from_start = float(v[0]), 0, 1, True
     if best <= 0 or end <= ratio_th * best:
         return
+    # The end level must be read after the best level, not over it: a best block that
+    # lies inside the end window is a low stretch of the level the run ends at (a batch-1
+    # run's heavy-tailed block medians), not a level it climbed from.
+    if not from_start and best_idx - best_points // 2 >= n - w:
+        return
     # A starting level rests on one or two points: it is given a single point's noise, so
     # that a one-point dip next to an ordinary low swing is not taken for a held level.
     se_best = se(1 if from_start else best_points)
@@ -2273,6 +2279,9 @@ def _diverge_level(ctx) -> dict | None:
             "best_fraction": through,
             "onset_step": s.steps[onset],
             "threshold": th.diverge_ratio,
+            "start_level": start_level,
+            # the learning rate climbed from before the best level: a cause in the log
+            "caused": cause is not None and s.steps[best_idx] <= cause[0],
             **ckpt_data,
         },
     )
@@ -2498,11 +2507,12 @@ def _accuracy_rose(ctx, best_step: float, onset_step: float) -> str | None:
 EVAL_TREND_MAX_POINTS = 1000
 
 
-def _learning_elsewhere(ctx, effect: bool = False) -> str | None:
+def _learning_elsewhere(ctx, effect: bool = False, any_size: bool = False) -> str | None:
     """Evidence, outside the train loss, that the model is learning: a held-out loss that
     falls with a significant trend (Mann-Kendall z at or below ``-dead_trend_z`` over its
-    evaluations, last below first). An evaluation loss carries no mini-batch noise, so a
-    steady fall there is learning that a noisy or resumed train curve can hide. With
+    evaluations, last below first, by at least ``eval_min_fall`` of the first). An
+    evaluation loss carries no mini-batch noise, so a steady fall there is learning that a
+    noisy or resumed train curve can hide. With
     ``effect`` (a learning rate at most ``tiny_lr``) the fall must also be an effect, at
     least ``dead_min_improvement`` of the first evaluation: at a rate of 1e-9 an eval loss
     drifts by float rounding (1e-6 of its value) at every evaluation, which a rank test
@@ -2513,6 +2523,11 @@ def _learning_elsewhere(ctx, effect: bool = False) -> str | None:
     if len(ev) < 3 or not ev.values[-1] < ev.values[0]:
         return None
     if effect and not ev.values[-1] <= (1 - ctx.th.dead_min_improvement) * ev.values[0]:
+        return None
+    # An effect, whatever a rank test says: a frozen model's eval loss drifts one way too
+    # (``any_size``: a faint fall, read as context under a pinned loss, never as learning).
+    first, last = float(ev.values[0]), float(ev.values[-1])
+    if not any_size and not first - last >= ctx.th.eval_min_fall * abs(first):
         return None
     # Read as at most EVAL_TREND_MAX_POINTS block medians: a log that evaluates at every
     # step has tens of thousands of evaluations, and the test compares every pair.
@@ -2689,7 +2704,7 @@ def dead_run_state(ctx) -> dict | None:
         pinned = not effect_only and _pinned(ctx)
         if _learning_elsewhere(ctx, effect=effect_only or pinned):
             return None
-        faint = _learning_elsewhere(ctx) if pinned else None
+        faint = _learning_elsewhere(ctx, any_size=True) if pinned else None
         state = {
             "first": first,
             "last": last,
@@ -2826,6 +2841,7 @@ def _dead_data(st: dict, th) -> dict:
         "dead_window",
         "dead_min_improvement",
         "dead_trend_z",
+        "eval_min_fall",
         "dead_trend_blocks",
         "dead_min_schedule_share",
         "dead_flat_min_points",
@@ -2840,7 +2856,7 @@ def _dead_data(st: dict, th) -> dict:
     after_warmup=True,
     implies=("TP-NEAR-CHANCE",),
     least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
-    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians; a significant trend counts only where the 99% interval of the change over the run, from {dead_flat_min_points} points, reaches a slow learner's {dead_min_improvement:.0%} in either direction: a drift of 0.01% over 300 points is significant and is not progress) and no eval loss falls with such a trend; with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant), and a falling eval loss only where its last evaluation is at least {dead_min_improvement:.0%} below its first (at such a rate it drifts by float rounding). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians; a significant trend counts only where the 99% interval of the change over the run, from {dead_flat_min_points} points, reaches a slow learner's {dead_min_improvement:.0%} in either direction: a drift of 0.01% over 300 points is significant and is not progress) and no eval loss falls with such a trend by at least {eval_min_fall:.0%} of its first evaluation (a frozen model's eval loss drifts one way too); with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant), and a falling eval loss only where its last evaluation is at least {dead_min_improvement:.0%} below its first (at such a rate it drifts by float rounding). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A flat loss with no cause in the log is not dead either: a run that had converged before its first logged point holds one level from its first point.",
     causes="A zero or far too small learning rate, frozen parameters, an optimizer that does not hold the trainable parameters, labels unrelated to inputs.",
@@ -2938,6 +2954,7 @@ def check_frozen_predictions(ctx):
         "dead_window",
         "dead_min_improvement",
         "dead_trend_z",
+        "eval_min_fall",
         "dead_trend_blocks",
         "diverge_noise_z",
         "dead_min_schedule_share",
@@ -2950,7 +2967,7 @@ def check_frozen_predictions(ctx):
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
-    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend of a learning run's size, no falling eval loss) without its evidence that nothing moves: the loss fell from its first point by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points and then held a level; or it ended more than {dead_min_improvement:.0%} higher than it started; or the log starts at a step past its own span (a resumed run whose earlier training is not in the log); or its interval for the change over the run is too wide (or rests on fewer than {dead_flat_min_points} points) to exclude a slow learner's fall; or the loss is pinned to one level within its noise ({dead_ci_z:g}-sigma interval inside the slow learner's fall) with no cause in the log, which a run at its floor before its first log shows too. A cause (a learning rate of at most {tiny_lr}, a collapsed gradient norm, a frozen prediction metric) makes it a TP-DEAD-RUN.",
+    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend of a learning run's size, no eval loss falling by {eval_min_fall:.0%} or more with a significant trend) without its evidence that nothing moves: the loss fell from its first point by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points and then held a level; or it ended more than {dead_min_improvement:.0%} higher than it started; or the log starts at a step past its own span (a resumed run whose earlier training is not in the log); or its interval for the change over the run is too wide (or rests on fewer than {dead_flat_min_points} points) to exclude a slow learner's fall; or the loss is pinned to one level within its noise ({dead_ci_z:g}-sigma interval inside the slow learner's fall) with no cause in the log, which a run at its floor before its first log shows too. A cause (a learning rate of at most {tiny_lr}, a collapsed gradient norm, a frozen prediction metric) makes it a TP-DEAD-RUN.",
     why="A loss that stops improving spends the rest of the run for little gain; but a plateau after an early fall, a level held by a fine-tune or a resumed run, and a curve too noisy to tell are not a run that never trained, so this is a warning to look, not a failure.",
     not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor, slow learners on short or noisy logs and resumed runs look like this. It is not TP-DEAD-RUN, which needs a cause in the log: a learning rate of about zero, a collapsed gradient norm or a frozen prediction metric.",
     causes="A model at the floor of what its data allow, a learning rate too small after warm-up to make further progress, a resumed run already converged, too little capacity, a change of the loss's definition partway (a re-weighted objective).",

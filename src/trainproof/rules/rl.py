@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..findings import Level
@@ -153,7 +155,9 @@ def reward_pinned(ctx) -> dict | None:
     """The numbers of a reward pinned to one level over the run, or ``None``: at least
     ``dead_flat_min_points`` finite rewards whose ``dead_ci_z`` interval of the change over
     the run (a least-squares line, AR(1)-widened) lies within ``rl_flat_noise_share`` of the
-    reward's own point noise in both directions. Also the KL's second-half median when a
+    reward's own point noise in both directions, and whose second half sits no higher than
+    its first points (the first 1%, at least 5; medians) beyond ``diverge_noise_z``
+    standard errors: a reward that rose and then held learned. Also the KL's second-half median when a
     KL is logged. Computed once for TP-RL-NO-PROGRESS and TP-RL-FROZEN-POLICY."""
 
     def compute():
@@ -169,6 +173,15 @@ def reward_pinned(ctx) -> dict | None:
         # change_interval gives the fall; a reward that rises has a negative fall.
         if not (-bar < ci[0] and ci[1] < bar):
             return None
+        # A reward that rose from its first points and then held learned before its
+        # plateau (a policy that solves its task early): a line over the whole run is flat,
+        # but the start is not. Medians, their error about 1.25 sigma / sqrt(points).
+        v = r.values
+        k = max(5, v.size // 100)
+        head, late = float(median(v[:k])), float(median(v[v.size // 2 :]))
+        se = 1.25 * sigma * math.sqrt(1 / k + 1 / (v.size - v.size // 2))
+        if late - head > th.diverge_noise_z * se:
+            return None
         kl = None
         if ctx.has("kl"):
             k = ctx.finite("kl").values
@@ -179,7 +192,7 @@ def reward_pinned(ctx) -> dict | None:
     return ctx.memo("reward_pinned", compute)
 
 
-_PINNED_TH = ["dead_flat_min_points", "dead_ci_z", "rl_flat_noise_share", "rl_kl_tiny"]
+_PINNED_TH = ["dead_flat_min_points", "dead_ci_z", "rl_flat_noise_share", "rl_kl_tiny", "diverge_noise_z"]
 
 
 def _pinned_finding(ctx, st: dict, message: str, tail: str):
@@ -209,7 +222,7 @@ def _pinned_finding(ctx, st: dict, message: str, tail: str):
     needs=[Need("reward", "dead_flat_min_points"), Need("kl", 2)],
     thresholds=_PINNED_TH,
     objectives=("rl",),
-    least_evidence="At least {dead_flat_min_points} rewards whose interval of change over the run lies within {rl_flat_noise_share} of their noise, and a KL whose second-half median is above 0 and below {rl_kl_tiny}.",
+    least_evidence="At least {dead_flat_min_points} rewards whose interval of change over the run lies within {rl_flat_noise_share} of their noise and whose second half sits no higher than their first points beyond {diverge_noise_z:g} standard errors, and a KL whose second-half median is above 0 and below {rl_kl_tiny}.",
     detects="On an RL objective, a reward pinned to one level (TP-RL-NO-PROGRESS's evidence) while the KL to the reference policy, logged and non-zero, has a second-half median below {rl_kl_tiny}: the policy has not moved, and the reward says it learned nothing.",
     why="Two independent measures agree that nothing changed: the reward the policy earns and its distance from where it started. A policy that learns moves away from its reference, and a GRPO or PPO run whose KL stays near zero while its reward stays flat has spent its compute on nothing.",
     not_mean="A KL of exactly 0 is not this (TRL logs 0 when the KL coefficient beta is 0); nor a reward that still climbs, however slowly; nor a flat reward whose KL grows (the policy moves: TP-RL-NO-PROGRESS warns).",
@@ -237,7 +250,7 @@ def check_rl_frozen_policy(ctx):
     needs=[Need("reward", "dead_flat_min_points")],
     thresholds=_PINNED_TH,
     objectives=("rl",),
-    detects="On an RL objective, at least {dead_flat_min_points} reward points whose {dead_ci_z:g}-sigma interval of change over the run (a least-squares line, its error widened for autocorrelation) lies within {rl_flat_noise_share} of the reward's point-to-point noise in both directions: the reward neither rose nor fell by a measurable amount. With a KL near zero as well it is TP-RL-FROZEN-POLICY, a FAIL.",
+    detects="On an RL objective, at least {dead_flat_min_points} reward points whose {dead_ci_z:g}-sigma interval of change over the run (a least-squares line, its error widened for autocorrelation) lies within {rl_flat_noise_share} of the reward's point-to-point noise in both directions: the reward neither rose nor fell by a measurable amount, and its second half sits no higher than its first points (the first 1%, at least 5; medians) beyond {diverge_noise_z:g} standard errors (a reward that rose early and then held learned). With a KL near zero as well it is TP-RL-FROZEN-POLICY, a FAIL.",
     why="An RL run is judged by its reward: a reward that holds one level for the whole run means the policy is not improving at what it is rewarded for.",
     not_mean="It does not mean the run is broken: a task at its ceiling, a sparse reward that has not yet been found, or a run meant to hold a level (a KL-regularised fine-tune) look like this.",
     causes="A learning rate too small, rewards with no spread inside groups, a reward function that does not depend on the completion, a task far too hard for the policy.",
@@ -384,23 +397,75 @@ def _preference_accuracy(ctx):
     return None
 
 
+def _preference_margins(ctx):
+    """TRL's ``rewards/margins`` series (whatever its prefix), finite points only, or
+    ``None``."""
+    for sr in ctx.run.series.values():
+        if sr.key.lower().endswith("rewards/margins"):
+            f = sr.finite()
+            return f if len(f) else None
+    return None
+
+
+def _margins_reversed(ctx):
+    """The finding of a preference run without a logged accuracy whose mean margin
+    (chosen minus rejected implicit reward) sits below 0 over the second half of the run,
+    beyond ``diverge_noise_z`` standard errors of its median, while the loss has no
+    significant downward trend: the policy ranks the rejected answers above the chosen ones
+    on its own training pairs. ``None`` otherwise."""
+    th = ctx.th
+    mg = _preference_margins(ctx)
+    if mg is None or len(mg) < th.pref_min_points:
+        return None
+    half = mg.values[len(mg) // 2 :]
+    level = float(median(half))
+    se = 1.25 * noise_sigma(mg.values) / math.sqrt(half.size)
+    if not level < -th.diverge_noise_z * se:
+        return None
+    tr = ctx.finite("loss")
+    if trend_z(tr.values, 40) <= -th.dead_trend_z:
+        return None
+    w = max(3, len(tr) // 10)
+    start, end = float(median(tr.values[:w])), float(median(tr.values[-w:]))
+    i = len(mg) // 2
+    return ctx.finding(
+        f"the preferences are learned backwards: {mg.key} sits at {num(level)} and the loss went "
+        f"{num(start)} -> {num(end)}",
+        f"median {mg.key} {num(level)} over the second half of the run ({half.size} points from step "
+        f"{step(mg.steps[i])}), below 0 by more than {num(th.diverge_noise_z)} standard errors ({num(se)}): the "
+        f"policy ranks the rejected answers above the chosen ones on its own training pairs; the loss has no "
+        f"significant downward trend (median {num(start)} over its first {w} points, {num(end)} over its last {w}).",
+        {"margins_key": mg.key, "margins_level": level, "margins_se": se, "loss_start": start, "loss_end": end},
+        step=mg.steps[i],
+        line=mg.lines[i],
+    )
+
+
 @rule(
     "TP-PREF-NOT-LEARNING",
     Level.FAIL,
     "flat",
     "the preferences are not learned: preference accuracy stays at chance and the loss does not fall",
     needs=[Need("loss", "pref_min_points")],
-    thresholds=["pref_min_points", "pref_chance_accuracy", "dead_trend_z", "dead_min_schedule_share"],
+    thresholds=[
+        "pref_min_points",
+        "pref_chance_accuracy",
+        "dead_trend_z",
+        "dead_min_schedule_share",
+        "diverge_noise_z",
+    ],
     objectives=("rl",),
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
-    least_evidence="{pref_min_points} preference-accuracy points; a loss with no significant downward trend.",
+    least_evidence="{pref_min_points} preference-accuracy points (or, without them, {pref_min_points} margin points); a loss with no significant downward trend.",
     detects=(
         "On a preference objective that logs its preference accuracy (TRL's rewards/accuracies: DPO, IPO, ORPO, "
         "CPO), with at least {pref_min_points} accuracy points: the median accuracy over the second half of the run is at most "
         "{pref_chance_accuracy}, with no significant upward trend there (Mann-Kendall z below {dead_trend_z} over at most 20 block medians), "
         "and the loss has no significant downward trend over the run (z above -{dead_trend_z} over at most 40 block "
-        "medians): flat, or rising."
+        "medians): flat, or rising. Without a logged accuracy, its mean margin (TRL's rewards/margins, at least "
+        "{pref_min_points} points) below 0 over the second half of the run by more than {diverge_noise_z:g} standard "
+        "errors of its median, under the same loss: the policy ranks the rejected answers above the chosen ones."
     ),
     why=(
         "The accuracy is measured on the run's own training pairs: a policy that learns its preferences ranks the "
@@ -426,7 +491,12 @@ def _preference_accuracy(ctx):
 def check_pref_not_learning(ctx):
     th = ctx.th
     acc = _preference_accuracy(ctx)
-    if acc is None or len(acc) < th.pref_min_points:
+    if acc is None:
+        f = _margins_reversed(ctx)
+        if f is not None:
+            yield f
+        return
+    if len(acc) < th.pref_min_points:
         return
     half = acc.values[len(acc) // 2 :]
     level = float(median(half))

@@ -517,6 +517,18 @@ class Thresholds:
     )
     dead_min_improvement: float = threshold(0.05, see="dead_window", unit="ratio", valid=SHARE)
     dead_min_points: int = threshold(10, "Two non-overlapping windows of 5.", unit="points", valid=count(2))
+    eval_min_fall: float = threshold(
+        0.01,
+        "An eval loss that falls by less than 1% of its first evaluation over the run is no "
+        "evidence of learning, however steadily it falls: a model that does not learn drifts "
+        "one way too, and a rank test calls any monotone drift significant. A new user's "
+        "float16 weights with no loss scaler (updates rounded away) had an eval loss falling "
+        "0.004% over 6 evaluations, which hid its flat train loss; in the corpus the "
+        "significant eval falls under 1% are 0.011% and 0.17%, both in runs labelled "
+        "flat_or_dead, and the smallest in a healthy run is 2.7%.",
+        unit="share",
+        valid=SHARE,
+    )
     dead_trend_z: float = threshold(
         2.326,
         "A loss with a significant downward trend is learning, however slowly: Mann-Kendall z "
@@ -584,6 +596,21 @@ class Thresholds:
         "checks later. A NaN, an exact zero or a zero learning rate needs no confirmation.",
         unit="checks",
         valid=count(1),
+    )
+    live_diverge_regain: float = threshold(
+        0.5,
+        "A divergence of a run still training stops it only when its climb gives back at least "
+        "this share of what the run learned (end level - best level over first block level - "
+        "best level), or blows up (blowup_ratio), or follows a learning rate that climbed: "
+        "stopping a healthy run is the worst outcome, and a healthy run climbs for a while and "
+        "comes back. A new user's CNN (SGD, momentum 0.9, lr 0.01, batch 8) climbed 0.21 -> "
+        "0.55 for 80 steps over 3 checks, giving back 29% of its fall from 1.37, and was "
+        "stopped at step 429 of 1,000; left to run it came back to 0.25 and PASSed. Runs that "
+        "really diverge give back most or all of it (the grid's SGD lr 0.05 CNN wandered back "
+        "to chance, 100%). Below the share the finding is a WARN while the run trains; the "
+        "judgement of the ended run is not touched.",
+        unit="share",
+        valid=SHARE,
     )
     # An Adam step moves a weight by about lr: a rate above 1 is never "effectively zero".
     tiny_lr: float = threshold(

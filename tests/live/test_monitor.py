@@ -246,6 +246,27 @@ def test_grad_norm_without_gradients_is_nan():
     assert math.isnan(mon.grad_norm())
 
 
+def test_a_loss_with_no_gradient_at_all_records_no_gradient_norm():
+    # A loss computed from detached outputs: no tensor gets a gradient. That is no
+    # non-finite gradient (TP-NAN-GRAD and its fp16 remedy would mislead): nothing is
+    # recorded as the gradient norm. (The frozen loss is what the run shows.)
+    X, Y, model = make_problem()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    mon = Monitor(model, opt, check_every=5, policy="silent")
+    for step in range(20):
+        out = model(X).detach().requires_grad_()
+        loss = ((out - Y) ** 2).mean()
+        loss.backward()
+        mon.log(step, loss)
+        opt.step()
+        opt.zero_grad()
+    mon.close()
+    run = mon.guardian.runlog()
+    assert "grad_norm" not in run.series and len(run.series["loss"]) == 20
+    ids = mon.report().ids()
+    assert "TP-NAN-GRAD" not in ids and "TP-LOSS-FROZEN" in ids
+
+
 # --------------------------------------------------------------------------- update ratio
 
 

@@ -151,6 +151,31 @@ def test_parameters_without_a_gradient_are_counted():
     assert s["model/params_no_grad"] == [2.0, 2.0]
 
 
+def test_a_branch_used_every_other_step_is_not_cut_off():
+    # The checks fall on steps of one parity (every CHECK calls, CHECK even); the branch
+    # runs on the other steps only. It has no gradient at any check step, but it moved
+    # between checks: it gets gradients. A branch never used stays counted.
+    torch.manual_seed(0)
+    trunk, branch, never = nn.Linear(6, 8), nn.Linear(8, 1), nn.Linear(8, 1)
+    head = nn.Linear(8, 1)
+    params = [*trunk.parameters(), *branch.parameters(), *head.parameters(), *never.parameters()]
+    opt = torch.optim.Adam(params, lr=1e-2)
+    model = nn.ModuleList([trunk, branch, head, never])
+    x, y = data()
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent")
+    for step in range(4 * CHECK):
+        h = torch.tanh(trunk(x))
+        out = head(h) + (branch(h) if step % 2 == 0 else 0.0)
+        nn.functional.mse_loss(out, y).backward()
+        mon.log(step, 1.0)
+        opt.step()
+        opt.zero_grad()
+    mon.close()
+    counts = list(mon.guardian.runlog().series["model/params_no_grad"].values)
+    assert counts[0] == 4.0 and counts[1:] == [2.0] * (len(counts) - 1)  # only `never` from the second check
+    assert "TP-PARAMS-NO-GRAD" in mon.report().ids()  # `never` is still cut off
+
+
 def test_an_all_zero_gradient_counts_as_no_gradient():
     model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -446,13 +471,16 @@ def test_a_gan_generator_backward_through_the_discriminator_is_no_missing_reset(
         opt_g.zero_grad()
         loss_g = bce(disc(fake), torch.ones(16, 1))
         loss_g.backward()
-        mon_g.log(step, loss_g)
+        mon_g.log(step, loss_g, d_loss=loss_d.detach())  # the other side's loss: an adversarial run
         opt_g.step()
     mon_d.close()
     mon_g.close()
     flags = list(mon_d.guardian.runlog().series["model/grads_not_reset"].values)
     assert flags == ([0.0] * len(flags) if clear_d else [1.0] * len(flags)) and len(flags) >= 2
     assert set(mon_g.guardian.runlog().series["model/grads_not_reset"].values) == {0.0}
+    # The generator's loss beside the discriminator's is a minimax game's: the rules that
+    # expect a loss to fall (TP-DIVERGE) stand aside.
+    assert "adversarial" in mon_g.guardian.judge(final=True).skipped["TP-DIVERGE"].reason
 
 
 @pytest.mark.slow

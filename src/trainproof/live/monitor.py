@@ -572,7 +572,9 @@ class Monitor:
             if v is _GRAD:
                 with self.torch.no_grad():
                     partials = self._grad_partials(params)
-                spec = ("sqrt", self._push(partials)) if partials else ("v", float("nan"))
+                # No tensor with a gradient (a loss computed from detached outputs): no
+                # gradient norm to record, which is not a non-finite one (TP-NAN-GRAD).
+                spec = ("sqrt", self._push(partials)) if partials else None
             else:
                 spec = self._spec(v)
             if spec is not None:

@@ -407,6 +407,7 @@ class ModelProbe:
         self._reset_handle = None
         self._reset_flag = None  # 0-d tensor: 1 when the gradient was not reset
         self._reset_pending = False
+        self._nograd_sums: dict[int, float] = {}  # id -> sum of a tensor without a gradient at the last check
         self._acts: _Acts | None = None
         self._last_batch: tuple | None = None  # the previous check's input fingerprint
         self._fsdp1: bool | None = None
@@ -880,7 +881,24 @@ class ModelProbe:
         extra = [p for p in opt if id(p) not in model_ids and p.grad is not None]
         names += [f"optimizer.param_{i}" for i in range(len(extra))]
         params += extra
-        none_names = [frozen_names.get(id(p), "?") for p in opt if p.requires_grad and p.grad is None]
+        none_params = [p for p in opt if p.requires_grad and p.grad is None]
+        none_ids = [id(p) for p in none_params]
+        none_all = [frozen_names.get(id(p), "?") for p in none_params]
+        # A tensor without a gradient at this step that moved since the previous check got
+        # one at some step between (a branch used every other step, checked at the steps
+        # it sits out): a sum of its values tells, one number a tensor.
+        i_fp = None
+        if none_params:
+            locs = self._locals(none_params)
+            at = locs[0].device
+            f64 = self.torch.float64
+            i_fp = take(self.torch.stack([t.detach().sum(dtype=f64).to(at) for t in locs]))
+
+        def unmoved(v) -> list[str]:
+            cur = dict(zip(none_ids, _flat(v[i_fp]))) if i_fp is not None else {}
+            prev, self._nograd_sums = self._nograd_sums, cur
+            return [n for n, k in zip(none_all, none_ids) if not (k in prev and prev[k] != cur[k])]
+
         in_opt = [id(p) in opt_ids and p.requires_grad for p in params]
         ndims = [p.dim() for p in params]
         sharded = self._sharded(params) if params else False
@@ -891,8 +909,13 @@ class ModelProbe:
 
         jobs.append(base)
         if not params:
-            host["model/params_no_grad"] = float(len(none_names))
-            jobs.append(lambda v, out, d: d.__setitem__("params_no_grad", none_names[:MAX_NAMES]))
+
+            def job_none(v, out, d):
+                none_names = unmoved(v)
+                out["model/params_no_grad"] = float(len(none_names))
+                d["params_no_grad"] = none_names[:MAX_NAMES]
+
+            jobs.append(job_none)
             return
         grads = self._locals([p.grad for p in params])
         home = grads[0].device
@@ -905,6 +928,7 @@ class ModelProbe:
 
         def job(v, out, d):
             l2 = _flat(v[i_l2])
+            none_names = unmoved(v)
             zero = [n for n, g, o in zip(names, l2, in_opt) if o and g == 0.0]
             bad = [n for n, g in zip(names, l2) if not math.isfinite(g)]
             out["model/params_no_grad"] = float(len(none_names) + len(zero))

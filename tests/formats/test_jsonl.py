@@ -494,6 +494,26 @@ def test_a_resume_that_continues_the_curve_stays_one_run(tmp_path: Path) -> None
     assert any("later write was kept" in n for n in run.notes)
 
 
+@pytest.mark.parametrize("overlap", [2, 5])
+def test_a_resume_whose_loss_blows_up_at_once_stays_one_run(tmp_path: Path, overlap: int) -> None:
+    # Resumed from a checkpoint near its end (overlapping a few logged steps) with a far
+    # larger learning rate: the loss is back at its first level from the first resumed
+    # log. The step went back to the checkpoint, not to the beginning: one run, which
+    # diverged, not two runs appended.
+    from trainproof.api import judge
+
+    first = _curve(80)
+    start = 10 * (80 - overlap)
+    p = _write_runs(tmp_path / "m.jsonl", [(0, first), (start, [7.5] * 40)])
+    run = read_runlog(p)
+    assert not [n for n in run.notes if "runs appended" in n]
+    assert run.get("loss").steps.tolist()[-1] == start + 390
+    assert "TP-DIVERGE" in judge(p).ids()
+    # a restart from scratch (its steps start again at the beginning) is still two runs
+    q = _write_runs(tmp_path / "r.jsonl", [(0, first), (0, _curve(40, 7.5, 2.0))])
+    assert any("2 runs appended" in n for n in read_runlog(q).notes)
+
+
 def test_a_flat_run_that_goes_back_cannot_be_told_and_stays_one(tmp_path: Path) -> None:
     p = _write_runs(tmp_path / "m.jsonl", [(0, [2.0] * 10), (0, [2.1] * 12)])
     run = read_runlog(p)

@@ -21,7 +21,9 @@ writes every new start after the last one: the step counter goes back. Two kinds
   is in the upper half, on a log scale, of the range the run so far covered, between
   its first value and its lowest (the range must span a factor of at least
   :data:`RESTART_DROP`, and every value be positive, else it cannot be told from a
-  resume and stays one). The file holds several runs: one is kept, the one with the
+  resume and stays one), and the step goes back to the beginning of the run (within
+  :data:`RESTART_STEP_SHARE` of its span from its first step; a resume goes back only
+  to its checkpoint, so a resume whose loss blows up at once stays one run). The file holds several runs: one is kept, the one with the
   most loss points (ties: the later; an aborted start is short), and a note names every
   run by its lines and steps. Merging them would read one curve that jumps back up at
   each restart.
@@ -191,6 +193,10 @@ def _parse_object(s: str) -> dict | None:
 #: told apart as a restart (see the module docstring).
 RESTART_DROP = 1.5
 
+#: A restart's first step lies within this share of the run's span from its first step:
+#: a run started again counts its steps from the beginning, a resume from its checkpoint.
+RESTART_STEP_SHARE = 0.25
+
 
 def read(path: Path, state) -> Iterator[Rows]:
     """The JSON-object lines as :class:`Rows` batches, one run of them when restarted
@@ -275,6 +281,13 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
         first, low, new = float(seen[0]), float(seen.min()), float(after[0])
         if min(first, low, new) <= 0 or first < RESTART_DROP * low:
             continue  # cannot be told from a resume: one run, the later write wins
+        # A restart starts its steps again near the beginning; a resume goes back only to
+        # its checkpoint, late in the run, however high its loss starts (a resume given a
+        # learning rate that blows it up at once is that run diverging).
+        run_steps = steps[starts[-1] : r]
+        run_steps = run_steps[np.isfinite(run_steps)]
+        if run_steps.size and steps[r] > run_steps.min() + RESTART_STEP_SHARE * (run_steps.max() - run_steps.min()):
+            continue
         if np.log(new) >= (np.log(first) + np.log(low)) / 2:
             starts.append(r)
     if len(starts) == 1:

@@ -156,3 +156,46 @@ def test_fail_summary_names_the_step_and_the_steps_a_stop_would_have_saved(tmp_p
 def test_no_summary_without_a_fail():
     rep = judge_cols(loss=_loss(60))
     assert rep.summary is None and rep.to_dict()["summary"] is None
+
+
+# --- an LR range test -------------------------------------------------------------------
+
+
+def _sweep(n: int, start: float, end: float, seed: int, blow_from: float = 0.8):
+    """An LR range test: the rate climbs geometrically start -> end over n logs; the loss
+    falls, then blows up over the last fifth (2% point noise)."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    lr = start * (end / start) ** t
+    loss = 2.3 - 1.5 * (1 - np.exp(-6 * t))
+    loss = np.where(t < blow_from, loss, loss * np.exp(25 * (t - blow_from)))
+    return list(loss * np.exp(0.02 * rng.standard_normal(n))), list(lr)
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("n,start,end", [(40, 1e-7, 10.0), (100, 1e-8, 1.0), (600, 1e-6, 3.0)])
+def test_an_lr_range_test_is_named_and_its_blow_up_is_no_divergence(seed, n, start, end):
+    loss, lr = _sweep(n, start, end, seed)
+    rep = judge_cols(loss=loss, lr=lr)
+    f = one(rep, "TP-LR-RANGE-TEST")
+    assert f.level is Level.INFO and f.data["lr_first"] == pytest.approx(start)
+    assert "TP-DIVERGE" not in rep.ids() and rep.skipped["TP-DIVERGE"].reason == "objective: lr_range_test"
+    # without the learning rate in the log nothing says so: the blow-up is a divergence
+    assert "TP-DIVERGE" in judge_cols(loss=loss).ids()
+
+
+@pytest.mark.parametrize(
+    "lr",
+    [
+        # ExponentialLR given gamma 1.05 by mistake: it climbs from the rate the run meant
+        list(1e-3 * 1.05 ** np.arange(200)),
+        # a linear warm-up from near 0 over the whole (short) log
+        list(np.linspace(1e-7, 1e-3, 200)),
+        # flat, then climbing x1.05 a log (a scheduler's sign error after warm-up)
+        list(np.r_[np.full(100, 1e-6), 1e-6 * 1.05 ** np.arange(1, 101)]),
+    ],
+)
+def test_a_climbing_rate_that_is_no_range_test_leaves_the_divergence_judged(lr):
+    loss, _ = _sweep(len(lr), 1e-7, 10.0, 0)
+    rep = judge_cols(loss=loss, lr=lr)
+    assert "TP-LR-RANGE-TEST" not in rep.ids() and "TP-DIVERGE" in rep.ran

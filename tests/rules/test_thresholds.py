@@ -147,6 +147,7 @@ def _built_runs():
     add(loss=_decay(n), learning_rate=[0.0] * 30 + [1e-4] * (n - 30))  # partial zero lr
     add(loss=_decay(n), learning_rate=list(np.maximum(0, 1e-4 * (1 - 2 * t))))  # schedule ended early
     add(loss=_decay(n), learning_rate=list(1e-4 * t))  # warm-up unfinished
+    add(loss=_decay(n), learning_rate=list(1e-7 * 1e8**t))  # an LR range test
     add(loss=_decay(n), learning_rate=list(1e-4 * (1 - t)), meta={"max_steps": 5000})  # incomplete, early
     add(loss=_decay(n), learning_rate=list(1e-4 * (1 - t)), meta={"max_steps": 1250})  # complete
     add(loss=[0.0] * n, grad_norm=[0.0] * n)  # zero loss, zero grad

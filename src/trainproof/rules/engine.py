@@ -551,6 +551,11 @@ def judge_runlog(
                     f"applies to {'/'.join(o.upper() for o in sorted(rule.objectives))} objectives only; "
                     "this log has none of their metrics"
                 )
+            elif objective == "lr_range_test":
+                detail = (
+                    f"the log is an LR range test (its {because[0]} sweeps up geometrically over the whole run): "
+                    "its loss blows up at the end on purpose, so the loss-shape rules do not apply"
+                )
             else:
                 detail = (
                     f"the log is an {objective.upper()} objective ({', '.join(because[:3])}): "

@@ -412,3 +412,43 @@ def check_warmup_unfinished(ctx):
         step=s.steps[-1],
         line=s.lines[-1],
     )
+
+
+@rule(
+    "TP-LR-RANGE-TEST",
+    Level.INFO,
+    "context",
+    "LR range test: the learning rate sweeps up over the run and the loss-shape rules are skipped",
+    objectives=("lr_range_test",),
+    detects=(
+        "The learning rate climbs geometrically over the whole log, never falling: from at most 1e-5 at its "
+        "first logged value over at least 4 decades, its log a straight line in the step (R^2 at least 0.98), "
+        "at least 10 logged rates (trainproof.rules.objective_kind.lr_range_test): the sweep of fastai's "
+        "lr_find, Lightning's tuner or torch-lr-finder."
+    ),
+    why="An LR range test raises the rate until the loss blows up, on purpose, to pick a rate for a real run; "
+    "a loss that falls and then explodes is its result, not a divergence.",
+    not_mean="It is context, not a judgement; non-finite values and the other checks that apply to any run still run.",
+    causes="Not applicable: this is context.",
+    try_="Read the rate where the loss falls fastest (or a tenth of where it is lowest) and train with it.",
+)
+def check_lr_range_test(ctx):
+    s = ctx.finite("lr")
+    loss = ctx.run.series.get("loss")
+    extra = ""
+    data: dict = {"lr_first": float(s.values[0]), "lr_last": float(s.values[-1])}
+    if loss is not None:
+        f = loss.finite()
+        if len(f):
+            i = int(np.argmin(f.values))
+            at = float(np.interp(f.steps[i], s.steps, s.values))
+            extra = f"; the loss is lowest ({num(float(f.values[i]))}) at step {step(f.steps[i])}, near lr {num(at)}"
+            data.update(loss_min=float(f.values[i]), lr_at_loss_min=at)
+    yield ctx.finding(
+        "LR range test: the learning rate sweeps up over the run; the loss-shape rules are skipped",
+        f"{s.key} climbs from {num(s.values[0])} to {num(s.values[-1])} over {len(s)} logged rates, geometrically"
+        f"{extra}.",
+        data,
+        step=s.steps[-1],
+        line=s.lines[-1],
+    )

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ..runlog import RunLog
 
 _RL_KEY = re.compile(
@@ -99,13 +101,55 @@ def adversarial_pair(keys) -> tuple[str, str] | None:
     return (g[0], d[0]) if g and d else None
 
 
+#: An LR range test's sweep (see :func:`lr_range_test`): at least this many logged rates,
+#: ...
+LR_SWEEP_MIN_POINTS = 10
+#: ... starting at or below this rate (fastai's ``lr_find`` starts at 1e-7, Lightning's
+#: tuner at 1e-8, torch-lr-finder wherever it is told, usually 1e-7 to 1e-5; a training
+#: schedule starts at its warm-up or its rate, and an ExponentialLR given a gamma above 1
+#: by mistake climbs from the rate the run meant, 1e-5 or more) ...
+LR_SWEEP_MAX_START = 1e-5
+#: ... over at least this many decades ...
+LR_SWEEP_MIN_DECADES = 4.0
+#: ... as a straight line in log(lr) against the step (R^2; a linear warm-up from near 0
+#: is concave there, about 0.8 over 100 logs).
+LR_SWEEP_MIN_R2 = 0.98
+
+
+def lr_range_test(run: RunLog) -> str | None:
+    """The learning rate's key when the log is an LR range test (fastai's ``lr_find``,
+    Lightning's tuner, torch-lr-finder): from its first logged rate to its last the
+    learning rate climbs geometrically, never falling, from at most
+    :data:`LR_SWEEP_MAX_START` over at least :data:`LR_SWEEP_MIN_DECADES` decades, its log
+    a straight line in the step (:data:`LR_SWEEP_MIN_R2`), at least
+    :data:`LR_SWEEP_MIN_POINTS` rates. Such a run raises the rate until the loss blows up,
+    on purpose: it picks a rate, it does not train a model. ``None`` otherwise."""
+    lr = run.series.get("lr")
+    if lr is None:
+        return None
+    ok = np.isfinite(lr.values)
+    v, st = lr.values[ok], lr.steps[ok]
+    if v.size < LR_SWEEP_MIN_POINTS or not np.all(v > 0) or not v[0] <= LR_SWEEP_MAX_START:
+        return None
+    if not np.all(np.diff(v) >= 0) or np.log10(v[-1] / v[0]) < LR_SWEEP_MIN_DECADES:
+        return None
+    y = np.log(v)
+    x = st if np.all(np.isfinite(st)) and np.ptp(st) > 0 else np.arange(v.size, dtype=float)
+    r = np.corrcoef(x, y)[0, 1]
+    return lr.key if r * r >= LR_SWEEP_MIN_R2 else None
+
+
 def detect_objective(run: RunLog) -> tuple[str, list[str]]:
     """``("rl", [the keys that say so])``, ``("adversarial", [the judged loss's key, a
-    discriminator key])`` or ``("supervised", [])``."""
+    discriminator key])``, ``("lr_range_test", [the learning rate's key])``
+    (:func:`lr_range_test`) or ``("supervised", [])``."""
     keys = sorted({s.key for s in run.series.values()})
     hits = [k for k in keys if _RL_KEY.search(k)]
     if hits:
         return "rl", hits
+    sweep = lr_range_test(run)
+    if sweep is not None:
+        return "lr_range_test", [sweep]
     judged = run.series.get("loss") or run.series.get("eval_loss")
     d = [k for k in keys if (_D_KEY.search(k) or _D_OUT.search(k)) and not _G_KEY.search(k)]
     if judged is None:

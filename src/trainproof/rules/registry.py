@@ -78,7 +78,7 @@ class Need:
 
 #: The kinds of training objective (see :mod:`trainproof.rules.objective_kind`); a rule
 #: judges all of them unless it names fewer.
-OBJECTIVES = ("supervised", "rl", "adversarial")
+OBJECTIVES = ("supervised", "rl", "adversarial", "lr_range_test")
 
 
 @dataclass(frozen=True)

@@ -387,21 +387,11 @@ def check_rl_return_collapse(ctx):
     )
 
 
-def _preference_accuracy(ctx):
-    """TRL's ``rewards/accuracies`` series (whatever its prefix), finite points only, or
-    ``None``."""
+def _trl_series(ctx, name: str):
+    """TRL's ``name`` series (``rewards/accuracies``, ``rewards/margins``; whatever its
+    prefix), finite points only, or ``None``."""
     for sr in ctx.run.series.values():
-        if sr.key.lower().endswith("rewards/accuracies"):
-            f = sr.finite()
-            return f if len(f) else None
-    return None
-
-
-def _preference_margins(ctx):
-    """TRL's ``rewards/margins`` series (whatever its prefix), finite points only, or
-    ``None``."""
-    for sr in ctx.run.series.values():
-        if sr.key.lower().endswith("rewards/margins"):
+        if sr.key.lower().endswith(name):
             f = sr.finite()
             return f if len(f) else None
     return None
@@ -414,7 +404,7 @@ def _margins_reversed(ctx):
     significant downward trend: the policy ranks the rejected answers above the chosen ones
     on its own training pairs. ``None`` otherwise."""
     th = ctx.th
-    mg = _preference_margins(ctx)
+    mg = _trl_series(ctx, "rewards/margins")
     if mg is None or len(mg) < th.pref_min_points:
         return None
     half = mg.values[len(mg) // 2 :]
@@ -490,7 +480,7 @@ def _margins_reversed(ctx):
 )
 def check_pref_not_learning(ctx):
     th = ctx.th
-    acc = _preference_accuracy(ctx)
+    acc = _trl_series(ctx, "rewards/accuracies")
     if acc is None:
         f = _margins_reversed(ctx)
         if f is not None:

@@ -284,7 +284,9 @@ def test_a_zero_learning_rate_is_stopped_at_the_first_check_and_says_what_to_do(
     stopped, err, _ = loop(model, torch.optim.SGD(model.parameters(), lr=0.0), x, y, steps=100)
     assert stopped == 9
     assert [f.id for f in err.findings] == ["TP-ZERO-LR"]
-    assert "learning rate is <= 0" in str(err) and "First remedy (TP-ZERO-LR): Print optimizer.param_groups" in str(err)
+    assert "learning rate is <= 0" in str(
+        err
+    ) and "First remedy (TP-ZERO-LR): Print the learning rate the optimizer applies" in str(err)
 
 
 def overfit_loop(steps=200, **kw):

@@ -629,3 +629,15 @@ def test_a_collapse_after_the_search_and_a_run_long_fall_are_still_collapses() -
     # a fall at every point of the run is no start-up search
     fall = [2.0**16 / 2 ** (i // 10) for i in range(200)]
     assert "TP-LOSS-SCALE-COLLAPSE" in judge(**_scaled_run(fall)).ids()
+
+
+def test_a_non_finite_norm_at_the_end_is_not_called_a_scaler_skip():
+    # One NaN gradient norm at the end of the log (a run with no loss scaler whose loss
+    # just became NaN): nothing yet says a scaler skipped it. One that came back finite is.
+    n = 60
+    g = [1.0] * (n - 1) + [math.nan]
+    f = one(judge(loss=[2.0 - i * 0.01 for i in range(n)], grad_norm=g), "TP-GRAD-OVERFLOW-SKIPPED")
+    assert "at the end of the log" in f.message and "loss scaler" not in f.message
+    g = [1.0] * 30 + [math.nan] + [1.0] * (n - 31)
+    f = one(judge(loss=[2.0 - i * 0.01 for i in range(n)], grad_norm=g), "TP-GRAD-OVERFLOW-SKIPPED")
+    assert "the loss scaler skipped steps" in f.message

@@ -92,8 +92,11 @@ def check_overflow_skipped(ctx):
     at_end = isolated[-1][0] + isolated[-1][1] == len(g)
     recovered = len(isolated) - int(at_end)
     tail = f"; the last {isolated[-1][1]} at the end of the log, not yet followed by a finite norm" if at_end else ""
+    # Only norms that came back finite say a loss scaler skipped their steps; one at the
+    # end of the log says nothing yet of why (a run with no scaler whose loss became NaN).
+    why = "the loss scaler skipped steps" if recovered else "at the end of the log, not yet followed by a finite norm"
     yield ctx.finding(
-        f"{total} isolated non-finite gradient norm(s): the loss scaler skipped steps",
+        f"{total} isolated non-finite gradient norm(s): {why}",
         f"{total} of {len(g)} logged gradient norms are NaN/Inf, in {len(isolated)} run(s) of fewer than "
         f"{ctx.th.nan_grad_sustained_points} points (steps {', '.join(steps)}"
         + (" …" if len(isolated) > 5 else "")

@@ -159,7 +159,7 @@ def _learns_anyway(ctx) -> bool:
     not_mean="A zero at the first warm-up step or at the end of a decaying schedule is normal and is not counted. A logged rate of 0 under a loss that falls beyond its noise is not this: the rate logged is not the one applied, or the loss falls for another reason (TP-ZERO-LR-LEARNING, a WARN)."
     + _OTHER_GROUP,
     causes="A scheduler configured with zero peak or zero warm-up target, DeepSpeed/accelerate config overriding the optimizer's lr, lr set in the wrong config field, a warm-up longer than the run.",
-    try_="Print optimizer.param_groups[0]['lr'] after the first step; check the scheduler's total and warm-up steps and any DeepSpeed optimizer/scheduler block.",
+    try_="Print the learning rate the optimizer applies after the first step (PyTorch: optimizer.param_groups[0]['lr']; Keras: model.optimizer.learning_rate); check the scheduler's total and warm-up steps and any DeepSpeed optimizer/scheduler block.",
 )
 def check_zero_lr(ctx):
     p = _profile(ctx)

@@ -514,6 +514,18 @@ def test_a_resume_whose_loss_blows_up_at_once_stays_one_run(tmp_path: Path, over
     assert any("2 runs appended" in n for n in read_runlog(q).notes)
 
 
+def test_a_run_not_judged_that_ends_in_nan_is_named_and_its_nans_are_points(tmp_path: Path) -> None:
+    # A later restart that ends in NaN: its NaN losses count as its points (written
+    # values; a null is none), and the note names them when another run is judged.
+    nan_tail = _curve(30, 7.2, 2.0) + [float("nan")] * 20
+    p = _write_runs(tmp_path / "m.jsonl", [(0, _curve(40)), (0, nan_tail)])
+    run = read_runlog(p)
+    assert len(run.get("loss")) == 50 and any("Judged run 2" in n for n in run.notes)  # 50 points beat 40
+    q = _write_runs(tmp_path / "q.jsonl", [(0, _curve(80)), (0, nan_tail)])
+    note = next(n for n in read_runlog(q).notes if "runs appended" in n)
+    assert "50 loss points (20 of them NaN or Inf)" in note and "Judged run 1" in note
+
+
 def test_a_flat_run_that_goes_back_cannot_be_told_and_stays_one(tmp_path: Path) -> None:
     p = _write_runs(tmp_path / "m.jsonl", [(0, [2.0] * 10), (0, [2.1] * 12)])
     run = read_runlog(p)

@@ -294,14 +294,19 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
         return batches
     bounds = list(zip(starts, starts[1:] + [n]))
     lines = np.concatenate([b.lines for b in batches])
-    points = [int(np.isfinite(loss[a:b]).sum()) for a, b in bounds]
+    # A loss written as NaN or Inf is a point of its run (a run that ended in NaN is not
+    # the shorter for it), and a run not judged that holds one is named.
+    written = _written(batches, key, n)
+    points = [int(written[a:b].sum()) for a, b in bounds]
     keep = max(range(len(bounds)), key=lambda i: (points[i], i))
+    bad = [int((written[a:b] & ~np.isfinite(loss[a:b])).sum()) for a, b in bounds]
 
     def describe(i: int) -> str:
         a, b = bounds[i]
         st = steps[a:b][np.isfinite(steps[a:b])]
         span = f"steps {st.min():g}-{st.max():g}, " if st.size else ""
-        return f"run {i + 1}: lines {lines[a]}-{lines[b - 1]}, {span}{points[i]} {key} points"
+        nonfinite = f" ({bad[i]} of them NaN or Inf)" if bad[i] else ""
+        return f"run {i + 1}: lines {lines[a]}-{lines[b - 1]}, {span}{points[i]} {key} points{nonfinite}"
 
     shown = "; ".join(describe(i) for i in range(min(len(bounds), 8)))
     more = f"; and {len(bounds) - 8} more" if len(bounds) > 8 else ""
@@ -316,6 +321,22 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
         a, z = max(lo - off, 0), min(hi - off, len(b))
         if a < z:
             out.append(_slice(b, a, z))
+        off += len(b)
+    return out
+
+
+def _written(batches: list[Rows], key: str, n: int) -> np.ndarray:
+    """Whether each of the ``n`` records of ``batches`` writes a value for ``key``,
+    finite or not (``NaN`` is a value; an empty or null one, a hole, is none)."""
+    out = np.zeros(n, dtype=bool)
+    off = 0
+    for b in batches:
+        for gk, pos, _ in b.groups:
+            if key in gk:
+                out[off + pos] = True
+        for hk, pos in b.holes:
+            if hk == key:
+                out[off + pos] = False
         off += len(b)
     return out
 

@@ -17,20 +17,20 @@ def test_rules_id_states_the_default_thresholds(tmp_path, monkeypatch):
         "## Thresholds in force\n\n- `dead_min_points` = 10 (points): " in out
         and "\n- `dead_window` = 5 (points): " in out
     )
-    assert "\n- `tiny_lr` = 1e-6 (learning rate): " in out and "(default" not in out
+    assert "\n- `tiny_lr` = 1e-7 (learning rate): " in out and "(default" not in out
     assert "FAIL TP-DEAD-RUN: loss did not move" in out  # the example, judged
 
 
 def test_rules_id_with_a_config_states_and_marks_the_override(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = tmp_path / "tp.toml"
-    cfg.write_text("dead_window = 9\n[thresholds]\ntiny_lr = 1e-7\n", encoding="utf-8")
+    cfg.write_text("dead_window = 9\n[thresholds]\ntiny_lr = 1e-8\n", encoding="utf-8")
     code, out, err, _ = run_cli("rules", "TP-DEAD-RUN", "--config", str(cfg))
     assert code == 0 and not err
     assert "the last 9 losses" in out and "the first 9 (at least 10 points)" in out
-    assert "A learning rate at most 1e-7 over" in out
+    assert "A learning rate at most 1e-8 over" in out
     assert "\n- `dead_window` = 9 (points; default 5): " in out
-    assert "\n- `tiny_lr` = 1e-7 (learning rate; default 1e-6): " in out
+    assert "\n- `tiny_lr` = 1e-8 (learning rate; default 1e-7): " in out
     assert "\n- `dead_min_improvement` = 0.05 (ratio): " in out
     assert f"(dead_window, tiny_lr) are from {cfg}." in out
 

@@ -561,3 +561,14 @@ def test_a_climb_that_gives_back_little_is_held_while_the_run_trains():
 def test_a_climb_that_gives_back_much_or_has_a_cause_still_stops(kw):
     f = _diverge(judged(bump(**kw)))
     assert f.level is Level.FAIL and "small_climb" not in f.data
+
+
+def test_a_climb_from_the_runs_start_is_never_held_as_small():
+    # A run that blows up from its first logs has no fall to give back: its block levels
+    # say little of that, and the FAIL stands while it trains.
+    g = Guardian(meta={"max_steps": 1000})
+    rng = np.random.default_rng(5)
+    for s in range(120):
+        g.add(s, {"loss": 2.0 * math.exp(0.05 * s) * math.exp(0.03 * rng.standard_normal())})
+    f = _diverge(judged(g))
+    assert f.level is Level.FAIL and f.data["from_start"] and "small_climb" not in f.data

@@ -329,8 +329,9 @@ def hold_small_divergence(findings: Sequence[Finding], th: Thresholds) -> list[F
     """The findings of a judgement of a run still training, a TP-DIVERGE FAIL turned into
     a WARN (``data["small_climb"] = True``) while its climb gives back less than
     ``live_diverge_regain`` of what the run learned (from its first block level down to
-    its best level), with no blow-up (``terminal_points``) and no learning rate that
-    climbed before it (``caused``): a healthy run's bump (SGD with momentum at a small
+    its best level), with no blow-up (``terminal_points``), no learning rate that climbed
+    before it (``caused``) and a best level after the run's start (not ``from_start``: a
+    run that climbs from its start learned nothing to give back): a healthy run's bump (SGD with momentum at a small
     batch) looks the same until it comes back. The judgement of the ended run is not
     touched."""
     out: list[Finding] = []
@@ -342,6 +343,7 @@ def hold_small_divergence(findings: Sequence[Finding], th: Thresholds) -> list[F
             or f.level is not Level.FAIL
             or d.get("terminal_points")
             or d.get("caused")
+            or d.get("from_start")  # a climb from the run's start: it learned nothing to give back
             or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in (start, best, end))
             or not start > best
         ):

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, pct, step
-from ._stats import change_interval, median, noise_sigma, trend_z
+from ._stats import change_interval, level_se, median, noise_sigma, trend_z
 from .objective_kind import detect_objective
 from .registry import Need, rule
 
@@ -175,11 +175,11 @@ def reward_pinned(ctx) -> dict | None:
             return None
         # A reward that rose from its first points and then held learned before its
         # plateau (a policy that solves its task early): a line over the whole run is flat,
-        # but the start is not. Medians, their error about 1.25 sigma / sqrt(points).
+        # but the start is not. Two medians, each with its level's error.
         v = r.values
         k = max(5, v.size // 100)
         head, late = float(median(v[:k])), float(median(v[v.size // 2 :]))
-        se = 1.25 * sigma * math.sqrt(1 / k + 1 / (v.size - v.size // 2))
+        se = math.hypot(level_se(sigma, k), level_se(sigma, v.size - v.size // 2))
         if late - head > th.diverge_noise_z * se:
             return None
         kl = None
@@ -397,6 +397,16 @@ def _trl_series(ctx, name: str):
     return None
 
 
+def _pref_loss_ends(ctx) -> tuple[float, float, int, float]:
+    """``(start, end, w, z)`` of the train loss: the medians of its first and last ``w``
+    points (a tenth of the run, at least 3) and its Mann-Kendall z over at most 40 block
+    medians (a significant fall, z at or below ``-dead_trend_z``, is an objective that
+    improves)."""
+    tr = ctx.finite("loss")
+    w = max(3, len(tr) // 10)
+    return float(median(tr.values[:w])), float(median(tr.values[-w:])), w, trend_z(tr.values, 40)
+
+
 def _margins_reversed(ctx):
     """The finding of a preference run without a logged accuracy whose mean margin
     (chosen minus rejected implicit reward) sits below 0 over the second half of the run,
@@ -409,14 +419,12 @@ def _margins_reversed(ctx):
         return None
     half = mg.values[len(mg) // 2 :]
     level = float(median(half))
-    se = 1.25 * noise_sigma(mg.values) / math.sqrt(half.size)
+    se = level_se(noise_sigma(mg.values), half.size)
     if not level < -th.diverge_noise_z * se:
         return None
-    tr = ctx.finite("loss")
-    if trend_z(tr.values, 40) <= -th.dead_trend_z:
+    start, end, w, loss_z = _pref_loss_ends(ctx)
+    if loss_z <= -th.dead_trend_z:
         return None
-    w = max(3, len(tr) // 10)
-    start, end = float(median(tr.values[:w])), float(median(tr.values[-w:]))
     i = len(mg) // 2
     return ctx.finding(
         f"the preferences are learned backwards: {mg.key} sits at {num(level)} and the loss went "
@@ -495,10 +503,7 @@ def check_pref_not_learning(ctx):
     z = trend_z(half, 20)
     if z >= th.dead_trend_z:
         return
-    tr = ctx.finite("loss")
-    w = max(3, len(tr) // 10)
-    start, end = float(median(tr.values[:w])), float(median(tr.values[-w:]))
-    loss_z = trend_z(tr.values, 40)
+    start, end, w, loss_z = _pref_loss_ends(ctx)
     if loss_z <= -th.dead_trend_z:  # the objective improves significantly
         return
     i = len(acc) // 2

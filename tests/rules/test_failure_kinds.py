@@ -579,7 +579,8 @@ def test_pure_noise_returns_never_collapse():
 def test_a_return_that_only_falls_is_not_a_collapse_and_short_runs_are_skipped():
     n = 200
     falling = np.linspace(1000, -1000, n) + np.random.default_rng(0).normal(0, 50, n)
-    assert "TP-RL-RETURN-COLLAPSE" not in ids(judge_runlog(rl_run(falling)))
+    rep = judge_runlog(rl_run(falling))
+    assert "TP-RL-RETURN-COLLAPSE" not in ids(rep) and "TP-RL-RETURN-FALLING" in ids(rep)
     rep = judge_runlog(rl_run(returns(29, "collapse", 0.0, 0)))
     assert rep.skipped["TP-RL-RETURN-COLLAPSE"].reason == "too_few_points"
 
@@ -1447,3 +1448,42 @@ def test_a_pinned_loss_whose_eval_falls_by_a_learners_effect_is_learning(eval_fa
     # falls 6% or more shows it.
     rep = judge_runlog(_frozen_but_norm(10, eval_fall))
     assert not {"TP-LOSS-STALLED", "TP-DEAD-RUN"} & set(ids(rep)), ids(rep)
+
+
+# --- TP-RL-RETURN-FALLING: a return that only fell from where it started -----------------
+
+
+@pytest.mark.parametrize("n,noise,seed", [(30, 0.02, 0), (200, 0.1, 1), (850, 0.3, 2), (3000, 0.5, 3)])
+@pytest.mark.parametrize("key", ["reward", "reward_mean", "rollout/ep_rew_mean"])
+def test_a_return_that_falls_from_its_start_is_a_warning(n, noise, seed, key):
+    # A policy gradient with its sign flipped: the bandit's mean reward goes 0.48 -> 0.03,
+    # falling fastest at first, with Bernoulli-like noise.
+    t = np.linspace(0, 1, n)
+    rng = np.random.default_rng(seed)
+    reward = 0.03 + 0.45 * np.exp(-4 * t) + noise * 0.45 * rng.standard_normal(n)
+    rep = judge_runlog(run_of(**{key: reward}))
+    f = one(rep, "TP-RL-RETURN-FALLING")
+    assert f.level is Level.WARN and rep.verdict is Level.WARN
+    assert f.data["end"] < f.data["start"] and "TP-NO-LOSS" not in ids(rep)
+
+
+@pytest.mark.parametrize("n,noise,seed", [(30, 0.02, 0), (300, 0.2, 1), (1000, 0.5, 2)])
+def test_a_rising_return_a_collapse_and_an_early_dip_are_not_a_fall(n, noise, seed):
+    for shape in ("rise", "late_dip", "collapse"):
+        rep = judge_runlog(rl_run(returns(n, shape, noise, seed)))
+        assert "TP-RL-RETURN-FALLING" not in ids(rep), shape
+    # exploration first: the return dips below the start, then climbs above it
+    t = np.linspace(0, 1, n)
+    dip = -np.sin(np.pi * np.minimum(t / 0.3, 1)) * 300 + 600 * np.clip((t - 0.3) / 0.7, 0, 1)
+    rep = judge_runlog(rl_run(dip + noise * 600 * np.random.default_rng(seed).standard_normal(n)))
+    assert "TP-RL-RETURN-FALLING" not in ids(rep)
+
+
+@pytest.mark.slow
+def test_pure_noise_returns_never_fall():
+    fired = 0
+    for seed in range(300):
+        n = 30 + 17 * seed % 900
+        rng = np.random.default_rng(seed)
+        fired += "TP-RL-RETURN-FALLING" in ids(judge_runlog(rl_run(100.0 * rng.standard_normal(n) - 50.0)))
+    assert fired == 0

@@ -117,6 +117,22 @@ def test_warmup_unfinished_when_the_run_reached_max_steps(tmp_path):
     assert f.step == 300 and f.data["max_steps"] == 300
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_run_that_warmed_up_to_its_declared_end_is_judged_as_it_ended(tmp_path, seed):
+    # A warm-up lambda without its min(1, .) climbs the rate 600x over the whole run while
+    # the loss holds its start: at max_steps there is no later stretch to wait for, so the
+    # no-progress rules judge it; the same log at two thirds of its schedule waits.
+    rng = np.random.default_rng(seed)
+    n = 60
+    loss = 0.67 * np.exp(0.01 * rng.standard_normal(n))
+    rows = [{"step": (i + 1) * 10, "loss": float(loss[i]), "learning_rate": 1e-4 * (i + 1) * 10} for i in range(n)]
+    rep = judge(write_hf(tmp_path / "ended.json", rows, max_steps=n * 10))
+    assert "TP-WARMUP-UNFINISHED" in rep.ids() and "warmup" not in {s.reason for s in rep.skipped.values()}
+    assert "TP-LOSS-STALLED" in rep.ids()
+    rep = judge(write_hf(tmp_path / "running.json", rows, max_steps=n * 15))
+    assert rep.skipped["TP-LOSS-STALLED"].reason == "warmup" and "TP-WARMUP-UNFINISHED" not in rep.ids()
+
+
 def test_rising_lr_in_a_run_that_did_not_reach_its_end_is_not_unfinished_warmup(tmp_path):
     rows = [{"step": i * 10, "loss": 2.0 - i * 0.01, "learning_rate": 1e-5 * i} for i in range(1, 31)]
     p = write_hf(tmp_path / "trainer_state.json", rows, max_steps=3000)

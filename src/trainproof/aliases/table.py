@@ -151,6 +151,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "objective/scores",
         "rewards/mean",
         "env/reward_mean",
+        "reward_mean",
+        "train/reward_mean",
         "rollout/ep_rew_mean",
         "ep_rew_mean",
         "episode_reward_mean",

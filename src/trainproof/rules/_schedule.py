@@ -47,6 +47,17 @@ def fraction_ran(run: RunLog) -> tuple[float | None, float | None, str]:
     return run.step_range[1] / end, end, source
 
 
+def reached_declared_end(run: RunLog) -> float | None:
+    """HF's ``max_steps`` when the log reaches it (its last step within 2% of it, at least
+    one step: HF logs every ``logging_steps``, so the last log may sit short of the end);
+    ``None`` when the log declares no end or stops before it."""
+    ms = run.meta.get("max_steps")
+    if not (isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0) or run.step_range is None:
+        return None
+    end = float(ms)
+    return end if run.step_range[1] >= end - max(1.0, 0.02 * end) else None
+
+
 def still_warming_up(lr: np.ndarray, rising_points: int) -> bool:
     """True when the run is still in its warm-up: the last ``rising_points`` finite
     learning rates strictly increase, the learning rate never fell, it began rising

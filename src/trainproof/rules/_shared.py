@@ -385,3 +385,15 @@ def objective_schedule(ctx, best_step: float) -> str | None:
                 "the loss is measured on other data"
             )
     return _implied_kl_weight(ctx, best_step)
+
+
+def trainable_tensors(run) -> int | None:
+    """The number of parameter tensors that require grad, as the live path recorded it in
+    the meta of ``run`` (a :class:`~trainproof.runlog.RunLog`) (``trainable_tensors``, or the probe's ``model_probe`` details), or
+    ``None`` when not known."""
+    for holder in (run.meta, run.meta.get("model_probe")):
+        if isinstance(holder, dict):
+            n = holder.get("trainable_tensors")
+            if isinstance(n, (int, float)) and not isinstance(n, bool) and n > 0:
+                return int(n)
+    return None

@@ -35,7 +35,7 @@ from ..runlog import RunLog, Series
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct
 from ._fmt import step as step_fmt
-from ._schedule import fraction_ran, still_warming_up
+from ._schedule import fraction_ran, reached_declared_end, still_warming_up
 from ._stats import median, noise_sigma, rounding_step
 from .objective_kind import adversarial_pair, detect_objective
 from .registry import Need, Rule, all_rules, canonical_id, get
@@ -345,7 +345,11 @@ def _skip_reason(
             )
     if rule.after_warmup and "lr" in run.series:
         if "warmup" not in facts:
-            facts["warmup"] = still_warming_up(_finite(run, shared, "lr").values, th.warmup_rising_points)
+            # A run that reached its declared end is judged as it ended: a warm-up that lasts
+            # the whole run (TP-WARMUP-UNFINISHED says so) leaves no later stretch to wait for.
+            facts["warmup"] = reached_declared_end(run) is None and still_warming_up(
+                _finite(run, shared, "lr").values, th.warmup_rising_points
+            )
         if facts["warmup"]:
             return Skip(
                 "warmup",

@@ -20,6 +20,7 @@ from ._shared import (
     margin_objective,
     objective_schedule,
     trailing_zero_run,
+    trainable_tensors,
     trained_group_rate,
     zero_loss_fitted,
 )
@@ -27,6 +28,7 @@ from ._stats import (
     ar1_inflation,
     block_medians,
     block_sizes,
+    change_interval,
     end_window,
     expected_min_shift,
     improvement,
@@ -40,6 +42,7 @@ from ._stats import (
     rounding_step,
     runs_of,
     smoothing_block,
+    t_quantile,
     trend_z,
     window_medians,
 )
@@ -2002,6 +2005,60 @@ def check_objective_changed(ctx):
     )
 
 
+@rule(
+    "TP-LOSS-CLIMB",
+    Level.WARN,
+    "shape",
+    "the loss climbed back from its best level, beyond its noise, short of a divergence",
+    needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
+    thresholds=DIVERGE_THRESHOLDS,
+    implies=("TP-LOSS-STALLED",),
+    least_evidence="The run's own noise, measured on the log of the loss: the end level must clear the best level by {diverge_caused_ratio}x and by {diverge_noise_z:g} standard errors of the two levels.",
+    detects=(
+        "A climb that TP-DIVERGE reads the same way (the best level, the end level, the noise gate, the held "
+        "onset and every exception: a loss at its noise floor, a dip it returned from, a warm restart, a changed "
+        "objective), ending at least {diverge_caused_ratio}x above the best level but under {diverge_ratio}x, "
+        "giving back at least {diverge_caused_regain:.0%} of the fall from the first block's level to the best "
+        "(or climbing above the start), with no cause in the log: the rise TP-DIVERGE counts as a divergence "
+        "when the learning rate climbed, without that cause."
+    ),
+    why=(
+        "A held climb beyond the noise that gives back a quarter or more of what the run learned is the shape "
+        "of a slow divergence (a learning rate a little too high, a loss scale that keeps overflowing, weight "
+        "decay pulling the weights back), and each step spent there undoes earlier ones. Without a cause in "
+        "the log it is also the shape of a harder stretch of data or a change of objective the log does not "
+        "name, so it is a warning, not a failure."
+    ),
+    not_mean=(
+        "Not that the run failed: a curriculum moving to harder data, hard-negative mining, augmentation "
+        "switched on, or a loss weight ramped without being logged raise the train loss while the model "
+        "improves. Judge by a held-out loss or metric where the log has one."
+    ),
+    causes="A learning rate a little too high for the late phase, no decay in the schedule, weight decay too strong, a data-order or data-mix change.",
+    try_="Compare with a held-out loss; resume from the checkpoint at the best step with a lower learning rate or a decaying schedule.",
+    objectives=("supervised",),
+)
+def check_loss_climb(ctx):
+    st = climb_state(ctx)
+    if st is None or st["objective_changed"]:
+        return
+    yield ctx.finding(st["message"], st["evidence"], st["data"], step=st["step"], line=st["line"])
+
+
+def climb_state(ctx) -> dict | None:
+    """TP-LOSS-CLIMB's judgement: ``None`` where TP-DIVERGE (or TP-OBJECTIVE-CHANGED) already
+    judges the climb or there is none; otherwise :func:`diverge_state`'s dict for a climb
+    that the caused thresholds (``diverge_caused_ratio``, ``diverge_caused_regain``) would
+    count, read without the cause."""
+
+    def compute():
+        if diverge_state(ctx) is not None:
+            return None
+        return _diverge_level(ctx, climb_only=True)
+
+    return ctx.memo("climb_state", compute)
+
+
 def diverge_state(ctx) -> dict | None:
     """The divergence judgement, computed once for TP-DIVERGE and TP-OBJECTIVE-CHANGED.
 
@@ -2087,7 +2144,7 @@ def _terminal_blowup(ctx) -> dict | None:
     )
 
 
-def _diverge_level(ctx) -> dict | None:
+def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
     s = ctx.finite("loss")
     v = s.values
     n = v.size
@@ -2098,8 +2155,9 @@ def _diverge_level(ctx) -> dict | None:
     # A cause in the log (the learning rate climbed after the best level) lets a smaller
     # rise count, when it is beyond the noise and gives back a large share of what the run
     # learned: a rise judged in the loss's own units, not by one ratio for every scale.
+    # climb_only reads the same smaller rise without a cause, for TP-LOSS-CLIMB's WARN.
     cause = _lr_climb(ctx, s)
-    if cause is not None:
+    if cause is not None or climb_only:
         ratio_th = min(ratio_th, th.diverge_caused_ratio)
     # Every candidate best level (a block median, the highest of the first points, the
     # first point) is at least the lowest point, so a run whose end level is within the
@@ -2215,10 +2273,15 @@ def _diverge_level(ctx) -> dict | None:
     if not from_start and _warm_restart_cycle(ctx, s, meds, centres, best_idx, end, gate):
         return
     regain = (end - best) / (start_level - best) if start_level > best else math.inf
+    uncaused = False
     if end <= th.diverge_ratio * best and (
         cause is None or s.steps[best_idx] > cause[0] or regain < th.diverge_caused_regain
     ):
-        return  # under the plain ratio, only a caused rise that gives back enough counts
+        # under the plain ratio, only a caused rise that gives back enough counts; the
+        # same rise without a cause is TP-LOSS-CLIMB's
+        if not climb_only or regain < th.diverge_caused_regain:
+            return
+        uncaused = True
     ratio = end / best
     through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
     # Onset: where the climb past the bar this rule judges the end level by (the ratio and
@@ -2245,6 +2308,24 @@ def _diverge_level(ctx) -> dict | None:
             f"loss gave back {pct(regain)} of its fall from {num(start_level)}: a rise under {num(th.diverge_ratio)}x "
             f"counts with that cause (at least {num(th.diverge_caused_ratio)}x and {pct(th.diverge_caused_regain)})."
         )
+    short = ""
+    if uncaused:
+        short = (
+            f" Under the {num(th.diverge_ratio)}x that a divergence needs without a cause in the log (a learning rate "
+            f"that climbed), but held beyond the noise, giving back "
+            + (
+                "more than the run fell from its start"
+                if regain > 1
+                else f"{pct(regain)} of its fall from {num(start_level)}"
+            )
+            + f" (with a cause, a climb counts as a divergence from {num(th.diverge_caused_ratio)}x and {pct(th.diverge_caused_regain)})."
+        )
+        if regain <= 1:
+            message = f"the loss climbed back from its best level: it ends {times(ratio)} above {where}, giving back {pct(regain)} of what it learned"
+        else:
+            message = f"the loss climbed: it ends {times(ratio)} above {where}, and above where it started"
+    else:
+        message = f"loss diverged: the run ends {times(ratio)} above {where}"
     return dict(
         objective_changed=objective_changed(
             ctx,
@@ -2257,12 +2338,12 @@ def _diverge_level(ctx) -> dict | None:
         ),
         step=s.steps[best_idx],
         line=s.lines[best_idx],
-        message=f"loss diverged: the run ends {times(ratio)} above {where}",
+        message=message,
         evidence=(
             f"end level {num(end)} (median of the last {w} points, steps {step(s.steps[-w])}–{step(s.steps[-1])}) is "
             f"{times(ratio)} the best level {num(best)} ({held}) at step {step(s.steps[best_idx])} "
-            f"({pct(through)} through the run); threshold {num(ratio_th if because else th.diverge_ratio)}x, relative noise {num(sigma)}, "
-            f"log gap {num(gap)} against a noise gate of {num(gate)}.{because}{extra}"
+            f"({pct(through)} through the run); threshold {num(ratio_th if because or uncaused else th.diverge_ratio)}x, relative noise {num(sigma)}, "
+            f"log gap {num(gap)} against a noise gate of {num(gate)}.{because}{short}{extra}"
         ),
         data={
             "end_level": end,
@@ -2280,6 +2361,7 @@ def _diverge_level(ctx) -> dict | None:
             "onset_step": s.steps[onset],
             "threshold": th.diverge_ratio,
             "start_level": start_level,
+            "regain": regain if math.isfinite(regain) else None,
             # the learning rate climbed from before the best level: a cause in the log
             "caused": cause is not None and s.steps[best_idx] <= cause[0],
             **ckpt_data,
@@ -2652,6 +2734,72 @@ def _pinned(ctx) -> bool:
     return ci is not None and -bar < ci[0] and ci[1] < bar
 
 
+#: The monitor's per-check records: the largest per-tensor update/weight ratio (log10),
+#: and the tensors whose gradients were cleared between backward() and step().
+LAYER_UPDATE_RATIO_KEY = "model/layer_update_ratio_max"
+CLEARED_KEY = "model/grads_cleared_before_step"
+
+
+def updates_zero(ctx) -> tuple[str, float | None, str] | None:
+    """``(key, median ratio or None, sentence)`` when what the log measured across the
+    optimizer step says the steps do not move the weights, whatever the learning rate and
+    gradient norm logged (a gradient clipped to 1e-8, gradients cleared before step()):
+    the median over the run of ``update_ratio``, or of the monitor's largest per-tensor
+    ratio (``model/layer_update_ratio_max``, log10), at most
+    ``10 ** live_zero_update_ratio_log10``, from at least ``min_value_points`` values; or
+    the monitor's ``model/grads_cleared_before_step`` covering every trainable tensor at
+    its last ``model_checks`` checks. ``None`` otherwise."""
+    th = ctx.th
+    cleared = ctx.run.series.get(CLEARED_KEY)
+    total = trainable_tensors(ctx.run)
+    if cleared is not None and total is not None:
+        v = cleared.values[np.isfinite(cleared.values)]
+        k = int(th.model_checks)
+        if v.size >= k and np.all(v[-k:] >= total):
+            return (
+                cleared.key,
+                None,
+                (
+                    f"{cleared.key} covers all {total} trainable tensors at the last {k} checks: backward gives them "
+                    "gradients and they are cleared before optimizer.step(), so no step changes a weight"
+                ),
+            )
+    bar = 10.0**th.live_zero_update_ratio_log10
+    for key, log10 in (("update_ratio", False), (LAYER_UPDATE_RATIO_KEY, True)):
+        sr = ctx.run.series.get(key)
+        if sr is None:
+            continue
+        v = sr.values[np.isfinite(sr.values)]
+        if v.size < th.min_value_points:
+            continue
+        med = float(np.median(v))
+        ratio = 10.0**med if log10 else med
+        if ratio <= bar:
+            return (
+                sr.key,
+                ratio,
+                (
+                    f"the median update/weight ratio ({sr.key}) is {num(ratio)}, at most {num(bar)}: the optimizer steps "
+                    "do not move the weights"
+                ),
+            )
+    return None
+
+
+def _trend_too_small(ctx) -> bool:
+    """Whether a run too short for :func:`_pinned` (under ``dead_flat_min_points`` points)
+    cannot have fallen by a slow learner's share, whatever its trend: the upper end of the
+    interval of its fall over the run (the least-squares line of the log-loss, Student-t
+    quantile at ``dead_ci_z`` for its n - 2 degrees of freedom) is under a slow learner's
+    fall. A Keras run at lr 1e-8 whose loss drifts 1.69591 -> 1.69583 over 20 epochs has a
+    trend every rank test calls significant and a fall of 5e-5 nats."""
+    s = ctx.finite("loss")
+    if len(s) >= ctx.th.dead_flat_min_points:
+        return False
+    ci = change_interval(s.steps, np.log(s.values), t_quantile(ctx.th.dead_ci_z, len(s) - 2))
+    return ci is not None and ci[1] < _slow_learner_nats(ctx.th)
+
+
 def dead_run_state(ctx) -> dict | None:
     """The dead-run judgement, computed once for TP-DEAD-RUN and TP-LOSS-STALLED.
 
@@ -2695,7 +2843,7 @@ def dead_run_state(ctx) -> dict | None:
         # at ln(2B-1)) has a trend any rank test calls significant and a 99% interval of
         # its change over the run inside a slow learner's fall, both ways: pinned, an
         # effect too small to be progress (see loss_change_interval).
-        if z <= -th.dead_trend_z and not effect_only and not _pinned(ctx):
+        if z <= -th.dead_trend_z and not effect_only and not _pinned(ctx) and not _trend_too_small(ctx):
             return None
         # The same holds for the held-out loss: under a pinned train loss, a fall of the eval
         # loss is learning only as an effect (a model frozen but for its final LayerNorm
@@ -2745,6 +2893,10 @@ def dead_run_state(ctx) -> dict | None:
         if collapsed is not None:
             state["grad_collapsed"] = collapsed
             return state  # the cause is named: the gradients that move the weights are gone
+        still = updates_zero(ctx)
+        if still is not None:
+            state["updates_zero"] = still
+            return state  # the cause is named: the optimizer steps move the weights by nothing
         # Did not improve is not dead: without a named cause the run must show that nothing
         # moves. A loss that fell from its first point beyond the noise learned something
         # and then held a level (a fine-tune at its floor, a distillation that steps down
@@ -2850,13 +3002,15 @@ def _dead_data(st: dict, th) -> dict:
         "min_value_points",
         "diverge_noise_z",
         "vanish_ratio",
+        "live_zero_update_ratio_log10",
+        "model_checks",
     ],
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     implies=("TP-NEAR-CHANCE",),
-    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
-    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians; a significant trend counts only where the 99% interval of the change over the run, from {dead_flat_min_points} points, reaches a slow learner's {dead_min_improvement:.0%} in either direction: a drift of 0.01% over 300 points is significant and is not progress) and no eval loss falls with such a trend by at least {eval_min_fall:.0%} of its first evaluation (a frozen model's eval loss drifts one way too); with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant), and a falling eval loss only where its last evaluation is at least {dead_min_improvement:.0%} below its first (at such a rate it drifts by float rounding). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
+    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio whose median is at most 10^{live_zero_update_ratio_log10:g}, or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians; a significant trend counts only where the 99% interval of the change over the run, from {dead_flat_min_points} points, reaches a slow learner's {dead_min_improvement:.0%} in either direction: a drift of 0.01% over 300 points is significant and is not progress) and no eval loss falls with such a trend by at least {eval_min_fall:.0%} of its first evaluation (a frozen model's eval loss drifts one way too); with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant), and a falling eval loss only where its last evaluation is at least {dead_min_improvement:.0%} below its first (at such a rate it drifts by float rounding). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio (update_ratio, or the monitor's largest per-tensor ratio) whose median over the run is at most 10^{live_zero_update_ratio_log10:g}, the monitor's count of tensors whose gradients are cleared before optimizer.step() covering every trainable tensor at its last {model_checks} checks, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A flat loss with no cause in the log is not dead either: a run that had converged before its first logged point holds one level from its first point.",
     causes="A zero or far too small learning rate, frozen parameters, an optimizer that does not hold the trainable parameters, labels unrelated to inputs.",
@@ -2891,7 +3045,16 @@ def check_dead_run(ctx):
             "predictions do not change, so nothing the updates do reaches them."
         )
         data.update(cause="frozen_predictions", metric=key, evaluations=count, value=value)
-    else:  # dead_run_state calls a run dead only with one of these four causes
+    elif "updates_zero" in st:
+        key, ratio, sentence = st["updates_zero"]
+        message += ", with updates of about zero" + (
+            f" (update/weight ratio {num(ratio)})" if ratio is not None else ""
+        )
+        evidence += (
+            f" Measured across the optimizer step, {sentence}, whatever the learning rate and gradient norm logged."
+        )
+        data.update(cause="updates_zero", update_key=key, update_ratio=ratio)
+    else:  # dead_run_state calls a run dead only with one of these five causes
         early, late = st["grad_collapsed"]
         message += ", with a gradient norm that collapsed"
         evidence += (
@@ -2967,7 +3130,7 @@ def check_frozen_predictions(ctx):
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
-    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend of a learning run's size, no eval loss falling by {eval_min_fall:.0%} or more with a significant trend) without its evidence that nothing moves: the loss fell from its first point by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points and then held a level; or it ended more than {dead_min_improvement:.0%} higher than it started; or the log starts at a step past its own span (a resumed run whose earlier training is not in the log); or its interval for the change over the run is too wide (or rests on fewer than {dead_flat_min_points} points) to exclude a slow learner's fall; or the loss is pinned to one level within its noise ({dead_ci_z:g}-sigma interval inside the slow learner's fall) with no cause in the log, which a run at its floor before its first log shows too. A cause (a learning rate of at most {tiny_lr}, a collapsed gradient norm, a frozen prediction metric) makes it a TP-DEAD-RUN.",
+    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend of a learning run's size, no eval loss falling by {eval_min_fall:.0%} or more with a significant trend) without its evidence that nothing moves: the loss fell from its first point by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points and then held a level; or it ended more than {dead_min_improvement:.0%} higher than it started; or the log starts at a step past its own span (a resumed run whose earlier training is not in the log); or its interval for the change over the run is too wide (or rests on fewer than {dead_flat_min_points} points) to exclude a slow learner's fall; or the loss is pinned to one level within its noise ({dead_ci_z:g}-sigma interval inside the slow learner's fall) with no cause in the log, which a run at its floor before its first log shows too. A cause (a learning rate of at most {tiny_lr}, a collapsed gradient norm, updates of about zero, a frozen prediction metric) makes it a TP-DEAD-RUN.",
     why="A loss that stops improving spends the rest of the run for little gain; but a plateau after an early fall, a level held by a fine-tune or a resumed run, and a curve too noisy to tell are not a run that never trained, so this is a warning to look, not a failure.",
     not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor, slow learners on short or noisy logs and resumed runs look like this. It is not TP-DEAD-RUN, which needs a cause in the log: a learning rate of about zero, a collapsed gradient norm or a frozen prediction metric.",
     causes="A model at the floor of what its data allow, a learning rate too small after warm-up to make further progress, a resumed run already converged, too little capacity, a change of the loss's definition partway (a re-weighted objective).",
@@ -3039,8 +3202,8 @@ def check_loss_stalled(ctx):
             )
         elif ci is None:
             evidence += (
-                f" With {len(s)} points (fewer than {ctx.th.dead_flat_min_points}) the noise cannot exclude "
-                "a slow learner: not enough evidence that nothing moves."
+                f" With {len(s)} points (fewer than {ctx.th.dead_flat_min_points}) the log is too short to call "
+                "the loss pinned: not enough evidence that nothing moves."
             )
         else:
             evidence += (

@@ -17,7 +17,7 @@ import numpy as np
 from ..findings import Level
 from ..runlog import Series
 from ._fmt import num, pct, step
-from ._schedule import still_warming_up
+from ._schedule import reached_declared_end, still_warming_up
 from ._shared import fall_evidence, fall_shown, trained_group_rate
 from ._stats import repeats_one_value
 from .registry import Need, rule
@@ -396,10 +396,8 @@ def check_schedule_ended_early(ctx):
 def check_warmup_unfinished(ctx):
     s = ctx.finite("lr")
     k = ctx.th.warmup_rising_points
-    end = _scheduled_end(ctx)
-    if end is None or len(s) < k or ctx.run.step_range is None:
-        return
-    if ctx.run.step_range[1] < end - max(1.0, 0.02 * end):
+    end = reached_declared_end(ctx.run)
+    if end is None or len(s) < k:
         return
     tail = s.values[-k:]
     if not (still_warming_up(s.values, k) and tail[-1] >= s.values.max()):

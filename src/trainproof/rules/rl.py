@@ -296,6 +296,23 @@ def check_rl_signal_fading(ctx):
     )
 
 
+def _return_blocks(ctx):
+    """``(series, block medians, standard error of a block median, block edges)`` of the
+    return (``rl_collapse_blocks`` blocks of the finite points), or ``None`` for a
+    preference margin (DPO's implicit reward gap is not a return)."""
+    rw = ctx.finite("reward")
+    if "margin" in rw.key.lower():
+        return None
+    blocks = np.array_split(rw.values, ctx.th.rl_collapse_blocks)
+    med = np.array([median(b) for b in blocks])
+    resid = np.concatenate([b - m for b, m in zip(blocks, med)])
+    sigma = 1.4826 * float(median(np.abs(resid)))
+    # The standard error of a median of m points is about 1.2533 sigma / sqrt(m).
+    se = 1.2533 * sigma / np.sqrt(min(len(b) for b in blocks))
+    edges = np.cumsum([0] + [len(b) for b in blocks])
+    return rw, med, se, edges
+
+
 @rule(
     "TP-RL-RETURN-COLLAPSE",
     Level.FAIL,
@@ -340,16 +357,11 @@ def check_rl_signal_fading(ctx):
 )
 def check_rl_return_collapse(ctx):
     th = ctx.th
-    rw = ctx.finite("reward")
-    if "margin" in rw.key.lower():  # a preference margin, not a return
+    got = _return_blocks(ctx)
+    if got is None:
         return
+    rw, med, se, edges = got
     nb, nt = th.rl_collapse_blocks, th.rl_collapse_tail_blocks
-    blocks = np.array_split(rw.values, nb)
-    med = np.array([median(b) for b in blocks])
-    resid = np.concatenate([b - m for b, m in zip(blocks, med)])
-    sigma = 1.4826 * float(median(np.abs(resid)))
-    # The standard error of a median of m points is about 1.2533 sigma / sqrt(m).
-    se = 1.2533 * sigma / np.sqrt(min(len(b) for b in blocks))
     start, ipk = float(med[0]), int(np.argmax(med))
     peak, end = float(med[ipk]), float(med[-1])
     gain = peak - start
@@ -358,7 +370,6 @@ def check_rl_return_collapse(ctx):
     half = start + 0.5 * gain
     if not np.all(med[-nt:] < half) or end > start:
         return
-    edges = np.cumsum([0] + [len(b) for b in blocks])
     pk_at, end_at = int(edges[ipk]), int(edges[nb - 1])
     # Onset: the first block after the peak below the halfway point (the collapse is visible there).
     onset_block = next(i for i in range(ipk + 1, nb) if med[i] < half and np.all(med[i:] < half))
@@ -380,6 +391,75 @@ def check_rl_return_collapse(ctx):
             "block_medians": [float(x) for x in med],
             "rise_se": float(gain / se) if se > 0 else None,
             "peak_step": float(rw.steps[pk_at]),
+            "onset_step": float(rw.steps[onset]),
+        },
+        step=rw.steps[onset],
+        line=rw.lines[onset],
+    )
+
+
+@rule(
+    "TP-RL-RETURN-FALLING",
+    Level.WARN,
+    "diverge",
+    "the return fell from where it started and never rose: the policy got worse than its start",
+    needs=[Need("reward", "rl_collapse_min_points")],
+    thresholds=["rl_collapse_min_points", "rl_collapse_blocks", "rl_collapse_tail_blocks", "rl_collapse_rise_se"],
+    objectives=("rl",),
+    least_evidence=(
+        "{rl_collapse_min_points} finite return points; the last {rl_collapse_tail_blocks} block medians each at least "
+        "{rl_collapse_rise_se:g} standard errors of a block median below the first block, which no block rose above by as much."
+    ),
+    detects=(
+        "On an RL objective, the return (or mean reward) read as {rl_collapse_blocks} block medians, as "
+        "TP-RL-RETURN-COLLAPSE reads it: no block rose above the first by {rl_collapse_rise_se:g} standard errors "
+        "of a block median (a rise that large and then lost is TP-RL-RETURN-COLLAPSE's), and every one of the last "
+        "{rl_collapse_tail_blocks} blocks sits below the first by at least that much. Preference margins (DPO) "
+        "are not returns and are not judged by it."
+    ),
+    why=(
+        "The first block is the return of the policy the run started from; a policy gradient that works "
+        "raises it, and one that lowers it beyond the noise and keeps it there learned the wrong way (a sign "
+        "flipped in the loss, advantages of the wrong sign, a reward read with the wrong sign)."
+    ),
+    not_mean=(
+        "Not a failure by itself: a curriculum or an environment that gets harder on purpose, a reward whose "
+        "penalty grows as the episodes get longer, or an exploration bonus annealed out of the logged reward also "
+        "lower the return while the policy improves. Read the environment's settings."
+    ),
+    causes=(
+        "A policy-gradient loss with the wrong sign (gradient ascent on the loss), advantages computed with the "
+        "wrong sign or from the wrong baseline, a reward negated by a wrapper, an entropy bonus that dominates "
+        "the objective."
+    ),
+    try_="Check the sign of the policy loss (it is minus the advantage-weighted log-probability) and of the reward a wrapper passes on; compare with a random policy's return.",
+)
+def check_rl_return_falling(ctx):
+    th = ctx.th
+    got = _return_blocks(ctx)
+    if got is None:
+        return
+    rw, med, se, edges = got
+    nt = th.rl_collapse_tail_blocks
+    start, peak = float(med[0]), float(np.max(med))
+    bar = th.rl_collapse_rise_se * se
+    if not se > 0 or peak - start >= bar or not np.all(med[-nt:] <= start - bar):
+        return
+    end = float(med[-1])
+    onset_block = next(i for i in range(1, len(med)) if np.all(med[i:] <= start - bar))
+    onset = int(edges[onset_block])
+    yield ctx.finding(
+        f"the return fell and never rose: {rw.key} went {num(start)} -> {num(end)}",
+        f"block medians of {rw.key} over {len(rw)} points: first {num(start)} (steps {step(rw.steps[0])}–"
+        f"{step(rw.steps[edges[1] - 1])}), last {num(end)} (from step {step(rw.steps[int(edges[-2])])}); the last "
+        f"{nt} blocks are each at least {num(th.rl_collapse_rise_se)} standard errors of a block median "
+        f"({num(se)}) below the first, and no block rose above it by as much: the policy ends worse than it started.",
+        {
+            "reward_key": rw.key,
+            "start": start,
+            "end": end,
+            "block_medians": [float(x) for x in med],
+            "fall_se": float((start - end) / se),
             "onset_step": float(rw.steps[onset]),
         },
         step=rw.steps[onset],

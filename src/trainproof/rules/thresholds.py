@@ -330,7 +330,9 @@ class Thresholds:
         "learning rate climbed 1,500x (end/best 1.32) gives back half its fall; a healthy run "
         "does not climb its learning rate after warm-up, and a healthy loss that wiggles at "
         "its floor gives back a sliver (floor_regain_share). Without the cause the plain "
-        "ratio (diverge_ratio) stands.",
+        "ratio (diverge_ratio) stands for a FAIL, and the same rise is TP-LOSS-CLIMB's WARN: a "
+        "harder stretch of data or a loss weight changed without being logged climbs the same "
+        "way in a healthy run, so the evidence is ambiguous.",
         unit="ratio",
         valid=FACTOR,
     )
@@ -1106,7 +1108,8 @@ class Thresholds:
         "most 1% of their norm over 10,000 steps even when every step points the same way "
         "(1e-6 x 1e4), two decades below TP-UPDATE-RATIO-LOW's bar (1e-4, a slow but "
         "moving run) and a few float32 roundings (6e-8) above no change at all. Adam at "
-        "1e-4 on weights of scale 0.1 gives about 1e-3.",
+        "1e-4 on weights of scale 0.1 gives about 1e-3. TP-DEAD-RUN reads the same bar, on the "
+        "median over the run, as its cause that nothing moves.",
         unit="log10",
         valid=Range(float, -16.0, 2.0),
     )

@@ -138,3 +138,68 @@ def test_with_a_history_a_run_far_behind_its_siblings_is_warned_while_it_trains(
     assert trainer.global_step == MAX_STEPS and cb.stopped_at is None  # a WARN never stops it
     assert "TP-BEHIND-ENVELOPE" in err and "margin" in err
     assert one(cb.report, "TP-BEHIND-HISTORY").level is Level.WARN  # a WARN: the past may hold deliberate changes
+
+
+def _two_optimizer_module(nan_from: int | None):
+    """Manual optimization with two optimizers (the body's and the head's), each stepped at
+    every batch; the loss is NaN from batch ``nan_from`` on."""
+    import lightning.pytorch as pl
+    import torch
+    from torch import nn
+
+    class TwoOptimizers(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.automatic_optimization = False
+            self.body = nn.Sequential(nn.Linear(16, 64), nn.ReLU())
+            self.head = nn.Linear(64, 4)
+            self.batches = 0
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            body, head = self.optimizers()
+            loss = nn.functional.cross_entropy(self.head(self.body(x)), y)
+            if nan_from is not None and self.batches >= nan_from:
+                loss = loss * float("nan")
+            self.batches += 1
+            body.zero_grad()
+            head.zero_grad()
+            self.manual_backward(loss)
+            body.step()
+            head.step()
+            self.log("train_loss", loss)
+
+        def configure_optimizers(self):
+            return [torch.optim.Adam(self.body.parameters(), 1e-3), torch.optim.Adam(self.head.parameters(), 1e-3)]
+
+    return TwoOptimizers()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nan_from", [None, 100])
+def test_two_optimizers_under_manual_optimization_count_batches_and_both_param_sets(callback, capsys, nan_from):
+    # Lightning's global_step counts both optimizers' steps (two a batch); its loggers write
+    # the batch count, and the head's parameters are in the second optimizer, not outside.
+    import lightning.pytorch as pl
+    import torch
+
+    pl.seed_everything(0, verbose=False)
+    cb = callback(policy="stop_on_fail", check_every=10)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[cb],
+        max_epochs=3,
+    )
+    trainer.fit(_two_optimizer_module(nan_from), torch.utils.data.DataLoader(clusters(2048, 1), batch_size=32))
+    err = capsys.readouterr().err
+    assert "TP-PARAMS-NOT-OPTIMIZED" not in err and "TP-PARAMS-NOT-OPTIMIZED" not in cb.report.ids()
+    if nan_from is None:
+        assert cb.report.verdict is Level.PASS and cb.report.step_range[1] == 3 * 2048 // 32
+        return
+    f = one(cb.report, "TP-NAN")
+    assert f.step == nan_from + 1 and cb.stopped_at <= nan_from + 11
+    assert f"of {3 * 2048 // 32} scheduled steps" in err

@@ -914,3 +914,35 @@ def test_margin_loss_reads_a_hinge_in_the_loss_graph():
     ]
     assert [margin_loss(v) for v in hinges] == [True] * len(hinges)
     assert [margin_loss(v) for v in others] == [False] * len(others)
+
+
+@pytest.mark.parametrize("bug", ["clear-before-step", "clip-1e-8"])
+def test_a_loop_whose_steps_move_nothing_is_stopped_with_the_measured_cause(bug):
+    # The lr (0.05) and the gradient norm logged look alive; what the monitor measures
+    # across the step says no weight moves: a dead run with a cause, stopped once the run
+    # is far enough into its schedule for a no-progress claim (30% of max_steps).
+    from trainproof.live import RunFailed
+
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    mon = Monitor(model, opt, check_every=10, policy="raise", max_steps=300, track_update_ratio=True)
+    stopped = None
+    try:
+        for step in range(300):
+            # a new large batch each step: the loss wanders a little around its start
+            x = torch.randn(512, 6, generator=torch.Generator().manual_seed(step))
+            y = torch.tanh(x.sum(1, keepdim=True))
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            if bug == "clip-1e-8":
+                gn = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1e-8)
+                mon.log(step, loss.detach(), grad_norm=gn)
+            else:
+                mon.log(step, loss.detach())
+                opt.zero_grad()  # the bug: between backward() and step()
+            opt.step()
+            opt.zero_grad()
+    except RunFailed as e:
+        stopped = (step, str(e))
+    assert stopped is not None, "never stopped"
+    assert 89 <= stopped[0] <= 150 and "TP-DEAD-RUN" in stopped[1] and "updates of about zero" in stopped[1]

@@ -451,6 +451,29 @@ def test_a_divergence_whose_held_out_loss_keeps_improving_is_held_as_a_warning()
     assert f.level is Level.FAIL and "held_out_not_worse" not in f.data
 
 
+def test_an_eval_loss_rising_before_the_climb_is_judged_from_where_it_stood():
+    # A curriculum: the model overfit the easy data (its eval loss on hard data rose from
+    # its best 5.4 to 6.2) before the data turned hard and the train loss jumped. Since the
+    # climb the evaluations are below the last one before it (a helper's run was stopped
+    # with eval 1.12 -> 1.04, 0.86): held while they stay so; a worse one stops it.
+    before = {49: 6.0, 99: 5.4, 149: 6.2}
+    for after, level in (([5.9, 5.7], Level.WARN), ([5.9, 6.5], Level.FAIL)):
+        g = Guardian(meta={"max_steps": 1500})
+        src = climbing(eval_after=lambda s: 4.0).runlog()
+        it = iter(after)
+        for s_, v in zip(src.series["loss"].steps, src.series["loss"].values, strict=True):
+            row = {"loss": float(v), "lr": 1e-3}
+            if int(s_) in before:
+                row["eval_loss"] = before[int(s_)]
+            elif int(s_) in (199, 249):
+                row["eval_loss"] = next(it)
+            g.add(int(s_), row)
+        f = next(f for f in judged(g).findings if f.id == "TP-DIVERGE")
+        assert f.level is level, after
+        if level is Level.WARN:
+            assert "6.2 at its last evaluation before the climb began" in f.evidence
+
+
 def test_a_divergence_held_out_by_evaluations_made_mid_climb():
     # No evaluation since the onset (step 160) yet, but those at steps 99 and 149 were made
     # while the loss climbed (a helper's VAE was stopped so at step 539, its eval ELBO

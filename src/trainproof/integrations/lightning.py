@@ -54,6 +54,16 @@ __all__ = ["TrainproofCallback", "checkpoints"]
 _STEP = re.compile(r"(?:^|[-_])step=(\d+)")
 
 
+def _batch_step(trainer) -> int:
+    """The step the trainer's loggers write: the batches that stepped an optimizer,
+    counting the current one (``trainer.global_step`` with a single optimizer; under manual
+    optimization with several, ``global_step`` counts every optimizer's step, two or more a
+    batch, and would double the step and the scheduled end's share)."""
+    loop = getattr(getattr(trainer, "fit_loop", None), "epoch_loop", None)
+    done = getattr(loop, "_batches_that_stepped", None)
+    return int(done) + 1 if isinstance(done, int) and len(trainer.optimizers) > 1 else int(trainer.global_step)
+
+
 def checkpoints(trainer) -> list[tuple[float, str]]:
     """The checkpoints the trainer's ``ModelCheckpoint`` callbacks hold (their top-k, best
     and last paths) that exist on disk, as ``(global step, path)``; the step is read from
@@ -193,6 +203,7 @@ class TrainproofCallback(Callback):
                 self.activations,
                 scheduler=configs[0].scheduler if configs else None,
                 scaler=getattr(getattr(trainer, "precision_plugin", None), "scaler", None),
+                also=trainer.optimizers[1:],
             )
         self.saved_path = None
 
@@ -205,10 +216,11 @@ class TrainproofCallback(Callback):
         return f"save_on_stop saved {path}."
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        step = int(trainer.global_step)
-        if step == self._last_step:  # accumulating gradients: no optimizer step yet
+        global_step = int(trainer.global_step)
+        if global_step == self._last_step:  # accumulating gradients: no optimizer step yet
             return
-        self._last_step = step
+        self._last_step = global_step
+        step = _batch_step(trainer)
         values = {k: v for k, v in trainer.callback_metrics.items() if not is_eval_key(k) and not k.endswith("_epoch")}
         if trainer.optimizers and "lr" not in values:
             values["lr"] = trainer.optimizers[0].param_groups[0].get("lr")
@@ -228,7 +240,7 @@ class TrainproofCallback(Callback):
         if trainer.sanity_checking or self.live.guardian is None:
             return
         values = {k: v for k, v in trainer.callback_metrics.items() if is_eval_key(k) and not k.endswith("_step")}
-        self._record(trainer, int(trainer.global_step), values)
+        self._record(trainer, _batch_step(trainer), values)
 
     def _record(self, trainer, step: int, values: dict) -> None:
         # In a distributed run every process gets the same answer at the same record (the

@@ -357,6 +357,8 @@ class ModelProbe:
         replica_every: in a distributed run, compare the replicas' parameter checksums
             at the first :data:`REPLICA_FIRST_CHECKS` checks and then every this many
             checks (0 turns it off). A collective: every process must reach the same checks.
+        also: the trainer's other optimizers (Lightning's second under manual
+            optimization): their parameters are not counted as outside every optimizer.
 
     Attributes:
         details: the latest check's names and notes (JSON-able): the ``*_layer`` names,
@@ -377,6 +379,7 @@ class ModelProbe:
         scheduler=None,
         scaler=None,
         replica_every: int = 10,
+        also=(),
     ) -> None:
         import torch
 
@@ -384,6 +387,9 @@ class ModelProbe:
         self.model = model
         self.inner = unwrap(model)
         self.optimizer = unwrap_optimizer(optimizer)
+        # The trainer's other optimizers (a GAN's, manual optimization's second): their
+        # parameters are in an optimizer, only not in the one measured.
+        self.also = [unwrap_optimizer(o) for o in also]
         self.layers = bool(layers)
         self.activations = bool(activations)
         self.scheduler = scheduler
@@ -870,8 +876,9 @@ class ModelProbe:
         self._name_map = {id(p): n for n, p in inner_named}
         opt = self._opt_params()
         opt_ids = {id(p) for p in opt}
+        held = opt_ids | {id(p) for o in self.also for g in o.param_groups for p in g["params"]}
         model_ids = {id(p) for _, p in inner_named}
-        outside = [n for n, p in inner_named if p.requires_grad and p.grad is not None and id(p) not in opt_ids]
+        outside = [n for n, p in inner_named if p.requires_grad and p.grad is not None and id(p) not in held]
         frozen_names = {id(p): n for n, p in inner_named}
         frozen = [frozen_names.get(id(p), "?") for p in opt if not p.requires_grad]
         host["model/params_outside_optimizer"] = float(len(outside))

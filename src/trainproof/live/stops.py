@@ -30,6 +30,7 @@ import numpy as np
 from ..findings import Finding, Level
 from ..rules._fmt import num
 from ..rules._fmt import step as step_fmt
+from ..rules._shared import trainable_tensors
 from ..rules._stats import repeats_one_value
 from ..rules.registry import canonical_id, get
 from ..rules.thresholds import Thresholds
@@ -66,18 +67,6 @@ def _latest(run: RunLog, name: str) -> float | None:
         return None
     v = s.values[np.isfinite(s.values)]
     return float(v[-1]) if v.size else None
-
-
-def trainable_tensors(run: RunLog) -> int | None:
-    """The number of parameter tensors that require grad, as the live path recorded it in
-    the run's meta (``trainable_tensors``, or the probe's ``model_probe`` details), or
-    ``None`` when not known."""
-    for holder in (run.meta, run.meta.get("model_probe")):
-        if isinstance(holder, dict):
-            n = holder.get("trainable_tensors")
-            if isinstance(n, (int, float)) and not isinstance(n, bool) and n > 0:
-                return int(n)
-    return None
 
 
 def measured_cause(run: RunLog, th: Thresholds) -> tuple[str, str] | None:
@@ -201,7 +190,7 @@ def _held_out_not_worse(run: RunLog, data: dict) -> str | None:
     ``end_level``) is not the model getting worse; else ``None``.
 
     Evaluated both before the onset (where the climb passed the rule's bar) and after it,
-    no evaluation after it is higher than the best one before it. Or, with none yet after
+    no evaluation after it is higher than the last one made at the held level before it. Or, with none yet after
     the onset, the evaluations made since the best level (while the loss climbed) are no
     higher than the best one made before that level, and the latest of them was made
     where the train loss had already risen half of its climb (from the best level to the
@@ -223,12 +212,17 @@ def _held_out_not_worse(run: RunLog, data: dict) -> str | None:
     if not before.size:
         return None
     if after.size:
-        ref = float(before.min())
+        # The reference is the last evaluation made at the held level: the model the climb
+        # started from. An eval loss that was already rising (a model overfitting easy data
+        # before a curriculum moves to hard data) is judged from where it stood, not from
+        # its best long before.
+        ref = float(before[-1])
         if float(after.max()) > ref or repeats_one_value(after):
             return None  # worse, or one value repeated to the bit (a stale evaluation)
         return (
-            f"The eval loss ({s.key}) was at best {num(ref)} before the climb began (step {step_fmt(onset)}) and "
-            f"{num(float(after[-1]))} at the latest of its {after.size} evaluation(s) since: no worse."
+            f"The eval loss ({s.key}) was {num(ref)} at its last evaluation before the climb began (step "
+            f"{step_fmt(onset)}) and at most {num(float(after.max()))} at its {after.size} evaluation(s) since "
+            f"({num(float(after[-1]))} at the latest): no worse."
         )
     return _held_out_during_climb(run, v, st, level, at_level, data, bar)
 

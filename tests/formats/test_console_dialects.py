@@ -1294,6 +1294,30 @@ def test_resume_from_a_checkpoint_replaces_the_records_from_there(tmp_path: Path
     assert [n for n in run.notes if n.startswith("resumed at step 4")]
 
 
+@pytest.mark.parametrize("lag", [1, 2, 5])
+def test_an_evaluation_reported_behind_the_train_lines_is_no_resume(tmp_path: Path, lag: int) -> None:
+    """An evaluator that runs behind prints step 50's eval loss after the train lines of
+    later steps: every train record stays (it was read as a resume from step 50 that
+    replaced them), and the eval loss lands at its own step. A train line going back is
+    still a resume."""
+    lines = []
+    for i in range(1, 11):
+        lines.append(f"Epoch 1/1 | Step {i * 10} | Loss: {2.0 - i / 10:.4f} | LR: 1.0e-03\n")
+        if i > lag:
+            lines.append(f"Epoch 1/1 | Step {(i - lag) * 10} | Val Loss: {2.2 - (i - lag) / 10:.4f}\n")
+    p = tmp_path / "train.log"
+    p.write_text("".join(lines))
+    run = read_runlog(p)
+    assert run.get("loss").steps.tolist() == [i * 10 for i in range(1, 11)]
+    assert run.get("eval_loss").steps.tolist() == [i * 10 for i in range(1, 11 - lag)]
+    assert not [n for n in run.notes if "resumed" in n]
+    q = tmp_path / "resumed.log"
+    q.write_text("".join(lines) + "Epoch 1/1 | Step 60 | Loss: 0.7000 | LR: 1.0e-03\n")
+    resumed = read_runlog(q)
+    assert resumed.get("loss").steps.tolist() == [10, 20, 30, 40, 50, 60]
+    assert [n for n in resumed.notes if n.startswith("resumed at step 60")]
+
+
 def test_in_epoch_counter_without_total_is_offset_by_the_epoch_end(tmp_path: Path) -> None:
     """``Epoch: 2 | Step: 5000``: a counter that starts again with each epoch (no total
     printed) continues from where the previous epoch ended; one that keeps counting is the

@@ -92,7 +92,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..aliases.vocabulary import console_words, key_words
+from ..aliases.vocabulary import console_words, is_eval_key, key_words
 from ..runlog import Record
 from ._io import HEAD_BYTES, ReadError, open_binary, open_text
 from .coqui import ANSI
@@ -824,6 +824,12 @@ class _Runs:
         event = None
         if s is not None and self.last is not None and s < self.last:
             if self._restates(rec):
+                return None
+            if rec.values and all(is_eval_key(k) for k in rec.values):
+                # An evaluation reported after later training lines (an evaluator that
+                # runs behind, a result printed when its checkpoint is picked up) belongs
+                # to its step: no resume and no new run, which the train lines tell.
+                self.current.append(rec)
                 return None
             if self.second is not None and s <= self.second:
                 self.start_new()

@@ -2104,3 +2104,61 @@ def test_updates_of_about_zero_are_a_cause_that_nothing_moves(seed, n):
     # a slow run's ratio (1e-5, a fine-tune at a low rate) is no such cause: no progress only
     rep = judge(**alive, update_ratio=list(1e-5 * np.exp(rng.standard_normal(n))))
     assert "TP-DEAD-RUN" not in rep.ids() and "TP-LOSS-STALLED" in rep.ids()
+
+
+def _binary_evals(p: float, n_eval: int, evals: int, seed: int, collapsed: bool, acc_noise: bool = True):
+    """A binary classifier's evaluations on ``n_eval`` examples, majority share ``p``: the
+    eval loss falling onto the prior's entropy H(p) with its accuracy pinned at p
+    (``collapsed``), or a model that learned: accuracy a few examples above p, moving from
+    evaluation to evaluation, and a loss below H(p)."""
+    rng = np.random.default_rng(seed)
+    h = -p * math.log(p) - (1 - p) * math.log(1 - p)
+    k = np.arange(evals)
+    if collapsed:
+        loss = h * (1 + 0.4 * (k == 0) + 0.002 * rng.random(evals))  # at the prior from the second on
+        acc = np.full(evals, round(p * n_eval) / n_eval)
+    else:
+        loss = h * (0.9 - 0.3 * (1 - np.exp(-k / 3))) * np.exp(0.02 * rng.standard_normal(evals))
+        acc = (
+            np.round(
+                (p + (1 - p) * 0.4 * (1 - np.exp(-k / 3))) * n_eval + (rng.integers(-2, 3, evals) if acc_noise else 0)
+            )
+            / n_eval
+        )
+    return list(loss), list(np.minimum(acc, 1.0))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("p,n_eval,evals", [(0.9, 1000, 12), (0.6, 500, 6), (0.75, 200, 30), (0.97, 5000, 8)])
+def test_a_binary_classifier_at_its_class_prior_fails(seed, p, n_eval, evals):
+    loss, acc = _binary_evals(p, n_eval, evals, seed, collapsed=True)
+    rep = judge(loss=list(np.linspace(0.9, 0.5, evals)), eval_loss=loss, eval_accuracy=acc)
+    f = one(rep, "TP-PRIOR-COLLAPSE")
+    assert f.level is Level.FAIL and abs(f.data["majority_share"] - p) < 1 / n_eval
+    # the same as a train loss with a train accuracy in percent (a Keras log)
+    rep = judge(loss=loss, accuracy=[100 * a for a in acc])
+    assert "TP-PRIOR-COLLAPSE" in rep.ids()
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("p,n_eval,evals", [(0.9, 1000, 12), (0.6, 500, 6), (0.75, 20, 30)])
+def test_a_binary_classifier_that_learned_is_no_prior_collapse(seed, p, n_eval, evals):
+    # learned: accuracy above the prior and moving, loss below H(p); a converged model on 20
+    # examples holds its accuracy to the bit, with a loss below H(p); a miscalibrated one
+    # holds it above H(p); a solved task holds 1.0
+    loss, acc = _binary_evals(p, n_eval, evals, seed, collapsed=False)
+    assert "TP-PRIOR-COLLAPSE" not in judge(loss=loss, eval_loss=loss, eval_accuracy=acc).ids()
+    held, _ = _binary_evals(p, n_eval, evals, seed, collapsed=False, acc_noise=False)
+    pinned = [round(p * n_eval) / n_eval] * evals
+    assert "TP-PRIOR-COLLAPSE" not in judge(loss=held, eval_loss=held, eval_accuracy=pinned).ids()
+    h = -p * math.log(p) - (1 - p) * math.log(1 - p)
+    high = [1.3 * h] * evals
+    assert "TP-PRIOR-COLLAPSE" not in judge(loss=held, eval_loss=high, eval_accuracy=pinned).ids()
+    assert "TP-PRIOR-COLLAPSE" not in judge(loss=held, eval_loss=held, eval_accuracy=[1.0] * evals).ids()
+
+
+def test_three_classes_at_their_prior_are_not_judged():
+    # 70/20/10: the prior's entropy 0.80 is not H(0.7) = 0.61; the log does not give the
+    # minority shares, so no level is claimed.
+    rep = judge(loss=[0.9] * 12, eval_loss=[0.8018] * 12, eval_accuracy=[0.7] * 12)
+    assert "TP-PRIOR-COLLAPSE" not in rep.ids()

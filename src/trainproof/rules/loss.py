@@ -29,6 +29,7 @@ from ._stats import (
     block_medians,
     block_sizes,
     change_interval,
+    common_steps,
     end_window,
     expected_min_shift,
     improvement,
@@ -1654,6 +1655,93 @@ def check_near_chance(ctx):
     yield _chance_finding(ctx, st, "drifts along" if st["z"] <= -ctx.th.dead_trend_z else "sits at", tail)
 
 
+def prior_collapse(ctx) -> dict | None:
+    """A binary classifier collapsed onto its class prior: at each of the last
+    ``prior_min_evals`` points a loss (the eval loss with a held-out accuracy, else the
+    train loss with a train accuracy) and a top-1 accuracy logged at the same step, the
+    accuracy one bit-identical value p above 0.5 and below 1 (the majority share) and the
+    loss within ``prior_loss_tol`` of the prior's entropy H(p) = -p ln p - (1-p) ln(1-p).
+    Returns the numbers, or ``None``. Computed once per judgement."""
+
+    def compute():
+        th = ctx.th
+        m = int(th.prior_min_evals)
+        for name, held in (("eval_loss", True), ("loss", False)):
+            if not ctx.has(name):
+                continue
+            ls = ctx.finite(name)
+            for _, acc in sorted(ctx.run.series.items()):
+                if not is_accuracy_key(acc.key) or bool(HELD_OUT_WORDS & set(words(acc.key))) != held:
+                    continue
+                ok = np.isfinite(acc.values)
+                ia, il = common_steps(acc.steps[ok], ls.steps)
+                a = accuracy_as_share(acc.values[ok])[ia]
+                lv, st = ls.values[il], ls.steps[il]
+                if a.size < m or not (0.5 < a[-1] < 1) or not np.all(a[-m:] == a[-1]):
+                    continue
+                p = float(a[-1])
+                h = -p * math.log(p) - (1 - p) * math.log(1 - p)
+                if not np.all(np.abs(lv[-m:] / h - 1) <= th.prior_loss_tol):
+                    continue
+                return {"loss": ls, "accuracy_key": acc.key, "p": p, "entropy": h, "values": lv[-m:], "steps": st[-m:]}
+        return None
+
+    return ctx.memo("prior_collapse", compute)
+
+
+@rule(
+    "TP-PRIOR-COLLAPSE",
+    Level.FAIL,
+    "shape",
+    "a binary classifier predicts its class prior: accuracy pinned at the majority share, loss at the prior's entropy",
+    needs=[Need(("loss", "eval_loss"), "prior_min_evals", positive=True, all_finite=True)],
+    thresholds=["prior_min_evals", "prior_loss_tol"],
+    implies=("TP-DEAD-RUN", "TP-LOSS-STALLED", "TP-NEAR-CHANCE", "TP-CHANCE-LEVEL"),
+    least_evidence=(
+        "{prior_min_evals} points in a row, to the last, where a top-1 accuracy and a loss are logged at the same "
+        "step: the accuracy one bit-identical value p in (0.5, 1), the loss within {prior_loss_tol:.0%} of H(p)."
+    ),
+    detects=(
+        "At each of the last {prior_min_evals} steps where both are logged, a top-1 accuracy (held-out with the eval "
+        "loss, else a train accuracy with the train loss) holds one bit-identical value p above 0.5 and below 1, and "
+        "the loss sits within {prior_loss_tol:.0%} of H(p) = -p ln p - (1-p) ln(1-p), the cross-entropy of "
+        "predicting the class frequencies of a two-class problem whose majority class is a share p: the model "
+        "outputs the prior for every example."
+    ),
+    why=(
+        "Chance for an imbalanced classifier is not ln k but the entropy of its class prior, and a model that "
+        "predicts the prior scores exactly the majority share. Both at once, evaluation after evaluation, is a "
+        "model whose outputs ignore their inputs: a learning rate that killed the units, inputs scaled to nothing, "
+        "labels unrelated to the inputs."
+    ),
+    not_mean=(
+        "Not a converged model on a small evaluation set whose accuracy holds (its loss sits below H(p), or "
+        "moves), nor a miscalibrated one above H(p). More than two classes are not judged: the prior's entropy "
+        "then depends on the minority shares, which the log does not give."
+    ),
+    causes="Inputs not normalised (or scaled to nothing), a learning rate that killed the ReLUs, labels unrelated to the inputs, a class imbalance the loss does not weight.",
+    try_="Check the input scale and the predicted class distribution of one batch; weight the loss by class or resample; overfit one batch.",
+    objectives=("supervised",),
+)
+def check_prior_collapse(ctx):
+    st = prior_collapse(ctx)
+    if st is None:
+        return
+    ls, p, h, m = st["loss"], st["p"], st["entropy"], len(st["values"])
+    at = int(np.searchsorted(ls.steps, st["steps"][0]))
+    yield ctx.finding(
+        f"the model predicts its class prior: {st['accuracy_key']} is exactly {num(p)} and the {ls.key} sits at "
+        f"the prior's entropy {num(h)}",
+        f"at each of the last {m} steps with both logged (steps {step(st['steps'][0])}–{step(st['steps'][-1])}), "
+        f"{st['accuracy_key']} is exactly {num(p)} and {ls.key} is {num(float(np.min(st['values'])))}–"
+        f"{num(float(np.max(st['values'])))}, within {pct(ctx.th.prior_loss_tol)} of H({num(p)}) = {num(h)}: the "
+        "cross-entropy and the accuracy of predicting the class frequencies of a two-class problem for every example.",
+        {"accuracy_key": st["accuracy_key"], "majority_share": p, "prior_entropy": h, "points": m, "series": ls.key},
+        step=st["steps"][0],
+        line=ls.lines[at],
+    )
+
+
 #: Points (at least) behind the level right after the first point, against which a lone
 #: first point is judged: enough that one noisy neighbour does not decide it.
 LEAD_POINTS = 5
@@ -3126,6 +3214,8 @@ def check_frozen_predictions(ctx):
         "tiny_lr",
         "min_value_points",
         "vanish_ratio",
+        "live_zero_update_ratio_log10",
+        "model_checks",
     ],
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",

@@ -706,6 +706,23 @@ class Thresholds:
         unit="share",
         valid=SHARE,
     )
+    prior_min_evals: int = threshold(
+        5,
+        "A binary classifier collapsed onto its class prior predicts the majority class for "
+        "every example and the prior's probability for each: its accuracy is the majority "
+        "share p to the bit at every evaluation, and its cross-entropy is the prior's "
+        "entropy H(p) = -p ln p - (1-p) ln(1-p) (0.325 nats at 90/10; a new user's inputs "
+        "scaled by 1e-6 held 0.3251-0.3254 over 12 evaluations at accuracy 0.9). A model "
+        "that learned anything scores a loss below H(p), or moves its accuracy by an "
+        "example; one that is miscalibrated sits above it. 5 evaluations in a row at both "
+        "levels (prior_loss_tol) leave no healthy run that looks the same: a converged "
+        "model on a small evaluation set can hold its accuracy, not a loss at the prior's "
+        "entropy to 1% (prior_loss_tol, relative: a prior-predictor's bias wobbles the loss by "
+        "a fraction of a percent above H(p)).",
+        unit="evaluations",
+        valid=count(2),
+    )
+    prior_loss_tol: float = threshold(0.01, see="prior_min_evals", unit="ratio", valid=SHARE)
 
     # --- exactly-zero values -----------------------------------------------------------
     zero_min_points: int = threshold(

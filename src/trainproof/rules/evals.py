@@ -17,9 +17,11 @@ from ._stats import (
     block_medians,
     curvature_noise_sigma,
     level_se,
+    mann_kendall_z,
     median,
     noise_sigma,
     row_medians,
+    t_quantile,
     trend_z,
     window_medians,
 )
@@ -696,3 +698,107 @@ def check_eval_spike(ctx):
         step=ev.steps[peak],
         line=ev.lines[peak],
     )
+
+
+@rule(
+    "TP-EVAL-ACCURACY-DROP",
+    Level.WARN,
+    "eval",
+    "a held-out accuracy fell from its best beyond its noise while the train loss kept falling",
+    needs=[Need("loss", 2)],
+    thresholds=[
+        "overfit_min_evals",
+        "overfit_evals_after_min",
+        "overfit_tail_evals",
+        "diverge_noise_z",
+        "dead_trend_z",
+    ],
+    least_evidence=(
+        "A held-out top-1 accuracy at {overfit_min_evals} evaluations or more, {overfit_evals_after_min} of them "
+        "after its best, and no eval loss logged (TP-OVERFIT judges the eval loss)."
+    ),
+    detects=(
+        "With no eval loss logged, a held-out top-1 accuracy (a key naming accuracy and val, eval, test or dev) "
+        "whose best level, the highest median of 3 consecutive evaluations, is followed by at least "
+        "{overfit_evals_after_min} evaluations, and whose last {overfit_tail_evals} evaluations' median sits below "
+        "that level by more than {diverge_noise_z:g} standard errors of the two medians (the noise of one "
+        "evaluation: the binomial error of the evaluation set's size where its granularity gives it, else the "
+        "spread of the series' own point-to-point changes, whichever is larger), the evaluations from the best on falling with a significant trend "
+        "(Mann-Kendall z at most -{dead_trend_z}), while the train loss ends below its level at the best evaluation."
+    ),
+    why=(
+        "The model that scored best on held-out data is behind the run: it memorises its training set (the "
+        "train loss still falls) and generalises worse at each evaluation. A log without an eval loss shows "
+        "overfitting only in its held-out metric."
+    ),
+    not_mean=(
+        "A held-out accuracy that wanders within its noise after a peak is not this (the medians of 3 and the "
+        "noise gate ignore one lucky evaluation), nor one that falls while the train loss rises (a divergence)."
+    ),
+    causes="Too many epochs for the data size, too little regularisation, noisy or corrupted training labels the model memorises.",
+    try_="Keep the checkpoint at the best evaluation (early stopping on the held-out accuracy), add regularisation or data, or clean the labels.",
+)
+def check_eval_accuracy_drop(ctx):
+    from ..aliases.vocabulary import words
+    from .loss import HELD_OUT_WORDS, accuracy_as_share, eval_set_size, is_accuracy_key
+
+    th = ctx.th
+    if ctx.has("eval_loss"):
+        return
+    tr = ctx.finite("loss")
+    for _, s in sorted(ctx.run.series.items()):
+        if not is_accuracy_key(s.key) or not HELD_OUT_WORDS & set(words(s.key)):
+            continue
+        ok = np.isfinite(s.values)
+        v, steps, lines = accuracy_as_share(s.values[ok]), s.steps[ok], s.lines[ok]
+        if v.size < max(th.overfit_min_evals, 3) or not (v.min() >= 0 and v.max() <= 1):
+            continue
+        meds = window_medians(v, 3)  # medians of evaluations i..i+2
+        j = int(np.argmax(meds)) + 1  # the middle one of the best three
+        t = int(th.overfit_tail_evals)
+        if v.size - 1 - j < th.overfit_evals_after_min:
+            continue
+        best, end = float(meds[j - 1]), float(median(v[-t:]))
+        n = eval_set_size(v)
+        # One evaluation's noise: the binomial error of the evaluation set where its size is
+        # read from the values, else read from the evaluations since the best one (second
+        # differences: a steady fall is not noise), with a Student-t quantile for so few.
+        after = v[j - 1 :]
+        if n:
+            sigma, z_gate = max(curvature_noise_sigma(after), math.sqrt(best * (1 - best) / n)), th.diverge_noise_z
+        else:
+            sigma, z_gate = curvature_noise_sigma(after), t_quantile(th.diverge_noise_z, after.size - 2)
+        gate = z_gate * math.hypot(level_se(sigma, 3), level_se(sigma, t))
+        # The highest of many medians sits high by chance; a plateau after a lucky best
+        # regresses to its level and then holds, so the evaluations from the best on must
+        # also fall with a significant trend.
+        z = mann_kendall_z(v[j:])
+        if not best - end > gate or z > -th.dead_trend_z:
+            continue
+        train_at_best, train_end, _, _, _ = _train_levels(tr, float(steps[j]))
+        if train_end >= train_at_best:
+            continue
+        yield ctx.finding(
+            f"held-out accuracy fell from its best: {s.key} went {num(best)} -> {num(end)} while the train loss kept falling",
+            f"{s.key}: best level {num(best)} (median of 3 evaluations around step {step(steps[j])}), last "
+            f"{t} evaluations' median {num(end)} (to step {step(steps[-1])}): {num(best - end)} below it, against a "
+            f"noise gate of {num(gate)} ({num(z_gate)} standard errors of the two medians; "
+            f"Mann-Kendall z {z:.2f} from the best on; one "
+            f"evaluation's noise {num(sigma)}" + (f", the binomial error on {n} examples" if n else "") + "); the "
+            f"train loss went {num(train_at_best)} -> {num(train_end)} meanwhile. No eval loss is logged to judge "
+            "overfitting by.",
+            {
+                "metric": s.key,
+                "best_level": best,
+                "end_level": end,
+                "best_step": float(steps[j]),
+                "noise": sigma,
+                "gate": gate,
+                "eval_set_size": n,
+                "train_at_best": train_at_best,
+                "train_end": train_end,
+            },
+            step=steps[j],
+            line=lines[j],
+        )
+        return

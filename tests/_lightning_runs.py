@@ -43,22 +43,29 @@ def mlp(optimizer: str, lr: float):
     return MLP()
 
 
-def fit(cb, optimizer: str, lr: float, **schedule):
+def quiet_trainer(cb, **kw):
+    """A CPU ``Trainer`` with ``cb`` as its one callback, seeded, with no logger,
+    checkpoints, progress bar or summary; ``kw`` sets the schedule and validation."""
     import lightning.pytorch as pl
-    import torch
 
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     pl.seed_everything(0, verbose=False)
-    trainer = pl.Trainer(
+    return pl.Trainer(
         accelerator="cpu",
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
         callbacks=[cb],
-        val_check_interval=50,
-        check_val_every_n_epoch=None,
-        **(schedule or {"max_steps": MAX_STEPS}),
+        **kw,
+    )
+
+
+def fit(cb, optimizer: str, lr: float, **schedule):
+    import torch
+
+    trainer = quiet_trainer(
+        cb, val_check_interval=50, check_val_every_n_epoch=None, **(schedule or {"max_steps": MAX_STEPS})
     )
     train = torch.utils.data.DataLoader(clusters(2048, 1), batch_size=BATCH, shuffle=True)
     val = torch.utils.data.DataLoader(clusters(256, 2), batch_size=128)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from _lightning_runs import BATCH, MAX_STEPS, clusters, fit, mlp  # noqa: F401  # noqa: F401
+from _lightning_runs import BATCH, MAX_STEPS, clusters, fit, mlp, quiet_trainer  # noqa: F401
 
 from trainproof import Level
 
@@ -180,20 +180,10 @@ def _two_optimizer_module(nan_from: int | None):
 def test_two_optimizers_under_manual_optimization_count_batches_and_both_param_sets(callback, capsys, nan_from):
     # Lightning's global_step counts both optimizers' steps (two a batch); its loggers write
     # the batch count, and the head's parameters are in the second optimizer, not outside.
-    import lightning.pytorch as pl
     import torch
 
-    pl.seed_everything(0, verbose=False)
     cb = callback(policy="stop_on_fail", check_every=10)
-    trainer = pl.Trainer(
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[cb],
-        max_epochs=3,
-    )
+    trainer = quiet_trainer(cb, max_epochs=3)
     trainer.fit(_two_optimizer_module(nan_from), torch.utils.data.DataLoader(clusters(2048, 1), batch_size=32))
     err = capsys.readouterr().err
     assert "TP-PARAMS-NOT-OPTIMIZED" not in err and "TP-PARAMS-NOT-OPTIMIZED" not in cb.report.ids()

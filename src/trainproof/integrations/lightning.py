@@ -10,7 +10,9 @@
 After each optimizer step the callback records what the module logged for that step
 (``trainer.callback_metrics``: values logged with ``on_step=True``, the default in
 ``training_step``; epoch aggregates ``*_epoch`` and validation metrics are left out) and
-the first optimizer's learning rate as ``lr``, at ``trainer.global_step``. After each
+the first optimizer's learning rate as ``lr``, at ``trainer.global_step`` (with several
+optimizers, under manual optimization, at the batch count the trainer's loggers write:
+``global_step`` then counts every optimizer's step). After each
 validation run (not the sanity check) it records the validation metrics (``val_*``,
 ``*_val``, …) under their own names; ``val_loss`` is read as the eval loss. The scheduled
 end is ``max_steps``, or the trainer's estimate from ``max_epochs``.
@@ -117,8 +119,8 @@ class TrainproofCallback(Callback):
     last good step before their onset, the newest checkpoint the ``ModelCheckpoint``
     callbacks hold at or before it (its step read from the file name's ``step=N``, as
     the default file name writes it), and the rule's first remedy.
-        layers: measure the model and its first optimizer every ``check_every``
-            optimizer steps (the ``model/*`` keys of :class:`trainproof.live.monitor.Monitor`,
+        layers: measure the model and its first optimizer (the others' parameters count
+            as held by an optimizer) every ``check_every`` optimizer steps (the ``model/*`` keys of :class:`trainproof.live.monitor.Monitor`,
             ``layers``), recorded in that step's record; the layer names of the latest
             measurement are in ``live.guardian.meta["model_probe"]``.
         activations: also hook the activation modules for those steps' forward passes

@@ -2036,6 +2036,8 @@ def test_a_climb_beyond_the_noise_of_a_few_points_needs_the_gate(seed):
     # standard errors of the levels, not a held climb.
     rep = judge(loss=_climb_back(12, 0.15, seed, 1.6, 0.9, 1.1, at=0.6))
     assert "TP-LOSS-CLIMB" not in rep.ids()
+    # the same 12 points at 1% noise clear the gate
+    assert "TP-LOSS-CLIMB" in judge(loss=_climb_back(12, 0.01, seed, 1.6, 0.9, 1.1, at=0.6)).ids()
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -2062,6 +2064,7 @@ def test_a_climb_that_comes_back_is_no_climb(seed):
     # Up 1.3x for a fifth of the run, back to the best level by the end.
     n = 400
     v = np.array(_climb_back(n, 0.02, seed, 1.6, 0.9, 1.17, at=0.5))
+    assert "TP-LOSS-CLIMB" in judge(loss=list(v)).ids()  # held to the end, it is one
     v[int(n * 0.75) :] *= 0.9 / 1.17
     assert "TP-LOSS-CLIMB" not in judge(loss=list(v)).ids()
 

@@ -30,7 +30,8 @@ import numpy as np
 from ..findings import Finding, Level
 from ..rules._fmt import num
 from ..rules._fmt import step as step_fmt
-from ..rules._shared import trainable_tensors
+from ..rules._shared import CLEARED_KEY, trainable_tensors
+from ..rules._shared import LAYER_UPDATE_RATIO_KEY as LAYER_RATIO_KEY
 from ..rules._stats import repeats_one_value
 from ..rules.registry import canonical_id, get
 from ..rules.thresholds import Thresholds
@@ -40,8 +41,6 @@ from ..runlog import RunLog
 #: here when present.
 OUTSIDE_KEY = "model/params_outside_optimizer"
 NOT_UPDATED_KEY = "model/params_not_updated"
-CLEARED_KEY = "model/grads_cleared_before_step"
-LAYER_RATIO_KEY = "model/layer_update_ratio_max"
 
 #: The phrase a demoted finding's message ends with.
 UNCAUSED_NOTE = (

@@ -7,15 +7,21 @@ import numpy as np
 from ..runlog import RunLog
 
 
+def declared_max_steps(run: RunLog) -> float | None:
+    """HF's ``max_steps`` from the log's meta when it is a positive number, else ``None``."""
+    ms = run.meta.get("max_steps")
+    return float(ms) if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0 else None
+
+
 def scheduled_end(run: RunLog) -> tuple[float | None, str]:
     """The step the run was scheduled to end at, and where the log says so.
 
     HF's ``max_steps``; else, for Coqui, the last logged step plus the epochs still to
     run (``EPOCH: e/E``) at its steps per epoch (``STEP: i/n``).
     """
-    ms = run.meta.get("max_steps")
-    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0:
-        return float(ms), "max_steps"
+    ms = declared_max_steps(run)
+    if ms is not None:
+        return ms, "max_steps"
     ep, spe = run.meta.get("num_train_epochs"), run.meta.get("steps_per_epoch")
     last_epoch = run.meta.get("last_epoch")
     if (
@@ -51,10 +57,9 @@ def reached_declared_end(run: RunLog) -> float | None:
     """HF's ``max_steps`` when the log reaches it (its last step within 2% of it, at least
     one step: HF logs every ``logging_steps``, so the last log may sit short of the end);
     ``None`` when the log declares no end or stops before it."""
-    ms = run.meta.get("max_steps")
-    if not (isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0) or run.step_range is None:
+    end = declared_max_steps(run)
+    if end is None or run.step_range is None:
         return None
-    end = float(ms)
     return end if run.step_range[1] >= end - max(1.0, 0.02 * end) else None
 
 

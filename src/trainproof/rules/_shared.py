@@ -387,10 +387,17 @@ def objective_schedule(ctx, best_step: float) -> str | None:
     return _implied_kl_weight(ctx, best_step)
 
 
+#: The monitor's per-check records the dead-run judgement and the live stops read: the
+#: largest per-tensor update/weight ratio (log10), and the tensors whose gradients were
+#: cleared between backward() and step().
+LAYER_UPDATE_RATIO_KEY = "model/layer_update_ratio_max"
+CLEARED_KEY = "model/grads_cleared_before_step"
+
+
 def trainable_tensors(run) -> int | None:
     """The number of parameter tensors that require grad, as the live path recorded it in
-    the meta of ``run`` (a :class:`~trainproof.runlog.RunLog`) (``trainable_tensors``, or the probe's ``model_probe`` details), or
-    ``None`` when not known."""
+    the meta of ``run`` (a :class:`~trainproof.runlog.RunLog`): its ``trainable_tensors``,
+    or the probe's ``model_probe`` details; ``None`` when not known."""
     for holder in (run.meta, run.meta.get("model_probe")):
         if isinstance(holder, dict):
             n = holder.get("trainable_tensors")

@@ -25,6 +25,7 @@ from ._stats import (
     trend_z,
     window_medians,
 )
+from .loss import accuracy_as_share, eval_set_size, is_accuracy_key, measured_held_out
 from .registry import Need, rule
 
 
@@ -722,8 +723,9 @@ def check_eval_spike(ctx):
         "whose best level, the highest median of 3 consecutive evaluations, is followed by at least "
         "{overfit_evals_after_min} evaluations, and whose last {overfit_tail_evals} evaluations' median sits below "
         "that level by more than {diverge_noise_z:g} standard errors of the two medians (the noise of one "
-        "evaluation: the binomial error of the evaluation set's size where its granularity gives it, else the "
-        "spread of the series' own point-to-point changes, whichever is larger), the evaluations from the best on falling with a significant trend "
+        "evaluation: the binomial error of the evaluation set's size where its granularity gives it, or the spread "
+        "of the second differences of the evaluations from the best on where larger; without a set size, that "
+        "spread with the Student-t quantile for their number in place of {diverge_noise_z:g}), the evaluations from the best on falling with a significant trend "
         "(Mann-Kendall z at most -{dead_trend_z}), while the train loss ends below its level at the best evaluation."
     ),
     why=(
@@ -739,15 +741,12 @@ def check_eval_spike(ctx):
     try_="Keep the checkpoint at the best evaluation (early stopping on the held-out accuracy), add regularisation or data, or clean the labels.",
 )
 def check_eval_accuracy_drop(ctx):
-    from ..aliases.vocabulary import words
-    from .loss import HELD_OUT_WORDS, accuracy_as_share, eval_set_size, is_accuracy_key
-
     th = ctx.th
     if ctx.has("eval_loss"):
         return
     tr = ctx.finite("loss")
     for _, s in sorted(ctx.run.series.items()):
-        if not is_accuracy_key(s.key) or not HELD_OUT_WORDS & set(words(s.key)):
+        if not is_accuracy_key(s.key) or not measured_held_out(s.key):
             continue
         ok = np.isfinite(s.values)
         v, steps, lines = accuracy_as_share(s.values[ok]), s.steps[ok], s.lines[ok]

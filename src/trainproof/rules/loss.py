@@ -13,6 +13,8 @@ from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, pct, step, times
 from ._shared import (
+    CLEARED_KEY,
+    LAYER_UPDATE_RATIO_KEY,
     fall_shown,
     log_loss_noise,
     loss_change_interval,
@@ -1234,6 +1236,11 @@ def chance_level(
 HELD_OUT_WORDS = frozenset({"val", "valid", "validation", "eval", "test", "dev"})
 
 
+def measured_held_out(key: str) -> bool:
+    """Whether a logged key names held-out data (:data:`HELD_OUT_WORDS`)."""
+    return bool(HELD_OUT_WORDS & set(words(key)))
+
+
 def accuracy_as_share(v: np.ndarray) -> np.ndarray:
     """A logged accuracy ``v`` (shape ``(n,)``) as a share: divided by 100 when it is in
     percent (its largest value above 1 and at most 100), else as it is."""
@@ -1262,16 +1269,16 @@ def _accuracy_levels(ctx, k: int, held_out: bool = False):
     for _, s in sorted(ctx.run.series.items()):
         if not is_accuracy_key(s.key):
             continue
-        measured_held_out = bool(HELD_OUT_WORDS & set(words(s.key)))
-        if held_out and not measured_held_out:
+        held = measured_held_out(s.key)
+        if held_out and not held:
             continue
         v = s.values[np.isfinite(s.values)]
         if v.size < 2:
             continue
         v = accuracy_as_share(v)
         late = v[v.size // 2 :]
-        samples = 1 if measured_held_out else late.size
-        level = float(median(late)) if measured_held_out else float(np.mean(late))
+        samples = 1 if held else late.size
+        level = float(median(late)) if held else float(np.mean(late))
         in_range = bool(v.min() >= 0 and v.max() <= 1)
         yield s.key, level, accuracy_tolerance(v, 1 / k, ctx.th.chance_acc_tol, samples), in_range
 
@@ -1671,7 +1678,7 @@ def prior_collapse(ctx) -> dict | None:
                 continue
             ls = ctx.finite(name)
             for _, acc in sorted(ctx.run.series.items()):
-                if not is_accuracy_key(acc.key) or bool(HELD_OUT_WORDS & set(words(acc.key))) != held:
+                if not is_accuracy_key(acc.key) or measured_held_out(acc.key) != held:
                     continue
                 ok = np.isfinite(acc.values)
                 ia, il = common_steps(acc.steps[ok], ls.steps)
@@ -2822,12 +2829,6 @@ def _pinned(ctx) -> bool:
     return ci is not None and -bar < ci[0] and ci[1] < bar
 
 
-#: The monitor's per-check records: the largest per-tensor update/weight ratio (log10),
-#: and the tensors whose gradients were cleared between backward() and step().
-LAYER_UPDATE_RATIO_KEY = "model/layer_update_ratio_max"
-CLEARED_KEY = "model/grads_cleared_before_step"
-
-
 def updates_zero(ctx) -> tuple[str, float | None, str] | None:
     """``(key, median ratio or None, sentence)`` when what the log measured across the
     optimizer step says the steps do not move the weights, whatever the learning rate and
@@ -3097,7 +3098,7 @@ def _dead_data(st: dict, th) -> dict:
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     implies=("TP-NEAR-CHANCE",),
-    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio whose median is at most 10^{live_zero_update_ratio_log10:g}, or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
+    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio whose median is at most 10^{live_zero_update_ratio_log10:g}, gradients cleared before optimizer.step() for every trainable tensor, or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
     detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians; a significant trend counts only where the 99% interval of the change over the run, from {dead_flat_min_points} points, reaches a slow learner's {dead_min_improvement:.0%} in either direction: a drift of 0.01% over 300 points is significant and is not progress) and no eval loss falls with such a trend by at least {eval_min_fall:.0%} of its first evaluation (a frozen model's eval loss drifts one way too); with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant), and a falling eval loss only where its last evaluation is at least {dead_min_improvement:.0%} below its first (at such a rate it drifts by float rounding). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio (update_ratio, or the monitor's largest per-tensor ratio) whose median over the run is at most 10^{live_zero_update_ratio_log10:g}, the monitor's count of tensors whose gradients are cleared before optimizer.step() covering every trainable tensor at its last {model_checks} checks, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A flat loss with no cause in the log is not dead either: a run that had converged before its first logged point holds one level from its first point.",

@@ -17,7 +17,7 @@ import numpy as np
 from ..findings import Level
 from ..runlog import Series
 from ._fmt import num, pct, step
-from ._schedule import reached_declared_end, still_warming_up
+from ._schedule import declared_max_steps, reached_declared_end, still_warming_up
 from ._shared import fall_evidence, fall_shown, trained_group_rate
 from ._stats import repeats_one_value
 from .registry import Need, rule
@@ -86,13 +86,6 @@ def _profile(ctx) -> ScheduleProfile:
     return ctx.memo(
         "schedule_profile", lambda: schedule_profile(ctx.finite("lr"), th.lr_startup_share, th.lr_startup_points)
     )
-
-
-def _scheduled_end(ctx) -> float | None:
-    ms = ctx.run.meta.get("max_steps")
-    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0:
-        return float(ms)
-    return None
 
 
 #: What the zero-rate rules leave to a log with another parameter group's rate beside the
@@ -345,13 +338,13 @@ def check_schedule_ended_early(ctx):
         return
     i = len(s) - tail
     zero_step = float(s.steps[i])
-    end = _scheduled_end(ctx) or float(s.steps[-1])
+    end = declared_max_steps(ctx.run) or float(s.steps[-1])
     span = max(end - float(s.steps[0]), 1e-300)
     remaining = end - zero_step
     share = remaining / span
     if share <= ctx.th.zero_lr_warn_share:
         return
-    declared = _scheduled_end(ctx) is not None
+    declared = declared_max_steps(ctx.run) is not None
     reached = (
         f"decays to exactly 0 at step {step(zero_step)}"
         if not floor

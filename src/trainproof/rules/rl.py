@@ -307,8 +307,7 @@ def _return_blocks(ctx):
     med = np.array([median(b) for b in blocks])
     resid = np.concatenate([b - m for b, m in zip(blocks, med)])
     sigma = 1.4826 * float(median(np.abs(resid)))
-    # The standard error of a median of m points is about 1.2533 sigma / sqrt(m).
-    se = 1.2533 * sigma / np.sqrt(min(len(b) for b in blocks))
+    se = level_se(sigma, min(len(b) for b in blocks))
     edges = np.cumsum([0] + [len(b) for b in blocks])
     return rw, med, se, edges
 

@@ -739,6 +739,8 @@ class RunLogBuilder:
         out_notes += _repeat_notes(rewritten, repeated)
         others = [np.frombuffer(self._cols[k].rec, dtype=np.int64) for k in dropped if k in self._cols]
         stop = _loss_stops(mapping, rec_of, self._holes, steps_all, lines_all, self._n, others)
+        if stop is None and not rec_of:
+            stop = _loss_stops_in_columns(mapping, series)
         if stop:
             out_notes.append(stop[0])
         out_notes += _alias_notes(mapping)
@@ -1155,6 +1157,41 @@ def _loss_stops(
         "records_after": int(after.size),
         "held_empty": held,
         "last_step": float(steps_all[end]),
+    }
+    return note, data
+
+
+def _loss_stops_in_columns(mapping: dict, series: dict[str, Series]) -> tuple[str, dict] | None:
+    """:func:`_loss_stops` for a log read as one column per metric (a TensorBoard event
+    file: no records, each tag its own steps): the loss stops where the other series go on
+    past its last step by more than it ever went without and more than four of its usual
+    intervals, on at least three later steps. ``records_after`` counts the other series'
+    points after the stop."""
+    m = mapping.get("loss")
+    loss = series.get("loss")
+    if m is None or m.get("sum_of") or loss is None or not loss.steps.size:
+        return None
+    stop_step = float(loss.steps.max())
+    gaps = np.diff(np.unique(loss.steps))
+    bound = max(4 * float(np.median(gaps)), float(gaps.max())) if gaps.size else 0.0
+    rest = [x.steps[x.steps > stop_step] for name, x in series.items() if name != "loss"]
+    later = np.unique(np.concatenate(rest)) if rest else np.empty(0)
+    if later.size < 3 or float(later[-1]) - stop_step <= bound:
+        return None
+    last = int(np.argmax(loss.steps))
+    after = int(sum(r.size for r in rest))
+    note = (
+        f"loss ({m['source']!r}) stops at step {stop_step:g} (record {int(loss.lines[last])}) while the log goes "
+        f"on: {after} more points of other metrics follow without it, to step {float(later[-1]):g}; the run "
+        "after it is not judged on its loss"
+    )
+    data = {
+        "key": m["source"],
+        "step": stop_step,
+        "line": int(loss.lines[last]),
+        "records_after": after,
+        "held_empty": 0,
+        "last_step": float(later[-1]),
     }
     return note, data
 

@@ -61,6 +61,21 @@ def test_loss_names_are_candidates(key: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "key", ["neg_elbo", "nelbo", "negative_log_likelihood", "neg_log_likelihood", "bpd", "elbo_loss"]
+)
+def test_a_maximised_objective_negated_or_named_a_loss_is_a_loss(key: str) -> None:
+    c = loss_candidate(key)
+    assert c is not None and c["total"], key
+
+
+@pytest.mark.parametrize("key", ["elbo", "train/elbo", "ELBO", "log_likelihood", "val_elbo"])
+def test_a_maximised_objective_named_alone_is_no_loss(key: str) -> None:
+    # A VAE logs its ELBO rising, Pyro's SVI its negative falling: a key that names only the
+    # objective does not say which, and read as a loss a rising ELBO FAILed TP-DIVERGE.
+    assert loss_candidate(key) is None
+
+
+@pytest.mark.parametrize(
     "key",
     [
         "loss_scale",

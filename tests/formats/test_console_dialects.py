@@ -252,7 +252,9 @@ def pytorch_examples_imagenet() -> tuple[list[Unit], list]:
     # The ImageNet script's ProgressMeter: each meter's value, then its running average in
     # brackets; the epoch and the batch position in brackets; validation batches ("Test:")
     # and the epoch's " * Acc@1" summary are no train steps. The batch index is 0-based: the
-    # line after batch i is step i + 1 of its epoch.
+    # line after batch i is step i + 1 of its epoch. The summary ends an evaluation: it joins
+    # the last train step with its accuracies and the loss meter's running average at the
+    # last validation line printed.
     units, want = [], []
     for e in (0, 1):
         for i in (0, 10, 20):
@@ -271,6 +273,7 @@ def pytorch_examples_imagenet() -> tuple[list[Unit], list]:
                 " * Acc@1 92.500 Acc@5 100.000\n",
             ]
         )
+        want[-1][1].update({"val_loss": 0.3, "val_acc@1": 92.5, "val_acc@5": 100.0})
     return units, want
 
 
@@ -776,6 +779,17 @@ def ignite_progress_bar() -> tuple[list[Unit], list]:
     return units, want
 
 
+def sklearn_mlp_early_stopping() -> tuple[list[Unit], list]:
+    """scikit-learn's MLPClassifier(verbose=True, early_stopping=True): ``Iteration n, loss =
+    …`` then ``Validation score: …`` (the held-out accuracy) with no step, which joins it."""
+    units, want = [], []
+    for i in range(1, 6):
+        loss, score = round(1.9 - i / 10, 8), round(0.2 + i / 20, 6)
+        units.append([f"Iteration {i}, loss = {loss:.8f}\n", f"Validation score: {score:.6f}\n"])
+        want.append((i, {"loss": loss, "validation_score": score}))
+    return units, want
+
+
 def sklearn_partial_fit() -> tuple[list[Unit], list]:
     """scikit-learn's SGDClassifier(verbose=1) fed by partial_fit: every call prints ``--
     Epoch 1``; a step that never moves is no x axis, so the records keep their order."""
@@ -1001,13 +1015,18 @@ def hf_dicts_numpy_scalars() -> tuple[list[Unit], list]:
 def pytorch_examples_mnist() -> tuple[list[Unit], list]:
     # pytorch/examples' MNIST: "Train Epoch: e [samples done/epoch's samples (pct%)]", the
     # samples done counted on across epochs (the first line of an epoch at 0 included).
+    # After every epoch "Test set: Average loss: …, Accuracy: c/N (p%)", with no step: the
+    # test set is the run's evaluation, joined to the train step before it (the last one
+    # too, as earlier ones were), its accuracy the share correct.
     units, want = [], []
     for e in (1, 2):
         for n in (0, 640, 1280):
             loss = round(2.3 - e / 2 - n / 2000, 6)
             units.append([f"Train Epoch: {e} [{n}/12800 ({100 * n // 12800}%)]\tLoss: {loss:.6f}\n"])
             want.append(((e - 1) * 12800 + n, {"loss": loss}))
-        units.append(["\nTest set: Average loss: 0.1310, Accuracy: 1915/2000 (96%)\n\n"])
+        test, correct = round(0.2 / e, 4), 1900 + 15 * e
+        units.append([f"\nTest set: Average loss: {test:.4f}, Accuracy: {correct}/2000 ({correct // 20}%)\n\n"])
+        want[-1][1].update({"test_average_loss": test, "test_accuracy": correct / 2000})
     return units, want
 
 
@@ -1165,6 +1184,7 @@ DIALECTS = {
         ignite_progress_bar,
         sklearn_partial_fit,
         held_out_line_after_a_step,
+        sklearn_mlp_early_stopping,
         olmo,
         composer,
         epoch_step_loss,
@@ -1261,6 +1281,60 @@ def test_noise_lines_around_a_dialect_change_nothing(tmp_path: Path, dialect: st
 # --------------------------------------------------------------------------- restarts and resumes
 
 
+def test_a_log_line_glued_after_a_bar_keeps_an_evaluation_repeated_to_the_bit(tmp_path: Path) -> None:
+    """accelerate's run_clm_no_trainer logs ``epoch N: perplexity: … eval_loss: …`` right
+    after its evaluation bar's last frame, with no line end between: the values are the log
+    line's, not a bar postfix carrying an old evaluation on, so a frozen model's eval loss,
+    repeated to the bit, is every epoch's point (it was kept at the first epoch only)."""
+    bar = "".join(f"\r{100 * n // 456:3d}%|{'█' * (n // 46):<10}| {n}/456 [00:01<00:06, 61.03it/s]" for n in (0, 76))
+    head = "12/06/2026 11:38:20 - INFO - __main__ - "
+    lines = [f"{bar}{head}epoch {e}: perplexity: 39.66137220797588 eval_loss: 3.680377721786499\n" for e in range(6)]
+    got = records(write(tmp_path, [lines]))
+    assert [(s, v.get("eval_loss")) for s, v in got] == [(float(e), 3.680377721786499) for e in range(6)]
+
+
+def test_a_test_set_evaluated_once_after_training_is_no_eval_point(tmp_path: Path) -> None:
+    """A test line printed once, after the last train line, is the final test, not a point
+    of the run's evaluation series; printed after each epoch (the positive control) it is."""
+    train = [
+        f"Train Epoch: {e} [{n}/1920 ({100 * n // 1920}%)]\tLoss: {2.0 / (e + n / 1000):.6f}\n"
+        for e in (1, 2)
+        for n in (0, 640, 1280)
+    ]
+    test = "Test set: Average loss: 0.4000, Accuracy: 9100/10000 (91%)\n"
+    once = records(write(tmp_path, [train + [test]], "once.log"))
+    assert len(once) == 6 and not any("test_average_loss" in v for _, v in once)
+    each = records(write(tmp_path, [train[:3] + [test] + train[3:] + [test]], "each.log"))
+    assert [s for s, v in each if "test_average_loss" in v] == [1280.0, 3200.0]
+
+
+def test_a_stepless_line_of_held_out_metrics_without_a_loss_joins_the_step(tmp_path: Path) -> None:
+    """``Validation accuracy: 0.81`` after a train line is that step's evaluation; a line of
+    a train metric and a held-out one with no loss (``accuracy: 0.9, val_accuracy: 0.8``) and
+    prose are not."""
+    lines = [
+        "Epoch 1, Step 100, Loss: 0.9000\n",
+        "Validation accuracy: 0.81\n",
+        "accuracy: 0.9, val_accuracy: 0.8\n",
+        "Epoch 2, Step 200, Loss: 0.8000\n",
+        "The validation accuracy was 0.5 today\n",
+    ]
+    got = records(write(tmp_path, [lines]))
+    assert [v for _, v in got] == [{"loss": 0.9, "validation_accuracy": 0.81}, {"loss": 0.8}]
+
+
+def test_a_labelled_line_of_prose_with_a_held_out_number_is_not_pure(tmp_path: Path) -> None:
+    """Only a split word may label the pairs of a stepless held-out line; other leading
+    prose (``We reached a validation loss of``) keeps the line out."""
+    lines = [
+        "Epoch 1, Step 100, Loss: 0.9000\n",
+        "Best model so far, validation loss: 0.5\n",
+        "Epoch 2, Step 200, Loss: 0.8000\n",
+    ]
+    got = records(write(tmp_path, [lines]))
+    assert [v for _, v in got] == [{"loss": 0.9}, {"loss": 0.8}]
+
+
 def test_concatenated_runs_are_split_and_the_longest_judged(tmp_path: Path) -> None:
     """Keras runs pasted one after another: the epoch counter starting again starts a new
     run; the longest is judged, never the runs merged into one curve."""
@@ -1339,13 +1413,13 @@ def test_lines_without_a_step_or_a_loss_are_no_records(tmp_path: Path) -> None:
     p = tmp_path / "train.log"
     p.write_text(
         "Epoch 1/3 | Loss: 0.9\n"
-        "Test Loss: 0.45\n"  # no step
+        "Test Loss: 0.45\n"  # no step: no record of its own (training goes on: it joins epoch 1)
         "Epoch 2/3 | lr: 0.01 | accuracy: 0.8\n"  # no loss
         "- train: 0.8\n- val: 0.1\n"  # a config dump, no step
         "Epoch 2/3 | Train: 95.1 | Val: 94.0 | acc\n"  # bare split names beside an accuracy
         "Epoch 3/3 | Loss: 0.7\n"
     )
-    assert records(p) == [(1, {"loss": 0.9}), (3, {"loss": 0.7})]
+    assert records(p) == [(1, {"loss": 0.9, "test_loss": 0.45}), (3, {"loss": 0.7})]
 
 
 def test_a_printed_dict_of_settings_is_no_record(tmp_path: Path) -> None:

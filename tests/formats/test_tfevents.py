@@ -129,6 +129,26 @@ def test_torch_add_scalar_simple_value(tmp_path: Path) -> None:
     assert not run.notes
 
 
+@pytest.mark.parametrize("stop,every", [(50, 1), (350, 10)])
+def test_a_loss_that_stops_while_other_tags_go_on_is_told(tmp_path: Path, stop: int, every: int) -> None:
+    # Each tag of an event file is its own column with its own steps: the loss stopping at
+    # step 50 while the learning rate went on to 100 PASSed on the first half, silently
+    # (the same data as JSONL WARNed TP-LOSS-STOPPED).
+    end = 2 * stop
+    scalars = [("train/learning_rate", 1e-3, s) for s in range(every, end + 1, every)]
+    scalars += [("train/loss", 2.0 * 0.98 ** (s / every), s) for s in range(every, stop + 1, every)]
+    rep = judge(write_torch(tmp_path / "stops", scalars))
+    f = next(f for f in rep.findings if f.id == "TP-LOSS-STOPPED")
+    assert f.data["step"] == stop and f.data["last_step"] == end
+    # The positive control: both tags to the end, or the other tag one step further (a
+    # final summary at the last step), is no stop.
+    full = [(t, v, s) for t, v, s in scalars if t != "train/loss"]
+    full += [("train/loss", 2.0 * 0.98 ** (s / every), s) for s in range(every, end + 1, every)]
+    assert "TP-LOSS-STOPPED" not in judge(write_torch(tmp_path / "full", full)).ids()
+    summary = [(t, v, s) for t, v, s in full if t == "train/loss" or s <= end - every] + [("train/runtime", 12.0, end)]
+    assert "TP-LOSS-STOPPED" not in judge(write_torch(tmp_path / "summary", summary)).ids()
+
+
 def test_torch_new_style_tensor_scalars(tmp_path: Path) -> None:
     p = write_torch(tmp_path, [("loss", 1.1, 1), ("loss", 0.9, 2), ("loss", 0.123456789, 3)], new_style=True)
     run = read_runlog(p)

@@ -165,11 +165,15 @@ def test_degenerate_skip_for_a_non_positive_loss():
     # The rules of a loss below 0 judge it in its own units: it rose, it made no progress.
     assert {"TP-DIVERGE-SIGNED", "TP-NO-PROGRESS-SIGNED"} <= set(rep.ran)
     assert rep.verdict is Level.WARN and "TP-NO-PROGRESS-SIGNED" in rep.ids()
-    # A loss never below 0 with an exact 0 among its values is judged by neither.
+    # A loss never below 0 with an exact 0 among its values (a margin loss's batches that
+    # all meet the margin) is judged by the rules in its own units, never left unjudged.
     rep = judge_runlog(make_run(loss=[2.0 - 0.04 * i for i in range(39)] + [0.0]))
-    assert rep.verdict is Level.NOT_CHECKED
-    nc = one(rep, "TP-NOT-CHECKED")
-    assert "values <= 0" in nc.evidence
+    assert rep.skipped["TP-FLAT"].reason == "degenerate"
+    assert {"TP-DIVERGE-SIGNED", "TP-NO-PROGRESS-SIGNED"} <= set(rep.ran)
+    assert rep.verdict is not Level.NOT_CHECKED
+    # A loss always above 0 is the ratio rules' alone.
+    rep = judge_runlog(make_run(loss=[2.0 - 0.04 * i for i in range(40)]))
+    assert rep.skipped["TP-DIVERGE-SIGNED"].reason == "not_applicable"
 
 
 # --- TP-NOT-CHECKED / TP-NO-LOSS / TP-NO-RECORDS --------------------------------------

@@ -72,6 +72,38 @@ def test_both_losses_rising_after_the_eval_minimum_warn(n, noise):
         assert 1.05 <= f.data["train_ratio"] < 1.2 and f.data["eval_ratio"] > 1.2, f.data
 
 
+@pytest.mark.parametrize("n,noise", [(500, 0.02), (2000, 0.05), (5000, 0.02)])
+def test_a_larger_climb_is_never_judged_milder(n, noise):
+    # A helper's creep (500 points, 2% noise, both losses climbing to the end): 30-40% WARNed
+    # TP-EVAL-DEGRADE, 42-58% PASSed and 60% FAILed TP-DIVERGE. The end was compared with the
+    # highest median of blocks counted forward from the minimum, whose short last block sits
+    # above the end's own median on a steep climb: read as a jump the loss falls back from.
+    order = {"PASS": 0, "WARN": 1, "FAIL": 2}
+    seen = []
+    for rise in (0.2, 0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.8, 1.0):
+        loss, ev = _curves(n, noise, seed=n, train_rise=rise, eval_rise=rise + 0.1)
+        rep = judge_runlog(run_of(loss=loss, eval_loss=ev, learning_rate=np.full(n, 1e-4)))
+        assert rep.verdict.value != "PASS", (rise, rep.ids())
+        seen.append((rise, rep.verdict.value))
+    levels = [order[v] for _, v in seen]
+    assert levels == sorted(levels), seen
+
+
+@pytest.mark.parametrize("n,noise", [(5000, 0.05), (20000, 0.1)])
+def test_overfitting_under_a_train_loss_logged_at_every_step(n, noise):
+    # A helper's run: 20,000 per-step train losses still falling 2% after the eval minimum
+    # while the eval loss rose 1.47x PASSed; every 5th row of the same log WARNed. Medians of
+    # 5 per-step points cannot tell a 2% fall at 5% noise; a twentieth of the run can.
+    for seed in range(2):
+        loss, ev = _curves(n, noise, seed, train_rise=-0.02, eval_rise=0.47)
+        rep = judge_runlog(run_of(loss=loss, eval_loss=ev, learning_rate=np.full(n, 1e-4)))
+        assert "TP-OVERFIT" in rep.ids(), (seed, rep.ids())
+        # The same eval rise while the train loss rises 10% is no overfitting.
+        loss, ev = _curves(n, noise, seed, train_rise=0.1, eval_rise=0.47)
+        rep = judge_runlog(run_of(loss=loss, eval_loss=ev, learning_rate=np.full(n, 1e-4)))
+        assert "TP-OVERFIT" not in rep.ids(), (seed, rep.ids())
+
+
 def test_a_rise_the_noise_can_hide_is_not_claimed():
     # 200 points at 15% noise: medians of 20 points move 18% (3 standard errors) by chance,
     # more than the 15% rise, so the rule does not claim it.

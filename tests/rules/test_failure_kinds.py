@@ -13,6 +13,7 @@ import pytest
 from _helpers import run_of
 
 from trainproof.findings import Level
+from trainproof.rules._stats import rounding_step
 from trainproof.rules.engine import judge_runlog
 from trainproof.rules.loss import accuracy_tolerance, chance_level, eval_set_size
 from trainproof.rules.thresholds import DEFAULT
@@ -1039,6 +1040,35 @@ def test_a_loss_bit_identical_to_the_end_is_frozen(n, share, value):
     loss = np.r_[value * 1.5 * np.exp(0.05 * rng.standard_normal(k)), np.full(n - k, value)]
     f = one(judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3))), "TP-LOSS-FROZEN")
     assert f.data["points"] == n - k and f.data["value"] == value
+
+
+@pytest.mark.parametrize("n,value", [(1000, 0.986), (5000, 1.25), (400, 0.5)])
+@pytest.mark.parametrize("noise", [0.02, 0.05])
+def test_a_frozen_loss_is_read_at_its_loggers_precision(n, value, noise):
+    # HF Trainer writes round(loss, 4): a model frozen at 0.9860 is written "0.986", three
+    # digits by its repr; a new user's run repeated it 2,638 times (53% of the run) and
+    # PASSed. The values before the stretch show the logger's step of 1e-4.
+    rng = np.random.default_rng(n)
+    k = n // 2
+    loss = np.r_[np.round(value * 1.3 * np.exp(noise * rng.standard_normal(k)), 4), np.full(n - k, value)]
+    f = one(judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3))), "TP-LOSS-FROZEN")
+    assert f.data["value"] == value
+    # The same stretch from a logger at two decimals is its rounding at a floor, not a freeze.
+    coarse = np.r_[np.round(loss[:k], 2), np.full(n - k, value)]
+    if rounding_step(coarse[:k]) == 0.01 and len(repr(value)) <= 4:
+        assert "TP-LOSS-FROZEN" not in ids(judge_runlog(run_of(loss=coarse, lr=np.full(n, 1e-3))))
+
+
+@pytest.mark.parametrize("n", [8, 10, 30])
+def test_an_eval_loss_frozen_in_a_log_of_evaluations_alone_is_frozen(n):
+    # accelerate's run_clm_no_trainer prints only its evaluations: at lr 0 the eval loss is
+    # 3.680377721786499 at every epoch, and 10 epochs PASSed (the rule needed a train loss).
+    rep = judge_runlog(run_of(eval_loss=np.full(n, 3.680377721786499)))
+    assert one(rep, "TP-LOSS-FROZEN").data["series"] == "eval_loss"
+    # The same log of a model that learns is no freeze; too few evaluations are not judged.
+    moving = 3.68 * np.exp(-np.arange(n) / 20) * (1 + 1e-3 * np.random.default_rng(n).standard_normal(n))
+    assert "TP-LOSS-FROZEN" not in ids(judge_runlog(run_of(eval_loss=moving)))
+    assert "TP-LOSS-FROZEN" not in ids(judge_runlog(run_of(eval_loss=np.full(6, 3.680377721786499))))
 
 
 @pytest.mark.parametrize("case", ["coarse-rounding", "short-tail", "small-share", "last-digits-move"])

@@ -859,6 +859,49 @@ def test_a_raised_rate_whose_loss_holds_or_recovers_is_not_a_divergence(seed):
     assert "learning rate climbed" not in " ".join(f.evidence for f in judge(loss=loss, lr=decays).findings)
 
 
+def _rate_typo_run(n: int, at: float, mult: float, rise: float, noise: float, seed: int):
+    """A run with a 5% warm-up and a cosine decay to 0 over ``n`` logs whose learning rate is
+    multiplied by ``mult`` from the share ``at`` of the run on, the cosine continued from
+    the wrong rate; its loss (falling 2.0 -> 1.0) rises ``rise`` above its level there
+    within a twentieth of the run and holds, with log-normal point noise ``noise``.
+    Returns ``(loss, lr)``."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    lr = 5e-5 * np.where(t < 0.05, t / 0.05, 0.5 * (1 + np.cos(np.pi * (t - 0.05) / 0.95)))
+    lr = np.where(t >= at, lr * mult, lr)
+    level = 1.0 + 1.0 * np.exp(-t / 0.1)
+    at_level = 1.0 + 1.0 * np.exp(-at / 0.1)
+    climbed = at_level * (1 + rise * np.clip((t - at) / 0.05, 0, 1))
+    loss = np.where(t < at, level, climbed) * np.exp(noise * rng.standard_normal(n))
+    return list(loss), list(lr)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("n,noise", [(1000, 0.02), (2000, 0.05), (5000, 0.05)])
+@pytest.mark.parametrize("mult", [30.0, 87.0])
+def test_a_rate_far_above_any_the_run_held_needs_less_of_the_fall_given_back(seed, n, noise, mult):
+    # A new user's run whose rate jumped 87x at mid-run, its cosine continued from there
+    # (3.1e-5 -> 2.2e-3, peak 5e-5): the loss held 19% above its best, 20% of its fall, for
+    # the rest of 2,000 logs at 5% noise, and PASSed (the caused path wanted 25%, a rate
+    # ending at half its peak, and each point above 1.15x).
+    loss, lr = _rate_typo_run(n, 0.5, mult, 0.19, noise, seed)
+    f = one(judge(loss=loss, lr=lr), "TP-DIVERGE")
+    assert f.level is Level.FAIL and "learning rate climbed" in f.evidence, f.evidence
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_rate_raised_on_purpose_or_a_loss_that_holds_is_no_divergence_by_the_new_rate(seed):
+    # A rate raised 3x (a retune) with the same 19% rise: the caused path's 25% stands.
+    loss, lr = _rate_typo_run(2000, 0.5, 3.0, 0.19, 0.05, seed)
+    assert "TP-DIVERGE" not in judge(loss=loss, lr=lr).ids()
+    # The 87x rate with a loss that holds its level: no rise, no divergence.
+    loss, lr = _rate_typo_run(2000, 0.5, 87.0, 0.0, 0.05, seed)
+    assert "TP-DIVERGE" not in judge(loss=loss, lr=lr).ids()
+    # ... or rises by a sliver of its fall (5%, a floor wiggle's size).
+    loss, lr = _rate_typo_run(2000, 0.5, 87.0, 0.05, 0.02, seed)
+    assert "TP-DIVERGE" not in judge(loss=loss, lr=lr).ids()
+
+
 def test_a_best_block_inside_the_end_window_is_no_level_the_run_climbed_from():
     # A healthy batch-1 run (single-sample cross-entropy, heavy-tailed): its lowest 5% block
     # median (steps 900-949) lies inside the end window (the last 100 points), so the end
@@ -1483,7 +1526,9 @@ def _two_stage(n=150):
     return loss * np.exp(0.02 * rng.standard_normal(n)), t
 
 
-@pytest.mark.parametrize("key", ["stage", "curriculum_stage", "train/stage", "curriculum"])
+@pytest.mark.parametrize(
+    "key", ["stage", "curriculum_stage", "train/stage", "curriculum", "difficulty", "task_difficulty"]
+)
 def test_objective_changed_a_stage_that_changed(key):
     loss, t = _two_stage()
     n = t.size
@@ -1492,6 +1537,39 @@ def test_objective_changed_a_stage_that_changed(key):
     assert "TP-DIVERGE" not in rep.ids() and "TP-OBJECTIVE-CHANGED" in rep.ids()
     # A stage that never changes explains nothing.
     assert "TP-DIVERGE" in judge(loss=loss, **{key: np.ones(n)}).ids()
+
+
+def _added_term(n, at, rel, seed, aux_scale=1.5):
+    """A cross-entropy ``loss_ce`` falling 2.0 -> 0.3 with relative noise ``rel``; from the
+    share ``at`` of the run an auxiliary term ``loss_aux`` (``aux_scale`` at its start,
+    falling to a third of it) is added to the total ``loss``. Returns ``(loss, ce, aux)``,
+    ``aux`` ``None`` before the term starts."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    ce = (0.3 + 1.7 * np.exp(-t / 0.1)) * np.exp(rel * rng.standard_normal(n))
+    on = t >= at
+    aux = np.where(on, aux_scale * (1 / 3 + 2 / 3 * np.exp(-(t - at) / 0.1)), 0.0) * np.exp(
+        rel * rng.standard_normal(n)
+    )
+    return ce + np.where(on, aux, 0.0), ce, [float(a) if o else None for a, o in zip(aux, on)]
+
+
+@pytest.mark.parametrize("n,at,rel", [(200, 0.5, 0.02), (1000, 0.3, 0.05), (5000, 0.6, 0.1)])
+@pytest.mark.parametrize("key", ["loss_aux", "aux_loss", "train/kl_loss"])
+def test_objective_changed_a_loss_term_added_mid_run(n, at, rel, key):
+    # A helper's healthy run: an auxiliary loss switched on at step 1,000, the total jumps
+    # 0.38 -> 1.89 and ends 1.87x its best while loss_ce goes on falling: TP-DIVERGE FAILed.
+    # The term first logged after the best level is the cause.
+    loss, ce, aux = _added_term(n, at, rel, seed=n)
+    rep = judge(loss=loss, loss_ce=ce, **{key: aux})
+    assert rep.verdict is not Level.FAIL, rep.ids()
+    assert "gained a term" in one(rep, "TP-OBJECTIVE-CHANGED").data["reason"]
+    # The same total with the term logged from the start (zero before it is switched on)
+    # shows no new term: the log cannot tell the jump from a divergence.
+    from_start = [0.0 if a is None else a for a in aux]
+    assert "TP-DIVERGE" in judge(loss=loss, loss_ce=ce, **{key: from_start}).ids()
+    # Nor does a held-out loss term that starts late (an evaluation added mid-run).
+    assert "TP-DIVERGE" in judge(loss=loss, loss_ce=ce, val_aux_loss=aux).ids()
 
 
 def _noise_curriculum(n, stages, rel, seed, ramp=False, learned=False):
@@ -1802,6 +1880,42 @@ def test_zero_loss_mixed_a_margin_loss_zero_on_easy_batches_is_not_a_failure(n, 
     assert "TP-ZERO-LOSS-MIXED" in judge(loss=loss, margin_mean=np.full(n, 0.5)).ids()
     half = np.where(np.arange(n) % 2 == 0, 1.0, 0.0)
     assert "TP-ZERO-LOSS-MIXED" in judge(loss=loss, **{"model/margin_graph": half}).ids()
+
+
+def _hinge_batches(n, batch, seed):
+    """A linear SVM's logged batch losses: the mean of max(0, 1 - margin) over ``batch``
+    examples whose margins are normal around a centre that climbs 0 -> 2.8 (fast, then
+    slowly), so that more and more batches meet the margin whole and log exactly 0."""
+    rng = np.random.default_rng(seed)
+    centre = 2.8 * (1 - np.exp(-np.arange(n) / (n / 4)))
+    margins = centre[:, None] + rng.standard_normal((n, batch))
+    return np.maximum(0.0, 1.0 - margins).mean(axis=1)
+
+
+@pytest.mark.parametrize("n", [200, 1000, 5000])
+@pytest.mark.parametrize("batch", [4, 8, 16, 32])
+def test_zero_loss_mixed_a_margin_loss_under_a_plain_name_is_told_by_its_shape(n, batch):
+    # A new user's real linear SVM logged as `loss` (batch 8, 34 zeros in 200 logs) FAILed:
+    # its positive batch means run down toward 0, the zeros are their tail, and the run is
+    # judged in its own units (it was NOT-CHECKED under `hinge_loss`).
+    loss = _hinge_batches(n, batch, seed=n + batch)
+    if np.mean(loss == 0) < 0.1 or loss[-1] == 0:
+        loss[-1] = 0.05  # the rule reads zeros mixed in, not a run that ends on them
+    rep = judge(loss=loss)
+    assert "TP-ZERO-LOSS-MIXED" not in rep.ids() and rep.verdict not in (Level.FAIL, Level.NOT_CHECKED), rep.ids()
+
+
+@pytest.mark.parametrize("n", [200, 1000, 5000])
+@pytest.mark.parametrize("rel", [0.05, 0.3, 0.6])
+@pytest.mark.parametrize("share", [0.15, 0.3])
+def test_zero_loss_mixed_zeros_apart_from_a_falling_noisy_loss_still_fail(n, rel, share):
+    # The negative: a cross-entropy falling 2.3 -> 0.4 with log-normal batch noise up to
+    # 0.6, and a share of its batches zeroed (every label masked): the positives stay at
+    # their level, away from 0.
+    rng = np.random.default_rng(n)
+    loss = (0.4 + 1.9 * np.exp(-np.arange(n) / (n / 5))) * np.exp(rel * rng.standard_normal(n))
+    loss[3:-1][rng.random(n - 4) < share] = 0.0
+    assert one(judge(loss=loss), "TP-ZERO-LOSS-MIXED").level is Level.FAIL
 
 
 def _running_average_from_zero(steps_total, every, beta, rel, seed, raw):

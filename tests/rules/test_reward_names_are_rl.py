@@ -1,5 +1,5 @@
 """The alias table's reward names and the RL objective's names are two lists; every
-reward alias says RL except the one documented exception (``mean_reward``), so a run whose
+reward alias says RL except the documented exceptions (``mean_reward`` and its spellings), so a run whose
 reward is read is judged as RL (a PPO value loss that grows with the return is no
 divergence)."""
 
@@ -11,7 +11,7 @@ from trainproof.aliases import ALIASES
 from trainproof.rules.objective_kind import _RL_KEY
 
 #: Reward aliases that do not make a run RL, with the reason in objective_kind's docstring.
-NOT_RL = {"mean_reward"}
+NOT_RL = {"mean_reward", "avg_reward", "average_reward"}
 
 
 def _instance(alias: str) -> str:

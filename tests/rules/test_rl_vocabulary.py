@@ -48,6 +48,8 @@ def _write(tmp_path: Path, rows: list[dict]) -> Path:
         "Train/AverageReturns",  # Dopamine
         "rew",  # Tianshou's bar
         "eval/mean_reward",  # SB3 EvalCallback
+        "episode_reward",  # a hand-written DQN loop
+        "ep_reward",
     ],
 )
 def test_a_healthy_ppo_run_under_each_librarys_reward_name_is_rl_and_passes(tmp_path: Path, key: str) -> None:

@@ -6,8 +6,8 @@ every non-alphanumeric character and at every lower-to-upper case change
 (``train/CrossEntropyLoss`` -> ``train cross entropy loss``;
 :func:`~trainproof.aliases.vocabulary.words`). A key is a
 candidate when one word is a loss word (:data:`LOSS_WORDS`: ``loss``, ``losses``,
-``cost``, ``nll``, ``elbo``, ``mse``, or any word ending in ``loss`` such as
-``logloss``), and never when one word says it is something else (:data:`NOT_LOSS_WORDS`:
+``cost``, ``nll``, ``nelbo``, ``bpd``, ``mse``, or any word ending in ``loss`` such as
+``logloss``; or a maximised objective negated, :data:`MAXIMISED_WORDS`), and never when one word says it is something else (:data:`NOT_LOSS_WORDS`:
 an accuracy, a learning rate, a count, a time, a scale, a gradient norm, a weight, a
 best-so-far, a min/max band…). Each candidate has a split (a word from
 :data:`EVAL_WORDS` makes it an eval loss, one from :data:`TRAIN_WORDS` a train loss, else
@@ -60,7 +60,16 @@ from .vocabulary import key_words, words
 #: Words that name a loss. A word ending in ``loss`` (``logloss``, ``bceloss``) is one too,
 #: and so are the words ``cross entropy`` together (MXNet's ``cross-entropy`` metric):
 #: OpenNMT-py prints its train loss as ``xent``, Keras' metric as ``crossentropy``.
-LOSS_WORDS = frozenset({"loss", "losses", "cost", "nll", "elbo", "mse", "xent", "crossentropy"})
+LOSS_WORDS = frozenset({"loss", "losses", "cost", "nll", "nelbo", "bpd", "mse", "xent", "crossentropy"})
+#: Words of an objective that training maximises (the evidence lower bound, a
+#: log-likelihood): a loss only where the key negates it (``neg_elbo``,
+#: ``negative_log_likelihood``) or names a loss beside it (``elbo_loss``). A key that names
+#: the objective alone (``elbo``, ``train/elbo``) has the sign its writer chose (a VAE
+#: tutorial logs the ELBO rising; Pyro's SVI returns its negative, falling) and is no loss:
+#: read as one, a rising ELBO is a divergence.
+MAXIMISED_WORDS = frozenset({"elbo", "likelihood"})
+#: Words that negate a maximised objective into a loss.
+NEGATION_WORDS = frozenset({"neg", "negative", "minus"})
 
 #: Words that make a key something other than a loss even when it has a loss word: an
 #: accuracy, a learning rate, a count, a time, the mixed-precision scale, a gradient norm,
@@ -215,10 +224,13 @@ def loss_candidate(raw: str) -> dict | None:
     if is_band(raw):
         return None
     ws = words(raw)
-    named = any(_is_loss_word(w) for w in ws) or any(a == "cross" and b == "entropy" for a, b in zip(ws, ws[1:]))
+    wset = set(ws)
+    negated = bool(wset & MAXIMISED_WORDS and wset & NEGATION_WORDS)
+    named = (
+        negated or any(_is_loss_word(w) for w in ws) or any(a == "cross" and b == "entropy" for a, b in zip(ws, ws[1:]))
+    )
     if not named or any(w in NOT_LOSS_WORDS for w in ws):
         return None
-    wset = set(ws)
     split = "eval" if wset & EVAL_WORDS else "train" if wset & TRAIN_WORDS else "unmarked"
     gran = "step" if wset & _STEP_WORDS else "epoch" if wset & _EPOCH_WORDS else "unmarked"
     # "cross entropy" is a kind of loss; a bare "entropy" loss is an RL entropy bonus.
@@ -228,6 +240,9 @@ def loss_candidate(raw: str) -> dict | None:
         for w in kinds
         if not (
             _is_loss_word(w)
+            or w in MAXIMISED_WORDS  # the objective's name is the kind of loss, as "cross entropy" is
+            or (negated and w in NEGATION_WORDS)
+            or (w == "log" and "likelihood" in wset)
             or w in EVAL_WORDS
             or w in TRAIN_WORDS
             or w in TOTAL_WORDS

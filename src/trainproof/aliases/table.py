@@ -165,6 +165,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "charts/episodic_return",
         "episodic_return",
         "mean_reward",
+        # hand-written DQN and policy-gradient loops: the return of the last episode(s)
+        "episode_reward",
+        "avg_reward",
+        "average_reward",
+        "ep_reward",
         "rew",  # Tianshou's progress bar: the mean return of the episodes collected
         # OpenAI baselines: return_history is the mean of the last 100 episodes,
         # return the mean of every episode since the start (it lags), so the first.

@@ -51,7 +51,12 @@ whose leading text marks it as validation (``[valid]``, ``| valid |``, ``Epoch(v
 and there a cross-entropy is ``val_loss``; Marian's training ``Cost`` is ``loss``. A
 hand-rolled ``Train: 0.07 | Val: 0.09`` on a step line, with no loss-like name, no ``%`` and no
 accuracy on the line, is read as ``train_loss``/``val_loss``. Running bests (``best_loss``)
-are not observations and are left out.
+are not observations and are left out. An evaluation printed with no step joins the train
+step before it: a validation line at once (``Validation loss: 0.45``), a test line once
+training goes on after it (PyTorch's MNIST example's ``Test set: Average loss: 0.0475,
+Accuracy: 9846/10000 (98%)`` after every epoch; a test printed once after training is no
+point of the run), the ImageNet script's `` * Acc@1 … Acc@5 …`` summary with the running
+average of its last ``Test: [n/N]`` line's loss. An accuracy printed as ``c/N`` is c/N.
 
 Restarted runs: when the step goes back, a value at the run's start (at or below the step of
 its second record, as a restart may count from 0 or from 1) starts a new run, and only the
@@ -225,6 +230,9 @@ def _mark(words: frozenset[str]) -> re.Pattern:
 _EVAL_MARK = _mark(console_words("eval"))
 _TEST_MARK = _mark(console_words("test"))
 _ACC = re.compile(r"acc", re.I)
+#: A normalised key that names an accuracy (``accuracy``, ``test_acc``, ``acc_1``), whose
+#: ``n/N`` is n correct of N.
+_ACC_KEY = re.compile(r"(?:^|_)acc(?:uracy)?(?:_|\d|$)")
 #: TF Estimator's line of evaluation results, ``Saving dict for global step 1000: accuracy =
 #: 0.85, global_step = 1000, loss = 0.388``: its loss is the eval loss.
 _TF_EVAL_RESULT = re.compile(r"Saving dict for global step")
@@ -256,6 +264,11 @@ _MMENGINE = re.compile(
 _PROGRESS_METER = re.compile(
     r"(?<![\w.])(?:Epoch:\s*\[\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]|(Test):\s*\[\s*\d+\s*/\s*\d+\s*\])"
 )
+#: A ProgressMeter validation line's loss meter: its value, then its running average over
+#: the batches so far (the average is the evaluation's loss up to that batch).
+_METER_AVG_LOSS = re.compile(r"\bLoss\s+[-+.\deE]+\s+\(\s*([-+]?\d[-+.\deE]*)\s*\)")
+#: The ImageNet script's summary of an evaluation, `` * Acc@1 22.266 Acc@5 64.141``.
+_METER_SUMMARY = re.compile(r"\s*\*\s+Acc@1\s+(\d+(?:\.\d+)?)\s+Acc@5\s+(\d+(?:\.\d+)?)\s*$")
 #: A line that is only an epoch header, ``Epoch 3/6`` (Keras; PaddlePaddle's ``Model.fit``,
 #: whose ``step 10/100 - loss: …`` lines under it count within the epoch).
 _EPOCH_HEADER = re.compile(r"\s*Epoch\s+(\d+)\s*/\s*\d+\s*$")
@@ -369,6 +382,7 @@ def _triggered(line: str) -> bool:
         or "-----" in low
         or low.startswith("s:")
         or " avg" in low  # darknet's "1: 23.67, 23.67 avg, 0.001000 rate, …"
+        or "acc@1" in low  # the ImageNet script's " * Acc@1 … Acc@5 …" evaluation summary
     )
 
 
@@ -760,7 +774,10 @@ def _parse(line: str) -> _Parsed | None:
             key = "loss"  # Marian's training cost is its loss
         if mode is not None and not key.startswith(_EVAL_KEYS):
             key = "val_loss" if mode == "val" and key in _CE_NAMES else f"{mode}_{key}"
-        p.values[key] = m.value
+        value = m.value
+        if m.total and 0 <= value <= m.total and _ACC_KEY.search(key):
+            value /= m.total  # ``Accuracy: 9846/10000``: the share correct, not the count
+        p.values[key] = value
     p.has_loss = any(_is_loss(k) for k in p.values)
     if (
         p.position is not None
@@ -1124,6 +1141,11 @@ class _Machine:
         self.ws_header: list[str] | None = None  # the columns of a blank-separated epoch table
         self.nb_header: list[str] | None = None  # the columns of a notebook progress table
         self.nb_loss: str | None = None  # that table's training loss cell in the row before
+        # The loss running average of the last ProgressMeter validation line (see _meter_eval).
+        self.meter_loss: float | None = None
+        # A test-split line with no step, held until training goes on after it (see _test_line).
+        self.test_pending: tuple[float | None, dict[str, float]] | None = None
+        self.tests_joined = 0  # test lines joined to the train step before them
 
     def _emit(self, step: float | None, values: dict[str, float], line: int, holes: tuple[str, ...] = ()) -> None:
         if not values and not holes:
@@ -1306,6 +1328,34 @@ class _Machine:
         values, self.hapi_eval = self.hapi_eval, None
         self._join_eval(values or {}, "eval")
 
+    def _meter_eval(self, line: str) -> bool:
+        """The ImageNet script's evaluation (pytorch/examples' ProgressMeter): its ``Test: [
+        n/N]`` batch lines are no step, but the running average of their loss meter at the
+        last one printed is the evaluation's loss so far, and the `` * Acc@1 … Acc@5 …``
+        summary that ends the evaluation joins the last train step with that loss as
+        ``val_loss`` and its accuracies as ``val_acc@1`` / ``val_acc@5`` (percent). True
+        when the line was one of these."""
+        pm = _PROGRESS_METER.search(line) if "Test" in line else None
+        if pm is not None and pm.group(4):
+            avg = _METER_AVG_LOSS.search(line, pm.end())
+            if avg is not None:
+                try:
+                    self.meter_loss = float(avg.group(1))
+                except ValueError:
+                    self.meter_loss = None
+            return True
+        summary = _METER_SUMMARY.match(line) if "Acc@1" in line else None
+        if summary is None:
+            return False
+        values = {"val_acc@1": float(summary.group(1)), "val_acc@5": float(summary.group(2))}
+        if self.meter_loss is not None:
+            values["val_loss"] = self.meter_loss
+        self.meter_loss = None
+        if self.stepped:
+            self._flush_bar()  # the meter's last train line is held as a position's frame
+            self._join_eval(values, None)
+        return True
+
     def _join_eval(self, values: dict[str, float], split: str | None) -> None:
         """An evaluation printed with no step (Flair's ``DEV :``, ESPnet's ``[valid]``, Paddle's
         evaluation block, a ``Validation loss:`` line): joined to the last train step's
@@ -1366,6 +1416,8 @@ class _Machine:
         if self.hapi_eval is not None or _HAPI_EVAL_BEGIN in line:
             if self._hapi_eval(line):
                 return
+        if ("Test" in line or "*" in line) and self._meter_eval(line):
+            return
         header = _EPOCH_HEADER.match(line, _after_glued_bar(line)) if "Epoch" in line else None
         if header is not None:
             self.header_epoch = float(header.group(1))
@@ -1386,6 +1438,7 @@ class _Machine:
         if bar and p.position[0] == 0:
             return  # a bar reset to 0/N has finished no step: its postfix is the last epoch's
         if p.has_step:
+            self._join_test()
             self.stepped = True
             self.stepless = []
             self._close_block()
@@ -1405,10 +1458,13 @@ class _Machine:
                 return
             if p.has_loss or p.is_eval or p.holes:
                 values = p.values
-                if "%|" in line:
+                glued = _after_glued_bar(line)
+                if "%|" in line and not (glued and p.spans and p.spans[0][0] >= glued):
                     # A progress bar that prints its own step counter (Lightning's and NeMo's
                     # "global_step=149.0" in the postfix) carries the last validation loss on
-                    # in every frame, as any bar does.
+                    # in every frame, as any bar does. A log line glued after a bar's last
+                    # frame (an evaluation bar that ended without a line end) is no postfix:
+                    # its values are its own, an eval loss repeated to the bit included.
                     values = self._fresh(values)
                     self.bar_seen.update(p.values)
                 self._last_parsed = p
@@ -1426,12 +1482,32 @@ class _Machine:
             self.block.update(p.values)
         elif self.block_step is None and not self.stepped and p.has_loss and _pure(line, p):
             self.stepless.append(Record(None, dict(p.values), lineno))
-        elif self.stepped and _held_out_only(p.values) and _pure(line, p):
+        elif self.stepped and _held_out_only(p.values) and _pure(line, p, labelled=True):
             # An evaluation printed on a line of its own with no step (``Validation loss:
             # 0.45`` after a training line) belongs to the last train step.
             self._join_eval(p.values, None)
+        elif self.stepped and _held_out_only(p.values, _TEST_KEYS) and _pure(line, p, labelled=True):
+            self.test_pending = (self.steps.last_step, dict(p.values))
+
+    def _join_test(self) -> None:
+        """Join the held test line to the train step before it, now that training goes on.
+
+        A test set's loss printed once after training is no point of the run's eval series,
+        but one printed after every epoch while training goes on (PyTorch's MNIST example:
+        ``Test set: Average loss: 0.0475, Accuracy: 9846/10000 (98%)``) is the run's
+        evaluation: the test line joins the train step before it once a train line follows
+        it, and the last one at the end of the file joins when an earlier one did."""
+        if self.test_pending is None or self.runs is None:
+            self.test_pending = None
+            return
+        step, values = self.test_pending
+        self.test_pending = None
+        self.runs.join_last(step, values)
+        self.tests_joined += 1
 
     def finish(self) -> None:
+        if self.tests_joined:
+            self._join_test()
         self._flush_bar()
         if self.hapi_eval is not None:
             self._close_hapi_eval()
@@ -1479,17 +1555,31 @@ _LETTERS = re.compile(r"[A-Za-z]{2,}")
 _VALIDATION_KEYS = tuple(w for w in _EVAL_KEYS if w not in console_words("test"))
 
 
-def _held_out_only(values: dict[str, float]) -> bool:
-    """Whether the losses among ``values`` are all validation ones (``val_loss``,
-    ``validation_loss``, ``eval_loss``), and there is one."""
+#: The key heads of a test split (``test_loss``).
+_TEST_KEYS = tuple(sorted(w for w in _EVAL_KEYS if w in console_words("test")))
+
+
+def _held_out_only(values: dict[str, float], heads: tuple[str, ...] = _VALIDATION_KEYS) -> bool:
+    """Whether ``values`` are an evaluation of the split ``heads`` name (by default
+    validation: ``val_loss``, ``validation_loss``, ``eval_loss``): every loss among them is
+    one, and there is one; or, with no loss, every value is one (scikit-learn's
+    ``Validation score: 0.25``, a ``Validation accuracy: 0.81`` line)."""
     losses = [k for k in values if _is_loss(k)]
-    return bool(losses) and all(k.startswith(_VALIDATION_KEYS) for k in losses)
+    if losses:
+        return all(k.startswith(heads) for k in losses)
+    return bool(values) and all(k.startswith(heads) for k in values)
 
 
-def _pure(line: str, p: _Parsed) -> bool:
+def _pure(line: str, p: _Parsed, labelled: bool = False) -> bool:
     """Whether a line is nothing but pairs (besides blanks, punctuation and units): a
-    continuation of a block, unlike prose that happens to hold a ``name: number``."""
+    continuation of a block, unlike prose that happens to hold a ``name: number``.
+    ``labelled``: text before the first pair may label the split (``Test set:``,
+    ``Validation results:``) when it holds a split word."""
     at = 0
+    if labelled and p.spans:
+        head = line[: p.spans[0][0]]
+        if _EVAL_MARK.search(head) or _TEST_MARK.search(head):
+            at = p.spans[0][0]
     for a, b in p.spans:
         if _LETTERS.search(line, at, a):
             return False

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..aliases.loss_fallback import loss_candidate
 from ..aliases.table import GROUP_SUFFIX
 from ..aliases.vocabulary import words
 from ._fmt import num
@@ -281,11 +282,12 @@ KL_WEIGHT_WORDS = frozenset(
 #: floor of a cross-entropy as it climbs: at 0.4 over 10 classes the floor is 1.44 nats. A
 #: ``weight_decay`` is no such weight: AdamW's decoupled decay is not part of the loss.
 PENALTY_WORDS = frozenset({"reg", "l2", "penalty", "regularization", "regularisation", "regularizer"})
-#: Words of a key that logs which data the loss is measured on: a curriculum's stage. Not
+#: Words of a key that logs which data the loss is measured on: a curriculum's stage or
+#: difficulty. Not
 #: a "phase" (a scheduler's warm-up/stable/decay phase says nothing of the data) and not
 #: an example size (a longer context or a larger image lowers the loss; it cannot explain
 #: a rise).
-STAGE_WORDS = frozenset({"stage", "curriculum"})
+STAGE_WORDS = frozenset({"stage", "curriculum", "difficulty"})
 #: Words of a key that logs the noise a curriculum adds to the data (a denoiser's
 #: ``sigma``, a ``noise_level``): a schedule only where it never falls (a learned noise
 #: scale wobbles), read by :func:`objective_schedule`. Not a gradient's noise scale.
@@ -384,7 +386,34 @@ def objective_schedule(ctx, best_step: float) -> str | None:
                 f"{series.key or name} went from {num(ref)} at the best level's step to {num(later)} after it: "
                 "the loss is measured on other data"
             )
-    return _implied_kl_weight(ctx, best_step)
+    return _added_loss_term(ctx, best_step) or _implied_kl_weight(ctx, best_step)
+
+
+def _added_loss_term(ctx, best_step: float) -> str | None:
+    """A term of the train loss that the log starts after ``best_step`` while the loss was
+    logged before it: an auxiliary loss switched on mid-run (``loss_aux`` first logged at
+    step 1,000) adds its value to the total, which jumps while the terms logged before go
+    on falling. A key is a term when the loss fallback reads it as a train component
+    (:func:`~trainproof.aliases.loss_fallback.loss_candidate`: ``loss_aux``,
+    ``train/kl_loss``), never a total or a held-out loss."""
+    loss = ctx.finite("loss")
+    if not loss.steps.size:
+        return None
+    mapped = {ctx.run.series["loss"].key} if "loss" in ctx.run.series else set()
+    for name, series in ctx.run.series.items():
+        key = series.key or name
+        if name in _NOT_OBJECTIVE_SCHEDULES or key in mapped:
+            continue
+        c = loss_candidate(key)
+        if c is None or c["total"] or c["split"] == "eval":
+            continue
+        f = ctx.finite(name)
+        if f.steps.size and f.steps[0] > best_step and loss.steps[0] < f.steps[0]:
+            return (
+                f"the loss term {key} is first logged at step {num(float(f.steps[0]))}, after the best level's step "
+                f"{num(best_step)}: the objective gained a term"
+            )
+    return None
 
 
 #: The monitor's per-check records the dead-run judgement and the live stops read: the

@@ -318,13 +318,16 @@ def _skip_reason(
             if facts[key]:
                 return Skip("degenerate", f"{s.name} has values <= 0, so ratios of its levels mean nothing")
         if need.signed and vals.size:
-            key = (present[0], "negative")
+            # The complement of ``positive``: a loss with a value at or below 0 (a margin
+            # loss's exact zeros among positive values included) is judged here, where the
+            # ratio rules cannot judge it.
+            key = (present[0], "nonpositive")
             if key not in facts:
-                facts[key] = bool(np.any(vals < 0))
+                facts[key] = bool(np.any(vals <= 0))
             if not facts[key]:
                 return Skip(
                     "not_applicable",
-                    f"{s.name} is never below 0: the rules on ratios of its levels (and on a loss at 0) judge it",
+                    f"{s.name} is always above 0: the rules on ratios of its levels judge it",
                 )
         if need.varying and vals.size:
             key = (present[0], "constant")

@@ -156,14 +156,22 @@ def _eval_rise(ev, th, level_min: bool):
     return j, best, end, tail, climb, z
 
 
-def _train_levels(tr, best_step: float) -> tuple[float, float, np.ndarray, np.ndarray, int]:
+def _train_levels(tr, best_step: float, wide: bool = False) -> tuple[float, float, np.ndarray, np.ndarray, int]:
     """``(train_at_best, train_end, before, after, w)``: the train loss ``tr`` around the
     evaluation at ``best_step`` (median of up to its last ``w`` points logged up to it, else
     of its first ``w``) and at the end (median of its last ``w``), ``w`` = a quarter of the
-    points, 1 to 5; ``before`` / ``after`` the train losses up to / after that step."""
+    points, 1 to 5; ``before`` / ``after`` the train losses up to / after that step.
+
+    ``wide`` (whether the train loss still falls, for TP-OVERFIT past ``overfit_ratio``
+    and TP-EVAL-ACCURACY-DROP): ``w`` is a twentieth of the points, at least 5 (at most a
+    quarter), so a loss logged at every step is read over as much of the run as a thin
+    log's 5 points span: medians of 5 per-step points at 5% noise move 3%, and a train loss
+    still falling 2% under an eval loss up 47% read as not falling on 20,000 points, and as
+    falling on every 5th of them."""
     before = tr.values[tr.steps <= best_step]
     after = tr.values[tr.steps > best_step]
-    w = max(1, min(5, tr.values.size // 4))
+    n = tr.values.size
+    w = max(1, min(n // 4, max(5, n // 20))) if wide else max(1, min(5, n // 4))
     train_at_best = float(median(before[-w:])) if before.size else float(median(tr.values[:w]))
     return train_at_best, float(median(tr.values[-w:])), before, after, w
 
@@ -180,7 +188,11 @@ def _overfit(ctx, ev, other: bool = False):
     j, best, end, tail, climb, trend_z = rise
     after = len(ev) - 1 - j
     best_step = ev.steps[j]
-    train_at_best, train_end, _, _, _ = _train_levels(tr, best_step)
+    # A rise past overfit_ratio reads the train loss over a twentieth of the run; a slow
+    # durable rise, a few percent over a few evaluations that the eval's own noise can
+    # make, keeps the narrow reading (5 points), which a train loss at its floor does not
+    # clear as often.
+    train_at_best, train_end, _, _, _ = _train_levels(tr, best_step, wide=end > th.overfit_ratio * best)
     if train_end >= train_at_best:
         return None
     # The best checkpoint is chosen on the eval loss, not on another held-out set.
@@ -447,7 +459,10 @@ def _train_gave_back(tr, best_step: float, th) -> tuple[float, float, float, int
         return None
     # ... and the end is the level the rise reached, not one the loss is falling back from
     # (a jump and a fall: a warm restart whose rate is not logged, a spike that recovers).
-    peak = float(np.max(block_medians(v[i:], k)[0]))
+    # The blocks are counted back from the end, so that the last is the end's own k points:
+    # counted forward, a short last block of a steady climb sits above the end's median
+    # by half a window of the climb, and a steeper climb was cleared as a fall back.
+    peak = float(np.max(block_medians(v[i:][::-1], k)[0]))
     if math.log(peak / end) > gate:
         return None
     return at_best, end, start, k
@@ -774,7 +789,7 @@ def check_eval_accuracy_drop(ctx):
         z = mann_kendall_z(v[j:])
         if not best - end > gate or z > -th.dead_trend_z:
             continue
-        train_at_best, train_end, _, _, _ = _train_levels(tr, float(steps[j]))
+        train_at_best, train_end, _, _, _ = _train_levels(tr, float(steps[j]), wide=True)
         if train_end >= train_at_best:
             continue
         yield ctx.finding(

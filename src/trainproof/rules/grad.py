@@ -8,8 +8,8 @@ import numpy as np
 
 from ..findings import Level
 from ._fmt import num, step, times
-from ._shared import margin_objective, zero_loss_fitted
-from ._stats import common_steps, improvement, median, runs_of, window_medians_at
+from ._shared import margin_objective, objective_schedule, zero_loss_fitted
+from ._stats import block_medians, common_steps, improvement, median, runs_of, window_medians_at
 from .registry import Need, rule
 
 
@@ -287,6 +287,123 @@ def check_grad_spike(ctx):
         },
         step=steps[i],
         line=lines[i],
+    )
+
+
+#: Blocks the gradient norm's level is read in by :func:`grad_norm_jump` (after its first tenth).
+GRAD_JUMP_BLOCKS = 50
+
+
+def grad_norm_jump(steps: np.ndarray, values: np.ndarray, ratio: float) -> dict | None:
+    """The largest held jump of a gradient norm's level, when it is ``ratio`` or more.
+
+    ``steps`` / ``values``: the norm's steps and values, shape ``(n,)`` (non-finite and
+    non-positive values are left out). The first tenth of the points is left out (a norm
+    falls fast from the initialisation); the rest is read as medians of the log of the norm
+    over :data:`GRAD_JUMP_BLOCKS` blocks (medians: robust to spikes). The jump is at the
+    block boundary where the mean of the blocks after it stands above the mean of those
+    before by the most, weighted by sqrt(blocks before x blocks after) (the change-point
+    statistic of a step in the mean, highest at the step's own boundary); it counts when
+    the gap between the medians of the blocks after and before is at least ``ratio``,
+    every block after it is at least ``sqrt(ratio)`` above the level before (held to the
+    end), at least a tenth of the blocks (2 at least) follow it, and at
+    least half of the jump (on the log scale) is made within two neighbouring blocks (a
+    jump, not a slow climb). Returns ``{"step", "before", "after", "ratio", "line_index"}``
+    (levels as norms; ``line_index`` the first point of the block after the jump) or
+    ``None``; fewer than 20 usable points give ``None``."""
+    ok = np.isfinite(values) & (values > 0)
+    v, st = values[ok], steps[ok]
+    n = v.size
+    if n < 20:
+        return None
+    start = n // 10
+    block = max(1, (n - start) // GRAD_JUMP_BLOCKS)
+    meds, _ = block_medians(np.log(v[start:]), block)
+    nb = meds.size
+    least_after = max(2, math.ceil(nb / 10))
+    if nb < least_after + 2:
+        return None
+    # the median of the blocks before each boundary and after it, for every boundary
+    cand = range(2, nb - least_after + 1)
+    csum = np.cumsum(meds)
+    scored = [
+        ((float(csum[-1] - csum[b - 1]) / (nb - b) - float(csum[b - 1]) / b) * math.sqrt(b * (nb - b)), b) for b in cand
+    ]
+    b = max(scored)[1]
+    lo = float(np.median(meds[:b]))
+    gap = float(np.median(meds[b:])) - lo
+    if gap < math.log(ratio) or float(np.min(meds[b:])) - lo < 0.5 * math.log(ratio):
+        return None
+    sharp = max(meds[b] - meds[max(0, b - 2)], meds[min(nb - 1, b + 1)] - meds[b - 1])
+    if sharp < 0.5 * gap:
+        return None
+    first = start + b * block
+    return {
+        "step": float(st[first]),
+        "before": math.exp(lo),
+        "after": math.exp(lo + gap),
+        "ratio": math.exp(gap),
+        "line_index": int(np.flatnonzero(ok)[first]),
+    }
+
+
+@rule(
+    "TP-GRAD-NORM-JUMP",
+    Level.WARN,
+    "spike",
+    "the gradient norm jumped {grad_jump_ratio:g}x or more and stayed there",
+    needs=[Need("grad_norm", "min_trend_points")],
+    thresholds=["grad_jump_ratio", "min_trend_points", "objective_weight_rise"],
+    objectives=("supervised",),
+    least_evidence="20 positive finite gradient norms; after the first tenth, a level {grad_jump_ratio:g}x above the one before, held to the end over a tenth of the run.",
+    detects=(
+        "After the first tenth of the log, the gradient norm's level (medians of fiftieths of the run, on the "
+        "log scale) jumps at least {grad_jump_ratio:g}x between the blocks before a point and the blocks after "
+        "it, every block after it stays at least the square root of that above the level before (held to the "
+        "end, over at least a tenth of the blocks), and at least half of the jump happens between two "
+        "neighbouring blocks: a jump, not a slow climb. Not when a logged schedule of the objective moved there "
+        "(a loss weight, a curriculum stage, a loss term first logged: TP-OBJECTIVE-CHANGED's reading)."
+    ),
+    why=(
+        "The gradient norm of a healthy run moves slowly after its first steps; a level that jumps tenfold at "
+        "once means the loss's scale or the model's sensitivity changed at that step. With gradient clipping the "
+        "updates are capped, so the loss may look fine for a long while; without it, each update is ten times "
+        "larger at the same learning rate."
+    ),
+    not_mean=(
+        "A spike that comes back is TP-GRAD-SPIKE's; a norm that climbs slowly (late-training norm growth) or "
+        "jumps a few times its level (a backbone unfrozen, an epoch boundary) is not this; the norm's fall from "
+        "the initialisation is left out."
+    ),
+    causes=(
+        "A loss multiplied by a constant (reduction 'sum' where 'mean' was meant, a loss scale applied twice, "
+        "gradient accumulation that stopped dividing), a term with large gradients added without its weight, "
+        "a layer unfrozen with a learning rate meant for a head, an instability that clipping hides."
+    ),
+    try_=(
+        "Compare the code and the configuration at the step in the evidence with those before it (a resumed "
+        "run's settings, the loss's reduction, the accumulation); log each loss term's gradient norm; resume "
+        "from a checkpoint before the jump if the loss has started to drift."
+    ),
+)
+def check_grad_norm_jump(ctx):
+    g = ctx.finite("grad_norm")
+    j = grad_norm_jump(g.steps, g.values, ctx.th.grad_jump_ratio)
+    if j is None:
+        return
+    # A loss term added or reweighted there moves the gradient norm with the objective.
+    before = g.steps[g.steps < j["step"]]
+    if before.size and objective_schedule(ctx, float(before[-1])) is not None:
+        return
+    i = j["line_index"]
+    yield ctx.finding(
+        f"the gradient norm jumped {times(j['ratio'], 0)} at step {step(j['step'])} and stayed there",
+        f"gradient norm level {num(j['before'])} before step {step(j['step'])} (line {int(g.lines[i])}), "
+        f"{num(j['after'])} after it (medians of the log of the norm over fiftieths of the run after its first "
+        f"tenth), every later block at least {num(math.sqrt(ctx.th.grad_jump_ratio))}x the level before.",
+        {"jump_step": j["step"], "level_before": j["before"], "level_after": j["after"], "ratio": j["ratio"]},
+        step=j["step"],
+        line=g.lines[i],
     )
 
 

@@ -216,6 +216,7 @@ def _loss_scale_clause(ctx, at: float) -> str:
     causes="Every label masked to the ignore index (-100), an empty or fully padded batch, no trainable parameters, a loss hidden by a logging filter that replaces NaN with 0.",
     try_="Check that labels are not all -100 after your collator, that the model has parameters with requires_grad=True, and look at the gradient norm in the same steps (NaN means a hidden NaN).",
     objectives=("supervised",),
+    implies=("TP-NO-PROGRESS-SIGNED",),
 )
 def check_zero_loss(ctx):
     s = ctx.finite("loss")
@@ -245,6 +246,7 @@ def check_zero_loss(ctx):
     causes="NaN losses replaced by 0 in the logger, labels that became fully masked (a truncation or packing bug), a data loader that started yielding empty batches.",
     try_="Look at the gradient norm from the onset step (NaN there confirms a hidden NaN); rerun with logging_nan_inf_filter=False to see the true loss; resume from a checkpoint before the onset with a lower learning rate.",
     objectives=("supervised",),
+    implies=("TP-NO-PROGRESS-SIGNED",),
 )
 def check_zero_loss_onset(ctx):
     s = ctx.finite("loss")
@@ -298,6 +300,7 @@ def _margin_met(ctx) -> dict | None:
     causes="An easy or separable task (a few well-separated classes), labels visible in the inputs (a leak), the evaluation data in the training set, a model far larger than the data.",
     try_="Check the held-out loss and accuracy: perfect there too on a hard task means a leak; otherwise stop the run earlier (early stopping) or make the task harder.",
     objectives=("supervised",),
+    implies=("TP-NO-PROGRESS-SIGNED",),
 )
 def check_zero_loss_fitted(ctx):
     fit = zero_loss_fitted(ctx)
@@ -346,14 +349,15 @@ def check_zero_loss_fitted(ctx):
     "zero",
     "exact 0.0 losses mixed among ordinary ones",
     needs=[Need("loss", "zero_min_points")],
-    thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level", "zero_fitted_abs"],
-    least_evidence="At least {zero_min_points} exact zeros that are also at least {zero_mixed_share:.0%} of the points, among positive losses at least {zero_mixed_level:.0%} of the starting level and above {zero_fitted_abs:g}.",
+    thresholds=["zero_min_points", "zero_mixed_share", "zero_mixed_level", "zero_fitted_abs", "zero_margin_tail"],
+    least_evidence="At least {zero_min_points} exact zeros that are also at least {zero_mixed_share:.0%} of the points, among positive losses at least {zero_mixed_level:.0%} of the starting level and above {zero_fitted_abs:g}, whose low tail stays away from 0 (10th percentile above {zero_margin_tail:.0%} of their running median).",
     detects=(
         "At least {zero_min_points} finite losses, and at least {zero_mixed_share:.0%} of them, are exactly "
         "0.0, the run does not end on a run of zeros (TP-ZERO-LOSS-ONSET's), and the positive losses logged "
         "from the first zero on have a median of at least {zero_mixed_level:.0%} of the run's starting level "
         "(median of its first 3 positive losses) and is above {zero_fitted_abs:g}, where a batch's float32 loss "
-        "cannot round to 0."
+        "cannot round to 0, and whose 10th percentile, each taken against the median of the 9 positives "
+        "around it, is above {zero_margin_tail:.0%}: the zeros do not continue the losses' own low tail."
     ),
     why=(
         "A loss averaged over a batch is exactly 0.0 only when every example in it is fitted to the last bit; "
@@ -364,11 +368,15 @@ def check_zero_loss_fitted(ctx):
         "A classifier that has converged can log exact zeros once its losses are tiny (float saturation); those "
         "zeros sit among losses far below the starting level and do not trigger this. Nor does a margin loss (a "
         "key naming triplet, hinge or margin, or the monitor's reading of a hinge in the loss's graph): it is "
-        "exactly 0 on every batch whose examples all meet the margin, among batches at its ordinary level."
+        "exactly 0 on every batch whose examples all meet the margin, among batches at its ordinary level. A "
+        "margin loss under another name is told by its shape: its positive batch means run down toward 0 (a "
+        "batch where one example misses the margin by a little), where zeros that replace an ordinary loss "
+        "stand apart from positives at their level."
     ),
     causes="Batches whose labels are all the ignore index (-100) after truncation or packing, empty batches from a sampler, a logging filter that writes 0 for NaN, a loss that returns 0 on an exception path.",
     try_="Log the number of unmasked label tokens per batch; look at the batches of the zero steps; rerun with the NaN filter off to see the true values.",
     objectives=("supervised",),
+    implies=("TP-NO-PROGRESS-SIGNED",),
 )
 def check_zero_loss_mixed(ctx):
     th = ctx.th
@@ -393,6 +401,8 @@ def check_zero_loss_mixed(ctx):
         # positives at float precision are no ordinary level: a batch mean that small is
         # exactly 0 whenever every example of the batch is fitted (an easy task, small batches)
         return
+    if _zeros_continue_the_tail(pos, th.zero_margin_tail):
+        return  # a margin loss under another name (thresholds.zero_margin_tail)
     at = s.steps[zero]
     shown = ", ".join(step(x) for x in at[:8]) + (" …" if at.size > 8 else "")
     clause, gdata = _grad_clause(ctx, at)
@@ -411,6 +421,23 @@ def check_zero_loss_mixed(ctx):
         step=at[0],
         line=s.lines[first_zero],
     )
+
+
+#: How many positive losses the running level of :func:`_zeros_continue_the_tail` spans.
+_TAIL_WINDOW = 9
+
+
+def _zeros_continue_the_tail(pos: np.ndarray, bar: float) -> bool:
+    """Whether positive losses ``pos`` (shape ``(n,)``, in log order) run down toward 0: the
+    10th percentile of each against the median of the :data:`_TAIL_WINDOW` around it is at
+    most ``bar`` (a margin loss's batch means; see ``thresholds.zero_margin_tail``). Too
+    few positives for a running level: ``False``."""
+    if pos.size < _TAIL_WINDOW:
+        return False
+    level = window_medians(pos, _TAIL_WINDOW)
+    half = _TAIL_WINDOW // 2
+    ratio = pos[half : half + level.size] / level
+    return float(np.percentile(ratio, 10)) <= bar
 
 
 #: Words in a loss key that name an objective that cannot be negative: cross-entropy
@@ -945,6 +972,19 @@ def _significant_digits(x: float) -> int:
     return len(digits.rstrip("0")) if "." in mantissa else len(digits)
 
 
+def _written_digits(x: float, before: np.ndarray) -> int:
+    """Significant digits ``x`` is written with, at the precision its logger prints: its
+    shortest repr's (:func:`_significant_digits`), or more where the values ``before`` it
+    (shape ``(n,)``) are all whole multiples of a decimal step (:func:`rounding_step`): HF
+    Trainer's ``round(loss, 4)`` writes 0.9860 as ``0.986``, four digits at its step of
+    1e-4, not three."""
+    digits = _significant_digits(x)
+    step = rounding_step(before)
+    if step is None or not x:
+        return digits
+    return max(digits, math.floor(math.log10(abs(x))) - round(math.log10(step)) + 1)
+
+
 def _full_precision(x: float, digits: int) -> bool:
     """Whether ``x`` is written at full precision: at least ``digits`` significant digits
     (:func:`_significant_digits`), and not a value that a float16 or a bfloat16 holds
@@ -992,7 +1032,7 @@ def frozen_stretch(ctx) -> tuple[str, object, int, int] | None:
             )
             if measured < fewest or length < th.frozen_share * v.size:
                 continue
-            if _significant_digits(v[-1]) < th.frozen_digits:
+            if _written_digits(float(v[-1]), v[:start]) < th.frozen_digits:
                 continue
             return name, s, start, length
         return None
@@ -1097,11 +1137,12 @@ _FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "T
     Level.FAIL,
     "zero",
     "the loss (or the eval loss) holds one bit-identical value to the end",
-    needs=[Need("loss", "min_trend_points")],
+    # the train loss, or else the eval loss (a log that prints only its evaluations)
+    needs=[Need(("loss", "eval_loss"), "min_trend_points")],
     thresholds=_FROZEN_THRESHOLDS,
     implies=_FROZEN_IMPLIES,
     least_evidence="The last {frozen_min_points} or more finite losses (for an eval loss written at full precision, {frozen_eval_min_points} or more evaluations), and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
-    detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits (so a log that rounds to two decimals at a converged floor is not read as frozen). Points count as measurements: where the series repeats each value over several rows before the stretch (the latest evaluation carried onto every train row until the next), the stretch's rows are divided by the median length of those repeats. An eval loss on a fixed validation set repeats to the bit only when the weights do not change: an eval loss written at full precision (at least {frozen_eval_digits} significant digits, a value no float16 or bfloat16 holds exactly) needs {frozen_eval_min_points} such evaluations.",
+    detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits at its logger's precision (the decimal step every value before the stretch is a multiple of: HF Trainer's round(loss, 4) writes 0.9860 as 0.986, four digits), so a log that rounds to two decimals at a converged floor is not read as frozen. Points count as measurements: where the series repeats each value over several rows before the stretch (the latest evaluation carried onto every train row until the next), the stretch's rows are divided by the median length of those repeats. An eval loss on a fixed validation set repeats to the bit only when the weights do not change: an eval loss written at full precision (at least {frozen_eval_digits} significant digits, a value no float16 or bfloat16 holds exactly) needs {frozen_eval_min_points} such evaluations.",
     why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
     not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, a train loss under a rate decayed to about zero, or a full-batch fit that converged: a fall of {frozen_fall_log10:g} decades, or a gradient norm frozen with it at {frozen_grad_share:g} of its start or below): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
     causes="A model whose output no longer depends on its input (collapsed to a constant), frozen weights evaluated on one fixed batch, a loss variable that is never updated in the logging code, a data loader stuck on one batch.",
@@ -1130,7 +1171,8 @@ def check_loss_frozen(ctx):
     Level.WARN,
     "zero",
     "the run learned, then its loss stopped moving to the bit while the run went on",
-    needs=[Need("loss", "min_trend_points")],
+    # the train loss, or else the eval loss (a log that prints only its evaluations)
+    needs=[Need(("loss", "eval_loss"), "min_trend_points")],
     thresholds=_FROZEN_THRESHOLDS,
     implies=_FROZEN_IMPLIES,
     least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, under a logged learning rate decayed to at most {tiny_lr} or {frozen_lr_share:g} of its peak, {frozen_fall_log10:g} decades or more below the series' first value or with a logged gradient norm at {frozen_grad_share:g} of its start or below (a logged gradient norm frozen with it, above 0), or on the eval loss of a log with no learning rate.",
@@ -1777,14 +1819,17 @@ def _lone_start_cut(ratio: float, k: int) -> float:
 DIVERGE_AR_MIN_POINTS = 40
 
 
-def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
-    """``(step, before, peak)`` when the learning rate climbed after its warm-up: from
+def _lr_climb(ctx, s) -> tuple[float, float, float, float] | None:
+    """``(step, before, peak, regain)`` when the learning rate climbed after its warm-up: from
     ``before`` (its median up to the step where its rise begins) to at least
     ``diverge_lr_rise`` times that (``peak``, its highest value after), the rise starting
     after the learning rate had held or fallen for at least a tenth of the run, taking 3
     logs or more (or jumping there and holding half of it for 3 logs or more), ending at
     half its peak or more, and reaching a rate the run never held after its warm-up (not
-    a warm restart or a cyclic schedule). ``None``
+    a warm restart or a cyclic schedule). ``regain`` is the share of the fall a held rise
+    of the loss must give back to count with this cause: ``diverge_new_rate_regain`` when
+    ``peak`` is at least ``diverge_new_rate`` times every rate the run held up to the climb
+    (a rate no schedule of the run set), else ``diverge_caused_regain``. ``None``
     without a logged learning rate or such a climb."""
     if not ctx.has("lr"):
         return None
@@ -1798,7 +1843,7 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
     floor = float(np.min(x[peak0:]))
     low = peak0 + int(np.flatnonzero(x[peak0:] <= floor)[-1])
     if low < x.size // 10 or low >= x.size - 1:
-        return None
+        return _new_rate_jump(ctx, x, st, peak0)
     before = float(median(x[max(0, low - 5) : low + 1]))
     peak = float(np.max(x[low:]))
     if not before > 0 or peak < ctx.th.diverge_lr_rise * before:
@@ -1810,12 +1855,35 @@ def _lr_climb(ctx, s) -> tuple[float, float, float] | None:
     top = low + int(np.argmax(x[low:]))
     held = int(np.count_nonzero(x[top:] >= 0.5 * peak))
     if (top - low < 3 and held < 3) or x[-1] < 0.5 * peak:
-        return None
+        return _new_rate_jump(ctx, x, st, peak0)
     # A climb back to a rate the run already held after its warm-up is a cycle of the
     # schedule (cosine with warm restarts, a cyclic or triangular rate), not a runaway.
     if low > peak0 and float(np.max(x[peak0:low])) >= 0.5 * peak:
         return None
-    return float(st[low]), before, peak
+    th = ctx.th
+    new_rate = peak >= th.diverge_new_rate * float(np.max(x[: low + 1]))
+    return float(st[low]), before, peak, th.diverge_new_rate_regain if new_rate else th.diverge_caused_regain
+
+
+def _new_rate_jump(ctx, x: np.ndarray, st: np.ndarray, peak0: int) -> tuple[float, float, float, float] | None:
+    """:func:`_lr_climb`'s answer for a rate that jumps, after the warm-up's peak ``peak0``
+    and a tenth of the run, to ``diverge_new_rate`` times every rate logged before it
+    (``x``, at steps ``st``) and holds half of that for a tenth of the logs (3 at least),
+    whatever the schedule does after it: a schedule that goes on decaying from the wrong
+    rate (a resume given a rate 100x too large, its cosine continued) ends low, but no warm
+    restart or cycle reaches a rate the run never came near; a jump that decays again within
+    a tenth of the run is a schedule's (a fresh decay of its own)."""
+    th = ctx.th
+    most = np.maximum.accumulate(x)
+    jump = np.flatnonzero((x[1:] >= th.diverge_new_rate * most[:-1]) & (most[:-1] > 0)) + 1
+    jump = jump[jump >= max(peak0 + 1, x.size // 10)]
+    if not jump.size:
+        return None
+    i = int(jump[0])
+    if int(np.count_nonzero(x[i:] >= 0.5 * x[i])) < max(3, x.size // 10):
+        return None
+    before = float(median(x[max(0, i - 6) : i]))
+    return float(st[i - 1]), before, float(np.max(x[i:])), th.diverge_new_rate_regain
 
 
 def _stands_apart(y: np.ndarray, k: int, level: float) -> bool:
@@ -1982,6 +2050,8 @@ DIVERGE_THRESHOLDS = [
     "diverge_dip_blocks",
     "diverge_caused_ratio",
     "diverge_caused_regain",
+    "diverge_new_rate",
+    "diverge_new_rate_regain",
     "diverge_lr_rise",
     "blowup_ratio",
     "blowup_points",
@@ -2028,7 +2098,8 @@ DIVERGE_THRESHOLDS = [
         "high-rate phase. With a cause in the log, a learning rate "
         "that climbed at least {diverge_lr_rise:g}x after it had held or fallen (not a warm-up), a smaller rise "
         "counts: at least {diverge_caused_ratio}x the best level, past the same noise gate, giving back at least "
-        "{diverge_caused_regain:.0%} of the fall. Not a divergence when the loss measures something else after "
+        "{diverge_caused_regain:.0%} of the fall ({diverge_new_rate_regain:.0%} when the rate climbed to "
+        "{diverge_new_rate:g}x or more of every rate the run held before). Not a divergence when the loss measures something else after "
         "its best level (TP-OBJECTIVE-CHANGED says so instead): an eval loss that did not get worse over the climb "
         "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no higher than "
         "its best evaluation, beyond {diverge_noise_z:g} standard errors of the evaluations' own noise where that allowance is at most {objective_eval_resolution:.0%} of the level the eval loss held just before the climb, while the run held the level it climbed from; with no evaluation then, no higher than "
@@ -2369,9 +2440,7 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
         return
     regain = (end - best) / (start_level - best) if start_level > best else math.inf
     uncaused = False
-    if end <= th.diverge_ratio * best and (
-        cause is None or s.steps[best_idx] > cause[0] or regain < th.diverge_caused_regain
-    ):
+    if end <= th.diverge_ratio * best and (cause is None or s.steps[best_idx] > cause[0] or regain < cause[3]):
         # under the plain ratio, only a caused rise that gives back enough counts; the
         # same rise without a cause is TP-LOSS-CLIMB's
         if not climb_only or regain < th.diverge_caused_regain:
@@ -2384,6 +2453,11 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
     # log scale passes that bar long before it nears its end level.
     bar = best * max(ratio_th, math.exp(gate))
     onset = held_climb_onset(v, bar, best_idx)
+    if onset is None and cause is not None and s.steps[best_idx] <= cause[0]:
+        # After a logged cause the level the run moved to need not clear the ratio point
+        # by point: an end 1.18x its best under 5% noise has a quarter of its points under
+        # 1.15x. Held halfway (on the log scale) between the best and the end level does.
+        onset = held_climb_onset(v, best * max(math.exp(gate), math.sqrt(end / best)), best_idx)
     if onset is None:
         # No point from which the run stays up: the end window's median is lifted by a
         # few high points among low ones (a heavy-tailed tail, a last-logs wobble), not by
@@ -2401,7 +2475,13 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
         because = (
             f" The learning rate climbed from {num(cause[1])} to {num(cause[2])} after step {step(cause[0])} and the "
             f"loss gave back {pct(regain)} of its fall from {num(start_level)}: a rise under {num(th.diverge_ratio)}x "
-            f"counts with that cause (at least {num(th.diverge_caused_ratio)}x and {pct(th.diverge_caused_regain)})."
+            f"counts with that cause (at least {num(th.diverge_caused_ratio)}x and {pct(cause[3])}"
+            + (
+                f", a rate {num(th.diverge_new_rate)}x or more above any the run held before"
+                if cause[3] < th.diverge_caused_regain
+                else ""
+            )
+            + ")."
         )
     short = ""
     if uncaused:

@@ -14,8 +14,9 @@ RLlib's ``episode_reward_mean``/``episode_return_mean``, CleanRL's ``episodic_re
 Dopamine's ``AverageReturns``, Tianshou's ``rew``) or TRL's
 policy/log-probability groups (``policy/*``, ``logps/*``).
 A ``kl`` key alone is not enough: VAEs log one too. Every name the alias table reads as the
-reward says RL here too (a test holds the two lists together) except ``mean_reward``:
-custom REINFORCE and verifier loops log it beside a loss they minimise and judge.
+reward says RL here too (a test holds the two lists together) except ``mean_reward``,
+``avg_reward`` and ``average_reward``: custom REINFORCE and verifier loops log them beside
+a loss they minimise and judge.
 
 A run is adversarial (a GAN) when it logs a discriminator or critic loss (``d_loss``,
 ``Loss_D``, ``disc_loss``, ``errD``, ``critic/loss``, …) or the discriminator's outputs
@@ -45,9 +46,10 @@ from ..runlog import RunLog
 _RL_KEY = re.compile(
     r"(^|/)(rewards?(_[a-z]+)?|objective/scores|env/reward[a-z_]*|episode[/_ ]return|ep_rew_mean)($|/)"
     r"|(^|[/_ ])(episode_|ep_)?returns?(_mean|_history)?$"
-    # RLlib's episode_reward_mean / episode_return_mean, CleanRL's episodic_return,
+    # RLlib's episode_reward_mean / episode_return_mean, a DQN loop's episode_reward,
+    # CleanRL's episodic_return,
     # Dopamine's AverageReturns, Tianshou's rew, SB3 EvalCallback's mean_reward under eval/
-    r"|(^|/)(episode_(reward|return)_(mean|min|max)|episodic_return|averagereturns|rew|test_reward)$"
+    r"|(^|/)(episode_(reward|return)(_(mean|min|max))?|ep_reward|episodic_return|averagereturns|rew|test_reward)$"
     r"|(^|/)eval/mean_reward$"
     r"|^(policy|logps|train/policy|train/logps)/",
     re.IGNORECASE,

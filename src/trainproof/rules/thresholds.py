@@ -337,6 +337,22 @@ class Thresholds:
         valid=FACTOR,
     )
     diverge_caused_regain: float = threshold(0.25, see="diverge_caused_ratio", unit="ratio", valid=SHARE)
+    diverge_new_rate: float = threshold(
+        10.0,
+        "A learning rate that climbs to 10x the highest rate the run held before the climb, its "
+        "warm-up's peak included, is a rate no schedule of the run set: a typo in a resumed run's "
+        "rate, a scheduler stepped with the wrong argument. A run retuned on purpose raises its "
+        "rate 2-3x (a resume given a larger rate, a batch size doubled with the rate scaled "
+        "linearly or by its square root). After such a climb a held rise of diverge_caused_ratio "
+        "past the noise counts as a divergence once it gives back diverge_new_rate_regain (10%) of "
+        "the fall, twice the wiggle of a loss at its noise floor (floor_regain_share), instead of "
+        "diverge_caused_regain: a new user's run whose rate jumped 87x at mid-run (3.1e-5 -> 2.2e-3, "
+        "its peak 5e-5) held a loss 19% above its best, 20% of its fall, for the other half of the "
+        "run, at 5% point noise over 2,000 points, and PASSed.",
+        unit="ratio",
+        valid=FACTOR,
+    )
+    diverge_new_rate_regain: float = threshold(0.1, see="diverge_new_rate", unit="ratio", valid=SHARE)
     blowup_ratio: float = threshold(
         10.0,
         "A run that ends in a blow-up has no end level to read: it is stopped (by hand, by a "
@@ -894,6 +910,20 @@ class Thresholds:
     )
     zero_mixed_share: float = threshold(0.1, see="negative_loss_tol", unit="share", valid=SHARE)
     zero_mixed_level: float = threshold(0.1, see="negative_loss_tol", unit="ratio", valid=SHARE)
+    zero_margin_tail: float = threshold(
+        0.3,
+        "Exact zeros that continue the loss's own low tail are a margin loss's, not a bug's: a "
+        "batch mean of max(0, 1 - margin) is 0 when every example meets the margin and just above "
+        "0 when one does not, so its positive values run down toward 0 (simulated hinge batches of "
+        "4 to 64 examples with 10-90% of them at 0: the 10th percentile of the positive batch "
+        "means is 0.15-0.25 of their median; a new user's real linear SVM, batch 8, 34 zeros in "
+        "200 logs: 0.20). Zeros that replace an ordinary loss (masked or empty batches) leave the "
+        "positives at their level: under log-normal batch noise of sigma the ratio is "
+        "exp(-1.28 sigma), 0.3 only at sigma 0.94 (a loss whose batches scatter 2.6x). The ratio "
+        "is taken against a running median of 9 positives, so a falling level does not widen it.",
+        unit="ratio",
+        valid=SHARE,
+    )
 
     # --- eval loss worse together with the train loss ---------------------------------------
     eval_diverge_min_evals: int = threshold(
@@ -1023,6 +1053,20 @@ class Thresholds:
         "or 2^32): there, gradients clipped after unscale_ at any bar of 0.1 or more give a "
         "norm times the scale of at least 102, above clip_unscale_max_product, so the two "
         "orders cannot be confused. A scaler that fell lower is left alone.",
+        unit="ratio",
+        valid=FACTOR,
+    )
+    grad_jump_ratio: float = threshold(
+        10.0,
+        "A gradient norm whose level jumps 10x (medians of fiftieths of the run, its first tenth "
+        "left out: a norm falls fast from the initialisation) and holds: every later fiftieth at "
+        "least sqrt(10) above the level before, for at least a tenth of the run, with at least "
+        "half the jump between two neighbouring fiftieths. Measured on the 84 logs of the corpus "
+        "that log a gradient norm: the largest such level shift of a healthy run is 3.2x (an SFT "
+        "run's norm rising with its epochs), held at most 1.1x; a batch-1 run's bimodal norm "
+        "jumps 39x but does not hold (0.22x). A loss multiplied by a constant (a reduction of "
+        "'sum' for 'mean', a scale applied twice) or a term with large gradients added moves it "
+        "by the factor at once; with clipping on, the loss may not show it.",
         unit="ratio",
         valid=FACTOR,
     )

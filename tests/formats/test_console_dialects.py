@@ -779,6 +779,23 @@ def ignite_progress_bar() -> tuple[list[Unit], list]:
     return units, want
 
 
+def deepspeed_engine() -> tuple[list[Unit], list]:
+    """DeepSpeed's engine every ``steps_per_print``: its ``log_dist`` line, then ``steps: N
+    loss: … iter time (s): … samples/sec: …``, whose opening ``steps`` counts the steps."""
+    units, want = [], []
+    for k in range(1, 6):
+        loss = round(6.0 - k / 10, 4)
+        units.append(
+            [
+                f"[2023-06-01 10:00:{k:02d},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={10 * k}, skipped=0, "
+                "lr=[0.0001], mom=[(0.9, 0.999)]\n",
+                f"steps: {10 * k} loss: {loss:.4f} iter time (s): 0.320 samples/sec: 400.123\n",
+            ]
+        )
+        want.append((10 * k, {"loss": loss, "samples_sec": 400.123}))
+    return units, want
+
+
 def sklearn_mlp_early_stopping() -> tuple[list[Unit], list]:
     """scikit-learn's MLPClassifier(verbose=True, early_stopping=True): ``Iteration n, loss =
     …`` then ``Validation score: …`` (the held-out accuracy) with no step, which joins it."""
@@ -1185,6 +1202,7 @@ DIALECTS = {
         sklearn_partial_fit,
         held_out_line_after_a_step,
         sklearn_mlp_early_stopping,
+        deepspeed_engine,
         olmo,
         composer,
         epoch_step_loss,

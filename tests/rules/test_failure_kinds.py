@@ -1059,6 +1059,23 @@ def test_a_frozen_loss_is_read_at_its_loggers_precision(n, value, noise):
         assert "TP-LOSS-FROZEN" not in ids(judge_runlog(run_of(loss=coarse, lr=np.full(n, 1e-3))))
 
 
+@pytest.mark.parametrize("decimals,n", [(4, 200), (4, 400), (4, 1000)])
+def test_a_full_batch_fit_converged_below_the_printed_digits_is_no_frozen_model(decimals, n):
+    # A real full-batch logistic regression (Adam, lr 0.05 live): 0.679 -> 0.39484, still
+    # moving in its 6th digit, printed at 4 decimals reads 0.3948 for its last 149 logs and
+    # FAILed TP-LOSS-FROZEN. Its printed values approach the frozen one in one direction by
+    # changes that shrink to the last printed digit: a fit converged below the print.
+    t = np.arange(n)
+    true = 0.39484 + 0.284 * np.exp(-t / (n / 12))
+    loss = np.round(true, decimals)
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 0.05)))
+    assert "TP-LOSS-FROZEN" not in ids(rep) and "TP-FROZEN-AFTER-LEARNING" in ids(rep), ids(rep)
+    # A model that stops being updated mid-stride (its loss still falling many printed steps
+    # a log) freezes to the bit under a live rate: the FAIL.
+    stopped = np.round(np.where(t < n // 3, 0.4 + 0.3 * (1 - t / n), 0.4 + 0.3 * (1 - (n // 3) / n)), decimals)
+    assert "TP-LOSS-FROZEN" in ids(judge_runlog(run_of(loss=stopped, lr=np.full(n, 0.05))))
+
+
 @pytest.mark.parametrize("n", [8, 10, 30])
 def test_an_eval_loss_frozen_in_a_log_of_evaluations_alone_is_frozen(n):
     # accelerate's run_clm_no_trainer prints only its evaluations: at lr 0 the eval loss is

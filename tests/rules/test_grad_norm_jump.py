@@ -64,6 +64,22 @@ def test_healthy_norms_do_not_warn(n, sigma):
         assert "TP-GRAD-NORM-JUMP" not in judge_runlog(run_of(loss=loss, grad_norm=g)).ids()
 
 
+def test_a_norm_logged_scaled_that_moves_with_its_loss_scale_does_not_warn():
+    # A helper's fp16 run logging the scaled norm: an overflow burst halves the scale 12
+    # times (65536 -> 16), which then doubles every 500 steps back to 65536.
+    n = 200
+    steps = np.arange(1, n + 1) * 100.0
+    scale = np.full(n, 65536.0)
+    burst = (steps >= 6000) & (steps < 12000)
+    scale[burst] = 16.0 * 2.0 ** np.floor((steps[burst] - 6000) / 500)
+    loss, g = _norms(n, 0.1, 5)
+    true = g * 0.07
+    rep = judge_runlog(run_of(loss=loss, grad_norm=true * scale, loss_scale=scale))
+    assert "TP-GRAD-NORM-JUMP" not in rep.ids(), rep.ids()
+    # Without the scale logged, the norm is back at the level it held before the burst.
+    assert "TP-GRAD-NORM-JUMP" not in judge_runlog(run_of(loss=loss, grad_norm=true * scale)).ids()
+
+
 def test_a_bimodal_batch_one_norm_does_not_warn():
     # batch size 1: the norm alternates between two levels 40x apart, step by step
     rng = np.random.default_rng(0)

@@ -110,6 +110,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "re:lr-.+",  # Lightning LearningRateMonitor: lr-<OptimizerName>
         "charts/learning_rate",  # CleanRL
         "optim0_lr0",  # ESPnet2: its first optimizer's first parameter group
+        "x/lr0",  # YOLOv5 and YOLOv8.0 results.csv: x/lr0..x/lr2, one per parameter group
         "lr_model",  # SpeechBrain recipes: lr_<module> per optimizer; "model" is the main one
         # RLlib's learner statistics, nested under the policy's name: the old API's
         # cur_lr, the new API's rate of its default optimizer.

@@ -660,6 +660,16 @@ def _parse(line: str) -> _Parsed | None:
     epoch_end = 0
     for pr in pairs:
         kind = pr.kind
+        if (
+            kind is None
+            and pr is pairs[0]
+            and pr.key == "steps"
+            and pr.value.is_integer()
+            and not line[: pr.start].strip()
+        ):
+            # DeepSpeed's engine prints ``steps: 10 loss: 6.0157 iter time (s): …``: a line that
+            # opens with "steps" counts them (elsewhere "Total steps: 1000" is a count)
+            kind = "counter"
         if kind == "global":
             if p.glob is None or pr.key in _GLOBAL_FIRST:
                 p.glob = pr.value

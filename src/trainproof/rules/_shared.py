@@ -22,6 +22,7 @@ from ._stats import (
     noise_sigma,
     smoothing_block,
     t_quantile,
+    window_medians,
 )
 
 
@@ -216,6 +217,23 @@ def trailing_zero_run(v: np.ndarray, min_points: int) -> tuple[int, float, float
     return onset, float(median(pos[:3])), float(median(tail))
 
 
+#: How many positive losses the running level of :func:`zeros_continue_the_tail` spans.
+TAIL_WINDOW = 9
+
+
+def zeros_continue_the_tail(pos: np.ndarray, bar: float) -> bool:
+    """Whether positive losses ``pos`` (shape ``(n,)``, in log order) run down toward 0: the
+    10th percentile of each against the median of the :data:`TAIL_WINDOW` around it is at
+    most ``bar`` (a margin loss's batch means; see ``thresholds.zero_margin_tail``). Too
+    few positives for a running level: ``False``."""
+    if pos.size < TAIL_WINDOW:
+        return False
+    level = window_medians(pos, TAIL_WINDOW)
+    half = TAIL_WINDOW // 2
+    ratio = pos[half : half + level.size] / level
+    return float(np.percentile(ratio, 10)) <= bar
+
+
 def zero_loss_fitted(ctx) -> dict | None:
     """The train loss ends on at least ``zero_min_points`` exact zeros after positive
     values, the last of which (median of up to 3) are at most ``zero_fitted_abs`` and at
@@ -251,7 +269,16 @@ def zero_loss_fitted(ctx) -> dict | None:
             # (TP-ZERO-LOSS-MIXED's zero_mixed_level).
             first = int(np.argmax(zero))
             mid = v[first:onset][v[first:onset] > 0]
-            if first >= onset or not mid.size or float(median(mid)) >= th.zero_mixed_level * start:
+            if first >= onset or not mid.size:
+                return None
+            # The start is the first positive loss when it stands higher than the median of
+            # the first three: a margin loss on an easy task leaves its start within its
+            # first logs (a triplet loss at 0.209, then 0.004 by its second step). Or the
+            # positives among the zeros run down toward 0 (a margin loss's batch means).
+            ref = max(start, float(v[v > 0][0]))
+            if float(median(mid)) >= th.zero_mixed_level * ref and not zeros_continue_the_tail(
+                mid, th.zero_margin_tail
+            ):
                 return None
             # ... on a real share of the batches: a margin met batch after batch, not three
             # stray masked batches in a thousand
@@ -283,11 +310,18 @@ KL_WEIGHT_WORDS = frozenset(
 #: ``weight_decay`` is no such weight: AdamW's decoupled decay is not part of the loss.
 PENALTY_WORDS = frozenset({"reg", "l2", "penalty", "regularization", "regularisation", "regularizer"})
 #: Words of a key that logs which data the loss is measured on: a curriculum's stage or
-#: difficulty. Not
-#: a "phase" (a scheduler's warm-up/stable/decay phase says nothing of the data) and not
-#: an example size (a longer context or a larger image lowers the loss; it cannot explain
-#: a rise).
+#: difficulty. Not a "phase" (a scheduler's warm-up/stable/decay phase says nothing of the
+#: data).
 STAGE_WORDS = frozenset({"stage", "curriculum", "difficulty"})
+#: Words of a key that logs the size of the examples (``seq_len``, ``max_seq_length``,
+#: ``context_length``, ``image_size``, ``resolution``): one of :data:`EXAMPLE_WORDS` with
+#: one of :data:`SIZE_WORDS`, or ``resolution``. A size that grew after the best level,
+#: with the loss falling again after it (:func:`_fell_after`), explains a rise: a loss
+#: summed over each sequence grows with its length (128 -> 512 tokens: 1.67 -> 6.79), and
+#: positions or scales the model never saw are harder at first. A loss that climbs on
+#: after the size grew is a divergence (longer sequences destabilise training too).
+EXAMPLE_WORDS = frozenset({"seq", "sequence", "context", "ctx", "block", "image", "img", "crop", "input"})
+SIZE_WORDS = frozenset({"len", "length", "size", "res", "resolution"})
 #: Words of a key that logs the noise a curriculum adds to the data (a denoiser's
 #: ``sigma``, a ``noise_level``): a schedule only where it never falls (a learned noise
 #: scale wobbles), read by :func:`objective_schedule`. Not a gradient's noise scale.
@@ -347,14 +381,16 @@ def objective_schedule(ctx, best_step: float) -> str | None:
     """A logged schedule of the objective that moved after ``best_step``: a loss-term
     weight (:data:`OBJECTIVE_WEIGHT_WORDS`, a KL weight) or a noise level that a
     curriculum adds to the data (:data:`NOISE_WORDS`, never falling over the run) that
-    climbed at least ``objective_weight_rise`` times (or from 0), or a stage
-    (:data:`STAGE_WORDS`) that took another value."""
+    climbed at least ``objective_weight_rise`` times (or from 0), a stage
+    (:data:`STAGE_WORDS`) that took another value, or an example size (:data:`SIZE_WORDS`
+    of :data:`EXAMPLE_WORDS`) that grew."""
     for name, series in ctx.run.series.items():
         if name in _NOT_OBJECTIVE_SCHEDULES:
             continue
         w = set(words(series.key or name))
         weight = bool(w & OBJECTIVE_WEIGHT_WORDS) or bool(w & ({"kl", "kld"} | PENALTY_WORDS) and w & KL_WEIGHT_WORDS)
-        stage = bool(w & STAGE_WORDS) and not w & _SCHEDULE_WORDS
+        size = bool(w & EXAMPLE_WORDS and w & SIZE_WORDS) or "resolution" in w
+        stage = (bool(w & STAGE_WORDS) or size) and not w & _SCHEDULE_WORDS
         noise = bool(w & NOISE_WORDS) and not w & _MEASURED_NOISE_WORDS
         if not (weight or stage or noise):
             continue
@@ -380,13 +416,35 @@ def objective_schedule(ctx, best_step: float) -> str | None:
                     f"the loss weight {series.key or name} climbed from {num(ref)} at the best level's step to "
                     f"{num(top)} after it: the loss weighs its terms differently"
                 )
-        elif np.any(after != ref):
+        elif _grew_and_was_learned(ctx, f, best_step, ref) if size else np.any(after != ref):
             later = float(after[np.flatnonzero(after != ref)[0]])
             return (
                 f"{series.key or name} went from {num(ref)} at the best level's step to {num(later)} after it: "
                 "the loss is measured on other data"
             )
     return _added_loss_term(ctx, best_step) or _implied_kl_weight(ctx, best_step)
+
+
+def _grew_and_was_learned(ctx, f, best_step: float, ref: float) -> bool:
+    """Whether the example size ``f`` (a finite series) grew above ``ref`` after
+    ``best_step`` and the train loss fell after it grew (:func:`_fell_after`)."""
+    later = f.steps > best_step
+    grew = np.flatnonzero(f.values[later] > ref)
+    return bool(grew.size) and _fell_after(ctx, float(f.steps[later][grew[0]]))
+
+
+def _fell_after(ctx, at_step: float) -> bool:
+    """Whether the train loss fell after ``at_step`` (where the examples grew): the median of
+    its last tenth (3 points at least) below the median of its first such share from that
+    step on. Longer sequences or larger images raise the loss at first (positions or scales
+    the model never saw, a loss summed over a longer sequence) and the model then learns
+    them; a divergence that happens to start there does not come down."""
+    loss = ctx.finite("loss")
+    v = loss.values[loss.steps > at_step]
+    k = max(3, v.size // 10)
+    if v.size < 2 * k:
+        return False
+    return float(median(v[-k:])) < float(median(v[:k]))
 
 
 def _added_loss_term(ctx, best_step: float) -> str | None:

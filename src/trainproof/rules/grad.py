@@ -308,7 +308,8 @@ def grad_norm_jump(steps: np.ndarray, values: np.ndarray, ratio: float) -> dict 
     every block after it is at least ``sqrt(ratio)`` above the level before (held to the
     end), at least a tenth of the blocks (2 at least) follow it, and at
     least half of the jump (on the log scale) is made within two neighbouring blocks (a
-    jump, not a slow climb). Returns ``{"step", "before", "after", "ratio", "line_index"}``
+    jump, not a slow climb), and no block before it stood within ``sqrt(ratio)`` of the
+    level after (a return to a level the norm held is no jump). Returns ``{"step", "before", "after", "ratio", "line_index"}``
     (levels as norms; ``line_index`` the first point of the block after the jump) or
     ``None``; fewer than 20 usable points give ``None``."""
     ok = np.isfinite(values) & (values > 0)
@@ -337,6 +338,11 @@ def grad_norm_jump(steps: np.ndarray, values: np.ndarray, ratio: float) -> dict 
     sharp = max(meds[b] - meds[max(0, b - 2)], meds[min(nb - 1, b + 1)] - meds[b - 1])
     if sharp < 0.5 * gap:
         return None
+    # back to a level the norm held before (after its first tenth): a return, not a jump
+    # (a loss scaler regrowing to its scale before an overflow burst, with the norm logged
+    # scaled)
+    if float(np.max(meds[:b])) >= lo + gap - 0.5 * math.log(ratio):
+        return None
     first = start + b * block
     return {
         "step": float(st[first]),
@@ -361,8 +367,10 @@ def grad_norm_jump(steps: np.ndarray, values: np.ndarray, ratio: float) -> dict 
         "log scale) jumps at least {grad_jump_ratio:g}x between the blocks before a point and the blocks after "
         "it, every block after it stays at least the square root of that above the level before (held to the "
         "end, over at least a tenth of the blocks), and at least half of the jump happens between two "
-        "neighbouring blocks: a jump, not a slow climb. Not when a logged schedule of the objective moved there "
-        "(a loss weight, a curriculum stage, a loss term first logged: TP-OBJECTIVE-CHANGED's reading)."
+        "neighbouring blocks: a jump, not a slow climb; and no block before it stood that close to the level after "
+        "(a return to a level the norm held is no jump). Not when a logged schedule of the objective moved there "
+        "(a loss weight, a curriculum stage, a loss term first logged: TP-OBJECTIVE-CHANGED's reading), nor when a "
+        "logged loss scale rose with it (a norm logged before unscaling)."
     ),
     why=(
         "The gradient norm of a healthy run moves slowly after its first steps; a level that jumps tenfold at "
@@ -395,6 +403,12 @@ def check_grad_norm_jump(ctx):
     before = g.steps[g.steps < j["step"]]
     if before.size and objective_schedule(ctx, float(before[-1])) is not None:
         return
+    # A norm logged before unscaling moves with a loss scale that moved there.
+    if ctx.has("loss_scale"):
+        ls = ctx.finite("loss_scale")
+        lo, hi = ls.values[ls.steps < j["step"]], ls.values[ls.steps >= j["step"]]
+        if lo.size and hi.size and float(median(hi)) >= math.sqrt(ctx.th.grad_jump_ratio) * float(median(lo)):
+            return
     i = j["line_index"]
     yield ctx.finding(
         f"the gradient norm jumped {times(j['ratio'], 0)} at step {step(j['step'])} and stayed there",

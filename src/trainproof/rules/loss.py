@@ -25,6 +25,7 @@ from ._shared import (
     trainable_tensors,
     trained_group_rate,
     zero_loss_fitted,
+    zeros_continue_the_tail,
 )
 from ._stats import (
     ar1_inflation,
@@ -384,8 +385,10 @@ def check_zero_loss_mixed(ctx):
     v = s.values
     zero = v == 0
     count = int(zero.sum())
-    if count < th.zero_min_points or count < th.zero_mixed_share * v.size or zero.all() or zero[-1]:
+    if count < th.zero_min_points or count < th.zero_mixed_share * v.size or zero.all():
         return
+    if trailing_zero_run(v, th.zero_min_points) is not None:
+        return  # a run that ends on zeros: TP-ZERO-LOSS-ONSET's (one last zero is still a mix)
     if margin_objective(ctx.run):
         return  # a margin loss is exactly 0 on every batch whose examples all meet the margin
     first_zero = int(np.argmax(zero))
@@ -401,7 +404,7 @@ def check_zero_loss_mixed(ctx):
         # positives at float precision are no ordinary level: a batch mean that small is
         # exactly 0 whenever every example of the batch is fitted (an easy task, small batches)
         return
-    if _zeros_continue_the_tail(pos, th.zero_margin_tail):
+    if zeros_continue_the_tail(pos, th.zero_margin_tail):
         return  # a margin loss under another name (thresholds.zero_margin_tail)
     at = s.steps[zero]
     shown = ", ".join(step(x) for x in at[:8]) + (" …" if at.size > 8 else "")
@@ -421,23 +424,6 @@ def check_zero_loss_mixed(ctx):
         step=at[0],
         line=s.lines[first_zero],
     )
-
-
-#: How many positive losses the running level of :func:`_zeros_continue_the_tail` spans.
-_TAIL_WINDOW = 9
-
-
-def _zeros_continue_the_tail(pos: np.ndarray, bar: float) -> bool:
-    """Whether positive losses ``pos`` (shape ``(n,)``, in log order) run down toward 0: the
-    10th percentile of each against the median of the :data:`_TAIL_WINDOW` around it is at
-    most ``bar`` (a margin loss's batch means; see ``thresholds.zero_margin_tail``). Too
-    few positives for a running level: ``False``."""
-    if pos.size < _TAIL_WINDOW:
-        return False
-    level = window_medians(pos, _TAIL_WINDOW)
-    half = _TAIL_WINDOW // 2
-    ratio = pos[half : half + level.size] / level
-    return float(np.percentile(ratio, 10)) <= bar
 
 
 #: Words in a loss key that name an objective that cannot be negative: cross-entropy
@@ -1085,6 +1071,34 @@ def _converged_decades(ctx, s, start: int) -> float | None:
     return decades if decades >= ctx.th.frozen_fall_log10 else None
 
 
+#: How many printed values before a frozen stretch :func:`_converged_at_print` reads, and
+#: how many of the printer's steps its last change may be.
+CONVERGED_APPROACH_POINTS = 10
+CONVERGED_LAST_STEPS = 2
+
+
+def _converged_at_print(s, start: int) -> float | None:
+    """The decades the series ``s`` (finite) fell from its first value, when it froze at
+    index ``start`` only at its logger's printed precision: its values are whole multiples
+    of a decimal step (:func:`rounding_step`: a console's ``%.4f``, Keras's progress line),
+    the last :data:`CONVERGED_APPROACH_POINTS` values up to the frozen one change in one
+    direction only, and the last change is at most :data:`CONVERGED_LAST_STEPS` steps: a
+    full-batch fit whose loss still moves below the printed digits (0.3952, 0.3950, 0.3949,
+    0.3948, 0.3948, …). A loss on fresh batches does not approach its value monotonically,
+    and a model that stops being updated stops mid-stride. ``None`` otherwise."""
+    v = s.values
+    step_ = rounding_step(v[: start + 1])
+    if step_ is None or start < 3 or not (v[0] > 0 and v[-1] > 0):
+        return None
+    d = np.diff(v[max(0, start - CONVERGED_APPROACH_POINTS) : start + 1])
+    moved = d[d != 0]
+    if not moved.size or not (np.all(moved < 0) or np.all(moved > 0)):
+        return None
+    if abs(float(moved[-1])) > CONVERGED_LAST_STEPS * step_ * (1 + 1e-9):
+        return None
+    return math.log10(float(v[0]) / float(v[-1]))
+
+
 def _frozen_after_learning(ctx) -> tuple | None:
     """``(stretch, decay, decades)`` when a frozen stretch (:func:`frozen_stretch`) came
     after the run learned (its value more than ``dead_min_improvement`` below the series'
@@ -1094,9 +1108,10 @@ def _frozen_after_learning(ctx) -> tuple | None:
     frozen series is the eval loss
     in a log without a learning rate (on a fixed set it stops moving whenever the weights
     do, and such a log cannot say why they did; ``decay`` and ``decades`` ``None`` then).
-    ``None`` otherwise: a train loss on fresh batches that repeats to the bit without a
-    decayed rate depends on neither, and a frozen loss under a live logged rate is a model
-    no longer updated."""
+    A fit that converged below the printed digits (:func:`_converged_at_print`) counts as
+    a converged full-batch fit. ``None`` otherwise: a train loss on fresh batches that
+    repeats to the bit without a decayed rate depends on neither, and a frozen loss under a
+    live logged rate is a model no longer updated."""
     fr = frozen_stretch(ctx)
     if fr is None:
         return None
@@ -1106,6 +1121,8 @@ def _frozen_after_learning(ctx) -> tuple | None:
         return None
     decay = lr_decayed_under(ctx, float(s.steps[start]))
     decades = None if decay is not None else _converged_decades(ctx, s, start)
+    if decay is None and decades is None:
+        decades = _converged_at_print(s, start)
     # A live logged rate under a frozen loss is a model that stopped being updated
     # (optimizer.step() skipped, requires_grad turned off): the FAIL, eval loss or not,
     # unless a full-batch fit converged first.
@@ -1194,9 +1211,15 @@ def check_frozen_after_learning(ctx):
         why = f"every logged learning rate from there is at most {num(decay[0])}, down from a peak of {num(decay[1])}"
     elif decades is not None:
         why = f"it had fallen {decades:.1f} decades from its first value {num(v[0])}"
-        if ctx.has("grad_norm"):
-            why += f" and the logged gradient norm froze with it at {num(ctx.finite('grad_norm').values[-1])}"
-        why += ": an optimizer converged to its precision on a full batch"
+        if _converged_at_print(s, start) is not None:
+            why += (
+                " by changes that shrank to the last digit the log prints: a fit that converged below the printed "
+                "precision on a full batch"
+            )
+        else:
+            if ctx.has("grad_norm"):
+                why += f" and the logged gradient norm froze with it at {num(ctx.finite('grad_norm').values[-1])}"
+            why += ": an optimizer converged to its precision on a full batch"
     else:
         why = "the log has no learning rate to say whether a schedule decayed it to about zero"
     yield ctx.finding(
@@ -3297,6 +3320,7 @@ def check_frozen_predictions(ctx):
         "vanish_ratio",
         "live_zero_update_ratio_log10",
         "model_checks",
+        "objective_weight_rise",
     ],
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
@@ -3330,6 +3354,10 @@ def check_loss_stalled(ctx):
         if st["alive"]:
             evidence += f" The optimizer is alive: {st['alive']}."
     elif st.get("rose"):
+        if objective_schedule(ctx, float(s.steps[0])) is not None:
+            # what the loss measures changed during the run (a stage, a weight, a term
+            # added): its end is not comparable with its start (TP-OBJECTIVE-CHANGED's)
+            return
         message = f"loss made no progress: it {change}"
         evidence += " A loss that rose is not a dead run; the divergence rules judge how far it rose."
     else:

@@ -1174,7 +1174,14 @@ def _loss_stops_in_columns(mapping: dict, series: dict[str, Series]) -> tuple[st
     stop_step = float(loss.steps.max())
     gaps = np.diff(np.unique(loss.steps))
     bound = max(4 * float(np.median(gaps)), float(gaps.max())) if gaps.size else 0.0
-    rest = [x.steps[x.steps > stop_step] for name, x in series.items() if name != "loss"]
+    # Tags of another cadence count on another axis: Keras's TensorBoard callback writes
+    # epoch_loss at epochs 0..19 and batch_loss at batches 0..1999 in the same file.
+    own = _axis_word(str(m["source"]))
+    rest = [
+        x.steps[x.steps > stop_step]
+        for name, x in series.items()
+        if name != "loss" and not (own and _axis_word(x.key or name) not in (None, own))
+    ]
     later = np.unique(np.concatenate(rest)) if rest else np.empty(0)
     if later.size < 3 or float(later[-1]) - stop_step <= bound:
         return None
@@ -1194,6 +1201,17 @@ def _loss_stops_in_columns(mapping: dict, series: dict[str, Series]) -> tuple[st
         "last_step": float(later[-1]),
     }
     return note, data
+
+
+def _axis_word(key: str) -> str | None:
+    """``"epoch"`` or ``"step"`` when a key's words name the cadence it is logged at
+    (``epoch_loss``; ``batch_loss``, ``train_loss_step``), else ``None``."""
+    ws = set(aliases.words(key))
+    if ws & aliases.key_words("epoch"):
+        return "epoch"
+    if ws & aliases.key_words("step"):
+        return "step"
+    return None
 
 
 def _unique_indices(idx: np.ndarray) -> np.ndarray:

@@ -149,6 +149,20 @@ def test_a_loss_that_stops_while_other_tags_go_on_is_told(tmp_path: Path, stop: 
     assert "TP-LOSS-STOPPED" not in judge(write_torch(tmp_path / "summary", summary)).ids()
 
 
+def test_tags_of_another_cadence_are_no_log_going_on_without_the_loss(tmp_path: Path) -> None:
+    # Keras's TensorBoard callback with update_freq="batch": epoch_loss at epochs 0..19 and
+    # batch_loss / batch_accuracy at batches 0..1999 of the same file; the loss read is the
+    # epoch's, and the batch tags count on another axis.
+    scalars = []
+    for e in range(20):
+        scalars += [("batch_loss", 2.0 * 0.999 ** (100 * e + b) + 0.3, 100 * e + b) for b in range(0, 100, 10)]
+        scalars += [("batch_accuracy", 0.5, 100 * e + b) for b in range(0, 100, 10)]
+        scalars += [("epoch_loss", 2.0 * 0.999 ** (100 * e + 50) + 0.3, e), ("epoch_learning_rate", 1e-3, e)]
+    rep = judge(write_torch(tmp_path / "keras", scalars))
+    assert rep.mapping["loss"]["source"] == "epoch_loss"
+    assert "TP-LOSS-STOPPED" not in rep.ids()
+
+
 def test_torch_new_style_tensor_scalars(tmp_path: Path) -> None:
     p = write_torch(tmp_path, [("loss", 1.1, 1), ("loss", 0.9, 2), ("loss", 0.123456789, 3)], new_style=True)
     run = read_runlog(p)

@@ -1059,6 +1059,22 @@ def test_a_frozen_loss_is_read_at_its_loggers_precision(n, value, noise):
         assert "TP-LOSS-FROZEN" not in ids(judge_runlog(run_of(loss=coarse, lr=np.full(n, 1e-3))))
 
 
+@pytest.mark.parametrize("decimals", [4, 6])
+def test_a_gradient_norm_rounded_to_zero_after_it_vanished_is_no_cut_graph(decimals):
+    # A helper's full-batch logistic regression logged its norm at 6 decimals: 0.32 down to
+    # 1e-06, then 0.0 for the last 82 logs: TP-ZERO-GRAD-ONSET FAILed a converged fit.
+    n = 300
+    t = np.arange(n)
+    loss = np.round(0.39484 + 0.284 * np.exp(-t / 25), 4)
+    gn = np.round(0.32 * np.exp(-t / 12), decimals)
+    assert gn[-1] == 0 and gn[0] > 0
+    assert "TP-ZERO-GRAD-ONSET" not in ids(judge_runlog(run_of(loss=loss, grad_norm=gn, lr=np.full(n, 0.05))))
+    # A norm at its ordinary level that drops to 0 while the loss holds: a graph cut off.
+    cut = np.where(t < 200, np.round(0.3 + 0.01 * np.sin(t), decimals), 0.0)
+    flat = np.where(t < 200, loss, loss[199])
+    assert "TP-ZERO-GRAD-ONSET" in ids(judge_runlog(run_of(loss=flat, grad_norm=cut, lr=np.full(n, 0.05))))
+
+
 @pytest.mark.parametrize("decimals,n", [(4, 200), (4, 400), (4, 1000)])
 def test_a_full_batch_fit_converged_below_the_printed_digits_is_no_frozen_model(decimals, n):
     # A real full-batch logistic regression (Adam, lr 0.05 live): 0.679 -> 0.39484, still

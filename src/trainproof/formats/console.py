@@ -1153,7 +1153,7 @@ class _Machine:
         self.nb_loss: str | None = None  # that table's training loss cell in the row before
         # The loss running average of the last ProgressMeter validation line (see _meter_eval).
         self.meter_loss: float | None = None
-        # A test-split line with no step, held until training goes on after it (see _test_line).
+        # A test-split line with no step, held until training goes on after it (see _join_test).
         self.test_pending: tuple[float | None, dict[str, float]] | None = None
         self.tests_joined = 0  # test lines joined to the train step before them
 

@@ -9,7 +9,7 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, step, times
 from ._shared import margin_objective, objective_schedule, zero_loss_fitted
-from ._stats import block_medians, common_steps, improvement, median, runs_of, window_medians_at
+from ._stats import block_medians, common_steps, improvement, median, rounding_step, runs_of, window_medians_at
 from .registry import Need, rule
 
 
@@ -150,13 +150,27 @@ def check_zero_grad(ctx):
     )
 
 
+def _norm_rounded_away(before: np.ndarray, share: float) -> bool:
+    """Whether a gradient norm that ends on exact zeros was rounded to 0 by its logger
+    after it vanished: its values ``before`` the zeros (shape ``(n,)``) are whole multiples
+    of a decimal step (:func:`~trainproof.rules._stats.rounding_step`), the last of them is
+    at most 2 such steps and at most ``share`` of its start (the largest of the first 3): a
+    full-batch fit whose gradient shrank to 1e-06 and then printed as 0.0 at 6 decimals,
+    not a graph cut at an ordinary norm."""
+    pos = before[before > 0]
+    step_ = rounding_step(before)
+    if step_ is None or pos.size < 3:
+        return False
+    return float(pos[-1]) <= 2 * step_ * (1 + 1e-9) and float(pos[-1]) <= share * float(np.max(pos[:3]))
+
+
 @rule(
     "TP-ZERO-GRAD-ONSET",
     Level.FAIL,
     "zero",
     "the gradient norm was positive, then exactly 0.0 to the end, and the loss stopped moving",
     needs=[Need("grad_norm", "zero_min_points"), Need("loss", 2)],
-    thresholds=["zero_min_points", "dead_window", "dead_min_improvement", "zero_fitted_share"],
+    thresholds=["zero_min_points", "dead_window", "dead_min_improvement", "zero_fitted_share", "frozen_grad_share"],
     implies=(
         "TP-DEAD-RUN",
         "TP-FLAT",
@@ -169,7 +183,7 @@ def check_zero_grad(ctx):
     least_evidence="At least {zero_min_points} trailing norms exactly 0.0 after positive ones, and the loss over that stretch not improving by {dead_min_improvement:.0%}.",
     detects="The gradient norm is positive earlier in the run and exactly 0.0 at every one of its last {zero_min_points} or more finite points, while the loss logged over that stretch did not improve by {dead_min_improvement:.0%} (median of its first vs its last points there, at least {dead_window} each when it has them).",
     why="From the first zero on the optimizer cannot change the weights: the rest of the run is wasted, and a run that learned first and froze later hides it from rules that read the whole run.",
-    not_mean="It does not fire on small but non-zero norms, nor when the loss keeps improving over the zero stretch (a logger that stopped computing the norm), nor on a margin loss (a key naming triplet, hinge or margin) that is exactly 0 over the stretch: every example meets its margin; nor on a loss fitted to float precision (TP-ZERO-LOSS-FITTED's, last positive values at {zero_fitted_share:g} of the start or below) that is exactly 0 over it.",
+    not_mean="It does not fire on small but non-zero norms, nor when the loss keeps improving over the zero stretch (a logger that stopped computing the norm), nor on a margin loss (a key naming triplet, hinge or margin) that is exactly 0 over the stretch: every example meets its margin; nor on a loss fitted to float precision (TP-ZERO-LOSS-FITTED's, last positive values at {zero_fitted_share:g} of the start or below) that is exactly 0 over it; nor on a norm its logger rounded to 0 after it vanished (written at a fixed number of decimals, its last value before the zeros at most 2 of those steps and at most {frozen_grad_share:g} of its start: a full-batch fit converged).",
     causes="Parameters frozen partway (a callback that sets requires_grad=False, an unfreezing schedule run backwards), the graph severed after a code path changes (a detach on a later epoch), every label masked from some batch on.",
     try_="Look at what changed at the onset step (callbacks, schedule, data); count the parameters with requires_grad=True and check the loss has a grad_fn after it.",
 )
@@ -181,6 +195,8 @@ def check_zero_grad_onset(ctx):
         return
     start = int(np.flatnonzero(~zero)[-1]) + 1
     if g.values.size - start < th.zero_min_points:
+        return
+    if _norm_rounded_away(g.values[:start], th.frozen_grad_share):
         return
     onset = float(g.steps[start])
     loss = ctx.finite("loss")

@@ -339,7 +339,25 @@ def test_epoch_line_without_a_loss_is_not_a_record(tmp_path: Path) -> None:
     p.write_text("Epoch 1/3 | Loss: 0.9\nEpoch 2/3 starting, lr: 0.01\nEpoch 2/3 | Loss: 0.8\n")
     run = read_runlog(p)
     assert run.records == 2
-    assert "lr" not in run.series
+    # its lr is the next record's: the same epoch, printed before that epoch's loss
+    assert run.get("lr").steps.tolist() == run.get("loss").steps.tolist()[1:]
+    assert run.get("lr").values.tolist() == [0.01]
+
+
+def test_values_printed_before_their_step_join_only_that_step(tmp_path: Path) -> None:
+    # DeepSpeed prints the step's learning rates (one per parameter group) on a line of
+    # their own before the line with its loss
+    lines = []
+    for s in (10, 20, 30):
+        lines.append(f"[Rank 0] step={s}, skipped=0, lr=[{s * 1e-6:.1e}, {s * 1e-6:.1e}], mom=[(0.9, 0.999)]")
+        lines.append(f"steps: {s} loss: {10 / s:.4f} iter time (s): 0.5")
+    lines.insert(4, "[Rank 0] step=25, skipped=0, lr=[9.9e-05, 9.9e-05], mom=[(0.9, 0.999)]")  # no loss at 25
+    p = tmp_path / "ds.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = read_runlog(p)
+    assert run.get("loss").steps.tolist() == [10, 20, 30]
+    assert run.get("lr").steps.tolist() == [10, 20, 30]
+    assert run.get("lr").values.tolist() == pytest.approx([1e-5, 2e-5, 3e-5])
 
 
 # --------------------------------------------------------------------------- not a training log

@@ -397,7 +397,7 @@ def deepspeed_cifar() -> tuple[list[Unit], list]:
     # its step counter, epochs from 0) neither step nor split the run, and their values at
     # the step just logged join its record.
     units, want = [], []
-    ds = {"skipped": 0.0, "running_avg_samples_per_sec": 3512.44, "curr_samples_per_sec": 3601.2}
+    ds = {"skipped": 0.0, "lr": 0.05, "running_avg_samples_per_sec": 3512.44, "curr_samples_per_sec": 3601.2}
     for e in (1, 2):
         for b in (20, 40, 60):
             loss = round(2.0 - e / 4 - b / 200, 3)
@@ -781,7 +781,8 @@ def ignite_progress_bar() -> tuple[list[Unit], list]:
 
 def deepspeed_engine() -> tuple[list[Unit], list]:
     """DeepSpeed's engine every ``steps_per_print``: its ``log_dist`` line, then ``steps: N
-    loss: … iter time (s): … samples/sec: …``, whose opening ``steps`` counts the steps."""
+    loss: … iter time (s): … samples/sec: …``, whose opening ``steps`` counts the steps;
+    the first line's values join the second's record."""
     units, want = [], []
     for k in range(1, 6):
         loss = round(6.0 - k / 10, 4)
@@ -792,7 +793,9 @@ def deepspeed_engine() -> tuple[list[Unit], list]:
                 f"steps: {10 * k} loss: {loss:.4f} iter time (s): 0.320 samples/sec: 400.123\n",
             ]
         )
-        want.append((10 * k, {"loss": loss, "samples_sec": 400.123}))
+        # the log_dist line's values (its learning rate, of the one parameter group) are
+        # the step's, printed before its loss
+        want.append((10 * k, {"skipped": 0.0, "lr": 0.0001, "loss": loss, "samples_sec": 400.123}))
     return units, want
 
 

@@ -259,7 +259,7 @@ def test_nan_and_infinity_tokens_are_values(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["None", "loss", True, False, None, [1.0], {"x": "y"}],
+    ["None", "loss", True, False, None, [1.0, 2.0], {"x": "y"}],
     ids=["none-string", "word", "true", "false", "null", "list", "dict-of-string"],
 )
 def test_non_numbers_are_absent_never_zero_or_one(tmp_path: Path, bad) -> None:

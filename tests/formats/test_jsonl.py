@@ -115,7 +115,9 @@ def test_lines_that_are_not_objects_are_skipped(tmp_path: Path, line: str) -> No
 # --------------------------------------------------------------------------- values
 
 
-@pytest.mark.parametrize("bad", [None, "None", "#N/A", "<NA>", "", "loss", True, False, [0.5], {}], ids=repr)
+@pytest.mark.parametrize(
+    "bad", [None, "None", "#N/A", "<NA>", "", "loss", True, False, [0.5, 0.4], [True], ["0.5"], [], {}], ids=repr
+)
 def test_non_numbers_are_absent(tmp_path: Path, bad) -> None:
     rows = [{"step": 1, "loss": 2.0}, {"step": 2, "loss": bad, "lr": 0.1}, {"step": 3, "loss": 1.0}]
     run = read_runlog(write_lines(tmp_path / "m.jsonl", dumps(rows)))
@@ -123,6 +125,29 @@ def test_non_numbers_are_absent(tmp_path: Path, bad) -> None:
     assert loss.steps.tolist() == [1, 3]
     assert loss.values.tolist() == [2.0, 1.0]
     assert run.get("lr").steps.tolist() == [2]
+
+
+def test_a_list_of_one_number_is_that_number(tmp_path: Path) -> None:
+    rows = [{"step": s, "loss": [1.0 / s], "lr": [1e-3]} for s in (1, 2, 3)]
+    run = read_runlog(write_lines(tmp_path / "m.jsonl", dumps(rows)))
+    assert run.get("loss").values.tolist() == [1.0, 0.5, 1.0 / 3]
+    assert run.get("lr").values.tolist() == [1e-3] * 3
+
+
+def test_a_list_of_learning_rates_is_one_rate_per_parameter_group(tmp_path: Path) -> None:
+    # scheduler.get_last_lr() of an optimiser with a backbone and a head group
+    rows = [{"step": s, "loss": 1.0 / s, "learning_rate": [1e-5 * s, 1e-4 * s]} for s in (1, 2, 3)]
+    run = read_runlog(write_lines(tmp_path / "m.jsonl", dumps(rows)))
+    assert run.get("lr").key == "learning_rate/group0"
+    assert run.get("lr").values.tolist() == pytest.approx([1e-5, 2e-5, 3e-5])
+    assert run.get("learning_rate/group1").values.tolist() == pytest.approx([1e-4, 2e-4, 3e-4])
+
+
+def test_a_list_of_several_numbers_under_another_name_is_absent(tmp_path: Path) -> None:
+    # per-environment returns: positions that name nothing the reader knows
+    rows = [{"step": s, "loss": 1.0 / s, "episode_rewards": [1.0, 2.0, 3.0]} for s in (1, 2)]
+    run = read_runlog(write_lines(tmp_path / "m.jsonl", dumps(rows)))
+    assert not any(k.startswith("episode_rewards") for k in run.series)
 
 
 def test_nan_and_infinity_are_values(tmp_path: Path) -> None:

@@ -48,6 +48,45 @@ JSON = _Decoder(parse_int=_int_or_float)
 #: two or three levels); they are left out instead of recursing without bound.
 MAX_DEPTH = 32
 
+#: A list of more numbers than this is no set of parameter-group learning rates (a
+#: model has a handful of groups; a list of thousands is data, not a metric).
+MAX_GROUPS = 64
+
+
+def _numbers(v: list) -> list[float] | None:
+    """The list's values as floats when every one is a plain number (no boolean, string
+    or null) and there are 1 to :data:`MAX_GROUPS` of them, else ``None``."""
+    if not v or len(v) > MAX_GROUPS:
+        return None
+    out = []
+    for x in v:
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            return None
+        try:
+            out.append(float(x))
+        except OverflowError:
+            out.append(float("inf") if x > 0 else float("-inf"))
+    return out
+
+
+def _list_values(key: str, v: list, out: dict) -> None:
+    """A list of numbers under ``key``: one number is that value (a scalar a logger
+    wrapped, ``scheduler.get_last_lr()`` of one group); several under a learning-rate
+    name are the rates of the optimiser's parameter groups, ``key/group0``,
+    ``key/group1``, … (the names a group's rate has when logged one per key). Any
+    other list is absent: its positions have no meaning the reader can name."""
+    xs = _numbers(v)
+    if xs is None:
+        return
+    if len(xs) == 1:
+        out[key] = xs[0]
+        return
+    from ..aliases.table import alias_rank
+
+    if alias_rank("lr", key) is not None:
+        for i, x in enumerate(xs):
+            out[f"{key}/group{i}"] = x
+
 
 #: The Windows C runtime's spellings of NaN and infinity (``printf`` before Visual Studio
 #: 2015 writes ``1.#QNAN0``, ``-1.#IND00``, ``1.#INF00``; the current one ``-nan(ind)``),
@@ -141,8 +180,10 @@ def flatten_numeric(
     ``int`` and ``float`` become ``float`` (NaN and ±Inf kept), and so does a string that
     holds a number (:func:`string_number`: ``"0.53"``, ``"nan"``, ``"tensor(0.53)"``). An
     object ``{"value": x}`` (a logger's wrapped scalar) is read as ``x`` under its own key.
-    Booleans, other strings, lists and nulls are absent: a non-number is never read as 0
-    or 1. Objects nested more than :data:`MAX_DEPTH` levels down are absent too.
+    A list of numbers is read by :func:`_list_values` (one number: its value; several under
+    a learning-rate name: one rate per parameter group). Booleans, other strings, other
+    lists and nulls are absent: a non-number is never read as 0 or 1. Objects nested more
+    than :data:`MAX_DEPTH` levels down are absent too.
 
     Args:
         holes: when given, the keys whose value is ``null`` or a missing-value word
@@ -172,6 +213,8 @@ def flatten_numeric(
                 out[key] = float(v)
             except OverflowError:  # an integer too large for a float
                 out[key] = float("inf") if v > 0 else float("-inf")
+        elif isinstance(v, list):
+            _list_values(key, v, out)
         elif isinstance(v, Mapping):
             if len(v) == 1 and "value" in v and not isinstance(v["value"], Mapping):
                 flatten_numeric({k: v["value"]}, prefix, out, depth + 1, holes)

@@ -193,8 +193,11 @@ _NUM = (
 _NAME_WORD = r"(?!(?i:nan|inf(?:inity)?)(?:\.0)?(?![\w.]))" + _WORD
 # Separators: ``\s*[:=|]\s*`` has one required character between its blank runs, so a long
 # blank run splits one way only; ``\s*\[\s*`` likewise; ``\s+`` alone is the third way.
+# ``=[`` / ``: [`` opens a printed Python list (``lr=[0.0001, 0.0001]``, one learning rate
+# per parameter group, as DeepSpeed and ``scheduler.get_last_lr()`` print them): its first
+# value is read (:func:`_pairs` leaves a counter opened so to the bracketed-step readers).
 _PAIR = re.compile(
-    rf"(?<![\w./-])(?P<name>{_WORD}(?: {_NAME_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|\s+)"
+    rf"(?<![\w./-])(?P<name>{_WORD}(?: {_NAME_WORD}){{0,5}})(?:\s*[:=|]\s*|\s*\[\s*|(?P<list>\s*[:=]\s*\[\s*)|\s+)"
     rf"(?:tensor\(\s*)?(?P<num>{_NUM})(?!\.?\d|,\d)(?P<unit>%|s(?![\w])|(?![\w]|:\d|-[A-Za-z]))(?:\s*/\s*(?P<tot>\d+)(?![\w.]))?"
 )
 #: The rest of a bracketed range after its first number (``-20]`` of ``Batch [10-20]``).
@@ -524,6 +527,8 @@ def _pairs(line: str) -> list[_Pair]:
             continue
         tot = m.group("tot")
         kind = _kind(m.group("name"), key)
+        if kind is not None and m.group("list") is not None:
+            continue  # ``Epoch: [0][ 10/5005]``: a bracketed counter, read by its own pattern
         end = m.end()
         if kind == "counter" and line.startswith("-", end):
             # a range of batches in brackets, MXNet's Speedometer ``Batch [10-20]``: the
@@ -1155,6 +1160,8 @@ class _Machine:
         self.meter_loss: float | None = None
         # A test-split line with no step, held until training goes on after it (see _join_test).
         self.test_pending: tuple[float | None, dict[str, float]] | None = None
+        # values of a step printed before its record (see feed), joined when it comes
+        self.ahead: tuple[float | None, dict[str, float]] | None = None
         self.tests_joined = 0  # test lines joined to the train step before them
 
     def _emit(self, step: float | None, values: dict[str, float], line: int, holes: tuple[str, ...] = ()) -> None:
@@ -1163,6 +1170,10 @@ class _Machine:
         # A held bar frame comes before any later record; lines that give none (warnings,
         # other bars) leave it held, so a redraw after them still replaces it.
         self._flush_bar()
+        if self.ahead is not None:
+            if self.ahead[0] == step and step is not None:
+                values = {**self.ahead[1], **values}
+            self.ahead = None
         if any(_is_loss(k) for k in values):
             self.found += 1
         if self.runs is not None and self.runs.add(Record(step, dict(values), line, holes)) == "new":
@@ -1483,8 +1494,10 @@ class _Machine:
             elif self.runs is not None:
                 # The rest of the step's values on a line of their own, right after its
                 # loss line (Caffe's "Iteration 20, lr = 0" after "Iteration 20 (…), loss
-                # = 2.35").
+                # = 2.35"), or right before it (DeepSpeed's "[Rank 0] step=10, skipped=0,
+                # lr=[…]" before its "steps: 10 loss: …"): held for the next record.
                 self.runs.join_last(step, p.values)
+                self.ahead = (step, p.values)
             return
         if self.block_step is not None and p.values and not self.keras and _pure(line, p):
             if not self.block:

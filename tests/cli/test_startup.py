@@ -225,6 +225,7 @@ JUDGE_JSONL_TRAINPROOF = {
             "_schedule",
             "_shared",
             "_stats",
+            "adversarial",
             "compare",
             "engine",
             "evals",

@@ -60,6 +60,7 @@ def test_the_trend_checks_are_flat_diverge_and_dead_run():
         "TP-RL-RETURN-COLLAPSE",
         "TP-DIVERGE-SIGNED",
         "TP-NO-PROGRESS-SIGNED",
+        "TP-GAN-DISCRIMINATOR-WINS",
     }
 
 

@@ -211,6 +211,8 @@ def _built_runs():
         loss=0.69 * _noise(n, 0.02, 13),
         **{"rewards/accuracies": list(0.5 + 0.02 * _noise(n, 1.0, 14)), "rewards/margins": list(_noise(n, 0.5, 15))},
     )  # pref not learning
+    won = np.r_[[0.69] * 60, [0.002] * 60] * _noise(n, 0.1, 16)
+    add(loss_G=list(np.r_[[1.1] * 60, [7.0] * 60] * _noise(n, 0.1, 17)), loss_D=list(won))  # GAN, D wins
     return runs
 
 

@@ -38,7 +38,7 @@ from ._fmt import step as step_fmt
 from ._schedule import fraction_ran, reached_declared_end, still_warming_up
 from ._stats import median, noise_sigma, rounding_step
 from .objective_kind import adversarial_pair, detect_objective
-from .registry import Need, Rule, all_rules, canonical_id, get
+from .registry import CannotJudge, Need, Rule, all_rules, canonical_id, get
 from .thresholds import DEFAULT, Thresholds
 
 #: How the rules cite where a value is (``(line 12)``); see :meth:`Context.finding`.
@@ -464,6 +464,29 @@ def set_aside_stray_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
     return _rewrite_zeros(run, fix)
 
 
+def _generator_as_loss(run: RunLog) -> RunLog:
+    """``run`` with its generator loss read as the judged loss when it logs no loss but a
+    GAN's two (:func:`adversarial_pair`: ``loss_G`` and ``loss_D``, ``errG`` and ``errD``):
+    the run is then an adversarial objective (:func:`detect_objective`), judged by the
+    rules that apply to one (non-finite values, the game's balance, a log that stops)
+    instead of named a log with no loss. ``run`` itself otherwise."""
+    if "loss" in run.series or "eval_loss" in run.series:
+        return run
+    gan = adversarial_pair(s.key for s in run.series.values())
+    if gan is None:
+        return run
+    name, g = next((n, s) for n, s in run.series.items() if s.key == gan[0])
+    series = {
+        ("loss" if n == name else n): (replace(s, name="loss") if n == name else s) for n, s in run.series.items()
+    }
+    why = (
+        f"no loss but a GAN's two ({gan[0]}, {gan[1]}): the generator's is read as the judged loss, and the run "
+        "as an adversarial objective, so only the rules that apply to a minimax game judge it"
+    )
+    mapping = {**run.mapping, "loss": {"source": gan[0], "ignored": [], "how": "fallback", "why": why}}
+    return replace(run, series=series, mapping=mapping)
+
+
 def judge_runlog(
     run: RunLog,
     th: Thresholds = DEFAULT,
@@ -513,27 +536,16 @@ def judge_runlog(
             ],
             meta=dict(run.meta),
         )
+    run = _generator_as_loss(run)
     # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
     # which must fall) is still judged on its return by the RL rules.
     judged_on_reward = "reward" in run.series and detect_objective(run)[0] == "rl"
     if "loss" not in run.series and "eval_loss" not in run.series and not judged_on_reward:
         keys = sorted(run.series)
         shown = ", ".join(keys[:15]) + (" …" if len(keys) > 15 else "")
-        gan = adversarial_pair(s.key for s in run.series.values())
-        if gan is not None:
-            # A GAN's two losses: what the log is, not a reader that missed its loss.
-            message = f"a GAN's losses ({gan[0]}, {gan[1]}): no training loss to judge"
-            evidence = (
-                f"the log holds a generator loss ({gan[0]}) and a discriminator loss ({gan[1]}), an ADVERSARIAL "
-                "objective: the two play a minimax game, so neither is expected to fall and neither is read as "
-                f"the training loss. --map loss={gan[0]} runs the checks that apply to it (non-finite values). "
-                f"Metrics in the log: {shown}"
-            )
-            data = {"metrics": keys, "objective": "adversarial", "losses": list(gan)}
-        else:
-            message = "no loss series found: nothing to judge"
-            evidence = f"metrics in the log: {shown or '(none)'}; name the loss column with --map loss=COLUMN"
-            data = {"metrics": keys}
+        message = "no loss series found: nothing to judge"
+        evidence = f"metrics in the log: {shown or '(none)'}; name the loss column with --map loss=COLUMN"
+        data = {"metrics": keys}
         return built([_outcome("TP-NO-LOSS", message, evidence, data=data)], meta=dict(run.meta))
 
     trend_ran = False
@@ -577,8 +589,12 @@ def judge_runlog(
         ctx = Context(run, th, rule, shared)
         # Overflow to inf (a finite loss of 1e308 squared) is an answer the rules handle,
         # not something to print: numpy's floating-point warnings stay off stderr.
-        with np.errstate(all="ignore"):
-            findings.extend(rule.check(ctx) or ())
+        try:
+            with np.errstate(all="ignore"):
+                findings.extend(rule.check(ctx) or ())
+        except CannotJudge as e:
+            skipped[rule.id] = Skip(e.reason, e.detail)
+            continue
         ran.append(rule.id)
         trend_ran |= rule.verdict_bearing
 

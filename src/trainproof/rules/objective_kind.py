@@ -41,7 +41,7 @@ import re
 
 import numpy as np
 
-from ..runlog import RunLog
+from ..runlog import RunLog, Series
 
 _RL_KEY = re.compile(
     r"(^|/)(rewards?(_[a-z]+)?|objective/scores|env/reward[a-z_]*|episode[/_ ]return|ep_rew_mean)($|/)"
@@ -101,6 +101,31 @@ def adversarial_pair(keys) -> tuple[str, str] | None:
     g = [k for k in keys if _G_KEY.search(k) and not _D_KEY.search(k)]
     d = [k for k in keys if _D_KEY.search(k) and not _G_KEY.search(k)]
     return (g[0], d[0]) if g and d else None
+
+
+def gan_sides(run: RunLog) -> tuple[Series, Series] | None:
+    """``(generator loss, discriminator loss)`` series of an adversarial run (see
+    :func:`detect_objective`), each its finite points, or ``None`` when the run is not
+    adversarial or one side's loss is not logged (a discriminator known only by its
+    outputs, ``D(x)``). The judged loss is the side its key names; a plain ``loss`` is the
+    side the other keys leave open (beside a discriminator loss, the generator's; beside a
+    generator loss named as one, the discriminator's). Of several keys of one side the
+    judged loss, else the shortest name (``loss_D`` before ``loss_D_real``), is taken."""
+    if detect_objective(run)[0] != "adversarial":
+        return None
+    series = sorted(run.series.values(), key=lambda s: (len(s.key), s.key))
+    g = [s for s in series if _G_KEY.search(s.key) and not _D_KEY.search(s.key)]
+    d = [s for s in series if _D_KEY.search(s.key) and not _G_KEY.search(s.key)]
+    judged = run.series.get("loss") or run.series.get("eval_loss")
+    if judged is not None and not any(s is judged for s in g + d):
+        if d and not g:
+            g = [judged]
+        elif g and not d:
+            d = [judged]
+    if not g or not d:
+        return None
+    pick = [next((s for s in side if s is judged), side[0]) for side in (g, d)]
+    return pick[0].finite(), pick[1].finite()
 
 
 #: An LR range test's sweep (see :func:`lr_range_test`): at least this many logged rates,

@@ -314,6 +314,19 @@ def canonical_order(modules: list[str]) -> None:
     REGISTRY.update(rules)
 
 
+class CannotJudge(Exception):
+    """Raised by a rule's check, before it yields a finding, when the run lacks what the
+    check needs and its declared :class:`Need` cannot say so (a series the rule finds by
+    its raw key, a sign it cannot judge): the engine records the rule as skipped with
+    ``reason`` (``absent``, ``too_few_points``, ``not_applicable``, ``degenerate``) and
+    ``detail``, never as a check that ran and found nothing."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
 def rule(
     id: str,
     level: Level,
@@ -430,6 +443,7 @@ RULE_MODULES = tuple(
         "model",
         "signatures",
         "rl",
+        "adversarial",
         "intent",
         "reading",
         "compare",

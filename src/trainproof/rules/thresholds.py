@@ -1021,6 +1021,36 @@ class Thresholds:
     rl_collapse_tail_blocks: int = threshold(3, see="rl_collapse_min_points", unit="blocks", valid=count(1))
     rl_collapse_rise_se: float = threshold(6.0, see="rl_collapse_min_points", unit="z", valid=SIGMAS)
 
+    # --- adversarial (GAN) -----------------------------------------------------------------
+    gan_win_ratio: float = threshold(
+        0.05,
+        "A discriminator whose loss holds at 5% of its early level or less has won the game: "
+        "a binary cross-entropy discriminator starts near 2 ln 2 = 1.386 (ln 2 per side) and a "
+        "healthy one stays within a few tenths of it (DCGAN-style runs: 0.3-1.4), while at 5% "
+        "of ln 2 (0.035 nats a side) it gives the right side at least 0.966 probability on "
+        "average. Its gradient to the generator then vanishes (Arjovsky & Bottou 2017, "
+        "'Towards principled methods for training GANs'), and the generator's loss climbs. "
+        "The median of the last gan_tail_share of the run and that of its last third must "
+        "both be under the bar, so a dip that recovers is not it (nor a collapse that began "
+        "within the tail); the early level is the median of the first fifth.",
+        unit="ratio",
+        valid=Range(float, 0.0, 1.0, lo_open=True),
+    )
+    gan_rise_ratio: float = threshold(
+        2.0,
+        "With the discriminator's loss collapsed, the generator's must have climbed to at "
+        "least twice its early median over the same tail: the generator losing the game, not "
+        "a discriminator loss that falls while the generator's falls too (a reconstruction "
+        "term that dominates a composite generator loss).",
+        unit="ratio",
+        valid=FACTOR,
+    )
+    gan_tail_share: float = threshold(
+        0.3, see="gan_win_ratio", unit="share", valid=Range(float, 0.0, 1.0, lo_open=True)
+    )
+    # 20 points: a first fifth of 4 and a tail of 6 to take medians and a percentile of.
+    gan_min_points: int = threshold(20, see="gan_win_ratio", unit="points", valid=count(10))
+
     # --- gradients -----------------------------------------------------------------------
     grad_spike_factor: float = threshold(
         10.0,

@@ -688,3 +688,30 @@ def test_a_traceback_the_run_went_on_after_is_no_crash(tmp_path: Path, where: st
     else:
         p = _capture(tmp_path, "  warnings.warn(\nUserWarning: the Killed flag is deprecated\n")
     assert "TP-RUN-CRASHED" not in judge(p).ids()
+
+
+def test_an_epochs_summary_lines_after_its_bracketed_batches_do_not_split_the_run(tmp_path: Path) -> None:
+    # deepspeech.pytorch's train.py: "Epoch: [e][i/N]" batch lines, then per epoch a
+    # "Training Summary Epoch: [e]" and a "Validation Summary Epoch: [e]" line. The
+    # bracket after "Epoch:" is the epoch, not a step counter that went back (the capture
+    # read as one run per epoch, and only the last epoch was judged).
+    lines = []
+    for e in range(1, 5):
+        for i in range(1, 101, 20):
+            loss = 1800.0 / (e * 5 + i / 20)
+            lines.append(
+                f"Epoch: [{e}][{i}/100]\tTime 0.312 (0.320)\tData 0.004 (0.005)\tLoss {loss:.4f} ({loss:.4f})\t"
+            )
+        lines.append(f"Training Summary Epoch: [{e}]\tTime taken (s): 160\tAverage Loss {1800.0 / (e * 5):.3f}\t")
+        lines.append(f"Validation Summary Epoch: [{e}]\tAverage WER {80.0 / e:.3f}\tAverage CER {40.0 / e:.3f}\t")
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = read_runlog(p)
+    loss = run.get("loss")
+    assert len(loss) == 20 and not any("runs" in n for n in run.notes)
+    assert loss.values[0] == pytest.approx(1800.0 / 5.05, rel=1e-4)
+    assert np.all(np.diff(loss.steps) > 0)
+    # each epoch's validation line is a record of that epoch, after its train steps
+    wer = run.get("val_average_wer")
+    assert wer is not None and wer.values.tolist() == pytest.approx([80.0, 40.0, 80.0 / 3, 20.0], rel=1e-3)
+    assert np.all(np.searchsorted(loss.steps, wer.steps, side="right") == [5, 10, 15, 20])

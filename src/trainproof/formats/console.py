@@ -615,6 +615,8 @@ _TIMM_TRAIN = re.compile(r"(?:^|[\s\]])Train:\s*(\d+)\s*\[\s*(\d+)/(\d+)\s*\(\s*
 #: A step in brackets alone before the first metric, at the line's start or after a blank
 #: (clu's ``[20] train_loss=2.31``, XGBoost's ``[10]\tvalidation_0-logloss:0.52``).
 _BRACKET_STEP = re.compile(r"(?:^|\s)\[\s*(\d+)\s*\]\s*$")
+#: The word that names such a bracket, right before it (``Epoch: [``).
+_BRACKET_NAME = re.compile(r"([A-Za-z]+)\s*:?\s*\[$")
 #: The header of a table of blank-separated columns (fastai, Chainer's PrintReport with
 #: its ``main/loss``): names only, at least three.
 _WS_HEADER = re.compile(r"[A-Za-z_][\w/]*(?:[ \t]+[A-Za-z_][\w/]*){2,15}")
@@ -716,7 +718,13 @@ def _parse(line: str) -> _Parsed | None:
                 for i, mt in enumerate(metrics):
                     bs = _BRACKET_STEP.search(line, 0, mt.start)
                     if bs is not None:
-                        p.counter = float(bs.group(1))
+                        # after an epoch's name, the bracket is that epoch (deepspeech.pytorch's
+                        # "Validation Summary Epoch: [1]\tAverage WER …")
+                        named = _BRACKET_NAME.search(line, 0, line.index("[", bs.start()) + 1)
+                        if named is not None and _JOIN.sub("_", named.group(1).lower()) in _EPOCH_WORDS:
+                            p.epoch = float(bs.group(1))
+                        else:
+                            p.counter = float(bs.group(1))
                         metrics = metrics[i:]
                         break
     if mm is not None:

@@ -175,6 +175,26 @@ def test_a_held_out_accuracy_above_chance_makes_the_level_a_coincidence(n, seed)
         assert "TP-CHANCE-LEVEL" in ids(judge_runlog(run_of(**_at_ln6(n, seed, eval_p=p))))
 
 
+@pytest.mark.parametrize("acc_key", ["val_acc", "val_acc1", "val/top1", "eval_accuracy"])
+@pytest.mark.parametrize("k", [5, 10])
+def test_a_held_out_accuracy_far_above_chance_alone_leaves_no_warning_at_ln_k(acc_key, k):
+    # A new user's DeiT fine-tune with mixup and label smoothing (ImageNet-1k): train loss
+    # 2.28-2.30 for 100 epochs (ln 10 by coincidence) beside val_acc1 0.76 -> 0.81, read
+    # NEAR-CHANCE. A held-out accuracy far above 1/k and none at 1/k: no warning.
+    rng = np.random.default_rng(k)
+    n = 100
+    loss = math.log(k) * (1.0 + 0.01 * rng.standard_normal(n)) * np.linspace(1.0, 0.99, n)
+    acc = np.linspace(0.76, 0.81, n) + 0.003 * rng.standard_normal(n)
+    rep = judge_runlog(run_of(loss=loss, **{acc_key: acc}))
+    assert "TP-NEAR-CHANCE" not in ids(rep) and "TP-CHANCE-LEVEL" not in ids(rep), ids(rep)
+    # the same loss with a held-out top-5 accuracy only (far above 1/k by nature) still warns
+    rep5 = judge_runlog(run_of(loss=loss, val_acc5=acc))
+    assert "TP-NEAR-CHANCE" in ids(rep5) or "TP-CHANCE-LEVEL" in ids(rep5)
+    # and with a held-out accuracy at 1/k the level is a guess
+    at = 1 / k + 0.002 * rng.standard_normal(n)
+    assert "TP-CHANCE-LEVEL" in ids(judge_runlog(run_of(loss=loss, **{acc_key: at})))
+
+
 @pytest.mark.parametrize("k", [2, 3, 4])
 @pytest.mark.parametrize("n", [40, 300])
 def test_a_loss_passing_through_ln_k_is_not_stuck(k, n):
@@ -1090,6 +1110,49 @@ def test_a_full_batch_fit_converged_below_the_printed_digits_is_no_frozen_model(
     # a log) freezes to the bit under a live rate: the FAIL.
     stopped = np.round(np.where(t < n // 3, 0.4 + 0.3 * (1 - t / n), 0.4 + 0.3 * (1 - (n // 3) / n)), decimals)
     assert "TP-LOSS-FROZEN" in ids(judge_runlog(run_of(loss=stopped, lr=np.full(n, 0.05))))
+
+
+@pytest.mark.parametrize("before", [1, 2, 7, 40, 300])
+@pytest.mark.parametrize("frozen", [12, 60, 500])
+def test_a_deterministic_descent_that_stops_is_a_warn_not_a_frozen_model(before, frozen):
+    # A new user's real full-batch L-BFGS logistic regressions: 0.6931 -> 0.41157618165016174
+    # in one outer step, or 0.6107 -> 0.4116 over 7, then the same value to the bit (the fit
+    # converged at a floor no fall of 3 decades can reach) FAILed TP-LOSS-FROZEN. A loss that
+    # never rose between logs before it froze is a deterministic descent that stopped:
+    # converged, or an optimizer that stopped, which the loss alone cannot tell: a WARN.
+    rng = np.random.default_rng(before * 1000 + frozen)
+    floor = rng.uniform(0.05, 2.0)
+    gap = floor * rng.uniform(0.3, 3.0)
+    # a geometric approach (each remaining gap 5-60% of the one before), its last step
+    # onto the value it freezes at
+    descent = floor + gap * np.r_[1.0, np.cumprod(rng.uniform(0.05, 0.6, before))]
+    descent[-1] = floor
+    loss = np.r_[descent, np.full(frozen, floor)]
+    for cols in ({}, {"lr": np.full(loss.size, 1.0)}):
+        if cols and before < 7:
+            continue  # a few changes cannot show a descent slowing into the freeze
+        rep = judge_runlog(run_of(loss=loss, **cols))
+        if frozen / loss.size < 0.1:
+            continue  # too small a share of the run to read as frozen at all
+        assert "TP-LOSS-FROZEN" not in ids(rep) and "TP-FROZEN-AFTER-LEARNING" in ids(rep), (cols, ids(rep))
+        assert rep.verdict is Level.WARN
+    # The same freeze after a descent on fresh batches (it rises between some logs): a model
+    # no longer updated, whose loss no healthy run repeats to the bit.
+    noisy = descent * np.exp(0.03 * rng.standard_normal(descent.size)) if before >= 7 else None
+    if noisy is not None and frozen / (before + 1 + frozen) >= 0.1:
+        rep = judge_runlog(run_of(loss=np.r_[noisy, np.full(frozen, noisy[-1])]))
+        assert "TP-LOSS-FROZEN" in ids(rep) and rep.verdict is Level.FAIL
+
+
+def test_a_descent_stopped_mid_stride_under_a_live_rate_stays_frozen():
+    # optimizer.step() skipped by a bug on a full batch: the descent stops with its ordinary
+    # change (a linear or slowly curving descent), under a logged live learning rate.
+    for k, shape in enumerate((np.linspace(2.0, 1.2034567, 80), 1.0 + np.exp(-np.arange(80) / 200))):
+        loss = np.r_[shape, np.full(40, shape[-1])]
+        rep = judge_runlog(run_of(loss=loss, lr=np.full(loss.size, 3e-4)))
+        assert "TP-LOSS-FROZEN" in ids(rep) and rep.verdict is Level.FAIL, (k, ids(rep))
+        # with no rate logged the log cannot tell it from a converged fit: the WARN
+        assert judge_runlog(run_of(loss=loss)).verdict is Level.WARN
 
 
 @pytest.mark.parametrize("n", [8, 10, 30])

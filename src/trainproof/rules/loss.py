@@ -1099,6 +1099,30 @@ def _converged_at_print(s, start: int) -> float | None:
     return math.log10(float(v[0]) / float(v[-1]))
 
 
+def _deterministic_descent(ctx, s, start: int) -> float | None:
+    """The decades the series ``s`` (finite) fell from its first value, when every value
+    up to the first frozen one (index ``start``, at least one step before it) is at or
+    below the one before, and it fell: a deterministic descent (a full batch, L-BFGS's
+    line search, which never accepts a rise) that stopped moving, as one that converged
+    does. A loss on fresh batches rises between some logs; a noisy descent that freezes is
+    a model no longer updated, not a converged fit. Under a logged learning rate that is
+    still live the descent must also have slowed into the freeze (its last change at most
+    ``frozen_descent_last_share`` of its largest), since a step that a bug skips stops the
+    descent mid-stride while a converged fit's changes shrink to nothing. ``None``
+    otherwise."""
+    v = s.values
+    if start < 1 or not (v[0] > 0 and v[-1] > 0):
+        return None
+    d = np.diff(v[: start + 1])
+    if np.any(d > 0) or not np.any(d < 0):
+        return None
+    if ctx.has("lr"):
+        moved = -d[d < 0]
+        if not float(moved[-1]) <= ctx.th.frozen_descent_last_share * float(moved.max()):
+            return None
+    return math.log10(float(v[0]) / float(v[-1]))
+
+
 def _frozen_after_learning(ctx) -> tuple | None:
     """``(stretch, decay, decades)`` when a frozen stretch (:func:`frozen_stretch`) came
     after the run learned (its value more than ``dead_min_improvement`` below the series'
@@ -1123,6 +1147,8 @@ def _frozen_after_learning(ctx) -> tuple | None:
     decades = None if decay is not None else _converged_decades(ctx, s, start)
     if decay is None and decades is None:
         decades = _converged_at_print(s, start)
+    if decay is None and decades is None and name == "loss":
+        decades = _deterministic_descent(ctx, s, start)
     # A live logged rate under a frozen loss is a model that stopped being updated
     # (optimizer.step() skipped, requires_grad turned off): the FAIL, eval loss or not,
     # unless a full-batch fit converged first.
@@ -1145,6 +1171,7 @@ _FROZEN_THRESHOLDS = [
     "frozen_lr_share",
     "frozen_fall_log10",
     "frozen_grad_share",
+    "frozen_descent_last_share",
 ]
 _FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE")
 
@@ -1161,7 +1188,7 @@ _FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "T
     least_evidence="The last {frozen_min_points} or more finite losses (for an eval loss written at full precision, {frozen_eval_min_points} or more evaluations), and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
     detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits at its logger's precision (the decimal step every value before the stretch is a multiple of: HF Trainer's round(loss, 4) writes 0.9860 as 0.986, four digits), so a log that rounds to two decimals at a converged floor is not read as frozen. Points count as measurements: where the series repeats each value over several rows before the stretch (the latest evaluation carried onto every train row until the next), the stretch's rows are divided by the median length of those repeats. An eval loss on a fixed validation set repeats to the bit only when the weights do not change: an eval loss written at full precision (at least {frozen_eval_digits} significant digits, a value no float16 or bfloat16 holds exactly) needs {frozen_eval_min_points} such evaluations.",
     why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
-    not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, a train loss under a rate decayed to about zero, or a full-batch fit that converged: a fall of {frozen_fall_log10:g} decades, or a gradient norm frozen with it at {frozen_grad_share:g} of its start or below): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
+    not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, a train loss under a rate decayed to about zero, or a full-batch fit that converged: a fall of {frozen_fall_log10:g} decades, a gradient norm frozen with it at {frozen_grad_share:g} of its start or below, or a descent that never rose between logs): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
     causes="A model whose output no longer depends on its input (collapsed to a constant), frozen weights evaluated on one fixed batch, a loss variable that is never updated in the logging code, a data loader stuck on one batch.",
     try_="Print two consecutive batches and the model's outputs on them; check that the logged loss is the current step's; check requires_grad and the optimizer's parameter groups.",
     objectives=("supervised",),
@@ -1192,8 +1219,8 @@ def check_loss_frozen(ctx):
     needs=[Need(("loss", "eval_loss"), "min_trend_points")],
     thresholds=_FROZEN_THRESHOLDS,
     implies=_FROZEN_IMPLIES,
-    least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, under a logged learning rate decayed to at most {tiny_lr} or {frozen_lr_share:g} of its peak, {frozen_fall_log10:g} decades or more below the series' first value or with a logged gradient norm at {frozen_grad_share:g} of its start or below (a logged gradient norm frozen with it, above 0), or on the eval loss of a log with no learning rate.",
-    detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first: the run learned, then stopped moving, where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} or {frozen_lr_share:g} of its peak before (a full batch at a rate decayed to about zero repeats its loss to the bit), or where a full-batch fit converged (a full-batch optimizer such as L-BFGS stops moving the weights): the frozen value is {frozen_fall_log10:g} decades or more below the series' first, or a gradient norm logged over the stretch is at most {frozen_grad_share:g} of its start (the largest of its first 3), and any gradient norm logged there repeats one value too, above 0, or, on the eval loss only, where the log has no learning rate to tell. Under a live logged rate it stays TP-LOSS-FROZEN.",
+    least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, under a logged learning rate decayed to at most {tiny_lr} or {frozen_lr_share:g} of its peak, {frozen_fall_log10:g} decades or more below the series' first value or with a logged gradient norm at {frozen_grad_share:g} of its start or below (a logged gradient norm frozen with it, above 0), after a train loss that never rose between two logs (slowing into the freeze under a live logged rate), or on the eval loss of a log with no learning rate.",
+    detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first: the run learned, then stopped moving, where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} or {frozen_lr_share:g} of its peak before (a full batch at a rate decayed to about zero repeats its loss to the bit), or where a full-batch fit converged (a full-batch optimizer such as L-BFGS stops moving the weights): the frozen value is {frozen_fall_log10:g} decades or more below the series' first, or a gradient norm logged over the stretch is at most {frozen_grad_share:g} of its start (the largest of its first 3), and any gradient norm logged there repeats one value too, above 0, or the train loss never rose between two logs before it froze (a deterministic descent, which converges or stops; under a live logged learning rate its last change at most {frozen_descent_last_share:g} of its largest), or, on the eval loss only, where the log has no learning rate to tell. Under a live logged rate it stays TP-LOSS-FROZEN.",
     why="Every step after the freeze costs compute and changes nothing. The model is where the run had taken it, not broken: a schedule that decays the rate to about zero does exactly this to a healthy run, so it is a warning.",
     not_mean="It does not mean the model collapsed to a constant (TP-LOSS-FROZEN, a FAIL: a value repeated from where the run started, or a train loss on fresh batches repeated without a decayed rate).",
     causes="ReduceLROnPlateau with min_lr=0 (Keras's default) cutting the rate by 10x at every plateau, a decay schedule far shorter than the run, a full-batch optimizer (L-BFGS) that converged and ran on; or weights frozen mid-run, or training stopped while evaluation and logging went on.",
@@ -1215,6 +1242,11 @@ def check_frozen_after_learning(ctx):
             why += (
                 " by changes that shrank to the last digit the log prints: a fit that converged below the printed "
                 "precision on a full batch"
+            )
+        elif _converged_decades(ctx, s, start) is None:
+            why += (
+                " by a descent that never rose between two logs (a full batch): a fit that converged, or an "
+                "optimizer that stopped, which the loss alone cannot tell apart"
             )
         else:
             if ctx.has("grad_norm"):
@@ -1312,11 +1344,16 @@ def accuracy_as_share(v: np.ndarray) -> np.ndarray:
     return v / 100 if v.size and 1 < float(v.max()) <= 100 else v
 
 
+#: A top-1 accuracy named by its k (timm's and torchvision's ``acc1``, ``top1``, ``top_1``).
+_TOP1 = re.compile(r"(?:^|[/_ .-])(?:acc|top)[_-]?1(?!\d)")
+
+
 def is_accuracy_key(key: str) -> bool:
     """Whether a logged key is a top-1 accuracy (train or held-out): it names ``acc`` or
-    ``accuracy``, and no top-k (a top-5 accuracy sits far above a top-1's chance)."""
+    ``accuracy``, or a top-1 by its k (``val_acc1``, ``top1``), and no top-k (a top-5
+    accuracy sits far above a top-1's chance)."""
     low = key.lower()
-    if "acc" not in words(key) and "accuracy" not in low and not low.endswith("_acc"):
+    if "acc" not in words(key) and "accuracy" not in low and not low.endswith("_acc") and not _TOP1.search(low):
         return False
     # a top-k accuracy for k > 1: top5, top_5, top-5, topk, acc@5 (torchvision's spelling)
     return "topk" not in low and not any(int(m) > 1 for m in re.findall(r"(?:top[_-]?|@)(\d+)", low))
@@ -1682,7 +1719,9 @@ def check_chance_level(ctx):
         "block medians within {chance_tol_block:.0%}, the end less than {chance_tol_block:.0%} of ln(k) below it) "
         "on a loss that falls with a significant trend (Mann-Kendall z at most -{dead_trend_z}), or sits at ln(k) "
         "for a k above {chance_fail_max_classes} (by default: any k), while no logged accuracy sits at 1/k: a classifier that has moved less than {chance_tol_block:.0%} of ln(k) away from a "
-        "uniform guess, or a loss of another kind that happens to sit at that value."
+        "uniform guess, or a loss of another kind that happens to sit at that value. Not where a held-out top-1 "
+        "accuracy (acc, accuracy, acc1, top1) ends above 1/k by more than twice its tolerance and no logged "
+        "accuracy sits at 1/k: that classifier beats a guess."
     ),
     why=(
         "A k-class classifier whose loss has left ln(k) by only a few percent after most of its run has learned "
@@ -1700,6 +1739,11 @@ def check_chance_level(ctx):
 def check_near_chance(ctx):
     st = chance_state(ctx)
     if st is None or st["fails"]:
+        return
+    if st.get("above") and not st["accuracy"]:
+        # A held-out accuracy well above 1/k, and no accuracy at 1/k: the classifier beats
+        # a guess on data it was not trained on, so the level is the objective's (mixup,
+        # label smoothing), and no warning is true of it.
         return
     k = st["hit"][0]
     if st.get("from_above"):

@@ -819,6 +819,23 @@ class Thresholds:
         unit="ratio",
         valid=SHARE,
     )
+    frozen_descent_last_share: float = threshold(
+        0.01,
+        "A train loss that never rose between two logs before it froze, and fell, is a "
+        "deterministic descent (a full batch; L-BFGS's line search accepts no rise) that "
+        "stopped moving: a fit that converged, or an optimizer that stopped, which its loss "
+        "alone cannot tell apart, so a warning (a new user's real full-batch L-BFGS "
+        "logistic regressions, 0.61 -> 0.4116 and 0.69 -> 0.4116, at a floor no fall of 3 "
+        "decades can reach, FAILed). A loss on fresh batches rises between logs, so a noisy "
+        "descent that freezes stays TP-LOSS-FROZEN. Under a logged learning rate that is "
+        "still live, the last change before the freeze must be at most 1% of the descent's "
+        "largest: a converged fit's changes shrink geometrically (the L-BFGS run's last was "
+        "1e-6 of its largest), while optimizer.step() skipped by a bug on a full batch stops "
+        "a descent mid-stride, its last change one of its ordinary ones (a linear descent's "
+        "are all alike).",
+        unit="share",
+        valid=SHARE,
+    )
     rounding_floor_steps: float = threshold(
         2.0,
         "A 0.0 in a loss printed at d decimals (every value a multiple of 10^-d) is a value below "

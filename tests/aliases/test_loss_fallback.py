@@ -68,6 +68,16 @@ def test_a_maximised_objective_negated_or_named_a_loss_is_a_loss(key: str) -> No
     assert c is not None and c["total"], key
 
 
+@pytest.mark.parametrize(
+    "key,split", [("train/bpb", "train"), ("val_bpb", "eval"), ("bpc", "unmarked"), ("test/bpd", "eval")]
+)
+def test_a_cross_entropy_in_bits_is_a_loss(key: str, split: str) -> None:
+    # bits per byte (enwik8, byte-level language models), per character (text8), per
+    # dimension (image density models): a new user's enwik8 log of train/bpb alone had no loss
+    c = loss_candidate(key)
+    assert c is not None and c["total"] and c["split"] == split, (key, c)
+
+
 @pytest.mark.parametrize("key", ["elbo", "train/elbo", "ELBO", "log_likelihood", "val_elbo"])
 def test_a_maximised_objective_named_alone_is_no_loss(key: str) -> None:
     # A VAE logs its ELBO rising, Pyro's SVI its negative falling: a key that names only the

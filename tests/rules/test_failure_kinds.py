@@ -195,6 +195,19 @@ def test_a_held_out_accuracy_far_above_chance_alone_leaves_no_warning_at_ln_k(ac
     assert "TP-CHANCE-LEVEL" in ids(judge_runlog(run_of(loss=loss, **{acc_key: at})))
 
 
+@pytest.mark.parametrize("key", ["train/bpb", "bpc", "train_mse", "l1_loss", "huber_loss"])
+@pytest.mark.parametrize("k", [3, 10])
+def test_a_loss_in_bits_or_a_regression_error_at_ln_k_is_no_guess(key, k):
+    # A new user's enwik8 model at 1.1 bits per byte read NEAR-CHANCE at ln 3: a level in
+    # bits, or a regression's error, is no k-class guess in nats.
+    rng = np.random.default_rng(k)
+    loss = math.log(k) * (1.0 + 0.02 * rng.standard_normal(300))
+    rep = judge_runlog(run_of(**{key: loss}))
+    assert not {"TP-NEAR-CHANCE", "TP-CHANCE-LEVEL"} & ids(rep), (key, ids(rep))
+    # a cross-entropy in nats at the same level is read
+    assert {"TP-NEAR-CHANCE", "TP-CHANCE-LEVEL"} & ids(judge_runlog(run_of(train_ce_loss=loss)))
+
+
 @pytest.mark.parametrize("k", [2, 3, 4])
 @pytest.mark.parametrize("n", [40, 300])
 def test_a_loss_passing_through_ln_k_is_not_stuck(k, n):

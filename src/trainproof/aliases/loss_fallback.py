@@ -6,7 +6,8 @@ every non-alphanumeric character and at every lower-to-upper case change
 (``train/CrossEntropyLoss`` -> ``train cross entropy loss``;
 :func:`~trainproof.aliases.vocabulary.words`). A key is a
 candidate when one word is a loss word (:data:`LOSS_WORDS`: ``loss``, ``losses``,
-``cost``, ``nll``, ``nelbo``, ``bpd``, ``mse``, or any word ending in ``loss`` such as
+``cost``, ``nll``, ``nelbo``, the cross-entropies in bits ``bpd``, ``bpb``, ``bpc`` (per
+dimension, byte, character), ``mse``, or any word ending in ``loss`` such as
 ``logloss``; or a maximised objective negated, :data:`MAXIMISED_WORDS`), and never when one word says it is something else (:data:`NOT_LOSS_WORDS`:
 an accuracy, a learning rate, a count, a time, a scale, a gradient norm, a weight, a
 best-so-far, a min/max band…). Each candidate has a split (a word from
@@ -60,7 +61,7 @@ from .vocabulary import key_words, words
 #: Words that name a loss. A word ending in ``loss`` (``logloss``, ``bceloss``) is one too,
 #: and so are the words ``cross entropy`` together (MXNet's ``cross-entropy`` metric):
 #: OpenNMT-py prints its train loss as ``xent``, Keras' metric as ``crossentropy``.
-LOSS_WORDS = frozenset({"loss", "losses", "cost", "nll", "nelbo", "bpd", "mse", "xent", "crossentropy"})
+LOSS_WORDS = frozenset({"loss", "losses", "cost", "nll", "nelbo", "bpd", "bpb", "bpc", "mse", "xent", "crossentropy"})
 #: Words of an objective that training maximises (the evidence lower bound, a
 #: log-likelihood): a loss only where the key negates it (``neg_elbo``,
 #: ``negative_log_likelihood``) or names a loss beside it (``elbo_loss``). A key that names

@@ -1456,6 +1456,13 @@ def accuracy_tolerance(acc: np.ndarray, p: float, floor: float, samples: int = 1
     return max(floor, 2.0 * math.sqrt(p * (1 - p) / n) / math.sqrt(max(1, samples)))
 
 
+#: Words of a loss key that name an objective whose level is no k-class guess in nats: a
+#: regression's error (``mse``, ``l1``, ``huber``…) and a cross-entropy in bits per
+#: dimension, byte or character (``bpd``, ``bpb``, ``bpc``; a byte-level model's guess is 8
+#: bits). An enwik8 model's 1.1 bits per byte read as ln 3.
+NOT_NATS_WORDS = frozenset({"mse", "mae", "rmse", "l1", "l2", "huber", "smoothl1", "bpd", "bpb", "bpc"})
+
+
 def chance_state(ctx) -> dict | None:
     """The chance-level judgement, computed once for TP-CHANCE-LEVEL and TP-NEAR-CHANCE:
     ``None``, or the series judged, the hit of :func:`chance_level`, the Mann-Kendall z of
@@ -1487,6 +1494,8 @@ def chance_state(ctx) -> dict | None:
                 and not (len(series) >= th.min_trend_points and np.all(series.values > 0))
             ):
                 continue
+            if set(words(series.key)) & NOT_NATS_WORDS:
+                continue  # no cross-entropy in nats: ln(k) is not its guess
             hit = chance_level(series.values, *args)
             if hit is not None:
                 st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": _accuracy_at_chance(ctx, hit[0])}
@@ -1646,7 +1655,8 @@ _CHANCE_TH = [
         "of the median of its second-half batches, each a new sample), however significant the "
         "drift. A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN; so is one where a held-out "
         "accuracy's second-half median sits above 1/k by more than twice that tolerance (the classifier beats a "
-        "guess: mixup or label smoothing keep its loss high). Also a model that learns its "
+        "guess: mixup or label smoothing keep its loss high). A loss whose key names a regression error (mse, "
+        "mae, l1, huber) or a cross-entropy in bits (bpd, bpb, bpc) is not read: ln(k) is no level of it. Also a model that learns its "
         "training labels and never beats the uniform guess on held-out data: a train loss that ends below ln(k) "
         "while every block median of the eval loss (at least {min_trend_points} evaluations) sits between ln(k) "
         "(less that margin) and {chance_above_ratio:g}x ln(k), never below its first block by "

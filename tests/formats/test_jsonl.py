@@ -235,6 +235,8 @@ def test_llamafactory_current_steps_and_string_times(tmp_path: Path) -> None:
     p = write_lines(tmp_path / "trainer_log.jsonl", dumps(llamafactory_rows()))
     run = read_runlog(p)
     assert run.format == "jsonl"
+    # its total_steps on every record is the run's declared end, as HF's max_steps
+    assert run.meta["max_steps"] == 40
     loss = run.get("loss")
     assert loss.steps.tolist() == [10, 20, 30, 40]
     assert loss.values.tolist() == [2.25, 2.0, 1.75, 1.5]
@@ -249,6 +251,17 @@ def test_llamafactory_current_steps_and_string_times(tmp_path: Path) -> None:
     assert run.get("total_steps").values.tolist() == [40.0] * 4
     # Eval rows repeat a train step with the same epoch: nothing is reported as rewritten.
     assert not any("more than once" in n for n in run.notes)
+
+
+@pytest.mark.parametrize("totals", [[40, 40, 80, 80], [None, None, None, None], [0, 0, 0, 0], [40.5] * 4])
+def test_a_total_steps_that_changes_or_is_no_count_declares_no_end(tmp_path: Path, totals) -> None:
+    # a resume that rescheduled, a column absent, a zero or a fraction: no declared end
+    rows = [
+        {"current_steps": 10 * (i + 1), "loss": 2.0 - i / 10, **({} if t is None else {"total_steps": t})}
+        for i, t in enumerate(totals)
+    ]
+    run = read_runlog(write_lines(tmp_path / "trainer_log.jsonl", dumps(rows)))
+    assert "max_steps" not in run.meta
 
 
 def test_llamafactory_newer_learning_rate_key(tmp_path: Path) -> None:

@@ -1157,6 +1157,16 @@ def test_a_deterministic_descent_that_stops_is_a_warn_not_a_frozen_model(before,
         assert "TP-LOSS-FROZEN" in ids(rep) and rep.verdict is Level.FAIL
 
 
+def test_a_gradient_norm_that_vanished_under_a_converged_fit_is_no_second_finding():
+    # The same real L-BFGS fit with its gradient norm logged (2e-5 at the freeze) also
+    # WARNed TP-VANISHING-GRAD ("the loss did not improve", measured after most of its fall)
+    loss = np.r_[[0.61066, 0.45022, 0.42375, 0.41321, 0.41182, 0.41168, 0.4115763], np.full(53, 0.41157618165016174)]
+    gn = np.r_[[0.2604, 0.0804, 0.0388, 0.0128, 0.0076, 0.0055, 1.7e-4], np.full(53, 2.136e-05)]
+    rep = judge_runlog(run_of(loss=loss, grad_norm=gn))
+    assert ids(rep) == {"TP-FROZEN-AFTER-LEARNING"}, ids(rep)
+    assert "TP-VANISHING-GRAD" in one(rep, "TP-FROZEN-AFTER-LEARNING").data["implies"]
+
+
 def test_a_descent_stopped_mid_stride_under_a_live_rate_stays_frozen():
     # optimizer.step() skipped by a bug on a full batch: the descent stops with its ordinary
     # change (a linear or slowly curving descent), under a logged live learning rate.
@@ -1510,8 +1520,22 @@ def test_a_reward_that_rose_early_and_held_is_no_frozen_policy(seed, n, rise_sha
     assert "TP-RL-FROZEN-POLICY" in ids(judge_runlog(flat))
 
 
+@pytest.mark.parametrize("n", [250, 500])
+def test_a_flat_reward_over_a_grpo_length_run_is_a_warning_not_a_fail(n):
+    # A new user's flat GRPO rewards (0.308 +- 0.063 over 250 and 500 steps) went unflagged:
+    # the WARN's bar is one noise unit, the FAIL's (a tiny KL too) half of one.
+    for seed in range(8):
+        rep = judge_runlog(_grpo(n, 0.0, 3e-4, seed))
+        assert "TP-RL-NO-PROGRESS" in ids(rep) or "TP-RL-FROZEN-POLICY" in ids(rep), (n, seed, ids(rep))
+        if n == 250:
+            assert "TP-RL-FROZEN-POLICY" not in ids(rep)  # too short for the FAIL's bar
+        # the same run whose reward rises by 1.5 noise units over the run learned
+        rising = judge_runlog(_grpo(n, 1.5 * 0.08, 0.03, seed))
+        assert not ids(rising) & {"TP-RL-FROZEN-POLICY", "TP-RL-NO-PROGRESS"}, (n, seed, ids(rising))
+
+
 def test_a_short_flat_reward_is_not_enough_evidence():
-    rep = judge_runlog(_grpo(100, 0.0, 3e-4, 0))  # the interval cannot reach half the noise
+    rep = judge_runlog(_grpo(100, 0.0, 3e-4, 0))  # the interval cannot reach one noise unit
     assert "TP-RL-NO-PROGRESS" in rep.ran and not ids(rep) & {"TP-RL-FROZEN-POLICY", "TP-RL-NO-PROGRESS"}
 
 

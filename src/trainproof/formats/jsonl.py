@@ -204,7 +204,28 @@ def read(path: Path, state) -> Iterator[Rows]:
     batches = _columnar.jsonl_batches(path, _step_key) if _columnar.wanted(path, _columnar.JSONL_MIN_BYTES) else None
     if batches is None:
         batches = list(_read_rows(path, state))
-    yield from one_run(batches, state)
+    batches = one_run(batches, state)
+    _declared_end(batches, state)
+    yield from batches
+
+
+#: The column in which a trainer writes the step it is scheduled to end at, on every
+#: record (LLaMA-Factory's ``trainer_log.jsonl``: ``"current_steps": 5, "total_steps": 400``).
+TOTAL_STEPS_KEY = "total_steps"
+
+
+def _declared_end(batches: list[Rows], state) -> None:
+    """Set ``state.meta["max_steps"]`` from a :data:`TOTAL_STEPS_KEY` column that holds
+    one positive whole number on every record that has it, as HF's ``max_steps`` is read:
+    the run's declared end (a warm-up longer than the run, a log that stops short of its
+    schedule). Nothing where the column is absent or changes (a resume that rescheduled)."""
+    n = sum(len(b) for b in batches)
+    if not n or not any(TOTAL_STEPS_KEY in g[0] for b in batches for g in b.groups):
+        return
+    v = _column(batches, TOTAL_STEPS_KEY, n)
+    v = v[np.isfinite(v)]
+    if v.size and np.all(v == v[0]) and v[0] > 0 and float(v[0]).is_integer():
+        state.meta.setdefault("max_steps", int(v[0]))
 
 
 def _slice(rows: Rows, lo: int, hi: int) -> Rows:

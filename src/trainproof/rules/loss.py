@@ -1173,7 +1173,9 @@ _FROZEN_THRESHOLDS = [
     "frozen_grad_share",
     "frozen_descent_last_share",
 ]
-_FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE")
+# A gradient norm that collapsed under a frozen loss is the same stop (a converged
+# full-batch fit's, a frozen model's), not a second finding.
+_FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "TP-NEAR-CHANCE", "TP-VANISHING-GRAD")
 
 
 @rule(

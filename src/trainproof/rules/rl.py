@@ -151,11 +151,12 @@ def check_rl_no_signal(ctx):
         )
 
 
-def reward_pinned(ctx) -> dict | None:
+def reward_pinned(ctx, share: str = "rl_flat_noise_share") -> dict | None:
     """The numbers of a reward pinned to one level over the run, or ``None``: at least
     ``dead_flat_min_points`` finite rewards whose ``dead_ci_z`` interval of the change over
-    the run (a least-squares line, AR(1)-widened) lies within ``rl_flat_noise_share`` of the
-    reward's own point noise in both directions, and whose second half sits no higher than
+    the run (a least-squares line, AR(1)-widened) lies within the threshold ``share`` of
+    the reward's own point noise in both directions (``rl_flat_noise_share`` for the FAIL,
+    ``rl_flat_warn_share`` for the WARN), and whose second half sits no higher than
     its first points (the first 1%, at least 5; medians) beyond ``diverge_noise_z``
     standard errors: a reward that rose and then held learned. Also the KL's second-half median when a
     KL is logged. Computed once for TP-RL-NO-PROGRESS and TP-RL-FROZEN-POLICY."""
@@ -169,7 +170,7 @@ def reward_pinned(ctx) -> dict | None:
         ci = change_interval(r.steps, r.values, th.dead_ci_z)
         if ci is None or not sigma > 0:
             return None
-        bar = th.rl_flat_noise_share * sigma
+        bar = getattr(th, share) * sigma
         # change_interval gives the fall; a reward that rises has a negative fall.
         if not (-bar < ci[0] and ci[1] < bar):
             return None
@@ -187,12 +188,13 @@ def reward_pinned(ctx) -> dict | None:
             k = ctx.finite("kl").values
             if k.size >= 2:
                 kl = float(median(k[k.size // 2 :]))
-        return {"r": r, "ci": ci, "sigma": sigma, "bar": bar, "kl": kl}
+        return {"r": r, "ci": ci, "sigma": sigma, "bar": bar, "kl": kl, "share": float(getattr(th, share))}
 
-    return ctx.memo("reward_pinned", compute)
+    return ctx.memo(f"reward_pinned:{share}", compute)
 
 
 _PINNED_TH = ["dead_flat_min_points", "dead_ci_z", "rl_flat_noise_share", "rl_kl_tiny", "diverge_noise_z"]
+_NO_PROGRESS_TH = [*_PINNED_TH, "rl_flat_warn_share"]
 
 
 def _pinned_finding(ctx, st: dict, message: str, tail: str):
@@ -201,7 +203,7 @@ def _pinned_finding(ctx, st: dict, message: str, tail: str):
         message,
         f"the reward ({r.key}) has median {num(median(r.values))} over {len(r)} points (steps {step(r.steps[0])}–"
         f"{step(r.steps[-1])}); the {ctx.th.dead_ci_z:g}-sigma interval of its change over the run is "
-        f"[{num(-ci[1])}, {num(-ci[0])}], inside plus or minus {num(st['bar'])} ({num(ctx.th.rl_flat_noise_share)} of "
+        f"[{num(-ci[1])}, {num(-ci[0])}], inside plus or minus {num(st['bar'])} ({num(st['share'])} of "
         f"its point-to-point noise {num(st['sigma'])}). " + tail,
         {
             "reward_median": float(median(r.values)),
@@ -248,18 +250,21 @@ def check_rl_frozen_policy(ctx):
     "rl",
     "the reward is pinned to one level over the run",
     needs=[Need("reward", "dead_flat_min_points")],
-    thresholds=_PINNED_TH,
+    thresholds=_NO_PROGRESS_TH,
     objectives=("rl",),
-    detects="On an RL objective, at least {dead_flat_min_points} reward points whose {dead_ci_z:g}-sigma interval of change over the run (a least-squares line, its error widened for autocorrelation) lies within {rl_flat_noise_share} of the reward's point-to-point noise in both directions: the reward neither rose nor fell by a measurable amount, and its second half sits no higher than its first points (the first 1%, at least 5; medians) beyond {diverge_noise_z:g} standard errors (a reward that rose early and then held learned). With a KL near zero as well it is TP-RL-FROZEN-POLICY, a FAIL.",
+    detects="On an RL objective, at least {dead_flat_min_points} reward points whose {dead_ci_z:g}-sigma interval of change over the run (a least-squares line, its error widened for autocorrelation) lies within {rl_flat_warn_share} of the reward's point-to-point noise in both directions: the reward neither rose nor fell by a measurable amount, and its second half sits no higher than its first points (the first 1%, at least 5; medians) beyond {diverge_noise_z:g} standard errors (a reward that rose early and then held learned). With a KL near zero as well it is TP-RL-FROZEN-POLICY, a FAIL.",
     why="An RL run is judged by its reward: a reward that holds one level for the whole run means the policy is not improving at what it is rewarded for.",
     not_mean="It does not mean the run is broken: a task at its ceiling, a sparse reward that has not yet been found, or a run meant to hold a level (a KL-regularised fine-tune) look like this.",
     causes="A learning rate too small, rewards with no spread inside groups, a reward function that does not depend on the completion, a task far too hard for the policy.",
     try_="Check that the reward varies across completions of one prompt, the learning rate applied, and the KL: a policy that does not move cannot improve.",
 )
 def check_rl_no_progress(ctx):
-    st = reward_pinned(ctx)
-    if st is None or (st["kl"] is not None and 0 < st["kl"] < ctx.th.rl_kl_tiny):
+    st = reward_pinned(ctx, "rl_flat_warn_share")
+    if st is None:
         return
+    frozen = reward_pinned(ctx)
+    if frozen is not None and frozen["kl"] is not None and 0 < frozen["kl"] < ctx.th.rl_kl_tiny:
+        return  # TP-RL-FROZEN-POLICY's FAIL
     kl = f"The KL's second-half median is {num(st['kl'])}." if st["kl"] is not None else "No KL is logged."
     yield _pinned_finding(ctx, st, "the reward made no progress: it holds one level over the run", kl)
 

@@ -1009,6 +1009,20 @@ class Thresholds:
         unit="ratio",
         valid=SHARE,
     )
+    rl_flat_warn_share: float = threshold(
+        1.0,
+        "TP-RL-NO-PROGRESS, a WARN, reads a reward pinned when the same 99% interval lies within "
+        "one point-to-point noise of zero (the FAIL, TP-RL-FROZEN-POLICY, keeps "
+        "rl_flat_noise_share): a reward that moved less than its own step-to-step noise over "
+        "the whole run made no progress a chart shows, and the wider bar reaches the 200-500 "
+        "step runs GRPO is trained for (the half-width 2.576 * noise * sqrt(12 / n) is under 1 "
+        "from 80 points; at 0.5 it needs 320, and a new user's flat GRPO rewards of 250 and 500 "
+        "steps, 0.308 +- 0.063, went unflagged). Measured on the corpus: its healthy rewards "
+        "that rise move 1.9-3.1 noise units (99% interval ends -3.08/-1.90 and -2.07/-0.83, a "
+        "diffusion-LM GRPO), outside the bar; its flat ones (-0.61/0.71) inside.",
+        unit="ratio",
+        valid=POSITIVE,
+    )
     rl_kl_tiny: float = threshold(
         1e-3,
         "A KL to the reference policy whose second-half median is above 0 and below 0.001 "

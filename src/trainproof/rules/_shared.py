@@ -491,3 +491,58 @@ def trainable_tensors(run) -> int | None:
             if isinstance(n, (int, float)) and not isinstance(n, bool) and n > 0:
                 return int(n)
     return None
+
+
+def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, lengths)`` of the runs of True in ``mask`` (shape ``(n,)``)."""
+    d = np.diff(np.r_[0, mask.astype(np.int8), 0])
+    starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    return starts, ends - starts
+
+
+def nan_eval_onset(bad: np.ndarray) -> int | None:
+    """The index of the first non-finite evaluation that is a measurement, or ``None``
+    when every non-finite value of the eval loss (``bad``, shape ``(n,)``, True where
+    non-finite) stands for a row with no evaluation.
+
+    A loop that writes its eval loss on every row writes a placeholder (``NaN``, ``"nan"``)
+    where it did not evaluate: before its first evaluation, and between evaluations at
+    their cadence (49 rows of NaN, one evaluation, 49 of NaN…). Those are no
+    measurements: values before the first finite one, followed by finite values to the
+    end, and gaps between finite evaluations that are all about one length (at most
+    ``PLACEHOLDER_GAP_SLACK`` x their median, itself at least 2 rows, the finite runs
+    between them no longer than it), with the log ending less than one such gap after the
+    last finite evaluation. A non-finite stretch longer than the cadence (evaluations that
+    turned NaN) is measured from its start; a log with no cadence to read (an evaluation
+    on every row, or only non-finite values) is measured from its first non-finite value,
+    as before."""
+    fin = np.flatnonzero(~bad)
+    first_bad = int(np.flatnonzero(bad)[0])
+    if not fin.size:
+        return first_bad
+    first, last = int(fin[0]), int(fin[-1])
+    trail = bad.size - 1 - last
+    g_starts, gaps = _runs(bad[first : last + 1])
+    if not gaps.size and not trail:
+        # placeholders before the first evaluation, finite ever since; one non-finite
+        # value first is the first evaluation's (an eval-only series' own)
+        return None if first >= 2 else first_bad
+    seen = [*gaps.tolist(), *([first] if first else [])]
+    if not seen:
+        return first_bad
+    c = float(np.median(seen))
+    _, fin_runs = _runs(~bad[first : last + 1])
+    if c < 2 or float(np.median(fin_runs)) > c:
+        return first_bad  # no cadence of placeholders: every non-finite value counts
+    bar = PLACEHOLDER_GAP_SLACK * c + 1
+    long = np.flatnonzero(gaps > bar)
+    if long.size:
+        return first + int(g_starts[long[0]])
+    return last + 1 if trail > bar else None
+
+
+#: How much longer than the median gap between finite evaluations a gap of placeholders
+#: may be (an evaluation every N rows leaves N - 1 placeholders; a last partial epoch or
+#: an evaluation skipped at a resume one and a half times that), before the stretch is
+#: evaluations that turned non-finite.
+PLACEHOLDER_GAP_SLACK = 1.5

@@ -36,6 +36,7 @@ from ._checkpoint import best_checkpoint
 from ._fmt import num, pct
 from ._fmt import step as step_fmt
 from ._schedule import fraction_ran, reached_declared_end, still_warming_up
+from ._shared import nan_eval_onset
 from ._stats import median, noise_sigma, rounding_step
 from .objective_kind import adversarial_pair, detect_objective
 from .registry import CannotJudge, Need, Rule, all_rules, canonical_id, get
@@ -464,6 +465,27 @@ def set_aside_stray_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
     return _rewrite_zeros(run, fix)
 
 
+def _eval_placeholders_dropped(run: RunLog) -> RunLog:
+    """``run`` with its eval loss's non-finite values left out when every one of them
+    stands for a row with no evaluation (:func:`nan_eval_onset`: a loop that writes NaN
+    before its first evaluation and between evaluations), with a note; ``run`` itself
+    otherwise. The rules then read the evaluations that were made (a placeholder is no
+    NaN evaluation, nor a reason to skip the overfitting checks)."""
+    s = run.series.get("eval_loss")
+    if s is None:
+        return run
+    bad = ~np.isfinite(s.values)
+    if not bad.any() or bad.all() or nan_eval_onset(bad) is not None:
+        return run
+    keep = ~bad
+    note = (
+        f"eval loss ({s.key}): {int(bad.sum())} non-finite values stand for rows with no evaluation (before the first "
+        "evaluation, and between evaluations at their cadence): read as absent"
+    )
+    series = {**run.series, "eval_loss": Series(s.name, s.key, s.steps[keep], s.values[keep], s.lines[keep])}
+    return replace(run, series=series, notes=[*run.notes, note])
+
+
 def _generator_as_loss(run: RunLog) -> RunLog:
     """``run`` with its generator loss read as the judged loss when it logs no loss but a
     GAN's two (:func:`adversarial_pair`: ``loss_G`` and ``loss_D``, ``errG`` and ``errD``):
@@ -536,7 +558,7 @@ def judge_runlog(
             ],
             meta=dict(run.meta),
         )
-    run = _generator_as_loss(run)
+    run = _eval_placeholders_dropped(_generator_as_loss(run))
     # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
     # which must fall) is still judged on its return by the RL rules.
     judged_on_reward = "reward" in run.series and detect_objective(run)[0] == "rl"

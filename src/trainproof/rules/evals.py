@@ -11,7 +11,7 @@ from ..aliases.table import EVAL_SET_LOSS
 from ..findings import Level
 from ._checkpoint import best_checkpoint
 from ._fmt import num, step, times
-from ._shared import lr_restart_after, objective_schedule
+from ._shared import lr_restart_after, nan_eval_onset, objective_schedule
 from ._stats import (
     ar1_level_widening,
     block_medians,
@@ -590,12 +590,17 @@ def check_nan_eval(ctx):
     bad = ~np.isfinite(s.values)
     if not bad.any():
         return
-    i = int(np.flatnonzero(bad)[0])
+    i = nan_eval_onset(bad)
+    if i is None:
+        return
+    count = int(bad[i:].sum())
+    placeholders = int(bad[:i].sum())
     yield ctx.finding(
         f"eval loss is non-finite at step {step(s.steps[i])}",
-        f"{int(bad.sum())} of {len(s)} evaluations are non-finite; the first is at step {step(s.steps[i])} "
-        f"(line {int(s.lines[i])}).",
-        {"first_step": s.steps[i], "count": int(bad.sum()), "points": len(s)},
+        f"{count} of {len(s) - i} evaluations from step {step(s.steps[i])} (line {int(s.lines[i])}) are non-finite"
+        + (f"; {placeholders} earlier non-finite values stand for rows with no evaluation" if placeholders else "")
+        + ".",
+        {"first_step": s.steps[i], "count": count, "points": len(s)},
         step=s.steps[i],
         line=s.lines[i],
     )

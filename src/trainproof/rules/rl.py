@@ -151,12 +151,12 @@ def check_rl_no_signal(ctx):
         )
 
 
-def reward_pinned(ctx, share: str = "rl_flat_noise_share") -> dict | None:
+def reward_pinned(ctx, warn: bool = False) -> dict | None:
     """The numbers of a reward pinned to one level over the run, or ``None``: at least
     ``dead_flat_min_points`` finite rewards whose ``dead_ci_z`` interval of the change over
-    the run (a least-squares line, AR(1)-widened) lies within the threshold ``share`` of
-    the reward's own point noise in both directions (``rl_flat_noise_share`` for the FAIL,
-    ``rl_flat_warn_share`` for the WARN), and whose second half sits no higher than
+    the run (a least-squares line, AR(1)-widened) lies within ``rl_flat_noise_share`` of
+    the reward's own point noise in both directions (the FAIL's bar; with ``warn``,
+    ``rl_flat_warn_share``, the WARN's), and whose second half sits no higher than
     its first points (the first 1%, at least 5; medians) beyond ``diverge_noise_z``
     standard errors: a reward that rose and then held learned. Also the KL's second-half median when a
     KL is logged. Computed once for TP-RL-NO-PROGRESS and TP-RL-FROZEN-POLICY."""
@@ -170,7 +170,8 @@ def reward_pinned(ctx, share: str = "rl_flat_noise_share") -> dict | None:
         ci = change_interval(r.steps, r.values, th.dead_ci_z)
         if ci is None or not sigma > 0:
             return None
-        bar = getattr(th, share) * sigma
+        share = th.rl_flat_warn_share if warn else th.rl_flat_noise_share
+        bar = share * sigma
         # change_interval gives the fall; a reward that rises has a negative fall.
         if not (-bar < ci[0] and ci[1] < bar):
             return None
@@ -188,9 +189,9 @@ def reward_pinned(ctx, share: str = "rl_flat_noise_share") -> dict | None:
             k = ctx.finite("kl").values
             if k.size >= 2:
                 kl = float(median(k[k.size // 2 :]))
-        return {"r": r, "ci": ci, "sigma": sigma, "bar": bar, "kl": kl, "share": float(getattr(th, share))}
+        return {"r": r, "ci": ci, "sigma": sigma, "bar": bar, "kl": kl, "share": float(share)}
 
-    return ctx.memo(f"reward_pinned:{share}", compute)
+    return ctx.memo(f"reward_pinned:{warn}", compute)
 
 
 _PINNED_TH = ["dead_flat_min_points", "dead_ci_z", "rl_flat_noise_share", "rl_kl_tiny", "diverge_noise_z"]
@@ -259,7 +260,7 @@ def check_rl_frozen_policy(ctx):
     try_="Check that the reward varies across completions of one prompt, the learning rate applied, and the KL: a policy that does not move cannot improve.",
 )
 def check_rl_no_progress(ctx):
-    st = reward_pinned(ctx, "rl_flat_warn_share")
+    st = reward_pinned(ctx, warn=True)
     if st is None:
         return
     frozen = reward_pinned(ctx)

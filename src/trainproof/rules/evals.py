@@ -579,7 +579,7 @@ def check_eval_degrade(ctx):
     "an evaluation loss is NaN or ±Inf",
     needs=[Need("eval_loss", 1, finite=False)],
     least_evidence="A single non-finite evaluation loss is its own evidence.",
-    detects="An eval loss value that is NaN, +Inf or -Inf.",
+    detects="An eval loss value that is NaN, +Inf or -Inf, and is a measurement: non-finite values that stand for rows with no evaluation (written before the first evaluation and followed by finite ones to the end, or between evaluations in gaps of about one length, at most 1.5x their median of at least 2 rows) are read as absent, with a note; a non-finite stretch longer than that cadence is evaluations that turned non-finite, measured from the row after the last finite one.",
     why="A non-finite evaluation means the model's outputs are non-finite on held-out data: the weights are already broken, or the evaluation overflows in reduced precision.",
     not_mean="It says nothing about overfitting: TP-OVERFIT is skipped (degenerate) on such a series rather than passed.",
     causes="NaN weights after a divergence, fp16 evaluation overflowing (long sequences, large logits), an empty evaluation set (0/0), a metric computed on padding only.",

@@ -577,6 +577,110 @@ def check_loss_at_zero(ctx):
     )
 
 
+def blowup_no_gain(ctx) -> dict | None:
+    """The numbers of a loss that blew up from its first point and came back no lower
+    than it started, or ``None``: the block medians (:func:`smoothing_block`) rose to at
+    least ``blowup_hump_factor`` x the first logged loss, at least ``blowup_hump_share``
+    of the points (5 or more) sit above that bar, the end of the run (the median of its
+    last 10%, at least 3 points) is back under half the highest block median (a hump, not
+    a loss that held high: TP-DIVERGE's) and no more than ``dead_min_improvement`` below
+    the first loss. Not where a logged schedule of the objective moved (a stage, a size,
+    a weight: the start measured something else), nor where the climb from the first point
+    has the shape of a running average started at zero filling up (:func:`_average_filling_up`)."""
+    th = ctx.th
+    s = ctx.finite("loss")
+    v = s.values
+    n = v.size
+    first = float(v[0])
+    if not first > 0:
+        return None
+    meds, _ = block_medians(v, smoothing_block(n))
+    if not meds.size:
+        return None
+    peak = float(np.max(meds))
+    bar = th.blowup_hump_factor * first
+    above = int(np.count_nonzero(v > bar))
+    end = float(median(v[-max(3, n // 10) :]))
+    if peak < bar or above < max(5, th.blowup_hump_share * n) or end > peak / 2:
+        return None
+    if end < first * (1 - th.dead_min_improvement):
+        return None
+    if objective_schedule(ctx, float(s.steps[0])) is not None:
+        return None
+    # a running average started at zero fills up from a first log of (1 - b) x the loss
+    # and falls with the run: no blow-up, its first log no start (TP-DIVERGE reads it so)
+    if _average_filling_up(v, s.steps, th.average_fill_slack) is not None:
+        return None
+    onset = int(np.flatnonzero(v > bar)[0])
+    return {"s": s, "first": first, "peak": peak, "above": above, "end": end, "bar": bar, "onset": onset}
+
+
+@rule(
+    "TP-BLOWUP-NO-GAIN",
+    Level.WARN,
+    "diverge",
+    "the loss blew up from its start and came back no lower than it started: the run learned nothing",
+    needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
+    thresholds=[
+        "min_trend_points",
+        "blowup_hump_factor",
+        "blowup_hump_share",
+        "dead_min_improvement",
+        "average_fill_slack",
+    ],
+    implies=("TP-LOSS-SPIKE", "TP-LOSS-STALLED", "TP-LOSS-CLIMB", "TP-NEAR-CHANCE"),
+    # a loss that blew up and also held a level above its best is TP-DIVERGE's, which names where
+    implied_by=("TP-DIVERGE",),
+    detects=(
+        "The train loss rose to at least {blowup_hump_factor:g}x its first logged value (a block median, 5% of the "
+        "run), with at least {blowup_hump_share:.0%} of its points above that bar, and came back: the median of its "
+        "last 10% under half that peak, yet no more than {dead_min_improvement:.0%} below the first loss. Not where "
+        "a logged schedule of the objective moved (a stage, an example size, a loss-term weight), nor where the climb "
+        "from the first point is a running average started at zero filling up (concave, at most "
+        "{average_fill_slack:g}x (steps + 1) at its second point)."
+    ),
+    why=(
+        "A run that blows up and settles back at the loss it started from has spent its whole run and is no "
+        "better than its initialisation: the weights were wrecked and what it re-learned got it back to where a "
+        "guessing model starts (a language model at ln of its vocabulary, a classifier at ln k). A healthy run "
+        "that spikes early ends far below its first loss; one that climbs and holds is TP-DIVERGE's."
+    ),
+    not_mean=(
+        "A spike the run recovers from and then improves on (TP-LOSS-SPIKE), a warm-up bump in a run that ends below "
+        "its start, or a change of what the loss measures that the log names. It is a warning, not a FAIL: a loss "
+        "logged as a running average started at zero climbs from a first log of (1 - b) x the loss and can end "
+        "above it after a healthy run; where the climb has that average's smooth concave shape it is not read at "
+        "all, but a noisy one cannot be told apart."
+    ),
+    causes="A learning rate far too high from the first step (Adam at 0.5, SGD at 10), no warm-up, no gradient clipping, fp16 overflow; the network's units died in the blow-up (dead ReLUs), so it ends at a constant guess.",
+    try_="Restart with a learning rate 10x lower and a warm-up, enable gradient clipping (max_grad_norm 1.0); check the first 50 steps' loss and gradient norm.",
+    objectives=("supervised",),
+)
+def check_blowup_no_gain(ctx):
+    st = blowup_no_gain(ctx)
+    if st is None:
+        return
+    s, i = st["s"], st["onset"]
+    yield ctx.finding(
+        f"the loss blew up to {num(st['peak'])} ({times(st['peak'] / st['first'])} its first value {num(st['first'])}) "
+        f"and came back only to {num(st['end'])}: no lower than it started",
+        f"{st['above']} of {len(s)} losses are above {num(st['bar'])} ({times(ctx.th.blowup_hump_factor)} the first loss "
+        f"{num(st['first'])}), the first at step {step(s.steps[i])} (line {int(s.lines[i])}); the highest block median "
+        f"is {num(st['peak'])}, and the run ends at {num(st['end'])} (median of its last 10%), "
+        f"{pct(st['end'] / st['first'] - 1) if st['end'] >= st['first'] else '-' + pct(1 - st['end'] / st['first'])} "
+        "against its first loss: it never got better than its initialisation.",
+        {
+            "first": st["first"],
+            "peak": st["peak"],
+            "end": st["end"],
+            "points_above": st["above"],
+            "onset_step": float(s.steps[i]),
+        },
+        step=s.steps[i],
+        line=s.lines[i],
+    )
+
+
 @rule(
     "TP-LOSS-BLOWUPS",
     Level.FAIL,

@@ -1870,6 +1870,29 @@ class Thresholds:
         valid=FACTOR,
     )
     spike_excursion_share: float = threshold(0.25, see="spike_excursion_factor", unit="share", valid=SHARE)
+    blowup_hump_factor: float = threshold(
+        3.0,
+        "TP-BLOWUP-NO-GAIN (a WARN): a loss whose block medians rose to 3x its first logged value and "
+        "that ends no lower than that first value blew up and never recovered past its "
+        "initialisation. A healthy run's first logged loss is its highest level or close to it "
+        "(an untrained model's); warm-up bumps in the corpus's healthy files stay under 2x "
+        "the first loss, and those runs end far below it. A new user's tiny GPT-2 at Adam lr "
+        "0.5 went 3.49 -> 13 (block medians 3.7x) -> 3.58 (ln 32, a uniform guess over its "
+        "32 tokens) and PASSed; an MLP at SGD lr 10 went 1.39 -> 1e23 -> 2.2 with 5 of its 6 "
+        "tensors dead. The end must be back under half the peak (a hump; a loss that held "
+        "high is TP-DIVERGE's).",
+        unit="ratio",
+        valid=FACTOR,
+    )
+    blowup_hump_share: float = threshold(
+        0.02,
+        "...with 2% of the points (5 or more) above that bar, and a block median (5% of the "
+        "run) there: a sustained excursion, not scattered spikes (a fine-tune at its floor "
+        "with batch spikes 3x above its first loss has ordinary block medians). The two runs "
+        "above had 21 points of 300 (7%) and 13 of 300 (4%) above the bar.",
+        unit="share",
+        valid=SHARE,
+    )
     blowup_share: float = threshold(
         0.2,
         "TP-LOSS-BLOWUPS needs 20% of the second half of the run tenfold above the starting "

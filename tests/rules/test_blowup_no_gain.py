@@ -42,13 +42,14 @@ def broken(n: int, sigma: float, seed: int, height: float, width: float, end_rat
 
 
 @pytest.mark.parametrize("n", [40, 300, 3000])
-@pytest.mark.parametrize("height,width", [(3.7, 0.2), (10.0, 0.05), (100.0, 0.03), (4.0, 0.3)])
+@pytest.mark.parametrize("height,width", [(4.5, 0.1), (10.0, 0.05), (100.0, 0.03), (6.0, 0.2)])
 def test_a_blowup_that_ends_no_lower_than_it_started_warns(n, height, width):
     like_average = 0
     for seed in range(6):
-        sigma, end_ratio = (0.02, 0.05, 0.1)[seed % 3], (1.0, 1.04, 1.4)[seed % 3]
+        sigma, end_ratio = (0.02, 0.05, 0.1)[seed % 3], (1.0, 1.04, 1.1)[seed % 3]
         loss = broken(n, sigma, seed, height, width, end_ratio)
-        if np.count_nonzero(loss > 3 * loss[0]) < 5:
+        end = float(np.median(loss[-max(3, n // 10) :]))
+        if np.count_nonzero(loss > 3 * max(loss[0], end)) < 5:
             continue  # fewer than 5 points above the bar: not enough evidence
         if _average_filling_up(loss, 10.0 * np.arange(1, n + 1), DEFAULT.average_fill_slack) is not None:
             # a climb of a few logs that a running average started at zero could make (logged
@@ -58,8 +59,8 @@ def test_a_blowup_that_ends_no_lower_than_it_started_warns(n, height, width):
         rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 0.5)))
         f = [f for f in rep.findings if f.id == RULE]
         if not f:  # a run that also ends well above its first loss is TP-DIVERGE's, which lists this one
-            d = next(x for x in rep.findings if x.id == "TP-DIVERGE")
-            assert RULE in d.data["implies"], (n, height, width, seed, rep.ids())
+            d = [x for x in rep.findings if x.id == "TP-DIVERGE"]
+            assert d and RULE in d[0].data["implies"], (n, height, width, seed, rep.ids())
             continue
         assert f[0].level is Level.WARN and rep.verdict is not Level.PASS, (n, height, width, seed, rep.ids())
     assert like_average <= 2

@@ -598,10 +598,12 @@ def blowup_no_gain(ctx) -> dict | None:
     if not meds.size:
         return None
     peak = float(np.max(meds))
-    bar = th.blowup_hump_factor * first
-    above = int(np.count_nonzero(v > bar))
     end = float(median(v[-max(3, n // 10) :]))
-    if peak < bar or above < max(5, th.blowup_hump_share * n) or end > peak / 2:
+    # above the end too: a first log that noise drew low is no level to blow up from (a
+    # healthy run at its floor under 50% noise has block medians 3x a low first point)
+    bar = th.blowup_hump_factor * max(first, end)
+    above = int(np.count_nonzero(v > bar))
+    if peak < bar or above < max(5, th.blowup_hump_share * n):
         return None
     if end < first * (1 - th.dead_min_improvement):
         return None
@@ -632,9 +634,9 @@ def blowup_no_gain(ctx) -> dict | None:
     # a loss that blew up and also held a level above its best is TP-DIVERGE's, which names where
     implied_by=("TP-DIVERGE",),
     detects=(
-        "The train loss rose to at least {blowup_hump_factor:g}x its first logged value (a block median, 5% of the "
-        "run), with at least {blowup_hump_share:.0%} of its points above that bar, and came back: the median of its "
-        "last 10% under half that peak, yet no more than {dead_min_improvement:.0%} below the first loss. Not where "
+        "The train loss rose to at least {blowup_hump_factor:g}x its first logged value and its end level (the median "
+        "of its last 10%) (a block median, 5% of the run), with at least {blowup_hump_share:.0%} of its points above "
+        "that bar, and came back: the end no more than {dead_min_improvement:.0%} below the first loss. Not where "
         "a logged schedule of the objective moved (a stage, an example size, a loss-term weight), nor where the climb "
         "from the first point is a running average started at zero filling up (concave, at most "
         "{average_fill_slack:g}x (steps + 1) at its second point)."

@@ -61,7 +61,9 @@ from .vocabulary import key_words, words
 #: Words that name a loss. A word ending in ``loss`` (``logloss``, ``bceloss``) is one too,
 #: and so are the words ``cross entropy`` together (MXNet's ``cross-entropy`` metric):
 #: OpenNMT-py prints its train loss as ``xent``, Keras' metric as ``crossentropy``.
-LOSS_WORDS = frozenset({"loss", "losses", "cost", "nll", "nelbo", "bpd", "bpb", "bpc", "mse", "xent", "crossentropy"})
+#: Cross-entropies in bits per dimension, byte or character: losses, in bits, not nats.
+BITS_LOSS_WORDS = frozenset({"bpd", "bpb", "bpc"})
+LOSS_WORDS = frozenset({"loss", "losses", "cost", "nll", "nelbo", "mse", "xent", "crossentropy"}) | BITS_LOSS_WORDS
 #: Words of an objective that training maximises (the evidence lower bound, a
 #: log-likelihood): a loss only where the key negates it (``neg_elbo``,
 #: ``negative_log_likelihood``) or names a loss beside it (``elbo_loss``). A key that names

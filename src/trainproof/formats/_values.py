@@ -58,15 +58,17 @@ def _numbers(v: list) -> list[float] | None:
     or null) and there are 1 to :data:`MAX_GROUPS` of them, else ``None``."""
     if not v or len(v) > MAX_GROUPS:
         return None
-    out = []
-    for x in v:
-        if isinstance(x, bool) or not isinstance(x, (int, float)):
-            return None
-        try:
-            out.append(float(x))
-        except OverflowError:
-            out.append(float("inf") if x > 0 else float("-inf"))
-    return out
+    if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v):
+        return None
+    return [_float(x) for x in v]
+
+
+def _float(x: int | float) -> float:
+    """A JSON number as a float; an integer too large for one is ±inf."""
+    try:
+        return float(x)
+    except OverflowError:
+        return float("inf") if x > 0 else float("-inf")
 
 
 def _list_values(key: str, v: list, out: dict) -> None:
@@ -209,10 +211,7 @@ def flatten_numeric(
             elif holes is not None and is_absent(v):
                 holes.append(key)
         elif isinstance(v, (int, float)):
-            try:
-                out[key] = float(v)
-            except OverflowError:  # an integer too large for a float
-                out[key] = float("inf") if v > 0 else float("-inf")
+            out[key] = _float(v)
         elif isinstance(v, list):
             _list_values(key, v, out)
         elif isinstance(v, Mapping):

@@ -721,7 +721,7 @@ def _parse(line: str) -> _Parsed | None:
                         # after an epoch's name, the bracket is that epoch (deepspeech.pytorch's
                         # "Validation Summary Epoch: [1]\tAverage WER …")
                         named = _BRACKET_NAME.search(line, 0, line.index("[", bs.start()) + 1)
-                        if named is not None and _JOIN.sub("_", named.group(1).lower()) in _EPOCH_WORDS:
+                        if named is not None and _kind(named.group(1), named.group(1).lower()) == "epoch":
                             p.epoch = float(bs.group(1))
                         else:
                             p.counter = float(bs.group(1))

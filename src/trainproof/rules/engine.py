@@ -497,7 +497,7 @@ def _generator_as_loss(run: RunLog) -> RunLog:
     gan = adversarial_pair(s.key for s in run.series.values())
     if gan is None:
         return run
-    name, g = next((n, s) for n, s in run.series.items() if s.key == gan[0])
+    name = next(n for n, s in run.series.items() if s.key == gan[0])
     series = {
         ("loss" if n == name else n): (replace(s, name="loss") if n == name else s) for n, s in run.series.items()
     }

@@ -263,7 +263,7 @@ _LEVEL_BLOCK = 1 << 16
     "a gradient norm more than {grad_spike_factor:g}x the level around it",
     needs=[Need("grad_norm", "min_value_points")],
     thresholds=["grad_spike_factor", "min_value_points"],
-    detects="Finite gradient norms above {grad_spike_factor:g}x the level around them: the largest of the run's median norm, the median of its first tenth of norms (the scale the run trained at: a hard batch late in a run fitted near its floor gives back a norm its early steps had), the median of the 21 logged norms centred on each and the norm logged just before it (a norm high where the run's norm is high, early in a falling norm or late in a rising one, is its own level, and a norm that climbs over several logs is no jump). The first logged norm is ignored.",
+    detects="Finite gradient norms above {grad_spike_factor:g}x the level around them: the largest of the run's median norm, the lower quartile of its first tenth of norms, at least 10 (the scale the run trained at: a hard batch late in a run fitted near its floor gives back a norm its early steps had), the median of the 21 logged norms centred on each and the norm logged just before it (a norm high where the run's norm is high, early in a falling norm or late in a rising one, is its own level, and a norm that climbs over several logs is no jump). The first logged norm is ignored.",
     why="A spike is one step that moved the weights far more than the others; repeated spikes often precede divergence.",
     not_mean="It does not mean the run diverged: the loss may absorb a spike (gradient clipping caps the update). The first logged norm is ignored because large norms at the start are normal.",
     causes="An outlier batch (very long sequence, corrupt sample), a learning rate near the edge of stability, no gradient clipping.",
@@ -278,14 +278,12 @@ def check_grad_spike(ctx):
     if med <= 0:
         return
     factor = ctx.th.grad_spike_factor
-    # The scale the run trained at, its first tenth (after the first norm).
-    # A norm of a run near its floor is small, and a hard batch there gives it back a
-    # norm the run's own early steps had (a new user's healthy MLPs, fitted to a loss of
-    # 0.003, logged single norms of 1.2 against a level of 0.06, under their early 0.55):
-    # within the run's own scale, no spike.
     above = np.flatnonzero(vals > factor * med)
-    # the early scale: the lower quartile of the first tenth (at least 10 norms), so that
-    # a burst of spikes there is not its own scale
+    # The scale the run trained at: the lower quartile of its first tenth (at least 10
+    # norms, after the first; a quartile, so that a burst of spikes there is not its own
+    # scale). A hard batch late in a run near its floor gives back a norm its early steps
+    # had (a new user's healthy MLPs, fitted to a loss of 0.003, logged single norms of
+    # 1.2 against a level of 0.06, under their early 0.55): no spike.
     early = float(np.quantile(vals[: max(10, vals.size // 10)], 0.25))
     levels = np.maximum(grad_level_around(g.values, above + 1), early)
     hit = vals[above] > factor * levels

@@ -8,6 +8,7 @@ import re
 import numpy as np
 
 from ..aliases import loss_candidate
+from ..aliases.loss_fallback import BITS_LOSS_WORDS
 from ..aliases.vocabulary import words
 from ..findings import Level
 from ._checkpoint import best_checkpoint
@@ -430,24 +431,10 @@ def check_zero_loss_mixed(ctx):
 #: (``ce``, ``xent``, ``crossentropy``, ``logloss``, ``bce``), squared or absolute error
 #: (``mse``, ``mae``, ``l1``, ``l2``, ``rmse``), CTC and perplexity. ``nll`` is not among
 #: them: the negative log-likelihood of a continuous density can be negative.
-NONNEGATIVE_WORDS = frozenset(
-    {
-        "ce",
-        "xent",
-        "crossentropy",
-        "logloss",
-        "bce",
-        "mse",
-        "mae",
-        "rmse",
-        "l1",
-        "l2",
-        "ctc",
-        "perplexity",
-        "ppl",
-        "huber",
-        "smoothl1",
-    }
+#: Words of a loss key that name a regression's error.
+REGRESSION_WORDS = frozenset({"mse", "mae", "rmse", "l1", "l2", "huber", "smoothl1"})
+NONNEGATIVE_WORDS = (
+    frozenset({"ce", "xent", "crossentropy", "logloss", "bce", "ctc", "perplexity", "ppl"}) | REGRESSION_WORDS
 )
 
 
@@ -580,10 +567,10 @@ def check_loss_at_zero(ctx):
 def blowup_no_gain(ctx) -> dict | None:
     """The numbers of a loss that blew up from its first point and came back no lower
     than it started, or ``None``: the block medians (:func:`smoothing_block`) rose to at
-    least ``blowup_hump_factor`` x the first logged loss, at least ``blowup_hump_share``
-    of the points (5 or more) sit above that bar, the end of the run (the median of its
-    last 10%, at least 3 points) is back under half the highest block median (a hump, not
-    a loss that held high: TP-DIVERGE's) and no more than ``dead_min_improvement`` below
+    least ``blowup_hump_factor`` x both the first logged loss and the end of the run (the
+    median of its last 10%, at least 3 points: a hump it came down from, not a loss that
+    held high, which is TP-DIVERGE's), at least ``blowup_hump_share`` of the points (5 or
+    more) sit above that bar, and the end is no more than ``dead_min_improvement`` below
     the first loss. Not where a logged schedule of the objective moved (a stage, a size,
     a weight: the start measured something else), nor where the climb from the first point
     has the shape of a running average started at zero filling up (:func:`_average_filling_up`)."""
@@ -1568,7 +1555,7 @@ def accuracy_tolerance(acc: np.ndarray, p: float, floor: float, samples: int = 1
 #: regression's error (``mse``, ``l1``, ``huber``…) and a cross-entropy in bits per
 #: dimension, byte or character (``bpd``, ``bpb``, ``bpc``; a byte-level model's guess is 8
 #: bits). An enwik8 model's 1.1 bits per byte read as ln 3.
-NOT_NATS_WORDS = frozenset({"mse", "mae", "rmse", "l1", "l2", "huber", "smoothl1", "bpd", "bpb", "bpc"})
+NOT_NATS_WORDS = REGRESSION_WORDS | BITS_LOSS_WORDS
 
 
 def chance_state(ctx) -> dict | None:

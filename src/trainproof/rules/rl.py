@@ -158,8 +158,26 @@ def reward_pinned(ctx, warn: bool = False) -> dict | None:
     the reward's own point noise in both directions (the FAIL's bar; with ``warn``,
     ``rl_flat_warn_share``, the WARN's), and whose second half sits no higher than
     its first points (the first 1%, at least 5; medians) beyond ``diverge_noise_z``
-    standard errors: a reward that rose and then held learned. Also the KL's second-half median when a
-    KL is logged. Computed once for TP-RL-NO-PROGRESS and TP-RL-FROZEN-POLICY."""
+    standard errors: a reward that rose and then held learned. Also the KL's second-half
+    median when a KL is logged. The reward's numbers are computed once for TP-RL-NO-PROGRESS
+    and TP-RL-FROZEN-POLICY (:func:`_reward_flatness`); only the bar differs."""
+    st = _reward_flatness(ctx)
+    if st is None:
+        return None
+    share = ctx.th.rl_flat_warn_share if warn else ctx.th.rl_flat_noise_share
+    bar = share * st["sigma"]
+    ci = st["ci"]
+    # change_interval gives the fall; a reward that rises has a negative fall.
+    if not (-bar < ci[0] and ci[1] < bar):
+        return None
+    return {**st, "bar": bar, "share": float(share)}
+
+
+def _reward_flatness(ctx) -> dict | None:
+    """The reward's numbers :func:`reward_pinned` weighs against its bar: ``{"r", "ci",
+    "sigma", "kl"}``, or ``None`` when there are too few rewards, no interval or noise to
+    read, or the reward rose from its first points and then held. Computed once per
+    judgement."""
 
     def compute():
         th = ctx.th
@@ -169,11 +187,6 @@ def reward_pinned(ctx, warn: bool = False) -> dict | None:
         sigma = noise_sigma(r.values)
         ci = change_interval(r.steps, r.values, th.dead_ci_z)
         if ci is None or not sigma > 0:
-            return None
-        share = th.rl_flat_warn_share if warn else th.rl_flat_noise_share
-        bar = share * sigma
-        # change_interval gives the fall; a reward that rises has a negative fall.
-        if not (-bar < ci[0] and ci[1] < bar):
             return None
         # A reward that rose from its first points and then held learned before its
         # plateau (a policy that solves its task early): a line over the whole run is flat,
@@ -189,9 +202,9 @@ def reward_pinned(ctx, warn: bool = False) -> dict | None:
             k = ctx.finite("kl").values
             if k.size >= 2:
                 kl = float(median(k[k.size // 2 :]))
-        return {"r": r, "ci": ci, "sigma": sigma, "bar": bar, "kl": kl, "share": float(share)}
+        return {"r": r, "ci": ci, "sigma": sigma, "kl": kl}
 
-    return ctx.memo(f"reward_pinned:{warn}", compute)
+    return ctx.memo("reward_flatness", compute)
 
 
 _PINNED_TH = ["dead_flat_min_points", "dead_ci_z", "rl_flat_noise_share", "rl_kl_tiny", "diverge_noise_z"]

@@ -206,6 +206,31 @@ def test_components_of_one_objective_are_summed() -> None:
     assert m["eval_loss"]["sum_of"] == ["val/box_loss", "val/cls_loss", "val/obj_loss"]
 
 
+def test_a_loss_named_by_its_kind_beside_components_is_one_of_them() -> None:
+    # RT-DETR's results.csv: its L1 box term is a component, not the total (read alone, a
+    # diverging class loss was never seen)
+    keys = [
+        "epoch",
+        "train/giou_loss",
+        "train/cls_loss",
+        "train/l1_loss",
+        "val/giou_loss",
+        "val/cls_loss",
+        "val/l1_loss",
+    ]
+    m = resolve(keys)
+    assert m["loss"]["sum_of"] == ["train/cls_loss", "train/giou_loss", "train/l1_loss"]
+    assert m["eval_loss"]["sum_of"] == ["val/cls_loss", "val/giou_loss", "val/l1_loss"]
+    # a VAE's reconstruction by its kind and its KL term
+    assert resolve(["mse_loss", "kld_loss"])["loss"]["sum_of"] == ["kld_loss", "mse_loss"]
+    # alone, or beside a real total, or beside an eval component only, a kind is the total
+    assert resolve(["train/l1_loss"])["loss"]["source"] == "train/l1_loss"
+    assert resolve(["train/l1_loss", "train/total_loss", "train/cls_loss"])["loss"]["source"] == "train/total_loss"
+    assert resolve(["train/mse_loss", "val/aux_loss"])["loss"]["source"] == "train/mse_loss"
+    # a mean of a kind is a total by its own words
+    assert resolve(["mean_mse_loss", "train/aux_loss"])["loss"]["source"] == "mean_mse_loss"
+
+
 @pytest.mark.parametrize(
     "keys",
     [

@@ -29,7 +29,9 @@ eval) candidate is a component, there is no total to read:
 
 * components of one objective (YOLO's ``train/box_loss``, ``train/obj_loss``,
   ``train/cls_loss``; detectron2's ``loss_*`` without ``total_loss``; a VAE's
-  ``recon_loss`` and ``kld_loss``) are summed into the total the optimiser minimises,
+  ``recon_loss`` and ``kld_loss``; a loss named only by its kind beside them, such as
+  RT-DETR's ``train/l1_loss`` beside ``train/giou_loss`` and ``train/cls_loss``, is one
+  of them) are summed into the total the optimiser minimises,
   reported as ``how: "fallback"`` with ``sum_of`` listing them, over the steps where every
   one of them is logged (:class:`~trainproof.runlog.RunLogBuilder` builds the sum; a
   component that is exactly zero by construction, such as a one-class detector's class
@@ -266,6 +268,22 @@ def _order(key: str, c: dict) -> tuple:
     return (not c["total"], _SPLIT_RANK[c["split"]], _GRAN_RANK[c["granularity"]], len(c["words"]), key)
 
 
+def _as_sibling(c: dict, cands: list) -> dict:
+    """A candidate that is a total only by its kind (``train/l1_loss``: its other words
+    all :data:`LOSS_KIND_WORDS`, none of :data:`TOTAL_WORDS`) beside a component of the
+    same split and granularity is one more component, its kind its part: RT-DETR logs
+    ``train/giou_loss``, ``train/cls_loss`` and ``train/l1_loss``, a VAE ``mse_loss`` and
+    ``kld_loss``, and the objective is their sum. Any other candidate is returned as it is."""
+    ws = set(c["words"])
+    kinds = [w for w in c["words"] if w in LOSS_KIND_WORDS]
+    if not c["total"] or not kinds or ws & TOTAL_WORDS:
+        return c
+    for _, _, o in cands:
+        if not o["total"] and o["split"] == c["split"] and o["granularity"] == c["granularity"]:
+            return {**c, "total": False, "parts": kinds}
+    return c
+
+
 def fallback_entry(canon: str, keys: Iterable[str]) -> dict | None:
     """The mapping entry the loss fallback order gives ``canon`` (``loss`` or
     ``eval_loss``) among ``keys``, or ``None`` when no key is a candidate for it.
@@ -283,6 +301,8 @@ def fallback_entry(canon: str, keys: Iterable[str]) -> dict | None:
             cands.append((_order(k, c), k, c))
     if not cands:
         return None
+    cands = [(o, k, _as_sibling(c, cands)) for o, k, c in cands]
+    cands = [((not c["total"], *o[1:]), k, c) for o, k, c in cands]
     cands.sort()
     _, best, bc = cands[0]
     ranked = [k for _, k, _ in cands]

@@ -327,6 +327,23 @@ SIZE_WORDS = frozenset({"len", "length", "size", "res", "resolution"})
 #: scale wobbles), read by :func:`objective_schedule`. Not a gradient's noise scale.
 NOISE_WORDS = frozenset({"sigma", "noise"})
 _MEASURED_NOISE_WORDS = frozenset({"grad", "gradient", "lr"})
+#: Words of a key that logs a setting which moves the loss's level when it changes, in
+#: either direction, while the model goes on learning, read by :func:`objective_schedule`:
+#: a data mixture's weight (``data/mix_weight_code``: a mixture that moves to a harder
+#: domain raises the loss), a temperature (``kd_temperature``: a distillation loss scales
+#: with T^2 and its soft targets sharpen as T falls; a contrastive or Gumbel-softmax
+#: temperature rescales the logits), a batch size or a count of negatives
+#: (``global_batch_size``, ``num_negatives``, MoCo's ``queue_size``: an InfoNCE loss starts at ln of its negatives, so
+#: a batch raised 256 -> 4096 lifts its level by ln 16 = 2.8 nats). Each counts only where
+#: it moved ``objective_weight_rise`` times or more and the loss fell again after it
+#: (:func:`_fell_after`): a divergence that happens to start there does not come down.
+MIXTURE_WORDS = frozenset({"mix", "mixture", "proportion", "proportions"})
+TEMPERATURE_WORDS = frozenset({"temperature", "temp", "tau"})
+BATCH_WORDS = frozenset({"batch", "bs"})
+NEGATIVES_WORDS = frozenset({"negatives", "queue"})
+#: Words of a key that measures the machine, not the training (W&B's ``system/gpu.0.temp``):
+#: never a setting of the objective.
+_MACHINE_WORDS = frozenset({"system", "sys", "gpu", "cpu", "device", "mem", "memory", "power", "util", "disk"})
 #: Words that make a stage key the optimizer's or the scheduler's, not the data's.
 _SCHEDULE_WORDS = frozenset({"lr", "learning", "rate", "sched", "scheduler", "warmup", "optim", "optimizer"})
 #: Series the schedule search never reads: the metrics the rules know by their canonical
@@ -382,8 +399,10 @@ def objective_schedule(ctx, best_step: float) -> str | None:
     weight (:data:`OBJECTIVE_WEIGHT_WORDS`, a KL weight) or a noise level that a
     curriculum adds to the data (:data:`NOISE_WORDS`, never falling over the run) that
     climbed at least ``objective_weight_rise`` times (or from 0), a stage
-    (:data:`STAGE_WORDS`) that took another value, or an example size (:data:`SIZE_WORDS`
-    of :data:`EXAMPLE_WORDS`) that grew."""
+    (:data:`STAGE_WORDS`) that took another value, an example size (:data:`SIZE_WORDS`
+    of :data:`EXAMPLE_WORDS`) that grew, or a data mixture's weight, a temperature, a batch
+    size or a count of negatives (:data:`MIXTURE_WORDS`) that moved that factor either way
+    with the loss falling again after it."""
     for name, series in ctx.run.series.items():
         if name in _NOT_OBJECTIVE_SCHEDULES:
             continue
@@ -392,6 +411,15 @@ def objective_schedule(ctx, best_step: float) -> str | None:
         size = bool(w & EXAMPLE_WORDS and w & SIZE_WORDS) or "resolution" in w
         stage = (bool(w & STAGE_WORDS) or size) and not w & _SCHEDULE_WORDS
         noise = bool(w & NOISE_WORDS) and not w & _MEASURED_NOISE_WORDS
+        setting = (
+            bool(w & (MIXTURE_WORDS | TEMPERATURE_WORDS | NEGATIVES_WORDS))
+            or bool(w & BATCH_WORDS and (w & SIZE_WORDS or "bs" in w))
+        ) and not w & (_SCHEDULE_WORDS | _MACHINE_WORDS)
+        if setting and not (weight or stage or noise):
+            moved = _moved_and_was_learned(ctx, ctx.finite(name), best_step)
+            if moved:
+                return f"{series.key or name} went from {moved}: the loss is measured under another setting"
+            continue
         if not (weight or stage or noise):
             continue
         f = ctx.finite(name)
@@ -423,6 +451,30 @@ def objective_schedule(ctx, best_step: float) -> str | None:
                 "the loss is measured on other data"
             )
     return _added_loss_term(ctx, best_step) or _implied_kl_weight(ctx, best_step)
+
+
+def _moved_and_was_learned(ctx, f, best_step: float) -> str | None:
+    """Where the setting ``f`` (a finite series: a mixture weight, a temperature, a batch
+    size) moved ``objective_weight_rise`` times or more, either way, from its value at
+    ``best_step`` (or its first value) after it, and the train loss fell after the move
+    (:func:`_fell_after`): "A at the best level's step to B at step S", or ``None``."""
+    if not f.values.size:
+        return None
+    before = np.flatnonzero(f.steps <= best_step)
+    ref = float(f.values[before[-1]] if before.size else f.values[0])
+    later = f.steps > best_step
+    after, at = f.values[later], f.steps[later]
+    rise = ctx.th.objective_weight_rise
+    if ref > 0:
+        moved = np.flatnonzero((after >= rise * ref) | (after <= ref / rise))
+    elif ref == 0:
+        moved = np.flatnonzero(after > 0)
+    else:
+        return None
+    if not moved.size or not _fell_after(ctx, float(at[moved[0]])):
+        return None
+    i = int(moved[0])
+    return f"{num(ref)} at the best level's step to {num(float(after[i]))} at step {num(float(at[i]))}"
 
 
 def _grew_and_was_learned(ctx, f, best_step: float, ref: float) -> bool:

@@ -721,6 +721,94 @@ def check_eval_spike(ctx):
     )
 
 
+def _collapsed_accuracy(ctx, s) -> tuple[float, float, float, float] | None:
+    """``(best, end, best step, gate)`` of an accuracy series ``s`` (in [0, 1] or percent,
+    at least ``accuracy_collapse_min_points`` finite values) whose end level (the median of
+    its last third, at least 3) sits below its best level (the highest median of 3
+    consecutive values, before that last third) by ``accuracy_collapse_share`` of the best
+    or more, and by ``diverge_noise_z`` standard errors of the two medians (one value's
+    noise: 1.4826 times the median absolute deviation of the points of the two levels from
+    them); ``None`` otherwise."""
+    th = ctx.th
+    ok = np.isfinite(s.values)
+    v, steps = s.values[ok], s.steps[ok]
+    if v.size < th.accuracy_collapse_min_points or not (v.min() >= 0 and v.max() <= 100):
+        return None
+    v = accuracy_as_share(v)
+    t = max(3, v.size // 3)
+    meds = window_medians(v[: v.size - t], 3)
+    if not meds.size:
+        return None
+    j = int(np.argmax(meds))
+    best, end = float(meds[j]), float(median(v[-t:]))
+    # one point's noise: the spread of the points around the two levels compared (second
+    # differences of a short series are the step itself)
+    spread = np.concatenate([v[j : j + 3] - best, v[-t:] - end])
+    sigma = 1.4826 * float(median(np.abs(spread)))
+    gate = th.diverge_noise_z * math.hypot(level_se(sigma, 3), level_se(sigma, t))
+    if not best > 0 or (best - end) / best < th.accuracy_collapse_share or best - end <= gate:
+        return None
+    return best, end, float(steps[j + 1]), gate
+
+
+@rule(
+    "TP-ACCURACY-COLLAPSE",
+    Level.WARN,
+    "eval",
+    "the accuracy fell far on training and held-out data alike, and stayed down",
+    needs=[Need("loss", 2)],
+    thresholds=["accuracy_collapse_share", "accuracy_collapse_min_points", "diverge_noise_z"],
+    least_evidence="A train accuracy and a held-out accuracy of {accuracy_collapse_min_points} points or more each, both fallen by {accuracy_collapse_share:.0%} of their best beyond their noise.",
+    detects=(
+        "A train top-1 accuracy and a held-out one (a key naming accuracy and val, eval, test or dev) whose end "
+        "levels (the median of the last third, at least 3 points) both sit below their best levels (the highest "
+        "median of 3 consecutive points before that third) by {accuracy_collapse_share:.0%} of the best or more "
+        "and by {diverge_noise_z:g} standard errors of the two medians (one point's noise: the spread of the "
+        "points of the two levels around them), whatever the loss does."
+    ),
+    why=(
+        "A model that got worse at its task on the data it trains on and on data it never sees has been "
+        "damaged: overfitting lowers only the held-out accuracy, a harder curriculum or mixup only the train "
+        "accuracy. A loss can still fall meanwhile (a Keras model at lr 20 whose cross-entropy fell 13,016 -> 5.8 "
+        "while its accuracies went 0.42 -> 0.15 and 0.29 -> 0.16), so the loss rules do not see it."
+    ),
+    not_mean="Not proof that the run diverged: the accuracies measure the predictions, not why they changed. It is a warning to look.",
+    causes="A learning rate far too high, a label or class-order bug introduced mid-run, a broken data pipeline after an epoch boundary.",
+    try_="Resume from the checkpoint at the best accuracy with a lower learning rate; check the labels and the data pipeline at the step the accuracy fell.",
+    objectives=("supervised",),
+)
+def check_accuracy_collapse(ctx):
+    found = {}
+    for _, s in sorted(ctx.run.series.items()):
+        if not is_accuracy_key(s.key):
+            continue
+        held = measured_held_out(s.key)
+        if held in found:
+            continue
+        hit = _collapsed_accuracy(ctx, s)
+        if hit is not None:
+            found[held] = (s.key, *hit)
+    if True not in found or False not in found:
+        return
+    (tk, tb, te, ts, _), (hk, hb, he, hs, _) = found[False], found[True]
+    yield ctx.finding(
+        f"the accuracy fell on training and held-out data alike: {tk} {num(tb)} -> {num(te)}, "
+        f"{hk} {num(hb)} -> {num(he)}",
+        f"{tk}: best level {num(tb)} (median of 3 around step {step(ts)}), {num(te)} over its last third; {hk}: "
+        f"best {num(hb)} (around step {step(hs)}), {num(he)} over its last third; each below its best by "
+        f"{num(ctx.th.accuracy_collapse_share * 100)}% or more and beyond its noise.",
+        {
+            "train_key": tk,
+            "train_best": tb,
+            "train_end": te,
+            "held_out_key": hk,
+            "held_out_best": hb,
+            "held_out_end": he,
+        },
+        step=min(ts, hs),
+    )
+
+
 @rule(
     "TP-EVAL-ACCURACY-DROP",
     Level.WARN,

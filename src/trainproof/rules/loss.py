@@ -1374,7 +1374,12 @@ CHANCE_BLOCK_Z = 2.576
 
 
 def chance_level(
-    values: np.ndarray, max_classes: int, tol_level: float, tol_block: float, share: float
+    values: np.ndarray,
+    max_classes: int,
+    tol_level: float,
+    tol_block: float,
+    share: float,
+    classes: tuple[int, ...] | None = None,
 ) -> tuple[int, float, float, float, float] | None:
     """The class count k whose uniform-guess cross-entropy ln(k) a loss sits at, or None.
 
@@ -1396,6 +1401,8 @@ def chance_level(
             its own 99% margin (:data:`CHANCE_BLOCK_Z` standard errors of a median of that
             many points, on the log of the loss) when that is wider.
         share: the least share of the blocks at that level ("most of the run").
+        classes: the class counts to try instead of 2..max_classes (one named by a logged
+            accuracy: :func:`_chance_named_by_accuracy`).
 
     Returns:
         ``(k, ln k, median, share of blocks at it, end level, Mann-Kendall z of the block
@@ -1414,7 +1421,7 @@ def chance_level(
     # The end level is a median of w points too: it has left ln(k) only past its own 99%
     # margin (a loss at ln 4 with 16% noise ends 5% below it by chance over 7 points).
     end_margin = max(tol_block, CHANCE_BLOCK_Z * level_se(sigma, w))
-    for k in range(2, max_classes + 1):
+    for k in classes or range(2, max_classes + 1):
         level = math.log(k)
         if abs(med / level - 1) > tol_level:
             continue
@@ -1607,6 +1614,14 @@ def chance_state(ctx) -> dict | None:
                     and (bool(st["accuracy"]) or (st["z"] > -th.dead_trend_z and hit[0] <= th.chance_fail_max_classes))
                 )
                 found.append(st)
+        if not found and name == "loss":
+            st = _chance_named_by_accuracy(ctx, s)
+            if st is not None:
+                st["start"] = start
+                st["from_above"] = start >= th.chance_start_ratio * st["hit"][1]
+                st["above"] = None
+                st["fails"] = not st["from_above"]
+                found.append(st)
         # The train loss first; the eval loss where the train loss drifts and the eval loss
         # shows the level plainly.
         for st in found:
@@ -1619,6 +1634,106 @@ def chance_state(ctx) -> dict | None:
         return found[0] if found else None
 
     return ctx.memo("chance_state", compute)
+
+
+def _chance_named_by_accuracy(ctx, s) -> dict | None:
+    """The chance level of a classifier over more than ``chance_max_classes`` classes,
+    where the loss alone cannot name k (ln 101 / ln 100 = 1.002) and the run's own top-1
+    accuracy does: among the k whose ln(k) lies within ``chance_tol_level`` of the loss's
+    median, those with a logged accuracy (:func:`_accuracy_levels`) that held one level
+    (:func:`_accuracy_held`), whose own level -ln(accuracy) of its second half is within
+    ``chance_tol_level`` of the loss's median too, and which sits within
+    :data:`CHANCE_NAMED_BAND` of 1/k (a language model at a loss of 4.6 nats scores 0.2, a 100-class guesser 0.01),
+    the
+    roundest (fewest significant digits) of those whose ln(k) is within
+    :data:`CHANCE_NAMED_ROUND` of the loss's median (class counts are mostly round, and
+    neither the loss nor an accuracy of 1/k tells 1,000 from 1,001), else the one nearest
+    it; then the loss must sit at that level by
+    :func:`chance_level`'s measure. ``s``: the finite train loss. ``None`` otherwise, or for
+    k above :data:`CHANCE_NAMED_MAX_CLASSES`. The same dict as :func:`chance_state`'s
+    (``s``, ``name``, ``hit``, ``z``, ``accuracy``)."""
+    th = ctx.th
+    med = float(median(s.values)) if len(s) else math.nan
+    tol = th.chance_tol_level
+    if not math.log(th.chance_max_classes + 1) * (1 - tol) < med <= math.log(CHANCE_NAMED_MAX_CLASSES) * (1 + tol):
+        return None
+    lo = max(th.chance_max_classes + 1, math.ceil(math.exp(med * (1 - th.chance_tol_level))))
+    hi = min(CHANCE_NAMED_MAX_CLASSES, math.floor(math.exp(med * (1 + th.chance_tol_level))))
+    if hi < lo:
+        return None
+    # the accuracies' levels and tolerances once, at the k the loss's median names: over
+    # the 2% band of ln(k) the binomial error changes by a few percent
+    # the accuracy names a level of its own, -ln(accuracy), that must agree with the loss's
+    # as closely as the loss must sit at ln(k): a free k between lo and hi would otherwise
+    # let any small metric within 40% of 1/k confirm a coincidence
+    levels = [
+        (key, late, tol)
+        for key, late, tol, ok in _accuracy_levels(ctx, round(math.exp(med)))
+        if ok and late > 0 and abs(-math.log(late) - med) <= th.chance_tol_level * med and _accuracy_held(ctx, key)
+    ]
+    best = None
+    for k in range(lo, hi + 1):
+        for key, late, tol in levels:
+            if 1 - CHANCE_NAMED_BAND <= late * k <= 1 + CHANCE_NAMED_BAND:
+                gap = abs(math.log(k) - med)
+                rank = (gap > CHANCE_NAMED_ROUND * med, len(str(k).rstrip("0")), gap)
+                if best is None or rank < best[0]:
+                    best = (rank, k, (key, late))
+                break
+    if best is None:
+        return None
+    _, k, acc = best
+    hit = chance_level(s.values, k, th.chance_tol_level, th.chance_tol_block, th.chance_share, classes=(k,))
+    if hit is None:
+        return None
+    return {"s": s, "name": "loss", "hit": hit, "z": hit[5], "accuracy": acc}
+
+
+def _accuracy_held(ctx, key: str) -> bool:
+    """Whether the accuracy logged under ``key`` (at least :data:`CHANCE_NAMED_MIN_POINTS`
+    finite values) held one level: its second half's median at most ``1 +
+    CHANCE_NAMED_BAND`` times its first half's, and not both up by
+    :data:`CHANCE_NAMED_RISE` and rising with a significant trend (Mann-Kendall z at or
+    above ``dead_trend_z``). A guesser's accuracy does not climb; a model scored by exact match,
+    pass@1 or a retrieval hit over a large gallery, small for good reason, does as it
+    learns (0.01 -> 0.04)."""
+    for _, s in ctx.run.series.items():
+        if s.key != key:
+            continue
+        v = accuracy_as_share(s.values[np.isfinite(s.values)])
+        if v.size < CHANCE_NAMED_MIN_POINTS:
+            return False
+        h = v.size // 2
+        first, second = float(median(v[:h])), float(median(v[h:]))
+        if second > (1 + CHANCE_NAMED_BAND) * first:
+            return False
+        # a rise is an effect and a trend: a guesser's 0.0099 -> 0.0100 over 3,000 points can
+        # pass the trend test by chance
+        return not (second > (1 + CHANCE_NAMED_RISE) * first and mann_kendall_z(v) >= ctx.th.dead_trend_z)
+    return False
+
+
+#: How far (relative) from 1/k a logged accuracy may sit and still name k past
+#: ``chance_max_classes``: a guesser over 100 classes scores 0.0100 +- 0.0014 on
+#: ImageNet-style evaluation sets of 5,000 or more (a binomial error of 14% at 1/k = 0.01 on
+#: 5,000 examples, 4% on 50,000), so 0.75/k-1.25/k; models scored by a small metric for good
+#: reason (retrieval top-1 over a gallery, exact match, pass@1, hit@1 over 50,000 items) sat
+#: at 1.3-1.6/k of the k their loss named in a reviewer's cases.
+CHANCE_NAMED_BAND = 0.25
+#: The least rise (second half's median over the first's) that, with a significant trend,
+#: says an accuracy climbs: a tenth, one binomial standard error of a guesser's accuracy on
+#: 10,000 examples at 1/k = 0.01 (sqrt(0.01 * 0.99 / 10,000) = 0.001).
+CHANCE_NAMED_RISE = 0.1
+#: The fewest accuracy points that can show the accuracy held one level.
+CHANCE_NAMED_MIN_POINTS = 5
+#: How near (relative, in ln k) to the loss's median a rounder class count is preferred to
+#: the nearest one: 0.5%, half the standard error of a median of 40 points at 5% noise
+#: (1.2533 * 0.05 / sqrt(40) = 1%); ln 1001 and ln 1000 differ by 0.014%, ln 40 and ln 37
+#: by 2.2%.
+CHANCE_NAMED_ROUND = 0.005
+#: The most classes a logged accuracy may name a chance level for: ImageNet-21k's 21,841
+#: classes, with room; past it a top-1 accuracy of 1/k is below any evaluation's resolution.
+CHANCE_NAMED_MAX_CLASSES = 100_000
 
 
 def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
@@ -1748,7 +1863,11 @@ _CHANCE_TH = [
         "logged accuracy whose second-half median is within {chance_acc_tol} of 1/k (wider for a small evaluation set: "
         "two binomial standard errors, its size read from the accuracy's granularity; for a train accuracy, "
         "of the median of its second-half batches, each a new sample), however significant the "
-        "drift. A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN; so is one where a held-out "
+        "drift. Beyond {chance_max_classes} classes, where ln(k) levels crowd and the loss alone cannot name k, a "
+        "train loss at ln(k) by the same measure for a k that a logged top-1 accuracy names: its second-half "
+        "level at most 2/k (a language model at a loss of 4.6 nats scores about 0.2, a 100-class guesser 0.01), the "
+        "roundest such k within 0.5% of the loss's median in ln(k), up to 100,000 classes. "
+        "A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN; so is one where a held-out "
         "accuracy's second-half median sits above 1/k by more than twice that tolerance (the classifier beats a "
         "guess: mixup or label smoothing keep its loss high). A loss whose key names a regression error (mse, "
         "mae, l1, huber) or a cross-entropy in bits (bpd, bpb, bpc) is not read: ln(k) is no level of it. Also a model that learns its "
@@ -2213,6 +2332,9 @@ def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, ga
 #: (TP-DIVERGE and TP-OBJECTIVE-CHANGED).
 DIVERGE_THRESHOLDS = [
     "min_trend_points",
+    "rescale_window_points",
+    "rescale_min_points",
+    "rescale_noise_ratio",
     "diverge_ratio",
     "diverge_noise_z",
     "diverge_level_points",
@@ -2278,7 +2400,10 @@ DIVERGE_THRESHOLDS = [
         "its first evaluation in the climb while the train loss climbs on by {objective_climb_share:.0%} of its climb "
         "after it), a logged loss-term weight (beta, "
         "kl_weight, kl_coef, kl_warmup, …) or a noise level never falling (sigma, noise_level) that climbed "
-        "{objective_weight_rise}x or more after the best level, a logged stage (a key naming a stage or a curriculum, not a scheduler's phase) that changed after it, or the "
+        "{objective_weight_rise}x or more after the best level, a logged stage (a key naming a stage or a curriculum, not a scheduler's phase) that changed after it, "
+        "a data mixture's weight, a temperature, a batch size or a count of negatives that moved {objective_weight_rise}x or more "
+        "either way after it with the loss falling again after the move, a held-out accuracy that rose beyond its noise over the climb "
+        "(with no eval loss logged then), or the "
         "run's own accuracy ending {objective_accuracy_rise} or more (and beyond its noise) above where it stood at the loss's best level, "
         "under a climb from the first point that slows down. A run stopped in a blow-up has no end level yet and is read "
         "apart: its last {blowup_points} or more points each above the one before and above the highest block level the run "
@@ -2293,7 +2418,7 @@ DIVERGE_THRESHOLDS = [
 )
 def check_diverge(ctx):
     st = diverge_state(ctx)
-    if st is None or st["objective_changed"]:
+    if st is None or st["objective_changed"] or st["rescaled"]:
         return
     yield ctx.finding(st["message"], st["evidence"], st["data"], step=st["step"], line=st["line"])
 
@@ -2315,7 +2440,12 @@ def check_diverge(ctx):
         "or a VAE's KL weight read from its logged terms, (loss - reconstruction) / KL) "
         "or a noise level a curriculum adds to the data (sigma, noise_level; never falling) "
         "that climbed {objective_weight_rise}x or more after the best level, a logged stage (a key naming a stage or "
-        "a curriculum, not a scheduler's phase) that changed after it, or the run's own accuracy (train or held-out) "
+        "a curriculum, not a scheduler's phase) that changed after it, a logged setting that moves the loss's level (a data "
+        "mixture's weight, a temperature, a batch size or a count of negatives; not the machine's) that moved "
+        "{objective_weight_rise}x or more either way after it with the loss falling again after the move, a held-out "
+        "accuracy that ended above the highest level it held up to the loss's best level beyond "
+        "{diverge_noise_z:g} standard errors (at least {objective_eval_after} evaluations after the climb began, and "
+        "no eval loss logged then), or the run's own accuracy (train or held-out) "
         "ending {objective_accuracy_rise} or more, and beyond its noise, above where it stood at the loss's best level, under a climb "
         "from the first point that slows down: the model got better at its task while the loss climbed (a running average filling up)."
     ),
@@ -2338,6 +2468,54 @@ def check_objective_changed(ctx):
         f"the train loss ends {times(d['ratio'])} above its best level after what it measures changed",
         f"{st['evidence']} Not called a divergence: {st['objective_changed']}.",
         {**d, "reason": st["objective_changed"]},
+        step=st["step"],
+        line=st["line"],
+    )
+
+
+@rule(
+    "TP-LOSS-RESCALED",
+    Level.WARN,
+    "shape",
+    "the loss jumped to a new level in one log interval while the gradients show no divergence",
+    needs=[Need("loss", "min_trend_points", positive=True, all_finite=True), Need("grad_norm", "rescale_min_points")],
+    thresholds=DIVERGE_THRESHOLDS,
+    implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
+    least_evidence="A gradient norm logged on both sides of the jump ({rescale_min_points} points or more each), precise enough that its allowance ({diverge_noise_z:g} standard errors of its step) is under a quarter of the loss's jump.",
+    detects=(
+        "A climb that TP-DIVERGE would call a divergence, made in one log interval: the point before the onset within "
+        "{diverge_noise_z:g} noise units of the level before it and the onset point within as many of the level after "
+        "(levels the medians of {rescale_window_points} points each side), no further climb to the end (the end level "
+        "not above the level after the jump beyond the noise gate), the relative noise kept (within "
+        "{rescale_noise_ratio:g}x), and a gradient norm that holds its level through the jump or moves by the same "
+        "factor as the loss, with no spike at the jump, and no accuracy logged across it that moved by a tenth "
+        "and beyond its noise (units do not move predictions). Said instead of TP-DIVERGE; TP-OBJECTIVE-CHANGED, where the "
+        "log shows what changed (an eval loss that did not get worse), comes first."
+    ),
+    why=(
+        "A diverging model changes its gradients: they spike at the onset and settle at another level. A loss "
+        "logged in other units after a resume (the Hugging Face Trainer of 4.46 logging the loss times the "
+        "gradient-accumulation steps, a reduction changed from a mean over tokens to a sum over a sequence) moves "
+        "in one step and goes on as before, its gradients unchanged, or scaled with the loss where the objective "
+        "itself was multiplied. The log cannot tell the two apart with certainty, so a warning, not a failure."
+    ),
+    not_mean=(
+        "Not that the run is healthy: a divergence whose gradients are clipped before they are logged, or a "
+        "resume that broke the model in a way its gradients do not show, looks the same. An eval loss decides."
+    ),
+    causes="A resume on another library version, a changed loss reduction or accumulation, a changed loss weight; or a divergence at a resume.",
+    try_="Compare an eval loss across the jump; check what changed at that step (library version, reduction, gradient accumulation, loss weights) and log the loss in one unit.",
+    objectives=("supervised",),
+)
+def check_loss_rescaled(ctx):
+    st = diverge_state(ctx)
+    if st is None or st["objective_changed"] or not st.get("rescaled"):
+        return
+    d = st["data"]
+    yield ctx.finding(
+        f"the loss ends {times(d['ratio'])} above its best level after a jump in one log interval, with no divergence in its gradients",
+        f"{st['evidence']} Not called a divergence: {st['rescaled']}.",
+        {**d, "reason": st["rescaled"]},
         step=st["step"],
         line=st["line"],
     )
@@ -2454,6 +2632,7 @@ def _terminal_blowup(ctx) -> dict | None:
     extra, ckpt_data = best_checkpoint(ctx.run)
     return dict(
         objective_changed=None,
+        rescaled=None,
         step=s.steps[best_idx],
         line=s.lines[best_idx],
         message=f"loss diverged: it climbs at each of its last {rising} logs, ending {times(ratio)} above its best level",
@@ -2673,16 +2852,18 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
             message = f"the loss climbed: it ends {times(ratio)} above {where}, and above where it started"
     else:
         message = f"loss diverged: the run ends {times(ratio)} above {where}"
+    changed = objective_changed(
+        ctx,
+        float(s.steps[best_idx]),
+        float(s.steps[onset]),
+        reached_step(s.steps, meds, block, bar),
+        # the level held: within its noise gate, or a slow learner's 5%, of the best
+        left_level_step(s.steps, v, best * math.exp(max(gate, math.log1p(th.dead_min_improvement))), best_idx),
+        positive=True,
+    )
     return dict(
-        objective_changed=objective_changed(
-            ctx,
-            float(s.steps[best_idx]),
-            float(s.steps[onset]),
-            reached_step(s.steps, meds, block, bar),
-            # the level held: within its noise gate, or a slow learner's 5%, of the best
-            left_level_step(s.steps, v, best * math.exp(max(gate, math.log1p(th.dead_min_improvement))), best_idx),
-            positive=True,
-        ),
+        objective_changed=changed,
+        rescaled=None if changed or climb_only else loss_rescaled(ctx, s, onset, sigma, w),
         step=s.steps[best_idx],
         line=s.lines[best_idx],
         message=message,
@@ -2713,6 +2894,150 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
             "caused": cause is not None and s.steps[best_idx] <= cause[0],
             **ckpt_data,
         },
+    )
+
+
+def _step_fit(x: np.ndarray, y: np.ndarray, at: float) -> tuple[float, float, np.ndarray] | None:
+    """Least squares of ``y`` (shape ``(n,)``) on a line in ``x`` with one slope for both
+    sides and a step at ``x >= at``: (the step, its standard error, the residuals), or
+    ``None`` when the fit has no residual degree of freedom or a side is empty."""
+    side = (x >= at).astype(float)
+    if x.size < 4 or not 0 < side.sum() < x.size:
+        return None
+    a = np.column_stack([np.ones_like(x), (x - x.mean()) / max(float(np.ptp(x)), 1e-300), side])
+    coef, _, rank, _ = np.linalg.lstsq(a, y, rcond=None)
+    if rank < 3:
+        return None
+    resid = y - a @ coef
+    var = float(resid @ resid) / (x.size - 3)
+    cov = np.linalg.inv(a.T @ a) * var
+    return float(coef[2]), math.sqrt(max(float(cov[2, 2]), 0.0)), resid
+
+
+def _accuracy_moved(ctx, lo: float, at: float, hi: float, z: float) -> bool:
+    """Whether an accuracy (train or held-out, :func:`is_accuracy_key`) logged on both sides
+    of step ``at`` moved across it (its points from ``lo`` to ``hi``, or its nearest 3 a
+    side where fewer, an evaluation's cadence being coarser than the loss's; 2 or more a
+    side): its
+    median after differs from its median before by more than a tenth of the level before
+    and ``z`` standard errors of the two (one point's noise from its first differences).
+    Units of the logged loss do not move what the model predicts."""
+    for name, series in ctx.run.series.items():
+        if not is_accuracy_key(series.key or name):
+            continue
+        f = ctx.finite(name)
+        v = f.values
+        if not v.size or float(v.min()) < 0 or float(v.max()) > 100:
+            continue
+        v = accuracy_as_share(v)
+        # the evaluations nearest the jump, within the loss's window or the nearest 3 a side
+        a = v[f.steps < at][-max(3, int(np.sum((f.steps >= lo) & (f.steps < at)))) :]
+        b = v[f.steps >= at][: max(3, int(np.sum((f.steps >= at) & (f.steps <= hi))))]
+        if a.size < 2 or b.size < 2:
+            continue
+        before, after = float(median(a)), float(median(b))
+        sigma = noise_sigma(np.concatenate([a, b]))
+        gap = abs(after - before)
+        if gap > 0.1 * before and gap > z * math.hypot(level_se(sigma, a.size), level_se(sigma, b.size)):
+            return True
+    return False
+
+
+def loss_rescaled(ctx, s, onset: int, sigma: float, w: int) -> str | None:
+    """Why a climb of the train loss (``s``, its finite series, climbing from index
+    ``onset``) reads as the logged loss changing scale rather than the model diverging, in
+    a sentence with the numbers, or ``None``.
+
+    Both the log of the loss and the log of the gradient norm over ``rescale_window_points``
+    points each side of the onset are fitted with one line and a step at the onset
+    (:func:`_step_fit`: a run still learning keeps its slope through a change of units).
+    The shape: the loss's step is its move to the new level within one log interval (the
+    residuals at the last point before the onset and at the onset within
+    ``diverge_noise_z`` point noises), it climbs no further after it (the end level, the
+    median of the last ``w`` points, not above the fitted level just after the step beyond
+    the noise gate), and it keeps its relative noise (the point-to-point noise of the log
+    loss from the onset to the end within ``rescale_noise_ratio`` of its noise before).
+    An accuracy logged across the onset that moved (:func:`_accuracy_moved`) says the
+    predictions changed: no change of units. The cause it needs: a gradient norm logged on
+    both sides whose step is either zero
+    (it holds its level) or the loss's step (the loss was multiplied by a constant and
+    the gradients with it), within ``diverge_noise_z`` standard errors of the gradient's
+    step, an allowance under a quarter of the loss's step so that a gradient norm that
+    moved halfway (a divergence's in-between) stands a whole allowance off both readings, and no gradient point at the onset standing apart from the fit by
+    more than any other point there does. A divergence moves the gradients without
+    keeping either relation; a loss logged in new units (a reduction changed from a mean
+    to a sum, a resume on a version that logs the loss times the accumulation steps)
+    keeps the gradients or scales them with the loss.
+
+    ``sigma`` is the point noise of the log loss (:func:`log_loss_noise`, widened for
+    autocorrelation). Raises nothing; ``None`` when either side has fewer than
+    ``rescale_min_points`` points of the loss or of the gradient norm, and when an eval loss
+    is logged on both sides of the onset (it decides: TP-OBJECTIVE-CHANGED where it did not
+    get worse, the divergence where it did).
+    """
+    th = ctx.th
+    if not ctx.has("grad_norm") or onset < 1:
+        return None
+    at = float(s.steps[onset])
+    if ctx.has("eval_loss"):
+        e = ctx.finite("eval_loss").steps
+        if np.any(e < at) and np.any(e >= at):
+            return None
+    m = int(th.rescale_window_points)
+    lo = int(th.rescale_min_points)
+    z = th.diverge_noise_z
+    y = np.log(s.values)
+    i0, i1 = max(0, onset - m), min(y.size, onset + m)
+    if onset - i0 < lo or i1 - onset < lo:
+        return None
+    fit = _step_fit(s.steps[i0:i1], y[i0:i1], at)
+    if fit is None:
+        return None
+    jump, _, resid = fit
+    k = onset - i0
+    # one log interval: the points either side of the onset sit on the fitted step
+    if not (jump > 2 * z * sigma and abs(resid[k - 1]) <= z * sigma and abs(resid[k]) <= z * sigma):
+        return None
+    after = float(np.median(y[onset:i1] - resid[k:]))  # the fitted level just after the step
+    if float(median(y[-w:])) - after > z * math.hypot(level_se(sigma, i1 - onset), level_se(sigma, w)):
+        return None
+    # each side's whole length: a MAD of a window's few differences scatters 3x either way
+    n_pre, n_post = noise_sigma(y[:onset]), noise_sigma(y[onset:])
+    if n_pre > 0 and n_post > 0 and max(n_pre / n_post, n_post / n_pre) > th.rescale_noise_ratio:
+        return None
+    if _accuracy_moved(ctx, float(s.steps[i0]), at, float(s.steps[i1 - 1]), z):
+        return None
+    g = ctx.finite("grad_norm")
+    ok = (g.values > 0) & (g.steps >= s.steps[i0]) & (g.steps <= s.steps[i1 - 1])
+    gs, gy = g.steps[ok], np.log(g.values[ok])
+    if int(np.sum(gs < at)) < lo or int(np.sum(gs >= at)) < lo:
+        return None
+    gfit = _step_fit(gs, gy, at)
+    if gfit is None:
+        return None
+    moved, g_se, g_resid = gfit
+    gate = z * g_se
+    # under a quarter of the jump: a gradient norm that moved halfway (on the log scale),
+    # as a diverging model's does, then stands a whole allowance off both readings
+    if not gate < jump / 4:
+        return None
+    if abs(moved) <= gate:
+        how = "the gradient norm holds its level through it"
+    elif abs(moved - jump) <= gate:
+        how = f"the gradient norm moves by the same factor ({times(math.exp(moved))})"
+    else:
+        return None
+    # a spike at the onset is a divergence's mark: no gradient point there stands apart
+    near = np.abs(g_resid[np.abs(np.searchsorted(gs, at) - np.arange(gs.size) - 0.5) <= 2])
+    rest = np.abs(g_resid[np.abs(np.searchsorted(gs, at) - np.arange(gs.size) - 0.5) > 2])
+    g_point = float(np.sqrt(g_resid @ g_resid / max(1, gs.size - 3)))
+    if near.size and float(np.max(near)) > max(float(np.max(rest, initial=0.0)), z * g_point):
+        return None
+    return (
+        f"the loss moves {times(math.exp(jump))} in one log interval at step {step(at)} (a step fitted to "
+        f"{i1 - i0} points around it, one slope for both sides), climbs no further and keeps its relative "
+        f"noise, and {how} ({num(math.exp(moved))}x, allowance {num(gate)} in log): the logged loss changed "
+        "its units, or the run diverged without its gradients showing it"
     )
 
 
@@ -2856,6 +3181,7 @@ def objective_changed(
         _eval_not_worse(ctx, reach_step, onset_step, left_step, positive)
         or objective_schedule(ctx, best_step)
         or _accuracy_rose(ctx, best_step, onset_step)
+        or _held_out_accuracy_rose(ctx, best_step, onset_step)
     )
 
 
@@ -2926,6 +3252,50 @@ def _accuracy_rose(ctx, best_step: float, onset_step: float) -> str | None:
                 f"the accuracy {series.key or name} ended at {num(end)} (median of its last {k}), up from "
                 f"{num(at_best)} when the loss was at its best: the model got better at its task while the loss "
                 "climbed"
+            )
+    return None
+
+
+def _held_out_accuracy_rose(ctx, best_step: float, onset_step: float) -> str | None:
+    """A held-out accuracy (:func:`is_accuracy_key` and :func:`measured_held_out`; in
+    [0, 1] or in percent) that ended above where it stood when the train loss was at its
+    best level (at ``best_step``), beyond ``diverge_noise_z`` standard errors of the two
+    levels, with at least ``objective_eval_after`` evaluations after the climb's onset
+    (``onset_step``): the model got better on data it does not train on while its train
+    loss climbed, so the loss measures something else (a curriculum's harder stage, a
+    changed loss the log does not name). A diverging model gets worse on held-out data.
+    The end level is the median of the last 10% of the evaluations after the onset (at
+    least 3); the level at the best, the highest median of as many consecutive evaluations
+    up to ``best_step``. Only where no eval loss is logged after the onset:
+    an eval loss that got worse over the climb decides (a held-out accuracy can rise while
+    the held-out loss climbs on overconfident predictions). ``None`` otherwise."""
+    th = ctx.th
+    if ctx.has("eval_loss") and np.any(ctx.finite("eval_loss").steps > onset_step):
+        return None
+    for name, series in sorted(ctx.run.series.items()):
+        key = series.key or name
+        if not (is_accuracy_key(key) and measured_held_out(key)):
+            continue
+        f = ctx.finite(name)
+        v = f.values
+        if not v.size or float(v.min()) < 0 or float(v.max()) > 100:
+            continue
+        v = accuracy_as_share(v)
+        after = v[f.steps > onset_step]
+        k = max(3, after.size // 10)
+        upto = v[f.steps <= best_step]
+        if not upto.size or after.size < max(k, th.objective_eval_after):
+            continue
+        # the highest level it held up to then: an accuracy still rising at the loss's best
+        # step is not compared with where it stood earlier
+        m = min(k, upto.size)
+        at_best, end = float(np.max(window_medians(upto, m))), float(median(after[-k:]))
+        gate = th.diverge_noise_z * math.hypot(level_se(noise_sigma(v), m), level_se(noise_sigma(v), k))
+        if end - at_best > gate:
+            return (
+                f"the held-out accuracy {key} ended at {num(end)} (median of its last {k}), up from {num(at_best)} "
+                f"when the loss was at its best, beyond its noise ({num(gate)}): the model got better on held-out "
+                "data while the train loss climbed"
             )
     return None
 

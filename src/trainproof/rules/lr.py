@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..aliases.vocabulary import words
 from ..findings import Level
 from ..runlog import Series
 from ._fmt import num, pct, step
@@ -306,6 +307,27 @@ def _effectively_zero_tail(s: Series, floor: float, decay: float) -> int:
     return v.size - first if np.all(np.diff(before) <= 0) else 0
 
 
+def ended_early(ctx) -> tuple[int, float, float, float, float, float] | None:
+    """Where the schedule reached 0 (or effectively zero) for good: ``(tail points, floor
+    (0.0 for an exact 0), zero step, remaining steps, span, share of the run to go)``, or
+    ``None`` when it never does. The run ends at its declared max_steps, else its last
+    logged step."""
+    p = _profile(ctx)
+    s = p.s
+    tail, floor = p.decayed_tail, 0.0
+    if not tail:
+        v = s.values
+        floor = min(ctx.th.tiny_lr, ctx.th.frozen_lr_share * float(np.max(v))) if v.size else 0.0
+        tail = _effectively_zero_tail(s, floor, ctx.th.frozen_lr_share)
+    if not tail:
+        return None
+    zero_step = float(s.steps[len(s) - tail])
+    end = declared_max_steps(ctx.run) or float(s.steps[-1])
+    span = max(end - float(s.steps[0]), 1e-300)
+    remaining = end - zero_step
+    return tail, floor, zero_step, remaining, span, remaining / span
+
+
 @rule(
     "TP-LR-SCHEDULE-ENDED-EARLY",
     Level.WARN,
@@ -327,21 +349,13 @@ def _effectively_zero_tail(s: Series, floor: float, decay: float) -> int:
     try_="Set the scheduler's total steps to the run's real number of optimizer steps (num_training_steps = epochs * steps_per_epoch / grad_accum).",
 )
 def check_schedule_ended_early(ctx):
-    p = _profile(ctx)
-    s = p.s
-    tail, floor = p.decayed_tail, 0.0
-    if not tail:
-        v = s.values
-        floor = min(ctx.th.tiny_lr, ctx.th.frozen_lr_share * float(np.max(v))) if v.size else 0.0
-        tail = _effectively_zero_tail(s, floor, ctx.th.frozen_lr_share)
-    if not tail:
+    ended = ended_early(ctx)
+    if ended is None:
         return
+    s = _profile(ctx).s
+    tail, floor, zero_step, remaining, span, share = ended
     i = len(s) - tail
-    zero_step = float(s.steps[i])
     end = declared_max_steps(ctx.run) or float(s.steps[-1])
-    span = max(end - float(s.steps[0]), 1e-300)
-    remaining = end - zero_step
-    share = remaining / span
     if share <= ctx.th.zero_lr_warn_share:
         return
     declared = declared_max_steps(ctx.run) is not None
@@ -366,6 +380,134 @@ def check_schedule_ended_early(ctx):
             "tail_points": tail,
             "scheduled_end": end,
             "declared_end": declared,
+            "effective_zero": floor or None,
+        },
+        step=zero_step,
+        line=s.lines[i],
+    )
+
+
+def _other_rate_after(ctx, at: float) -> str | None:
+    """A learning rate logged under another key than the run's (``lr_head``,
+    ``lr-AdamW/pg2``: any key whose words name a learning rate) whose median from step
+    ``at`` on is above ``tiny_lr``: a parameter group that goes on training, or a second
+    stage under its own rate. ``None`` otherwise."""
+    mapped = ctx.run.series["lr"].key if "lr" in ctx.run.series else None
+    for name, s in sorted(ctx.run.series.items()):
+        if name == "lr" or s.key == mapped:
+            continue
+        w = set(words(s.key or name))
+        if not ("lr" in w or {"learning", "rate"} <= w):
+            continue
+        v = s.values[(s.steps >= at) & np.isfinite(s.values)]
+        if v.size and float(np.median(v)) > ctx.th.tiny_lr:
+            return s.key or name
+    return None
+
+
+def _decayed_into_zero(s: Series, tail: int, peak_share: float) -> bool:
+    """Whether the rate ``s`` decayed into its zero tail (its last ``tail`` points): the last
+    rate before the tail at most ``peak_share`` of the peak, and from the last point at half
+    the peak or more to the tail at least 3 points, no two consecutive ones equal. A
+    schedule sized for fewer steps than the run (a cosine, a linear or an exponential decay)
+    moves at every step; ReduceLROnPlateau holds each rate until the loss stops improving
+    and cuts it then (a run that converged first), and a rate set to 0 from its working
+    value is a phase the log does not name."""
+    v = s.values
+    i = len(v) - tail
+    if i < 1 or not np.isfinite(v[:i]).all():
+        return False
+    peak = float(np.max(v[:i]))
+    if not peak > 0 or v[i - 1] > peak_share * peak:
+        return False
+    high = np.flatnonzero(v[:i] >= 0.5 * peak)
+    run = v[int(high[-1]) : i]
+    return run.size >= 3 and bool(np.all(np.diff(run) != 0))
+
+
+@rule(
+    "TP-ZERO-LR-ONSET",
+    Level.FAIL,
+    "lr",
+    "the learning rate reached zero with most of the run to go, and the loss stopped there",
+    needs=[Need("lr", "min_value_points"), Need("loss", "min_trend_points", positive=True)],
+    thresholds=[
+        "zero_lr_onset_share",
+        "dead_min_improvement",
+        "min_trend_points",
+        "tiny_lr",
+        "frozen_lr_share",
+        "lr_startup_share",
+        "lr_startup_points",
+        "zero_lr_decayed_share",
+    ],
+    implies=(
+        "TP-LR-SCHEDULE-ENDED-EARLY",
+        "TP-DEAD-RUN",
+        "TP-FLAT",
+        "TP-LOSS-STALLED",
+        "TP-PLATEAU",
+        "TP-NEAR-CHANCE",
+        "TP-LOSS-FROZEN",
+        "TP-FROZEN-AFTER-LEARNING",
+    ),
+    least_evidence="A learning rate at 0 or effectively zero (TP-LR-SCHEDULE-ENDED-EARLY's measure) for more than {zero_lr_onset_share:.0%} of the run, and at least {min_trend_points} train losses after it that move less than {dead_min_improvement:.0%}.",
+    detects=(
+        "TP-LR-SCHEDULE-ENDED-EARLY's finding (the learning rate decays to exactly 0, or to at most {tiny_lr:g} "
+        "and {frozen_lr_share:g} of its peak, and stays there), with more than {zero_lr_onset_share:.0%} of the run "
+        "still to go, and a train loss that stopped where the rate did: its median over the last tenth of the "
+        "points after that step (at least 3) within {dead_min_improvement:.0%} of its median over the first tenth "
+        "(at least {min_trend_points} points there), after a schedule that decayed into it: the last rate before "
+        "it at most {zero_lr_decayed_share:.0%} of the peak, and from the last rate at half the peak or more at least "
+        "3 logged rates, no two consecutive ones equal (a cosine, linear or exponential decay sized for fewer steps "
+        "than the run). A loss that goes on moving under a logged rate of zero is trained by a rate the log does "
+        "not show, a rate logged under another key that stays above {tiny_lr:g} trains another group or stage, "
+        "ReduceLROnPlateau's held rates are cut because the run had converged, and a rate set to 0 from its working "
+        "value is a phase the log does not name: TP-LR-SCHEDULE-ENDED-EARLY's WARN alone."
+    ),
+    why=(
+        "At a learning rate of effectively zero the optimizer cannot move the weights, so every step after "
+        "the schedule ended is spent computing gradients for nothing; when that is most of the run, the run "
+        "is the failure TP-ZERO-LR names, from a step on. A healthy schedule reaches zero at its end or in a "
+        "short cool-down, never with more than half of the run to go."
+    ),
+    not_mean="Not that the part before the onset was wasted: the checkpoint at the onset is what the run trained.",
+    causes="A scheduler sized for fewer steps than the run (epochs raised without the scheduler's total, gradient accumulation not accounted for, num_training_steps computed for one epoch), a resumed run that kept an ended schedule.",
+    try_="Set the scheduler's total steps to the run's real number of optimizer steps and resume from the checkpoint at the onset.",
+    objectives=("supervised",),
+)
+def check_zero_lr_onset(ctx):
+    ended = ended_early(ctx)
+    if ended is None or ended[5] <= ctx.th.zero_lr_onset_share or trained_group_rate(ctx):
+        return
+    tail, floor, zero_step, remaining, span, share = ended
+    if _other_rate_after(ctx, zero_step) or not _decayed_into_zero(_profile(ctx).s, tail, ctx.th.zero_lr_decayed_share):
+        return
+    loss = ctx.finite("loss")
+    after = loss.values[loss.steps >= zero_step]
+    k = max(3, after.size // 10)
+    if after.size < max(ctx.th.min_trend_points, 2 * k):
+        return
+    first, last = float(np.median(after[:k])), float(np.median(after[-k:]))
+    moved = abs(last - first) / max(abs(first), 1e-300)
+    if not first > 0 or moved >= ctx.th.dead_min_improvement:
+        return
+    s = _profile(ctx).s
+    i = len(s) - tail
+    yield ctx.finding(
+        f"the learning rate reached {'0' if not floor else 'effectively zero'} at step {step(zero_step)} with "
+        f"{pct(share)} of the run to go, and the loss stopped there",
+        f"lr {num(float(s.values[i]))} at step {step(zero_step)} (line {int(s.lines[i])}) and at most that to the "
+        f"end ({num(float(s.values[-1]))}); the train loss after it moves {pct(moved)} (median {num(first)} over "
+        f"its first {k} points, {num(last)} over its last {k}, of {after.size}): {step(remaining)} of the run's "
+        f"{step(span)} steps trained nothing.",
+        {
+            "zero_step": zero_step,
+            "share": share,
+            "remaining_steps": remaining,
+            "loss_first": first,
+            "loss_last": last,
+            "loss_moved": moved,
             "effective_zero": floor or None,
         },
         step=zero_step,

@@ -488,7 +488,12 @@ class Thresholds:
         "what the loss measures: KL annealing takes beta from about 0 to 1 over the first "
         "10-100% of a VAE's training (Bowman et al. 2016, 'Generating Sentences from a "
         "Continuous Space'), and the summed loss climbs with it while the model improves. "
-        "1.5x is a change of the objective, not a rounding of a constant.",
+        "1.5x is a change of the objective, not a rounding of a constant. The same factor, "
+        "either way, for a logged setting that moves the loss's level while the model learns "
+        "(a data mixture's weight 0.05 -> 0.6, a distillation temperature 4 -> 1, an InfoNCE "
+        "batch 256 -> 4096, whose loss starts at ln of the batch), counted only where the loss "
+        "falls again after the move: three new users' healthy runs of these kinds FAILed "
+        "TP-DIVERGE at 1.6-1.85x.",
         unit="ratio",
         valid=FACTOR,
     )
@@ -1160,6 +1165,29 @@ class Thresholds:
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )
     zero_lr_warn_share: float = threshold(0.1, see="zero_lr_fail_share", unit="share", valid=SHARE)
+    zero_lr_decayed_share: float = threshold(
+        0.1,
+        "TP-ZERO-LR-ONSET: the last learning rate before the zero stretch at most 10% of the "
+        "peak: a schedule that decayed into zero, not a rate cut to 0 from its working value "
+        "(a phase the log does not name: a batch-norm recalibration, evaluation-only epochs "
+        "logged with the optimizer's rate), which sits at half its peak or more. A decay "
+        "logged 10 times or more ends at or below it at its last point before 0: a cosine at "
+        "2.5% of its peak, a linear decay at 10%.",
+        unit="share",
+        valid=SHARE,
+    )
+    zero_lr_onset_share: float = threshold(
+        0.5,
+        "TP-ZERO-LR-ONSET (a FAIL): a schedule that ended at effectively zero with more than "
+        "half of the run to go, the loss stopped with it. Healthy schedules end at zero at "
+        "their last step or after a cool-down of 10-20% of the run (WSD schedules decay over "
+        "the last 10-20%; a cosine to zero reaches a tenth of its peak at 80%); between 10% "
+        "and this share it stays TP-LR-SCHEDULE-ENDED-EARLY's WARN. A new user's schedules "
+        "that decayed to 1e-12 at 7% of a 5,000-step run (HF trainer_state, Lightning CSV) "
+        "and a timm run cut to lr 0 at 12% only WARNed, their loss flat to the end.",
+        unit="share",
+        valid=SHARE,
+    )
     lr_startup_points: int = threshold(
         3,
         "Leading zeros are warm-up or mixed-precision start-up when they last at most 3 logged "
@@ -1644,6 +1672,27 @@ class Thresholds:
     )
     overfit_ratio: float = threshold(1.2, see="overfit_min_evals", unit="ratio", valid=FACTOR)
     overfit_tail_evals: int = threshold(3, see="overfit_min_evals", unit="evaluations", valid=count(1))
+    accuracy_collapse_share: float = threshold(
+        0.4,
+        "TP-ACCURACY-COLLAPSE (a WARN): a train and a held-out accuracy each ending 40% or "
+        "more below their best level. Overfitting lowers the held-out accuracy while the "
+        "train accuracy rises; mixup or a harder curriculum lowers the train accuracy alone. "
+        "Measured on the corpus's 251 logs (the same best-median-of-3 and end-third levels): "
+        "no healthy run has either accuracy fall more than 25% (a reward model's batch "
+        "accuracy on a few pairs, 1.0 -> 0.75), overfitting runs' held-out accuracies fall "
+        "11-20%, and no log has both fall 40%. A new user's real Keras model at Adam lr 20 "
+        "went 0.42 -> 0.15 (train) and 0.29 -> 0.16 (validation, 44%) over 12 epochs while its "
+        "cross-entropy fell 13,016 -> 5.8, and PASSed.",
+        unit="share",
+        valid=SHARE,
+    )
+    accuracy_collapse_min_points: int = threshold(
+        6,
+        "TP-ACCURACY-COLLAPSE: the fewest points of each accuracy. Below 6, the best median "
+        "of 3 and the end third overlap or rest on one or two points.",
+        unit="points",
+        valid=count(4),
+    )
     overfit_evals_after_min: int = threshold(3, see="overfit_min_evals", unit="evaluations", valid=count(1))
     overfit_slow_ratio: float = threshold(
         1.05,
@@ -1881,6 +1930,34 @@ class Thresholds:
         "32 tokens) and PASSed; an MLP at SGD lr 10 went 1.39 -> 1e23 -> 2.2 with 5 of its 6 "
         "tensors dead. The end must be back under half the peak (a hump; a loss that held "
         "high is TP-DIVERGE's).",
+        unit="ratio",
+        valid=FACTOR,
+    )
+    rescale_window_points: int = threshold(
+        8,
+        "TP-LOSS-RESCALED: the points each side of a jump whose medians are the levels before "
+        "and after it (the loss's and the gradient norm's). Short enough that a run still "
+        "falling before the jump keeps one level over the window (8 logs of a curve that "
+        "halves over 200 logs move 3%), long enough for a median to stand 1/sqrt(8) of a "
+        "point's noise off its level.",
+        unit="points",
+        valid=count(3),
+    )
+    rescale_min_points: int = threshold(
+        5,
+        "TP-LOSS-RESCALED: the fewest points of the loss and of the gradient norm on each "
+        "side of the jump. Below 5 a median of the gradient norm is a point or two of it, "
+        "and holding its level cannot be told from moving with the loss.",
+        unit="points",
+        valid=count(3),
+    )
+    rescale_noise_ratio: float = threshold(
+        2.0,
+        "TP-LOSS-RESCALED: the point-to-point noise of the log loss from the jump to the end "
+        "within this factor of its noise before the jump. A loss multiplied by a constant "
+        "keeps its relative noise exactly; the estimate (a MAD of first differences) from 20 "
+        "points a side scatters by about 1.4x either way, so 2x leaves room for that and not "
+        "for a model whose loss turned noisy (a broken model's batches disagree more).",
         unit="ratio",
         valid=FACTOR,
     )

@@ -268,6 +268,33 @@ def test_main_stopped_while_writing_sarif_exits_2_with_a_whole_file(tmp_path, mo
     assert sorted(q.name for q in tmp_path.iterdir()) == ["r.sarif", "run.jsonl"]
 
 
+def test_a_sigterm_the_moment_its_handler_is_set_is_a_stop_not_a_traceback(monkeypatch, capsys):
+    """The signal lands while main() is still setting its handlers (a CI job cancelled at
+    start-up): the KeyboardInterrupt it raises there ends the command as a stop, exit 2."""
+    from trainproof.cli import signals as signals_mod
+
+    real = signals_mod.interrupt_handlers
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+
+    def set_then_signalled(catcher=None):
+        real(catcher)
+        os.kill(os.getpid(), signal.SIGTERM)
+        # the handler runs at the next bytecode, here, before the handlers are returned
+        for _ in range(1000):
+            time.sleep(0.001)
+        raise AssertionError("the SIGTERM handler did not run")
+
+    monkeypatch.setattr(signals_mod, "interrupt_handlers", set_then_signalled)
+    try:
+        with pytest.raises(SystemExit) as e:
+            cli_mod.main(["rules"])
+        assert e.value.code == 2
+        assert "trainproof: aborted" in capsys.readouterr().err
+    finally:
+        signal.signal(signal.SIGTERM, before[0])
+        signal.signal(signal.SIGINT, before[1])
+
+
 def test_main_handles_an_ignored_sigint_and_puts_it_back(monkeypatch):
     seen = {}
 

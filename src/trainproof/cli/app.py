@@ -198,15 +198,19 @@ def main(argv: list[str] | None = None) -> None:
         )
         sys.exit(2)
     signals.STOP.clear()
-    previous = signals.interrupt_handlers()
+    previous: dict = {}
     try:
+        # Inside the try: a SIGTERM that lands the moment its handler is set (before this
+        # function's own handlers are in force) raises KeyboardInterrupt here, and it is a
+        # stop like any other, not a traceback.
+        previous = signals.interrupt_handlers()
         rv = cli.main(args=args, prog_name="trainproof", standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.ClickException as e:
         e.show()
         sys.exit(2)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         if signals.command_name(args) == "watch":
             # Stopped before watch's own loop ran (parsing its options): nothing judged.
             if "--json" not in args:

@@ -127,3 +127,30 @@ def test_an_eval_loss_that_got_worse_outweighs_a_rising_accuracy():
         }
     )
     assert "TP-DIVERGE" in ids and "TP-OBJECTIVE-CHANGED" not in ids, rep.ids()
+
+
+def _annealed(n, i0, before, after):
+    """A setting annealed linearly from ``before`` at the onset to ``after`` at the last step."""
+    u = np.clip((np.arange(n) - i0) / max(1, n - 1 - i0), 0, 1)
+    return before + (after - before) * u
+
+
+@pytest.mark.parametrize("n", [40, 300, 3000])
+def test_a_setting_still_moving_at_the_end_makes_the_climb_a_warning(n):
+    """A distillation temperature annealed 4 -> 1 to the last step: the loss climbs with it
+    and never falls again, so the setting's effect and a divergence look the same."""
+    for seed in range(3):
+        sigma, at = (0.01, 0.03, 0.02)[seed], (0.35, 0.5, 0.45)[seed]
+        loss, i0 = _climb(n, sigma, seed, at, after="climbs")
+        temp = _annealed(n, i0, 4.0, 1.0)
+        rep, ids = _ids({"loss": loss, "kd_temperature": temp})
+        assert "TP-DIVERGE" not in ids and "TP-LOSS-CLIMB" in ids and rep.verdict is Level.WARN, (n, seed, rep.ids())
+        # an eval loss that got worse over the climb shows the divergence
+        ev = np.full(n, np.nan)
+        idx = np.linspace(n // 10, n - 1, 12).astype(int)
+        ev[idx] = np.where(idx >= i0, 2.0, 0.8)
+        rep, ids = _ids({"loss": loss, "kd_temperature": temp, "eval_loss": [None if np.isnan(x) else x for x in ev]})
+        assert "TP-DIVERGE" in ids, (n, seed, rep.ids())
+        # a batch that shrank cannot raise an InfoNCE loss's level: still a divergence
+        rep, ids = _ids({"loss": loss, "batch_size": _annealed(n, i0, 4096, 256)})
+        assert "TP-DIVERGE" in ids, (n, seed, rep.ids())

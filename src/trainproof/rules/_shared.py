@@ -411,10 +411,7 @@ def objective_schedule(ctx, best_step: float) -> str | None:
         size = bool(w & EXAMPLE_WORDS and w & SIZE_WORDS) or "resolution" in w
         stage = (bool(w & STAGE_WORDS) or size) and not w & _SCHEDULE_WORDS
         noise = bool(w & NOISE_WORDS) and not w & _MEASURED_NOISE_WORDS
-        setting = (
-            bool(w & (MIXTURE_WORDS | TEMPERATURE_WORDS | NEGATIVES_WORDS))
-            or bool(w & BATCH_WORDS and (w & SIZE_WORDS or "bs" in w))
-        ) and not w & (_SCHEDULE_WORDS | _MACHINE_WORDS)
+        setting = _setting_words(w) is not None
         if setting and not (weight or stage or noise):
             moved = _moved_and_was_learned(ctx, ctx.finite(name), best_step)
             if moved:
@@ -453,11 +450,10 @@ def objective_schedule(ctx, best_step: float) -> str | None:
     return _added_loss_term(ctx, best_step) or _implied_kl_weight(ctx, best_step)
 
 
-def _moved_and_was_learned(ctx, f, best_step: float) -> str | None:
-    """Where the setting ``f`` (a finite series: a mixture weight, a temperature, a batch
-    size) moved ``objective_weight_rise`` times or more, either way, from its value at
-    ``best_step`` (or its first value) after it, and the train loss fell after the move
-    (:func:`_fell_after`): "A at the best level's step to B at step S", or ``None``."""
+def _setting_move(ctx, f, best_step: float, grow_only: bool) -> tuple[float, float, float] | None:
+    """``(value at best_step, first moved value, its step)`` where the setting ``f`` (a
+    finite series) moved ``objective_weight_rise`` times or more after ``best_step`` from
+    its value there (or its first value); up only with ``grow_only``; ``None`` otherwise."""
     if not f.values.size:
         return None
     before = np.flatnonzero(f.steps <= best_step)
@@ -466,15 +462,72 @@ def _moved_and_was_learned(ctx, f, best_step: float) -> str | None:
     after, at = f.values[later], f.steps[later]
     rise = ctx.th.objective_weight_rise
     if ref > 0:
-        moved = np.flatnonzero((after >= rise * ref) | (after <= ref / rise))
+        moved = np.flatnonzero((after >= rise * ref) | ((after <= ref / rise) & (not grow_only)))
     elif ref == 0:
         moved = np.flatnonzero(after > 0)
     else:
         return None
-    if not moved.size or not _fell_after(ctx, float(at[moved[0]])):
+    if not moved.size:
         return None
     i = int(moved[0])
-    return f"{num(ref)} at the best level's step to {num(float(after[i]))} at step {num(float(at[i]))}"
+    return ref, float(after[i]), float(at[i])
+
+
+def _moved_and_was_learned(ctx, f, best_step: float) -> str | None:
+    """Where the setting ``f`` (a finite series: a mixture weight, a temperature, a batch
+    size) moved ``objective_weight_rise`` times or more, either way, from its value at
+    ``best_step`` (or its first value) after it, and the train loss fell after the move
+    (:func:`_fell_after`): "A at the best level's step to B at step S", or ``None``."""
+    move = _setting_move(ctx, f, best_step, grow_only=False)
+    if move is None or not _fell_after(ctx, move[2]):
+        return None
+    return f"{num(move[0])} at the best level's step to {num(move[1])} at step {num(move[2])}"
+
+
+def _setting_words(w: set) -> str | None:
+    """``"either"`` for a key naming a setting that moves the loss's level either way (a
+    data mixture's weight, a temperature), ``"grow"`` for one whose growth raises it (a
+    batch size or a count of negatives: an InfoNCE loss starts at ln of its negatives), or
+    ``None``; never the optimizer's, the scheduler's or the machine's."""
+    if w & (_SCHEDULE_WORDS | _MACHINE_WORDS):
+        return None
+    if w & (MIXTURE_WORDS | TEMPERATURE_WORDS):
+        return "either"
+    if w & NEGATIVES_WORDS or (w & BATCH_WORDS and (w & SIZE_WORDS or "bs" in w)):
+        return "grow"
+    return None
+
+
+def setting_moved(ctx, best_step: float, moving_from: float) -> str | None:
+    """A logged setting (:func:`_setting_words`) that moved ``objective_weight_rise`` times
+    or more after ``best_step`` (a batch size or a count of negatives: grew) and was still
+    moving from step ``moving_from`` to the end (its last value at least
+    sqrt(``objective_weight_rise``) times, or that fraction of, its value there; grown for a
+    batch size), whether or not the loss fell after it: "KEY went from A at the best
+    level's step to B at step S", or ``None``. A climb that goes on while a setting goes on
+    moving is explained by the setting as well as by a divergence; one that goes on after a
+    setting changed once and held is not (the change moves the level once)."""
+    step_rise = math.sqrt(ctx.th.objective_weight_rise)
+    for name, series in ctx.run.series.items():
+        if name in _NOT_OBJECTIVE_SCHEDULES:
+            continue
+        kind = _setting_words(set(words(series.key or name)))
+        if kind is None:
+            continue
+        f = ctx.finite(name)
+        move = _setting_move(ctx, f, best_step, grow_only=kind == "grow")
+        if move is None:
+            continue
+        at = np.flatnonzero(f.steps <= moving_from)
+        mid, last = float(f.values[at[-1] if at.size else 0]), float(f.values[-1])
+        if not mid > 0 or not (last >= step_rise * mid or (kind == "either" and last <= mid / step_rise)):
+            continue
+        if move is not None:
+            return (
+                f"{series.key or name} went from {num(move[0])} at the best level's step to {num(move[1])} at step "
+                f"{num(move[2])}"
+            )
+    return None
 
 
 def _grew_and_was_learned(ctx, f, best_step: float, ref: float) -> bool:

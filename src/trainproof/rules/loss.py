@@ -22,6 +22,7 @@ from ._shared import (
     lr_restart_after,
     margin_objective,
     objective_schedule,
+    setting_moved,
     trailing_zero_run,
     trainable_tensors,
     trained_group_rate,
@@ -2393,7 +2394,8 @@ DIVERGE_THRESHOLDS = [
         "that climbed at least {diverge_lr_rise:g}x after it had held or fallen (not a warm-up), a smaller rise "
         "counts: at least {diverge_caused_ratio}x the best level, past the same noise gate, giving back at least "
         "{diverge_caused_regain:.0%} of the fall ({diverge_new_rate_regain:.0%} when the rate climbed to "
-        "{diverge_new_rate:g}x or more of every rate the run held before). Not a divergence when the loss measures something else after "
+        "{diverge_new_rate:g}x or more of every rate the run held before). A climb while a logged setting of the loss's level moved "
+        "(TP-LOSS-CLIMB's setting clause) and no eval loss was logged over it is TP-LOSS-CLIMB's WARN. Not a divergence when the loss measures something else after "
         "its best level (TP-OBJECTIVE-CHANGED says so instead): an eval loss that did not get worse over the climb "
         "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no higher than "
         "its best evaluation, beyond {diverge_noise_z:g} standard errors of the evaluations' own noise where that allowance is at most {objective_eval_resolution:.0%} of the level the eval loss held just before the climb, while the run held the level it climbed from; with no evaluation then, no higher than "
@@ -2418,7 +2420,7 @@ DIVERGE_THRESHOLDS = [
 )
 def check_diverge(ctx):
     st = diverge_state(ctx)
-    if st is None or st["objective_changed"] or st["rescaled"]:
+    if st is None or st["objective_changed"] or st["rescaled"] or st["setting"]:
         return
     yield ctx.finding(st["message"], st["evidence"], st["data"], step=st["step"], line=st["line"])
 
@@ -2536,7 +2538,12 @@ def check_loss_rescaled(ctx):
         "objective), ending at least {diverge_caused_ratio}x above the best level but under {diverge_ratio}x, "
         "giving back at least {diverge_caused_regain:.0%} of the fall from the first block's level to the best "
         "(or climbing above the start), with no cause in the log: the rise TP-DIVERGE counts as a divergence "
-        "when the learning rate climbed, without that cause."
+        "when the learning rate climbed, without that cause. Also a climb TP-DIVERGE would call a divergence "
+        "while a logged setting that moves the loss's level moved {objective_weight_rise}x or more after the best "
+        "level (a data mixture's weight or a temperature either way, a batch size or a count of negatives up), "
+        "still moving over the second half of the climb (its last value sqrt({objective_weight_rise:g})x off its "
+        "value there), with no eval loss logged over the climb: the setting's effect and a "
+        "divergence look the same (a distillation temperature annealed to the last step)."
     ),
     why=(
         "A held climb beyond the noise that gives back a quarter or more of what the run learned is the shape "
@@ -2558,6 +2565,17 @@ def check_loss_climb(ctx):
     st = climb_state(ctx)
     if st is None or st["objective_changed"]:
         return
+    if st.get("setting"):
+        d = st["data"]
+        yield ctx.finding(
+            f"the train loss ends {times(d['ratio'])} above its best level while a logged setting moved",
+            f"{st['evidence']} Not called a divergence: {st['setting']}, and no eval loss was logged over the "
+            "climb: the setting's effect on the loss's level and a divergence look the same.",
+            {**d, "setting": st["setting"]},
+            step=st["step"],
+            line=st["line"],
+        )
+        return
     yield ctx.finding(st["message"], st["evidence"], st["data"], step=st["step"], line=st["line"])
 
 
@@ -2568,8 +2586,10 @@ def climb_state(ctx) -> dict | None:
     count, read without the cause."""
 
     def compute():
-        if diverge_state(ctx) is not None:
-            return None
+        st = diverge_state(ctx)
+        if st is not None:
+            # a divergence a logged setting's move explains as well: said as a climb
+            return st if st["setting"] and not st["objective_changed"] and not st["rescaled"] else None
         return _diverge_level(ctx, climb_only=True)
 
     return ctx.memo("climb_state", compute)
@@ -2633,6 +2653,7 @@ def _terminal_blowup(ctx) -> dict | None:
     return dict(
         objective_changed=None,
         rescaled=None,
+        setting=None,
         step=s.steps[best_idx],
         line=s.lines[best_idx],
         message=f"loss diverged: it climbs at each of its last {rising} logs, ending {times(ratio)} above its best level",
@@ -2864,6 +2885,9 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
     return dict(
         objective_changed=changed,
         rescaled=None if changed or climb_only else loss_rescaled(ctx, s, onset, sigma, w),
+        setting=None
+        if changed or climb_only
+        else _setting_without_eval(ctx, float(s.steps[best_idx]), float(s.steps[onset])),
         step=s.steps[best_idx],
         line=s.lines[best_idx],
         message=message,
@@ -2912,6 +2936,16 @@ def _step_fit(x: np.ndarray, y: np.ndarray, at: float) -> tuple[float, float, np
     var = float(resid @ resid) / (x.size - 3)
     cov = np.linalg.inv(a.T @ a) * var
     return float(coef[2]), math.sqrt(max(float(cov[2, 2]), 0.0)), resid
+
+
+def _setting_without_eval(ctx, best_step: float, onset_step: float) -> str | None:
+    """:func:`setting_moved` for a climb with no eval loss logged after its onset (an eval
+    loss that got worse shows the divergence; one that did not is TP-OBJECTIVE-CHANGED's),
+    still moving over the second half of the climb, or ``None``."""
+    if ctx.has("eval_loss") and np.any(ctx.finite("eval_loss").steps > onset_step):
+        return None
+    s = ctx.finite("loss")
+    return setting_moved(ctx, best_step, (onset_step + float(s.steps[-1])) / 2)
 
 
 def _accuracy_moved(ctx, lo: float, at: float, hi: float, z: float) -> bool:

@@ -486,6 +486,53 @@ def _eval_placeholders_dropped(run: RunLog) -> RunLog:
     return replace(run, series=series, notes=[*run.notes, note])
 
 
+#: A running sum of the loss over each epoch (``epoch_loss += loss.item()`` logged at each
+#: step, reset at each epoch): rises at every log within an epoch (a sum of positive
+#: losses; all but this share of its logs up, for float rounding and a logging slip) ...
+RUNNING_SUM_DOWN_SHARE = 0.05
+#: ... and falls to at most this share of its last value at each reset (the first step of
+#: the next epoch's sum), at least :data:`RUNNING_SUM_RESETS` times, with at least 3 points
+#: an epoch on average. A per-step loss falls at about half its steps (noise), and a
+#: divergence climbs without resets.
+RUNNING_SUM_RESET_SHARE = 0.25
+RUNNING_SUM_RESETS = 2
+
+
+def _running_sum_unrolled(run: RunLog) -> RunLog:
+    """``run`` with a loss logged as a running sum over each epoch read as the mean loss of
+    each logging interval, with a note: within an epoch, (sum at this log - sum at the last)
+    / (steps between them); each epoch's first log, whose interval starts before the log
+    does, is left out. Judged as logged, the sums' sawtooth reads as a climb (a divergence)
+    within each epoch. ``run`` itself where the loss is no such sum (see
+    :data:`RUNNING_SUM_DOWN_SHARE`, :data:`RUNNING_SUM_RESET_SHARE`)."""
+    s = run.series.get("loss")
+    if s is None:
+        return run
+    ok = np.isfinite(s.values)
+    v, steps, lines = s.values[ok], s.steps[ok], s.lines[ok]
+    if v.size < 12 or not np.all(v >= 0):
+        return run
+    prev = v[:-1]
+    reset = (v[1:] <= RUNNING_SUM_RESET_SHARE * prev) & (prev > 0)
+    resets = int(reset.sum())
+    if resets < RUNNING_SUM_RESETS or v.size < 3 * (resets + 1):
+        return run
+    d = np.diff(v)[~reset]
+    # a sum of positive losses rises at every log between resets (a held or frozen stretch
+    # does not)
+    if float(np.mean(d > 0)) < 1 - RUNNING_SUM_DOWN_SHARE:
+        return run
+    gap = np.diff(steps)
+    keep = ~reset & (gap > 0) & (np.diff(v) >= 0)
+    per = np.diff(v)[keep] / gap[keep]
+    note = (
+        f"loss ({s.key}): a running sum over each epoch ({resets} resets, never falling between them): read as the "
+        "mean loss of each logging interval (the sum's increase over the steps since the last log)"
+    )
+    series = {**run.series, "loss": Series(s.name, s.key, steps[1:][keep], per, lines[1:][keep])}
+    return replace(run, series=series, notes=[*run.notes, note])
+
+
 def _generator_as_loss(run: RunLog) -> RunLog:
     """``run`` with its generator loss read as the judged loss when it logs no loss but a
     GAN's two (:func:`adversarial_pair`: ``loss_G`` and ``loss_D``, ``errG`` and ``errD``):
@@ -558,7 +605,7 @@ def judge_runlog(
             ],
             meta=dict(run.meta),
         )
-    run = _eval_placeholders_dropped(_generator_as_loss(run))
+    run = _running_sum_unrolled(_eval_placeholders_dropped(_generator_as_loss(run)))
     # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
     # which must fall) is still judged on its return by the RL rules.
     judged_on_reward = "reward" in run.series and detect_objective(run)[0] == "rl"

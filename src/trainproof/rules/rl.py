@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..aliases.vocabulary import words
 from ..findings import Level
 from ._fmt import num, pct, step
 from ._stats import change_interval, level_se, median, noise_sigma, trend_z
@@ -624,4 +625,70 @@ def check_pref_not_learning(ctx):
         },
         step=acc.steps[i],
         line=acc.lines[i],
+    )
+
+
+def _chosen_logps(ctx):
+    """The log-probabilities of the preferred answers a preference trainer logs (TRL's
+    ``logps/chosen``, ``eval_logps/chosen``: any key whose words hold ``logps`` or ``logp``
+    and ``chosen``), train before held-out, as a finite series of at least
+    ``pref_collapse_min_points`` values; ``None`` otherwise."""
+    found = []
+    for name, s in sorted(ctx.run.series.items()):
+        w = set(words(s.key or name))
+        if not (w & {"logps", "logp", "logprobs", "logprob"} and "chosen" in w):
+            continue
+        f = ctx.finite(name)
+        if len(f) >= ctx.th.pref_collapse_min_points:
+            found.append((bool(w & {"eval", "val", "test"}), name, f))
+    return min(found, key=lambda x: (x[0], x[1]))[2] if found else None
+
+
+@rule(
+    "TP-PREF-CHOSEN-COLLAPSE",
+    Level.WARN,
+    "rl",
+    "a preference run made its preferred answers far less likely",
+    thresholds=["pref_collapse_ratio", "pref_collapse_min_points", "diverge_noise_z"],
+    objectives=("rl",),
+    least_evidence="A logged log-probability of the chosen answers ({pref_collapse_min_points} points or more) whose end level is {pref_collapse_ratio:g}x its start or more, beyond its noise.",
+    detects=(
+        "On an RL or preference objective, the logged log-probability of the chosen (preferred) answers (TRL's "
+        "logps/chosen; the train series before the held-out one), negative, whose median over its last 10% of points "
+        "(at least 3) is {pref_collapse_ratio:g} times its median over its first 10% or more (further from zero) and below "
+        "it by more than {diverge_noise_z:g} standard errors of the two medians."
+    ),
+    why=(
+        "DPO and its relatives raise the margin between the chosen and the rejected answers; they can do it by "
+        "pushing both down, and a policy whose chosen answers' log-likelihood falls several-fold has moved far "
+        "from anything it was shown (likelihood displacement, over-optimisation): the margin grows and the loss "
+        "nears 0 while generations degrade. On the corpus's healthy DPO runs the chosen log-probability ends "
+        "within 1% of where it started (-147 -> -146, -346 -> -344); a new user's over-optimised run went "
+        "-147 -> -991 and PASSed."
+    ),
+    not_mean="Not that every fall of the chosen log-probability is harmful: a mild one is common. This is a fall to a multiple of the start.",
+    causes="Too many epochs or too high a learning rate for the preference data, beta too small, preference pairs whose chosen answers are off the policy's distribution.",
+    try_="Stop at an earlier checkpoint, lower the learning rate or raise beta, add an SFT term on the chosen answers (RPO) or use a method that keeps their likelihood, and read some generations.",
+)
+def check_pref_chosen_collapse(ctx):
+    s = _chosen_logps(ctx)
+    if s is None:
+        return
+    v = s.values
+    w = max(3, v.size // 10)
+    first, last = float(median(v[:w])), float(median(v[-w:]))
+    if not first < 0 or not last < 0 or last / first < ctx.th.pref_collapse_ratio:
+        return
+    sigma = noise_sigma(v)
+    gate = ctx.th.diverge_noise_z * math.hypot(level_se(sigma, w), level_se(sigma, w))
+    if first - last <= gate:
+        return
+    yield ctx.finding(
+        f"the preferred answers became far less likely: {s.key} {num(first)} -> {num(last)} ({num(last / first)}x)",
+        f"{s.key}: median {num(first)} over its first {w} points, {num(last)} over its last {w} (steps "
+        f"{step(s.steps[-w])}–{step(s.steps[-1])}), {num(last / first)}x, at least {num(ctx.th.pref_collapse_ratio)}x "
+        f"and beyond the noise gate {num(gate)}.",
+        {"key": s.key, "first": first, "last": last, "ratio": last / first, "points": int(v.size)},
+        step=s.steps[-w],
+        line=s.lines[-w],
     )

@@ -1672,6 +1672,24 @@ class Thresholds:
     )
     overfit_ratio: float = threshold(1.2, see="overfit_min_evals", unit="ratio", valid=FACTOR)
     overfit_tail_evals: int = threshold(3, see="overfit_min_evals", unit="evaluations", valid=count(1))
+    pref_collapse_ratio: float = threshold(
+        2.0,
+        "TP-PREF-CHOSEN-COLLAPSE (a WARN): the chosen answers' log-probability ending twice "
+        "as far from zero as it started or more. Measured on the corpus's DPO logs (medians "
+        "of the first and last tenths): the healthy runs' chosen log-probability ends at "
+        "0.99-1.00x its start (the rejected one's at 1.03-1.08x); a new user's "
+        "over-optimised run ended at 6.7x (-147 -> -991) with its margin at 27 and its loss "
+        "at 0.000.",
+        unit="ratio",
+        valid=FACTOR,
+    )
+    pref_collapse_min_points: int = threshold(
+        10,
+        "TP-PREF-CHOSEN-COLLAPSE: the fewest logged points of the chosen log-probability, so "
+        "that its first and last tenths are medians of 3 or more of the run's own points.",
+        unit="points",
+        valid=count(4),
+    )
     accuracy_collapse_share: float = threshold(
         0.4,
         "TP-ACCURACY-COLLAPSE (a WARN): a train and a held-out accuracy each ending 40% or "

@@ -1644,13 +1644,12 @@ def _chance_named_by_accuracy(ctx, s) -> dict | None:
     median, those with a logged accuracy (:func:`_accuracy_levels`) that held one level
     (:func:`_accuracy_held`), whose own level -ln(accuracy) of its second half is within
     ``chance_tol_level`` of the loss's median too, and which sits within
-    :data:`CHANCE_NAMED_BAND` of 1/k (a language model at a loss of 4.6 nats scores 0.2, a 100-class guesser 0.01),
-    the
-    roundest (fewest significant digits) of those whose ln(k) is within
-    :data:`CHANCE_NAMED_ROUND` of the loss's median (class counts are mostly round, and
-    neither the loss nor an accuracy of 1/k tells 1,000 from 1,001), else the one nearest
-    it; then the loss must sit at that level by
-    :func:`chance_level`'s measure. ``s``: the finite train loss. ``None`` otherwise, or for
+    :data:`CHANCE_NAMED_BAND` of 1/k (a language model at a loss of 4.6 nats scores 0.2,
+    a 100-class guesser 0.01), the roundest (fewest significant digits) of those whose
+    ln(k) is within :data:`CHANCE_NAMED_ROUND` of the loss's median (class counts are
+    mostly round, and neither the loss nor an accuracy of 1/k tells 1,000 from 1,001),
+    else the one nearest it; then the loss must sit at that level by :func:`chance_level`'s
+    measure. ``s``: the finite train loss. ``None`` otherwise, or for
     k above :data:`CHANCE_NAMED_MAX_CLASSES`. The same dict as :func:`chance_state`'s
     (``s``, ``name``, ``hit``, ``z``, ``accuracy``)."""
     th = ctx.th
@@ -1865,9 +1864,12 @@ _CHANCE_TH = [
         "two binomial standard errors, its size read from the accuracy's granularity; for a train accuracy, "
         "of the median of its second-half batches, each a new sample), however significant the "
         "drift. Beyond {chance_max_classes} classes, where ln(k) levels crowd and the loss alone cannot name k, a "
-        "train loss at ln(k) by the same measure for a k that a logged top-1 accuracy names: its second-half "
-        "level at most 2/k (a language model at a loss of 4.6 nats scores about 0.2, a 100-class guesser 0.01), the "
-        "roundest such k within 0.5% of the loss's median in ln(k), up to 100,000 classes. "
+        "train loss at ln(k) by the same measure for a k that a logged top-1 accuracy names: an accuracy that held "
+        "one level (its second half at most 25% above its first, and not both 10% up and rising with a significant "
+        "trend; at least 5 points), whose own level -ln(accuracy) is within {chance_tol_level:.0%} of the loss's median "
+        "and whose second half is within 25% of 1/k (a language model at a loss of 4.6 nats scores about 0.2, a "
+        "100-class guesser 0.01; exact match, pass@1 or a retrieval hit, small for good reason, rise as the model "
+        "learns), the roundest such k within 0.5% of the loss's median in ln(k), up to 100,000 classes. "
         "A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN; so is one where a held-out "
         "accuracy's second-half median sits above 1/k by more than twice that tolerance (the classifier beats a "
         "guess: mixup or label smoothing keep its loss high). A loss whose key names a regression error (mse, "

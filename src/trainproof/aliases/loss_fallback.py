@@ -268,7 +268,7 @@ def _order(key: str, c: dict) -> tuple:
     return (not c["total"], _SPLIT_RANK[c["split"]], _GRAN_RANK[c["granularity"]], len(c["words"]), key)
 
 
-def _as_sibling(c: dict, cands: list) -> dict:
+def _as_sibling(c: dict, cands: list[dict]) -> dict:
     """A candidate that is a total only by its kind (``train/l1_loss``: its other words
     all :data:`LOSS_KIND_WORDS`, none of :data:`TOTAL_WORDS`) beside a component of the
     same split and granularity is one more component, its kind its part: RT-DETR logs
@@ -278,7 +278,7 @@ def _as_sibling(c: dict, cands: list) -> dict:
     kinds = [w for w in c["words"] if w in LOSS_KIND_WORDS]
     if not c["total"] or not kinds or ws & TOTAL_WORDS:
         return c
-    for _, _, o in cands:
+    for o in cands:
         if not o["total"] and o["split"] == c["split"] and o["granularity"] == c["granularity"]:
             return {**c, "total": False, "parts": kinds}
     return c
@@ -294,16 +294,11 @@ def fallback_entry(canon: str, keys: Iterable[str]) -> dict | None:
         loss is the sum of one objective's components.
     """
     want_eval = canon == "eval_loss"
-    cands = []
-    for k in keys:
-        c = loss_candidate(k)
-        if c is not None and (c["split"] == "eval") == want_eval:
-            cands.append((_order(k, c), k, c))
-    if not cands:
+    found = [(k, c) for k in keys if (c := loss_candidate(k)) is not None and (c["split"] == "eval") == want_eval]
+    if not found:
         return None
-    cands = [(o, k, _as_sibling(c, cands)) for o, k, c in cands]
-    cands = [((not c["total"], *o[1:]), k, c) for o, k, c in cands]
-    cands.sort()
+    cands = [(k, _as_sibling(c, [o for _, o in found])) for k, c in found]
+    cands = sorted((_order(k, c), k, c) for k, c in cands)
     _, best, bc = cands[0]
     ranked = [k for _, k, _ in cands]
     split = {"train": "train", "eval": "evaluation", "unmarked": "unmarked (read as train)"}[bc["split"]]

@@ -526,7 +526,7 @@ def _running_sum_unrolled(run: RunLog) -> RunLog:
     keep = ~reset & (gap > 0) & (np.diff(v) >= 0)
     per = np.diff(v)[keep] / gap[keep]
     note = (
-        f"loss ({s.key}): a running sum over each epoch ({resets} resets, never falling between them): read as the "
+        f"loss ({s.key}): a running sum over each epoch ({resets} resets, rising at every log between them): read as the "
         "mean loss of each logging interval (the sum's increase over the steps since the last log)"
     )
     series = {**run.series, "loss": Series(s.name, s.key, steps[1:][keep], per, lines[1:][keep])}

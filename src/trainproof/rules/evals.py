@@ -25,7 +25,7 @@ from ._stats import (
     trend_z,
     window_medians,
 )
-from .loss import accuracy_as_share, eval_set_size, is_accuracy_key, measured_held_out
+from .loss import accuracy_as_share, accuracy_series, eval_set_size, is_accuracy_key, measured_held_out
 from .registry import Need, rule
 
 
@@ -721,20 +721,18 @@ def check_eval_spike(ctx):
     )
 
 
-def _collapsed_accuracy(ctx, s) -> tuple[float, float, float, float] | None:
-    """``(best, end, best step, gate)`` of an accuracy series ``s`` (in [0, 1] or percent,
-    at least ``accuracy_collapse_min_points`` finite values) whose end level (the median of
+def _collapsed_accuracy(ctx, steps: np.ndarray, v: np.ndarray) -> tuple[float, float, float, float] | None:
+    """``(best, end, best step, gate)`` of an accuracy (``steps`` and its values ``v`` as
+    shares, :func:`accuracy_series`; at least ``accuracy_collapse_min_points`` of them)
+    whose end level (the median of
     its last third, at least 3) sits below its best level (the highest median of 3
     consecutive values, before that last third) by ``accuracy_collapse_share`` of the best
     or more, and by ``diverge_noise_z`` standard errors of the two medians (one value's
     noise: 1.4826 times the median absolute deviation of the points of the two levels from
     them); ``None`` otherwise."""
     th = ctx.th
-    ok = np.isfinite(s.values)
-    v, steps = s.values[ok], s.steps[ok]
-    if v.size < th.accuracy_collapse_min_points or not (v.min() >= 0 and v.max() <= 100):
+    if v.size < th.accuracy_collapse_min_points:
         return None
-    v = accuracy_as_share(v)
     t = max(3, v.size // 3)
     meds = window_medians(v[: v.size - t], 3)
     if not meds.size:
@@ -779,15 +777,13 @@ def _collapsed_accuracy(ctx, s) -> tuple[float, float, float, float] | None:
 )
 def check_accuracy_collapse(ctx):
     found = {}
-    for _, s in sorted(ctx.run.series.items()):
-        if not is_accuracy_key(s.key):
-            continue
-        held = measured_held_out(s.key)
+    for key, steps, v in accuracy_series(ctx):
+        held = measured_held_out(key)
         if held in found:
             continue
-        hit = _collapsed_accuracy(ctx, s)
+        hit = _collapsed_accuracy(ctx, steps, v)
         if hit is not None:
-            found[held] = (s.key, *hit)
+            found[held] = (key, *hit)
     if True not in found or False not in found:
         return
     (tk, tb, te, ts, _), (hk, hb, he, hs, _) = found[False], found[True]

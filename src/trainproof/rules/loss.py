@@ -1462,6 +1462,21 @@ def is_accuracy_key(key: str) -> bool:
     return "topk" not in low and not any(int(m) > 1 for m in re.findall(r"(?:top[_-]?|@)(\d+)", low))
 
 
+def accuracy_series(ctx):
+    """``(key, steps, values)`` of every logged top-1 accuracy (:func:`is_accuracy_key`)
+    whose finite values lie in [0, 100], in the order of the series' names: ``steps`` and
+    ``values`` (as shares in [0, 1], :func:`accuracy_as_share`) float64 arrays of shape
+    ``(n,)``, n >= 1. Accuracies in another range (a count, a misnamed metric) are left
+    out."""
+    for name, s in sorted(ctx.run.series.items()):
+        key = s.key or name
+        if not is_accuracy_key(key):
+            continue
+        f = ctx.finite(name)
+        if f.values.size and float(f.values.min()) >= 0 and float(f.values.max()) <= 100:
+            yield key, f.steps, accuracy_as_share(f.values)
+
+
 def _accuracy_levels(ctx, k: int, held_out: bool = False):
     """``(key, late level, tolerance, every value in [0, 1])`` of every logged top-1
     accuracy (:func:`is_accuracy_key`, in [0, 1] or in percent, at least 2 finite values),
@@ -1657,23 +1672,21 @@ def _chance_named_by_accuracy(ctx, s) -> dict | None:
     tol = th.chance_tol_level
     if not math.log(th.chance_max_classes + 1) * (1 - tol) < med <= math.log(CHANCE_NAMED_MAX_CLASSES) * (1 + tol):
         return None
-    lo = max(th.chance_max_classes + 1, math.ceil(math.exp(med * (1 - th.chance_tol_level))))
-    hi = min(CHANCE_NAMED_MAX_CLASSES, math.floor(math.exp(med * (1 + th.chance_tol_level))))
+    lo = max(th.chance_max_classes + 1, math.ceil(math.exp(med * (1 - tol))))
+    hi = min(CHANCE_NAMED_MAX_CLASSES, math.floor(math.exp(med * (1 + tol))))
     if hi < lo:
         return None
-    # the accuracies' levels and tolerances once, at the k the loss's median names: over
-    # the 2% band of ln(k) the binomial error changes by a few percent
     # the accuracy names a level of its own, -ln(accuracy), that must agree with the loss's
     # as closely as the loss must sit at ln(k): a free k between lo and hi would otherwise
     # let any small metric within 40% of 1/k confirm a coincidence
     levels = [
-        (key, late, tol)
-        for key, late, tol, ok in _accuracy_levels(ctx, round(math.exp(med)))
-        if ok and late > 0 and abs(-math.log(late) - med) <= th.chance_tol_level * med and _accuracy_held(ctx, key)
+        (key, late)
+        for key, late, _, ok in _accuracy_levels(ctx, round(math.exp(med)))
+        if ok and late > 0 and abs(-math.log(late) - med) <= tol * med and _accuracy_held(ctx, key)
     ]
     best = None
     for k in range(lo, hi + 1):
-        for key, late, tol in levels:
+        for key, late in levels:
             if 1 - CHANCE_NAMED_BAND <= late * k <= 1 + CHANCE_NAMED_BAND:
                 gap = abs(math.log(k) - med)
                 rank = (gap > CHANCE_NAMED_ROUND * med, len(str(k).rstrip("0")), gap)
@@ -1697,10 +1710,9 @@ def _accuracy_held(ctx, key: str) -> bool:
     above ``dead_trend_z``). A guesser's accuracy does not climb; a model scored by exact match,
     pass@1 or a retrieval hit over a large gallery, small for good reason, does as it
     learns (0.01 -> 0.04)."""
-    for _, s in ctx.run.series.items():
-        if s.key != key:
+    for k, _, v in accuracy_series(ctx):
+        if k != key:
             continue
-        v = accuracy_as_share(s.values[np.isfinite(s.values)])
         if v.size < CHANCE_NAMED_MIN_POINTS:
             return False
         h = v.size // 2
@@ -2940,11 +2952,17 @@ def _step_fit(x: np.ndarray, y: np.ndarray, at: float) -> tuple[float, float, np
     return float(coef[2]), math.sqrt(max(float(cov[2, 2]), 0.0)), resid
 
 
+def _evaluated_after(ctx, step: float) -> bool:
+    """Whether a finite eval loss is logged after ``step`` (a climb's onset): the held-out
+    loss then decides whether the model got worse, before any other reading of the climb."""
+    return ctx.has("eval_loss") and bool(np.any(ctx.finite("eval_loss").steps > step))
+
+
 def _setting_without_eval(ctx, best_step: float, onset_step: float) -> str | None:
     """:func:`setting_moved` for a climb with no eval loss logged after its onset (an eval
     loss that got worse shows the divergence; one that did not is TP-OBJECTIVE-CHANGED's),
     still moving over the second half of the climb, or ``None``."""
-    if ctx.has("eval_loss") and np.any(ctx.finite("eval_loss").steps > onset_step):
+    if _evaluated_after(ctx, onset_step):
         return None
     s = ctx.finite("loss")
     return setting_moved(ctx, best_step, (onset_step + float(s.steps[-1])) / 2)
@@ -2954,21 +2972,14 @@ def _accuracy_moved(ctx, lo: float, at: float, hi: float, z: float) -> bool:
     """Whether an accuracy (train or held-out, :func:`is_accuracy_key`) logged on both sides
     of step ``at`` moved across it (its points from ``lo`` to ``hi``, or its nearest 3 a
     side where fewer, an evaluation's cadence being coarser than the loss's; 2 or more a
-    side): its
-    median after differs from its median before by more than a tenth of the level before
-    and ``z`` standard errors of the two (one point's noise from its first differences).
+    side): its median after differs from its median before by more than a tenth of the
+    level before and ``z`` standard errors of the two (one point's noise from its first
+    differences).
     Units of the logged loss do not move what the model predicts."""
-    for name, series in ctx.run.series.items():
-        if not is_accuracy_key(series.key or name):
-            continue
-        f = ctx.finite(name)
-        v = f.values
-        if not v.size or float(v.min()) < 0 or float(v.max()) > 100:
-            continue
-        v = accuracy_as_share(v)
+    for _, steps, v in accuracy_series(ctx):
         # the evaluations nearest the jump, within the loss's window or the nearest 3 a side
-        a = v[f.steps < at][-max(3, int(np.sum((f.steps >= lo) & (f.steps < at)))) :]
-        b = v[f.steps >= at][: max(3, int(np.sum((f.steps >= at) & (f.steps <= hi))))]
+        a = v[steps < at][-max(3, int(np.sum((steps >= lo) & (steps < at)))) :]
+        b = v[steps >= at][: max(3, int(np.sum((steps >= at) & (steps <= hi))))]
         if a.size < 2 or b.size < 2:
             continue
         before, after = float(median(a)), float(median(b))
@@ -2995,12 +3006,12 @@ def loss_rescaled(ctx, s, onset: int, sigma: float, w: int) -> str | None:
     loss from the onset to the end within ``rescale_noise_ratio`` of its noise before).
     An accuracy logged across the onset that moved (:func:`_accuracy_moved`) says the
     predictions changed: no change of units. The cause it needs: a gradient norm logged on
-    both sides whose step is either zero
-    (it holds its level) or the loss's step (the loss was multiplied by a constant and
-    the gradients with it), within ``diverge_noise_z`` standard errors of the gradient's
-    step, an allowance under a quarter of the loss's step so that a gradient norm that
-    moved halfway (a divergence's in-between) stands a whole allowance off both readings, and no gradient point at the onset standing apart from the fit by
-    more than any other point there does. A divergence moves the gradients without
+    both sides whose step is either zero (it holds its level) or the loss's step (the loss
+    was multiplied by a constant and the gradients with it), within ``diverge_noise_z``
+    standard errors of the gradient's step, an allowance under a quarter of the loss's step
+    so that a gradient norm that moved halfway (a divergence's in-between) stands a whole
+    allowance off both readings, and no gradient point at the onset standing apart from
+    the fit by more than any other point there does. A divergence moves the gradients without
     keeping either relation; a loss logged in new units (a reduction changed from a mean
     to a sum, a resume on a version that logs the loss times the accumulation steps)
     keeps the gradients or scales them with the loss.
@@ -3306,20 +3317,14 @@ def _held_out_accuracy_rose(ctx, best_step: float, onset_step: float) -> str | N
     an eval loss that got worse over the climb decides (a held-out accuracy can rise while
     the held-out loss climbs on overconfident predictions). ``None`` otherwise."""
     th = ctx.th
-    if ctx.has("eval_loss") and np.any(ctx.finite("eval_loss").steps > onset_step):
+    if _evaluated_after(ctx, onset_step):
         return None
-    for name, series in sorted(ctx.run.series.items()):
-        key = series.key or name
-        if not (is_accuracy_key(key) and measured_held_out(key)):
+    for key, steps, v in accuracy_series(ctx):
+        if not measured_held_out(key):
             continue
-        f = ctx.finite(name)
-        v = f.values
-        if not v.size or float(v.min()) < 0 or float(v.max()) > 100:
-            continue
-        v = accuracy_as_share(v)
-        after = v[f.steps > onset_step]
+        after = v[steps > onset_step]
         k = max(3, after.size // 10)
-        upto = v[f.steps <= best_step]
+        upto = v[steps <= best_step]
         if not upto.size or after.size < max(k, th.objective_eval_after):
             continue
         # the highest level it held up to then: an accuracy still rising at the loss's best

@@ -11,6 +11,7 @@ shorter run (TP-LR-SCHEDULE-ENDED-EARLY), not a zero learning rate.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -307,11 +308,22 @@ def _effectively_zero_tail(s: Series, floor: float, decay: float) -> int:
     return v.size - first if np.all(np.diff(before) <= 0) else 0
 
 
-def ended_early(ctx) -> tuple[int, float, float, float, float, float] | None:
-    """Where the schedule reached 0 (or effectively zero) for good: ``(tail points, floor
-    (0.0 for an exact 0), zero step, remaining steps, span, share of the run to go)``, or
-    ``None`` when it never does. The run ends at its declared max_steps, else its last
-    logged step."""
+class EndedEarly(NamedTuple):
+    """Where a schedule reached 0 (or effectively zero) for good (:func:`ended_early`)."""
+
+    tail: int  # logged points at (effectively) zero, to the end
+    floor: float  # the effective zero it stays at or under (0.0 for an exact 0)
+    zero_step: float  # the first of them
+    end: float  # the run's end: its declared max_steps, else its last logged step
+    declared: bool  # whether the end is declared
+    remaining: float  # steps from the zero to the end
+    span: float  # steps from the first log to the end
+    share: float  # remaining / span
+
+
+def ended_early(ctx) -> EndedEarly | None:
+    """Where the schedule reached 0 (or effectively zero) for good, or ``None`` when it
+    never does."""
     p = _profile(ctx)
     s = p.s
     tail, floor = p.decayed_tail, 0.0
@@ -322,10 +334,11 @@ def ended_early(ctx) -> tuple[int, float, float, float, float, float] | None:
     if not tail:
         return None
     zero_step = float(s.steps[len(s) - tail])
-    end = declared_max_steps(ctx.run) or float(s.steps[-1])
+    declared = declared_max_steps(ctx.run)
+    end = declared or float(s.steps[-1])
     span = max(end - float(s.steps[0]), 1e-300)
     remaining = end - zero_step
-    return tail, floor, zero_step, remaining, span, remaining / span
+    return EndedEarly(tail, floor, zero_step, end, declared is not None, remaining, span, remaining / span)
 
 
 @rule(
@@ -350,15 +363,11 @@ def ended_early(ctx) -> tuple[int, float, float, float, float, float] | None:
 )
 def check_schedule_ended_early(ctx):
     ended = ended_early(ctx)
-    if ended is None:
+    if ended is None or ended.share <= ctx.th.zero_lr_warn_share:
         return
     s = _profile(ctx).s
-    tail, floor, zero_step, remaining, span, share = ended
+    tail, floor, zero_step, end, declared, remaining, span, share = ended
     i = len(s) - tail
-    end = declared_max_steps(ctx.run) or float(s.steps[-1])
-    if share <= ctx.th.zero_lr_warn_share:
-        return
-    declared = declared_max_steps(ctx.run) is not None
     reached = (
         f"decays to exactly 0 at step {step(zero_step)}"
         if not floor
@@ -478,9 +487,9 @@ def _decayed_into_zero(s: Series, tail: int, peak_share: float) -> bool:
 )
 def check_zero_lr_onset(ctx):
     ended = ended_early(ctx)
-    if ended is None or ended[5] <= ctx.th.zero_lr_onset_share or trained_group_rate(ctx):
+    if ended is None or ended.share <= ctx.th.zero_lr_onset_share or trained_group_rate(ctx):
         return
-    tail, floor, zero_step, remaining, span, share = ended
+    tail, floor, zero_step, _, _, remaining, span, share = ended
     if _other_rate_after(ctx, zero_step) or not _decayed_into_zero(_profile(ctx).s, tail, ctx.th.zero_lr_decayed_share):
         return
     loss = ctx.finite("loss")

@@ -10,6 +10,7 @@ from ..aliases.vocabulary import words
 from ..findings import Level
 from ._fmt import num, pct, step
 from ._stats import change_interval, level_se, median, noise_sigma, trend_z
+from .loss import measured_held_out
 from .objective_kind import detect_objective
 from .registry import Need, rule
 
@@ -640,7 +641,7 @@ def _chosen_logps(ctx):
             continue
         f = ctx.finite(name)
         if len(f) >= ctx.th.pref_collapse_min_points:
-            found.append((bool(w & {"eval", "val", "test"}), name, f))
+            found.append((measured_held_out(s.key or name), name, f))
     return min(found, key=lambda x: (x[0], x[1]))[2] if found else None
 
 

@@ -109,6 +109,8 @@ def test_a_maximised_objective_named_alone_is_no_loss(key: str) -> None:
         "entropy",
         "policy_entropy",
         "cross_entropy_weight",
+        "val_lm_loss_ppl",
+        "train/loss_perplexity",
     ],
 )
 def test_never_a_loss(key: str) -> None:
@@ -126,6 +128,13 @@ def test_never_a_loss(key: str) -> None:
         ("train/CrossEntropyLoss", False),
         ("val/rmse_loss", False),
         ("mean_loss", False),
+        # one-word loss names: a prefix is a part unless it names the kind, split or aggregate
+        ("train/ZLoss", True),
+        ("auxloss", True),
+        ("Logloss", False),
+        ("BCELoss", False),
+        ("valloss", False),
+        ("meanloss", False),
     ],
 )
 def test_total_or_component(key: str, part: bool) -> None:
@@ -229,6 +238,39 @@ def test_a_loss_named_by_its_kind_beside_components_is_one_of_them() -> None:
     assert resolve(["train/mse_loss", "val/aux_loss"])["loss"]["source"] == "train/mse_loss"
     # a mean of a kind is a total by its own words
     assert resolve(["mean_mse_loss", "train/aux_loss"])["loss"]["source"] == "mean_mse_loss"
+
+
+@pytest.mark.parametrize(
+    "keys,want,aux",
+    [
+        # a mixture-of-experts log with no total: the LM loss, never its sum with the
+        # router's load-balancing loss and z-loss (weighted ~1e-2 and ~1e-3 in the run)
+        (["lm_loss", "aux_loss", "z_loss", "lr"], "lm_loss", ["aux_loss", "z_loss"]),
+        (["train/lm_loss", "train/router_z_loss", "train/load_balancing_loss"], "train/lm_loss", None),
+        (["loss_ce", "loss_aux", "moe_loss"], "loss_ce", None),
+        # OLMo's console: train/ZLoss (read as one word, zloss) is the z-loss, not a total
+        (["train/CrossEntropyLoss", "train/ZLoss", "train/Perplexity"], "train/CrossEntropyLoss", ["train/ZLoss"]),
+        (["train_cross_entropy_loss", "train_zloss"], "train_cross_entropy_loss", ["train_zloss"]),
+    ],
+)
+def test_an_auxiliary_loss_is_never_the_loss_nor_summed_into_it(keys: list[str], want: str, aux) -> None:
+    for perm in itertools.permutations(keys):
+        m = resolve(perm)["loss"]
+        assert m["source"] == want and "sum_of" not in m
+        if aux is not None:
+            assert m["ignored"][-len(aux) :] == aux
+
+
+def test_auxiliary_losses_alone_and_coordinates() -> None:
+    # alone, an auxiliary loss is what the log has
+    assert src(["aux_loss"]) == "aux_loss"
+    assert resolve(["aux_loss", "z_loss"])["loss"]["sum_of"] == ["aux_loss", "z_loss"]
+    # beside x and y, z is the third coordinate's loss: summed with them
+    assert resolve(["x_loss", "y_loss", "z_loss"])["loss"]["sum_of"] == ["x_loss", "y_loss", "z_loss"]
+    # detectron2's box regression term is a component, not an auxiliary one
+    assert resolve(["loss_cls", "loss_box_reg"])["loss"]["sum_of"] == ["loss_box_reg", "loss_cls"]
+    # Megatron's validation line: the loss and its perplexity, never their sum
+    assert resolve(["lm_loss", "val_lm_loss", "val_lm_loss_ppl"])["eval_loss"]["source"] == "val_lm_loss"
 
 
 @pytest.mark.parametrize(

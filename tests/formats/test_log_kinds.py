@@ -176,9 +176,13 @@ def test_hf_dicts_with_step_have_training_steps_and_no_rows_note(tmp_path: Path)
 # --------------------------------------------------------------------------- OLMo and logging prefixes
 
 
-def olmo_log(steps: list[int], total: int, lr_line: bool = True, config: bool = True) -> str:
+def olmo_log(
+    steps: list[int], total: int, lr_line: bool = True, config: bool = True, zloss: bool = False, tau: float = 300
+) -> str:
     """OLMo's trainer console: a tab-separated logging prefix, ``[step=N/T,epoch=0]``, then
-    indented metric lines; a config dump and wandb noise around it."""
+    indented metric lines; a config dump and wandb noise around it. ``zloss`` adds
+    ``train/ZLoss``, falling 1e-2 -> 1e-4 over the first fifth and then growing tenfold
+    (the logits' log-partition drifting up as the model sharpens)."""
     pre = "2025-12-26 19:17:38.772\tnode-a-01:0\tolmo.train:990\tINFO\t"
     out = ["W1226 19:16:08.325000 138614 torch/distributed/run.py:803] *****\n"]
     if config:
@@ -188,11 +192,15 @@ def olmo_log(steps: list[int], total: int, lr_line: bool = True, config: bool = 
             "softmax_auxiliary_loss=False, auxiliary_loss_multiplier=0.0001, max_grad_norm=1.0)\n"
         )
     for s in steps:
-        loss = 9.0 * math.exp(-s / 300) + 3.5
+        loss = 9.0 * math.exp(-s / tau) + 3.5
         out.append(f"{pre}[step={s}/{total},epoch=0]\n")
         out.append(f"    optim/total_grad_norm={0.3 + 5 / s:.4g}\n")
         out.append(f"    train/CrossEntropyLoss={loss:.4g}\n")
         out.append(f"    train/Perplexity={math.exp(loss):,.0f}\n")
+        if zloss:
+            u = s / total
+            z = 1e-2 * math.exp(-u / 0.04) + 1e-4 + (1e-3 * (u - 0.2) / 0.8 if u > 0.2 else 0.0)
+            out.append(f"    train/ZLoss={z:.4g}\n")
         if lr_line:
             out.append(f"    optim/learning_rate_group0={4e-4 * min(1, s / 100):.1E}\n")
         out.append("    throughput/device/tokens_per_second=56,434\n")
@@ -214,6 +222,18 @@ def test_olmo_console_reads_its_steps_loss_lr_and_grad_norm(tmp_path: Path, step
     # the logging prefix (host:rank, logger:line) and the config dump give no series
     assert not any(k.startswith(("node", "olmo")) or "auxiliary" in k for k in run.series)
     assert judge(write(tmp_path, olmo_log(steps, total), "again.log")).verdict.value == "PASS"
+
+
+@pytest.mark.parametrize("total", [1000, 5000, 30000])
+def test_olmo_console_with_a_z_loss_is_judged_on_its_cross_entropy(tmp_path: Path, total: int) -> None:
+    # train/ZLoss (one word, zloss, once split) is the router/logit z-loss beside the
+    # objective: read as the loss, its late tenfold rise FAILed TP-DIVERGE on a healthy run
+    steps = list(range(total // 200, total + 1, total // 200))
+    text = olmo_log(steps, total, zloss=True, tau=total / 4)
+    run = read_runlog(write(tmp_path, text))
+    assert run.series["loss"].key == "train_cross_entropy_loss"
+    assert "train_zloss" in run.mapping["loss"]["ignored"]
+    assert judge(write(tmp_path, text, "again.log")).verdict.value == "PASS"
 
 
 def test_a_config_dump_alone_is_no_training_log(tmp_path: Path) -> None:

@@ -135,6 +135,10 @@ NOT_LOSS_WORDS = frozenset(
         "inf",
         "is",
         "has",
+        # a perplexity is exp(loss): logged beside its loss (Megatron's ``lm loss PPL``), it
+        # is another reading of the same number, never a term to add to it
+        "ppl",
+        "perplexity",
     }
 )
 
@@ -209,6 +213,21 @@ SEPARATE_NETWORK_WORDS = frozenset(
 #: ``d`` alone may name another term, a depth loss).
 GAN_PAIR = frozenset({"d", "g"})
 
+#: Words of an auxiliary term that rides beside the objective with a small weight and is
+#: logged unweighted: a mixture-of-experts router's load-balancing loss (weight ~1e-2) and
+#: z-loss (~1e-3; Zoph et al. 2022, ST-MoE), an auxiliary head's loss. Beside a loss of
+#: the objective itself they are never summed into it (their plain sum is not what the
+#: optimiser minimises, and a z-loss may rise while the model learns), nor read as it.
+AUXILIARY_WORDS = frozenset({"aux", "auxiliary", "router", "balance", "balancing", "lb", "moe"})
+#: Coordinate parts beside which a ``z`` component is the third coordinate's loss (``x_loss``,
+#: ``y_loss``, ``z_loss`` of a 3-D regression), not a z-loss.
+_COORDINATE_WORDS = frozenset({"x", "y"})
+
+#: Prefixes that make a word ending in ``loss`` the name of a kind of loss (CatBoost's
+#: ``Logloss``, torch's ``BCELoss`` written as one word); any other prefix is a part
+#: (OLMo's ``train/ZLoss`` read as ``zloss`` is the z-loss, a component).
+_KIND_PREFIXES = frozenset({"log"})
+
 #: At most this many components are summed into a synthesized total; more than that are
 #: several groups (a multi-agent log), not one objective.
 MAX_SUM_PARTS = 8
@@ -216,6 +235,18 @@ MAX_SUM_PARTS = 8
 
 def _is_loss_word(w: str) -> bool:
     return w in LOSS_WORDS or (w.endswith("loss") and len(w) > 4)
+
+
+def _loss_word_prefix(w: str) -> str | None:
+    """The part a one-word loss name carries before ``loss`` (``zloss`` -> ``z``,
+    ``auxloss`` -> ``aux``), or ``None`` where there is none or it names the loss's kind
+    (``logloss``, ``bceloss``), its split or its aggregate (``valloss``, ``meanloss``: read
+    as before, a loss word of no part)."""
+    if w in LOSS_WORDS or not w.endswith("loss"):
+        return None
+    p = w[:-4]
+    plain = LOSS_KIND_WORDS | _KIND_PREFIXES | EVAL_WORDS | TRAIN_WORDS | TOTAL_WORDS | _STEP_WORDS | _EPOCH_WORDS
+    return None if not p or p in plain else p
 
 
 def loss_candidate(raw: str) -> dict | None:
@@ -240,7 +271,7 @@ def loss_candidate(raw: str) -> dict | None:
     gran = "step" if wset & _STEP_WORDS else "epoch" if wset & _EPOCH_WORDS else "unmarked"
     # "cross entropy" is a kind of loss; a bare "entropy" loss is an RL entropy bonus.
     kinds = ws if "cross" not in wset else [w for w in ws if w not in ("cross", "entropy")]
-    parts = [
+    parts = [p for w in kinds if (p := _loss_word_prefix(w)) is not None] + [
         w
         for w in kinds
         if not (
@@ -284,6 +315,13 @@ def _as_sibling(c: dict, cands: list[dict]) -> dict:
     return c
 
 
+def _auxiliary(c: dict, coordinates: bool) -> bool:
+    """Whether a candidate is an auxiliary term (:data:`AUXILIARY_WORDS`, or the z-loss:
+    a ``z`` part where no other candidate has an ``x`` or ``y`` coordinate part)."""
+    parts = set(c["parts"])
+    return bool(parts & AUXILIARY_WORDS) or ("z" in parts and not coordinates)
+
+
 def fallback_entry(canon: str, keys: Iterable[str]) -> dict | None:
     """The mapping entry the loss fallback order gives ``canon`` (``loss`` or
     ``eval_loss``) among ``keys``, or ``None`` when no key is a candidate for it.
@@ -297,10 +335,18 @@ def fallback_entry(canon: str, keys: Iterable[str]) -> dict | None:
     found = [(k, c) for k in keys if (c := loss_candidate(k)) is not None and (c["split"] == "eval") == want_eval]
     if not found:
         return None
+    coordinates = any(set(c["parts"]) & _COORDINATE_WORDS for _, c in found)
+    aux = [(k, c) for k, c in found if _auxiliary(c, coordinates)]
+    main = [(k, c) for k, c in found if not _auxiliary(c, coordinates)]
+    if main:
+        # an auxiliary term beside a loss of the objective is neither it nor a part of it
+        found = main
     cands = [(k, _as_sibling(c, [o for _, o in found])) for k, c in found]
     cands = sorted((_order(k, c), k, c) for k, c in cands)
     _, best, bc = cands[0]
-    ranked = [k for _, k, _ in cands]
+    ranked = [k for _, k, _ in cands] + (
+        [k for _, k, _ in sorted((_order(k, c), k, c) for k, c in aux)] if main else []
+    )
     split = {"train": "train", "eval": "evaluation", "unmarked": "unmarked (read as train)"}[bc["split"]]
     if bc["total"]:
         gran = {"step": ", logged per step", "epoch": ", logged per epoch", "unmarked": ""}[bc["granularity"]]

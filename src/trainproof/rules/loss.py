@@ -760,27 +760,77 @@ def check_loss_blowups(ctx):
     )
 
 
+def unbounded_run(v: np.ndarray, factor: float, late_factor: float) -> dict | None:
+    """A loss driven towards minus infinity, or ``None``. ``v``: the finite loss, shape
+    ``(n,)``. The end level (median of the last ``w`` = max(3, n // 10) points) must be
+    negative and at least ``factor`` times the run's starting scale in magnitude. Negative
+    at every point, the starting scale is the first ``w`` points' median. A loss that
+    started positive and crossed zero (a likelihood loss starts above zero and crosses it
+    on its way down) has no starting level of the same sign; its scale is the largest of
+    the first ``w`` points' median magnitude, their range, and the median magnitude of its
+    first ``max(3, m // 10)`` negative points (``m`` of them): what the loss moved by
+    around zero. A crossing loss must also still be running away: the end at least
+    ``late_factor`` times the median magnitude of the middle ``w`` points, so that one
+    that crossed and settled, from however small a start, is not this.
+
+    Returns ``{"start_level", "end_level", "factor", "scale", "crossed", "window"}``."""
+    n = v.size
+    w = max(3, n // 10)
+    if not float(median(v[-w:])) < 0:
+        return None
+    start, end = float(median(v[:w])), float(median(v[-w:]))
+    if np.all(v < 0):
+        scale, crossed = -start, False
+    else:
+        neg = v[v < 0]
+        first = neg[: max(3, neg.size // 10)]
+        head = v[:w]
+        scale = max(abs(start), float(np.ptp(head)), float(median(np.abs(first))))
+        crossed = True
+        mid = v[max(0, n // 2 - w // 2) : n // 2 - w // 2 + w]
+        if not -end >= late_factor * float(median(np.abs(mid))):
+            return None
+    if not scale > 0 or -end < factor * scale:
+        return None
+    return {
+        "start_level": start,
+        "end_level": end,
+        "factor": -end / scale,
+        "scale": scale,
+        "crossed": crossed,
+        "window": w,
+    }
+
+
 @rule(
     "TP-LOSS-UNBOUNDED",
     Level.FAIL,
     "diverge",
     "a negative loss grew without bound",
     needs=[Need("loss", "min_trend_points")],
-    thresholds=["min_trend_points", "unbounded_factor"],
-    least_evidence="Every finite loss below 0 and the end level at least {unbounded_factor:g}x the start level in magnitude.",
+    thresholds=["min_trend_points", "unbounded_factor", "unbounded_late_factor"],
+    least_evidence=(
+        "The end level negative and at least {unbounded_factor:g}x the start in magnitude; a loss that crossed "
+        "zero also at least {unbounded_late_factor:g}x its mid-run level."
+    ),
     detects=(
-        "A train loss that is negative at every finite point and whose end level (median of its last 10%, at "
-        "least 3 points) is at least {unbounded_factor:g} times its start level (median of its first 10%) in "
-        "magnitude: an objective that is being driven towards minus infinity."
+        "A train loss whose end level (median of its last 10%, at least 3 points) is negative and at least "
+        "{unbounded_factor:g} times its starting scale in magnitude: negative at every point, the median of its first "
+        "10%; started positive and crossed zero, the largest of its first 10%'s median magnitude and range and the "
+        "median magnitude of its first negative values, with the end also {unbounded_late_factor:g}x the mid-run "
+        "level in magnitude (still running away). An objective that is being driven towards minus infinity."
     ),
     why=(
         "A divergence is a divergence whatever the loss's sign: a negative log-likelihood whose variance collapses, "
         "or a loss unbounded below, runs off to ever larger negative values; the model is exploiting the objective, "
-        "not fitting the data. A healthy signed objective settles: it does not grow a thousandfold."
+        "not fitting the data. A healthy signed objective settles: it does not grow a thousandfold. A likelihood "
+        "loss usually starts above zero and crosses it, so the runaway is sized against what the loss moved by "
+        "around zero, not its sign at the start."
     ),
     not_mean=(
-        "A negative log-likelihood that crosses zero and settles at a negative level is not this (it must be "
-        "negative from the start, and grow {unbounded_factor:g}x)."
+        "A negative log-likelihood that crosses zero and settles at a negative level is not this (it must grow "
+        "{unbounded_factor:g}x its starting scale and still be growing {unbounded_late_factor:g}x over the second "
+        "half)."
     ),
     causes="A predicted variance or scale that collapses to zero (log-likelihood of a Gaussian head), a reward maximised with no bound, a sign error that turns a penalty into a bonus, a learning rate far too high.",
     try_="Bound the predicted variance (a floor or softplus with an offset), clip the log-likelihood, check the sign of every term.",
@@ -788,19 +838,27 @@ def check_loss_blowups(ctx):
 )
 def check_loss_unbounded(ctx):
     s = ctx.finite("loss")
-    v = s.values
-    if not np.all(v < 0):
+    hit = unbounded_run(s.values, ctx.th.unbounded_factor, ctx.th.unbounded_late_factor)
+    if hit is None:
         return
-    w = max(3, v.size // 10)
-    start, end = float(median(v[:w])), float(median(v[-w:]))
-    if end > ctx.th.unbounded_factor * start:
-        return
+    start, end, w = hit["start_level"], hit["end_level"], hit["window"]
+    how = (
+        f"the loss started at {num(start)} (median of its first {w}) and crossed zero; its starting scale (what it "
+        f"moved by around zero) is {num(hit['scale'])}"
+        if hit["crossed"]
+        else f"every one of {s.values.size} finite losses is negative; the median of the first {w} is {num(start)}"
+    )
     yield ctx.finding(
-        f"loss ran off to minus infinity: {num(start)} -> {num(end)} ({times(end / start)} in magnitude)",
-        f"every one of {v.size} finite losses ({s.key}) is negative; the median of the first {w} is {num(start)} and "
-        f"of the last {w} {num(end)}: {times(end / start)} the start in magnitude, at least "
-        f"{num(ctx.th.unbounded_factor)}x.",
-        {"start_level": start, "end_level": end, "factor": end / start},
+        f"loss ran off to minus infinity: {num(start)} -> {num(end)} ({times(hit['factor'])} its starting scale)",
+        f"{how}; the median of the last {w} ({s.key}) is {num(end)}: {times(hit['factor'])} that in magnitude, at "
+        f"least {num(ctx.th.unbounded_factor)}x.",
+        {
+            "start_level": start,
+            "end_level": end,
+            "factor": hit["factor"],
+            "scale": hit["scale"],
+            "crossed": hit["crossed"],
+        },
         step=s.steps[-1],
         line=s.lines[-1],
     )
@@ -1944,13 +2002,35 @@ def check_chance_level(ctx):
     yield _chance_finding(ctx, st, "is stuck at chance: it sits at", tail)
 
 
+def chance_level_isolated(k: int, th) -> bool:
+    """Whether ln(k) stands apart enough from its neighbours that a loss settling near it
+    is unlikely to be a coincidence: the window a run's median may sit in (within
+    ``chance_tol_level`` of ln k, on both sides) covers at most ``chance_coincidence_share``
+    of the level's neighbourhood (half the gap from ln(k-1) to ln(k+1)). With a 2% window
+    that holds for k = 2, 3, 4 (5%, 13%, 22% of the neighbourhood) and no more (k = 6: 43%;
+    k = 10: 92%)."""
+    window = 2 * th.chance_tol_level * math.log(k)
+    neighbourhood = (math.log(k + 1) - math.log(k - 1)) / 2
+    return window <= th.chance_coincidence_share * neighbourhood
+
+
+def _started_at_level(st: dict, th) -> bool:
+    """Whether the judged loss's first block median sits at ln(k) within
+    ``chance_tol_block``: a guesser starts at its level and holds it, where a loss that
+    learned and settled arrives there from above."""
+    s = st["s"]
+    level = st["hit"][1]
+    meds, _ = block_medians(s.values, smoothing_block(len(s)))
+    return bool(meds.size) and abs(float(meds[0]) / level - 1) <= th.chance_tol_block
+
+
 @rule(
     "TP-NEAR-CHANCE",
     Level.WARN,
     "shape",
     "the loss drifts along ln(k), a k-class classifier's uniform guess, for most of the run",
     needs=_CHANCE_NEEDS,
-    thresholds=_CHANCE_TH,
+    thresholds=[*_CHANCE_TH, "chance_coincidence_share"],
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     detects=(
@@ -1960,7 +2040,10 @@ def check_chance_level(ctx):
         "for a k above {chance_fail_max_classes} (by default: any k), while no logged accuracy sits at 1/k: a classifier that has moved less than {chance_tol_block:.0%} of ln(k) away from a "
         "uniform guess, or a loss of another kind that happens to sit at that value. Not where a held-out top-1 "
         "accuracy (acc, accuracy, acc1, top1) ends above 1/k by more than twice its tolerance and no logged "
-        "accuracy sits at 1/k: that classifier beats a guess."
+        "accuracy sits at 1/k: that classifier beats a guess. With no accuracy at 1/k, a k whose ln(k) crowds its "
+        "neighbours (the {chance_tol_level:.0%} window covers more than {chance_coincidence_share:.0%} of the way "
+        "to them: k of 5 and more) is read only where the loss's first block already sat at ln(k), as a guesser's "
+        "does."
     ),
     why=(
         "A k-class classifier whose loss has left ln(k) by only a few percent after most of its run has learned "
@@ -1985,6 +2068,10 @@ def check_near_chance(ctx):
         # label smoothing), and no warning is true of it.
         return
     k = st["hit"][0]
+    if not st["accuracy"] and not chance_level_isolated(k, ctx.th) and not _started_at_level(st, ctx.th):
+        # no accuracy names k, the loss did not start at ln(k) as a guesser does, and the
+        # levels crowd so that a settled loss lands near some ln(k) by coincidence
+        return
     if st.get("from_above"):
         acc = st["accuracy"]
         tail = (

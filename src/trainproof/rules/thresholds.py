@@ -671,6 +671,19 @@ class Thresholds:
     chance_tol_level: float = threshold(0.02, see="chance_max_classes", unit="ratio", valid=SHARE)
     chance_tol_block: float = threshold(0.03, see="chance_max_classes", unit="ratio", valid=SHARE)
     chance_share: float = threshold(0.8, see="chance_max_classes", unit="share", valid=SHARE)
+    chance_coincidence_share: float = threshold(
+        0.25,
+        "With no accuracy to name k, a settled loss lands within chance_tol_level of some ln(k) "
+        "by coincidence more often the more the levels crowd: the window covers 5% of the way "
+        "to the neighbouring levels at k = 2, 13% at 3, 22% at 4, 43% at 6 and 92% at 10. New "
+        "users' healthy runs warned at ln 6, ln 7 (a plateau after warm-up, language-model "
+        "fine-tunes) and so did 4 healthy corpus runs (T5 summarisation at ln 6, a fine-tune at "
+        "ln 7). Above a quarter, a loss that did not start at the level, as a guesser's does, "
+        "is not read as near chance. Engineering choice: a one-in-four coincidence is no "
+        "evidence.",
+        unit="share",
+        valid=SHARE,
+    )
     chance_start_ratio: float = threshold(
         2.0,
         "A loss at ln(k) fails a run as chance only when it did not fall there from this many "
@@ -900,7 +913,20 @@ class Thresholds:
         1000.0,
         "A loss negative at every point whose end level is 1000x its start in magnitude is "
         "driven to minus infinity (a Keras model whose loss runs -3e4 -> -6.5e7: 2,000x). A "
-        "healthy negative log-likelihood settles within a small multiple of where it started.",
+        "healthy negative log-likelihood settles within a small multiple of where it started. "
+        "A loss that crossed zero is sized against what it moved by around zero (see "
+        "unbounded_late_factor).",
+        unit="ratio",
+        valid=FACTOR,
+    )
+    unbounded_late_factor: float = threshold(
+        10.0,
+        "A loss that started positive and crossed zero is unbounded only while still running "
+        "away: its end level at least 10x its mid-run level in magnitude. A runaway to minus "
+        "infinity grows by orders of magnitude over its second half (-877 at mid-run, "
+        "-2,278,582 at the end in a new user's likelihood run); a likelihood loss that "
+        "crossed zero and settled (2.0 -> -3.0) moves by a small multiple there, however "
+        "small its start. Engineering choice: one decade.",
         unit="ratio",
         valid=FACTOR,
     )

@@ -926,3 +926,25 @@ def test_keras_train_validation_folders_are_one_run(tmp_path):
     reports, _ = doctor(tmp_path)
     assert [r.file for r in reports] == [str(log_dir)]
     assert reports[0].verdict.value == "PASS"
+
+
+@pytest.mark.parametrize("tag", ["epoch_learning_rate", "epoch_lr"])
+@pytest.mark.parametrize("epochs", [12, 60])
+def test_keras_logged_learning_rate_is_the_lr(tmp_path, tag, epochs):
+    # Keras' TensorBoard callback writes the rate its logs hold as epoch_learning_rate
+    # (epoch_lr in older Keras): read as lr, a rate of 0.0 for the whole run is TP-ZERO-LR,
+    # not "lr absent" and a near-chance WARN
+    from torch.utils.tensorboard import SummaryWriter
+
+    from trainproof.api import judge, read_runlog
+
+    log_dir = tmp_path / "logs"
+    rng = np.random.default_rng(epochs)
+    w = SummaryWriter(str(log_dir / "train"))
+    for e in range(epochs):
+        w.add_scalar("epoch_loss", 2.3 * float(np.exp(0.01 * rng.standard_normal())), e)
+        w.add_scalar(tag, 0.0, e)
+    w.close()
+    run = read_runlog(log_dir)
+    assert run.mapping["lr"]["source"] == tag
+    assert "TP-ZERO-LR" in {f.id for f in judge(log_dir).findings}

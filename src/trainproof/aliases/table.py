@@ -111,6 +111,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "charts/learning_rate",  # CleanRL
         "optim0_lr0",  # ESPnet2: its first optimizer's first parameter group
         "x/lr0",  # YOLOv5 and YOLOv8.0 results.csv: x/lr0..x/lr2, one per parameter group
+        # Keras' TensorBoard callback: the rate its logs hold (from a LearningRateScheduler or
+        # ReduceLROnPlateau), with its epoch_ prefix as epoch_loss has: Keras 3 and TF 2.x
+        # name it learning_rate, older Keras lr
+        "epoch_learning_rate",
+        "epoch_lr",
         "lr_model",  # SpeechBrain recipes: lr_<module> per optimizer; "model" is the main one
         # RLlib's learner statistics, nested under the policy's name: the old API's
         # cur_lr, the new API's rate of its default optimizer.

@@ -57,6 +57,7 @@ def _durable_rise(v: np.ndarray, j: int, climb: bool, th) -> tuple[float, bool]:
 #: The thresholds :func:`_eval_rise` reads, declared by both rules that share it (TP-OVERFIT
 #: and TP-EVAL-DEGRADE).
 EVAL_RISE_THRESHOLDS = [
+    "overfit_noise_z",
     "overfit_min_evals",
     "overfit_ratio",
     "overfit_tail_evals",
@@ -97,8 +98,10 @@ def _other_eval_sets(ctx):
         "steady climb) — or, when the rise is durable, above {overfit_slow_ratio}x: every evaluation after the "
         "minimum higher than the one before, or, between levels, the median of the last 10% of evaluations (at "
         "least 3) above {overfit_slow_ratio}x the lowest median of 5% of them (at least 3) with a Mann-Kendall "
-        "z of at least {dead_trend_z} over the evaluations from that level on — while the train loss at the "
-        "end is below the train loss around the best evaluation. Where it does not hold on the eval loss, the "
+        "z of at least {dead_trend_z} over the evaluations from that level on; in every case a rise over the "
+        "minimum of more than {overfit_noise_z:g} of the eval loss's own noise units (log scale, second "
+        "differences) — while the train loss at the end is below the train loss around the "
+        "best evaluation. Where it does not hold on the eval loss, the "
         "same on each other held-out set of an HF evaluation of several (``eval_<name>_loss``), with at least "
         "{overfit_min_evals} finite evaluations: a fine-tune that forgets its first task shows it on that "
         "task's set."
@@ -153,7 +156,23 @@ def _eval_rise(ev, th, level_min: bool):
     z, slow = _durable_rise(ev.values, j, climb, th)
     if end <= th.overfit_ratio * best and not slow:
         return None
+    if not _rise_beyond_noise(ev.values, j, end, th.overfit_noise_z):
+        return None
     return j, best, end, tail, climb, z
+
+
+def _rise_beyond_noise(v: np.ndarray, j: int, end: float, z: float) -> bool:
+    """Whether a held-out loss ``v`` (finite, positive, ``(n,)``) rose from its minimum
+    ``v[j]`` to ``end`` by more than ``z`` times its own point noise, on the log scale. The
+    noise is read from second differences of log ``v``
+    (:func:`~trainproof.rules._stats.curvature_noise_sigma`), which a steady rise or fall
+    does not inflate. The lowest of n noisy evaluations sits 1.5-2.3 noise units below
+    their level (n = 10 to 40), so a rise of the median of the last 3 over it short of 2
+    units is what a flat eval loss makes by itself."""
+    if not end > 0 or v.size < 3 or np.any(v <= 0):
+        return True
+    sigma = curvature_noise_sigma(np.log(v))
+    return math.log(end / float(v[j])) > z * sigma
 
 
 def _train_levels(tr, best_step: float, wide: bool = False) -> tuple[float, float, np.ndarray, np.ndarray, int]:

@@ -2014,14 +2014,28 @@ def chance_level_isolated(k: int, th) -> bool:
     return window <= th.chance_coincidence_share * neighbourhood
 
 
-def _started_at_level(st: dict, th) -> bool:
-    """Whether the judged loss's first block median sits at ln(k) within
-    ``chance_tol_block``: a guesser starts at its level and holds it, where a loss that
-    learned and settled arrives there from above."""
+def _at_level_early(st: dict, th) -> bool:
+    """Whether the judged loss reached ln(k) within the first ``chance_onset_share`` of
+    its blocks (5% of the run each, as :func:`chance_level` reads them) and held it: a
+    block at the level (within the wider of ``chance_tol_block`` and its own 99% margin)
+    from which at least ``chance_share`` of the blocks to the end are at it too. A
+    guesser's loss gets there at once (a shift of the output bias: the first few percent
+    of the run) and holds it; a model that learns and settles near a level takes its
+    warm-up and more (new users' plateaus and the corpus's healthy fine-tunes reached
+    theirs at 10% to 55% of the run)."""
     s = st["s"]
     level = st["hit"][1]
-    meds, _ = block_medians(s.values, smoothing_block(len(s)))
-    return bool(meds.size) and abs(float(meds[0]) / level - 1) <= th.chance_tol_block
+    v = s.values
+    block = smoothing_block(v.size)
+    meds, _ = block_medians(v, block)
+    if not meds.size or np.any(v <= 0):
+        return False
+    margin = max(th.chance_tol_block, CHANCE_BLOCK_Z * level_se(noise_sigma(np.log(v)), block))
+    at = np.abs(meds / level - 1) <= margin
+    # the share of the blocks from each one to the end that are at the level
+    held = np.cumsum(at[::-1])[::-1] / np.arange(meds.size, 0, -1)
+    first = np.flatnonzero(at & (held >= th.chance_share))
+    return bool(first.size) and first[0] < max(1, math.ceil(th.chance_onset_share * meds.size))
 
 
 @rule(
@@ -2030,7 +2044,7 @@ def _started_at_level(st: dict, th) -> bool:
     "shape",
     "the loss drifts along ln(k), a k-class classifier's uniform guess, for most of the run",
     needs=_CHANCE_NEEDS,
-    thresholds=[*_CHANCE_TH, "chance_coincidence_share"],
+    thresholds=[*_CHANCE_TH, "chance_coincidence_share", "chance_onset_share"],
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     detects=(
@@ -2042,8 +2056,8 @@ def _started_at_level(st: dict, th) -> bool:
         "accuracy (acc, accuracy, acc1, top1) ends above 1/k by more than twice its tolerance and no logged "
         "accuracy sits at 1/k: that classifier beats a guess. With no accuracy at 1/k, a k whose ln(k) crowds its "
         "neighbours (the {chance_tol_level:.0%} window covers more than {chance_coincidence_share:.0%} of the way "
-        "to them: k of 5 and more) is read only where the loss's first block already sat at ln(k), as a guesser's "
-        "does."
+        "to them: k of 5 and more) is read only where the loss reached ln(k) within the first "
+        "{chance_onset_share:.0%} of its blocks and held it, as a guesser's does."
     ),
     why=(
         "A k-class classifier whose loss has left ln(k) by only a few percent after most of its run has learned "
@@ -2068,9 +2082,9 @@ def check_near_chance(ctx):
         # label smoothing), and no warning is true of it.
         return
     k = st["hit"][0]
-    if not st["accuracy"] and not chance_level_isolated(k, ctx.th) and not _started_at_level(st, ctx.th):
-        # no accuracy names k, the loss did not start at ln(k) as a guesser does, and the
-        # levels crowd so that a settled loss lands near some ln(k) by coincidence
+    if not st["accuracy"] and not chance_level_isolated(k, ctx.th) and not _at_level_early(st, ctx.th):
+        # no accuracy names k, the loss did not reach ln(k) at once as a guesser's does,
+        # and the levels crowd so that a settled loss lands near some ln(k) by coincidence
         return
     if st.get("from_above"):
         acc = st["accuracy"]

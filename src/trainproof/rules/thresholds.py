@@ -678,9 +678,20 @@ class Thresholds:
         "to the neighbouring levels at k = 2, 13% at 3, 22% at 4, 43% at 6 and 92% at 10. New "
         "users' healthy runs warned at ln 6, ln 7 (a plateau after warm-up, language-model "
         "fine-tunes) and so did 4 healthy corpus runs (T5 summarisation at ln 6, a fine-tune at "
-        "ln 7). Above a quarter, a loss that did not start at the level, as a guesser's does, "
-        "is not read as near chance. Engineering choice: a one-in-four coincidence is no "
-        "evidence.",
+        "ln 7). Above a quarter, a loss that did not reach the level at once, as a guesser's "
+        "does (chance_onset_share), is not read as near chance. Engineering choice: a "
+        "one-in-four coincidence is no evidence.",
+        unit="share",
+        valid=SHARE,
+    )
+    chance_onset_share: float = threshold(
+        0.05,
+        "A guesser's loss reaches ln(k) at once: a shift of the output bias within the first "
+        "twentieth of the run (the zoo's chance runs, tests/_zoo.py, reach it at 0-5%), then "
+        "holds it. The healthy runs that settled near a crowded ln(k) by coincidence reached "
+        "it at 10% (new users' warm-up-then-plateau runs at ln 6 and ln 7), 14% (a T5 "
+        "summariser at ln 6) and 55% (a fine-tune at ln 7) of the run. Measured in blocks of "
+        "5% of the run (at most 200 points each).",
         unit="share",
         valid=SHARE,
     )
@@ -1697,6 +1708,22 @@ class Thresholds:
         valid=count(2),
     )
     overfit_ratio: float = threshold(1.2, see="overfit_min_evals", unit="ratio", valid=FACTOR)
+    overfit_noise_z: float = threshold(
+        2.0,
+        "The eval loss must have risen from its minimum by more than 2 of its own noise units "
+        "(log scale, point noise from second differences, which a trend does not inflate): "
+        "the lowest of n noisy evaluations sits 1.5-2.3 units below their level (n = 10 to 40), "
+        "so a flat eval loss at 15% noise reached 1.2x its minimum at 16 of 20 generated "
+        "40-evaluation runs whose train loss fell (a new user's 12-epoch Keras twins at 7%: 3 "
+        "of 20). Measured on generated runs (8 to 40 evaluations, noise 2-15%, 20 seeds each: "
+        "tests/rules/test_overfit_noise.py): flat eval losses warn on 36 of 240 (57 without "
+        "the gate); rises of 1.3x are caught on 215 of 240 (236), of 1.6x on 234 (239), of 2x "
+        "on 239 (240); every overfit run of the corpus keeps its WARN. At 2.5 units a noisy "
+        "corpus overfit (eval 0.232 at its minimum, 0.29 over its last evaluations, 11% noise) "
+        "is lost. A judgement between the two kinds of error, for a WARN.",
+        unit="z",
+        valid=NONNEG,
+    )
     overfit_tail_evals: int = threshold(3, see="overfit_min_evals", unit="evaluations", valid=count(1))
     pref_collapse_ratio: float = threshold(
         2.0,

@@ -444,6 +444,89 @@ def test_gradients_cleared_in_the_usual_places_are_not_counted(order):
     assert s["model/grads_cleared_before_step"] == [0.0, 0.0]
 
 
+class Conditional(nn.Module):
+    """A shared trunk and four branches, of which ``route(step)`` picks the ones a step
+    uses: the set of tensors with a gradient changes from step to step."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.kind = kind
+        self.trunk = nn.Linear(6, 8)
+        self.branches = nn.ModuleList(nn.Linear(8, 8 if kind == "layerdrop" else 1) for _ in range(4))
+        self.out = nn.Linear(8, 1)
+        self.gen = torch.Generator().manual_seed(3)
+
+    def route(self, step: int) -> list[int]:
+        if self.kind == "alternating":  # task A's head on even steps, task B's on odd ones
+            return [step % 2]
+        if self.kind == "layerdrop":  # each block kept with probability 0.7, at least one
+            kept = [i for i in range(4) if torch.rand((), generator=self.gen) < 0.7]
+            return kept or [0]
+        return [int(torch.randint(0, 4, (), generator=self.gen))]  # top-1 mixture of experts
+
+    def forward(self, x, step: int):
+        h = torch.tanh(self.trunk(x))
+        if self.kind == "layerdrop":
+            for i in self.route(step):
+                h = h + torch.tanh(self.branches[i](h))
+            return self.out(h)
+        return sum(self.branches[i](h) for i in self.route(step))
+
+
+def conditional_run(kind: str, order: str, steps: int = 4 * CHECK) -> Monitor:
+    """Train a :class:`Conditional` model of ``kind`` with the clearing in ``order`` (as in
+    :func:`loop`, plus ``clear-step-log``: zero_grad between backward and step, the log
+    after the step); returns the closed monitor."""
+    model = Conditional(kind)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = data()
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent")
+    for step in range(steps):
+        if order == "clear-first":
+            opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x, step), y)
+        loss.backward()
+        if order in ("clear-first", "clear-step-log"):
+            if order == "clear-step-log":
+                opt.zero_grad()
+            opt.step()
+            mon.log(step, loss.detach())
+            continue
+        mon.log(step, loss.detach())
+        if order == "log-clear-step":
+            opt.zero_grad()
+        opt.step()
+        if order == "log-step-clear":
+            opt.zero_grad()
+    mon.close()
+    return mon
+
+
+@pytest.mark.parametrize("order", ["log-step-clear", "clear-first"])
+@pytest.mark.parametrize("kind", ["alternating", "layerdrop", "moe"])
+def test_tensors_no_backward_of_the_step_reached_are_not_cleared_gradients(kind, order):
+    # The set of tensors with a gradient changes from step to step, and nothing clears a
+    # gradient before the step: a branch that the measured step does not use has no
+    # gradient to lose.
+    mon = conditional_run(kind, order)
+    counts = list(mon.guardian.runlog().series["model/grads_cleared_before_step"].values)
+    assert counts == [0.0] * 4, counts
+    assert "TP-GRADS-CLEARED-BEFORE-STEP" not in mon.guardian.judge(final=True).ids()
+
+
+@pytest.mark.parametrize("order", ["log-clear-step", "clear-step-log"])
+@pytest.mark.parametrize("kind", ["alternating", "layerdrop", "moe"])
+def test_gradients_cleared_before_the_step_are_counted_on_a_conditional_model(kind, order):
+    # The bug on the same models, with the log before or after the step: the trunk (and
+    # whatever branch the step used) had its gradient cleared before the step.
+    mon = conditional_run(kind, order)
+    counts = list(mon.guardian.runlog().series["model/grads_cleared_before_step"].values)
+    assert all(c >= 2 for c in counts), counts
+    assert "trunk.weight" in mon.probe.details["grads_cleared_before_step"]
+    assert "TP-GRADS-CLEARED-BEFORE-STEP" in mon.guardian.judge(final=True).ids()
+
+
 @pytest.mark.parametrize("clear_d", [True, False])
 def test_a_gan_generator_backward_through_the_discriminator_is_no_missing_reset(clear_d):
     # The DCGAN order: D.zero_grad(); lossD.backward(); D's step; G.zero_grad();
@@ -538,7 +621,8 @@ def test_hooks_are_removed_after_each_check_and_the_step_counter_at_close():
 
     def hooks():
         mods = [(m._forward_hooks, m._forward_pre_hooks) for m in model.modules()]
-        params = [p._backward_hooks for p in model.parameters()]
+        # tensor hooks, and the hooks that see a backward deliver a gradient
+        params = [h for p in model.parameters() for h in (p._backward_hooks, p._post_accumulate_grad_hooks)]
         return (
             sum(len(a) + len(b) for a, b in mods),
             sum(len(h or {}) for h in params),
@@ -554,6 +638,7 @@ def test_hooks_are_removed_after_each_check_and_the_step_counter_at_close():
         opt.zero_grad()
     # armed at the call before each check (steps 2 and 6), gone after the check
     assert during[2][0] == 3 and during[2][2] == 1  # tanh, relu and the input batch's pre-hook
+    assert during[2][1] == 6  # one delivery hook per trainable tensor
     assert during[3] == (0, 0, 0) and during[7] == (0, 0, 0)
     assert len(opt._optimizer_step_post_hooks) == 1  # the step counter
     mon.close()

@@ -9,7 +9,8 @@ a Python bool per :meth:`ModelProbe.on_log` and an integer increment per optimiz
 The work around one check step:
 
 * at the ``log()`` call before a check (:meth:`ModelProbe.arm`): an optimizer pre-step
-  hook, which keeps a copy of the trainable parameters in the optimizer, and, with
+  hook, which keeps a copy of the trainable parameters in the optimizer, a hook on each of
+  them that sees a backward deliver its gradient until that step ends, and, with
   ``activations=True``, forward hooks on the activation modules;
 * in the optimizer step that follows: the per-tensor change ``||W_after - W_before||``,
   ``||W_after||`` and the norm of the gradient applied (fused ``torch._foreach_norm``); the
@@ -149,6 +150,8 @@ class _Update:
     gnorm: object  # 1-d: ||grad|| applied by the step, of the parameters at gidx
     gidx: list[int]  # the parameters that had a gradient
     sharded: bool = False
+    # id() of each parameter a backward gave a gradient in the measured step (None: not known)
+    delivered: frozenset[int] | None = None
 
 
 @dataclass
@@ -413,6 +416,9 @@ class ModelProbe:
         self._reset_handle = None
         self._reset_flag = None  # 0-d tensor: 1 when the gradient was not reset
         self._reset_pending = False
+        self._grad_hooks: list = []  # the armed step's hooks that see a gradient arrive
+        self._delivered: set[int] | None = None  # id() of the tensors given a gradient since arm()
+        self._grads_at_arm: frozenset[int] = frozenset()  # id() of the tensors holding one at arm()
         self._nograd_sums: dict[int, float] = {}  # id -> sum of a tensor without a gradient at the last check
         self._acts: _Acts | None = None
         self._last_batch: tuple | None = None  # the previous check's input fingerprint
@@ -541,8 +547,49 @@ class ModelProbe:
                 self._armed = True
             except (AttributeError, RuntimeError, TypeError) as e:
                 self._off("update ratios", e)
+            else:
+                self._arm_delivery()
         if self.activations and self._acts is None:
             self._arm_activations()
+
+    def _arm_delivery(self) -> None:
+        """Note which trainable tensors of the optimizer hold a gradient now, and hook each
+        one so that every gradient a backward delivers into it until the measured step
+        ends is seen (``register_post_accumulate_grad_hook``; a tensor hook before torch
+        2.1).
+
+        Which of the two tells what the measured step's backward delivered depends on where
+        the loop calls ``log()``: between backward and step (the gradients are there at
+        :meth:`arm`, and no backward runs before the step), or after the step (a backward
+        runs in between, and the gradients held at :meth:`arm` are the previous step's,
+        cleared by the loop's zero_grad). :meth:`_post_step` takes the hooks' set when any
+        backward ran, else the set held at :meth:`arm`. Sharded parameters are left out:
+        their gradients arrive outside autograd, and the count is not reported for them."""
+        torch = self.torch
+        params = [p for p in self._opt_params() if p.requires_grad]
+        self._grads_at_arm = frozenset(id(p) for p in params if p.grad is not None)
+        self._delivered = None
+        if not params or self._sharded(params):
+            return
+        seen: set[int] = set()
+        post = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
+        try:
+            for p in params:
+                if post:
+                    h = p.register_post_accumulate_grad_hook(lambda _p, k=id(p): seen.add(k))
+                else:
+                    h = p.register_hook(lambda _g, k=id(p): seen.add(k))
+                self._grad_hooks.append(h)
+        except (RuntimeError, AttributeError) as e:
+            self._drop_grad_hooks()
+            self._off("grads_cleared_before_step", e)
+            return
+        self._delivered = seen
+
+    def _drop_grad_hooks(self) -> None:
+        for h in self._grad_hooks:
+            h.remove()
+        self._grad_hooks = []
 
     def _pre_step(self) -> None:
         if not self._armed or self._snap is not None or self._update is not None:
@@ -606,7 +653,10 @@ class ModelProbe:
                     gidx = [i for i, p in enumerate(params) if p.grad is not None]
                     gnorm = self._norms(self._locals([params[i].grad for i in gidx]), 2.0, home)
                 del copies
-                self._update = _Update(ids, ndims, lrs, diff, weight, gnorm, gidx, sharded)
+                seen, self._delivered = self._delivered, None
+                self._drop_grad_hooks()
+                delivered = None if seen is None else frozenset(seen or self._grads_at_arm)
+                self._update = _Update(ids, ndims, lrs, diff, weight, gnorm, gidx, sharded, delivered)
                 self._arm_reset_check(params)
             except Exception as e:  # noqa: BLE001
                 self._off("update ratios", e)
@@ -730,6 +780,8 @@ class ModelProbe:
             self._pre_handle = None
         self._armed = False
         self._snap = None
+        self._drop_grad_hooks()
+        self._delivered = None
         if self._reset_handle is not None:
             self._reset_handle.remove()
             self._reset_handle = None
@@ -791,10 +843,7 @@ class ModelProbe:
                 self.layers = False
                 self._off("per-layer gradients", e)
             if update is not None:
-                # The tensors backward has given a gradient by this check: one without a
-                # gradient at the end of the measured step had it cleared before the step.
-                with_grad = {id(p) for p in self._opt_params() if p.grad is not None}
-                self._update_job(update, jobs, take, with_grad)
+                self._update_job(update, jobs, take)
             if reset_flag is not None:
                 if isinstance(reset_flag, float):
                     host["model/grads_not_reset"] = reset_flag
@@ -961,7 +1010,7 @@ class ModelProbe:
 
         jobs.append(job)
 
-    def _update_job(self, u: _Update, jobs: list, take, with_grad: set[int] | frozenset = frozenset()) -> None:
+    def _update_job(self, u: _Update, jobs: list, take) -> None:
         i_diff, i_w, i_g = take(u.diff), take(u.weight), take(u.gnorm)
         lr_idx = {k: take(lr.detach().reshape(()).float()) for k, lr in enumerate(u.lrs) if hasattr(lr, "detach")}
         if u.sharded:
@@ -978,15 +1027,18 @@ class ModelProbe:
             stuck = [
                 n for n, dn, gm, lr in zip(names, diff, g, lrs) if dn == 0.0 and math.isfinite(gm) and gm > 0 and lr > 0
             ]
-            # No gradient (None) at the end of the step, unchanged by it, a learning rate
-            # above 0, and a gradient from backward at this check: the gradients were
-            # cleared between backward() and step(). An optimizer given a closure runs its
+            # A gradient delivered by a backward of the measured step, none (None) at the
+            # end of that step, the tensor unchanged by it and a learning rate above 0: the
+            # gradient was cleared between backward() and step(). A tensor that no backward
+            # of the step reached (a head of the other task, a dropped layer, an expert no
+            # token was routed to) is not counted. An optimizer given a closure runs its
             # backward inside the step, so its gradients are there at the step's end.
             had = set(u.gidx)
+            delivered = u.delivered or frozenset()
             cleared = [
                 n
                 for k, (n, pid, dn, lr) in enumerate(zip(names, u.ids, diff, lrs))
-                if k not in had and pid in with_grad and dn == 0.0 and lr > 0
+                if k not in had and pid in delivered and dn == 0.0 and lr > 0
             ]
             if not u.sharded:
                 applied = [x * x for x in g if math.isfinite(x) and x > 0]
@@ -996,8 +1048,9 @@ class ModelProbe:
                     out["model/applied_grad_norm"] = math.sqrt(math.fsum(applied))
                 out["model/params_not_updated"] = float(len(stuck))
                 d["params_not_updated"] = stuck[:MAX_NAMES]
-                out["model/grads_cleared_before_step"] = float(len(cleared))
-                d["grads_cleared_before_step"] = cleared[:MAX_NAMES]
+                if u.delivered is not None:
+                    out["model/grads_cleared_before_step"] = float(len(cleared))
+                    d["grads_cleared_before_step"] = cleared[:MAX_NAMES]
             rows = [
                 (n, dn / wn)
                 for n, dn, wn, nd in zip(names, diff, w, u.ndims)

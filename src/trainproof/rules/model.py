@@ -306,15 +306,17 @@ def check_params_not_updated(ctx):
     thresholds=["model_checks"],
     implies=("TP-PARAMS-NOT-UPDATED",),
     detects="`model/grads_cleared_before_step` above 0 at {model_checks} checks in a row: parameter tensors in the "
-    "optimizer, with a group learning rate above 0, that backward gives a gradient (present at the check) but that "
-    "hold none (None) at the end of optimizer.step() and are bit-identical before and after it.",
+    "optimizer, with a group learning rate above 0, that a backward of the measured step gives a gradient but that "
+    "hold none (None) at the end of that step's optimizer.step() and are bit-identical before and after it.",
     why="The optimizer steps on gradients that are no longer there: zero_grad() (or set_to_none) runs after "
     "backward() and before step(), so every step is a no-op. The loss wanders with the batches around its "
     "starting level; a loss curve shows it only once the run is long enough to call it stalled.",
     not_mean="Healthy loops that look like it are not counted: an optimizer given a closure (L-BFGS, Lightning) "
     "runs its backward inside step() and holds the gradients at its end; a loop that clears its gradients after "
     "step() (the usual place, and HF Trainer's) has them at the step; a step the loss scaler skipped holds its "
-    "non-finite gradients; accumulation steps without an optimizer step are not measured. Gradients cleared with "
+    "non-finite gradients; accumulation steps without an optimizer step are not measured. A tensor that no "
+    "backward of the step reaches has no gradient to lose and is not counted: the head of the task a step does not "
+    "train, a layer LayerDrop skips, an expert no token is routed to. Gradients cleared with "
     "zeros (set_to_none=False) are not told apart from unused parameters and are not counted.",
     causes="optimizer.zero_grad() moved between loss.backward() and optimizer.step() (a refactoring, a callback "
     "that clears gradients after logging them), model.zero_grad() inside a logging hook, a gradient-clipping helper "

@@ -446,12 +446,14 @@ def test_gradients_cleared_in_the_usual_places_are_not_counted(order):
 
 class Conditional(nn.Module):
     """A shared trunk and four branches, of which ``route(step)`` picks the ones a step
-    uses: the set of tensors with a gradient changes from step to step."""
+    uses: the set of tensors with a gradient changes from step to step. With ``cut``, the
+    last branch's output is detached by mistake: it never gets a gradient."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, cut: bool = False) -> None:
         super().__init__()
         torch.manual_seed(0)
         self.kind = kind
+        self.cut = cut
         self.trunk = nn.Linear(6, 8)
         self.branches = nn.ModuleList(nn.Linear(8, 8 if kind == "layerdrop" else 1) for _ in range(4))
         self.out = nn.Linear(8, 1)
@@ -469,16 +471,17 @@ class Conditional(nn.Module):
         h = torch.tanh(self.trunk(x))
         if self.kind == "layerdrop":
             for i in self.route(step):
-                h = h + torch.tanh(self.branches[i](h))
+                b = torch.tanh(self.branches[i](h))
+                h = h + (b.detach() if self.cut and i == 3 else b)
             return self.out(h)
         return sum(self.branches[i](h) for i in self.route(step))
 
 
-def conditional_run(kind: str, order: str, steps: int = 4 * CHECK) -> Monitor:
-    """Train a :class:`Conditional` model of ``kind`` with the clearing in ``order`` (as in
-    :func:`loop`, plus ``clear-step-log``: zero_grad between backward and step, the log
-    after the step); returns the closed monitor."""
-    model = Conditional(kind)
+def conditional_run(kind: str, order: str, steps: int = 4 * CHECK, cut: bool = False) -> Monitor:
+    """Train a :class:`Conditional` model of ``kind`` (``cut``: see there) with the clearing
+    in ``order`` (as in :func:`loop`, plus ``clear-step-log``: zero_grad between backward
+    and step, the log after the step); returns the closed monitor."""
+    model = Conditional(kind, cut)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     x, y = data()
     mon = Monitor(model, opt, check_every=CHECK, policy="silent")
@@ -525,6 +528,22 @@ def test_gradients_cleared_before_the_step_are_counted_on_a_conditional_model(ki
     assert all(c >= 2 for c in counts), counts
     assert "trunk.weight" in mon.probe.details["grads_cleared_before_step"]
     assert "TP-GRADS-CLEARED-BEFORE-STEP" in mon.guardian.judge(final=True).ids()
+
+
+@pytest.mark.parametrize("order", ["log-step-clear", pytest.param("clear-first", marks=pytest.mark.slow)])
+def test_a_layerdrop_block_trained_between_checks_is_not_cut_off(order):
+    # Each block sits out about 30% of the steps: one without a gradient at a check step
+    # had one at some step since the previous check, whatever it held at that check, and
+    # moved. A block whose output is detached never moves and stays counted.
+    mon = conditional_run("layerdrop", order, steps=8 * CHECK)
+    counts = list(mon.guardian.runlog().series["model/params_no_grad"].values)
+    assert counts == [0.0] * 8, counts
+    assert "TP-PARAMS-NO-GRAD" not in mon.guardian.judge(final=True).ids()
+    mon = conditional_run("layerdrop", order, steps=8 * CHECK, cut=True)
+    counts = list(mon.guardian.runlog().series["model/params_no_grad"].values)
+    assert counts == [2.0] * 8, counts
+    assert mon.probe.details["params_no_grad"] == ["branches.3.weight", "branches.3.bias"]
+    assert "TP-PARAMS-NO-GRAD" in mon.guardian.judge(final=True).ids()
 
 
 @pytest.mark.parametrize("clear_d", [True, False])

@@ -419,7 +419,7 @@ class ModelProbe:
         self._grad_hooks: list = []  # the armed step's hooks that see a gradient arrive
         self._delivered: set[int] | None = None  # id() of the tensors given a gradient since arm()
         self._grads_at_arm: frozenset[int] = frozenset()  # id() of the tensors holding one at arm()
-        self._nograd_sums: dict[int, float] = {}  # id -> sum of a tensor without a gradient at the last check
+        self._param_sums: dict[int, float] = {}  # id -> sum of a trainable tensor's values at the last check
         self._acts: _Acts | None = None
         self._last_batch: tuple | None = None  # the previous check's input fingerprint
         self._fsdp1: bool | None = None
@@ -937,22 +937,26 @@ class ModelProbe:
         extra = [p for p in opt if id(p) not in model_ids and p.grad is not None]
         names += [f"optimizer.param_{i}" for i in range(len(extra))]
         params += extra
-        none_params = [p for p in opt if p.requires_grad and p.grad is None]
-        none_ids = [id(p) for p in none_params]
-        none_all = [frozen_names.get(id(p), "?") for p in none_params]
+        trainable = [p for p in opt if p.requires_grad]
+        none_ids = [id(p) for p in trainable if p.grad is None]
+        none_all = [frozen_names.get(k, "?") for k in none_ids]
         # A tensor without a gradient at this step that moved since the previous check got
-        # one at some step between (a branch used every other step, checked at the steps
-        # it sits out): a sum of its values tells, one number a tensor.
+        # one at some step of the interval between (a branch used every other step and
+        # checked at the steps it sits out, a block LayerDrop skipped at the check step
+        # only): the sum of its values at each check tells, one number a tensor. Every
+        # trainable tensor's is kept, since any of them may lack a gradient at the next
+        # check whatever it held at this one.
         i_fp = None
-        if none_params:
-            locs = self._locals(none_params)
+        if trainable:
+            locs = self._locals(trainable)
             at = locs[0].device
             f64 = self.torch.float64
             i_fp = take(self.torch.stack([t.detach().sum(dtype=f64).to(at) for t in locs]))
+        all_ids = [id(p) for p in trainable]
 
         def unmoved(v) -> list[str]:
-            cur = dict(zip(none_ids, _flat(v[i_fp]))) if i_fp is not None else {}
-            prev, self._nograd_sums = self._nograd_sums, cur
+            cur = dict(zip(all_ids, _flat(v[i_fp]))) if i_fp is not None else {}
+            prev, self._param_sums = self._param_sums, cur
             return [n for n, k in zip(none_all, none_ids) if not (k in prev and prev[k] != cur[k])]
 
         in_opt = [id(p) in opt_ids and p.requires_grad for p in params]

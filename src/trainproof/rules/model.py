@@ -225,8 +225,9 @@ def check_params_frozen(ctx):
     thresholds=["model_checks"],
     detects="`model/params_no_grad` above 0 at {model_checks} checks in a row: parameter tensors that require "
     "grad and are in the optimizer have no gradient (None) or an all-zero one at each of those steps; a tensor "
-    "without a gradient that moved since the previous check (the sum of its values changed) got one at a step "
-    "between and is not counted (a branch used every other step, checked at the steps it sits out).",
+    "without a gradient that moved since the previous check (the sum of its values changed over the whole "
+    "interval) got one at a step between and is not counted (a branch used every other step, checked at the steps "
+    "it sits out; a block that LayerDrop skips at the check step).",
     why="A parameter without a gradient is cut off from the loss: a .detach() or .item() in the loss path, a "
     "branch never used in forward, a tensor rebuilt outside autograd. The rest of the model still learns, so "
     "the loss curve looks healthy.",

@@ -632,6 +632,84 @@ def test_saturated_tanh_and_the_activation_scale():
     assert -3 < last(s, "model/activation_scale_max") < 1
 
 
+class Squeezed(nn.Module):
+    """A classifier whose sigmoid output is squeezed to shape (batch,) before it returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1))
+        self.act = nn.Sigmoid()
+
+    def forward(self, x):
+        return self.act(self.fc(x)).squeeze(1)
+
+
+def confident(kind: str, hidden_scale: float = 1.0) -> tuple[Monitor, dict]:
+    """A model whose output layer (a sigmoid or tanh module) is already confident: its last
+    linear layer scaled 500x, its targets its own outputs, rounded to the asymptotes (a
+    converged classifier, an autoencoder of +/-1 patterns). ``kind``: ``sigmoid``, ``tanh``,
+    ``squeezed`` (:class:`Squeezed`) or ``rescaled`` (``2 * sigmoid - 1`` fitting +/-1). With
+    ``hidden_scale`` the hidden tanh layer's weights are scaled too (the real bug)."""
+    torch.manual_seed(0)
+    x, _ = data()
+    if kind == "squeezed":
+        model, last = Squeezed(), None
+        last = model.fc[2]
+    else:
+        out = nn.Tanh() if kind == "tanh" else nn.Sigmoid()
+        model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 4), out)
+        last = model[2]
+    with torch.no_grad():
+        last.weight.mul_(500.0)
+        if kind != "squeezed":
+            model[0].weight.mul_(hidden_scale)
+        target = model(x).detach()
+        target = torch.sign(target) if kind == "tanh" else (target > 0.5).float()
+
+    def fwd(inp):
+        o = model(inp)
+        return 2 * o - 1 if kind == "rescaled" else o
+
+    if kind == "rescaled":
+        target = 2 * target - 1
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent", activations=True)
+    for step in range(3 * CHECK):
+        o = fwd(x)
+        if kind in ("sigmoid", "squeezed"):
+            loss = nn.functional.binary_cross_entropy(o, target)
+        else:
+            loss = nn.functional.mse_loss(o, target)
+        loss.backward()
+        mon.log(step, loss.detach())
+        opt.step()
+        opt.zero_grad()
+    mon.close()
+    run = mon.guardian.runlog()
+    return mon, {k: list(map(float, s.values)) for k, s in run.series.items() if k.startswith("model/")}
+
+
+@pytest.mark.parametrize("kind", ["sigmoid", "tanh", "squeezed", "rescaled"])
+def test_a_confident_output_layer_is_not_saturation(kind):
+    # The output of a converged sigmoid or tanh sits at its asymptotes by design: only the
+    # hidden tanh (unsaturated) is measured, and the output module is named as left out.
+    mon, s = confident(kind)
+    if kind == "squeezed":  # no hidden tanh or sigmoid at all: nothing to measure
+        assert "model/saturated_share" not in s
+    else:
+        assert max(s["model/saturated_share"]) < 0.5, s["model/saturated_share"]
+        assert mon.probe.details["saturated_layer"] == "1"
+    assert mon.probe.details["saturation_output_layers"] == (["act"] if kind == "squeezed" else ["3"])
+    assert "TP-SATURATION" not in mon.guardian.judge(final=True).ids()
+
+
+def test_a_saturated_hidden_layer_before_a_confident_output_is_still_found():
+    mon, s = confident("sigmoid", hidden_scale=1e3)
+    assert min(s["model/saturated_share"]) > 0.9
+    assert mon.probe.details["saturated_layer"] == "1"
+    assert "TP-SATURATION" in mon.guardian.judge(final=True).ids()
+
+
 def test_hooks_are_removed_after_each_check_and_the_step_counter_at_close():
     model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -656,7 +734,8 @@ def test_hooks_are_removed_after_each_check_and_the_step_counter_at_close():
         opt.step()
         opt.zero_grad()
     # armed at the call before each check (steps 2 and 6), gone after the check
-    assert during[2][0] == 3 and during[2][2] == 1  # tanh, relu and the input batch's pre-hook
+    # tanh, relu, the input batch's pre-hook and the output's hook
+    assert during[2][0] == 4 and during[2][2] == 1
     assert during[2][1] == 6  # one delivery hook per trainable tensor
     assert during[3] == (0, 0, 0) and during[7] == (0, 0, 0)
     assert len(opt._optimizer_step_post_hooks) == 1  # the step counter

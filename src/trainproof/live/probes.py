@@ -163,6 +163,10 @@ class _Acts:
     saturated: dict = field(default_factory=dict)  # name -> [count tensor, numel]
     sumsq: dict = field(default_factory=dict)  # name -> [float tensor, numel]
     batch: tuple | None = None  # (shape, sum, sum of squares) of the first training input
+    # tanh/sigmoid calls of the forward pass under way: (name, output, count tensor, numel),
+    # counted once the model's output shows whether the call produced it
+    pending: list = field(default_factory=list)
+    outputs: set = field(default_factory=set)  # names of modules whose call produced the model's output
 
 
 def unwrap(model):
@@ -342,6 +346,69 @@ def margin_loss(loss) -> bool:
     return False
 
 
+#: Autograd nodes the walk from the model's output back to a tanh or sigmoid call passes
+#: at most: a shape change or a fixed rescaling (``2 * sigmoid(x) - 1``, a squeeze) is a
+#: few nodes, and a longer chain is no output layer's.
+OUTPUT_CHAIN_NODES = 8
+
+
+def _tensors_of(output, depth: int = 2) -> list:
+    """The tensors of a model's output: the tensor itself, or those of a tuple, list or
+    dict (an HF ``ModelOutput``) down to ``depth`` levels, at most 16."""
+    if hasattr(output, "grad_fn") and hasattr(output, "untyped_storage"):
+        return [output]
+    if depth == 0:
+        return []
+    items = output.values() if isinstance(output, dict) else output if isinstance(output, (tuple, list)) else ()
+    found: list = []
+    for x in items:
+        found += _tensors_of(x, depth - 1)
+        if len(found) >= 16:
+            break
+    return found[:16]
+
+
+def _produces(final, act) -> bool:
+    """Whether the model's output tensor ``final`` is the activation's output ``act`` up to
+    a chain of operations that each take one tensor and no parameter (a view, a squeeze,
+    ``2 * x - 1``), followed back through the autograd graph over at most
+    :data:`OUTPUT_CHAIN_NODES` nodes. Without a graph (a forward pass under no_grad) only
+    the same storage counts. A node with a second tensor input (a residual sum, a product
+    with another branch) or a parameter ends the chain: the activation is a hidden layer."""
+    target = getattr(act, "grad_fn", None)
+    if target is None or getattr(final, "grad_fn", None) is None:
+        try:
+            return final.untyped_storage().data_ptr() == act.untyped_storage().data_ptr()
+        except (RuntimeError, AttributeError):
+            return False
+    node = final.grad_fn
+    for _ in range(OUTPUT_CHAIN_NODES):
+        if node is target:
+            return True
+        inputs = [f for f, _ in getattr(node, "next_functions", ()) if f is not None]
+        if len(inputs) != 1 or type(inputs[0]).__name__ == "AccumulateGrad":
+            return False
+        node = inputs[0]
+    return False
+
+
+def _settle_saturation(acts: _Acts, output) -> None:
+    """Count the pending tanh/sigmoid calls of ``acts`` (see :class:`_Acts`) now that the
+    forward pass's ``output`` is known (``None``: no model output to compare with). A call
+    that produced the model's output is its output layer, which a confident model drives
+    to its asymptotes by design (a sigmoid trained with BCE, a tanh fitting targets of
+    +/-1): it is left out of ``model/saturated_share``, and its module named in
+    :attr:`_Acts.outputs`. The other calls are hidden layers, counted."""
+    pending, acts.pending = acts.pending, []
+    finals = _tensors_of(output) if output is not None else []
+    for name, out, c, n in pending:
+        if any(_produces(f, out) for f in finals):
+            acts.outputs.add(name)
+            continue
+        prev = acts.saturated.get(name)
+        acts.saturated[name] = [c, n] if prev is None else [prev[0] + c, prev[1] + n]
+
+
 class ModelProbe:
     """Measures a model and its optimizer at the monitor's check steps.
 
@@ -353,7 +420,9 @@ class ModelProbe:
         layers: per-tensor gradient norms, update ratios and the optimizer facts.
         activations: forward hooks on the activation modules (``nn.ReLU``, ``nn.ReLU6``,
             ``nn.Tanh``, ``nn.Sigmoid``, and for the output scale GELU, SiLU and other
-            activation modules) for the check step's forward passes.
+            activation modules) for the check step's forward passes; a tanh or sigmoid
+            whose call produces the model's output is its output layer and is left out of
+            ``model/saturated_share`` (see :func:`_settle_saturation`).
         scheduler: an LR scheduler, for ``model/scheduler_steps`` (its ``last_epoch``).
         scaler: a ``torch.amp.GradScaler``, for ``loss_scale`` and
             ``model/amp_skipped_steps``.
@@ -735,8 +804,7 @@ class ModelProbe:
                             c = (o.abs() > SATURATION).sum()
                         else:
                             c = ((o < 1 - SATURATION) | (o > SATURATION)).sum()
-                        prev = a.saturated.get(name)
-                        a.saturated[name] = [c, n] if prev is None else [prev[0] + c, prev[1] + n]
+                        a.pending.append((name, out, c, n))
                 return None
 
             return hook
@@ -755,8 +823,15 @@ class ModelProbe:
                 a.batch = (tuple(t.shape), d.sum(), d.square().sum())
             return None
 
+        def output_hook(mod, args, output):
+            a = ref()
+            if a is not None:
+                _settle_saturation(a, output)
+            return None
+
         try:
             acts.handles.append(self.inner.register_forward_pre_hook(batch_hook, with_kwargs=True))
+            acts.handles.append(self.inner.register_forward_hook(output_hook))
             for name, m in self.inner.named_modules():
                 kind = kinds.get(type(m).__name__)
                 if kind is None or not isinstance(m, nn.Module):
@@ -1072,6 +1147,7 @@ class ModelProbe:
         jobs.append(job)
 
     def _acts_job(self, acts: _Acts, jobs: list, take) -> None:
+        _settle_saturation(acts, None)  # calls outside the model's forward are hidden layers
         batch = None
         if acts.batch is not None:
             shape, total, squares = acts.batch
@@ -1090,6 +1166,7 @@ class ModelProbe:
         jobs.append(same_batch)
         dead = {n: take(1.0 - a.float().mean()) for n, a in acts.alive.items()}
         sat = {n: (take(c.float()), k) for n, (c, k) in acts.saturated.items()}
+        outputs = sorted(acts.outputs)[:MAX_NAMES]
         rms = {n: (take(s.float()), k) for n, (s, k) in acts.sumsq.items()}
 
         def job(v, out, d):
@@ -1101,6 +1178,8 @@ class ModelProbe:
                 name, share = max(((n, float(v[i]) / k) for n, (i, k) in sat.items()), key=lambda r: r[1])
                 out["model/saturated_share"] = share
                 out["model/saturated_layer"] = d["saturated_layer"] = name
+            if outputs:
+                d["saturation_output_layers"] = outputs
             if rms:
                 name, r = max(((n, math.sqrt(float(v[i]) / k)) for n, (i, k) in rms.items()), key=lambda r: r[1])
                 out["model/activation_scale_max"] = math.log10(r) if r > 0 else math.log10(RATIO_FLOOR)

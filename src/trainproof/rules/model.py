@@ -723,13 +723,17 @@ def check_dead_relu(ctx):
     needs=[Need("model/saturated_share", "model_checks")],
     thresholds=["model_checks", "saturation_share"],
     detects="`model/saturated_share` at or above {saturation_share:.0%} at {model_checks} checks in a row: that "
-    "share of a tanh or sigmoid module's outputs within 1% of an asymptote (|tanh| > 0.99, sigmoid < 0.01 or "
-    "> 0.99), where the derivative is below 0.02.",
+    "share of a hidden tanh or sigmoid module's outputs within 1% of an asymptote (|tanh| > 0.99, sigmoid < 0.01 "
+    "or > 0.99), where the derivative is below 0.02. A call whose output is the model's output (itself, or after "
+    "operations of one tensor and no parameter: a view, a squeeze, 2 * x - 1) is the output layer and is not "
+    "measured; the probe lists it as `saturation_output_layers`.",
     why="A saturated unit passes almost no gradient: the layers before it stop learning, and the layer itself "
     "can only leave saturation slowly.",
     not_mean="A sigmoid or tanh on the output of a well-trained model saturates because it is confident (a "
-    "binary classifier near 0 and 1 on easy examples): healthy. Gates that are meant to be open or closed "
-    "(squeeze-and-excitation, attention gates) may saturate by design.",
+    "binary classifier trained with BCE near 0 and 1, a tanh fitting targets of +/-1): healthy, and not measured. "
+    "An output squashed by a function call (torch.sigmoid) rather than a module is not hooked at all. Gates that "
+    "are meant to be open or closed (squeeze-and-excitation, attention gates) are hidden layers and may saturate "
+    "by design.",
     causes="Inputs not normalized, weights initialized on too large a scale, a learning rate that blew the "
     "pre-activations up.",
     try_="Normalize the inputs of the layer named, use Glorot initialization, add a normalization layer "

@@ -193,3 +193,69 @@ def test_two_optimizers_under_manual_optimization_count_batches_and_both_param_s
     f = one(cb.report, "TP-NAN")
     assert f.step == nan_from + 1 and cb.stopped_at <= nan_from + 11
     assert f"of {3 * 2048 // 32} scheduled steps" in err
+
+
+def scheduled_mlp(manual: bool):
+    """A LightningModule (:func:`_lightning_runs.mlp`'s MLP, Adam) with a StepLR configured
+    ``interval="epoch"`` (Lightning's default). With ``manual``, under manual optimization
+    that never calls the scheduler's ``step()`` (the bug); else Lightning steps it at the
+    end of each epoch."""
+    import lightning.pytorch as pl
+    import torch
+    from torch import nn
+
+    class Scheduled(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.automatic_optimization = not manual
+            self.net = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 4))
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            loss = nn.functional.cross_entropy(self.net(x), y)
+            self.log("train_loss", loss)
+            if manual:
+                opt = self.optimizers()
+                opt.zero_grad()
+                self.manual_backward(loss)
+                opt.step()
+                return None
+            return loss
+
+        def configure_optimizers(self):
+            opt = torch.optim.Adam(self.parameters(), lr=3e-3)
+            sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "epoch"}}
+
+    return Scheduled()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("manual", [False, True], ids=["stepped_per_epoch", "never_stepped"])
+def test_an_epoch_scheduler_is_stuck_only_after_a_whole_epoch_without_its_step(callback, manual):
+    # Epochs of 64 batches, longer than the steps the rule waits for here (20): the
+    # scheduler that Lightning steps once an epoch is not stuck inside an epoch, live or in
+    # the final report; one never stepped is, once a whole epoch has passed.
+    import dataclasses
+
+    import torch
+
+    from trainproof.rules.thresholds import DEFAULT
+
+    alerts = []
+    th = dataclasses.replace(DEFAULT, scheduler_stuck_steps=20)
+    cb = callback(check_every=10, thresholds=th, on_alert=lambda f: alerts.append((f.id, f.data.get("last_step"))))
+    trainer = quiet_trainer(cb, max_epochs=3)
+    train = torch.utils.data.DataLoader(clusters(2048, 1), batch_size=BATCH, shuffle=True)
+    trainer.fit(scheduled_mlp(manual), train)
+    series = cb.live.guardian.runlog().series
+    stuck = [step for rid, step in alerts if rid == "TP-SCHEDULER-STUCK"]
+    if manual:
+        assert set(series["model/scheduler_steps"].values) == {0.0}
+        # the window opens at the first check (step 10): a whole epoch later is step 74
+        assert stuck and stuck[0] >= 74 and "TP-SCHEDULER-STUCK" in cb.report.ids()
+        assert one(cb.report, "TP-SCHEDULER-STUCK").data["epochs"] >= 1
+    else:
+        assert list(series["model/scheduler_steps"].values)[-1] == 2.0
+        assert not stuck and "TP-SCHEDULER-STUCK" not in cb.report.ids()
+    assert series["epoch"].values[-1] == pytest.approx(3.0) and series["epoch"].values[0] == pytest.approx(1 / 64)

@@ -12,7 +12,10 @@ After each optimizer step the callback records what the module logged for that s
 ``training_step``; epoch aggregates ``*_epoch`` and validation metrics are left out) and
 the first optimizer's learning rate as ``lr``, at ``trainer.global_step`` (with several
 optimizers, under manual optimization, at the batch count the trainer's loggers write:
-``global_step`` then counts every optimizer's step). After each
+``global_step`` then counts every optimizer's step). Where the first LR scheduler steps
+once an epoch (``interval="epoch"``, Lightning's default), it records the epoch too, as a
+fraction (``current_epoch`` plus the share of ``num_training_batches`` done), so that the
+scheduler is judged stuck only after a whole epoch without its step. After each
 validation run (not the sanity check) it records the validation metrics (``val_*``,
 ``*_val``, …) under their own names; ``val_loss`` is read as the eval loss. The scheduled
 end is ``max_steps``, or the trainer's estimate from ``max_epochs``.
@@ -64,6 +67,16 @@ def _batch_step(trainer) -> int:
     loop = getattr(getattr(trainer, "fit_loop", None), "epoch_loop", None)
     done = getattr(loop, "_batches_that_stepped", None)
     return int(done) + 1 if isinstance(done, int) and len(trainer.optimizers) > 1 else int(trainer.global_step)
+
+
+def _epoch_batches(trainer) -> float | None:
+    """The training batches of the current epoch (``trainer.num_training_batches``, after
+    ``limit_train_batches``), or ``None`` where the epoch's length is not known (an
+    iterable data set without a length: ``inf``)."""
+    n = getattr(trainer, "num_training_batches", None)
+    if not isinstance(n, (int, float)) or not math.isfinite(n) or n <= 0:
+        return None
+    return float(n)
 
 
 def checkpoints(trainer) -> list[tuple[float, str]]:
@@ -168,6 +181,7 @@ class TrainproofCallback(Callback):
         self.activations = activations
         self._probe = None
         self._steps = 0  # optimizer steps recorded
+        self._per_epoch = False  # the scheduler measured steps once an epoch
 
     @property
     def report(self) -> Report | None:
@@ -191,6 +205,7 @@ class TrainproofCallback(Callback):
         self.live.save = (lambda step: self._save(trainer, step)) if self.save_on_stop else None
         self._last_step = None
         self._steps = 0
+        self._per_epoch = False
         if self._probe is not None:
             self._probe.close()
         self._probe = None
@@ -198,6 +213,7 @@ class TrainproofCallback(Callback):
             from ..live.probes import ModelProbe
 
             configs = getattr(trainer, "lr_scheduler_configs", None) or []
+            self._per_epoch = bool(configs) and getattr(configs[0], "interval", None) == "epoch"
             self._probe = ModelProbe(
                 pl_module,
                 trainer.optimizers[0],
@@ -226,6 +242,12 @@ class TrainproofCallback(Callback):
         values = {k: v for k, v in trainer.callback_metrics.items() if not is_eval_key(k) and not k.endswith("_epoch")}
         if trainer.optimizers and "lr" not in values:
             values["lr"] = trainer.optimizers[0].param_groups[0].get("lr")
+        batches = _epoch_batches(trainer) if self._per_epoch else None
+        if batches is not None:
+            # The scheduler measured steps once an epoch (``interval="epoch"``, Lightning's
+            # default): the epoch, as the monitor takes it (``epoch=``), lets
+            # TP-SCHEDULER-STUCK wait for a whole epoch without a step.
+            values["epoch"] = trainer.current_epoch + (batch_idx + 1) / batches
         probe = self._probe
         if probe is not None:
             # The gradients of this step are still there (Lightning clears them in the next

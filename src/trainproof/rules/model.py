@@ -810,8 +810,9 @@ def check_replica_drift(ctx):
     why="A scheduler built and never stepped leaves the learning rate at its first value: no warm-up, no "
     "decay. The run trains, usually worse than planned, and nothing in the loss says why.",
     not_mean="A scheduler stepped once per epoch stands still within an epoch: the rule waits for "
-    "{scheduler_stuck_steps} optimizer steps, or a whole epoch where `epoch` is logged. A constant schedule "
-    "needs no scheduler, and a learning rate moved by other code (the logged lr changes) is not stuck.",
+    "{scheduler_stuck_steps} optimizer steps, or a whole epoch where `epoch` is logged (the Lightning callback "
+    "records it where the scheduler is configured with interval='epoch'; pass epoch= to the monitor). A constant "
+    "schedule needs no scheduler, and a learning rate moved by other code (the logged lr changes) is not stuck.",
     causes="scheduler.step() missing, called in a branch never taken, or on another scheduler; a scheduler "
     "stepped per epoch where per batch was meant in a run of one long epoch.",
     try_="Call scheduler.step() after optimizer.step() at the cadence the scheduler was built for (per batch "

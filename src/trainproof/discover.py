@@ -37,6 +37,7 @@ from .formats import (
     sibling_dirs,
     snapshot,
     split_dirs,
+    writer_dirs,
 )
 
 #: Folder names never descended into.
@@ -378,8 +379,15 @@ def group_runs(paths: list[Path]) -> list[Candidate]:
                 del events[f]
             rest.append(Candidate(log_dir))
             event_runs.add(log_dir)
+    # A leaf folder of event files inside a folder of event files is a writer of the
+    # parent's run (SummaryWriter.add_scalars' <log_dir>/<tag>_<key>/, an eval writer's
+    # <log_dir>/eval/): the parent's reader reads it (its writer_dirs hook).
+    writers = [f for f in events if f.parent in events and f in writer_dirs(f.parent)]
+    for folder in writers:
+        del events[folder]
+    with_writers = {f.parent for f in writers}
     for folder, shards in events.items():
-        rest.append(Candidate(shards[0] if len(shards) == 1 else folder))
+        rest.append(Candidate(shards[0] if len(shards) == 1 and folder not in with_writers else folder))
         event_runs.add(rest[-1].path)
     by_path = {c.path: c for c in rest}
     hf_runs: dict[Path, Candidate] = {}  # HF output folder -> its trainer_state candidate

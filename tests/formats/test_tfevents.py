@@ -225,15 +225,20 @@ def test_add_scalars_writes_one_sub_run_per_series(tmp_path: Path) -> None:
             w.add_scalar("train/loss", 1.0 - s / 10, s)
             w.add_scalars("loss", {"train": 1.0 + s, "val": 2.0 + s}, s)
     # TensorBoard shows add_scalars as runs "<logdir>/loss_train" and "<logdir>/loss_val",
-    # each in its own folder with the main tag; each is read as its own run.
+    # each in its own folder with the main tag; each file alone reads as its own series.
     sub_train = one_event_file(tmp_path / "loss_train")
     sub_val = one_event_file(tmp_path / "loss_val")
     assert series_by_key(read_runlog(sub_train))["loss"].values.tolist() == [1.0, 2.0, 3.0]
     assert series_by_key(read_runlog(sub_val))["loss"].values.tolist() == [2.0, 3.0, 4.0]
-    # The log dir itself holds only the main file's scalars: the sub-runs are not shards.
+    # The log dir reads them as writers of its run, their tags under the folder's name;
+    # its own train/loss stays the loss.
     run = read_runlog(tmp_path)
-    assert run.meta["event_files"] == [one_event_file(tmp_path).name]
-    assert series_by_key(run).keys() == {"train/loss"}
+    assert run.meta["event_files"] == [
+        one_event_file(tmp_path).name,
+        f"loss_train/{sub_train.name}",
+        f"loss_val/{sub_val.name}",
+    ]
+    assert series_by_key(run).keys() == {"train/loss", "loss_train/loss", "loss_val/loss"}
     assert run.get("loss").values.tolist() == [1.0, f32(0.9), f32(0.8)]
 
 
@@ -252,10 +257,12 @@ def test_histograms_images_text_and_hparams_are_skipped(tmp_path: Path) -> None:
     assert run.records == 4
     assert run.get("loss").values.tolist() == [4.0, 3.0, 2.0, 1.0]
     assert not any("not valid Event" in n for n in run.notes)
-    # add_hparams writes its own sub-run: hparams plugin summaries plus the metric scalar.
+    # add_hparams writes its own sub-run: hparams plugin summaries plus the metric scalar,
+    # in a folder named by the time (a run of its own, not a writer of the log dir's run).
     (hp_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
     hp = read_runlog(one_event_file(hp_dir))
     assert {k: s.values.tolist() for k, s in series_by_key(hp).items()} == {"hparam/acc": [0.75]}
+    assert series_by_key(read_runlog(tmp_path)).keys() == {"train/loss"}
 
 
 def test_lightning_hp_metric_placeholder_is_ignored(tmp_path: Path) -> None:
@@ -948,3 +955,54 @@ def test_keras_logged_learning_rate_is_the_lr(tmp_path, tag, epochs):
     run = read_runlog(log_dir)
     assert run.mapping["lr"]["source"] == tag
     assert "TP-ZERO-LR" in {f.id for f in judge(log_dir).findings}
+
+
+@pytest.mark.parametrize("n", [50, 2000])
+def test_add_scalars_writers_are_part_of_their_run(tmp_path, n):
+    # SummaryWriter.add_scalars("loss", {"train": .., "val": ..}) writes <log_dir>/loss_train/
+    # and <log_dir>/loss_val/, each with the tag "loss": doctor listed each as a run of its
+    # own, the validation loss judged as a train loss (a diverging run FAILed three times)
+    from torch.utils.tensorboard import SummaryWriter
+
+    from trainproof.api import doctor, read_runlog
+
+    rng = np.random.default_rng(n)
+    log_dir = tmp_path / "runs" / "exp"
+    w = SummaryWriter(str(log_dir))
+    for s in range(n):
+        tr = 2.0 * math.exp(-3 * s / n) + 0.3
+        w.add_scalar("lr", 1e-3, s)
+        w.add_scalars("loss", {"train": tr * math.exp(0.03 * rng.standard_normal()), "val": tr + 0.2 * s / n}, s)
+    w.close()
+    run = read_runlog(log_dir)
+    assert run.mapping["loss"]["source"] == "loss_train/loss"
+    assert run.mapping["eval_loss"]["source"] == "loss_val/loss"
+    reports, _ = doctor(tmp_path)
+    assert [r.file for r in reports] == [str(log_dir)]
+
+
+def test_an_eval_writer_in_its_own_folder_joins_the_run_and_a_nested_run_does_not(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    from trainproof.api import doctor, read_runlog
+
+    log_dir = tmp_path / "logs"
+    train, ev = SummaryWriter(str(log_dir)), SummaryWriter(str(log_dir / "eval"))
+    for s in range(200):
+        train.add_scalar("loss", 2.0 * math.exp(-s / 60) + 0.3, s)
+        if s % 20 == 19:
+            ev.add_scalar("loss", 2.0 * math.exp(-s / 60) + 0.4, s)
+    train.close(), ev.close()
+    # a folder with a folder of its own is another run, not a writer of this one
+    other = SummaryWriter(str(log_dir / "sweep" / "trial_0"))
+    for s in range(100):
+        other.add_scalar("loss", 1.0 + s / 100, s)
+    other.close()
+    (log_dir / "sweep" / "trial_0" / "ckpt").mkdir()
+    run = read_runlog(log_dir)
+    assert run.mapping["eval_loss"]["source"] == "eval/loss"
+    assert not any(k.startswith("sweep") for k in run.series)
+    reports, _ = doctor(tmp_path)
+    files = sorted(r.file for r in reports)
+    assert files[0] == str(log_dir) and len(files) == 2
+    assert files[1].startswith(str(log_dir / "sweep" / "trial_0"))

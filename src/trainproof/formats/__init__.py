@@ -99,6 +99,7 @@ __all__ = [
     "sibling_dirs",
     "snapshot",
     "split_dirs",
+    "writer_dirs",
     "tail_mode",
     "trainer_file_names",
 ]
@@ -305,6 +306,12 @@ def split_dirs() -> tuple[str, ...]:
     """The split folders of a run folder of shards (Keras' ``train``, ``validation``), the
     first always present; every reader's ``split_dirs``, each once."""
     return tuple(dict.fromkeys(d for hook in _hooks("split_dirs") for d in hook()))
+
+
+def writer_dirs(path: Path) -> list[Path]:
+    """The subfolders of run folder ``path`` where other writers of its run log, read
+    through ``path`` (every reader's ``writer_dirs`` hook)."""
+    return [d for hook in _hooks("writer_dirs") for d in hook(path)]
 
 
 def snapshot(path: Path) -> tuple[Path, int | None] | None:

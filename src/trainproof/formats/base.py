@@ -214,6 +214,9 @@ REQUIRED: dict[str, tuple[str, ...] | type] = {
 #: * ``split_dirs() -> tuple[str, ...]``: the subfolders a run folder of sharded logs may
 #:   hold its splits in, the first always present (Keras' ``train/`` and ``validation/``):
 #:   such a folder is one run.
+#: * ``writer_dirs(path) -> list[Path]``: the subfolders of run folder ``path`` (a folder
+#:   of sharded logs) where other writers of the same run log (``add_scalars``' per-series
+#:   folders, an evaluation writer's): read through ``path``, never a run of their own.
 #: * ``snapshot(path) -> tuple[Path, int | None] | None``: the log at ``path`` is a
 #:   snapshot of the run in an output folder: that folder, and the snapshot's place among
 #:   them (``None`` for the run's final state): ``doctor`` judges the final state or the
@@ -233,6 +236,7 @@ OPTIONAL: dict[str, tuple[str, ...]] = {
     "run_part": ("name", "above"),
     "shard_name": ("name",),
     "split_dirs": (),
+    "writer_dirs": ("path",),
     "snapshot": ("path",),
     "sibling_dirs": ("path",),
     "line_tailer": (),

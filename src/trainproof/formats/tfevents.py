@@ -14,6 +14,7 @@ Lightning's ``hp_metric`` placeholder (``-1`` at step 0) is not a metric and is 
 
 from __future__ import annotations
 
+import re
 import struct
 from array import array
 from collections.abc import Iterator
@@ -115,16 +116,56 @@ def split_dirs() -> tuple[str, ...]:
     return tuple(sub for sub, _ in KERAS_SPLITS)
 
 
+def writer_dirs(path: Path) -> list[Path]:
+    """Reader protocol hook: :func:`writer_subdirs` of a run folder that holds event files
+    itself (none otherwise)."""
+    return writer_subdirs(path) if path.is_dir() and shards(path) else []
+
+
 def run_files(path: Path) -> list[tuple[Path, str]]:
     """``(event file, tag prefix)`` of the run at ``path``: a file, a folder of event
-    files, or a Keras log folder with ``train/`` and ``validation/`` sub-folders."""
+    files with the event files of its direct sub-folders (:func:`writer_subdirs`, their
+    tags prefixed ``<sub-folder>/``), or a Keras log folder with ``train/`` and
+    ``validation/`` sub-folders."""
     if not path.is_dir():
         return [(path, "")]
     files = [(p, "") for p in shards(path)]
-    if not files:
+    if files:
+        for sub in writer_subdirs(path):
+            files += [(p, f"{sub.name}/") for p in shards(sub)]
+    else:
         for sub, prefix in KERAS_SPLITS:
             files += [(p, prefix) for p in shards(path / sub)]
     return files
+
+
+#: The folder ``SummaryWriter.add_hparams`` writes its summary into, named by
+#: ``time.time()``: a run of hyperparameters and final metrics, not a writer of the run.
+_HPARAMS_RUN = re.compile(r"^\d{9,}\.\d+$")
+
+
+def writer_subdirs(path: Path) -> list[Path]:
+    """The direct sub-folders of run folder ``path`` (which holds event files itself) that
+    hold event files and no folder of their own, in name order: the writers of the same
+    run. ``SummaryWriter.add_scalars("loss", {"train": ..., "val": ...})`` writes
+    ``<log_dir>/loss_train/`` and ``<log_dir>/loss_val/``, each with the tag ``loss``, and
+    a loop often gives its evaluation a writer of its own in ``<log_dir>/eval/``: read
+    alone, each was a run of its own, its validation loss judged as a train loss. Not the
+    folder ``add_hparams`` writes (:data:`_HPARAMS_RUN`)."""
+    try:
+        subs = sorted(d for d in path.iterdir() if d.is_dir() and not d.is_symlink() and not _HPARAMS_RUN.match(d.name))
+    except OSError:
+        return []
+    out = []
+    for d in subs:
+        try:
+            entries = list(d.iterdir())
+        except OSError:
+            continue
+        if any(e.is_dir() for e in entries) or not any(e.is_file() and is_event_file(e) for e in entries):
+            continue
+        out.append(d)
+    return out
 
 
 def sniff_dir(path: Path) -> bool:

@@ -541,3 +541,17 @@ def test_a_batch_repeated_once_is_not_the_same_batch_every_step(tmp_path, seed, 
     flag[int(rng.integers(0, n))] = 1.0
     rep = judge_file(tmp_path, {"model/same_batch": flag}, n, seed)
     assert "TP-SAME-BATCH" in rep.ran and "TP-SAME-BATCH" not in ids(rep)
+
+
+@pytest.mark.parametrize("seed,n,noise", GRID)
+def test_full_batch_training_shows_the_same_batch_by_design(tmp_path, seed, n, noise):
+    # a graph network on its full graph: one batch is the data set, and the log's epoch
+    # advances by one at every optimizer step (helper 53's full-graph GCN warned at 19 of
+    # 19 checks); the same flags with a mini-batch epoch still warn
+    flag = np.ones(n)
+    rep = judge_file(tmp_path, {"model/same_batch": flag}, n, seed, extra=lambda s: {"epoch": float(s)})
+    assert "TP-SAME-BATCH" not in ids(rep)
+    rep = judge_file(
+        tmp_path, {"model/same_batch": flag}, n, seed, extra=lambda s: {"epoch": s / 400}, name="mini.jsonl"
+    )
+    assert "TP-SAME-BATCH" in ids(rep)

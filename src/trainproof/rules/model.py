@@ -488,6 +488,26 @@ def check_softmax_before_loss(ctx):
         yield f
 
 
+#: Epochs per optimizer step at or above which every step sees the whole data set (float
+#: rounding of a logged fractional epoch left aside): a step is an epoch.
+FULL_BATCH_EPOCHS_PER_STEP = 0.999
+
+
+def full_batch(ctx) -> bool:
+    """Whether the log shows full-batch training: an epoch logged at two steps or more
+    (the monitor's ``epoch=``, the Lightning and HF callbacks' fractional epoch) that
+    advanced by at least one epoch per optimizer step over the run, as it does where the
+    data set is one batch (a graph network on its full graph, a PINN, L-BFGS)."""
+    if not ctx.has("epoch"):
+        return False
+    e = ctx.finite("epoch")
+    if len(e) < 2 or not e.steps[-1] > e.steps[0]:
+        return False
+    return (float(e.values[-1]) - float(e.values[0])) / (
+        float(e.steps[-1]) - float(e.steps[0])
+    ) >= FULL_BATCH_EPOCHS_PER_STEP
+
+
 @rule(
     "TP-SAME-BATCH",
     Level.WARN,
@@ -504,7 +524,9 @@ def check_softmax_before_loss(ctx):
     "look of a run learning well, while nothing is learned about the data set; only a held-out loss shows it, "
     "and only later.",
     not_mean="Full-batch training (the whole data set at every step: a small regression, a PINN, L-BFGS) "
-    "shows the same input at every check by design; so does a data set no larger than one batch. Evaluation "
+    "shows the same input at every check by design; so does a data set no larger than one batch. Where the log "
+    "has an epoch that advances by a whole epoch at every optimizer step (the monitor's `epoch=`, the Lightning "
+    "and HF callbacks' epoch), that is what it is and the rule does not fire; without one, mute it. Evaluation "
     "passes are not compared (they run without gradients or in eval mode).",
     causes="`next(iter(loader))` inside the loop (a fresh iterator each step, without shuffling: its first "
     "batch), one batch drawn before the loop from a debugging session, a sampler or data set that returns one "
@@ -513,6 +535,8 @@ def check_softmax_before_loss(ctx):
     "consecutive batches differ.",
 )
 def check_same_batch(ctx):
+    if full_batch(ctx):
+        return
     f = _persistent(
         ctx,
         "model/same_batch",

@@ -703,6 +703,46 @@ def test_a_confident_output_layer_is_not_saturation(kind):
     assert "TP-SATURATION" not in mon.guardian.judge(final=True).ids()
 
 
+class TwoHeads(nn.Module):
+    """A multi-label classifier: two sigmoid heads on a shared ReLU layer, joined with
+    ``torch.cat`` (or ``torch.stack``) into the output."""
+
+    def __init__(self, join: str) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(6, 16), nn.ReLU())
+        self.h1, self.h2 = nn.Linear(16, 2), nn.Linear(16, 2)
+        self.s1, self.s2 = nn.Sigmoid(), nn.Sigmoid()
+        self.join = join
+
+    def forward(self, x):
+        z = self.body(x)
+        a, b = self.s1(self.h1(z)), self.s2(self.h2(z))
+        return torch.cat([a, b], dim=1) if self.join == "cat" else torch.stack([a, b], dim=1)
+
+
+@pytest.mark.parametrize("join", ["cat", "stack"])
+def test_confident_heads_joined_into_the_output_are_not_saturation(join):
+    # a breaker's multi-label model (two nn.Sigmoid heads, torch.cat, BCE to 5e-5) warned
+    # "97% saturated": the join had two inputs, which ended the walk back from the output
+    torch.manual_seed(0)
+    x, _ = data()
+    model = TwoHeads(join)
+    with torch.no_grad():
+        model.h1.weight.mul_(500.0), model.h2.weight.mul_(500.0)
+        target = (model(x) > 0.5).float()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent", activations=True)
+    for step in range(3 * CHECK):
+        loss = nn.functional.binary_cross_entropy(model(x), target)
+        loss.backward()
+        mon.log(step, loss.detach())
+        opt.step()
+        opt.zero_grad()
+    mon.close()
+    assert sorted(mon.probe.details["saturation_output_layers"]) == ["s1", "s2"]
+    assert "TP-SATURATION" not in mon.guardian.judge(final=True).ids()
+
+
 def test_a_saturated_hidden_layer_before_a_confident_output_is_still_found():
     mon, s = confident("sigmoid", hidden_scale=1e3)
     assert min(s["model/saturated_share"]) > 0.9

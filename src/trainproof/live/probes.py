@@ -352,6 +352,11 @@ def margin_loss(loss) -> bool:
 OUTPUT_CHAIN_NODES = 8
 
 
+#: Autograd nodes that join tensors side by side into the output (concatenation,
+#: stacking): every tensor joined is part of the output, a head's activation among them.
+_JOIN_NODES = frozenset({"CatBackward0", "StackBackward0"})
+
+
 def _tensors_of(output, depth: int = 2) -> list:
     """The tensors of a model's output: the tensor itself, or those of a tuple, list or
     dict (an HF ``ModelOutput``) down to ``depth`` levels, at most 16."""
@@ -373,22 +378,32 @@ def _produces(final, act) -> bool:
     a chain of operations that each take one tensor and no parameter (a view, a squeeze,
     ``2 * x - 1``), followed back through the autograd graph over at most
     :data:`OUTPUT_CHAIN_NODES` nodes. Without a graph (a forward pass under no_grad) only
-    the same storage counts. A node with a second tensor input (a residual sum, a product
-    with another branch) or a parameter ends the chain: the activation is a hidden layer."""
+    the same storage counts. A concatenation or stack (:data:`_JOIN_NODES`) is followed
+    into each tensor it joins (heads joined into the output); any other node with a second
+    tensor input (a residual sum, a product with another branch) or a parameter ends the
+    chain: the activation is a hidden layer."""
     target = getattr(act, "grad_fn", None)
     if target is None or getattr(final, "grad_fn", None) is None:
         try:
             return final.untyped_storage().data_ptr() == act.untyped_storage().data_ptr()
         except (RuntimeError, AttributeError):
             return False
-    node = final.grad_fn
+    frontier = [final.grad_fn]
     for _ in range(OUTPUT_CHAIN_NODES):
-        if node is target:
+        if any(node is target for node in frontier):
             return True
-        inputs = [f for f, _ in getattr(node, "next_functions", ()) if f is not None]
-        if len(inputs) != 1 or type(inputs[0]).__name__ == "AccumulateGrad":
+        nxt = []
+        for node in frontier:
+            inputs = [f for f, _ in getattr(node, "next_functions", ()) if f is not None]
+            if type(node).__name__ in _JOIN_NODES:
+                # heads joined into the output (torch.cat of two sigmoid heads): each is
+                # an output layer
+                nxt += [f for f in inputs if type(f).__name__ != "AccumulateGrad"]
+            elif len(inputs) == 1 and type(inputs[0]).__name__ != "AccumulateGrad":
+                nxt.append(inputs[0])
+        if not nxt:
             return False
-        node = inputs[0]
+        frontier = nxt[:16]
     return False
 
 

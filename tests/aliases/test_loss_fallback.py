@@ -261,6 +261,14 @@ def test_an_auxiliary_loss_is_never_the_loss_nor_summed_into_it(keys: list[str],
             assert m["ignored"][-len(aux) :] == aux
 
 
+def test_a_one_word_loss_name_marks_its_split() -> None:
+    # valloss beside trainloss was an unmarked loss, ignored: the overfit rule never ran
+    m = resolve(["epoch", "trainloss", "valloss"])
+    assert m["loss"]["source"] == "trainloss" and m["eval_loss"]["source"] == "valloss"
+    assert resolve(["testloss", "batchloss"])["eval_loss"]["source"] == "testloss"
+    assert loss_candidate("epochloss")["granularity"] == "epoch"
+
+
 def test_auxiliary_losses_alone_and_coordinates() -> None:
     # alone, an auxiliary loss is what the log has
     assert src(["aux_loss"]) == "aux_loss"

@@ -77,6 +77,30 @@ def test_a_loss_that_settled_onto_a_crowded_ln_k_is_no_chance_warning(k, n, rel,
     assert {"TP-NEAR-CHANCE", "TP-CHANCE-LEVEL"} & ids(rep), ids(rep)
 
 
+def landed_at(level, share, n, rel, seed):
+    """A guesser's loss: 1.5x ``level`` at the start, falling linearly onto it by
+    ``share`` of the run, then holding it with relative noise ``rel``."""
+    rng = np.random.default_rng(seed)
+    u = np.arange(n) / n
+    return level * np.where(u < share, 1.5 - 0.5 * u / share, 1.0) * np.exp(rel * rng.standard_normal(n))
+
+
+@pytest.mark.parametrize("k", [5, 7, 10])
+@pytest.mark.parametrize("share", [0.01, 0.03, 0.05])
+@pytest.mark.parametrize("n,rel,seed", [(400, 0.01, 1), (5000, 0.03, 2)])
+def test_a_guesser_that_lands_on_a_crowded_ln_k_within_a_twentieth_still_warns(k, share, n, rel, seed):
+    loss = landed_at(math.log(k), share, n, rel, seed)
+    rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)))
+    assert one(rep, "TP-NEAR-CHANCE").data["classes"] == k
+
+
+@pytest.mark.parametrize("k", [5, 7, 10])
+@pytest.mark.parametrize("n,rel,seed", [(400, 0.01, 1), (5000, 0.03, 2)])
+def test_a_loss_that_takes_a_fifth_of_the_run_onto_a_crowded_ln_k_is_no_chance_warning(k, n, rel, seed):
+    loss = landed_at(math.log(k), 0.2, n, rel, seed)
+    assert "TP-NEAR-CHANCE" not in ids(judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3))))
+
+
 @pytest.mark.parametrize("k", [2, 3, 4])
 @pytest.mark.parametrize("n,rel,seed", [(60, 0.01, 0), (400, 0.03, 1), (5000, 0.05, 2)])
 def test_a_loss_that_settled_onto_an_isolated_ln_k_still_warns(k, n, rel, seed):
@@ -1085,6 +1109,18 @@ def test_a_likelihood_loss_that_crosses_zero_and_runs_away_diverged(start, n, no
     loss = loss * np.exp(noise * rng.standard_normal(n) * (loss < -1))
     f = one(judge_runlog(run_of(loss=loss)), "TP-LOSS-UNBOUNDED")
     assert f.data["crossed"] and f.data["factor"] >= 1000 and f.data["end_level"] < -1e5
+
+
+@pytest.mark.parametrize("power", [1, 2])
+@pytest.mark.parametrize("n", [5000, 20000])
+def test_a_likelihood_loss_that_runs_away_linearly_or_quadratically_diverged(power, n):
+    # 1.5 -> -1433 at half -> -2952 at the end (a breaker's linear runaway PASSed while
+    # the end had to be 10x its mid-run level); logged finely enough that its first values
+    # show where it started (a log whose third point is already at -28 does not)
+    u = np.linspace(0, 1, n)
+    loss = 1.5 - 3000 * u**power
+    f = one(judge_runlog(run_of(loss=loss)), "TP-LOSS-UNBOUNDED")
+    assert f.data["crossed"]
 
 
 def test_a_loss_whose_first_two_points_are_positive_still_runs_away():

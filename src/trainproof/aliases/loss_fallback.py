@@ -267,8 +267,11 @@ def loss_candidate(raw: str) -> dict | None:
     )
     if not named or any(w in NOT_LOSS_WORDS for w in ws):
         return None
-    split = "eval" if wset & EVAL_WORDS else "train" if wset & TRAIN_WORDS else "unmarked"
-    gran = "step" if wset & _STEP_WORDS else "epoch" if wset & _EPOCH_WORDS else "unmarked"
+    # a one-word loss name's prefix marks its split and granularity as a separate word
+    # does: ``valloss`` is a validation loss, ``trainloss`` a train loss
+    marks = wset | {w[:-4] for w in ws if w.endswith("loss") and len(w) > 4}
+    split = "eval" if marks & EVAL_WORDS else "train" if marks & TRAIN_WORDS else "unmarked"
+    gran = "step" if marks & _STEP_WORDS else "epoch" if marks & _EPOCH_WORDS else "unmarked"
     # "cross entropy" is a kind of loss; a bare "entropy" loss is an RL entropy bonus.
     kinds = ws if "cross" not in wset else [w for w in ws if w not in ("cross", "entropy")]
     parts = [p for w in kinds if (p := _loss_word_prefix(w)) is not None] + [

@@ -766,12 +766,12 @@ def unbounded_run(v: np.ndarray, factor: float, late_factor: float) -> dict | No
     negative and at least ``factor`` times the run's starting scale in magnitude. Negative
     at every point, the starting scale is the first ``w`` points' median. A loss that
     started positive and crossed zero (a likelihood loss starts above zero and crosses it
-    on its way down) has no starting level of the same sign; its scale is the largest of
-    the first ``w`` points' median magnitude, their range, and the median magnitude of its
-    first ``max(3, m // 10)`` negative points (``m`` of them): what the loss moved by
-    around zero. A crossing loss must also still be running away: the end at least
-    ``late_factor`` times the median magnitude of the middle ``w`` points, so that one
-    that crossed and settled, from however small a start, is not this.
+    on its way down) has no starting level of the same sign; its scale is the larger of
+    the median magnitudes of its first 3 points and of its first 3 negative points (a
+    runaway's first tenth can already be far from zero). A crossing loss must also still
+    be running away: the end at least ``late_factor`` times the median magnitude of the
+    middle ``w`` points, so that one that crossed and settled, from however small a
+    start, is not this.
 
     Returns ``{"start_level", "end_level", "factor", "scale", "crossed", "window"}``."""
     n = v.size
@@ -783,9 +783,7 @@ def unbounded_run(v: np.ndarray, factor: float, late_factor: float) -> dict | No
         scale, crossed = -start, False
     else:
         neg = v[v < 0]
-        first = neg[: max(3, neg.size // 10)]
-        head = v[:w]
-        scale = max(abs(start), float(np.ptp(head)), float(median(np.abs(first))))
+        scale = max(abs(float(median(v[:3]))), float(median(np.abs(neg[:3]))))
         crossed = True
         mid = v[max(0, n // 2 - w // 2) : n // 2 - w // 2 + w]
         if not -end >= late_factor * float(median(np.abs(mid))):
@@ -816,16 +814,16 @@ def unbounded_run(v: np.ndarray, factor: float, late_factor: float) -> dict | No
     detects=(
         "A train loss whose end level (median of its last 10%, at least 3 points) is negative and at least "
         "{unbounded_factor:g} times its starting scale in magnitude: negative at every point, the median of its first "
-        "10%; started positive and crossed zero, the largest of its first 10%'s median magnitude and range and the "
-        "median magnitude of its first negative values, with the end also {unbounded_late_factor:g}x the mid-run "
-        "level in magnitude (still running away). An objective that is being driven towards minus infinity."
+        "10%; started positive and crossed zero, the larger of the median magnitudes of its first 3 values and of "
+        "its first 3 negative values, with the end also {unbounded_late_factor:g}x the mid-run level in magnitude "
+        "(still running away). An objective that is being driven towards minus infinity."
     ),
     why=(
         "A divergence is a divergence whatever the loss's sign: a negative log-likelihood whose variance collapses, "
         "or a loss unbounded below, runs off to ever larger negative values; the model is exploiting the objective, "
         "not fitting the data. A healthy signed objective settles: it does not grow a thousandfold. A likelihood "
-        "loss usually starts above zero and crosses it, so the runaway is sized against what the loss moved by "
-        "around zero, not its sign at the start."
+        "loss usually starts above zero and crosses it, so the runaway is sized against the loss's first values, "
+        "not its sign at the start."
     ),
     not_mean=(
         "A negative log-likelihood that crosses zero and settles at a negative level is not this (it must grow "
@@ -843,8 +841,8 @@ def check_loss_unbounded(ctx):
         return
     start, end, w = hit["start_level"], hit["end_level"], hit["window"]
     how = (
-        f"the loss started at {num(start)} (median of its first {w}) and crossed zero; its starting scale (what it "
-        f"moved by around zero) is {num(hit['scale'])}"
+        f"the loss started positive and crossed zero (median of its first {w}: {num(start)}); its starting scale "
+        f"(its first values and its first negative values, in magnitude) is {num(hit['scale'])}"
         if hit["crossed"]
         else f"every one of {s.values.size} finite losses is negative; the median of the first {w} is {num(start)}"
     )
@@ -2016,9 +2014,10 @@ def chance_level_isolated(k: int, th) -> bool:
 
 def _at_level_early(st: dict, th) -> bool:
     """Whether the judged loss reached ln(k) within the first ``chance_onset_share`` of
-    its blocks (5% of the run each, as :func:`chance_level` reads them) and held it: a
-    block at the level (within the wider of ``chance_tol_block`` and its own 99% margin)
-    from which at least ``chance_share`` of the blocks to the end are at it too. A
+    the run and held it: the first block (5% of the run each, as :func:`chance_level`
+    reads them) at the level (within the wider of ``chance_tol_block`` and its own 99%
+    margin) from which at least ``chance_share`` of the blocks to the end are at it too
+    starts within that share (the first or, at 20 blocks, the second block). A
     guesser's loss gets there at once (a shift of the output bias: the first few percent
     of the run) and holds it; a model that learns and settles near a level takes its
     warm-up and more (new users' plateaus and the corpus's healthy fine-tunes reached
@@ -2035,7 +2034,7 @@ def _at_level_early(st: dict, th) -> bool:
     # the share of the blocks from each one to the end that are at the level
     held = np.cumsum(at[::-1])[::-1] / np.arange(meds.size, 0, -1)
     first = np.flatnonzero(at & (held >= th.chance_share))
-    return bool(first.size) and first[0] < max(1, math.ceil(th.chance_onset_share * meds.size))
+    return bool(first.size) and first[0] <= th.chance_onset_share * meds.size + 1e-9
 
 
 @rule(
@@ -2057,7 +2056,8 @@ def _at_level_early(st: dict, th) -> bool:
         "accuracy sits at 1/k: that classifier beats a guess. With no accuracy at 1/k, a k whose ln(k) crowds its "
         "neighbours (the {chance_tol_level:.0%} window covers more than {chance_coincidence_share:.0%} of the way "
         "to them: k of 5 and more) is read only where the loss reached ln(k) within the first "
-        "{chance_onset_share:.0%} of its blocks and held it, as a guesser's does."
+        "{chance_onset_share:.0%} of the run (its first block at the level, 5% of the run each, starts there) and "
+        "held it, as a guesser's does."
     ),
     why=(
         "A k-class classifier whose loss has left ln(k) by only a few percent after most of its run has learned "

@@ -925,19 +925,19 @@ class Thresholds:
         "A loss negative at every point whose end level is 1000x its start in magnitude is "
         "driven to minus infinity (a Keras model whose loss runs -3e4 -> -6.5e7: 2,000x). A "
         "healthy negative log-likelihood settles within a small multiple of where it started. "
-        "A loss that crossed zero is sized against what it moved by around zero (see "
-        "unbounded_late_factor).",
+        "A loss that crossed zero is sized against its first values and its first negative "
+        "values in magnitude (see unbounded_late_factor).",
         unit="ratio",
         valid=FACTOR,
     )
     unbounded_late_factor: float = threshold(
-        10.0,
+        1.5,
         "A loss that started positive and crossed zero is unbounded only while still running "
-        "away: its end level at least 10x its mid-run level in magnitude. A runaway to minus "
-        "infinity grows by orders of magnitude over its second half (-877 at mid-run, "
-        "-2,278,582 at the end in a new user's likelihood run); a likelihood loss that "
-        "crossed zero and settled (2.0 -> -3.0) moves by a small multiple there, however "
-        "small its start. Engineering choice: one decade.",
+        "away: its end level at least 1.5x its mid-run level in magnitude. A runaway to minus "
+        "infinity keeps growing over its second half (linear: 2x, quadratic: 4x, exponential: "
+        "orders of magnitude: -877 at mid-run, -2,278,582 at the end in a new user's likelihood "
+        "run); a likelihood loss that crossed zero and settled (2.0 -> -3.0) moves by a few "
+        "percent there, however small its start. Engineering choice between the two.",
         unit="ratio",
         valid=FACTOR,
     )

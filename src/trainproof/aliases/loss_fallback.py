@@ -44,6 +44,11 @@ eval) candidate is a component, there is no total to read:
   loss (``TP-NO-LOSS``) rather than judged on the wrong curve. A total beside them
   (``total_loss`` with ``value_loss`` and ``policy_gradient_loss``) is read as usual.
 
+Auxiliary terms (:data:`AUXILIARY_WORDS`: a mixture-of-experts router's load-balancing
+loss, a z-loss, an ``aux`` head) beside a loss of the objective are set aside before the
+order is read: never the loss, never summed into it (listed last under ``ignored``). A
+one-word loss name's prefix (``zloss``, ``valloss``) counts as a separate word would.
+
 The report's ``mapping`` says ``how: "fallback"`` and lists the other candidates under
 ``ignored`` (the first of them is the runner-up).
 
@@ -240,8 +245,8 @@ def _is_loss_word(w: str) -> bool:
 def _loss_word_prefix(w: str) -> str | None:
     """The part a one-word loss name carries before ``loss`` (``zloss`` -> ``z``,
     ``auxloss`` -> ``aux``), or ``None`` where there is none or it names the loss's kind
-    (``logloss``, ``bceloss``), its split or its aggregate (``valloss``, ``meanloss``: read
-    as before, a loss word of no part)."""
+    (``logloss``, ``bceloss``), its split or its aggregate (``valloss``, ``meanloss``: the
+    prefix marks the split, or names a total, and is no part)."""
     if w in LOSS_WORDS or not w.endswith("loss"):
         return None
     p = w[:-4]

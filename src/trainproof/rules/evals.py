@@ -156,23 +156,24 @@ def _eval_rise(ev, th, level_min: bool):
     z, slow = _durable_rise(ev.values, j, climb, th)
     if end <= th.overfit_ratio * best and not slow:
         return None
-    if not _rise_beyond_noise(ev.values, j, end, th.overfit_noise_z):
+    if not _rise_beyond_noise(ev.values, best, end, th.overfit_noise_z):
         return None
     return j, best, end, tail, climb, z
 
 
-def _rise_beyond_noise(v: np.ndarray, j: int, end: float, z: float) -> bool:
+def _rise_beyond_noise(v: np.ndarray, best: float, end: float, z: float) -> bool:
     """Whether a held-out loss ``v`` (finite, positive, ``(n,)``) rose from its minimum
-    ``v[j]`` to ``end`` by more than ``z`` times its own point noise, on the log scale. The
+    ``best`` (its lowest evaluation, or the level of the lowest 3 in a row) to ``end`` by
+    more than ``z`` times its own point noise, on the log scale. The
     noise is read from second differences of log ``v``
     (:func:`~trainproof.rules._stats.curvature_noise_sigma`), which a steady rise or fall
     does not inflate. The lowest of n noisy evaluations sits 1.5-2.3 noise units below
     their level (n = 10 to 40), so a rise of the median of the last 3 over it short of 2
     units is what a flat eval loss makes by itself."""
-    if not end > 0 or v.size < 3 or np.any(v <= 0):
+    if not (end > 0 and best > 0) or v.size < 3 or np.any(v <= 0):
         return True
     sigma = curvature_noise_sigma(np.log(v))
-    return math.log(end / float(v[j])) > z * sigma
+    return math.log(end / best) > z * sigma
 
 
 def _train_levels(tr, best_step: float, wide: bool = False) -> tuple[float, float, np.ndarray, np.ndarray, int]:

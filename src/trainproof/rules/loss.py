@@ -764,11 +764,12 @@ def unbounded_run(v: np.ndarray, factor: float, late_factor: float) -> dict | No
     """A loss driven towards minus infinity, or ``None``. ``v``: the finite loss, shape
     ``(n,)``. The end level (median of the last ``w`` = max(3, n // 10) points) must be
     negative and at least ``factor`` times the run's starting scale in magnitude. Negative
-    at every point, the starting scale is the first ``w`` points' median. A loss that
+    at every point, the starting scale is the first ``w`` points' median (``start_level``).
+    A loss that
     started positive and crossed zero (a likelihood loss starts above zero and crosses it
     on its way down) has no starting level of the same sign; its scale is the larger of
-    the median magnitudes of its first 3 points and of its first 3 negative points (a
-    runaway's first tenth can already be far from zero). A crossing loss must also still
+    the median magnitudes of its first 3 points (``start_level``: their median) and of
+    its first 3 negative points (a runaway's first tenth can already be far from zero). A crossing loss must also still
     be running away: the end at least ``late_factor`` times the median magnitude of the
     middle ``w`` points, so that one that crossed and settled, from however small a
     start, is not this.
@@ -783,7 +784,8 @@ def unbounded_run(v: np.ndarray, factor: float, late_factor: float) -> dict | No
         scale, crossed = -start, False
     else:
         neg = v[v < 0]
-        scale = max(abs(float(median(v[:3]))), float(median(np.abs(neg[:3]))))
+        start = float(median(v[:3]))
+        scale = max(abs(start), float(median(np.abs(neg[:3]))))
         crossed = True
         mid = v[max(0, n // 2 - w // 2) : n // 2 - w // 2 + w]
         if not -end >= late_factor * float(median(np.abs(mid))):
@@ -841,8 +843,8 @@ def check_loss_unbounded(ctx):
         return
     start, end, w = hit["start_level"], hit["end_level"], hit["window"]
     how = (
-        f"the loss started positive and crossed zero (median of its first {w}: {num(start)}); its starting scale "
-        f"(its first values and its first negative values, in magnitude) is {num(hit['scale'])}"
+        f"the loss started at {num(start)} (median of its first 3) and crossed zero; its starting scale (its "
+        f"first values and its first negative values, in magnitude) is {num(hit['scale'])}"
         if hit["crossed"]
         else f"every one of {s.values.size} finite losses is negative; the median of the first {w} is {num(start)}"
     )

@@ -382,7 +382,9 @@ def group_runs(paths: list[Path]) -> list[Candidate]:
     # A leaf folder of event files inside a folder of event files is a writer of the
     # parent's run (SummaryWriter.add_scalars' <log_dir>/<tag>_<key>/, an eval writer's
     # <log_dir>/eval/): the parent's reader reads it (its writer_dirs hook).
-    writers = [f for f in events if f.parent in events and f in writer_dirs(f.parent)]
+    parents = {f.parent for f in events if f.parent in events}
+    owned = {d for p in parents for d in writer_dirs(p)}  # each parent listed once
+    writers = [f for f in events if f in owned]
     for folder in writers:
         del events[folder]
     with_writers = {f.parent for f in writers}

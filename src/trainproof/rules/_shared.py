@@ -522,11 +522,10 @@ def setting_moved(ctx, best_step: float, moving_from: float) -> str | None:
         mid, last = float(f.values[at[-1] if at.size else 0]), float(f.values[-1])
         if not mid > 0 or not (last >= step_rise * mid or (kind == "either" and last <= mid / step_rise)):
             continue
-        if move is not None:
-            return (
-                f"{series.key or name} went from {num(move[0])} at the best level's step to {num(move[1])} at step "
-                f"{num(move[2])}"
-            )
+        return (
+            f"{series.key or name} went from {num(move[0])} at the best level's step to {num(move[1])} at step "
+            f"{num(move[2])}"
+        )
     return None
 
 

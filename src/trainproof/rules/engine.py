@@ -517,14 +517,14 @@ def _running_sum_unrolled(run: RunLog) -> RunLog:
     resets = int(reset.sum())
     if resets < RUNNING_SUM_RESETS or v.size < 3 * (resets + 1):
         return run
-    d = np.diff(v)[~reset]
+    dv = np.diff(v)
     # a sum of positive losses rises at every log between resets (a held or frozen stretch
     # does not)
-    if float(np.mean(d > 0)) < 1 - RUNNING_SUM_DOWN_SHARE:
+    if float(np.mean(dv[~reset] > 0)) < 1 - RUNNING_SUM_DOWN_SHARE:
         return run
     gap = np.diff(steps)
-    keep = ~reset & (gap > 0) & (np.diff(v) >= 0)
-    per = np.diff(v)[keep] / gap[keep]
+    keep = ~reset & (gap > 0) & (dv >= 0)
+    per = dv[keep] / gap[keep]
     note = (
         f"loss ({s.key}): a running sum over each epoch ({resets} resets, rising at every log between them): read as the "
         "mean loss of each logging interval (the sum's increase over the steps since the last log)"

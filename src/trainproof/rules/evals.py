@@ -164,10 +164,9 @@ def _eval_rise(ev, th, level_min: bool):
 def _rise_beyond_noise(v: np.ndarray, best: float, end: float, z: float) -> bool:
     """Whether a held-out loss ``v`` (finite, positive, ``(n,)``) rose from its minimum
     ``best`` (its lowest evaluation, or the level of the lowest 3 in a row) to ``end`` by
-    more than ``z`` times its own point noise, on the log scale. The
-    noise is read from second differences of log ``v``
-    (:func:`~trainproof.rules._stats.curvature_noise_sigma`), which a steady rise or fall
-    does not inflate. The lowest of n noisy evaluations sits 1.5-2.3 noise units below
+    more than ``z`` times its own point noise, on the log scale. The noise is read from
+    second differences of log ``v`` (:func:`~trainproof.rules._stats.curvature_noise_sigma`),
+    which a steady rise or fall does not inflate. The lowest of n noisy evaluations sits 1.5-2.3 noise units below
     their level (n = 10 to 40), so a rise of the median of the last 3 over it short of 2
     units is what a flat eval loss makes by itself."""
     if not (end > 0 and best > 0) or v.size < 3 or np.any(v <= 0):

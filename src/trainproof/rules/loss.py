@@ -765,14 +765,13 @@ def unbounded_run(v: np.ndarray, factor: float, late_factor: float) -> dict | No
     ``(n,)``. The end level (median of the last ``w`` = max(3, n // 10) points) must be
     negative and at least ``factor`` times the run's starting scale in magnitude. Negative
     at every point, the starting scale is the first ``w`` points' median (``start_level``).
-    A loss that
-    started positive and crossed zero (a likelihood loss starts above zero and crosses it
-    on its way down) has no starting level of the same sign; its scale is the larger of
-    the median magnitudes of its first 3 points (``start_level``: their median) and of
-    its first 3 negative points (a runaway's first tenth can already be far from zero). A crossing loss must also still
-    be running away: the end at least ``late_factor`` times the median magnitude of the
-    middle ``w`` points, so that one that crossed and settled, from however small a
-    start, is not this.
+    A loss that started positive and crossed zero (a likelihood loss starts above zero and
+    crosses it on its way down) has no starting level of the same sign; its scale is the
+    larger of the median magnitudes of its first 3 points (``start_level``: their median)
+    and of its first 3 negative points (a runaway's first tenth can already be far from
+    zero). A crossing loss must also still be running away: the end at least
+    ``late_factor`` times the median magnitude of the middle ``w`` points, so that one
+    that crossed and settled, from however small a start, is not this.
 
     Returns ``{"start_level", "end_level", "factor", "scale", "crossed", "window"}``."""
     n = v.size

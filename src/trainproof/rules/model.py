@@ -495,7 +495,8 @@ FULL_BATCH_EPOCHS_PER_STEP = 0.999
 
 def full_batch(ctx) -> bool:
     """Whether the log shows full-batch training: an epoch logged at two steps or more
-    (the monitor's ``epoch=``, the Lightning and HF callbacks' fractional epoch) that
+    (the monitor's ``epoch=``, the HF callback's fractional epoch, the Lightning
+    callback's where its scheduler steps once an epoch) that
     advanced by at least one epoch per optimizer step over the run, as it does where the
     data set is one batch (a graph network on its full graph, a PINN, L-BFGS)."""
     if not ctx.has("epoch"):
@@ -525,8 +526,8 @@ def full_batch(ctx) -> bool:
     "and only later.",
     not_mean="Full-batch training (the whole data set at every step: a small regression, a PINN, L-BFGS) "
     "shows the same input at every check by design; so does a data set no larger than one batch. Where the log "
-    "has an epoch that advances by a whole epoch at every optimizer step (the monitor's `epoch=`, the Lightning "
-    "and HF callbacks' epoch), that is what it is and the rule does not fire; without one, mute it. Evaluation "
+    "has an epoch that advances by a whole epoch at every optimizer step (the monitor's `epoch=`, the HF "
+    "callback's epoch, the Lightning callback's with a per-epoch scheduler), that is what it is and the rule does not fire; without one, mute it. Evaluation "
     "passes are not compared (they run without gradients or in eval mode).",
     causes="`next(iter(loader))` inside the loop (a fresh iterator each step, without shuffling: its first "
     "batch), one batch drawn before the loop from a debugging session, a sampler or data set that returns one "

@@ -681,7 +681,8 @@ def check_pref_chosen_collapse(ctx):
     if not first < 0 or not last < 0 or last / first < ctx.th.pref_collapse_ratio:
         return
     sigma = noise_sigma(v)
-    gate = ctx.th.diverge_noise_z * math.hypot(level_se(sigma, w), level_se(sigma, w))
+    # two levels of w points each: the standard error of their difference
+    gate = ctx.th.diverge_noise_z * math.sqrt(2) * level_se(sigma, w)
     if first - last <= gate:
         return
     yield ctx.finding(

@@ -33,6 +33,7 @@ HOMES = {
         "SEPARATE_NETWORK_WORDS",
         "MAX_SUM_PARTS",
         "loss_candidate",
+        "auxiliary_terms",
     },
     "mapping": {"MappingError", "parse_map_option", "resolve"},
 }

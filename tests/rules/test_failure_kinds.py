@@ -1123,6 +1123,49 @@ def test_a_likelihood_loss_that_runs_away_linearly_or_quadratically_diverged(pow
     assert f.data["crossed"]
 
 
+@pytest.mark.parametrize("power", [1.0, 1.5, 3.0])
+@pytest.mark.parametrize("n,noise", [(200, 0.01), (2000, 0.03), (10000, 0.1)])
+def test_a_likelihood_loss_that_starts_near_zero_and_keeps_improving_is_not_unbounded(power, n, noise):
+    # a Gaussian NLL from a unit-scale start sits at ~0 (0.5 ln(2 pi 0.4^2)) and improves by
+    # a few nats, still improving over its second half: 1000x a start of 2e-4 is 0.2 nats
+    rng = np.random.default_rng(n)
+    t = np.linspace(0, 1, n)
+    loss = -3.0 * t**power + noise * rng.standard_normal(n) * np.maximum(t, 0.01)
+    loss[0] = 9e-6
+    assert "TP-LOSS-UNBOUNDED" not in ids(judge_runlog(run_of(loss=loss)))
+
+
+@pytest.mark.parametrize("slope", [3000, 30000])
+@pytest.mark.parametrize("n", [300, 1000, 3000])
+def test_a_linear_runaway_that_crosses_zero_within_its_first_logs_diverged(slope, n):
+    # 1.5 -> -8.5 at its second log -> -3000: its first negative values are already part
+    # of the runaway, so they do not size it (read as 950x them, a breaker's PASSed)
+    t = np.linspace(0, 1, n) + 1 / n
+    loss = 1.5 - slope * t
+    loss[0] = 1.48
+    f = one(judge_runlog(run_of(loss=loss)), "TP-LOSS-UNBOUNDED")
+    assert f.data["crossed"] and f.data["scale"] >= 1.0
+
+
+@pytest.mark.parametrize("start,slope", [(-1.7, 5000.0), (-1007.0, 2e6)])
+@pytest.mark.parametrize("n", [300, 2000])
+def test_a_linear_runaway_negative_from_its_first_log_diverged(start, slope, n):
+    # -1.7, -7.6, ... -4998: its first tenth (-250 at the median) is far along the climb
+    # already, and read against it the run was 20x its start (a breaker's PASSed)
+    t = np.linspace(0, 1, n)
+    loss = start - slope * t
+    f = one(judge_runlog(run_of(loss=loss)), "TP-LOSS-UNBOUNDED")
+    assert not f.data["crossed"] and f.data["factor"] >= 1000
+
+
+@pytest.mark.parametrize("end", [-30.0, -3000.0])
+def test_a_negative_loss_that_ran_off_and_then_held_is_not_unbounded(end):
+    # settled over its second half (a staircase that stopped; a summed NLL at its floor)
+    n = 1000
+    loss = np.where(np.arange(n) < n // 3, np.linspace(-1.0, end, n), end)
+    assert "TP-LOSS-UNBOUNDED" not in ids(judge_runlog(run_of(loss=loss)))
+
+
 def test_a_loss_whose_first_two_points_are_positive_still_runs_away():
     n = 1000
     loss = np.r_[[0.8, 0.2], -np.geomspace(0.5, 2.04e6, n - 2)]

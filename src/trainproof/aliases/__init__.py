@@ -28,6 +28,7 @@ from .loss_fallback import (
     SEPARATE_NETWORK_WORDS,
     TOTAL_WORDS,
     TRAIN_WORDS,
+    auxiliary_terms,
     loss_candidate,
 )
 from .mapping import MappingError, parse_map_option, resolve
@@ -52,6 +53,7 @@ __all__ = [
     "TRAIN_WORDS",
     "VOCABULARY",
     "MappingError",
+    "auxiliary_terms",
     "console_words",
     "is_step_key",
     "key_words",

@@ -330,6 +330,16 @@ def _auxiliary(c: dict, coordinates: bool) -> bool:
     return bool(parts & AUXILIARY_WORDS) or ("z" in parts and not coordinates)
 
 
+def auxiliary_terms(keys: Iterable[str]) -> list[str]:
+    """The keys among ``keys`` that name an auxiliary train term (a router's load-balancing
+    loss, a z-loss, an ``aux`` loss: :func:`_auxiliary`), in the order given: the terms the
+    fallback sets aside beside a loss of the objective, which the training still adds to
+    the objective it steps on. Eval-split keys are not train terms."""
+    found = [(k, c) for k in keys if (c := loss_candidate(k)) is not None and c["split"] != "eval"]
+    coordinates = any(set(c["parts"]) & _COORDINATE_WORDS for _, c in found)
+    return [k for k, c in found if _auxiliary(c, coordinates)]
+
+
 def fallback_entry(canon: str, keys: Iterable[str]) -> dict | None:
     """The mapping entry the loss fallback order gives ``canon`` (``loss`` or
     ``eval_loss``) among ``keys``, or ``None`` when no key is a candidate for it.

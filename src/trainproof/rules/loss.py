@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from ..aliases import loss_candidate
+from ..aliases import auxiliary_terms, loss_candidate
 from ..aliases.loss_fallback import BITS_LOSS_WORDS
 from ..aliases.vocabulary import words
 from ..findings import Level
@@ -94,7 +94,7 @@ def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
     needs=[Need(("loss", "reward"), 1, finite=False)],
     implies=("TP-NAN-GRAD",),
     least_evidence="A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss. So is the training program's own line that it stopped on one.",
-    detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log (in a run with no single loss, an RL run whose terms are an actor's and a critic's, any train loss term); or, in a console capture, the program's own line that training stopped because the loss became non-finite (detectron2's 'Loss became infinite or NaN', the torchvision references' 'Loss is nan, stopping training', Keras' TerminateOnNaN, an exception whose message says the loss is NaN), which programs that stop at the first NaN print instead of the value.",
+    detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log (in a run with no single loss, an RL run whose terms are an actor's and a critic's, any train loss term); an auxiliary train term set aside from the loss's shape (a router's load-balancing loss, a z-loss, an aux loss) finite at every log until it turns non-finite and stays so to its last logged value, at least 2 values, since the training adds it to the objective it steps on; or, in a console capture, the program's own line that training stopped because the loss became non-finite (detectron2's 'Loss became infinite or NaN', the torchvision references' 'Loss is nan, stopping training', Keras' TerminateOnNaN, an exception whose message says the loss is NaN), which programs that stop at the first NaN print instead of the value.",
     why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",
     not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite.",
     causes="A learning rate too high for the model, fp16 overflow without a loss scaler, a log of 0 or division by zero in a custom loss, bad input data (NaN features, empty targets).",
@@ -110,7 +110,8 @@ def check_nan(ctx):
     s = ctx.series("loss")
     bad = ~np.isfinite(s.values)
     if not bad.any():
-        yield from _stopped_on_nonfinite(ctx, s)
+        aux = list(_nonfinite_auxiliary(ctx, s))
+        yield from aux or _stopped_on_nonfinite(ctx, s)
         return
     i = int(np.flatnonzero(bad)[0])
     count = int(bad.sum())
@@ -138,6 +139,45 @@ def check_nan(ctx):
         step=at,
         line=s.lines[i],
     )
+
+
+def _nonfinite_auxiliary(ctx, s):
+    """TP-NAN's finding on an auxiliary train term (:func:`~trainproof.aliases.auxiliary_terms`:
+    a router's load-balancing loss, a z-loss) that turned non-finite and stayed so to its
+    last logged value (at least 2 values) after being finite at every log before, while the
+    judged loss ``s`` stayed finite: the
+    loss fallback sets such a term aside from the loss's shape, but the training adds it to
+    the objective it steps on, so the router's gradients are NaN from there (or, under a
+    loss scaler, every step is skipped). A term non-finite at a few steps and finite again
+    is left alone (a step the scaler skipped), and so is one non-finite now and then all
+    run (an empty mean on steps whose expert layers were skipped)."""
+    own = set(ctx.run.mapping.get("loss", {}).get("sum_of") or [s.key])
+    for key in auxiliary_terms(o.key for o in ctx.run.series.values()):
+        o = next((x for x in ctx.run.series.values() if x.key == key), None)
+        if o is None or key in own:
+            continue
+        fin = np.isfinite(o.values)
+        if fin.all() or fin[-1]:
+            continue
+        i = int(np.flatnonzero(fin)[-1]) + 1 if fin.any() else 0
+        if o.values.size - i < 2 or not fin[:i].all():
+            continue  # a term non-finite now and then all run (a placeholder) is no onset
+        yield ctx.finding(
+            f"an auxiliary loss term ({key}) is non-finite from step {step(o.steps[i])} to the end",
+            f"{o.values.size - i} of {len(o)} logged values of {key} are non-finite, every one from step "
+            f"{step(o.steps[i])} (line {int(o.lines[i])}) to its last; the judged loss ({s.key}) stays finite. "
+            "The term is set aside from the loss's shape, but the training adds it to the objective it steps on.",
+            {
+                "first_step": o.steps[i],
+                "count": int(o.values.size - i),
+                "points": len(o),
+                "also_nonfinite": [],
+                "key": key,
+            },
+            step=o.steps[i],
+            line=o.lines[i],
+        )
+        return
 
 
 def _nonfinite_term(ctx):
@@ -760,35 +800,32 @@ def check_loss_blowups(ctx):
     )
 
 
-def unbounded_run(v: np.ndarray, factor: float, late_factor: float) -> dict | None:
+def unbounded_run(v: np.ndarray, factor: float, late_factor: float, floor: float) -> dict | None:
     """A loss driven towards minus infinity, or ``None``. ``v``: the finite loss, shape
     ``(n,)``. The end level (median of the last ``w`` = max(3, n // 10) points) must be
-    negative and at least ``factor`` times the run's starting scale in magnitude. Negative
-    at every point, the starting scale is the first ``w`` points' median (``start_level``).
-    A loss that started positive and crossed zero (a likelihood loss starts above zero and
-    crosses it on its way down) has no starting level of the same sign; its scale is the
-    larger of the median magnitudes of its first 3 points (``start_level``: their median)
-    and of its first 3 negative points (a runaway's first tenth can already be far from
-    zero). A crossing loss must also still be running away: the end at least
-    ``late_factor`` times the median magnitude of the middle ``w`` points, so that one
-    that crossed and settled, from however small a start, is not this.
+    negative and at least ``factor`` times the run's starting scale in magnitude: the
+    magnitude of its first logged value (``start_level``; a likelihood loss starts above
+    zero and crosses it on its way down), at least ``floor`` (in the loss's units: a start
+    near zero, or a first value drawn there by noise, is no scale).
+    The loss must also still be running away: the end at least ``late_factor`` times the
+    median magnitude of the middle ``w`` points, so that one that settled is not this.
 
     Returns ``{"start_level", "end_level", "factor", "scale", "crossed", "window"}``."""
     n = v.size
     w = max(3, n // 10)
-    if not float(median(v[-w:])) < 0:
+    end = float(median(v[-w:]))
+    if not end < 0:
         return None
-    start, end = float(median(v[:w])), float(median(v[-w:]))
-    if np.all(v < 0):
-        scale, crossed = -start, False
-    else:
-        neg = v[v < 0]
-        start = float(median(v[:3]))
-        scale = max(abs(start), float(median(np.abs(neg[:3]))))
-        crossed = True
-        mid = v[max(0, n // 2 - w // 2) : n // 2 - w // 2 + w]
-        if not -end >= late_factor * float(median(np.abs(mid))):
-            return None
+    # The level it started at: its first logged value (a runaway's second and third logs,
+    # and its first tenth, are far along the climb already: -1.7, -7.6, -13.5 ... -4998),
+    # at least the floor (a first value near zero, or drawn there by noise, is no scale).
+    crossed = not bool(np.all(v < 0))
+    start = float(v[0])
+    scale = max(abs(start), floor)
+    # still running away: a loss that settled, from however small a start, is not this
+    mid = v[max(0, n // 2 - w // 2) : n // 2 - w // 2 + w]
+    if not -end >= late_factor * float(median(np.abs(mid))):
+        return None
     if not scale > 0 or -end < factor * scale:
         return None
     return {
@@ -807,17 +844,16 @@ def unbounded_run(v: np.ndarray, factor: float, late_factor: float) -> dict | No
     "diverge",
     "a negative loss grew without bound",
     needs=[Need("loss", "min_trend_points")],
-    thresholds=["min_trend_points", "unbounded_factor", "unbounded_late_factor"],
+    thresholds=["min_trend_points", "unbounded_factor", "unbounded_late_factor", "unbounded_scale_floor"],
     least_evidence=(
-        "The end level negative and at least {unbounded_factor:g}x the start in magnitude; a loss that crossed "
-        "zero also at least {unbounded_late_factor:g}x its mid-run level."
+        "The end level negative, at least {unbounded_factor:g}x the start in magnitude and "
+        "{unbounded_late_factor:g}x its mid-run level."
     ),
     detects=(
-        "A train loss whose end level (median of its last 10%, at least 3 points) is negative and at least "
-        "{unbounded_factor:g} times its starting scale in magnitude: negative at every point, the median of its first "
-        "10%; started positive and crossed zero, the larger of the median magnitudes of its first 3 values and of "
-        "its first 3 negative values, with the end also {unbounded_late_factor:g}x the mid-run level in magnitude "
-        "(still running away). An objective that is being driven towards minus infinity."
+        "A train loss whose end level (median of its last 10%, at least 3 points) is negative, at least "
+        "{unbounded_factor:g} times its starting scale in magnitude (its first logged value, at least "
+        "{unbounded_scale_floor:g} in the loss's units: a start near zero is no scale) and {unbounded_late_factor:g}x its mid-run level in magnitude (still running away). "
+        "An objective that is being driven towards minus infinity."
     ),
     why=(
         "A divergence is a divergence whatever the loss's sign: a negative log-likelihood whose variance collapses, "
@@ -829,7 +865,7 @@ def unbounded_run(v: np.ndarray, factor: float, late_factor: float) -> dict | No
     not_mean=(
         "A negative log-likelihood that crosses zero and settles at a negative level is not this (it must grow "
         "{unbounded_factor:g}x its starting scale and still be growing {unbounded_late_factor:g}x over the second "
-        "half)."
+        "half); nor a runaway that stopped growing over its second half (a staircase held at its last level)."
     ),
     causes="A predicted variance or scale that collapses to zero (log-likelihood of a Gaussian head), a reward maximised with no bound, a sign error that turns a penalty into a bonus, a learning rate far too high.",
     try_="Bound the predicted variance (a floor or softplus with an offset), clip the log-likelihood, check the sign of every term.",
@@ -837,15 +873,15 @@ def unbounded_run(v: np.ndarray, factor: float, late_factor: float) -> dict | No
 )
 def check_loss_unbounded(ctx):
     s = ctx.finite("loss")
-    hit = unbounded_run(s.values, ctx.th.unbounded_factor, ctx.th.unbounded_late_factor)
+    hit = unbounded_run(s.values, ctx.th.unbounded_factor, ctx.th.unbounded_late_factor, ctx.th.unbounded_scale_floor)
     if hit is None:
         return
     start, end, w = hit["start_level"], hit["end_level"], hit["window"]
     how = (
-        f"the loss started at {num(start)} (median of its first 3) and crossed zero; its starting scale (its "
-        f"first values and its first negative values, in magnitude) is {num(hit['scale'])}"
+        f"the loss started at {num(start)} (its first logged value) and crossed zero; its starting scale (that "
+        f"in magnitude, at least {num(ctx.th.unbounded_scale_floor)}) is {num(hit['scale'])}"
         if hit["crossed"]
-        else f"every one of {s.values.size} finite losses is negative; the median of the first {w} is {num(start)}"
+        else f"every one of {s.values.size} finite losses is negative; the first is {num(start)} (its starting scale, at least {num(ctx.th.unbounded_scale_floor)}: {num(hit['scale'])})"
     )
     yield ctx.finding(
         f"loss ran off to minus infinity: {num(start)} -> {num(end)} ({times(hit['factor'])} its starting scale)",
@@ -1122,6 +1158,30 @@ def _written_digits(x: float, before: np.ndarray) -> int:
     return max(digits, math.floor(math.log10(abs(x))) - round(math.log10(step)) + 1)
 
 
+def _creeping_under_print(before: np.ndarray, changes: int) -> bool:
+    """Whether a loss printed at a decimal step (:func:`rounding_step`) moved by at most
+    that one step per log over its last ``changes`` logs (their median change, and its last
+    move; ``before``, shape ``(n,)``: the values up to the first of a stretch of one
+    repeated value), with at least one move: a loss drifting by less than the printed
+    precision (a running average over a long epoch printed at 3 decimals,
+    1.088 -> 1.087 -> 1.086, then 1.086 for 19 logs while its evaluations still move) sits
+    on one printed value without being frozen. A real loss's batch noise moves it by many
+    steps at every log before a freeze. The creep must be a descent (lower at its end than
+    at its start, a one-step wiggle allowed): a moving average of a loss frozen on a cached
+    batch glides up into the value."""
+    tail = before[-(changes + 1) :]
+    step = rounding_step(tail)
+    if step is None or tail.size < 3:
+        return False
+    if not tail[-1] < tail[0]:
+        return False  # an average filling up to a constant climbs into it: not a descent
+    d = np.abs(np.diff(tail))
+    moved = d[d > 0]
+    # slowing into the value (a decelerating average moved by a few steps early on): its
+    # median change and its last one at most one printed step
+    return bool(moved.size) and float(median(d)) <= step * (1 + 1e-6) and float(moved[-1]) <= step * (1 + 1e-6)
+
+
 def _full_precision(x: float, digits: int) -> bool:
     """Whether ``x`` is written at full precision: at least ``digits`` significant digits
     (:func:`_significant_digits`), and not a value that a float16 or a bfloat16 holds
@@ -1341,7 +1401,7 @@ _FROZEN_IMPLIES = ("TP-DEAD-RUN", "TP-FLAT", "TP-LOSS-STALLED", "TP-PLATEAU", "T
     least_evidence="The last {frozen_min_points} or more finite losses (for an eval loss written at full precision, {frozen_eval_min_points} or more evaluations), and at least {frozen_share:.0%} of them, exactly equal (compared with ==), the value written with at least {frozen_digits} significant digits.",
     detects="The train loss, or else the eval loss, is exactly the same value (compared with ==) at each of its last {frozen_min_points} or more finite points, which are at least {frozen_share:.0%} of its points, and that value is written with at least {frozen_digits} significant digits at its logger's precision (the decimal step every value before the stretch is a multiple of: HF Trainer's round(loss, 4) writes 0.9860 as 0.986, four digits), so a log that rounds to two decimals at a converged floor is not read as frozen. Points count as measurements: where the series repeats each value over several rows before the stretch (the latest evaluation carried onto every train row until the next), the stretch's rows are divided by the median length of those repeats. An eval loss on a fixed validation set repeats to the bit only when the weights do not change: an eval loss written at full precision (at least {frozen_eval_digits} significant digits, a value no float16 or bfloat16 holds exactly) needs {frozen_eval_min_points} such evaluations.",
     why="A loss computed on fresh batches varies in its last digits from batch to batch; one value repeated to the bit for many logs means the number no longer depends on the data or the weights: a frozen model on a fixed batch, a cached loss tensor, a logger repeating its last value.",
-    not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, a train loss under a rate decayed to about zero, or a full-batch fit that converged: a fall of {frozen_fall_log10:g} decades, a gradient norm frozen with it at {frozen_grad_share:g} of its start or below, or a descent that never rose between logs): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
+    not_mean="It does not flag a loss rounded coarsely by its logger (fewer than {frozen_digits} significant digits), nor one that crept into its value by at most one printed decimal step per log (a running average drifting under the printed precision), nor a full-batch run that still moves in its last digits; nor a run that learned and then froze where a healthy run can (an eval loss, a train loss under a rate decayed to about zero, or a full-batch fit that converged: a fall of {frozen_fall_log10:g} decades, a gradient norm frozen with it at {frozen_grad_share:g} of its start or below, or a descent that never rose between logs): that is TP-FROZEN-AFTER-LEARNING, a WARN.",
     causes="A model whose output no longer depends on its input (collapsed to a constant), frozen weights evaluated on one fixed batch, a loss variable that is never updated in the logging code, a data loader stuck on one batch.",
     try_="Print two consecutive batches and the model's outputs on them; check that the logged loss is the current step's; check requires_grad and the optimizer's parameter groups.",
     objectives=("supervised",),
@@ -1351,6 +1411,8 @@ def check_loss_frozen(ctx):
     if fr is None or _frozen_after_learning(ctx) is not None:
         return
     name, s, start, length = fr
+    if _creeping_under_print(s.values[: start + 1], ctx.th.frozen_min_points):
+        return
     v = s.values
     what = "loss" if name == "loss" else "eval loss"
     yield ctx.finding(
@@ -1431,6 +1493,27 @@ def check_frozen_after_learning(ctx):
 CHANCE_BLOCK_Z = 2.576
 
 
+def _band_names_level(hit: tuple) -> bool:
+    """Whether the band :func:`chance_level` read a loss's blocks in (``hit[6]``, relative
+    to ln k) leaves out ln(k-1) and ln(k+1): a noisy series whose 99% band around ln 3 is
+    37% wide holds ln 2 and ln 4 as well (a breaker's 10 noisy evaluations were read "100%
+    of their blocks at ln 3"), so the loss alone names no k there."""
+    k, level, margin = hit[0], hit[1], hit[6]
+    up = math.log(k + 1) / level - 1
+    down = 1 - math.log(k - 1) / level if k > 2 else math.inf
+    return margin < min(up, down)
+
+
+def chance_block(n: int) -> int:
+    """Points per block of the chance-level reading: 5% of the run, at least 3
+    (:func:`~trainproof.rules._stats.smoothing_block`), and small enough for 3 blocks, so
+    that a run of ``min_trend_points`` (8: an 8-epoch Keras run) has a level to read (two
+    blocks of 3 and a remainder of 2, dropped, left it unread: an 8-epoch run at ln 10 with
+    its accuracy at 1/10 PASSed, and FAILed at 9 epochs)."""
+    block = smoothing_block(n)
+    return block if n // block >= 3 else max(1, n // 3)
+
+
 def chance_level(
     values: np.ndarray,
     max_classes: int,
@@ -1464,10 +1547,10 @@ def chance_level(
 
     Returns:
         ``(k, ln k, median, share of blocks at it, end level, Mann-Kendall z of the block
-        medians)``.
+        medians, the relative band the blocks were read in)``.
     """
     n = values.size
-    block = smoothing_block(n)
+    block = chance_block(n)
     meds, _ = block_medians(values, block)
     if meds.size < 3:
         return None
@@ -1485,7 +1568,7 @@ def chance_level(
             continue
         at = float(np.mean(np.abs(meds / level - 1) <= margin))
         if at >= share and (level - end) / level <= end_margin:
-            return k, level, med, at, end, mann_kendall_z(meds)
+            return k, level, med, at, end, mann_kendall_z(meds), margin
     return None
 
 
@@ -1672,6 +1755,8 @@ def chance_state(ctx) -> dict | None:
             if set(words(series.key)) & NOT_NATS_WORDS:
                 continue  # no cross-entropy in nats: ln(k) is not its guess
             hit = chance_level(series.values, *args)
+            if hit is not None and not _accuracy_at_chance(ctx, hit[0]) and not _band_names_level(hit):
+                continue  # too noisy to tell ln(k) from its neighbours, and no accuracy names k
             if hit is not None:
                 st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": _accuracy_at_chance(ctx, hit[0])}
                 st["start"] = start
@@ -1863,7 +1948,7 @@ def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
 def _chance_finding(ctx, st: dict, verb: str, tail: str):
     th = ctx.th
     s, name = st["s"], st["name"]
-    k, level, med, at, end, _ = st["hit"]
+    k, level, med, at, end, _, margin = st["hit"]
     what = "train loss" if name == "loss" else "eval loss"
     acc = st["accuracy"]
     data = {
@@ -1877,11 +1962,17 @@ def _chance_finding(ctx, st: dict, verb: str, tail: str):
     }
     if acc:
         data.update(accuracy_key=acc[0], accuracy_late=acc[1])
+    band = (
+        f"{pct(margin)} of it (their own 99% margin, wider than {pct(th.chance_tol_block)} for points this noisy)"
+        if margin > th.chance_tol_block
+        else f"{pct(th.chance_tol_block)} of it"
+    )
+    data["block_margin"] = margin
     return ctx.finding(
         f"{what} {verb} ln({k}) = {num(level)}, a uniform guess over {k} classes",
         f"the {what} ({s.key}) has median {num(med)} over {len(s)} points (steps {step(s.steps[0])}–"
         f"{step(s.steps[-1])}), {pct(abs(med / level - 1))} from ln({k}) = {num(level)}; {pct(at)} of its block medians "
-        f"are within {pct(th.chance_tol_block)} of it, and the run ends at {num(end)} (median of its last 10%), "
+        f"are within {band}, and the run ends at {num(end)} (median of its last 10%), "
         f"{num(abs(level - end))} nats ({pct(abs(level - end) / level)} of ln({k})) "
         f"{'below' if end <= level else 'above'} it. " + tail,
         data,
@@ -2016,7 +2107,7 @@ def chance_level_isolated(k: int, th) -> bool:
 def _at_level_early(st: dict, th) -> bool:
     """Whether the judged loss reached ln(k) within the first ``chance_onset_share`` of
     the run and held it: the first block (5% of the run each, as :func:`chance_level`
-    reads them) at the level (within the wider of ``chance_tol_block`` and its own 99%
+    reads them: :func:`chance_block`) at the level (within the wider of ``chance_tol_block`` and its own 99%
     margin) from which at least ``chance_share`` of the blocks to the end are at it too
     starts within that share (the first or, at 20 blocks, the second block). A
     guesser's loss gets there at once (a shift of the output bias: the first few percent
@@ -2026,7 +2117,7 @@ def _at_level_early(st: dict, th) -> bool:
     s = st["s"]
     level = st["hit"][1]
     v = s.values
-    block = smoothing_block(v.size)
+    block = chance_block(v.size)
     meds, _ = block_medians(v, block)
     if not meds.size or np.any(v <= 0):
         return False

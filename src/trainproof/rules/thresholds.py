@@ -922,17 +922,33 @@ class Thresholds:
     frozen_eval_digits: int = threshold(8, see="frozen_eval_min_points", unit="digits", valid=count(1, 17))
     unbounded_factor: float = threshold(
         1000.0,
-        "A loss negative at every point whose end level is 1000x its start in magnitude is "
-        "driven to minus infinity (a Keras model whose loss runs -3e4 -> -6.5e7: 2,000x). A "
-        "healthy negative log-likelihood settles within a small multiple of where it started. "
-        "A loss that crossed zero is sized against its first values and its first negative "
-        "values in magnitude (see unbounded_late_factor).",
+        "A negative loss whose end level is 1000x its start in magnitude is driven to minus "
+        "infinity (a Keras model whose loss runs -3e4 -> -6.5e7: 2,000x). A healthy negative "
+        "log-likelihood settles within a small multiple of where it started. The start is the "
+        "loss's first logged value, not its first tenth or its first few: a linear runaway's "
+        "later logs are already far along its climb (see "
+        "unbounded_late_factor and unbounded_scale_floor).",
         unit="ratio",
         valid=FACTOR,
     )
+    unbounded_scale_floor: float = threshold(
+        1.0,
+        "The least starting scale a runaway is sized against, in the loss's units: a likelihood "
+        "loss whose first values happen to sit near zero (a Gaussian NLL from a unit-scale "
+        "start: 0.5 ln(2 pi sigma^2) is 0 at sigma = 0.40) has no scale of its own there, and "
+        "1000x its 2e-4 is 0.2 nats, less than a healthy NLL improves by (a breaker's 9e-6 -> "
+        "-3.0 FAILed). One unit (a nat, for a likelihood) is what such a loss moves by as it "
+        "learns; a runaway goes to thousands of them. Its first negative values do not size "
+        "it either: a runaway that crosses zero within its first logs is already part of the "
+        "climb there (1.5 -> -1.5 -> -3000 read as 950x its first negatives). Engineering "
+        "choice: a loss logged in tiny units that runs off to -500 of them is missed (a "
+        "breaker's real loss = -net(x).mean(), 0.013 -> -402 in 2,000 steps, PASSes).",
+        unit="loss units",
+        valid=Range(float, 0.0, 1e12, lo_open=True),
+    )
     unbounded_late_factor: float = threshold(
         1.5,
-        "A loss that started positive and crossed zero is unbounded only while still running "
+        "A negative loss is unbounded only while still running "
         "away: its end level at least 1.5x its mid-run level in magnitude. A runaway to minus "
         "infinity keeps growing over its second half (linear: 2x, quadratic: 4x, exponential: "
         "orders of magnitude: -877 at mid-run, -2,278,582 at the end in a new user's likelihood "

@@ -1,0 +1,54 @@
+"""TP-NAN on an auxiliary train term (a router's load-balancing loss, a z-loss) that the
+loss fallback sets aside from the loss's shape: non-finite from some step to its last
+logged value FAILs, whatever the judged loss does; a few non-finite values that turn finite
+again (steps a loss scaler skipped) do not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _helpers import run_of
+
+from trainproof.rules.engine import judge_runlog
+
+
+def ids(report) -> set[str]:
+    return {f.id for f in report.findings}
+
+
+def healthy(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (2.3 + 8.0 * np.exp(-np.arange(n) / (n / 8))) * np.exp(0.02 * rng.standard_normal(n))
+
+
+@pytest.mark.parametrize(
+    "main,aux",
+    [
+        ("lm_loss", "aux_loss"),
+        ("loss", "load_balancing_loss"),
+        ("ce_loss", "z_loss"),
+        ("train/lm_loss", "train/router_z_loss"),
+    ],
+)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("n,onset", [(40, 0.5), (1000, 0.6), (5000, 0.95)])
+def test_an_auxiliary_term_non_finite_to_the_end_fails(main, aux, bad, n, onset):
+    rng = np.random.default_rng(n)
+    a = 0.01 * np.exp(0.05 * rng.standard_normal(n))
+    a[int(onset * n) :] = bad
+    f = [x for x in judge_runlog(run_of(**{main: healthy(n, n), aux: a})).findings if x.id == "TP-NAN"]
+    assert len(f) == 1 and f[0].data["key"] == aux and f[0].data["count"] == n - int(onset * n)
+
+
+@pytest.mark.parametrize("case", ["transient", "last-only", "finite", "every-third"])
+def test_an_auxiliary_term_that_is_finite_at_its_end_is_no_nan(case):
+    n = 1000
+    a = np.full(n, 0.01)
+    if case == "transient":
+        a[[100, 101, 400]] = np.inf  # steps a loss scaler skipped
+    elif case == "last-only":
+        a[-1] = np.nan  # one value: not a stretch
+    elif case == "every-third":
+        a[2::3] = np.nan  # an empty mean on steps whose expert layers were skipped, all run
+        a[-2:] = np.nan
+    assert "TP-NAN" not in ids(judge_runlog(run_of(lm_loss=healthy(n, 1), aux_loss=a)))

@@ -316,6 +316,45 @@ def test_restarted_runs_in_one_capture(tmp_path: Path) -> None:
     assert not any("logged more than once" in n for n in run.notes)
 
 
+@pytest.mark.parametrize("last", [20, 40, 100])
+@pytest.mark.parametrize("first", [40, 80])
+@pytest.mark.parametrize("reset", ["step 0", "step 1"])
+def test_the_last_run_with_a_curve_is_judged(tmp_path: Path, last: int, first: int, reset: str) -> None:
+    # A script run again into one capture (after a fix, a preemption that restarts the
+    # counter): the latest attempt is what the capture is about, however much shorter.
+    base = 0 if reset == "step 0" else 1
+    lines = [f"step {s} loss {3.0 - s / first:.4f}" for s in range(base, base + first)]
+    lines += ["Restarting training"]
+    lines += [f"step {s} loss {2.0 + 0.1 * s:.4f}" for s in range(base, base + last)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    run = read_runlog(p)
+    assert run.get("loss").values.size == last and run.get("loss").values[0] == pytest.approx(2.0 + 0.1 * base)
+    (note,) = [n for n in run.notes if "runs" in n]
+    assert "holds 2 runs" in note and "only run 2, the last with a curve to judge" in note
+
+
+@pytest.mark.parametrize("tail", [7, 12, 20])
+def test_a_short_last_attempt_leaves_the_longest_run_judged_and_log_dicts_keep_the_longest(
+    tmp_path: Path, tail: int
+) -> None:
+    # 7 points: no curve; 12 or 20 after 100: a test loop or a one-batch sanity check
+    lines = [f"step {s} loss {3.0 - s / 100:.4f}" for s in range(1, 101)]
+    lines += ["Running test set"] + [f"step {s} loss {2.0 + s / 100:.4f}" for s in range(1, tail + 1)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    assert read_runlog(p).get("loss").values.size == 100
+    # HF's log dicts carry no step (numbered by row): the end-of-training summary tells
+    # their runs apart, and the longest is judged
+    d = [f"{{'loss': {3.0 - i / 50:.4f}, 'learning_rate': 1e-05, 'epoch': {i / 10:.2f}}}" for i in range(1, 41)]
+    d += ["{'train_runtime': 10.0, 'train_samples_per_second': 1.0, 'train_loss': 2.5, 'epoch': 4.0}"]
+    d += [f"{{'loss': {2.0 + i / 50:.4f}, 'learning_rate': 1e-05, 'epoch': {i / 10:.2f}}}" for i in range(1, 11)]
+    p.write_text("\n".join(d) + "\n")
+    run = read_runlog(p)
+    assert run.get("loss").values.size == 40
+    assert any("the longest" in n for n in run.notes if "runs" in n)
+
+
 @pytest.mark.parametrize(
     ("line", "want"),
     [
@@ -536,9 +575,13 @@ def test_corpus_concatenated_keras_runs_are_not_merged(shared: Path) -> None:
     p = shared / "corpus" / "console" / "console-keras-v2-lstm-5runs-concat" / "ReadMe.txt"
     run = read_runlog(p)
     loss = run.get("loss")
-    assert loss.steps.tolist() == list(range(1, 501))  # one 500-epoch run, the longest
+    # one 500-epoch run, the longest: the last (100 epochs) logged under a quarter of its curve
+    assert loss.steps.tolist() == list(range(1, 501))
     assert bool(np.all(np.diff(loss.values) < 0.5))  # no jump back to a restart's first loss
-    assert any("holds 5 runs" in n for n in run.notes)
+    assert any(
+        "holds 5 runs" in n and "only run 4, the last with a curve to judge (the 1 run(s) after it" in n
+        for n in run.notes
+    )
 
 
 # --- HF dict prints: the flat fast path reads what literal_eval reads ------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -1569,3 +1570,54 @@ def test_speechbrain_lr_of_its_model_optimizer_is_the_lr(tmp_path: Path, lr: flo
     assert rep.mapping["lr"]["source"] == "lr_model", rep.mapping
     assert rep.verdict.name == verdict
     assert ("TP-ZERO-LR" in {f.id for f in rep.findings}) == (lr == 0)
+
+
+@pytest.mark.parametrize("fmt", ["[rank{r}]: ", "[default{r}]:", "[1,{r}]<stdout>: "])
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_rank_prefixed_copies_of_the_loop_are_read_once(tmp_path: Path, fmt: str, ranks: int) -> None:
+    # torchrun --tee and mpirun --tag-output put each rank's copy of the loop's lines in one
+    # capture: rank 0's are read, never the ranks' shards merged into one curve
+    units: list[Unit] = [["W0301 12:00:00.000000 140 torch/distributed/run.py:792] Setting OMP_NUM_THREADS\n"]]
+    for s in range(10, 210, 10):
+        for r in range(ranks):
+            units.append([fmt.format(r=r) + f"step {s} | train loss {2.0 - s / 400 + 0.3 * r:.4f} | lr 3.00e-04\n"])
+    run = read_runlog(write(tmp_path, units))
+    loss = run.get("loss")
+    assert loss.steps.tolist() == list(range(10, 210, 10))
+    assert loss.values.tolist() == [round(2.0 - s / 400, 4) for s in range(10, 210, 10)]
+    assert any("lowest rank that printed it" in n for n in run.notes)
+
+
+def test_a_capture_of_one_prefixed_rank_is_read_whole(tmp_path: Path) -> None:
+    units: list[Unit] = [[f"[rank1]: step {s} loss {3.0 - s / 100:.4f}\n"] for s in range(1, 21)]
+    run = read_runlog(write(tmp_path, units))
+    assert run.get("loss").values.size == 20
+    assert not any("ranks" in n for n in run.notes)
+
+
+@pytest.mark.parametrize("metrics_rank", [1, 3])
+def test_a_rank_that_alone_prints_the_loss_is_read(tmp_path: Path, metrics_rank: int) -> None:
+    # Megatron's pipeline parallelism prints the loss on its last stage; rank 0 prints
+    # banners first: the rank that prints the curve is read, whichever prints first
+    units: list[Unit] = [["[default0]:> building GPT model ...\n", "[default0]:> initializing torch distributed ...\n"]]
+    units += [
+        [f"[default{metrics_rank}]: iteration {s:8d}/ 400 | lm loss: {4.0 - s / 200:.6E} |\n"]
+        for s in range(10, 410, 10)
+    ]
+    loss = read_runlog(write(tmp_path, units)).get("loss")
+    assert loss.values.size == 40 and loss.values[0] == pytest.approx(3.95)
+
+
+def test_ranks_printing_different_names_are_all_read_and_a_nan_on_any_rank_is_kept(tmp_path: Path) -> None:
+    units: list[Unit] = []
+    for s in range(10, 310, 10):
+        units.append([f"[rank0]: step {s} loss {2.0 - s / 400:.4f}\n"])
+        lost = "nan" if s >= 200 else f"{2.1 - s / 400:.4f}"
+        units.append([f"[rank1]: step {s} loss {lost}\n"])
+        if s % 100 == 0:
+            units.append([f"[rank1]: step {s} val_loss {1.0 + s / 300:.4f}\n"])
+    run = read_runlog(write(tmp_path, units))
+    loss, ev = run.get("loss"), run.get("eval_loss")
+    assert ev.values.tolist() == [round(1.0 + s / 300, 4) for s in (100, 200, 300)]
+    assert np.isnan(loss.values[loss.steps >= 200]).all() and np.isfinite(loss.values[loss.steps < 200]).all()
+    assert loss.values[0] == pytest.approx(1.975)  # rank 0's, the lowest rank that printed it

@@ -59,14 +59,16 @@ point of the run), the ImageNet script's `` * Acc@1 … Acc@5 …`` summary with
 average of its last ``Test: [n/N]`` line's loss. An accuracy printed as ``c/N`` is c/N.
 
 Restarted runs: when the step goes back, a value at the run's start (at or below the step of
-its second record, as a restart may count from 0 or from 1) starts a new run, and only the
-longest run is judged (the most records, the later on a tie: it holds the most evidence,
-where a short last run is most often an attempt stopped early); a value inside the run is a
+its second record, as a restart may count from 0 or from 1) starts a new run, and only one
+run is judged: the last with at least 8 train points and a quarter of the longest run's (a
+capture appended to by a script run again after a fix or a preemption is about its latest
+attempt; a short test loop or sanity check printed after training is not), else the longest
+(the most records, the later on a tie: it holds the most evidence); a value inside the run is a
 resume from a checkpoint, whose records replace the earlier ones from
 that step on. A line that goes back only to repeat values already logged at that step (the
 best epoch re-printed when its checkpoint is saved or loaded) is no step back and is
 skipped. Runs and resumes are named in notes. The records of the current run and of the
-longest earlier one are held until the file ends.
+earlier one that would be judged are held until the file ends.
 
 A line is read from its message on: a log record's prefix (a time stamp, then host, rank,
 logger and ``file.py:line`` up to the level, as Python's ``logging`` and OLMo's trainer
@@ -315,6 +317,12 @@ _GLUED_BAR = re.compile(r"[^|\n]{0,200}?\d+%\|[^|\n]{0,400}\|[^\[\n]{0,100}\[[^\
 # A quoted value is bounded, so a line of unclosed quotes costs one short scan per ``=``.
 _CONFIG_ASSIGN = re.compile(r"(?<![\w.])[A-Za-z_]\w*=(?:None|True|False|'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|[A-Z]\w*\()")
 _CONFIG_MIN = 3
+#: The prefix a multi-process launcher puts on each rank's lines: torchrun's ``--tee``
+#: (``[rank1]:``, or the role and local rank: ``[default1]:``), mpirun's ``--tag-output``
+#: (``[1,3]<stdout>:``). Group 1 or 2 is the rank.
+_RANK_PREFIX = re.compile(
+    r"\[(?:rank|default|worker|trainer)(\d{1,6})\]:[ \t]?|\[\d{1,6},(\d{1,6})\]<std(?:out|err)>:[ \t]?"
+)
 # llm.c's ``main.log``: ``s:<step> trl:<train loss> lr:<lr> norm:<grad norm>``, ``s:<step>
 # tel:<val loss>`` and ``s:<step> eval:<HellaSwag accuracy>``. Its short names are read
 # in this dialect only (``norm`` alone means no gradient norm elsewhere).
@@ -836,6 +844,58 @@ def _tail(line: str) -> str:
 # --------------------------------------------------------------------------- runs and steps
 
 
+#: The fewest train points (steps with a value that is not an evaluation's) of a run
+#: that makes it the judged one when it comes last in a capture of several runs: the least a
+#: shape rule judges (``min_trend_points``, 8 logged points).
+LAST_RUN_RECORDS = 8
+#: ... and at least this share of the train points of the longest run before it: a test
+#: loop, an evaluation script or a one-batch sanity check printed after training (10-20
+#: batches after 300-500 logged steps) restarts the counter too, and is no rerun. A rerun
+#: stopped early (it diverged, it was preempted) logged 40-60% of the curve in a new
+#: user's captures. Engineering choice between the two.
+LAST_RUN_SHARE = 0.25
+
+
+def _merge_ranks(plain: list[Record], ranks: dict[int, list[Record]], state) -> list[Record]:
+    """One curve from the records of the unprefixed lines (``plain``) and of each rank's
+    prefixed lines (``ranks``, by rank), in line order: a value of a name at a step comes
+    from the unprefixed lines, else from the lowest rank that printed it, so ranks that
+    print copies of one loop's lines are read once (rank 0's), a pipeline's last stage that
+    alone prints the loss is read, and a rank that alone prints an evaluation keeps it. A
+    non-finite value any rank printed for a name at a step is kept over a finite one: a
+    rank whose loss went NaN is not hidden by another rank's."""
+    sources = [(-1, plain), *ranks.items()]
+    best: dict[tuple, tuple[int, float]] = {}
+    for prio, recs in sources:
+        for r in recs:
+            for k, v in r.values.items():
+                key = (r.step, k)
+                cur = best.get(key)
+                if cur is None or (not math.isfinite(v) and math.isfinite(cur[1])):
+                    best[key] = (prio, v)
+    out = []
+    for prio, recs in sources:
+        for r in recs:
+            vals = {k: v for k, v in r.values.items() if best[(r.step, k)][0] == prio}
+            if vals:
+                out.append(Record(r.step, vals, r.line, r.holes))
+    out.sort(key=lambda r: r.line)
+    printed = [r for r, recs in ranks.items() if recs]
+    if len(printed) > 1 or (printed and plain):
+        state.notes.append(
+            f"lines prefixed by {len(ranks)} rank(s) ({', '.join(str(r) for r in list(ranks)[:8])}): each value is "
+            "read from the unprefixed lines, else from the lowest rank that printed it at that step (a non-finite "
+            "value on any rank is kept), never the ranks' copies merged into one curve"
+        )
+    return out
+
+
+def _train_records(records: list[Record]) -> int:
+    """How many steps of ``records`` hold a value that is not an evaluation's (a progress
+    bar's frames at one step are one point)."""
+    return len({r.step for r in records if any(not is_eval_key(k) for k in r.values)})
+
+
 class _Runs:
     """The records of the tokenizer, split into runs where the step goes back.
 
@@ -843,17 +903,23 @@ class _Runs:
     is judged and writes the notes. A step that goes back to the run's start (at or below the
     step of its second record: a restart may log its first step as 0 or as 1) starts a new
     run; a step further in is a resume, whose records replace those from that step on. Only
-    the current run and the longest earlier one are held.
+    the current run and the earlier one that would be judged are held.
     """
 
-    def __init__(self, state) -> None:
+    def __init__(self, state, prefer_last: bool = True) -> None:
         self.state = state
+        # Log dicts with no step (HF's) are numbered by row: their runs are told apart by
+        # the end-of-training summary, and what follows the last one is often the result
+        # dicts of other scripts, not a curve; the longest of them is judged.
+        self.prefer_last = prefer_last
         self.current: list[Record] = []
         self.first: float | None = None  # the steps of the run's first two records
         self.second: float | None = None
         self.last: float | None = None
-        self.best: list[Record] = []  # the longest earlier run (only it may still be judged)
+        self.best: list[Record] = []  # the earlier run that would be judged (only it may still be)
         self.best_index = 0
+        self.best_is_last = False
+        self.longest_points = 0  # the most train points of a run so far
         self.summary: list[tuple[int, int, int]] = []  # (first line, last line, records) of each run
         self.resumes: list[tuple[int, float, int]] = []  # (line, step, records replaced)
 
@@ -920,13 +986,23 @@ class _Runs:
         if not self.current:
             return
         self.summary.append((self.current[0].line, self.current[-1].line, len(self.current)))
-        if len(self.current) >= len(self.best):
+        # The last run with a curve to judge is the one the capture is about (a script run
+        # again after a fix, a restart after a preemption, appended to one file); a shorter
+        # last attempt, stopped before it logged a curve, leaves the longest one judged.
+        points = _train_records(self.current)
+        self.longest_points = max(self.longest_points, points)
+        last = self.prefer_last and points >= max(LAST_RUN_RECORDS, LAST_RUN_SHARE * self.longest_points)
+        if last or len(self.current) >= len(self.best):
             self.best, self.best_index = self.current, len(self.summary)
+            self.best_is_last = last
 
     def finish(self) -> Iterator[Record]:
-        """The records of the judged run, after its notes are written: the longest run (the
-        most records; the later one on a tie), as it holds the most evidence, where a short
-        last run is most often an attempt stopped early."""
+        """The records of the judged run, after its notes are written: the last run with at
+        least :data:`LAST_RUN_RECORDS` train points and :data:`LAST_RUN_SHARE` of the
+        longest earlier run's (the latest attempt the capture holds: an earlier one was run
+        again, after a fix or a preemption), else (or where runs of
+        row-numbered log dicts are told apart: ``prefer_last`` false) the longest run (the
+        most records; the later one on a tie), as it holds the most evidence."""
         self._end_run()
         self.current = []
         runs = self.summary
@@ -934,9 +1010,15 @@ class _Runs:
             listed = "; ".join(f"run {i + 1}: lines {a}-{b}, {k} records" for i, (a, b, k) in enumerate(runs[:8])) + (
                 " …" if len(runs) > 8 else ""
             )
+            which = "the last with a curve to judge" if self.best_is_last else "the longest"
+            if self.best_index < len(runs):
+                which += (
+                    f" (the {len(runs) - self.best_index} run(s) after it hold under {LAST_RUN_SHARE:.0%} of the "
+                    "longest run's train points: a test loop, an evaluation or a check, or an attempt stopped early)"
+                )
             self.state.notes.append(
                 f"the capture holds {len(runs)} runs (the step counter starts again, or a run prints its end, "
-                f"{len(runs) - 1} time(s)); only run {self.best_index}, the longest, is judged, never the runs merged "
+                f"{len(runs) - 1} time(s)); only run {self.best_index}, {which}, is judged, never the runs merged "
                 f"into one curve ({listed})"
             )
         for line, step, k in self.resumes[:5]:
@@ -1732,7 +1814,7 @@ def read_text(f, state) -> Iterator[Record]:
     last_step: float | None = None
     # The log dicts are a run of their own (HF prints no step in them): a train dict after
     # the end-of-training summary starts the next run of a capture appended to (nohup.out).
-    dict_runs = _Runs(state)
+    dict_runs = _Runs(state, prefer_last=False)
     ended = False
     runs = _Runs(state)
     machine = _Machine(state, runs)
@@ -1740,6 +1822,9 @@ def read_text(f, state) -> Iterator[Record]:
     stop: dict | None = None  # the first line saying the loss became non-finite
     in_traceback = 0
     lines = Lines(f)
+    # Lines a launcher prefixed with their rank go to that rank's own reading (its steps
+    # are its own: a rank that lags goes back in step against the others).
+    per_rank: dict[int, tuple[_Machine, _Runs]] = {}
     # Of a run of blank lines only the first comes out: the rest change nothing here.
     for lineno, raw in lines.numbered():
         if raw == "\n" and machine.table is None:
@@ -1763,6 +1848,17 @@ def read_text(f, state) -> Iterator[Record]:
             if stop is None:
                 stop = {"line": lineno, "message": line.strip()[:300]}
             continue
+        target = machine
+        if line[:1] == "[" and (rk := _RANK_PREFIX.match(line)) is not None:
+            # Every rank of a data-parallel launch may print its own copy of the loop's
+            # lines (torchrun --tee: ``[rank1]:``, ``[default1]:``; mpirun --tag-output):
+            # each rank is read on its own and merged by :func:`_merge_ranks`.
+            r = int(rk.group(1) or rk.group(2))
+            if r not in per_rank:
+                rank_runs = _Runs(state)
+                per_rank[r] = (_Machine(state, rank_runs), rank_runs)
+            target = per_rank[r][0]
+            line, raw = line[rk.end() :], raw[rk.end() :]
         found = False
         for _, vals in _dict_matches(line):
             found = True
@@ -1805,20 +1901,19 @@ def read_text(f, state) -> Iterator[Record]:
                     "mid-write (a run killed or still writing?), so it was not read"
                 )
                 continue
-        if (
-            machine.table is not None
-            or machine.ws_header is not None
-            or machine.nb_header is not None
-            or _triggered(line)
-        ):
-            machine.feed(line.rstrip("\r\n"), lineno)
+        if target.table is not None or target.ws_header is not None or target.nb_header is not None or _triggered(line):
+            target.feed(line.rstrip("\r\n"), lineno)
     lines.note(state)
     machine.finish()
+    for m, _ in per_rank.values():
+        m.finish()
     last, first = 0, 0
     for rec in dict_runs.finish():
         last, first = max(last, rec.line), min(first or rec.line, rec.line)
         yield rec
     recs = list(runs.finish())
+    if per_rank:
+        recs = _merge_ranks(recs, {r: list(rr.finish()) for r, (_, rr) in sorted(per_rank.items())}, state)
     if len(recs) >= ONE_STEP_MIN and all(r.step == recs[0].step for r in recs):
         # scikit-learn's partial_fit prints "-- Epoch 1" at every call: a step that never
         # moves is no x axis, and the judged curve must keep its order
@@ -1837,6 +1932,8 @@ def read_text(f, state) -> Iterator[Record]:
     # The program's own word that the loss became non-finite, inside the judged run (after
     # its first record, before any later run of the capture starts).
     if stop is not None and 0 < first < stop["line"]:
-        later = [a for r in (dict_runs, runs) for a, _, _ in r.summary if a > last]
+        later = [
+            a for r in (dict_runs, runs, *(rr for _, rr in per_rank.values())) for a, _, _ in r.summary if a > last
+        ]
         if not later or stop["line"] < min(later):
             state.meta["nonfinite_stop"] = stop

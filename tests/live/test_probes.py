@@ -1169,3 +1169,40 @@ def test_a_loop_whose_steps_move_nothing_is_stopped_with_the_measured_cause(bug)
         stopped = (step, str(e))
     assert stopped is not None, "never stopped"
     assert 89 <= stopped[0] <= 150 and "TP-DEAD-RUN" in stopped[1] and "updates of about zero" in stopped[1]
+
+
+def test_warmup_left_reads_the_schedules_closed_form_without_stepping_it():
+    from trainproof.live.probes import warmup_left
+
+    def opt():
+        return torch.optim.SGD(mlp().parameters(), lr=0.1)
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt(), lambda s: min(1.0, (s + 1) / 100))
+    assert warmup_left(sched) == 99 and sched.last_epoch == 0  # read, not stepped
+    assert warmup_left(torch.optim.lr_scheduler.LinearLR(opt(), 0.1, 1.0, total_iters=5)) == 5
+    assert warmup_left(torch.optim.lr_scheduler.LinearLR(opt(), 1.0, 0.1, total_iters=5)) == 0  # a decay
+    assert warmup_left(torch.optim.lr_scheduler.LambdaLR(opt(), lambda s: 0.9**s)) == 0
+    assert warmup_left(torch.optim.lr_scheduler.CosineAnnealingLR(opt(), 10)) is None  # no closed form read
+
+    def broken(s):
+        if s > 3:
+            raise IndexError(s)
+        return s + 1.0
+
+    assert warmup_left(torch.optim.lr_scheduler.LambdaLR(opt(), broken)) is None
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Detected call of")  # the moving scheduler is stepped before the optimizer
+def test_the_warm_up_left_is_recorded_only_for_a_scheduler_that_stood_still():
+    model = mlp()
+    o = torch.optim.SGD(model.parameters(), lr=0.05)
+    sched = torch.optim.lr_scheduler.LambdaLR(o, lambda s: min(1.0, (s + 1) / 100))
+    _, held = loop(model, o, steps=3 * CHECK, scheduler=sched)  # never stepped
+    assert held["model/scheduler_steps"] == [0.0, 0.0, 0.0]
+    assert held["model/scheduler_warmup_left"] == [99.0, 99.0]  # from the second check on
+    model = mlp()
+    o = torch.optim.SGD(model.parameters(), lr=0.05)
+    sched = torch.optim.lr_scheduler.LambdaLR(o, lambda s: min(1.0, (s + 1) / 100))
+    _, moving = loop(model, o, steps=3 * CHECK, scheduler=sched, before_log=lambda step: sched.step())
+    assert "model/scheduler_warmup_left" not in moving

@@ -477,6 +477,52 @@ def test_per_epoch_schedulers_moving_lrs_and_stepping_schedulers_are_not_stuck(t
     assert "TP-SCHEDULER-STUCK" not in ids(moved)
 
 
+def _warmup_run(sched, left, n, max_steps):
+    """A Guardian fed ``n`` checks of a scheduler at ``sched`` (per check) with ``left``
+    rising steps still to come, in a run that declares ``max_steps``, judged live at each
+    check (a list of reports)."""
+    g = Guardian(meta={"max_steps": max_steps} if max_steps else {})
+    checks = {"model/scheduler_steps": sched, "model/scheduler_warmup_left": left, "model/optimizer_steps": _steps(n)}
+    reports = []
+    for s, rec in _records(checks, n, 0, extra=lambda s: {"lr": 1e-5}):
+        g.add(s, rec)
+        if s % EVERY == 0:
+            reports.append(g.judge())
+    return reports
+
+
+@pytest.mark.parametrize("per_epoch", [None, 4])
+def test_a_warm_up_that_cannot_finish_by_max_steps_warns_at_the_third_check(per_epoch):
+    # a warm-up of 100 scheduler steps in a run of 30 checks (1500 steps): never stepped,
+    # or stepped once every 4 checks (an epoch where a batch was meant)
+    n = 30
+    k = np.arange(n)
+    sched = np.zeros(n) if per_epoch is None else (k // per_epoch).astype(float)
+    left = [None] + [100.0 - v for v in sched[1:]]  # the probe scans only a scheduler that stood still
+    reports = _warmup_run(sched, left, n, n * EVERY)
+    first = next(i for i, r in enumerate(reports) if "TP-SCHEDULER-STUCK" in ids(r))
+    assert first == 2  # the third check: model_checks in a row
+    f = one(reports[first], "TP-SCHEDULER-STUCK")
+    assert f.level is Level.WARN and "warm-up cannot finish" in f.message
+    assert f.data["warmup_left"] == 100.0 and f.data["steps_room"] == 1 + (n * EVERY - 3 * EVERY) // (2 * EVERY)
+
+
+def test_a_per_epoch_warm_up_with_room_in_the_run_and_undeclared_runs_are_not_stuck():
+    # LinearLR over 5 epochs stepped per epoch (8 checks an epoch), in a run of 12 epochs:
+    # standing still over an epoch leaves room for 12 more steps, more than the 5
+    n = 96
+    sched = (np.arange(n) // 8).astype(float)
+    left = [None if i % 8 == 0 else max(0.0, 5.0 - v) for i, v in enumerate(sched)]
+    assert not any("TP-SCHEDULER-STUCK" in ids(r) for r in _warmup_run(sched, left, n, n * EVERY))
+    # never stepped, but the run declares no max_steps: only the flat reading (2000 steps) applies
+    n = 30
+    reports = _warmup_run(np.zeros(n), [None] + [100.0] * (n - 1), n, None)
+    assert not any("TP-SCHEDULER-STUCK" in ids(r) for r in reports)
+    # a warm-up that is over (0 rising steps left) is no warm-up short of room
+    reports = _warmup_run(np.zeros(n), [None] + [0.0] * (n - 1), n, n * EVERY)
+    assert not any("TP-SCHEDULER-STUCK" in ids(r) for r in reports)
+
+
 def test_a_nonfinite_layer_explains_the_nonfinite_global_norm(tmp_path):
     """One cause, one finding: the layer-level rule keeps the finding and lists TP-NAN-GRAD
     (the same gradients, seen as a global norm) as implied."""

@@ -142,7 +142,8 @@ class Monitor:
             ``model/activation_scale_max``. Off by default (it reduces each hooked
             output once per check step); skipped, with a note, on a ``torch.compile``\\ d
             model (adding a hook recompiles it).
-        scheduler: the LR scheduler, for ``model/scheduler_steps`` (its ``last_epoch``).
+        scheduler: the LR scheduler, for ``model/scheduler_steps`` (its ``last_epoch``) and
+            the warm-up steps it has left while it stands still (``model/scheduler_warmup_left``).
         scaler: the AMP ``GradScaler``, for ``loss_scale`` and ``model/amp_skipped_steps``.
         replica_every: in a distributed run, compare the replicas' parameter checksums
             at the first two checks and then every this many checks

@@ -75,6 +75,7 @@ KEYS = (
     "model/same_batch",
     "model/replica_drift",
     "model/scheduler_steps",
+    "model/scheduler_warmup_left",
     "model/optimizer_steps",
     "model/amp_skipped_steps",
     "loss_scale",
@@ -114,6 +115,10 @@ REPLICA_FIRST_CHECKS = 2
 #: Saturation: |tanh| above this, or a sigmoid output within ``1 - SATURATION`` of 0 or 1,
 #: counts as saturated (within 1% of the asymptote).
 SATURATION = 0.99
+
+#: :func:`warmup_left` looks at most this many scheduler steps ahead: a warm-up still rising
+#: there is reported as this long (longer than any run it judges needs to tell).
+WARMUP_SCAN = 100_000
 
 _RELU = ("ReLU", "ReLU6")
 _SATURATING = ("Tanh", "Sigmoid")
@@ -438,7 +443,9 @@ class ModelProbe:
             activation modules) for the check step's forward passes; a tanh or sigmoid
             whose call produces the model's output is its output layer and is left out of
             ``model/saturated_share`` (see :func:`_settle_saturation`).
-        scheduler: an LR scheduler, for ``model/scheduler_steps`` (its ``last_epoch``).
+        scheduler: an LR scheduler, for ``model/scheduler_steps`` (its ``last_epoch``) and,
+            while it stands still from one check to the next, ``model/scheduler_warmup_left``
+            (:func:`warmup_left`).
         scaler: a ``torch.amp.GradScaler``, for ``loss_scale`` and
             ``model/amp_skipped_steps``.
         replica_every: in a distributed run, compare the replicas' parameter checksums
@@ -505,6 +512,8 @@ class ModelProbe:
         self._grads_at_arm: frozenset[int] = frozenset()  # id() of the tensors holding one at arm()
         self._param_sums: dict[int, float] = {}  # id -> sum of a trainable tensor's values at the last check
         self._acts: _Acts | None = None
+        self._sched_last: float | None = None  # the scheduler's last_epoch at the last check
+        self._warmup_at: tuple | None = None  # (last_epoch, warmup_left) of the last scan
         self._last_batch: tuple | None = None  # the previous check's input fingerprint
         self._fsdp1: bool | None = None
         self._updates_off = False  # the step hooks failed once on this model or optimizer
@@ -918,6 +927,15 @@ class ModelProbe:
             last = getattr(self.scheduler, "last_epoch", None)
             if isinstance(last, (int, float)):
                 host["model/scheduler_steps"] = float(last)
+                # Scanned only for a scheduler that stood still since the last check: one that
+                # moves at every check is not the question, and the scan costs a call a step.
+                if last == self._sched_last:
+                    if self._warmup_at is None or self._warmup_at[0] != last:
+                        self._warmup_at = (last, warmup_left(self.scheduler))
+                    left = self._warmup_at[1]
+                    if left is not None:
+                        host["model/scheduler_warmup_left"] = float(left)
+                self._sched_last = last
         if self.scaler is not None:
             self._scaler_values(host, jobs, take)
         update, self._update = self._update, None
@@ -1238,6 +1256,40 @@ class ModelProbe:
         if self._post_handle is not None:
             self._post_handle.remove()
             self._post_handle = None
+
+
+def warmup_left(scheduler) -> int | None:
+    """How many more scheduler steps the learning rate of ``scheduler`` keeps rising from
+    where it stands (its ``last_epoch``): 0 when its next step does not raise it, at most
+    :data:`WARMUP_SCAN`. Read from the schedule's closed form without stepping it, for
+    ``LambdaLR`` (its ``lr_lambdas``, every group: the longest rise) and ``LinearLR`` (a
+    rising ``start_factor`` to ``end_factor`` over ``total_iters``); ``None`` for any other
+    scheduler, or when a schedule function raises."""
+    last = getattr(scheduler, "last_epoch", None)
+    if not isinstance(last, int) or last < 0:
+        return None
+    kind = type(scheduler).__name__
+    if kind == "LinearLR":
+        start, end, total = (getattr(scheduler, k, None) for k in ("start_factor", "end_factor", "total_iters"))
+        if not all(isinstance(v, (int, float)) for v in (start, end, total)):
+            return None
+        return max(0, int(total) - last) if end > start else 0
+    lambdas = getattr(scheduler, "lr_lambdas", None) if kind == "LambdaLR" else None
+    if not isinstance(lambdas, list) or not lambdas or not all(callable(f) for f in lambdas):
+        return None
+    longest = 0
+    try:
+        for f in lambdas:
+            prev, k = float(f(last)), last
+            while k - last < WARMUP_SCAN:
+                nxt = float(f(k + 1))
+                if not nxt > prev:
+                    break
+                prev, k = nxt, k + 1
+            longest = max(longest, k - last)
+    except Exception:  # noqa: BLE001  (a user's schedule function: any failure is "not known")
+        return None
+    return longest
 
 
 def _flat(x) -> list[float]:

@@ -26,6 +26,7 @@ import numpy as np
 from ..findings import Finding, Level
 from ..runlog import Series
 from ._fmt import num, pct, step
+from ._schedule import declared_max_steps
 from ._stats import runs_of
 from .registry import Need, rule
 
@@ -830,16 +831,26 @@ def check_replica_drift(ctx):
     needs=[Need("model/scheduler_steps", "model_checks")],
     thresholds=["model_checks", "scheduler_stuck_steps"],
     detects="`model/scheduler_steps` (the scheduler's step count) unchanged from some check to the last, over "
-    "at least {model_checks} checks, while the optimizer took {scheduler_stuck_steps} steps or more (or, where "
-    "the log records `epoch`, while a whole epoch passed), and the logged learning rate did not move either.",
+    "at least {model_checks} checks, and the logged learning rate did not move either, while either the optimizer "
+    "took {scheduler_stuck_steps} steps or more (or, where the log records `epoch`, a whole epoch passed), or the "
+    "scheduler stands in a warm-up that cannot finish within the run: its learning rate still rises for "
+    "`model/scheduler_warmup_left` more scheduler steps (read from the schedule's closed form: LambdaLR, "
+    "LinearLR), and a scheduler that stood still over S logged steps takes at most 1 + R/S more steps in the R "
+    "steps left to the declared max_steps, fewer than the warm-up needs.",
     why="A scheduler built and never stepped leaves the learning rate at its first value: no warm-up, no "
-    "decay. The run trains, usually worse than planned, and nothing in the loss says why.",
-    not_mean="A scheduler stepped once per epoch stands still within an epoch: the rule waits for "
+    "decay. The run trains, usually worse than planned, and nothing in the loss says why. A warm-up's first "
+    "value is a small fraction of the rate the run was tuned for, so a warm-up that cannot finish trains the "
+    "whole run at that fraction.",
+    not_mean="A scheduler stepped once per epoch stands still within an epoch: a flat schedule waits for "
     "{scheduler_stuck_steps} optimizer steps, or a whole epoch where `epoch` is logged (the Lightning callback "
-    "records it where the scheduler is configured with interval='epoch'; pass epoch= to the monitor). A constant "
-    "schedule needs no scheduler, and a learning rate moved by other code (the logged lr changes) is not stuck.",
+    "records it where the scheduler is configured with interval='epoch'; pass epoch= to the monitor). A warm-up "
+    "stepped per epoch is judged against the declared max_steps: a run of E epochs leaves it E steps, so a "
+    "warm-up of a few epochs in a run of more is never flagged. A scheduler stepped at irregular moments (on an "
+    "event, not a cadence) is outside the warm-up reading's assumption; a max_steps shorter than the run "
+    "really is (a run meant to resume) makes every warm-up look short of room. A constant schedule needs no "
+    "scheduler, and a learning rate moved by other code (the logged lr changes) is not stuck.",
     causes="scheduler.step() missing, called in a branch never taken, or on another scheduler; a scheduler "
-    "stepped per epoch where per batch was meant in a run of one long epoch.",
+    "stepped per epoch where per batch was meant (a warm-up written in optimizer steps, stepped per epoch).",
     try_="Call scheduler.step() after optimizer.step() at the cadence the scheduler was built for (per batch "
     "for warm-up and OneCycle, per epoch for StepLR); log the lr to see it move.",
 )
@@ -863,10 +874,9 @@ def check_scheduler_stuck(ctx):
         inside = ep.values[(ep.steps >= a) & (ep.steps <= b)]
         if inside.size >= 2:
             epochs = float(inside[-1] - inside[0])
-    if epochs is not None:
-        if epochs < 1:
-            return
-    elif span < ctx.th.scheduler_stuck_steps:
+    warm = _warmup_short(ctx, s, start)
+    short = epochs < 1 if epochs is not None else span < ctx.th.scheduler_stuck_steps
+    if warm is None and short:
         return
     if ctx.has("lr"):
         lr = ctx.finite("lr")
@@ -874,6 +884,32 @@ def check_scheduler_stuck(ctx):
         if inside.size >= 2 and np.ptp(inside) > 0:
             return
     over = f"{num(epochs)} epochs" if epochs is not None else f"{step(span)} {unit}"
+    if warm is not None:
+        left, room, max_steps = warm
+        yield ctx.finding(
+            f"the learning-rate warm-up cannot finish: the scheduler stood still over {step(b - a)} steps",
+            f"model/scheduler_steps stayed at {num(v[start])} at {len(s) - start} checks in a row, from step "
+            f"{step(a)} (line {int(s.lines[start])}) to the last check at step {step(b)} ({over}), and the logged "
+            f"learning rate did not move. Its schedule still rises for {int(left)} more scheduler steps "
+            f"(model/scheduler_warmup_left); at one step per more than {step(b - a)} logged steps, the "
+            f"{step(max(0.0, max_steps - b))} steps left to max_steps {step(max_steps)} hold at most {int(room)}.",
+            {
+                "key": "model/scheduler_steps",
+                "scheduler_steps": float(v[start]),
+                "first_step": a,
+                "last_step": b,
+                "checks": len(s) - start,
+                "span": span,
+                "span_unit": unit,
+                "epochs": epochs,
+                "warmup_left": float(left),
+                "steps_room": float(room),
+                "max_steps": max_steps,
+            },
+            step=a,
+            line=s.lines[start],
+        )
+        return
     yield ctx.finding(
         f"the learning-rate scheduler did not step over {over}",
         f"model/scheduler_steps stayed at {num(v[start])} at {len(s) - start} checks in a row, from step "
@@ -893,3 +929,24 @@ def check_scheduler_stuck(ctx):
         step=a,
         line=s.lines[start],
     )
+
+
+def _warmup_short(ctx, s: Series, start: int) -> tuple[float, float, float] | None:
+    """``(left, room, max_steps)`` when the scheduler, unchanged in ``s`` from check
+    ``start`` to the last, stands in a warm-up that cannot finish by the declared max_steps
+    at the cadence seen: ``left`` (``model/scheduler_warmup_left`` at the last check) rising
+    scheduler steps still to come, more than ``room`` = 1 + R // S, the most steps a
+    scheduler that stood still over S logged steps takes in the R logged steps left. ``None``
+    otherwise, or when the run declares no max_steps or has no warm-up measured."""
+    max_steps = declared_max_steps(ctx.run)
+    if max_steps is None or not ctx.has("model/scheduler_warmup_left"):
+        return None
+    w = ctx.finite("model/scheduler_warmup_left")
+    a, b = float(s.steps[start]), float(s.steps[-1])
+    at_end = w.values[w.steps == b]
+    held = b - a
+    if at_end.size == 0 or held <= 0:
+        return None
+    left = float(at_end[-1])
+    room = 1.0 + float(np.floor(max(0.0, max_steps - b) / held))
+    return (left, room, max_steps) if left > room else None

@@ -473,7 +473,7 @@ def test_a_threshold_refuses_an_unknown_or_missing_unit():
 #: Units that count whole things: a threshold in one of them is a whole number, and a whole
 #: number is in one of them.
 _COUNT_UNITS = {"points", "evaluations", "checks", "steps", "blocks", "classes", "targets/class"}
-_COUNT_UNITS |= {"items", "samples", "checkpoints", "digits", "runs", "bursts"}
+_COUNT_UNITS |= {"items", "samples", "checkpoints", "digits", "runs", "bursts", "rows"}
 
 
 def test_every_threshold_declares_a_unit_from_the_vocabulary():

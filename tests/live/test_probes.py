@@ -610,6 +610,7 @@ def test_dead_relu_from_a_huge_negative_bias():
         model[2].bias.fill_(-1e3)
     mon, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.01), activations=True)
     assert s["model/dead_relu_share"] == [1.0, 1.0]
+    assert s["model/dead_relu_rows"] == [32.0, 32.0]  # every example of the batch, once
     assert mon.guardian.meta["model_probe"]["dead_relu_layer"] == "3"
 
 
@@ -626,6 +627,7 @@ def test_saturated_tanh_and_the_activation_scale():
         model[0].weight.mul_(1e3)
     _, s = loop(model, torch.optim.SGD(model.parameters(), lr=1e-6), activations=True)
     assert last(s, "model/saturated_share") > 0.9
+    assert s["model/saturated_rows"] == [32.0, 32.0]
     model = mlp()
     _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05), activations=True)
     assert last(s, "model/saturated_share") < 0.1
@@ -1206,3 +1208,21 @@ def test_the_warm_up_left_is_recorded_only_for_a_scheduler_that_stood_still():
     sched = torch.optim.lr_scheduler.LambdaLR(o, lambda s: min(1.0, (s + 1) / 100))
     _, moving = loop(model, o, steps=3 * CHECK, scheduler=sched, before_log=lambda step: sched.step())
     assert "model/scheduler_warmup_left" not in moving
+
+
+def test_the_rows_of_a_sequence_and_of_an_image_count_every_position():
+    from trainproof.live.probes import ModelProbe
+
+    seq = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4), nn.Sigmoid(), nn.Linear(4, 1))
+    opt = torch.optim.SGD(seq.parameters(), lr=0.0)
+    probe = ModelProbe(seq, opt, activations=True)
+    probe.arm()
+    seq(torch.randn(3, 5, 6)).sum().backward()  # batch 3, 5 positions: 15 rows per unit
+    out = probe.read(probe.collect())
+    assert out["model/dead_relu_rows"] == 15.0 and out["model/saturated_rows"] == 15.0
+    conv = nn.Sequential(nn.Conv2d(2, 4, 3), nn.ReLU(), nn.Conv2d(4, 1, 1), nn.Flatten())
+    probe = ModelProbe(conv, torch.optim.SGD(conv.parameters(), lr=0.0), activations=True)
+    probe.arm()
+    conv(torch.randn(2, 2, 5, 5)).sum().backward()  # batch 2, a 3x3 map: 18 rows per channel
+    assert probe.read(probe.collect())["model/dead_relu_rows"] == 18.0
+    probe.close()

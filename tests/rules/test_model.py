@@ -92,12 +92,13 @@ def test_an_ordinary_log_leaves_the_model_rules_out_and_a_probed_one_lists_the_a
     """A log no probe wrote: the model rules do not apply, and its report is what it was
     before they existed. A probed run without activations: the activation rules are
     skipped as ``absent``, the others run."""
-    assert len(MODEL_IDS) == 17
+    assert len(MODEL_IDS) == 18
     rep = judge_file(tmp_path, {}, 10)
     assert not set(MODEL_IDS) & (set(rep.ran) | set(rep.skipped)) and rep.verdict.value == "PASS"
     rep = judge_file(tmp_path, {"model/params_no_grad": np.zeros(10), "model/grads_not_reset": np.zeros(10)}, 10)
     assert {"TP-PARAMS-NO-GRAD", "TP-GRADS-NOT-RESET"} <= set(rep.ran)
     assert rep.skipped["TP-DEAD-RELU"].reason == "absent" and rep.skipped["TP-SATURATION"].reason == "absent"
+    assert rep.skipped["TP-RELU-MOSTLY-DEAD"].reason == "absent"
     assert rep.verdict.value == "PASS"
 
 
@@ -394,6 +395,59 @@ def test_saturated_layers_warn_and_healthy_ones_do_not(tmp_path, seed, n, noise)
     assert f.level is Level.WARN
     healthy = noisy(rng, n, 0.2, noise, 0, 0.85)
     assert "TP-SATURATION" not in ids(judge_file(tmp_path, {"model/saturated_share": healthy}, n, seed))
+
+
+@pytest.mark.parametrize("seed,n,noise", GRID)
+def test_most_of_a_relu_layer_dead_over_a_wide_batch_warns_from_the_third_check(seed, n, noise):
+    # the gallery's biases at -2: 0.94 of the units dead over 64 rows from the first check
+    rng = np.random.default_rng(seed)
+    share = noisy(rng, n, 0.93, noise * 0.02, 0.86, 0.99)
+    rep = judge_live({"model/dead_relu_share": share, "model/dead_relu_rows": [64.0] * n}, n, seed)
+    f = one(rep, "TP-RELU-MOSTLY-DEAD")
+    assert f.level is Level.WARN and f.step == EVERY and f.data["checks_in_a_row"] == n
+    assert "TP-DEAD-RELU" not in ids(rep)  # not the whole layer
+
+
+@pytest.mark.parametrize("seed,n,noise", GRID)
+def test_small_batches_and_a_sparse_narrow_net_are_not_mostly_dead(tmp_path, seed, n, noise):
+    rng = np.random.default_rng(seed)
+    # a batch of one to four examples: most units inactive by chance (the grid's 0.98 to 1.0)
+    small = noisy(rng, n, 0.97, noise * 0.02, 0.9, 1.0)
+    rows = rng.integers(1, 5, n).astype(float)
+    rep = judge_file(tmp_path, {"model/dead_relu_share": small, "model/dead_relu_rows": rows}, n, seed)
+    assert "TP-RELU-MOSTLY-DEAD" not in ids(rep)
+    # the healthy grid's largest held share over a wide batch (0.69, a narrow deep net that learns)
+    sparse = noisy(rng, n, 0.65, noise * 0.1, 0, 0.75)
+    rep = judge_file(tmp_path, {"model/dead_relu_share": sparse, "model/dead_relu_rows": [64.0] * n}, n, seed)
+    assert "TP-RELU-MOSTLY-DEAD" not in ids(rep)
+    # an old log without the rows: the rule is skipped, never judged on shares alone
+    rep = judge_file(tmp_path, {"model/dead_relu_share": small}, n, seed)
+    assert rep.skipped["TP-RELU-MOSTLY-DEAD"].reason == "absent"
+
+
+def test_a_whole_dead_layer_implies_the_mostly_dead_warning():
+    n = 6
+    rep = judge_live({"model/dead_relu_share": [1.0] * n, "model/dead_relu_rows": [64.0] * n}, n)
+    assert one(rep, "TP-DEAD-RELU").level is Level.FAIL and "TP-RELU-MOSTLY-DEAD" not in ids(rep)
+
+
+@pytest.mark.parametrize("seed,n,noise", GRID)
+def test_a_layer_saturated_from_its_init_over_a_wide_batch_warns(tmp_path, seed, n, noise):
+    # the gallery's 30x init: 0.79 of a sigmoid layer's outputs saturated over 64 rows
+    rng = np.random.default_rng(seed)
+    sat = noisy(rng, n, 0.79, noise * 0.02, 0.7, 0.85)
+    rep = judge_file(tmp_path, {"model/saturated_share": sat, "model/saturated_rows": [64.0] * n}, n, seed)
+    f = one(rep, "TP-SATURATION")
+    assert f.level is Level.WARN and f.step == EVERY and f.data["rows"] == 64.0
+    # the same shares over a batch of two to four: small noisy batches saturate healthy nets
+    rows = rng.integers(2, 5, n).astype(float)
+    rep = judge_file(tmp_path, {"model/saturated_share": sat, "model/saturated_rows": rows}, n, seed)
+    assert "TP-SATURATION" not in ids(rep)
+    # the healthy grid's largest held share over a wide batch (0.16), and a log without the rows
+    healthy = noisy(rng, n, 0.15, noise, 0, 0.3)
+    rep = judge_file(tmp_path, {"model/saturated_share": healthy, "model/saturated_rows": [64.0] * n}, n, seed)
+    assert "TP-SATURATION" not in ids(rep)
+    assert "TP-SATURATION" not in ids(judge_file(tmp_path, {"model/saturated_share": sat}, n, seed))
 
 
 def test_a_confident_sigmoid_output_only_warns(tmp_path):

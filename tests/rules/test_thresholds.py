@@ -191,6 +191,7 @@ def _built_runs():
         "model/layer_grad_norm_max": [4.0] * n,
         "model/layer_grad_norm_min": [-5.0] * n,
         "model/dead_relu_share": [1.0] * n,
+        "model/dead_relu_rows": [64.0] * n,
         "model/saturated_share": [0.99] * n,
         "model/replica_drift": [0.1] * n,
         "model/scheduler_steps": [0.0] * n,
@@ -198,6 +199,9 @@ def _built_runs():
     }
     add(loss=_decay(n), **probe, **{"model/layer_update_ratio_max": [0.0] * n})
     add(loss=_decay(n), **{"model/layer_update_ratio_max": [-3.0] * n, "model/layer_update_ratio_min": [-7.0] * n})
+    # most of a layer dead, and saturated under the whole-layer bar, over wide batches
+    wide = {"model/dead_relu_rows": [64.0] * n, "model/saturated_rows": [64.0] * n}
+    add(loss=_decay(n), **wide, **{"model/dead_relu_share": [0.9] * n, "model/saturated_share": [0.8] * n})
     # RL and preference runs
     add(loss=_noise(n, 0.1), reward=[1.0] * n)  # constant reward
     add(loss=_noise(n, 0.1), reward=[0.0] * 100 + [1.0] * 20, frac_reward_zero_std=[0.97] * n)  # GRPO no signal

@@ -70,7 +70,9 @@ KEYS = (
     "model/layer_grad_norm_max",
     "model/layer_grad_norm_min",
     "model/dead_relu_share",
+    "model/dead_relu_rows",
     "model/saturated_share",
+    "model/saturated_rows",
     "model/activation_scale_max",
     "model/same_batch",
     "model/replica_drift",
@@ -165,10 +167,11 @@ class _Acts:
 
     handles: list = field(default_factory=list)
     alive: dict = field(default_factory=dict)  # module name -> bool tensor of units seen > 0
-    saturated: dict = field(default_factory=dict)  # name -> [count tensor, numel]
+    rows: dict = field(default_factory=dict)  # module name -> observations of each unit in ``alive``
+    saturated: dict = field(default_factory=dict)  # name -> [count tensor, numel, rows]
     sumsq: dict = field(default_factory=dict)  # name -> [float tensor, numel]
     batch: tuple | None = None  # (shape, sum, sum of squares) of the first training input
-    # tanh/sigmoid calls of the forward pass under way: (name, output, count tensor, numel),
+    # tanh/sigmoid calls of the forward pass under way: (name, output, count tensor, numel, rows),
     # counted once the model's output shows whether the call produced it
     pending: list = field(default_factory=list)
     outputs: set = field(default_factory=set)  # names of modules whose call produced the model's output
@@ -421,12 +424,12 @@ def _settle_saturation(acts: _Acts, output) -> None:
     :attr:`_Acts.outputs`. The other calls are hidden layers, counted."""
     pending, acts.pending = acts.pending, []
     finals = _tensors_of(output) if output is not None else []
-    for name, out, c, n in pending:
+    for name, out, c, n, rows in pending:
         if any(_produces(f, out) for f in finals):
             acts.outputs.add(name)
             continue
         prev = acts.saturated.get(name)
-        acts.saturated[name] = [c, n] if prev is None else [prev[0] + c, prev[1] + n]
+        acts.saturated[name] = [c, n, rows] if prev is None else [prev[0] + c, prev[1] + n, prev[2] + rows]
 
 
 class ModelProbe:
@@ -816,19 +819,23 @@ class ModelProbe:
                     if kind == "relu" and o.dim() >= 1:
                         pos = o > 0
                         if o.dim() == 1:
-                            alive = pos
+                            alive, rows = pos, 1
                         elif o.dim() <= 3:
-                            alive = pos.reshape(-1, o.shape[-1]).any(0)
+                            alive, rows = pos.reshape(-1, o.shape[-1]).any(0), n // o.shape[-1]
                         else:
-                            alive = pos.transpose(0, 1).reshape(o.shape[1], -1).any(1)
+                            alive, rows = pos.transpose(0, 1).reshape(o.shape[1], -1).any(1), n // o.shape[1]
                         was = a.alive.get(name)
-                        a.alive[name] = alive if was is None or was.shape != alive.shape else (was | alive)
+                        if was is None or was.shape != alive.shape:
+                            a.alive[name], a.rows[name] = alive, rows
+                        else:
+                            a.alive[name], a.rows[name] = was | alive, a.rows[name] + rows
                     elif kind.startswith("sat_"):
                         if kind == "sat_tanh":
                             c = (o.abs() > SATURATION).sum()
                         else:
                             c = ((o < 1 - SATURATION) | (o > SATURATION)).sum()
-                        a.pending.append((name, out, c, n))
+                        rows = 1 if o.dim() <= 1 else n // (o.shape[-1] if o.dim() <= 3 else o.shape[1])
+                        a.pending.append((name, out, c, n, rows))
                 return None
 
             return hook
@@ -1198,7 +1205,7 @@ class ModelProbe:
 
         jobs.append(same_batch)
         dead = {n: take(1.0 - a.float().mean()) for n, a in acts.alive.items()}
-        sat = {n: (take(c.float()), k) for n, (c, k) in acts.saturated.items()}
+        sat = {n: (take(c.float()), k, rows) for n, (c, k, rows) in acts.saturated.items()}
         outputs = sorted(acts.outputs)[:MAX_NAMES]
         rms = {n: (take(s.float()), k) for n, (s, k) in acts.sumsq.items()}
 
@@ -1206,10 +1213,12 @@ class ModelProbe:
             if dead:
                 name, share = max(((n, float(v[i])) for n, i in dead.items()), key=lambda r: r[1])
                 out["model/dead_relu_share"] = share
+                out["model/dead_relu_rows"] = float(acts.rows.get(name, 0))
                 out["model/dead_relu_layer"] = d["dead_relu_layer"] = name
             if sat:
-                name, share = max(((n, float(v[i]) / k) for n, (i, k) in sat.items()), key=lambda r: r[1])
+                name, share = max(((n, float(v[i]) / k) for n, (i, k, _) in sat.items()), key=lambda r: r[1])
                 out["model/saturated_share"] = share
+                out["model/saturated_rows"] = float(sat[name][2])
                 out["model/saturated_layer"] = d["saturated_layer"] = name
             if outputs:
                 d["saturation_output_layers"] = outputs

@@ -742,20 +742,62 @@ def check_dead_relu(ctx):
 
 
 @rule(
+    "TP-RELU-MOSTLY-DEAD",
+    Level.WARN,
+    GROUP,
+    "most of a ReLU layer's units output nothing positive over a batch, at every check",
+    needs=[Need("model/dead_relu_share", "model_checks"), Need("model/dead_relu_rows", "model_checks")],
+    thresholds=["model_checks", "dead_relu_most_share", "activation_min_rows"],
+    implied_by=("TP-DEAD-RELU",),
+    detects="`model/dead_relu_share` at or above {dead_relu_most_share:.0%} at {model_checks} checks in a row, "
+    "each over at least {activation_min_rows} rows (`model/dead_relu_rows`: the examples of the check's batch, "
+    "times the positions of a sequence or an image): that share of a ReLU module's units was never positive on "
+    "any of them.",
+    why="A unit that is never positive passes no gradient and cannot recover: a layer that lost most of its "
+    "units trains through the few left, and the loss curve shows only a slow learner.",
+    not_mean="Sparse activations are healthy: measured on generated healthy MLPs, up to 0.69 of a narrow deep "
+    "net's units sat dead at three checks in a row and the net still learned. On a batch of a few examples most "
+    "units are inactive by chance, which is why a check over fewer than {activation_min_rows} rows is not read. "
+    "A layer with every unit dead is TP-DEAD-RELU's (a FAIL).",
+    causes="Negative biases or a far too large weight scale at initialization, a learning rate whose early "
+    "updates pushed the pre-activations negative, inputs that are not normalized.",
+    try_="Initialize the layer named with He initialization and zero biases; lower the learning rate or add "
+    "warm-up; consider LeakyReLU or GELU for it.",
+)
+def check_relu_mostly_dead(ctx):
+    f = _wide_share(
+        ctx,
+        "model/dead_relu_share",
+        "model/dead_relu_rows",
+        ctx.th.dead_relu_most_share,
+        lambda v: f"{pct(v)} of a ReLU layer's units are never positive over the check's batch",
+        "model/dead_relu_layer",
+    )
+    if f is not None:
+        yield f
+
+
+@rule(
     "TP-SATURATION",
     Level.WARN,
     GROUP,
     "a tanh or sigmoid layer is saturated",
     needs=[Need("model/saturated_share", "model_checks")],
-    thresholds=["model_checks", "saturation_share"],
-    detects="`model/saturated_share` at or above {saturation_share:.0%} at {model_checks} checks in a row: that "
+    thresholds=["model_checks", "saturation_share", "saturation_rows_share", "activation_min_rows"],
+    detects="`model/saturated_share` at or above {saturation_share:.0%} at {model_checks} checks in a row, or at "
+    "or above {saturation_rows_share:.0%} at {model_checks} checks in a row each over at least "
+    "{activation_min_rows} rows (`model/saturated_rows`: the examples of the check's batch, times the positions "
+    "of a sequence or an image): that "
     "share of a hidden tanh or sigmoid module's outputs within 1% of an asymptote (|tanh| > 0.99, sigmoid < 0.01 "
     "or > 0.99), where the derivative is below 0.02. A call whose output is the model's output (itself, or after "
     "operations of one tensor and no parameter: a view, a squeeze, 2 * x - 1) is the output layer and is not "
     "measured; the probe lists it as `saturation_output_layers`.",
     why="A saturated unit passes almost no gradient: the layers before it stop learning, and the layer itself "
     "can only leave saturation slowly.",
-    not_mean="A sigmoid or tanh on the output of a well-trained model saturates because it is confident (a "
+    not_mean="Measured on generated healthy MLPs, hidden tanh and sigmoid layers trained at batches of 1 to 4 "
+    "reach 0.98 (small noisy steps drive the weights up), which only the higher bar reads; from "
+    "{activation_min_rows} rows on they stayed at 0.16 or less. "
+    "A sigmoid or tanh on the output of a well-trained model saturates because it is confident (a "
     "binary classifier trained with BCE near 0 and 1, a tanh fitting targets of +/-1): healthy, and not measured. "
     "An output squashed by a function call (torch.sigmoid) rather than a module is not hooked at all. Gates that "
     "are meant to be open or closed (squeeze-and-excitation, attention gates) are hidden layers and may saturate "
@@ -775,6 +817,15 @@ def check_saturation(ctx):
         f"at or above {pct(bar)}",
         layer_key="model/saturated_layer",
     )
+    if f is None and ctx.has("model/saturated_rows"):
+        f = _wide_share(
+            ctx,
+            "model/saturated_share",
+            "model/saturated_rows",
+            ctx.th.saturation_rows_share,
+            lambda v: f"{pct(v)} of a tanh/sigmoid layer's outputs are saturated over the check's batch",
+            "model/saturated_layer",
+        )
     if f is not None:
         yield f
 
@@ -846,7 +897,8 @@ def check_replica_drift(ctx):
     "records it where the scheduler is configured with interval='epoch'; pass epoch= to the monitor). A warm-up "
     "stepped per epoch is judged against the declared max_steps: a run of E epochs leaves it E steps, so a "
     "warm-up of a few epochs in a run of more is never flagged. A scheduler stepped at irregular moments (on an "
-    "event, not a cadence) is outside the warm-up reading's assumption; a max_steps shorter than the run "
+    "event, not a cadence), or held back on purpose before it starts stepping per batch (a burn-in outside the "
+    "schedule), is outside the warm-up reading's assumption and is flagged while it waits; a max_steps shorter than the run "
     "really is (a run meant to resume) makes every warm-up look short of room. A constant schedule needs no "
     "scheduler, and a learning rate moved by other code (the logged lr changes) is not stuck.",
     causes="scheduler.step() missing, called in a branch never taken, or on another scheduler; a scheduler "
@@ -950,3 +1002,42 @@ def _warmup_short(ctx, s: Series, start: int) -> tuple[float, float, float] | No
     left = float(at_end[-1])
     room = 1.0 + float(np.floor(max(0.0, max_steps - b) / held))
     return (left, room, max_steps) if left > room else None
+
+
+def _wide_share(ctx, key: str, rows_key: str, bar: float, message: Callable[[float], str], layer_key: str):
+    """The finding of a share ``key`` at or above ``bar`` at ``model_checks`` checks in a
+    row, each measured over at least ``activation_min_rows`` rows (``rows_key`` at the same
+    check), or ``None``."""
+    share, rows = ctx.finite(key), ctx.finite(rows_key)
+    common, i_s, i_r = np.intersect1d(share.steps, rows.steps, return_indices=True)
+    if common.size == 0:
+        return None
+    both = Series(share.name, share.key, share.steps[i_s], share.values[i_s], share.lines[i_s])
+    wide = rows.values[i_r] >= ctx.th.activation_min_rows
+    streak = _streak(both, (both.values >= bar) & wide, ctx.th.model_checks)
+    if streak is None:
+        return None
+    start, length = streak
+    end = start + length - 1
+    inside = both.values[start : end + 1]
+    v0 = float(both.values[start])
+    text, name = _layer_text(ctx, layer_key)
+    return ctx.finding(
+        message(v0),
+        f"{key} was at or above {pct(bar)} over at least {ctx.th.activation_min_rows} rows ({rows_key}) at "
+        f"{length} checks in a row, from step {step(both.steps[start])} (line {int(both.lines[start])}, value "
+        f"{num(v0)}, {int(rows.values[i_r][start])} rows) to step {step(both.steps[end])} (largest "
+        f"{num(float(np.max(inside)))}); needed {ctx.th.model_checks} in a row.{text}",
+        {
+            "key": key,
+            "first_step": float(both.steps[start]),
+            "last_step": float(both.steps[end]),
+            "checks_in_a_row": length,
+            "first_value": v0,
+            "extreme_value": float(np.max(inside)),
+            "rows": float(rows.values[i_r][start]),
+            "layer": name,
+        },
+        step=both.steps[start],
+        line=both.lines[start],
+    )

@@ -163,6 +163,8 @@ UNITS: dict[str, str] = {
     "learning rate": "the optimizer's learning rate, as logged",
     "gradient norm": "the L2 norm of the gradient over the parameters, as logged",
     "seconds": "seconds of audio",
+    "rows": "observations of each unit of a layer at one check: the examples of its batch (times the positions, "
+    "for a sequence or an image)",
     "dB": "decibels of power below a reference that the reason names",
     "tokens/second": "tokens per second of audio",
 }
@@ -1423,6 +1425,45 @@ class Thresholds:
         "layers reached at most 0.38, sigmoid layers 0.30 at batch 8 and more but 0.98 at batch "
         "1 and lr 1e-2, which is why the rule only warns. The share is an engineering choice "
         "above the healthy spread.",
+        unit="share",
+        valid=Range(float, 0.0, 1.0, lo_open=True),
+    )
+    # The two bars below read a check only where each unit was seen this many times.
+    activation_min_rows: int = threshold(
+        8,
+        "A check judges a share of dead or saturated units below the whole-layer bars only where "
+        "each unit was seen at least 8 times (8 examples of an MLP's batch; examples times positions "
+        "for a sequence or an image). Measured (bench/model_probe_healthy.py, runs 0-119 and 1000-1119) "
+        "on 240 generated healthy MLPs (widths 8-256, depths "
+        "1-6, batches 1-64, Adam at lr 1e-4 to 1e-2 and SGD with or without momentum at 1e-3 to "
+        "1e-1, ReLU, tanh or sigmoid, with and without batch norm; 300 steps, a check every 10): "
+        "at batches of 1 to 4 the largest share held at 3 checks in a row reached 1.0 for ReLU "
+        "(one example leaves most units inactive, and a width-8 net at batch 1 lost a layer) and "
+        "0.98 for tanh and sigmoid (small noisy batches drive the weights up); from 8 rows on it "
+        "was 0.69 and 0.16. Engineering choice: the smallest batch of the grid above 4.",
+        unit="rows",
+        valid=count(1),
+    )
+    dead_relu_most_share: float = threshold(
+        0.85,
+        "85% of a ReLU layer's units never positive over a batch of at least activation_min_rows "
+        "rows, at model_checks checks in a row. Measured on the same 240 healthy MLPs (see "
+        "activation_min_rows; 58 ReLU runs of 8 rows or more, 1,740 checks): the largest share held "
+        "at 3 checks in a row was 0.62 at batches of 8-16 and 0.69 at 32-64 (a width-16, depth-6 "
+        "net under Adam that learned, 2.32 to 1.25 nats), the largest single check 0.75. The gallery's "
+        "biases at -2 leave 0.94 dead from the first check. Engineering choice between the two, "
+        "above the healthy maximum by 0.16.",
+        unit="share",
+        valid=Range(float, 0.0, 1.0, lo_open=True),
+    )
+    saturation_rows_share: float = threshold(
+        0.5,
+        "Half of a hidden tanh/sigmoid layer's outputs within 1% of an asymptote over a batch of at "
+        "least activation_min_rows rows, at model_checks checks in a row. Measured on the same 240 "
+        "healthy MLPs (see activation_min_rows; 84 tanh or sigmoid runs of 8 rows or more, 2,520 "
+        "checks): the largest share held at 3 checks in a row was 0.05 at batches of 8-16 and 0.16 "
+        "at 32-64, the largest single check 0.20; the gallery's 30x init holds 0.79 from the first "
+        "check. Engineering choice between the two; below 8 rows saturation_share alone judges.",
         unit="share",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )

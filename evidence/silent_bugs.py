@@ -122,21 +122,20 @@ _MEASURED = "measured by the model probe: "
 #: one that is caught again fails, and its entry goes). The model-level ones skip while
 #: this build has none of their rules.
 KNOWN_MISSES: dict[str, str] = {
-    "bug_dead_relu_bad_init": _MEASURED
-    + "model/dead_relu_share is about 0.94 at every check; TP-DEAD-RELU's bar (dead_relu_share) is the whole layer",
     "bug_dead_relu_large_lr": _MEASURED
-    + "model/dead_relu_share rises to 0.75, under TP-DEAD-RELU's whole-layer bar; TP-LAYER-UPDATE-RATIO fired instead",
+    + "model/dead_relu_share rises to 0.75-0.8 over 64 rows, under TP-RELU-MOSTLY-DEAD's 0.85 (dead_relu_most_share: "
+    "healthy MLPs held up to 0.69) and TP-DEAD-RELU's whole layer; TP-LAYER-UPDATE-RATIO fired instead",
     "bug_exploding_layer": _MEASURED
     + "the layer's largest update ratio is about 10^-1.5 and its gradient about 10^0.3 of the median, under "
-    "TP-LAYER-UPDATE-RATIO's 10^-1 and TP-LAYER-GRAD-EXPLODING's 10^3",
-    "bug_saturated_sigmoid": _MEASURED
-    + "model/saturated_share is about 0.8 at the checks, under TP-SATURATION's bar of 0.9",
-    "bug_scheduler_never_stepped": _MEASURED
-    + "model/scheduler_steps stays 0, but TP-SCHEDULER-STUCK waits for 2000 optimizer steps and the run has 300",
-    "bug_scheduler_per_epoch": (
-        "TP-WARMUP-UNFINISHED does not read a warm-up stepped once per epoch (the lr rises in stairs), and "
-        "TP-SCHEDULER-STUCK is not in this build or does not flag a scheduler that moves once per epoch"
-    ),
+    "TP-LAYER-UPDATE-RATIO's 10^-1 and TP-LAYER-GRAD-EXPLODING's 10^3. Measured against the model's own spread "
+    "instead (log10 of the fastest weight matrix's update ratio over the median of the others'), the layer sits "
+    "at 1.98, 1.73, 1.40 at the first three checks and falls as its weights grow; a healthy head initialised "
+    "100x small (gain 0.01) under the same SGD with momentum gives 2.95, 2.03, 1.47 and falls the same way while "
+    "the loss goes from 2.29 to 0.76; and of 200 generated healthy MLPs with three weight matrices or more (widths "
+    "8-256, depths 2-6, batches 1-64, Adam and SGD, ReLU, tanh and sigmoid, with and without batch norm), 16 held "
+    "1.40 or more over their first three checks, up to 3.2 (deep sigmoid and tanh nets under SGD, whose first "
+    "layers' gradients vanish, and nets with batch norm at batches of 2). No bar on the spread tells this bug "
+    "from those, so none is shipped",
 }
 
 

@@ -7,7 +7,7 @@ from torch import nn, optim
 from . import _common as c
 
 BUG = "dying ReLUs from a bad init: first-layer biases at -2 leave nearly every unit dead"
-CATCH = {"by": "model", "rules": ("TP-DEAD-RELU",), "level": "WARN"}
+CATCH = {"by": "model", "rules": ("TP-DEAD-RELU", "TP-RELU-MOSTLY-DEAD"), "level": "WARN"}
 
 
 def run(**monitor_kwargs):

@@ -7,7 +7,7 @@ from torch import optim
 from . import _common as c
 
 BUG = "dying ReLUs from a large learning rate"
-CATCH = {"by": "model", "rules": ("TP-DEAD-RELU",), "level": "WARN"}
+CATCH = {"by": "model", "rules": ("TP-DEAD-RELU", "TP-RELU-MOSTLY-DEAD"), "level": "WARN"}
 
 
 def run(**monitor_kwargs):

@@ -52,3 +52,35 @@ def test_an_auxiliary_term_that_is_finite_at_its_end_is_no_nan(case):
         a[2::3] = np.nan  # an empty mean on steps whose expert layers were skipped, all run
         a[-2:] = np.nan
     assert "TP-NAN" not in ids(judge_runlog(run_of(lm_loss=healthy(n, 1), aux_loss=a)))
+
+
+# --- a lone non-finite first log ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [9, 400])
+def test_a_non_finite_first_log_followed_by_a_finite_run_is_no_nan(n):
+    # a running mean printed before its first batch (0 / 0), then a healthy run
+    loss = healthy(n, n)
+    loss[0] = np.nan
+    assert "TP-NAN" not in ids(judge_runlog(run_of(loss=loss)))
+
+
+@pytest.mark.parametrize("where", ["first-two", "first-and-later", "short-run"])
+def test_a_non_finite_first_log_with_more_of_them_or_too_little_after_is_a_nan(where):
+    n = 6 if where == "short-run" else 400
+    loss = healthy(n, 3)
+    loss[0] = np.nan
+    if where == "first-two":
+        loss[1] = np.nan
+    elif where == "first-and-later":
+        loss[300] = np.inf
+    assert "TP-NAN" in ids(judge_runlog(run_of(loss=loss)))
+
+
+@pytest.mark.parametrize("key", ["gaussian_nll", "nll", "train/elbo"])
+def test_a_likelihood_that_settles_at_zero_with_both_signs_is_not_a_loss_at_zero(key):
+    rng = np.random.default_rng(0)
+    n = 900
+    loss = 2.0 * np.exp(-np.arange(n) / 60) + 0.0015 * rng.standard_normal(n)
+    assert "TP-LOSS-AT-ZERO" not in ids(judge_runlog(run_of(**{key: loss})))
+    assert "TP-LOSS-AT-ZERO" in ids(judge_runlog(run_of(loss=loss)))  # a plain loss cannot be negative

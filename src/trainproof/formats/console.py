@@ -1011,7 +1011,7 @@ class _Runs:
                 " …" if len(runs) > 8 else ""
             )
             which = "the last with a curve to judge" if self.best_is_last else "the longest"
-            if self.best_index < len(runs):
+            if self.prefer_last and self.best_index < len(runs):
                 which += (
                     f" (the {len(runs) - self.best_index} run(s) after it hold under {LAST_RUN_SHARE:.0%} of the "
                     "longest run's train points: a test loop, an evaluation or a check, or an attempt stopped early)"

@@ -92,11 +92,12 @@ def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
     "nan",
     "a logged loss is NaN or ±Inf",
     needs=[Need(("loss", "reward"), 1, finite=False)],
+    thresholds=["min_trend_points"],
     implies=("TP-NAN-GRAD",),
     least_evidence="A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss. So is the training program's own line that it stopped on one.",
     detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log (in a run with no single loss, an RL run whose terms are an actor's and a critic's, any train loss term); an auxiliary train term set aside from the loss's shape (a router's load-balancing loss, a z-loss, an aux loss) finite at every log until it turns non-finite and stays so to its last logged value, at least 2 values, since the training adds it to the objective it steps on; or, in a console capture, the program's own line that training stopped because the loss became non-finite (detectron2's 'Loss became infinite or NaN', the torchvision references' 'Loss is nan, stopping training', Keras' TerminateOnNaN, an exception whose message says the loss is NaN), which programs that stop at the first NaN print instead of the value.",
     why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",
-    not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite.",
+    not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite. A non-finite first log followed by finite losses only (at least {min_trend_points}) is not reported: a running mean printed before its first batch (0 / 0), which weights gone non-finite cannot produce.",
     causes="A learning rate too high for the model, fp16 overflow without a loss scaler, a log of 0 or division by zero in a custom loss, bad input data (NaN features, empty targets).",
     try_="Lower the learning rate or add warm-up, enable gradient clipping, use bf16 or a GradScaler for fp16, and check the batch at the first non-finite step for NaN inputs.",
 )
@@ -112,6 +113,11 @@ def check_nan(ctx):
     if not bad.any():
         aux = list(_nonfinite_auxiliary(ctx, s))
         yield from aux or _stopped_on_nonfinite(ctx, s)
+        return
+    if bad[0] and not bad[1:].any() and s.values.size - 1 >= ctx.th.min_trend_points:
+        # Only the first log, before or at the first update, and a finite run after it: a
+        # running mean printed before its first batch (0 / 0), not weights gone non-finite
+        # (once they are, every later loss is).
         return
     i = int(np.flatnonzero(bad)[0])
     count = int(bad.sum())
@@ -547,6 +553,12 @@ def check_negative_loss(ctx):
 #: Words in a loss key that name a difference of terms, which may sit at zero and take
 #: both signs by design (a GAN's critic, an adversarial or contrastive margin).
 SIGNED_WORDS = frozenset({"gan", "adv", "adversarial", "disc", "discriminator", "critic", "wasserstein", "margin"})
+#: Words in a loss key that name a likelihood: the negative log-likelihood of a continuous
+#: density may settle at zero and take both signs there by design (a Gaussian NLL,
+#: 0.5 (ln sigma^2 + r^2 / sigma^2), is 0 where the residual variance is 1/e; helper 62's
+#: ``gaussian_nll`` and ``nll`` at their floor FAILed TP-LOSS-AT-ZERO). ``nll`` alone may
+#: also be a classifier's, which cannot be negative: the key cannot tell, so no FAIL.
+LIKELIHOOD_WORDS = frozenset({"nll", "nelbo", "elbo", "likelihood", "loglik", "logprob", "gaussian", "gauss"})
 
 
 @rule(
@@ -561,7 +573,8 @@ SIGNED_WORDS = frozenset({"gan", "adv", "adversarial", "disc", "discriminator", 
         "A supervised train loss that started above 0 (the median of its first 5% of points, at least 3) and whose "
         "last 40% of points (at least {zero_min_points}) sit around zero: their median magnitude under "
         "{zero_collapse_share:g} of the start level, with at least {zero_min_points} of them below "
-        "-{negative_loss_tol:g}. The key must not name a difference of terms (GAN, adversarial, critic, margin)."
+        "-{negative_loss_tol:g}. The key must not name a difference of terms (GAN, adversarial, critic, margin) nor "
+        "a likelihood (nll, elbo, likelihood, gaussian: a continuous density's NLL settles at zero with both signs)."
     ),
     why=(
         "A loss that is noise around exactly zero with both signs is no longer a sum of positive terms computed on "
@@ -580,7 +593,7 @@ SIGNED_WORDS = frozenset({"gan", "adv", "adversarial", "disc", "discriminator", 
 def check_loss_at_zero(ctx):
     th = ctx.th
     s = ctx.finite("loss")
-    if set(words(s.key)) & SIGNED_WORDS:
+    if set(words(s.key)) & (SIGNED_WORDS | LIKELIHOOD_WORDS):
         return
     v = s.values
     n = v.size

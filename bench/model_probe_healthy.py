@@ -44,10 +44,21 @@ import torch  # noqa: E402
 from silent_bugs import _common as c  # noqa: E402
 from torch import nn, optim  # noqa: E402
 
-KEYS = ("model/dead_relu_share", "model/dead_relu_rows", "model/saturated_share", "model/saturated_rows")
+from trainproof.rules import model as model_rules  # noqa: E402
+from trainproof.rules.registry import REGISTRY  # noqa: E402
+
+KEYS = (
+    "model/dead_relu_share",
+    "model/dead_relu_rows",
+    "model/saturated_share",
+    "model/saturated_rows",
+    "model/params_not_updated",
+    "model/params_not_updated_step",
+)
 STEPS = 300
 HELD = 3  # the rules' model_checks
 BANDS = ((1, 1), (2, 4), (8, 16), (32, 64))
+MODEL_IDS = frozenset(k for k, r in REGISTRY.items() if r.group == model_rules.GROUP)
 
 
 def config(i: int) -> dict:
@@ -118,9 +129,10 @@ def run(cfg: dict) -> dict:
             with torch.no_grad():
                 spread.append(_spread(before, weights))
         losses.append(loss.item())
-    _, meta = c.finish(mon, STEPS)
+    rep, meta = c.finish(mon, STEPS)
     series = {k: [v[k] for _, v in meta["records"] if k in v] for k in KEYS}
-    return {"cfg": {**cfg, "batch": batch}, **c.loss_summary(losses), "series": series, "spread": spread}
+    ids = sorted({f.id for f in rep.findings if f.level.name in ("WARN", "FAIL")})
+    return {"cfg": {**cfg, "batch": batch}, **c.loss_summary(losses), "series": series, "spread": spread, "ids": ids}
 
 
 def _held(values: list[float]) -> float | None:
@@ -128,7 +140,18 @@ def _held(values: list[float]) -> float | None:
 
 
 def report(rows: list[dict]) -> None:
-    """Print the bands (see the module docstring)."""
+    """Print the bands and the model rules that warned (see the module docstring)."""
+    fired: dict[str, list[dict]] = {}
+    for r in rows:
+        for rid in r.get("ids", ()):
+            fired.setdefault(rid, []).append(r["cfg"])
+    print(f"model-level rules that warned or failed, of {len(rows)} runs:")
+    for rid in sorted(fired):
+        if rid in MODEL_IDS:
+            cfgs = fired[rid]
+            bn = sum(x["bn"] for x in cfgs)
+            batches = sorted({x["batch"] for x in cfgs})
+            print(f"  {rid}: {len(cfgs)} runs ({bn} with batch norm; batches {batches})")
     for key, rows_key in (("model/dead_relu_share", "model/dead_relu_rows"), ("model/saturated_share", None)):
         print(f"{key}: largest held at {HELD} checks in a row / largest single check")
         for lo, hi in BANDS:

@@ -22,7 +22,7 @@ from trainproof.api import read_runlog  # noqa: E402
 from trainproof.live.monitor import Monitor  # noqa: E402
 from trainproof.live.probes import KEYS, LAYER_KEYS  # noqa: E402
 
-from conftest import one  # noqa: E402
+from conftest import first_cases_fast, one  # noqa: E402
 
 nn = torch.nn
 CHECK = 4
@@ -190,9 +190,72 @@ def test_updates_below_float_resolution_are_not_updated_and_a_sane_lr_is():
     model = mlp()
     _, s = loop(model, torch.optim.SGD(model.parameters(), lr=1e-20))
     assert s["model/params_not_updated"] == [6.0, 6.0]
+    assert max(s["model/params_not_updated_step"]) < math.log10(0.5)  # rounded away: not a lost update
     model = mlp()
     _, s = loop(model, torch.optim.SGD(model.parameters(), lr=0.05))
     assert s["model/params_not_updated"] == [0.0, 0.0]
+
+
+class _LostStep(torch.optim.SGD):
+    """An SGD whose step computes nothing: the update is lost, whatever the gradient."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        return None
+
+
+def test_a_lost_update_owes_many_float_steps_and_warns():
+    model = mlp()
+    mon, s = loop(model, _LostStep(model.parameters(), lr=0.05), steps=3 * CHECK)
+    assert s["model/params_not_updated"] == [6.0, 6.0, 6.0]
+    assert min(s["model/params_not_updated_step"]) > 3  # lr x |grad| thousands of float steps of |W|
+    assert "TP-PARAMS-NOT-UPDATED" in mon.report(print_it=False).ids()
+
+
+def bn_mlp(seed: int = 0):
+    """Two hidden layers, each a Linear feeding a BatchNorm1d: the Linear biases have a true
+    gradient of 0 (the norm subtracts the batch mean), float rounding noise in practice."""
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Linear(6, 16),
+        nn.BatchNorm1d(16),
+        nn.ReLU(),
+        nn.Linear(16, 16),
+        nn.BatchNorm1d(16),
+        nn.ReLU(),
+        nn.Linear(16, 1),
+    )
+
+
+@pytest.mark.parametrize(
+    "opt_name, batch",
+    first_cases_fast([("sgd", 8), ("adam", 8), ("sgd", 2), ("sgd", 64), ("adam", 2), ("adam", 64)]),
+)
+def test_biases_feeding_a_batch_norm_are_rounding_noise_not_a_lost_update(opt_name, batch):
+    model = bn_mlp()
+    if opt_name == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(64, 6, generator=g)
+    y = torch.tanh(x.sum(1, keepdim=True))
+    mon = Monitor(model, opt, check_every=CHECK, policy="silent")
+    for step in range(3 * CHECK):
+        part = slice((step * batch) % 64, (step * batch) % 64 + batch)
+        loss = nn.functional.mse_loss(model(x[part]), y[part])
+        loss.backward()
+        mon.log(step, loss.detach())
+        opt.step()
+        opt.zero_grad()
+    mon.close()
+    run = mon.guardian.runlog()
+    stuck = run.series["model/params_not_updated"].values
+    if stuck.any():  # SGD rounds their update away: below half a float step of the weights
+        owed = run.series["model/params_not_updated_step"].values
+        assert (owed < math.log10(0.5)).all(), owed
+        assert set(mon.guardian.meta["model_probe"]["params_not_updated"]) <= {"0.bias", "3.bias"}
+    assert "TP-PARAMS-NOT-UPDATED" not in mon.report(print_it=False).ids()
 
 
 @pytest.mark.slow

@@ -150,6 +150,28 @@ def test_a_count_names_the_tensors_the_probe_listed(tmp_path, rid, key):
     assert "Tensors not recorded (the probe keeps tensor names in the live run" in f.evidence
 
 
+@pytest.mark.parametrize("seed,n,noise", GRID)
+def test_unchanged_tensors_whose_update_rounds_away_are_not_a_lost_update(tmp_path, seed, n, noise):
+    """Biases feeding a batch norm (a gradient of rounding noise) stay bit-identical under
+    SGD at every check: model/params_not_updated_step below 0 (less than one float step of
+    the weights) leaves them out; one check where an unchanged tensor was owed many float
+    steps is not enough, three in a row are."""
+    rng = np.random.default_rng(seed)
+    counts = np.full(n, 2.0)
+    owed = -3.0 - 2.0 * rng.random(n) - noise
+    rep = judge_file(tmp_path, {"model/params_not_updated": counts, "model/params_not_updated_step": owed}, n, seed)
+    assert "TP-PARAMS-NOT-UPDATED" not in ids(rep)
+    owed[1] = 4.0
+    rep = judge_file(tmp_path, {"model/params_not_updated": counts, "model/params_not_updated_step": owed}, n, seed)
+    assert "TP-PARAMS-NOT-UPDATED" not in ids(rep)
+    owed[1:4] = 4.0 + noise
+    f = one(
+        judge_file(tmp_path, {"model/params_not_updated": counts, "model/params_not_updated_step": owed}, n, seed),
+        "TP-PARAMS-NOT-UPDATED",
+    )
+    assert f.step == 2 * EVERY and f.data["checks_in_a_row"] == 3
+
+
 def test_two_checks_in_a_row_are_below_the_least_evidence(tmp_path):
     rep = judge_file(tmp_path, {"model/params_outside_optimizer": [0, 2, 2, 0, 0, 0]}, 6)
     assert "TP-PARAMS-NOT-OPTIMIZED" not in ids(rep)

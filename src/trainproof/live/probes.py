@@ -58,6 +58,7 @@ KEYS = (
     "model/params_frozen_in_optimizer",
     "model/params_no_grad",
     "model/params_not_updated",
+    "model/params_not_updated_step",
     "model/grads_cleared_before_step",
     "model/grad_nonfinite_params",
     "model/eval_mode_share",
@@ -151,6 +152,7 @@ class _Update:
 
     ids: list[int]  # id() of each parameter, named at the check
     ndims: list[int]
+    eps: list[float]  # the float resolution (machine epsilon) of each parameter's dtype
     lrs: list  # float, or a 0-d tensor (a tensor lr is read with the rest)
     diff: object  # 1-d: ||W_after - W_before|| per tensor
     weight: object  # 1-d: ||W_after||
@@ -504,7 +506,7 @@ class ModelProbe:
         self._steps_at_last_log: int | None = None
         self._pre_handle = None
         self._armed = False
-        self._snap: tuple | None = None  # (params, ids, ndims, lrs, copies, sharded)
+        self._snap: tuple | None = None  # (params, ids, ndims, eps, lrs, copies, sharded)
         self._update: _Update | None = None
         self._reset_param = None
         self._reset_handle = None
@@ -707,7 +709,8 @@ class ModelProbe:
                 sharded = self._sharded(params)
                 # Under no_grad the parameters are read as they are (no detach per tensor).
                 copies = self._snapshot(self._locals(params))
-                self._snap = (params, [id(p) for p in params], [p.dim() for p in params], lrs, copies, sharded)
+                eps = [_eps(torch, p) for p in params]
+                self._snap = (params, [id(p) for p in params], [p.dim() for p in params], eps, lrs, copies, sharded)
         except Exception as e:  # noqa: BLE001 - a probe never stops the training loop
             self._snap = None
             self._armed = False
@@ -736,7 +739,7 @@ class ModelProbe:
             self._reset_pending = False  # the next step ends the interval the check reads
         if self._snap is not None:
             torch = self.torch
-            params, ids, ndims, lrs, copies, sharded = self._snap
+            params, ids, ndims, eps, lrs, copies, sharded = self._snap
             self._snap = None
             self._armed = False
             try:
@@ -752,7 +755,7 @@ class ModelProbe:
                 seen, self._delivered = self._delivered, None
                 self._drop_grad_hooks()
                 delivered = None if seen is None else frozenset(seen or self._grads_at_arm)
-                self._update = _Update(ids, ndims, lrs, diff, weight, gnorm, gidx, sharded, delivered)
+                self._update = _Update(ids, ndims, eps, lrs, diff, weight, gnorm, gidx, sharded, delivered)
                 self._arm_reset_check(params)
             except Exception as e:  # noqa: BLE001
                 self._off("update ratios", e)
@@ -1144,8 +1147,12 @@ class ModelProbe:
             names = [named.get(i, "?") for i in u.ids]
             lrs = [float(v[lr_idx[k]]) if k in lr_idx else float(lr) for k, lr in enumerate(u.lrs)]
             stuck = [
-                n for n, dn, gm, lr in zip(names, diff, g, lrs) if dn == 0.0 and math.isfinite(gm) and gm > 0 and lr > 0
+                (_sgd_steps(lr, gm, wn, ep), n)
+                for n, dn, gm, wn, ep, lr in zip(names, diff, g, w, u.eps, lrs)
+                if dn == 0.0 and math.isfinite(gm) and gm > 0 and lr > 0
             ]
+            # The largest update owed first: the tensor most plainly left alone is named first.
+            stuck.sort(key=lambda t: -t[0])
             # A gradient delivered by a backward of the measured step, none (None) at the
             # end of that step, the tensor unchanged by it and a learning rate above 0: the
             # gradient was cleared between backward() and step(). A tensor that no backward
@@ -1166,7 +1173,9 @@ class ModelProbe:
                     # scaler's unscale_, wherever the training loop logs its own norm)
                     out["model/applied_grad_norm"] = math.sqrt(math.fsum(applied))
                 out["model/params_not_updated"] = float(len(stuck))
-                d["params_not_updated"] = stuck[:MAX_NAMES]
+                d["params_not_updated"] = [n for _, n in stuck[:MAX_NAMES]]
+                if stuck:
+                    out["model/params_not_updated_step"] = stuck[0][0]
                 if u.delivered is not None:
                     out["model/grads_cleared_before_step"] = float(len(cleared))
                     d["grads_cleared_before_step"] = cleared[:MAX_NAMES]
@@ -1299,6 +1308,32 @@ def warmup_left(scheduler) -> int | None:
     except Exception:  # noqa: BLE001  (a user's schedule function: any failure is "not known")
         return None
     return longest
+
+
+def _eps(torch, p) -> float:
+    """The resolution an update of ``p`` is measured against: its dtype's machine epsilon
+    for float32 and float64; 0 for a half-precision (float16, bfloat16) tensor, whose lost
+    updates are the loss of float32 master weights (they would have accumulated the small
+    updates) rather than float noise; ``nan`` for a dtype without one."""
+    try:
+        info = torch.finfo(p.dtype)
+    except TypeError:
+        return float("nan")
+    return float(info.eps) if info.bits >= 32 else 0.0
+
+
+def _sgd_steps(lr: float, grad_norm: float, weight_norm: float, eps: float) -> float:
+    """log10 of the update plain SGD makes of a tensor, ``lr * RMS(grad)``, over the float
+    resolution of its weights, ``eps * RMS(W)`` (``eps`` from :func:`_eps`; from the L2
+    norms of the gradient and the weights, whose element counts cancel). Below about
+    log10(0.5) every element's update rounds away (an update under half a unit in the last
+    place is lost), which is how a healthy float32 tensor stays bit-identical; a tensor of
+    zeros, a half-precision tensor or a dtype without an epsilon is ``-log10(RATIO_FLOOR)``
+    (12): no float noise excuses it."""
+    resolution = eps * weight_norm
+    if not math.isfinite(resolution) or resolution <= 0:
+        return -math.log10(RATIO_FLOOR)
+    return math.log10(max(lr * grad_norm / resolution, RATIO_FLOOR))
 
 
 def _flat(x) -> list[float]:

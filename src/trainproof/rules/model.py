@@ -269,17 +269,26 @@ def check_params_no_grad(ctx):
     GROUP,
     "parameters with a gradient and a learning rate do not change across the optimizer step",
     needs=[Need("model/params_not_updated", "model_checks")],
-    thresholds=["model_checks"],
+    thresholds=["model_checks", "params_not_updated_step_log10"],
     detects="`model/params_not_updated` above 0 at {model_checks} checks in a row: parameter tensors in the "
     "optimizer, with a finite non-zero gradient and a group learning rate above 0, that are bit-identical before "
-    "and after optimizer.step() (steps the loss scaler skipped are not counted).",
+    "and after optimizer.step() (steps the loss scaler skipped are not counted), where the update plain SGD "
+    "makes of one of them, lr x RMS(gradient), is at least 10^{params_not_updated_step_log10:g} float "
+    "resolutions of its weights (machine epsilon x RMS(weights), for a float32 or float64 tensor; a "
+    "half-precision tensor always counts: `model/params_not_updated_step`, log10; a log without it is judged "
+    "on the count alone).",
     why="The optimizer was handed the gradient and a learning rate and still left the weights alone: the update "
     "is lost somewhere (a copy of the parameters in the optimizer, a step on the wrong optimizer, weights "
     "overwritten after the step).",
-    not_mean="Updates below the resolution of the weights' dtype round away: a bf16 weight (8 bits of mantissa) "
-    "does not change under an update below about 0.4% of its value, which a small learning rate gives; "
-    "so does a float32 weight under one below about 6e-8. Both are healthy precision limits: keep float32 "
-    "master weights or raise the learning rate if it matters.",
+    not_mean="A float32 update below the weight's resolution rounds away, and such tensors are not counted: "
+    "the bias of a Linear or convolution that feeds a batch norm has a true gradient of 0 (the norm subtracts "
+    "the batch mean), so its gradient is float rounding noise and its update is lost; so is a weight's update "
+    "below about 6e-8 of its value under a tiny learning rate. Both are healthy precision limits. A bf16 or "
+    "float16 weight left unchanged is counted whatever its update: float32 master weights would have "
+    "accumulated the small updates it rounds away (bf16 loses one below about 0.4% of the value). The reading "
+    "assumes an update of about lr x gradient (SGD): Adam's steps are about lr whatever the gradient's scale, so "
+    "under Adam a tensor with a gradient below float resolution is left out too, though Adam would have moved "
+    "it.",
     causes="An optimizer built on copies of the parameters (model.to(device) after the optimizer, deepcopy), "
     "weights reloaded or re-assigned after each step, a second model instance stepped instead of the trained "
     "one, bf16 weights without float32 master copies.",
@@ -287,10 +296,17 @@ def check_params_no_grad(ctx):
     "opt.param_groups[0]['params'][0] is next(model.parameters()); keep float32 master weights under bf16.",
 )
 def check_params_not_updated(ctx):
+    # A check where every unchanged tensor's update rounds away (a bias feeding a batch norm,
+    # whose gradient is rounding noise) has nothing the optimizer failed to apply.
+    s = ctx.finite("model/params_not_updated")
+    noise = np.zeros(len(s), dtype=bool)
+    if ctx.has("model/params_not_updated_step"):
+        g = ctx.finite("model/params_not_updated_step")
+        noise = np.isin(s.steps, g.steps[g.values < ctx.th.params_not_updated_step_log10])
     f = _persistent(
         ctx,
         "model/params_not_updated",
-        _positive,
+        lambda v: _positive(v) & ~noise,
         lambda v: f"{_count(v)} with a gradient and lr > 0 did not change across the optimizer step",
         "above 0",
         layer_key="model/params_not_updated",

@@ -666,9 +666,12 @@ def check_layer_update_ratio(ctx):
     "two of the median); a single check at the start of training, before the scales settle, is left out by "
     "the checks in a row.",
     causes="A layer initialized with a far too large scale, a missing normalization before it, an input feature "
-    "on a huge scale, a learning rate too high for that layer.",
+    "on a huge scale, a learning rate too high for that layer; batch normalization over a batch of 2, which maps "
+    "each unit to about +/-1 whatever its input and passes a gradient near 0 or amplified up to 1/(2 sqrt(eps)) "
+    "(158 at PyTorch's eps), compounding over the layers.",
     try_="Inspect the layer named: its initialization, the scale of its input, a normalization before it; clip "
-    "gradients per layer or give it a lower learning rate.",
+    "gradients per layer or give it a lower learning rate. Under batch norm at a batch of a few examples, use a "
+    "batch of 8 or more, or GroupNorm or LayerNorm.",
 )
 def check_layer_grad_exploding(ctx):
     bar = ctx.th.layer_grad_exploding_log10
@@ -700,9 +703,12 @@ def check_layer_grad_exploding(ctx):
     "TP-PARAMS-NO-GRAD's); layers that a task uses rarely (rows of a huge embedding table) carry small "
     "gradients by design.",
     causes="Saturating activations (sigmoid, tanh) in a deep stack, a very deep network without residual "
-    "connections or normalization, a gate that closes the layer off, a bad initialization scale.",
+    "connections or normalization, a gate that closes the layer off, a bad initialization scale; batch "
+    "normalization over a batch of 2 (each unit normalized to about +/-1 whatever its input: the layers before "
+    "it get a gradient near 0).",
     try_="Inspect the layer named and the activations between it and the loss; add residual connections or "
-    "normalization; use ReLU-family activations and a fan-in initialization (He, Glorot).",
+    "normalization; use ReLU-family activations and a fan-in initialization (He, Glorot). Under batch norm at a "
+    "batch of a few examples, use a batch of 8 or more, or GroupNorm or LayerNorm.",
 )
 def check_layer_grad_vanishing(ctx):
     bar = ctx.th.layer_grad_vanishing_log10

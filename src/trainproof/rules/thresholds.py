@@ -1409,7 +1409,14 @@ class Thresholds:
         "and 6, a CNN with batch norm, a 2-layer transformer; Adam, AdamW, SGD): the largest "
         "weight matrix's gradient norm sat at most 10^1.0 above the median, the smallest at most "
         "10^0.8 below it. Three decades is an engineering choice well above that spread, which "
-        "deeper and larger models widen.",
+        "deeper and larger models widen. On bench/model_probe_healthy.py's 240 generated MLPs (runs 0-119 "
+        "and 1000-1119) this bar and layer_grad_vanishing_log10 were each crossed at 3 checks in a row on "
+        "13 runs (15 in all), every one with batch norm at a batch of 2, none at a batch of 4 or more or "
+        "without batch norm. Those runs are degenerate, not healthy: batch norm over 2 examples maps each "
+        "unit to about +/-1 whatever its input, so the gradient through it is near 0, or up to "
+        "1/(2 sqrt(eps)) (158 at eps 1e-5) where the two examples nearly coincide; after 300 steps they "
+        "sat at chance on 1,024 training examples (cross-entropy 2.25-2.50, ln 10 = 2.30), where the same "
+        "models at a batch of 4 reached 1.56-2.29 (lower in 13 of 15). The bar stays.",
         unit="log10",
         valid=Range(float, 0.0, 16.0, lo_open=True),
     )
@@ -1418,7 +1425,8 @@ class Thresholds:
         "A weight matrix whose gradient norm is 1e-4 of the median weight matrix's at the same "
         "step: that layer learns ten thousand times slower than the typical one. Engineering "
         "choice, three decades beyond the spread measured on healthy models (see "
-        "layer_grad_exploding_log10). All-zero gradients are TP-PARAMS-NO-GRAD's.",
+        "layer_grad_exploding_log10, which also gives the 13 generated runs, all batch norm over a batch "
+        "of 2, that cross it). All-zero gradients are TP-PARAMS-NO-GRAD's.",
         unit="log10",
         valid=Range(float, -16.0, 0.0, hi_open=True),
     )
@@ -1430,7 +1438,11 @@ class Thresholds:
         "An exact fact, not a statistical bar. Measured on tiny healthy MLPs (widths 16 and 64, "
         "Adam at lr 1e-3 to 1e-2, batches of 1 to 64, a check every 25 steps): the largest share "
         "reached 0.98 at batch 1 (one example leaves most units inactive) and 0.42 at batch 8, "
-        "and never 1 at any of 714 checks; hence the whole layer, not a share, is the bar.",
+        "and never 1 at any of 714 checks; hence the whole layer, not a share, is the bar. On "
+        "bench/model_probe_healthy.py's 240 generated MLPs (runs 0-119 and 1000-1119) 3 runs held a "
+        "whole layer dead at 3 checks in a row: two with batch norm at a batch of 2 and a width-8 net at "
+        "a batch of 1; each ended at chance (2.31-2.39 nats, ln 10 = 2.30), and the batch-1 net's last "
+        "hidden layer was dead on all of 1,024 training examples: dead layers, not a small batch's quirk.",
         unit="share",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )
@@ -1442,7 +1454,12 @@ class Thresholds:
         "training. Measured on tiny MLPs (Adam at lr 1e-3 to 1e-2, batches of 1 to 64): tanh "
         "layers reached at most 0.38, sigmoid layers 0.30 at batch 8 and more but 0.98 at batch "
         "1 and lr 1e-2, which is why the rule only warns. The share is an engineering choice "
-        "above the healthy spread.",
+        "above the healthy spread. On bench/model_probe_healthy.py's 240 generated MLPs (runs 0-119 and "
+        "1000-1119) 4 runs held it at 3 checks in a row, none healthy: two with batch norm at a batch of 2 "
+        "(one at chance, 2.30 nats; one diverging, 3.45 to 4.96), a sigmoid net at a batch of 4 at chance "
+        "(2.27 nats; a layer saturated on 0.97 of 1,024 training examples) and a tanh net at a batch of 1 "
+        "at lr 0.097 that diverged (10.8 to 136 nats; 0.97-0.98 saturated on 1,024 examples). Requiring "
+        "activation_min_rows rows here would lose them.",
         unit="share",
         valid=Range(float, 0.0, 1.0, lo_open=True),
     )

@@ -13,9 +13,12 @@ batch norm), Adam at lr 1e-4 to 1e-2 or SGD with or without momentum at 1e-3 to 
 Per check it keeps ``model/dead_relu_share`` and ``model/saturated_share`` with their rows,
 and the spread: log10 of the fastest weight matrix's update ratio ||dW|| / ||W|| over the
 median of the other weight matrices' (three weight matrices or more), measured here around
-the optimizer step of each check step. It prints, per batch band, the largest share held at
-3 checks in a row (the rules' ``model_checks``), the largest at one check, and the spread held
-over the first 3 checks.
+the optimizer step of each check step. It prints, per model-level rule, how many runs it
+warned or failed on (with batch norm, at which batches); per batch band, the largest share
+held at 3 checks in a row (the rules' ``model_checks``), the largest at one check; and the
+spread held over the first 3 checks. A run's row keeps the ids it was flagged with and the
+probe's ``model/params_not_updated`` and ``model/params_not_updated_step`` per check (the
+measurement behind ``params_not_updated_step_log10``).
 
 The thresholds' reasons cite runs 0-119 and 1000-1119 (two processes, one core each); the
 spread there was read from the probe's own update ratios (the step after the ``log()`` before

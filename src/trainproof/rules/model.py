@@ -958,6 +958,16 @@ def check_scheduler_stuck(ctx):
         if inside.size >= 2 and np.ptp(inside) > 0:
             return
     over = f"{num(epochs)} epochs" if epochs is not None else f"{step(span)} {unit}"
+    data = {
+        "key": "model/scheduler_steps",
+        "scheduler_steps": float(v[start]),
+        "first_step": a,
+        "last_step": b,
+        "checks": len(s) - start,
+        "span": span,
+        "span_unit": unit,
+        "epochs": epochs,
+    }
     if warm is not None:
         left, room, max_steps = warm
         yield ctx.finding(
@@ -967,19 +977,7 @@ def check_scheduler_stuck(ctx):
             f"learning rate did not move. Its schedule still rises for {int(left)} more scheduler steps "
             f"(model/scheduler_warmup_left); at one step per more than {step(b - a)} logged steps, the "
             f"{step(max(0.0, max_steps - b))} steps left to max_steps {step(max_steps)} hold at most {int(room)}.",
-            {
-                "key": "model/scheduler_steps",
-                "scheduler_steps": float(v[start]),
-                "first_step": a,
-                "last_step": b,
-                "checks": len(s) - start,
-                "span": span,
-                "span_unit": unit,
-                "epochs": epochs,
-                "warmup_left": float(left),
-                "steps_room": float(room),
-                "max_steps": max_steps,
-            },
+            {**data, "warmup_left": float(left), "steps_room": float(room), "max_steps": max_steps},
             step=a,
             line=s.lines[start],
         )
@@ -990,16 +988,7 @@ def check_scheduler_stuck(ctx):
         f"{step(a)} (line {int(s.lines[start])}) to the last check at step {step(b)}, over {over} (needed "
         f"{ctx.th.scheduler_stuck_steps} optimizer steps, or a whole epoch where the epoch is logged), and the "
         f"logged learning rate did not move.",
-        {
-            "key": "model/scheduler_steps",
-            "scheduler_steps": float(v[start]),
-            "first_step": a,
-            "last_step": b,
-            "checks": len(s) - start,
-            "span": span,
-            "span_unit": unit,
-            "epochs": epochs,
-        },
+        data,
         step=a,
         line=s.lines[start],
     )

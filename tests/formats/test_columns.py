@@ -67,6 +67,14 @@ def test_a_null_is_a_hole_and_a_nan_token_a_nan(tmp_path):
     [run] = api.read_runlogs(str(p))
     assert math.isnan(run.series["loss"].values[0])
     assert 4.0 not in list(run.series["eval_loss"].steps)
+    # a lone non-finite first loss with every later one finite is a running mean printed
+    # before its first batch: read as absent by the judge, with a note
+    report = api.judge(p)
+    assert "TP-NAN" not in {f.id for f in report.findings}
+    assert any("read as absent" in n for n in report.notes)
+    # the same token at a later loss is a NaN of the run
+    k = text.index(",", j + 1)
+    p.write_text(text[: j + 1] + "NaN" + text[k:])
     assert one(api.judge(p), "TP-NAN").level is Level.FAIL
 
 

@@ -486,6 +486,32 @@ def _eval_placeholders_dropped(run: RunLog) -> RunLog:
     return replace(run, series=series, notes=[*run.notes, note])
 
 
+#: The fewest finite train losses after a lone non-finite first one for it to be read as a
+#: running mean printed before its first batch (:func:`_first_log_placeholder_dropped`): the
+#: least a shape rule judges (``min_trend_points``' default, 8 logged points).
+FIRST_LOG_PLACEHOLDER_AFTER = 8
+
+
+def _first_log_placeholder_dropped(run: RunLog) -> RunLog:
+    """``run`` with a lone non-finite first train loss left out, with a note, where every
+    later one (at least :data:`FIRST_LOG_PLACEHOLDER_AFTER`) is finite: a running mean
+    printed before its first batch (0 / 0; helper 62's run FAILed TP-NAN on it with 400
+    finite, falling losses after it). Weights gone non-finite make every later loss
+    non-finite, so this is no NaN of the run. ``run`` itself otherwise."""
+    s = run.series.get("loss")
+    if s is None or s.values.size < FIRST_LOG_PLACEHOLDER_AFTER + 1:
+        return run
+    bad = ~np.isfinite(s.values)
+    if not bad[0] or bad[1:].any():
+        return run
+    note = (
+        f"loss ({s.key}): its first value, at step {s.steps[0]:g}, is non-finite and every later one is finite: a "
+        "running mean printed before its first batch (0 / 0), read as absent"
+    )
+    series = {**run.series, "loss": Series(s.name, s.key, s.steps[1:], s.values[1:], s.lines[1:])}
+    return replace(run, series=series, notes=[*run.notes, note])
+
+
 #: A running sum of the loss over each epoch (``epoch_loss += loss.item()`` logged at each
 #: step, reset at each epoch): rises at every log within an epoch (a sum of positive
 #: losses; all but this share of its logs up, for float rounding and a logging slip) ...
@@ -605,7 +631,7 @@ def judge_runlog(
             ],
             meta=dict(run.meta),
         )
-    run = _running_sum_unrolled(_eval_placeholders_dropped(_generator_as_loss(run)))
+    run = _running_sum_unrolled(_first_log_placeholder_dropped(_eval_placeholders_dropped(_generator_as_loss(run))))
     # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
     # which must fall) is still judged on its return by the RL rules.
     judged_on_reward = "reward" in run.series and detect_objective(run)[0] == "rl"

@@ -92,12 +92,11 @@ def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
     "nan",
     "a logged loss is NaN or ±Inf",
     needs=[Need(("loss", "reward"), 1, finite=False)],
-    thresholds=["min_trend_points"],
     implies=("TP-NAN-GRAD",),
     least_evidence="A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss. So is the training program's own line that it stopped on one.",
     detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log (in a run with no single loss, an RL run whose terms are an actor's and a critic's, any train loss term); an auxiliary train term set aside from the loss's shape (a router's load-balancing loss, a z-loss, an aux loss) finite at every log until it turns non-finite and stays so to its last logged value, at least 2 values, since the training adds it to the objective it steps on; or, in a console capture, the program's own line that training stopped because the loss became non-finite (detectron2's 'Loss became infinite or NaN', the torchvision references' 'Loss is nan, stopping training', Keras' TerminateOnNaN, an exception whose message says the loss is NaN), which programs that stop at the first NaN print instead of the value.",
     why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",
-    not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite. A non-finite first log followed by finite losses only (at least {min_trend_points}) is not reported: a running mean printed before its first batch (0 / 0), which weights gone non-finite cannot produce.",
+    not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite. A non-finite first log followed by finite losses only (at least 8) is read as absent, with a note, and the run judged on the rest: a running mean printed before its first batch (0 / 0), which weights gone non-finite cannot produce.",
     causes="A learning rate too high for the model, fp16 overflow without a loss scaler, a log of 0 or division by zero in a custom loss, bad input data (NaN features, empty targets).",
     try_="Lower the learning rate or add warm-up, enable gradient clipping, use bf16 or a GradScaler for fp16, and check the batch at the first non-finite step for NaN inputs.",
 )
@@ -113,11 +112,6 @@ def check_nan(ctx):
     if not bad.any():
         aux = list(_nonfinite_auxiliary(ctx, s))
         yield from aux or _stopped_on_nonfinite(ctx, s)
-        return
-    if bad[0] and not bad[1:].any() and s.values.size - 1 >= ctx.th.min_trend_points:
-        # Only the first log, before or at the first update, and a finite run after it: a
-        # running mean printed before its first batch (0 / 0), not weights gone non-finite
-        # (once they are, every later loss is).
         return
     i = int(np.flatnonzero(bad)[0])
     count = int(bad.sum())

@@ -486,20 +486,14 @@ def _eval_placeholders_dropped(run: RunLog) -> RunLog:
     return replace(run, series=series, notes=[*run.notes, note])
 
 
-#: The fewest finite train losses after a lone non-finite first one for it to be read as a
-#: running mean printed before its first batch (:func:`_first_log_placeholder_dropped`): the
-#: least a shape rule judges (``min_trend_points``' default, 8 logged points).
-FIRST_LOG_PLACEHOLDER_AFTER = 8
-
-
-def _first_log_placeholder_dropped(run: RunLog) -> RunLog:
+def _first_log_placeholder_dropped(run: RunLog, after: int) -> RunLog:
     """``run`` with a lone non-finite first train loss left out, with a note, where every
-    later one (at least :data:`FIRST_LOG_PLACEHOLDER_AFTER`) is finite: a running mean
-    printed before its first batch (0 / 0; helper 62's run FAILed TP-NAN on it with 400
-    finite, falling losses after it). Weights gone non-finite make every later loss
-    non-finite, so this is no NaN of the run. ``run`` itself otherwise."""
+    later one (at least ``after``: ``min_trend_points``, the least a shape rule judges) is
+    finite: a running mean printed before its first batch (0 / 0; helper 62's run FAILed
+    TP-NAN on it with 400 finite, falling losses after it). Weights gone non-finite make
+    every later loss non-finite, so this is no NaN of the run. ``run`` itself otherwise."""
     s = run.series.get("loss")
-    if s is None or s.values.size < FIRST_LOG_PLACEHOLDER_AFTER + 1:
+    if s is None or s.values.size < after + 1:
         return run
     bad = ~np.isfinite(s.values)
     if not bad[0] or bad[1:].any():
@@ -631,7 +625,8 @@ def judge_runlog(
             ],
             meta=dict(run.meta),
         )
-    run = _running_sum_unrolled(_first_log_placeholder_dropped(_eval_placeholders_dropped(_generator_as_loss(run))))
+    run = _eval_placeholders_dropped(_generator_as_loss(run))
+    run = _running_sum_unrolled(_first_log_placeholder_dropped(run, th.min_trend_points))
     # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
     # which must fall) is still judged on its return by the RL rules.
     judged_on_reward = "reward" in run.series and detect_objective(run)[0] == "rl"

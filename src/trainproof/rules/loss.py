@@ -96,7 +96,7 @@ def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
     least_evidence="A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss. So is the training program's own line that it stopped on one.",
     detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log (in a run with no single loss, an RL run whose terms are an actor's and a critic's, any train loss term); an auxiliary train term set aside from the loss's shape (a router's load-balancing loss, a z-loss, an aux loss) finite at every log until it turns non-finite and stays so to its last logged value, at least 2 values, since the training adds it to the objective it steps on; or, in a console capture, the program's own line that training stopped because the loss became non-finite (detectron2's 'Loss became infinite or NaN', the torchvision references' 'Loss is nan, stopping training', Keras' TerminateOnNaN, an exception whose message says the loss is NaN), which programs that stop at the first NaN print instead of the value.",
     why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",
-    not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite. A non-finite first log followed by finite losses only (at least 8) is read as absent, with a note, and the run judged on the rest: a running mean printed before its first batch (0 / 0), which weights gone non-finite cannot produce.",
+    not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite. A non-finite first log followed by finite losses only (at least min_trend_points of them) is read as absent, with a note, and the run judged on the rest: a running mean printed before its first batch (0 / 0), which weights gone non-finite cannot produce.",
     causes="A learning rate too high for the model, fp16 overflow without a loss scaler, a log of 0 or division by zero in a custom loss, bad input data (NaN features, empty targets).",
     try_="Lower the learning rate or add warm-up, enable gradient clipping, use bf16 or a GradScaler for fp16, and check the batch at the first non-finite step for NaN inputs.",
 )
@@ -152,10 +152,11 @@ def _nonfinite_auxiliary(ctx, s):
     is left alone (a step the scaler skipped), and so is one non-finite now and then all
     run (an empty mean on steps whose expert layers were skipped)."""
     own = set(ctx.run.mapping.get("loss", {}).get("sum_of") or [s.key])
-    for key in auxiliary_terms(o.key for o in ctx.run.series.values()):
-        o = next((x for x in ctx.run.series.values() if x.key == key), None)
-        if o is None or key in own:
+    aux = set(auxiliary_terms(o.key for o in ctx.run.series.values())) - own
+    for o in ctx.run.series.values():
+        if o.key not in aux:
             continue
+        key = o.key
         fin = np.isfinite(o.values)
         if fin.all() or fin[-1]:
             continue
@@ -1762,10 +1763,11 @@ def chance_state(ctx) -> dict | None:
             if set(words(series.key)) & NOT_NATS_WORDS:
                 continue  # no cross-entropy in nats: ln(k) is not its guess
             hit = chance_level(series.values, *args)
-            if hit is not None and not _accuracy_at_chance(ctx, hit[0]) and not _band_names_level(hit):
-                continue  # too noisy to tell ln(k) from its neighbours, and no accuracy names k
             if hit is not None:
-                st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": _accuracy_at_chance(ctx, hit[0])}
+                acc = _accuracy_at_chance(ctx, hit[0])
+                if not acc and not _band_names_level(hit):
+                    continue  # too noisy to tell ln(k) from its neighbours, and no accuracy names k
+                st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": acc}
                 st["start"] = start
                 st["from_above"] = start >= th.chance_start_ratio * hit[1]
                 # A held-out accuracy that beats a guess over k says the level is a

@@ -77,6 +77,17 @@ def _streak(s: Series, hit: np.ndarray, k: int) -> tuple[int, int] | None:
     return None
 
 
+def _aligned(ctx, key: str, other_key: str) -> tuple[Series, np.ndarray] | None:
+    """``key``'s finite checks that ``other_key`` also logged, and ``other_key``'s values at
+    them (shape ``(n,)`` each): two measurements of one check read together. ``None`` when
+    they share no check."""
+    a, b = ctx.finite(key), ctx.finite(other_key)
+    common, i_a, i_b = np.intersect1d(a.steps, b.steps, return_indices=True)
+    if common.size == 0:
+        return None
+    return Series(a.name, a.key, a.steps[i_a], a.values[i_a], a.lines[i_a]), b.values[i_b]
+
+
 def _persistent(
     ctx,
     key: str,
@@ -617,12 +628,11 @@ def check_layer_update_ratio(ctx):
         return
     if not ctx.has("model/layer_update_ratio_min"):
         return
-    hi, lo = ctx.finite("model/layer_update_ratio_max"), ctx.finite("model/layer_update_ratio_min")
-    common, i_hi, i_lo = np.intersect1d(hi.steps, lo.steps, return_indices=True)
-    if common.size == 0:
+    pair = _aligned(ctx, "model/layer_update_ratio_min", "model/layer_update_ratio_max")
+    if pair is None:
         return
-    both = Series(lo.name, lo.key, lo.steps[i_lo], lo.values[i_lo], lo.lines[i_lo])
-    moving = hi.values[i_hi] >= ctx.th.update_ratio_low_log10
+    both, hi_values = pair
+    moving = hi_values >= ctx.th.update_ratio_low_log10
     hit = (both.values < ctx.th.layer_update_ratio_low_log10) & moving
     streak = _streak(both, hit, ctx.th.model_checks)
     if streak is None:
@@ -636,7 +646,7 @@ def check_layer_update_ratio(ctx):
         f"model/layer_update_ratio_min was below {num(ctx.th.layer_update_ratio_low_log10)} (log10) while "
         f"model/layer_update_ratio_max was at least {num(ctx.th.update_ratio_low_log10)} at {length} checks in a "
         f"row, from step {step(both.steps[start])} (line {int(both.lines[start])}, smallest {v0:.2f}, largest "
-        f"{float(hi.values[i_hi][start]):.2f}) to step {step(both.steps[end])}; needed {ctx.th.model_checks} in a "
+        f"{float(hi_values[start]):.2f}) to step {step(both.steps[end])}; needed {ctx.th.model_checks} in a "
         f"row.{text}",
         {
             "key": "model/layer_update_ratio_min",
@@ -1019,12 +1029,11 @@ def _wide_share(ctx, key: str, rows_key: str, bar: float, message: Callable[[flo
     """The finding of a share ``key`` at or above ``bar`` at ``model_checks`` checks in a
     row, each measured over at least ``activation_min_rows`` rows (``rows_key`` at the same
     check), or ``None``."""
-    share, rows = ctx.finite(key), ctx.finite(rows_key)
-    common, i_s, i_r = np.intersect1d(share.steps, rows.steps, return_indices=True)
-    if common.size == 0:
+    pair = _aligned(ctx, key, rows_key)
+    if pair is None:
         return None
-    both = Series(share.name, share.key, share.steps[i_s], share.values[i_s], share.lines[i_s])
-    wide = rows.values[i_r] >= ctx.th.activation_min_rows
+    both, rows = pair
+    wide = rows >= ctx.th.activation_min_rows
     streak = _streak(both, (both.values >= bar) & wide, ctx.th.model_checks)
     if streak is None:
         return None
@@ -1037,7 +1046,7 @@ def _wide_share(ctx, key: str, rows_key: str, bar: float, message: Callable[[flo
         message(v0),
         f"{key} was at or above {pct(bar)} over at least {ctx.th.activation_min_rows} rows ({rows_key}) at "
         f"{length} checks in a row, from step {step(both.steps[start])} (line {int(both.lines[start])}, value "
-        f"{num(v0)}, {int(rows.values[i_r][start])} rows) to step {step(both.steps[end])} (largest "
+        f"{num(v0)}, {int(rows[start])} rows) to step {step(both.steps[end])} (largest "
         f"{num(float(np.max(inside)))}); needed {ctx.th.model_checks} in a row.{text}",
         {
             "key": key,
@@ -1046,7 +1055,7 @@ def _wide_share(ctx, key: str, rows_key: str, bar: float, message: Callable[[flo
             "checks_in_a_row": length,
             "first_value": v0,
             "extreme_value": float(np.max(inside)),
-            "rows": float(rows.values[i_r][start]),
+            "rows": float(rows[start]),
             "layer": name,
         },
         step=both.steps[start],

@@ -176,14 +176,29 @@ def test_hf_dicts_with_step_have_training_steps_and_no_rows_note(tmp_path: Path)
 # --------------------------------------------------------------------------- OLMo and logging prefixes
 
 
+#: OLMo's two logging prefixes: the plain handler's tab-separated fields, and its rich
+#: handler's bracketed time, padded level and ``[module:line, rank=N]``.
+OLMO_PREFIXES = {
+    "plain": "2025-12-26 19:17:38.772\tnode-a-01:0\tolmo.train:990\tINFO\t",
+    "rich": "[2025-12-26 19:17:38] INFO     [olmo.train:990, rank=0] ",
+}
+
+
 def olmo_log(
-    steps: list[int], total: int, lr_line: bool = True, config: bool = True, zloss: bool = False, tau: float = 300
+    steps: list[int],
+    total: int,
+    lr_line: bool = True,
+    config: bool = True,
+    zloss: bool = False,
+    tau: float = 300,
+    prefix: str = "plain",
 ) -> str:
-    """OLMo's trainer console: a tab-separated logging prefix, ``[step=N/T,epoch=0]``, then
-    indented metric lines; a config dump and wandb noise around it. ``zloss`` adds
-    ``train/ZLoss``, falling 1e-2 -> 1e-4 over the first fifth and then growing tenfold
-    (the logits' log-partition drifting up as the model sharpens)."""
-    pre = "2025-12-26 19:17:38.772\tnode-a-01:0\tolmo.train:990\tINFO\t"
+    """OLMo's trainer console: a logging prefix (:data:`OLMO_PREFIXES`),
+    ``[step=N/T,epoch=0]``, then indented metric lines; a config dump and wandb noise
+    around it. ``zloss`` adds ``train/ZLoss``, falling 1e-2 -> 1e-4 over the first fifth
+    and then growing tenfold (the logits' log-partition drifting up as the model
+    sharpens)."""
+    pre = OLMO_PREFIXES[prefix]
     out = ["W1226 19:16:08.325000 138614 torch/distributed/run.py:803] *****\n"]
     if config:
         out.append(
@@ -209,9 +224,10 @@ def olmo_log(
     return "".join(out)
 
 
+@pytest.mark.parametrize("prefix", sorted(OLMO_PREFIXES))
 @pytest.mark.parametrize(("steps", "total"), [(list(range(10, 1001, 10)), 1000), (list(range(100, 2100, 100)), 739328)])
-def test_olmo_console_reads_its_steps_loss_lr_and_grad_norm(tmp_path: Path, steps, total) -> None:
-    run = read_runlog(write(tmp_path, olmo_log(steps, total)))
+def test_olmo_console_reads_its_steps_loss_lr_and_grad_norm(tmp_path: Path, steps, total, prefix) -> None:
+    run = read_runlog(write(tmp_path, olmo_log(steps, total, prefix=prefix)))
     assert run.format == "console"
     assert run.series["loss"].key == "train_cross_entropy_loss"
     assert run.series["loss"].steps.tolist() == [float(s) for s in steps]
@@ -220,8 +236,19 @@ def test_olmo_console_reads_its_steps_loss_lr_and_grad_norm(tmp_path: Path, step
     assert run.series["lr"].key == "optim_learning_rate_group0"
     assert run.series["lr"].values[-1] == pytest.approx(4e-4)
     # the logging prefix (host:rank, logger:line) and the config dump give no series
-    assert not any(k.startswith(("node", "olmo")) or "auxiliary" in k for k in run.series)
-    assert judge(write(tmp_path, olmo_log(steps, total), "again.log")).verdict.value == "PASS"
+    assert not any(k.startswith(("node", "olmo", "rank")) or "auxiliary" in k for k in run.series)
+    assert judge(write(tmp_path, olmo_log(steps, total, prefix=prefix), "again.log")).verdict.value == "PASS"
+
+
+def test_a_bracketed_step_after_the_level_is_the_message_s_not_a_logger_location(tmp_path: Path) -> None:
+    # the logger's location is a dotted module (or a .py file) and its line; ``[step:N]``
+    # right after the level is the message's own counter
+    text = "".join(
+        f"[2025-01-01 10:00:00] INFO     [step:{s}] loss={2 + 3 * math.exp(-s / 100):.4f}\n" for s in range(10, 510, 10)
+    )
+    run = read_runlog(write(tmp_path, text))
+    assert run.series["loss"].steps.tolist()[:3] == [10.0, 20.0, 30.0]
+    assert list(run.series) == ["loss"]
 
 
 @pytest.mark.parametrize("total", [1000, 5000, 30000])

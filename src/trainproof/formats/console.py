@@ -301,10 +301,14 @@ _RULER = re.compile(r"^\s*-{5,}\s*$")
 # ``I1226 19:16:08.325 138614 file.py:803]``. Its ``name:number`` parts (``host:0``,
 # ``olmo.train:990``) are no metrics, so the line is read from its message on. The part
 # before the level holds no ``=``, so a message that prints a level word later keeps its pairs.
+# After the level, the logger's location in brackets: ``[train.py:120]``, or a dotted
+# module and its line with the rank (OLMo's rich handler: ``[olmo.train:816, rank=0]``); a
+# name with no dot (``[step:10]``) stays the message's.
 _LOG_PREFIX = re.compile(
     r"^\s*(?:\[[^\]\s]{1,100}\]\s+)?\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
     r"[^=\n]{0,100}?(?<![\w/.-])(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|TRACE|NOTICE)(?![\w/.-])\]?\s*[:|\-]?\s*"
-    r"(?:\[[\w.-]{1,100}\.py:\d+(?::\w{1,100})?\]\s*)?(?:\[Rank \d+\]\s*)?"
+    r"(?:\[(?:[\w.-]{1,100}\.py|[\w-]{1,100}(?:\.[\w-]{1,100}){1,10}):\d+(?::\w{1,100})?(?:,\s?rank=\d{1,6})?\]\s*)?"
+    r"(?:\[Rank \d+\]\s*)?"
     r"|^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+[^\]\s]{1,200}\]\s?"
 )
 #: A tqdm frame at a line's start, up to the end of its bracket (``Map:  45%|████▌ |

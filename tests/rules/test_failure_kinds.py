@@ -513,6 +513,49 @@ def test_dpo_margins_exactly_zero_throughout_is_no_signal():
     assert f.level is Level.FAIL and f.data["value"] == 0.0
 
 
+def _returns(n, seed, *, first, floor, blips=0, solved_at=None, top=1.0, noise=0.0):
+    """``n`` episodic returns of a policy: ``first`` random returns around the middle of
+    the range, then ``floor`` at every iteration with ``blips`` rare successes spread over
+    the first third; with ``solved_at`` (a share), a noisy rise to ``top`` held exactly
+    from there on (a policy that found the environment's maximum)."""
+    rng = np.random.default_rng(seed)
+    r = np.full(n, floor, dtype=float)
+    r[:first] = floor + (top - floor) * rng.uniform(0.2, 0.6, first)
+    for i in rng.choice(np.arange(first, max(first + 1, n // 3)), size=blips, replace=False):
+        r[i] = floor + (top - floor) * rng.uniform(0.3, 1.0)
+    if solved_at is not None:
+        k = int(solved_at * n)
+        r[first:k] = floor + (top - floor) * np.linspace(0.2, 0.9, k - first) + noise * rng.standard_normal(k - first)
+        r[k:] = top
+    return run_of(reward=r, **{"losses/value_loss": np.exp(-np.linspace(0, 2, n)) + 0.01})
+
+
+@pytest.mark.parametrize("n", [60, 150, 1000])
+@pytest.mark.parametrize("first,blips", [(1, 0), (2, 1), (4, 2)])
+def test_a_return_pinned_at_its_floor_after_its_first_logs_is_no_signal(n, first, blips):
+    # at most a tenth of the returns differ (rl_pinned_share)
+    for seed in range(2):
+        rep = judge_runlog(_returns(n, seed, first=first, floor=-0.2, blips=blips))
+        f = one(rep, "TP-RL-NO-SIGNAL")
+        assert f.level is Level.FAIL and f.data["value"] == -0.2, rep.ids()
+
+
+@pytest.mark.parametrize("n", [40, 150, 1000])
+def test_a_return_held_at_the_maximum_or_a_sparse_reward_found_again_is_signal(n):
+    for seed in range(2):
+        # solved: rises, then the maximum at every iteration from 10-60% of the run on
+        for solved_at in (0.1, 0.3, 0.6):
+            rep = judge_runlog(_returns(n, seed, first=3, floor=-0.2, solved_at=solved_at, top=0.94, noise=0.02))
+            assert "TP-RL-NO-SIGNAL" not in ids(rep) and rep.verdict is not Level.FAIL, (solved_at, rep.ids())
+        # a sparse reward found at a tenth of the iterations, all through the run
+        rng = np.random.default_rng(seed)
+        r = np.zeros(n)
+        r[rng.choice(n, size=max(4, n // 10), replace=False)] = 1.0
+        r[-1] = 0.0
+        rep = judge_runlog(run_of(reward=r, **{"losses/value_loss": np.linspace(1, 0.5, n)}))
+        assert "TP-RL-NO-SIGNAL" not in ids(rep), rep.ids()
+
+
 def grpo(n, zero_std, reward):
     return run_of(loss=np.full(n, 1e-4), reward=reward, frac_reward_zero_std=zero_std, grad_norm=np.full(n, 0.3))
 
@@ -963,6 +1006,30 @@ def test_preferences_being_learned_are_not_flagged(n):
     for run in (healthy, slow, late):
         rep = judge_runlog(run)
         assert "TP-PREF-NOT-LEARNING" not in ids(rep), rep.ids()
+
+
+@pytest.mark.parametrize("n,seed", [(60, 0), (300, 1)])
+def test_the_train_preference_accuracy_is_judged_before_a_held_out_one(n, seed):
+    # TRL logs eval_rewards/accuracies at each evaluation beside the train series at every
+    # log; whichever key the log names first, the train series (on the run's own pairs) is
+    # the one judged
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    evals = np.full(n, np.nan)
+    evals[:: n // 6] = 0.5 + 0.02 * rng.standard_normal(evals[:: n // 6].size)
+
+    def run(train_acc, loss):
+        return run_of(
+            **{"eval_rewards/accuracies": evals.copy()},
+            loss=loss * np.exp(0.003 * rng.standard_normal(n)),
+            **{"rewards/accuracies": np.clip(train_acc + 0.04 * rng.standard_normal(n), 0, 1)},
+            **{"rewards/margins": 1e-5 * rng.standard_normal(n)},
+        )
+
+    stuck = judge_runlog(run(np.full(n, 0.5), np.full(n, 0.6931)))
+    assert one(stuck, "TP-PREF-NOT-LEARNING").data["accuracy_key"] == "rewards/accuracies"
+    learning = judge_runlog(run(0.5 + 0.3 * (1 - np.exp(-5 * t)), 0.693 - 0.2 * t))
+    assert "TP-PREF-NOT-LEARNING" not in ids(learning)
 
 
 def test_too_few_accuracy_points_or_none_is_not_judged_by_it():

@@ -102,14 +102,16 @@ def _zero_std_share(ctx):
     "zero",
     "no learning signal: the reward never varies",
     needs=[Need("reward", "zero_min_points")],
-    thresholds=["zero_min_points", "rl_zero_std_fail", "rl_zero_reward_share"],
+    thresholds=["zero_min_points", "rl_zero_std_fail", "rl_zero_reward_share", "rl_pinned_share"],
     verdict_bearing=True,
     objectives=("rl",),
     implies=("TP-PREF-NOT-LEARNING",),
     least_evidence="A reward identical at every one of at least {zero_min_points} points, or GRPO's zero-spread share at a median of {rl_zero_std_fail} with the reward 0 on {rl_zero_reward_share:.0%} of steps.",
     detects=(
         "On an RL or preference objective with at least {zero_min_points} reward points: every finite reward (or preference "
-        "margin) is the same value; or, for GRPO, the share of groups with zero reward spread "
+        "margin) is the same value; or it equals its last value at {rl_pinned_share:.0%} of its points or more, unbroken "
+        "over the last half of them or more, at a level no higher than the median of the points that differ (a random first "
+        "policy's few different returns, then one return at nearly every update); or, for GRPO, the share of groups with zero reward spread "
         "(frac_reward_zero_std) has a median of at least {rl_zero_std_fail} over the run while the reward is exactly 0 on at "
         "least {rl_zero_reward_share:.0%} of the steps. When it does not fire, the run has been judged on its reward: an RL or "
         "preference run without a gradient norm is not left unjudged."
@@ -137,6 +139,19 @@ def check_rl_no_signal(ctx):
             line=rw.lines[0],
         )
         return
+    pinned = _pinned_tail(v, th)
+    if pinned is not None:
+        j, others, k = pinned
+        yield ctx.finding(
+            f"no learning signal: the reward ({rw.key}) is {num(v[-1])} at {pct((v.size - k) / v.size)} of logged steps",
+            f"{v.size - k} of {len(rw)} finite values of {rw.key} are exactly {num(v[-1])}, every one from step "
+            f"{step(rw.steps[j])} to the last ({step(rw.steps[-1])}); the {k} others (median {num(others)}) are no "
+            "lower: the policy gets one return at nearly every update.",
+            {"reward_key": rw.key, "points": len(rw), "value": float(v[-1]), "pinned_from": rw.steps[j]},
+            step=rw.steps[j],
+            line=rw.lines[j],
+        )
+        return
     z = _zero_std_share(ctx)
     if z is None:
         return
@@ -151,6 +166,25 @@ def check_rl_no_signal(ctx):
             step=rw.steps[0],
             line=rw.lines[0],
         )
+
+
+def _pinned_tail(v: np.ndarray, th) -> tuple[int, float, int] | None:
+    """``(first index of the final stretch, median of the other values, their count)``
+    where ``v`` (finite rewards, shape ``(n,)``) equals its last value at no fewer than
+    ``rl_pinned_share`` of its points (and ``zero_min_points``), the final stretch of that
+    value unbroken over at least half of them, and the value no higher than the median of
+    the points that differ; ``None`` otherwise (also when every value is equal). The
+    differing points are a random first policy's few returns, or a rare success it never
+    repeated; a sparse reward the policy keeps finding breaks the stretch or the share."""
+    differ = np.flatnonzero(v != v[-1])
+    if not differ.size:
+        return None
+    same = v.size - differ.size
+    j = int(differ[-1]) + 1
+    if same < max(th.zero_min_points, th.rl_pinned_share * v.size) or v.size - j < v.size / 2:
+        return None
+    others = float(median(v[differ]))
+    return (j, others, int(differ.size)) if v[-1] <= others else None
 
 
 def reward_pinned(ctx, warn: bool = False) -> dict | None:
@@ -489,12 +523,16 @@ def check_rl_return_falling(ctx):
 
 def _trl_series(ctx, name: str):
     """TRL's ``name`` series (``rewards/accuracies``, ``rewards/margins``; whatever its
-    prefix), finite points only, or ``None``."""
+    prefix), finite points only, or ``None``: the train series (on the run's own pairs, at
+    every log) before a held-out one (``eval_rewards/accuracies``, a few evaluations), then
+    the one with more points."""
+    found = []
     for sr in ctx.run.series.values():
         if sr.key.lower().endswith(name):
             f = sr.finite()
-            return f if len(f) else None
-    return None
+            if len(f):
+                found.append((measured_held_out(sr.key), -len(f), sr.key, f))
+    return min(found, key=lambda x: x[:3])[3] if found else None
 
 
 def _pref_loss_ends(ctx) -> tuple[float, float, int, float]:

@@ -1044,6 +1044,23 @@ class Thresholds:
     )
     rl_zero_reward_share: float = threshold(0.8, see="rl_zero_std_fail", unit="share", valid=SHARE)
     rl_zero_std_warn: float = threshold(0.5, see="rl_zero_std_fail", unit="share", valid=SHARE)
+    rl_pinned_share: float = threshold(
+        0.9,
+        "TP-RL-NO-SIGNAL on a reward that never varies after its first few logs: equal to its "
+        "last value at no fewer than this share of its points (and zero_min_points), unbroken "
+        "over the last half of them or more, at a level no higher than the median of the points "
+        "that differ (a policy that found the environment's maximum holds it too, above the rest). "
+        "A random first policy may stumble on a few different returns, or one rare success, "
+        "before it settles; every update after that sees one return. A sparse reward the policy "
+        "keeps finding (a tenth of its iterations or more, or late in the run) breaks the share "
+        "or the stretch. A new user's PPO with its policy loss's sign flipped returned -0.066 "
+        "and -0.068, then exactly -0.2 (the corridor's worst: never reaching the goal) at 147 "
+        "of 150 iterations with one -0.135 at iteration 28, and PASSed: the whole-run check "
+        "needs every value equal, and the end-to-start comparisons read medians that already "
+        "held the fall. Its healthy twin holds 0.94 from iteration 15 of 150 (90%), above the rest.",
+        unit="share",
+        valid=SHARE,
+    )
     pref_chance_accuracy: float = threshold(
         0.6,
         "A preference run (DPO, IPO, ORPO, CPO: TRL logs rewards/accuracies, the share of "

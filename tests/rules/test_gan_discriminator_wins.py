@@ -96,6 +96,30 @@ def test_a_discriminator_that_wins_and_holds_is_a_warn_from_its_onset(onset, n):
         assert f.data["discriminator_end"] <= DEFAULT.gan_win_ratio * f.data["discriminator_start"]
 
 
+@pytest.mark.parametrize("n", [25, 300, 5000])
+@pytest.mark.parametrize("first", [1, 3])
+def test_a_discriminator_that_won_before_the_first_fifth_ended_is_measured_against_ln2(n, first):
+    # D's learning rate 100x G's: the discriminator wins within the first logs, so its
+    # first fifth already sits near 0 and has no level of the game to fall from
+    for seed in range(6):
+        sigma = (0.05, 0.3, 0.6)[seed % 3]
+        rng = np.random.default_rng(seed)
+        t = np.linspace(0, 1, n)
+        d = 10 ** rng.uniform(-4, -2.5) * _noise(rng, n, sigma)
+        d[:first] = 1.3
+        g = (5.0 + 7.0 * (1 - np.exp(-t / 0.2))) * _noise(rng, n, 0.05)
+        g[:first] = 0.8
+        rep = _judge(g, d)
+        (f,) = [f for f in rep.findings if f.id == RULE]
+        assert f.level is Level.WARN, (n, seed)
+        # a composite generator loss that falls (reconstruction-dominated) is no lost game
+        rep = _judge(np.linspace(40.0, 8.0, n) * _noise(rng, n, 0.05), d)
+        assert RULE not in rep.ids(), (n, seed)
+        # a discriminator at a tenth of ln 2 all run (confident, not certain) has not won
+        rep = _judge(g, np.full(n, 0.07) * _noise(rng, n, sigma))
+        assert RULE not in rep.ids(), (n, seed)
+
+
 def test_a_collapse_that_recovers_at_the_end_is_no_win():
     g, d = broken(400, 0.1, 3, 0.4)
     d[-60:], g[-60:] = 0.7, 1.5  # caught up over the last 15%

@@ -5,6 +5,8 @@ generator no gradient to learn from."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..findings import Level
@@ -26,7 +28,10 @@ from .registry import CannotJudge, Need, rule
         "On an adversarial objective with both sides' losses logged and never below 0: over the last "
         "{gan_tail_share:.0%} of the points and over their last third, the discriminator's loss has a median at or "
         "under {gan_win_ratio:g} of its median over the first fifth, and the generator's median over that tail is at "
-        "least {gan_rise_ratio:g}x its own first-fifth median."
+        "least {gan_rise_ratio:g}x its own first-fifth median. A discriminator already at or under {gan_win_ratio:g} "
+        "of ln 2 over its first fifth (it won before the first fifth ended) is measured against ln 2 instead, the loss "
+        "per side of a discriminator that cannot tell real from generated, and then the generator's tail median must "
+        "be at least {gan_rise_ratio:g}x ln 2 and no lower than its first-fifth median."
     ),
     why=(
         "A discriminator that tells real from generated samples with near certainty passes the generator a "
@@ -71,8 +76,14 @@ def check_gan_discriminator_wins(ctx):
     d_start, d_end = float(np.median(d_head)), float(np.median(d_tail))
     d_last = float(np.median(d_tail[len(d_tail) - max(1, len(d_tail) // 3) :]))
     g_start, g_end = float(np.median(g_head)), float(np.median(g_tail))
-    bar = th.gan_win_ratio * d_start
-    if not d_start > 0 or max(d_end, d_last) > bar or not g_end >= th.gan_rise_ratio * g_start:
+    # A discriminator that won within the first fifth has no early level of the game to
+    # fall from: it is measured against ln 2, the loss per side of one that cannot tell
+    # real from generated (the lower of the two conventions: a mean over both sides, or
+    # a sum at 2 ln 2), and the generator's loss must be no lower than its own early level.
+    won_early = d_start <= th.gan_win_ratio * math.log(2)
+    bar = th.gan_win_ratio * (math.log(2) if won_early else d_start)
+    g_ref = math.log(2) if won_early else g_start
+    if max(d_end, d_last) > bar or not g_end >= th.gan_rise_ratio * g_ref or (won_early and g_end < g_start):
         return
     # The onset: the first of 20 blocks from which every block's median of the
     # discriminator's loss is under the bar.

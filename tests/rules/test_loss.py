@@ -1352,7 +1352,18 @@ def test_objective_changed_reads_the_spellings_of_a_kl_weight(key):
 
 
 @pytest.mark.parametrize(
-    "key", ["label_smoothing", "smoothing", "l2_weight", "reg_weight", "lambda_reg", "penalty_coef"]
+    "key",
+    [
+        "label_smoothing",
+        "smoothing",
+        "l2_weight",
+        "reg_weight",
+        "lambda_reg",
+        "penalty_coef",
+        "aux_weight",
+        "train/aux_loss_coef",
+        "auxiliary_loss_weight",
+    ],
 )
 def test_objective_changed_a_smoothing_or_penalty_weight_ramped_up(key):
     # A helper's healthy runs: label smoothing ramped 0 -> 0.4 (the cross-entropy's floor

@@ -394,6 +394,53 @@ def _implied_kl_weight(ctx, best_step: float) -> str | None:
     )
 
 
+#: Words of a key that names a term added to the loss, whose weight (with one of
+#: :data:`KL_WEIGHT_WORDS`: ``kl_weight``, ``aux_weight``, ``lambda_reg``) is a weight of
+#: the objective: a KL term, an auxiliary head's loss, a penalty.
+LOSS_TERM_WORDS = frozenset({"kl", "kld", "aux", "auxiliary"}) | PENALTY_WORDS
+
+
+def _schedule_kind(w: set) -> tuple[bool, bool, bool, bool]:
+    """``(weight, size, stage, noise)``: whether a key of words ``w`` logs a loss-term
+    weight (:data:`OBJECTIVE_WEIGHT_WORDS`, or one of :data:`LOSS_TERM_WORDS` with one of
+    :data:`KL_WEIGHT_WORDS`), an example size, a curriculum's stage (or a size) or a noise
+    level added to the data (see :func:`objective_schedule`)."""
+    weight = bool(w & OBJECTIVE_WEIGHT_WORDS) or bool(w & LOSS_TERM_WORDS and w & KL_WEIGHT_WORDS)
+    size = bool(w & EXAMPLE_WORDS and w & SIZE_WORDS) or "resolution" in w
+    stage = (bool(w & STAGE_WORDS) or size) and not w & _SCHEDULE_WORDS
+    noise = bool(w & NOISE_WORDS) and not w & _MEASURED_NOISE_WORDS
+    return weight, size, stage, noise
+
+
+def objective_moved_between(ctx, lo_step: float, hi_step: float) -> str | None:
+    """A logged schedule of the objective (:func:`_schedule_kind`: a loss-term weight, a
+    stage, an example size, a noise level) whose value changed between its last log at or
+    before ``lo_step`` and its first at or after ``hi_step`` (a weight or a noise level by
+    ``objective_weight_rise`` either way, or from 0; a stage or a size to any other value),
+    as a sentence, or ``None``. A loss that jumps where the objective it sums changed (an
+    auxiliary head switched on, a curriculum's next stage) jumps by design."""
+    for name, series in ctx.run.series.items():
+        if name in _NOT_OBJECTIVE_SCHEDULES:
+            continue
+        weight, size, stage, noise = _schedule_kind(set(words(series.key or name)))
+        if not (weight or stage or noise):
+            continue
+        f = ctx.finite(name)
+        i = np.flatnonzero(f.steps <= lo_step)
+        j = np.flatnonzero(f.steps >= hi_step)
+        if not i.size or not j.size:
+            continue
+        a, b = float(f.values[i[-1]]), float(f.values[j[0]])
+        if stage and not (weight or noise):
+            moved = a != b
+        else:
+            r = ctx.th.objective_weight_rise
+            moved = (a == 0) != (b == 0) or (a * b > 0 and max(a / b, b / a) >= r)
+        if moved:
+            return f"{series.key or name} went from {num(a)} to {num(b)} there"
+    return None
+
+
 def objective_schedule(ctx, best_step: float) -> str | None:
     """A logged schedule of the objective that moved after ``best_step``: a loss-term
     weight (:data:`OBJECTIVE_WEIGHT_WORDS`, a KL weight) or a noise level that a
@@ -407,10 +454,7 @@ def objective_schedule(ctx, best_step: float) -> str | None:
         if name in _NOT_OBJECTIVE_SCHEDULES:
             continue
         w = set(words(series.key or name))
-        weight = bool(w & OBJECTIVE_WEIGHT_WORDS) or bool(w & ({"kl", "kld"} | PENALTY_WORDS) and w & KL_WEIGHT_WORDS)
-        size = bool(w & EXAMPLE_WORDS and w & SIZE_WORDS) or "resolution" in w
-        stage = (bool(w & STAGE_WORDS) or size) and not w & _SCHEDULE_WORDS
-        noise = bool(w & NOISE_WORDS) and not w & _MEASURED_NOISE_WORDS
+        weight, size, stage, noise = _schedule_kind(w)
         setting = _setting_words(w) is not None
         if setting and not (weight or stage or noise):
             moved = _moved_and_was_learned(ctx, ctx.finite(name), best_step)
@@ -650,3 +694,12 @@ def nan_eval_onset(bad: np.ndarray) -> int | None:
 #: an evaluation skipped at a resume one and a half times that), before the stretch is
 #: evaluations that turned non-finite.
 PLACEHOLDER_GAP_SLACK = 1.5
+
+
+#: Words of a key that measures on held-out data (an eval or validation accuracy).
+HELD_OUT_WORDS = frozenset({"val", "valid", "validation", "eval", "test", "dev"})
+
+
+def measured_held_out(key: str) -> bool:
+    """Whether a logged key names held-out data (:data:`HELD_OUT_WORDS`)."""
+    return bool(HELD_OUT_WORDS & set(words(key)))

@@ -15,7 +15,7 @@ import numpy as np
 from ..findings import Level
 from ._fmt import num, pct, signed_pct, step, times
 from ._schedule import fraction_ran
-from ._shared import log_loss, log_loss_noise, lr_restart_after, objective_schedule
+from ._shared import log_loss, log_loss_noise, lr_restart_after, objective_moved_between, objective_schedule
 from ._stats import (
     ar1_inflation,
     block_medians,
@@ -612,6 +612,7 @@ def check_loss_reset(ctx):
         "spike_worse_z",
         "spike_excursion_factor",
         "spike_excursion_share",
+        "objective_weight_rise",
     ],
     detects=(
         "A burst of at most {spike_max_points} consecutive points (or, for an excursion reaching "
@@ -624,7 +625,10 @@ def check_loss_reset(ctx):
         "reaches from there to the end of the log (the lowest median of any {spike_settle_points} consecutive "
         "points) must still be more than {spike_worse_ratio}x the level before the spike and above it by more "
         "than {spike_worse_z:g} standard errors of the two levels (the run settled worse); otherwise the "
-        "spikes came back, and the finding lists their steps. Never a FAIL: a spike that recovers is "
+        "spikes came back, and the finding lists their steps. Not a spike: a jump where a logged schedule of the "
+        "objective moved between the start of the level it is measured against and its first point (a loss-term weight such as beta, "
+        "kl_weight or aux_weight by {objective_weight_rise}x either way or from 0, a curriculum's stage, an "
+        "example size or a noise level): the objective changed. Never a FAIL: a spike that recovers is "
         "instability to watch, and it does not make a later plateau a divergence (TP-DIVERGE reads levels, "
         "which a burst of at most {spike_max_points} points does not move)."
     ),
@@ -695,6 +699,12 @@ def check_loss_spike(ctx):
         while end < n and y[end] - pre > bar:
             end += 1
         c = int(np.searchsorted(cand, end))
+        # A jump where a logged schedule of the objective moved (an auxiliary head's weight
+        # switched on, a curriculum's next stage), from the start of the level it is measured
+        # against to its first point, is the objective changing, not a spike.
+        lo = float(s.steps[max(i - pre_points - 1, 0)])
+        if i > 0 and objective_moved_between(ctx, lo, float(s.steps[i])) is not None:
+            continue
         # A burst longer than spike_max_points is a new level, unless it is an excursion of
         # an order of magnitude or more that lasts at most spike_excursion_share of the run:
         # a blow-up the run came back from within a few epochs is a spike, not a level.
@@ -761,8 +771,10 @@ def _recovered_spikes(ctx, s, recovered: list[tuple[int, int, float]]):
     jump = math.exp(big[2])
     return ctx.finding(
         f"loss spike{'s' if len(peaks) > 1 else ''} at step{'s' if len(peaks) > 1 else ''} {shown}; the run came back",
-        f"{len(peaks)} burst(s) of at most {ctx.th.spike_max_points} points above {num(ctx.th.spike_factor)}x the loss "
-        f"level before them and {num(ctx.th.spike_noise_z)} noise sigmas; the largest jumps to {num(s.values[big[0]])} "
+        f"{len(peaks)} burst(s) above {num(ctx.th.spike_factor)}x the loss level before them and "
+        f"{num(ctx.th.spike_noise_z)} noise sigmas, each at most {ctx.th.spike_max_points} points long or an excursion "
+        f"of {num(ctx.th.spike_excursion_factor)}x or more within {pct(ctx.th.spike_excursion_share)} of the run; the "
+        f"largest jumps to {num(s.values[big[0]])} "
         f"at step {step(s.steps[big[0]])} ({times(jump)} its level before, for {big[1]} point(s)). Each time the "
         "loss came back to within 10% or the noise of where it was.",
         {

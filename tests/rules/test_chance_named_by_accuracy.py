@@ -5,7 +5,9 @@ guessers over 16 to 21,843 classes (lengths, noise levels, train or held-out acc
 at the same loss whose accuracy is 0.2, a loss at ln k with no accuracy, a classifier that
 learns from ln k, an accuracy at 3/k; and a reviewer's healthy runs whose loss sat near ln k
 for some k while a small metric named like an accuracy (exact match, pass@1, retrieval top-1
-over a gallery, hit@1 over 50,000 items) sat at 1.2-1.6/k or rose as the model learned."""
+over a gallery, hit@1 over 50,000 items) sat at 1.2-1.6/k or rose as the model learned. Also a cross-entropy term
+logged beside a judged loss of another kind (a distillation run's hard-label term beside
+its total) at ln k with the accuracy at 1/k."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from _helpers import run_of
 
 from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
+
+from conftest import run_cli
 
 RULE = "TP-CHANCE-LEVEL"
 
@@ -82,3 +86,82 @@ def test_a_small_metric_that_rises_or_sits_above_the_band_names_no_k(n):
         top1 = 1.5 / k * np.exp(0.03 * rng.standard_normal(n))
         rep = judge_runlog(run_of(loss=loss, top1_accuracy=top1))
         assert RULE not in rep.ids() and rep.verdict is not Level.FAIL, (n, k, rep.ids())
+
+
+@pytest.mark.parametrize("k", [200, 1000, 21843])
+@pytest.mark.parametrize("n", [30, 90, 600])
+def test_a_top1_printed_in_percent_under_one_names_k(k, n, tmp_path):
+    # timm's summary.csv, DeiT's log.txt and torchvision print top-1 in percent: a guesser
+    # over 1,000 classes prints 0.1 (read as a share, 1/10, whose level ln 10 is not the
+    # loss's); the reading whose level agrees with the loss names k
+    for seed, key in enumerate(("eval_top1", "test_acc1", "val/acc1")):
+        loss, acc = _guesser(n, k, 0.003, seed, examples=max(50 * k, 50_000))
+        eval_loss = math.log(k) * np.exp(0.001 * np.random.default_rng(seed).standard_normal(n))
+        rep = judge_runlog(run_of(loss=loss, eval_loss=eval_loss, **{key: 100 * acc}))
+        assert RULE in rep.ids() and rep.verdict is Level.FAIL, (k, n, key, rep.ids())
+    # ... through the CSV reader, timm's columns
+    loss, acc = _guesser(n, k, 0.003, 7, examples=max(50 * k, 50_000))
+    rows = "".join(
+        f"{i},{loss[i]:.6f},{math.log(k):.6f},{100 * acc[i]:.4f},{500 * acc[i]:.4f},{0.1 * (1 - i / n):.6g}\n"
+        for i in range(n)
+    )
+    p = tmp_path / "summary.csv"
+    p.write_text("epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n" + rows)
+    code, _, _, doc = run_cli("judge", str(p), "--json")
+    assert code == 1 and RULE in {f["id"] for f in doc["reports"][0]["findings"]}
+
+
+@pytest.mark.parametrize("n", [30, 300])
+def test_a_share_that_names_a_small_k_is_not_read_in_percent(n):
+    # a 10-class guesser's share 0.1 at ln 10: k = 10 (the loss names it; percent would say 1,000)
+    loss, acc = _guesser(n, 10, 0.01, 3, examples=10_000)
+    rep = judge_runlog(run_of(loss=loss, accuracy=acc))
+    f = {x.id: x for x in rep.findings}
+    assert RULE in f
+    named = f[RULE].data.get("classes") or f[RULE].data.get("k")
+    assert named is None or named == 10, named
+    # a 1,000-class model that learns (top-1 in percent 0.1 -> 0.9, under 1 all run) is no guess
+    t = np.arange(n) / n
+    learn = math.log(1000) * (1 - 0.3 * t) * np.exp(0.003 * np.random.default_rng(1).standard_normal(n))
+    rep = judge_runlog(run_of(loss=learn, eval_top1=0.1 + 0.8 * t))
+    assert RULE not in rep.ids() and rep.verdict is not Level.FAIL, rep.ids()
+
+
+def _distilled(n, k, seed, *, frozen, acc_rate=None):
+    """A distillation run's total loss (the judged one: a KD term plus a hard-label CE),
+    its CE term and its train accuracy on batches of 128: a frozen student's CE at ln k and
+    accuracy at 1/k (or ``acc_rate``); a learning one's CE falling ln k -> 0.4."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / n
+    ce = math.log(k) * (np.ones(n) if frozen else 0.15 + 0.85 * np.exp(-5 * t)) * np.exp(0.01 * rng.standard_normal(n))
+    kd = 3.1 + 0.1 * t + 0.05 * rng.standard_normal(n)
+    p = (
+        (1 / k if frozen else 1 / k + (0.85 - 1 / k) * (1 - np.exp(-5 * t)))
+        if acc_rate is None
+        else np.full(n, acc_rate)
+    )
+    acc = rng.binomial(128, np.broadcast_to(p, (n,))) / 128
+    return 0.5 * ce + 0.5 * kd, ce, acc
+
+
+@pytest.mark.parametrize("k", [2, 3, 7, 10])
+@pytest.mark.parametrize("n", [20, 100, 2000])
+@pytest.mark.parametrize("key", ["ce_loss", "train/loss_ce", "xent", "cross_entropy_loss"])
+def test_a_cross_entropy_term_at_chance_with_the_accuracy_there_fails(k, n, key):
+    loss, ce, acc = _distilled(n, k, k + n, frozen=True)
+    rep = judge_runlog(run_of(loss=loss, **{key: ce, "train_acc": acc}))
+    f = {x.id: x for x in rep.findings}
+    assert RULE in f and f[RULE].data["classes"] == k and f[RULE].data["series"] == key, (k, n, key, rep.ids())
+
+
+@pytest.mark.parametrize("n", [20, 100, 2000])
+def test_a_cross_entropy_term_that_learns_or_has_no_accuracy_at_chance_is_no_guess(n):
+    for k in (2, 3, 10):
+        loss, ce, acc = _distilled(n, k, n, frozen=False)
+        rep = judge_runlog(run_of(loss=loss, ce_loss=ce, train_acc=acc))
+        assert RULE not in rep.ids() and rep.verdict is not Level.FAIL, (k, rep.ids())
+        # at ln k, but no accuracy logged, or an accuracy well above 1/k: no proof
+        loss, ce, acc = _distilled(n, k, n, frozen=True, acc_rate=min(0.9, 5 / k))
+        for extra in ({}, {"train_acc": acc}):
+            rep = judge_runlog(run_of(loss=loss, ce_loss=ce, **extra))
+            assert RULE not in rep.ids(), (k, extra.keys(), rep.ids())

@@ -36,7 +36,7 @@ from ._checkpoint import best_checkpoint
 from ._fmt import num, pct
 from ._fmt import step as step_fmt
 from ._schedule import fraction_ran, reached_declared_end, still_warming_up
-from ._shared import nan_eval_onset
+from ._shared import measured_held_out, nan_eval_onset
 from ._stats import median, noise_sigma, rounding_step
 from .objective_kind import adversarial_pair, detect_objective
 from .registry import CannotJudge, Need, Rule, all_rules, canonical_id, get
@@ -486,6 +486,56 @@ def _eval_placeholders_dropped(run: RunLog) -> RunLog:
     return replace(run, series=series, notes=[*run.notes, note])
 
 
+def _is_held_out(name: str, s: Series) -> bool:
+    """Whether series ``s`` (run name ``name``) measures on held-out data."""
+    return name.startswith("eval") or measured_held_out(s.key or name)
+
+
+def _eval_row_placeholders_dropped(run: RunLog) -> RunLog:
+    """``run`` with the non-finite train values of its evaluation rows left out, with a
+    note: a table export that writes ``NaN`` in every train column of a row that holds
+    only an evaluation (``df.to_csv(na_rep="NaN")``, a history exported from a tracker).
+    A train loss value counts as such a placeholder where it is non-finite on a record
+    (a log line) whose eval loss is finite, and either every other train column of that
+    record is non-finite too (a learning rate is no NaN from a blow-up: its schedule does
+    not read the loss) or the same step has a finite train loss on another record. Weights
+    gone non-finite make the evaluation non-finite as well, so no NaN of the run is read
+    away. ``run`` itself where the loss has no such value."""
+    s, ev = run.series.get("loss"), run.series.get("eval_loss")
+    if s is None or ev is None:
+        return run
+    eval_lines = ev.lines[np.isfinite(ev.values)]
+    cand = ~np.isfinite(s.values) & np.isin(s.lines, eval_lines)
+    if not cand.any():
+        return run
+    train = [o for name, o in run.series.items() if name != "loss" and not _is_held_out(name, o)]
+    fin_steps = s.steps[np.isfinite(s.values)]
+    for i in np.flatnonzero(cand):
+        line = s.lines[i]
+        on_row = [o.values[o.lines == line] for o in train]
+        on_row = [v for v in on_row if v.size]
+        blank_row = bool(on_row) and not any(np.isfinite(v).any() for v in on_row)
+        if not blank_row and not np.any(fin_steps == s.steps[i]):
+            cand[i] = False
+    if not cand.any():
+        return run
+    rows = set(s.lines[cand].tolist())
+    series = dict(run.series)
+    for name, o in run.series.items():
+        if _is_held_out(name, o):
+            continue
+        drop = ~np.isfinite(o.values) & np.isin(o.lines, list(rows))
+        if drop.any():
+            keep = ~drop
+            series[name] = Series(o.name, o.key, o.steps[keep], o.values[keep], o.lines[keep])
+    note = (
+        f"loss ({s.key}): {int(cand.sum())} non-finite values on rows that hold an evaluation (eval loss finite on "
+        "the same row, the row's other train columns non-finite or its step's train loss finite on another row): "
+        "rows of another kind, read as absent"
+    )
+    return replace(run, series=series, notes=[*run.notes, note])
+
+
 def _first_log_placeholder_dropped(run: RunLog, after: int) -> RunLog:
     """``run`` with a lone non-finite first train loss left out, with a note, where every
     later one (at least ``after``: ``min_trend_points``, the least a shape rule judges) is
@@ -625,7 +675,7 @@ def judge_runlog(
             ],
             meta=dict(run.meta),
         )
-    run = _eval_placeholders_dropped(_generator_as_loss(run))
+    run = _eval_row_placeholders_dropped(_eval_placeholders_dropped(_generator_as_loss(run)))
     run = _running_sum_unrolled(_first_log_placeholder_dropped(run, th.min_trend_points))
     # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
     # which must fall) is still judged on its return by the RL rules.

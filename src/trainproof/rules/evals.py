@@ -25,7 +25,14 @@ from ._stats import (
     trend_z,
     window_medians,
 )
-from .loss import accuracy_as_share, accuracy_series, eval_set_size, is_accuracy_key, measured_held_out
+from .loss import (
+    accuracy_as_share,
+    accuracy_series,
+    eval_set_size,
+    held_out_accuracy_gain,
+    is_accuracy_key,
+    measured_held_out,
+)
 from .registry import Need, rule
 
 
@@ -313,6 +320,8 @@ def _train_rise_shown(v: np.ndarray, before: np.ndarray, after: np.ndarray, w: i
         "diverge_noise_z",
         "diverge_lr_rise",
         "objective_weight_rise",
+        "objective_eval_after",
+        "objective_accuracy_rise",
     ],
     # Not verdict-bearing: when it does not fire, a run with too few train points for the
     # trend rules stays not judged rather than PASSed on its eval loss alone.
@@ -340,7 +349,10 @@ def _train_rise_shown(v: np.ndarray, before: np.ndarray, after: np.ndarray, w: i
         "for the train-loss trend rules. Not when the learning rate, after the minimum, climbed {diverge_lr_rise:g}x "
         "back to a rate the run held before it (a warm restart or a cyclic schedule), nor when a logged schedule "
         "of the objective moved after it (a loss-term weight or a never-falling noise level that climbed "
-        "{objective_weight_rise}x, a stage that changed: what both losses measure changed)."
+        "{objective_weight_rise}x, a stage that changed: what both losses measure changed), nor when a held-out accuracy "
+        "rose over the climb by {objective_accuracy_rise} or more and beyond {diverge_noise_z:g} standard errors, with "
+        "{objective_eval_after} or more evaluations after the minimum (the held-out measures disagree: overconfident "
+        "predictions, not a model getting worse at its task; TP-EVAL-DEGRADE's warning remains)."
     ),
     why=(
         "Both the held-out loss and the train loss are worse than they were: training made the model worse "
@@ -396,6 +408,10 @@ def check_eval_diverge(ctx):
     # annealed up, a curriculum's next stage, a noise level raised) raises both losses
     # while the model improves: what they measure changed, not the model.
     if objective_schedule(ctx, best_step) is not None:
+        return
+    # A held-out accuracy that rose over the climb: the held-out measures disagree, and a
+    # diverging model does not get better at its task (TP-EVAL-DEGRADE's warning remains).
+    if held_out_accuracy_gain(ctx, best_step, best_step, th.objective_accuracy_rise) is not None:
         return
     train_at_best, train_end, before, after, w = _train_levels(tr, best_step)
     # The train loss after the minimum: its end, or its median over everything logged after

@@ -21,6 +21,7 @@ from ._shared import (
     loss_change_interval,
     lr_restart_after,
     margin_objective,
+    measured_held_out,
     objective_schedule,
     setting_moved,
     trailing_zero_run,
@@ -96,7 +97,7 @@ def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
     least_evidence="A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss. So is the training program's own line that it stopped on one.",
     detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log (in a run with no single loss, an RL run whose terms are an actor's and a critic's, any train loss term); an auxiliary train term set aside from the loss's shape (a router's load-balancing loss, a z-loss, an aux loss) finite at every log until it turns non-finite and stays so to its last logged value, at least 2 values, since the training adds it to the objective it steps on; or, in a console capture, the program's own line that training stopped because the loss became non-finite (detectron2's 'Loss became infinite or NaN', the torchvision references' 'Loss is nan, stopping training', Keras' TerminateOnNaN, an exception whose message says the loss is NaN), which programs that stop at the first NaN print instead of the value.",
     why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",
-    not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite. A non-finite first log followed by finite losses only (at least min_trend_points of them) is read as absent, with a note, and the run judged on the rest: a running mean printed before its first batch (0 / 0), which weights gone non-finite cannot produce.",
+    not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite. A non-finite first log followed by finite losses only (at least min_trend_points of them) is read as absent, with a note, and the run judged on the rest: a running mean printed before its first batch (0 / 0), which weights gone non-finite cannot produce. So are the non-finite train values of a row that holds only an evaluation (a table export writing NaN in every train column of an eval row): the eval loss finite on that row, and either every other train column of the row non-finite too or the step's train loss finite on another row.",
     causes="A learning rate too high for the model, fp16 overflow without a loss scaler, a log of 0 or division by zero in a custom loss, bad input data (NaN features, empty targets).",
     try_="Lower the learning rate or add warm-up, enable gradient clipping, use bf16 or a GradScaler for fp16, and check the batch at the first non-finite step for NaN inputs.",
 )
@@ -1580,15 +1581,6 @@ def chance_level(
     return None
 
 
-#: Words of a key that measures on held-out data (an eval or validation accuracy).
-HELD_OUT_WORDS = frozenset({"val", "valid", "validation", "eval", "test", "dev"})
-
-
-def measured_held_out(key: str) -> bool:
-    """Whether a logged key names held-out data (:data:`HELD_OUT_WORDS`)."""
-    return bool(HELD_OUT_WORDS & set(words(key)))
-
-
 def accuracy_as_share(v: np.ndarray) -> np.ndarray:
     """A logged accuracy ``v`` (shape ``(n,)``) as a share: divided by 100 when it is in
     percent (its largest value above 1 and at most 100), else as it is."""
@@ -1798,9 +1790,63 @@ def chance_state(ctx) -> dict | None:
             st = _held_out_at_chance(ctx, s.values)
             if st is not None:
                 return st
+        if name == "loss":
+            st = _cross_entropy_term_at_chance(ctx, args)
+            if st is not None:
+                return st
         return found[0] if found else None
 
     return ctx.memo("chance_state", compute)
+
+
+#: Words of a loss term's key that make it a classifier's cross-entropy (``ce_loss``,
+#: ``xent``, ``nll_loss``, ``cross_entropy``), read by :func:`_cross_entropy_term_at_chance`.
+CROSS_ENTROPY_WORDS = frozenset({"ce", "xent", "crossentropy", "nll"})
+
+
+def _cross_entropy_term_at_chance(ctx, args: tuple) -> dict | None:
+    """TP-CHANCE-LEVEL's judgement of a cross-entropy term logged beside a judged loss of
+    another kind (a distillation loss's hard-label ``ce_loss`` beside its total, a
+    multi-task sum): the term (a train or unmarked loss key with one of
+    :data:`CROSS_ENTROPY_WORDS`, or ``cross`` then ``entropy``; not the judged loss itself,
+    at least ``min_trend_points`` positive points) at ln(k) by :func:`chance_level`'s
+    measure (``args``: its class and tolerance thresholds), never having fallen there from
+    ``chance_start_ratio`` x the level, and a logged accuracy at 1/k
+    (:func:`_accuracy_at_chance`): the classifier inside the objective guesses, whatever
+    the other terms do. Without the accuracy a term at ln(k) is no proof (a soft-target
+    term can sit anywhere). The same dict as :func:`chance_state`'s; ``None`` otherwise."""
+    th = ctx.th
+    judged = ctx.run.series["loss"].key
+    for name, series in sorted(ctx.run.series.items()):
+        key = series.key or name
+        c = loss_candidate(key)
+        w = set(words(key))
+        if key == judged or c is None or c["split"] == "eval" or w & NOT_NATS_WORDS:
+            continue
+        if not (w & CROSS_ENTROPY_WORDS or ("cross" in w and "entropy" in w)):
+            continue
+        f = ctx.finite(name)
+        if len(f) < th.min_trend_points or not np.all(f.values > 0):
+            continue
+        hit = chance_level(f.values, *args)
+        if hit is None:
+            continue
+        acc = _accuracy_at_chance(ctx, hit[0])
+        start = float(median(f.values[:3]))
+        if not acc or start >= th.chance_start_ratio * hit[1]:
+            continue
+        return {
+            "s": f,
+            "name": key,
+            "hit": hit,
+            "z": hit[5],
+            "accuracy": acc,
+            "start": start,
+            "from_above": False,
+            "above": None,
+            "fails": True,
+        }
+    return None
 
 
 def _chance_named_by_accuracy(ctx, s) -> dict | None:
@@ -1830,10 +1876,15 @@ def _chance_named_by_accuracy(ctx, s) -> dict | None:
     # the accuracy names a level of its own, -ln(accuracy), that must agree with the loss's
     # as closely as the loss must sit at ln(k): a free k between lo and hi would otherwise
     # let any small metric within 40% of 1/k confirm a coincidence
+    # An accuracy whose values all lie in [0, 1] may be a share or a percentage (timm's
+    # eval_top1, DeiT's test_acc1 and torchvision's Acc@1 are percentages: a 1,000-class
+    # guesser prints 0.1); both readings are tried, and only the one whose level agrees
+    # with the loss's can name k.
     levels = [
-        (key, late)
+        (key, level)
         for key, late, _, ok in _accuracy_levels(ctx, round(math.exp(med)))
-        if ok and late > 0 and abs(-math.log(late) - med) <= tol * med and _accuracy_held(ctx, key)
+        for level in ((late, late / 100) if _percent_ambiguous(ctx, key) else (late,))
+        if ok and level > 0 and abs(-math.log(level) - med) <= tol * med and _accuracy_held(ctx, key)
     ]
     best = None
     for k in range(lo, hi + 1):
@@ -1851,6 +1902,16 @@ def _chance_named_by_accuracy(ctx, s) -> dict | None:
     if hit is None:
         return None
     return {"s": s, "name": "loss", "hit": hit, "z": hit[5], "accuracy": acc}
+
+
+def _percent_ambiguous(ctx, key: str) -> bool:
+    """Whether the accuracy logged under ``key`` reads as a share and as a percentage
+    alike: every finite value in [0, 1] (:func:`accuracy_as_share` takes it as a share)."""
+    for name, s in ctx.run.series.items():
+        if (s.key or name) == key:
+            v = ctx.finite(name).values
+            return bool(v.size) and float(v.min()) >= 0 and float(v.max()) <= 1
+    return False
 
 
 def _accuracy_held(ctx, key: str) -> bool:
@@ -1958,7 +2019,7 @@ def _chance_finding(ctx, st: dict, verb: str, tail: str):
     th = ctx.th
     s, name = st["s"], st["name"]
     k, level, med, at, end, _, margin = st["hit"]
-    what = "train loss" if name == "loss" else "eval loss"
+    what = {"loss": "train loss", "eval_loss": "eval loss"}.get(name, "cross-entropy term")
     acc = st["accuracy"]
     data = {
         "classes": k,
@@ -2038,7 +2099,12 @@ _CHANCE_TH = [
         "trend; at least 5 points), whose own level -ln(accuracy) is within {chance_tol_level:.0%} of the loss's median "
         "and whose second half is within 25% of 1/k (a language model at a loss of 4.6 nats scores about 0.2, a "
         "100-class guesser 0.01; exact match, pass@1 or a retrieval hit, small for good reason, rise as the model "
-        "learns), the roundest such k within 0.5% of the loss's median in ln(k), up to 100,000 classes. "
+        "learns), the roundest such k within 0.5% of the loss's median in ln(k), up to 100,000 classes; an accuracy "
+        "whose values all lie in [0, 1] is read as a share and as a percentage (timm, DeiT and torchvision print "
+        "top-1 in percent: a 1,000-class guesser prints 0.1), and only the reading whose level agrees with the loss's names k. "
+        "Also a cross-entropy term logged beside a judged loss of another kind (a distillation run's hard-label ce_loss "
+        "beside its total; a key naming ce, xent, nll or cross entropy) at ln(k) by the same measure, never having fallen "
+        "there from {chance_start_ratio}x ln(k), with a logged accuracy at 1/k: the classifier inside the objective guesses. "
         "A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN; so is one where a held-out "
         "accuracy's second-half median sits above 1/k by more than twice that tolerance (the classifier beats a "
         "guess: mixup or label smoothing keep its loss high). A loss whose key names a regression error (mse, "
@@ -2623,7 +2689,8 @@ DIVERGE_THRESHOLDS = [
         "either way after it with the loss falling again after the move, a held-out accuracy that rose beyond its noise over the climb "
         "(with no eval loss logged then), or the "
         "run's own accuracy ending {objective_accuracy_rise} or more (and beyond its noise) above where it stood at the loss's best level, "
-        "under a climb from the first point that slows down. A run stopped in a blow-up has no end level yet and is read "
+        "under a climb from the first point that slows down. A climb that the eval loss confirms while a held-out accuracy rose over it "
+        "by {objective_accuracy_rise} or more and beyond its noise is TP-LOSS-CLIMB's WARN: the held-out measures disagree. A run stopped in a blow-up has no end level yet and is read "
         "apart: its last {blowup_points} or more points each above the one before and above the highest block level the run "
         "held before the climb (its start included), the last at least {blowup_ratio:g}x that level and further above it, on the log "
         "scale, than any earlier point strays from the median of its four neighbours."
@@ -2636,7 +2703,7 @@ DIVERGE_THRESHOLDS = [
 )
 def check_diverge(ctx):
     st = diverge_state(ctx)
-    if st is None or st["objective_changed"] or st["rescaled"] or st["setting"]:
+    if st is None or st["objective_changed"] or st["rescaled"] or st["setting"] or st.get("disputed"):
         return
     yield ctx.finding(st["message"], st["evidence"], st["data"], step=st["step"], line=st["line"])
 
@@ -2759,7 +2826,11 @@ def check_loss_rescaled(ctx):
         "level (a data mixture's weight or a temperature either way, a batch size or a count of negatives up), "
         "still moving over the second half of the climb (its last value sqrt({objective_weight_rise:g})x off its "
         "value there), with no eval loss logged over the climb: the setting's effect and a "
-        "divergence look the same (a distillation temperature annealed to the last step)."
+        "divergence look the same (a distillation temperature annealed to the last step). Also a climb TP-DIVERGE would "
+        "call a divergence, confirmed by an eval loss that got worse, while a held-out accuracy rose over it by "
+        "{objective_accuracy_rise} or more and beyond {diverge_noise_z:g} standard errors ({objective_eval_after} or more "
+        "evaluations after the onset): the held-out measures disagree (overconfident predictions on a harder training "
+        "distribution, such as augmentation ramped up), and a diverging model does not get better at its task."
     ),
     why=(
         "A held climb beyond the noise that gives back a quarter or more of what the run learned is the shape "
@@ -2780,6 +2851,18 @@ def check_loss_rescaled(ctx):
 def check_loss_climb(ctx):
     st = climb_state(ctx)
     if st is None or st["objective_changed"]:
+        return
+    if st.get("disputed"):
+        d = st["data"]
+        yield ctx.finding(
+            f"the train loss ends {times(d['ratio'])} above its best level while the held-out accuracy rose",
+            f"{st['evidence']} Not called a divergence: {st['disputed']}; the eval loss got worse over the climb "
+            "too. The held-out measures disagree (overconfident predictions on a harder training distribution, "
+            "such as augmentation ramped up), and a diverging model does not get better at its task.",
+            {**d, "disputed": st["disputed"]},
+            step=st["step"],
+            line=st["line"],
+        )
         return
     if st.get("setting"):
         d = st["data"]
@@ -2805,7 +2888,8 @@ def climb_state(ctx) -> dict | None:
         st = diverge_state(ctx)
         if st is not None:
             # a divergence a logged setting's move explains as well: said as a climb
-            return st if st["setting"] and not st["objective_changed"] and not st["rescaled"] else None
+            explained = st["setting"] or st.get("disputed")
+            return st if explained and not st["objective_changed"] and not st["rescaled"] else None
         return _diverge_level(ctx, climb_only=True)
 
     return ctx.memo("climb_state", compute)
@@ -3104,6 +3188,7 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
         setting=None
         if changed or climb_only
         else _setting_without_eval(ctx, float(s.steps[best_idx]), float(s.steps[onset])),
+        disputed=None if changed or climb_only else _disputed(ctx, float(s.steps[best_idx])),
         step=s.steps[best_idx],
         line=s.lines[best_idx],
         message=message,
@@ -3158,6 +3243,22 @@ def _evaluated_after(ctx, step: float) -> bool:
     """Whether a finite eval loss is logged after ``step`` (a climb's onset): the held-out
     loss then decides whether the model got worse, before any other reading of the climb."""
     return ctx.has("eval_loss") and bool(np.any(ctx.finite("eval_loss").steps > step))
+
+
+def _disputed(ctx, best_step: float) -> str | None:
+    """Why a climb the eval loss confirms is still no divergence to fail on: a held-out
+    accuracy that rose by ``objective_accuracy_rise`` or more, and beyond its noise, over
+    the climb from the best level (``objective_eval_after`` or more evaluations after
+    ``best_step``: the held climb's onset can come late in a slow climb;
+    :func:`held_out_accuracy_gain`), while the eval loss logged after it got worse. The
+    two held-out measures disagree (overconfident predictions on a harder training
+    distribution: augmentation ramped up, a curriculum), and a diverging model does not
+    get better at its task, so the climb is TP-LOSS-CLIMB's warning. ``None`` where no
+    eval loss is logged after the best level, or the accuracy did not rise so. Read only
+    where :func:`objective_changed` found no reason."""
+    if not _evaluated_after(ctx, best_step):
+        return None
+    return held_out_accuracy_gain(ctx, best_step, best_step, ctx.th.objective_accuracy_rise)
 
 
 def _setting_without_eval(ctx, best_step: float, onset_step: float) -> str | None:
@@ -3517,10 +3618,23 @@ def _held_out_accuracy_rose(ctx, best_step: float, onset_step: float) -> str | N
     least 3); the level at the best, the highest median of as many consecutive evaluations
     up to ``best_step``. Only where no eval loss is logged after the onset:
     an eval loss that got worse over the climb decides (a held-out accuracy can rise while
-    the held-out loss climbs on overconfident predictions). ``None`` otherwise."""
-    th = ctx.th
+    the held-out loss climbs on overconfident predictions): there the two disagree, and
+    :func:`held_out_accuracy_gain` says so. ``None`` otherwise."""
     if _evaluated_after(ctx, onset_step):
         return None
+    return held_out_accuracy_gain(ctx, best_step, onset_step)
+
+
+def held_out_accuracy_gain(ctx, best_step: float, onset_step: float, floor: float = 0.0) -> str | None:
+    """The reading of :func:`_held_out_accuracy_rose` whatever the eval loss did: a
+    held-out accuracy that ended above its level at the train loss's best step (at
+    ``best_step``) beyond ``diverge_noise_z`` standard errors, with at least
+    ``objective_eval_after`` evaluations after the climb's onset (``onset_step``), and by
+    at least ``floor`` (a share), as a sentence with the numbers, or ``None``. Beside an eval loss that got worse it is no
+    proof that the objective changed (overconfident predictions raise a held-out loss
+    while its accuracy rises), but it is evidence a diverging model cannot produce: the
+    divergence rules read such a run as disputed (a warning) instead of failed."""
+    th = ctx.th
     for key, steps, v in accuracy_series(ctx):
         if not measured_held_out(key):
             continue
@@ -3534,7 +3648,7 @@ def _held_out_accuracy_rose(ctx, best_step: float, onset_step: float) -> str | N
         m = min(k, upto.size)
         at_best, end = float(np.max(window_medians(upto, m))), float(median(after[-k:]))
         gate = th.diverge_noise_z * math.hypot(level_se(noise_sigma(v), m), level_se(noise_sigma(v), k))
-        if end - at_best > gate:
+        if end - at_best > max(gate, floor):
             return (
                 f"the held-out accuracy {key} ended at {num(end)} (median of its last {k}), up from {num(at_best)} "
                 f"when the loss was at its best, beyond its noise ({num(gate)}): the model got better on held-out "

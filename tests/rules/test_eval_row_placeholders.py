@@ -1,0 +1,120 @@
+"""Non-finite train values on rows that hold only an evaluation: a table export that
+writes ``NaN`` in every train column of an evaluation's row (``df.to_csv(na_rep="NaN")``,
+a tracker's history export) wrote no NaN loss (a new user's healthy export FAILed TP-NAN).
+A NaN of the run stays a FAIL: weights gone non-finite make the evaluation non-finite too,
+a learning rate is no NaN from a blow-up, and a NaN train loss on a train row is read as
+before. Generated over lengths, cadences, noise and the two row layouts, through the CSV
+and JSONL readers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+
+
+def _export(
+    n: int,
+    every: int,
+    seed: int,
+    *,
+    own_step: bool,
+    lr: bool = True,
+    nan_from: float | None = None,
+    noise: float = 0.03,
+) -> list[dict]:
+    """A healthy decay logged every 5 steps as train rows ``{step, train/loss,
+    train/learning_rate}``, with an evaluation every ``every`` train rows on a row of its
+    own whose train columns are NaN. ``own_step``: the evaluation row has its own step
+    (a tracker's counter advanced by the eval log call), else the step of the train row
+    before it. ``nan_from``: from that share of the run on, the loss and every evaluation
+    are NaN (a real blow-up)."""
+    rng = np.random.default_rng(seed)
+    rows, step = [], 0
+    nan = float("nan")
+    for i in range(1, n + 1):
+        t = i / n
+        step += 5
+        dead = nan_from is not None and t >= nan_from
+        loss = nan if dead else (0.8 + 1.6 * math.exp(-4 * t)) * (1 + noise * rng.standard_normal())
+        r = {"step": step, "train/loss": loss, "eval/loss": nan}
+        if lr:
+            r["train/learning_rate"] = 3e-4 * min(1.0, i / 20) * (1 - 0.9 * t)
+        rows.append(r)
+        if i % every == 0:
+            if own_step:
+                step += 1
+            ev = nan if dead else 0.85 + 1.6 * math.exp(-4 * t)
+            e = {"step": step, "train/loss": nan, "eval/loss": ev}
+            if lr:
+                e["train/learning_rate"] = nan
+            rows.append(e)
+    return rows
+
+
+def _judge(tmp_path, rows: list[dict], fmt: str) -> tuple[int, dict]:
+    keys = list(rows[0])
+    if fmt == "csv":
+        text = (
+            ",".join(keys)
+            + "\n"
+            + "".join(",".join("NaN" if r[k] != r[k] else f"{r[k]:.6g}" for k in keys) + "\n" for r in rows)
+        )
+        p = tmp_path / "export.csv"
+    else:
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        p = tmp_path / "history.jsonl"
+    p.write_text(text)
+    code, _, _, doc = run_cli("judge", str(p), "--json")
+    return code, doc["reports"][0]
+
+
+def _ids(rep: dict) -> set[str]:
+    return {f["id"] for f in rep["findings"] if f["level"] == "FAIL"}
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+@pytest.mark.parametrize("own_step", [True, False])
+@pytest.mark.parametrize("n,every,noise", [(60, 10, 0.02), (400, 40, 0.05), (2000, 100, 0.1)])
+def test_nan_train_cells_of_evaluation_rows_are_absent(tmp_path, fmt, own_step, n, every, noise):
+    for seed in range(2):
+        code, rep = _judge(tmp_path, _export(n, every, seed, own_step=own_step, noise=noise), fmt)
+        assert code == 0 and not _ids(rep), (seed, _ids(rep))
+        assert "TP-NAN" in rep["checks"]["ran"]
+        assert any("rows of another kind, read as absent" in x for x in rep["notes"]), rep["notes"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_without_a_learning_rate_the_same_step_finite_on_its_train_row_decides(tmp_path, fmt):
+    # eval rows share the train row's step: the step's train loss is finite on its own row
+    code, rep = _judge(tmp_path, _export(400, 40, 0, own_step=False, lr=False), fmt)
+    assert code == 0 and not _ids(rep)
+    # eval rows at a step of their own, and nothing else on the row: the NaN loss beside a
+    # finite evaluation cannot be told from a transient NaN of the run, so it stays one
+    code, rep = _judge(tmp_path, _export(400, 40, 0, own_step=True, lr=False), fmt)
+    assert code == 1 and "TP-NAN" in _ids(rep)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+@pytest.mark.parametrize("own_step", [True, False])
+@pytest.mark.parametrize("nan_from", [0.3, 0.6])
+def test_a_real_blow_up_in_the_same_export_still_fails(tmp_path, fmt, own_step, nan_from):
+    code, rep = _judge(tmp_path, _export(400, 40, 1, own_step=own_step, nan_from=nan_from), fmt)
+    assert code == 1 and "TP-NAN" in _ids(rep)
+    (f,) = [f for f in rep["findings"] if f["id"] == "TP-NAN"]
+    # the onset is the first NaN train row, not an earlier evaluation row
+    assert f["data"]["first_step"] >= 5 * math.ceil(nan_from * 400)
+
+
+def test_a_nan_loss_on_a_train_row_with_a_finite_learning_rate_still_fails(tmp_path):
+    rows = _export(400, 40, 2, own_step=True)
+    k = next(
+        i for i, r in enumerate(rows) if r["step"] >= 1000 and r["train/learning_rate"] == r["train/learning_rate"]
+    )
+    rows[k]["train/loss"] = float("nan")  # a transient NaN on a train row: the run's own
+    code, rep = _judge(tmp_path, rows, "csv")
+    assert code == 1 and "TP-NAN" in _ids(rep)

@@ -47,6 +47,7 @@ from itertools import chain
 import numpy as np
 
 from . import aliases
+from ._arrays import intersect1d, median, setdiff1d, unique
 
 #: The most records of one run read from a log (``TRAINPROOF_MAX_RECORDS`` says
 #: otherwise), identical repeats folded into one included; the records after them are left
@@ -1079,7 +1080,7 @@ def _steps_within_epochs(steps: np.ndarray, ep_rec: np.ndarray, ep_vals: np.ndar
     d = np.diff(steps)
     same_block = block[1:] == block[:-1]
     gaps = d[same_block & (d > 0)]
-    interval = float(np.median(gaps)) if gaps.size else 1.0
+    interval = float(median(gaps)) if gaps.size else 1.0
     per_epoch = hi - lo + interval
     whole = bool(np.all(ep[np.isfinite(ep)] == np.round(ep[np.isfinite(ep)])))
     index = ep - float(np.nanmin(ep)) if whole else block.astype(np.float64)
@@ -1129,21 +1130,21 @@ def _loss_stops(
         return None
     last = int(rec[np.argmax(steps_all[rec])])
     stop_step = float(steps_all[last])
-    gaps = np.diff(np.unique(steps_all[rec]))
-    bound = max(4 * float(np.median(gaps)), float(gaps.max())) if gaps.size else 0.0
+    gaps = np.diff(unique(steps_all[rec]))
+    bound = max(4 * float(median(gaps)), float(gaps.max())) if gaps.size else 0.0
     # Only records of this run count (a W&B export's other runs may go on longer): those
     # with a value of its columns, and those that hold the loss's own key with no value (a
     # log of step and loss alone whose loss turns into "None").
     h = np.frombuffer(holes[key], dtype=np.int64) if key in holes else np.empty(0, dtype=np.int64)
-    alone = np.setdiff1d(h, np.concatenate(others)) if len(others) and h.size else h
+    alone = setdiff1d(h, np.concatenate(others)) if len(others) and h.size else h
     # Each key's records are cut to those past the stop before they are merged: the merge
     # of every key's record indices would be a copy (and a sort) of all the log's points.
     after = _unique_indices(np.concatenate([r[steps_all[r] > stop_step] for r in (*rec_of.values(), alone)]))
-    later = np.unique(steps_all[after])
+    later = unique(steps_all[after])
     if later.size < 3 or float(later[-1]) - stop_step <= bound:
         return None
     end = int(after[np.argmax(steps_all[after])])
-    held = int(np.intersect1d(h, after).size)
+    held = int(intersect1d(h, after).size)
     empty = f", {held} of them holding it empty or null" if held else ""
     note = (
         f"loss ({key!r}) stops at step {steps_all[last]:g} (line {int(lines_all[last])}) while the log goes "
@@ -1172,8 +1173,8 @@ def _loss_stops_in_columns(mapping: dict, series: dict[str, Series]) -> tuple[st
     if m is None or m.get("sum_of") or loss is None or not loss.steps.size:
         return None
     stop_step = float(loss.steps.max())
-    gaps = np.diff(np.unique(loss.steps))
-    bound = max(4 * float(np.median(gaps)), float(gaps.max())) if gaps.size else 0.0
+    gaps = np.diff(unique(loss.steps))
+    bound = max(4 * float(median(gaps)), float(gaps.max())) if gaps.size else 0.0
     # Tags of another cadence count on another axis: Keras's TensorBoard callback writes
     # epoch_loss at epochs 0..19 and batch_loss at batches 0..1999 in the same file.
     own = _axis_word(str(m["source"]))
@@ -1182,7 +1183,7 @@ def _loss_stops_in_columns(mapping: dict, series: dict[str, Series]) -> tuple[st
         for name, x in series.items()
         if name != "loss" and not (own and _axis_word(x.key or name) not in (None, own))
     ]
-    later = np.unique(np.concatenate(rest)) if rest else np.empty(0)
+    later = unique(np.concatenate(rest)) if rest else np.empty(0)
     if later.size < 3 or float(later[-1]) - stop_step <= bound:
         return None
     last = int(np.argmax(loss.steps))

@@ -20,6 +20,7 @@ import struct
 
 import numpy as np
 
+from .._arrays import unique
 from ._protowire import ProtoError, fields, varint  # noqa: F401 (ProtoError: raised from here to tfevents)
 
 _F32 = struct.Struct("<f")
@@ -310,7 +311,7 @@ def parse_simple_spans(
         values[idx] = _windows(buf, 4)[starts[idx] + lengths[idx] - 4].view("<f4").ravel().astype(np.float64)
         tag_start = starts[idx] + i[idx] + 6
         lt_ok = lt[idx]
-        for length in np.unique(lt_ok).tolist():
+        for length in unique(lt_ok).tolist():
             same_length = lt_ok == length
             sel = idx[same_length]
             rows = _windows(buf, length)[tag_start[same_length]] if length else np.zeros((sel.size, 0), dtype=np.uint8)

@@ -23,6 +23,7 @@ from operator import itemgetter
 
 import numpy as np
 
+from .._arrays import unique
 from ..runlog import Rows
 from ._values import flatten_numeric
 
@@ -102,7 +103,7 @@ def rows_from_dicts(
     # (in whatever order): one group, found without building a key tuple per object.
     lens = np.fromiter(map(len, objs), dtype=np.int64, count=n)
     slow: list[np.ndarray] = []
-    for length in np.unique(lens).tolist():
+    for length in unique(lens).tolist():
         if length == lens[0] and (lens == length).all():
             pos, sub = np.arange(n), objs
         else:

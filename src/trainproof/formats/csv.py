@@ -55,6 +55,7 @@ import trainproof.formats._columnar as _columnar  # noqa: PLR0402
 import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from .. import aliases
+from .._arrays import unique
 from ..runlog import Record, Rows
 from ._io import ReadError, open_text
 from ._values import is_absent, string_number
@@ -539,7 +540,7 @@ def _table_rows(vals: np.ndarray, present: np.ndarray, nums: np.ndarray, header:
         present[:, si] = False
     pattern = present @ (np.int64(1) << np.arange(k, dtype=np.int64))
     groups = []
-    patterns = np.unique(pattern).tolist()
+    patterns = unique(pattern).tolist()
     for pat in patterns:
         cols = [j for j in range(k) if pat >> j & 1]
         pos = np.arange(n) if len(patterns) == 1 else np.flatnonzero(pattern == pat)

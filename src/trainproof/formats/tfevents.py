@@ -27,6 +27,7 @@ import numpy as np
 # package __init__ (which imports the readers), and _tfrecord's attributes stay patchable.
 import trainproof.formats._tfrecord as _tfrecord  # noqa: PLR0402
 
+from .._arrays import unique
 from ..runlog import Columns
 from ._io import ReadError, open_binary
 from .base import ReadState
@@ -271,7 +272,7 @@ def _read_file(
                 for a, b in zip(bounds[:-1], bounds[1:]):
                     if ok[a]:
                         ids = tag_ids[a:b]
-                        for t in np.unique(ids).tolist():
+                        for t in unique(ids).tolist():
                             c = cols_of[t]
                             if c is None:
                                 continue

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._arrays import unique
 from ..findings import Report
 from ..runlog import RunLog, Series, downsample
 
@@ -111,7 +112,7 @@ class Curve:
         reserve = min(int(np.count_nonzero(~np.isfinite(values))), max_points // 2) + 2
         s, v = downsample(steps, values, max(2, max_points - reserve))
         if v.size > max_points:
-            idx = np.unique(np.linspace(0, v.size - 1, max_points).round().astype(np.int64))
+            idx = unique(np.linspace(0, v.size - 1, max_points).round().astype(np.int64))
             s, v = s[idx], v[idx]
         return cls(s, v)
 

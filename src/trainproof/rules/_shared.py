@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .._arrays import intersect1d, quantile
 from ..aliases.loss_fallback import loss_candidate
 from ..aliases.table import GROUP_SUFFIX
 from ..aliases.vocabulary import words
@@ -231,7 +232,7 @@ def zeros_continue_the_tail(pos: np.ndarray, bar: float) -> bool:
     level = window_medians(pos, TAIL_WINDOW)
     half = TAIL_WINDOW // 2
     ratio = pos[half : half + level.size] / level
-    return float(np.percentile(ratio, 10)) <= bar
+    return float(quantile(ratio, 0.1)) <= bar  # np.percentile(ratio, 10)
 
 
 def zero_loss_fitted(ctx) -> dict | None:
@@ -372,7 +373,7 @@ def _implied_kl_weight(ctx, best_step: float) -> str | None:
     if recon is None or kl is None:
         return None
     loss, r, k = ctx.finite("loss"), ctx.finite(recon), ctx.finite(kl)
-    at = np.intersect1d(np.intersect1d(loss.steps, r.steps), k.steps)
+    at = intersect1d(intersect1d(loss.steps, r.steps), k.steps)
     if at.size < 8:
         return None
     lv = loss.values[np.searchsorted(loss.steps, at)]
@@ -385,7 +386,7 @@ def _implied_kl_weight(ctx, best_step: float) -> str | None:
     before, after = weight[st <= best_step], weight[st > best_step]
     if not after.size or not before.size:
         return None
-    ref, top = float(np.median(before[-3:])), float(np.median(after[-3:]))
+    ref, top = float(median(before[-3:])), float(median(after[-3:]))
     if not (top > 0 and (ref <= 0.1 * top or top >= ctx.th.objective_weight_rise * ref)):
         return None
     return (
@@ -678,9 +679,9 @@ def nan_eval_onset(bad: np.ndarray) -> int | None:
     seen = [*gaps.tolist(), *([first] if first else [])]
     if not seen:
         return first_bad
-    c = float(np.median(seen))
+    c = float(median(seen))
     _, fin_runs = _runs(~bad[first : last + 1])
-    if c < 2 or float(np.median(fin_runs)) > c:
+    if c < 2 or float(median(fin_runs)) > c:
         return first_bad  # no cadence of placeholders: every non-finite value counts
     bar = PLACEHOLDER_GAP_SLACK * c + 1
     long = np.flatnonzero(gaps > bar)

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from .._arrays import median, unique
+
 #: Largest smoothing block and end window; bounds memory and keeps "level" local.
 MAX_BLOCK = 200
 MAX_END_WINDOW = 500
@@ -25,41 +27,26 @@ def end_window(n: int) -> int:
     return max(3, min(n // 10, MAX_END_WINDOW))
 
 
-def median(values: np.ndarray) -> np.floating:
-    """``np.median(values)`` of a 1-D array: the same value, bit for bit, 3-5x faster.
-
-    ``np.median`` partitions around two or three indices (the middle pair and the last
-    element, its NaN check), which numpy does with a scalar introselect; a partition
-    around one index uses its vectorised selection. Here the array is partitioned at the
-    upper middle index only, the lower middle is the largest value below it, and the pair
-    goes through the same ``np.mean`` call as in ``np.median``. Arrays that are not
-    float64, hold a NaN or are short take ``np.median`` itself.
-    """
-    a = np.asarray(values)
-    n = a.size
-    if a.ndim != 1 or n < 32 or a.dtype != np.float64 or np.isnan(a).any():
-        return np.median(a)
-    h = n // 2
-    part = np.partition(a, h)
-    if n % 2:
-        return np.mean(part[h : h + 1], axis=0)
-    part[h - 1] = part[:h].max()
-    return np.mean(part[h - 1 : h + 1], axis=0)
-
-
 def row_medians(rows: np.ndarray) -> np.ndarray:
     """``np.median(rows, axis=1)`` of a 2-D array: the same values, bit for bit (as
-    :func:`median`, row by row in one call)."""
+    :func:`median`, row by row in one call); a row holding a NaN has the median NaN, as
+    there (without ``np.median``, whose NaN check imports ``numpy.ma``)."""
     r = np.asarray(rows)
-    if r.ndim != 2 or r.shape[0] == 0 or r.shape[1] < 2 or r.dtype != np.float64 or np.isnan(r).any():
+    if r.ndim != 2 or r.shape[0] == 0 or r.shape[1] == 0 or r.dtype != np.float64:
         return np.median(r, axis=1)
+    nan_rows = np.isnan(r).any(axis=1)
+    if nan_rows.any():
+        r = np.where(nan_rows[:, None], 0.0, r)
     w = r.shape[1]
     h = w // 2
     part = np.partition(r, h, axis=1)
     if w % 2:
-        return np.mean(part[:, h : h + 1], axis=1)
-    part[:, h - 1] = part[:, :h].max(axis=1)
-    return np.mean(part[:, h - 1 : h + 1], axis=1)
+        out = np.mean(part[:, h : h + 1], axis=1)
+    else:
+        part[:, h - 1] = part[:, :h].max(axis=1)
+        out = np.mean(part[:, h - 1 : h + 1], axis=1)
+    out[nan_rows] = np.nan
+    return out
 
 
 def block_medians(values: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
@@ -191,7 +178,7 @@ def repeat_cadence(values: np.ndarray) -> float:
         return 1.0
     changes = np.flatnonzero(values[1:] != values[:-1]) + 1
     lengths = np.diff(np.concatenate(([0], changes, [values.size])))
-    return float(np.median(lengths))
+    return float(median(lengths))
 
 
 def neighbour_median(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -447,7 +434,7 @@ def repeats_one_value(values: np.ndarray) -> bool:
     """Whether ``values`` (shape ``(n,)``, n >= 2) are one value repeated to the bit: a
     measurement that stopped being taken (a stale evaluation forward-filled, a frozen
     norm), not one that happens to agree."""
-    return values.size >= 2 and np.unique(values).size == 1
+    return values.size >= 2 and unique(values).size == 1
 
 
 def t_quantile(z: float, df: int) -> float:

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from .._arrays import median
 from ..findings import Level
 from ._fmt import num, step
 from .objective_kind import gan_sides
@@ -73,9 +74,9 @@ def check_gan_discriminator_wins(ctx):
         )
     d_head, d_tail = _head_tail(d.values, th.gan_tail_share)
     g_head, g_tail = _head_tail(g.values, th.gan_tail_share)
-    d_start, d_end = float(np.median(d_head)), float(np.median(d_tail))
-    d_last = float(np.median(d_tail[len(d_tail) - max(1, len(d_tail) // 3) :]))
-    g_start, g_end = float(np.median(g_head)), float(np.median(g_tail))
+    d_start, d_end = float(median(d_head)), float(median(d_tail))
+    d_last = float(median(d_tail[len(d_tail) - max(1, len(d_tail) // 3) :]))
+    g_start, g_end = float(median(g_head)), float(median(g_tail))
     # A discriminator that won within the first fifth has no early level of the game to
     # fall from: it is measured against ln 2, the loss per side of one that cannot tell
     # real from generated (the lower of the two conventions: a mean over both sides, or
@@ -88,7 +89,7 @@ def check_gan_discriminator_wins(ctx):
     # The onset: the first of 20 blocks from which every block's median of the
     # discriminator's loss is under the bar.
     edges = np.linspace(0, len(d), 21).astype(int)
-    meds = np.array([np.median(d.values[a:b]) if b > a else np.inf for a, b in zip(edges[:-1], edges[1:])])
+    meds = np.array([median(d.values[a:b]) if b > a else np.inf for a, b in zip(edges[:-1], edges[1:])])
     under = meds <= bar
     first = len(under) - int(np.argmin(under[::-1])) if not under.all() else 0
     i = int(edges[min(first, len(edges) - 2)])

@@ -30,6 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .._arrays import isin
 from ..findings import MUTED, Finding, Level, Report, Skip, is_line_format
 from ..runlog import RunLog, Series
 from ._checkpoint import best_checkpoint
@@ -418,14 +419,14 @@ def lift_rounding_zeros(run: RunLog, th: Thresholds = DEFAULT) -> RunLog:
         # the zeros are one step (0.0004, 0.0003, 0.0002, 0.0001, then 0.0000 held, a
         # full-batch fit converging below half a step).
         adjacent = _neighbours(v, zero, 1)
-        walked = bool(adjacent.size) and float(np.median(adjacent)) <= q * (1 + 1e-6)
-        if not near.size or (float(np.median(near)) > th.rounding_floor_steps * q and not walked):
+        walked = bool(adjacent.size) and float(median(adjacent)) <= q * (1 + 1e-6)
+        if not near.size or (float(median(near)) > th.rounding_floor_steps * q and not walked):
             return None
         nv = v.copy()
         nv[zero] = q / 2
         return Series(s.name, s.key, s.steps, nv, s.lines), (
             f"{name}: {int(zero.sum())} values logged as 0 at {round(-math.log10(q))} decimals, among positive values "
-            f"of {num(float(np.median(near)))} (median next to them), read as {num(q / 2)} (below the rounding step, "
+            f"of {num(float(median(near)))} (median next to them), read as {num(q / 2)} (below the rounding step, "
             "not an exact zero)"
         )
 
@@ -505,7 +506,7 @@ def _eval_row_placeholders_dropped(run: RunLog) -> RunLog:
     if s is None or ev is None:
         return run
     eval_lines = ev.lines[np.isfinite(ev.values)]
-    cand = ~np.isfinite(s.values) & np.isin(s.lines, eval_lines)
+    cand = ~np.isfinite(s.values) & isin(s.lines, eval_lines)
     if not cand.any():
         return run
     train = [o for name, o in run.series.items() if name != "loss" and not _is_held_out(name, o)]
@@ -524,7 +525,7 @@ def _eval_row_placeholders_dropped(run: RunLog) -> RunLog:
     for name, o in run.series.items():
         if _is_held_out(name, o):
             continue
-        drop = ~np.isfinite(o.values) & np.isin(o.lines, list(rows))
+        drop = ~np.isfinite(o.values) & isin(o.lines, np.array(sorted(rows)))
         if drop.any():
             keep = ~drop
             series[name] = Series(o.name, o.key, o.steps[keep], o.values[keep], o.lines[keep])

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .._arrays import quantile
 from ..findings import Level
 from ._fmt import num, step, times
 from ._shared import margin_objective, objective_schedule, zero_loss_fitted
@@ -284,7 +285,7 @@ def check_grad_spike(ctx):
     # scale). A hard batch late in a run near its floor gives back a norm its early steps
     # had (a new user's healthy MLPs, fitted to a loss of 0.003, logged single norms of
     # 1.2 against a level of 0.06, under their early 0.55): no spike.
-    early = float(np.quantile(vals[: max(10, vals.size // 10)], 0.25))
+    early = float(quantile(vals[: max(10, vals.size // 10)], 0.25))
     levels = np.maximum(grad_level_around(g.values, above + 1), early)
     hit = vals[above] > factor * levels
     if not hit.any():
@@ -353,8 +354,8 @@ def grad_norm_jump(steps: np.ndarray, values: np.ndarray, ratio: float) -> dict 
         ((float(csum[-1] - csum[b - 1]) / (nb - b) - float(csum[b - 1]) / b) * math.sqrt(b * (nb - b)), b) for b in cand
     ]
     b = max(scored)[1]
-    lo = float(np.median(meds[:b]))
-    gap = float(np.median(meds[b:])) - lo
+    lo = float(median(meds[:b]))
+    gap = float(median(meds[b:])) - lo
     if gap < math.log(ratio) or float(np.min(meds[b:])) - lo < 0.5 * math.log(ratio):
         return None
     sharp = max(meds[b] - meds[max(0, b - 2)], meds[min(nb - 1, b + 1)] - meds[b - 1])

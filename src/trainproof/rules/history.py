@@ -142,8 +142,8 @@ class Behind:
 def robust_spread(values: Sequence[float]) -> tuple[float, float]:
     """``(median, 1.4826 x MAD)`` of ``values`` (at least one number)."""
     x = np.asarray(values, dtype=float)
-    m = float(np.median(x))
-    return m, MAD_SCALE * float(np.median(np.abs(x - m)))
+    m = float(median(x))
+    return m, MAD_SCALE * float(median(np.abs(x - m)))
 
 
 def behind(al: Alignment, metric: str, th: Thresholds) -> Behind | None:
@@ -170,7 +170,7 @@ def behind(al: Alignment, metric: str, th: Thresholds) -> Behind | None:
         m, s = robust_spread([r.improvement for r in al.runs])
         if m <= 0:
             return None
-        m_floor = float(np.median([r.floor for r in al.runs]))
+        m_floor = float(median([r.floor for r in al.runs]))
         start_margin = max(th.hist_mad_z * s_start, th.hist_min_gap_share * max(m_start - m_floor, 0.0))
         if al.run.start < m_start - start_margin:
             return None
@@ -330,7 +330,7 @@ def check_behind_envelope(c: HistoryContext):
     if len(c.runs) < c.th.hist_min_runs or c.run.values.size < c.th.cmp_min_points:
         return
     me = c.run
-    length = float(np.median([t.steps[-1] for t in c.runs]))
+    length = float(median([t.steps[-1] for t in c.runs]))
     if me.steps[-1] < c.th.hist_live_min_share * length:
         return
     w = end_window(me.values.size)
@@ -494,7 +494,7 @@ def judge_history(
                 f"the run sits within the spread of {len(usable)} recent healthy runs of its experiment",
                 f"floor {num(al.run.floor)} vs their median {num(floors[0])}, end {num(al.run.end)} vs "
                 f"{num(ends[0])}, improvement {pct(al.run.improvement)} vs "
-                f"{pct(float(np.median([x.improvement for x in al.runs])))}, "
+                f"{pct(float(median([x.improvement for x in al.runs])))}, "
                 + " and ".join(a.label for a in alignments)
                 + f". Held against: {named(ctx.names)}.",
                 source="history",
@@ -509,7 +509,7 @@ def judge_history(
         "end": al.run.end,
         "runs_end_median": ends[0],
         "improvement": al.run.improvement,
-        "runs_improvement_median": float(np.median([x.improvement for x in al.runs])),
+        "runs_improvement_median": float(median([x.improvement for x in al.runs])),
     }
     return findings, skipped, ran, metrics
 
@@ -567,7 +567,7 @@ def band(runs: Sequence[Trace], steps: np.ndarray, th: Thresholds = DEFAULT) -> 
             med = np.nanmedian(grid, axis=0)
             spread = MAD_SCALE * np.nanmedian(np.abs(grid - med), axis=0)
     count = np.sum(np.isfinite(grid), axis=0)
-    learned = np.maximum(float(np.median(starts)) - med, 0.0)
+    learned = np.maximum(float(median(starts)) - med, 0.0)
     margin = np.maximum(th.hist_mad_z * spread, th.hist_min_gap_share * learned)
     few = count < th.hist_min_runs
     med[few] = np.nan
@@ -605,7 +605,7 @@ def envelope_finding(
         )
     if me.values.size < th.cmp_min_points:
         return None, Skip("too_few_points", f"loss has {me.values.size} finite points; needs {th.cmp_min_points}")
-    length = float(np.median([t.steps[-1] for t in usable]))
+    length = float(median([t.steps[-1] for t in usable]))
     if me.steps[-1] < th.hist_live_min_share * length:
         return None, Skip(
             "too_little_of_schedule",

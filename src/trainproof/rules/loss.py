@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 
+from .._arrays import isin, unique
 from ..aliases import auxiliary_terms, loss_candidate
 from ..aliases.loss_fallback import BITS_LOSS_WORDS
 from ..aliases.vocabulary import words
@@ -61,7 +62,7 @@ def _grad_at(ctx, steps: np.ndarray) -> tuple[int, int, int]:
     if not ctx.has("grad_norm"):
         return 0, 0, 0
     g = ctx.series("grad_norm")
-    m = np.isin(g.steps, steps)
+    m = isin(g.steps, steps)
     vals = g.values[m]
     return int(vals.size), int((~np.isfinite(vals)).sum()), int((vals == 0).sum())
 
@@ -1686,7 +1687,7 @@ def eval_set_size(acc: np.ndarray) -> int | None:
     accuracy says nothing of its grain) or when no such N exists (an average over
     batches)."""
     # A sample of the distinct values decides it (the grain holds for all or for none).
-    u = np.unique(acc[(acc >= 0) & (acc <= 1)])[:64]
+    u = unique(acc[(acc >= 0) & (acc <= 1)])[:64]
     if u.size < 3:
         return None
     # Values printed at d decimals are all whole numbers of 10^-d: that grain is the print's,
@@ -2469,7 +2470,7 @@ def _stands_apart(y: np.ndarray, k: int, level: float) -> bool:
     is one more stray point when the run's noise throws points as far."""
     idx, around = neighbour_median(y[k:])
     largest = float(np.max(np.abs(y[k:][idx] - around))) if idx.size else 0.0
-    return float(np.median(y[k : k + 4])) - level > largest
+    return float(median(y[k : k + 4])) - level > largest
 
 
 #: Share of its climb by which a running average's climb sits above its chord, on average,
@@ -3348,7 +3349,7 @@ def loss_rescaled(ctx, s, onset: int, sigma: float, w: int) -> str | None:
     # one log interval: the points either side of the onset sit on the fitted step
     if not (jump > 2 * z * sigma and abs(resid[k - 1]) <= z * sigma and abs(resid[k]) <= z * sigma):
         return None
-    after = float(np.median(y[onset:i1] - resid[k:]))  # the fitted level just after the step
+    after = float(median(y[onset:i1] - resid[k:]))  # the fitted level just after the step
     if float(median(y[-w:])) - after > z * math.hypot(level_se(sigma, i1 - onset), level_se(sigma, w)):
         return None
     # each side's whole length: a MAD of a window's few differences scatters 3x either way
@@ -3840,7 +3841,7 @@ def updates_zero(ctx) -> tuple[str, float | None, str] | None:
         v = sr.values[np.isfinite(sr.values)]
         if v.size < th.min_value_points:
             continue
-        med = float(np.median(v))
+        med = float(median(v))
         ratio = 10.0**med if log10 else med
         if ratio <= bar:
             return (

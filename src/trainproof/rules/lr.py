@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._arrays import median
 from ..aliases.vocabulary import words
 from ..findings import Level
 from ..runlog import Series
@@ -409,7 +410,7 @@ def _other_rate_after(ctx, at: float) -> str | None:
         if not ("lr" in w or {"learning", "rate"} <= w):
             continue
         v = s.values[(s.steps >= at) & np.isfinite(s.values)]
-        if v.size and float(np.median(v)) > ctx.th.tiny_lr:
+        if v.size and float(median(v)) > ctx.th.tiny_lr:
             return s.key or name
     return None
 
@@ -497,7 +498,7 @@ def check_zero_lr_onset(ctx):
     k = max(3, after.size // 10)
     if after.size < max(ctx.th.min_trend_points, 2 * k):
         return
-    first, last = float(np.median(after[:k])), float(np.median(after[-k:]))
+    first, last = float(median(after[:k])), float(median(after[-k:]))
     moved = abs(last - first) / max(abs(first), 1e-300)
     if not first > 0 or moved >= ctx.th.dead_min_improvement:
         return

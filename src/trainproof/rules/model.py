@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .._arrays import isin
 from ..findings import Finding, Level
 from ..runlog import Series
 from ._fmt import num, pct, step
@@ -261,7 +262,7 @@ def check_params_no_grad(ctx):
     zero_loss = np.zeros(len(s), dtype=bool)
     if ctx.has("loss"):
         loss = ctx.finite("loss")
-        zero_loss = np.isin(s.steps, loss.steps[loss.values == 0])
+        zero_loss = isin(s.steps, loss.steps[loss.values == 0])
     f = _persistent(
         ctx,
         "model/params_no_grad",
@@ -313,7 +314,7 @@ def check_params_not_updated(ctx):
     noise = np.zeros(len(s), dtype=bool)
     if ctx.has("model/params_not_updated_step"):
         g = ctx.finite("model/params_not_updated_step")
-        noise = np.isin(s.steps, g.steps[g.values < ctx.th.params_not_updated_step_log10])
+        noise = isin(s.steps, g.steps[g.values < ctx.th.params_not_updated_step_log10])
     f = _persistent(
         ctx,
         "model/params_not_updated",

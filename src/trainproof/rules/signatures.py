@@ -447,7 +447,7 @@ def _spike_candidates(y: np.ndarray, window: int, first: int, bar: float) -> tup
     head = np.arange(first, min(window, n))
     head_meds = np.full(head.size, np.nan)
     for h, i in enumerate(head):
-        head_meds[h] = np.median(y[:i])
+        head_meds[h] = median(y[:i])
     head_hit = y[head] - head_meds > bar
     # Points after a full window: the median of the window points before them.
     mins = window_mins(y[:-1], window)

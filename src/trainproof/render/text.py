@@ -7,6 +7,7 @@ newline or an escape sequence in it could otherwise forge or erase lines of the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -88,7 +89,10 @@ def _para(console: Console, markup: str, indent: int) -> None:
     from rich.text import Text
 
     pad = Text(" " * indent)
-    for line in Text.from_markup(markup).wrap(console, max(20, console.width - indent)):
+    # Emoji codes replaced only where there is one (rich loads its emoji table on the
+    # first replacement; text without a ``:name:`` reads the same without it).
+    emoji = re.search(r":\S*:", markup) is not None
+    for line in Text.from_markup(markup, emoji=emoji).wrap(console, max(20, console.width - indent)):
         line.rstrip()
         console.print(pad + line)
 

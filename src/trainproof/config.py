@@ -31,11 +31,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 from .rules import thresholds as _th
 from .rules.registry import all_rules, canonical_id
 
@@ -93,6 +88,11 @@ def _read_toml(p: Path, what: str) -> dict:
         raise ConfigError(f"cannot read {what} {p}: {e.strerror or e}") from None
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError(f"{what} {p} is larger than {MAX_CONFIG_BYTES} bytes: not read")
+    # Imported here: a run judged where no configuration file is found never parses TOML.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as e:

@@ -253,8 +253,20 @@ JUDGE_JSONL_TRAINPROOF = {
 #: The packages outside the standard library `judge` on a small JSONL log may import.
 JUDGE_JSONL_THIRD_PARTY = {"click", "numpy", "orjson", "rich"}
 #: Standard-library modules `judge` on a JSONL log does not need: numpy.random's (secrets,
-#: hmac), statistics' (fractions, decimal), the SQLite readers' copying (tempfile, shutil).
-JUDGE_JSONL_NOT_STDLIB = {"secrets", "hmac", "statistics", "fractions", "decimal", "tempfile", "shutil"}
+#: hmac), statistics' (fractions, decimal), the SQLite readers' copying (tempfile, shutil)
+#: and sqlite3 itself (their sniffing reads the file's header first), gzip (for a
+#: compressed log only).
+JUDGE_JSONL_NOT_STDLIB = {
+    "secrets",
+    "hmac",
+    "statistics",
+    "fractions",
+    "decimal",
+    "tempfile",
+    "shutil",
+    "sqlite3",
+    "gzip",
+}
 
 _WRAPPER_ENV = _WRAPPER.replace(
     "json.dump(sorted(sys.modules), f)",

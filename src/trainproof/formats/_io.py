@@ -5,12 +5,11 @@ from __future__ import annotations
 import codecs
 import contextlib
 import contextvars
-import gzip
+import functools
 import io
 import os
 import re
 import stat
-import zlib
 from pathlib import Path
 from typing import IO
 
@@ -197,56 +196,64 @@ def reporting_to(records, state):
         yield rec
 
 
-class _GzipFile(gzip.GzipFile):
-    """A gzip stream whose corruption is a :class:`ReadError` wherever it shows, and whose
-    decompressed length is capped at ``limit`` bytes (:data:`MAX_DECOMPRESSED`).
+@functools.cache
+def _gzip_class() -> type:
+    """The gzip stream :func:`raw_open` reads a compressed log through: corruption is a
+    :class:`ReadError` wherever it shows, and the decompressed length is capped at
+    ``limit`` bytes (:data:`MAX_DECOMPRESSED`).
 
     A bad deflate block raises ``zlib.error`` (not an ``OSError``) and may sit far past the
     head that sniffing read, so every read path converts it here, once for all readers.
     Past the cap the stream ends, as if the file ended there, and the reader's state is
-    told (a ``TP-DATA-DROPPED`` note) rather than an exception stopping the read.
+    told (a ``TP-DATA-DROPPED`` note) rather than an exception stopping the read. The
+    class is made on first use, with :mod:`gzip`: reading a plain log never imports it.
     """
+    import gzip
+    import zlib
 
-    def __init__(self, *args, limit: int = MAX_DECOMPRESSED, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.limit = limit
-        self.capped = False
+    class _GzipFile(gzip.GzipFile):
+        def __init__(self, *args, limit: int = MAX_DECOMPRESSED, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.limit = limit
+            self.capped = False
 
-    def _guard(self, fn, *args):
-        try:
-            return fn(*args)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ReadError(f"corrupt gzip stream: {e}") from None
+        def _guard(self, fn, *args):
+            try:
+                return fn(*args)
+            except (OSError, EOFError, zlib.error) as e:
+                raise ReadError(f"corrupt gzip stream: {e}") from None
 
-    def _size(self, size) -> int:
-        """``size`` clamped to what the cap leaves; 0 at the cap (noted once if more follows)."""
-        left = self.limit - self.tell()
-        if left <= 0:
-            if not self.capped and self._guard(super().peek, 1):
-                self.capped = True
-                state = _DROPS.get()
-                if state is not None:
-                    state.drop(
-                        f"the decompressed log is longer than {self.limit:,} bytes "
-                        "(TRAINPROOF_MAX_DECOMPRESSED): the rest was not read"
-                    )
-            return 0
-        return left if size is None or size < 0 else min(size, left)
+        def _size(self, size) -> int:
+            """``size`` clamped to what the cap leaves; 0 at the cap (noted once if more follows)."""
+            left = self.limit - self.tell()
+            if left <= 0:
+                if not self.capped and self._guard(super().peek, 1):
+                    self.capped = True
+                    state = _DROPS.get()
+                    if state is not None:
+                        state.drop(
+                            f"the decompressed log is longer than {self.limit:,} bytes "
+                            "(TRAINPROOF_MAX_DECOMPRESSED): the rest was not read"
+                        )
+                return 0
+            return left if size is None or size < 0 else min(size, left)
 
-    def read(self, size=-1):
-        n = self._size(size)
-        return self._guard(super().read, n) if n else b""
+        def read(self, size=-1):
+            n = self._size(size)
+            return self._guard(super().read, n) if n else b""
 
-    def read1(self, size=-1):
-        n = self._size(size)
-        return self._guard(super().read1, n) if n else b""
+        def read1(self, size=-1):
+            n = self._size(size)
+            return self._guard(super().read1, n) if n else b""
 
-    def peek(self, n=0):
-        return self._guard(super().peek, n) if self._size(1) else b""
+        def peek(self, n=0):
+            return self._guard(super().peek, n) if self._size(1) else b""
 
-    def readline(self, size=-1):
-        n = self._size(size)
-        return self._guard(super().readline, n) if n else b""
+        def readline(self, size=-1):
+            n = self._size(size)
+            return self._guard(super().readline, n) if n else b""
+
+    return _GzipFile
 
 
 def raw_open(path: Path) -> IO[bytes]:
@@ -261,7 +268,7 @@ def raw_open(path: Path) -> IO[bytes]:
         magic = f.read(2)
         f.seek(0)
         if magic == _GZIP_MAGIC:
-            g = _GzipFile(fileobj=f, mode="rb", limit=max_decompressed())
+            g = _gzip_class()(fileobj=f, mode="rb", limit=max_decompressed())
             g.myfileobj = f  # closed with the gzip stream (a passed fileobj is not)
             return g  # type: ignore[return-value]
     except BaseException:

@@ -22,17 +22,21 @@ than a hang. Only the standard library's :mod:`sqlite3` is used.
 
 from __future__ import annotations
 
+import functools
 import os
-import sqlite3
 import stat
 import weakref
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ._io import ReadError, open_binary
 
+if TYPE_CHECKING:
+    import sqlite3
+
 __all__ = [
-    "ERRORS",
+    "errors",
     "LOCK_TIMEOUT_S",
     "MAGIC",
     "MAX_VALUE_BYTES",
@@ -75,9 +79,23 @@ MAX_VALUE_BYTES = 64 << 20
 #: VM steps between two looks at the budget.
 _CHECK_EVERY = 1000
 
-#: What reading a damaged database raises: sqlite3's errors, and UnicodeDecodeError when
-#: the schema text SQLite reports in an error is not UTF-8 (sqlite3 decodes it to raise).
-ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
+@functools.cache
+def errors() -> tuple[type[BaseException], ...]:
+    """What reading a damaged database raises (:data:`ERRORS`): sqlite3's errors, and
+    UnicodeDecodeError when the schema text SQLite reports in an error is not UTF-8
+    (sqlite3 decodes it to raise). A function, so that sniffing a log that is no database
+    (every JSONL and CSV log is asked) never imports :mod:`sqlite3`."""
+    import sqlite3
+
+    return (sqlite3.Error, UnicodeDecodeError)
+
+
+def __getattr__(name: str):
+    # ERRORS, for who names the tuple: sqlite3 is imported on first use.
+    if name == "ERRORS":
+        return errors()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: The sidecar files SQLite keeps beside a database whose content a reader needs: the
@@ -188,18 +206,24 @@ def _uri(path: Path) -> tuple[str, str | None]:
     return f"file:{quote(str(real))}?mode=ro&immutable=1", None
 
 
-class _Connection(sqlite3.Connection):
-    """A connection that deletes the private copy it reads (if any) when it is closed or
-    collected."""
+@functools.cache
+def _connection_class() -> type:
+    """The connection class :func:`connect` opens: a :class:`sqlite3.Connection` that
+    deletes the private copy it reads (if any) when it is closed or collected (made on
+    first use, with :mod:`sqlite3`)."""
+    import sqlite3
 
-    _cleanup = None
+    class _Connection(sqlite3.Connection):
+        _cleanup = None
 
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            if self._cleanup is not None:
-                self._cleanup()
+        def close(self) -> None:
+            try:
+                super().close()
+            finally:
+                if self._cleanup is not None:
+                    self._cleanup()
+
+    return _Connection
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -217,11 +241,14 @@ def connect(path: Path) -> sqlite3.Connection:
     except OSError as e:
         raise ReadError(f"the SQLite database cannot be opened ({e.strerror or e})") from None
     import shutil
+    import sqlite3
 
     uri, copy_dir = _uri(Path(path))
     con = None
     try:
-        con = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT_S, check_same_thread=False, factory=_Connection)
+        con = sqlite3.connect(
+            uri, uri=True, timeout=LOCK_TIMEOUT_S, check_same_thread=False, factory=_connection_class()
+        )
         _limit_work(con, path)
         if copy_dir is not None:
             con._cleanup = weakref.finalize(con, shutil.rmtree, copy_dir, True)
@@ -231,7 +258,7 @@ def connect(path: Path) -> sqlite3.Connection:
         con.text_factory = lambda b: b.decode("utf-8", "replace")
         # Touch the schema now, so that a file that is not a database fails here.
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except ERRORS as e:
+    except errors() as e:
         if con is not None:
             con.close()
         if copy_dir is not None:
@@ -258,6 +285,7 @@ def _limit_work(con: sqlite3.Connection, path: Path) -> None:
     """Bound what statements on ``con`` may cost (see :data:`WORK_STEPS`,
     :data:`WORK_SECONDS`, :data:`MAX_VALUE_BYTES`): past the budget the running statement
     stops with ``OperationalError('interrupted')``, which :func:`read_error` names."""
+    import sqlite3
     import time
 
     try:
@@ -289,7 +317,7 @@ def table_names(path: Path) -> set[str] | None:
         return None
     try:
         return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except ERRORS:
+    except errors():
         return None
     finally:
         con.close()

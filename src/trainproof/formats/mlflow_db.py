@@ -23,17 +23,20 @@ are not read, as the file store reader reads none.
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..runlog import Columns, RunStart
 from ._io import NoRuns, NotALog
-from ._sqlite import ERRORS, MAGIC, SNAPSHOT_NOTE, connect, is_sqlite, read_error, read_snapshot, table_names
+from ._sqlite import MAGIC, SNAPSHOT_NOTE, connect, errors, is_sqlite, read_error, read_snapshot, table_names
 from .mlflow import steps_as_logged
+
+if TYPE_CHECKING:
+    import sqlite3
 
 name = "mlflow_db"
 description = "MLflow SQLite tracking store (mlflow.db: every run of every experiment)"
@@ -155,7 +158,7 @@ def read(path: Path, state) -> Iterator[RunStart | Columns]:
                     state.drop(
                         f"{label}: skipped {bad} metric row(s) whose key, step or value is not of the type MLflow writes"
                     )
-        except ERRORS as e:
+        except errors() as e:
             raise read_error(path, e) from None
     finally:
         con.close()
@@ -165,6 +168,8 @@ def _rowid(con: sqlite3.Connection) -> str | None:
     """A name of the metrics table's row id that no column of it shadows (a column may be
     called ``rowid``), or ``None`` when it has none to read (every name taken, or a
     ``WITHOUT ROWID`` table)."""
+    import sqlite3
+
     taken = {str(r[1]).lower() for r in con.execute("PRAGMA table_info(metrics)")}
     for alias in _ROWID_NAMES:
         if alias not in taken:

@@ -28,15 +28,18 @@ as committed so far.
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..runlog import Record, RunStart
 from ._io import NoRuns, ReadError
-from ._sqlite import ERRORS, SNAPSHOT_NOTE, connect, read_error, read_snapshot, table_names
+from ._sqlite import SNAPSHOT_NOTE, connect, errors, read_error, read_snapshot, table_names
 from ._values import JSON, MAX_DEPTH, flatten_numeric
+
+if TYPE_CHECKING:
+    import sqlite3
 
 name = "trackio"
 description = "Trackio project database (<TRACKIO_DIR>/<project>.db, one SQLite file per project)"
@@ -83,7 +86,7 @@ def sniff(path: Path, head: str) -> bool:
         return _trackio_place(path)
     try:
         return _METRICS_COLUMNS <= _columns(con, "metrics")
-    except ERRORS:
+    except errors():
         return _trackio_place(path)
     finally:
         con.close()
@@ -206,7 +209,7 @@ def read(path: Path, state) -> Iterator[Record | RunStart]:
         state.notes.append(SNAPSHOT_NOTE)
     try:
         yield from _read(con, path, state)
-    except ERRORS as e:
+    except errors() as e:
         raise read_error(path, e) from None
     finally:
         con.close()

@@ -78,3 +78,39 @@ def test_map_through_read_runlog(tmp_path: Path) -> None:
     assert run.mapping["loss"]["how"] == "map"
     with pytest.raises(MappingError):
         read_runlog(p, mapping={"loss": "cross_entropy"})
+
+
+@pytest.mark.parametrize(
+    "keys,expected",
+    [
+        (["Loss/train", "Learning Rate"], {"lr": "Learning Rate"}),
+        (
+            ["train/loss", "train/learning rate", "train/grad norm"],
+            {"lr": "train/learning rate", "grad_norm": "train/grad norm"},
+        ),
+        (["loss", "grad  norm", "learning\trate"], {"grad_norm": "grad  norm", "lr": "learning\trate"}),
+    ],
+)
+def test_a_name_spelled_with_spaces_is_the_name_with_underscores(keys, expected) -> None:
+    # TensorBoard's "Learning Rate" and an MLflow "train/grad norm" went unread, so the
+    # learning-rate and gradient rules were silently "absent" (helper 70: an lr cut to 0 PASSed)
+    m = resolve(keys)
+    for canon, key in expected.items():
+        assert m[canon]["source"] == key and m[canon]["how"] == "alias", m
+
+
+def test_a_spaced_learning_rate_of_0_is_judged_through_an_event_file(tmp_path: Path) -> None:
+    from torch.utils.tensorboard import SummaryWriter
+
+    from conftest import run_cli
+
+    w = SummaryWriter(str(tmp_path / "run"))
+    for i in range(200):
+        step = 10 * i
+        w.add_scalar("Loss/train", 0.6 + 1.7 * 2.718 ** (-i / 20) if i < 100 else 0.62, step)
+        w.add_scalar("Learning Rate", 3e-4 if i < 100 else 0.0, step)
+    w.close()
+    code, _, _, doc = run_cli("judge", str(tmp_path / "run"), "--json")
+    rep = doc["reports"][0]
+    assert rep["mapping"]["lr"]["source"] == "Learning Rate"
+    assert any(f["id"].startswith("TP-ZERO-LR") for f in rep["findings"]), rep["findings"]

@@ -274,6 +274,9 @@ TRAIN_PREFIX = re.compile(r"^(?:train|training|trainer|optim|optimizer|opt)[/_.-
 GROUP_SUFFIX = re.compile(r"^(?P<rest>.+?)[/_.-](?:group|param_group|pg)[_-]?\d+$", re.IGNORECASE)
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def alias_rank(canon: str, raw: str) -> int | None:
     """Rank of the first alias of ``canon`` matching ``raw``, or ``None``.
 
@@ -289,6 +292,9 @@ def alias_rank(canon: str, raw: str) -> int | None:
     run, metric = split_run(raw)
     if run is not None:  # W&B chart export: "<run> - train/loss"
         names.append(metric.strip().lower())
+    # A name written with spaces for its separators (TensorBoard's "Learning Rate", an
+    # MLflow "train/grad norm") is the name with underscores.
+    names += [spaced for n in names if _SPACES.search(n) and (spaced := _SPACES.sub("_", n.strip())) not in names]
     r = _rank_of(canon, names)
     if r is not None or canon not in PREFIXED:
         return r

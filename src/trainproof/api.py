@@ -269,10 +269,15 @@ def same_run(a: RunLog, b: RunLog, min_common: int = 3) -> bool:
     every shared step (NaN with NaN) to 1e-5 relative: an event file stores float32 (7 significant
     digits), so the same number read from JSON or CSV differs by at most about 6e-8
     relative; two different runs, even seeds of one configuration, differ far more on
-    some step. ``False`` when either lacks the series.
+    some step. ``False`` when either lacks the series, or when each carries a tracker's
+    run id and the ids differ: two runs of one configuration and seed hold the same
+    numbers, and a tracker that gave them two ids holds two runs.
     """
     import numpy as np
 
+    ida, idb = a.meta.get("run_id"), b.meta.get("run_id")
+    if ida and idb and ida != idb:
+        return False
     for name in _SAME_RUN_SERIES:
         sa, sb = a.get(name), b.get(name)
         if sa is not None and sb is not None:

@@ -276,7 +276,9 @@ def walk(
         run = run_dir(dirpath, listing.dir_names, listing.names)
         if run is not None:
             skip |= listing.dir_names if run.parts is None else run.parts
-            if dirpath in tainted or any(
+            if run.skip is not None:
+                ignored.append({"file": dirpath, "reason": run.skip})
+            elif dirpath in tainted or any(
                 _escapes_below(os.path.join(dirpath, d), real_root) for d in run.reads if d in listing.dir_names
             ):
                 ignored.append({"file": dirpath, "reason": _TAINTED})

@@ -243,3 +243,27 @@ def test_steps_that_move_are_kept_as_logged(tmp_path: Path) -> None:
     assert run.get("loss").steps.tolist() == [0.0] + list(map(float, range(10)))
     assert run.get("loss").values[:2].tolist() == [3.0, 2.9]  # no resume: both writes of step 0
     assert not any("values are logged at step" in n for n in run.notes)
+
+
+def test_doctor_leaves_out_a_run_its_file_store_marks_deleted(tmp_path: Path) -> None:
+    # mlflow.delete_run keeps the folder, its meta.yaml saying lifecycle_stage: deleted
+    # (in MLflow's bin); the SQLite store and the server leave such runs out, and so does
+    # the walk of a file store (a helper's diverged deleted run made doctor exit 1)
+    make_store(tmp_path, {"loss": healthy_points()}, run_id="a" * 32)
+    gone = make_store(tmp_path, {"loss": [(float(10 + i), i) for i in range(40)]}, run_id="b" * 32)
+    meta = gone / "meta.yaml"
+    meta.write_text(meta.read_text().replace("lifecycle_stage: active", "lifecycle_stage: deleted"))
+    reports, ignored = doctor(tmp_path)
+    assert [r.verdict.value for r in reports] == ["PASS"] and "a" * 32 in reports[0].file
+    assert any(i["file"] == str(gone) and "deleted" in i["reason"] for i in ignored), ignored
+    # pointed at on its own, the run is still read
+    assert read_runlog(gone).series["loss"].values.size == 40
+
+
+def test_two_tracker_runs_of_one_seed_are_two_runs(tmp_path: Path) -> None:
+    # the same configuration and seed logged twice holds the same numbers; a tracker that
+    # gave them two run ids holds two runs (doctor showed one row with the other "also")
+    for rid in ("c" * 32, "d" * 32):
+        make_store(tmp_path, {"loss": healthy_points(), "lr": [(1e-3, s) for _, s in healthy_points()]}, run_id=rid)
+    reports, _ = doctor(tmp_path)
+    assert len(reports) == 2 and not any(r.also for r in reports), [(r.file, r.also) for r in reports]

@@ -79,11 +79,14 @@ class RunDir:
             in them that leaves the searched tree keeps the run from being read.
         owns_files: the folder's own files are the run's, read through the folder: the
             walk does not return them alone (a W&B run's ``.wandb`` log).
+        skip: why the run is not judged though it is one (an MLflow run its store marks
+            deleted): the walk lists it as ignored with this reason.
     """
 
     parts: frozenset[str] | None
     reads: frozenset[str]
     owns_files: bool = False
+    skip: str | None = None
 
 
 class LineTailer(Protocol):

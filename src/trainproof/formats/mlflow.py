@@ -42,12 +42,25 @@ _LINE = re.compile(r"^\s*(\d{9,16})\s+(\S+)\s+(-?\d+)\s*$")
 #: What the walk leaves of an MLflow run folder: the subfolders its reader reads (its
 #: ``artifacts/`` may hold more logs, so the walk still descends there).
 _RUN_DIR = RunDir(parts=frozenset({"metrics", "params", "tags"}), reads=frozenset({"metrics", "params", "tags"}))
+_DELETED_RUN_DIR = RunDir(
+    parts=None,
+    reads=frozenset(),
+    skip="an MLflow run its store marks deleted (lifecycle_stage: deleted): in MLflow's bin",
+)
 
 
 def run_dir(path: str | Path, dirnames: Collection[str], names: Collection[str]) -> RunDir | None:
     """An MLflow run folder, by the names in it (reader protocol hook): a ``metrics/``
     folder beside the run's ``meta.yaml``, ``params/`` or ``tags/``."""
     if "metrics" in dirnames and ("meta.yaml" in names or "params" in dirnames or "tags" in dirnames):
+        # A run deleted in the UI or by mlflow.delete_run stays on disk, marked deleted in
+        # its meta.yaml until the store is garbage-collected: in MLflow's bin, as the SQLite
+        # store and the server leave it out.
+        if (
+            "meta.yaml" in names
+            and _yaml_fields(Path(path) / "meta.yaml", ("lifecycle_stage",)).get("lifecycle_stage") == "deleted"
+        ):
+            return _DELETED_RUN_DIR
         return _RUN_DIR
     return None
 

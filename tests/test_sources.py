@@ -14,7 +14,7 @@ from trainproof.sources import (
     source_of,
 )
 
-from conftest import healthy_rows, write_jsonl
+from conftest import healthy_rows, run_cli, write_jsonl
 
 
 def test_each_kind_of_location_has_its_source(tmp_path):
@@ -64,3 +64,27 @@ def test_local_roots_are_grouped_together_and_each_path_is_listed_once(tmp_path)
     # The bound cuts the search and says so.
     found = list_locations([tmp_path], max_files=1, limits=limits)
     assert len(found) == 1 and any("--max-files" in lim["reason"] for lim in limits)
+
+
+def test_a_folder_that_holds_one_run_is_read_as_that_run(tmp_path):
+    # `judge lightning_logs/version_0` (or its parent) means the metrics.csv inside it
+    version = tmp_path / "lightning_logs" / "version_0"
+    version.mkdir(parents=True)
+    rows = healthy_rows(60)
+    (version / "metrics.csv").write_text(
+        "step,train_loss\n" + "".join(f"{r['step']},{r['loss']}\n" for r in rows), encoding="utf-8"
+    )
+    (version / "hparams.yaml").write_text("lr: 0.001\nbatch_size: 32\n", encoding="utf-8")
+    for where in (version, version.parent):
+        code, out, _, doc = run_cli("judge", str(where), "--json")
+        rep = doc["reports"][0]
+        assert code == 0 and rep["verdict"] == "PASS" and rep["file"] == str(version / "metrics.csv"), (where, out)
+        assert any("holds one run's log" in n for n in rep["notes"])
+    # two runs: which one was meant is not for judge to guess
+    other = tmp_path / "lightning_logs" / "version_1"
+    other.mkdir()
+    (other / "metrics.csv").write_text(
+        "step,train_loss\n" + "".join(f"{r['step']},{r['loss']}\n" for r in healthy_rows(60, seed=1)), encoding="utf-8"
+    )
+    code, _, err, _ = run_cli("judge", str(version.parent))
+    assert code == 2 and "holds no run" in err and "doctor" in err

@@ -99,11 +99,39 @@ class Source:
         raise NotImplementedError
 
 
+#: How deep and how wide :func:`_single_run_in` looks in a folder given as one log: a
+#: Lightning logger's ``lightning_logs/version_0/metrics.csv`` is two levels down.
+SINGLE_RUN_DEPTH = 3
+SINGLE_RUN_FILES = 200
+
+
+def _single_run_in(path: Path) -> Path | None:
+    """The one run's log (file or run folder) under the folder ``path`` that no reader
+    reads as a whole, as ``doctor`` finds and groups them (at most
+    :data:`SINGLE_RUN_DEPTH` levels down and :data:`SINGLE_RUN_FILES` files), or ``None``
+    when it holds none or several: ``judge lightning_logs/version_0`` means its
+    ``metrics.csv``."""
+    found = walk(path, SINGLE_RUN_DEPTH, SINGLE_RUN_FILES, [])
+    runs = fold_copies(group_runs(sorted(set(found))))
+    return runs[0].path if len(runs) == 1 and runs[0].path != path else None
+
+
 class LocalSource(Source):
     """A file or folder on this machine."""
 
     def open(self, fmt="auto", mapping=None, every_run=True):
-        return _read_local(Path(self.location), fmt, mapping, label=str(self.location), every_run=every_run)
+        path = Path(self.location)
+        try:
+            return _read_local(path, fmt, mapping, label=str(self.location), every_run=every_run)
+        except NotALog:
+            one = _single_run_in(path) if path.is_dir() else None
+            if one is None:
+                raise
+        runs = _read_local(one, fmt, mapping, label=str(one), every_run=every_run)
+        note = f"{self.location} is a folder that holds one run's log: {one} is read"
+        for run in runs if every_run else [runs]:
+            run.notes.insert(0, note)
+        return runs
 
     def find(self, fmt, mapping) -> Found:
         path = Path(self.location)

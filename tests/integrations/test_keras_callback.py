@@ -180,4 +180,16 @@ def test_stop_on_stops_a_warn_run_and_save_on_stop_saves_the_model(callback, cap
     assert cb.batches == cb.stopped_at == 10
     assert f"trainproof: stop_on stopped Keras training at step 10 of {STEPS} scheduled steps" in err
     assert "TP-NAN (FAIL, chosen in stop_on, found 1 check(s) in a row)" in err
+    # SGD at lr 10 left the weights NaN: a checkpoint of them cannot be resumed from
+    assert "save_on_stop saved nothing: the model's weights hold NaN or Inf" in err and not path.exists()
+
+
+@pytest.mark.slow
+def test_save_on_stop_saves_a_model_whose_weights_are_finite(callback, capsys, tmp_path):
+    path = tmp_path / "stopped.keras"
+    cb = callback(policy="warn", check_every=10, stop_on={"TP-ZERO-LR"}, save_on_stop=str(path))
+    fit(cb, "sgd", 0.0)
+    err = capsys.readouterr().err
+    # lr 0: TP-ZERO-LR stops the run, its weights as finite as at the start
+    assert cb.stopped_at is not None
     assert f"save_on_stop saved {path}." in err and path.is_file()

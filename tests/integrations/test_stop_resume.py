@@ -120,6 +120,36 @@ def test_lightning_stop_names_the_modelcheckpoint_file_and_save_on_stop_saves(tm
     steps = {int(m.group(1)): n for n in os.listdir(tmp_path) if (m := re.search(r"-step=(\d+)\.ckpt$", n))}
     newest = max(s for s in steps if s <= good)
     assert f"Newest checkpoint at or before it: {tmp_path / steps[newest]} (step {newest})." in err, err
-    assert cb.saved_path == str(tmp_path / f"trainproof-stop-step={stopped}.ckpt")
+    # the weights are NaN at the stop: a checkpoint of them could not be resumed from
+    assert cb.saved_path is None and not (tmp_path / f"trainproof-stop-step={stopped}.ckpt").exists()
+    assert "save_on_stop saved nothing: the model's weights hold NaN or Inf" in err
+
+
+def test_lightning_save_on_stop_saves_a_checkpoint_of_finite_weights(tmp_path, capsys):
+    """SGD at lr 0: TP-ZERO-LR stops the run with its weights as finite as at the start,
+    and save_on_stop writes a checkpoint at the stop."""
+    torch = pytest.importorskip("torch")
+    pl = pytest.importorskip("lightning.pytorch")
+    from _lightning_runs import clusters, mlp
+
+    from trainproof.integrations.lightning import TrainproofCallback
+
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+    pl.seed_everything(0, verbose=False)
+    cb = TrainproofCallback(policy="stop_on_fail", check_every=5, save_on_stop=True)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[cb],
+        max_steps=150,
+        default_root_dir=tmp_path,
+    )
+    train = torch.utils.data.DataLoader(clusters(2048, 1), batch_size=32, shuffle=True)
+    trainer.fit(mlp("sgd", 0.0), train)
+    err = capsys.readouterr().err
+    stopped = int(cb.stopped_at)
+    assert stopped < 150 and cb.saved_path is not None, err
     assert os.path.exists(cb.saved_path) and f"save_on_stop saved {cb.saved_path}." in err
     assert torch.load(cb.saved_path, map_location="cpu", weights_only=False)["global_step"] == stopped

@@ -51,6 +51,14 @@ GROWTH_SHARE = 0.01
 PENDING_MAX = 256
 
 
+#: What a stop's message says where ``save_on_stop`` found the weights non-finite: a
+#: checkpoint of NaN weights cannot be resumed from, so none is written.
+NONFINITE_NOT_SAVED = (
+    "save_on_stop saved nothing: the model's weights hold NaN or Inf, and a checkpoint of them cannot be resumed "
+    "from; resume from the last one saved before the onset."
+)
+
+
 def missing(module: str, extra: str, err: BaseException | None = None) -> str:
     """The message for a framework that cannot be imported."""
     why = f" ({err})" if err is not None and str(err) else ""

@@ -43,7 +43,7 @@ from ..findings import Finding, Report
 from ..live import distributed
 from ..live.guardian import number
 from ..rules.thresholds import DEFAULT, Thresholds
-from ._common import LiveRun, missing
+from ._common import NONFINITE_NOT_SAVED, LiveRun, missing
 
 try:
     import keras
@@ -140,7 +140,12 @@ class TrainproofCallback(keras.callbacks.Callback):
         self._means: dict[str, tuple[int, float]] = {}
 
     def _save(self, step) -> str:
-        """Save the model at the stop; returns what the stop's message says of it."""
+        """Save the model at the stop, unless a weight is NaN or Inf (a file to resume from
+        that cannot be resumed from); returns what the stop's message says of it."""
+        import numpy as np
+
+        if not all(np.all(np.isfinite(w)) for w in self.model.get_weights()):
+            return NONFINITE_NOT_SAVED
         self.model.save(self.save_on_stop)
         return f"save_on_stop saved {self.save_on_stop}."
 

@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable
 from ..aliases.vocabulary import is_eval_key
 from ..findings import Finding, Report
 from ..rules.thresholds import DEFAULT, Thresholds
-from ._common import LiveRun, missing
+from ._common import NONFINITE_NOT_SAVED, LiveRun, missing
 
 try:
     from lightning.pytorch import Callback
@@ -226,7 +226,13 @@ class TrainproofCallback(Callback):
         self.saved_path = None
 
     def _save(self, trainer, step) -> str:
-        """Save a checkpoint at the stop; returns what the stop's message says of it."""
+        """Save a checkpoint at the stop, unless a parameter holds NaN or Inf; returns what
+        the stop's message says of it."""
+        import torch
+
+        module = getattr(trainer, "lightning_module", None)
+        if module is not None and not all(bool(torch.isfinite(p).all()) for p in module.parameters()):
+            return NONFINITE_NOT_SAVED
         dirpath = next((cb.dirpath for cb in trainer.checkpoint_callbacks if getattr(cb, "dirpath", None)), None)
         path = os.path.join(dirpath or trainer.default_root_dir, f"trainproof-stop-step={int(step or 0)}.ckpt")
         trainer.save_checkpoint(path)

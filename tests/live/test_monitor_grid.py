@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch")
 
 from _live_grid import PROBLEMS, Config, train  # noqa: E402
 
+from trainproof.findings import Level  # noqa: E402
 from trainproof.live.guardian import Guardian  # noqa: E402
 
 
@@ -182,13 +183,12 @@ def test_broken_run_is_stopped_by_its_bound(config, causes, by):
 @pytest.mark.parametrize("problem,seed", [("clf", 0), ("reg", 1), ("offset", 0)])
 def test_weights_outside_the_optimizer_leave_only_the_loss_as_evidence(problem, seed):
     """Weights that get gradients but are not in the optimizer: the log shows the optimizer
-    stepping (a learning rate and a live gradient norm) while the weights do not move, so
-    the loss is the only evidence, and a loss that holds while the optimizer steps is a
-    model at its floor as often as one that cannot learn. The loop is not stopped; the
-    report of the ended run says no progress (TP-LOSS-STALLED, a WARN). Catching it needs
-    a measure of the weights themselves (an update ratio, parameters outside every
-    optimizer group)."""
+    stepping (a learning rate and a live gradient norm) while the weights do not move. The
+    monitor's probe counts the trainable tensors in no param group of the optimizer; all
+    of them, at every check, is a cause that nothing moves, and the flat loss of the ended
+    run is a dead run (TP-DEAD-RUN, a FAIL) rather than a model at its floor."""
     out = train(Config(problem, "adam", 1e-3, seed=seed, fault="not_in_optimizer"), policy="silent")
-    assert out.stopped_at is None
+    assert out.stopped_at is None  # silent never stops
     rep = out.monitor.report(print_it=False)
-    assert "TP-LOSS-STALLED" in {f.id for f in rep.findings}
+    [f] = [f for f in rep.findings if f.id == "TP-DEAD-RUN"]
+    assert f.level is Level.FAIL and f.data["cause"] == "updates_zero", rep.ids()

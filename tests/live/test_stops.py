@@ -245,12 +245,13 @@ def test_a_learning_loss_under_a_large_constant_term_is_not_flat(capsys, tmp_pat
 
 
 @pytest.mark.slow
-def test_weights_outside_the_optimizer_are_named_though_the_loss_moves_from_batch_to_batch():
+def test_weights_outside_the_optimizer_are_a_measured_cause_though_the_loss_moves_from_batch_to_batch():
     """The same loop with the bug a flat loss suspects: the optimizer holds another
-    parameter, so the weights never move. The loss still varies from batch to batch, so
-    there is no flatness claim to stop on; the count of parameter tensors with a gradient
-    in no optimizer group (``model/params_outside_optimizer``, measured here by the loop)
-    is reported by its own rule, and the run is no longer a PASS."""
+    parameter, so the weights never move. The loss still varies from batch to batch, but
+    the count of parameter tensors with a gradient in no optimizer group
+    (``model/params_outside_optimizer``, measured here by the loop) covers every trainable
+    tensor of the model: nothing is stepped, a cause that makes the flat loss a dead run,
+    and the loop is stopped with it cited."""
     x, y, model = classifier()
     stray = torch.nn.Parameter(torch.zeros(()))
     opt = torch.optim.Adam([stray], lr=1e-3)
@@ -261,12 +262,15 @@ def test_weights_outside_the_optimizer_are_named_though_the_loss_moves_from_batc
         return {"model/params_outside_optimizer": float(n)}
 
     stopped, err, mon = loop(model, opt, x, y, offset=1000.0, extra=outside)
-    assert stopped is None, err
+    assert stopped is not None, "never stopped"
+    assert "TP-DEAD-RUN" in {f.id for f in err.findings}
+    [dead] = [f for f in err.findings if f.id == "TP-DEAD-RUN"]
+    assert "model/params_outside_optimizer covers all 4 trainable tensors" in dead.evidence, dead.evidence
     final = mon.report(print_it=False)
     [f] = [f for f in final.findings if f.id == "TP-PARAMS-NOT-OPTIMIZED"]
     assert f.level is Level.WARN and f.data["first_value"] == 4.0
     assert "4 parameter tensors with a gradient are in no optimizer group" in f.message
-    assert "TP-FLAT" not in final.ids() and final.verdict is Level.WARN
+    assert final.verdict is Level.FAIL
 
 
 @pytest.mark.slow
@@ -595,3 +599,16 @@ def test_a_climb_from_the_runs_start_is_never_held_as_small():
         g.add(s, {"loss": 2.0 * math.exp(0.05 * s) * math.exp(0.03 * rng.standard_normal())})
     f = _diverge(judged(g))
     assert f.level is Level.FAIL and f.data["from_start"] and "small_climb" not in f.data
+
+
+def test_a_remedy_is_cut_at_its_first_sentence_never_inside_brackets():
+    from trainproof.live.stops import first_remedy
+    from trainproof.rules.registry import all_rules
+
+    # TP-ZERO-LR's remedy holds "(PyTorch: optimizer.param_groups[0]['lr']; Keras: ...)":
+    # a stop message cut it at the ';' inside the parenthesis
+    text = first_remedy("TP-ZERO-LR")
+    assert text.count("(") == text.count(")") and "Keras" in text and text.endswith(".")
+    for r in all_rules():
+        t = first_remedy(r.id)
+        assert t.count("(") == t.count(")") and t.count("[") == t.count("]"), (r.id, t)

@@ -125,6 +125,13 @@ def test_a_share_that_names_a_small_k_is_not_read_in_percent(n):
     learn = math.log(1000) * (1 - 0.3 * t) * np.exp(0.003 * np.random.default_rng(1).standard_normal(n))
     rep = judge_runlog(run_of(loss=learn, eval_top1=0.1 + 0.8 * t))
     assert RULE not in rep.ids() and rep.verdict is not Level.FAIL, rep.ids()
+    # a plain accuracy is a share: 0.99 beside a composite loss that holds at 4.605 (ln
+    # 100), 0.5 beside a loss summed over tokens at 5.30 (ln 200), name no k in percent
+    rng = np.random.default_rng(2)
+    for level, acc, key in ((math.log(100), 0.99, "accuracy"), (math.log(200), 0.5, "token_accuracy")):
+        loss = level * np.exp(0.005 * rng.standard_normal(n))
+        rep = judge_runlog(run_of(loss=loss, **{key: acc + 0.002 * rng.standard_normal(n)}))
+        assert RULE not in rep.ids() and rep.verdict is not Level.FAIL, (key, rep.ids())
 
 
 def _distilled(n, k, seed, *, frozen, acc_rate=None):
@@ -146,7 +153,7 @@ def _distilled(n, k, seed, *, frozen, acc_rate=None):
 
 @pytest.mark.parametrize("k", [2, 3, 7, 10])
 @pytest.mark.parametrize("n", [20, 100, 2000])
-@pytest.mark.parametrize("key", ["ce_loss", "train/loss_ce", "xent", "cross_entropy_loss"])
+@pytest.mark.parametrize("key", ["ce_loss", "train/loss_ce", "xent", "cross_entropy_loss", "train/student_ce"])
 def test_a_cross_entropy_term_at_chance_with_the_accuracy_there_fails(k, n, key):
     loss, ce, acc = _distilled(n, k, k + n, frozen=True)
     rep = judge_runlog(run_of(loss=loss, **{key: ce, "train_acc": acc}))
@@ -165,3 +172,15 @@ def test_a_cross_entropy_term_that_learns_or_has_no_accuracy_at_chance_is_no_gue
         for extra in ({}, {"train_acc": acc}):
             rep = judge_runlog(run_of(loss=loss, ce_loss=ce, **extra))
             assert RULE not in rep.ids(), (k, extra.keys(), rep.ids())
+        # at ln k with the train accuracy at 1/k, but a held-out accuracy far above it
+        # (mixup's train accuracy): the classifier does not guess
+        loss, ce, acc = _distilled(n, k, n, frozen=True)
+        val = np.full(n, min(0.95, 4 / k))
+        rep = judge_runlog(run_of(loss=loss, ce_loss=ce, train_acc=acc, val_acc=val))
+        assert RULE not in rep.ids(), (k, rep.ids())
+        # an auxiliary binary head at chance while the judged multi-task loss learns
+        t = np.arange(n) / n
+        main = 2.4 * np.exp(-3 * t) + 0.1
+        aux_ce, aux_acc = _distilled(n, 2, n + 1, frozen=True)[1:]
+        rep = judge_runlog(run_of(loss=main + 0.1 * aux_ce, aux_ce=aux_ce, aux_acc=aux_acc))
+        assert RULE not in rep.ids() and rep.verdict is not Level.FAIL, (k, rep.ids())

@@ -83,7 +83,7 @@ def test_a_climb_with_held_out_accuracy_rising_is_a_warning(tmp_path, fmt, n, ev
         assert code == 0 and "FAIL" not in lv.values(), (seed, lv)
         assert lv.get("TP-LOSS-CLIMB") == "WARN", lv
         (f,) = [f for f in rep["findings"] if f["id"] == "TP-LOSS-CLIMB"]
-        assert "held-out accuracy" in f["message"] and f["data"]["disputed"]
+        assert "disputes" in f["message"] and "held-out accuracy" in f["data"]["disputed"]
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "hf"])

@@ -85,18 +85,84 @@ def test_nan_train_cells_of_evaluation_rows_are_absent(tmp_path, fmt, own_step, 
         code, rep = _judge(tmp_path, _export(n, every, seed, own_step=own_step, noise=noise), fmt)
         assert code == 0 and not _ids(rep), (seed, _ids(rep))
         assert "TP-NAN" in rep["checks"]["ran"]
-        assert any("rows of another kind, read as absent" in x for x in rep["notes"]), rep["notes"]
+        assert any("rows of another kind" in x and "read as absent" in x for x in rep["notes"]), rep["notes"]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_without_a_learning_rate_the_same_step_finite_on_its_train_row_decides(tmp_path, fmt):
-    # eval rows share the train row's step: the step's train loss is finite on its own row
-    code, rep = _judge(tmp_path, _export(400, 40, 0, own_step=False, lr=False), fmt)
-    assert code == 0 and not _ids(rep)
-    # eval rows at a step of their own, and nothing else on the row: the NaN loss beside a
-    # finite evaluation cannot be told from a transient NaN of the run, so it stays one
-    code, rep = _judge(tmp_path, _export(400, 40, 0, own_step=True, lr=False), fmt)
+@pytest.mark.parametrize("own_step", [True, False])
+def test_without_a_learning_rate_the_row_s_kind_decides(tmp_path, fmt, own_step):
+    # eval rows hold nothing but the evaluation, and the eval loss is never written beside
+    # a finite train loss: the eval rows are rows of another kind, their NaN a filler
+    code, rep = _judge(tmp_path, _export(400, 40, 0, own_step=own_step, lr=False), fmt)
+    assert code == 0 and not _ids(rep), _ids(rep)
+
+
+@pytest.mark.parametrize("n", [20, 60])
+def test_a_wide_table_s_nan_loss_beside_a_finite_val_loss_is_the_run_s(tmp_path, n):
+    # Keras' CSVLogger writes loss and val_loss on every row: a NaN loss there (the val
+    # loss frozen or finite) is the run's, not a filler
+    rng = np.random.default_rng(n)
+    rows = []
+    for e in range(n):
+        t = e / n
+        loss = float("nan") if t >= 0.6 else 0.5 + 1.6 * math.exp(-5 * t) * (1 + 0.02 * rng.standard_normal())
+        rows.append({"epoch": e, "loss": loss, "val_loss": 0.55 + 1.6 * math.exp(-5 * min(t, 0.6))})
+    code, rep = _judge(tmp_path, rows, "csv")
     assert code == 1 and "TP-NAN" in _ids(rep)
+
+
+def test_an_hf_log_history_export_with_epochs_and_its_summary_row(tmp_path):
+    # pandas' export of HF's log_history: `epoch` is finite on every row (eval rows too),
+    # eval every 25 steps off the logging steps, and the trainer's summary row last
+    # (train_loss, train_runtime; loss NaN)
+    rng = np.random.default_rng(4)
+    rows = []
+    nan = float("nan")
+    for step in range(10, 1010, 10):
+        t = step / 1000
+        loss = (0.3 + 1.5 * math.exp(-5 * t)) * (1 + 0.05 * rng.standard_normal())
+        rows.append(
+            {
+                "loss": loss,
+                "grad_norm": 2.0 + rng.random(),
+                "learning_rate": 5e-5 * (1 - t),
+                "epoch": t * 3,
+                "step": step,
+                "eval_loss": nan,
+                "eval_runtime": nan,
+                "train_runtime": nan,
+                "train_loss": nan,
+            }
+        )
+        if step % 250 == 0 or (step + 5) % 250 == 0:
+            rows.append(
+                {
+                    "loss": nan,
+                    "grad_norm": nan,
+                    "learning_rate": nan,
+                    "epoch": t * 3,
+                    "step": step + 5 if (step + 5) % 250 == 0 else step,
+                    "eval_loss": 0.35 + 1.5 * math.exp(-5 * t),
+                    "eval_runtime": 1.2,
+                    "train_runtime": nan,
+                    "train_loss": nan,
+                }
+            )
+    rows.append(
+        {
+            "loss": nan,
+            "grad_norm": nan,
+            "learning_rate": nan,
+            "epoch": 3.0,
+            "step": 1000,
+            "eval_loss": nan,
+            "eval_runtime": nan,
+            "train_runtime": 120.5,
+            "train_loss": 0.52,
+        }
+    )
+    code, rep = _judge(tmp_path, rows, "csv")
+    assert code == 0 and not _ids(rep) and not any(f["level"] == "WARN" for f in rep["findings"]), rep["findings"]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])

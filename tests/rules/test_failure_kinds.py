@@ -540,6 +540,17 @@ def test_a_return_pinned_at_its_floor_after_its_first_logs_is_no_signal(n, first
         assert f.level is Level.FAIL and f.data["value"] == -0.2, rep.ids()
 
 
+def test_a_return_pinned_above_the_first_median_but_below_the_best_is_no_signal():
+    # a policy collapsed (entropy 0) to exactly 10 after random returns of 6-13: not the
+    # best it has had, so no environment maximum held
+    rng = np.random.default_rng(5)
+    r = np.full(200, 10.0)
+    r[:12] = rng.uniform(6, 13, 12)
+    r[3] = 13.0
+    rep = judge_runlog(run_of(reward=r, **{"losses/value_loss": np.linspace(1, 0.1, 200)}))
+    assert one(rep, "TP-RL-NO-SIGNAL").level is Level.FAIL
+
+
 @pytest.mark.parametrize("n", [40, 150, 1000])
 def test_a_return_held_at_the_maximum_or_a_sparse_reward_found_again_is_signal(n):
     for seed in range(2):

@@ -112,9 +112,16 @@ def test_a_discriminator_that_won_before_the_first_fifth_ended_is_measured_again
         rep = _judge(g, d)
         (f,) = [f for f in rep.findings if f.id == RULE]
         assert f.level is Level.WARN, (n, seed)
-        # a composite generator loss that falls (reconstruction-dominated) is no lost game
-        rep = _judge(np.linspace(40.0, 8.0, n) * _noise(rng, n, 0.05), d)
-        assert RULE not in rep.ids(), (n, seed)
+        # a generator loss that drifts down from a high start (a composite one, or the
+        # generator adapting to a discriminator that still wins) does not undo the win
+        if first == 1:  # won at the first log: the first fifth already holds the win
+            rep = _judge(np.linspace(15.0, 9.0, n) * _noise(rng, n, 0.05), d)
+            assert RULE in rep.ids(), (n, seed)
+        # a Wasserstein critic's loss falls toward 0 in a healthy run: not judged
+        for keys in (("loss_G", "loss_critic"), ("loss_G", "loss_D")):
+            extra = {"gradient_penalty": np.full(n, 0.1)} if keys[1] == "loss_D" else {}
+            rep = judge_runlog(run_of(**{keys[0]: g, keys[1]: d}, **extra))
+            assert RULE not in rep.ids() and rep.verdict is not Level.WARN, (keys, rep.ids())
         # a discriminator at a tenth of ln 2 all run (confident, not certain) has not won
         rep = _judge(g, np.full(n, 0.07) * _noise(rng, n, sigma))
         assert RULE not in rep.ids(), (n, seed)

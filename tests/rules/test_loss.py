@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _helpers import run_of
 
 from trainproof.findings import Level
 from trainproof.rules.engine import judge_runlog
@@ -2296,6 +2297,28 @@ def test_updates_of_about_zero_are_a_cause_that_nothing_moves(seed, n):
     # a slow run's ratio (1e-5, a fine-tune at a low rate) is no such cause: no progress only
     rep = judge(**alive, update_ratio=list(1e-5 * np.exp(rng.standard_normal(n))))
     assert "TP-DEAD-RUN" not in rep.ids() and "TP-LOSS-STALLED" in rep.ids()
+
+
+@pytest.mark.parametrize("key", ["model/params_outside_optimizer", "model/params_not_updated"])
+@pytest.mark.parametrize("n", [60, 600])
+def test_every_trainable_tensor_left_unstepped_is_a_cause_that_nothing_moves(key, n):
+    # An optimizer built over a copy of the model (a helper's live run): the model's 6
+    # tensors get gradients, the optimizer holds none of them, and the gradient norm
+    # grows as they accumulate; the lr and the norm look alive, the probe's count of
+    # tensors outside the optimizer (or not changed across the step) covers all 6.
+    rng = np.random.default_rng(n)
+    loss = list(1.386 * np.exp(0.003 * rng.standard_normal(n)))
+    alive = dict(loss=loss, lr=[1e-3] * n, grad_norm=list(np.linspace(0.4, 120, n)))
+    checks = [6.0 if i % 10 == 9 else None for i in range(n)]
+    rep = judge_runlog(run_of(meta={"trainable_tensors": 6}, **alive, **{key: checks}))
+    f = one(rep, "TP-DEAD-RUN")
+    assert f.level is Level.FAIL and f.data["cause"] == "updates_zero", rep.ids()
+    # 5 of 6 left out (the head trains), or the count of trainable tensors unknown: no cause
+    part = [5.0 if c else None for c in checks]
+    rep = judge_runlog(run_of(meta={"trainable_tensors": 6}, **alive, **{key: part}))
+    assert "TP-DEAD-RUN" not in rep.ids(), rep.ids()
+    rep = judge_runlog(run_of(**alive, **{key: checks}))
+    assert "TP-DEAD-RUN" not in rep.ids(), rep.ids()
 
 
 def _binary_evals(p: float, n_eval: int, evals: int, seed: int, collapsed: bool, acc_noise: bool = True):

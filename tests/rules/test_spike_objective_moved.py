@@ -64,3 +64,16 @@ def test_a_jump_at_a_curriculum_stage_through_the_jsonl_reader(tmp_path, n):
     p.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "train/difficulty"}) + "\n" for r in rows))
     code, _, _, doc = run_cli("judge", str(p), "--json")
     assert "TP-LOSS-SPIKE" in {f["id"] for f in doc["reports"][0]["findings"]}
+
+
+@pytest.mark.parametrize("n", [300, 2000])
+def test_a_weight_between_two_non_zero_values_explains_a_jump_of_its_ratio_only(n):
+    # kl_weight 0.5 -> 1.0 doubles its term: a 5x jump (within 2 x spike_factor) is the
+    # objective, a 40x one (an fp16 overflow at the same step) is still a spike
+    for seed in range(2):
+        for jump, spike in ((5.0, False), (40.0, True)):
+            loss, weight = _switched(n, 0.5, jump, seed, w=(0.5, 1.0))
+            rep = judge_runlog(run_of(loss=loss, kl_weight=weight))
+            assert ("TP-LOSS-SPIKE" in rep.ids()) is spike, (n, seed, jump, rep.ids())
+            if spike:  # and a spike with no weight logged
+                assert "TP-LOSS-SPIKE" in judge_runlog(run_of(loss=loss)).ids()

@@ -420,7 +420,18 @@ def first_remedy(rule_id: str, th: Thresholds | None = None) -> str:
     if r is None:
         return ""
     text = r.text("try_", th).strip()
-    first = re.split(r"(?<=[.;])\s", text, maxsplit=1)[0].rstrip(";").strip()
+    # the first '.' or ';' before whitespace outside brackets: a remedy's parenthesis
+    # ("(PyTorch: optimizer.param_groups[0]['lr']; Keras: ...)") is part of its sentence
+    depth, end = 0, len(text)
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif ch in ".;" and depth == 0 and i + 1 < len(text) and text[i + 1].isspace():
+            end = i + 1
+            break
+    first = text[:end].rstrip(";").strip()
     return first if first.endswith(".") else first + "."
 
 

@@ -413,13 +413,17 @@ def _schedule_kind(w: set) -> tuple[bool, bool, bool, bool]:
     return weight, size, stage, noise
 
 
-def objective_moved_between(ctx, lo_step: float, hi_step: float) -> str | None:
+def objective_moved_between(ctx, lo_step: float, hi_step: float) -> tuple[str, float] | None:
     """A logged schedule of the objective (:func:`_schedule_kind`: a loss-term weight, a
     stage, an example size, a noise level) whose value changed between its last log at or
-    before ``lo_step`` and its first at or after ``hi_step`` (a weight or a noise level by
-    ``objective_weight_rise`` either way, or from 0; a stage or a size to any other value),
-    as a sentence, or ``None``. A loss that jumps where the objective it sums changed (an
-    auxiliary head switched on, a curriculum's next stage) jumps by design."""
+    before ``lo_step`` and its first at or after ``hi_step`` (a weight, a size or a noise
+    level by ``objective_weight_rise`` either way, or from 0; a stage to any other value):
+    ``(a sentence, the most it can multiply the loss by)``, or ``None``. A loss that jumps
+    where the objective it sums changed (an auxiliary head switched on, a curriculum's next
+    stage) jumps by design. A weight that moved from a to b scales its term by b/a, and a
+    loss summed over examples that grew from a to b grows by b/a at most: that ratio bounds
+    the jump it explains; a term switched on from 0, a stage and a noise level bound
+    nothing (a near-zero loss meets a new term, harder data)."""
     for name, series in ctx.run.series.items():
         if name in _NOT_OBJECTIVE_SCHEDULES:
             continue
@@ -432,13 +436,16 @@ def objective_moved_between(ctx, lo_step: float, hi_step: float) -> str | None:
         if not i.size or not j.size:
             continue
         a, b = float(f.values[i[-1]]), float(f.values[j[0]])
-        if stage and not (weight or noise):
-            moved = a != b
-        else:
-            r = ctx.th.objective_weight_rise
-            moved = (a == 0) != (b == 0) or (a * b > 0 and max(a / b, b / a) >= r)
-        if moved:
-            return f"{series.key or name} went from {num(a)} to {num(b)} there"
+        said = f"{series.key or name} went from {num(a)} to {num(b)} there"
+        if stage and not (weight or noise or size):
+            if a != b:
+                return said, math.inf
+            continue
+        if (a == 0) != (b == 0):
+            return said, math.inf
+        r = max(a / b, b / a) if a * b > 0 else 1.0
+        if r >= ctx.th.objective_weight_rise:
+            return said, math.inf if noise and not (weight or size) else r
     return None
 
 
@@ -628,6 +635,10 @@ def _added_loss_term(ctx, best_step: float) -> str | None:
 #: cleared between backward() and step().
 LAYER_UPDATE_RATIO_KEY = "model/layer_update_ratio_max"
 CLEARED_KEY = "model/grads_cleared_before_step"
+#: The probes' counts of trainable tensors with a gradient in no param group of the
+#: optimizer, and of those in it that did not change across a step.
+OUTSIDE_KEY = "model/params_outside_optimizer"
+NOT_UPDATED_KEY = "model/params_not_updated"
 
 
 def trainable_tensors(run) -> int | None:

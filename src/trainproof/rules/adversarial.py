@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .._arrays import median
+from ..aliases.vocabulary import words
 from ..findings import Level
 from ._fmt import num, step
 from .objective_kind import gan_sides
@@ -32,7 +33,8 @@ from .registry import CannotJudge, Need, rule
         "least {gan_rise_ratio:g}x its own first-fifth median. A discriminator already at or under {gan_win_ratio:g} "
         "of ln 2 over its first fifth (it won before the first fifth ended) is measured against ln 2 instead, the loss "
         "per side of a discriminator that cannot tell real from generated, and then the generator's tail median must "
-        "be at least {gan_rise_ratio:g}x ln 2 and no lower than its first-fifth median."
+        "be at least {gan_rise_ratio:g}x ln 2. Not judged on a Wasserstein GAN (a critic's key, a Wasserstein distance or a "
+        "gradient penalty logged): a critic's loss estimates a distance with no floor that means it won."
     ),
     why=(
         "A discriminator that tells real from generated samples with near certainty passes the generator a "
@@ -66,6 +68,12 @@ def check_gan_discriminator_wins(ctx):
     n = min(len(g), len(d))
     if n < th.gan_min_points:
         raise CannotJudge("too_few_points", f"{g.key} and {d.key} have {n} finite points; needs {th.gan_min_points}")
+    wgan = _wasserstein_keys(ctx.run, d.key)
+    if wgan:
+        raise CannotJudge(
+            "not_applicable",
+            f"{wgan} marks a Wasserstein critic (WGAN): its loss estimates a distance, with no floor that means it won",
+        )
     if np.any(d.values < 0) or np.any(g.values < 0):
         raise CannotJudge(
             "not_applicable",
@@ -84,7 +92,7 @@ def check_gan_discriminator_wins(ctx):
     won_early = d_start <= th.gan_win_ratio * math.log(2)
     bar = th.gan_win_ratio * (math.log(2) if won_early else d_start)
     g_ref = math.log(2) if won_early else g_start
-    if max(d_end, d_last) > bar or not g_end >= th.gan_rise_ratio * g_ref or (won_early and g_end < g_start):
+    if max(d_end, d_last) > bar or not g_end >= th.gan_rise_ratio * g_ref:
         return
     # The onset: the first of 20 blocks from which every block's median of the
     # discriminator's loss is under the bar.
@@ -113,6 +121,24 @@ def check_gan_discriminator_wins(ctx):
         step=d.steps[i],
         line=d.lines[i],
     )
+
+
+#: Words of a key that mark a Wasserstein GAN: its critic (``loss_critic``), its distance
+#: estimate (``wasserstein``, ``wdist``), its gradient penalty (``gp``,
+#: ``gradient_penalty``; StyleGAN's ``r1_penalty`` is a logistic GAN's and is not one).
+_WGAN_WORDS = frozenset({"critic", "wasserstein", "wdist", "wgan", "gp"})
+
+
+def _wasserstein_keys(run, d_key: str) -> str | None:
+    """The key that marks ``run`` as a Wasserstein GAN (:data:`_WGAN_WORDS`, or a
+    ``gradient`` ``penalty``), the discriminator's own key ``d_key`` first, or ``None``. A
+    critic's loss estimates a distance that the generator closes: it falls toward 0 in a
+    healthy run and may be logged positive, so near 0 it is no discriminator that won."""
+    for key in (d_key, *sorted(s.key for s in run.series.values())):
+        w = set(words(key))
+        if w & _WGAN_WORDS or {"gradient", "penalty"} <= w:
+            return key
+    return None
 
 
 def _head_tail(v: np.ndarray, tail_share: float) -> tuple[np.ndarray, np.ndarray]:

@@ -31,6 +31,7 @@ from dataclasses import replace
 import numpy as np
 
 from .._arrays import isin
+from ..aliases.vocabulary import words
 from ..findings import MUTED, Finding, Level, Report, Skip, is_line_format
 from ..runlog import RunLog, Series
 from ._checkpoint import best_checkpoint
@@ -492,47 +493,73 @@ def _is_held_out(name: str, s: Series) -> bool:
     return name.startswith("eval") or measured_held_out(s.key or name)
 
 
-def _eval_row_placeholders_dropped(run: RunLog) -> RunLog:
-    """``run`` with the non-finite train values of its evaluation rows left out, with a
-    note: a table export that writes ``NaN`` in every train column of a row that holds
-    only an evaluation (``df.to_csv(na_rep="NaN")``, a history exported from a tracker).
-    A train loss value counts as such a placeholder where it is non-finite on a record
-    (a log line) whose eval loss is finite, and either every other train column of that
-    record is non-finite too (a learning rate is no NaN from a blow-up: its schedule does
-    not read the loss) or the same step has a finite train loss on another record. Weights
-    gone non-finite make the evaluation non-finite as well, so no NaN of the run is read
-    away. ``run`` itself where the loss has no such value."""
-    s, ev = run.series.get("loss"), run.series.get("eval_loss")
-    if s is None or ev is None:
+#: Words of a key that counts where the run is (an epoch, a step, a wall time) rather than
+#: measuring the model: such a column is written on every row of every kind (HF writes
+#: ``epoch`` on its evaluation rows), so it says nothing of a row's kind.
+_COUNTER_WORDS = frozenset({"epoch", "step", "steps", "iter", "iteration", "runtime", "timestamp", "time"})
+
+
+def _eval_row_placeholders_dropped(run: RunLog, least: int) -> RunLog:
+    """``run`` with the non-finite train values of its rows of another kind left out, with
+    a note: a table export that writes ``NaN`` in every train column of a row that holds
+    only an evaluation or the trainer's summary (``df.to_csv(na_rep="NaN")`` of HF's
+    ``log_history``, a tracker's history). A non-finite train loss counts as such a
+    placeholder where its record (a log line) holds a finite value of a column of another
+    kind (one never finite on a record where the loss is: ``eval_loss`` on rows of its
+    own, ``train_runtime``) and every column that is finite beside the loss elsewhere (a
+    learning rate, a gradient norm, a ``val_loss`` on the same rows) is non-finite there
+    too: a learning rate is no NaN from a blow-up, since its schedule does not read the
+    loss, and a wide table's NaN loss beside a finite ``val_loss`` is the run's. Or where its
+    record holds a finite eval loss and the same step has a finite train loss on another
+    record. Counters (:data:`_COUNTER_WORDS`) say nothing of a row's kind. The kinds of
+    rows are read only where the loss is finite on at least ``least`` records
+    (``min_trend_points``): a loss non-finite from its start, or from its first few logs,
+    shows no row a finite loss shares with its columns. Weights gone non-finite make the
+    evaluation non-finite as well, so no NaN of the run is read away. ``run`` itself where
+    the loss has no such value."""
+    s = run.series.get("loss")
+    if s is None:
         return run
-    eval_lines = ev.lines[np.isfinite(ev.values)]
-    cand = ~np.isfinite(s.values) & isin(s.lines, eval_lines)
-    if not cand.any():
+    bad = ~np.isfinite(s.values)
+    if not bad.any() or int((~bad).sum()) < least:
         return run
-    train = [o for name, o in run.series.items() if name != "loss" and not _is_held_out(name, o)]
-    fin_steps = s.steps[np.isfinite(s.values)]
-    for i in np.flatnonzero(cand):
+    loss_lines = s.lines[~bad]
+    kinds: list[tuple[Series, bool]] = []  # (series, of another kind)
+    for name, o in run.series.items():
+        if name == "loss" or name == "epoch" or set(words(o.key or name)) & _COUNTER_WORDS:
+            continue
+        fin = np.isfinite(o.values)
+        kinds.append((o, not isin(o.lines[fin], loss_lines).any()))
+    ev = run.series.get("eval_loss")
+    eval_lines = ev.lines[np.isfinite(ev.values)] if ev is not None else np.array([], dtype=s.lines.dtype)
+    fin_steps = s.steps[~bad]
+    cand = np.zeros_like(bad)
+    for i in np.flatnonzero(bad):
         line = s.lines[i]
-        on_row = [o.values[o.lines == line] for o in train]
-        on_row = [v for v in on_row if v.size]
-        blank_row = bool(on_row) and not any(np.isfinite(v).any() for v in on_row)
-        if not blank_row and not np.any(fin_steps == s.steps[i]):
-            cand[i] = False
+        finite_other, finite_companion = False, False
+        for o, other in kinds:
+            v = o.values[o.lines == line]
+            if v.size and np.isfinite(v).any():
+                if other:
+                    finite_other = True
+                else:
+                    finite_companion = True
+        same_step = bool(np.any(fin_steps == s.steps[i])) and bool(np.any(eval_lines == line))
+        cand[i] = (finite_other and not finite_companion) or same_step
     if not cand.any():
         return run
-    rows = set(s.lines[cand].tolist())
+    rows = np.array(sorted(set(s.lines[cand].tolist())))
     series = dict(run.series)
     for name, o in run.series.items():
         if _is_held_out(name, o):
             continue
-        drop = ~np.isfinite(o.values) & isin(o.lines, np.array(sorted(rows)))
+        drop = ~np.isfinite(o.values) & isin(o.lines, rows)
         if drop.any():
             keep = ~drop
             series[name] = Series(o.name, o.key, o.steps[keep], o.values[keep], o.lines[keep])
     note = (
-        f"loss ({s.key}): {int(cand.sum())} non-finite values on rows that hold an evaluation (eval loss finite on "
-        "the same row, the row's other train columns non-finite or its step's train loss finite on another row): "
-        "rows of another kind, read as absent"
+        f"loss ({s.key}): {int(cand.sum())} non-finite values on rows of another kind (an evaluation's or a "
+        "summary's: their train columns non-finite, or the step's train loss finite on another row): read as absent"
     )
     return replace(run, series=series, notes=[*run.notes, note])
 
@@ -676,7 +703,7 @@ def judge_runlog(
             ],
             meta=dict(run.meta),
         )
-    run = _eval_row_placeholders_dropped(_eval_placeholders_dropped(_generator_as_loss(run)))
+    run = _eval_row_placeholders_dropped(_eval_placeholders_dropped(_generator_as_loss(run)), th.min_trend_points)
     run = _running_sum_unrolled(_first_log_placeholder_dropped(run, th.min_trend_points))
     # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
     # which must fall) is still judged on its return by the RL rules.

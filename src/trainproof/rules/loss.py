@@ -17,6 +17,8 @@ from ._fmt import num, pct, step, times
 from ._shared import (
     CLEARED_KEY,
     LAYER_UPDATE_RATIO_KEY,
+    NOT_UPDATED_KEY,
+    OUTSIDE_KEY,
     fall_shown,
     log_loss_noise,
     loss_change_interval,
@@ -98,7 +100,7 @@ def _grad_clause(ctx, steps: np.ndarray) -> tuple[str, dict]:
     least_evidence="A single non-finite loss is its own evidence: no noise estimate is needed to know NaN is not a loss. So is the training program's own line that it stopped on one.",
     detects="A train loss value that is NaN, +Inf or -Inf anywhere in the log (in a run with no single loss, an RL run whose terms are an actor's and a critic's, any train loss term); an auxiliary train term set aside from the loss's shape (a router's load-balancing loss, a z-loss, an aux loss) finite at every log until it turns non-finite and stays so to its last logged value, at least 2 values, since the training adds it to the objective it steps on; or, in a console capture, the program's own line that training stopped because the loss became non-finite (detectron2's 'Loss became infinite or NaN', the torchvision references' 'Loss is nan, stopping training', Keras' TerminateOnNaN, an exception whose message says the loss is NaN), which programs that stop at the first NaN print instead of the value.",
     why="Once the loss is non-finite the weights it updates are usually garbage; every step after it is wasted compute.",
-    not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite. A non-finite first log followed by finite losses only (at least min_trend_points of them) is read as absent, with a note, and the run judged on the rest: a running mean printed before its first batch (0 / 0), which weights gone non-finite cannot produce. So are the non-finite train values of a row that holds only an evaluation (a table export writing NaN in every train column of an eval row): the eval loss finite on that row, and either every other train column of the row non-finite too or the step's train loss finite on another row.",
+    not_mean="It does not mean the whole run is lost if the loss recovers right after one point; the evidence says how many points were non-finite. A non-finite first log followed by finite losses only (at least min_trend_points of them) is read as absent, with a note, and the run judged on the rest: a running mean printed before its first batch (0 / 0), which weights gone non-finite cannot produce. So are the non-finite train values of a row of another kind (a table export writing NaN in every train column of an evaluation's or the trainer's summary row): a column finite on that row that is never finite beside a finite loss, and every column that is (a learning rate, a gradient norm, a wide table's val_loss) non-finite there too; or an eval loss finite on that row while the step's train loss is finite on another row.",
     causes="A learning rate too high for the model, fp16 overflow without a loss scaler, a log of 0 or division by zero in a custom loss, bad input data (NaN features, empty targets).",
     try_="Lower the learning rate or add warm-up, enable gradient clipping, use bf16 or a GradScaler for fp16, and check the batch at the first non-finite step for NaN inputs.",
 )
@@ -1807,22 +1809,30 @@ CROSS_ENTROPY_WORDS = frozenset({"ce", "xent", "crossentropy", "nll"})
 
 def _cross_entropy_term_at_chance(ctx, args: tuple) -> dict | None:
     """TP-CHANCE-LEVEL's judgement of a cross-entropy term logged beside a judged loss of
-    another kind (a distillation loss's hard-label ``ce_loss`` beside its total, a
-    multi-task sum): the term (a train or unmarked loss key with one of
-    :data:`CROSS_ENTROPY_WORDS`, or ``cross`` then ``entropy``; not the judged loss itself,
-    at least ``min_trend_points`` positive points) at ln(k) by :func:`chance_level`'s
-    measure (``args``: its class and tolerance thresholds), never having fallen there from
-    ``chance_start_ratio`` x the level, and a logged accuracy at 1/k
-    (:func:`_accuracy_at_chance`): the classifier inside the objective guesses, whatever
-    the other terms do. Without the accuracy a term at ln(k) is no proof (a soft-target
-    term can sit anywhere). The same dict as :func:`chance_state`'s; ``None`` otherwise."""
+    another kind (a distillation loss's hard-label ``ce_loss`` beside its total): the
+    term (a key with one of :data:`CROSS_ENTROPY_WORDS`, or ``cross`` then ``entropy``,
+    naming no held-out data; not the judged loss itself, at least ``min_trend_points``
+    positive points) at ln(k) by :func:`chance_level`'s measure (``args``: its class and
+    tolerance thresholds), never having fallen there from ``chance_start_ratio`` x the
+    level, a logged accuracy at 1/k (:func:`_accuracy_at_chance`) and no held-out accuracy
+    above it (:func:`held_out_above_chance`), while the judged loss made no progress either
+    (its last tenth's median not ``dead_min_improvement`` below its first tenth's): the
+    classifier inside the objective guesses and the objective does not move. A multi-task
+    run whose main loss learns while an auxiliary head sits at chance is not it; without
+    the accuracy a term at ln(k) is no proof (a soft-target term can sit anywhere). The
+    same dict as :func:`chance_state`'s; ``None`` otherwise."""
     th = ctx.th
+    total = ctx.finite("loss")
+    w_end = max(3, len(total) // 10)
+    if len(total) < th.min_trend_points or not (
+        float(median(total.values[-w_end:])) >= (1 - th.dead_min_improvement) * float(median(total.values[:w_end]))
+    ):
+        return None  # the judged objective learned: an auxiliary head at chance is no run at chance
     judged = ctx.run.series["loss"].key
     for name, series in sorted(ctx.run.series.items()):
         key = series.key or name
-        c = loss_candidate(key)
         w = set(words(key))
-        if key == judged or c is None or c["split"] == "eval" or w & NOT_NATS_WORDS:
+        if key == judged or measured_held_out(key) or w & NOT_NATS_WORDS:
             continue
         if not (w & CROSS_ENTROPY_WORDS or ("cross" in w and "entropy" in w)):
             continue
@@ -1834,7 +1844,7 @@ def _cross_entropy_term_at_chance(ctx, args: tuple) -> dict | None:
             continue
         acc = _accuracy_at_chance(ctx, hit[0])
         start = float(median(f.values[:3]))
-        if not acc or start >= th.chance_start_ratio * hit[1]:
+        if not acc or start >= th.chance_start_ratio * hit[1] or held_out_above_chance(ctx, hit[0]):
             continue
         return {
             "s": f,
@@ -1907,7 +1917,13 @@ def _chance_named_by_accuracy(ctx, s) -> dict | None:
 
 def _percent_ambiguous(ctx, key: str) -> bool:
     """Whether the accuracy logged under ``key`` reads as a share and as a percentage
-    alike: every finite value in [0, 1] (:func:`accuracy_as_share` takes it as a share)."""
+    alike: a top-1 named by its k (``top1``, ``acc1``: timm's, DeiT's and torchvision's
+    spelling, which print percentages) with every finite value in [0, 1]
+    (:func:`accuracy_as_share` takes it as a share). A plain ``accuracy`` or
+    ``token_accuracy`` is a share: read as a percentage, a model right 99% of the time
+    would name 100 classes beside a loss that happens to sit at ln 100."""
+    if not _TOP1.search(key.lower()):
+        return False
     for name, s in ctx.run.series.items():
         if (s.key or name) == key:
             v = ctx.finite(name).values
@@ -2100,12 +2116,15 @@ _CHANCE_TH = [
         "trend; at least 5 points), whose own level -ln(accuracy) is within {chance_tol_level:.0%} of the loss's median "
         "and whose second half is within 25% of 1/k (a language model at a loss of 4.6 nats scores about 0.2, a "
         "100-class guesser 0.01; exact match, pass@1 or a retrieval hit, small for good reason, rise as the model "
-        "learns), the roundest such k within 0.5% of the loss's median in ln(k), up to 100,000 classes; an accuracy "
-        "whose values all lie in [0, 1] is read as a share and as a percentage (timm, DeiT and torchvision print "
-        "top-1 in percent: a 1,000-class guesser prints 0.1), and only the reading whose level agrees with the loss's names k. "
+        "learns), the roundest such k within 0.5% of the loss's median in ln(k), up to 100,000 classes; a top-1 named "
+        "by its k (top1, acc1) whose values all lie in [0, 1] is read as a share and as a percentage (timm, DeiT and "
+        "torchvision print top-1 in percent: a 1,000-class guesser prints 0.1), and only the reading whose level agrees "
+        "with the loss's names k. "
         "Also a cross-entropy term logged beside a judged loss of another kind (a distillation run's hard-label ce_loss "
-        "beside its total; a key naming ce, xent, nll or cross entropy) at ln(k) by the same measure, never having fallen "
-        "there from {chance_start_ratio}x ln(k), with a logged accuracy at 1/k: the classifier inside the objective guesses. "
+        "beside its total; a key naming ce, xent, nll or cross entropy and no held-out data) at ln(k) by the same measure, "
+        "never having fallen there from {chance_start_ratio}x ln(k), with a logged accuracy at 1/k and no held-out accuracy "
+        "above it, while the judged loss improved by less than {dead_min_improvement:.0%} (its last tenth against its first): "
+        "the classifier inside the objective guesses and the objective does not move. "
         "A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN; so is one where a held-out "
         "accuracy's second-half median sits above 1/k by more than twice that tolerance (the classifier beats a "
         "guess: mixup or label smoothing keep its loss high). A loss whose key names a regression error (mse, "
@@ -2856,10 +2875,10 @@ def check_loss_climb(ctx):
     if st.get("disputed"):
         d = st["data"]
         yield ctx.finding(
-            f"the train loss ends {times(d['ratio'])} above its best level while the held-out accuracy rose",
-            f"{st['evidence']} Not called a divergence: {st['disputed']}; the eval loss got worse over the climb "
-            "too. The held-out measures disagree (overconfident predictions on a harder training distribution, "
-            "such as augmentation ramped up), and a diverging model does not get better at its task.",
+            f"the train loss ends {times(d['ratio'])} above its best level, and the log disputes a divergence",
+            f"{st['evidence']} Not called a divergence: {st['disputed']}; but the eval loss got worse over the "
+            "climb too. The held-out measures disagree (overconfident predictions on a harder training "
+            "distribution, such as augmentation ramped up), and a diverging model does not get better at its task.",
             {**d, "disputed": st["disputed"]},
             step=st["step"],
             line=st["line"],
@@ -3631,7 +3650,9 @@ def held_out_accuracy_gain(ctx, best_step: float, onset_step: float, floor: floa
     held-out accuracy that ended above its level at the train loss's best step (at
     ``best_step``) beyond ``diverge_noise_z`` standard errors, with at least
     ``objective_eval_after`` evaluations after the climb's onset (``onset_step``), and by
-    at least ``floor`` (a share), as a sentence with the numbers, or ``None``. Beside an eval loss that got worse it is no
+    at least ``floor`` (a share), as a sentence with the numbers, or ``None`` (also where
+    its last values repeat one value to the bit: a model collapsed onto its majority
+    class scores the class prior at every evaluation, above where it stood). Beside an eval loss that got worse it is no
     proof that the objective changed (overconfident predictions raise a held-out loss
     while its accuracy rises), but it is evidence a diverging model cannot produce: the
     divergence rules read such a run as disputed (a warning) instead of failed."""
@@ -3646,6 +3667,8 @@ def held_out_accuracy_gain(ctx, best_step: float, onset_step: float, floor: floa
             continue
         # the highest level it held up to then: an accuracy still rising at the loss's best
         # step is not compared with where it stood earlier
+        if repeats_one_value(after[-k:]):
+            continue  # pinned to one value (a model predicting its majority class): no gain
         m = min(k, upto.size)
         at_best, end = float(np.max(window_medians(upto, m))), float(median(after[-k:]))
         gate = th.diverge_noise_z * math.hypot(level_se(noise_sigma(v), m), level_se(noise_sigma(v), k))
@@ -3816,22 +3839,31 @@ def updates_zero(ctx) -> tuple[str, float | None, str] | None:
     the median over the run of ``update_ratio``, or of the monitor's largest per-tensor
     ratio (``model/layer_update_ratio_max``, log10), at most
     ``10 ** live_zero_update_ratio_log10``, from at least ``min_value_points`` values; or
-    the monitor's ``model/grads_cleared_before_step`` covering every trainable tensor at
-    its last ``model_checks`` checks. ``None`` otherwise."""
+    the monitor's count of trainable tensors whose gradients are cleared before the step
+    (``model/grads_cleared_before_step``), that are in no param group of the optimizer
+    (``model/params_outside_optimizer``), or that did not change across it
+    (``model/params_not_updated``) covering every trainable tensor at its last
+    ``model_checks`` checks. ``None`` otherwise."""
     th = ctx.th
-    cleared = ctx.run.series.get(CLEARED_KEY)
     total = trainable_tensors(ctx.run)
-    if cleared is not None and total is not None:
-        v = cleared.values[np.isfinite(cleared.values)]
+    for key, why in (
+        (CLEARED_KEY, "backward gives them gradients and they are cleared before optimizer.step()"),
+        (
+            OUTSIDE_KEY,
+            "they get gradients but are in no param group of the optimizer (one built over a copy of the model)",
+        ),
+        (NOT_UPDATED_KEY, "they have gradients and a learning rate above 0 but do not change across optimizer.step()"),
+    ):
+        counted = ctx.run.series.get(key)
+        if counted is None or total is None:
+            continue
+        v = counted.values[np.isfinite(counted.values)]
         k = int(th.model_checks)
         if v.size >= k and np.all(v[-k:] >= total):
             return (
-                cleared.key,
+                counted.key,
                 None,
-                (
-                    f"{cleared.key} covers all {total} trainable tensors at the last {k} checks: backward gives them "
-                    "gradients and they are cleared before optimizer.step(), so no step changes a weight"
-                ),
+                f"{counted.key} covers all {total} trainable tensors at the last {k} checks: {why}, so no step changes a weight",
             )
     bar = 10.0**th.live_zero_update_ratio_log10
     for key, log10 in (("update_ratio", False), (LAYER_UPDATE_RATIO_KEY, True)):
@@ -4078,8 +4110,8 @@ def _dead_data(st: dict, th) -> dict:
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     implies=("TP-NEAR-CHANCE",),
-    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio whose median is at most 10^{live_zero_update_ratio_log10:g}, gradients cleared before optimizer.step() for every trainable tensor, or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
-    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians; a significant trend counts only where the 99% interval of the change over the run, from {dead_flat_min_points} points, reaches a slow learner's {dead_min_improvement:.0%} in either direction: a drift of 0.01% over 300 points is significant and is not progress) and no eval loss falls with such a trend by at least {eval_min_fall:.0%} of its first evaluation (a frozen model's eval loss drifts one way too); with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant), and a falling eval loss only where its last evaluation is at least {dead_min_improvement:.0%} below its first (at such a rate it drifts by float rounding). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio (update_ratio, or the monitor's largest per-tensor ratio) whose median over the run is at most 10^{live_zero_update_ratio_log10:g}, the monitor's count of tensors whose gradients are cleared before optimizer.step() covering every trainable tensor at its last {model_checks} checks, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
+    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio whose median is at most 10^{live_zero_update_ratio_log10:g}, gradients cleared before optimizer.step() for every trainable tensor (or every one in no param group of the optimizer, or none changed across the step), or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians; a significant trend counts only where the 99% interval of the change over the run, from {dead_flat_min_points} points, reaches a slow learner's {dead_min_improvement:.0%} in either direction: a drift of 0.01% over 300 points is significant and is not progress) and no eval loss falls with such a trend by at least {eval_min_fall:.0%} of its first evaluation (a frozen model's eval loss drifts one way too); with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant), and a falling eval loss only where its last evaluation is at least {dead_min_improvement:.0%} below its first (at such a rate it drifts by float rounding). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio (update_ratio, or the monitor's largest per-tensor ratio) whose median over the run is at most 10^{live_zero_update_ratio_log10:g}, the monitor's count of tensors whose gradients are cleared before optimizer.step(), that are in no param group of the optimizer (one built over a copy of the model), or that did not change across the step, covering every trainable tensor at its last {model_checks} checks, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A flat loss with no cause in the log is not dead either: a run that had converged before its first logged point holds one level from its first point.",
     causes="A zero or far too small learning rate, frozen parameters, an optimizer that does not hold the trainable parameters, labels unrelated to inputs.",

@@ -110,8 +110,9 @@ def _zero_std_share(ctx):
     detects=(
         "On an RL or preference objective with at least {zero_min_points} reward points: every finite reward (or preference "
         "margin) is the same value; or it equals its last value at {rl_pinned_share:.0%} of its points or more, unbroken "
-        "over the last half of them or more, at a level no higher than the median of the points that differ (a random first "
-        "policy's few different returns, then one return at nearly every update); or, for GRPO, the share of groups with zero reward spread "
+        "over the last half of them or more, below the best of the points that differ (a random first "
+        "policy's few different returns, then one return at nearly every update, and not the best it ever had: a policy "
+        "holding the environment's maximum holds its best); or, for GRPO, the share of groups with zero reward spread "
         "(frac_reward_zero_std) has a median of at least {rl_zero_std_fail} over the run while the reward is exactly 0 on at "
         "least {rl_zero_reward_share:.0%} of the steps. When it does not fire, the run has been judged on its reward: an RL or "
         "preference run without a gradient norm is not left unjudged."
@@ -145,8 +146,8 @@ def check_rl_no_signal(ctx):
         yield ctx.finding(
             f"no learning signal: the reward ({rw.key}) is {num(v[-1])} at {pct((v.size - k) / v.size)} of logged steps",
             f"{v.size - k} of {len(rw)} finite values of {rw.key} are exactly {num(v[-1])}, every one from step "
-            f"{step(rw.steps[j])} to the last ({step(rw.steps[-1])}); the {k} others (median {num(others)}) are no "
-            "lower: the policy gets one return at nearly every update.",
+            f"{step(rw.steps[j])} to the last ({step(rw.steps[-1])}), below the best of the {k} others ({num(others)}): "
+            "the policy gets one return at nearly every update, and not the best it has had.",
             {"reward_key": rw.key, "points": len(rw), "value": float(v[-1]), "pinned_from": rw.steps[j]},
             step=rw.steps[j],
             line=rw.lines[j],
@@ -169,13 +170,14 @@ def check_rl_no_signal(ctx):
 
 
 def _pinned_tail(v: np.ndarray, th) -> tuple[int, float, int] | None:
-    """``(first index of the final stretch, median of the other values, their count)``
+    """``(first index of the final stretch, the best of the other values, their count)``
     where ``v`` (finite rewards, shape ``(n,)``) equals its last value at no fewer than
     ``rl_pinned_share`` of its points (and ``zero_min_points``), the final stretch of that
-    value unbroken over at least half of them, and the value no higher than the median of
-    the points that differ; ``None`` otherwise (also when every value is equal). The
-    differing points are a random first policy's few returns, or a rare success it never
-    repeated; a sparse reward the policy keeps finding breaks the stretch or the share."""
+    value unbroken over at least half of them, and the value below the best of the points
+    that differ (a policy holding the environment's maximum holds the best return it ever
+    got); ``None`` otherwise (also when every value is equal). The differing points are a
+    random first policy's few returns, or a rare success it never repeated; a sparse
+    reward the policy keeps finding breaks the stretch or the share."""
     differ = np.flatnonzero(v != v[-1])
     if not differ.size:
         return None
@@ -183,8 +185,8 @@ def _pinned_tail(v: np.ndarray, th) -> tuple[int, float, int] | None:
     j = int(differ[-1]) + 1
     if same < max(th.zero_min_points, th.rl_pinned_share * v.size) or v.size - j < v.size / 2:
         return None
-    others = float(median(v[differ]))
-    return (j, others, int(differ.size)) if v[-1] <= others else None
+    best = float(np.max(v[differ]))
+    return (j, best, int(differ.size)) if v[-1] < best else None
 
 
 def reward_pinned(ctx, warn: bool = False) -> dict | None:

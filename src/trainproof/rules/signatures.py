@@ -628,7 +628,9 @@ def check_loss_reset(ctx):
         "spikes came back, and the finding lists their steps. Not a spike: a jump where a logged schedule of the "
         "objective moved between the start of the level it is measured against and its first point (a loss-term weight such as beta, "
         "kl_weight or aux_weight by {objective_weight_rise}x either way or from 0, a curriculum's stage, an "
-        "example size or a noise level): the objective changed. Never a FAIL: a spike that recovers is "
+        "example size or a noise level): the objective changed; a weight that moved between two non-zero values, "
+        "or an example size, explains a jump of at most its ratio times {spike_factor:g} (a term scaled by b/a, a sum "
+        "over examples grown by b/a), and a larger one is still a spike. Never a FAIL: a spike that recovers is "
         "instability to watch, and it does not make a later plateau a divergence (TP-DIVERGE reads levels, "
         "which a burst of at most {spike_max_points} points does not move)."
     ),
@@ -703,7 +705,8 @@ def check_loss_spike(ctx):
         # switched on, a curriculum's next stage), from the start of the level it is measured
         # against to its first point, is the objective changing, not a spike.
         lo = float(s.steps[max(i - pre_points - 1, 0)])
-        if i > 0 and objective_moved_between(ctx, lo, float(s.steps[i])) is not None:
+        moved = objective_moved_between(ctx, lo, float(s.steps[i])) if i > 0 else None
+        if moved is not None and float(np.max(y[i:end])) - pre <= math.log(moved[1] * th.spike_factor):
             continue
         # A burst longer than spike_max_points is a new level, unless it is an excursion of
         # an order of magnitude or more that lasts at most spike_excursion_share of the run:

@@ -532,20 +532,21 @@ def _eval_row_placeholders_dropped(run: RunLog, least: int) -> RunLog:
         kinds.append((o, not isin(o.lines[fin], loss_lines).any()))
     ev = run.series.get("eval_loss")
     eval_lines = ev.lines[np.isfinite(ev.values)] if ev is not None else np.array([], dtype=s.lines.dtype)
-    fin_steps = s.steps[~bad]
+    # per non-finite loss value, whether its record holds a finite value of a column of
+    # another kind, and of a column finite beside the loss elsewhere (one sorted lookup a
+    # column: a sparse export of a million rows stays linear)
+    lines = s.lines[bad]
+    finite_other = np.zeros(lines.size, dtype=bool)
+    finite_companion = np.zeros(lines.size, dtype=bool)
+    for o, other in kinds:
+        hit = isin(lines, o.lines[np.isfinite(o.values)])
+        if other:
+            finite_other |= hit
+        else:
+            finite_companion |= hit
+    same_step = isin(s.steps[bad], s.steps[~bad]) & isin(lines, eval_lines)
     cand = np.zeros_like(bad)
-    for i in np.flatnonzero(bad):
-        line = s.lines[i]
-        finite_other, finite_companion = False, False
-        for o, other in kinds:
-            v = o.values[o.lines == line]
-            if v.size and np.isfinite(v).any():
-                if other:
-                    finite_other = True
-                else:
-                    finite_companion = True
-        same_step = bool(np.any(fin_steps == s.steps[i])) and bool(np.any(eval_lines == line))
-        cand[i] = (finite_other and not finite_companion) or same_step
+    cand[bad] = (finite_other & ~finite_companion) | same_step
     if not cand.any():
         return run
     rows = np.array(sorted(set(s.lines[cand].tolist())))

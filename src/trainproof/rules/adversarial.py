@@ -88,7 +88,7 @@ def check_gan_discriminator_wins(ctx):
     # A discriminator that won within the first fifth has no early level of the game to
     # fall from: it is measured against ln 2, the loss per side of one that cannot tell
     # real from generated (the lower of the two conventions: a mean over both sides, or
-    # a sum at 2 ln 2), and the generator's loss must be no lower than its own early level.
+    # a sum at 2 ln 2), and the generator's loss must sit above ln 2 by the same factor.
     won_early = d_start <= th.gan_win_ratio * math.log(2)
     bar = th.gan_win_ratio * (math.log(2) if won_early else d_start)
     g_ref = math.log(2) if won_early else g_start

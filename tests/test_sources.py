@@ -87,4 +87,17 @@ def test_a_folder_that_holds_one_run_is_read_as_that_run(tmp_path):
         "step,train_loss\n" + "".join(f"{r['step']},{r['loss']}\n" for r in healthy_rows(60, seed=1)), encoding="utf-8"
     )
     code, _, err, _ = run_cli("judge", str(version.parent))
-    assert code == 2 and "holds no run" in err and "doctor" in err
+    assert code == 2 and "several runs" in err and "doctor" in err
+    # two seeds side by side (siblings by place, different numbers), and a config beside one log
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    for seed in (0, 1):
+        write_jsonl(seeds / f"seed{seed}.jsonl", healthy_rows(60, seed=seed))
+    code, _, err, _ = run_cli("judge", str(seeds))
+    assert code == 2 and "several runs" in err
+    one = tmp_path / "one"
+    one.mkdir()
+    write_jsonl(one / "train_log.jsonl", healthy_rows(60))
+    (one / "config.json").write_text('{"lr": 0.001, "batch_size": 32, "epochs": 3}', encoding="utf-8")
+    code, _, _, doc = run_cli("judge", str(one), "--json")
+    assert code == 0 and doc["reports"][0]["file"] == str(one / "train_log.jsonl")

@@ -16,7 +16,7 @@ from .formats import ReadError
 from .remote import is_url, refuse_password, shown
 from .rules.engine import error_report, judge_runlog
 from .rules.thresholds import DEFAULT, Thresholds
-from .runlog import RunLog
+from .runlog import RunLog, same_run
 from .sources import Found, file_source, list_locations, source_of
 
 # What a log's name says, still asked of the API (tests/formats/test_base.py).
@@ -254,41 +254,6 @@ def _judged(found: Found, config: JudgeConfig) -> Judgement:
         return Judgement([], [{"file": found.label, "reason": found.skip}])
     # A run's own path is its name (the label; a tracking server's run: its run URL).
     return Judgement(worst_first([_judge_one(run, run.path, config) for run in found.runs]))
-
-
-#: The series two logs of one run must agree on, the first both hold.
-_SAME_RUN_SERIES = ("loss", "eval_loss", "reward", "return")
-
-
-def same_run(a: RunLog, b: RunLog, min_common: int = 3) -> bool:
-    """Whether two logs hold the same run written twice (an HF ``trainer_state.json`` and
-    its event file, a Lightning ``metrics.csv`` and its event file).
-
-    They must share the first of loss, eval loss, reward or return, on at least
-    ``min_common`` steps and at least half the steps of the shorter series, and agree on
-    every shared step (NaN with NaN) to 1e-5 relative: an event file stores float32 (7 significant
-    digits), so the same number read from JSON or CSV differs by at most about 6e-8
-    relative; two different runs, even seeds of one configuration, differ far more on
-    some step. ``False`` when either lacks the series, or when each carries a tracker's
-    run id and the ids differ: two runs of one configuration and seed hold the same
-    numbers, and a tracker that gave them two ids holds two runs.
-    """
-    import numpy as np
-
-    ida, idb = a.meta.get("run_id"), b.meta.get("run_id")
-    if ida and idb and ida != idb:
-        return False
-    for name in _SAME_RUN_SERIES:
-        sa, sb = a.get(name), b.get(name)
-        if sa is not None and sb is not None:
-            break
-    else:
-        return False
-    # NaN and infinities count as values: the same run has them at the same steps.
-    common, ia, ib = np.intersect1d(sa.steps, sb.steps, return_indices=True)
-    if len(common) < max(min_common, 0.5 * min(len(sa), len(sb))):
-        return False
-    return bool(np.allclose(sa.values[ia], sb.values[ib], rtol=1e-5, atol=1e-8, equal_nan=True))
 
 
 def _richness(run: RunLog) -> tuple:

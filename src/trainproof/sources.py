@@ -39,7 +39,7 @@ from .formats import (
     reading,
 )
 from .remote import is_url
-from .runlog import RunLog, RunStart, build_runlog, build_runlogs
+from .runlog import RunLog, RunStart, build_runlog, build_runlogs, same_run
 
 __all__ = [
     "Found",
@@ -105,15 +105,34 @@ SINGLE_RUN_DEPTH = 3
 SINGLE_RUN_FILES = 200
 
 
-def _single_run_in(path: Path) -> Path | None:
+#: What :func:`_single_run_in` says of a folder that holds several runs.
+SEVERAL = Path()
+
+
+def _single_run_in(path: Path, fmt: str, mapping: Mapping[str, str] | None) -> Path | None:
     """The one run's log (file or run folder) under the folder ``path`` that no reader
-    reads as a whole, as ``doctor`` finds and groups them (at most
-    :data:`SINGLE_RUN_DEPTH` levels down and :data:`SINGLE_RUN_FILES` files), or ``None``
-    when it holds none or several: ``judge lightning_logs/version_0`` means its
+    reads as a whole, as ``doctor`` finds them (at most :data:`SINGLE_RUN_DEPTH` levels
+    down and :data:`SINGLE_RUN_FILES` files; copies folded), counting only what reads as a
+    training log (a config or a data table beside it is none) and a sibling that may hold
+    the same run as one more: ``None`` when it holds none, :data:`SEVERAL` when it holds
+    several (two seeds), as ``doctor`` would list them. ``judge lightning_logs/version_0`` means its
     ``metrics.csv``."""
     found = walk(path, SINGLE_RUN_DEPTH, SINGLE_RUN_FILES, [])
-    runs = fold_copies(group_runs(sorted(set(found))))
-    return runs[0].path if len(runs) == 1 and runs[0].path != path else None
+    runs: list[tuple[Path, RunLog]] = []
+    for c in fold_copies(group_runs(sorted(set(found)))):
+        for p in (c.path, *c.siblings):
+            if p == path:
+                continue
+            held = LocalSource(p).find(fmt, mapping).runs
+            if len(held) > 1:
+                return SEVERAL
+            # a sibling that holds the same run written again (the event file beside a
+            # Lightning metrics.csv) is that run, as doctor reads it
+            if held and not any(same_run(r, held[0]) for _, r in runs):
+                runs.append((p, held[0]))
+                if len(runs) > 1:
+                    return SEVERAL
+    return runs[0][0] if runs else None
 
 
 class LocalSource(Source):
@@ -124,9 +143,14 @@ class LocalSource(Source):
         try:
             return _read_local(path, fmt, mapping, label=str(self.location), every_run=every_run)
         except NotALog:
-            one = _single_run_in(path) if path.is_dir() else None
+            one = _single_run_in(path, fmt, mapping) if path.is_dir() else None
             if one is None:
                 raise
+            if one is SEVERAL:
+                raise NotALog(
+                    "is a folder of several runs: judge one of them, or use `trainproof doctor` to judge every log "
+                    "under it"
+                ) from None
         runs = _read_local(one, fmt, mapping, label=str(one), every_run=every_run)
         note = f"{self.location} is a folder that holds one run's log: {one} is read"
         for run in runs if every_run else [runs]:

@@ -193,3 +193,32 @@ def test_save_on_stop_saves_a_model_whose_weights_are_finite(callback, capsys, t
     # lr 0: TP-ZERO-LR stops the run, its weights as finite as at the start
     assert cb.stopped_at is not None
     assert f"save_on_stop saved {path}." in err and path.is_file()
+
+
+@pytest.mark.slow
+def test_save_on_stop_saves_a_model_with_a_non_trainable_infinite_weight(callback, capsys, tmp_path):
+    # a causal mask of -inf kept as a non-trainable weight is the model's design, not
+    # weights gone bad: the stop (lr 0) saves the model
+    import keras
+
+    class Masked(keras.layers.Layer):
+        def build(self, shape):
+            self.mask = self.add_weight(shape=(1,), initializer=keras.initializers.Constant(-np.inf), trainable=False)
+
+        def call(self, x):
+            return x
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [keras.Input((16,)), Masked(), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(4)]
+    )
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.0), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    path = tmp_path / "stopped.keras"
+    cb = callback(policy="warn", check_every=10, stop_on={"TP-ZERO-LR"}, save_on_stop=str(path))
+    x, y = clusters(N_TRAIN, 1)
+    model.fit(x, y, batch_size=BATCH, epochs=EPOCHS, callbacks=[cb], verbose=0)
+    err = capsys.readouterr().err
+    assert cb.stopped_at is not None
+    assert f"save_on_stop saved {path}." in err and path.is_file()

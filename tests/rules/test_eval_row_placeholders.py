@@ -184,3 +184,79 @@ def test_a_nan_loss_on_a_train_row_with_a_finite_learning_rate_still_fails(tmp_p
     rows[k]["train/loss"] = float("nan")  # a transient NaN on a train row: the run's own
     code, rep = _judge(tmp_path, rows, "csv")
     assert code == 1 and "TP-NAN" in _ids(rep)
+
+
+@pytest.mark.parametrize("every", [5, 10, 50])
+@pytest.mark.parametrize("n", [400, 3000])
+def test_a_loss_at_its_own_cadence_beside_a_column_logged_every_row(tmp_path, every, n):
+    # a tracker's history exported with NaN for "not logged here": the lr on every row,
+    # the loss on every `every`-th (a breaker's `1,1e-05,NaN,NaN`); a blow-up from 60% of
+    # the run is a stretch longer than the cadence, the run's own
+    rng = np.random.default_rng(n + every)
+    nan = float("nan")
+    for blow in (False, True):
+        rows = []
+        for i in range(1, n + 1):
+            t = i / n
+            loss = (0.9 + 2.0 * math.exp(-4 * t)) * (1 + 0.03 * rng.standard_normal()) if i % every == 0 else nan
+            if blow and t >= 0.6:
+                loss = nan
+            rows.append({"step": i, "lr": 1e-4 * min(1.0, i / 50), "loss": loss})
+        code, rep = _judge(tmp_path, rows, "csv")
+        if blow:
+            assert code == 1 and "TP-NAN" in _ids(rep), _ids(rep)
+        else:
+            assert code == 0 and not _ids(rep), _ids(rep)
+
+
+def test_a_short_export_evaluating_at_every_logging_step(tmp_path):
+    # 6 train logs, an evaluation at each (its own row, the same step) and HF's summary
+    # row (train_loss, total_flos, train_runtime): too short to judge, and no NaN of the run
+    nan = float("nan")
+    rows = []
+    for k, step in enumerate(range(10, 70, 10)):
+        rows.append(
+            {
+                "loss": 3.6 - 0.12 * k,
+                "grad_norm": 0.55,
+                "learning_rate": 2.5e-3 * (1 - k / 6),
+                "epoch": step / 125,
+                "step": step,
+                "eval_loss": nan,
+                "eval_runtime": nan,
+                "train_runtime": nan,
+                "train_loss": nan,
+                "total_flos": nan,
+            }
+        )
+        rows.append(
+            {
+                "loss": nan,
+                "grad_norm": nan,
+                "learning_rate": nan,
+                "epoch": step / 125,
+                "step": step,
+                "eval_loss": 3.45 - 0.1 * k,
+                "eval_runtime": 0.2,
+                "train_runtime": nan,
+                "train_loss": nan,
+                "total_flos": nan,
+            }
+        )
+    rows.append(
+        {
+            "loss": nan,
+            "grad_norm": nan,
+            "learning_rate": nan,
+            "epoch": 0.48,
+            "step": 60,
+            "eval_loss": nan,
+            "eval_runtime": nan,
+            "train_runtime": 5.8,
+            "train_loss": 3.3,
+            "total_flos": 2.35e9,
+        }
+    )
+    code, rep = _judge(tmp_path, rows, "csv")
+    ids = {f["id"] for f in rep["findings"] if f["level"] in ("FAIL", "WARN")}
+    assert code == 2 and not ids & {"TP-NAN", "TP-NAN-EVAL", "TP-GRAD-OVERFLOW-SKIPPED"}, ids

@@ -2321,6 +2321,21 @@ def test_every_trainable_tensor_left_unstepped_is_a_cause_that_nothing_moves(key
     assert "TP-DEAD-RUN" not in rep.ids(), rep.ids()
 
 
+@pytest.mark.parametrize("n", [60, 600])
+def test_an_optimizer_that_never_stepped_is_a_cause_that_nothing_moves(n):
+    # optimizer.step() never called (a breaker's live run): the monitor's count of steps
+    # taken stays 0 at every check while the lr and the gradient norm look alive
+    rng = np.random.default_rng(n)
+    alive = dict(loss=list(1.42 * np.exp(0.003 * rng.standard_normal(n))), lr=[1e-3] * n, grad_norm=[0.58] * n)
+    checks = [0.0 if i % 10 == 9 else None for i in range(n)]
+    f = one(judge_runlog(run_of(**alive, **{"model/optimizer_steps": checks})), "TP-DEAD-RUN")
+    assert f.level is Level.FAIL and f.data["cause"] == "updates_zero"
+    # steps taken (a count that grows, gradient accumulation's fewer steps too): no cause
+    taken = [float((i + 1) // 4) if i % 10 == 9 else None for i in range(n)]
+    rep = judge_runlog(run_of(**alive, **{"model/optimizer_steps": taken}))
+    assert "TP-DEAD-RUN" not in rep.ids(), rep.ids()
+
+
 def _binary_evals(p: float, n_eval: int, evals: int, seed: int, collapsed: bool, acc_noise: bool = True):
     """A binary classifier's evaluations on ``n_eval`` examples, majority share ``p``: the
     eval loss falling onto the prior's entropy H(p) with its accuracy pinned at p

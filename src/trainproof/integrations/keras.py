@@ -140,11 +140,13 @@ class TrainproofCallback(keras.callbacks.Callback):
         self._means: dict[str, tuple[int, float]] = {}
 
     def _save(self, step) -> str:
-        """Save the model at the stop, unless a weight is NaN or Inf (a file to resume from
-        that cannot be resumed from); returns what the stop's message says of it."""
+        """Save the model at the stop, unless a trainable weight is NaN or Inf (a file to
+        resume from that cannot be resumed from; a non-trainable one, a causal mask of
+        -inf, is the model's design); returns what the stop's message says of it."""
+        import keras
         import numpy as np
 
-        if not all(np.all(np.isfinite(w)) for w in self.model.get_weights()):
+        if not all(np.all(np.isfinite(keras.ops.convert_to_numpy(w))) for w in self.model.trainable_weights):
             return NONFINITE_NOT_SAVED
         self.model.save(self.save_on_stop)
         return f"save_on_stop saved {self.save_on_stop}."

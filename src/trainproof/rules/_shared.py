@@ -639,6 +639,8 @@ CLEARED_KEY = "model/grads_cleared_before_step"
 #: optimizer, and of those in it that did not change across a step.
 OUTSIDE_KEY = "model/params_outside_optimizer"
 NOT_UPDATED_KEY = "model/params_not_updated"
+#: The probes' count of optimizer steps taken so far.
+OPTIMIZER_STEPS_KEY = "model/optimizer_steps"
 
 
 def trainable_tensors(run) -> int | None:

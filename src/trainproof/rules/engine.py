@@ -499,6 +499,11 @@ def _is_held_out(name: str, s: Series) -> bool:
 _COUNTER_WORDS = frozenset({"epoch", "step", "steps", "iter", "iteration", "runtime", "timestamp", "time"})
 
 
+#: The fewest records with a finite train loss that show which columns share its rows
+#: (a loss non-finite from its start, or from its second log, shows none).
+KIND_MIN_ROWS = 3
+
+
 def _eval_row_placeholders_dropped(run: RunLog, least: int) -> RunLog:
     """``run`` with the non-finite train values of its rows of another kind left out, with
     a note: a table export that writes ``NaN`` in every train column of a row that holds
@@ -513,44 +518,80 @@ def _eval_row_placeholders_dropped(run: RunLog, least: int) -> RunLog:
     record holds a finite eval loss and the same step has a finite train loss on another
     record. Counters (:data:`_COUNTER_WORDS`) say nothing of a row's kind. The kinds of
     rows are read only where the loss is finite on at least ``least`` records
-    (``min_trend_points``): a loss non-finite from its start, or from its first few logs,
-    shows no row a finite loss shares with its columns. Weights gone non-finite make the
+    (:data:`KIND_MIN_ROWS`): a loss non-finite from its start, or from its first logs,
+    shows no row a finite loss shares with its columns. The same reading of the eval loss:
+    where it is never finite beside a finite train loss (evaluations on rows of their
+    own), its non-finite cells on rows that hold no held-out value at all (train rows, the
+    summary row) are filler (an export evaluating at every logging step alternates the
+    two kinds of rows, a cadence of one row that :func:`nan_eval_onset` does not read); an
+    evaluation's own row that turned NaN keeps its NaN. Weights gone non-finite make the
     evaluation non-finite as well, so no NaN of the run is read away. ``run`` itself where
     the loss has no such value."""
     s = run.series.get("loss")
     if s is None:
         return run
     bad = ~np.isfinite(s.values)
-    if not bad.any() or int((~bad).sum()) < least:
+    if not bad.any() or bad.all():
         return run
-    loss_lines = s.lines[~bad]
-    kinds: list[tuple[Series, bool]] = []  # (series, of another kind)
-    for name, o in run.series.items():
-        if name == "loss" or name == "epoch" or set(words(o.key or name)) & _COUNTER_WORDS:
-            continue
-        fin = np.isfinite(o.values)
-        kinds.append((o, not isin(o.lines[fin], loss_lines).any()))
+    lines = s.lines[bad]
     ev = run.series.get("eval_loss")
     eval_lines = ev.lines[np.isfinite(ev.values)] if ev is not None else np.array([], dtype=s.lines.dtype)
-    # per non-finite loss value, whether its record holds a finite value of a column of
-    # another kind, and of a column finite beside the loss elsewhere (one sorted lookup a
-    # column: a sparse export of a million rows stays linear)
-    lines = s.lines[bad]
-    finite_other = np.zeros(lines.size, dtype=bool)
-    finite_companion = np.zeros(lines.size, dtype=bool)
-    for o, other in kinds:
-        hit = isin(lines, o.lines[np.isfinite(o.values)])
-        if other:
-            finite_other |= hit
-        else:
-            finite_companion |= hit
-    same_step = isin(s.steps[bad], s.steps[~bad]) & isin(lines, eval_lines)
     cand = np.zeros_like(bad)
-    cand[bad] = (finite_other & ~finite_companion) | same_step
-    if not cand.any():
-        return run
-    rows = np.array(sorted(set(s.lines[cand].tolist())))
+    cand[bad] = isin(s.steps[bad], s.steps[~bad]) & isin(lines, eval_lines)
+    other_lines: list[np.ndarray] = []  # rows holding a finite train-side value of another kind
+    if int((~bad).sum()) >= least:
+        # per non-finite loss value, whether its record holds a finite value of a column
+        # of another kind, and of a column finite beside the loss elsewhere (one sorted
+        # lookup a column: a sparse export of a million rows stays linear)
+        loss_lines = s.lines[~bad]
+        finite_other = np.zeros(lines.size, dtype=bool)
+        finite_companion = np.zeros(lines.size, dtype=bool)
+        for name, o in run.series.items():
+            if name == "loss" or name == "epoch" or set(words(o.key or name)) & _COUNTER_WORDS:
+                continue
+            fin_lines = o.lines[np.isfinite(o.values)]
+            hit = isin(lines, fin_lines)
+            if isin(fin_lines, loss_lines).any():
+                finite_companion |= hit
+            else:
+                finite_other |= hit
+                if not _is_held_out(name, o):
+                    other_lines.append(fin_lines)
+        cand[bad] |= finite_other & ~finite_companion
+    # What is left: a loss written at its own cadence among rows of other columns (a
+    # tracker's history exported with NaN for "not logged here"), as an eval loss's
+    # placeholders are read (nan_eval_onset): every gap about one length, the log ending
+    # within one of them. A non-finite stretch longer than the cadence is the run's.
+    left = ~cand
+    rest = bad[left]
+    fin = np.flatnonzero(~rest)
+    # a cadence shows between logged values: non-finite cells before the first value only
+    # (two or more) are the run's (a lone first one is _first_log_placeholder_dropped's)
+    between = int(rest[fin[0] : fin[-1] + 1].sum()) if fin.size else 0
+    cadence = between >= 2 and nan_eval_onset(rest) is None
+    if cadence:
+        cand = bad.copy()
     series = dict(run.series)
+    notes = list(run.notes)
+    if ev is not None and int((~bad).sum()) >= least:
+        e_bad = ~np.isfinite(ev.values)
+        loss_lines = s.lines[~bad]
+        if e_bad.any() and not isin(eval_lines, loss_lines).any():
+            # train rows, and rows of another kind with no held-out value (the trainer's
+            # summary row); an evaluation's own row keeps its NaN
+            held = [o.lines[np.isfinite(o.values)] for name, o in run.series.items() if _is_held_out(name, o)]
+            train_side = isin(ev.lines, loss_lines) | isin(ev.lines, np.concatenate([*other_lines, loss_lines[:0]]))
+            filler = e_bad & train_side & ~isin(ev.lines, np.concatenate([*held, eval_lines]))
+            if filler.any():
+                keep = ~filler
+                series["eval_loss"] = Series(ev.name, ev.key, ev.steps[keep], ev.values[keep], ev.lines[keep])
+                notes.append(
+                    f"eval loss ({ev.key}): {int(filler.sum())} non-finite values on rows with no held-out value (train "
+                    "rows, a summary row; the eval loss is never written beside a finite train loss): read as absent"
+                )
+    if not cand.any():
+        return replace(run, series=series, notes=notes) if len(notes) > len(run.notes) else run
+    rows = np.array(sorted(set(s.lines[cand].tolist())))
     for name, o in run.series.items():
         if _is_held_out(name, o):
             continue
@@ -558,11 +599,13 @@ def _eval_row_placeholders_dropped(run: RunLog, least: int) -> RunLog:
         if drop.any():
             keep = ~drop
             series[name] = Series(o.name, o.key, o.steps[keep], o.values[keep], o.lines[keep])
-    note = (
+    notes.append(
         f"loss ({s.key}): {int(cand.sum())} non-finite values on rows of another kind (an evaluation's or a "
-        "summary's: their train columns non-finite, or the step's train loss finite on another row): read as absent"
+        "summary's: their train columns non-finite, or the step's train loss finite on another row)"
+        + (", or between the loss's own logs at their cadence" if cadence else "")
+        + ": read as absent"
     )
-    return replace(run, series=series, notes=[*run.notes, note])
+    return replace(run, series=series, notes=notes)
 
 
 def _first_log_placeholder_dropped(run: RunLog, after: int) -> RunLog:
@@ -704,7 +747,7 @@ def judge_runlog(
             ],
             meta=dict(run.meta),
         )
-    run = _eval_row_placeholders_dropped(_eval_placeholders_dropped(_generator_as_loss(run)), th.min_trend_points)
+    run = _eval_row_placeholders_dropped(_eval_placeholders_dropped(_generator_as_loss(run)), KIND_MIN_ROWS)
     run = _running_sum_unrolled(_first_log_placeholder_dropped(run, th.min_trend_points))
     # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
     # which must fall) is still judged on its return by the RL rules.

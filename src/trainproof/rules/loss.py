@@ -18,6 +18,7 @@ from ._shared import (
     CLEARED_KEY,
     LAYER_UPDATE_RATIO_KEY,
     NOT_UPDATED_KEY,
+    OPTIMIZER_STEPS_KEY,
     OUTSIDE_KEY,
     fall_shown,
     log_loss_noise,
@@ -3843,8 +3844,21 @@ def updates_zero(ctx) -> tuple[str, float | None, str] | None:
     (``model/grads_cleared_before_step``), that are in no param group of the optimizer
     (``model/params_outside_optimizer``), or that did not change across it
     (``model/params_not_updated``) covering every trainable tensor at its last
-    ``model_checks`` checks. ``None`` otherwise."""
+    ``model_checks`` checks; or the monitor's count of optimizer steps
+    (``model/optimizer_steps``) 0 at every one of at least ``model_checks`` checks (an
+    ``optimizer.step()`` never called). ``None`` otherwise."""
     th = ctx.th
+    k = int(th.model_checks)
+    steps_taken = ctx.run.series.get(OPTIMIZER_STEPS_KEY)
+    if steps_taken is not None:
+        v = steps_taken.values[np.isfinite(steps_taken.values)]
+        if v.size >= k and np.all(v == 0):
+            return (
+                steps_taken.key,
+                None,
+                f"{steps_taken.key} is 0 at all {v.size} checks: the optimizer never stepped (optimizer.step() is "
+                "never called), so no weight changes",
+            )
     total = trainable_tensors(ctx.run)
     for key, why in (
         (CLEARED_KEY, "backward gives them gradients and they are cleared before optimizer.step()"),
@@ -3858,7 +3872,6 @@ def updates_zero(ctx) -> tuple[str, float | None, str] | None:
         if counted is None or total is None:
             continue
         v = counted.values[np.isfinite(counted.values)]
-        k = int(th.model_checks)
         if v.size >= k and np.all(v[-k:] >= total):
             return (
                 counted.key,
@@ -4111,7 +4124,7 @@ def _dead_data(st: dict, th) -> dict:
     after_warmup=True,
     implies=("TP-NEAR-CHANCE",),
     least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio whose median is at most 10^{live_zero_update_ratio_log10:g}, gradients cleared before optimizer.step() for every trainable tensor (or every one in no param group of the optimizer, or none changed across the step), or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
-    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians; a significant trend counts only where the 99% interval of the change over the run, from {dead_flat_min_points} points, reaches a slow learner's {dead_min_improvement:.0%} in either direction: a drift of 0.01% over 300 points is significant and is not progress) and no eval loss falls with such a trend by at least {eval_min_fall:.0%} of its first evaluation (a frozen model's eval loss drifts one way too); with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant), and a falling eval loss only where its last evaluation is at least {dead_min_improvement:.0%} below its first (at such a rate it drifts by float rounding). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio (update_ratio, or the monitor's largest per-tensor ratio) whose median over the run is at most 10^{live_zero_update_ratio_log10:g}, the monitor's count of tensors whose gradients are cleared before optimizer.step(), that are in no param group of the optimizer (one built over a copy of the model), or that did not change across the step, covering every trainable tensor at its last {model_checks} checks, or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
+    detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians; a significant trend counts only where the 99% interval of the change over the run, from {dead_flat_min_points} points, reaches a slow learner's {dead_min_improvement:.0%} in either direction: a drift of 0.01% over 300 points is significant and is not progress) and no eval loss falls with such a trend by at least {eval_min_fall:.0%} of its first evaluation (a frozen model's eval loss drifts one way too); with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant), and a falling eval loss only where its last evaluation is at least {dead_min_improvement:.0%} below its first (at such a rate it drifts by float rounding). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio (update_ratio, or the monitor's largest per-tensor ratio) whose median over the run is at most 10^{live_zero_update_ratio_log10:g}, the monitor's count of tensors whose gradients are cleared before optimizer.step(), that are in no param group of the optimizer (one built over a copy of the model), or that did not change across the step, covering every trainable tensor at its last {model_checks} checks, the monitor's count of optimizer steps at 0 over {model_checks} checks or more (optimizer.step() never called), or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A flat loss with no cause in the log is not dead either: a run that had converged before its first logged point holds one level from its first point.",
     causes="A zero or far too small learning rate, frozen parameters, an optimizer that does not hold the trainable parameters, labels unrelated to inputs.",

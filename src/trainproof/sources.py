@@ -109,16 +109,17 @@ SINGLE_RUN_FILES = 200
 SEVERAL = Path()
 
 
-def _single_run_in(path: Path, fmt: str, mapping: Mapping[str, str] | None) -> Path | None:
+def _single_run_in(path: Path, fmt: str, mapping: Mapping[str, str] | None) -> tuple[Path, list[RunLog]] | Path | None:
     """The one run's log (file or run folder) under the folder ``path`` that no reader
     reads as a whole, as ``doctor`` finds them (at most :data:`SINGLE_RUN_DEPTH` levels
     down and :data:`SINGLE_RUN_FILES` files; copies folded), counting only what reads as a
     training log (a config or a data table beside it is none) and a sibling that may hold
-    the same run as one more: ``None`` when it holds none, :data:`SEVERAL` when it holds
-    several (two seeds), as ``doctor`` would list them. ``judge lightning_logs/version_0`` means its
-    ``metrics.csv``."""
+    the same run as one more: ``(its path, the runs read from it)`` (read once, as
+    ``doctor`` reads it), ``None`` when it holds none, :data:`SEVERAL` when it holds
+    several (two seeds), as ``doctor`` would list them. ``judge lightning_logs/version_0``
+    means its ``metrics.csv``."""
     found = walk(path, SINGLE_RUN_DEPTH, SINGLE_RUN_FILES, [])
-    runs: list[tuple[Path, RunLog]] = []
+    runs: list[tuple[Path, list[RunLog]]] = []
     for c in fold_copies(group_runs(sorted(set(found)))):
         for p in (c.path, *c.siblings):
             if p == path:
@@ -128,11 +129,11 @@ def _single_run_in(path: Path, fmt: str, mapping: Mapping[str, str] | None) -> P
                 return SEVERAL
             # a sibling that holds the same run written again (the event file beside a
             # Lightning metrics.csv) is that run, as doctor reads it
-            if held and not any(same_run(r, held[0]) for _, r in runs):
-                runs.append((p, held[0]))
+            if held and not any(same_run(r[0], held[0]) for _, r in runs):
+                runs.append((p, held))
                 if len(runs) > 1:
                     return SEVERAL
-    return runs[0][0] if runs else None
+    return runs[0] if runs else None
 
 
 class LocalSource(Source):
@@ -151,11 +152,11 @@ class LocalSource(Source):
                     "is a folder of several runs: judge one of them, or use `trainproof doctor` to judge every log "
                     "under it"
                 ) from None
-        runs = _read_local(one, fmt, mapping, label=str(one), every_run=every_run)
-        note = f"{self.location} is a folder that holds one run's log: {one} is read"
-        for run in runs if every_run else [runs]:
+        log, runs = one
+        note = f"{self.location} is a folder that holds one run's log: {log} is read"
+        for run in runs:
             run.notes.insert(0, note)
-        return runs
+        return runs if every_run else runs[0]
 
     def find(self, fmt, mapping) -> Found:
         path = Path(self.location)

@@ -212,51 +212,29 @@ def test_a_loss_at_its_own_cadence_beside_a_column_logged_every_row(tmp_path, ev
 def test_a_short_export_evaluating_at_every_logging_step(tmp_path):
     # 6 train logs, an evaluation at each (its own row, the same step) and HF's summary
     # row (train_loss, total_flos, train_runtime): too short to judge, and no NaN of the run
-    nan = float("nan")
+    cols = (
+        "loss",
+        "grad_norm",
+        "learning_rate",
+        "epoch",
+        "step",
+        "eval_loss",
+        "eval_runtime",
+        "train_runtime",
+        "train_loss",
+        "total_flos",
+    )
+
+    def row(**given):
+        return {c: given.get(c, float("nan")) for c in cols}
+
     rows = []
     for k, step in enumerate(range(10, 70, 10)):
         rows.append(
-            {
-                "loss": 3.6 - 0.12 * k,
-                "grad_norm": 0.55,
-                "learning_rate": 2.5e-3 * (1 - k / 6),
-                "epoch": step / 125,
-                "step": step,
-                "eval_loss": nan,
-                "eval_runtime": nan,
-                "train_runtime": nan,
-                "train_loss": nan,
-                "total_flos": nan,
-            }
+            row(loss=3.6 - 0.12 * k, grad_norm=0.55, learning_rate=2.5e-3 * (1 - k / 6), epoch=step / 125, step=step)
         )
-        rows.append(
-            {
-                "loss": nan,
-                "grad_norm": nan,
-                "learning_rate": nan,
-                "epoch": step / 125,
-                "step": step,
-                "eval_loss": 3.45 - 0.1 * k,
-                "eval_runtime": 0.2,
-                "train_runtime": nan,
-                "train_loss": nan,
-                "total_flos": nan,
-            }
-        )
-    rows.append(
-        {
-            "loss": nan,
-            "grad_norm": nan,
-            "learning_rate": nan,
-            "epoch": 0.48,
-            "step": 60,
-            "eval_loss": nan,
-            "eval_runtime": nan,
-            "train_runtime": 5.8,
-            "train_loss": 3.3,
-            "total_flos": 2.35e9,
-        }
-    )
+        rows.append(row(epoch=step / 125, step=step, eval_loss=3.45 - 0.1 * k, eval_runtime=0.2))
+    rows.append(row(epoch=0.48, step=60, train_runtime=5.8, train_loss=3.3, total_flos=2.35e9))
     code, rep = _judge(tmp_path, rows, "csv")
     ids = {f["id"] for f in rep["findings"] if f["level"] in ("FAIL", "WARN")}
     assert code == 2 and not ids & {"TP-NAN", "TP-NAN-EVAL", "TP-GRAD-OVERFLOW-SKIPPED"}, ids

@@ -504,7 +504,7 @@ _COUNTER_WORDS = frozenset({"epoch", "step", "steps", "iter", "iteration", "runt
 KIND_MIN_ROWS = 3
 
 
-def _eval_row_placeholders_dropped(run: RunLog, least: int) -> RunLog:
+def _table_placeholders_dropped(run: RunLog) -> RunLog:
     """``run`` with the non-finite train values of its rows of another kind left out, with
     a note: a table export that writes ``NaN`` in every train column of a row that holds
     only an evaluation or the trainer's summary (``df.to_csv(na_rep="NaN")`` of HF's
@@ -517,8 +517,8 @@ def _eval_row_placeholders_dropped(run: RunLog, least: int) -> RunLog:
     loss, and a wide table's NaN loss beside a finite ``val_loss`` is the run's. Or where its
     record holds a finite eval loss and the same step has a finite train loss on another
     record. Counters (:data:`_COUNTER_WORDS`) say nothing of a row's kind. The kinds of
-    rows are read only where the loss is finite on at least ``least`` records
-    (:data:`KIND_MIN_ROWS`): a loss non-finite from its start, or from its first logs,
+    rows are read only where the loss is finite on at least :data:`KIND_MIN_ROWS`
+    records: a loss non-finite from its start, or from its first logs,
     shows no row a finite loss shares with its columns. The same reading of the eval loss:
     where it is never finite beside a finite train loss (evaluations on rows of their
     own), its non-finite cells on rows that hold no held-out value at all (train rows, the
@@ -538,12 +538,13 @@ def _eval_row_placeholders_dropped(run: RunLog, least: int) -> RunLog:
     eval_lines = ev.lines[np.isfinite(ev.values)] if ev is not None else np.array([], dtype=s.lines.dtype)
     cand = np.zeros_like(bad)
     cand[bad] = isin(s.steps[bad], s.steps[~bad]) & isin(lines, eval_lines)
+    loss_lines = s.lines[~bad]
+    kinds_shown = loss_lines.size >= KIND_MIN_ROWS
     other_lines: list[np.ndarray] = []  # rows holding a finite train-side value of another kind
-    if int((~bad).sum()) >= least:
+    if kinds_shown:
         # per non-finite loss value, whether its record holds a finite value of a column
         # of another kind, and of a column finite beside the loss elsewhere (one sorted
         # lookup a column: a sparse export of a million rows stays linear)
-        loss_lines = s.lines[~bad]
         finite_other = np.zeros(lines.size, dtype=bool)
         finite_companion = np.zeros(lines.size, dtype=bool)
         for name, o in run.series.items():
@@ -573,15 +574,15 @@ def _eval_row_placeholders_dropped(run: RunLog, least: int) -> RunLog:
         cand = bad.copy()
     series = dict(run.series)
     notes = list(run.notes)
-    if ev is not None and int((~bad).sum()) >= least:
+    if ev is not None and kinds_shown:
         e_bad = ~np.isfinite(ev.values)
-        loss_lines = s.lines[~bad]
         if e_bad.any() and not isin(eval_lines, loss_lines).any():
             # train rows, and rows of another kind with no held-out value (the trainer's
-            # summary row); an evaluation's own row keeps its NaN
+            # summary row); an evaluation's own row keeps its NaN (the eval loss is one of
+            # the held-out series)
             held = [o.lines[np.isfinite(o.values)] for name, o in run.series.items() if _is_held_out(name, o)]
-            train_side = isin(ev.lines, loss_lines) | isin(ev.lines, np.concatenate([*other_lines, loss_lines[:0]]))
-            filler = e_bad & train_side & ~isin(ev.lines, np.concatenate([*held, eval_lines]))
+            train_side = isin(ev.lines, np.concatenate([loss_lines, *other_lines]))
+            filler = e_bad & train_side & ~isin(ev.lines, np.concatenate(held))
             if filler.any():
                 keep = ~filler
                 series["eval_loss"] = Series(ev.name, ev.key, ev.steps[keep], ev.values[keep], ev.lines[keep])
@@ -747,7 +748,7 @@ def judge_runlog(
             ],
             meta=dict(run.meta),
         )
-    run = _eval_row_placeholders_dropped(_eval_placeholders_dropped(_generator_as_loss(run)), KIND_MIN_ROWS)
+    run = _table_placeholders_dropped(_eval_placeholders_dropped(_generator_as_loss(run)))
     run = _running_sum_unrolled(_first_log_placeholder_dropped(run, th.min_trend_points))
     # An RL run that logs no loss (baselines' DDPG logs actor and critic terms, neither of
     # which must fall) is still judged on its return by the RL rules.

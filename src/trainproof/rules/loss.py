@@ -1817,16 +1817,17 @@ def _cross_entropy_term_at_chance(ctx, args: tuple) -> dict | None:
     tolerance thresholds), never having fallen there from ``chance_start_ratio`` x the
     level, a logged accuracy at 1/k (:func:`_accuracy_at_chance`) and no held-out accuracy
     above it (:func:`held_out_above_chance`), while the judged loss made no progress either
-    (its last tenth's median not ``dead_min_improvement`` below its first tenth's): the
+    (:func:`improvement` over its end windows, :func:`end_window`, at most
+    ``dead_min_improvement``): the
     classifier inside the objective guesses and the objective does not move. A multi-task
     run whose main loss learns while an auxiliary head sits at chance is not it; without
     the accuracy a term at ln(k) is no proof (a soft-target term can sit anywhere). The
     same dict as :func:`chance_state`'s; ``None`` otherwise."""
     th = ctx.th
     total = ctx.finite("loss")
-    w_end = max(3, len(total) // 10)
-    if len(total) < th.min_trend_points or not (
-        float(median(total.values[-w_end:])) >= (1 - th.dead_min_improvement) * float(median(total.values[:w_end]))
+    if (
+        len(total) < th.min_trend_points
+        or improvement(total.values, end_window(len(total)))[2] > th.dead_min_improvement
     ):
         return None  # the judged objective learned: an auxiliary head at chance is no run at chance
     judged = ctx.run.series["loss"].key
@@ -2124,7 +2125,7 @@ _CHANCE_TH = [
         "Also a cross-entropy term logged beside a judged loss of another kind (a distillation run's hard-label ce_loss "
         "beside its total; a key naming ce, xent, nll or cross entropy and no held-out data) at ln(k) by the same measure, "
         "never having fallen there from {chance_start_ratio}x ln(k), with a logged accuracy at 1/k and no held-out accuracy "
-        "above it, while the judged loss improved by less than {dead_min_improvement:.0%} (its last tenth against its first): "
+        "above it, while the judged loss improved by at most {dead_min_improvement:.0%} (medians of its first and last 10%, at most 500 points): "
         "the classifier inside the objective guesses and the objective does not move. "
         "A level with no accuracy to confirm it is TP-NEAR-CHANCE, a WARN; so is one where a held-out "
         "accuracy's second-half median sits above 1/k by more than twice that tolerance (the classifier beats a "

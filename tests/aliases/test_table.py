@@ -274,6 +274,9 @@ def test_a_raw_key_feeds_one_canonical_at_most() -> None:
         ("optim_learning_rate_group0", "lr"),  # the console reader writes "/" as "_"
         ("optimizer/lr_group_1", "lr"),
         ("lr/pg0", "lr"),
+        ("Learning Rate (group 0)", "lr"),  # a console print of each group's rate
+        ("lr (group 1)", "lr"),
+        ("train/lr (pg 0)", "lr"),
         ("trainer.learning_rate", "lr"),
         ("train_grad_norm", "grad_norm"),
         ("train/grad_norm", "grad_norm"),

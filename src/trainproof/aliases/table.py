@@ -270,8 +270,11 @@ PREFIXED = ("lr", "grad_norm")
 TRAIN_PREFIX = re.compile(r"^(?:train|training|trainer|optim|optimizer|opt)[/_.-](?P<rest>.+)$", re.IGNORECASE)
 
 #: A parameter group's index after a learning rate (``learning_rate_group0``,
-#: ``lr/group_1``, ``lr_pg0``): the rate of one group of the optimiser.
-GROUP_SUFFIX = re.compile(r"^(?P<rest>.+?)[/_.-](?:group|param_group|pg)[_-]?\d+$", re.IGNORECASE)
+#: ``lr/group_1``, ``lr_pg0``, ``Learning Rate (group 0)`` as the space-to-underscore
+#: reading ``learning_rate_(group_0)``): the rate of one group of the optimiser.
+GROUP_SUFFIX = re.compile(
+    r"^(?P<rest>.+?)[/_.-](?:\((?:group|param_group|pg)[_-]?\d+\)|(?:group|param_group|pg)[_-]?\d+)$", re.IGNORECASE
+)
 
 
 _SPACES = re.compile(r"\s+")

@@ -174,6 +174,13 @@ def test_a_real_blow_up_in_the_same_export_still_fails(tmp_path, fmt, own_step, 
     (f,) = [f for f in rep["findings"] if f["id"] == "TP-NAN"]
     # the onset is the first NaN train row, not an earlier evaluation row
     assert f["data"]["first_step"] >= 5 * math.ceil(nan_from * 400)
+    # the evaluations counted are the evaluations made: the train rows' eval cells after
+    # the blow-up (their learning rate finite, a column no evaluation's row holds) are
+    # filler, as before it
+    (e,) = [f for f in rep["findings"] if f["id"] == "TP-NAN-EVAL"]
+    made = [i for i in range(40, 401, 40)]
+    assert e["data"]["points"] == len(made)
+    assert e["data"]["count"] == sum(i / 400 >= nan_from for i in made)
 
 
 def test_a_nan_loss_on_a_train_row_with_a_finite_learning_rate_still_fails(tmp_path):

@@ -548,6 +548,12 @@ def _table_placeholders_dropped(run: RunLog) -> RunLog:
         finite_other = np.zeros(lines.size, dtype=bool)
         finite_companion = np.zeros(lines.size, dtype=bool)
         for name, o in run.series.items():
+            if name == "loss" or _is_held_out(name, o):
+                pass
+            elif eval_lines.size and not isin(fin := o.lines[np.isfinite(o.values)], eval_lines).any():
+                # a train-side column (a learning rate, a wall-clock counter) that no
+                # evaluation's row holds marks train rows, also once the loss there is NaN
+                other_lines.append(fin)
             if name == "loss" or name == "epoch" or set(words(o.key or name)) & _COUNTER_WORDS:
                 continue
             fin_lines = o.lines[np.isfinite(o.values)]
@@ -556,8 +562,6 @@ def _table_placeholders_dropped(run: RunLog) -> RunLog:
                 finite_companion |= hit
             else:
                 finite_other |= hit
-                if not _is_held_out(name, o):
-                    other_lines.append(fin_lines)
         cand[bad] |= finite_other & ~finite_companion
     # What is left: a loss written at its own cadence among rows of other columns (a
     # tracker's history exported with NaN for "not logged here"), as an eval loss's

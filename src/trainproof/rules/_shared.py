@@ -499,7 +499,7 @@ def objective_schedule(ctx, best_step: float) -> str | None:
                 f"{series.key or name} went from {num(ref)} at the best level's step to {num(later)} after it: "
                 "the loss is measured on other data"
             )
-    return _added_loss_term(ctx, best_step) or _implied_kl_weight(ctx, best_step)
+    return _added_loss_term(ctx, best_step) or _implied_kl_weight(ctx, best_step) or _reweighted_terms(ctx, best_step)
 
 
 def _setting_move(ctx, f, best_step: float, grow_only: bool) -> tuple[float, float, float] | None:
@@ -628,6 +628,99 @@ def _added_loss_term(ctx, best_step: float) -> str | None:
                 f"{num(best_step)}: the objective gained a term"
             )
     return None
+
+
+#: How closely a weighted sum of a loss's logged terms must reproduce the logged total
+#: (root mean square of the relative residual) for :func:`_reweighted_terms` to read the
+#: total as that sum: a total a loop computes from the terms it logs on the same record
+#: matches to the logger's rounding (five significant digits: 1e-5); 1% leaves room for
+#: three digits and for an unlogged term of a hundredth of the total, and no more.
+REWEIGHT_FIT_TOLERANCE = 0.01
+#: How far the total after the best step must stand from what the weights before it
+#: predict, in units of :data:`REWEIGHT_FIT_TOLERANCE`: a fit that holds to 1% before and
+#: after, and weights before that miss the total by 5% or more after, is a change of the
+#: weights, not of the fit's error.
+REWEIGHT_MISS_FACTOR = 5.0
+
+
+def _term_weights(total: np.ndarray, terms: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """``(weights, relative RMS residual)`` of the least-squares fit ``total ~ terms @
+    weights`` (``total`` shape ``(n,)``, ``terms`` shape ``(n, k)``, ``n > k``), or ``None``
+    where a weight is negative beyond rounding (a loss adds its terms; a negative weight is
+    a fit of something else) or the total is not positive."""
+    if np.any(total <= 0):
+        return None
+    w = np.linalg.lstsq(terms, total, rcond=None)[0]
+    if np.any(w < -1e-6 * np.max(np.abs(w))):
+        return None
+    res = (terms @ w - total) / total
+    return w, float(np.sqrt(np.mean(res * res)))
+
+
+def _reweighted_terms(ctx, best_step: float) -> str | None:
+    """The train loss a weighted sum of two or more of its logged terms (keys the loss
+    fallback reads as train components, :func:`loss_candidate`: ``teacher_loss``,
+    ``human_loss``) up to ``best_step`` and, with other weights, from the first point after it
+    that the weights before miss by :data:`REWEIGHT_MISS_FACTOR` times
+    :data:`REWEIGHT_FIT_TOLERANCE` to the end (each fit to that tolerance, and most of those
+    points missed by the weights before): a distillation that moves its weight from the
+    teacher's term to the labels' (0.7/0.3 to 0.3/0.7) raises the total in one step while
+    no term gets worse. A divergence raises the terms, and the weights before predict the
+    total as before. At least one more point than terms on each side (a fit with as many
+    points as weights is exact and shows nothing; the weights before read from at least two
+    more points than terms)."""
+    loss = ctx.finite("loss")
+    if loss.steps.size < 6 or np.unique(loss.steps).size != loss.steps.size:
+        return None
+    mapped = ctx.run.series["loss"].key if "loss" in ctx.run.series else None
+    terms: list[tuple[str, np.ndarray]] = []
+    at = loss.steps
+    for name, series in ctx.run.series.items():
+        key = series.key or name
+        if name in _NOT_OBJECTIVE_SCHEDULES or key == mapped:
+            continue
+        c = loss_candidate(key)
+        if c is None or c["total"] or c["split"] == "eval" or measured_held_out(key):
+            continue
+        f = ctx.finite(name)
+        if f.steps.size < 6 or np.unique(f.steps).size != f.steps.size:
+            continue
+        terms.append((key, f))
+        at = intersect1d(at, f.steps)
+    if len(terms) < 2:
+        return None
+    total = loss.values[np.searchsorted(loss.steps, at)]
+    x = np.column_stack([f.values[np.searchsorted(f.steps, at)] for _, f in terms])
+    k = len(terms)
+    # the weights up to the best step, read from at least k + 2 points (a best step at the
+    # first point asks whether the weights moved anywhere in the run)
+    before = np.arange(at.size) < max(int(np.count_nonzero(at <= best_step)), k + 2)
+    if at.size - before.sum() <= k:
+        return None
+    fit_b = _term_weights(total[before], x[before])
+    if fit_b is None or fit_b[1] > REWEIGHT_FIT_TOLERANCE:
+        return None
+    # the weights moved at the first point after the best step that the weights before
+    # miss: from there on the total is another weighted sum of the same terms
+    bar = REWEIGHT_MISS_FACTOR * REWEIGHT_FIT_TOLERANCE
+    missed = np.abs(np.log(total / np.maximum(x @ fit_b[0], 1e-300))) >= bar
+    first = np.flatnonzero(missed & ~before)
+    if not first.size:
+        return None
+    after = np.arange(at.size) >= first[0]
+    if after.sum() <= k:
+        return None
+    fit_a = _term_weights(total[after], x[after])
+    if fit_a is None or fit_a[1] > REWEIGHT_FIT_TOLERANCE or not np.mean(missed[after]) >= 0.5:
+        return None
+    names = ", ".join(key for key, _ in terms)
+    wb = "/".join(num(float(v)) for v in fit_b[0])
+    wa = "/".join(num(float(v)) for v in fit_a[0])
+    return (
+        f"the loss is a weighted sum of its logged terms {names} with weights {wb} up to the best level's step and "
+        f"{wa} from step {num(float(at[first[0]]))} ( each fit within {num(100 * REWEIGHT_FIT_TOLERANCE)}%): the loss weighs its "
+        "terms differently"
+    )
 
 
 #: The monitor's per-check records the dead-run judgement and the live stops read: the

@@ -20,6 +20,7 @@ from ._stats import (
     mann_kendall_z,
     median,
     noise_sigma,
+    ols_slope,
     row_medians,
     t_quantile,
     trend_z,
@@ -280,6 +281,35 @@ def _returned_to_level_before(v: np.ndarray, j: int, z: float) -> bool:
     return float(median(later)) - (a + b) / 2 <= z * se
 
 
+def _stepped_and_learning(steps: np.ndarray, v: np.ndarray, j: int, z: float) -> bool:
+    """Whether the eval loss ``v`` (positive, at ``steps``) rose from its minimum ``v[j]``
+    in one step and fell steadily from there: a level shift of what the loss measures (a
+    distillation's weights moved from the teacher's term to the labels', a harder data
+    mixture, a loss term switched on, none of them logged) while the model goes on
+    learning, or a blow-up the run is recovering from. A healthy run makes this shape
+    whenever its objective changes, and its pace after the step says nothing either way
+    (an up-weighted term has room to fall fast, as a damaged model regains what it knew),
+    so the log cannot tell the two apart: not a divergence's FAIL. A divergence climbs
+    after its first step or holds.
+
+    On the log of the loss: the first evaluation after the minimum at least the median of
+    those after it (no climb after the step), at least 4 evaluations after the minimum and
+    3 up to it, the least-squares slope on the step falling before the minimum (the run was
+    learning) and after it beyond its standard errors at the t quantile of ``z`` sigma (on
+    ``n - 2`` degrees of freedom: 4 flat evaluations draw a steep slope by chance). TP-LOSS-CLIMB and
+    TP-EVAL-DEGRADE keep their warnings."""
+    later = np.log(v[j + 1 :])
+    n = later.size
+    if n < 4 or later[0] < float(median(later)):
+        return False
+    lo = max(0, j + 1 - max(n, 3))
+    if j + 1 - lo < 3:
+        return False
+    pre_slope = ols_slope(steps[lo : j + 1], np.log(v[lo : j + 1]))[0]
+    post_slope, _, post_t = ols_slope(steps[j + 1 :], later)
+    return pre_slope < 0 and post_slope < 0 and post_t <= -t_quantile(z, n - 2)
+
+
 #: Train losses the noise gate of TP-EVAL-DIVERGE needs: fewer first differences are
 #: dominated by the curve's own fall and rise, not its noise (the rule also judges runs whose
 #: train loss is logged a handful of times, where it keeps the plain ratio).
@@ -349,10 +379,15 @@ def _train_rise_shown(v: np.ndarray, before: np.ndarray, after: np.ndarray, w: i
         "for the train-loss trend rules. Not when the learning rate, after the minimum, climbed {diverge_lr_rise:g}x "
         "back to a rate the run held before it (a warm restart or a cyclic schedule), nor when a logged schedule "
         "of the objective moved after it (a loss-term weight or a never-falling noise level that climbed "
-        "{objective_weight_rise}x, a stage that changed: what both losses measure changed), nor when a held-out accuracy "
+        "{objective_weight_rise}x, a stage that changed, the loss a weighted sum of its logged terms whose weights "
+        "moved: what both losses measure changed), nor when a held-out accuracy "
         "rose over the climb by {objective_accuracy_rise} or more and beyond {diverge_noise_z:g} standard errors, with "
         "{objective_eval_after} or more evaluations after the minimum (the held-out measures disagree: overconfident "
-        "predictions, not a model getting worse at its task; TP-EVAL-DEGRADE's warning remains)."
+        "predictions, not a model getting worse at its task; TP-EVAL-DEGRADE's warning remains), nor when the eval loss "
+        "rose in one step and fell from there (the first evaluation after the minimum at least the median of the later "
+        "ones, their least-squares slope on the log falling beyond the t quantile of {diverge_noise_z:g} standard errors, and falling "
+        "before the minimum too): an unlogged change of what the loss measures makes that shape as a blow-up the run "
+        "recovers from does, so TP-LOSS-CLIMB's and TP-EVAL-DEGRADE's warnings say it."
     ),
     why=(
         "Both the held-out loss and the train loss are worse than they were: training made the model worse "
@@ -397,6 +432,8 @@ def check_eval_diverge(ctx):
     ):
         return
     if j >= 3 and _returned_to_level_before(v, j, th.diverge_noise_z):
+        return
+    if _stepped_and_learning(ev.steps, v, j, th.diverge_noise_z):
         return
     best_step = ev.steps[j]
     # A learning rate that restarted after the minimum, back to a rate the run held before
@@ -533,7 +570,8 @@ def _train_gave_back(tr, best_step: float, th) -> tuple[float, float, float, int
         "such median after the minimum: a jump it is falling back from is a restart or a spike). Not when the "
         "learning rate climbed {diverge_lr_rise:g}x after the minimum back to a rate the run held before it "
         "(a warm restart, a cyclic schedule), nor when a logged schedule of the objective moved after it (a "
-        "loss-term weight that climbed {objective_weight_rise}x, a stage that changed)."
+        "loss-term weight that climbed {objective_weight_rise}x, a stage that changed, the loss a weighted sum of its "
+        "logged terms whose weights moved)."
     ),
     why=(
         "Both curves are worse than at the best evaluation: the model is getting worse on the data it "

@@ -40,6 +40,7 @@ from ._stats import (
     block_sizes,
     change_interval,
     common_steps,
+    curvature_noise_sigma,
     end_window,
     expected_min_shift,
     improvement,
@@ -2712,7 +2713,9 @@ DIVERGE_THRESHOLDS = [
         "(with no eval loss logged then), or the "
         "run's own accuracy ending {objective_accuracy_rise} or more (and beyond its noise) above where it stood at the loss's best level, "
         "under a climb from the first point that slows down. A climb that the eval loss confirms while a held-out accuracy rose over it "
-        "by {objective_accuracy_rise} or more and beyond its noise is TP-LOSS-CLIMB's WARN: the held-out measures disagree. A run stopped in a blow-up has no end level yet and is read "
+        "by {objective_accuracy_rise} or more and beyond its noise is TP-LOSS-CLIMB's WARN: the held-out measures disagree; so is a "
+        "climb with fewer than {objective_eval_after} evaluations after its onset, each no worse than the level the eval loss held "
+        "just before it beyond its noise. A run stopped in a blow-up has no end level yet and is read "
         "apart: its last {blowup_points} or more points each above the one before and above the highest block level the run "
         "held before the climb (its start included), the last at least {blowup_ratio:g}x that level and further above it, on the log "
         "scale, than any earlier point strays from the median of its four neighbours."
@@ -2854,7 +2857,11 @@ def check_loss_rescaled(ctx):
         "call a divergence, confirmed by an eval loss that got worse, while a held-out accuracy rose over it by "
         "{objective_accuracy_rise} or more and beyond {diverge_noise_z:g} standard errors ({objective_eval_after} or more "
         "evaluations after the onset): the held-out measures disagree (overconfident predictions on a harder training "
-        "distribution, such as augmentation ramped up), and a diverging model does not get better at its task."
+        "distribution, such as augmentation ramped up), and a diverging model does not get better at its task. "
+        "And a climb TP-DIVERGE would call a divergence with 1 to {objective_eval_after} - 1 evaluations after its "
+        "onset (a climb in the run's last logs), each made where the train loss was up and no higher than the level "
+        "the eval loss held just before the climb (the median of its last 3 evaluations) beyond {diverge_noise_z:g} "
+        "standard errors of its noise: the model that logged those train losses was no worse on held-out data."
     ),
     why=(
         "A held climb beyond the noise that gives back a quarter or more of what the run learned is the shape "
@@ -2880,9 +2887,7 @@ def check_loss_climb(ctx):
         d = st["data"]
         yield ctx.finding(
             f"the train loss ends {times(d['ratio'])} above its best level, and the log disputes a divergence",
-            f"{st['evidence']} Not called a divergence: {st['disputed']}; but the eval loss got worse over the "
-            "climb too. The held-out measures disagree (overconfident predictions on a harder training "
-            "distribution, such as augmentation ramped up), and a diverging model does not get better at its task.",
+            f"{st['evidence']} Not called a divergence: {st['disputed']}.",
             {**d, "disputed": st["disputed"]},
             step=st["step"],
             line=st["line"],
@@ -3212,7 +3217,9 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
         setting=None
         if changed or climb_only
         else _setting_without_eval(ctx, float(s.steps[best_idx]), float(s.steps[onset])),
-        disputed=None if changed or climb_only else _disputed(ctx, float(s.steps[best_idx])),
+        disputed=None
+        if changed or climb_only
+        else _disputed(ctx, float(s.steps[best_idx])) or _evaluated_fine_in_climb(ctx, s, onset, bar),
         step=s.steps[best_idx],
         line=s.lines[best_idx],
         message=message,
@@ -3282,7 +3289,63 @@ def _disputed(ctx, best_step: float) -> str | None:
     where :func:`objective_changed` found no reason."""
     if not _evaluated_after(ctx, best_step):
         return None
-    return held_out_accuracy_gain(ctx, best_step, best_step, ctx.th.objective_accuracy_rise)
+    gain = held_out_accuracy_gain(ctx, best_step, best_step, ctx.th.objective_accuracy_rise)
+    if gain is None:
+        return None
+    return (
+        f"{gain}; but the eval loss got worse over the climb too. The held-out measures disagree (overconfident "
+        "predictions on a harder training distribution, such as augmentation ramped up), and a diverging model does "
+        "not get better at its task"
+    )
+
+
+def _evaluated_fine_in_climb(ctx, s, onset: int, bar: float) -> str | None:
+    """Why a climb is still no divergence to fail on when too few evaluations follow its
+    onset for TP-OBJECTIVE-CHANGED (1 to ``objective_eval_after`` - 1: a climb in the run's
+    last logs): every evaluation made after the onset, at a step whose nearest train losses
+    on both sides (or the last, at the log's end) are above ``bar`` (the climb held there),
+    no higher than the level the eval loss held just before the onset (the median of its last
+    3 evaluations up to the onset) beyond
+    ``diverge_noise_z`` standard errors of their difference (the relative noise read from
+    the second differences of the log of the evaluations up to the onset), an allowance of
+    at most ``objective_eval_resolution`` of that level. The model that logged those train losses was no worse on held-out data, which a diverged
+    model cannot be: a few bad batches, or data the run is not learning from, not damaged
+    weights. TP-LOSS-CLIMB's warning. ``s``: the finite train loss; ``onset``: the climb's
+    first index into it. ``None`` otherwise."""
+    if not ctx.has("eval_loss"):
+        return None
+    e = ctx.finite("eval_loss")
+    onset_step = float(s.steps[onset])
+    before = e.values[e.steps <= onset_step]
+    after = np.flatnonzero(e.steps > onset_step)
+    if not before.size or not 1 <= after.size < ctx.th.objective_eval_after or repeats_one_value(e.values):
+        return None
+    # the level held just before the climb (one lucky evaluation is no yardstick), and
+    # a single later evaluation's allowance: diverge_noise_z standard errors of the
+    # difference, the noise read from the evaluations the run held that level over, at
+    # most objective_eval_resolution of the level (noisier evaluations show nothing)
+    if before.size < 3 or np.any(e.values <= 0):
+        return None
+    ref = float(median(before[-3:]))
+    # relative noise from the second differences of the log of every evaluation up to the
+    # onset: a falling eval loss's trend does not inflate them, and a few evaluations'
+    # first differences show too little of their noise
+    sigma = curvature_noise_sigma(np.log(e.values[e.steps <= onset_step]))
+    gate = ctx.th.diverge_noise_z * math.hypot(level_se(sigma, 3), sigma)
+    if gate > math.log1p(ctx.th.objective_eval_resolution):
+        return None
+    for i in after:
+        k = int(np.searchsorted(s.steps, e.steps[i]))
+        near = s.values[max(k - 1, 0) : k + 1]
+        if not (near.size and np.all(near > bar)) or math.log(float(e.values[i]) / ref) > gate:
+            return None
+    shown = ", ".join(f"{num(float(e.values[i]))} at step {step(float(e.steps[i]))}" for i in after)
+    return (
+        f"the eval loss ({e.key}) measured while the train loss was up ({shown}) is no higher than the level "
+        f"{num(ref)} it held just before the climb, within {pct(math.expm1(gate))} ({ctx.th.diverge_noise_z:g} standard errors of its noise): the model that logged those train losses was no worse on held-out data, "
+        f"which a diverged model cannot be (too few evaluations, under {ctx.th.objective_eval_after}, to read the "
+        "objective as changed)"
+    )
 
 
 def _setting_without_eval(ctx, best_step: float, onset_step: float) -> str | None:

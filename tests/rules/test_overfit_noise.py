@@ -46,7 +46,9 @@ def test_a_flat_noisy_eval_loss_warns_less_with_the_gate(n_eval):
     # at 15% noise the minimum of 40 evaluations sits ~2.3 noise units under the level:
     # without the gate most of these flat runs warned
     gated = warned(n_eval, 0.15, 1.0)
-    ungated = warned(n_eval, 0.15, 1.0, dataclasses.replace(DEFAULT, overfit_noise_z=0.0))
+    ungated = warned(
+        n_eval, 0.15, 1.0, dataclasses.replace(DEFAULT, overfit_noise_z=0.0, overfit_min_shift_margin=-10.0)
+    )
     assert gated < ungated and gated <= len(SEEDS) // 2, (gated, ungated)
 
 
@@ -58,3 +60,20 @@ def test_a_real_rise_still_warns(n_eval, noise, rise):
 
 def test_a_quiet_flat_eval_loss_seldom_warns():
     assert warned(12, 0.02, 1.0) <= 1
+
+
+@pytest.mark.parametrize("n_eval", [300, 1000])
+@pytest.mark.parametrize("noise", [0.05, 0.12])
+def test_a_long_flat_eval_loss_warns_no_more_often_than_a_short_one(n_eval, noise):
+    # the lowest of 1,000 evaluations sits 3.2 noise units under their level: a fixed gate
+    # of 2 warned on most long flat runs (a converged regression over 3,000 epochs); the
+    # gate that grows with the expected shift keeps the rate of 10-20 evaluations
+    long_flat = warned(n_eval, noise, 1.0, th=DEFAULT)
+    fixed = warned(n_eval, noise, 1.0, th=dataclasses.replace(DEFAULT, overfit_min_shift_margin=-10.0))
+    assert long_flat <= len(SEEDS) * 0.35 and long_flat <= fixed, (long_flat, fixed)
+
+
+@pytest.mark.parametrize("n_eval", [300, 1000])
+@pytest.mark.parametrize("noise,rise", [(0.05, 1.3), (0.12, 1.6)])
+def test_a_real_rise_over_many_evaluations_still_warns(n_eval, noise, rise):
+    assert warned(n_eval, noise, rise) >= len(SEEDS) - 1

@@ -16,6 +16,7 @@ from ._stats import (
     ar1_level_widening,
     block_medians,
     curvature_noise_sigma,
+    expected_min_shift,
     level_se,
     mann_kendall_z,
     median,
@@ -66,6 +67,7 @@ def _durable_rise(v: np.ndarray, j: int, climb: bool, th) -> tuple[float, bool]:
 #: and TP-EVAL-DEGRADE).
 EVAL_RISE_THRESHOLDS = [
     "overfit_noise_z",
+    "overfit_min_shift_margin",
     "overfit_min_evals",
     "overfit_ratio",
     "overfit_tail_evals",
@@ -108,7 +110,9 @@ def _other_eval_sets(ctx):
         "least 3) above {overfit_slow_ratio}x the lowest median of 5% of them (at least 3) with a Mann-Kendall "
         "z of at least {dead_trend_z} over the evaluations from that level on; in every case a rise over the "
         "minimum of more than {overfit_noise_z:g} of the eval loss's own noise units (log scale, second "
-        "differences) — while the train loss at the end is below the train loss around the "
+        "differences), and, over many evaluations, more than the lowest of them sits below their level by chance "
+        "(the expected shift of the lowest of n, 2.2 units at 40 and 3.2 at 1,000) plus {overfit_min_shift_margin:g} "
+        "— while the train loss at the end is below the train loss around the "
         "best evaluation. Where it does not hold on the eval loss, the "
         "same on each other held-out set of an HF evaluation of several (``eval_<name>_loss``), with at least "
         "{overfit_min_evals} finite evaluations: a fine-tune that forgets its first task shows it on that "
@@ -164,7 +168,12 @@ def _eval_rise(ev, th, level_min: bool):
     z, slow = _durable_rise(ev.values, j, climb, th)
     if end <= th.overfit_ratio * best and not slow:
         return None
-    if not _rise_beyond_noise(ev.values, best, end, th.overfit_noise_z):
+    units = th.overfit_noise_z
+    if not level_min:
+        # the lowest of n evaluations sits lower the more there are (2.2 noise units below
+        # their level at 40, 3.2 at 1,000): the gate grows with it
+        units = max(units, expected_min_shift(len(ev)) + th.overfit_min_shift_margin)
+    if not _rise_beyond_noise(ev.values, best, end, units):
         return None
     return j, best, end, tail, climb, z
 
@@ -176,7 +185,7 @@ def _rise_beyond_noise(v: np.ndarray, best: float, end: float, z: float) -> bool
     second differences of log ``v`` (:func:`~trainproof.rules._stats.curvature_noise_sigma`),
     which a steady rise or fall does not inflate. The lowest of n noisy evaluations sits 1.5-2.3 noise units below
     their level (n = 10 to 40), so a rise of the median of the last 3 over it short of 2
-    units is what a flat eval loss makes by itself."""
+    units is what a flat eval loss makes by itself (the caller sizes ``z`` for longer series)."""
     if not (end > 0 and best > 0) or v.size < 3 or np.any(v <= 0):
         return True
     sigma = curvature_noise_sigma(np.log(v))

@@ -1836,6 +1836,25 @@ class Thresholds:
         valid=NONNEG,
     )
     overfit_tail_evals: int = threshold(3, see="overfit_min_evals", unit="evaluations", valid=count(1))
+    overfit_min_shift_margin: float = threshold(
+        0.5,
+        "For an eval loss judged against its lowest evaluation, the rise must also clear the "
+        "expected shift of the lowest of its n evaluations below their level (Blom's "
+        "approximation of the expected extreme of n normals: 1.5 noise units at 10, 2.2 at 40, "
+        "3.2 at 1,000, 3.5 at 3,000) plus this many noise units; overfit_noise_z's floor of 2 "
+        "binds up to about 12 evaluations. Measured on flat eval losses (lognormal noise, 400 "
+        "generated runs a cell, with the 1.2x bar): a fixed 2 units warned on 18% of them at 10 "
+        "evaluations and 15% noise, 36% at 20, 55% at 40, 74% at 100, 94% at 1,000, 99% at "
+        "3,000 (at 5% noise, where the 1.2x bar binds first: 1%, 2%, 4%, 8%, 27%, 42%); with the "
+        "shift and this margin 18%, 25%, 28%, 27%, 28%, 29% (1%, 2%, 4%, 8%, 22%, 24%): the rate "
+        "the floor was set for at 10-20 evaluations, at every length (a new user's converged "
+        "regressions and PINN curves, 500-3,000 evaluations, warned at 1.2-2.1x their minimum). "
+        "0.5 keeps every overfit run of the corpus: the noisiest, hf-dnabert-overfit, rises 2.22 "
+        "units over 11 evaluations, against a gate of 2.09 there.",
+        unit="z",
+        valid=NONNEG,
+    )
+
     pref_collapse_ratio: float = threshold(
         2.0,
         "TP-PREF-CHOSEN-COLLAPSE (a WARN): the chosen answers' log-probability ending twice "

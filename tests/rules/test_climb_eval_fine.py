@@ -74,3 +74,22 @@ def test_the_same_climb_with_the_eval_loss_rising_still_fails(tmp_path, fmt, n, 
         tmp_path, _run(n, n + 1, noise=noise, spike=spike, tail=tail, eval_every=eval_every, eval_rise=1.1), fmt
     )
     assert code == 1 and "TP-DIVERGE" in fails, fails
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "hf"])
+def test_a_climb_held_over_many_logs_is_no_few_bad_batches(tmp_path, fmt):
+    # the train loss 3x up over the last 40 of 400 logs, with one evaluation early in the
+    # climb that is still fine (or an averaged model's): a divergence, not bad batches
+    rows = _run(400, 3, noise=0.03, spike=3.0, tail=40, eval_every=30, eval_rise=1.0)
+    code, fails, _ = _judge(tmp_path, rows, fmt)
+    assert code == 1 and "TP-DIVERGE" in fails, fails
+
+
+def test_a_stale_evaluation_disputes_nothing(tmp_path):
+    # the evaluations after the onset repeat the last one before it: no measure of the model
+    rows = _run(40, 4, noise=0.05, spike=2.5, tail=3, eval_every=1, eval_rise=1.0)
+    last = rows[-4]["eval_loss"]
+    for r in rows[-3:]:
+        r["eval_loss"] = last
+    code, fails, _ = _judge(tmp_path, rows, "jsonl")
+    assert code == 1 and "TP-DIVERGE" in fails, fails

@@ -1524,14 +1524,9 @@ def test_objective_changed_needs_evaluations_on_both_sides_of_the_climb():
     # Evaluations only before the climb began: they say nothing about it.
     early = [e if i < 80 else None for i, e in enumerate(ev)]
     assert "TP-DIVERGE" in judge(loss=train, eval_loss=early).ids()
-    # Fewer than objective_eval_after evaluations after it: one lucky evaluation does not
-    # read the objective as changed; no worse than the level held before the climb, they
-    # dispute the divergence (TP-LOSS-CLIMB's warning), a FAIL turned WARN, never a PASS.
+    # Fewer than objective_eval_after evaluations after it: one lucky evaluation does not decide.
     few = [e if i < 80 or i in (199, 299) else None for i, e in enumerate(ev)]
-    r = judge(loss=train, eval_loss=few)
-    assert "TP-OBJECTIVE-CHANGED" not in r.ids() and "TP-DIVERGE" not in r.ids()
-    (climb,) = [f for f in r.findings if f.id == "TP-LOSS-CLIMB"]
-    assert climb.level is Level.WARN and "no worse on held-out data" in climb.evidence
+    assert "TP-DIVERGE" in judge(loss=train, eval_loss=few).ids()
 
 
 def _two_stage(n=150):
@@ -2212,9 +2207,17 @@ def test_a_held_climb_short_of_a_divergence_is_a_warning(seed, n, rel, start, be
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("n,rel", [(150, 0.03), (1000, 0.05)])
 def test_a_wiggle_at_the_floor_of_a_large_fall_is_no_climb(seed, n, rel):
-    # Fell 10x, then 1.3x up: back a sliver (3%) of what it learned, the floor's wiggle.
-    rep = judge(loss=_climb_back(n, rel, seed, 9.0, 0.9, 1.17))
+    # Fell 10x, then 1.3x up over the last tenth of the run only: back a sliver (3%) of what
+    # it learned, above its best over too little of the run to be a steady climb.
+    rep = judge(loss=_climb_back(n, rel, seed, 9.0, 0.9, 1.17, at=0.9))
     assert not {"TP-LOSS-CLIMB", "TP-DIVERGE"} & set(rep.ids())
+    # The same 1.3x held over the last half of the run is a climb (climb_durable_share),
+    # however little of the tenfold fall it regains: a warning, never a divergence.
+    # (tests/rules/test_climb_durable.py sizes it over lengths and noise)
+    rep = judge(loss=_climb_back(n, rel, seed, 9.0, 0.9, 1.17))
+    assert "TP-DIVERGE" not in rep.ids()
+    if rel <= 0.03:
+        assert "TP-LOSS-CLIMB" in rep.ids()
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -126,3 +126,69 @@ def test_a_total_that_is_no_sum_of_its_logged_terms_explains_nothing(tmp_path):
     assert code == 0 and "TP-LOSS-CLIMB" in _levels(rep, "WARN"), rep["findings"]
     code, rep = _judge(tmp_path, _distill(100, 0.6, 5, noise=0.005), "jsonl")
     assert code == 0 and not _levels(rep, "WARN") & {"TP-LOSS-CLIMB", "TP-EVAL-DEGRADE"}, rep["findings"]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_terms_that_climb_after_the_weights_moved_still_fail(tmp_path, fmt):
+    # the weights move at 50% (explained), then both terms climb 3x from 70% on and hold:
+    # a divergence under the new weights (a breaker's case PASSed)
+    rows = _distill(100, 0.5, 11, noise=0.002)
+    for r in rows[70:]:
+        for k in ("teacher_loss", "human_loss"):
+            r[k] *= 3.0
+        r["train_loss"] = 0.3 * r["teacher_loss"] + 0.7 * r["human_loss"]
+        r["val_loss"] *= 2.9
+    code, rep = _judge(tmp_path, rows, fmt)
+    assert code == 1 and _levels(rep, "FAIL") & {"TP-EVAL-DIVERGE", "TP-DIVERGE"}, rep["findings"]
+
+
+@pytest.mark.parametrize("names", [("teacher_loss", "human_loss"), ("ce_loss", "kd_loss")])
+def test_a_switch_inside_a_logging_interval_and_terms_named_by_their_kind(tmp_path, names):
+    # the log at the switch holds half of each weighting; the terms named ce_loss/kd_loss
+    rows = _distill(60, 0.6, 12, noise=0.002)
+    at = round(0.6 * 60)
+    r = rows[at]
+    r["train_loss"] = 0.5 * r["teacher_loss"] + 0.5 * r["human_loss"]
+    rows = [
+        {names[0] if k == "teacher_loss" else names[1] if k == "human_loss" else k: v for k, v in r.items()}
+        for r in rows
+    ]
+    code, rep = _judge(tmp_path, rows, "jsonl")
+    assert code == 0 and not _levels(rep, "FAIL"), rep["findings"]
+    assert not _levels(rep, "WARN") & {"TP-LOSS-CLIMB", "TP-EVAL-DEGRADE", "TP-LOSS-STALLED"}, rep["findings"]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+@pytest.mark.parametrize("jump", [2.5, 3.0])
+def test_a_blow_up_of_the_eval_loss_that_partly_recovers_still_fails(tmp_path, fmt, jump):
+    # an eval loss 2.5-3x up in one step (back to where the run started), then falling but
+    # still about 2x its minimum 15 evaluations later: a blow-up, beyond any objective
+    # step; the train loss 1.3x up and held (under TP-DIVERGE's 1.5x), so the eval loss's
+    # divergence decides
+    rows = []
+    for e in range(1, 101):
+        t = min(e, 85) / 100
+        wobble = 1 + 0.005 * math.sin(7 * e)
+        train = (2.4 + 2.0 * math.exp(-6 * t)) * (1.3 if e > 85 else 1.0) * wobble
+        val = (2.5 + 2.0 * math.exp(-6 * t)) * wobble
+        if e > 85:
+            val *= max(1 + (jump - 1) * math.exp(-(e - 86) / 6), 1.9)
+        rows.append({"epoch": e, "train_loss": train, "val_loss": val})
+    code, rep = _judge(tmp_path, rows, fmt, terms=False)
+    assert code == 1 and "TP-EVAL-DIVERGE" in _levels(rep, "FAIL"), rep["findings"]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_reweighting_that_trades_its_terms_off_is_no_divergence(tmp_path, fmt):
+    # as a real distillation does: once the labels' term is up-weighted, the teacher's term
+    # rises 1.25x while the labels' falls 0.9x; the total under the new weights falls on
+    rows = _distill(80, 0.8, 14, noise=0.002)
+    at = round(0.8 * 80)
+    for i, r in enumerate(rows[at:]):
+        ramp = min(1.0, (i + 1) / 3)
+        r["teacher_loss"] *= 1 + 0.25 * ramp
+        r["human_loss"] *= 1 - 0.1 * ramp
+        r["train_loss"] = 0.3 * r["teacher_loss"] + 0.7 * r["human_loss"]
+    code, rep = _judge(tmp_path, rows, fmt)
+    assert code == 0 and not _levels(rep, "FAIL"), rep["findings"]
+    assert not _levels(rep, "WARN") & {"TP-LOSS-CLIMB", "TP-LOSS-STALLED"}, rep["findings"]

@@ -647,10 +647,15 @@ def _term_weights(total: np.ndarray, terms: np.ndarray) -> tuple[np.ndarray, flo
     """``(weights, relative RMS residual)`` of the least-squares fit ``total ~ terms @
     weights`` (``total`` shape ``(n,)``, ``terms`` shape ``(n, k)``, ``n > k``), or ``None``
     where a weight is negative beyond rounding (a loss adds its terms; a negative weight is
-    a fit of something else) or the total is not positive."""
+    a fit of something else), the total is not positive, or the terms do not determine the
+    weights (a term at 0 throughout, two terms in proportion: a hinge penalty at 0 until
+    the model gets worse on it has no weight to read)."""
     if np.any(total <= 0):
         return None
-    w = np.linalg.lstsq(terms, total, rcond=None)[0]
+    lstsq = np.linalg.lstsq(terms, total, rcond=None)
+    if lstsq[2] < terms.shape[1]:
+        return None
+    w = lstsq[0]
     if np.any(w < -1e-6 * np.max(np.abs(w))):
         return None
     res = (terms @ w - total) / total
@@ -668,7 +673,12 @@ def _reweighted_terms(ctx, best_step: float) -> str | None:
     no term gets worse. A divergence raises the terms, and the weights before predict the
     total as before. At least one more point than terms on each side (a fit with as many
     points as weights is exact and shows nothing; the weights before read from at least two
-    more points than terms)."""
+    more points than terms; the log where they moved may hold both weightings). And not
+    every term worse at the end (median of its last 3 logs) than just before the move by
+    that 5%, nor the total's last 3 logs above its first 3 under the new weights by as much:
+    a reweighting trades the terms off (a real distillation's teacher term rose 2.41 ->
+    3.11 as its labels' term fell 6.36 -> 5.56); a run whose every term climbs, or whose
+    new total climbs, has diverged under its new weights."""
     loss = ctx.finite("loss")
     if loss.steps.size < 6 or np.unique(loss.steps).size != loss.steps.size:
         return None
@@ -680,7 +690,9 @@ def _reweighted_terms(ctx, best_step: float) -> str | None:
         if name in _NOT_OBJECTIVE_SCHEDULES or key == mapped:
             continue
         c = loss_candidate(key)
-        if c is None or c["total"] or c["split"] == "eval" or measured_held_out(key):
+        # a term named by its kind (``ce_loss``) reads as a total; another total beside the
+        # mapped loss fits with the same weight on both sides and explains nothing
+        if c is None or c["split"] == "eval" or measured_held_out(key):
             continue
         f = ctx.finite(name)
         if f.steps.size < 6 or np.unique(f.steps).size != f.steps.size:
@@ -707,18 +719,31 @@ def _reweighted_terms(ctx, best_step: float) -> str | None:
     first = np.flatnonzero(missed & ~before)
     if not first.size:
         return None
-    after = np.arange(at.size) >= first[0]
-    if after.sum() <= k:
+    # the first missed log can hold both weightings (a switch inside a logging interval):
+    # the weights after are read from it or from the next log on
+    for start in (int(first[0]), int(first[0]) + 1):
+        after = np.arange(at.size) >= start
+        if after.sum() <= k:
+            return None
+        fit_a = _term_weights(total[after], x[after])
+        if fit_a is not None and fit_a[1] <= REWEIGHT_FIT_TOLERANCE and np.mean(missed[after]) >= 0.5:
+            break
+    else:
         return None
-    fit_a = _term_weights(total[after], x[after])
-    if fit_a is None or fit_a[1] > REWEIGHT_FIT_TOLERANCE or not np.mean(missed[after]) >= 0.5:
+    # the weights explain the total's move only where the run trades its terms off (a
+    # reweighting moves the model toward the up-weighted term: one term falls while another
+    # may rise) and the total under the new weights does not climb: every term worse, or
+    # the new total rising, is a divergence under the new weights
+    rose = [float(median(x[after, j][-3:])) > float(median(x[before, j][-3:])) * (1 + bar) for j in range(k)]
+    new_total = total[after]
+    if all(rose) or float(median(new_total[-3:])) > float(median(new_total[:3])) * (1 + bar):
         return None
     names = ", ".join(key for key, _ in terms)
     wb = "/".join(num(float(v)) for v in fit_b[0])
     wa = "/".join(num(float(v)) for v in fit_a[0])
     return (
         f"the loss is a weighted sum of its logged terms {names} with weights {wb} up to the best level's step and "
-        f"{wa} from step {num(float(at[first[0]]))} ( each fit within {num(100 * REWEIGHT_FIT_TOLERANCE)}%): the loss weighs its "
+        f"{wa} from step {num(float(at[start]))} (each fit within {num(100 * REWEIGHT_FIT_TOLERANCE)}%): the loss weighs its "
         "terms differently"
     )
 

@@ -290,7 +290,7 @@ def _returned_to_level_before(v: np.ndarray, j: int, z: float) -> bool:
     return float(median(later)) - (a + b) / 2 <= z * se
 
 
-def _stepped_and_learning(steps: np.ndarray, v: np.ndarray, j: int, z: float) -> bool:
+def _stepped_and_learning(steps: np.ndarray, v: np.ndarray, j: int, z: float, max_step: float) -> bool:
     """Whether the eval loss ``v`` (positive, at ``steps``) rose from its minimum ``v[j]``
     in one step and fell steadily from there: a level shift of what the loss measures (a
     distillation's weights moved from the teacher's term to the labels', a harder data
@@ -302,14 +302,16 @@ def _stepped_and_learning(steps: np.ndarray, v: np.ndarray, j: int, z: float) ->
     after its first step or holds.
 
     On the log of the loss: the first evaluation after the minimum at least the median of
-    those after it (no climb after the step), at least 4 evaluations after the minimum and
+    those after it (no climb after the step) and at most ``max_step`` times the minimum
+    (``objective_weight_rise``, the move of a loss-term weight this project reads as a change
+    of the objective: a jump of 3-7x back to where the run started is a blow-up), at least 4 evaluations after the minimum and
     3 up to it, the least-squares slope on the step falling before the minimum (the run was
     learning) and after it beyond its standard errors at the t quantile of ``z`` sigma (on
     ``n - 2`` degrees of freedom: 4 flat evaluations draw a steep slope by chance). TP-LOSS-CLIMB and
     TP-EVAL-DEGRADE keep their warnings."""
     later = np.log(v[j + 1 :])
     n = later.size
-    if n < 4 or later[0] < float(median(later)):
+    if n < 4 or later[0] < float(median(later)) or later[0] - math.log(float(v[j])) > math.log(max_step):
         return False
     lo = max(0, j + 1 - max(n, 3))
     if j + 1 - lo < 3:
@@ -393,7 +395,7 @@ def _train_rise_shown(v: np.ndarray, before: np.ndarray, after: np.ndarray, w: i
         "rose over the climb by {objective_accuracy_rise} or more and beyond {diverge_noise_z:g} standard errors, with "
         "{objective_eval_after} or more evaluations after the minimum (the held-out measures disagree: overconfident "
         "predictions, not a model getting worse at its task; TP-EVAL-DEGRADE's warning remains), nor when the eval loss "
-        "rose in one step and fell from there (the first evaluation after the minimum at least the median of the later "
+        "rose in one step, by at most {objective_weight_rise}x, and fell from there (the first evaluation after the minimum at least the median of the later "
         "ones, their least-squares slope on the log falling beyond the t quantile of {diverge_noise_z:g} standard errors, and falling "
         "before the minimum too): an unlogged change of what the loss measures makes that shape as a blow-up the run "
         "recovers from does, so TP-LOSS-CLIMB's and TP-EVAL-DEGRADE's warnings say it."
@@ -442,7 +444,7 @@ def check_eval_diverge(ctx):
         return
     if j >= 3 and _returned_to_level_before(v, j, th.diverge_noise_z):
         return
-    if _stepped_and_learning(ev.steps, v, j, th.diverge_noise_z):
+    if _stepped_and_learning(ev.steps, v, j, th.diverge_noise_z, th.objective_weight_rise):
         return
     best_step = ev.steps[j]
     # A learning rate that restarted after the minimum, back to a rate the run held before

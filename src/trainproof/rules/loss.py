@@ -2650,6 +2650,7 @@ DIVERGE_THRESHOLDS = [
     "diverge_dip_blocks",
     "diverge_caused_ratio",
     "diverge_caused_regain",
+    "climb_durable_share",
     "diverge_new_rate",
     "diverge_new_rate_regain",
     "diverge_lr_rise",
@@ -2662,6 +2663,7 @@ DIVERGE_THRESHOLDS = [
     "objective_accuracy_rise",
     "objective_fill_max_ratio",
     "dead_min_improvement",
+    "dead_trend_z",
 ]
 
 
@@ -2714,8 +2716,8 @@ DIVERGE_THRESHOLDS = [
         "run's own accuracy ending {objective_accuracy_rise} or more (and beyond its noise) above where it stood at the loss's best level, "
         "under a climb from the first point that slows down. A climb that the eval loss confirms while a held-out accuracy rose over it "
         "by {objective_accuracy_rise} or more and beyond its noise is TP-LOSS-CLIMB's WARN: the held-out measures disagree; so is a "
-        "climb with fewer than {objective_eval_after} evaluations after its onset, each no worse than the level the eval loss held "
-        "just before it beyond its noise. A run stopped in a blow-up has no end level yet and is read "
+        "climb over at most 5 logs at the run's end with fewer than {objective_eval_after} evaluations after its onset, each no "
+        "worse than the level the eval loss held just before it beyond its noise. A run stopped in a blow-up has no end level yet and is read "
         "apart: its last {blowup_points} or more points each above the one before and above the highest block level the run "
         "held before the climb (its start included), the last at least {blowup_ratio:g}x that level and further above it, on the log "
         "scale, than any earlier point strays from the median of its four neighbours."
@@ -2847,7 +2849,10 @@ def check_loss_rescaled(ctx):
         "onset and every exception: a loss at its noise floor, a dip it returned from, a warm restart, a changed "
         "objective), ending at least {diverge_caused_ratio}x above the best level but under {diverge_ratio}x, "
         "giving back at least {diverge_caused_regain:.0%} of the fall from the first block's level to the best "
-        "(or climbing above the start), with no cause in the log: the rise TP-DIVERGE counts as a divergence "
+        "(or climbing above the start, or climbing steadily: held above the best level beyond the noise gate over at least "
+        "{climb_durable_share:.0%} of the logged points, with an upward Mann-Kendall trend of {dead_trend_z} from the best "
+        "level over at most 40 block medians, however little of the fall it regains and at a noise floor too), with no cause in the "
+        "log: the rise TP-DIVERGE counts as a divergence "
         "when the learning rate climbed, without that cause. Also a climb TP-DIVERGE would call a divergence "
         "while a logged setting that moves the loss's level moved {objective_weight_rise}x or more after the best "
         "level (a data mixture's weight or a temperature either way, a batch size or a count of negatives up), "
@@ -2858,8 +2863,8 @@ def check_loss_rescaled(ctx):
         "{objective_accuracy_rise} or more and beyond {diverge_noise_z:g} standard errors ({objective_eval_after} or more "
         "evaluations after the onset): the held-out measures disagree (overconfident predictions on a harder training "
         "distribution, such as augmentation ramped up), and a diverging model does not get better at its task. "
-        "And a climb TP-DIVERGE would call a divergence with 1 to {objective_eval_after} - 1 evaluations after its "
-        "onset (a climb in the run's last logs), each made where the train loss was up and no higher than the level "
+        "And a climb TP-DIVERGE would call a divergence over at most 5 train logs at the run's end with 1 to "
+        "{objective_eval_after} - 1 evaluations after its onset (none a repeat of the one before it), each made where the train loss was up and no higher than the level "
         "the eval loss held just before the climb (the median of its last 3 evaluations) beyond {diverge_noise_z:g} "
         "standard errors of its noise: the model that logged those train losses was no worse on held-out data."
     ),
@@ -3011,6 +3016,21 @@ def _terminal_blowup(ctx) -> dict | None:
     )
 
 
+def _durable_climb(v: np.ndarray, best_idx: int, bar: float, th) -> bool:
+    """Whether the loss ``v`` (finite, positive) climbs steadily from its best level at
+    ``best_idx``: above ``bar`` (the best level and its noise gate) from a held onset
+    (:func:`held_climb_onset`) over at least ``climb_durable_share`` of the points (and 8),
+    and its points from the best level on showing an upward Mann-Kendall trend of at least
+    ``dead_trend_z`` read over at most 40 block medians (:func:`trend_z`: a long log's
+    autocorrelated points do not inflate it, one extreme point is no trend). A loss that
+    wiggles at its floor has no such trend; one that a few high points lift at its end is
+    above the bar over too little of the run."""
+    onset = held_climb_onset(v, bar, best_idx)
+    if onset is None or v.size - onset < max(th.climb_durable_share * v.size, 8):
+        return False
+    return trend_z(v[best_idx:], 40) >= th.dead_trend_z
+
+
 def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
     s = ctx.finite("loss")
     v = s.values
@@ -3133,7 +3153,15 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
     # Not when the best level is the run's start: a first block above it holds the climb
     # itself (a run that blew up from its first step), not a fall the run made.
     start_level = float(meds[0])
-    if not from_start and start_level > best and (end - best) < th.floor_regain_share * (start_level - best):
+    # for TP-LOSS-CLIMB's warning, a climb that goes on steadily over much of the run is
+    # no wiggle at the floor, however little of the fall it regains
+    durable = climb_only and _durable_climb(v, best_idx, best * math.exp(gate), th)
+    if (
+        not from_start
+        and start_level > best
+        and (end - best) < th.floor_regain_share * (start_level - best)
+        and not durable
+    ):
         return
     if not from_start and _returned_from_dip(meds, j, tied, end, gate, se_best, th):
         return
@@ -3143,8 +3171,10 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
     uncaused = False
     if end <= th.diverge_ratio * best and (cause is None or s.steps[best_idx] > cause[0] or regain < cause[3]):
         # under the plain ratio, only a caused rise that gives back enough counts; the
-        # same rise without a cause is TP-LOSS-CLIMB's
-        if not climb_only or regain < th.diverge_caused_regain:
+        # same rise without a cause is TP-LOSS-CLIMB's, and so is a rise that gives back
+        # less but climbs steadily over much of the run (a run that fell tenfold and
+        # climbs back 1.45x over its second half regains 5% of its fall)
+        if not climb_only or (regain < th.diverge_caused_regain and not durable):
             return
         uncaused = True
     ratio = end / best
@@ -3196,6 +3226,12 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
             )
             + f" (with a cause, a climb counts as a divergence from {num(th.diverge_caused_ratio)}x and {pct(th.diverge_caused_regain)})."
         )
+        if durable and regain < th.diverge_caused_regain:
+            short += (
+                f" It climbs steadily: held above {times(math.exp(gate))} its best level (its noise gate) over at least "
+                f"{pct(th.climb_durable_share)} of the logged points, with an upward "
+                f"trend (Mann-Kendall z {num(trend_z(v[best_idx:], 40))} over block medians, at least {num(th.dead_trend_z)})."
+            )
         if regain <= 1:
             message = f"the loss climbed back from its best level: it ends {times(ratio)} above {where}, giving back {pct(regain)} of what it learned"
         else:
@@ -3299,10 +3335,18 @@ def _disputed(ctx, best_step: float) -> str | None:
     )
 
 
+#: The most train logs a climb may span, from its onset to the end, for an evaluation made
+#: in it to dispute a divergence (:func:`_evaluated_fine_in_climb`): a few bad batches at
+#: the run's end (a new user's runs: 1-3 logs). A loss held 3x up over dozens of logs has
+#: diverged whatever one evaluation made early in it, or an averaged (EMA) model's, says.
+CLIMB_DISPUTE_MAX_LOGS = 5
+
+
 def _evaluated_fine_in_climb(ctx, s, onset: int, bar: float) -> str | None:
     """Why a climb is still no divergence to fail on when too few evaluations follow its
-    onset for TP-OBJECTIVE-CHANGED (1 to ``objective_eval_after`` - 1: a climb in the run's
-    last logs): every evaluation made after the onset, at a step whose nearest train losses
+    onset for TP-OBJECTIVE-CHANGED (1 to ``objective_eval_after`` - 1) and it spans at most
+    :data:`CLIMB_DISPUTE_MAX_LOGS` train logs (a climb in the run's last logs): every
+    evaluation, none a repeat of the one before it, made after the onset, at a step whose nearest train losses
     on both sides (or the last, at the log's end) are above ``bar`` (the climb held there),
     no higher than the level the eval loss held just before the onset (the median of its last
     3 evaluations up to the onset) beyond
@@ -3312,7 +3356,7 @@ def _evaluated_fine_in_climb(ctx, s, onset: int, bar: float) -> str | None:
     model cannot be: a few bad batches, or data the run is not learning from, not damaged
     weights. TP-LOSS-CLIMB's warning. ``s``: the finite train loss; ``onset``: the climb's
     first index into it. ``None`` otherwise."""
-    if not ctx.has("eval_loss"):
+    if not ctx.has("eval_loss") or s.values.size - onset > CLIMB_DISPUTE_MAX_LOGS:
         return None
     e = ctx.finite("eval_loss")
     onset_step = float(s.steps[onset])
@@ -3335,6 +3379,8 @@ def _evaluated_fine_in_climb(ctx, s, onset: int, bar: float) -> str | None:
     if gate > math.log1p(ctx.th.objective_eval_resolution):
         return None
     for i in after:
+        if i > 0 and e.values[i] == e.values[i - 1]:
+            return None  # a stale evaluation repeated, no measure of the model then
         k = int(np.searchsorted(s.steps, e.steps[i]))
         near = s.values[max(k - 1, 0) : k + 1]
         if not (near.size and np.all(near > bar)) or math.log(float(e.values[i]) / ref) > gate:

@@ -339,6 +339,20 @@ class Thresholds:
         valid=FACTOR,
     )
     diverge_caused_regain: float = threshold(0.25, see="diverge_caused_ratio", unit="ratio", valid=SHARE)
+    climb_durable_share: float = threshold(
+        0.3,
+        "TP-LOSS-CLIMB (a WARN) also reads a climb that gives back less than "
+        "diverge_caused_regain of the run's fall when it is durable: held above the best level "
+        "beyond its noise gate (from a held onset) over at least this share of the logged points, with an upward Mann-Kendall trend of "
+        "dead_trend_z from the best level over at most 40 block medians. Regain is measured on the loss's own "
+        "scale, where a run that fell tenfold regains 5% of its fall by climbing back 1.45x; "
+        "three new users' generated slow divergences (1.3-1.48x over the last half of the run, "
+        "1-5% noise, some with the learning rate climbing 12x) PASSed. A third of the run is "
+        "a climb, not a step in the last logs; a loss wiggling at its floor has no trend over it.",
+        unit="share",
+        valid=SHARE,
+    )
+
     diverge_new_rate: float = threshold(
         10.0,
         "A learning rate that climbs to 10x the highest rate the run held before the climb, its "

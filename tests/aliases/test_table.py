@@ -283,6 +283,8 @@ def test_a_raw_key_feeds_one_canonical_at_most() -> None:
         ("optim/total_grad_norm", "grad_norm"),
         ("optim_total_grad_norm", "grad_norm"),
         ("training/gradient_norm", "grad_norm"),
+        ("train/episode_return", "reward"),  # an RL loop's SummaryWriter tag
+        ("train/episodic_return", "reward"),
     ],
 )
 def test_train_side_prefixed_names_map_to_the_canonical_name(raw: str, canon: str) -> None:
@@ -301,6 +303,7 @@ def test_train_side_prefixed_names_map_to_the_canonical_name(raw: str, canon: st
         "train/grad_norm_clip",
         "optim/grad_norm_clipped",
         "eval/grad_norm",
+        "eval/episode_return",
         "eval_lr",
         "val/learning_rate",
         "test_grad_norm",

@@ -260,10 +260,11 @@ _TABLE = compile_table(ALIASES)
 #: Canonical names whose aliases also match behind a train-side namespace
 #: (:data:`TRAIN_PREFIX`) and, for the learning rate, with a parameter-group suffix
 #: (:data:`GROUP_SUFFIX`): ``train_lr``, ``train/learning_rate``,
-#: ``optim/learning_rate_group0``, ``optim/total_grad_norm``. Only whole names match
-#: after the prefix is taken off, so ``lr_scale`` or ``grad_norm_clip`` stay raw, and an
-#: eval-side name (``eval/grad_norm``) never becomes a train metric.
-PREFIXED = ("lr", "grad_norm")
+#: ``optim/learning_rate_group0``, ``optim/total_grad_norm``, ``train/episode_return``
+#: (a TensorBoard tag of an RL loop's return). Only whole names match after the prefix is
+#: taken off, so ``lr_scale`` or ``grad_norm_clip`` stay raw, and an eval-side name
+#: (``eval/grad_norm``, ``eval/episode_return``) never becomes a train metric.
+PREFIXED = ("lr", "grad_norm", "reward")
 
 #: A namespace that says a metric belongs to the optimiser's training step, written with
 #: ``/``, ``_``, ``.`` or ``-`` after it (the console reader writes ``/`` as ``_``).

@@ -36,6 +36,8 @@ class ScheduleProfile:
         startup: number of leading points <= 0 that are warm-up / start-up (0 if none).
         decayed_tail: number of trailing points <= 0 reached by a decaying schedule.
         negative: number of points < 0.
+        troughs: mask of the zeros that are a restarting schedule's cycle ends (see
+            :func:`cycle_troughs`), not counted with the rest.
     """
 
     s: Series
@@ -43,11 +45,14 @@ class ScheduleProfile:
     startup: int
     decayed_tail: int
     negative: int
+    troughs: np.ndarray
 
     @property
     def between(self) -> np.ndarray:
-        """The nonpos mask of the points between start-up and the decayed tail."""
-        return self.nonpos[self.startup : len(self.nonpos) - self.decayed_tail]
+        """The nonpos mask of the points between start-up and the decayed tail, less the
+        cycle ends."""
+        counted = self.nonpos & ~self.troughs
+        return counted[self.startup : len(self.nonpos) - self.decayed_tail]
 
     @property
     def sustained_share(self) -> float:
@@ -81,7 +86,29 @@ def schedule_profile(s: Series, startup_share: float, startup_points: int) -> Sc
             decaying = before.size >= 2 and np.all(np.diff(before) <= 0) and before[-1] < v.max()
             if decaying or run == 1:  # one final zero ends any schedule
                 tail = run
-    return ScheduleProfile(s, nonpos, startup, tail, int((v < 0).sum()))
+    return ScheduleProfile(s, nonpos, startup, tail, int((v < 0).sum()), cycle_troughs(v))
+
+
+def cycle_troughs(v: np.ndarray) -> np.ndarray:
+    """Mask of the exact zeros of the learning rate ``v`` (shape ``(n,)``) that end a cycle
+    of a restarting schedule: a lone zero log after two or more positive rates that fall
+    into it and before a positive one (a per-epoch linear decay to 0 and its reset), where
+    the log holds two such zeros or more. Such a log row is the one step of its cycle at
+    rate 0, not a stretch of the run without updates: read at the logging cadence, an
+    epoch of five log rows would count a fifth of the run at 0 (a new user's per-epoch
+    sawtooth warned TP-ZERO-LR-PARTIAL at 12-19%). A zero phase (two zeros or more in a
+    row) and a rate that jumps to 0 without decaying stay counted."""
+    n = v.size
+    out = np.zeros(n, dtype=bool)
+    if n < 4:
+        return out
+    z = np.flatnonzero(v[2:-1] == 0) + 2
+    if not z.size:
+        return out
+    lone = (v[z - 1] > 0) & (v[z - 2] > v[z - 1]) & (v[z + 1] > 0)
+    if int(lone.sum()) >= 2:
+        out[z[lone]] = True
+    return out
 
 
 def _profile(ctx) -> ScheduleProfile:
@@ -101,7 +128,8 @@ _OTHER_GROUP = (
 
 _EDGES = (
     "Zeros at the schedule's edges — the first few points of warm-up or start-up, and the end a "
-    "decaying schedule reaches — are not counted."
+    "decaying schedule reaches — are not counted, nor the lone zeros that end each cycle of a "
+    "restarting schedule (a rate that decays into a single zero log and starts again, twice or more)."
 )
 
 

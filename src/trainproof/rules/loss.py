@@ -2853,7 +2853,9 @@ def check_loss_rescaled(ctx):
         "{climb_durable_share:.0%} of the logged points, with an upward Mann-Kendall trend of {dead_trend_z} from the best "
         "level over at most 40 block medians, however little of the fall it regains and at a noise floor too), with no cause in the "
         "log: the rise TP-DIVERGE counts as a divergence "
-        "when the learning rate climbed, without that cause. Also a climb TP-DIVERGE would call a divergence "
+        "when the learning rate climbed, without that cause. Also a climb over the run's last logs after a best "
+        "block that the end window overlaps (the end read over the {blowup_points} or more points after that block, "
+        "with their wider noise gate): too few logs for a divergence's end level. Also a climb TP-DIVERGE would call a divergence "
         "while a logged setting that moves the loss's level moved {objective_weight_rise}x or more after the best "
         "level (a data mixture's weight or a temperature either way, a batch size or a count of negatives up), "
         "still moving over the second half of the climb (its last value sqrt({objective_weight_rise:g})x off its "
@@ -3130,11 +3132,22 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
             best, best_idx, best_points, from_start = float(v[0]), 0, 1, True
     if best <= 0 or end <= ratio_th * best:
         return
+    terminal = False
     # The end level must be read after the best level, not over it: a best block that
     # lies inside the end window is a low stretch of the level the run ends at (a batch-1
     # run's heavy-tailed block medians), not a level it climbed from.
     if not from_start and best_idx - best_points // 2 >= n - w:
-        return
+        # ... except, for TP-LOSS-CLIMB's warning, a climb in the run's last logs after a
+        # best block the end window overlaps: read over the points after that block (at
+        # least blowup_points), whose noise gate below widens with so few points (a run
+        # 5x up over its last 11 of 190 logs PASSed)
+        k = n - 1 - (best_idx + best_points // 2)
+        if not climb_only or k < th.blowup_points:
+            return
+        w, terminal = k, True
+        end = float(median(v[-w:]))
+        if end <= ratio_th * best:
+            return
     # A starting level rests on one or two points: it is given a single point's noise, so
     # that a one-point dip next to an ordinary low swing is not taken for a held level.
     se_best = se(1 if from_start else best_points)
@@ -3238,6 +3251,14 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
             message = f"the loss climbed: it ends {times(ratio)} above {where}, and above where it started"
     else:
         message = f"loss diverged: the run ends {times(ratio)} above {where}"
+    if terminal:
+        message = (
+            f"the loss climbed over the run's last {w} logs: they sit {times(ratio)} above {where}, where the log ends"
+        )
+        short += (
+            f" The climb fills only the last {w} logs, fewer than the end window a divergence's end level is read "
+            "over: too few to tell a run that broke from a few bad batches at its end."
+        )
     changed = objective_changed(
         ctx,
         float(s.steps[best_idx]),

@@ -73,3 +73,20 @@ def test_a_rise_over_the_last_logs_only_is_no_steady_climb(tmp_path, n):
     v[-n // 10 :] *= 1.3
     code, fails, warns = _judge(tmp_path, v, "jsonl")
     assert "TP-LOSS-CLIMB" not in warns and not fails, (fails, warns)
+
+
+@pytest.mark.parametrize("evals", [10, 20, 40])
+def test_a_slow_climb_under_a_falling_eval_loss_stays_quiet(tmp_path, evals):
+    # mixup or augmentation ramped up: the train loss climbs 1.2x over the last 60% while
+    # the eval loss falls 0.45 -> 0.38; the model got better on held-out data (a breaker's
+    # healthy run warned)
+    v = _loss(1500, 3, fall=10.0, climb=1.3, noise=0.03)
+    rows = [{"step": 10 * (i + 1), "loss": float(x)} for i, x in enumerate(v)]
+    every = len(rows) // evals
+    for k, i in enumerate(range(every - 1, len(rows), every)):
+        rows[i]["eval_loss"] = 0.45 - 0.07 * k / max(1, evals - 1)
+    p = tmp_path / "metrics.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _, _, _, doc = run_cli("judge", str(p), "--json")
+    warns = {f["id"] for f in doc["reports"][0]["findings"] if f["level"] in ("WARN", "FAIL")}
+    assert not warns & {"TP-LOSS-CLIMB", "TP-DIVERGE"}, warns

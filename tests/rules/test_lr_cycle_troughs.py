@@ -48,7 +48,7 @@ def _ids(tmp_path, rows: list[dict], fmt: str) -> set[str]:
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "hf"])
-@pytest.mark.parametrize("cycles,rows", [(10, 5), (20, 8), (4, 6), (50, 3)])
+@pytest.mark.parametrize("cycles,rows", [(10, 5), (20, 8), (4, 6), (30, 12)])
 def test_a_schedule_that_decays_to_zero_each_cycle_is_not_a_zero_rate(tmp_path, fmt, cycles, rows):
     ids = _ids(tmp_path, _run(cycles, rows), fmt)
     assert not ids & {"TP-ZERO-LR", "TP-ZERO-LR-PARTIAL"}, ids
@@ -64,4 +64,23 @@ def test_a_zero_phase_each_cycle_stays_counted(tmp_path, cycles, rows):
 @pytest.mark.parametrize("cycles,rows", [(10, 5), (20, 8)])
 def test_a_rate_that_drops_to_zero_without_decaying_stays_counted(tmp_path, cycles, rows):
     ids = _ids(tmp_path, _run(cycles, rows, decay=False), "jsonl")
+    assert ids & {"TP-ZERO-LR", "TP-ZERO-LR-PARTIAL"}, ids
+
+
+@pytest.mark.parametrize("rows", [3, 4])
+def test_a_short_cycle_cannot_show_its_zero_is_one_step(tmp_path, rows):
+    # 3-4 logs a cycle: a LinearLR re-created every 3 epochs, one of them at 0, logs the
+    # same values as a decay that touches 0 for one step (a breaker's case PASSed)
+    ids = _ids(tmp_path, _run(40, rows), "jsonl")
+    assert ids & {"TP-ZERO-LR", "TP-ZERO-LR-PARTIAL"}, ids
+
+
+def test_a_rate_that_climbs_out_of_zero_gradually_stays_counted(tmp_path):
+    # a cosine stepped per epoch (T_max of a few epochs): it decays to 0 and climbs back
+    # through small rates, no restart; its zero log is a zero phase of the schedule
+    rows = _run(12, 6)
+    for i in range(len(rows)):
+        r = i % 6
+        rows[i]["learning_rate"] = 4e-5 * (1 + math.cos(math.pi * r / 3)) / 2 if r != 3 else 0.0
+    ids = _ids(tmp_path, rows, "jsonl")
     assert ids & {"TP-ZERO-LR", "TP-ZERO-LR-PARTIAL"}, ids

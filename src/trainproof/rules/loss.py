@@ -2851,7 +2851,9 @@ def check_loss_rescaled(ctx):
         "giving back at least {diverge_caused_regain:.0%} of the fall from the first block's level to the best "
         "(or climbing above the start, or climbing steadily: held above the best level beyond the noise gate over at least "
         "{climb_durable_share:.0%} of the logged points, with an upward Mann-Kendall trend of {dead_trend_z} from the best "
-        "level over at most 40 block medians, however little of the fall it regains and at a noise floor too), with no cause in the "
+        "level over at most 40 block medians, however little of the fall it regains and at a noise floor too, unless the "
+        "eval loss fell over it: the median of its last 3 of {objective_eval_after} or more evaluations after the best level below "
+        "that of its last 3 up to it), with no cause in the "
         "log: the rise TP-DIVERGE counts as a divergence "
         "when the learning rate climbed, without that cause. Also a climb over the run's last logs after a best "
         "block that the end window overlaps (the end read over the {blowup_points} or more points after that block, "
@@ -3018,7 +3020,7 @@ def _terminal_blowup(ctx) -> dict | None:
     )
 
 
-def _durable_climb(v: np.ndarray, best_idx: int, bar: float, th) -> bool:
+def _durable_climb(ctx, v: np.ndarray, best_idx: int, best_step: float, bar: float) -> bool:
     """Whether the loss ``v`` (finite, positive) climbs steadily from its best level at
     ``best_idx``: above ``bar`` (the best level and its noise gate) from a held onset
     (:func:`held_climb_onset`) over at least ``climb_durable_share`` of the points (and 8),
@@ -3026,11 +3028,23 @@ def _durable_climb(v: np.ndarray, best_idx: int, bar: float, th) -> bool:
     ``dead_trend_z`` read over at most 40 block medians (:func:`trend_z`: a long log's
     autocorrelated points do not inflate it, one extreme point is no trend). A loss that
     wiggles at its floor has no such trend; one that a few high points lift at its end is
-    above the bar over too little of the run."""
+    above the bar over too little of the run. Not where the eval loss fell over the climb
+    (the median of its last 3 of ``objective_eval_after`` or more evaluations after the best
+    level's step ``best_step`` below the median of its last 3 up to it): the model got
+    better on held-out data while the train loss rose (augmentation or mixup ramped up)."""
+    th = ctx.th
     onset = held_climb_onset(v, bar, best_idx)
     if onset is None or v.size - onset < max(th.climb_durable_share * v.size, 8):
         return False
-    return trend_z(v[best_idx:], 40) >= th.dead_trend_z
+    if trend_z(v[best_idx:], 40) < th.dead_trend_z:
+        return False
+    if ctx.has("eval_loss"):
+        e = ctx.finite("eval_loss")
+        before, after = e.values[e.steps <= best_step], e.values[e.steps > best_step]
+        if before.size and after.size >= th.objective_eval_after:
+            if float(median(after[-3:])) < float(median(before[-3:])):
+                return False
+    return True
 
 
 def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
@@ -3168,7 +3182,7 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
     start_level = float(meds[0])
     # for TP-LOSS-CLIMB's warning, a climb that goes on steadily over much of the run is
     # no wiggle at the floor, however little of the fall it regains
-    durable = climb_only and _durable_climb(v, best_idx, best * math.exp(gate), th)
+    durable = climb_only and _durable_climb(ctx, v, best_idx, float(s.steps[best_idx]), best * math.exp(gate))
     if (
         not from_start
         and start_level > best

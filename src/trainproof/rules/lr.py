@@ -92,8 +92,9 @@ def schedule_profile(s: Series, startup_share: float, startup_points: int) -> Sc
 def cycle_troughs(v: np.ndarray) -> np.ndarray:
     """Mask of the exact zeros of the learning rate ``v`` (shape ``(n,)``) that end a cycle
     of a restarting schedule: a lone zero log after two or more positive rates that fall
-    into it and before a positive one (a per-epoch linear decay to 0 and its reset), where
-    the log holds two such zeros or more. Such a log row is the one step of its cycle at
+    into it and before a rate back at least where the decay stood two logs before (a
+    per-epoch linear decay to 0 and its reset), where the log holds two such zeros or more,
+    each cycle :data:`CYCLE_MIN_LOGS` logs or more. Such a log row is the one step of its cycle at
     rate 0, not a stretch of the run without updates: read at the logging cadence, an
     epoch of five log rows would count a fifth of the run at 0 (a new user's per-epoch
     sawtooth warned TP-ZERO-LR-PARTIAL at 12-19%). A zero phase (two zeros or more in a
@@ -105,10 +106,23 @@ def cycle_troughs(v: np.ndarray) -> np.ndarray:
     z = np.flatnonzero(v[2:-1] == 0) + 2
     if not z.size:
         return out
-    lone = (v[z - 1] > 0) & (v[z - 2] > v[z - 1]) & (v[z + 1] > 0)
-    if int(lone.sum()) >= 2:
-        out[z[lone]] = True
+    # a restart: the rate after the zero jumps back to at least where the decay stood two
+    # logs before it (a cosine stepped per epoch climbs out of 0 gradually: a zero phase)
+    lone = (v[z - 1] > 0) & (v[z - 2] > v[z - 1]) & (v[z + 1] >= v[z - 2])
+    z = z[lone]
+    # cycles of CYCLE_MIN_LOGS logs or more: the decay into the zero is logged, so the one
+    # zero log is the cycle's last step; a cycle of 2-3 logs cannot show whether a zero
+    # phase filled a third of it
+    if z.size >= 2 and int(np.min(np.diff(z))) >= CYCLE_MIN_LOGS:
+        out[z] = True
     return out
+
+
+#: The fewest log rows a cycle of a restarting schedule spans for its lone zero to be read
+#: as its last step (:func:`cycle_troughs`): a decay logged over 4 rows into the zero shows
+#: it reached 0 at the cycle's end; at 2-3 rows a cycle a third of which sits at 0 (a
+#: LinearLR re-created every 3 epochs) logs the same values.
+CYCLE_MIN_LOGS = 5
 
 
 def _profile(ctx) -> ScheduleProfile:

@@ -348,7 +348,9 @@ class Thresholds:
         "scale, where a run that fell tenfold regains 5% of its fall by climbing back 1.45x; "
         "three new users' generated slow divergences (1.3-1.48x over the last half of the run, "
         "1-5% noise, some with the learning rate climbing 12x) PASSed. A third of the run is "
-        "a climb, not a step in the last logs; a loss wiggling at its floor has no trend over it.",
+        "a climb, not a step in the last logs; a loss wiggling at its floor has no trend over it. "
+        "Not where the eval loss fell over the climb (a breaker's mixup ramp: train 1.2x up, eval "
+        "0.45 -> 0.38).",
         unit="share",
         valid=SHARE,
     )

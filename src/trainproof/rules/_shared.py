@@ -664,14 +664,14 @@ def _term_weights(total: np.ndarray, terms: np.ndarray) -> tuple[np.ndarray, flo
 
 def _reweighted_terms(ctx, best_step: float) -> str | None:
     """The train loss a weighted sum of two or more of its logged terms (keys the loss
-    fallback reads as train components, :func:`loss_candidate`: ``teacher_loss``,
-    ``human_loss``) up to ``best_step`` and, with other weights, from the first point after it
-    that the weights before miss by :data:`REWEIGHT_MISS_FACTOR` times
-    :data:`REWEIGHT_FIT_TOLERANCE` to the end (each fit to that tolerance, and most of those
-    points missed by the weights before): a distillation that moves its weight from the
-    teacher's term to the labels' (0.7/0.3 to 0.3/0.7) raises the total in one step while
-    no term gets worse. A divergence raises the terms, and the weights before predict the
-    total as before. At least one more point than terms on each side (a fit with as many
+    fallback reads as a loss, :func:`loss_candidate`, other than the mapped one and not
+    held-out: ``teacher_loss``, ``human_loss``, ``ce_loss``) up to ``best_step`` and, with
+    other weights, from the first point after it that the weights before miss by
+    :data:`REWEIGHT_MISS_FACTOR` times :data:`REWEIGHT_FIT_TOLERANCE` to the end (each fit to
+    that tolerance, and most of those points missed by the weights before): a distillation
+    that moves its weight from the teacher's term to the labels' (0.7/0.3 to 0.3/0.7) raises
+    the total in one step while the model trades one term for the other. A divergence raises
+    the terms, and the weights before predict the total as before. At least one more point than terms on each side (a fit with as many
     points as weights is exact and shows nothing; the weights before read from at least two
     more points than terms; the log where they moved may hold both weightings). And not
     every term worse at the end (median of its last 3 logs) than just before the move by
@@ -683,7 +683,7 @@ def _reweighted_terms(ctx, best_step: float) -> str | None:
     if loss.steps.size < 6 or np.unique(loss.steps).size != loss.steps.size:
         return None
     mapped = ctx.run.series["loss"].key if "loss" in ctx.run.series else None
-    terms: list[tuple[str, np.ndarray]] = []
+    terms = []  # (key, finite series) of each term
     at = loss.steps
     for name, series in ctx.run.series.items():
         key = series.key or name

@@ -522,7 +522,8 @@ def _table_placeholders_dropped(run: RunLog) -> RunLog:
     shows no row a finite loss shares with its columns. The same reading of the eval loss:
     where it is never finite beside a finite train loss (evaluations on rows of their
     own), its non-finite cells on rows that hold no held-out value at all (train rows, the
-    summary row) are filler (an export evaluating at every logging step alternates the
+    summary row, and rows whose loss is NaN too where a train-side column no evaluation's
+    row holds, a learning rate or a wall-clock counter, marks them as train rows) are filler (an export evaluating at every logging step alternates the
     two kinds of rows, a cadence of one row that :func:`nan_eval_onset` does not read); an
     evaluation's own row that turned NaN keeps its NaN. Weights gone non-finite make the
     evaluation non-finite as well, so no NaN of the run is read away. ``run`` itself where
@@ -548,12 +549,12 @@ def _table_placeholders_dropped(run: RunLog) -> RunLog:
         finite_other = np.zeros(lines.size, dtype=bool)
         finite_companion = np.zeros(lines.size, dtype=bool)
         for name, o in run.series.items():
-            if name == "loss" or _is_held_out(name, o):
-                pass
-            elif eval_lines.size and not isin(fin := o.lines[np.isfinite(o.values)], eval_lines).any():
+            if name != "loss" and eval_lines.size and not _is_held_out(name, o):
                 # a train-side column (a learning rate, a wall-clock counter) that no
                 # evaluation's row holds marks train rows, also once the loss there is NaN
-                other_lines.append(fin)
+                fin = o.lines[np.isfinite(o.values)]
+                if not isin(fin, eval_lines).any():
+                    other_lines.append(fin)
             if name == "loss" or name == "epoch" or set(words(o.key or name)) & _COUNTER_WORDS:
                 continue
             fin_lines = o.lines[np.isfinite(o.values)]

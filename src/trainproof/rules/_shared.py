@@ -603,6 +603,21 @@ def _fell_after(ctx, at_step: float) -> bool:
     return float(median(v[-k:])) < float(median(v[:k]))
 
 
+def _loss_terms(ctx):
+    """``(name, key, candidate)`` of each series beside the judged loss that the loss
+    fallback reads as a loss (:func:`loss_candidate`: its candidate dict) on the train
+    side (not an eval split), the canonical metrics (:data:`_NOT_OBJECTIVE_SCHEDULES`)
+    left out: the terms a train loss can sum."""
+    mapped = ctx.run.series["loss"].key if "loss" in ctx.run.series else None
+    for name, series in ctx.run.series.items():
+        key = series.key or name
+        if name in _NOT_OBJECTIVE_SCHEDULES or key == mapped:
+            continue
+        c = loss_candidate(key)
+        if c is not None and c["split"] != "eval":
+            yield name, key, c
+
+
 def _added_loss_term(ctx, best_step: float) -> str | None:
     """A term of the train loss that the log starts after ``best_step`` while the loss was
     logged before it: an auxiliary loss switched on mid-run (``loss_aux`` first logged at
@@ -613,13 +628,8 @@ def _added_loss_term(ctx, best_step: float) -> str | None:
     loss = ctx.finite("loss")
     if not loss.steps.size:
         return None
-    mapped = {ctx.run.series["loss"].key} if "loss" in ctx.run.series else set()
-    for name, series in ctx.run.series.items():
-        key = series.key or name
-        if name in _NOT_OBJECTIVE_SCHEDULES or key in mapped:
-            continue
-        c = loss_candidate(key)
-        if c is None or c["total"] or c["split"] == "eval":
+    for name, key, c in _loss_terms(ctx):
+        if c["total"]:
             continue
         f = ctx.finite(name)
         if f.steps.size and f.steps[0] > best_step and loss.steps[0] < f.steps[0]:
@@ -682,17 +692,12 @@ def _reweighted_terms(ctx, best_step: float) -> str | None:
     loss = ctx.finite("loss")
     if loss.steps.size < 6 or np.unique(loss.steps).size != loss.steps.size:
         return None
-    mapped = ctx.run.series["loss"].key if "loss" in ctx.run.series else None
     terms = []  # (key, finite series) of each term
     at = loss.steps
-    for name, series in ctx.run.series.items():
-        key = series.key or name
-        if name in _NOT_OBJECTIVE_SCHEDULES or key == mapped:
-            continue
-        c = loss_candidate(key)
-        # a term named by its kind (``ce_loss``) reads as a total; another total beside the
-        # mapped loss fits with the same weight on both sides and explains nothing
-        if c is None or c["split"] == "eval" or measured_held_out(key):
+    # a term named by its kind (``ce_loss``) reads as a total; another total beside the
+    # mapped loss fits with the same weight on both sides and explains nothing
+    for name, key, _ in _loss_terms(ctx):
+        if measured_held_out(key):
             continue
         f = ctx.finite(name)
         if f.steps.size < 6 or np.unique(f.steps).size != f.steps.size:

@@ -2777,11 +2777,19 @@ def check_objective_changed(ctx):
     st = diverge_state(ctx)
     if st is None or not st["objective_changed"]:
         return
+    yield _not_divergence(ctx, st, "after what it measures changed", "objective_changed", "reason")
+
+
+def _not_divergence(ctx, st: dict, how: str, why: str, key: str, tail: str = "", subject: str = "the train loss"):
+    """The finding of a climb :func:`diverge_state` (or :func:`climb_state`) reads as no
+    divergence: its message (``subject``, the ratio over the best level, then ``how``), its
+    evidence with the reason ``st[why]`` (and ``tail``), and its data with that reason
+    under ``key``."""
     d = st["data"]
-    yield ctx.finding(
-        f"the train loss ends {times(d['ratio'])} above its best level after what it measures changed",
-        f"{st['evidence']} Not called a divergence: {st['objective_changed']}.",
-        {**d, "reason": st["objective_changed"]},
+    return ctx.finding(
+        f"{subject} ends {times(d['ratio'])} above its best level {how}",
+        f"{st['evidence']} Not called a divergence: {st[why]}{tail}.",
+        {**d, key: st[why]},
         step=st["step"],
         line=st["line"],
     )
@@ -2825,13 +2833,13 @@ def check_loss_rescaled(ctx):
     st = diverge_state(ctx)
     if st is None or st["objective_changed"] or not st.get("rescaled"):
         return
-    d = st["data"]
-    yield ctx.finding(
-        f"the loss ends {times(d['ratio'])} above its best level after a jump in one log interval, with no divergence in its gradients",
-        f"{st['evidence']} Not called a divergence: {st['rescaled']}.",
-        {**d, "reason": st["rescaled"]},
-        step=st["step"],
-        line=st["line"],
+    yield _not_divergence(
+        ctx,
+        st,
+        "after a jump in one log interval, with no divergence in its gradients",
+        "rescaled",
+        "reason",
+        subject="the loss",
     )
 
 
@@ -2893,24 +2901,17 @@ def check_loss_climb(ctx):
     if st is None or st["objective_changed"]:
         return
     if st.get("disputed"):
-        d = st["data"]
-        yield ctx.finding(
-            f"the train loss ends {times(d['ratio'])} above its best level, and the log disputes a divergence",
-            f"{st['evidence']} Not called a divergence: {st['disputed']}.",
-            {**d, "disputed": st["disputed"]},
-            step=st["step"],
-            line=st["line"],
-        )
+        yield _not_divergence(ctx, st, "and the log disputes a divergence", "disputed", "disputed")
         return
     if st.get("setting"):
-        d = st["data"]
-        yield ctx.finding(
-            f"the train loss ends {times(d['ratio'])} above its best level while a logged setting moved",
-            f"{st['evidence']} Not called a divergence: {st['setting']}, and no eval loss was logged over the "
-            "climb: the setting's effect on the loss's level and a divergence look the same.",
-            {**d, "setting": st["setting"]},
-            step=st["step"],
-            line=st["line"],
+        yield _not_divergence(
+            ctx,
+            st,
+            "while a logged setting moved",
+            "setting",
+            "setting",
+            ", and no eval loss was logged over the climb: the setting's effect on the loss's level and a divergence "
+            "look the same",
         )
         return
     yield ctx.finding(st["message"], st["evidence"], st["data"], step=st["step"], line=st["line"])
@@ -3020,8 +3021,9 @@ def _terminal_blowup(ctx) -> dict | None:
     )
 
 
-def _durable_climb(ctx, v: np.ndarray, best_idx: int, best_step: float, bar: float) -> bool:
-    """Whether the loss ``v`` (finite, positive) climbs steadily from its best level at
+def _durable_climb(ctx, v: np.ndarray, best_idx: int, best_step: float, bar: float) -> float | None:
+    """The Mann-Kendall z of the climb where the loss ``v`` (finite, positive) climbs
+    steadily from its best level at
     ``best_idx``: above ``bar`` (the best level and its noise gate) from a held onset
     (:func:`held_climb_onset`) over at least ``climb_durable_share`` of the points (and 8),
     and its points from the best level on showing an upward Mann-Kendall trend of at least
@@ -3031,20 +3033,22 @@ def _durable_climb(ctx, v: np.ndarray, best_idx: int, best_step: float, bar: flo
     above the bar over too little of the run. Not where the eval loss fell over the climb
     (the median of its last 3 of ``objective_eval_after`` or more evaluations after the best
     level's step ``best_step`` below the median of its last 3 up to it): the model got
-    better on held-out data while the train loss rose (augmentation or mixup ramped up)."""
+    better on held-out data while the train loss rose (augmentation or mixup ramped up).
+    ``None`` where it does not climb so."""
     th = ctx.th
     onset = held_climb_onset(v, bar, best_idx)
     if onset is None or v.size - onset < max(th.climb_durable_share * v.size, 8):
-        return False
-    if trend_z(v[best_idx:], 40) < th.dead_trend_z:
-        return False
+        return None
+    z = trend_z(v[best_idx:], 40)
+    if z < th.dead_trend_z:
+        return None
     if ctx.has("eval_loss"):
         e = ctx.finite("eval_loss")
         before, after = e.values[e.steps <= best_step], e.values[e.steps > best_step]
         if before.size and after.size >= th.objective_eval_after:
             if float(median(after[-3:])) < float(median(before[-3:])):
-                return False
-    return True
+                return None
+    return z
 
 
 def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
@@ -3182,12 +3186,12 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
     start_level = float(meds[0])
     # for TP-LOSS-CLIMB's warning, a climb that goes on steadily over much of the run is
     # no wiggle at the floor, however little of the fall it regains
-    durable = climb_only and _durable_climb(ctx, v, best_idx, float(s.steps[best_idx]), best * math.exp(gate))
+    durable = _durable_climb(ctx, v, best_idx, float(s.steps[best_idx]), best * math.exp(gate)) if climb_only else None
     if (
         not from_start
         and start_level > best
         and (end - best) < th.floor_regain_share * (start_level - best)
-        and not durable
+        and durable is None
     ):
         return
     if not from_start and _returned_from_dip(meds, j, tied, end, gate, se_best, th):
@@ -3201,7 +3205,7 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
         # same rise without a cause is TP-LOSS-CLIMB's, and so is a rise that gives back
         # less but climbs steadily over much of the run (a run that fell tenfold and
         # climbs back 1.45x over its second half regains 5% of its fall)
-        if not climb_only or (regain < th.diverge_caused_regain and not durable):
+        if not climb_only or (regain < th.diverge_caused_regain and durable is None):
             return
         uncaused = True
     ratio = end / best
@@ -3253,11 +3257,11 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
             )
             + f" (with a cause, a climb counts as a divergence from {num(th.diverge_caused_ratio)}x and {pct(th.diverge_caused_regain)})."
         )
-        if durable and regain < th.diverge_caused_regain:
+        if durable is not None and regain < th.diverge_caused_regain:
             short += (
                 f" It climbs steadily: held above {times(math.exp(gate))} its best level (its noise gate) over at least "
                 f"{pct(th.climb_durable_share)} of the logged points, with an upward "
-                f"trend (Mann-Kendall z {num(trend_z(v[best_idx:], 40))} over block medians, at least {num(th.dead_trend_z)})."
+                f"trend (Mann-Kendall z {num(durable)} over block medians, at least {num(th.dead_trend_z)})."
             )
         if regain <= 1:
             message = f"the loss climbed back from its best level: it ends {times(ratio)} above {where}, giving back {pct(regain)} of what it learned"
@@ -3381,40 +3385,40 @@ def _evaluated_fine_in_climb(ctx, s, onset: int, bar: float) -> str | None:
     """Why a climb is still no divergence to fail on when too few evaluations follow its
     onset for TP-OBJECTIVE-CHANGED (1 to ``objective_eval_after`` - 1) and it spans at most
     :data:`CLIMB_DISPUTE_MAX_LOGS` train logs (a climb in the run's last logs): every
-    evaluation, none a repeat of the one before it, made after the onset, at a step whose nearest train losses
-    on both sides (or the last, at the log's end) are above ``bar`` (the climb held there),
-    no higher than the level the eval loss held just before the onset (the median of its last
-    3 evaluations up to the onset) beyond
-    ``diverge_noise_z`` standard errors of their difference (the relative noise read from
-    the second differences of the log of the evaluations up to the onset), an allowance of
-    at most ``objective_eval_resolution`` of that level. The model that logged those train losses was no worse on held-out data, which a diverged
-    model cannot be: a few bad batches, or data the run is not learning from, not damaged
-    weights. TP-LOSS-CLIMB's warning. ``s``: the finite train loss; ``onset``: the climb's
-    first index into it. ``None`` otherwise."""
+    evaluation after the onset, none a repeat of the one before it, made at a step whose
+    nearest train losses on both sides (or the last, at the log's end) are above ``bar``
+    (the climb held there), no higher than the level the eval loss held just before the
+    onset (the median of its last 3 evaluations up to it, of at least 3) beyond
+    ``diverge_noise_z`` standard errors of their difference, an allowance of at most
+    ``objective_eval_resolution`` of that level. The model that logged those train losses
+    was no worse on held-out data, which a diverged model cannot be: a few bad batches, or
+    data the run is not learning from, not damaged weights. TP-LOSS-CLIMB's warning.
+    ``s``: the finite train loss; ``onset``: the climb's first index into it. ``None``
+    otherwise."""
     if not ctx.has("eval_loss") or s.values.size - onset > CLIMB_DISPUTE_MAX_LOGS:
         return None
     e = ctx.finite("eval_loss")
     onset_step = float(s.steps[onset])
     before = e.values[e.steps <= onset_step]
     after = np.flatnonzero(e.steps > onset_step)
-    if not before.size or not 1 <= after.size < ctx.th.objective_eval_after or repeats_one_value(e.values):
-        return None
-    # the level held just before the climb (one lucky evaluation is no yardstick), and
-    # a single later evaluation's allowance: diverge_noise_z standard errors of the
-    # difference, the noise read from the evaluations the run held that level over, at
-    # most objective_eval_resolution of the level (noisier evaluations show nothing)
-    if before.size < 3 or np.any(e.values <= 0):
+    if (
+        before.size < 3
+        or not 1 <= after.size < ctx.th.objective_eval_after
+        or np.any(e.values <= 0)
+        or repeats_one_value(e.values)
+    ):
         return None
     ref = float(median(before[-3:]))
-    # relative noise from the second differences of the log of every evaluation up to the
-    # onset: a falling eval loss's trend does not inflate them, and a few evaluations'
-    # first differences show too little of their noise
-    sigma = curvature_noise_sigma(np.log(e.values[e.steps <= onset_step]))
+    # the relative noise from the second differences of the log of the evaluations up to
+    # the onset (a falling eval loss's trend does not inflate them; a few evaluations'
+    # first differences show too little of their noise), for a single later evaluation
+    # against a median of 3
+    sigma = curvature_noise_sigma(np.log(before))
     gate = ctx.th.diverge_noise_z * math.hypot(level_se(sigma, 3), sigma)
     if gate > math.log1p(ctx.th.objective_eval_resolution):
-        return None
+        return None  # evaluations too noisy to show the model no worse
     for i in after:
-        if i > 0 and e.values[i] == e.values[i - 1]:
+        if e.values[i] == e.values[i - 1]:
             return None  # a stale evaluation repeated, no measure of the model then
         k = int(np.searchsorted(s.steps, e.steps[i]))
         near = s.values[max(k - 1, 0) : k + 1]

@@ -89,6 +89,13 @@ def schedule_profile(s: Series, startup_share: float, startup_points: int) -> Sc
     return ScheduleProfile(s, nonpos, startup, tail, int((v < 0).sum()), cycle_troughs(v))
 
 
+#: The fewest log rows a cycle of a restarting schedule spans for its lone zero to be read
+#: as its last step (:func:`cycle_troughs`): a decay logged over 4 rows into the zero shows
+#: it reached 0 at the cycle's end; at 2-3 rows a cycle a third of which sits at 0 (a
+#: LinearLR re-created every 3 epochs) logs the same values.
+CYCLE_MIN_LOGS = 5
+
+
 def cycle_troughs(v: np.ndarray) -> np.ndarray:
     """Mask of the exact zeros of the learning rate ``v`` (shape ``(n,)``) that end a cycle
     of a restarting schedule: a lone zero log after two or more positive rates that fall
@@ -118,13 +125,6 @@ def cycle_troughs(v: np.ndarray) -> np.ndarray:
     return out
 
 
-#: The fewest log rows a cycle of a restarting schedule spans for its lone zero to be read
-#: as its last step (:func:`cycle_troughs`): a decay logged over 4 rows into the zero shows
-#: it reached 0 at the cycle's end; at 2-3 rows a cycle a third of which sits at 0 (a
-#: LinearLR re-created every 3 epochs) logs the same values.
-CYCLE_MIN_LOGS = 5
-
-
 def _profile(ctx) -> ScheduleProfile:
     th = ctx.th
     return ctx.memo(
@@ -143,7 +143,8 @@ _OTHER_GROUP = (
 _EDGES = (
     "Zeros at the schedule's edges — the first few points of warm-up or start-up, and the end a "
     "decaying schedule reaches — are not counted, nor the lone zeros that end each cycle of a "
-    "restarting schedule (a rate that decays into a single zero log and starts again, twice or more)."
+    "restarting schedule (a rate that decays into a single zero log and jumps back at least to where it stood "
+    "two logs before, every cycle 5 logs or more, twice or more)."
 )
 
 
@@ -302,7 +303,7 @@ def check_zero_lr_partial(ctx):
     if share <= ctx.th.zero_lr_warn_share or share >= ctx.th.zero_lr_fail_share or trained_group_rate(ctx):
         return
     s = p.s
-    idx = np.flatnonzero(p.nonpos)
+    idx = np.flatnonzero(p.nonpos & ~p.troughs)
     idx = idx[(idx >= p.startup) & (idx < len(s) - p.decayed_tail)]
     i = int(idx[0])
     counted = int(idx.size)
@@ -315,6 +316,11 @@ def check_zero_lr_partial(ctx):
         + (
             f"; {p.startup} start-up and {p.decayed_tail} end-of-schedule zeros not counted"
             if p.startup or p.decayed_tail
+            else ""
+        )
+        + (
+            f"; {int(p.troughs.sum())} zeros ending a restarting schedule's cycles not counted"
+            if p.troughs.any()
             else ""
         )
         + ".",

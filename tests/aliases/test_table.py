@@ -92,6 +92,7 @@ PROMISED = [
         "loss_step",
         "Loss/train",
         "train/loss_step",
+        "loss/current",
         "TrainIterStats/loss",
         "loss_1",
         "TrainIterStats/loss_1",
@@ -251,6 +252,13 @@ def test_lightning_step_loss_beats_epoch_aggregate() -> None:
     m = resolve(["train_loss_epoch", "train_loss_step", "val_loss_epoch", "val_loss"])
     assert m["loss"] == {"source": "train_loss_step", "ignored": ["train_loss_epoch"], "how": "alias"}
     assert m["eval_loss"] == {"source": "val_loss", "ignored": ["val_loss_epoch"], "how": "alias"}
+
+
+def test_kohya_step_loss_beats_its_running_mean() -> None:
+    # kohya sd-scripts writes the step's loss beside its running mean over the epoch and the
+    # epoch's mean: a spike shows only in the first
+    m = resolve(["loss/average", "loss/epoch", "loss/current", "lr/unet"])
+    assert m["loss"]["source"] == "loss/current"
 
 
 def test_a_raw_key_feeds_one_canonical_at_most() -> None:

@@ -151,6 +151,29 @@ def test_the_description_counts_fields_and_tells_binary(tmp_path):
     assert "(binary, 1,024 bytes)" in str(e.value)
 
 
+@pytest.mark.parametrize(
+    ("first", "what"),
+    [
+        # a bracketed tag or step opens many log lines; it is no JSON array
+        ("[LightGBM] [Info] Number of positive: 4012", "plain text"),
+        ("[2024-05-01 12:00:10,000][00001] Fps is 4096.0, Samples: 40960", "3 comma-separated fields"),
+        ("[11]\ttraining's l1: 0.54\tvalid_1's l1: 0.57", "3 tab-separated fields"),
+        # JSON arrays, as written whole or pretty-printed
+        ("[", "a JSON array"),
+        ('["alpha", "beta"]', "a JSON array"),
+        ("[1, 2, 3]", "a JSON array"),
+    ],
+)
+def test_the_description_calls_json_only_what_opens_json(tmp_path, first, what):
+    from trainproof.formats import NotALog, detect
+
+    f = tmp_path / "odd.txt"
+    f.write_text(first + "\nthe second line\n")
+    with pytest.raises(NotALog) as e:
+        detect(f)
+    assert f"first line: {what})" in str(e.value)
+
+
 # --------------------------------------------------------------------------- 3. report paths
 
 

@@ -67,6 +67,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "loss_step",
         "Loss/train",
         "train/loss_step",
+        # kohya sd-scripts and its forks: the step's loss (its loss/average is a running
+        # mean over the epoch that hides a step's spike, loss/epoch the epoch's mean)
+        "loss/current",
         "epoch_loss",  # Keras TensorBoard callback
         "TrainIterStats/loss",  # Coqui's event files
         # Coqui GAN models (VITS, HiFi-GAN) log no single loss: loss_0 is the
@@ -150,6 +153,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "loss_scale": ("loss_scale", "amp_scaler", "train/loss_scale", "scaler/scale", "grad_scale"),
     # RL and preference objectives (TRL GRPO/PPO/DPO): the policy's KL to the reference
     # model and the mean reward.
+    # RLlib's PPO kl (learner_stats/kl, mean_kl_loss) is none of them: it is the KL between
+    # consecutive policies, near 0 in any converged run, not the distance from the start.
     "kl": ("kl", "objective/kl", "train/kl", "policy/kl", "ppo/policy/kl"),
     "reward": (
         "reward",

@@ -420,6 +420,25 @@ def detect(path: Path, fmt: str = "auto") -> Reader:
 _SEPARATORS = ((",", "comma"), ("\t", "tab"), (";", "semicolon"), ("|", "bar"))
 
 
+def _json_array_start(first: str) -> bool:
+    """Whether a file's first non-blank line opens a JSON array: the bracket alone (a
+    pretty-printed array), its first element an object, array or string, or the whole line
+    a JSON array. A log line that opens with a bracketed tag (``[LightGBM] [Info]``,
+    ``[2024-05-01 12:00:10,000][00001]``, ``[11]\\ttraining's …``) is none."""
+    rest = first[1:].lstrip() if first[:1] == "[" else None
+    if rest is None:
+        return False
+    if rest[:1] in ("", "{", "[", '"'):
+        return True
+    import json  # the message of a file no reader took: not worth an import at start-up
+
+    try:
+        json.loads(first.rstrip(","))
+    except ValueError:
+        return False
+    return True
+
+
 def describe_shape(path: Path, head: bytes, text: str) -> str:
     """The shape of a file no reader recognises, for its error message: its size, text or
     binary, its lines, and what its first line looks like (a JSON value, or N fields with
@@ -443,7 +462,7 @@ def describe_shape(path: Path, head: bytes, text: str) -> str:
     lines = text.count("\n") + (not text.endswith("\n"))
     more = "at least " if len(head) >= HEAD_BYTES else ""
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    if first[:1] in ("{", "["):
+    if first[:1] == "{" or _json_array_start(first):
         what = "a JSON object" if first[0] == "{" else "a JSON array"
     else:
         what = "plain text"

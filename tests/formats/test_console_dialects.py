@@ -432,6 +432,23 @@ def torchtune() -> tuple[list[Unit], list]:
     return units, want
 
 
+def lightgbm() -> tuple[list[Unit], list]:
+    # LightGBM's log_evaluation lines: the round in brackets, each metric after its data
+    # set's name and "'s" (the default names training and valid_<i>, or the user's own).
+    units = [
+        ["[LightGBM] [Info] Number of positive: 4012, number of negative: 3988\n"],
+        ["[LightGBM] [Info] Total Bins 2550\n"],
+    ]
+    want = []
+    for r in range(1, 60, 10):
+        tr, va = round(0.66 - r / 200, 6), round(0.67 - r / 300, 6)
+        units.append([f"[{r}]\ttraining's binary_logloss: {tr}\tvalid_1's binary_logloss: {va}\n"])
+        want.append((r, {"training_binary_logloss": tr, "valid_1_binary_logloss": va}))
+    units.append(["[61]\ttrain's multi_logloss: 0.31\teval's multi_logloss: 0.42\n"])
+    want.append((61, {"train_multi_logloss": 0.31, "eval_multi_logloss": 0.42}))
+    return units, want
+
+
 def clu() -> tuple[list[Unit], list]:
     # JAX/Flax with clu's logging writer: the step in brackets before the metrics, under a
     # glog prefix; "at step 1" in prose before it is no record.
@@ -1173,6 +1190,7 @@ DIALECTS = {
     f.__name__: f
     for f in (
         clu,
+        lightgbm,
         nanogpt,
         step_forms,
         fastai,
@@ -1291,8 +1309,9 @@ def test_noise_lines_around_a_dialect_change_nothing(tmp_path: Path, dialect: st
                 noisy.append([line])
             else:
                 noisy.append(["\n", line])  # a line left open by a \r frame ends before the noise
-        if dialect == "sb3" and noisy and not "".join(noisy[-1]).endswith("\n"):
-            noisy.append(["\n"])  # a table's ruler starts a line of its own
+        if dialect in ("sb3", "lightgbm") and noisy and not "".join(noisy[-1]).endswith("\n"):
+            # a table's ruler, and LightGBM's round (it draws no bars), start a line of their own
+            noisy.append(["\n"])
         colour = data.draw(st.booleans())
         noisy.append([f"\x1b[32m{ln}" if colour and ln.strip() else ln for ln in u])
     p = write(tmp_path, noisy, f"{dialect}.log")

@@ -651,9 +651,18 @@ _YOLO_V5_LOSSES = {"box": "box_loss", "obj": "obj_loss", "cls": "cls_loss", "tot
 _EPOCH_GLOBAL = re.compile(r"(?<![\w.|])(\d+)\|(\d+)\|\s*$")
 
 
+#: LightGBM's evaluation line (its ``log_evaluation`` callback), ``[11]\ttraining's
+#: binary_logloss: 0.54\tvalid_1's binary_logloss: 0.57``: the round in brackets, then each
+#: metric after its data set's name and ``'s``, read as one name (``training_binary_logloss``).
+_LGBM_ROUND = re.compile(r"\s*\[\d+\]\t")
+_LGBM_SET = re.compile(r"(?<=\t)([A-Za-z_]\w*)'s (?=[A-Za-z_])")
+
+
 def _parse(line: str) -> _Parsed | None:
     """The step parts and metric values of one (ANSI-free) line, ``None`` when it has no
     pair at all."""
+    if "'s " in line and _LGBM_ROUND.match(line):
+        line = _LGBM_SET.sub(r"\1_", line)
     if "epoch:train:" in line:
         es = _ESPNET_BATCH.match(line)
         if es is not None:

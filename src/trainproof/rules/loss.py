@@ -58,7 +58,7 @@ from ._stats import (
     trend_z,
     window_medians,
 )
-from .registry import Need, rule
+from .registry import CannotJudge, Need, rule
 
 
 def _grad_at(ctx, steps: np.ndarray) -> tuple[int, int, int]:
@@ -2672,11 +2672,11 @@ DIVERGE_THRESHOLDS = [
     Level.FAIL,
     "shape",
     "the run ends well above the best loss level it reached",
-    needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
-    thresholds=DIVERGE_THRESHOLDS,
+    needs=[Need("loss", "blowup_min_points", positive=True, all_finite=True)],
+    thresholds=[*DIVERGE_THRESHOLDS, "blowup_min_points"],
     verdict_bearing=True,
     implies=("TP-DEAD-RUN", "TP-LOSS-STALLED"),
-    least_evidence="The run's own noise, measured on the log of the loss: the end level must clear the best level by the ratio and by {diverge_noise_z:g} standard errors of the two levels.",
+    least_evidence="The run's own noise, measured on the log of the loss: the end level must clear the best level by the ratio and by {diverge_noise_z:g} standard errors of the two levels. A curve needs {min_trend_points} points; a blow-up is read from {blowup_min_points} (three before the climb).",
     detects=(
         "A run whose end level (median of its last 10% of points, at least 3) is more than {diverge_ratio}x "
         "the best level it held, and above it by more than {diverge_noise_z:g} standard errors of the two "
@@ -2720,7 +2720,9 @@ DIVERGE_THRESHOLDS = [
         "worse than the level the eval loss held just before it beyond its noise. A run stopped in a blow-up has no end level yet and is read "
         "apart: its last {blowup_points} or more points each above the one before and above the highest block level the run "
         "held before the climb (its start included), the last at least {blowup_ratio:g}x that level and further above it, on the log "
-        "scale, than any earlier point strays from the median of its four neighbours."
+        "scale, than any earlier point strays from the median of its four neighbours (from the median of all of them, "
+        "when fewer than 5 came before the climb); at least 3 points before the climb. A log of fewer than "
+        "{min_trend_points} points (at least {blowup_min_points}) is read for such a blow-up only, and is otherwise not judged here."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
     not_mean="A single deep dip is not a level (a block median ignores it, and a low first point needs the run to sit 3x above it), a terminal spike of one or two points is not an end level (the end window median ignores it, and a blow-up needs {blowup_points} rising points), and an ordinarily noisy curve is not diverging. Nor is a train loss whose objective changed after its best level while the model improved: a VAE's KL weight annealed up, a curriculum's harder stage, with a held-out loss that kept falling.",
@@ -2730,6 +2732,12 @@ DIVERGE_THRESHOLDS = [
 )
 def check_diverge(ctx):
     st = diverge_state(ctx)
+    n = ctx.finite("loss").values.size
+    if st is None and n < ctx.th.min_trend_points:
+        # a blow-up is read from blowup_min_points; anything else needs a curve
+        raise CannotJudge(
+            "too_few_points", f"{ctx.run.series['loss'].name} has {n} finite points; needs {ctx.th.min_trend_points}"
+        )
     if st is None or st["objective_changed"] or st["rescaled"] or st["setting"] or st.get("disputed"):
         return
     yield ctx.finding(st["message"], st["evidence"], st["data"], step=st["step"], line=st["line"])
@@ -2865,7 +2873,10 @@ def check_loss_rescaled(ctx):
         "log: the rise TP-DIVERGE counts as a divergence "
         "when the learning rate climbed, without that cause. Also a climb over the run's last logs after a best "
         "block that the end window overlaps (the end read over the {blowup_points} or more points after that block, "
-        "with their wider noise gate): too few logs for a divergence's end level. Also a climb TP-DIVERGE would call a divergence "
+        "with their wider noise gate): too few logs for a divergence's end level. Also a log that ends on one or two "
+        "points (fewer than {blowup_points}) above every level the run held, the last at least {blowup_ratio:g}x the "
+        "highest and further above it than any earlier point strays (TP-DIVERGE's blow-up reading, short of its rising "
+        "logs): a spike or a blow-up, the log ends before it tells. Also a climb TP-DIVERGE would call a divergence "
         "while a logged setting that moves the loss's level moved {objective_weight_rise}x or more after the best "
         "level (a data mixture's weight or a temperature either way, a batch size or a count of negatives up), "
         "still moving over the second half of the climb (its last value sqrt({objective_weight_rise:g})x off its "
@@ -2929,7 +2940,7 @@ def climb_state(ctx) -> dict | None:
             # a divergence a logged setting's move explains as well: said as a climb
             explained = st["setting"] or st.get("disputed")
             return st if explained and not st["objective_changed"] and not st["rescaled"] else None
-        return _diverge_level(ctx, climb_only=True)
+        return _diverge_level(ctx, climb_only=True) or _terminal_jump(ctx)
 
     return ctx.memo("climb_state", compute)
 
@@ -2947,8 +2958,50 @@ def diverge_state(ctx) -> dict | None:
 
 
 def _diverge(ctx) -> dict | None:
-    # A run that ends in a blow-up is named as one, whatever its end window says.
+    # A run that ends in a blow-up is named as one, whatever its end window says; a log
+    # shorter than a curve (min_trend_points) is read for a blow-up only.
+    if ctx.finite("loss").values.size < ctx.th.min_trend_points:
+        return _terminal_blowup(ctx)
     return _terminal_blowup(ctx) or _diverge_level(ctx)
+
+
+def _terminal_climb(ctx) -> tuple | None:
+    """The run's last logs where they leave every level it held: ``(start, above, top,
+    stray)``, where ``start`` is the index of the climb's lowest point (the last points
+    each above the one before from there), ``above`` how many of the last points climb
+    above ``top``, the highest block level the run held up to ``start`` (its start
+    included), and ``stray`` how far (on the log scale) any point up to ``start`` strays
+    from the median of its four neighbours (of all of them, when fewer than 5: a short
+    log's own spread). ``None`` when the log does not end at least ``blowup_ratio`` times
+    ``top`` and further above it than ``stray``, or has fewer than 3 points before the
+    climb (a level, however rough)."""
+    s = ctx.finite("loss")
+    v = s.values
+    n = v.size
+    th = ctx.th
+    start = n - 1
+    while start > 0 and v[start - 1] < v[start]:
+        start -= 1
+    if n - 1 - start < 1 or start < 2 or not v[start] > 0:
+        return None
+    before = v[: start + 1]
+    meds, _ = block_medians(before, smoothing_block(before.size))
+    top = float(np.max(meds))
+    last = float(v[-1])
+    if not top > 0 or last < th.blowup_ratio * top:
+        return None
+    above = 0
+    while above < n - 1 - start and v[n - 1 - above] > top:
+        above += 1
+    y = np.log(before)
+    idx, around = neighbour_median(y)
+    if idx.size:
+        stray = float(np.max(np.abs(y[idx] - around)))
+    else:
+        stray = float(np.max(np.abs(y - median(y))))
+    if math.log(last / top) <= stray:
+        return None
+    return start, above, top, stray
 
 
 def _terminal_blowup(ctx) -> dict | None:
@@ -2956,32 +3009,35 @@ def _terminal_blowup(ctx) -> dict | None:
     ``blowup_points`` or more points each above the one before and above the highest block
     level the run held before the climb, the last at least ``blowup_ratio`` times it and
     further above it, on the log scale, than any earlier point strays from the median of
-    its four neighbours. The same dict as :func:`_diverge_level`; ``None`` otherwise."""
+    its four neighbours (:func:`_terminal_climb`). The same dict as :func:`_diverge_level`;
+    ``None`` otherwise."""
+    tc = _terminal_climb(ctx)
+    if tc is None or tc[1] < ctx.th.blowup_points:
+        return None
+    return _blowup_state(ctx, *tc)
+
+
+def _terminal_jump(ctx) -> dict | None:
+    """TP-LOSS-CLIMB's reading of a log that ends on one or two points (fewer than
+    ``blowup_points``) above every level the run held, the last at least ``blowup_ratio``
+    times the highest and further above it than any earlier point strays
+    (:func:`_terminal_climb`): a spike the log ends before it can tell from a blow-up.
+    The same dict as :func:`_diverge_level`; ``None`` otherwise."""
+    tc = _terminal_climb(ctx)
+    if tc is None or not 1 <= tc[1] < ctx.th.blowup_points:
+        return None
+    return _blowup_state(ctx, *tc)
+
+
+def _blowup_state(ctx, start: int, above: int, top: float, stray: float) -> dict:
     s = ctx.finite("loss")
     v = s.values
     n = v.size
     th = ctx.th
-    m = int(th.blowup_points)
-    start = n - 1
-    while start > 0 and v[start - 1] < v[start]:
-        start -= 1
-    # start: the lowest point of the climb, where it leaves the run's level
-    if n - 1 - start < m or start < LEAD_POINTS or not v[start] > 0:
-        return None
+    last = float(v[-1])
+    gap = math.log(last / top)
     before = v[: start + 1]
     meds, centres = block_medians(before, smoothing_block(before.size))
-    top = float(np.max(meds))
-    last = float(v[-1])
-    # The climb itself, not the noise it starts from: its last m points all above the
-    # highest level the run held (worse than it ever was), the last blowup_ratio times it.
-    if not top > 0 or last < th.blowup_ratio * top or not np.all(v[-m:] > top):
-        return None
-    y = np.log(before)
-    idx, around = neighbour_median(y)
-    stray = float(np.max(np.abs(y[idx] - around))) if idx.size else 0.0
-    gap = math.log(last / top)
-    if gap <= stray:
-        return None
     j = int(np.argmin(meds))
     best, best_idx = float(meds[j]), int(centres[j])
     onset = start + 1
@@ -2989,20 +3045,36 @@ def _terminal_blowup(ctx) -> dict | None:
     rising = n - 1 - start
     through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
     extra, ckpt_data = best_checkpoint(ctx.run)
+    if above >= th.blowup_points:
+        message = (
+            f"loss diverged: it climbs at each of its last {rising} logs, ending {times(ratio)} above its best level"
+        )
+        what = f"the loss climbs at each of its last {rising} logs"
+        tail, frm = "", start
+    else:
+        logs = "log" if above == 1 else f"{above} logs"
+        message = (
+            f"the loss ends {times(ratio)} above its best level, jumping at its last {logs}: a spike or a blow-up, "
+            "the log ends before it tells"
+        )
+        what, frm = f"the loss jumps at its last {logs}", n - 1 - above
+        tail = (
+            f" A blow-up needs {num(th.blowup_points)} rising logs above that level; with {above} the log cannot tell "
+            "it from a spike that would have come back."
+        )
     return dict(
         objective_changed=None,
         rescaled=None,
         setting=None,
         step=s.steps[best_idx],
         line=s.lines[best_idx],
-        message=f"loss diverged: it climbs at each of its last {rising} logs, ending {times(ratio)} above its best level",
+        message=message,
         evidence=(
-            f"the loss climbs at each of its last {rising} logs, from {num(float(v[start]))} at step "
-            f"{step(s.steps[start])} to {num(last)} at step {step(s.steps[-1])}, where the log ends: "
+            f"{what}, from {num(float(v[frm]))} at step {step(s.steps[frm])} to {num(last)} at step {step(s.steps[-1])}, where the log ends: "
             f"{times(last / top)} the highest level the run held before (block median {num(top)}; at least "
             f"{num(th.blowup_ratio)}x), further above it than any earlier point strays from its neighbours "
             f"(log gap {num(gap)} against {num(stray)}); its best level was {num(best)} around step "
-            f"{step(s.steps[best_idx])} ({pct(through)} through the run).{extra}"
+            f"{step(s.steps[best_idx])} ({pct(through)} through the run).{extra}{tail}"
         ),
         data={
             "end_level": last,

@@ -391,9 +391,25 @@ class Thresholds:
     blowup_points: int = threshold(
         3,
         "Rising points a terminal blow-up needs (see blowup_ratio): three logs in a row, each "
-        "above the one before, is a climb; a spike is one or two.",
+        "above the one before, is a climb; a spike is one or two. A log that ends on one or two "
+        "such points is TP-LOSS-CLIMB's WARN: the log ends before it can tell a spike that comes "
+        "back from a blow-up.",
         unit="points",
         valid=count(2),
+    )
+    blowup_min_points: int = threshold(
+        6,
+        "The fewest logged points a blow-up is read from (TP-DIVERGE's terminal reading): three "
+        "before the climb, the least a level is read from however roughly, then blowup_points "
+        "rising. A log shorter than a curve (min_trend_points) is read for a blow-up only: a "
+        "user stops a run within a few logs of its blow-up and attaches what it printed, and a "
+        "new user's 7-epoch Keras log 0.70 0.52 0.45 0.9 3.2 12 40 (89x its best) went "
+        "unjudged while NaN and a zero learning rate were judged from 5 rows. Its bar (the last "
+        "point blowup_ratio times the highest level held before, further above it than any "
+        "earlier point strays, on the log scale, from the others' median when there are too "
+        "few for four neighbours each) is one no healthy run's last logs reach.",
+        unit="points",
+        valid=count(4),
     )
 
     diverge_lr_rise: float = threshold(2.0, see="diverge_caused_ratio", unit="ratio", valid=FACTOR)

@@ -449,6 +449,47 @@ def lightgbm() -> tuple[list[Unit], list]:
     return units, want
 
 
+def tianshou() -> tuple[list[Unit], list]:
+    # Tianshou's trainer: the epoch numbered with "#", its bar's postfix (no total: "10001it"),
+    # then the epoch's test line; a hand-written "Step #N" after it counts on the same way.
+    units, want = [], []
+    for e in range(1, 4):
+        loss, rew = round(0.6 - e / 20, 3), round(40.0 + 20 * e, 2)
+        units.append(
+            [
+                f"Epoch #{e}: 10001it [00:07, 1404.52it/s, env_step={e}0000, len=44, loss={loss}, n/ep=0, "
+                f"n/st=10, rew={rew}]\n",
+                f"Epoch #{e}: test_reward: {rew + 0.5:.6f} ± 4.423984, best_reward: {rew + 0.5:.6f} ± 4.423984 in #{e}\n",
+            ]
+        )
+        want.append(
+            (
+                e,
+                {
+                    "env_step": e * 10000.0,
+                    "len": 44.0,
+                    "loss": loss,
+                    "n_ep": 0.0,
+                    "n_st": 10.0,
+                    "rew": rew,
+                    "test_reward": round(rew + 0.5, 6),
+                },
+            )
+        )
+    return units, want
+
+
+def numbered_steps() -> tuple[list[Unit], list]:
+    # "Step #N" counts like "Step N"; a "#" after a word that names no counter ("run #2") is
+    # left alone
+    units, want = [["Starting run #2 of the sweep\n"]], []
+    for i in range(1, 5):
+        loss = round(2.5 - i / 10, 2)
+        units.append([f"Step #{i * 100} | loss: {loss}\n"])
+        want.append((i * 100, {"loss": loss}))
+    return units, want
+
+
 def clu() -> tuple[list[Unit], list]:
     # JAX/Flax with clu's logging writer: the step in brackets before the metrics, under a
     # glog prefix; "at step 1" in prose before it is no record.
@@ -1191,6 +1232,8 @@ DIALECTS = {
     for f in (
         clu,
         lightgbm,
+        tianshou,
+        numbered_steps,
         nanogpt,
         step_forms,
         fastai,

@@ -658,11 +658,23 @@ _LGBM_ROUND = re.compile(r"\s*\[\d+\]\t")
 _LGBM_SET = re.compile(r"(?<=\t)([A-Za-z_]\w*)'s (?=[A-Za-z_])")
 
 
+#: A counter numbered with ``#`` (Tianshou's ``Epoch #3: 10001it [..., loss=0.212, rew=105.37]``,
+#: hand-written ``Step #400 loss=…``): read as the counter it names when the word is one.
+_NUMBERED = re.compile(r"(?<![\w./-])([A-Za-z]+)\s*#\s*(?=\d)")
+
+
+def _unnumbered(m: re.Match) -> str:
+    word = m.group(1).lower()
+    return f"{m.group(1)} " if word in _EPOCH_WORDS or word in _COUNTER_WORDS else m.group(0)
+
+
 def _parse(line: str) -> _Parsed | None:
     """The step parts and metric values of one (ANSI-free) line, ``None`` when it has no
     pair at all."""
     if "'s " in line and _LGBM_ROUND.match(line):
         line = _LGBM_SET.sub(r"\1_", line)
+    if "#" in line:
+        line = _NUMBERED.sub(_unnumbered, line)
     if "epoch:train:" in line:
         es = _ESPNET_BATCH.match(line)
         if es is not None:

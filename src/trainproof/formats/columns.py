@@ -9,7 +9,8 @@ positions of the lists, epochs of a Keras history. Each row's values are read as
 lines record's are (:func:`~trainproof.formats._values.flatten_numeric`): a ``null`` is a
 hole, a value that is no number is absent.
 
-A JSON array of record objects is read here too, one record per object in order: Chainer's
+TensorBoard's download of one scalar chart as JSON (``[[wall time, step, value], …]``, the
+metric named by the file, ``run-<run>-tag-<tag>.json``) is read here too. A JSON array of record objects is read here too, one record per object in order: Chainer's
 ``LogReport`` file (``result/log``: ``[{"main/loss": 2.3, "epoch": 1, "iteration": 100,
 …}, …]``), pandas' ``to_json(orient="records")``, a hand-rolled ``json.dump`` of a list of
 dicts. Its step is the step key the objects hold (``iteration``), else the position.
@@ -34,7 +35,7 @@ from ._values import as_step, flatten_numeric
 name = "columns"
 description = (
     "JSON object of metric columns (Keras History.history via json.dump, pandas DataFrame.to_json), "
-    "or a JSON array of record objects (Chainer's LogReport)"
+    "or a JSON array of record objects (Chainer's LogReport), or TensorBoard's JSON download of one chart"
 )
 #: Names only its writer uses: none (people name the file themselves).
 file_names = ()
@@ -61,7 +62,10 @@ MAX_BYTES = 64 << 20
 
 #: The start of such a document: an object whose first value is a list, or a pandas
 #: column (an object keyed by the row index, ``"0"`` first).
-_START = re.compile(r'\A\s*(?:\{\s*"(?:[^"\\]|\\.)*"\s*:\s*(?:\[|\{\s*"0"\s*:)|\[\s*\{\s*"[^"\n]{1,200}"\s*:)')
+_START = re.compile(
+    r'\A\s*(?:\{\s*"(?:[^"\\]|\\.)*"\s*:\s*(?:\[|\{\s*"0"\s*:)|\[\s*\{\s*"[^"\n]{1,200}"\s*:'
+    r"|\[\s*\[\s*\d[\d.eE+-]*\s*,\s*\d+(?:\.0)?\s*,)"
+)
 
 STEPS_NOTE = "steps are the positions in the lists (epochs of a Keras history), not training steps"
 RECORDS_NOTE = "steps are the positions of the records in the array (no step key), not training steps"
@@ -99,7 +103,10 @@ def read(path: Path, state) -> Iterator[Record]:
     """
     doc = read_json_document(path, MAX_BYTES, "a JSON document of columns")
     if isinstance(doc, list):
-        yield from _records(doc, state)
+        if _is_tensorboard_export(doc):
+            yield from _tensorboard_export(doc, path)
+        else:
+            yield from _records(doc, state)
         return
     if not isinstance(doc, dict) or not doc:
         raise NotALog("not a JSON object of metric columns")
@@ -138,6 +145,33 @@ def _stepped(rows, step_key: str | None, note: str, state) -> Iterator[Record]:
     for i, (values, holes) in enumerate(rows):
         step = as_step(values.pop(step_key, None)) if step_key is not None else float(i + 1)
         yield Record(step, values, i + 1, tuple(h for h in holes if h != step_key))
+
+
+def _tensorboard_export(doc: list, path: Path) -> Iterator[Record]:
+    """The records of TensorBoard's download of one scalar chart as JSON, ``[[wall time,
+    step, value], …]``: the value named by the file as its CSV download is
+    (:func:`~trainproof.formats.csv.tensorboard_export_metric`), the wall time as
+    ``Wall time``.
+
+    Raises:
+        NotALog: the file's name names no loss (the chart of a learning rate or an
+            accuracy alone is no run to judge, as a JSON document of columns is not).
+    """
+    from .csv import TB_EXPORT_COLUMNS, tensorboard_export_metric
+
+    metric = tensorboard_export_metric(path)
+    if aliases.loss_candidate(metric) is None:
+        raise NotALog(f"a TensorBoard export of {metric!r}, which names no loss")
+    for i, (wall, st, value) in enumerate(doc):
+        values, holes = _row({TB_EXPORT_COLUMNS[0]: wall, metric: value})
+        yield Record(as_step(st), values, i + 1, tuple(holes))
+
+
+def _is_tensorboard_export(doc: list) -> bool:
+    return bool(doc) and all(
+        isinstance(r, list) and len(r) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)
+        for r in doc
+    )
 
 
 def _records(doc: list, state) -> Iterator[Record]:

@@ -13,6 +13,10 @@ Dialects that occur in the wild and are handled here:
 
 * YOLOv5 ``results.csv``: names and numbers padded with spaces to a fixed width (cells
   are stripped); CatBoost ``learn_error.tsv`` (``iter<TAB>Logloss``).
+* TensorBoard's download of one scalar chart (``Wall time,Step,Value``): the value column
+  is named by the file, ``run-<run>-tag-<tag>.csv`` as the TensorBoard UI names it (the tag;
+  ``<run>/<tag>`` where the run names a held-out split, as Keras' ``validation`` run does),
+  else the file's own name (``val_loss.csv``).
 * MLflow UI *long-format* export: ``Run,Run ID,metric,step,timestamp,value``, one row per
   logged value. Rows are pivoted into records (``{metric: value}`` at ``step``); an
   export of several runs keeps the run with the most rows (ties: the first in the file),
@@ -56,6 +60,7 @@ import trainproof.formats._rows as _rows  # noqa: PLR0402
 
 from .. import aliases
 from .._arrays import unique
+from ..aliases.vocabulary import key_words, words
 from ..runlog import Record, Rows
 from ._io import ReadError, open_text
 from ._values import is_absent, string_number
@@ -252,6 +257,35 @@ def _sum_column(vals: np.ndarray) -> int | None:
     return hits[0] if len(hits) == 1 else None
 
 
+#: TensorBoard's download of one scalar chart as CSV: these three columns, the metric named
+#: only by the file (:func:`tensorboard_export_metric`).
+TB_EXPORT_COLUMNS = ("Wall time", "Step", "Value")
+#: Its file name, ``run-<run>-tag-<tag>.csv``, each ``/`` of the run and the tag written ``_``.
+_TB_EXPORT_NAME = re.compile(r"run[-_](.*?)[-_]tag[-_](.+)")
+
+
+def tensorboard_export_metric(path: Path) -> str:
+    """The metric a TensorBoard export of one chart holds (its ``Value`` column), named by
+    its file: the tag of ``run-<run>-tag-<tag>.csv``, as ``<run>/<tag>`` where the run names
+    a held-out split (Keras writes its validation curves under the run ``validation``, with
+    the train curves' tags), else the file's own name (``val_loss.csv``), without its
+    suffixes."""
+    name = path.name.removesuffix(".gz")
+    stem = name.rsplit(".", 1)[0] if "." in name else name
+    m = _TB_EXPORT_NAME.fullmatch(stem)
+    if m is None:
+        return stem
+    run, tag = m.groups()
+    return f"{run}/{tag}" if set(words(run)) & key_words("eval", "test") else tag
+
+
+def _named_export(names: list[str], path: Path | None) -> list[str]:
+    """``names`` with a TensorBoard export's ``Value`` column named by its file."""
+    if path is not None and tuple(names) == TB_EXPORT_COLUMNS:
+        return [*names[:2], tensorboard_export_metric(path)]
+    return names
+
+
 #: The columns of an MLflow UI long-format export (``Run`` and ``timestamp`` optional).
 _LONG = ("metric", "step", "value")
 
@@ -269,8 +303,9 @@ class RowParser:
     appended since the last poll.
     """
 
-    def __init__(self, delimiter: str) -> None:
+    def __init__(self, delimiter: str, path: Path | None = None) -> None:
         self.delimiter = delimiter
+        self.path = path  # names a TensorBoard export's value column (:func:`_named_export`)
         self.header: list[str] | None = None
         self.step_idx: int | None = None
         self.bad_rows: list[int] = []
@@ -297,7 +332,7 @@ class RowParser:
             shown = self.delimiter.join(c.strip() for c in row)[:60]
             raise ReadError(f"no header row: line {start} is data ({shown}), so the columns have no names")
         if header is None or _is_new_header(row, header):
-            new = [c.strip() for c in row]
+            new = _named_export([c.strip() for c in row], self.path)
             if header is not None:
                 added = [c for c in new if c not in header]
                 removed = [c for c in header if c not in new]
@@ -576,13 +611,13 @@ def _fill_empty(text: str, delim: str, token: str) -> str:
     return text.replace("\n" + delim, "\n" + token + delim).replace(delim + "\n", delim + token + "\n")
 
 
-def _plain_header(line: str, plan: list) -> tuple[str, int] | None:
+def _plain_header(line: str, plan: list, path: Path | None = None) -> tuple[str, int] | None:
     """``(delimiter, width)`` when ``line``, a table's first line, is a header the columnar
     path can follow (:class:`trainproof.formats._columnar.TableRead`): named columns
     (:func:`_looks_like_header`), distinct, at most 62 of them, not a long-format export;
     its names and step column are appended to ``plan``. ``None`` otherwise."""
     delim = delimiter_of(line) or ","
-    names = [c.strip() for c in line.split(delim)]
+    names = _named_export([c.strip() for c in line.split(delim)], path)
     if not _looks_like_header(names) or len(names) > 62 or len(set(names)) != len(names) or _is_long_format(names):
         return None
     sk = aliases.step_key(names)
@@ -601,7 +636,7 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
     resume = None
     if _columnar.wanted(path, _columnar.TABLE_MIN_BYTES):
         plan: list = []
-        table_read = _columnar.TableRead(path, lambda line: _plain_header(line, plan))
+        table_read = _columnar.TableRead(path, lambda line: _plain_header(line, plan, path))
         for vals, present, nums in table_read:
             rows = _table_rows(vals, present, nums, *plan[0])
             if len(rows):
@@ -620,7 +655,7 @@ def read(path: Path, state) -> Iterator[Record | Rows]:
                 break
         delim = delimiter_of(first) or ","
         f.seek(0)
-        parser = RowParser(delim)
+        parser = RowParser(delim, path)
         start = 1
         if resume is None:
             _prepare(path, f, parser, state)

@@ -87,3 +87,36 @@ def test_a_last_log_within_the_runs_own_strays_is_no_jump(seed):
     rep = judge(loss=list(v))
     assert "TP-DIVERGE" not in rep.ids()
     assert not any("the log ends before it tells" in f.message for f in rep.findings)
+
+
+@pytest.mark.parametrize("n_before", [3, 5, 36])
+@pytest.mark.parametrize(
+    ("key", "schedule"),
+    [
+        ("kl_weight", [0.0, 0.25, 0.5, 0.75, 1.0]),  # a KL term switched on (beta-VAE)
+        ("beta", [0.0, 0.25, 0.5, 0.75, 1.0]),
+        ("curriculum_stage", [1, 2, 3, 3, 3]),  # a harder stage of the data
+    ],
+)
+def test_a_blow_up_that_a_logged_schedule_explains_is_no_divergence(n_before, key, schedule):
+    # the loss is the reconstruction (falling slowly) plus the weighted term: 12x-30x up
+    # from a low base in the last logs, the weight or stage logged beside it (a breaker's
+    # 7-epoch Keras beta-VAE and 40-log beta ramp FAILed TP-DIVERGE)
+    recon = list(0.06 * np.exp(-np.arange(n_before + 4) / 8))
+    w = [schedule[0]] * n_before + schedule[1:]
+    if key == "curriculum_stage":
+        loss = [r * (1 if s == 1 else 12 * s) for r, s in zip(recon, w)]
+    else:
+        loss = [r + 0.8 * b for r, b in zip(recon, w)]
+    rep = judge(loss=loss, **{key: w})
+    assert "TP-DIVERGE" not in rep.ids(), rep.ids()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_short_ramp_from_a_low_base_is_no_blow_up(seed):
+    # the same KL ramp over a 7-epoch log with no weight logged: it leaps once, then adds
+    # less each log (its last rise on the log scale under half its first); too few points
+    # to call it broken (at 8 points and more the curve reading judges it, as before)
+    v = list(_fall(3, 0.02, seed, start=0.06)) + [0.281, 0.455, 0.629, 0.808]
+    rep = judge(loss=v)
+    assert "TP-DIVERGE" not in rep.ids(), rep.ids()

@@ -2721,7 +2721,9 @@ DIVERGE_THRESHOLDS = [
         "apart: its last {blowup_points} or more points each above the one before and above the highest block level the run "
         "held before the climb (its start included), the last at least {blowup_ratio:g}x that level and further above it, on the log "
         "scale, than any earlier point strays from the median of its four neighbours (from the median of all of them, "
-        "when fewer than 5 came before the climb); at least 3 points before the climb. A log of fewer than "
+        "when fewer than 5 came before the climb, where the climb must also go on multiplying: its last rise, on the log "
+        "scale, at least half its largest); at least 3 points before the climb; a logged cause (a changed objective or a "
+        "setting that moved, as above) reads it as the level reading does. A log of fewer than "
         "{min_trend_points} points (at least {blowup_min_points}) is read for such a blow-up only, and is otherwise not judged here."
     ),
     why="Once a run has climbed far above a level it already reached, further steps are spent undoing damage; the best checkpoint is behind you.",
@@ -3001,6 +3003,13 @@ def _terminal_climb(ctx) -> tuple | None:
         stray = float(np.max(np.abs(y - median(y))))
     if math.log(last / top) <= stray:
         return None
+    rises = np.diff(np.log(v[start:]))
+    if start < LEAD_POINTS and rises[-1] < 0.5 * float(np.max(rises)):
+        # Read from fewer points than a level's neighbours need, a blow-up must also go on
+        # multiplying: its last rise at least half its largest, on the log scale. A loss
+        # that a schedule lifts from a low base (a loss weight ramped up from 0: 0.034 ->
+        # 0.28 -> 0.46 -> 0.63 -> 0.81) leaps once, then adds less each log.
+        return None
     return start, above, top, stray
 
 
@@ -3045,6 +3054,12 @@ def _blowup_state(ctx, start: int, above: int, top: float, stray: float) -> dict
     rising = n - 1 - start
     through = (s.steps[best_idx] - s.steps[0]) / max(s.steps[-1] - s.steps[0], 1e-300)
     extra, ckpt_data = best_checkpoint(ctx.run)
+    # A logged cause reads the climb as TP-DIVERGE's level reading does: a changed
+    # objective (TP-OBJECTIVE-CHANGED), a setting that moved with no eval loss over it
+    # (TP-LOSS-CLIMB's WARN).
+    best_step, onset_step = float(s.steps[best_idx]), float(s.steps[onset])
+    changed = objective_changed(ctx, best_step, onset_step, best_step, positive=True)
+    setting = None if changed else _setting_without_eval(ctx, best_step, onset_step)
     if above >= th.blowup_points:
         message = (
             f"loss diverged: it climbs at each of its last {rising} logs, ending {times(ratio)} above its best level"
@@ -3063,9 +3078,9 @@ def _blowup_state(ctx, start: int, above: int, top: float, stray: float) -> dict
             "it from a spike that would have come back."
         )
     return dict(
-        objective_changed=None,
+        objective_changed=changed,
         rescaled=None,
-        setting=None,
+        setting=setting,
         step=s.steps[best_idx],
         line=s.lines[best_idx],
         message=message,

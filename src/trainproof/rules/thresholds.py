@@ -407,7 +407,13 @@ class Thresholds:
         "unjudged while NaN and a zero learning rate were judged from 5 rows. Its bar (the last "
         "point blowup_ratio times the highest level held before, further above it than any "
         "earlier point strays, on the log scale, from the others' median when there are too "
-        "few for four neighbours each) is one no healthy run's last logs reach.",
+        "few for four neighbours each, and then a climb that goes on multiplying, its last "
+        "rise on the log scale at least half its largest) is one no healthy run's last logs "
+        "reach without a cause in the log: a breaker's beta-VAE whose KL weight ramps 0 -> 1 "
+        "over its last 4 of 7 epochs (0.034 -> 0.28 -> 0.46 -> 0.63 -> 0.81) leaps once and "
+        "then adds less each log, and a logged weight, stage or setting explains the climb "
+        "as it does for a curve. A loss summed over a size that grows 4x a log with the size "
+        "not logged (a progressive resize) climbs as a blow-up does and is read as one.",
         unit="points",
         valid=count(4),
     )

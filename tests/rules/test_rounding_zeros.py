@@ -22,6 +22,12 @@ def test_rounding_step_is_the_coarsest_decimal_step_the_values_fit():
     assert rounding_step(np.array([0.12345678912, 1.0, 2.0])) is None  # full precision
     assert rounding_step(np.array([np.float32(0.3), 0.1, 0.2])) is None  # a float32 value
     assert rounding_step(np.array([0.1, np.nan])) is None  # fewer than 3 finite values
+    # the same decimals stored as float32 (a TensorBoard event file: 0.0001 is 9.99999974e-05)
+    assert rounding_step(np.float32([0.1234, 2.5, 0.0001, 0.0]).astype(float)) == pytest.approx(1e-4)
+    assert rounding_step(np.float32([0.986, 0.25, 1.5]).astype(float)) == pytest.approx(1e-3)
+    # float32 values at full precision fit no step coarser than float32's own digits
+    full = np.float32(np.random.default_rng(0).uniform(0.01, 5.0, 200)).astype(float)
+    assert rounding_step(full) is None or rounding_step(full) <= 1e-7
 
 
 def _floor_run(n, decimals, seed, zeros_at_end):
@@ -41,8 +47,11 @@ def _floor_run(n, decimals, seed, zeros_at_end):
 @pytest.mark.parametrize("n", [30, 200, 2000])
 @pytest.mark.parametrize("decimals", [4, 6])
 @pytest.mark.parametrize("zeros_at_end", [True, False])
-def test_zeros_of_a_rounded_loss_at_its_floor_are_not_zero_loss_failures(n, decimals, zeros_at_end):
-    loss = _floor_run(n, decimals, n + decimals, zeros_at_end)
+@pytest.mark.parametrize("stored", [np.float64, np.float32])
+def test_zeros_of_a_rounded_loss_at_its_floor_are_not_zero_loss_failures(n, decimals, zeros_at_end, stored):
+    # float32: HF's TensorBoard callback writes the same rounded values into an event file
+    # (a corpus log rewritten by SummaryWriter FAILed TP-ZERO-LOSS-ONSET where its JSON PASSed)
+    loss = _floor_run(n, decimals, n + decimals, zeros_at_end).astype(stored).astype(float)
     assert (loss == 0).sum() >= 3
     rep = judge_cols(loss=loss.tolist())
     assert not {"TP-ZERO-LOSS-ONSET", "TP-ZERO-LOSS-MIXED", "TP-ZERO-LOSS"} & set(rep.ids()), rep.ids()
@@ -102,3 +111,20 @@ def test_zeros_that_rounding_cannot_explain_still_fail(case, rule):
     rep = judge_cols(loss=loss.tolist())
     assert rule in rep.ids() and rep.verdict.value == "FAIL"
     assert not any("below the rounding step" in x for x in rep.notes)
+
+
+@pytest.mark.parametrize("zeros_at_end", [True, False])
+def test_a_rounded_floor_written_by_summary_writer_is_judged_as_its_json(tmp_path, zeros_at_end):
+    # HF's TensorBoard callback logs round(loss, 4) through a real SummaryWriter: float32
+    from trainproof.api import judge
+
+    tb = pytest.importorskip("torch.utils.tensorboard")
+    loss = _floor_run(300, 4, 7, zeros_at_end)
+    w = tb.SummaryWriter(str(tmp_path / "runs"))
+    for i, x in enumerate(loss):
+        w.add_scalar("train/loss", float(x), 10 * (i + 1))
+    w.close()
+    (event,) = (tmp_path / "runs").glob("events.out.tfevents.*")
+    rep = judge(event)
+    assert not {"TP-ZERO-LOSS-ONSET", "TP-ZERO-LOSS-MIXED", "TP-ZERO-LOSS"} & set(rep.ids()), rep.ids()
+    assert any("below the rounding step" in x for x in rep.notes)

@@ -494,9 +494,17 @@ def rounding_step(values: np.ndarray, max_decimals: int = 8) -> float | None:
     v = v[np.isfinite(v)]
     if v.size < 3:
         return None
+    # A log stored in float32 (a TensorBoard event file: HF's callback writes its rounded
+    # 0.0001 as 9.99999974e-05) holds each rounded decimal as its nearest float32: a value
+    # that is exactly a float32 is a multiple when the decimal's float32 is that value.
+    v32 = v.astype(np.float32)
+    single = bool(np.all(v32.astype(float) == v))
     for d in range(max_decimals + 1):
         x = v * 10.0**d
+        r = np.round(x)
         # A decimal parsed into binary and scaled back is off by a few ulps of x.
-        if np.all(np.abs(x - np.round(x)) <= 1e-9 + 1e-14 * np.abs(x)):
+        if np.all(np.abs(x - r) <= 1e-9 + 1e-14 * np.abs(x)):
+            return 10.0**-d
+        if single and np.all((r / 10.0**d).astype(np.float32) == v32):
             return 10.0**-d
     return None

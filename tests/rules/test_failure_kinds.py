@@ -108,7 +108,16 @@ def test_a_loss_that_settled_onto_an_isolated_ln_k_still_warns(k, n, rel, seed):
     # neighbours): a loss that fell 1.4x onto one is still read as near chance
     loss = settled_onto(math.log(k), 1.4, n, rel, seed)
     rep = judge_runlog(run_of(loss=loss, lr=np.full(n, 1e-3)))
-    assert one(rep, "TP-NEAR-CHANCE").data["classes"] == k
+    f = one(rep, "TP-NEAR-CHANCE")
+    assert f.data["classes"] == k
+    # it says that the loss came down to the level, not that it never left it (a helper's
+    # translation run 3.57 -> 1.05 was told it "never left the level")
+    assert "settled there after falling from" in f.evidence and "never left" not in f.evidence
+    guesser = at_level(n, math.log(k), rel, seed)
+    assert (
+        "It never left the level"
+        in one(judge_runlog(run_of(loss=guesser, lr=np.full(n, 1e-3))), "TP-NEAR-CHANCE").evidence
+    )
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])

@@ -2290,8 +2290,13 @@ def check_near_chance(ctx):
             f"It falls with a significant trend (Mann-Kendall z {st['z']:.2f}) but has left the level by less than "
             f"{pct(ctx.th.chance_tol_block)} of ln({k})"
             if st["z"] <= -ctx.th.dead_trend_z
-            else f"It never left the level, but a loss of another kind (a language model's, a regression's) "
-            f"settles at ln({k}) by coincidence as well"
+            else (
+                "It never left the level"
+                if _at_level_early(st, ctx.th)
+                else f"It settled there after falling from {num(st['start'])} (median of its first 3 points)"
+            )
+            + f", but a loss of another kind (a language model's, a regression's) settles at ln({k}) by coincidence "
+            "as well"
         ) + (
             f"; the held-out accuracy {st['above'][0]} ends at {num(st['above'][1])}, well above 1/{k}: the level is "
             "more likely a coincidence of the objective (mixup, label smoothing keep a loss high) than a guess."

@@ -120,3 +120,12 @@ def test_a_short_ramp_from_a_low_base_is_no_blow_up(seed):
     v = list(_fall(3, 0.02, seed, start=0.06)) + [0.281, 0.455, 0.629, 0.808]
     rep = judge(loss=v)
     assert "TP-DIVERGE" not in rep.ids(), rep.ids()
+
+
+def test_a_short_blow_up_a_logged_weight_explains_leaves_the_log_unjudged():
+    # 7 epochs: the rules that would say what the weight explains need a curve (8 points),
+    # so the log is not judged rather than passed
+    w = [0.0, 0.0, 0.0, 0.5, 2.0, 8.0, 32.0]
+    loss = [0.06, 0.05, 0.045, 0.5, 2.0, 8.0, 32.0]
+    rep = judge(loss=loss, kl_weight=w)
+    assert "TP-DIVERGE" not in rep.ids() and rep.skipped["TP-DIVERGE"].reason == "too_few_points"

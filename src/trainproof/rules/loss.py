@@ -2739,13 +2739,15 @@ DIVERGE_THRESHOLDS = [
 )
 def check_diverge(ctx):
     st = diverge_state(ctx)
+    explained = st is None or st["objective_changed"] or st["rescaled"] or st["setting"] or st.get("disputed")
     n = ctx.finite("loss").values.size
-    if st is None and n < ctx.th.min_trend_points:
-        # a blow-up is read from blowup_min_points; anything else needs a curve
+    if explained and n < ctx.th.min_trend_points:
+        # A blow-up is read from blowup_min_points; anything else (a climb a logged cause
+        # explains too: the rules that say so need a curve) leaves the log unjudged here.
         raise CannotJudge(
             "too_few_points", f"{ctx.run.series['loss'].name} has {n} finite points; needs {ctx.th.min_trend_points}"
         )
-    if st is None or st["objective_changed"] or st["rescaled"] or st["setting"] or st.get("disputed"):
+    if explained:
         return
     yield ctx.finding(st["message"], st["evidence"], st["data"], step=st["step"], line=st["line"])
 
@@ -3044,6 +3046,9 @@ def _terminal_jump(ctx) -> dict | None:
 
 
 def _blowup_state(ctx, start: int, above: int, top: float, stray: float) -> dict:
+    """The dict of :func:`_diverge_level`'s shape for the terminal climb
+    :func:`_terminal_climb` found: a blow-up (``above`` at least ``blowup_points``) or a
+    jump of one or two logs, with any logged cause that explains it."""
     s = ctx.finite("loss")
     v = s.values
     n = v.size
@@ -3080,7 +3085,7 @@ def _blowup_state(ctx, start: int, above: int, top: float, stray: float) -> dict
         what, frm = f"the loss jumps at its last {logs}", n - 1 - above
         tail = (
             f" A blow-up needs {num(th.blowup_points)} rising logs above that level; with {above} the log cannot tell "
-            "it from a spike that would have come back."
+            "it from a spike that comes back."
         )
     return dict(
         objective_changed=changed,

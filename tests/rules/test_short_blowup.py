@@ -129,3 +129,11 @@ def test_a_short_blow_up_a_logged_weight_explains_leaves_the_log_unjudged():
     loss = [0.06, 0.05, 0.045, 0.5, 2.0, 8.0, 32.0]
     rep = judge(loss=loss, kl_weight=w)
     assert "TP-DIVERGE" not in rep.ids() and rep.skipped["TP-DIVERGE"].reason == "too_few_points"
+
+
+@pytest.mark.parametrize("climb", [(15.0, 80.0, 300.0), (40.0, 90.0, 200.0), (8.0, 30.0, 70.0)])
+def test_a_short_blow_up_whose_first_leap_is_its_largest_still_fails(climb):
+    # a new user's 6-epoch Keras log 2.3 1.2 0.9 15 80 300: each log at least twice the
+    # one before, though its first leap is the largest
+    rep = judge(loss=[2.3, 1.2, 0.9, *climb])
+    assert "TP-DIVERGE" in rep.ids(), rep.ids()

@@ -1726,6 +1726,67 @@ def accuracy_tolerance(acc: np.ndarray, p: float, floor: float, samples: int = 1
 NOT_NATS_WORDS = REGRESSION_WORDS | BITS_LOSS_WORDS
 
 
+def collapsed_to_chance(ctx, s) -> dict | None:
+    """TP-CHANCE-LEVEL's reading of a classifier that blew up and collapsed to a uniform
+    guess: the train loss ``s`` (finite, positive) peaks above ``chance_collapse_nats`` in
+    its first fifth (no guess over any label space: a blow-up), and from its last point
+    above ``chance_start_ratio`` x ln(k) on, a stretch of at least ``chance_collapse_share``
+    of the run (and ``min_trend_points``) sits at or just above ln(k): its median from
+    ``chance_tol_level`` below to ``chance_collapse_above`` above it, ``chance_share`` of its
+    block medians in that band widened by their own 99% margin, its end no lower than that
+    margin below ln(k); with a logged accuracy at 1/k (:func:`_accuracy_at_chance`) and no
+    logged accuracy above it by more than twice its tolerance. Where several k fit (the levels crowd from ln 5 on), the
+    one whose ln(k) the median sits nearest: the accuracy cannot tell 1/10 from 1/11. Returns :func:`chance_state`'s dict (``fails`` set, ``collapse`` the peak and
+    the index the stretch starts at), or ``None``."""
+    th = ctx.th
+    v = s.values
+    n = v.size
+    peak = float(np.max(v[: max(1, n // 5)]))
+    if not peak > th.chance_collapse_nats:
+        return None
+    best = None
+    for k in range(2, th.chance_max_classes + 1):
+        level = math.log(k)
+        high = np.flatnonzero(v > th.chance_start_ratio * level)
+        i0 = int(high[-1]) + 1 if high.size else 0
+        tail = v[i0:]
+        if tail.size < max(th.min_trend_points, th.chance_collapse_share * n):
+            continue
+        med = float(median(tail))
+        if not level * (1 - th.chance_tol_level) <= med <= level * (1 + th.chance_collapse_above):
+            continue
+        block = chance_block(tail.size)
+        meds, _ = block_medians(tail, block)
+        sigma = noise_sigma(np.log(tail))
+        margin = max(th.chance_tol_block, CHANCE_BLOCK_Z * level_se(sigma, block))
+        at = float(np.mean((meds >= level * (1 - margin)) & (meds <= level * (1 + th.chance_collapse_above + margin))))
+        w = max(3, tail.size // 10)
+        end = float(median(tail[-w:]))
+        end_margin = max(th.chance_tol_block, CHANCE_BLOCK_Z * level_se(sigma, w))
+        if at < th.chance_share or (level - end) / level > end_margin:
+            continue
+        acc = _accuracy_at_chance(ctx, k)
+        # every logged accuracy must agree: one well above 1/k (a detector's overall
+        # cls_accuracy beside its foreground one) says the model does not guess
+        if not acc or any(in_range and late - 1 / k > 2 * tol for _, late, tol, in_range in _accuracy_levels(ctx, k)):
+            continue
+        if best is None or abs(med / level - 1) < abs(med / best["hit"][1] - 1):
+            z = mann_kendall_z(meds)
+            best = {
+                "s": s,
+                "name": "loss",
+                "hit": (k, level, med, at, end, z, margin),
+                "z": z,
+                "accuracy": acc,
+                "start": peak,
+                "from_above": False,
+                "above": None,
+                "fails": True,
+                "collapse": (peak, i0),
+            }
+    return best
+
+
 def chance_state(ctx) -> dict | None:
     """The chance-level judgement, computed once for TP-CHANCE-LEVEL and TP-NEAR-CHANCE:
     ``None``, or the series judged, the hit of :func:`chance_level`, the Mann-Kendall z of
@@ -1790,6 +1851,10 @@ def chance_state(ctx) -> dict | None:
         # shows the level plainly.
         for st in found:
             if st["fails"]:
+                return st
+        if name == "loss":
+            st = collapsed_to_chance(ctx, s)
+            if st is not None:
                 return st
         if name == "loss" and ctx.has("eval_loss"):
             st = _held_out_at_chance(ctx, s.values)
@@ -2084,6 +2149,9 @@ _CHANCE_TH = [
     "chance_acc_tol",
     "chance_fail_max_classes",
     "chance_start_ratio",
+    "chance_collapse_nats",
+    "chance_collapse_above",
+    "chance_collapse_share",
     "dead_trend_z",
     "dead_min_schedule_share",
 ]
@@ -2136,7 +2204,13 @@ _CHANCE_TH = [
         "while every block median of the eval loss (at least {min_trend_points} evaluations) sits between ln(k) "
         "(less that margin) and {chance_above_ratio:g}x ln(k), never below its first block by "
         "{dead_min_improvement:.0%}, and a held-out accuracy (a key naming val, eval, test or dev) whose second "
-        "half sits at 1/k (of the class counts it matches, the one nearest the eval loss's first block whose band holds)."
+        "half sits at 1/k (of the class counts it matches, the one nearest the eval loss's first block whose band holds). "
+        "Also a classifier that blew up and collapsed to a guess: a train loss above {chance_collapse_nats:g} nats in "
+        "its first fifth (no uniform guess and no initialisation gives that: a blow-up) that, from its last point "
+        "above {chance_start_ratio:g}x ln(k), holds ln(k) or just above it over at least {chance_collapse_share:.0%} of "
+        "the run (median from {chance_tol_level:.0%} below to {chance_collapse_above:.0%} above, {chance_share:.0%} of the "
+        "block medians in that band widened by their own 99% margin; a constant prediction scores ln(k) or more), with a "
+        "logged accuracy at 1/k and no logged accuracy above it."
     ),
     why=(
         "ln(k) is the cross-entropy of predicting every one of k classes with probability 1/k: a classifier whose "
@@ -2181,6 +2255,35 @@ def check_chance_level(ctx):
             },
             step=st["s"].steps[0],
             line=st["s"].lines[0],
+        )
+        return
+    if st.get("collapse"):
+        k, level, med, at, end, _, margin = st["hit"]
+        peak, i0 = st["collapse"]
+        s = st["s"]
+        yield ctx.finding(
+            f"train loss blew up and collapsed to ln({k}) = {num(level)}, a uniform guess over {k} classes",
+            f"the train loss ({s.key}) reached {num(peak)} in the first fifth of the run, above "
+            f"{num(ctx.th.chance_collapse_nats)} nats (no guess and no initialisation: a blow-up), and from step {step(s.steps[i0])} ({len(s) - i0} of its "
+            f"{len(s)} points) sits at or just above ln({k}): median {num(med)}, {pct(at)} of its block medians from "
+            f"{pct(margin)} below to {pct(ctx.th.chance_collapse_above + margin)} above it, ending at {num(end)}. A "
+            f"classifier whose outputs collapsed to one prediction scores ln({k}) or more, never less. The accuracy "
+            f"confirms it: {acc[0]} has a second-half median of {num(acc[1])}, 1/{k}.",
+            {
+                "classes": k,
+                "chance_level": level,
+                "median": med,
+                "share_at_level": at,
+                "end_level": end,
+                "series": "loss",
+                "accuracy_key": acc[0],
+                "accuracy_late": acc[1],
+                "peak": peak,
+                "collapse_step": s.steps[i0],
+                "block_margin": margin,
+            },
+            step=s.steps[i0],
+            line=s.lines[i0],
         )
         return
     if acc:
@@ -2726,8 +2829,8 @@ DIVERGE_THRESHOLDS = [
         "apart: its last {blowup_points} or more points each above the one before and above the highest block level the run "
         "held before the climb (its start included), the last at least {blowup_ratio:g}x that level and further above it, on the log "
         "scale, than any earlier point strays from the median of its four neighbours (from the median of all of them, "
-        "when fewer than 5 came before the climb, where the climb must also go on multiplying: its last rise, on the log "
-        "scale, at least half its largest); at least 3 points before the climb; a logged cause (a changed objective or a "
+        "when fewer than 5 came before the climb, where the climb must also go on multiplying: its last log at least twice "
+        "the one before, or its last rise, on the log scale, at least half its largest); at least 3 points before the climb; a logged cause (a changed objective or a "
         "setting that moved, as above) reads it as the level reading does. A log of fewer than "
         "{min_trend_points} points (at least {blowup_min_points}) is read for such a blow-up only, and is otherwise not judged here."
     ),
@@ -3011,11 +3114,13 @@ def _terminal_climb(ctx) -> tuple | None:
     if math.log(last / top) <= stray:
         return None
     rises = np.diff(np.log(v[start:]))
-    if start < LEAD_POINTS and rises[-1] < 0.5 * float(np.max(rises)):
+    if start < LEAD_POINTS and rises[-1] < min(math.log(2.0), 0.5 * float(np.max(rises))):
         # Read from fewer points than a level's neighbours need, a blow-up must also go on
-        # multiplying: its last rise at least half its largest, on the log scale. A loss
-        # that a schedule lifts from a low base (a loss weight ramped up from 0: 0.034 ->
-        # 0.28 -> 0.46 -> 0.63 -> 0.81) leaps once, then adds less each log.
+        # multiplying: its last log at least twice the one before, or its last rise at
+        # least half its largest, on the log scale. A loss that a schedule lifts from a low
+        # base (a loss weight ramped up from 0: 0.034 -> 0.28 -> 0.46 -> 0.63 -> 0.81, its
+        # last step x1.28) leaps once, then adds less each log; 0.9 -> 15 -> 80 -> 300
+        # multiplies on.
         return None
     return start, above, top, stray
 

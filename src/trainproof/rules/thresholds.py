@@ -408,7 +408,8 @@ class Thresholds:
         "point blowup_ratio times the highest level held before, further above it than any "
         "earlier point strays, on the log scale, from the others' median when there are too "
         "few for four neighbours each, and then a climb that goes on multiplying, its last "
-        "rise on the log scale at least half its largest) is one no healthy run's last logs "
+        "log at least twice the one before or its last rise on the log scale at least half its "
+        "largest) is one no healthy run's last logs "
         "reach without a cause in the log: a breaker's beta-VAE whose KL weight ramps 0 -> 1 "
         "over its last 4 of 7 epochs (0.034 -> 0.28 -> 0.46 -> 0.63 -> 0.81) leaps once and "
         "then adds less each log, and a logged weight, stage or setting explains the climb "
@@ -732,6 +733,41 @@ class Thresholds:
         "it at 10% (new users' warm-up-then-plateau runs at ln 6 and ln 7), 14% (a T5 "
         "summariser at ln 6) and 55% (a fine-tune at ln 7) of the run. Measured in blocks of "
         "5% of the run (at most 200 points each).",
+        unit="share",
+        valid=SHARE,
+    )
+    chance_collapse_nats: float = threshold(
+        100.0,
+        "A per-example cross-entropy of 100 nats means logits about 100 apart on the wrong "
+        "class: no uniform guess over any label space (the largest tokenizers hold about 256k "
+        "tokens: ln = 12.45) and no initialisation gives it, but a learning rate far too high "
+        "or weights scaled far too large do. A run whose loss starts there and falls to ln(k) "
+        "did not beat a guess, it blew up and its outputs collapsed to one; such a fall is read "
+        "as a collapse (TP-CHANCE-LEVEL, with an accuracy at 1/k), not as the fall of "
+        "chance_start_ratio that a model at the floor of its data makes. Helper 78's MLP at Adam "
+        "lr 1.0 (1,175 -> 2.33-2.41 at ln 10, eval accuracy 0.09-0.14) and CNN at RMSprop lr "
+        "0.5 (161,802 -> 1.43-1.50 at ln 4, eval accuracy 0.23-0.28) PASSed or only WARNed. "
+        "Lower bars catch healthy starts: helper 84's detectron2 total loss of 17 at its first "
+        "iteration, a tiny GPT first logged at 16.4 and a language model at 41, each falling "
+        "to a level near some ln(k) with an accuracy near 1/k by coincidence.",
+        unit="nats",
+        valid=POSITIVE,
+    )
+    chance_collapse_above: float = threshold(
+        0.08,
+        "How far above ln(k) a collapsed classifier's loss may sit: outputs collapsed to a "
+        "constant prediction p score ln(k) + KL(uniform || p) on balanced labels, at or above "
+        "ln(k) and never below it, and under a learning rate far too high the logits jitter "
+        "(helper 78's collapsed runs sat 1-8% above ln k). Read only after a blow-up "
+        "(chance_collapse_nats) and with an accuracy at 1/k.",
+        unit="ratio",
+        valid=SHARE,
+    )
+    chance_collapse_share: float = threshold(
+        0.5,
+        "The stretch after a blow-up (from its last point above chance_start_ratio x ln(k)) "
+        "must be at least this share of the run for its level to be read: a collapse held, "
+        "not a run still coming down.",
         unit="share",
         valid=SHARE,
     )

@@ -109,3 +109,17 @@ def test_the_shapes_nearest_a_held_out_guesser_do_not_fail_on_it(case):
             cols["eval_loss"][j] = math.log(k) * 0.85
     rep, found = _chance(cols)
     assert not [f for f in found if f.data.get("held_out")], (case, rep.ids())
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("m", [13, 20, 41])
+def test_a_model_that_recovers_in_its_last_evaluations_is_not_failed_as_never_beating_chance(seed, m):
+    # at chance for 90% of its evaluations, then 0.5 at its last two (a trailing part-block
+    # of the block medians): the held-out loss did beat the guess (helper 84's FAIL)
+    cols = _run(10, m, seed, eval_from=1.02, eval_to=1.05)
+    evals = [i for i, x in enumerate(cols["eval_loss"]) if x is not None]
+    for i in evals[-2:]:
+        cols["eval_loss"][i] = 0.5
+        cols["val_acc"][i] = 0.9
+    rep, found = _chance(cols)
+    assert not any(f.data.get("held_out") for f in found), rep.ids()

@@ -2059,7 +2059,9 @@ def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
     margin as :func:`chance_level`'s), with the eval loss no lower than its first block by
     more than ``dead_min_improvement``: an eval loss that falls onto the band is a model
     learning (a language model at 1.6 nats with a token accuracy of 0.2), and one far above
-    it is not a uniform guess's. The train loss must end below ln(k) by more than the
+    it is not a uniform guess's, and its end (the median of its last 10%, at least 3
+    evaluations) no lower than ln(k) less that margin: a model that recovers in its last
+    evaluations beat the guess. The train loss must end below ln(k) by more than the
     margin: a train loss at ln(k) is read by :func:`chance_level` itself.
 
     Args:
@@ -2093,7 +2095,10 @@ def _held_out_at_chance(ctx, train: np.ndarray) -> dict | None:
         level = math.log(k)
         if float(meds.min()) < level * (1 - margin) or float(meds.max()) > level * th.chance_above_ratio:
             continue
-        if late_train >= level * (1 - margin):
+        if late_train >= level * (1 - margin) or end < level * (1 - margin):
+            # a train loss at ln(k) is chance_level's; an eval loss that ends below the
+            # guess (its last evaluations, which a trailing part-block leaves out of the
+            # block medians) beat it: a model that recovered late learned
             continue
         hit = (k, level, float(median(v)), 1.0, end, mann_kendall_z(meds))
         return {"s": ev, "name": "eval_loss", "hit": hit, "z": hit[5], "accuracy": acc, "fails": True, "above": True}
@@ -2203,7 +2208,8 @@ _CHANCE_TH = [
         "training labels and never beats the uniform guess on held-out data: a train loss that ends below ln(k) "
         "while every block median of the eval loss (at least {min_trend_points} evaluations) sits between ln(k) "
         "(less that margin) and {chance_above_ratio:g}x ln(k), never below its first block by "
-        "{dead_min_improvement:.0%}, and a held-out accuracy (a key naming val, eval, test or dev) whose second "
+        "{dead_min_improvement:.0%}, and its end (the median of its last 10%, at least 3 evaluations) not below "
+        "ln(k) less that margin, and a held-out accuracy (a key naming val, eval, test or dev) whose second "
         "half sits at 1/k (of the class counts it matches, the one nearest the eval loss's first block whose band holds). "
         "Also a classifier that blew up and collapsed to a guess: a train loss above {chance_collapse_nats:g} nats in "
         "its first fifth (no uniform guess and no initialisation gives that: a blow-up) that, from its last point "

@@ -523,8 +523,8 @@ def _table_placeholders_dropped(run: RunLog) -> RunLog:
     where it is never finite beside a finite train loss (evaluations on rows of their
     own), its non-finite cells on rows that hold no held-out value at all (train rows, the
     summary row, and rows whose loss is NaN too where a train-side column no evaluation's
-    row holds, a learning rate or a wall-clock counter, marks them as train rows) are filler (an export evaluating at every logging step alternates the
-    two kinds of rows, a cadence of one row that :func:`nan_eval_onset` does not read); an
+    row holds, a learning rate or a wall-clock counter, marks them as train rows) are
+    filler (an export evaluating at every logging step alternates the two kinds of rows, a cadence of one row that :func:`nan_eval_onset` does not read); an
     evaluation's own row that turned NaN keeps its NaN. Weights gone non-finite make the
     evaluation non-finite as well, so no NaN of the run is read away. ``run`` itself where
     the loss has no such value."""

@@ -1535,6 +1535,7 @@ def chance_level(
     tol_block: float,
     share: float,
     classes: tuple[int, ...] | None = None,
+    above: float = 0.0,
 ) -> tuple[int, float, float, float, float] | None:
     """The class count k whose uniform-guess cross-entropy ln(k) a loss sits at, or None.
 
@@ -1558,6 +1559,9 @@ def chance_level(
         share: the least share of the blocks at that level ("most of the run").
         classes: the class counts to try instead of 2..max_classes (one named by a logged
             accuracy: :func:`_chance_named_by_accuracy`).
+        above: how far above ln(k) the median and the blocks may also sit (relative; the
+            blocks within their margin above that): a collapsed classifier scores ln(k) or
+            more (:func:`collapsed_to_chance`). 0 reads the level on both sides alike.
 
     Returns:
         ``(k, ln k, median, share of blocks at it, end level, Mann-Kendall z of the block
@@ -1578,9 +1582,10 @@ def chance_level(
     end_margin = max(tol_block, CHANCE_BLOCK_Z * level_se(sigma, w))
     for k in classes or range(2, max_classes + 1):
         level = math.log(k)
-        if abs(med / level - 1) > tol_level:
+        if not -tol_level <= med / level - 1 <= max(tol_level, above):
             continue
-        at = float(np.mean(np.abs(meds / level - 1) <= margin))
+        r = meds / level - 1
+        at = float(np.mean((r >= -margin) & (r <= above + margin)))
         if at >= share and (level - end) / level <= end_margin:
             return k, level, med, at, end, mann_kendall_z(meds), margin
     return None
@@ -1731,13 +1736,13 @@ def collapsed_to_chance(ctx, s) -> dict | None:
     guess: the train loss ``s`` (finite, positive) peaks above ``chance_collapse_nats`` in
     its first fifth (no guess over any label space: a blow-up), and from its last point
     above ``chance_start_ratio`` x ln(k) on, a stretch of at least ``chance_collapse_share``
-    of the run (and ``min_trend_points``) sits at or just above ln(k): its median from
-    ``chance_tol_level`` below to ``chance_collapse_above`` above it, ``chance_share`` of its
-    block medians in that band widened by their own 99% margin, its end no lower than that
-    margin below ln(k); with a logged accuracy at 1/k (:func:`_accuracy_at_chance`) and no
-    logged accuracy above it by more than twice its tolerance. Where several k fit (the levels crowd from ln 5 on), the
-    one whose ln(k) the median sits nearest: the accuracy cannot tell 1/10 from 1/11. Returns :func:`chance_state`'s dict (``fails`` set, ``collapse`` the peak and
-    the index the stretch starts at), or ``None``."""
+    of the run (and ``min_trend_points``) sits at or just above ln(k) (:func:`chance_level`
+    with its band widened up by ``chance_collapse_above``); with a logged accuracy at 1/k
+    (:func:`_accuracy_at_chance`) and no logged accuracy above it by more than twice its
+    tolerance. Where several k fit (the levels crowd from ln 5 on), the one whose ln(k) the
+    median sits nearest: the accuracy cannot tell 1/10 from 1/11. Returns
+    :func:`chance_state`'s dict (``fails`` set, ``collapse`` the peak and the index the
+    stretch starts at), or ``None``."""
     th = ctx.th
     v = s.values
     n = v.size
@@ -1752,31 +1757,28 @@ def collapsed_to_chance(ctx, s) -> dict | None:
         tail = v[i0:]
         if tail.size < max(th.min_trend_points, th.chance_collapse_share * n):
             continue
-        med = float(median(tail))
-        if not level * (1 - th.chance_tol_level) <= med <= level * (1 + th.chance_collapse_above):
-            continue
-        block = chance_block(tail.size)
-        meds, _ = block_medians(tail, block)
-        sigma = noise_sigma(np.log(tail))
-        margin = max(th.chance_tol_block, CHANCE_BLOCK_Z * level_se(sigma, block))
-        at = float(np.mean((meds >= level * (1 - margin)) & (meds <= level * (1 + th.chance_collapse_above + margin))))
-        w = max(3, tail.size // 10)
-        end = float(median(tail[-w:]))
-        end_margin = max(th.chance_tol_block, CHANCE_BLOCK_Z * level_se(sigma, w))
-        if at < th.chance_share or (level - end) / level > end_margin:
+        hit = chance_level(
+            tail,
+            th.chance_max_classes,
+            th.chance_tol_level,
+            th.chance_tol_block,
+            th.chance_share,
+            classes=(k,),
+            above=th.chance_collapse_above,
+        )
+        if hit is None:
             continue
         acc = _accuracy_at_chance(ctx, k)
         # every logged accuracy must agree: one well above 1/k (a detector's overall
         # cls_accuracy beside its foreground one) says the model does not guess
         if not acc or any(in_range and late - 1 / k > 2 * tol for _, late, tol, in_range in _accuracy_levels(ctx, k)):
             continue
-        if best is None or abs(med / level - 1) < abs(med / best["hit"][1] - 1):
-            z = mann_kendall_z(meds)
+        if best is None or abs(hit[2] / level - 1) < abs(hit[2] / best["hit"][1] - 1):
             best = {
                 "s": s,
                 "name": "loss",
-                "hit": (k, level, med, at, end, z, margin),
-                "z": z,
+                "hit": hit,
+                "z": hit[5],
                 "accuracy": acc,
                 "start": peak,
                 "from_above": False,
@@ -3084,11 +3086,12 @@ def _diverge(ctx) -> dict | None:
 
 
 def _terminal_climb(ctx) -> tuple | None:
-    """The run's last logs where they leave every level it held: ``(start, above, top,
-    stray)``, where ``start`` is the index of the climb's lowest point (the last points
-    each above the one before from there), ``above`` how many of the last points climb
-    above ``top``, the highest block level the run held up to ``start`` (its start
-    included), and ``stray`` how far (on the log scale) any point up to ``start`` strays
+    """The run's last logs where they leave every level it held: ``(start, above, meds,
+    centres, stray)``, where ``start`` is the index of the climb's lowest point (the last
+    points each above the one before from there), ``meds`` and ``centres`` the block
+    medians of the points up to ``start`` and their indices, ``above`` how many of the last
+    points climb above ``top``, the highest of those medians (the run's start included),
+    and ``stray`` how far (on the log scale) any point up to ``start`` strays
     from the median of its four neighbours (of all of them, when fewer than 5: a short
     log's own spread). ``None`` when the log does not end at least ``blowup_ratio`` times
     ``top`` and further above it than ``stray``, or has fewer than 3 points before the
@@ -3103,7 +3106,7 @@ def _terminal_climb(ctx) -> tuple | None:
     if n - 1 - start < 1 or start < 2 or not v[start] > 0:
         return None
     before = v[: start + 1]
-    meds, _ = block_medians(before, smoothing_block(before.size))
+    meds, centres = block_medians(before, smoothing_block(before.size))
     top = float(np.max(meds))
     last = float(v[-1])
     if not top > 0 or last < th.blowup_ratio * top:
@@ -3128,7 +3131,7 @@ def _terminal_climb(ctx) -> tuple | None:
         # last step x1.28) leaps once, then adds less each log; 0.9 -> 15 -> 80 -> 300
         # multiplies on.
         return None
-    return start, above, top, stray
+    return start, above, meds, centres, stray
 
 
 def _terminal_blowup(ctx) -> dict | None:
@@ -3156,7 +3159,7 @@ def _terminal_jump(ctx) -> dict | None:
     return _blowup_state(ctx, *tc)
 
 
-def _blowup_state(ctx, start: int, above: int, top: float, stray: float) -> dict:
+def _blowup_state(ctx, start: int, above: int, meds: np.ndarray, centres: np.ndarray, stray: float) -> dict:
     """The dict of :func:`_diverge_level`'s shape for the terminal climb
     :func:`_terminal_climb` found: a blow-up (``above`` at least ``blowup_points``) or a
     jump of one or two logs, with any logged cause that explains it."""
@@ -3165,9 +3168,8 @@ def _blowup_state(ctx, start: int, above: int, top: float, stray: float) -> dict
     n = v.size
     th = ctx.th
     last = float(v[-1])
+    top = float(np.max(meds))
     gap = math.log(last / top)
-    before = v[: start + 1]
-    meds, centres = block_medians(before, smoothing_block(before.size))
     j = int(np.argmin(meds))
     best, best_idx = float(meds[j]), int(centres[j])
     onset = start + 1

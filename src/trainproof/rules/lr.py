@@ -303,8 +303,7 @@ def check_zero_lr_partial(ctx):
     if share <= ctx.th.zero_lr_warn_share or share >= ctx.th.zero_lr_fail_share or trained_group_rate(ctx):
         return
     s = p.s
-    idx = np.flatnonzero(p.nonpos & ~p.troughs)
-    idx = idx[(idx >= p.startup) & (idx < len(s) - p.decayed_tail)]
+    idx = np.flatnonzero(p.between) + p.startup
     i = int(idx[0])
     counted = int(idx.size)
     yield ctx.finding(

@@ -10,7 +10,8 @@ lines record's are (:func:`~trainproof.formats._values.flatten_numeric`): a ``nu
 hole, a value that is no number is absent.
 
 TensorBoard's download of one scalar chart as JSON (``[[wall time, step, value], …]``, the
-metric named by the file, ``run-<run>-tag-<tag>.json``) is read here too. A JSON array of record objects is read here too, one record per object in order: Chainer's
+metric named by the file, ``run-<run>-tag-<tag>.json``) is read here too, and so is a JSON
+array of record objects, one record per object in order: Chainer's
 ``LogReport`` file (``result/log``: ``[{"main/loss": 2.3, "epoch": 1, "iteration": 100,
 …}, …]``), pandas' ``to_json(orient="records")``, a hand-rolled ``json.dump`` of a list of
 dicts. Its step is the step key the objects hold (``iteration``), else the position.

@@ -444,6 +444,150 @@ def check_grad_norm_jump(ctx):
     )
 
 
+def grad_norm_growth(steps: np.ndarray, values: np.ndarray, ratio: float) -> dict | None:
+    """A gradient norm's level that climbs ``ratio`` times or more from its lowest and holds
+    there to the end of the log.
+
+    ``steps`` / ``values``: the norm's steps and values, shape ``(n,)`` (non-finite and
+    non-positive values are left out). As :func:`grad_norm_jump`, the first tenth of the
+    points is left out and the rest read as medians of the log of the norm over
+    :data:`GRAD_JUMP_BLOCKS` blocks; a level is the median of a tenth of those blocks (2 at
+    least), so one block's spike moves no level. The growth is from the lowest level wholly
+    before the last tenth to the level of the last tenth; it counts when it is ``ratio`` or
+    more, every block of the last tenth stays at least ``sqrt(ratio)`` above the lowest
+    level (held, not one burst), and neither the first tenth's median nor any level before
+    the lowest stood within ``sqrt(ratio)`` of the end (a norm back at a level it held, such
+    as a loss scaler regrowing after an overflow burst with the norm logged scaled, is no
+    growth). Returns ``{"step", "low_steps", "end_steps", "low", "end", "ratio",
+    "line_index"}`` (levels as norms; ``step`` and ``line_index`` the first point of the
+    first block after the lowest level that stands ``sqrt(ratio)`` above it) or ``None``;
+    fewer than 20 usable points give ``None``."""
+    ok = np.isfinite(values) & (values > 0)
+    v, st = values[ok], steps[ok]
+    n = v.size
+    if n < 20:
+        return None
+    start = n // 10
+    block = max(1, (n - start) // GRAD_JUMP_BLOCKS)
+    meds, _ = block_medians(np.log(v[start:]), block)
+    nb = meds.size
+    w = max(2, math.ceil(nb / 10))
+    if nb < 3 * w:
+        return None
+    levels = np.array([float(median(meds[k : k + w])) for k in range(nb - w + 1)])
+    end = float(levels[-1])
+    low = int(np.argmin(levels[: nb - 2 * w + 1]))
+    lo = float(levels[low])
+    rise, half = end - lo, 0.5 * math.log(ratio)
+    if rise < math.log(ratio) or float(np.min(meds[-w:])) < lo + half:
+        return None
+    before = [float(median(np.log(v[:start])))] if start else []
+    before += [float(x) for x in levels[:low]]
+    if before and max(before) >= end - half:
+        return None
+    past = np.flatnonzero(meds[low + w :] >= lo + half)
+    ob = low + w + int(past[0])
+    first = start + ob * block
+    return {
+        "step": float(st[first]),
+        "low_steps": [float(st[start + low * block]), float(st[min(n - 1, start + (low + w) * block - 1)])],
+        "end_steps": [float(st[start + (nb - w) * block]), float(st[-1])],
+        "low": math.exp(lo),
+        "end": math.exp(end),
+        "ratio": math.exp(rise),
+        "line_index": int(np.flatnonzero(ok)[first]),
+    }
+
+
+@rule(
+    "TP-GRAD-NORM-GROWTH",
+    Level.WARN,
+    "spike",
+    "the gradient norm grew {grad_growth_ratio:g}x or more from its lowest level and is still there",
+    needs=[Need("grad_norm", "min_trend_points")],
+    thresholds=["grad_growth_ratio", "grad_jump_ratio", "min_trend_points", "objective_weight_rise"],
+    objectives=("supervised",),
+    least_evidence="20 positive finite gradient norms; after the first tenth, the last tenth's level {grad_growth_ratio:g}x above the lowest level before it, every block of the last tenth at least the square root of that above it.",
+    detects=(
+        "After the first tenth of the log, the gradient norm's level (medians of a tenth of the fiftieths of the "
+        "run, on the log scale) ends at least {grad_growth_ratio:g}x above the lowest level it held before its "
+        "last tenth, every fiftieth of the last tenth stays at least the square root of that above the lowest "
+        "level, and the norm never stood that close to its end level before (its first tenth included): a climb "
+        "of two orders of magnitude, however slow. Not when TP-GRAD-NORM-JUMP reads a jump in it, nor when a "
+        "logged schedule of the objective moved during the climb, nor when a logged loss scale rose with it (a "
+        "norm logged before unscaling)."
+    ),
+    why=(
+        "After its first steps the gradient norm of a healthy run stays within a few times one level (it falls "
+        "as the loss falls and may rise a few-fold late in training); one that grows a hundredfold at a steady "
+        "objective means the weights or the activations are growing without bound. Clipping caps the updates and "
+        "Adam normalises them, so the loss can look fine for a long while before the run diverges."
+    ),
+    not_mean=(
+        "A jump of the level at one step is TP-GRAD-NORM-JUMP's; a spike that comes back is TP-GRAD-SPIKE's; a "
+        "norm that climbs a few-fold (late-training growth, an unfrozen backbone) or returns to the level it "
+        "started at is not this, and the norm's fall from the initialisation is left out. Reinforcement-learning "
+        "and adversarial runs are not judged: their losses' scales move with the returns and the other player."
+    ),
+    causes=(
+        "Logits or attention scores growing without bound (no weight decay on them, a missing normalisation, a "
+        "learning rate too high for the model's depth), a loss whose scale grows with the run (a sum over a "
+        "growing batch or sequence, a weight that is not logged), an instability that clipping hides."
+    ),
+    try_=(
+        "Log the gradient norm and the weight norm per layer to find the layer that grows; check weight decay, "
+        "normalisation layers and the logits' scale; lower the learning rate, or resume from a checkpoint before "
+        "the climb with it lowered if the loss has started to drift."
+    ),
+)
+def check_grad_norm_growth(ctx):
+    g = ctx.finite("grad_norm")
+    th = ctx.th
+    gr = grad_norm_growth(g.steps, g.values, th.grad_growth_ratio)
+    if gr is None or grad_norm_jump(g.steps, g.values, th.grad_jump_ratio) is not None:
+        return
+    # A loss term added or reweighted during the climb moves the norm with the objective.
+    if objective_schedule(ctx, gr["low_steps"][0]) is not None:
+        return
+    # A norm logged before unscaling grows with a loss scale that grew with it.
+    if ctx.has("loss_scale"):
+        ls = ctx.finite("loss_scale")
+        lo = ls.values[(ls.steps >= gr["low_steps"][0]) & (ls.steps <= gr["low_steps"][1])]
+        hi = ls.values[ls.steps >= gr["end_steps"][0]]
+        if lo.size and hi.size and float(median(hi)) >= math.sqrt(th.grad_growth_ratio) * float(median(lo)):
+            return
+    i = gr["line_index"]
+    loss_note = ""
+    if ctx.has("loss"):
+        lv = ctx.finite("loss")
+        at_low = lv.values[(lv.steps >= gr["low_steps"][0]) & (lv.steps <= gr["low_steps"][1])]
+        at_end = lv.values[lv.steps >= gr["end_steps"][0]]
+        if at_low.size and at_end.size:
+            loss_note = (
+                f" Over the same steps the loss went from {num(float(median(at_low)))} to "
+                f"{num(float(median(at_end)))} (medians)."
+            )
+    yield ctx.finding(
+        f"the gradient norm grew {times(gr['ratio'], 0)} from its lowest level and is still there",
+        f"gradient norm level {num(gr['low'])} over steps {step(gr['low_steps'][0])}–{step(gr['low_steps'][1])} "
+        f"(its lowest after the first tenth), {num(gr['end'])} over steps {step(gr['end_steps'][0])}–"
+        f"{step(gr['end_steps'][1])} (medians of the log of the norm over fiftieths of the run, a tenth of them "
+        f"per level); it passed {num(math.sqrt(th.grad_growth_ratio))}x its lowest at step {step(gr['step'])} "
+        f"(line {int(g.lines[i])}) and every block since stays above that.{loss_note}",
+        {
+            "onset_step": gr["step"],
+            "low_steps": gr["low_steps"],
+            "end_steps": gr["end_steps"],
+            "level_low": gr["low"],
+            "level_end": gr["end"],
+            "ratio": gr["ratio"],
+            "threshold": th.grad_growth_ratio,
+        },
+        step=gr["step"],
+        line=g.lines[i],
+    )
+
+
 def _scale_search_end(values: np.ndarray, steps: np.ndarray, share: float) -> int:
     """The index where a loss scaler's start-up search ends: the last point of a fall at
     every logged point from the first, when it ends within ``share`` of the logged steps

@@ -1284,6 +1284,21 @@ class Thresholds:
         unit="ratio",
         valid=FACTOR,
     )
+    grad_growth_ratio: float = threshold(
+        100.0,
+        "A gradient norm whose level (medians of a tenth of the fiftieths of the run, its first "
+        "tenth left out) ends 100x above the lowest level it held, however slowly it got there. "
+        "Measured on the 98 gradient-norm series of the corpus's 251 logs: the largest such "
+        "growth of a healthy run is 3.3x (an SFT run's and a GRPO run's norms rising with their "
+        "epochs), of any run 8.3x (a T5 run whose loss diverged late); a norm grows a few-fold "
+        "late in a healthy run as the learning rate decays. Two orders of magnitude is 30x "
+        "above every healthy growth measured, and above the 10x of a held jump "
+        "(grad_jump_ratio): a climb has no sharp edge to tell it from drift. A new user's "
+        "generated runs whose norm grew 130x-5e5x at a constant learning rate, the loss still "
+        "near its best (Adam and clipping cap the updates), PASSed.",
+        unit="ratio",
+        valid=FACTOR,
+    )
     loss_scale_collapse_factor: float = threshold(
         1024.0,
         "A dynamic loss scaler halves on each overflow and doubles back only after a long run "

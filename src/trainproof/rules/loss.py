@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from .._arrays import isin, unique
+from .._arrays import isin, quantile, unique
 from ..aliases import auxiliary_terms, loss_candidate
 from ..aliases.loss_fallback import BITS_LOSS_WORDS
 from ..aliases.vocabulary import words
@@ -737,6 +737,8 @@ def check_blowup_no_gain(ctx):
         "blowup_bursts",
         "spike_excursion_factor",
         "diverge_start_points",
+        "diverge_noise_z",
+        "fitted_loss_level",
         "objective_weight_rise",
     ],
     implies=("TP-LOSS-SPIKE",),
@@ -747,7 +749,11 @@ def check_blowup_no_gain(ctx):
         "In the second half of the run, at least {blowup_share:.0%} of the losses (5 or more), in at least "
         "{blowup_bursts} separate bursts, are more than "
         "{spike_excursion_factor:g}x the run's starting level (the higher of the median of its first "
-        "{diverge_start_points} points and of its first block, 5% of the run): a loss that blows up again and "
+        "{diverge_start_points} points and of its first block, 5% of the run), and more than {diverge_noise_z:g} "
+        "sigmas of the late losses' own spread above it (read in the log from their 5th to 25th percentile, "
+        "which blow-ups above do not reach: a fitted classifier's batches spread over orders of magnitude), and "
+        "above {spike_excursion_factor:g}x {fitted_loss_level:g} (a start at a fitted level is no untrained level): "
+        "a loss that blows up again and "
         "again, however often it comes back in between. Where TP-DIVERGE fires (a level the run climbed to and "
         "held), it is listed under it. Not where a logged schedule of the objective moved after the first point "
         "(a loss-term weight or a never-falling noise level that climbed {objective_weight_rise}x, a stage that "
@@ -776,7 +782,19 @@ def check_loss_blowups(ctx):
     meds, _ = block_medians(v, smoothing_block(n))
     start = max(float(median(v[:k])), float(meds[0]))
     late = v[n // 2 :]
-    bar = th.spike_excursion_factor * start
+    # Tenfold, and beyond the spread of the late losses' ordinary points: a loss whose single
+    # batches spread over orders of magnitude (a fitted classifier's 1e-7 to 1e-4) is ten
+    # times its median on many points without blowing up. The spread is read from the lower
+    # quarter of the late losses (their 5th to 25th percentile of the log, a standard
+    # normal's 0.971 sigmas apart), which blow-ups above do not reach while they are under
+    # 75% of the points.
+    logs = np.log(late)
+    spread = (float(quantile(logs, 0.25)) - float(quantile(logs, 0.05))) / 0.971
+    factor = max(th.spike_excursion_factor, math.exp(th.diverge_noise_z * spread))
+    # A start at a fitted level (a resumed converged model, whose restarted optimizer moves
+    # it 1e-5 -> 1e-4) shows no untrained level: a blow-up must leave the fitted range too.
+    floor = th.spike_excursion_factor * th.fitted_loss_level
+    bar = max(factor * start, floor)
     up = late > bar
     count = int(up.sum())
     if count < 5 or count < th.blowup_share * late.size:
@@ -795,9 +813,18 @@ def check_loss_blowups(ctx):
     peak = float(late.max())
     yield ctx.finding(
         f"the loss blows up again and again: {count} of the last {late.size} losses are over "
-        f"{times(th.spike_excursion_factor)} its starting level, up to {num(peak)}",
+        f"{times(factor)} its starting level, up to {num(peak)}",
         f"{count} of the {late.size} losses of the second half (steps {step(s.steps[n // 2])}–{step(s.steps[-1])}), "
-        f"in {bursts} separate bursts, are above {num(bar)}, {times(th.spike_excursion_factor)} the starting level {num(start)}; the first at step "
+        f"in {bursts} separate bursts, are above {num(bar)}, {times(factor)} the starting level {num(start)}"
+        + (
+            f" ({th.diverge_noise_z:g} sigmas of the late losses' spread, {spread:.2f} in the log)"
+            if factor > th.spike_excursion_factor and bar > floor
+            else f" ({times(th.spike_excursion_factor)} the fitted level {num(th.fitted_loss_level)}: the run "
+            "started at it)"
+            if bar == floor and floor > factor * start
+            else ""
+        )
+        + f"; the first at step "
         f"{step(s.steps[first])} (line {int(s.lines[first])}), the largest {num(peak)}, the median of that half "
         f"{num(float(median(late)))}.",
         {
@@ -2754,6 +2781,7 @@ def _returned_from_dip(meds: np.ndarray, j: int, tied_total: int, end: float, ga
 #: (TP-DIVERGE and TP-OBJECTIVE-CHANGED).
 DIVERGE_THRESHOLDS = [
     "min_trend_points",
+    "fitted_loss_level",
     "rescale_window_points",
     "rescale_min_points",
     "rescale_noise_ratio",
@@ -2806,8 +2834,9 @@ DIVERGE_THRESHOLDS = [
         "noise is one more stray point), unless it starts a running average from zero filling up: the second point above it beyond the "
         "noise but at most {average_fill_slack:g}x (steps between them + 1) it, the climb after it concave (on "
         "average above its chord), and the run then falling below that climb's highest block beyond the noise "
-        "(the best level is then looked for after the climb). Not a divergence: a "
-        "climb that regains less than {floor_regain_share:.0%} of the drop from the first block's level to the "
+        "(the best level is then looked for after the climb). Not a divergence: a loss whose end level is at most "
+        "{fitted_loss_level:g} (a fitted level: a converged model resumed with a fresh optimizer drifts 1e-5 -> "
+        "5e-5); a climb that regains less than {floor_regain_share:.0%} of the drop from the first block's level to the "
         "best level (a loss at its noise floor after a large fall). The climb must be held: from some point "
         "after the best level (the onset the finding names), that point and the next two are above the bar and "
         "so are at least 80% of the points to the end; a few high points among low ones at the end of the log "
@@ -3078,6 +3107,12 @@ def diverge_state(ctx) -> dict | None:
 
 
 def _diverge(ctx) -> dict | None:
+    # A loss that ends at a fitted level has not diverged, however far it rose in ratio: a
+    # converged model resumed with a fresh optimizer drifts 1e-5 -> 5e-5 and holds, a
+    # threefold rise that any ratio calls a divergence (fitted_loss_level).
+    v = ctx.finite("loss").values
+    if v.size and 0 < float(median(v[-end_window(v.size) :])) <= ctx.th.fitted_loss_level:
+        return None
     # A run that ends in a blow-up is named as one, whatever its end window says; a log
     # shorter than a curve (min_trend_points) is read for a blow-up only.
     if ctx.finite("loss").values.size < ctx.th.min_trend_points:
@@ -4364,14 +4399,21 @@ def dead_run_state(ctx) -> dict | None:
         if frozen is not None:
             state["frozen_metric"] = frozen
             return state  # the cause is named: the model's predictions do not change
+        # A loss held at a fitted level (both ends at most fitted_loss_level) has gradients,
+        # and so updates, of about zero because nothing is left to fit: a collapsed norm or a
+        # tiny update ratio is then its consequence, no cause. What the monitor counts
+        # (steps never taken, gradients cleared, parameters outside the optimizer) still is.
+        fitted = max(first, last) <= th.fitted_loss_level
         collapsed = grad_collapsed(ctx)
-        if collapsed is not None:
+        if collapsed is not None and not fitted:
             state["grad_collapsed"] = collapsed
             return state  # the cause is named: the gradients that move the weights are gone
         still = updates_zero(ctx)
-        if still is not None:
+        if still is not None and (still[1] is None or not fitted):
             state["updates_zero"] = still
             return state  # the cause is named: the optimizer steps move the weights by nothing
+        if fitted and (collapsed is not None or still is not None):
+            state["fitted"] = "a gradient norm that collapsed" if still is None else "updates of about zero"
         # Did not improve is not dead: without a named cause the run must show that nothing
         # moves. A loss that fell from its first point beyond the noise learned something
         # and then held a level (a fine-tune at its floor, a distillation that steps down
@@ -4479,12 +4521,13 @@ def _dead_data(st: dict, th) -> dict:
         "vanish_ratio",
         "live_zero_update_ratio_log10",
         "model_checks",
+        "fitted_loss_level",
     ],
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
     implies=("TP-NEAR-CHANCE",),
-    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio whose median is at most 10^{live_zero_update_ratio_log10:g}, gradients cleared before optimizer.step() for every trainable tensor (or every one in no param group of the optimizer, or none changed across the step), or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
+    least_evidence="No progress (both the {dead_window}-point ends and the 10% ends under {dead_min_improvement:.0%} improvement, no significant downward trend, no falling eval loss) and a cause in the log: a learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio whose median is at most 10^{live_zero_update_ratio_log10:g} (these two not where both ends of the loss are at most {fitted_loss_level:g}: a model with nothing left to fit has them too), gradients cleared before optimizer.step() for every trainable tensor (or every one in no param group of the optimizer, or none changed across the step), or an accuracy-like metric bit-identical at {dead_flat_min_points} evaluations. A loss pinned within its noise with no cause named is TP-LOSS-STALLED: a run that reached its floor before its first log holds one level too.",
     detects="The median of the last {dead_window} losses is less than {dead_min_improvement:.0%} below the median of the first {dead_window} (at least {dead_min_points} points), the same holds for the medians of the first and last 10% of the run, the loss shows no significant downward trend (Mann-Kendall z above -{dead_trend_z}, one-sided 1%, over at most {dead_trend_blocks} block medians; a significant trend counts only where the 99% interval of the change over the run, from {dead_flat_min_points} points, reaches a slow learner's {dead_min_improvement:.0%} in either direction: a drift of 0.01% over 300 points is significant and is not progress) and no eval loss falls with such a trend by at least {eval_min_fall:.0%} of its first evaluation (a frozen model's eval loss drifts one way too); with a learning rate at most {tiny_lr}, ends or a trend count as progress only where the 99% interval of the change over the run shows a fall beyond {dead_min_improvement:.0%} (an effect size: many points make a drift of a fraction of a percent significant), and a falling eval loss only where its last evaluation is at least {dead_min_improvement:.0%} below its first (at such a rate it drifts by float rounding). And a cause that nothing moves, named in the finding. A learning rate at most {tiny_lr} over the whole run (at least {min_value_points} logged rates: a warm-up that starts at 0 and a schedule that ends at 0, logged once each, are its edges, not its rate), a gradient norm collapsed below {vanish_ratio:.0%} of its early level, a logged update/weight ratio (update_ratio, or the monitor's largest per-tensor ratio) whose median over the run is at most 10^{live_zero_update_ratio_log10:g}, the monitor's count of tensors whose gradients are cleared before optimizer.step(), that are in no param group of the optimizer (one built over a copy of the model), or that did not change across the step, covering every trainable tensor at its last {model_checks} checks, the monitor's count of optimizer steps at 0 over {model_checks} checks or more (optimizer.step() never called), or a prediction metric (accuracy, F1, precision, recall, IoU) bit-identical at every one of at least {dead_flat_min_points} evaluations after its first. Without a cause the run is no progress, not death (TP-LOSS-STALLED, a WARN), however flat the loss: a loss that fell from its first point beyond its noise and then held, a loss pinned to one level within its noise (a run at its floor before its first log looks the same, with or without a logged learning rate), one that ended more than {dead_min_improvement:.0%} higher than it started, a log that starts past its own span (a resumed run), and a flat loss too noisy to exclude slow learning. A loss bit-identical from point to point is TP-LOSS-FROZEN; one at a uniform guess over k classes is TP-CHANCE-LEVEL.",
     why="A run whose loss is pinned to one level, within its own noise, for the whole run has spent its compute without learning anything.",
     not_mean="A noisy curve that is still falling is not dead (the trend test exempts it), nor a slow learner whose interval reaches a slow learner's fall, nor a fine-tune whose loss fell before or at its first logged point and holds a plateau, nor a run judged early in its schedule or during warm-up. A flat loss with no cause in the log is not dead either: a run that had converged before its first logged point holds one level from its first point.",
@@ -4603,6 +4646,7 @@ def check_frozen_predictions(ctx):
         "vanish_ratio",
         "live_zero_update_ratio_log10",
         "model_checks",
+        "fitted_loss_level",
         "objective_weight_rise",
     ],
     verdict_bearing=True,
@@ -4692,6 +4736,12 @@ def check_loss_stalled(ctx):
                 f"{interval}, which reaches past a slow learner's {st['ci_bar']:.3f}: not enough evidence that "
                 "nothing moves."
             )
+    if st.get("fitted"):
+        evidence += (
+            f" The log shows {st['fitted']}, but the loss holds at a fitted level (both ends at most "
+            f"{num(ctx.th.fitted_loss_level)}): with nothing left to fit the gradients and the updates are about "
+            "zero too, so they name no cause."
+        )
     yield ctx.finding(
         message,
         evidence,

@@ -866,6 +866,27 @@ class Thresholds:
         unit="ratio",
         valid=SHARE,
     )
+    fitted_loss_level: float = threshold(
+        1e-4,
+        "A positive loss whose first and last levels (TP-DEAD-RUN's end medians) are both at "
+        "most this has fitted its data: a cross-entropy of 1e-4 nats puts probability 0.9999 on "
+        "the labels, a mean squared error of 1e-4 on standardised targets leaves 0.01% of their "
+        "variance. Its gradients, and so its updates, are about zero because nothing is left to "
+        "fit, so a collapsed gradient norm or a tiny update/weight ratio is no cause of a dead "
+        "run there (a helper's converged 4-class classifier trained on with SGD 1e-3 held "
+        "1e-6..1e-5 with an update ratio of 6e-8 and FAILed TP-DEAD-RUN). A loss measured on "
+        "targets far smaller than 1 (returns of 1e-3) sits that low unfitted: there the run is "
+        "TP-LOSS-STALLED's WARN, not missed. A learning rate of 0 and what the monitor counts "
+        "(steps never taken, gradients cleared, parameters outside the optimizer) stay causes. "
+        "TP-DIVERGE reads no divergence in a loss whose end level is at most this, however far "
+        "it rose in ratio (1e-5 -> 5e-5 held is a threefold rise), and "
+        "TP-LOSS-BLOWUPS counts a blow-up only above 10x this: a start at a fitted level is no "
+        "untrained level (the same helper's resumed converged classifier, Adam restarted on it, "
+        "drifted 1e-5 -> 1e-4 with batches to 7.7e-4, and was stopped live at step 5049 of "
+        "6000 on TP-LOSS-BLOWUPS).",
+        unit="loss units",
+        valid=POSITIVE,
+    )
     zero_fitted_abs: float = threshold(
         1e-5,
         "...and at most this in the loss's own units: a batch's float32 cross-entropy is "

@@ -16,6 +16,7 @@ import pytest
 
 from trainproof.api import judge, read_runlog
 from trainproof.formats import NotALog, detect, open_log
+from trainproof.rules.engine import judge_runlog
 
 
 def write(tmp_path: Path, text: str, name: str = "train.log") -> Path:
@@ -340,3 +341,23 @@ def test_an_llmc_line_without_a_loss_or_an_eval_gives_no_record(tmp_path: Path) 
     text += "s:30 norm:0.31\n"
     run = read_runlog(write(tmp_path, text, "main.log"))
     assert run.series["grad_norm"].steps[-1] == train[-1][0]
+
+
+@pytest.mark.parametrize("spelling", ["nan", "NaN", "inf", "-Infinity"])
+def test_a_stepless_line_whose_other_values_went_non_finite_keeps_its_losses(tmp_path: Path, spelling: str) -> None:
+    # PyTorch's DCGAN example prints D(x) and D(G(z)) beside its losses, under keys no pair
+    # reads: a line where they went NaN is still a line of values, not prose (helper 85's
+    # GAN run that went NaN PASSed: its 81 NaN lines were dropped).
+    lines = []
+    for i in range(40):
+        v = f"{1.2 - 0.005 * i:.4f}" if i < 25 else spelling
+        lines.append(f"[{i // 5}/40][{i % 5 * 10 + 9}/50]\tLoss_D: {v}\tLoss_G: {v}\tD(x): {v}\tD(G(z)): {v} / {v}\n")
+    run = read_runlog(write(tmp_path, "".join(lines)))
+    d = run.series["loss_d"]
+    assert d.values.size == 40
+    assert np.isfinite(d.values[:25]).all() and not np.isfinite(d.values[25:]).any()
+    assert "TP-NAN" in judge_runlog(run).ids()
+    # prose around a non-finite word is still prose: no line of it is read
+    prose = "".join(f"The loss went {spelling} after we trained it, loss: {3 - 0.1 * i:.2f} then\n" for i in range(12))
+    with pytest.raises(NotALog):
+        detect(write(tmp_path, prose, "notes.txt"))

@@ -1686,6 +1686,18 @@ class _Machine:
 
 
 _LETTERS = re.compile(r"[A-Za-z]{2,}")
+#: A word that is a value, not prose: a non-finite number printed where a metric went NaN
+#: (PyTorch's DCGAN example: ``D(x): nan`` beside the losses, under a key no pair reads).
+_NONFINITE_WORD = re.compile(r"(?i:nan|inf(?:inity)?)")
+
+
+def _prose_between(line: str, start: int, end: int | None = None) -> bool:
+    """Whether ``line[start:end]`` holds a word of two letters or more that is not a
+    non-finite value (:data:`_NONFINITE_WORD`)."""
+    for m in _LETTERS.finditer(line, start, len(line) if end is None else end):
+        if not _NONFINITE_WORD.fullmatch(m.group()):
+            return True
+    return False
 
 
 #: The key heads of a validation during training (a test set's loss, printed once after
@@ -1719,10 +1731,10 @@ def _pure(line: str, p: _Parsed, labelled: bool = False) -> bool:
         if _EVAL_MARK.search(head) or _TEST_MARK.search(head):
             at = p.spans[0][0]
     for a, b in p.spans:
-        if _LETTERS.search(line, at, a):
+        if _prose_between(line, at, a):
             return False
         at = b
-    return _LETTERS.search(line, at) is None
+    return not _prose_between(line, at)
 
 
 # --------------------------------------------------------------------------- sniff and read

@@ -101,3 +101,24 @@ def test_a_folder_that_holds_one_run_is_read_as_that_run(tmp_path):
     (one / "config.json").write_text('{"lr": 0.001, "batch_size": 32, "epochs": 3}', encoding="utf-8")
     code, _, _, doc = run_cli("judge", str(one), "--json")
     assert code == 0 and doc["reports"][0]["file"] == str(one / "train_log.jsonl")
+
+
+def test_a_table_of_runs_is_no_run_but_a_log_that_logs_its_seed_is(tmp_path):
+    # A sweep's results beside its runs (helper 87: run,lr,seed,final_loss,val_loss,accuracy,
+    # one row a run that went NaN) FAILed TP-NAN as a 4-step run and made doctor exit 1.
+    summary = tmp_path / "sweep_summary.csv"
+    summary.write_text(
+        "run,lr,seed,final_loss,val_loss,accuracy\n"
+        "a,0.003,0,0.21,0.28,0.91\nb,0.01,0,0.18,0.31,0.9\nc,30,1,nan,nan,0.25\nd,0.0,0,1.39,1.39,0.26\n"
+    )
+    found = LocalSource(summary).find("auto", None)
+    assert found.runs == [] and found.error is None and "table of runs" in found.skip and "seed" in found.skip
+    # one seed per row of the same sweep, a final_ loss and no seed: the same table
+    finals = tmp_path / "results.csv"
+    finals.write_text("name,lr,final_loss\n" + "".join(f"r{i},{10.0**-i},{0.5 + i / 10}\n" for i in range(6)))
+    assert "table of runs" in LocalSource(finals).find("auto", None).skip
+    # a training log that logs its (one) seed on every row, or has a step column, is a run
+    one_seed = write_jsonl(tmp_path / "run.jsonl", [{**r, "seed": 42} for r in healthy_rows(60)])
+    assert LocalSource(one_seed).find("auto", None).runs
+    stepped = write_jsonl(tmp_path / "seeds.jsonl", [{**r, "seed": i % 3} for i, r in enumerate(healthy_rows(60))])
+    assert LocalSource(stepped).find("auto", None).runs

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .aliases.mapping import MappingError
+from .aliases.vocabulary import words
 from .discover import Candidate, fold_copies, group_runs, walk
 from .formats import (
     NoRuns,
@@ -388,9 +389,28 @@ def _find_at(path: Path, label: str, fmt: str, mapping: Mapping[str, str] | None
         # One object is a config or a summary (HF all_results.json, wandb-summary.json),
         # not a series of records: nothing a trend check could judge.
         return Found(label, skip="one record, not a series (a config or a summary)")
+    if first.format in ("jsonl", "csv") and len(runs) == 1 and (why := _table_of_runs(first)) is not None:
+        return Found(label, skip=why)
     if first.format == "tfevents" and first.records == 0:
         return Found(label, skip="an event file without scalars (hparams, text, graphs or profiles only)")
     return Found(label, runs=runs)
+
+
+def _table_of_runs(run: RunLog) -> str | None:
+    """Why a JSONL or CSV table with no step column holds one row per run (a sweep's
+    results, ``run,lr,seed,final_loss``), not one per step, or ``None``: a seed column whose
+    value changes from row to row (one run has one seed), or a loss read from a ``final_``
+    key (each row a run's last value). Its rows in order are no curve, and a run that ended
+    in NaN among them is no NaN of a run's log."""
+    if run.explicit_steps:
+        return None
+    for s in run.series.values():
+        if "seed" in words(s.key) and len(set(s.values[s.finite_mask].tolist())) >= 2:
+            return f"a table of runs, not a series: its {s.key} changes from row to row (a sweep's results)"
+    source = run.mapping.get("loss", {}).get("source")
+    if source and words(source)[:1] == ["final"]:
+        return f"a table of runs, not a series: its loss is {source}, each row a run's last value (a sweep's results)"
+    return None
 
 
 def file_source(location) -> Source:

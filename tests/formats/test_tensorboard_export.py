@@ -16,6 +16,8 @@ from trainproof.api import read_runlog
 from trainproof.formats import NotALog, detect
 from trainproof.formats.csv import tensorboard_export_metric
 
+from conftest import run_cli
+
 pytest.importorskip("tensorboard")
 torch_tb = pytest.importorskip("torch.utils.tensorboard")
 
@@ -55,6 +57,9 @@ def _falling(n: int) -> list[float]:
         ("validation", "epoch_loss", "run-validation-tag-epoch_loss", "eval_loss"),
         ("train", "epoch_loss", "run-train-tag-epoch_loss", "loss"),
         ("version_0", "val/loss", "val_loss", "eval_loss"),
+        # a run named with a word of another metric: the split names the value, not the run
+        ("exp2_lr_hot_val", "loss", "run-exp2_lr_hot_val-tag-loss", "eval_loss"),
+        ("lr_3e-4_grad_clip", "loss", "run-lr_3e-4_grad_clip-tag-loss", "loss"),
     ],
 )
 def test_a_tensorboard_export_is_read_with_its_value_named_by_the_file(
@@ -77,12 +82,27 @@ def test_a_tensorboard_export_is_read_with_its_value_named_by_the_file(
         assert "time" in run_log.series
 
 
-def test_the_export_of_a_chart_that_is_no_loss_is_no_run(tmp_path):
-    _, rows = _exports(tmp_path, "version_0", "lr-AdamW", [1e-3] * 20)
-    path = tmp_path / "run-version_0-tag-lr-AdamW.json"
+@pytest.mark.parametrize("columnar", ["0", "1"])
+def test_the_export_of_a_chart_that_is_no_loss_is_no_run(tmp_path, monkeypatch, columnar):
+    # as JSON and as CSV alike (helper 87: the CSV download of a run's lr chart was judged
+    # NOT-CHECKED, TP-NO-LOSS, and made doctor exit 2 on a folder of healthy runs)
+    monkeypatch.setenv("TRAINPROOF_COLUMNAR", columnar)
+    body, rows = _exports(tmp_path / "lr", "version_0", "lr-AdamW", [1e-3] * 20)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    path = downloads / "run-version_0-tag-lr-AdamW.json"
     path.write_text(json.dumps(rows))
-    with pytest.raises(NotALog):
-        read_runlog(path)
+    csv_path = downloads / "run-version_0-tag-lr-AdamW.csv"
+    csv_path.write_bytes(body.encode())
+    for p in (path, csv_path):
+        with pytest.raises(NotALog, match="names no loss"):
+            read_runlog(p)
+    loss = downloads / "run-version_0-tag-train_loss.csv"
+    loss.write_bytes(_exports(tmp_path / "loss", "version_0", "train/loss", _falling(40))[0].encode())
+    code, out, _, doc = run_cli("doctor", str(downloads), "--json")
+    assert code == 0, out[-2000:]
+    assert [Path(r["file"]).name for r in doc["reports"]] == [loss.name]
+    assert {Path(i["file"]).name for i in doc["ignored"]} >= {path.name, csv_path.name}
 
 
 @pytest.mark.parametrize(

@@ -935,6 +935,30 @@ def test_keras_train_validation_folders_are_one_run(tmp_path):
     assert reports[0].verdict.value == "PASS"
 
 
+@pytest.mark.parametrize("split", ["val", "valid", "eval"])
+def test_one_summary_writer_per_split_is_one_run(tmp_path, split):
+    # A loop with a writer per split: runs/<run>/train/ and runs/<run>/val/, each logging
+    # `loss` (helper 87: judged as two runs, the val loss never read as the eval loss).
+    from torch.utils.tensorboard import SummaryWriter
+
+    from trainproof.api import doctor, read_runlog
+
+    runs = tmp_path / "runs"
+    for name in ("exp1", "exp2"):
+        for sub, losses in (("train", np.linspace(1.4, 0.4, 40)), (split, np.linspace(1.3, 0.6, 8))):
+            w = SummaryWriter(str(runs / name / sub))
+            every = 40 // losses.size
+            for i, v in enumerate(losses):
+                w.add_scalar("loss", float(v), (i + 1) * every * 10)
+            w.close()
+    run = read_runlog(runs / "exp1")
+    assert run.mapping["loss"]["source"] == "loss"
+    assert run.mapping["eval_loss"]["source"] == f"{split}/loss"
+    assert run.series["eval_loss"].values.size == 8
+    reports, _ = doctor(tmp_path)
+    assert sorted(r.file for r in reports) == [str(runs / "exp1"), str(runs / "exp2")]
+
+
 @pytest.mark.parametrize("tag", ["epoch_learning_rate", "epoch_lr"])
 @pytest.mark.parametrize("epochs", [12, 60])
 def test_keras_logged_learning_rate_is_the_lr(tmp_path, tag, epochs):

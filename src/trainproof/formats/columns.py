@@ -158,11 +158,9 @@ def _tensorboard_export(doc: list, path: Path) -> Iterator[Record]:
         NotALog: the file's name names no loss (the chart of a learning rate or an
             accuracy alone is no run to judge, as a JSON document of columns is not).
     """
-    from .csv import TB_EXPORT_COLUMNS, tensorboard_export_metric
+    from .csv import TB_EXPORT_COLUMNS, tensorboard_export_loss
 
-    metric = tensorboard_export_metric(path)
-    if aliases.loss_candidate(metric) is None:
-        raise NotALog(f"a TensorBoard export of {metric!r}, which names no loss")
+    metric = tensorboard_export_loss(path)
     for i, (wall, st, value) in enumerate(doc):
         values, holes = _row({TB_EXPORT_COLUMNS[0]: wall, metric: value})
         yield Record(as_step(st), values, i + 1, tuple(holes))

@@ -62,7 +62,7 @@ from .. import aliases
 from .._arrays import unique
 from ..aliases.vocabulary import key_words, words
 from ..runlog import Record, Rows
-from ._io import ReadError, open_text
+from ._io import NotALog, ReadError, open_text
 from ._values import is_absent, string_number
 from .base import ReadState
 from .lines import MAX_LINE, Lines
@@ -266,23 +266,44 @@ _TB_EXPORT_NAME = re.compile(r"run[-_](.*?)[-_]tag[-_](.+)")
 
 def tensorboard_export_metric(path: Path) -> str:
     """The metric a TensorBoard export of one chart holds (its ``Value`` column), named by
-    its file: the tag of ``run-<run>-tag-<tag>.csv``, as ``<run>/<tag>`` where the run names
-    a held-out split (Keras writes its validation curves under the run ``validation``, with
-    the train curves' tags), else the file's own name (``val_loss.csv``), without its
-    suffixes."""
+    its file: the tag of ``run-<run>-tag-<tag>.csv``, as ``<split>/<tag>`` where a word of
+    the run names a held-out split (Keras writes its validation curves under the run
+    ``validation``, with the train curves' tags; ``exp2_lr_hot_val`` is ``val``: the run's
+    other words are its name, not the metric's, and ``lr`` among them made a loss read as
+    none), else the file's own name (``val_loss.csv``), without its suffixes."""
     name = path.name.removesuffix(".gz")
     stem = name.rsplit(".", 1)[0] if "." in name else name
     m = _TB_EXPORT_NAME.fullmatch(stem)
     if m is None:
         return stem
     run, tag = m.groups()
-    return f"{run}/{tag}" if set(words(run)) & key_words("eval", "test") else tag
+    held_out = key_words("eval", "test")
+    split = next((w for w in words(run) if w in held_out), None)
+    return f"{split}/{tag}" if split is not None else tag
+
+
+def tensorboard_export_loss(path: Path) -> str:
+    """:func:`tensorboard_export_metric` of an export that holds a loss.
+
+    Raises:
+        NotALog: the file's name names no loss: the chart of a learning rate or an
+            accuracy alone is no run to judge (``doctor`` lists it as ignored, as it does a
+            table of settings).
+    """
+    metric = tensorboard_export_metric(path)
+    if aliases.loss_candidate(metric) is None:
+        raise NotALog(f"a TensorBoard export of {metric!r}, which names no loss")
+    return metric
 
 
 def _named_export(names: list[str], path: Path | None) -> list[str]:
-    """``names`` with a TensorBoard export's ``Value`` column named by its file."""
+    """``names`` with a TensorBoard export's ``Value`` column named by its file.
+
+    Raises:
+        NotALog: the export names no loss (:func:`tensorboard_export_loss`).
+    """
     if path is not None and tuple(names) == TB_EXPORT_COLUMNS:
-        return [*names[:2], tensorboard_export_metric(path)]
+        return [*names[:2], tensorboard_export_loss(path)]
     return names
 
 

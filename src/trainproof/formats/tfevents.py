@@ -107,8 +107,10 @@ def is_event_file(p: Path) -> bool:
 
 
 #: Keras' TensorBoard callback writes ``<log_dir>/train/`` and ``<log_dir>/validation/``,
-#: both with ``epoch_loss``: read together, the validation tags get this prefix.
-KERAS_SPLITS = (("train", ""), ("validation", "validation/"))
+#: both with ``epoch_loss``: read together, the validation tags get this prefix. A loop with
+#: one ``SummaryWriter`` per split names them the same way or shorter (``<run>/train/`` and
+#: ``<run>/val/``, ``valid/``, ``eval/``, each with ``loss``): the same run.
+KERAS_SPLITS = (("train", ""), ("validation", "validation/"), ("val", "val/"), ("valid", "valid/"), ("eval", "eval/"))
 
 
 def split_dirs() -> tuple[str, ...]:

@@ -391,12 +391,30 @@ def render(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Buggy programs whose catch rests on chaotic dynamics, so float rounding that differs
+#: between CPUs decides it: SGD at lr 3.0 leaves 0.75-0.8 of the layer's ReLUs dead at the
+#: end on one machine and holds 0.86-0.92 for several checks on another (an AMD EPYC build of
+#: the same torch), either side of TP-RELU-MOSTLY-DEAD's 0.85. Their tests accept both
+#: outcomes and the page check leaves out what they decide.
+MACHINE_DEPENDENT: dict[str, str] = {
+    "bug_dead_relu_large_lr": "its dead-ReLU share ends either side of dead_relu_most_share depending on the CPU",
+}
+
+
 def verdicts_only(text: str) -> str:
-    """The page without what differs between two honest runs: the seconds column."""
+    """The page without what differs between two honest runs: the seconds column, and what
+    a :data:`MACHINE_DEPENDENT` program decides (its row's catch, its note, the count of
+    catches by mechanism)."""
     out = []
     for line in text.splitlines():
         if line.startswith("| `"):
             line = re.sub(r"\| [0-9.]+ \|$", "| |", line)
+        if any(line.startswith((f"| `{n}` |", f"- `{n}`:")) for n in MACHINE_DEPENDENT):
+            continue
+        if MACHINE_DEPENDENT:
+            line = re.sub(
+                r"\(\d+ by the rule their mechanism calls for\)", "(N by the rule their mechanism calls for)", line
+            )
         out.append(line)
     return "\n".join(out)
 

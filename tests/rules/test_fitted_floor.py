@@ -84,3 +84,17 @@ def test_updates_of_about_zero_at_an_ordinary_level_are_still_a_dead_run(n):
     v = 0.9 * np.exp(0.01 * rng.standard_normal(n))
     rep = judge_runlog(run_of(loss=v, lr=np.full(n, 1e-3), update_ratio=np.full(n, 6e-8)))
     assert "TP-DEAD-RUN" in rep.ids(), rep.ids()
+
+
+@pytest.mark.parametrize("n", [60, 600])
+@pytest.mark.parametrize("end", [1.1e-4, 5e-4])
+def test_a_fitted_model_trained_on_with_weight_decay_is_no_divergence(n, end):
+    # helper 89: a converged classifier resumed with SGD 0.1, momentum 0.9 and weight decay
+    # 5e-4 rose 3.1e-6 -> 1.1e-4 at 100% accuracy (2e-3: to about 5e-4), where the decay
+    # balances its vanishing gradient, and FAILed TP-DIVERGE live
+    t = np.arange(n) / n
+    rise = np.exp(np.log(end / 3e-6) * np.clip(t / 0.3, 0, 1))
+    v = _fitted(n, 3e-6, 0.5, n) * rise
+    rep = judge_runlog(run_of(loss=v, lr=np.full(n, 0.1)))
+    assert "TP-DIVERGE" not in rep.ids(), rep.ids()
+    assert rep.verdict.value != "FAIL", rep.ids()

@@ -2395,6 +2395,25 @@ def test_a_binary_classifier_that_learned_is_no_prior_collapse(seed, p, n_eval, 
     assert "TP-PRIOR-COLLAPSE" not in judge(loss=held, eval_loss=held, eval_accuracy=[1.0] * evals).ids()
 
 
+@pytest.mark.parametrize("evals", [6, 20])
+def test_a_model_frozen_at_lr_zero_is_no_prior_collapse(evals):
+    # A 5-class fine-tune at lr 0 (helper 85): val_acc frozen at its checkpoint's 0.882 and
+    # val_loss at 0.3624, within 1% of H(0.882) = 0.3629 by chance, FAILed as a binary
+    # classifier predicting its prior beside TP-ZERO-LR. Nothing moves its predictions.
+    n = 10 * evals
+    rng = np.random.default_rng(evals)
+    train = list(0.36 * np.exp(0.2 * rng.standard_normal(n)))
+    evl = [None] * n
+    acc = [None] * n
+    for i in range(9, n, 10):
+        evl[i], acc[i] = 0.3624, 0.882
+    rep = judge(loss=train, eval_loss=evl, eval_accuracy=acc, lr=[0.0] * n)
+    assert "TP-ZERO-LR" in rep.ids()
+    assert "TP-PRIOR-COLLAPSE" not in rep.ids()
+    # the same log at a learning rate that moves the weights is the prior's signature
+    assert "TP-PRIOR-COLLAPSE" in judge(loss=train, eval_loss=evl, eval_accuracy=acc, lr=[1e-3] * n).ids()
+
+
 def test_three_classes_at_their_prior_are_not_judged():
     # 70/20/10: the prior's entropy 0.80 is not H(0.7) = 0.61; the log does not give the
     # minority shares, so no level is claimed.

@@ -122,3 +122,16 @@ def test_a_table_of_runs_is_no_run_but_a_log_that_logs_its_seed_is(tmp_path):
     assert LocalSource(one_seed).find("auto", None).runs
     stepped = write_jsonl(tmp_path / "seeds.jsonl", [{**r, "seed": i % 3} for i, r in enumerate(healthy_rows(60))])
     assert LocalSource(stepped).find("auto", None).runs
+    # helper 90: logs with no step column but a counter (episode, epoch, num_updates), a
+    # seed of 42 + epoch, or more rows than a sweep lists, are logs
+    rows = [{k: v for k, v in r.items() if k != "step"} for r in healthy_rows(60)]
+    for counter in ("episode", "epoch", "num_updates", "timesteps"):
+        log = write_jsonl(
+            tmp_path / f"{counter}.jsonl", [{**r, counter: i + 1, "seed": i % 7} for i, r in enumerate(rows)]
+        )
+        assert LocalSource(log).find("auto", None).runs, counter
+    reseeded = write_jsonl(tmp_path / "reseeded.jsonl", [{**r, "seed": 42 + i} for i, r in enumerate(rows)])
+    assert LocalSource(reseeded).find("auto", None).runs
+    episodes = [{"loss": 2.0 - i / 300, "env_seed": (7 * i) % 13} for i in range(300)]
+    long_log = write_jsonl(tmp_path / "episodes.jsonl", episodes)
+    assert LocalSource(long_log).find("auto", None).runs

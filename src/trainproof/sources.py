@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .aliases.mapping import MappingError
 from .aliases.vocabulary import words
 from .discover import Candidate, fold_copies, group_runs, walk
@@ -396,14 +398,27 @@ def _find_at(path: Path, label: str, fmt: str, mapping: Mapping[str, str] | None
     return Found(label, runs=runs)
 
 
+#: Most rows a table of runs holds: a sweep's results list tens of runs; a log with no step
+#: column longer than this is a log (an RL run's episodes with their env seeds, a per-step
+#: ``final_loss``), judged rather than left out.
+TABLE_OF_RUNS_MAX_ROWS = 100
+
+
 def _table_of_runs(run: RunLog) -> str | None:
     """Why a JSONL or CSV table with no step column holds one row per run (a sweep's
-    results, ``run,lr,seed,final_loss``), not one per step, or ``None``: a seed column whose
-    value changes from row to row (one run has one seed), or a loss read from a ``final_``
-    key (each row a run's last value). Its rows in order are no curve, and a run that ended
-    in NaN among them is no NaN of a run's log."""
-    if run.explicit_steps:
+    results, ``run,lr,seed,final_loss``), not one per step, or ``None``: at most
+    :data:`TABLE_OF_RUNS_MAX_ROWS` rows, no column of whole numbers that counts up along every
+    row (an epoch, an episode, ``num_updates``, a seed of 42 + epoch: a counter makes it a
+    log), and a seed
+    column whose value changes from row to row (one run has one seed) or a loss read from a
+    ``final_`` key (each row a run's last value). Its rows in order are no curve, and a run
+    that ended in NaN among them is no NaN of a run's log."""
+    if run.explicit_steps or run.records > TABLE_OF_RUNS_MAX_ROWS:
         return None
+    for s in run.series.values():
+        v = s.values
+        if v.size >= 3 and bool(s.finite_mask.all() and (v == np.round(v)).all() and (v[1:] > v[:-1]).all()):
+            return None
     for s in run.series.values():
         if "seed" in words(s.key) and len(set(s.values[s.finite_mask].tolist())) >= 2:
             return f"a table of runs, not a series: its {s.key} changes from row to row (a sweep's results)"

@@ -60,6 +60,8 @@ def _falling(n: int) -> list[float]:
         # a run named with a word of another metric: the split names the value, not the run
         ("exp2_lr_hot_val", "loss", "run-exp2_lr_hot_val-tag-loss", "eval_loss"),
         ("lr_3e-4_grad_clip", "loss", "run-lr_3e-4_grad_clip-tag-loss", "loss"),
+        # a tag that names its own split wins over a run named test (helper 90)
+        ("test_run", "Loss/train", "run-test_run-tag-Loss_train", "loss"),
     ],
 )
 def test_a_tensorboard_export_is_read_with_its_value_named_by_the_file(

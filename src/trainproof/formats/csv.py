@@ -270,7 +270,8 @@ def tensorboard_export_metric(path: Path) -> str:
     the run names a held-out split (Keras writes its validation curves under the run
     ``validation``, with the train curves' tags; ``exp2_lr_hot_val`` is ``val``: the run's
     other words are its name, not the metric's, and ``lr`` among them made a loss read as
-    none), else the file's own name (``val_loss.csv``), without its suffixes."""
+    none), unless the tag names its own split (``run-test_run-tag-Loss_train.csv`` is the
+    train loss); else the file's own name (``val_loss.csv``), without its suffixes."""
     name = path.name.removesuffix(".gz")
     stem = name.rsplit(".", 1)[0] if "." in name else name
     m = _TB_EXPORT_NAME.fullmatch(stem)
@@ -278,6 +279,9 @@ def tensorboard_export_metric(path: Path) -> str:
         return stem
     run, tag = m.groups()
     held_out = key_words("eval", "test")
+    # a tag that names its own split (``Loss/train``, ``val_loss``) is named by it
+    if set(words(tag)) & (held_out | key_words("train")):
+        return tag
     split = next((w for w in words(run) if w in held_out), None)
     return f"{split}/{tag}" if split is not None else tag
 

@@ -98,3 +98,15 @@ def test_a_fitted_model_trained_on_with_weight_decay_is_no_divergence(n, end):
     rep = judge_runlog(run_of(loss=v, lr=np.full(n, 0.1)))
     assert "TP-DIVERGE" not in rep.ids(), rep.ids()
     assert rep.verdict.value != "FAIL", rep.ids()
+
+
+def test_a_climb_on_a_tiny_scale_is_a_warning_that_says_climbed():
+    # helper 89: a regression on returns (MSE 1e-6) climbing to 6e-5 and holding is read at
+    # a fitted level; its TP-LOSS-CLIMB warning said "loss diverged: ..."
+    n = 200
+    t = np.arange(n) / n
+    v = _fitted(n, 1e-6, 0.1, 3) * 10 ** (1.8 * np.clip((t - 0.5) / 0.2, 0, 1))
+    rep = judge_runlog(run_of(loss=v, lr=np.full(n, 1e-2)))
+    assert "TP-DIVERGE" not in rep.ids()
+    f = next(f for f in rep.findings if f.id == "TP-LOSS-CLIMB")
+    assert "climbed" in f.message and "diverged" not in f.message, f.message

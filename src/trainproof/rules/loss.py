@@ -3080,7 +3080,9 @@ def check_loss_climb(ctx):
             "look the same",
         )
         return
-    yield ctx.finding(st["message"], st["evidence"], st["data"], step=st["step"], line=st["line"])
+    # The same reading as TP-DIVERGE's, short of its evidence: a warning says the loss climbed.
+    message = st["message"].replace("loss diverged:", "loss climbed:", 1)
+    yield ctx.finding(message, st["evidence"], st["data"], step=st["step"], line=st["line"])
 
 
 def climb_state(ctx) -> dict | None:

@@ -317,6 +317,23 @@ def check_grad_spike(ctx):
 GRAD_JUMP_BLOCKS = 50
 
 
+def _norm_blocks(steps: np.ndarray, values: np.ndarray):
+    """A gradient norm read as levels: ``(ok, v, st, start, block, meds)``, the mask of its
+    positive finite values, those values and their steps (shape ``(n,)``), the first tenth
+    left out (``start`` points: a norm falls fast from the initialisation), the block size
+    of :data:`GRAD_JUMP_BLOCKS` blocks over the rest and the medians of the log of the norm
+    per block; ``None`` under 20 usable points."""
+    ok = np.isfinite(values) & (values > 0)
+    v, st = values[ok], steps[ok]
+    n = v.size
+    if n < 20:
+        return None
+    start = n // 10
+    block = max(1, (n - start) // GRAD_JUMP_BLOCKS)
+    meds, _ = block_medians(np.log(v[start:]), block)
+    return ok, v, st, start, block, meds
+
+
 def grad_norm_jump(steps: np.ndarray, values: np.ndarray, ratio: float) -> dict | None:
     """The largest held jump of a gradient norm's level, when it is ``ratio`` or more.
 
@@ -335,14 +352,10 @@ def grad_norm_jump(steps: np.ndarray, values: np.ndarray, ratio: float) -> dict 
     level after (a return to a level the norm held is no jump). Returns ``{"step", "before", "after", "ratio", "line_index"}``
     (levels as norms; ``line_index`` the first point of the block after the jump) or
     ``None``; fewer than 20 usable points give ``None``."""
-    ok = np.isfinite(values) & (values > 0)
-    v, st = values[ok], steps[ok]
-    n = v.size
-    if n < 20:
+    read = _norm_blocks(steps, values)
+    if read is None:
         return None
-    start = n // 10
-    block = max(1, (n - start) // GRAD_JUMP_BLOCKS)
-    meds, _ = block_medians(np.log(v[start:]), block)
+    ok, v, st, start, block, meds = read
     nb = meds.size
     least_after = max(2, math.ceil(nb / 10))
     if nb < least_after + 2:
@@ -462,14 +475,11 @@ def grad_norm_growth(steps: np.ndarray, values: np.ndarray, ratio: float) -> dic
     "line_index"}`` (levels as norms; ``step`` and ``line_index`` the first point of the
     first block after the lowest level that stands ``sqrt(ratio)`` above it) or ``None``;
     fewer than 20 usable points give ``None``."""
-    ok = np.isfinite(values) & (values > 0)
-    v, st = values[ok], steps[ok]
-    n = v.size
-    if n < 20:
+    read = _norm_blocks(steps, values)
+    if read is None:
         return None
-    start = n // 10
-    block = max(1, (n - start) // GRAD_JUMP_BLOCKS)
-    meds, _ = block_medians(np.log(v[start:]), block)
+    ok, v, st, start, block, meds = read
+    n = v.size
     nb = meds.size
     w = max(2, math.ceil(nb / 10))
     if nb < 3 * w:

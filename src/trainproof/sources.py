@@ -409,10 +409,9 @@ def _table_of_runs(run: RunLog) -> str | None:
     results, ``run,lr,seed,final_loss``), not one per step, or ``None``: at most
     :data:`TABLE_OF_RUNS_MAX_ROWS` rows, no column of whole numbers that counts up along every
     row (an epoch, an episode, ``num_updates``, a seed of 42 + epoch: a counter makes it a
-    log), and a seed
-    column whose value changes from row to row (one run has one seed) or a loss read from a
-    ``final_`` key (each row a run's last value). Its rows in order are no curve, and a run
-    that ended in NaN among them is no NaN of a run's log."""
+    log), and a seed column whose value changes from row to row (one run has one seed) or a
+    loss read from a ``final_`` key (each row a run's last value). Its rows in order are no
+    curve, and a run that ended in NaN among them is no NaN of a run's log."""
     if run.explicit_steps or run.records > TABLE_OF_RUNS_MAX_ROWS:
         return None
     for s in run.series.values():

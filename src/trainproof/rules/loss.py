@@ -3117,7 +3117,7 @@ def diverge_state(ctx) -> dict | None:
 def _diverge(ctx) -> dict | None:
     # A loss that ends at a fitted level has not diverged, however far it rose in ratio: a
     # converged model resumed with a fresh optimizer drifts 1e-5 -> 5e-5 and holds, a
-    # threefold rise that any ratio calls a divergence (fitted_loss_level).
+    # fivefold rise that any ratio calls a divergence (fitted_loss_level).
     v = ctx.finite("loss").values
     if v.size and 0 < float(median(v[-end_window(v.size) :])) <= ctx.th.fitted_loss_level:
         return None

@@ -884,7 +884,7 @@ class Thresholds:
         "The cost, measured on bench/zoo.py's 223 generated divergences: one whose loss is on a "
         "scale of 1e-4 (rising 1.57x) is TP-LOSS-CLIMB's WARN instead of a FAIL. "
         "TP-DIVERGE reads no divergence in a loss whose end level is at most this, however far "
-        "it rose in ratio (1e-5 -> 5e-5 held is a threefold rise), and "
+        "it rose in ratio (1e-5 -> 5e-5 held is a fivefold rise), and "
         "TP-LOSS-BLOWUPS counts a blow-up only above 10x this: a start at a fitted level is no "
         "untrained level (the same helper's resumed converged classifier, Adam restarted on it, "
         "drifted 1e-5 -> 1e-4 with batches to 7.7e-4, and was stopped live at step 5049 of "

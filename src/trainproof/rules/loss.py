@@ -790,7 +790,8 @@ def check_loss_blowups(ctx):
     # 75% of the points.
     logs = np.log(late)
     spread = (float(quantile(logs, 0.25)) - float(quantile(logs, 0.05))) / 0.971
-    factor = max(th.spike_excursion_factor, math.exp(th.diverge_noise_z * spread))
+    # (capped below float overflow: a configured z of 1e300 asks for no blow-up to count)
+    factor = max(th.spike_excursion_factor, math.exp(min(th.diverge_noise_z * spread, 700.0)))
     # A start at a fitted level (a resumed converged model, whose restarted optimizer moves
     # it 1e-5 -> 1e-4) shows no untrained level: a blow-up must leave the fitted range too.
     floor = th.spike_excursion_factor * th.fitted_loss_level

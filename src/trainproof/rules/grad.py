@@ -10,7 +10,16 @@ from .._arrays import quantile
 from ..findings import Level
 from ._fmt import num, step, times
 from ._shared import margin_objective, objective_schedule, zero_loss_fitted
-from ._stats import block_medians, common_steps, improvement, median, rounding_step, runs_of, window_medians_at
+from ._stats import (
+    block_medians,
+    common_steps,
+    improvement,
+    median,
+    rounding_step,
+    runs_of,
+    window_medians,
+    window_medians_at,
+)
 from .registry import Need, rule
 
 
@@ -484,7 +493,7 @@ def grad_norm_growth(steps: np.ndarray, values: np.ndarray, ratio: float) -> dic
     w = max(2, math.ceil(nb / 10))
     if nb < 3 * w:
         return None
-    levels = np.array([float(median(meds[k : k + w])) for k in range(nb - w + 1)])
+    levels = window_medians(meds, w)
     end = float(levels[-1])
     low = int(np.argmin(levels[: nb - 2 * w + 1]))
     lo = float(levels[low])
@@ -507,6 +516,19 @@ def grad_norm_growth(steps: np.ndarray, values: np.ndarray, ratio: float) -> dic
         "ratio": math.exp(rise),
         "line_index": int(np.flatnonzero(ok)[first]),
     }
+
+
+def _levels_at(ctx, name: str, gr: dict) -> tuple[float, float] | None:
+    """The medians of series ``name`` over a growth's low steps and over its end steps
+    (:func:`grad_norm_growth`), or ``None`` where it is not logged in both."""
+    if not ctx.has(name):
+        return None
+    s = ctx.finite(name)
+    low = s.values[(s.steps >= gr["low_steps"][0]) & (s.steps <= gr["low_steps"][1])]
+    end = s.values[s.steps >= gr["end_steps"][0]]
+    if not (low.size and end.size):
+        return None
+    return float(median(low)), float(median(end))
 
 
 @rule(
@@ -560,23 +582,12 @@ def check_grad_norm_growth(ctx):
     if objective_schedule(ctx, gr["low_steps"][0]) is not None:
         return
     # A norm logged before unscaling grows with a loss scale that grew with it.
-    if ctx.has("loss_scale"):
-        ls = ctx.finite("loss_scale")
-        lo = ls.values[(ls.steps >= gr["low_steps"][0]) & (ls.steps <= gr["low_steps"][1])]
-        hi = ls.values[ls.steps >= gr["end_steps"][0]]
-        if lo.size and hi.size and float(median(hi)) >= math.sqrt(th.grad_growth_ratio) * float(median(lo)):
-            return
+    scale = _levels_at(ctx, "loss_scale", gr)
+    if scale is not None and scale[1] >= math.sqrt(th.grad_growth_ratio) * scale[0]:
+        return
     i = gr["line_index"]
-    loss_note = ""
-    if ctx.has("loss"):
-        lv = ctx.finite("loss")
-        at_low = lv.values[(lv.steps >= gr["low_steps"][0]) & (lv.steps <= gr["low_steps"][1])]
-        at_end = lv.values[lv.steps >= gr["end_steps"][0]]
-        if at_low.size and at_end.size:
-            loss_note = (
-                f" Over the same steps the loss went from {num(float(median(at_low)))} to "
-                f"{num(float(median(at_end)))} (medians)."
-            )
+    loss = _levels_at(ctx, "loss", gr)
+    loss_note = f" Over the same steps the loss went from {num(loss[0])} to {num(loss[1])} (medians)." if loss else ""
     yield ctx.finding(
         f"the gradient norm grew {times(gr['ratio'], 0)} from its lowest level and is still there",
         f"gradient norm level {num(gr['low'])} over steps {step(gr['low_steps'][0])}–{step(gr['low_steps'][1])} "

@@ -161,6 +161,18 @@ def core_examples(tmp_path) -> Path:
 
 
 @pytest.fixture
+def judging_always_affordable(monkeypatch):
+    """Every judgement a guardian finds due is affordable. ``Guardian.affordable`` rations
+    judging by wall time (after a judgement over ``JUDGE_FREE_SECONDS`` the next one waits
+    ``JUDGE_COST_RATIO`` times as long), so on a loaded machine it skips judgements a test of
+    the cadence or of the step a run stops at expects; the rationing itself is tested in
+    tests/live/test_guardian.py."""
+    from trainproof.live.guardian import Guardian
+
+    monkeypatch.setattr(Guardian, "affordable", lambda self, now=None: True)
+
+
+@pytest.fixture
 def torch_one_thread():
     """torch on one thread for the test, restored after: a small model's step on a small
     machine is faster and steadier so."""

@@ -177,7 +177,9 @@ def _two_optimizer_module(nan_from: int | None):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("nan_from", [None, 100])
-def test_two_optimizers_under_manual_optimization_count_batches_and_both_param_sets(callback, capsys, nan_from):
+def test_two_optimizers_under_manual_optimization_count_batches_and_both_param_sets(
+    callback, capsys, nan_from, judging_always_affordable
+):
     # Lightning's global_step counts both optimizers' steps (two a batch); its loggers write
     # the batch count, and the head's parameters are in the second optimizer, not outside.
     import torch

@@ -475,7 +475,7 @@ def test_bad_policy_is_a_value_error():
         trainproof.watch(model, torch.optim.SGD(model.parameters(), lr=0.1), policy="stop")
 
 
-def test_check_every_cadence():
+def test_check_every_cadence(judging_always_affordable):
     X, Y, model = make_problem()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     mon = trainproof.watch(model, opt, check_every=7, policy="silent")

@@ -486,7 +486,7 @@ def test_tfevents_from_summary_writer_followed_by_the_cli(tmp_path, procs):
 # =========================================================================== event files, direct
 
 
-def test_tfevents_appended_by_summary_writer_flush_between_polls(tmp_path):
+def test_tfevents_appended_by_summary_writer_flush_between_polls(tmp_path, judging_always_affordable):
     pytest.importorskip("torch")
     sw, f = _summary_writer(tmp_path / "tb")
     w = Watcher(f)
@@ -515,7 +515,7 @@ def test_tfevents_appended_by_summary_writer_flush_between_polls(tmp_path):
     assert list(live.steps) == list(ref.steps) and list(live.values) == list(ref.values)
 
 
-def test_tfevents_torn_last_record_completes_later(tmp_path):
+def test_tfevents_torn_last_record_completes_later(tmp_path, judging_always_affordable):
     """Bytes a real SummaryWriter wrote, copied to the watched file the way a writer's
     buffered output reaches the disk: sometimes ending in the middle of a record."""
     pytest.importorskip("torch")
@@ -757,7 +757,7 @@ class Clock:
 
 
 @pytest.mark.slow
-def test_watcher_judges_when_due_and_announces_once(tmp_path):
+def test_watcher_judges_when_due_and_announces_once(tmp_path, judging_always_affordable):
     p = tmp_path / "run.jsonl"
     rows = diverging_rows(300)
     write_jsonl(p, rows[:50])
@@ -783,7 +783,7 @@ def test_watcher_judges_when_due_and_announces_once(tmp_path):
     assert w.failed
 
 
-def test_watcher_share_cadence(tmp_path):
+def test_watcher_share_cadence(tmp_path, judging_always_affordable):
     """Past 100 records a poll with fewer than 1% new records does not judge; the 30 s
     clock judges anyway."""
     p = tmp_path / "run.jsonl"

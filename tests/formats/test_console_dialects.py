@@ -313,9 +313,29 @@ def fairseq() -> tuple[list[Unit], list]:
             ]
         )
         want.append((u, {"val_loss": 3 - e / 10, "val_nll_loss": 2.9, "val_ppl": 8.21}))
-        units.append([f"| epoch {e:03d} | loss {4 - e / 10} | nll_loss 3.9 | num_updates {u} | lr 0.001\n"])
-        want.append((u, {"loss": 4 - e / 10, "nll_loss": 3.9, "lr": 0.001}))
+        # the end-of-epoch line restates the epoch's mean (Hydra-era and older forms): no
+        # point of the per-interval curve above
+        units.append(
+            [
+                "2025-10-14 15:46:12 | INFO | fairseq_cli.train | end of epoch 1 (average epoch stats below)\n",
+                f"2025-10-14 15:46:12 | INFO | train | epoch {e:03d} | loss {4 - e / 10} | num_updates {u}\n"
+                if e == 1
+                else f"| epoch {e:03d} | loss {4 - e / 10} | nll_loss 3.9 | num_updates {u} | lr 0.001\n",
+            ]
+        )
     return units, want
+
+
+def test_fairseq_epoch_means_are_the_curve_where_no_interval_is_logged(tmp_path):
+    # a log interval longer than an epoch: fairseq prints only the end-of-epoch lines, whose
+    # means are then the train loss's only points
+    lines = []
+    for e in range(1, 6):
+        u = e * 281
+        lines.append(f"2025-10-14 15:46:12 | INFO | fairseq_cli.train | end of epoch {e} (average epoch stats below)\n")
+        lines.append(f"2025-10-14 15:46:12 | INFO | train | epoch {e:03d} | loss {4 - e / 10:.1f} | num_updates {u}\n")
+    got = records(write(tmp_path, [lines]))
+    assert [(s, v["loss"]) for s, v in got] == [(e * 281, round(4 - e / 10, 1)) for e in range(1, 6)]
 
 
 def megatron() -> tuple[list[Unit], list]:

@@ -292,6 +292,14 @@ _ESPNET_VALID = re.compile(r"\[valid\]\s*([^\[\n]*)")
 #: (no step of the per-iteration series), and ``DEV : loss 1.43 - f1-score (micro avg)
 #: 0.20`` is the evaluation on the dev split after it.
 _FLAIR_EPOCH_DONE = re.compile(r"(?<![\w-])EPOCH \d+ done: ")
+#: fairseq's per-interval line, ``train_inner | epoch 002:   100 / 1100 loss=…`` (before its
+#: Hydra era, ``| epoch 002:   100 / 1100 loss=…``), and the end-of-epoch line after "end of
+#: epoch 2 (average epoch stats below)", ``train | epoch 002 | loss 9.707 | … | num_updates
+#: 2200`` (``| epoch 002 | loss …``): the epoch's mean restated at the last update, above the
+#: per-interval curve of a falling loss. Where per-interval lines are logged it is no point
+#: of the curve; where they are not (a log interval longer than an epoch) it is the curve.
+_FAIRSEQ_INNER = re.compile(r"(?:train_inner\s*)?\|?\s*epoch \d+:\s+\d+ / \d+ ")
+_FAIRSEQ_EPOCH_MEAN = re.compile(r"(?:train\s*)?\|\s*epoch \d+ \|(?!\s*valid on)")
 _FLAIR_DEV = re.compile(r"(?<![\w-])DEV\s*:\s+")
 # A Keras progress or summary line: ``12/128 [==>...]``, ``128/128 ━━━━``, ``128/128 - 5s``.
 _KERAS = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[|━|- )")
@@ -1278,6 +1286,7 @@ class _Machine:
         # values of a step printed before its record (see feed), joined when it comes
         self.ahead: tuple[float | None, dict[str, float]] | None = None
         self.tests_joined = 0  # test lines joined to the train step before them
+        self.fairseq_inner = False  # a fairseq per-interval line was read (see _FAIRSEQ_INNER)
 
     def _emit(self, step: float | None, values: dict[str, float], line: int, holes: tuple[str, ...] = ()) -> None:
         if not values and not holes:
@@ -1539,6 +1548,11 @@ class _Machine:
             return
         if "EPOCH" in line and _FLAIR_EPOCH_DONE.search(line):
             return
+        if "epoch" in line:
+            if not self.fairseq_inner and _FAIRSEQ_INNER.match(line):
+                self.fairseq_inner = True
+            elif self.fairseq_inner and _FAIRSEQ_EPOCH_MEAN.match(line):
+                return
         dev = _FLAIR_DEV.search(line) if "DEV" in line else None
         if dev is not None:
             p = _parse(line[dev.end() :])

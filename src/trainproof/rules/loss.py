@@ -725,6 +725,117 @@ def check_blowup_no_gain(ctx):
     )
 
 
+def blowup_ends_high(ctx) -> dict | None:
+    """The numbers of a loss that blew up from its first point by orders of magnitude and
+    ends above where it started, or ``None``: :func:`blowup_no_gain`'s hump, whose highest
+    block median is at least ``blowup_wreck_factor`` x both the first loss and the end level,
+    and after whose last point above the hump's bar at least ``diverge_level_points`` losses
+    hold a level (their median) at least ``diverge_ratio`` x the first loss and more than
+    ``diverge_noise_z`` sigmas above it. Sigma is :func:`noise_sigma` of the log of those
+    losses only: the blow-up's own swings (1e19 beside 10) say nothing about how far noise
+    throws a point of the level the run came back to. Adds ``level``, ``tail_points``,
+    ``sigma`` and ``tail_start`` (an index) to the hump's numbers."""
+    st = blowup_no_gain(ctx)
+    if st is None:
+        return None
+    th = ctx.th
+    first = st["first"]
+    if st["peak"] < th.blowup_wreck_factor * max(first, st["end"]):
+        return None
+    v = st["s"].values
+    after = int(np.flatnonzero(v > st["bar"])[-1]) + 1
+    tail = v[after:]
+    m = tail.size
+    if m < max(3, th.diverge_level_points):
+        return None
+    level = float(median(tail))
+    sigma = noise_sigma(np.log(tail))
+    # the first loss is one point with the tail's noise; the level, a median of m of them
+    if level < th.diverge_ratio * first or math.log(level / first) <= th.diverge_noise_z * math.hypot(
+        sigma, level_se(sigma, m)
+    ):
+        return None
+    return {**st, "level": level, "tail_points": m, "sigma": sigma, "tail_start": after}
+
+
+@rule(
+    "TP-BLOWUP-ENDS-HIGH",
+    Level.FAIL,
+    "diverge",
+    "the loss blew up by orders of magnitude from its start and ends above where it started",
+    needs=[Need("loss", "min_trend_points", positive=True, all_finite=True)],
+    thresholds=[
+        "min_trend_points",
+        "blowup_hump_factor",
+        "blowup_hump_share",
+        "dead_min_improvement",
+        "average_fill_slack",
+        "blowup_wreck_factor",
+        "diverge_level_points",
+        "diverge_ratio",
+        "diverge_noise_z",
+    ],
+    least_evidence=(
+        "A hump of block medians {blowup_wreck_factor:g}x above both the first loss and the end level, and at "
+        "least {diverge_level_points} losses after its last point above the hump's bar."
+    ),
+    implies=("TP-BLOWUP-NO-GAIN", "TP-LOSS-SPIKE", "TP-LOSS-STALLED", "TP-LOSS-CLIMB", "TP-NEAR-CHANCE"),
+    # a level held above the best is TP-DIVERGE's; blow-ups that recur late are TP-LOSS-BLOWUPS'
+    implied_by=("TP-DIVERGE", "TP-LOSS-BLOWUPS"),
+    detects=(
+        "TP-BLOWUP-NO-GAIN's blow-up from the first logged loss, of a size no healthy run makes: its highest "
+        "block median (5% of the run) is {blowup_wreck_factor:g}x above both the first loss and the end level "
+        "(the median of the last 10%). After its last point above the hump's bar, at least "
+        "{diverge_level_points} losses hold a level (their median) at least {diverge_ratio:g}x the first loss "
+        "and more than {diverge_noise_z:g} sigmas above it, the sigma read from those losses alone (robust "
+        "point-to-point noise of their log): the run came back down from the blow-up but not to where it "
+        "started. The exclusions of TP-BLOWUP-NO-GAIN hold (a logged schedule of the objective that moved, a "
+        "running average started at zero filling up)."
+    ),
+    why=(
+        "A loss a thousandfold above its start for a block of the run means the weights were wrecked (an "
+        "exploding step, overflow); a run that then settles above its untrained start is worse than its "
+        "initialisation after spending its whole budget. The blow-up's swings would swamp any noise read over "
+        "the whole run, so the comparison with the first loss uses the noise of the level the run came back to."
+    ),
+    not_mean=(
+        "Healthy shapes nearest to it: a warm-up bump or an early spike the run learns past (it ends below its "
+        "start), a blow-up the run recovers from to its first level or below (TP-BLOWUP-NO-GAIN's WARN at most), "
+        "a running average started at zero filling up (it climbs at most 1/(1 - b) and stays at the loss's "
+        "level), a loss whose objective changed as logged (a loss-term weight ramped up), a running sum that "
+        "resets each epoch (its end is no thousandth of its top), and a first log drawn low by noise (the end must "
+        "stand above it by {diverge_noise_z:g} sigmas of the level's own noise)."
+    ),
+    causes="A learning rate far too high from the first step (SGD at 10-30, Adam at 0.5+), no gradient clipping, fp16 overflow without a loss scaler; the units that died in the blow-up leave the model at a worse constant guess.",
+    try_="Restart from scratch with a learning rate 10-100x lower, a warm-up and gradient clipping (max_grad_norm 1.0); check the first 10 steps' loss and gradient norm before a long run.",
+    objectives=("supervised",),
+)
+def check_blowup_ends_high(ctx):
+    st = blowup_ends_high(ctx)
+    if st is None:
+        return
+    s, i, t = st["s"], st["onset"], st["tail_start"]
+    yield ctx.finding(
+        f"the loss blew up to {num(st['peak'])} ({times(st['peak'] / st['first'])} its first value "
+        f"{num(st['first'])}) and ends at {num(st['level'])}, {times(st['level'] / st['first'])} where it started",
+        f"the highest block median is {num(st['peak'])}, first above {num(st['bar'])} at step {step(s.steps[i])} "
+        f"(line {int(s.lines[i])}), {st['above']} of {len(s)} losses above it; the {st['tail_points']} losses "
+        f"after the last of them (steps {step(s.steps[t])}–{step(s.steps[-1])}) hold a median of {num(st['level'])}, "
+        f"{num(math.log(st['level'] / st['first']))} nats above the first loss {num(st['first'])} against a "
+        f"point noise of {num(st['sigma'])} nats there: the run came back from the blow-up but not to its start.",
+        {
+            "first": st["first"],
+            "peak": st["peak"],
+            "level": st["level"],
+            "tail_points": st["tail_points"],
+            "noise_sigma": st["sigma"],
+            "onset_step": float(s.steps[i]),
+        },
+        step=s.steps[i],
+        line=s.lines[i],
+    )
+
+
 @rule(
     "TP-LOSS-BLOWUPS",
     Level.FAIL,

@@ -338,6 +338,34 @@ def test_fairseq_epoch_means_are_the_curve_where_no_interval_is_logged(tmp_path)
     assert [(s, v["loss"]) for s, v in got] == [(e * 281, round(4 - e / 10, 1)) for e in range(1, 6)]
 
 
+def yolov5_results_txt() -> tuple[list[Unit], list]:
+    # YOLOv5's header-less results.txt (before v6): epoch/last, GPU memory, 13 numbers; the
+    # losses go NaN from epoch 3 as a run's do when its losses overflow
+    names = (
+        "train/box_loss",
+        "train/obj_loss",
+        "train/cls_loss",
+        "train/total_loss",
+        "labels",
+        "img_size",
+        "metrics/precision",
+        "metrics/recall",
+        "metrics/mAP_0.5",
+        "metrics/mAP_0.5:0.95",
+        "val/box_loss",
+        "val/obj_loss",
+        "val/cls_loss",
+    )
+    units, want = [], []
+    for e in range(5):
+        box, obj, cls = (0.12 - e / 100, 0.055, 0.038) if e < 3 else (math.nan,) * 3
+        row = (box, obj, cls, box + obj + cls, 75, 640, 0.05 * e, 0.02 * e, 0.04 * e, 0.02 * e, 0.09, 0.035, 0.026)
+        cells = "".join("%10.4g" % x for x in row)
+        units.append(["%10s%10s" % (f"{e}/4", "3.41G" if e else "0G") + cells + "\n"])
+        want.append((e, {"epoch": float(e), **{k: float("%.4g" % x) for k, x in zip(names, row)}}))
+    return units, want
+
+
 def megatron() -> tuple[list[Unit], list]:
     # Megatron-LM's training line: its step is the iteration, not the "global batch size"
     # beside it, and "number of nan iterations" is a name, not a NaN.
@@ -1250,6 +1278,7 @@ def hf_notebook_eval_table() -> tuple[list[Unit], list]:
 DIALECTS = {
     f.__name__: f
     for f in (
+        yolov5_results_txt,
         clu,
         lightgbm,
         tianshou,

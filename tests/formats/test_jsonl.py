@@ -603,10 +603,17 @@ def test_validation_rows_stepped_by_epoch_are_no_restart(tmp_path) -> None:
         for i in range(10):
             it = 100 * e + 10 * (i + 1)
             loss = 0.05 + 2.0 * math.exp(-it / 30) if e < 2 else 0.5 + (it - 200) / 50
-            rows.append({"lr": 0.02, "loss": loss, "epoch": e + 1, "iter": it, "step": it})
+            rows.append({"lr": 0.02, "loss": loss, "time": 0.35, "epoch": e + 1, "iter": it, "step": it})
         rows.append({"coco/bbox_mAP": 0.1 * e, "time": 0.07, "step": e + 1})
     p = tmp_path / "scalars.json"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     run = read_runlog(p)
     assert len(run.series["loss"]) == 40 and run.series["loss"].steps[0] == 10
     assert not any("runs appended" in n for n in run.notes), run.notes
+    # each evaluation is placed after the last step of its epoch, the last one (ending the
+    # file, no loss after it) too; its own time is the evaluation's, not a train step's
+    assert run.series["coco/bbox_mAP"].steps.tolist() == [100.0, 200.0, 300.0, 400.0]
+    assert run.step_range == (10.0, 400.0)
+    assert run.series["val/time"].values.tolist() == [0.07] * 4
+    assert set(run.series["time"].values.tolist()) == {0.35}
+    assert not any("more than once" in n for n in run.notes), run.notes

@@ -301,6 +301,29 @@ _FLAIR_EPOCH_DONE = re.compile(r"(?<![\w-])EPOCH \d+ done: ")
 _FAIRSEQ_INNER = re.compile(r"(?:train_inner\s*)?\|?\s*epoch \d+:\s+\d+ / \d+ ")
 _FAIRSEQ_EPOCH_MEAN = re.compile(r"(?:train\s*)?\|\s*epoch \d+ \|(?!\s*valid on)")
 _FLAIR_DEV = re.compile(r"(?<![\w-])DEV\s*:\s+")
+#: The rows of the results.txt that YOLOv5 (before v6, 2021) and ultralytics/yolov3 write
+#: once an epoch, with no header: ``epoch/last``, the GPU memory (``3.41G``), then 13
+#: numbers in fixed-width columns (train.py's ``'%10s' * 2 + '%10.4g' * 13``). Named as
+#: YOLOv5's later results.csv names them (its plot_results reads the same columns): the
+#: epoch's mean box, objectness and class losses and their total, the labels and image
+#: size of its last batch, precision, recall, mAP@0.5 and mAP@0.5:0.95 (yolov3 writes an
+#: F1 there), and the validation box, objectness and class losses.
+_YOLO_RESULTS = re.compile(r"\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G?((?:\s+(?:%s)){13})\s*" % _NUM)
+_YOLO_RESULTS_NAMES = (
+    "train/box_loss",
+    "train/obj_loss",
+    "train/cls_loss",
+    "train/total_loss",
+    "labels",
+    "img_size",
+    "metrics/precision",
+    "metrics/recall",
+    "metrics/mAP_0.5",
+    "metrics/mAP_0.5:0.95",
+    "val/box_loss",
+    "val/obj_loss",
+    "val/cls_loss",
+)
 # A Keras progress or summary line: ``12/128 [==>...]``, ``128/128 ━━━━``, ``128/128 - 5s``.
 _KERAS = re.compile(r"^\s*(\d+)/(\d+)\s+(?:\[|━|- )")
 _RULER = re.compile(r"^\s*-{5,}\s*$")
@@ -1452,6 +1475,19 @@ class _Machine:
         self._emit(float(fields[0]), values, lineno)
         return True
 
+    def _yolo_results(self, line: str, lineno: int) -> bool:
+        """A row of YOLOv5's header-less results.txt (see :data:`_YOLO_RESULTS`), emitted at
+        its epoch; True when the line was one."""
+        m = _yolo_row(line)
+        if m is None or int(m.group(1)) > int(m.group(2)):
+            return False
+        values = {"epoch": float(m.group(1))}
+        for name, f in zip(_YOLO_RESULTS_NAMES, m.group(3).split()):
+            values[name] = float(f.replace(",", ""))
+        self.stepped = True
+        self._emit(float(m.group(1)), values, lineno)
+        return True
+
     def _hapi_eval(self, line: str) -> bool:
         """A line of PaddlePaddle's evaluation block (see :data:`_HAPI_EVAL_END`); True when
         it was one. The block's last line's values are the evaluation's, added to the last
@@ -1517,6 +1553,8 @@ class _Machine:
         if (self.ws_header is not None or "epoch" in line or "Epoch" in line) and self._ws_table(line, lineno):
             return
         if self.table is None and not _triggered(line):
+            if "/" in line and self._yolo_results(line, lineno):
+                return
             return
         line = _body(_tail(line))
         if _OWN_LINE.match(line) or _is_config_dump(line):
@@ -1759,6 +1797,12 @@ def _pure(line: str, p: _Parsed, labelled: bool = False) -> bool:
 DEEP_SNIFF_CHARS = 8 << 20
 
 
+def _yolo_row(line: str) -> re.Match | None:
+    """A row of YOLOv5's results.txt (:data:`_YOLO_RESULTS`) in ``line``, after a progress
+    bar's last redraw glued in front of it, or ``None``."""
+    return _YOLO_RESULTS.fullmatch(line.rstrip("\r\n"), _after_glued_bar(line))
+
+
 def _lines_have_training(lines) -> bool:
     m = _Machine(None, None)
     for i, raw in enumerate(lines, 1):
@@ -1952,7 +1996,13 @@ def read_text(f, state) -> Iterator[Record]:
                     "mid-write (a run killed or still writing?), so it was not read"
                 )
                 continue
-        if target.table is not None or target.ws_header is not None or target.nb_header is not None or _triggered(line):
+        if (
+            target.table is not None
+            or target.ws_header is not None
+            or target.nb_header is not None
+            or _triggered(line)
+            or ("/" in line and _yolo_row(line) is not None)
+        ):
             target.feed(line.rstrip("\r\n"), lineno)
     lines.note(state)
     machine.finish()

@@ -290,7 +290,11 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
         nxt = loss_rows[np.searchsorted(loss_rows, rewinds)]
         other_axis = ~np.isfinite(loss[rewinds]) & (nxt < n)
         other_axis[other_axis] = steps[nxt[other_axis]] > reached[rewinds[other_axis] - 1]
-        rewinds = rewinds[~other_axis]
+        moved = _evals_stepped_by_epoch(batches, keys, rewinds, loss, steps, nxt, reached)
+        if moved.any():
+            batches = _restep(batches, rewinds[moved], reached[rewinds[moved] - 1])
+            steps = np.concatenate([b.steps for b in batches])
+        rewinds = rewinds[~(other_axis | moved)]
     starts = [0]
     for r in rewinds.tolist():
         seen = loss[starts[-1] : r]
@@ -342,6 +346,80 @@ def one_run(batches: list[Rows], state) -> list[Rows]:
         a, z = max(lo - off, 0), min(hi - off, len(b))
         if a < z:
             out.append(_slice(b, a, z))
+        off += len(b)
+    return out
+
+
+#: The key OpenMMLab's train rows count their iteration in, beside ``epoch`` and ``step``.
+OPENMMLAB_ITER_KEY = "iter"
+
+
+def _evals_stepped_by_epoch(batches, keys, rewinds, loss, steps, nxt, reached) -> np.ndarray:
+    """Which of the rows at ``rewinds`` (indices where the step goes back) are OpenMMLab's
+    validation rows: in a log whose train rows carry ``epoch`` and ``iter``, a row with
+    metrics, no loss and neither key, whose step is the epoch of the last row before it
+    that logged one (MMEngine's ``vis_data/scalars.json`` steps its validation rows by the
+    epoch they follow), and after which the next loss comes at a step past every one
+    before it, or no loss comes. A boolean array over ``rewinds``."""
+    n = loss.size
+    out = np.zeros(rewinds.size, dtype=bool)
+    if "epoch" not in keys or OPENMMLAB_ITER_KEY not in keys:
+        return out
+    ep_written = _written(batches, "epoch", n)
+    it_written = _written(batches, OPENMMLAB_ITER_KEY, n)
+    ep = _column(batches, "epoch", n)
+    held = np.zeros(n, dtype=bool)
+    off = 0
+    for b in batches:
+        for ks, pos, _ in b.groups:
+            if ks:
+                held[pos + off] = True
+        off += len(b)
+    logged = np.flatnonzero(ep_written & np.isfinite(ep))
+    for i, r in enumerate(rewinds.tolist()):
+        if np.isfinite(loss[r]) or not held[r] or ep_written[r] or it_written[r]:
+            continue
+        before = logged[logged < r]
+        if not before.size or steps[r] != ep[before[-1]]:
+            continue
+        out[i] = nxt[i] >= n or steps[nxt[i]] > reached[r - 1]
+    return out
+
+
+def _restep(batches: list[Rows], rows: np.ndarray, steps: np.ndarray) -> list[Rows]:
+    """``batches`` with the records at indices ``rows`` (into the concatenated batches,
+    ascending) given ``steps`` instead of their own: evaluation rows placed after the last
+    step trained. A key such a row shares with the train rows (OpenMMLab's ``data_time``
+    and ``time`` of the validation loop) is the evaluation's own and is renamed
+    ``val/<key>``, so it neither collides with the train row at that step nor joins the
+    train series."""
+    # which key sets only moved rows hold, over the whole file (however it was batched)
+    moved_sets, stay_sets, off = set(), set(), 0
+    for b in batches:
+        local = rows[(rows >= off) & (rows < off + len(b))] - off
+        for keys, pos, _ in b.groups:
+            moving = np.isin(pos, local)
+            if moving.any():
+                moved_sets.add(keys)
+            if not moving.all():
+                stay_sets.add(keys)
+        off += len(b)
+    train_keys = {k for keys in stay_sets for k in keys}
+    moved_sets = {keys for keys in moved_sets - stay_sets if set(keys) & train_keys}
+    out, off = [], 0
+    for b in batches:
+        m = (rows >= off) & (rows < off + len(b))
+        if m.any():
+            st = b.steps.copy()
+            st[rows[m] - off] = steps[m]
+            groups = [
+                (tuple(f"val/{k}" if k in train_keys else k for k in keys), pos, vals)
+                if keys in moved_sets
+                else (keys, pos, vals)
+                for keys, pos, vals in b.groups
+            ]
+            b = Rows(st, b.lines, groups, b.holes)
+        out.append(b)
         off += len(b)
     return out
 

@@ -59,6 +59,30 @@ def test_a_blowup_that_ends_above_its_start_fails(n, orders, width):
     assert judged >= 3
 
 
+@pytest.mark.parametrize("n", [300, 3000, 20000])
+@pytest.mark.parametrize("points", [3, 6])
+def test_a_blowup_of_a_few_steps_that_leaves_the_model_worse_fails(n, points):
+    # SGD at lr 50: 1.40 -> 8.7e24 in six steps, then a dead model at 13-22 for the rest
+    # (helper 93); a block median of 5% of the run never sees so short a blow-up
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        sigma, end_ratio = (0.05, 0.3)[seed % 2], (5.0, 12.0)[seed % 2]
+        loss = 1.4 * end_ratio * np.exp(sigma * rng.standard_normal(n))
+        loss[0] = 1.4
+        loss[1 : 1 + points] = 1.4 * 10 ** rng.uniform(6, 24, points)
+        rep = judge_runlog(run_of(loss=loss))
+        assert rep.verdict is Level.FAIL and fail_ids(rep) & {RULE, "TP-DIVERGE"}, (n, points, seed, rep.ids())
+
+
+def test_two_blown_points_are_no_blowup_here():
+    # under blowup_points losses above the bar: a logging glitch as much as a blow-up
+    n = 300
+    rng = np.random.default_rng(1)
+    loss = 5.0 * np.exp(0.05 * rng.standard_normal(n))
+    loss[0], loss[1:3] = 1.0, 1e12
+    assert RULE not in judge_runlog(run_of(loss=loss)).ids()
+
+
 def test_the_new_users_sgd_at_lr_30_fails():
     """The console capture that drew only TP-BLOWUP-NO-GAIN: 1.398 at step 0, 7.2e7 at step
     5, losses to 5.5e19 with some back near 10 until step 180, then 3.2-19.3."""

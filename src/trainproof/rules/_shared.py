@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .._arrays import intersect1d, quantile
-from ..aliases.loss_fallback import loss_candidate
+from ..aliases.loss_fallback import LOSS_KIND_WORDS, loss_candidate
 from ..aliases.table import GROUP_SUFFIX
 from ..aliases.vocabulary import words
 from ._fmt import num
@@ -399,14 +399,27 @@ def _implied_kl_weight(ctx, best_step: float) -> str | None:
 #: :data:`KL_WEIGHT_WORDS`: ``kl_weight``, ``aux_weight``, ``lambda_reg``) is a weight of
 #: the objective: a KL term, an auxiliary head's loss, a penalty.
 LOSS_TERM_WORDS = frozenset({"kl", "kld", "aux", "auxiliary"}) | PENALTY_WORDS
+#: Words of a key that names a loss, or a term by the kind of loss it is, whose weight
+#: (with one of :data:`LOSS_WEIGHT_WORDS`: ``loss_weight``, ``mse_weight``, ``lambda_ce``)
+#: is a weight of the objective: a multi-task run that switches an unnormalised MSE term on
+#: after its first logs, its weight logged as ``mse_weight``, blew up 1.1 -> 4,660 by design
+#: (helper 93). Not with ``scale``: ``loss_scale`` is fp16's loss scaler, which the
+#: optimizer divides out again.
+LOSS_NAME_WORDS = frozenset({"loss", "losses"}) | LOSS_KIND_WORDS
+LOSS_WEIGHT_WORDS = KL_WEIGHT_WORDS - {"scale", "warmup"}
 
 
 def _schedule_kind(w: set) -> tuple[bool, bool, bool, bool]:
     """``(weight, size, stage, noise)``: whether a key of words ``w`` logs a loss-term
-    weight (:data:`OBJECTIVE_WEIGHT_WORDS`, or one of :data:`LOSS_TERM_WORDS` with one of
-    :data:`KL_WEIGHT_WORDS`), an example size, a curriculum's stage (or a size) or a noise
+    weight (:data:`OBJECTIVE_WEIGHT_WORDS`, one of :data:`LOSS_TERM_WORDS` with one of
+    :data:`KL_WEIGHT_WORDS`, or one of :data:`LOSS_NAME_WORDS` with one of
+    :data:`LOSS_WEIGHT_WORDS`), an example size, a curriculum's stage (or a size) or a noise
     level added to the data (see :func:`objective_schedule`)."""
-    weight = bool(w & OBJECTIVE_WEIGHT_WORDS) or bool(w & LOSS_TERM_WORDS and w & KL_WEIGHT_WORDS)
+    weight = (
+        bool(w & OBJECTIVE_WEIGHT_WORDS)
+        or bool(w & LOSS_TERM_WORDS and w & KL_WEIGHT_WORDS)
+        or bool(w & LOSS_NAME_WORDS and w & LOSS_WEIGHT_WORDS)
+    )
     size = bool(w & EXAMPLE_WORDS and w & SIZE_WORDS) or "resolution" in w
     stage = (bool(w & STAGE_WORDS) or size) and not w & _SCHEDULE_WORDS
     noise = bool(w & NOISE_WORDS) and not w & _MEASURED_NOISE_WORDS

@@ -727,35 +727,65 @@ def check_blowup_no_gain(ctx):
 
 def blowup_ends_high(ctx) -> dict | None:
     """The numbers of a loss that blew up from its first point by orders of magnitude and
-    ends above where it started, or ``None``: :func:`blowup_no_gain`'s hump, whose highest
-    block median is at least ``blowup_wreck_factor`` x both the first loss and the end level,
-    and after whose last point above the hump's bar at least ``diverge_level_points`` losses
-    hold a level (their median) at least ``diverge_ratio`` x the first loss and more than
-    ``diverge_noise_z`` sigmas above it. Sigma is :func:`noise_sigma` of the log of those
-    losses only: the blow-up's own swings (1e19 beside 10) say nothing about how far noise
-    throws a point of the level the run came back to. Adds ``level``, ``tail_points``,
-    ``sigma`` and ``tail_start`` (an index) to the hump's numbers."""
-    st = blowup_no_gain(ctx)
-    if st is None:
-        return None
+    ends above where it started, or ``None``. The blow-up: at least ``blowup_points``
+    losses ``blowup_wreck_factor`` x above both the first loss and the level the run ends
+    at, however short (six steps at SGD lr 50 wreck a model as surely as a third of the
+    run). The level: the median of the losses after the last one above
+    ``blowup_hump_factor`` x the larger of the first loss and the end (the median of the
+    last 10%, as :func:`blowup_no_gain` reads a hump), at least ``diverge_level_points`` of
+    them, at least ``diverge_ratio`` x the first loss and more than ``diverge_noise_z``
+    sigmas above it. Sigma is :func:`noise_sigma` of the log of those losses only: the
+    blow-up's own swings (1e19 beside 10) say nothing about how far noise throws a point of
+    the level the run came back to. Not where a logged schedule of the objective moved
+    after the first point, nor where the climb from it has the shape of a running average
+    started at zero filling up. Returns ``s``, ``first``, ``peak`` (the highest loss),
+    ``above`` (the losses above the wreck bar ``bar``), ``onset`` (the first of them),
+    ``level``, ``tail_points``, ``sigma`` and ``tail_start`` (indices)."""
     th = ctx.th
-    first = st["first"]
-    if st["peak"] < th.blowup_wreck_factor * max(first, st["end"]):
+    s = ctx.finite("loss")
+    v = s.values
+    n = v.size
+    first = float(v[0])
+    if not first > 0:
         return None
-    v = st["s"].values
-    after = int(np.flatnonzero(v > st["bar"])[-1]) + 1
+    end = float(median(v[-max(3, n // 10) :]))
+    hump_bar = th.blowup_hump_factor * max(first, end)
+    hump = np.flatnonzero(v > hump_bar)
+    if hump.size < th.blowup_points:
+        return None
+    after = int(hump[-1]) + 1
     tail = v[after:]
     m = tail.size
     if m < max(3, th.diverge_level_points):
         return None
     level = float(median(tail))
+    bar = th.blowup_wreck_factor * max(first, level)
+    wrecked = np.flatnonzero(v > bar)
+    if wrecked.size < th.blowup_points:
+        return None
     sigma = noise_sigma(np.log(tail))
     # the first loss is one point with the tail's noise; the level, a median of m of them
     if level < th.diverge_ratio * first or math.log(level / first) <= th.diverge_noise_z * math.hypot(
         sigma, level_se(sigma, m)
     ):
         return None
-    return {**st, "level": level, "tail_points": m, "sigma": sigma, "tail_start": after}
+    if objective_schedule(ctx, float(s.steps[0])) is not None:
+        return None
+    if _average_filling_up(v, s.steps, th.average_fill_slack) is not None:
+        return None
+    return {
+        "s": s,
+        "first": first,
+        "peak": float(np.max(v)),
+        "above": int(wrecked.size),
+        "bar": bar,
+        "onset": int(wrecked[0]),
+        "level": level,
+        "tail_points": m,
+        "sigma": sigma,
+        "tail_start": after,
+        "hump_bar": hump_bar,
+    }
 
 
 @rule(
@@ -767,8 +797,7 @@ def blowup_ends_high(ctx) -> dict | None:
     thresholds=[
         "min_trend_points",
         "blowup_hump_factor",
-        "blowup_hump_share",
-        "dead_min_improvement",
+        "blowup_points",
         "average_fill_slack",
         "blowup_wreck_factor",
         "diverge_level_points",
@@ -776,21 +805,23 @@ def blowup_ends_high(ctx) -> dict | None:
         "diverge_noise_z",
     ],
     least_evidence=(
-        "A hump of block medians {blowup_wreck_factor:g}x above both the first loss and the end level, and at "
-        "least {diverge_level_points} losses after its last point above the hump's bar."
+        "At least {blowup_points} losses {blowup_wreck_factor:g}x above both the first loss and the level the run "
+        "ends at, and at least {diverge_level_points} losses after the last one above {blowup_hump_factor:g}x the "
+        "first loss and the end."
     ),
     implies=("TP-BLOWUP-NO-GAIN", "TP-LOSS-SPIKE", "TP-LOSS-STALLED", "TP-LOSS-CLIMB", "TP-NEAR-CHANCE"),
     # a level held above the best is TP-DIVERGE's; blow-ups that recur late are TP-LOSS-BLOWUPS'
     implied_by=("TP-DIVERGE", "TP-LOSS-BLOWUPS"),
     detects=(
-        "TP-BLOWUP-NO-GAIN's blow-up from the first logged loss, of a size no healthy run makes: its highest "
-        "block median (5% of the run) is {blowup_wreck_factor:g}x above both the first loss and the end level "
-        "(the median of the last 10%). After its last point above the hump's bar, at least "
-        "{diverge_level_points} losses hold a level (their median) at least {diverge_ratio:g}x the first loss "
-        "and more than {diverge_noise_z:g} sigmas above it, the sigma read from those losses alone (robust "
-        "point-to-point noise of their log): the run came back down from the blow-up but not to where it "
-        "started. The exclusions of TP-BLOWUP-NO-GAIN hold (a logged schedule of the objective that moved, a "
-        "running average started at zero filling up)."
+        "A blow-up of a size no healthy run makes: at least {blowup_points} losses {blowup_wreck_factor:g}x above "
+        "both the first logged loss and the level the run ends at, however few steps it lasted. The level: the "
+        "median of the losses after the last one above {blowup_hump_factor:g}x the larger of the first loss and the "
+        "end (the median of the last 10%), at least {diverge_level_points} of them, at least {diverge_ratio:g}x the "
+        "first loss and more than {diverge_noise_z:g} sigmas above it, the sigma read from those losses alone "
+        "(robust point-to-point noise of their log): the run came back down from the blow-up but not to where it "
+        "started. Not where a logged schedule of the objective moved after the first point (a loss-term weight, a "
+        "stage, an example size), nor where the climb from the first point is a running average started at zero "
+        "filling up (concave, at most {average_fill_slack:g}x (steps + 1) at its second point)."
     ),
     why=(
         "A loss a thousandfold above its start for a block of the run means the weights were wrecked (an "
@@ -818,9 +849,10 @@ def check_blowup_ends_high(ctx):
     yield ctx.finding(
         f"the loss blew up to {num(st['peak'])} ({times(st['peak'] / st['first'])} its first value "
         f"{num(st['first'])}) and ends at {num(st['level'])}, {times(st['level'] / st['first'])} where it started",
-        f"the highest block median is {num(st['peak'])}, first above {num(st['bar'])} at step {step(s.steps[i])} "
-        f"(line {int(s.lines[i])}), {st['above']} of {len(s)} losses above it; the {st['tail_points']} losses "
-        f"after the last of them (steps {step(s.steps[t])}–{step(s.steps[-1])}) hold a median of {num(st['level'])}, "
+        f"{st['above']} of {len(s)} losses are above {num(st['bar'])} ({times(ctx.th.blowup_wreck_factor)} the "
+        f"larger of the first loss and the level the run ends at), the first at step {step(s.steps[i])} (line "
+        f"{int(s.lines[i])}), the highest {num(st['peak'])}; the {st['tail_points']} losses after the last one above "
+        f"{num(st['hump_bar'])} (steps {step(s.steps[t])}–{step(s.steps[-1])}) hold a median of {num(st['level'])}, "
         f"{num(math.log(st['level'] / st['first']))} nats above the first loss {num(st['first'])} against a "
         f"point noise of {num(st['sigma'])} nats there: the run came back from the blow-up but not to its start.",
         {

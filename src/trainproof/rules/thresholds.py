@@ -2288,15 +2288,15 @@ class Thresholds:
     )
     blowup_wreck_factor: float = threshold(
         1e3,
-        "TP-BLOWUP-ENDS-HIGH (a FAIL): a blow-up from the first point whose block medians rose "
-        "1000x above both the first loss and the run's end level. No healthy supervised run "
-        "holds a loss a thousandfold above where it started for a block of its run, and no "
+        "TP-BLOWUP-ENDS-HIGH (a FAIL): a blow-up of blowup_points losses or more 1000x above "
+        "both the first loss and the level the run ends at. No healthy supervised run logs "
+        "losses a thousandfold above where it started and then ends above that start, and no "
         "logging artefact makes one that comes back down: a running average started at zero "
         "climbs at most 1/(1 - b) from its first log (1000x needs b = 0.999 logged from step "
         "1) and then stays at the loss's level, not a thousandfold below its top. The new "
         "user's SGD at lr 30 went 1.398 -> 1.9e19 -> ends 9.8 (ln 4 = 1.39) and drew only "
-        "TP-BLOWUP-NO-GAIN's WARN; the MLP at SGD lr 10 above went 1.39 -> 1e23 -> 2.2. With "
-        "that evidence the end need only stand above the first loss by diverge_ratio and by "
+        "TP-BLOWUP-NO-GAIN's WARN; the MLP at SGD lr 10 above went 1.39 -> 1e23 -> 2.2; helper "
+        "93's SGD at lr 50 went 1.40 -> 8.7e24 in six steps and held 13-22. With that evidence the end need only stand above the first loss by diverge_ratio and by "
         "diverge_noise_z sigmas of the noise after the last blow-up point.",
         unit="ratio",
         valid=FACTOR,

@@ -379,8 +379,8 @@ def _evals_stepped_by_epoch(batches, keys, rewinds, loss, steps, nxt, reached) -
     for i, r in enumerate(rewinds.tolist()):
         if np.isfinite(loss[r]) or not held[r] or ep_written[r] or it_written[r]:
             continue
-        before = logged[logged < r]
-        if not before.size or steps[r] != ep[before[-1]]:
+        j = int(np.searchsorted(logged, r)) - 1
+        if j < 0 or steps[r] != ep[logged[j]]:
             continue
         out[i] = nxt[i] >= n or steps[nxt[i]] > reached[r - 1]
     return out

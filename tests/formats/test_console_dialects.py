@@ -366,6 +366,47 @@ def yolov5_results_txt() -> tuple[list[Unit], list]:
     return units, want
 
 
+@pytest.mark.parametrize(
+    "row",
+    [
+        # no G after the memory: a profiler's table
+        "{e:>10}{m:>10}{a:10.4g}{b:10.4g}{c:10.4g}{t:10.4g}{n:10d}{s:10d}" + "{x:10.4g}" * 7,
+        # fractions where YOLOv5 counts labels and pixels
+        "{e:>10}{m:>9}G{a:10.4g}{b:10.4g}{c:10.4g}{t:10.4g}{x:10.4g}{x:10.4g}" + "{x:10.4g}" * 7,
+        # a fourth column that is no sum of the three before it
+        "{e:>10}{m:>9}G{a:10.4g}{b:10.4g}{c:10.4g}{x:10.4g}{n:10d}{s:10d}" + "{x:10.4g}" * 7,
+    ],
+)
+def test_a_table_shaped_like_yolov5_results_is_not_read_as_one(tmp_path, row):
+    # a benchmark's table: a k/N first column, then 14 numbers, growing down the file
+    lines = []
+    for i in range(40):
+        a, b, c = 0.1 + i / 100, 0.05 + i / 50, 0.03
+        lines.append(
+            row.format(e=f"{i}/39", m=f"{1 + i / 10:.3g}", a=a, b=b, c=c, t=a + b + c, n=75 + i, s=640, x=0.5 + i)
+            + "\n"
+        )
+    p = write(tmp_path, [lines], "bench.txt")
+    with pytest.raises(NotALog):
+        open_log(p)
+
+
+def test_fairseq_tqdm_epoch_means_are_no_points_beside_its_bars(tmp_path):
+    # --log-format tqdm: the bar's postfix holds the per-interval values; the end-of-epoch
+    # line restates the epoch's mean
+    lines = []
+    for e in (1, 2):
+        for k in (1, 2):
+            u = (e - 1) * 200 + k * 100
+            lines.append(
+                f"epoch {e:03d}:  {k * 50}%|#####     | {k * 100}/200 [00:31<00:10, 3.2it/s, loss={5 - u / 200:.3f}, "
+                f"num_updates={u}, lr=0.0005]\n"
+            )
+        lines.append(f"epoch {e:03d} | loss {9 - e:.3f} | nll_loss 3.9 | num_updates {e * 200} | lr 0.0005\n")
+    got = records(write(tmp_path, [lines]))
+    assert [v["loss"] for _, v in got if "loss" in v] == [4.5, 4.0, 3.5, 3.0]
+
+
 def megatron() -> tuple[list[Unit], list]:
     # Megatron-LM's training line: its step is the iteration, not the "global batch size"
     # beside it, and "number of nan iterations" is a name, not a NaN.

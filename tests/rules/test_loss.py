@@ -1378,6 +1378,19 @@ def test_objective_changed_a_smoothing_or_penalty_weight_ramped_up(key):
     assert "TP-DIVERGE" not in rep.ids() and "TP-OBJECTIVE-CHANGED" in rep.ids(), rep.ids()
 
 
+@pytest.mark.parametrize("key", ["loss_weight", "aux_weight", "mse_weight", "kl_weight"])
+def test_a_weight_that_climbed_a_little_explains_no_blowup_of_the_loss(key):
+    # a weight 1 -> 1.5 scales its term 1.5x at most: a loss that rose 800x diverged (helper 94)
+    n = 300
+    rng = np.random.default_rng(4)
+    t = np.arange(n) / n
+    loss = np.where(t < 0.5, 2.0 * np.exp(-6 * t) + 0.1, 0.1 * 800 ** ((t - 0.5) / 0.5)) + 0.1
+    loss = loss * np.exp(0.03 * rng.standard_normal(n))
+    weight = np.where(t < 0.5, 1.0, 1.5)
+    rep = judge(loss=loss, **{key: weight})
+    assert "TP-DIVERGE" in rep.ids() and "TP-OBJECTIVE-CHANGED" not in rep.ids(), rep.ids()
+
+
 @pytest.mark.parametrize("key", ["loss_scale", "train/loss_scale", "scaler_scale"])
 def test_a_climbing_fp16_loss_scale_explains_no_divergence(key):
     # fp16's loss scaler doubles after every run of finite steps: a factor the optimizer

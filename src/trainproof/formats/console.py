@@ -292,14 +292,17 @@ _ESPNET_VALID = re.compile(r"\[valid\]\s*([^\[\n]*)")
 #: (no step of the per-iteration series), and ``DEV : loss 1.43 - f1-score (micro avg)
 #: 0.20`` is the evaluation on the dev split after it.
 _FLAIR_EPOCH_DONE = re.compile(r"(?<![\w-])EPOCH \d+ done: ")
-#: fairseq's per-interval line, ``train_inner | epoch 002:   100 / 1100 loss=…`` (before its
-#: Hydra era, ``| epoch 002:   100 / 1100 loss=…``), and the end-of-epoch line after "end of
-#: epoch 2 (average epoch stats below)", ``train | epoch 002 | loss 9.707 | … | num_updates
-#: 2200`` (``| epoch 002 | loss …``): the epoch's mean restated at the last update, above the
-#: per-interval curve of a falling loss. Where per-interval lines are logged it is no point
-#: of the curve; where they are not (a log interval longer than an epoch) it is the curve.
-_FAIRSEQ_INNER = re.compile(r"(?:train_inner\s*)?\|?\s*epoch \d+:\s+\d+ / \d+ ")
-_FAIRSEQ_EPOCH_MEAN = re.compile(r"(?:train\s*)?\|\s*epoch \d+ \|(?!\s*valid on)")
+#: fairseq's per-interval line, ``train_inner | epoch 002:   100 / 1100 loss=…,
+#: num_updates=1200, …`` (before its Hydra era ``| epoch 002:   100 / 1100 …``; with
+#: ``--log-format tqdm`` a bar ``epoch 002:   9%|…| 100/1100 [… num_updates=1200 …]``), and
+#: the end-of-epoch line after "end of epoch 2 (average epoch stats below)", ``train |
+#: epoch 002 | loss 9.707 | … | num_updates 2200`` (``| epoch 002 | loss …``, ``epoch 002 |
+#: loss …``): the epoch's mean restated at the last update, above the per-interval curve of
+#: a falling loss. Where per-interval lines are logged it is no point of the curve; where
+#: they are not (a log interval longer than an epoch) it is the curve. fairseq pads the
+#: epoch to 3 digits and names ``num_updates`` on both.
+_FAIRSEQ_INNER = re.compile(r"(?:train(?:_inner)?\s*)?\|?\s*epoch \d{3,}:.*\bnum_updates=\d")
+_FAIRSEQ_EPOCH_MEAN = re.compile(r"(?:train\s*)?\|?\s*epoch \d{3,} \|(?!\s*valid on).*\|\s*num_updates \d")
 _FLAIR_DEV = re.compile(r"(?<![\w-])DEV\s*:\s+")
 #: The rows of the results.txt that YOLOv5 (before v6, 2021) and ultralytics/yolov3 write
 #: once an epoch, with no header: ``epoch/last``, the GPU memory (``3.41G``), then 13
@@ -308,7 +311,7 @@ _FLAIR_DEV = re.compile(r"(?<![\w-])DEV\s*:\s+")
 #: epoch's mean box, objectness and class losses and their total, the labels and image
 #: size of its last batch, precision, recall, mAP@0.5 and mAP@0.5:0.95 (yolov3 writes an
 #: F1 there), and the validation box, objectness and class losses.
-_YOLO_RESULTS = re.compile(r"\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G?((?:\s+(?:%s)){13})\s*" % _NUM)
+_YOLO_RESULTS = re.compile(r"\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G((?:\s+(?:%s)){13})\s*" % _NUM)
 _YOLO_RESULTS_NAMES = (
     "train/box_loss",
     "train/obj_loss",
@@ -1478,14 +1481,13 @@ class _Machine:
     def _yolo_results(self, line: str, lineno: int) -> bool:
         """A row of YOLOv5's header-less results.txt (see :data:`_YOLO_RESULTS`), emitted at
         its epoch; True when the line was one."""
-        m = _yolo_row(line)
-        if m is None or int(m.group(1)) > int(m.group(2)):
+        row = _yolo_row(line)
+        if row is None:
             return False
-        values = {"epoch": float(m.group(1))}
-        for name, f in zip(_YOLO_RESULTS_NAMES, m.group(3).split()):
-            values[name] = float(f.replace(",", ""))
+        epoch, vals = row
+        values = {"epoch": epoch, **dict(zip(_YOLO_RESULTS_NAMES, vals))}
         self.stepped = True
-        self._emit(float(m.group(1)), values, lineno)
+        self._emit(epoch, values, lineno)
         return True
 
     def _hapi_eval(self, line: str) -> bool:
@@ -1797,10 +1799,27 @@ def _pure(line: str, p: _Parsed, labelled: bool = False) -> bool:
 DEEP_SNIFF_CHARS = 8 << 20
 
 
-def _yolo_row(line: str) -> re.Match | None:
-    """A row of YOLOv5's results.txt (:data:`_YOLO_RESULTS`) in ``line``, after a progress
-    bar's last redraw glued in front of it, or ``None``."""
-    return _YOLO_RESULTS.fullmatch(line.rstrip("\r\n"), _after_glued_bar(line))
+def _yolo_row(line: str) -> tuple[float, list[float]] | None:
+    """The epoch and the 13 values of a row of YOLOv5's results.txt (:data:`_YOLO_RESULTS`)
+    in ``line``, after a progress bar's last redraw glued in front of it, or ``None``. The
+    row must hold together as that file's rows do, so that another table of numbers with a
+    ``k/N`` first column is not read as one: the memory in ``G``, whole numbers of labels
+    and pixels, an epoch within the last, and the total loss the sum of the three printed
+    before it (each to 4 significant digits; NaN where one of them is)."""
+    m = _YOLO_RESULTS.fullmatch(line.rstrip("\r\n"), _after_glued_bar(line))
+    if m is None or int(m.group(1)) > int(m.group(2)):
+        return None
+    vals = [float(f.replace(",", "")) for f in m.group(3).split()]
+    if not all(math.isfinite(x) and x >= 0 and x.is_integer() for x in vals[4:6]):
+        return None
+    box, obj, cls, total = vals[:4]
+    parts = box + obj + cls
+    if math.isnan(parts) or math.isnan(total):
+        if not (math.isnan(parts) and math.isnan(total)):
+            return None
+    elif not abs(total - parts) <= 2e-3 * max(abs(total), abs(parts)) + 1e-12:
+        return None
+    return float(m.group(1)), vals
 
 
 def _lines_have_training(lines) -> bool:

@@ -462,7 +462,15 @@ def objective_moved_between(ctx, lo_step: float, hi_step: float) -> tuple[str, f
     return None
 
 
-def objective_schedule(ctx, best_step: float) -> str | None:
+#: How far beyond the factor a loss-term weight climbed by a rise of the loss may go and still
+#: be that weight's doing: a term weighted r times more adds at most r times what it added,
+#: so the total rises at most r-fold, the term itself still being learned down; twice that
+#: leaves room for a term that is not yet falling when its weight is raised. A weight 1 ->
+#: 1.5 logged beside a loss that rose 800x (helper 94) explains none of it.
+WEIGHT_RISE_SLACK = 2.0
+
+
+def objective_schedule(ctx, best_step: float, rise: float | None = None) -> str | None:
     """A logged schedule of the objective that moved after ``best_step``: a loss-term
     weight (:data:`OBJECTIVE_WEIGHT_WORDS`, a KL weight) or a noise level that a
     curriculum adds to the data (:data:`NOISE_WORDS`, never falling over the run) that
@@ -470,7 +478,9 @@ def objective_schedule(ctx, best_step: float) -> str | None:
     (:data:`STAGE_WORDS`) that took another value, an example size (:data:`SIZE_WORDS`
     of :data:`EXAMPLE_WORDS`) that grew, or a data mixture's weight, a temperature, a batch
     size or a count of negatives (:data:`MIXTURE_WORDS`) that moved that factor either way
-    with the loss falling again after it."""
+    with the loss falling again after it. ``rise`` (a ratio of levels): the climb of the loss
+    to explain; a weight that climbed from ``a > 0`` to ``b`` explains one of at most
+    ``WEIGHT_RISE_SLACK * b / a`` (from 0, any); ``None``: any climb."""
     for name, series in ctx.run.series.items():
         if name in _NOT_OBJECTIVE_SCHEDULES:
             continue
@@ -501,7 +511,7 @@ def objective_schedule(ctx, best_step: float) -> str | None:
                 )
             continue
         if weight:
-            if climbed:
+            if climbed and (rise is None or ref == 0 or rise <= WEIGHT_RISE_SLACK * top / ref):
                 return (
                     f"the loss weight {series.key or name} climbed from {num(ref)} at the best level's step to "
                     f"{num(top)} after it: the loss weighs its terms differently"

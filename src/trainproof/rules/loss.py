@@ -649,7 +649,7 @@ def blowup_no_gain(ctx) -> dict | None:
         return None
     if end < first * (1 - th.dead_min_improvement):
         return None
-    if objective_schedule(ctx, float(s.steps[0])) is not None:
+    if objective_schedule(ctx, float(s.steps[0]), peak / first) is not None:
         return None
     # a running average started at zero fills up from a first log of (1 - b) x the loss
     # and falls with the run: no blow-up, its first log no start (TP-DIVERGE reads it so)
@@ -769,7 +769,7 @@ def blowup_ends_high(ctx) -> dict | None:
         sigma, level_se(sigma, m)
     ):
         return None
-    if objective_schedule(ctx, float(s.steps[0])) is not None:
+    if objective_schedule(ctx, float(s.steps[0]), float(np.max(v)) / first) is not None:
         return None
     if _average_filling_up(v, s.steps, th.average_fill_slack) is not None:
         return None
@@ -3055,7 +3055,9 @@ def check_diverge(ctx):
         "(the median of its last 3 of at least {objective_eval_after} evaluations after the climb began no "
         "higher than its best evaluation, beyond {diverge_noise_z:g} standard errors of the evaluations' own noise where that allowance is at most {objective_eval_resolution:.0%} of the level the eval loss held just before the climb, while the run held the level it climbed from, from the step it first "
         "reached it; with no evaluation then, no higher than its first evaluation in the climb while the train "
-        "loss climbs on by {objective_climb_share:.0%} of its climb after it), a logged loss-term weight (beta, kl_weight, kl_coef, kl_warmup, label_smoothing, l2_weight, reg_weight, …; "
+        "loss climbs on by {objective_climb_share:.0%} of its climb after it), a logged loss-term weight (beta, kl_weight, kl_coef, kl_warmup, label_smoothing, l2_weight, reg_weight, loss_weight, mse_weight, lambda_ce, …, "
+        "from 0, or from a > 0 to b where the climb is at most twice b / a: a term weighted r times more adds at most "
+        "r times what it added; "
         "or a VAE's KL weight read from its logged terms, (loss - reconstruction) / KL; or the loss a weighted sum of "
         "two or more of its logged terms, each fit within 1%, whose weights moved after the best level: a distillation "
         "moving its weight from the teacher's term to the labels') "
@@ -3368,7 +3370,7 @@ def _blowup_state(ctx, start: int, above: int, meds: np.ndarray, centres: np.nda
     # objective (TP-OBJECTIVE-CHANGED), a setting that moved with no eval loss over it
     # (TP-LOSS-CLIMB's WARN).
     best_step, onset_step = float(s.steps[best_idx]), float(s.steps[onset])
-    changed = objective_changed(ctx, best_step, onset_step, best_step, positive=True)
+    changed = objective_changed(ctx, best_step, onset_step, best_step, positive=True, rise=ratio)
     setting = None if changed else _setting_without_eval(ctx, best_step, onset_step)
     if above >= th.blowup_points:
         message = (
@@ -3682,6 +3684,7 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
         # the level held: within its noise gate, or a slow learner's 5%, of the best
         left_level_step(s.steps, v, best * math.exp(max(gate, math.log1p(th.dead_min_improvement))), best_idx),
         positive=True,
+        rise=ratio,
     )
     return dict(
         objective_changed=changed,
@@ -4083,12 +4086,14 @@ def objective_changed(
     reach_step: float,
     left_step: float | None = None,
     positive: bool = False,
+    rise: float | None = None,
 ) -> str | None:
     """Why a climb of the train loss from its best level (at ``best_step``, first reached
     at ``reach_step``, climbing from ``onset_step``) is not a divergence, in a sentence
     with the numbers, or ``None``. ``positive``: the loss is positive, so an eval loss
     may be read within its noise (:func:`_eval_not_worse`); a signed loss is compared
-    strictly.
+    strictly. ``rise``: the climb as a ratio of levels, which a logged loss-term weight
+    must be able to explain (:func:`objective_schedule`); ``None`` for a signed loss.
 
     The loss's levels compare only while it measures one thing. A held-out loss that did
     not get worse over the climb says the model did not (:func:`_eval_not_worse`); a
@@ -4098,7 +4103,7 @@ def objective_changed(
     """
     return (
         _eval_not_worse(ctx, reach_step, onset_step, left_step, positive)
-        or objective_schedule(ctx, best_step)
+        or objective_schedule(ctx, best_step, rise)
         or _accuracy_rose(ctx, best_step, onset_step)
         or _held_out_accuracy_rose(ctx, best_step, onset_step)
     )

@@ -1478,17 +1478,15 @@ class _Machine:
         self._emit(float(fields[0]), values, lineno)
         return True
 
-    def _yolo_results(self, line: str, lineno: int) -> bool:
-        """A row of YOLOv5's header-less results.txt (see :data:`_YOLO_RESULTS`), emitted at
-        its epoch; True when the line was one."""
+    def _yolo_results(self, line: str, lineno: int) -> None:
+        """Emit a row of YOLOv5's header-less results.txt (see :data:`_YOLO_RESULTS`) at its
+        epoch; a line that is none is left alone."""
         row = _yolo_row(line)
         if row is None:
-            return False
+            return
         epoch, vals = row
-        values = {"epoch": epoch, **dict(zip(_YOLO_RESULTS_NAMES, vals))}
         self.stepped = True
-        self._emit(epoch, values, lineno)
-        return True
+        self._emit(epoch, {"epoch": epoch, **dict(zip(_YOLO_RESULTS_NAMES, vals))}, lineno)
 
     def _hapi_eval(self, line: str) -> bool:
         """A line of PaddlePaddle's evaluation block (see :data:`_HAPI_EVAL_END`); True when
@@ -1555,8 +1553,8 @@ class _Machine:
         if (self.ws_header is not None or "epoch" in line or "Epoch" in line) and self._ws_table(line, lineno):
             return
         if self.table is None and not _triggered(line):
-            if "/" in line and self._yolo_results(line, lineno):
-                return
+            if "/" in line:
+                self._yolo_results(line, lineno)
             return
         line = _body(_tail(line))
         if _OWN_LINE.match(line) or _is_config_dump(line):
@@ -2015,14 +2013,12 @@ def read_text(f, state) -> Iterator[Record]:
                     "mid-write (a run killed or still writing?), so it was not read"
                 )
                 continue
-        if (
-            target.table is not None
-            or target.ws_header is not None
-            or target.nb_header is not None
-            or _triggered(line)
-            or ("/" in line and _yolo_row(line) is not None)
-        ):
+        if target.table is not None or target.ws_header is not None or target.nb_header is not None or _triggered(line):
             target.feed(line.rstrip("\r\n"), lineno)
+        elif "/" in line:
+            # the one kind of line read with no trigger word (YOLOv5's results.txt), parsed
+            # here once rather than fed to the machine to fail its trigger again
+            target._yolo_results(line.rstrip("\r\n"), lineno)
     lines.note(state)
     machine.finish()
     for m, _ in per_rank.values():

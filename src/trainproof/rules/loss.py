@@ -619,6 +619,16 @@ def check_loss_at_zero(ctx):
     )
 
 
+def _hump_bar(ctx, v: np.ndarray) -> tuple[float, float]:
+    """``(end, bar)`` of a loss ``v`` (finite, first value positive) for the blow-up
+    readings: its end level (the median of its last 10%, at least 3 points) and the bar a
+    blow-up from the first point rises above, ``blowup_hump_factor`` x the larger of the
+    first loss and that end (a first log that noise drew low is no level to blow up from:
+    a healthy run at its floor under 50% noise has block medians 3x a low first point)."""
+    end = float(median(v[-max(3, v.size // 10) :]))
+    return end, ctx.th.blowup_hump_factor * max(float(v[0]), end)
+
+
 def blowup_no_gain(ctx) -> dict | None:
     """The numbers of a loss that blew up from its first point and came back no lower
     than it started, or ``None``: the block medians (:func:`smoothing_block`) rose to at
@@ -640,10 +650,7 @@ def blowup_no_gain(ctx) -> dict | None:
     if not meds.size:
         return None
     peak = float(np.max(meds))
-    end = float(median(v[-max(3, n // 10) :]))
-    # above the end too: a first log that noise drew low is no level to blow up from (a
-    # healthy run at its floor under 50% noise has block medians 3x a low first point)
-    bar = th.blowup_hump_factor * max(first, end)
+    end, bar = _hump_bar(ctx, v)
     above = int(np.count_nonzero(v > bar))
     if peak < bar or above < max(5, th.blowup_hump_share * n):
         return None
@@ -744,12 +751,10 @@ def blowup_ends_high(ctx) -> dict | None:
     th = ctx.th
     s = ctx.finite("loss")
     v = s.values
-    n = v.size
     first = float(v[0])
     if not first > 0:
         return None
-    end = float(median(v[-max(3, n // 10) :]))
-    hump_bar = th.blowup_hump_factor * max(first, end)
+    _, hump_bar = _hump_bar(ctx, v)
     hump = np.flatnonzero(v > hump_bar)
     if hump.size < th.blowup_points:
         return None
@@ -769,14 +774,15 @@ def blowup_ends_high(ctx) -> dict | None:
         sigma, level_se(sigma, m)
     ):
         return None
-    if objective_schedule(ctx, float(s.steps[0]), float(np.max(v)) / first) is not None:
+    peak = float(np.max(v))
+    if objective_schedule(ctx, float(s.steps[0]), peak / first) is not None:
         return None
     if _average_filling_up(v, s.steps, th.average_fill_slack) is not None:
         return None
     return {
         "s": s,
         "first": first,
-        "peak": float(np.max(v)),
+        "peak": peak,
         "above": int(wrecked.size),
         "bar": bar,
         "onset": int(wrecked[0]),
@@ -824,7 +830,7 @@ def blowup_ends_high(ctx) -> dict | None:
         "filling up (concave, at most {average_fill_slack:g}x (steps + 1) at its second point)."
     ),
     why=(
-        "A loss a thousandfold above its start for a block of the run means the weights were wrecked (an "
+        "Losses a thousandfold above the start, for however few steps, mean the weights were wrecked (an "
         "exploding step, overflow); a run that then settles above its untrained start is worse than its "
         "initialisation after spending its whole budget. The blow-up's swings would swamp any noise read over "
         "the whole run, so the comparison with the first loss uses the noise of the level the run came back to."

@@ -2296,8 +2296,9 @@ class Thresholds:
         "1) and then stays at the loss's level, not a thousandfold below its top. The new "
         "user's SGD at lr 30 went 1.398 -> 1.9e19 -> ends 9.8 (ln 4 = 1.39) and drew only "
         "TP-BLOWUP-NO-GAIN's WARN; the MLP at SGD lr 10 above went 1.39 -> 1e23 -> 2.2; helper "
-        "93's SGD at lr 50 went 1.40 -> 8.7e24 in six steps and held 13-22. With that evidence the end need only stand above the first loss by diverge_ratio and by "
-        "diverge_noise_z sigmas of the noise after the last blow-up point.",
+        "93's SGD at lr 50 went 1.40 -> 8.7e24 in six steps and held 13-22. With that evidence "
+        "the end need only stand above the first loss by diverge_ratio and by diverge_noise_z "
+        "sigmas of the noise after the last blow-up point.",
         unit="ratio",
         valid=FACTOR,
     )

@@ -653,4 +653,9 @@ def test_a_non_finite_norm_at_the_end_is_not_called_a_scaler_skip():
     assert "at the end of the log" in f.message and "loss scaler" not in f.message
     g = [1.0] * 30 + [math.nan] + [1.0] * (n - 31)
     f = one(judge(loss=[2.0 - i * 0.01 for i in range(n)], grad_norm=g), "TP-GRAD-OVERFLOW-SKIPPED")
-    assert "the loss scaler skipped steps" in f.message
+    assert "loss scaler" in f.message and "or a norm too large" in f.message
+    # a logged loss scale names the scaler; without one (an fp32 run whose norm's sum of
+    # squares overflowed, or HF fp16 logging no scale) the message names both causes
+    scale = [65536.0] * 30 + [32768.0] * (n - 30)
+    f = one(judge(loss=[2.0 - i * 0.01 for i in range(n)], grad_norm=g, loss_scale=scale), "TP-GRAD-OVERFLOW-SKIPPED")
+    assert "the loss scaler skipped steps" in f.message and "float format" not in f.message

@@ -522,7 +522,12 @@ def objective_schedule(ctx, best_step: float, rise: float | None = None) -> str 
                 f"{series.key or name} went from {num(ref)} at the best level's step to {num(later)} after it: "
                 "the loss is measured on other data"
             )
-    return _added_loss_term(ctx, best_step) or _implied_kl_weight(ctx, best_step) or _reweighted_terms(ctx, best_step)
+    return (
+        _added_loss_term(ctx, best_step)
+        or _implied_kl_weight(ctx, best_step)
+        or _reweighted_terms(ctx, best_step)
+        or _every_term_fell(ctx, best_step)
+    )
 
 
 def _setting_move(ctx, f, best_step: float, grow_only: bool) -> tuple[float, float, float] | None:
@@ -773,6 +778,42 @@ def _reweighted_terms(ctx, best_step: float) -> str | None:
         f"the loss is a weighted sum of its logged terms {names} with weights {wb} up to the best level's step and "
         f"{wa} from step {num(float(at[start]))} (each fit within {num(100 * REWEIGHT_FIT_TOLERANCE)}%): the loss weighs its "
         "terms differently"
+    )
+
+
+def _every_term_fell(ctx, best_step: float) -> str | None:
+    """Two or more logged terms of the train loss (as :func:`_reweighted_terms` reads them:
+    ``ce_loss``, ``mse_loss``, never a held-out loss), each with at least 6 finite logs and
+    logs after ``best_step``, every one of which ends (median of its last tenth, 3 logs at
+    least) below its level at ``best_step`` (median of its last 3 logs up to it, or of its
+    first 3): "KEY A -> B, …", or ``None``. A total that climbs while every term it adds
+    falls climbs by its weights (a weight ramped up over many steps, which no single
+    reweighting fits), not by the model: a divergence makes the terms themselves worse."""
+    loss = ctx.finite("loss")
+    if not loss.steps.size:
+        return None
+    # a term must be logged into the loss's last tenth: terms that stopped being logged
+    # before the climb say nothing of it
+    end_from = float(loss.steps[-max(3, loss.steps.size // 10)]) if loss.steps.size >= 3 else float(loss.steps[0])
+    fell = []
+    for name, key, _ in _loss_terms(ctx):
+        if measured_held_out(key):
+            continue
+        f = ctx.finite(name)
+        if f.steps.size < 6 or not np.any(f.steps > best_step) or f.steps[-1] < end_from:
+            continue
+        upto = f.values[f.steps <= best_step]
+        ref = float(median(upto[-3:] if upto.size else f.values[:3]))
+        k = max(3, f.values.size // 10)
+        end = float(median(f.values[-k:]))
+        if not end < ref:
+            return None
+        fell.append(f"{key} {num(ref)} -> {num(end)}")
+    if len(fell) < 2:
+        return None
+    return (
+        f"every logged term of the loss ends below its level at the best level's step ({', '.join(fell)}): "
+        "the total climbed by the weights of its terms, not by the model"
     )
 
 

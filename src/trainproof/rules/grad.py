@@ -87,7 +87,7 @@ def check_nan_grad(ctx):
     detects="Non-finite gradient norms followed by finite ones again (or fewer than {nan_grad_sustained_points} at the very end of the log), when no sustained run exists.",
     why="With fp16 a loss scaler skips the optimizer step when gradients overflow and lowers its scale; a few of these are normal, many mean the scale keeps collapsing.",
     not_mean="It does not mean the run is broken; losses and norms around these steps are finite.",
-    causes="fp16 mixed precision with a dynamic loss scaler meeting an overflowing batch; a spike in the loss.",
+    causes="fp16 mixed precision with a dynamic loss scaler meeting an overflowing batch; a spike in the loss; without a scaler, gradients so large that their norm overflows its float format (clipping by that infinite norm zeroes the update).",
     try_="Nothing if it is rare; if it recurs, use bf16, clip gradients, or lower the learning rate.",
 )
 def check_overflow_skipped(ctx):
@@ -102,9 +102,17 @@ def check_overflow_skipped(ctx):
     at_end = isolated[-1][0] + isolated[-1][1] == len(g)
     recovered = len(isolated) - int(at_end)
     tail = f"; the last {isolated[-1][1]} at the end of the log, not yet followed by a finite norm" if at_end else ""
-    # Only norms that came back finite say a loss scaler skipped their steps; one at the
-    # end of the log says nothing yet of why (a run with no scaler whose loss became NaN).
-    why = "the loss scaler skipped steps" if recovered else "at the end of the log, not yet followed by a finite norm"
+    # Only norms that came back finite say their steps were skipped; one at the end of the
+    # log says nothing yet of why (a run with no scaler whose loss became NaN). A logged
+    # loss scale names the scaler; without one the log cannot tell a scaler's skipped steps
+    # (HF Trainer's fp16 logs no scale) from an fp32 norm whose sum of squares overflowed
+    # while the gradients stayed finite (clipping by an infinite norm zeroes the update).
+    if not recovered:
+        why = "at the end of the log, not yet followed by a finite norm"
+    elif "loss_scale" in ctx.run.series and ctx.finite("loss_scale").values.size:
+        why = "the loss scaler skipped steps"
+    else:
+        why = "finite again after them (steps a mixed-precision loss scaler skipped, or a norm too large for its float format)"
     yield ctx.finding(
         f"{total} isolated non-finite gradient norm(s): {why}",
         f"{total} of {len(g)} logged gradient norms are NaN/Inf, in {len(isolated)} run(s) of fewer than "

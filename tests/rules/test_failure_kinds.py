@@ -1873,3 +1873,19 @@ def test_a_rising_return_a_collapse_and_an_early_dip_are_not_a_fall(n, noise, se
     dip = -np.sin(np.pi * np.minimum(t / 0.3, 1)) * 300 + 600 * np.clip((t - 0.3) / 0.7, 0, 1)
     rep = judge_runlog(rl_run(dip + noise * 600 * np.random.default_rng(seed).standard_normal(n)))
     assert "TP-RL-RETURN-FALLING" not in ids(rep)
+
+
+@pytest.mark.parametrize("n", [40, 400])
+def test_the_perplexity_of_something_else_says_nothing_of_the_loss(n):
+    # a likelihood loss negative by design beside a VQ codebook's perplexity (its usage,
+    # 80-300 codes): not exp of the loss, so the loss may be negative (a new user's
+    # generated runs FAILed 44 of 49 times); the model's own perplexity, or one that is
+    # exp of the loss, still says the loss is a cross-entropy
+    loss = np.linspace(2.0, -1.5, n)
+    usage = np.linspace(80.0, 300.0, n)
+    rep = judge_runlog(run_of(loss=loss, codebook_perplexity=usage))
+    assert not any(f.id == "TP-NEGATIVE-LOSS" for f in rep.findings)
+    rep = judge_runlog(run_of(loss=loss, vq_ppl=np.exp(np.abs(loss))))
+    assert "vq_ppl" in one(rep, "TP-NEGATIVE-LOSS").data["because"]
+    rep = judge_runlog(run_of(loss=loss, train_ppl=usage))
+    assert "train_ppl" in one(rep, "TP-NEGATIVE-LOSS").data["because"]

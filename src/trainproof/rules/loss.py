@@ -9,7 +9,7 @@ import numpy as np
 
 from .._arrays import isin, quantile, unique
 from ..aliases import auxiliary_terms, loss_candidate
-from ..aliases.loss_fallback import BITS_LOSS_WORDS
+from ..aliases.loss_fallback import BITS_LOSS_WORDS, EVAL_WORDS, TRAIN_WORDS
 from ..aliases.vocabulary import words
 from ..findings import Level
 from ._checkpoint import best_checkpoint
@@ -491,8 +491,8 @@ def nonnegative_objective(run) -> str | None:
 
     The loss key's words name a cross-entropy, squared/absolute error or CTC loss
     (:data:`NONNEGATIVE_WORDS`, after splitting ``CamelCase``, ``/``, ``_``, ``-``, ``.`` and
-    spaces), or the log also carries a perplexity (``perplexity``, ``ppl``), which is
-    exp(cross-entropy).
+    spaces), or the log also carries a perplexity (``perplexity``, ``ppl``) that is exp of
+    its train or eval loss (:func:`_perplexity_of_a_loss`): exp(cross-entropy).
     """
     s = run.series.get("loss")
     if s is None:
@@ -502,9 +502,47 @@ def nonnegative_objective(run) -> str | None:
     if hit:
         return f"its key {s.key!r} names a {sorted(hit)[0]} loss, which cannot be negative"
     for other in run.series.values():
-        if set(words(other.key)) & {"perplexity", "ppl"}:
+        if set(words(other.key)) & {"perplexity", "ppl"} and _perplexity_of_a_loss(run, other):
             return f"the log carries a perplexity ({other.key}), exp of a cross-entropy, which cannot be negative"
     return None
+
+
+#: How closely the log of a perplexity must track a logged loss, in nats (median absolute
+#: difference over the steps both are logged at), for the perplexity to be that loss's:
+#: exp(loss) printed to 4 significant digits is within 1e-3 nats; 0.05 leaves room for a
+#: perplexity computed from a running mean over the logging interval and no more.
+PERPLEXITY_MATCH_NATS = 0.05
+
+
+def _perplexity_of_a_loss(run, ppl) -> bool:
+    """Whether the perplexity series ``ppl`` is the model's: its key names nothing but a
+    perplexity and a split (``perplexity``, ``train/ppl``, ``eval_perplexity``), or it is
+    exp (or 2 to the power) of the train or eval loss, or of its negation (a sign-flipped
+    loss beside the perplexity of the true cross-entropy), within
+    :data:`PERPLEXITY_MATCH_NATS` at the steps both are logged at. Only then does it say
+    the objective is a cross-entropy: the perplexity of something else (a VQ codebook's
+    usage, ``codebook_perplexity``, beside a likelihood loss negative by design) says
+    nothing of the loss's sign."""
+    if not set(words(ppl.key)) - {"perplexity", "ppl"} - EVAL_WORDS - TRAIN_WORDS:
+        return True
+    p = ppl.values
+    ok = np.isfinite(p) & (p > 0)
+    if not ok.any():
+        return False
+    steps, logp = ppl.steps[ok], np.log(p[ok])
+    for name in ("loss", "eval_loss"):
+        s = run.series.get(name)
+        if s is None:
+            continue
+        fin = np.isfinite(s.values)
+        common, i, j = np.intersect1d(steps, s.steps[fin], return_indices=True)
+        if not common.size:
+            continue
+        a, b = logp[i], np.abs(s.values[fin][j])
+        for scale in (1.0, math.log(2)):
+            if float(median(np.abs(a - scale * b))) <= PERPLEXITY_MATCH_NATS:
+                return True
+    return False
 
 
 @rule(
@@ -514,11 +552,14 @@ def nonnegative_objective(run) -> str | None:
     "a loss that cannot be negative is negative",
     needs=[Need("loss", 1)],
     thresholds=["negative_loss_tol"],
-    least_evidence="One loss below -1e-6, in a run whose log says its objective cannot be negative (the loss key names a cross-entropy, squared or absolute error or CTC loss, or a perplexity is logged).",
+    least_evidence="One loss below -1e-6, in a run whose log says its objective cannot be negative (the loss key names a cross-entropy, squared or absolute error or CTC loss, or a perplexity of the loss is logged).",
     detects=(
         "A finite train loss below -1e-6 in a run whose objective cannot be negative, as the log tells it: the "
         "loss key's words name a cross-entropy (ce, xent, CrossEntropyLoss, logloss, bce), a squared or absolute "
-        "error (mse, mae, rmse, l1, l2, huber), a CTC loss or a perplexity, or the log also logs a perplexity."
+        "error (mse, mae, rmse, l1, l2, huber), a CTC loss or a perplexity, or the log also logs the model's "
+        "perplexity: a key naming only a perplexity and a split (perplexity, train/ppl, eval_perplexity), or one "
+        "that is exp (or 2 to the power) of the train or eval loss, or of their negation, within 0.05 nats at the "
+        "steps both are logged at (the perplexity of something else, a VQ codebook's usage, says nothing of the loss)."
     ),
     why="A cross-entropy or a squared error is a sum of non-negative terms: a negative value means the number logged is not that loss (a sign flip, a regulariser subtracted, label smoothing computed wrongly, an overflow).",
     not_mean="Losses that are negative by design (the NLL of a continuous density, adversarial or domain-adaptation terms, RL objectives) are not judged by this: their keys do not say they cannot be negative.",
@@ -2961,6 +3002,7 @@ DIVERGE_THRESHOLDS = [
     "objective_climb_share",
     "objective_weight_rise",
     "objective_accuracy_rise",
+    "objective_eval_climb_share",
     "objective_fill_max_ratio",
     "dead_min_improvement",
     "dead_trend_z",
@@ -3700,7 +3742,9 @@ def _diverge_level(ctx, climb_only: bool = False) -> dict | None:
         else _setting_without_eval(ctx, float(s.steps[best_idx]), float(s.steps[onset])),
         disputed=None
         if changed or climb_only
-        else _disputed(ctx, float(s.steps[best_idx])) or _evaluated_fine_in_climb(ctx, s, onset, bar),
+        else _disputed(ctx, float(s.steps[best_idx]))
+        or _evaluated_fine_in_climb(ctx, s, onset, bar)
+        or _eval_climbed_less(ctx, float(s.steps[onset]), ratio),
         step=s.steps[best_idx],
         line=s.lines[best_idx],
         message=message,
@@ -3836,6 +3880,58 @@ def _evaluated_fine_in_climb(ctx, s, onset: int, bar: float) -> str | None:
         f"{num(ref)} it held just before the climb, within {pct(math.expm1(gate))} ({ctx.th.diverge_noise_z:g} standard errors of its noise): the model that logged those train losses was no worse on held-out data, "
         f"which a diverged model cannot be (too few evaluations, under {ctx.th.objective_eval_after}, to read the "
         "objective as changed)"
+    )
+
+
+def _eval_climbed_less(ctx, onset_step: float, ratio: float) -> str | None:
+    """Why a climb of the train loss by ``ratio`` (end level over best, from
+    ``onset_step``) is still no divergence to fail on: the held-out loss rose by less than
+    ``objective_eval_climb_share`` of it on the log scale, its rise read at the top of its
+    noise allowance: ``diverge_noise_z`` standard errors of the level before (the median
+    of its last 10 evaluations up to the onset, or of its last 3 where lower) and of the
+    level after (the median of every evaluation after it, at least
+    ``objective_eval_after``, or of its last 3 where higher), with the larger
+    point-to-point noise of the two stretches. A
+    diverged model is worse on held-out data about as much as on its training data; a
+    train loss that climbs alone measures other data. And that rise at most
+    ``objective_eval_resolution`` of the level: an eval loss 35% worse is a model that got
+    worse, whatever the train loss measures. TP-LOSS-CLIMB's warning. ``None``
+    otherwise, or where the eval loss is not positive or repeats one value."""
+    if not ctx.has("eval_loss") or not ratio > 1:
+        return None
+    e = ctx.finite("eval_loss")
+    before = e.values[e.steps <= onset_step]
+    after = e.values[e.steps > onset_step]
+    if before.size < 3 or after.size < ctx.th.objective_eval_after or np.any(e.values <= 0):
+        return None
+    if repeats_one_value(after):
+        return None
+    # the level before the climb from its last 10 evaluations (a noisy eval's last 3 say
+    # little), but never above the median of its last 3: an eval loss still falling there
+    # is compared with where it got to
+    held = before[-10:]
+    ref = min(float(median(held)), float(median(before[-3:])))
+    # the median of every evaluation after the onset, or of its last 3 where higher: an
+    # eval loss that climbs steadily over the climb is judged by where it got to
+    end = max(float(median(after)), float(median(after[-3:])))
+    sigma = max(noise_sigma(np.log(held)), noise_sigma(np.log(after)))
+    gate = ctx.th.diverge_noise_z * math.hypot(level_se(sigma, held.size), level_se(sigma, after.size))
+    rise = math.log(end / ref)
+    share = ctx.th.objective_eval_climb_share
+    # and no more than objective_eval_resolution worse at all: an eval loss 35% up beside a
+    # train loss 10x up is a model that got worse, whatever the train loss measures
+    if rise + gate >= min(share * math.log(ratio), math.log1p(ctx.th.objective_eval_resolution)):
+        return None
+    return (
+        f"the eval loss ({e.key}) went from {num(ref)} (the lower median of its last 3 and last {held.size} "
+        f"evaluations before the climb) to "
+        f"{num(end)} (the higher median of its {after.size} evaluations after it began and of its last 3), "
+        f"{times(end / ref)}, at most "
+        f"{times(math.exp(rise + gate))} within {ctx.th.diverge_noise_z:g} standard errors of its noise, while the "
+        f"train loss climbed {times(ratio)}: under {pct(share)} of the climb on the log scale, and no more than "
+        f"{pct(ctx.th.objective_eval_resolution)} worse. A diverged model is "
+        "worse on held-out data about as much as on its training data; a train loss that climbs alone measures other "
+        "data (a harder stage of a curriculum, a data-loader change)"
     )
 
 

@@ -477,6 +477,28 @@ class Thresholds:
         unit="share",
         valid=SHARE,
     )
+    objective_eval_climb_share: float = threshold(
+        1 / 3,
+        "A train loss that climbs past TP-DIVERGE's bar while the held-out loss rose by less "
+        "than this share of the climb (both on the log scale, the eval loss's rise taken at "
+        "the top of its own noise allowance: diverge_noise_z standard errors of the median of "
+        "its last 10 evaluations before the climb (no higher than that of its last 3) and of "
+        "every evaluation after it (no lower than that of its last 3: an eval loss that climbs "
+        "steadily is judged by where it got to), at least "
+        "objective_eval_after of them), and by at most objective_eval_resolution of its level "
+        "(an eval loss 35% worse beside a train loss 10x up is a model that got worse), is "
+        "disputed, a warning (TP-LOSS-CLIMB), not a failure: "
+        "a diverged model is worse on held-out data about as much as on its training data, and "
+        "a train loss that climbs alone measures other data (a curriculum's harder stage with "
+        "no stage logged, a data-loader change). A new user's generated curricula (helper 97: "
+        "train loss 2.0-2.5x up in one step at the stage change, falling after, ending "
+        "1.5-2.2x above its best; a fixed-set eval loss flat, or 8% up from overfitting) "
+        "FAILed TP-DIVERGE: their eval noise (5%) was too large for the eval loss to show "
+        "the model no worse, but not to show it far less worse than a 1.66x climb. A third: "
+        "an eval loss 1.5x up beside a train loss 2x up (0.58 of the climb) still fails.",
+        unit="share",
+        valid=SHARE,
+    )
     objective_accuracy_rise: float = threshold(
         0.05,
         "A train loss that climbs while the run's own accuracy (train or held-out) ends above "

@@ -1773,3 +1773,35 @@ def test_ranks_printing_different_names_are_all_read_and_a_nan_on_any_rank_is_ke
     assert ev.values.tolist() == [round(1.0 + s / 300, 4) for s in (100, 200, 300)]
     assert np.isnan(loss.values[loss.steps >= 200]).all() and np.isfinite(loss.values[loss.steps < 200]).all()
     assert loss.values[0] == pytest.approx(1.975)  # rank 0's, the lowest rank that printed it
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "'eps': {i}, 'objective/kl': {kl}",  # TRL's PPOTrainer
+        "'clip_ratio/high_max': 0.0, 'completions/mean_length': 120.5",  # keys sorted by a custom logger
+        "'nll': {nll}",  # a likelihood model's loss named as such
+    ],
+)
+def test_a_trainer_dict_with_its_epoch_anywhere_is_a_record(tmp_path: Path, first: str) -> None:
+    # HF's Trainer.log adds 'epoch' to every dict it prints; a dict that starts with another
+    # key was no record (TRL PPO and sorted GRPO captures were not training logs)
+    p = tmp_path / "stdout.txt"
+    lines = ["***** Running training *****\n"]
+    for i in range(1, 6):
+        head = first.format(i=i, kl=0.1 * i, nll=3.0 - 0.2 * i)
+        lines.append(f" {i}/5 [00:0{i}<00:10, 1.2it/s]{{{head}, 'loss': {2.0 - 0.1 * i:.2f}, 'epoch': {i / 10}}}\n")
+    p.write_text("".join(lines))
+    recs = records(p)
+    assert len(recs) == 5 and all(r[1]["epoch"] == pytest.approx((k + 1) / 10) for k, r in enumerate(recs))
+    assert recs[-1][1]["loss"] == pytest.approx(1.5)
+
+
+def test_a_printed_dict_with_an_epoch_and_a_setting_that_is_no_number_is_no_record(tmp_path: Path) -> None:
+    # a configuration printed with its epoch count: a value that is no number makes it one
+    p = tmp_path / "train.log"
+    p.write_text(
+        "{'optimizer': 'adamw', 'epoch': 3, 'lr': 0.001}\n"
+        + "".join(f"{{'loss': {2.0 - 0.1 * i:.2f}, 'epoch': {i / 10}}}\n" for i in range(1, 4))
+    )
+    assert [r[1]["loss"] for r in records(p)] == pytest.approx([1.9, 1.8, 1.7])

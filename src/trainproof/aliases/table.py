@@ -159,6 +159,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "reward": (
         "reward",
         "train/reward",
+        # TRL's PPO/RLOO: the score minus the KL penalty, the objective they maximise (TRL's
+        # docs: "the ultimate objective ... should keep going up"), before the reward
+        # model's raw score, which a policy hacking its reward model raises as the KL runs off
+        "objective/rlhf_reward",
         "objective/scores",
         "rewards/mean",
         "env/reward_mean",
@@ -188,6 +192,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "rollout/return",
         "episode_return",
         "episode/return",
+        "episode/score",  # DreamerV3: the training episodes' return
         # Model-based and off-policy RL loops (Dreamer, MBPO) log only returns: the
         # training episodes' first, else the evaluation episodes' (their return is still the
         # objective; a log with no loss is judged on it rather than not at all).
@@ -196,12 +201,16 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "train_return",
         "mean_return",
         "average_return",
+        "avg_return",
         "train/averagereturns",  # Dopamine's summaries: the mean return per iteration
         "eval_return",
         "eval/return",
         "evaluation/return",
         "eval/averagereturns",
         "eval/mean_reward",  # Stable-Baselines3's EvalCallback
+        "eval/episode_reward",
+        "eval_episode_reward_mean",
+        "evaluation/episode_reward_mean",  # RLlib's evaluation results
         "test_reward",
         "train/rewards/margins",
         "rewards/margins",

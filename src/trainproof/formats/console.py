@@ -120,6 +120,8 @@ _DICT = re.compile(r"\{'(?:loss|eval_[A-Za-z0-9_]+|train_runtime|learning_rate|g
 #: Any flat Python dict with a quoted first key (see :func:`_dict_matches`).
 _PY_DICT = re.compile(r"\{'[A-Za-z_][\w/.-]*'\s*:[^{}]*\}")
 _DICT_KEYS = re.compile(r"""(?:'[^'\\\n]*'|"[^"\\\n]*")[ \t]*:""")
+#: The epoch key of a printed dict, anywhere in it.
+_EPOCH_KEY = re.compile(r"[{,]\s*'epoch'\s*:")
 
 
 #: A JSON dict logged after a record prefix (fairseq's ``--log-format json``: ``… | INFO |
@@ -150,12 +152,17 @@ def _dict_matches(line: str) -> Iterator[tuple[re.Match, dict]]:
             vals = _dict_values(m.group(0))
             if vals is not None:
                 yield m, vals
-        if not hf and "loss" in line:
+        if not hf and ("loss" in line or "'epoch'" in line):
             for m in _PY_DICT.finditer(line):
-                if "loss" in m.group(0) and _DICT_HEAD.search(line, 0, m.start()):
-                    vals = _dict_values(m.group(0))
+                text = m.group(0)
+                headed = "loss" in text and _DICT_HEAD.search(line, 0, m.start())
+                # HF's Trainer.log adds the epoch to every dict it prints, whatever the
+                # first key (TRL's PPO prints 'eps' first, a logger that sorts its keys
+                # any, a likelihood model 'nll')
+                if headed or _EPOCH_KEY.search(text):
+                    vals = _dict_values(text)
                     # numbers only: a dict of metrics, not of settings
-                    if vals and len(vals) == len(_DICT_KEYS.findall(m.group(0))):
+                    if vals and len(vals) == len(_DICT_KEYS.findall(text)):
                         yield m, vals
     if '{"' in line:
         for m in _JSON_DICT.finditer(line):

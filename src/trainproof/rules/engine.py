@@ -762,7 +762,10 @@ def judge_runlog(
         keys = sorted(run.series)
         shown = ", ".join(keys[:15]) + (" …" if len(keys) > 15 else "")
         message = "no loss series found: nothing to judge"
-        evidence = f"metrics in the log: {shown or '(none)'}; name the loss column with --map loss=COLUMN"
+        evidence = (
+            f"metrics in the log: {shown or '(none)'}; name the loss column with --map loss=COLUMN, or an RL run's "
+            "return with --map reward=COLUMN (a return must rise, a loss fall)"
+        )
         data = {"metrics": keys}
         return built([_outcome("TP-NO-LOSS", message, evidence, data=data)], meta=dict(run.meta))
 

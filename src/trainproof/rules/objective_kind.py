@@ -8,11 +8,13 @@ declare ``objectives=("supervised",)`` and are skipped on such runs with the typ
 no gradient) stays judged.
 
 A run is RL when it logs a reward (``reward``, ``rewards/*``, ``*/reward*``,
-``objective/scores``, an episode return (``episode/Return``, baselines' ``rollout/return``,
+``objective/scores``, ``objective/rlhf_reward``, an episode return (``episode/Return``,
+DreamerV3's ``episode/score``, baselines' ``rollout/return``,
 ``*_return``), Stable-Baselines' ``ep_rew_mean`` and EvalCallback's ``eval/mean_reward``,
 RLlib's ``episode_reward_mean``/``episode_return_mean``, CleanRL's ``episodic_return``,
 Dopamine's ``AverageReturns``, Tianshou's ``rew``) or TRL's
-policy/log-probability groups (``policy/*``, ``logps/*``).
+policy/log-probability groups (``policy/*``, ``logps/*``), or when the log has no loss
+and a series read (or mapped with ``--map reward=KEY``) as its reward.
 A ``kl`` key alone is not enough: VAEs log one too. Every name the alias table reads as the
 reward says RL here too (a test holds the two lists together) except ``mean_reward``,
 ``avg_reward`` and ``average_reward``: custom REINFORCE and verifier loops log them beside
@@ -44,12 +46,14 @@ import numpy as np
 from ..runlog import RunLog, Series
 
 _RL_KEY = re.compile(
-    r"(^|/)(rewards?(_[a-z]+)?|objective/scores|env/reward[a-z_]*|episode[/_ ]return|ep_rew_mean)($|/)"
+    r"(^|/)(rewards?(_[a-z]+)?|objective/(scores|rlhf_reward)|env/reward[a-z_]*|episode[/_ ](return|score)|ep_rew_mean)($|/)"
     r"|(^|[/_ ])(episode_|ep_)?returns?(_mean|_history)?$"
     # RLlib's episode_reward_mean / episode_return_mean, a DQN loop's episode_reward,
     # CleanRL's episodic_return,
     # Dopamine's AverageReturns, Tianshou's rew, SB3 EvalCallback's mean_reward under eval/
     r"|(^|/)(episode_(reward|return)(_(mean|min|max))?|ep_reward|episodic_return|averagereturns|rew|test_reward)$"
+    # RLlib's evaluation results under a prefix (eval_episode_reward_mean)
+    r"|^eval_episode_(reward|return)(_mean)?$"
     r"|(^|/)eval/mean_reward$"
     r"|^(policy|logps|train/policy|train/logps)/",
     re.IGNORECASE,
@@ -174,6 +178,10 @@ def detect_objective(run: RunLog) -> tuple[str, list[str]]:
     hits = [k for k in keys if _RL_KEY.search(k)]
     if hits:
         return "rl", hits
+    # a reward (a return) and no loss: whatever its name, or a name the user mapped, the
+    # run is judged by it (a model-based RL log, DreamerV3's, logs returns only)
+    if "reward" in run.series and "loss" not in run.series and "eval_loss" not in run.series:
+        return "rl", [run.series["reward"].key]
     sweep = lr_range_test(run)
     if sweep is not None:
         return "lr_range_test", [sweep]

@@ -35,7 +35,9 @@ def check_rl_objective(ctx):
     if rw is not None:
         v = rw.values[np.isfinite(rw.values)]
         if v.size >= 2:
-            w = max(1, min(5, v.size // 4))
+            # a tenth of the run at each end (5 points at least, a quarter at most): a noisy
+            # reward's first and last 5 points say little of where it went
+            w = max(1, min(v.size // 4, max(5, v.size // 10)))
             first, last = float(median(v[:w])), float(median(v[-w:]))
             extra = f"; reward ({rw.key}) {num(first)} -> {num(last)} (medians of {w} points at each end)"
             data.update(reward_first=first, reward_last=last)
@@ -208,7 +210,12 @@ def reward_pinned(ctx, warn: bool = False) -> dict | None:
     # change_interval gives the fall; a reward that rises has a negative fall.
     if not (-bar < ci[0] and ci[1] < bar):
         return None
-    return {**st, "bar": bar, "share": float(share)}
+    # a reward whose interval of change lies above zero rose measurably, however slowly: no
+    # policy that never moved (the FAIL), and for the warning a slow climb, said as one
+    rising = bool(ci[1] < 0)
+    if rising and not warn:
+        return None
+    return {**st, "bar": bar, "share": float(share), "rising": rising}
 
 
 def _reward_flatness(ctx) -> dict | None:
@@ -276,7 +283,7 @@ def _pinned_finding(ctx, st: dict, message: str, tail: str):
     needs=[Need("reward", "dead_flat_min_points"), Need("kl", 2)],
     thresholds=_PINNED_TH,
     objectives=("rl",),
-    least_evidence="At least {dead_flat_min_points} rewards whose interval of change over the run lies within {rl_flat_noise_share} of their noise and whose second half sits no higher than their first points beyond {diverge_noise_z:g} standard errors, and a KL whose second-half median is above 0 and below {rl_kl_tiny}.",
+    least_evidence="At least {dead_flat_min_points} rewards whose interval of change over the run lies within {rl_flat_noise_share} of their noise, not wholly above zero, and whose second half sits no higher than their first points beyond {diverge_noise_z:g} standard errors, and a KL whose second-half median is above 0 and below {rl_kl_tiny}.",
     detects="On an RL objective, a reward pinned to one level (TP-RL-NO-PROGRESS's evidence) while the KL to the reference policy, logged and non-zero, has a second-half median below {rl_kl_tiny}: the policy has not moved, and the reward says it learned nothing.",
     why="Two independent measures agree that nothing changed: the reward the policy earns and its distance from where it started. A policy that learns moves away from its reference, and a GRPO or PPO run whose KL stays near zero while its reward stays flat has spent its compute on nothing.",
     not_mean="A KL of exactly 0 is not this (TRL logs 0 when the KL coefficient beta is 0); nor a reward that still climbs, however slowly; nor a flat reward whose KL grows (the policy moves: TP-RL-NO-PROGRESS warns).",
@@ -304,7 +311,7 @@ def check_rl_frozen_policy(ctx):
     needs=[Need("reward", "dead_flat_min_points")],
     thresholds=_NO_PROGRESS_TH,
     objectives=("rl",),
-    detects="On an RL objective, at least {dead_flat_min_points} reward points whose {dead_ci_z:g}-sigma interval of change over the run (a least-squares line, its error widened for autocorrelation) lies within {rl_flat_warn_share} of the reward's point-to-point noise in both directions: the reward neither rose nor fell by a measurable amount, and its second half sits no higher than its first points (the first 1%, at least 5; medians) beyond {diverge_noise_z:g} standard errors (a reward that rose early and then held learned). With a KL near zero as well it is TP-RL-FROZEN-POLICY, a FAIL.",
+    detects="On an RL objective, at least {dead_flat_min_points} reward points whose {dead_ci_z:g}-sigma interval of change over the run (a least-squares line, its error widened for autocorrelation) lies within {rl_flat_warn_share} of the reward's point-to-point noise in both directions: the reward moved by less than its noise over the whole run, and its second half sits no higher than its first points (the first 1%, at least 5; medians) beyond {diverge_noise_z:g} standard errors (a reward that rose early and then held learned). Where the interval lies above zero the reward rose measurably but by less than that, and the message says it barely moved. With a KL near zero as well, and no measurable rise, it is TP-RL-FROZEN-POLICY, a FAIL.",
     why="An RL run is judged by its reward: a reward that holds one level for the whole run means the policy is not improving at what it is rewarded for.",
     not_mean="It does not mean the run is broken: a task at its ceiling, a sparse reward that has not yet been found, or a run meant to hold a level (a KL-regularised fine-tune) look like this.",
     causes="A learning rate too small, rewards with no spread inside groups, a reward function that does not depend on the completion, a task far too hard for the policy.",
@@ -318,7 +325,12 @@ def check_rl_no_progress(ctx):
     if frozen is not None and frozen["kl"] is not None and 0 < frozen["kl"] < ctx.th.rl_kl_tiny:
         return  # TP-RL-FROZEN-POLICY's FAIL
     kl = f"The KL's second-half median is {num(st['kl'])}." if st["kl"] is not None else "No KL is logged."
-    yield _pinned_finding(ctx, st, "the reward made no progress: it holds one level over the run", kl)
+    message = (
+        "the reward barely moved: it rose over the run, but by less than its point-to-point noise"
+        if st["rising"]
+        else "the reward made no progress: it holds one level over the run"
+    )
+    yield _pinned_finding(ctx, st, message, kl)
 
 
 @rule(

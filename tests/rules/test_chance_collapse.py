@@ -124,3 +124,26 @@ def test_another_accuracy_far_above_a_guess_rules_out_a_collapse(seed):
     assert one(rep, "TP-CHANCE-LEVEL")
     rep = judge(loss=list(loss), eval_fg_accuracy=acc, eval_cls_accuracy=_accuracy(n, 0.93, seed + 5))
     assert not any("collapsed to ln" in f.message for f in rep.findings), rep.ids()
+
+
+@pytest.mark.parametrize("k", [3, 4, 10])
+@pytest.mark.parametrize("n", [80, 400, 2000])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_collapse_kicked_by_later_spikes_still_fails(k, n, seed):
+    # helper 98: SGD at lr 10, 3.4e15 at the first log, then 2.35-2.40 at ln 10 for 97% of
+    # the run with two kicks (610 at 8%, 1.3e9 at 65%): the stretch was read from the last
+    # kick on, a third of the run, too short, and it only WARNed
+    rng = np.random.default_rng(seed)
+    loss = _blown_then(math.log(k), n, seed, peak=3e15, above=0.03, rel=0.01, fall=2)
+    for at in rng.choice(np.arange(n // 10, n - n // 4), size=2, replace=False):
+        loss[at] = float(10 ** rng.uniform(2.5, 9))
+    rep = judge(loss=list(loss), eval_accuracy=_accuracy(n, 1 / k, seed))
+    f = one(rep, "TP-CHANCE-LEVEL")
+    assert f.level.name == "FAIL" and abs(f.data["classes"] - k) <= (0 if k <= 4 else 1)
+    # from ln 5 on, 3% above ln(k) is also ln(k + 1)'s plain chance band
+    assert "collapsed to ln" in f.message or (k > 4 and "stuck at chance" in f.message)
+    # the same run learning after its last kick is no collapse
+    late = int(np.argmax(loss[n // 10 :] > 100)) + n // 10
+    learned = np.r_[loss[: late + 1], np.geomspace(math.log(k), 0.05, n - late - 1)]
+    acc = [None if a is None else (1 / k if i <= late else 0.95) for i, a in enumerate(_accuracy(n, 1 / k, seed))]
+    assert "TP-CHANCE-LEVEL" not in judge(loss=list(learned), eval_accuracy=acc).ids()

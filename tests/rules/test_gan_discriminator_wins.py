@@ -188,3 +188,23 @@ def test_through_real_formats_the_gan_log_alone_is_judged(tmp_path, fmt):
         assert code == 0
         assert rep["meta"]["objective"] == "adversarial"
         assert rep["mapping"]["loss"]["how"] == "fallback" and "GAN" in rep["mapping"]["loss"]["why"]
+
+
+@pytest.mark.parametrize("onset", [0.04, 0.08, 0.12])
+@pytest.mark.parametrize("n", [100, 1000, 5000])
+def test_a_discriminator_that_wins_fast_inside_the_first_fifth_is_a_warn(onset, n):
+    # helper 96: the discriminator falls 1.2 -> 0.004 and the generator climbs 1 -> 10,
+    # mostly inside the first fifth, whose generator median then sits half way up (5.2):
+    # 1.92x, under the rise bar, PASSed; the generator's start is its first twentieth's
+    for seed in range(4):
+        sigma = (0.05, 0.15, 0.3, 0.1)[seed]
+        rng = np.random.default_rng(seed)
+        t = np.linspace(0, 1, n)
+        k = np.clip((t - onset) / 0.03, 0, 1)
+        d = 1.2 * np.exp(np.log(0.004) * k) * _noise(rng, n, sigma)
+        g = (1.0 + 9.0 * k) * _noise(rng, n, sigma)
+        (f,) = [f for f in _judge(g, d).findings if f.id == RULE]
+        assert f.level is Level.WARN and f.data["generator_start"] < 2.0, (onset, n, seed)
+        # the same game caught up over the last third is no win
+        d[2 * n // 3 :], g[2 * n // 3 :] = 0.7 * _noise(rng, n - 2 * n // 3, sigma), 1.5
+        assert RULE not in _judge(g, d).ids(), (onset, n, seed)

@@ -29,9 +29,11 @@ from .registry import CannotJudge, Need, rule
     detects=(
         "On an adversarial objective with both sides' losses logged and never below 0: over the last "
         "{gan_tail_share:.0%} of the points and over their last third, the discriminator's loss has a median at or "
-        "under {gan_win_ratio:g} of its median over the first fifth, and the generator's median over that tail is at "
-        "least {gan_rise_ratio:g}x its own first-fifth median. A discriminator already at or under {gan_win_ratio:g} "
-        "of ln 2 over its first fifth (it won before the first fifth ended) is measured against ln 2 instead, the loss "
+        "under {gan_win_ratio:g} of its start (the higher of its first fifth's median and its first twentieth's, 3 points at "
+        "least: a discriminator that won within the first fifth has that median half way down), and the generator's median over that tail is at "
+        "least {gan_rise_ratio:g}x its own start (the lower of its first fifth's median and its first twentieth's, 3 points at least: "
+        "a generator that climbed within the first fifth has that median half way up). A discriminator whose start is already at or under {gan_win_ratio:g} "
+        "of ln 2 (it won within its first logs) is measured against ln 2 instead, the loss "
         "per side of a discriminator that cannot tell real from generated, and then the generator's tail median must "
         "be at least {gan_rise_ratio:g}x ln 2. Not judged on a Wasserstein GAN (a critic's key, a Wasserstein distance or a "
         "gradient penalty logged): a critic's loss estimates a distance with no floor that means it won."
@@ -85,6 +87,12 @@ def check_gan_discriminator_wins(ctx):
     d_start, d_end = float(median(d_head)), float(median(d_tail))
     d_last = float(median(d_tail[len(d_tail) - max(1, len(d_tail) // 3) :]))
     g_start, g_end = float(median(g_head)), float(median(g_tail))
+    # a game the discriminator won within the first fifth has both first-fifth medians half
+    # way there: each side's start is also read over its first twentieth (3 points at
+    # least), the discriminator's the higher, the generator's the lower of the two
+    early = max(3, n // 20)
+    d_start = max(d_start, float(median(d.values[:early])))
+    g_start = min(g_start, float(median(g.values[:early])))
     # A discriminator that won within the first fifth has no early level of the game to
     # fall from: it is measured against ln 2, the loss per side of one that cannot tell
     # real from generated (the lower of the two conventions: a mean over both sides, or
@@ -103,9 +111,10 @@ def check_gan_discriminator_wins(ctx):
     i = int(edges[min(first, len(edges) - 2)])
     yield ctx.finding(
         f"the discriminator won the game: {d.key} fell to {num(d_end)} and held while {g.key} climbed to {num(g_end)}",
-        f"{d.key}: median {num(d_start)} over its first fifth, {num(d_end)} over its last "
+        f"{d.key}: {num(d_start)} at its start (the higher median of its first fifth and its first twentieth), {num(d_end)} over its last "
         f"{th.gan_tail_share:.0%} ({len(d_tail)} points) and {num(d_last)} over the last third of those, under "
-        f"{num(th.gan_win_ratio)} of its start; {g.key}: median {num(g_start)} over its first fifth, {num(g_end)} "
+        f"{num(th.gan_win_ratio)} of its start; {g.key}: {num(g_start)} at its start (the lower median of its first fifth "
+        f"and its first twentieth), {num(g_end)} "
         f"over its last {th.gan_tail_share:.0%} ({num(g_end / g_start)}x). From step {step(d.steps[i])} the "
         "discriminator tells real from generated samples almost surely, and the generator gets little gradient.",
         {

@@ -1952,8 +1952,8 @@ NOT_NATS_WORDS = REGRESSION_WORDS | BITS_LOSS_WORDS
 def collapsed_to_chance(ctx, s) -> dict | None:
     """TP-CHANCE-LEVEL's reading of a classifier that blew up and collapsed to a uniform
     guess: the train loss ``s`` (finite, positive) peaks above ``chance_collapse_nats`` in
-    its first fifth (no guess over any label space: a blow-up), and from its last point
-    above ``chance_start_ratio`` x ln(k) on, a stretch of at least ``chance_collapse_share``
+    its first fifth (no guess over any label space: a blow-up), and from its first point
+    after that peak at or under ``chance_start_ratio`` x ln(k) on, a stretch of at least ``chance_collapse_share``
     of the run (and ``min_trend_points``) sits at or just above ln(k) (:func:`chance_level`
     with its band widened up by ``chance_collapse_above``); with a logged accuracy at 1/k
     (:func:`_accuracy_at_chance`) and no logged accuracy above it by more than twice its
@@ -1964,14 +1964,21 @@ def collapsed_to_chance(ctx, s) -> dict | None:
     th = ctx.th
     v = s.values
     n = v.size
-    peak = float(np.max(v[: max(1, n // 5)]))
+    top = int(np.argmax(v[: max(1, n // 5)]))
+    peak = float(v[top])
     if not peak > th.chance_collapse_nats:
         return None
     best = None
     for k in range(2, th.chance_max_classes + 1):
         level = math.log(k)
-        high = np.flatnonzero(v > th.chance_start_ratio * level)
-        i0 = int(high[-1]) + 1 if high.size else 0
+        # the stretch starts where the blow-up ends, at the first point after the peak at
+        # or under chance_start_ratio x ln(k): a later spike inside it (an SGD at lr 10
+        # kicked to 1e9 at one step of 80) is one block's noise to chance_level, not the
+        # start of another stretch
+        down = np.flatnonzero(v[top:] <= th.chance_start_ratio * level)
+        if not down.size:
+            continue
+        i0 = top + int(down[0])
         tail = v[i0:]
         if tail.size < max(th.min_trend_points, th.chance_collapse_share * n):
             continue
@@ -2432,8 +2439,8 @@ _CHANCE_TH = [
         "ln(k) less that margin, and a held-out accuracy (a key naming val, eval, test or dev) whose second "
         "half sits at 1/k (of the class counts it matches, the one nearest the eval loss's first block whose band holds). "
         "Also a classifier that blew up and collapsed to a guess: a train loss above {chance_collapse_nats:g} nats in "
-        "its first fifth (no uniform guess and no initialisation gives that: a blow-up) that, from its last point "
-        "above {chance_start_ratio:g}x ln(k), holds ln(k) or just above it over at least {chance_collapse_share:.0%} of "
+        "its first fifth (no uniform guess and no initialisation gives that: a blow-up) that, from its first point after "
+        "that peak at or under {chance_start_ratio:g}x ln(k) (later spikes inside the stretch are its noise), holds ln(k) or just above it over at least {chance_collapse_share:.0%} of "
         "the run (median from {chance_tol_level:.0%} below to {chance_collapse_above:.0%} above, {chance_share:.0%} of the "
         "block medians in that band widened by their own 99% margin; a constant prediction scores ln(k) or more), with a "
         "logged accuracy at 1/k and no logged accuracy above it."

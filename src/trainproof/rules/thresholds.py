@@ -787,7 +787,8 @@ class Thresholds:
     )
     chance_collapse_share: float = threshold(
         0.5,
-        "The stretch after a blow-up (from its last point above chance_start_ratio x ln(k)) "
+        "The stretch after a blow-up (from its first point after the peak at or under "
+        "chance_start_ratio x ln(k); later spikes inside it are noise to its block medians) "
         "must be at least this share of the run for its level to be read: a collapse held, "
         "not a run still coming down.",
         unit="share",

@@ -67,6 +67,20 @@ def failing_log(path: Path) -> Path:
     return path
 
 
+def write_rows(folder: Path, rows: list[dict], fmt: str, jsonl_name: str = "log.jsonl") -> Path:
+    """Write ``rows`` (dicts of numbers, every row the first row's keys for CSV) as a JSONL
+    log named ``jsonl_name`` (``fmt`` "jsonl") or a ``metrics.csv`` at 6 significant digits
+    (``fmt`` "csv") in ``folder``; returns the path."""
+    if fmt == "jsonl":
+        p = folder / jsonl_name
+        p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        keys = list(rows[0])
+        p = folder / "metrics.csv"
+        p.write_text(",".join(keys) + "\n" + "".join(",".join(f"{r[k]:.6g}" for k in keys) + "\n" for r in rows))
+    return p
+
+
 def run_of(meta=None, **cols):
     length = max(len(c) for c in cols.values())
     recs = []

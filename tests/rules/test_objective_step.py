@@ -10,11 +10,11 @@ readers."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pytest
+from _helpers import write_rows
 
 from conftest import run_cli
 
@@ -58,13 +58,7 @@ def _distill(
 def _judge(tmp_path, rows: list[dict], fmt: str, *, terms: bool = True) -> tuple[int, dict]:
     if not terms:
         rows = [{k: v for k, v in r.items() if k not in ("teacher_loss", "human_loss")} for r in rows]
-    if fmt == "jsonl":
-        p = tmp_path / "distill_log.jsonl"
-        p.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    else:
-        keys = list(rows[0])
-        p = tmp_path / "metrics.csv"
-        p.write_text(",".join(keys) + "\n" + "".join(",".join(f"{r[k]:.6g}" for k in keys) + "\n" for r in rows))
+    p = write_rows(tmp_path, rows, fmt, "distill_log.jsonl")
     code, _, _, doc = run_cli("judge", str(p), "--json")
     return code, doc["reports"][0]
 

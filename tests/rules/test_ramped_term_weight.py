@@ -9,11 +9,11 @@ Generated over lengths, ramp spans, term scales, noise and two readers."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
 import pytest
+from _helpers import write_rows
 
 from conftest import run_cli
 
@@ -44,13 +44,7 @@ def _ramp_run(
 
 
 def _judge(tmp_path, rows: list[dict], fmt: str) -> tuple[int, dict]:
-    if fmt == "jsonl":
-        p = tmp_path / "train_log.jsonl"
-        p.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    else:
-        keys = list(rows[0])
-        p = tmp_path / "metrics.csv"
-        p.write_text(",".join(keys) + "\n" + "".join(",".join(f"{r[k]:.6g}" for k in keys) + "\n" for r in rows))
+    p = write_rows(tmp_path, rows, fmt, "train_log.jsonl")
     code, _, _, doc = run_cli("judge", str(p), "--json")
     return code, doc["reports"][0]
 

@@ -1779,7 +1779,7 @@ def test_ranks_printing_different_names_are_all_read_and_a_nan_on_any_rank_is_ke
     "first",
     [
         "'eps': {i}, 'objective/kl': {kl}",  # TRL's PPOTrainer
-        "'clip_ratio/high_max': 0.0, 'completions/mean_length': 120.5",  # keys sorted by a custom logger
+        "'clip_ratio/high_max': 0.0, 'completions/mean_length': 120.5",  # TRL's GRPO metrics first
         "'nll': {nll}",  # a likelihood model's loss named as such
     ],
 )
@@ -1798,10 +1798,13 @@ def test_a_trainer_dict_with_its_epoch_anywhere_is_a_record(tmp_path: Path, firs
 
 
 def test_a_printed_dict_with_an_epoch_and_a_setting_that_is_no_number_is_no_record(tmp_path: Path) -> None:
-    # a configuration printed with its epoch count: a value that is no number makes it one
+    # a configuration printed with its epoch count (a value that is no number), and a
+    # results table's rows that hold an epoch among other keys (helper 99: read as records,
+    # they drew TP-BLOWUP-NO-GAIN): no trainer's dicts, which end with the epoch
     p = tmp_path / "train.log"
     p.write_text(
         "{'optimizer': 'adamw', 'epoch': 3, 'lr': 0.001}\n"
+        "{'trial': 1, 'lr': 0.01, 'epoch': 30, 'loss': 2.4, 'acc': 0.5}\n"
         + "".join(f"{{'loss': {2.0 - 0.1 * i:.2f}, 'epoch': {i / 10}}}\n" for i in range(1, 4))
     )
     assert [r[1]["loss"] for r in records(p)] == pytest.approx([1.9, 1.8, 1.7])

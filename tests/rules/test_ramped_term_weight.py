@@ -80,3 +80,18 @@ def test_terms_that_stopped_being_logged_before_the_climb_explain_nothing(tmp_pa
         del r["ce_loss"], r["mse_loss"]
     code, rep = _judge(tmp_path, rows, "jsonl")
     assert code == 1 and "TP-DIVERGE" in _fails(rep), rep["findings"]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+@pytest.mark.parametrize("n", [60, 400, 4000])
+def test_a_total_that_outgrows_its_falling_terms_still_fails(tmp_path, fmt, n):
+    # a breaker's divergence (helper 99): an unlogged auxiliary term explodes 300x while the
+    # logged terms fall; the total ends 4.5x up, 2.4 times the logged terms' sum, which no
+    # weight ramped to 1 gives
+    rows = _ramp_run(n, 0.2, 1e2, 0.02, seed=n)
+    for i, r in enumerate(rows):
+        t = i / (n - 1)
+        aux = 0.01 * 300 ** max(0.0, (t - 0.4) / 0.6)
+        r["loss"] = r["ce_loss"] + min(1.0, t / 0.2) * r["mse_loss"] + aux
+    code, rep = _judge(tmp_path, rows, fmt)
+    assert code == 1 and "TP-DIVERGE" in _fails(rep), rep["findings"]

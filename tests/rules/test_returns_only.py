@@ -2,8 +2,8 @@
 ``eval_episode_reward_mean``) is judged on its return, as issue 31 asks: it was NOT-CHECKED
 (TP-NO-LOSS), and mapping the return by hand (``--map reward=KEY``) did not help, while the
 advice to map it as a loss made a collapsed return PASS as a loss that fell. TRL's PPO is
-judged on ``objective/rlhf_reward`` (the score less the KL penalty, what PPO maximises),
-not on the reward model's raw score, which a policy hacking its reward model raises.
+judged on the reward model's score before ``objective/rlhf_reward`` (the score less the
+KL penalty, which falls by design where the KL coefficient is ramped up).
 Generated over lengths, noise, key names and two readers."""
 
 from __future__ import annotations
@@ -68,28 +68,34 @@ def test_a_return_mapped_by_hand_is_judged_as_one(tmp_path):
 
 
 @pytest.mark.parametrize("n", [60, 600])
-def test_trl_ppo_is_judged_on_its_rlhf_reward(tmp_path, n):
-    # a policy hacking its reward model: the raw score climbs while the KL runs off and the
-    # KL-penalised reward PPO maximises falls far below its start
+def test_trl_ppo_is_judged_on_its_score_and_a_kl_penalty_ramp_is_no_collapse(tmp_path, n):
+    # a healthy PPO whose KL coefficient is ramped up (helper 99): the reward model's score
+    # climbs all run while the KL-penalised objective/rlhf_reward rises and then falls below
+    # its start; judged on the score, no collapse. A log holding only the penalised reward
+    # is still read as the reward.
     rng = np.random.default_rng(n)
     t = np.linspace(0, 1, n)
-    scores = -1.0 + 6.6 * t + 0.1 * rng.standard_normal(n)
-    kl = 2.0 * np.exp(6 * t)
-    rlhf = scores - 0.05 * kl
-    history = [
+    scores = 0.2 + 0.9 * t + 0.05 * rng.standard_normal(n)
+    kl = 1.0 + 4.0 * t
+    beta = 0.02 + 0.3 * t**2
+    rlhf = scores - beta * kl
+    rows = [
         {
             "step": 10 * (i + 1),
             "objective/scores": scores[i],
             "objective/kl": kl[i],
             "objective/rlhf_reward": rlhf[i],
-            "objective/non_score_reward": -0.05 * kl[i],
             "loss/policy_avg": 0.01,
             "epoch": t[i],
         }
         for i in range(n)
     ]
     p = tmp_path / "trainer_state.json"
-    p.write_text(json.dumps({"global_step": 10 * n, "log_history": history}))
+    p.write_text(json.dumps({"global_step": 10 * n, "log_history": rows}))
+    code, rep = _judge(p)
+    assert rep["mapping"]["reward"]["source"] == "objective/scores"
+    assert code == 0 and rep["verdict"] in ("PASS", "WARN"), rep["findings"]
+    only = [{k: v for k, v in r.items() if k != "objective/scores"} for r in rows]
+    p.write_text(json.dumps({"global_step": 10 * n, "log_history": only}))
     code, rep = _judge(p)
     assert rep["mapping"]["reward"]["source"] == "objective/rlhf_reward"
-    assert code == 1, rep["findings"]

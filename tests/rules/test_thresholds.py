@@ -155,7 +155,7 @@ def _built_runs():
     mixed = _decay(n)
     mixed[::5] = 0.0
     add(loss=mixed)  # zeros mixed in
-    add(loss=_decay(n) - 1.0, perplexity=list(np.exp(_decay(n))))  # negative loss
+    add(loss=_decay(n) - 1.0, perplexity=list(np.exp(np.abs(_decay(n) - 1.0))))  # negative loss
     add(loss=2.0 * _noise(n, 0.05, 9), learning_rate=lr, grad_norm=[0.0] * n)  # zero grad, flat loss
     add(loss=_decay(n), loss_scale=[65536.0] * 20 + [16.0] * (n - 20))  # scale collapse
     ev_over = np.r_[np.linspace(2, 1, 10), np.linspace(1, 1.6, 10)]

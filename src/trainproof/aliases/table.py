@@ -159,11 +159,11 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "reward": (
         "reward",
         "train/reward",
-        # TRL's PPO/RLOO: the score minus the KL penalty, the objective they maximise (TRL's
-        # docs: "the ultimate objective ... should keep going up"), before the reward
-        # model's raw score, which a policy hacking its reward model raises as the KL runs off
-        "objective/rlhf_reward",
+        # TRL's PPO/RLOO: the reward model's score first; the KL-penalised objective/rlhf_reward
+        # falls by design where the KL coefficient is ramped up (a breaker's healthy runs
+        # FAILed TP-RL-RETURN-COLLAPSE on it) and rises where a negative-KL exploit inflates it
         "objective/scores",
+        "objective/rlhf_reward",
         "rewards/mean",
         "env/reward_mean",
         "reward_mean",

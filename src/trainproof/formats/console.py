@@ -120,8 +120,11 @@ _DICT = re.compile(r"\{'(?:loss|eval_[A-Za-z0-9_]+|train_runtime|learning_rate|g
 #: Any flat Python dict with a quoted first key (see :func:`_dict_matches`).
 _PY_DICT = re.compile(r"\{'[A-Za-z_][\w/.-]*'\s*:[^{}]*\}")
 _DICT_KEYS = re.compile(r"""(?:'[^'\\\n]*'|"[^"\\\n]*")[ \t]*:""")
-#: The epoch key of a printed dict, anywhere in it.
-_EPOCH_KEY = re.compile(r"[{,]\s*'epoch'\s*:")
+#: The epoch a printed dict ends with, or its epoch and then its step: the shape of HF's
+#: ``Trainer.log`` (it adds the epoch to the logs it prints, and newer versions the step
+#: after it), not of a checkpoint's metadata or a results table that holds an epoch among
+#: other keys.
+_EPOCH_KEY = re.compile(r"[{,]\s*'epoch'\s*:\s*[^,{}']+(?:,\s*'step'\s*:\s*[^,{}']+)?\s*\}$")
 
 
 #: A JSON dict logged after a record prefix (fairseq's ``--log-format json``: ``… | INFO |
@@ -156,9 +159,9 @@ def _dict_matches(line: str) -> Iterator[tuple[re.Match, dict]]:
             for m in _PY_DICT.finditer(line):
                 text = m.group(0)
                 headed = "loss" in text and _DICT_HEAD.search(line, 0, m.start())
-                # HF's Trainer.log adds the epoch to every dict it prints, whatever the
-                # first key (TRL's PPO prints 'eps' first, a logger that sorts its keys
-                # any, a likelihood model 'nll')
+                # HF's Trainer.log ends every dict it prints with the epoch (and the
+                # step), whatever the first key (TRL's PPO prints 'eps' first, a
+                # likelihood model 'nll')
                 if headed or _EPOCH_KEY.search(text):
                     vals = _dict_values(text)
                     # numbers only: a dict of metrics, not of settings

@@ -781,14 +781,25 @@ def _reweighted_terms(ctx, best_step: float) -> str | None:
     )
 
 
+#: How far the train loss may outgrow the plain sum of its logged terms between the best
+#: step and the end (their ratio, against the larger of its value at the best step and 1)
+#: for :func:`_every_term_fell` to read the climb as the terms' weights: a weight ramped
+#: from 0 to 1 takes the total to at most the sum; 1.2 leaves room for an unlogged
+#: regulariser of a fifth of the logged terms and no more (a new user's divergence by an
+#: unlogged auxiliary term took the total to 2.4 times the logged terms' sum).
+TERM_SUM_SLACK = 1.2
+
+
 def _every_term_fell(ctx, best_step: float) -> str | None:
     """Two or more logged terms of the train loss (as :func:`_reweighted_terms` reads them:
     ``ce_loss``, ``mse_loss``, never a held-out loss), each with at least 6 finite logs and
     logs after ``best_step``, every one of which ends (median of its last tenth, 3 logs at
     least) below its level at ``best_step`` (median of its last 3 logs up to it, or of its
-    first 3): "KEY A -> B, …", or ``None``. A total that climbs while every term it adds
-    falls climbs by its weights (a weight ramped up over many steps, which no single
-    reweighting fits), not by the model: a divergence makes the terms themselves worse."""
+    first 3), while the total outgrows their plain sum by no more than
+    :data:`TERM_SUM_SLACK`: "KEY A -> B, …", or ``None``. A total that climbs while every
+    term it adds falls climbs by its weights (a weight ramped up over many steps, which no
+    single reweighting fits), not by the model: a divergence makes the terms themselves
+    worse, or a term the log does not show."""
     loss = ctx.finite("loss")
     if not loss.steps.size:
         return None
@@ -796,6 +807,7 @@ def _every_term_fell(ctx, best_step: float) -> str | None:
     # before the climb say nothing of it
     end_from = float(loss.steps[-max(3, loss.steps.size // 10)]) if loss.steps.size >= 3 else float(loss.steps[0])
     fell = []
+    refs, ends = 0.0, 0.0
     for name, key, _ in _loss_terms(ctx):
         if measured_held_out(key):
             continue
@@ -809,7 +821,19 @@ def _every_term_fell(ctx, best_step: float) -> str | None:
         if not end < ref:
             return None
         fell.append(f"{key} {num(ref)} -> {num(end)}")
-    if len(fell) < 2:
+        refs, ends = refs + abs(ref), ends + abs(end)
+    if len(fell) < 2 or not ends > 0:
+        return None
+    # the terms must account for the total at the end as they did at the best step: the
+    # total over their plain sum no higher than it was there (or than 1, a weight ramped up
+    # to 1) by TERM_SUM_SLACK. A total that outgrows its logged terms climbs by a term the
+    # log does not show (an auxiliary loss exploding, a student's loss beside a teacher's
+    # terms, per-step totals beside running means of the terms): a divergence still.
+    upto = loss.values[loss.steps <= best_step]
+    total_ref = float(median(upto[-3:] if upto.size else loss.values[:3]))
+    total_end = float(median(loss.values[-max(3, loss.values.size // 10) :]))
+    share_ref = total_ref / refs if refs > 0 else 0.0
+    if total_end / ends > TERM_SUM_SLACK * max(1.0, share_ref):
         return None
     return (
         f"every logged term of the loss ends below its level at the best level's step ({', '.join(fell)}): "

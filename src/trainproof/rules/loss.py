@@ -9,7 +9,7 @@ import numpy as np
 
 from .._arrays import isin, quantile, unique
 from ..aliases import auxiliary_terms, loss_candidate
-from ..aliases.loss_fallback import BITS_LOSS_WORDS, EVAL_WORDS, TRAIN_WORDS
+from ..aliases.loss_fallback import BITS_LOSS_WORDS
 from ..aliases.vocabulary import words
 from ..findings import Level
 from ._checkpoint import best_checkpoint
@@ -515,16 +515,12 @@ PERPLEXITY_MATCH_NATS = 0.05
 
 
 def _perplexity_of_a_loss(run, ppl) -> bool:
-    """Whether the perplexity series ``ppl`` is the model's: its key names nothing but a
-    perplexity and a split (``perplexity``, ``train/ppl``, ``eval_perplexity``), or it is
-    exp (or 2 to the power) of the train or eval loss, or of its negation (a sign-flipped
-    loss beside the perplexity of the true cross-entropy), within
-    :data:`PERPLEXITY_MATCH_NATS` at the steps both are logged at. Only then does it say
-    the objective is a cross-entropy: the perplexity of something else (a VQ codebook's
-    usage, ``codebook_perplexity``, beside a likelihood loss negative by design) says
-    nothing of the loss's sign."""
-    if not set(words(ppl.key)) - {"perplexity", "ppl"} - EVAL_WORDS - TRAIN_WORDS:
-        return True
+    """Whether the perplexity series ``ppl`` is the loss's: exp (or 2 to the power) of the
+    train or eval loss, or of its negation (a sign-flipped loss beside the perplexity of the
+    true cross-entropy), within :data:`PERPLEXITY_MATCH_NATS` at the steps both are logged
+    at. Only then does it say the objective is a cross-entropy: the perplexity of something
+    else says nothing of the loss's sign, whatever its key (a VQ model logs its codebook's
+    usage as ``perplexity``, 30-430, beside a likelihood loss negative by design)."""
     p = ppl.values
     ok = np.isfinite(p) & (p > 0)
     if not ok.any():
@@ -556,10 +552,10 @@ def _perplexity_of_a_loss(run, ppl) -> bool:
     detects=(
         "A finite train loss below -1e-6 in a run whose objective cannot be negative, as the log tells it: the "
         "loss key's words name a cross-entropy (ce, xent, CrossEntropyLoss, logloss, bce), a squared or absolute "
-        "error (mse, mae, rmse, l1, l2, huber), a CTC loss or a perplexity, or the log also logs the model's "
-        "perplexity: a key naming only a perplexity and a split (perplexity, train/ppl, eval_perplexity), or one "
-        "that is exp (or 2 to the power) of the train or eval loss, or of their negation, within 0.05 nats at the "
-        "steps both are logged at (the perplexity of something else, a VQ codebook's usage, says nothing of the loss)."
+        "error (mse, mae, rmse, l1, l2, huber), a CTC loss or a perplexity, or the log also logs a perplexity that "
+        "is exp (or 2 to the power) of the train or eval loss, or of their negation, within 0.05 nats at the steps "
+        "both are logged at (the perplexity of something else, a VQ codebook's usage logged as perplexity, says "
+        "nothing of the loss)."
     ),
     why="A cross-entropy or a squared error is a sum of non-negative terms: a negative value means the number logged is not that loss (a sign flip, a regulariser subtracted, label smoothing computed wrongly, an overflow).",
     not_mean="Losses that are negative by design (the NLL of a continuous density, adversarial or domain-adaptation terms, RL objectives) are not judged by this: their keys do not say they cannot be negative.",

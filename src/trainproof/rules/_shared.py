@@ -828,7 +828,7 @@ def _every_term_fell(ctx, best_step: float) -> str | None:
     # total over their plain sum no higher than it was there (or than 1, a weight ramped up
     # to 1) by TERM_SUM_SLACK. A total that outgrows its logged terms climbs by a term the
     # log does not show (an auxiliary loss exploding, a student's loss beside a teacher's
-    # terms, per-step totals beside running means of the terms): a divergence still.
+    # terms): a divergence still.
     upto = loss.values[loss.steps <= best_step]
     total_ref = float(median(upto[-3:] if upto.size else loss.values[:3]))
     total_end = float(median(loss.values[-max(3, loss.values.size // 10) :]))

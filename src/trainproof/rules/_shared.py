@@ -668,6 +668,19 @@ def _added_loss_term(ctx, best_step: float) -> str | None:
     return None
 
 
+def _train_terms(ctx):
+    """``(key, finite series)`` of each logged term of the train loss that the term
+    readings (:func:`_reweighted_terms`, :func:`_every_term_fell`) weigh: a train-side
+    loss term (:func:`_loss_terms`) whose key does not name a held-out measurement, with
+    at least 6 finite logs."""
+    for name, key, _ in _loss_terms(ctx):
+        if measured_held_out(key):
+            continue
+        f = ctx.finite(name)
+        if f.steps.size >= 6:
+            yield key, f
+
+
 #: How closely a weighted sum of a loss's logged terms must reproduce the logged total
 #: (root mean square of the relative residual) for :func:`_reweighted_terms` to read the
 #: total as that sum: a total a loop computes from the terms it logs on the same record
@@ -724,11 +737,8 @@ def _reweighted_terms(ctx, best_step: float) -> str | None:
     at = loss.steps
     # a term named by its kind (``ce_loss``) reads as a total; another total beside the
     # mapped loss fits with the same weight on both sides and explains nothing
-    for name, key, _ in _loss_terms(ctx):
-        if measured_held_out(key):
-            continue
-        f = ctx.finite(name)
-        if f.steps.size < 6 or np.unique(f.steps).size != f.steps.size:
+    for key, f in _train_terms(ctx):
+        if np.unique(f.steps).size != f.steps.size:
             continue
         terms.append((key, f))
         at = intersect1d(at, f.steps)
@@ -808,11 +818,8 @@ def _every_term_fell(ctx, best_step: float) -> str | None:
     end_from = float(loss.steps[-max(3, loss.steps.size // 10)]) if loss.steps.size >= 3 else float(loss.steps[0])
     fell = []
     refs, ends = 0.0, 0.0
-    for name, key, _ in _loss_terms(ctx):
-        if measured_held_out(key):
-            continue
-        f = ctx.finite(name)
-        if f.steps.size < 6 or not np.any(f.steps > best_step) or f.steps[-1] < end_from:
+    for key, f in _train_terms(ctx):
+        if not np.any(f.steps > best_step) or f.steps[-1] < end_from:
             continue
         upto = f.values[f.steps <= best_step]
         ref = float(median(upto[-3:] if upto.size else f.values[:3]))

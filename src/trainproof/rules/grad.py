@@ -109,7 +109,7 @@ def check_overflow_skipped(ctx):
     # while the gradients stayed finite (clipping by an infinite norm zeroes the update).
     if not recovered:
         why = "at the end of the log, not yet followed by a finite norm"
-    elif "loss_scale" in ctx.run.series and ctx.finite("loss_scale").values.size:
+    elif ctx.has("loss_scale") and ctx.finite("loss_scale").values.size:
         why = "the loss scaler skipped steps"
     else:
         why = "finite again after them (steps a mixed-precision loss scaler skipped, or a norm too large for its float format)"

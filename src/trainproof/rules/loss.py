@@ -531,10 +531,10 @@ def _perplexity_of_a_loss(run, ppl) -> bool:
         if s is None:
             continue
         fin = np.isfinite(s.values)
-        common, i, j = np.intersect1d(steps, s.steps[fin], return_indices=True)
-        if not common.size:
-            continue
+        i, j = common_steps(steps, s.steps[fin])
         a, b = logp[i], np.abs(s.values[fin][j])
+        if not a.size:
+            continue
         for scale in (1.0, math.log(2)):
             if float(median(np.abs(a - scale * b))) <= PERPLEXITY_MATCH_NATS:
                 return True

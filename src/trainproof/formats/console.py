@@ -99,6 +99,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..aliases.loss_fallback import LOSS_WORDS
 from ..aliases.vocabulary import console_words, is_eval_key, key_words
 from ..runlog import Record
 from ._io import HEAD_BYTES, ReadError, open_binary, open_text
@@ -417,6 +418,7 @@ _SPLIT_NAMES = {
     "test": "test_loss",
 }
 _CE_NAMES = frozenset({"cross_entropy", "ce_mean_words", "ce_mean", "ce_sum", "ce", "xent", "nll"})
+_CE_ENDINGS = tuple("_" + c for c in _CE_NAMES)
 #: What a line needs before it is tokenized: the prefilter that keeps the pure-Python pass
 #: off progress bars and banners. Plain substring tests of the lower-cased line (a regex
 #: alternation with ``re.I`` costs ten times more per line); ``-----`` lets a table's ruler
@@ -543,7 +545,17 @@ def _norm(raw: str) -> str:
 
 
 def _is_loss(key: str) -> bool:
-    return "loss" in key or "cost" in key or key in _CE_NAMES or key.endswith(tuple("_" + c for c in _CE_NAMES))
+    """Whether a normalised key names a loss: ``loss`` or ``cost`` in it, a cross-entropy's
+    name, or a word of the alias vocabulary's loss words (:data:`LOSS_WORDS`: a regression
+    loop's ``mse``, a VAE's ``nelbo``, a byte model's ``bpb``), as the JSONL reader's
+    mapping reads the same key."""
+    return (
+        "loss" in key
+        or "cost" in key
+        or key in _CE_NAMES
+        or key.endswith(_CE_ENDINGS)
+        or not LOSS_WORDS.isdisjoint(key.split("_"))
+    )
 
 
 class _Pair:

@@ -681,6 +681,12 @@ def _train_terms(ctx):
             yield key, f
 
 
+def has_train_terms(ctx) -> bool:
+    """Whether the train loss is logged beside terms of its own (:func:`_train_terms`): an
+    objective that sums several losses, whose total is no single cross-entropy."""
+    return next(_train_terms(ctx), None) is not None
+
+
 #: How closely a weighted sum of a loss's logged terms must reproduce the logged total
 #: (root mean square of the relative residual) for :func:`_reweighted_terms` to read the
 #: total as that sum: a total a loop computes from the terms it logs on the same record

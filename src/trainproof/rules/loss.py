@@ -21,6 +21,7 @@ from ._shared import (
     OPTIMIZER_STEPS_KEY,
     OUTSIDE_KEY,
     fall_shown,
+    has_train_terms,
     log_loss_noise,
     loss_change_interval,
     lr_restart_after,
@@ -1815,12 +1816,21 @@ def accuracy_as_share(v: np.ndarray) -> np.ndarray:
 _TOP1 = re.compile(r"(?:^|[/_ .-])(?:acc|top)[_-]?1(?!\d)")
 
 
+#: Words of an accuracy key that name an adversary's accuracy: a domain classifier's
+#: (DANN), a discriminator's or a critic's, trained against a model whose goal is to hold
+#: it at chance (a domain-adversarial run's ``domain_acc`` of 0.50 beside a task that
+#: learns), so it says nothing of the model's own guessing.
+ADVERSARY_WORDS = frozenset({"domain", "disc", "discriminator", "adversary", "critic"})
+
+
 def is_accuracy_key(key: str) -> bool:
     """Whether a logged key is a top-1 accuracy (train or held-out): it names ``acc`` or
     ``accuracy``, or a top-1 by its k (``val_acc1``, ``top1``), and no top-k (a top-5
-    accuracy sits far above a top-1's chance)."""
+    accuracy sits far above a top-1's chance), nor an adversary's (:data:`ADVERSARY_WORDS`)."""
     low = key.lower()
     if "acc" not in words(key) and "accuracy" not in low and not low.endswith("_acc") and not _TOP1.search(low):
+        return False
+    if not ADVERSARY_WORDS.isdisjoint(words(key)):
         return False
     # a top-k accuracy for k > 1: top5, top_5, top-5, topk, acc@5 (torchvision's spelling)
     return "topk" not in low and not any(int(m) > 1 for m in re.findall(r"(?:top[_-]?|@)(\d+)", low))
@@ -2044,11 +2054,25 @@ def chance_state(ctx) -> dict | None:
             if set(words(series.key)) & NOT_NATS_WORDS:
                 continue  # no cross-entropy in nats: ln(k) is not its guess
             hit = chance_level(series.values, *args)
+            above_band = None
+            if (
+                (hit is None or not _accuracy_at_chance(ctx, hit[0]))
+                and not _blew_up(ctx, s.values)
+                and not has_train_terms(ctx)
+                and next(cross_entropy_terms(ctx), None) is None
+            ):
+                # no level that an accuracy confirms: a guesser's cross-entropy may sit above
+                # it (a blow-up's collapse is collapsed_to_chance's, read from where it ends;
+                # a total of several terms is no single cross-entropy, whatever its level,
+                # and a cross-entropy term beside it is read on its own)
+                guess = _guessing_above(ctx, series.values, args)
+                if guess is not None:
+                    hit, above_band = guess, th.chance_guess_above
             if hit is not None:
                 acc = _accuracy_at_chance(ctx, hit[0])
                 if not acc and not _band_names_level(hit):
                     continue  # too noisy to tell ln(k) from its neighbours, and no accuracy names k
-                st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": acc}
+                st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": acc, "band_above": above_band}
                 st["start"] = start
                 st["from_above"] = start >= th.chance_start_ratio * hit[1]
                 # A held-out accuracy that beats a guess over k says the level is a
@@ -2064,9 +2088,17 @@ def chance_state(ctx) -> dict | None:
                 found.append(st)
         if not found and name == "loss":
             st = _chance_named_by_accuracy(ctx, s)
+            if st is None and _blew_up(ctx, s.values):
+                # past chance_max_classes an accuracy names k only to a quarter of 1/k, and a
+                # loss above the level widens that: only outputs that blew up and collapsed
+                # (no guess and no initialisation reaches chance_collapse_nats) are read there
+                st = _chance_named_by_accuracy(ctx, s, above=th.chance_guess_above)
             if st is not None:
                 st["start"] = start
-                st["from_above"] = start >= th.chance_start_ratio * st["hit"][1]
+                # A start above chance_collapse_nats is a blow-up, not a model that beat a
+                # guess on its way down: the collapse that collapsed_to_chance reads for k up
+                # to chance_max_classes, here for a k the accuracy names.
+                st["from_above"] = start >= th.chance_start_ratio * st["hit"][1] and not _blew_up(ctx, s.values)
                 st["above"] = None
                 st["fails"] = not st["from_above"]
                 found.append(st)
@@ -2092,9 +2124,90 @@ def chance_state(ctx) -> dict | None:
     return ctx.memo("chance_state", compute)
 
 
+def _blew_up(ctx, values: np.ndarray) -> bool:
+    """Whether a train loss (``values``, finite, shape ``(n,)``) peaks above
+    ``chance_collapse_nats`` in its first fifth: no guess over any label space and no
+    initialisation scores that, a blow-up does (:func:`collapsed_to_chance`)."""
+    return bool(values.size) and float(np.max(values[: max(1, values.size // 5)])) > ctx.th.chance_collapse_nats
+
+
+def _guessing_above(ctx, values: np.ndarray, args: tuple) -> tuple | None:
+    """:func:`chance_level`'s hit for a loss ``values`` (finite, positive, shape ``(n,)``)
+    that sits at ln(k) or above it, by up to ``chance_guess_above`` (relative), where the
+    run's accuracy says the classifier guesses over k (:func:`_accuracy_guesses`): a
+    prediction that ignores the input scores ln(k) or more, and a learning rate far too
+    high keeps its logits jittering above the level. ``args``: chance_level's class and
+    tolerance thresholds. A loss above its level does not name k, the accuracy does: of the
+    k whose band the loss sits in and whose 1/k the accuracy sits within its tolerance of
+    (which covers 1/4 and 1/5) and within half ``chance_acc_tol`` of the nearest any k's
+    1/k is to it, the one whose 1/k it sits nearest. ``None`` when none."""
+    gaps = {k: _accuracy_guesses(ctx, k) for k in range(2, ctx.th.chance_max_classes + 1)}
+    named = [g for g in gaps.values() if g is not None]
+    if not named:
+        return None
+    # the accuracy names k as well as any class count does, within half the accuracy's
+    # tolerance floor: 0.289 names 3 (0.044 off) and 4 (0.039 off) alike, but 0.100 names
+    # 10, not 7 (0.043 off), however well a loss above ln 7 fits
+    slack = min(named) + ctx.th.chance_acc_tol / 2
+    best = None
+    for k, gap in gaps.items():
+        if gap is None or gap > slack:
+            continue
+        hit = chance_level(values, *args, classes=(k,), above=ctx.th.chance_guess_above)
+        # a guess never scores below ln(k): an end below it by more than chance_tol_block,
+        # whatever the noise, is a loss leaving a level the accuracy cannot tell from its
+        # neighbour's (1/9 and 1/10 are 0.011 apart), not a guess above it
+        if hit is not None and hit[4] < hit[1] * (1 - args[2]):
+            continue
+        if hit is not None and (best is None or gap < best[0]):
+            best = (gap, hit)
+    return None if best is None else best[1]
+
+
+def _accuracy_guesses(ctx, k: int) -> float | None:
+    """How far from 1/k the run's accuracy sits when it says the classifier guesses over k
+    classes to its end, else ``None``: a logged top-1 accuracy whose second half sits
+    within its tolerance of 1/k on either side (the distance returned), and no logged
+    top-1 accuracy above 1/k by more than its tolerance (:func:`accuracy_tolerance`) over
+    its second half or at the end of the run (the median of its last tenth, at least 3
+    values): a model that starts to learn late leaves 1/k there first."""
+    gaps = []
+    for key, late, tol, in_range in _accuracy_levels(ctx, k):
+        if not in_range or late - 1 / k > tol:
+            return None
+        if abs(late - 1 / k) <= tol:
+            gaps.append(abs(late - 1 / k))
+    if not gaps:
+        return None
+    floor = ctx.th.chance_acc_tol
+    for key, _, v in accuracy_series(ctx):
+        w = max(3, v.size // 10)
+        tail = v[-w:]
+        held = measured_held_out(key)
+        level = float(median(tail)) if held else float(np.mean(tail))
+        if level - 1 / k > accuracy_tolerance(v, 1 / k, floor, 1 if held else tail.size):
+            return None
+    return min(gaps)
+
+
 #: Words of a loss term's key that make it a classifier's cross-entropy (``ce_loss``,
 #: ``xent``, ``nll_loss``, ``cross_entropy``), read by :func:`_cross_entropy_term_at_chance`.
 CROSS_ENTROPY_WORDS = frozenset({"ce", "xent", "crossentropy", "nll"})
+
+
+def cross_entropy_terms(ctx):
+    """``(name, key)`` of each logged cross-entropy term beside the judged train loss: a
+    key with one of :data:`CROSS_ENTROPY_WORDS`, or ``cross`` then ``entropy``, naming no
+    held-out data and no objective in other units (:data:`NOT_NATS_WORDS`), other than the
+    judged loss's own key; in the order of the series' names."""
+    judged = ctx.run.series["loss"].key if "loss" in ctx.run.series else None
+    for name, series in sorted(ctx.run.series.items()):
+        key = series.key or name
+        w = set(words(key))
+        if key == judged or measured_held_out(key) or w & NOT_NATS_WORDS:
+            continue
+        if w & CROSS_ENTROPY_WORDS or ("cross" in w and "entropy" in w):
+            yield name, key
 
 
 def _cross_entropy_term_at_chance(ctx, args: tuple) -> dict | None:
@@ -2119,14 +2232,7 @@ def _cross_entropy_term_at_chance(ctx, args: tuple) -> dict | None:
         or improvement(total.values, end_window(len(total)))[2] > th.dead_min_improvement
     ):
         return None  # the judged objective learned: an auxiliary head at chance is no run at chance
-    judged = ctx.run.series["loss"].key
-    for name, series in sorted(ctx.run.series.items()):
-        key = series.key or name
-        w = set(words(key))
-        if key == judged or measured_held_out(key) or w & NOT_NATS_WORDS:
-            continue
-        if not (w & CROSS_ENTROPY_WORDS or ("cross" in w and "entropy" in w)):
-            continue
+    for name, key in cross_entropy_terms(ctx):
         f = ctx.finite(name)
         if len(f) < th.min_trend_points or not np.all(f.values > 0):
             continue
@@ -2151,7 +2257,7 @@ def _cross_entropy_term_at_chance(ctx, args: tuple) -> dict | None:
     return None
 
 
-def _chance_named_by_accuracy(ctx, s) -> dict | None:
+def _chance_named_by_accuracy(ctx, s, above: float = 0.0) -> dict | None:
     """The chance level of a classifier over more than ``chance_max_classes`` classes,
     where the loss alone cannot name k (ln 101 / ln 100 = 1.002) and the run's own top-1
     accuracy does: among the k whose ln(k) lies within ``chance_tol_level`` of the loss's
@@ -2165,13 +2271,20 @@ def _chance_named_by_accuracy(ctx, s) -> dict | None:
     else the one nearest it; then the loss must sit at that level by :func:`chance_level`'s
     measure. ``s``: the finite train loss. ``None`` otherwise, or for
     k above :data:`CHANCE_NAMED_MAX_CLASSES`. The same dict as :func:`chance_state`'s
-    (``s``, ``name``, ``hit``, ``z``, ``accuracy``)."""
+    (``s``, ``name``, ``hit``, ``z``, ``accuracy``).
+
+    With ``above`` (``chance_guess_above``), the reading of a guesser whose loss sits above
+    ln(k), by up to that share: the loss's median may sit that far above the accuracy's
+    level -ln(accuracy) and above ln(k), k is the roundest (then nearest) class count whose
+    1/k the accuracy sits within :data:`CHANCE_NAMED_BAND` of, and every logged accuracy
+    must say the model guesses to the end of the run (:func:`_accuracy_guesses`)."""
     th = ctx.th
     med = float(median(s.values)) if len(s) else math.nan
     tol = th.chance_tol_level
-    if not math.log(th.chance_max_classes + 1) * (1 - tol) < med <= math.log(CHANCE_NAMED_MAX_CLASSES) * (1 + tol):
+    up = max(tol, above)
+    if not math.log(th.chance_max_classes + 1) * (1 - tol) < med <= math.log(CHANCE_NAMED_MAX_CLASSES) * (1 + up):
         return None
-    lo = max(th.chance_max_classes + 1, math.ceil(math.exp(med * (1 - tol))))
+    lo = max(th.chance_max_classes + 1, math.ceil(math.exp(med / (1 + up) if above else med * (1 - tol))))
     hi = min(CHANCE_NAMED_MAX_CLASSES, math.floor(math.exp(med * (1 + tol))))
     if hi < lo:
         return None
@@ -2186,24 +2299,31 @@ def _chance_named_by_accuracy(ctx, s) -> dict | None:
         (key, level)
         for key, late, _, ok in _accuracy_levels(ctx, round(math.exp(med)))
         for level in ((late, late / 100) if _percent_ambiguous(ctx, key) else (late,))
-        if ok and level > 0 and abs(-math.log(level) - med) <= tol * med and _accuracy_held(ctx, key)
+        if ok and level > 0 and -tol <= med / -math.log(level) - 1 <= up and _accuracy_held(ctx, key)
     ]
     best = None
     for k in range(lo, hi + 1):
         for key, late in levels:
+            if above and round(1 / late) <= th.chance_max_classes:
+                continue  # an accuracy that names a k up to chance_max_classes is _guessing_above's
             if 1 - CHANCE_NAMED_BAND <= late * k <= 1 + CHANCE_NAMED_BAND:
                 gap = abs(math.log(k) - med)
                 rank = (gap > CHANCE_NAMED_ROUND * med, len(str(k).rstrip("0")), gap)
+                if above:
+                    # the accuracy names k: the loss sits anywhere in its band above ln(k)
+                    rank = (False, len(str(k).rstrip("0")), abs(math.log(k * late)))
                 if best is None or rank < best[0]:
                     best = (rank, k, (key, late))
                 break
     if best is None:
         return None
     _, k, acc = best
-    hit = chance_level(s.values, k, th.chance_tol_level, th.chance_tol_block, th.chance_share, classes=(k,))
-    if hit is None:
+    hit = chance_level(
+        s.values, k, th.chance_tol_level, th.chance_tol_block, th.chance_share, classes=(k,), above=above
+    )
+    if hit is None or (above and _accuracy_guesses(ctx, k) is None):
         return None
-    return {"s": s, "name": "loss", "hit": hit, "z": hit[5], "accuracy": acc}
+    return {"s": s, "name": "loss", "hit": hit, "z": hit[5], "accuracy": acc, "band_above": above or None}
 
 
 def _percent_ambiguous(ctx, key: str) -> bool:
@@ -2350,12 +2470,16 @@ def _chance_finding(ctx, st: dict, verb: str, tail: str):
         if margin > th.chance_tol_block
         else f"{pct(th.chance_tol_block)} of it"
     )
+    if st.get("band_above"):
+        # a guesser whose logits jitter scores ln(k) or more: its band reaches above the level
+        band = f"{pct(margin)} below to {pct(st['band_above'] + margin)} above it (a prediction that ignores the input scores ln({k}) or more)"
+        data["band_above"] = st["band_above"]
     data["block_margin"] = margin
     return ctx.finding(
         f"{what} {verb} ln({k}) = {num(level)}, a uniform guess over {k} classes",
         f"the {what} ({s.key}) has median {num(med)} over {len(s)} points (steps {step(s.steps[0])}–"
-        f"{step(s.steps[-1])}), {pct(abs(med / level - 1))} from ln({k}) = {num(level)}; {pct(at)} of its block medians "
-        f"are within {band}, and the run ends at {num(end)} (median of its last 10%), "
+        f"{step(s.steps[-1])}), {pct(abs(med / level - 1))} {'above' if st.get('band_above') and med > level else 'from'} ln({k}) = {num(level)}; {pct(at)} of its block medians "
+        f"are {'from' if st.get('band_above') else 'within'} {band}, and the run ends at {num(end)} (median of its last 10%), "
         f"{num(abs(level - end))} nats ({pct(abs(level - end) / level)} of ln({k})) "
         f"{'below' if end <= level else 'above'} it. " + tail,
         data,
@@ -2379,6 +2503,7 @@ _CHANCE_TH = [
     "chance_start_ratio",
     "chance_collapse_nats",
     "chance_collapse_above",
+    "chance_guess_above",
     "chance_collapse_share",
     "dead_trend_z",
     "dead_min_schedule_share",
@@ -2439,7 +2564,16 @@ _CHANCE_TH = [
         "that peak at or under {chance_start_ratio:g}x ln(k) (later spikes inside the stretch are its noise), holds ln(k) or just above it over at least {chance_collapse_share:.0%} of "
         "the run (median from {chance_tol_level:.0%} below to {chance_collapse_above:.0%} above, {chance_share:.0%} of the "
         "block medians in that band widened by their own 99% margin; a constant prediction scores ln(k) or more), with a "
-        "logged accuracy at 1/k and no logged accuracy above it."
+        "logged accuracy at 1/k and no logged accuracy above it. And a guesser whose loss sits above the level, with no "
+        "blow-up: a train (or eval) loss whose median is from {chance_tol_level:.0%} below to {chance_guess_above:.0%} "
+        "above ln(k) ({chance_share:.0%} of its block medians in that band widened by their own margin, its end not "
+        "below ln(k) by more than {chance_tol_block:.0%}), logged with no terms of its own and no cross-entropy term "
+        "beside it (a composite objective's total is no single cross-entropy), where a logged accuracy's second half sits "
+        "within its tolerance of 1/k and names k, within half {chance_acc_tol} of the nearest, as well as any class count "
+        "does, and no logged accuracy sits above 1/k by more than its tolerance, over its second half or its last tenth; "
+        "for k beyond {chance_max_classes}, only after a blow-up, the k the accuracy names as above with the loss's median "
+        "up to {chance_guess_above:.0%} above -ln(accuracy). An adversary's accuracy (a domain classifier's, a "
+        "discriminator's, a critic's) is not the model's."
     ),
     why=(
         "ln(k) is the cross-entropy of predicting every one of k classes with probability 1/k: a classifier whose "

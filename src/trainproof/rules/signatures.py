@@ -203,12 +203,25 @@ def check_oscillation(ctx):
     "signature",
     "the gradient norm collapsed while the loss did not improve",
     needs=[Need("grad_norm", "vanish_min_points"), Need("loss", "dead_min_points", positive=True, all_finite=True)],
-    thresholds=["vanish_min_points", "vanish_ratio", "dead_window", "dead_min_improvement"],
+    thresholds=[
+        "vanish_min_points",
+        "vanish_ratio",
+        "vanish_stretch_share",
+        "dead_window",
+        "dead_min_improvement",
+        "dead_min_points",
+    ],
     detects=(
         "The median gradient norm of the last 10% of the logged norms (at least 3) is below {vanish_ratio:.0%} of the median of "
         "the first 10% (the first logged norm ignored), while the loss improved by less than {dead_min_improvement:.0%} over the run "
-        "(median of the first {dead_window} losses against the last {dead_window}, as TP-DEAD-RUN). A run whose every norm is exactly 0 "
-        "is TP-ZERO-GRAD's."
+        "(median of the first {dead_window} losses against the last {dead_window}, as TP-DEAD-RUN). Also a run that learned first: "
+        "the norm fell below {vanish_ratio:.0%} of {vanish_ratio:.0%} of its early level (four orders of magnitude at the "
+        "default: a norm inflated in its first steps falls two in a healthy run) and stayed there over at least "
+        "{vanish_stretch_share:.0%} of the loss points (and {dead_min_points}), over which the loss improved by less than "
+        "{dead_min_improvement:.0%} (first against last tenth), still rose "
+        "between logs at a fifth of them or more (a minibatch loss, not a converged full-batch fit) and held a level above "
+        "sqrt(late / early norm) of its start (a loss fitted towards 0 takes its gradient down with it). A run whose every "
+        "norm is exactly 0 is TP-ZERO-GRAD's."
     ),
     why=(
         "When the gradient that reaches the weights shrinks a hundredfold and the loss stays where it was, the "
@@ -216,9 +229,9 @@ def check_oscillation(ctx):
     ),
     not_mean=(
         "Small norms alone are not a problem: a run converging to a minimum has shrinking gradients too, which "
-        "is why the rule needs the loss not to have improved. It judges the run as a whole, so a run that "
-        "improved first and stalled after its norm collapsed is not flagged; exactly-zero norms throughout are "
-        "TP-ZERO-GRAD."
+        "is why the rule needs the loss not to have improved. A full-batch fit whose loss converged (it never "
+        "rises between logs) and a loss fitted towards zero (its norm falls with it) are not flagged; exactly-zero "
+        "norms throughout are TP-ZERO-GRAD."
     ),
     causes=(
         "Dead ReLUs or saturated sigmoid/tanh units after a bad update, parameters frozen or detached mid-run, a "
@@ -249,6 +262,7 @@ def check_vanishing_grad(ctx):
     lw = th.dead_window
     first, last, rel = improvement(loss.values, lw)
     if rel >= th.dead_min_improvement:
+        yield from _vanished_after_learning(ctx, g, early, late)
         return
     below = np.flatnonzero(vals[w:] < th.vanish_ratio * early)
     i = w + int(below[0]) if below.size else vals.size - w
@@ -275,6 +289,75 @@ def check_vanishing_grad(ctx):
         },
         step=steps[i],
         line=lines[i],
+    )
+
+
+#: The least share of a loss's moves between logs, over the stretch after its gradient
+#: norm collapsed, that are rises, for that loss to be a minibatch loss: at a level a
+#: minibatch loss rises about as often as it falls; a full-batch fit that converged (its
+#: gradient vanishing with good reason) never rises.
+VANISH_MINIBATCH_RISES = 0.2
+
+
+def _vanished_after_learning(ctx, g, early: float, late: float):
+    """TP-VANISHING-GRAD's reading of a run that learned first and then lost its gradient:
+    the gradient norm ``g`` (finite) fell below ``vanish_ratio`` squared of its early level
+    ``early`` and stayed there (``late``: its last tenth's median) over at least
+    ``vanish_stretch_share`` of the logged loss points (and ``dead_min_points``), while the
+    loss over that stretch improved by less than ``dead_min_improvement`` (first vs last
+    tenth of it, at least ``dead_window`` points each), still moves as a minibatch loss does
+    (:data:`VANISH_MINIBATCH_RISES` of its moves are rises) and held a level far from a
+    fit: its median there above sqrt(late / early) of its first points' (a loss fitted
+    towards 0 takes its gradient down with it, a cross-entropy's in proportion). Yields
+    the finding, or nothing."""
+    th = ctx.th
+    vals, steps = g.values, g.steps
+    # four orders of magnitude, vanish_ratio squared: a norm inflated at the start (a
+    # transformer's first steps, 40-150 beside 0.3 later) falls two orders in a healthy
+    # run; a gradient that is gone falls far below a minibatch's noise
+    bar = th.vanish_ratio**2 * early
+    if late >= bar:
+        return
+    high = np.flatnonzero(vals >= bar)
+    if not high.size or high[-1] + 1 >= vals.size:
+        return
+    onset = float(steps[high[-1] + 1])
+    loss = ctx.finite("loss")
+    after = loss.values[loss.steps >= onset]
+    if after.size < max(th.dead_min_points, th.vanish_stretch_share * len(loss)):
+        return
+    # the stretch's ends read over a tenth of it each (at least dead_window points): a
+    # creeping loss read over 5 noisy points flips either way by chance
+    first, last, rel = improvement(after, max(th.dead_window, end_window(after.size)))
+    if rel >= th.dead_min_improvement or np.mean(np.diff(after) > 0) < VANISH_MINIBATCH_RISES:
+        return
+    start = float(median(loss.values[: th.dead_window]))
+    level = float(median(after))
+    if not (start > 0 and level >= math.sqrt(late / early) * start):
+        return
+    i = int(np.searchsorted(loss.steps, onset))
+    ratio = late / early
+    yield ctx.finding(
+        f"gradient norm collapsed to {pct(ratio)} of its early level and the loss stopped improving with it",
+        f"the gradient norm fell below {pct(th.vanish_ratio**2)} of its early median {num(early)} at step "
+        f"{step(onset)} and stayed there (median {num(late)} over its last tenth); over the {after.size} loss points "
+        f"from there ({pct(after.size / len(loss))} of the run) the loss went from {num(first)} to {num(last)} "
+        f"(median of {th.dead_window} points at each end): {signed_pct(-rel)}, while it still moves from batch to "
+        f"batch (it rises at {pct(float(np.mean(np.diff(after) > 0)))} of its logs) at {num(level)}, "
+        f"{pct(level / start)} of where it started: the gradient is gone, not the loss it should reduce.",
+        {
+            "early_median": early,
+            "late_median": late,
+            "ratio": ratio,
+            "first_below_step": onset,
+            "loss_first": first,
+            "loss_last": last,
+            "loss_improvement": rel,
+            "stretch_points": int(after.size),
+            "threshold": th.vanish_ratio**2,
+        },
+        step=onset,
+        line=loss.lines[min(i, len(loss) - 1)],
     )
 
 

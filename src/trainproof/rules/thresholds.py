@@ -785,6 +785,25 @@ class Thresholds:
         unit="ratio",
         valid=SHARE,
     )
+    chance_guess_above: float = threshold(
+        0.2,
+        "How far above ln(k) the loss of a classifier whose every logged top-1 accuracy sits "
+        "at 1/k, to its end, may sit and still be read as a guess. A prediction that does not "
+        "depend on the input scores ln(k) + KL(uniform || p) on balanced labels: ln(k) or "
+        "more, never less; under a learning rate far too high its logits jitter around that "
+        "constant. New users' and reviewers' guessers sat above the 2% level band: SGD at lr "
+        "1.0 on 4 classes at 1.05-1.18x ln 4 for 600 steps (Lightning) and 1.03-1.10x for "
+        "1,280 (Keras); Adam at lr 1 on 3 classes at 1.01-1.04x ln 3 with its val_accuracy "
+        "at 0.3305 for 30 epochs; SGD at lr 10 on 10 classes at 1.037x ln 10; Adam at lr 1 "
+        "on 100 and 1,000 classes at 1.05-1.07x and 1.13-1.15x. Read only with that "
+        "accuracy: the loss alone cannot tell a guess from the level of another objective, "
+        "and the band's top, ln(k) x 1.2, stops short of the next level but one for k up to "
+        "10 (ln 4 x 1.2 = ln 5.3). A model that learns leaves 1/k in its accuracy, whatever "
+        "its loss; one whose loss sits above a guess's with the accuracy of a guess has "
+        "learned nothing.",
+        unit="ratio",
+        valid=SHARE,
+    )
     chance_collapse_share: float = threshold(
         0.5,
         "The stretch after a blow-up (from its first point after the peak at or under "
@@ -2111,6 +2130,19 @@ class Thresholds:
         "(TP-DIVERGE judges that run). The loss condition (TP-DEAD-RUN's window and share) "
         "keeps converged runs out in general.",
         unit="ratio",
+        valid=SHARE,
+    )
+    vanish_stretch_share: float = threshold(
+        0.5,
+        "A run that learned first and then lost its gradient (dead ReLUs after a bad update, "
+        "saturated units) is judged on the stretch after the norm fell below vanish_ratio of its "
+        "early level: that stretch must hold at least half of the run's loss points, so the "
+        "collapse held for most of the run, not a last stretch where a schedule ends. A "
+        "minibatch gradient does not vanish at a level: each batch's gradient keeps the noise "
+        "of its examples, so healthy runs keep their norm at 8.7% of its early level or more "
+        "(vanish_ratio); a reviewer's generated runs whose norm fell 1.6 -> 1.6e-7 while the "
+        "loss held 2.15 for 75% of the run only PASSed.",
+        unit="share",
         valid=SHARE,
     )
     plateau_min_points: int = threshold(

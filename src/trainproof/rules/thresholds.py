@@ -2141,7 +2141,10 @@ class Thresholds:
         "minibatch gradient does not vanish at a level: each batch's gradient keeps the noise "
         "of its examples, so healthy runs keep their norm at 8.7% of its early level or more "
         "(vanish_ratio); a reviewer's generated runs whose norm fell 1.6 -> 1.6e-7 while the "
-        "loss held 2.15 for 75% of the run only PASSed.",
+        "loss held 2.15 for 75% of the run only PASSed. The bar there is vanish_ratio squared "
+        "(four orders of magnitude): a norm inflated in its first steps (a transformer's 40-150 "
+        "beside 0.3 later) falls two in a healthy run, and so does a frozen backbone's "
+        "head-only phase, on purpose.",
         unit="share",
         valid=SHARE,
     )

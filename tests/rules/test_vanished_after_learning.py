@@ -15,6 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from trainproof.rules._stats import end_window
+from trainproof.rules.thresholds import DEFAULT
+
 from conftest import judge_cols as judge
 from conftest import one
 
@@ -42,6 +45,9 @@ def test_a_gradient_that_vanished_after_the_run_learned_warns(n, onset, drop, re
     f = one(rep, "TP-VANISHING-GRAD")
     assert f.level.name == "WARN" and f.data["ratio"] < 0.01
     assert f.data["stretch_points"] >= n // 2
+    # the evidence names the windows the stall was read over: a tenth of the stretch
+    w = max(DEFAULT.dead_window, end_window(f.data["stretch_points"]))
+    assert f"(median of {w} points at each end)" in f.evidence
 
 
 @pytest.mark.parametrize("seed", range(4))

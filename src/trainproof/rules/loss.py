@@ -2307,11 +2307,13 @@ def _chance_named_by_accuracy(ctx, s, above: float = 0.0) -> dict | None:
             if above and round(1 / late) <= th.chance_max_classes:
                 continue  # an accuracy that names a k up to chance_max_classes is _guessing_above's
             if 1 - CHANCE_NAMED_BAND <= late * k <= 1 + CHANCE_NAMED_BAND:
-                gap = abs(math.log(k) - med)
-                rank = (gap > CHANCE_NAMED_ROUND * med, len(str(k).rstrip("0")), gap)
+                digits = len(str(k).rstrip("0"))
                 if above:
                     # the accuracy names k: the loss sits anywhere in its band above ln(k)
-                    rank = (False, len(str(k).rstrip("0")), abs(math.log(k * late)))
+                    rank = (False, digits, abs(math.log(k * late)))
+                else:
+                    gap = abs(math.log(k) - med)
+                    rank = (gap > CHANCE_NAMED_ROUND * med, digits, gap)
                 if best is None or rank < best[0]:
                     best = (rank, k, (key, late))
                 break

@@ -328,8 +328,10 @@ def _vanished_after_learning(ctx, g, early: float, late: float):
         return
     # the stretch's ends read over a tenth of it each (at least dead_window points): a
     # creeping loss read over 5 noisy points flips either way by chance
-    first, last, rel = improvement(after, max(th.dead_window, end_window(after.size)))
-    if rel >= th.dead_min_improvement or np.mean(np.diff(after) > 0) < VANISH_MINIBATCH_RISES:
+    w = max(th.dead_window, end_window(after.size))
+    first, last, rel = improvement(after, w)
+    rises = float(np.mean(np.diff(after) > 0))
+    if rel >= th.dead_min_improvement or rises < VANISH_MINIBATCH_RISES:
         return
     start = float(median(loss.values[: th.dead_window]))
     level = float(median(after))
@@ -342,8 +344,8 @@ def _vanished_after_learning(ctx, g, early: float, late: float):
         f"the gradient norm fell below {pct(th.vanish_ratio**2)} of its early median {num(early)} at step "
         f"{step(onset)} and stayed there (median {num(late)} over its last tenth); over the {after.size} loss points "
         f"from there ({pct(after.size / len(loss))} of the run) the loss went from {num(first)} to {num(last)} "
-        f"(median of {th.dead_window} points at each end): {signed_pct(-rel)}, while it still moves from batch to "
-        f"batch (it rises at {pct(float(np.mean(np.diff(after) > 0)))} of its logs) at {num(level)}, "
+        f"(median of {w} points at each end): {signed_pct(-rel)}, while it still moves from batch to "
+        f"batch (it rises at {pct(rises)} of its logs) at {num(level)}, "
         f"{pct(level / start)} of where it started: the gradient is gone, not the loss it should reduce.",
         {
             "early_median": early,

@@ -1563,10 +1563,50 @@ def _deterministic_descent(ctx, s, start: int) -> float | None:
     return math.log10(float(v[0]) / float(v[-1]))
 
 
+def _train_fell_by(ctx, at_step: float) -> tuple[float, float] | None:
+    """``(first, held)``: the median of the train loss's second to fourth finite values and
+    its median from ``at_step`` on, when that median is more than ``dead_min_improvement``
+    below the first (the run learned before ``at_step``, after its first log); ``None``
+    otherwise, with fewer than 4 train losses, or without a train loss.
+
+    An eval loss is first logged only after training began: a Keras epoch's end, or an
+    HF evaluation at ``eval_steps``, already holds most of the learning, so an eval loss
+    that froze near its first value says nothing about whether the run learned; the
+    train loss beside it does, where it stopped too (no significant downward trend from
+    ``at_step`` on, over at most ``dead_trend_blocks`` block medians)."""
+    if not ctx.has("loss"):
+        return None
+    th = ctx.th
+    tr = ctx.finite("loss")
+    held = tr.values[tr.steps >= at_step]
+    if tr.values.size < 4 or not held.size:
+        return None
+    # a train loss still falling after the eval loss froze is weights still changing: the
+    # evaluation is of a stale copy, not of a model whose rate decayed away
+    if trend_z(held, th.dead_trend_blocks) <= -th.dead_trend_z:
+        return None
+    # the first log of an epoch-level run averages over the untrained start: a model that
+    # collapsed onto its class prior in epoch 1 "falls" from it and never again, so the
+    # fall is read from the next three logs' median
+    first, level = float(np.median(tr.values[1:4])), float(np.median(held))
+    return (first, level) if level < first * (1 - th.dead_min_improvement) else None
+
+
+def _at_uniform_guess(ctx, value: float) -> bool:
+    """Whether ``value`` is within ``frozen_guess_tol`` (relative) of ln(k) for some k from
+    2 to ``chance_max_classes``: the loss of outputs that are a uniform guess over k
+    classes, whatever the input."""
+    th = ctx.th
+    return any(abs(value / math.log(k) - 1) <= th.frozen_guess_tol for k in range(2, th.chance_max_classes + 1))
+
+
 def _frozen_after_learning(ctx) -> tuple | None:
     """``(stretch, decay, decades)`` when a frozen stretch (:func:`frozen_stretch`) came
     after the run learned (its value more than ``dead_min_improvement`` below the series'
-    first) and a healthy run can produce it: the logged learning rate decayed to about
+    first, or for an eval loss that took two values or more before it froze, not at a
+    uniform guess's ln(k) (:func:`_at_uniform_guess`), the train loss's level from the
+    stretch on below the train loss's first, :func:`_train_fell_by`)
+    and a healthy run can produce it: the logged learning rate decayed to about
     zero (:func:`lr_decayed_under`, ``decay`` its rates), a full-batch fit converged
     before it froze (:func:`_converged_decades`, ``decades`` the series' fall), or the
     frozen series is the eval loss
@@ -1581,7 +1621,15 @@ def _frozen_after_learning(ctx) -> tuple | None:
         return None
     name, s, start, _ = fr
     v = s.values
-    if not v[-1] < v[0] * (1 - ctx.th.dead_min_improvement):
+    # An eval loss that moved between evaluations before it froze was computed from weights
+    # that changed; one frozen from its first evaluations never was (an evaluation of a
+    # stale copy of the model), whatever the train loss did.
+    if not v[-1] < v[0] * (1 - ctx.th.dead_min_improvement) and (
+        name != "eval_loss"
+        or np.unique(v[:start]).size < 2
+        or _at_uniform_guess(ctx, float(v[-1]))
+        or _train_fell_by(ctx, float(s.steps[start])) is None
+    ):
         return None
     decay = lr_decayed_under(ctx, float(s.steps[start]))
     decades = None if decay is not None else _converged_decades(ctx, s, start)
@@ -1612,6 +1660,10 @@ _FROZEN_THRESHOLDS = [
     "frozen_fall_log10",
     "frozen_grad_share",
     "frozen_descent_last_share",
+    "frozen_guess_tol",
+    "chance_max_classes",
+    "dead_trend_z",
+    "dead_trend_blocks",
 ]
 # A gradient norm that collapsed under a frozen loss is the same stop (a converged
 # full-batch fit's, a frozen model's), not a second finding.
@@ -1663,10 +1715,10 @@ def check_loss_frozen(ctx):
     needs=[Need(("loss", "eval_loss"), "min_trend_points")],
     thresholds=_FROZEN_THRESHOLDS,
     implies=_FROZEN_IMPLIES,
-    least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started, under a logged learning rate decayed to at most {tiny_lr} or {frozen_lr_share:g} of its peak, {frozen_fall_log10:g} decades or more below the series' first value or with a logged gradient norm at {frozen_grad_share:g} of its start or below (a logged gradient norm frozen with it, above 0), after a train loss that never rose between two logs (slowing into the freeze under a live logged rate), or on the eval loss of a log with no learning rate.",
-    detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first: the run learned, then stopped moving, where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} or {frozen_lr_share:g} of its peak before (a full batch at a rate decayed to about zero repeats its loss to the bit), or where a full-batch fit converged (a full-batch optimizer such as L-BFGS stops moving the weights): the frozen value is {frozen_fall_log10:g} decades or more below the series' first, or a gradient norm logged over the stretch is at most {frozen_grad_share:g} of its start (the largest of its first 3), and any gradient norm logged there repeats one value too, above 0, or the train loss never rose between two logs before it froze (a deterministic descent, which converges or stops; under a live logged learning rate its last change at most {frozen_descent_last_share:g} of its largest), or, on the eval loss only, where the log has no learning rate to tell. Under a live logged rate it stays TP-LOSS-FROZEN.",
+    least_evidence="TP-LOSS-FROZEN's frozen stretch at a value more than {dead_min_improvement:.0%} below where the series started (for an eval loss that took two values or more before it froze and is not within {frozen_guess_tol:g} of a uniform guess's ln(k), or with the train loss's median from the stretch on that far below the median of its second to fourth values and not still falling), under a logged learning rate decayed to at most {tiny_lr} or {frozen_lr_share:g} of its peak, {frozen_fall_log10:g} decades or more below the series' first value or with a logged gradient norm at {frozen_grad_share:g} of its start or below (a logged gradient norm frozen with it, above 0), after a train loss that never rose between two logs (slowing into the freeze under a live logged rate), or on the eval loss of a log with no learning rate.",
+    detects="TP-LOSS-FROZEN's condition (the train loss, or else the eval loss, bit-identical at its last {frozen_min_points} or more points, at least {frozen_share:.0%} of them, written with at least {frozen_digits} significant digits) at a value more than {dead_min_improvement:.0%} below the series' first, or, for an eval loss that took two values or more before it froze (one frozen from its first evaluations was never computed from changing weights) at a value more than {frozen_guess_tol:g} (relative) from every ln(k), k from 2 to {chance_max_classes} (a uniform guess's loss), with the train loss's median from the stretch's start on that far below the median of its second to fourth values (a Keras epoch's first average holds the untrained start, which a model that collapsed onto its class prior in epoch 1 falls from) and no significant downward trend of it there (a train loss still falling is weights still changing under a stale evaluation) (an eval loss is first logged after training began, a Keras epoch's end or an HF evaluation holding most of the learning): the run learned, then stopped moving, where every logged learning rate from the start of the frozen stretch is at most {tiny_lr} or {frozen_lr_share:g} of its peak before (a full batch at a rate decayed to about zero repeats its loss to the bit), or where a full-batch fit converged (a full-batch optimizer such as L-BFGS stops moving the weights): the frozen value is {frozen_fall_log10:g} decades or more below the series' first, or a gradient norm logged over the stretch is at most {frozen_grad_share:g} of its start (the largest of its first 3), and any gradient norm logged there repeats one value too, above 0, or the train loss never rose between two logs before it froze (a deterministic descent, which converges or stops; under a live logged learning rate its last change at most {frozen_descent_last_share:g} of its largest), or, on the eval loss only, where the log has no learning rate to tell. Under a live logged rate it stays TP-LOSS-FROZEN.",
     why="Every step after the freeze costs compute and changes nothing. The model is where the run had taken it, not broken: a schedule that decays the rate to about zero does exactly this to a healthy run, so it is a warning.",
-    not_mean="It does not mean the model collapsed to a constant (TP-LOSS-FROZEN, a FAIL: a value repeated from where the run started, or a train loss on fresh batches repeated without a decayed rate).",
+    not_mean="It does not mean the model collapsed to a constant (TP-LOSS-FROZEN, a FAIL: a value repeated from where the run started with nothing learned, or a train loss on fresh batches repeated without a decayed rate).",
     causes="ReduceLROnPlateau with min_lr=0 (Keras's default) cutting the rate by 10x at every plateau, a decay schedule far shorter than the run, a full-batch optimizer (L-BFGS) that converged and ran on; or weights frozen mid-run, or training stopped while evaluation and logging went on.",
     try_="Log the learning rate; set min_lr (1e-6, or 1e-2 of the peak) and stop with early stopping when the rate reaches it, or shorten the run. If the rate is alive, check that optimizer.step() still runs and no callback froze the weights.",
     objectives=("supervised",),
@@ -1698,9 +1750,12 @@ def check_frozen_after_learning(ctx):
             why += ": an optimizer converged to its precision on a full batch"
     else:
         why = "the log has no learning rate to say whether a schedule decayed it to about zero"
+    fell = f"the {what} fell from {num(v[0])}, then froze"
+    if not v[-1] < v[0] * (1 - ctx.th.dead_min_improvement):
+        first, held = _train_fell_by(ctx, float(s.steps[start]))
+        fell = f"the train loss fell from {num(first)} (its 2nd-4th logs) to {num(held)} and the {what} froze"
     yield ctx.finding(
-        f"the {what} fell from {num(v[0])}, then froze at {float(v[-1])!r} from step {step(s.steps[start])}: its last "
-        f"{length} points changed nothing",
+        f"{fell} at {float(v[-1])!r} from step {step(s.steps[start])}: its last {length} points changed nothing",
         f"the last {length} of {v.size} finite {what}es ({s.key}) are exactly {float(v[-1])!r}, from step "
         f"{step(s.steps[start])} (line {int(s.lines[start])}); {why}.",
         {
@@ -2054,7 +2109,7 @@ def chance_state(ctx) -> dict | None:
             if set(words(series.key)) & NOT_NATS_WORDS:
                 continue  # no cross-entropy in nats: ln(k) is not its guess
             hit = chance_level(series.values, *args)
-            above_band = None
+            above_band = slow_start = None
             if (
                 (hit is None or not _accuracy_at_chance(ctx, hit[0]))
                 and not _blew_up(ctx, s.values)
@@ -2068,11 +2123,13 @@ def chance_state(ctx) -> dict | None:
                 guess = _guessing_above(ctx, series.values, args)
                 if guess is not None:
                     hit, above_band = guess, th.chance_guess_above
+                    slow_start = _learning_from_above(ctx, series.values)
             if hit is not None:
                 acc = _accuracy_at_chance(ctx, hit[0])
                 if not acc and not _band_names_level(hit):
                     continue  # too noisy to tell ln(k) from its neighbours, and no accuracy names k
                 st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": acc, "band_above": above_band}
+                st["slow_start"] = bool(slow_start)
                 st["start"] = start
                 st["from_above"] = start >= th.chance_start_ratio * hit[1]
                 # A held-out accuracy that beats a guess over k says the level is a
@@ -2083,6 +2140,8 @@ def chance_state(ctx) -> dict | None:
                 st["fails"] = (
                     not st["from_above"]
                     and st["above"] is None
+                    # falling onto the level while the accuracy climbs: ambiguous, a warning
+                    and not st["slow_start"]
                     and (bool(st["accuracy"]) or (st["z"] > -th.dead_trend_z and hit[0] <= th.chance_fail_max_classes))
                 )
                 found.append(st)
@@ -2162,6 +2221,19 @@ def _guessing_above(ctx, values: np.ndarray, args: tuple) -> tuple | None:
         if hit is not None and (best is None or gap < best[0]):
             best = (gap, hit)
     return None if best is None else best[1]
+
+
+def _learning_from_above(ctx, values: np.ndarray) -> bool:
+    """Whether a loss ``values`` (finite, shape ``(n,)``) read as a guesser's above ln(k)
+    falls with a significant trend (Mann-Kendall over at most ``dead_trend_blocks`` block
+    medians, below -``dead_trend_z``) while a logged accuracy climbs with one: a slow
+    learner's first epochs look so (a run cut at 8 of its 40 epochs: 2.41 -> 2.36 at every
+    log, its accuracy 0.098 -> 0.11 on the way to 0.27), and so does a guesser whose
+    accuracy creeps towards its majority class's share. The log cannot tell them apart."""
+    th = ctx.th
+    return trend_z(values, th.dead_trend_blocks) <= -th.dead_trend_z and any(
+        trend_z(v, th.dead_trend_blocks) >= th.dead_trend_z for _, _, v in accuracy_series(ctx)
+    )
 
 
 def _accuracy_guesses(ctx, k: int) -> float | None:
@@ -2508,6 +2580,7 @@ _CHANCE_TH = [
     "chance_guess_above",
     "chance_collapse_share",
     "dead_trend_z",
+    "dead_trend_blocks",
     "dead_min_schedule_share",
 ]
 
@@ -2569,7 +2642,10 @@ _CHANCE_TH = [
         "logged accuracy at 1/k and no logged accuracy above it. And a guesser whose loss sits above the level, with no "
         "blow-up: a train (or eval) loss whose median is from {chance_tol_level:.0%} below to {chance_guess_above:.0%} "
         "above ln(k) ({chance_share:.0%} of its block medians in that band widened by their own margin, its end not "
-        "below ln(k) by more than {chance_tol_block:.0%}), logged with no terms of its own and no cross-entropy term "
+        "below ln(k) by more than {chance_tol_block:.0%}; where it falls with a significant trend over at most "
+        "{dead_trend_blocks} block medians while a logged accuracy climbs with one, a slow learner's first epochs look "
+        "the same, and it is TP-NEAR-CHANCE's warning), logged with no terms of its own "
+        "and no cross-entropy term "
         "beside it (a composite objective's total is no single cross-entropy), where a logged accuracy's second half sits "
         "within its tolerance of 1/k and names k, within half {chance_acc_tol} of the nearest, as well as any class count "
         "does, and no logged accuracy sits above 1/k by more than its tolerance, over its second half or its last tenth; "
@@ -2715,7 +2791,12 @@ def _at_level_early(st: dict, th) -> bool:
         "neighbours (the {chance_tol_level:.0%} window covers more than {chance_coincidence_share:.0%} of the way "
         "to them: k of 5 and more) is read only where the loss reached ln(k) within the first "
         "{chance_onset_share:.0%} of the run (its first block at the level, 5% of the run each, starts there) and "
-        "held it, as a guesser's does."
+        "held it, as a guesser's does. Also TP-CHANCE-LEVEL's guesser above ln(k) (an accuracy at 1/k) whose loss "
+        "falls with a significant trend while a logged accuracy climbs with one: a slow learner's first epochs, or a "
+        "guesser creeping towards its majority class's share. Not, with no accuracy at 1/k, a loss that "
+        "fell onto the level from {chance_start_ratio:g}x ln(k) or more, still falls with that significant "
+        "trend and ends more than {chance_tol_block:.0%} below ln(k) (a noise band wider than that held it): a "
+        "learner passing through the level."
     ),
     why=(
         "A k-class classifier whose loss has left ln(k) by only a few percent after most of its run has learned "
@@ -2740,11 +2821,32 @@ def check_near_chance(ctx):
         # label smoothing), and no warning is true of it.
         return
     k = st["hit"][0]
+    th = ctx.th
+    hit = st["hit"]
+    if (
+        st.get("from_above")
+        and not st["accuracy"]
+        and st["z"] <= -th.dead_trend_z
+        and hit[4] < hit[1] * (1 - th.chance_tol_block)
+    ):
+        # it fell onto ln(k) from twice that or more, still falls with a significant
+        # trend and ends below the level by more than its fixed band: a learner passing
+        # through the level (a noise band wide enough to hold it read it as "at" it), not
+        # a model held there
+        return
     if not st["accuracy"] and not chance_level_isolated(k, ctx.th) and not _at_level_early(st, ctx.th):
         # no accuracy names k, the loss did not reach ln(k) at once as a guesser's does,
         # and the levels crowd so that a settled loss lands near some ln(k) by coincidence
         return
-    if st.get("from_above"):
+    if st.get("slow_start"):
+        acc = st["accuracy"]
+        tail = (
+            f"It falls with a significant trend onto the level from above while {acc[0]} climbs with one, still "
+            f"within its tolerance of 1/{k} ({num(acc[1])} over its second half): the first epochs of a slow learner "
+            "look so, and so does a guesser whose accuracy creeps towards its majority class's share; the log cannot "
+            "tell them apart yet."
+        )
+    elif st.get("from_above"):
         acc = st["accuracy"]
         tail = (
             f"It fell there from {num(st['start'])} (median of its first 3 points), "
@@ -4897,30 +4999,34 @@ def _dead_data(st: dict, th) -> dict:
     }
 
 
+#: What TP-DEAD-RUN reads, and TP-LOSS-STALLED with it (one no-progress reading, two verdicts).
+_DEAD_THRESHOLDS = [
+    "dead_min_points",
+    "dead_window",
+    "dead_min_improvement",
+    "dead_trend_z",
+    "eval_min_fall",
+    "dead_trend_blocks",
+    "dead_min_schedule_share",
+    "dead_flat_min_points",
+    "dead_ci_z",
+    "tiny_lr",
+    "min_value_points",
+    "diverge_noise_z",
+    "vanish_ratio",
+    "live_zero_update_ratio_log10",
+    "model_checks",
+    "fitted_loss_level",
+]
+
+
 @rule(
     "TP-DEAD-RUN",
     Level.FAIL,
     "shape",
     "the loss did not move over the run",
     needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
-    thresholds=[
-        "dead_min_points",
-        "dead_window",
-        "dead_min_improvement",
-        "dead_trend_z",
-        "eval_min_fall",
-        "dead_trend_blocks",
-        "dead_min_schedule_share",
-        "dead_flat_min_points",
-        "dead_ci_z",
-        "tiny_lr",
-        "min_value_points",
-        "diverge_noise_z",
-        "vanish_ratio",
-        "live_zero_update_ratio_log10",
-        "model_checks",
-        "fitted_loss_level",
-    ],
+    thresholds=_DEAD_THRESHOLDS,
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
@@ -5022,35 +5128,48 @@ def check_frozen_predictions(ctx):
     )
 
 
+def _learned_beside_change(ctx, best_step: float) -> bool:
+    """Whether the train loss fell on either side of a climb that TP-OBJECTIVE-CHANGED
+    reads (its best level at ``best_step``): from its first points down to the best level,
+    or from the highest level after it down to the end, by more than
+    ``dead_min_improvement`` and more than ``diverge_noise_z`` standard errors of the
+    difference of two such medians, on the log of the loss (medians of a tenth of each
+    side, at least 1 point). A loss flat on both sides learned nothing on either side of
+    the change, whatever the change."""
+    th = ctx.th
+    s = ctx.finite("loss")
+    keep = s.values > 0
+    y, steps = np.log(s.values[keep]), s.steps[keep]
+    for side, after in ((y[steps <= best_step], False), (y[steps > best_step], True)):
+        if side.size < 2:
+            continue
+        w = max(1, side.size // 10)
+        top = float(np.max(block_medians(side, w)[0])) if after else float(median(side[:w]))
+        fall = top - float(median(side[-w:]))
+        # two medians of w points each differ by noise alone with a standard error of
+        # about 1.25 sigma sqrt(2 / w)
+        gate = th.diverge_noise_z * 1.25 * noise_sigma(side) * math.sqrt(2 / w)
+        if fall > max(math.log1p(th.dead_min_improvement), gate):
+            return True
+    return False
+
+
+#: What TP-LOSS-STALLED reads itself: TP-DEAD-RUN's reading, and whether a climb that
+#: TP-OBJECTIVE-CHANGED reads (diverge_state) skips it.
+_STALLED_THRESHOLDS = [*_DEAD_THRESHOLDS, "objective_weight_rise"]
+
+
 @rule(
     "TP-LOSS-STALLED",
     Level.WARN,
     "shape",
     "the loss made no progress, but nothing in the log shows the run is dead",
     needs=[Need("loss", "dead_min_points", positive=True, all_finite=True)],
-    thresholds=[
-        "dead_min_points",
-        "dead_window",
-        "dead_min_improvement",
-        "dead_trend_z",
-        "eval_min_fall",
-        "dead_trend_blocks",
-        "diverge_noise_z",
-        "dead_min_schedule_share",
-        "dead_flat_min_points",
-        "dead_ci_z",
-        "tiny_lr",
-        "min_value_points",
-        "vanish_ratio",
-        "live_zero_update_ratio_log10",
-        "model_checks",
-        "fitted_loss_level",
-        "objective_weight_rise",
-    ],
+    thresholds=[*_STALLED_THRESHOLDS, *(t for t in DIVERGE_THRESHOLDS if t not in _STALLED_THRESHOLDS)],
     verdict_bearing=True,
     min_schedule_share="dead_min_schedule_share",
     after_warmup=True,
-    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend of a learning run's size, no eval loss falling by {eval_min_fall:.0%} or more with a significant trend) without its evidence that nothing moves: the loss fell from its first point by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points and then held a level; or it ended more than {dead_min_improvement:.0%} higher than it started; or the log starts at a step past its own span (a resumed run whose earlier training is not in the log); or its interval for the change over the run is too wide (or rests on fewer than {dead_flat_min_points} points) to exclude a slow learner's fall; or the loss is pinned to one level within its noise ({dead_ci_z:g}-sigma interval inside the slow learner's fall) with no cause in the log, which a run at its floor before its first log shows too. A cause (a learning rate of at most {tiny_lr}, a collapsed gradient norm, updates of about zero, a frozen prediction metric) makes it a TP-DEAD-RUN.",
+    detects="TP-DEAD-RUN's no-progress condition (ends and wide ends within {dead_min_improvement:.0%}, no significant downward trend of a learning run's size, no eval loss falling by {eval_min_fall:.0%} or more with a significant trend) without its evidence that nothing moves: the loss fell from its first point by more than {dead_min_improvement:.0%} and more than {diverge_noise_z:g} noise sigmas of single points and then held a level; or it ended more than {dead_min_improvement:.0%} higher than it started; or the log starts at a step past its own span (a resumed run whose earlier training is not in the log); or its interval for the change over the run is too wide (or rests on fewer than {dead_flat_min_points} points) to exclude a slow learner's fall; or the loss is pinned to one level within its noise ({dead_ci_z:g}-sigma interval inside the slow learner's fall) with no cause in the log, which a run at its floor before its first log shows too. A cause (a learning rate of at most {tiny_lr}, a collapsed gradient norm, updates of about zero, a frozen prediction metric) makes it a TP-DEAD-RUN. Not where the loss climbed after what it measures changed (TP-OBJECTIVE-CHANGED): its start and end do not compare.",
     why="A loss that stops improving spends the rest of the run for little gain; but a plateau after an early fall, a level held by a fine-tune or a resumed run, and a curve too noisy to tell are not a run that never trained, so this is a warning to look, not a failure.",
     not_mean="It does not mean the run is broken: fine-tunes from a good checkpoint, runs at their data's noise floor, slow learners on short or noisy logs and resumed runs look like this. It is not TP-DEAD-RUN, which needs a cause in the log: a learning rate of about zero, a collapsed gradient norm or a frozen prediction metric.",
     causes="A model at the floor of what its data allow, a learning rate too small after warm-up to make further progress, a resumed run already converged, too little capacity, a change of the loss's definition partway (a re-weighted objective).",
@@ -5060,6 +5179,12 @@ def check_frozen_predictions(ctx):
 def check_loss_stalled(ctx):
     st = dead_run_state(ctx)
     if st is None or st["kind"] != "stalled":
+        return
+    climb = diverge_state(ctx)
+    if climb is not None and climb["objective_changed"] and _learned_beside_change(ctx, climb["data"]["best_step"]):
+        # the loss climbed after what it measures changed (TP-OBJECTIVE-CHANGED) and
+        # learned on one side of the change: its levels before and after it do not
+        # compare, so neither does its start with its end
         return
     s = st["s"]
     change, evidence = _no_progress_text(st)

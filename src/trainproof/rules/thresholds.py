@@ -962,6 +962,19 @@ class Thresholds:
         unit="ratio",
         valid=SHARE,
     )
+    frozen_guess_tol: float = threshold(
+        1e-4,
+        "An eval loss frozen within this share of ln(k) (k from 2 to chance_max_classes) is a "
+        "model whose outputs are a uniform guess over k classes: a constant output that ignores "
+        "its input scores ln(k) exactly, up to float32 rounding (1e-7) and logits a little off "
+        "equal. A train loss that fell beside it does not make the freeze a healthy run's (a "
+        "breaker's Keras collapse froze its val_loss at 2.30258512, ln 10 to 3e-8, after an "
+        "epoch-1 train average of 2.95 that held the untrained start). The nine windows are 1.8e-3 "
+        "wide in log-loss together: a healthy eval loss frozen anywhere from 0.05 to 5, log-"
+        "uniformly, lands in one by coincidence 4 times in 10,000.",
+        unit="share",
+        valid=SHARE,
+    )
     frozen_fall_log10: float = threshold(
         3.0,
         "A loss that fell this many decades below its first logged value and then repeats one "

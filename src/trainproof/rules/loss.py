@@ -1601,7 +1601,7 @@ def _at_uniform_guess(ctx, value: float) -> bool:
 
 
 def _frozen_after_learning(ctx) -> tuple | None:
-    """``(stretch, decay, decades)`` when a frozen stretch (:func:`frozen_stretch`) came
+    """``(stretch, decay, decades, train)`` when a frozen stretch (:func:`frozen_stretch`) came
     after the run learned (its value more than ``dead_min_improvement`` below the series'
     first, or, for an eval loss that took two values or more before it froze and is not
     at a uniform guess's ln(k) (:func:`_at_uniform_guess`), the train loss's level from
@@ -1615,22 +1615,29 @@ def _frozen_after_learning(ctx) -> tuple | None:
     A fit that converged below the printed digits (:func:`_converged_at_print`) counts as
     a converged full-batch fit. ``None`` otherwise: a train loss on fresh batches that
     repeats to the bit without a decayed rate depends on neither, and a frozen loss under a
-    live logged rate is a model no longer updated."""
+    live logged rate is a model no longer updated. ``train``: :func:`_train_fell_by`'s
+    ``(first, held)`` where the train loss, not the frozen eval loss's own fall, shows the
+    run learned, else ``None``. Computed once per judgement (both frozen rules read it)."""
+    return ctx.memo("frozen_after_learning", lambda: _read_frozen_after_learning(ctx))
+
+
+def _read_frozen_after_learning(ctx) -> tuple | None:
+    """:func:`_frozen_after_learning`'s reading, uncached."""
     fr = frozen_stretch(ctx)
     if fr is None:
         return None
     name, s, start, _ = fr
     v = s.values
-    # An eval loss that moved between evaluations before it froze was computed from weights
-    # that changed; one frozen from its first evaluations never was (an evaluation of a
-    # stale copy of the model), whatever the train loss did.
-    if not v[-1] < v[0] * (1 - ctx.th.dead_min_improvement) and (
-        name != "eval_loss"
-        or np.unique(v[:start]).size < 2
-        or _at_uniform_guess(ctx, float(v[-1]))
-        or _train_fell_by(ctx, float(s.steps[start])) is None
-    ):
-        return None
+    train = None
+    if not v[-1] < v[0] * (1 - ctx.th.dead_min_improvement):
+        # An eval loss that moved between evaluations before it froze was computed from
+        # weights that changed; one frozen from its first evaluations never was (an
+        # evaluation of a stale copy of the model), whatever the train loss did.
+        if name != "eval_loss" or np.unique(v[:start]).size < 2 or _at_uniform_guess(ctx, float(v[-1])):
+            return None
+        train = _train_fell_by(ctx, float(s.steps[start]))
+        if train is None:
+            return None
     decay = lr_decayed_under(ctx, float(s.steps[start]))
     decades = None if decay is not None else _converged_decades(ctx, s, start)
     if decay is None and decades is None:
@@ -1642,7 +1649,7 @@ def _frozen_after_learning(ctx) -> tuple | None:
     # unless a full-batch fit converged first.
     if decay is None and decades is None and (name != "eval_loss" or ctx.has("lr")):
         return None
-    return fr, decay, decades
+    return fr, decay, decades, train
 
 
 #: What TP-LOSS-FROZEN and TP-FROZEN-AFTER-LEARNING read (one frozen stretch, two
@@ -1727,7 +1734,7 @@ def check_frozen_after_learning(ctx):
     found = _frozen_after_learning(ctx)
     if found is None:
         return
-    (name, s, start, length), decay, decades = found
+    (name, s, start, length), decay, decades, train = found
     v = s.values
     what = "loss" if name == "loss" else "eval loss"
     if decay is not None:
@@ -1751,9 +1758,8 @@ def check_frozen_after_learning(ctx):
     else:
         why = "the log has no learning rate to say whether a schedule decayed it to about zero"
     fell = f"the {what} fell from {num(v[0])}, then froze"
-    if not v[-1] < v[0] * (1 - ctx.th.dead_min_improvement):
-        first, held = _train_fell_by(ctx, float(s.steps[start]))
-        fell = f"the train loss fell from {num(first)} (its 2nd-4th logs) to {num(held)} and the {what} froze"
+    if train is not None:
+        fell = f"the train loss fell from {num(train[0])} (its 2nd-4th logs) to {num(train[1])} and the {what} froze"
     yield ctx.finding(
         f"{fell} at {float(v[-1])!r} from step {step(s.steps[start])}: its last {length} points changed nothing",
         f"the last {length} of {v.size} finite {what}es ({s.key}) are exactly {float(v[-1])!r}, from step "
@@ -2128,8 +2134,15 @@ def chance_state(ctx) -> dict | None:
                 acc = _accuracy_at_chance(ctx, hit[0])
                 if not acc and not _band_names_level(hit):
                     continue  # too noisy to tell ln(k) from its neighbours, and no accuracy names k
-                st = {"s": series, "name": key, "hit": hit, "z": hit[5], "accuracy": acc, "band_above": above_band}
-                st["slow_start"] = bool(slow_start)
+                st = {
+                    "s": series,
+                    "name": key,
+                    "hit": hit,
+                    "z": hit[5],
+                    "accuracy": acc,
+                    "band_above": above_band,
+                    "slow_start": bool(slow_start),
+                }
                 st["start"] = start
                 st["from_above"] = start >= th.chance_start_ratio * hit[1]
                 # A held-out accuracy that beats a guess over k says the level is a
@@ -2820,9 +2833,8 @@ def check_near_chance(ctx):
         # a guess on data it was not trained on, so the level is the objective's (mixup,
         # label smoothing), and no warning is true of it.
         return
-    k = st["hit"][0]
-    th = ctx.th
-    hit = st["hit"]
+    th, hit = ctx.th, st["hit"]
+    k = hit[0]
     if (
         st.get("from_above")
         and not st["accuracy"]
@@ -2834,7 +2846,7 @@ def check_near_chance(ctx):
         # through the level (a noise band wide enough to hold it read it as "at" it), not
         # a model held there
         return
-    if not st["accuracy"] and not chance_level_isolated(k, ctx.th) and not _at_level_early(st, ctx.th):
+    if not st["accuracy"] and not chance_level_isolated(k, th) and not _at_level_early(st, th):
         # no accuracy names k, the loss did not reach ln(k) at once as a guesser's does,
         # and the levels crowd so that a settled loss lands near some ln(k) by coincidence
         return
